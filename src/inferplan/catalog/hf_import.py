@@ -1,0 +1,373 @@
+"""Import a model from a Hugging Face ``config.json`` without the network.
+
+Accepts a config.json file, a model folder (config.json plus ``model.safetensors.index.json``
+or ``*.safetensors`` files, whose headers give exact tensor sizes), or a repo id found in the
+local Hugging Face cache. Unsupported architectures raise ``ConfigImportError`` naming what is
+missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferplan.catalog.architecture import (
+    Architecture,
+    LayerKind,
+    LinearAttnDims,
+    MambaDims,
+    MlaDims,
+    MoeDims,
+    QuantConfig,
+)
+from inferplan.errors import ConfigImportError
+
+# Keys read from text_config when a multimodal wrapper nests the language model.
+_NESTED = ("text_config", "llm_config", "language_config")
+
+# Defaults of transformers' config classes that upstream config.json files leave out
+# (transformers Gemma2Config / Gemma3TextConfig): applied only where the key is missing.
+_MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "sliding_window": 4096},
+    "gemma3_text": {
+        "tie_word_embeddings": True, "head_dim": 256, "vocab_size": 262_208,
+        "max_position_embeddings": 131_072, "sliding_window_pattern": 6, "sliding_window": 4096,
+    },
+}
+_MODEL_TYPE_DEFAULTS["gemma3"] = _MODEL_TYPE_DEFAULTS["gemma3_text"]
+
+
+@dataclass(frozen=True)
+class ImportedModel:
+    """What a local model folder says: architecture, and checkpoint bytes when known."""
+
+    name: str
+    architecture: Architecture
+    checkpoint_bytes: int | None
+    checkpoint_source: str | None  # "index total_size" or "safetensors headers"
+    path: str
+
+
+def _req(cfg: dict, key: str, where: str) -> Any:
+    if key not in cfg or cfg[key] is None:
+        raise ConfigImportError(f"config.json has no {key!r}, which {where} needs", field=key)
+    return cfg[key]
+
+
+def _first(cfg: dict, *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    return default
+
+
+def _layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, ...]:
+    """Per-layer mixer kind from layer_types, hybrid patterns or sliding-window rules."""
+    if "hybrid_override_pattern" in cfg:  # Nemotron-H: M mamba, * attention, - MLP, E MoE
+        table = {"M": LayerKind.MAMBA, "*": LayerKind.FULL, "-": LayerKind.MLP, "E": LayerKind.MLP}
+        pattern = cfg["hybrid_override_pattern"]
+        try:
+            return tuple(table[ch] for ch in pattern)
+        except KeyError as exc:
+            raise ConfigImportError(
+                f"hybrid_override_pattern has unknown symbol {exc.args[0]!r}",
+                field="hybrid_override_pattern",
+                allowed="M * - E",
+            ) from None
+    if cfg.get("layer_types"):
+        table = {
+            "full_attention": LayerKind.FULL,
+            "attention": LayerKind.FULL,
+            "sliding_attention": LayerKind.SLIDING,
+            "linear_attention": LayerKind.LINEAR,
+            "mamba": LayerKind.MAMBA,
+        }
+        kinds = []
+        for i, name in enumerate(cfg["layer_types"]):
+            if name not in table:
+                raise ConfigImportError(
+                    f"layer_types[{i}] is {name!r}", field="layer_types", allowed=", ".join(table)
+                )
+            kinds.append(table[name])
+        return tuple(kinds)
+    if "full_attention_interval" in cfg:  # Qwen3-Next without layer_types
+        every = int(cfg["full_attention_interval"])
+        return tuple(LayerKind.FULL if (i + 1) % every == 0 else LayerKind.LINEAR for i in range(n_layers))
+    if "attn_layer_period" in cfg:  # Jamba
+        period, offset = int(cfg["attn_layer_period"]), int(cfg.get("attn_layer_offset", 0))
+        return tuple(LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers))
+    if cfg.get("kv_lora_rank"):
+        return (LayerKind.MLA,) * n_layers
+    window = cfg.get("sliding_window")
+    if model_type.startswith("gemma3") and window:
+        pattern = int(cfg.get("sliding_window_pattern", 6))
+        return tuple(LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers))
+    if model_type == "gemma2" and window:
+        return tuple(LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL for i in range(n_layers))
+    if window and cfg.get("use_sliding_window", True) and model_type in ("mistral", "mixtral"):
+        return (LayerKind.SLIDING,) * n_layers
+    return (LayerKind.FULL,) * n_layers
+
+
+def _moe(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
+    n_experts = _first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts")
+    if not n_experts:
+        return None
+    top_k = _req_any(cfg, ("num_experts_per_tok", "experts_per_token", "moe_topk"), "a mixture of experts")
+    expert_width = _first(cfg, "moe_intermediate_size", default=hidden_intermediate)
+    shared = 0
+    if cfg.get("n_shared_experts"):
+        shared = int(cfg["n_shared_experts"]) * int(expert_width)
+    elif cfg.get("shared_expert_intermediate_size"):
+        shared = int(cfg["shared_expert_intermediate_size"])
+    if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
+        layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
+        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers)
+    first_dense = int(cfg.get("first_k_dense_replace", 0))
+    freq = int(_first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1))
+    offset = int(cfg.get("expert_layer_offset", 0))
+    mlp_only = set(cfg.get("mlp_only_layers") or [])
+    layers = tuple(
+        i >= first_dense and (i - offset) % freq == 0 and i not in mlp_only for i in range(n_layers)
+    )
+    return MoeDims(
+        num_experts=int(n_experts),
+        experts_per_token=int(top_k),
+        expert_intermediate_size=int(expert_width),
+        shared_intermediate_size=shared,
+        moe_layers=layers,
+    )
+
+
+def _req_any(cfg: dict, keys: tuple[str, ...], where: str) -> Any:
+    value = _first(cfg, *keys)
+    if value is None:
+        raise ConfigImportError(
+            f"config.json has none of {', '.join(keys)}, which {where} needs", field=keys[0]
+        )
+    return value
+
+
+def _quant(cfg: dict) -> QuantConfig | None:
+    qc = cfg.get("quantization_config")
+    if not qc:
+        return None
+    method = str(qc.get("quant_method", "")).lower()
+    ignore = tuple(qc.get("ignore") or qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ())
+    if method == "fp8":
+        qid = "fp8-block" if qc.get("weight_block_size") else "fp8"
+    elif method == "mxfp4":
+        qid = "mxfp4"
+    elif method == "awq":
+        qid = "int4-awq"
+    elif method == "gptq":
+        qid = "int4-gptq" if int(qc.get("bits", 4)) == 4 else "int8-w8a8"
+    elif method in ("modelopt", "modelopt_fp4"):
+        algo = str(qc.get("quant_algo", "")).upper()
+        qid = "nvfp4" if "FP4" in algo else "fp8"
+    elif method == "compressed-tensors":
+        qid = _compressed_tensors(qc)
+    else:
+        raise ConfigImportError(
+            f"quantization_config.quant_method {method!r} is not supported",
+            field="quantization_config.quant_method",
+            allowed="fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
+        )
+    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore)
+
+
+def _compressed_tensors(qc: dict) -> str:
+    fmt = str(qc.get("format", "")).lower()
+    if "nvfp4" in fmt:
+        return "nvfp4"
+    if "mxfp4" in fmt:
+        return "mxfp4"
+    for group in (qc.get("config_groups") or {}).values():
+        weights = group.get("weights") or {}
+        bits, typ = int(weights.get("num_bits", 16)), str(weights.get("type", "int"))
+        acts = group.get("input_activations")
+        if bits == 8 and typ == "float":
+            return "fp8"
+        if bits == 8:
+            return "int8-w8a8"
+        if bits == 4 and typ == "float":
+            return "nvfp4"
+        if bits == 4:
+            return "int4-w4a16" if not acts else "int4-w4a16"
+    raise ConfigImportError(
+        "compressed-tensors quantization_config has no recognisable weight format",
+        field="quantization_config.config_groups",
+        allowed="8-bit float (fp8), 8-bit int (w8a8), 4-bit int (w4a16), nvfp4",
+    )
+
+
+def architecture_from_config(raw: dict) -> Architecture:
+    """Normalise a config.json dict (multimodal wrappers: the text model inside)."""
+    if not isinstance(raw, dict):
+        raise ConfigImportError("config.json must be a JSON object", field="config.json")
+    archs = raw.get("architectures") or ["unknown"]
+    cfg = dict(raw)
+    has_vision = False
+    for key in _NESTED:
+        if isinstance(raw.get(key), dict):
+            cfg = {**raw[key]}
+            cfg.setdefault("quantization_config", raw.get("quantization_config"))
+            if "tie_word_embeddings" in raw:
+                cfg.setdefault("tie_word_embeddings", raw["tie_word_embeddings"])
+            has_vision = "vision_config" in raw
+            break
+    model_type = str(cfg.get("model_type", raw.get("model_type", "unknown")))
+    for key, value in _MODEL_TYPE_DEFAULTS.get(model_type, {}).items():
+        cfg.setdefault(key, value)
+    hidden = int(_req(cfg, "hidden_size", "every architecture"))
+    n_layers = int(_req_any(cfg, ("num_hidden_layers", "n_layers", "num_layers"), "every architecture"))
+    heads = int(_req_any(cfg, ("num_attention_heads", "n_heads"), "every architecture"))
+    kv_heads = int(_first(cfg, "num_key_value_heads", "n_kv_heads", default=heads) or heads)
+    head_dim = int(_first(cfg, "head_dim", "attention_head_dim", default=hidden // heads) or hidden // heads)
+    vocab = int(_req(cfg, "vocab_size", "the embedding size"))
+    intermediate = int(_first(cfg, "intermediate_size", "ffn_hidden_size", default=0) or 0)
+    kinds = _layer_kinds(cfg, n_layers, model_type)
+    if len(kinds) != n_layers and "hybrid_override_pattern" not in cfg:
+        raise ConfigImportError(
+            f"layer_types lists {len(kinds)} layers but num_hidden_layers is {n_layers}",
+            field="layer_types",
+        )
+    mla = None
+    if cfg.get("kv_lora_rank"):
+        mla = MlaDims(
+            kv_lora_rank=int(cfg["kv_lora_rank"]),
+            qk_rope_head_dim=int(_req(cfg, "qk_rope_head_dim", "multi-head latent attention")),
+            qk_nope_head_dim=int(_req(cfg, "qk_nope_head_dim", "multi-head latent attention")),
+            v_head_dim=int(_req(cfg, "v_head_dim", "multi-head latent attention")),
+            q_lora_rank=int(cfg["q_lora_rank"]) if cfg.get("q_lora_rank") else None,
+        )
+    linear = None
+    if LayerKind.LINEAR in kinds:
+        linear = LinearAttnDims(
+            num_key_heads=int(_req(cfg, "linear_num_key_heads", "linear attention")),
+            num_value_heads=int(_req(cfg, "linear_num_value_heads", "linear attention")),
+            key_head_dim=int(_req(cfg, "linear_key_head_dim", "linear attention")),
+            value_head_dim=int(_req(cfg, "linear_value_head_dim", "linear attention")),
+            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
+        )
+    mamba = None
+    if LayerKind.MAMBA in kinds:
+        m_heads = _first(cfg, "mamba_num_heads", "mamba_n_heads")
+        m_head_dim = _first(cfg, "mamba_head_dim", "mamba_d_head")
+        if m_heads is None and cfg.get("mamba_expand"):
+            m_head_dim = m_head_dim or 64
+            m_heads = int(cfg["mamba_expand"]) * hidden // int(m_head_dim)
+        if m_heads is None or m_head_dim is None:
+            raise ConfigImportError("config.json has no mamba_num_heads/mamba_head_dim", field="mamba_num_heads")
+        mamba = MambaDims(
+            num_heads=int(m_heads),
+            head_dim=int(m_head_dim),
+            state_size=int(_req_any(cfg, ("ssm_state_size", "mamba_d_state", "state_size"), "a Mamba mixer")),
+            n_groups=int(_first(cfg, "n_groups", "mamba_n_groups", default=1)),
+            conv_kernel=int(_first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
+        )
+    window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds else None
+    return Architecture(
+        hf_architecture=str(archs[0]),
+        model_type=model_type,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=intermediate,
+        vocab_size=vocab,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))),
+        layer_kinds=kinds,
+        max_position_embeddings=int(_first(cfg, "max_position_embeddings", "max_seq_len", default=0) or 0),
+        torch_dtype=str(_first(cfg, "torch_dtype", "dtype", default=raw.get("torch_dtype", "bfloat16"))),
+        sliding_window=int(window) if window else None,
+        mla=mla,
+        moe=_moe(cfg, n_layers, intermediate),
+        linear=linear,
+        mamba=mamba,
+        quant=_quant(cfg),
+        attention_bias=bool(cfg.get("attention_bias", model_type.startswith("qwen2"))),
+        qk_norm=model_type.startswith("qwen3") or model_type.startswith("gemma3"),
+        mlp_projections=2 if str(_first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
+        mtp_layers=int(cfg.get("num_nextn_predict_layers", 0) or 0),
+        has_vision_tower=has_vision,
+    )
+
+
+def read_config(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigImportError(f"no such file: {path}", field="--model") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigImportError(f"{path} is not valid JSON: {exc}", field="--model") from None
+
+
+def safetensors_header_bytes(path: Path) -> int:
+    """Bytes of tensor data in one .safetensors file, read from its header only."""
+    with path.open("rb") as fh:
+        head = fh.read(8)
+        if len(head) != 8:
+            raise ConfigImportError(f"{path.name} is not a safetensors file", field="--model")
+        (n,) = struct.unpack("<Q", head)
+        if n > 100 * 2**20:
+            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="--model")
+        try:
+            header = json.loads(fh.read(n))
+        except json.JSONDecodeError as exc:
+            raise ConfigImportError(f"{path.name}: bad safetensors header: {exc}", field="--model") from None
+    return sum(
+        int(t["data_offsets"][1]) - int(t["data_offsets"][0])
+        for name, t in header.items()
+        if name != "__metadata__"
+    )
+
+
+def _checkpoint_bytes(folder: Path) -> tuple[int | None, str | None]:
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        meta = read_config(index).get("metadata") or {}
+        if meta.get("total_size"):
+            return int(meta["total_size"]), "model.safetensors.index.json total_size"
+    files = sorted(folder.glob("*.safetensors"))
+    if files:
+        return sum(safetensors_header_bytes(f) for f in files), "safetensors headers"
+    return None, None
+
+
+def hf_cache_snapshot(repo_id: str) -> Path | None:
+    """The newest local snapshot folder of a repo in the Hugging Face cache, if any."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub"
+    )
+    repo_dir = Path(hub) / ("models--" + repo_id.replace("/", "--"))
+    snaps = sorted((repo_dir / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    return snaps[-1].parent if snaps else None
+
+
+def import_model(location: str) -> ImportedModel:
+    """Import from a config.json path, a model folder, or a repo id in the local HF cache."""
+    path = Path(location).expanduser()
+    if path.is_dir():
+        folder, config_path = path, path / "config.json"
+    elif path.suffix == ".json" or path.is_file():
+        folder, config_path = path.parent, path
+    elif "/" in location and (snap := hf_cache_snapshot(location)) is not None:
+        folder, config_path = snap, snap / "config.json"
+    else:
+        raise ConfigImportError(
+            f"{location!r} is not a config.json, a model folder or a repo id in the local "
+            "Hugging Face cache",
+            field="--model",
+        )
+    if not config_path.is_file():
+        raise ConfigImportError(f"no config.json in {folder}", field="--model")
+    arch = architecture_from_config(read_config(config_path))
+    size, how = _checkpoint_bytes(folder) if config_path.name == "config.json" else (None, None)
+    return ImportedModel(
+        name=location, architecture=arch, checkpoint_bytes=size, checkpoint_source=how, path=str(folder)
+    )

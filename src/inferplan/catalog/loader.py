@@ -1,0 +1,239 @@
+"""Load and validate the catalogue: YAML files under ``data/``, read lazily, once.
+
+Nothing is read at import time. ``load_catalog()`` parses every file with ``yaml.safe_load``,
+validates each record with the pydantic models in ``schema.py``, merges the per-file
+``sources`` registries and checks cross-references (every sourced number names a known source,
+every system names a known accelerator, every checkpoint a known quantization).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from inferplan.catalog.provenance import Source, iter_sourced
+from inferplan.catalog.schema import (
+    Accelerator,
+    CalibrationConstant,
+    EngineDefaults,
+    KvDtype,
+    MemoryPoint,
+    ModelCard,
+    Quantization,
+    System,
+)
+from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareError, UnknownModelError
+
+DATA_DIR = Path(__file__).parent / "data"
+
+T = TypeVar("T", bound=BaseModel)
+
+# file glob -> (top-level key, record model)
+SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
+    "accelerators": ("accelerators", Accelerator),
+    "systems": ("systems", System),
+    "models": ("models", ModelCard),
+    "quantizations": ("quantizations", Quantization),
+    "kv_cache_dtypes": ("kv_cache_dtypes", KvDtype),
+    "engines": ("engines", EngineDefaults),
+    "calibration": ("calibration", CalibrationConstant),
+    "memory_points": ("memory_points", MemoryPoint),
+}
+
+
+def normalise_name(name: str) -> str:
+    """Lower case, no spaces, hyphens, underscores or dots: 'RTX 4090' == 'rtx-4090'."""
+    return re.sub(r"[\s\-_.]+", "", name.strip().lower())
+
+
+@dataclass(frozen=True)
+class Registry(Generic[T]):
+    """Records of one kind, by id, with alias lookup."""
+
+    kind: str
+    records: dict[str, T]
+
+    def __iter__(self):
+        return iter(self.records.values())
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.records
+
+    def exact(self, name: str) -> list[T]:
+        """Records whose id, name or an alias is ``name`` (normalised)."""
+        if name in self.records:
+            return [self.records[name]]
+        wanted = normalise_name(name)
+        return [r for r in self.records.values() if wanted in _names(r)]
+
+    def get(self, name: str, *, field_name: str, error: type[Exception]) -> T:
+        """Resolve an id or alias; an ambiguous or unknown name raises with the candidates."""
+        exact = self.exact(name)
+        if len(exact) == 1:
+            return exact[0]
+        wanted = normalise_name(name)
+        partial = exact or [r for r in self.records.values() if any(wanted in n for n in _names(r))]
+        if len(partial) == 1:
+            return partial[0]
+        if partial:
+            ids = ", ".join(sorted(r.id for r in partial))
+            raise AmbiguousNameError(
+                f"{name!r} matches several {self.kind}: {ids}", field=field_name, allowed=ids
+            )
+        raise error(
+            f"no {self.kind[:-1] if self.kind.endswith('s') else self.kind} named {name!r}; "
+            f"see `inferplan catalog list {self.kind}`",
+            field=field_name,
+        )
+
+
+def _names(record: BaseModel) -> set[str]:
+    names = {normalise_name(record.id)}
+    if hasattr(record, "name"):
+        names.add(normalise_name(record.name))
+    names.update(normalise_name(a) for a in getattr(record, "aliases", ()))
+    return names
+
+
+@dataclass(frozen=True)
+class Catalog:
+    sources: dict[str, Source]
+    accelerators: Registry[Accelerator]
+    systems: Registry[System]
+    models: Registry[ModelCard]
+    quantizations: Registry[Quantization]
+    kv_cache_dtypes: Registry[KvDtype]
+    engines: Registry[EngineDefaults]
+    calibration: Registry[CalibrationConstant]
+    memory_points: Registry[MemoryPoint]
+    data_dir: Path = field(default=DATA_DIR)
+
+    def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
+        return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
+
+    def system(self, name: str, field_name: str = "--system") -> System:
+        return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)
+
+    def model(self, name: str, field_name: str = "--model") -> ModelCard:
+        return self.models.get(name, field_name=field_name, error=UnknownModelError)
+
+    def quantization(self, name: str, field_name: str = "--quantization") -> Quantization:
+        return self.quantizations.get(name, field_name=field_name, error=CatalogError)
+
+    def kv_cache_dtype(self, name: str, field_name: str = "--kv-cache-dtype") -> KvDtype:
+        return self.kv_cache_dtypes.get(name, field_name=field_name, error=CatalogError)
+
+    def engine(self, name: str, field_name: str = "--engine") -> EngineDefaults:
+        return self.engines.get(name, field_name=field_name, error=CatalogError)
+
+    def constant(self, constant_id: str) -> float:
+        """A named calibration constant's value (see ``data/calibration.yaml``)."""
+        return self.calibration.records[constant_id].value
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path.name}: not valid YAML: {exc}", field=str(path)) from exc
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path.name}: expected a mapping at the top level", field=str(path))
+    return data
+
+
+def _validate(model: type[T], raw: object, where: str) -> T:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise CatalogError(f"{where}.{loc}: {first['msg']}", field=f"{where}.{loc}") from exc
+
+
+def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
+    """Validate the given YAML files into one catalogue."""
+    sources: dict[str, Source] = {}
+    records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
+    for path in sorted(paths):
+        data = _read_yaml(path)
+        unknown = set(data) - {"sources", *SECTIONS}
+        if unknown:
+            raise CatalogError(
+                f"{path.name}: unknown top-level keys {sorted(unknown)}",
+                field=path.name,
+                allowed=", ".join(["sources", *SECTIONS]),
+            )
+        for i, raw in enumerate(data.get("sources") or []):
+            src = _validate(Source, raw, f"{path.name}:sources[{i}]")
+            if src.id in sources and sources[src.id] != src:
+                raise CatalogError(f"{path.name}: source {src.id!r} defined twice, differently")
+            sources[src.id] = src
+        for key, (_, model) in SECTIONS.items():
+            for i, raw in enumerate(data.get(key) or []):
+                where = f"{path.name}:{key}[{i}]"
+                record = _validate(model, raw, where)
+                if record.id in records[key]:
+                    raise CatalogError(f"{where}: duplicate id {record.id!r}", field=where)
+                records[key][record.id] = record
+    catalog = Catalog(
+        sources=sources,
+        data_dir=data_dir,
+        **{key: Registry(key.replace("_", " "), recs) for key, recs in records.items()},
+    )
+    check_references(catalog)
+    return catalog
+
+
+def check_references(catalog: Catalog) -> None:
+    """Every sourced number names a known source; every cross-reference resolves."""
+    for key in SECTIONS:
+        for record in getattr(catalog, key):
+            for path, quantity in iter_sourced(record):
+                if quantity.source not in catalog.sources:
+                    raise CatalogError(
+                        f"{key}:{record.id}.{path}: unknown source {quantity.source!r}",
+                        field=f"{record.id}.{path}",
+                    )
+    for system in catalog.systems:
+        if system.accelerator not in catalog.accelerators:
+            raise CatalogError(
+                f"systems:{system.id}: unknown accelerator {system.accelerator!r}", field=system.id
+            )
+    for model in catalog.models:
+        for cp in model.checkpoints:
+            if cp.quantization not in catalog.quantizations:
+                raise CatalogError(
+                    f"models:{model.id}: checkpoint {cp.name!r} has unknown quantization "
+                    f"{cp.quantization!r}",
+                    field=f"{model.id}.checkpoints",
+                )
+        if model.config and not (catalog.data_dir / model.config).is_file():
+            raise CatalogError(f"models:{model.id}: config file {model.config} missing", field=model.id)
+        if model.config and model.config_source not in catalog.sources:
+            raise CatalogError(f"models:{model.id}: config_source must name a known source", field=model.id)
+        if model.kv_proxy and model.kv_proxy not in catalog.models:
+            raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
+
+
+    for point in catalog.memory_points:
+        for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
+                               ("engine", catalog.engines), ("quantization", catalog.quantizations)):
+            if getattr(point, attr) not in registry:
+                raise CatalogError(
+                    f"memory_points:{point.id}: unknown {attr} {getattr(point, attr)!r}", field=point.id
+                )
+
+
+@functools.lru_cache(maxsize=4)
+def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
+    """The shipped catalogue (cached; read on first use, never at import)."""
+    return load_files(list(data_dir.glob("**/*.yaml")), data_dir=data_dir)

@@ -1,0 +1,132 @@
+"""Resolve a ``--model`` argument to a ``ModelSpec``: catalogue card, config path or HF cache.
+
+A ``ModelSpec`` joins what the catalogue card states (parameters, checkpoint sizes) with the
+architecture read from the verbatim config.json it points to, or from a local import. Where a
+card has no published architecture but names a ``kv_proxy``, the proxy's attention layout is used
+and the spec's ``assumptions`` say so.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from inferplan.catalog.architecture import Architecture
+from inferplan.catalog.hf_import import architecture_from_config, hf_cache_snapshot, import_model, read_config
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import ModelCard
+from inferplan.errors import UnknownModelError
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    quantization: str
+    size_bytes: float
+    name: str
+    source: str  # a source id, or where a local import read it
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    name: str
+    architecture: Architecture | None
+    architecture_is_proxy: bool
+    total_params: float | None
+    active_params: float | None
+    checkpoints: tuple[CheckpointSize, ...]
+    native_quantization: str | None  # what the published (first) checkpoint ships in
+    context_tokens: int | None
+    assumptions: tuple[str, ...] = ()
+    card: ModelCard | None = None
+
+    def checkpoint(self, quantization: str) -> CheckpointSize | None:
+        return next((c for c in self.checkpoints if c.quantization == quantization), None)
+
+
+@functools.lru_cache(maxsize=256)
+def _card_architecture(config_path: Path) -> Architecture:
+    return architecture_from_config(read_config(config_path))
+
+
+def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
+    arch: Architecture | None = None
+    proxy = False
+    assumptions: list[str] = []
+    if card.config:
+        arch = _card_architecture(catalog.data_dir / card.config)
+    elif card.kv_proxy:
+        proxy_card = catalog.models.records[card.kv_proxy]
+        if proxy_card.config:
+            arch = _card_architecture(catalog.data_dir / proxy_card.config)
+            proxy = True
+            assumptions.append(
+                f"{card.name} has no published config.json in the catalogue; its KV cache layout "
+                f"is taken from {proxy_card.name} (kv_proxy) — replace with the real config when public"
+            )
+    checkpoints = tuple(
+        CheckpointSize(c.quantization, c.size_bytes.value, c.name, c.size_bytes.source)
+        for c in card.checkpoints
+        if c.size_bytes is not None
+    )
+    native = arch.quant.quantization if arch and arch.quant and not proxy else None
+    if native is None and card.checkpoints:
+        native = card.checkpoints[0].quantization
+    return ModelSpec(
+        id=card.id,
+        name=card.name,
+        architecture=arch,
+        architecture_is_proxy=proxy,
+        total_params=card.total_params.value if card.total_params else None,
+        active_params=card.active_params.value if card.active_params else None,
+        checkpoints=checkpoints,
+        native_quantization=native,
+        context_tokens=int(card.context_tokens.value) if card.context_tokens else None,
+        assumptions=tuple(assumptions),
+        card=card,
+    )
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith(".json") or Path(name).expanduser().exists()
+
+
+def resolve_model(catalog: Catalog, name: str, field_name: str = "--model") -> ModelSpec:
+    """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
+    if _looks_like_path(name):
+        return spec_from_import(name)
+    try:
+        return spec_from_card(catalog, catalog.model(name, field_name))
+    except UnknownModelError:
+        if "/" in name and hf_cache_snapshot(name) is not None:
+            return spec_from_import(name)
+        raise
+
+
+def spec_from_import(location: str) -> ModelSpec:
+    from inferplan.memory.params import count_params  # memory sits above catalog; import lazily
+
+    imported = import_model(location)
+    arch = imported.architecture
+    params = count_params(arch)
+    native = arch.quant.quantization if arch.quant else _dtype_quant(arch.torch_dtype)
+    checkpoints = ()
+    if imported.checkpoint_bytes:
+        checkpoints = (CheckpointSize(native, imported.checkpoint_bytes, "local", imported.checkpoint_source or ""),)
+    return ModelSpec(
+        id=Path(imported.path).name or location,
+        name=location,
+        architecture=arch,
+        architecture_is_proxy=False,
+        total_params=float(params.total),
+        active_params=float(params.active),
+        checkpoints=checkpoints,
+        native_quantization=native,
+        context_tokens=arch.max_position_embeddings or None,
+        assumptions=("parameter counts computed from config.json",),
+    )
+
+
+def _dtype_quant(torch_dtype: str) -> str:
+    return {"float16": "fp16", "float32": "fp32"}.get(torch_dtype, "bf16")

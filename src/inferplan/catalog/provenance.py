@@ -1,0 +1,141 @@
+"""Provenance: sources and sourced quantities.
+
+Every number in the catalogue is a ``Sourced`` quantity: a value in SI units, the ``kind`` of
+number it is (``spec``, ``measured``, ``derived``, ``assumed``), and the id of a ``Source`` that
+says where it was read and when it was checked. YAML may give the value in a named unit
+(``{value: 80, unit: GB, kind: spec, source: nvidia-h100}``); it is converted to SI on load, and a
+unit of the wrong dimension is an error. A plain number where a sourced quantity is expected
+fails validation: the catalogue cannot hold an unsourced number.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import Enum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from inferplan.units import UNITS
+
+
+class Kind(str, Enum):
+    SPEC = "spec"  # published by the maker (datasheet, model card, config.json)
+    MEASURED = "measured"  # observed on real hardware/software, by whoever is cited
+    DERIVED = "derived"  # computed from other sourced numbers; the note says how
+    ASSUMED = "assumed"  # a planning assumption; the note says why
+
+
+class Source(BaseModel):
+    """Where numbers were read. Either a URL or a seed file (``shared/seeds/...``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    title: str
+    url: str | None = None
+    seed: str | None = None
+    checked: dt.date
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _has_location(self) -> "Source":
+        if not (self.url or self.seed):
+            raise ValueError("a source needs a url or a seed file name")
+        return self
+
+
+class Sourced(BaseModel):
+    """A number with its provenance, stored in the SI unit of its ``dimension``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    dimension: ClassVar[str] = "count"
+
+    value: float
+    kind: Kind
+    source: str = Field(min_length=1)
+    checked: dt.date | None = None  # overrides the source's checked date for this number
+    note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _convert_unit(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError(
+                "expected a sourced quantity {value, kind, source[, unit, note]}, "
+                f"got {data!r}: every catalogue number needs a source"
+            )
+        data = dict(data)
+        unit = data.pop("unit", None)
+        if unit is not None:
+            if unit not in UNITS:
+                raise ValueError(f"unknown unit {unit!r}; known: {', '.join(UNITS)}")
+            dimension, factor = UNITS[unit]
+            if dimension != cls.dimension:
+                raise ValueError(f"unit {unit!r} measures {dimension}, this field needs {cls.dimension}")
+            if isinstance(data.get("value"), (int, float)):
+                data["value"] = float(data["value"]) * factor
+        return data
+
+    @model_validator(mode="after")
+    def _finite(self) -> "Sourced":
+        if self.value != self.value or self.value in (float("inf"), float("-inf")):
+            raise ValueError("value must be finite")
+        if self.value < 0:
+            raise ValueError("value must be non-negative")
+        return self
+
+
+class Bytes(Sourced):
+    dimension: ClassVar[str] = "bytes"
+
+
+class BytesPerS(Sourced):
+    dimension: ClassVar[str] = "bytes_per_s"
+
+
+class FlopPerS(Sourced):
+    dimension: ClassVar[str] = "flop_per_s"
+
+
+class Watts(Sourced):
+    dimension: ClassVar[str] = "w"
+
+
+class USD(Sourced):
+    dimension: ClassVar[str] = "usd"
+
+
+class EUR(Sourced):
+    dimension: ClassVar[str] = "eur"
+
+
+class Count(Sourced):
+    dimension: ClassVar[str] = "count"
+
+
+class Ratio(Sourced):
+    dimension: ClassVar[str] = "ratio"
+
+
+class Bits(Sourced):
+    dimension: ClassVar[str] = "bits"
+
+
+class UsdPerEur(Sourced):
+    dimension: ClassVar[str] = "usd_per_eur"
+
+
+def iter_sourced(obj: Any, path: str = ""):
+    """Yield ``(path, Sourced)`` for every sourced number inside a model, list or dict."""
+    if isinstance(obj, Sourced):
+        yield path, obj
+    elif isinstance(obj, BaseModel):
+        for name in type(obj).model_fields:
+            yield from iter_sourced(getattr(obj, name), f"{path}.{name}" if path else name)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from iter_sourced(value, f"{path}.{key}")
+    elif isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj):
+            yield from iter_sourced(value, f"{path}[{i}]")

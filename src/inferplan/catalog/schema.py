@@ -1,0 +1,234 @@
+"""Catalogue entities: accelerators, systems, models, quantization formats and engines.
+
+Each YAML file under ``catalog/data`` holds a ``sources`` registry and a list of one entity kind;
+``loader.py`` validates them with these models. Field names carry their SI unit.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.catalog.provenance import (
+    EUR,
+    USD,
+    Bits,
+    Bytes,
+    BytesPerS,
+    Count,
+    FlopPerS,
+    Ratio,
+    Watts,
+)
+
+SLUG = r"^[a-z0-9][a-z0-9._-]*$"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Status(str, Enum):
+    SHIPPING = "shipping"
+    RAMP = "ramp"
+    ROADMAP = "roadmap"
+    DISCONTINUED = "discontinued"
+
+
+class ComputeDtype(str, Enum):
+    """Tensor-core input formats a peak FLOP/s figure is quoted for (dense, no sparsity)."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    FP6 = "fp6"
+    FP4 = "fp4"
+    INT4 = "int4"
+
+
+class Software(str, Enum):
+    CUDA = "cuda"
+    ROCM = "rocm"
+    ONEAPI = "oneapi"
+    SYNAPSEAI = "synapseai"
+    METAL = "metal"
+    NEURON = "neuron"
+    VULKAN = "vulkan"
+
+
+class ScaleUp(Frozen):
+    """The fastest GPU-to-GPU link of the device."""
+
+    link: str  # nvlink4, nvlink5, nvlink6, pcie4, pcie5, infinity-fabric, roce, none ...
+    bandwidth_bytes_per_s: BytesPerS  # total bidirectional per GPU
+    max_domain_gpus: int = Field(ge=1)  # largest all-to-all domain this link builds
+
+
+class Accelerator(Frozen):
+    id: str = Field(pattern=SLUG)
+    name: str
+    aliases: tuple[str, ...] = ()
+    vendor: str
+    architecture: str
+    status: Status
+    form_factor: str  # sxm, pcie, superchip, oam, workstation, consumer, soc, ...
+    memory_type: str
+    memory_bytes: Bytes  # as marketed
+    memory_reported_bytes: Bytes | None = None  # total as the driver reports it
+    unified_memory: bool = False  # shared with the CPU (DGX Spark, Apple, Ryzen AI Max)
+    memory_bandwidth_bytes_per_s: BytesPerS
+    peak_flop_per_s: dict[ComputeDtype, FlopPerS]  # dense
+    native_formats: tuple[str, ...] = ()  # fp8, nvfp4, mxfp4, mxfp8, int8 ...
+    scale_up: ScaleUp | None = None
+    tdp_w: Watts | None = None
+    software: Software
+    notes: tuple[str, ...] = ()
+
+
+class PriceBand(Frozen):
+    """A planning price band, ex VAT. EUR and USD as the source states them."""
+
+    usd_low: USD | None = None
+    usd_high: USD | None = None
+    eur_low: EUR | None = None
+    eur_high: EUR | None = None
+    basis: str  # quote band, BOM estimate, roadmap ASP, list price, ...
+
+
+class System(Frozen):
+    id: str = Field(pattern=SLUG)
+    name: str
+    aliases: tuple[str, ...] = ()
+    tier: Literal["node", "rack", "server", "workstation", "desktop", "lab-box", "single-gpu"]
+    status: Status
+    accelerator: str  # accelerator id
+    accelerator_count: int = Field(ge=1)
+    scale_up_domain_gpus: int = Field(ge=1)  # GPUs joined by the fast link
+    memory_bytes: Bytes | None = None  # aggregate accelerator memory as the source states it
+    power_w: Watts | None = None
+    cooling: str | None = None
+    price: PriceBand | None = None
+    host: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+class Checkpoint(Frozen):
+    """A published build of a model: its quantization and its size on disk."""
+
+    name: str
+    repo: str | None = None
+    quantization: str  # a quantization id from quantizations.yaml
+    size_bytes: Bytes | None = None
+
+
+class Licence(Frozen):
+    name: str
+    gate: str | None = None  # what must be reviewed or triggers a separate deal
+
+
+class ModelCard(Frozen):
+    id: str = Field(pattern=SLUG)
+    name: str
+    aliases: tuple[str, ...] = ()
+    family: str
+    status: str  # the seed's label (current-launch ...) or "reference"
+    licence: Licence | None = None
+    total_params: Count | None = None
+    active_params: Count | None = None
+    context_tokens: Count | None = None
+    checkpoints: tuple[Checkpoint, ...] = ()
+    first_node: str | None = None
+    serving_engines: tuple[str, ...] = ()
+    config: str | None = None  # hf_configs/<file>.json, kept verbatim
+    config_source: str | None = None  # source id of that config file
+    kv_proxy: str | None = None  # model id whose attention layout stands in (stated as assumption)
+    notes: tuple[str, ...] = ()
+
+
+class Quantization(Frozen):
+    """A weight format: how many bits one quantized weight costs, scales included."""
+
+    id: str = Field(pattern=SLUG)
+    name: str
+    aliases: tuple[str, ...] = ()
+    bits_per_weight: Bits
+    weight_dtype: str  # storage: bf16, fp8, int8, int4, fp4 ...
+    activation_dtype: str  # compute dtype when the hardware runs it natively
+    native_format: str | None = None  # the accelerator format that runs it natively (fp8, nvfp4 ...)
+    fallback_compute: str = "bf16"  # compute dtype when the hardware lacks the native format
+    quantizes_embeddings: bool = False  # GGUF quantizes token embeddings; most GPU formats do not
+    notes: tuple[str, ...] = ()
+
+
+class KvDtype(Frozen):
+    id: str = Field(pattern=SLUG)
+    aliases: tuple[str, ...] = ()
+    bits_per_element: Bits
+    residual_tokens: int = 0  # recent tokens kept at 16 bit (KIVI)
+    notes: tuple[str, ...] = ()
+
+
+class EngineDefaults(Frozen):
+    """The settings that shape an engine's memory budget, as the engine documents them."""
+
+    id: str = Field(pattern=SLUG)
+    name: str
+    memory_fraction: Ratio | None = None  # vLLM gpu_memory_utilization, SGLang mem_fraction_static ...
+    memory_fraction_meaning: Literal["of_total", "of_free_after_weights", "none"]
+    block_tokens: Count  # KV block / page size in tokens
+    max_num_batched_tokens: Count | None = None
+    max_num_seqs: Count | None = None
+    # vLLM picks smaller batch defaults below a memory threshold (70 GiB):
+    large_gpu_bytes: Bytes | None = None
+    small_gpu_max_num_batched_tokens: Count | None = None
+    small_gpu_max_num_seqs: Count | None = None
+    small_default_accelerators: tuple[str, ...] = ()  # take the small defaults whatever their memory
+    notes: tuple[str, ...] = ()
+
+
+class CalibrationConstant(Frozen):
+    id: str = Field(pattern=SLUG)
+    value: float
+    unit: str
+    fitted_on: tuple[str, ...] = ()  # measurement ids
+    method: str
+    error: str  # how well it fits, in words and numbers
+
+
+class MemorySettings(Frozen):
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    max_model_len: int = Field(ge=1)
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+
+
+class MemoryMeasured(Frozen):
+    """What the engine's startup log printed, per GPU."""
+
+    weights_bytes_per_gpu: Bytes
+    activation_bytes_per_gpu: Bytes | None = None
+    non_torch_bytes_per_gpu: Bytes | None = None
+    kv_cache_bytes_per_gpu: Bytes | None = None  # absent when the engine failed to start
+    kv_cache_tokens: Count | None = None
+    fits: bool = True
+
+
+class MemoryPoint(Frozen):
+    """One measured engine start-up: the settings, and the memory split it reported."""
+
+    id: str = Field(pattern=SLUG)
+    model: str  # model id
+    accelerator: str  # accelerator id
+    engine: str
+    engine_version: str
+    quantization: str
+    kv_cache_dtype: str = "auto"
+    tensor_parallel_size: int = Field(1, ge=1)
+    settings: MemorySettings
+    measured: MemoryMeasured
+    caveats: tuple[str, ...] = ()

@@ -1,0 +1,53 @@
+"""The one error hierarchy. Shells map every ``InferplanError`` to exit code 2 / HTTP 422."""
+
+from __future__ import annotations
+
+
+class InferplanError(Exception):
+    """Base of every error inferplan raises on purpose.
+
+    ``field`` names the input at fault (a CLI flag, a config key, a YAML path) so that a
+    shell can say exactly what to change; ``allowed`` says what would be accepted.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None):
+        self.field = field
+        self.allowed = allowed
+        super().__init__(message)
+
+    def describe(self) -> str:
+        parts = []
+        if self.field:
+            parts.append(f"{self.field}: ")
+        parts.append(str(self))
+        if self.allowed:
+            parts.append(f" (allowed: {self.allowed})")
+        return "".join(parts)
+
+
+class CatalogError(InferplanError):
+    """The shipped or a user-supplied catalogue file is malformed or unsourced."""
+
+
+class UnknownModelError(InferplanError):
+    """No model with that id or alias is in the catalogue."""
+
+
+class UnknownHardwareError(InferplanError):
+    """No accelerator or system with that id or alias is in the catalogue."""
+
+
+class AmbiguousNameError(InferplanError):
+    """A name matches more than one catalogue entry; the candidates are listed."""
+
+
+class ConfigImportError(InferplanError):
+    """A Hugging Face config.json could not be turned into a model architecture."""
+
+
+class InvalidScenarioError(InferplanError):
+    """A deployment or scenario input is out of range or inconsistent."""
+
+
+class DoesNotFitError(InferplanError):
+    """Raised only where a caller asks for a fit to be required; fit() itself reports it."""

@@ -1,0 +1,39 @@
+"""The deployment a memory question is asked about: one immutable, validated object.
+
+Field names follow vLLM's flags (``tensor_parallel_size``, ``gpu_memory_utilization`` …) so the
+CLI, an API request and a scenario file all describe the same thing the same way.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_CONTEXT_TOKENS = 100_000_000  # far above any model's limit; guards against absurd input
+MAX_GPUS = 100_000
+
+
+class Deployment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(min_length=1, description="catalogue id/alias, config.json path, model folder or cached repo id")
+    gpu: str | None = Field(None, description="accelerator id or alias (e.g. H100, RTX 4090)")
+    system: str | None = Field(None, description="system id (e.g. hgx-b200); sets the GPU and count")
+    gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs in the whole deployment")
+    tensor_parallel_size: int = Field(1, ge=1, le=1024)
+    pipeline_parallel_size: int = Field(1, ge=1, le=1024)
+    data_parallel_size: int | None = Field(None, ge=1, le=MAX_GPUS)
+    enable_expert_parallel: bool = False
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="fraction of GPU memory the engine may use")
+    max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
+    kv_cache_dtype: str = "auto"
+    quantization: str | None = None
+    engine: str = "vllm"
+    concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
+
+    @model_validator(mode="after")
+    def _hardware_named(self) -> "Deployment":
+        if not (self.gpu or self.system):
+            raise ValueError("name a GPU (--gpu) or a system (--system)")
+        return self

@@ -1,0 +1,277 @@
+"""What fits: weights, engine budget and KV cache per GPU for one deployment.
+
+``fit(deployment)`` answers: does it fit, how much memory each GPU gives to the KV cache, how
+many tokens and concurrent ``max_model_len`` sequences that holds, the largest context at a
+given concurrency, the shortfall when it does not fit, and the smallest parallelism that would.
+Every result lists the assumptions it rests on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.models import ModelSpec, resolve_model
+from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
+from inferplan.memory.kv_cache import KvLayout, kv_layout
+from inferplan.memory.weights import WeightEstimate, weight_bytes
+
+
+class ParallelPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel: bool
+    gpus: int
+
+
+class MemoryFit(BaseModel):
+    """The answer to "does it fit, and what is left for the KV cache"."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fits: bool
+    model: str
+    accelerator: str
+    engine: str
+    quantization: str
+    kv_cache_dtype: str
+    parallel: ParallelPlan
+    max_model_len: int
+    gpu_memory_bytes: float  # total per GPU as the driver reports it
+    usable_bytes_per_gpu: float
+    weights_bytes: float  # one full copy of the model
+    weights_bytes_per_gpu: float
+    activation_bytes_per_gpu: float
+    overhead_bytes_per_gpu: float
+    kv_cache_bytes_per_gpu: float  # memory each GPU has for the KV cache (0 when none)
+    kv_cache_bytes_per_token: float  # one token of context across one instance, all layers
+    state_bytes_per_sequence: float  # linear-attention / Mamba state per sequence, per instance
+    kv_cache_tokens: int  # tokens one engine instance can hold
+    max_concurrency: float  # max_model_len sequences one instance holds at once
+    total_max_concurrency: float  # across all data-parallel replicas
+    sequence_bytes_per_gpu: float  # one max_model_len sequence, per GPU
+    largest_context_tokens: int | None  # at `concurrency`, per sequence
+    concurrency: int | None
+    shortfall_bytes: float  # per GPU, 0 when it fits
+    smallest_fit: ParallelPlan | None
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Hardware:
+    accel: Accelerator
+    gpus: int
+    domain_gpus: int
+    assumptions: tuple[str, ...]
+
+
+def _hardware(catalog: Catalog, d: Deployment) -> _Hardware:
+    if d.system:
+        system = catalog.system(d.system, "--system")
+        accel = catalog.accelerators.records[system.accelerator]
+        if d.gpu and catalog.accelerator(d.gpu).id != accel.id:
+            raise InvalidScenarioError(
+                f"{system.name} holds {accel.name}, not {d.gpu}", field="--gpu", allowed=accel.id
+            )
+        gpus = d.gpus or system.accelerator_count
+        if gpus > system.accelerator_count:
+            raise InvalidScenarioError(
+                f"{system.name} has {system.accelerator_count} GPUs, asked for {gpus}",
+                field="--gpus",
+                allowed=f"1..{system.accelerator_count}",
+            )
+        return _Hardware(accel, gpus, system.scale_up_domain_gpus, ())
+    accel = catalog.accelerator(d.gpu or "")
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size
+    gpus = d.gpus or instance * (d.data_parallel_size or 1)
+    domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
+    return _Hardware(accel, gpus, domain, ())
+
+
+def _parallel(d: Deployment, gpus: int) -> ParallelPlan:
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size
+    if gpus < instance:
+        raise InvalidScenarioError(
+            f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size} needs {instance} GPUs, "
+            f"only {gpus} given",
+            field="--gpus",
+            allowed=f">= {instance}",
+        )
+    dp = d.data_parallel_size or gpus // instance
+    if instance * dp != gpus:
+        raise InvalidScenarioError(
+            f"TP × PP × DP = {instance * dp} must equal --gpus {gpus}",
+            field="--data-parallel-size",
+            allowed=f"{gpus // instance}" if gpus % instance == 0 else "a divisor",
+        )
+    return ParallelPlan(
+        tensor_parallel_size=d.tensor_parallel_size,
+        pipeline_parallel_size=d.pipeline_parallel_size,
+        data_parallel_size=dp,
+        expert_parallel=d.enable_expert_parallel,
+        gpus=gpus,
+    )
+
+
+def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator) -> tuple[Quantization, list[str]]:
+    name = d.quantization or spec.native_quantization or "bf16"
+    quant = catalog.quantization(name)
+    notes = []
+    if quant.native_format and quant.native_format not in accel.native_formats:
+        notes.append(
+            f"{accel.name} has no native {quant.native_format}: {quant.id} weights run through a "
+            f"{quant.fallback_compute} fallback (same memory, slower compute)"
+        )
+    if quant.id.startswith("gguf") and d.engine != "llamacpp":
+        notes.append(f"{quant.id} is a llama.cpp format; other engines load GGUF only partially")
+    return quant, notes
+
+
+def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
+    if d.kv_cache_dtype == "auto":
+        dtype = spec.architecture.torch_dtype if spec.architecture else "bfloat16"
+        return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
+    return catalog.kv_cache_dtype(d.kv_cache_dtype)
+
+
+def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float) -> EngineSettings:
+    large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
+        accel.id not in engine.small_default_accelerators
+    )
+    mnbt = d.max_num_batched_tokens or _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
+    seqs = d.max_num_seqs or min(_value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256), mnbt)
+    frac = d.gpu_memory_utilization or _value(engine.memory_fraction, 1.0)
+    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value))
+
+
+def _value(q, default: float) -> float:
+    return q.value if q is not None else default
+
+
+def _weights_per_gpu(w: WeightEstimate, plan: ParallelPlan) -> tuple[float, float]:
+    """(all weights, expert weights) each GPU holds."""
+    tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
+    dense = w.total_bytes - w.expert_bytes
+    expert_shards = tp * pp * (dp if plan.expert_parallel else 1)
+    replicated_extra = w.replicated_bytes * (1 - 1 / tp) / pp
+    experts = w.expert_bytes / expert_shards
+    return dense / (tp * pp) + experts + replicated_extra, experts
+
+
+def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
+    """Memory fit of one deployment."""
+    catalog = catalog or load_catalog()
+    spec = resolve_model(catalog, d.model)
+    hw = _hardware(catalog, d)
+    plan = _parallel(d, hw.gpus)
+    return _fit(catalog, d, spec, hw, plan, search_smallest=True)
+
+
+def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryFit:
+    arch = spec.architecture
+    if arch is None:
+        raise InvalidScenarioError(
+            f"{spec.name}: no architecture in the catalogue, so its KV cache cannot be sized; "
+            "pass its config.json with --model",
+            field="--model",
+        )
+    engine = catalog.engine(d.engine)
+    quant, notes = _quantization(catalog, d, spec, hw.accel)
+    kv_dtype = _kv_dtype(catalog, d, spec)
+    assumptions = [*spec.assumptions, *hw.assumptions, *notes]
+    total, total_note = device_total_bytes(catalog, hw.accel)
+    if total_note:
+        assumptions.append(total_note)
+    weights = weight_bytes(spec, quant)
+    assumptions.extend(weights.assumptions)
+    w_gpu, experts_gpu = _weights_per_gpu(weights, plan)
+    extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, experts_gpu)
+    if extra_note:
+        w_gpu += extra
+        assumptions.append(extra_note)
+    settings = _engine_settings(d, engine, hw.accel, total)
+    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
+    budget = engine_budget(
+        catalog, engine, total_bytes=total, weights_bytes_per_gpu=w_gpu, arch=arch,
+        settings=settings, tp=tp, gpus_in_instance=tp * pp,
+    )
+    assumptions.extend(budget.assumptions)
+    if tp > arch.num_kv_heads and arch.mla is None and arch.num_kv_heads:
+        assumptions.append(f"TP {tp} exceeds {arch.num_kv_heads} KV heads: each GPU keeps a replicated KV head")
+    if arch.mla is not None and tp > 1:
+        assumptions.append("MLA latent KV is replicated on every tensor-parallel rank")
+    layout = kv_layout(
+        arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
+        residual_tokens=kv_dtype.residual_tokens,
+    )
+    max_len = d.max_model_len or spec.context_tokens or arch.max_position_embeddings or 4096
+    block = settings.block_tokens
+    kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
+    seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
+    per_tok_gpu = layout.bytes_per_token_per_gpu
+    tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
+    concurrency = kv_gpu / seq_gpu if seq_gpu else 0.0
+    fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_gpu
+    largest = layout.max_tokens_per_sequence(kv_gpu, d.concurrency, block) if d.concurrency else None
+    smallest = None
+    if not fits and search_smallest:
+        smallest = _smallest_fit(catalog, d, spec, hw)
+    return MemoryFit(
+        fits=fits,
+        model=spec.id,
+        accelerator=hw.accel.id,
+        engine=engine.id,
+        quantization=quant.id,
+        kv_cache_dtype=kv_dtype.id,
+        parallel=plan,
+        max_model_len=max_len,
+        gpu_memory_bytes=total,
+        usable_bytes_per_gpu=budget.usable_bytes_per_gpu,
+        weights_bytes=weights.total_bytes,
+        weights_bytes_per_gpu=w_gpu,
+        activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
+        overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu,
+        kv_cache_bytes_per_gpu=kv_gpu,
+        kv_cache_bytes_per_token=layout.bytes_per_token,
+        state_bytes_per_sequence=layout.state_bytes_per_seq,
+        kv_cache_tokens=tokens,
+        max_concurrency=concurrency,
+        total_max_concurrency=concurrency * plan.data_parallel_size,
+        sequence_bytes_per_gpu=seq_gpu,
+        largest_context_tokens=largest,
+        concurrency=d.concurrency,
+        shortfall_bytes=0.0 if fits else seq_gpu - budget.kv_bytes_per_gpu,
+        smallest_fit=smallest,
+        assumptions=tuple(dict.fromkeys(assumptions)),
+    )
+
+
+def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware) -> ParallelPlan | None:
+    """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
+    limit = 1024
+    candidates = []
+    tp = 1
+    while tp <= hw.domain_gpus:
+        pp = 1
+        while tp * pp <= limit:
+            candidates.append((tp * pp, pp, tp))
+            pp *= 2
+        tp *= 2
+    for gpus, pp, tp in sorted(candidates):
+        plan = ParallelPlan(
+            tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
+            expert_parallel=d.enable_expert_parallel, gpus=gpus,
+        )
+        trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus, "data_parallel_size": 1})
+        if _fit(catalog, trial, spec, hw, plan, search_smallest=False).fits:
+            return plan
+    return None

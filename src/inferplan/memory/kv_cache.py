@@ -1,0 +1,161 @@
+"""KV cache and recurrent-state sizes, per token and per sequence, per GPU and per instance.
+
+Per layer kind (see ``catalog.architecture``):
+
+- full attention: ``2 × kv_heads × head_dim × bytes`` per token (K and V);
+- sliding window: the same per token, but a sequence never holds more than the window;
+- MLA: ``(kv_lora_rank + qk_rope_head_dim) × bytes`` per token (one latent, no separate V);
+- linear attention / Mamba: a constant state per sequence, independent of its length.
+
+Tensor parallelism splits KV heads across GPUs; when TP exceeds the KV heads each GPU keeps one
+(replicated) head, and MLA's single latent is replicated on every TP rank. Pipeline parallelism
+splits layers; the busiest stage (most layers) sets the per-GPU figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+
+STATE_BYTES_PER_ELEMENT = 2  # recurrent (Mamba / linear-attention) state kept at 16 bits
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """KV geometry of one engine instance (``tp × pp`` GPUs) at a KV dtype."""
+
+    growing_bytes_per_token_per_gpu: float  # full-attention and MLA layers: grow with context
+    window_bytes_per_token_per_gpu: float  # sliding-window layers: capped at the window
+    state_bytes_per_seq_per_gpu: float  # linear-attention / Mamba state
+    growing_bytes_per_token: float  # the same, summed over the instance's GPUs
+    window_bytes_per_token: float
+    state_bytes_per_seq: float
+    window_tokens: int | None
+    residual_tokens: int  # KIVI: recent tokens kept at 16 bits
+    residual_extra_bytes_per_token_per_gpu: float
+
+    @property
+    def bytes_per_token(self) -> float:
+        """What one token of context occupies across the instance, all layers (window layers
+        counted in full, as for a context inside the window)."""
+        return self.growing_bytes_per_token + self.window_bytes_per_token
+
+    @property
+    def bytes_per_token_per_gpu(self) -> float:
+        return self.growing_bytes_per_token_per_gpu + self.window_bytes_per_token_per_gpu
+
+    def sequence_bytes_per_gpu(self, tokens: int, block_tokens: int = 1) -> float:
+        """Memory one sequence of ``tokens`` holds on each GPU, rounded up to whole blocks."""
+        held = _round_up(tokens, block_tokens)
+        windowed = held
+        if self.window_tokens is not None and tokens > self.window_tokens:
+            # a window that straddles block boundaries touches one block more
+            windowed = _round_up(self.window_tokens, block_tokens) + (block_tokens if block_tokens > 1 else 0)
+        residual = min(tokens, self.residual_tokens) * self.residual_extra_bytes_per_token_per_gpu
+        return (
+            held * self.growing_bytes_per_token_per_gpu
+            + min(windowed, held) * self.window_bytes_per_token_per_gpu
+            + self.state_bytes_per_seq_per_gpu
+            + residual
+        )
+
+    def max_tokens_per_sequence(self, budget_bytes_per_gpu: float, sequences: int, block_tokens: int = 1) -> int:
+        """Largest context each of ``sequences`` concurrent sequences can have in the budget."""
+        if sequences <= 0 or budget_bytes_per_gpu <= 0:
+            return 0
+        per_seq = budget_bytes_per_gpu / sequences
+        lo, hi = 0, 1
+        while self.sequence_bytes_per_gpu(hi, block_tokens) <= per_seq and hi < 2**40:
+            hi *= 2
+        while lo < hi:  # largest t with sequence_bytes(t) <= per_seq
+            mid = (lo + hi + 1) // 2
+            if self.sequence_bytes_per_gpu(mid, block_tokens) <= per_seq:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def _round_up(tokens: int, block: int) -> int:
+    return int(math.ceil(tokens / block) * block) if block > 1 else tokens
+
+
+def kv_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int = 1) -> float:
+    """KV bytes one token adds to one layer on one GPU of a TP group."""
+    if kind in (LayerKind.FULL, LayerKind.SLIDING):
+        heads_per_gpu = max(1, math.ceil(arch.num_kv_heads / tp))
+        return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8
+    if kind is LayerKind.MLA:
+        assert arch.mla is not None
+        return (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kv_bits / 8
+    return 0.0
+
+
+def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> float:
+    """Recurrent state one sequence holds in one layer on one GPU of a TP group."""
+    if kind is LayerKind.LINEAR:
+        d = arch.linear
+        assert d is not None
+        v_heads = max(1, math.ceil(d.num_value_heads / tp))
+        k_heads = max(1, math.ceil(d.num_key_heads / tp))
+        recurrent = v_heads * d.key_head_dim * d.value_head_dim
+        conv = (2 * k_heads * d.key_head_dim + v_heads * d.value_head_dim) * (d.conv_kernel - 1)
+        return (recurrent + conv) * STATE_BYTES_PER_ELEMENT
+    if kind is LayerKind.MAMBA:
+        m = arch.mamba
+        assert m is not None
+        heads = max(1, math.ceil(m.num_heads / tp))
+        groups = max(1, math.ceil(m.n_groups / tp))
+        ssm = heads * m.head_dim * m.state_size
+        conv = (heads * m.head_dim + 2 * groups * m.state_size) * (m.conv_kernel - 1)
+        return (ssm + conv) * STATE_BYTES_PER_ELEMENT
+    return 0.0
+
+
+def kv_layout(
+    arch: Architecture,
+    *,
+    kv_bits: float,
+    tp: int = 1,
+    pp: int = 1,
+    residual_tokens: int = 0,
+    residual_bits: float = 16,
+) -> KvLayout:
+    """KV geometry for an instance of ``tp × pp`` GPUs."""
+    stages = _stages(arch.layer_kinds, pp)
+    busiest = max(stages, key=lambda layers: sum(kv_bytes_per_token_per_layer(arch, k, kv_bits, tp) for k in layers))
+
+    def per_gpu(layers, kinds, bits=kv_bits):
+        return sum(kv_bytes_per_token_per_layer(arch, k, bits, tp) for k in layers if k in kinds)
+
+    growing = (LayerKind.FULL, LayerKind.MLA)
+    window = (LayerKind.SLIDING,)
+    all_layers = arch.layer_kinds
+    attn = growing + window
+    return KvLayout(
+        growing_bytes_per_token_per_gpu=per_gpu(busiest, growing),
+        window_bytes_per_token_per_gpu=per_gpu(busiest, window),
+        state_bytes_per_seq_per_gpu=sum(state_bytes_per_layer(arch, k, tp) for k in busiest),
+        growing_bytes_per_token=tp * per_gpu(all_layers, growing),
+        window_bytes_per_token=tp * per_gpu(all_layers, window),
+        state_bytes_per_seq=tp * sum(state_bytes_per_layer(arch, k, tp) for k in all_layers),
+        window_tokens=arch.sliding_window if LayerKind.SLIDING in all_layers else None,
+        residual_tokens=residual_tokens,
+        residual_extra_bytes_per_token_per_gpu=(
+            per_gpu(busiest, attn, residual_bits) - per_gpu(busiest, attn) if residual_tokens else 0.0
+        ),
+    )
+
+
+def _stages(kinds: tuple[LayerKind, ...], pp: int) -> list[tuple[LayerKind, ...]]:
+    """Split layers into ``pp`` contiguous stages as evenly as possible."""
+    n = len(kinds)
+    bounds = [round(i * n / pp) for i in range(pp + 1)]
+    return [kinds[bounds[i] : bounds[i + 1]] for i in range(pp)]
+
+
+def kv_cache_bytes(layout: KvLayout, *, tokens: int) -> float:
+    """KV bytes ``tokens`` of context occupy across the instance (window layers uncapped)."""
+    return layout.bytes_per_token * tokens

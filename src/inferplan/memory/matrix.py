@@ -1,0 +1,66 @@
+"""The what-fits matrix: models × hardware × precisions, one ``fit`` per cell."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.models import resolve_model
+from inferplan.errors import InferplanError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import MemoryFit, fit
+
+DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
+
+
+class FitsCell(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    hardware: str
+    quantization: str
+    result: MemoryFit | None  # None when the cell could not be planned
+    error: str | None = None
+
+
+class FitsMatrix(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cells: tuple[FitsCell, ...]
+
+
+def fits_matrix(
+    *,
+    models: list[str] | None = None,
+    gpus: list[str] | None = None,
+    systems: list[str] | None = None,
+    quantizations: list[str] | None = None,
+    engine: str = "vllm",
+    max_model_len: int = 8192,
+    kv_cache_dtype: str = "auto",
+    catalog: Catalog | None = None,
+) -> FitsMatrix:
+    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint."""
+    catalog = catalog or load_catalog()
+    model_ids = models or [m.id for m in catalog.models if m.config]
+    hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
+    if not hardware:
+        hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
+    cells = []
+    for model in model_ids:
+        spec = resolve_model(catalog, model)
+        for quant in quantizations or ["native"]:
+            q = spec.native_quantization or "bf16" if quant == "native" else quant
+            for kind, name in hardware:
+                tp = 1
+                if kind == "system":  # one instance across the node (TP ≤ 8; over PCIe where no NVLink)
+                    tp = min(8, catalog.system(name).accelerator_count)
+                d = Deployment(
+                    model=model, engine=engine, quantization=q, max_model_len=max_model_len,
+                    kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, **{kind: name},
+                )
+                try:
+                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=fit(d, catalog)))
+                except InferplanError as exc:
+                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None, error=exc.describe()))
+    return FitsMatrix(cells=tuple(cells))

@@ -1,0 +1,130 @@
+"""Parameter counts from an architecture: total, active per token, and by part.
+
+The parts matter because quantized checkpoints keep some of them (embeddings, lm_head, norms,
+routers) at 16 bits, and because tensor/expert parallelism shards them differently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+
+
+@dataclass(frozen=True)
+class ParamBreakdown:
+    embedding: int  # token embeddings
+    lm_head: int  # 0 when tied to the embeddings
+    attention: int  # token-mixer weights of every layer (attention, MLA, linear, Mamba)
+    dense_mlp: int  # MLPs of non-MoE layers
+    experts: int  # routed experts, all of them
+    experts_active: int  # routed experts a token passes through
+    shared_experts: int  # always-on shared experts
+    router: int
+    norms: int
+    mtp: int  # multi-token-prediction module shipped in the checkpoint (not run by default)
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embedding + self.lm_head + self.attention + self.dense_mlp + self.experts
+            + self.shared_experts + self.router + self.norms
+        )
+
+    @property
+    def active(self) -> int:
+        """Parameters one token's forward pass reads (embedding lookup excluded, lm_head included)."""
+        return self.total - self.embedding - self.experts + self.experts_active
+
+    @property
+    def linear(self) -> int:
+        """Weights that GPU quantization formats quantize (attention, MLP, experts)."""
+        return self.attention + self.dense_mlp + self.experts + self.shared_experts
+
+
+def _attention_params(arch: Architecture, kind: LayerKind) -> int:
+    h = arch.hidden_size
+    if kind in (LayerKind.FULL, LayerKind.SLIDING):
+        q = h * arch.num_attention_heads * arch.head_dim
+        kv = 2 * h * arch.num_kv_heads * arch.head_dim
+        o = arch.num_attention_heads * arch.head_dim * h
+        bias = (arch.num_attention_heads + 2 * arch.num_kv_heads) * arch.head_dim if arch.attention_bias else 0
+        return q + kv + o + bias
+    if kind is LayerKind.MLA:
+        m = arch.mla
+        assert m is not None
+        qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * arch.num_attention_heads * qk_head
+        else:
+            q = h * arch.num_attention_heads * qk_head
+        kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+        kv_b = m.kv_lora_rank * arch.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
+        o = arch.num_attention_heads * m.v_head_dim * h
+        return q + kv_a + kv_b + o
+    if kind is LayerKind.LINEAR:
+        d = arch.linear
+        assert d is not None
+        k_width = d.num_key_heads * d.key_head_dim
+        v_width = d.num_value_heads * d.value_head_dim
+        in_proj = h * (2 * k_width + 2 * v_width + 2 * d.num_value_heads)  # q, k, v, z, b, a
+        conv = (2 * k_width + v_width) * d.conv_kernel
+        return in_proj + conv + v_width * h + d.value_head_dim + 2 * d.num_value_heads
+    if kind is LayerKind.MAMBA:
+        m = arch.mamba
+        assert m is not None
+        conv_dim = m.inner_size + 2 * m.n_groups * m.state_size
+        in_proj = h * (m.inner_size + conv_dim + m.num_heads)
+        return in_proj + conv_dim * m.conv_kernel + m.inner_size * h + m.inner_size + 3 * m.num_heads
+    return 0
+
+
+def _has_mlp(arch: Architecture, kind: LayerKind) -> bool:
+    """Nemotron-H blocks hold one mixer each (Mamba, attention or MLP); other models pair every
+    token mixer with an MLP."""
+    if arch.model_type.startswith("nemotron_h"):
+        return kind is LayerKind.MLP
+    return True
+
+
+def count_params(arch: Architecture) -> ParamBreakdown:
+    h = arch.hidden_size
+    embedding = arch.vocab_size * h
+    lm_head = 0 if arch.tie_word_embeddings else arch.vocab_size * h
+    attention = sum(_attention_params(arch, k) for k in arch.layer_kinds)
+    gated = arch.mlp_projections
+    dense = experts = active = shared = router = 0
+    moe_layers = arch.moe.moe_layers if arch.moe else (False,) * arch.num_layers
+    for kind, is_moe in zip(arch.layer_kinds, moe_layers):
+        if is_moe and arch.moe:
+            per_expert = gated * h * arch.moe.expert_intermediate_size
+            experts += arch.moe.num_experts * per_expert
+            active += arch.moe.experts_per_token * per_expert
+            shared += gated * h * arch.moe.shared_intermediate_size
+            router += h * arch.moe.num_experts
+        elif _has_mlp(arch, kind):
+            dense += gated * h * arch.intermediate_size
+    norms = (2 * arch.num_layers + 1) * h
+    if arch.qk_norm:
+        norms += 2 * arch.num_layers * arch.head_dim
+    mtp = 0
+    if arch.mtp_layers:
+        # a DeepSeek MTP module is one more decoder layer plus a 2h -> h projection and norms
+        last_moe = bool(arch.moe and arch.moe.moe_layers[-1])
+        layer = _attention_params(arch, arch.layer_kinds[-1]) + 2 * h * h + 4 * h
+        if last_moe and arch.moe:
+            layer += (arch.moe.num_experts * gated * h * arch.moe.expert_intermediate_size
+                      + gated * h * arch.moe.shared_intermediate_size + h * arch.moe.num_experts)
+        mtp = arch.mtp_layers * layer
+    return ParamBreakdown(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=attention,
+        dense_mlp=dense,
+        experts=experts,
+        experts_active=active,
+        shared_experts=shared,
+        router=router,
+        norms=norms,
+        mtp=mtp,
+    )

@@ -1,0 +1,210 @@
+"""The ``inferplan`` command: parse flags into a domain object, call one library function, render.
+
+No arithmetic lives here beyond unit conversion for display. Every ``InferplanError`` and every
+validation error becomes one line naming the flag, and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from inferplan.errors import InferplanError
+from inferplan.shells import render
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
+catalog_app = typer.Typer(no_args_is_help=True, help="Browse the sourced catalogue.")
+model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging Face config.json files.")
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(model_app, name="model")
+
+console = Console()
+err_console = Console(stderr=True)
+
+# pydantic field -> the flag a user typed
+FLAGS = {
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "pipeline_parallel_size": "--pipeline-parallel-size",
+    "data_parallel_size": "--data-parallel-size",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs",
+    "kv_cache_dtype": "--kv-cache-dtype",
+}
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code=2)
+
+
+def run(fn, *args, **kwargs):
+    """Call a library function; turn expected errors into a one-line message and exit code 2."""
+    try:
+        return fn(*args, **kwargs)
+    except InferplanError as exc:
+        fail(exc.describe())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "input"
+        flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if loc and "." not in loc else loc)
+        fail(f"{flag}: {first['msg']}")
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(obj.model_dump_json(indent=2) if hasattr(obj, "model_dump_json") else json.dumps(obj, indent=2, default=str))
+    sys.stdout.write("\n")
+
+
+@catalog_app.command("list")
+def catalog_list(
+    kind: str = typer.Argument("models", help="accelerators | systems | models | quantizations | kv-cache-dtypes | engines | sources | calibration"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List catalogue entries of one kind."""
+    from inferplan.catalog.query import list_entries
+
+    entries = run(list_entries, kind)
+    if as_json:
+        emit_json([e.model_dump(mode="json") for e in entries])
+    else:
+        console.print(render.catalog_table(kind, entries))
+
+
+@catalog_app.command("show")
+def catalog_show(
+    name: str = typer.Argument(..., help="An id or alias."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Restrict to one kind (e.g. accelerators)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show one catalogue entry with every number's source."""
+    from inferplan.catalog.query import show_entry
+
+    kind_found, entry = run(show_entry, name, kind)
+    if as_json:
+        emit_json(entry)
+    else:
+        render.print_entry(console, kind_found, entry)
+
+
+@model_app.command("import")
+def model_import(
+    path: str = typer.Argument(..., help="config.json, a model folder, or a repo id in the local Hugging Face cache."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Read a model's architecture and size from local files (no network)."""
+    from inferplan.catalog.query import describe_import
+
+    summary = run(describe_import, path)
+    if as_json:
+        emit_json(summary)
+    else:
+        render.print_import(console, summary)
+
+
+def _deployment(**kwargs):
+    from inferplan.memory.deployment import Deployment
+
+    return run(Deployment, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
+GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
+SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
+EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
+
+
+@app.command("fit")
+def fit_cmd(
+    model: str = ModelOpt,
+    gpu: Optional[str] = GpuOpt,
+    system: Optional[str] = SystemOpt,
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the deployment."),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
+    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+    data_parallel_size: Optional[int] = typer.Option(None, "--data-parallel-size", "-dp"),
+    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization"),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len"),
+    max_num_batched_tokens: Optional[int] = typer.Option(None, "--max-num-batched-tokens"),
+    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp8 | int8 | int4 | int2-kivi | q8_0 | q4_0"),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ..."),
+    engine: str = EngineOpt,
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Does it fit, and how much is left for the KV cache?"""
+    from inferplan.memory.fit import fit
+
+    d = _deployment(
+        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
+        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
+    )
+    result = run(fit, d)
+    if as_json:
+        emit_json(result)
+    else:
+        render.print_fit(console, result)
+
+
+def _split(value: Optional[str]) -> Optional[list[str]]:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@app.command("fits")
+def fits_cmd(
+    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every model with a config)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerators (default: 80/96/141/288 GB GPUs)."),
+    systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
+    quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's checkpoint."),
+    engine: str = EngineOpt,
+    max_model_len: int = typer.Option(8192, "--max-model-len"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
+    from inferplan.memory.matrix import fits_matrix
+
+    matrix = run(
+        fits_matrix, models=_split(models), gpus=_split(gpus), systems=_split(systems),
+        quantizations=_split(quantizations), engine=engine, max_model_len=max_model_len,
+        kv_cache_dtype=kv_cache_dtype,
+    )
+    if as_json:
+        emit_json(matrix)
+    else:
+        console.print(render.fits_table(matrix))
+
+
+@app.command("validate")
+def validate_cmd(
+    memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Compare predictions with the measured points shipped in the catalogue."""
+    from inferplan.validation.memory import validate_memory
+
+    result = run(validate_memory)
+    if as_json:
+        emit_json(result)
+    else:
+        render.print_memory_validation(console, result)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,153 @@
+"""Rich rendering for the CLI: tables and panels. Unit conversion only (GiB = 2^30, GB = 10^9)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from inferplan.catalog.provenance import Sourced, iter_sourced
+from inferplan.units import GB, GiB
+
+
+def gib(n: float | None) -> str:
+    return "—" if n is None else f"{n / GiB:,.2f} GiB"
+
+
+def gb(n: float | None) -> str:
+    return "—" if n is None else f"{n / GB:,.1f} GB"
+
+
+def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
+    return "—" if q is None else fmt.format(q.value / scale)
+
+
+def catalog_table(kind: str, entries: list[BaseModel]) -> Table:
+    table = Table(title=f"{kind} ({len(entries)})", show_lines=False)
+    if kind.startswith("accel"):
+        for col in ("id", "name", "memory", "bandwidth", "bf16 TFLOPS", "native", "status"):
+            table.add_column(col)
+        for a in entries:
+            bf16 = a.peak_flop_per_s.get("bf16")
+            table.add_row(a.id, a.name, gb(a.memory_bytes.value), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
+                          _q(bf16, 1e12), ",".join(a.native_formats), a.status.value)
+    elif kind.startswith("system"):
+        for col in ("id", "name", "GPUs", "memory", "power", "price USD (low–high)", "status"):
+            table.add_column(col)
+        for s in entries:
+            price = "—"
+            if s.price and s.price.usd_low:
+                high = s.price.usd_high.value if s.price.usd_high else s.price.usd_low.value
+                price = f"${s.price.usd_low.value:,.0f}–{high:,.0f}"
+            table.add_row(s.id, s.name, f"{s.accelerator_count}× {s.accelerator}", gb(s.memory_bytes.value if s.memory_bytes else None),
+                          _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value)
+    elif kind.startswith("model"):
+        for col in ("id", "name", "status", "params (total/active)", "context", "checkpoints", "config"):
+            table.add_column(col)
+        for m in entries:
+            params = _q(m.total_params, 1e9, "{:,.1f}B")
+            if m.active_params:
+                params += " / " + _q(m.active_params, 1e9, "{:,.1f}B")
+            ckpts = ", ".join(c.quantization for c in m.checkpoints)
+            table.add_row(m.id, m.name, m.status, params, _q(m.context_tokens), ckpts, "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no"))
+    else:
+        table.add_column("id")
+        table.add_column("summary")
+        for e in entries:
+            summary = getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "method", "")
+            table.add_row(e.id, str(summary))
+    return table
+
+
+def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
+    console.print(f"[bold]{kind}[/]: {entry.id}")
+    for key, value in entry.model_dump(mode="json", exclude_none=True).items():
+        if not isinstance(value, (dict, list)):
+            console.print(f"  {key}: {value}")
+    table = Table("field", "value (SI)", "kind", "source")
+    for path, q in iter_sourced(entry):
+        table.add_row(path, f"{q.value:,.6g}", q.kind.value, q.source)
+    if table.row_count:
+        console.print(table)
+
+
+def print_import(console: Console, s) -> None:
+    table = Table(title=f"imported {s.path}", show_header=False)
+    for key, value in s.model_dump().items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+def print_fit(console: Console, r) -> None:
+    verdict = "[bold green]fits[/]" if r.fits else "[bold red]does not fit[/]"
+    p = r.parallel
+    console.print(
+        f"{r.model} on {p.gpus}× {r.accelerator} ({r.engine}, {r.quantization}, KV {r.kv_cache_dtype}, "
+        f"TP{p.tensor_parallel_size} PP{p.pipeline_parallel_size} DP{p.data_parallel_size}): {verdict}"
+    )
+    table = Table("per GPU", "GiB", show_header=True)
+    for label, value in (
+        ("total (driver)", r.gpu_memory_bytes),
+        ("usable by engine", r.usable_bytes_per_gpu),
+        ("weights", r.weights_bytes_per_gpu),
+        ("activations", r.activation_bytes_per_gpu),
+        ("runtime overhead", r.overhead_bytes_per_gpu),
+        ("KV cache", r.kv_cache_bytes_per_gpu),
+    ):
+        table.add_row(label, f"{value / GiB:,.2f}")
+    console.print(table)
+    console.print(f"KV per token (instance): {r.kv_cache_bytes_per_token / 1024:,.1f} KiB; "
+                  f"KV tokens per instance: {r.kv_cache_tokens:,}; "
+                  f"max concurrency at {r.max_model_len:,} tokens: {r.max_concurrency:,.2f} per instance, "
+                  f"{r.total_max_concurrency:,.2f} in total")
+    if r.largest_context_tokens is not None:
+        console.print(f"largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
+    if not r.fits:
+        console.print(f"shortfall: {gib(r.shortfall_bytes)} per GPU")
+        if r.smallest_fit:
+            s = r.smallest_fit
+            console.print(f"smallest fit: {s.gpus} GPUs (TP{s.tensor_parallel_size} PP{s.pipeline_parallel_size})")
+        else:
+            console.print("no TP/PP layout of this GPU holds it")
+    console.print("[dim]assumptions:[/]")
+    for a in r.assumptions:
+        console.print(f"[dim]  - {a}[/]", highlight=False)
+
+
+def _plan(r) -> str:
+    p = r.parallel if r.fits else r.smallest_fit
+    if p is None:
+        return "none"
+    return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
+
+
+def fits_table(matrix) -> Table:
+    table = Table(title="what fits (KV left per GPU, concurrency at max_model_len)")
+    for col in ("model", "hardware", "quant", "weights/GPU", "KV/GPU", "KV tokens", "concurrency", "fits", "smallest fit"):
+        table.add_column(col)
+    for c in matrix.cells:
+        r = c.result
+        if r is None:
+            table.add_row(c.model, c.hardware, c.quantization, "—", "—", "—", "—", f"[yellow]{c.error}[/]", "")
+            continue
+        table.add_row(c.model, c.hardware, c.quantization, gib(r.weights_bytes_per_gpu), gib(r.kv_cache_bytes_per_gpu),
+                      f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}", "[green]yes[/]" if r.fits else "[red]no[/]",
+                      _plan(r))
+    return table
+
+
+def print_memory_validation(console: Console, v) -> None:
+    table = Table(title="start-up memory: predicted vs measured (per GPU)")
+    for col in ("point", "weights meas.", "weights pred.", "err", "KV meas.", "KV pred.", "err", "fits meas./pred."):
+        table.add_column(col)
+    for c in v.checks:
+        kv_err = "—" if c.kv_error is None else f"{c.kv_error:+.1%}"
+        table.add_row(c.id, gib(c.measured_weights_bytes), gib(c.predicted_weights_bytes), f"{c.weights_error:+.1%}",
+                      gib(c.measured_kv_bytes), gib(c.predicted_kv_bytes), kv_err,
+                      f"{'yes' if c.measured_fits else 'no'}/{'yes' if c.predicted_fits else 'no'}")
+    console.print(table)
+    console.print(f"median |error|: weights {v.median_abs_weights_error:.2%}, KV cache {v.median_abs_kv_error:.2%}; "
+                  f"fit verdicts agree on {v.fit_agreement:.0%} of points")
+    for c in v.checks:
+        for cav in c.caveats:
+            console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)

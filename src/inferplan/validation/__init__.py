@@ -1,0 +1,1 @@
+"""Predictions against the measured points shipped in the catalogue."""

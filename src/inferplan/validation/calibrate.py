@@ -1,0 +1,116 @@
+"""Fit the named memory calibration constants on the measured points shipped in the catalogue.
+
+``python -m inferplan.validation.calibrate`` prints the fitted values and their errors; the
+values in ``catalog/data/calibration.yaml`` must equal them (a test checks), so a constant can
+only change together with the data it is fitted on.
+
+- vLLM activation peak = a × max_num_seqs × vocab + b × max_num_batched_tokens × hidden / TP,
+  fitted by least absolute deviations (robust: one odd point cannot drag the rest, and none is
+  dropped). Leave-one-out errors are reported.
+- Runtime (non-torch) overhead: median of the logged values, single-GPU and multi-GPU separately.
+- Driver reserve: median of 1 − reported / marketed-as-GiB over accelerators with both figures.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.models import resolve_model
+from inferplan.memory.engine_budget import device_total_bytes
+from inferplan.memory.fit import _engine_settings
+from inferplan.units import GiB
+from inferplan.validation.memory import deployment_for
+
+
+@dataclass(frozen=True)
+class ActivationFit:
+    sampler_bytes_per_seq_vocab: float
+    forward_bytes_per_token_hidden: float
+    points: tuple[str, ...]
+    residuals_gib: tuple[float, ...]  # in-sample, predicted − measured
+    loo_residuals_gib: tuple[float, ...]  # leave-one-out
+
+
+def _lad(x: np.ndarray, y: np.ndarray, iterations: int = 200) -> np.ndarray:
+    """Least absolute deviations by iteratively reweighted least squares."""
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    for _ in range(iterations):
+        w = 1.0 / np.maximum(np.abs(y - x @ coef), 1e-6 * np.abs(y).mean())
+        sw = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)
+    return coef
+
+
+def activation_design(catalog: Catalog):
+    ids, rows, ys = [], [], []
+    for point in catalog.memory_points:
+        m = point.measured
+        if point.engine != "vllm" or m.activation_bytes_per_gpu is None:
+            continue
+        d = deployment_for(point)
+        arch = resolve_model(catalog, d.model).architecture
+        accel = catalog.accelerators.records[point.accelerator]
+        total, _ = device_total_bytes(catalog, accel)
+        s = _engine_settings(d, catalog.engine("vllm"), accel, total)
+        ids.append(point.id)
+        rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
+        ys.append(m.activation_bytes_per_gpu.value)
+    return ids, np.array(rows, dtype=float), np.array(ys, dtype=float)
+
+
+def fit_vllm_activation(catalog: Catalog) -> ActivationFit:
+    ids, x, y = activation_design(catalog)
+    coef = _lad(x, y)
+    loo = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        c = _lad(x[keep], y[keep])
+        loo.append(float((x[i] @ c - y[i]) / GiB))
+    return ActivationFit(
+        sampler_bytes_per_seq_vocab=float(coef[0]),
+        forward_bytes_per_token_hidden=float(coef[1]),
+        points=tuple(ids),
+        residuals_gib=tuple(float(r) for r in (x @ coef - y) / GiB),
+        loo_residuals_gib=tuple(loo),
+    )
+
+
+def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
+    single, multi = [], []
+    for point in catalog.memory_points:
+        q = point.measured.non_torch_bytes_per_gpu
+        if q is not None:
+            (single if point.tensor_parallel_size == 1 else multi).append(q.value)
+    return statistics.median(single), statistics.median(multi)
+
+
+def fit_driver_reserve(catalog: Catalog) -> tuple[float, tuple[str, ...]]:
+    fractions, ids = [], []
+    for accel in catalog.accelerators:
+        if accel.memory_reported_bytes is not None and not accel.unified_memory:
+            marketed_gib = accel.memory_bytes.value / 1e9 * GiB
+            fractions.append(1 - accel.memory_reported_bytes.value / marketed_gib)
+            ids.append(accel.id)
+    return statistics.median(fractions), tuple(ids)
+
+
+def main() -> None:  # pragma: no cover - a maintenance script
+    catalog = load_catalog()
+    act = fit_vllm_activation(catalog)
+    print(f"vllm-sampler-bytes-per-seq-vocab = {act.sampler_bytes_per_seq_vocab:.3f}")
+    print(f"vllm-forward-bytes-per-token-hidden = {act.forward_bytes_per_token_hidden:.3f}")
+    for pid, r, loo in zip(act.points, act.residuals_gib, act.loo_residuals_gib):
+        print(f"  {pid:36s} residual {r:+.3f} GiB   leave-one-out {loo:+.3f} GiB")
+    single, multi = fit_runtime_overhead(catalog)
+    print(f"runtime-overhead-bytes-single-gpu = {single:.0f} ({single / GiB:.3f} GiB)")
+    print(f"runtime-overhead-bytes-multi-gpu = {multi:.0f} ({multi / GiB:.3f} GiB)")
+    reserve, ids = fit_driver_reserve(catalog)
+    print(f"driver-reserved-fraction = {reserve:.5f} from {', '.join(ids)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,114 @@
+"""The shipped catalogue itself: sourced, dated, consistent, cross-referenced."""
+
+import datetime as dt
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inferplan.catalog.hf_import import architecture_from_config, read_config
+from inferplan.catalog.loader import DATA_DIR, SECTIONS, load_files, normalise_name
+from inferplan.catalog.provenance import iter_sourced
+from inferplan.errors import CatalogError
+
+SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
+
+
+def all_records(catalog):
+    for key in SECTIONS:
+        for record in getattr(catalog, key):
+            yield key, record
+
+
+def test_catalogue_has_the_issue_scope(catalog):
+    assert len(catalog.accelerators) >= 40
+    assert len(catalog.systems) >= 18
+    assert len(catalog.models) >= 40
+    for required in ("h100-sxm", "b200", "gb10", "mi300x", "gaudi3", "rtx-5090", "ryzen-ai-max-395"):
+        assert required in catalog.accelerators
+    for required in ("hgx-h100", "gb300-nvl72", "vera-rubin-nvl72", "kyber-nvl144", "tinybox-green-v2"):
+        assert required in catalog.systems
+    for required in ("llama-3.1-8b", "deepseek-v3", "gpt-oss-120b", "qwen3-next-80b-a3b", "minimax-m3"):
+        assert required in catalog.models
+
+
+def test_every_number_is_sourced_and_dated(catalog):
+    count = 0
+    for key, record in all_records(catalog):
+        for path, q in iter_sourced(record):
+            count += 1
+            source = catalog.sources.get(q.source)
+            assert source is not None, f"{key}:{record.id}.{path} names unknown source {q.source}"
+            assert (q.checked or source.checked) <= dt.date(2026, 12, 31)
+            assert source.url or source.seed
+    assert count > 500
+
+
+def test_seed_sources_name_real_seed_files(catalog):
+    if not SEEDS.is_dir():
+        pytest.skip("shared/seeds not beside the checkout")
+    for source in catalog.sources.values():
+        if source.seed:
+            assert (SEEDS / source.seed).is_file(), f"{source.id}: no seed file {source.seed}"
+
+
+def test_an_unsourced_number_fails_to_load(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    good = yaml.safe_load((DATA_DIR / "accelerators_nvidia.yaml").read_text())
+    record = dict(good["accelerators"][0])
+    record["tdp_w"] = 700  # a bare number
+    bad.write_text(yaml.safe_dump({"sources": good["sources"], "accelerators": [record]}))
+    with pytest.raises(CatalogError, match="tdp_w"):
+        load_files([bad])
+
+
+def test_an_unknown_source_id_fails_to_load(tmp_path):
+    good = yaml.safe_load((DATA_DIR / "accelerators_nvidia.yaml").read_text())
+    record = dict(good["accelerators"][0])
+    record["tdp_w"] = {"value": 700, "unit": "W", "kind": "spec", "source": "nowhere"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"sources": good["sources"], "accelerators": [record]}))
+    with pytest.raises(CatalogError, match="unknown source 'nowhere'"):
+        load_files([bad])
+
+
+@pytest.mark.parametrize("kind", ["accelerators", "systems", "models", "quantizations", "kv_cache_dtypes", "engines"])
+def test_names_and_aliases_are_unique_within_a_kind(catalog, kind):
+    names = Counter()
+    for record in getattr(catalog, kind):
+        own = {normalise_name(record.id), *(normalise_name(a) for a in getattr(record, "aliases", ()))}
+        names.update(own)
+    dupes = [n for n, c in names.items() if c > 1]
+    assert not dupes, f"{kind}: names used twice: {dupes}"
+
+
+def test_every_native_low_precision_format_has_a_compute_rate(catalog):
+    needs = {"fp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4", "int8": "int8"}
+    for accel in catalog.accelerators:
+        assert "bf16" in accel.peak_flop_per_s or "fp16" in accel.peak_flop_per_s, accel.id
+        for fmt in accel.native_formats:
+            if fmt in needs and accel.status.value != "roadmap":
+                assert needs[fmt] in accel.peak_flop_per_s, f"{accel.id}: native {fmt} without a {needs[fmt]} rate"
+
+
+def test_every_system_memory_matches_its_gpus(catalog):
+    for system in catalog.systems:
+        accel = catalog.accelerators.records[system.accelerator]
+        if system.memory_bytes is None:
+            continue
+        per_gpu = system.memory_bytes.value / system.accelerator_count
+        assert per_gpu == pytest.approx(accel.memory_bytes.value, rel=0.12), system.id
+
+
+def test_every_shipped_config_imports(catalog):
+    for model in catalog.models:
+        if model.config:
+            arch = architecture_from_config(read_config(catalog.data_dir / model.config))
+            assert arch.num_layers > 0 and arch.vocab_size > 0, model.id
+
+
+def test_every_kv_proxy_has_a_config(catalog):
+    for model in catalog.models:
+        if model.kv_proxy:
+            assert catalog.models.records[model.kv_proxy].config, model.id

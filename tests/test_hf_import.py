@@ -1,0 +1,165 @@
+import json
+import struct
+
+import pytest
+
+from inferplan.catalog.architecture import LayerKind
+from inferplan.catalog.hf_import import architecture_from_config, import_model, read_config
+from inferplan.errors import ConfigImportError
+from inferplan.memory.params import count_params
+
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}
+
+
+def config(catalog, model_id):
+    return read_config(catalog.data_dir / catalog.models.records[model_id].config)
+
+
+def test_llama_31_8b_parameters_match_the_checkpoint(catalog):
+    params = count_params(architecture_from_config(config(catalog, "llama-3.1-8b")))
+    assert params.total * 2 == 16_060_522_496  # BF16 model.safetensors.index.json total_size
+
+
+@pytest.mark.parametrize(
+    ("model", "total_b", "active_b", "tol"),
+    [
+        ("qwen3-32b", 32.8, None, 0.01),
+        ("qwen3-235b-a22b", 235.1, 22.0, 0.02),
+        ("deepseek-v3", 671.0, 37.0, 0.02),
+        ("gpt-oss-120b", 116.8, 5.1, 0.02),
+        ("gpt-oss-20b", 20.9, 3.6, 0.02),
+        ("mixtral-8x7b", 46.7, 12.9, 0.02),
+        ("llama-3.1-405b", 405.9, None, 0.01),
+        ("nemotron-nano-9b-v2", 8.89, None, 0.02),
+    ],
+)
+def test_parameter_counts_match_published_totals(catalog, model, total_b, active_b, tol):
+    params = count_params(architecture_from_config(config(catalog, model)))
+    assert params.total / 1e9 == pytest.approx(total_b, rel=tol)
+    if active_b:
+        assert params.active / 1e9 == pytest.approx(active_b, rel=0.03)
+
+
+def test_deepseek_v3_is_mla_with_moe(catalog):
+    arch = architecture_from_config(config(catalog, "deepseek-v3"))
+    assert arch.layer_kinds == (LayerKind.MLA,) * 61
+    assert arch.mla.kv_lora_rank == 512 and arch.mla.qk_rope_head_dim == 64
+    assert arch.moe.num_experts == 256 and arch.moe.experts_per_token == 8
+    assert arch.moe.moe_layers[:3] == (False, False, False) and all(arch.moe.moe_layers[3:])
+    assert arch.quant.quantization == "fp8-block"
+    assert arch.mtp_layers == 1
+
+
+def test_gpt_oss_alternates_sliding_and_full_attention(catalog):
+    arch = architecture_from_config(config(catalog, "gpt-oss-120b"))
+    assert arch.count(LayerKind.SLIDING) == arch.count(LayerKind.FULL) == 18
+    assert arch.sliding_window == 128
+    assert arch.quant.quantization == "mxfp4"
+
+
+def test_gemma3_pattern_is_five_local_to_one_global(catalog):
+    arch = architecture_from_config(config(catalog, "gemma-3-27b"))
+    assert arch.layer_kinds[:6] == (LayerKind.SLIDING,) * 5 + (LayerKind.FULL,)
+    assert arch.sliding_window == 1024
+    assert arch.tie_word_embeddings
+
+
+def test_hybrid_linear_attention_and_mamba(catalog):
+    nxt = architecture_from_config(config(catalog, "qwen3-next-80b-a3b"))
+    assert nxt.count(LayerKind.LINEAR) == 36 and nxt.count(LayerKind.FULL) == 12
+    nem = architecture_from_config(config(catalog, "nemotron-nano-9b-v2"))
+    assert nem.count(LayerKind.MAMBA) == 27 and nem.count(LayerKind.FULL) == 4
+    assert nem.mamba.num_heads == 128 and nem.mamba.state_size == 128
+
+
+@pytest.mark.parametrize(
+    ("qc", "expected"),
+    [
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8-block"),
+        ({"quant_method": "fp8"}, "fp8"),
+        ({"quant_method": "mxfp4"}, "mxfp4"),
+        ({"quant_method": "awq", "bits": 4}, "int4-awq"),
+        ({"quant_method": "gptq", "bits": 4}, "int4-gptq"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+        ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+        ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}, "nvfp4"),
+        ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}, "fp8"),
+        ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}, "input_activations": {"num_bits": 8}}}}, "int8-w8a8"),
+        ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int"}}}}, "int4-w4a16"),
+    ],
+)
+def test_quantization_config_maps_to_catalogue_ids(qc, expected):
+    assert architecture_from_config({**LLAMA, "quantization_config": qc}).quant.quantization == expected
+
+
+def test_unsupported_quantization_is_named():
+    with pytest.raises(ConfigImportError, match="quant_method 'bitsandbytes'") as err:
+        architecture_from_config({**LLAMA, "quantization_config": {"quant_method": "bitsandbytes"}})
+    assert err.value.field == "quantization_config.quant_method"
+
+
+def test_missing_required_key_is_named():
+    broken = {k: v for k, v in LLAMA.items() if k != "hidden_size"}
+    with pytest.raises(ConfigImportError, match="hidden_size"):
+        architecture_from_config(broken)
+
+
+def test_mla_without_rope_dim_names_it():
+    with pytest.raises(ConfigImportError, match="qk_rope_head_dim"):
+        architecture_from_config({**LLAMA, "kv_lora_rank": 512})
+
+
+def test_unknown_layer_type_lists_the_allowed():
+    with pytest.raises(ConfigImportError, match="layer_types") as err:
+        architecture_from_config({**LLAMA, "num_hidden_layers": 1, "layer_types": ["cross_attention"]})
+    assert "full_attention" in err.value.allowed
+
+
+def test_malformed_json_is_a_clear_error(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigImportError, match="not valid JSON"):
+        import_model(str(bad))
+
+
+def _write_safetensors(path, tensors):
+    header, offset = {}, 0
+    for name, (dtype, shape, nbytes) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    blob = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"\0" * offset)
+
+
+def test_model_folder_reads_safetensors_headers(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    _write_safetensors(tmp_path / "model-00001.safetensors", {"a": ("BF16", [4, 4], 32), "b": ("BF16", [8], 16)})
+    _write_safetensors(tmp_path / "model-00002.safetensors", {"c": ("F32", [2], 8)})
+    imported = import_model(str(tmp_path))
+    assert imported.checkpoint_bytes == 56
+    assert imported.checkpoint_source == "safetensors headers"
+
+
+def test_model_folder_prefers_the_index_total_size(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 16060522496}, "weight_map": {}}))
+    assert import_model(str(tmp_path)).checkpoint_bytes == 16060522496
+
+
+def test_repo_id_is_found_in_the_local_hf_cache(tmp_path, monkeypatch):
+    snap = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(LLAMA))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    imported = import_model("acme/tiny")
+    assert imported.architecture.hidden_size == 4096
+
+
+def test_unknown_location_says_what_was_expected():
+    with pytest.raises(ConfigImportError, match="local Hugging Face cache"):
+        import_model("nobody/nothing-here")
