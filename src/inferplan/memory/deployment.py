@@ -31,6 +31,10 @@ class Deployment(BaseModel):
     quantization: str | None = None
     engine: str = "vllm"
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
+    kv_bytes_per_token: float | None = Field(
+        None, gt=0, le=1e9,
+        description="stated KV bytes per token (whole instance) for models whose architecture is not published",
+    )
 
     @model_validator(mode="after")
     def _hardware_named(self) -> "Deployment":

@@ -23,6 +23,11 @@ from inferplan.catalog.schema import Accelerator, EngineDefaults
 from inferplan.units import GiB
 
 
+# Used only for models whose config.json is not published; every such result says so.
+ASSUMED_VOCAB = 151_936
+ASSUMED_HIDDEN = 8_192
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     memory_fraction: float  # gpu_memory_utilization / mem_fraction_static / free fraction
@@ -65,8 +70,8 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str
 
 def activation_bytes(catalog: Catalog, engine: str, arch: Architecture | None, settings: EngineSettings, tp: int) -> tuple[float, str]:
     """Peak activation memory the engine reserves outside the KV cache, per GPU."""
-    vocab = arch.vocab_size if arch else 151_936
-    hidden = arch.hidden_size if arch else 8_192
+    vocab = arch.vocab_size if arch else ASSUMED_VOCAB
+    hidden = arch.hidden_size if arch else ASSUMED_HIDDEN
     if engine == "vllm":
         per_cell = catalog.constant("vllm-sampler-bytes-per-seq-vocab")
         per_tok = catalog.constant("vllm-forward-bytes-per-token-hidden")
@@ -131,6 +136,8 @@ def engine_budget(
     overhead = overhead_bytes(catalog, engine.id, gpus_in_instance)
     frac = settings.memory_fraction
     notes = [act_note]
+    if arch is None:
+        notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if engine.memory_fraction_meaning == "of_total":
         usable = total_bytes * frac
         if engine.id == "sglang":  # activations and runtime sit outside mem_fraction_static

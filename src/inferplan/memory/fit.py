@@ -19,7 +19,7 @@ from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
-from inferplan.memory.kv_cache import KvLayout, kv_layout
+from inferplan.memory.kv_cache import kv_layout, stated_layout
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
@@ -178,11 +178,12 @@ def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryFit:
     arch = spec.architecture
-    if arch is None:
+    if arch is None and d.kv_bytes_per_token is None:
         raise InvalidScenarioError(
-            f"{spec.name}: no architecture in the catalogue, so its KV cache cannot be sized; "
-            "pass its config.json with --model",
-            field="--model",
+            f"{spec.name}: its architecture is not published in the catalogue, so its KV cache "
+            "cannot be sized; pass its config.json with --model, or state the KV bytes per token "
+            "with --kv-bytes-per-token",
+            field="--kv-bytes-per-token",
         )
     engine = catalog.engine(d.engine)
     quant, notes = _quantization(catalog, d, spec, hw.accel)
@@ -205,15 +206,20 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: 
         settings=settings, tp=tp, gpus_in_instance=tp * pp,
     )
     assumptions.extend(budget.assumptions)
-    if tp > arch.num_kv_heads and arch.mla is None and arch.num_kv_heads:
-        assumptions.append(f"TP {tp} exceeds {arch.num_kv_heads} KV heads: each GPU keeps a replicated KV head")
-    if arch.mla is not None and tp > 1:
-        assumptions.append("MLA latent KV is replicated on every tensor-parallel rank")
-    layout = kv_layout(
-        arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
-        residual_tokens=kv_dtype.residual_tokens,
-    )
-    max_len = d.max_model_len or spec.context_tokens or arch.max_position_embeddings or 4096
+    if d.kv_bytes_per_token is not None:
+        layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
+        assumptions.append(f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance")
+    else:
+        assert arch is not None
+        if tp > arch.num_kv_heads and arch.mla is None and arch.num_kv_heads:
+            assumptions.append(f"TP {tp} exceeds {arch.num_kv_heads} KV heads: each GPU keeps a replicated KV head")
+        if arch.mla is not None and tp > 1:
+            assumptions.append("MLA latent KV is replicated on every tensor-parallel rank")
+        layout = kv_layout(
+            arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
+            residual_tokens=kv_dtype.residual_tokens,
+        )
+    max_len = d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
     block = settings.block_tokens
     kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)

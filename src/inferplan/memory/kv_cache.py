@@ -159,3 +159,18 @@ def _stages(kinds: tuple[LayerKind, ...], pp: int) -> list[tuple[LayerKind, ...]
 def kv_cache_bytes(layout: KvLayout, *, tokens: int) -> float:
     """KV bytes ``tokens`` of context occupy across the instance (window layers uncapped)."""
     return layout.bytes_per_token * tokens
+
+
+def stated_layout(bytes_per_token: float, *, tp: int = 1, pp: int = 1) -> KvLayout:
+    """A layout from a stated per-token KV size, split evenly over the instance's GPUs."""
+    return KvLayout(
+        growing_bytes_per_token_per_gpu=bytes_per_token / (tp * pp),
+        window_bytes_per_token_per_gpu=0.0,
+        state_bytes_per_seq_per_gpu=0.0,
+        growing_bytes_per_token=bytes_per_token,
+        window_bytes_per_token=0.0,
+        state_bytes_per_seq=0.0,
+        window_tokens=None,
+        residual_tokens=0,
+        residual_extra_bytes_per_token_per_gpu=0.0,
+    )

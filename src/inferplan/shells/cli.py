@@ -25,7 +25,7 @@ app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 # pydantic field -> the flag a user typed
 FLAGS = {
@@ -37,6 +37,7 @@ FLAGS = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "max_num_seqs": "--max-num-seqs",
     "kv_cache_dtype": "--kv-cache-dtype",
+    "kv_bytes_per_token": "--kv-bytes-per-token",
 }
 
 
@@ -139,6 +140,7 @@ def fit_cmd(
     quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ..."),
     engine: str = EngineOpt,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
+    kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Does it fit, and how much is left for the KV cache?"""
@@ -150,6 +152,7 @@ def fit_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
+        kv_bytes_per_token=kv_bytes_per_token,
     )
     result = run(fit, d)
     if as_json:

@@ -1,0 +1,103 @@
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.shells.cli import app
+
+runner = CliRunner()
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_fit_json_has_the_documented_keys():
+    r = invoke("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "16000", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    for key in ("fits", "weights_bytes_per_gpu", "kv_cache_bytes_per_token", "kv_cache_bytes_per_gpu",
+                "kv_cache_tokens", "max_concurrency", "shortfall_bytes", "assumptions"):
+        assert key in data
+    assert data["kv_cache_bytes_per_token"] == 131072
+    assert data["fits"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--model", "nope", "--gpu", "H100"], "--model"),
+        (["--model", "llama-3.1-8b", "--gpu", "Z9000"], "--gpu"),
+        (["--model", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
+        (["--model", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory-utilization", "0"], "--gpu-memory-utilization"),
+        (["--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "-5"], "--max-model-len"),
+        (["--model", "llama-3.1-8b", "--gpu", "H100", "--tensor-parallel-size", "0"], "--tensor-parallel-size"),
+        (["--model", "llama-3.1-8b", "--gpu", "H100", "--quantization", "q9"], "--quantization"),
+        (["--model", "llama-3.1-8b", "--gpu", "H100", "--engine", "ollama"], "--engine"),
+        (["--model", "llama-3.1-8b"], "--gpu"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_flag(args, flag):
+    r = invoke("fit", *args)
+    assert r.exit_code == 2
+    assert flag in r.output
+    assert "Traceback" not in r.output
+
+
+def test_malformed_config_exits_2(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{oops")
+    r = invoke("fit", "--model", str(bad), "--gpu", "H100")
+    assert r.exit_code == 2 and "not valid JSON" in r.output
+
+
+def test_model_import_reads_a_config(catalog):
+    path = catalog.data_dir / "hf_configs" / "deepseek-v3.json"
+    r = invoke("model", "import", str(path), "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["mla"] is True and data["kv_cache_bytes_per_token_bf16"] == 70272
+
+
+def test_fits_matrix_json():
+    r = invoke("fits", "--models", "llama-3.1-8b,qwen3-32b", "--gpus", "h100-sxm,rtx-4090", "--json")
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.stdout)["cells"]) == 4
+
+
+def test_catalog_list_and_show():
+    r = invoke("catalog", "list", "accelerators", "--json")
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) >= 40
+    r = invoke("catalog", "show", "H100")
+    assert r.exit_code == 0 and "h100-sxm" in r.output
+    r = invoke("catalog", "list", "gizmos")
+    assert r.exit_code == 2 and "kind" in r.output
+
+
+def test_validate_prints_the_median():
+    r = invoke("validate", "--memory")
+    assert r.exit_code == 0
+    assert "median" in r.output
+
+
+def test_every_cli_command_is_documented_in_the_readme():
+    names = []
+    for group in [app, *[g.typer_instance for g in app.registered_groups]]:
+        prefix = next((g.name for g in app.registered_groups if g.typer_instance is group), None)
+        for cmd in group.registered_commands:
+            name = cmd.name or cmd.callback.__name__
+            names.append(f"inferplan {prefix} {name}" if prefix else f"inferplan {name}")
+    assert names
+    for name in names:
+        assert re.search(re.escape(name) + r"\b", README), f"{name} is not in README.md"
+
+
+def test_readme_starts_with_two_setup_commands():
+    block = README.split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert len(block) == 2
+    assert "inferplan" in block[0] and "pytest" in block[1]
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert block[1] in ci

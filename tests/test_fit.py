@@ -1,0 +1,140 @@
+import pytest
+
+from inferplan.errors import AmbiguousNameError, InvalidScenarioError, UnknownHardwareError, UnknownModelError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.units import GiB
+
+
+def run(**kwargs):
+    return fit(Deployment(**kwargs))
+
+
+def test_mistral_small_kv_tokens_follow_blocks_of_128():
+    # llm-d: 28.2 GiB of KV at 160 KiB/token and block 128 -> 1444 blocks -> 184,832 tokens
+    r = run(model="mistral-small-3.2-24b", gpu="h100-sxm", gpu_memory_utilization=0.95,
+            max_model_len=16000, max_num_batched_tokens=8192)
+    assert r.kv_cache_bytes_per_token == 160 * 1024
+    tokens_per_gib = GiB / r.kv_cache_bytes_per_token
+    assert tokens_per_gib == pytest.approx(6553.6)
+    assert r.max_concurrency == pytest.approx(r.kv_cache_bytes_per_gpu / (16000 * 160 * 1024))
+
+
+def test_llama_70b_fp8_needs_two_h100s():
+    one = run(model="llama-3.3-70b", gpu="H100", quantization="fp8", max_model_len=16000)
+    assert not one.fits
+    assert one.shortfall_bytes > 0
+    assert one.smallest_fit.gpus == 2 and one.smallest_fit.tensor_parallel_size == 2
+    two = run(model="llama-3.3-70b", gpu="H100", quantization="fp8", max_model_len=16000, tensor_parallel_size=2)
+    assert two.fits and two.shortfall_bytes == 0
+
+
+def test_seed_70b_fp16_does_not_fit_h100_but_fits_b200_with_100gb_left():
+    # seed 003: "B200 fits the full 70B model in FP16 on one chip with 100GB+ left over for KV cache"
+    h100 = run(model="llama-3.3-70b", gpu="H100", quantization="bf16", max_model_len=8192)
+    b200 = run(model="llama-3.3-70b", gpu="b200", quantization="bf16", max_model_len=8192,
+               gpu_memory_utilization=1.0)
+    assert not h100.fits
+    assert b200.fits
+    assert b200.gpu_memory_bytes - b200.weights_bytes_per_gpu > 30e9  # what the seed rounds up
+    assert b200.weights_bytes == pytest.approx(141e9, rel=0.01)  # "about 140GB of VRAM at FP16"
+
+
+def test_tp_never_raises_per_gpu_weights():
+    per_gpu = [run(model="qwen3-32b", gpu="H100", tensor_parallel_size=tp).weights_bytes_per_gpu for tp in (1, 2, 4, 8)]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+
+
+def test_expert_parallel_shards_experts_across_data_parallel_ranks():
+    base = dict(model="qwen3-235b-a22b", gpu="H200", quantization="fp8", tensor_parallel_size=2, gpus=8)
+    plain = run(**base)
+    ep = run(**base, enable_expert_parallel=True)
+    assert plain.parallel.data_parallel_size == 4
+    assert ep.weights_bytes_per_gpu < plain.weights_bytes_per_gpu / 2
+
+
+def test_largest_context_at_a_concurrency():
+    r = run(model="qwen3-32b", gpu="H100", concurrency=4)
+    assert r.largest_context_tokens > 0
+    assert 4 * r.largest_context_tokens * r.kv_cache_bytes_per_token <= r.kv_cache_bytes_per_gpu * 1.001
+
+
+def test_system_sets_gpu_and_count():
+    r = run(model="deepseek-v3", system="hgx-h200", tensor_parallel_size=8, max_model_len=32768)
+    assert r.parallel.gpus == 8 and r.accelerator == "h200-sxm"
+    assert r.fits
+
+
+def test_hopper_nvfp4_is_flagged_as_fallback():
+    r = run(model="llama-3.3-70b", gpu="H100", quantization="nvfp4")
+    assert any("fallback" in a for a in r.assumptions)
+
+
+def test_kv_proxy_models_say_so():
+    r = run(model="kimi-k2.7-code", system="hgx-b200", tensor_parallel_size=8)
+    assert any("kv_proxy" in a for a in r.assumptions)
+
+
+def test_unpublished_architecture_needs_a_stated_kv_size():
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="minimax-m3", system="hgx-b200", tensor_parallel_size=8)
+    assert exc.value.field == "--kv-bytes-per-token"
+    r = run(model="minimax-m3", system="hgx-b200", tensor_parallel_size=8, kv_bytes_per_token=100_000)
+    assert r.kv_cache_bytes_per_token == 100_000
+    assert any("stated by the user" in a for a in r.assumptions)
+    assert any("assumed vocab" in a for a in r.assumptions)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp", "mlx"])
+def test_every_engine_gives_a_budget(engine):
+    r = run(model="llama-3.1-8b", gpu="H100", engine=engine, max_model_len=8192)
+    assert r.fits and r.kv_cache_bytes_per_gpu > 40 * GiB
+
+
+def test_sglang_reserves_less_for_kv_than_full_memory():
+    v = run(model="llama-3.1-8b", gpu="H100", engine="sglang")
+    assert v.kv_cache_bytes_per_gpu == pytest.approx(v.gpu_memory_bytes * 0.835 - v.weights_bytes_per_gpu)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "field"),
+    [
+        (dict(model="no-such-model", gpu="H100"), UnknownModelError, "--model"),
+        (dict(model="llama-3.1-8b", gpu="no-such-gpu"), UnknownHardwareError, "--gpu"),
+        (dict(model="llama-3.1-8b", gpu="RTX"), AmbiguousNameError, "--gpu"),
+        (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=2, gpus=3), InvalidScenarioError, "--data-parallel-size"),
+        (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=4, gpus=2), InvalidScenarioError, "--gpus"),
+        (dict(model="llama-3.1-8b", system="hgx-h100", gpus=16), InvalidScenarioError, "--gpus"),
+        (dict(model="llama-3.1-8b", gpu="H100", quantization="q9_z"), Exception, "--quantization"),
+        (dict(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp3"), Exception, "--kv-cache-dtype"),
+        (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "--engine"),
+    ],
+)
+def test_bad_input_names_the_field(kwargs, error, field):
+    with pytest.raises(error) as exc:
+        run(**kwargs)
+    assert exc.value.field == field
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(gpu_memory_utilization=0.0),
+        dict(gpu_memory_utilization=1.5),
+        dict(max_model_len=0),
+        dict(max_model_len=10**12),
+        dict(tensor_parallel_size=-1),
+        dict(gpus=0),
+    ],
+)
+def test_out_of_range_deployment_is_rejected(kwargs):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        Deployment(model="llama-3.1-8b", gpu="H100", **kwargs)
+
+
+def test_ambiguous_gpu_lists_candidates():
+    with pytest.raises(AmbiguousNameError) as exc:
+        run(model="llama-3.1-8b", gpu="RTX")
+    assert "rtx-4090" in exc.value.allowed
