@@ -53,6 +53,8 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str
     if accel.memory_reported_bytes is not None:
         return accel.memory_reported_bytes.value, None
     marketed_gb = accel.memory_bytes.value / 1e9
+    if accel.software.value == "metal":  # Metal's working-set cap is the engine fraction (MLX 0.75)
+        return marketed_gb * GiB, f"{accel.name}: unified memory; the engine's fraction caps the GPU working set"
     if accel.unified_memory:
         share = catalog.constant("unified-memory-gpu-visible-fraction")
         total = marketed_gb * GiB * share
