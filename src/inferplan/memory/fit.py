@@ -149,7 +149,9 @@ def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: flo
     )
     mnbt = d.max_num_batched_tokens or _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     seqs = d.max_num_seqs or min(_value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256), mnbt)
-    frac = d.gpu_memory_utilization or _value(engine.memory_fraction, 1.0)
+    measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
+    # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
+    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value))
 
 
