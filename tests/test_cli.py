@@ -101,3 +101,36 @@ def test_readme_starts_with_two_setup_commands():
     assert "inferplan" in block[0] and "pytest" in block[1]
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
     assert block[1] in ci
+
+
+def test_perf_json_has_the_documented_keys():
+    r = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "1000", "--output-len", "200",
+               "--concurrency", "8", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s_per_user", "output_tokens_per_s_total",
+                "output_tokens_per_s_per_gpu", "input_tokens_per_s_total", "concurrency", "bound", "source", "assumptions"):
+        assert key in data
+    assert data["source"] == "calibrated-model" and data["concurrency"] == 8
+
+
+def test_perf_concurrency_max_and_bad_values():
+    ok = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--concurrency", "max", "--json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["concurrency"] > 1
+    bad = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--concurrency", "lots")
+    assert bad.exit_code == 2 and "--concurrency" in bad.output
+    bad = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--acceptance-rate", "1.5")
+    assert bad.exit_code == 2 and "--acceptance-rate" in bad.output
+    bad = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "0")
+    assert bad.exit_code == 2 and "--input-len" in bad.output
+
+
+def test_frontier_json():
+    r = invoke("frontier", "--model", "llama-3.1-8b", "--gpu", "H100", "--points", "8", "--json")
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.stdout)["points"]) >= 5
+
+
+def test_validate_speed_prints_medians():
+    r = invoke("validate", "--speed")
+    assert r.exit_code == 0 and "decode/all" in r.output

@@ -163,3 +163,17 @@ def test_repo_id_is_found_in_the_local_hf_cache(tmp_path, monkeypatch):
 def test_unknown_location_says_what_was_expected():
     with pytest.raises(ConfigImportError, match="local Hugging Face cache"):
         import_model("nobody/nothing-here")
+
+
+def test_modelopt_sidecar_sets_quantization_and_fp8_kv(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}}))
+    quant = import_model(str(tmp_path)).architecture.quant
+    assert quant.quantization == "nvfp4" and quant.kv_cache_dtype == "fp8"
+
+
+def test_compressed_tensors_kv_scheme_is_read():
+    qc = {"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+          "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}
+    assert architecture_from_config({**LLAMA, "quantization_config": qc}).quant.kv_cache_dtype == "fp8"

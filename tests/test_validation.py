@@ -32,3 +32,28 @@ def test_shipped_constants_equal_the_fit(catalog):
     assert catalog.constant("driver-reserved-fraction") == pytest.approx(reserve, abs=1e-5)
     fitted = set(catalog.calibration.records["vllm-sampler-bytes-per-seq-vocab"].fitted_on)
     assert fitted == set(act.points)
+
+
+def test_speed_validation_medians_hold(catalog):
+    from inferplan.validation.speed import validate_speed
+
+    v = validate_speed(catalog)
+    scored = [c for c in v.checks if c.error is not None]
+    assert len(v.checks) >= 200 and len(scored) >= 190  # every point reported; unplannable ones say why
+    assert v.medians["decode/all"] < 0.10  # target: single-stream decode within 10% median
+    assert v.medians["decode/holdout"] < 0.10
+    # target 15%; currently 17% (docs/speed.md lists the misses and their causes) — guard against regressions
+    assert v.medians["throughput/all"] < 0.20
+    assert v.medians["profile/holdout"] < 0.20
+    for c in v.checks:
+        if c.error is None:
+            assert c.note  # why it could not be predicted
+
+
+def test_shipped_speed_constants_equal_the_fit(catalog):
+    from inferplan.validation.calibrate_speed import CONSTANT_IDS, fit_speed
+
+    for family in fit_speed(catalog):
+        for name, value in family.params.items():
+            shipped = catalog.constant(CONSTANT_IDS[name].format(family.family))
+            assert shipped == pytest.approx(value, rel=1e-4, abs=1e-9), (family.family, name)

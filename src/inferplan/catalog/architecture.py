@@ -81,6 +81,7 @@ class QuantConfig:
     method: str  # as written upstream (fp8, compressed-tensors, awq, mxfp4, modelopt ...)
     quantization: str  # catalogue quantization id
     unquantized_modules: tuple[str, ...] = ()
+    kv_cache_dtype: str | None = None  # KV quantization the checkpoint asks for ("auto" resolves to it)
 
 
 @dataclass(frozen=True)

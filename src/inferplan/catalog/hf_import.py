@@ -177,7 +177,18 @@ def _quant(cfg: dict) -> QuantConfig | None:
             field="quantization_config.quant_method",
             allowed="fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
         )
-    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore)
+    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore, kv_cache_dtype=_kv_quant(qc))
+
+
+def _kv_quant(qc: dict) -> str | None:
+    """ModelOpt's kv_cache_quant_algo or compressed-tensors' kv_cache_scheme, if any."""
+    algo = qc.get("kv_cache_quant_algo") or (qc.get("quantization") or {}).get("kv_cache_quant_algo")
+    if algo:
+        return str(algo).lower()
+    scheme = qc.get("kv_cache_scheme")
+    if isinstance(scheme, dict) and int(scheme.get("num_bits", 16)) == 8:
+        return "fp8" if scheme.get("type", "float") == "float" else "int8"
+    return None
 
 
 def _compressed_tensors(qc: dict) -> str:
@@ -366,7 +377,12 @@ def import_model(location: str) -> ImportedModel:
         )
     if not config_path.is_file():
         raise ConfigImportError(f"no config.json in {folder}", field="--model")
-    arch = architecture_from_config(read_config(config_path))
+    raw = read_config(config_path)
+    modelopt = folder / "hf_quant_config.json"
+    if "quantization_config" not in raw and modelopt.is_file():
+        q = read_config(modelopt).get("quantization") or {}
+        raw = {**raw, "quantization_config": {"quant_method": "modelopt", **q}}
+    arch = architecture_from_config(raw)
     size, how = _checkpoint_bytes(folder) if config_path.name == "config.json" else (None, None)
     return ImportedModel(
         name=location, architecture=arch, checkpoint_bytes=size, checkpoint_source=how, path=str(folder)

@@ -25,6 +25,8 @@ from inferplan.catalog.schema import (
     KvDtype,
     MemoryPoint,
     ModelCard,
+    ServingProfile,
+    SpeedPoint,
     Quantization,
     System,
 )
@@ -44,6 +46,8 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "engines": ("engines", EngineDefaults),
     "calibration": ("calibration", CalibrationConstant),
     "memory_points": ("memory_points", MemoryPoint),
+    "speed_points": ("speed_points", SpeedPoint),
+    "serving_profiles": ("serving_profiles", ServingProfile),
 }
 
 
@@ -115,6 +119,8 @@ class Catalog:
     engines: Registry[EngineDefaults]
     calibration: Registry[CalibrationConstant]
     memory_points: Registry[MemoryPoint]
+    speed_points: Registry[SpeedPoint]
+    serving_profiles: Registry[ServingProfile]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
@@ -224,12 +230,12 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
 
 
-    for point in catalog.memory_points:
+    for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):
             if getattr(point, attr) not in registry:
                 raise CatalogError(
-                    f"memory_points:{point.id}: unknown {attr} {getattr(point, attr)!r}", field=point.id
+                    f"{type(point).__name__}:{point.id}: unknown {attr} {getattr(point, attr)!r}", field=point.id
                 )
 
 

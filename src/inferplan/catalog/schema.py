@@ -20,6 +20,7 @@ from inferplan.catalog.provenance import (
     Count,
     FlopPerS,
     Ratio,
+    Sourced,
     Watts,
 )
 
@@ -231,4 +232,62 @@ class MemoryPoint(Frozen):
     tensor_parallel_size: int = Field(1, ge=1)
     settings: MemorySettings
     measured: MemoryMeasured
+    caveats: tuple[str, ...] = ()
+
+
+class SpeedMetric(str, Enum):
+    DECODE_TOKENS_PER_S_PER_USER = "decode_tokens_per_s_per_user"  # single stream (concurrency 1) unless stated
+    PREFILL_TOKENS_PER_S = "prefill_tokens_per_s"  # prompt processing, one request
+    OUTPUT_TOKENS_PER_S_TOTAL = "output_tokens_per_s_total"  # whole deployment, all requests
+    DECODE_TOKENS_PER_S_TOTAL = "decode_tokens_per_s_total"  # all sequences, generation phase only (prefill excluded)
+    TOTAL_TOKENS_PER_S = "total_tokens_per_s"  # input + output, whole deployment
+    TTFT_S = "ttft_s"
+    TPOT_S = "tpot_s"
+
+
+class SpeedPoint(Frozen):
+    """One published speed measurement of a deployment, with the workload that produced it."""
+
+    id: str = Field(pattern=SLUG)
+    model: str  # model id
+    accelerator: str  # accelerator id
+    gpus: int = Field(1, ge=1)
+    tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    engine: str  # engine id
+    backend: str | None = None  # llama.cpp back end: cuda, metal, vulkan, rocm; else null
+    engine_version: str
+    quantization: str
+    kv_cache_dtype: str = "auto"
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    concurrency: int | None = Field(None, ge=1)  # None: saturating load (max throughput)
+    speculative_tokens: int = Field(0, ge=0)
+    metric: SpeedMetric
+    measured: Sourced
+    split: Literal["fit", "holdout"] = "fit"  # fit: may calibrate constants; holdout: only scores them
+    caveats: tuple[str, ...] = ()
+
+
+class ProfilePoint(Frozen):
+    concurrency: int = Field(ge=1)
+    output_tokens_per_s_per_user: Sourced
+    output_tokens_per_s_per_gpu: Sourced
+    ttft_s: Sourced | None = None
+
+
+class ServingProfile(Frozen):
+    """A measured throughput-interactivity sweep for one (model, system, engine, precision, ISL/OSL) cell."""
+
+    id: str = Field(pattern=SLUG)
+    model: str
+    accelerator: str
+    gpus: int = Field(ge=1)
+    engine: str
+    quantization: str
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    speculative: str | None = None  # e.g. "MTP"
+    split: Literal["fit", "holdout"] = "holdout"  # fit: may calibrate the model's constants
+    points: tuple[ProfilePoint, ...] = Field(min_length=1)
     caveats: tuple[str, ...] = ()

@@ -19,7 +19,7 @@ from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
-from inferplan.memory.kv_cache import kv_layout, stated_layout
+from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
@@ -138,7 +138,10 @@ def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accel
 
 def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     if d.kv_cache_dtype == "auto":
-        dtype = spec.architecture.torch_dtype if spec.architecture else "bfloat16"
+        arch = spec.architecture
+        if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
+            return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
+        dtype = arch.torch_dtype if arch else "bfloat16"
         return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
     return catalog.kv_cache_dtype(d.kv_cache_dtype)
 
@@ -169,8 +172,27 @@ def _weights_per_gpu(w: WeightEstimate, plan: ParallelPlan) -> tuple[float, floa
     return dense / (tp * pp) + experts + replicated_extra, experts
 
 
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Everything a memory fit worked out, for the layers above it (speed, economics)."""
+
+    result: MemoryFit
+    spec: ModelSpec
+    accelerator: Accelerator
+    quantization: Quantization
+    kv_dtype: KvDtype
+    weights: WeightEstimate
+    layout: KvLayout
+    settings: EngineSettings
+
+
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
     """Memory fit of one deployment."""
+    return plan_memory(d, catalog).result
+
+
+def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
+    """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
     spec = resolve_model(catalog, d.model)
     hw = _hardware(catalog, d)
@@ -178,7 +200,7 @@ def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
     return _fit(catalog, d, spec, hw, plan, search_smallest=True)
 
 
-def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryFit:
+def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
     arch = spec.architecture
     if arch is None and d.kv_bytes_per_token is None:
         raise InvalidScenarioError(
@@ -233,7 +255,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: 
     smallest = None
     if not fits and search_smallest:
         smallest = _smallest_fit(catalog, d, spec, hw)
-    return MemoryFit(
+    result = MemoryFit(
         fits=fits,
         model=spec.id,
         accelerator=hw.accel.id,
@@ -261,6 +283,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: 
         smallest_fit=smallest,
         assumptions=tuple(dict.fromkeys(assumptions)),
     )
+    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings)
 
 
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware) -> ParallelPlan | None:
@@ -280,6 +303,6 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardwar
             expert_parallel=d.enable_expert_parallel, gpus=gpus,
         )
         trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus, "data_parallel_size": 1})
-        if _fit(catalog, trial, spec, hw, plan, search_smallest=False).fits:
+        if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
             return plan
     return None

@@ -38,6 +38,11 @@ FLAGS = {
     "max_num_seqs": "--max-num-seqs",
     "kv_cache_dtype": "--kv-cache-dtype",
     "kv_bytes_per_token": "--kv-bytes-per-token",
+    "input_len": "--input-len",
+    "output_len": "--output-len",
+    "speculative_tokens": "--speculative-tokens",
+    "acceptance_rate": "--acceptance-rate",
+    "prefix_cache_hit_rate": "--prefix-cache-hit-rate",
 }
 
 
@@ -193,16 +198,122 @@ def fits_cmd(
 @app.command("validate")
 def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
+    speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Compare predictions with the measured points shipped in the catalogue."""
     from inferplan.validation.memory import validate_memory
+    from inferplan.validation.speed import validate_speed
 
-    result = run(validate_memory)
+    both = not (memory or speed)
+    results = {}
+    if memory or both:
+        results["memory"] = run(validate_memory)
+    if speed or both:
+        results["speed"] = run(validate_speed)
+    if as_json:
+        emit_json({k: v.model_dump(mode="json") for k, v in results.items()})
+        return
+    if "memory" in results:
+        render.print_memory_validation(console, results["memory"])
+    if "speed" in results:
+        render.print_speed_validation(console, results["speed"])
+
+
+def _workload(**kwargs):
+    from inferplan.performance.workload import Workload
+
+    concurrency = kwargs.pop("concurrency")
+    if concurrency is not None and concurrency != "max":
+        try:
+            concurrency = int(concurrency)
+        except ValueError:
+            fail("--concurrency: must be a whole number or 'max'")
+    return run(Workload, concurrency=concurrency or 1, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+@app.command("perf")
+def perf_cmd(
+    model: str = ModelOpt,
+    gpu: Optional[str] = GpuOpt,
+    system: Optional[str] = SystemOpt,
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the deployment."),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
+    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+    data_parallel_size: Optional[int] = typer.Option(None, "--data-parallel-size", "-dp"),
+    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization"),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len"),
+    max_num_batched_tokens: Optional[int] = typer.Option(None, "--max-num-batched-tokens"),
+    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
+    engine: str = EngineOpt,
+    backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
+    input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
+    output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
+    concurrency: str = typer.Option("1", "--concurrency", help="Requests in flight, or 'max'."),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
+    acceptance_rate: float = typer.Option(0.7, "--acceptance-rate"),
+    prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """How fast: TTFT, TPOT, tokens/s per user and in aggregate."""
+    from inferplan.performance.serving import estimate
+
+    d = _deployment(
+        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
+        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len or input_len + output_len, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+    )
+    w = _workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
+                  speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
+                  prefix_cache_hit_rate=prefix_cache_hit_rate, backend=backend)
+    result = run(estimate, d, w)
     if as_json:
         emit_json(result)
     else:
-        render.print_memory_validation(console, result)
+        render.print_perf(console, result)
+
+
+@app.command("frontier")
+def frontier_cmd(
+    model: str = ModelOpt,
+    gpu: Optional[str] = GpuOpt,
+    system: Optional[str] = SystemOpt,
+    gpus: Optional[int] = typer.Option(None, "--gpus"),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
+    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+    data_parallel_size: Optional[int] = typer.Option(None, "--data-parallel-size", "-dp"),
+    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
+    engine: str = EngineOpt,
+    input_len: int = typer.Option(1024, "--input-len"),
+    output_len: int = typer.Option(1024, "--output-len"),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
+    acceptance_rate: float = typer.Option(0.7, "--acceptance-rate"),
+    points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
+    from inferplan.performance.serving import frontier
+
+    d = _deployment(
+        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
+        enable_expert_parallel=enable_expert_parallel, max_model_len=input_len + output_len,
+        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+    )
+    w = _workload(input_len=input_len, output_len=output_len, concurrency="1",
+                  speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
+    result = run(frontier, d, w, points=points)
+    if as_json:
+        emit_json(result)
+    else:
+        render.print_frontier(console, result)
 
 
 def main() -> None:  # pragma: no cover - console entry

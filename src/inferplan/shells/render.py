@@ -151,3 +151,47 @@ def print_memory_validation(console: Console, v) -> None:
     for c in v.checks:
         for cav in c.caveats:
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)
+
+
+def print_perf(console: Console, e) -> None:
+    console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
+                  f"at concurrency {e.concurrency} — source: {e.source}, bound: {e.bound}")
+    table = Table("metric", "value", show_header=True)
+    for label, value in (
+        ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
+        ("TPOT (inter-token latency)", f"{e.tpot_s * 1e3:,.2f} ms"),
+        ("output tokens/s per user", f"{e.output_tokens_per_s_per_user:,.1f}"),
+        ("output tokens/s total", f"{e.output_tokens_per_s_total:,.0f}"),
+        ("output tokens/s per GPU", f"{e.output_tokens_per_s_per_gpu:,.0f}"),
+        ("input tokens/s total", f"{e.input_tokens_per_s_total:,.0f}"),
+        ("running per instance", f"{e.running_per_instance:,}"),
+        ("max concurrency (KV)", f"{e.max_concurrency:,}"),
+    ):
+        table.add_row(label, value)
+    console.print(table)
+    console.print("[dim]assumptions:[/]")
+    for a in e.assumptions:
+        console.print(f"[dim]  - {a}[/]", highlight=False)
+
+
+def print_frontier(console: Console, f) -> None:
+    table = Table(title=f"{f.model} on {f.gpus}× {f.accelerator}, {f.input_len}/{f.output_len} tokens ({f.source})")
+    for col in ("concurrency", "tok/s per user", "tok/s per GPU", "TTFT", "bound"):
+        table.add_column(col, justify="right")
+    for p in f.points:
+        table.add_row(f"{p.concurrency:,}", f"{p.output_tokens_per_s_per_user:,.1f}", f"{p.output_tokens_per_s_per_gpu:,.0f}",
+                      f"{p.ttft_s * 1e3:,.0f} ms", p.bound)
+    console.print(table)
+
+
+def print_speed_validation(console: Console, v) -> None:
+    table = Table(title="speed: predicted vs measured")
+    for col in ("point", "split", "metric", "measured", "predicted", "error", "bound"):
+        table.add_column(col)
+    for c in v.checks:
+        pred = "—" if c.predicted is None else f"{c.predicted:,.1f}"
+        err = "—" if c.error is None else f"{c.error:+.0%}"
+        table.add_row(c.id, c.split, c.metric, f"{c.measured:,.1f}", pred, err, c.bound or (c.note or ""))
+    console.print(table)
+    for key, value in v.medians.items():
+        console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")

@@ -1,0 +1,98 @@
+"""Measured serving profiles beat estimates: match a deployment to a measured sweep and
+interpolate it (linear in log concurrency), saying so. Outside the measured concurrency range
+the calibrated model's estimate stands, and says that instead."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import ServingProfile
+
+if TYPE_CHECKING:
+    from inferplan.memory.fit import MemoryPlan
+    from inferplan.performance.serving import ServingEstimate
+    from inferplan.performance.workload import Workload
+
+
+def find_profile(catalog: Catalog, mp: "MemoryPlan", w: "Workload") -> ServingProfile | None:
+    fit = mp.result
+    for profile in catalog.serving_profiles:
+        if (
+            profile.model == fit.model
+            and profile.accelerator == fit.accelerator
+            and profile.gpus == fit.parallel.gpus
+            and profile.engine == fit.engine
+            and profile.quantization == fit.quantization
+            and profile.input_tokens == w.input_len
+            and profile.output_tokens == w.output_len
+            and (profile.speculative is None) == (w.speculative_tokens == 0)
+            and w.prefix_cache_hit_rate == 0
+        ):
+            return profile
+    return None
+
+
+def _interp(xs: list[float], ys: list[float], x: float) -> float:
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x0 <= x <= x1:
+            t = 0.0 if x1 == x0 else (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + t * (y1 - y0)
+    raise ValueError("outside the measured range")
+
+
+def anchor(profile: ServingProfile, est: "ServingEstimate", edge: "ServingEstimate") -> "ServingEstimate":
+    """Outside the measured range: the model's estimate scaled by measured/model at the nearest
+    measured point (``edge`` is the model's estimate there), so the curve stays continuous."""
+    points = sorted(profile.points, key=lambda p: p.concurrency)
+    near = points[0] if est.concurrency < points[0].concurrency else points[-1]
+    user = near.output_tokens_per_s_per_user.value / edge.output_tokens_per_s_per_user
+    gpu = near.output_tokens_per_s_per_gpu.value / edge.output_tokens_per_s_per_gpu
+    per_user = est.output_tokens_per_s_per_user * user
+    total = est.output_tokens_per_s_total * gpu
+    ttft = est.ttft_s * (near.ttft_s.value / edge.ttft_s if near.ttft_s and edge.ttft_s else 1.0)
+    return est.model_copy(update={
+        "ttft_s": ttft,
+        "tpot_s": 1 / per_user,
+        "output_tokens_per_s_per_user": per_user,
+        "output_tokens_per_s_total": total,
+        "output_tokens_per_s_per_gpu": total / est.gpus,
+        "input_tokens_per_s_total": est.input_tokens_per_s_total * gpu,
+        "assumptions": (*est.assumptions, (
+            f"measured profile {profile.id} covers concurrency {points[0].concurrency}–{points[-1].concurrency}; "
+            f"outside it the calibrated model is scaled by measured/model at concurrency {near.concurrency} "
+            f"(×{user:.2f} per user, ×{gpu:.2f} per GPU)")),
+    })
+
+
+def profile_range(profile: ServingProfile) -> tuple[int, int]:
+    cs = [p.concurrency for p in profile.points]
+    return min(cs), max(cs)
+
+
+def interpolate(profile: ServingProfile, est: "ServingEstimate") -> "ServingEstimate":
+    points = sorted(profile.points, key=lambda p: p.concurrency)
+    xs = [float(p.concurrency) for p in points]
+    c = float(est.concurrency)
+    if not xs[0] <= c <= xs[-1]:
+        return est.model_copy(update={"assumptions": (*est.assumptions, (
+            f"measured profile {profile.id} covers concurrency {xs[0]:g}–{xs[-1]:g}; at {c:g} the calibrated "
+            "model is used, scaled to meet the profile's nearest measured point"))})
+    per_user = _interp(xs, [p.output_tokens_per_s_per_user.value for p in points], c)
+    per_gpu = _interp(xs, [p.output_tokens_per_s_per_gpu.value for p in points], c)
+    ttfts = [p.ttft_s.value if p.ttft_s else None for p in points]
+    ttft = _interp(xs, ttfts, c) if all(t is not None for t in ttfts) else est.ttft_s
+    total = per_gpu * est.gpus
+    return est.model_copy(update={
+        "tpot_s": 1 / per_user,
+        "output_tokens_per_s_per_user": per_user,
+        "output_tokens_per_s_per_gpu": per_gpu,
+        "output_tokens_per_s_total": total,
+        "input_tokens_per_s_total": total * profile.input_tokens / profile.output_tokens,
+        "ttft_s": ttft,
+        "bound": "measured",
+        "source": "measured",
+        "assumptions": (*est.assumptions, f"interpolated from measured profile {profile.id} "
+                        f"({profile.engine}, {profile.input_tokens}/{profile.output_tokens} tokens)"),
+    })

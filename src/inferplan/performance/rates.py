@@ -1,0 +1,118 @@
+"""Effective hardware rates for one deployment: which compute dtype really runs, how fast the
+link is, and the calibrated efficiencies of the engine.
+
+A quantization runs at its activation dtype only where the accelerator supports its native
+format (FP8 on Hopper, NVFP4/MXFP4 on Blackwell); otherwise it falls back to 16-bit math
+(W4A16 on Hopper for NVFP4 checkpoints, seed 001). GGUF and W4A16 formats always compute in
+16 bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Accelerator, ComputeDtype, Quantization
+
+_DTYPE_KEYS = {"fp4": "fp4", "fp8": "fp8", "int8": "int8", "bf16": "bf16", "fp16": "fp16", "int4": "int4"}
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Per-GPU peak rates and the efficiencies the engine achieves on them."""
+
+    compute_dtype: str
+    peak_flop_per_s: float
+    bandwidth_bytes_per_s: float
+    link_bytes_per_s: float  # one direction, per GPU
+    link_latency_s: float  # per collective step
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    step_overhead_s: float  # fixed per forward step (scheduling, sampling, launch)
+    layer_overhead_s: float  # per decoder layer per step (kernel launches and small ops)
+    notes: tuple[str, ...]
+
+    @property
+    def achievable_flop_per_s(self) -> float:
+        return self.peak_flop_per_s * self.compute_efficiency
+
+    @property
+    def achievable_bytes_per_s(self) -> float:
+        return self.bandwidth_bytes_per_s * self.bandwidth_efficiency
+
+
+SIXTEEN_BIT_ENGINES = ("llamacpp", "mlx")  # dequantize to 16 bits for the matrix maths
+CONSUMER_FORM_FACTORS = ("consumer", "workstation")
+
+
+def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm") -> tuple[str, str | None]:
+    """The dtype the matrix maths runs in, and a note when it is a fallback."""
+    if engine in SIXTEEN_BIT_ENGINES:
+        dtype = _sixteen_bit(accel, "fp16")
+        note = None if quant.native_format is None else f"{engine} dequantizes {quant.id} weights: math runs in {dtype}"
+        return dtype, note
+    wanted = quant.activation_dtype
+    if quant.native_format is None:
+        return _sixteen_bit(accel, wanted), None
+    if quant.native_format in accel.native_formats:
+        return wanted, None
+    fallback = _sixteen_bit(accel, quant.fallback_compute)
+    return fallback, f"{accel.name} lacks native {quant.native_format}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style fallback)"
+
+
+def _sixteen_bit(accel: Accelerator, wanted: str) -> str:
+    if wanted in ("bf16", "fp16"):
+        return "bf16" if ComputeDtype.BF16 in accel.peak_flop_per_s else "fp16"
+    return wanted
+
+
+def peak_flops(accel: Accelerator, dtype: str) -> float:
+    for key in (dtype, "bf16", "fp16"):
+        q = accel.peak_flop_per_s.get(ComputeDtype(_DTYPE_KEYS.get(key, "bf16")))
+        if q is not None:
+            return q.value
+    raise KeyError(f"{accel.id} has no compute rate")
+
+
+def engine_key(engine: str, backend: str | None, software: str = "cuda", form_factor: str = "consumer") -> str:
+    """Calibration family: llama.cpp by back end, and on CUDA by GPU class (its kernels are tuned for
+    GeForce/RTX cards and reach a far smaller share of data-centre peaks); other engines by software
+    stack (CUDA, ROCm)."""
+    if engine == "llamacpp":
+        if backend == "cuda" and form_factor not in CONSUMER_FORM_FACTORS:
+            return "llamacpp-cuda-dc"
+        return f"{engine}-{backend}" if backend else engine
+    return engine if software in ("cuda", "metal") else f"{engine}-{software}"
+
+
+def default_backend(engine: str, accel: Accelerator) -> str | None:
+    if engine != "llamacpp":
+        return None
+    return {"cuda": "cuda", "metal": "metal", "rocm": "rocm"}.get(accel.software.value, "vulkan")
+
+
+def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None) -> Rates:
+    dtype, note = compute_dtype(accel, quant, engine)
+    key = engine_key(engine, backend, accel.software.value, accel.form_factor)
+    link = accel.scale_up
+    if link is None or link.link == "none":
+        link_bw, latency = 0.0, catalog.constant("allreduce-latency-s-pcie")
+    else:
+        link_bw = link.bandwidth_bytes_per_s.value / 2  # datasheets quote both directions
+        nvlink = link.link.startswith("nvlink") or link.link.startswith("infinity")
+        latency = catalog.constant("allreduce-latency-s-nvlink" if nvlink else "allreduce-latency-s-pcie")
+    constants = catalog.calibration.records
+    family = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
+    notes = (note,) if note else ()
+    return Rates(
+        compute_dtype=dtype,
+        peak_flop_per_s=peak_flops(accel, dtype),
+        bandwidth_bytes_per_s=accel.memory_bandwidth_bytes_per_s.value,
+        link_bytes_per_s=link_bw,
+        link_latency_s=latency,
+        bandwidth_efficiency=catalog.constant(f"decode-bandwidth-efficiency-{family}"),
+        compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{family}"),
+        step_overhead_s=catalog.constant(f"decode-step-overhead-s-{family}"),
+        layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{family}"),
+        notes=notes,
+    )

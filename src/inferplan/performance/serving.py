@@ -1,0 +1,241 @@
+"""The serving curve: TTFT, TPOT and throughput of a deployment under a workload.
+
+Steady state of continuous batching with chunked prefill: every iteration each running sequence
+decodes (``tokens_per_step`` of them with speculative decoding) and the prefill of arriving
+requests is fused in — each request brings its uncached input once per ``output_len`` decoded
+tokens. Concurrency beyond what the KV cache holds is an error; beyond the engine's
+``max_num_seqs`` requests queue, and the wait (Little's law in a closed loop) is added to TTFT.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.performance.phases import StepTime, decode_step, prefill
+from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
+from inferplan.performance.rates import Rates, default_backend, rates_for
+from inferplan.performance.work import ModelWork, model_work
+from inferplan.performance.workload import Workload
+
+
+class ServingEstimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    accelerator: str
+    engine: str
+    quantization: str
+    gpus: int
+    concurrency: int  # requests in flight across the deployment
+    running_per_instance: int  # sequences decoding together in one engine instance
+    max_concurrency: int  # what the KV cache holds across the deployment at input+output tokens
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s_per_user: float
+    output_tokens_per_s_total: float
+    output_tokens_per_s_per_gpu: float
+    input_tokens_per_s_total: float
+    tokens_per_step: float  # accepted tokens per sequence per step (1 without speculation)
+    bound: str  # memory | compute | communication | measured
+    source: str  # measured | calibrated-model
+    compute_dtype: str
+    assumptions: tuple[str, ...]
+
+
+def tokens_per_step(k: int, acceptance: float) -> float:
+    """Expected tokens a sequence advances per verify step with ``k`` draft tokens."""
+    if k == 0:
+        return 1.0
+    if acceptance >= 1:
+        return k + 1.0
+    return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+
+
+class _Context:
+    """The pieces one estimate needs, computed once and reused across a concurrency sweep."""
+
+    def __init__(self, catalog: Catalog, d: Deployment, w: Workload):
+        self.catalog, self.d, self.w = catalog, d, w
+        self.mp: MemoryPlan = plan_memory(d, catalog)
+        fit = self.mp.result
+        if not fit.fits:
+            raise InvalidScenarioError(
+                f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "
+                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU); "
+                "see `inferplan fit`",
+                field="--gpus",
+            )
+        backend = w.backend or default_backend(d.engine, self.mp.accelerator)
+        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend)
+        self.work: ModelWork = model_work(self.mp)
+        self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
+        self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
+        par = fit.parallel
+        self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
+        seq = self.mp.layout.sequence_bytes_per_gpu(w.input_len + w.output_len, self.mp.settings.block_tokens)
+        self.kv_limit = int(fit.kv_cache_bytes_per_gpu // seq) if seq else 10**9
+        # llama.cpp serves as many parallel slots as it is started with (-np); others cap at max_num_seqs
+        slots = self.kv_limit if d.engine == "llamacpp" and d.max_num_seqs is None else self.mp.settings.max_num_seqs
+        self.max_running = min(self.kv_limit, slots)
+        if self.max_running < 1:
+            raise InvalidScenarioError(
+                f"no room in the KV cache for one request of {w.input_len}+{w.output_len} tokens",
+                field="--input-len",
+            )
+
+    def max_concurrency(self) -> int:
+        return self.kv_limit * self.dp
+
+    def iteration(self, batch: int, prefill_tokens: float) -> StepTime:
+        w = self.w
+        micro = max(batch / self.pp, 1e-9)
+        return decode_step(
+            self.work, self.mp.layout, self.rates, batch=micro, context=w.input_len + w.output_len / 2,
+            tokens_per_seq=w.speculative_tokens + 1, prefill_tokens=prefill_tokens / self.pp,
+        )
+
+    def draft_s(self, step: StepTime) -> float:
+        if not self.w.speculative_tokens:
+            return 0.0
+        return self.w.speculative_tokens * self.catalog.constant("speculative-draft-cost-ratio") * step.seconds
+
+
+def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
+    w, d, fit = ctx.w, ctx.d, ctx.mp.result
+    if concurrency > ctx.max_concurrency():
+        raise InvalidScenarioError(
+            f"concurrency {concurrency} does not fit: the KV cache holds {ctx.max_concurrency()} requests of "
+            f"{w.input_len}+{w.output_len} tokens on this deployment",
+            field="--concurrency",
+            allowed=f"1..{ctx.max_concurrency()} or max",
+        )
+    per_instance = math.ceil(concurrency / ctx.dp)
+    running = min(per_instance, ctx.max_running)
+    budget = max(ctx.mp.settings.max_num_batched_tokens - running * (w.speculative_tokens + 1), 1)
+    # One cycle: each running sequence prefills its uncached input once and decodes output_len tokens.
+    # Prefill comes in chunks of the batch budget, fused into some iterations; the rest decode only.
+    decode_iters = w.output_len / ctx.tau
+    cycle_prefill = running * ctx.uncached
+    mixed_iters = math.ceil(cycle_prefill / budget) if cycle_prefill >= 1 else 0
+    chunk = cycle_prefill / mixed_iters if mixed_iters else 0.0
+    decode_only = ctx.iteration(running, 0.0)
+    mixed = ctx.iteration(running, chunk) if mixed_iters else decode_only
+    t_decode = ctx.pp * decode_only.seconds + ctx.draft_s(decode_only)
+    t_mixed = ctx.pp * mixed.seconds + ctx.draft_s(mixed)
+    cycle = mixed_iters * t_mixed + max(decode_iters - mixed_iters, 0.0) * t_decode
+    step = mixed if mixed_iters * t_mixed > max(decode_iters - mixed_iters, 0.0) * t_decode else decode_only
+    tpot = cycle / max(decode_iters, mixed_iters) / ctx.tau if mixed_iters <= decode_iters else t_mixed / ctx.tau
+    # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
+    if running == 1:
+        first = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=max(ctx.uncached, 1), prior_context=w.input_len - ctx.uncached)
+        ttft = ctx.pp * first.seconds
+    else:
+        own_chunk = min(ctx.uncached, budget)
+        chunk_step = ctx.iteration(running - 1, own_chunk)
+        ttft = math.ceil(max(ctx.uncached, 1) / budget) * (ctx.pp * chunk_step.seconds)
+    output_instance = running * w.output_len / cycle
+    if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)
+        loop = per_instance * w.output_len / output_instance
+        ttft += max(loop - (ttft + w.output_len * tpot), 0.0)
+    total = output_instance * ctx.dp
+    assumptions = [*fit.assumptions, *ctx.rates.notes, *ctx.work.notes]
+    if w.speculative_tokens:
+        assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at acceptance {w.acceptance_rate:g} → "
+                           f"{ctx.tau:.2f} tokens per step; draft cost {ctx.catalog.constant('speculative-draft-cost-ratio'):g} of a step per draft token")
+    if w.prefix_cache_hit_rate:
+        assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
+    assumptions.append(f"rates: {ctx.rates.bandwidth_efficiency:.0%} of peak bandwidth, {ctx.rates.compute_efficiency:.0%} of peak "
+                       f"{ctx.rates.compute_dtype} FLOP/s, {ctx.rates.step_overhead_s * 1e3:.2f} ms per step (calibrated, see docs/speed.md)")
+    return ServingEstimate(
+        model=fit.model, accelerator=fit.accelerator, engine=fit.engine, quantization=fit.quantization,
+        gpus=ctx.gpus, concurrency=concurrency, running_per_instance=running,
+        max_concurrency=ctx.max_concurrency(), ttft_s=ttft, tpot_s=tpot,
+        output_tokens_per_s_per_user=1 / tpot, output_tokens_per_s_total=total,
+        output_tokens_per_s_per_gpu=total / ctx.gpus,
+        input_tokens_per_s_total=total * w.input_len / w.output_len,
+        tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
+        compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
+    )
+
+
+def _concurrency(ctx: _Context, w: Workload) -> int:
+    if w.concurrency == "max":
+        return min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
+    return int(w.concurrency)
+
+
+def _with_profile(ctx: _Context, est: ServingEstimate, profile) -> ServingEstimate:
+    low, high = profile_range(profile)
+    if low <= est.concurrency <= high:
+        return interpolate(profile, est)
+    edge = low if est.concurrency < low else high
+    if edge > ctx.max_concurrency():
+        return est
+    return anchor(profile, est, _estimate(ctx, edge))
+
+
+def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True) -> ServingEstimate:
+    """Speed of one deployment under one workload: a measured profile where one matches (anchoring
+    the model outside its range), else the calibrated model."""
+    catalog = catalog or load_catalog()
+    ctx = _Context(catalog, d, w)
+    model_estimate = _estimate(ctx, _concurrency(ctx, w))
+    profile = find_profile(catalog, ctx.mp, w) if use_profiles else None
+    return model_estimate if profile is None else _with_profile(ctx, model_estimate, profile)
+
+
+class FrontierPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    concurrency: int
+    output_tokens_per_s_per_user: float
+    output_tokens_per_s_per_gpu: float
+    ttft_s: float
+    bound: str
+
+
+class Frontier(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    accelerator: str
+    gpus: int
+    input_len: int
+    output_len: int
+    max_concurrency: int
+    points: tuple[FrontierPoint, ...]
+    source: str
+    assumptions: tuple[str, ...]
+
+
+def _sources(found: set[str]) -> str:
+    return found.pop() if len(found) == 1 else "measured+calibrated-model"
+
+
+def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, points: int = 24) -> Frontier:
+    """Throughput per GPU vs tokens/s per user as concurrency sweeps from 1 to what memory holds."""
+    catalog = catalog or load_catalog()
+    ctx = _Context(catalog, d, w)
+    top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
+    levels = sorted({max(1, round(top ** (i / max(points - 1, 1)))) for i in range(points)})
+    estimates = [_estimate(ctx, c) for c in levels]
+    profile = find_profile(catalog, ctx.mp, w)
+    if profile is not None:
+        estimates = [_with_profile(ctx, e, profile) for e in estimates]
+    return Frontier(
+        model=ctx.mp.result.model, accelerator=ctx.mp.result.accelerator, gpus=ctx.gpus,
+        input_len=w.input_len, output_len=w.output_len, max_concurrency=ctx.max_concurrency(),
+        points=tuple(
+            FrontierPoint(concurrency=e.concurrency, output_tokens_per_s_per_user=e.output_tokens_per_s_per_user,
+                          output_tokens_per_s_per_gpu=e.output_tokens_per_s_per_gpu, ttft_s=e.ttft_s, bound=e.bound)
+            for e in estimates
+        ),
+        source=_sources({e.source for e in estimates}),
+        assumptions=tuple(dict.fromkeys(a for e in estimates for a in e.assumptions)),
+    )

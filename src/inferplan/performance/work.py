@@ -1,0 +1,109 @@
+"""The work one forward pass does: FLOPs and bytes moved, per GPU of an instance.
+
+- Linear layers: 2 FLOPs per active parameter per token. Prefill computes logits only for the
+  last token of each sequence; decode computes them for every token.
+- Attention: per token at context c, QK^T and PV cost ``4 · heads · head_dim · c`` FLOPs per
+  full-attention layer (``min(c, window)`` for sliding layers; MLA in decode works in the latent
+  space: ``2 · heads · (2 · kv_lora_rank + rope_dim) · c``).
+- Weights read per step: every dense weight once; of each MoE layer's experts, the expected number
+  of distinct experts a step's T tokens touch, ``E · (1 − (1 − k/E)^T)``.
+- KV read per step: every sequence's cache once (sliding layers capped at the window).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.memory.fit import MemoryPlan
+from inferplan.memory.params import count_params
+
+
+@dataclass(frozen=True)
+class ModelWork:
+    active_params: float  # per token, lm_head included, embeddings excluded
+    lm_head_params: float
+    dense_bytes_per_gpu: float  # weights read every step (embeddings excluded)
+    expert_bytes_per_gpu: float  # all routed experts this GPU holds
+    num_experts: int
+    experts_per_token: int
+    hidden_size: int
+    num_layers: int
+    tp: int
+    pp: int
+    attn_flops_per_token_ctx: float  # full/MLA layers: FLOPs per token per unit of context (decode)
+    attn_prefill_flops_per_token_ctx: float  # the same for prefill (MLA not absorbed)
+    window_flops_per_token_ctx: float  # sliding-window layers, per unit of capped context
+    window_tokens: int | None
+    notes: tuple[str, ...] = ()
+
+    def weights_read_per_gpu(self, tokens_in_step: float) -> float:
+        if not self.num_experts or not self.expert_bytes_per_gpu:
+            return self.dense_bytes_per_gpu
+        touched = 1 - (1 - self.experts_per_token / self.num_experts) ** max(tokens_in_step, 1)
+        return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * touched
+
+    def linear_flops_per_gpu(self, tokens: float, logits_tokens: float) -> float:
+        body = self.active_params - self.lm_head_params
+        return 2 * (body * tokens + self.lm_head_params * logits_tokens) / (self.tp * self.pp)
+
+    def attention_flops_per_gpu(self, tokens: float, context: float, *, prefill: bool) -> float:
+        per_ctx = self.attn_prefill_flops_per_token_ctx if prefill else self.attn_flops_per_token_ctx
+        window_ctx = min(context, self.window_tokens) if self.window_tokens else 0.0
+        return tokens * (per_ctx * context + self.window_flops_per_token_ctx * window_ctx) / self.tp
+
+
+def _attention_coefficients(arch: Architecture) -> tuple[float, float, float]:
+    heads, d = arch.num_attention_heads, arch.head_dim
+    full = decode_full = window = 0.0
+    for kind in arch.layer_kinds:
+        if kind is LayerKind.FULL:
+            full += 4 * heads * d
+            decode_full += 4 * heads * d
+        elif kind is LayerKind.SLIDING:
+            window += 4 * heads * d
+        elif kind is LayerKind.MLA and arch.mla:
+            m = arch.mla
+            full += 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + 2 * heads * m.v_head_dim
+            decode_full += 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+    return decode_full, full, window
+
+
+def model_work(mp: MemoryPlan) -> ModelWork:
+    """Work coefficients for the deployment a memory plan describes."""
+    par = mp.result.parallel
+    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
+    arch = mp.spec.architecture
+    w = mp.weights
+    notes: list[str] = []
+    if arch is not None and not mp.spec.architecture_is_proxy:
+        params = count_params(arch)
+        active, lm_head = float(params.active), float(params.lm_head or params.embedding)
+        embed_bytes = params.embedding * w.total_bytes / max(params.total, 1) if not params.lm_head == 0 else 0.0
+    else:
+        total = mp.spec.total_params or w.total_bytes * 8 / mp.quantization.bits_per_weight.value
+        active = mp.spec.active_params or total
+        lm_head, embed_bytes = 0.0, 0.0
+        notes.append("active parameters from the model card; attention FLOPs from the proxy layout" if arch else
+                     "active parameters from the model card; attention FLOPs not counted (no architecture)")
+    experts_gpu = w.expert_bytes / (tp * pp * (par.data_parallel_size if par.expert_parallel else 1))
+    dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
+    moe = arch.moe if arch else None
+    decode_full, prefill_full, window = _attention_coefficients(arch) if arch else (0.0, 0.0, 0.0)
+    return ModelWork(
+        active_params=active,
+        lm_head_params=lm_head,
+        dense_bytes_per_gpu=dense_gpu,
+        expert_bytes_per_gpu=experts_gpu,
+        num_experts=moe.num_experts if moe else 0,
+        experts_per_token=moe.experts_per_token if moe else 0,
+        hidden_size=arch.hidden_size if arch else 8192,
+        num_layers=arch.num_layers if arch else 60,
+        tp=tp,
+        pp=pp,
+        attn_flops_per_token_ctx=decode_full / pp,
+        attn_prefill_flops_per_token_ctx=prefill_full / pp,
+        window_flops_per_token_ctx=window / pp,
+        window_tokens=arch.sliding_window if arch else None,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,25 @@
+"""The serving workload a speed question is asked about."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.memory.deployment import MAX_CONTEXT_TOKENS
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_len: int = Field(1024, ge=1, le=MAX_CONTEXT_TOKENS, description="prompt tokens per request")
+    output_len: int = Field(256, ge=1, le=MAX_CONTEXT_TOKENS, description="generated tokens per request")
+    concurrency: int | Literal["max"] = Field(1, description="requests in flight across the deployment, or 'max' (what memory allows)")
+    speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens proposed per step")
+    acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
+    prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1, description="share of input tokens served from the prefix cache")
+    backend: str | None = Field(None, description="llama.cpp back end: cuda, metal, vulkan, rocm")
+
+    def model_post_init(self, __context) -> None:
+        if isinstance(self.concurrency, int) and not 1 <= self.concurrency <= 10_000_000:
+            raise ValueError("concurrency must be between 1 and 10,000,000, or 'max'")

@@ -1,0 +1,205 @@
+"""Fit the speed model's per-engine constants on the ``fit`` speed points; score the rest.
+
+Per engine family (``vllm``, ``sglang``, ``trtllm``, ``llamacpp-<back end>``, ``mlx``) four
+constants: achievable share of peak bandwidth (decode), of peak FLOP/s (prefill), a fixed
+per-step overhead and a per-layer overhead. They minimise the mean absolute log error over the
+family's fit points by coordinate descent within physical bounds. A family with fewer than
+``MIN_POINTS`` fit points takes the pooled fit over all families (never a fit to one point).
+
+``python -m inferplan.validation.calibrate_speed`` prints the constants and the errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import operator
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InferplanError
+from inferplan.performance.rates import default_backend, engine_key
+from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
+from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
+
+MIN_POINTS = 3
+FAMILIES = ("vllm", "sglang", "trtllm", "vllm-rocm", "sglang-rocm", "llamacpp", "llamacpp-cuda", "llamacpp-cuda-dc",
+            "llamacpp-metal", "llamacpp-vulkan", "llamacpp-rocm", "mlx")
+BOUNDS = {
+    "bandwidth_efficiency": (0.2, 0.92),  # STREAM-like tests reach ~90% of peak HBM/GDDR bandwidth
+    "compute_efficiency": (0.05, 0.95),
+    "step_overhead_s": (0.0, 0.02),
+    "layer_overhead_s": (0.0, 2e-4),
+}
+CONSTANT_IDS = {
+    "bandwidth_efficiency": "decode-bandwidth-efficiency-{}",
+    "compute_efficiency": "prefill-compute-efficiency-{}",
+    "step_overhead_s": "decode-step-overhead-s-{}",
+    "layer_overhead_s": "decode-layer-overhead-s-{}",
+}
+
+
+@dataclass
+class Prepared:
+    id: str
+    family: str
+    ctx: _Context
+    concurrency: int
+    measured: float
+    metric: Callable[[ServingEstimate], float]
+
+
+def _family(ctx: _Context, engine: str, backend: str | None) -> str:
+    accel = ctx.mp.accelerator
+    return engine_key(engine, backend or default_backend(engine, accel), accel.software.value, accel.form_factor)
+
+
+def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared], list[tuple[str, str]]]:
+    """Speed points and profile points of ``split``, each with its planned context."""
+    ready, skipped = [], []
+    for point in catalog.speed_points:
+        if split and point.split != split:
+            continue
+        try:
+            d, w = scenario(point)
+            ctx = _Context(catalog, d, w)
+        except InferplanError as exc:
+            skipped.append((point.id, exc.describe()))
+            continue
+        ready.append(Prepared(point.id, _family(ctx, point.engine, point.backend), ctx, _concurrency(ctx, w),
+                              point.measured.value, functools.partial(metric_value, point)))
+    for profile in catalog.serving_profiles:
+        if split and profile.split != split:
+            continue
+        for pt in profile.points:
+            d, w = profile_scenario(profile, pt.concurrency)
+            try:
+                ctx = _Context(catalog, d, w)
+                if pt.concurrency > ctx.max_concurrency():
+                    raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+            except InferplanError as exc:
+                skipped.append((f"{profile.id}@{pt.concurrency}", exc.describe()))
+                continue
+            family = _family(ctx, profile.engine, None)
+            for metric in PROFILE_METRICS:
+                ready.append(Prepared(f"{profile.id}@{pt.concurrency}:{metric}", family, ctx, pt.concurrency,
+                                      getattr(pt, metric).value, operator.attrgetter(metric)))
+    return ready, skipped
+
+
+def log_error(p: Prepared, params: dict[str, float]) -> float:
+    p.ctx.rates = dataclasses.replace(p.ctx.rates, **params)
+    return math.log(p.metric(_estimate(p.ctx, p.concurrency)) / p.measured)
+
+
+def objective(points: list[Prepared], params: dict[str, float]) -> float:
+    return statistics.fmean(abs(log_error(p, params)) for p in points)
+
+
+def _golden(f, lo: float, hi: float, iterations: int = 40) -> float:
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iterations):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def fit_params(points: list[Prepared], start: dict[str, float], sweeps: int = 4) -> dict[str, float]:
+    params = dict(start)
+    for _ in range(sweeps):
+        for name, (lo, hi) in BOUNDS.items():
+            params[name] = _golden(lambda v: objective(points, {**params, name: v}), lo, hi)
+    return params
+
+
+# Fixed starting point, so a refit does not depend on the constants currently shipped.
+START = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.4, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5}
+
+
+@dataclass(frozen=True)
+class FamilyFit:
+    family: str
+    params: dict[str, float]
+    points: tuple[str, ...]
+    pooled: bool
+    mean_abs_log_error: float
+
+
+def fit_speed(catalog: Catalog) -> list[FamilyFit]:
+    points, _ = prepare(catalog, "fit")
+    if not points:
+        return []
+    pooled = fit_params(points, START)
+    fits = []
+    families = sorted({p.family for p in points} | set(FAMILIES))
+    for family in families:
+        own = [p for p in points if p.family == family]
+        if len(own) >= MIN_POINTS:
+            params = fit_params(own, pooled)
+            fits.append(FamilyFit(family, params, tuple(p.id for p in own), False, objective(own, params)))
+        else:
+            err = objective(own, pooled) if own else float("nan")
+            fits.append(FamilyFit(family, pooled, tuple(p.id for p in points), True, err))
+    return fits
+
+
+def to_yaml(fits: list[FamilyFit]) -> str:
+    """The generated ``calibration_speed.yaml``: every family's four constants with provenance."""
+    lines = [
+        "# GENERATED by `python -m inferplan.validation.calibrate_speed --write`: do not edit by hand.",
+        "# Per-engine-family speed constants fitted on the `fit` speed points and profile sweeps",
+        "# (docs/speed.md). Families with fewer than 3 fit points carry the pooled fit over all points.",
+        "calibration:",
+    ]
+    for f in fits:
+        how = (f"pooled fit over all {len(f.points)} fit points (this family has fewer than {MIN_POINTS})"
+               if f.pooled else f"fitted on this family's {len(f.points)} fit points")
+        error = "no own points" if math.isnan(f.mean_abs_log_error) else f"mean |log error| {f.mean_abs_log_error:.3f} on its own points"
+        for name, value in f.params.items():
+            lines += [
+                f"  - id: {CONSTANT_IDS[name].format(f.family)}",
+                f"    value: {value:.6g}",
+                f"    unit: {UNITS[name]}",
+                f"    fitted_on: []  # {how}",
+                f"    method: \"{how}: coordinate descent minimising mean |log(predicted / measured)|, bounds {BOUNDS[name]}\"",
+                f"    error: \"{error}\"",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+UNITS = {
+    "bandwidth_efficiency": "fraction of peak memory bandwidth achieved",
+    "compute_efficiency": "fraction of dense peak FLOP/s achieved",
+    "step_overhead_s": "seconds per forward step",
+    "layer_overhead_s": "seconds per decoder layer per step",
+}
+
+
+def main() -> None:  # pragma: no cover - a maintenance script
+    import sys
+
+    catalog = load_catalog()
+    fits = fit_speed(catalog)
+    if "--write" in sys.argv:
+        (catalog.data_dir / "calibration_speed.yaml").write_text(to_yaml(fits), encoding="utf-8")
+    for f in fits:
+        kind = f"pooled over {len(f.points)} points" if f.pooled else f"{len(f.points)} own points"
+        print(f"{f.family:16s} ({kind}; mean |log error| {f.mean_abs_log_error:.3f})")
+        for name, value in f.params.items():
+            print(f"    {CONSTANT_IDS[name].format(f.family)} = {value:.6g}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,147 @@
+"""``inferplan validate --speed``: predicted vs measured speed, point by point.
+
+Every speed point in the catalogue is planned with the same deployment and workload and the
+predicted metric compared with the measured one. Points are split into ``fit`` (may calibrate
+constants) and ``holdout`` (only scored); medians are reported for each split and by kind
+(single-stream decode, prefill, serving throughput). Points the model cannot plan (does not fit,
+unknown architecture) are reported with the reason, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.schema import ServingProfile, SpeedMetric, SpeedPoint
+from inferplan.errors import InferplanError
+from inferplan.memory.deployment import Deployment
+from inferplan.performance.serving import ServingEstimate, estimate
+from inferplan.performance.workload import Workload
+
+KIND = {
+    SpeedMetric.DECODE_TOKENS_PER_S_PER_USER: "decode",
+    SpeedMetric.TPOT_S: "decode",
+    SpeedMetric.PREFILL_TOKENS_PER_S: "prefill",
+    SpeedMetric.TTFT_S: "prefill",
+    SpeedMetric.OUTPUT_TOKENS_PER_S_TOTAL: "throughput",
+    SpeedMetric.DECODE_TOKENS_PER_S_TOTAL: "throughput",
+    SpeedMetric.TOTAL_TOKENS_PER_S: "throughput",
+}
+
+
+class SpeedCheck(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str  # decode | prefill | throughput
+    split: str
+    metric: str
+    measured: float
+    predicted: float | None
+    error: float | None  # (predicted − measured) / measured
+    bound: str | None
+    note: str | None  # why it could not be predicted, or the point's first caveat
+
+
+class SpeedValidation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    checks: tuple[SpeedCheck, ...]
+    medians: dict[str, float]  # "<kind>/<split>" and "all/<split>" -> median |error|
+    worst: dict[str, float]
+
+
+def scenario(point: SpeedPoint) -> tuple[Deployment, Workload]:
+    i, o = max(point.input_tokens, 1), max(point.output_tokens, 1)
+    d = Deployment(
+        model=point.model, gpu=point.accelerator, gpus=point.gpus,
+        tensor_parallel_size=point.tensor_parallel_size, pipeline_parallel_size=point.pipeline_parallel_size,
+        engine=point.engine, quantization=point.quantization, kv_cache_dtype=point.kv_cache_dtype,
+        max_model_len=max(i + o, 256),
+    )
+    generation_only = point.metric is SpeedMetric.DECODE_TOKENS_PER_S_TOTAL
+    w = Workload(input_len=i, output_len=o, concurrency=point.concurrency or "max",
+                 speculative_tokens=point.speculative_tokens, backend=point.backend,
+                 prefix_cache_hit_rate=1.0 if generation_only else 0.0)  # no prefill work inside the timed phase
+    return d, w
+
+
+def metric_value(point: SpeedPoint, est: ServingEstimate) -> float:
+    m = point.metric
+    if m is SpeedMetric.DECODE_TOKENS_PER_S_PER_USER:
+        return est.output_tokens_per_s_per_user
+    if m is SpeedMetric.PREFILL_TOKENS_PER_S:
+        return max(point.input_tokens, 1) / est.ttft_s
+    if m in (SpeedMetric.OUTPUT_TOKENS_PER_S_TOTAL, SpeedMetric.DECODE_TOKENS_PER_S_TOTAL):
+        return est.output_tokens_per_s_total
+    if m is SpeedMetric.TOTAL_TOKENS_PER_S:
+        return est.output_tokens_per_s_total + est.input_tokens_per_s_total
+    if m is SpeedMetric.TTFT_S:
+        return est.ttft_s
+    return est.tpot_s
+
+
+def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
+    measured = point.measured.value
+    base = dict(id=point.id, kind=KIND[point.metric], split=point.split, metric=point.metric.value, measured=measured)
+    try:
+        d, w = scenario(point)
+        est = estimate(d, w, catalog, use_profiles=False)
+    except InferplanError as exc:
+        return SpeedCheck(**base, predicted=None, error=None, bound=None, note=exc.describe())
+    predicted = metric_value(point, est)
+    return SpeedCheck(**base, predicted=predicted, error=(predicted - measured) / measured, bound=est.bound,
+                      note=point.caveats[0] if point.caveats else None)
+
+
+def summarise(checks: tuple[SpeedCheck, ...]) -> tuple[dict[str, float], dict[str, float]]:
+    groups: dict[str, list[float]] = {}
+    for c in checks:
+        if c.error is None:
+            continue
+        for key in (f"{c.kind}/{c.split}", f"all/{c.split}", f"{c.kind}/all", "all/all"):
+            groups.setdefault(key, []).append(abs(c.error))
+    return ({k: statistics.median(v) for k, v in sorted(groups.items())},
+            {k: max(v) for k, v in sorted(groups.items())})
+
+
+PROFILE_METRICS = ("output_tokens_per_s_per_user", "output_tokens_per_s_per_gpu")
+
+
+def profile_scenario(profile: ServingProfile, concurrency: int) -> tuple[Deployment, Workload]:
+    d = Deployment(model=profile.model, gpu=profile.accelerator, gpus=profile.gpus,
+                   tensor_parallel_size=min(profile.gpus, 8), engine=profile.engine,
+                   quantization=profile.quantization, max_model_len=profile.input_tokens + profile.output_tokens)
+    w = Workload(input_len=profile.input_tokens, output_len=profile.output_tokens, concurrency=concurrency,
+                 speculative_tokens=1 if profile.speculative else 0)
+    return d, w
+
+
+def profile_checks(profile: ServingProfile, catalog: Catalog) -> list[SpeedCheck]:
+    """The calibrated model (profiles switched off) against each point of a measured sweep."""
+    checks = []
+    for pt in profile.points:
+        d, w = profile_scenario(profile, pt.concurrency)
+        for metric in PROFILE_METRICS:
+            measured = getattr(pt, metric).value
+            base = dict(id=f"{profile.id}@{pt.concurrency}", kind="profile", split=profile.split, metric=metric, measured=measured)
+            try:
+                est = estimate(d, w, catalog, use_profiles=False)
+            except InferplanError as exc:
+                checks.append(SpeedCheck(**base, predicted=None, error=None, bound=None, note=exc.describe()))
+                continue
+            predicted = getattr(est, metric)
+            checks.append(SpeedCheck(**base, predicted=predicted, error=(predicted - measured) / measured,
+                                     bound=est.bound, note=profile.caveats[0] if profile.caveats else None))
+    return checks
+
+
+def validate_speed(catalog: Catalog | None = None) -> SpeedValidation:
+    catalog = catalog or load_catalog()
+    checks = tuple(check_point(p, catalog) for p in catalog.speed_points) + tuple(
+        c for profile in catalog.serving_profiles for c in profile_checks(profile, catalog)
+    )
+    medians, worst = summarise(checks)
+    return SpeedValidation(checks=checks, medians=medians, worst=worst)

@@ -1,0 +1,148 @@
+import dataclasses
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+from inferplan.performance.phases import decode_step
+from inferplan.performance.serving import _Context, _estimate, estimate, frontier, tokens_per_step
+from inferplan.performance.workload import Workload
+
+CATALOG = load_catalog()
+
+
+def perf(workload=None, **deployment):
+    return estimate(Deployment(**deployment), workload or Workload(), CATALOG)
+
+
+def test_seed_rtx5090_decodes_about_4x_faster_than_dgx_spark():
+    # seed 003: gpt-oss-20b MXFP4 decode, RTX 5090 205 tok/s vs DGX Spark 49.7 (4.1x); "4x faster"
+    w = Workload(input_len=1, output_len=512)
+    r5090 = perf(w, model="gpt-oss-20b", gpu="rtx-5090", engine="llamacpp", max_model_len=1024)
+    spark = perf(w, model="gpt-oss-20b", gpu="gb10", engine="llamacpp", max_model_len=1024)
+    ratio = r5090.output_tokens_per_s_per_user / spark.output_tokens_per_s_per_user
+    assert ratio == pytest.approx(205 / 49.7, rel=0.25)
+
+
+def test_seed_h200_pulls_ahead_of_h100_at_70b():
+    # seed 003: Llama 2 70B, H200 31,712 vs H100 22,290 tok/s (~42% more), 8-GPU max throughput
+    w = Workload(input_len=1024, output_len=1024, concurrency="max")
+    kw = dict(model="llama-2-70b", quantization="fp8", engine="trtllm", gpus=8, tensor_parallel_size=2, max_model_len=2048)
+    h100 = perf(w, gpu="h100-sxm", **kw)
+    h200 = perf(w, gpu="h200-sxm", **kw)
+    uplift = h200.output_tokens_per_s_total / h100.output_tokens_per_s_total
+    assert uplift == pytest.approx(31712 / 22290, rel=0.3)
+    assert uplift > 1.15
+
+
+def test_seed_spark_runs_70b_fp8_slowly():
+    # seed 003: DGX Spark fits a 70B model in FP8, 2.7 tok/s decode; the RTX 5090 cannot load it
+    w = Workload(input_len=1, output_len=512)
+    spark = perf(w, model="llama-3.1-70b", gpu="gb10", quantization="fp8", engine="sglang", max_model_len=2048)
+    assert spark.output_tokens_per_s_per_user == pytest.approx(2.7, rel=0.3)
+    with pytest.raises(InvalidScenarioError):
+        perf(w, model="llama-3.1-70b", gpu="rtx-5090", quantization="fp8", engine="sglang", max_model_len=2048)
+
+
+def test_speculative_tokens_per_step():
+    assert tokens_per_step(0, 0.7) == 1
+    assert tokens_per_step(3, 0.0) == 1
+    assert tokens_per_step(3, 1.0) == 4
+    assert tokens_per_step(3, 0.7) == pytest.approx(1 + 0.7 + 0.49 + 0.343)
+
+
+def test_speculative_decoding_raises_per_user_speed_at_low_load():
+    base = dict(model="llama-3.1-8b", gpu="H100", max_model_len=4096)
+    plain = perf(Workload(input_len=512, output_len=256), **base)
+    spec = perf(Workload(input_len=512, output_len=256, speculative_tokens=3, acceptance_rate=0.8), **base)
+    assert spec.output_tokens_per_s_per_user > plain.output_tokens_per_s_per_user
+    assert any("speculative" in a for a in spec.assumptions)
+
+
+def test_prefix_cache_cuts_ttft():
+    base = dict(model="qwen3-32b", gpu="H100", max_model_len=16384)
+    cold = perf(Workload(input_len=8000, output_len=200), **base)
+    warm = perf(Workload(input_len=8000, output_len=200, prefix_cache_hit_rate=0.9), **base)
+    assert warm.ttft_s < cold.ttft_s / 3
+
+
+def test_hopper_runs_nvfp4_through_a_16_bit_fallback():
+    h100 = perf(model="llama-3.3-70b", gpu="H100", quantization="nvfp4", max_model_len=4096)
+    b200 = perf(model="llama-3.3-70b", gpu="b200", quantization="nvfp4", max_model_len=4096)
+    assert h100.compute_dtype in ("bf16", "fp16") and b200.compute_dtype == "fp4"
+
+
+def test_concurrency_beyond_memory_is_an_explicit_error():
+    with pytest.raises(InvalidScenarioError) as exc:
+        perf(Workload(input_len=100_000, output_len=1000, concurrency=500), model="llama-3.1-8b", gpu="H100", max_model_len=101_000)
+    assert exc.value.field == "--concurrency"
+
+
+@pytest.mark.parametrize("kwargs", [dict(input_len=0), dict(output_len=0), dict(acceptance_rate=1.5),
+                                    dict(acceptance_rate=-0.1), dict(concurrency=0), dict(prefix_cache_hit_rate=2)])
+def test_bad_workloads_are_rejected(kwargs):
+    with pytest.raises(ValidationError):
+        Workload(**kwargs)
+
+
+def test_measured_profile_is_used_and_said():
+    profile = CATALOG.serving_profiles.records["pf-inferencex-deepseek-r1-b200-sglang-1024-1024"]
+    point = profile.points[1]
+    d = Deployment(model="deepseek-r1", gpu="b200", gpus=8, tensor_parallel_size=8, engine="sglang",
+                   quantization=profile.quantization, max_model_len=2048)
+    r = estimate(d, Workload(input_len=1024, output_len=1024, concurrency=point.concurrency), CATALOG)
+    assert r.source == "measured"
+    assert r.output_tokens_per_s_per_user == pytest.approx(point.output_tokens_per_s_per_user.value)
+    outside = estimate(d, Workload(input_len=1024, output_len=1024, concurrency=1), CATALOG)
+    assert outside.source == "calibrated-model"
+    assert any("scaled by measured/model" in a for a in outside.assumptions)
+
+
+def test_frontier_trades_interactivity_for_throughput():
+    f = frontier(Deployment(model="llama-3.1-8b", gpu="H100", quantization="fp8", max_model_len=2048),
+                 Workload(input_len=1024, output_len=1024), CATALOG, points=12)
+    users = [p.output_tokens_per_s_per_user for p in f.points]
+    gpus = [p.output_tokens_per_s_per_gpu for p in f.points]
+    assert users == sorted(users, reverse=True)
+    assert gpus == sorted(gpus)
+    assert f.points[-1].concurrency <= f.max_concurrency
+
+
+common = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MODELS = ["llama-3.1-8b", "qwen3-32b", "gpt-oss-20b", "qwen3-30b-a3b", "mistral-small-3.2-24b", "gemma-3-27b"]
+GPUS = ["h100-sxm", "h200-sxm", "b200", "rtx-pro-6000-blackwell", "mi300x"]
+
+
+@common
+@given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.integers(64, 4096), st.integers(16, 2048), st.floats(1.05, 3.0))
+def test_more_bandwidth_is_never_slower(model, gpu, i, o, factor):
+    ctx = _Context(CATALOG, Deployment(model=model, gpu=gpu, max_model_len=i + o), Workload(input_len=i, output_len=o))
+    base = _estimate(ctx, 1)
+    ctx.rates = dataclasses.replace(ctx.rates, bandwidth_bytes_per_s=ctx.rates.bandwidth_bytes_per_s * factor)
+    faster = _estimate(ctx, 1)
+    assert faster.tpot_s <= base.tpot_s and faster.ttft_s <= base.ttft_s
+
+
+@common
+@given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.integers(64, 4096), st.integers(16, 2048), st.data())
+def test_more_concurrency_never_lowers_aggregate_throughput(model, gpu, i, o, data):
+    ctx = _Context(CATALOG, Deployment(model=model, gpu=gpu, max_model_len=i + o), Workload(input_len=i, output_len=o))
+    top = min(ctx.max_concurrency(), ctx.max_running)
+    a = data.draw(st.integers(1, top))
+    b = data.draw(st.integers(a, top))
+    low, high = _estimate(ctx, a), _estimate(ctx, b)
+    assert high.output_tokens_per_s_total >= low.output_tokens_per_s_total * 0.999
+    for e in (low, high):
+        assert e.tpot_s > 0 and e.ttft_s > 0 and math.isfinite(e.output_tokens_per_s_total)
+        assert e.output_tokens_per_s_per_user <= 1 / e.tpot_s * 1.0001
+
+
+def test_decode_step_is_memory_bound_for_a_small_batch():
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=2048), Workload())
+    step = decode_step(ctx.work, ctx.mp.layout, ctx.rates, batch=1, context=1024)
+    assert step.bound == "memory"
