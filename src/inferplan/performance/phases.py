@@ -34,15 +34,27 @@ class StepTime:
         return max(parts, key=parts.get)
 
 
-def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
-    """Two ring all-reduces of the hidden state per layer of this stage."""
-    if work.tp == 1:
+def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
+    """Expert parallelism: per MoE layer, each token's hidden state goes to its k experts' GPUs and
+    comes back (dispatch + combine); the share leaving this GPU crosses the scale-up link."""
+    ep = work.expert_parallel
+    if ep == 1 or not work.moe_layers:
         return 0.0
+    tokens_here = tokens / max(ep // work.tp, 1)  # attention data parallelism spreads the batch
+    message = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
+    per = 2 * (rates.link_latency_s + (message / rates.link_bytes_per_s if rates.link_bytes_per_s else float("inf")))
+    return work.moe_layers * per
+
+
+def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
+    """Two ring all-reduces of the hidden state per layer of this stage (plus expert all-to-alls)."""
+    if work.tp == 1:
+        return all_to_all_s(work, rates, tokens)
     message = tokens * work.hidden_size * ACTIVATION_BYTES
     per = rates.link_latency_s + (
         2 * (work.tp - 1) / work.tp * message / rates.link_bytes_per_s if rates.link_bytes_per_s else float("inf")
     )
-    return 2 * (work.num_layers / work.pp) * per
+    return 2 * (work.num_layers / work.pp) * per + all_to_all_s(work, rates, tokens)
 
 
 def overhead_s(work: ModelWork, rates: Rates) -> float:
@@ -56,7 +68,7 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     ``tokens_per_seq`` speculative tokens each, and fusing ``prefill_tokens`` of chunked prefill)."""
     tokens = batch * tokens_per_seq
     kv_bytes = batch * layout.sequence_bytes_per_gpu(int(context), 1)
-    weight_bytes = work.weights_read_per_gpu(tokens + prefill_tokens)
+    weight_bytes = work.weights_read_per_gpu(tokens + prefill_tokens) + work.activation_bytes_per_gpu(tokens + prefill_tokens)
     flops = (
         work.linear_flops_per_gpu(tokens + prefill_tokens, tokens)
         + work.attention_flops_per_gpu(tokens, context, prefill=False)
@@ -76,7 +88,7 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
     flops = work.linear_flops_per_gpu(tokens, 1) + work.attention_flops_per_gpu(tokens, mean_context, prefill=True)
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
     return StepTime(
-        memory_s=(work.weights_read_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
+        memory_s=(work.weights_read_per_gpu(tokens) + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens),
         overhead_s=overhead_s(work, rates),

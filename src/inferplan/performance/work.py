@@ -35,6 +35,9 @@ class ModelWork:
     attn_prefill_flops_per_token_ctx: float  # the same for prefill (MLA not absorbed)
     window_flops_per_token_ctx: float  # sliding-window layers, per unit of capped context
     window_tokens: int | None
+    moe_dispatch_bytes_per_token: float = 0.0  # activation copies MoE routing moves per token (this GPU)
+    expert_parallel: int = 1  # GPUs the experts are spread over with --enable-expert-parallel
+    moe_layers: int = 0
     notes: tuple[str, ...] = ()
 
     def weights_read_per_gpu(self, tokens_in_step: float) -> float:
@@ -42,6 +45,11 @@ class ModelWork:
             return self.dense_bytes_per_gpu
         touched = 1 - (1 - self.experts_per_token / self.num_experts) ** max(tokens_in_step, 1)
         return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * touched
+
+    def activation_bytes_per_gpu(self, tokens: float) -> float:
+        """Bytes of activations MoE layers move per step: each token's hidden state is scattered to
+        its k experts and gathered back, and the experts' intermediate results are written and read."""
+        return tokens * self.moe_dispatch_bytes_per_token
 
     def linear_flops_per_gpu(self, tokens: float, logits_tokens: float) -> float:
         body = self.active_params - self.lm_head_params
@@ -89,6 +97,10 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     experts_gpu = w.expert_bytes / (tp * pp * (par.data_parallel_size if par.expert_parallel else 1))
     dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
     moe = arch.moe if arch else None
+    dispatch = 0.0
+    if moe is not None:
+        per_layer = moe.experts_per_token * (4 * arch.hidden_size + 3 * moe.expert_intermediate_size) * 2  # 16-bit
+        dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     decode_full, prefill_full, window = _attention_coefficients(arch) if arch else (0.0, 0.0, 0.0)
     return ModelWork(
         active_params=active,
@@ -105,5 +117,8 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         attn_prefill_flops_per_token_ctx=prefill_full / pp,
         window_flops_per_token_ctx=window / pp,
         window_tokens=arch.sliding_window if arch else None,
+        moe_dispatch_bytes_per_token=dispatch,
+        expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
+        moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         notes=tuple(notes),
     )
