@@ -134,3 +134,39 @@ def test_frontier_json():
 def test_validate_speed_prints_medians():
     r = invoke("validate", "--speed")
     assert r.exit_code == 0 and "decode/all" in r.output
+
+
+def test_plan_json_and_report(tmp_path):
+    example = Path(__file__).resolve().parents[1] / "examples" / "coding-developers-b200.yaml"
+    r = invoke("plan", str(example), "--json", "--draws", "500", "--report", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    for key in ("monthly_operating_cash_usd", "simple_payback_months", "gap_to_capital_recovery_usd_per_month",
+                "private_quote_usd_per_user_month", "same_model_api_usd_per_user_month",
+                "operating_break_even_usd_per_user_month", "target_payback_usd_per_user_month",
+                "per_user_gap_usd_per_month", "supported_users", "loadouts", "api_alternative_usd_per_user_month",
+                "quote_multiplier", "quote_multiplier_required", "modeled_monthly_operating_cost_usd",
+                "monthly_billing_usd", "api_cost_for_served_usd_per_month", "owner_cost_usd_per_mtok",
+                "output_tokens_per_s_per_mw", "rent_usd_per_month", "api_break_even_tokens_per_month",
+                "recommendation", "uncertainty"):
+        assert key in data, key
+    assert (tmp_path / "r.html").is_file()
+
+
+def test_bad_scenario_file_exits_2_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: llama-3.1-8b\nplatform: {system: hgx-h100}\nmoney:\n  colour: red\n")
+    r = invoke("plan", str(bad))
+    assert r.exit_code == 2
+    assert "bad.yaml:4: money.colour: unknown key" in r.output and "quote_multiplier" in r.output
+    missing = invoke("plan", str(tmp_path / "nope.yaml"))
+    assert missing.exit_code == 2 and "cannot read" in missing.output
+
+
+def test_racks_ratios():
+    r = invoke("racks", "--interactivity", "100", "--json")
+    assert r.exit_code == 0
+    rows = {row["profile"]: row for row in json.loads(r.stdout)["rows"]}
+    assert round(rows["coreweave-vera-rubin-jul-2026-dsr1"]["tokens_per_mw_vs_baseline"], 2) == 2.00
+    bad = invoke("racks", "--interactivity", "123")
+    assert bad.exit_code == 2 and "--interactivity" in bad.output

@@ -17,6 +17,13 @@ from typing import Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from inferplan.catalog.economics_schema import (
+    ApiPrice,
+    CostDefault,
+    RackEfficiencyProfile,
+    RentalPrice,
+    WorkloadPreset,
+)
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.schema import (
     Accelerator,
@@ -48,6 +55,11 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "memory_points": ("memory_points", MemoryPoint),
     "speed_points": ("speed_points", SpeedPoint),
     "serving_profiles": ("serving_profiles", ServingProfile),
+    "rental_prices": ("rental_prices", RentalPrice),
+    "api_prices": ("api_prices", ApiPrice),
+    "workload_presets": ("workload_presets", WorkloadPreset),
+    "cost_defaults": ("cost_defaults", CostDefault),
+    "rack_profiles": ("rack_profiles", RackEfficiencyProfile),
 }
 
 
@@ -121,6 +133,11 @@ class Catalog:
     memory_points: Registry[MemoryPoint]
     speed_points: Registry[SpeedPoint]
     serving_profiles: Registry[ServingProfile]
+    rental_prices: Registry[RentalPrice]
+    api_prices: Registry[ApiPrice]
+    workload_presets: Registry[WorkloadPreset]
+    cost_defaults: Registry[CostDefault]
+    rack_profiles: Registry[RackEfficiencyProfile]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
@@ -230,6 +247,15 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
 
 
+    for price in catalog.rental_prices:
+        if price.accelerator not in catalog.accelerators:
+            raise CatalogError(f"rental_prices:{price.id}: unknown accelerator {price.accelerator!r}", field=price.id)
+    for record in [*catalog.api_prices, *catalog.rack_profiles]:
+        if record.model not in catalog.models:
+            raise CatalogError(f"{type(record).__name__}:{record.id}: unknown model {record.model!r}", field=record.id)
+    for rack in catalog.rack_profiles:
+        if rack.system not in catalog.systems:
+            raise CatalogError(f"rack_profiles:{rack.id}: unknown system {rack.system!r}", field=rack.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):

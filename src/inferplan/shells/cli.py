@@ -316,6 +316,56 @@ def frontier_cmd(
         render.print_frontier(console, result)
 
 
+@app.command("plan")
+def plan_cmd(
+    scenario: Path = typer.Argument(..., help="A scenario YAML file (see examples/)."),
+    currency: str = typer.Option("usd", "--currency", help="usd | eur (rendering only; JSON carries USD and the FX rate)"),
+    draws: int = typer.Option(10_000, "--draws", min=0, max=1_000_000, help="Monte Carlo draws for P10/P50/P90 (0: off)."),
+    seed: int = typer.Option(0, "--seed", help="Monte Carlo seed."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained report: out.html or out.md."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison."""
+    from inferplan.economics.plan import plan
+    from inferplan.economics.uncertainty import simulate
+    from inferplan.scenario import load_scenario
+
+    if currency not in ("usd", "eur"):
+        fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)")
+    s = run(load_scenario, scenario)
+    result = run(plan, s)
+    uncertainty = run(simulate, result, s, draws=draws, seed=seed) if draws else None
+    if report is not None:
+        from inferplan.report.files import write_report
+
+        run(write_report, report, result, uncertainty)
+        err_console.print(f"report written to {report}")
+    if as_json:
+        payload = result.model_dump(mode="json")
+        payload["uncertainty"] = uncertainty.model_dump(mode="json") if uncertainty else None
+        emit_json(payload)
+    else:
+        render.print_plan(console, result, currency)
+        if uncertainty:
+            render.print_uncertainty(console, uncertainty)
+
+
+@app.command("racks")
+def racks_cmd(
+    interactivity: int = typer.Option(100, "--interactivity", help="Output tokens/s per user (50, 100, … 350)."),
+    baseline: str = typer.Option("gb200-nvl72-jul-2026-dsr1", "--baseline", help="Rack profile to compare against."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Published rack curves: output tokens/s per MW and owner cost per million tokens, and their ratios."""
+    from inferplan.economics.racks import compare_racks
+
+    result = run(compare_racks, interactivity, baseline)
+    if as_json:
+        emit_json(result)
+    else:
+        render.print_racks(console, result)
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

@@ -195,3 +195,86 @@ def print_speed_validation(console: Console, v) -> None:
     console.print(table)
     for key, value in v.medians.items():
         console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
+
+
+def _money(value: float | None, r, currency: str, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    if currency == "eur":
+        return f"€{r.eur(value):,.{digits}f}"
+    return f"${value:,.{digits}f}"
+
+
+def print_plan(console: Console, r, currency: str = "usd") -> None:
+    c = r.capacity
+    console.print(f"[bold]{r.name}[/] — {r.model} on {r.system} ({r.accelerator}); workload {r.workload.name}")
+    table = Table("output", "value", title="Users + ROI", show_header=True)
+    payback = "never (operating cash ≤ 0)" if r.simple_payback_months is None else f"{r.simple_payback_months:,.1f} months"
+    mult = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
+    rows = [
+        ("Monthly operating cash", _money(r.monthly_operating_cash_usd, r, currency)),
+        ("Simple capex payback", payback),
+        ("Gap to capital-recovery target / month", _money(r.gap_to_capital_recovery_usd_per_month, r, currency)),
+        ("Selected private quote / user / month", _money(r.private_quote_usd_per_user_month, r, currency, 2)),
+        ("Same-model API / user / month", _money(r.same_model_api_usd_per_user_month, r, currency, 2)),
+        ("Operating break-even / served user / month", _money(r.operating_break_even_usd_per_user_month, r, currency, 2)),
+        ("Target-payback price / served user / month", _money(r.target_payback_usd_per_user_month, r, currency, 2)),
+        ("Per-user gap to target-payback price", _money(r.per_user_gap_usd_per_month, r, currency, 2)),
+        ("Estimated supported users", f"{r.supported_users:,} ({c.supported_users:,} per loadout; binding: {c.binding})"),
+        ("Auto-sized loadouts for target", f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users"),
+        ("Selected API alternative / user / month", _money(r.api_alternative_usd_per_user_month, r, currency, 2)),
+        ("Selected private quote multiplier", f"{r.quote_multiplier:g}×"),
+        ("Quote multiplier required for target", mult),
+        ("Modeled monthly operating cost", _money(r.modeled_monthly_operating_cost_usd, r, currency)),
+        ("Monthly private billing at selected price", _money(r.monthly_billing_usd, r, currency)),
+        ("Selected API cost for served target", _money(r.api_cost_for_served_usd_per_month, r, currency)),
+        ("Capex", f"{_money(r.capex_usd, r, currency)} ({r.capex_basis})"),
+        ("Owner cost / million tokens (served load)", _money(r.owner_cost_usd_per_mtok, r, currency, 3)),
+        ("Owner cost / million tokens (at capacity)", _money(r.owner_cost_usd_per_mtok_at_capacity, r, currency, 3)),
+        ("Output tokens/s per MW (all-in)", "—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
+        ("Renting the same GPUs / month", f"{_money(r.rent_usd_per_month, r, currency)} ({r.rental or 'no rental price'})"),
+        ("Rent-vs-buy break-even", "—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
+        ("API break-even volume", "—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month"),
+    ]
+    if r.migration_break_even_tokens is not None:
+        rows.append(("Migration break-even", f"{r.migration_break_even_tokens / 1e9:,.1f}B tokens"))
+    for label, value in rows:
+        table.add_row(label, value)
+    console.print(table)
+    console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
+    for reason in r.recommendation.reasons:
+        console.print(f"  - {reason}", highlight=False)
+    console.print("[dim]assumptions:[/]")
+    for a in r.assumptions:
+        console.print(f"[dim]  - {a}[/]", highlight=False)
+
+
+def print_racks(console: Console, cmp) -> None:
+    table = Table(title=f"{cmp.interactivity_tokens_per_s} output tok/s per user (baseline {cmp.baseline})")
+    for col in ("profile", "tok/s per MW", "owner $/Mtok", "tok/MW vs baseline", "cheaper than baseline"):
+        table.add_column(col)
+    for row in cmp.rows:
+        def f(v, fmt):
+            return "not feasible" if v is None else fmt.format(v)
+        table.add_row(row["profile"], f(row["output_tokens_per_s_per_mw"], "{:,.0f}"), f(row["owner_cost_usd_per_mtok"], "${:,.3f}"),
+                      f(row["tokens_per_mw_vs_baseline"], "{:.2f}×"), f(row["cheaper_than_baseline"], "{:.2f}×"))
+    console.print(table)
+
+
+def print_uncertainty(console: Console, u) -> None:
+    table = Table(title=f"Uncertainty: {u.draws:,} Monte Carlo draws (seed {u.seed})")
+    for col in ("output", "P10", "P50", "P90"):
+        table.add_column(col)
+    for label, band, fmt in (
+        ("Target-payback price / user / month", u.target_payback_usd_per_user_month, "${:,.2f}"),
+        ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, "${:,.2f}"),
+        ("Owner cost / million tokens", u.owner_cost_usd_per_mtok, "${:,.3f}"),
+        ("Loadouts", u.loadouts, "{:,.0f}"),
+        ("Payback (draws that pay back)", u.payback_months, "{:,.1f} months"),
+    ):
+        if band is None:
+            table.add_row(label, "—", "—", "—")
+        else:
+            table.add_row(label, fmt.format(band.p10), fmt.format(band.p50), fmt.format(band.p90))
+    console.print(table)
+    console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")

@@ -1,0 +1,1 @@
+"""The Users + ROI simulator: workloads → users → loadouts → cost, payback and API comparison."""

@@ -1,0 +1,159 @@
+"""How many users a platform carries: replica cells packed into a loadout (one system), each
+run at the highest concurrency that still meets the workload's per-user speed target.
+
+Supported users are the tighter of three limits (the seed simulator's): token throughput at the
+service target, the engine's concurrency (running-sequence slots) and per-request memory (the KV
+cache at the request shape). Each user keeps ``peak output rate / target speed`` requests in
+flight in the busiest hour.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import plan_memory
+from inferplan.performance.profiles import find_profile
+from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
+from inferplan.performance.workload import Workload
+from inferplan.economics.workloads import WorkloadProfile
+
+
+class CellCapacity(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    concurrency_at_target: int  # requests one cell runs while every user still gets the target speed
+    output_tokens_per_s_per_user: float
+    output_tokens_per_s: float  # the cell's aggregate output at that concurrency
+    input_tokens_per_s: float
+    kv_max_concurrency: int
+    engine_slots: int
+    meets_target: bool
+    source: str
+
+
+class LoadoutCapacity(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    system: str
+    gpus: int
+    cells: int
+    cell: CellCapacity
+    users_by_throughput: float
+    users_by_concurrency: float
+    users_by_memory: float
+    supported_users: int
+    binding: str  # token throughput | concurrency | per-request memory | service target
+    output_tokens_per_s: float
+    assumptions: tuple[str, ...]
+
+
+def _smallest_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment:
+    fit = plan_memory(base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}), catalog).result
+    if fit.fits:
+        return base.model_copy(update={"tensor_parallel_size": 1, "gpus": 1})
+    s = fit.smallest_fit
+    if s is None or s.gpus > gpus:
+        raise InvalidScenarioError(
+            f"{fit.model} does not fit in {gpus} GPUs of {fit.accelerator} at {base.max_model_len} tokens",
+            field="platform.system",
+        )
+    return base.model_copy(update={"tensor_parallel_size": s.tensor_parallel_size,
+                                   "pipeline_parallel_size": s.pipeline_parallel_size, "gpus": s.gpus})
+
+
+def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
+    shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
+                     prefix_cache_hit_rate=w.cache_hit_rate)
+    ctx = _Context(catalog, cell, shape)
+    profile = find_profile(catalog, ctx.mp, shape)
+
+    def at(c: int) -> ServingEstimate:
+        e = _estimate(ctx, c)
+        return _with_profile(ctx, e, profile) if profile is not None else e
+
+    top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
+    lo, hi = 1, top
+    if at(1).output_tokens_per_s_per_user < w.target_output_tokens_per_s:
+        best, meets = at(1), False
+    else:
+        while lo < hi:  # largest c whose per-user speed still meets the target
+            mid = (lo + hi + 1) // 2
+            if at(mid).output_tokens_per_s_per_user >= w.target_output_tokens_per_s:
+                lo = mid
+            else:
+                hi = mid - 1
+        best, meets = at(lo), True
+    par = ctx.mp.result.parallel
+    return CellCapacity(
+        gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,
+        concurrency_at_target=best.concurrency if meets else 0,
+        output_tokens_per_s_per_user=best.output_tokens_per_s_per_user,
+        output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
+        input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
+        kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
+        meets_target=meets, source=best.source,
+    )
+
+
+def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
+                     cell_fixed: bool = False) -> LoadoutCapacity:
+    """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries.
+
+    Unless the cell is fixed, every tensor-parallel width from the smallest that fits up to the
+    loadout (powers of two) is tried and the one carrying the most users kept: wider cells are
+    faster per user, narrower ones pack more replicas."""
+    if cell_fixed:
+        return _loadout(catalog, base, w, system_gpus=system_gpus, system=system)
+    smallest = _smallest_cell(catalog, base, system_gpus)
+    best = None
+    tp = smallest.tensor_parallel_size
+    while tp * smallest.pipeline_parallel_size <= system_gpus:
+        trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
+                         system_gpus=system_gpus, system=system)
+        if best is None or (trial.supported_users, trial.output_tokens_per_s) > (best.supported_users, best.output_tokens_per_s):
+            best = trial
+        tp *= 2
+    assert best is not None
+    return best
+
+
+def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str) -> LoadoutCapacity:
+    cell_gpus = cell_d.tensor_parallel_size * cell_d.pipeline_parallel_size
+    cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": None,
+                                       "gpu": cell_d.gpu})
+    if cell_gpus > system_gpus:
+        raise InvalidScenarioError(f"a replica cell needs {cell_gpus} GPUs; {system} has {system_gpus}", field="cell")
+    cap = cell_capacity(catalog, cell_d, w)
+    cells = system_gpus // cell_gpus
+    per_user_requests = w.active_requests_at_peak
+    by_tp = cells * cap.output_tokens_per_s / w.peak_output_tokens_per_s
+    by_conc = cells * cap.engine_slots / per_user_requests
+    by_mem = cells * cap.kv_max_concurrency / per_user_requests
+    limits = {"token throughput": by_tp, "concurrency": by_conc, "per-request memory": by_mem}
+    binding = min(limits, key=limits.get)
+    supported = math.floor(min(limits.values()))
+    if not cap.meets_target:
+        binding, supported = "service target", 0
+    notes = [
+        f"{cells} replica cell(s) of {cell_gpus} GPU(s) in {system}; each runs {cap.concurrency_at_target} requests "
+        f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})",
+        f"a user generates {w.peak_output_tokens_per_s:.3f} output tok/s in the busiest hour "
+        f"({w.monthly_output_tokens / 1e6:,.1f}M output tokens a month × peak/average {w.peak_to_average:g}), "
+        f"i.e. {per_user_requests:.3f} requests in flight",
+    ]
+    if not cap.meets_target:
+        notes.append(f"even one request gets only {cap.output_tokens_per_s_per_user:.1f} tok/s: the service target is not met")
+    return LoadoutCapacity(
+        system=system, gpus=system_gpus, cells=cells, cell=cap,
+        users_by_throughput=by_tp, users_by_concurrency=by_conc, users_by_memory=by_mem,
+        supported_users=supported, binding=binding, output_tokens_per_s=cells * cap.output_tokens_per_s,
+        assumptions=tuple(notes),
+    )

@@ -1,0 +1,1 @@
+"""Reports: Vega-Lite chart specs (shared with the web page) and self-contained HTML/Markdown."""

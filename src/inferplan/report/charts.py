@@ -1,0 +1,74 @@
+"""Vega-Lite specs for a plan's charts. Pure data → spec; rendering to SVG happens in ``files.py``.
+The web page draws the same specs, so a report and the page always show the same numbers."""
+
+from __future__ import annotations
+
+from inferplan.economics.plan import PlanResult
+from inferplan.economics.uncertainty import Uncertainty
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+
+
+def _spec(title: str, values: list[dict], **body) -> dict:
+    return {"$schema": SCHEMA, "title": title, "width": 420, "height": 220, "data": {"values": values}, **body}
+
+
+def cost_per_user(r: PlanResult, u: Uncertainty | None = None) -> dict:
+    rows = [
+        ("Same-model API", r.same_model_api_usd_per_user_month, None),
+        ("Selected API alternative", r.api_alternative_usd_per_user_month, None),
+        ("Private quote", r.private_quote_usd_per_user_month, None),
+        ("Operating break-even", r.operating_break_even_usd_per_user_month, u.operating_break_even_usd_per_user_month if u else None),
+        ("Target-payback price", r.target_payback_usd_per_user_month, u.target_payback_usd_per_user_month if u else None),
+    ]
+    values = [{"price": name, "usd": v, "p10": b.p10 if b else v, "p90": b.p90 if b else v} for name, v, b in rows if v is not None]
+    return _spec("Price per user per month (USD)", values, layer=[
+        {"mark": "bar", "encoding": {"y": {"field": "price", "type": "nominal", "sort": None, "title": None},
+                                     "x": {"field": "usd", "type": "quantitative", "title": "USD per user per month"}}},
+        {"mark": {"type": "rule", "color": "black"}, "encoding": {"y": {"field": "price", "type": "nominal", "sort": None},
+                                                                 "x": {"field": "p10", "type": "quantitative"}, "x2": {"field": "p90"}}},
+    ])
+
+
+def payback_curve(r: PlanResult, months: int | None = None) -> dict:
+    months = months or int(max(12, r.amortization_years * 12))
+    values = [{"month": m, "usd": -r.capex_usd + m * r.monthly_operating_cash_usd, "series": "cumulative operating cash − capex"}
+              for m in range(months + 1)]
+    values += [{"month": m, "usd": 0.0, "series": "capex recovered"} for m in (0, months)]
+    return _spec("Payback over time (USD)", values, mark="line", encoding={
+        "x": {"field": "month", "type": "quantitative", "title": "months"},
+        "y": {"field": "usd", "type": "quantitative", "title": "USD"},
+        "color": {"field": "series", "type": "nominal", "title": None},
+    })
+
+
+def capacity_by_constraint(r: PlanResult) -> dict:
+    c = r.capacity
+    values = [{"constraint": k, "users": v} for k, v in (
+        ("token throughput", c.users_by_throughput), ("concurrency", c.users_by_concurrency), ("per-request memory", c.users_by_memory))]
+    return _spec(f"Users per loadout by constraint (binding: {c.binding})", values, mark="bar", encoding={
+        "y": {"field": "constraint", "type": "nominal", "title": None},
+        "x": {"field": "users", "type": "quantitative", "title": "users per loadout", "scale": {"type": "symlog"}},
+    })
+
+
+def uncertainty_bands(u: Uncertainty) -> dict:
+    values = []
+    for name, band in (("target-payback $/user/month", u.target_payback_usd_per_user_month),
+                       ("operating break-even $/user/month", u.operating_break_even_usd_per_user_month),
+                       ("owner cost $/Mtok", u.owner_cost_usd_per_mtok)):
+        values.append({"metric": name, "p10": band.p10, "p50": band.p50, "p90": band.p90})
+    return _spec(f"P10–P90 over {u.draws:,} draws (seed {u.seed})", values, layer=[
+        {"mark": {"type": "rule", "strokeWidth": 3}, "encoding": {"y": {"field": "metric", "type": "nominal", "title": None},
+                                                                 "x": {"field": "p10", "type": "quantitative", "title": "USD", "scale": {"type": "log"}},
+                                                                 "x2": {"field": "p90"}}},
+        {"mark": {"type": "point", "filled": True, "size": 80}, "encoding": {"y": {"field": "metric", "type": "nominal"},
+                                                                          "x": {"field": "p50", "type": "quantitative"}}},
+    ])
+
+
+def plan_charts(r: PlanResult, u: Uncertainty | None) -> dict[str, dict]:
+    charts = {"cost_per_user": cost_per_user(r, u), "payback": payback_curve(r), "capacity": capacity_by_constraint(r)}
+    if u is not None:
+        charts["uncertainty"] = uncertainty_bands(u)
+    return charts

@@ -1,0 +1,137 @@
+"""A scenario: one immutable object that says what to plan — model, platform, workload, money.
+
+Scenario files are YAML. ``load_scenario`` validates them and reports the first problem as
+``file:line: key: message (allowed …)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from inferplan.economics.workloads import WorkloadOverrides
+from inferplan.errors import InvalidScenarioError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Platform(_Strict):
+    system: str | None = Field(None, description="system id: hgx-b200, gb300-nvl72, dgx-spark …")
+    gpu: str | None = Field(None, description="accelerator id when there is no catalogue system")
+    gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs per loadout when `gpu` is used")
+    price_point: Literal["low", "mid", "high"] = "mid"
+    quote_usd_per_loadout: float | None = Field(None, gt=0, le=1e10, description="a vendor quote; overrides the price band")
+    power_w_per_loadout: float | None = Field(None, gt=0, le=1e8, description="overrides the catalogue's system power")
+
+    @model_validator(mode="after")
+    def _named(self) -> "Platform":
+        if not (self.system or self.gpu):
+            raise ValueError("name a system or a gpu")
+        if self.gpu and not self.system and not self.gpus:
+            raise ValueError("with `gpu`, say how many `gpus` a loadout has")
+        return self
+
+
+class Cell(_Strict):
+    """The replica cell: one engine instance. Default: the smallest layout that fits."""
+
+    tensor_parallel_size: int = Field(1, ge=1, le=1024)
+    pipeline_parallel_size: int = Field(1, ge=1, le=1024)
+
+
+class MoneyInputs(_Strict):
+    price_point: Literal["low", "mid", "high"] | None = None
+    amortization_years: float | None = Field(None, gt=0, le=20)
+    capital_recovery_years: float | None = Field(None, gt=0, le=20)
+    utilization: float | None = Field(None, gt=0, le=1, description="average power draw as a share of the maximum")
+    electricity_usd_per_kwh: float | None = Field(None, ge=0, le=10)
+    pue: float | None = Field(None, ge=1, le=4)
+    colocation_usd_per_kw_month: float | None = Field(None, ge=0, le=10_000)
+    software: Literal["none", "nvaie-1-year", "nvaie-5-year", "nvaie-perpetual"] = "none"
+    support_share_of_capex_per_year: float | None = Field(None, ge=0, le=1)
+    staff_usd_per_month: float = Field(0.0, ge=0, le=1e9)
+    quote_multiplier: float = Field(1.0, gt=0, le=100, description="private quote = same-model API price × this")
+    api_alternative: str | None = Field(None, description="api price id to compare with (default: the same model's)")
+    rental: str | None = Field(None, description="rental price id (default: the cheapest on-demand for the GPU)")
+    migration_cost_usd: float | None = Field(None, ge=0, le=1e9, description="one-off cost to port to another stack")
+    migration_target_usd_per_mtok: float | None = Field(None, ge=0, le=1e4)
+
+
+class Scenario(_Strict):
+    name: str = "scenario"
+    model: str = Field(min_length=1)
+    quantization: str | None = None
+    engine: str = "vllm"
+    kv_cache_dtype: str = "auto"
+    platform: Platform
+    cell: Cell = Cell()
+    workload: WorkloadOverrides = WorkloadOverrides()
+    target_users: int = Field(100, ge=1, le=1_000_000_000)
+    money: MoneyInputs = MoneyInputs()
+
+
+def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if k.value == key), None)
+            if match is None:
+                key_node = next((k for k, _ in node.value if k.value == key), None)
+                return key_node.start_mark.line + 1 if key_node is not None else line
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        raise InvalidScenarioError(f"{where}: not valid YAML: {exc}", field=where) from None
+    if not isinstance(data, dict):
+        raise InvalidScenarioError(f"{where}: a scenario is a mapping (model:, platform:, workload: …)", field=where)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        key = ".".join(str(p) for p in loc) or "scenario"
+        line = _line_of(root, loc)
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(loc[:-1])
+            allowed = ", ".join(parent.model_fields) if parent else None
+            raise InvalidScenarioError(f"{where}:{line}: {key}: unknown key", field=key, allowed=allowed) from None
+        raise InvalidScenarioError(f"{where}:{line}: {key}: {msg}", field=key) from None
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    model: type[BaseModel] = Scenario
+    for key in loc:
+        field = model.model_fields.get(str(key))
+        ann = getattr(field, "annotation", None) if field else None
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+        else:
+            return None
+    return model
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidScenarioError(f"cannot read {p}: {exc.strerror}", field="SCENARIO") from None
+    return parse_scenario(text, where=str(p))

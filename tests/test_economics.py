@@ -1,0 +1,261 @@
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.economics import money
+from inferplan.economics.plan import plan
+from inferplan.economics.racks import cost_ratio, tokens_per_mw_ratio
+from inferplan.errors import InvalidScenarioError
+from inferplan.scenario import Scenario, load_scenario, parse_scenario
+
+CATALOG = load_catalog()
+FX = CATALOG.cost_defaults.records["fx-eur-usd"].usd_per_eur.value
+
+
+def nvaie(option):
+    return CATALOG.cost_defaults.records[option].usd.value
+
+
+# --- golden figures from the seed -------------------------------------------------------------
+
+def test_seed_nvaie_arithmetic_for_eight_gpus():
+    # seed 001: "for eight GPUs, that is list-price arithmetic of $36,000/year, $144,000/5 years, or $180,000 perpetual"
+    amounts = {k: nvaie(k) for k in ("nvaie-1-year", "nvaie-5-year", "nvaie-perpetual")}
+    assert money.software_cost_usd(8, "nvaie-1-year", amounts, 4) * 12 == 36_000
+    assert money.software_cost_usd(8, "nvaie-5-year", amounts, 4) * 60 == 144_000
+    assert money.software_cost_usd(8, "nvaie-perpetual", amounts, 5) * 60 == pytest.approx(180_000)
+
+
+def test_seed_fx_rate_and_price_bands_convert_consistently():
+    assert FX == 1.1426  # "€1 = $1.1426" (ECB reference rate, 20 July 2026)
+    checked = 0
+    for system in CATALOG.systems:
+        band = system.price
+        if band and band.usd_low and band.eur_low:
+            for usd, eur in ((band.usd_low, band.eur_low), (band.usd_high, band.eur_high)):
+                if usd and eur:
+                    # the seed rounds EUR to the nearest €1k for node bands and to 0.1M (≈€0.9–1.3M) for roadmap bands
+                    assert eur.value == pytest.approx(usd.value / FX, rel=0.03), system.id
+                    checked += 1
+    assert checked >= 20
+
+
+def test_seed_price_band_examples():
+    b200 = CATALOG.systems.records["hgx-b200"].price
+    assert (b200.usd_low.value, b200.usd_high.value) == (500_000, 650_000)
+    gb300 = CATALOG.systems.records["gb300-nvl72"].price
+    assert (gb300.usd_low.value, gb300.usd_high.value) == (6_000_000, 6_500_000)
+
+
+RUBIN, GB200, GB300, GB200_2025 = ("coreweave-vera-rubin-jul-2026-dsr1", "gb200-nvl72-jul-2026-dsr1",
+                                    "gb300-nvl72-jul-2026-dsr1", "coreweave-gb200-2025-dsr1")
+
+
+@pytest.mark.parametrize(("a", "b", "at", "stated"), [
+    (RUBIN, GB200, 100, 2.00), (RUBIN, GB300, 100, 2.15), (RUBIN, GB200_2025, 150, 10.18),
+    (RUBIN, GB200, 150, 2.74), (RUBIN, GB300, 150, 2.58), (RUBIN, GB300, 300, 5.39),
+])
+def test_seed_rubin_tokens_per_mw_ratios(a, b, at, stated):
+    assert tokens_per_mw_ratio(CATALOG, a, b, at) == pytest.approx(stated, abs=0.006)
+
+
+def test_seed_rubin_is_five_times_cheaper_at_300():
+    assert cost_ratio(CATALOG, RUBIN, GB300, 300) == pytest.approx(5.03, abs=0.01)
+    assert tokens_per_mw_ratio(CATALOG, RUBIN, GB200, 300) is None  # GB200 cannot reach 300 tok/s/user
+
+
+def test_seed_trainium_migration_arithmetic():
+    # seed 003: three weeks, two engineers, $150/hr ≈ $36,000; $0.28 vs $0.84 per million tokens
+    cost = 3 * 40 * 2 * 150
+    assert cost == 36_000
+    tokens = money.migration_break_even_tokens(cost, 0.84, 0.28)
+    assert tokens == pytest.approx(64.29e9, rel=0.001)
+    # the seed's ~109B break-even against H200 *spot* implies a spot cost of about $0.61 per Mtok
+    assert money.migration_break_even_tokens(cost, 0.28 + cost / 109e9 * 1e6, 0.28) == pytest.approx(109e9)
+    assert money.migration_break_even_tokens(cost, 0.20, 0.28) is None
+
+
+def test_quote_multiplier_rounds_up_to_the_next_quarter():
+    assert money.required_multiplier(10.1, 4.0) == 2.75
+    assert money.required_multiplier(10.0, 4.0) == 2.5
+    assert money.required_multiplier(0.1, 4.0) == 0.25
+    assert money.required_multiplier(10.0, 0.0) is None
+
+
+def test_payback_is_never_when_operating_cash_is_not_positive():
+    assert money.payback_months(1e6, 0.0) is None
+    assert money.payback_months(1e6, -5.0) is None
+    assert money.payback_months(1e6, 1e5) == 10
+
+
+# --- plans -------------------------------------------------------------------------------------
+
+def scenario(**overrides) -> Scenario:
+    base = dict(name="t", model="llama-3.1-8b", platform={"system": "hgx-h100"},
+                workload={"preset": "coding-developer-median"}, target_users=100, money={"quote_multiplier": 2.0})
+    base.update(overrides)
+    return Scenario.model_validate(base)
+
+
+def test_plan_outputs_are_consistent():
+    r = plan(scenario(), CATALOG)
+    assert r.served_users == min(r.target_users, r.supported_users)
+    assert r.loadouts == math.ceil(r.target_users / r.capacity.supported_users)
+    assert r.monthly_operating_cash_usd == pytest.approx(r.monthly_billing_usd - r.modeled_monthly_operating_cost_usd)
+    assert r.private_quote_usd_per_user_month == pytest.approx(2.0 * r.same_model_api_usd_per_user_month)
+    assert r.gap_to_capital_recovery_usd_per_month == pytest.approx(
+        r.monthly_billing_usd - r.modeled_monthly_operating_cost_usd - r.capex_usd / (3 * 12))
+    assert r.capex_usd == pytest.approx(r.loadouts * (300_000 + 460_000) / 2)
+    assert r.recommendation.route in ("stay on an API", "rent dedicated capacity", "own")
+    assert r.recommendation.reasons
+
+
+def test_software_and_eur_rendering():
+    r = plan(scenario(money={"software": "nvaie-1-year"}), CATALOG)
+    assert r.monthly_costs.software_usd == pytest.approx(r.gpus * 4500 / 12)
+    assert r.eur(1142.6) == pytest.approx(1000)
+
+
+def test_a_vendor_quote_overrides_the_band():
+    r = plan(scenario(platform={"system": "hgx-h100", "quote_usd_per_loadout": 123_456}), CATALOG)
+    assert r.capex_usd == 123_456 * r.loadouts and r.capex_basis == "vendor quote"
+
+
+common = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+
+@common
+@given(st.integers(1, 5000), st.integers(1, 5000))
+def test_more_users_never_need_fewer_loadouts(a, b):
+    low, high = sorted((a, b))
+    assert plan(scenario(target_users=high), CATALOG).loadouts >= plan(scenario(target_users=low), CATALOG).loadouts
+
+
+def test_cost_per_user_falls_as_utilization_rises_at_fixed_capex():
+    per_loadout = plan(scenario(target_users=1), CATALOG).capacity.supported_users
+    prices = [plan(scenario(target_users=n), CATALOG).target_payback_usd_per_user_month
+              for n in sorted({1, per_loadout // 4, per_loadout // 2, per_loadout})]
+    assert all(b < a for a, b in zip(prices, prices[1:]))
+
+
+@common
+@given(st.sampled_from(["chat-seat", "coding-developer-median", "agent-worker", "background-agent"]),
+       st.sampled_from(["hgx-h100", "hgx-b200", "hgx-h200"]), st.floats(0.1, 10), st.integers(1, 3000))
+def test_outputs_are_finite_and_non_negative_where_they_must_be(preset, system, multiplier, users):
+    r = plan(scenario(workload={"preset": preset}, platform={"system": system}, target_users=users,
+                      money={"quote_multiplier": multiplier}), CATALOG)
+    for name in ("capex_usd", "modeled_monthly_operating_cost_usd", "monthly_billing_usd", "capital_recovery_usd_per_month",
+                 "served_users", "supported_users", "loadouts"):
+        value = getattr(r, name)
+        assert math.isfinite(value) and value >= 0, name
+    assert math.isfinite(r.monthly_operating_cash_usd)
+    if r.monthly_operating_cash_usd <= 0:
+        assert r.simple_payback_months is None
+    else:
+        assert r.simple_payback_months > 0
+
+
+# --- bad scenario files -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("model: llama-3.1-8b\nplatform: {system: hgx-h100}\nmoney:\n  quote_multipler: 2\n", ":4: money.quote_multipler: unknown key"),
+    ("model: llama-3.1-8b\nplatform: {system: hgx-h100}\nmoney: {electricity_usd_per_kwh: -0.1}\n", ":3: money.electricity_usd_per_kwh"),
+    ("platform: {system: hgx-h100}\n", "model: Field required"),
+    ("model: llama-3.1-8b\nplatform: {system: hgx-h100}\ntarget_users: lots\n", ":3: target_users"),
+    ("model: llama-3.1-8b\nplatform: {}\n", "platform"),
+    ("- not a mapping\n", "a scenario is a mapping"),
+])
+def test_bad_scenarios_name_the_line_and_key(text, needle):
+    with pytest.raises(InvalidScenarioError) as exc:
+        parse_scenario(text, where="s.yaml")
+    assert needle in str(exc.value)
+    assert str(exc.value).startswith("s.yaml")
+
+
+def test_unknown_key_lists_what_is_allowed():
+    with pytest.raises(InvalidScenarioError) as exc:
+        parse_scenario("model: x\nplatform: {system: hgx-h100}\nworkload: {preset: chat-seat, tokens: 5}\n", "s.yaml")
+    assert "monthly_tokens" in exc.value.allowed
+
+
+def test_unknown_preset_lists_presets():
+    with pytest.raises(InvalidScenarioError) as exc:
+        plan(scenario(workload={"preset": "gamer"}), CATALOG)
+    assert exc.value.field == "workload.preset" and "chat-seat" in exc.value.allowed
+
+
+def test_shipped_examples_plan(tmp_path):
+    from pathlib import Path
+
+    examples = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml"))
+    assert len(examples) >= 4
+    for path in examples:
+        assert plan(load_scenario(path), CATALOG).loadouts >= 1
+
+
+# --- uncertainty and reports --------------------------------------------------------------------
+
+def test_monte_carlo_is_seeded_and_brackets_the_plan():
+    from inferplan.economics.uncertainty import simulate
+
+    s = scenario(target_users=300)
+    r = plan(s, CATALOG)
+    a, b = simulate(r, s, draws=2000, seed=7, catalog=CATALOG), simulate(r, s, draws=2000, seed=7, catalog=CATALOG)
+    assert a == b
+    band = a.target_payback_usd_per_user_month
+    assert band.p10 <= band.p50 <= band.p90
+    assert band.p10 <= r.target_payback_usd_per_user_month * 1.05 and band.p90 >= r.target_payback_usd_per_user_month * 0.95
+    assert 0 <= a.never_pays_back_share <= 1
+
+
+def test_monte_carlo_without_spread_reproduces_the_plan(monkeypatch):
+    import numpy as np
+
+    from inferplan.economics import uncertainty
+
+    s = scenario(target_users=300, platform={"system": "hgx-h100", "quote_usd_per_loadout": 400_000})
+    r = plan(s, CATALOG)
+
+    class NoSpread:
+        def __init__(self, seed):
+            pass
+
+        def uniform(self, low, high, n):
+            return np.full(n, (low + high) / 2)
+
+        def normal(self, mean, sigma, n):
+            return np.full(n, mean)
+
+        def triangular(self, low, mode, high, n):
+            return np.full(n, mode)
+
+    monkeypatch.setattr(uncertainty.np.random, "default_rng", NoSpread)
+    u = uncertainty.simulate(r, s, draws=10, catalog=CATALOG)
+    assert u.target_payback_usd_per_user_month.p50 == pytest.approx(r.target_payback_usd_per_user_month, rel=1e-9)
+    assert u.operating_break_even_usd_per_user_month.p50 == pytest.approx(r.operating_break_even_usd_per_user_month, rel=1e-9)
+    assert u.owner_cost_usd_per_mtok.p50 == pytest.approx(r.owner_cost_usd_per_mtok, rel=1e-9)
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md"])
+def test_reports_are_self_contained(tmp_path, suffix):
+    from inferplan.economics.uncertainty import simulate
+    from inferplan.report.files import write_report
+
+    s = scenario()
+    r = plan(s, CATALOG)
+    out = write_report(tmp_path / f"report{suffix}", r, simulate(r, s, draws=500, catalog=CATALOG))
+    text = out.read_text()
+    assert "Estimated supported users" in text and r.recommendation.route in text
+    assert ("<svg" in text) if suffix == ".html" else ("data:image/svg+xml;base64," in text)
+    assert "http://" not in text.replace("http://www.w3.org", "")  # nothing fetched when opened
+
+
+def test_report_type_is_checked(tmp_path):
+    from inferplan.report.files import write_report
+
+    with pytest.raises(InvalidScenarioError) as exc:
+        write_report(tmp_path / "report.pdf", plan(scenario(), CATALOG), None)
+    assert exc.value.field == "--report"
