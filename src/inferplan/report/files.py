@@ -45,13 +45,14 @@ def summary_rows(r: PlanResult) -> list[tuple[str, str]]:
 
 def write_report(path: str | Path, r: PlanResult, u: Uncertainty | None) -> Path:
     p = Path(path)
+    if p.suffix not in (".html", ".md"):
+        raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="--report", allowed=".html, .md")
+    p.parent.mkdir(parents=True, exist_ok=True)
     charts = {name: _svg(spec) for name, spec in plan_charts(r, u).items()}
     if p.suffix == ".html":
         p.write_text(_html(r, u, charts), encoding="utf-8")
-    elif p.suffix == ".md":
-        p.write_text(_markdown(r, u, charts), encoding="utf-8")
     else:
-        raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="--report", allowed=".html, .md")
+        p.write_text(_markdown(r, u, charts), encoding="utf-8")
     return p
 
 
