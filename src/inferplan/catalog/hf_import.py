@@ -362,7 +362,10 @@ def hf_cache_snapshot(repo_id: str) -> Path | None:
 
 def import_model(location: str) -> ImportedModel:
     """Import from a config.json path, a model folder, or a repo id in the local HF cache."""
-    path = Path(location).expanduser()
+    try:
+        path = Path(location).expanduser()
+    except RuntimeError:  # "~name" for a user that does not exist
+        path = Path(location)
     if path.is_dir():
         folder, config_path = path, path / "config.json"
     elif path.suffix == ".json" or path.is_file():

@@ -88,13 +88,19 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
     )
 
 
-def _looks_like_path(name: str) -> bool:
-    return name.endswith(".json") or Path(name).expanduser().exists()
+def looks_like_path(name: str) -> bool:
+    """True for a config.json or an existing file/folder (``~user`` forms that cannot expand are not paths)."""
+    if name.endswith(".json"):
+        return True
+    try:
+        return Path(name).expanduser().exists()
+    except (RuntimeError, OSError, ValueError):
+        return False
 
 
 def resolve_model(catalog: Catalog, name: str, field_name: str = "--model") -> ModelSpec:
     """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
-    if _looks_like_path(name):
+    if looks_like_path(name):
         return spec_from_import(name)
     try:
         return spec_from_card(catalog, catalog.model(name, field_name))

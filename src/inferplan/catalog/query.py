@@ -120,3 +120,28 @@ def describe_import(location: str) -> ImportSummary:
         kv_cache_bytes_per_token_bf16=layout.bytes_per_token,
         state_bytes_per_sequence_bf16=layout.state_bytes_per_seq,
     )
+
+
+class SearchHit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    id: str
+    name: str
+
+
+def search(query: str, limit: int = 50) -> list[SearchHit]:
+    """Catalogue entries whose id, name or an alias contains ``query`` (normalised)."""
+    from inferplan.catalog.loader import normalise_name
+
+    catalog = load_catalog()
+    wanted = normalise_name(query)
+    if not wanted:
+        raise CatalogError("search needs some text", field="q")
+    hits = []
+    for key in SECTIONS:
+        for record in getattr(catalog, key):
+            names = [record.id, getattr(record, "name", record.id), *getattr(record, "aliases", ())]
+            if any(wanted in normalise_name(n) for n in names):
+                hits.append(SearchHit(kind=key.replace("_", "-"), id=record.id, name=str(getattr(record, "name", record.id))))
+    return hits[:limit]

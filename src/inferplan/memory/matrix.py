@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.models import resolve_model
@@ -21,6 +23,23 @@ class FitsCell(BaseModel):
     quantization: str
     result: MemoryFit | None  # None when the cell could not be planned
     error: str | None = None
+
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class FitsRequest(BaseModel):
+    """The what-fits matrix question (empty lists: the defaults)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: list[Name] = Field(default_factory=list, max_length=60)
+    gpus: list[Name] = Field(default_factory=list, max_length=60)
+    systems: list[Name] = Field(default_factory=list, max_length=30)
+    quantizations: list[Name] = Field(default_factory=list, max_length=10)
+    engine: str = "vllm"
+    max_model_len: int = Field(8192, ge=1, le=10_000_000)
+    kv_cache_dtype: str = "auto"
 
 
 class FitsMatrix(BaseModel):
@@ -55,12 +74,15 @@ def fits_matrix(
                 tp = 1
                 if kind == "system":  # one instance across the node (TP ≤ 8; over PCIe where no NVLink)
                     tp = min(8, catalog.system(name).accelerator_count)
-                d = Deployment(
-                    model=model, engine=engine, quantization=q, max_model_len=max_model_len,
-                    kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, **{kind: name},
-                )
                 try:
+                    d = Deployment(
+                        model=model, engine=engine, quantization=q, max_model_len=max_model_len,
+                        kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, **{kind: name},
+                    )
                     cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=fit(d, catalog)))
                 except InferplanError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None, error=exc.describe()))
+                except ValidationError as exc:
+                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None,
+                                          error=exc.errors()[0]["msg"]))
     return FitsMatrix(cells=tuple(cells))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.uncertainty import Uncertainty
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 
 def _spec(title: str, values: list[dict], **body) -> dict:
@@ -72,3 +72,29 @@ def plan_charts(r: PlanResult, u: Uncertainty | None) -> dict[str, dict]:
     if u is not None:
         charts["uncertainty"] = uncertainty_bands(u)
     return charts
+
+
+def memory_breakdown(fit) -> dict:
+    """Per-GPU memory of a fit: weights, activations, runtime, KV cache, and what the engine leaves unused."""
+    gib = 2**30
+    parts = [("weights", fit.weights_bytes_per_gpu), ("activations", fit.activation_bytes_per_gpu),
+             ("runtime", fit.overhead_bytes_per_gpu), ("KV cache", fit.kv_cache_bytes_per_gpu),
+             ("outside the engine's budget", max(fit.gpu_memory_bytes - fit.usable_bytes_per_gpu, 0.0))]
+    values = [{"part": name, "GiB": value / gib, "gpu": fit.accelerator} for name, value in parts]
+    return _spec(f"Memory per GPU (GiB = 2^30 bytes): {fit.model} on {fit.accelerator}", values, height=80, mark="bar", encoding={
+        "y": {"field": "gpu", "type": "nominal", "title": None},
+        "x": {"field": "GiB", "type": "quantitative", "stack": "zero", "title": "GiB per GPU"},
+        "color": {"field": "part", "type": "nominal", "sort": [p[0] for p in parts], "title": None},
+        "order": {"field": "order", "type": "quantitative"},
+    })
+
+
+def frontier_chart(f) -> dict:
+    values = [{"tokens/s per user": p.output_tokens_per_s_per_user, "tokens/s per GPU": p.output_tokens_per_s_per_gpu,
+               "concurrency": p.concurrency} for p in f.points]
+    return _spec(f"Throughput–interactivity frontier ({f.input_len}/{f.output_len} tokens, {f.source})", values,
+                 mark={"type": "line", "point": True}, encoding={
+                     "x": {"field": "tokens/s per user", "type": "quantitative"},
+                     "y": {"field": "tokens/s per GPU", "type": "quantitative"},
+                     "tooltip": [{"field": "concurrency"}, {"field": "tokens/s per user"}, {"field": "tokens/s per GPU"}],
+                 })

@@ -23,24 +23,9 @@ def _usd(v: float | None, digits: int = 0) -> str:
 
 
 def summary_rows(r: PlanResult) -> list[tuple[str, str]]:
-    payback = "never (operating cash ≤ 0)" if r.simple_payback_months is None else f"{r.simple_payback_months:,.1f} months"
-    return [
-        ("Estimated supported users", f"{r.supported_users:,} (binding: {r.capacity.binding})"),
-        ("Auto-sized loadouts for target", f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users"),
-        ("Capex", f"{_usd(r.capex_usd)} ({r.capex_basis})"),
-        ("Modeled monthly operating cost", _usd(r.modeled_monthly_operating_cost_usd)),
-        ("Monthly private billing", _usd(r.monthly_billing_usd)),
-        ("Monthly operating cash", _usd(r.monthly_operating_cash_usd)),
-        ("Simple capex payback", payback),
-        ("Gap to capital-recovery target / month", _usd(r.gap_to_capital_recovery_usd_per_month)),
-        ("Private quote / user / month", _usd(r.private_quote_usd_per_user_month, 2)),
-        ("Same-model API / user / month", _usd(r.same_model_api_usd_per_user_month, 2)),
-        ("Target-payback price / user / month", _usd(r.target_payback_usd_per_user_month, 2)),
-        ("Quote multiplier required", "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"),
-        ("Owner cost / million tokens", _usd(r.owner_cost_usd_per_mtok, 3)),
-        ("Renting the same GPUs / month", f"{_usd(r.rent_usd_per_month)} ({r.rental or 'no rental price'})"),
-        ("Recommendation", f"{r.recommendation.route}: " + "; ".join(r.recommendation.reasons)),
-    ]
+    from inferplan.report.cards import plan_cards
+
+    return [(c.label, f"{c.value} ({c.note})" if c.note else c.value) for c in plan_cards(r)]
 
 
 def write_report(path: str | Path, r: PlanResult, u: Uncertainty | None) -> Path:
@@ -54,6 +39,11 @@ def write_report(path: str | Path, r: PlanResult, u: Uncertainty | None) -> Path
     else:
         p.write_text(_markdown(r, u, charts), encoding="utf-8")
     return p
+
+
+def render_html(r: PlanResult, u: Uncertainty | None) -> str:
+    """The HTML report as text (what `--report out.html` writes and the page downloads)."""
+    return _html(r, u, {name: _svg(spec) for name, spec in plan_charts(r, u).items()})
 
 
 def _html(r: PlanResult, u: Uncertainty | None, charts: dict[str, str]) -> str:

@@ -366,6 +366,24 @@ def racks_cmd(
         render.print_racks(console, result)
 
 
+@app.command("serve")
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    db: Optional[Path] = typer.Option(None, "--db", help="SQLite file for saved scenarios and quotes (default: the user data directory)."),
+) -> None:
+    """Serve the web calculator and the HTTP API."""
+    import uvicorn
+
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.shells.api import create_app
+
+    application = run(create_app, db)
+    run(load_catalog)  # read the catalogue before the first request, not during it
+    err_console.print(f"inferplan calculator: open http://{host}:{port}/  (API docs: http://{host}:{port}/docs)")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

@@ -197,49 +197,15 @@ def print_speed_validation(console: Console, v) -> None:
         console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
 
 
-def _money(value: float | None, r, currency: str, digits: int = 0) -> str:
-    if value is None:
-        return "—"
-    if currency == "eur":
-        return f"€{r.eur(value):,.{digits}f}"
-    return f"${value:,.{digits}f}"
-
-
 def print_plan(console: Console, r, currency: str = "usd") -> None:
-    c = r.capacity
+    from inferplan.report.cards import plan_cards
+
     console.print(f"[bold]{r.name}[/] — {r.model} on {r.system} ({r.accelerator}); workload {r.workload.name}")
-    table = Table("output", "value", title="Users + ROI", show_header=True)
-    payback = "never (operating cash ≤ 0)" if r.simple_payback_months is None else f"{r.simple_payback_months:,.1f} months"
-    mult = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
-    rows = [
-        ("Monthly operating cash", _money(r.monthly_operating_cash_usd, r, currency)),
-        ("Simple capex payback", payback),
-        ("Gap to capital-recovery target / month", _money(r.gap_to_capital_recovery_usd_per_month, r, currency)),
-        ("Selected private quote / user / month", _money(r.private_quote_usd_per_user_month, r, currency, 2)),
-        ("Same-model API / user / month", _money(r.same_model_api_usd_per_user_month, r, currency, 2)),
-        ("Operating break-even / served user / month", _money(r.operating_break_even_usd_per_user_month, r, currency, 2)),
-        ("Target-payback price / served user / month", _money(r.target_payback_usd_per_user_month, r, currency, 2)),
-        ("Per-user gap to target-payback price", _money(r.per_user_gap_usd_per_month, r, currency, 2)),
-        ("Estimated supported users", f"{r.supported_users:,} ({c.supported_users:,} per loadout; binding: {c.binding})"),
-        ("Auto-sized loadouts for target", f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users"),
-        ("Selected API alternative / user / month", _money(r.api_alternative_usd_per_user_month, r, currency, 2)),
-        ("Selected private quote multiplier", f"{r.quote_multiplier:g}×"),
-        ("Quote multiplier required for target", mult),
-        ("Modeled monthly operating cost", _money(r.modeled_monthly_operating_cost_usd, r, currency)),
-        ("Monthly private billing at selected price", _money(r.monthly_billing_usd, r, currency)),
-        ("Selected API cost for served target", _money(r.api_cost_for_served_usd_per_month, r, currency)),
-        ("Capex", f"{_money(r.capex_usd, r, currency)} ({r.capex_basis})"),
-        ("Owner cost / million tokens (served load)", _money(r.owner_cost_usd_per_mtok, r, currency, 3)),
-        ("Owner cost / million tokens (at capacity)", _money(r.owner_cost_usd_per_mtok_at_capacity, r, currency, 3)),
-        ("Output tokens/s per MW (all-in)", "—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
-        ("Renting the same GPUs / month", f"{_money(r.rent_usd_per_month, r, currency)} ({r.rental or 'no rental price'})"),
-        ("Rent-vs-buy break-even", "—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
-        ("API break-even volume", "—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month"),
-    ]
-    if r.migration_break_even_tokens is not None:
-        rows.append(("Migration break-even", f"{r.migration_break_even_tokens / 1e9:,.1f}B tokens"))
-    for label, value in rows:
-        table.add_row(label, value)
+    table = Table("output", "value", "", title="Users + ROI", show_header=True)
+    cards = plan_cards(r, currency)
+    for card in cards:
+        if card.key != "recommendation":
+            table.add_row(card.label, card.value, card.note)
     console.print(table)
     console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
     for reason in r.recommendation.reasons:

@@ -1,0 +1,69 @@
+"""The simulator's outputs as labelled, formatted cards — one list the CLI, the reports and the web
+page all render, so every shell shows the same figures (formatting only; no arithmetic beyond
+the currency conversion at the stored FX rate)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.economics.plan import PlanResult
+
+
+class Card(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    label: str
+    value: str
+    note: str = ""
+
+
+def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:
+    if usd is None:
+        return "—"
+    if currency == "eur":
+        return f"€{r.eur(usd):,.{digits}f}"
+    return f"${usd:,.{digits}f}"
+
+
+def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
+    m = lambda usd, digits=0: _money(r, usd, currency, digits)  # noqa: E731
+    c = r.capacity
+    payback = "never" if r.simple_payback_months is None else f"{r.simple_payback_months:,.1f} months"
+    required = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
+    return [
+        Card(key="operating_cash", label="Monthly operating cash", value=m(r.monthly_operating_cash_usd),
+             note="private billing minus modeled monthly operating cost"),
+        Card(key="payback", label="Simple capex payback", value=payback,
+             note="capex ÷ positive monthly operating cash; excludes financing and demand ramp"),
+        Card(key="recovery_gap", label="Gap to capital-recovery target", value=m(r.gap_to_capital_recovery_usd_per_month),
+             note=f"per month, with capex recovered in {r.capital_recovery_years:g} years"),
+        Card(key="private_quote", label="Selected private quote / user / month", value=m(r.private_quote_usd_per_user_month, 2),
+             note=f"same-model API × {r.quote_multiplier:g}"),
+        Card(key="same_model_api", label="Same-model API / user / month", value=m(r.same_model_api_usd_per_user_month, 2)),
+        Card(key="break_even", label="Operating break-even / served user / month", value=m(r.operating_break_even_usd_per_user_month, 2)),
+        Card(key="target_payback", label="Target-payback price / served user / month", value=m(r.target_payback_usd_per_user_month, 2)),
+        Card(key="user_gap", label="Per-user gap to target-payback price", value=m(r.per_user_gap_usd_per_month, 2)),
+        Card(key="users", label="Estimated supported users", value=f"{r.supported_users:,}",
+             note=f"{c.supported_users:,} per loadout; binding: {c.binding}"),
+        Card(key="loadouts", label="Auto-sized loadouts for target", value=f"{r.loadouts}",
+             note=f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users"),
+        Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2)),
+        Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),
+        Card(key="multiplier_required", label="Quote multiplier required for target", value=required,
+             note="rounded up to the next 0.25× step"),
+        Card(key="operating_cost", label="Modeled monthly operating cost", value=m(r.modeled_monthly_operating_cost_usd)),
+        Card(key="billing", label="Monthly private billing at selected price", value=m(r.monthly_billing_usd)),
+        Card(key="api_cost", label="Selected API cost for served target", value=m(r.api_cost_for_served_usd_per_month)),
+        Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
+        Card(key="cost_per_mtok", label="Owner cost / million tokens", value=m(r.owner_cost_usd_per_mtok, 3),
+             note=f"at capacity: {m(r.owner_cost_usd_per_mtok_at_capacity, 3)}"),
+        Card(key="tokens_per_mw", label="Output tokens/s per MW",
+             value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
+        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=r.rental or "no rental price"),
+        Card(key="rent_break_even", label="Rent-vs-buy break-even",
+             value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
+        Card(key="api_break_even", label="API break-even volume",
+             value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month"),
+        Card(key="recommendation", label="Recommendation", value=r.recommendation.route, note="; ".join(r.recommendation.reasons)),
+    ]

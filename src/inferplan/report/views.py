@@ -1,0 +1,144 @@
+"""What the web page and API show for a plan: the result, its uncertainty, the cards and the
+chart specs — assembled once here so no shell recomputes anything."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.catalog.loader import Catalog
+from inferplan.economics.plan import PlanResult, plan
+from inferplan.economics.uncertainty import Uncertainty, simulate
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import MemoryFit, fit
+from inferplan.performance.serving import Frontier, frontier
+from inferplan.performance.workload import Workload
+from inferplan.report.cards import Card, plan_cards
+from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
+from inferplan.scenario import Scenario
+
+
+class PlanRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: Scenario
+    draws: int = Field(2000, ge=0, le=100_000)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    currency: Literal["usd", "eur"] = "usd"
+
+
+class PlanView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    result: PlanResult
+    uncertainty: Uncertainty | None
+    cards: list[Card]
+    charts: dict[str, dict]
+    memory: MemoryFit
+    frontier: Frontier
+    memory_summary: str
+    quote_note: str | None = None
+
+
+def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: str | None = None) -> PlanView:
+    s = request.scenario
+    result = plan(s, catalog)
+    u = simulate(result, s, draws=request.draws, seed=request.seed, catalog=catalog) if request.draws else None
+    cell = result.capacity.cell
+    d = Deployment(model=s.model, gpu=result.accelerator, quantization=s.quantization, engine=s.engine,
+                   kv_cache_dtype=s.kv_cache_dtype, tensor_parallel_size=cell.tensor_parallel_size,
+                   pipeline_parallel_size=cell.pipeline_parallel_size, gpus=cell.gpus,
+                   max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
+    memory = fit(d, catalog)
+    w = Workload(input_len=result.workload.input_tokens_per_request, output_len=result.workload.output_tokens_per_request,
+                 prefix_cache_hit_rate=result.workload.cache_hit_rate)
+    curve = frontier(d, w, catalog, points=16)
+    charts = {**plan_charts(result, u), "memory": memory_breakdown(memory), "frontier": frontier_chart(curve)}
+    gib = 2**30
+    summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} (TP{cell.tensor_parallel_size}), {memory.quantization} weights "
+               f"{memory.weights_bytes_per_gpu / gib:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / gib:,.1f} GiB per GPU "
+               f"({memory.kv_cache_tokens:,} tokens); {memory.max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
+               f"At the {result.workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
+               f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")
+    return PlanView(result=result, uncertainty=u, cards=plan_cards(result, request.currency), charts=charts,
+                    memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note)
+
+
+class ModelCardView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    status: str
+    licence: str
+    gate: str
+    params: str
+    context: str
+    checkpoints: list[str]
+    first_node: str
+    engines: str
+    architecture: str  # "published config" | "proxy: <model>" | "not published"
+
+
+class PlatformView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    tier: str
+    status: str
+    gpus: str
+    memory: str
+    power: str
+    cooling: str
+    price_usd: str
+    price_eur: str
+    native_nvfp4: str
+    software: str
+
+
+def _count(q, unit: float, suffix: str, digits: int = 0) -> str:
+    return "—" if q is None else f"{q.value / unit:,.{digits}f}{suffix}"
+
+
+def model_cards(catalog: Catalog, include_reference: bool = False) -> list[ModelCardView]:
+    """The seed's model lines (and optionally the reference models) as display cards."""
+    cards = []
+    for m in catalog.models:
+        if m.status == "reference" and not include_reference:
+            continue
+        params = _count(m.total_params, 1e9, "B", 1)
+        if m.active_params:
+            params += f" total / {_count(m.active_params, 1e9, 'B', 1)} active"
+        checkpoints = [f"{c.name} ({c.quantization}, {_count(c.size_bytes, 1e9, ' GB', 1)})" for c in m.checkpoints]
+        arch = "published config" if m.config else (f"proxy: {m.kv_proxy}" if m.kv_proxy else "not published")
+        cards.append(ModelCardView(
+            id=m.id, name=m.name, status=m.status, licence=m.licence.name if m.licence else "—",
+            gate=(m.licence.gate or "—") if m.licence else "—", params=params,
+            context=_count(m.context_tokens, 1, " tokens"), checkpoints=checkpoints, first_node=m.first_node or "—",
+            engines=", ".join(m.serving_engines) or "—", architecture=arch,
+        ))
+    return cards
+
+
+def platform_ladder(catalog: Catalog) -> list[PlatformView]:
+    rows = []
+    for s in catalog.systems:
+        accel = catalog.accelerators.records[s.accelerator]
+        band = s.price
+
+        def money(low, high, sign):
+            if low is None:
+                return "quote required" if s.tier in ("node", "rack") else "—"
+            top = high.value if high else low.value
+            return f"{sign}{low.value / 1e3:,.0f}k–{top / 1e3:,.0f}k" if top != low.value else f"{sign}{low.value / 1e3:,.0f}k"
+
+        rows.append(PlatformView(
+            id=s.id, name=s.name, tier=s.tier, status=s.status.value, gpus=f"{s.accelerator_count}× {accel.name}",
+            memory=_count(s.memory_bytes, 1e12, " TB", 2), power=_count(s.power_w, 1e3, " kW", 1), cooling=s.cooling or "—",
+            price_usd=money(band.usd_low, band.usd_high, "$") if band else "—",
+            price_eur=money(band.eur_low, band.eur_high, "€") if band else "—",
+            native_nvfp4="yes" if "nvfp4" in accel.native_formats else "no", software=accel.software.value,
+        ))
+    return rows

@@ -1,0 +1,250 @@
+"""The HTTP API and the web calculator's host (FastAPI).
+
+Handlers are thin: parse the request into the library's models, call one library function,
+return its model. ``InferplanError`` becomes 422 naming the field (404 for unknown catalogue
+entries and saved items); request validation is FastAPI's 422. OpenAPI 3.1 at /openapi.json,
+docs at /docs, the calculator at /.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from typing import Annotated
+
+from fastapi import FastAPI, Path as PathParam, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from inferplan import __version__
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.query import KINDS, SearchHit, list_entries, search, show_entry
+from inferplan.catalog.models import looks_like_path
+from inferplan.errors import (
+    AmbiguousNameError,
+    CatalogError,
+    InferplanError,
+    InvalidScenarioError,
+    UnknownHardwareError,
+    UnknownModelError,
+)
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import MemoryFit, fit
+from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
+from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
+from inferplan.performance.workload import Workload
+from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
+from inferplan.scenario import Scenario
+from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
+from inferplan.validation.memory import MemoryValidation, validate_memory
+from inferplan.validation.speed import SpeedValidation, validate_speed
+
+STATIC = Path(__file__).parent / "static"
+ItemId = Annotated[int, PathParam(ge=1, le=2**62, description="id of a saved item")]
+
+def _json_field(field: str | None) -> list[str]:
+    """A CLI-style field name (--max-model-len) as the JSON key it is in a request (max_model_len)."""
+    if not field:
+        return ["body"]
+    return ["body", *field.lstrip("-").replace("-", "_").split(".")]
+
+
+class PerfRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    deployment: Deployment
+    workload: Workload = Workload()
+
+
+class FrontierRequest(PerfRequest):
+    points: int = Field(24, ge=2, le=256)
+
+
+class SaveScenarioRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    scenario: Scenario
+
+
+class RenameRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+
+
+class Comparison(BaseModel):
+    a: PlanView
+    b: PlanView
+
+
+class Validation(BaseModel):
+    memory: MemoryValidation | None = None
+    speed: SpeedValidation | None = None
+
+
+def _error(status: int, exc: InferplanError) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": [{
+        "loc": _json_field(exc.field), "msg": str(exc), "type": type(exc).__name__, "allowed": exc.allowed}]})
+
+
+def create_app(db_path: str | Path | None = None) -> FastAPI:
+    app = FastAPI(title="inferplan", version=__version__,
+                  description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
+    store = Store(db_path)
+    app.state.store = store
+
+    def catalogue_model(name: str, field: str) -> None:
+        # the API plans catalogue models (and repos in the server's HF cache), never files on its disk
+        if looks_like_path(name):
+            raise InvalidScenarioError("the API takes catalogue model ids; import local config.json files with "
+                                       "`inferplan model import`", field=field)
+
+    @app.exception_handler(ValidationError)
+    async def library_validation_error(request: Request, exc: ValidationError):
+        # a domain object the library builds from valid request parts turned out inconsistent
+        first = exc.errors()[0]
+        return JSONResponse(status_code=422, content={"detail": [{
+            "loc": ["body", *[str(p) for p in first["loc"]]], "msg": first["msg"], "type": first["type"]}]})
+
+    @app.exception_handler(InferplanError)
+    async def inferplan_error(request: Request, exc: InferplanError):
+        # 404: a path names something that does not exist; 422: a request body is wrong
+        return _error(404 if isinstance(exc, NotFoundError) else 422, exc)
+
+    def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:
+        scenario, quote = store.apply_quotes(scenario)
+        note = None if quote is None else (f"vendor quote from {quote.vendor} ({quote.quoted_on}): "
+                                            f"${quote.price_usd:,.0f} per {quote.system} replaces the price band")
+        return scenario, note
+
+    def view(request: PlanRequest) -> PlanView:
+        catalogue_model(request.scenario.model, "scenario.model")
+        scenario, note = with_quote(request.scenario)
+        return plan_view(request.model_copy(update={"scenario": scenario}), load_catalog(), quote_note=note)
+
+    @app.get("/api/catalog", tags=["catalogue"])
+    def catalog_kinds() -> list[str]:
+        return sorted(KINDS)
+
+    @app.get("/api/catalog/{kind}", tags=["catalogue"])
+    def catalog_list(kind: str) -> list[dict[str, Any]]:
+        try:
+            entries = list_entries(kind)
+        except CatalogError as exc:
+            raise NotFoundError(str(exc), field="kind", allowed=exc.allowed) from None
+        return [e.model_dump(mode="json") for e in entries]
+
+    @app.get("/api/catalog/{kind}/{name}", tags=["catalogue"])
+    def catalog_show(kind: str, name: str) -> dict[str, Any]:
+        try:
+            _, entry = show_entry(name, kind)
+        except AmbiguousNameError:
+            raise
+        except (CatalogError, UnknownModelError, UnknownHardwareError) as exc:
+            if exc.field == "kind":
+                raise NotFoundError(str(exc), field="kind", allowed=exc.allowed) from None
+            raise NotFoundError(str(exc), field="name") from None
+        return entry.model_dump(mode="json")
+
+    @app.get("/api/search", tags=["catalogue"])
+    def catalog_search(q: str = Query(..., min_length=1, max_length=200)) -> list[SearchHit]:
+        return search(q)
+
+    @app.get("/api/views/models", tags=["catalogue"])
+    def views_models(include_reference: bool = False) -> list[ModelCardView]:
+        return model_cards(load_catalog(), include_reference)
+
+    @app.get("/api/views/platforms", tags=["catalogue"])
+    def views_platforms() -> list[PlatformView]:
+        return platform_ladder(load_catalog())
+
+    @app.post("/api/fit", tags=["memory"])
+    def fit_route(d: Deployment) -> MemoryFit:
+        catalogue_model(d.model, "model")
+        return fit(d)
+
+    @app.post("/api/fits", tags=["memory"])
+    def fits_route(r: FitsRequest) -> FitsMatrix:
+        for i, model in enumerate(r.models):
+            catalogue_model(model, f"models.{i}")
+        return fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
+                           quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
+                           kv_cache_dtype=r.kv_cache_dtype)
+
+    @app.post("/api/perf", tags=["speed"])
+    def perf_route(r: PerfRequest) -> ServingEstimate:
+        catalogue_model(r.deployment.model, "deployment.model")
+        return estimate(r.deployment, r.workload)
+
+    @app.post("/api/frontier", tags=["speed"])
+    def frontier_route(r: FrontierRequest) -> Frontier:
+        catalogue_model(r.deployment.model, "deployment.model")
+        return frontier(r.deployment, r.workload, points=r.points)
+
+    @app.post("/api/plan", tags=["economics"])
+    def plan_route(r: PlanRequest) -> PlanView:
+        return view(r)
+
+    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse)
+    def report_route(r: PlanRequest) -> HTMLResponse:
+        from inferplan.report.files import render_html
+
+        v = view(r)
+        name = "".join(ch if ch.isalnum() else "-" for ch in v.result.name).strip("-") or "plan"
+        return HTMLResponse(render_html(v.result, v.uncertainty),
+                            headers={"Content-Disposition": f'attachment; filename="{name}.html"'})
+
+    @app.get("/api/validate", tags=["validation"])
+    def validate_route(kind: Literal["all", "memory", "speed"] = "all") -> Validation:
+        return Validation(memory=validate_memory() if kind in ("all", "memory") else None,
+                          speed=validate_speed() if kind in ("all", "speed") else None)
+
+    @app.get("/api/scenarios", tags=["scenarios"])
+    def scenarios_list() -> list[SavedScenario]:
+        return store.list_scenarios()
+
+    @app.post("/api/scenarios", tags=["scenarios"], status_code=201)
+    def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
+        catalogue_model(r.scenario.model, "scenario.model")
+        return store.save_scenario(r.name, r.scenario)
+
+    @app.get("/api/scenarios/compare", tags=["scenarios"])
+    def scenarios_compare(a: int = Query(..., ge=1, le=2**62), b: int = Query(..., ge=1, le=2**62),
+                          draws: int = Query(1000, ge=0, le=100_000)) -> Comparison:
+        return Comparison(a=view(PlanRequest(scenario=store.get_scenario(a).scenario, draws=draws)),
+                          b=view(PlanRequest(scenario=store.get_scenario(b).scenario, draws=draws)))
+
+    @app.get("/api/scenarios/{scenario_id}", tags=["scenarios"])
+    def scenarios_get(scenario_id: ItemId) -> SavedScenario:
+        return store.get_scenario(scenario_id)
+
+    @app.patch("/api/scenarios/{scenario_id}", tags=["scenarios"])
+    def scenarios_rename(scenario_id: ItemId, r: RenameRequest) -> SavedScenario:
+        return store.rename_scenario(scenario_id, r.name)
+
+    @app.delete("/api/scenarios/{scenario_id}", tags=["scenarios"], status_code=204)
+    def scenarios_delete(scenario_id: ItemId) -> None:
+        store.delete_scenario(scenario_id)
+
+    @app.get("/api/quotes", tags=["quotes"])
+    def quotes_list() -> list[SavedQuote]:
+        return store.list_quotes()
+
+    @app.post("/api/quotes", tags=["quotes"], status_code=201)
+    def quotes_add(q: VendorQuote) -> SavedQuote:
+        load_catalog().system(q.system, "system")  # an unknown system is refused, not stored
+        return store.add_quote(q)
+
+    @app.delete("/api/quotes/{quote_id}", tags=["quotes"], status_code=204)
+    def quotes_delete(quote_id: ItemId) -> None:
+        store.delete_quote(quote_id)
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

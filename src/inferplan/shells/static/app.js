@@ -1,0 +1,301 @@
+// The web calculator: it only calls the API and renders what the library returns (cards are
+// formatted server-side, charts are the library's Vega-Lite specs). No arithmetic happens here.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { lastPlan: null, timer: null, ready: false };
+window.inferplan = state;
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status === 204) return null;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const detail = data && data.detail ? data.detail : [{ msg: response.statusText }];
+    const first = Array.isArray(detail) ? detail[0] : { msg: String(detail) };
+    const where = first.loc ? first.loc.filter((p) => p !== "body").join(".") : "";
+    const allowed = first.allowed ? ` (allowed: ${first.allowed})` : "";
+    throw new Error(`${where ? where + ": " : ""}${first.msg}${allowed}`);
+  }
+  return data;
+}
+
+function option(value, text) {
+  const o = document.createElement("option");
+  o.value = value;
+  o.textContent = text;
+  return o;
+}
+
+function fillSelect(select, items, selected) {
+  select.replaceChildren(...items.map(([v, t]) => option(v, t)));
+  if (selected) select.value = selected;
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function setStatus(message) {
+  $("status").textContent = message;
+}
+
+function readScenario() {
+  const value = (id) => $(id).value;
+  const number = (id) => (value(id) === "" ? undefined : Number(value(id)));
+  const scenario = {
+    name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${value("system")}`,
+    model: value("model"),
+    engine: value("engine"),
+    platform: { system: value("system"), price_point: value("price_point") },
+    workload: { preset: value("preset") },
+    target_users: number("target_users"),
+    money: {
+      quote_multiplier: number("quote_multiplier"),
+      utilization: number("utilization"),
+      capital_recovery_years: number("capital_recovery_years"),
+      amortization_years: number("amortization_years"),
+      software: value("software"),
+    },
+  };
+  if (value("quantization")) scenario.quantization = value("quantization");
+  if (value("target_speed")) scenario.workload.target_output_tokens_per_s = number("target_speed");
+  if (value("electricity")) scenario.money.electricity_usd_per_kwh = number("electricity");
+  return scenario;
+}
+
+function fillForm(s) {
+  const set = (id, v) => { if (v !== undefined && v !== null) $(id).value = v; };
+  set("model", s.model);
+  set("engine", s.engine);
+  set("quantization", s.quantization || "");
+  set("system", s.platform && s.platform.system);
+  set("price_point", s.platform && s.platform.price_point);
+  set("preset", s.workload && s.workload.preset);
+  set("target_speed", s.workload && s.workload.target_output_tokens_per_s);
+  set("target_users", s.target_users);
+  const m = s.money || {};
+  set("quote_multiplier", m.quote_multiplier);
+  set("utilization", m.utilization);
+  set("capital_recovery_years", m.capital_recovery_years);
+  set("amortization_years", m.amortization_years);
+  set("electricity", m.electricity_usd_per_kwh);
+  set("software", m.software);
+  showOutputs();
+}
+
+function showOutputs() {
+  $("target_users_out").textContent = $("target_users").value;
+  $("quote_multiplier_out").textContent = `${$("quote_multiplier").value}×`;
+  $("utilization_out").textContent = $("utilization").value;
+}
+
+function shareUrl(scenario) {
+  const params = new URLSearchParams({ s: JSON.stringify(scenario), c: $("currency").value });
+  return `${location.pathname}?${params.toString()}`;
+}
+
+function card(c) {
+  const div = document.createElement("div");
+  div.className = "card";
+  div.dataset.key = c.key;
+  const label = document.createElement("div");
+  label.className = "label";
+  label.textContent = c.label;
+  const value = document.createElement("div");
+  value.className = "value";
+  value.textContent = c.value;
+  div.append(label, value);
+  if (c.note) {
+    const note = document.createElement("div");
+    note.className = "note";
+    note.textContent = c.note;
+    div.append(note);
+  }
+  return div;
+}
+
+async function drawChart(name, spec) {
+  const el = $(`chart-${name}`);
+  if (!el || !spec) return;
+  await vegaEmbed(el, spec, { actions: false, renderer: "svg" });
+}
+
+async function update() {
+  const scenario = readScenario();
+  history.replaceState(null, "", shareUrl(scenario));
+  setStatus("computing…");
+  try {
+    const view = await api("POST", "/api/plan", { scenario, draws: 2000, currency: $("currency").value });
+    state.lastPlan = view;
+    showError("");
+    $("cards").replaceChildren(...view.cards.filter((c) => c.key !== "recommendation").map(card));
+    const rec = view.result.recommendation;
+    $("recommendation").textContent = `Recommendation: ${rec.route} — ${rec.reasons.join("; ")}`;
+    const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
+    $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
+    $("memory-summary").textContent = view.memory_summary;
+    await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
+    setStatus("up to date");
+    document.body.dataset.planned = String(Date.now());
+  } catch (err) {
+    showError(err.message);
+    setStatus("");
+  }
+}
+
+function scheduleUpdate() {
+  showOutputs();
+  clearTimeout(state.timer);
+  state.timer = setTimeout(update, 250);
+}
+
+async function downloadReport() {
+  try {
+    const response = await fetch("/api/report", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ scenario: readScenario(), draws: 2000, currency: $("currency").value }),
+    });
+    if (!response.ok) throw new Error(`report failed: ${response.status}`);
+    const blob = await response.blob();
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = "inferplan-report.html";
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setStatus("report downloaded");
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+async function refreshSaved() {
+  const saved = await api("GET", "/api/scenarios");
+  $("saved-list").replaceChildren(...saved.map((s) => {
+    const li = document.createElement("li");
+    li.dataset.id = s.id;
+    const name = document.createElement("span");
+    name.textContent = s.name;
+    const load = document.createElement("button");
+    load.type = "button"; load.textContent = "Load"; load.setAttribute("aria-label", `Load ${s.name}`);
+    load.onclick = () => { fillForm(s.scenario); update(); };
+    const rename = document.createElement("button");
+    rename.type = "button"; rename.textContent = "Rename"; rename.setAttribute("aria-label", `Rename ${s.name} to the name in the Save as field`);
+    rename.onclick = async () => {
+      try { await api("PATCH", `/api/scenarios/${s.id}`, { name: $("scenario-name").value }); await refreshSaved(); }
+      catch (err) { showError(err.message); }
+    };
+    const del = document.createElement("button");
+    del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete ${s.name}`);
+    del.onclick = async () => { await api("DELETE", `/api/scenarios/${s.id}`); await refreshSaved(); };
+    li.append(name, load, rename, del);
+    return li;
+  }));
+  const items = saved.map((s) => [s.id, s.name]);
+  fillSelect($("compare-a"), items);
+  fillSelect($("compare-b"), items, items.length > 1 ? items[1][0] : undefined);
+}
+
+async function saveScenario() {
+  const name = $("scenario-name").value.trim();
+  if (!name) { showError("scenario name: give the scenario a name first"); return; }
+  try {
+    await api("POST", "/api/scenarios", { name, scenario: readScenario() });
+    await refreshSaved();
+    setStatus(`saved “${name}”`);
+  } catch (err) { showError(err.message); }
+}
+
+async function compare() {
+  try {
+    const a = $("compare-a").value, b = $("compare-b").value;
+    const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+    const head = document.createElement("tr");
+    for (const text of ["Output", cmp.a.result.name, cmp.b.result.name]) {
+      const th = document.createElement("th"); th.textContent = text; head.append(th);
+    }
+    const rows = cmp.a.cards.map((c, i) => {
+      const tr = document.createElement("tr");
+      for (const text of [c.label, c.value, cmp.b.cards[i].value]) {
+        const td = document.createElement("td"); td.textContent = text; tr.append(td);
+      }
+      return tr;
+    });
+    $("compare-table").replaceChildren(head, ...rows);
+  } catch (err) { showError(err.message); }
+}
+
+async function refreshQuotes() {
+  const quotes = await api("GET", "/api/quotes");
+  $("quote-list").replaceChildren(...quotes.map((q) => {
+    const li = document.createElement("li");
+    li.textContent = `${q.system}: $${q.price_usd.toLocaleString("en-US")} from ${q.vendor} (${q.quoted_on}) ${q.note}`;
+    const del = document.createElement("button");
+    del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete quote from ${q.vendor}`);
+    del.onclick = async () => { await api("DELETE", `/api/quotes/${q.id}`); await refreshQuotes(); scheduleUpdate(); };
+    li.append(del);
+    return li;
+  }));
+}
+
+async function addQuote(event) {
+  event.preventDefault();
+  try {
+    await api("POST", "/api/quotes", {
+      system: $("quote-system").value, price_usd: Number($("quote-price").value), quoted_on: $("quote-date").value,
+      vendor: $("quote-vendor").value, note: $("quote-note").value,
+    });
+    await refreshQuotes();
+    scheduleUpdate();
+  } catch (err) { showError(err.message); }
+}
+
+function tableRows(tbody, rows) {
+  tbody.replaceChildren(...rows.map((cells) => {
+    const tr = document.createElement("tr");
+    for (const text of cells) { const td = document.createElement("td"); td.textContent = text; tr.append(td); }
+    return tr;
+  }));
+}
+
+async function init() {
+  const [models, systems, presets, cards, ladder] = await Promise.all([
+    api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/workload-presets"),
+    api("GET", "/api/views/models"), api("GET", "/api/views/platforms"),
+  ]);
+  const plannable = models.filter((m) => m.config).map((m) => [m.id, m.name]);
+  fillSelect($("model"), plannable, "qwen3-235b-a22b");
+  const priced = systems.filter((s) => s.price && s.price.usd_low).map((s) => [s.id, s.name]);
+  fillSelect($("system"), priced, "hgx-b200");
+  fillSelect($("quote-system"), systems.map((s) => [s.id, s.name]));
+  fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
+  tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, c.params, c.checkpoints.join("; "), c.first_node, c.gate, c.architecture]));
+  tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, p.memory, p.power, p.cooling, p.price_usd, p.price_eur, p.native_nvfp4, p.software, p.status]));
+  const params = new URLSearchParams(location.search);
+  if (params.get("c")) $("currency").value = params.get("c");
+  if (params.get("s")) {
+    try { fillForm(JSON.parse(params.get("s"))); } catch (err) { showError("the link's scenario could not be read"); }
+  }
+  showOutputs();
+  $("scenario-form").addEventListener("input", scheduleUpdate);
+  $("scenario-form").addEventListener("change", scheduleUpdate);
+  $("download-report").addEventListener("click", downloadReport);
+  $("save-scenario").addEventListener("click", saveScenario);
+  $("copy-link").addEventListener("click", async () => {
+    const url = location.origin + shareUrl(readScenario());
+    try { await navigator.clipboard.writeText(url); setStatus("link copied"); } catch { setStatus(url); }
+  });
+  $("compare").addEventListener("click", compare);
+  $("quote-form").addEventListener("submit", addQuote);
+  await Promise.all([refreshSaved(), refreshQuotes()]);
+  state.ready = true;
+  await update();
+}
+
+init().catch((err) => showError(err.message));

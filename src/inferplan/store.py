@@ -1,0 +1,199 @@
+"""Saved scenarios and vendor quotes in an embedded SQLite database (WAL mode).
+
+Each operation opens its own connection, so the API can serve concurrent requests; writes take
+``BEGIN IMMEDIATE`` and wait (``busy_timeout``) instead of failing, so concurrent saves lose
+nothing. A vendor quote overrides the catalogue's price band wherever its system is used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.scenario import Scenario
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS scenarios (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    body TEXT NOT NULL,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quotes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    system TEXT NOT NULL,
+    price_usd REAL NOT NULL,
+    quoted_on TEXT NOT NULL,
+    vendor TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    created TEXT NOT NULL
+);
+"""
+
+
+class NotFoundError(InferplanError):
+    """No saved scenario or quote with that id."""
+
+
+class SavedScenario(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    name: str
+    scenario: Scenario
+    created: str
+    updated: str
+
+
+class VendorQuote(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    system: str = Field(min_length=1, max_length=200, description="catalogue system id")
+    price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT")
+    quoted_on: dt.date
+    vendor: str = Field(min_length=1, max_length=200)
+    note: str = Field("", max_length=2000)
+
+
+class SavedQuote(VendorQuote):
+    id: int
+
+
+def default_db_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "inferplan" / "inferplan.db"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    @contextmanager
+    def _connect(self):
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA busy_timeout=30000")
+        try:
+            yield db
+        finally:
+            db.close()
+
+    @contextmanager
+    def _write(self):
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    # --- scenarios
+    def save_scenario(self, name: str, scenario: Scenario) -> SavedScenario:
+        """Save under ``name``; saving an existing name replaces its scenario."""
+        name = _clean_name(name)
+        now, body = _now(), scenario.model_dump_json()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO scenarios (name, body, created, updated) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET body = excluded.body, updated = excluded.updated",
+                (name, body, now, now),
+            )
+            row = db.execute("SELECT * FROM scenarios WHERE name = ?", (name,)).fetchone()
+        return _scenario(row)
+
+    def list_scenarios(self) -> list[SavedScenario]:
+        with self._connect() as db:
+            return [_scenario(r) for r in db.execute("SELECT * FROM scenarios ORDER BY updated DESC, id DESC")]
+
+    def get_scenario(self, scenario_id: int) -> SavedScenario:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM scenarios WHERE id = ?", (scenario_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no saved scenario {scenario_id}", field="id")
+        return _scenario(row)
+
+    def rename_scenario(self, scenario_id: int, name: str) -> SavedScenario:
+        name = _clean_name(name)
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM scenarios WHERE name = ? AND id != ?", (name, scenario_id)).fetchone():
+                raise InvalidScenarioError(f"a scenario called {name!r} exists already", field="name")
+            updated = db.execute("UPDATE scenarios SET name = ?, updated = ? WHERE id = ?", (name, _now(), scenario_id))
+            if updated.rowcount == 0:
+                raise NotFoundError(f"no saved scenario {scenario_id}", field="id")
+        return self.get_scenario(scenario_id)
+
+    def delete_scenario(self, scenario_id: int) -> None:
+        with self._write() as db:
+            if db.execute("DELETE FROM scenarios WHERE id = ?", (scenario_id,)).rowcount == 0:
+                raise NotFoundError(f"no saved scenario {scenario_id}", field="id")
+
+    # --- vendor quotes
+    def add_quote(self, quote: VendorQuote) -> SavedQuote:
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO quotes (system, price_usd, quoted_on, vendor, note, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (quote.system, quote.price_usd, quote.quoted_on.isoformat(), quote.vendor, quote.note, _now()),
+            )
+            return SavedQuote(id=cur.lastrowid, **quote.model_dump())
+
+    def list_quotes(self) -> list[SavedQuote]:
+        with self._connect() as db:
+            return [_quote(r) for r in db.execute("SELECT * FROM quotes ORDER BY quoted_on DESC, id DESC")]
+
+    def delete_quote(self, quote_id: int) -> None:
+        with self._write() as db:
+            if db.execute("DELETE FROM quotes WHERE id = ?", (quote_id,)).rowcount == 0:
+                raise NotFoundError(f"no vendor quote {quote_id}", field="id")
+
+    def quote_for(self, system: str) -> SavedQuote | None:
+        """The newest quote for a system, if any."""
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM quotes WHERE system = ? ORDER BY quoted_on DESC, id DESC LIMIT 1",
+                             (system,)).fetchone()
+        return _quote(row) if row else None
+
+    def apply_quotes(self, scenario: Scenario) -> tuple[Scenario, SavedQuote | None]:
+        """The scenario with the newest vendor quote for its system, unless it carries its own."""
+        p = scenario.platform
+        if not p.system or p.quote_usd_per_loadout:
+            return scenario, None
+        quote = self.quote_for(p.system)
+        if quote is None:
+            return scenario, None
+        platform = p.model_copy(update={"quote_usd_per_loadout": quote.price_usd})
+        return scenario.model_copy(update={"platform": platform}), quote
+
+
+def _clean_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise InvalidScenarioError("a scenario name needs 1 to 200 characters", field="name")
+    return name
+
+
+def _scenario(row: sqlite3.Row) -> SavedScenario:
+    return SavedScenario(id=row["id"], name=row["name"], scenario=Scenario.model_validate(json.loads(row["body"])),
+                         created=row["created"], updated=row["updated"])
+
+
+def _quote(row: sqlite3.Row) -> SavedQuote:
+    return SavedQuote(id=row["id"], system=row["system"], price_usd=row["price_usd"],
+                      quoted_on=dt.date.fromisoformat(row["quoted_on"]), vendor=row["vendor"], note=row["note"])

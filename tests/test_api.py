@@ -1,0 +1,155 @@
+"""Every route of the HTTP API, with its error paths."""
+
+import concurrent.futures
+import datetime as dt
+
+import pytest
+from fastapi.testclient import TestClient
+
+from inferplan.shells.api import create_app
+
+SCENARIO = {"name": "api test", "model": "llama-3.1-8b", "platform": {"system": "hgx-h100"},
+            "workload": {"preset": "coding-developer-median"}, "target_users": 200, "money": {"quote_multiplier": 2}}
+
+
+@pytest.fixture()
+def client(tmp_path):
+    return TestClient(create_app(tmp_path / "test.db"))
+
+
+def loc(response):
+    return response.json()["detail"][0]["loc"]
+
+
+def test_catalog_routes(client):
+    assert "accelerators" in client.get("/api/catalog").json()
+    assert len(client.get("/api/catalog/models").json()) >= 40
+    assert client.get("/api/catalog/gizmos").status_code == 404
+    h100 = client.get("/api/catalog/accelerators/H100")
+    assert h100.status_code == 200 and h100.json()["id"] == "h100-sxm"
+    assert client.get("/api/catalog/accelerators/zzz").status_code == 404
+    hits = client.get("/api/search", params={"q": "b200"}).json()
+    assert {"accelerators", "systems"} <= {h["kind"] for h in hits}
+    assert client.get("/api/search", params={"q": ""}).status_code == 422
+    assert len(client.get("/api/views/models").json()) >= 15
+    assert any(p["native_nvfp4"] == "yes" for p in client.get("/api/views/platforms").json())
+
+
+def test_fit_and_fits(client):
+    r = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "H100", "max_model_len": 16000})
+    assert r.status_code == 200 and r.json()["kv_cache_bytes_per_token"] == 131072
+    bad = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "H100", "gpu_memory_utilization": 1.5})
+    assert bad.status_code == 422 and loc(bad) == ["body", "gpu_memory_utilization"]
+    unknown = client.post("/api/fit", json={"model": "nope", "gpu": "H100"})
+    assert unknown.status_code == 422 and loc(unknown) == ["body", "model"]
+    ambiguous = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "RTX"})
+    assert ambiguous.status_code == 422 and "rtx-4090" in ambiguous.json()["detail"][0]["allowed"]
+    m = client.post("/api/fits", json={"models": ["llama-3.1-8b"], "gpus": ["h100-sxm", "rtx-4090"]})
+    assert m.status_code == 200 and len(m.json()["cells"]) == 2
+    assert client.post("/api/fits", json={"models": ["x"] * 100}).status_code == 422
+
+
+def test_perf_and_frontier(client):
+    d = {"model": "llama-3.1-8b", "gpu": "H100", "max_model_len": 4096}
+    r = client.post("/api/perf", json={"deployment": d, "workload": {"input_len": 1000, "output_len": 200, "concurrency": 8}})
+    assert r.status_code == 200 and r.json()["source"] == "calibrated-model"
+    big = client.post("/api/perf", json={"deployment": d, "workload": {"input_len": 3000, "output_len": 1000, "concurrency": 100000}})
+    assert big.status_code == 422 and loc(big) == ["body", "concurrency"]
+    zero = client.post("/api/perf", json={"deployment": d, "workload": {"input_len": 0}})
+    assert zero.status_code == 422
+    f = client.post("/api/frontier", json={"deployment": d, "workload": {"input_len": 1000, "output_len": 1000}, "points": 6})
+    assert f.status_code == 200 and len(f.json()["points"]) >= 4
+
+
+def test_plan_report_and_validate(client):
+    r = client.post("/api/plan", json={"scenario": SCENARIO, "draws": 200})
+    assert r.status_code == 200
+    view = r.json()
+    assert view["result"]["target_users"] == 200 and view["uncertainty"]["draws"] == 200
+    assert {"cost_per_user", "payback", "capacity", "uncertainty", "memory", "frontier"} <= set(view["charts"])
+    assert any(c["key"] == "users" for c in view["cards"])
+    eur = client.post("/api/plan", json={"scenario": SCENARIO, "draws": 0, "currency": "eur"}).json()
+    assert eur["uncertainty"] is None and eur["cards"][0]["value"].startswith("€")
+    bad = client.post("/api/plan", json={"scenario": {**SCENARIO, "colour": "red"}})
+    assert bad.status_code == 422
+    rep = client.post("/api/report", json={"scenario": SCENARIO, "draws": 100})
+    assert rep.status_code == 200 and rep.headers["content-type"].startswith("text/html")
+    assert "attachment" in rep.headers["content-disposition"] and "<svg" in rep.text
+    v = client.get("/api/validate", params={"kind": "memory"}).json()
+    assert v["speed"] is None and v["memory"]["median_abs_kv_error"] < 0.03
+    assert client.get("/api/validate", params={"kind": "nonsense"}).status_code == 422
+
+
+def test_saved_scenarios(client):
+    a = client.post("/api/scenarios", json={"name": "first", "scenario": SCENARIO})
+    assert a.status_code == 201
+    b = client.post("/api/scenarios", json={"name": "second", "scenario": {**SCENARIO, "target_users": 900}}).json()
+    assert [s["name"] for s in client.get("/api/scenarios").json()] == ["second", "first"]
+    first_id = a.json()["id"]
+    assert client.get(f"/api/scenarios/{first_id}").json()["scenario"]["target_users"] == 200
+    renamed = client.patch(f"/api/scenarios/{first_id}", json={"name": "renamed"})
+    assert renamed.status_code == 200 and renamed.json()["name"] == "renamed"
+    clash = client.patch(f"/api/scenarios/{first_id}", json={"name": "second"})
+    assert clash.status_code == 422 and loc(clash) == ["body", "name"]
+    cmp = client.get("/api/scenarios/compare", params={"a": first_id, "b": b["id"], "draws": 0})
+    assert cmp.status_code == 200
+    assert cmp.json()["a"]["result"]["target_users"] == 200 and cmp.json()["b"]["result"]["target_users"] == 900
+    assert client.delete(f"/api/scenarios/{first_id}").status_code == 204
+    assert client.get(f"/api/scenarios/{first_id}").status_code == 404
+    assert client.delete(f"/api/scenarios/{first_id}").status_code == 404
+    assert client.patch("/api/scenarios/999", json={"name": "x"}).status_code == 404
+
+
+def test_vendor_quotes_override_the_price_band(client):
+    before = client.post("/api/plan", json={"scenario": SCENARIO, "draws": 0}).json()["result"]
+    q = client.post("/api/quotes", json={"system": "hgx-h100", "price_usd": 250000, "quoted_on": "2026-11-01",
+                                         "vendor": "Acme", "note": "test"})
+    assert q.status_code == 201
+    after = client.post("/api/plan", json={"scenario": SCENARIO, "draws": 0}).json()
+    assert after["result"]["capex_basis"] == "vendor quote"
+    assert after["result"]["capex_usd"] == 250000 * after["result"]["loadouts"] != before["capex_usd"]
+    assert "Acme" in after["quote_note"]
+    assert len(client.get("/api/quotes").json()) == 1
+    assert client.post("/api/quotes", json={"system": "no-such", "price_usd": 1, "quoted_on": "2026-11-01", "vendor": "x"}).status_code == 422
+    assert client.post("/api/quotes", json={"system": "hgx-h100", "price_usd": -1, "quoted_on": "2026-11-01", "vendor": "x"}).status_code == 422
+    assert client.delete(f"/api/quotes/{q.json()['id']}").status_code == 204
+    assert client.delete(f"/api/quotes/{q.json()['id']}").status_code == 404
+
+
+def test_concurrent_saves_lose_nothing(tmp_path):
+    from inferplan.scenario import Scenario
+    from inferplan.store import Store
+
+    store = Store(tmp_path / "c.db")
+    scenario = Scenario.model_validate(SCENARIO)
+
+    def save(i):
+        return store.save_scenario(f"s{i}", scenario).id
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        ids = list(pool.map(save, range(80)))
+    assert len(set(ids)) == 80 and len(store.list_scenarios()) == 80
+
+
+def test_page_and_schema(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "Users + ROI simulator" in page.text
+    assert client.get("/static/vendor/vega.min.js").status_code == 200
+    schema = client.get("/openapi.json").json()
+    assert schema["openapi"].startswith("3.1")
+    assert {"/api/fit", "/api/perf", "/api/frontier", "/api/plan", "/api/scenarios", "/api/quotes"} <= set(schema["paths"])
+
+
+def test_dates_in_quotes_are_checked(client):
+    r = client.post("/api/quotes", json={"system": "hgx-h100", "price_usd": 1e5, "quoted_on": "not-a-date", "vendor": "x"})
+    assert r.status_code == 422
+    assert dt.date.fromisoformat("2026-11-01")
+
+
+def test_the_api_does_not_read_files_from_the_servers_disk(client, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    r = client.post("/api/fit", json={"model": str(config), "gpu": "H100"})
+    assert r.status_code == 422 and loc(r) == ["body", "model"]
+    odd = client.post("/api/fit", json={"model": "~0", "gpu": "H100"})  # "~user" that cannot expand: not a path
+    assert odd.status_code == 422 and loc(odd) == ["body", "model"]
