@@ -259,3 +259,17 @@ def test_report_type_is_checked(tmp_path):
     with pytest.raises(InvalidScenarioError) as exc:
         write_report(tmp_path / "report.pdf", plan(scenario(), CATALOG), None)
     assert exc.value.field == "--report"
+
+
+def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts():
+    r = plan(scenario(model="kimi-k2.7-code", platform={"system": "hgx-b300"}, target_users=50), CATALOG)
+    assert r.capacity.cell.meets_target and r.supported_users > 0
+    assert any("kv_proxy" in a for a in r.capacity.assumptions) or r.capacity.cell.source
+
+
+def test_unpublished_architectures_need_a_stated_kv_size():
+    with pytest.raises(InvalidScenarioError) as exc:
+        plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}), CATALOG)
+    assert exc.value.field == "--kv-bytes-per-token"
+    r = plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}, kv_bytes_per_token=70_000), CATALOG)
+    assert r.supported_users > 0

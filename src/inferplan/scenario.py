@@ -68,6 +68,8 @@ class Scenario(_Strict):
     quantization: str | None = None
     engine: str = "vllm"
     kv_cache_dtype: str = "auto"
+    kv_bytes_per_token: float | None = Field(
+        None, gt=0, le=1e9, description="stated KV bytes per token, for a model whose architecture is not published")
     platform: Platform
     cell: Cell = Cell()
     workload: WorkloadOverrides = WorkloadOverrides()

@@ -176,6 +176,7 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     w = resolve_workload(catalog, s.workload)
     base = Deployment(
         model=s.model, gpu=accel.id, quantization=s.quantization, engine=s.engine, kv_cache_dtype=s.kv_cache_dtype,
+        kv_bytes_per_token=s.kv_bytes_per_token,
         tensor_parallel_size=s.cell.tensor_parallel_size, pipeline_parallel_size=s.cell.pipeline_parallel_size,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     )

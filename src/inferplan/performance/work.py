@@ -94,11 +94,21 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         lm_head, embed_bytes = 0.0, 0.0
         notes.append("active parameters from the model card; attention FLOPs from the proxy layout" if arch else
                      "active parameters from the model card; attention FLOPs not counted (no architecture)")
-    experts_gpu = w.expert_bytes / (tp * pp * (par.data_parallel_size if par.expert_parallel else 1))
-    dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
+    shards = tp * pp * (par.data_parallel_size if par.expert_parallel else 1)
+    experts_gpu = w.expert_bytes / shards
     moe = arch.moe if arch else None
+    num_experts, top_k = (moe.num_experts, moe.experts_per_token) if moe else (0, 0)
+    if not w.expert_bytes and mp.spec.total_params and mp.spec.active_params and mp.spec.active_params < mp.spec.total_params:
+        # a MoE whose expert split is not known: take k/E from the proxy (else DeepSeek-V3's 8 of 256) and
+        # size the experts so that dense + k/E × experts equals the published active parameters
+        num_experts, top_k = (num_experts, top_k) if num_experts else (256, 8)
+        share = (1 - mp.spec.active_params / mp.spec.total_params) / (1 - top_k / num_experts)
+        experts_gpu = min(share, 1.0) * w.total_bytes / shards
+        notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
+                     f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
+    dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
     dispatch = 0.0
-    if moe is not None:
+    if moe is not None and not mp.spec.architecture_is_proxy:
         per_layer = moe.experts_per_token * (4 * arch.hidden_size + 3 * moe.expert_intermediate_size) * 2  # 16-bit
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     decode_full, prefill_full, window = _attention_coefficients(arch) if arch else (0.0, 0.0, 0.0)
@@ -107,8 +117,8 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         lm_head_params=lm_head,
         dense_bytes_per_gpu=dense_gpu,
         expert_bytes_per_gpu=experts_gpu,
-        num_experts=moe.num_experts if moe else 0,
-        experts_per_token=moe.experts_per_token if moe else 0,
+        num_experts=num_experts,
+        experts_per_token=top_k,
         hidden_size=arch.hidden_size if arch else 8192,
         num_layers=arch.num_layers if arch else 60,
         tp=tp,

@@ -47,7 +47,7 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     u = simulate(result, s, draws=request.draws, seed=request.seed, catalog=catalog) if request.draws else None
     cell = result.capacity.cell
     d = Deployment(model=s.model, gpu=result.accelerator, quantization=s.quantization, engine=s.engine,
-                   kv_cache_dtype=s.kv_cache_dtype, tensor_parallel_size=cell.tensor_parallel_size,
+                   kv_cache_dtype=s.kv_cache_dtype, kv_bytes_per_token=s.kv_bytes_per_token, tensor_parallel_size=cell.tensor_parallel_size,
                    pipeline_parallel_size=cell.pipeline_parallel_size, gpus=cell.gpus,
                    max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
     memory = fit(d, catalog)

@@ -66,6 +66,7 @@ function readScenario() {
   if (value("quantization")) scenario.quantization = value("quantization");
   if (value("target_speed")) scenario.workload.target_output_tokens_per_s = number("target_speed");
   if (value("electricity")) scenario.money.electricity_usd_per_kwh = number("electricity");
+  if (value("kv_bytes_per_token")) scenario.kv_bytes_per_token = number("kv_bytes_per_token");
   return scenario;
 }
 
@@ -74,6 +75,7 @@ function fillForm(s) {
   set("model", s.model);
   set("engine", s.engine);
   set("quantization", s.quantization || "");
+  set("kv_bytes_per_token", s.kv_bytes_per_token);
   set("system", s.platform && s.platform.system);
   set("price_point", s.platform && s.platform.price_point);
   set("preset", s.workload && s.workload.preset);
@@ -269,7 +271,8 @@ async function init() {
     api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/workload-presets"),
     api("GET", "/api/views/models"), api("GET", "/api/views/platforms"),
   ]);
-  const plannable = models.filter((m) => m.config).map((m) => [m.id, m.name]);
+  const plannable = models.filter((m) => m.config || m.kv_proxy || m.status !== "reference")
+    .map((m) => [m.id, m.config ? m.name : `${m.name} (${m.kv_proxy ? "KV layout: " + m.kv_proxy : "needs KV bytes/token"})`]);
   fillSelect($("model"), plannable, "qwen3-235b-a22b");
   const priced = systems.filter((s) => s.price && s.price.usd_low).map((s) => [s.id, s.name]);
   fillSelect($("system"), priced, "hgx-b200");
