@@ -264,7 +264,8 @@ def test_report_type_is_checked(tmp_path):
 def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts():
     r = plan(scenario(model="kimi-k2.7-code", platform={"system": "hgx-b300"}, target_users=50), CATALOG)
     assert r.capacity.cell.meets_target and r.supported_users > 0
-    assert any("kv_proxy" in a for a in r.capacity.assumptions) or r.capacity.cell.source
+    assert any("kv_proxy" in a for a in r.assumptions)  # the proxy layout is stated, not hidden
+    assert any("experts per token" in a for a in r.assumptions)
 
 
 def test_unpublished_architectures_need_a_stated_kv_size():

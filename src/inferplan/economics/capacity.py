@@ -37,6 +37,7 @@ class CellCapacity(BaseModel):
     engine_slots: int
     meets_target: bool
     source: str
+    assumptions: tuple[str, ...] = ()  # of the memory and speed models behind the cell
 
 
 class LoadoutCapacity(BaseModel):
@@ -99,7 +100,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source,
+        meets_target=meets, source=best.source, assumptions=best.assumptions,
     )
 
 
@@ -149,6 +150,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         f"({w.monthly_output_tokens / 1e6:,.1f}M output tokens a month × peak/average {w.peak_to_average:g}), "
         f"i.e. {per_user_requests:.3f} requests in flight",
     ]
+    notes.extend(cap.assumptions)
     if not cap.meets_target:
         notes.append(f"even one request gets only {cap.output_tokens_per_s_per_user:.1f} tok/s: the service target is not met")
     return LoadoutCapacity(
