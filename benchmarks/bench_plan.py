@@ -6,9 +6,10 @@ Run: .venv/bin/python benchmarks/bench_plan.py
 
 from __future__ import annotations
 
-import statistics
 import time
 from pathlib import Path
+
+from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import plan
@@ -18,13 +19,6 @@ from inferplan.scenario import load_scenario
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def timed(fn, repeat: int) -> float:
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
 
 
 def main() -> None:
@@ -32,8 +26,8 @@ def main() -> None:
     for path in sorted(EXAMPLES.glob("*.yaml")):
         s = load_scenario(path)
         r = plan(s, catalog)
-        t_plan = timed(lambda: plan(s, catalog), 20)
-        t_mc = timed(lambda: simulate(r, s, draws=10_000, catalog=catalog), 20)
+        t_plan = median_seconds(lambda: plan(s, catalog), 20)
+        t_mc = median_seconds(lambda: simulate(r, s, draws=10_000, catalog=catalog), 20)
         print(f"{path.name:36s} plan {1e3 * t_plan:7.2f} ms   10,000-draw Monte Carlo {1e3 * t_mc:7.2f} ms")
 
 

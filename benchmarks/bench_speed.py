@@ -6,8 +6,9 @@ Run: .venv/bin/python benchmarks/bench_speed.py
 
 from __future__ import annotations
 
-import statistics
 import time
+
+from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.memory.deployment import Deployment
@@ -15,23 +16,16 @@ from inferplan.performance.serving import _Context, _estimate, estimate, frontie
 from inferplan.performance.workload import Workload
 
 
-def timed(fn, repeat: int) -> float:
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
 
 
 def main() -> None:
     catalog = load_catalog()
     d = Deployment(model="llama-3.3-70b", gpu="H100", quantization="fp8", tensor_parallel_size=2, max_model_len=4096)
     w = Workload(input_len=2048, output_len=512, concurrency=32)
-    print(f"estimate() incl. memory plan:      {1e3 * timed(lambda: estimate(d, w, catalog), 200):8.3f} ms median")
+    print(f"estimate() incl. memory plan:      {1e3 * median_seconds(lambda: estimate(d, w, catalog), 200):8.3f} ms median")
     ctx = _Context(catalog, d, w)
-    print(f"one estimate on a planned context: {1e3 * timed(lambda: _estimate(ctx, 32), 2000):8.3f} ms median")
-    print(f"64-point frontier:                 {1e3 * timed(lambda: frontier(d, w, catalog, points=64), 50):8.3f} ms median")
+    print(f"one estimate on a planned context: {1e3 * median_seconds(lambda: _estimate(ctx, 32), 2000):8.3f} ms median")
+    print(f"64-point frontier:                 {1e3 * median_seconds(lambda: frontier(d, w, catalog, points=64), 50):8.3f} ms median")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,25 @@ FLAGS = {
 }
 
 
+# options shared by several commands
+ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
+GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
+SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
+EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
+GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment.")
+TpOpt = typer.Option(1, "--tensor-parallel-size", "-tp")
+PpOpt = typer.Option(1, "--pipeline-parallel-size", "-pp")
+DpOpt = typer.Option(None, "--data-parallel-size", "-dp")
+EpOpt = typer.Option(False, "--enable-expert-parallel")
+UtilOpt = typer.Option(None, "--gpu-memory-utilization")
+MaxLenOpt = typer.Option(None, "--max-model-len")
+BatchedOpt = typer.Option(None, "--max-num-batched-tokens")
+SeqsOpt = typer.Option(None, "--max-num-seqs")
+KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp8 | int8 | int4 | int2-kivi | q8_0 | q4_0")
+QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
+JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+
+
 def fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(code=2)
@@ -72,7 +91,7 @@ def emit_json(obj) -> None:
 @catalog_app.command("list")
 def catalog_list(
     kind: str = typer.Argument("models", help="accelerators | systems | models | quantizations | kv-cache-dtypes | engines | sources | calibration"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """List catalogue entries of one kind."""
     from inferplan.catalog.query import list_entries
@@ -88,7 +107,7 @@ def catalog_list(
 def catalog_show(
     name: str = typer.Argument(..., help="An id or alias."),
     kind: Optional[str] = typer.Option(None, "--kind", help="Restrict to one kind (e.g. accelerators)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Show one catalogue entry with every number's source."""
     from inferplan.catalog.query import show_entry
@@ -103,7 +122,7 @@ def catalog_show(
 @model_app.command("import")
 def model_import(
     path: str = typer.Argument(..., help="config.json, a model folder, or a repo id in the local Hugging Face cache."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
     from inferplan.catalog.query import describe_import
@@ -121,10 +140,6 @@ def _deployment(**kwargs):
     return run(Deployment, **{k: v for k, v in kwargs.items() if v is not None})
 
 
-ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
-GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
-SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
-EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
 
 
 @app.command("fit")
@@ -132,21 +147,21 @@ def fit_cmd(
     model: str = ModelOpt,
     gpu: Optional[str] = GpuOpt,
     system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the deployment."),
-    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
-    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
-    data_parallel_size: Optional[int] = typer.Option(None, "--data-parallel-size", "-dp"),
-    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization"),
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len"),
-    max_num_batched_tokens: Optional[int] = typer.Option(None, "--max-num-batched-tokens"),
-    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs"),
-    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp8 | int8 | int4 | int2-kivi | q8_0 | q4_0"),
-    quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ..."),
+    gpus: Optional[int] = GpusOpt,
+    tensor_parallel_size: int = TpOpt,
+    pipeline_parallel_size: int = PpOpt,
+    data_parallel_size: Optional[int] = DpOpt,
+    enable_expert_parallel: bool = EpOpt,
+    gpu_memory_utilization: Optional[float] = UtilOpt,
+    max_model_len: Optional[int] = MaxLenOpt,
+    max_num_batched_tokens: Optional[int] = BatchedOpt,
+    max_num_seqs: Optional[int] = SeqsOpt,
+    kv_cache_dtype: str = KvOpt,
+    quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Does it fit, and how much is left for the KV cache?"""
     from inferplan.memory.fit import fit
@@ -178,8 +193,8 @@ def fits_cmd(
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's checkpoint."),
     engine: str = EngineOpt,
     max_model_len: int = typer.Option(8192, "--max-model-len"),
-    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    kv_cache_dtype: str = KvOpt,
+    as_json: bool = JsonOpt,
 ) -> None:
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
     from inferplan.memory.matrix import fits_matrix
@@ -199,7 +214,7 @@ def fits_cmd(
 def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Compare predictions with the measured points shipped in the catalogue."""
     from inferplan.validation.memory import validate_memory
@@ -237,17 +252,17 @@ def perf_cmd(
     model: str = ModelOpt,
     gpu: Optional[str] = GpuOpt,
     system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the deployment."),
-    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
-    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
-    data_parallel_size: Optional[int] = typer.Option(None, "--data-parallel-size", "-dp"),
-    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization"),
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len"),
-    max_num_batched_tokens: Optional[int] = typer.Option(None, "--max-num-batched-tokens"),
-    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs"),
-    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
-    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
+    gpus: Optional[int] = GpusOpt,
+    tensor_parallel_size: int = TpOpt,
+    pipeline_parallel_size: int = PpOpt,
+    data_parallel_size: Optional[int] = DpOpt,
+    enable_expert_parallel: bool = EpOpt,
+    gpu_memory_utilization: Optional[float] = UtilOpt,
+    max_model_len: Optional[int] = MaxLenOpt,
+    max_num_batched_tokens: Optional[int] = BatchedOpt,
+    max_num_seqs: Optional[int] = SeqsOpt,
+    kv_cache_dtype: str = KvOpt,
+    quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
     backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
     input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
@@ -256,7 +271,7 @@ def perf_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: float = typer.Option(0.7, "--acceptance-rate"),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """How fast: TTFT, TPOT, tokens/s per user and in aggregate."""
     from inferplan.performance.serving import estimate
@@ -283,20 +298,20 @@ def frontier_cmd(
     model: str = ModelOpt,
     gpu: Optional[str] = GpuOpt,
     system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = typer.Option(None, "--gpus"),
-    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
-    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
-    data_parallel_size: Optional[int] = typer.Option(None, "--data-parallel-size", "-dp"),
-    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
-    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
-    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
+    gpus: Optional[int] = GpusOpt,
+    tensor_parallel_size: int = TpOpt,
+    pipeline_parallel_size: int = PpOpt,
+    data_parallel_size: Optional[int] = DpOpt,
+    enable_expert_parallel: bool = EpOpt,
+    kv_cache_dtype: str = KvOpt,
+    quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: float = typer.Option(0.7, "--acceptance-rate"),
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
     from inferplan.performance.serving import frontier
@@ -323,7 +338,7 @@ def plan_cmd(
     draws: int = typer.Option(10_000, "--draws", min=0, max=1_000_000, help="Monte Carlo draws for P10/P50/P90 (0: off)."),
     seed: int = typer.Option(0, "--seed", help="Monte Carlo seed."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained report: out.html or out.md."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison."""
     from inferplan.economics.plan import plan
@@ -354,7 +369,7 @@ def plan_cmd(
 def racks_cmd(
     interactivity: int = typer.Option(100, "--interactivity", help="Output tokens/s per user (50, 100, … 350)."),
     baseline: str = typer.Option("gb200-nvl72-jul-2026-dsr1", "--baseline", help="Rack profile to compare against."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Published rack curves: output tokens/s per MW and owner cost per million tokens, and their ratios."""
     from inferplan.economics.racks import compare_racks
