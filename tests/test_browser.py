@@ -162,3 +162,8 @@ def test_report_download_and_phone_layout(page, server):
         page.click("#download-report")
     text = Path(info.value.path()).read_text()
     assert "Estimated supported users" in text and "<svg" in text
+
+
+def test_api_docs_render_offline(page, server):
+    page.goto(server + "/docs")
+    page.get_by_text("/api/plan", exact=True).first.wait_for(timeout=30000)

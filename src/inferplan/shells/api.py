@@ -14,6 +14,7 @@ from typing import Any, Literal
 from typing import Annotated
 
 from fastapi import FastAPI, Path as PathParam, Query, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -91,7 +92,7 @@ def _error(status: int, exc: InferplanError) -> JSONResponse:
 
 
 def create_app(db_path: str | Path | None = None) -> FastAPI:
-    app = FastAPI(title="inferplan", version=__version__,
+    app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None,
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
     store = Store(db_path)
     app.state.store = store
@@ -241,6 +242,13 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.delete("/api/quotes/{quote_id}", tags=["quotes"], status_code=204)
     def quotes_delete(quote_id: ItemId) -> None:
         store.delete_quote(quote_id)
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        # Swagger UI served from the package (vendored), so the docs work without the internet
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="inferplan API",
+                                   swagger_js_url="/static/vendor/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/vendor/swagger-ui.css", swagger_favicon_url="data:,")
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
