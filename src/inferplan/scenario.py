@@ -45,7 +45,6 @@ class Cell(_Strict):
 
 
 class MoneyInputs(_Strict):
-    price_point: Literal["low", "mid", "high"] | None = None
     amortization_years: float | None = Field(None, gt=0, le=20)
     capital_recovery_years: float | None = Field(None, gt=0, le=20)
     utilization: float | None = Field(None, gt=0, le=1, description="average power draw as a share of the maximum")

@@ -109,7 +109,7 @@ def _platform(catalog: Catalog, s: Scenario):
 
 
 def _capex(s: Scenario, system, loadouts: int) -> tuple[float, str]:
-    point = s.money.price_point or s.platform.price_point
+    point = s.platform.price_point
     if s.platform.quote_usd_per_loadout:
         return s.platform.quote_usd_per_loadout * loadouts, "vendor quote"
     band = system.price if system else None
