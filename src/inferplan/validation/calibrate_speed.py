@@ -25,7 +25,7 @@ from inferplan.performance.rates import default_backend, engine_key
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
 
-MIN_POINTS = 3
+MIN_POINTS = 8  # two fit points per constant at least; fewer take the pooled fit
 FAMILIES = ("vllm", "sglang", "trtllm", "vllm-rocm", "sglang-rocm", "llamacpp", "llamacpp-cuda", "llamacpp-cuda-dc",
             "llamacpp-metal", "llamacpp-vulkan", "llamacpp-rocm", "mlx")
 BOUNDS = {
