@@ -57,9 +57,10 @@ def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     return 2 * (work.num_layers / work.pp) * per + all_to_all_s(work, rates, tokens)
 
 
-def overhead_s(work: ModelWork, rates: Rates) -> float:
-    """Fixed time per step: scheduling and sampling, plus launches per decoder layer of the stage."""
-    return rates.step_overhead_s + rates.layer_overhead_s * work.num_layers / work.pp
+def overhead_s(work: ModelWork, rates: Rates, sequences: float = 1.0) -> float:
+    """Time per step beside the maths: a fixed part, kernel launches per decoder layer of the stage,
+    and CPU-side work per running sequence (scheduling, input preparation, sampling)."""
+    return rates.step_overhead_s + rates.layer_overhead_s * work.num_layers / work.pp + rates.seq_overhead_s * sequences
 
 
 def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float, context: float,
@@ -78,7 +79,7 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
         memory_s=(weight_bytes + kv_bytes) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens + prefill_tokens),
-        overhead_s=overhead_s(work, rates),
+        overhead_s=overhead_s(work, rates, batch),
     )
 
 

@@ -30,6 +30,7 @@ class Rates:
     compute_efficiency: float
     step_overhead_s: float  # fixed per forward step (scheduling, sampling, launch)
     layer_overhead_s: float  # per decoder layer per step (kernel launches and small ops)
+    seq_overhead_s: float  # per running sequence per step (scheduling, input prep, sampling)
     notes: tuple[str, ...]
 
     @property
@@ -114,5 +115,6 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{family}"),
         step_overhead_s=catalog.constant(f"decode-step-overhead-s-{family}"),
         layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{family}"),
+        seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{family}"),
         notes=notes,
     )

@@ -25,7 +25,7 @@ from inferplan.performance.rates import default_backend, engine_key
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
 
-MIN_POINTS = 8  # two fit points per constant at least; fewer take the pooled fit
+MIN_POINTS = 10  # two fit points per constant at least; fewer take the pooled fit
 FAMILIES = ("vllm", "sglang", "trtllm", "vllm-rocm", "sglang-rocm", "llamacpp", "llamacpp-cuda", "llamacpp-cuda-dc",
             "llamacpp-metal", "llamacpp-vulkan", "llamacpp-rocm", "mlx")
 BOUNDS = {
@@ -33,12 +33,14 @@ BOUNDS = {
     "compute_efficiency": (0.05, 0.95),
     "step_overhead_s": (0.0, 0.02),
     "layer_overhead_s": (0.0, 2e-4),
+    "seq_overhead_s": (0.0, 1e-4),
 }
 CONSTANT_IDS = {
     "bandwidth_efficiency": "decode-bandwidth-efficiency-{}",
     "compute_efficiency": "prefill-compute-efficiency-{}",
     "step_overhead_s": "decode-step-overhead-s-{}",
     "layer_overhead_s": "decode-layer-overhead-s-{}",
+    "seq_overhead_s": "decode-seq-overhead-s-{}",
 }
 
 
@@ -125,7 +127,7 @@ def fit_params(points: list[Prepared], start: dict[str, float], sweeps: int = 4)
 
 
 # Fixed starting point, so a refit does not depend on the constants currently shipped.
-START = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.4, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5}
+START = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.4, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "seq_overhead_s": 5e-6}
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,7 @@ UNITS = {
     "compute_efficiency": "fraction of dense peak FLOP/s achieved",
     "step_overhead_s": "seconds per forward step",
     "layer_overhead_s": "seconds per decoder layer per step",
+    "seq_overhead_s": "seconds per running sequence per step",
 }
 
 
