@@ -130,7 +130,10 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     t_mixed = ctx.pp * mixed.seconds + ctx.draft_s(mixed)
     cycle = mixed_iters * t_mixed + max(decode_iters - mixed_iters, 0.0) * t_decode
     step = mixed if mixed_iters * t_mixed > max(decode_iters - mixed_iters, 0.0) * t_decode else decode_only
-    tpot = cycle / max(decode_iters, mixed_iters) / ctx.tau if mixed_iters <= decode_iters else t_mixed / ctx.tau
+    # a sequence's own prefill comes before its first token (TTFT); while it decodes, only the other
+    # sequences' prefill chunks slow its steps
+    seen = min(mixed_iters * (running - 1) / running, decode_iters)
+    tpot = (seen * t_mixed + (decode_iters - seen) * t_decode) / decode_iters / ctx.tau
     # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
     if running == 1:
         first = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=max(ctx.uncached, 1), prior_context=w.input_len - ctx.uncached)
