@@ -27,22 +27,21 @@ def _point(catalog: Catalog, profile_id: str, interactivity: int):
     return profile, match
 
 
+def _ratio(catalog: Catalog, numerator: str, denominator: str, interactivity: int, field: str) -> float | None:
+    """``field`` of ``numerator``'s point over the same of ``denominator``'s; None if either is not feasible."""
+    top = getattr(_point(catalog, numerator, interactivity)[1], field)
+    bottom = getattr(_point(catalog, denominator, interactivity)[1], field)
+    return None if top is None or bottom is None else top.value / bottom.value
+
+
 def tokens_per_mw_ratio(catalog: Catalog, a: str, b: str, interactivity: int) -> float | None:
     """How many times more output tokens per MW ``a`` delivers than ``b``; None if either is not feasible."""
-    _, pa = _point(catalog, a, interactivity)
-    _, pb = _point(catalog, b, interactivity)
-    if pa.output_tokens_per_s_per_mw is None or pb.output_tokens_per_s_per_mw is None:
-        return None
-    return pa.output_tokens_per_s_per_mw.value / pb.output_tokens_per_s_per_mw.value
+    return _ratio(catalog, a, b, interactivity, "output_tokens_per_s_per_mw")
 
 
 def cost_ratio(catalog: Catalog, a: str, b: str, interactivity: int) -> float | None:
     """How many times cheaper per million output tokens ``a`` is than ``b``."""
-    _, pa = _point(catalog, a, interactivity)
-    _, pb = _point(catalog, b, interactivity)
-    if pa.owner_cost_usd_per_mtok is None or pb.owner_cost_usd_per_mtok is None:
-        return None
-    return pb.owner_cost_usd_per_mtok.value / pa.owner_cost_usd_per_mtok.value
+    return _ratio(catalog, b, a, interactivity, "owner_cost_usd_per_mtok")
 
 
 def compare_racks(interactivity: int, baseline: str, catalog: Catalog | None = None) -> RackComparison:
