@@ -148,3 +148,25 @@ def test_decode_step_is_memory_bound_for_a_small_batch():
     ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=2048), Workload())
     step = decode_step(ctx.work, ctx.mp.layout, ctx.rates, batch=1, context=1024)
     assert step.bound == "memory"
+
+
+@pytest.mark.parametrize(("gpu", "family"), [
+    ("a100-80gb", "llamacpp-cuda-hbm"), ("h100-pcie", "llamacpp-cuda-hbm"),
+    ("l40s", "llamacpp-cuda-dc"), ("gb10", "llamacpp-cuda-dc"),
+    ("rtx-4090", "llamacpp-cuda"), ("rtx-4000-ada", "llamacpp-cuda"),
+])
+def test_llamacpp_cuda_family_follows_the_gpu_class(gpu, family):
+    from inferplan.performance.rates import default_backend, engine_key
+
+    accel = CATALOG.accelerator(gpu)
+    key = engine_key("llamacpp", default_backend("llamacpp", accel), accel.software.value, accel.form_factor, accel.memory_type)
+    assert key == family
+
+
+def test_llamacpp_reaches_a_smaller_share_of_hbm_bandwidth_than_of_gddr():
+    from inferplan.performance.rates import rates_for
+
+    q = CATALOG.quantization("gguf-q4_k_m")
+    hbm = rates_for(CATALOG, CATALOG.accelerator("a100-80gb"), q, "llamacpp", "cuda")
+    gddr = rates_for(CATALOG, CATALOG.accelerator("rtx-4090"), q, "llamacpp", "cuda")
+    assert hbm.bandwidth_efficiency < gddr.bandwidth_efficiency

@@ -25,6 +25,7 @@ class CheckpointSize:
     size_bytes: float
     name: str
     source: str  # a source id, or where a local import read it
+    non_expert_bits_per_weight: float | None = None  # the build keeps non-expert weights at other bits
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
                 f"is taken from {proxy_card.name} (kv_proxy) — replace with the real config when public"
             )
     checkpoints = tuple(
-        CheckpointSize(c.quantization, c.size_bytes.value, c.name, c.size_bytes.source)
+        CheckpointSize(c.quantization, c.size_bytes.value, c.name, c.size_bytes.source,
+                       c.non_expert_bits_per_weight.value if c.non_expert_bits_per_weight else None)
         for c in card.checkpoints
         if c.size_bytes is not None
     )

@@ -125,6 +125,9 @@ class Checkpoint(Frozen):
     repo: str | None = None
     quantization: str  # a quantization id from quantizations.yaml
     size_bytes: Bytes | None = None
+    # bits of the weights outside the routed experts when this build keeps them apart from the
+    # format (gpt-oss: experts MXFP4, attention/embeddings/lm_head BF16); shares out size_bytes
+    non_expert_bits_per_weight: Bits | None = None
 
 
 class Licence(Frozen):
@@ -158,6 +161,9 @@ class Quantization(Frozen):
     name: str
     aliases: tuple[str, ...] = ()
     bits_per_weight: Bits
+    # weights outside the routed experts when a format stores them differently (llama.cpp MXFP4_MOE:
+    # experts MXFP4, every other 2-D tensor Q8_0); None: the same bits as the experts
+    non_expert_bits_per_weight: Bits | None = None
     weight_dtype: str  # storage: bf16, fp8, int8, int4, fp4 ...
     activation_dtype: str  # compute dtype when the hardware runs it natively
     native_format: str | None = None  # the accelerator format that runs it natively (fp8, nvfp4 ...)

@@ -25,16 +25,30 @@ class WeightEstimate:
     quantization: str
     method: str  # "checkpoint size" or "parameters × bits"
     assumptions: tuple[str, ...] = ()
+    embedding_bytes: float = 0.0  # token embeddings (a lookup table: not read whole per step)
 
 
-def _parts_bytes(params: ParamBreakdown, quant: Quantization) -> tuple[float, float]:
-    """(total, expert) bytes computed from the parameter breakdown."""
+@dataclass(frozen=True)
+class _Parts:
+    total: float
+    expert: float
+    embedding: float
+
+
+def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None) -> _Parts:
+    """Bytes by part computed from the parameter breakdown: routed experts at the format's bits,
+    the other linear layers at its non-expert bits when it has them, edges at 16 bits unless the
+    format quantizes them too."""
     bits = quant.bits_per_weight.value
-    edge_bits = bits if quant.quantizes_embeddings else UNQUANTIZED_BITS
-    edge = (params.embedding + params.lm_head) * edge_bits / 8
+    if non_expert_bits is None:
+        non_expert_bits = quant.non_expert_bits_per_weight.value if quant.non_expert_bits_per_weight else None
+    other_bits = non_expert_bits or bits
+    edge_bits = other_bits if quant.quantizes_embeddings or non_expert_bits else UNQUANTIZED_BITS
     small = (params.norms + params.router) * UNQUANTIZED_BITS / 8
-    linear = params.linear * bits / 8
-    return edge + small + linear, params.experts * bits / 8
+    expert = params.experts * bits / 8
+    linear = (params.linear - params.experts) * other_bits / 8 + expert
+    embedding = params.embedding * edge_bits / 8
+    return _Parts(embedding + params.lm_head * edge_bits / 8 + small + linear, expert, embedding)
 
 
 def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
@@ -45,9 +59,9 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
     if ckpt is not None:
         assumptions = [f"weights = published {ckpt.name} checkpoint size ({ckpt.source})"]
         total = ckpt.size_bytes
-        expert = 0.0
+        expert = embedding = 0.0
         if params is not None:
-            computed_total, computed_expert = _parts_bytes(params, quant)
+            parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight)
             if params.mtp:
                 mtp_bytes = params.mtp * total / (params.total + params.mtp)
                 total -= mtp_bytes
@@ -55,21 +69,28 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
                     f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the "
                     "checkpoint but not loaded without speculative decoding"
                 )
-            expert = total * computed_expert / computed_total if computed_total else 0.0
+            # the checkpoint fixes the total; the computed parts share it out
+            expert = total * parts.expert / parts.total if parts.total else 0.0
+            embedding = total * parts.embedding / parts.total if parts.total else 0.0
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("checkpoint size includes the vision encoder, which the engine also loads")
-        return WeightEstimate(total, expert, params.norms * 2 if params else 0.0, quant.id, "checkpoint size", tuple(assumptions))
+        return WeightEstimate(total, expert, params.norms * 2 if params else 0.0, quant.id, "checkpoint size",
+                              tuple(assumptions), embedding)
     if params is not None:
-        total, expert = _parts_bytes(params, quant)
+        parts = _parts_bytes(params, quant)
+        other = quant.non_expert_bits_per_weight
         note = (
-            f"weights = {params.total / 1e9:.2f}B parameters: linear layers at "
-            f"{quant.bits_per_weight.value:g} bits ({quant.id}), "
+            f"weights = {params.total / 1e9:.2f}B parameters: "
+            + (f"routed experts at {quant.bits_per_weight.value:g} bits, other layers at {other.value:g} bits"
+               if other else f"linear layers at {quant.bits_per_weight.value:g} bits")
+            + f" ({quant.id}), "
             + ("embeddings too" if quant.quantizes_embeddings else "embeddings, lm_head, norms and routers at 16 bits")
         )
         assumptions = [note]
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
-        return WeightEstimate(total, expert, params.norms * 2, quant.id, "parameters × bits", tuple(assumptions))
+        return WeightEstimate(parts.total, parts.expert, params.norms * 2, quant.id, "parameters × bits",
+                              tuple(assumptions), parts.embedding)
     if spec.total_params is None:
         raise InvalidScenarioError(
             f"{spec.name} has no architecture, no parameter count and no {quant.id} checkpoint size",

@@ -75,11 +75,15 @@ def peak_flops(accel: Accelerator, dtype: str) -> float:
     raise KeyError(f"{accel.id} has no compute rate")
 
 
-def engine_key(engine: str, backend: str | None, software: str = "cuda", form_factor: str = "consumer") -> str:
-    """Calibration family: llama.cpp by back end, and on CUDA by GPU class (its kernels are tuned for
-    GeForce/RTX cards and reach a far smaller share of data-centre peaks); other engines by software
-    stack (CUDA, ROCm)."""
+def engine_key(engine: str, backend: str | None, software: str = "cuda", form_factor: str = "consumer",
+               memory_type: str = "GDDR6") -> str:
+    """Calibration family: llama.cpp by back end, and on CUDA by GPU class. Its kernels are tuned on
+    GeForce cards; on HBM parts its batch-1 kernels keep too few bytes in flight to approach the
+    peak (``-hbm``), and on other data-centre and SoC parts (L40S, GB10) the prompt kernels reach a
+    smaller share of the datasheet FLOP/s (``-dc``). Other engines by software stack (CUDA, ROCm)."""
     if engine == "llamacpp":
+        if backend == "cuda" and memory_type.upper().startswith("HBM"):
+            return "llamacpp-cuda-hbm"
         if backend == "cuda" and form_factor not in CONSUMER_FORM_FACTORS:
             return "llamacpp-cuda-dc"
         return f"{engine}-{backend}" if backend else engine
@@ -94,7 +98,7 @@ def default_backend(engine: str, accel: Accelerator) -> str | None:
 
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None) -> Rates:
     dtype, note = compute_dtype(accel, quant, engine)
-    key = engine_key(engine, backend, accel.software.value, accel.form_factor)
+    key = engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type)
     link = accel.scale_up
     if link is None or link.link == "none":
         link_bw, latency = 0.0, catalog.constant("allreduce-latency-s-pcie")

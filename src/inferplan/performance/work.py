@@ -87,7 +87,7 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     if arch is not None and not mp.spec.architecture_is_proxy:
         params = count_params(arch)
         active, lm_head = float(params.active), float(params.lm_head or params.embedding)
-        embed_bytes = params.embedding * w.total_bytes / max(params.total, 1) if not params.lm_head == 0 else 0.0
+        embed_bytes = w.embedding_bytes if params.lm_head else 0.0  # tied: the table is read as lm_head
     else:
         total = mp.spec.total_params or w.total_bytes * 8 / mp.quantization.bits_per_weight.value
         active = mp.spec.active_params or total

@@ -1,0 +1,42 @@
+"""Weight bytes by part: formats that store the routed experts and the rest at different bits."""
+
+import dataclasses
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.models import resolve_model
+from inferplan.memory.params import count_params
+from inferplan.memory.weights import weight_bytes
+
+CATALOG = load_catalog()
+GIB = 2**30
+
+
+@pytest.mark.parametrize(("model", "llama_bench_gib"), [("gpt-oss-20b", 11.27), ("gpt-oss-120b", 59.02)])
+def test_mxfp4_moe_gguf_size_follows_from_parameters(model, llama_bench_gib):
+    """Experts at MXFP4 (4.25 bits), every other tensor at Q8_0 (8.5 bits) reproduces the file size
+    llama-bench prints for ggml-org's GGUF (benches/dgx-spark.md) within 1.5%."""
+    spec = dataclasses.replace(resolve_model(CATALOG, model), checkpoints=())
+    w = weight_bytes(spec, CATALOG.quantization("gguf-mxfp4-moe"))
+    assert w.method == "parameters × bits"
+    assert w.total_bytes / GIB == pytest.approx(llama_bench_gib, rel=0.015)
+
+
+def test_gguf_mxfp4_moe_is_smaller_than_the_bf16_attention_layout():
+    spec = resolve_model(CATALOG, "gpt-oss-20b")
+    gguf = weight_bytes(spec, CATALOG.quantization("gguf-mxfp4-moe"))
+    hf = weight_bytes(spec, CATALOG.quantization("mxfp4"))
+    assert gguf.total_bytes < hf.total_bytes
+    assert gguf.expert_bytes == pytest.approx(hf.expert_bytes, rel=0.03)  # the experts are the same MXFP4 blocks
+
+
+def test_checkpoint_split_keeps_bf16_attention_out_of_the_experts():
+    """gpt-oss's safetensors keep attention, embeddings and lm_head in BF16: the checkpoint's expert
+    share must equal the experts' own MXFP4 bytes, not a share that treats attention as 4-bit."""
+    spec = resolve_model(CATALOG, "gpt-oss-20b")
+    w = weight_bytes(spec, CATALOG.quantization("mxfp4"))
+    params = count_params(spec.architecture)
+    assert w.method == "checkpoint size"
+    assert w.expert_bytes == pytest.approx(params.experts * 4.25 / 8, rel=0.02)
+    assert w.embedding_bytes == pytest.approx(params.embedding * 2, rel=0.02)
