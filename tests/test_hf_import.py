@@ -45,6 +45,27 @@ def test_parameter_counts_match_published_totals(catalog, model, total_b, active
         assert params.active / 1e9 == pytest.approx(active_b, rel=0.03)
 
 
+def test_nemotron_3_super_latent_moe_matches_nvidia_counts(catalog):
+    """LatentMoE: 512 experts work at the 1,024-wide latent, behind per-layer h->latent->h
+    projections; NVIDIA publishes 120.6B total and 12.7B active (embedding lookup included)."""
+    arch = architecture_from_config(config(catalog, "nemotron-3-super"))
+    params = count_params(arch)
+    assert arch.moe.latent_size == 1024 and arch.moe.shared_intermediate_size == 5376
+    assert params.total / 1e9 == pytest.approx(120.6, rel=0.01)
+    assert (params.active + params.embedding) / 1e9 == pytest.approx(12.7, rel=0.02)
+
+
+def test_float32_ssm_cache_doubles_the_mamba_state(catalog):
+    from inferplan.memory.kv_cache import state_bytes_per_layer
+
+    arch = architecture_from_config(config(catalog, "nemotron-3-super"))
+    m = arch.mamba
+    assert m.ssm_state_bytes == 4  # mamba_ssm_cache_dtype: float32
+    ssm = m.num_heads * m.head_dim * m.state_size
+    conv = (m.num_heads * m.head_dim + 2 * m.n_groups * m.state_size) * (m.conv_kernel - 1)
+    assert state_bytes_per_layer(arch, LayerKind.MAMBA) == ssm * 4 + conv * 2
+
+
 def test_deepseek_v3_is_mla_with_moe(catalog):
     arch = architecture_from_config(config(catalog, "deepseek-v3"))
     assert arch.layer_kinds == (LayerKind.MLA,) * 61

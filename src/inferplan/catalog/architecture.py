@@ -46,6 +46,8 @@ class MoeDims:
     expert_intermediate_size: int
     shared_intermediate_size: int  # total width of always-on shared experts (0 if none)
     moe_layers: tuple[bool, ...]  # True where the layer's MLP is a mixture of experts
+    latent_size: int | None = None  # LatentMoE: routed experts work at this width, behind a shared
+    # hidden -> latent projection and a latent -> hidden projection per MoE layer (Nemotron 3)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class MambaDims:
     state_size: int
     n_groups: int
     conv_kernel: int
+    ssm_state_bytes: int = 2  # per element of the SSM state (config mamba_ssm_cache_dtype float32: 4)
 
     @property
     def inner_size(self) -> int:

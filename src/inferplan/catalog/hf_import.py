@@ -120,13 +120,16 @@ def _moe(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
     top_k = _req_any(cfg, ("num_experts_per_tok", "experts_per_token", "moe_topk"), "a mixture of experts")
     expert_width = _first(cfg, "moe_intermediate_size", default=hidden_intermediate)
     shared = 0
-    if cfg.get("n_shared_experts"):
+    latent = int(cfg["moe_latent_size"]) if cfg.get("moe_latent_size") else None
+    if cfg.get("moe_shared_expert_intermediate_size"):  # Nemotron-H: the shared expert's own width
+        shared = int(cfg["moe_shared_expert_intermediate_size"]) * int(cfg.get("n_shared_experts") or 1)
+    elif cfg.get("n_shared_experts"):
         shared = int(cfg["n_shared_experts"]) * int(expert_width)
     elif cfg.get("shared_expert_intermediate_size"):
         shared = int(cfg["shared_expert_intermediate_size"])
     if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
         layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers)
+        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
     first_dense = int(cfg.get("first_k_dense_replace", 0))
     freq = int(_first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1))
     offset = int(cfg.get("expert_layer_offset", 0))
@@ -140,6 +143,7 @@ def _moe(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
         expert_intermediate_size=int(expert_width),
         shared_intermediate_size=shared,
         moe_layers=layers,
+        latent_size=latent,
     )
 
 
@@ -280,6 +284,7 @@ def architecture_from_config(raw: dict) -> Architecture:
             state_size=int(_req_any(cfg, ("ssm_state_size", "mamba_d_state", "state_size"), "a Mamba mixer")),
             n_groups=int(_first(cfg, "n_groups", "mamba_n_groups", default=1)),
             conv_kernel=int(_first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
+            ssm_state_bytes=4 if str(cfg.get("mamba_ssm_cache_dtype", "")) in ("float32", "fp32") else 2,
         )
     window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds else None
     return Architecture(

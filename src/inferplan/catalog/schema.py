@@ -269,6 +269,11 @@ class SpeedPoint(Frozen):
     output_tokens: int = Field(ge=0)
     concurrency: int | None = Field(None, ge=1)  # None: saturating load (max throughput)
     speculative_tokens: int = Field(0, ge=0)
+    max_num_seqs: int | None = Field(None, ge=1)  # the engine's running-batch cap, when the run states it
+    prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1)  # 1: decode-only timing after the prompts were cached
+    # False: the run turned CUDA graphs off (--enforce-eager), which the planner does not model; the
+    # point is still predicted and printed, but neither scored nor used for calibration
+    cuda_graphs: bool = True
     metric: SpeedMetric
     measured: Sourced
     split: Literal["fit", "holdout"] = "fit"  # fit: may calibrate constants; holdout: only scores them

@@ -110,7 +110,7 @@ def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> f
         groups = max(1, math.ceil(m.n_groups / tp))
         ssm = heads * m.head_dim * m.state_size
         conv = (heads * m.head_dim + 2 * groups * m.state_size) * (m.conv_kernel - 1)
-        return (ssm + conv) * STATE_BYTES_PER_ELEMENT
+        return ssm * m.ssm_state_bytes + conv * STATE_BYTES_PER_ELEMENT
     return 0.0
 
 

@@ -87,6 +87,22 @@ def _has_mlp(arch: Architecture, kind: LayerKind) -> bool:
     return True
 
 
+def _expert_params(arch: Architecture) -> int:
+    """One routed expert: its projections at the latent width under LatentMoE, else the hidden width."""
+    assert arch.moe is not None
+    width = arch.moe.latent_size or arch.hidden_size
+    return arch.mlp_projections * width * arch.moe.expert_intermediate_size
+
+
+def _always_on_moe_params(arch: Architecture) -> int:
+    """Per MoE layer, what every token passes through: the shared experts, and under LatentMoE the
+    hidden -> latent and latent -> hidden projections."""
+    assert arch.moe is not None
+    h = arch.hidden_size
+    latent = 2 * h * arch.moe.latent_size if arch.moe.latent_size else 0
+    return arch.mlp_projections * h * arch.moe.shared_intermediate_size + latent
+
+
 def count_params(arch: Architecture) -> ParamBreakdown:
     h = arch.hidden_size
     embedding = arch.vocab_size * h
@@ -97,10 +113,10 @@ def count_params(arch: Architecture) -> ParamBreakdown:
     moe_layers = arch.moe.moe_layers if arch.moe else (False,) * arch.num_layers
     for kind, is_moe in zip(arch.layer_kinds, moe_layers):
         if is_moe and arch.moe:
-            per_expert = gated * h * arch.moe.expert_intermediate_size
+            per_expert = _expert_params(arch)
             experts += arch.moe.num_experts * per_expert
             active += arch.moe.experts_per_token * per_expert
-            shared += gated * h * arch.moe.shared_intermediate_size
+            shared += _always_on_moe_params(arch)
             router += h * arch.moe.num_experts
         elif _has_mlp(arch, kind):
             dense += gated * h * arch.intermediate_size
@@ -110,11 +126,13 @@ def count_params(arch: Architecture) -> ParamBreakdown:
     mtp = 0
     if arch.mtp_layers:
         # a DeepSeek MTP module is one more decoder layer plus a 2h -> h projection and norms
+        # (Nemotron-H's MTP block is an attention layer and a MoE layer)
         last_moe = bool(arch.moe and arch.moe.moe_layers[-1])
-        layer = _attention_params(arch, arch.layer_kinds[-1]) + 2 * h * h + 4 * h
+        mixer = LayerKind.FULL if arch.model_type.startswith("nemotron_h") else arch.layer_kinds[-1]
+        layer = _attention_params(arch, mixer) + 2 * h * h + 4 * h
         if last_moe and arch.moe:
-            layer += (arch.moe.num_experts * gated * h * arch.moe.expert_intermediate_size
-                      + gated * h * arch.moe.shared_intermediate_size + h * arch.moe.num_experts)
+            layer += (arch.moe.num_experts * _expert_params(arch) + _always_on_moe_params(arch)
+                      + h * arch.moe.num_experts)
         mtp = arch.mtp_layers * layer
     return ParamBreakdown(
         embedding=embedding,

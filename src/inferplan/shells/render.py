@@ -190,8 +190,9 @@ def print_speed_validation(console: Console, v) -> None:
         table.add_column(col)
     for c in v.checks:
         pred = "—" if c.predicted is None else f"{c.predicted:,.1f}"
-        err = "—" if c.error is None else f"{c.error:+.0%}"
-        table.add_row(c.id, c.split, c.metric, f"{c.measured:,.1f}", pred, err, c.bound or (c.note or ""))
+        err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
+        table.add_row(c.id, c.split, c.metric, f"{c.measured:,.1f}", pred, err,
+                      c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
     for key, value in v.medians.items():
         console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")

@@ -63,7 +63,7 @@ def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared]
     """Speed points and profile points of ``split``, each with its planned context."""
     ready, skipped = [], []
     for point in catalog.speed_points:
-        if split and point.split != split:
+        if (split and point.split != split) or not point.cuda_graphs:  # eager runs: not modelled
             continue
         try:
             d, w = scenario(point)

@@ -4,7 +4,9 @@ Every speed point in the catalogue is planned with the same deployment and workl
 predicted metric compared with the measured one. Points are split into ``fit`` (may calibrate
 constants) and ``holdout`` (only scored); medians are reported for each split and by kind
 (single-stream decode, prefill, serving throughput). Points the model cannot plan (does not fit,
-unknown architecture) are reported with the reason, never dropped silently.
+unknown architecture) are reported with the reason, never dropped silently. Points measured with
+CUDA graphs off are predicted and printed with their error but not scored: the planner models
+graph-mode serving only (``NOT_MODELLED``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class SpeedCheck(BaseModel):
     error: float | None  # (predicted − measured) / measured
     bound: str | None
     note: str | None  # why it could not be predicted, or the point's first caveat
+    scored: bool = True  # False: a configuration the planner does not model (shown with its error)
 
 
 class SpeedValidation(BaseModel):
@@ -53,18 +56,21 @@ class SpeedValidation(BaseModel):
     worst: dict[str, float]
 
 
+NOT_MODELLED = "CUDA graphs off (--enforce-eager): the planner models graph-mode serving, so this point is shown, not scored"
+
+
 def scenario(point: SpeedPoint) -> tuple[Deployment, Workload]:
     i, o = max(point.input_tokens, 1), max(point.output_tokens, 1)
     d = Deployment(
         model=point.model, gpu=point.accelerator, gpus=point.gpus,
         tensor_parallel_size=point.tensor_parallel_size, pipeline_parallel_size=point.pipeline_parallel_size,
         engine=point.engine, quantization=point.quantization, kv_cache_dtype=point.kv_cache_dtype,
-        max_model_len=max(i + o, 256),
+        max_model_len=max(i + o, 256), max_num_seqs=point.max_num_seqs,
     )
     generation_only = point.metric is SpeedMetric.DECODE_TOKENS_PER_S_TOTAL
     w = Workload(input_len=i, output_len=o, concurrency=point.concurrency or "max",
                  speculative_tokens=point.speculative_tokens, backend=point.backend,
-                 prefix_cache_hit_rate=1.0 if generation_only else 0.0)  # no prefill work inside the timed phase
+                 prefix_cache_hit_rate=1.0 if generation_only else point.prefix_cache_hit_rate)  # 1.0: no prefill in the timed phase
     return d, w
 
 
@@ -92,14 +98,15 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     except InferplanError as exc:
         return SpeedCheck(**base, predicted=None, error=None, bound=None, note=exc.describe())
     predicted = metric_value(point, est)
+    note = NOT_MODELLED if not point.cuda_graphs else (point.caveats[0] if point.caveats else None)
     return SpeedCheck(**base, predicted=predicted, error=(predicted - measured) / measured, bound=est.bound,
-                      note=point.caveats[0] if point.caveats else None)
+                      note=note, scored=point.cuda_graphs)
 
 
 def summarise(checks: tuple[SpeedCheck, ...]) -> tuple[dict[str, float], dict[str, float]]:
     groups: dict[str, list[float]] = {}
     for c in checks:
-        if c.error is None:
+        if c.error is None or not c.scored:
             continue
         for key in (f"{c.kind}/{c.split}", f"all/{c.split}", f"{c.kind}/all", "all/all"):
             groups.setdefault(key, []).append(abs(c.error))
