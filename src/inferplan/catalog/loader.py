@@ -63,9 +63,13 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
 }
 
 
+_SEPARATORS = re.compile(r"[\s\-_.]+")
+
+
+@functools.lru_cache(maxsize=4096)
 def normalise_name(name: str) -> str:
     """Lower case, no spaces, hyphens, underscores or dots: 'RTX 4090' == 'rtx-4090'."""
-    return re.sub(r"[\s\-_.]+", "", name.strip().lower())
+    return _SEPARATORS.sub("", name.strip().lower())
 
 
 @dataclass(frozen=True)
@@ -88,8 +92,16 @@ class Registry(Generic[T]):
         """Records whose id, name or an alias is ``name`` (normalised)."""
         if name in self.records:
             return [self.records[name]]
-        wanted = normalise_name(name)
-        return [r for r in self.records.values() if wanted in _names(r)]
+        return list(self._by_name.get(normalise_name(name), ()))
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, tuple[T, ...]]:
+        """Normalised id, name and aliases -> records, built once per registry."""
+        built: dict[str, list[T]] = {}
+        for r in self.records.values():
+            for n in _names(r):
+                built.setdefault(n, []).append(r)
+        return {n: tuple(rs) for n, rs in built.items()}
 
     def get(self, name: str, *, field_name: str, error: type[Exception]) -> T:
         """Resolve an id or alias; an ambiguous or unknown name raises with the candidates."""

@@ -14,6 +14,7 @@ splits layers; the busiest stage (most layers) sets the per-GPU figure.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -114,6 +115,7 @@ def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> f
     return 0.0
 
 
+@functools.lru_cache(maxsize=1024)  # pure in its (hashable, frozen) arguments; a frontier asks the same layout often
 def kv_layout(
     arch: Architecture,
     *,

@@ -6,6 +6,7 @@ routers) at 16 bits, and because tensor/expert parallelism shards them different
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
@@ -103,6 +104,7 @@ def _always_on_moe_params(arch: Architecture) -> int:
     return arch.mlp_projections * h * arch.moe.shared_intermediate_size + latent
 
 
+@functools.lru_cache(maxsize=256)  # pure in a frozen architecture
 def count_params(arch: Architecture) -> ParamBreakdown:
     h = arch.hidden_size
     embedding = arch.vocab_size * h
