@@ -66,6 +66,15 @@ def test_float32_ssm_cache_doubles_the_mamba_state(catalog):
     assert state_bytes_per_layer(arch, LayerKind.MAMBA) == ssm * 4 + conv * 2
 
 
+def test_deepseek_v32_counts_its_indexers(catalog):
+    """DSA adds a lightning indexer to every MLA layer; with the MTP layer the count matches the
+    685.4B parameters a public inventory of the checkpoint's tensors gives (within 0.5 %)."""
+    arch = architecture_from_config(config(catalog, "deepseek-v3.2"))
+    assert arch.dsa.index_topk == 2048 and arch.dsa.index_n_heads == 64 and arch.dsa.index_head_dim == 128
+    params = count_params(arch)
+    assert (params.total + params.mtp) / 1e9 == pytest.approx(685.4, rel=0.005)
+
+
 def test_deepseek_v3_is_mla_with_moe(catalog):
     arch = architecture_from_config(config(catalog, "deepseek-v3"))
     assert arch.layer_kinds == (LayerKind.MLA,) * 61

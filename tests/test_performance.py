@@ -170,3 +170,21 @@ def test_llamacpp_reaches_a_smaller_share_of_hbm_bandwidth_than_of_gddr():
     hbm = rates_for(CATALOG, CATALOG.accelerator("a100-80gb"), q, "llamacpp", "cuda")
     gddr = rates_for(CATALOG, CATALOG.accelerator("rtx-4090"), q, "llamacpp", "cuda")
     assert hbm.bandwidth_efficiency < gddr.bandwidth_efficiency
+
+
+def test_sparse_attention_reads_only_the_selected_tokens_latent():
+    """DeepSeek-V3.2 (DSA) stores every token's latent but a decode step reads the latent of at most
+    index_topk tokens (plus every token's small indexer key): past 2,048 tokens its KV read grows
+    far more slowly than V3's, and its attention FLOPs stop growing except for the indexer."""
+    def work_and_layout(model):
+        ctx = _Context(CATALOG, Deployment(model=model, gpu="h200-sxm", gpus=8, tensor_parallel_size=8,
+                                           quantization="fp8-block", max_model_len=65536),
+                       Workload(input_len=60000, output_len=1000))
+        return ctx.work, ctx.mp.layout
+
+    w32, l32 = work_and_layout("deepseek-v3.2")
+    w3, l3 = work_and_layout("deepseek-v3")
+    assert l32.sequence_bytes_per_gpu(60000) > l3.sequence_bytes_per_gpu(60000)  # indexer keys are stored too
+    assert l32.read_bytes_per_gpu(60000) < 0.3 * l3.read_bytes_per_gpu(60000)
+    assert l32.read_bytes_per_gpu(1000) == l32.sequence_bytes_per_gpu(1000)  # below top-k nothing is skipped
+    assert w32.attention_flops_per_gpu(1, 60000, prefill=False) < 0.3 * w3.attention_flops_per_gpu(1, 60000, prefill=False)

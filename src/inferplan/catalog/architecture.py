@@ -40,6 +40,16 @@ class MlaDims:
 
 
 @dataclass(frozen=True)
+class DsaDims:
+    """DeepSeek Sparse Attention: a lightning indexer (its own small key cache per layer) picks the
+    ``index_topk`` cached tokens each query attends to."""
+
+    index_n_heads: int
+    index_head_dim: int
+    index_topk: int
+
+
+@dataclass(frozen=True)
 class MoeDims:
     num_experts: int
     experts_per_token: int
@@ -103,6 +113,7 @@ class Architecture:
     torch_dtype: str = "bfloat16"
     sliding_window: int | None = None
     mla: MlaDims | None = None
+    dsa: DsaDims | None = None  # sparse attention on the MLA layers (DeepSeek-V3.2, GLM-5)
     moe: MoeDims | None = None
     linear: LinearAttnDims | None = None
     mamba: MambaDims | None = None

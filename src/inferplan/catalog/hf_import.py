@@ -17,6 +17,7 @@ from typing import Any
 
 from inferplan.catalog.architecture import (
     Architecture,
+    DsaDims,
     LayerKind,
     LinearAttnDims,
     MambaDims,
@@ -260,6 +261,13 @@ def architecture_from_config(raw: dict) -> Architecture:
             v_head_dim=int(_req(cfg, "v_head_dim", "multi-head latent attention")),
             q_lora_rank=int(cfg["q_lora_rank"]) if cfg.get("q_lora_rank") else None,
         )
+    dsa = None
+    if mla is not None and cfg.get("index_topk"):
+        dsa = DsaDims(
+            index_n_heads=int(_req(cfg, "index_n_heads", "DeepSeek sparse attention")),
+            index_head_dim=int(_req(cfg, "index_head_dim", "DeepSeek sparse attention")),
+            index_topk=int(cfg["index_topk"]),
+        )
     linear = None
     if LayerKind.LINEAR in kinds:
         linear = LinearAttnDims(
@@ -302,6 +310,7 @@ def architecture_from_config(raw: dict) -> Architecture:
         torch_dtype=str(_first(cfg, "torch_dtype", "dtype", default=raw.get("torch_dtype", "bfloat16"))),
         sliding_window=int(window) if window else None,
         mla=mla,
+        dsa=dsa,
         moe=_moe(cfg, n_layers, intermediate),
         linear=linear,
         mamba=mamba,

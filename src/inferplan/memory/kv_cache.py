@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from inferplan.catalog.architecture import Architecture, LayerKind
 
 STATE_BYTES_PER_ELEMENT = 2  # recurrent (Mamba / linear-attention) state kept at 16 bits
+INDEXER_KEY_BYTES = 1  # DSA indexer keys are FP8
+INDEXER_SCALE_BLOCK = 128  # one FP32 scale per 128 key values
 
 
 @dataclass(frozen=True)
 class KvLayout:
     """KV geometry of one engine instance (``tp × pp`` GPUs) at a KV dtype."""
 
-    growing_bytes_per_token_per_gpu: float  # full-attention and MLA layers: grow with context
+    growing_bytes_per_token_per_gpu: float  # full-attention and MLA layers (+ DSA indexer keys): grow with context
     window_bytes_per_token_per_gpu: float  # sliding-window layers: capped at the window
     state_bytes_per_seq_per_gpu: float  # linear-attention / Mamba state
     growing_bytes_per_token: float  # the same, summed over the instance's GPUs
@@ -36,6 +38,10 @@ class KvLayout:
     window_tokens: int | None
     residual_tokens: int  # KIVI: recent tokens kept at 16 bits
     residual_extra_bytes_per_token_per_gpu: float
+    # DSA: the part of growing_bytes_per_token_per_gpu (the MLA latent) a decode step reads only for
+    # the top-k tokens the indexer selects; stored for every token all the same
+    sparse_bytes_per_token_per_gpu: float = 0.0
+    sparse_topk: int | None = None
 
     @property
     def bytes_per_token(self) -> float:
@@ -61,6 +67,12 @@ class KvLayout:
             + self.state_bytes_per_seq_per_gpu
             + residual
         )
+
+    def read_bytes_per_gpu(self, tokens: int) -> float:
+        """Cache bytes one decode step reads for a sequence of ``tokens``: everything it holds,
+        except that sparse attention reads the latent of only its top-k tokens."""
+        skipped = max(tokens - self.sparse_topk, 0) * self.sparse_bytes_per_token_per_gpu if self.sparse_topk else 0.0
+        return self.sequence_bytes_per_gpu(tokens) - skipped
 
     def max_tokens_per_sequence(self, budget_bytes_per_gpu: float, sequences: int, block_tokens: int = 1) -> int:
         """Largest context each of ``sequences`` concurrent sequences can have in the budget."""
@@ -90,8 +102,17 @@ def kv_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: f
         return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8
     if kind is LayerKind.MLA:
         assert arch.mla is not None
-        return (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kv_bits / 8
+        return (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kv_bits / 8 + indexer_bytes_per_token_per_layer(arch)
     return 0.0
+
+
+def indexer_bytes_per_token_per_layer(arch: Architecture) -> float:
+    """DSA indexer keys: FP8 whatever the KV dtype, plus one FP32 scale per 128 values (vLLM's
+    DeepseekV32IndexerCache and SGLang's NSA pool both store 132 bytes for a 128-wide key)."""
+    if arch.dsa is None:
+        return 0.0
+    d = arch.dsa.index_head_dim
+    return d * INDEXER_KEY_BYTES + math.ceil(d / INDEXER_SCALE_BLOCK) * 4
 
 
 def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> float:
@@ -148,6 +169,11 @@ def kv_layout(
         residual_extra_bytes_per_token_per_gpu=(
             per_gpu(busiest, attn, residual_bits) - per_gpu(busiest, attn) if residual_tokens else 0.0
         ),
+        sparse_bytes_per_token_per_gpu=(
+            per_gpu(busiest, (LayerKind.MLA,)) - sum(k is LayerKind.MLA for k in busiest) * indexer_bytes_per_token_per_layer(arch)
+            if arch.dsa else 0.0
+        ),
+        sparse_topk=arch.dsa.index_topk if arch.dsa else None,
     )
 
 

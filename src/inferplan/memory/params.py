@@ -62,7 +62,7 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv_b = m.kv_lora_rank * arch.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
         o = arch.num_attention_heads * m.v_head_dim * h
-        return q + kv_a + kv_b + o
+        return q + kv_a + kv_b + o + _indexer_params(arch)
     if kind is LayerKind.LINEAR:
         d = arch.linear
         assert d is not None
@@ -78,6 +78,16 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         in_proj = h * (m.inner_size + conv_dim + m.num_heads)
         return in_proj + conv_dim * m.conv_kernel + m.inner_size * h + m.inner_size + 3 * m.num_heads
     return 0
+
+
+def _indexer_params(arch: Architecture) -> int:
+    """DSA lightning indexer of one layer: query projection from the q latent, one key head, its
+    norm, and per-head weights."""
+    if arch.dsa is None or arch.mla is None:
+        return 0
+    d, n, h = arch.dsa.index_head_dim, arch.dsa.index_n_heads, arch.hidden_size
+    q_in = arch.mla.q_lora_rank or h
+    return q_in * n * d + h * d + 2 * d + h * n
 
 
 def _has_mlp(arch: Architecture, kind: LayerKind) -> bool:

@@ -68,7 +68,7 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     """One decode iteration for ``batch`` sequences at mean ``context`` (optionally verifying
     ``tokens_per_seq`` speculative tokens each, and fusing ``prefill_tokens`` of chunked prefill)."""
     tokens = batch * tokens_per_seq
-    kv_bytes = batch * layout.sequence_bytes_per_gpu(int(context), 1)
+    kv_bytes = batch * layout.read_bytes_per_gpu(int(context))
     weight_bytes = work.weights_read_per_gpu(tokens + prefill_tokens) + work.activation_bytes_per_gpu(tokens + prefill_tokens)
     flops = (
         work.linear_flops_per_gpu(tokens + prefill_tokens, tokens)

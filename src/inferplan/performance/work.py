@@ -35,6 +35,9 @@ class ModelWork:
     attn_prefill_flops_per_token_ctx: float  # the same for prefill (MLA not absorbed)
     window_flops_per_token_ctx: float  # sliding-window layers, per unit of capped context
     window_tokens: int | None
+    sparse_flops_per_token_ctx: float = 0.0  # DSA layers' attention (decode), over at most sparse_topk tokens
+    sparse_prefill_flops_per_token_ctx: float = 0.0
+    sparse_topk: int | None = None
     moe_dispatch_bytes_per_token: float = 0.0  # activation copies MoE routing moves per token (this GPU)
     expert_parallel: int = 1  # GPUs the experts are spread over with --enable-expert-parallel
     moe_layers: int = 0
@@ -58,12 +61,26 @@ class ModelWork:
     def attention_flops_per_gpu(self, tokens: float, context: float, *, prefill: bool) -> float:
         per_ctx = self.attn_prefill_flops_per_token_ctx if prefill else self.attn_flops_per_token_ctx
         window_ctx = min(context, self.window_tokens) if self.window_tokens else 0.0
-        return tokens * (per_ctx * context + self.window_flops_per_token_ctx * window_ctx) / self.tp
+        sparse = self.sparse_prefill_flops_per_token_ctx if prefill else self.sparse_flops_per_token_ctx
+        sparse_ctx = min(context, self.sparse_topk) if self.sparse_topk else 0.0
+        return tokens * (per_ctx * context + self.window_flops_per_token_ctx * window_ctx + sparse * sparse_ctx) / self.tp
 
 
-def _attention_coefficients(arch: Architecture) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class _AttentionCoefficients:
+    decode_full: float = 0.0  # FLOPs per token per unit of context
+    prefill_full: float = 0.0
+    window: float = 0.0  # sliding layers, per unit of capped context
+    decode_sparse: float = 0.0  # DSA layers, per selected token (at most index_topk)
+    prefill_sparse: float = 0.0
+
+
+def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
+    """Attention FLOPs per token per unit of context, by how the context is capped. Under DSA the
+    MLA attention sees at most the indexer's top-k tokens, while the indexer itself scores every
+    cached token (``2 · index_heads · index_head_dim`` FLOPs each)."""
     heads, d = arch.num_attention_heads, arch.head_dim
-    full = decode_full = window = 0.0
+    full = decode_full = window = decode_sparse = prefill_sparse = 0.0
     for kind in arch.layer_kinds:
         if kind is LayerKind.FULL:
             full += 4 * heads * d
@@ -72,9 +89,18 @@ def _attention_coefficients(arch: Architecture) -> tuple[float, float, float]:
             window += 4 * heads * d
         elif kind is LayerKind.MLA and arch.mla:
             m = arch.mla
-            full += 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + 2 * heads * m.v_head_dim
-            decode_full += 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
-    return decode_full, full, window
+            prefill = 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + 2 * heads * m.v_head_dim
+            decode = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+            if arch.dsa:
+                indexer = 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim
+                full += indexer
+                decode_full += indexer
+                prefill_sparse += prefill
+                decode_sparse += decode
+            else:
+                full += prefill
+                decode_full += decode
+    return _AttentionCoefficients(decode_full, full, window, decode_sparse, prefill_sparse)
 
 
 def model_work(mp: MemoryPlan) -> ModelWork:
@@ -111,7 +137,7 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     if moe is not None and not mp.spec.architecture_is_proxy:
         per_layer = moe.experts_per_token * (4 * arch.hidden_size + 3 * moe.expert_intermediate_size) * 2  # 16-bit
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
-    decode_full, prefill_full, window = _attention_coefficients(arch) if arch else (0.0, 0.0, 0.0)
+    coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
     return ModelWork(
         active_params=active,
         lm_head_params=lm_head,
@@ -123,10 +149,13 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         num_layers=arch.num_layers if arch else 60,
         tp=tp,
         pp=pp,
-        attn_flops_per_token_ctx=decode_full / pp,
-        attn_prefill_flops_per_token_ctx=prefill_full / pp,
-        window_flops_per_token_ctx=window / pp,
+        attn_flops_per_token_ctx=coef.decode_full / pp,
+        attn_prefill_flops_per_token_ctx=coef.prefill_full / pp,
+        window_flops_per_token_ctx=coef.window / pp,
         window_tokens=arch.sliding_window if arch else None,
+        sparse_flops_per_token_ctx=coef.decode_sparse / pp,
+        sparse_prefill_flops_per_token_ctx=coef.prefill_sparse / pp,
+        sparse_topk=arch.dsa.index_topk if arch and arch.dsa else None,
         moe_dispatch_bytes_per_token=dispatch,
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,

@@ -68,6 +68,8 @@ def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared]
         try:
             d, w = scenario(point)
             ctx = _Context(catalog, d, w)
+            if point.concurrency and point.concurrency > ctx.max_concurrency():
+                raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
         except InferplanError as exc:
             skipped.append((point.id, exc.describe()))
             continue
