@@ -136,6 +136,15 @@ def test_validate_speed_prints_medians():
     assert r.exit_code == 0 and "decode/all" in r.output
 
 
+def test_validate_speed_can_show_only_the_worst_rows_of_a_kind():
+    r = invoke("validate", "--speed", "--kind", "throughput", "--worst", "3")
+    assert r.exit_code == 0, r.output
+    assert "3 largest errors" in r.output and "decode/all" in r.output  # medians still over every point
+    assert "decode_tokens_per_s_per_user" not in r.output
+    bad = invoke("validate", "--speed", "--kind", "latency")
+    assert bad.exit_code == 2 and "--kind" in bad.output and "throughput" in bad.output
+
+
 def test_plan_json_and_report(tmp_path):
     example = Path(__file__).resolve().parents[1] / "examples" / "coding-developers-b200.yaml"
     r = invoke("plan", str(example), "--json", "--draws", "500", "--report", str(tmp_path / "r.html"))

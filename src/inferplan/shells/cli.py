@@ -210,16 +210,23 @@ def fits_cmd(
         console.print(render.fits_table(matrix))
 
 
+SPEED_KINDS = ("decode", "prefill", "throughput", "profile")
+
+
 @app.command("validate")
 def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
+    kind: str = typer.Option(None, "--kind", help="Speed rows of one kind only: decode | prefill | throughput | profile (medians stay over all points)."),
+    worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed rows with the largest error (medians stay over all points)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Compare predictions with the measured points shipped in the catalogue."""
     from inferplan.validation.memory import validate_memory
     from inferplan.validation.speed import validate_speed
 
+    if kind is not None and kind not in SPEED_KINDS:
+        fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(SPEED_KINDS)})")
     both = not (memory or speed)
     results = {}
     if memory or both:
@@ -232,7 +239,7 @@ def validate_cmd(
     if "memory" in results:
         render.print_memory_validation(console, results["memory"])
     if "speed" in results:
-        render.print_speed_validation(console, results["speed"])
+        render.print_speed_validation(console, results["speed"], kind=kind, worst=worst)
 
 
 def _workload(**kwargs):

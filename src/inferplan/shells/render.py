@@ -184,11 +184,15 @@ def print_frontier(console: Console, f) -> None:
     console.print(table)
 
 
-def print_speed_validation(console: Console, v) -> None:
-    table = Table(title="speed: predicted vs measured")
+def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None) -> None:
+    rows = [c for c in v.checks if kind is None or c.kind == kind]
+    if worst:
+        rows = sorted((c for c in rows if c.error is not None), key=lambda c: abs(c.error), reverse=True)[:worst]
+    title = "speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {worst} largest errors" if worst else "")
+    table = Table(title=title)
     for col in ("point", "split", "metric", "measured", "predicted", "error", "bound"):
         table.add_column(col)
-    for c in v.checks:
+    for c in rows:
         pred = "—" if c.predicted is None else f"{c.predicted:,.1f}"
         err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
         table.add_row(c.id, c.split, c.metric, f"{c.measured:,.1f}", pred, err,
