@@ -188,3 +188,15 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     assert l32.read_bytes_per_gpu(60000) < 0.3 * l3.read_bytes_per_gpu(60000)
     assert l32.read_bytes_per_gpu(1000) == l32.sequence_bytes_per_gpu(1000)  # below top-k nothing is skipped
     assert w32.attention_flops_per_gpu(1, 60000, prefill=False) < 0.3 * w3.attention_flops_per_gpu(1, 60000, prefill=False)
+
+
+@pytest.mark.parametrize(("engine", "gpu", "family"), [
+    ("sglang", "mi300x", "sglang-rocm"), ("sglang", "mi325x", "sglang-rocm"),
+    ("sglang", "mi355x", "sglang-rocm-cdna4"), ("sglang", "mi350x", "sglang-rocm-cdna4"),
+    ("vllm", "mi355x", "vllm-rocm"), ("sglang", "b200", "sglang"),
+])
+def test_serving_engine_family_follows_the_software_stack(engine, gpu, family):
+    from inferplan.performance.rates import engine_key
+
+    a = CATALOG.accelerator(gpu)
+    assert engine_key(engine, None, a.software.value, a.form_factor, a.memory_type, a.architecture) == family

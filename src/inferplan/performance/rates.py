@@ -76,7 +76,7 @@ def peak_flops(accel: Accelerator, dtype: str) -> float:
 
 
 def engine_key(engine: str, backend: str | None, software: str = "cuda", form_factor: str = "consumer",
-               memory_type: str = "GDDR6") -> str:
+               memory_type: str = "GDDR6", architecture: str = "") -> str:
     """Calibration family: llama.cpp by back end, and on CUDA by GPU class. Its kernels are tuned on
     GeForce cards; on HBM parts its batch-1 kernels keep too few bytes in flight to approach the
     peak (``-hbm``), and on other data-centre and SoC parts (L40S, GB10) the prompt kernels reach a
@@ -87,6 +87,8 @@ def engine_key(engine: str, backend: str | None, software: str = "cuda", form_fa
         if backend == "cuda" and form_factor not in CONSUMER_FORM_FACTORS:
             return "llamacpp-cuda-dc"
         return f"{engine}-{backend}" if backend else engine
+    if engine == "sglang" and software == "rocm" and architecture not in ("cdna3", ""):
+        return "sglang-rocm-cdna4"  # MI350/MI355-class: FP4/FP8 AITER kernels a generation apart from CDNA3's
     return engine if software in ("cuda", "metal") else f"{engine}-{software}"
 
 
@@ -98,7 +100,7 @@ def default_backend(engine: str, accel: Accelerator) -> str | None:
 
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None) -> Rates:
     dtype, note = compute_dtype(accel, quant, engine)
-    key = engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type)
+    key = engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
     link = accel.scale_up
     if link is None or link.link == "none":
         link_bw, latency = 0.0, catalog.constant("allreduce-latency-s-pcie")

@@ -26,7 +26,7 @@ from inferplan.performance.serving import ServingEstimate, _Context, _concurrenc
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
 
 MIN_POINTS = 10  # two fit points per constant at least; fewer take the pooled fit
-FAMILIES = ("vllm", "sglang", "trtllm", "vllm-rocm", "sglang-rocm", "llamacpp", "llamacpp-cuda", "llamacpp-cuda-dc", "llamacpp-cuda-hbm",
+FAMILIES = ("vllm", "sglang", "trtllm", "vllm-rocm", "sglang-rocm", "sglang-rocm-cdna4", "llamacpp", "llamacpp-cuda", "llamacpp-cuda-dc", "llamacpp-cuda-hbm",
             "llamacpp-metal", "llamacpp-vulkan", "llamacpp-rocm", "mlx")
 BOUNDS = {
     "bandwidth_efficiency": (0.2, 0.92),  # STREAM-like tests reach ~90% of peak HBM/GDDR bandwidth
@@ -56,7 +56,7 @@ class Prepared:
 
 def _family(ctx: _Context, engine: str, backend: str | None) -> str:
     accel = ctx.mp.accelerator
-    return engine_key(engine, backend or default_backend(engine, accel), accel.software.value, accel.form_factor, accel.memory_type)
+    return engine_key(engine, backend or default_backend(engine, accel), accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
 
 
 def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared], list[tuple[str, str]]]:
