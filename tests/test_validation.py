@@ -37,8 +37,17 @@ def test_shipped_constants_equal_the_fit(catalog):
 # Scored single-stream decode points worse than 30 %, each explained in docs/speed.md. A new miss
 # fails the test; a fixed one can leave the list.
 KNOWN_DECODE_MISSES = {
-    "s-lcpp-metal-m1max-llama3-8b-q4km-tg-xd24": "one M1 Max's Q4_K_M rows run ~30% below the same chip's Q4_0/F16 rows",
-    "s-lcpp-metal-m1max-llama3-70b-q4km-tg-xd24": "same machine and format as above",
+    # Apple M1 Max, 4-bit weights in 2024-26 software: 30-130 % slower than the same chip's #4167 rows
+    # and every other Apple chip imply (llama.cpp Q4_K_M, MLX 4-bit); cause not known
+    "s-lcpp-metal-m1max-llama3-8b-q4km-tg-xd24": "M1 Max, llama.cpp Q4_K_M",
+    "s-lcpp-metal-m1max-llama3-70b-q4km-tg-xd24": "M1 Max, llama.cpp Q4_K_M",
+    "s-mlx-m1max-llama-3.1-8b-q4-tg-vllmmlx": "M1 Max, MLX 4-bit behind a server",
+    "s-mlx-m1max-mistral-7b-q4-tg-vllmmlx": "M1 Max, MLX 4-bit behind a server",
+    "s-mlx-m1max-qwen3-30b-a3b-q4-tg-vllmmlx": "M1 Max, MLX 4-bit MoE behind a server",
+    # the figure is end to end (prompt processing and server overhead included)
+    "s-mlx-m4-qwen2.5-7b-q4-tg-mlxis": "MacBook Air M4, end-to-end tokens/s",
+    # a 0.6B model decodes in ~2 ms: the per-step overhead fitted on larger models is too large
+    "s-mlx-m4max-qwen3-0.6b-q8-tg-vllmmlx": "Qwen3-0.6B, overhead-bound",
 }
 
 
@@ -47,7 +56,7 @@ def test_speed_validation_medians_hold(catalog):
 
     v = validate_speed(catalog)
     scored = [c for c in v.checks if c.error is not None and c.scored]
-    assert len(v.checks) >= 410 and len(scored) >= 396  # every point reported; unplannable ones say why
+    assert len(v.checks) >= 447 and len(scored) >= 433  # every point reported; unplannable ones say why
     assert v.medians["decode/all"] < 0.10  # target: single-stream decode within 10% median
     # ... and no scored single-stream point worse than 30%, except the misses docs/speed.md explains
     beyond = {c.id for c in scored if c.kind == "decode" and abs(c.error) > 0.30}
