@@ -175,9 +175,13 @@ class Catalog:
         return self.calibration.records[constant_id].value
 
 
+# libyaml's safe loader when PyYAML was built with it (same safe constructors, ~5x faster)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path.name}: not valid YAML: {exc}", field=str(path)) from exc
     if not isinstance(data, dict):
