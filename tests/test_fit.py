@@ -108,6 +108,10 @@ def test_sglang_reserves_less_for_kv_than_full_memory():
         (dict(model="llama-3.1-8b", gpu="H100", quantization="q9_z"), Exception, "--quantization"),
         (dict(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp3"), Exception, "--kv-cache-dtype"),
         (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "--engine"),
+        (dict(model="qwen3-8b", gpu="H100", quantization="mlx-4bit", engine="vllm"), InvalidScenarioError, "--quantization"),
+        (dict(model="llama-3.1-8b", gpu="RTX 4090", quantization="fp8", engine="llamacpp"), InvalidScenarioError, "--quantization"),
+        # no --quantization: DeepSeek-V3's native FP8 checkpoint is not something llama.cpp loads
+        (dict(model="deepseek-v3", gpu="M3 Ultra", engine="llamacpp"), InvalidScenarioError, "--quantization"),
     ],
 )
 def test_bad_input_names_the_field(kwargs, error, field):
@@ -138,3 +142,9 @@ def test_ambiguous_gpu_lists_candidates():
     with pytest.raises(AmbiguousNameError) as exc:
         run(model="llama-3.1-8b", gpu="RTX")
     assert "rtx-4090" in exc.value.allowed
+
+
+def test_engine_format_error_lists_what_the_engine_loads():
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="qwen3-8b", gpu="H100", quantization="gguf-q4_k_m", engine="sglang")
+    assert "gguf-q4_k_m" in str(exc.value) and "fp8" in exc.value.allowed and "gguf" not in exc.value.allowed

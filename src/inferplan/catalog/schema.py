@@ -169,6 +169,7 @@ class Quantization(Frozen):
     native_format: str | None = None  # the accelerator format that runs it natively (fp8, nvfp4 ...)
     fallback_compute: str = "bf16"  # compute dtype when the hardware lacks the native format
     quantizes_embeddings: bool = False  # GGUF quantizes token embeddings; most GPU formats do not
+    engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     notes: tuple[str, ...] = ()
 
 

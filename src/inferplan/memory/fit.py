@@ -131,8 +131,14 @@ def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accel
             f"{accel.name} has no native {quant.native_format}: {quant.id} weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
-    if quant.id.startswith("gguf") and d.engine != "llamacpp":
-        notes.append(f"{quant.id} is a llama.cpp format; other engines load GGUF only partially")
+    if quant.engines and d.engine not in quant.engines:
+        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or d.engine in q.engines)
+        chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
+        raise InvalidScenarioError(
+            f"{d.engine} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
+            field="--quantization",
+            allowed=loadable,
+        )
     return quant, notes
 
 
