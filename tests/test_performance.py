@@ -187,7 +187,11 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     assert l32.sequence_bytes_per_gpu(60000) > l3.sequence_bytes_per_gpu(60000)  # indexer keys are stored too
     assert l32.read_bytes_per_gpu(60000) < 0.3 * l3.read_bytes_per_gpu(60000)
     assert l32.read_bytes_per_gpu(1000) == l32.sequence_bytes_per_gpu(1000)  # below top-k nothing is skipped
-    assert w32.attention_flops_per_gpu(1, 60000, prefill=False) < 0.3 * w3.attention_flops_per_gpu(1, 60000, prefill=False)
+    # at TP 8 the MLA part is split 8 ways but the indexer is replicated on every rank (vLLM and SGLang
+    # build it from ReplicatedLinear layers), so V3.2's attention work per GPU is about half of V3's
+    ratio = w32.attention_flops_per_gpu(1, 60000, prefill=False) / w3.attention_flops_per_gpu(1, 60000, prefill=False)
+    assert 0.3 < ratio < 0.6
+    assert w32.indexer_flops_per_token_ctx > 0 and w3.indexer_flops_per_token_ctx == 0
 
 
 @pytest.mark.parametrize(("engine", "gpu", "family"), [

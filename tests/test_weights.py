@@ -40,3 +40,12 @@ def test_checkpoint_split_keeps_bf16_attention_out_of_the_experts():
     assert w.method == "checkpoint size"
     assert w.expert_bytes == pytest.approx(params.experts * 4.25 / 8, rel=0.02)
     assert w.embedding_bytes == pytest.approx(params.embedding * 2, rel=0.02)
+
+
+def test_dsa_indexers_are_kept_whole_on_every_tensor_parallel_rank():
+    """DeepSeek-V3.2's indexers (0.85B parameters) are replicated, not sharded, by vLLM and SGLang."""
+    spec = resolve_model(CATALOG, "deepseek-v3.2")
+    params = count_params(spec.architecture)
+    w = weight_bytes(spec, CATALOG.quantization("fp8-block"))
+    assert params.indexer / 1e9 == pytest.approx(0.85, rel=0.05)
+    assert w.replicated_bytes > params.indexer * 0.9  # about a byte per parameter in the FP8 checkpoint

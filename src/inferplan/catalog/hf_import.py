@@ -123,7 +123,8 @@ def _moe(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
     shared = 0
     latent = int(cfg["moe_latent_size"]) if cfg.get("moe_latent_size") else None
     if cfg.get("moe_shared_expert_intermediate_size"):  # Nemotron-H: the shared expert's own width
-        shared = int(cfg["moe_shared_expert_intermediate_size"]) * int(cfg.get("n_shared_experts") or 1)
+        n_shared = cfg.get("n_shared_experts")
+        shared = int(cfg["moe_shared_expert_intermediate_size"]) * (1 if n_shared is None else int(n_shared))
     elif cfg.get("n_shared_experts"):
         shared = int(cfg["n_shared_experts"]) * int(expert_width)
     elif cfg.get("shared_expert_intermediate_size"):

@@ -122,7 +122,7 @@ def _parallel(d: Deployment, gpus: int) -> ParallelPlan:
     )
 
 
-def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator) -> tuple[Quantization, list[str]]:
+def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
     name = d.quantization or spec.native_quantization or "bf16"
     quant = catalog.quantization(name)
     notes = []
@@ -131,11 +131,11 @@ def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accel
             f"{accel.name} has no native {quant.native_format}: {quant.id} weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
-    if quant.engines and d.engine not in quant.engines:
-        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or d.engine in q.engines)
+    if quant.engines and engine_id not in quant.engines:
+        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or engine_id in q.engines)
         chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
         raise InvalidScenarioError(
-            f"{d.engine} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
+            f"{engine_id} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
             field="--quantization",
             allowed=loadable,
         )
@@ -216,7 +216,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: 
             field="--kv-bytes-per-token",
         )
     engine = catalog.engine(d.engine)
-    quant, notes = _quantization(catalog, d, spec, hw.accel)
+    quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
     assumptions = [*spec.assumptions, *hw.assumptions, *notes]
     total, total_note = device_total_bytes(catalog, hw.accel)

@@ -24,6 +24,7 @@ class ParamBreakdown:
     router: int
     norms: int
     mtp: int  # multi-token-prediction module shipped in the checkpoint (not run by default)
+    indexer: int = 0  # DSA indexers (inside ``attention``): replicated on every tensor-parallel rank
 
     @property
     def total(self) -> int:
@@ -157,4 +158,5 @@ def count_params(arch: Architecture) -> ParamBreakdown:
         router=router,
         norms=norms,
         mtp=mtp,
+        indexer=sum(k is LayerKind.MLA for k in arch.layer_kinds) * _indexer_params(arch),
     )

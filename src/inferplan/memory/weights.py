@@ -21,7 +21,7 @@ UNQUANTIZED_BITS = 16  # embeddings, lm_head, norms and routers in GPU quantized
 class WeightEstimate:
     total_bytes: float  # one full copy of the model
     expert_bytes: float  # part of it in routed experts (what expert parallelism shards)
-    replicated_bytes: float  # part every tensor-parallel rank keeps whole (norms, small projections)
+    replicated_bytes: float  # part every tensor-parallel rank keeps whole (norms, DSA indexers)
     quantization: str
     method: str  # "checkpoint size" or "parameters × bits"
     assumptions: tuple[str, ...] = ()
@@ -74,8 +74,8 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
             embedding = total * parts.embedding / parts.total if parts.total else 0.0
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("checkpoint size includes the vision encoder, which the engine also loads")
-        return WeightEstimate(total, expert, params.norms * 2 if params else 0.0, quant.id, "checkpoint size",
-                              tuple(assumptions), embedding)
+        replicated = (params.norms * 2 + params.indexer * total / max(params.total, 1)) if params else 0.0
+        return WeightEstimate(total, expert, replicated, quant.id, "checkpoint size", tuple(assumptions), embedding)
     if params is not None:
         parts = _parts_bytes(params, quant)
         other = quant.non_expert_bits_per_weight
@@ -89,7 +89,8 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
         assumptions = [note]
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
-        return WeightEstimate(parts.total, parts.expert, params.norms * 2, quant.id, "parameters × bits",
+        replicated = params.norms * 2 + params.indexer * quant.bits_per_weight.value / 8
+        return WeightEstimate(parts.total, parts.expert, replicated, quant.id, "parameters × bits",
                               tuple(assumptions), parts.embedding)
     if spec.total_params is None:
         raise InvalidScenarioError(

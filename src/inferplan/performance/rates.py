@@ -87,7 +87,7 @@ def engine_key(engine: str, backend: str | None, software: str = "cuda", form_fa
         if backend == "cuda" and form_factor not in CONSUMER_FORM_FACTORS:
             return "llamacpp-cuda-dc"
         return f"{engine}-{backend}" if backend else engine
-    if engine == "sglang" and software == "rocm" and architecture not in ("cdna3", ""):
+    if engine == "sglang" and software == "rocm" and architecture in ("cdna4", "cdna5"):
         return "sglang-rocm-cdna4"  # MI350/MI355-class: FP4/FP8 AITER kernels a generation apart from CDNA3's
     return engine if software in ("cuda", "metal") else f"{engine}-{software}"
 

@@ -67,6 +67,8 @@ class _Context:
         self.catalog, self.d, self.w = catalog, d, w
         self.mp: MemoryPlan = plan_memory(d, catalog)
         fit = self.mp.result
+        if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
+            self.d = d = d.model_copy(update={"engine": fit.engine})
         if not fit.fits:
             raise InvalidScenarioError(
                 f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "

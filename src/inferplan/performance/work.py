@@ -38,6 +38,7 @@ class ModelWork:
     sparse_flops_per_token_ctx: float = 0.0  # DSA layers' attention (decode), over at most sparse_topk tokens
     sparse_prefill_flops_per_token_ctx: float = 0.0
     sparse_topk: int | None = None
+    indexer_flops_per_token_ctx: float = 0.0  # DSA indexers: replicated, so not split by tensor parallelism
     moe_dispatch_bytes_per_token: float = 0.0  # activation copies MoE routing moves per token (this GPU)
     expert_parallel: int = 1  # GPUs the experts are spread over with --enable-expert-parallel
     moe_layers: int = 0
@@ -63,7 +64,8 @@ class ModelWork:
         window_ctx = min(context, self.window_tokens) if self.window_tokens else 0.0
         sparse = self.sparse_prefill_flops_per_token_ctx if prefill else self.sparse_flops_per_token_ctx
         sparse_ctx = min(context, self.sparse_topk) if self.sparse_topk else 0.0
-        return tokens * (per_ctx * context + self.window_flops_per_token_ctx * window_ctx + sparse * sparse_ctx) / self.tp
+        sharded = per_ctx * context + self.window_flops_per_token_ctx * window_ctx + sparse * sparse_ctx
+        return tokens * (sharded / self.tp + self.indexer_flops_per_token_ctx * context)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class _AttentionCoefficients:
     window: float = 0.0  # sliding layers, per unit of capped context
     decode_sparse: float = 0.0  # DSA layers, per selected token (at most index_topk)
     prefill_sparse: float = 0.0
+    indexer: float = 0.0  # DSA indexers, per unit of context (every cached token is scored)
 
 
 def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
@@ -80,7 +83,7 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
     MLA attention sees at most the indexer's top-k tokens, while the indexer itself scores every
     cached token (``2 · index_heads · index_head_dim`` FLOPs each)."""
     heads, d = arch.num_attention_heads, arch.head_dim
-    full = decode_full = window = decode_sparse = prefill_sparse = 0.0
+    full = decode_full = window = decode_sparse = prefill_sparse = indexer = 0.0
     for kind in arch.layer_kinds:
         if kind is LayerKind.FULL:
             full += 4 * heads * d
@@ -92,15 +95,13 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
             prefill = 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + 2 * heads * m.v_head_dim
             decode = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
             if arch.dsa:
-                indexer = 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim
-                full += indexer
-                decode_full += indexer
+                indexer += 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim
                 prefill_sparse += prefill
                 decode_sparse += decode
             else:
                 full += prefill
                 decode_full += decode
-    return _AttentionCoefficients(decode_full, full, window, decode_sparse, prefill_sparse)
+    return _AttentionCoefficients(decode_full, full, window, decode_sparse, prefill_sparse, indexer)
 
 
 def model_work(mp: MemoryPlan) -> ModelWork:
@@ -135,7 +136,8 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
     dispatch = 0.0
     if moe is not None and not mp.spec.architecture_is_proxy:
-        per_layer = moe.experts_per_token * (4 * arch.hidden_size + 3 * moe.expert_intermediate_size) * 2  # 16-bit
+        width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
+        per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * 2  # 16-bit
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
     return ModelWork(
@@ -156,6 +158,7 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         sparse_flops_per_token_ctx=coef.decode_sparse / pp,
         sparse_prefill_flops_per_token_ctx=coef.prefill_sparse / pp,
         sparse_topk=arch.dsa.index_topk if arch and arch.dsa else None,
+        indexer_flops_per_token_ctx=coef.indexer / pp,
         moe_dispatch_bytes_per_token=dispatch,
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,

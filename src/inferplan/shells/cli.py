@@ -217,8 +217,8 @@ SPEED_KINDS = ("decode", "prefill", "throughput", "profile")
 def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
-    kind: str = typer.Option(None, "--kind", help="Speed rows of one kind only: decode | prefill | throughput | profile (medians stay over all points)."),
-    worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed rows with the largest error (medians stay over all points)."),
+    kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
+    worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Compare predictions with the measured points shipped in the catalogue."""
