@@ -148,3 +148,9 @@ def test_engine_format_error_lists_what_the_engine_loads():
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="qwen3-8b", gpu="H100", quantization="gguf-q4_k_m", engine="sglang")
     assert "gguf-q4_k_m" in str(exc.value) and "fp8" in exc.value.allowed and "gguf" not in exc.value.allowed
+
+
+@pytest.mark.parametrize(("engine", "quant"), [("llama.cpp", "q4_k_m"), ("SGLang", "fp8"), ("TensorRT-LLM", "fp8")])
+def test_engine_names_resolve_before_the_format_check(engine, quant):
+    plan = run(model="llama-3.1-8b", gpu="RTX 4090" if engine == "llama.cpp" else "H100", engine=engine, quantization=quant)
+    assert plan.fits

@@ -204,3 +204,9 @@ def test_serving_engine_family_follows_the_software_stack(engine, gpu, family):
 
     a = CATALOG.accelerator(gpu)
     assert engine_key(engine, None, a.software.value, a.form_factor, a.memory_type, a.architecture) == family
+
+
+def test_engine_given_by_name_is_calibrated_as_its_id():
+    by_name = perf(model="llama-3.1-8b", gpu="H100", engine="SGLang", quantization="fp8")
+    by_id = perf(model="llama-3.1-8b", gpu="H100", engine="sglang", quantization="fp8")
+    assert by_name.engine == "sglang" and by_name.tpot_s == by_id.tpot_s
