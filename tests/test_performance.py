@@ -210,3 +210,12 @@ def test_engine_given_by_name_is_calibrated_as_its_id():
     by_name = perf(model="llama-3.1-8b", gpu="H100", engine="SGLang", quantization="fp8")
     by_id = perf(model="llama-3.1-8b", gpu="H100", engine="sglang", quantization="fp8")
     assert by_name.engine == "sglang" and by_name.tpot_s == by_id.tpot_s
+
+
+def test_window_and_top_k_caps_apply_per_position_not_to_the_mean():
+    from inferplan.performance.work import capped_mean
+
+    assert capped_mean(1000, 0, 2048) == 1000 and capped_mean(5000, 0, 2048) == 2048
+    assert capped_mean(1000, 1000, 4096) == pytest.approx(1000)  # all positions below the cap
+    # a 4,096-token prompt with a 2,048-token cap: half the positions see their own length, half the cap
+    assert capped_mean(2048, 2048, 2048) == pytest.approx(1536)

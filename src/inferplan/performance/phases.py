@@ -86,7 +86,8 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
 def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, prior_context: float = 0.0) -> StepTime:
     """Prefill ``tokens`` new tokens of one sequence after ``prior_context`` cached ones."""
     mean_context = prior_context + tokens / 2
-    flops = work.linear_flops_per_gpu(tokens, 1) + work.attention_flops_per_gpu(tokens, mean_context, prefill=True)
+    flops = work.linear_flops_per_gpu(tokens, 1) + work.attention_flops_per_gpu(tokens, mean_context, prefill=True,
+                                                                                 spread=tokens / 2)
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
     return StepTime(
         memory_s=(work.weights_read_per_gpu(tokens) + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,

@@ -59,13 +59,26 @@ class ModelWork:
         body = self.active_params - self.lm_head_params
         return 2 * (body * tokens + self.lm_head_params * logits_tokens) / (self.tp * self.pp)
 
-    def attention_flops_per_gpu(self, tokens: float, context: float, *, prefill: bool) -> float:
+    def attention_flops_per_gpu(self, tokens: float, context: float, *, prefill: bool, spread: float = 0.0) -> float:
+        """Attention FLOPs of ``tokens`` tokens whose positions are spread evenly over
+        ``context ± spread`` (a prompt of n tokens after p cached ones: context p + n/2, spread n/2);
+        window and top-k caps apply per position, not to the mean."""
         per_ctx = self.attn_prefill_flops_per_token_ctx if prefill else self.attn_flops_per_token_ctx
-        window_ctx = min(context, self.window_tokens) if self.window_tokens else 0.0
+        window_ctx = capped_mean(context, spread, self.window_tokens) if self.window_tokens else 0.0
         sparse = self.sparse_prefill_flops_per_token_ctx if prefill else self.sparse_flops_per_token_ctx
-        sparse_ctx = min(context, self.sparse_topk) if self.sparse_topk else 0.0
+        sparse_ctx = capped_mean(context, spread, self.sparse_topk) if self.sparse_topk else 0.0
         sharded = per_ctx * context + self.window_flops_per_token_ctx * window_ctx + sparse * sparse_ctx
         return tokens * (sharded / self.tp + self.indexer_flops_per_token_ctx * context)
+
+
+def capped_mean(center: float, spread: float, cap: float) -> float:
+    """Mean of min(x, cap) for x uniform on [center − spread, center + spread]."""
+    lo, hi = max(center - spread, 0.0), center + spread
+    if hi <= cap:
+        return (lo + hi) / 2
+    if lo >= cap or hi == lo:
+        return min(center, cap)
+    return ((cap * cap - lo * lo) / 2 + cap * (hi - cap)) / (hi - lo)
 
 
 @dataclass(frozen=True)
