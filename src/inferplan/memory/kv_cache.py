@@ -101,9 +101,14 @@ def kv_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: f
         heads_per_gpu = max(1, math.ceil(arch.num_kv_heads / tp))
         return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8
     if kind is LayerKind.MLA:
-        assert arch.mla is not None
-        return (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kv_bits / 8 + indexer_bytes_per_token_per_layer(arch)
+        return mla_latent_bytes_per_token_per_layer(arch, kv_bits) + indexer_bytes_per_token_per_layer(arch)
     return 0.0
+
+
+def mla_latent_bytes_per_token_per_layer(arch: Architecture, kv_bits: float) -> float:
+    """MLA's one compressed latent plus its RoPE key, replicated on every TP rank."""
+    assert arch.mla is not None
+    return (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kv_bits / 8
 
 
 def indexer_bytes_per_token_per_layer(arch: Architecture) -> float:
@@ -170,8 +175,7 @@ def kv_layout(
             per_gpu(busiest, attn, residual_bits) - per_gpu(busiest, attn) if residual_tokens else 0.0
         ),
         sparse_bytes_per_token_per_gpu=(
-            per_gpu(busiest, (LayerKind.MLA,)) - sum(k is LayerKind.MLA for k in busiest) * indexer_bytes_per_token_per_layer(arch)
-            if arch.dsa else 0.0
+            busiest.count(LayerKind.MLA) * mla_latent_bytes_per_token_per_layer(arch, kv_bits) if arch.dsa else 0.0
         ),
         sparse_topk=arch.dsa.index_topk if arch.dsa else None,
     )

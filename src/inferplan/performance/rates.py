@@ -92,6 +92,13 @@ def engine_key(engine: str, backend: str | None, software: str = "cuda", form_fa
     return engine if software in ("cuda", "metal") else f"{engine}-{software}"
 
 
+def calibration_family(engine: str, backend: str | None, accel: Accelerator) -> str:
+    """The calibration family of ``engine`` on ``accel`` (llama.cpp's back end defaulted from the
+    accelerator's software stack when not given)."""
+    backend = backend or default_backend(engine, accel)
+    return engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
+
+
 def default_backend(engine: str, accel: Accelerator) -> str | None:
     if engine != "llamacpp":
         return None
@@ -100,7 +107,7 @@ def default_backend(engine: str, accel: Accelerator) -> str | None:
 
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None) -> Rates:
     dtype, note = compute_dtype(accel, quant, engine)
-    key = engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
+    key = calibration_family(engine, backend, accel)
     link = accel.scale_up
     if link is None or link.link == "none":
         link_bw, latency = 0.0, catalog.constant("allreduce-latency-s-pcie")

@@ -109,9 +109,7 @@ def print_fit(console: Console, r) -> None:
             console.print(f"smallest fit: {s.gpus} GPUs (TP{s.tensor_parallel_size} PP{s.pipeline_parallel_size})")
         else:
             console.print("no TP/PP layout of this GPU holds it")
-    console.print("[dim]assumptions:[/]")
-    for a in r.assumptions:
-        console.print(f"[dim]  - {a}[/]", highlight=False)
+    print_assumptions(console, r.assumptions)
 
 
 def _plan(r) -> str:
@@ -153,6 +151,12 @@ def print_memory_validation(console: Console, v) -> None:
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)
 
 
+def print_assumptions(console: Console, assumptions) -> None:
+    console.print("[dim]assumptions:[/]")
+    for a in assumptions:
+        console.print(f"[dim]  - {a}[/]", highlight=False)
+
+
 def print_perf(console: Console, e) -> None:
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency} — source: {e.source}, bound: {e.bound}")
@@ -169,9 +173,7 @@ def print_perf(console: Console, e) -> None:
     ):
         table.add_row(label, value)
     console.print(table)
-    console.print("[dim]assumptions:[/]")
-    for a in e.assumptions:
-        console.print(f"[dim]  - {a}[/]", highlight=False)
+    print_assumptions(console, e.assumptions)
 
 
 def print_frontier(console: Console, f) -> None:
@@ -215,9 +217,7 @@ def print_plan(console: Console, r, currency: str = "usd") -> None:
     console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
     for reason in r.recommendation.reasons:
         console.print(f"  - {reason}", highlight=False)
-    console.print("[dim]assumptions:[/]")
-    for a in r.assumptions:
-        console.print(f"[dim]  - {a}[/]", highlight=False)
+    print_assumptions(console, r.assumptions)
 
 
 def print_racks(console: Console, cmp) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
-from inferplan.performance.rates import default_backend, engine_key
+from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
 
@@ -55,8 +55,7 @@ class Prepared:
 
 
 def _family(ctx: _Context, engine: str, backend: str | None) -> str:
-    accel = ctx.mp.accelerator
-    return engine_key(engine, backend or default_backend(engine, accel), accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
+    return calibration_family(engine, backend, ctx.mp.accelerator)
 
 
 def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared], list[tuple[str, str]]]:
