@@ -198,6 +198,8 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     ("sglang", "mi300x", "sglang-rocm"), ("sglang", "mi325x", "sglang-rocm"),
     ("sglang", "mi355x", "sglang-rocm-cdna4"), ("sglang", "mi350x", "sglang-rocm-cdna4"),
     ("vllm", "mi355x", "vllm-rocm"), ("sglang", "b200", "sglang"),
+    ("mlx", "apple-m1-ultra", "mlx-apple-m1"), ("mlx", "apple-m1-max", "mlx-apple-m1"),
+    ("mlx", "apple-m2-ultra", "mlx"), ("mlx", "apple-m4-max", "mlx"),
 ])
 def test_serving_engine_family_follows_the_software_stack(engine, gpu, family):
     from inferplan.performance.rates import engine_key
@@ -219,3 +221,18 @@ def test_window_and_top_k_caps_apply_per_position_not_to_the_mean():
     assert capped_mean(1000, 1000, 4096) == pytest.approx(1000)  # all positions below the cap
     # a 4,096-token prompt with a 2,048-token cap: half the positions see their own length, half the cap
     assert capped_mean(2048, 2048, 2048) == pytest.approx(1536)
+
+
+def test_moe_layers_pay_their_routing_overhead_and_dense_layers_do_not():
+    from inferplan.performance.phases import overhead_s
+
+    moe = _Context(CATALOG, Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
+                                       max_model_len=1024), Workload(input_len=1, output_len=128))
+    dense = _Context(CATALOG, Deployment(model="qwen3-8b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
+                                         max_model_len=1024), Workload(input_len=1, output_len=128))
+    assert moe.work.moe_layers == moe.work.num_layers == 48 and dense.work.moe_layers == 0
+    assert moe.rates.moe_layer_overhead_s > 0
+    without = dataclasses.replace(moe.rates, moe_layer_overhead_s=0.0)
+    extra = overhead_s(moe.work, moe.rates) - overhead_s(moe.work, without)
+    assert extra == pytest.approx(48 * moe.rates.moe_layer_overhead_s)
+    assert overhead_s(dense.work, dense.rates) == overhead_s(dense.work, dataclasses.replace(dense.rates, moe_layer_overhead_s=1.0))

@@ -30,6 +30,7 @@ class Rates:
     compute_efficiency: float
     step_overhead_s: float  # fixed per forward step (scheduling, sampling, launch)
     layer_overhead_s: float  # per decoder layer per step (kernel launches and small ops)
+    moe_layer_overhead_s: float  # more per mixture-of-experts layer (routing, top-k, gather and combine)
     seq_overhead_s: float  # per running sequence per step (scheduling, input prep, sampling)
     notes: tuple[str, ...]
 
@@ -87,6 +88,8 @@ def engine_key(engine: str, backend: str | None, software: str = "cuda", form_fa
         if backend == "cuda" and form_factor not in CONSUMER_FORM_FACTORS:
             return "llamacpp-cuda-dc"
         return f"{engine}-{backend}" if backend else engine
+    if engine == "mlx" and architecture == "apple-m1":
+        return "mlx-apple-m1"  # M1-generation GPUs: each kernel dispatch costs about twice what M4/M5 pay
     if engine == "sglang" and software == "rocm" and architecture in ("cdna4", "cdna5"):
         return "sglang-rocm-cdna4"  # MI350/MI355-class: FP4/FP8 AITER kernels a generation apart from CDNA3's
     return engine if software in ("cuda", "metal") else f"{engine}-{software}"
@@ -128,6 +131,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{family}"),
         step_overhead_s=catalog.constant(f"decode-step-overhead-s-{family}"),
         layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{family}"),
+        moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{family}"),
         seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{family}"),
         notes=notes,
     )

@@ -1,10 +1,15 @@
 """Fit the speed model's per-engine constants on the ``fit`` speed points; score the rest.
 
-Per engine family (``vllm``, ``sglang``, ``trtllm``, ``llamacpp-<back end>``, ``mlx``) four
+Per engine family (``vllm``, ``sglang``, ``trtllm``, ``llamacpp-<back end>``, ``mlx``) six
 constants: achievable share of peak bandwidth (decode), of peak FLOP/s (prefill), a fixed
-per-step overhead and a per-layer overhead. They minimise the mean absolute log error over the
-family's fit points by coordinate descent within physical bounds. A family with fewer than
-``MIN_POINTS`` fit points takes the pooled fit over all families (never a fit to one point).
+per-step overhead, a per-layer overhead, an extra overhead per mixture-of-experts layer and a
+per-sequence overhead. The pooled fit over all families comes first; each family's constants then
+minimise the mean absolute log error over the family's fit points plus a penalty on their
+distance from the pooled values (``PRIOR_WEIGHT``, in units of each constant's bounds), by
+coordinate descent within physical bounds. So a constant the family's points do not pin down
+(SGLang's prefill efficiency, with few prefill points) keeps the pooled value instead of drifting
+to a bound. A family with fewer than ``MIN_POINTS`` fit points takes the pooled fit (never a fit
+to one point).
 
 ``python -m inferplan.validation.calibrate_speed`` prints the constants and the errors.
 """
@@ -25,14 +30,18 @@ from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
 
-MIN_POINTS = 10  # two fit points per constant at least; fewer take the pooled fit
+MIN_POINTS = 10  # fewer fit points than this: the family takes the pooled fit
+# Weight of the pull towards the pooled fit: 0.05 costs as much as a 5 % mean |log error| when a
+# constant sits a whole bound width away from its pooled value. Tried 0.05 and 0.5 (docs/speed.md).
+PRIOR_WEIGHT = 0.05
 FAMILIES = ("vllm", "sglang", "trtllm", "vllm-rocm", "sglang-rocm", "sglang-rocm-cdna4", "llamacpp", "llamacpp-cuda", "llamacpp-cuda-dc", "llamacpp-cuda-hbm",
-            "llamacpp-metal", "llamacpp-vulkan", "llamacpp-rocm", "mlx")
+            "llamacpp-metal", "llamacpp-vulkan", "llamacpp-rocm", "mlx", "mlx-apple-m1")
 BOUNDS = {
     "bandwidth_efficiency": (0.2, 0.92),  # STREAM-like tests reach ~90% of peak HBM/GDDR bandwidth
     "compute_efficiency": (0.05, 0.95),
     "step_overhead_s": (0.0, 0.02),
     "layer_overhead_s": (0.0, 2e-4),
+    "moe_layer_overhead_s": (0.0, 2e-4),
     "seq_overhead_s": (0.0, 1e-4),
 }
 CONSTANT_IDS = {
@@ -40,6 +49,7 @@ CONSTANT_IDS = {
     "compute_efficiency": "prefill-compute-efficiency-{}",
     "step_overhead_s": "decode-step-overhead-s-{}",
     "layer_overhead_s": "decode-layer-overhead-s-{}",
+    "moe_layer_overhead_s": "decode-moe-layer-overhead-s-{}",
     "seq_overhead_s": "decode-seq-overhead-s-{}",
 }
 
@@ -98,8 +108,11 @@ def log_error(p: Prepared, params: dict[str, float]) -> float:
     return math.log(p.metric(_estimate(p.ctx, p.concurrency)) / p.measured)
 
 
-def objective(points: list[Prepared], params: dict[str, float]) -> float:
-    return statistics.fmean(abs(log_error(p, params)) for p in points)
+def objective(points: list[Prepared], params: dict[str, float], prior: dict[str, float] | None = None) -> float:
+    error = statistics.fmean(abs(log_error(p, params)) for p in points)
+    if prior is None:
+        return error
+    return error + PRIOR_WEIGHT * sum(((params[n] - prior[n]) / (hi - lo)) ** 2 for n, (lo, hi) in BOUNDS.items())
 
 
 def _golden(f, lo: float, hi: float, iterations: int = 40) -> float:
@@ -119,16 +132,18 @@ def _golden(f, lo: float, hi: float, iterations: int = 40) -> float:
     return (a + b) / 2
 
 
-def fit_params(points: list[Prepared], start: dict[str, float], sweeps: int = 4) -> dict[str, float]:
+def fit_params(points: list[Prepared], start: dict[str, float], prior: dict[str, float] | None = None,
+               sweeps: int = 4) -> dict[str, float]:
     params = dict(start)
     for _ in range(sweeps):
         for name, (lo, hi) in BOUNDS.items():
-            params[name] = _golden(lambda v: objective(points, {**params, name: v}), lo, hi)
+            params[name] = _golden(lambda v: objective(points, {**params, name: v}, prior), lo, hi)
     return params
 
 
 # Fixed starting point, so a refit does not depend on the constants currently shipped.
-START = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.4, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "seq_overhead_s": 5e-6}
+START = {"bandwidth_efficiency": 0.7, "compute_efficiency": 0.4, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5,
+         "moe_layer_overhead_s": 1e-5, "seq_overhead_s": 5e-6}
 
 
 @dataclass(frozen=True)
@@ -150,7 +165,7 @@ def fit_speed(catalog: Catalog) -> list[FamilyFit]:
     for family in families:
         own = [p for p in points if p.family == family]
         if len(own) >= MIN_POINTS:
-            params = fit_params(own, pooled)
+            params = fit_params(own, pooled, prior=pooled)
             fits.append(FamilyFit(family, params, tuple(p.id for p in own), False, objective(own, params)))
         else:
             err = objective(own, pooled) if own else float("nan")
@@ -169,6 +184,7 @@ def to_yaml(fits: list[FamilyFit]) -> str:
     for f in fits:
         how = (f"pooled fit over all {len(f.points)} fit points (this family has fewer than {MIN_POINTS})"
                if f.pooled else f"fitted on this family's {len(f.points)} fit points")
+        prior = "" if f.pooled else f" + {PRIOR_WEIGHT} x squared distance from the pooled fit in bound widths"
         error = "no own points" if math.isnan(f.mean_abs_log_error) else f"mean |log error| {f.mean_abs_log_error:.3f} on its own points"
         for name, value in f.params.items():
             lines += [
@@ -176,7 +192,7 @@ def to_yaml(fits: list[FamilyFit]) -> str:
                 f"    value: {value:.6g}",
                 f"    unit: {UNITS[name]}",
                 f"    fitted_on: []  # {how}",
-                f"    method: \"{how}: coordinate descent minimising mean |log(predicted / measured)|, bounds {BOUNDS[name]}\"",
+                f"    method: \"{how}: coordinate descent minimising mean |log(predicted / measured)|{prior}, bounds {BOUNDS[name]}\"",
                 f"    error: \"{error}\"",
             ]
     return "\n".join(lines) + "\n"
@@ -187,6 +203,7 @@ UNITS = {
     "compute_efficiency": "fraction of dense peak FLOP/s achieved",
     "step_overhead_s": "seconds per forward step",
     "layer_overhead_s": "seconds per decoder layer per step",
+    "moe_layer_overhead_s": "seconds more per mixture-of-experts layer per step",
     "seq_overhead_s": "seconds per running sequence per step",
 }
 
