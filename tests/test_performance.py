@@ -236,3 +236,13 @@ def test_moe_layers_pay_their_routing_overhead_and_dense_layers_do_not():
     extra = overhead_s(moe.work, moe.rates) - overhead_s(moe.work, without)
     assert extra == pytest.approx(48 * moe.rates.moe_layer_overhead_s)
     assert overhead_s(dense.work, dense.rates) == overhead_s(dense.work, dataclasses.replace(dense.rates, moe_layer_overhead_s=1.0))
+
+
+def test_tensor_parallelism_beyond_the_scale_up_domain_is_said_to_be_optimistic():
+    w = Workload(input_len=128, output_len=128, concurrency=1)
+    two_nodes = perf(w, model="deepseek-r1", gpu="h100-sxm", gpus=16, tensor_parallel_size=16, engine="sglang",
+                     quantization="fp8-block", max_model_len=1024)
+    one_node = perf(w, model="deepseek-r1", gpu="h200-sxm", gpus=8, tensor_parallel_size=8, engine="sglang",
+                    quantization="fp8-block", max_model_len=1024)
+    assert any("spans more than one 8-GPU scale-up domain" in a for a in two_nodes.assumptions)
+    assert not any("scale-up domain" in a for a in one_node.assumptions)

@@ -156,6 +156,11 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     if w.speculative_tokens:
         assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at acceptance {w.acceptance_rate:g} → "
                            f"{ctx.tau:.2f} tokens per step; draft cost {ctx.catalog.constant('speculative-draft-cost-ratio'):g} of a step per draft token")
+    scale_up = ctx.mp.accelerator.scale_up
+    domain = scale_up.max_domain_gpus if scale_up else 1
+    if fit.parallel.tensor_parallel_size > domain:
+        assumptions.append(f"TP {fit.parallel.tensor_parallel_size} spans more than one {domain}-GPU scale-up domain: its all-reduces "
+                           "cross the scale-out network, which this estimate prices as the scale-up link (optimistic)")
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
     if d.engine in GRAPH_ENGINES:
