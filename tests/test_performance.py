@@ -238,11 +238,69 @@ def test_moe_layers_pay_their_routing_overhead_and_dense_layers_do_not():
     assert overhead_s(dense.work, dense.rates) == overhead_s(dense.work, dataclasses.replace(dense.rates, moe_layer_overhead_s=1.0))
 
 
-def test_tensor_parallelism_beyond_the_scale_up_domain_is_said_to_be_optimistic():
+def test_tensor_parallelism_across_nodes_pays_the_scale_out_network():
     w = Workload(input_len=128, output_len=128, concurrency=1)
-    two_nodes = perf(w, model="deepseek-r1", gpu="h100-sxm", gpus=16, tensor_parallel_size=16, engine="sglang",
-                     quantization="fp8-block", max_model_len=1024)
-    one_node = perf(w, model="deepseek-r1", gpu="h200-sxm", gpus=8, tensor_parallel_size=8, engine="sglang",
-                    quantization="fp8-block", max_model_len=1024)
-    assert any("spans more than one 8-GPU scale-up domain" in a for a in two_nodes.assumptions)
+    common = dict(model="deepseek-r1", engine="sglang", quantization="fp8-block", max_model_len=1024)
+    two_nodes = _Context(CATALOG, Deployment(gpu="h100-sxm", gpus=16, tensor_parallel_size=16, **common), w)
+    assert two_nodes.rates.domain_gpus == 8 and two_nodes.rates.scale_out_bytes_per_s == 400e9 / 8
+    one_domain = dataclasses.replace(two_nodes.rates, domain_gpus=16)
+    across = decode_step(two_nodes.work, two_nodes.mp.layout, two_nodes.rates, batch=1, context=192)
+    inside = decode_step(two_nodes.work, two_nodes.mp.layout, one_domain, batch=1, context=192)
+    # 2 all-reduces per layer, each paying the measured scale-out latency instead of the NVLink one
+    extra = 2 * 61 * (CATALOG.constant("allreduce-latency-s-scale-out") - CATALOG.constant("allreduce-latency-s-nvlink"))
+    assert across.comm_s - inside.comm_s == pytest.approx(extra, rel=0.05)
+    notes = _estimate(two_nodes, 1).assumptions
+    assert any("tensor parallelism over 16 GPUs: more than one 8-GPU scale-up domain" in a and "ConnectX-7" in a for a in notes)
+    one_node = perf(w, gpu="h200-sxm", gpus=8, tensor_parallel_size=8, **common)
     assert not any("scale-up domain" in a for a in one_node.assumptions)
+
+
+def test_tensor_parallelism_across_nodes_without_a_known_network_is_refused():
+    with pytest.raises(InvalidScenarioError) as err:
+        perf(Workload(input_len=128, output_len=128, concurrency=1), model="deepseek-r1", gpu="a100-80gb", gpus=16,
+             tensor_parallel_size=16, engine="sglang", quantization="int8-w8a8", max_model_len=1024)
+    assert err.value.field == "--tensor-parallel-size" and "no scale-out network" in str(err.value)
+    assert "1..8" in err.value.allowed
+
+
+def test_a_pcie_server_prices_tensor_parallelism_over_pcie_inside_the_box():
+    # the 8-GPU RTX PRO 6000 server has no fast link: its GPUs reach each other over PCIe, so TP 8 stays
+    # inside the box (no scale-out note) and pays the PCIe all-reduce latency
+    w = Workload(input_len=128, output_len=128, concurrency=1)
+    ctx = _Context(CATALOG, Deployment(model="llama-3.3-70b", system="rtx-pro-6000-server-8x", tensor_parallel_size=8,
+                                       engine="vllm", quantization="fp8", max_model_len=1024), w)
+    assert ctx.rates.domain_gpus == 8 and ctx.rates.link_latency_s == CATALOG.constant("allreduce-latency-s-pcie")
+    assert not any("scale-up domain" in a for a in _estimate(ctx, 1).assumptions)
+
+
+def test_an_oem_server_without_a_stated_network_takes_the_accelerators_usual_one_and_says_so():
+    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", system="dell-xe9680l", tensor_parallel_size=8, engine="sglang",
+                                       quantization="fp8-block", max_model_len=1024), Workload(input_len=128, output_len=128, concurrency=1))
+    assert ctx.mp.hardware.scale_out == CATALOG.accelerators.records["b200"].scale_out
+    assert not ctx.network_notes  # TP 8 stays inside the 8-GPU NVLink domain
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scale_out_gbit=st.floats(min_value=50, max_value=3200), faster=st.floats(min_value=1.0, max_value=8.0))
+def test_a_faster_scale_out_network_is_never_slower(scale_out_gbit, faster):
+    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", gpu="h100-sxm", gpus=16, tensor_parallel_size=16,
+                                       engine="sglang", quantization="fp8-block", max_model_len=4096),
+                   Workload(input_len=2048, output_len=128, concurrency=1))
+    slow = dataclasses.replace(ctx.rates, scale_out_bytes_per_s=scale_out_gbit * 1e9 / 8)
+    fast = dataclasses.replace(slow, scale_out_bytes_per_s=slow.scale_out_bytes_per_s * faster)
+    for tokens in (1.0, 2048.0):
+        a = decode_step(ctx.work, ctx.mp.layout, slow, batch=1, context=2048, prefill_tokens=tokens)
+        b = decode_step(ctx.work, ctx.mp.layout, fast, batch=1, context=2048, prefill_tokens=tokens)
+        assert b.seconds <= a.seconds + 1e-12
+        assert math.isfinite(a.seconds)
+
+def test_pipeline_stages_on_two_nodes_hand_over_across_the_scale_out_network():
+    from inferplan.performance.phases import stage_hop_s
+
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-405b", gpu="h100-sxm", gpus=16, tensor_parallel_size=8,
+                                       pipeline_parallel_size=2, quantization="fp8", max_model_len=4096),
+                   Workload(input_len=2048, output_len=128, concurrency=1))
+    inside = dataclasses.replace(ctx.rates, domain_gpus=16)
+    # one of the two hops (the wrap back included) leaves the node; the 8 TP ranks each send their slice
+    assert stage_hop_s(ctx.work, ctx.rates, 1.0) > stage_hop_s(ctx.work, inside, 1.0) > 0
+    assert any("pipeline stages: more than one 8-GPU scale-up domain" in a for a in _estimate(ctx, 1).assumptions)

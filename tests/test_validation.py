@@ -37,8 +37,8 @@ def test_shipped_constants_equal_the_fit(catalog):
 # Scored single-stream decode points worse than 30 %, each explained in docs/speed.md. A new miss
 # fails the test; a fixed one can leave the list.
 KNOWN_DECODE_MISSES = {
-    # Apple M1 generation, llama.cpp K-quants: 0.5-0.7x the bandwidth share later Apple GPUs reach
-    # with the same format (Q4_0, Q8_0 and F16 on the same chips fit)
+    # Apple M1 generation, llama.cpp K-quants from 2024 builds: 0.5-0.7x the bandwidth share later
+    # Apple GPUs reach with the same format; newer M1 Max K-quant runs fit (+8 %), as do Q4_0/Q8_0/F16
     "s-lcpp-metal-m1max-llama3-8b-q4km-tg-xd24": "M1 Max, llama.cpp Q4_K_M",
     "s-lcpp-metal-m1max-llama3-70b-q4km-tg-xd24": "M1 Max, llama.cpp Q4_K_M",
     "s-m1g-metal-m1ultra-llama-3.1-70b-q4km-tg-geerling": "M1 Ultra, llama.cpp Q4_K_M",
@@ -65,13 +65,19 @@ KNOWN_DECODE_MISSES = {
     "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16",
     "s-hb-sglang-h20x1-qwen3-32b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ",
     "s-vc-h100-qwen3-8b-bf16-tpot-c4-sglang": "SGLang Qwen3-8B BF16 on H100 at concurrency 4",
-    # TP16 over two 8-GPU NVLink nodes: all-reduces cross InfiniBand, which the planner does not model
+    # TP16 over two 8-GPU NVLink nodes: with the measured cross-node all-reduce latency the model gives
+    # 11.8 ms (was 7.2 ms priced as NVLink), measured 23.2-24.0 ms; the rest is not explained
     "s-bx-sglang-h100x16-deepseek-r1-fp8-block-tpot-tt356": "SGLang DeepSeek-R1 TP16 across two H100 nodes",
+    "s-mn-sglang-h100x16-deepseek-r1-fp8-block-tpot-8k-tt356": "the same run at 8k input",
+    # DP-attention + EP16 over two H20 nodes with MTP: modelled as TP16 (the planner has no DP attention)
+    "s-mn-sglang-h20x16-deepseek-r1-fp8-block-dpep16-mtp1-bs1-antgroup": "SGLang DP-attention/EP16 on 2x 8 H20, MTP 1",
     # vLLM: gpt-oss-20b on one RTX PRO 6000 faster than the family's MoE-layer overhead allows
     # (that overhead is set mostly by AWQ DeepSeek-R1 and Qwen3 MoE runs)
     "s-hb-vllm-rtxpro6000x1-gpt-oss-20b-mxfp4-tg-millstone": "vLLM gpt-oss-20b on RTX PRO 6000",
-    # NIM (TensorRT-LLM) Llama-3.3-70B FP8 TP2 on H100: 18.6 ms measured, model 24.5 ms
+    # NIM (TensorRT-LLM) Llama-3.3-70B FP8 TP2 on H100: 18.6 ms measured, model ~25 ms; the TensorRT-LLM
+    # family is fitted almost only on max-throughput tables, whose per-step overhead overstates batch 1
     "s-bx-trtllm-h100x2-llama-3.3-70b-fp8-tpot-nim": "NIM Llama-3.3-70B FP8 on 2x H100",
+    "s-bx-trtllm-h100x2-llama-3.3-70b-fp8-tpot-2k-nim": "the same at 2k input",
 }
 
 
@@ -80,7 +86,7 @@ def test_speed_validation_medians_hold(catalog):
 
     v = validate_speed(catalog)
     scored = [c for c in v.checks if c.error is not None and c.scored]
-    assert len(v.checks) >= 527 and len(scored) >= 513  # every point reported; unplannable ones say why
+    assert len(v.checks) >= 539 and len(scored) >= 522  # every point reported; unplannable ones say why
     assert v.medians["decode/all"] < 0.10  # target: single-stream decode within 10% median
     # ... and no scored single-stream point worse than 30%, except the misses docs/speed.md explains
     beyond = {c.id for c in scored if c.kind == "decode" and abs(c.error) > 0.30}

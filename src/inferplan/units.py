@@ -30,6 +30,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "GB": ("bytes", GB),
     "TB": ("bytes", TB),
     "bytes/s": ("bytes_per_s", 1.0),
+    "Gb/s": ("bytes_per_s", 1e9 / 8),  # network line rates (gigabits)
     "GB/s": ("bytes_per_s", GB),
     "TB/s": ("bytes_per_s", TB),
     "FLOP/s": ("flop_per_s", 1.0),

@@ -242,6 +242,10 @@ def check_references(catalog: Catalog) -> None:
                         f"{key}:{record.id}.{path}: unknown source {quantity.source!r}",
                         field=f"{record.id}.{path}",
                     )
+    for constant in catalog.calibration:
+        for source in constant.sources:
+            if source not in catalog.sources:
+                raise CatalogError(f"calibration:{constant.id}: unknown source {source!r}", field=constant.id)
     for system in catalog.systems:
         if system.accelerator not in catalog.accelerators:
             raise CatalogError(

@@ -70,6 +70,15 @@ class ScaleUp(Frozen):
     max_domain_gpus: int = Field(ge=1)  # largest all-to-all domain this link builds
 
 
+class ScaleOut(Frozen):
+    """The network between scale-up domains (nodes or racks): what a collective pays once it
+    leaves the fast link."""
+
+    link: str  # infiniband-ndr, infiniband-xdr, roce, ethernet, efa ...
+    nic: str | None = None  # ConnectX-7, ConnectX-8, ...
+    bandwidth_bytes_per_s: BytesPerS  # one direction, per GPU (NIC line rate shared out per GPU)
+
+
 class Accelerator(Frozen):
     id: str = Field(pattern=SLUG)
     name: str
@@ -86,6 +95,7 @@ class Accelerator(Frozen):
     peak_flop_per_s: dict[ComputeDtype, FlopPerS]  # dense
     native_formats: tuple[str, ...] = ()  # fp8, nvfp4, mxfp4, mxfp8, int8 ...
     scale_up: ScaleUp | None = None
+    scale_out: ScaleOut | None = None  # the usual network of servers built on this part
     tdp_w: Watts | None = None
     software: Software
     notes: tuple[str, ...] = ()
@@ -110,6 +120,7 @@ class System(Frozen):
     accelerator: str  # accelerator id
     accelerator_count: int = Field(ge=1)
     scale_up_domain_gpus: int = Field(ge=1)  # GPUs joined by the fast link
+    scale_out: ScaleOut | None = None  # this system's network to other systems
     memory_bytes: Bytes | None = None  # aggregate accelerator memory as the source states it
     power_w: Watts | None = None
     cooling: str | None = None
@@ -204,6 +215,7 @@ class CalibrationConstant(Frozen):
     value: float
     unit: str
     fitted_on: tuple[str, ...] = ()  # measurement ids
+    sources: tuple[str, ...] = ()  # source ids of published figures it was read or derived from
     method: str
     error: str  # how well it fits, in words and numbers
 

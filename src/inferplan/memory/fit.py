@@ -19,6 +19,7 @@ from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
+from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
@@ -64,37 +65,6 @@ class MemoryFit(BaseModel):
     shortfall_bytes: float  # per GPU, 0 when it fits
     smallest_fit: ParallelPlan | None
     assumptions: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _Hardware:
-    accel: Accelerator
-    gpus: int
-    domain_gpus: int
-    assumptions: tuple[str, ...]
-
-
-def _hardware(catalog: Catalog, d: Deployment) -> _Hardware:
-    if d.system:
-        system = catalog.system(d.system, "--system")
-        accel = catalog.accelerators.records[system.accelerator]
-        if d.gpu and catalog.accelerator(d.gpu).id != accel.id:
-            raise InvalidScenarioError(
-                f"{system.name} holds {accel.name}, not {d.gpu}", field="--gpu", allowed=accel.id
-            )
-        gpus = d.gpus or system.accelerator_count
-        if gpus > system.accelerator_count:
-            raise InvalidScenarioError(
-                f"{system.name} has {system.accelerator_count} GPUs, asked for {gpus}",
-                field="--gpus",
-                allowed=f"1..{system.accelerator_count}",
-            )
-        return _Hardware(accel, gpus, system.scale_up_domain_gpus, ())
-    accel = catalog.accelerator(d.gpu or "")
-    instance = d.tensor_parallel_size * d.pipeline_parallel_size
-    gpus = d.gpus or instance * (d.data_parallel_size or 1)
-    domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
-    return _Hardware(accel, gpus, domain, ())
 
 
 def _parallel(d: Deployment, gpus: int) -> ParallelPlan:
@@ -190,6 +160,7 @@ class MemoryPlan:
     weights: WeightEstimate
     layout: KvLayout
     settings: EngineSettings
+    hardware: Hardware
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
@@ -201,12 +172,12 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
     spec = resolve_model(catalog, d.model)
-    hw = _hardware(catalog, d)
+    hw = resolve_hardware(catalog, d)
     plan = _parallel(d, hw.gpus)
     return _fit(catalog, d, spec, hw, plan, search_smallest=True)
 
 
-def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
+def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
     arch = spec.architecture
     if arch is None and d.kv_bytes_per_token is None:
         raise InvalidScenarioError(
@@ -218,7 +189,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: 
     engine = catalog.engine(d.engine)
     quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
-    assumptions = [*spec.assumptions, *hw.assumptions, *notes]
+    assumptions = [*spec.assumptions, *notes]
     total, total_note = device_total_bytes(catalog, hw.accel)
     if total_note:
         assumptions.append(total_note)
@@ -289,10 +260,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware, plan: 
         smallest_fit=smallest,
         assumptions=tuple(dict.fromkeys(assumptions)),
     )
-    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings)
+    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw)
 
 
-def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: _Hardware) -> ParallelPlan | None:
+def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
     """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
     limit = 1024
     candidates = []

@@ -1,8 +1,9 @@
 """Phase times on one GPU of an instance (one pipeline stage): a prefill chunk and a decode step.
 
 A step takes the longer of moving its bytes and doing its FLOPs at the engine's achievable
-rates, plus tensor-parallel all-reduces (two per layer, ring algorithm over the scale-up link)
-and a fixed per-step overhead (kernel launches, sampling, scheduling) that dominates small
+rates, plus communication — tensor-parallel all-reduces (two per layer: a ring over the scale-up
+link, hierarchical once the group spans domains), expert all-to-alls and pipeline-stage hops, over
+the scale-out network where they leave the scale-up domain — and a fixed per-step overhead (kernel launches, sampling, scheduling) that dominates small
 models on fast GPUs.
 """
 
@@ -34,27 +35,69 @@ class StepTime:
         return max(parts, key=parts.get)
 
 
+def _crossing(group: int, rates: Rates) -> tuple[int, int]:
+    """(GPUs per scale-up domain, domains) a group of ``group`` GPUs spans."""
+    inside = max(min(group, rates.domain_gpus), 1)
+    return inside, -(-group // inside)
+
+
+def _over(message: float, bytes_per_s: float) -> float:
+    if message <= 0:
+        return 0.0
+    return message / bytes_per_s if bytes_per_s else float("inf")
+
+
 def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     """Expert parallelism: per MoE layer, each token's hidden state goes to its k experts' GPUs and
-    comes back (dispatch + combine); the share leaving this GPU crosses the scale-up link."""
+    comes back (dispatch + combine). The share bound for GPUs in this scale-up domain crosses the
+    scale-up link, the rest the scale-out network, both at once."""
     ep = work.expert_parallel
     if ep == 1 or not work.moe_layers:
         return 0.0
     tokens_here = tokens / max(ep // work.tp, 1)  # attention data parallelism spreads the batch
-    message = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
-    per = 2 * (rates.link_latency_s + (message / rates.link_bytes_per_s if rates.link_bytes_per_s else float("inf")))
-    return work.moe_layers * per
+    leaving = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
+    inside, domains = _crossing(ep, rates)
+    if domains == 1:
+        per = rates.link_latency_s + _over(leaving, rates.link_bytes_per_s)
+    else:
+        far = leaving * (ep - inside) / (ep - 1)
+        per = rates.scale_out_latency_s + max(_over(leaving - far, rates.link_bytes_per_s), _over(far, rates.scale_out_bytes_per_s))
+    return work.moe_layers * 2 * per
+
+
+def allreduce_one_s(tp: int, message: float, rates: Rates) -> float:
+    """One all-reduce of ``message`` bytes over ``tp`` GPUs: a ring over the scale-up link inside
+    one domain; across domains hierarchical — reduce-scatter inside each domain, an all-reduce of
+    each GPU's shard over the scale-out network, all-gather inside — paying the scale-out latency."""
+    if tp == 1:
+        return 0.0
+    inside, domains = _crossing(tp, rates)
+    local = 2 * (inside - 1) / inside * _over(message, rates.link_bytes_per_s) if inside > 1 else 0.0
+    if domains == 1:
+        return rates.link_latency_s + local
+    return rates.scale_out_latency_s + local + 2 * (domains - 1) / domains * _over(message / inside, rates.scale_out_bytes_per_s)
 
 
 def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
-    """Two ring all-reduces of the hidden state per layer of this stage (plus expert all-to-alls)."""
-    if work.tp == 1:
-        return all_to_all_s(work, rates, tokens)
-    message = tokens * work.hidden_size * ACTIVATION_BYTES
-    per = rates.link_latency_s + (
-        2 * (work.tp - 1) / work.tp * message / rates.link_bytes_per_s if rates.link_bytes_per_s else float("inf")
-    )
-    return 2 * (work.num_layers / work.pp) * per + all_to_all_s(work, rates, tokens)
+    """Two all-reduces of the hidden state per layer of this stage (plus expert all-to-alls)."""
+    one = allreduce_one_s(work.tp, tokens * work.hidden_size * ACTIVATION_BYTES, rates)
+    return 2 * (work.num_layers / work.pp) * one + all_to_all_s(work, rates, tokens)
+
+
+def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:
+    """Pipeline parallelism: a stage hands its activations to the next one, over the scale-out
+    network for the hops between domains (over the scale-up link when that network is not known).
+    Mean cost of one hop."""
+    if work.pp == 1:
+        return 0.0
+    message = tokens * work.hidden_size * ACTIVATION_BYTES / work.tp  # each TP rank sends its slice
+    near = rates.link_latency_s + _over(message, rates.link_bytes_per_s or rates.scale_out_bytes_per_s)
+    _, domains = _crossing(work.tp * work.pp, rates)
+    if domains == 1 or not rates.scale_out_bytes_per_s:
+        return near
+    far_hops = min(domains, work.pp)  # the chain's crossings and the wrap back to the first stage
+    far = rates.scale_out_latency_s + _over(message, rates.scale_out_bytes_per_s)
+    return (far_hops * far + (work.pp - far_hops) * near) / work.pp
 
 
 def overhead_s(work: ModelWork, rates: Rates, sequences: float = 1.0) -> float:
@@ -80,7 +123,7 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     return StepTime(
         memory_s=(weight_bytes + kv_bytes) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s,
-        comm_s=allreduce_s(work, rates, tokens + prefill_tokens),
+        comm_s=allreduce_s(work, rates, tokens + prefill_tokens) + stage_hop_s(work, rates, tokens + prefill_tokens),
         overhead_s=overhead_s(work, rates, batch),
     )
 
@@ -94,6 +137,6 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
     return StepTime(
         memory_s=(work.weights_read_per_gpu(tokens) + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s,
-        comm_s=allreduce_s(work, rates, tokens),
+        comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
         overhead_s=overhead_s(work, rates),
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, ComputeDtype, Quantization
+from inferplan.memory.hardware import Hardware
 
 _DTYPE_KEYS = {"fp4": "fp4", "fp8": "fp8", "int8": "int8", "bf16": "bf16", "fp16": "fp16", "int4": "int4"}
 
@@ -24,8 +25,11 @@ class Rates:
     compute_dtype: str
     peak_flop_per_s: float
     bandwidth_bytes_per_s: float
-    link_bytes_per_s: float  # one direction, per GPU
-    link_latency_s: float  # per collective step
+    link_bytes_per_s: float  # scale-up link, one direction, per GPU
+    link_latency_s: float  # per small all-reduce inside the scale-up domain
+    domain_gpus: int  # GPUs the scale-up link joins in this deployment
+    scale_out_bytes_per_s: float  # network beyond the domain, one direction, per GPU (0: not known)
+    scale_out_latency_s: float  # per small all-reduce that crosses it
     bandwidth_efficiency: float
     compute_efficiency: float
     step_overhead_s: float  # fixed per forward step (scheduling, sampling, launch)
@@ -108,7 +112,10 @@ def default_backend(engine: str, accel: Accelerator) -> str | None:
     return {"cuda": "cuda", "metal": "metal", "rocm": "rocm"}.get(accel.software.value, "vulkan")
 
 
-def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None) -> Rates:
+def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
+              hardware: Hardware | None = None) -> Rates:
+    """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
+    domain and the scale-out network, else the accelerator's own."""
     dtype, note = compute_dtype(accel, quant, engine)
     key = calibration_family(engine, backend, accel)
     link = accel.scale_up
@@ -118,6 +125,8 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         link_bw = link.bandwidth_bytes_per_s.value / 2  # datasheets quote both directions
         nvlink = link.link.startswith("nvlink") or link.link.startswith("infinity")
         latency = catalog.constant("allreduce-latency-s-nvlink" if nvlink else "allreduce-latency-s-pcie")
+    domain = hardware.domain_gpus if hardware else (link.max_domain_gpus if link else 1)
+    scale_out = hardware.scale_out if hardware else accel.scale_out
     constants = catalog.calibration.records
     family = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
     notes = (note,) if note else ()
@@ -127,6 +136,9 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         bandwidth_bytes_per_s=accel.memory_bandwidth_bytes_per_s.value,
         link_bytes_per_s=link_bw,
         link_latency_s=latency,
+        domain_gpus=domain,
+        scale_out_bytes_per_s=scale_out.bandwidth_bytes_per_s.value if scale_out else 0.0,
+        scale_out_latency_s=catalog.constant("allreduce-latency-s-scale-out"),
         bandwidth_efficiency=catalog.constant(f"decode-bandwidth-efficiency-{family}"),
         compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{family}"),
         step_overhead_s=catalog.constant(f"decode-step-overhead-s-{family}"),

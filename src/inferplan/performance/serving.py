@@ -51,6 +51,35 @@ class ServingEstimate(BaseModel):
 GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told not to
 
 
+def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, ...]:
+    """What crosses the scale-out network, or an error when that network is not known and
+    collectives on the decode path would cross it."""
+    hw, domain = mp.hardware, rates.domain_gpus
+    crossing = {"tensor parallelism": work.tp, "expert parallelism": work.expert_parallel}
+    spans = {name: size for name, size in crossing.items() if size > domain}
+    where = hw.system.name if hw.system else hw.accel.name
+    if spans and not rates.scale_out_bytes_per_s:
+        name, size = next(iter(spans.items()))
+        raise InvalidScenarioError(
+            f"{name} over {size} GPUs spans more than the {domain} GPU(s) one scale-up link joins on {where}, "
+            "and the catalogue has no scale-out network for it to price the all-reduces on",
+            field="--tensor-parallel-size" if name == "tensor parallelism" else "--enable-expert-parallel",
+            allowed=f"1..{domain} (use pipeline parallelism across nodes)",
+        )
+    notes = []
+    out = hw.scale_out
+    if out is not None and (spans or work.tp * work.pp > domain):
+        groups = ", ".join(f"{name} over {size} GPUs" for name, size in spans.items()) or "pipeline stages"
+        usual = f" (the usual network of {hw.accel.name} servers; {hw.system.name} states none)" if hw.system and not hw.system.scale_out else ""
+        notes.append(f"{groups}: more than one {domain}-GPU scale-up domain; collectives between domains cross {out.link}"
+                     f"{' (' + out.nic + ')' if out.nic else ''} at {out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s per GPU{usual}, "
+                     f"{rates.scale_out_latency_s * 1e6:.0f} µs per small all-reduce")
+    elif work.tp * work.pp > domain:
+        notes.append(f"pipeline stages span more than one {domain}-GPU scale-up domain and the catalogue has no scale-out "
+                     f"network for {where}: hops between domains priced as the scale-up link (optimistic)")
+    return tuple(notes)
+
+
 def tokens_per_step(k: int, acceptance: float) -> float:
     """Expected tokens a sequence advances per verify step with ``k`` draft tokens."""
     if k == 0:
@@ -77,8 +106,10 @@ class _Context:
                 field="--gpus",
             )
         backend = w.backend or default_backend(d.engine, self.mp.accelerator)
-        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend)
+        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
+                                     self.mp.hardware)
         self.work: ModelWork = model_work(self.mp)
+        self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
         par = fit.parallel
@@ -156,11 +187,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     if w.speculative_tokens:
         assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at acceptance {w.acceptance_rate:g} → "
                            f"{ctx.tau:.2f} tokens per step; draft cost {ctx.catalog.constant('speculative-draft-cost-ratio'):g} of a step per draft token")
-    scale_up = ctx.mp.accelerator.scale_up
-    domain = scale_up.max_domain_gpus if scale_up else 1
-    if fit.parallel.tensor_parallel_size > domain:
-        assumptions.append(f"TP {fit.parallel.tensor_parallel_size} spans more than one {domain}-GPU scale-up domain: its all-reduces "
-                           "cross the scale-out network, which this estimate prices as the scale-up link (optimistic)")
+    assumptions.extend(ctx.network_notes)
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
     if d.engine in GRAPH_ENGINES:

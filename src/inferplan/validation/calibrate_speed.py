@@ -31,6 +31,14 @@ from inferplan.performance.serving import ServingEstimate, _Context, _concurrenc
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, profile_scenario, scenario
 
 MIN_POINTS = 10  # fewer fit points than this: the family takes the pooled fit
+MAX_SWEEPS, CONVERGED = 20, 1e-5  # coordinate descent stops when a sweep gains less than this
+# A family's achievable share of peak bandwidth or FLOP/s is fitted only when at least MIN_RESPONDING
+# of its points respond to it; else it keeps the pooled share (one TTFT point with an unmodelled
+# fixed delay set SGLang's compute share to 0.15). The overheads are not guarded: at batch 1 the
+# step and per-sequence overheads trade off, and fixing one at the pooled value distorts the other.
+MIN_RESPONDING = 3
+GUARDED = ("bandwidth_efficiency", "compute_efficiency")
+RESPONSE = 0.01  # |change of log prediction| that counts as responding (see ``responding``)
 # Weight of the pull towards the pooled fit: 0.05 costs as much as a 5 % mean |log error| when a
 # constant sits a whole bound width away from its pooled value. Tried 0.05 and 0.5 (docs/speed.md).
 PRIOR_WEIGHT = 0.05
@@ -133,12 +141,29 @@ def _golden(f, lo: float, hi: float, iterations: int = 40) -> float:
 
 
 def fit_params(points: list[Prepared], start: dict[str, float], prior: dict[str, float] | None = None,
-               sweeps: int = 4) -> dict[str, float]:
+               free: tuple[str, ...] = tuple(BOUNDS)) -> dict[str, float]:
+    """Coordinate descent (a golden-section search per constant) until a sweep gains less than
+    ``CONVERGED`` (at most ``MAX_SWEEPS``): a fixed four sweeps stopped short on collinear constants."""
     params = dict(start)
-    for _ in range(sweeps):
-        for name, (lo, hi) in BOUNDS.items():
+    best = objective(points, params, prior)
+    for _ in range(MAX_SWEEPS):
+        for name in free:
+            lo, hi = BOUNDS[name]
             params[name] = _golden(lambda v: objective(points, {**params, name: v}, prior), lo, hi)
+        now = objective(points, params, prior)
+        if best - now < CONVERGED:
+            break
+        best = now
     return params
+
+
+def responding(points: list[Prepared], params: dict[str, float], name: str) -> int:
+    """How many of ``points`` respond to constant ``name``: moving it by a tenth of its bound width
+    changes the prediction by more than ``RESPONSE``."""
+    lo, hi = BOUNDS[name]
+    step = (hi - lo) / 10
+    moved = {**params, name: params[name] + step if params[name] + step <= hi else params[name] - step}
+    return sum(abs(log_error(p, moved) - log_error(p, params)) > RESPONSE for p in points)
 
 
 # Fixed starting point, so a refit does not depend on the constants currently shipped.
@@ -153,6 +178,7 @@ class FamilyFit:
     points: tuple[str, ...]
     pooled: bool
     mean_abs_log_error: float
+    kept_pooled: tuple[str, ...] = ()  # constants too few of the family's points respond to: pooled value kept
 
 
 def fit_speed(catalog: Catalog) -> list[FamilyFit]:
@@ -165,8 +191,10 @@ def fit_speed(catalog: Catalog) -> list[FamilyFit]:
     for family in families:
         own = [p for p in points if p.family == family]
         if len(own) >= MIN_POINTS:
-            params = fit_params(own, pooled, prior=pooled)
-            fits.append(FamilyFit(family, params, tuple(p.id for p in own), False, objective(own, params)))
+            free = tuple(n for n in BOUNDS if n not in GUARDED or responding(own, pooled, n) >= MIN_RESPONDING)
+            params = fit_params(own, pooled, prior=pooled, free=free)
+            fits.append(FamilyFit(family, params, tuple(p.id for p in own), False, objective(own, params),
+                                  tuple(n for n in BOUNDS if n not in free)))
         else:
             err = objective(own, pooled) if own else float("nan")
             fits.append(FamilyFit(family, pooled, tuple(p.id for p in points), True, err))
@@ -187,12 +215,15 @@ def to_yaml(fits: list[FamilyFit]) -> str:
         prior = "" if f.pooled else f" + {PRIOR_WEIGHT} x squared distance from the pooled fit in bound widths"
         error = "no own points" if math.isnan(f.mean_abs_log_error) else f"mean |log error| {f.mean_abs_log_error:.3f} on its own points"
         for name, value in f.params.items():
+            method = (f"pooled value kept: fewer than {MIN_RESPONDING} of this family's {len(f.points)} fit points respond to it"
+                      if name in f.kept_pooled else
+                      f"{how}: coordinate descent minimising mean |log(predicted / measured)|{prior}, bounds {BOUNDS[name]}")
             lines += [
                 f"  - id: {CONSTANT_IDS[name].format(f.family)}",
                 f"    value: {value:.6g}",
                 f"    unit: {UNITS[name]}",
                 f"    fitted_on: []  # {how}",
-                f"    method: \"{how}: coordinate descent minimising mean |log(predicted / measured)|{prior}, bounds {BOUNDS[name]}\"",
+                f"    method: \"{method}\"",
                 f"    error: \"{error}\"",
             ]
     return "\n".join(lines) + "\n"
@@ -219,7 +250,8 @@ def main() -> None:  # pragma: no cover - a maintenance script
         kind = f"pooled over {len(f.points)} points" if f.pooled else f"{len(f.points)} own points"
         print(f"{f.family:16s} ({kind}; mean |log error| {f.mean_abs_log_error:.3f})")
         for name, value in f.params.items():
-            print(f"    {CONSTANT_IDS[name].format(f.family)} = {value:.6g}")
+            kept = "  (pooled: too few points respond)" if name in f.kept_pooled else ""
+            print(f"    {CONSTANT_IDS[name].format(f.family)} = {value:.6g}{kept}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,55 @@
+"""The hardware a deployment names: its accelerator, how many, and the links between them.
+
+A system (``--system hgx-h100``) fixes the accelerator, its count, its scale-up domain and its
+network; a bare accelerator (``--gpu h100``) takes the accelerator's own link and the network
+servers built on it usually carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Accelerator, ScaleOut, System
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+
+
+@dataclass(frozen=True)
+class Hardware:
+    accel: Accelerator
+    gpus: int
+    domain_gpus: int  # GPUs that reach each other over the accelerator's scale-up link
+    scale_out: ScaleOut | None  # the network beyond that domain (the system's, else the usual one of the accelerator)
+    system: System | None = None
+
+
+def system_domain_gpus(system: System, accel: Accelerator) -> int:
+    """GPUs of ``system`` that talk over the accelerator's scale-up link: its fast-link domain,
+    or every GPU in the box when they share PCIe (no fast link)."""
+    if system.scale_up_domain_gpus > 1 or accel.scale_up is None or accel.scale_up.link == "none":
+        return system.scale_up_domain_gpus
+    return system.accelerator_count
+
+
+def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
+    if d.system:
+        system = catalog.system(d.system, "--system")
+        accel = catalog.accelerators.records[system.accelerator]
+        if d.gpu and catalog.accelerator(d.gpu).id != accel.id:
+            raise InvalidScenarioError(
+                f"{system.name} holds {accel.name}, not {d.gpu}", field="--gpu", allowed=accel.id
+            )
+        gpus = d.gpus or system.accelerator_count
+        if gpus > system.accelerator_count:
+            raise InvalidScenarioError(
+                f"{system.name} has {system.accelerator_count} GPUs, asked for {gpus}",
+                field="--gpus",
+                allowed=f"1..{system.accelerator_count}",
+            )
+        return Hardware(accel, gpus, system_domain_gpus(system, accel), system.scale_out or accel.scale_out, system)
+    accel = catalog.accelerator(d.gpu or "")
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size
+    gpus = d.gpus or instance * (d.data_parallel_size or 1)
+    domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
+    return Hardware(accel, gpus, domain, accel.scale_out)
