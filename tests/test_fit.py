@@ -104,7 +104,7 @@ def test_sglang_reserves_less_for_kv_than_full_memory():
         (dict(model="llama-3.1-8b", gpu="RTX"), AmbiguousNameError, "--gpu"),
         (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=2, gpus=3), InvalidScenarioError, "--data-parallel-size"),
         (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=4, gpus=2), InvalidScenarioError, "--gpus"),
-        (dict(model="llama-3.1-8b", system="hgx-h100", gpus=16), InvalidScenarioError, "--gpus"),
+        (dict(model="llama-3.1-8b", system="hgx-h100", gpus=12), InvalidScenarioError, "--gpus"),
         (dict(model="llama-3.1-8b", gpu="H100", quantization="q9_z"), Exception, "--quantization"),
         (dict(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp3"), Exception, "--kv-cache-dtype"),
         (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "--engine"),

@@ -304,3 +304,15 @@ def test_pipeline_stages_on_two_nodes_hand_over_across_the_scale_out_network():
     # one of the two hops (the wrap back included) leaves the node; the 8 TP ranks each send their slice
     assert stage_hop_s(ctx.work, ctx.rates, 1.0) > stage_hop_s(ctx.work, inside, 1.0) > 0
     assert any("pipeline stages: more than one 8-GPU scale-up domain" in a for a in _estimate(ctx, 1).assumptions)
+
+
+def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_refused():
+    w = Workload(input_len=128, output_len=128, concurrency=1)
+    common = dict(model="deepseek-r1", engine="sglang", quantization="fp8-block", max_model_len=1024, tensor_parallel_size=16)
+    two = perf(w, system="hgx-h100", gpus=16, **common)
+    bare = perf(w, gpu="h100-sxm", gpus=16, **common)
+    assert two.gpus == 16 and two.tpot_s == pytest.approx(bare.tpot_s)
+    assert any(a.startswith("2× NVIDIA HGX/DGX H100") and "infiniband-ndr" in a for a in two.assumptions)
+    with pytest.raises(InvalidScenarioError) as err:
+        perf(w, system="hgx-h100", gpus=12, **{**common, "tensor_parallel_size": 4})
+    assert err.value.field == "--gpus" and "multiple of 8" in err.value.allowed

@@ -189,7 +189,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     engine = catalog.engine(d.engine)
     quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
-    assumptions = [*spec.assumptions, *notes]
+    assumptions = [*spec.assumptions, *hw.assumptions, *notes]
     total, total_note = device_total_bytes(catalog, hw.accel)
     if total_note:
         assumptions.append(total_note)

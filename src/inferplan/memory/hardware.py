@@ -22,6 +22,7 @@ class Hardware:
     domain_gpus: int  # GPUs that reach each other over the accelerator's scale-up link
     scale_out: ScaleOut | None  # the network beyond that domain (the system's, else the usual one of the accelerator)
     system: System | None = None
+    assumptions: tuple[str, ...] = ()
 
 
 def system_domain_gpus(system: System, accel: Accelerator) -> int:
@@ -41,13 +42,19 @@ def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
                 f"{system.name} holds {accel.name}, not {d.gpu}", field="--gpu", allowed=accel.id
             )
         gpus = d.gpus or system.accelerator_count
-        if gpus > system.accelerator_count:
+        count = system.accelerator_count
+        if gpus > count and gpus % count:
             raise InvalidScenarioError(
-                f"{system.name} has {system.accelerator_count} GPUs, asked for {gpus}",
+                f"{system.name} has {count} GPUs; {gpus} GPUs is neither a part of one nor a whole number of them",
                 field="--gpus",
-                allowed=f"1..{system.accelerator_count}",
+                allowed=f"1..{count} or a multiple of {count} (several {system.id} joined by their network)",
             )
-        return Hardware(accel, gpus, system_domain_gpus(system, accel), system.scale_out or accel.scale_out, system)
+        notes = ()
+        if gpus > count:
+            out = system.scale_out or accel.scale_out
+            net = f"{out.link} ({out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s per GPU)" if out else "a network the catalogue does not know"
+            notes = (f"{gpus // count}× {system.name} joined by {net}",)
+        return Hardware(accel, gpus, system_domain_gpus(system, accel), system.scale_out or accel.scale_out, system, notes)
     accel = catalog.accelerator(d.gpu or "")
     instance = d.tensor_parallel_size * d.pipeline_parallel_size
     gpus = d.gpus or instance * (d.data_parallel_size or 1)
