@@ -47,6 +47,11 @@ def _over(message: float, bytes_per_s: float) -> float:
     return message / bytes_per_s if bytes_per_s else float("inf")
 
 
+def local_latency_s(rates: Rates, gpus: int) -> float:
+    """Latency of a small collective among ``gpus`` GPUs of one scale-up domain."""
+    return rates.link_latency_s + 2 * (gpus - 1) * rates.link_latency_per_step_s
+
+
 def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     """Expert parallelism: per MoE layer, each token's hidden state goes to its k experts' GPUs and
     comes back (dispatch + combine). The share bound for GPUs in this scale-up domain crosses the
@@ -58,7 +63,7 @@ def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     leaving = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
     inside, domains = _crossing(ep, rates)
     if domains == 1:
-        per = rates.link_latency_s + _over(leaving, rates.link_bytes_per_s)
+        per = local_latency_s(rates, ep) + _over(leaving, rates.link_bytes_per_s)
     else:
         far = leaving * (ep - inside) / (ep - 1)
         per = rates.scale_out_latency_s + max(_over(leaving - far, rates.link_bytes_per_s), _over(far, rates.scale_out_bytes_per_s))
@@ -74,7 +79,7 @@ def allreduce_one_s(tp: int, message: float, rates: Rates) -> float:
     inside, domains = _crossing(tp, rates)
     local = 2 * (inside - 1) / inside * _over(message, rates.link_bytes_per_s) if inside > 1 else 0.0
     if domains == 1:
-        return rates.link_latency_s + local
+        return local_latency_s(rates, inside) + local
     return rates.scale_out_latency_s + local + 2 * (domains - 1) / domains * _over(message / inside, rates.scale_out_bytes_per_s)
 
 
@@ -91,7 +96,7 @@ def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     if work.pp == 1:
         return 0.0
     message = tokens * work.hidden_size * ACTIVATION_BYTES / work.tp  # each TP rank sends its slice
-    near = rates.link_latency_s + _over(message, rates.link_bytes_per_s or rates.scale_out_bytes_per_s)
+    near = local_latency_s(rates, 2) + _over(message, rates.link_bytes_per_s or rates.scale_out_bytes_per_s)
     _, domains = _crossing(work.tp * work.pp, rates)
     if domains == 1 or not rates.scale_out_bytes_per_s:
         return near

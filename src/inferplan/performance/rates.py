@@ -26,7 +26,8 @@ class Rates:
     peak_flop_per_s: float
     bandwidth_bytes_per_s: float
     link_bytes_per_s: float  # scale-up link, one direction, per GPU
-    link_latency_s: float  # per small all-reduce inside the scale-up domain
+    link_latency_s: float  # per small all-reduce inside the scale-up domain, fixed part
+    link_latency_per_step_s: float  # ... plus this per ring step, 2(n-1) of them over n GPUs (PCIe)
     domain_gpus: int  # GPUs the scale-up link joins in this deployment
     scale_out_bytes_per_s: float  # network beyond the domain, one direction, per GPU (0: not known)
     scale_out_latency_s: float  # per small all-reduce that crosses it
@@ -112,6 +113,18 @@ def default_backend(engine: str, accel: Accelerator) -> str | None:
     return {"cuda": "cuda", "metal": "metal", "rocm": "rocm"}.get(accel.software.value, "vulkan")
 
 
+def link_latency(catalog: Catalog, link: str) -> tuple[float, float]:
+    """(fixed latency, latency per ring step) of a small all-reduce over a scale-up ``link``:
+    NVLink / Infinity Fabric a fixed few microseconds (custom one-shot kernels); PCIe per step of
+    NCCL's ring, so 8 GPUs pay more than 2; a network used as the scale-up link (ConnectX between
+    two DGX Sparks) the scale-out latency."""
+    if link.startswith(("nvlink", "infinity")):
+        return catalog.constant("allreduce-latency-s-nvlink"), 0.0
+    if link.startswith("pcie") or link == "none":
+        return 0.0, catalog.constant("allreduce-latency-s-pcie-per-step")
+    return catalog.constant("allreduce-latency-s-scale-out"), 0.0
+
+
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
               hardware: Hardware | None = None) -> Rates:
     """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
@@ -119,12 +132,8 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     dtype, note = compute_dtype(accel, quant, engine)
     key = calibration_family(engine, backend, accel)
     link = accel.scale_up
-    if link is None or link.link == "none":
-        link_bw, latency = 0.0, catalog.constant("allreduce-latency-s-pcie")
-    else:
-        link_bw = link.bandwidth_bytes_per_s.value / 2  # datasheets quote both directions
-        nvlink = link.link.startswith("nvlink") or link.link.startswith("infinity")
-        latency = catalog.constant("allreduce-latency-s-nvlink" if nvlink else "allreduce-latency-s-pcie")
+    link_bw = link.bandwidth_bytes_per_s.value / 2 if link else 0.0  # datasheets quote both directions
+    latency, per_step = link_latency(catalog, link.link if link else "none")
     domain = hardware.domain_gpus if hardware else (link.max_domain_gpus if link else 1)
     scale_out = hardware.scale_out if hardware else accel.scale_out
     constants = catalog.calibration.records
@@ -136,6 +145,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         bandwidth_bytes_per_s=accel.memory_bandwidth_bytes_per_s.value,
         link_bytes_per_s=link_bw,
         link_latency_s=latency,
+        link_latency_per_step_s=per_step,
         domain_gpus=domain,
         scale_out_bytes_per_s=scale_out.bandwidth_bytes_per_s.value if scale_out else 0.0,
         scale_out_latency_s=catalog.constant("allreduce-latency-s-scale-out"),
