@@ -139,7 +139,7 @@ class _Context:
     def draft_s(self, step: StepTime) -> float:
         if not self.w.speculative_tokens:
             return 0.0
-        return self.w.speculative_tokens * self.catalog.constant("speculative-draft-cost-ratio") * step.seconds
+        return self.w.speculative_tokens * self.work.draft_cost_ratio * step.seconds
 
 
 def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
@@ -186,7 +186,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     assumptions = [*fit.assumptions, *ctx.rates.notes, *ctx.work.notes]
     if w.speculative_tokens:
         assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at acceptance {w.acceptance_rate:g} → "
-                           f"{ctx.tau:.2f} tokens per step; draft cost {ctx.catalog.constant('speculative-draft-cost-ratio'):g} of a step per draft token")
+                           f"{ctx.tau:.2f} tokens per step; each draft token costs {ctx.work.draft_cost_ratio:.3f} of a step "
+                           "(one decoder layer and the lm_head, as MTP and EAGLE heads are built)")
     assumptions.extend(ctx.network_notes)
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")

@@ -44,6 +44,12 @@ class ModelWork:
     moe_layers: int = 0
     notes: tuple[str, ...] = ()
 
+    @property
+    def draft_cost_ratio(self) -> float:
+        """A draft token's cost as a share of a target step: an MTP or EAGLE head is one decoder
+        layer plus the (shared) lm_head."""
+        return 1 / self.num_layers + (self.lm_head_params / self.active_params if self.active_params else 0.0)
+
     def weights_read_per_gpu(self, tokens_in_step: float) -> float:
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu
