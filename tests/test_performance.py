@@ -319,3 +319,20 @@ def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_ref
     with pytest.raises(InvalidScenarioError) as err:
         perf(w, system="hgx-h100", gpus=12, **{**common, "tensor_parallel_size": 4})
     assert err.value.field == "--gpus" and "multiple of 8" in err.value.allowed
+
+
+def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_tokens():
+    from inferplan.performance.phases import ACTIVATION_BYTES, all_to_all_s, local_latency_s
+
+    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", gpu="h200-sxm", gpus=8, data_parallel_size=8,
+                                       enable_expert_parallel=True, quantization="fp8-block", engine="sglang",
+                                       max_model_len=2048), Workload(input_len=1024, output_len=1024, concurrency=8))
+    work = ctx.work
+    assert work.tp == 1 and work.expert_parallel == 8
+    k, e = work.experts_per_token, work.num_experts
+    # one token on each of the 8 ranks: a GPU's 32 experts are hit by all 8 ranks' tokens
+    expected = work.dense_bytes_per_gpu + work.expert_bytes_per_gpu * (1 - (1 - k / e) ** 8)
+    assert work.weights_read_per_gpu(1) == pytest.approx(expected)
+    leaving = 1 * k * work.hidden_size * ACTIVATION_BYTES * 7 / 8
+    per_layer = 2 * (local_latency_s(ctx.rates, 8) + leaving / ctx.rates.link_bytes_per_s)
+    assert all_to_all_s(work, ctx.rates, 1) == pytest.approx(work.moe_layers * per_layer)

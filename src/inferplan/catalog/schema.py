@@ -282,6 +282,8 @@ class SpeedPoint(Frozen):
     output_tokens: int = Field(ge=0)
     concurrency: int | None = Field(None, ge=1)  # None: saturating load (max throughput)
     speculative_tokens: int = Field(0, ge=0)
+    acceptance_rate: float | None = Field(None, ge=0, le=1)  # per draft token, when the source states it (else 0.7)
+    expert_parallel: bool = False  # experts spread over all GPUs (DP attention + EP); data parallel = gpus / (TP x PP)
     max_num_seqs: int | None = Field(None, ge=1)  # the engine's running-batch cap, when the run states it
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1)  # 1: decode-only timing after the prompts were cached
     # False: the run turned CUDA graphs off (--enforce-eager), which the planner does not model; the

@@ -53,13 +53,13 @@ def local_latency_s(rates: Rates, gpus: int) -> float:
 
 
 def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
-    """Expert parallelism: per MoE layer, each token's hidden state goes to its k experts' GPUs and
-    comes back (dispatch + combine). The share bound for GPUs in this scale-up domain crosses the
+    """Expert parallelism: per MoE layer, each token of this data-parallel rank sends its hidden
+    state to its k experts' GPUs and gets it back (dispatch + combine). The share bound for GPUs in this scale-up domain crosses the
     scale-up link, the rest the scale-out network, both at once."""
     ep = work.expert_parallel
     if ep == 1 or not work.moe_layers:
         return 0.0
-    tokens_here = tokens / max(ep // work.tp, 1)  # attention data parallelism spreads the batch
+    tokens_here = tokens / work.tp  # this instance's tokens; each of its TP ranks dispatches a share
     leaving = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
     inside, domains = _crossing(ep, rates)
     if domains == 1:

@@ -51,9 +51,13 @@ class ModelWork:
         return 1 / self.num_layers + (self.lm_head_params / self.active_params if self.active_params else 0.0)
 
     def weights_read_per_gpu(self, tokens_in_step: float) -> float:
+        """Bytes of weights one GPU reads in a step of ``tokens_in_step`` tokens of its instance.
+        Under expert parallelism a GPU's experts serve the tokens of every data-parallel rank of
+        the group, which step together."""
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu
-        touched = 1 - (1 - self.experts_per_token / self.num_experts) ** max(tokens_in_step, 1)
+        routed = max(tokens_in_step, 1) * max(self.expert_parallel // self.tp, 1)
+        touched = 1 - (1 - self.experts_per_token / self.num_experts) ** routed
         return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * touched
 
     def activation_bytes_per_gpu(self, tokens: float) -> float:

@@ -65,11 +65,12 @@ def scenario(point: SpeedPoint) -> tuple[Deployment, Workload]:
         model=point.model, gpu=point.accelerator, gpus=point.gpus,
         tensor_parallel_size=point.tensor_parallel_size, pipeline_parallel_size=point.pipeline_parallel_size,
         engine=point.engine, quantization=point.quantization, kv_cache_dtype=point.kv_cache_dtype,
-        max_model_len=max(i + o, 256), max_num_seqs=point.max_num_seqs,
+        max_model_len=max(i + o, 256), max_num_seqs=point.max_num_seqs, enable_expert_parallel=point.expert_parallel,
     )
     generation_only = point.metric is SpeedMetric.DECODE_TOKENS_PER_S_TOTAL
     w = Workload(input_len=i, output_len=o, concurrency=point.concurrency or "max",
                  speculative_tokens=point.speculative_tokens, backend=point.backend,
+                 **({} if point.acceptance_rate is None else {"acceptance_rate": point.acceptance_rate}),
                  prefix_cache_hit_rate=1.0 if generation_only else point.prefix_cache_hit_rate)  # 1.0: no prefill in the timed phase
     return d, w
 
