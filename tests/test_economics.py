@@ -274,3 +274,15 @@ def test_unpublished_architectures_need_a_stated_kv_size():
     assert exc.value.field == "--kv-bytes-per-token"
     r = plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}, kv_bytes_per_token=70_000), CATALOG)
     assert r.supported_users > 0
+
+
+def test_pcie_servers_and_bridged_cards_plan():
+    # GPUs past a PCIe card's bridge share the server's PCIe: the cell sweep up to 8 GPUs runs
+    # (it raised "--tensor-parallel-size" for the wider cells once the scale-out network came in)
+    pcie = plan(scenario(model="llama-3.3-70b", quantization="fp8", target_users=20,
+                         platform={"system": "rtx-pro-6000-server-8x", "quote_usd_per_loadout": 90_000}), CATALOG)
+    bridged = plan(scenario(model="llama-3.1-405b", quantization="fp8", target_users=5,
+                            platform={"gpu": "h200-nvl", "gpus": 8, "quote_usd_per_loadout": 300_000}), CATALOG)
+    for r in (pcie, bridged):
+        assert r.capacity.gpus == 8 and r.capacity.binding
+        assert r.capacity.cell.tensor_parallel_size * r.capacity.cells <= 8

@@ -256,11 +256,15 @@ def test_tensor_parallelism_across_nodes_pays_the_scale_out_network():
 
 
 def test_tensor_parallelism_across_nodes_without_a_known_network_is_refused():
+    from inferplan.performance.serving import network_notes
+
+    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", gpu="h100-sxm", gpus=16, tensor_parallel_size=16, engine="sglang",
+                                       quantization="fp8-block", max_model_len=1024), Workload(input_len=128, output_len=128, concurrency=1))
+    unknown = dataclasses.replace(ctx.mp, hardware=dataclasses.replace(ctx.mp.hardware, scale_out=None))
     with pytest.raises(InvalidScenarioError) as err:
-        perf(Workload(input_len=128, output_len=128, concurrency=1), model="deepseek-r1", gpu="a100-80gb", gpus=16,
-             tensor_parallel_size=16, engine="sglang", quantization="int8-w8a8", max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and "no scale-out network" in str(err.value)
-    assert "1..8" in err.value.allowed
+        network_notes(unknown, ctx.work, dataclasses.replace(ctx.rates, scale_out_bytes_per_s=0.0))
+    assert err.value.field == "--tensor-parallel-size" and err.value.allowed == "1..8"
+    assert "no network between scale-up domains" in str(err.value)
 
 
 def test_a_pcie_server_prices_tensor_parallelism_over_pcie_inside_the_box():
@@ -336,3 +340,49 @@ def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_t
     leaving = 1 * k * work.hidden_size * ACTIVATION_BYTES * 7 / 8
     per_layer = 2 * (local_latency_s(ctx.rates, 8) + leaving / ctx.rates.link_bytes_per_s)
     assert all_to_all_s(work, ctx.rates, 1) == pytest.approx(work.moe_layers * per_layer)
+
+
+@pytest.mark.parametrize("gpu, gpus", [("h100-pcie", 4), ("h200-nvl", 8), ("rtx-pro-6000-blackwell", 8), ("rtx-3090", 4)])
+def test_pcie_cards_past_their_bridge_share_the_servers_pcie(gpu, gpus):
+    w = Workload(input_len=512, output_len=128, concurrency=1)
+    e = perf(w, model="llama-3.1-8b", gpu=gpu, gpus=gpus, tensor_parallel_size=gpus, max_model_len=1024)
+    assert math.isfinite(e.tpot_s) and any("share PCIe in one server" in a for a in e.assumptions)
+    with pytest.raises(InvalidScenarioError) as err:  # past one server, no network is known for them
+        perf(w, model="llama-3.1-8b", gpu=gpu, gpus=16, tensor_parallel_size=16, max_model_len=1024)
+    assert err.value.field == "--tensor-parallel-size" and err.value.allowed == "1..8"
+
+
+def test_pcie_server_system_and_bare_cards_agree():
+    w = Workload(input_len=512, output_len=128, concurrency=1)
+    system = perf(w, model="llama-3.3-70b", system="rtx-pro-6000-server-8x", tensor_parallel_size=8, quantization="fp8", max_model_len=1024)
+    bare = perf(w, model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=8, tensor_parallel_size=8, quantization="fp8", max_model_len=1024)
+    assert system.tpot_s == pytest.approx(bare.tpot_s)
+
+
+@pytest.mark.parametrize("gpu, engine, quant", [("apple-m2-ultra", "llamacpp", "gguf-q4_k_m"), ("ryzen-ai-max-395", "llamacpp", "gguf-q4_k_m")])
+def test_pipeline_stages_on_devices_without_a_link_cost_their_latency_and_stay_finite(gpu, engine, quant):
+    w = Workload(input_len=512, output_len=128, concurrency=1)
+    e = perf(w, model="llama-3.1-8b", gpu=gpu, gpus=2, pipeline_parallel_size=2, engine=engine, quantization=quant, max_model_len=1024)
+    assert math.isfinite(e.tpot_s) and math.isfinite(e.ttft_s)
+    assert any("each hop costs its latency only" in a for a in e.assumptions)
+
+
+def test_expert_parallelism_across_nodes_costs_more_than_inside_one_and_is_refused_without_a_network():
+    from inferplan.performance.phases import all_to_all_s
+
+    w = Workload(input_len=1024, output_len=1024, concurrency=16)
+    common = dict(model="deepseek-r1", data_parallel_size=16, enable_expert_parallel=True, quantization="fp8-block",
+                  engine="sglang", max_model_len=2048)
+    ctx = _Context(CATALOG, Deployment(gpu="h200-sxm", gpus=16, **common), w)
+    one_domain = dataclasses.replace(ctx.rates, domain_gpus=16)
+    assert all_to_all_s(ctx.work, ctx.rates, 1) > all_to_all_s(ctx.work, one_domain, 1) > 0
+    with pytest.raises(InvalidScenarioError) as err:
+        _Context(CATALOG, Deployment(gpu="a100-80gb", gpus=16, **{**common, "quantization": "int8-w8a8"}), w)
+    assert err.value.field == "--data-parallel-size" and "TP x DP <= 8" in err.value.allowed
+
+
+def test_draft_tokens_cost_one_layer_and_the_lm_head():
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=1024), Workload(input_len=64, output_len=64))
+    work = ctx.work
+    assert work.draft_cost_ratio == pytest.approx(1 / 32 + work.lm_head_params / work.active_params)
+    assert 0.08 < work.draft_cost_ratio < 0.12  # 1/32 of the body plus a 0.5B-parameter head of 8B

@@ -69,7 +69,8 @@ KNOWN_DECODE_MISSES = {
     # 11.8 ms (was 7.2 ms priced as NVLink), measured 23.2-24.0 ms; the rest is not explained
     "s-bx-sglang-h100x16-deepseek-r1-fp8-block-tpot-tt356": "SGLang DeepSeek-R1 TP16 across two H100 nodes",
     "s-mn-sglang-h100x16-deepseek-r1-fp8-block-tpot-8k-tt356": "the same run at 8k input",
-    # DP-attention + EP16 over two H20 nodes with MTP: modelled as TP16 (the planner has no DP attention)
+    # DP-attention + EP16 over two H20 nodes with MTP (entered as DP 16 + EP): over-predicted like
+    # every H20 point with more than a toy model
     "s-mn-sglang-h20x16-deepseek-r1-fp8-block-dpep16-mtp1-bs1-antgroup": "SGLang DP-attention/EP16 on 2x 8 H20, MTP 1",
     "s-mn-sglang-h20x16-deepseek-r1-fp8-block-dpep16-mtp3-bs1-antgroup": "the same with MTP 3",
     # vLLM: gpt-oss-20b on one RTX PRO 6000 faster than the family's MoE-layer overhead allows

@@ -117,8 +117,13 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
     best = None
     tp = smallest.tensor_parallel_size
     while tp * smallest.pipeline_parallel_size <= system_gpus:
-        trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
-                         system_gpus=system_gpus, system=system)
+        try:
+            trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
+                             system_gpus=system_gpus, system=system)
+        except InvalidScenarioError:
+            if best is None:
+                raise
+            break  # a wider cell than the hardware's links carry: keep the best narrower one
         if best is None or (trial.supported_users, trial.output_tokens_per_s) > (best.supported_users, best.output_tokens_per_s):
             best = trial
         tp *= 2

@@ -23,6 +23,13 @@ class Hardware:
     scale_out: ScaleOut | None  # the network beyond that domain (the system's, else the usual one of the accelerator)
     system: System | None = None
     assumptions: tuple[str, ...] = ()
+    # GPUs one server of PCIe cards holds: past a bridge or switch domain they still share PCIe
+    # (0: not a PCIe card, or a system that states its own layout)
+    pcie_server_gpus: int = 0
+
+
+PCIE_FORM_FACTORS = ("pcie", "workstation", "consumer")
+PCIE_SERVER_GPUS = 8  # assumed: the usual largest PCIe GPU server (8 double-width cards)
 
 
 def system_domain_gpus(system: System, accel: Accelerator) -> int:
@@ -59,4 +66,5 @@ def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
     instance = d.tensor_parallel_size * d.pipeline_parallel_size
     gpus = d.gpus or instance * (d.data_parallel_size or 1)
     domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
-    return Hardware(accel, gpus, domain, accel.scale_out)
+    pcie_server = PCIE_SERVER_GPUS if accel.form_factor in PCIE_FORM_FACTORS and accel.scale_up else 0
+    return Hardware(accel, gpus, domain, accel.scale_out, pcie_server_gpus=pcie_server)

@@ -36,9 +36,17 @@ class StepTime:
 
 
 def _crossing(group: int, rates: Rates) -> tuple[int, int]:
-    """(GPUs per scale-up domain, domains) a group of ``group`` GPUs spans."""
-    inside = max(min(group, rates.domain_gpus), 1)
-    return inside, -(-group // inside)
+    """(GPUs of the group in its smallest domain, domains) a group of ``group`` GPUs spans; the
+    smallest share carries the largest slice of a hierarchical collective."""
+    full = max(min(group, rates.domain_gpus), 1)
+    domains = -(-group // full)
+    return (group - (domains - 1) * full) if domains > 1 else full, domains
+
+
+def scale_out_latency_s(rates: Rates, gpus: int) -> float:
+    """Latency of a small collective among ``gpus`` GPUs that leaves the scale-up domain (two-node
+    measurements; more domains are an extrapolation)."""
+    return rates.scale_out_latency_s + 2 * (gpus - 1) * rates.scale_out_latency_per_step_s
 
 
 def _over(message: float, bytes_per_s: float) -> float:
@@ -54,19 +62,19 @@ def local_latency_s(rates: Rates, gpus: int) -> float:
 
 def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     """Expert parallelism: per MoE layer, each token of this data-parallel rank sends its hidden
-    state to its k experts' GPUs and gets it back (dispatch + combine). The share bound for GPUs in this scale-up domain crosses the
-    scale-up link, the rest the scale-out network, both at once."""
+    state to its k experts' GPUs and gets it back (dispatch + combine). The share bound for GPUs
+    in this scale-up domain crosses the scale-up link, the rest the scale-out network, at once."""
     ep = work.expert_parallel
     if ep == 1 or not work.moe_layers:
         return 0.0
     tokens_here = tokens / work.tp  # this instance's tokens; each of its TP ranks dispatches a share
     leaving = tokens_here * work.experts_per_token * work.hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
-    inside, domains = _crossing(ep, rates)
+    _, domains = _crossing(ep, rates)
     if domains == 1:
         per = local_latency_s(rates, ep) + _over(leaving, rates.link_bytes_per_s)
     else:
-        far = leaving * (ep - inside) / (ep - 1)
-        per = rates.scale_out_latency_s + max(_over(leaving - far, rates.link_bytes_per_s), _over(far, rates.scale_out_bytes_per_s))
+        far = leaving * (ep - min(ep, rates.domain_gpus)) / (ep - 1)
+        per = scale_out_latency_s(rates, ep) + max(_over(leaving - far, rates.link_bytes_per_s), _over(far, rates.scale_out_bytes_per_s))
     return work.moe_layers * 2 * per
 
 
@@ -76,11 +84,12 @@ def allreduce_one_s(tp: int, message: float, rates: Rates) -> float:
     each GPU's shard over the scale-out network, all-gather inside — paying the scale-out latency."""
     if tp == 1:
         return 0.0
-    inside, domains = _crossing(tp, rates)
+    smallest, domains = _crossing(tp, rates)
+    inside = min(tp, max(rates.domain_gpus, 1))
     local = 2 * (inside - 1) / inside * _over(message, rates.link_bytes_per_s) if inside > 1 else 0.0
     if domains == 1:
         return local_latency_s(rates, inside) + local
-    return rates.scale_out_latency_s + local + 2 * (domains - 1) / domains * _over(message / inside, rates.scale_out_bytes_per_s)
+    return scale_out_latency_s(rates, tp) + local + 2 * (domains - 1) / domains * _over(message / smallest, rates.scale_out_bytes_per_s)
 
 
 def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
@@ -96,12 +105,13 @@ def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     if work.pp == 1:
         return 0.0
     message = tokens * work.hidden_size * ACTIVATION_BYTES / work.tp  # each TP rank sends its slice
-    near = local_latency_s(rates, 2) + _over(message, rates.link_bytes_per_s or rates.scale_out_bytes_per_s)
+    bandwidth = rates.link_bytes_per_s or rates.scale_out_bytes_per_s
+    near = local_latency_s(rates, 2) + (_over(message, bandwidth) if bandwidth else 0.0)  # no link known: latency only
     _, domains = _crossing(work.tp * work.pp, rates)
     if domains == 1 or not rates.scale_out_bytes_per_s:
         return near
     far_hops = min(domains, work.pp)  # the chain's crossings and the wrap back to the first stage
-    far = rates.scale_out_latency_s + _over(message, rates.scale_out_bytes_per_s)
+    far = scale_out_latency_s(rates, 2) + _over(message, rates.scale_out_bytes_per_s)
     return (far_hops * far + (work.pp - far_hops) * near) / work.pp
 
 

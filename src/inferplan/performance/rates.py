@@ -30,7 +30,8 @@ class Rates:
     link_latency_per_step_s: float  # ... plus this per ring step, 2(n-1) of them over n GPUs (PCIe)
     domain_gpus: int  # GPUs the scale-up link joins in this deployment
     scale_out_bytes_per_s: float  # network beyond the domain, one direction, per GPU (0: not known)
-    scale_out_latency_s: float  # per small all-reduce that crosses it
+    scale_out_latency_s: float  # per small all-reduce that crosses it, fixed part
+    scale_out_latency_per_step_s: float  # ... plus this per ring step (PCIe between a server's cards)
     bandwidth_efficiency: float
     compute_efficiency: float
     step_overhead_s: float  # fixed per forward step (scheduling, sampling, launch)
@@ -116,13 +117,16 @@ def default_backend(engine: str, accel: Accelerator) -> str | None:
 def link_latency(catalog: Catalog, link: str) -> tuple[float, float]:
     """(fixed latency, latency per ring step) of a small all-reduce over a scale-up ``link``:
     NVLink / Infinity Fabric a fixed few microseconds (custom one-shot kernels); PCIe per step of
-    NCCL's ring, so 8 GPUs pay more than 2; a network used as the scale-up link (ConnectX between
-    two DGX Sparks) the scale-out latency."""
+    NCCL's ring, so 8 GPUs pay more than 2; a NIC used as the scale-up link (ConnectX between two
+    DGX Sparks) the scale-out latency; other fabrics (Gaudi's RoCE ports, NeuronLink, UALink), for
+    which no measurement was found, an assumed figure."""
     if link.startswith(("nvlink", "infinity")):
         return catalog.constant("allreduce-latency-s-nvlink"), 0.0
     if link.startswith("pcie") or link == "none":
         return 0.0, catalog.constant("allreduce-latency-s-pcie-per-step")
-    return catalog.constant("allreduce-latency-s-scale-out"), 0.0
+    if link.startswith("connectx"):
+        return catalog.constant("allreduce-latency-s-scale-out"), 0.0
+    return catalog.constant("allreduce-latency-s-other-fabric"), 0.0
 
 
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
@@ -136,6 +140,13 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     latency, per_step = link_latency(catalog, link.link if link else "none")
     domain = hardware.domain_gpus if hardware else (link.max_domain_gpus if link else 1)
     scale_out = hardware.scale_out if hardware else accel.scale_out
+    if scale_out is not None:
+        out_bw, out_latency, out_step = scale_out.bandwidth_bytes_per_s.value, catalog.constant("allreduce-latency-s-scale-out"), 0.0
+    elif hardware is not None and hardware.pcie_server_gpus:
+        # past the bridge the cards share the server's PCIe: its ring latency, the card's link bandwidth
+        out_bw, out_latency, out_step = link_bw, 0.0, catalog.constant("allreduce-latency-s-pcie-per-step")
+    else:
+        out_bw, out_latency, out_step = 0.0, catalog.constant("allreduce-latency-s-scale-out"), 0.0
     constants = catalog.calibration.records
     family = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
     notes = (note,) if note else ()
@@ -147,8 +158,9 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         link_latency_s=latency,
         link_latency_per_step_s=per_step,
         domain_gpus=domain,
-        scale_out_bytes_per_s=scale_out.bandwidth_bytes_per_s.value if scale_out else 0.0,
-        scale_out_latency_s=catalog.constant("allreduce-latency-s-scale-out"),
+        scale_out_bytes_per_s=out_bw,
+        scale_out_latency_s=out_latency,
+        scale_out_latency_per_step_s=out_step,
         bandwidth_efficiency=catalog.constant(f"decode-bandwidth-efficiency-{family}"),
         compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{family}"),
         step_overhead_s=catalog.constant(f"decode-step-overhead-s-{family}"),

@@ -52,32 +52,44 @@ GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told
 
 
 def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, ...]:
-    """What crosses the scale-out network, or an error when that network is not known and
-    collectives on the decode path would cross it."""
+    """What crosses the network beyond the scale-up domain, or an error when tensor or expert
+    parallelism would cross a network the catalogue does not know."""
     hw, domain = mp.hardware, rates.domain_gpus
-    crossing = {"tensor parallelism": work.tp, "expert parallelism": work.expert_parallel}
-    spans = {name: size for name, size in crossing.items() if size > domain}
+    groups = {"tensor parallelism": work.tp, "expert parallelism": work.expert_parallel}
+    spans = {name: size for name, size in groups.items() if size > domain}
     where = hw.system.name if hw.system else hw.accel.name
-    if spans and not rates.scale_out_bytes_per_s:
-        name, size = next(iter(spans.items()))
+    in_server = hw.scale_out is None and hw.pcie_server_gpus
+    reach = hw.pcie_server_gpus if in_server else domain
+    beyond = {name: size for name, size in spans.items() if hw.scale_out is None and size > reach}
+    if beyond:
+        name, size = next(iter(beyond.items()))
+        tp_field = name == "tensor parallelism"
         raise InvalidScenarioError(
-            f"{name} over {size} GPUs spans more than the {domain} GPU(s) one scale-up link joins on {where}, "
-            "and the catalogue has no scale-out network for it to price the all-reduces on",
-            field="--tensor-parallel-size" if name == "tensor parallelism" else "--enable-expert-parallel",
-            allowed=f"1..{domain} (use pipeline parallelism across nodes)",
+            f"{name} over {size} GPUs goes past the {reach} GPU(s) {where} joins"
+            f"{' in one PCIe server' if in_server else ' over its scale-up link'}, and the catalogue has no network "
+            f"between {'servers' if in_server else 'scale-up domains'} for it to price the "
+            f"{'all-reduces' if tp_field else 'expert all-to-alls'} on",
+            field="--tensor-parallel-size" if tp_field else "--data-parallel-size",
+            allowed=f"1..{reach}" if tp_field else f"TP x DP <= {reach} with --enable-expert-parallel (pipeline parallelism across nodes)",
         )
-    notes = []
+    label = ", ".join(f"{name} over {size} GPUs" for name, size in spans.items()) or "pipeline stages"
+    crossing = bool(spans) or work.tp * work.pp > domain
+    if not crossing:
+        return ()
     out = hw.scale_out
-    if out is not None and (spans or work.tp * work.pp > domain):
-        groups = ", ".join(f"{name} over {size} GPUs" for name, size in spans.items()) or "pipeline stages"
-        usual = f" (the usual network of {hw.accel.name} servers; {hw.system.name} states none)" if hw.system and not hw.system.scale_out else ""
-        notes.append(f"{groups}: more than one {domain}-GPU scale-up domain; collectives between domains cross {out.link}"
-                     f"{' (' + out.nic + ')' if out.nic else ''} at {out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s per GPU{usual}, "
-                     f"{rates.scale_out_latency_s * 1e6:.0f} µs per small all-reduce")
-    elif work.tp * work.pp > domain:
-        notes.append(f"pipeline stages span more than one {domain}-GPU scale-up domain and the catalogue has no scale-out "
-                     f"network for {where}: hops between domains priced as the scale-up link (optimistic)")
-    return tuple(notes)
+    if out is not None:
+        if hw.system is None:
+            usual = f" (assumed: the usual network of {hw.accel.name} servers)"
+        else:
+            usual = "" if hw.system.scale_out else f" (the usual network of {hw.accel.name} servers; {where} states none)"
+        return (f"{label}: more than one {domain}-GPU scale-up domain; collectives between domains cross {out.link}"
+                f"{' (' + out.nic + ')' if out.nic else ''} at {out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s per GPU{usual}, "
+                f"{rates.scale_out_latency_s * 1e6:.0f} µs per small all-reduce",)
+    if in_server and rates.link_bytes_per_s:
+        return (f"{label}: past the {domain}-GPU {hw.accel.scale_up.link} domain the cards are assumed to share PCIe in one "
+                f"server of up to {hw.pcie_server_gpus}: the PCIe ring latency per step, at the card's link bandwidth (optimistic)",)
+    return (f"pipeline stages span more than one {domain}-GPU scale-up domain and the catalogue has no link between them "
+            f"for {where}: each hop costs its latency only (optimistic)",)
 
 
 def tokens_per_step(k: int, acceptance: float) -> float:
