@@ -376,8 +376,11 @@ def test_expert_parallelism_across_nodes_costs_more_than_inside_one_and_is_refus
     ctx = _Context(CATALOG, Deployment(gpu="h200-sxm", gpus=16, **common), w)
     one_domain = dataclasses.replace(ctx.rates, domain_gpus=16)
     assert all_to_all_s(ctx.work, ctx.rates, 1) > all_to_all_s(ctx.work, one_domain, 1) > 0
+    from inferplan.performance.serving import network_notes
+
+    unknown = dataclasses.replace(ctx.mp, hardware=dataclasses.replace(ctx.mp.hardware, scale_out=None))
     with pytest.raises(InvalidScenarioError) as err:
-        _Context(CATALOG, Deployment(gpu="a100-80gb", gpus=16, **{**common, "quantization": "int8-w8a8"}), w)
+        network_notes(unknown, ctx.work, dataclasses.replace(ctx.rates, scale_out_bytes_per_s=0.0))
     assert err.value.field == "--data-parallel-size" and "TP x DP <= 8" in err.value.allowed
 
 
