@@ -53,7 +53,8 @@ class ModelWork:
     def weights_read_per_gpu(self, tokens_in_step: float) -> float:
         """Bytes of weights one GPU reads in a step of ``tokens_in_step`` tokens of its instance.
         Under expert parallelism a GPU's experts serve the tokens of every data-parallel rank of
-        the group, which step together."""
+        the group, which step together; every rank is taken to be as busy as this one (the
+        serving model spreads requests evenly over the ranks)."""
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu
         routed = max(tokens_in_step, 1) * max(self.expert_parallel // self.tp, 1)
