@@ -286,3 +286,11 @@ def test_pcie_servers_and_bridged_cards_plan():
     for r in (pcie, bridged):
         assert r.capacity.gpus == 8 and r.capacity.binding
         assert r.capacity.cell.tensor_parallel_size * r.capacity.cells <= 8
+
+
+def test_the_cell_sweep_stops_where_the_links_end_and_says_so():
+    # 16 MI300X: 8 per Infinity Fabric domain, no network between servers in the catalogue
+    r = plan(scenario(model="llama-3.1-70b", quantization="fp8", target_users=20,
+                      platform={"gpu": "mi300x", "gpus": 16, "quote_usd_per_loadout": 500_000}), CATALOG)
+    assert r.capacity.cell.tensor_parallel_size <= 8
+    assert any("replica cells wider than 8 GPUs not tried" in a for a in r.capacity.assumptions)

@@ -68,6 +68,8 @@ class ScaleUp(Frozen):
     link: str  # nvlink4, nvlink5, nvlink6, pcie4, pcie5, infinity-fabric, roce, none ...
     bandwidth_bytes_per_s: BytesPerS  # total bidirectional per GPU
     max_domain_gpus: int = Field(ge=1)  # largest all-to-all domain this link builds
+    # a bridged card's own PCIe link (both directions): what reaches cards past the bridge
+    pcie_bandwidth_bytes_per_s: BytesPerS | None = None
 
 
 class ScaleOut(Frozen):

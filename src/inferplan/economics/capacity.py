@@ -120,10 +120,12 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
         try:
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
                              system_gpus=system_gpus, system=system)
-        except InvalidScenarioError:
-            if best is None:
+        except InvalidScenarioError as exc:
+            if best is None or exc.field != "--tensor-parallel-size":
                 raise
-            break  # a wider cell than the hardware's links carry: keep the best narrower one
+            # a cell wider than the hardware's links carry: keep the best narrower one, and say so
+            note = f"replica cells wider than {tp // 2} GPUs not tried: {exc}"
+            return best.model_copy(update={"assumptions": (*best.assumptions, note)})
         if best is None or (trial.supported_users, trial.output_tokens_per_s) > (best.supported_users, best.output_tokens_per_s):
             best = trial
         tp *= 2

@@ -143,8 +143,10 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     if scale_out is not None:
         out_bw, out_latency, out_step = scale_out.bandwidth_bytes_per_s.value, catalog.constant("allreduce-latency-s-scale-out"), 0.0
     elif hardware is not None and hardware.pcie_server_gpus:
-        # past the bridge the cards share the server's PCIe: its ring latency, the card's link bandwidth
-        out_bw, out_latency, out_step = link_bw, 0.0, catalog.constant("allreduce-latency-s-pcie-per-step")
+        # past the bridge the cards share the server's PCIe: its ring latency, the card's PCIe link
+        pcie = link.pcie_bandwidth_bytes_per_s if link else None
+        out_bw = pcie.value / 2 if pcie else link_bw
+        out_latency, out_step = 0.0, catalog.constant("allreduce-latency-s-pcie-per-step")
     else:
         out_bw, out_latency, out_step = 0.0, catalog.constant("allreduce-latency-s-scale-out"), 0.0
     constants = catalog.calibration.records

@@ -17,6 +17,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.rates import Rates, default_backend, rates_for
@@ -49,47 +50,6 @@ class ServingEstimate(BaseModel):
 
 
 GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told not to
-
-
-def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, ...]:
-    """What crosses the network beyond the scale-up domain, or an error when tensor or expert
-    parallelism would cross a network the catalogue does not know."""
-    hw, domain = mp.hardware, rates.domain_gpus
-    groups = {"tensor parallelism": work.tp, "expert parallelism": work.expert_parallel}
-    spans = {name: size for name, size in groups.items() if size > domain}
-    where = hw.system.name if hw.system else hw.accel.name
-    in_server = hw.scale_out is None and hw.pcie_server_gpus
-    reach = hw.pcie_server_gpus if in_server else domain
-    beyond = {name: size for name, size in spans.items() if hw.scale_out is None and size > reach}
-    if beyond:
-        name, size = next(iter(beyond.items()))
-        tp_field = name == "tensor parallelism"
-        raise InvalidScenarioError(
-            f"{name} over {size} GPUs goes past the {reach} GPU(s) {where} joins"
-            f"{' in one PCIe server' if in_server else ' over its scale-up link'}, and the catalogue has no network "
-            f"between {'servers' if in_server else 'scale-up domains'} for it to price the "
-            f"{'all-reduces' if tp_field else 'expert all-to-alls'} on",
-            field="--tensor-parallel-size" if tp_field else "--data-parallel-size",
-            allowed=f"1..{reach}" if tp_field else f"TP x DP <= {reach} with --enable-expert-parallel (pipeline parallelism across nodes)",
-        )
-    label = ", ".join(f"{name} over {size} GPUs" for name, size in spans.items()) or "pipeline stages"
-    crossing = bool(spans) or work.tp * work.pp > domain
-    if not crossing:
-        return ()
-    out = hw.scale_out
-    if out is not None:
-        if hw.system is None:
-            usual = f" (assumed: the usual network of {hw.accel.name} servers)"
-        else:
-            usual = "" if hw.system.scale_out else f" (the usual network of {hw.accel.name} servers; {where} states none)"
-        return (f"{label}: more than one {domain}-GPU scale-up domain; collectives between domains cross {out.link}"
-                f"{' (' + out.nic + ')' if out.nic else ''} at {out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s per GPU{usual}, "
-                f"{rates.scale_out_latency_s * 1e6:.0f} µs per small all-reduce",)
-    if in_server and rates.link_bytes_per_s:
-        return (f"{label}: past the {domain}-GPU {hw.accel.scale_up.link} domain the cards are assumed to share PCIe in one "
-                f"server of up to {hw.pcie_server_gpus}: the PCIe ring latency per step, at the card's link bandwidth (optimistic)",)
-    return (f"pipeline stages span more than one {domain}-GPU scale-up domain and the catalogue has no link between them "
-            f"for {where}: each hop costs its latency only (optimistic)",)
 
 
 def tokens_per_step(k: int, acceptance: float) -> float:
