@@ -105,6 +105,8 @@ def test_sglang_reserves_less_for_kv_than_full_memory():
         (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=2, gpus=3), InvalidScenarioError, "--data-parallel-size"),
         (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=4, gpus=2), InvalidScenarioError, "--gpus"),
         (dict(model="llama-3.1-8b", system="hgx-h100", gpus=12), InvalidScenarioError, "--gpus"),
+        # vLLM splits the 64 attention heads evenly over the tensor-parallel ranks: 24 does not divide them
+        (dict(model="llama-3.1-70b", gpu="H100", tensor_parallel_size=24, gpus=24), InvalidScenarioError, "--tensor-parallel-size"),
         (dict(model="llama-3.1-8b", gpu="H100", quantization="q9_z"), Exception, "--quantization"),
         (dict(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp3"), Exception, "--kv-cache-dtype"),
         (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "--engine"),

@@ -73,8 +73,11 @@ def test_kv_per_token_times_tokens_is_kv_bytes(model, tp, tokens):
 @common
 @given(st.sampled_from(MODELS), st.sampled_from(QUANTS))
 def test_tp_never_raises_per_gpu_weights(model, quant):
+    from inferplan.catalog.models import resolve_model
+
+    heads = resolve_model(CATALOG, model).architecture.num_attention_heads  # the engines split heads evenly
     per_gpu = [fit(Deployment(model=model, gpu="h200-sxm", quantization=quant, tensor_parallel_size=tp), CATALOG).weights_bytes_per_gpu
-               for tp in (1, 2, 4, 8)]
+               for tp in (1, 2, 4, 8) if heads % tp == 0]
     assert all(b <= a for a, b in zip(per_gpu, per_gpu[1:]))
 
 

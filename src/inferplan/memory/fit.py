@@ -187,6 +187,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             field="--kv-bytes-per-token",
         )
     engine = catalog.engine(d.engine)
+    _check_heads(spec, engine.id, plan.tensor_parallel_size)
     quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
     assumptions = [*spec.assumptions, *hw.assumptions, *notes]
@@ -263,6 +264,28 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw)
 
 
+HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks
+
+
+def _tp_shards_heads(spec: ModelSpec, engine: str, tp: int) -> bool:
+    arch = spec.architecture
+    if tp == 1 or engine not in HEAD_SHARDING_ENGINES or arch is None or spec.architecture_is_proxy:
+        return True
+    return arch.num_attention_heads % tp == 0
+
+
+def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
+    """vLLM, SGLang and TensorRT-LLM split the attention heads evenly over the tensor-parallel ranks."""
+    if not _tp_shards_heads(spec, engine, tp):
+        heads = spec.architecture.num_attention_heads
+        allowed = ", ".join(str(n) for n in range(1, heads + 1) if heads % n == 0 and n <= 1024)
+        raise InvalidScenarioError(
+            f"{spec.name} has {heads} attention heads, which {engine} cannot split over {tp} tensor-parallel ranks",
+            field="--tensor-parallel-size",
+            allowed=allowed,
+        )
+
+
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
     """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
     limit = 1024
@@ -275,6 +298,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
             pp *= 2
         tp *= 2
     for gpus, pp, tp in sorted(candidates):
+        if not _tp_shards_heads(spec, catalog.engine(d.engine).id, tp):
+            continue
         plan = ParallelPlan(
             tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
             expert_parallel=d.enable_expert_parallel, gpus=gpus,
