@@ -13,6 +13,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
+from inferplan.units import to_gbit_per_s
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,12 @@ def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
                 field="--gpus",
                 allowed=f"1..{count} or a multiple of {count} (several {system.id} joined by their network)",
             )
+        out = system.scale_out or accel.scale_out
         notes = ()
         if gpus > count:
-            out = system.scale_out or accel.scale_out
-            net = f"{out.link} ({out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s per GPU)" if out else "a network the catalogue does not know"
+            net = f"{out.link} ({to_gbit_per_s(out.bandwidth_bytes_per_s.value):.0f} Gb/s per GPU)" if out else "a network the catalogue does not know"
             notes = (f"{gpus // count}× {system.name} joined by {net}",)
-        return Hardware(accel, gpus, system_domain_gpus(system, accel), system.scale_out or accel.scale_out, system, notes)
+        return Hardware(accel, gpus, system_domain_gpus(system, accel), out, system, notes)
     accel = catalog.accelerator(d.gpu or "")
     instance = d.tensor_parallel_size * d.pipeline_parallel_size
     gpus = d.gpus or instance * (d.data_parallel_size or 1)

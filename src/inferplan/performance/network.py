@@ -7,6 +7,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.memory.fit import MemoryPlan
 from inferplan.performance.rates import Rates
 from inferplan.performance.work import ModelWork
+from inferplan.units import to_gbit_per_s
 
 
 def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, ...]:
@@ -31,7 +32,7 @@ def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, .
         else:
             usual = "" if hw.system.scale_out else f" (the usual network of {hw.accel.name} servers; {where} states none)"
         notes.append(f"{label}: more than one {domain}-GPU scale-up domain; collectives between domains cross {out.link}"
-                     f"{' (' + out.nic + ')' if out.nic else ''} at {out.bandwidth_bytes_per_s.value * 8 / 1e9:.0f} Gb/s "
+                     f"{' (' + out.nic + ')' if out.nic else ''} at {to_gbit_per_s(out.bandwidth_bytes_per_s.value):.0f} Gb/s "
                      f"per GPU{usual}, {rates.scale_out_latency_s * 1e6:.0f} µs per small all-reduce (an effective "
                      "cost read from two-node runs)")
     elif in_server:
