@@ -113,3 +113,13 @@ def test_every_kv_proxy_has_a_config(catalog):
     for model in catalog.models:
         if model.kv_proxy:
             assert catalog.models.records[model.kv_proxy].config, model.id
+
+
+def test_a_constant_fitted_on_an_unknown_point_fails_to_load(tmp_path):
+    good = yaml.safe_load((DATA_DIR / "calibration.yaml").read_text())
+    constant = dict(good["calibration"][0], fitted_on=["no-such-point"])
+    bad = tmp_path / "bad.yaml"
+    memory = DATA_DIR / "measurements" / "memory.yaml"
+    bad.write_text(yaml.safe_dump({"sources": good.get("sources", []), "calibration": [constant]}))
+    with pytest.raises(CatalogError, match="fitted on unknown point 'no-such-point'"):
+        load_files([memory, bad])

@@ -242,10 +242,15 @@ def check_references(catalog: Catalog) -> None:
                         f"{key}:{record.id}.{path}: unknown source {quantity.source!r}",
                         field=f"{record.id}.{path}",
                     )
+    # what a constant may be fitted on: measured points, or accelerators with a measured figure
+    measured = {p.id for p in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles, *catalog.accelerators]}
     for constant in catalog.calibration:
         for source in constant.sources:
             if source not in catalog.sources:
                 raise CatalogError(f"calibration:{constant.id}: unknown source {source!r}", field=constant.id)
+        for point in constant.fitted_on:
+            if measured and point not in measured:
+                raise CatalogError(f"calibration:{constant.id}: fitted on unknown point {point!r}", field=constant.id)
     for system in catalog.systems:
         if system.accelerator not in catalog.accelerators:
             raise CatalogError(
