@@ -8,7 +8,6 @@ Every result lists the assumptions it rests on.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
