@@ -288,17 +288,16 @@ def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
     """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
     limit = 1024
+    engine = catalog.engine(d.engine).id
     candidates = []
     tp = 1
     while tp <= hw.domain_gpus:
         pp = 1
-        while tp * pp <= limit:
+        while tp * pp <= limit and _tp_shards_heads(spec, engine, tp):
             candidates.append((tp * pp, pp, tp))
             pp *= 2
         tp *= 2
     for gpus, pp, tp in sorted(candidates):
-        if not _tp_shards_heads(spec, catalog.engine(d.engine).id, tp):
-            continue
         plan = ParallelPlan(
             tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
             expert_parallel=d.enable_expert_parallel, gpus=gpus,
