@@ -386,3 +386,15 @@ def test_draft_tokens_cost_one_layer_and_the_lm_head():
     work = ctx.work
     assert work.draft_cost_ratio == pytest.approx(1 / 32 + work.lm_head_params / work.active_params)
     assert 0.08 < work.draft_cost_ratio < 0.12  # 1/32 of the body plus a 0.5B-parameter head of 8B
+
+
+def test_assumptions_state_the_whole_fixed_cost_of_a_decode_step():
+    # the per-step constant alone is ~0 for several families; the per-layer parts are what a small
+    # model on a fast GPU pays, so the estimate must name their sum for this deployment
+    from inferplan.performance.phases import overhead_s
+
+    d = Deployment(model="gpt-oss-20b", gpu="h100-sxm", quantization="mxfp4")
+    ctx = _Context(CATALOG, d, Workload(input_len=128, output_len=256))
+    line = next(a for a in _estimate(ctx, 4).assumptions if a.startswith("rates:"))
+    assert f"fixed costs {overhead_s(ctx.work, ctx.rates, 4) * 1e3:.2f} ms per decode step" in line
+    assert "× 24 layers" in line and "× 24 MoE layers" in line and "× 4 running sequences" in line

@@ -18,7 +18,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.network import network_notes
-from inferplan.performance.phases import StepTime, decode_step, prefill
+from inferplan.performance.phases import StepTime, decode_step, overhead_s, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.rates import Rates, default_backend, rates_for
 from inferplan.performance.work import ModelWork, model_work
@@ -167,7 +167,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         assumptions.append(f"{d.engine} with CUDA/HIP graphs on (its default); --enforce-eager runs decode slower, "
                            "by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include")
     assumptions.append(f"rates: {ctx.rates.bandwidth_efficiency:.0%} of peak bandwidth, {ctx.rates.compute_efficiency:.0%} of peak "
-                       f"{ctx.rates.compute_dtype} FLOP/s, {ctx.rates.step_overhead_s * 1e3:.2f} ms per step (calibrated, see docs/speed.md)")
+                       f"{ctx.rates.compute_dtype} FLOP/s; {_fixed_costs(ctx, running)} (calibrated, see docs/speed.md)")
     return ServingEstimate(
         model=fit.model, accelerator=fit.accelerator, engine=fit.engine, quantization=fit.quantization,
         gpus=ctx.gpus, concurrency=concurrency, running_per_instance=running,
@@ -178,6 +178,21 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
     )
+
+
+def _fixed_costs(ctx: _Context, running: int) -> str:
+    """The decode step's fixed costs for this deployment, in words: they dominate small models on
+    fast GPUs, so the per-step figure alone would hide most of them."""
+    r, work = ctx.rates, ctx.work
+    parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers // work.pp} layers"]
+    if work.moe_layers and r.moe_layer_overhead_s:
+        parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
+    if r.step_overhead_s:
+        parts.append(f"{r.step_overhead_s * 1e3:.2f} ms per step")
+    if r.seq_overhead_s:
+        parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {running} running sequences")
+    total = overhead_s(work, r, running)
+    return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
 
 
 def _concurrency(ctx: _Context, w: Workload) -> int:
