@@ -123,3 +123,33 @@ def test_a_constant_fitted_on_an_unknown_point_fails_to_load(tmp_path):
     bad.write_text(yaml.safe_dump({"sources": good.get("sources", []), "calibration": [constant]}))
     with pytest.raises(CatalogError, match="fitted on unknown point 'no-such-point'"):
         load_files([memory, bad])
+
+
+def test_an_engine_build_must_date_a_measured_build_from_a_known_source(tmp_path):
+    shipped = [p for p in DATA_DIR.glob("**/*.yaml") if p.name != "engine_builds.yaml"]
+    vllm = yaml.safe_load((DATA_DIR / "measurements" / "speed_vllm.yaml").read_text())
+    version = vllm["speed_points"][0]["engine_version"]
+    build = {"engine": "vllm", "engine_version": version, "date": "2025-10", "basis": "release", "source": "eb-test"}
+    source = {"id": "eb-test", "title": "a release page", "url": "https://example.org", "checked": "2026-11-30"}
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump({"sources": [source], "engine_builds": [build]}))
+    assert load_files([*shipped, ok]).engine_build("vllm", version).year == pytest.approx(2025 + 9.5 / 12)
+    for bad_build, message in ((dict(build, engine_version="v0.0.0-never-measured"), "no speed point names"),
+                               (dict(build, source="nowhere"), "unknown source 'nowhere'"),
+                               (dict(build, date="2025-13"), "date")):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(yaml.safe_dump({"sources": [source], "engine_builds": [bad_build]}))
+        with pytest.raises(CatalogError, match=message):
+            load_files([*shipped, bad])
+
+
+def test_no_data_string_is_cut_short_by_an_unquoted_hash():
+    # YAML reads " #" as the start of a comment: "main branch at PR #43232 (June 2026)" loaded as
+    # "main branch at PR" until the engine builds were dated. Free-text values that cite an issue or
+    # PR must be quoted.
+    import re
+
+    cut = re.compile(r"^\s*-?\s*[a-z_]+: [^'\"\[{|>#][^#]*\s#\d")
+    offenders = [f"{path.name}:{i}" for path in DATA_DIR.glob("**/*.yaml")
+                 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if cut.match(line)]
+    assert not offenders, offenders

@@ -150,3 +150,19 @@ def test_stated_engine_settings_reach_the_scenario(catalog):
     primed = next(p for p in catalog.speed_points if p.prefix_cache_hit_rate == 1.0)
     _, w = scenario(primed)
     assert w.prefix_cache_hit_rate == 1.0
+
+
+def test_speed_checks_carry_their_engine_build_and_decode_is_summarised_by_build_year(catalog):
+    from inferplan.validation.speed import validate_speed
+
+    v = validate_speed(catalog)
+    checks = {c.id: c for c in v.checks}
+    # Qwen's speed-benchmark runs used SGLang 0.4.6.post1, released in April 2025
+    assert checks["s-hb-sglang-h20x1-qwen3-8b-bf16-tg-qwendoc"].engine_build.startswith("2025-")
+    decode = [c for c in v.checks if c.kind == "decode" and c.scored and c.error is not None]
+    assert sum(y.points for y in v.decode_by_build_year) == len(decode)
+    assert sum(y.beyond_30_percent for y in v.decode_by_build_year) == len(KNOWN_DECODE_MISSES)
+    years = [y.year for y in v.decode_by_build_year]
+    assert years == sorted(years) and {"2023", "2026"} <= set(years)
+    dated = sum(c.engine_build is not None for c in decode)
+    assert dated >= 0.85 * len(decode)  # most points name a build the catalogue dates

@@ -29,6 +29,7 @@ from inferplan.catalog.schema import (
     Accelerator,
     CalibrationConstant,
     EngineDefaults,
+    EngineBuild,
     KvDtype,
     MemoryPoint,
     ModelCard,
@@ -60,6 +61,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "workload_presets": ("workload_presets", WorkloadPreset),
     "cost_defaults": ("cost_defaults", CostDefault),
     "rack_profiles": ("rack_profiles", RackEfficiencyProfile),
+    "engine_builds": ("engine_builds", EngineBuild),
 }
 
 
@@ -150,6 +152,7 @@ class Catalog:
     workload_presets: Registry[WorkloadPreset]
     cost_defaults: Registry[CostDefault]
     rack_profiles: Registry[RackEfficiencyProfile]
+    engine_builds: Registry[EngineBuild]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
@@ -169,6 +172,10 @@ class Catalog:
 
     def engine(self, name: str, field_name: str = "--engine") -> EngineDefaults:
         return self.engines.get(name, field_name=field_name, error=CatalogError)
+
+    def engine_build(self, engine: str, engine_version: str) -> EngineBuild | None:
+        """When the named engine build was made (None: not dated)."""
+        return self.engine_builds.records.get(f"{engine} {engine_version}")
 
     def constant(self, constant_id: str) -> float:
         """A named calibration constant's value (see ``data/calibration.yaml``)."""
@@ -281,6 +288,12 @@ def check_references(catalog: Catalog) -> None:
     for rack in catalog.rack_profiles:
         if rack.system not in catalog.systems:
             raise CatalogError(f"rack_profiles:{rack.id}: unknown system {rack.system!r}", field=rack.id)
+    versions = {(p.engine, p.engine_version) for p in catalog.speed_points}
+    for build in catalog.engine_builds:
+        if build.source not in catalog.sources:
+            raise CatalogError(f"engine_builds:{build.id}: unknown source {build.source!r}", field=build.id)
+        if catalog.speed_points and (build.engine, build.engine_version) not in versions:
+            raise CatalogError(f"engine_builds:{build.id}: no speed point names this engine and version", field=build.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):

@@ -319,3 +319,33 @@ class ServingProfile(Frozen):
     split: Literal["fit", "holdout"] = "holdout"  # fit: may calibrate the model's constants
     points: tuple[ProfilePoint, ...] = Field(min_length=1)
     caveats: tuple[str, ...] = ()
+
+
+BUILD_DATE = r"^\d{4}-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?$"
+
+
+def build_year(date: str) -> float:
+    """A YYYY-MM[-DD] date as a decimal year (the middle of the month when no day is given)."""
+    year, month, *day = (int(part) for part in date.split("-"))
+    return year + (month - 1 + (day[0] - 0.5 if day else 15.5) / 31) / 12
+
+
+class EngineBuild(Frozen):
+    """When the engine build behind measured points was made: its release date, the run's stated
+    date, or (an upper bound) the source's publication date. Keyed by the points' exact
+    ``engine`` and ``engine_version``."""
+
+    engine: str
+    engine_version: str
+    date: str = Field(pattern=BUILD_DATE)
+    basis: Literal["release", "run", "published"]
+    source: str
+    note: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.engine} {self.engine_version}"
+
+    @property
+    def year(self) -> float:
+        return build_year(self.date)

@@ -192,16 +192,20 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
         rows = sorted((c for c in rows if c.error is not None), key=lambda c: abs(c.error), reverse=True)[:worst]
     title = "speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {worst} largest errors" if worst else "")
     table = Table(title=title)
-    for col in ("point", "split", "metric", "measured", "predicted", "error", "bound"):
+    for col in ("point", "split", "build", "metric", "measured", "predicted", "error", "bound"):
         table.add_column(col)
     for c in rows:
         pred = "—" if c.predicted is None else f"{c.predicted:,.1f}"
         err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
-        table.add_row(c.id, c.split, c.metric, f"{c.measured:,.1f}", pred, err,
+        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, f"{c.measured:,.1f}", pred, err,
                       c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
     for key, value in v.medians.items():
         console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
+    if kind in (None, "decode"):
+        for y in v.decode_by_build_year:
+            console.print(f"decode on {y.year} engine builds: {y.points} points, median |error| "
+                          f"{y.median_abs_error:.1%}, {y.beyond_30_percent} beyond 30 %")
 
 
 def print_plan(console: Console, r, currency: str = "usd") -> None:

@@ -46,6 +46,18 @@ class SpeedCheck(BaseModel):
     bound: str | None
     note: str | None  # why it could not be predicted, or the point's first caveat
     scored: bool = True  # False: a configuration the planner does not model (shown with its error)
+    engine_build: str | None = None  # when the measured engine build was made (catalog engine_builds), if dated
+
+
+class BuildYear(BaseModel):
+    """Single-stream decode error of the points measured on one year's engine builds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    year: str  # "2025", or "undated"
+    points: int
+    median_abs_error: float
+    beyond_30_percent: int
 
 
 class SpeedValidation(BaseModel):
@@ -54,6 +66,7 @@ class SpeedValidation(BaseModel):
     checks: tuple[SpeedCheck, ...]
     medians: dict[str, float]  # "<kind>/<split>" and "all/<split>" -> median |error|
     worst: dict[str, float]
+    decode_by_build_year: tuple[BuildYear, ...] = ()  # one set of constants serves every build
 
 
 NOT_MODELLED = "CUDA graphs off (--enforce-eager): the planner models graph-mode serving, so this point is shown, not scored"
@@ -92,7 +105,9 @@ def metric_value(point: SpeedPoint, est: ServingEstimate) -> float:
 
 def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     measured = point.measured.value
-    base = dict(id=point.id, kind=KIND[point.metric], split=point.split, metric=point.metric.value, measured=measured)
+    build = catalog.engine_build(point.engine, point.engine_version)
+    base = dict(id=point.id, kind=KIND[point.metric], split=point.split, metric=point.metric.value, measured=measured,
+                engine_build=build.date if build else None)
     try:
         d, w = scenario(point)
         est = estimate(d, w, catalog, use_profiles=False)
@@ -113,6 +128,17 @@ def summarise(checks: tuple[SpeedCheck, ...]) -> tuple[dict[str, float], dict[st
             groups.setdefault(key, []).append(abs(c.error))
     return ({k: statistics.median(v) for k, v in sorted(groups.items())},
             {k: max(v) for k, v in sorted(groups.items())})
+
+
+def by_build_year(checks: tuple[SpeedCheck, ...]) -> tuple[BuildYear, ...]:
+    """Scored single-stream decode errors grouped by the year of the engine build measured."""
+    groups: dict[str, list[float]] = {}
+    for c in checks:
+        if c.kind == "decode" and c.scored and c.error is not None:
+            groups.setdefault(c.engine_build[:4] if c.engine_build else "undated", []).append(abs(c.error))
+    return tuple(BuildYear(year=year, points=len(errors), median_abs_error=statistics.median(errors),
+                           beyond_30_percent=sum(e > 0.30 for e in errors))
+                 for year, errors in sorted(groups.items()))
 
 
 PROFILE_METRICS = ("output_tokens_per_s_per_user", "output_tokens_per_s_per_gpu")
@@ -152,4 +178,4 @@ def validate_speed(catalog: Catalog | None = None) -> SpeedValidation:
         c for profile in catalog.serving_profiles for c in profile_checks(profile, catalog)
     )
     medians, worst = summarise(checks)
-    return SpeedValidation(checks=checks, medians=medians, worst=worst)
+    return SpeedValidation(checks=checks, medians=medians, worst=worst, decode_by_build_year=by_build_year(checks))
