@@ -294,3 +294,36 @@ def test_the_cell_sweep_stops_where_the_links_end_and_says_so():
                       platform={"gpu": "mi300x", "gpus": 16, "quote_usd_per_loadout": 500_000}), CATALOG)
     assert r.capacity.cell.tensor_parallel_size <= 8
     assert any("replica cells wider than 8 GPUs not tried" in a for a in r.capacity.assumptions)
+
+
+def test_a_model_no_single_system_holds_is_planned_on_several_and_priced_as_such():
+    # DeepSeek-R1 in FP8 needs more than one 8x H100 node: a loadout is the fewest HGX H100 systems
+    # one replica needs, its cell runs over their network, and capex and power count every system
+    r = plan(scenario(model="deepseek-r1", quantization="fp8-block", target_users=50), CATALOG)
+    system = CATALOG.system("hgx-h100")
+    assert r.systems_per_loadout == 2 and r.capacity.gpus == 16 and r.gpus == 16 * r.loadouts
+    assert r.capacity.cell.gpus == 16
+    band = system.price
+    mid = (band.usd_low.value + band.usd_high.value) / 2
+    assert r.capex_usd == pytest.approx(mid * 2 * r.loadouts)
+    per_loadout_power_usd = r.monthly_costs.power_usd / r.loadouts
+    one = plan(scenario(model="llama-3.1-8b", target_users=50), CATALOG)  # fits one system
+    assert one.systems_per_loadout == 1
+    assert per_loadout_power_usd == pytest.approx(2 * one.monthly_costs.power_usd / one.loadouts)
+    assert any("scale-out" in a or "infiniband" in a for a in r.capacity.assumptions)
+    assert any("2 × hgx-h100 each" in a for a in r.assumptions)
+
+
+def test_a_model_beyond_eight_systems_is_refused_naming_the_platform():
+    with pytest.raises(InvalidScenarioError) as exc:
+        plan(scenario(model="deepseek-r1", quantization="bf16", target_users=5, platform={"system": "dgx-spark"}), CATALOG)
+    assert exc.value.field == "platform.system" and "systems" in str(exc.value)
+
+
+def test_monte_carlo_has_nothing_to_draw_when_no_user_is_carried():
+    from inferplan.economics.uncertainty import simulate
+
+    s = scenario(model="qwen3-235b-a22b", quantization="fp8", target_users=5, platform={"system": "dgx-spark"})
+    r = plan(s, CATALOG)
+    assert r.supported_users == 0 and r.systems_per_loadout > 1
+    assert simulate(r, s, draws=100, catalog=CATALOG) is None  # not 5e9 loadouts

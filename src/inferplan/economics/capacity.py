@@ -56,6 +56,27 @@ class LoadoutCapacity(BaseModel):
     assumptions: tuple[str, ...]
 
 
+MAX_SYSTEMS_PER_CELL = 8  # a replica spread over more systems than this is out of scope
+
+
+def systems_per_cell(catalog: Catalog, base: Deployment, node_gpus: int, *, cell_fixed: bool = False) -> int:
+    """Systems one replica cell needs: 1 when the model fits in a system's GPUs, else the fewest
+    systems whose GPUs hold the smallest cell that fits (it then spans their scale-out network)."""
+    if cell_fixed:
+        cell = base.tensor_parallel_size * base.pipeline_parallel_size
+    else:
+        try:
+            cell = _smallest_cell(catalog, base, node_gpus * MAX_SYSTEMS_PER_CELL).gpus
+        except InvalidScenarioError as exc:
+            if exc.field != "platform.system":  # not a size problem (a missing KV size ...): as it is
+                raise
+            raise InvalidScenarioError(
+                f"{exc}: one replica would need more than {MAX_SYSTEMS_PER_CELL} systems of {node_gpus} GPU(s)",
+                field="platform.system", allowed="a system with more or larger GPUs, or a smaller precision",
+            ) from exc
+    return max(1, math.ceil(cell / node_gpus))
+
+
 def _smallest_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment:
     fit = plan_memory(base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}), catalog).result
     if fit.fits:
@@ -105,21 +126,22 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
 
 
 def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
-                     cell_fixed: bool = False) -> LoadoutCapacity:
+                     cell_fixed: bool = False, nodes: tuple[str, int] | None = None) -> LoadoutCapacity:
     """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries.
 
     Unless the cell is fixed, every tensor-parallel width from the smallest that fits up to the
     loadout (powers of two) is tried and the one carrying the most users kept: wider cells are
-    faster per user, narrower ones pack more replicas."""
+    faster per user, narrower ones pack more replicas. ``nodes`` — (system id, GPUs per system) —
+    makes the loadout several such systems: a cell wider than one runs over their network."""
     if cell_fixed:
-        return _loadout(catalog, base, w, system_gpus=system_gpus, system=system)
+        return _loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
     smallest = _smallest_cell(catalog, base, system_gpus)
     best = None
     tp = smallest.tensor_parallel_size
     while tp * smallest.pipeline_parallel_size <= system_gpus:
         try:
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
-                             system_gpus=system_gpus, system=system)
+                             system_gpus=system_gpus, system=system, nodes=nodes)
         except InvalidScenarioError as exc:
             if best is None or exc.field != "--tensor-parallel-size":
                 raise
@@ -133,12 +155,18 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
     return best
 
 
-def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str) -> LoadoutCapacity:
+def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
+             nodes: tuple[str, int] | None = None) -> LoadoutCapacity:
     cell_gpus = cell_d.tensor_parallel_size * cell_d.pipeline_parallel_size
-    cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": None,
-                                       "gpu": cell_d.gpu})
     if cell_gpus > system_gpus:
         raise InvalidScenarioError(f"a replica cell needs {cell_gpus} GPUs; {system} has {system_gpus}", field="cell")
+    if nodes and cell_gpus > nodes[1]:  # the cell spans systems: their network carries its traffic
+        if cell_gpus % nodes[1]:
+            raise InvalidScenarioError(f"a replica cell of {cell_gpus} GPUs does not fill whole {nodes[0]} systems "
+                                       f"of {nodes[1]} GPUs", field="cell", allowed=f"multiples of {nodes[1]} GPUs")
+        cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": nodes[0], "gpu": None})
+    else:
+        cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": None})
     cap = cell_capacity(catalog, cell_d, w)
     cells = system_gpus // cell_gpus
     per_user_requests = w.active_requests_at_peak

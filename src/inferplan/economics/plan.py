@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.economics_schema import ApiPrice, RentalPrice
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity
+from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, systems_per_cell
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadProfile, resolve_workload
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
@@ -53,6 +53,7 @@ class PlanResult(BaseModel):
     capacity: LoadoutCapacity
     target_users: int
     loadouts: int  # auto-sized to carry the target
+    systems_per_loadout: int = 1  # more than 1 when one replica of the model needs several systems
     gpus: int
     supported_users: int  # by all loadouts
     served_users: int
@@ -172,7 +173,7 @@ def _hourly_usd(r: RentalPrice, fx: float) -> float | None:
 def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     catalog = catalog or load_catalog()
     m = s.money
-    system_id, accel, loadout_gpus, system = _platform(catalog, s)
+    system_id, accel, node_gpus, system = _platform(catalog, s)
     w = resolve_workload(catalog, s.workload)
     base = Deployment(
         model=s.model, gpu=accel.id, quantization=s.quantization, engine=s.engine, kv_cache_dtype=s.kv_cache_dtype,
@@ -181,7 +182,12 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     )
     fixed = s.cell.tensor_parallel_size * s.cell.pipeline_parallel_size > 1
-    cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=system_id, cell_fixed=fixed)
+    # a model no single system holds: a loadout is the fewest systems one replica cell needs
+    per_loadout = systems_per_cell(catalog, base, node_gpus, cell_fixed=fixed) if system else 1
+    loadout_gpus = node_gpus * per_loadout
+    label = system_id if per_loadout == 1 else f"{per_loadout}× {system_id}"
+    cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
+                           nodes=(system.id, node_gpus) if per_loadout > 1 else None)
     loadouts = max(1, math.ceil(s.target_users / cap.supported_users)) if cap.supported_users else 1
     supported = cap.supported_users * loadouts
     served = min(s.target_users, supported)
@@ -195,8 +201,9 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     pue = m.pue or _cost(catalog, "pue", "ratio")
     colo = m.colocation_usd_per_kw_month if m.colocation_usd_per_kw_month is not None else _cost(catalog, "colocation", "usd")
     support = m.support_share_of_capex_per_year if m.support_share_of_capex_per_year is not None else _cost(catalog, "support", "ratio")
-    capex, basis = _capex(s, system, loadouts)
+    capex, basis = _capex(s, system, loadouts * per_loadout)
     power_w, power_note = _power_w(s, system, accel)
+    power_w *= per_loadout
     if power_note:
         assumptions.append(power_note)
     gpus = loadout_gpus * loadouts
@@ -239,7 +246,7 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
         migration = money.migration_break_even_tokens(m.migration_cost_usd, own_mtok, m.migration_target_usd_per_mtok)
     result = dict(
         name=s.name, model=s.model, system=system_id, accelerator=accel.id, workload=w, capacity=cap,
-        target_users=s.target_users, loadouts=loadouts, gpus=gpus, supported_users=supported, served_users=served,
+        target_users=s.target_users, loadouts=loadouts, systems_per_loadout=per_loadout, gpus=gpus, supported_users=supported, served_users=served,
         capex_usd=capex, capex_basis=basis, amortization_years=amort, capital_recovery_years=recovery, monthly_costs=costs, modeled_monthly_operating_cost_usd=operating,
         monthly_billing_usd=billing, monthly_operating_cash_usd=cash,
         simple_payback_months=money.payback_months(capex, cash),
@@ -265,7 +272,9 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
 
     result["recommendation"] = recommend(result, amort)
     assumptions += [
-        f"capex: {basis}; {loadouts} loadout(s) of {loadout_gpus} GPUs",
+        f"capex: {basis}; {loadouts} loadout(s) of {loadout_gpus} GPUs"
+        + (f" ({per_loadout} × {system_id} each: one replica of {s.model} needs more GPUs than one system has; "
+           "a vendor quote or power figure counts per system)" if per_loadout > 1 else ""),
         f"power {power_w / 1000:,.1f} kW per loadout at {util:.0%} average draw × PUE {pue:g} × ${kwh:g}/kWh; "
         f"colocation ${colo:g}/kW-month on the maximum draw",
         f"amortization {amort:g} years; capital-recovery target {recovery:g} years; support {support:.0%} of capex a year",

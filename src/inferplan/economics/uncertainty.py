@@ -45,7 +45,11 @@ def _band(x: np.ndarray) -> Band:
 
 
 def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, seed: int = 0,
-             catalog: Catalog | None = None) -> Uncertainty:
+             catalog: Catalog | None = None) -> Uncertainty | None:
+    """P10/P50/P90 of the plan's money outputs; None when the platform carries no user at the
+    workload's speed target (every draw would need unboundedly many loadouts)."""
+    if result.capacity.supported_users == 0:
+        return None
     catalog = catalog or load_catalog()
     rng = np.random.default_rng(seed)
     per_loadout_capex = result.capex_usd / result.loadouts
@@ -55,7 +59,8 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         band = catalog.system(result.system).price
         low = band.usd_low.value
         high = band.usd_high.value if band.usd_high else low
-        capex_draw = rng.triangular(low, (low + high) / 2, high, draws) if high > low else np.full(draws, low)
+        per_system = rng.triangular(low, (low + high) / 2, high, draws) if high > low else np.full(draws, low)
+        capex_draw = per_system * result.systems_per_loadout  # a loadout may be several systems
     sigma = catalog.constant("speed-capacity-log-sigma")
     users_per_loadout = result.capacity.supported_users * np.exp(rng.normal(0.0, sigma, draws))
     loadouts = np.maximum(1, np.ceil(result.target_users / np.maximum(users_per_loadout, 1e-9)))

@@ -46,7 +46,9 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     result = plan(s, catalog)
     u = simulate(result, s, draws=request.draws, seed=request.seed, catalog=catalog) if request.draws else None
     cell = result.capacity.cell
-    d = Deployment(model=s.model, gpu=result.accelerator, quantization=s.quantization, engine=s.engine,
+    spans = result.systems_per_loadout > 1  # the cell runs over several systems' network
+    hardware = {"system": s.platform.system} if spans else {"gpu": result.accelerator}
+    d = Deployment(model=s.model, **hardware, quantization=s.quantization, engine=s.engine,
                    kv_cache_dtype=s.kv_cache_dtype, kv_bytes_per_token=s.kv_bytes_per_token, tensor_parallel_size=cell.tensor_parallel_size,
                    pipeline_parallel_size=cell.pipeline_parallel_size, gpus=cell.gpus,
                    max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
@@ -56,7 +58,10 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     curve = frontier(d, w, catalog, points=16)
     charts = {**plan_charts(result, u), "memory": memory_breakdown(memory), "frontier": frontier_chart(curve)}
     gib = 2**30
-    summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} (TP{cell.tensor_parallel_size}), {memory.quantization} weights "
+    layout = f"TP{cell.tensor_parallel_size}" + (f" × PP{cell.pipeline_parallel_size}" if cell.pipeline_parallel_size > 1 else "")
+    if spans:
+        layout += f", over {cell.gpus // (result.gpus // (result.loadouts * result.systems_per_loadout))} {s.platform.system} systems"
+    summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "
                f"{memory.weights_bytes_per_gpu / gib:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / gib:,.1f} GiB per GPU "
                f"({memory.kv_cache_tokens:,} tokens); {memory.max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
                f"At the {result.workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
