@@ -151,7 +151,7 @@ def test_validate_speed_can_show_only_the_worst_rows_of_a_kind():
 
 
 def test_plan_json_and_report(tmp_path):
-    example = Path(__file__).resolve().parents[1] / "examples" / "coding-developers-b200.yaml"
+    example = Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml"
     r = invoke("plan", str(example), "--json", "--draws", "500", "--report", str(tmp_path / "r.html"))
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -165,6 +165,15 @@ def test_plan_json_and_report(tmp_path):
                 "recommendation", "uncertainty"):
         assert key in data, key
     assert (tmp_path / "r.html").is_file()
+    assert data["supported_users"] > 0 and data["uncertainty"]["loadouts"]["p50"] >= 1
+
+
+def test_plan_says_why_there_is_no_monte_carlo_when_no_user_is_carried():
+    example = Path(__file__).resolve().parents[1] / "examples" / "coding-developers-b200.yaml"
+    r = invoke("plan", str(example), "--draws", "500")
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())  # the console wraps long lines
+    assert "no user is carried at the service target, so there is nothing to draw" in text
 
 
 def test_bad_scenario_file_exits_2_with_file_and_line(tmp_path):

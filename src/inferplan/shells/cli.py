@@ -370,6 +370,8 @@ def plan_cmd(
         render.print_plan(console, result, currency)
         if uncertainty:
             render.print_uncertainty(console, uncertainty)
+        elif draws:
+            console.print("Monte Carlo: no user is carried at the service target, so there is nothing to draw")
 
 
 @app.command("racks")
