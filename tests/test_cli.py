@@ -168,8 +168,10 @@ def test_plan_json_and_report(tmp_path):
     assert data["supported_users"] > 0 and data["uncertainty"]["loadouts"]["p50"] >= 1
 
 
-def test_plan_says_why_there_is_no_monte_carlo_when_no_user_is_carried():
-    example = Path(__file__).resolve().parents[1] / "examples" / "coding-developers-b200.yaml"
+def test_plan_says_why_there_is_no_monte_carlo_when_no_user_is_carried(tmp_path):
+    example = tmp_path / "too-fast.yaml"  # no GPU serves 2,000 output tokens/s to each user
+    example.write_text("model: llama-3.1-8b\nplatform: {system: hgx-h100}\n"
+                       "workload: {preset: coding-developer-median, target_output_tokens_per_s: 2000}\ntarget_users: 10\n")
     r = invoke("plan", str(example), "--draws", "500")
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())  # the console wraps long lines

@@ -1,5 +1,7 @@
 import math
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +15,22 @@ from inferplan.scenario import Scenario, load_scenario, parse_scenario
 
 CATALOG = load_catalog()
 FX = CATALOG.cost_defaults.records["fx-eur-usd"].usd_per_eur.value
+
+
+class NoSpread:
+    """A random generator without spread: every draw is the band's middle (Monte Carlo = plan)."""
+
+    def __init__(self, seed):
+        pass
+
+    def uniform(self, low, high, n):
+        return np.full(n, (low + high) / 2)
+
+    def normal(self, mean, sigma, n):
+        return np.full(n, mean)
+
+    def triangular(self, low, mode, high, n):
+        return np.full(n, mode)
 
 
 def nvaie(option):
@@ -212,25 +230,10 @@ def test_monte_carlo_is_seeded_and_brackets_the_plan():
 
 
 def test_monte_carlo_without_spread_reproduces_the_plan(monkeypatch):
-    import numpy as np
-
     from inferplan.economics import uncertainty
 
     s = scenario(target_users=300, platform={"system": "hgx-h100", "quote_usd_per_loadout": 400_000})
     r = plan(s, CATALOG)
-
-    class NoSpread:
-        def __init__(self, seed):
-            pass
-
-        def uniform(self, low, high, n):
-            return np.full(n, (low + high) / 2)
-
-        def normal(self, mean, sigma, n):
-            return np.full(n, mean)
-
-        def triangular(self, low, mode, high, n):
-            return np.full(n, mode)
 
     monkeypatch.setattr(uncertainty.np.random, "default_rng", NoSpread)
     u = uncertainty.simulate(r, s, draws=10, catalog=CATALOG)
@@ -317,7 +320,53 @@ def test_a_model_no_single_system_holds_is_planned_on_several_and_priced_as_such
 def test_a_model_beyond_eight_systems_is_refused_naming_the_platform():
     with pytest.raises(InvalidScenarioError) as exc:
         plan(scenario(model="deepseek-r1", quantization="bf16", target_users=5, platform={"system": "dgx-spark"}), CATALOG)
-    assert exc.value.field == "platform.system" and "systems" in str(exc.value)
+    assert exc.value.field == "platform.system" and "8 dgx-spark systems" in str(exc.value)
+    with pytest.raises(InvalidScenarioError) as exc:  # a fixed cell is held to the same limit
+        plan(scenario(model="deepseek-r1", quantization="fp8-block", cell={"tensor_parallel_size": 128}), CATALOG)
+    assert exc.value.field == "cell" and "16 hgx-h100 systems" in str(exc.value)
+
+
+def test_a_cell_across_systems_keeps_tensor_parallelism_inside_one_and_needs_a_known_network():
+    # a 4-GPU box without a catalogued network: refused, and the cell it would need is TP4 x PP4
+    # (tensor parallelism inside a box, not TP8 across two), said in the error
+    with pytest.raises(InvalidScenarioError) as exc:
+        plan(scenario(model="llama-3.3-70b", quantization="bf16", platform={"system": "tinybox-red-v2"}), CATALOG)
+    assert exc.value.field == "platform.system" and "4 tinybox-red-v2 systems" in str(exc.value)
+    assert "knows no network" in str(exc.value)
+    # an 8-GPU PCIe server pair has no catalogued network either
+    with pytest.raises(InvalidScenarioError, match="knows no network"):
+        plan(scenario(model="deepseek-r1", quantization="bf16", target_users=5,
+                      platform={"system": "rtx-pro-6000-server-8x", "quote_usd_per_loadout": 90_000}), CATALOG)
+
+
+def test_a_vendor_quote_and_power_count_per_system_and_the_monte_carlo_reproduces_them(monkeypatch):
+    from inferplan.economics import uncertainty
+
+    quoted = plan(scenario(model="deepseek-r1", quantization="fp8-block", target_users=50,
+                           platform={"system": "hgx-h100", "quote_usd_per_loadout": 400_000,
+                                     "power_w_per_loadout": 10_000}), CATALOG)
+    assert quoted.systems_per_loadout == 2 and quoted.gpus_per_system == 8
+    assert quoted.capex_usd == pytest.approx(400_000 * 2 * quoted.loadouts)
+    one_system_power = plan(scenario(target_users=50, platform={"system": "hgx-h100", "power_w_per_loadout": 10_000}), CATALOG)
+    assert quoted.monthly_costs.power_usd / quoted.loadouts == pytest.approx(
+        2 * one_system_power.monthly_costs.power_usd / one_system_power.loadouts)
+
+    monkeypatch.setattr(uncertainty.np.random, "default_rng", NoSpread)
+    s = scenario(model="deepseek-r1", quantization="fp8-block", target_users=50)  # the price band, per system
+    r = plan(s, CATALOG)
+    u = uncertainty.simulate(r, s, draws=10, catalog=CATALOG)
+    assert u.loadouts.p50 == r.loadouts
+    assert u.target_payback_usd_per_user_month.p50 == pytest.approx(r.target_payback_usd_per_user_month, rel=1e-9)
+    assert u.owner_cost_usd_per_mtok.p50 == pytest.approx(r.owner_cost_usd_per_mtok, rel=1e-9)
+
+
+def test_the_web_view_plans_a_cell_across_systems_on_those_systems():
+    from inferplan.report.views import PlanRequest, plan_view
+
+    v = plan_view(PlanRequest(scenario=scenario(model="deepseek-r1", quantization="fp8-block", target_users=50), draws=0),
+                  CATALOG)
+    assert "over 2 hgx-h100 systems" in v.memory_summary
+    assert v.memory.fits and v.frontier.points
 
 
 def test_monte_carlo_has_nothing_to_draw_when_no_user_is_carried():

@@ -398,3 +398,16 @@ def test_assumptions_state_the_whole_fixed_cost_of_a_decode_step():
     line = next(a for a in _estimate(ctx, 4).assumptions if a.startswith("rates:"))
     assert f"fixed costs {overhead_s(ctx.work, ctx.rates, 4) * 1e3:.2f} ms per decode step" in line
     assert "× 24 layers" in line and "× 24 MoE layers" in line and "× 4 running sequences" in line
+
+
+def test_a_step_dominated_by_fixed_costs_says_so_and_pipeline_stages_list_their_share_of_layers():
+    # gpt-oss-20b at batch 1 on a B200 moves ~4 GB in ~0.5 ms; its fixed costs are several times that
+    est = estimate(Deployment(model="gpt-oss-20b", gpu="b200", quantization="mxfp4"), Workload(input_len=128, output_len=128), CATALOG)
+    assert est.bound == "overhead"
+    big = estimate(Deployment(model="llama-3.1-70b", gpu="h100-sxm", quantization="bf16", tensor_parallel_size=4, max_model_len=4096),
+                   Workload(input_len=128, output_len=128), CATALOG)
+    assert big.bound == "memory"
+    staged = _Context(CATALOG, Deployment(model="deepseek-r1", system="hgx-h100", gpus=16, quantization="fp8-block",
+                                           tensor_parallel_size=8, pipeline_parallel_size=2), Workload(input_len=128, output_len=128))
+    line = next(a for a in _estimate(staged, 1).assumptions if a.startswith("rates:"))
+    assert "× 30.5 layers" in line  # 61 layers over 2 stages, as the overhead counts them

@@ -25,8 +25,8 @@ class Platform(_Strict):
     gpu: str | None = Field(None, description="accelerator id when there is no catalogue system")
     gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs per loadout when `gpu` is used")
     price_point: Literal["low", "mid", "high"] = "mid"
-    quote_usd_per_loadout: float | None = Field(None, gt=0, le=1e10, description="a vendor quote per system; overrides the price band")
-    power_w_per_loadout: float | None = Field(None, gt=0, le=1e8, description="power per system; overrides the catalogue's system power")
+    quote_usd_per_loadout: float | None = Field(None, gt=0, le=1e10, description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
+    power_w_per_loadout: float | None = Field(None, gt=0, le=1e8, description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
 
     @model_validator(mode="after")
     def _named(self) -> "Platform":

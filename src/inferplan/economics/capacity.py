@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
+from inferplan.catalog.schema import System
 from inferplan.memory.fit import plan_memory
+from inferplan.memory.hardware import system_domain_gpus
 from inferplan.performance.profiles import find_profile
 from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
 from inferplan.performance.workload import Workload
@@ -59,36 +61,62 @@ class LoadoutCapacity(BaseModel):
 MAX_SYSTEMS_PER_CELL = 8  # a replica spread over more systems than this is out of scope
 
 
-def systems_per_cell(catalog: Catalog, base: Deployment, node_gpus: int, *, cell_fixed: bool = False) -> int:
-    """Systems one replica cell needs: 1 when the model fits in a system's GPUs, else the fewest
-    systems whose GPUs hold the smallest cell that fits (it then spans their scale-out network)."""
-    if cell_fixed:
-        cell = base.tensor_parallel_size * base.pipeline_parallel_size
-    else:
-        try:
-            cell = _smallest_cell(catalog, base, node_gpus * MAX_SYSTEMS_PER_CELL).gpus
-        except InvalidScenarioError as exc:
-            if exc.field != "platform.system":  # not a size problem (a missing KV size ...): as it is
-                raise
-            raise InvalidScenarioError(
-                f"{exc}: one replica would need more than {MAX_SYSTEMS_PER_CELL} systems of {node_gpus} GPU(s)",
-                field="platform.system", allowed="a system with more or larger GPUs, or a smaller precision",
-            ) from exc
-    return max(1, math.ceil(cell / node_gpus))
-
-
-def _smallest_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment:
+def _smallest_fit(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
+    """The smallest replica cell of ``base`` that fits in at most ``gpus`` GPUs (None: none does)."""
     fit = plan_memory(base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}), catalog).result
     if fit.fits:
         return base.model_copy(update={"tensor_parallel_size": 1, "gpus": 1})
     s = fit.smallest_fit
     if s is None or s.gpus > gpus:
-        raise InvalidScenarioError(
-            f"{fit.model} does not fit in {gpus} GPUs of {fit.accelerator} at {base.max_model_len} tokens",
-            field="platform.system",
-        )
+        return None
     return base.model_copy(update={"tensor_parallel_size": s.tensor_parallel_size,
                                    "pipeline_parallel_size": s.pipeline_parallel_size, "gpus": s.gpus})
+
+
+def _smallest_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment:
+    cell = _smallest_fit(catalog, base, gpus)
+    if cell is None:
+        raise InvalidScenarioError(
+            f"{base.model} does not fit in {gpus} GPUs of {base.gpu} at {base.max_model_len} tokens", field="platform.system",
+        )
+    return cell
+
+
+def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fixed: bool = False) -> tuple[Deployment, int]:
+    """The replica cell to start from on ``system``, and how many systems it needs: one when the
+    model fits in a system's GPUs; else the fewest systems that hold the smallest cell that fits,
+    with tensor parallelism kept inside a system's fast-link domain and pipeline stages across
+    systems (their scale-out network carries the hand-over)."""
+    node = system.accelerator_count
+    if cell_fixed:
+        cell = base
+    else:
+        cell = _smallest_fit(catalog, base, node * MAX_SYSTEMS_PER_CELL)
+        if cell is None:
+            raise InvalidScenarioError(
+                f"{base.model} does not fit in {MAX_SYSTEMS_PER_CELL} {system.id} systems ({node * MAX_SYSTEMS_PER_CELL} GPUs) "
+                f"at {base.max_model_len} tokens; a replica spread over more systems is out of scope",
+                field="platform.system", allowed="a system with more or larger GPUs, or a smaller precision",
+            )
+    gpus = cell.tensor_parallel_size * cell.pipeline_parallel_size
+    if gpus <= node:
+        return cell, 1
+    if not cell_fixed:  # tensor parallelism inside a system's domain, pipeline stages for the rest
+        domain = system_domain_gpus(system, catalog.accelerators.records[system.accelerator])
+        tp = min(cell.tensor_parallel_size, domain)
+        cell = cell.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": math.ceil(gpus / tp)})
+        gpus = tp * cell.pipeline_parallel_size
+    systems = math.ceil(gpus / node)
+    if systems > MAX_SYSTEMS_PER_CELL:
+        raise InvalidScenarioError(f"a replica cell of {gpus} GPUs needs {systems} {system.id} systems; "
+                                   f"more than {MAX_SYSTEMS_PER_CELL} is out of scope", field="cell",
+                                   allowed=f"at most {node * MAX_SYSTEMS_PER_CELL} GPUs (tensor × pipeline parallel size)")
+    if (system.scale_out or catalog.accelerators.records[system.accelerator].scale_out) is None:
+        raise InvalidScenarioError(
+            f"one replica of {base.model} needs {systems} {system.id} systems, and the catalogue knows no network "
+            "between them", field="platform.system", allowed="a system with a scale-out network in the catalogue, or more memory per GPU",
+        )
+    return cell, systems
 
 
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
@@ -126,16 +154,18 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
 
 
 def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
-                     cell_fixed: bool = False, nodes: tuple[str, int] | None = None) -> LoadoutCapacity:
+                     cell_fixed: bool = False, nodes: tuple[str, int] | None = None,
+                     start: Deployment | None = None) -> LoadoutCapacity:
     """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries.
 
     Unless the cell is fixed, every tensor-parallel width from the smallest that fits up to the
     loadout (powers of two) is tried and the one carrying the most users kept: wider cells are
     faster per user, narrower ones pack more replicas. ``nodes`` — (system id, GPUs per system) —
-    makes the loadout several such systems: a cell wider than one runs over their network."""
+    makes the loadout several such systems: a cell wider than one runs over their network;
+    ``start`` is the narrowest cell to try (see ``spanning_cell``)."""
     if cell_fixed:
         return _loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
-    smallest = _smallest_cell(catalog, base, system_gpus)
+    smallest = start or _smallest_cell(catalog, base, system_gpus)
     best = None
     tp = smallest.tensor_parallel_size
     while tp * smallest.pipeline_parallel_size <= system_gpus:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.economics_schema import ApiPrice, RentalPrice
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, systems_per_cell
+from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadProfile, resolve_workload
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
@@ -54,6 +54,7 @@ class PlanResult(BaseModel):
     target_users: int
     loadouts: int  # auto-sized to carry the target
     systems_per_loadout: int = 1  # more than 1 when one replica of the model needs several systems
+    gpus_per_system: int = 1
     gpus: int
     supported_users: int  # by all loadouts
     served_users: int
@@ -183,11 +184,12 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     )
     fixed = s.cell.tensor_parallel_size * s.cell.pipeline_parallel_size > 1
     # a model no single system holds: a loadout is the fewest systems one replica cell needs
-    per_loadout = systems_per_cell(catalog, base, node_gpus, cell_fixed=fixed) if system else 1
+    start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)
     loadout_gpus = node_gpus * per_loadout
     label = system_id if per_loadout == 1 else f"{per_loadout}× {system_id}"
     cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
-                           nodes=(system.id, node_gpus) if per_loadout > 1 else None)
+                           nodes=(system.id, node_gpus) if per_loadout > 1 else None,
+                           start=start if per_loadout > 1 else None)
     loadouts = max(1, math.ceil(s.target_users / cap.supported_users)) if cap.supported_users else 1
     supported = cap.supported_users * loadouts
     served = min(s.target_users, supported)
@@ -246,7 +248,7 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
         migration = money.migration_break_even_tokens(m.migration_cost_usd, own_mtok, m.migration_target_usd_per_mtok)
     result = dict(
         name=s.name, model=s.model, system=system_id, accelerator=accel.id, workload=w, capacity=cap,
-        target_users=s.target_users, loadouts=loadouts, systems_per_loadout=per_loadout, gpus=gpus, supported_users=supported, served_users=served,
+        target_users=s.target_users, loadouts=loadouts, systems_per_loadout=per_loadout, gpus_per_system=node_gpus, gpus=gpus, supported_users=supported, served_users=served,
         capex_usd=capex, capex_basis=basis, amortization_years=amort, capital_recovery_years=recovery, monthly_costs=costs, modeled_monthly_operating_cost_usd=operating,
         monthly_billing_usd=billing, monthly_operating_cash_usd=cash,
         simple_payback_months=money.payback_months(capex, cash),

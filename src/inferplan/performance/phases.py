@@ -31,7 +31,10 @@ class StepTime:
 
     @property
     def bound(self) -> str:
-        parts = {"memory": self.memory_s, "compute": self.compute_s, "communication": self.comm_s}
+        """What the step spends most of its time on; ``overhead`` when fixed costs (launches,
+        scheduling, sampling) outweigh moving bytes, computing and communicating."""
+        parts = {"memory": self.memory_s, "compute": self.compute_s, "communication": self.comm_s,
+                 "overhead": self.overhead_s}
         return max(parts, key=parts.get)
 
 

@@ -43,7 +43,7 @@ class ServingEstimate(BaseModel):
     output_tokens_per_s_per_gpu: float
     input_tokens_per_s_total: float
     tokens_per_step: float  # accepted tokens per sequence per step (1 without speculation)
-    bound: str  # memory | compute | communication | measured
+    bound: str  # memory | compute | communication | overhead | measured
     source: str  # measured | calibrated-model
     compute_dtype: str
     assumptions: tuple[str, ...]
@@ -184,7 +184,7 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
     """The decode step's fixed costs for this deployment, in words: they dominate small models on
     fast GPUs, so the per-step figure alone would hide most of them."""
     r, work = ctx.rates, ctx.work
-    parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers // work.pp} layers"]
+    parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers / work.pp:g} layers"]
     if work.moe_layers and r.moe_layer_overhead_s:
         parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
     if r.step_overhead_s:
