@@ -137,7 +137,7 @@ def test_software_and_eur_rendering():
 
 
 def test_a_vendor_quote_overrides_the_band():
-    r = plan(scenario(platform={"system": "hgx-h100", "quote_usd_per_loadout": 123_456}), CATALOG)
+    r = plan(scenario(platform={"system": "hgx-h100", "quote_usd_per_system": 123_456}), CATALOG)
     assert r.capex_usd == 123_456 * r.loadouts and r.capex_basis == "vendor quote"
 
 
@@ -231,7 +231,7 @@ def test_monte_carlo_is_seeded_and_brackets_the_plan():
 def test_monte_carlo_without_spread_reproduces_the_plan(monkeypatch):
     from inferplan.economics import uncertainty
 
-    s = scenario(target_users=300, platform={"system": "hgx-h100", "quote_usd_per_loadout": 400_000})
+    s = scenario(target_users=300, platform={"system": "hgx-h100", "quote_usd_per_system": 400_000})
     r = plan(s, CATALOG)
 
     monkeypatch.setattr(uncertainty.np.random, "default_rng", NoSpread)
@@ -282,9 +282,9 @@ def test_pcie_servers_and_bridged_cards_plan():
     # GPUs past a PCIe card's bridge share the server's PCIe: the cell sweep up to 8 GPUs runs
     # (it raised "--tensor-parallel-size" for the wider cells once the scale-out network came in)
     pcie = plan(scenario(model="llama-3.3-70b", quantization="fp8", target_users=20,
-                         platform={"system": "rtx-pro-6000-server-8x", "quote_usd_per_loadout": 90_000}), CATALOG)
+                         platform={"system": "rtx-pro-6000-server-8x", "quote_usd_per_system": 90_000}), CATALOG)
     bridged = plan(scenario(model="llama-3.1-405b", quantization="fp8", target_users=5,
-                            platform={"gpu": "h200-nvl", "gpus": 8, "quote_usd_per_loadout": 300_000}), CATALOG)
+                            platform={"gpu": "h200-nvl", "gpus": 8, "quote_usd_per_system": 300_000}), CATALOG)
     for r in (pcie, bridged):
         assert r.capacity.gpus == 8 and r.capacity.binding
         assert r.capacity.cell.tensor_parallel_size * r.capacity.cells <= 8
@@ -293,7 +293,7 @@ def test_pcie_servers_and_bridged_cards_plan():
 def test_the_cell_sweep_stops_where_the_links_end_and_says_so():
     # 16 MI300X: 8 per Infinity Fabric domain, no network between servers in the catalogue
     r = plan(scenario(model="llama-3.1-70b", quantization="fp8", target_users=20,
-                      platform={"gpu": "mi300x", "gpus": 16, "quote_usd_per_loadout": 500_000}), CATALOG)
+                      platform={"gpu": "mi300x", "gpus": 16, "quote_usd_per_system": 500_000}), CATALOG)
     assert r.capacity.cell.tensor_parallel_size <= 8
     assert any("replica cells wider than 8 GPUs not tried" in a for a in r.capacity.assumptions)
 
@@ -335,18 +335,18 @@ def test_a_cell_across_systems_keeps_tensor_parallelism_inside_one_and_needs_a_k
     # an 8-GPU PCIe server pair has no catalogued network either
     with pytest.raises(InvalidScenarioError, match="knows no network"):
         plan(scenario(model="deepseek-r1", quantization="bf16", target_users=5,
-                      platform={"system": "rtx-pro-6000-server-8x", "quote_usd_per_loadout": 90_000}), CATALOG)
+                      platform={"system": "rtx-pro-6000-server-8x", "quote_usd_per_system": 90_000}), CATALOG)
 
 
 def test_a_vendor_quote_and_power_count_per_system_and_the_monte_carlo_reproduces_them(monkeypatch):
     from inferplan.economics import uncertainty
 
     quoted = plan(scenario(model="deepseek-r1", quantization="fp8-block", target_users=50,
-                           platform={"system": "hgx-h100", "quote_usd_per_loadout": 400_000,
-                                     "power_w_per_loadout": 10_000}), CATALOG)
+                           platform={"system": "hgx-h100", "quote_usd_per_system": 400_000,
+                                     "power_w_per_system": 10_000}), CATALOG)
     assert quoted.systems_per_loadout == 2 and quoted.gpus_per_system == 8
     assert quoted.capex_usd == pytest.approx(400_000 * 2 * quoted.loadouts)
-    one_system_power = plan(scenario(target_users=50, platform={"system": "hgx-h100", "power_w_per_loadout": 10_000}), CATALOG)
+    one_system_power = plan(scenario(target_users=50, platform={"system": "hgx-h100", "power_w_per_system": 10_000}), CATALOG)
     assert quoted.monthly_costs.power_usd / quoted.loadouts == pytest.approx(
         2 * one_system_power.monthly_costs.power_usd / one_system_power.loadouts)
 
@@ -375,3 +375,16 @@ def test_monte_carlo_has_nothing_to_draw_when_no_user_is_carried():
     r = plan(s, CATALOG)
     assert r.supported_users == 0 and r.systems_per_loadout > 1
     assert simulate(r, s, draws=100, catalog=CATALOG) is None  # not 5e9 loadouts
+
+
+def test_a_fixed_cell_too_small_for_the_model_names_the_cell():
+    with pytest.raises(InvalidScenarioError) as exc:
+        plan(scenario(model="deepseek-r1", quantization="fp8-block", cell={"tensor_parallel_size": 8}), CATALOG)
+    assert exc.value.field == "cell" and "does not fit on 8× h100-sxm" in str(exc.value)
+
+
+def test_the_per_system_quote_and_power_also_read_under_their_old_per_loadout_names():
+    old = scenario(platform={"system": "hgx-h100", "quote_usd_per_loadout": 400_000, "power_w_per_loadout": 9_000})
+    new = scenario(platform={"system": "hgx-h100", "quote_usd_per_system": 400_000, "power_w_per_system": 9_000})
+    assert old == new and new.platform.quote_usd_per_system == 400_000
+    assert plan(old, CATALOG).capex_usd == plan(new, CATALOG).capex_usd

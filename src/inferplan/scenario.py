@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.errors import InvalidScenarioError
@@ -25,8 +25,14 @@ class Platform(_Strict):
     gpu: str | None = Field(None, description="accelerator id when there is no catalogue system")
     gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs per loadout when `gpu` is used")
     price_point: Literal["low", "mid", "high"] = "mid"
-    quote_usd_per_loadout: float | None = Field(None, gt=0, le=1e10, description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
-    power_w_per_loadout: float | None = Field(None, gt=0, le=1e8, description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
+    # per system: a loadout may be several systems when one replica needs them. The names
+    # `quote_usd_per_loadout` / `power_w_per_loadout` (from when a loadout was one system) still read.
+    quote_usd_per_system: float | None = Field(
+        None, gt=0, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
+        description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
+    power_w_per_system: float | None = Field(
+        None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
+        description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
 
     @model_validator(mode="after")
     def _named(self) -> "Platform":

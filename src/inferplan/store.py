@@ -173,12 +173,12 @@ class Store:
     def apply_quotes(self, scenario: Scenario) -> tuple[Scenario, SavedQuote | None]:
         """The scenario with the newest vendor quote for its system, unless it carries its own."""
         p = scenario.platform
-        if not p.system or p.quote_usd_per_loadout:
+        if not p.system or p.quote_usd_per_system:
             return scenario, None
         quote = self.quote_for(p.system)
         if quote is None:
             return scenario, None
-        platform = p.model_copy(update={"quote_usd_per_loadout": quote.price_usd})
+        platform = p.model_copy(update={"quote_usd_per_system": quote.price_usd})
         return scenario.model_copy(update={"platform": platform}), quote
 
 

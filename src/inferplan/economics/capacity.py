@@ -197,7 +197,14 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": nodes[0], "gpu": None})
     else:
         cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": None})
-    cap = cell_capacity(catalog, cell_d, w)
+    try:
+        cap = cell_capacity(catalog, cell_d, w)
+    except InvalidScenarioError as exc:
+        if exc.field != "--gpus":
+            raise
+        # a replica cell (fixed in the scenario, or tried by the sweep) too small for the model
+        raise InvalidScenarioError(str(exc).replace("; see `inferplan fit`", ""), field="cell",
+                                   allowed="a larger tensor × pipeline parallel size, or omit `cell` to size it") from exc
     cells = system_gpus // cell_gpus
     per_user_requests = w.active_requests_at_peak
     by_tp = cells * cap.output_tokens_per_s / w.peak_output_tokens_per_s

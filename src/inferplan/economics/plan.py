@@ -112,13 +112,13 @@ def _platform(catalog: Catalog, s: Scenario):
 
 def _capex(s: Scenario, system, loadouts: int) -> tuple[float, str]:
     point = s.platform.price_point
-    if s.platform.quote_usd_per_loadout:
-        return s.platform.quote_usd_per_loadout * loadouts, "vendor quote"
+    if s.platform.quote_usd_per_system:
+        return s.platform.quote_usd_per_system * loadouts, "vendor quote"
     band = system.price if system else None
     if band is None or band.usd_low is None:
         raise InvalidScenarioError(
             f"{system.name if system else 'this platform'} has no price band in the catalogue; give a vendor quote",
-            field="platform.quote_usd_per_loadout",
+            field="platform.quote_usd_per_system",
         )
     low = band.usd_low.value
     high = band.usd_high.value if band.usd_high else low
@@ -127,14 +127,14 @@ def _capex(s: Scenario, system, loadouts: int) -> tuple[float, str]:
 
 
 def _power_w(s: Scenario, system, accel) -> tuple[float, str | None]:
-    if s.platform.power_w_per_loadout:
-        return s.platform.power_w_per_loadout, None
+    if s.platform.power_w_per_system:
+        return s.platform.power_w_per_system, None
     if system is not None and system.power_w is not None:
         return system.power_w.value, None
     gpus = system.accelerator_count if system else (s.platform.gpus or 1)
     if accel.tdp_w is None:
-        raise InvalidScenarioError("no power figure for this platform; give platform.power_w_per_loadout",
-                                   field="platform.power_w_per_loadout")
+        raise InvalidScenarioError("no power figure for this platform; give platform.power_w_per_system",
+                                   field="platform.power_w_per_system")
     host = 1.5  # CPUs, memory, fans and networking beside the GPUs
     return accel.tdp_w.value * gpus * host, f"system power assumed {host:g} × GPU TDP × {gpus} (no system figure)"
 
