@@ -168,6 +168,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                            "by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include")
     assumptions.append(f"rates: {ctx.rates.bandwidth_efficiency:.0%} of peak bandwidth, {ctx.rates.compute_efficiency:.0%} of peak "
                        f"{ctx.rates.compute_dtype} FLOP/s; {_fixed_costs(ctx, running)} (calibrated, see docs/speed.md)")
+    if step.bound == "overhead":
+        assumptions.append(FIXED_COST_CAVEAT)
     return ServingEstimate(
         model=fit.model, accelerator=fit.accelerator, engine=fit.engine, quantization=fit.quantization,
         gpus=ctx.gpus, concurrency=concurrency, running_per_instance=running,
@@ -178,6 +180,15 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
     )
+
+
+# Where fixed costs dominate, the measured points spread most: one set of constants per engine
+# serves builds from 2023 to 2026 (docs/speed.md, "What misses and why").
+FIXED_COST_CAVEAT = (
+    "fixed costs dominate this step; they differ most between engine builds and GPU generations: measured "
+    "2026 builds run some models 1.5-2.7x faster at low concurrency than these constants (TensorRT-LLM on "
+    "GB200, vLLM gpt-oss on 8x H100), older builds slower (docs/speed.md)"
+)
 
 
 def _fixed_costs(ctx: _Context, running: int) -> str:
