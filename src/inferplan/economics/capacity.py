@@ -14,11 +14,11 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import System
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
-from inferplan.catalog.schema import System
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.hardware import system_domain_gpus
+from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.performance.profiles import find_profile
 from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
 from inferplan.performance.workload import Workload
@@ -88,6 +88,7 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
     with tensor parallelism kept inside a system's fast-link domain and pipeline stages across
     systems (their scale-out network carries the hand-over)."""
     node = system.accelerator_count
+    accel = catalog.accelerators.records[system.accelerator]
     if cell_fixed:
         cell = base
     else:
@@ -102,8 +103,7 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
     if gpus <= node:
         return cell, 1
     if not cell_fixed:  # tensor parallelism inside a system's domain, pipeline stages for the rest
-        domain = system_domain_gpus(system, catalog.accelerators.records[system.accelerator])
-        tp = min(cell.tensor_parallel_size, domain)
+        tp = min(cell.tensor_parallel_size, system_domain_gpus(system, accel))
         cell = cell.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": math.ceil(gpus / tp)})
         gpus = tp * cell.pipeline_parallel_size
     systems = math.ceil(gpus / node)
@@ -111,7 +111,7 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
         raise InvalidScenarioError(f"a replica cell of {gpus} GPUs needs {systems} {system.id} systems; "
                                    f"more than {MAX_SYSTEMS_PER_CELL} is out of scope", field="cell",
                                    allowed=f"at most {node * MAX_SYSTEMS_PER_CELL} GPUs (tensor × pipeline parallel size)")
-    if (system.scale_out or catalog.accelerators.records[system.accelerator].scale_out) is None:
+    if system_scale_out(system, accel) is None:
         raise InvalidScenarioError(
             f"one replica of {base.model} needs {systems} {system.id} systems, and the catalogue knows no network "
             "between them", field="platform.system", allowed="a system with a scale-out network in the catalogue, or more memory per GPU",
@@ -203,7 +203,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         if exc.field != "--gpus":
             raise
         # a replica cell (fixed in the scenario, or tried by the sweep) too small for the model
-        raise InvalidScenarioError(str(exc).replace("; see `inferplan fit`", ""), field="cell",
+        raise InvalidScenarioError(str(exc), field="cell",
                                    allowed="a larger tensor × pipeline parallel size, or omit `cell` to size it") from exc
     cells = system_gpus // cell_gpus
     per_user_requests = w.active_requests_at_peak

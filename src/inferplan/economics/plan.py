@@ -110,10 +110,10 @@ def _platform(catalog: Catalog, s: Scenario):
     return f"{p.gpus}x-{accel.id}", accel, int(p.gpus or 1), None
 
 
-def _capex(s: Scenario, system, loadouts: int) -> tuple[float, str]:
+def _capex(s: Scenario, system, systems: int) -> tuple[float, str]:
     point = s.platform.price_point
     if s.platform.quote_usd_per_system:
-        return s.platform.quote_usd_per_system * loadouts, "vendor quote"
+        return s.platform.quote_usd_per_system * systems, "vendor quote"
     band = system.price if system else None
     if band is None or band.usd_low is None:
         raise InvalidScenarioError(
@@ -123,7 +123,7 @@ def _capex(s: Scenario, system, loadouts: int) -> tuple[float, str]:
     low = band.usd_low.value
     high = band.usd_high.value if band.usd_high else low
     value = {"low": low, "high": high, "mid": (low + high) / 2}[point]
-    return value * loadouts, f"{point} of the catalogue price band ({band.basis})"
+    return value * systems, f"{point} of the catalogue price band ({band.basis})"
 
 
 def _power_w(s: Scenario, system, accel) -> tuple[float, str | None]:

@@ -41,6 +41,11 @@ def system_domain_gpus(system: System, accel: Accelerator) -> int:
     return system.accelerator_count
 
 
+def system_scale_out(system: System, accel: Accelerator) -> ScaleOut | None:
+    """The network between ``system``s: its own, else the accelerator's usual one (None: not known)."""
+    return system.scale_out or accel.scale_out
+
+
 def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
     if d.system:
         system = catalog.system(d.system, "--system")
@@ -57,7 +62,7 @@ def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
                 field="--gpus",
                 allowed=f"1..{count} or a multiple of {count} (several {system.id} joined by their network)",
             )
-        out = system.scale_out or accel.scale_out
+        out = system_scale_out(system, accel)
         notes = ()
         if gpus > count:
             net = f"{out.link} ({to_gbit_per_s(out.bandwidth_bytes_per_s.value):.0f} Gb/s per GPU)" if out else "a network the catalogue does not know"
