@@ -90,6 +90,16 @@ class PlanResult(BaseModel):
     recommendation: Recommendation
     assumptions: tuple[str, ...]
 
+    @property
+    def systems(self) -> int:
+        """Systems bought: every loadout's (several when one replica spans them)."""
+        return self.loadouts * self.systems_per_loadout
+
+    @property
+    def systems_per_cell(self) -> int:
+        """Systems one replica cell spans."""
+        return max(1, self.capacity.cell.gpus // self.gpus_per_system)
+
     def eur(self, usd: float | None) -> float | None:
         return None if usd is None else usd / self.fx_usd_per_eur
 
@@ -188,8 +198,7 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     loadout_gpus = node_gpus * per_loadout
     label = system_id if per_loadout == 1 else f"{per_loadout}× {system_id}"
     cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
-                           nodes=(system.id, node_gpus) if per_loadout > 1 else None,
-                           start=start if per_loadout > 1 else None)
+                           nodes=(system.id, node_gpus) if per_loadout > 1 else None, start=start)
     loadouts = max(1, math.ceil(s.target_users / cap.supported_users)) if cap.supported_users else 1
     supported = cap.supported_users * loadouts
     served = min(s.target_users, supported)

@@ -293,7 +293,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     tp = 1
     while tp <= hw.domain_gpus:
         pp = 1
-        while tp * pp <= limit and _tp_shards_heads(spec, engine, tp):
+        shards = _tp_shards_heads(spec, engine, tp)  # a TP size that cannot split the heads: no candidates
+        while shards and tp * pp <= limit:
             candidates.append((tp * pp, pp, tp))
             pp *= 2
         tp *= 2

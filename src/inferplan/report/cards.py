@@ -48,7 +48,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
              note=f"{c.supported_users:,} per loadout; binding: {c.binding}"),
         Card(key="loadouts", label="Auto-sized loadouts for target", value=f"{r.loadouts}",
              note=(f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users" if r.systems_per_loadout == 1 else
-                   f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.loadouts * r.systems_per_loadout} systems, "
+                   f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                    f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems) for {r.target_users:,} users")),
         Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2)),
         Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),

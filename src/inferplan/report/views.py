@@ -60,7 +60,7 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     gib = 2**30
     layout = f"TP{cell.tensor_parallel_size}" + (f" × PP{cell.pipeline_parallel_size}" if cell.pipeline_parallel_size > 1 else "")
     if spans:
-        layout += f", over {cell.gpus // result.gpus_per_system} {s.platform.system} systems"
+        layout += f", over {result.systems_per_cell} {s.platform.system} systems"
     summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "
                f"{memory.weights_bytes_per_gpu / gib:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / gib:,.1f} GiB per GPU "
                f"({memory.kv_cache_tokens:,} tokens); {memory.max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
