@@ -413,3 +413,32 @@ def test_a_step_dominated_by_fixed_costs_says_so_and_pipeline_stages_list_their_
                                            tensor_parallel_size=8, pipeline_parallel_size=2), Workload(input_len=128, output_len=128))
     line = next(a for a in _estimate(staged, 1).assumptions if a.startswith("rates:"))
     assert "× 30.5 layers" in line  # 61 layers over 2 stages, as the overhead counts them
+
+
+def test_k_quant_unpacking_costs_apple_m1_what_its_bandwidth_does_not_explain():
+    # XiongjieDai's May 2024 llama-bench table (one harness, one build): Llama-3-70B Q4_K_M decodes at
+    # 4.34 tok/s on an M1 Max and 7.65 on an M3 Max, both 400 GB/s parts; the M1 Max has 26 FLOP/s per
+    # byte of bandwidth against the M3 Max's 41, and K-quant unpacking is ALU work per weight
+    points = {p.id: p for p in CATALOG.speed_points}
+    m1, m3 = (points[f"s-lcpp-metal-{chip}-llama3-70b-q4km-tg-xd24"] for chip in ("m1max", "m3max"))
+    assert m1.measured.value / m3.measured.value == pytest.approx(0.57, abs=0.01)
+    w = Workload(input_len=512, output_len=128)
+
+    def rate(gpu, quantization):
+        return perf(w, model="llama-3.1-70b", gpu=gpu, engine="llamacpp", quantization=quantization,
+                    max_model_len=1024).output_tokens_per_s_per_user
+
+    predicted = rate("apple-m1-max", "gguf-q4_k_m") / rate("apple-m3-max", "gguf-q4_k_m")
+    assert predicted == pytest.approx(m1.measured.value / m3.measured.value, rel=0.2)  # bandwidth alone: ~1.0
+    # Q4_0 (one scale per 32 weights, no super-blocks) pays no unpacking term; F16 neither
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp", quantization="gguf-q4_k_m",
+                                       max_model_len=1024), w)
+    assert ctx.work.unpacked_weights_per_byte == pytest.approx(8 / 4.8944)
+    assert ctx.rates.unpack_flops_per_weight > 0
+    est = _estimate(ctx, 1)
+    assert any("unpacks super-block scales" in a for a in est.assumptions)
+    for quantization in ("gguf-q4_0", "fp16"):
+        plain = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp",
+                                             quantization=quantization, max_model_len=1024), w)
+        assert plain.work.unpacked_weights_per_byte == 0 and plain.rates.unpack_flops_per_weight == 0
+        assert not any("unpacks super-block scales" in a for a in _estimate(plain, 1).assumptions)

@@ -34,23 +34,18 @@ def test_shipped_constants_equal_the_fit(catalog):
     assert fitted == set(act.points)
 
 
-# Scored single-stream decode points worse than 30 %, each explained in docs/speed.md. A new miss
+# Scored single-stream (concurrency 1) decode points worse than 30 %, each explained in docs/speed.md. A new miss
 # fails the test; a fixed one can leave the list.
 KNOWN_DECODE_MISSES = {
-    # Apple M1 generation, llama.cpp K-quants from 2024 builds: 0.5-0.7x the bandwidth share later
-    # Apple GPUs reach with the same format; newer M1 Max K-quant runs fit (+9 %), as do Q4_0/Q8_0/F16
-    "s-lcpp-metal-m1max-llama3-8b-q4km-tg-xd24": "M1 Max, llama.cpp Q4_K_M",
-    "s-lcpp-metal-m1max-llama3-70b-q4km-tg-xd24": "M1 Max, llama.cpp Q4_K_M",
-    "s-m1g-metal-m1ultra-llama-3.1-70b-q4km-tg-geerling": "M1 Ultra, llama.cpp Q4_K_M",
-    "s-m1g-metal-m1max-llama-3-70b-q4km-tg-dmatora": "M1 Max, LM Studio Q4_K_M",
-    "s-amoe-lcpp-m1max-qwen3-30b-a3b-q4km-tg-ferrum": "M1 Max, llama.cpp Q4_K_M MoE",
-    # MLX: M1 behind a server; a weakly documented M2 Ultra MoE figure; an M4 end-to-end figure
-    # (prompt and server included); gpt-oss-20b on M5 Max faster than the MLX family allows
+    # Apple M1 Max, llama.cpp Q4_K_M through Ollama (build not stated): 7.25 tok/s where a 2024
+    # llama-bench run on the same chip and model measured 4.34 (now within 30 %); with the K-quant
+    # unpacking cost the model sits between them, just past 30 % from this one
+    "s-ak-metal-m1max-llama-3.1-70b-q4km-tg-geerling": "M1 Max, Ollama Q4_K_M (the llama-bench run: 4.34 tok/s)",
+    # MLX: M1 behind a server; an M2 Ultra MoE figure through a server path limited per token (its
+    # Q6_K and Q4_K_M GGUF runs decode at the same speed); an M4 end-to-end figure
     "s-mlx-m1max-llama-3.1-8b-q4-tg-vllmmlx": "M1 Max, MLX 4-bit behind a server",
-    "s-m1g-mlx-m1ultra-gpt-oss-120b-mlx4-tg-mlxcel": "M1 Ultra, MLX 4-bit MoE",
     "s-amoe-mlx-m2ultra-qwen3-30b-a3b-mlx4-tg-mlxstudio": "M2 Ultra, MLX MoE, no method stated",
     "s-mlx-m4-qwen2.5-7b-q4-tg-mlxis": "MacBook Air M4, end-to-end tokens/s",
-    "s-amoe-mlx-m5max-gpt-oss-20b-mxfp4-tg-mlxcel": "M5 Max, MLX gpt-oss-20b",
     # SGLang batch 1: thin gpt-oss layers on B200 run faster than the family's per-layer overhead
     # allows (three sources agree on ~2.4 ms); sources disagree with each other (Qwen3-235B BF16 on
     # 8x B200: 6.70 ms in one sweep, 10.12 ms in the SGLang cookbook)
@@ -64,15 +59,8 @@ KNOWN_DECODE_MISSES = {
     "s-hb-sglang-h20x1-qwen3-14b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16",
     "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16",
     "s-hb-sglang-h20x1-qwen3-32b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ",
-    "s-vc-h100-qwen3-8b-bf16-tpot-c4-sglang": "SGLang Qwen3-8B BF16 on H100 at concurrency 4",
-    # vLLM builds drift: 2026 builds run gpt-oss much faster than the 2025 builds that share the
-    # family's constants (and two DGX Spark builds differ 1.8x); older builds are slower than it
-    "s-go-vllm-h100x8-gpt-oss-120b-tpot-c4-1k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100",
-    "s-go-vllm-h100x8-gpt-oss-120b-tpot-c8-1k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100",
-    "s-go-vllm-h100x8-gpt-oss-120b-tpot-c4-8k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100, 8k/1k",
-    "s-go-vllm-gb10x1-gpt-oss-120b-tg-sparkarena": "vLLM community build, gpt-oss-120b on DGX Spark",
-    "s-go-vllm-b200x1-gpt-oss-20b-tg-c8-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on B200, slower than on H200",
-    "s-go-vllm-b200x1-gpt-oss-20b-tg-c4-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on B200 at concurrency 4",
+    # vLLM builds drift: a 2026 build runs Qwen3-30B-A3B faster than the family; older builds
+    # (Marlin MoE AWQ, 0.7.2 on H20) slower
     "s-rb-vllm-h200x1-qwen3-30b-a3b-bf16-tpot-c1-4k4k-emmy": "vLLM 0.17 Qwen3-30B-A3B BF16 on H200",
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-4k-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
@@ -82,12 +70,22 @@ KNOWN_DECODE_MISSES = {
     # with MTP on 8x H200 faster than the family's draft cost allows
     "s-tl-rtx4090x1-mistral-7b-int4-awq-tps-jan": "TensorRT-LLM 0.7 Mistral-7B AWQ on RTX 4090",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
-    "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c2-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
-    "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c4-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
-    "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c8-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k8k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 1k/8k",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-8k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 8k/1k",
     "s-tl-h200x8-deepseek-r1-fp8-block-tps-mtp3-bp": "TensorRT-LLM DeepSeek-R1 with MTP on 8x H200",
+}
+
+# Scored per-user decode points at concurrency 2 or more worse than 30 % (kind decode-concurrent),
+# each explained in docs/speed.md; the same equality rule.
+KNOWN_CONCURRENT_DECODE_MISSES = {
+    "s-vc-h100-qwen3-8b-bf16-tpot-c4-sglang": "SGLang Qwen3-8B BF16 on H100 at concurrency 4",
+    "s-go-vllm-h100x8-gpt-oss-120b-tpot-c4-1k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100",
+    "s-go-vllm-h100x8-gpt-oss-120b-tpot-c8-1k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100",
+    "s-go-vllm-h100x8-gpt-oss-120b-tpot-c4-8k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100, 8k/1k",
+    "s-go-vllm-b200x1-gpt-oss-20b-tg-c8-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on B200, slower than on H200",
+    "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c2-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
+    "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c4-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
+    "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c8-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
 }
 
 
@@ -103,6 +101,10 @@ def test_speed_validation_medians_hold(catalog):
     # equal, not a subset: a miss that is fixed must leave the list (and docs/speed.md) too
     assert beyond == set(KNOWN_DECODE_MISSES), (beyond - set(KNOWN_DECODE_MISSES), set(KNOWN_DECODE_MISSES) - beyond)
     assert v.medians["decode/holdout"] < 0.10
+    concurrent = {c.id for c in scored if c.kind == "decode-concurrent" and abs(c.error) > 0.30}
+    assert concurrent == set(KNOWN_CONCURRENT_DECODE_MISSES), (concurrent - set(KNOWN_CONCURRENT_DECODE_MISSES),
+                                                                set(KNOWN_CONCURRENT_DECODE_MISSES) - concurrent)
+    assert v.medians["decode-concurrent/all"] < 0.15
     assert v.medians["throughput/all"] < 0.15  # target: serving throughput within 15% median
     assert v.medians["profile/holdout"] < 0.20
     for c in v.checks:

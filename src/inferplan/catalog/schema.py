@@ -182,6 +182,10 @@ class Quantization(Frozen):
     native_format: str | None = None  # the accelerator format that runs it natively (fp8, nvfp4 ...)
     fallback_compute: str = "bf16"  # compute dtype when the hardware lacks the native format
     quantizes_embeddings: bool = False  # GGUF quantizes token embeddings; most GPU formats do not
+    # llama.cpp K-quants: 256-weight super-blocks of sub-blocks with their own scales (6-bit packed
+    # with minima in Q2-Q5_K, 8-bit in Q6_K), unpacked for every weight a matrix-vector kernel reads:
+    # ALU work per weight that GPUs with few FLOP/s per byte of bandwidth feel (docs/speed.md)
+    super_block_scales: bool = False
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     notes: tuple[str, ...] = ()
 

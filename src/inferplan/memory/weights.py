@@ -43,12 +43,15 @@ def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: f
     if non_expert_bits is None:
         non_expert_bits = quant.non_expert_bits_per_weight.value if quant.non_expert_bits_per_weight else None
     other_bits = non_expert_bits or bits
-    edge_bits = other_bits if quant.quantizes_embeddings or non_expert_bits else UNQUANTIZED_BITS
+    # a format that states its non-expert bits covers lm_head with them (GGUF MXFP4_MOE, vLLM's
+    # --mxfp4-layers ...,lm_head); the embedding table only where the format quantizes embeddings
+    head_bits = other_bits if quant.quantizes_embeddings or non_expert_bits else UNQUANTIZED_BITS
+    embedding_bits = other_bits if quant.quantizes_embeddings else UNQUANTIZED_BITS
     small = (params.norms + params.router) * UNQUANTIZED_BITS / 8
     expert = params.experts * bits / 8
     linear = (params.linear - params.experts) * other_bits / 8 + expert
-    embedding = params.embedding * edge_bits / 8
-    return _Parts(embedding + params.lm_head * edge_bits / 8 + small + linear, expert, embedding)
+    embedding = params.embedding * embedding_bits / 8
+    return _Parts(embedding + params.lm_head * head_bits / 8 + small + linear, expert, embedding)
 
 
 def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:

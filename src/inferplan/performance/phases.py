@@ -1,7 +1,7 @@
 """Phase times on one GPU of an instance (one pipeline stage): a prefill chunk and a decode step.
 
-A step takes the longer of moving its bytes and doing its FLOPs at the engine's achievable
-rates, plus communication — tensor-parallel all-reduces (two per layer: a ring over the scale-up
+A step takes the longer of moving its bytes and doing its FLOPs (unpacking super-block weights
+included) at the engine's achievable rates, plus communication — tensor-parallel all-reduces (two per layer: a ring over the scale-up
 link, hierarchical once the group spans domains), expert all-to-alls and pipeline-stage hops, over
 the scale-out network where they leave the scale-up domain — and a fixed per-step overhead (kernel launches, sampling, scheduling) that dominates small
 models on fast GPUs.
@@ -132,9 +132,11 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     ``tokens_per_seq`` speculative tokens each, and fusing ``prefill_tokens`` of chunked prefill)."""
     tokens = batch * tokens_per_seq
     kv_bytes = batch * layout.read_bytes_per_gpu(int(context))
-    weight_bytes = work.weights_read_per_gpu(tokens + prefill_tokens) + work.activation_bytes_per_gpu(tokens + prefill_tokens)
+    read = work.weights_read_per_gpu(tokens + prefill_tokens)
+    weight_bytes = read + work.activation_bytes_per_gpu(tokens + prefill_tokens)
     flops = (
         work.linear_flops_per_gpu(tokens + prefill_tokens, tokens)
+        + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
         + work.attention_flops_per_gpu(tokens, context, prefill=False)
         + work.attention_flops_per_gpu(prefill_tokens, context, prefill=True)
     )
@@ -149,11 +151,12 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
 def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, prior_context: float = 0.0) -> StepTime:
     """Prefill ``tokens`` new tokens of one sequence after ``prior_context`` cached ones."""
     mean_context = prior_context + tokens / 2
-    flops = work.linear_flops_per_gpu(tokens, 1) + work.attention_flops_per_gpu(tokens, mean_context, prefill=True,
-                                                                                 spread=tokens / 2)
+    read = work.weights_read_per_gpu(tokens)
+    flops = (work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+             + work.attention_flops_per_gpu(tokens, mean_context, prefill=True, spread=tokens / 2))
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
     return StepTime(
-        memory_s=(work.weights_read_per_gpu(tokens) + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
+        memory_s=(read + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
         overhead_s=overhead_s(work, rates),

@@ -39,6 +39,7 @@ class Rates:
     moe_layer_overhead_s: float  # more per mixture-of-experts layer (routing, top-k, gather and combine)
     seq_overhead_s: float  # per running sequence per step (scheduling, input prep, sampling)
     notes: tuple[str, ...]
+    unpack_flops_per_weight: float = 0.0  # ALU work per super-block (K-quant) weight read, FLOP-equivalents
 
     @property
     def achievable_flop_per_s(self) -> float:
@@ -169,5 +170,6 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{family}"),
         moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{family}"),
         seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{family}"),
+        unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{family}") if quant.super_block_scales else 0.0,
         notes=notes,
     )

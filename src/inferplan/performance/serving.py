@@ -168,6 +168,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                            "by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include")
     assumptions.append(f"rates: {ctx.rates.bandwidth_efficiency:.0%} of peak bandwidth, {ctx.rates.compute_efficiency:.0%} of peak "
                        f"{ctx.rates.compute_dtype} FLOP/s; {_fixed_costs(ctx, running)} (calibrated, see docs/speed.md)")
+    if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
+        assumptions.append(_unpack_note(ctx, step, running))
     if step.bound == "overhead":
         assumptions.append(FIXED_COST_CAVEAT)
     return ServingEstimate(
@@ -204,6 +206,15 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
         parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {running} running sequences")
     total = overhead_s(work, r, running)
     return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
+
+
+def _unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
+    """How much of a decode step unpacking K-quant super-blocks costs (the ALU work that makes
+    GPUs with few FLOP/s per byte, such as Apple M1, slower than their bandwidth with these formats)."""
+    unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
+    return (f"{ctx.mp.quantization.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
+            f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
+            f"step against {step.memory_s * 1e3:.2f} ms of memory traffic; the step takes the larger")
 
 
 def _concurrency(ctx: _Context, w: Workload) -> int:

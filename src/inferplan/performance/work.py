@@ -8,6 +8,8 @@
 - Weights read per step: every dense weight once; of each MoE layer's experts, the expected number
   of distinct experts a step's T tokens touch, ``E · (1 − (1 − k/E)^T)``.
 - KV read per step: every sequence's cache once (sliding layers capped at the window).
+- Unpacking: formats with super-block scales (llama.cpp K-quants) cost ALU work for every weight
+  read, a fitted number of FLOP-equivalents per weight (``Rates.unpack_flops_per_weight``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class ModelWork:
     moe_dispatch_bytes_per_token: float = 0.0  # activation copies MoE routing moves per token (this GPU)
     expert_parallel: int = 1  # GPUs the experts are spread over with --enable-expert-parallel
     moe_layers: int = 0
+    unpacked_weights_per_byte: float = 0.0  # weights per byte of a super-block format (K-quants); 0: none unpacked
     notes: tuple[str, ...] = ()
 
     @property
@@ -60,6 +63,10 @@ class ModelWork:
         routed = max(tokens_in_step, 1) * max(self.expert_parallel // self.tp, 1)
         touched = 1 - (1 - self.experts_per_token / self.num_experts) ** routed
         return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * touched
+
+    def unpack_flops_per_gpu(self, weight_bytes: float, flops_per_weight: float) -> float:
+        """ALU work of unpacking ``weight_bytes`` of super-block weights (zero for other formats)."""
+        return weight_bytes * self.unpacked_weights_per_byte * flops_per_weight
 
     def activation_bytes_per_gpu(self, tokens: float) -> float:
         """Bytes of activations MoE layers move per step: each token's hidden state is scattered to
@@ -186,5 +193,6 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         moe_dispatch_bytes_per_token=dispatch,
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
+        unpacked_weights_per_byte=8 / mp.quantization.bits_per_weight.value if mp.quantization.super_block_scales else 0.0,
         notes=tuple(notes),
     )

@@ -210,14 +210,14 @@ def fits_cmd(
         console.print(render.fits_table(matrix))
 
 
-SPEED_KINDS = ("decode", "prefill", "throughput", "profile")
+SPEED_KINDS = ("decode", "decode-concurrent", "prefill", "throughput", "profile")
 
 
 @app.command("validate")
 def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
-    kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
+    kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode (single-stream) | decode-concurrent | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
     worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
     as_json: bool = JsonOpt,
 ) -> None:

@@ -3,7 +3,7 @@
 Every speed point in the catalogue is planned with the same deployment and workload and the
 predicted metric compared with the measured one. Points are split into ``fit`` (may calibrate
 constants) and ``holdout`` (only scored); medians are reported for each split and by kind
-(single-stream decode, prefill, serving throughput). Points the model cannot plan (does not fit,
+(single-stream decode, per-user decode under concurrent load, prefill, serving throughput). Points the model cannot plan (does not fit,
 unknown architecture) are reported with the reason, never dropped silently. Points measured with
 CUDA graphs off are predicted and printed with their error but not scored: the planner models
 graph-mode serving only (``NOT_MODELLED``).
@@ -31,13 +31,22 @@ KIND = {
     SpeedMetric.DECODE_TOKENS_PER_S_TOTAL: "throughput",
     SpeedMetric.TOTAL_TOKENS_PER_S: "throughput",
 }
+CONCURRENT_DECODE = "decode-concurrent"  # per-user decode or TPOT with other requests in the batch
+
+
+def kind_of(point: SpeedPoint) -> str:
+    """Validation kind: a per-user decode figure is single-stream only at concurrency 1."""
+    kind = KIND[point.metric]
+    if kind == "decode" and point.concurrency != 1:
+        return CONCURRENT_DECODE
+    return kind
 
 
 class SpeedCheck(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    kind: str  # decode | prefill | throughput
+    kind: str  # decode (concurrency 1) | decode-concurrent | prefill | throughput | profile
     split: str
     metric: str
     measured: float
@@ -106,7 +115,7 @@ def metric_value(point: SpeedPoint, est: ServingEstimate) -> float:
 def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     measured = point.measured.value
     build = catalog.engine_build(point.engine, point.engine_version)
-    base = dict(id=point.id, kind=KIND[point.metric], split=point.split, metric=point.metric.value, measured=measured,
+    base = dict(id=point.id, kind=kind_of(point), split=point.split, metric=point.metric.value, measured=measured,
                 engine_build=build.date if build else None)
     try:
         d, w = scenario(point)
