@@ -195,3 +195,10 @@ def test_racks_ratios():
     assert round(rows["coreweave-vera-rubin-jul-2026-dsr1"]["tokens_per_mw_vs_baseline"], 2) == 2.00
     bad = invoke("racks", "--interactivity", "123")
     assert bad.exit_code == 2 and "--interactivity" in bad.output
+
+
+def test_validate_speed_shows_times_in_milliseconds_and_concurrent_decode_apart():
+    r = invoke("validate", "--speed", "--kind", "decode-concurrent", "--worst", "2")
+    assert r.exit_code == 0, r.output
+    assert "decode-concurrent/all" in r.output
+    assert " ms" in r.output  # TPOT rows: 3.72 ms, not the 0.0 a seconds column rounded to

@@ -194,10 +194,13 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
     table = Table(title=title)
     for col in ("point", "split", "build", "metric", "measured", "predicted", "error", "bound"):
         table.add_column(col)
+    def value(v: float, metric: str) -> str:  # times (TPOT, TTFT) are seconds inside; shown in ms
+        return f"{v * 1e3:,.2f} ms" if metric.endswith("_s") else f"{v:,.1f}"
+
     for c in rows:
-        pred = "—" if c.predicted is None else f"{c.predicted:,.1f}"
+        pred = "—" if c.predicted is None else value(c.predicted, c.metric)
         err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
-        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, f"{c.measured:,.1f}", pred, err,
+        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, value(c.measured, c.metric), pred, err,
                       c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
     for key, value in v.medians.items():
