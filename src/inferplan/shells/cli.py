@@ -210,7 +210,6 @@ def fits_cmd(
         console.print(render.fits_table(matrix))
 
 
-SPEED_KINDS = ("decode", "decode-concurrent", "prefill", "throughput", "profile")
 
 
 @app.command("validate")
@@ -223,10 +222,10 @@ def validate_cmd(
 ) -> None:
     """Compare predictions with the measured points shipped in the catalogue."""
     from inferplan.validation.memory import validate_memory
-    from inferplan.validation.speed import validate_speed
+    from inferplan.validation.speed import KINDS, validate_speed
 
-    if kind is not None and kind not in SPEED_KINDS:
-        fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(SPEED_KINDS)})")
+    if kind is not None and kind not in KINDS:
+        fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(KINDS)})")
     both = not (memory or speed)
     results = {}
     if memory or both:

@@ -32,6 +32,7 @@ KIND = {
     SpeedMetric.TOTAL_TOKENS_PER_S: "throughput",
 }
 CONCURRENT_DECODE = "decode-concurrent"  # per-user decode or TPOT with other requests in the batch
+KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput", "profile")  # every kind a check can have
 
 
 def kind_of(point: SpeedPoint) -> str:
