@@ -442,3 +442,22 @@ def test_k_quant_unpacking_costs_apple_m1_what_its_bandwidth_does_not_explain():
                                              quantization=quantization, max_model_len=1024), w)
         assert plain.work.unpacked_weights_per_byte == 0 and plain.rates.unpack_flops_per_weight == 0
         assert not any("unpacks super-block scales" in a for a in _estimate(plain, 1).assumptions)
+
+
+def test_attention_runs_in_the_kv_caches_dtype_not_the_weights():
+    """An NVFP4 checkpoint's GEMMs run at Blackwell's FP4 rate, but QK^T and PV run in 16 bits on a
+    16-bit cache and in FP8 on an FP8 one: a 32k-token prompt, where attention is most of the work,
+    takes longer than it would if attention ran at the FP4 rate, and longer on a BF16 cache than on FP8."""
+    w = Workload(input_len=32768, output_len=16)
+    ttft = {}
+    for kv in ("bf16", "fp8"):
+        ctx = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="b200", quantization="nvfp4", engine="trtllm",
+                                           kv_cache_dtype=kv, max_model_len=40000), w)
+        assert ctx.rates.compute_dtype == "fp4"
+        assert ctx.rates.attention_dtype == kv
+        at_fp4 = dataclasses.replace(ctx.rates, attention_peak_flop_per_s=ctx.rates.peak_flop_per_s)
+        first = _estimate(ctx, 1).ttft_s
+        ctx.rates = at_fp4
+        assert _estimate(ctx, 1).ttft_s < first
+        ttft[kv] = first
+    assert ttft["bf16"] > ttft["fp8"]

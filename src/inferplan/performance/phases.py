@@ -134,15 +134,12 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     kv_bytes = batch * layout.read_bytes_per_gpu(int(context))
     read = work.weights_read_per_gpu(tokens + prefill_tokens)
     weight_bytes = read + work.activation_bytes_per_gpu(tokens + prefill_tokens)
-    flops = (
-        work.linear_flops_per_gpu(tokens + prefill_tokens, tokens)
-        + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
-        + work.attention_flops_per_gpu(tokens, context, prefill=False)
-        + work.attention_flops_per_gpu(prefill_tokens, context, prefill=True)
-    )
+    flops = work.linear_flops_per_gpu(tokens + prefill_tokens, tokens) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+    attention = (work.attention_flops_per_gpu(tokens, context, prefill=False)
+                 + work.attention_flops_per_gpu(prefill_tokens, context, prefill=True))
     return StepTime(
         memory_s=(weight_bytes + kv_bytes) / rates.achievable_bytes_per_s,
-        compute_s=flops / rates.achievable_flop_per_s,
+        compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens + prefill_tokens) + stage_hop_s(work, rates, tokens + prefill_tokens),
         overhead_s=overhead_s(work, rates, batch),
     )
@@ -152,12 +149,12 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
     """Prefill ``tokens`` new tokens of one sequence after ``prior_context`` cached ones."""
     mean_context = prior_context + tokens / 2
     read = work.weights_read_per_gpu(tokens)
-    flops = (work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
-             + work.attention_flops_per_gpu(tokens, mean_context, prefill=True, spread=tokens / 2))
+    flops = work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+    attention = work.attention_flops_per_gpu(tokens, mean_context, prefill=True, spread=tokens / 2)
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
     return StepTime(
         memory_s=(read + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
-        compute_s=flops / rates.achievable_flop_per_s,
+        compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
         overhead_s=overhead_s(work, rates),
     )

@@ -40,10 +40,16 @@ class Rates:
     seq_overhead_s: float  # per running sequence per step (scheduling, input prep, sampling)
     notes: tuple[str, ...]
     unpack_flops_per_weight: float = 0.0  # ALU work per super-block (K-quant) weight read, FLOP-equivalents
+    attention_dtype: str = ""  # the dtype QK^T and PV run in ("": the compute dtype)
+    attention_peak_flop_per_s: float = 0.0  # its peak (0: the compute dtype's)
 
     @property
     def achievable_flop_per_s(self) -> float:
         return self.peak_flop_per_s * self.compute_efficiency
+
+    @property
+    def achievable_attention_flop_per_s(self) -> float:
+        return (self.attention_peak_flop_per_s or self.peak_flop_per_s) * self.compute_efficiency
 
     @property
     def achievable_bytes_per_s(self) -> float:
@@ -67,6 +73,15 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm")
         return wanted, None
     fallback = _sixteen_bit(accel, quant.fallback_compute)
     return fallback, f"{accel.name} lacks native {quant.native_format}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style fallback)"
+
+
+def attention_dtype(accel: Accelerator, kv_dtype: str | None, engine: str = "vllm") -> str:
+    """The dtype attention's matrix products (QK^T, PV) run in: the KV cache's, 16 bits unless the
+    cache is FP8 on an accelerator with native FP8 (FP8 attention kernels). Never the weights' 4-bit
+    or 8-bit integer format: a W4/FP4/INT8 checkpoint still attends in 16 bits."""
+    if engine not in SIXTEEN_BIT_ENGINES and kv_dtype == "fp8" and "fp8" in accel.native_formats:
+        return "fp8"
+    return _sixteen_bit(accel, "bf16")
 
 
 def _sixteen_bit(accel: Accelerator, wanted: str) -> str:
@@ -131,10 +146,12 @@ def link_latency(catalog: Catalog, link: str) -> tuple[float, float]:
 
 
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
-              hardware: Hardware | None = None) -> Rates:
+              hardware: Hardware | None = None, kv_dtype: str | None = None) -> Rates:
     """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
-    domain and the scale-out network, else the accelerator's own."""
+    domain and the scale-out network, else the accelerator's own; ``kv_dtype`` the dtype attention
+    runs in (16 bits when not given)."""
     dtype, note = compute_dtype(accel, quant, engine)
+    attention = attention_dtype(accel, kv_dtype, engine)
     key = calibration_family(engine, backend, accel)
     link = accel.scale_up
     link_bw = link.bandwidth_bytes_per_s.value / 2 if link else 0.0  # datasheets quote both directions
@@ -171,5 +188,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{family}"),
         seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{family}"),
         unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{family}") if quant.super_block_scales else 0.0,
+        attention_dtype=attention,
+        attention_peak_flop_per_s=peak_flops(accel, attention),
         notes=notes,
     )

@@ -79,7 +79,7 @@ class _Context:
             )
         backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
-                                     self.mp.hardware)
+                                     self.mp.hardware, self.mp.kv_dtype.id)
         self.work: ModelWork = model_work(self.mp)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
@@ -166,8 +166,10 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     if d.engine in GRAPH_ENGINES:
         assumptions.append(f"{d.engine} with CUDA/HIP graphs on (its default); --enforce-eager runs decode slower, "
                            "by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include")
-    assumptions.append(f"rates: {ctx.rates.bandwidth_efficiency:.0%} of peak bandwidth, {ctx.rates.compute_efficiency:.0%} of peak "
-                       f"{ctx.rates.compute_dtype} FLOP/s; {_fixed_costs(ctx, running)} (calibrated, see docs/speed.md)")
+    r = ctx.rates
+    attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
+    assumptions.append(f"rates: {r.bandwidth_efficiency:.0%} of peak bandwidth, {r.compute_efficiency:.0%} of peak "
+                       f"{r.compute_dtype} FLOP/s{attention}; {_fixed_costs(ctx, running)} (calibrated, see docs/speed.md)")
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
         assumptions.append(_unpack_note(ctx, step, running))
     if step.bound == "overhead":
