@@ -461,3 +461,37 @@ def test_attention_runs_in_the_kv_caches_dtype_not_the_weights():
         assert _estimate(ctx, 1).ttft_s < first
         ttft[kv] = first
     assert ttft["bf16"] > ttft["fp8"]
+
+
+def test_an_estimate_quotes_its_familys_track_record():
+    """Every calibrated estimate says how far its engine family's predictions have missed measured
+    points of the figures it gives, or that it has none to show."""
+    single = perf(Workload(input_len=1024, output_len=256), model="gpt-oss-120b", gpu="b200", gpus=8,
+                  tensor_parallel_size=8, engine="sglang", quantization="mxfp4")
+    assert [r.kind for r in single.validated] == ["decode", "prefill"]
+    decode = single.validated[0]
+    assert decode.family == "sglang" and decode.points >= 10 and decode.beyond_30_percent >= 1
+    assert any(a.startswith("track record, sglang single-stream decode") and f"{decode.points} measured points" in a
+               for a in single.assumptions)
+    loaded = perf(Workload(input_len=1024, output_len=256, concurrency=64), model="gpt-oss-120b", gpu="b200", gpus=8,
+                  tensor_parallel_size=8, engine="sglang", quantization="mxfp4")
+    assert [r.kind for r in loaded.validated] == ["decode-concurrent", "throughput", "prefill"]
+    unvalidated = perf(model="llama-3.1-8b", gpu="gaudi3", engine="vllm")
+    assert unvalidated.validated == ()
+    assert any("so this figure is not validated" in a for a in unvalidated.assumptions)
+
+
+def test_a_measured_estimate_quotes_no_model_track_record():
+    from inferplan.performance.profiles import find_profile
+
+    profile = next(iter(CATALOG.serving_profiles))
+    w = Workload(input_len=profile.input_tokens, output_len=profile.output_tokens,
+                 concurrency=sorted(p.concurrency for p in profile.points)[1])
+    d = Deployment(model=profile.model, gpu=profile.accelerator, gpus=profile.gpus, tensor_parallel_size=min(profile.gpus, 8),
+                   engine=profile.engine, quantization=profile.quantization,
+                   max_model_len=profile.input_tokens + profile.output_tokens)
+    assert find_profile(CATALOG, _Context(CATALOG, d, w).mp, w) is not None
+    measured = estimate(d, w, CATALOG)
+    assert measured.source == "measured" and measured.validated == ()
+    assert not any(a.startswith("track record") for a in measured.assumptions)
+    assert estimate(d, w, CATALOG, use_profiles=False).validated

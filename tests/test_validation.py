@@ -173,3 +173,18 @@ def test_speed_checks_carry_their_engine_build_and_decode_is_summarised_by_build
     assert years == sorted(years) and {"2023", "2026"} <= set(years)
     dated = sum(c.engine_build is not None for c in decode)
     assert dated >= 0.85 * len(decode)  # most points name a build the catalogue dates
+
+
+def test_shipped_track_record_equals_a_fresh_validation(catalog):
+    """speed_accuracy.yaml is generated from `validate --speed`: after a refit or a new point it must
+    be regenerated (`python -m inferplan.validation.accuracy --write`), or estimates quote a stale record."""
+    from inferplan.validation.accuracy import accuracy_records
+    from inferplan.validation.speed import validate_speed
+
+    fresh = {r.id: r for r in accuracy_records(validate_speed(catalog))}
+    assert set(fresh) == set(catalog.speed_accuracy.records)
+    for key, record in fresh.items():
+        assert catalog.speed_accuracy.records[key] == record, key
+    # every family with scored single-stream decode points has a record, and the counts add up
+    decode = [c for c in validate_speed(catalog).checks if c.kind == "decode" and c.scored and c.error is not None]
+    assert sum(r.points for r in fresh.values() if r.kind == "decode") >= len(decode)

@@ -34,6 +34,7 @@ from inferplan.catalog.schema import (
     MemoryPoint,
     ModelCard,
     ServingProfile,
+    SpeedAccuracy,
     SpeedPoint,
     Quantization,
     System,
@@ -62,6 +63,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "cost_defaults": ("cost_defaults", CostDefault),
     "rack_profiles": ("rack_profiles", RackEfficiencyProfile),
     "engine_builds": ("engine_builds", EngineBuild),
+    "speed_accuracy": ("speed_accuracy", SpeedAccuracy),
 }
 
 
@@ -153,6 +155,7 @@ class Catalog:
     cost_defaults: Registry[CostDefault]
     rack_profiles: Registry[RackEfficiencyProfile]
     engine_builds: Registry[EngineBuild]
+    speed_accuracy: Registry[SpeedAccuracy]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:

@@ -334,6 +334,25 @@ def build_year(date: str) -> float:
     return year + (month - 1 + (day[0] - 0.5 if day else 15.5) / 31) / 12
 
 
+class SpeedAccuracy(Frozen):
+    """How the calibrated speed model did on one engine family's measured points of one kind —
+    generated from ``inferplan validate --speed`` (``python -m inferplan.validation.accuracy
+    --write``), so every estimate can say how far its family's predictions have missed."""
+
+    family: str  # calibration family (performance.rates.calibration_family)
+    kind: Literal["decode", "decode-concurrent", "prefill", "throughput"]
+    points: int = Field(ge=1)  # scored points
+    median_abs_error: float = Field(ge=0)
+    holdout_points: int = Field(ge=0)
+    holdout_median_abs_error: float | None = Field(default=None, ge=0)
+    beyond_30_percent: int = Field(ge=0)
+    worst_error: float  # signed (predicted − measured) / measured of the point missed by most
+
+    @property
+    def id(self) -> str:
+        return f"{self.family} {self.kind}"
+
+
 class EngineBuild(Frozen):
     """When the engine build behind measured points was made: its release date, the run's stated
     date, or (an upper bound) the source's publication date. Keyed by the points' exact

@@ -41,6 +41,7 @@ class Rates:
     notes: tuple[str, ...]
     unpack_flops_per_weight: float = 0.0  # ALU work per super-block (K-quant) weight read, FLOP-equivalents
     attention_dtype: str = ""  # the dtype QK^T and PV run in ("": the compute dtype)
+    family: str = ""  # calibration family (calibration_family) the constants belong to
     attention_peak_flop_per_s: float = 0.0  # its peak (0: the compute dtype's)
 
     @property
@@ -190,5 +191,6 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{family}") if quant.super_block_scales else 0.0,
         attention_dtype=attention,
         attention_peak_flop_per_s=peak_flops(accel, attention),
+        family=key,
         notes=notes,
     )

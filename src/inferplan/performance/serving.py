@@ -14,6 +14,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.schema import SpeedAccuracy
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
@@ -47,6 +48,10 @@ class ServingEstimate(BaseModel):
     source: str  # measured | calibrated-model
     compute_dtype: str
     assumptions: tuple[str, ...]
+    # the calibrated model's track record for this engine family on the kinds of figure this
+    # estimate gives (single-stream decode and prefill at concurrency 1; per-user decode,
+    # throughput and prefill above): from `inferplan validate --speed`, empty for measured estimates
+    validated: tuple[SpeedAccuracy, ...] = ()
 
 
 GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told not to
@@ -186,6 +191,34 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     )
 
 
+KIND_LABELS = {
+    "decode": "single-stream decode",
+    "decode-concurrent": "per-user decode with other requests in flight",
+    "throughput": "aggregate throughput",
+    "prefill": "prefill (TTFT, prompt tokens/s)",
+}
+
+
+def with_track_record(catalog: Catalog, family: str, est: ServingEstimate) -> ServingEstimate:
+    """``est`` with how far the model has missed measured points of its engine family, for the
+    figures an estimate at its concurrency gives — or a note that it has no such points."""
+    kinds = ("decode", "prefill") if est.concurrency == 1 else ("decode-concurrent", "throughput", "prefill")
+    records, notes = [], []
+    for kind in kinds:
+        r = catalog.speed_accuracy.records.get(f"{family} {kind}")
+        if r is None:
+            notes.append(f"track record: no scored {KIND_LABELS[kind]} point of the {family} family in the catalogue, "
+                         "so this figure is not validated")
+            continue
+        records.append(r)
+        held = (f", held out {r.holdout_median_abs_error:.0%} ({r.holdout_points})"
+                if r.holdout_median_abs_error is not None else "")
+        notes.append(f"track record, {family} {KIND_LABELS[kind]}: median |error| {r.median_abs_error:.0%} over "
+                     f"{r.points} measured point{'s' if r.points > 1 else ''}{held}; {r.beyond_30_percent} beyond 30 %, "
+                     f"worst {r.worst_error:+.0%} (inferplan validate --speed)")
+    return est.model_copy(update={"validated": tuple(records), "assumptions": (*est.assumptions, *notes)})
+
+
 # Where fixed costs dominate, the measured points spread most: one set of constants per engine
 # serves builds from 2023 to 2026 (docs/speed.md, "What misses and why").
 FIXED_COST_CAVEAT = (
@@ -237,12 +270,13 @@ def _with_profile(ctx: _Context, est: ServingEstimate, profile) -> ServingEstima
 
 def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True) -> ServingEstimate:
     """Speed of one deployment under one workload: a measured profile where one matches (anchoring
-    the model outside its range), else the calibrated model."""
+    the model outside its range), else the calibrated model with its family's track record."""
     catalog = catalog or load_catalog()
     ctx = _Context(catalog, d, w)
     model_estimate = _estimate(ctx, _concurrency(ctx, w))
     profile = find_profile(catalog, ctx.mp, w) if use_profiles else None
-    return model_estimate if profile is None else _with_profile(ctx, model_estimate, profile)
+    result = model_estimate if profile is None else _with_profile(ctx, model_estimate, profile)
+    return result if result.source == "measured" else with_track_record(catalog, ctx.rates.family, result)
 
 
 class FrontierPoint(BaseModel):

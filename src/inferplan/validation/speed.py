@@ -19,6 +19,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import ServingProfile, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.memory.deployment import Deployment
+from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, estimate
 from inferplan.performance.workload import Workload
 
@@ -57,6 +58,8 @@ class SpeedCheck(BaseModel):
     note: str | None  # why it could not be predicted, or the point's first caveat
     scored: bool = True  # False: a configuration the planner does not model (shown with its error)
     engine_build: str | None = None  # when the measured engine build was made (catalog engine_builds), if dated
+    family: str = ""  # the calibration family whose constants predicted it
+    concurrency: int | None = None  # requests in flight (None: as many as fit, a max-throughput run)
 
 
 class BuildYear(BaseModel):
@@ -117,7 +120,9 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     measured = point.measured.value
     build = catalog.engine_build(point.engine, point.engine_version)
     base = dict(id=point.id, kind=kind_of(point), split=point.split, metric=point.metric.value, measured=measured,
-                engine_build=build.date if build else None)
+                engine_build=build.date if build else None,
+                family=calibration_family(point.engine, point.backend, catalog.accelerator(point.accelerator)),
+                concurrency=point.concurrency)
     try:
         d, w = scenario(point)
         est = estimate(d, w, catalog, use_profiles=False)
@@ -166,11 +171,13 @@ def profile_scenario(profile: ServingProfile, concurrency: int) -> tuple[Deploym
 def profile_checks(profile: ServingProfile, catalog: Catalog) -> list[SpeedCheck]:
     """The calibrated model (profiles switched off) against each point of a measured sweep."""
     checks = []
+    family = calibration_family(profile.engine, None, catalog.accelerator(profile.accelerator))
     for pt in profile.points:
         d, w = profile_scenario(profile, pt.concurrency)
         for metric in PROFILE_METRICS:
             measured = getattr(pt, metric).value
-            base = dict(id=f"{profile.id}@{pt.concurrency}", kind="profile", split=profile.split, metric=metric, measured=measured)
+            base = dict(id=f"{profile.id}@{pt.concurrency}", kind="profile", split=profile.split, metric=metric,
+                        measured=measured, family=family, concurrency=pt.concurrency)
             try:
                 est = estimate(d, w, catalog, use_profiles=False)
             except InferplanError as exc:
