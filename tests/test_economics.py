@@ -388,3 +388,17 @@ def test_the_per_system_quote_and_power_also_read_under_their_old_per_loadout_na
     new = scenario(platform={"system": "hgx-h100", "quote_usd_per_system": 400_000, "power_w_per_system": 9_000})
     assert old == new and new.platform.quote_usd_per_system == 400_000
     assert plan(old, CATALOG).capex_usd == plan(new, CATALOG).capex_usd
+
+
+def test_users_counted_on_the_calibrated_model_carry_its_track_record(catalog):
+    """The Users + ROI simulator's per-user speed comes from the speed model: its capacity
+    assumptions quote that engine family's record, as `perf` does."""
+    from inferplan.economics.capacity import cell_capacity
+    from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
+    from inferplan.memory.deployment import Deployment
+
+    workload = resolve_workload(catalog, WorkloadOverrides(preset="chat-seat"))
+    cap = cell_capacity(catalog, Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", max_model_len=8192),
+                        workload)
+    assert cap.source == "calibrated-model"
+    assert any(a.startswith("track record, vllm") for a in cap.assumptions)

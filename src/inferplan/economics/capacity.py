@@ -20,7 +20,7 @@ from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.performance.profiles import find_profile
-from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
+from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile, with_track_record
 from inferplan.performance.workload import Workload
 from inferplan.economics.workloads import WorkloadProfile
 
@@ -141,6 +141,8 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
             else:
                 hi = mid - 1
         best, meets = at(lo), True
+    if best.source != "measured":
+        best = with_track_record(catalog, ctx.rates.family, best)
     par = ctx.mp.result.parallel
     return CellCapacity(
         gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,
