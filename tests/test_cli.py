@@ -150,6 +150,20 @@ def test_validate_speed_can_show_only_the_worst_rows_of_a_kind():
     assert bad.exit_code == 2 and "--kind" in bad.output and "throughput" in bad.output
 
 
+def test_validate_speed_shows_one_familys_points_and_track_record():
+    r = invoke("validate", "--speed", "--family", "trtllm", "--kind", "decode")
+    assert r.exit_code == 0, r.output
+    record = [line for line in r.output.splitlines() if line.startswith("│ trtllm")]
+    assert len(record) == 1 and "│ decode" in record[0]  # the family's one decode record
+    from inferplan.validation.speed import validate_speed
+
+    expected = [c for c in validate_speed().checks if c.family == "trtllm" and c.kind == "decode"]
+    rows = [line for line in r.output.splitlines() if line.startswith("│ s-")]  # ids are cut short: count them
+    assert len(rows) == len(expected) > 0
+    bad = invoke("validate", "--speed", "--family", "vllm-cuda")
+    assert bad.exit_code == 2 and "--family" in bad.output and "sglang" in bad.output
+
+
 def test_plan_json_and_report(tmp_path):
     example = Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml"
     r = invoke("plan", str(example), "--json", "--draws", "500", "--report", str(tmp_path / "r.html"))

@@ -178,10 +178,9 @@ def test_speed_checks_carry_their_engine_build_and_decode_is_summarised_by_build
 def test_shipped_track_record_equals_a_fresh_validation(catalog):
     """speed_accuracy.yaml is generated from `validate --speed`: after a refit or a new point it must
     be regenerated (`python -m inferplan.validation.accuracy --write`), or estimates quote a stale record."""
-    from inferplan.validation.accuracy import accuracy_records
     from inferplan.validation.speed import validate_speed
 
-    fresh = {r.id: r for r in accuracy_records(validate_speed(catalog))}
+    fresh = {r.id: r for r in validate_speed(catalog).by_family}
     assert set(fresh) == set(catalog.speed_accuracy.records)
     for key, record in fresh.items():
         assert catalog.speed_accuracy.records[key] == record, key

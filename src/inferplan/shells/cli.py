@@ -218,6 +218,7 @@ def validate_cmd(
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
     kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode (single-stream) | decode-concurrent | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
     worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
+    family: str = typer.Option(None, "--family", help="Speed rows and track record of one calibration family only (sglang, vllm, trtllm, llamacpp-metal, mlx ...)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Compare predictions with the measured points shipped in the catalogue."""
@@ -232,13 +233,16 @@ def validate_cmd(
         results["memory"] = run(validate_memory)
     if speed or both:
         results["speed"] = run(validate_speed)
+        families = sorted({c.family for c in results["speed"].checks})
+        if family is not None and family not in families:
+            fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})")
     if as_json:
         emit_json({k: v.model_dump(mode="json") for k, v in results.items()})
         return
     if "memory" in results:
         render.print_memory_validation(console, results["memory"])
     if "speed" in results:
-        render.print_speed_validation(console, results["speed"], kind=kind, worst=worst)
+        render.print_speed_validation(console, results["speed"], kind=kind, worst=worst, family=family)
 
 
 def _workload(**kwargs):

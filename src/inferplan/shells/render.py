@@ -186,11 +186,13 @@ def print_frontier(console: Console, f) -> None:
     console.print(table)
 
 
-def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None) -> None:
-    rows = [c for c in v.checks if kind is None or c.kind == kind]
+def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None,
+                           family: str | None = None) -> None:
+    rows = [c for c in v.checks if (kind is None or c.kind == kind) and (family is None or c.family == family)]
     if worst:
         rows = sorted((c for c in rows if c.error is not None), key=lambda c: abs(c.error), reverse=True)[:worst]
-    title = "speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {worst} largest errors" if worst else "")
+    title = ("speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {family}" if family else "")
+             + (f", {worst} largest errors" if worst else ""))
     table = Table(title=title)
     for col in ("point", "split", "build", "metric", "measured", "predicted", "error", "bound"):
         table.add_column(col)
@@ -209,6 +211,15 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
         for y in v.decode_by_build_year:
             console.print(f"decode on {y.year} engine builds: {y.points} points, median |error| "
                           f"{y.median_abs_error:.1%}, {y.beyond_30_percent} beyond 30 %")
+    record = Table(title="track record by engine family (what each estimate quotes; sweeps count as per-user decode and throughput)")
+    for col in ("family", "kind", "points", "median |error|", "held out", "beyond 30 %", "worst"):
+        record.add_column(col)
+    for r in v.by_family:
+        if (family is None or r.family == family) and (kind is None or r.kind == kind):
+            held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
+            record.add_row(r.family, r.kind, str(r.points), f"{r.median_abs_error:.0%}", held, str(r.beyond_30_percent),
+                           f"{r.worst_error:+.0%}")
+    console.print(record)
 
 
 def print_plan(console: Console, r, currency: str = "usd") -> None:

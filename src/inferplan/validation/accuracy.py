@@ -1,53 +1,18 @@
-"""How far the calibrated speed model has missed, per engine family and kind — the track record
-every estimate quotes.
+"""Writes the speed model's track record — how far it has missed, per engine family and kind of
+figure (``SpeedValidation.by_family``) — to ``catalog/data/speed_accuracy.yaml``, so an estimate
+looks its family's record up instead of re-running the validation.
 
-Generated from ``validate_speed`` into ``catalog/data/speed_accuracy.yaml`` (``python -m
-inferplan.validation.accuracy --write``; a test keeps the shipped file equal to a fresh run), so an
-estimate looks its family's record up instead of re-running the validation.
+``python -m inferplan.validation.accuracy --write`` after a refit or a new point; a test keeps the
+shipped file equal to a fresh ``validate_speed``.
 """
 
 from __future__ import annotations
 
-import statistics
-
-from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.schema import SpeedAccuracy
-from inferplan.validation.speed import CONCURRENT_DECODE, SpeedCheck, SpeedValidation, validate_speed
+from inferplan.validation.speed import validate_speed
 
-ACCURACY_KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput")
-
-
-def estimate_kind(check: SpeedCheck) -> str | None:
-    """The kind of figure a check scores, as an estimate gives it: a measured sweep's per-user rate
-    is per-user decode at its concurrency, its per-GPU rate aggregate throughput."""
-    if check.kind != "profile":
-        return check.kind if check.kind in ACCURACY_KINDS else None
-    if check.metric == "output_tokens_per_s_per_gpu":
-        return "throughput"
-    return "decode" if check.concurrency == 1 else CONCURRENT_DECODE
 FILE_NAME = "speed_accuracy.yaml"
-
-
-def accuracy_records(validation: SpeedValidation) -> tuple[SpeedAccuracy, ...]:
-    """Scored checks grouped by (family, kind of figure): how many, median |error| overall and held
-    out, how many beyond 30 %, and the worst signed error."""
-    groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
-    for c in validation.checks:
-        kind = estimate_kind(c)
-        if c.scored and c.error is not None and kind:
-            groups.setdefault((c.family, kind), []).append((c.error, c.split))
-    records = []
-    for (family, kind), errors in sorted(groups.items()):
-        held = [abs(e) for e, split in errors if split == "holdout"]
-        records.append(SpeedAccuracy(
-            family=family, kind=kind, points=len(errors),
-            median_abs_error=round(statistics.median(abs(e) for e, _ in errors), 4),
-            holdout_points=len(held),
-            holdout_median_abs_error=round(statistics.median(held), 4) if held else None,
-            beyond_30_percent=sum(abs(e) > 0.30 for e, _ in errors),
-            worst_error=round(max((e for e, _ in errors), key=abs), 4),
-        ))
-    return tuple(records)
 
 
 def to_yaml(records: tuple[SpeedAccuracy, ...]) -> str:
@@ -68,8 +33,8 @@ def to_yaml(records: tuple[SpeedAccuracy, ...]) -> str:
 def main() -> None:  # pragma: no cover - a maintenance script
     import sys
 
-    catalog: Catalog = load_catalog()
-    records = accuracy_records(validate_speed(catalog))
+    catalog = load_catalog()
+    records = validate_speed(catalog).by_family
     if "--write" in sys.argv:
         (catalog.data_dir / FILE_NAME).write_text(to_yaml(records), encoding="utf-8")
     print(to_yaml(records))

@@ -16,7 +16,7 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.schema import ServingProfile, SpeedMetric, SpeedPoint
+from inferplan.catalog.schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.memory.deployment import Deployment
 from inferplan.performance.rates import calibration_family
@@ -80,6 +80,7 @@ class SpeedValidation(BaseModel):
     medians: dict[str, float]  # "<kind>/<split>" and "all/<split>" -> median |error|
     worst: dict[str, float]
     decode_by_build_year: tuple[BuildYear, ...] = ()  # one set of constants serves every build
+    by_family: tuple[SpeedAccuracy, ...] = ()  # the track record each estimate quotes (accuracy_records)
 
 
 NOT_MODELLED = "CUDA graphs off (--enforce-eager): the planner models graph-mode serving, so this point is shown, not scored"
@@ -156,6 +157,41 @@ def by_build_year(checks: tuple[SpeedCheck, ...]) -> tuple[BuildYear, ...]:
                  for year, errors in sorted(groups.items()))
 
 
+ACCURACY_KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput")  # the kinds of figure an estimate gives
+
+
+def estimate_kind(check: SpeedCheck) -> str | None:
+    """The kind of figure a check scores, as an estimate gives it: a measured sweep's per-user rate
+    is per-user decode at its concurrency, its per-GPU rate aggregate throughput."""
+    if check.kind != "profile":
+        return check.kind if check.kind in ACCURACY_KINDS else None
+    if check.metric == "output_tokens_per_s_per_gpu":
+        return "throughput"
+    return "decode" if check.concurrency == 1 else CONCURRENT_DECODE
+
+
+def accuracy_records(checks: tuple[SpeedCheck, ...]) -> tuple[SpeedAccuracy, ...]:
+    """Scored checks grouped by (calibration family, kind of figure): how many, median |error|
+    overall and held out, how many beyond 30 %, and the worst signed error."""
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for c in checks:
+        kind = estimate_kind(c)
+        if c.scored and c.error is not None and kind:
+            groups.setdefault((c.family, kind), []).append((c.error, c.split))
+    records = []
+    for (family, kind), errors in sorted(groups.items()):
+        held = [abs(e) for e, split in errors if split == "holdout"]
+        records.append(SpeedAccuracy(
+            family=family, kind=kind, points=len(errors),
+            median_abs_error=round(statistics.median(abs(e) for e, _ in errors), 4),
+            holdout_points=len(held),
+            holdout_median_abs_error=round(statistics.median(held), 4) if held else None,
+            beyond_30_percent=sum(abs(e) > 0.30 for e, _ in errors),
+            worst_error=round(max((e for e, _ in errors), key=abs), 4),
+        ))
+    return tuple(records)
+
+
 PROFILE_METRICS = ("output_tokens_per_s_per_user", "output_tokens_per_s_per_gpu")
 
 
@@ -195,4 +231,5 @@ def validate_speed(catalog: Catalog | None = None) -> SpeedValidation:
         c for profile in catalog.serving_profiles for c in profile_checks(profile, catalog)
     )
     medians, worst = summarise(checks)
-    return SpeedValidation(checks=checks, medians=medians, worst=worst, decode_by_build_year=by_build_year(checks))
+    return SpeedValidation(checks=checks, medians=medians, worst=worst, decode_by_build_year=by_build_year(checks),
+                           by_family=accuracy_records(checks))
