@@ -129,6 +129,24 @@ def test_more_bandwidth_is_never_slower(model, gpu, i, o, factor):
 
 
 @common
+@given(st.sampled_from(MODELS), st.sampled_from(["h100-sxm", "h200-sxm", "b200", "mi300x"]), st.sampled_from(["fp8", "nvfp4", "bf16"]),
+       st.integers(64, 32768), st.integers(16, 2048), st.integers(1, 32))
+def test_an_fp8_kv_cache_is_never_slower_than_a_16_bit_one(model, gpu, quant, i, o, c):
+    """An FP8 cache reads half the bytes and, on FP8 hardware, attends at the FP8 rate: at the same
+    concurrency no figure gets worse than with a BF16 cache."""
+    kw = dict(model=model, gpu=gpu, quantization=quant, max_model_len=i + o)
+    w = Workload(input_len=i, output_len=o)
+    try:
+        bf16 = _Context(CATALOG, Deployment(kv_cache_dtype="bf16", **kw), w)
+    except (InvalidScenarioError, ValueError):
+        return  # the format or the prompt does not fit this GPU
+    fp8 = _Context(CATALOG, Deployment(kv_cache_dtype="fp8", **kw), w)
+    c = min(c, bf16.max_concurrency())
+    slow, fast = _estimate(bf16, c), _estimate(fp8, c)
+    assert fast.tpot_s <= slow.tpot_s * (1 + 1e-9) and fast.ttft_s <= slow.ttft_s * (1 + 1e-9)
+
+
+@common
 @given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.integers(64, 4096), st.integers(16, 2048), st.data())
 def test_a_larger_batch_never_lowers_aggregate_throughput_below_batch_one(model, gpu, i, o, data):
     # issue #3's invariant; strict monotonicity does not hold once prefill saturates the GPU
@@ -495,3 +513,16 @@ def test_a_measured_estimate_quotes_no_model_track_record():
     assert measured.source == "measured" and measured.validated == ()
     assert not any(a.startswith("track record") for a in measured.assumptions)
     assert estimate(d, w, CATALOG, use_profiles=False).validated
+
+
+def test_a_back_end_must_be_llama_cpps_and_run_on_the_accelerator():
+    with pytest.raises(InvalidScenarioError) as metal_on_nvidia:
+        perf(Workload(backend="metal"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
+    assert metal_on_nvidia.value.field == "--backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
+    with pytest.raises(InvalidScenarioError) as not_llamacpp:
+        perf(Workload(backend="cuda"), model="llama-3.1-8b", gpu="h100-sxm", engine="vllm")
+    assert not_llamacpp.value.field == "--backend"
+    with pytest.raises(ValidationError):
+        Workload(backend="opencl")
+    vulkan = perf(Workload(backend="vulkan"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
+    assert vulkan.validated[0].family == "llamacpp-vulkan"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, ComputeDtype, Quantization
+from inferplan.errors import InvalidScenarioError
 from inferplan.memory.hardware import Hardware
 
 _DTYPE_KEYS = {"fp4": "fp4", "fp8": "fp8", "int8": "int8", "bf16": "bf16", "fp16": "fp16", "int4": "int4"}
@@ -123,6 +124,25 @@ def calibration_family(engine: str, backend: str | None, accel: Accelerator) -> 
     accelerator's software stack when not given)."""
     backend = backend or default_backend(engine, accel)
     return engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
+
+
+# llama.cpp back ends and the software stacks they run on (Vulkan: any GPU with a Vulkan driver)
+BACKEND_STACKS = {"cuda": ("cuda",), "rocm": ("rocm",), "metal": ("metal",), "vulkan": ("cuda", "rocm", "vulkan", "oneapi")}
+
+
+def check_backend(engine: str, backend: str | None, accel: Accelerator) -> None:
+    """A back end is a llama.cpp choice, and it must run on the accelerator's software stack."""
+    if backend is None:
+        return
+    if engine != "llamacpp":
+        raise InvalidScenarioError(f"only llama.cpp has selectable back ends (asked for {backend}); {engine} runs on "
+                                   f"{accel.name}'s own stack ({accel.software.value})", field="--backend",
+                                   allowed="leave it out, or --engine llamacpp")
+    usable = [b for b, stacks in BACKEND_STACKS.items() if accel.software.value in stacks]
+    if backend not in usable:
+        raise InvalidScenarioError(f"llama.cpp's {backend} back end does not run on {accel.name} "
+                                   f"({accel.software.value})", field="--backend",
+                                   allowed=" | ".join(usable) or "none: llama.cpp has no back end for this accelerator")
 
 
 def default_backend(engine: str, accel: Accelerator) -> str | None:

@@ -21,7 +21,7 @@ from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step, overhead_s, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
-from inferplan.performance.rates import Rates, default_backend, rates_for
+from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
 from inferplan.performance.work import ModelWork, model_work
 from inferplan.performance.workload import Workload
 
@@ -82,6 +82,7 @@ class _Context:
                 "see `inferplan fit`",
                 field="--gpus",
             )
+        check_backend(d.engine, w.backend, self.mp.accelerator)
         backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id)

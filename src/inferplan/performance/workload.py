@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from inferplan.memory.deployment import MAX_CONTEXT_TOKENS
 
@@ -18,8 +18,19 @@ class Workload(BaseModel):
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens proposed per step")
     acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1, description="share of input tokens served from the prefix cache")
-    backend: str | None = Field(None, description="llama.cpp back end: cuda, metal, vulkan, rocm")
+    backend: Literal["cuda", "metal", "vulkan", "rocm"] | None = Field(
+        None, description="llama.cpp back end: cuda, metal, vulkan, rocm (default: the accelerator's own stack)")
 
-    def model_post_init(self, __context) -> None:
-        if isinstance(self.concurrency, int) and not 1 <= self.concurrency <= 10_000_000:
+    @field_validator("output_len")
+    @classmethod
+    def _request_fits_a_context(cls, value: int, info: ValidationInfo) -> int:
+        if value + info.data.get("input_len", 0) > MAX_CONTEXT_TOKENS:
+            raise ValueError(f"input_len + output_len must be at most {MAX_CONTEXT_TOKENS:,} tokens (one request's context)")
+        return value
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency_in_range(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and not 1 <= value <= 10_000_000:
             raise ValueError("concurrency must be between 1 and 10,000,000, or 'max'")
+        return value

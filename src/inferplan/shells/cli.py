@@ -254,7 +254,7 @@ def _workload(**kwargs):
             concurrency = int(concurrency)
         except ValueError:
             fail("--concurrency: must be a whole number or 'max'")
-    return run(Workload, concurrency=concurrency or 1, **{k: v for k, v in kwargs.items() if v is not None})
+    return run(Workload, concurrency=1 if concurrency is None else concurrency, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 @app.command("perf")
@@ -286,6 +286,9 @@ def perf_cmd(
     """How fast: TTFT, TPOT, tokens/s per user and in aggregate."""
     from inferplan.performance.serving import estimate
 
+    w = _workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
+                  speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
+                  prefix_cache_hit_rate=prefix_cache_hit_rate, backend=backend)
     d = _deployment(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
@@ -293,9 +296,6 @@ def perf_cmd(
         max_model_len=max_model_len or input_len + output_len, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    w = _workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
-                  speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
-                  prefix_cache_hit_rate=prefix_cache_hit_rate, backend=backend)
     result = run(estimate, d, w)
     if as_json:
         emit_json(result)
@@ -326,14 +326,14 @@ def frontier_cmd(
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
     from inferplan.performance.serving import frontier
 
+    w = _workload(input_len=input_len, output_len=output_len, concurrency="1",
+                  speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
     d = _deployment(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, max_model_len=input_len + output_len,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    w = _workload(input_len=input_len, output_len=output_len, concurrency="1",
-                  speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
     result = run(frontier, d, w, points=points)
     if as_json:
         emit_json(result)
