@@ -526,3 +526,22 @@ def test_a_back_end_must_be_llama_cpps_and_run_on_the_accelerator():
         Workload(backend="opencl")
     vulkan = perf(Workload(backend="vulkan"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
     assert vulkan.validated[0].family == "llamacpp-vulkan"
+
+
+def test_published_points_of_the_same_deployment_are_quoted_beside_the_estimate():
+    """Three SGLang sources measured gpt-oss-120b MXFP4 on 8× B200 at concurrency 1 at 2.3-2.4 ms per
+    token, where the model says 3.65: a user asking about that cell sees them, nearest workload first."""
+    d = Deployment(model="gpt-oss-120b", gpu="b200", gpus=8, tensor_parallel_size=8, engine="sglang", quantization="mxfp4",
+                   max_model_len=2048)
+    est = estimate(d, Workload(input_len=1024, output_len=1024), CATALOG)
+    quoted = {q.point: q for q in est.measured_points}
+    assert {"s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist", "s-hb-sglang-b200x8-gpt-oss-120b-mxfp4-tpot-cookbook"} <= set(quoted)
+    assert est.measured_points[0].point == "s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist"  # its 1024/1024 matches
+    gist = quoted["s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist"]
+    assert gist.measured == pytest.approx(0.00241) and gist.estimate == pytest.approx(est.tpot_s)
+    assert any(a.startswith("measured on this deployment: tpot_s 2.41 ms") for a in est.assumptions)
+    # another concurrency, TP size or the model alone (as validation scores it) quotes none of them
+    assert not estimate(d, Workload(input_len=1024, output_len=1024, concurrency=4), CATALOG).measured_points
+    tp4 = estimate(d.model_copy(update={"gpus": 4, "tensor_parallel_size": 4}), Workload(), CATALOG).measured_points
+    assert tp4 and all(CATALOG.speed_points.records[q.point].tensor_parallel_size == 4 for q in tp4)
+    assert not estimate(d, Workload(input_len=1024, output_len=1024), CATALOG, use_profiles=False).measured_points

@@ -180,6 +180,14 @@ class Catalog:
         """When the named engine build was made (None: not dated)."""
         return self.engine_builds.records.get(f"{engine} {engine_version}")
 
+    @functools.cached_property
+    def speed_points_by_cell(self) -> dict[tuple[str, str], tuple[SpeedPoint, ...]]:
+        """Speed points by (model id, accelerator id), built once: an estimate looks up its own cell."""
+        cells: dict[tuple[str, str], list[SpeedPoint]] = {}
+        for p in self.speed_points:
+            cells.setdefault((p.model, p.accelerator), []).append(p)
+        return {cell: tuple(points) for cell, points in cells.items()}
+
     def constant(self, constant_id: str) -> float:
         """A named calibration constant's value (see ``data/calibration.yaml``)."""
         return self.calibration.records[constant_id].value

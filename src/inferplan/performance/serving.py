@@ -18,6 +18,7 @@ from inferplan.catalog.schema import SpeedAccuracy
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.performance.measured import MAX_QUOTES, MeasuredQuote, matching_points, measured_quotes, quote_note
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step, overhead_s, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
@@ -52,6 +53,9 @@ class ServingEstimate(BaseModel):
     # estimate gives (single-stream decode and prefill at concurrency 1; per-user decode,
     # throughput and prefill above): from `inferplan validate --speed`, empty for measured estimates
     validated: tuple[SpeedAccuracy, ...] = ()
+    # published points measured on this same deployment and concurrency, nearest workload first,
+    # with what this estimate gives for each (performance/measured.py)
+    measured_points: tuple[MeasuredQuote, ...] = ()
 
 
 GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told not to
@@ -83,7 +87,7 @@ class _Context:
                 field="--gpus",
             )
         check_backend(d.engine, w.backend, self.mp.accelerator)
-        backend = w.backend or default_backend(d.engine, self.mp.accelerator)
+        self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id)
         self.work: ModelWork = model_work(self.mp)
@@ -271,13 +275,32 @@ def _with_profile(ctx: _Context, est: ServingEstimate, profile) -> ServingEstima
 
 def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True) -> ServingEstimate:
     """Speed of one deployment under one workload: a measured profile where one matches (anchoring
-    the model outside its range), else the calibrated model with its family's track record."""
+    the model outside its range), else the calibrated model with its family's track record; and the
+    published points of this deployment quoted beside it. ``use_profiles=False``: the calibrated
+    model alone, as validation scores it (no profile, no quoted points)."""
     catalog = catalog or load_catalog()
     ctx = _Context(catalog, d, w)
     model_estimate = _estimate(ctx, _concurrency(ctx, w))
     profile = find_profile(catalog, ctx.mp, w) if use_profiles else None
     result = model_estimate if profile is None else _with_profile(ctx, model_estimate, profile)
-    return result if result.source == "measured" else with_track_record(catalog, ctx.rates.family, result)
+    if result.source != "measured":
+        result = with_track_record(catalog, ctx.rates.family, result)
+    return with_measured_points(ctx, result) if use_profiles else result
+
+
+def with_measured_points(ctx: _Context, est: ServingEstimate) -> ServingEstimate:
+    """``est`` with the published points of its deployment quoted beside it."""
+    par, w = ctx.mp.result.parallel, ctx.w
+    points = matching_points(ctx.catalog, est, tp=par.tensor_parallel_size, pp=par.pipeline_parallel_size,
+                             backend=ctx.backend,
+                             speculative_tokens=w.speculative_tokens, max_load=w.concurrency == "max")
+    if not points:
+        return est
+    quotes = measured_quotes(points, est, w.input_len, w.output_len)
+    notes = [quote_note(q) for q in quotes[:MAX_QUOTES]]
+    if len(quotes) > MAX_QUOTES:
+        notes.append(f"{len(quotes) - MAX_QUOTES} more measured points of this deployment: see measured_points (--json)")
+    return est.model_copy(update={"measured_points": quotes, "assumptions": (*est.assumptions, *notes)})
 
 
 class FrontierPoint(BaseModel):

@@ -19,6 +19,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.memory.deployment import Deployment
+from inferplan.performance.measured import metric_value as estimate_metric
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, estimate
 from inferplan.performance.workload import Workload
@@ -103,18 +104,7 @@ def scenario(point: SpeedPoint) -> tuple[Deployment, Workload]:
 
 
 def metric_value(point: SpeedPoint, est: ServingEstimate) -> float:
-    m = point.metric
-    if m is SpeedMetric.DECODE_TOKENS_PER_S_PER_USER:
-        return est.output_tokens_per_s_per_user
-    if m is SpeedMetric.PREFILL_TOKENS_PER_S:
-        return max(point.input_tokens, 1) / est.ttft_s
-    if m in (SpeedMetric.OUTPUT_TOKENS_PER_S_TOTAL, SpeedMetric.DECODE_TOKENS_PER_S_TOTAL):
-        return est.output_tokens_per_s_total
-    if m is SpeedMetric.TOTAL_TOKENS_PER_S:
-        return est.output_tokens_per_s_total + est.input_tokens_per_s_total
-    if m is SpeedMetric.TTFT_S:
-        return est.ttft_s
-    return est.tpot_s
+    return estimate_metric(point.metric, est, point.input_tokens)
 
 
 def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:

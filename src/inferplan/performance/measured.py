@@ -1,0 +1,85 @@
+"""Measured points of the very deployment an estimate is about, quoted beside it.
+
+A serving profile (a measured sweep) replaces the model where it matches (``profiles.py``). A
+single published point does not: it was taken at one workload, one build, and sources for the same
+cell can disagree by more than the model's error. So an estimate quotes every scored speed point
+of its deployment — model, accelerator, GPU count, tensor and pipeline parallel size, engine (and
+llama.cpp back end), weight format, concurrency and speculative tokens — with its workload, build
+and source, and what the estimate gives for the same figure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.schema import SpeedMetric, SpeedPoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from inferplan.catalog.loader import Catalog
+    from inferplan.performance.serving import ServingEstimate
+
+MAX_QUOTES = 5  # the points nearest the asked workload; the rest are counted
+
+
+class MeasuredQuote(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    point: str  # speed point id (`inferplan validate --speed` scores it)
+    metric: str
+    measured: float  # SI: seconds for TTFT/TPOT, tokens/s otherwise
+    estimate: float  # this estimate's figure for the same metric, at the asked workload
+    input_tokens: int
+    output_tokens: int
+    engine_version: str
+    source: str
+
+
+def metric_value(metric: SpeedMetric, est: ServingEstimate, input_tokens: int) -> float:
+    """An estimate's figure for a measured metric (prompt tokens/s over ``input_tokens``)."""
+    if metric is SpeedMetric.DECODE_TOKENS_PER_S_PER_USER:
+        return est.output_tokens_per_s_per_user
+    if metric is SpeedMetric.PREFILL_TOKENS_PER_S:
+        return max(input_tokens, 1) / est.ttft_s
+    if metric in (SpeedMetric.OUTPUT_TOKENS_PER_S_TOTAL, SpeedMetric.DECODE_TOKENS_PER_S_TOTAL):
+        return est.output_tokens_per_s_total
+    if metric is SpeedMetric.TOTAL_TOKENS_PER_S:
+        return est.output_tokens_per_s_total + est.input_tokens_per_s_total
+    if metric is SpeedMetric.TTFT_S:
+        return est.ttft_s
+    return est.tpot_s
+
+
+def matching_points(catalog: Catalog, est: ServingEstimate, *, tp: int, pp: int, backend: str | None,
+                    speculative_tokens: int, max_load: bool) -> list[SpeedPoint]:
+    """Scored points measured on the deployment and concurrency ``est`` describes."""
+    return [
+        p for p in catalog.speed_points_by_cell.get((est.model, est.accelerator), ())
+        if p.cuda_graphs and p.gpus == est.gpus
+        and p.tensor_parallel_size == tp and p.pipeline_parallel_size == pp and p.engine == est.engine
+        and p.quantization == est.quantization and p.speculative_tokens == speculative_tokens
+        and (p.backend or backend) == backend  # a point without one ran on the accelerator's default
+        and (p.concurrency is None if max_load else p.concurrency == est.concurrency)
+    ]
+
+
+def measured_quotes(points: list[SpeedPoint], est: ServingEstimate, input_len: int, output_len: int) -> tuple[MeasuredQuote, ...]:
+    """The points nearest the asked input/output lengths first."""
+    def distance(p: SpeedPoint) -> float:
+        return abs(p.input_tokens - input_len) / max(input_len, 1) + abs(p.output_tokens - output_len) / max(output_len, 1)
+
+    return tuple(
+        MeasuredQuote(point=p.id, metric=p.metric.value, measured=p.measured.value,
+                      estimate=metric_value(p.metric, est, p.input_tokens), input_tokens=p.input_tokens,
+                      output_tokens=p.output_tokens, engine_version=p.engine_version, source=p.measured.source)
+        for p in sorted(points, key=lambda p: (distance(p), p.id))
+    )
+
+
+def quote_note(q: MeasuredQuote) -> str:
+    time = q.metric in (SpeedMetric.TPOT_S.value, SpeedMetric.TTFT_S.value)
+    value = (lambda v: f"{v * 1e3:,.2f} ms") if time else (lambda v: f"{v:,.1f}")
+    return (f"measured on this deployment: {q.metric} {value(q.measured)} at {q.input_tokens}/{q.output_tokens} tokens "
+            f"({q.engine_version}; source {q.source}, point {q.point}); this estimate gives {value(q.estimate)} "
+            f"({(q.estimate - q.measured) / q.measured:+.0%}) at the asked workload")
