@@ -20,7 +20,8 @@ from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.performance.profiles import find_profile
-from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile, with_track_record
+from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
+from inferplan.performance.track_record import with_track_record
 from inferplan.performance.workload import Workload
 from inferplan.economics.workloads import WorkloadProfile
 

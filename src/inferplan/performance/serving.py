@@ -23,6 +23,7 @@ from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step, overhead_s, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
+from inferplan.performance.track_record import with_track_record
 from inferplan.performance.work import ModelWork, model_work
 from inferplan.performance.workload import Workload
 
@@ -194,34 +195,6 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
     )
-
-
-KIND_LABELS = {
-    "decode": "single-stream decode",
-    "decode-concurrent": "per-user decode with other requests in flight",
-    "throughput": "aggregate throughput",
-    "prefill": "prefill (TTFT, prompt tokens/s)",
-}
-
-
-def with_track_record(catalog: Catalog, family: str, est: ServingEstimate) -> ServingEstimate:
-    """``est`` with how far the model has missed measured points of its engine family, for the
-    figures an estimate at its concurrency gives — or a note that it has no such points."""
-    kinds = ("decode", "prefill") if est.concurrency == 1 else ("decode-concurrent", "throughput", "prefill")
-    records, notes = [], []
-    for kind in kinds:
-        r = catalog.speed_accuracy.records.get(f"{family} {kind}")
-        if r is None:
-            notes.append(f"track record: no scored {KIND_LABELS[kind]} point of the {family} family in the catalogue, "
-                         "so this figure is not validated")
-            continue
-        records.append(r)
-        held = (f", held out {r.holdout_median_abs_error:.0%} ({r.holdout_points})"
-                if r.holdout_median_abs_error is not None else "")
-        notes.append(f"track record, {family} {KIND_LABELS[kind]}: median |error| {r.median_abs_error:.0%} over "
-                     f"{r.points} measured point{'s' if r.points > 1 else ''}{held}; {r.beyond_30_percent} beyond 30 %, "
-                     f"worst {r.worst_error:+.0%} (inferplan validate --speed)")
-    return est.model_copy(update={"validated": tuple(records), "assumptions": (*est.assumptions, *notes)})
 
 
 # Where fixed costs dominate, the measured points spread most: one set of constants per engine
