@@ -153,3 +153,24 @@ def test_the_api_does_not_read_files_from_the_servers_disk(client, tmp_path):
     assert r.status_code == 422 and loc(r) == ["body", "model"]
     odd = client.post("/api/fit", json={"model": "~0", "gpu": "H100"})  # "~user" that cannot expand: not a path
     assert odd.status_code == 422 and loc(odd) == ["body", "model"]
+
+
+def test_a_nan_or_infinity_in_a_body_is_a_422_naming_its_path(client):
+    """JSON cannot carry NaN, and FastAPI echoes the bad input back: that used to be a 500."""
+    body = '{"deployment": {"model": "llama-3.1-8b", "gpu": "h100-sxm"}, "workload": {"acceptance_rate": NaN}}'
+    r = client.post("/api/perf", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "workload", "acceptance_rate"]
+    r = client.post("/api/fit", content='{"model": "llama-3.1-8b", "gpu": "h100-sxm", "concurrency": 1e400}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_speed_requests_refuse_fields_they_would_ignore(client):
+    d = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
+    r = client.post("/api/perf", json={"deployment": {**d, "concurrency": 8}})
+    assert r.status_code == 422 and loc(r) == ["body", "deployment"] and "workload.concurrency" in r.text
+    r = client.post("/api/frontier", json={"deployment": d, "workload": {"concurrency": 50}})
+    assert r.status_code == 422 and loc(r) == ["body", "workload"]
+    r = client.post("/api/perf", json={"deployment": d, "workload": {"acceptance_rate": 0.9}})
+    assert r.status_code == 422 and loc(r) == ["body", "workload", "acceptance_rate"]

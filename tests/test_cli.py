@@ -221,3 +221,22 @@ def test_validate_speed_shows_times_in_milliseconds_and_concurrent_decode_apart(
     assert r.exit_code == 0, r.output
     assert "decode-concurrent/all" in r.output
     assert " ms" in r.output  # TPOT rows: 3.72 ms, not the 0.0 a seconds column rounded to
+
+
+def test_inputs_that_used_to_crash_or_be_replaced_get_a_named_error(tmp_path):
+    example = Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml"
+    cases = [
+        (("plan", str(example), "--seed", "-1", "--draws", "10"), "--seed"),
+        (("plan", str(example), "--draws", "0", "--report", str(tmp_path)), "--report"),  # a directory, no suffix
+        (("plan", str(example), "--draws", "0", "--report", str(tmp_path / "dir.html" / "")), "--report"),
+        (("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--kv-bytes-per-token", "1e-300"), "--kv-bytes-per-token"),
+        (("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "0"), "--max-model-len"),
+    ]
+    (tmp_path / "dir.html").mkdir()
+    for args, flag in cases:
+        r = invoke(*args)
+        assert r.exit_code == 2 and flag in r.output, (args, r.output)
+    binary = tmp_path / "bad.yaml"
+    binary.write_bytes(b"\xff\xfe\x00name")
+    r = invoke("plan", str(binary))
+    assert r.exit_code == 2 and "not UTF-8" in r.output

@@ -207,3 +207,27 @@ def test_compressed_tensors_kv_scheme_is_read():
     qc = {"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
           "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}
     assert architecture_from_config({**LLAMA, "quantization_config": qc}).quant.kv_cache_dtype == "fp8"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("hidden_size", float("nan")), ("hidden_size", -4096), ("hidden_size", 4096.5), ("num_attention_heads", 0),
+    ("num_key_value_heads", 0), ("num_hidden_layers", True), ("vocab_size", -1), ("intermediate_size", float("inf")),
+])
+def test_a_malformed_config_names_its_key_instead_of_crashing(key, value):
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "intermediate_size": 14336}
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config({**cfg, key: value})
+    assert err.value.field == key
+
+
+def test_impossible_head_and_expert_counts_are_refused():
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 64, "vocab_size": 128256, "intermediate_size": 14336}
+    with pytest.raises(ConfigImportError, match="key/value heads"):
+        architecture_from_config(cfg)
+    moe = {**cfg, "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_key_value_heads": 8,
+           "num_local_experts": 8, "num_experts_per_tok": 16}
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config(moe)
+    assert err.value.field == "num_experts_per_tok"

@@ -545,3 +545,18 @@ def test_published_points_of_the_same_deployment_are_quoted_beside_the_estimate(
     tp4 = estimate(d.model_copy(update={"gpus": 4, "tensor_parallel_size": 4}), Workload(), CATALOG).measured_points
     assert tp4 and all(CATALOG.speed_points.records[q.point].tensor_parallel_size == 4 for q in tp4)
     assert not estimate(d, Workload(input_len=1024, output_len=1024), CATALOG, use_profiles=False).measured_points
+
+
+def test_contradictory_deployments_are_refused_not_planned():
+    cases = [
+        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "--engine"),  # TensorRT-LLM: CUDA only
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "--enable-expert-parallel"),
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "--max-model-len"),
+    ]
+    for deployment, workload, field in cases:
+        with pytest.raises(InvalidScenarioError) as err:
+            perf(workload, **deployment)
+        assert err.value.field == field, deployment
+    with pytest.raises(ValidationError):  # an acceptance rate without draft tokens would be silently unused
+        Workload(acceptance_rate=0.9)
+    assert perf(Workload(speculative_tokens=2, acceptance_rate=0.9), model="llama-3.1-8b", gpu="h100-sxm").tokens_per_step > 2

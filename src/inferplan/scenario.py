@@ -17,7 +17,7 @@ from inferplan.errors import InvalidScenarioError
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Platform(_Strict):
@@ -141,4 +141,6 @@ def load_scenario(path: str | Path) -> Scenario:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidScenarioError(f"cannot read {p}: {exc.strerror}", field="SCENARIO") from None
+    except UnicodeDecodeError:
+        raise InvalidScenarioError(f"{p} is not UTF-8 text", field="SCENARIO", allowed="a UTF-8 YAML file") from None
     return parse_scenario(text, where=str(p))

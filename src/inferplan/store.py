@@ -54,7 +54,7 @@ class SavedScenario(BaseModel):
 
 
 class VendorQuote(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     system: str = Field(min_length=1, max_length=200, description="catalogue system id")
     price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT")

@@ -222,8 +222,44 @@ def _compressed_tensors(qc: dict) -> str:
     )
 
 
+# config.json dimensions that must be whole numbers of at least 1 (0 allowed for the MLP width,
+# which MoE models set to 0); a boolean, fraction, NaN or negative there is a malformed file
+_POSITIVE_DIMS = ("hidden_size", "num_hidden_layers", "n_layers", "num_layers", "num_attention_heads", "n_heads",
+                  "num_key_value_heads", "n_kv_heads", "head_dim", "vocab_size", "num_experts", "n_routed_experts",
+                  "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank")
+_NON_NEGATIVE_DIMS = ("intermediate_size", "ffn_hidden_size", "max_position_embeddings", "first_k_dense_replace")
+
+
+def _check_dims(cfg: dict) -> None:
+    for key in (*_POSITIVE_DIMS, *_NON_NEGATIVE_DIMS):
+        value = cfg.get(key)
+        if value is None:
+            continue
+        least = 1 if key in _POSITIVE_DIMS else 0
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not whole or value < least or value > 10**12:
+            raise ConfigImportError(f"config.json {key} is {value!r}, not a whole number of at least {least}",
+                                    field=key, allowed=f"an integer from {least} to 10^12")
+
+
 def architecture_from_config(raw: dict) -> Architecture:
-    """Normalise a config.json dict (multimodal wrappers: the text model inside)."""
+    """Normalise a config.json dict (multimodal wrappers: the text model inside); a malformed
+    value (a fraction, NaN, 0 heads, more active experts than experts) is an error naming its key."""
+    try:
+        arch = _architecture_from_config(raw)
+    except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:  # a value of the wrong kind elsewhere
+        raise ConfigImportError(f"config.json holds a value that is not usable: {exc}", field="config.json") from None
+    if arch.num_kv_heads > arch.num_attention_heads:
+        raise ConfigImportError(f"config.json has {arch.num_kv_heads} key/value heads but only "
+                                f"{arch.num_attention_heads} attention heads", field="num_key_value_heads",
+                                allowed=f"1..{arch.num_attention_heads}")
+    if arch.moe and arch.moe.experts_per_token > arch.moe.num_experts:
+        raise ConfigImportError(f"config.json routes {arch.moe.experts_per_token} experts per token of only "
+                                f"{arch.moe.num_experts}", field="num_experts_per_tok", allowed=f"1..{arch.moe.num_experts}")
+    return arch
+
+
+def _architecture_from_config(raw: dict) -> Architecture:
     if not isinstance(raw, dict):
         raise ConfigImportError("config.json must be a JSON object", field="config.json")
     archs = raw.get("architectures") or ["unknown"]
@@ -240,6 +276,7 @@ def architecture_from_config(raw: dict) -> Architecture:
     model_type = str(cfg.get("model_type", raw.get("model_type", "unknown")))
     for key, value in _MODEL_TYPE_DEFAULTS.get(model_type, {}).items():
         cfg.setdefault(key, value)
+    _check_dims(cfg)
     hidden = int(_req(cfg, "hidden_size", "every architecture"))
     n_layers = int(_req_any(cfg, ("num_hidden_layers", "n_layers", "num_layers"), "every architecture"))
     heads = int(_req_any(cfg, ("num_attention_heads", "n_heads"), "every architecture"))

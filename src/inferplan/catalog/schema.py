@@ -213,6 +213,9 @@ class EngineDefaults(Frozen):
     small_gpu_max_num_batched_tokens: Count | None = None
     small_gpu_max_num_seqs: Count | None = None
     small_default_accelerators: tuple[str, ...] = ()  # take the small defaults whatever their memory
+    runs_on: tuple[Software, ...] = ()  # software stacks the engine runs on (empty: not stated, any)
+    runs_on_source: str | None = None  # source id stating them
+    runs_on_note: str | None = None
     notes: tuple[str, ...] = ()
 
 

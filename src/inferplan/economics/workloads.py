@@ -13,10 +13,10 @@ SECONDS_PER_MONTH = 730 * 3600  # 8,760 h / 12
 class WorkloadOverrides(BaseModel):
     """What a scenario may change on a preset (every field optional)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     preset: str = "chat-seat"
-    monthly_tokens: float | None = Field(None, gt=0, le=1e13)
+    monthly_tokens: float | None = Field(None, ge=1, le=1e13)
     output_share: float | None = Field(None, gt=0, lt=1)
     cache_hit_rate: float | None = Field(None, ge=0, le=1)
     peak_to_average: float | None = Field(None, ge=1, le=100)

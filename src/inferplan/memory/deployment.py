@@ -13,7 +13,7 @@ MAX_GPUS = 100_000
 
 
 class Deployment(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str = Field(min_length=1, description="catalogue id/alias, config.json path, model folder or cached repo id")
     gpu: str | None = Field(None, description="accelerator id or alias (e.g. H100, RTX 4090)")
@@ -32,7 +32,7 @@ class Deployment(BaseModel):
     engine: str = "vllm"
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
-        None, gt=0, le=1e9,
+        None, ge=1, le=1e9,
         description="stated KV bytes per token (whole instance) for models whose architecture is not published",
     )
 

@@ -176,6 +176,22 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     return _fit(catalog, d, spec, hw, plan, search_smallest=True)
 
 
+def _has_experts(spec: ModelSpec) -> bool:
+    arch = spec.architecture
+    if arch is not None and not spec.architecture_is_proxy:
+        return arch.moe is not None
+    return bool(spec.active_params and spec.total_params and spec.active_params < spec.total_params) or bool(arch and arch.moe)
+
+
+def _check_runs_on(catalog: Catalog, engine, accel) -> None:
+    """An engine plans only on accelerators whose software stack it runs on (TensorRT-LLM: CUDA)."""
+    if engine.runs_on and accel.software not in engine.runs_on:
+        usable = [e.id for e in catalog.engines if not e.runs_on or accel.software in e.runs_on]
+        raise InvalidScenarioError(
+            f"{engine.name} does not run on {accel.name} ({accel.software.value}); it runs on "
+            f"{', '.join(s.value for s in engine.runs_on)}", field="--engine", allowed=" | ".join(usable))
+
+
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
     arch = spec.architecture
     if arch is None and d.kv_bytes_per_token is None:
@@ -186,6 +202,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             field="--kv-bytes-per-token",
         )
     engine = catalog.engine(d.engine)
+    _check_runs_on(catalog, engine, hw.accel)
+    if d.enable_expert_parallel and not _has_experts(spec):
+        raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
+                                   field="--enable-expert-parallel", allowed="leave it off for a dense model")
     _check_heads(spec, engine.id, plan.tensor_parallel_size)
     quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)

@@ -31,7 +31,7 @@ Name = Annotated[str, Field(min_length=1, max_length=200)]
 class FitsRequest(BaseModel):
     """The what-fits matrix question (empty lists: the defaults)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     models: list[Name] = Field(default_factory=list, max_length=60)
     gpus: list[Name] = Field(default_factory=list, max_length=60)

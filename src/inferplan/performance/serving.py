@@ -87,6 +87,10 @@ class _Context:
                 "see `inferplan fit`",
                 field="--gpus",
             )
+        if fit.max_model_len < w.input_len + w.output_len:
+            raise InvalidScenarioError(
+                f"max_model_len {fit.max_model_len} is shorter than one request ({w.input_len} + {w.output_len} tokens): "
+                "the engine would refuse it", field="--max-model-len", allowed=f"at least {w.input_len + w.output_len}")
         check_backend(d.engine, w.backend, self.mp.accelerator)
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,

@@ -10,7 +10,7 @@ from inferplan.memory.deployment import MAX_CONTEXT_TOKENS
 
 
 class Workload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     input_len: int = Field(1024, ge=1, le=MAX_CONTEXT_TOKENS, description="prompt tokens per request")
     output_len: int = Field(256, ge=1, le=MAX_CONTEXT_TOKENS, description="generated tokens per request")
@@ -26,6 +26,13 @@ class Workload(BaseModel):
     def _request_fits_a_context(cls, value: int, info: ValidationInfo) -> int:
         if value + info.data.get("input_len", 0) > MAX_CONTEXT_TOKENS:
             raise ValueError(f"input_len + output_len must be at most {MAX_CONTEXT_TOKENS:,} tokens (one request's context)")
+        return value
+
+    @field_validator("acceptance_rate")
+    @classmethod
+    def _only_with_drafts(cls, value: float, info: ValidationInfo) -> float:
+        if not info.data.get("speculative_tokens"):
+            raise ValueError("an acceptance rate applies only with speculative_tokens of 1 or more")
         return value
 
     @field_validator("concurrency")

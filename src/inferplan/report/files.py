@@ -32,12 +32,14 @@ def write_report(path: str | Path, r: PlanResult, u: Uncertainty | None) -> Path
     p = Path(path)
     if p.suffix not in (".html", ".md"):
         raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="--report", allowed=".html, .md")
-    p.parent.mkdir(parents=True, exist_ok=True)
     charts = {name: _svg(spec) for name, spec in plan_charts(r, u).items()}
-    if p.suffix == ".html":
-        p.write_text(_html(r, u, charts), encoding="utf-8")
-    else:
-        p.write_text(_markdown(r, u, charts), encoding="utf-8")
+    text = _html(r, u, charts) if p.suffix == ".html" else _markdown(r, u, charts)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidScenarioError(f"cannot write the report to {p}: {exc.strerror or exc}", field="--report",
+                                   allowed="a writable file path ending in .html or .md") from None
     return p
 
 

@@ -20,7 +20,7 @@ from inferplan.scenario import Scenario
 
 
 class PlanRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     scenario: Scenario
     draws: int = Field(2000, ge=0, le=100_000)

@@ -8,16 +8,17 @@ docs at /docs, the calculator at /.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Literal
-
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path as PathParam, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
@@ -53,25 +54,39 @@ def _json_field(field: str | None) -> list[str]:
 
 
 class PerfRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     deployment: Deployment
     workload: Workload = Workload()
+
+    @field_validator("deployment")
+    @classmethod
+    def _no_fit_concurrency(cls, value: Deployment) -> Deployment:
+        if value.concurrency is not None:
+            raise ValueError("deployment.concurrency belongs to /api/fit; a speed request takes workload.concurrency")
+        return value
 
 
 class FrontierRequest(PerfRequest):
     points: int = Field(24, ge=2, le=256)
 
+    @field_validator("workload")
+    @classmethod
+    def _sweeps_concurrency(cls, value: Workload) -> Workload:
+        if "concurrency" in value.model_fields_set:
+            raise ValueError("the frontier sweeps concurrency itself: leave workload.concurrency out (points sets how many levels)")
+        return value
+
 
 class SaveScenarioRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
     scenario: Scenario
 
 
 class RenameRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
 
@@ -84,6 +99,17 @@ class Comparison(BaseModel):
 class Validation(BaseModel):
     memory: MemoryValidation | None = None
     speed: SpeedValidation | None = None
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float written as a string, so that JSON can carry it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _error(status: int, exc: InferplanError) -> JSONResponse:
@@ -102,6 +128,12 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         if looks_like_path(name):
             raise InvalidScenarioError("the API takes catalogue model ids; import local config.json files with "
                                        "`inferplan model import`", field=field)
+
+    @app.exception_handler(RequestValidationError)
+    async def request_validation_error(request: Request, exc: RequestValidationError):
+        # FastAPI echoes the bad input back; a NaN or infinity there cannot be written as JSON (a 500)
+        errors = [{k: v for k, v in e.items() if k != "ctx"} for e in exc.errors()]
+        return JSONResponse(status_code=422, content={"detail": _finite(jsonable_encoder(errors))})
 
     @app.exception_handler(ValidationError)
     async def library_validation_error(request: Request, exc: ValidationError):

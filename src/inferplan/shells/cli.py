@@ -279,7 +279,7 @@ def perf_cmd(
     output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
     concurrency: str = typer.Option("1", "--concurrency", help="Requests in flight, or 'max'."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
-    acceptance_rate: float = typer.Option(0.7, "--acceptance-rate"),
+    acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -293,7 +293,7 @@ def perf_cmd(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len or input_len + output_len, max_num_batched_tokens=max_num_batched_tokens,
+        max_model_len=input_len + output_len if max_model_len is None else max_model_len, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
     result = run(estimate, d, w)
@@ -319,7 +319,7 @@ def frontier_cmd(
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
-    acceptance_rate: float = typer.Option(0.7, "--acceptance-rate"),
+    acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -346,7 +346,7 @@ def plan_cmd(
     scenario: Path = typer.Argument(..., help="A scenario YAML file (see examples/)."),
     currency: str = typer.Option("usd", "--currency", help="usd | eur (rendering only; JSON carries USD and the FX rate)"),
     draws: int = typer.Option(10_000, "--draws", min=0, max=1_000_000, help="Monte Carlo draws for P10/P50/P90 (0: off)."),
-    seed: int = typer.Option(0, "--seed", help="Monte Carlo seed."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Monte Carlo seed."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained report: out.html or out.md."),
     as_json: bool = JsonOpt,
 ) -> None:
