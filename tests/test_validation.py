@@ -46,6 +46,11 @@ KNOWN_DECODE_MISSES = {
     "s-mlx-m1max-llama-3.1-8b-q4-tg-vllmmlx": "M1 Max, MLX 4-bit behind a server",
     "s-amoe-mlx-m2ultra-qwen3-30b-a3b-mlx4-tg-mlxstudio": "M2 Ultra, MLX MoE, no method stated",
     "s-mlx-m4-qwen2.5-7b-q4-tg-mlxis": "MacBook Air M4, end-to-end tokens/s",
+    "s-amoe-mlx-m2ultra-qwen3-4b-mlx4-tg-mlxstudio": "M2 Ultra, MLX through the same server as the MoE run above",
+    # the smallest models are fixed costs only; the session-7 refit (several starts) lowered MLX's
+    # per-layer cost 65 -> 42 us and vLLM's 90 -> 83 us, too little for a 0.6B model's 28 layers
+    "s-small-mlx-m3ultra-qwen3-0.6b-mlx4-tg-rmlx633": "M3 Ultra, MLX Qwen3-0.6B (fixed costs only)",
+    "s-small-vllm-a100-qwen3-0.6b-bf16-tg-tt340": "vLLM Qwen3-0.6B on A100 (fixed costs only; +30 % before)",
     # SGLang batch 1: thin gpt-oss layers on B200 run faster than the family's per-layer overhead
     # allows (three sources agree on ~2.4 ms); sources disagree with each other (Qwen3-235B BF16 on
     # 8x B200: 6.70 ms in one sweep, 10.12 ms in the SGLang cookbook)
@@ -65,10 +70,10 @@ KNOWN_DECODE_MISSES = {
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-4k-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
     "s-h20b-vllm-h20x16-deepseek-r1-fp8-block-tg-chitu": "vLLM 0.7.2 DeepSeek-R1 on 2x 8 H20 (layout assumed)",
-    # TensorRT-LLM: a 2024 Windows build on GeForce; a 2026 build on GB200 runs Qwen3-235B at ~43 us
-    # per layer where the family (H100/H200/B200 tables, DeepSeek's MLA layers) pays ~92; DeepSeek-R1
-    # with MTP on 8x H200 faster than the family's draft cost allows
-    "s-tl-rtx4090x1-mistral-7b-int4-awq-tps-jan": "TensorRT-LLM 0.7 Mistral-7B AWQ on RTX 4090",
+    # TensorRT-LLM: a 2026 build on GB200 runs Qwen3-235B at ~43 us per layer where the family now
+    # pays 33 us per layer + 57 per MoE layer (DeepSeek's MoE+MLA layers set that); DeepSeek-R1 with
+    # MTP on 8x H200 faster than the family's draft cost allows, without MTP on 8x B200 slower
+    "s-tl-b200x8-deepseek-r1-nvfp4-tps-nomtp-blog1": "TensorRT-LLM DeepSeek-R1 NVFP4 without MTP on 8x B200 (+20 % before)",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k8k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 1k/8k",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-8k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 8k/1k",
