@@ -240,3 +240,25 @@ def test_inputs_that_used_to_crash_or_be_replaced_get_a_named_error(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00name")
     r = invoke("plan", str(binary))
     assert r.exit_code == 2 and "not UTF-8" in r.output
+
+
+def test_blank_names_contradictory_platforms_and_memory_only_filters_are_refused(tmp_path):
+    for args, flag in [(("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "-q", ""), "--quantization"),
+                       (("fit", "--model", "llama-3.1-8b", "--gpu", ""), "--gpu"),
+                       (("validate", "--memory", "--family", "sglang"), "--family")]:
+        r = invoke(*args)
+        assert r.exit_code == 2 and flag in r.output, (args, r.output)
+    both = tmp_path / "both.yaml"
+    both.write_text("name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100, gpu: b200, gpus: 3}\n"
+                    "workload: {preset: chat-seat}\ntarget_users: 10\n")
+    r = invoke("plan", str(both), "--draws", "0")
+    assert r.exit_code == 2 and "platform" in r.output and "not both" in r.output
+
+
+def test_a_stated_cell_is_kept_even_at_tp1(tmp_path):
+    """`cell: {tensor_parallel_size: 1}` used to be read as 'no cell' and replaced by a wider one."""
+    scenario = tmp_path / "tp1.yaml"
+    scenario.write_text("name: t\nmodel: qwen3-235b-a22b\nquantization: fp8\nplatform: {system: hgx-b200}\n"
+                        "cell: {tensor_parallel_size: 1}\nworkload: {preset: chat-seat}\ntarget_users: 10\n")
+    r = invoke("plan", str(scenario), "--draws", "0")  # 235 GB of FP8 weights on one 180 GB B200
+    assert r.exit_code == 2 and "cell" in r.output and "does not fit on 1× b200" in r.output

@@ -38,6 +38,8 @@ class Platform(_Strict):
     def _named(self) -> "Platform":
         if not (self.system or self.gpu):
             raise ValueError("name a system or a gpu")
+        if self.system and (self.gpu or self.gpus):
+            raise ValueError("name a system or a gpu with its gpus, not both: a system fixes its GPUs")
         if self.gpu and not self.system and not self.gpus:
             raise ValueError("with `gpu`, say how many `gpus` a loadout has")
         return self

@@ -192,7 +192,7 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
         tensor_parallel_size=s.cell.tensor_parallel_size, pipeline_parallel_size=s.cell.pipeline_parallel_size,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     )
-    fixed = s.cell.tensor_parallel_size * s.cell.pipeline_parallel_size > 1
+    fixed = "cell" in s.model_fields_set  # a stated cell is kept as stated, TP 1 included
     # a model no single system holds: a loadout is the fewest systems one replica cell needs
     start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)
     loadout_gpus = node_gpus * per_loadout

@@ -6,7 +6,7 @@ CLI, an API request and a scenario file all describe the same thing the same way
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_CONTEXT_TOKENS = 100_000_000  # far above any model's limit; guards against absurd input
 MAX_GPUS = 100_000
@@ -35,6 +35,13 @@ class Deployment(BaseModel):
         None, ge=1, le=1e9,
         description="stated KV bytes per token (whole instance) for models whose architecture is not published",
     )
+
+    @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", mode="before")
+    @classmethod
+    def _not_blank(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty: name one, or leave the field out for its default")
+        return value
 
     @model_validator(mode="after")
     def _hardware_named(self) -> "Deployment":

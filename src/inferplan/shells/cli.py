@@ -228,6 +228,8 @@ def validate_cmd(
     if kind is not None and kind not in KINDS:
         fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(KINDS)})")
     both = not (memory or speed)
+    if memory and not speed and (kind or worst or family):
+        fail("--kind, --worst and --family: they select speed rows; add --speed (or leave out --memory)")
     results = {}
     if memory or both:
         results["memory"] = run(validate_memory)
