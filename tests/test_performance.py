@@ -560,3 +560,17 @@ def test_contradictory_deployments_are_refused_not_planned():
     with pytest.raises(ValidationError):  # an acceptance rate without draft tokens would be silently unused
         Workload(acceptance_rate=0.9)
     assert perf(Workload(speculative_tokens=2, acceptance_rate=0.9), model="llama-3.1-8b", gpu="h100-sxm").tokens_per_step > 2
+
+
+def test_a_lone_long_prompt_is_prefilled_in_chunks_of_the_batch_budget():
+    """Chunked prefill: a 16k-token prompt with a 1,024-token budget takes 16 prefill steps, each
+    paying the step's fixed costs and re-reading the weights, so its TTFT is longer than in one step."""
+    from inferplan.performance.serving import prompt_chunks
+
+    assert prompt_chunks(5000, 0, 2048) == [(0, 2048), (2048, 2048), (4096, 904)]
+    assert prompt_chunks(100, 900, 2048) == [(900, 100)]  # only the uncached part, after the cached one
+    w = Workload(input_len=16384, output_len=16)
+    kw = dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=16400)
+    small = perf(w, max_num_batched_tokens=1024, **kw)
+    large = perf(w, max_num_batched_tokens=16400, **kw)
+    assert small.ttft_s > large.ttft_s * 1.02

@@ -192,3 +192,18 @@ def test_shipped_track_record_equals_a_fresh_validation(catalog):
     # every family with scored single-stream decode points has a record, and the counts add up
     decode = [c for c in validate_speed(catalog).checks if c.kind == "decode" and c.scored and c.error is not None]
     assert sum(r.points for r in fresh.values() if r.kind == "decode") >= len(decode)
+
+
+def test_cross_validation_folds_keep_a_source_together(catalog):
+    """A fold must hold whole sources, or its error would not say how a new source fares."""
+    from inferplan.validation.calibrate_speed import prepare
+    from inferplan.validation.crossval import FOLDS, source_folds
+
+    points, _ = prepare(catalog, "fit")
+    fold = source_folds(catalog, points)
+    by_source: dict[str, set[int]] = {}
+    sources = {p.id: p.measured.source for p in catalog.speed_points}
+    for p in points:
+        by_source.setdefault(sources.get(p.id.split(":")[0], p.id.split("@")[0]), set()).add(fold[p.id])
+    assert all(len(f) == 1 for f in by_source.values())
+    assert set(fold.values()) == set(range(FOLDS))

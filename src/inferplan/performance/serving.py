@@ -129,6 +129,13 @@ class _Context:
         return self.w.speculative_tokens * self.work.draft_cost_ratio * step.seconds
 
 
+def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[float, float]]:
+    """(prior context, tokens) of each chunk a lone prompt is prefilled in (chunked prefill)."""
+    tokens = max(uncached, 1.0)
+    n = math.ceil(tokens / budget)
+    return [(cached + i * budget, min(budget, tokens - i * budget)) for i in range(n)]
+
+
 def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     w, d, fit = ctx.w, ctx.d, ctx.mp.result
     if concurrency > ctx.max_concurrency():
@@ -158,9 +165,9 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     seen = min(mixed_iters * (running - 1) / running, decode_iters)
     tpot = (seen * t_mixed + (decode_iters - seen) * t_decode) / decode_iters / ctx.tau
     # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
-    if running == 1:
-        first = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=max(ctx.uncached, 1), prior_context=w.input_len - ctx.uncached)
-        ttft = ctx.pp * first.seconds
+    if running == 1:  # alone: its prompt in chunks of the batch budget, each attending to what came before
+        ttft = ctx.pp * sum(prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start).seconds
+                            for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, budget))
     else:
         own_chunk = min(ctx.uncached, budget)
         chunk_step = ctx.iteration(running - 1, own_chunk)
