@@ -54,7 +54,7 @@ def test_perf_and_frontier(client):
     r = client.post("/api/perf", json={"deployment": d, "workload": {"input_len": 1000, "output_len": 200, "concurrency": 8}})
     assert r.status_code == 200 and r.json()["source"] == "calibrated-model"
     big = client.post("/api/perf", json={"deployment": d, "workload": {"input_len": 3000, "output_len": 1000, "concurrency": 100000}})
-    assert big.status_code == 422 and loc(big) == ["body", "concurrency"]
+    assert big.status_code == 422 and loc(big) == ["body", "workload", "concurrency"]
     zero = client.post("/api/perf", json={"deployment": d, "workload": {"input_len": 0}})
     assert zero.status_code == 422
     f = client.post("/api/frontier", json={"deployment": d, "workload": {"input_len": 1000, "output_len": 1000}, "points": 6})
@@ -174,3 +174,13 @@ def test_speed_requests_refuse_fields_they_would_ignore(client):
     assert r.status_code == 422 and loc(r) == ["body", "workload"]
     r = client.post("/api/perf", json={"deployment": d, "workload": {"acceptance_rate": 0.9}})
     assert r.status_code == 422 and loc(r) == ["body", "workload", "acceptance_rate"]
+
+
+def test_a_speed_request_error_names_its_json_path(client):
+    d = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
+    r = client.post("/api/perf", json={"deployment": {**d, "quantization": "nope"}})
+    assert r.status_code == 422 and loc(r) == ["body", "deployment", "quantization"]
+    r = client.post("/api/perf", json={"deployment": d, "workload": {"concurrency": 100000}})
+    assert r.status_code == 422 and loc(r) == ["body", "workload", "concurrency"]
+    r = client.post("/api/frontier", json={"deployment": {**d, "engine": "trtllm", "gpu": "mi300x"}})
+    assert r.status_code == 422 and loc(r) == ["body", "deployment", "engine"]

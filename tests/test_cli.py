@@ -262,3 +262,15 @@ def test_a_stated_cell_is_kept_even_at_tp1(tmp_path):
                         "cell: {tensor_parallel_size: 1}\nworkload: {preset: chat-seat}\ntarget_users: 10\n")
     r = invoke("plan", str(scenario), "--draws", "0")  # 235 GB of FP8 weights on one 180 GB B200
     assert r.exit_code == 2 and "cell" in r.output and "does not fit on 1× b200" in r.output
+
+
+def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_twice(tmp_path):
+    for args, flag in [(("fits", "--engine", "nope"), "--engine"), (("fits", "--max-model-len", "0"), "--max-model-len"),
+                       (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models")]:
+        r = invoke(*args)
+        assert r.exit_code == 2 and flag in r.output, (args, r.output)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\nworkload: {preset: chat-seat}\n"
+                     "target_users: 5\ntarget_users: 7\n")
+    r = invoke("plan", str(twice), "--draws", "0")
+    assert r.exit_code == 2 and "given twice" in r.output

@@ -102,9 +102,22 @@ def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
     return line
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """Safe loading that refuses a key given twice in one mapping (plain YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeys)  # noqa: S506 - a SafeLoader subclass
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
         raise InvalidScenarioError(f"{where}: not valid YAML: {exc}", field=where) from None

@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.models import resolve_model
-from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, fit
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
@@ -61,6 +61,20 @@ def fits_matrix(
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint."""
     catalog = catalog or load_catalog()
+    # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
+    catalog.engine(engine, field_name="--engine")
+    if kv_cache_dtype != "auto":
+        catalog.kv_cache_dtype(kv_cache_dtype)
+    if not 1 <= max_model_len <= MAX_CONTEXT_TOKENS:
+        raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="--max-model-len",
+                                   allowed=f"1..{MAX_CONTEXT_TOKENS:,}")
+    for g in gpus or []:
+        catalog.accelerator(g, field_name="--gpus")
+    for name in systems or []:
+        catalog.system(name, field_name="--systems")
+    for q in quantizations or []:
+        if q != "native":
+            catalog.quantization(q, field_name="--quantizations")
     model_ids = models or [m.id for m in catalog.models if m.config]
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     if not hardware:

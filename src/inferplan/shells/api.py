@@ -112,6 +112,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _in_body(exc: InferplanError, *parts: tuple[str, type[BaseModel]]) -> InferplanError:
+    """Re-address a library error's field (a CLI flag such as --quantization) to where it sits in
+    this request's body (deployment.quantization), so the 422 names the JSON path."""
+    key = (exc.field or "").lstrip("-").replace("-", "_")
+    for prefix, model in parts:
+        if key and key.split(".")[0] in model.model_fields:
+            exc.field = f"{prefix}.{key}"
+            break
+    return exc
+
+
 def _error(status: int, exc: InferplanError) -> JSONResponse:
     return JSONResponse(status_code=status, content={"detail": [{
         "loc": _json_field(exc.field), "msg": str(exc), "type": type(exc).__name__, "allowed": exc.allowed}]})
@@ -210,12 +221,18 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.post("/api/perf", tags=["speed"])
     def perf_route(r: PerfRequest) -> ServingEstimate:
         catalogue_model(r.deployment.model, "deployment.model")
-        return estimate(r.deployment, r.workload)
+        try:
+            return estimate(r.deployment, r.workload)
+        except InferplanError as exc:
+            raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
     @app.post("/api/frontier", tags=["speed"])
     def frontier_route(r: FrontierRequest) -> Frontier:
         catalogue_model(r.deployment.model, "deployment.model")
-        return frontier(r.deployment, r.workload, points=r.points)
+        try:
+            return frontier(r.deployment, r.workload, points=r.points)
+        except InferplanError as exc:
+            raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
     @app.post("/api/plan", tags=["economics"])
     def plan_route(r: PlanRequest) -> PlanView:

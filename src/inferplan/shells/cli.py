@@ -181,8 +181,13 @@ def fit_cmd(
         render.print_fit(console, result)
 
 
-def _split(value: Optional[str]) -> Optional[list[str]]:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+def _split(value: Optional[str], flag: str = "") -> Optional[list[str]]:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        fail(f"{flag or 'list'}: {value!r} names nothing; give comma-separated ids or leave it out for the default")
+    return items
 
 
 @app.command("fits")
@@ -200,8 +205,8 @@ def fits_cmd(
     from inferplan.memory.matrix import fits_matrix
 
     matrix = run(
-        fits_matrix, models=_split(models), gpus=_split(gpus), systems=_split(systems),
-        quantizations=_split(quantizations), engine=engine, max_model_len=max_model_len,
+        fits_matrix, models=_split(models, "--models"), gpus=_split(gpus, "--gpus"), systems=_split(systems, "--systems"),
+        quantizations=_split(quantizations, "--quantizations"), engine=engine, max_model_len=max_model_len,
         kv_cache_dtype=kv_cache_dtype,
     )
     if as_json:
