@@ -223,6 +223,19 @@ def test_validate_speed_shows_times_in_milliseconds_and_concurrent_decode_apart(
     assert " ms" in r.output  # TPOT rows: 3.72 ms, not the 0.0 a seconds column rounded to
 
 
+def assert_refused(cases) -> None:
+    """Each (args, flag) exits 2 naming its flag."""
+    for args, flag in cases:
+        r = invoke(*args)
+        assert r.exit_code == 2 and flag in r.output, (args, r.output)
+
+
+def plan_refuses(path, text: str, needle: str) -> None:
+    path.write_text(text)
+    r = invoke("plan", str(path), "--draws", "0")
+    assert r.exit_code == 2 and needle in r.output, r.output
+
+
 def test_inputs_that_used_to_crash_or_be_replaced_get_a_named_error(tmp_path):
     example = Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml"
     cases = [
@@ -233,9 +246,7 @@ def test_inputs_that_used_to_crash_or_be_replaced_get_a_named_error(tmp_path):
         (("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "0"), "--max-model-len"),
     ]
     (tmp_path / "dir.html").mkdir()
-    for args, flag in cases:
-        r = invoke(*args)
-        assert r.exit_code == 2 and flag in r.output, (args, r.output)
+    assert_refused(cases)
     binary = tmp_path / "bad.yaml"
     binary.write_bytes(b"\xff\xfe\x00name")
     r = invoke("plan", str(binary))
@@ -243,34 +254,22 @@ def test_inputs_that_used_to_crash_or_be_replaced_get_a_named_error(tmp_path):
 
 
 def test_blank_names_contradictory_platforms_and_memory_only_filters_are_refused(tmp_path):
-    for args, flag in [(("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "-q", ""), "--quantization"),
-                       (("fit", "--model", "llama-3.1-8b", "--gpu", ""), "--gpu"),
-                       (("validate", "--memory", "--family", "sglang"), "--family")]:
-        r = invoke(*args)
-        assert r.exit_code == 2 and flag in r.output, (args, r.output)
-    both = tmp_path / "both.yaml"
-    both.write_text("name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100, gpu: b200, gpus: 3}\n"
-                    "workload: {preset: chat-seat}\ntarget_users: 10\n")
-    r = invoke("plan", str(both), "--draws", "0")
-    assert r.exit_code == 2 and "platform" in r.output and "not both" in r.output
+    assert_refused([(("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "-q", ""), "--quantization"),
+                    (("fit", "--model", "llama-3.1-8b", "--gpu", ""), "--gpu"),
+                    (("validate", "--memory", "--family", "sglang"), "--family")])
+    plan_refuses(tmp_path / "both.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100, gpu: b200, gpus: 3}\n"
+                 "workload: {preset: chat-seat}\ntarget_users: 10\n", "not both")
 
 
 def test_a_stated_cell_is_kept_even_at_tp1(tmp_path):
     """`cell: {tensor_parallel_size: 1}` used to be read as 'no cell' and replaced by a wider one."""
-    scenario = tmp_path / "tp1.yaml"
-    scenario.write_text("name: t\nmodel: qwen3-235b-a22b\nquantization: fp8\nplatform: {system: hgx-b200}\n"
-                        "cell: {tensor_parallel_size: 1}\nworkload: {preset: chat-seat}\ntarget_users: 10\n")
-    r = invoke("plan", str(scenario), "--draws", "0")  # 235 GB of FP8 weights on one 180 GB B200
-    assert r.exit_code == 2 and "cell" in r.output and "does not fit on 1× b200" in r.output
+    plan_refuses(tmp_path / "tp1.yaml", "name: t\nmodel: qwen3-235b-a22b\nquantization: fp8\nplatform: {system: hgx-b200}\n"
+                 "cell: {tensor_parallel_size: 1}\nworkload: {preset: chat-seat}\ntarget_users: 10\n",
+                 "does not fit on 1× b200")  # 235 GB of FP8 weights on one 180 GB B200
 
 
 def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_twice(tmp_path):
-    for args, flag in [(("fits", "--engine", "nope"), "--engine"), (("fits", "--max-model-len", "0"), "--max-model-len"),
-                       (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models")]:
-        r = invoke(*args)
-        assert r.exit_code == 2 and flag in r.output, (args, r.output)
-    twice = tmp_path / "twice.yaml"
-    twice.write_text("name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\nworkload: {preset: chat-seat}\n"
-                     "target_users: 5\ntarget_users: 7\n")
-    r = invoke("plan", str(twice), "--draws", "0")
-    assert r.exit_code == 2 and "given twice" in r.output
+    assert_refused([(("fits", "--engine", "nope"), "--engine"), (("fits", "--max-model-len", "0"), "--max-model-len"),
+                    (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models")])
+    plan_refuses(tmp_path / "twice.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\n"
+                 "workload: {preset: chat-seat}\ntarget_users: 5\ntarget_users: 7\n", "given twice")
