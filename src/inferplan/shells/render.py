@@ -205,12 +205,6 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
         table.add_row(c.id, c.split, c.engine_build or "—", c.metric, value(c.measured, c.metric), pred, err,
                       c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
-    for key, value in v.medians.items():
-        console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
-    if kind in (None, "decode"):
-        for y in v.decode_by_build_year:
-            console.print(f"decode on {y.year} engine builds: {y.points} points, median |error| "
-                          f"{y.median_abs_error:.1%}, {y.beyond_30_percent} beyond 30 %")
     record = Table(title="track record by engine family (what each estimate quotes; sweeps count as per-user decode and throughput)")
     for col in ("family", "kind", "points", "median |error|", "held out", "beyond 30 %", "worst"):
         record.add_column(col)
@@ -220,6 +214,12 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
             record.add_row(r.family, r.kind, str(r.points), f"{r.median_abs_error:.0%}", held, str(r.beyond_30_percent),
                            f"{r.worst_error:+.0%}")
     console.print(record)
+    for key, value in v.medians.items():
+        console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
+    if kind in (None, "decode"):
+        for y in v.decode_by_build_year:
+            console.print(f"decode on {y.year} engine builds: {y.points} points, median |error| "
+                          f"{y.median_abs_error:.1%}, {y.beyond_30_percent} beyond 30 %")
 
 
 def print_plan(console: Console, r, currency: str = "usd") -> None:
