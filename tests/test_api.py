@@ -184,3 +184,14 @@ def test_a_speed_request_error_names_its_json_path(client):
     assert r.status_code == 422 and loc(r) == ["body", "workload", "concurrency"]
     r = client.post("/api/frontier", json={"deployment": {**d, "engine": "trtllm", "gpu": "mi300x"}})
     assert r.status_code == 422 and loc(r) == ["body", "deployment", "engine"]
+
+
+def test_a_scenario_naming_unknown_ids_is_refused_when_saved_and_plan_errors_name_their_path(client):
+    base = {"model": "gpt-oss-120b", "platform": {"system": "hgx-h100"}}
+    for extra, path in [({"engine": "nope"}, ["engine"]), ({"platform": {"system": "nope"}}, ["platform", "system"]),
+                        ({"workload": {"preset": "nope"}}, ["workload", "preset"])]:
+        r = client.post("/api/scenarios", json={"name": "s", "scenario": {**base, **extra}})
+        assert r.status_code == 422 and loc(r) == ["body", "scenario", *path], (extra, r.text)
+    assert client.post("/api/scenarios", json={"name": "s", "scenario": base}).status_code == 201
+    r = client.post("/api/plan", json={"scenario": {**base, "quantization": "nope"}})
+    assert r.status_code == 422 and loc(r) == ["body", "scenario", "quantization"]

@@ -13,7 +13,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inferplan.economics.workloads import WorkloadOverrides
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError
 
 
 class _Strict(BaseModel):
@@ -76,12 +76,36 @@ class Scenario(_Strict):
     engine: str = "vllm"
     kv_cache_dtype: str = "auto"
     kv_bytes_per_token: float | None = Field(
-        None, gt=0, le=1e9, description="stated KV bytes per token, for a model whose architecture is not published")
+        None, ge=1, le=1e9, description="stated KV bytes per token, for a model whose architecture is not published")
     platform: Platform
     cell: Cell = Cell()
     workload: WorkloadOverrides = WorkloadOverrides()
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     money: MoneyInputs = MoneyInputs()
+
+
+def check_references(s: Scenario, catalog) -> None:
+    """Every catalogue id a scenario names exists (a saved scenario is checked when saved, not
+    first when it is compared); the error names the scenario key."""
+    from inferplan.catalog.models import resolve_model
+
+    lookups = [("engine", lambda: catalog.engine(s.engine, field_name="engine")),
+               ("model", lambda: resolve_model(catalog, s.model))]
+    if s.quantization:
+        lookups.append(("quantization", lambda: catalog.quantization(s.quantization, field_name="quantization")))
+    if s.kv_cache_dtype != "auto":
+        lookups.append(("kv_cache_dtype", lambda: catalog.kv_cache_dtype(s.kv_cache_dtype, field_name="kv_cache_dtype")))
+    if s.platform.system:
+        lookups.append(("platform.system", lambda: catalog.system(s.platform.system, field_name="platform.system")))
+    if s.platform.gpu:
+        lookups.append(("platform.gpu", lambda: catalog.accelerator(s.platform.gpu, field_name="platform.gpu")))
+    lookups.append(("workload.preset", lambda: catalog.workload_presets.get(
+        s.workload.preset, field_name="workload.preset", error=InvalidScenarioError)))
+    for key, lookup in lookups:
+        try:
+            lookup()
+        except InferplanError as exc:
+            raise InvalidScenarioError(str(exc), field=key, allowed=exc.allowed) from None
 
 
 def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:

@@ -38,7 +38,7 @@ from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.performance.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
-from inferplan.scenario import Scenario
+from inferplan.scenario import Scenario, check_references
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -167,7 +167,10 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def view(request: PlanRequest) -> PlanView:
         catalogue_model(request.scenario.model, "scenario.model")
         scenario, note = with_quote(request.scenario)
-        return plan_view(request.model_copy(update={"scenario": scenario}), load_catalog(), quote_note=note)
+        try:
+            return plan_view(request.model_copy(update={"scenario": scenario}), load_catalog(), quote_note=note)
+        except InferplanError as exc:
+            raise _in_body(exc, ("scenario", Scenario)) from None
 
     @app.get("/api/catalog", tags=["catalogue"])
     def catalog_kinds() -> list[str]:
@@ -259,6 +262,10 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.post("/api/scenarios", tags=["scenarios"], status_code=201)
     def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
         catalogue_model(r.scenario.model, "scenario.model")
+        try:
+            check_references(r.scenario, load_catalog())
+        except InferplanError as exc:
+            raise _in_body(exc, ("scenario", Scenario)) from None
         return store.save_scenario(r.name, r.scenario)
 
     @app.get("/api/scenarios/compare", tags=["scenarios"])
