@@ -189,7 +189,9 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     else:
         out_bw, out_latency, out_step = 0.0, catalog.constant("allreduce-latency-s-scale-out"), 0.0
     constants = catalog.calibration.records
-    family = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
+    # the constants' family: the calibration family when it has its own, else the engine's pooled
+    # ones (Rates.family keeps the calibration family, whose track record the estimate quotes)
+    fitted = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
     notes = (note,) if note else ()
     return Rates(
         compute_dtype=dtype,
@@ -202,13 +204,13 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         scale_out_bytes_per_s=out_bw,
         scale_out_latency_s=out_latency,
         scale_out_latency_per_step_s=out_step,
-        bandwidth_efficiency=catalog.constant(f"decode-bandwidth-efficiency-{family}"),
-        compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{family}"),
-        step_overhead_s=catalog.constant(f"decode-step-overhead-s-{family}"),
-        layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{family}"),
-        moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{family}"),
-        seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{family}"),
-        unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{family}") if quant.super_block_scales else 0.0,
+        bandwidth_efficiency=catalog.constant(f"decode-bandwidth-efficiency-{fitted}"),
+        compute_efficiency=catalog.constant(f"prefill-compute-efficiency-{fitted}"),
+        step_overhead_s=catalog.constant(f"decode-step-overhead-s-{fitted}"),
+        layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{fitted}"),
+        moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{fitted}"),
+        seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{fitted}"),
+        unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{fitted}") if quant.super_block_scales else 0.0,
         attention_dtype=attention,
         attention_peak_flop_per_s=peak_flops(accel, attention),
         family=key,
