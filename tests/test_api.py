@@ -166,6 +166,23 @@ def test_a_nan_or_infinity_in_a_body_is_a_422_naming_its_path(client):
     assert r.status_code == 422
 
 
+def test_fits_names_the_list_an_unknown_entry_is_in(client):
+    for path, names in (("models", ["llama-3.1-8b", "nope"]), ("gpus", ["h100-sxm", "nope"]), ("quantizations", ["nope"])):
+        r = client.post("/api/fits", json={path: names})
+        assert r.status_code == 422 and loc(r) == ["body", path] and "'nope'" in r.text
+
+
+def test_a_boolean_is_not_a_number_in_a_body(client):
+    r = client.post("/api/perf", json={"deployment": {"model": "llama-3.1-8b", "gpu": "h100-sxm", "gpus": True}})
+    assert r.status_code == 422 and loc(r) == ["body", "deployment", "gpus"] and "yes/no" in r.text
+    r = client.post("/api/perf", json={"deployment": {"model": "llama-3.1-8b", "gpu": "h100-sxm"},
+                                       "workload": {"concurrency": True}})
+    assert r.status_code == 422 and loc(r) == ["body", "workload", "concurrency"]
+    ok = client.post("/api/perf", json={"deployment": {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "gpus": 2,
+                                                       "tensor_parallel_size": 2, "enable_expert_parallel": True}})
+    assert ok.status_code == 200  # a yes/no field still takes one
+
+
 def test_speed_requests_refuse_fields_they_would_ignore(client):
     d = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
     r = client.post("/api/perf", json={"deployment": {**d, "concurrency": 8}})

@@ -77,6 +77,13 @@ def test_catalog_list_and_show():
     assert r.exit_code == 2 and "kind" in r.output
 
 
+def test_catalog_list_help_names_every_kind():
+    from inferplan.catalog.query import KINDS
+    from inferplan.shells.cli_catalog import CATALOG_KINDS_HELP
+
+    assert CATALOG_KINDS_HELP.split(" | ") == list(KINDS)
+
+
 def test_validate_prints_the_median():
     r = invoke("validate", "--memory")
     assert r.exit_code == 0
@@ -256,7 +263,8 @@ def test_inputs_that_used_to_crash_or_be_replaced_get_a_named_error(tmp_path):
 def test_blank_names_contradictory_platforms_and_memory_only_filters_are_refused(tmp_path):
     assert_refused([(("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "-q", ""), "--quantization"),
                     (("fit", "--model", "llama-3.1-8b", "--gpu", ""), "--gpu"),
-                    (("validate", "--memory", "--family", "sglang"), "--family")])
+                    (("validate", "--memory", "--family", "sglang"), "--family"),
+                    (("validate", "--memory", "--cross-validate"), "--cross-validate")])
     plan_refuses(tmp_path / "both.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100, gpu: b200, gpus: 3}\n"
                  "workload: {preset: chat-seat}\ntarget_users: 10\n", "not both")
 

@@ -184,6 +184,9 @@ def test_outputs_are_finite_and_non_negative_where_they_must_be(preset, system, 
     ("model: llama-3.1-8b\nplatform: {system: hgx-h100}\ntarget_users: lots\n", ":3: target_users"),
     ("model: llama-3.1-8b\nplatform: {}\n", "platform"),
     ("- not a mapping\n", "a scenario is a mapping"),
+    # YAML reads yes/on as true, which pydantic would take for 1 GPU / 1.0
+    ("model: llama-3.1-8b\nplatform: {gpu: h100-sxm, gpus: yes}\n", ":2: platform.gpus: Value error, true is a yes/no value"),
+    ("model: llama-3.1-8b\nplatform: {system: hgx-h100}\nmoney: {pue: on}\n", ":3: money.pue"),
 ])
 def test_bad_scenarios_name_the_line_and_key(text, needle):
     with pytest.raises(InvalidScenarioError) as exc:

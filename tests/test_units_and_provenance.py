@@ -31,6 +31,11 @@ def test_kind_and_source_are_required():
         Bytes.model_validate({"value": 80, "unit": "GB", "kind": "guess", "source": "x"})
 
 
+def test_a_yaml_yes_is_not_a_number():
+    with pytest.raises(ValidationError, match="yes/no"):
+        Bytes.model_validate({"value": True, "unit": "GB", "kind": "spec", "source": "x"})
+
+
 def test_negative_and_infinite_values_are_rejected():
     with pytest.raises(ValidationError):
         Bytes(value=-1, kind="spec", source="x")

@@ -71,7 +71,7 @@ KNOWN_DECODE_MISSES = {
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-4k-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
     "s-h20b-vllm-h20x16-deepseek-r1-fp8-block-tg-chitu": "vLLM 0.7.2 DeepSeek-R1 on 2x 8 H20 (layout assumed)",
     # TensorRT-LLM: a 2026 build on GB200 runs Qwen3-235B at ~43 us per layer where the family now
-    # pays 33 us per layer + 57 per MoE layer (DeepSeek's MoE+MLA layers set that); DeepSeek-R1 with
+    # pays 35 us per layer + 57 per MoE layer (DeepSeek's MoE+MLA layers set that); DeepSeek-R1 with
     # MTP on 8x H200 faster than the family's draft cost allows, without MTP on 8x B200 slower
     "s-tl-b200x8-deepseek-r1-nvfp4-tps-nomtp-blog1": "TensorRT-LLM DeepSeek-R1 NVFP4 without MTP on 8x B200 (+20 % before)",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
@@ -192,6 +192,31 @@ def test_shipped_track_record_equals_a_fresh_validation(catalog):
     # every family with scored single-stream decode points has a record, and the counts add up
     decode = [c for c in validate_speed(catalog).checks if c.kind == "decode" and c.scored and c.error is not None]
     assert sum(r.points for r in fresh.values() if r.kind == "decode") >= len(decode)
+
+
+def test_cross_validation_scores_a_fold_only_with_fits_that_never_saw_it(catalog):
+    """Change one point's measured value tenfold: the errors of the other points of its fold must
+    not move (their fit never saw it), those of the other folds must (it trains theirs)."""
+    import dataclasses
+
+    from inferplan.validation.calibrate_speed import prepare
+    from inferplan.validation.crossval import cross_validate, held_out_errors, source_folds
+
+    points = [p for p in prepare(catalog, "fit")[0] if p.family == "mlx"][:12]
+    fold = source_folds(catalog, points)
+    assert len(set(fold.values())) >= 2
+    before = held_out_errors(catalog, points, prior_weight=0.05)
+    moved = next(p for p in points if sum(fold[q.id] == fold[p.id] for q in points) > 1)
+    after = held_out_errors(catalog, [dataclasses.replace(p, measured=p.measured * 10) if p is moved else p
+                                      for p in points], prior_weight=0.05)
+    same_fold = [p.id for p in points if p is not moved and fold[p.id] == fold[moved.id]]
+    other_folds = [p.id for p in points if fold[p.id] != fold[moved.id]]
+    assert same_fold and other_folds
+    assert all(after[i] == pytest.approx(before[i], abs=1e-12) for i in same_fold)
+    assert any(abs(after[i] - before[i]) > 1e-3 for i in other_folds)
+    cv = cross_validate(catalog, prior_weight=0.05, points=points)
+    assert cv.points == 12 == sum(k.points for k in cv.by_kind)
+    assert 0 <= cv.median_abs_error < 1 and cv.beyond_30_percent <= cv.points
 
 
 def test_cross_validation_folds_keep_a_source_together(catalog):

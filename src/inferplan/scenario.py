@@ -10,17 +10,14 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, Field, ValidationError, model_validator
 
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs import Input
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class Platform(_Strict):
+class Platform(Input):
     system: str | None = Field(None, description="system id: hgx-b200, gb300-nvl72, dgx-spark …")
     gpu: str | None = Field(None, description="accelerator id when there is no catalogue system")
     gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs per loadout when `gpu` is used")
@@ -45,14 +42,14 @@ class Platform(_Strict):
         return self
 
 
-class Cell(_Strict):
+class Cell(Input):
     """The replica cell: one engine instance. Default: the smallest layout that fits."""
 
     tensor_parallel_size: int = Field(1, ge=1, le=1024)
     pipeline_parallel_size: int = Field(1, ge=1, le=1024)
 
 
-class MoneyInputs(_Strict):
+class MoneyInputs(Input):
     amortization_years: float | None = Field(None, gt=0, le=20)
     capital_recovery_years: float | None = Field(None, gt=0, le=20)
     utilization: float | None = Field(None, gt=0, le=1, description="average power draw as a share of the maximum")
@@ -69,7 +66,7 @@ class MoneyInputs(_Strict):
     migration_target_usd_per_mtok: float | None = Field(None, ge=0, le=1e4)
 
 
-class Scenario(_Strict):
+class Scenario(Input):
     name: str = "scenario"
     model: str = Field(min_length=1)
     quantization: str | None = None

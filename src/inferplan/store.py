@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs import Input
 from inferplan.scenario import Scenario
 
 SCHEMA = """
@@ -53,9 +54,7 @@ class SavedScenario(BaseModel):
     updated: str
 
 
-class VendorQuote(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class VendorQuote(Input):
     system: str = Field(min_length=1, max_length=200, description="catalogue system id")
     price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT")
     quoted_on: dt.date

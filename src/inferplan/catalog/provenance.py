@@ -14,8 +14,9 @@ import datetime as dt
 from enum import Enum
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from inferplan.inputs import Input
 from inferplan.units import UNITS
 
 
@@ -26,10 +27,8 @@ class Kind(str, Enum):
     ASSUMED = "assumed"  # a planning assumption; the note says why
 
 
-class Source(BaseModel):
+class Source(Input):
     """Where numbers were read. Either a URL or a seed file (``shared/seeds/...``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     title: str
@@ -45,10 +44,9 @@ class Source(BaseModel):
         return self
 
 
-class Sourced(BaseModel):
+class Sourced(Input):
     """A number with its provenance, stored in the SI unit of its ``dimension``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     dimension: ClassVar[str] = "count"
 
     value: float
@@ -73,7 +71,7 @@ class Sourced(BaseModel):
             dimension, factor = UNITS[unit]
             if dimension != cls.dimension:
                 raise ValueError(f"unit {unit!r} measures {dimension}, this field needs {cls.dimension}")
-            if isinstance(data.get("value"), (int, float)):
+            if isinstance(data.get("value"), (int, float)) and not isinstance(data["value"], bool):
                 data["value"] = float(data["value"]) * factor
         return data
 

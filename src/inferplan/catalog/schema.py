@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from inferplan.catalog.provenance import (
     EUR,
@@ -23,12 +23,13 @@ from inferplan.catalog.provenance import (
     Sourced,
     Watts,
 )
+from inferplan.inputs import Input
 
 SLUG = r"^[a-z0-9][a-z0-9._-]*$"
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Frozen(Input):
+    """A catalogue entry (see inferplan.inputs: no NaN, no booleans for numbers)."""
 
 
 class Status(str, Enum):

@@ -6,14 +6,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
+from inferplan.inputs import Input
 
 SECONDS_PER_MONTH = 730 * 3600  # 8,760 h / 12
 
 
-class WorkloadOverrides(BaseModel):
+class WorkloadOverrides(Input):
     """What a scenario may change on a preset (every field optional)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     preset: str = "chat-seat"
     monthly_tokens: float | None = Field(None, ge=1, le=1e13)

@@ -6,15 +6,15 @@ CLI, an API request and a scenario file all describe the same thing the same way
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from inferplan.inputs import Input
 
 MAX_CONTEXT_TOKENS = 100_000_000  # far above any model's limit; guards against absurd input
 MAX_GPUS = 100_000
 
 
-class Deployment(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class Deployment(Input):
     model: str = Field(min_length=1, description="catalogue id/alias, config.json path, model folder or cached repo id")
     gpu: str | None = Field(None, description="accelerator id or alias (e.g. H100, RTX 4090)")
     system: str | None = Field(None, description="system id (e.g. hgx-b200); sets the GPU and count")

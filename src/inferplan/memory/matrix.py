@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.models import resolve_model
 from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs import Input
 from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, fit
 
@@ -28,10 +29,8 @@ class FitsCell(BaseModel):
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class FitsRequest(BaseModel):
+class FitsRequest(Input):
     """The what-fits matrix question (empty lists: the defaults)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     models: list[Name] = Field(default_factory=list, max_length=60)
     gpus: list[Name] = Field(default_factory=list, max_length=60)
@@ -76,12 +75,12 @@ def fits_matrix(
         if q != "native":
             catalog.quantization(q, field_name="--quantizations")
     model_ids = models or [m.id for m in catalog.models if m.config]
+    specs = {model: resolve_model(catalog, model, field_name="--models") for model in model_ids}
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     if not hardware:
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
-    for model in model_ids:
-        spec = resolve_model(catalog, model)
+    for model, spec in specs.items():
         for quant in quantizations or ["native"]:
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             for kind, name in hardware:

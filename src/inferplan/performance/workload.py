@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
+from inferplan.inputs import Input
 from inferplan.memory.deployment import MAX_CONTEXT_TOKENS
 
 
-class Workload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class Workload(Input):
     input_len: int = Field(1024, ge=1, le=MAX_CONTEXT_TOKENS, description="prompt tokens per request")
     output_len: int = Field(256, ge=1, le=MAX_CONTEXT_TOKENS, description="generated tokens per request")
     concurrency: int | Literal["max"] = Field(1, description="requests in flight across the deployment, or 'max' (what memory allows)")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.plan import PlanResult, plan
 from inferplan.economics.uncertainty import Uncertainty, simulate
+from inferplan.inputs import Input
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.performance.serving import Frontier, frontier
@@ -19,9 +20,7 @@ from inferplan.report.charts import frontier_chart, memory_breakdown, plan_chart
 from inferplan.scenario import Scenario
 
 
-class PlanRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class PlanRequest(Input):
     scenario: Scenario
     draws: int = Field(2000, ge=0, le=100_000)
     seed: int = Field(0, ge=0, le=2**31 - 1)

@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
@@ -32,6 +32,7 @@ from inferplan.errors import (
     UnknownHardwareError,
     UnknownModelError,
 )
+from inferplan.inputs import Input
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
@@ -53,9 +54,7 @@ def _json_field(field: str | None) -> list[str]:
     return ["body", *field.lstrip("-").replace("-", "_").split(".")]
 
 
-class PerfRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class PerfRequest(Input):
     deployment: Deployment
     workload: Workload = Workload()
 
@@ -78,16 +77,12 @@ class FrontierRequest(PerfRequest):
         return value
 
 
-class SaveScenarioRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class SaveScenarioRequest(Input):
     name: str = Field(min_length=1, max_length=200)
     scenario: Scenario
 
 
-class RenameRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class RenameRequest(Input):
     name: str = Field(min_length=1, max_length=200)
 
 

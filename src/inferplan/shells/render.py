@@ -222,6 +222,19 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
                           f"{y.median_abs_error:.1%}, {y.beyond_30_percent} beyond 30 %")
 
 
+def print_cross_validation(console: Console, cv) -> None:
+    table = Table(title=f"leave-source-out: {cv.folds} folds by source over the fit split, each scored by a fit "
+                        f"without its sources (PRIOR_WEIGHT {cv.prior_weight})")
+    for col in ("kind", "points", "median |error|", "beyond 30 %"):
+        table.add_column(col)
+    for k in cv.by_kind:
+        table.add_row(k.kind, str(k.points), f"{k.median_abs_error:.0%}", str(k.beyond_30_percent))
+    table.add_row("all", str(cv.points), f"{cv.median_abs_error:.0%}", str(cv.beyond_30_percent))
+    console.print(table)
+    console.print(f"leave-source-out: median |error| {cv.median_abs_error:.1%}, mean |log error| "
+                  f"{cv.mean_abs_log_error:.4f}, {cv.beyond_30_percent} of {cv.points} beyond 30 %")
+
+
 def print_plan(console: Console, r, currency: str = "usd") -> None:
     from inferplan.report.cards import plan_cards
 

@@ -200,14 +200,16 @@ class FamilyFit:
     kept_pooled: tuple[str, ...] = ()  # constants too few of the family's points respond to: pooled value kept
 
 
-def fit_speed(catalog: Catalog) -> list[FamilyFit]:
-    points, _ = prepare(catalog, "fit")
+def fit_points(points: list[Prepared], progress: Callable[[str], None] | None = None) -> list[FamilyFit]:
+    """The pooled fit over ``points``, then each family's own where it has ``MIN_POINTS``."""
     if not points:
         return []
     pooled = fit_params(points, START)
     fits = []
     families = sorted({p.family for p in points} | set(FAMILIES))
     for family in families:
+        if progress:
+            progress(family)
         own = [p for p in points if p.family == family]
         if len(own) >= MIN_POINTS:
             free = tuple(n for n in BOUNDS if n not in GUARDED or responding(own, pooled, n) >= MIN_RESPONDING)
@@ -218,6 +220,10 @@ def fit_speed(catalog: Catalog) -> list[FamilyFit]:
             err = objective(own, pooled) if own else float("nan")
             fits.append(FamilyFit(family, pooled, tuple(p.id for p in points), True, err))
     return fits
+
+
+def fit_speed(catalog: Catalog) -> list[FamilyFit]:
+    return fit_points(prepare(catalog, "fit")[0])
 
 
 def to_yaml(fits: list[FamilyFit]) -> str:

@@ -1,8 +1,11 @@
 """Cross-validation of the speed fit inside the ``fit`` split: folds keep each source's points
-together, so a fold's error says how the model does on sources it has never seen.
+together, so a fold's error says how the model does on sources it has never seen — the honest
+figure for a new engine build or lab, harsher than the held-out split (whose points often share a
+sweep with fit points).
 
-Used to choose ``PRIOR_WEIGHT`` without looking at held-out points (docs/speed.md, session 7):
-``python -m inferplan.validation.crossval 0.05,0.2`` (about 20 minutes per weight).
+``inferplan validate --speed --cross-validate`` prints it (about 15–20 minutes: the whole fit runs
+once per fold); ``python -m inferplan.validation.crossval 0.05,0.2`` compares ``PRIOR_WEIGHT``
+values (docs/speed.md, session 7).
 """
 
 from __future__ import annotations
@@ -10,11 +13,38 @@ from __future__ import annotations
 import math
 import statistics
 import zlib
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
 
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InferplanError
+from inferplan.validation.speed import KINDS, kind_of
 
 FOLDS = 3
+MISS = math.log(1.3)  # |log error| beyond which a point misses by more than 30 %
+
+
+class KindCrossValidation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    points: int
+    median_abs_error: float  # median of exp(|log error|) − 1: 0.16 = 16 %
+    beyond_30_percent: int
+
+
+class CrossValidation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    folds: int
+    prior_weight: float
+    points: int
+    mean_abs_log_error: float
+    median_abs_error: float
+    beyond_30_percent: int
+    by_kind: tuple[KindCrossValidation, ...]
 
 
 def source_folds(catalog: Catalog, points: list[cs.Prepared], folds: int = FOLDS) -> dict[str, int]:
@@ -24,27 +54,56 @@ def source_folds(catalog: Catalog, points: list[cs.Prepared], folds: int = FOLDS
     return {p.id: zlib.crc32(source.get(p.id.split(":")[0], p.id).encode()) % folds for p in points}
 
 
-def cross_validate(catalog: Catalog, prior_weight: float, folds: int = FOLDS) -> list[float]:
-    """|log error| of every fit point when its fold is left out of the fit."""
-    points, _ = cs.prepare(catalog, "fit")
+def _kinds(catalog: Catalog) -> dict[str, str]:
+    return {p.id: kind_of(p) for p in catalog.speed_points}
+
+
+def held_out_errors(catalog: Catalog, points: list[cs.Prepared], prior_weight: float, folds: int = FOLDS,
+                    progress: Callable[[int, str], None] | None = None) -> dict[str, float]:
+    """Each point's |log error| when its fold is left out of the fit (the fit of ``fit_points``)."""
     fold = source_folds(catalog, points, folds)
+    if len(set(fold.values())) < 2:
+        raise InferplanError("cross-validation needs points from at least two sources' folds", field="points")
     saved, cs.PRIOR_WEIGHT = cs.PRIOR_WEIGHT, prior_weight
     try:
-        errors = []
+        errors = {}
         for k in range(folds):
-            train = [p for p in points if fold[p.id] != k]
-            pooled = cs.fit_params(train, cs.START)
-            params = {}
-            for family in {p.family for p in train}:
-                own = [p for p in train if p.family == family]
-                if len(own) >= cs.MIN_POINTS:
-                    free = tuple(n for n in cs.BOUNDS
-                                 if n not in cs.GUARDED or cs.responding(own, pooled, n) >= cs.MIN_RESPONDING)
-                    params[family] = cs.best_of_starts(own, pooled, free)
-            errors += [abs(cs.log_error(p, params.get(p.family, pooled))) for p in points if fold[p.id] == k]
+            fits = cs.fit_points([p for p in points if fold[p.id] != k],
+                                 progress=(lambda family, k=k: progress(k, family)) if progress else None)
+            params = {f.family: f.params for f in fits}
+            pooled = next(f.params for f in fits if f.pooled) if any(f.pooled for f in fits) else None
+            for p in points:
+                if fold[p.id] == k:
+                    errors[p.id] = abs(cs.log_error(p, params.get(p.family) or pooled))
         return errors
     finally:
         cs.PRIOR_WEIGHT = saved
+
+
+def _summary(errors: list[float]) -> tuple[float, int]:
+    return math.expm1(statistics.median(errors)), sum(e > MISS for e in errors)
+
+
+def cross_validate(catalog: Catalog | None = None, prior_weight: float | None = None, folds: int = FOLDS,
+                   points: list[cs.Prepared] | None = None,
+                   progress: Callable[[int, str], None] | None = None) -> CrossValidation:
+    """Leave-source-out error of the speed fit over the ``fit`` split, overall and by kind."""
+    catalog = catalog or load_catalog()
+    prior_weight = cs.PRIOR_WEIGHT if prior_weight is None else prior_weight
+    points = cs.prepare(catalog, "fit")[0] if points is None else points
+    errors = held_out_errors(catalog, points, prior_weight, folds, progress)
+    kinds = _kinds(catalog)
+    by_kind = []
+    for kind in KINDS:
+        own = [e for pid, e in errors.items() if kinds.get(pid.split(":")[0].split("@")[0], "profile") == kind]
+        if own:
+            median, beyond = _summary(own)
+            by_kind.append(KindCrossValidation(kind=kind, points=len(own), median_abs_error=median,
+                                               beyond_30_percent=beyond))
+    median, beyond = _summary(list(errors.values()))
+    return CrossValidation(folds=folds, prior_weight=prior_weight, points=len(errors),
+                           mean_abs_log_error=statistics.fmean(errors.values()), median_abs_error=median,
+                           beyond_30_percent=beyond, by_kind=tuple(by_kind))
 
 
 def main() -> None:  # pragma: no cover - a maintenance script
@@ -52,9 +111,9 @@ def main() -> None:  # pragma: no cover - a maintenance script
 
     catalog = load_catalog()
     for weight in (float(w) for w in (sys.argv[1] if len(sys.argv) > 1 else "0.05").split(",")):
-        e = cross_validate(catalog, weight)
-        print(f"PRIOR_WEIGHT {weight}: mean |log error| {statistics.fmean(e):.4f}, median {statistics.median(e):.4f}, "
-              f"beyond 30 %: {sum(x > math.log(1.3) for x in e)} of {len(e)}")
+        cv = cross_validate(catalog, weight)
+        print(f"PRIOR_WEIGHT {weight}: mean |log error| {cv.mean_abs_log_error:.4f}, "
+              f"median {cv.median_abs_error:.1%}, beyond 30 %: {cv.beyond_30_percent} of {cv.points}")
 
 
 if __name__ == "__main__":  # pragma: no cover

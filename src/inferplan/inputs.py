@@ -1,0 +1,39 @@
+"""The base of everything a person or a data file states: deployments, workloads, scenarios, API
+bodies and catalogue entries.
+
+Frozen, no unknown keys, no NaN or infinity, and ``true``/``false`` is not a number: pydantic would
+read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boolean would become a
+silent 1 GPU or a 1.0 price. A field that takes booleans says so in its type.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+
+def takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits a boolean (``bool``, ``bool | None``, ``Any`` …)."""
+    if annotation is bool or annotation is Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return takes_bool(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(takes_bool(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+class Input(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name is not None:
+            if not takes_bool(cls.model_fields[info.field_name].annotation):
+                raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
+        return value

@@ -1,0 +1,104 @@
+"""What every ``inferplan`` sub-command shares: consoles, flags, and turning a library error into
+one line naming the flag, with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from inferplan.errors import InferplanError
+
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+# pydantic field -> the flag a user typed
+FLAGS = {
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "pipeline_parallel_size": "--pipeline-parallel-size",
+    "data_parallel_size": "--data-parallel-size",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs",
+    "kv_cache_dtype": "--kv-cache-dtype",
+    "kv_bytes_per_token": "--kv-bytes-per-token",
+    "input_len": "--input-len",
+    "output_len": "--output-len",
+    "speculative_tokens": "--speculative-tokens",
+    "acceptance_rate": "--acceptance-rate",
+    "prefix_cache_hit_rate": "--prefix-cache-hit-rate",
+}
+
+
+# options shared by several commands
+ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
+GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
+SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
+EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
+GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment.")
+TpOpt = typer.Option(1, "--tensor-parallel-size", "-tp")
+PpOpt = typer.Option(1, "--pipeline-parallel-size", "-pp")
+DpOpt = typer.Option(None, "--data-parallel-size", "-dp")
+EpOpt = typer.Option(False, "--enable-expert-parallel")
+UtilOpt = typer.Option(None, "--gpu-memory-utilization")
+MaxLenOpt = typer.Option(None, "--max-model-len")
+BatchedOpt = typer.Option(None, "--max-num-batched-tokens")
+SeqsOpt = typer.Option(None, "--max-num-seqs")
+KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp8 | int8 | int4 | int2-kivi | q8_0 | q4_0")
+QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
+JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code=2)
+
+
+def run(fn, *args, **kwargs):
+    """Call a library function; turn expected errors into a one-line message and exit code 2."""
+    try:
+        return fn(*args, **kwargs)
+    except InferplanError as exc:
+        fail(exc.describe())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "input"
+        flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if loc and "." not in loc else loc)
+        fail(f"{flag}: {first['msg']}")
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(obj.model_dump_json(indent=2) if hasattr(obj, "model_dump_json") else json.dumps(obj, indent=2, default=str))
+    sys.stdout.write("\n")
+
+
+def deployment(**kwargs):
+    from inferplan.memory.deployment import Deployment
+
+    return run(Deployment, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+def workload(**kwargs):
+    from inferplan.performance.workload import Workload
+
+    concurrency = kwargs.pop("concurrency")
+    if concurrency is not None and concurrency != "max":
+        try:
+            concurrency = int(concurrency)
+        except ValueError:
+            fail("--concurrency: must be a whole number or 'max'")
+    return run(Workload, concurrency=1 if concurrency is None else concurrency, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        fail(f"{flag or 'list'}: {value!r} names nothing; give comma-separated ids or leave it out for the default")
+    return items

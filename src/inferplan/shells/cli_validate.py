@@ -1,0 +1,59 @@
+"""``inferplan validate``: predictions against the measured points shipped in the catalogue."""
+
+from __future__ import annotations
+
+import typer
+
+from inferplan.shells import render
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, run
+
+
+def validate_cmd(
+    memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
+    speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
+    kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode (single-stream) | decode-concurrent | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
+    worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
+    family: str = typer.Option(None, "--family", help="Speed rows and track record of one calibration family only (sglang, vllm, trtllm, llamacpp-metal, mlx ...)."),
+    cross_validate: bool = typer.Option(False, "--cross-validate", help="Also the leave-source-out error: refit with each third of the sources left out and score those (about 15-20 minutes)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Compare predictions with the measured points shipped in the catalogue."""
+    from inferplan.validation.memory import validate_memory
+    from inferplan.validation.speed import KINDS, validate_speed
+
+    if kind is not None and kind not in KINDS:
+        fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(KINDS)})")
+    both = not (memory or speed)
+    if memory and not speed and (kind or worst or family or cross_validate):
+        fail("--kind, --worst, --family and --cross-validate: they are about speed points; add --speed (or leave out --memory)")
+    results = {}
+    if memory or both:
+        results["memory"] = run(validate_memory)
+    if speed or both:
+        results["speed"] = run(validate_speed)
+        families = sorted({c.family for c in results["speed"].checks})
+        if family is not None and family not in families:
+            fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})")
+    if cross_validate:
+        results["cross_validation"] = _cross_validation()
+    if as_json:
+        emit_json({k: v.model_dump(mode="json") for k, v in results.items()})
+        return
+    if "memory" in results:
+        render.print_memory_validation(console, results["memory"])
+    if "speed" in results:
+        render.print_speed_validation(console, results["speed"], kind=kind, worst=worst, family=family)
+    if "cross_validation" in results:
+        render.print_cross_validation(console, results["cross_validation"])
+
+
+def _cross_validation():
+    from rich.progress import Progress
+
+    from inferplan.validation.calibrate_speed import FAMILIES
+    from inferplan.validation.crossval import FOLDS, cross_validate
+
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("refitting without each fold's sources", total=FOLDS * len(set(FAMILIES)))
+        return run(cross_validate, progress=lambda fold, family: progress.update(
+            task, advance=1, description=f"fold {fold + 1} of {FOLDS}: fitting {family}"))
