@@ -278,6 +278,7 @@ def test_a_stated_cell_is_kept_even_at_tp1(tmp_path):
 
 def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_twice(tmp_path):
     assert_refused([(("fits", "--engine", "nope"), "--engine"), (("fits", "--max-model-len", "0"), "--max-model-len"),
-                    (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models")])
+                    (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models"),
+                    (("fits", "--models", "llama-3.1-8b,./nope/config.json"), "--models: no config.json")])
     plan_refuses(tmp_path / "twice.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\n"
                  "workload: {preset: chat-seat}\ntarget_users: 5\ntarget_users: 7\n", "given twice")

@@ -31,9 +31,13 @@ def test_kind_and_source_are_required():
         Bytes.model_validate({"value": 80, "unit": "GB", "kind": "guess", "source": "x"})
 
 
-def test_a_yaml_yes_is_not_a_number():
-    with pytest.raises(ValidationError, match="yes/no"):
-        Bytes.model_validate({"value": True, "unit": "GB", "kind": "spec", "source": "x"})
+def test_a_yaml_yes_or_a_string_is_not_a_number():
+    # with a unit, "80" used to skip the conversion and load as 80 bytes
+    for value in (True, "80"):
+        for unit in ({"unit": "GB"}, {}):
+            with pytest.raises(ValidationError, match="not a number|valid number"):
+                Bytes.model_validate({"value": value, "kind": "spec", "source": "x", **unit})
+    assert Bytes.model_validate({"value": 80, "unit": "GB", "kind": "spec", "source": "x"}).value == 80e9
 
 
 def test_negative_and_infinite_values_are_rejected():

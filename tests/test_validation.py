@@ -227,8 +227,13 @@ def test_cross_validation_folds_keep_a_source_together(catalog):
     points, _ = prepare(catalog, "fit")
     fold = source_folds(catalog, points)
     by_source: dict[str, set[int]] = {}
-    sources = {p.id: p.measured.source for p in catalog.speed_points}
+    sources = {p.id: {p.measured.source} for p in catalog.speed_points}
+    for prof in catalog.serving_profiles:  # a sweep's points, and sweeps that share a source (one lab's table)
+        for pt in prof.points:
+            sources[f"{prof.id}@{pt.concurrency}"] = {q.source for q in (pt.output_tokens_per_s_per_user,
+                                                                         pt.output_tokens_per_s_per_gpu, pt.ttft_s) if q}
     for p in points:
-        by_source.setdefault(sources.get(p.id.split(":")[0], p.id.split("@")[0]), set()).add(fold[p.id])
+        for source in sources[p.id.split(":")[0]]:
+            by_source.setdefault(source, set()).add(fold[p.id])
     assert all(len(f) == 1 for f in by_source.values())
     assert set(fold.values()) == set(range(FOLDS))

@@ -16,7 +16,7 @@ from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.hf_import import architecture_from_config, hf_cache_snapshot, import_model, read_config
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import ModelCard
-from inferplan.errors import UnknownModelError
+from inferplan.errors import InferplanError, UnknownModelError
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,18 @@ def looks_like_path(name: str) -> bool:
 
 def resolve_model(catalog: Catalog, name: str, field_name: str = "--model") -> ModelSpec:
     """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
-    if looks_like_path(name):
-        return spec_from_import(name)
     try:
-        return spec_from_card(catalog, catalog.model(name, field_name))
-    except UnknownModelError:
-        if "/" in name and hf_cache_snapshot(name) is not None:
+        if looks_like_path(name):
             return spec_from_import(name)
+        try:
+            return spec_from_card(catalog, catalog.model(name, field_name))
+        except UnknownModelError:
+            if "/" in name and hf_cache_snapshot(name) is not None:
+                return spec_from_import(name)
+            raise
+    except InferplanError as exc:
+        if exc.field == "--model":  # the import names the usual flag; this caller's may differ (--models)
+            exc.field = field_name
         raise
 
 

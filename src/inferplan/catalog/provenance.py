@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from inferplan.inputs import Input
 from inferplan.units import UNITS
@@ -44,12 +44,16 @@ class Source(Input):
         return self
 
 
-class Sourced(Input):
-    """A number with its provenance, stored in the SI unit of its ``dimension``."""
+class Sourced(BaseModel):
+    """A number with its provenance, stored in the SI unit of its ``dimension``.
 
+    The catalogue's most numerous object, so it checks its own inputs (as ``Input`` would, at less
+    cost): ``value`` is strictly a number — neither a string nor YAML's yes/no."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     dimension: ClassVar[str] = "count"
 
-    value: float
+    value: Annotated[float, Strict()]
     kind: Kind
     source: str = Field(min_length=1)
     checked: dt.date | None = None  # overrides the source's checked date for this number
@@ -71,8 +75,11 @@ class Sourced(Input):
             dimension, factor = UNITS[unit]
             if dimension != cls.dimension:
                 raise ValueError(f"unit {unit!r} measures {dimension}, this field needs {cls.dimension}")
-            if isinstance(data.get("value"), (int, float)) and not isinstance(data["value"], bool):
-                data["value"] = float(data["value"]) * factor
+            value = data.get("value")
+            if "value" in data and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                raise ValueError(f"value: {value!r} is not a number (a number with a unit: {{value: 80, unit: GB}})")
+            if "value" in data:
+                data["value"] = float(value) * factor
         return data
 
     @model_validator(mode="after")

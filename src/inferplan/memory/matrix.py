@@ -75,12 +75,12 @@ def fits_matrix(
         if q != "native":
             catalog.quantization(q, field_name="--quantizations")
     model_ids = models or [m.id for m in catalog.models if m.config]
-    specs = {model: resolve_model(catalog, model, field_name="--models") for model in model_ids}
+    specs = [(model, resolve_model(catalog, model, field_name="--models")) for model in model_ids]
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     if not hardware:
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
-    for model, spec in specs.items():
+    for model, spec in specs:
         for quant in quantizations or ["native"]:
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             for kind, name in hardware:

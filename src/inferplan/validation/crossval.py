@@ -23,7 +23,7 @@ from inferplan.errors import InferplanError
 from inferplan.validation.speed import KINDS, kind_of
 
 FOLDS = 3
-MISS = math.log(1.3)  # |log error| beyond which a point misses by more than 30 %
+MISS = 0.30  # |predicted / measured − 1| beyond which a point misses, as `validate` counts it
 
 
 class KindCrossValidation(BaseModel):
@@ -31,7 +31,7 @@ class KindCrossValidation(BaseModel):
 
     kind: str
     points: int
-    median_abs_error: float  # median of exp(|log error|) − 1: 0.16 = 16 %
+    median_abs_error: float  # median |predicted / measured − 1| (validate's error): 0.16 = 16 %
     beyond_30_percent: int
 
 
@@ -50,7 +50,8 @@ class CrossValidation(BaseModel):
 def source_folds(catalog: Catalog, points: list[cs.Prepared], folds: int = FOLDS) -> dict[str, int]:
     """Each prepared point's fold, from a hash of its source (a sweep counts as one source)."""
     source = {p.id: p.measured.source for p in catalog.speed_points}
-    source.update({f"{prof.id}@{pt.concurrency}": prof.id for prof in catalog.serving_profiles for pt in prof.points})
+    source.update({f"{prof.id}@{pt.concurrency}": pt.output_tokens_per_s_per_user.source
+                   for prof in catalog.serving_profiles for pt in prof.points})
     return {p.id: zlib.crc32(source.get(p.id.split(":")[0], p.id).encode()) % folds for p in points}
 
 
@@ -60,7 +61,7 @@ def _kinds(catalog: Catalog) -> dict[str, str]:
 
 def held_out_errors(catalog: Catalog, points: list[cs.Prepared], prior_weight: float, folds: int = FOLDS,
                     progress: Callable[[int, str], None] | None = None) -> dict[str, float]:
-    """Each point's |log error| when its fold is left out of the fit (the fit of ``fit_points``)."""
+    """Each point's log(predicted / measured) when its fold is left out of the fit (``fit_points``)."""
     fold = source_folds(catalog, points, folds)
     if len(set(fold.values())) < 2:
         raise InferplanError("cross-validation needs points from at least two sources' folds", field="points")
@@ -74,14 +75,16 @@ def held_out_errors(catalog: Catalog, points: list[cs.Prepared], prior_weight: f
             pooled = next(f.params for f in fits if f.pooled) if any(f.pooled for f in fits) else None
             for p in points:
                 if fold[p.id] == k:
-                    errors[p.id] = abs(cs.log_error(p, params.get(p.family) or pooled))
+                    errors[p.id] = cs.log_error(p, params.get(p.family) or pooled)
         return errors
     finally:
         cs.PRIOR_WEIGHT = saved
 
 
-def _summary(errors: list[float]) -> tuple[float, int]:
-    return math.expm1(statistics.median(errors)), sum(e > MISS for e in errors)
+def _summary(log_errors: list[float]) -> tuple[float, int]:
+    """Median |error| and misses, the error being validate's (predicted − measured) / measured."""
+    errors = [abs(math.expm1(e)) for e in log_errors]
+    return statistics.median(errors), sum(e > MISS for e in errors)
 
 
 def cross_validate(catalog: Catalog | None = None, prior_weight: float | None = None, folds: int = FOLDS,
@@ -102,7 +105,7 @@ def cross_validate(catalog: Catalog | None = None, prior_weight: float | None = 
                                                beyond_30_percent=beyond))
     median, beyond = _summary(list(errors.values()))
     return CrossValidation(folds=folds, prior_weight=prior_weight, points=len(errors),
-                           mean_abs_log_error=statistics.fmean(errors.values()), median_abs_error=median,
+                           mean_abs_log_error=statistics.fmean(abs(e) for e in errors.values()), median_abs_error=median,
                            beyond_30_percent=beyond, by_kind=tuple(by_kind))
 
 
