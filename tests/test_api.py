@@ -100,6 +100,60 @@ def test_saved_scenarios(client):
     assert client.patch("/api/scenarios/999", json={"name": "x"}).status_code == 404
 
 
+def test_a_saved_scenario_comes_back_as_it_was_saved(client):
+    """No cell stated: saved, loaded and compared it is still sized automatically (it used to come
+    back pinned to TP1, which gpt-oss-120b does not fit on one H100)."""
+    scenario = {"name": "s", "model": "gpt-oss-120b", "platform": {"system": "hgx-h100"},
+                "workload": {"preset": "chat-seat"}, "target_users": 100}
+    direct = client.post("/api/plan", json={"scenario": scenario, "draws": 0}).json()["result"]
+    saved = client.post("/api/scenarios", json={"name": "auto", "scenario": scenario}).json()
+    assert saved["scenario"]["cell"] is None
+    assert client.get(f"/api/scenarios/{saved['id']}").json()["scenario"]["cell"] is None
+    cmp = client.get("/api/scenarios/compare", params={"a": saved["id"], "b": saved["id"], "draws": 0})
+    assert cmp.status_code == 200 and cmp.json()["a"]["result"]["supported_users"] == direct["supported_users"]
+
+
+def test_a_missing_item_is_located_in_the_path_or_query_that_named_it(client):
+    for method, url, where in (("get", "/api/scenarios/99999", ["path", "scenario_id"]),
+                               ("delete", "/api/quotes/999", ["path", "quote_id"]),
+                               ("get", "/api/catalog/models/nope", ["path", "name"]),
+                               ("get", "/api/catalog/sources/nope", ["path", "name"])):
+        r = getattr(client, method)(url)
+        assert r.status_code == 404 and loc(r) == where, (url, r.text)
+    saved = client.post("/api/scenarios", json={"name": "x", "scenario": SCENARIO}).json()
+    r = client.get("/api/scenarios/compare", params={"a": saved["id"], "b": 999, "draws": 0})
+    assert r.status_code == 404 and loc(r) == ["query", "b"]
+
+
+def test_catalogue_look_ups_need_a_real_name(client):
+    assert client.get("/api/catalog/cost-defaults/x").status_code == 404  # not fx-eur-usd by its letter x
+    assert client.get("/api/catalog/models/%20").status_code == 404
+    assert client.get("/api/catalog/accelerators/H100").json()["id"] == "h100-sxm"  # a part of a name still finds it
+    source = client.get("/api/catalog/sources").json()[0]["id"]
+    assert client.get(f"/api/catalog/sources/{source}").json()["id"] == source  # was a 500
+
+
+def test_a_quote_needs_a_real_price_a_past_date_a_vendor_and_numbers_not_text(client):
+    good = {"system": "hgx-h100", "price_usd": 250000, "quoted_on": "2026-11-01", "vendor": "Acme"}
+    for change, key in (({"quoted_on": "9999-12-31"}, "quoted_on"), ({"vendor": "  "}, "vendor"),
+                        ({"price_usd": 1e-300}, "price_usd"), ({"price_usd": "250000"}, "price_usd")):
+        r = client.post("/api/quotes", json={**good, **change})
+        assert r.status_code == 422 and loc(r) == ["body", key], (change, r.text)
+    scenario = {**SCENARIO, "platform": {"system": "hgx-h100", "power_w_per_system": 1e-300}}
+    r = client.post("/api/plan", json={"scenario": scenario, "draws": 0})  # was Infinity tokens/s per MW
+    assert r.status_code == 422 and loc(r)[-1] == "power_w_per_system"
+
+
+def test_a_quote_typed_with_an_alias_is_stored_and_found_under_the_system_id(client):
+    q = client.post("/api/quotes", json={"system": "HGX-H200", "price_usd": 300000, "quoted_on": "2026-11-01",
+                                         "vendor": "Acme"})
+    assert q.status_code == 201 and q.json()["system"] == "hgx-h200"
+    for name in ("hgx-h200", "HGX-H200"):
+        scenario = {**SCENARIO, "platform": {"system": name}}
+        r = client.post("/api/plan", json={"scenario": scenario, "draws": 0}).json()["result"]
+        assert r["capex_basis"] == "vendor quote" and r["capex_usd"] == 300000 * r["loadouts"]
+
+
 def test_vendor_quotes_override_the_price_band(client):
     before = client.post("/api/plan", json={"scenario": SCENARIO, "draws": 0}).json()["result"]
     q = client.post("/api/quotes", json={"system": "hgx-h100", "price_usd": 250000, "quoted_on": "2026-11-01",

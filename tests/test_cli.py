@@ -77,6 +77,16 @@ def test_catalog_list_and_show():
     assert r.exit_code == 2 and "kind" in r.output
 
 
+def test_catalog_show_prefers_an_ambiguity_in_one_kind_to_a_lone_match_in_another():
+    r = invoke("catalog", "show", "gpt-oss")  # used to show an engine build that mentions gpt-oss
+    assert r.exit_code == 2 and "gpt-oss-120b" in r.output and "gpt-oss-20b" in r.output
+    r = invoke("catalog", "show", "llama-3.1-8b")
+    assert r.exit_code == 0 and "Llama 3.1 8B" in r.output
+    bad = invoke("racks", "--baseline", "bogus")  # the hint names a kind `catalog list` takes
+    assert bad.exit_code == 2 and "catalog list rack-profiles" in bad.output
+    assert invoke("catalog", "list", "rack-profiles").exit_code == 0
+
+
 def test_catalog_list_help_names_every_kind():
     from inferplan.catalog.query import KINDS
     from inferplan.shells.cli_catalog import CATALOG_KINDS_HELP
@@ -282,3 +292,18 @@ def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_tw
                     (("fits", "--models", "llama-3.1-8b,./nope/config.json"), "--models: no config.json")])
     plan_refuses(tmp_path / "twice.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\n"
                  "workload: {preset: chat-seat}\ntarget_users: 5\ntarget_users: 7\n", "given twice")
+
+
+def test_a_request_past_the_models_context_names_its_length():
+    r = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "200000")
+    assert r.exit_code == 2 and "--input-len" in r.output and "131,072" in r.output
+    assert invoke("perf", "--model", "llama-3.1-8b").output.startswith("error: name a GPU")  # no flag '--input'
+
+
+def test_scenario_errors_name_the_scenario_key(tmp_path):
+    base = "name: t\nmodel: llama-3.1-8b\nplatform: {system: hgx-h100}\nworkload: {preset: chat-seat}\ntarget_users: 10\n"
+    plan_refuses(tmp_path / "tp.yaml", base + "cell: {tensor_parallel_size: 3}\n", "cell.tensor_parallel_size:")
+    plan_refuses(tmp_path / "pp.yaml", base + "cell: {pipeline_parallel_size: 64}\n", "cell.pipeline_parallel_size:")
+    plan_refuses(tmp_path / "q.yaml", base + "quantization: q4_k_m\n", "error: quantization:")
+    plan_refuses(tmp_path / "rent.yaml", base + "money: {rental: rent-lambda-8x-b200}\n", "money.rental: rent-lambda")
+    plan_refuses(tmp_path / "yaml.yaml", "name: t\nmodel: [\n", "yaml.yaml:3: not valid YAML")

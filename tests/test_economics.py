@@ -185,7 +185,7 @@ def test_outputs_are_finite_and_non_negative_where_they_must_be(preset, system, 
     ("model: llama-3.1-8b\nplatform: {}\n", "platform"),
     ("- not a mapping\n", "a scenario is a mapping"),
     # YAML reads yes/on as true, which pydantic would take for 1 GPU / 1.0
-    ("model: llama-3.1-8b\nplatform: {gpu: h100-sxm, gpus: yes}\n", ":2: platform.gpus: Value error, true is a yes/no value"),
+    ("model: llama-3.1-8b\nplatform: {gpu: h100-sxm, gpus: yes}\n", ":2: platform.gpus: true is a yes/no value"),
     ("model: llama-3.1-8b\nplatform: {system: hgx-h100}\nmoney: {pue: on}\n", ":3: money.pue"),
 ])
 def test_bad_scenarios_name_the_line_and_key(text, needle):
@@ -276,7 +276,7 @@ def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts():
 def test_unpublished_architectures_need_a_stated_kv_size():
     with pytest.raises(InvalidScenarioError) as exc:
         plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}), CATALOG)
-    assert exc.value.field == "--kv-bytes-per-token"
+    assert exc.value.field == "kv_bytes_per_token"  # the scenario's key, not the CLI flag
     r = plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}, kv_bytes_per_token=70_000), CATALOG)
     assert r.supported_users > 0
 
@@ -405,3 +405,23 @@ def test_users_counted_on_the_calibrated_model_carry_its_track_record(catalog):
                         workload)
     assert cap.source == "calibrated-model"
     assert any(a.startswith("track record, vllm") for a in cap.assumptions)
+
+
+def test_a_user_heavier_than_a_loadout_is_carried_by_several():
+    # 1e13 tokens a month is ~94 loadouts of 8 H100s per user: 10 users used to get 1 loadout and 0 users
+    r = plan(scenario(workload={"preset": "chat-seat", "monthly_tokens": 1e13}, platform={"system": "hgx-h100"},
+                      target_users=10), CATALOG)
+    assert r.served_users == 10 and r.supported_users >= 10 and r.loadouts > 100
+    assert any("one user's traffic needs" in a for a in r.assumptions)
+    one = plan(scenario(workload={"preset": "chat-seat", "monthly_tokens": 1e13}, platform={"system": "hgx-h100"},
+                        target_users=1), CATALOG)
+    assert one.loadouts < r.loadouts
+
+
+def test_a_scenario_reads_1e13_as_a_number_and_refuses_quoted_numbers():
+    text = "model: llama-3.1-8b\nplatform: {system: hgx-h100}\nworkload: {preset: chat-seat, monthly_tokens: %s}\n"
+    assert parse_scenario(text % "1e13", "s.yaml").workload.monthly_tokens == 1e13  # YAML 1.1 alone reads text
+    with pytest.raises(InvalidScenarioError, match="is text"):
+        parse_scenario(text % "'1e13'", "s.yaml")
+    import yaml
+    assert yaml.safe_load("a: 1e13") == {"a": "1e13"}  # the resolver stays the scenario loader's own

@@ -156,3 +156,27 @@ def test_engine_format_error_lists_what_the_engine_loads():
 def test_engine_names_resolve_before_the_format_check(engine, quant):
     plan = run(model="llama-3.1-8b", gpu="RTX 4090" if engine == "llama.cpp" else "H100", engine=engine, quantization=quant)
     assert plan.fits
+
+
+def test_an_engine_takes_only_the_kv_cache_types_it_runs():
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="int2-kivi")  # KIVI is research code
+    assert exc.value.field == "--kv-cache-dtype" and "--kv-bytes-per-token" in str(exc.value)
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m", kv_cache_dtype="int8")
+    assert "q8_0" in str(exc.value) and "q4_0" in exc.value.allowed
+    with pytest.raises(InvalidScenarioError):
+        run(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m", kv_cache_dtype="fp8")
+    assert run(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
+               kv_cache_dtype="q8_0").kv_cache_dtype == "q8_0"
+    assert run(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp8").kv_cache_dtype == "fp8"
+
+
+def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="llama-3.1-8b", gpu="H100", gpus=8, tensor_parallel_size=8, max_model_len=1_000_000)
+    assert exc.value.field == "--max-model-len" and exc.value.allowed == "1 to 131,072"
+    assert run(model="llama-3.1-8b", gpu="H100", max_model_len=131_072).max_model_len == 131_072
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="llama-3.1-8b", gpu="H100", gpus=33, pipeline_parallel_size=33)
+    assert exc.value.field == "--pipeline-parallel-size" and exc.value.allowed == "1 to 32"

@@ -18,15 +18,17 @@ GPUS = ["h100-sxm", "h200-sxm", "b200", "rtx-4090", "rtx-pro-6000-blackwell", "m
 QUANTS = ["bf16", "fp8", "nvfp4", "int4-awq"]
 common = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
-deployments = st.builds(
+CONTEXT = {m: resolve_model(CATALOG, m).context_tokens or 131072 for m in MODELS}
+deployments = st.sampled_from(MODELS).flatmap(lambda model: st.builds(
     dict,
-    model=st.sampled_from(MODELS),
+    model=st.just(model),
     gpu=st.sampled_from(GPUS),
     quantization=st.sampled_from(QUANTS),
-    max_model_len=st.integers(min_value=256, max_value=131072),
+    # up to half the model's context, so that doubling it (below) stays a length engines accept
+    max_model_len=st.integers(min_value=256, max_value=max(256, min(131072, CONTEXT[model]) // 2)),
     tensor_parallel_size=st.sampled_from([1, 2, 4, 8]),
     kv_cache_dtype=st.sampled_from(["auto", "fp8"]),
-)
+))
 
 
 @common

@@ -17,7 +17,7 @@ class InferplanError(Exception):
 
     def describe(self) -> str:
         parts = []
-        if self.field:
+        if self.field and f"{self.field}:" not in str(self):  # a scenario error already says file:line: key:
             parts.append(f"{self.field}: ")
         parts.append(str(self))
         if self.allowed:

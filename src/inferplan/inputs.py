@@ -3,7 +3,8 @@ bodies and catalogue entries.
 
 Frozen, no unknown keys, no NaN or infinity, and ``true``/``false`` is not a number: pydantic would
 read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boolean would become a
-silent 1 GPU or a 1.0 price. A field that takes booleans says so in its type.
+silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rather than read. A
+field that takes booleans says so in its type.
 """
 
 from __future__ import annotations
@@ -27,13 +28,27 @@ def takes_bool(annotation: Any) -> bool:
     return False
 
 
+def numeric(annotation: Any) -> bool:
+    """Whether a field holds only numbers (``int``, ``float | None`` …): a string there is a mistake."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return numeric(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return bool(args) and all(numeric(a) for a in args)
+    return annotation in (int, float)
+
+
 class Input(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
     def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool) and info.field_name is not None:
-            if not takes_bool(cls.model_fields[info.field_name].annotation):
+        if isinstance(value, (bool, str)) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if isinstance(value, bool) and not takes_bool(annotation):
                 raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
+            if isinstance(value, str) and numeric(annotation):
+                raise ValueError(f"{value!r} is text: write the number without quotes")
         return value

@@ -6,6 +6,7 @@ Scenario files are YAML. ``load_scenario`` validates them and reports the first 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -25,10 +26,10 @@ class Platform(Input):
     # per system: a loadout may be several systems when one replica needs them. The names
     # `quote_usd_per_loadout` / `power_w_per_loadout` (from when a loadout was one system) still read.
     quote_usd_per_system: float | None = Field(
-        None, gt=0, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
+        None, ge=1, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
         description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
     power_w_per_system: float | None = Field(
-        None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
+        None, ge=1, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
         description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
 
     @model_validator(mode="after")
@@ -75,7 +76,7 @@ class Scenario(Input):
     kv_bytes_per_token: float | None = Field(
         None, ge=1, le=1e9, description="stated KV bytes per token, for a model whose architecture is not published")
     platform: Platform
-    cell: Cell = Cell()
+    cell: Cell | None = Field(None, description="the replica cell as stated; left out: the smallest layout that fits")
     workload: WorkloadOverrides = WorkloadOverrides()
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     money: MoneyInputs = MoneyInputs()
@@ -124,7 +125,11 @@ def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
 
 
 class _UniqueKeys(yaml.SafeLoader):
-    """Safe loading that refuses a key given twice in one mapping (plain YAML keeps the last)."""
+    """Safe loading that refuses a key given twice in one mapping (plain YAML keeps the last) and
+    reads ``1e13`` as the number it looks like (YAML 1.1 wants ``1.0e13``, else it is text)."""
+
+    # a copy, so that the resolver added below stays this loader's and not every SafeLoader's
+    yaml_implicit_resolvers = {key: list(rules) for key, rules in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -136,12 +141,19 @@ class _UniqueKeys(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+_UniqueKeys.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
     try:
         data = yaml.load(text, Loader=_UniqueKeys)  # noqa: S506 - a SafeLoader subclass
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
-        raise InvalidScenarioError(f"{where}: not valid YAML: {exc}", field=where) from None
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{where}:{mark.line + 1}" if mark is not None else where
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InvalidScenarioError(f"{at}: not valid YAML: {problem}", field=where) from None
     if not isinstance(data, dict):
         raise InvalidScenarioError(f"{where}: a scenario is a mapping (model:, platform:, workload: …)", field=where)
     try:
@@ -151,7 +163,7 @@ def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         key = ".".join(str(p) for p in loc) or "scenario"
         line = _line_of(root, loc)
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's message
         if err["type"] == "extra_forbidden":
             parent = _model_at(loc[:-1])
             allowed = ", ".join(parent.model_fields) if parent else None

@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
@@ -56,14 +56,28 @@ class SavedScenario(BaseModel):
 
 class VendorQuote(Input):
     system: str = Field(min_length=1, max_length=200, description="catalogue system id")
-    price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT")
-    quoted_on: dt.date
-    vendor: str = Field(min_length=1, max_length=200)
+    price_usd: float = Field(ge=1, le=1e10, description="price of one system, USD ex VAT")
+    quoted_on: dt.date = Field(ge=dt.date(2000, 1, 1), description="when the vendor quoted; not in the future")
+    vendor: str = Field(min_length=1, max_length=200, pattern=r"\S")
     note: str = Field("", max_length=2000)
+
+
+    @field_validator("quoted_on")
+    @classmethod
+    def _not_in_the_future(cls, value: dt.date) -> dt.date:
+        # the newest quote wins, so a future date would win for ever
+        if value > dt.date.today() + dt.timedelta(days=1):
+            raise ValueError(f"{value} is in the future: give the date the vendor quoted")
+        return value
 
 
 class SavedQuote(VendorQuote):
     id: int
+
+    @field_validator("quoted_on")
+    @classmethod
+    def _not_in_the_future(cls, value: dt.date) -> dt.date:  # a stored quote reads back as it was stored
+        return value
 
 
 def default_db_path() -> Path:
@@ -169,12 +183,13 @@ class Store:
                              (system,)).fetchone()
         return _quote(row) if row else None
 
-    def apply_quotes(self, scenario: Scenario) -> tuple[Scenario, SavedQuote | None]:
-        """The scenario with the newest vendor quote for its system, unless it carries its own."""
+    def apply_quotes(self, scenario: Scenario, system_id: str | None = None) -> tuple[Scenario, SavedQuote | None]:
+        """The scenario with the newest vendor quote for its system (``system_id``: the catalogue id
+        its platform's name resolves to; quotes are stored under catalogue ids), unless it carries its own."""
         p = scenario.platform
         if not p.system or p.quote_usd_per_system:
             return scenario, None
-        quote = self.quote_for(p.system)
+        quote = self.quote_for(system_id or p.system)
         if quote is None:
             return scenario, None
         platform = p.model_copy(update={"quote_usd_per_system": quote.price_usd})

@@ -111,6 +111,7 @@ class Architecture:
     layer_kinds: tuple[LayerKind, ...]
     max_position_embeddings: int
     torch_dtype: str = "bfloat16"
+    rope_context_tokens: int = 0  # longer context a YaRN rope_scaling in the config opens (original × factor); 0: none
     sliding_window: int | None = None
     mla: MlaDims | None = None
     dsa: DsaDims | None = None  # sparse attention on the MLA layers (DeepSeek-V3.2, GLM-5)

@@ -9,6 +9,7 @@ missing.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -242,6 +243,17 @@ def _check_dims(cfg: dict) -> None:
                                     field=key, allowed=f"an integer from {least} to 10^12")
 
 
+def _yarn_context(cfg: dict) -> int:
+    """The context a YaRN ``rope_scaling`` opens, as vLLM derives it: original positions × factor."""
+    rope = cfg.get("rope_scaling")
+    if not isinstance(rope, dict) or (rope.get("rope_type") or rope.get("type")) != "yarn":
+        return 0
+    factor, original = rope.get("factor"), rope.get("original_max_position_embeddings") or cfg.get("max_position_embeddings")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in (factor, original)):
+        return 0
+    return int(min(original * factor, 10**9))
+
+
 def architecture_from_config(raw: dict) -> Architecture:
     """Normalise a config.json dict (multimodal wrappers: the text model inside); a malformed
     value (a fraction, NaN, 0 heads, more active experts than experts) is an error naming its key."""
@@ -345,6 +357,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))),
         layer_kinds=kinds,
         max_position_embeddings=int(_first(cfg, "max_position_embeddings", "max_seq_len", default=0) or 0),
+        rope_context_tokens=_yarn_context(cfg),
         torch_dtype=str(_first(cfg, "torch_dtype", "dtype", default=raw.get("torch_dtype", "bfloat16"))),
         sliding_window=int(window) if window else None,
         mla=mla,

@@ -76,6 +76,9 @@ def normalise_name(name: str) -> str:
     return _SEPARATORS.sub("", name.strip().lower())
 
 
+MIN_PARTIAL = 3  # characters a name needs before a part of a record's name may match it
+
+
 @dataclass(frozen=True)
 class Registry(Generic[T]):
     """Records of one kind, by id, with alias lookup."""
@@ -109,11 +112,16 @@ class Registry(Generic[T]):
 
     def get(self, name: str, *, field_name: str, error: type[Exception]) -> T:
         """Resolve an id or alias; an ambiguous or unknown name raises with the candidates."""
+        wanted = normalise_name(name)
+        if not wanted:
+            raise error(f"name a {self.kind[:-1] if self.kind.endswith('s') else self.kind}, not a blank",
+                        field=field_name)
         exact = self.exact(name)
         if len(exact) == 1:
             return exact[0]
-        wanted = normalise_name(name)
-        partial = exact or [r for r in self.records.values() if any(wanted in n for n in _names(r))]
+        # a part of a name finds it (H100 -> h100-sxm), but not one or two characters ('x' is not fx-eur-usd)
+        partial = exact or [r for r in self.records.values()
+                            if len(wanted) >= MIN_PARTIAL and any(wanted in n for n in _names(r))]
         if len(partial) == 1:
             return partial[0]
         if partial:
@@ -123,7 +131,7 @@ class Registry(Generic[T]):
             )
         raise error(
             f"no {self.kind[:-1] if self.kind.endswith('s') else self.kind} named {name!r}; "
-            f"see `inferplan catalog list {self.kind}`",
+            f"see `inferplan catalog list {self.kind.replace(' ', '-')}`",
             field=field_name,
         )
 
@@ -290,6 +298,15 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
 
 
+    for engine in catalog.engines:
+        for source in (engine.runs_on_source, engine.kv_cache_dtypes_source):
+            if source and source not in catalog.sources:
+                raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
+        if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
+            raise CatalogError(f"engines:{engine.id}: kv_cache_dtypes need a kv_cache_dtypes_source", field=engine.id)
+        for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values()):
+            if dtype not in catalog.kv_cache_dtypes:
+                raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
     for price in catalog.rental_prices:
         if price.accelerator not in catalog.accelerators:
             raise CatalogError(f"rental_prices:{price.id}: unknown accelerator {price.accelerator!r}", field=price.id)

@@ -136,7 +136,7 @@ def spec_from_import(location: str) -> ModelSpec:
         active_params=float(params.active),
         checkpoints=checkpoints,
         native_quantization=native,
-        context_tokens=arch.max_position_embeddings or None,
+        context_tokens=max(arch.max_position_embeddings, arch.rope_context_tokens) or None,
         assumptions=("parameter counts computed from config.json",),
     )
 

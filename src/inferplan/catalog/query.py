@@ -29,22 +29,32 @@ def list_entries(kind: str) -> list[BaseModel]:
 def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
     """Find ``name`` in one kind, or in every kind when ``kind`` is None."""
     catalog = load_catalog()
+    if not name.strip():
+        raise CatalogError("name an entry (an id or alias)", field="name")
     keys = [_kind(kind)] if kind else [k for k in SECTIONS]
-    if not kind and name in catalog.sources:
-        return "sources", catalog.sources[name]
+    if kind == "sources" or (not kind and name in catalog.sources):
+        if name in catalog.sources:
+            return "sources", catalog.sources[name]
+        raise CatalogError(f"no source with id {name!r}; see `inferplan catalog list sources`", field="name")
     exact = [(key, hit[0]) for key in keys if len(hit := getattr(catalog, key).exact(name)) == 1]
     if len(exact) == 1:
         return exact[0]
     found: list[tuple[str, BaseModel]] = []
+    ambiguous: list[AmbiguousNameError] = []
     for key in keys:
         registry = getattr(catalog, key)
         try:
             found.append((key, registry.get(name, field_name="name", error=CatalogError)))
-        except AmbiguousNameError:
+        except AmbiguousNameError as exc:
             if kind:
                 raise
+            ambiguous.append(exc)
         except InferplanError:
             continue
+    if ambiguous and not any(e.id == name for _, e in found):
+        # several models called 'gpt-oss…' outweigh one engine build whose text mentions it
+        raise AmbiguousNameError("; ".join([str(a) for a in ambiguous] + [f"also {_spelling(k)}: {e.id}" for k, e in found]),
+                                 field="name", allowed=", ".join(a.allowed or "" for a in ambiguous))
     if not found:
         raise CatalogError(f"nothing in the catalogue is called {name!r}", field="name")
     if len(found) > 1:
@@ -53,11 +63,16 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
         if len(exact) == 1:
             return exact[0]
         raise AmbiguousNameError(
-            f"{name!r} is in several kinds: " + ", ".join(f"{k}:{e.id}" for k, e in found),
+            f"{name!r} is in several kinds: " + ", ".join(f"{_spelling(k)}:{e.id}" for k, e in found),
             field="--kind",
-            allowed=", ".join(k for k, _ in found),
+            allowed=", ".join(_spelling(k) for k, _ in found),
         )
     return found[0]
+
+
+def _spelling(key: str) -> str:
+    """A section's name as `--kind` takes it (serving_profiles -> serving-profiles)."""
+    return key.replace("_", "-")
 
 
 class ImportSummary(BaseModel):

@@ -217,6 +217,11 @@ class EngineDefaults(Frozen):
     runs_on: tuple[Software, ...] = ()  # software stacks the engine runs on (empty: not stated, any)
     runs_on_source: str | None = None  # source id stating them
     runs_on_note: str | None = None
+    # KV-cache element types the engine can be asked for (ids of kv_cache_dtypes; empty: not stated, any)
+    kv_cache_dtypes: tuple[str, ...] = ()
+    kv_cache_dtypes_source: str | None = None
+    kv_cache_dtypes_note: str | None = None
+    kv_cache_dtypes_instead: dict[str, str] = Field(default_factory=dict)  # an id it lacks -> its nearest one
     notes: tuple[str, ...] = ()
 
 

@@ -17,9 +17,9 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadProfile, resolve_workload
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.memory.deployment import Deployment
-from inferplan.scenario import Scenario
+from inferplan.scenario import Cell, Scenario
 
 # cost_defaults ids used when a scenario leaves a money input out
 DEFAULTS = {
@@ -162,7 +162,14 @@ def _rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> t
     (marketplace floors and hyperscaler list prices both sit far from what a buyer pays)."""
     if wanted:
         r = catalog.rental_prices.get(wanted, field_name="money.rental", error=InvalidScenarioError)
-        return r, _hourly_usd(r, fx), None
+        if r.accelerator != accel_id:  # renting other GPUs says nothing about when buying these pays off
+            same = sorted(x.id for x in catalog.rental_prices if x.accelerator == accel_id)
+            raise InvalidScenarioError(f"{r.id} rents {r.accelerator}, not the platform's {accel_id}",
+                                       field="money.rental", allowed=", ".join(same) or f"no listing for {accel_id}")
+        hourly = _hourly_usd(r, fx)
+        if hourly is None:
+            raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
+        return r, hourly, None
     options = sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
                       if (h := _hourly_usd(r, fx)) is not None), key=lambda o: o[1])
     if not options:
@@ -181,28 +188,56 @@ def _hourly_usd(r: RentalPrice, fx: float) -> float | None:
     return None
 
 
+# a library check names the flag a CLI user would type; in a scenario the same input is this key
+SCENARIO_KEYS = {
+    "--model": "model", "--engine": "engine", "--quantization": "quantization", "--kv-cache-dtype": "kv_cache_dtype",
+    "--kv-bytes-per-token": "kv_bytes_per_token", "--tensor-parallel-size": "cell.tensor_parallel_size",
+    "--pipeline-parallel-size": "cell.pipeline_parallel_size", "--gpu": "platform.gpu", "--gpus": "platform",
+    "--system": "platform.system", "--max-model-len": "workload", "--input-len": "workload",
+}
+
+
 def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
-    catalog = catalog or load_catalog()
+    """Users, loadouts, costs, payback and the recommendation for one scenario; an error names the
+    scenario key at fault."""
+    try:
+        return _plan(s, catalog or load_catalog())
+    except InferplanError as exc:
+        exc.field = SCENARIO_KEYS.get(exc.field or "", exc.field)
+        raise
+
+
+def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     m = s.money
     system_id, accel, node_gpus, system = _platform(catalog, s)
     w = resolve_workload(catalog, s.workload)
+    cell = s.cell or Cell()  # the search starts from one GPU when no cell is stated
     base = Deployment(
         model=s.model, gpu=accel.id, quantization=s.quantization, engine=s.engine, kv_cache_dtype=s.kv_cache_dtype,
         kv_bytes_per_token=s.kv_bytes_per_token,
-        tensor_parallel_size=s.cell.tensor_parallel_size, pipeline_parallel_size=s.cell.pipeline_parallel_size,
+        tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     )
-    fixed = "cell" in s.model_fields_set  # a stated cell is kept as stated, TP 1 included
+    fixed = s.cell is not None  # a stated cell is kept as stated, TP 1 included
     # a model no single system holds: a loadout is the fewest systems one replica cell needs
     start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)
     loadout_gpus = node_gpus * per_loadout
     label = system_id if per_loadout == 1 else f"{per_loadout}× {system_id}"
     cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
                            nodes=(system.id, node_gpus) if per_loadout > 1 else None, start=start)
-    loadouts = max(1, math.ceil(s.target_users / cap.supported_users)) if cap.supported_users else 1
-    supported = cap.supported_users * loadouts
-    served = min(s.target_users, supported)
     assumptions = list(cap.assumptions)
+    users_per_loadout = min(cap.users_by_throughput, cap.users_by_concurrency, cap.users_by_memory)
+    if cap.supported_users:
+        loadouts = max(1, math.ceil(s.target_users / cap.supported_users))
+        supported = cap.supported_users * loadouts
+    elif cap.cell.meets_target and users_per_loadout > 0:  # a user heavier than one loadout: several carry each
+        loadouts = math.ceil(s.target_users / users_per_loadout)
+        supported = math.floor(users_per_loadout * loadouts)
+        assumptions.append(f"one user's traffic needs {1 / users_per_loadout:,.1f} loadouts ({cap.binding} binds): "
+                           f"{loadouts:,} carry {s.target_users:,}")
+    else:
+        loadouts, supported = 1, 0
+    served = min(s.target_users, supported)
 
     fx = _cost(catalog, "fx", "usd_per_eur")
     amort = m.amortization_years or _cost(catalog, "amortization", "count")

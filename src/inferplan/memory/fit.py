@@ -111,14 +111,30 @@ def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accel
     return quant, notes
 
 
+def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> KvDtype:
+    """A stated KV-cache element type, if the engine can run it (``engines.yaml`` ``kv_cache_dtypes``)."""
+    kv = catalog.kv_cache_dtype(kv_cache_dtype)
+    engine = catalog.engine(engine_name)
+    if engine.kv_cache_dtypes and kv.id not in engine.kv_cache_dtypes:
+        instead = engine.kv_cache_dtypes_instead.get(kv.id)
+        others = [e.name for e in catalog.engines if kv.id in e.kv_cache_dtypes]
+        hint = (f"; its nearest is {instead}" if instead else f"; {', '.join(others)} can" if others else
+                "; no engine in the catalogue runs it (research code): size it with --kv-bytes-per-token")
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="--kv-cache-dtype",
+                                   allowed="auto | " + " | ".join(engine.kv_cache_dtypes))
+    return kv
+
+
 def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
-    if d.kv_cache_dtype == "auto":
-        arch = spec.architecture
-        if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
-            return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
-        dtype = arch.torch_dtype if arch else "bfloat16"
-        return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
-    return catalog.kv_cache_dtype(d.kv_cache_dtype)
+    """The KV cache's element type: the stated one (if the engine runs it), else the checkpoint's
+    (a ModelOpt FP8 checkpoint) or the model's dtype."""
+    if d.kv_cache_dtype != "auto":
+        return check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
+    arch = spec.architecture
+    if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
+        return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
+    dtype = arch.torch_dtype if arch else "bfloat16"
+    return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
 
 
 def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float) -> EngineSettings:
@@ -207,6 +223,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
                                    field="--enable-expert-parallel", allowed="leave it off for a dense model")
     _check_heads(spec, engine.id, plan.tensor_parallel_size)
+    layers = spec.architecture.num_layers if spec.architecture else 0
+    if layers and plan.pipeline_parallel_size > layers:
+        raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
+                                   field="--pipeline-parallel-size", allowed=f"1 to {layers}")
     quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
     assumptions = [*spec.assumptions, *hw.assumptions, *notes]
@@ -240,6 +260,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
             residual_tokens=kv_dtype.residual_tokens,
         )
+    _check_context(d, spec)
     max_len = d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
     block = settings.block_tokens
     kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
@@ -283,6 +304,15 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw)
 
 
+def _check_context(d: Deployment, spec: ModelSpec) -> None:
+    """Engines refuse a max_model_len beyond the model's context (vLLM: unless told to override)."""
+    if d.max_model_len and spec.context_tokens and d.max_model_len > spec.context_tokens:
+        raise InvalidScenarioError(
+            f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {spec.context_tokens:,} tokens "
+            "(a longer context needs RoPE scaling: import a config.json whose rope_scaling opens it)",
+            field="--max-model-len", allowed=f"1 to {spec.context_tokens:,}")
+
+
 HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks
 
 
@@ -308,13 +338,14 @@ def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
     """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
     limit = 1024
+    layers = spec.architecture.num_layers if spec.architecture else limit  # a pipeline stage holds a layer at least
     engine = catalog.engine(d.engine).id
     candidates = []
     tp = 1
     while tp <= hw.domain_gpus:
         pp = 1
         shards = _tp_shards_heads(spec, engine, tp)  # a TP size that cannot split the heads: no candidates
-        while shards and tp * pp <= limit:
+        while shards and tp * pp <= limit and pp <= layers:
             candidates.append((tp * pp, pp, tp))
             pp *= 2
         tp *= 2

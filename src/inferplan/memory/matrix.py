@@ -11,7 +11,7 @@ from inferplan.catalog.models import resolve_model
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment
-from inferplan.memory.fit import MemoryFit, fit
+from inferplan.memory.fit import MemoryFit, check_kv_dtype, fit
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
 
@@ -63,7 +63,7 @@ def fits_matrix(
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
     catalog.engine(engine, field_name="--engine")
     if kv_cache_dtype != "auto":
-        catalog.kv_cache_dtype(kv_cache_dtype)
+        check_kv_dtype(catalog, engine, kv_cache_dtype)
     if not 1 <= max_model_len <= MAX_CONTEXT_TOKENS:
         raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="--max-model-len",
                                    allowed=f"1..{MAX_CONTEXT_TOKENS:,}")

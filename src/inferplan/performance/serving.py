@@ -75,8 +75,18 @@ class _Context:
     """The pieces one estimate needs, computed once and reused across a concurrency sweep."""
 
     def __init__(self, catalog: Catalog, d: Deployment, w: Workload):
+        request = w.input_len + w.output_len
+        sized_for_request = d.max_model_len is None
+        if sized_for_request:  # no max_model_len stated: the engine is sized for this request
+            d = d.model_copy(update={"max_model_len": request})
         self.catalog, self.d, self.w = catalog, d, w
-        self.mp: MemoryPlan = plan_memory(d, catalog)
+        try:
+            self.mp: MemoryPlan = plan_memory(d, catalog)
+        except InvalidScenarioError as exc:
+            if sized_for_request and exc.field == "--max-model-len":  # the request itself is too long
+                raise InvalidScenarioError(f"a request of {w.input_len:,} + {w.output_len:,} tokens: {exc}",
+                                           field="--input-len", allowed=exc.allowed) from None
+            raise
         fit = self.mp.result
         if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
             self.d = d = d.model_copy(update={"engine": fit.engine})

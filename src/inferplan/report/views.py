@@ -23,7 +23,7 @@ from inferplan.scenario import Scenario
 class PlanRequest(Input):
     scenario: Scenario
     draws: int = Field(2000, ge=0, le=100_000)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     currency: Literal["usd", "eur"] = "usd"
 
 

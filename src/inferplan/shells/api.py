@@ -118,9 +118,23 @@ def _in_body(exc: InferplanError, *parts: tuple[str, type[BaseModel]]) -> Inferp
     return exc
 
 
-def _error(status: int, exc: InferplanError) -> JSONResponse:
+def _error(status: int, exc: InferplanError, request: Request | None = None) -> JSONResponse:
     return JSONResponse(status_code=status, content={"detail": [{
-        "loc": _json_field(exc.field), "msg": str(exc), "type": type(exc).__name__, "allowed": exc.allowed}]})
+        "loc": _location(exc.field, request), "msg": str(exc), "type": type(exc).__name__, "allowed": exc.allowed}]})
+
+
+def _location(field: str | None, request: Request | None) -> list[str]:
+    """Where the named input sits: a path parameter (/api/scenarios/{scenario_id}), a query parameter
+    (?a=), or the JSON body."""
+    if request is not None and field:
+        path = dict(request.path_params)
+        if field in path:
+            return ["path", field]
+        if field in request.query_params:
+            return ["query", field]
+        if field == "id" and len(path) == 1:  # the store names a saved item's id whatever the route calls it
+            return ["path", next(iter(path))]
+    return _json_field(field)
 
 
 def create_app(db_path: str | Path | None = None) -> FastAPI:
@@ -151,10 +165,16 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.exception_handler(InferplanError)
     async def inferplan_error(request: Request, exc: InferplanError):
         # 404: a path names something that does not exist; 422: a request body is wrong
-        return _error(404 if isinstance(exc, NotFoundError) else 422, exc)
+        return _error(404 if isinstance(exc, NotFoundError) else 422, exc, request)
 
     def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:
-        scenario, quote = store.apply_quotes(scenario)
+        system_id = None
+        if scenario.platform.system:
+            try:  # an alias (HGX-H200) finds the quotes stored under its id; an unknown name is plan's error
+                system_id = load_catalog().system(scenario.platform.system).id
+            except InferplanError:
+                pass
+        scenario, quote = store.apply_quotes(scenario, system_id)
         note = None if quote is None else (f"vendor quote from {quote.vendor} ({quote.quoted_on}): "
                                             f"${quote.price_usd:,.0f} per {quote.system} replaces the price band")
         return scenario, note
@@ -266,8 +286,15 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.get("/api/scenarios/compare", tags=["scenarios"])
     def scenarios_compare(a: int = Query(..., ge=1, le=2**62), b: int = Query(..., ge=1, le=2**62),
                           draws: int = Query(1000, ge=0, le=100_000)) -> Comparison:
-        return Comparison(a=view(PlanRequest(scenario=store.get_scenario(a).scenario, draws=draws)),
-                          b=view(PlanRequest(scenario=store.get_scenario(b).scenario, draws=draws)))
+        def saved(key: str, scenario_id: int) -> Scenario:
+            try:
+                return store.get_scenario(scenario_id).scenario
+            except NotFoundError as exc:
+                exc.field = key  # ?a= or ?b=
+                raise
+
+        return Comparison(a=view(PlanRequest(scenario=saved("a", a), draws=draws)),
+                          b=view(PlanRequest(scenario=saved("b", b), draws=draws)))
 
     @app.get("/api/scenarios/{scenario_id}", tags=["scenarios"])
     def scenarios_get(scenario_id: ItemId) -> SavedScenario:
@@ -287,8 +314,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     @app.post("/api/quotes", tags=["quotes"], status_code=201)
     def quotes_add(q: VendorQuote) -> SavedQuote:
-        load_catalog().system(q.system, "system")  # an unknown system is refused, not stored
-        return store.add_quote(q)
+        system = load_catalog().system(q.system, "system")  # an unknown system is refused, not stored
+        return store.add_quote(q.model_copy(update={"system": system.id}))  # under its id, whatever alias was typed
 
     @app.delete("/api/quotes/{quote_id}", tags=["quotes"], status_code=204)
     def quotes_delete(quote_id: ItemId) -> None:

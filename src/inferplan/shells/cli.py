@@ -149,7 +149,7 @@ def perf_cmd(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=input_len + output_len if max_model_len is None else max_model_len, max_num_batched_tokens=max_num_batched_tokens,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
     result = run(estimate, d, w)
@@ -187,7 +187,7 @@ def frontier_cmd(
     d = deployment(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel, max_model_len=input_len + output_len,
+        enable_expert_parallel=enable_expert_parallel,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
     result = run(frontier, d, w, points=points)

@@ -56,8 +56,16 @@ def model_import(
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
     from inferplan.catalog.query import describe_import
+    from inferplan.errors import InferplanError
 
-    summary = run(describe_import, path)
+    def described():
+        try:
+            return describe_import(path)
+        except InferplanError as exc:  # the import names --model, the flag of fit and perf; here it is PATH
+            exc.field = "PATH" if exc.field == "--model" else exc.field
+            raise
+
+    summary = run(described)
     if as_json:
         emit_json(summary)
     else:

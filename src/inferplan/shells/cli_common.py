@@ -67,9 +67,12 @@ def run(fn, *args, **kwargs):
         fail(exc.describe())
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "input"
-        flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if loc and "." not in loc else loc)
-        fail(f"{flag}: {first['msg']}")
+        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's message
+        loc = ".".join(str(p) for p in first["loc"])
+        if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
+            fail(message)
+        flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if "." not in loc else loc)
+        fail(f"{flag}: {message}")
 
 
 def emit_json(obj) -> None:

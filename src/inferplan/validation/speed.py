@@ -87,8 +87,13 @@ class SpeedValidation(BaseModel):
 NOT_MODELLED = "CUDA graphs off (--enforce-eager): the planner models graph-mode serving, so this point is shown, not scored"
 
 
-def scenario(point: SpeedPoint) -> tuple[Deployment, Workload]:
+def scenario(point: SpeedPoint, context_tokens: int | None = None) -> tuple[Deployment, Workload]:
+    """The deployment and workload a point measured. A prompt-only (pp) or generation-only (tg) run
+    is planned with one token on its empty side; at the model's full context (llama-bench pp8192 on
+    an 8k model) that token comes off the other side, as the engine would size it."""
     i, o = max(point.input_tokens, 1), max(point.output_tokens, 1)
+    if context_tokens and i + o > context_tokens and 0 in (point.input_tokens, point.output_tokens):
+        i, o = (context_tokens - 1, 1) if point.output_tokens == 0 else (1, context_tokens - 1)
     d = Deployment(
         model=point.model, gpu=point.accelerator, gpus=point.gpus,
         tensor_parallel_size=point.tensor_parallel_size, pipeline_parallel_size=point.pipeline_parallel_size,
@@ -103,6 +108,12 @@ def scenario(point: SpeedPoint) -> tuple[Deployment, Workload]:
     return d, w
 
 
+def context_of(catalog: Catalog, model: str) -> int | None:
+    """The catalogue model's context in tokens, if its card states one."""
+    card = catalog.models.records.get(model)
+    return int(card.context_tokens.value) if card is not None and card.context_tokens else None
+
+
 def metric_value(point: SpeedPoint, est: ServingEstimate) -> float:
     return estimate_metric(point.metric, est, point.input_tokens)
 
@@ -115,7 +126,7 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
                 family=calibration_family(point.engine, point.backend, catalog.accelerator(point.accelerator)),
                 concurrency=point.concurrency)
     try:
-        d, w = scenario(point)
+        d, w = scenario(point, context_of(catalog, point.model))
         est = estimate(d, w, catalog, use_profiles=False)
     except InferplanError as exc:
         return SpeedCheck(**base, predicted=None, error=None, bound=None, note=exc.describe())
