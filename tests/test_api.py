@@ -144,6 +144,26 @@ def test_a_quote_needs_a_real_price_a_past_date_a_vendor_and_numbers_not_text(cl
     assert r.status_code == 422 and loc(r)[-1] == "power_w_per_system"
 
 
+def test_rows_stored_before_a_bound_was_added_still_read(tmp_path):
+    """A quote under $1 or a power under 1 W was accepted before; the store still reads such rows."""
+    import json
+    import sqlite3
+
+    from inferplan.store import Store
+
+    store = Store(tmp_path / "old.db")
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        db.execute("INSERT INTO quotes (system, price_usd, quoted_on, vendor, note, created) VALUES "
+                   "('HGX H100', 0.5, '2030-01-01', ' ', '', '2026-01-01')")
+        body = {**SCENARIO, "platform": {"system": "hgx-h100", "power_w_per_system": 0.5}}
+        db.execute("INSERT INTO scenarios (name, body, created, updated) VALUES ('old', ?, '2026-01-01', '2026-01-01')",
+                   (json.dumps(body),))
+    assert store.list_quotes()[0].price_usd == 0.5
+    assert store.list_scenarios()[0].scenario.platform.power_w_per_system == 0.5
+    client = TestClient(create_app(tmp_path / "old.db"))
+    assert client.get("/api/quotes").status_code == 200 and client.get("/api/scenarios").status_code == 200
+
+
 def test_a_quote_typed_with_an_alias_is_stored_and_found_under_the_system_id(client):
     q = client.post("/api/quotes", json={"system": "HGX-H200", "price_usd": 300000, "quoted_on": "2026-11-01",
                                          "vendor": "Acme"})

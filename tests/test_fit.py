@@ -175,8 +175,13 @@ def test_an_engine_takes_only_the_kv_cache_types_it_runs():
 def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="H100", gpus=8, tensor_parallel_size=8, max_model_len=1_000_000)
-    assert exc.value.field == "--max-model-len" and exc.value.allowed == "1 to 131,072"
+    assert exc.value.field == "--max-model-len" and exc.value.allowed == "at most 131,072 tokens"
     assert run(model="llama-3.1-8b", gpu="H100", max_model_len=131_072).max_model_len == 131_072
+    # llama.cpp runs past the trained context and says so
+    long = run(model="llama-2-7b", gpu="H100", engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=8192)
+    assert long.fits and any("trained context of 4,096" in a for a in long.assumptions)
+    # a model on a borrowed layout is not held to the borrowed layer count
+    assert run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=256, tensor_parallel_size=4, pipeline_parallel_size=64).parallel
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="H100", gpus=33, pipeline_parallel_size=33)
     assert exc.value.field == "--pipeline-parallel-size" and exc.value.allowed == "1 to 32"

@@ -231,3 +231,16 @@ def test_impossible_head_and_expert_counts_are_refused():
     with pytest.raises(ConfigImportError) as err:
         architecture_from_config(moe)
     assert err.value.field == "num_experts_per_tok"
+
+
+def test_a_yarn_rope_scaling_opens_a_longer_context(catalog, tmp_path):
+    from inferplan.catalog.models import spec_from_import
+
+    cfg = config(catalog, "qwen3-8b")
+    assert architecture_from_config(cfg).rope_context_tokens == 0  # as shipped: no rope scaling
+    for key, kind in (("rope_scaling", "type"), ("rope_parameters", "rope_type")):  # older and newer spellings
+        scaled = {**cfg, key: {kind: "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+        (tmp_path / "config.json").write_text(json.dumps(scaled))
+        assert spec_from_import(str(tmp_path / "config.json")).context_tokens == 131072
+    linear = {**cfg, "rope_scaling": {"type": "linear", "factor": 8.0}}
+    assert architecture_from_config(linear).rope_context_tokens == 0  # only YaRN is read

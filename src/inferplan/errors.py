@@ -10,14 +10,15 @@ class InferplanError(Exception):
     shell can say exactly what to change; ``allowed`` says what would be accepted.
     """
 
-    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None, located: bool = False):
         self.field = field
         self.allowed = allowed
+        self.located = located  # the message already says where (file:line: key:)
         super().__init__(message)
 
     def describe(self) -> str:
         parts = []
-        if self.field and f"{self.field}:" not in str(self):  # a scenario error already says file:line: key:
+        if self.field and not self.located:
             parts.append(f"{self.field}: ")
         parts.append(str(self))
         if self.allowed:

@@ -16,6 +16,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 
+class WrittenFloat(float):
+    """A number YAML read from text such as ``1e13``, with that text: a text field gets the text back."""
+
+    text: str
+
+    def __new__(cls, text: str) -> "WrittenFloat":
+        number = super().__new__(cls, text.replace("_", ""))
+        number.text = text
+        return number
+
+
 def takes_bool(annotation: Any) -> bool:
     """Whether a field's type admits a boolean (``bool``, ``bool | None``, ``Any`` …)."""
     if annotation is bool or annotation is Any:
@@ -39,12 +50,20 @@ def numeric(annotation: Any) -> bool:
     return annotation in (int, float)
 
 
+def stored(info: ValidationInfo) -> bool:
+    """Validating a row this program stored earlier (``context={"stored": True}``): bounds added
+    since must not make it unreadable — nothing saved is lost."""
+    return bool(info.context and info.context.get("stored"))
+
+
 class Input(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
     def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, WrittenFloat) and info.field_name is not None:
+            return value if numeric(cls.model_fields[info.field_name].annotation) else value.text
         if isinstance(value, (bool, str)) and info.field_name is not None:
             annotation = cls.model_fields[info.field_name].annotation
             if isinstance(value, bool) and not takes_bool(annotation):

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.errors import InferplanError, InvalidScenarioError
-from inferplan.inputs import Input
+from inferplan.inputs import Input, WrittenFloat, stored
 
 
 class Platform(Input):
@@ -26,11 +26,19 @@ class Platform(Input):
     # per system: a loadout may be several systems when one replica needs them. The names
     # `quote_usd_per_loadout` / `power_w_per_loadout` (from when a loadout was one system) still read.
     quote_usd_per_system: float | None = Field(
-        None, ge=1, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
+        None, gt=0, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
         description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
     power_w_per_system: float | None = Field(
-        None, ge=1, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
+        None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
         description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
+
+    @field_validator("quote_usd_per_system", "power_w_per_system")
+    @classmethod
+    def _at_least_one(cls, value: float | None, info: ValidationInfo) -> float | None:
+        # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite
+        if value is not None and value < 1 and not stored(info):
+            raise ValueError("must be at least 1 (USD per system, W per system)")
+        return value
 
     @model_validator(mode="after")
     def _named(self) -> "Platform":
@@ -141,8 +149,10 @@ class _UniqueKeys(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+_EXPONENT = "tag:inferplan,2026:exponent"  # 1e13: a number where a number belongs, its text in a text field
 _UniqueKeys.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+    _EXPONENT, re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+_UniqueKeys.add_constructor(_EXPONENT, lambda loader, node: WrittenFloat(loader.construct_scalar(node)))
 
 
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
@@ -153,9 +163,10 @@ def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
         mark = getattr(exc, "problem_mark", None)
         at = f"{where}:{mark.line + 1}" if mark is not None else where
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InvalidScenarioError(f"{at}: not valid YAML: {problem}", field=where) from None
+        raise InvalidScenarioError(f"{at}: not valid YAML: {problem}", field=where, located=True) from None
     if not isinstance(data, dict):
-        raise InvalidScenarioError(f"{where}: a scenario is a mapping (model:, platform:, workload: …)", field=where)
+        raise InvalidScenarioError(f"{where}: a scenario is a mapping (model:, platform:, workload: …)", field=where,
+                                   located=True)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
@@ -167,8 +178,9 @@ def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
         if err["type"] == "extra_forbidden":
             parent = _model_at(loc[:-1])
             allowed = ", ".join(parent.model_fields) if parent else None
-            raise InvalidScenarioError(f"{where}:{line}: {key}: unknown key", field=key, allowed=allowed) from None
-        raise InvalidScenarioError(f"{where}:{line}: {key}: {msg}", field=key) from None
+            raise InvalidScenarioError(f"{where}:{line}: {key}: unknown key", field=key, allowed=allowed,
+                                       located=True) from None
+        raise InvalidScenarioError(f"{where}:{line}: {key}: {msg}", field=key, located=True) from None
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:

@@ -14,10 +14,10 @@ import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from inferplan.errors import InferplanError, InvalidScenarioError
-from inferplan.inputs import Input
+from inferplan.inputs import Input, stored
 from inferplan.scenario import Scenario
 
 SCHEMA = """
@@ -56,28 +56,37 @@ class SavedScenario(BaseModel):
 
 class VendorQuote(Input):
     system: str = Field(min_length=1, max_length=200, description="catalogue system id")
-    price_usd: float = Field(ge=1, le=1e10, description="price of one system, USD ex VAT")
+    price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT (at least $1)")
     quoted_on: dt.date = Field(ge=dt.date(2000, 1, 1), description="when the vendor quoted; not in the future")
-    vendor: str = Field(min_length=1, max_length=200, pattern=r"\S")
+    vendor: str = Field(min_length=1, max_length=200)
     note: str = Field("", max_length=2000)
 
 
     @field_validator("quoted_on")
     @classmethod
-    def _not_in_the_future(cls, value: dt.date) -> dt.date:
+    def _not_in_the_future(cls, value: dt.date, info: ValidationInfo) -> dt.date:
         # the newest quote wins, so a future date would win for ever
-        if value > dt.date.today() + dt.timedelta(days=1):
+        if value > dt.date.today() + dt.timedelta(days=1) and not stored(info):
             raise ValueError(f"{value} is in the future: give the date the vendor quoted")
+        return value
+
+    @field_validator("price_usd")
+    @classmethod
+    def _a_real_price(cls, value: float, info: ValidationInfo) -> float:
+        if value < 1 and not stored(info):
+            raise ValueError("a system costs at least $1")
+        return value
+
+    @field_validator("vendor")
+    @classmethod
+    def _named_vendor(cls, value: str, info: ValidationInfo) -> str:
+        if not value.strip() and not stored(info):
+            raise ValueError("name the vendor")
         return value
 
 
 class SavedQuote(VendorQuote):
     id: int
-
-    @field_validator("quoted_on")
-    @classmethod
-    def _not_in_the_future(cls, value: dt.date) -> dt.date:  # a stored quote reads back as it was stored
-        return value
 
 
 def default_db_path() -> Path:
@@ -189,7 +198,8 @@ class Store:
         p = scenario.platform
         if not p.system or p.quote_usd_per_system:
             return scenario, None
-        quote = self.quote_for(system_id or p.system)
+        # quotes are stored under catalogue ids; older ones may carry the name as typed
+        quote = (self.quote_for(system_id) if system_id else None) or self.quote_for(p.system)
         if quote is None:
             return scenario, None
         platform = p.model_copy(update={"quote_usd_per_system": quote.price_usd})
@@ -204,10 +214,11 @@ def _clean_name(name: str) -> str:
 
 
 def _scenario(row: sqlite3.Row) -> SavedScenario:
-    return SavedScenario(id=row["id"], name=row["name"], scenario=Scenario.model_validate(json.loads(row["body"])),
+    return SavedScenario(id=row["id"], name=row["name"], scenario=Scenario.model_validate(json.loads(row["body"]), context={"stored": True}),
                          created=row["created"], updated=row["updated"])
 
 
 def _quote(row: sqlite3.Row) -> SavedQuote:
-    return SavedQuote(id=row["id"], system=row["system"], price_usd=row["price_usd"],
-                      quoted_on=dt.date.fromisoformat(row["quoted_on"]), vendor=row["vendor"], note=row["note"])
+    return SavedQuote.model_validate({"id": row["id"], "system": row["system"], "price_usd": row["price_usd"],
+                                      "quoted_on": dt.date.fromisoformat(row["quoted_on"]), "vendor": row["vendor"],
+                                      "note": row["note"]}, context={"stored": True})

@@ -244,8 +244,9 @@ def _check_dims(cfg: dict) -> None:
 
 
 def _yarn_context(cfg: dict) -> int:
-    """The context a YaRN ``rope_scaling`` opens, as vLLM derives it: original positions × factor."""
-    rope = cfg.get("rope_scaling")
+    """The context a YaRN ``rope_scaling`` (``rope_parameters`` in newer configs) opens, as vLLM
+    derives it: original positions × factor."""
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
     if not isinstance(rope, dict) or (rope.get("rope_type") or rope.get("type")) != "yarn":
         return 0
     factor, original = rope.get("factor"), rope.get("original_max_position_embeddings") or cfg.get("max_position_embeddings")

@@ -119,9 +119,10 @@ class Registry(Generic[T]):
         exact = self.exact(name)
         if len(exact) == 1:
             return exact[0]
-        # a part of a name finds it (H100 -> h100-sxm), but not one or two characters ('x' is not fx-eur-usd)
+        # a part of a name finds it (H100 -> h100-sxm); a name shorter than MIN_PARTIAL only as a whole
+        # word of one (m3 -> minimax-m3, q8 -> q8_0), so 'x' is not fx-eur-usd
         partial = exact or [r for r in self.records.values()
-                            if len(wanted) >= MIN_PARTIAL and any(wanted in n for n in _names(r))]
+                            if any(wanted in n for n in _names(r)) and (len(wanted) >= MIN_PARTIAL or wanted in _words(r))]
         if len(partial) == 1:
             return partial[0]
         if partial:
@@ -134,6 +135,12 @@ class Registry(Generic[T]):
             f"see `inferplan catalog list {self.kind.replace(' ', '-')}`",
             field=field_name,
         )
+
+
+def _words(record: BaseModel) -> set[str]:
+    """The words of a record's id, name and aliases (split at spaces, hyphens, underscores, dots)."""
+    texts = [record.id, getattr(record, "name", ""), *getattr(record, "aliases", ())]
+    return {w for t in texts for w in _SEPARATORS.split(t.strip().lower()) if w}
 
 
 def _names(record: BaseModel) -> set[str]:

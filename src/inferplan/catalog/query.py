@@ -32,7 +32,7 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
     if not name.strip():
         raise CatalogError("name an entry (an id or alias)", field="name")
     keys = [_kind(kind)] if kind else [k for k in SECTIONS]
-    if kind == "sources" or (not kind and name in catalog.sources):
+    if keys == ["sources"] or (not kind and name in catalog.sources):
         if name in catalog.sources:
             return "sources", catalog.sources[name]
         raise CatalogError(f"no source with id {name!r}; see `inferplan catalog list sources`", field="name")

@@ -223,7 +223,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
                                    field="--enable-expert-parallel", allowed="leave it off for a dense model")
     _check_heads(spec, engine.id, plan.tensor_parallel_size)
-    layers = spec.architecture.num_layers if spec.architecture else 0
+    layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and plan.pipeline_parallel_size > layers:
         raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
                                    field="--pipeline-parallel-size", allowed=f"1 to {layers}")
@@ -260,7 +260,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
             residual_tokens=kv_dtype.residual_tokens,
         )
-    _check_context(d, spec)
+    assumptions.extend(_check_context(d, spec, engine.id))
     max_len = d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
     block = settings.block_tokens
     kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
@@ -304,13 +304,22 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw)
 
 
-def _check_context(d: Deployment, spec: ModelSpec) -> None:
-    """Engines refuse a max_model_len beyond the model's context (vLLM: unless told to override)."""
-    if d.max_model_len and spec.context_tokens and d.max_model_len > spec.context_tokens:
-        raise InvalidScenarioError(
-            f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {spec.context_tokens:,} tokens "
-            "(a longer context needs RoPE scaling: import a config.json whose rope_scaling opens it)",
-            field="--max-model-len", allowed=f"1 to {spec.context_tokens:,}")
+# refuse a max_model_len past the model's context unless told to override (vLLM
+# VLLM_ALLOW_LONG_MAX_MODEL_LEN, SGLang SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN); llama.cpp and MLX run it
+CONTEXT_CHECKING_ENGINES = ("vllm", "sglang", "trtllm")
+
+
+def _check_context(d: Deployment, spec: ModelSpec, engine: str) -> list[str]:
+    """A context past the model's: an error where the engine refuses it, a note where it runs it."""
+    if not (d.max_model_len and spec.context_tokens and d.max_model_len > spec.context_tokens):
+        return []
+    if engine not in CONTEXT_CHECKING_ENGINES:
+        return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s trained context of {spec.context_tokens:,} "
+                f"tokens: {engine} runs it, but the model was not trained that long"]
+    raise InvalidScenarioError(
+        f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {spec.context_tokens:,} tokens, "
+        f"which {engine} refuses (a longer context needs RoPE scaling: import a config.json whose rope_scaling "
+        "opens it)", field="--max-model-len", allowed=f"at most {spec.context_tokens:,} tokens")
 
 
 HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks
@@ -338,7 +347,8 @@ def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
     """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
     limit = 1024
-    layers = spec.architecture.num_layers if spec.architecture else limit  # a pipeline stage holds a layer at least
+    # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
+    layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
     engine = catalog.engine(d.engine).id
     candidates = []
     tp = 1

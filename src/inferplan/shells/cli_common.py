@@ -49,7 +49,7 @@ UtilOpt = typer.Option(None, "--gpu-memory-utilization")
 MaxLenOpt = typer.Option(None, "--max-model-len")
 BatchedOpt = typer.Option(None, "--max-num-batched-tokens")
 SeqsOpt = typer.Option(None, "--max-num-seqs")
-KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp8 | int8 | int4 | int2-kivi | q8_0 | q4_0")
+KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
