@@ -61,7 +61,7 @@ class Input(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+    def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, WrittenFloat) and info.field_name is not None:
             return value if numeric(cls.model_fields[info.field_name].annotation) else value.text
         if isinstance(value, (bool, str)) and info.field_name is not None:
