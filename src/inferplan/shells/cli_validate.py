@@ -50,12 +50,9 @@ def validate_cmd(
 def _cross_validation():
     from rich.progress import Progress
 
-    from inferplan.validation.calibrate_speed import FAMILIES
-    from inferplan.validation.crossval import FOLDS, cross_validate
+    from inferplan.validation.crossval import cross_validate
 
-    order = sorted(set(FAMILIES))  # the order fit_points fits them in, after each fold's pooled fit
     with Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task("refitting without each fold's sources", total=FOLDS * len(order))
-        return run(cross_validate, progress=lambda fold, family: progress.update(
-            task, completed=fold * len(order) + (order.index(family) if family in order else 0),
-            description=f"fold {fold + 1} of {FOLDS}: fitting {family}"))
+        task = progress.add_task("refitting without each fold's sources", total=None)
+        return run(cross_validate, progress=lambda done, total, label: progress.update(
+            task, completed=done, total=total, description=label))

@@ -23,6 +23,7 @@ from inferplan.errors import InferplanError
 from inferplan.validation.speed import KINDS, kind_of
 
 FOLDS = 3
+Progress = Callable[[int, int, str], None]  # (fits done, fits in all, what is being fitted)
 MISS = 0.30  # |predicted / measured − 1| beyond which a point misses, as `validate` counts it
 
 
@@ -60,17 +61,26 @@ def _kinds(catalog: Catalog) -> dict[str, str]:
 
 
 def held_out_errors(catalog: Catalog, points: list[cs.Prepared], prior_weight: float, folds: int = FOLDS,
-                    progress: Callable[[int, str], None] | None = None) -> dict[str, float]:
-    """Each point's log(predicted / measured) when its fold is left out of the fit (``fit_points``)."""
+                    progress: Progress | None = None) -> dict[str, float]:
+    """Each point's log(predicted / measured) when its fold is left out of the fit (``fit_points``).
+    ``progress(done, total, label)`` is told before each family's fit."""
     fold = source_folds(catalog, points, folds)
     if len(set(fold.values())) < 2:
         raise InferplanError("cross-validation needs points from at least two sources' folds", field="points")
+    total = folds * len({p.family for p in points} | set(cs.FAMILIES))  # fit_points fits each family once a fold
+    done = 0
+
+    def tick(fold_index: int, family: str) -> None:
+        nonlocal done
+        if progress:
+            progress(done, total, f"fold {fold_index + 1} of {folds}: fitting {family}")
+        done += 1
+
     saved, cs.PRIOR_WEIGHT = cs.PRIOR_WEIGHT, prior_weight
     try:
         errors = {}
         for k in range(folds):
-            fits = cs.fit_points([p for p in points if fold[p.id] != k],
-                                 progress=(lambda family, k=k: progress(k, family)) if progress else None)
+            fits = cs.fit_points([p for p in points if fold[p.id] != k], progress=lambda family, k=k: tick(k, family))
             params = {f.family: f.params for f in fits}
             pooled = next(f.params for f in fits if f.pooled) if any(f.pooled for f in fits) else None
             for p in points:
@@ -89,7 +99,7 @@ def _summary(log_errors: list[float]) -> tuple[float, int]:
 
 def cross_validate(catalog: Catalog | None = None, prior_weight: float | None = None, folds: int = FOLDS,
                    points: list[cs.Prepared] | None = None,
-                   progress: Callable[[int, str], None] | None = None) -> CrossValidation:
+                   progress: Progress | None = None) -> CrossValidation:
     """Leave-source-out error of the speed fit over the ``fit`` split, overall and by kind."""
     catalog = catalog or load_catalog()
     prior_weight = cs.PRIOR_WEIGHT if prior_weight is None else prior_weight
