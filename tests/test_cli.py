@@ -297,6 +297,8 @@ def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_tw
 def test_a_request_past_the_models_context_names_its_length():
     r = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "200000")
     assert r.exit_code == 2 and "--input-len" in r.output and "131,072" in r.output
+    capped = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--engine", "trtllm", "--input-len", "200000")
+    assert capped.exit_code == 2 and "--input-len" in capped.output and "131,072 tokens trtllm serves" in capped.output
     assert invoke("perf", "--model", "llama-3.1-8b").output.startswith("error: name a GPU")  # no flag '--input'
 
 

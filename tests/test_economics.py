@@ -266,18 +266,19 @@ def test_report_type_is_checked(tmp_path):
     assert exc.value.field == "--report"
 
 
-def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts():
-    r = plan(scenario(model="kimi-k2.7-code", platform={"system": "hgx-b300"}, target_users=50), CATALOG)
+def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts(sketch_catalog):
+    r = plan(scenario(model="sketch-proxy-moe", platform={"system": "hgx-b300"}, target_users=50), sketch_catalog)
     assert r.capacity.cell.meets_target and r.supported_users > 0
     assert any("kv_proxy" in a for a in r.assumptions)  # the proxy layout is stated, not hidden
     assert any("experts per token" in a for a in r.assumptions)
 
 
-def test_unpublished_architectures_need_a_stated_kv_size():
+def test_unpublished_architectures_need_a_stated_kv_size(sketch_catalog):
     with pytest.raises(InvalidScenarioError) as exc:
-        plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}), CATALOG)
+        plan(scenario(model="sketch-unpublished", platform={"system": "hgx-b300"}), sketch_catalog)
     assert exc.value.field == "kv_bytes_per_token"  # the scenario's key, not the CLI flag
-    r = plan(scenario(model="minimax-m3", platform={"system": "hgx-b300"}, kv_bytes_per_token=70_000), CATALOG)
+    r = plan(scenario(model="sketch-unpublished", platform={"system": "hgx-b300"}, kv_bytes_per_token=70_000),
+             sketch_catalog)
     assert r.supported_users > 0
 
 

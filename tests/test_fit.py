@@ -70,16 +70,20 @@ def test_hopper_nvfp4_is_flagged_as_fallback():
     assert any("fallback" in a for a in r.assumptions)
 
 
-def test_kv_proxy_models_say_so():
-    r = run(model="kimi-k2.7-code", system="hgx-b200", tensor_parallel_size=8)
+def test_kv_proxy_models_say_so(sketch_catalog):
+    r = fit(Deployment(model="sketch-proxy-moe", system="hgx-b200", tensor_parallel_size=8), sketch_catalog)
     assert any("kv_proxy" in a for a in r.assumptions)
+    # a model on a borrowed layout is not held to the borrowed layer count (61 for DeepSeek-V3)
+    assert fit(Deployment(model="sketch-proxy-moe", gpu="l4", gpus=256, tensor_parallel_size=4,
+                          pipeline_parallel_size=64), sketch_catalog).parallel
 
 
-def test_unpublished_architecture_needs_a_stated_kv_size():
+def test_unpublished_architecture_needs_a_stated_kv_size(sketch_catalog):
     with pytest.raises(InvalidScenarioError) as exc:
-        run(model="minimax-m3", system="hgx-b200", tensor_parallel_size=8)
+        fit(Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8), sketch_catalog)
     assert exc.value.field == "--kv-bytes-per-token"
-    r = run(model="minimax-m3", system="hgx-b200", tensor_parallel_size=8, kv_bytes_per_token=100_000)
+    r = fit(Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8, kv_bytes_per_token=100_000),
+            sketch_catalog)
     assert r.kv_cache_bytes_per_token == 100_000
     assert any("stated by the user" in a for a in r.assumptions)
     assert any("assumed vocab" in a for a in r.assumptions)
@@ -180,8 +184,19 @@ def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
     # llama.cpp runs past the trained context and says so
     long = run(model="llama-2-7b", gpu="H100", engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=8192)
     assert long.fits and any("trained context of 4,096" in a for a in long.assumptions)
-    # a model on a borrowed layout is not held to the borrowed layer count
+    # TensorRT-LLM lowers max_seq_len to the model's and serves at that length
+    capped = run(model="llama-2-7b", gpu="H100", engine="trtllm", max_model_len=8192)
+    assert capped.max_model_len == 4096 and any("serves at most 4,096" in a for a in capped.assumptions)
     assert run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=256, tensor_parallel_size=4, pipeline_parallel_size=64).parallel
+    with pytest.raises(InvalidScenarioError) as exc:  # its own config has 92 layers
+        run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=372, tensor_parallel_size=4, pipeline_parallel_size=93)
+    assert exc.value.field == "--pipeline-parallel-size"
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="H100", gpus=33, pipeline_parallel_size=33)
     assert exc.value.field == "--pipeline-parallel-size" and exc.value.allowed == "1 to 32"
+
+
+def test_every_engine_states_with_a_source_what_it_does_with_a_context_past_the_models(catalog):
+    behaviour = {e.id: e.context_beyond_model for e in catalog.engines}
+    assert behaviour == {"vllm": "refuse", "sglang": "refuse", "trtllm": "cap", "llamacpp": "run", "mlx": "run"}
+    assert all(e.context_beyond_model_source in catalog.sources for e in catalog.engines)

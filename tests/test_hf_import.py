@@ -244,3 +244,55 @@ def test_a_yarn_rope_scaling_opens_a_longer_context(catalog, tmp_path):
         assert spec_from_import(str(tmp_path / "config.json")).context_tokens == 131072
     linear = {**cfg, "rope_scaling": {"type": "linear", "factor": 8.0}}
     assert architecture_from_config(linear).rope_context_tokens == 0  # only YaRN is read
+
+
+def test_seed_2026_lines_read_from_their_own_configs(catalog):
+    """Seed 001's 2026 lines: layer kinds and sizes as their config.json states them, parameter
+    counts against counts from each checkpoint's tensor shapes or cards (see seed_lines.yaml)."""
+    glm = architecture_from_config(config(catalog, "glm-5.2"))
+    assert glm.count(LayerKind.MLA) == 78 and glm.dsa.own_indexer_share == pytest.approx(21 / 78)
+    # 743.4B without the MTP layer; with it, 753.3B, the card's 753B
+    assert (count_params(glm).total + count_params(glm).mtp) / 1e9 == pytest.approx(753.3, rel=0.002)
+    k3 = architecture_from_config(config(catalog, "kimi-k3"))
+    assert k3.count(LayerKind.LINEAR) == 69 and k3.count(LayerKind.MLA) == 24
+    assert k3.layer_kinds[3] is LayerKind.MLA and k3.layer_kinds[92] is LayerKind.MLA  # 1-based 4 and 93
+    assert k3.linear.recurrent_state_bytes == 4 and k3.moe.latent_size == 3584 and k3.moe.experts_per_token == 16
+    assert count_params(k3).total / 1e9 == pytest.approx(2779.5, rel=0.005)
+    v4 = architecture_from_config(config(catalog, "deepseek-v4-flash"))
+    assert (v4.count(LayerKind.SLIDING), v4.count(LayerKind.CSA), v4.count(LayerKind.HCA)) == (2, 21, 20)
+    assert v4.quant.quantization == "mixed-fp4-fp8" and v4.quant.kv_cache_dtype == "fp8"
+    assert count_params(v4).total / 1e9 == pytest.approx(284.3, rel=0.005)
+    pro = architecture_from_config(config(catalog, "deepseek-v4-pro"))
+    assert (pro.count(LayerKind.CSA), pro.count(LayerKind.HCA), pro.compressed.index_topk) == (30, 31, 1024)
+    m3 = architecture_from_config(config(catalog, "minimax-m3"))
+    assert m3.count(LayerKind.SPARSE) == 57 and m3.dsa.index_topk == 2048 and m3.has_vision_tower
+    assert m3.intermediate_size == 12288 and m3.moe.expert_intermediate_size == 3072
+    assert m3.moe.moe_layers == (False,) * 3 + (True,) * 57
+
+
+def test_mistral_params_json_reads_as_vllm_maps_it(catalog, tmp_path):
+    """Mistral Large 3 ships params.json, not config.json: dim, hidden_dim, the moe block and yarn
+    are renamed as vLLM does; the FP8 repo's block-scaled weights are fp8-block."""
+    arch = architecture_from_config(config(catalog, "mistral-large-3"))
+    assert arch.hidden_size == 7168 and arch.count(LayerKind.MLA) == 61 and arch.intermediate_size == 16384
+    assert arch.moe.num_experts == 128 and arch.moe.experts_per_token == 4 and arch.moe.moe_layers[:4] == (False,) * 3 + (True,)
+    assert arch.quant.quantization == "fp8-block" and arch.rope_context_tokens == 36 * 8192
+    assert count_params(arch).total / 1e9 == pytest.approx(673.4, rel=0.001)
+    (tmp_path / "params.json").write_text(json.dumps(config(catalog, "mistral-large-3")))
+    assert import_model(str(tmp_path)).architecture == arch  # a folder with params.json only
+
+
+def test_new_layer_lists_are_checked(catalog):
+    bad = config(catalog, "minimax-m3")
+    bad["text_config"] = {**bad["text_config"], "moe_layer_freq": [1, 0]}
+    with pytest.raises(ConfigImportError) as exc:
+        architecture_from_config(bad)
+    assert exc.value.field == "moe_layer_freq"
+    v4 = {**config(catalog, "deepseek-v4-flash"), "compress_ratios": [0, 4, 16, 128] * 11}
+    with pytest.raises(ConfigImportError) as exc:
+        architecture_from_config(v4)
+    assert exc.value.field == "compress_ratios"
+    glm = {**config(catalog, "glm-5.2"), "indexer_types": ["full"] * 3}
+    with pytest.raises(ConfigImportError) as exc:
+        architecture_from_config(glm)
+    assert exc.value.field == "indexer_types"

@@ -7,9 +7,14 @@ per-sequence state:
 - ``sliding``: attention over the last ``sliding_window`` tokens only.
 - ``mla``: multi-head latent attention: one compressed latent (``kv_lora_rank``) plus the
   decoupled rope key (``qk_rope_head_dim``) per token.
-- ``linear``: linear attention (Gated DeltaNet): a fixed-size state per sequence.
+- ``linear``: linear attention (Gated DeltaNet, Kimi Delta Attention): a fixed-size state per sequence.
 - ``mamba``: a Mamba-2 mixer: a fixed-size SSM + convolution state per sequence.
 - ``mlp``: no token mixer (Nemotron-H MLP-only blocks).
+- ``csa`` / ``hca``: DeepSeek-V4's compressed attention: a sliding window plus entries pooled every
+  few tokens (CSA: an indexer picks the top-k of them; HCA: every one, pooled more coarsely).
+  DeepSeek-V4's window-only layers are ``sliding``.
+- ``sparse``: full attention (K and V for every token) of which a query reads only the blocks an
+  indexer picks, the indexer keeping a key of its own per token (MiniMax-M3's sparse attention).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ class LayerKind(str, Enum):
     LINEAR = "linear"
     MAMBA = "mamba"
     MLP = "mlp"
+    CSA = "csa"
+    HCA = "hca"
+    SPARSE = "sparse"
 
 
 ATTENTION_KINDS = (LayerKind.FULL, LayerKind.SLIDING)
@@ -41,12 +49,32 @@ class MlaDims:
 
 @dataclass(frozen=True)
 class DsaDims:
-    """DeepSeek Sparse Attention: a lightning indexer (its own small key cache per layer) picks the
-    ``index_topk`` cached tokens each query attends to."""
+    """Indexer-driven sparse attention: an indexer (its own small key cache per layer) picks the
+    ``index_topk`` cached tokens each query attends to — DeepSeek Sparse Attention on MLA layers,
+    MiniMax-M3's on ``sparse`` (GQA) layers, which picks whole blocks of tokens."""
 
     index_n_heads: int
     index_head_dim: int
-    index_topk: int
+    index_topk: int  # tokens
+    index_keys_in_cache_dtype: bool = False  # MiniMax-M3: keys in the KV cache's dtype; DSA: FP8 with scales
+    # share of the sparse layers that run an indexer of their own; the others reuse the top-k an
+    # earlier layer picked and hold neither indexer weights nor indexer keys (GLM-5.2 indexer_types "shared")
+    own_indexer_share: float = 1.0
+
+
+@dataclass(frozen=True)
+class CompressedAttnDims:
+    """DeepSeek-V4 attention sizes (``memory.compressed`` says what they cost)."""
+
+    csa_ratio: int  # tokens pooled into one entry on CSA layers
+    hca_ratio: int  # on HCA layers
+    index_n_heads: int
+    index_head_dim: int
+    index_topk: int  # pooled entries (not tokens) a CSA query attends
+    rope_head_dim: int
+    q_lora_rank: int
+    o_groups: int
+    o_lora_rank: int
 
 
 @dataclass(frozen=True)
@@ -62,13 +90,15 @@ class MoeDims:
 
 @dataclass(frozen=True)
 class LinearAttnDims:
-    """Gated DeltaNet (Qwen3-Next) mixer sizes."""
+    """Gated DeltaNet (Qwen3-Next) or Kimi Delta Attention (Kimi-K3) mixer sizes."""
 
     num_key_heads: int
     num_value_heads: int
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    recurrent_state_bytes: int = 2  # per element of the heads x key x value state (vLLM keeps KDA's in FP32: 4)
+    full_rank_decay_gate: bool = False  # KDA's per-channel decay gate as a full hidden -> key-width projection
 
 
 @dataclass(frozen=True)
@@ -115,6 +145,7 @@ class Architecture:
     sliding_window: int | None = None
     mla: MlaDims | None = None
     dsa: DsaDims | None = None  # sparse attention on the MLA layers (DeepSeek-V3.2, GLM-5)
+    compressed: CompressedAttnDims | None = None  # DeepSeek-V4's CSA / HCA layers
     moe: MoeDims | None = None
     linear: LinearAttnDims | None = None
     mamba: MambaDims | None = None
@@ -123,6 +154,7 @@ class Architecture:
     qk_norm: bool = False
     mlp_projections: int = 3  # gated MLPs (SwiGLU/GeGLU): gate, up, down; plain (ReLU²): up, down
     mtp_layers: int = 0  # DeepSeek multi-token-prediction layers shipped in the checkpoint
+    attention_output_gate: bool = False  # a sigmoid gate on the attention output (Qwen3.5: q_proj twice as wide)
     has_vision_tower: bool = False
     notes: tuple[str, ...] = field(default=())
 

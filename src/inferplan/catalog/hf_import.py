@@ -23,9 +23,19 @@ from inferplan.catalog.architecture import (
     LinearAttnDims,
     MambaDims,
     MlaDims,
-    MoeDims,
-    QuantConfig,
 )
+from inferplan.catalog.hf_layers import (
+    block_sparse_dims,
+    compressed_dims,
+    first,
+    layer_kinds,
+    moe_dims,
+    own_indexer_share,
+    req,
+    req_any,
+)
+from inferplan.catalog.hf_quant import quant_config
+from inferplan.catalog.mistral_params import as_hf_config, is_mistral_params
 from inferplan.errors import ConfigImportError
 
 # Keys read from text_config when a multimodal wrapper nests the language model.
@@ -52,175 +62,6 @@ class ImportedModel:
     checkpoint_bytes: int | None
     checkpoint_source: str | None  # "index total_size" or "safetensors headers"
     path: str
-
-
-def _req(cfg: dict, key: str, where: str) -> Any:
-    if key not in cfg or cfg[key] is None:
-        raise ConfigImportError(f"config.json has no {key!r}, which {where} needs", field=key)
-    return cfg[key]
-
-
-def _first(cfg: dict, *keys: str, default: Any = None) -> Any:
-    for key in keys:
-        if cfg.get(key) is not None:
-            return cfg[key]
-    return default
-
-
-def _layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, ...]:
-    """Per-layer mixer kind from layer_types, hybrid patterns or sliding-window rules."""
-    if "hybrid_override_pattern" in cfg:  # Nemotron-H: M mamba, * attention, - MLP, E MoE
-        table = {"M": LayerKind.MAMBA, "*": LayerKind.FULL, "-": LayerKind.MLP, "E": LayerKind.MLP}
-        pattern = cfg["hybrid_override_pattern"]
-        try:
-            return tuple(table[ch] for ch in pattern)
-        except KeyError as exc:
-            raise ConfigImportError(
-                f"hybrid_override_pattern has unknown symbol {exc.args[0]!r}",
-                field="hybrid_override_pattern",
-                allowed="M * - E",
-            ) from None
-    if cfg.get("layer_types"):
-        table = {
-            "full_attention": LayerKind.FULL,
-            "attention": LayerKind.FULL,
-            "sliding_attention": LayerKind.SLIDING,
-            "linear_attention": LayerKind.LINEAR,
-            "mamba": LayerKind.MAMBA,
-        }
-        kinds = []
-        for i, name in enumerate(cfg["layer_types"]):
-            if name not in table:
-                raise ConfigImportError(
-                    f"layer_types[{i}] is {name!r}", field="layer_types", allowed=", ".join(table)
-                )
-            kinds.append(table[name])
-        return tuple(kinds)
-    if "full_attention_interval" in cfg:  # Qwen3-Next without layer_types
-        every = int(cfg["full_attention_interval"])
-        return tuple(LayerKind.FULL if (i + 1) % every == 0 else LayerKind.LINEAR for i in range(n_layers))
-    if "attn_layer_period" in cfg:  # Jamba
-        period, offset = int(cfg["attn_layer_period"]), int(cfg.get("attn_layer_offset", 0))
-        return tuple(LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers))
-    if cfg.get("kv_lora_rank"):
-        return (LayerKind.MLA,) * n_layers
-    window = cfg.get("sliding_window")
-    if model_type.startswith("gemma3") and window:
-        pattern = int(cfg.get("sliding_window_pattern", 6))
-        return tuple(LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers))
-    if model_type == "gemma2" and window:
-        return tuple(LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL for i in range(n_layers))
-    if window and cfg.get("use_sliding_window", True) and model_type in ("mistral", "mixtral"):
-        return (LayerKind.SLIDING,) * n_layers
-    return (LayerKind.FULL,) * n_layers
-
-
-def _moe(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
-    n_experts = _first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts")
-    if not n_experts:
-        return None
-    top_k = _req_any(cfg, ("num_experts_per_tok", "experts_per_token", "moe_topk"), "a mixture of experts")
-    expert_width = _first(cfg, "moe_intermediate_size", default=hidden_intermediate)
-    shared = 0
-    latent = int(cfg["moe_latent_size"]) if cfg.get("moe_latent_size") else None
-    if cfg.get("moe_shared_expert_intermediate_size"):  # Nemotron-H: the shared expert's own width
-        n_shared = cfg.get("n_shared_experts")
-        shared = int(cfg["moe_shared_expert_intermediate_size"]) * (1 if n_shared is None else int(n_shared))
-    elif cfg.get("n_shared_experts"):
-        shared = int(cfg["n_shared_experts"]) * int(expert_width)
-    elif cfg.get("shared_expert_intermediate_size"):
-        shared = int(cfg["shared_expert_intermediate_size"])
-    if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
-        layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
-    first_dense = int(cfg.get("first_k_dense_replace", 0))
-    freq = int(_first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1))
-    offset = int(cfg.get("expert_layer_offset", 0))
-    mlp_only = set(cfg.get("mlp_only_layers") or [])
-    layers = tuple(
-        i >= first_dense and (i - offset) % freq == 0 and i not in mlp_only for i in range(n_layers)
-    )
-    return MoeDims(
-        num_experts=int(n_experts),
-        experts_per_token=int(top_k),
-        expert_intermediate_size=int(expert_width),
-        shared_intermediate_size=shared,
-        moe_layers=layers,
-        latent_size=latent,
-    )
-
-
-def _req_any(cfg: dict, keys: tuple[str, ...], where: str) -> Any:
-    value = _first(cfg, *keys)
-    if value is None:
-        raise ConfigImportError(
-            f"config.json has none of {', '.join(keys)}, which {where} needs", field=keys[0]
-        )
-    return value
-
-
-def _quant(cfg: dict) -> QuantConfig | None:
-    qc = cfg.get("quantization_config")
-    if not qc:
-        return None
-    method = str(qc.get("quant_method", "")).lower()
-    ignore = tuple(qc.get("ignore") or qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ())
-    if method == "fp8":
-        qid = "fp8-block" if qc.get("weight_block_size") else "fp8"
-    elif method == "mxfp4":
-        qid = "mxfp4"
-    elif method == "awq":
-        qid = "int4-awq"
-    elif method == "gptq":
-        qid = "int4-gptq" if int(qc.get("bits", 4)) == 4 else "int8-w8a8"
-    elif method in ("modelopt", "modelopt_fp4"):
-        algo = str(qc.get("quant_algo", "")).upper()
-        qid = "nvfp4" if "FP4" in algo else "fp8"
-    elif method == "compressed-tensors":
-        qid = _compressed_tensors(qc)
-    else:
-        raise ConfigImportError(
-            f"quantization_config.quant_method {method!r} is not supported",
-            field="quantization_config.quant_method",
-            allowed="fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
-        )
-    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore, kv_cache_dtype=_kv_quant(qc))
-
-
-def _kv_quant(qc: dict) -> str | None:
-    """ModelOpt's kv_cache_quant_algo or compressed-tensors' kv_cache_scheme, if any."""
-    algo = qc.get("kv_cache_quant_algo") or (qc.get("quantization") or {}).get("kv_cache_quant_algo")
-    if algo:
-        return str(algo).lower()
-    scheme = qc.get("kv_cache_scheme")
-    if isinstance(scheme, dict) and int(scheme.get("num_bits", 16)) == 8:
-        return "fp8" if scheme.get("type", "float") == "float" else "int8"
-    return None
-
-
-def _compressed_tensors(qc: dict) -> str:
-    fmt = str(qc.get("format", "")).lower()
-    if "nvfp4" in fmt:
-        return "nvfp4"
-    if "mxfp4" in fmt:
-        return "mxfp4"
-    for group in (qc.get("config_groups") or {}).values():
-        weights = group.get("weights") or {}
-        bits, typ = int(weights.get("num_bits", 16)), str(weights.get("type", "int"))
-        acts = group.get("input_activations")
-        if bits == 8 and typ == "float":
-            return "fp8"
-        if bits == 8:
-            return "int8-w8a8"
-        if bits == 4 and typ == "float":
-            return "nvfp4"
-        if bits == 4:
-            return "int4-w4a16" if not acts else "int4-w4a16"
-    raise ConfigImportError(
-        "compressed-tensors quantization_config has no recognisable weight format",
-        field="quantization_config.config_groups",
-        allowed="8-bit float (fp8), 8-bit int (w8a8), 4-bit int (w4a16), nvfp4",
-    )
 
 
 # config.json dimensions that must be whole numbers of at least 1 (0 allowed for the MLP width,
@@ -275,6 +116,8 @@ def architecture_from_config(raw: dict) -> Architecture:
 def _architecture_from_config(raw: dict) -> Architecture:
     if not isinstance(raw, dict):
         raise ConfigImportError("config.json must be a JSON object", field="config.json")
+    if is_mistral_params(raw):
+        raw = as_hf_config(raw)
     archs = raw.get("architectures") or ["unknown"]
     cfg = dict(raw)
     has_vision = False
@@ -290,14 +133,18 @@ def _architecture_from_config(raw: dict) -> Architecture:
     for key, value in _MODEL_TYPE_DEFAULTS.get(model_type, {}).items():
         cfg.setdefault(key, value)
     _check_dims(cfg)
-    hidden = int(_req(cfg, "hidden_size", "every architecture"))
-    n_layers = int(_req_any(cfg, ("num_hidden_layers", "n_layers", "num_layers"), "every architecture"))
-    heads = int(_req_any(cfg, ("num_attention_heads", "n_heads"), "every architecture"))
-    kv_heads = int(_first(cfg, "num_key_value_heads", "n_kv_heads", default=heads) or heads)
-    head_dim = int(_first(cfg, "head_dim", "attention_head_dim", default=hidden // heads) or hidden // heads)
-    vocab = int(_req(cfg, "vocab_size", "the embedding size"))
-    intermediate = int(_first(cfg, "intermediate_size", "ffn_hidden_size", default=0) or 0)
-    kinds = _layer_kinds(cfg, n_layers, model_type)
+    hidden = int(req(cfg, "hidden_size", "every architecture"))
+    if isinstance(cfg.get("layers_block_type"), list) and cfg.get("num_hidden_layers") is None:
+        cfg["num_hidden_layers"] = len(cfg["layers_block_type"])  # Nemotron 3 Ultra states only the list
+    n_layers = int(req_any(cfg, ("num_hidden_layers", "n_layers", "num_layers"), "every architecture"))
+    heads = int(req_any(cfg, ("num_attention_heads", "n_heads"), "every architecture"))
+    kv_heads = int(first(cfg, "num_key_value_heads", "n_kv_heads", default=heads) or heads)
+    head_dim = int(first(cfg, "head_dim", "attention_head_dim", default=hidden // heads) or hidden // heads)
+    vocab = int(req(cfg, "vocab_size", "the embedding size"))
+    intermediate = int(first(cfg, "intermediate_size", "ffn_hidden_size", default=0) or 0)
+    # MiniMax-M3 names its dense MLP width apart (intermediate_size is then the experts')
+    dense_width = int(first(cfg, "dense_intermediate_size", default=intermediate) or 0)
+    kinds = layer_kinds(cfg, n_layers, model_type)
     if len(kinds) != n_layers and "hybrid_override_pattern" not in cfg:
         raise ConfigImportError(
             f"layer_types lists {len(kinds)} layers but num_hidden_layers is {n_layers}",
@@ -307,31 +154,44 @@ def _architecture_from_config(raw: dict) -> Architecture:
     if cfg.get("kv_lora_rank"):
         mla = MlaDims(
             kv_lora_rank=int(cfg["kv_lora_rank"]),
-            qk_rope_head_dim=int(_req(cfg, "qk_rope_head_dim", "multi-head latent attention")),
-            qk_nope_head_dim=int(_req(cfg, "qk_nope_head_dim", "multi-head latent attention")),
-            v_head_dim=int(_req(cfg, "v_head_dim", "multi-head latent attention")),
+            qk_rope_head_dim=int(req(cfg, "qk_rope_head_dim", "multi-head latent attention")),
+            qk_nope_head_dim=int(req(cfg, "qk_nope_head_dim", "multi-head latent attention")),
+            v_head_dim=int(req(cfg, "v_head_dim", "multi-head latent attention")),
             q_lora_rank=int(cfg["q_lora_rank"]) if cfg.get("q_lora_rank") else None,
         )
     dsa = None
     if mla is not None and cfg.get("index_topk"):
         dsa = DsaDims(
-            index_n_heads=int(_req(cfg, "index_n_heads", "DeepSeek sparse attention")),
-            index_head_dim=int(_req(cfg, "index_head_dim", "DeepSeek sparse attention")),
+            index_n_heads=int(req(cfg, "index_n_heads", "DeepSeek sparse attention")),
+            index_head_dim=int(req(cfg, "index_head_dim", "DeepSeek sparse attention")),
             index_topk=int(cfg["index_topk"]),
+            own_indexer_share=own_indexer_share(cfg, n_layers),
         )
+    if LayerKind.SPARSE in kinds:
+        dsa = block_sparse_dims(cfg)
+    compressed = compressed_dims(cfg, kinds)
     linear = None
-    if LayerKind.LINEAR in kinds:
+    if LayerKind.LINEAR in kinds and isinstance(cfg.get("linear_attn_config"), dict):
+        kda = cfg["linear_attn_config"]
+        heads, dim = int(req(kda, "num_heads", "Kimi Delta Attention")), int(req(kda, "head_dim", "Kimi Delta Attention"))
         linear = LinearAttnDims(
-            num_key_heads=int(_req(cfg, "linear_num_key_heads", "linear attention")),
-            num_value_heads=int(_req(cfg, "linear_num_value_heads", "linear attention")),
-            key_head_dim=int(_req(cfg, "linear_key_head_dim", "linear attention")),
-            value_head_dim=int(_req(cfg, "linear_value_head_dim", "linear attention")),
+            num_key_heads=heads, num_value_heads=heads, key_head_dim=dim, value_head_dim=dim,
+            conv_kernel=int(kda.get("short_conv_kernel_size", 4)),
+            recurrent_state_bytes=4,  # vLLM's kda_state_dtype: the recurrent state in float32
+            full_rank_decay_gate=bool(kda.get("use_full_rank_gate", False)),
+        )
+    elif LayerKind.LINEAR in kinds:
+        linear = LinearAttnDims(
+            num_key_heads=int(req(cfg, "linear_num_key_heads", "linear attention")),
+            num_value_heads=int(req(cfg, "linear_num_value_heads", "linear attention")),
+            key_head_dim=int(req(cfg, "linear_key_head_dim", "linear attention")),
+            value_head_dim=int(req(cfg, "linear_value_head_dim", "linear attention")),
             conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
         )
     mamba = None
     if LayerKind.MAMBA in kinds:
-        m_heads = _first(cfg, "mamba_num_heads", "mamba_n_heads")
-        m_head_dim = _first(cfg, "mamba_head_dim", "mamba_d_head")
+        m_heads = first(cfg, "mamba_num_heads", "mamba_n_heads")
+        m_head_dim = first(cfg, "mamba_head_dim", "mamba_d_head")
         if m_heads is None and cfg.get("mamba_expand"):
             m_head_dim = m_head_dim or 64
             m_heads = int(cfg["mamba_expand"]) * hidden // int(m_head_dim)
@@ -340,12 +200,12 @@ def _architecture_from_config(raw: dict) -> Architecture:
         mamba = MambaDims(
             num_heads=int(m_heads),
             head_dim=int(m_head_dim),
-            state_size=int(_req_any(cfg, ("ssm_state_size", "mamba_d_state", "state_size"), "a Mamba mixer")),
-            n_groups=int(_first(cfg, "n_groups", "mamba_n_groups", default=1)),
-            conv_kernel=int(_first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
+            state_size=int(req_any(cfg, ("ssm_state_size", "mamba_d_state", "state_size"), "a Mamba mixer")),
+            n_groups=int(first(cfg, "n_groups", "mamba_n_groups", default=1)),
+            conv_kernel=int(first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
             ssm_state_bytes=4 if str(cfg.get("mamba_ssm_cache_dtype", "")) in ("float32", "fp32") else 2,
         )
-    window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds else None
+    window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds or compressed else None
     return Architecture(
         hf_architecture=str(archs[0]),
         model_type=model_type,
@@ -353,24 +213,26 @@ def _architecture_from_config(raw: dict) -> Architecture:
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=intermediate,
+        intermediate_size=dense_width,
         vocab_size=vocab,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))),
         layer_kinds=kinds,
-        max_position_embeddings=int(_first(cfg, "max_position_embeddings", "max_seq_len", default=0) or 0),
+        max_position_embeddings=int(first(cfg, "max_position_embeddings", "max_seq_len", default=0) or 0),
         rope_context_tokens=_yarn_context(cfg),
-        torch_dtype=str(_first(cfg, "torch_dtype", "dtype", default=raw.get("torch_dtype", "bfloat16"))),
+        torch_dtype=str(first(cfg, "torch_dtype", "dtype", default=raw.get("torch_dtype", "bfloat16"))),
         sliding_window=int(window) if window else None,
         mla=mla,
         dsa=dsa,
-        moe=_moe(cfg, n_layers, intermediate),
+        compressed=compressed,
+        moe=moe_dims(cfg, n_layers, intermediate),
         linear=linear,
         mamba=mamba,
-        quant=_quant(cfg),
+        quant=quant_config(cfg),
         attention_bias=bool(cfg.get("attention_bias", model_type.startswith("qwen2"))),
-        qk_norm=model_type.startswith("qwen3") or model_type.startswith("gemma3"),
-        mlp_projections=2 if str(_first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
-        mtp_layers=int(cfg.get("num_nextn_predict_layers", 0) or 0),
+        qk_norm=model_type.startswith("qwen3") or model_type.startswith("gemma3") or bool(cfg.get("use_qk_norm")),
+        mlp_projections=2 if str(first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
+        mtp_layers=int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0),
+        attention_output_gate=bool(cfg.get("attn_output_gate", False)),
         has_vision_tower=has_vision,
     )
 
@@ -444,15 +306,17 @@ def import_model(location: str) -> ImportedModel:
             "Hugging Face cache",
             field="--model",
         )
+    if not config_path.is_file() and config_path.name == "config.json" and (folder / "params.json").is_file():
+        config_path = folder / "params.json"  # Mistral's own format (Mistral Large 3 ships no config.json)
     if not config_path.is_file():
-        raise ConfigImportError(f"no config.json in {folder}", field="--model")
+        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="--model")
     raw = read_config(config_path)
     modelopt = folder / "hf_quant_config.json"
     if "quantization_config" not in raw and modelopt.is_file():
         q = read_config(modelopt).get("quantization") or {}
         raw = {**raw, "quantization_config": {"quant_method": "modelopt", **q}}
     arch = architecture_from_config(raw)
-    size, how = _checkpoint_bytes(folder) if config_path.name == "config.json" else (None, None)
+    size, how = _checkpoint_bytes(folder) if config_path.name in ("config.json", "params.json") else (None, None)
     return ImportedModel(
         name=location, architecture=arch, checkpoint_bytes=size, checkpoint_source=how, path=str(folder)
     )

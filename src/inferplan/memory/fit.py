@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.models import ModelSpec, resolve_model
-from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
+from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
@@ -260,8 +260,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
             residual_tokens=kv_dtype.residual_tokens,
         )
-    assumptions.extend(_check_context(d, spec, engine.id))
-    max_len = d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
+    context_notes, capped = _check_context(d, spec, engine)
+    assumptions.extend(context_notes)
+    max_len = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
     block = settings.block_tokens
     kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
@@ -304,22 +305,23 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw)
 
 
-# refuse a max_model_len past the model's context unless told to override (vLLM
-# VLLM_ALLOW_LONG_MAX_MODEL_LEN, SGLang SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN); llama.cpp and MLX run it
-CONTEXT_CHECKING_ENGINES = ("vllm", "sglang", "trtllm")
-
-
-def _check_context(d: Deployment, spec: ModelSpec, engine: str) -> list[str]:
-    """A context past the model's: an error where the engine refuses it, a note where it runs it."""
+def _check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tuple[list[str], int | None]:
+    """A max_model_len past the model's context, as the engine treats it (engines.yaml
+    ``context_beyond_model``): an error where it refuses it, the model's context where it caps it
+    (returned as the length to plan at), a note where it runs it."""
     if not (d.max_model_len and spec.context_tokens and d.max_model_len > spec.context_tokens):
-        return []
-    if engine not in CONTEXT_CHECKING_ENGINES:
-        return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s trained context of {spec.context_tokens:,} "
-                f"tokens: {engine} runs it, but the model was not trained that long"]
-    raise InvalidScenarioError(
-        f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {spec.context_tokens:,} tokens, "
-        f"which {engine} refuses (a longer context needs RoPE scaling: import a config.json whose rope_scaling "
-        "opens it)", field="--max-model-len", allowed=f"at most {spec.context_tokens:,} tokens")
+        return [], None
+    limit, why = spec.context_tokens, f" ({engine.context_beyond_model_note})" if engine.context_beyond_model_note else ""
+    if engine.context_beyond_model == "refuse":
+        raise InvalidScenarioError(
+            f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {limit:,} tokens, "
+            f"which {engine.id} refuses (a longer context needs RoPE scaling: import a config.json whose rope_scaling "
+            "opens it)", field="--max-model-len", allowed=f"at most {limit:,} tokens")
+    if engine.context_beyond_model == "cap":
+        return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s context of {limit:,} tokens: {engine.id} "
+                f"serves at most {limit:,}{why}"], limit
+    return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s trained context of {limit:,} tokens: "
+            f"{engine.id} runs it, but the model was not trained that long{why}"], None
 
 
 HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.memory import compressed
 
 STATE_BYTES_PER_ELEMENT = 2  # recurrent (Mamba / linear-attention) state kept at 16 bits
 INDEXER_KEY_BYTES = 1  # DSA indexer keys are FP8
@@ -96,10 +97,26 @@ def _round_up(tokens: int, block: int) -> int:
 
 
 def kv_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int = 1) -> float:
-    """KV bytes one token adds to one layer on one GPU of a TP group."""
-    if kind in (LayerKind.FULL, LayerKind.SLIDING):
+    """KV bytes one token adds to one layer on one GPU of a TP group (window and growing parts)."""
+    return sum(_split_bytes_per_token(arch, kind, kv_bits, tp))
+
+
+def _split_bytes_per_token(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int) -> tuple[float, float]:
+    """(growing, windowed) bytes one token adds to one layer on one GPU: full-attention and MLA
+    layers grow with the context, sliding layers only up to the window; DeepSeek-V4's layers keep a
+    window of entries and grow by their pooled ones (replicated on every TP rank, one KV head)."""
+    if arch.compressed is not None and kind in (LayerKind.SLIDING, LayerKind.CSA, LayerKind.HCA):
+        return compressed.growing_bytes_per_token(arch, kind, kv_bits), compressed.entry_bytes(arch, kv_bits)
+    if kind is LayerKind.SLIDING:
+        return 0.0, _attention_bytes_per_token_per_layer(arch, kind, kv_bits, tp)
+    return _attention_bytes_per_token_per_layer(arch, kind, kv_bits, tp), 0.0
+
+
+def _attention_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int) -> float:
+    if kind in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.SPARSE):
         heads_per_gpu = max(1, math.ceil(arch.num_kv_heads / tp))
-        return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8
+        indexer = arch.dsa.index_head_dim * kv_bits / 8 if kind is LayerKind.SPARSE and arch.dsa else 0.0
+        return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8 + indexer
     if kind is LayerKind.MLA:
         return mla_latent_bytes_per_token_per_layer(arch, kv_bits) + indexer_bytes_per_token_per_layer(arch)
     return 0.0
@@ -113,11 +130,12 @@ def mla_latent_bytes_per_token_per_layer(arch: Architecture, kv_bits: float) -> 
 
 def indexer_bytes_per_token_per_layer(arch: Architecture) -> float:
     """DSA indexer keys: FP8 whatever the KV dtype, plus one FP32 scale per 128 values (vLLM's
-    DeepseekV32IndexerCache and SGLang's NSA pool both store 132 bytes for a 128-wide key)."""
+    DeepseekV32IndexerCache and SGLang's NSA pool both store 132 bytes for a 128-wide key); averaged
+    over the sparse layers where only some run an indexer of their own (GLM-5.2)."""
     if arch.dsa is None:
         return 0.0
     d = arch.dsa.index_head_dim
-    return d * INDEXER_KEY_BYTES + math.ceil(d / INDEXER_SCALE_BLOCK) * 4
+    return (d * INDEXER_KEY_BYTES + math.ceil(d / INDEXER_SCALE_BLOCK) * 4) * arch.dsa.own_indexer_share
 
 
 def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> float:
@@ -129,7 +147,7 @@ def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> f
         k_heads = max(1, math.ceil(d.num_key_heads / tp))
         recurrent = v_heads * d.key_head_dim * d.value_head_dim
         conv = (2 * k_heads * d.key_head_dim + v_heads * d.value_head_dim) * (d.conv_kernel - 1)
-        return (recurrent + conv) * STATE_BYTES_PER_ELEMENT
+        return recurrent * d.recurrent_state_bytes + conv * STATE_BYTES_PER_ELEMENT
     if kind is LayerKind.MAMBA:
         m = arch.mamba
         assert m is not None
@@ -138,6 +156,8 @@ def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> f
         ssm = heads * m.head_dim * m.state_size
         conv = (heads * m.head_dim + 2 * groups * m.state_size) * (m.conv_kernel - 1)
         return ssm * m.ssm_state_bytes + conv * STATE_BYTES_PER_ELEMENT
+    if kind in (LayerKind.CSA, LayerKind.HCA):
+        return compressed.state_bytes(arch, kind)
     return 0.0
 
 
@@ -155,30 +175,48 @@ def kv_layout(
     stages = _stages(arch.layer_kinds, pp)
     busiest = max(stages, key=lambda layers: sum(kv_bytes_per_token_per_layer(arch, k, kv_bits, tp) for k in layers))
 
-    def per_gpu(layers, kinds, bits=kv_bits):
-        return sum(kv_bytes_per_token_per_layer(arch, k, bits, tp) for k in layers if k in kinds)
+    def per_gpu(layers, part: int, bits=kv_bits):  # part 0: growing, 1: windowed
+        return sum(_split_bytes_per_token(arch, k, bits, tp)[part] for k in layers)
 
-    growing = (LayerKind.FULL, LayerKind.MLA)
-    window = (LayerKind.SLIDING,)
     all_layers = arch.layer_kinds
-    attn = growing + window
+    windowed = any(_split_bytes_per_token(arch, k, kv_bits, tp)[1] for k in all_layers)
+
+    def residual(layers):  # KIVI keeps the recent tokens at 16 bits
+        return per_gpu(layers, 0, residual_bits) + per_gpu(layers, 1, residual_bits) - per_gpu(layers, 0) - per_gpu(layers, 1)
+
     return KvLayout(
-        growing_bytes_per_token_per_gpu=per_gpu(busiest, growing),
-        window_bytes_per_token_per_gpu=per_gpu(busiest, window),
+        growing_bytes_per_token_per_gpu=per_gpu(busiest, 0),
+        window_bytes_per_token_per_gpu=per_gpu(busiest, 1),
         state_bytes_per_seq_per_gpu=sum(state_bytes_per_layer(arch, k, tp) for k in busiest),
-        growing_bytes_per_token=tp * per_gpu(all_layers, growing),
-        window_bytes_per_token=tp * per_gpu(all_layers, window),
+        growing_bytes_per_token=tp * per_gpu(all_layers, 0),
+        window_bytes_per_token=tp * per_gpu(all_layers, 1),
         state_bytes_per_seq=tp * sum(state_bytes_per_layer(arch, k, tp) for k in all_layers),
-        window_tokens=arch.sliding_window if LayerKind.SLIDING in all_layers else None,
+        window_tokens=arch.sliding_window if windowed else None,
         residual_tokens=residual_tokens,
-        residual_extra_bytes_per_token_per_gpu=(
-            per_gpu(busiest, attn, residual_bits) - per_gpu(busiest, attn) if residual_tokens else 0.0
-        ),
-        sparse_bytes_per_token_per_gpu=(
-            busiest.count(LayerKind.MLA) * mla_latent_bytes_per_token_per_layer(arch, kv_bits) if arch.dsa else 0.0
-        ),
-        sparse_topk=arch.dsa.index_topk if arch.dsa else None,
+        residual_extra_bytes_per_token_per_gpu=residual(busiest) if residual_tokens else 0.0,
+        sparse_bytes_per_token_per_gpu=_sparse_bytes_per_token(arch, busiest, kv_bits, tp),
+        sparse_topk=sparse_topk_tokens(arch),
     )
+
+
+def _sparse_bytes_per_token(arch: Architecture, layers: tuple[LayerKind, ...], kv_bits: float, tp: int) -> float:
+    """Bytes per token of context a decode step reads only for the top-k selected tokens: DSA's MLA
+    latent, MiniMax-M3's K and V, DeepSeek-V4's CSA entries (the indexer keys are read for every token)."""
+    if arch.dsa and LayerKind.SPARSE in layers:  # block-sparse GQA layers: their K and V
+        kv_heads = max(1, math.ceil(arch.num_kv_heads / tp))
+        return layers.count(LayerKind.SPARSE) * 2 * kv_heads * arch.head_dim * kv_bits / 8
+    if arch.dsa:
+        return layers.count(LayerKind.MLA) * mla_latent_bytes_per_token_per_layer(arch, kv_bits)
+    return sum(compressed.sparse_bytes_per_token(arch, k, kv_bits) for k in layers) if arch.compressed else 0.0
+
+
+def sparse_topk_tokens(arch: Architecture) -> int | None:
+    """Tokens of context the selected entries cover: DSA picks tokens, CSA pooled entries."""
+    if arch.dsa:
+        return arch.dsa.index_topk
+    if arch.compressed and LayerKind.CSA in arch.layer_kinds:
+        return arch.compressed.index_topk * arch.compressed.csa_ratio
+    return None
 
 
 def _stages(kinds: tuple[LayerKind, ...], pp: int) -> list[tuple[LayerKind, ...]]:

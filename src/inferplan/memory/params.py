@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.memory import compressed
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,17 @@ class ParamBreakdown:
 
 def _attention_params(arch: Architecture, kind: LayerKind) -> int:
     h = arch.hidden_size
-    if kind in (LayerKind.FULL, LayerKind.SLIDING):
-        q = h * arch.num_attention_heads * arch.head_dim
+    if arch.compressed is not None and kind in (LayerKind.SLIDING, LayerKind.CSA, LayerKind.HCA):
+        return compressed.attention_params(arch, kind)
+    if kind in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.SPARSE):
+        q = h * arch.num_attention_heads * arch.head_dim * (2 if arch.attention_output_gate else 1)
         kv = 2 * h * arch.num_kv_heads * arch.head_dim
         o = arch.num_attention_heads * arch.head_dim * h
         bias = (arch.num_attention_heads + 2 * arch.num_kv_heads) * arch.head_dim if arch.attention_bias else 0
-        return q + kv + o + bias
+        indexer = 0
+        if kind is LayerKind.SPARSE and arch.dsa:  # query heads and one key head of the block indexer
+            indexer = h * (arch.dsa.index_n_heads + 1) * arch.dsa.index_head_dim
+        return q + kv + o + bias + indexer
     if kind is LayerKind.MLA:
         m = arch.mla
         assert m is not None
@@ -63,7 +69,7 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv_b = m.kv_lora_rank * arch.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
         o = arch.num_attention_heads * m.v_head_dim * h
-        return q + kv_a + kv_b + o + _indexer_params(arch)
+        return q + kv_a + kv_b + o  # the layer's indexer, if it has one of its own, is counted in count_params
     if kind is LayerKind.LINEAR:
         d = arch.linear
         assert d is not None
@@ -71,7 +77,8 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         v_width = d.num_value_heads * d.value_head_dim
         in_proj = h * (2 * k_width + 2 * v_width + 2 * d.num_value_heads)  # q, k, v, z, b, a
         conv = (2 * k_width + v_width) * d.conv_kernel
-        return in_proj + conv + v_width * h + d.value_head_dim + 2 * d.num_value_heads
+        decay_gate = h * k_width if d.full_rank_decay_gate else 0
+        return in_proj + decay_gate + conv + v_width * h + d.value_head_dim + 2 * d.num_value_heads
     if kind is LayerKind.MAMBA:
         m = arch.mamba
         assert m is not None
@@ -89,6 +96,12 @@ def _indexer_params(arch: Architecture) -> int:
     d, n, h = arch.dsa.index_head_dim, arch.dsa.index_n_heads, arch.hidden_size
     q_in = arch.mla.q_lora_rank or h
     return q_in * n * d + h * d + 2 * d + h * n
+
+
+def _own_indexers(arch: Architecture) -> int:
+    """Sparse layers with an indexer of their own (GLM-5.2's "shared" layers reuse an earlier one's)."""
+    sparse = sum(k is LayerKind.MLA for k in arch.layer_kinds)
+    return round(sparse * arch.dsa.own_indexer_share) if arch.dsa else 0
 
 
 def _has_mlp(arch: Architecture, kind: LayerKind) -> bool:
@@ -120,7 +133,8 @@ def count_params(arch: Architecture) -> ParamBreakdown:
     h = arch.hidden_size
     embedding = arch.vocab_size * h
     lm_head = 0 if arch.tie_word_embeddings else arch.vocab_size * h
-    attention = sum(_attention_params(arch, k) for k in arch.layer_kinds)
+    indexer = _own_indexers(arch) * _indexer_params(arch)
+    attention = sum(_attention_params(arch, k) for k in arch.layer_kinds) + indexer
     gated = arch.mlp_projections
     dense = experts = active = shared = router = 0
     moe_layers = arch.moe.moe_layers if arch.moe else (False,) * arch.num_layers
@@ -142,7 +156,7 @@ def count_params(arch: Architecture) -> ParamBreakdown:
         # (Nemotron-H's MTP block is an attention layer and a MoE layer)
         last_moe = bool(arch.moe and arch.moe.moe_layers[-1])
         mixer = LayerKind.FULL if arch.model_type.startswith("nemotron_h") else arch.layer_kinds[-1]
-        layer = _attention_params(arch, mixer) + 2 * h * h + 4 * h
+        layer = _attention_params(arch, mixer) + _indexer_params(arch) + 2 * h * h + 4 * h
         if last_moe and arch.moe:
             layer += (arch.moe.num_experts * _expert_params(arch) + _always_on_moe_params(arch)
                       + h * arch.moe.num_experts)
@@ -158,5 +172,5 @@ def count_params(arch: Architecture) -> ParamBreakdown:
         router=router,
         norms=norms,
         mtp=mtp,
-        indexer=sum(k is LayerKind.MLA for k in arch.layer_kinds) * _indexer_params(arch),
+        indexer=indexer,
     )

@@ -97,10 +97,15 @@ class _Context:
                 "see `inferplan fit`",
                 field="--gpus",
             )
-        if fit.max_model_len < w.input_len + w.output_len:
+        if fit.max_model_len < request:
+            if sized_for_request:  # the engine caps its context below this request
+                raise InvalidScenarioError(
+                    f"a request of {w.input_len:,} + {w.output_len:,} tokens is longer than the {fit.max_model_len:,} "
+                    f"tokens {fit.engine} serves {fit.model} at", field="--input-len",
+                    allowed=f"input + output at most {fit.max_model_len:,} tokens")
             raise InvalidScenarioError(
                 f"max_model_len {fit.max_model_len} is shorter than one request ({w.input_len} + {w.output_len} tokens): "
-                "the engine would refuse it", field="--max-model-len", allowed=f"at least {w.input_len + w.output_len}")
+                "the engine would refuse it", field="--max-model-len", allowed=f"at least {request}")
         check_backend(d.engine, w.backend, self.mp.accelerator)
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.memory.fit import MemoryPlan
+from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
 
 
@@ -115,8 +116,24 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
     cached token (``2 · index_heads · index_head_dim`` FLOPs each)."""
     heads, d = arch.num_attention_heads, arch.head_dim
     full = decode_full = window = decode_sparse = prefill_sparse = indexer = 0.0
+    v4 = arch.compressed
     for kind in arch.layer_kinds:
-        if kind is LayerKind.FULL:
+        if v4 and kind in (LayerKind.SLIDING, LayerKind.CSA, LayerKind.HCA):
+            # DeepSeek-V4: every layer attends its window; CSA layers the top-k of their pooled entries
+            # (one per csa_ratio tokens, picked by an indexer that scores them all), HCA layers all of theirs
+            window += 4 * heads * d
+            if kind is LayerKind.CSA:
+                prefill_sparse += 4 * heads * d / v4.csa_ratio
+                decode_sparse += 4 * heads * d / v4.csa_ratio
+                indexer += 2 * v4.index_n_heads * v4.index_head_dim / v4.csa_ratio
+            elif kind is LayerKind.HCA:
+                full += 4 * heads * d / v4.hca_ratio
+                decode_full += 4 * heads * d / v4.hca_ratio
+        elif kind is LayerKind.SPARSE and arch.dsa:  # MiniMax-M3: the selected blocks; the indexer scores every token
+            prefill_sparse += 4 * heads * d
+            decode_sparse += 4 * heads * d
+            indexer += 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim
+        elif kind is LayerKind.FULL:
             full += 4 * heads * d
             decode_full += 4 * heads * d
         elif kind is LayerKind.SLIDING:
@@ -126,7 +143,7 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
             prefill = 2 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + 2 * heads * m.v_head_dim
             decode = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
             if arch.dsa:
-                indexer += 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim
+                indexer += 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim * arch.dsa.own_indexer_share
                 prefill_sparse += prefill
                 decode_sparse += decode
             else:
@@ -188,7 +205,7 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         window_tokens=arch.sliding_window if arch else None,
         sparse_flops_per_token_ctx=coef.decode_sparse / pp,
         sparse_prefill_flops_per_token_ctx=coef.prefill_sparse / pp,
-        sparse_topk=arch.dsa.index_topk if arch and arch.dsa else None,
+        sparse_topk=sparse_topk_tokens(arch) if arch else None,
         indexer_flops_per_token_ctx=coef.indexer / pp,
         moe_dispatch_bytes_per_token=dispatch,
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,

@@ -1,0 +1,206 @@
+"""Per-layer structure of a config.json: which mixer each layer runs, the mixture of experts, and
+the sizes of the less common attention designs (DeepSeek sparse and compressed attention, Kimi
+Delta Attention). ``hf_import`` assembles them into an ``Architecture``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inferplan.catalog.architecture import CompressedAttnDims, DsaDims, LayerKind, MoeDims
+from inferplan.errors import ConfigImportError
+
+# DeepSeek-V4: layers whose compress ratio is 4 pool overlapping entries and run an indexer (CSA);
+# vLLM's deepseek_v4_attention keys both on this ratio
+CSA_RATIO = 4
+
+
+def req(cfg: dict, key: str, where: str) -> Any:
+    if key not in cfg or cfg[key] is None:
+        raise ConfigImportError(f"config.json has no {key!r}, which {where} needs", field=key)
+    return cfg[key]
+
+
+def first(cfg: dict, *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    return default
+
+
+def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, ...]:
+    """Per-layer mixer kind from layer_types, hybrid patterns or sliding-window rules."""
+    if "hybrid_override_pattern" in cfg:  # Nemotron-H: M mamba, * attention, - MLP, E MoE
+        table = {"M": LayerKind.MAMBA, "*": LayerKind.FULL, "-": LayerKind.MLP, "E": LayerKind.MLP}
+        pattern = cfg["hybrid_override_pattern"]
+        try:
+            return tuple(table[ch] for ch in pattern)
+        except KeyError as exc:
+            raise ConfigImportError(
+                f"hybrid_override_pattern has unknown symbol {exc.args[0]!r}",
+                field="hybrid_override_pattern",
+                allowed="M * - E",
+            ) from None
+    if isinstance(cfg.get("layers_block_type"), list):  # Nemotron 3 Ultra / 3.5: the pattern as words
+        table = {"mamba": LayerKind.MAMBA, "attention": LayerKind.FULL, "mlp": LayerKind.MLP, "moe": LayerKind.MLP}
+        kinds = []
+        for i, name in enumerate(cfg["layers_block_type"]):
+            if name not in table:
+                raise ConfigImportError(f"layers_block_type[{i}] is {name!r}", field="layers_block_type",
+                                        allowed=", ".join(table))
+            kinds.append(table[name])
+        return tuple(kinds)
+    if cfg.get("compress_ratios"):  # DeepSeek-V4: 0 window only, CSA_RATIO compressed sparse, else heavily compressed
+        ratios = cfg["compress_ratios"][:n_layers]  # entries past the layers are the MTP modules'
+        kinds = {0: LayerKind.SLIDING, CSA_RATIO: LayerKind.CSA}
+        return tuple(kinds.get(r, LayerKind.HCA) for r in ratios)
+    sparse = cfg.get("sparse_attention_config")
+    if isinstance(sparse, dict) and sparse.get("use_sparse_attention"):  # MiniMax-M3: 1 marks a sparse layer
+        freq = sparse.get("sparse_attention_freq")
+        if not isinstance(freq, list) or len(freq) != n_layers or not set(freq) <= {0, 1}:
+            raise ConfigImportError(f"sparse_attention_config.sparse_attention_freq must give 0 or 1 for each of the "
+                                    f"{n_layers} layers", field="sparse_attention_freq", allowed="0, 1")
+        return tuple(LayerKind.SPARSE if f else LayerKind.FULL for f in freq)
+    if isinstance(cfg.get("linear_attn_config"), dict):  # Kimi Linear / K3: 1-based KDA layer numbers
+        kda = set(cfg["linear_attn_config"].get("kda_layers") or ())
+        attention = LayerKind.MLA if cfg.get("kv_lora_rank") else LayerKind.FULL
+        return tuple(LayerKind.LINEAR if i + 1 in kda else attention for i in range(n_layers))
+    if cfg.get("layer_types"):
+        table = {
+            "full_attention": LayerKind.FULL,
+            "attention": LayerKind.FULL,
+            "sliding_attention": LayerKind.SLIDING,
+            "linear_attention": LayerKind.LINEAR,
+            "mamba": LayerKind.MAMBA,
+        }
+        kinds = []
+        for i, name in enumerate(cfg["layer_types"]):
+            if name not in table:
+                raise ConfigImportError(
+                    f"layer_types[{i}] is {name!r}", field="layer_types", allowed=", ".join(table)
+                )
+            kinds.append(table[name])
+        return tuple(kinds)
+    if "full_attention_interval" in cfg:  # Qwen3-Next without layer_types
+        every = int(cfg["full_attention_interval"])
+        return tuple(LayerKind.FULL if (i + 1) % every == 0 else LayerKind.LINEAR for i in range(n_layers))
+    if "attn_layer_period" in cfg:  # Jamba
+        period, offset = int(cfg["attn_layer_period"]), int(cfg.get("attn_layer_offset", 0))
+        return tuple(LayerKind.FULL if i % period == offset else LayerKind.MAMBA for i in range(n_layers))
+    if cfg.get("kv_lora_rank"):
+        return (LayerKind.MLA,) * n_layers
+    window = cfg.get("sliding_window")
+    if model_type.startswith("gemma3") and window:
+        pattern = int(cfg.get("sliding_window_pattern", 6))
+        return tuple(LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING for i in range(n_layers))
+    if model_type == "gemma2" and window:
+        return tuple(LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL for i in range(n_layers))
+    if window and cfg.get("use_sliding_window", True) and model_type in ("mistral", "mixtral"):
+        return (LayerKind.SLIDING,) * n_layers
+    return (LayerKind.FULL,) * n_layers
+
+
+def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
+    n_experts = first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts")
+    if not n_experts:
+        return None
+    top_k = req_any(cfg, ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk"),
+                    "a mixture of experts")
+    expert_width = first(cfg, "moe_intermediate_size", default=hidden_intermediate)
+    shared = 0
+    latent_size = first(cfg, "moe_latent_size", "routed_expert_hidden_size")  # Nemotron 3, Kimi-K3
+    latent = int(latent_size) if latent_size else None
+    if cfg.get("moe_shared_expert_intermediate_size"):  # Nemotron-H: the shared expert's own width
+        n_shared = cfg.get("n_shared_experts")
+        shared = int(cfg["moe_shared_expert_intermediate_size"]) * (1 if n_shared is None else int(n_shared))
+    elif first(cfg, "n_shared_experts", "num_shared_experts"):
+        shared = int(first(cfg, "n_shared_experts", "num_shared_experts")) * int(expert_width)
+    elif cfg.get("shared_expert_intermediate_size"):
+        shared = int(cfg["shared_expert_intermediate_size"])
+    if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
+        layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
+        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+    if isinstance(cfg.get("layers_block_type"), list):
+        layers = tuple(name == "moe" for name in cfg["layers_block_type"])
+        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+    first_dense = int(cfg.get("first_k_dense_replace", 0))
+    freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1)
+    if isinstance(freq, list):  # MiniMax-M3: 1 marks a MoE layer
+        if len(freq) != n_layers or not set(freq) <= {0, 1}:
+            raise ConfigImportError(f"moe_layer_freq must be a whole number or give 0 or 1 for each of the {n_layers} "
+                                    "layers", field="moe_layer_freq", allowed="an integer, or a list of 0 and 1")
+        layers = tuple(bool(f) for f in freq)
+        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+    freq = int(freq)
+    offset = int(cfg.get("expert_layer_offset", 0))
+    mlp_only = set(cfg.get("mlp_only_layers") or [])
+    layers = tuple(
+        i >= first_dense and (i - offset) % freq == 0 and i not in mlp_only for i in range(n_layers)
+    )
+    return MoeDims(
+        num_experts=int(n_experts),
+        experts_per_token=int(top_k),
+        expert_intermediate_size=int(expert_width),
+        shared_intermediate_size=shared,
+        moe_layers=layers,
+        latent_size=latent,
+    )
+
+
+def compressed_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> CompressedAttnDims | None:
+    """DeepSeek-V4's CSA / HCA sizes; the window is ``sliding_window``."""
+    if not cfg.get("compress_ratios"):
+        return None
+    ratios = cfg["compress_ratios"][: len(kinds)]
+    if len(ratios) < len(kinds) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ratios):
+        raise ConfigImportError(f"compress_ratios must give a whole number of at least 0 for each of the {len(kinds)} layers",
+                                field="compress_ratios", allowed="0 (window only), 4 (CSA) or one larger ratio (HCA)")
+    heavy = {r for r in ratios if r not in (0, CSA_RATIO)}
+    if len(heavy) > 1 or not cfg.get("sliding_window"):
+        raise ConfigImportError(f"compress_ratios {sorted(set(ratios))} with sliding_window {cfg.get('sliding_window')!r} "
+                                "is not DeepSeek-V4's layout", field="compress_ratios",
+                                allowed="0, 4 and one larger ratio, with a sliding_window")
+    where = "DeepSeek-V4 compressed attention"
+    return CompressedAttnDims(
+        csa_ratio=CSA_RATIO,
+        hca_ratio=heavy.pop() if heavy else 128,
+        index_n_heads=int(req(cfg, "index_n_heads", where)),
+        index_head_dim=int(req(cfg, "index_head_dim", where)),
+        index_topk=int(req(cfg, "index_topk", where)),
+        rope_head_dim=int(req(cfg, "qk_rope_head_dim", where)),
+        q_lora_rank=int(req(cfg, "q_lora_rank", where)),
+        o_groups=int(req(cfg, "o_groups", where)),
+        o_lora_rank=int(req(cfg, "o_lora_rank", where)),
+    )
+
+
+def block_sparse_dims(cfg: dict) -> DsaDims:
+    """MiniMax-M3's sparse attention: an indexer picks ``sparse_topk_blocks`` blocks of
+    ``sparse_block_size`` tokens; its keys are kept in the KV cache's dtype (vLLM's indexer cache)."""
+    sparse = cfg["sparse_attention_config"]
+    where = "block-sparse attention"
+    return DsaDims(
+        index_n_heads=int(req(sparse, "sparse_num_index_heads", where)),
+        index_head_dim=int(req(sparse, "sparse_index_dim", where)),
+        index_topk=int(req(sparse, "sparse_topk_blocks", where)) * int(req(sparse, "sparse_block_size", where)),
+        index_keys_in_cache_dtype=True,
+    )
+
+
+def own_indexer_share(cfg: dict, n_layers: int) -> float:
+    """GLM-5.2's ``indexer_types``: "full" layers run their own indexer, "shared" ones reuse it."""
+    types = cfg.get("indexer_types")
+    if not types:
+        return 1.0
+    if not isinstance(types, list) or len(types) != n_layers or not set(types) <= {"full", "shared"}:
+        raise ConfigImportError(f"indexer_types must list 'full' or 'shared' for each of the {n_layers} layers",
+                                field="indexer_types", allowed="full, shared")
+    return types.count("full") / n_layers
+
+
+def req_any(cfg: dict, keys: tuple[str, ...], where: str) -> Any:
+    value = first(cfg, *keys)
+    if value is None:
+        raise ConfigImportError(
+            f"config.json has none of {', '.join(keys)}, which {where} needs", field=keys[0]
+        )
+    return value

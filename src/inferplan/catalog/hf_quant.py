@@ -1,0 +1,75 @@
+"""A config.json's ``quantization_config`` read as a catalogue quantization id (and the KV-cache
+quantization the checkpoint asks for)."""
+
+from __future__ import annotations
+
+from inferplan.catalog.architecture import QuantConfig
+from inferplan.errors import ConfigImportError
+
+
+def quant_config(cfg: dict) -> QuantConfig | None:
+    """What a config.json's ``quantization_config`` says, as a catalogue quantization id."""
+    qc = cfg.get("quantization_config")
+    if not qc:
+        return None
+    method = str(qc.get("quant_method", "")).lower()
+    ignore = tuple(qc.get("ignore") or qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ())
+    if method == "fp8" and cfg.get("expert_dtype") == "fp4":  # DeepSeek-V4: FP4 routed experts, FP8 elsewhere
+        qid = "mixed-fp4-fp8"
+    elif method == "fp8":
+        qid = "fp8-block" if qc.get("weight_block_size") else "fp8"
+    elif method == "mxfp4":
+        qid = "mxfp4"
+    elif method == "awq":
+        qid = "int4-awq"
+    elif method == "gptq":
+        qid = "int4-gptq" if int(qc.get("bits", 4)) == 4 else "int8-w8a8"
+    elif method in ("modelopt", "modelopt_fp4"):
+        algo = str(qc.get("quant_algo", "")).upper()
+        qid = "nvfp4" if "FP4" in algo else "fp8"
+    elif method == "compressed-tensors":
+        qid = _compressed_tensors(qc)
+    else:
+        raise ConfigImportError(
+            f"quantization_config.quant_method {method!r} is not supported",
+            field="quantization_config.quant_method",
+            allowed="fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
+        )
+    kv = "fp8" if cfg.get("model_type") == "deepseek_v4" else _kv_quant(qc)  # vLLM's V4 attention runs an FP8 cache only
+    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore, kv_cache_dtype=kv)
+
+
+def _kv_quant(qc: dict) -> str | None:
+    """ModelOpt's kv_cache_quant_algo or compressed-tensors' kv_cache_scheme, if any."""
+    algo = qc.get("kv_cache_quant_algo") or (qc.get("quantization") or {}).get("kv_cache_quant_algo")
+    if algo:
+        return str(algo).lower()
+    scheme = qc.get("kv_cache_scheme")
+    if isinstance(scheme, dict) and int(scheme.get("num_bits", 16)) == 8:
+        return "fp8" if scheme.get("type", "float") == "float" else "int8"
+    return None
+
+
+def _compressed_tensors(qc: dict) -> str:
+    fmt = str(qc.get("format", "")).lower()
+    if "nvfp4" in fmt:
+        return "nvfp4"
+    if "mxfp4" in fmt:
+        return "mxfp4"
+    for group in (qc.get("config_groups") or {}).values():
+        weights = group.get("weights") or {}
+        bits, typ = int(weights.get("num_bits", 16)), str(weights.get("type", "int"))
+        acts = group.get("input_activations")
+        if bits == 8 and typ == "float":
+            return "fp8-block" if weights.get("strategy") == "block" or weights.get("block_structure") else "fp8"
+        if bits == 8:
+            return "int8-w8a8"
+        if bits == 4 and typ == "float":
+            return "nvfp4"
+        if bits == 4:
+            return "int4-w4a16" if not acts else "int4-w4a16"
+    raise ConfigImportError(
+        "compressed-tensors quantization_config has no recognisable weight format",
+        field="quantization_config.config_groups",
+        allowed="8-bit float (fp8), 8-bit int (w8a8), 4-bit int (w4a16), nvfp4",
+    )
