@@ -299,6 +299,9 @@ def test_a_request_past_the_models_context_names_its_length():
     assert r.exit_code == 2 and "--input-len" in r.output and "131,072" in r.output
     capped = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--engine", "trtllm", "--input-len", "200000")
     assert capped.exit_code == 2 and "--input-len" in capped.output and "131,072 tokens trtllm serves" in capped.output
+    stated = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--engine", "trtllm", "--max-model-len", "200000",
+                    "--input-len", "150000", "--output-len", "100")
+    assert stated.exit_code == 2 and "--input-len" in stated.output  # raising --max-model-len cannot help
     assert invoke("perf", "--model", "llama-3.1-8b").output.startswith("error: name a GPU")  # no flag '--input'
 
 

@@ -74,8 +74,9 @@ def test_kv_proxy_models_say_so(sketch_catalog):
     r = fit(Deployment(model="sketch-proxy-moe", system="hgx-b200", tensor_parallel_size=8), sketch_catalog)
     assert any("kv_proxy" in a for a in r.assumptions)
     # a model on a borrowed layout is not held to the borrowed layer count (61 for DeepSeek-V3)
-    assert fit(Deployment(model="sketch-proxy-moe", gpu="l4", gpus=256, tensor_parallel_size=4,
-                          pipeline_parallel_size=64), sketch_catalog).parallel
+    deep = fit(Deployment(model="sketch-proxy-moe", gpu="l4", gpus=256, tensor_parallel_size=4, pipeline_parallel_size=64),
+               sketch_catalog)
+    assert deep.parallel.pipeline_parallel_size == 64
 
 
 def test_unpublished_architecture_needs_a_stated_kv_size(sketch_catalog):
@@ -187,7 +188,8 @@ def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
     # TensorRT-LLM lowers max_seq_len to the model's and serves at that length
     capped = run(model="llama-2-7b", gpu="H100", engine="trtllm", max_model_len=8192)
     assert capped.max_model_len == 4096 and any("serves at most 4,096" in a for a in capped.assumptions)
-    assert run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=256, tensor_parallel_size=4, pipeline_parallel_size=64).parallel
+    assert run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=256, tensor_parallel_size=4,
+               pipeline_parallel_size=64).parallel.pipeline_parallel_size == 64
     with pytest.raises(InvalidScenarioError) as exc:  # its own config has 92 layers
         run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=372, tensor_parallel_size=4, pipeline_parallel_size=93)
     assert exc.value.field == "--pipeline-parallel-size"
@@ -196,7 +198,32 @@ def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
     assert exc.value.field == "--pipeline-parallel-size" and exc.value.allowed == "1 to 32"
 
 
-def test_every_engine_states_with_a_source_what_it_does_with_a_context_past_the_models(catalog):
-    behaviour = {e.id: e.context_beyond_model for e in catalog.engines}
-    assert behaviour == {"vllm": "refuse", "sglang": "refuse", "trtllm": "cap", "llamacpp": "run", "mlx": "run"}
-    assert all(e.context_beyond_model_source in catalog.sources for e in catalog.engines)
+@pytest.mark.parametrize(("engine", "gpu", "quantization"), [("vllm", "H100", "bf16"), ("sglang", "H100", "bf16"),
+                                                             ("trtllm", "H100", "bf16"), ("llamacpp", "H100", "gguf-q4_k_m"),
+                                                             ("mlx", "apple-m4-max", "mlx-4bit")])
+def test_a_context_past_the_models_is_treated_as_the_engine_does(catalog, engine, gpu, quantization):
+    """engines.yaml context_beyond_model, with its source, decides: refuse, cap, or run with a note."""
+    behaviour = catalog.engine(engine).context_beyond_model
+    assert catalog.engine(engine).context_beyond_model_source in catalog.sources
+    d = Deployment(model="llama-2-7b", gpu=gpu, engine=engine, quantization=quantization, max_model_len=8192)
+    if behaviour == "refuse":
+        with pytest.raises(InvalidScenarioError) as exc:
+            fit(d)
+        assert exc.value.field == "--max-model-len"
+        return
+    r = fit(d)
+    assert r.max_model_len == (4096 if behaviour == "cap" else 8192)
+    assert any(("serves at most" if behaviour == "cap" else "runs it") in a for a in r.assumptions)
+
+
+def test_cards_without_a_context_take_their_configs():
+    with pytest.raises(InvalidScenarioError) as exc:  # Qwen3.5's config: 262,144 positions
+        run(model="qwen3.5-397b-a17b", system="hgx-b200", max_model_len=5_000_000)
+    assert exc.value.field == "--max-model-len" and "262,144" in exc.value.allowed
+
+
+def test_deepseek_v4_runs_an_fp8_cache(catalog):
+    assert run(model="deepseek-v4-flash", gpu="B200", tensor_parallel_size=4).kv_cache_dtype == "fp8"
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model="deepseek-v4-flash", gpu="B200", tensor_parallel_size=4, kv_cache_dtype="bf16")
+    assert exc.value.field == "--kv-cache-dtype" and "fp8" in exc.value.allowed

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from inferplan.catalog.architecture import LayerKind
 from inferplan.catalog.models import resolve_model
 from inferplan.memory.kv_cache import kv_cache_bytes, kv_layout
 
@@ -78,3 +79,21 @@ def test_largest_context_is_inverse_of_sequence_bytes(catalog):
     budget = 10 * 2**30
     t = layout.max_tokens_per_sequence(budget, 4)
     assert layout.sequence_bytes_per_gpu(t) <= budget / 4 < layout.sequence_bytes_per_gpu(t + 1)
+
+
+def test_pipeline_stages_are_sized_by_the_fullest_stage_at_each_length(catalog):
+    """DeepSeek-V4-Flash at PP 2: layers 0-21 (2 window-only, 10 CSA, 10 HCA) and 22-42 (11 CSA, 10 HCA);
+    at a long context the second stage holds more, though the first has more bytes per token (its
+    windows); Kimi-K3 at PP 4: at a short context the stage with the most KDA state holds the most."""
+    from inferplan.memory import compressed
+
+    v4 = resolve_model(catalog, "deepseek-v4-flash").architecture
+    layout = kv_layout(v4, kv_bits=8, pp=2)
+    entry, state = compressed.entry_bytes(v4, 8), compressed.state_bytes
+    csa, hca = (entry + compressed.indexer_key_bytes(v4)) / 4, entry / 128
+    second = 21 * 128 * entry + 1_000_000 * (11 * csa + 10 * hca) + 11 * state(v4, LayerKind.CSA) + 10 * state(v4, LayerKind.HCA)
+    assert layout.sequence_bytes_per_gpu(1_000_000) == pytest.approx(second)
+    k3 = resolve_model(catalog, "kimi-k3").architecture
+    layout = kv_layout(k3, kv_bits=16, pp=4)
+    per_stage = [kv_layout(k3, kv_bits=16, pp=4).stages[i].sequence_bytes_per_gpu(100) for i in range(4)]
+    assert layout.sequence_bytes_per_gpu(100) == max(per_stage) > min(per_stage)

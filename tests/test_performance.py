@@ -574,3 +574,34 @@ def test_a_lone_long_prompt_is_prefilled_in_chunks_of_the_batch_budget():
     small = perf(w, max_num_batched_tokens=1024, **kw)
     large = perf(w, max_num_batched_tokens=16400, **kw)
     assert small.ttft_s > large.ttft_s * 1.02
+
+
+def test_compressed_and_block_sparse_attention_flops(catalog):
+    """DeepSeek-V4-Flash: every layer attends its 128-token window; CSA layers the top-k of entries
+    pooled per 4 tokens (their indexer scores all of them), HCA layers every entry pooled per 128.
+    MiniMax-M3: sparse layers attend the selected blocks, their indexer scores every token."""
+    from inferplan.catalog.models import resolve_model
+    from inferplan.performance.work import _attention_coefficients
+
+    v4 = resolve_model(catalog, "deepseek-v4-flash").architecture
+    per_entry = 4 * 64 * 512
+    c = _attention_coefficients(v4)
+    assert c.window == 43 * per_entry
+    assert c.decode_sparse == c.prefill_sparse == 21 * per_entry / 4
+    assert c.decode_full == c.prefill_full == 20 * per_entry / 128
+    assert c.indexer == 21 * 2 * 64 * 128 / 4
+    m3 = _attention_coefficients(resolve_model(catalog, "minimax-m3").architecture)
+    assert m3.decode_full == 3 * 4 * 64 * 128 and m3.decode_sparse == 57 * 4 * 64 * 128
+    assert m3.indexer == 57 * 2 * 4 * 128 and m3.window == 0
+
+
+def test_ttft_carries_the_per_request_cost_and_prompt_throughput_does_not(catalog):
+    from inferplan.catalog.schema import SpeedMetric
+    from inferplan.performance.measured import metric_value
+
+    d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")
+    est = estimate(d, Workload(input_len=2048, output_len=128, concurrency=1), catalog)
+    overhead = catalog.constant("ttft-request-overhead-s-sglang")
+    assert overhead > 0.01 and est.ttft_s == pytest.approx(est.prefill_s + overhead)
+    assert metric_value(SpeedMetric.PREFILL_TOKENS_PER_S, est, 2048) == pytest.approx(2048 / est.prefill_s)
+    assert any(f"TTFT includes {overhead * 1e3:.0f} ms per request" in a for a in est.assumptions)

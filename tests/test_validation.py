@@ -77,8 +77,8 @@ KNOWN_DECODE_MISSES = {
     "s-h20b-vllm-h20x16-deepseek-r1-fp8-block-tg-chitu": "vLLM 0.7.2 DeepSeek-R1 on 2x 8 H20 (layout assumed)",
     # TensorRT-LLM: a 2026 build on GB200 runs Qwen3-235B at ~43 us per layer where the family now
     # pays 35 us per layer + 57 per MoE layer (DeepSeek's MoE+MLA layers set that); DeepSeek-R1 with
-    # MTP on 8x H200 faster than the family's draft cost allows, without MTP on 8x B200 slower
-    "s-tl-b200x8-deepseek-r1-nvfp4-tps-nomtp-blog1": "TensorRT-LLM DeepSeek-R1 NVFP4 without MTP on 8x B200 (+20 % before)",
+    # MTP on 8x H200 faster than the family's draft cost allows (without MTP on 8x B200: +30 %, within
+    # since session 9's refit)
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k8k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 1k/8k",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-8k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 8k/1k",

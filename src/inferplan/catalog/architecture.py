@@ -98,7 +98,6 @@ class LinearAttnDims:
     value_head_dim: int
     conv_kernel: int
     recurrent_state_bytes: int = 2  # per element of the heads x key x value state (vLLM keeps KDA's in FP32: 4)
-    full_rank_decay_gate: bool = False  # KDA's per-channel decay gate as a full hidden -> key-width projection
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ class Architecture:
     qk_norm: bool = False
     mlp_projections: int = 3  # gated MLPs (SwiGLU/GeGLU): gate, up, down; plain (ReLU²): up, down
     mtp_layers: int = 0  # DeepSeek multi-token-prediction layers shipped in the checkpoint
-    attention_output_gate: bool = False  # a sigmoid gate on the attention output (Qwen3.5: q_proj twice as wide)
+    attention_output_gate: bool = False  # a gate on the attention output (Qwen3.5: q_proj twice as wide; Kimi-K3's MLA)
     has_vision_tower: bool = False
     notes: tuple[str, ...] = field(default=())
 

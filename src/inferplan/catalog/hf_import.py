@@ -28,6 +28,7 @@ from inferplan.catalog.hf_layers import (
     block_sparse_dims,
     compressed_dims,
     first,
+    kda_dims,
     layer_kinds,
     moe_dims,
     own_indexer_share,
@@ -171,15 +172,8 @@ def _architecture_from_config(raw: dict) -> Architecture:
         dsa = block_sparse_dims(cfg)
     compressed = compressed_dims(cfg, kinds)
     linear = None
-    if LayerKind.LINEAR in kinds and isinstance(cfg.get("linear_attn_config"), dict):
-        kda = cfg["linear_attn_config"]
-        heads, dim = int(req(kda, "num_heads", "Kimi Delta Attention")), int(req(kda, "head_dim", "Kimi Delta Attention"))
-        linear = LinearAttnDims(
-            num_key_heads=heads, num_value_heads=heads, key_head_dim=dim, value_head_dim=dim,
-            conv_kernel=int(kda.get("short_conv_kernel_size", 4)),
-            recurrent_state_bytes=4,  # vLLM's kda_state_dtype: the recurrent state in float32
-            full_rank_decay_gate=bool(kda.get("use_full_rank_gate", False)),
-        )
+    if LayerKind.LINEAR in kinds and "linear_attn_config" in cfg:
+        linear = kda_dims(cfg)
     elif LayerKind.LINEAR in kinds:
         linear = LinearAttnDims(
             num_key_heads=int(req(cfg, "linear_num_key_heads", "linear attention")),
@@ -232,7 +226,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
         qk_norm=model_type.startswith("qwen3") or model_type.startswith("gemma3") or bool(cfg.get("use_qk_norm")),
         mlp_projections=2 if str(first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
         mtp_layers=int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0),
-        attention_output_gate=bool(cfg.get("attn_output_gate", False)),
+        attention_output_gate=bool(cfg.get("attn_output_gate", False) or cfg.get("mla_use_output_gate", False)),
         has_vision_tower=has_vision,
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferplan.catalog.architecture import CompressedAttnDims, DsaDims, LayerKind, MoeDims
+from inferplan.catalog.architecture import CompressedAttnDims, DsaDims, LayerKind, LinearAttnDims, MoeDims
 from inferplan.errors import ConfigImportError
 
 # DeepSeek-V4: layers whose compress ratio is 4 pool overlapping entries and run an indexer (CSA);
@@ -40,28 +40,27 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
                 field="hybrid_override_pattern",
                 allowed="M * - E",
             ) from None
-    if isinstance(cfg.get("layers_block_type"), list):  # Nemotron 3 Ultra / 3.5: the pattern as words
+    if "layers_block_type" in cfg:  # Nemotron 3 Ultra / 3.5: the pattern as words
         table = {"mamba": LayerKind.MAMBA, "attention": LayerKind.FULL, "mlp": LayerKind.MLP, "moe": LayerKind.MLP}
-        kinds = []
-        for i, name in enumerate(cfg["layers_block_type"]):
-            if name not in table:
-                raise ConfigImportError(f"layers_block_type[{i}] is {name!r}", field="layers_block_type",
-                                        allowed=", ".join(table))
-            kinds.append(table[name])
-        return tuple(kinds)
-    if cfg.get("compress_ratios"):  # DeepSeek-V4: 0 window only, CSA_RATIO compressed sparse, else heavily compressed
-        ratios = cfg["compress_ratios"][:n_layers]  # entries past the layers are the MTP modules'
+        blocks = cfg["layers_block_type"]
+        if not isinstance(blocks, list) or not blocks or not all(isinstance(b, str) and b in table for b in blocks):
+            raise ConfigImportError(f"layers_block_type must list one of {', '.join(table)} for each layer",
+                                    field="layers_block_type", allowed=", ".join(table))
+        return tuple(table[name] for name in blocks)
+    if "compress_ratios" in cfg:  # DeepSeek-V4: 0 window only, CSA_RATIO compressed sparse, else heavily compressed
+        ratios = _compress_ratios(cfg, n_layers)
         kinds = {0: LayerKind.SLIDING, CSA_RATIO: LayerKind.CSA}
         return tuple(kinds.get(r, LayerKind.HCA) for r in ratios)
-    sparse = cfg.get("sparse_attention_config")
-    if isinstance(sparse, dict) and sparse.get("use_sparse_attention"):  # MiniMax-M3: 1 marks a sparse layer
-        freq = sparse.get("sparse_attention_freq")
-        if not isinstance(freq, list) or len(freq) != n_layers or not set(freq) <= {0, 1}:
-            raise ConfigImportError(f"sparse_attention_config.sparse_attention_freq must give 0 or 1 for each of the "
-                                    f"{n_layers} layers", field="sparse_attention_freq", allowed="0, 1")
-        return tuple(LayerKind.SPARSE if f else LayerKind.FULL for f in freq)
-    if isinstance(cfg.get("linear_attn_config"), dict):  # Kimi Linear / K3: 1-based KDA layer numbers
-        kda = set(cfg["linear_attn_config"].get("kda_layers") or ())
+    if "sparse_attention_config" in cfg:  # MiniMax-M3: 1 marks a sparse layer
+        sparse = _block(cfg, "sparse_attention_config")
+        if sparse.get("use_sparse_attention") is True:
+            freq = sparse.get("sparse_attention_freq")
+            if not _flags(freq, n_layers):
+                raise ConfigImportError(f"sparse_attention_config.sparse_attention_freq must give 0 or 1 for each of the "
+                                        f"{n_layers} layers", field="sparse_attention_freq", allowed="0, 1")
+            return tuple(LayerKind.SPARSE if f else LayerKind.FULL for f in freq)
+    if "linear_attn_config" in cfg:  # Kimi Linear / K3: 1-based KDA layer numbers
+        kda = _kda_layers(cfg, n_layers)
         attention = LayerKind.MLA if cfg.get("kv_lora_rank") else LayerKind.FULL
         return tuple(LayerKind.LINEAR if i + 1 in kda else attention for i in range(n_layers))
     if cfg.get("layer_types"):
@@ -125,12 +124,14 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
     first_dense = int(cfg.get("first_k_dense_replace", 0))
     freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1)
     if isinstance(freq, list):  # MiniMax-M3: 1 marks a MoE layer
-        if len(freq) != n_layers or not set(freq) <= {0, 1}:
+        if not _flags(freq, n_layers):
             raise ConfigImportError(f"moe_layer_freq must be a whole number or give 0 or 1 for each of the {n_layers} "
                                     "layers", field="moe_layer_freq", allowed="an integer, or a list of 0 and 1")
         layers = tuple(bool(f) for f in freq)
         return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
-    freq = int(freq)
+    if not _whole(freq, 1):
+        raise ConfigImportError(f"moe_layer_freq is {freq!r}, not a whole number of at least 1", field="moe_layer_freq",
+                                allowed="an integer of at least 1, or a list of 0 and 1")
     offset = int(cfg.get("expert_layer_offset", 0))
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     layers = tuple(
@@ -148,53 +149,105 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
 
 def compressed_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> CompressedAttnDims | None:
     """DeepSeek-V4's CSA / HCA sizes; the window is ``sliding_window``."""
-    if not cfg.get("compress_ratios"):
+    if "compress_ratios" not in cfg:
         return None
-    ratios = cfg["compress_ratios"][: len(kinds)]
-    if len(ratios) < len(kinds) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ratios):
-        raise ConfigImportError(f"compress_ratios must give a whole number of at least 0 for each of the {len(kinds)} layers",
-                                field="compress_ratios", allowed="0 (window only), 4 (CSA) or one larger ratio (HCA)")
+    ratios = _compress_ratios(cfg, len(kinds))
     heavy = {r for r in ratios if r not in (0, CSA_RATIO)}
-    if len(heavy) > 1 or not cfg.get("sliding_window"):
+    if len(heavy) > 1 or not _whole(cfg.get("sliding_window"), 1):
         raise ConfigImportError(f"compress_ratios {sorted(set(ratios))} with sliding_window {cfg.get('sliding_window')!r} "
                                 "is not DeepSeek-V4's layout", field="compress_ratios",
-                                allowed="0, 4 and one larger ratio, with a sliding_window")
+                                allowed="0, 4 and one larger ratio, with a sliding_window of at least 1")
     where = "DeepSeek-V4 compressed attention"
+    size = {key: _positive(cfg, key, where) for key in
+            ("index_n_heads", "index_head_dim", "index_topk", "qk_rope_head_dim", "q_lora_rank", "o_groups", "o_lora_rank")}
     return CompressedAttnDims(
-        csa_ratio=CSA_RATIO,
-        hca_ratio=heavy.pop() if heavy else 128,
-        index_n_heads=int(req(cfg, "index_n_heads", where)),
-        index_head_dim=int(req(cfg, "index_head_dim", where)),
-        index_topk=int(req(cfg, "index_topk", where)),
-        rope_head_dim=int(req(cfg, "qk_rope_head_dim", where)),
-        q_lora_rank=int(req(cfg, "q_lora_rank", where)),
-        o_groups=int(req(cfg, "o_groups", where)),
-        o_lora_rank=int(req(cfg, "o_lora_rank", where)),
+        csa_ratio=CSA_RATIO, hca_ratio=heavy.pop() if heavy else 128, index_n_heads=size["index_n_heads"],
+        index_head_dim=size["index_head_dim"], index_topk=size["index_topk"], rope_head_dim=size["qk_rope_head_dim"],
+        q_lora_rank=size["q_lora_rank"], o_groups=size["o_groups"], o_lora_rank=size["o_lora_rank"],
     )
 
 
 def block_sparse_dims(cfg: dict) -> DsaDims:
     """MiniMax-M3's sparse attention: an indexer picks ``sparse_topk_blocks`` blocks of
     ``sparse_block_size`` tokens; its keys are kept in the KV cache's dtype (vLLM's indexer cache)."""
-    sparse = cfg["sparse_attention_config"]
+    sparse = _block(cfg, "sparse_attention_config")
     where = "block-sparse attention"
     return DsaDims(
-        index_n_heads=int(req(sparse, "sparse_num_index_heads", where)),
-        index_head_dim=int(req(sparse, "sparse_index_dim", where)),
-        index_topk=int(req(sparse, "sparse_topk_blocks", where)) * int(req(sparse, "sparse_block_size", where)),
+        index_n_heads=_positive(sparse, "sparse_num_index_heads", where),
+        index_head_dim=_positive(sparse, "sparse_index_dim", where),
+        index_topk=_positive(sparse, "sparse_topk_blocks", where) * _positive(sparse, "sparse_block_size", where),
         index_keys_in_cache_dtype=True,
     )
+
+
+def kda_dims(cfg: dict) -> LinearAttnDims:
+    """Kimi Delta Attention sizes (``linear_attn_config``): vLLM keeps its recurrent state in float32."""
+    kda = _block(cfg, "linear_attn_config")
+    heads = _positive(kda, "num_heads", "Kimi Delta Attention")
+    dim = _positive(kda, "head_dim", "Kimi Delta Attention")
+    kernel = kda.get("short_conv_kernel_size", 4)
+    if not _whole(kernel, 1):
+        raise ConfigImportError(f"linear_attn_config.short_conv_kernel_size is {kernel!r}, not a whole number of at least 1",
+                                field="short_conv_kernel_size", allowed="an integer of at least 1")
+    return LinearAttnDims(num_key_heads=heads, num_value_heads=heads, key_head_dim=dim, value_head_dim=dim,
+                          conv_kernel=kernel, recurrent_state_bytes=4)  # vLLM's kda_state_dtype: float32
 
 
 def own_indexer_share(cfg: dict, n_layers: int) -> float:
     """GLM-5.2's ``indexer_types``: "full" layers run their own indexer, "shared" ones reuse it."""
     types = cfg.get("indexer_types")
-    if not types:
+    if types is None:
         return 1.0
-    if not isinstance(types, list) or len(types) != n_layers or not set(types) <= {"full", "shared"}:
-        raise ConfigImportError(f"indexer_types must list 'full' or 'shared' for each of the {n_layers} layers",
-                                field="indexer_types", allowed="full, shared")
+    if (not isinstance(types, list) or len(types) != n_layers or not all(t in ("full", "shared") for t in types)
+            or "full" not in types):
+        raise ConfigImportError(f"indexer_types must list 'full' or 'shared' for each of the {n_layers} layers, "
+                                "at least one 'full'", field="indexer_types", allowed="full, shared")
     return types.count("full") / n_layers
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and least <= value <= 10**12
+
+
+def _positive(cfg: dict, key: str, where: str) -> int:
+    value = req(cfg, key, where)
+    if not _whole(value, 1):
+        raise ConfigImportError(f"config.json {key} is {value!r}, not a whole number of at least 1", field=key,
+                                allowed="an integer of at least 1")
+    return value
+
+
+def _flags(values: Any, n_layers: int) -> bool:
+    """A list of 0/1 flags, one per layer."""
+    return isinstance(values, list) and len(values) == n_layers and all(v in (0, 1) and not isinstance(v, bool) for v in values)
+
+
+def _block(cfg: dict, key: str) -> dict:
+    value = cfg[key]
+    if not isinstance(value, dict):
+        raise ConfigImportError(f"config.json {key} must be an object, not {type(value).__name__}", field=key)
+    return value
+
+
+def _compress_ratios(cfg: dict, n_layers: int) -> list[int]:
+    """DeepSeek-V4's per-layer compress ratios (entries past the layers are the MTP modules')."""
+    ratios = cfg["compress_ratios"]
+    if not isinstance(ratios, list) or len(ratios) < n_layers or not all(_whole(r, 0) for r in ratios[:n_layers]):
+        raise ConfigImportError(f"compress_ratios must give a whole number of at least 0 for each of the {n_layers} layers",
+                                field="compress_ratios", allowed="0 (window only), 4 (CSA) or one larger ratio (HCA)")
+    return ratios[:n_layers]
+
+
+def _kda_layers(cfg: dict, n_layers: int) -> set[int]:
+    """Kimi's 1-based ``kda_layers`` (the others are ``full_attn_layers``), each layer listed once."""
+    kda = _block(cfg, "linear_attn_config")
+    layers, full = kda.get("kda_layers"), kda.get("full_attn_layers", [])
+    numbers = (layers or []) + (full or []) if isinstance(layers, list) and isinstance(full, list) else None
+    if (numbers is None or not layers or not all(_whole(i, 1) and i <= n_layers for i in numbers)
+            or len(set(numbers)) != len(numbers) or (full and len(numbers) != n_layers)):
+        raise ConfigImportError(f"linear_attn_config.kda_layers (and full_attn_layers) must list layer numbers 1 to "
+                                f"{n_layers}, each once", field="kda_layers", allowed=f"1-based layer numbers 1..{n_layers}")
+    return set(layers)
 
 
 def req_any(cfg: dict, keys: tuple[str, ...], where: str) -> Any:

@@ -14,8 +14,8 @@ def quant_config(cfg: dict) -> QuantConfig | None:
         return None
     method = str(qc.get("quant_method", "")).lower()
     ignore = tuple(qc.get("ignore") or qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ())
-    if method == "fp8" and cfg.get("expert_dtype") == "fp4":  # DeepSeek-V4: FP4 routed experts, FP8 elsewhere
-        qid = "mixed-fp4-fp8"
+    if method == "fp8" and (cfg.get("expert_dtype") == "fp4" or cfg.get("model_type") == "deepseek_v4"):
+        qid = "mixed-fp4-fp8"  # DeepSeek-V4 ships FP4 routed experts and FP8 elsewhere (Pro's config omits expert_dtype)
     elif method == "fp8":
         qid = "fp8-block" if qc.get("weight_block_size") else "fp8"
     elif method == "mxfp4":
@@ -35,8 +35,7 @@ def quant_config(cfg: dict) -> QuantConfig | None:
             field="quantization_config.quant_method",
             allowed="fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
         )
-    kv = "fp8" if cfg.get("model_type") == "deepseek_v4" else _kv_quant(qc)  # vLLM's V4 attention runs an FP8 cache only
-    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore, kv_cache_dtype=kv)
+    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore, kv_cache_dtype=_kv_quant(qc))
 
 
 def _kv_quant(qc: dict) -> str | None:

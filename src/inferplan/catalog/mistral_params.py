@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferplan.errors import ConfigImportError
+
 _RENAMES = {
     "dim": "hidden_size",
     "n_layers": "num_hidden_layers",
@@ -41,6 +43,8 @@ def as_hf_config(raw: dict) -> dict:
     file carries a vision encoder)."""
     cfg: dict[str, Any] = {_RENAMES.get(key, key): value for key, value in raw.items() if key not in _BLOCKS}
     moe = raw.get("moe")
+    if moe is not None and not isinstance(moe, dict):
+        raise ConfigImportError(f"params.json moe must be an object, not {type(moe).__name__}", field="moe")
     if isinstance(moe, dict):
         cfg.update({new: moe[old] for old, new in _MOE_RENAMES.items() if old in moe})
     yarn = raw.get("yarn")

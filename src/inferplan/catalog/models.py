@@ -84,10 +84,17 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
         active_params=card.active_params.value if card.active_params else None,
         checkpoints=checkpoints,
         native_quantization=native,
-        context_tokens=int(card.context_tokens.value) if card.context_tokens else None,
+        # a card without a context takes its config's (positions, or what a YaRN rope_scaling opens)
+        context_tokens=int(card.context_tokens.value) if card.context_tokens else _config_context(arch, proxy),
         assumptions=tuple(assumptions),
         card=card,
     )
+
+
+def _config_context(arch: Architecture | None, proxy: bool) -> int | None:
+    if arch is None or proxy:
+        return None
+    return max(arch.max_position_embeddings, arch.rope_context_tokens) or None
 
 
 def looks_like_path(name: str) -> bool:
@@ -136,7 +143,7 @@ def spec_from_import(location: str) -> ModelSpec:
         active_params=float(params.active),
         checkpoints=checkpoints,
         native_quantization=native,
-        context_tokens=max(arch.max_position_embeddings, arch.rope_context_tokens) or None,
+        context_tokens=_config_context(arch, proxy=False),
         assumptions=("parameter counts computed from config.json",),
     )
 

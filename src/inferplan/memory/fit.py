@@ -128,9 +128,16 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
 def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     """The KV cache's element type: the stated one (if the engine runs it), else the checkpoint's
     (a ModelOpt FP8 checkpoint) or the model's dtype."""
-    if d.kv_cache_dtype != "auto":
-        return check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
     arch = spec.architecture
+    v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
+    if d.kv_cache_dtype != "auto":
+        kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
+        if v4 and kv.id != "fp8" and catalog.engine(d.engine).id == "vllm":
+            raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
+                                       "deepseek_v4_attention asserts it)", field="--kv-cache-dtype", allowed="auto | fp8")
+        return kv
+    if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
+        return catalog.kv_cache_dtype("fp8")
     if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
         return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
     dtype = arch.torch_dtype if arch else "bfloat16"

@@ -14,6 +14,7 @@ splits layers; the busiest stage (most layers) sets the per-GPU figure.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ class KvLayout:
     # the top-k tokens the indexer selects; stored for every token all the same
     sparse_bytes_per_token_per_gpu: float = 0.0
     sparse_topk: int | None = None
+    # under pipeline parallelism, each stage's own layout: a sequence's bytes (and a step's reads)
+    # are those of the stage that holds the most at that length — windows and fixed state included,
+    # which the per-token figures above (the stage with the most bytes per token) leave out
+    stages: tuple[KvLayout, ...] = ()
 
     @property
     def bytes_per_token(self) -> float:
@@ -55,7 +60,9 @@ class KvLayout:
         return self.growing_bytes_per_token_per_gpu + self.window_bytes_per_token_per_gpu
 
     def sequence_bytes_per_gpu(self, tokens: int, block_tokens: int = 1) -> float:
-        """Memory one sequence of ``tokens`` holds on each GPU, rounded up to whole blocks."""
+        """Memory one sequence of ``tokens`` holds on each GPU (of the fullest stage), rounded up to whole blocks."""
+        if self.stages:
+            return max(stage.sequence_bytes_per_gpu(tokens, block_tokens) for stage in self.stages)
         held = _round_up(tokens, block_tokens)
         windowed = held
         if self.window_tokens is not None and tokens > self.window_tokens:
@@ -72,6 +79,8 @@ class KvLayout:
     def read_bytes_per_gpu(self, tokens: int) -> float:
         """Cache bytes one decode step reads for a sequence of ``tokens``: everything it holds,
         except that sparse attention reads the latent of only its top-k tokens."""
+        if self.stages:
+            return max(stage.read_bytes_per_gpu(tokens) for stage in self.stages)
         skipped = max(tokens - self.sparse_topk, 0) * self.sparse_bytes_per_token_per_gpu if self.sparse_topk else 0.0
         return self.sequence_bytes_per_gpu(tokens) - skipped
 
@@ -115,7 +124,10 @@ def _split_bytes_per_token(arch: Architecture, kind: LayerKind, kv_bits: float, 
 def _attention_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int) -> float:
     if kind in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.SPARSE):
         heads_per_gpu = max(1, math.ceil(arch.num_kv_heads / tp))
-        indexer = arch.dsa.index_head_dim * kv_bits / 8 if kind is LayerKind.SPARSE and arch.dsa else 0.0
+        indexer = 0.0
+        if kind is LayerKind.SPARSE and arch.dsa:  # MiniMax-M3 keeps the index key in the cache's dtype
+            indexer = (arch.dsa.index_head_dim * kv_bits / 8 if arch.dsa.index_keys_in_cache_dtype
+                       else indexer_bytes_per_token_per_layer(arch))
         return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8 + indexer
     if kind is LayerKind.MLA:
         return mla_latent_bytes_per_token_per_layer(arch, kv_bits) + indexer_bytes_per_token_per_layer(arch)
@@ -173,28 +185,40 @@ def kv_layout(
 ) -> KvLayout:
     """KV geometry for an instance of ``tp × pp`` GPUs."""
     stages = _stages(arch.layer_kinds, pp)
-    busiest = max(stages, key=lambda layers: sum(kv_bytes_per_token_per_layer(arch, k, kv_bits, tp) for k in layers))
+    layouts = [_stage_layout(arch, layers, kv_bits, tp, residual_tokens, residual_bits) for layers in stages]
+    busiest = max(range(pp), key=lambda i: layouts[i].bytes_per_token_per_gpu)
+    all_layers = arch.layer_kinds
+    whole = _stage_layout(arch, all_layers, kv_bits, tp, residual_tokens, residual_bits)
+    return dataclasses.replace(
+        layouts[busiest],
+        growing_bytes_per_token=tp * whole.growing_bytes_per_token_per_gpu,
+        window_bytes_per_token=tp * whole.window_bytes_per_token_per_gpu,
+        state_bytes_per_seq=tp * whole.state_bytes_per_seq_per_gpu,
+        stages=tuple(layouts) if pp > 1 else (),
+    )
 
-    def per_gpu(layers, part: int, bits=kv_bits):  # part 0: growing, 1: windowed
+
+def _stage_layout(arch: Architecture, layers: tuple[LayerKind, ...], kv_bits: float, tp: int,
+                  residual_tokens: int, residual_bits: float) -> KvLayout:
+    """The layout of the layers one GPU holds (one pipeline stage, one tensor-parallel rank)."""
+
+    def per_gpu(part: int, bits=kv_bits):  # part 0: growing, 1: windowed
         return sum(_split_bytes_per_token(arch, k, bits, tp)[part] for k in layers)
 
-    all_layers = arch.layer_kinds
-    windowed = any(_split_bytes_per_token(arch, k, kv_bits, tp)[1] for k in all_layers)
-
-    def residual(layers):  # KIVI keeps the recent tokens at 16 bits
-        return per_gpu(layers, 0, residual_bits) + per_gpu(layers, 1, residual_bits) - per_gpu(layers, 0) - per_gpu(layers, 1)
-
+    windowed = any(_split_bytes_per_token(arch, k, kv_bits, tp)[1] for k in arch.layer_kinds)
+    residual = per_gpu(0, residual_bits) + per_gpu(1, residual_bits) - per_gpu(0) - per_gpu(1)  # KIVI's 16-bit recent tokens
+    state = sum(state_bytes_per_layer(arch, k, tp) for k in layers)
     return KvLayout(
-        growing_bytes_per_token_per_gpu=per_gpu(busiest, 0),
-        window_bytes_per_token_per_gpu=per_gpu(busiest, 1),
-        state_bytes_per_seq_per_gpu=sum(state_bytes_per_layer(arch, k, tp) for k in busiest),
-        growing_bytes_per_token=tp * per_gpu(all_layers, 0),
-        window_bytes_per_token=tp * per_gpu(all_layers, 1),
-        state_bytes_per_seq=tp * sum(state_bytes_per_layer(arch, k, tp) for k in all_layers),
+        growing_bytes_per_token_per_gpu=per_gpu(0),
+        window_bytes_per_token_per_gpu=per_gpu(1),
+        state_bytes_per_seq_per_gpu=state,
+        growing_bytes_per_token=tp * per_gpu(0),
+        window_bytes_per_token=tp * per_gpu(1),
+        state_bytes_per_seq=tp * state,
         window_tokens=arch.sliding_window if windowed else None,
         residual_tokens=residual_tokens,
-        residual_extra_bytes_per_token_per_gpu=residual(busiest) if residual_tokens else 0.0,
-        sparse_bytes_per_token_per_gpu=_sparse_bytes_per_token(arch, busiest, kv_bits, tp),
+        residual_extra_bytes_per_token_per_gpu=residual if residual_tokens else 0.0,
+        sparse_bytes_per_token_per_gpu=_sparse_bytes_per_token(arch, layers, kv_bits, tp),
         sparse_topk=sparse_topk_tokens(arch),
     )
 

@@ -69,7 +69,8 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv_b = m.kv_lora_rank * arch.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
         o = arch.num_attention_heads * m.v_head_dim * h
-        return q + kv_a + kv_b + o  # the layer's indexer, if it has one of its own, is counted in count_params
+        gate = h * arch.num_attention_heads * m.v_head_dim if arch.attention_output_gate else 0  # Kimi-K3
+        return q + kv_a + kv_b + o + gate  # the layer's indexer, if it has one of its own, is counted in count_params
     if kind is LayerKind.LINEAR:
         d = arch.linear
         assert d is not None
@@ -77,8 +78,7 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         v_width = d.num_value_heads * d.value_head_dim
         in_proj = h * (2 * k_width + 2 * v_width + 2 * d.num_value_heads)  # q, k, v, z, b, a
         conv = (2 * k_width + v_width) * d.conv_kernel
-        decay_gate = h * k_width if d.full_rank_decay_gate else 0
-        return in_proj + decay_gate + conv + v_width * h + d.value_head_dim + 2 * d.num_value_heads
+        return in_proj + conv + v_width * h + d.value_head_dim + 2 * d.num_value_heads
     if kind is LayerKind.MAMBA:
         m = arch.mamba
         assert m is not None

@@ -40,8 +40,8 @@ def metric_value(metric: SpeedMetric, est: ServingEstimate, input_tokens: int) -
     """An estimate's figure for a measured metric (prompt tokens/s over ``input_tokens``)."""
     if metric is SpeedMetric.DECODE_TOKENS_PER_S_PER_USER:
         return est.output_tokens_per_s_per_user
-    if metric is SpeedMetric.PREFILL_TOKENS_PER_S:
-        return max(input_tokens, 1) / est.ttft_s
+    if metric is SpeedMetric.PREFILL_TOKENS_PER_S:  # prompt processing alone (llama-bench pp, offline prefill)
+        return max(input_tokens, 1) / est.prefill_s
     if metric in (SpeedMetric.OUTPUT_TOKENS_PER_S_TOTAL, SpeedMetric.DECODE_TOKENS_PER_S_TOTAL):
         return est.output_tokens_per_s_total
     if metric is SpeedMetric.TOTAL_TOKENS_PER_S:

@@ -44,6 +44,7 @@ class Rates:
     attention_dtype: str = ""  # the dtype QK^T and PV run in ("": the compute dtype)
     family: str = ""  # calibration family (calibration_family) the constants belong to
     attention_peak_flop_per_s: float = 0.0  # its peak (0: the compute dtype's)
+    request_overhead_s: float = 0.0  # per request, before its first token (receiving, tokenising, scheduling)
 
     @property
     def achievable_flop_per_s(self) -> float:
@@ -210,6 +211,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         layer_overhead_s=catalog.constant(f"decode-layer-overhead-s-{fitted}"),
         moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{fitted}"),
         seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{fitted}"),
+        request_overhead_s=catalog.constant(f"ttft-request-overhead-s-{fitted}"),
         unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{fitted}") if quant.super_block_scales else 0.0,
         attention_dtype=attention,
         attention_peak_flop_per_s=peak_flops(accel, attention),

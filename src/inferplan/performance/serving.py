@@ -41,6 +41,7 @@ class ServingEstimate(BaseModel):
     max_concurrency: int  # what the KV cache holds across the deployment at input+output tokens
     ttft_s: float
     tpot_s: float
+    prefill_s: float  # the request's prompt (its chunks, any wait in the queue): TTFT less the fixed per-request cost
     output_tokens_per_s_per_user: float
     output_tokens_per_s_total: float
     output_tokens_per_s_per_gpu: float
@@ -98,7 +99,7 @@ class _Context:
                 field="--gpus",
             )
         if fit.max_model_len < request:
-            if sized_for_request:  # the engine caps its context below this request
+            if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it
                 raise InvalidScenarioError(
                     f"a request of {w.input_len:,} + {w.output_len:,} tokens is longer than the {fit.max_model_len:,} "
                     f"tokens {fit.engine} serves {fit.model} at", field="--input-len",
@@ -187,6 +188,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         own_chunk = min(ctx.uncached, budget)
         chunk_step = ctx.iteration(running - 1, own_chunk)
         ttft = math.ceil(max(ctx.uncached, 1) / budget) * (ctx.pp * chunk_step.seconds)
+    ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
     output_instance = running * w.output_len / cycle
     if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)
         loop = per_instance * w.output_len / output_instance
@@ -206,7 +208,9 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
     assumptions.append(f"rates: {r.bandwidth_efficiency:.0%} of peak bandwidth, {r.compute_efficiency:.0%} of peak "
-                       f"{r.compute_dtype} FLOP/s{attention}; {_fixed_costs(ctx, running)} (calibrated, see docs/speed.md)")
+                       f"{r.compute_dtype} FLOP/s{attention}; {_fixed_costs(ctx, running)}; TTFT includes "
+                       f"{r.request_overhead_s * 1e3:.0f} ms per request before its prompt is processed (receiving, "
+                       "tokenising, scheduling) (calibrated, see docs/speed.md)")
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
         assumptions.append(_unpack_note(ctx, step, running))
     if step.bound == "overhead":
@@ -214,7 +218,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     return ServingEstimate(
         model=fit.model, accelerator=fit.accelerator, engine=fit.engine, quantization=fit.quantization,
         gpus=ctx.gpus, concurrency=concurrency, running_per_instance=running,
-        max_concurrency=ctx.max_concurrency(), ttft_s=ttft, tpot_s=tpot,
+        max_concurrency=ctx.max_concurrency(), ttft_s=ttft, tpot_s=tpot, prefill_s=ttft - ctx.rates.request_overhead_s,
         output_tokens_per_s_per_user=1 / tpot, output_tokens_per_s_total=total,
         output_tokens_per_s_per_gpu=total / ctx.gpus,
         input_tokens_per_s_total=total * w.input_len / w.output_len,
