@@ -596,12 +596,25 @@ def test_compressed_and_block_sparse_attention_flops(catalog):
 
 
 def test_ttft_carries_the_per_request_cost_and_prompt_throughput_does_not(catalog):
+    """The fitted per-request cost adds to TTFT (and to a closed loop's cycle), not to prompt tokens/s."""
     from inferplan.catalog.schema import SpeedMetric
     from inferplan.performance.measured import metric_value
 
     d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")
-    est = estimate(d, Workload(input_len=2048, output_len=128, concurrency=1), catalog)
-    overhead = catalog.constant("ttft-request-overhead-s-sglang")
-    assert overhead > 0.01 and est.ttft_s == pytest.approx(est.prefill_s + overhead)
-    assert metric_value(SpeedMetric.PREFILL_TOKENS_PER_S, est, 2048) == pytest.approx(2048 / est.prefill_s)
+    w = Workload(input_len=2048, output_len=32, concurrency=1)
+    ctx = _Context(catalog, d, w)
+    overhead = ctx.rates.request_overhead_s
+    with_cost = _estimate(ctx, 1)
+    ctx.rates = dataclasses.replace(ctx.rates, request_overhead_s=0.0)
+    without = _estimate(ctx, 1)
+    assert overhead > 0.01 and with_cost.ttft_s == pytest.approx(without.ttft_s + overhead)
+    assert with_cost.prefill_s == pytest.approx(without.prefill_s) == pytest.approx(without.ttft_s)
+    assert (metric_value(SpeedMetric.PREFILL_TOKENS_PER_S, with_cost, 2048)
+            == pytest.approx(metric_value(SpeedMetric.PREFILL_TOKENS_PER_S, without, 2048)))
+    loop = 32 / with_cost.output_tokens_per_s_total  # one user: each request's prompt, decode and the cost
+    assert loop == pytest.approx(32 / without.output_tokens_per_s_total + overhead)
+    est = estimate(d, w, catalog)
     assert any(f"TTFT includes {overhead * 1e3:.0f} ms per request" in a for a in est.assumptions)
+    llama = estimate(Deployment(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m"), w,
+                     catalog)
+    assert any("the pooled value, which no TTFT point of this family checks" in a for a in llama.assumptions)

@@ -54,7 +54,7 @@ def anchor(profile: ServingProfile, est: "ServingEstimate", edge: "ServingEstima
     ttft = est.ttft_s * (near.ttft_s.value / edge.ttft_s if near.ttft_s and edge.ttft_s else 1.0)
     return est.model_copy(update={
         "ttft_s": ttft,
-        "prefill_s": max(ttft - (est.ttft_s - est.prefill_s), 0.0),
+        "prefill_s": ttft * est.prefill_s / est.ttft_s,  # the measured TTFT, shared out as the model shares its own
         "tpot_s": 1 / per_user,
         "output_tokens_per_s_per_user": per_user,
         "output_tokens_per_s_total": total,
@@ -92,7 +92,7 @@ def interpolate(profile: ServingProfile, est: "ServingEstimate") -> "ServingEsti
         "output_tokens_per_s_total": total,
         "input_tokens_per_s_total": total * profile.input_tokens / profile.output_tokens,
         "ttft_s": ttft,
-        "prefill_s": max(ttft - (est.ttft_s - est.prefill_s), 0.0),
+        "prefill_s": ttft * est.prefill_s / est.ttft_s,  # the measured TTFT, shared out as the model shares its own
         "bound": "measured",
         "source": "measured",
         "assumptions": (*est.assumptions, f"interpolated from measured profile {profile.id} "

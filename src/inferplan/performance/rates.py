@@ -45,6 +45,7 @@ class Rates:
     family: str = ""  # calibration family (calibration_family) the constants belong to
     attention_peak_flop_per_s: float = 0.0  # its peak (0: the compute dtype's)
     request_overhead_s: float = 0.0  # per request, before its first token (receiving, tokenising, scheduling)
+    request_overhead_fitted: bool = False  # fitted on the family's own TTFT points (else the pooled value)
 
     @property
     def achievable_flop_per_s(self) -> float:
@@ -212,6 +213,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         moe_layer_overhead_s=catalog.constant(f"decode-moe-layer-overhead-s-{fitted}"),
         seq_overhead_s=catalog.constant(f"decode-seq-overhead-s-{fitted}"),
         request_overhead_s=catalog.constant(f"ttft-request-overhead-s-{fitted}"),
+        request_overhead_fitted=catalog.calibration.records[f"ttft-request-overhead-s-{fitted}"].method.startswith("fitted on"),
         unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{fitted}") if quant.super_block_scales else 0.0,
         attention_dtype=attention,
         attention_peak_flop_per_s=peak_flops(accel, attention),

@@ -189,7 +189,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         chunk_step = ctx.iteration(running - 1, own_chunk)
         ttft = math.ceil(max(ctx.uncached, 1) / budget) * (ctx.pp * chunk_step.seconds)
     ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
-    output_instance = running * w.output_len / cycle
+    # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
+    output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)
     if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)
         loop = per_instance * w.output_len / output_instance
         ttft += max(loop - (ttft + w.output_len * tpot), 0.0)
@@ -208,9 +209,10 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
     assumptions.append(f"rates: {r.bandwidth_efficiency:.0%} of peak bandwidth, {r.compute_efficiency:.0%} of peak "
-                       f"{r.compute_dtype} FLOP/s{attention}; {_fixed_costs(ctx, running)}; TTFT includes "
-                       f"{r.request_overhead_s * 1e3:.0f} ms per request before its prompt is processed (receiving, "
-                       "tokenising, scheduling) (calibrated, see docs/speed.md)")
+                       f"{r.compute_dtype} FLOP/s{attention}; {_fixed_costs(ctx, running)} (calibrated, see "
+                       f"docs/speed.md); TTFT includes {r.request_overhead_s * 1e3:.0f} ms per request before its prompt "
+                       "is processed (receiving, tokenising, scheduling)"
+                       + ("" if r.request_overhead_fitted else ": the pooled value, which no TTFT point of this family checks"))
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
         assumptions.append(_unpack_note(ctx, step, running))
     if step.bound == "overhead":

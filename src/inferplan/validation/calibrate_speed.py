@@ -34,10 +34,11 @@ MIN_POINTS = 10  # fewer fit points than this: the family takes the pooled fit
 MAX_SWEEPS, CONVERGED = 20, 1e-5  # coordinate descent stops when a sweep gains less than this
 # A family's achievable share of peak bandwidth or FLOP/s is fitted only when at least MIN_RESPONDING
 # of its points respond to it; else it keeps the pooled share (one TTFT point with an unmodelled
-# fixed delay set SGLang's compute share to 0.15). The overheads are not guarded: at batch 1 the
-# step and per-sequence overheads trade off, and fixing one at the pooled value distorts the other.
+# fixed delay set SGLang's compute share to 0.15), and so is the per-request cost before the first
+# token (one TTFT point would set it). The per-step, -layer and -sequence overheads are not guarded:
+# at batch 1 they trade off, and fixing one at the pooled value distorts the other.
 MIN_RESPONDING = 3
-GUARDED = ("bandwidth_efficiency", "compute_efficiency", "unpack_flops_per_weight")
+GUARDED = ("bandwidth_efficiency", "compute_efficiency", "unpack_flops_per_weight", "request_overhead_s")
 RESPONSE = 0.01  # |change of log prediction| that counts as responding (see ``responding``)
 # Weight of the pull towards the pooled fit: 0.05 costs as much as a 5 % mean |log error| when a
 # constant sits a whole bound width away from its pooled value. Tried 0.05 and 0.5 (docs/speed.md).
