@@ -105,11 +105,6 @@ def _round_up(tokens: int, block: int) -> int:
     return int(math.ceil(tokens / block) * block) if block > 1 else tokens
 
 
-def kv_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int = 1) -> float:
-    """KV bytes one token adds to one layer on one GPU of a TP group (window and growing parts)."""
-    return sum(_split_bytes_per_token(arch, kind, kv_bits, tp))
-
-
 def _split_bytes_per_token(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int) -> tuple[float, float]:
     """(growing, windowed) bytes one token adds to one layer on one GPU: full-attention and MLA
     layers grow with the context, sliding layers only up to the window; DeepSeek-V4's layers keep a
