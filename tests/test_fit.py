@@ -227,3 +227,53 @@ def test_deepseek_v4_runs_an_fp8_cache(catalog):
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="deepseek-v4-flash", gpu="B200", tensor_parallel_size=4, kv_cache_dtype="bf16")
     assert exc.value.field == "--kv-cache-dtype" and "fp8" in exc.value.allowed
+
+
+def test_pipeline_stages_split_layers_as_vllm_does():
+    from inferplan.memory.stages import stage_bounds, stage_layer_counts
+
+    # vLLM get_pp_indices: the extra layers go to the stages before the last, from the second-to-last back
+    assert stage_layer_counts(61, 2) == (31, 30)
+    assert stage_layer_counts(80, 3) == (27, 27, 26)
+    assert stage_layer_counts(10, 4) == (2, 3, 3, 2)
+    assert stage_layer_counts(80, 8) == (10,) * 8
+    assert stage_bounds(61, 2) == ((0, 31), (31, 61))
+
+
+def test_under_pipeline_parallelism_the_fullest_stage_holds_the_embeddings_too():
+    # Llama 3.3 70B NVFP4 at PP 8: every stage 10 layers; the first adds the BF16 embedding table,
+    # the last the BF16 lm_head (untied, same size), so the fullest GPU holds 3/4 of a table more
+    # than an even eighth of the whole
+    r = run(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=8, pipeline_parallel_size=8,
+            quantization="nvfp4", engine="trtllm", max_model_len=4096)
+    table = 128256 * 8192 * 2
+    assert r.weights_bytes_per_gpu == pytest.approx(r.weights_bytes / 8 + 0.75 * table, rel=1e-6)
+    assert any("pipeline stages hold 10/10/10/10/10/10/10/10 layers" in a for a in r.assumptions)
+    # the KV room is what the fullest GPU leaves, so it shrinks by the same bytes
+    even = run(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=8, pipeline_parallel_size=1,
+               tensor_parallel_size=8, quantization="nvfp4", engine="trtllm", max_model_len=4096)
+    assert r.kv_cache_bytes_per_gpu < even.kv_cache_bytes_per_gpu
+
+
+@pytest.mark.parametrize("model,tied", [("llama-3.3-70b", False), ("qwen3-4b", True), ("deepseek-r1", False)])
+def test_pipeline_stages_hold_the_whole_model_once_and_a_tied_table_twice(model, tied):
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.stages import stage_weights
+    from inferplan.memory.weights import weight_bytes
+
+    catalog = load_catalog()
+    spec = resolve_model(catalog, model)
+    w = weight_bytes(spec, catalog.quantization("bf16"))
+    arch = spec.architecture
+    assert w.head_is_embedding is tied
+    one = stage_weights(w, tp=1, pp=1, expert_shards=1, moe_layers=arch.moe.moe_layers if arch.moe else (),
+                        num_layers=arch.num_layers)
+    assert one[0].bytes_per_gpu == pytest.approx(w.total_bytes)
+    for pp in (2, 3, 4):
+        stages = stage_weights(w, tp=2, pp=pp, expert_shards=2, moe_layers=arch.moe.moe_layers if arch.moe else (),
+                               num_layers=arch.num_layers)
+        held = 2 * sum(s.bytes_per_gpu for s in stages)  # two TP ranks per stage
+        extra = w.embedding_bytes if tied else 0.0
+        assert held == pytest.approx(w.total_bytes + extra + w.replicated_bytes, rel=1e-9)
+        assert 2 * sum(s.expert_bytes_per_gpu for s in stages) == pytest.approx(w.expert_bytes, rel=1e-9)

@@ -618,3 +618,25 @@ def test_ttft_carries_the_per_request_cost_and_prompt_throughput_does_not(catalo
     llama = estimate(Deployment(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m"), w,
                      catalog)
     assert any("the pooled value, which no TTFT point of this family checks" in a for a in llama.assumptions)
+
+
+def test_a_full_pipeline_runs_at_its_last_stage_which_carries_the_lm_head():
+    # Llama 3.3 70B NVFP4 at PP 8: the last stage reads its 10 layers and the whole BF16 lm_head,
+    # where an average stage reads an eighth of it
+    d = Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=8, pipeline_parallel_size=8,
+                   quantization="nvfp4", engine="trtllm", max_model_len=2048)
+    ctx = _Context(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
+    last = ctx.work.last_stage()
+    assert last.dense_bytes_per_gpu - ctx.work.dense_bytes_per_gpu == pytest.approx(128256 * 8192 * 2 * 7 / 8, rel=1e-6)
+    assert last.linear_flops_per_gpu(1, 1) - ctx.work.linear_flops_per_gpu(1, 1) == pytest.approx(
+        2 * 128256 * 8192 * 7 / 8, rel=1e-6)
+    step, full = ctx.iteration(64, 0.0)
+    shape = dict(batch=8, context=1500, tokens_per_seq=1, prefill_tokens=0.0)
+    assert full == pytest.approx(8 * decode_step(last, ctx.mp.layout, ctx.rates, **shape).seconds)
+    assert full > 1.05 * 8 * step.seconds
+    # a lone sequence is one micro-batch: it passes the stages one after another
+    lone, lone_round = ctx.iteration(1, 0.0)
+    assert lone_round == pytest.approx(8 * lone.seconds)
+    single = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", quantization="nvfp4",
+                                          engine="trtllm", max_model_len=2048), Workload()).work
+    assert single.last_stage() is single  # one stage: it is the whole model

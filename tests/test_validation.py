@@ -91,6 +91,15 @@ KNOWN_DECODE_MISSES = {
     "s-ssl-sglang-mi355xx8-glm-5.2-fp8-tpot-c1": "GLM-5.2 on 8x MI355X, SGLang 0.5.13 ROCm with DSA through tilelang (-32 %)",
     "s-ssl-sglang-gb300x4-deepseek-v4-flash-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Flash on 4x GB300, slower than on B200",
     "s-ssl-sglang-h200x8-deepseek-v4-pro-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Pro on 8x H200 (FP4 experts on Hopper)",
+    # DeepSeek-V4 outside the cookbook (held out, session 10): SGLang is slower than the model in
+    # every source (LMSYS's Day-0 runs, InferenceX's no-MTP decode worker): V4's layers launch more
+    # small kernels (compressor, indexer, hyper-connections) than the fitted per-layer cost knows;
+    # a patched vLLM fork on RTX PRO 6000 is faster than vLLM's constants
+    "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx4k": "SGLang Day-0 V4-Pro on 8x B200, 5.0 ms/token at accept length 2.5",
+    "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx900k": "the same at 900K context",
+    "s-sv4-sglang-h200x4-deepseek-v4-flash-fp8-block-decode-c1-eagle3-ctx900k": "SGLang Day-0 V4-Flash on 4x H200 at 900K context",
+    "s-sv4-sglang-b300x4-deepseek-v4-pro-mixed-fp4-fp8-pd-decode-tpot-c1": "SGLang (Jul 2026) V4-Pro decode worker on 4x B300, no MTP: 10.2 ms/token",
+    "s-sv4-vllm-rtxpro6000x4-deepseek-v4-flash-mixed-fp4-fp8-decode-c1-mtp2": "patched vLLM fork (own kernels) on 4x RTX PRO 6000, MTP2 acceptance unstated",
 }
 
 # Scored per-user decode points at concurrency 2 or more worse than 30 % (kind decode-concurrent),

@@ -20,6 +20,7 @@ from inferplan.memory.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
+from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
@@ -160,14 +161,25 @@ def _value(q, default: float) -> float:
     return q.value if q is not None else default
 
 
-def _weights_per_gpu(w: WeightEstimate, plan: ParallelPlan) -> tuple[float, float]:
-    """(all weights, expert weights) each GPU holds."""
+def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+    """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
+    parallelism they differ (the first holds the embeddings, the last the lm_head), and the fullest
+    sets the room every stage's KV cache gets."""
+    arch = None if spec.architecture_is_proxy else spec.architecture
     tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
-    dense = w.total_bytes - w.expert_bytes
-    expert_shards = tp * pp * (dp if plan.expert_parallel else 1)
-    replicated_extra = w.replicated_bytes * (1 - 1 / tp) / pp
-    experts = w.expert_bytes / expert_shards
-    return dense / (tp * pp) + experts + replicated_extra, experts
+    layers = arch.num_layers if arch else 0
+    stages = stage_weights(w, tp=tp, pp=pp, expert_shards=tp * (dp if plan.expert_parallel else 1),
+                           moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers)
+    fullest = max(range(pp), key=lambda i: stages[i].bytes_per_gpu)
+    note = ""
+    if pp > 1:
+        split = "/".join(str(n) for n in stage_layer_counts(layers, pp)) + " layers" if layers else "an even split"
+        gib = 2**30
+        note = (f"pipeline stages hold {split}; the first also holds the token embeddings, the last the lm_head: "
+                f"{stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, {stages[-1].bytes_per_gpu / gib:.2f} on the "
+                f"last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the lightest; the fullest (stage {fullest + 1}) "
+                "sets the KV cache room of every stage")
+    return stages, stages[fullest], note
 
 
 @dataclass(frozen=True)
@@ -183,6 +195,7 @@ class MemoryPlan:
     layout: KvLayout
     settings: EngineSettings
     hardware: Hardware
+    stage_weights: tuple[StageWeights, ...] = ()  # per GPU of each pipeline stage, before what the engine adds
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
@@ -242,7 +255,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         assumptions.append(total_note)
     weights = weight_bytes(spec, quant)
     assumptions.extend(weights.assumptions)
-    w_gpu, experts_gpu = _weights_per_gpu(weights, plan)
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec)
+    w_gpu, experts_gpu = fullest.bytes_per_gpu, fullest.expert_bytes_per_gpu
+    if stages_note:
+        assumptions.append(stages_note)
     extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, experts_gpu)
     if extra_note:
         w_gpu += extra
@@ -309,7 +325,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         smallest_fit=smallest,
         assumptions=tuple(dict.fromkeys(assumptions)),
     )
-    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw)
+    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw, stages)
 
 
 def _check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tuple[list[str], int | None]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.memory import compressed
+from inferplan.memory.stages import stage_bounds
 
 STATE_BYTES_PER_ELEMENT = 2  # recurrent (Mamba / linear-attention) state kept at 16 bits
 INDEXER_KEY_BYTES = 1  # DSA indexer keys are FP8
@@ -239,10 +240,8 @@ def sparse_topk_tokens(arch: Architecture) -> int | None:
 
 
 def _stages(kinds: tuple[LayerKind, ...], pp: int) -> list[tuple[LayerKind, ...]]:
-    """Split layers into ``pp`` contiguous stages as evenly as possible."""
-    n = len(kinds)
-    bounds = [round(i * n / pp) for i in range(pp + 1)]
-    return [kinds[bounds[i] : bounds[i + 1]] for i in range(pp)]
+    """The layers of each of ``pp`` contiguous stages (split as ``stage_bounds`` does)."""
+    return [kinds[start:end] for start, end in stage_bounds(len(kinds), pp)]
 
 
 def kv_cache_bytes(layout: KvLayout, *, tokens: int) -> float:

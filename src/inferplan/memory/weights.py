@@ -26,6 +26,8 @@ class WeightEstimate:
     method: str  # "checkpoint size" or "parameters × bits"
     assumptions: tuple[str, ...] = ()
     embedding_bytes: float = 0.0  # token embeddings (a lookup table: not read whole per step)
+    head_bytes: float = 0.0  # the output projection (lm_head; for tied embeddings, the embedding table again)
+    head_is_embedding: bool = False  # tied: one table at both ends, held twice once they are different pipeline stages
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class _Parts:
     total: float
     expert: float
     embedding: float
+    head: float  # lm_head (0 when tied to the embeddings)
 
 
 def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None) -> _Parts:
@@ -51,7 +54,8 @@ def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: f
     expert = params.experts * bits / 8
     linear = (params.linear - params.experts) * other_bits / 8 + expert
     embedding = params.embedding * embedding_bits / 8
-    return _Parts(embedding + params.lm_head * head_bits / 8 + small + linear, expert, embedding)
+    head = params.lm_head * head_bits / 8
+    return _Parts(embedding + head + small + linear, expert, embedding, head)
 
 
 def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
@@ -62,7 +66,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
     if ckpt is not None:
         assumptions = [f"weights = published {ckpt.name} checkpoint size ({ckpt.source})"]
         total = ckpt.size_bytes
-        expert = embedding = 0.0
+        expert = embedding = head = 0.0
         if params is not None:
             parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight)
             if params.mtp:
@@ -75,10 +79,13 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
             # the checkpoint fixes the total; the computed parts share it out
             expert = total * parts.expert / parts.total if parts.total else 0.0
             embedding = total * parts.embedding / parts.total if parts.total else 0.0
+            head = total * parts.head / parts.total if parts.total else 0.0
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("checkpoint size includes the vision encoder, which the engine also loads")
         replicated = (params.norms * 2 + params.indexer * total / max(params.total, 1)) if params else 0.0
-        return WeightEstimate(total, expert, replicated, quant.id, "checkpoint size", tuple(assumptions), embedding)
+        tied = params is not None and not params.lm_head
+        return WeightEstimate(total, expert, replicated, quant.id, "checkpoint size", tuple(assumptions), embedding,
+                              embedding if tied else head, tied)
     if params is not None:
         parts = _parts_bytes(params, quant)
         other = quant.non_expert_bits_per_weight
@@ -93,8 +100,9 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
         replicated = params.norms * 2 + params.indexer * quant.bits_per_weight.value / 8
+        tied = not params.lm_head
         return WeightEstimate(parts.total, parts.expert, replicated, quant.id, "parameters × bits",
-                              tuple(assumptions), parts.embedding)
+                              tuple(assumptions), parts.embedding, parts.embedding if tied else parts.head, tied)
     if spec.total_params is None:
         raise InvalidScenarioError(
             f"{spec.name} has no architecture, no parameter count and no {quant.id} checkpoint size",

@@ -131,13 +131,20 @@ class _Context:
     def max_concurrency(self) -> int:
         return self.kv_limit * self.dp
 
-    def iteration(self, batch: int, prefill_tokens: float) -> StepTime:
+    def iteration(self, batch: int, prefill_tokens: float) -> tuple[StepTime, float]:
+        """A stage's step (its average: its bound and draft cost) and the round in which each of the
+        batch's pipeline micro-batches advances one step. With ``pp`` stages the batch runs as up to
+        ``pp`` micro-batches, and the round takes the longer of one micro-batch passing every stage
+        and the slowest stage (the last: it runs the lm_head) working through all of them."""
         w = self.w
         micro = max(batch / self.pp, 1e-9)
-        return decode_step(
-            self.work, self.mp.layout, self.rates, batch=micro, context=w.input_len + w.output_len / 2,
-            tokens_per_seq=w.speculative_tokens + 1, prefill_tokens=prefill_tokens / self.pp,
-        )
+        shape = dict(batch=micro, context=w.input_len + w.output_len / 2, tokens_per_seq=w.speculative_tokens + 1,
+                     prefill_tokens=prefill_tokens / self.pp)
+        step = decode_step(self.work, self.mp.layout, self.rates, **shape)
+        if self.pp == 1:
+            return step, step.seconds
+        last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
+        return step, max(self.pp * step.seconds, min(max(batch, 1), self.pp) * last.seconds)
 
     def draft_s(self, step: StepTime) -> float:
         if not self.w.speculative_tokens:
@@ -170,10 +177,10 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     cycle_prefill = running * ctx.uncached
     mixed_iters = math.ceil(cycle_prefill / budget) if cycle_prefill >= 1 else 0
     chunk = cycle_prefill / mixed_iters if mixed_iters else 0.0
-    decode_only = ctx.iteration(running, 0.0)
-    mixed = ctx.iteration(running, chunk) if mixed_iters else decode_only
-    t_decode = ctx.pp * decode_only.seconds + ctx.draft_s(decode_only)
-    t_mixed = ctx.pp * mixed.seconds + ctx.draft_s(mixed)
+    decode_only, decode_round = ctx.iteration(running, 0.0)
+    mixed, mixed_round = ctx.iteration(running, chunk) if mixed_iters else (decode_only, decode_round)
+    t_decode = decode_round + ctx.draft_s(decode_only)
+    t_mixed = mixed_round + ctx.draft_s(mixed)
     cycle = mixed_iters * t_mixed + max(decode_iters - mixed_iters, 0.0) * t_decode
     step = mixed if mixed_iters * t_mixed > max(decode_iters - mixed_iters, 0.0) * t_decode else decode_only
     # a sequence's own prefill comes before its first token (TTFT); while it decodes, only the other
@@ -186,8 +193,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                             for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, budget))
     else:
         own_chunk = min(ctx.uncached, budget)
-        chunk_step = ctx.iteration(running - 1, own_chunk)
-        ttft = math.ceil(max(ctx.uncached, 1) / budget) * (ctx.pp * chunk_step.seconds)
+        ttft = math.ceil(max(ctx.uncached, 1) / budget) * ctx.iteration(running - 1, own_chunk)[1]
     ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)

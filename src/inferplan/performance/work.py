@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.memory.fit import MemoryPlan
@@ -46,7 +46,22 @@ class ModelWork:
     expert_parallel: int = 1  # GPUs the experts are spread over with --enable-expert-parallel
     moe_layers: int = 0
     unpacked_weights_per_byte: float = 0.0  # weights per byte of a super-block format (K-quants); 0: none unpacked
+    head_bytes_per_gpu: float = 0.0  # the lm_head a GPU of the last pipeline stage holds (read every step)
     notes: tuple[str, ...] = ()
+
+    def last_stage(self) -> ModelWork:
+        """The work of the last pipeline stage, which runs the whole lm_head where the figures above
+        spread it evenly over the stages (a stage's average): the slowest stage under pipeline
+        parallelism, since the others hold only layers (the first also the embedding table, which a
+        step does not read whole)."""
+        if self.pp == 1 or not self.lm_head_params:
+            return self
+        return replace(
+            self,
+            dense_bytes_per_gpu=self.dense_bytes_per_gpu + self.head_bytes_per_gpu * (1 - 1 / self.pp),
+            active_params=self.active_params + self.lm_head_params * (self.pp - 1),
+            lm_head_params=self.lm_head_params * self.pp,
+        )
 
     @property
     def draft_cost_ratio(self) -> float:
@@ -181,7 +196,12 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         experts_gpu = min(share, 1.0) * w.total_bytes / shards
         notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
                      f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
-    dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
+    # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it)
+    engine_extra = mp.result.weights_bytes_per_gpu - max((s.bytes_per_gpu for s in mp.stage_weights), default=0.0)
+    held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra if mp.stage_weights else mp.result.weights_bytes_per_gpu
+    if pp > 1 and arch is not None and not mp.spec.architecture_is_proxy and not params.lm_head:
+        embed_bytes = w.embedding_bytes  # tied: the first stage's copy is a lookup table, the last stage's the lm_head
+    dense_gpu = max(held - experts_gpu - embed_bytes / (tp * pp), 0.0)
     dispatch = 0.0
     if moe is not None and not mp.spec.architecture_is_proxy:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
@@ -211,5 +231,6 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         unpacked_weights_per_byte=8 / mp.quantization.bits_per_weight.value if mp.quantization.super_block_scales else 0.0,
+        head_bytes_per_gpu=w.head_bytes / tp,
         notes=tuple(notes),
     )

@@ -1,0 +1,68 @@
+"""Pipeline stages: which layers, and which weights, each stage of a ``pp``-stage instance holds.
+
+Layers are split as evenly as they go; when they do not divide, the extra layers go to the stages
+before the last, counting back from the second-to-last (vLLM's ``get_pp_indices``: the last stage
+also holds the final norm and the output projection, and the first the token embeddings). The
+first stage holds the embedding table, the last the output projection (lm_head) — with tied
+embeddings the table itself, a second copy once the two ends are different stages. So the stages
+are not equal: the last reads the lm_head every step, and the fullest GPU sets the engine's room
+for the KV cache (vLLM sizes every stage's cache by the smallest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.memory.weights import WeightEstimate
+
+
+def stage_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers in each of ``pp`` stages."""
+    base, extra = divmod(num_layers, pp)
+    counts = [base] * pp
+    for i in range(extra):
+        counts[pp - 2 - i] += 1  # from the second-to-last stage backwards (pp > extra, so never the last)
+    return tuple(counts)
+
+
+def stage_bounds(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
+    """[start, end) of each stage's layers."""
+    bounds, start = [], 0
+    for n in stage_layer_counts(num_layers, pp):
+        bounds.append((start, start + n))
+        start += n
+    return tuple(bounds)
+
+
+@dataclass(frozen=True)
+class StageWeights:
+    """Weights one GPU of a stage holds."""
+
+    bytes_per_gpu: float  # everything it holds
+    expert_bytes_per_gpu: float  # of which routed experts
+
+
+def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int,
+                  moe_layers: tuple[bool, ...] = (), num_layers: int = 0) -> tuple[StageWeights, ...]:
+    """Per-GPU weights of each pipeline stage. Experts are shared out by the MoE layers a stage
+    holds, the rest of the layers by their count (``num_layers`` 0: no layer list, an even split)."""
+    edges = w.embedding_bytes + (0.0 if w.head_is_embedding else w.head_bytes)
+    body = max(w.total_bytes - w.expert_bytes - edges, 0.0)
+    replicated_extra = w.replicated_bytes * (1 - 1 / tp)  # kept whole on every tensor-parallel rank
+    if pp == 1:
+        return (StageWeights((body + edges) / tp + w.expert_bytes / expert_shards + replicated_extra,
+                             w.expert_bytes / expert_shards),)
+    bounds = stage_bounds(num_layers, pp) if num_layers >= pp else tuple((i, i + 1) for i in range(pp))
+    layers = num_layers if num_layers >= pp else pp
+    moe_total = sum(moe_layers)
+    stages = []
+    for i, (start, end) in enumerate(bounds):
+        share = (end - start) / layers
+        moe_share = sum(moe_layers[start:end]) / moe_total if moe_total and num_layers >= pp else share
+        experts = w.expert_bytes * moe_share / expert_shards
+        held = body * share / tp + experts + replicated_extra * share
+        if i == 0:
+            held += w.embedding_bytes / tp
+        if i == pp - 1:
+            held += w.head_bytes / tp
+        stages.append(StageWeights(held, experts))
+    return tuple(stages)
