@@ -305,6 +305,7 @@ def test_mistral_params_json_reads_as_vllm_maps_it(catalog, tmp_path):
                                                 "sparse_topk_blocks": 16, "sparse_block_size": 128}}, "sparse_index_dim"),
     ("glm-5.2", {"indexer_types": ["shared"] * 78}, "indexer_types"),
     ("mistral-large-3", {"moe": [1, 2]}, "moe"),
+    ("qwen3.5-397b-a17b", {"mamba_ssm_dtype": "float8"}, "mamba_ssm_dtype"),
 ])
 def test_malformed_new_config_keys_name_the_key(catalog, model, edit, field):
     raw = config(catalog, model)
@@ -336,3 +337,20 @@ def test_new_layer_lists_are_checked(catalog):
     with pytest.raises(ConfigImportError) as exc:
         architecture_from_config(glm)
     assert exc.value.field == "indexer_types"
+
+
+def test_gated_deltanet_state_follows_the_configs_mamba_ssm_dtype(catalog):
+    # Qwen3.5's config asks for a float32 recurrent state (vLLM's Qwen3.5 config hook and SGLang
+    # follow it): 45 layers x 64 value heads x 128 x 128 x 4 bytes per sequence; Qwen3-Next's
+    # config names none, so its state is the model's 16 bits
+    from inferplan.memory.kv_cache import state_bytes_per_layer
+
+    q35 = architecture_from_config(config(catalog, "qwen3.5-397b-a17b"))
+    assert q35.linear.recurrent_state_bytes == 4
+    state = sum(state_bytes_per_layer(q35, k, 1) for k in q35.layer_kinds)
+    conv = 45 * 3 * (2 * 16 * 128 + 64 * 128) * 2  # (q, k, v) channels x (kernel 4 - 1) positions, 16 bits
+    assert state == 45 * 64 * 128 * 128 * 4 + conv
+    assert architecture_from_config(config(catalog, "qwen3-next-80b-a3b")).linear.recurrent_state_bytes == 2
+    raw = config(catalog, "qwen3.5-397b-a17b")
+    half = {**raw, "text_config": {**raw["text_config"], "mamba_ssm_dtype": "bfloat16"}}
+    assert architecture_from_config(half).linear.recurrent_state_bytes == 2

@@ -486,14 +486,14 @@ def test_an_estimate_quotes_its_familys_track_record():
     points of the figures it gives, or that it has none to show."""
     single = perf(Workload(input_len=1024, output_len=256), model="gpt-oss-120b", gpu="b200", gpus=8,
                   tensor_parallel_size=8, engine="sglang", quantization="mxfp4")
-    assert [r.kind for r in single.validated] == ["decode", "prefill"]
+    assert [r.kind for r in single.validated if r.model is None] == ["decode", "prefill"]
     decode = single.validated[0]
     assert decode.family == "sglang" and decode.points >= 10 and decode.beyond_30_percent >= 1
     assert any(a.startswith("track record, sglang single-stream decode") and f"{decode.points} measured points" in a
                for a in single.assumptions)
     loaded = perf(Workload(input_len=1024, output_len=256, concurrency=64), model="gpt-oss-120b", gpu="b200", gpus=8,
                   tensor_parallel_size=8, engine="sglang", quantization="mxfp4")
-    assert [r.kind for r in loaded.validated] == ["decode-concurrent", "throughput", "prefill"]
+    assert [r.kind for r in loaded.validated if r.model is None] == ["decode-concurrent", "throughput", "prefill"]
     unvalidated = perf(model="llama-3.1-8b", gpu="gaudi3", engine="vllm")
     assert unvalidated.validated == ()
     assert any("so this figure is not validated" in a for a in unvalidated.assumptions)
@@ -640,3 +640,26 @@ def test_a_full_pipeline_runs_at_its_last_stage_which_carries_the_lm_head():
     single = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", quantization="nvfp4",
                                           engine="trtllm", max_model_len=2048), Workload()).work
     assert single.last_stage() is single  # one stage: it is the whole model
+
+
+def test_an_estimate_quotes_its_own_models_record_and_which_way_it_leans():
+    # DeepSeek-V4-Pro on SGLang: every measured source (cookbook, LMSYS, InferenceX) runs slower
+    # than the model predicts, so a V4-Pro estimate says so; a model with fewer than 3 points of
+    # its family says nothing of its own
+    v4 = perf(Workload(input_len=1024, output_len=1024), model="deepseek-v4-pro", gpu="b200", gpus=8,
+              tensor_parallel_size=8, engine="sglang", quantization="mixed-fp4-fp8")
+    own = [r for r in v4.validated if r.model == "deepseek-v4-pro"]
+    assert own and own[0].kind == "decode" and own[0].points >= 3 and own[0].median_speed_bias > 0.10
+    note = next(a for a in v4.assumptions if a.startswith("track record on deepseek-v4-pro itself, sglang single-stream"))
+    assert "predicts it faster than measured" in note
+    lone = perf(Workload(input_len=1024, output_len=256), model="mistral-small-3.2-24b", gpu="h100-sxm", engine="sglang")
+    assert all(r.model is None for r in lone.validated)
+
+
+def test_the_speed_bias_reads_times_and_rates_the_same_way():
+    from inferplan.validation.speed import SpeedCheck
+
+    base = dict(id="x", kind="decode", split="fit", measured=1.0, bound=None, note=None)
+    tpot = SpeedCheck(**base, metric="tpot_s", predicted=0.8, error=-0.2)  # 20 % shorter TPOT: 25 % faster
+    rate = SpeedCheck(**base, metric="decode_tokens_per_s_per_user", predicted=1.25, error=0.25)
+    assert tpot.speed_bias == pytest.approx(0.25) and rate.speed_bias == pytest.approx(0.25)

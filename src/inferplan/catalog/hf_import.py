@@ -20,7 +20,6 @@ from inferplan.catalog.architecture import (
     Architecture,
     DsaDims,
     LayerKind,
-    LinearAttnDims,
     MambaDims,
     MlaDims,
 )
@@ -28,6 +27,7 @@ from inferplan.catalog.hf_layers import (
     block_sparse_dims,
     compressed_dims,
     first,
+    gated_delta_dims,
     kda_dims,
     layer_kinds,
     moe_dims,
@@ -175,13 +175,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
     if LayerKind.LINEAR in kinds and "linear_attn_config" in cfg:
         linear = kda_dims(cfg)
     elif LayerKind.LINEAR in kinds:
-        linear = LinearAttnDims(
-            num_key_heads=int(req(cfg, "linear_num_key_heads", "linear attention")),
-            num_value_heads=int(req(cfg, "linear_num_value_heads", "linear attention")),
-            key_head_dim=int(req(cfg, "linear_key_head_dim", "linear attention")),
-            value_head_dim=int(req(cfg, "linear_value_head_dim", "linear attention")),
-            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
-        )
+        linear = gated_delta_dims(cfg)
     mamba = None
     if LayerKind.MAMBA in kinds:
         m_heads = first(cfg, "mamba_num_heads", "mamba_n_heads")

@@ -193,6 +193,28 @@ def kda_dims(cfg: dict) -> LinearAttnDims:
                           conv_kernel=kernel, recurrent_state_bytes=4)  # vLLM's kda_state_dtype: float32
 
 
+# the recurrent state's dtype as configs name it (``mamba_ssm_dtype``), in bytes per element
+SSM_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def gated_delta_dims(cfg: dict) -> LinearAttnDims:
+    """Gated DeltaNet sizes (Qwen3-Next, Qwen3.5). The recurrent state is kept in the config's
+    ``mamba_ssm_dtype`` where it names one: vLLM (Qwen3.5's config hook) and SGLang both follow it,
+    and Qwen3.5's configs ask for float32; without it, the model's 16 bits."""
+    dtype = cfg.get("mamba_ssm_dtype")
+    if dtype is not None and dtype not in SSM_STATE_BYTES:
+        raise ConfigImportError(f"mamba_ssm_dtype is {dtype!r}, which the importer does not know",
+                                field="mamba_ssm_dtype", allowed=", ".join(SSM_STATE_BYTES))
+    return LinearAttnDims(
+        num_key_heads=int(req(cfg, "linear_num_key_heads", "linear attention")),
+        num_value_heads=int(req(cfg, "linear_num_value_heads", "linear attention")),
+        key_head_dim=int(req(cfg, "linear_key_head_dim", "linear attention")),
+        value_head_dim=int(req(cfg, "linear_value_head_dim", "linear attention")),
+        conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
+        recurrent_state_bytes=SSM_STATE_BYTES[dtype] if dtype else 2,
+    )
+
+
 def own_indexer_share(cfg: dict, n_layers: int) -> float:
     """GLM-5.2's ``indexer_types``: "full" layers run their own indexer, "shared" ones reuse it."""
     types = cfg.get("indexer_types")

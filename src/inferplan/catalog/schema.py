@@ -354,16 +354,18 @@ class SpeedAccuracy(Frozen):
 
     family: str  # calibration family (performance.rates.calibration_family)
     kind: Literal["decode", "decode-concurrent", "prefill", "throughput"]
+    model: str | None = None  # a catalogue model's own record within the family; None: every model
     points: int = Field(ge=1)  # scored points
     median_abs_error: float = Field(ge=0)
     holdout_points: int = Field(ge=0)
     holdout_median_abs_error: float | None = Field(default=None, ge=0)
     beyond_30_percent: int = Field(ge=0)
     worst_error: float  # signed (predicted − measured) / measured of the point missed by most
+    median_speed_bias: float  # how much faster than measured predictions run (negative: slower), median
 
     @property
     def id(self) -> str:
-        return f"{self.family} {self.kind}"
+        return f"{self.family} {self.kind}" + (f" {self.model}" if self.model else "")
 
 
 class EngineBuild(Frozen):

@@ -56,7 +56,7 @@ class MemoryFit(BaseModel):
     kv_cache_bytes_per_gpu: float  # memory each GPU has for the KV cache (0 when none)
     kv_cache_bytes_per_token: float  # one token of context across one instance, all layers
     state_bytes_per_sequence: float  # linear-attention / Mamba state per sequence, per instance
-    kv_cache_tokens: int  # tokens one engine instance can hold
+    kv_cache_tokens: int  # tokens of context one instance holds in sequences of max_model_len (windows and states included)
     max_concurrency: float  # max_model_len sequences one instance holds at once
     total_max_concurrency: float  # across all data-parallel replicas
     sequence_bytes_per_gpu: float  # one max_model_len sequence, per GPU
@@ -289,7 +289,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     block = settings.block_tokens
     kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
-    per_tok_gpu = layout.bytes_per_token_per_gpu
+    # tokens of context the cache holds in sequences of max_len: a window layer or a recurrent state
+    # costs a sequence the same at any length, so a token's share is its sequence's bytes / max_len
+    per_tok_gpu = seq_gpu / max_len if max_len else layout.bytes_per_token_per_gpu
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
     concurrency = kv_gpu / seq_gpu if seq_gpu else 0.0
     fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_gpu

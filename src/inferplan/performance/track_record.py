@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
+    from inferplan.catalog.schema import SpeedAccuracy
     from inferplan.performance.serving import ServingEstimate
 
 KIND_LABELS = {
@@ -20,7 +21,9 @@ KIND_LABELS = {
 
 def with_track_record(catalog: Catalog, family: str, est: ServingEstimate) -> ServingEstimate:
     """``est`` with how far the model has missed measured points of its engine family, for the
-    figures an estimate at its concurrency gives — or a note that it has no such points."""
+    figures an estimate at its concurrency gives — or a note that it has no such points — and, where
+    the estimate's own model has enough points in the family, that model's record and which way
+    the predictions lean."""
     kinds = ("decode", "prefill") if est.concurrency == 1 else ("decode-concurrent", "throughput", "prefill")
     records, notes = [], []
     for kind in kinds:
@@ -30,9 +33,25 @@ def with_track_record(catalog: Catalog, family: str, est: ServingEstimate) -> Se
                          "so this figure is not validated")
             continue
         records.append(r)
-        held = (f", held out {r.holdout_median_abs_error:.0%} ({r.holdout_points})"
-                if r.holdout_median_abs_error is not None else "")
-        notes.append(f"track record, {family} {KIND_LABELS[kind]}: median |error| {r.median_abs_error:.0%} over "
-                     f"{r.points} measured point{'s' if r.points > 1 else ''}{held}; {r.beyond_30_percent} beyond 30 %, "
-                     f"worst {r.worst_error:+.0%} (inferplan validate --speed)")
+        notes.append(f"track record, {family} {KIND_LABELS[kind]}: {_summary(r)}")
+        own = catalog.speed_accuracy.records.get(f"{family} {kind} {est.model}")
+        if own is not None:
+            records.append(own)
+            notes.append(f"track record on {est.model} itself, {family} {KIND_LABELS[kind]}: {_summary(own)}; "
+                         f"{_lean(own.median_speed_bias)}")
     return est.model_copy(update={"validated": tuple(records), "assumptions": (*est.assumptions, *notes)})
+
+
+def _summary(r: SpeedAccuracy) -> str:
+    held = (f", held out {r.holdout_median_abs_error:.0%} ({r.holdout_points})"
+            if r.holdout_median_abs_error is not None else "")
+    return (f"median |error| {r.median_abs_error:.0%} over {r.points} measured point{'s' if r.points > 1 else ''}{held}; "
+            f"{r.beyond_30_percent} beyond 30 %, worst {r.worst_error:+.0%} (inferplan validate --speed)")
+
+
+def _lean(bias: float) -> str:
+    """Which way a model's predictions lean, in words."""
+    if abs(bias) < 0.05:
+        return f"its predictions lean neither way (median {bias:+.0%})"
+    way = "faster" if bias > 0 else "slower"
+    return f"the model predicts it {way} than measured (median {bias:+.0%}): read this estimate with that in mind"

@@ -205,14 +205,16 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
         table.add_row(c.id, c.split, c.engine_build or "—", c.metric, value(c.measured, c.metric), pred, err,
                       c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
-    record = Table(title="track record by engine family (what each estimate quotes; sweeps count as per-user decode and throughput)")
-    for col in ("family", "kind", "points", "median |error|", "held out", "beyond 30 %", "worst"):
+    record = Table(title="track record by engine family, and by model where it has 3 points or more (what each "
+                         "estimate quotes; sweeps count as per-user decode and throughput; lean: median of how much "
+                         "faster than measured the predictions run)")
+    for col in ("family", "kind", "model", "points", "median |error|", "held out", "beyond 30 %", "worst", "lean"):
         record.add_column(col)
     for r in v.by_family:
         if (family is None or r.family == family) and (kind is None or r.kind == kind):
             held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
-            record.add_row(r.family, r.kind, str(r.points), f"{r.median_abs_error:.0%}", held, str(r.beyond_30_percent),
-                           f"{r.worst_error:+.0%}")
+            record.add_row(r.family, r.kind, r.model or "all", str(r.points), f"{r.median_abs_error:.0%}", held,
+                           str(r.beyond_30_percent), f"{r.worst_error:+.0%}", f"{r.median_speed_bias:+.0%}")
     console.print(record)
     for key, value in v.medians.items():
         console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")

@@ -61,6 +61,15 @@ class SpeedCheck(BaseModel):
     engine_build: str | None = None  # when the measured engine build was made (catalog engine_builds), if dated
     family: str = ""  # the calibration family whose constants predicted it
     concurrency: int | None = None  # requests in flight (None: as many as fit, a max-throughput run)
+    model: str = ""  # the catalogue model measured
+
+    @property
+    def speed_bias(self) -> float | None:
+        """How much faster than measured the prediction runs (negative: slower), whatever the metric:
+        a time (TPOT, TTFT) is inverted first."""
+        if self.error is None:
+            return None
+        return 1 / (1 + self.error) - 1 if self.metric.endswith("_s") else self.error
 
 
 class BuildYear(BaseModel):
@@ -124,7 +133,7 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     base = dict(id=point.id, kind=kind_of(point), split=point.split, metric=point.metric.value, measured=measured,
                 engine_build=build.date if build else None,
                 family=calibration_family(point.engine, point.backend, catalog.accelerator(point.accelerator)),
-                concurrency=point.concurrency)
+                concurrency=point.concurrency, model=point.model)
     try:
         d, w = scenario(point, context_of(catalog, point.model))
         est = estimate(d, w, catalog, use_profiles=False)
@@ -171,24 +180,33 @@ def estimate_kind(check: SpeedCheck) -> str | None:
     return "decode" if check.concurrency == 1 else CONCURRENT_DECODE
 
 
+# a model's own track record is quoted once it has this many scored points of a kind in a family
+MODEL_RECORD_POINTS = 3
+
+
 def accuracy_records(checks: tuple[SpeedCheck, ...]) -> tuple[SpeedAccuracy, ...]:
-    """Scored checks grouped by (calibration family, kind of figure): how many, median |error|
-    overall and held out, how many beyond 30 %, and the worst signed error."""
-    groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    """Scored checks grouped by (calibration family, kind of figure), and by (family, kind, model)
+    where a model has at least ``MODEL_RECORD_POINTS`` of them: how many, median |error| overall and
+    held out, how many beyond 30 %, the worst signed error, and the median speed bias."""
+    groups: dict[tuple[str, str, str | None], list[SpeedCheck]] = {}
     for c in checks:
         kind = estimate_kind(c)
         if c.scored and c.error is not None and kind:
-            groups.setdefault((c.family, kind), []).append((c.error, c.split))
+            groups.setdefault((c.family, kind, None), []).append(c)
+            groups.setdefault((c.family, kind, c.model), []).append(c)
     records = []
-    for (family, kind), errors in sorted(groups.items()):
-        held = [abs(e) for e, split in errors if split == "holdout"]
+    for (family, kind, model), group in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1], g[0][2] or "")):
+        if model is not None and len(group) < MODEL_RECORD_POINTS:
+            continue
+        held = [abs(c.error) for c in group if c.split == "holdout"]
         records.append(SpeedAccuracy(
-            family=family, kind=kind, points=len(errors),
-            median_abs_error=round(statistics.median(abs(e) for e, _ in errors), 4),
+            family=family, kind=kind, model=model, points=len(group),
+            median_abs_error=round(statistics.median(abs(c.error) for c in group), 4),
             holdout_points=len(held),
             holdout_median_abs_error=round(statistics.median(held), 4) if held else None,
-            beyond_30_percent=sum(abs(e) > 0.30 for e, _ in errors),
-            worst_error=round(max((e for e, _ in errors), key=abs), 4),
+            beyond_30_percent=sum(abs(c.error) > 0.30 for c in group),
+            worst_error=round(max((c.error for c in group), key=abs), 4),
+            median_speed_bias=round(statistics.median(c.speed_bias for c in group), 4),
         ))
     return tuple(records)
 
@@ -214,7 +232,7 @@ def profile_checks(profile: ServingProfile, catalog: Catalog) -> list[SpeedCheck
         for metric in PROFILE_METRICS:
             measured = getattr(pt, metric).value
             base = dict(id=f"{profile.id}@{pt.concurrency}", kind="profile", split=profile.split, metric=metric,
-                        measured=measured, family=family, concurrency=pt.concurrency)
+                        measured=measured, family=family, concurrency=pt.concurrency, model=profile.model)
             try:
                 est = estimate(d, w, catalog, use_profiles=False)
             except InferplanError as exc:
