@@ -292,3 +292,22 @@ def test_kv_tokens_are_what_sequences_of_the_planned_length_hold(model, gpu, tp)
     assert abs(r.kv_cache_tokens - r.max_concurrency * r.max_model_len) <= block * max(r.max_concurrency, 1)
     if model == "llama-3.3-70b":  # no windows, no state: the per-token figure vLLM logs
         assert r.kv_cache_tokens == int(r.kv_cache_bytes_per_gpu // (block * r.kv_cache_bytes_per_token / tp)) * block
+
+
+
+def test_kv_tokens_do_not_depend_on_a_length_that_ends_inside_a_block():
+    # vLLM logs one figure whatever max_model_len is; a sequence's last block is held whole
+    lengths = [run(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=n).kv_cache_tokens for n in (100, 4096, 4100)]
+    assert len(set(lengths)) == 1
+
+
+def test_llamacpp_keeps_the_input_embeddings_in_host_memory():
+    # llama.cpp's load_tensors keeps the input layer on the CPU: Llama 3.1 8B's 128,256 x 4,096 table
+    # at Q4_0's 4.5 bits (281.8 MiB) is not on the GPU; a tied table still is, as the output layer
+    lcpp = run(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_0", max_model_len=4096)
+    assert lcpp.weights_bytes - lcpp.weights_bytes_per_gpu == pytest.approx(128256 * 4096 * 4.5 / 8, rel=1e-3)
+    assert any("keeps the token-embedding table" in a for a in lcpp.assumptions)
+    tied = run(model="qwen3-4b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=4096)
+    assert tied.weights_bytes_per_gpu == pytest.approx(tied.weights_bytes)
+    vllm = run(model="llama-3.1-8b", gpu="rtx-4090", engine="vllm", quantization="bf16", max_model_len=4096)
+    assert vllm.weights_bytes_per_gpu == pytest.approx(vllm.weights_bytes)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.schema import SpeedMetric
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.performance.phases import decode_step
@@ -656,10 +657,13 @@ def test_an_estimate_quotes_its_own_models_record_and_which_way_it_leans():
     assert all(r.model is None for r in lone.validated)
 
 
-def test_the_speed_bias_reads_times_and_rates_the_same_way():
+@pytest.mark.parametrize("metric", [*(m.value for m in SpeedMetric), "output_tokens_per_s_per_user",
+                                    "output_tokens_per_s_per_gpu"])
+def test_the_speed_bias_reads_times_and_rates_the_same_way(metric):
+    # a prediction 25 % faster than measured leans +25 % whether the metric is a time or a rate
     from inferplan.validation.speed import SpeedCheck
 
-    base = dict(id="x", kind="decode", split="fit", measured=1.0, bound=None, note=None)
-    tpot = SpeedCheck(**base, metric="tpot_s", predicted=0.8, error=-0.2)  # 20 % shorter TPOT: 25 % faster
-    rate = SpeedCheck(**base, metric="decode_tokens_per_s_per_user", predicted=1.25, error=0.25)
-    assert tpot.speed_bias == pytest.approx(0.25) and rate.speed_bias == pytest.approx(0.25)
+    base = dict(id="x", kind="decode", split="fit", measured=1.0, bound=None, note=None, metric=metric)
+    faster = SpeedCheck(**base, predicted=0.8, error=-0.2) if metric in ("tpot_s", "ttft_s") else \
+        SpeedCheck(**base, predicted=1.25, error=0.25)
+    assert faster.speed_bias == pytest.approx(0.25)

@@ -306,11 +306,14 @@ def check_references(catalog: Catalog) -> None:
 
 
     for engine in catalog.engines:
-        for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source):
+        for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
+                       engine.embeddings_on_host_source):
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
             raise CatalogError(f"engines:{engine.id}: kv_cache_dtypes need a kv_cache_dtypes_source", field=engine.id)
+        if engine.embeddings_on_host and not engine.embeddings_on_host_source:
+            raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
         if engine.context_beyond_model and not engine.context_beyond_model_source:
             raise CatalogError(f"engines:{engine.id}: context_beyond_model needs a context_beyond_model_source",
                                field=engine.id)

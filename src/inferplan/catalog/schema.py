@@ -226,6 +226,10 @@ class EngineDefaults(Frozen):
     context_beyond_model: Literal["refuse", "cap", "run"] | None = None
     context_beyond_model_source: str | None = None
     context_beyond_model_note: str | None = None
+    # the token-embedding table stays in host memory (a lookup: little gain on the GPU); a tied table
+    # still goes to the GPU as the output layer
+    embeddings_on_host: bool = False
+    embeddings_on_host_source: str | None = None
     notes: tuple[str, ...] = ()
 
 

@@ -8,6 +8,7 @@ Every result lists the assumptions it rests on.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -161,7 +162,8 @@ def _value(q, default: float) -> float:
     return q.value if q is not None else default
 
 
-def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec,
+                   engine: EngineDefaults) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
     parallelism they differ (the first holds the embeddings, the last the lm_head), and the fullest
     sets the room every stage's KV cache gets."""
@@ -169,7 +171,8 @@ def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec) -> tu
     tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
     layers = arch.num_layers if arch else 0
     stages = stage_weights(w, tp=tp, pp=pp, expert_shards=tp * (dp if plan.expert_parallel else 1),
-                           moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers)
+                           moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
+                           embeddings_on_host=engine.embeddings_on_host)
     fullest = max(range(pp), key=lambda i: stages[i].bytes_per_gpu)
     note = ""
     if pp > 1:
@@ -255,10 +258,13 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         assumptions.append(total_note)
     weights = weight_bytes(spec, quant)
     assumptions.extend(weights.assumptions)
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec)
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine)
     w_gpu, experts_gpu = fullest.bytes_per_gpu, fullest.expert_bytes_per_gpu
     if stages_note:
         assumptions.append(stages_note)
+    if engine.embeddings_on_host and weights.embedding_bytes and not weights.head_is_embedding:
+        assumptions.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
+                           "memory, not on a GPU")
     extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, experts_gpu)
     if extra_note:
         w_gpu += extra
@@ -291,7 +297,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
     # tokens of context the cache holds in sequences of max_len: a window layer or a recurrent state
     # costs a sequence the same at any length, so a token's share is its sequence's bytes / max_len
-    per_tok_gpu = seq_gpu / max_len if max_len else layout.bytes_per_token_per_gpu
+    held = math.ceil(max_len / block) * block  # its last block is held whole
+    per_tok_gpu = seq_gpu / held if held else layout.bytes_per_token_per_gpu
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
     concurrency = kv_gpu / seq_gpu if seq_gpu else 0.0
     fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_gpu

@@ -39,18 +39,17 @@ class StageWeights:
 
     bytes_per_gpu: float  # everything it holds
     expert_bytes_per_gpu: float  # of which routed experts
+    lookup_bytes_per_gpu: float = 0.0  # of which the token-embedding table, which a step does not read whole
 
 
-def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int,
-                  moe_layers: tuple[bool, ...] = (), num_layers: int = 0) -> tuple[StageWeights, ...]:
+def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int, moe_layers: tuple[bool, ...] = (),
+                  num_layers: int = 0, embeddings_on_host: bool = False) -> tuple[StageWeights, ...]:
     """Per-GPU weights of each pipeline stage. Experts are shared out by the MoE layers a stage
-    holds, the rest of the layers by their count (``num_layers`` 0: no layer list, an even split)."""
-    edges = w.embedding_bytes + (0.0 if w.head_is_embedding else w.head_bytes)
-    body = max(w.total_bytes - w.expert_bytes - edges, 0.0)
+    holds, the rest of the layers by their count (``num_layers`` 0: no layer list, an even split).
+    ``embeddings_on_host``: the engine keeps the input table in host memory (llama.cpp), so only the
+    output layer — for tied embeddings the table itself — is on a GPU."""
+    body = max(w.total_bytes - w.expert_bytes - w.embedding_bytes - (0.0 if w.head_is_embedding else w.head_bytes), 0.0)
     replicated_extra = w.replicated_bytes * (1 - 1 / tp)  # kept whole on every tensor-parallel rank
-    if pp == 1:
-        return (StageWeights((body + edges) / tp + w.expert_bytes / expert_shards + replicated_extra,
-                             w.expert_bytes / expert_shards),)
     bounds = stage_bounds(num_layers, pp) if num_layers >= pp else tuple((i, i + 1) for i in range(pp))
     layers = num_layers if num_layers >= pp else pp
     moe_total = sum(moe_layers)
@@ -59,10 +58,10 @@ def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int,
         share = (end - start) / layers
         moe_share = sum(moe_layers[start:end]) / moe_total if moe_total and num_layers >= pp else share
         experts = w.expert_bytes * moe_share / expert_shards
-        held = body * share / tp + experts + replicated_extra * share
-        if i == 0:
-            held += w.embedding_bytes / tp
-        if i == pp - 1:
-            held += w.head_bytes / tp
-        stages.append(StageWeights(held, experts))
+        lookup = w.embedding_bytes if i == 0 and not embeddings_on_host else 0.0
+        output = w.head_bytes if i == pp - 1 else 0.0
+        if w.head_is_embedding and lookup and output:  # one stage at both ends: the table once, read as the lm_head
+            lookup = 0.0
+        held = body * share / tp + experts + replicated_extra * share + (lookup + output) / tp
+        stages.append(StageWeights(held, experts, lookup / tp))
     return tuple(stages)

@@ -196,12 +196,15 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         experts_gpu = min(share, 1.0) * w.total_bytes / shards
         notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
                      f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
-    # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it)
-    engine_extra = mp.result.weights_bytes_per_gpu - max((s.bytes_per_gpu for s in mp.stage_weights), default=0.0)
-    held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra if mp.stage_weights else mp.result.weights_bytes_per_gpu
-    if pp > 1 and arch is not None and not mp.spec.architecture_is_proxy and not params.lm_head:
-        embed_bytes = w.embedding_bytes  # tied: the first stage's copy is a lookup table, the last stage's the lm_head
-    dense_gpu = max(held - experts_gpu - embed_bytes / (tp * pp), 0.0)
+    # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it);
+    # the embedding table a stage holds as a lookup is not read whole per step
+    if mp.stage_weights:
+        engine_extra = mp.result.weights_bytes_per_gpu - max(s.bytes_per_gpu for s in mp.stage_weights)
+        lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
+        held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
+        dense_gpu = max(held - experts_gpu - lookup, 0.0)
+    else:
+        dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
     dispatch = 0.0
     if moe is not None and not mp.spec.architecture_is_proxy:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state

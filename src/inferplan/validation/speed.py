@@ -45,6 +45,9 @@ def kind_of(point: SpeedPoint) -> str:
     return kind
 
 
+TIME_METRICS = frozenset({SpeedMetric.TTFT_S.value, SpeedMetric.TPOT_S.value})  # seconds: larger is slower
+
+
 class SpeedCheck(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -69,7 +72,7 @@ class SpeedCheck(BaseModel):
         a time (TPOT, TTFT) is inverted first."""
         if self.error is None:
             return None
-        return 1 / (1 + self.error) - 1 if self.metric.endswith("_s") else self.error
+        return 1 / (1 + self.error) - 1 if self.metric in TIME_METRICS else self.error
 
 
 class BuildYear(BaseModel):
