@@ -147,9 +147,11 @@ class _Context:
         return step, max(self.pp * step.seconds, min(max(batch, 1), self.pp) * last.seconds)
 
     def draft_s(self, step: StepTime) -> float:
+        """The draft tokens' time per step: each costs a share of a whole-model step, which under
+        pipeline parallelism is every stage's (``step`` is one stage's)."""
         if not self.w.speculative_tokens:
             return 0.0
-        return self.w.speculative_tokens * self.work.draft_cost_ratio * step.seconds
+        return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds
 
 
 def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[float, float]]:
