@@ -680,3 +680,21 @@ def test_draft_tokens_cost_a_share_of_the_whole_model_under_pipeline_parallelism
     for ctx in (one, two):
         step, whole = ctx.iteration(1, 0.0)  # a lone sequence's round: every stage once
         assert ctx.draft_s(step) == pytest.approx(2 * ctx.work.draft_cost_ratio * whole)
+
+
+def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
+    # vLLM's MXFP4 path on Hopper keeps extra expert scales: the average stage of gpt-oss-120b over
+    # five stages (7/7/7/8/7 layers) holds an average stage's experts' worth, not the fullest's
+    from inferplan.memory.engine_budget import extra_weight_bytes
+    from inferplan.memory.fit import plan_memory
+    from inferplan.performance.work import model_work
+
+    mp = plan_memory(Deployment(model="gpt-oss-120b", gpu="h100-sxm", gpus=5, pipeline_parallel_size=5, engine="vllm",
+                                quantization="mxfp4", max_model_len=4096), CATALOG)
+    work = model_work(mp)
+    stages = mp.stage_weights
+    mean = lambda f: sum(f(s) for s in stages) / 5  # noqa: E731
+    extra, _ = extra_weight_bytes(CATALOG, "vllm", "mxfp4", mp.accelerator, mean(lambda s: s.expert_bytes_per_gpu))
+    assert extra > 0
+    expected = mean(lambda s: s.bytes_per_gpu - s.expert_bytes_per_gpu - s.lookup_bytes_per_gpu) + extra
+    assert work.dense_bytes_per_gpu == pytest.approx(expected, rel=1e-9)

@@ -199,7 +199,10 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it);
     # the embedding table a stage holds as a lookup is not read whole per step
     if mp.stage_weights:
-        engine_extra = mp.result.weights_bytes_per_gpu - max(s.bytes_per_gpu for s in mp.stage_weights)
+        fullest = max(mp.stage_weights, key=lambda s: s.bytes_per_gpu)
+        engine_extra = mp.result.weights_bytes_per_gpu - fullest.bytes_per_gpu
+        if fullest.expert_bytes_per_gpu:  # what the engine adds follows the experts a GPU holds (vLLM's MXFP4 scales)
+            engine_extra *= experts_gpu / fullest.expert_bytes_per_gpu
         lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
         held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
         dense_gpu = max(held - experts_gpu - lookup, 0.0)
