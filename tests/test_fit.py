@@ -311,3 +311,25 @@ def test_llamacpp_keeps_the_input_embeddings_in_host_memory():
     assert tied.weights_bytes_per_gpu == pytest.approx(tied.weights_bytes)
     vllm = run(model="llama-3.1-8b", gpu="rtx-4090", engine="vllm", quantization="bf16", max_model_len=4096)
     assert vllm.weights_bytes_per_gpu == pytest.approx(vllm.weights_bytes)
+
+
+def test_under_pipeline_parallelism_each_stage_has_the_room_its_own_weights_leave():
+    # DeepSeek-R1 at TP 8 x PP 2: the first stage has 31 layers (more KV per sequence), the second 30
+    # MoE layers and the lm_head (more weights); vLLM gives every stage the same block count, the
+    # smallest any stage affords, so the concurrency is the smaller of the two stages' own
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.memory.engine_budget import engine_budget
+    from inferplan.memory.fit import plan_memory
+
+    catalog = load_catalog()
+    mp = plan_memory(Deployment(model="deepseek-r1", gpu="h200-sxm", gpus=16, tensor_parallel_size=8,
+                                pipeline_parallel_size=2, quantization="fp8-block", max_model_len=32768), catalog)
+    r = mp.result
+    rooms = [engine_budget(catalog, catalog.engine("vllm"), total_bytes=r.gpu_memory_bytes, weights_bytes_per_gpu=st.bytes_per_gpu,
+                           arch=mp.spec.architecture, settings=mp.settings, tp=8, gpus_in_instance=16).kv_bytes_per_gpu
+             for st in mp.stage_weights]
+    per_stage = [room / layout.sequence_bytes_per_gpu(32768, mp.settings.block_tokens)
+                 for room, layout in zip(rooms, mp.layout.stages)]
+    assert r.max_concurrency == pytest.approx(min(per_stage), rel=1e-9)
+    assert r.kv_cache_bytes_per_gpu == pytest.approx(min(rooms), rel=1e-9)
+    assert max(per_stage) > min(per_stage) > 0.99 * r.kv_cache_bytes_per_gpu / r.sequence_bytes_per_gpu

@@ -8,6 +8,7 @@ Every result lists the assumptions it rests on.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -271,11 +272,16 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         assumptions.append(extra_note)
     settings = _engine_settings(d, engine, hw.accel, total)
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
-    budget = engine_budget(
-        catalog, engine, total_bytes=total, weights_bytes_per_gpu=w_gpu, arch=arch,
-        settings=settings, tp=tp, gpus_in_instance=tp * pp,
-    )
+
+    def room(weights_gpu: float):
+        return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu, arch=arch,
+                             settings=settings, tp=tp, gpus_in_instance=tp * pp)
+
+    budget = room(w_gpu)
     assumptions.extend(budget.assumptions)
+    # under pipeline parallelism each stage's KV room is what its own weights leave
+    rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, st.expert_bytes_per_gpu)[0])
+             .kv_bytes_per_gpu for st in stages] if pp > 1 else []
     if d.kv_bytes_per_token is not None:
         layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
         assumptions.append(f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance")
@@ -289,19 +295,22 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
             residual_tokens=kv_dtype.residual_tokens,
         )
+    if rooms and layout.stages and min(rooms) > 0:
+        layout = dataclasses.replace(layout, stage_rooms=tuple(r / min(rooms) for r in rooms))
     context_notes, capped = _check_context(d, spec, engine)
     assumptions.extend(context_notes)
     max_len = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
     block = settings.block_tokens
     kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
+    seq_room = layout.room_bytes_per_sequence(max_len, block)  # of the smallest stage's room (seq_gpu on one stage)
     # tokens of context the cache holds in sequences of max_len: a window layer or a recurrent state
     # costs a sequence the same at any length, so a token's share is its sequence's bytes / max_len
     held = math.ceil(max_len / block) * block  # its last block is held whole
-    per_tok_gpu = seq_gpu / held if held else layout.bytes_per_token_per_gpu
+    per_tok_gpu = seq_room / held if held else layout.bytes_per_token_per_gpu
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
-    concurrency = kv_gpu / seq_gpu if seq_gpu else 0.0
-    fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_gpu
+    concurrency = kv_gpu / seq_room if seq_room else 0.0
+    fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_room
     largest = layout.max_tokens_per_sequence(kv_gpu, d.concurrency, block) if d.concurrency else None
     smallest = None
     if not fits and search_smallest:
@@ -330,7 +339,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         sequence_bytes_per_gpu=seq_gpu,
         largest_context_tokens=largest,
         concurrency=d.concurrency,
-        shortfall_bytes=0.0 if fits else seq_gpu - budget.kv_bytes_per_gpu,
+        shortfall_bytes=0.0 if fits else seq_room - budget.kv_bytes_per_gpu,
         smallest_fit=smallest,
         assumptions=tuple(dict.fromkeys(assumptions)),
     )

@@ -49,6 +49,10 @@ class KvLayout:
     # are those of the stage that holds the most at that length — windows and fixed state included,
     # which the per-token figures above (the stage with the most bytes per token) leave out
     stages: tuple[KvLayout, ...] = ()
+    # each stage's KV room as a multiple of the smallest stage's (the stage with the most weights):
+    # the engine sizes every stage's cache to the same count of blocks, so a sequence takes, of the
+    # smallest room, the most any stage needs for it relative to that stage's own room
+    stage_rooms: tuple[float, ...] = ()
 
     @property
     def bytes_per_token(self) -> float:
@@ -85,17 +89,27 @@ class KvLayout:
         skipped = max(tokens - self.sparse_topk, 0) * self.sparse_bytes_per_token_per_gpu if self.sparse_topk else 0.0
         return self.sequence_bytes_per_gpu(tokens) - skipped
 
+    def room_bytes_per_sequence(self, tokens: int, block_tokens: int = 1) -> float:
+        """Bytes of the smallest stage's KV room one sequence of ``tokens`` takes: its own bytes
+        where one stage holds everything; under pipeline parallelism the most any stage needs for it,
+        scaled to that stage's room (a stage with fewer weights has more room for the same bytes)."""
+        if not self.stages or not self.stage_rooms:
+            return self.sequence_bytes_per_gpu(tokens, block_tokens)
+        return max(stage.sequence_bytes_per_gpu(tokens, block_tokens) / room
+                   for stage, room in zip(self.stages, self.stage_rooms))
+
     def max_tokens_per_sequence(self, budget_bytes_per_gpu: float, sequences: int, block_tokens: int = 1) -> int:
-        """Largest context each of ``sequences`` concurrent sequences can have in the budget."""
+        """Largest context each of ``sequences`` concurrent sequences can have in the budget (the
+        smallest stage's room under pipeline parallelism)."""
         if sequences <= 0 or budget_bytes_per_gpu <= 0:
             return 0
         per_seq = budget_bytes_per_gpu / sequences
         lo, hi = 0, 1
-        while self.sequence_bytes_per_gpu(hi, block_tokens) <= per_seq and hi < 2**40:
+        while self.room_bytes_per_sequence(hi, block_tokens) <= per_seq and hi < 2**40:
             hi *= 2
-        while lo < hi:  # largest t with sequence_bytes(t) <= per_seq
+        while lo < hi:  # largest t with room_bytes(t) <= per_seq
             mid = (lo + hi + 1) // 2
-            if self.sequence_bytes_per_gpu(mid, block_tokens) <= per_seq:
+            if self.room_bytes_per_sequence(mid, block_tokens) <= per_seq:
                 lo = mid
             else:
                 hi = mid - 1

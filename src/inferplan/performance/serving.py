@@ -117,7 +117,7 @@ class _Context:
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
         par = fit.parallel
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
-        seq = self.mp.layout.sequence_bytes_per_gpu(w.input_len + w.output_len, self.mp.settings.block_tokens)
+        seq = self.mp.layout.room_bytes_per_sequence(w.input_len + w.output_len, self.mp.settings.block_tokens)
         self.kv_limit = int(fit.kv_cache_bytes_per_gpu // seq) if seq else 10**9
         # llama.cpp serves as many parallel slots as it is started with (-np); others cap at max_num_seqs
         slots = self.kv_limit if d.engine == "llamacpp" and d.max_num_seqs is None else self.mp.settings.max_num_seqs
