@@ -333,3 +333,36 @@ def test_under_pipeline_parallelism_each_stage_has_the_room_its_own_weights_leav
     assert r.max_concurrency == pytest.approx(min(per_stage), rel=1e-9)
     assert r.kv_cache_bytes_per_gpu == pytest.approx(min(rooms), rel=1e-9)
     assert max(per_stage) > min(per_stage) > 0.99 * r.kv_cache_bytes_per_gpu / r.sequence_bytes_per_gpu
+
+
+def test_sglang_gives_every_pipeline_stage_the_fullest_gpus_room():
+    # SGLang reads the smallest free memory over all ranks: every stage's cache is sized by the
+    # fullest GPU, and a sequence by the stage that needs most for it
+    kw = dict(model="deepseek-r1", gpu="h200-sxm", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2,
+              quantization="fp8-block", max_model_len=32768)
+    sglang = run(engine="sglang", **kw)
+    assert sglang.max_concurrency == pytest.approx(sglang.kv_cache_bytes_per_gpu / sglang.sequence_bytes_per_gpu, rel=1e-9)
+    assert run(engine="vllm", **kw).max_concurrency > sglang.max_concurrency
+
+
+def test_a_pipeline_shortfall_is_what_the_worst_off_stage_lacks():
+    # Mistral Small 3.1 over three RTX 4090s at its full context: each stage against its own room
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.memory.engine_budget import engine_budget
+    from inferplan.memory.fit import plan_memory
+
+    catalog = load_catalog()
+    mp = plan_memory(Deployment(model="mistral-small-3.1-24b", gpu="rtx-4090", gpus=3, pipeline_parallel_size=3), catalog)
+    r = mp.result
+    assert not r.fits
+    rooms = [engine_budget(catalog, catalog.engine("vllm"), total_bytes=r.gpu_memory_bytes, weights_bytes_per_gpu=st.bytes_per_gpu,
+                           arch=mp.spec.architecture, settings=mp.settings, tp=1, gpus_in_instance=3).kv_bytes_per_gpu
+             for st in mp.stage_weights]
+    lack = [layout.sequence_bytes_per_gpu(r.max_model_len, mp.settings.block_tokens) - room
+            for layout, room in zip(mp.layout.stages, rooms)]
+    assert r.shortfall_bytes == pytest.approx(max(lack), rel=1e-9)
+
+
+def test_llamacpp_on_unified_memory_keeps_the_table_in_the_same_pool():
+    spark = run(model="llama-3.1-8b", gpu="gb10", engine="llamacpp", quantization="gguf-q4_0", max_model_len=4096)
+    assert spark.weights_bytes_per_gpu == pytest.approx(spark.weights_bytes)

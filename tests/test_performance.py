@@ -680,6 +680,12 @@ def test_draft_tokens_cost_a_share_of_the_whole_model_under_pipeline_parallelism
     for ctx in (one, two):
         step, whole = ctx.iteration(1, 0.0)  # a lone sequence's round: every stage once
         assert ctx.draft_s(step) == pytest.approx(2 * ctx.work.draft_cost_ratio * whole)
+    # with a full pipeline each of its micro-batches drafts on the last stage in every round
+    step8, _ = two.iteration(8, 0.0)
+    assert two.draft_s(step8, 8) == pytest.approx(2 * two.draft_s(step8, 1))
+    assert one.draft_s(step8, 8) == pytest.approx(one.draft_s(step8, 1))
+    lone = _estimate(two, 1)
+    assert any("every micro-batch drafts on the last stage" in a for a in lone.assumptions)
 
 
 def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():

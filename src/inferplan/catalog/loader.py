@@ -307,11 +307,13 @@ def check_references(catalog: Catalog) -> None:
 
     for engine in catalog.engines:
         for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
-                       engine.embeddings_on_host_source):
+                       engine.embeddings_on_host_source, engine.pp_kv_room_source):
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
             raise CatalogError(f"engines:{engine.id}: kv_cache_dtypes need a kv_cache_dtypes_source", field=engine.id)
+        if engine.pp_kv_room and not engine.pp_kv_room_source:
+            raise CatalogError(f"engines:{engine.id}: pp_kv_room needs a pp_kv_room_source", field=engine.id)
         if engine.embeddings_on_host and not engine.embeddings_on_host_source:
             raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
         if engine.context_beyond_model and not engine.context_beyond_model_source:

@@ -230,6 +230,11 @@ class EngineDefaults(Frozen):
     # still goes to the GPU as the output layer
     embeddings_on_host: bool = False
     embeddings_on_host_source: str | None = None
+    # under pipeline parallelism: every stage's KV cache sized by the smallest room any stage has
+    # ("smallest", also when not stated), or each stage's by its own room with the same block count
+    # for all ("per_stage": the instance holds the smallest of room / sequence bytes over stages)
+    pp_kv_room: Literal["per_stage", "smallest"] | None = None
+    pp_kv_room_source: str | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -365,6 +370,7 @@ class SpeedAccuracy(Frozen):
     holdout_median_abs_error: float | None = Field(default=None, ge=0)
     beyond_30_percent: int = Field(ge=0)
     worst_error: float  # signed (predicted − measured) / measured of the point missed by most
+    worst_speed_bias: float  # that point's miss as a lean: how much faster than measured (negative: slower)
     median_speed_bias: float  # how much faster than measured predictions run (negative: slower), median
 
     @property

@@ -163,26 +163,30 @@ def _value(q, default: float) -> float:
     return q.value if q is not None else default
 
 
-def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec,
-                   engine: EngineDefaults) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
+                   embeddings_on_host: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
-    parallelism they differ (the first holds the embeddings, the last the lm_head), and the fullest
-    sets the room every stage's KV cache gets."""
+    parallelism they differ (the first holds the embeddings, unless the engine keeps them in host
+    memory; the last the lm_head)."""
     arch = None if spec.architecture_is_proxy else spec.architecture
     tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
     layers = arch.num_layers if arch else 0
     stages = stage_weights(w, tp=tp, pp=pp, expert_shards=tp * (dp if plan.expert_parallel else 1),
                            moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
-                           embeddings_on_host=engine.embeddings_on_host)
+                           embeddings_on_host=embeddings_on_host)
     fullest = max(range(pp), key=lambda i: stages[i].bytes_per_gpu)
     note = ""
     if pp > 1:
         split = "/".join(str(n) for n in stage_layer_counts(layers, pp)) + " layers" if layers else "an even split"
+        ends = "the last also holds the lm_head" if embeddings_on_host else \
+            "the first also holds the token embeddings, the last the lm_head"
+        room = ("each stage's KV cache has the room its own weights leave, all with the same number of blocks"
+                if engine.pp_kv_room == "per_stage" else
+                f"the fullest (stage {fullest + 1}) sets the KV cache room of every stage")
         gib = 2**30
-        note = (f"pipeline stages hold {split}; the first also holds the token embeddings, the last the lm_head: "
-                f"{stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, {stages[-1].bytes_per_gpu / gib:.2f} on the "
-                f"last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the lightest; the fullest (stage {fullest + 1}) "
-                "sets the KV cache room of every stage")
+        note = (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, "
+                f"{stages[-1].bytes_per_gpu / gib:.2f} on the last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the "
+                f"lightest; {room}")
     return stages, stages[fullest], note
 
 
@@ -259,11 +263,12 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         assumptions.append(total_note)
     weights = weight_bytes(spec, quant)
     assumptions.extend(weights.assumptions)
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine)
+    on_host = engine.embeddings_on_host and not hw.accel.unified_memory  # one pool: host memory is the same memory
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
     w_gpu, experts_gpu = fullest.bytes_per_gpu, fullest.expert_bytes_per_gpu
     if stages_note:
         assumptions.append(stages_note)
-    if engine.embeddings_on_host and weights.embedding_bytes and not weights.head_is_embedding:
+    if on_host and weights.embedding_bytes and not weights.head_is_embedding:
         assumptions.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
                            "memory, not on a GPU")
     extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, experts_gpu)
@@ -279,9 +284,12 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
 
     budget = room(w_gpu)
     assumptions.extend(budget.assumptions)
-    # under pipeline parallelism each stage's KV room is what its own weights leave
+    # under pipeline parallelism, engines that size each stage's cache by its own room (vLLM): the room
+    # each stage's weights leave; the smallest is the figure reported
     rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, st.expert_bytes_per_gpu)[0])
-             .kv_bytes_per_gpu for st in stages] if pp > 1 else []
+             for st in stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
+    if rooms:  # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
+        budget = min(rooms, key=lambda b: b.kv_bytes_per_gpu)
     if d.kv_bytes_per_token is not None:
         layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
         assumptions.append(f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance")
@@ -295,8 +303,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
             residual_tokens=kv_dtype.residual_tokens,
         )
-    if rooms and layout.stages and min(rooms) > 0:
-        layout = dataclasses.replace(layout, stage_rooms=tuple(r / min(rooms) for r in rooms))
+    smallest = budget.kv_bytes_per_gpu
+    if rooms and layout.stages and smallest > 0:
+        layout = dataclasses.replace(layout, stage_rooms=tuple(r.kv_bytes_per_gpu / smallest for r in rooms))
     context_notes, capped = _check_context(d, spec, engine)
     assumptions.extend(context_notes)
     max_len = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
@@ -339,11 +348,19 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         sequence_bytes_per_gpu=seq_gpu,
         largest_context_tokens=largest,
         concurrency=d.concurrency,
-        shortfall_bytes=0.0 if fits else seq_room - budget.kv_bytes_per_gpu,
+        shortfall_bytes=0.0 if fits else _shortfall(layout, rooms, max_len, block, seq_gpu - budget.kv_bytes_per_gpu),
         smallest_fit=smallest,
         assumptions=tuple(dict.fromkeys(assumptions)),
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw, stages)
+
+
+def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise: float) -> float:
+    """Bytes per GPU the worst-off stage lacks for one sequence of ``tokens`` (each stage against its
+    own room where the engine sizes them so; else the fullest GPU's room against the largest need)."""
+    if not rooms or len(rooms) != len(layout.stages):
+        return otherwise
+    return max(st.sequence_bytes_per_gpu(tokens, block) - r.kv_bytes_per_gpu for st, r in zip(layout.stages, rooms))
 
 
 def _check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tuple[list[str], int | None]:

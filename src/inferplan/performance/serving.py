@@ -146,12 +146,14 @@ class _Context:
         last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
         return step, max(self.pp * step.seconds, min(max(batch, 1), self.pp) * last.seconds)
 
-    def draft_s(self, step: StepTime) -> float:
-        """The draft tokens' time per step: each costs a share of a whole-model step, which under
-        pipeline parallelism is every stage's (``step`` is one stage's)."""
+    def draft_s(self, step: StepTime, batch: float = 1) -> float:
+        """The draft tokens' time per round: each costs a share of a whole-model step, which under
+        pipeline parallelism is every stage's (``step`` is one stage's), and every micro-batch of the
+        round drafts its own on the last stage."""
         if not self.w.speculative_tokens:
             return 0.0
-        return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds
+        micro_batches = min(max(batch, 1), self.pp)
+        return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * micro_batches
 
 
 def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[float, float]]:
@@ -181,8 +183,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     chunk = cycle_prefill / mixed_iters if mixed_iters else 0.0
     decode_only, decode_round = ctx.iteration(running, 0.0)
     mixed, mixed_round = ctx.iteration(running, chunk) if mixed_iters else (decode_only, decode_round)
-    t_decode = decode_round + ctx.draft_s(decode_only)
-    t_mixed = mixed_round + ctx.draft_s(mixed)
+    t_decode = decode_round + ctx.draft_s(decode_only, running)
+    t_mixed = mixed_round + ctx.draft_s(mixed, running)
     cycle = mixed_iters * t_mixed + max(decode_iters - mixed_iters, 0.0) * t_decode
     step = mixed if mixed_iters * t_mixed > max(decode_iters - mixed_iters, 0.0) * t_decode else decode_only
     # a sequence's own prefill comes before its first token (TTFT); while it decodes, only the other
@@ -204,6 +206,9 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         ttft += max(loop - (ttft + w.output_len * tpot), 0.0)
     total = output_instance * ctx.dp
     assumptions = [*fit.assumptions, *ctx.rates.notes, *ctx.work.notes]
+    if w.speculative_tokens and ctx.pp > 1:
+        assumptions.append("speculative decoding with pipeline parallelism: every micro-batch drafts on the last stage; "
+                           "engine support for the combination varies by build (check yours)")
     if w.speculative_tokens:
         assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at acceptance {w.acceptance_rate:g} → "
                            f"{ctx.tau:.2f} tokens per step; each draft token costs {ctx.work.draft_cost_ratio:.3f} of a step "

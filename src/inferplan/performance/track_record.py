@@ -46,7 +46,8 @@ def _summary(r: SpeedAccuracy) -> str:
     held = (f", held out {r.holdout_median_abs_error:.0%} ({r.holdout_points})"
             if r.holdout_median_abs_error is not None else "")
     return (f"median |error| {r.median_abs_error:.0%} over {r.points} measured point{'s' if r.points > 1 else ''}{held}; "
-            f"{r.beyond_30_percent} beyond 30 %, worst {r.worst_error:+.0%} (inferplan validate --speed)")
+            f"{r.beyond_30_percent} beyond 30 %, worst {abs(r.worst_error):.0%} "
+            f"({'too fast' if r.worst_speed_bias > 0 else 'too slow'}; inferplan validate --speed)")
 
 
 def _lean(bias: float) -> str:

@@ -202,13 +202,15 @@ def accuracy_records(checks: tuple[SpeedCheck, ...]) -> tuple[SpeedAccuracy, ...
         if model is not None and len(group) < MODEL_RECORD_POINTS:
             continue
         held = [abs(c.error) for c in group if c.split == "holdout"]
+        worst = max(group, key=lambda c: abs(c.error))
         records.append(SpeedAccuracy(
             family=family, kind=kind, model=model, points=len(group),
             median_abs_error=round(statistics.median(abs(c.error) for c in group), 4),
             holdout_points=len(held),
             holdout_median_abs_error=round(statistics.median(held), 4) if held else None,
             beyond_30_percent=sum(abs(c.error) > 0.30 for c in group),
-            worst_error=round(max((c.error for c in group), key=abs), 4),
+            worst_error=round(worst.error, 4),
+            worst_speed_bias=round(worst.speed_bias, 4),
             median_speed_bias=round(statistics.median(c.speed_bias for c in group), 4),
         ))
     return tuple(records)
