@@ -203,7 +203,7 @@ class MemoryPlan:
     layout: KvLayout
     settings: EngineSettings
     hardware: Hardware
-    stage_weights: tuple[StageWeights, ...] = ()  # per GPU of each pipeline stage, before what the engine adds
+    stage_weights: tuple[StageWeights, ...]  # per GPU of each pipeline stage, before what the engine adds
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:

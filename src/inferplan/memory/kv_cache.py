@@ -9,7 +9,9 @@ Per layer kind (see ``catalog.architecture``):
 
 Tensor parallelism splits KV heads across GPUs; when TP exceeds the KV heads each GPU keeps one
 (replicated) head, and MLA's single latent is replicated on every TP rank. Pipeline parallelism
-splits layers; the busiest stage (most layers) sets the per-GPU figure.
+splits layers (``memory.stages``); each stage has its own layout, a sequence's bytes per GPU are the
+most any stage holds for it, and where the engine sizes each stage's cache by its own room the
+stages' rooms scale what a sequence takes of the smallest (``room_bytes_per_sequence``).
 """
 
 from __future__ import annotations

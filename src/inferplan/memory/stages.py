@@ -4,9 +4,10 @@ Layers are split as evenly as they go; when they do not divide, the extra layers
 before the last, counting back from the second-to-last (vLLM's ``get_pp_indices``: the last stage
 also holds the final norm and the output projection, and the first the token embeddings). The
 first stage holds the embedding table, the last the output projection (lm_head) — with tied
-embeddings the table itself, a second copy once the two ends are different stages. So the stages
-are not equal: the last reads the lm_head every step, and the fullest GPU sets the engine's room
-for the KV cache (vLLM sizes every stage's cache by the smallest)."""
+embeddings the table itself, a second copy once the two ends are different stages — unless the
+engine keeps the input table in host memory (llama.cpp). So the stages are not equal: the last
+reads the lm_head every step, and each stage's room for the KV cache depends on its weights (how an
+engine sizes the stages' caches from those rooms is ``engines.yaml`` ``pp_kv_room``)."""
 
 from __future__ import annotations
 

@@ -177,11 +177,10 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     if arch is not None and not mp.spec.architecture_is_proxy:
         params = count_params(arch)
         active, lm_head = float(params.active), float(params.lm_head or params.embedding)
-        embed_bytes = w.embedding_bytes if params.lm_head else 0.0  # tied: the table is read as lm_head
     else:
         total = mp.spec.total_params or w.total_bytes * 8 / mp.quantization.bits_per_weight.value
         active = mp.spec.active_params or total
-        lm_head, embed_bytes = 0.0, 0.0
+        lm_head = 0.0
         notes.append("active parameters from the model card; attention FLOPs from the proxy layout" if arch else
                      "active parameters from the model card; attention FLOPs not counted (no architecture)")
     shards = tp * pp * (par.data_parallel_size if par.expert_parallel else 1)
@@ -198,16 +197,13 @@ def model_work(mp: MemoryPlan) -> ModelWork:
                      f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
     # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it);
     # the embedding table a stage holds as a lookup is not read whole per step
-    if mp.stage_weights:
-        fullest = max(mp.stage_weights, key=lambda s: s.bytes_per_gpu)
-        engine_extra = mp.result.weights_bytes_per_gpu - fullest.bytes_per_gpu
-        if fullest.expert_bytes_per_gpu:  # what the engine adds follows the experts a GPU holds (vLLM's MXFP4 scales)
-            engine_extra *= experts_gpu / fullest.expert_bytes_per_gpu
-        lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
-        held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
-        dense_gpu = max(held - experts_gpu - lookup, 0.0)
-    else:
-        dense_gpu = max(mp.result.weights_bytes_per_gpu - experts_gpu - embed_bytes / (tp * pp), 0.0)
+    fullest = max(mp.stage_weights, key=lambda s: s.bytes_per_gpu)
+    engine_extra = mp.result.weights_bytes_per_gpu - fullest.bytes_per_gpu
+    if fullest.expert_bytes_per_gpu:  # what the engine adds follows the experts a GPU holds (vLLM's MXFP4 scales)
+        engine_extra *= experts_gpu / fullest.expert_bytes_per_gpu
+    lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
+    held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
+    dense_gpu = max(held - experts_gpu - lookup, 0.0)
     dispatch = 0.0
     if moe is not None and not mp.spec.architecture_is_proxy:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
