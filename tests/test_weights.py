@@ -49,3 +49,26 @@ def test_dsa_indexers_are_kept_whole_on_every_tensor_parallel_rank():
     w = weight_bytes(spec, CATALOG.quantization("fp8-block"))
     assert params.indexer / 1e9 == pytest.approx(0.85, rel=0.05)
     assert w.replicated_bytes > params.indexer * 0.9  # about a byte per parameter in the FP8 checkpoint
+
+
+@pytest.mark.parametrize(("model", "printed_gib", "source"), [
+    # llama-bench's README table: "llama 7B mostly Q4_0 | 3.56 GiB | 6.74 B"
+    ("llama-2-7b", 3.56, "https://github.com/ggml-org/llama.cpp/blob/master/tools/llama-bench/README.md"),
+    # llama-quantize's size table: Q4_0 "4.34G" for Llama-3-8B (the same layout as Llama 3.1 8B)
+    ("llama-3.1-8b", 4.34, "https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/quantize.cpp"),
+])
+def test_q4_0_files_carry_their_output_tensor_at_q6_k(model, printed_gib, source):
+    """llama-quantize writes output.weight as Q6_K in a Q4_0 file (llama-quant.cpp); at Q4_0's 4.5
+    bits the files would be 3.53 and 4.21 GiB, 1 and 3 % short of what llama.cpp prints. Tolerance
+    0.5 %: the printed figures are rounded to 0.01 GiB, and a file also carries its tokenizer."""
+    w = weight_bytes(resolve_model(CATALOG, model), CATALOG.quantization("gguf-q4_0"))
+    assert w.total_bytes / GIB == pytest.approx(printed_gib, rel=0.005), source
+    assert any("output projection at 6.5625 bits" in a for a in w.assumptions)
+
+
+def test_an_output_row_that_is_no_whole_q6_k_super_block_falls_back_to_q8_0():
+    # gpt-oss's 2,880-wide rows are not a multiple of 256: llama-quant.cpp writes the output as Q8_0
+    spec = dataclasses.replace(resolve_model(CATALOG, "gpt-oss-20b"), checkpoints=())
+    w = weight_bytes(spec, CATALOG.quantization("gguf-q4_0"))
+    params = count_params(spec.architecture)
+    assert w.head_bytes == pytest.approx(params.lm_head * 8.5 / 8)

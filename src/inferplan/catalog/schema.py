@@ -178,6 +178,12 @@ class Quantization(Frozen):
     # weights outside the routed experts when a format stores them differently (llama.cpp MXFP4_MOE:
     # experts MXFP4, every other 2-D tensor Q8_0); None: the same bits as the experts
     non_expert_bits_per_weight: Bits | None = None
+    # the output projection (lm_head, or a tied embedding table) where the format writes it in a type
+    # of its own (llama.cpp Q4_0 files: Q6_K), when its rows are a multiple of output_row_weights
+    # weights; otherwise at output_fallback_bits_per_weight. None: as the other non-expert weights
+    output_bits_per_weight: Bits | None = None
+    output_row_weights: Count | None = None
+    output_fallback_bits_per_weight: Bits | None = None
     weight_dtype: str  # storage: bf16, fp8, int8, int4, fp4 ...
     activation_dtype: str  # compute dtype when the hardware runs it natively
     native_format: str | None = None  # the accelerator format that runs it natively (fp8, nvfp4 ...)
@@ -208,6 +214,9 @@ class EngineDefaults(Frozen):
     memory_fraction_meaning: Literal["of_total", "of_free_after_weights", "none"]
     block_tokens: Count  # KV block / page size in tokens
     max_num_batched_tokens: Count | None = None
+    # the physical batch a prompt's matrix products run in, when the engine splits a chunk further
+    # (llama.cpp's n_ubatch inside n_batch); unset: the chunk itself
+    prefill_micro_batch_tokens: Count | None = None
     max_num_seqs: Count | None = None
     # vLLM picks smaller batch defaults below a memory threshold (70 GiB):
     large_gpu_bytes: Bytes | None = None

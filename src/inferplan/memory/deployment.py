@@ -26,6 +26,8 @@ class Deployment(Input):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="fraction of GPU memory the engine may use")
     max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
     max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    ubatch_size: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS,
+                                    description="llama.cpp n_ubatch: the micro-batch a prompt chunk runs in (default 512)")
     max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
     kv_cache_dtype: str = "auto"
     quantization: str | None = None

@@ -34,6 +34,7 @@ class EngineSettings:
     max_num_batched_tokens: int
     max_num_seqs: int
     block_tokens: int
+    prefill_micro_batch_tokens: int  # the physical batch of a prompt's matrix products (llama.cpp n_ubatch)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def activation_bytes(catalog: Catalog, engine: str, arch: Architecture | None, s
         )
     if engine == "llamacpp":
         per_cell = catalog.constant("llamacpp-compute-bytes-per-ubatch-vocab")
-        ubatch = catalog.constant("llamacpp-default-ubatch")
+        ubatch = settings.prefill_micro_batch_tokens
         return per_cell * ubatch * vocab, (
             f"llama.cpp compute buffer ≈ {per_cell:g} B × n_ubatch {ubatch:g} × {vocab} vocab"
         )

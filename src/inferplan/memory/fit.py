@@ -156,7 +156,11 @@ def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: flo
     measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
     # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
-    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value))
+    if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
+        raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
+                                   field="--ubatch-size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
+    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
+    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro)
 
 
 def _value(q, default: float) -> float:

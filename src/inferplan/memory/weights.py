@@ -38,18 +38,35 @@ class _Parts:
     head: float  # lm_head (0 when tied to the embeddings)
 
 
-def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None) -> _Parts:
+def output_bits(quant: Quantization, hidden_size: int | None) -> float | None:
+    """Bits of the output projection where the format writes it in a type of its own (llama.cpp
+    Q4_0: Q6_K, or Q8_0 when a row is not a whole number of Q6_K super-blocks); None: as the other
+    non-expert weights."""
+    if quant.output_bits_per_weight is None:
+        return None
+    row = quant.output_row_weights.value if quant.output_row_weights else 1
+    if hidden_size and hidden_size % row and quant.output_fallback_bits_per_weight:
+        return quant.output_fallback_bits_per_weight.value
+    return quant.output_bits_per_weight.value
+
+
+def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None,
+                 head_bits: float | None = None) -> _Parts:
     """Bytes by part computed from the parameter breakdown: routed experts at the format's bits,
     the other linear layers at its non-expert bits when it has them, edges at 16 bits unless the
-    format quantizes them too."""
+    format quantizes them too; the output projection at ``head_bits`` when the format gives it a
+    type of its own (a tied table is written in that type at both ends)."""
     bits = quant.bits_per_weight.value
     if non_expert_bits is None:
         non_expert_bits = quant.non_expert_bits_per_weight.value if quant.non_expert_bits_per_weight else None
     other_bits = non_expert_bits or bits
     # a format that states its non-expert bits covers lm_head with them (GGUF MXFP4_MOE, vLLM's
     # --mxfp4-layers ...,lm_head); the embedding table only where the format quantizes embeddings
-    head_bits = other_bits if quant.quantizes_embeddings or non_expert_bits else UNQUANTIZED_BITS
     embedding_bits = other_bits if quant.quantizes_embeddings else UNQUANTIZED_BITS
+    if head_bits is not None:
+        embedding_bits = embedding_bits if params.lm_head else head_bits
+    else:
+        head_bits = other_bits if quant.quantizes_embeddings or non_expert_bits else UNQUANTIZED_BITS
     small = (params.norms + params.router) * UNQUANTIZED_BITS / 8
     expert = params.experts * bits / 8
     linear = (params.linear - params.experts) * other_bits / 8 + expert
@@ -68,7 +85,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
         total = ckpt.size_bytes
         expert = embedding = head = 0.0
         if params is not None:
-            parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight)
+            parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size))
             if params.mtp:
                 mtp_bytes = params.mtp * total / (params.total + params.mtp)
                 total -= mtp_bytes
@@ -87,7 +104,8 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
         return WeightEstimate(total, expert, replicated, quant.id, "checkpoint size", tuple(assumptions), embedding,
                               embedding if tied else head, tied)
     if params is not None:
-        parts = _parts_bytes(params, quant)
+        head_bits = output_bits(quant, arch.hidden_size)
+        parts = _parts_bytes(params, quant, head_bits=head_bits)
         other = quant.non_expert_bits_per_weight
         note = (
             f"weights = {params.total / 1e9:.2f}B parameters: "
@@ -95,6 +113,8 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
                if other else f"linear layers at {quant.bits_per_weight.value:g} bits")
             + f" ({quant.id}), "
             + ("embeddings too" if quant.quantizes_embeddings else "embeddings, lm_head, norms and routers at 16 bits")
+            + (f"; the output projection at {head_bits:g} bits" + ("" if params.lm_head else " (tied: the embedding table too)")
+               if head_bits is not None else "")
         )
         assumptions = [note]
         if spec.architecture and spec.architecture.has_vision_tower:

@@ -9,6 +9,7 @@ models on fast GPUs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from inferplan.memory.kv_cache import KvLayout
@@ -145,10 +146,23 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     )
 
 
-def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, prior_context: float = 0.0) -> StepTime:
-    """Prefill ``tokens`` new tokens of one sequence after ``prior_context`` cached ones."""
+def micro_batches(tokens: float, micro_batch: float | None) -> list[tuple[float, float]]:
+    """(tokens, how many) of the micro-batches a chunk of ``tokens`` runs in: whole ones of
+    ``micro_batch`` tokens and the remainder (the whole chunk when not split)."""
+    size = min(micro_batch or tokens, tokens)
+    whole = math.floor(tokens / size + 1e-9)
+    rest = tokens - whole * size
+    return [(size, whole)] + ([(rest, 1)] if rest > 1e-6 else [])
+
+
+def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, prior_context: float = 0.0,
+            micro_batch: float | None = None) -> StepTime:
+    """Prefill ``tokens`` new tokens of one sequence after ``prior_context`` cached ones, in
+    micro-batches of ``micro_batch`` tokens (llama.cpp's n_ubatch; the whole chunk when not given):
+    each reads the weights it touches again and pays the per-step overheads."""
     mean_context = prior_context + tokens / 2
-    read = work.weights_read_per_gpu(tokens)
+    parts = micro_batches(tokens, micro_batch)
+    read = sum(n * work.weights_read_per_gpu(t) for t, n in parts)
     flops = work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
     attention = work.attention_flops_per_gpu(tokens, mean_context, prefill=True, spread=tokens / 2)
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
@@ -156,5 +170,5 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
         memory_s=(read + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
-        overhead_s=overhead_s(work, rates),
+        overhead_s=overhead_s(work, rates) * sum(n for _, n in parts),
     )

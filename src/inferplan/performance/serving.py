@@ -193,7 +193,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     tpot = (seen * t_mixed + (decode_iters - seen) * t_decode) / decode_iters / ctx.tau
     # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
     if running == 1:  # alone: its prompt in chunks of the batch budget, each attending to what came before
-        ttft = ctx.pp * sum(prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start).seconds
+        micro = ctx.mp.settings.prefill_micro_batch_tokens
+        ttft = ctx.pp * sum(prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start, micro_batch=micro).seconds
                             for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, budget))
     else:
         own_chunk = min(ctx.uncached, budget)
@@ -228,6 +229,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                        + ("" if r.request_overhead_fitted else ": the pooled value, which no TTFT point of this family checks"))
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
         assumptions.append(_unpack_note(ctx, step, running))
+    if (note := _prompt_note(ctx)) is not None:
+        assumptions.append(note)
     if step.bound == "overhead":
         assumptions.append(FIXED_COST_CAVEAT)
     return ServingEstimate(
@@ -264,6 +267,16 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
         parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {running} running sequences")
     total = overhead_s(work, r, running)
     return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
+
+
+def _prompt_note(ctx: _Context) -> str | None:
+    """How the prompt is batched where the engine splits its chunks (llama.cpp's n_ubatch)."""
+    settings = ctx.mp.settings
+    if settings.prefill_micro_batch_tokens >= settings.max_num_batched_tokens:
+        return None
+    return (f"the prompt runs in micro-batches of {settings.prefill_micro_batch_tokens} tokens (of "
+            f"{settings.max_num_batched_tokens}-token chunks; --ubatch-size), each reading the weights it touches again "
+            "and paying the step's fixed costs")
 
 
 def _unpack_note(ctx: _Context, step: StepTime, running: int) -> str:

@@ -29,6 +29,7 @@ from inferplan.shells.cli_common import (
     SeqsOpt,
     SystemOpt,
     TpOpt,
+    UbatchOpt,
     UtilOpt,
     console,
     deployment,
@@ -59,6 +60,7 @@ def fit_cmd(
     gpu_memory_utilization: Optional[float] = UtilOpt,
     max_model_len: Optional[int] = MaxLenOpt,
     max_num_batched_tokens: Optional[int] = BatchedOpt,
+    ubatch_size: Optional[int] = UbatchOpt,
     max_num_seqs: Optional[int] = SeqsOpt,
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
@@ -74,7 +76,7 @@ def fit_cmd(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size, max_num_seqs=max_num_seqs,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
         kv_bytes_per_token=kv_bytes_per_token,
     )
@@ -126,6 +128,7 @@ def perf_cmd(
     gpu_memory_utilization: Optional[float] = UtilOpt,
     max_model_len: Optional[int] = MaxLenOpt,
     max_num_batched_tokens: Optional[int] = BatchedOpt,
+    ubatch_size: Optional[int] = UbatchOpt,
     max_num_seqs: Optional[int] = SeqsOpt,
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
@@ -149,7 +152,7 @@ def perf_cmd(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
     result = run(estimate, d, w)

@@ -24,6 +24,7 @@ FLAGS = {
     "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_model_len": "--max-model-len",
     "max_num_batched_tokens": "--max-num-batched-tokens",
+    "ubatch_size": "--ubatch-size",
     "max_num_seqs": "--max-num-seqs",
     "kv_cache_dtype": "--kv-cache-dtype",
     "kv_bytes_per_token": "--kv-bytes-per-token",
@@ -48,6 +49,7 @@ EpOpt = typer.Option(False, "--enable-expert-parallel")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization")
 MaxLenOpt = typer.Option(None, "--max-model-len")
 BatchedOpt = typer.Option(None, "--max-num-batched-tokens")
+UbatchOpt = typer.Option(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
 SeqsOpt = typer.Option(None, "--max-num-seqs")
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")

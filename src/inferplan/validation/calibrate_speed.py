@@ -171,6 +171,14 @@ def responding(points: list[Prepared], params: dict[str, float], name: str) -> i
     return sum(abs(log_error(p, moved) - log_error(p, params)) > RESPONSE for p in points)
 
 
+def responders(points: list[Prepared], pooled: dict[str, float], name: str) -> int:
+    """How many of ``points`` respond to constant ``name`` at the pooled values or with that
+    constant at its fixed start: where it sits in the pooled fit must not hide the points it
+    would bind at a value of its own (DGX Spark's gpt-oss-20b prompt is memory-bound at the pooled
+    share of peak FLOP/s read per 512-token micro-batch, compute-bound at the family's own)."""
+    return max(responding(points, pooled, name), responding(points, {**pooled, name: START[name]}, name))
+
+
 def best_of_starts(points: list[Prepared], pooled: dict[str, float], free: tuple[str, ...]) -> dict[str, float]:
     """A family's constants from several starts — the pooled fit, the fixed START for the constants
     it may fit, and that with a grid of fixed costs — keeping the lowest objective. Coordinate
@@ -215,7 +223,7 @@ def fit_points(points: list[Prepared], progress: Callable[[str], None] | None = 
             progress(family)
         own = [p for p in points if p.family == family]
         if len(own) >= MIN_POINTS:
-            free = tuple(n for n in BOUNDS if n not in GUARDED or responding(own, pooled, n) >= MIN_RESPONDING)
+            free = tuple(n for n in BOUNDS if n not in GUARDED or responders(own, pooled, n) >= MIN_RESPONDING)
             params = best_of_starts(own, pooled, free)
             fits.append(FamilyFit(family, params, tuple(p.id for p in own), False, objective(own, params),
                                   tuple(n for n in BOUNDS if n not in free)))
