@@ -286,3 +286,13 @@ def test_a_scenario_naming_unknown_ids_is_refused_when_saved_and_plan_errors_nam
     assert client.post("/api/scenarios", json={"name": "s", "scenario": base}).status_code == 201
     r = client.post("/api/plan", json={"scenario": {**base, "quantization": "nope"}})
     assert r.status_code == 422 and loc(r) == ["body", "scenario", "quantization"]
+
+
+def test_ubatch_size_is_taken_for_llamacpp_and_refused_by_name_elsewhere(client):
+    r = client.post("/api/perf", json={"deployment": {"model": "llama-3.1-8b", "gpu": "h100", "ubatch_size": 512}, "workload": {}})
+    assert r.status_code == 422 and loc(r) == ["body", "deployment", "ubatch_size"]
+    ok = client.post("/api/perf", json={"deployment": {"model": "qwen3-30b-a3b", "gpu": "gb10", "engine": "llamacpp",
+                                                       "quantization": "q4_k_m", "ubatch_size": 1024},
+                                        "workload": {"input_len": 4096, "output_len": 64}})
+    assert ok.status_code == 200
+    assert any("micro-batches of 1024 tokens" in a for a in ok.json()["assumptions"])

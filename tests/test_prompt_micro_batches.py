@@ -47,7 +47,9 @@ def test_every_micro_batch_reads_the_weights_it_touches():
     whole = prefill(work, layout, rates, tokens=2048)
     split = prefill(work, layout, rates, tokens=2048, micro_batch=512)
     assert split.memory_s > 3.5 * whole.memory_s * work.weights_read_per_gpu(512) / work.weights_read_per_gpu(2048)
-    assert split.overhead_s == pytest.approx(4 * whole.overhead_s)
+    from inferplan.performance.phases import overhead_s
+    # the per-step and per-layer costs four times, the per-sequence cost once
+    assert split.overhead_s == pytest.approx(whole.overhead_s + 3 * overhead_s(work, rates, 0.0))
 
 
 def test_spark_reads_gpt_oss_120b_once_per_micro_batch():
@@ -115,3 +117,39 @@ def test_the_cli_takes_ubatch_size_and_names_it_when_wrong():
     bad = runner.invoke(app, ["perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--ubatch-size", "512"])
     assert bad.exit_code == 2
     assert "--ubatch-size" in bad.output
+
+
+def test_a_prompt_costs_the_same_alone_and_in_the_serving_cycle():
+    """At concurrency 1 a request's cycle is its prompt and its decode steps, so aggregate output
+    tokens/s is output_len / (TTFT + (output_len − 1) · TPOT) whichever path prices the prompt; and a
+    second request in flight never shortens the first token (review, session 11: micro-batches
+    applied to the lone prompt only made TTFT at 2 requests shorter than at 1)."""
+    from inferplan.performance.serving import estimate
+
+    d = Deployment(model="gpt-oss-120b", gpu="gb10", engine="llamacpp", quantization="gguf-mxfp4-moe")
+    out = 256
+    one = estimate(d, Workload(input_len=8192, output_len=out, concurrency=1), CATALOG)
+    assert one.output_tokens_per_s_total == pytest.approx(out / (one.ttft_s + (out - 1) * one.tpot_s), rel=0.02)
+    two = estimate(d, Workload(input_len=8192, output_len=out, concurrency=2), CATALOG)
+    assert two.ttft_s >= one.ttft_s
+
+
+def test_micro_batches_flow_through_pipeline_stages():
+    """llama.cpp splits a chunk into n_ubatch micro-batches that follow each other through the
+    stages (`-sm layer`), so a chunk of n over pp stages takes n + pp − 1 micro-batch times, not pp · n;
+    one micro-batch still crosses every stage."""
+    from inferplan.performance.serving import _lone_chunk_s
+
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-70b", gpu="rtx-4090", gpus=2, pipeline_parallel_size=2,
+                                       engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=8192),
+                   Workload(input_len=4096, output_len=32))
+    stage = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=2048, micro_batch=512).seconds
+    assert _lone_chunk_s(ctx, 0.0, 2048) == pytest.approx(stage * (4 + 2 - 1) / 4)
+    single = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=512, micro_batch=512).seconds
+    assert _lone_chunk_s(ctx, 0.0, 512) == pytest.approx(2 * single)
+
+
+def test_a_ubatch_above_n_batch_is_capped_and_said():
+    ctx = context("qwen3-30b-a3b", ubatch_size=4096)
+    assert ctx.mp.settings.prefill_micro_batch_tokens == 2048
+    assert any("--ubatch-size 4096 is capped at the 2048-token n_batch" in a for a in _estimate(ctx, 1).assumptions)

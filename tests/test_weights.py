@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.models import resolve_model
+from inferplan.catalog.models import CheckpointSize, resolve_model
 from inferplan.memory.params import count_params
 from inferplan.memory.weights import weight_bytes
 
@@ -72,3 +72,30 @@ def test_an_output_row_that_is_no_whole_q6_k_super_block_falls_back_to_q8_0():
     w = weight_bytes(spec, CATALOG.quantization("gguf-q4_0"))
     params = count_params(spec.architecture)
     assert w.head_bytes == pytest.approx(params.lm_head * 8.5 / 8)
+
+
+def test_a_tied_table_takes_the_output_type_at_both_ends():
+    """llama-quant.cpp quantizes a tied token_embd as the output tensor (Q6_K in a Q4_0 file); llama.cpp
+    keeps the input copy on the host and puts the table on the GPU as the output layer."""
+    spec = resolve_model(CATALOG, "qwen3-4b")
+    arch = spec.architecture
+    w = weight_bytes(spec, CATALOG.quantization("gguf-q4_0"))
+    table = arch.vocab_size * arch.hidden_size * 6.5625 / 8
+    assert w.head_is_embedding
+    assert w.embedding_bytes == pytest.approx(table) and w.head_bytes == pytest.approx(table)
+
+
+def test_a_published_checkpoint_size_is_shared_out_with_the_output_at_its_own_bits():
+    """With a checkpoint size the total is the file's; the output tensor's share of it follows its
+    own bits, so the lm_head the speed model reads is larger at Q6_K than it would be at 4.5 bits."""
+    base = resolve_model(CATALOG, "llama-3.1-8b")
+    ckpt = CheckpointSize(quantization="gguf-q4_0", size_bytes=4.34 * GIB, name="stub Q4_0 file", source="test")
+    spec = dataclasses.replace(base, checkpoints=(ckpt,))
+    q4_0 = CATALOG.quantization("gguf-q4_0")
+    with_output = weight_bytes(spec, q4_0)
+    without = weight_bytes(spec, q4_0.model_copy(update={"output_bits_per_weight": None}))
+    assert with_output.method == "checkpoint size" and with_output.total_bytes == pytest.approx(4.34 * GIB)
+    # the file fixes the total, so the head's 6.5625 / 4.5 larger part comes out of the others' shares
+    parts_with = weight_bytes(base, q4_0).total_bytes
+    parts_without = weight_bytes(base, q4_0.model_copy(update={"output_bits_per_weight": None})).total_bytes
+    assert with_output.head_bytes / without.head_bytes == pytest.approx(6.5625 / 4.5 * parts_without / parts_with, rel=1e-6)

@@ -128,12 +128,15 @@ def overhead_s(work: ModelWork, rates: Rates, sequences: float = 1.0) -> float:
 
 
 def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float, context: float,
-                tokens_per_seq: int = 1, prefill_tokens: float = 0.0, block_tokens: int = 1) -> StepTime:
+                tokens_per_seq: int = 1, prefill_tokens: float = 0.0, block_tokens: int = 1,
+                micro_batch: float | None = None) -> StepTime:
     """One decode iteration for ``batch`` sequences at mean ``context`` (optionally verifying
-    ``tokens_per_seq`` speculative tokens each, and fusing ``prefill_tokens`` of chunked prefill)."""
+    ``tokens_per_seq`` speculative tokens each, and fusing ``prefill_tokens`` of chunked prefill),
+    its tokens in micro-batches of ``micro_batch`` (llama.cpp's n_ubatch) when it has more."""
     tokens = batch * tokens_per_seq
     kv_bytes = batch * layout.read_bytes_per_gpu(int(context))
-    read = work.weights_read_per_gpu(tokens + prefill_tokens)
+    parts = micro_batches(tokens + prefill_tokens, micro_batch)
+    read = sum(n * work.weights_read_per_gpu(t) for t, n in parts)
     weight_bytes = read + work.activation_bytes_per_gpu(tokens + prefill_tokens)
     flops = work.linear_flops_per_gpu(tokens + prefill_tokens, tokens) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
     attention = (work.attention_flops_per_gpu(tokens, context, prefill=False)
@@ -142,8 +145,14 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
         memory_s=(weight_bytes + kv_bytes) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens + prefill_tokens) + stage_hop_s(work, rates, tokens + prefill_tokens),
-        overhead_s=overhead_s(work, rates, batch),
+        overhead_s=micro_batch_overhead_s(work, rates, batch, parts),
     )
+
+
+def micro_batch_overhead_s(work: ModelWork, rates: Rates, sequences: float, parts: list[tuple[float, float]]) -> float:
+    """A step's fixed costs when it runs as ``parts`` micro-batches: the per-step and per-layer costs
+    for each (every micro-batch is a graph of its own), the per-sequence costs once."""
+    return overhead_s(work, rates, sequences) + (sum(n for _, n in parts) - 1) * overhead_s(work, rates, 0.0)
 
 
 def micro_batches(tokens: float, micro_batch: float | None) -> list[tuple[float, float]]:
@@ -170,5 +179,5 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
         memory_s=(read + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
         compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
-        overhead_s=overhead_s(work, rates) * sum(n for _, n in parts),
+        overhead_s=micro_batch_overhead_s(work, rates, 1.0, parts),
     )

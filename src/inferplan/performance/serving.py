@@ -20,7 +20,7 @@ from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.measured import MAX_QUOTES, MeasuredQuote, matching_points, measured_quotes, quote_note
 from inferplan.performance.network import network_notes
-from inferplan.performance.phases import StepTime, decode_step, overhead_s, prefill
+from inferplan.performance.phases import StepTime, decode_step, micro_batches, overhead_s, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
 from inferplan.performance.track_record import with_track_record
@@ -139,7 +139,7 @@ class _Context:
         w = self.w
         micro = max(batch / self.pp, 1e-9)
         shape = dict(batch=micro, context=w.input_len + w.output_len / 2, tokens_per_seq=w.speculative_tokens + 1,
-                     prefill_tokens=prefill_tokens / self.pp)
+                     prefill_tokens=prefill_tokens / self.pp, micro_batch=self.mp.settings.prefill_micro_batch_tokens)
         step = decode_step(self.work, self.mp.layout, self.rates, **shape)
         if self.pp == 1:
             return step, step.seconds
@@ -154,6 +154,16 @@ class _Context:
             return 0.0
         micro_batches = min(max(batch, 1), self.pp)
         return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * micro_batches
+
+
+def _lone_chunk_s(ctx: _Context, start: float, tokens: float) -> float:
+    """One chunk of a lone prompt through every pipeline stage. Its micro-batches (llama.cpp's
+    n_ubatch) flow through the stages one behind the other, so ``n`` of them over ``pp`` stages take
+    ``n + pp − 1`` micro-batch times rather than ``pp × n`` (one micro-batch: ``pp`` stage times)."""
+    micro = ctx.mp.settings.prefill_micro_batch_tokens
+    n = sum(k for _, k in micro_batches(tokens, micro))
+    stage = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start, micro_batch=micro).seconds
+    return stage * (n + ctx.pp - 1) / n
 
 
 def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[float, float]]:
@@ -180,11 +190,14 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     decode_iters = w.output_len / ctx.tau
     cycle_prefill = running * ctx.uncached
     mixed_iters = math.ceil(cycle_prefill / budget) if cycle_prefill >= 1 else 0
-    chunk = cycle_prefill / mixed_iters if mixed_iters else 0.0
     decode_only, decode_round = ctx.iteration(running, 0.0)
-    mixed, mixed_round = ctx.iteration(running, chunk) if mixed_iters else (decode_only, decode_round)
     t_decode = decode_round + ctx.draft_s(decode_only, running)
-    t_mixed = mixed_round + ctx.draft_s(mixed, running)
+    mixed, t_mixed = decode_only, t_decode
+    if mixed_iters:  # whole chunks of the budget and the rest in the last one (mean time per mixed iteration)
+        whole = mixed_iters - 1
+        mixed, full_round = ctx.iteration(running, budget if whole else cycle_prefill)
+        last, last_round = ctx.iteration(running, cycle_prefill - whole * budget) if whole else (mixed, full_round)
+        t_mixed = (whole * (full_round + ctx.draft_s(mixed, running)) + last_round + ctx.draft_s(last, running)) / mixed_iters
     cycle = mixed_iters * t_mixed + max(decode_iters - mixed_iters, 0.0) * t_decode
     step = mixed if mixed_iters * t_mixed > max(decode_iters - mixed_iters, 0.0) * t_decode else decode_only
     # a sequence's own prefill comes before its first token (TTFT); while it decodes, only the other
@@ -192,13 +205,12 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     seen = min(mixed_iters * (running - 1) / running, decode_iters)
     tpot = (seen * t_mixed + (decode_iters - seen) * t_decode) / decode_iters / ctx.tau
     # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
-    if running == 1:  # alone: its prompt in chunks of the batch budget, each attending to what came before
-        micro = ctx.mp.settings.prefill_micro_batch_tokens
-        ttft = ctx.pp * sum(prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start, micro_batch=micro).seconds
-                            for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, budget))
-    else:
-        own_chunk = min(ctx.uncached, budget)
-        ttft = math.ceil(max(ctx.uncached, 1) / budget) * ctx.iteration(running - 1, own_chunk)[1]
+    if running == 1:  # alone: its prompt in chunks of the whole budget (nothing else decodes), each attending to what came before
+        ttft = sum(_lone_chunk_s(ctx, start, tokens)
+                   for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
+    else:  # whole chunks of the budget, then what is left in one more iteration
+        whole, rest = divmod(max(ctx.uncached, 1.0), budget)
+        ttft = whole * ctx.iteration(running - 1, budget)[1] + (ctx.iteration(running - 1, rest)[1] if rest > 1e-6 else 0.0)
     ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)
@@ -270,13 +282,17 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
 
 
 def _prompt_note(ctx: _Context) -> str | None:
-    """How the prompt is batched where the engine splits its chunks (llama.cpp's n_ubatch)."""
-    settings = ctx.mp.settings
+    """How the prompt is batched where the engine splits its chunks (llama.cpp's n_ubatch), and a
+    stated micro-batch the chunk caps."""
+    settings, asked = ctx.mp.settings, ctx.d.ubatch_size
+    capped = (f"--ubatch-size {asked} is capped at the {settings.max_num_batched_tokens}-token n_batch, as llama.cpp caps it "
+              "(raise --max-num-batched-tokens too)") if asked and asked > settings.prefill_micro_batch_tokens else None
     if settings.prefill_micro_batch_tokens >= settings.max_num_batched_tokens:
-        return None
-    return (f"the prompt runs in micro-batches of {settings.prefill_micro_batch_tokens} tokens (of "
-            f"{settings.max_num_batched_tokens}-token chunks; --ubatch-size), each reading the weights it touches again "
-            "and paying the step's fixed costs")
+        return capped
+    split = (f"prompts run in micro-batches of {settings.prefill_micro_batch_tokens} tokens (of "
+             f"{settings.max_num_batched_tokens}-token chunks; --ubatch-size), each reading the weights it touches again "
+             "and paying the step's fixed costs" + (f", pipelined over the {ctx.pp} stages" if ctx.pp > 1 else ""))
+    return split
 
 
 def _unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
