@@ -152,8 +152,8 @@ class _Context:
         round drafts its own on the last stage."""
         if not self.w.speculative_tokens:
             return 0.0
-        micro_batches = min(max(batch, 1), self.pp)
-        return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * micro_batches
+        in_flight = min(max(batch, 1), self.pp)  # pipeline micro-batches of the round
+        return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * in_flight
 
 
 def _lone_chunk_s(ctx: _Context, start: float, tokens: float) -> float:
