@@ -49,8 +49,10 @@ KNOWN_DECODE_MISSES = {
     "s-amoe-mlx-m2ultra-qwen3-4b-mlx4-tg-mlxstudio": "M2 Ultra, MLX through the same server as the MoE run above",
     # the smallest models are fixed costs only; the session-7 refit (several starts) lowered MLX's
     # per-layer cost 65 -> 42 us, too little for a 0.6B model's 28 layers; vLLM's Qwen3-0.6B on A100
-    # sits on the line (+29.9 % in session 9; +30.5 and then +29.8 % in the two refits of session 11)
+    # sits on the line (+29.9 % in session 9; +30.5 and then +29.8 % in the two refits of session 11;
+    # +30.5 % in session 12's, once TensorRT-LLM's pipeline points left the pooled fit)
     "s-small-mlx-m3ultra-qwen3-0.6b-mlx4-tg-rmlx633": "M3 Ultra, MLX Qwen3-0.6B (fixed costs only)",
+    "s-small-vllm-a100-qwen3-0.6b-bf16-tg-tt340": "A100, vLLM Qwen3-0.6B (fixed costs only; on the line: +30.5 %)",
     # SGLang batch 1: thin gpt-oss layers on B200 run faster than the family's per-layer overhead
     # allows (three sources agree on ~2.4 ms); sources disagree with each other (Qwen3-235B BF16 on
     # 8x B200: 6.70 ms in one sweep, 10.12 ms in the SGLang cookbook)

@@ -46,6 +46,10 @@ class Rates:
     attention_peak_flop_per_s: float = 0.0  # its peak (0: the compute dtype's)
     request_overhead_s: float = 0.0  # per request, before its first token (receiving, tokenising, scheduling)
     request_overhead_fitted: bool = False  # fitted on the family's own TTFT points (else the pooled value)
+    # per request of a pipeline micro-batch at each stage boundary it crosses, per step: the engine's
+    # host work between stages (0: the engine has no fitted figure; pipeline_hop_fitted says which)
+    pipeline_hop_s_per_request: float = 0.0
+    pipeline_hop_fitted: bool = False
 
     @property
     def achievable_flop_per_s(self) -> float:
@@ -195,6 +199,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     # ones (Rates.family keeps the calibration family, whose track record the estimate quotes)
     fitted = key if f"decode-bandwidth-efficiency-{key}" in constants else engine
     notes = (note,) if note else ()
+    hop = constants.get(f"pipeline-hop-s-per-request-{engine}")
     return Rates(
         compute_dtype=dtype,
         peak_flop_per_s=peak_flops(accel, dtype),
@@ -217,6 +222,8 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         unpack_flops_per_weight=catalog.constant(f"unpack-flops-per-weight-{fitted}") if quant.super_block_scales else 0.0,
         attention_dtype=attention,
         attention_peak_flop_per_s=peak_flops(accel, attention),
+        pipeline_hop_s_per_request=hop.value if hop else 0.0,
+        pipeline_hop_fitted=hop is not None,
         family=key,
         notes=notes,
     )

@@ -135,7 +135,8 @@ class _Context:
         """A stage's step (its average: its bound and draft cost) and the round in which each of the
         batch's pipeline micro-batches advances one step. With ``pp`` stages the batch runs as up to
         ``pp`` micro-batches, and the round takes the longer of one micro-batch passing every stage
-        and the slowest stage (the last: it runs the lm_head) working through all of them."""
+        (its ``pp − 1`` stage boundaries included: ``hop_s``) and the slowest stage (the last: it runs
+        the lm_head) working through all of them."""
         w = self.w
         micro = max(batch / self.pp, 1e-9)
         shape = dict(batch=micro, context=w.input_len + w.output_len / 2, tokens_per_seq=w.speculative_tokens + 1,
@@ -144,7 +145,15 @@ class _Context:
         if self.pp == 1:
             return step, step.seconds
         last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
-        return step, max(self.pp * step.seconds, min(max(batch, 1), self.pp) * last.seconds)
+        in_flight = min(max(batch, 1), self.pp)
+        trip = self.pp * step.seconds + self.hop_s(max(batch, 1) / in_flight)
+        return step, max(trip, in_flight * last.seconds)
+
+    def hop_s(self, requests: float) -> float:
+        """One micro-batch of ``requests`` crossing the ``pp − 1`` stage boundaries: the engine's
+        host work per request at each (TensorRT-LLM's pipeline loop runs it between micro-batches,
+        not beside the GPU; fitted, docs/speed.md), on top of the stages' GPU time."""
+        return (self.pp - 1) * self.rates.pipeline_hop_s_per_request * requests
 
     def draft_s(self, step: StepTime, batch: float = 1) -> float:
         """The draft tokens' time per round: each costs a share of a whole-model step, which under
@@ -159,11 +168,12 @@ class _Context:
 def _lone_chunk_s(ctx: _Context, start: float, tokens: float) -> float:
     """One chunk of a lone prompt through every pipeline stage. Its micro-batches (llama.cpp's
     n_ubatch) flow through the stages one behind the other, so ``n`` of them over ``pp`` stages take
-    ``n + pp − 1`` micro-batch times rather than ``pp × n`` (one micro-batch: ``pp`` stage times)."""
+    ``n + pp − 1`` micro-batch times rather than ``pp × n`` (one micro-batch: ``pp`` stage times),
+    and the last one crosses the stage boundaries with its one request."""
     micro = ctx.mp.settings.prefill_micro_batch_tokens
     n = sum(k for _, k in micro_batches(tokens, micro))
     stage = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start, micro_batch=micro).seconds
-    return stage * (n + ctx.pp - 1) / n
+    return stage * (n + ctx.pp - 1) / n + ctx.hop_s(1)
 
 
 def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[float, float]]:
@@ -227,6 +237,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                            f"{ctx.tau:.2f} tokens per step; each draft token costs {ctx.work.draft_cost_ratio:.3f} of a step "
                            "(one decoder layer and the lm_head, as MTP and EAGLE heads are built)")
     assumptions.extend(ctx.network_notes)
+    if ctx.pp > 1:
+        assumptions.append(_hop_note(ctx, running))
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
     if d.engine in GRAPH_ENGINES:
@@ -270,15 +282,29 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
     """The decode step's fixed costs for this deployment, in words: they dominate small models on
     fast GPUs, so the per-step figure alone would hide most of them."""
     r, work = ctx.rates, ctx.work
+    per_step = max(running, 1) / min(max(running, 1), ctx.pp)  # a stage steps one micro-batch at a time
     parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers / work.pp:g} layers"]
     if work.moe_layers and r.moe_layer_overhead_s:
         parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
     if r.step_overhead_s:
         parts.append(f"{r.step_overhead_s * 1e3:.2f} ms per step")
     if r.seq_overhead_s:
-        parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {running} running sequences")
-    total = overhead_s(work, r, running)
+        parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {per_step:.4g} running sequences"
+                     + (f" of a micro-batch ({running} in {ctx.pp})" if ctx.pp > 1 and running > 1 else ""))
+    total = overhead_s(work, r, per_step)
     return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
+
+
+def _hop_note(ctx: _Context, running: int) -> str:
+    """What crossing the pipeline's stage boundaries costs, or that the engine has no figure for it."""
+    r, d = ctx.rates, ctx.d
+    if not r.pipeline_hop_fitted:
+        return (f"pipeline stage boundaries: no host cost per request for {d.engine} (no measured pipeline-parallel "
+                "serving run to fit one; TensorRT-LLM's measured runs pay one, docs/speed.md), so this may be optimistic")
+    per_micro = max(running, 1) / min(max(running, 1), ctx.pp)
+    return (f"pipeline stage boundaries: {r.pipeline_hop_s_per_request * 1e6:.0f} µs per request of a micro-batch at each "
+            f"of the {ctx.pp - 1} boundaries ({d.engine}'s host work between stages, fitted on its measured pipeline runs, "
+            f"docs/speed.md): {ctx.hop_s(per_micro) * 1e3:.1f} ms per decode round at {running} running")
 
 
 def _prompt_note(ctx: _Context) -> str | None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.schema import SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
@@ -81,11 +82,26 @@ def _family(ctx: _Context, engine: str, backend: str | None) -> str:
     return calibration_family(engine, backend, ctx.mp.accelerator)
 
 
-def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared], list[tuple[str, str]]]:
-    """Speed points and profile points of ``split``, each with its planned context."""
+# Engines with a fitted per-request cost at pipeline stage boundaries (calibration.yaml
+# pipeline-hop-s-per-request-<engine>): their points with pipeline stages calibrate that cost
+# (calibrate_pipeline.py) and not the family's constants, so neither fit waits on the other.
+PIPELINE_ENGINES = ("trtllm",)
+
+
+def calibrates_pipeline(point: SpeedPoint) -> bool:
+    return point.pipeline_parallel_size > 1 and point.engine in PIPELINE_ENGINES
+
+
+def prepare(catalog: Catalog, split: str | None = "fit",
+            pipeline: bool = False) -> tuple[list[Prepared], list[tuple[str, str]]]:
+    """Speed points and profile points of ``split``, each with its planned context: those that
+    calibrate the family constants, or with ``pipeline`` those that calibrate the stage-boundary
+    cost (``calibrates_pipeline``; no profile sweep runs pipeline stages)."""
     ready, skipped = [], []
     for point in catalog.speed_points:
         if (split and point.split != split) or not point.cuda_graphs:  # eager runs: not modelled
+            continue
+        if calibrates_pipeline(point) != pipeline:
             continue
         try:
             d, w = scenario(point, context_of(catalog, point.model))
@@ -98,7 +114,7 @@ def prepare(catalog: Catalog, split: str | None = "fit") -> tuple[list[Prepared]
         ready.append(Prepared(point.id, _family(ctx, point.engine, point.backend), ctx, _concurrency(ctx, w),
                               point.measured.value, functools.partial(metric_value, point)))
     for profile in catalog.serving_profiles:
-        if split and profile.split != split:
+        if pipeline or (split and profile.split != split):
             continue
         for pt in profile.points:
             d, w = profile_scenario(profile, pt.concurrency)

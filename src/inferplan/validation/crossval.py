@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
+from inferplan.validation.calibrate_pipeline import FIELD, fit_hop
 from inferplan.validation.speed import KINDS, kind_of
 
 FOLDS = 3
@@ -61,10 +62,11 @@ def _kinds(catalog: Catalog) -> dict[str, str]:
 
 
 def held_out_errors(catalog: Catalog, points: list[cs.Prepared], prior_weight: float, folds: int = FOLDS,
-                    progress: Progress | None = None) -> dict[str, float]:
-    """Each point's log(predicted / measured) when its fold is left out of the fit (``fit_points``).
+                    progress: Progress | None = None, pipeline: list[cs.Prepared] = ()) -> dict[str, float]:
+    """Each point's log(predicted / measured) when its fold is left out of the fit (``fit_points``,
+    then the stage-boundary cost on the other folds' ``pipeline`` points: with none left, zero).
     ``progress(done, total, label)`` is told before each family's fit."""
-    fold = source_folds(catalog, points, folds)
+    fold = {**source_folds(catalog, points, folds), **source_folds(catalog, list(pipeline), folds)}
     if len(set(fold.values())) < 2:
         raise InferplanError("cross-validation needs points from at least two sources' folds", field="points")
     total = folds * len({p.family for p in points} | set(cs.FAMILIES))  # fit_points fits each family once a fold
@@ -86,6 +88,14 @@ def held_out_errors(catalog: Catalog, points: list[cs.Prepared], prior_weight: f
             for p in points:
                 if fold[p.id] == k:
                     errors[p.id] = cs.log_error(p, params.get(p.family) or pooled)
+
+            def own(p: cs.Prepared) -> dict[str, float]:
+                return params.get(p.family) or pooled
+
+            hop = fit_hop([p for p in pipeline if fold[p.id] != k], own)
+            for p in pipeline:
+                if fold[p.id] == k:
+                    errors[p.id] = cs.log_error(p, {**own(p), FIELD: hop})
         return errors
     finally:
         cs.PRIOR_WEIGHT = saved
@@ -103,8 +113,9 @@ def cross_validate(catalog: Catalog | None = None, prior_weight: float | None = 
     """Leave-source-out error of the speed fit over the ``fit`` split, overall and by kind."""
     catalog = catalog or load_catalog()
     prior_weight = cs.PRIOR_WEIGHT if prior_weight is None else prior_weight
+    pipeline = cs.prepare(catalog, "fit", pipeline=True)[0] if points is None else []
     points = cs.prepare(catalog, "fit")[0] if points is None else points
-    errors = held_out_errors(catalog, points, prior_weight, folds, progress)
+    errors = held_out_errors(catalog, points, prior_weight, folds, progress, pipeline)
     kinds = _kinds(catalog)
     by_kind = []
     for kind in KINDS:
