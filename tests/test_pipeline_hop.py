@@ -41,7 +41,7 @@ def test_a_round_pays_every_boundary_once_per_request_of_its_micro_batch():
 
 def test_one_stage_has_no_boundary_and_the_estimate_says_what_the_boundaries_cost():
     single = context(1)
-    assert single.hop_s(500) == 0.0
+    assert single.boundary_host_s(500) == 0.0
     est = _estimate(context(8), context(8).max_concurrency())
     note = next(a for a in est.assumptions if a.startswith("pipeline stage boundaries"))
     assert "µs per request" in note and "7 boundaries" in note
@@ -59,8 +59,26 @@ def test_more_stages_never_shorten_a_round_at_the_same_micro_batch():
     rounds = []
     for pp in (2, 4, 8):
         ctx = context(pp)
-        rounds.append(ctx.hop_s(100))
-    assert rounds == sorted(rounds) and rounds[0] > 0
+        rounds.append(ctx.boundary_host_s(100))
+    assert rounds[0] < rounds[1] < rounds[2] and rounds[0] > 0
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
+def test_a_second_request_never_shortens_ttft_through_pipeline_stages(engine):
+    """The new request's prompt chunk rides one micro-batch: its first token waits for that
+    micro-batch's trip through all eight stages (spread over eight micro-batches it came out 4x
+    short beside one other request, session 12's review)."""
+    ctx = context(8, engine=engine)
+    ttfts = [_estimate(ctx, c).ttft_s for c in (1, 2, 4, 16, 64)]
+    assert all(a <= b * (1 + 1e-9) for a, b in zip(ttfts, ttfts[1:])), ttfts
+
+
+def test_a_lone_prompt_crosses_the_boundaries_with_its_one_request():
+    ctx = context(4, concurrency=1)
+    hop = ctx.rates.pipeline_hop_s_per_request
+    with_hops = _estimate(ctx, 1).ttft_s
+    ctx.rates = dataclasses.replace(ctx.rates, pipeline_hop_s_per_request=0.0)
+    assert with_hops - _estimate(ctx, 1).ttft_s == pytest.approx(3 * hop)  # one 1,000-token chunk, 3 boundaries
 
 
 def test_pipeline_points_calibrate_the_boundary_cost_and_not_the_family_constants(catalog):

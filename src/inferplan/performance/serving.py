@@ -135,7 +135,7 @@ class _Context:
         """A stage's step (its average: its bound and draft cost) and the round in which each of the
         batch's pipeline micro-batches advances one step. With ``pp`` stages the batch runs as up to
         ``pp`` micro-batches, and the round takes the longer of one micro-batch passing every stage
-        (its ``pp − 1`` stage boundaries included: ``hop_s``) and the slowest stage (the last: it runs
+        (its ``pp − 1`` stage boundaries included: ``boundary_host_s``) and the slowest stage (the last: it runs
         the lm_head) working through all of them."""
         w = self.w
         micro = max(batch / self.pp, 1e-9)
@@ -146,10 +146,25 @@ class _Context:
             return step, step.seconds
         last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
         in_flight = min(max(batch, 1), self.pp)
-        trip = self.pp * step.seconds + self.hop_s(max(batch, 1) / in_flight)
+        trip = self.pp * step.seconds + self.boundary_host_s(max(batch, 1) / in_flight)
         return step, max(trip, in_flight * last.seconds)
 
-    def hop_s(self, requests: float) -> float:
+    def chunk_round_s(self, others: int, tokens: float) -> float:
+        """A round in which a new request's prompt chunk of ``tokens`` runs beside ``others`` decoding
+        sequences: its first token waits for it. Under pipeline parallelism the chunk rides one
+        micro-batch, whose trip through every stage is at least as long as that micro-batch's share
+        of the others plus the whole chunk at each stage (``iteration`` spreads a round's prefill over
+        all ``pp`` micro-batches, right for the cycle's throughput, up to ``pp`` times short here)."""
+        spread = self.iteration(others, tokens)[1]
+        if self.pp == 1:
+            return spread
+        w, share = self.w, max(others, 1) / min(max(others, 1), self.pp)
+        carrier = decode_step(self.work, self.mp.layout, self.rates, batch=share, context=w.input_len + w.output_len / 2,
+                              tokens_per_seq=w.speculative_tokens + 1, prefill_tokens=tokens,
+                              micro_batch=self.mp.settings.prefill_micro_batch_tokens)
+        return max(spread, self.pp * carrier.seconds + self.boundary_host_s(share + 1))
+
+    def boundary_host_s(self, requests: float) -> float:
         """One micro-batch of ``requests`` crossing the ``pp − 1`` stage boundaries: the engine's
         host work per request at each (TensorRT-LLM's pipeline loop runs it between micro-batches,
         not beside the GPU; fitted, docs/speed.md), on top of the stages' GPU time."""
@@ -173,7 +188,7 @@ def _lone_chunk_s(ctx: _Context, start: float, tokens: float) -> float:
     micro = ctx.mp.settings.prefill_micro_batch_tokens
     n = sum(k for _, k in micro_batches(tokens, micro))
     stage = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=tokens, prior_context=start, micro_batch=micro).seconds
-    return stage * (n + ctx.pp - 1) / n + ctx.hop_s(1)
+    return stage * (n + ctx.pp - 1) / n + ctx.boundary_host_s(1)
 
 
 def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[float, float]]:
@@ -220,7 +235,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                    for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
     else:  # whole chunks of the budget, then what is left in one more iteration
         whole, rest = divmod(max(ctx.uncached, 1.0), budget)
-        ttft = whole * ctx.iteration(running - 1, budget)[1] + (ctx.iteration(running - 1, rest)[1] if rest > 1e-6 else 0.0)
+        ttft = whole * ctx.chunk_round_s(running - 1, budget) + (ctx.chunk_round_s(running - 1, rest) if rest > 1e-6 else 0.0)
     ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)
@@ -296,15 +311,19 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
 
 
 def _hop_note(ctx: _Context, running: int) -> str:
-    """What crossing the pipeline's stage boundaries costs, or that the engine has no figure for it."""
+    """What crossing the pipeline's stage boundaries costs (and its share of a decode round), or
+    that the engine has no figure for it."""
     r, d = ctx.rates, ctx.d
     if not r.pipeline_hop_fitted:
         return (f"pipeline stage boundaries: no host cost per request for {d.engine} (no measured pipeline-parallel "
-                "serving run to fit one; TensorRT-LLM's measured runs pay one, docs/speed.md), so this may be optimistic")
+                "serving run to fit one; TensorRT-LLM's measured runs pay one, which would cut throughput at this "
+                "batch by the share its note gives, docs/speed.md), so this may be optimistic")
     per_micro = max(running, 1) / min(max(running, 1), ctx.pp)
+    hops, round_s = ctx.boundary_host_s(per_micro), ctx.iteration(running, 0.0)[1]
     return (f"pipeline stage boundaries: {r.pipeline_hop_s_per_request * 1e6:.0f} µs per request of a micro-batch at each "
-            f"of the {ctx.pp - 1} boundaries ({d.engine}'s host work between stages, fitted on its measured pipeline runs, "
-            f"docs/speed.md): {ctx.hop_s(per_micro) * 1e3:.1f} ms per decode round at {running} running")
+            f"of the {ctx.pp - 1} boundaries ({d.engine}'s host work between stages): {hops * 1e3:.1f} ms of a "
+            f"{round_s * 1e3:.1f} ms decode round at {running} running ({hops / round_s:.0%}); fitted on one "
+            "v1.0-era table (Llama 3.3 70B on PCIe RTX PRO 6000, PP 2 and 4; checked on its PP 8 rows), docs/speed.md")
 
 
 def _prompt_note(ctx: _Context) -> str | None:
