@@ -137,17 +137,26 @@ class _Context:
         ``pp`` micro-batches, and the round takes the longer of one micro-batch passing every stage
         (its ``pp − 1`` stage boundaries included: ``boundary_host_s``) and the slowest stage (the last: it runs
         the lm_head) working through all of them."""
-        w = self.w
-        micro = max(batch / self.pp, 1e-9)
-        shape = dict(batch=micro, context=w.input_len + w.output_len / 2, tokens_per_seq=w.speculative_tokens + 1,
-                     prefill_tokens=prefill_tokens / self.pp, micro_batch=self.mp.settings.prefill_micro_batch_tokens)
+        shape = self._step_shape(max(batch / self.pp, 1e-9), prefill_tokens / self.pp)
         step = decode_step(self.work, self.mp.layout, self.rates, **shape)
         if self.pp == 1:
             return step, step.seconds
         last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
-        in_flight = min(max(batch, 1), self.pp)
-        trip = self.pp * step.seconds + self.boundary_host_s(max(batch, 1) / in_flight)
-        return step, max(trip, in_flight * last.seconds)
+        trip = self.pp * step.seconds + self.boundary_host_s(self.requests_per_micro_batch(batch))
+        return step, max(trip, self.micro_batches_in_flight(batch) * last.seconds)
+
+    def _step_shape(self, sequences: float, prefill_tokens: float) -> dict:
+        """decode_step's workload for one micro-batch of ``sequences`` fusing ``prefill_tokens``."""
+        w = self.w
+        return dict(batch=sequences, context=w.input_len + w.output_len / 2, tokens_per_seq=w.speculative_tokens + 1,
+                    prefill_tokens=prefill_tokens, micro_batch=self.mp.settings.prefill_micro_batch_tokens)
+
+    def micro_batches_in_flight(self, batch: float) -> int:
+        """Pipeline micro-batches of a round: one per stage, or one per sequence when fewer."""
+        return min(max(batch, 1), self.pp)
+
+    def requests_per_micro_batch(self, batch: float) -> float:
+        return max(batch, 1) / self.micro_batches_in_flight(batch)
 
     def chunk_round_s(self, others: int, tokens: float) -> float:
         """A round in which a new request's prompt chunk of ``tokens`` runs beside ``others`` decoding
@@ -158,10 +167,8 @@ class _Context:
         spread = self.iteration(others, tokens)[1]
         if self.pp == 1:
             return spread
-        w, share = self.w, max(others, 1) / min(max(others, 1), self.pp)
-        carrier = decode_step(self.work, self.mp.layout, self.rates, batch=share, context=w.input_len + w.output_len / 2,
-                              tokens_per_seq=w.speculative_tokens + 1, prefill_tokens=tokens,
-                              micro_batch=self.mp.settings.prefill_micro_batch_tokens)
+        share = self.requests_per_micro_batch(others)
+        carrier = decode_step(self.work, self.mp.layout, self.rates, **self._step_shape(share, tokens))
         return max(spread, self.pp * carrier.seconds + self.boundary_host_s(share + 1))
 
     def boundary_host_s(self, requests: float) -> float:
@@ -176,7 +183,7 @@ class _Context:
         round drafts its own on the last stage."""
         if not self.w.speculative_tokens:
             return 0.0
-        in_flight = min(max(batch, 1), self.pp)  # pipeline micro-batches of the round
+        in_flight = self.micro_batches_in_flight(batch)
         return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * in_flight
 
 
@@ -297,7 +304,7 @@ def _fixed_costs(ctx: _Context, running: int) -> str:
     """The decode step's fixed costs for this deployment, in words: they dominate small models on
     fast GPUs, so the per-step figure alone would hide most of them."""
     r, work = ctx.rates, ctx.work
-    per_step = max(running, 1) / min(max(running, 1), ctx.pp)  # a stage steps one micro-batch at a time
+    per_step = ctx.requests_per_micro_batch(running)  # a stage steps one micro-batch at a time
     parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers / work.pp:g} layers"]
     if work.moe_layers and r.moe_layer_overhead_s:
         parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
@@ -318,8 +325,7 @@ def _hop_note(ctx: _Context, running: int) -> str:
         return (f"pipeline stage boundaries: no host cost per request for {d.engine} (no measured pipeline-parallel "
                 "serving run to fit one; TensorRT-LLM's measured runs pay one, which would cut throughput at this "
                 "batch by the share its note gives, docs/speed.md), so this may be optimistic")
-    per_micro = max(running, 1) / min(max(running, 1), ctx.pp)
-    hops, round_s = ctx.boundary_host_s(per_micro), ctx.iteration(running, 0.0)[1]
+    hops, round_s = ctx.boundary_host_s(ctx.requests_per_micro_batch(running)), ctx.iteration(running, 0.0)[1]
     return (f"pipeline stage boundaries: {r.pipeline_hop_s_per_request * 1e6:.0f} µs per request of a micro-batch at each "
             f"of the {ctx.pp - 1} boundaries ({d.engine}'s host work between stages): {hops * 1e3:.1f} ms of a "
             f"{round_s * 1e3:.1f} ms decode round at {running} running ({hops / round_s:.0%}); fitted on one "
