@@ -307,13 +307,15 @@ def check_references(catalog: Catalog) -> None:
 
     for engine in catalog.engines:
         for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
-                       engine.embeddings_on_host_source, engine.pp_kv_room_source):
+                       engine.embeddings_on_host_source, engine.pp_kv_room_source, engine.pp_batch_limits_source):
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
             raise CatalogError(f"engines:{engine.id}: kv_cache_dtypes need a kv_cache_dtypes_source", field=engine.id)
         if engine.pp_kv_room and not engine.pp_kv_room_source:
             raise CatalogError(f"engines:{engine.id}: pp_kv_room needs a pp_kv_room_source", field=engine.id)
+        if engine.pp_batch_limits and not engine.pp_batch_limits_source:
+            raise CatalogError(f"engines:{engine.id}: pp_batch_limits needs a pp_batch_limits_source", field=engine.id)
         if engine.embeddings_on_host and not engine.embeddings_on_host_source:
             raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
         if engine.context_beyond_model and not engine.context_beyond_model_source:
@@ -337,6 +339,10 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"engine_builds:{build.id}: unknown source {build.source!r}", field=build.id)
         if catalog.speed_points and (build.engine, build.engine_version) not in versions:
             raise CatalogError(f"engine_builds:{build.id}: no speed point names this engine and version", field=build.id)
+    for point in catalog.speed_points:
+        if point.batch_limits_by and (point.max_num_seqs or point.engine != "trtllm"):
+            raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by trtllm-bench is for a TensorRT-LLM run that "
+                               "states no max_num_seqs (the tool chose it)", field=point.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):

@@ -244,6 +244,11 @@ class EngineDefaults(Frozen):
     # for all ("per_stage": the instance holds the smallest of room / sequence bytes over stages)
     pp_kv_room: Literal["per_stage", "smallest"] | None = None
     pp_kv_room_source: str | None = None
+    # under pipeline parallelism: max_num_seqs and max_num_batched_tokens bound each micro-batch (the
+    # instance holds pp × max_num_seqs sequences; a round fuses up to pp × max_num_batched_tokens), or the
+    # whole instance ("instance", also when not stated)
+    pp_batch_limits: Literal["per_micro_batch", "instance"] | None = None
+    pp_batch_limits_source: str | None = None
     notes: tuple[str, ...] = ()
 
 
@@ -322,6 +327,9 @@ class SpeedPoint(Frozen):
     acceptance_rate: float | None = Field(None, ge=0, le=1)  # per draft token, when the source states it (else 0.7)
     expert_parallel: bool = False  # experts spread over all GPUs (DP attention + EP); data parallel = gpus / (TP x PP)
     max_num_seqs: int | None = Field(None, ge=1)  # the engine's running-batch cap, when the run states it
+    # the benchmark tool chose max_num_seqs and max_num_batched_tokens by its own rule (the run states
+    # neither): validation/bench_limits.py reproduces it
+    batch_limits_by: Literal["trtllm-bench"] | None = None
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1)  # 1: decode-only timing after the prompts were cached
     # False: the run turned CUDA graphs off (--enforce-eager), which the planner does not model; the
     # point is still predicted and printed, but neither scored nor used for calibration

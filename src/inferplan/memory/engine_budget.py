@@ -35,6 +35,9 @@ class EngineSettings:
     max_num_seqs: int
     block_tokens: int
     prefill_micro_batch_tokens: int  # the physical batch of a prompt's matrix products (llama.cpp n_ubatch)
+    # max_num_seqs and max_num_batched_tokens bound each pipeline micro-batch, not the instance
+    # (engines.yaml pp_batch_limits: TensorRT-LLM)
+    limits_per_micro_batch: bool = False
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,8 @@ def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: flo
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
                                    field="--ubatch-size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
-    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro)
+    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
+                          limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
 
 
 def _value(q, default: float) -> float:

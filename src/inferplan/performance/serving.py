@@ -119,8 +119,12 @@ class _Context:
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
         seq = self.mp.layout.room_bytes_per_sequence(w.input_len + w.output_len, self.mp.settings.block_tokens)
         self.kv_limit = int(fit.kv_cache_bytes_per_gpu // seq) if seq else 10**9
+        # micro-batches of a round that each get the engine's batch limits: every one of the pp under
+        # an engine that holds each micro-batch to them (TensorRT-LLM), else the round shares one set
+        self.limited_batches = self.pp if self.mp.settings.limits_per_micro_batch else 1
         # llama.cpp serves as many parallel slots as it is started with (-np); others cap at max_num_seqs
-        slots = self.kv_limit if d.engine == "llamacpp" and d.max_num_seqs is None else self.mp.settings.max_num_seqs
+        slots = (self.kv_limit if d.engine == "llamacpp" and d.max_num_seqs is None
+                 else self.mp.settings.max_num_seqs * self.limited_batches)
         self.max_running = min(self.kv_limit, slots)
         if self.max_running < 1:
             raise InvalidScenarioError(
@@ -171,6 +175,20 @@ class _Context:
         carrier = decode_step(self.work, self.mp.layout, self.rates, **self._step_shape(share, tokens))
         return max(spread, self.pp * carrier.seconds + self.boundary_host_s(share + 1))
 
+    def round_budget(self, running: int) -> float:
+        """Prompt tokens a round can fuse beside ``running`` decoding sequences: the engine's token
+        budget (once per micro-batch where each gets its own) less their decode tokens."""
+        budget = self.mp.settings.max_num_batched_tokens * self.limited_batches
+        return max(budget - running * (self.w.speculative_tokens + 1), 1)
+
+    def chunk_budget(self, running: int) -> float:
+        """The largest prompt chunk a new request, one of ``running``, gets in one round: the round's
+        budget; where each micro-batch has its own, the one it rides less the others' share of it."""
+        if self.limited_batches == 1:
+            return self.round_budget(running)
+        share = self.requests_per_micro_batch(running - 1) if running > 1 else 0
+        return max(self.mp.settings.max_num_batched_tokens - share * (self.w.speculative_tokens + 1), 1)
+
     def boundary_host_s(self, requests: float) -> float:
         """One micro-batch of ``requests`` crossing the ``pp − 1`` stage boundaries: the engine's
         host work per request at each (TensorRT-LLM's pipeline loop runs it between micro-batches,
@@ -216,7 +234,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         )
     per_instance = math.ceil(concurrency / ctx.dp)
     running = min(per_instance, ctx.max_running)
-    budget = max(ctx.mp.settings.max_num_batched_tokens - running * (w.speculative_tokens + 1), 1)
+    budget = ctx.round_budget(running)
     # One cycle: each running sequence prefills its uncached input once and decodes output_len tokens.
     # Prefill comes in chunks of the batch budget, fused into some iterations; the rest decode only.
     decode_iters = w.output_len / ctx.tau
@@ -241,8 +259,9 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         ttft = sum(_lone_chunk_s(ctx, start, tokens)
                    for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
     else:  # whole chunks of the budget, then what is left in one more iteration
-        whole, rest = divmod(max(ctx.uncached, 1.0), budget)
-        ttft = whole * ctx.chunk_round_s(running - 1, budget) + (ctx.chunk_round_s(running - 1, rest) if rest > 1e-6 else 0.0)
+        chunk = ctx.chunk_budget(running)
+        whole, rest = divmod(max(ctx.uncached, 1.0), chunk)
+        ttft = whole * ctx.chunk_round_s(running - 1, chunk) + (ctx.chunk_round_s(running - 1, rest) if rest > 1e-6 else 0.0)
     ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)

@@ -29,7 +29,7 @@ from inferplan.catalog.schema import SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
-from inferplan.validation.speed import PROFILE_METRICS, context_of, metric_value, profile_scenario, scenario
+from inferplan.validation.speed import PROFILE_METRICS, metric_value, point_scenario, profile_scenario
 
 MIN_POINTS = 10  # fewer fit points than this: the family takes the pooled fit
 MAX_SWEEPS, CONVERGED = 20, 1e-5  # coordinate descent stops when a sweep gains less than this
@@ -104,7 +104,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
         if calibrates_pipeline(point) != pipeline:
             continue
         try:
-            d, w = scenario(point, context_of(catalog, point.model))
+            d, w = point_scenario(point, catalog)
             ctx = _Context(catalog, d, w)
             if point.concurrency and point.concurrency > ctx.max_concurrency():
                 raise InferplanError("concurrency beyond the KV cache", field="--concurrency")

@@ -23,6 +23,8 @@ from inferplan.performance.measured import metric_value as estimate_metric
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, estimate
 from inferplan.performance.workload import Workload
+from inferplan.validation.bench_limits import TOOL as BENCH_TOOL
+from inferplan.validation.bench_limits import BenchLimits, trtllm_bench_limits
 
 KIND = {
     SpeedMetric.DECODE_TOKENS_PER_S_PER_USER: "decode",
@@ -99,10 +101,19 @@ class SpeedValidation(BaseModel):
 NOT_MODELLED = "CUDA graphs off (--enforce-eager): the planner models graph-mode serving, so this point is shown, not scored"
 
 
-def scenario(point: SpeedPoint, context_tokens: int | None = None) -> tuple[Deployment, Workload]:
+def point_scenario(point: SpeedPoint, catalog: Catalog) -> tuple[Deployment, Workload]:
+    """``scenario`` with what the catalogue adds: the model's context, and the batch limits the
+    benchmark tool chose where the run states none."""
+    limits = trtllm_bench_limits(catalog, point) if point.batch_limits_by == BENCH_TOOL else None
+    return scenario(point, context_of(catalog, point.model), limits)
+
+
+def scenario(point: SpeedPoint, context_tokens: int | None = None,
+             limits: BenchLimits | None = None) -> tuple[Deployment, Workload]:
     """The deployment and workload a point measured. A prompt-only (pp) or generation-only (tg) run
     is planned with one token on its empty side; at the model's full context (llama-bench pp8192 on
-    an 8k model) that token comes off the other side, as the engine would size it."""
+    an 8k model) that token comes off the other side, as the engine would size it. ``limits``: the
+    batch limits a benchmark tool chose (per pipeline micro-batch, as TensorRT-LLM applies them)."""
     i, o = max(point.input_tokens, 1), max(point.output_tokens, 1)
     if context_tokens and i + o > context_tokens and 0 in (point.input_tokens, point.output_tokens):
         i, o = (context_tokens - 1, 1) if point.output_tokens == 0 else (1, context_tokens - 1)
@@ -110,7 +121,9 @@ def scenario(point: SpeedPoint, context_tokens: int | None = None) -> tuple[Depl
         model=point.model, gpu=point.accelerator, gpus=point.gpus,
         tensor_parallel_size=point.tensor_parallel_size, pipeline_parallel_size=point.pipeline_parallel_size,
         engine=point.engine, quantization=point.quantization, kv_cache_dtype=point.kv_cache_dtype,
-        max_model_len=max(i + o, 256), max_num_seqs=point.max_num_seqs, enable_expert_parallel=point.expert_parallel,
+        max_model_len=max(i + o, 256), enable_expert_parallel=point.expert_parallel,
+        max_num_seqs=limits.max_batch_size if limits else point.max_num_seqs,
+        max_num_batched_tokens=limits.max_num_tokens if limits else None,
     )
     generation_only = point.metric is SpeedMetric.DECODE_TOKENS_PER_S_TOTAL
     w = Workload(input_len=i, output_len=o, concurrency=point.concurrency or "max",
@@ -138,7 +151,7 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
                 family=calibration_family(point.engine, point.backend, catalog.accelerator(point.accelerator)),
                 concurrency=point.concurrency, model=point.model)
     try:
-        d, w = scenario(point, context_of(catalog, point.model))
+        d, w = point_scenario(point, catalog)
         est = estimate(d, w, catalog, use_profiles=False)
     except InferplanError as exc:
         return SpeedCheck(**base, predicted=None, error=None, bound=None, note=exc.describe())

@@ -1,0 +1,94 @@
+"""The batch limits a benchmark tool chose for a run that states none.
+
+``trtllm-bench throughput`` run without ``--max_batch_size`` / ``--max_num_tokens`` (as TensorRT-LLM's
+performance overview runs it) sizes both from the KV cache it expects to have for the dataset's mean
+input + output length (``tensorrt_llm/bench/build/tuning.py``: ``calc_engine_setting`` and
+``finetune_setting``; ``bench/benchmark/utils/general.py``: ``get_settings``, v1.0 era):
+
+- the checkpoint's size is its stored element count × bytes per element of its quantization (NVFP4
+  0.5, FP8 1, else 2) — NVFP4 checkpoints store two weights per one-byte element, so the tool counts
+  them about half;
+- the KV cache is ``(GPUs × device memory − that size) × the free-memory fraction``, a token costs
+  ``2 × layers × max(TP, KV heads) × head size × KV bytes``, and the requests it holds at ISL + OSL
+  are ``kv_requests``;
+- per pipeline micro-batch, ``min(kv_requests, 4096) / PP`` sequences, rounded up (to 32 below 256,
+  at least 64; to 128 below 1024; else to 256), and ``that × (1 + ISL / OSL)`` tokens, at most 32,768,
+  rounded up (at least 2,048; to 256 below 4,096; to 512 below 8,192; else to 1,024);
+- chunked prefill is off by default, so the token budget is raised to the longest prompt plus the
+  batch size where it is shorter.
+
+The engine then holds ``PP × max_batch_size`` sequences at most (``engines.yaml`` ``pp_batch_limits``),
+and fewer where its real KV cache holds fewer: the planner's own memory plan decides that.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import resolve_model
+from inferplan.catalog.schema import SpeedPoint
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.engine_budget import device_total_bytes
+from inferplan.memory.params import count_params
+
+TOOL = "trtllm-bench"
+BYTES_PER_ELEMENT = {"nvfp4": 0.5, "fp8": 1.0}  # the tool's table; anything else counts 2 bytes
+MAX_SEQUENCES = 4096  # the cap on the whole batch before it is split over pipeline stages
+MAX_TOKENS = 32768
+
+
+@dataclass(frozen=True)
+class BenchLimits:
+    max_batch_size: int  # sequences per pipeline micro-batch
+    max_num_tokens: int  # tokens per micro-batch step
+    kv_requests: float  # requests the tool expects its KV cache to hold at ISL + OSL
+
+
+# (below this, round up to a multiple of this) steps, and the least value: finetune_setting's
+BATCH_STEPS, LEAST_BATCH = ((256, 32), (1024, 128), (math.inf, 256)), 64
+TOKEN_STEPS, LEAST_TOKENS = ((4096, 256), (8192, 512), (math.inf, 1024)), 2048
+
+
+def _round_up(raw: float, steps: tuple[tuple[float, int], ...], least: int) -> int:
+    step = next(multiple for below, multiple in steps if raw < below)
+    return max(least, step * math.ceil(raw / step))
+
+
+def _round_batch(raw: float) -> int:
+    return _round_up(raw, BATCH_STEPS, LEAST_BATCH)
+
+
+def _round_tokens(raw: float) -> int:
+    return _round_up(raw, TOKEN_STEPS, LEAST_TOKENS)
+
+
+def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
+    """max_batch_size and max_num_tokens as trtllm-bench sets them for ``point``'s run."""
+    spec = resolve_model(catalog, point.model)
+    arch = spec.architecture
+    if arch is None or spec.architecture_is_proxy:
+        raise InvalidScenarioError(f"{point.model}: trtllm-bench sizes its batch from the model's config, which the "
+                                   "catalogue does not hold", field="batch_limits_by", allowed="a model with a config")
+    tp, pp = point.tensor_parallel_size, point.pipeline_parallel_size
+    params = count_params(arch)
+    bits = catalog.quantization(point.quantization).bits_per_weight.value
+    # sub-byte and 8-bit weights (with their block scales) sit in one-byte elements; the rest one per weight
+    stored = params.linear * (bits / 8 if bits <= 8 else 1) + (params.total - params.linear)
+    checkpoint_bytes = stored * BYTES_PER_ELEMENT.get(point.quantization, 2.0)
+    kv_bits = 16 if point.kv_cache_dtype == "auto" else catalog.kv_cache_dtype(point.kv_cache_dtype).bits_per_element.value
+    token_bytes = 2 * arch.num_layers * max(tp, arch.num_kv_heads) * arch.head_dim * kv_bits / 8
+    device, _ = device_total_bytes(catalog, catalog.accelerator(point.accelerator))
+    fraction = catalog.engine(point.engine).memory_fraction.value
+    cache_bytes = (tp * pp * device - checkpoint_bytes) * fraction
+    isl, osl = max(point.input_tokens, 1), max(point.output_tokens, 1)
+    kv_requests = cache_bytes / (token_bytes * (isl + osl))
+    if kv_requests < 1:
+        raise InvalidScenarioError(f"trtllm-bench would refuse this run: its KV cache estimate holds {kv_requests:.2f} "
+                                   "requests", field="batch_limits_by", allowed="a run whose KV cache holds a request")
+    raw_batch = min(kv_requests, MAX_SEQUENCES) / pp
+    batch = _round_batch(raw_batch)
+    tokens = max(_round_tokens(min(raw_batch * (1 + isl / osl), MAX_TOKENS)), isl + batch)
+    return BenchLimits(batch, tokens, kv_requests)
+

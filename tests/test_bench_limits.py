@@ -1,0 +1,115 @@
+"""Batch limits per pipeline micro-batch (TensorRT-LLM: engines.yaml pp_batch_limits) and the limits
+trtllm-bench chooses for a run that states none (validation/bench_limits.py; docs/speed.md, session 13)."""
+
+import statistics
+
+import pytest
+import yaml
+
+from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
+from inferplan.errors import CatalogError
+from inferplan.memory.deployment import Deployment
+from inferplan.performance.serving import _Context
+from inferplan.performance.workload import Workload
+from inferplan.validation.bench_limits import _round_batch, _round_tokens, trtllm_bench_limits
+from inferplan.validation.speed import check_point, point_scenario
+
+CATALOG = load_catalog()
+GiB = 2**30
+
+
+def context(engine: str, pp: int, **settings) -> _Context:
+    d = Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=pp, pipeline_parallel_size=pp,
+                   engine=engine, quantization="nvfp4", kv_cache_dtype="fp8", max_model_len=2000, **settings)
+    return _Context(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
+
+
+def test_tensorrt_llm_holds_each_micro_batch_to_its_limits_and_vllm_the_instance():
+    trt, vllm = context("trtllm", 4, max_num_seqs=16), context("vllm", 4, max_num_seqs=16)
+    assert trt.kv_limit > 64 and vllm.kv_limit > 16  # the KV cache does not bind here
+    assert trt.max_running == 4 * 16 and vllm.max_running == 16
+    assert context("trtllm", 1, max_num_seqs=16).max_running == 16  # one stage: one micro-batch
+    # a round fuses a token budget per micro-batch under TensorRT-LLM, one in all under vLLM
+    trt, vllm = context("trtllm", 4, max_num_batched_tokens=4096), context("vllm", 4, max_num_batched_tokens=4096)
+    assert trt.round_budget(40) == 4 * 4096 - 40 and vllm.round_budget(40) == 4096 - 40
+    # a new request's chunk rides one micro-batch: that one's budget less its 10 (of 39 others') decode tokens
+    assert trt.chunk_budget(40) == pytest.approx(4096 - 39 / 4)
+    assert vllm.chunk_budget(40) == vllm.round_budget(40)
+    # the activation workspace is sized for one micro-batch's tokens, whatever the stage count
+    assert trt.mp.result.kv_cache_bytes_per_gpu == pytest.approx(
+        context("trtllm", 4, max_num_batched_tokens=4096).mp.result.kv_cache_bytes_per_gpu)
+
+
+def test_trtllm_bench_rounds_as_its_tuning_code_does():
+    # finetune_setting: at least 64 sequences, to 32 below 256, to 128 below 1024, else to 256
+    assert [_round_batch(x) for x in (1, 65, 255.5, 256, 1000, 1025)] == [64, 96, 256, 256, 1024, 1280]
+    # tokens: at least 2048, to 256 below 4096, to 512 below 8192, else to 1024
+    assert [_round_tokens(x) for x in (10, 3000, 4097, 8192, 20001)] == [2048, 3072, 4608, 8192, 20480]
+
+
+def point(point_id: str):
+    return CATALOG.speed_points.records[point_id]
+
+
+def test_trtllm_bench_limits_follow_the_kv_cache_the_tool_expects():
+    # Llama 3.3 70B NVFP4 (ModelOpt) on 8 RTX PRO 6000, TP1 x PP8, 2048/128, FP8 KV cache, by hand:
+    # KV per token 2 x 80 layers x 8 heads x 128 x 1 B = 163,840 B; the checkpoint's stored elements
+    # (4.5-bit linear weights in one-byte elements, the rest one each) x 0.5 B; 8 x the device's
+    # memory less that, x 0.9 (the engine's free-memory fraction)
+    p = point("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-2048-128-out")
+    limits = trtllm_bench_limits(CATALOG, p)
+    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.engine_budget import device_total_bytes
+    from inferplan.memory.params import count_params
+
+    params = count_params(resolve_model(CATALOG, "llama-3.3-70b").architecture)
+    stored = params.linear * 4.5 / 8 + params.total - params.linear
+    device, _ = device_total_bytes(CATALOG, CATALOG.accelerator("rtx-pro-6000-blackwell"))
+    requests = (8 * device - 0.5 * stored) * 0.9 / (163_840 * (2048 + 128))
+    assert limits.kv_requests == pytest.approx(requests, rel=1e-9)
+    assert 1950 < requests < 2050  # ~2,009 requests: 251 per micro-batch -> 256 after rounding
+    assert limits.max_batch_size == 256
+    # tokens: 251 x (1 + 2048/128) = 4,270 -> 4,608; chunked prefill off keeps it >= 2048 + 256
+    assert limits.max_num_tokens == 4608
+    # short sequences: the 4,096-sequence cap binds before the split over stages
+    short = trtllm_bench_limits(CATALOG, point("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-128-128-out"))
+    assert short.kv_requests > 4096 and short.max_batch_size == 512
+    # a long prompt: the token budget holds the whole prompt and the batch (no chunking)
+    long = trtllm_bench_limits(CATALOG, point("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-20000-2000-out"))
+    assert long.max_num_tokens >= 20000 + long.max_batch_size
+
+
+def test_every_perf_overview_run_is_planned_with_the_tools_limits():
+    tuned = [p for p in CATALOG.speed_points if p.batch_limits_by == "trtllm-bench"]
+    assert len(tuned) == 58 and all(p.engine == "trtllm" and p.concurrency is None for p in tuned)
+    for p in tuned:
+        d, _ = point_scenario(p, CATALOG)
+        limits = trtllm_bench_limits(CATALOG, p)
+        assert (d.max_num_seqs, d.max_num_batched_tokens) == (limits.max_batch_size, limits.max_num_tokens), p.id
+    other = point("s-mlperf41-8xh100-llama2-70b-fp8-offline-out")  # MLPerf's harness, not trtllm-bench
+    assert other.batch_limits_by is None and point_scenario(other, CATALOG)[0].max_num_batched_tokens is None
+
+
+def test_prompt_heavy_pipeline_rows_land_once_each_micro_batch_has_its_budget():
+    # before session 13 the planner split one 8,192-token budget over 8 micro-batches: -42 % and +33 %
+    for point_id in ("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-2048-128-out",
+                     "s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-5000-500-out"):
+        check = check_point(point(point_id), CATALOG)
+        assert check.split == "holdout" and abs(check.error) < 0.15, (point_id, check.error)
+    pp8 = [check_point(p, CATALOG) for p in CATALOG.speed_points
+           if p.engine == "trtllm" and p.pipeline_parallel_size == 8]
+    assert len(pp8) == 16 and statistics.median(abs(c.error) for c in pp8) < 0.12
+
+
+def test_a_tool_chosen_limit_beside_a_stated_one_fails_to_load(tmp_path):
+    shipped = [p for p in DATA_DIR.glob("**/*.yaml")]
+    doc = yaml.safe_load((DATA_DIR / "measurements" / "speed_trtllm_pipeline.yaml").read_text())
+    row = dict(doc["speed_points"][0], id="s-test-bench-and-stated", max_num_seqs=256)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"speed_points": [row]}))
+    with pytest.raises(CatalogError, match="batch_limits_by"):
+        load_files([*shipped, bad])
+    vllm_row = dict(doc["speed_points"][0], id="s-test-bench-on-vllm", engine="vllm")
+    bad.write_text(yaml.safe_dump({"speed_points": [vllm_row]}))
+    with pytest.raises(CatalogError, match="batch_limits_by"):
+        load_files([*shipped, bad])
