@@ -540,7 +540,11 @@ def test_published_points_of_the_same_deployment_are_quoted_beside_the_estimate(
     assert est.measured_points[0].point == "s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist"  # its 1024/1024 matches
     gist = quoted["s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist"]
     assert gist.measured == pytest.approx(0.00241) and gist.estimate == pytest.approx(est.tpot_s)
-    assert any(a.startswith("measured on this deployment: tpot_s 2.41 ms") for a in est.assumptions)
+    note = next(a for a in est.assumptions if a.startswith("measured on this deployment: tpot_s 2.41 ms"))
+    assert note.endswith(f"({(est.tpot_s - 0.00241) / 0.00241:+.0%})")  # its own workload: the model's error on it
+    # a point at another workload is quoted without a percentage that would read as the model's error
+    other = next(a for a in est.assumptions if "s-hb-sglang-b200x8-gpt-oss-120b-mxfp4-tpot-cookbook" in a)
+    assert "another workload" in other and "%)" not in other
     # another concurrency, TP size or the model alone (as validation scores it) quotes none of them
     assert not estimate(d, Workload(input_len=1024, output_len=1024, concurrency=4), CATALOG).measured_points
     tp4 = estimate(d.model_copy(update={"gpus": 4, "tensor_parallel_size": 4}), Workload(), CATALOG).measured_points

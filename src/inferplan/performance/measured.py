@@ -77,9 +77,14 @@ def measured_quotes(points: list[SpeedPoint], est: ServingEstimate, input_len: i
     )
 
 
-def quote_note(q: MeasuredQuote) -> str:
+def quote_note(q: MeasuredQuote, input_len: int, output_len: int) -> str:
+    """A quoted point in words: its difference from the estimate only where it measured the asked
+    workload (elsewhere the two differ by the workload too; `inferplan validate --speed` scores it)."""
     time = q.metric in (SpeedMetric.TPOT_S.value, SpeedMetric.TTFT_S.value)
     value = (lambda v: f"{v * 1e3:,.2f} ms") if time else (lambda v: f"{v:,.1f}")
+    same = (q.input_tokens, q.output_tokens) == (input_len, output_len)
+    versus = (f"({(q.estimate - q.measured) / q.measured:+.0%})" if same else
+              f"at the asked {input_len}/{output_len} (another workload, so not the model's error on the point: "
+              "`inferplan validate --speed` scores that)")
     return (f"measured on this deployment: {q.metric} {value(q.measured)} at {q.input_tokens}/{q.output_tokens} tokens "
-            f"({q.engine_version}; source {q.source}, point {q.point}); this estimate gives {value(q.estimate)} "
-            f"({(q.estimate - q.measured) / q.measured:+.0%}) at the asked workload")
+            f"({q.engine_version}; source {q.source}, point {q.point}); this estimate gives {value(q.estimate)} {versus}")

@@ -414,7 +414,7 @@ def with_measured_points(ctx: _Context, est: ServingEstimate) -> ServingEstimate
     if not points:
         return est
     quotes = measured_quotes(points, est, w.input_len, w.output_len)
-    notes = [quote_note(q) for q in quotes[:MAX_QUOTES]]
+    notes = [quote_note(q, w.input_len, w.output_len) for q in quotes[:MAX_QUOTES]]
     if len(quotes) > MAX_QUOTES:
         notes.append(f"{len(quotes) - MAX_QUOTES} more measured points of this deployment: see measured_points (--json)")
     return est.model_copy(update={"measured_points": quotes, "assumptions": (*est.assumptions, *notes)})
