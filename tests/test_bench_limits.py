@@ -36,8 +36,11 @@ def test_tensorrt_llm_holds_each_micro_batch_to_its_limits_and_vllm_the_instance
     assert trt.chunk_budget(40) == pytest.approx(4096 - 39 / 4)
     assert vllm.chunk_budget(40) == vllm.round_budget(40)
     # the activation workspace is sized for one micro-batch's tokens, whatever the stage count
-    assert trt.mp.result.kv_cache_bytes_per_gpu == pytest.approx(
-        context("trtllm", 4, max_num_batched_tokens=4096).mp.result.kv_cache_bytes_per_gpu)
+    per_token = CATALOG.constant("generic-activation-bytes-per-token-hidden")
+    hidden = trt.mp.spec.architecture.hidden_size
+    for pp in (1, 4):
+        fit = context("trtllm", pp, max_num_batched_tokens=4096).mp.result
+        assert fit.activation_bytes_per_gpu == pytest.approx(per_token * 4096 * hidden)
 
 
 def test_trtllm_bench_rounds_as_its_tuning_code_does():
@@ -79,6 +82,39 @@ def test_trtllm_bench_limits_follow_the_kv_cache_the_tool_expects():
     assert long.max_num_tokens >= 20000 + long.max_batch_size
 
 
+def test_tp_above_the_kv_heads_and_an_fp8_checkpoint_by_hand():
+    # Qwen3-235B-A22B FP8 on 8x H200 at TP8: 4 KV heads, so the tool counts one per TP rank (8)
+    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.engine_budget import device_total_bytes
+    from inferplan.memory.params import count_params
+
+    p = point("s-trt-h200x8-qwen3-235b-fp8-1k1k")
+    arch = resolve_model(CATALOG, "qwen3-235b-a22b").architecture
+    assert arch.num_kv_heads == 4 and p.tensor_parallel_size == 8
+    params = count_params(arch)
+    device, _ = device_total_bytes(CATALOG, CATALOG.accelerator("h200-sxm"))
+    token = 2 * arch.num_layers * 8 * arch.head_dim * 1  # FP8 KV: one byte, eight heads
+    requests = (8 * device - 1.0 * params.total) * 0.9 / (token * 2000)  # FP8: one byte per stored weight
+    assert trtllm_bench_limits(CATALOG, p).kv_requests == pytest.approx(requests, rel=1e-9)
+    # Llama 3.1 8B FP8 on one H200 at 1000/1000: ~974 requests -> 1,024 sequences; 2,048 tokens covers 1000 + 1,024
+    small = trtllm_bench_limits(CATALOG, point("s-trt-h200-llama31-8b-fp8-1k1k"))
+    assert 950 < small.kv_requests < 1000 and (small.max_batch_size, small.max_num_tokens) == (1024, 2048)
+
+
+def test_a_run_the_tool_would_refuse_is_reported_naming_the_field():
+    from inferplan.errors import InvalidScenarioError
+
+    base = point("s-trt-h200-llama31-8b-fp8-1k1k")
+    too_big = base.model_copy(update={"model": "llama-3.1-405b", "quantization": "bf16"})  # 810 GB on one GPU
+    with pytest.raises(InvalidScenarioError, match="counts the checkpoint") as err:
+        trtllm_bench_limits(CATALOG, too_big)
+    assert err.value.field == "batch_limits_by"
+    no_room = base.model_copy(update={"input_tokens": 2_000_000})  # weights fit, one request does not
+    with pytest.raises(InvalidScenarioError, match="holds 0.") as err:
+        trtllm_bench_limits(CATALOG, no_room)
+    assert err.value.field == "batch_limits_by"
+
+
 def test_every_perf_overview_run_is_planned_with_the_tools_limits():
     tuned = [p for p in CATALOG.speed_points if p.batch_limits_by == "trtllm-bench"]
     assert len(tuned) == 58 and all(p.engine == "trtllm" and p.concurrency is None for p in tuned)
@@ -109,7 +145,9 @@ def test_a_tool_chosen_limit_beside_a_stated_one_fails_to_load(tmp_path):
     bad.write_text(yaml.safe_dump({"speed_points": [row]}))
     with pytest.raises(CatalogError, match="batch_limits_by"):
         load_files([*shipped, bad])
-    vllm_row = dict(doc["speed_points"][0], id="s-test-bench-on-vllm", engine="vllm")
-    bad.write_text(yaml.safe_dump({"speed_points": [vllm_row]}))
-    with pytest.raises(CatalogError, match="batch_limits_by"):
-        load_files([*shipped, bad])
+    for bad_row in (dict(doc["speed_points"][0], id="s-test-bench-on-vllm", engine="vllm"),
+                    dict(doc["speed_points"][0], id="s-test-bench-awq", quantization="int4-awq"),  # not tuned
+                    dict(doc["speed_points"][0], id="s-test-bench-kv-auto", kv_cache_dtype="auto")):
+        bad.write_text(yaml.safe_dump({"speed_points": [bad_row]}))
+        with pytest.raises(CatalogError, match="batch_limits_by"):
+            load_files([*shipped, bad])

@@ -26,6 +26,7 @@ from inferplan.catalog.economics_schema import (
 )
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.schema import (
+    BENCH_TUNED_FORMATS,
     Accelerator,
     CalibrationConstant,
     EngineDefaults,
@@ -340,9 +341,11 @@ def check_references(catalog: Catalog) -> None:
         if catalog.speed_points and (build.engine, build.engine_version) not in versions:
             raise CatalogError(f"engine_builds:{build.id}: no speed point names this engine and version", field=build.id)
     for point in catalog.speed_points:
-        if point.batch_limits_by and (point.max_num_seqs or point.engine != "trtllm"):
+        if point.batch_limits_by and (point.max_num_seqs or point.engine != "trtllm" or point.kv_cache_dtype == "auto"
+                                      or point.quantization not in BENCH_TUNED_FORMATS):
             raise CatalogError(f"SpeedPoint:{point.id}: batch_limits_by trtllm-bench is for a TensorRT-LLM run that "
-                               "states no max_num_seqs (the tool chose it)", field=point.id)
+                               "states no max_num_seqs (the tool chose it), in a format the tool tunes "
+                               f"({', '.join(BENCH_TUNED_FORMATS)}) and with its KV cache dtype stated", field=point.id)
     for point in [*catalog.memory_points, *catalog.speed_points, *catalog.serving_profiles]:
         for attr, registry in (("model", catalog.models), ("accelerator", catalog.accelerators),
                                ("engine", catalog.engines), ("quantization", catalog.quantizations)):

@@ -306,6 +306,11 @@ class SpeedMetric(str, Enum):
     TPOT_S = "tpot_s"
 
 
+# the weight formats whose batch limits trtllm-bench tunes (its TUNED_QUANTS: NVFP4, FP8, FP8 block
+# scales, no quantization); for others it keeps the engine's defaults
+BENCH_TUNED_FORMATS = ("nvfp4", "fp8", "fp8-block", "bf16", "fp16")
+
+
 class SpeedPoint(Frozen):
     """One published speed measurement of a deployment, with the workload that produced it."""
 
@@ -328,7 +333,7 @@ class SpeedPoint(Frozen):
     expert_parallel: bool = False  # experts spread over all GPUs (DP attention + EP); data parallel = gpus / (TP x PP)
     max_num_seqs: int | None = Field(None, ge=1)  # the engine's running-batch cap, when the run states it
     # the benchmark tool chose max_num_seqs and max_num_batched_tokens by its own rule (the run states
-    # neither): validation/bench_limits.py reproduces it
+    # neither): validation/bench_limits.py reproduces it (for the formats it tunes, BENCH_TUNED_FORMATS)
     batch_limits_by: Literal["trtllm-bench"] | None = None
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1)  # 1: decode-only timing after the prompts were cached
     # False: the run turned CUDA graphs off (--enforce-eager), which the planner does not model; the

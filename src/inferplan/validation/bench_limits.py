@@ -2,13 +2,18 @@
 
 ``trtllm-bench throughput`` run without ``--max_batch_size`` / ``--max_num_tokens`` (as TensorRT-LLM's
 performance overview runs it) sizes both from the KV cache it expects to have for the dataset's mean
-input + output length (``tensorrt_llm/bench/build/tuning.py``: ``calc_engine_setting`` and
-``finetune_setting``; ``bench/benchmark/utils/general.py``: ``get_settings``, v1.0 era):
+input + output length (source ``eng-trtllm-bench-tuning``: ``bench/build/tuning.py``
+``calc_engine_setting`` and ``finetune_setting``, ``bench/build/build.py``
+``get_benchmark_engine_settings``, ``bench/benchmark/utils/general.py`` ``get_settings``; v1.0 era):
 
-- the checkpoint's size is its stored element count × bytes per element of its quantization (NVFP4
-  0.5, FP8 1, else 2) — NVFP4 checkpoints store two weights per one-byte element, so the tool counts
-  them about half;
-- the KV cache is ``(GPUs × device memory − that size) × the free-memory fraction``, a token costs
+- only for the formats it tunes (``schema.BENCH_TUNED_FORMATS``; others keep the engine's defaults, which the
+  catalogue refuses to tag): the checkpoint's size is its stored element count × bytes per element
+  (NVFP4 0.5, FP8 1, 16-bit 2) — NVFP4 checkpoints store two weights per one-byte element, so the
+  tool counts them about half;
+- the KV cache is ``(GPUs × device memory − that size) × the free-memory fraction`` (the throughput
+  command's ``--kv_cache_free_gpu_mem_fraction``, 0.90 unless given: the perf overview used 0.95 "in
+  many cases", per row unknown; at 0.95, 24 of its 58 rows get larger limits and one prediction moves
+  by more than a point, docs/speed.md §4), a token costs
   ``2 × layers × max(TP, KV heads) × head size × KV bytes``, and the requests it holds at ISL + OSL
   are ``kv_requests``;
 - per pipeline micro-batch, ``min(kv_requests, 4096) / PP`` sequences, rounded up (to 32 below 256,
@@ -34,7 +39,10 @@ from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.params import count_params
 
 TOOL = "trtllm-bench"
-BYTES_PER_ELEMENT = {"nvfp4": 0.5, "fp8": 1.0}  # the tool's table; anything else counts 2 bytes
+# bytes per stored element the tool counts for each format it tunes (schema.BENCH_TUNED_FORMATS; its
+# BYTES_PER_ELEM, keyed by the checkpoint's quant_algo: NVFP4, FP8, FP8_BLOCK_SCALES, no quantization)
+BYTES_PER_ELEMENT = {"nvfp4": 0.5, "fp8": 1.0, "fp8-block": 1.0, "bf16": 2.0, "fp16": 2.0}
+KV_FREE_FRACTION = 0.90  # trtllm-bench throughput's --kv_cache_free_gpu_mem_fraction default
 MAX_SEQUENCES = 4096  # the cap on the whole batch before it is split over pipeline stages
 MAX_TOKENS = 32768
 
@@ -76,12 +84,16 @@ def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
     bits = catalog.quantization(point.quantization).bits_per_weight.value
     # sub-byte and 8-bit weights (with their block scales) sit in one-byte elements; the rest one per weight
     stored = params.linear * (bits / 8 if bits <= 8 else 1) + (params.total - params.linear)
-    checkpoint_bytes = stored * BYTES_PER_ELEMENT.get(point.quantization, 2.0)
-    kv_bits = 16 if point.kv_cache_dtype == "auto" else catalog.kv_cache_dtype(point.kv_cache_dtype).bits_per_element.value
+    checkpoint_bytes = stored * BYTES_PER_ELEMENT[point.quantization]
+    kv_bits = catalog.kv_cache_dtype(point.kv_cache_dtype).bits_per_element.value
     token_bytes = 2 * arch.num_layers * max(tp, arch.num_kv_heads) * arch.head_dim * kv_bits / 8
     device, _ = device_total_bytes(catalog, catalog.accelerator(point.accelerator))
-    fraction = catalog.engine(point.engine).memory_fraction.value
-    cache_bytes = (tp * pp * device - checkpoint_bytes) * fraction
+    if checkpoint_bytes >= tp * pp * device:
+        raise InvalidScenarioError(
+            f"trtllm-bench would refuse this run: it counts the checkpoint at {checkpoint_bytes / 2**30:.1f} GiB, "
+            f"more than the {tp * pp} GPUs' {tp * pp * device / 2**30:.1f} GiB", field="batch_limits_by",
+            allowed="a run whose checkpoint fits the GPUs")
+    cache_bytes = (tp * pp * device - checkpoint_bytes) * KV_FREE_FRACTION
     isl, osl = max(point.input_tokens, 1), max(point.output_tokens, 1)
     kv_requests = cache_bytes / (token_bytes * (isl + osl))
     if kv_requests < 1:
