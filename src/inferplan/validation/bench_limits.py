@@ -12,7 +12,7 @@ input + output length (source ``eng-trtllm-bench-tuning``: ``bench/build/tuning.
   tool counts them about half;
 - the KV cache is ``(GPUs × device memory − that size) × the free-memory fraction`` (the throughput
   command's ``--kv_cache_free_gpu_mem_fraction``, 0.90 unless given: the perf overview used 0.95 "in
-  many cases", per row unknown; at 0.95, 24 of its 58 rows get larger limits and one prediction moves
+  many cases", per row unknown; at 0.95, 24 of the first 58 rows get larger limits and one prediction moves
   by more than a point, docs/speed.md §4), a token costs
   ``2 × layers × max(TP, KV heads) × head size × KV bytes``, and the requests it holds at ISL + OSL
   are ``kv_requests``;
