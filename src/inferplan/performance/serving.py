@@ -20,7 +20,8 @@ from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.measured import MAX_QUOTES, MeasuredQuote, matching_points, measured_quotes, quote_note
 from inferplan.performance.network import network_notes
-from inferplan.performance.phases import StepTime, decode_step, micro_batches, overhead_s, prefill
+from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, prompt_note, unpack_note
+from inferplan.performance.phases import StepTime, decode_step, micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
 from inferplan.performance.track_record import with_track_record
@@ -279,7 +280,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                            "(one decoder layer and the lm_head, as MTP and EAGLE heads are built)")
     assumptions.extend(ctx.network_notes)
     if ctx.pp > 1:
-        assumptions.append(_hop_note(ctx, running))
+        assumptions.append(hop_note(ctx, running))
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
     if d.engine in GRAPH_ENGINES:
@@ -288,13 +289,13 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
     assumptions.append(f"rates: {r.bandwidth_efficiency:.0%} of peak bandwidth, {r.compute_efficiency:.0%} of peak "
-                       f"{r.compute_dtype} FLOP/s{attention}; {_fixed_costs(ctx, running)} (calibrated, see "
+                       f"{r.compute_dtype} FLOP/s{attention}; {fixed_costs(ctx, running)} (calibrated, see "
                        f"docs/speed.md); TTFT includes {r.request_overhead_s * 1e3:.0f} ms per request before its prompt "
                        "is processed (receiving, tokenising, scheduling)"
                        + ("" if r.request_overhead_fitted else ": the pooled value, which no TTFT point of this family checks"))
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
-        assumptions.append(_unpack_note(ctx, step, running))
-    if (note := _prompt_note(ctx)) is not None:
+        assumptions.append(unpack_note(ctx, step, running))
+    if (note := prompt_note(ctx)) is not None:
         assumptions.append(note)
     if step.bound == "overhead":
         assumptions.append(FIXED_COST_CAVEAT)
@@ -308,70 +309,6 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
     )
-
-
-# Where fixed costs dominate, the measured points spread most: one set of constants per engine
-# serves builds from 2023 to 2026 (docs/speed.md, "What misses and why").
-FIXED_COST_CAVEAT = (
-    "fixed costs dominate this step; they differ most between engine builds and GPU generations: measured "
-    "2026 builds run some models 1.5-2.7x faster at low concurrency than these constants (TensorRT-LLM on "
-    "GB200, vLLM gpt-oss on 8x H100), older builds slower (docs/speed.md)"
-)
-
-
-def _fixed_costs(ctx: _Context, running: int) -> str:
-    """The decode step's fixed costs for this deployment, in words: they dominate small models on
-    fast GPUs, so the per-step figure alone would hide most of them."""
-    r, work = ctx.rates, ctx.work
-    per_step = ctx.requests_per_micro_batch(running)  # a stage steps one micro-batch at a time
-    parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers / work.pp:g} layers"]
-    if work.moe_layers and r.moe_layer_overhead_s:
-        parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
-    if r.step_overhead_s:
-        parts.append(f"{r.step_overhead_s * 1e3:.2f} ms per step")
-    if r.seq_overhead_s:
-        parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {per_step:.4g} running sequences"
-                     + (f" of a micro-batch ({running} in {ctx.pp})" if ctx.pp > 1 and running > 1 else ""))
-    total = overhead_s(work, r, per_step)
-    return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
-
-
-def _hop_note(ctx: _Context, running: int) -> str:
-    """What crossing the pipeline's stage boundaries costs (and its share of a decode round), or
-    that the engine has no figure for it."""
-    r, d = ctx.rates, ctx.d
-    if not r.pipeline_hop_fitted:
-        return (f"pipeline stage boundaries: no host cost per request for {d.engine} (no measured pipeline-parallel "
-                "serving run to fit one; TensorRT-LLM's measured runs pay one, which would cut throughput at this "
-                "batch by the share its note gives, docs/speed.md), so this may be optimistic")
-    hops, round_s = ctx.boundary_host_s(ctx.requests_per_micro_batch(running)), ctx.iteration(running, 0.0)[1]
-    return (f"pipeline stage boundaries: {r.pipeline_hop_s_per_request * 1e6:.0f} µs per request of a micro-batch at each "
-            f"of the {ctx.pp - 1} boundaries ({d.engine}'s host work between stages): {hops * 1e3:.1f} ms of a "
-            f"{round_s * 1e3:.1f} ms decode round at {running} running ({hops / round_s:.0%}); fitted on one "
-            "v1.0-era table (Llama 3.3 70B on PCIe RTX PRO 6000, PP 2 and 4; checked on its PP 8 rows), docs/speed.md")
-
-
-def _prompt_note(ctx: _Context) -> str | None:
-    """How the prompt is batched where the engine splits its chunks (llama.cpp's n_ubatch), and a
-    stated micro-batch the chunk caps."""
-    settings, asked = ctx.mp.settings, ctx.d.ubatch_size
-    capped = (f"--ubatch-size {asked} is capped at the {settings.max_num_batched_tokens}-token n_batch, as llama.cpp caps it "
-              "(raise --max-num-batched-tokens too)") if asked and asked > settings.prefill_micro_batch_tokens else None
-    if settings.prefill_micro_batch_tokens >= settings.max_num_batched_tokens:
-        return capped
-    split = (f"prompts run in micro-batches of {settings.prefill_micro_batch_tokens} tokens (of "
-             f"{settings.max_num_batched_tokens}-token chunks; --ubatch-size), each reading the weights it touches again "
-             "and paying the step's fixed costs" + (f", pipelined over the {ctx.pp} stages" if ctx.pp > 1 else ""))
-    return split
-
-
-def _unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
-    """How much of a decode step unpacking K-quant super-blocks costs (the ALU work that makes
-    GPUs with few FLOP/s per byte, such as Apple M1, slower than their bandwidth with these formats)."""
-    unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
-    return (f"{ctx.mp.quantization.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
-            f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
-            f"step against {step.memory_s * 1e3:.2f} ms of memory traffic; the step takes the larger")
 
 
 def _concurrency(ctx: _Context, w: Workload) -> int:

@@ -1,0 +1,76 @@
+"""The serving estimate's notes in words: its fixed costs, what crossing pipeline stages costs, how
+llama.cpp batches a prompt, and what unpacking K-quant super-blocks costs (``serving.py`` states them
+beside the figures)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferplan.performance.phases import StepTime, overhead_s
+
+if TYPE_CHECKING:  # pragma: no cover
+    from inferplan.performance.serving import _Context
+
+
+# Where fixed costs dominate, the measured points spread most: one set of constants per engine
+# serves builds from 2023 to 2026 (docs/speed.md, "What misses and why").
+FIXED_COST_CAVEAT = (
+    "fixed costs dominate this step; they differ most between engine builds and GPU generations: measured "
+    "2026 builds run some models 1.5-2.7x faster at low concurrency than these constants (TensorRT-LLM on "
+    "GB200, vLLM gpt-oss on 8x H100), older builds slower (docs/speed.md)"
+)
+
+
+def fixed_costs(ctx: _Context, running: int) -> str:
+    """The decode step's fixed costs for this deployment, in words: they dominate small models on
+    fast GPUs, so the per-step figure alone would hide most of them."""
+    r, work = ctx.rates, ctx.work
+    per_step = ctx.requests_per_micro_batch(running)  # a stage steps one micro-batch at a time
+    parts = [f"{r.layer_overhead_s * 1e6:.0f} µs × {work.num_layers / work.pp:g} layers"]
+    if work.moe_layers and r.moe_layer_overhead_s:
+        parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
+    if r.step_overhead_s:
+        parts.append(f"{r.step_overhead_s * 1e3:.2f} ms per step")
+    if r.seq_overhead_s:
+        parts.append(f"{r.seq_overhead_s * 1e6:.0f} µs × {per_step:.4g} running sequences"
+                     + (f" of a micro-batch ({running} in {ctx.pp})" if ctx.pp > 1 and running > 1 else ""))
+    total = overhead_s(work, r, per_step)
+    return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
+
+
+def hop_note(ctx: _Context, running: int) -> str:
+    """What crossing the pipeline's stage boundaries costs (and its share of a decode round), or
+    that the engine has no figure for it."""
+    r, d = ctx.rates, ctx.d
+    if not r.pipeline_hop_fitted:
+        return (f"pipeline stage boundaries: no host cost per request for {d.engine} (no measured pipeline-parallel "
+                "serving run to fit one; TensorRT-LLM's measured runs pay one, which would cut throughput at this "
+                "batch by the share its note gives, docs/speed.md), so this may be optimistic")
+    hops, round_s = ctx.boundary_host_s(ctx.requests_per_micro_batch(running)), ctx.iteration(running, 0.0)[1]
+    return (f"pipeline stage boundaries: {r.pipeline_hop_s_per_request * 1e6:.0f} µs per request of a micro-batch at each "
+            f"of the {ctx.pp - 1} boundaries ({d.engine}'s host work between stages): {hops * 1e3:.1f} ms of a "
+            f"{round_s * 1e3:.1f} ms decode round at {running} running ({hops / round_s:.0%}); fitted on one "
+            "v1.0-era table (Llama 3.3 70B on PCIe RTX PRO 6000, PP 2 and 4; checked on its PP 8 rows), docs/speed.md")
+
+
+def prompt_note(ctx: _Context) -> str | None:
+    """How the prompt is batched where the engine splits its chunks (llama.cpp's n_ubatch), and a
+    stated micro-batch the chunk caps."""
+    settings, asked = ctx.mp.settings, ctx.d.ubatch_size
+    capped = (f"--ubatch-size {asked} is capped at the {settings.max_num_batched_tokens}-token n_batch, as llama.cpp caps it "
+              "(raise --max-num-batched-tokens too)") if asked and asked > settings.prefill_micro_batch_tokens else None
+    if settings.prefill_micro_batch_tokens >= settings.max_num_batched_tokens:
+        return capped
+    split = (f"prompts run in micro-batches of {settings.prefill_micro_batch_tokens} tokens (of "
+             f"{settings.max_num_batched_tokens}-token chunks; --ubatch-size), each reading the weights it touches again "
+             "and paying the step's fixed costs" + (f", pipelined over the {ctx.pp} stages" if ctx.pp > 1 else ""))
+    return split
+
+
+def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
+    """How much of a decode step unpacking K-quant super-blocks costs (the ALU work that makes
+    GPUs with few FLOP/s per byte, such as Apple M1, slower than their bandwidth with these formats)."""
+    unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
+    return (f"{ctx.mp.quantization.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
+            f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
+            f"step against {step.memory_s * 1e3:.2f} ms of memory traffic; the step takes the larger")
