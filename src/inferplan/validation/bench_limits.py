@@ -33,15 +33,12 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import resolve_model
-from inferplan.catalog.schema import SpeedPoint
+from inferplan.catalog.schema import BENCH_TUNED_FORMATS, SpeedPoint
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.params import count_params
 
 TOOL = "trtllm-bench"
-# bytes per stored element the tool counts for each format it tunes (schema.BENCH_TUNED_FORMATS; its
-# BYTES_PER_ELEM, keyed by the checkpoint's quant_algo: NVFP4, FP8, FP8_BLOCK_SCALES, no quantization)
-BYTES_PER_ELEMENT = {"nvfp4": 0.5, "fp8": 1.0, "fp8-block": 1.0, "bf16": 2.0, "fp16": 2.0}
 KV_FREE_FRACTION = 0.90  # trtllm-bench throughput's --kv_cache_free_gpu_mem_fraction default
 MAX_SEQUENCES = 4096  # the cap on the whole batch before it is split over pipeline stages
 MAX_TOKENS = 32768
@@ -84,7 +81,7 @@ def trtllm_bench_limits(catalog: Catalog, point: SpeedPoint) -> BenchLimits:
     bits = catalog.quantization(point.quantization).bits_per_weight.value
     # sub-byte and 8-bit weights (with their block scales) sit in one-byte elements; the rest one per weight
     stored = params.linear * (bits / 8 if bits <= 8 else 1) + (params.total - params.linear)
-    checkpoint_bytes = stored * BYTES_PER_ELEMENT[point.quantization]
+    checkpoint_bytes = stored * BENCH_TUNED_FORMATS[point.quantization]  # bytes per stored element
     kv_bits = catalog.kv_cache_dtype(point.kv_cache_dtype).bits_per_element.value
     token_bytes = 2 * arch.num_layers * max(tp, arch.num_kv_heads) * arch.head_dim * kv_bits / 8
     device, _ = device_total_bytes(catalog, catalog.accelerator(point.accelerator))

@@ -23,8 +23,7 @@ from inferplan.performance.measured import metric_value as estimate_metric
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, estimate
 from inferplan.performance.workload import Workload
-from inferplan.validation.bench_limits import TOOL as BENCH_TOOL
-from inferplan.validation.bench_limits import BenchLimits, trtllm_bench_limits
+from inferplan.validation.bench_limits import TOOL as BENCH_TOOL, BenchLimits, trtllm_bench_limits
 
 KIND = {
     SpeedMetric.DECODE_TOKENS_PER_S_PER_USER: "decode",
