@@ -1,7 +1,8 @@
 """Phase times on one GPU of an instance (one pipeline stage): a prefill chunk and a decode step.
 
-A step takes the longer of moving its bytes and doing its FLOPs (unpacking super-block weights
-included) at the engine's achievable rates, plus communication — tensor-parallel all-reduces (two per layer: a ring over the scale-up
+A step takes the time of moving its bytes and of doing its FLOPs (unpacking super-block weights
+included) at the engine's achievable rates, combined as their power mean of a fitted order (about
+the longer far from the ridge, more than either near it: ``overlapped``), plus communication — tensor-parallel all-reduces (two per layer: a ring over the scale-up
 link, hierarchical once the group spans domains), expert all-to-alls and pipeline-stage hops, over
 the scale-out network where they leave the scale-up domain — and a fixed per-step overhead (kernel launches, sampling, scheduling) that dominates small
 models on fast GPUs.
@@ -25,10 +26,11 @@ class StepTime:
     compute_s: float
     comm_s: float
     overhead_s: float
+    overlap_exponent: float = math.inf  # how memory and compute time combine (``overlapped``)
 
     @property
     def seconds(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.comm_s + self.overhead_s
+        return overlapped(self.memory_s, self.compute_s, self.overlap_exponent) + self.comm_s + self.overhead_s
 
     @property
     def bound(self) -> str:
@@ -37,6 +39,18 @@ class StepTime:
         parts = {"memory": self.memory_s, "compute": self.compute_s, "communication": self.comm_s,
                  "overhead": self.overhead_s}
         return max(parts, key=parts.get)
+
+
+def overlapped(memory_s: float, compute_s: float, exponent: float) -> float:
+    """Time of a step that moves bytes for ``memory_s`` and computes for ``compute_s``: their power
+    mean of order ``exponent``, ``(m^p + c^p)^(1/p)``. An infinite exponent is the plain roofline,
+    the larger of the two; a finite one charges a step near the ridge, where the two are alike,
+    more than either (kernels there saturate neither the memory system nor the tensor cores), and
+    leaves a step far from it at the larger."""
+    if math.isinf(exponent) or not memory_s or not compute_s:
+        return max(memory_s, compute_s)
+    top = max(memory_s, compute_s)
+    return top * ((memory_s / top) ** exponent + (compute_s / top) ** exponent) ** (1 / exponent)
 
 
 def _crossing(group: int, rates: Rates) -> tuple[int, int]:
@@ -146,6 +160,7 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
         compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens + prefill_tokens) + stage_hop_s(work, rates, tokens + prefill_tokens),
         overhead_s=micro_batch_overhead_s(work, rates, batch, parts),
+        overlap_exponent=rates.overlap_exponent,
     )
 
 
@@ -180,4 +195,5 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
         compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
         comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
         overhead_s=micro_batch_overhead_s(work, rates, 1.0, parts),
+        overlap_exponent=rates.overlap_exponent,
     )

@@ -9,6 +9,7 @@ format (FP8 on Hopper, NVFP4/MXFP4 on Blackwell); otherwise it falls back to 16-
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
@@ -50,6 +51,7 @@ class Rates:
     # host work between stages (0: the engine has no fitted figure; pipeline_hop_fitted says which)
     pipeline_hop_s_per_request: float = 0.0
     pipeline_hop_fitted: bool = False
+    overlap_exponent: float = math.inf  # power mean of a step's memory and compute time (phases.overlapped)
 
     @property
     def achievable_flop_per_s(self) -> float:
@@ -224,6 +226,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         attention_peak_flop_per_s=peak_flops(accel, attention),
         pipeline_hop_s_per_request=hop.value if hop else 0.0,
         pipeline_hop_fitted=hop is not None,
+        overlap_exponent=catalog.constant("roofline-overlap-exponent"),
         family=key,
         notes=notes,
     )

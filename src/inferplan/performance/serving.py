@@ -289,7 +289,9 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
     assumptions.append(f"rates: {r.bandwidth_efficiency:.0%} of peak bandwidth, {r.compute_efficiency:.0%} of peak "
-                       f"{r.compute_dtype} FLOP/s{attention}; {fixed_costs(ctx, running)} (calibrated, see "
+                       f"{r.compute_dtype} FLOP/s{attention}, a step's memory and compute time combined as their power mean "
+                       f"of order {r.overlap_exponent:g} (near the ridge up to {2 ** (1 / r.overlap_exponent):.2f}x "
+                       f"the larger); {fixed_costs(ctx, running)} (calibrated, see "
                        f"docs/speed.md); TTFT includes {r.request_overhead_s * 1e3:.0f} ms per request before its prompt "
                        "is processed (receiving, tokenising, scheduling)"
                        + ("" if r.request_overhead_fitted else ": the pooled value, which no TTFT point of this family checks"))

@@ -1,0 +1,57 @@
+"""How a step's memory and compute time combine (docs/speed.md §1, session 14): their power mean of
+a fitted order, which is the plain roofline (the larger) far from the ridge and more than either
+near it."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.memory.deployment import Deployment
+from inferplan.performance.phases import StepTime, overlapped
+from inferplan.performance.serving import _Context, _estimate
+from inferplan.performance.workload import Workload
+
+CATALOG = load_catalog()
+times = st.floats(min_value=0.0, max_value=10.0, allow_nan=False)
+exponents = st.floats(min_value=1.0, max_value=64.0)
+
+
+def test_an_infinite_exponent_is_the_plain_roofline():
+    assert overlapped(3e-3, 1e-3, math.inf) == 3e-3
+    assert overlapped(1e-3, 3e-3, math.inf) == 3e-3
+
+
+def test_order_two_at_the_ridge_and_far_from_it():
+    assert overlapped(1.0, 1.0, 2.0) == pytest.approx(math.sqrt(2))  # alike: 41 % more than either
+    assert overlapped(1.0, 0.1, 2.0) == pytest.approx(math.sqrt(1.01))  # a tenth: half a per cent more
+    assert overlapped(0.0, 2.0, 2.0) == 2.0 and overlapped(2.0, 0.0, 2.0) == 2.0
+
+
+@given(times, times, exponents)
+def test_the_mean_lies_between_the_larger_and_the_sum(memory_s, compute_s, p):
+    t = overlapped(memory_s, compute_s, p)
+    assert max(memory_s, compute_s) <= t * (1 + 1e-12)
+    assert t <= (memory_s + compute_s) * (1 + 1e-12)
+    assert t == pytest.approx(overlapped(compute_s, memory_s, p))
+
+
+@given(times, times, st.floats(min_value=0.0, max_value=1.0), exponents)
+def test_more_of_either_never_takes_less_time(memory_s, compute_s, extra, p):
+    t = overlapped(memory_s, compute_s, p)
+    assert overlapped(memory_s + extra, compute_s, p) >= t * (1 - 1e-12)
+    assert overlapped(memory_s, compute_s + extra, p) >= t * (1 - 1e-12)
+
+
+def test_the_step_uses_the_shipped_exponent():
+    p = CATALOG.constant("roofline-overlap-exponent")
+    assert 1.0 <= p < math.inf
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100-sxm", quantization="bf16"),
+                   Workload(input_len=1024, output_len=256))
+    assert ctx.rates.overlap_exponent == p
+    step = StepTime(memory_s=2e-3, compute_s=1e-3, comm_s=1e-4, overhead_s=5e-4, overlap_exponent=p)
+    assert step.seconds == pytest.approx(overlapped(2e-3, 1e-3, p) + 6e-4)
+    assert step.bound == "memory"
+    assert any(f"power mean of order {p:g}" in a for a in _estimate(ctx, 1).assumptions)  # the estimate says so
