@@ -55,3 +55,29 @@ def test_the_step_uses_the_shipped_exponent():
     assert step.seconds == pytest.approx(overlapped(2e-3, 1e-3, p) + 6e-4)
     assert step.bound == "memory"
     assert any(f"power mean of order {p:g}" in a for a in _estimate(ctx, 1).assumptions)  # the estimate says so
+
+
+def test_decode_steps_and_prompts_combine_by_the_shipped_exponent():
+    from inferplan.performance.phases import decode_step, prefill
+
+    ctx = _Context(CATALOG, Deployment(model="llama-3.1-70b", gpu="h100-sxm", quantization="fp8", gpus=2,
+                                       tensor_parallel_size=2), Workload(input_len=1024, output_len=256))
+    p = CATALOG.constant("roofline-overlap-exponent")
+    step = decode_step(ctx.work, ctx.mp.layout, ctx.rates, batch=256, context=1500)
+    chunk = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=512)
+    for s in (step, chunk):
+        assert s.overlap_exponent == p
+        assert s.seconds == pytest.approx(overlapped(s.memory_s, s.compute_s, p) + s.comm_s + s.overhead_s)
+    # near the ridge the step costs more than the larger part, and its bound names the larger one
+    assert step.seconds > max(step.memory_s, step.compute_s) + step.comm_s + step.overhead_s
+    assert step.bound == ("memory" if step.memory_s >= step.compute_s else "compute")
+
+
+def test_an_exponent_below_one_is_refused_with_the_constant_named(monkeypatch):
+    from inferplan.errors import CatalogError
+    from inferplan.performance.rates import overlap_exponent
+
+    monkeypatch.setattr(type(CATALOG), "constant", lambda self, name: 0.5)
+    with pytest.raises(CatalogError) as refused:
+        overlap_exponent(CATALOG)
+    assert "roofline-overlap-exponent" in refused.value.describe() and "allowed" in refused.value.describe()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inferplan.performance.phases import StepTime, overhead_s
+from inferplan.performance.phases import StepTime, overhead_s, overlapped
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.performance.serving import _Context
@@ -73,4 +73,5 @@ def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
     unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
     return (f"{ctx.mp.quantization.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
             f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
-            f"step against {step.memory_s * 1e3:.2f} ms of memory traffic; the step takes the larger")
+            f"step beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other compute they take "
+            f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")

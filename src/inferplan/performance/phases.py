@@ -26,7 +26,7 @@ class StepTime:
     compute_s: float
     comm_s: float
     overhead_s: float
-    overlap_exponent: float = math.inf  # how memory and compute time combine (``overlapped``)
+    overlap_exponent: float  # how memory and compute time combine (``overlapped``)
 
     @property
     def seconds(self) -> float:
@@ -36,7 +36,8 @@ class StepTime:
     def bound(self) -> str:
         """What the step spends most of its time on; ``overhead`` when fixed costs (launches,
         scheduling, sampling) outweigh moving bytes, computing and communicating."""
-        parts = {"memory": self.memory_s, "compute": self.compute_s, "communication": self.comm_s,
+        maths = overlapped(self.memory_s, self.compute_s, self.overlap_exponent)
+        parts = {"memory" if self.memory_s >= self.compute_s else "compute": maths, "communication": self.comm_s,
                  "overhead": self.overhead_s}
         return max(parts, key=parts.get)
 
@@ -47,7 +48,7 @@ def overlapped(memory_s: float, compute_s: float, exponent: float) -> float:
     the larger of the two; a finite one charges a step near the ridge, where the two are alike,
     more than either (kernels there saturate neither the memory system nor the tensor cores), and
     leaves a step far from it at the larger."""
-    if math.isinf(exponent) or not memory_s or not compute_s:
+    if math.isinf(exponent) or not memory_s or not compute_s or math.isinf(memory_s) or math.isinf(compute_s):
         return max(memory_s, compute_s)
     top = max(memory_s, compute_s)
     return top * ((memory_s / top) ** exponent + (compute_s / top) ** exponent) ** (1 / exponent)

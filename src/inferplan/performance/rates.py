@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, ComputeDtype, Quantization
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import Hardware
 
 _DTYPE_KEYS = {"fp4": "fp4", "fp8": "fp8", "int8": "int8", "bf16": "bf16", "fp16": "fp16", "int4": "int4"}
@@ -174,6 +174,16 @@ def link_latency(catalog: Catalog, link: str) -> tuple[float, float]:
     return catalog.constant("allreduce-latency-s-other-fabric"), 0.0
 
 
+def overlap_exponent(catalog: Catalog) -> float:
+    """The order of the power mean a step's memory and compute time combine by (``phases.overlapped``):
+    at least 1, since below it a step would take longer than its memory and compute time together."""
+    p = catalog.constant("roofline-overlap-exponent")
+    if not p >= 1.0:
+        raise CatalogError(f"the order of the power mean is {p}", field="calibration.yaml roofline-overlap-exponent",
+                           allowed="1 (memory and compute time summed) or more (a large number: about the larger)")
+    return p
+
+
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
               hardware: Hardware | None = None, kv_dtype: str | None = None) -> Rates:
     """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
@@ -226,7 +236,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         attention_peak_flop_per_s=peak_flops(accel, attention),
         pipeline_hop_s_per_request=hop.value if hop else 0.0,
         pipeline_hop_fitted=hop is not None,
-        overlap_exponent=catalog.constant("roofline-overlap-exponent"),
+        overlap_exponent=overlap_exponent(catalog),
         family=key,
         notes=notes,
     )
