@@ -48,9 +48,9 @@ def overlapped(memory_s: float, compute_s: float, exponent: float) -> float:
     the larger of the two; a finite one charges a step near the ridge, where the two are alike,
     more than either (kernels there saturate neither the memory system nor the tensor cores), and
     leaves a step far from it at the larger."""
-    if math.isinf(exponent) or not memory_s or not compute_s or math.isinf(memory_s) or math.isinf(compute_s):
-        return max(memory_s, compute_s)
     top = max(memory_s, compute_s)
+    if math.isinf(exponent) or math.isinf(top) or not memory_s or not compute_s:
+        return top
     return top * ((memory_s / top) ** exponent + (compute_s / top) ** exponent) ** (1 / exponent)
 
 
