@@ -69,7 +69,7 @@ def test_plan_report_and_validate(client):
     assert {"cost_per_user", "payback", "capacity", "uncertainty", "memory", "frontier"} <= set(view["charts"])
     assert any(c["key"] == "users" for c in view["cards"])
     eur = client.post("/api/plan", json={"scenario": SCENARIO, "draws": 0, "currency": "eur"}).json()
-    assert eur["uncertainty"] is None and eur["cards"][0]["value"].startswith("€")
+    assert eur["uncertainty"] is None and eur["cards"][0]["value"].lstrip("-").startswith("€")
     bad = client.post("/api/plan", json={"scenario": {**SCENARIO, "colour": "red"}})
     assert bad.status_code == 422
     rep = client.post("/api/report", json={"scenario": SCENARIO, "draws": 100})
@@ -296,3 +296,47 @@ def test_ubatch_size_is_taken_for_llamacpp_and_refused_by_name_elsewhere(client)
                                         "workload": {"input_len": 4096, "output_len": 64}})
     assert ok.status_code == 200
     assert any("micro-batches of 1024 tokens" in a for a in ok.json()["assumptions"])
+
+
+def test_saving_under_a_taken_name_is_refused_unless_replace_is_said(client):
+    assert client.post("/api/scenarios", json={"name": "mine", "scenario": SCENARIO}).status_code == 201
+    again = client.post("/api/scenarios", json={"name": "mine", "scenario": {**SCENARIO, "target_users": 900}})
+    assert again.status_code == 409 and loc(again) == ["body", "name"] and "replace" in again.json()["detail"][0]["allowed"]
+    assert client.get("/api/scenarios").json()[0]["scenario"]["target_users"] == 200  # nothing lost
+    replaced = client.post("/api/scenarios", json={"name": "mine", "scenario": {**SCENARIO, "target_users": 900}, "replace": True})
+    assert replaced.status_code == 201 and replaced.json()["scenario"]["target_users"] == 900
+
+
+def test_a_scenario_that_cannot_plan_is_not_saved(client):
+    r = client.post("/api/scenarios", json={"name": "tp3", "scenario": {**SCENARIO, "cell": {"tensor_parallel_size": 3}}})
+    assert r.status_code == 422 and "cell" in loc(r)
+    assert client.get("/api/scenarios").json() == []
+
+
+def test_a_quote_names_a_system_exactly_and_never_a_gpu(client):
+    good = {"price_usd": 4000, "quoted_on": "2026-06-01", "vendor": "x"}
+    for name in ("h100-sxm", "H100", "b200"):  # GPUs, which once matched a node by part of its name
+        r = client.post("/api/quotes", json={"system": name, **good})
+        assert r.status_code == 422 and loc(r) == ["body", "system"] and "hgx-h100" in r.json()["detail"][0]["allowed"]
+    assert client.get("/api/quotes").json() == []
+
+
+def test_a_report_for_a_name_outside_latin_1_downloads(client):
+    r = client.post("/api/report", json={"scenario": {**SCENARIO, "name": "Qwen on H100 — 日本"}, "draws": 0})
+    assert r.status_code == 200
+    disposition = r.headers["content-disposition"]
+    assert 'filename="Qwen-on-H100.html"' in disposition and "filename*=UTF-8''" in disposition
+
+
+def test_eur_reaches_the_recommendation_the_charts_and_the_report(client):
+    body = {"scenario": SCENARIO, "draws": 0, "currency": "eur"}
+    view = client.post("/api/plan", json=body).json()
+    rec = next(c for c in view["cards"] if c["key"] == "recommendation")
+    assert "€" in rec["note"] and "$" not in rec["note"]
+    assert "(EUR)" in view["charts"]["payback"]["title"] and "(EUR)" in view["charts"]["cost_per_user"]["title"]
+    usd = client.post("/api/plan", json={**body, "currency": "usd"}).json()
+    fx = usd["result"]["fx_usd_per_eur"]
+    assert view["charts"]["payback"]["data"]["values"][0]["amount"] * fx == pytest.approx(
+        usd["charts"]["payback"]["data"]["values"][0]["amount"])
+    report = client.post("/api/report", json=body).text
+    assert "All amounts EUR" in report and "All amounts USD" not in report

@@ -153,6 +153,26 @@ def test_save_reload_and_shared_link(page, server, browser):
         other.close()
 
 
+def test_a_loaded_scenario_plans_as_it_was_saved(page, server):
+    # fields the form has no control for, and values its slider cannot hold, survive loading
+    saved = {"name": "full", "model": "qwen3-235b-a22b", "quantization": "fp8", "engine": "sglang",
+             "platform": {"system": "hgx-b200", "quote_usd_per_system": 450000}, "cell": {"tensor_parallel_size": 8},
+             "kv_cache_dtype": "fp8", "workload": {"preset": "coding-developer-median", "cache_hit_rate": 0.5},
+             "target_users": 50000, "money": {"quote_multiplier": 1.3, "pue": 1.2, "software": "nvaie-1-year"}}
+    r = httpx.post(server + "/api/scenarios", json={"name": "full plan", "scenario": saved, "replace": True}, timeout=60)
+    assert r.status_code == 201, r.text
+    page.goto(server + "/")
+    stamp = planned(page)
+    page.click("button[aria-label='Load full plan']")
+    planned(page, stamp)
+    sent = scenario_in_url(page)
+    assert sent["cell"]["tensor_parallel_size"] == 8
+    assert sent["kv_cache_dtype"] == "fp8" and sent["platform"]["quote_usd_per_system"] == 450000
+    assert sent["workload"]["cache_hit_rate"] == 0.5 and sent["target_users"] == 50000
+    assert sent["money"]["quote_multiplier"] == 1.3 and sent["money"]["pue"] == 1.2
+    assert card_values(page)["capex"] == next(c["value"] for c in api_view(server, saved)["cards"] if c["key"] == "capex")
+
+
 def test_report_download_and_phone_layout(page, server):
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(server + "/")

@@ -8,11 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InferplanError
 from inferplan.memory.deployment import Deployment
 from inferplan.performance.phases import StepTime, overlapped
 from inferplan.performance.serving import _Context, _estimate
 from inferplan.performance.workload import Workload
+from inferplan.validation.overlap_grid import scan, with_exponent
 
 CATALOG = load_catalog()
 times = st.floats(min_value=0.0, max_value=10.0, allow_nan=False)
@@ -81,3 +84,34 @@ def test_an_exponent_below_one_is_refused_with_the_constant_named(monkeypatch):
     with pytest.raises(CatalogError) as refused:
         overlap_exponent(CATALOG)
     assert "roofline-overlap-exponent" in refused.value.describe() and "allowed" in refused.value.describe()
+
+
+# ---- the grid the order is chosen on (validation/overlap_grid.py) ----
+
+def _few_fit_points():
+    return [p for p in cs.prepare(CATALOG, "fit")[0] if p.family == "sglang"][:6]
+
+
+def test_the_grid_moves_copies_and_leaves_the_points_it_was_given():
+    points = _few_fit_points()
+    shipped = CATALOG.constant("roofline-overlap-exponent")
+    moved = with_exponent(points, 3.0)
+    assert [p.ctx.rates.overlap_exponent for p in moved] == [3.0] * len(points)
+    assert [p.ctx.rates.overlap_exponent for p in points] == [shipped] * len(points)
+
+
+def test_the_grid_refuses_an_order_below_one():
+    with pytest.raises(InferplanError) as err:
+        with_exponent(_few_fit_points(), 0.5)
+    assert err.value.field == "p"
+
+
+def test_the_grid_scores_each_order_after_its_own_refit():
+    points = _few_fit_points()
+    scores = scan((1.0, math.inf), points=points)
+    assert list(scores) == [1.0, math.inf]
+    assert all(0 <= v < 1 for v in scores.values())
+    assert scores[1.0] != scores[math.inf]  # the order reaches the predictions
+    # each score comes after a refit: no worse than the fixed start's constants at that order
+    for p, score in scores.items():
+        assert score <= cs.objective(with_exponent(points, p), cs.START) + 1e-12

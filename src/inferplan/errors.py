@@ -50,5 +50,9 @@ class InvalidScenarioError(InferplanError):
     """A deployment or scenario input is out of range or inconsistent."""
 
 
+class ConflictError(InferplanError):
+    """Saving would replace something that exists: the caller has to say it wants that."""
+
+
 class DoesNotFitError(InferplanError):
     """Raised only where a caller asks for a fit to be required; fit() itself reports it."""

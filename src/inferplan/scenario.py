@@ -16,6 +16,7 @@ from pydantic import AliasChoices, BaseModel, Field, ValidationError, Validation
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, WrittenFloat, stored
+from inferplan.memory.deployment import MIN_KV_BYTES_PER_TOKEN
 
 
 class Platform(Input):
@@ -52,15 +53,29 @@ class Platform(Input):
 
 
 class Cell(Input):
-    """The replica cell: one engine instance. Default: the smallest layout that fits."""
+    """The replica cell: one engine instance. Default: the best layout that fits (economics docs)."""
 
     tensor_parallel_size: int = Field(1, ge=1, le=1024)
     pipeline_parallel_size: int = Field(1, ge=1, le=1024)
+    data_parallel_size: int = Field(1, ge=1, le=1024, description="attention data-parallel ranks inside the cell (with expert parallelism)")
+    enable_expert_parallel: bool = Field(False, description="a mixture-of-experts model's experts spread over all the cell's GPUs")
+
+    @model_validator(mode="after")
+    def _ranks_share_experts(self) -> "Cell":
+        if self.data_parallel_size > 1 and not self.enable_expert_parallel:
+            raise ValueError("data_parallel_size above 1 needs enable_expert_parallel: true (ranks that share no "
+                             "experts are separate cells, which the loadout packs by itself)")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
 
 class MoneyInputs(Input):
-    amortization_years: float | None = Field(None, gt=0, le=20)
-    capital_recovery_years: float | None = Field(None, gt=0, le=20)
+    # half a year at least: a few days of amortization made a million tokens cost billions
+    amortization_years: float | None = Field(None, ge=0.5, le=20)
+    capital_recovery_years: float | None = Field(None, ge=0.5, le=20)
     utilization: float | None = Field(None, gt=0, le=1, description="average power draw as a share of the maximum")
     electricity_usd_per_kwh: float | None = Field(None, ge=0, le=10)
     pue: float | None = Field(None, ge=1, le=4)
@@ -70,7 +85,7 @@ class MoneyInputs(Input):
     staff_usd_per_month: float = Field(0.0, ge=0, le=1e9)
     quote_multiplier: float = Field(1.0, gt=0, le=100, description="private quote = same-model API price × this")
     api_alternative: str | None = Field(None, description="api price id to compare with (default: the same model's)")
-    rental: str | None = Field(None, description="rental price id (default: the cheapest on-demand for the GPU)")
+    rental: str | None = Field(None, description="rental price id (default: the median on-demand listing for the GPU)")
     migration_cost_usd: float | None = Field(None, ge=0, le=1e9, description="one-off cost to port to another stack")
     migration_target_usd_per_mtok: float | None = Field(None, ge=0, le=1e4)
 
@@ -82,9 +97,10 @@ class Scenario(Input):
     engine: str = "vllm"
     kv_cache_dtype: str = "auto"
     kv_bytes_per_token: float | None = Field(
-        None, ge=1, le=1e9, description="stated KV bytes per token, for a model whose architecture is not published")
+        None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,
+        description="stated KV bytes per token (at least 1 KiB), for a model whose architecture is not published")
     platform: Platform
-    cell: Cell | None = Field(None, description="the replica cell as stated; left out: the smallest layout that fits")
+    cell: Cell | None = Field(None, description="the replica cell as stated; left out: the layout carrying the most users (docs/economics.md)")
     workload: WorkloadOverrides = WorkloadOverrides()
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     money: MoneyInputs = MoneyInputs()

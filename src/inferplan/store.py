@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, stored
 from inferplan.scenario import Scenario
 
@@ -128,11 +128,14 @@ class Store:
                 raise
 
     # --- scenarios
-    def save_scenario(self, name: str, scenario: Scenario) -> SavedScenario:
-        """Save under ``name``; saving an existing name replaces its scenario."""
+    def save_scenario(self, name: str, scenario: Scenario, *, replace: bool = False) -> SavedScenario:
+        """Save under ``name``; an existing name is refused unless ``replace`` (nothing is lost unasked)."""
         name = _clean_name(name)
         now, body = _now(), scenario.model_dump_json()
         with self._write() as db:
+            if not replace and db.execute("SELECT 1 FROM scenarios WHERE name = ?", (name,)).fetchone():
+                raise ConflictError(f"a scenario called {name!r} is saved already", field="name",
+                                    allowed="another name, or replace: true to replace it")
             db.execute(
                 "INSERT INTO scenarios (name, body, created, updated) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET body = excluded.body, updated = excluded.updated",

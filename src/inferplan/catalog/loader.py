@@ -8,6 +8,7 @@ every system names a known accelerator, every checkpoint a known quantization).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import dataclass, field
@@ -77,9 +78,6 @@ def normalise_name(name: str) -> str:
     return _SEPARATORS.sub("", name.strip().lower())
 
 
-MIN_PARTIAL = 3  # characters a name needs before a part of a record's name may match it
-
-
 @dataclass(frozen=True)
 class Registry(Generic[T]):
     """Records of one kind, by id, with alias lookup."""
@@ -120,28 +118,44 @@ class Registry(Generic[T]):
         exact = self.exact(name)
         if len(exact) == 1:
             return exact[0]
-        # a part of a name finds it (H100 -> h100-sxm); a name shorter than MIN_PARTIAL only as a whole
-        # word of one (m3 -> minimax-m3, q8 -> q8_0), so 'x' is not fx-eur-usd
-        partial = exact or [r for r in self.records.values()
-                            if any(wanted in n for n in _names(r)) and (len(wanted) >= MIN_PARTIAL or wanted in _words(r))]
+        # whole words of a name find it (H100 -> h100-sxm, m3 -> minimax-m3, q8 -> q8_0); a part of a
+        # word does not (fp3 is not fp32, qwen3-2 not qwen3-235b-a22b, x not fx-eur-usd)
+        words = _word_list(name)
+        partial = exact or [r for r in self.records.values() if any(_contains_run(ws, words) for ws in _word_lists(r))]
         if len(partial) == 1:
             return partial[0]
         if partial:
-            ids = ", ".join(sorted(r.id for r in partial))
+            matched = sorted(r.id for r in partial)
+            ids = ", ".join(matched[:AMBIGUOUS_LISTED]) + (f", … ({len(matched)} in all)" if len(matched) > AMBIGUOUS_LISTED else "")
             raise AmbiguousNameError(
                 f"{name!r} matches several {self.kind}: {ids}", field=field_name, allowed=ids
             )
-        raise error(
-            f"no {self.kind[:-1] if self.kind.endswith('s') else self.kind} named {name!r}; "
-            f"see `inferplan catalog list {self.kind.replace(' ', '-')}`",
-            field=field_name,
-        )
+        kind = self.kind[:-1] if self.kind.endswith('s') else self.kind
+        close = difflib.get_close_matches(name.strip().lower(), list(self.records), n=5, cutoff=0.6)
+        listed = close or sorted(self.records)[:MAX_LISTED]
+        more = "" if close or len(self.records) <= MAX_LISTED else f", … ({len(self.records)} in all)"
+        raise error(f"no {kind} named {name!r}{' (allowed: the closest ids)' if close else ''}; "
+                    f"see `inferplan catalog list {self.kind.replace(' ', '-')}`",
+                    field=field_name, allowed=", ".join(listed) + more)
 
 
-def _words(record: BaseModel) -> set[str]:
-    """The words of a record's id, name and aliases (split at spaces, hyphens, underscores, dots)."""
-    texts = [record.id, getattr(record, "name", ""), *getattr(record, "aliases", ())]
-    return {w for t in texts for w in _SEPARATORS.split(t.strip().lower()) if w}
+_WORD_SEPARATORS = re.compile(r"[\s\-_./()×,]+")
+MAX_LISTED = 60  # ids an unknown-name error lists when none is close
+AMBIGUOUS_LISTED = 12  # candidates an ambiguous name lists, then how many there are
+
+
+def _word_list(text: str) -> tuple[str, ...]:
+    return tuple(w for w in _WORD_SEPARATORS.split(text.strip().lower()) if w)
+
+
+def _word_lists(record: BaseModel) -> list[tuple[str, ...]]:
+    """The words of a record's id, name and each alias, in order."""
+    return [_word_list(t) for t in (record.id, getattr(record, "name", ""), *getattr(record, "aliases", ()))]
+
+
+def _contains_run(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    """``run`` appears in ``words`` as consecutive whole words."""
+    return bool(run) and any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
 
 
 def _names(record: BaseModel) -> set[str]:
@@ -308,7 +322,8 @@ def check_references(catalog: Catalog) -> None:
 
     for engine in catalog.engines:
         for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
-                       engine.embeddings_on_host_source, engine.pp_kv_room_source, engine.pp_batch_limits_source):
+                       engine.embeddings_on_host_source, engine.pp_kv_room_source, engine.pp_batch_limits_source,
+                       engine.expert_parallel_source):
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
@@ -317,6 +332,8 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"engines:{engine.id}: pp_kv_room needs a pp_kv_room_source", field=engine.id)
         if engine.pp_batch_limits and not engine.pp_batch_limits_source:
             raise CatalogError(f"engines:{engine.id}: pp_batch_limits needs a pp_batch_limits_source", field=engine.id)
+        if engine.expert_parallel is not None and not engine.expert_parallel_source:
+            raise CatalogError(f"engines:{engine.id}: expert_parallel needs an expert_parallel_source", field=engine.id)
         if engine.embeddings_on_host and not engine.embeddings_on_host_source:
             raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
         if engine.context_beyond_model and not engine.context_beyond_model_source:

@@ -249,6 +249,11 @@ class EngineDefaults(Frozen):
     # whole instance ("instance", also when not stated)
     pp_batch_limits: Literal["per_micro_batch", "instance"] | None = None
     pp_batch_limits_source: str | None = None
+    # runs attention data-parallel with a mixture-of-experts model's experts spread over all ranks
+    # (vLLM --enable-expert-parallel, SGLang --enable-dp-attention --ep-size, TensorRT-LLM
+    # enable_attention_dp + moe_expert_parallel_size); None: not stated
+    expert_parallel: bool | None = None
+    expert_parallel_source: str | None = None
     notes: tuple[str, ...] = ()
 
 

@@ -32,6 +32,8 @@ class CellCapacity(BaseModel):
     gpus: int
     tensor_parallel_size: int
     pipeline_parallel_size: int
+    data_parallel_size: int = 1  # attention data-parallel ranks sharing the experts (expert_parallel)
+    expert_parallel: bool = False  # experts spread over all the cell's GPUs
     concurrency_at_target: int  # requests one cell runs while every user still gets the target speed
     output_tokens_per_s_per_user: float
     output_tokens_per_s: float  # the cell's aggregate output at that concurrency
@@ -60,6 +62,11 @@ class LoadoutCapacity(BaseModel):
 
 
 MAX_SYSTEMS_PER_CELL = 8  # a replica spread over more systems than this is out of scope
+
+
+def cell_gpus(d: Deployment) -> int:
+    """GPUs of one replica cell: tensor × pipeline × the data-parallel ranks that share its experts."""
+    return d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
 
 
 def _smallest_fit(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
@@ -100,7 +107,7 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
                 f"at {base.max_model_len} tokens; a replica spread over more systems is out of scope",
                 field="platform.system", allowed="a system with more or larger GPUs, or a smaller precision",
             )
-    gpus = cell.tensor_parallel_size * cell.pipeline_parallel_size
+    gpus = cell_gpus(cell)
     if gpus <= node:
         return cell, 1
     if not cell_fixed:  # tensor parallelism inside a system's domain, pipeline stages for the rest
@@ -147,6 +154,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
     par = ctx.mp.result.parallel
     return CellCapacity(
         gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,
+        data_parallel_size=par.data_parallel_size, expert_parallel=par.expert_parallel,
         concurrency_at_target=best.concurrency if meets else 0,
         output_tokens_per_s_per_user=best.output_tokens_per_s_per_user,
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
@@ -162,14 +170,16 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
     """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries.
 
     Unless the cell is fixed, every tensor-parallel width from the smallest that fits up to the
-    loadout (powers of two) is tried and the one carrying the most users kept: wider cells are
-    faster per user, narrower ones pack more replicas. ``nodes`` — (system id, GPUs per system) —
-    makes the loadout several such systems: a cell wider than one runs over their network;
-    ``start`` is the narrowest cell to try (see ``spanning_cell``)."""
+    loadout (powers of two) is tried, and for a mixture-of-experts model on an engine that runs
+    expert parallelism every expert-parallel cell too (``expert_parallel_cells``); the one
+    carrying the most users is kept: wider cells are faster per user, narrower ones pack more
+    replicas. ``nodes`` — (system id, GPUs per system) — makes the loadout several such systems: a
+    cell wider than one runs over their network; ``start`` is the narrowest cell to try (see
+    ``spanning_cell``)."""
     if cell_fixed:
         return _loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
     smallest = start or _smallest_cell(catalog, base, system_gpus)
-    best = None
+    best, note = None, None
     tp = smallest.tensor_parallel_size
     while tp * smallest.pipeline_parallel_size <= system_gpus:
         try:
@@ -180,26 +190,60 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
                 raise
             # a cell wider than the hardware's links carry: keep the best narrower one, and say so
             note = f"replica cells wider than {tp // 2} GPUs not tried: {exc}"
-            return best.model_copy(update={"assumptions": (*best.assumptions, note)})
-        if best is None or (trial.supported_users, trial.output_tokens_per_s) > (best.supported_users, best.output_tokens_per_s):
-            best = trial
+            break
+        best = _better(best, trial)
         tp *= 2
     assert best is not None
+    for trial in expert_parallel_cells(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes):
+        best = _better(best, trial)
+    return best.model_copy(update={"assumptions": (*best.assumptions, note)}) if note else best
+
+
+def _better(best: LoadoutCapacity | None, trial: LoadoutCapacity) -> LoadoutCapacity:
+    """The loadout carrying more users (then more output tokens/s); the earlier one on a tie."""
+    if best is None or (trial.supported_users, trial.output_tokens_per_s) > (best.supported_users, best.output_tokens_per_s):
+        return trial
     return best
+
+
+def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
+                          nodes: tuple[str, int] | None = None) -> list[LoadoutCapacity]:
+    """Loadouts of expert-parallel cells — attention data-parallel, one rank per GPU, the experts
+    spread over all the cell's GPUs (how DeepSeek-style models are served at scale) — for every
+    cell width from 2 GPUs up to the loadout (powers of two, the fast-link domain and the whole
+    loadout) that holds the model. None for a dense model or an engine without expert parallelism
+    (engines.yaml ``expert_parallel``)."""
+    if catalog.engine(base.engine).expert_parallel is not True:
+        return []
+    domain = nodes[1] if nodes else system_gpus
+    widths = sorted({2 ** k for k in range(1, system_gpus.bit_length()) if 2 ** k <= system_gpus} | {domain, system_gpus} - {1})
+    loadouts = []
+    for width in widths:
+        cell = base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+                                       "data_parallel_size": width, "enable_expert_parallel": True})
+        try:
+            loadouts.append(_loadout(catalog, cell, w, system_gpus=system_gpus, system=system, nodes=nodes))
+        except InvalidScenarioError as exc:
+            if exc.field == "--enable-expert-parallel":  # a dense model: no experts to spread
+                return []
+            if exc.field != "cell":  # not "too small for the model" or "does not fill whole systems"
+                raise
+    return loadouts
 
 
 def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
              nodes: tuple[str, int] | None = None) -> LoadoutCapacity:
-    cell_gpus = cell_d.tensor_parallel_size * cell_d.pipeline_parallel_size
-    if cell_gpus > system_gpus:
-        raise InvalidScenarioError(f"a replica cell needs {cell_gpus} GPUs; {system} has {system_gpus}", field="cell")
-    if nodes and cell_gpus > nodes[1]:  # the cell spans systems: their network carries its traffic
-        if cell_gpus % nodes[1]:
-            raise InvalidScenarioError(f"a replica cell of {cell_gpus} GPUs does not fill whole {nodes[0]} systems "
+    n = cell_gpus(cell_d)
+    dp = cell_d.data_parallel_size or 1
+    if n > system_gpus:
+        raise InvalidScenarioError(f"a replica cell needs {n} GPUs; {system} has {system_gpus}", field="cell")
+    if nodes and n > nodes[1]:  # the cell spans systems: their network carries its traffic
+        if n % nodes[1]:
+            raise InvalidScenarioError(f"a replica cell of {n} GPUs does not fill whole {nodes[0]} systems "
                                        f"of {nodes[1]} GPUs", field="cell", allowed=f"multiples of {nodes[1]} GPUs")
-        cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": nodes[0], "gpu": None})
+        cell_d = cell_d.model_copy(update={"gpus": n, "data_parallel_size": dp, "system": nodes[0], "gpu": None})
     else:
-        cell_d = cell_d.model_copy(update={"gpus": cell_gpus, "data_parallel_size": 1, "system": None})
+        cell_d = cell_d.model_copy(update={"gpus": n, "data_parallel_size": dp, "system": None})
     try:
         cap = cell_capacity(catalog, cell_d, w)
     except InvalidScenarioError as exc:
@@ -208,23 +252,39 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         # a replica cell (fixed in the scenario, or tried by the sweep) too small for the model
         raise InvalidScenarioError(str(exc), field="cell",
                                    allowed="a larger tensor × pipeline parallel size, or omit `cell` to size it") from exc
-    cells = system_gpus // cell_gpus
-    per_user_requests = w.active_requests_at_peak
-    by_tp = cells * cap.output_tokens_per_s / w.peak_output_tokens_per_s
+    cells = system_gpus // n
+    # a user's requests in flight: its busiest-hour output rate over the speed each request gets at
+    # the cell's operating point (at least the target; the target itself when even one misses it)
+    speed = cap.output_tokens_per_s_per_user if cap.meets_target else w.target_output_tokens_per_s
+    per_user_requests = w.peak_output_tokens_per_s / speed
+    # token throughput counts both sides: a month more input-heavy than the request shape runs out
+    # of prompt throughput before output throughput
+    by_output = cells * cap.output_tokens_per_s / w.peak_output_tokens_per_s
+    by_input = cells * cap.input_tokens_per_s / w.peak_input_tokens_per_s
+    by_tp = min(by_output, by_input)
     by_conc = cells * cap.engine_slots / per_user_requests
     by_mem = cells * cap.kv_max_concurrency / per_user_requests
-    limits = {"token throughput": by_tp, "concurrency": by_conc, "per-request memory": by_mem}
-    binding = min(limits, key=limits.get)
-    supported = math.floor(min(limits.values()))
+    limits = {"per-request memory": by_mem, "concurrency": by_conc, "token throughput": by_tp}
+    least = min(limits.values())
+    # a cell run at every slot it has carries as many users by throughput as by slots (each user's
+    # requests run at the speed those slots give): the slots bind, so a tie goes to them
+    binding = next(k for k, v in limits.items() if v <= least * (1 + 1e-9))
+    supported = math.floor(least)
     if not cap.meets_target:
         binding, supported = "service target", 0
+    layout = (f" (attention data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, experts spread over all {n})"
+              if cell_d.enable_expert_parallel else "")
     notes = [
-        f"{cells} replica cell(s) of {cell_gpus} GPU(s) in {system}; each runs {cap.concurrency_at_target} requests "
+        f"{cells} replica cell(s) of {n} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
         f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})",
         f"a user generates {w.peak_output_tokens_per_s:.3f} output tok/s in the busiest hour "
         f"({w.monthly_output_tokens / 1e6:,.1f}M output tokens a month × peak/average {w.peak_to_average:g}), "
-        f"i.e. {per_user_requests:.3f} requests in flight",
+        f"i.e. {per_user_requests:.3f} requests in flight at {speed:,.1f} tok/s each",
     ]
+    if by_input < by_output and cap.meets_target:
+        notes.append(f"input tokens bind the throughput: a user sends {w.peak_input_tokens_per_s:,.1f} input tok/s in the busiest "
+                     f"hour, more per output token ({(1 - w.output_share) / w.output_share:,.1f}) than the request shape's "
+                     f"{w.input_tokens_per_request / w.output_tokens_per_request:,.1f}")
     notes.extend(cap.assumptions)
     if not cap.meets_target:
         notes.append(f"even one request gets only {cap.output_tokens_per_s_per_user:.1f} tok/s: the service target is not met")

@@ -39,7 +39,8 @@ class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     route: str  # "stay on an API" | "rent dedicated capacity" | "own"
-    reasons: tuple[str, ...]
+    reasons: tuple[str, ...]  # what decided it, in words (money is in ``monthly_usd``, formatted by the shells)
+    monthly_usd: dict[str, float] = {}  # each route's monthly cost, cheapest first
 
 
 class PlanResult(BaseModel):
@@ -78,8 +79,9 @@ class PlanResult(BaseModel):
     operating_break_even_usd_per_user_month: float | None
     target_payback_usd_per_user_month: float | None
     per_user_gap_usd_per_month: float | None
-    owner_cost_usd_per_mtok: float | None  # at the served load, capex amortized
-    owner_cost_usd_per_mtok_at_capacity: float | None
+    owner_cost_usd_per_mtok: float | None  # per million input + output tokens at the served load, capex amortized
+    owner_cost_usd_per_mtok_at_capacity: float | None  # per million input + output tokens the loadouts can carry
+    owner_cost_usd_per_output_mtok_at_capacity: float | None = None  # per million output tokens (racks' and the seed's basis)
     output_tokens_per_s_per_mw: float | None
     rental: str | None
     rent_usd_per_month: float | None  # the same GPUs rented around the clock
@@ -193,6 +195,7 @@ SCENARIO_KEYS = {
     "--model": "model", "--engine": "engine", "--quantization": "quantization", "--kv-cache-dtype": "kv_cache_dtype",
     "--kv-bytes-per-token": "kv_bytes_per_token", "--tensor-parallel-size": "cell.tensor_parallel_size",
     "--pipeline-parallel-size": "cell.pipeline_parallel_size", "--gpu": "platform.gpu", "--gpus": "platform",
+    "--data-parallel-size": "cell.data_parallel_size", "--enable-expert-parallel": "cell.enable_expert_parallel",
     "--system": "platform.system", "--max-model-len": "workload", "--input-len": "workload",
 }
 
@@ -216,6 +219,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
         model=s.model, gpu=accel.id, quantization=s.quantization, engine=s.engine, kv_cache_dtype=s.kv_cache_dtype,
         kv_bytes_per_token=s.kv_bytes_per_token,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
+        data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel else None,
+        enable_expert_parallel=cell.enable_expert_parallel,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     )
     fixed = s.cell is not None  # a stated cell is kept as stated, TP 1 included
@@ -307,6 +312,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
         per_user_gap_usd_per_month=quote_user - target_user if quote_user is not None and target_user is not None else None,
         owner_cost_usd_per_mtok=own_mtok,
         owner_cost_usd_per_mtok_at_capacity=owner_month / (capacity_tokens / 1e6) if capacity_tokens else None,
+        owner_cost_usd_per_output_mtok_at_capacity=(owner_month / (capacity_tokens * w.output_share / 1e6)
+                                                    if capacity_tokens else None),
         output_tokens_per_s_per_mw=loadouts * cap.output_tokens_per_s / mw if mw else None,
         rental=rental.id if rental else None, rent_usd_per_month=rent_month,
         rent_vs_buy_break_even_months=(capex / (rent_month - operating) if rent_month and rent_month > operating else None),

@@ -24,7 +24,7 @@ def recommend(r: dict[str, Any], hardware_cycle_years: float) -> Recommendation:
     if rent is not None:
         options["rent dedicated capacity"] = rent + r["monthly_costs"].staff_usd
     route = min(options, key=options.get)
-    reasons.append(", ".join(f"{k}: ${v:,.0f}/month" for k, v in sorted(options.items(), key=lambda kv: kv[1])))
+    monthly = dict(sorted(options.items(), key=lambda kv: kv[1]))
     if route == "own":
         if payback is None or payback > hardware_cycle_years * 12:
             alt = min((k for k in options if k != "own"), key=options.get, default=None)
@@ -42,4 +42,4 @@ def recommend(r: dict[str, Any], hardware_cycle_years: float) -> Recommendation:
     utilization = target / max(r["supported_users"], 1)
     if route == "own" and utilization < 0.5:
         reasons.append(f"only {utilization:.0%} of the owned capacity is used at the target: renting first de-risks demand")
-    return Recommendation(route=route, reasons=tuple(reasons))
+    return Recommendation(route=route, reasons=tuple(reasons), monthly_usd=monthly)

@@ -51,9 +51,9 @@ class WorkloadProfile(BaseModel):
         return self.monthly_output_tokens / SECONDS_PER_MONTH * self.peak_to_average
 
     @property
-    def active_requests_at_peak(self) -> float:
-        """Requests one user has in flight in the busiest hour, at the target speed."""
-        return self.peak_output_tokens_per_s / self.target_output_tokens_per_s
+    def peak_input_tokens_per_s(self) -> float:
+        """Input tokens/s one user sends in the busiest hour (cached ones included)."""
+        return self.monthly_input_tokens / SECONDS_PER_MONTH * self.peak_to_average
 
 
 def resolve_workload(catalog: Catalog, o: WorkloadOverrides) -> WorkloadProfile:

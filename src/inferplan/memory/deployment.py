@@ -12,6 +12,9 @@ from inferplan.inputs import Input
 
 MAX_CONTEXT_TOKENS = 100_000_000  # far above any model's limit; guards against absurd input
 MAX_GPUS = 100_000
+# the smallest KV bytes per token a stated figure may have: a model with a handful of attention
+# layers at a 2-bit cache still needs several KiB, so less is a typo (1 byte made 55 billion tokens)
+MIN_KV_BYTES_PER_TOKEN = 1024
 
 
 class Deployment(Input):
@@ -34,8 +37,9 @@ class Deployment(Input):
     engine: str = "vllm"
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
-        None, ge=1, le=1e9,
-        description="stated KV bytes per token (whole instance) for models whose architecture is not published",
+        None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,
+        description="stated KV bytes per token (whole instance, at least 1 KiB) for models whose architecture is not "
+                    "published, or a KV compression no engine ships",
     )
 
     @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", mode="before")

@@ -255,6 +255,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if d.enable_expert_parallel and not _has_experts(spec):
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
                                    field="--enable-expert-parallel", allowed="leave it off for a dense model")
+    if d.enable_expert_parallel and engine.expert_parallel is False:
+        takers = ", ".join(e.id for e in catalog.engines if e.expert_parallel)
+        raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
+                                   field="--enable-expert-parallel", allowed=f"leave it off, or an engine that does: {takers}")
     _check_heads(spec, engine.id, plan.tensor_parallel_size)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and plan.pipeline_parallel_size > layers:
@@ -325,7 +329,15 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
     concurrency = kv_gpu / seq_room if seq_room else 0.0
     fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_room
-    largest = layout.max_tokens_per_sequence(kv_gpu, d.concurrency, block) if d.concurrency else None
+    largest = None
+    if d.concurrency:  # sequences across the deployment, as perf counts them: each instance holds its share
+        per_instance = math.ceil(d.concurrency / plan.data_parallel_size)
+        largest = layout.max_tokens_per_sequence(kv_gpu, per_instance, block)
+        if fits and largest < 1:
+            raise InvalidScenarioError(
+                f"{d.concurrency:,} sequences leave no room for even one token of context each: the KV cache holds "
+                f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="--concurrency",
+                allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
     smallest = None
     if not fits and search_smallest:
         smallest = _smallest_fit(catalog, d, spec, hw)

@@ -11,7 +11,7 @@ from inferplan.catalog.models import resolve_model
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment
-from inferplan.memory.fit import MemoryFit, check_kv_dtype, fit
+from inferplan.memory.fit import MemoryFit, ParallelPlan, check_kv_dtype, fit
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
 
@@ -24,6 +24,9 @@ class FitsCell(BaseModel):
     quantization: str
     result: MemoryFit | None  # None when the cell could not be planned
     error: str | None = None
+    # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
+    # one instance across the node, which says nothing about how few GPUs it needs)
+    smallest_fit: ParallelPlan | None = None
 
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -92,10 +95,21 @@ def fits_matrix(
                         model=model, engine=engine, quantization=q, max_model_len=max_model_len,
                         kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, **{kind: name},
                     )
-                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=fit(d, catalog)))
+                    result = fit(d, catalog)
+                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=result,
+                                          smallest_fit=_smallest(catalog, d, result)))
                 except InferplanError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None, error=exc.describe()))
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
     return FitsMatrix(cells=tuple(cells))
+
+
+def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPlan | None:
+    """The smallest layout on ``result``'s accelerator that holds ``d``: one GPU when it does."""
+    if not result.fits:
+        return result.smallest_fit
+    one = fit(d.model_copy(update={"system": None, "gpu": result.accelerator, "gpus": 1, "tensor_parallel_size": 1,
+                                   "pipeline_parallel_size": 1, "data_parallel_size": None}), catalog)
+    return one.parallel if one.fits else one.smallest_fit

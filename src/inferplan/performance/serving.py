@@ -269,8 +269,14 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
     if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)
         loop = per_instance * w.output_len / output_instance
         ttft += max(loop - (ttft + w.output_len * tpot), 0.0)
-    total = output_instance * ctx.dp
+    # the requests that exist, each at the busiest instance's rate: fewer requests than instances
+    # leave some idle (DP ranks in lock-step run at the busiest one's pace anyway)
+    total = output_instance * concurrency / per_instance
     assumptions = [*fit.assumptions, *ctx.rates.notes, *ctx.work.notes]
+    if per_instance > running:
+        assumptions.append(f"{per_instance:,} requests per instance, {running:,} running at once (the engine's limit): the "
+                           "rest queue, so tokens/s per user is the rate while a request runs, and the wait is in TTFT; "
+                           "the total counts every request's share of the queue")
     if w.speculative_tokens and ctx.pp > 1:
         assumptions.append("speculative decoding with pipeline parallelism: every micro-batch drafts on the last stage; "
                            "engine support for the combination varies by build (check yours)")

@@ -34,6 +34,16 @@ class Workload(Input):
             raise ValueError("an acceptance rate applies only with speculative_tokens of 1 or more")
         return value
 
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _a_number_or_max(cls, value: object) -> object:
+        # the union with "max" would read a quoted "32" as 32; elsewhere a quoted number is refused
+        if isinstance(value, str) and value != "max":
+            raise ValueError("a whole number (unquoted) or 'max'")
+        if isinstance(value, bool):
+            raise ValueError("a whole number or 'max', not true/false")
+        return value
+
     @field_validator("concurrency")
     @classmethod
     def _concurrency_in_range(cls, value: int | str) -> int | str:

@@ -21,15 +21,26 @@ class Card(BaseModel):
 def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:
     if usd is None:
         return "—"
+    sign = "-" if usd < 0 else ""  # -$6,978, not $-6,978
     if currency == "eur":
-        return f"€{r.eur(usd):,.{digits}f}"
-    return f"${usd:,.{digits}f}"
+        return f"{sign}€{abs(r.eur(usd)):,.{digits}f}"
+    return f"{sign}${abs(usd):,.{digits}f}"
+
+
+def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:
+    """The recommendation's reasons, each route's monthly cost first, in ``currency``."""
+    rec = r.recommendation
+    costs = ", ".join(f"{route}: {_money(r, usd, currency)}/month" for route, usd in rec.monthly_usd.items())
+    return [costs, *rec.reasons] if costs else list(rec.reasons)
 
 
 def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     m = lambda usd, digits=0: _money(r, usd, currency, digits)  # noqa: E731
     c = r.capacity
-    payback = "never" if r.simple_payback_months is None else f"{r.simple_payback_months:,.1f} months"
+    cycle_months = r.amortization_years * 12
+    payback = ("never" if r.simple_payback_months is None else
+               f"{r.simple_payback_months:,.1f} months" if r.simple_payback_months <= cycle_months else
+               f"{r.simple_payback_months:,.0f} months, beyond the {r.amortization_years:g}-year hardware cycle")
     required = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
     return [
         Card(key="operating_cash", label="Monthly operating cash", value=m(r.monthly_operating_cash_usd),
@@ -58,8 +69,9 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="billing", label="Monthly private billing at selected price", value=m(r.monthly_billing_usd)),
         Card(key="api_cost", label="Selected API cost for served target", value=m(r.api_cost_for_served_usd_per_month)),
         Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
-        Card(key="cost_per_mtok", label="Owner cost / million tokens", value=m(r.owner_cost_usd_per_mtok, 3),
-             note=f"at capacity: {m(r.owner_cost_usd_per_mtok_at_capacity, 3)}"),
+        Card(key="cost_per_mtok", label="Owner cost / million tokens (input + output)", value=m(r.owner_cost_usd_per_mtok, 3),
+             note=f"at capacity: {m(r.owner_cost_usd_per_mtok_at_capacity, 3)}; per million output tokens at capacity: "
+                  f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
         Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=r.rental or "no rental price"),
@@ -67,5 +79,9 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
              value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month"),
-        Card(key="recommendation", label="Recommendation", value=r.recommendation.route, note="; ".join(r.recommendation.reasons)),
+        Card(key="migration_break_even", label="Migration break-even volume",
+             value="—" if r.migration_break_even_tokens is None else f"{r.migration_break_even_tokens / 1e9:,.2f}B tokens",
+             note="porting cost ÷ per-token saving (money.migration_cost_usd, migration_target_usd_per_mtok)"),
+        Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
+             note="; ".join(recommendation_reasons(r, currency))),
     ]

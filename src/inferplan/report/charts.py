@@ -9,11 +9,17 @@ from inferplan.economics.uncertainty import Uncertainty
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 
+def _in(r: PlanResult, currency: str) -> tuple[float, str, str]:
+    """The factor from USD into ``currency``, its code and its symbol."""
+    return (r.eur(1.0), "EUR", "€") if currency == "eur" else (1.0, "USD", "$")
+
+
 def _spec(title: str, values: list[dict], **body) -> dict:
     return {"$schema": SCHEMA, "title": title, "width": 420, "height": 220, "data": {"values": values}, **body}
 
 
-def cost_per_user(r: PlanResult, u: Uncertainty | None = None) -> dict:
+def cost_per_user(r: PlanResult, u: Uncertainty | None = None, currency: str = "usd") -> dict:
+    k, code, _ = _in(r, currency)
     rows = [
         ("Same-model API", r.same_model_api_usd_per_user_month, None),
         ("Selected API alternative", r.api_alternative_usd_per_user_month, None),
@@ -21,23 +27,25 @@ def cost_per_user(r: PlanResult, u: Uncertainty | None = None) -> dict:
         ("Operating break-even", r.operating_break_even_usd_per_user_month, u.operating_break_even_usd_per_user_month if u else None),
         ("Target-payback price", r.target_payback_usd_per_user_month, u.target_payback_usd_per_user_month if u else None),
     ]
-    values = [{"price": name, "usd": v, "p10": b.p10 if b else v, "p90": b.p90 if b else v} for name, v, b in rows if v is not None]
-    return _spec("Price per user per month (USD)", values, layer=[
+    values = [{"price": name, "amount": k * v, "p10": k * (b.p10 if b else v), "p90": k * (b.p90 if b else v)}
+              for name, v, b in rows if v is not None]
+    return _spec(f"Price per user per month ({code})", values, layer=[
         {"mark": "bar", "encoding": {"y": {"field": "price", "type": "nominal", "sort": None, "title": None},
-                                     "x": {"field": "usd", "type": "quantitative", "title": "USD per user per month"}}},
+                                     "x": {"field": "amount", "type": "quantitative", "title": f"{code} per user per month"}}},
         {"mark": {"type": "rule", "color": "black"}, "encoding": {"y": {"field": "price", "type": "nominal", "sort": None},
                                                                  "x": {"field": "p10", "type": "quantitative"}, "x2": {"field": "p90"}}},
     ])
 
 
-def payback_curve(r: PlanResult, months: int | None = None) -> dict:
+def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd") -> dict:
+    k, code, _ = _in(r, currency)
     months = months or int(max(12, r.amortization_years * 12))
-    values = [{"month": m, "usd": -r.capex_usd + m * r.monthly_operating_cash_usd, "series": "cumulative operating cash − capex"}
-              for m in range(months + 1)]
-    values += [{"month": m, "usd": 0.0, "series": "capex recovered"} for m in (0, months)]
-    return _spec("Payback over time (USD)", values, mark="line", encoding={
+    values = [{"month": m, "amount": k * (-r.capex_usd + m * r.monthly_operating_cash_usd),
+               "series": "cumulative operating cash − capex"} for m in range(months + 1)]
+    values += [{"month": m, "amount": 0.0, "series": "capex recovered"} for m in (0, months)]
+    return _spec(f"Payback over time ({code})", values, mark="line", encoding={
         "x": {"field": "month", "type": "quantitative", "title": "months"},
-        "y": {"field": "usd", "type": "quantitative", "title": "USD"},
+        "y": {"field": "amount", "type": "quantitative", "title": code},
         "color": {"field": "series", "type": "nominal", "title": None},
     })
 
@@ -52,25 +60,28 @@ def capacity_by_constraint(r: PlanResult) -> dict:
     })
 
 
-def uncertainty_bands(u: Uncertainty) -> dict:
+def uncertainty_bands(u: Uncertainty, r: PlanResult | None = None, currency: str = "usd") -> dict:
+    k, code, sym = _in(r, currency) if r is not None else (1.0, "USD", "$")
     values = []
-    for name, band in (("target-payback $/user/month", u.target_payback_usd_per_user_month),
-                       ("operating break-even $/user/month", u.operating_break_even_usd_per_user_month),
-                       ("owner cost $/Mtok", u.owner_cost_usd_per_mtok)):
-        values.append({"metric": name, "p10": band.p10, "p50": band.p50, "p90": band.p90})
+    for name, band in ((f"target-payback {sym}/user/month", u.target_payback_usd_per_user_month),
+                       (f"operating break-even {sym}/user/month", u.operating_break_even_usd_per_user_month),
+                       (f"owner cost {sym}/M total tokens", u.owner_cost_usd_per_mtok)):
+        values.append({"metric": name, "p10": k * band.p10, "p50": k * band.p50, "p90": k * band.p90})
     return _spec(f"P10–P90 over {u.draws:,} draws (seed {u.seed})", values, layer=[
         {"mark": {"type": "rule", "strokeWidth": 3}, "encoding": {"y": {"field": "metric", "type": "nominal", "title": None},
-                                                                 "x": {"field": "p10", "type": "quantitative", "title": "USD", "scale": {"type": "log"}},
+                                                                 "x": {"field": "p10", "type": "quantitative", "title": code, "scale": {"type": "log"}},
                                                                  "x2": {"field": "p90"}}},
         {"mark": {"type": "point", "filled": True, "size": 80}, "encoding": {"y": {"field": "metric", "type": "nominal"},
                                                                           "x": {"field": "p50", "type": "quantitative"}}},
     ])
 
 
-def plan_charts(r: PlanResult, u: Uncertainty | None) -> dict[str, dict]:
-    charts = {"cost_per_user": cost_per_user(r, u), "payback": payback_curve(r), "capacity": capacity_by_constraint(r)}
+def plan_charts(r: PlanResult, u: Uncertainty | None, currency: str = "usd") -> dict[str, dict]:
+    """The plan's charts, money in ``currency`` (usd | eur)."""
+    charts = {"cost_per_user": cost_per_user(r, u, currency), "payback": payback_curve(r, currency=currency),
+              "capacity": capacity_by_constraint(r)}
     if u is not None:
-        charts["uncertainty"] = uncertainty_bands(u)
+        charts["uncertainty"] = uncertainty_bands(u, r, currency)
     return charts
 
 

@@ -49,20 +49,23 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     hardware = {"system": s.platform.system} if spans else {"gpu": result.accelerator}
     d = Deployment(model=s.model, **hardware, quantization=s.quantization, engine=s.engine,
                    kv_cache_dtype=s.kv_cache_dtype, kv_bytes_per_token=s.kv_bytes_per_token, tensor_parallel_size=cell.tensor_parallel_size,
-                   pipeline_parallel_size=cell.pipeline_parallel_size, gpus=cell.gpus,
+                   pipeline_parallel_size=cell.pipeline_parallel_size, data_parallel_size=cell.data_parallel_size,
+                   enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus,
                    max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
     memory = fit(d, catalog)
     w = Workload(input_len=result.workload.input_tokens_per_request, output_len=result.workload.output_tokens_per_request,
                  prefix_cache_hit_rate=result.workload.cache_hit_rate)
     curve = frontier(d, w, catalog, points=16)
-    charts = {**plan_charts(result, u), "memory": memory_breakdown(memory), "frontier": frontier_chart(curve)}
+    charts = {**plan_charts(result, u, request.currency), "memory": memory_breakdown(memory), "frontier": frontier_chart(curve)}
     gib = 2**30
     layout = f"TP{cell.tensor_parallel_size}" + (f" × PP{cell.pipeline_parallel_size}" if cell.pipeline_parallel_size > 1 else "")
+    if cell.expert_parallel:
+        layout = f"attention DP{cell.data_parallel_size} × {layout}, experts over all {cell.gpus}"
     if spans:
         layout += f", over {result.systems_per_cell} {s.platform.system} systems"
     summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "
                f"{memory.weights_bytes_per_gpu / gib:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / gib:,.1f} GiB per GPU "
-               f"({memory.kv_cache_tokens:,} tokens); {memory.max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
+               f"({memory.kv_cache_tokens:,} tokens); {memory.total_max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
                f"At the {result.workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
                f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")
     return PlanView(result=result, uncertainty=u, cards=plan_cards(result, request.currency), charts=charts,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import FastAPI, Path as PathParam, Query, Request
 from fastapi.encoders import jsonable_encoder
@@ -27,6 +28,7 @@ from inferplan.catalog.models import looks_like_path
 from inferplan.errors import (
     AmbiguousNameError,
     CatalogError,
+    ConflictError,
     InferplanError,
     InvalidScenarioError,
     UnknownHardwareError,
@@ -80,6 +82,7 @@ class FrontierRequest(PerfRequest):
 class SaveScenarioRequest(Input):
     name: str = Field(min_length=1, max_length=200)
     scenario: Scenario
+    replace: bool = Field(False, description="replace a scenario saved under this name (else 409)")
 
 
 class RenameRequest(Input):
@@ -164,8 +167,9 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     @app.exception_handler(InferplanError)
     async def inferplan_error(request: Request, exc: InferplanError):
-        # 404: a path names something that does not exist; 422: a request body is wrong
-        return _error(404 if isinstance(exc, NotFoundError) else 422, exc, request)
+        # 404: a path names something that does not exist; 409: it would replace a saved one; 422: a body is wrong
+        status = 404 if isinstance(exc, NotFoundError) else 409 if isinstance(exc, ConflictError) else 422
+        return _error(status, exc, request)
 
     def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:
         system_id = None
@@ -262,8 +266,10 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
         v = view(r)
         name = "".join(ch if ch.isalnum() else "-" for ch in v.result.name).strip("-") or "plan"
-        return HTMLResponse(render_html(v.result, v.uncertainty),
-                            headers={"Content-Disposition": f'attachment; filename="{name}.html"'})
+        ascii_name = "".join(ch if ch.isascii() else "-" for ch in name).strip("-") or "plan"
+        # a header is Latin-1: an ASCII filename, and the whole name percent-encoded (RFC 6266 filename*)
+        disposition = f"attachment; filename=\"{ascii_name}.html\"; filename*=UTF-8''{quote(name)}.html"
+        return HTMLResponse(render_html(v.result, v.uncertainty, r.currency), headers={"Content-Disposition": disposition})
 
     @app.get("/api/validate", tags=["validation"])
     def validate_route(kind: Literal["all", "memory", "speed"] = "all") -> Validation:
@@ -281,7 +287,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
             check_references(r.scenario, load_catalog())
         except InferplanError as exc:
             raise _in_body(exc, ("scenario", Scenario)) from None
-        return store.save_scenario(r.name, r.scenario)
+        view(PlanRequest(scenario=r.scenario, draws=0))  # saved only if it plans: compare never meets a broken one
+        return store.save_scenario(r.name, r.scenario, replace=r.replace)
 
     @app.get("/api/scenarios/compare", tags=["scenarios"])
     def scenarios_compare(a: int = Query(..., ge=1, le=2**62), b: int = Query(..., ge=1, le=2**62),
@@ -314,8 +321,14 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     @app.post("/api/quotes", tags=["quotes"], status_code=201)
     def quotes_add(q: VendorQuote) -> SavedQuote:
-        system = load_catalog().system(q.system, "system")  # an unknown system is refused, not stored
-        return store.add_quote(q.model_copy(update={"system": system.id}))  # under its id, whatever alias was typed
+        # a quote is money for one exact system: its id or an alias of that system, never a part of
+        # a name (h100-sxm, a GPU, once matched the HGX H100 node and priced it at one GPU's quote)
+        catalog = load_catalog()
+        exact = catalog.systems.exact(q.system)
+        if len(exact) != 1:
+            raise InvalidScenarioError(f"no system named {q.system!r}: a quote names one system by its id",
+                                       field="system", allowed=", ".join(sorted(r.id for r in catalog.systems)))
+        return store.add_quote(q.model_copy(update={"system": exact[0].id}))  # under its id, whatever alias was typed
 
     @app.delete("/api/quotes/{quote_id}", tags=["quotes"], status_code=204)
     def quotes_delete(quote_id: ItemId) -> None:

@@ -147,7 +147,7 @@ def perf_cmd(
 
     w = workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
-                  prefix_cache_hit_rate=prefix_cache_hit_rate, backend=backend)
+                  prefix_cache_hit_rate=prefix_cache_hit_rate, backend=backend.strip().lower() if backend else backend)
     d = deployment(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
@@ -214,6 +214,7 @@ def plan_cmd(
     from inferplan.economics.uncertainty import simulate
     from inferplan.scenario import load_scenario
 
+    currency = currency.strip().lower()
     if currency not in ("usd", "eur"):
         fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)")
     s = run(load_scenario, scenario)
@@ -222,7 +223,7 @@ def plan_cmd(
     if report is not None:
         from inferplan.report.files import write_report
 
-        run(write_report, report, result, uncertainty)
+        run(write_report, report, result, uncertainty, currency)
         err_console.print(f"report written to {report}")
     if as_json:
         payload = result.model_dump(mode="json")

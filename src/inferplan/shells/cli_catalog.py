@@ -56,9 +56,11 @@ def model_import(
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
     from inferplan.catalog.query import describe_import
-    from inferplan.errors import InferplanError
+    from inferplan.errors import InferplanError, InvalidScenarioError
 
     def described():
+        if not path.strip():  # "" would read as the current folder
+            raise InvalidScenarioError("name a config.json, a model folder or a cached repo id, not a blank", field="PATH")
         try:
             return describe_import(path)
         except InferplanError as exc:  # the import names --model, the flag of fit and perf; here it is PATH

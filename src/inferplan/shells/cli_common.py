@@ -3,6 +3,7 @@ one line naming the flag, with exit code 2."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from typing import Optional
@@ -56,8 +57,25 @@ QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | 
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
 
-def fail(message: str) -> None:
+def _json_requested() -> bool:
+    """Whether the running command was given ``--json``: its parsed flags (typer 0.2x runs a vendored
+    click, older ones click itself), else the command line."""
+    for module in ("typer._click.globals", "click"):
+        try:
+            ctx = importlib.import_module(module).get_current_context(silent=True)
+        except (ImportError, AttributeError):
+            continue
+        if ctx is not None:
+            return bool(ctx.params.get("as_json"))
+    return "--json" in sys.argv[1:]
+
+
+def fail(message: str, *, field: str | None = None, allowed: str | None = None, detail: str | None = None) -> None:
+    """One line on stderr and exit code 2; under ``--json`` also the error as JSON on stdout
+    (``{"error": {"field", "message", "allowed"}}``), so a script reading stdout sees what failed."""
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    if _json_requested():
+        sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
     raise typer.Exit(code=2)
 
 
@@ -66,7 +84,7 @@ def run(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except InferplanError as exc:
-        fail(exc.describe())
+        fail(exc.describe(), field=exc.field, allowed=exc.allowed, detail=str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
         message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's message
@@ -74,7 +92,7 @@ def run(fn, *args, **kwargs):
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)
         flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if "." not in loc else loc)
-        fail(f"{flag}: {message}")
+        fail(f"{flag}: {message}", field=flag, detail=message)
 
 
 def emit_json(obj) -> None:

@@ -112,8 +112,7 @@ def print_fit(console: Console, r) -> None:
     print_assumptions(console, r.assumptions)
 
 
-def _plan(r) -> str:
-    p = r.parallel if r.fits else r.smallest_fit
+def _plan(p) -> str:
     if p is None:
         return "none"
     return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
@@ -130,7 +129,7 @@ def fits_table(matrix) -> Table:
             continue
         table.add_row(c.model, c.hardware, c.quantization, gib(r.weights_bytes_per_gpu), gib(r.kv_cache_bytes_per_gpu),
                       f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}", "[green]yes[/]" if r.fits else "[red]no[/]",
-                      _plan(r))
+                      _plan(c.smallest_fit))
     return table
 
 
@@ -238,7 +237,7 @@ def print_cross_validation(console: Console, cv) -> None:
 
 
 def print_plan(console: Console, r, currency: str = "usd") -> None:
-    from inferplan.report.cards import plan_cards
+    from inferplan.report.cards import plan_cards, recommendation_reasons
 
     console.print(f"[bold]{r.name}[/] — {r.model} on {r.system} ({r.accelerator}); workload {r.workload.name}")
     table = Table("output", "value", "", title="Users + ROI", show_header=True)
@@ -248,14 +247,14 @@ def print_plan(console: Console, r, currency: str = "usd") -> None:
             table.add_row(card.label, card.value, card.note)
     console.print(table)
     console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
-    for reason in r.recommendation.reasons:
+    for reason in recommendation_reasons(r, currency):
         console.print(f"  - {reason}", highlight=False)
     print_assumptions(console, r.assumptions)
 
 
 def print_racks(console: Console, cmp) -> None:
     table = Table(title=f"{cmp.interactivity_tokens_per_s} output tok/s per user (baseline {cmp.baseline})")
-    for col in ("profile", "tok/s per MW", "owner $/Mtok", "tok/MW vs baseline", "cheaper than baseline"):
+    for col in ("profile", "tok/s per MW", "owner $/M output tokens", "tok/MW vs baseline", "cheaper than baseline"):
         table.add_column(col)
     for row in cmp.rows:
         def f(v, fmt):
@@ -272,7 +271,7 @@ def print_uncertainty(console: Console, u) -> None:
     for label, band, fmt in (
         ("Target-payback price / user / month", u.target_payback_usd_per_user_month, "${:,.2f}"),
         ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, "${:,.2f}"),
-        ("Owner cost / million tokens", u.owner_cost_usd_per_mtok, "${:,.3f}"),
+        ("Owner cost / million tokens (input + output)", u.owner_cost_usd_per_mtok, "${:,.3f}"),
         ("Loadouts", u.loadouts, "{:,.0f}"),
         ("Payback (draws that pay back)", u.payback_months, "{:,.1f} months"),
     ):

@@ -3,7 +3,9 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { lastPlan: null, timer: null, ready: false };
+// loaded: the scenario last loaded (saved or shared link), whose fields the form has no control
+// for are kept; request: the number of the newest plan request (older answers are dropped)
+const state = { lastPlan: null, timer: null, ready: false, loaded: null, request: 0 };
 window.inferplan = state;
 
 async function api(method, path, body) {
@@ -19,7 +21,9 @@ async function api(method, path, body) {
     const first = Array.isArray(detail) ? detail[0] : { msg: String(detail) };
     const where = first.loc ? first.loc.filter((p) => p !== "body").join(".") : "";
     const allowed = first.allowed ? ` (allowed: ${first.allowed})` : "";
-    throw new Error(`${where ? where + ": " : ""}${first.msg}${allowed}`);
+    const error = new Error(`${where ? where + ": " : ""}${first.msg}${allowed}`);
+    error.status = response.status;
+    throw error;
   }
   return data;
 }
@@ -46,6 +50,11 @@ function setStatus(message) {
 }
 
 function readScenario() {
+  return withLoadedFields(formScenario());
+}
+
+// The scenario the form's controls describe (nothing kept from a loaded one).
+function formScenario() {
   const value = (id) => $(id).value;
   const number = (id) => (value(id) === "" ? undefined : Number(value(id)));
   const scenario = {
@@ -70,8 +79,31 @@ function readScenario() {
   return scenario;
 }
 
+// What the form cannot show (a fixed cell, a KV dtype, a vendor quote, workload and money overrides)
+// stays as the loaded scenario had it, so a loaded scenario plans as it was saved. A field's loaded
+// value is dropped when the form changes what it belongs to (another system, another preset).
+function withLoadedFields(scenario) {
+  const keep = state.loaded;
+  if (!keep) return scenario;
+  const defined = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  for (const key of ["cell", "kv_cache_dtype"]) if (keep[key] != null) scenario[key] = keep[key];
+  const platform = keep.platform || {};
+  if (platform.gpu && scenario.platform.system === state.loadedSystem) scenario.platform = { ...platform };
+  else if (platform.system === scenario.platform.system) scenario.platform = { ...platform, ...defined(scenario.platform) };
+  const workload = keep.workload || {};
+  if (workload.preset === scenario.workload.preset) scenario.workload = { ...workload, ...defined(scenario.workload) };
+  // a control left as loading set it keeps the loaded value, which a slider may not hold exactly (1.3×)
+  const atLoad = state.atLoad;
+  const money = defined(scenario.money);
+  for (const [k, v] of Object.entries(money)) if (atLoad.money[k] === v && keep.money && keep.money[k] != null) money[k] = keep.money[k];
+  scenario.money = { ...(keep.money || {}), ...money };
+  if (scenario.target_users === atLoad.target_users && keep.target_users != null) scenario.target_users = keep.target_users;
+  return scenario;
+}
+
 function fillForm(s) {
   const set = (id, v) => { if (v !== undefined && v !== null) $(id).value = v; };
+  state.loaded = JSON.parse(JSON.stringify(s));
   set("model", s.model);
   set("engine", s.engine);
   set("quantization", s.quantization || "");
@@ -88,11 +120,12 @@ function fillForm(s) {
   set("amortization_years", m.amortization_years);
   set("electricity", m.electricity_usd_per_kwh);
   set("software", m.software);
+  state.loadedSystem = $("system").value;
+  state.atLoad = formScenario();
   showOutputs();
 }
 
 function showOutputs() {
-  $("target_users_out").textContent = $("target_users").value;
   $("quote_multiplier_out").textContent = `${$("quote_multiplier").value}×`;
   $("utilization_out").textContent = $("utilization").value;
 }
@@ -132,13 +165,15 @@ async function update() {
   const scenario = readScenario();
   history.replaceState(null, "", shareUrl(scenario));
   setStatus("computing…");
+  const request = ++state.request;
   try {
     const view = await api("POST", "/api/plan", { scenario, draws: 2000, currency: $("currency").value });
+    if (request !== state.request) return;  // a newer request was sent meanwhile: its answer counts
     state.lastPlan = view;
     showError("");
     $("cards").replaceChildren(...view.cards.filter((c) => c.key !== "recommendation").map(card));
-    const rec = view.result.recommendation;
-    $("recommendation").textContent = `Recommendation: ${rec.route} — ${rec.reasons.join("; ")}`;
+    const rec = view.cards.find((c) => c.key === "recommendation");  // formatted by the server, in the page's currency
+    $("recommendation").textContent = `Recommendation: ${rec.value} — ${rec.note}`;
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     $("memory-summary").textContent = view.memory_summary;
@@ -146,6 +181,7 @@ async function update() {
     setStatus("up to date");
     document.body.dataset.planned = String(Date.now());
   } catch (err) {
+    if (request !== state.request) return;
     showError(err.message);
     setStatus("");
   }
@@ -163,7 +199,13 @@ async function downloadReport() {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ scenario: readScenario(), draws: 2000, currency: $("currency").value }),
     });
-    if (!response.ok) throw new Error(`report failed: ${response.status}`);
+    if (!response.ok) {  // the same message the plan request would show: the field and what is allowed
+      const data = await response.json().catch(() => null);
+      const first = data && Array.isArray(data.detail) ? data.detail[0] : null;
+      const where = first && first.loc ? first.loc.filter((p) => p !== "body").join(".") : "";
+      throw new Error(first ? `report: ${where ? where + ": " : ""}${first.msg}${first.allowed ? ` (allowed: ${first.allowed})` : ""}`
+                            : `report failed: ${response.status} ${response.statusText}`);
+    }
     const blob = await response.blob();
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);
@@ -195,7 +237,10 @@ async function refreshSaved() {
     };
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete ${s.name}`);
-    del.onclick = async () => { await api("DELETE", `/api/scenarios/${s.id}`); await refreshSaved(); };
+    del.onclick = async () => {
+      try { await api("DELETE", `/api/scenarios/${s.id}`); } catch (err) { showError(err.message); }
+      await refreshSaved();
+    };
     li.append(name, load, rename, del);
     return li;
   }));
@@ -207,8 +252,16 @@ async function refreshSaved() {
 async function saveScenario() {
   const name = $("scenario-name").value.trim();
   if (!name) { showError("scenario name: give the scenario a name first"); return; }
+  const scenario = readScenario();
   try {
-    await api("POST", "/api/scenarios", { name, scenario: readScenario() });
+    try {
+      await api("POST", "/api/scenarios", { name, scenario });
+    } catch (err) {
+      if (err.status !== 409) throw err;
+      // a scenario of that name exists: replace it only when the user says so
+      if (!window.confirm(`A scenario called “${name}” is saved already. Replace it?`)) { setStatus("not saved"); return; }
+      await api("POST", "/api/scenarios", { name, scenario, replace: true });
+    }
     await refreshSaved();
     setStatus(`saved “${name}”`);
   } catch (err) { showError(err.message); }
@@ -240,7 +293,11 @@ async function refreshQuotes() {
     li.textContent = `${q.system}: $${q.price_usd.toLocaleString("en-US")} from ${q.vendor} (${q.quoted_on}) ${q.note}`;
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete quote from ${q.vendor}`);
-    del.onclick = async () => { await api("DELETE", `/api/quotes/${q.id}`); await refreshQuotes(); scheduleUpdate(); };
+    del.onclick = async () => {
+      try { await api("DELETE", `/api/quotes/${q.id}`); } catch (err) { showError(err.message); }
+      await refreshQuotes();
+      scheduleUpdate();
+    };
     li.append(del);
     return li;
   }));

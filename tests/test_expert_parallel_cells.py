@@ -1,0 +1,80 @@
+"""Expert-parallel replica cells in the plan (docs/economics.md §2): attention data-parallel, one
+rank per GPU, a mixture-of-experts model's experts spread over the whole cell — the layout
+DeepSeek-style models are served in at rack scale — tried next to the tensor-parallel widths."""
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.economics.plan import plan
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.scenario import Scenario
+
+CATALOG = load_catalog()
+# seed 001, SemiAnalysis rack table: DeepSeek-R1 FP4 8K/1K on GB300 NVL72 (Jul 2026) at 50 tok/s per
+# user, 707,037 output tokens/s per MW at 2,553 W per GPU all-in: 1,805 output tokens/s per GPU
+SEED_GB300_DSR1_TOKENS_PER_S_PER_GPU_AT_50 = 707_037 * 2553 / 1e6
+
+
+def rack(engine: str, target: float, **extra) -> Scenario:
+    return Scenario.model_validate(dict(
+        name="rack", model="deepseek-r1", quantization="nvfp4", engine=engine,
+        platform={"system": "gb300-nvl72", "price_point": "low"},
+        workload={"preset": "agent-worker", "target_output_tokens_per_s": target, "output_share": 0.111,
+                  "input_tokens_per_request": 8192, "output_tokens_per_request": 1024},
+        target_users=100, **extra))
+
+
+def test_deepseek_on_a_rack_runs_one_expert_parallel_cell_and_carries_more_than_tensor_parallel_replicas():
+    wide = plan(rack("sglang", 50), CATALOG)
+    cell = wide.capacity.cell
+    assert cell.expert_parallel and cell.gpus == 72 and cell.data_parallel_size == 72 and cell.tensor_parallel_size == 1
+    assert any("attention data-parallel over 72 ranks" in a for a in wide.capacity.assumptions)
+    narrow = plan(rack("sglang", 50, cell={"tensor_parallel_size": 4}), CATALOG)  # what the sweep chose before
+    assert not narrow.capacity.cell.expert_parallel
+    assert wide.capacity.supported_users > 3 * narrow.capacity.supported_users
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_rack_output_per_gpu_at_50_tok_s_is_near_the_seeds_semianalysis_table(engine):
+    # the seed's figure ran disaggregated prefill/decode with MTP drafts; the plan runs one
+    # aggregated instance without drafts, so the tolerance is wide: within 35 %
+    r = plan(rack(engine, 50), CATALOG)
+    per_gpu = r.capacity.output_tokens_per_s / r.capacity.gpus
+    assert per_gpu == pytest.approx(SEED_GB300_DSR1_TOKENS_PER_S_PER_GPU_AT_50, rel=0.35)
+
+
+def test_a_dense_model_and_an_engine_without_expert_parallelism_keep_tensor_parallel_cells():
+    dense = plan(Scenario.model_validate(dict(name="d", model="llama-3.3-70b", quantization="fp8",
+                                              platform={"system": "hgx-h100"}, target_users=50)), CATALOG)
+    assert not dense.capacity.cell.expert_parallel
+    gguf = plan(Scenario.model_validate(dict(name="g", model="qwen3-30b-a3b", engine="llamacpp", quantization="q4_k_m",
+                                             platform={"gpu": "rtx-4090", "gpus": 4, "quote_usd_per_system": 12_000},
+                                             target_users=5)), CATALOG)
+    assert not gguf.capacity.cell.expert_parallel
+
+
+def test_a_stated_expert_parallel_cell_is_kept_as_stated():
+    r = plan(Scenario.model_validate(dict(
+        name="ep", model="qwen3-235b-a22b", quantization="fp8", engine="sglang", platform={"system": "hgx-b200"},
+        cell={"data_parallel_size": 4, "enable_expert_parallel": True}, target_users=10)), CATALOG)
+    c = r.capacity.cell
+    assert (c.gpus, c.data_parallel_size, c.expert_parallel, r.capacity.cells) == (4, 4, True, 2)
+
+
+def test_data_parallel_ranks_in_a_cell_need_expert_parallelism():
+    with pytest.raises(ValueError, match="needs enable_expert_parallel"):
+        Scenario.model_validate(dict(name="x", model="qwen3-235b-a22b", platform={"system": "hgx-b200"},
+                                     cell={"data_parallel_size": 4}))
+
+
+def test_expert_parallelism_is_refused_on_an_engine_that_has_none():
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", gpus=2, tensor_parallel_size=2, engine="llamacpp",
+                       quantization="q4_k_m", enable_expert_parallel=True), CATALOG)
+    assert err.value.field == "--enable-expert-parallel"
+    assert "vllm, sglang, trtllm" in err.value.allowed
+    # a dense model is refused whatever the engine
+    with pytest.raises(InvalidScenarioError, match="dense model"):
+        fit(Deployment(model="llama-3.1-8b", gpu="h100", gpus=2, data_parallel_size=2, enable_expert_parallel=True), CATALOG)
