@@ -12,17 +12,18 @@ from inferplan.memory.fit import fit
 from inferplan.scenario import Scenario
 
 CATALOG = load_catalog()
-# seed 001, SemiAnalysis rack table: DeepSeek-R1 FP4 8K/1K on GB300 NVL72 (Jul 2026) at 50 tok/s per
-# user, 707,037 output tokens/s per MW at 2,553 W per GPU all-in: 1,805 output tokens/s per GPU
-SEED_GB300_DSR1_TOKENS_PER_S_PER_GPU_AT_50 = 707_037 * 2553 / 1e6
+# seed 001, SemiAnalysis rack tables: DeepSeek-R1 FP4 8K/1K on GB300 NVL72 (Jul 2026), output
+# tokens/s per MW at 2,553 W per GPU all-in -> output tokens/s per GPU at 50 and 100 tok/s per user
+SEED_GB300_DSR1_PER_GPU = {50: 707_037 * 2553 / 1e6, 100: 517_848 * 2553 / 1e6}  # 1,805 and 1,322
 
 
 def rack(engine: str, target: float, **extra) -> Scenario:
+    # the benchmark's shape: 8K/1K random prompts (no prefix-cache hits), one request stream per user
     return Scenario.model_validate(dict(
         name="rack", model="deepseek-r1", quantization="nvfp4", engine=engine,
         platform={"system": "gb300-nvl72", "price_point": "low"},
         workload={"preset": "agent-worker", "target_output_tokens_per_s": target, "output_share": 0.111,
-                  "input_tokens_per_request": 8192, "output_tokens_per_request": 1024},
+                  "input_tokens_per_request": 8192, "output_tokens_per_request": 1024, "cache_hit_rate": 0.0},
         target_users=100, **extra))
 
 
@@ -36,13 +37,22 @@ def test_deepseek_on_a_rack_runs_one_expert_parallel_cell_and_carries_more_than_
     assert wide.capacity.supported_users > 3 * narrow.capacity.supported_users
 
 
+@pytest.mark.parametrize("target", [50, 100])
 @pytest.mark.parametrize("engine", ["sglang", "trtllm"])
-def test_rack_output_per_gpu_at_50_tok_s_is_near_the_seeds_semianalysis_table(engine):
-    # the seed's figure ran disaggregated prefill/decode with MTP drafts; the plan runs one
-    # aggregated instance without drafts, so the tolerance is wide: within 35 %
-    r = plan(rack(engine, 50), CATALOG)
-    per_gpu = r.capacity.output_tokens_per_s / r.capacity.gpus
-    assert per_gpu == pytest.approx(SEED_GB300_DSR1_TOKENS_PER_S_PER_GPU_AT_50, rel=0.35)
+def test_rack_output_per_gpu_with_mtp_is_below_but_near_the_seeds_semianalysis_table(engine, target):
+    # the table's runs drafted with MTP and ran prefill on separate GPUs (disaggregated); the plan
+    # drafts the same way but prefills in the decoding instance, so it should land below the table,
+    # not above it, and within 2x (measured here: 0.59-0.75 of it)
+    r = plan(rack(engine, target, speculative={"tokens": 3, "acceptance_rate": 0.7}), CATALOG)
+    assert r.capacity.cell.expert_parallel
+    ratio = r.capacity.output_tokens_per_s / r.capacity.gpus / SEED_GB300_DSR1_PER_GPU[target]
+    assert 0.5 <= ratio <= 1.0, ratio
+
+
+def test_mtp_drafts_carry_more_users_at_a_tight_speed_target():
+    plain = plan(rack("sglang", 100), CATALOG).capacity.supported_users
+    drafted = plan(rack("sglang", 100, speculative={"tokens": 3, "acceptance_rate": 0.7}), CATALOG).capacity.supported_users
+    assert drafted > 2 * plain
 
 
 def test_a_dense_model_and_an_engine_without_expert_parallelism_keep_tensor_parallel_cells():

@@ -72,6 +72,14 @@ class Cell(Input):
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
 
+class Speculative(Input):
+    """Speculative decoding in every replica: draft tokens per step (MTP or EAGLE heads) and the
+    chance each is accepted (docs/speed.md §1)."""
+
+    tokens: int = Field(ge=1, le=32, description="draft tokens proposed per step")
+    acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
+
+
 class MoneyInputs(Input):
     # half a year at least: a few days of amortization made a million tokens cost billions
     amortization_years: float | None = Field(None, ge=0.5, le=20)
@@ -102,6 +110,7 @@ class Scenario(Input):
     platform: Platform
     cell: Cell | None = Field(None, description="the replica cell as stated; left out: the layout carrying the most users (docs/economics.md)")
     workload: WorkloadOverrides = WorkloadOverrides()
+    speculative: Speculative | None = Field(None, description="speculative decoding (MTP/EAGLE drafts); left out: none")
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     money: MoneyInputs = MoneyInputs()
 

@@ -127,9 +127,14 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
     return cell, systems
 
 
+def drafts(w: WorkloadProfile) -> dict:
+    """The speculative-decoding settings of a request shape (none: none)."""
+    return {"speculative_tokens": w.speculative_tokens, "acceptance_rate": w.acceptance_rate} if w.speculative_tokens else {}
+
+
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
-                     prefix_cache_hit_rate=w.cache_hit_rate)
+                     prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
     ctx = _Context(catalog, cell, shape)
     profile = find_profile(catalog, ctx.mp, shape)
 

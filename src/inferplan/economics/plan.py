@@ -214,6 +214,8 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     m = s.money
     system_id, accel, node_gpus, system = _platform(catalog, s)
     w = resolve_workload(catalog, s.workload)
+    if s.speculative is not None:
+        w = w.model_copy(update={"speculative_tokens": s.speculative.tokens, "acceptance_rate": s.speculative.acceptance_rate})
     cell = s.cell or Cell()  # the search starts from one GPU when no cell is stated
     base = Deployment(
         model=s.model, gpu=accel.id, quantization=s.quantization, engine=s.engine, kv_cache_dtype=s.kv_cache_dtype,

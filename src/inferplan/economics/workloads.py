@@ -36,6 +36,8 @@ class WorkloadProfile(BaseModel):
     target_output_tokens_per_s: float
     input_tokens_per_request: int
     output_tokens_per_request: int
+    speculative_tokens: int = 0  # draft tokens per step in the serving replicas (the scenario's `speculative`)
+    acceptance_rate: float = 0.7
 
     @property
     def monthly_output_tokens(self) -> float:

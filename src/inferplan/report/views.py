@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.loader import Catalog
+from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
 from inferplan.economics.uncertainty import Uncertainty, simulate
 from inferplan.inputs import Input
@@ -53,7 +54,8 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
                    enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus,
                    max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
     memory = fit(d, catalog)
-    w = Workload(input_len=result.workload.input_tokens_per_request, output_len=result.workload.output_tokens_per_request,
+    w = Workload(**drafts(result.workload), input_len=result.workload.input_tokens_per_request,
+                 output_len=result.workload.output_tokens_per_request,
                  prefix_cache_hit_rate=result.workload.cache_hit_rate)
     curve = frontier(d, w, catalog, points=16)
     charts = {**plan_charts(result, u, request.currency), "memory": memory_breakdown(memory), "frontier": frontier_chart(curve)}

@@ -86,7 +86,7 @@ function withLoadedFields(scenario) {
   const keep = state.loaded;
   if (!keep) return scenario;
   const defined = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
-  for (const key of ["cell", "kv_cache_dtype"]) if (keep[key] != null) scenario[key] = keep[key];
+  for (const key of ["cell", "kv_cache_dtype", "speculative"]) if (keep[key] != null) scenario[key] = keep[key];
   const platform = keep.platform || {};
   if (platform.gpu && scenario.platform.system === state.loadedSystem) scenario.platform = { ...platform };
   else if (platform.system === scenario.platform.system) scenario.platform = { ...platform, ...defined(scenario.platform) };
