@@ -6,6 +6,7 @@ import datetime as dt
 import pytest
 from fastapi.testclient import TestClient
 
+from inferplan.scenario import Scenario
 from inferplan.shells.api import create_app
 
 SCENARIO = {"name": "api test", "model": "llama-3.1-8b", "platform": {"system": "hgx-h100"},
@@ -340,3 +341,12 @@ def test_eur_reaches_the_recommendation_the_charts_and_the_report(client):
         usd["charts"]["payback"]["data"]["values"][0]["amount"])
     report = client.post("/api/report", json=body).text
     assert "All amounts EUR" in report and "All amounts USD" not in report
+
+
+def test_compare_names_the_saved_scenario_that_no_longer_plans(client, tmp_path):
+    good = client.post("/api/scenarios", json={"name": "good", "scenario": SCENARIO}).json()["id"]
+    store = client.app.state.store
+    broken = SCENARIO | {"cell": {"tensor_parallel_size": 3}}  # saved before saving required a plan
+    bad = store.save_scenario("old", Scenario.model_validate(broken)).id
+    r = client.get("/api/scenarios/compare", params={"a": good, "b": bad, "draws": 0})
+    assert r.status_code == 422 and loc(r) == ["query", "b"] and f"saved scenario {bad}" in r.json()["detail"][0]["msg"]

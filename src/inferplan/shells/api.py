@@ -300,8 +300,16 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
                 exc.field = key  # ?a= or ?b=
                 raise
 
-        return Comparison(a=view(PlanRequest(scenario=saved("a", a), draws=draws)),
-                          b=view(PlanRequest(scenario=saved("b", b), draws=draws)))
+        def planned(key: str, scenario_id: int) -> PlanView:
+            try:
+                return view(PlanRequest(scenario=saved(key, scenario_id), draws=draws))
+            except InferplanError as exc:  # a saved scenario the catalogue no longer plans: say which one, and where
+                if isinstance(exc, NotFoundError):
+                    raise
+                raise InvalidScenarioError(f"saved scenario {scenario_id} does not plan: {exc.field or 'scenario'}: {exc}",
+                                           field=key, allowed=exc.allowed) from None
+
+        return Comparison(a=planned("a", a), b=planned("b", b))
 
     @app.get("/api/scenarios/{scenario_id}", tags=["scenarios"])
     def scenarios_get(scenario_id: ItemId) -> SavedScenario:
