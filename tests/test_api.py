@@ -91,7 +91,7 @@ def test_saved_scenarios(client):
     renamed = client.patch(f"/api/scenarios/{first_id}", json={"name": "renamed"})
     assert renamed.status_code == 200 and renamed.json()["name"] == "renamed"
     clash = client.patch(f"/api/scenarios/{first_id}", json={"name": "second"})
-    assert clash.status_code == 422 and loc(clash) == ["body", "name"]
+    assert clash.status_code == 409 and loc(clash) == ["body", "name"]
     cmp = client.get("/api/scenarios/compare", params={"a": first_id, "b": b["id"], "draws": 0})
     assert cmp.status_code == 200
     assert cmp.json()["a"]["result"]["target_users"] == 200 and cmp.json()["b"]["result"]["target_users"] == 900
@@ -350,3 +350,10 @@ def test_compare_names_the_saved_scenario_that_no_longer_plans(client, tmp_path)
     bad = store.save_scenario("old", Scenario.model_validate(broken)).id
     r = client.get("/api/scenarios/compare", params={"a": good, "b": bad, "draws": 0})
     assert r.status_code == 422 and loc(r) == ["query", "b"] and f"saved scenario {bad}" in r.json()["detail"][0]["msg"]
+
+
+def test_compare_renders_in_the_currency_asked(client):
+    ids = [client.post("/api/scenarios", json={"name": n, "scenario": SCENARIO}).json()["id"] for n in ("x", "y")]
+    r = client.get("/api/scenarios/compare", params={"a": ids[0], "b": ids[1], "draws": 0, "currency": "eur"}).json()
+    capex = next(c["value"] for c in r["a"]["cards"] if c["key"] == "capex")
+    assert capex.startswith("€")

@@ -171,6 +171,20 @@ def test_a_loaded_scenario_plans_as_it_was_saved(page, server):
     assert sent["workload"]["cache_hit_rate"] == 0.5 and sent["target_users"] == 50000
     assert sent["money"]["quote_multiplier"] == 1.3 and sent["money"]["pue"] == 1.2
     assert card_values(page)["capex"] == next(c["value"] for c in api_view(server, saved)["cards"] if c["key"] == "capex")
+    stamp = planned(page, stamp)
+    # a cleared control means "the default", not the loaded value
+    page.fill("#target_speed", "40")
+    stamp = planned(page, stamp)
+    assert scenario_in_url(page)["workload"]["target_output_tokens_per_s"] == 40
+    page.fill("#target_speed", "")
+    stamp = planned(page, stamp)
+    assert scenario_in_url(page)["workload"].get("target_output_tokens_per_s") is None
+    assert scenario_in_url(page)["workload"]["cache_hit_rate"] == 0.5  # the loaded override stays
+    # the cell, KV dtype and quote belong to what they were saved with: another system drops them
+    page.select_option("#system", "hgx-h200")
+    planned(page, stamp)
+    sent = scenario_in_url(page)
+    assert "cell" not in sent and "kv_cache_dtype" not in sent and "quote_usd_per_system" not in sent["platform"]
 
 
 def test_report_download_and_phone_layout(page, server):

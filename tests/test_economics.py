@@ -173,6 +173,26 @@ def test_an_input_heavy_month_is_bound_by_prompt_throughput():
     assert any("input tokens bind the throughput" in a for a in heavy.assumptions)
 
 
+def test_a_cell_run_at_every_slot_is_bound_by_its_slots():
+    # at every slot a cell carries as many users by throughput as by slots (Little's law: a request
+    # holds its slot for its prompt and its decode); the slots are the binding constraint
+    r = plan(scenario(platform={"gpu": "h100", "gpus": 1, "quote_usd_per_system": 30_000},
+                      workload={"preset": "chat-seat", "target_output_tokens_per_s": 5}), CATALOG).capacity
+    assert r.cell.concurrency_at_target == min(r.cell.engine_slots, r.cell.kv_max_concurrency)
+    assert r.binding in ("concurrency", "per-request memory")
+    assert r.users_by_throughput == pytest.approx(min(r.users_by_concurrency, r.users_by_memory), rel=1e-9)
+
+
+def test_owner_cost_at_capacity_counts_the_limit_that_binds():
+    shape = {"preset": "chat-seat", "input_tokens_per_request": 1000, "output_tokens_per_request": 1000}
+    for share in (0.5, 0.01):
+        r = plan(scenario(workload={**shape, "output_share": share}), CATALOG)
+        # at capacity is at most as costly per token as at the served load, and of the same order
+        assert r.owner_cost_usd_per_mtok_at_capacity <= r.owner_cost_usd_per_mtok * (1 + 1e-9)
+        assert r.owner_cost_usd_per_mtok_at_capacity > r.owner_cost_usd_per_mtok * r.served_users / r.loadouts / \
+            r.capacity.supported_users * 0.999
+
+
 def test_cost_per_user_falls_as_utilization_rises_at_fixed_capex():
     per_loadout = plan(scenario(target_users=1), CATALOG).capacity.supported_users
     prices = [plan(scenario(target_users=n), CATALOG).target_payback_usd_per_user_month

@@ -88,3 +88,12 @@ def test_expert_parallelism_is_refused_on_an_engine_that_has_none():
     # a dense model is refused whatever the engine
     with pytest.raises(InvalidScenarioError, match="dense model"):
         fit(Deployment(model="llama-3.1-8b", gpu="h100", gpus=2, data_parallel_size=2, enable_expert_parallel=True), CATALOG)
+
+
+def test_expert_parallel_widths_stop_where_the_gpus_links_end():
+    # 16 PCIe H100s: 8 per server and no network known between servers; the sweep skips wider
+    # expert-parallel cells instead of failing the plan (it did for 342 such plans at first)
+    r = plan(Scenario.model_validate(dict(name="pcie", model="qwen3-30b-a3b", platform={"gpu": "h100-pcie", "gpus": 16,
+                                                                                       "quote_usd_per_system": 400_000},
+                                          target_users=100)), CATALOG)
+    assert r.capacity.supported_users > 0 and r.capacity.cell.gpus <= 8

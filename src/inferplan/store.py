@@ -159,7 +159,8 @@ class Store:
         name = _clean_name(name)
         with self._write() as db:
             if db.execute("SELECT 1 FROM scenarios WHERE name = ? AND id != ?", (name, scenario_id)).fetchone():
-                raise InvalidScenarioError(f"a scenario called {name!r} exists already", field="name")
+                raise ConflictError(f"a scenario called {name!r} exists already", field="name",
+                                    allowed="a name no other saved scenario has")
             updated = db.execute("UPDATE scenarios SET name = ?, updated = ? WHERE id = ?", (name, _now(), scenario_id))
             if updated.rowcount == 0:
                 raise NotFoundError(f"no saved scenario {scenario_id}", field="id")

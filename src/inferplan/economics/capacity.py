@@ -2,9 +2,10 @@
 run at the highest concurrency that still meets the workload's per-user speed target.
 
 Supported users are the tighter of three limits (the seed simulator's): token throughput at the
-service target, the engine's concurrency (running-sequence slots) and per-request memory (the KV
-cache at the request shape). Each user keeps ``peak output rate / target speed`` requests in
-flight in the busiest hour.
+service target (output and input tokens), the engine's concurrency (running-sequence slots) and
+per-request memory (the KV cache at the request shape). Each user keeps ``peak output rate / the
+rate one request delivers`` requests in flight in the busiest hour (Little's law: a request holds
+its slot for its prompt and its decode).
 """
 
 from __future__ import annotations
@@ -231,7 +232,9 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
         except InvalidScenarioError as exc:
             if exc.field == "--enable-expert-parallel":  # a dense model: no experts to spread
                 return []
-            if exc.field != "cell":  # not "too small for the model" or "does not fill whole systems"
+            # "cell": too small for the model, or not whole systems; "--data-parallel-size": wider than
+            # the GPUs' links reach with no network known beyond (a 16-GPU PCIe platform): not a layout
+            if exc.field not in ("cell", "--data-parallel-size"):
                 raise
     return loadouts
 
@@ -258,9 +261,10 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         raise InvalidScenarioError(str(exc), field="cell",
                                    allowed="a larger tensor × pipeline parallel size, or omit `cell` to size it") from exc
     cells = system_gpus // n
-    # a user's requests in flight: its busiest-hour output rate over the speed each request gets at
-    # the cell's operating point (at least the target; the target itself when even one misses it)
-    speed = cap.output_tokens_per_s_per_user if cap.meets_target else w.target_output_tokens_per_s
+    # a user's requests in flight: its busiest-hour output rate over what one request delivers at the
+    # cell's operating point — its output over the time it holds a slot, prompt included (the target
+    # when even one request misses it)
+    speed = cap.output_tokens_per_s / cap.concurrency_at_target if cap.meets_target else w.target_output_tokens_per_s
     per_user_requests = w.peak_output_tokens_per_s / speed
     # token throughput counts both sides: a month more input-heavy than the request shape runs out
     # of prompt throughput before output throughput

@@ -16,7 +16,7 @@ from inferplan.catalog.economics_schema import ApiPrice, RentalPrice
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
-from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadProfile, resolve_workload
+from inferplan.economics.workloads import WorkloadProfile, resolve_workload
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.memory.deployment import Deployment
 from inferplan.scenario import Cell, Scenario
@@ -285,7 +285,9 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     target_user = (operating + recovery_month) / served if served else None
 
     monthly_tokens = served * w.monthly_tokens
-    capacity_tokens = loadouts * cap.output_tokens_per_s * SECONDS_PER_MONTH / w.peak_to_average / w.output_share
+    # the tokens the loadouts carry at capacity: the users their tightest limit allows (input tokens
+    # included), each with the workload's month
+    capacity_tokens = loadouts * min(cap.users_by_throughput, cap.users_by_concurrency, cap.users_by_memory) * w.monthly_tokens
     owner_month = operating + amortized
     rental, hourly, rental_note = _rental(catalog, accel.id, m.rental, fx)
     if rental_note:

@@ -292,7 +292,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     @app.get("/api/scenarios/compare", tags=["scenarios"])
     def scenarios_compare(a: int = Query(..., ge=1, le=2**62), b: int = Query(..., ge=1, le=2**62),
-                          draws: int = Query(1000, ge=0, le=100_000)) -> Comparison:
+                          draws: int = Query(1000, ge=0, le=100_000),
+                          currency: Literal["usd", "eur"] = Query("usd")) -> Comparison:
         def saved(key: str, scenario_id: int) -> Scenario:
             try:
                 return store.get_scenario(scenario_id).scenario
@@ -302,7 +303,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
         def planned(key: str, scenario_id: int) -> PlanView:
             try:
-                return view(PlanRequest(scenario=saved(key, scenario_id), draws=draws))
+                return view(PlanRequest(scenario=saved(key, scenario_id), draws=draws, currency=currency))
             except InferplanError as exc:  # a saved scenario the catalogue no longer plans: say which one, and where
                 if isinstance(exc, NotFoundError):
                     raise

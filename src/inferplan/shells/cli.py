@@ -216,7 +216,7 @@ def plan_cmd(
 
     currency = currency.strip().lower()
     if currency not in ("usd", "eur"):
-        fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)")
+        fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)", field="--currency", allowed="usd, eur")
     s = run(load_scenario, scenario)
     result = run(plan, s)
     uncertainty = run(simulate, result, s, draws=draws, seed=seed) if draws else None

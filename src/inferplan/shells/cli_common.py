@@ -114,7 +114,7 @@ def workload(**kwargs):
         try:
             concurrency = int(concurrency)
         except ValueError:
-            fail("--concurrency: must be a whole number or 'max'")
+            fail("--concurrency: must be a whole number or 'max'", field="--concurrency", allowed="a whole number or max")
     return run(Workload, concurrency=1 if concurrency is None else concurrency, **{k: v for k, v in kwargs.items() if v is not None})
 
 
@@ -123,5 +123,5 @@ def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
-        fail(f"{flag or 'list'}: {value!r} names nothing; give comma-separated ids or leave it out for the default")
+        fail(f"{flag or 'list'}: {value!r} names nothing; give comma-separated ids or leave it out for the default", field=flag or None)
     return items

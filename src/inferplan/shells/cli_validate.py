@@ -22,10 +22,11 @@ def validate_cmd(
     from inferplan.validation.speed import KINDS, validate_speed
 
     if kind is not None and kind not in KINDS:
-        fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(KINDS)})")
+        fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(KINDS)})", field="--kind", allowed=" | ".join(KINDS))
     both = not (memory or speed)
     if memory and not speed and (kind or worst or family or cross_validate):
-        fail("--kind, --worst, --family and --cross-validate: they are about speed points; add --speed (or leave out --memory)")
+        fail("--kind, --worst, --family and --cross-validate: they are about speed points; add --speed (or leave out --memory)",
+             field="--memory")
     results = {}
     if memory or both:
         results["memory"] = run(validate_memory)
@@ -33,7 +34,8 @@ def validate_cmd(
         results["speed"] = run(validate_speed)
         families = sorted({c.family for c in results["speed"].checks})
         if family is not None and family not in families:
-            fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})")
+            fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})", field="--family",
+                 allowed=" | ".join(families))
     if cross_validate:
         results["cross_validation"] = _cross_validation()
     if as_json:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.errors import InferplanError
+from inferplan.errors import InvalidScenarioError
 
 GRID = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, math.inf)
 
@@ -26,7 +26,7 @@ GRID = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, math.inf)
 def with_exponent(points: list[cs.Prepared], p: float) -> list[cs.Prepared]:
     """The same points, their rates combining memory and compute time at order ``p``."""
     if not p >= 1.0:
-        raise InferplanError(f"the order of the power mean is {p}", field="p",
+        raise InvalidScenarioError(f"the order of the power mean is {p}", field="p",
                              allowed="1 (memory and compute time summed) or more, inf for the larger")
     moved = []
     for pt in points:  # a shallow copy of each context: the fit rebinds its rates, not the caller's

@@ -79,48 +79,59 @@ function formScenario() {
   return scenario;
 }
 
-// What the form cannot show (a fixed cell, a KV dtype, a vendor quote, workload and money overrides)
-// stays as the loaded scenario had it, so a loaded scenario plans as it was saved. A field's loaded
-// value is dropped when the form changes what it belongs to (another system, another preset).
+// What the form cannot show (a fixed cell, a KV dtype, drafts, a vendor quote, workload and money
+// overrides) stays as the loaded scenario had it, so a loaded scenario plans as it was saved — until
+// the form changes what it belongs to: the cell, KV dtype and drafts belong to the model, engine,
+// precision and system; a quote to the system; workload overrides to the preset. A control the user
+// changed (a field cleared to mean "the default" included) always wins over the loaded value; one
+// left as loading set it keeps the loaded value, which a slider may not hold exactly (1.3×).
 function withLoadedFields(scenario) {
-  const keep = state.loaded;
+  const keep = state.loaded, atLoad = state.atLoad;
   if (!keep) return scenario;
-  const defined = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
-  for (const key of ["cell", "kv_cache_dtype", "speculative"]) if (keep[key] != null) scenario[key] = keep[key];
+  const same = ["model", "engine", "quantization"].every((k) => scenario[k] === atLoad[k])
+    && scenario.platform.system === atLoad.platform.system;
+  if (same) for (const key of ["cell", "kv_cache_dtype", "speculative"]) if (keep[key] != null) scenario[key] = keep[key];
   const platform = keep.platform || {};
-  if (platform.gpu && scenario.platform.system === state.loadedSystem) scenario.platform = { ...platform };
-  else if (platform.system === scenario.platform.system) scenario.platform = { ...platform, ...defined(scenario.platform) };
-  const workload = keep.workload || {};
-  if (workload.preset === scenario.workload.preset) scenario.workload = { ...workload, ...defined(scenario.workload) };
-  // a control left as loading set it keeps the loaded value, which a slider may not hold exactly (1.3×)
-  const atLoad = state.atLoad;
-  const money = defined(scenario.money);
-  for (const [k, v] of Object.entries(money)) if (atLoad.money[k] === v && keep.money && keep.money[k] != null) money[k] = keep.money[k];
-  scenario.money = { ...(keep.money || {}), ...money };
+  if (scenario.platform.system === atLoad.platform.system) {
+    scenario.platform = platform.gpu ? { ...platform } : { ...platform, ...scenario.platform };
+  }
+  const merged = (form, loaded, before) => {  // the loaded values, then every control the user has changed
+    const out = { ...(loaded || {}) };
+    for (const k of new Set([...Object.keys(form), ...Object.keys(before)])) {
+      const now = form[k], then = before[k];
+      if (now === then && k in out) continue;  // untouched since loading: the loaded value stands
+      if (now === undefined) delete out[k]; else out[k] = now;  // changed, or cleared to mean the default
+    }
+    return out;
+  };
+  if ((keep.workload || {}).preset === scenario.workload.preset) {
+    scenario.workload = merged(scenario.workload, keep.workload, atLoad.workload);
+  }
+  scenario.money = merged(scenario.money, keep.money, atLoad.money);
   if (scenario.target_users === atLoad.target_users && keep.target_users != null) scenario.target_users = keep.target_users;
   return scenario;
 }
 
 function fillForm(s) {
   const set = (id, v) => { if (v !== undefined && v !== null) $(id).value = v; };
+  const optional = (id, v) => { $(id).value = v === undefined || v === null ? "" : v; };  // blank: the default
   state.loaded = JSON.parse(JSON.stringify(s));
   set("model", s.model);
   set("engine", s.engine);
   set("quantization", s.quantization || "");
-  set("kv_bytes_per_token", s.kv_bytes_per_token);
+  optional("kv_bytes_per_token", s.kv_bytes_per_token);
   set("system", s.platform && s.platform.system);
   set("price_point", s.platform && s.platform.price_point);
   set("preset", s.workload && s.workload.preset);
-  set("target_speed", s.workload && s.workload.target_output_tokens_per_s);
+  optional("target_speed", s.workload && s.workload.target_output_tokens_per_s);
   set("target_users", s.target_users);
   const m = s.money || {};
   set("quote_multiplier", m.quote_multiplier);
   set("utilization", m.utilization);
   set("capital_recovery_years", m.capital_recovery_years);
   set("amortization_years", m.amortization_years);
-  set("electricity", m.electricity_usd_per_kwh);
+  optional("electricity", m.electricity_usd_per_kwh);
   set("software", m.software);
-  state.loadedSystem = $("system").value;
   state.atLoad = formScenario();
   showOutputs();
 }
@@ -270,7 +281,7 @@ async function saveScenario() {
 async function compare() {
   try {
     const a = $("compare-a").value, b = $("compare-b").value;
-    const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+    const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&currency=${$("currency").value}`);
     const head = document.createElement("tr");
     for (const text of ["Output", cmp.a.result.name, cmp.b.result.name]) {
       const th = document.createElement("th"); th.textContent = text; head.append(th);
