@@ -69,3 +69,10 @@ def test_perf_counts_only_the_requests_that_exist_across_replicas():
 def test_fit_concurrency_that_leaves_no_context_is_refused():
     r = invoke("fit", "--model", "llama-3.3-70b", "--gpu", "H100", "-tp", "2", "-q", "fp8", "--concurrency", "100000")
     assert r.exit_code == 2 and "--concurrency" in r.output
+
+
+def test_fits_sizes_a_short_context_model_at_its_own_context_unless_told():
+    cell = json.loads(invoke("fits", "--models", "llama-2-7b", "--gpus", "h100", "--json").stdout)["cells"][0]
+    assert cell["error"] is None and cell["result"]["max_model_len"] == 4096
+    told = json.loads(invoke("fits", "--models", "llama-2-7b", "--gpus", "h100", "--max-model-len", "8192", "--json").stdout)
+    assert told["cells"][0]["result"] is None and "4,096" in told["cells"][0]["error"]

@@ -40,8 +40,11 @@ class FitsRequest(Input):
     systems: list[Name] = Field(default_factory=list, max_length=30)
     quantizations: list[Name] = Field(default_factory=list, max_length=10)
     engine: str = "vllm"
-    max_model_len: int = Field(8192, ge=1, le=10_000_000)
+    max_model_len: int | None = Field(None, ge=1, le=10_000_000, description="default: 8192, or a model's context when shorter")
     kv_cache_dtype: str = "auto"
+
+
+DEFAULT_LENGTH = 8192  # tokens of context a cell is sized for when the request names none
 
 
 class FitsMatrix(BaseModel):
@@ -57,7 +60,7 @@ def fits_matrix(
     systems: list[str] | None = None,
     quantizations: list[str] | None = None,
     engine: str = "vllm",
-    max_model_len: int = 8192,
+    max_model_len: int | None = None,
     kv_cache_dtype: str = "auto",
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
@@ -67,7 +70,7 @@ def fits_matrix(
     catalog.engine(engine, field_name="--engine")
     if kv_cache_dtype != "auto":
         check_kv_dtype(catalog, engine, kv_cache_dtype)
-    if not 1 <= max_model_len <= MAX_CONTEXT_TOKENS:
+    if max_model_len is not None and not 1 <= max_model_len <= MAX_CONTEXT_TOKENS:
         raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="--max-model-len",
                                    allowed=f"1..{MAX_CONTEXT_TOKENS:,}")
     for g in gpus or []:
@@ -91,8 +94,10 @@ def fits_matrix(
                 if kind == "system":  # one instance across the node (TP ≤ 8; over PCIe where no NVLink)
                     tp = min(8, catalog.system(name).accelerator_count)
                 try:
+                    # unstated, the length is DEFAULT_LENGTH or the model's own context when shorter (Llama 2: 4,096)
+                    length = max_model_len or min(DEFAULT_LENGTH, spec.context_tokens or DEFAULT_LENGTH)
                     d = Deployment(
-                        model=model, engine=engine, quantization=q, max_model_len=max_model_len,
+                        model=model, engine=engine, quantization=q, max_model_len=length,
                         kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, **{kind: name},
                     )
                     result = fit(d, catalog)

@@ -94,7 +94,7 @@ def fits_cmd(
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's checkpoint."),
     engine: str = EngineOpt,
-    max_model_len: int = typer.Option(8192, "--max-model-len"),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
     kv_cache_dtype: str = KvOpt,
     as_json: bool = JsonOpt,
 ) -> None:
