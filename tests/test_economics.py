@@ -468,3 +468,21 @@ def test_a_scenario_reads_1e13_as_a_number_and_refuses_quoted_numbers():
         parse_scenario(text % "'1e13'", "s.yaml")
     import yaml
     assert yaml.safe_load("a: 1e13") == {"a": "1e13"}  # the resolver stays the scenario loader's own
+
+
+def test_an_api_break_even_beyond_capacity_says_owning_never_gets_there():
+    from pathlib import Path
+
+    from inferplan.report.cards import plan_cards
+
+    r = plan(load_scenario(Path(__file__).parents[1] / "examples" / "chat-seats-h100.yaml"), CATALOG)
+    card = next(c for c in plan_cards(r) if c.key == "api_break_even")
+    assert r.api_break_even_tokens_per_month > r.capacity_tokens_per_month > 0
+    assert "owning costs more per token than the API" in card.note
+    # the same fact from the other side: fully used, the owner's cost per token is above the API's
+    api_usd_per_mtok = r.api_alternative_usd_per_user_month / r.workload.monthly_tokens * 1e6
+    assert r.owner_cost_usd_per_mtok_at_capacity > api_usd_per_mtok
+    none = plan(scenario(model="qwen3-235b-a22b", quantization="fp8", platform={"system": "hgx-b200"},
+                         workload={"preset": "coding-developer-median", "target_output_tokens_per_s": 500}), CATALOG)
+    assert none.supported_users == 0 and none.capacity_tokens_per_month == 0
+    assert "carry no user" in next(c for c in plan_cards(none) if c.key == "api_break_even").note

@@ -87,6 +87,7 @@ class PlanResult(BaseModel):
     rent_usd_per_month: float | None  # the same GPUs rented around the clock
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
+    capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
     recommendation: Recommendation
@@ -322,6 +323,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
         rental=rental.id if rental else None, rent_usd_per_month=rent_month,
         rent_vs_buy_break_even_months=(capex / (rent_month - operating) if rent_month and rent_month > operating else None),
         api_break_even_tokens_per_month=(owner_month / blended_api * 1e6 if blended_api else None),
+        capacity_tokens_per_month=capacity_tokens,
         migration_break_even_tokens=migration,
         fx_usd_per_eur=fx,
     )

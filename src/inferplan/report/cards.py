@@ -27,6 +27,17 @@ def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> 
     return f"{sign}${abs(usd):,.{digits}f}"
 
 
+def _beyond_capacity(r: PlanResult) -> str:
+    """Say when owning only breaks even past what the loadouts can carry (nothing, when no user is carried)."""
+    need = r.api_break_even_tokens_per_month
+    if need is None or need <= r.capacity_tokens_per_month:
+        return ""
+    if r.capacity_tokens_per_month <= 0:
+        return "unreachable: the loadouts carry no user at the speed target"
+    return (f"beyond the {r.capacity_tokens_per_month / 1e9:,.2f}B tokens / month these loadouts carry: even fully used, "
+            "owning costs more per token than the API")
+
+
 def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:
     """The recommendation's reasons, each route's monthly cost first, in ``currency``."""
     rec = r.recommendation
@@ -78,7 +89,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
-             value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month"),
+             value="—" if r.api_break_even_tokens_per_month is None else f"{r.api_break_even_tokens_per_month / 1e9:,.2f}B tokens / month",
+             note=_beyond_capacity(r)),
         Card(key="migration_break_even", label="Migration break-even volume",
              value="—" if r.migration_break_even_tokens is None else f"{r.migration_break_even_tokens / 1e9:,.2f}B tokens",
              note="porting cost ÷ per-token saving (money.migration_cost_usd, migration_target_usd_per_mtok)"),
