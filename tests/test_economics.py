@@ -486,3 +486,14 @@ def test_an_api_break_even_beyond_capacity_says_owning_never_gets_there():
                          workload={"preset": "coding-developer-median", "target_output_tokens_per_s": 500}), CATALOG)
     assert none.supported_users == 0 and none.capacity_tokens_per_month == 0
     assert "carry no user" in next(c for c in plan_cards(none) if c.key == "api_break_even").note
+
+
+def test_a_liquid_cooled_system_is_planned_at_the_liquid_cooled_pue_unless_stated():
+    rack = plan(scenario(model="llama-3.1-8b", platform={"system": "gb300-nvl72"}), CATALOG)
+    node = plan(scenario(model="llama-3.1-8b", platform={"system": "hgx-h100"}), CATALOG)
+    stated = plan(scenario(model="llama-3.1-8b", platform={"system": "gb300-nvl72"}, money={"pue": 1.54}), CATALOG)
+    liquid = CATALOG.cost_defaults.records["pue-liquid-cooled"].ratio.value
+    average = CATALOG.cost_defaults.records["pue-global-average"].ratio.value
+    assert any(f"PUE {liquid:g} (gb300-nvl72 is direct-liquid-cooled" in a for a in rack.assumptions)
+    assert any(f"PUE {average:g} (pue-global-average)" in a for a in node.assumptions)
+    assert rack.monthly_costs.power_usd == pytest.approx(stated.monthly_costs.power_usd * liquid / average)

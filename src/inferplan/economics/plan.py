@@ -112,6 +112,15 @@ def _cost(catalog: Catalog, key: str, attr: str) -> float:
     return getattr(record, attr).value
 
 
+def _default_pue(catalog: Catalog, system) -> tuple[float, str]:
+    """The PUE a plan assumes when the scenario states none: a direct-liquid-cooled system needs a
+    facility built for it (the seed lists CDUs as required), planned at the liquid-cooled figure;
+    anything else at the survey's global average, which legacy air-cooled sites dominate."""
+    if system is not None and (system.cooling or "").startswith("direct-liquid"):
+        return _cost(catalog, "pue-liquid-cooled", "ratio"), f"{system.id} is direct-liquid-cooled: pue-liquid-cooled"
+    return _cost(catalog, "pue", "ratio"), "pue-global-average"
+
+
 def _platform(catalog: Catalog, s: Scenario):
     p = s.platform
     if p.system:
@@ -252,7 +261,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     recovery = m.capital_recovery_years or _cost(catalog, "recovery", "count")
     util = m.utilization or _cost(catalog, "utilization", "ratio")
     kwh = m.electricity_usd_per_kwh if m.electricity_usd_per_kwh is not None else _cost(catalog, "electricity", "usd")
-    pue = m.pue or _cost(catalog, "pue", "ratio")
+    pue, pue_note = (m.pue, "stated") if m.pue else _default_pue(catalog, system)
     colo = m.colocation_usd_per_kw_month if m.colocation_usd_per_kw_month is not None else _cost(catalog, "colocation", "usd")
     support = m.support_share_of_capex_per_year if m.support_share_of_capex_per_year is not None else _cost(catalog, "support", "ratio")
     capex, basis = _capex(s, system, loadouts * per_loadout)
@@ -334,7 +343,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
         f"capex: {basis}; {loadouts} loadout(s) of {loadout_gpus} GPUs"
         + (f" ({per_loadout} × {system_id} each: one replica of {s.model} needs more GPUs than one system has; "
            "a vendor quote or power figure counts per system)" if per_loadout > 1 else ""),
-        f"power {power_w / 1000:,.1f} kW per loadout at {util:.0%} average draw × PUE {pue:g} × ${kwh:g}/kWh; "
+        f"power {power_w / 1000:,.1f} kW per loadout at {util:.0%} average draw × PUE {pue:g} ({pue_note}) × ${kwh:g}/kWh; "
         f"colocation ${colo:g}/kW-month on the maximum draw",
         f"amortization {amort:g} years; capital-recovery target {recovery:g} years; support {support:.0%} of capex a year",
         f"FX €1 = ${fx:g}; all prices ex VAT",
