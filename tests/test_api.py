@@ -357,3 +357,9 @@ def test_compare_renders_in_the_currency_asked(client):
     r = client.get("/api/scenarios/compare", params={"a": ids[0], "b": ids[1], "draws": 0, "currency": "eur"}).json()
     capex = next(c["value"] for c in r["a"]["cards"] if c["key"] == "capex")
     assert capex.startswith("€")
+
+
+def test_a_fits_cell_error_names_the_json_key(client):
+    r = client.post("/api/fits", json={"models": ["llama-2-7b"], "gpus": ["h100"], "max_model_len": 8192}).json()
+    cell = r["cells"][0]
+    assert cell["error_field"] == "max_model_len" and cell["error"].startswith("max_model_len: ") and "--" not in cell["error"][:20]

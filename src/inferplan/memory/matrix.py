@@ -24,6 +24,7 @@ class FitsCell(BaseModel):
     quantization: str
     result: MemoryFit | None  # None when the cell could not be planned
     error: str | None = None
+    error_field: str | None = None  # the input the error names, as a CLI flag (--max-model-len)
     # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
     # one instance across the node, which says nothing about how few GPUs it needs)
     smallest_fit: ParallelPlan | None = None
@@ -104,7 +105,8 @@ def fits_matrix(
                     cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=result,
                                           smallest_fit=_smallest(catalog, d, result)))
                 except InferplanError as exc:
-                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None, error=exc.describe()))
+                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None, error=exc.describe(),
+                                          error_field=exc.field))
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))

@@ -236,9 +236,17 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def fits_route(r: FitsRequest) -> FitsMatrix:
         for i, model in enumerate(r.models):
             catalogue_model(model, f"models.{i}")
-        return fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
-                           quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
-                           kv_cache_dtype=r.kv_cache_dtype)
+        matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
+                             quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
+                             kv_cache_dtype=r.kv_cache_dtype)
+
+        def addressed(cell):  # a cell's error names the request's JSON key, not the CLI flag
+            if not (cell.error_field and cell.error_field.startswith("--")):
+                return cell
+            key = ".".join(_json_field(cell.error_field)[1:])
+            return cell.model_copy(update={"error_field": key, "error": cell.error.replace(f"{cell.error_field}: ", f"{key}: ", 1)})
+
+        return matrix.model_copy(update={"cells": tuple(addressed(c) for c in matrix.cells)})
 
     @app.post("/api/perf", tags=["speed"])
     def perf_route(r: PerfRequest) -> ServingEstimate:
