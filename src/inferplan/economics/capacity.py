@@ -287,7 +287,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         f"{cells} replica cell(s) of {n} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
         f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})",
         f"a user generates {w.peak_output_tokens_per_s:.3f} output tok/s in the busiest hour "
-        f"({w.monthly_output_tokens / 1e6:,.1f}M output tokens a month × peak/average {w.peak_to_average:g}), "
+        f"({w.monthly_output_tokens:,.0f} output tokens a month × peak/average {w.peak_to_average:g}), "
         f"i.e. {per_user_requests:.3f} requests in flight at {speed:,.1f} tok/s each",
     ]
     if by_input < by_output and cap.meets_target:

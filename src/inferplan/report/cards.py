@@ -22,6 +22,8 @@ def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> 
     if usd is None:
         return "—"
     sign = "-" if usd < 0 else ""  # -$6,978, not $-6,978
+    if digits and 0 < abs(usd) < 1:  # cents would round a $0.0188 API seat to $0.02: show four places
+        digits = 4
     if currency == "eur":
         return f"{sign}€{abs(r.eur(usd)):,.{digits}f}"
     return f"{sign}${abs(usd):,.{digits}f}"
