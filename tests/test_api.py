@@ -363,3 +363,16 @@ def test_a_fits_cell_error_names_the_json_key(client):
     r = client.post("/api/fits", json={"models": ["llama-2-7b"], "gpus": ["h100"], "max_model_len": 8192}).json()
     cell = r["cells"][0]
     assert cell["error_field"] == "max_model_len" and cell["error"].startswith("max_model_len: ") and "--" not in cell["error"][:20]
+
+
+def test_renaming_an_unknown_scenario_onto_a_taken_name_is_404(client):
+    client.post("/api/scenarios", json={"name": "taken", "scenario": SCENARIO})
+    r = client.patch("/api/scenarios/999", json={"name": "taken"})
+    assert r.status_code == 404
+
+
+def test_a_fits_cell_error_from_the_matrixs_own_layout_names_no_request_key(client):
+    r = client.post("/api/fits", json={"models": ["qwen2.5-7b"], "systems": ["hgx-h100"]}).json()
+    cell = r["cells"][0]  # TP8 across the node does not divide Qwen2.5-7B's 28 heads
+    assert "28 attention heads" in cell["error"] and cell["error_field"] is None
+    assert not cell["error"].startswith(("tensor_parallel_size", "--"))

@@ -157,7 +157,8 @@ def test_a_loaded_scenario_plans_as_it_was_saved(page, server):
     # fields the form has no control for, and values its slider cannot hold, survive loading
     saved = {"name": "full", "model": "qwen3-235b-a22b", "quantization": "fp8", "engine": "sglang",
              "platform": {"system": "hgx-b200", "quote_usd_per_system": 450000}, "cell": {"tensor_parallel_size": 8},
-             "kv_cache_dtype": "fp8", "workload": {"preset": "coding-developer-median", "cache_hit_rate": 0.5},
+             "kv_cache_dtype": "fp8", "workload": {"preset": "coding-developer-median", "cache_hit_rate": 0.5,
+                                                   "target_output_tokens_per_s": 40},
              "target_users": 50000, "money": {"quote_multiplier": 1.3, "pue": 1.2, "software": "nvaie-1-year"}}
     r = httpx.post(server + "/api/scenarios", json={"name": "full plan", "scenario": saved, "replace": True}, timeout=60)
     assert r.status_code == 201, r.text
@@ -172,10 +173,8 @@ def test_a_loaded_scenario_plans_as_it_was_saved(page, server):
     assert sent["money"]["quote_multiplier"] == 1.3 and sent["money"]["pue"] == 1.2
     assert card_values(page)["capex"] == next(c["value"] for c in api_view(server, saved)["cards"] if c["key"] == "capex")
     stamp = planned(page, stamp)
-    # a cleared control means "the default", not the loaded value
-    page.fill("#target_speed", "40")
-    stamp = planned(page, stamp)
-    assert scenario_in_url(page)["workload"]["target_output_tokens_per_s"] == 40
+    # a cleared control means "the default", not the loaded value (40 was re-sent before session 15's fix)
+    assert page.input_value("#target_speed") == "40" and scenario_in_url(page)["workload"]["target_output_tokens_per_s"] == 40
     page.fill("#target_speed", "")
     stamp = planned(page, stamp)
     assert scenario_in_url(page)["workload"].get("target_output_tokens_per_s") is None
@@ -185,6 +184,22 @@ def test_a_loaded_scenario_plans_as_it_was_saved(page, server):
     planned(page, stamp)
     sent = scenario_in_url(page)
     assert "cell" not in sent and "kv_cache_dtype" not in sent and "quote_usd_per_system" not in sent["platform"]
+
+
+def test_loading_a_scenario_puts_controls_it_leaves_out_back_to_their_defaults(page, server):
+    base = {"model": "llama-3.1-8b", "platform": {"system": "hgx-h100"}, "workload": {"preset": "chat-seat"}}
+    for name, money in (("tight", {"utilization": 0.3, "capital_recovery_years": 5}), ("plain", {})):
+        r = httpx.post(server + "/api/scenarios", json={"name": name, "scenario": {**base, "name": name, "money": money},
+                                                         "replace": True}, timeout=60)
+        assert r.status_code == 201, r.text
+    page.goto(server + "/")
+    stamp = planned(page)
+    page.click("button[aria-label='Load tight']")
+    stamp = planned(page, stamp)
+    assert page.input_value("#utilization") == "0.3" and page.input_value("#capital_recovery_years") == "5"
+    page.click("button[aria-label='Load plain']")
+    planned(page, stamp)
+    assert page.input_value("#utilization") == "0.6" and page.input_value("#capital_recovery_years") == "3"
 
 
 def test_report_download_and_phone_layout(page, server):

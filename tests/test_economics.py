@@ -497,3 +497,18 @@ def test_a_liquid_cooled_system_is_planned_at_the_liquid_cooled_pue_unless_state
     assert any(f"PUE {liquid:g} (gb300-nvl72 is direct-liquid-cooled" in a for a in rack.assumptions)
     assert any(f"PUE {average:g} (pue-global-average)" in a for a in node.assumptions)
     assert rack.monthly_costs.power_usd == pytest.approx(stated.monthly_costs.power_usd * liquid / average)
+
+
+@pytest.mark.parametrize(("usd", "currency", "digits", "shown"), [
+    (0.0188, "usd", 2, "$0.0188"),      # an API seat under a cent's resolution: three significant digits
+    (0.97 * FX, "eur", 2, "€0.970"),    # the euro amount decides, not the dollar one
+    (1.05, "usd", 2, "$1.05"),
+    (-6978.2, "usd", 0, "-$6,978"),     # not $-6,978
+    (-0.3, "usd", 0, "$0"),             # no sign on what rounds to nothing
+    (1e-12, "usd", 2, "<$0.00000001"),
+])
+def test_money_is_shown_to_the_digits_it_has(usd, currency, digits, shown):
+    from inferplan.report.cards import _money
+
+    r = plan(scenario(), CATALOG)
+    assert _money(r, usd, currency, digits) == shown

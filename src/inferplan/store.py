@@ -158,6 +158,8 @@ class Store:
     def rename_scenario(self, scenario_id: int, name: str) -> SavedScenario:
         name = _clean_name(name)
         with self._write() as db:
+            if db.execute("SELECT 1 FROM scenarios WHERE id = ?", (scenario_id,)).fetchone() is None:
+                raise NotFoundError(f"no saved scenario {scenario_id}", field="id")  # before any clash: 404, not 409
             if db.execute("SELECT 1 FROM scenarios WHERE name = ? AND id != ?", (name, scenario_id)).fetchone():
                 raise ConflictError(f"a scenario called {name!r} exists already", field="name",
                                     allowed="a name no other saved scenario has")

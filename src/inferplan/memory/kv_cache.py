@@ -241,8 +241,8 @@ def _sparse_bytes_per_token(arch: Architecture, layers: tuple[LayerKind, ...], k
     if arch.dsa and LayerKind.SPARSE in layers:  # block-sparse GQA layers: their K and V
         kv_heads = max(1, math.ceil(arch.num_kv_heads / tp))
         return layers.count(LayerKind.SPARSE) * 2 * kv_heads * arch.head_dim * kv_bits / 8
-    if arch.dsa:
-        return layers.count(LayerKind.MLA) * mla_latent_bytes_per_token_per_layer(arch, kv_bits)
+    if arch.dsa:  # DSA over MLA layers; a pipeline stage of block-sparse GQA's full layers only has none
+        return layers.count(LayerKind.MLA) * mla_latent_bytes_per_token_per_layer(arch, kv_bits) if arch.mla else 0.0
     return sum(compressed.sparse_bytes_per_token(arch, k, kv_bits) for k in layers) if arch.compressed else 0.0
 
 

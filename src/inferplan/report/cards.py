@@ -4,6 +4,8 @@ the currency conversion at the stored FX rate)."""
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.economics.plan import PlanResult
@@ -21,12 +23,15 @@ class Card(BaseModel):
 def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:
     if usd is None:
         return "—"
-    sign = "-" if usd < 0 else ""  # -$6,978, not $-6,978
-    if digits and 0 < abs(usd) < 1:  # cents would round a $0.0188 API seat to $0.02: show four places
-        digits = 4
-    if currency == "eur":
-        return f"{sign}€{abs(r.eur(usd)):,.{digits}f}"
-    return f"{sign}${abs(usd):,.{digits}f}"
+    amount, symbol = (r.eur(usd), "€") if currency == "eur" else (usd, "$")
+    sign = "-" if amount < 0 else ""  # -$6,978, not $-6,978
+    magnitude = abs(amount)
+    if digits and 0 < magnitude < 0.995:  # cents would round a $0.0188 API seat to $0.02: three significant digits
+        digits = min(8, 2 - math.floor(math.log10(magnitude)))
+    text = f"{magnitude:,.{digits}f}"
+    if float(text.replace(",", "")) == 0:  # rounds to nothing: no sign; a price below its last place says so
+        return f"<{symbol}{10 ** -digits:.{digits}f}" if magnitude and digits else f"{symbol}{text}"
+    return f"{sign}{symbol}{text}"
 
 
 def _beyond_capacity(r: PlanResult) -> str:

@@ -244,6 +244,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
             if not (cell.error_field and cell.error_field.startswith("--")):
                 return cell
             key = ".".join(_json_field(cell.error_field)[1:])
+            if key not in FitsRequest.model_fields:  # a layout the matrix chose (TP across a system's GPUs): no key to name
+                return cell.model_copy(update={"error_field": None, "error": cell.error.removeprefix(f"{cell.error_field}: ")})
             return cell.model_copy(update={"error_field": key, "error": cell.error.replace(f"{cell.error_field}: ", f"{key}: ", 1)})
 
         return matrix.model_copy(update={"cells": tuple(addressed(c) for c in matrix.cells)})

@@ -119,15 +119,15 @@ def _plan(p) -> str:
 
 
 def fits_table(matrix) -> Table:
-    table = Table(title="what fits (KV left per GPU, concurrency at max_model_len)")
-    for col in ("model", "hardware", "quant", "weights/GPU", "KV/GPU", "KV tokens", "concurrency", "fits", "smallest fit"):
+    table = Table(title="what fits (KV left per GPU, concurrency at each cell's context)")
+    for col in ("model", "hardware", "quant", "context", "weights/GPU", "KV/GPU", "KV tokens", "concurrency", "fits", "smallest fit"):
         table.add_column(col)
     for c in matrix.cells:
         r = c.result
         if r is None:
-            table.add_row(c.model, c.hardware, c.quantization, "—", "—", "—", "—", f"[yellow]{c.error}[/]", "")
+            table.add_row(c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", "")
             continue
-        table.add_row(c.model, c.hardware, c.quantization, gib(r.weights_bytes_per_gpu), gib(r.kv_cache_bytes_per_gpu),
+        table.add_row(c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu), gib(r.kv_cache_bytes_per_gpu),
                       f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}", "[green]yes[/]" if r.fits else "[red]no[/]",
                       _plan(c.smallest_fit))
     return table

@@ -113,9 +113,15 @@ function withLoadedFields(scenario) {
 }
 
 function fillForm(s) {
-  const set = (id, v) => { if (v !== undefined && v !== null) $(id).value = v; };
-  const optional = (id, v) => { $(id).value = v === undefined || v === null ? "" : v; };  // blank: the default
+  // a value the scenario leaves out puts the control back to the page's default (its HTML value), so
+  // the form never shows what an earlier scenario set
+  const set = (id, v) => { const el = $(id); el.value = v ?? el.defaultValue ?? el.value; };
+  const optional = (id, v) => { $(id).value = v ?? ""; };  // blank: the default
   state.loaded = JSON.parse(JSON.stringify(s));
+  const system = s.platform && s.platform.system;
+  if (system && ![...$("system").options].some((o) => o.value === system)) {  // a system priced only by a quote
+    $("system").append(option(system, `${system} (no catalogue price: the scenario's quote)`));
+  }
   set("model", s.model);
   set("engine", s.engine);
   set("quantization", s.quantization || "");
