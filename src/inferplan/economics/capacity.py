@@ -222,7 +222,7 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
     if catalog.engine(base.engine).expert_parallel is not True:
         return []
     domain = nodes[1] if nodes else system_gpus
-    widths = sorted({2 ** k for k in range(1, system_gpus.bit_length()) if 2 ** k <= system_gpus} | {domain, system_gpus} - {1})
+    widths = sorted({2 ** k for k in range(1, system_gpus.bit_length())} | {domain, system_gpus} - {1})
     loadouts = []
     for width in widths:
         cell = base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1,
@@ -245,13 +245,13 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
     dp = cell_d.data_parallel_size or 1
     if n > system_gpus:
         raise InvalidScenarioError(f"a replica cell needs {n} GPUs; {system} has {system_gpus}", field="cell")
+    hardware = {"system": None}
     if nodes and n > nodes[1]:  # the cell spans systems: their network carries its traffic
         if n % nodes[1]:
             raise InvalidScenarioError(f"a replica cell of {n} GPUs does not fill whole {nodes[0]} systems "
                                        f"of {nodes[1]} GPUs", field="cell", allowed=f"multiples of {nodes[1]} GPUs")
-        cell_d = cell_d.model_copy(update={"gpus": n, "data_parallel_size": dp, "system": nodes[0], "gpu": None})
-    else:
-        cell_d = cell_d.model_copy(update={"gpus": n, "data_parallel_size": dp, "system": None})
+        hardware = {"system": nodes[0], "gpu": None}
+    cell_d = cell_d.model_copy(update={"gpus": n, "data_parallel_size": dp, **hardware})
     try:
         cap = cell_capacity(catalog, cell_d, w)
     except InvalidScenarioError as exc:

@@ -297,7 +297,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     monthly_tokens = served * w.monthly_tokens
     # the tokens the loadouts carry at capacity: the users their tightest limit allows (input tokens
     # included), each with the workload's month
-    capacity_tokens = loadouts * min(cap.users_by_throughput, cap.users_by_concurrency, cap.users_by_memory) * w.monthly_tokens
+    capacity_tokens = loadouts * users_per_loadout * w.monthly_tokens
     owner_month = operating + amortized
     rental, hourly, rental_note = _rental(catalog, accel.id, m.rental, fx)
     if rental_note:

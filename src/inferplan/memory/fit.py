@@ -265,16 +265,13 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
                                    field="--pipeline-parallel-size", allowed=f"1 to {layers}")
     reach = hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
-    if hw.scale_out is None and plan.tensor_parallel_size > reach:  # a memory answer for a layout perf refuses
-        notes_network = [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
-                         f"{hw.system.name if hw.system else hw.accel.name} joins, and the catalogue knows no network between "
-                         "them: this is the memory answer only; `inferplan perf` refuses the layout"]
-    else:
-        notes_network = []
+    unpriced = hw.scale_out is None and plan.tensor_parallel_size > reach  # a memory answer for a layout perf refuses
+    network = [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
+               f"{hw.system.name if hw.system else hw.accel.name} joins, and the catalogue knows no network between "
+               "them: this is the memory answer only; `inferplan perf` refuses the layout"] if unpriced else []
     quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
-    notes = [*notes_network, *notes]
     kv_dtype = _kv_dtype(catalog, d, spec)
-    assumptions = [*spec.assumptions, *hw.assumptions, *notes]
+    assumptions = [*spec.assumptions, *hw.assumptions, *network, *notes]
     total, total_note = device_total_bytes(catalog, hw.accel)
     if total_note:
         assumptions.append(total_note)

@@ -117,6 +117,8 @@ def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPla
     """The smallest layout on ``result``'s accelerator that holds ``d``: one GPU when it does."""
     if not result.fits:
         return result.smallest_fit
+    if result.parallel.gpus == 1:  # the cell itself is one GPU
+        return result.parallel
     one = fit(d.model_copy(update={"system": None, "gpu": result.accelerator, "gpus": 1, "tensor_parallel_size": 1,
                                    "pipeline_parallel_size": 1, "data_parallel_size": None}), catalog)
     return one.parallel if one.fits else one.smallest_fit

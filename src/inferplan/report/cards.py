@@ -29,7 +29,7 @@ def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> 
     if digits and 0 < magnitude < 0.995:  # cents would round a $0.0188 API seat to $0.02: three significant digits
         digits = min(8, 2 - math.floor(math.log10(magnitude)))
     text = f"{magnitude:,.{digits}f}"
-    if float(text.replace(",", "")) == 0:  # rounds to nothing: no sign; a price below its last place says so
+    if round(magnitude, digits) == 0:  # rounds to nothing: no sign; a price below its last place says so
         return f"<{symbol}{10 ** -digits:.{digits}f}" if magnitude and digits else f"{symbol}{text}"
     return f"{sign}{symbol}{text}"
 
