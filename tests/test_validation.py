@@ -57,16 +57,19 @@ KNOWN_DECODE_MISSES = {
     "s-hb-sglang-b200x8-gpt-oss-120b-mxfp4-tpot-cookbook": "SGLang gpt-oss-120b on 8x B200",
     "s-sglang-4xb200-gptoss120b-mxfp4-bs1-tg": "SGLang gpt-oss-120b on 4x B200",
     "s-sglang-b200x8-qwen3-235b-bf16-tpot-c1-gist": "SGLang Qwen3-235B on 8x B200 (cookbook: 10.12 ms, within 1 %)",
-    # SGLang 0.4.6 on H20 with BF16/AWQ weights reaches ~1.3 TB/s of 4 TB/s at batch 1 (FP8 fits)
+    # the SGLang cookbook's DeepSeek-R1 FP8 on 8x B200 (Jan 2026 build), -28.5 to -28.8 % until session 16's refit
+    # (-31.4 to -31.7 %): SGLang's per-layer cost fell 76 -> 71 us once the H20 points' compute was padded, and
+    # this build runs R1's 61 layers faster than the family
+    "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-1k1k-cookbook": "SGLang (Jan 2026) DeepSeek-R1 FP8 on 8x B200 (-31 %)",
+    "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-1k8k-cookbook": "the same at 1k/8k (-32 %)",
+    "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-8k1k-cookbook": "the same at 8k/1k (-32 %)",
+    # SGLang 0.4.6 on H20: since session 16 its GEMMs pad to 16-row tiles, which on the H20's 148 TFLOP/s of
+    # BF16 cost about half of reading the weights (AWQ +84 -> +9 %, FP8 32B +31 -> +16 %); its BF16 runs still
+    # decode as if at ~1.6 TB/s of 4 TB/s (+34 to +51 %) where FP8 and Chitu's own BF16 engine go faster
     "s-hb-sglang-h20x1-qwen3-8b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16",
-    "s-hb-sglang-h20x1-qwen3-8b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ",
     "s-hb-sglang-h20x1-qwen3-14b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16",
     "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16",
-    "s-hb-sglang-h20x1-qwen3-32b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ",
-    # ... and its FP8 runs, +23 to +28 % until session 9's refit (SGLang's per-layer cost 82 -> 76 us
-    # once Qwen3.5's points were planned with its own 60-layer config), now just past 30 %
-    "s-hb-sglang-h20x1-qwen3-32b-fp8-block-tg-qwendoc": "SGLang 0.4.6 on H20, FP8 (+31 %)",
-    "s-hb-sglang-h20x1-qwen3-30b-a3b-fp8-block-tg-qwendoc": "SGLang 0.4.6 on H20, FP8 MoE (+31 %)",
+    # ... and its FP8 MoE run on 4x H20 (+30.5 -> +30.3 % with the padding)
     "s-hb-sglang-h20x4-qwen3-235b-a22b-fp8-block-tg-qwendoc": "SGLang 0.4.6 on 4x H20, FP8 MoE (+31 %)",
     # vLLM builds drift: a 2026 build runs Qwen3-30B-A3B faster than the family; older builds
     # (Marlin MoE AWQ, 0.7.2 on H20) slower
@@ -98,7 +101,6 @@ KNOWN_DECODE_MISSES = {
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx900k": "the same at 900K context",
     "s-sv4-sglang-h200x4-deepseek-v4-flash-fp8-block-decode-c1-eagle3-ctx900k": "SGLang Day-0 V4-Flash on 4x H200 at 900K context",
     "s-sv4-sglang-b300x4-deepseek-v4-pro-mixed-fp4-fp8-pd-decode-tpot-c1": "SGLang (Jul 2026) V4-Pro decode worker on 4x B300, no MTP: 10.2 ms/token",
-    "s-sv4-vllm-rtxpro6000x4-deepseek-v4-flash-mixed-fp4-fp8-decode-c1-mtp2": "patched vLLM fork (own kernels) on 4x RTX PRO 6000, MTP2 acceptance unstated",
 }
 
 # Scored per-user decode points at concurrency 2 or more worse than 30 % (kind decode-concurrent),
@@ -109,6 +111,7 @@ KNOWN_CONCURRENT_DECODE_MISSES = {
     "s-go-vllm-h100x8-gpt-oss-120b-tpot-c8-1k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100",
     "s-go-vllm-h100x8-gpt-oss-120b-tpot-c4-8k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100, 8k/1k",
     "s-go-vllm-b200x1-gpt-oss-20b-tg-c8-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on B200, slower than on H200",
+    "s-go-vllm-b200x1-gpt-oss-20b-tg-c4-gpuconc": "the same at 4 (+24 -> +32 % at session 16's refit, vLLM's fixed costs lower)",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c2-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c4-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c8-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
@@ -127,10 +130,10 @@ def test_speed_validation_medians_hold(catalog):
     beyond = {c.id for c in scored if c.kind == "decode" and abs(c.error) > 0.30}
     # equal, not a subset: a miss that is fixed must leave the list (and docs/speed.md) too
     assert beyond == set(KNOWN_DECODE_MISSES), (beyond - set(KNOWN_DECODE_MISSES), set(KNOWN_DECODE_MISSES) - beyond)
-    # held out: 10.5 % since session 14's overlap exponent (9.96 % before), past the 10 % target on this
-    # split while the leave-source-out decode error fell 10.6 -> 10.2 % (docs/speed.md, Validation): guarded
-    # against getting worse, not claimed as met
-    assert v.medians["decode/holdout"] < 0.11
+    # held out: 10.5 % since session 14's overlap exponent (9.96 % before), 10.1 % since session 16's padded
+    # GEMM tiles, still past the 10 % target on this split (docs/speed.md, Validation): guarded against
+    # getting worse, not claimed as met
+    assert v.medians["decode/holdout"] < 0.105
     concurrent = {c.id for c in scored if c.kind == "decode-concurrent" and abs(c.error) > 0.30}
     assert concurrent == set(KNOWN_CONCURRENT_DECODE_MISSES), (concurrent - set(KNOWN_CONCURRENT_DECODE_MISSES),
                                                                 set(KNOWN_CONCURRENT_DECODE_MISSES) - concurrent)
@@ -263,3 +266,14 @@ def test_cross_validation_folds_keep_a_source_together(catalog):
             by_source.setdefault(source, set()).add(fold[p.id])
     assert all(len(f) == 1 for f in by_source.values())
     assert set(fold.values()) == set(range(FOLDS))
+
+
+def test_the_speed_fit_writes_numbers_that_yaml_reads_back_as_numbers():
+    # a refit on the tile grid wrote "value: 1e-05", which PyYAML reads as a string (session 16)
+    import yaml
+
+    from inferplan.validation.calibrate_speed import yaml_number
+
+    for value in (1e-05, 2e-06, 7.55101e-05, 0.92, 38.168, 0.0, 1e-05 * 3, 123456789.0):
+        assert yaml.safe_load(f"v: {yaml_number(value)}")["v"] == pytest.approx(float(f"{value:.6g}"))
+    assert yaml_number(1e-05) == "1.0e-05" and yaml_number(0.92) == "0.92"

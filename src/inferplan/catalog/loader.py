@@ -328,7 +328,7 @@ def check_references(catalog: Catalog) -> None:
     for engine in catalog.engines:
         for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
                        engine.embeddings_on_host_source, engine.pp_kv_room_source, engine.pp_batch_limits_source,
-                       engine.expert_parallel_source):
+                       engine.expert_parallel_source, engine.pads_gemm_rows_source):
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
@@ -339,6 +339,8 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"engines:{engine.id}: pp_batch_limits needs a pp_batch_limits_source", field=engine.id)
         if engine.expert_parallel is not None and not engine.expert_parallel_source:
             raise CatalogError(f"engines:{engine.id}: expert_parallel needs an expert_parallel_source", field=engine.id)
+        if engine.pads_gemm_rows is not None and not engine.pads_gemm_rows_source:
+            raise CatalogError(f"engines:{engine.id}: pads_gemm_rows needs a pads_gemm_rows_source", field=engine.id)
         if engine.embeddings_on_host and not engine.embeddings_on_host_source:
             raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
         if engine.context_beyond_model and not engine.context_beyond_model_source:

@@ -254,6 +254,13 @@ class EngineDefaults(Frozen):
     # enable_attention_dp + moe_expert_parallel_size); None: not stated
     expert_parallel: bool | None = None
     expert_parallel_source: str | None = None
+    # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated
+    # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
+    # expert's tokens to the tile), or on vector kernels that compute only the rows there are
+    # (TensorRT-LLM's CUDA-core GEMV, llama.cpp's MMVQ, MLX's qmv); None: not stated, not padded
+    pads_gemm_rows: bool | None = None
+    pads_gemm_rows_source: str | None = None
+    pads_gemm_rows_note: str | None = None
     notes: tuple[str, ...] = ()
 
 

@@ -1,6 +1,6 @@
 """The serving estimate's notes in words: its fixed costs, what crossing pipeline stages costs, how
-llama.cpp batches a prompt, and what unpacking K-quant super-blocks costs (``serving.py`` states them
-beside the figures)."""
+llama.cpp batches a prompt, what unpacking K-quant super-blocks costs and what padding GEMMs to
+tensor-core tiles costs (``serving.py`` states them beside the figures)."""
 
 from __future__ import annotations
 
@@ -75,3 +75,19 @@ def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
             f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
             f"step beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other compute they take "
             f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")
+
+
+def padding_note(ctx: _Context, step: StepTime, running: int) -> str | None:
+    """What padding a decode step's weight GEMMs to tensor-core tiles costs, when the step has fewer
+    rows than a tile (the compute that makes low-FLOP GPUs such as the H20 slower at batch 1 than their
+    bandwidth); None when its rows fill the tiles or the engine's kernels do not pad."""
+    rows = ctx.rates.gemm_min_rows
+    tokens = ctx.requests_per_micro_batch(running) * (ctx.w.speculative_tokens + 1)
+    padding = ctx.work.padding_flops_per_gpu(tokens, rows)
+    if not padding:
+        return None
+    return (f"{ctx.d.engine}'s weight GEMMs run tensor-core tiles of at least {rows:g} rows (an expert's rows are the "
+            f"tokens routed to it; calibrated): {padding / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of padded "
+            f"compute per decode step beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other "
+            f"compute they take {overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms "
+            "together (power mean)")

@@ -153,7 +153,8 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     parts = micro_batches(tokens + prefill_tokens, micro_batch)
     read = sum(n * work.weights_read_per_gpu(t) for t, n in parts)
     weight_bytes = read + work.activation_bytes_per_gpu(tokens + prefill_tokens)
-    flops = work.linear_flops_per_gpu(tokens + prefill_tokens, tokens) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+    flops = (work.linear_flops_per_gpu(tokens + prefill_tokens, tokens) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+             + sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows) for t, n in parts))
     attention = (work.attention_flops_per_gpu(tokens, context, prefill=False)
                  + work.attention_flops_per_gpu(prefill_tokens, context, prefill=True))
     return StepTime(
@@ -188,7 +189,8 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
     mean_context = prior_context + tokens / 2
     parts = micro_batches(tokens, micro_batch)
     read = sum(n * work.weights_read_per_gpu(t) for t, n in parts)
-    flops = work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+    flops = (work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
+             + sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows) for t, n in parts))
     attention = work.attention_flops_per_gpu(tokens, mean_context, prefill=True, spread=tokens / 2)
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
     return StepTime(

@@ -51,6 +51,7 @@ class Rates:
     # host work between stages (0: the engine has no fitted figure; pipeline_hop_fitted says which)
     pipeline_hop_s_per_request: float = 0.0
     pipeline_hop_fitted: bool = False
+    gemm_min_rows: float = 1.0  # rows a weight GEMM computes at the least (tensor-core tiles; 1: none padded)
     overlap_exponent: float = math.inf  # power mean of a step's memory and compute time (phases.overlapped)
 
     @property
@@ -184,6 +185,19 @@ def overlap_exponent(catalog: Catalog) -> float:
     return p
 
 
+def gemm_min_rows(catalog: Catalog, engine: str) -> float:
+    """Rows a small-batch weight GEMM of ``engine`` computes at the least: the calibrated tile
+    (``gemm-min-rows``) where the engine's kernels pad to tensor-core tiles (engines.yaml
+    ``pads_gemm_rows``), else 1 (vector kernels compute only the rows there are)."""
+    if not catalog.engine(engine).pads_gemm_rows:
+        return 1.0
+    rows = catalog.constant("gemm-min-rows")
+    if not rows >= 1.0:
+        raise CatalogError(f"the smallest GEMM tile is {rows} rows", field="calibration.yaml gemm-min-rows",
+                           allowed="1 (no padding) or more rows")
+    return rows
+
+
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
               hardware: Hardware | None = None, kv_dtype: str | None = None) -> Rates:
     """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
@@ -237,6 +251,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         pipeline_hop_s_per_request=hop.value if hop else 0.0,
         pipeline_hop_fitted=hop is not None,
         overlap_exponent=overlap_exponent(catalog),
+        gemm_min_rows=gemm_min_rows(catalog, engine),
         family=key,
         notes=notes,
     )

@@ -20,7 +20,7 @@ from inferplan.memory.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.measured import MAX_QUOTES, MeasuredQuote, matching_points, measured_quotes, quote_note
 from inferplan.performance.network import network_notes
-from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, prompt_note, unpack_note
+from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, padding_note, prompt_note, unpack_note
 from inferplan.performance.phases import StepTime, decode_step, micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
@@ -303,6 +303,8 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                        + ("" if r.request_overhead_fitted else ": the pooled value, which no TTFT point of this family checks"))
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
         assumptions.append(unpack_note(ctx, step, running))
+    if (note := padding_note(ctx, step, running)) is not None:
+        assumptions.append(note)
     if (note := prompt_note(ctx)) is not None:
         assumptions.append(note)
     if step.bound == "overhead":

@@ -47,6 +47,7 @@ class ModelWork:
     moe_layers: int = 0
     unpacked_weights_per_byte: float = 0.0  # weights per byte of a super-block format (K-quants); 0: none unpacked
     head_bytes_per_gpu: float = 0.0  # the lm_head a GPU of the last pipeline stage holds (read every step)
+    weights_per_byte: float = 0.0  # weights per byte of the checkpoint's linear layers (8 / bits per weight)
     notes: tuple[str, ...] = ()
 
     def last_stage(self) -> ModelWork:
@@ -76,9 +77,26 @@ class ModelWork:
         serving model spreads requests evenly over the ranks)."""
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu
+        return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * self._routing(tokens_in_step)[1]
+
+    def _routing(self, tokens_in_step: float) -> tuple[float, float]:
+        """(tokens routed to this GPU's experts, the share of its experts they touch)."""
         routed = max(tokens_in_step, 1) * max(self.expert_parallel // self.tp, 1)
-        touched = 1 - (1 - self.experts_per_token / self.num_experts) ** routed
-        return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * touched
+        return routed, 1 - (1 - self.experts_per_token / self.num_experts) ** routed
+
+    def padding_flops_per_gpu(self, tokens_in_step: float, min_rows: float) -> float:
+        """FLOPs a step's weight GEMMs spend on rows they pad: a tensor-core GEMM computes at least
+        ``min_rows`` rows of every weight matrix it reads (a dense layer's rows are the step's tokens,
+        an expert's the tokens routed to it), so a step with fewer does that much work anyway."""
+        if min_rows <= 1 or not self.weights_per_byte:
+            return 0.0
+        rows = max(tokens_in_step, 1.0)
+        padded = self.dense_bytes_per_gpu * max(min_rows - rows, 0.0)
+        if self.num_experts and self.expert_bytes_per_gpu:
+            routed, touched = self._routing(rows)
+            per_expert = routed * self.experts_per_token / (self.num_experts * touched)
+            padded += self.expert_bytes_per_gpu * touched * max(min_rows - per_expert, 0.0)
+        return 2 * padded * self.weights_per_byte
 
     def unpack_flops_per_gpu(self, weight_bytes: float, flops_per_weight: float) -> float:
         """ALU work of unpacking ``weight_bytes`` of super-block weights (zero for other formats)."""
@@ -234,5 +252,6 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         unpacked_weights_per_byte=8 / mp.quantization.bits_per_weight.value if mp.quantization.super_block_scales else 0.0,
         head_bytes_per_gpu=w.head_bytes / tp,
+        weights_per_byte=8 / mp.quantization.bits_per_weight.value,
         notes=tuple(notes),
     )

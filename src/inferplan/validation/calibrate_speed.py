@@ -272,13 +272,21 @@ def to_yaml(fits: list[FamilyFit]) -> str:
                       f"{how}: coordinate descent minimising mean |log(predicted / measured)|{prior}, bounds {BOUNDS[name]}")
             lines += [
                 f"  - id: {CONSTANT_IDS[name].format(f.family)}",
-                f"    value: {value:.6g}",
+                f"    value: {yaml_number(value)}",
                 f"    unit: {UNITS[name]}",
                 f"    fitted_on: []  # {how}",
                 f"    method: \"{method}\"",
                 f"    error: \"{error}\"",
             ]
     return "\n".join(lines) + "\n"
+
+
+def yaml_number(value: float) -> str:
+    """``value`` to six significant digits as YAML reads a float: ``1e-05`` is a string to PyYAML
+    (YAML 1.1 wants a dot in the mantissa), ``1.0e-05`` a number."""
+    text = f"{value:.6g}"
+    mantissa, e, exponent = text.partition("e")
+    return f"{mantissa}.0e{exponent}" if e and "." not in mantissa else text
 
 
 UNITS = {
