@@ -77,17 +77,14 @@ def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
             f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")
 
 
-def padding_note(ctx: _Context, step: StepTime, running: int) -> str | None:
-    """What padding a decode step's weight GEMMs to tensor-core tiles costs, when the step has fewer
-    rows than a tile (the compute that makes low-FLOP GPUs such as the H20 slower at batch 1 than their
+def padding_note(ctx: _Context, step: StepTime) -> str | None:
+    """What padding the step's weight GEMMs to tensor-core tiles costs, when it has fewer rows than a
+    tile (the compute that makes low-FLOP GPUs such as the H20 slower at batch 1 than their
     bandwidth); None when its rows fill the tiles or the engine's kernels do not pad."""
-    rows = ctx.rates.gemm_min_rows
-    tokens = ctx.requests_per_micro_batch(running) * (ctx.w.speculative_tokens + 1)
-    padding = ctx.work.padding_flops_per_gpu(tokens, rows)
-    if not padding:
+    if not step.padding_s:
         return None
-    return (f"{ctx.d.engine}'s weight GEMMs run tensor-core tiles of at least {rows:g} rows (an expert's rows are the "
-            f"tokens routed to it; calibrated): {padding / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of padded "
-            f"compute per decode step beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other "
-            f"compute they take {overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms "
-            "together (power mean)")
+    return (f"{ctx.d.engine}'s weight GEMMs run tensor-core tiles of at least {ctx.rates.gemm_min_rows:g} rows (an "
+            f"expert's rows are the tokens routed to it; calibrated): {step.padding_s * 1e3:.2f} ms of padded compute "
+            f"per step{' of a stage' if ctx.pp > 1 else ''} beside {step.memory_s * 1e3:.2f} ms of memory traffic; "
+            f"with the step's other compute they take "
+            f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")

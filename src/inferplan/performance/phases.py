@@ -27,6 +27,7 @@ class StepTime:
     comm_s: float
     overhead_s: float
     overlap_exponent: float  # how memory and compute time combine (``overlapped``)
+    padding_s: float = 0.0  # of compute_s: the rows weight GEMMs pad to their tiles (Rates.gemm_min_rows)
 
     @property
     def seconds(self) -> float:
@@ -153,17 +154,23 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
     parts = micro_batches(tokens + prefill_tokens, micro_batch)
     read = sum(n * work.weights_read_per_gpu(t) for t, n in parts)
     weight_bytes = read + work.activation_bytes_per_gpu(tokens + prefill_tokens)
-    flops = (work.linear_flops_per_gpu(tokens + prefill_tokens, tokens) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
-             + sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows) for t, n in parts))
+    padding_s = padding_flops(work, rates, parts) / rates.achievable_flop_per_s
+    flops = work.linear_flops_per_gpu(tokens + prefill_tokens, tokens) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
     attention = (work.attention_flops_per_gpu(tokens, context, prefill=False)
                  + work.attention_flops_per_gpu(prefill_tokens, context, prefill=True))
     return StepTime(
         memory_s=(weight_bytes + kv_bytes) / rates.achievable_bytes_per_s,
-        compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
+        compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s + padding_s,
         comm_s=allreduce_s(work, rates, tokens + prefill_tokens) + stage_hop_s(work, rates, tokens + prefill_tokens),
         overhead_s=micro_batch_overhead_s(work, rates, batch, parts),
         overlap_exponent=rates.overlap_exponent,
+        padding_s=padding_s,
     )
+
+
+def padding_flops(work: ModelWork, rates: Rates, parts: list[tuple[float, float]]) -> float:
+    """FLOPs the weight GEMMs of a step run as ``parts`` micro-batches pad to their tiles."""
+    return sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows) for t, n in parts)
 
 
 def micro_batch_overhead_s(work: ModelWork, rates: Rates, sequences: float, parts: list[tuple[float, float]]) -> float:
@@ -189,14 +196,15 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
     mean_context = prior_context + tokens / 2
     parts = micro_batches(tokens, micro_batch)
     read = sum(n * work.weights_read_per_gpu(t) for t, n in parts)
-    flops = (work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
-             + sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows) for t, n in parts))
+    padding_s = padding_flops(work, rates, parts) / rates.achievable_flop_per_s
+    flops = work.linear_flops_per_gpu(tokens, 1) + work.unpack_flops_per_gpu(read, rates.unpack_flops_per_weight)
     attention = work.attention_flops_per_gpu(tokens, mean_context, prefill=True, spread=tokens / 2)
     kv_write = layout.sequence_bytes_per_gpu(int(prior_context + tokens), 1)
     return StepTime(
         memory_s=(read + work.activation_bytes_per_gpu(tokens) + kv_write) / rates.achievable_bytes_per_s,
-        compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s,
+        compute_s=flops / rates.achievable_flop_per_s + attention / rates.achievable_attention_flop_per_s + padding_s,
         comm_s=allreduce_s(work, rates, tokens) + stage_hop_s(work, rates, tokens),
         overhead_s=micro_batch_overhead_s(work, rates, 1.0, parts),
         overlap_exponent=rates.overlap_exponent,
+        padding_s=padding_s,
     )

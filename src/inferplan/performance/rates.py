@@ -185,11 +185,21 @@ def overlap_exponent(catalog: Catalog) -> float:
     return p
 
 
-def gemm_min_rows(catalog: Catalog, engine: str) -> float:
-    """Rows a small-batch weight GEMM of ``engine`` computes at the least: the calibrated tile
-    (``gemm-min-rows``) where the engine's kernels pad to tensor-core tiles (engines.yaml
-    ``pads_gemm_rows``), else 1 (vector kernels compute only the rows there are)."""
-    if not catalog.engine(engine).pads_gemm_rows:
+TILED_STACKS = ("cuda", "rocm")  # where vLLM's and SGLang's GEMMs are their own tensor-core kernels
+
+
+def pads_gemm_rows(catalog: Catalog, engine: str, accel: Accelerator) -> bool:
+    """Whether ``engine``'s small-batch weight GEMMs on ``accel`` run tensor-core tiles (engines.yaml
+    ``pads_gemm_rows``, on CUDA or ROCm: vLLM on Apple GPUs runs MLX's vector kernels, on Gaudi and
+    Neuron the vendors' own)."""
+    return bool(catalog.engine(engine).pads_gemm_rows) and accel.software.value in TILED_STACKS
+
+
+def gemm_min_rows(catalog: Catalog, engine: str, accel: Accelerator) -> float:
+    """Rows a small-batch weight GEMM of ``engine`` on ``accel`` computes at the least: the calibrated
+    tile (``gemm-min-rows``) where its kernels pad (``pads_gemm_rows``), else 1 (vector kernels
+    compute only the rows there are)."""
+    if not pads_gemm_rows(catalog, engine, accel):
         return 1.0
     rows = catalog.constant("gemm-min-rows")
     if not rows >= 1.0:
@@ -251,7 +261,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         pipeline_hop_s_per_request=hop.value if hop else 0.0,
         pipeline_hop_fitted=hop is not None,
         overlap_exponent=overlap_exponent(catalog),
-        gemm_min_rows=gemm_min_rows(catalog, engine),
+        gemm_min_rows=gemm_min_rows(catalog, engine, accel),
         family=key,
         notes=notes,
     )

@@ -303,7 +303,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
                        + ("" if r.request_overhead_fitted else ": the pooled value, which no TTFT point of this family checks"))
     if ctx.work.unpacked_weights_per_byte and ctx.rates.unpack_flops_per_weight:
         assumptions.append(unpack_note(ctx, step, running))
-    if (note := padding_note(ctx, step, running)) is not None:
+    if (note := padding_note(ctx, step)) is not None:
         assumptions.append(note)
     if (note := prompt_note(ctx)) is not None:
         assumptions.append(note)

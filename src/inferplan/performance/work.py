@@ -47,7 +47,8 @@ class ModelWork:
     moe_layers: int = 0
     unpacked_weights_per_byte: float = 0.0  # weights per byte of a super-block format (K-quants); 0: none unpacked
     head_bytes_per_gpu: float = 0.0  # the lm_head a GPU of the last pipeline stage holds (read every step)
-    weights_per_byte: float = 0.0  # weights per byte of the checkpoint's linear layers (8 / bits per weight)
+    routed_active_params: float = 0.0  # of active_params: the k routed experts a token passes through, all layers
+    expert_params_per_gpu: float = 0.0  # all routed experts this GPU holds, in weights (expert_bytes_per_gpu's)
     notes: tuple[str, ...] = ()
 
     def last_stage(self) -> ModelWork:
@@ -88,15 +89,16 @@ class ModelWork:
         """FLOPs a step's weight GEMMs spend on rows they pad: a tensor-core GEMM computes at least
         ``min_rows`` rows of every weight matrix it reads (a dense layer's rows are the step's tokens,
         an expert's the tokens routed to it), so a step with fewer does that much work anyway."""
-        if min_rows <= 1 or not self.weights_per_byte:
+        if min_rows <= 1:
             return 0.0
         rows = max(tokens_in_step, 1.0)
-        padded = self.dense_bytes_per_gpu * max(min_rows - rows, 0.0)
-        if self.num_experts and self.expert_bytes_per_gpu:
+        dense = (self.active_params - self.routed_active_params) / (self.tp * self.pp)  # the lm_head included
+        padded = dense * max(min_rows - rows, 0.0)
+        if self.num_experts and self.expert_params_per_gpu:
             routed, touched = self._routing(rows)
             per_expert = routed * self.experts_per_token / (self.num_experts * touched)
-            padded += self.expert_bytes_per_gpu * touched * max(min_rows - per_expert, 0.0)
-        return 2 * padded * self.weights_per_byte
+            padded += self.expert_params_per_gpu * touched * max(min_rows - per_expert, 0.0)
+        return 2 * padded
 
     def unpack_flops_per_gpu(self, weight_bytes: float, flops_per_weight: float) -> float:
         """ALU work of unpacking ``weight_bytes`` of super-block weights (zero for other formats)."""
@@ -192,9 +194,11 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     arch = mp.spec.architecture
     w = mp.weights
     notes: list[str] = []
+    routed_active = expert_params = 0.0  # weights: the routed experts a token passes through, and all of them
     if arch is not None and not mp.spec.architecture_is_proxy:
         params = count_params(arch)
         active, lm_head = float(params.active), float(params.lm_head or params.embedding)
+        routed_active, expert_params = float(params.experts_active), float(params.experts)
     else:
         total = mp.spec.total_params or w.total_bytes * 8 / mp.quantization.bits_per_weight.value
         active = mp.spec.active_params or total
@@ -213,6 +217,9 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         experts_gpu = min(share, 1.0) * w.total_bytes / shards
         notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
                      f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
+    if not expert_params and experts_gpu and num_experts:  # no parameter count: the experts' weights from their bytes
+        expert_params = experts_gpu * shards * 8 / mp.quantization.bits_per_weight.value
+        routed_active = expert_params * top_k / num_experts
     # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it);
     # the embedding table a stage holds as a lookup is not read whole per step
     fullest = max(mp.stage_weights, key=lambda s: s.bytes_per_gpu)
@@ -252,6 +259,7 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         unpacked_weights_per_byte=8 / mp.quantization.bits_per_weight.value if mp.quantization.super_block_scales else 0.0,
         head_bytes_per_gpu=w.head_bytes / tp,
-        weights_per_byte=8 / mp.quantization.bits_per_weight.value,
+        routed_active_params=routed_active,
+        expert_params_per_gpu=expert_params / shards,
         notes=tuple(notes),
     )

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InvalidScenarioError
+from inferplan.performance.rates import pads_gemm_rows
 
 GRID = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, math.inf)
 ROWS_GRID = (1.0, 8.0, 16.0, 32.0, 64.0)
@@ -41,7 +42,7 @@ def with_rates(points: list[cs.Prepared], field: str, value: float) -> list[cs.P
                                    allowed=allowed)
     moved = []
     for pt in points:  # a shallow copy of each context: the fit rebinds its rates, not the caller's
-        if field == "gemm_min_rows" and not pt.ctx.catalog.engine(pt.ctx.d.engine).pads_gemm_rows:
+        if field == "gemm_min_rows" and not pads_gemm_rows(pt.ctx.catalog, pt.ctx.d.engine, pt.ctx.mp.hardware.accel):
             moved.append(pt)
             continue
         ctx = copy.copy(pt.ctx)
