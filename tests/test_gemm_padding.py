@@ -16,6 +16,7 @@ from inferplan.memory.deployment import Deployment
 from inferplan.performance.phases import decode_step, prefill
 from inferplan.performance.rates import gemm_min_rows
 from inferplan.performance.serving import _Context, _estimate
+from inferplan.performance.work import model_work
 from inferplan.performance.workload import Workload
 from inferplan.validation.overlap_grid import with_rates
 
@@ -49,6 +50,30 @@ def test_one_row_padded_to_the_tile_costs_a_full_tile_of_rows(model, quantizatio
     assert work.padding_flops_per_gpu(1, 16) == pytest.approx(15 * work.linear_flops_per_gpu(1, 1), rel=1e-9)
     assert work.padding_flops_per_gpu(10, 16) > 0
     assert work.padding_flops_per_gpu(1, 1) == 0.0
+
+
+@pytest.mark.parametrize("model, layout", [
+    ("llama-3.1-70b", dict(gpus=4, tensor_parallel_size=2, pipeline_parallel_size=2)),
+    ("qwen3-30b-a3b", dict(gpus=4, tensor_parallel_size=2, pipeline_parallel_size=2))])
+def test_a_pipeline_stage_pads_its_own_share_and_the_last_stage_its_lm_head(model, layout):
+    work = _ctx(model=model, gpu="h100-sxm", **layout).work
+    assert work.pp == 2 and work.tp == 2
+    assert work.padding_flops_per_gpu(1, 32) == pytest.approx(31 * work.linear_flops_per_gpu(1, 1), rel=1e-9)
+    last = work.last_stage()
+    extra = last.padding_flops_per_gpu(1, 32) - work.padding_flops_per_gpu(1, 32)
+    assert extra == pytest.approx(2 * 31 * work.lm_head_params * (work.pp - 1) / (work.tp * work.pp))
+    tp4 = _ctx(model=model, gpu="h100-sxm", gpus=4, tensor_parallel_size=4).work  # a stage's GPU pads a quarter too
+    assert work.padding_flops_per_gpu(1, 32) == pytest.approx(tp4.padding_flops_per_gpu(1, 32), rel=1e-6)
+
+
+def test_a_model_without_a_parameter_count_takes_its_experts_from_their_bytes():
+    ctx = _ctx(model="qwen3-30b-a3b", gpu="h100-sxm")
+    counted = ctx.work
+    proxy = model_work(dataclasses.replace(ctx.mp, spec=dataclasses.replace(ctx.mp.spec, architecture_is_proxy=True)))
+    assert proxy.expert_params_per_gpu == pytest.approx(counted.expert_params_per_gpu, rel=0.02)
+    assert proxy.routed_active_params == pytest.approx(
+        proxy.expert_params_per_gpu * proxy.experts_per_token / proxy.num_experts)
+    assert proxy.padding_flops_per_gpu(1, 32) > proxy.padding_flops_per_gpu(1, 16) > 0
 
 
 def test_a_dense_gemm_pads_its_rows_up_to_the_tile_and_no_further():
@@ -104,7 +129,7 @@ def test_the_estimate_says_what_its_own_step_pads_and_a_vector_engine_says_nothi
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(st.floats(min_value=1, max_value=256), st.sampled_from([1.0, 8.0, 16.0, 64.0]),
+@given(st.floats(min_value=1, max_value=256), st.sampled_from([1.0, 8.0, 16.0, 32.0, 64.0]),
        st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b"]))
 def test_padding_never_shortens_a_step_and_more_sequences_never_shorten_it(batch, rows, model):
     ctx = _ctx(model=model)
