@@ -73,8 +73,7 @@ def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
     unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
     return (f"{ctx.mp.quantization.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
             f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
-            f"step beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other compute they take "
-            f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")
+            f"step {_beside_memory(step)}")
 
 
 def padding_note(ctx: _Context, step: StepTime) -> str | None:
@@ -85,6 +84,10 @@ def padding_note(ctx: _Context, step: StepTime) -> str | None:
         return None
     return (f"{ctx.d.engine}'s weight GEMMs run tensor-core tiles of at least {ctx.rates.gemm_min_rows:g} rows (an "
             f"expert's rows are the tokens routed to it; calibrated): {step.padding_s * 1e3:.2f} ms of padded compute "
-            f"per step{' of a stage' if ctx.pp > 1 else ''} beside {step.memory_s * 1e3:.2f} ms of memory traffic; "
-            f"with the step's other compute they take "
+            f"per step{' of a stage' if ctx.pp > 1 else ''} {_beside_memory(step)}")
+
+
+def _beside_memory(step: StepTime) -> str:
+    """How a part of a step's compute sits beside its memory traffic (the power mean of the two)."""
+    return (f"beside {step.memory_s * 1e3:.2f} ms of memory traffic; with the step's other compute they take "
             f"{overlapped(step.memory_s, step.compute_s, step.overlap_exponent) * 1e3:.2f} ms together (power mean)")

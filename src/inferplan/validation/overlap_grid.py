@@ -32,7 +32,7 @@ FIELDS = ("overlap_exponent", "gemm_min_rows")  # the Rates fields a grid can mo
 
 def with_rates(points: list[cs.Prepared], field: str, value: float) -> list[cs.Prepared]:
     """The same points, their rates' ``field`` set to ``value`` (the tile only where the engine pads
-    its GEMMs: a point whose rates say 1 row keeps it)."""
+    its GEMMs on that hardware, ``rates.pads_gemm_rows``: other points are kept as they are)."""
     if field not in FIELDS:
         raise InvalidScenarioError(f"no grid for {field!r}", field="field", allowed=", ".join(FIELDS))
     if not value >= 1.0:
