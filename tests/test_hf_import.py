@@ -354,3 +354,17 @@ def test_gated_deltanet_state_follows_the_configs_mamba_ssm_dtype(catalog):
     raw = config(catalog, "qwen3.5-397b-a17b")
     half = {**raw, "text_config": {**raw["text_config"], "mamba_ssm_dtype": "bfloat16"}}
     assert architecture_from_config(half).linear.recurrent_state_bytes == 2
+
+
+def test_hyper_connections_keep_the_configs_residual_streams(catalog):
+    # DeepSeek-V4's mHC: "hc_mult": 4 parallel residual streams; models without the key keep one
+    assert architecture_from_config(config(catalog, "deepseek-v4-flash")).residual_streams == 4
+    assert architecture_from_config(config(catalog, "deepseek-v4-pro")).residual_streams == 4
+    assert architecture_from_config(LLAMA).residual_streams == 1
+
+
+@pytest.mark.parametrize("value", [0, -4, 2.5, "4", True, None])
+def test_a_malformed_hc_mult_names_the_key(value):
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config({**LLAMA, "hc_mult": value})
+    assert err.value.field == "hc_mult" and "at least 1" in err.value.allowed

@@ -712,3 +712,58 @@ def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
     assert extra > 0
     expected = mean(lambda s: s.bytes_per_gpu - s.expert_bytes_per_gpu - s.lookup_bytes_per_gpu) + extra
     assert work.dense_bytes_per_gpu == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("model, tied", [("qwen3-0.6b", True), ("llama-3.1-8b", False)])
+def test_a_tied_embedding_table_is_multiplied_as_the_lm_head_every_step(model, tied):
+    # Qwen3-0.6B ties its output projection to the 151,936 x 1,024 embedding table; its forward pass
+    # still multiplies every logit token by it (until session 17 the tied table was left out of the
+    # step's linear FLOPs, 1.35x too few for this model)
+    from inferplan.memory.fit import plan_memory
+    from inferplan.memory.params import count_params
+    from inferplan.performance.work import model_work
+
+    mp = plan_memory(Deployment(model=model, gpu="h100-sxm", max_model_len=4096), CATALOG)
+    arch = mp.spec.architecture
+    params = count_params(arch)
+    assert arch.tie_word_embeddings is tied
+    head = arch.vocab_size * arch.hidden_size
+    work = model_work(mp)
+    assert work.lm_head_params == head
+    # one decode token: 2 FLOPs for every weight it passes through, the output projection included
+    assert work.linear_flops_per_gpu(1, 1) == pytest.approx(2 * (params.active + (head if tied else 0)), rel=1e-12)
+    # a prompt of 100 tokens computes logits for its last token only
+    assert work.linear_flops_per_gpu(100, 1) == pytest.approx(
+        2 * (100 * (params.active - (0 if tied else head)) + head), rel=1e-12)
+
+
+def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
+    # DeepSeek-V4-Flash: 43 layers x 2 sublayers = 86 mHC seams per step, each hc-seam-s (published kernel times)
+    # on every tensor-parallel rank, and (3 x 4 + 2) hidden-size 16-bit vectors per token per seam
+    from inferplan.memory.fit import plan_memory
+    from inferplan.performance.phases import overhead_s
+    from inferplan.performance.rates import rates_for
+    from inferplan.performance.work import model_work
+
+    def planned(model, tp=1, pp=1):
+        return plan_memory(Deployment(model=model, gpu="b200", gpus=tp * pp, tensor_parallel_size=tp,
+                                      pipeline_parallel_size=pp, max_model_len=8192), CATALOG)
+
+    seam_s = CATALOG.constant("hc-seam-s")
+    assert 5e-6 < seam_s < 2e-5
+    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp)) for tp, pp in ((1, 1), (4, 1), (2, 2))}
+    assert works[1, 1].hc_seams == works[4, 1].hc_seams == 86  # not shared out by tensor parallelism
+    assert works[2, 2].hc_seams == 43  # a pipeline stage runs its own layers' seams
+    tp4 = works[4, 1]
+    assert tp4.hc_bytes_per_token == 86 * 14 * 4096 * 2
+    plain = dataclasses.replace(tp4, hc_seams=0.0, hc_bytes_per_token=0.0)
+    assert tp4.activation_bytes_per_gpu(10) - plain.activation_bytes_per_gpu(10) == pytest.approx(10 * 86 * 14 * 4096 * 2)
+    mp = planned("deepseek-v4-flash", 4)
+    rates = rates_for(CATALOG, mp.accelerator, mp.quantization, "vllm", None)
+    assert overhead_s(tp4, rates) - overhead_s(tp4, dataclasses.replace(rates, hc_seam_s=0.0)) == pytest.approx(86 * seam_s)
+    est = perf(Workload(input_len=1024, output_len=1), model="deepseek-v4-flash", gpu="b200", gpus=4,
+               tensor_parallel_size=4, max_model_len=8192)
+    assert any(f"{seam_s * 1e6:.0f} µs × 86 hyper-connection seams" in a for a in est.assumptions)
+    # a model without hyper-connections pays none
+    dense = model_work(planned("llama-3.1-8b"))
+    assert dense.hc_seams == 0 and dense.hc_bytes_per_token == 0

@@ -91,16 +91,18 @@ KNOWN_DECODE_MISSES = {
     "s-ssl-sglang-b300x8-glm-5.3-bf16-tpot-c1-mtp5": "GLM-5.3 BF16 on 8x B300, faster than the same build's FP8 cell",
     "s-ssl-sglang-mi350xx8-kimi-k3-mxfp4-tpot-c1": "Kimi-K3 on 8x MI350X with decode context parallelism (not modelled)",
     "s-ssl-sglang-mi355xx8-glm-5.2-fp8-tpot-c1": "GLM-5.2 on 8x MI355X, SGLang 0.5.13 ROCm with DSA through tilelang (-32 %)",
-    "s-ssl-sglang-gb300x4-deepseek-v4-flash-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Flash on 4x GB300, slower than on B200",
-    "s-ssl-sglang-h200x8-deepseek-v4-pro-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Pro on 8x H200 (FP4 experts on Hopper)",
+    "s-ssl-sglang-gb300x4-deepseek-v4-flash-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Flash on 4x GB300, slower than on B200 (-42 -> -32 % with mHC)",
     # DeepSeek-V4 outside the cookbook (held out, session 10): SGLang is slower than the model in
     # every source (LMSYS's Day-0 runs, InferenceX's no-MTP decode worker): V4's layers launch more
-    # small kernels (compressor, indexer, hyper-connections) than the fitted per-layer cost knows;
-    # a patched vLLM fork on RTX PRO 6000 is faster than vLLM's constants
+    # small kernels than the fitted per-layer cost knows; since session 17 the hyper-connection seams are
+    # priced (about half the gap), the compressor and indexer kernels are not; a patched vLLM fork on
+    # RTX PRO 6000 is faster than vLLM's constants
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx4k": "SGLang Day-0 V4-Pro on 8x B200, 5.0 ms/token at accept length 2.5",
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx900k": "the same at 900K context",
-    "s-sv4-sglang-h200x4-deepseek-v4-flash-fp8-block-decode-c1-eagle3-ctx900k": "SGLang Day-0 V4-Flash on 4x H200 at 900K context",
-    "s-sv4-sglang-b300x4-deepseek-v4-pro-mixed-fp4-fp8-pd-decode-tpot-c1": "SGLang (Jul 2026) V4-Pro decode worker on 4x B300, no MTP: 10.2 ms/token",
+    # session 17 priced DeepSeek-V4's hyper-connection seams (hc-seam-s, read from kernel timings): every SGLang V4
+    # point moved 8-23 points towards measured (three came within 30 %), and the patched vLLM fork, already
+    # faster than vLLM's constants, moved 6-7 points further out
+    "s-sv4-vllm-rtxpro6000x4-deepseek-v4-flash-mixed-fp4-fp8-decode-c1-mtp2": "patched vLLM fork, V4-Flash on 4x RTX PRO 6000 with MTP 2 (-28 -> -34 %)",
 }
 
 # Scored per-user decode points at concurrency 2 or more worse than 30 % (kind decode-concurrent),
@@ -114,7 +116,6 @@ KNOWN_CONCURRENT_DECODE_MISSES = {
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c2-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c4-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c8-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
-    "s-ssl-sglang-b200x4-deepseek-v4-flash-mixed-fp4-fp8-tpot-c16-mtp3": "DeepSeek-V4-Flash on 4x B200 at 16 (-34 %)",
 }
 
 
@@ -130,9 +131,9 @@ def test_speed_validation_medians_hold(catalog):
     # equal, not a subset: a miss that is fixed must leave the list (and docs/speed.md) too
     assert beyond == set(KNOWN_DECODE_MISSES), (beyond - set(KNOWN_DECODE_MISSES), set(KNOWN_DECODE_MISSES) - beyond)
     # held out: 10.5 % since session 14's overlap exponent (9.96 % before), 10.3 % since session 16's padded
-    # GEMM tiles, still past the 10 % target on this split (docs/speed.md, Validation): guarded against
-    # getting worse, not claimed as met
-    assert v.medians["decode/holdout"] < 0.105
+    # GEMM tiles, 10.1 % since session 17's hyper-connection seams, still past the 10 % target on this split
+    # (docs/speed.md, Validation): guarded against getting worse, not claimed as met
+    assert v.medians["decode/holdout"] < 0.102
     concurrent = {c.id for c in scored if c.kind == "decode-concurrent" and abs(c.error) > 0.30}
     assert concurrent == set(KNOWN_CONCURRENT_DECODE_MISSES), (concurrent - set(KNOWN_CONCURRENT_DECODE_MISSES),
                                                                 set(KNOWN_CONCURRENT_DECODE_MISSES) - concurrent)

@@ -137,10 +137,11 @@ def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:
 
 def overhead_s(work: ModelWork, rates: Rates, sequences: float = 1.0) -> float:
     """Time per step beside the maths: a fixed part, kernel launches per decoder layer of the stage
-    (more for a mixture-of-experts layer: router, top-k, gather and combine), and CPU-side work per
-    running sequence (scheduling, input preparation, sampling)."""
+    (more for a mixture-of-experts layer: router, top-k, gather and combine; more again for every
+    hyper-connection seam), and CPU-side work per running sequence (scheduling, input preparation,
+    sampling)."""
     layers_s = rates.layer_overhead_s * work.num_layers / work.pp + rates.moe_layer_overhead_s * work.moe_layers
-    return rates.step_overhead_s + layers_s + rates.seq_overhead_s * sequences
+    return rates.step_overhead_s + layers_s + rates.hc_seam_s * work.hc_seams + rates.seq_overhead_s * sequences
 
 
 def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float, context: float,

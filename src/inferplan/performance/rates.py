@@ -53,6 +53,7 @@ class Rates:
     pipeline_hop_fitted: bool = False
     gemm_min_rows: float = 1.0  # rows a weight GEMM computes at the least (tensor-core tiles; 1: none padded)
     overlap_exponent: float = math.inf  # power mean of a step's memory and compute time (phases.overlapped)
+    hc_seam_s: float = 0.0  # per hyper-connection seam per step (mHC's small kernels; read, not fitted)
 
     @property
     def achievable_flop_per_s(self) -> float:
@@ -262,6 +263,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         pipeline_hop_fitted=hop is not None,
         overlap_exponent=overlap_exponent(catalog),
         gemm_min_rows=gemm_min_rows(catalog, engine, accel),
+        hc_seam_s=catalog.constant("hc-seam-s"),
         family=key,
         notes=notes,
     )

@@ -8,6 +8,9 @@
 - Weights read per step: every dense weight once; of each MoE layer's experts, the expected number
   of distinct experts a step's T tokens touch, ``E · (1 − (1 − k/E)^T)``.
 - KV read per step: every sequence's cache once (sliding layers capped at the window).
+- Hyper-connections (DeepSeek-V4's mHC): each sublayer's input is mixed from, and its output mixed
+  back into, ``n`` residual streams — small kernels on every tensor-parallel rank, a sourced time per
+  seam (``Rates.hc_seam_s``) and ``(3n + 2) · hidden`` 16-bit values moved per token per seam.
 - Unpacking: formats with super-block scales (llama.cpp K-quants) cost ALU work for every weight
   read, a fitted number of FLOP-equivalents per weight (``Rates.unpack_flops_per_weight``).
 """
@@ -49,6 +52,8 @@ class ModelWork:
     head_bytes_per_gpu: float = 0.0  # the lm_head a GPU of the last pipeline stage holds (read every step)
     routed_active_params: float = 0.0  # of active_params: the k routed experts a token passes through, all layers
     expert_params_per_gpu: float = 0.0  # all routed experts this GPU holds, in weights (expert_bytes_per_gpu's)
+    hc_seams: float = 0.0  # hyper-connection seams a step of this stage runs (two per decoder layer; 0: no mHC)
+    hc_bytes_per_token: float = 0.0  # activations those seams move per token (replicated on every TP rank)
     notes: tuple[str, ...] = ()
 
     def last_stage(self) -> ModelWork:
@@ -105,9 +110,10 @@ class ModelWork:
         return weight_bytes * self.unpacked_weights_per_byte * flops_per_weight
 
     def activation_bytes_per_gpu(self, tokens: float) -> float:
-        """Bytes of activations MoE layers move per step: each token's hidden state is scattered to
-        its k experts and gathered back, and the experts' intermediate results are written and read."""
-        return tokens * self.moe_dispatch_bytes_per_token
+        """Bytes of activations a step moves beside weights and KV cache: MoE layers scatter each
+        token's hidden state to its k experts and gather it back, and write and read the experts'
+        intermediate results; hyper-connection seams read and write the residual streams."""
+        return tokens * (self.moe_dispatch_bytes_per_token + self.hc_bytes_per_token)
 
     def linear_flops_per_gpu(self, tokens: float, logits_tokens: float) -> float:
         body = self.active_params - self.lm_head_params
@@ -197,7 +203,10 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     routed_active = expert_params = 0.0  # weights: the routed experts a token passes through, and all of them
     if arch is not None and not mp.spec.architecture_is_proxy:
         params = count_params(arch)
-        active, lm_head = float(params.active), float(params.lm_head or params.embedding)
+        # a tied table is the lm_head too: every step multiplies by it, though count_params's active
+        # (which leaves the embedding lookup out) does not count it
+        lm_head = float(params.lm_head or params.embedding)
+        active = float(params.active) + (0.0 if params.lm_head else lm_head)
         routed_active, expert_params = float(params.experts_active), float(params.experts)
     else:
         total = mp.spec.total_params or w.total_bytes * 8 / mp.quantization.bits_per_weight.value
@@ -235,6 +244,7 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * 2  # 16-bit
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
+    seams = hc_seams(arch) / pp if arch else 0.0
     return ModelWork(
         active_params=active,
         lm_head_params=lm_head,
@@ -261,5 +271,17 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         head_bytes_per_gpu=w.head_bytes / tp,
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,
+        hc_seams=seams,
+        hc_bytes_per_token=seams * (3 * arch.residual_streams + 2) * arch.hidden_size * HC_ACTIVATION_BYTES if seams else 0.0,
         notes=tuple(notes),
     )
+
+
+HC_ACTIVATION_BYTES = 2  # the residual streams are kept in 16 bits
+
+
+def hc_seams(arch: Architecture) -> int:
+    """Hyper-connection seams of one forward pass: every attention and MLP sublayer mixes its input
+    from the residual streams (pre) and its output back into them (post); engines that fuse one
+    sublayer's post with the next one's pre run the same count of seams."""
+    return 2 * arch.num_layers if arch.residual_streams > 1 else 0
