@@ -361,9 +361,13 @@ def test_hyper_connections_keep_the_configs_residual_streams(catalog):
     assert architecture_from_config(config(catalog, "deepseek-v4-flash")).residual_streams == 4
     assert architecture_from_config(config(catalog, "deepseek-v4-pro")).residual_streams == 4
     assert architecture_from_config(LLAMA).residual_streams == 1
+    assert architecture_from_config({**LLAMA, "hc_mult": None}).residual_streams == 1  # null: not stated
+    # GLM-5-next style: hyper-connections switched off beside a stated hc_mult
+    assert architecture_from_config({**LLAMA, "hc_mult": 4, "mhc": False}).residual_streams == 1
+    assert architecture_from_config({**LLAMA, "hc_mult": 4, "mhc": True}).residual_streams == 4
 
 
-@pytest.mark.parametrize("value", [0, -4, 2.5, "4", True, None])
+@pytest.mark.parametrize("value", [0, -4, 2.5, "4", True])
 def test_a_malformed_hc_mult_names_the_key(value):
     with pytest.raises(ConfigImportError) as err:
         architecture_from_config({**LLAMA, "hc_mult": value})

@@ -735,13 +735,15 @@ def test_a_tied_embedding_table_is_multiplied_as_the_lm_head_every_step(model, t
     # a prompt of 100 tokens computes logits for its last token only
     assert work.linear_flops_per_gpu(100, 1) == pytest.approx(
         2 * (100 * (params.active - (0 if tied else head)) + head), rel=1e-12)
+    # a draft token costs one layer and the output projection, its share of the whole forward pass
+    assert work.draft_cost_ratio == pytest.approx(1 / arch.num_layers + head / (params.active + (head if tied else 0)))
 
 
 def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
     # DeepSeek-V4-Flash: 43 layers x 2 sublayers = 86 mHC seams per step, each hc-seam-s (published kernel times)
     # on every tensor-parallel rank, and (3 x 4 + 2) hidden-size 16-bit vectors per token per seam
     from inferplan.memory.fit import plan_memory
-    from inferplan.performance.phases import overhead_s
+    from inferplan.performance.phases import overhead_s, stage_hop_s
     from inferplan.performance.rates import rates_for
     from inferplan.performance.work import model_work
 
@@ -760,10 +762,22 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
     assert tp4.activation_bytes_per_gpu(10) - plain.activation_bytes_per_gpu(10) == pytest.approx(10 * 86 * 14 * 4096 * 2)
     mp = planned("deepseek-v4-flash", 4)
     rates = rates_for(CATALOG, mp.accelerator, mp.quantization, "vllm", None)
-    assert overhead_s(tp4, rates) - overhead_s(tp4, dataclasses.replace(rates, hc_seam_s=0.0)) == pytest.approx(86 * seam_s)
+    no_seams = dataclasses.replace(rates, hc_seam_s=0.0)
+    assert overhead_s(tp4, rates) - overhead_s(tp4, no_seams) == pytest.approx(86 * seam_s)
+    # two pipeline stages: each runs its own 43 seams and moves their bytes, and hands its four streams on
+    stage = works[2, 2]
+    assert stage.hc_bytes_per_token == 43 * 14 * 4096 * 2
+    assert overhead_s(stage, rates) - overhead_s(stage, no_seams) == pytest.approx(43 * seam_s)
+    one_stream = dataclasses.replace(stage, residual_streams=1)
+    hop, plain_hop = stage_hop_s(stage, rates, 8192), stage_hop_s(one_stream, rates, 8192)
+    message = 8192 * 4096 * 2 / 2  # one stream's share of each of the 2 tensor-parallel ranks
+    assert stage.residual_streams == 4
+    assert hop - plain_hop == pytest.approx(3 * message / rates.link_bytes_per_s)
     est = perf(Workload(input_len=1024, output_len=1), model="deepseek-v4-flash", gpu="b200", gpus=4,
                tensor_parallel_size=4, max_model_len=8192)
     assert any(f"{seam_s * 1e6:.0f} µs × 86 hyper-connection seams" in a for a in est.assumptions)
-    # a model without hyper-connections pays none
+    # a model without hyper-connections pays none, nor does a card whose V4 layout only stands in for its KV cache
     dense = model_work(planned("llama-3.1-8b"))
     assert dense.hc_seams == 0 and dense.hc_bytes_per_token == 0
+    proxy = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, architecture_is_proxy=True))
+    assert model_work(proxy).hc_seams == 0 and model_work(proxy).residual_streams == 1

@@ -99,9 +99,9 @@ KNOWN_DECODE_MISSES = {
     # RTX PRO 6000 is faster than vLLM's constants
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx4k": "SGLang Day-0 V4-Pro on 8x B200, 5.0 ms/token at accept length 2.5",
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx900k": "the same at 900K context",
-    # session 17 priced DeepSeek-V4's hyper-connection seams (hc-seam-s, read from kernel timings): every SGLang V4
-    # point moved 8-23 points towards measured (three came within 30 %), and the patched vLLM fork, already
-    # faster than vLLM's constants, moved 6-7 points further out
+    # session 17 priced DeepSeek-V4's hyper-connection seams (hc-seam-s, read from kernel timings): every single-
+    # stream SGLang V4 point moved 8-23 points towards measured (three came within 30 %), and the patched vLLM
+    # fork's, already faster than vLLM's constants, 5-8 points further out
     "s-sv4-vllm-rtxpro6000x4-deepseek-v4-flash-mixed-fp4-fp8-decode-c1-mtp2": "patched vLLM fork, V4-Flash on 4x RTX PRO 6000 with MTP 2 (-28 -> -34 %)",
 }
 

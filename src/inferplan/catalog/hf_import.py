@@ -221,18 +221,19 @@ def _architecture_from_config(raw: dict) -> Architecture:
         mlp_projections=2 if str(first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
         mtp_layers=int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0),
         attention_output_gate=bool(cfg.get("attn_output_gate", False) or cfg.get("mla_use_output_gate", False)),
-        residual_streams=residual_streams(cfg),
+        residual_streams=_residual_streams(cfg),
         has_vision_tower=has_vision,
     )
 
 
-def residual_streams(cfg: dict) -> int:
-    """Residual streams a hyper-connected model keeps per token (DeepSeek-V4's ``hc_mult``: 4)."""
-    value = cfg.get("hc_mult", 1)
+def _residual_streams(cfg: dict) -> int:
+    """Residual streams a hyper-connected model keeps per token (DeepSeek-V4's ``hc_mult``: 4); one
+    where the config switches hyper-connections off (GLM-5-next's ``mhc: false`` beside its hc_mult)."""
+    value = first(cfg, "hc_mult", default=1)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigImportError(f"hc_mult is {value!r}; hyper-connections keep a whole number of residual streams",
-                                field="hc_mult", allowed="an integer of at least 1 (1: a plain residual)")
-    return value
+        raise ConfigImportError(f"hc_mult is {json.dumps(value)}; hyper-connections keep a whole number of residual "
+                                "streams", field="hc_mult", allowed="an integer of at least 1 (1: a plain residual)")
+    return 1 if cfg.get("mhc") is False else value
 
 
 def read_config(path: Path) -> dict:

@@ -31,7 +31,8 @@ def fixed_costs(ctx: _Context, running: int) -> str:
         parts.append(f"{r.moe_layer_overhead_s * 1e6:.0f} µs × {work.moe_layers} MoE layers")
     if work.hc_seams:
         parts.append(f"{r.hc_seam_s * 1e6:.0f} µs × {work.hc_seams:g} hyper-connection seams (mHC pre and post of every "
-                     "sublayer, on every tensor-parallel rank; read from published kernel times, not calibrated)")
+                     "sublayer, on every tensor-parallel rank; the fused TileLang kernels' published time on SGLang and "
+                     "vLLM, not fitted)")
     if r.step_overhead_s:
         parts.append(f"{r.step_overhead_s * 1e3:.2f} ms per step")
     if r.seq_overhead_s:

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.performance.rates import Rates
-from inferplan.performance.work import ModelWork
-
-ACTIVATION_BYTES = 2  # all-reduced activations are 16-bit
+from inferplan.performance.work import ACTIVATION_BYTES, ModelWork
 
 
 @dataclass(frozen=True)
@@ -124,7 +122,8 @@ def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     Mean cost of one hop."""
     if work.pp == 1:
         return 0.0
-    message = tokens * work.hidden_size * ACTIVATION_BYTES / work.tp  # each TP rank sends its slice
+    # each TP rank sends its slice of the hidden state (of every residual stream, under hyper-connections)
+    message = tokens * work.hidden_size * work.residual_streams * ACTIVATION_BYTES / work.tp
     bandwidth = rates.link_bytes_per_s or rates.scale_out_bytes_per_s
     near = local_latency_s(rates, 2) + (_over(message, bandwidth) if bandwidth else 0.0)  # no link known: latency only
     _, domains = _crossing(work.tp * work.pp, rates)

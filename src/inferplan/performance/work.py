@@ -24,6 +24,8 @@ from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
 
+ACTIVATION_BYTES = 2  # activations (hidden states, residual streams) move in 16 bits
+
 
 @dataclass(frozen=True)
 class ModelWork:
@@ -54,6 +56,7 @@ class ModelWork:
     expert_params_per_gpu: float = 0.0  # all routed experts this GPU holds, in weights (expert_bytes_per_gpu's)
     hc_seams: float = 0.0  # hyper-connection seams a step of this stage runs (two per decoder layer; 0: no mHC)
     hc_bytes_per_token: float = 0.0  # activations those seams move per token (replicated on every TP rank)
+    residual_streams: int = 1  # hidden-state vectors per token a pipeline stage hands to the next (mHC: n)
     notes: tuple[str, ...] = ()
 
     def last_stage(self) -> ModelWork:
@@ -241,10 +244,10 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     dispatch = 0.0
     if moe is not None and not mp.spec.architecture_is_proxy:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
-        per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * 2  # 16-bit
+        per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * ACTIVATION_BYTES
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
-    seams = hc_seams(arch) / pp if arch else 0.0
+    hc = arch is not None and not mp.spec.architecture_is_proxy  # a proxy layout stands in for the KV cache only
     return ModelWork(
         active_params=active,
         lm_head_params=lm_head,
@@ -271,13 +274,11 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         head_bytes_per_gpu=w.head_bytes / tp,
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,
-        hc_seams=seams,
-        hc_bytes_per_token=seams * (3 * arch.residual_streams + 2) * arch.hidden_size * HC_ACTIVATION_BYTES if seams else 0.0,
+        hc_seams=hc_seams(arch) / pp if hc else 0.0,
+        hc_bytes_per_token=hc_bytes_per_token(arch) / pp if hc else 0.0,
+        residual_streams=arch.residual_streams if hc else 1,
         notes=tuple(notes),
     )
-
-
-HC_ACTIVATION_BYTES = 2  # the residual streams are kept in 16 bits
 
 
 def hc_seams(arch: Architecture) -> int:
@@ -285,3 +286,10 @@ def hc_seams(arch: Architecture) -> int:
     from the residual streams (pre) and its output back into them (post); engines that fuse one
     sublayer's post with the next one's pre run the same count of seams."""
     return 2 * arch.num_layers if arch.residual_streams > 1 else 0
+
+
+def hc_bytes_per_token(arch: Architecture) -> float:
+    """Activations one token's hyper-connection seams move in a forward pass: at each, post reads the
+    sublayer's output and the ``n`` streams and writes the streams back, pre reads them again and
+    writes the next sublayer's input — ``(3n + 2)`` hidden-size vectors."""
+    return hc_seams(arch) * (3 * arch.residual_streams + 2) * arch.hidden_size * ACTIVATION_BYTES
