@@ -44,8 +44,7 @@ KNOWN_DECODE_MISSES = {
     # llama.cpp Metal, K-quants on M1 Max: XiongjieDai's 2024 Llama-3-70B Q4_K_M run, +27 % until session 16's
     # refit moved the family's unpacking and per-layer costs (+32.5 %); the M1 Max K-quant figures spread 1.7x
     "s-lcpp-metal-m1max-llama3-70b-q4km-tg-xd24": "llama.cpp Metal Llama-3-70B Q4_K_M on M1 Max (2024 build, +32.5 %)",
-    "s-amoe-mlx-m2ultra-qwen3-30b-a3b-mlx4-tg-mlxstudio": "M2 Ultra, MLX MoE, no method stated",
-    "s-mlx-m4-qwen2.5-7b-q4-tg-mlxis": "MacBook Air M4, end-to-end tokens/s",
+    "s-amoe-mlx-m2ultra-qwen3-30b-a3b-mlx4-tg-mlxstudio": "M2 Ultra, MLX MoE through a server limited per token",
     "s-amoe-mlx-m2ultra-qwen3-4b-mlx4-tg-mlxstudio": "M2 Ultra, MLX through the same server as the MoE run above",
     # the smallest models are fixed costs only; the session-7 refit (several starts) lowered MLX's
     # per-layer cost 65 -> 42 us, too little for a 0.6B model's 28 layers; vLLM's Qwen3-0.6B on A100
@@ -89,13 +88,14 @@ KNOWN_DECODE_MISSES = {
     # decoding with pinned acceptance): cells that contradict their own cookbook, and costs not modelled
     "s-ssl-sglang-b200x8-glm-5.2-nvfp4-tpot-c1-mtp5": "GLM-5.2 NVFP4 on 8x B200: 1.85 ms where the FP8 cell is 3.22 ms; build and acceptance unstated",
     "s-ssl-sglang-b300x8-glm-5.3-bf16-tpot-c1-mtp5": "GLM-5.3 BF16 on 8x B300, faster than the same build's FP8 cell",
-    "s-ssl-sglang-mi350xx8-kimi-k3-mxfp4-tpot-c1": "Kimi-K3 on 8x MI350X with decode context parallelism (not modelled)",
+    "s-ssl-sglang-mi350xx8-kimi-k3-mxfp4-tpot-c1": "Kimi-K3 on 8x MI350X, ROCm build on its original TP8 recipe (-40 %)",
     "s-ssl-sglang-mi355xx8-glm-5.2-fp8-tpot-c1": "GLM-5.2 on 8x MI355X, SGLang 0.5.13 ROCm with DSA through tilelang (-32 %)",
     "s-ssl-sglang-gb300x4-deepseek-v4-flash-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Flash on 4x GB300, slower than on B200 (-42 -> -32 % with mHC)",
     # DeepSeek-V4 outside the cookbook (held out, session 10): SGLang is slower than the model in
     # every source (LMSYS's Day-0 runs, InferenceX's no-MTP decode worker): V4's layers launch more
     # small kernels than the fitted per-layer cost knows; since session 17 the hyper-connection seams are
-    # priced (about half the gap), the compressor and indexer kernels are not; a patched vLLM fork on
+    # priced (9 us each, the fused seam; these builds ran the ~13 us unfused one), the compressor and indexer
+    # kernels are not; a patched vLLM fork on
     # RTX PRO 6000 is faster than vLLM's constants
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx4k": "SGLang Day-0 V4-Pro on 8x B200, 5.0 ms/token at accept length 2.5",
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx900k": "the same at 900K context",
@@ -131,9 +131,10 @@ def test_speed_validation_medians_hold(catalog):
     # equal, not a subset: a miss that is fixed must leave the list (and docs/speed.md) too
     assert beyond == set(KNOWN_DECODE_MISSES), (beyond - set(KNOWN_DECODE_MISSES), set(KNOWN_DECODE_MISSES) - beyond)
     # held out: 10.5 % since session 14's overlap exponent (9.96 % before), 10.3 % since session 16's padded
-    # GEMM tiles, 10.1 % since session 17's hyper-connection seams, still past the 10 % target on this split
-    # (docs/speed.md, Validation): guarded against getting worse, not claimed as met
-    assert v.medians["decode/holdout"] < 0.102
+    # GEMM tiles, 10.1 % with session 17's hyper-connection seams and 10.04 % after its re-read of the misses,
+    # still past the 10 % target on this split (docs/speed.md, Validation): guarded against getting worse,
+    # not claimed as met
+    assert v.medians["decode/holdout"] < 0.1015
     concurrent = {c.id for c in scored if c.kind == "decode-concurrent" and abs(c.error) > 0.30}
     assert concurrent == set(KNOWN_CONCURRENT_DECODE_MISSES), (concurrent - set(KNOWN_CONCURRENT_DECODE_MISSES),
                                                                 set(KNOWN_CONCURRENT_DECODE_MISSES) - concurrent)
