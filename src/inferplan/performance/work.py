@@ -201,10 +201,11 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     par = mp.result.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     arch = mp.spec.architecture
+    exact = arch is not None and not mp.spec.architecture_is_proxy  # a proxy layout stands in for the KV cache only
     w = mp.weights
     notes: list[str] = []
     routed_active = expert_params = 0.0  # weights: the routed experts a token passes through, and all of them
-    if arch is not None and not mp.spec.architecture_is_proxy:
+    if exact:
         params = count_params(arch)
         # a tied table is the lm_head too: every step multiplies by it, though count_params's active
         # (which leaves the embedding lookup out) does not count it
@@ -242,12 +243,11 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
     dense_gpu = max(held - experts_gpu - lookup, 0.0)
     dispatch = 0.0
-    if moe is not None and not mp.spec.architecture_is_proxy:
+    if moe is not None and exact:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
         per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * ACTIVATION_BYTES
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
-    hc = arch is not None and not mp.spec.architecture_is_proxy  # a proxy layout stands in for the KV cache only
     return ModelWork(
         active_params=active,
         lm_head_params=lm_head,
@@ -274,9 +274,9 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         head_bytes_per_gpu=w.head_bytes / tp,
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,
-        hc_seams=hc_seams(arch) / pp if hc else 0.0,
-        hc_bytes_per_token=hc_bytes_per_token(arch) / pp if hc else 0.0,
-        residual_streams=arch.residual_streams if hc else 1,
+        hc_seams=hc_seams(arch) / pp if exact else 0.0,
+        hc_bytes_per_token=hc_bytes_per_token(arch) / pp if exact else 0.0,
+        residual_streams=arch.residual_streams if exact else 1,
         notes=tuple(notes),
     )
 
