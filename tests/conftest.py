@@ -6,6 +6,26 @@ import pytest
 from inferplan.catalog.loader import DATA_DIR, load_catalog
 
 
+def pytest_addoption(parser):
+    parser.addoption("--refit", action="store_true",
+                     help="also run the full speed refit (minutes of CPU; the fit stamp stands in for it otherwise)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: refits, cross-validation, browser and fuzz tests; "
+                                       "the fast tier is pytest -m 'not slow'")
+    config.addinivalue_line("markers", "refit: the full speed refit, run only with --refit")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--refit"):
+        return
+    skip = pytest.mark.skip(reason="the full speed refit runs with --refit; tests/test_fit_stamp.py checks the stamp")
+    for item in items:
+        if "refit" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def catalog():
     return load_catalog()

@@ -2,11 +2,14 @@
 
 import tempfile
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from inferplan.shells.api import create_app
+
+pytestmark = pytest.mark.slow
 
 APP = create_app(tempfile.mkdtemp(prefix="inferplan-st-") + "/st.db")
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)

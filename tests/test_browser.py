@@ -12,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 OUT = Path(__file__).resolve().parents[1] / "out"
 if not Path(CHROMIUM).exists():

@@ -111,6 +111,7 @@ def test_the_fit_on_two_and_four_stages_carries_to_eight_held_out(catalog):
     assert with_cost < 0.12 and with_cost < 0.65 * without
 
 
+@pytest.mark.slow
 def test_cross_validation_fits_the_boundary_cost_without_the_fold_it_scores(catalog):
     """Every pipeline point comes from one source, so its fold leaves no pipeline point to fit the cost
     on: each is scored with no boundary cost and that fold's family constants, never with the shipped

@@ -158,7 +158,10 @@ def test_speed_constants_stay_inside_their_bounds_where_data_is_thin(catalog):
         assert lo < value < 0.9 * hi, family
 
 
+@pytest.mark.refit
 def test_shipped_speed_constants_equal_the_fit(catalog):
+    """The full refit (minutes of CPU): run with ``pytest --refit``. Between refits the fit stamp
+    (tests/test_fit_stamp.py) shows the shipped constants are still the fit of the present inputs."""
     from inferplan.validation.calibrate_speed import CONSTANT_IDS, fit_speed
 
     for family in fit_speed(catalog):
@@ -224,6 +227,7 @@ def test_shipped_track_record_equals_a_fresh_validation(catalog):
     assert sum(r.points for r in fresh.values() if r.kind == "decode") >= len(decode)
 
 
+@pytest.mark.slow
 def test_cross_validation_scores_a_fold_only_with_fits_that_never_saw_it(catalog):
     """Change one point's measured value tenfold: the errors of the other points of its fold must
     not move (their fit never saw it), those of the other folds must (it trains theirs)."""

@@ -29,6 +29,7 @@ from inferplan.catalog.schema import SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
+from inferplan.validation.fit_stamp import GENERATED_NAME, inputs_sha256, stamped
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, point_scenario, profile_scenario
 
 MIN_POINTS = 10  # fewer fit points than this: the family takes the pooled fit
@@ -307,7 +308,8 @@ def main() -> None:  # pragma: no cover - a maintenance script
     catalog = load_catalog()
     fits = fit_speed(catalog)
     if "--write" in sys.argv:
-        (catalog.data_dir / "calibration_speed.yaml").write_text(to_yaml(fits), encoding="utf-8")
+        text = stamped(to_yaml(fits), inputs_sha256(catalog.data_dir))
+        (catalog.data_dir / GENERATED_NAME).write_text(text, encoding="utf-8")
     for f in fits:
         kind = f"pooled over {len(f.points)} points" if f.pooled else f"{len(f.points)} own points"
         print(f"{f.family:16s} ({kind}; mean |log error| {f.mean_abs_log_error:.3f})")
