@@ -1,0 +1,68 @@
+"""What one platform unit costs — a system bought, or a GPU rented — from the economics layer's
+price bands, cost defaults and rental listings (``economics/plan.py``, ``economics/money.py``).
+
+Costs are linear in the units a deployment takes, so the search prices a candidate as units ×
+these figures over numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog
+from inferplan.economics import money
+from inferplan.economics.plan import _capex, _cost, _default_pue, _power_w, _rental
+from inferplan.errors import InvalidScenarioError
+from inferplan.scenario import Platform as ScenarioPlatform
+from inferplan.scenario import Scenario
+from inferplan.search.space import Platform
+
+
+@dataclass(frozen=True)
+class UnitCosts:
+    """Per system (a catalogue system) or per the platform's N GPUs (a bare accelerator)."""
+
+    gpus: int
+    power_w: float | None  # None: no power figure in the catalogue
+    capex_usd: float | None  # None: no purchase price in the catalogue
+    owner_usd_per_month: float | None  # amortized capex + power + colocation + support
+    rent_usd_per_month: float | None  # the same GPUs rented around the clock (None: no listing)
+    rental: str | None
+    notes: tuple[str, ...]
+
+
+def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
+    """A platform unit's purchase, monthly owner and monthly rent cost, priced as ``plan`` prices a
+    loadout (mid of the price band, the catalogue's cost defaults, the median on-demand listing)."""
+    if p.system is not None:
+        s = Scenario(model=model, platform=ScenarioPlatform(system=p.system.id))
+    else:
+        s = Scenario(model=model, platform=ScenarioPlatform(gpu=p.accelerator.id, gpus=p.gpus))
+    notes = []
+    try:
+        power_w, note = _power_w(s, p.system, p.accelerator)
+    except InvalidScenarioError:
+        power_w, note = None, f"{p.id}: no power figure in the catalogue, so it cannot be priced to own"
+    if note:
+        notes.append(note)
+    fx = _cost(catalog, "fx", "usd_per_eur")
+    capex = owner = None
+    if p.system is not None:
+        try:
+            capex, basis = _capex(s, p.system, 1)
+        except InvalidScenarioError:
+            notes.append(f"{p.system.name}: no price band in the catalogue, so it cannot be priced to buy")
+        else:
+            notes.append(f"capex: {basis}")
+    if capex is not None and power_w is not None:
+        util = _cost(catalog, "utilization", "ratio")
+        pue, _ = _default_pue(catalog, p.system)
+        operating = (money.power_cost_usd(power_w, utilization=util, pue=pue, usd_per_kwh=_cost(catalog, "electricity", "usd"))
+                     + money.colocation_cost_usd(power_w, _cost(catalog, "colocation", "usd"))
+                     + capex * _cost(catalog, "support", "ratio") / 12)
+        owner = operating + capex / (_cost(catalog, "amortization", "count") * 12)
+    rental, hourly, rental_note = _rental(catalog, p.accelerator.id, None, fx)
+    if rental_note:
+        notes.append(rental_note)
+    rent = hourly * p.gpus * money.HOURS_PER_MONTH if hourly is not None else None
+    return UnitCosts(p.gpus, power_w, capex, owner, rent, rental.id if rental else None, tuple(notes))

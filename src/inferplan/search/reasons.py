@@ -1,0 +1,111 @@
+"""Why a family — one model on one platform with one engine and weight format — has no deployment
+that works: memory, a latency target (which, and by how much), throughput, or a cap the request set
+(budget, power, GPUs, a price route). Accumulated over the family's candidates as arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from inferplan.search.request import Targets
+from inferplan.search.result import Infeasible
+
+# target field -> (grid attribute, True when lower is better, label)
+CHECKS = {
+    "ttft_p50_s": ("ttft_p50_s", True, "TTFT p50"),
+    "ttft_p95_s": ("ttft_p95_s", True, "TTFT p95"),
+    "ttft_p99_s": ("ttft_p99_s", True, "TTFT p99"),
+    "tpot_p95_s": ("tpot_p95_s", True, "TPOT p95"),
+    "min_output_tokens_per_s_per_user": ("tokens_per_s_per_user", False, "tokens/s per user"),
+    "e2e_p95_s": ("e2e_p95_s", True, "end-to-end p95"),
+}
+
+
+def target_mask(grid, targets: Targets) -> np.ndarray:
+    ok = np.ones(len(grid), bool)
+    for name, (attr, lower, _) in CHECKS.items():
+        limit = getattr(targets, name)
+        if limit is not None:
+            value = getattr(grid, attr)
+            ok &= value <= limit if lower else value >= limit
+    return ok
+
+
+def slack(values: dict[str, float], targets: Targets, utilisation: float) -> str:
+    """The stated target closest to its limit (value / limit, inverted for a floor), or the
+    utilisation when every target has more room than the instances have spare capacity."""
+    ratios = {"utilisation": utilisation}
+    for name, (attr, lower, label) in CHECKS.items():
+        limit = getattr(targets, name)
+        if limit is not None:
+            ratios[label] = values[attr] / limit if lower else limit / values[attr]
+    return max(ratios, key=ratios.get)
+
+
+@dataclass
+class FamilyStats:
+    errors: list[str] = field(default_factory=list)
+    stable: bool = False
+    met: bool = False  # some candidate meets every target (before the request's caps)
+    feasible: bool = False
+    best: dict[str, float] = field(default_factory=dict)  # best value of each check over stable candidates
+    least_gpus: float = np.inf  # among the candidates meeting the targets
+    least_capex: float = np.inf
+    least_power: float = np.inf
+    priced: bool = False
+
+    def add(self, grid, stable_met: np.ndarray, monthly: np.ndarray, feasible: np.ndarray) -> None:
+        stable = grid.stable
+        self.stable |= bool(stable.any())
+        if stable.any():
+            for name, (attr, lower, _) in CHECKS.items():
+                v = getattr(grid, attr)[stable]
+                b = float(v.min() if lower else v.max())
+                old = self.best.get(name)
+                self.best[name] = b if old is None else (min(old, b) if lower else max(old, b))
+        if stable_met.any():
+            self.met = True
+            self.least_gpus = min(self.least_gpus, float(grid.gpus[stable_met].min()))
+            cap = grid.capex_usd[stable_met]
+            self.least_capex = min(self.least_capex, float(np.nanmin(cap)) if np.isfinite(cap).any() else np.inf)
+            pw = grid.power_w[stable_met]
+            self.least_power = min(self.least_power, float(np.nanmin(pw)) if np.isfinite(pw).any() else np.inf)
+            self.priced |= bool(np.isfinite(monthly[stable_met]).any())
+        self.feasible |= bool(feasible.any())
+
+
+def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
+            max_power_w, pricing: str) -> Infeasible:
+    model, platform, engine, quant = family
+
+    def out(reason: str, message: str) -> Infeasible:
+        return Infeasible(model=model, platform=platform, engine=engine, quantization=quant, reason=reason, message=message)
+
+    if not s.stable and not s.best:
+        if s.errors:
+            return out("memory", s.errors[0])
+        return out("throughput", "no number of instances searched keeps up with the load")
+    if not s.met:
+        misses = []
+        for name, (_, lower, label) in CHECKS.items():
+            limit, best = getattr(targets, name), s.best.get(name)
+            if limit is None or best is None:
+                continue
+            if (best > limit) if lower else (best < limit):
+                unit = "tok/s" if not lower else "s"
+                misses.append(f"{label} at best {best:.3g} {unit} against {limit:g} {unit} "
+                              f"({abs(best / limit - 1):.0%} {'over' if lower else 'under'})")
+        if misses:
+            return out("latency", "; ".join(misses))
+        return out("latency", "each target is met by some candidate, but no candidate meets them all at once")
+    if max_gpus is not None and s.least_gpus > max_gpus:
+        return out("gpus", f"meeting the targets takes at least {s.least_gpus:.0f} GPUs; the cap is {max_gpus}")
+    if not s.priced:
+        route = {"buy": "a purchase price", "rent": "a rental listing"}.get(pricing, "a purchase price or a rental listing")
+        return out("price", f"the catalogue has no {route} for {platform}")
+    if max_capex_usd is not None and pricing == "buy" and s.least_capex > max_capex_usd:
+        return out("budget", f"meeting the targets costs at least ${s.least_capex:,.0f} to buy; the cap is ${max_capex_usd:,.0f}")
+    if max_power_w is not None and s.least_power > max_power_w:
+        return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW")
+    return out("budget", "no candidate meeting the targets fits every cap at once (GPUs, capex, power)")

@@ -1,0 +1,80 @@
+"""What a search is asked: the models, the load, the service targets, the space and the objective."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from inferplan.inputs import Input
+
+Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
+Pricing = Literal["buy", "rent", "both"]
+FormFactor = Literal["workstation", "node", "rack"]
+# the systems catalogue's tiers under each form factor a user filters by
+FORM_FACTOR_TIERS = {
+    "workstation": ("workstation", "desktop", "lab-box", "single-gpu"),
+    "node": ("node", "server"),
+    "rack": ("rack",),
+}
+
+
+class Targets(Input):
+    """Service targets; each one left out is not checked."""
+
+    ttft_p50_s: float | None = Field(None, gt=0, le=3600)
+    ttft_p95_s: float | None = Field(None, gt=0, le=3600)
+    ttft_p99_s: float | None = Field(None, gt=0, le=3600)
+    tpot_p95_s: float | None = Field(None, gt=0, le=60)
+    min_output_tokens_per_s_per_user: float | None = Field(None, gt=0, le=100_000)
+    e2e_p95_s: float | None = Field(None, gt=0, le=86_400)
+
+    @model_validator(mode="after")
+    def _one_speed_target(self) -> "Targets":
+        if self.tpot_p95_s is not None and self.min_output_tokens_per_s_per_user is not None:
+            raise ValueError("state tpot_p95_s or min_output_tokens_per_s_per_user, not both (one is 1 / the other)")
+        return self
+
+
+class SearchRequest(Input):
+    """One search: exactly one way of stating the load (users with a workload preset, a request
+    rate with input and output lengths, or a trace file)."""
+
+    models: tuple[str, ...] = Field(min_length=1, max_length=8)
+    users: int | None = Field(None, ge=1, le=1_000_000_000)
+    workload: str | None = Field(None, description="workload preset id (with users)")
+    request_rate_per_s: float | None = Field(None, gt=0, le=1_000_000)
+    input_len: int | None = Field(None, ge=1, le=10_000_000)
+    output_len: int | None = Field(None, ge=1, le=10_000_000)
+    trace: str | None = Field(None, description="a CSV/JSONL trace of arrival time, input and output tokens")
+    targets: Targets = Targets()
+    systems: tuple[str, ...] | None = None
+    accelerators: tuple[str, ...] | None = None
+    engines: tuple[str, ...] | None = None
+    quantizations: tuple[str, ...] | None = None
+    kv_cache_dtypes: tuple[str, ...] | None = None
+    vendors: tuple[str, ...] | None = None
+    statuses: tuple[Literal["shipping", "ramp", "roadmap", "discontinued"], ...] = ("shipping",)
+    form_factors: tuple[FormFactor, ...] | None = None
+    max_gpus: int | None = Field(None, ge=1, le=100_000)
+    max_capex_usd: float | None = Field(None, gt=0, le=1e12)
+    max_power_w: float | None = Field(None, gt=0, le=1e10)
+    pricing: Pricing = "both"
+    objective: Objective = "usd-per-mtok"
+    top: int = Field(10, ge=1, le=1000)
+    speculative: bool = Field(True, description="also try speculative decoding where the model and engine offer a draft")
+    disaggregated: bool = Field(True, description="also try separate prefill and decode pools where the engine runs them")
+
+    @model_validator(mode="after")
+    def _one_load(self) -> "SearchRequest":
+        forms = [self.users is not None, self.request_rate_per_s is not None, self.trace is not None]
+        if sum(forms) != 1:
+            raise ValueError("state the load one way: users (with a workload preset), request_rate_per_s "
+                             "(with input_len and output_len), or a trace")
+        if self.request_rate_per_s is not None and (self.input_len is None or self.output_len is None):
+            raise ValueError("request_rate_per_s needs input_len and output_len")
+        if self.users is None and self.workload is not None:
+            raise ValueError("a workload preset goes with users")
+        if self.systems and self.accelerators:
+            raise ValueError("name systems or accelerators, not both")
+        return self

@@ -1,0 +1,111 @@
+"""What a search returns: ranked deployments, why each family failed, the cost/interactivity front."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.search.request import Objective, Targets
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Deployed(_Frozen):
+    """One deployment that meets every stated target, priced."""
+
+    rank: int
+    model: str
+    system: str | None  # a catalogue system, bought or rented whole
+    accelerator: str
+    platform: str  # the system id, or "<n>x-<accelerator>"
+    gpus: int  # in the whole deployment
+    gpus_per_instance: int
+    systems: int | None  # systems bought or rented (None for bare accelerators)
+    quantization: str
+    quantization_label: str  # native, or the fallback compute it runs through
+    kv_cache_dtype: str
+    engine: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel: bool
+    speculative_tokens: int  # draft tokens per step (0: none)
+    replicas: int  # engine instances (aggregated), or prefill + decode instances
+    max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated)
+    disaggregated: bool
+    prefill_instances: int | None = None
+    decode_instances: int | None = None
+    kv_transfer_s: float | None = None  # one request's KV cache from prefill to decode instance
+    kv_transfer_link: str | None = None
+    usd_per_mtok: float
+    monthly_usd: float
+    capex_usd: float | None  # the purchase price of the systems (None: no price in the catalogue)
+    power_w: float | None
+    rent_or_buy: Literal["buy", "rent"]
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    tpot_p95_s: float
+    e2e_p95_s: float
+    output_tokens_per_s_per_user: float
+    utilisation: float
+    users: int | None
+    requests_per_s: float
+    binding: str  # the stated target (or the utilisation) closest to its limit
+    deploy: str  # the launch command
+    scenario: dict  # a Users + ROI scenario that loads this pick (model, quantization, engine, platform, cell)
+    notes: tuple[str, ...] = ()
+
+
+class Infeasible(_Frozen):
+    """A family — one model on one platform with one engine and weight format — where nothing works."""
+
+    model: str
+    platform: str
+    engine: str
+    quantization: str
+    reason: Literal["memory", "latency", "throughput", "budget", "power", "gpus", "price"]
+    message: str
+
+
+class ParetoPoint(_Frozen):
+    usd_per_mtok: float
+    output_tokens_per_s_per_user: float
+    platform: str
+    engine: str
+    quantization: str
+    gpus: int
+    disaggregated: bool
+
+
+class ApiAlternative(_Frozen):
+    id: str
+    provider: str
+    usd_per_mtok: float  # blended over the load's input and output tokens
+    monthly_usd: float
+
+
+class LoadSummary(_Frozen):
+    request_rate_per_s: float
+    input_len: int
+    output_len: int
+    monthly_tokens: float
+    users: int | None
+    workload: str | None
+
+
+class SearchResult(_Frozen):
+    objective: Objective
+    targets: Targets
+    load: LoadSummary
+    results: tuple[Deployed, ...]
+    infeasible: tuple[Infeasible, ...]
+    pareto: tuple[ParetoPoint, ...]
+    api: tuple[ApiAlternative, ...]
+    candidates: int  # deployments priced and checked against the targets
+    cells: int  # distinct engine instances whose memory and speed were modelled
+    elapsed_s: float
+    notes: tuple[str, ...] = ()

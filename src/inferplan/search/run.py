@@ -1,0 +1,197 @@
+"""``search(request)``: the cheapest deployments that meet a service target, ranked.
+
+Steps: resolve the load; build the space of cells (``space.py``); model each cell once
+(``evaluate.model_cell``); evaluate its candidates as arrays (``evaluate``); keep each cell's best
+candidate that meets every target and cap; rank those by the objective; explain every family with
+none (``reasons.py``); and trace the front of cost against tokens/s per user.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.economics import money
+from inferplan.economics.workloads import WorkloadProfile
+from inferplan.errors import InferplanError
+from inferplan.search import evaluate
+from inferplan.search.load import ResolvedLoad, resolve_load
+from inferplan.search.pricing import unit_costs
+from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
+from inferplan.search.request import SearchRequest, Targets
+from inferplan.search.result import ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, SearchResult
+from inferplan.search.space import Cell, build_space, check_names
+
+Progress = Callable[[int, int], None]
+
+
+def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None) -> SearchResult:
+    start = time.perf_counter()
+    catalog = catalog or load_catalog()
+    check_names(catalog, req)
+    rl = resolve_load(catalog, req)
+    targets = effective_targets(req.targets, rl)
+    space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len)
+    stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
+    picks, fronts, candidates, costs = [], [], 0, {}
+    for i, cell in enumerate(space.cells):
+        if progress:
+            progress(i, len(space.cells))
+        key = (cell.platform.id, cell.model)
+        if key not in costs:
+            costs[key] = unit_costs(catalog, cell.platform, cell.model)
+        try:
+            cm = evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=req.disaggregated)
+        except InferplanError as exc:
+            stats[cell.family].errors.append(str(exc))
+            continue
+        for grid in (evaluate.aggregated_grid(cm, rl, pricing=req.pricing),
+                     evaluate.disaggregated_grid(cm, rl, pricing=req.pricing)):
+            if grid is None:
+                continue
+            candidates += len(grid)
+            pick, front = _judge(cm, grid, rl, targets, req, stats[cell.family])
+            if pick is not None:
+                picks.append(pick)
+            fronts.extend(front)
+    if progress:
+        progress(len(space.cells), len(space.cells))
+    picks.sort(key=lambda p: p[0])
+    results = tuple(_deployed(catalog, rank, p, rl, targets) for rank, p in enumerate(picks[: req.top], start=1))
+    infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
+                          max_power_w=req.max_power_w, pricing=req.pricing)
+                  for f, s in stats.items() if not s.feasible]
+    infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
+                   for f, m in space.excluded.items() if f not in stats]
+    return SearchResult(
+        objective=req.objective, targets=targets, load=_summary(rl), results=results,
+        infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
+        pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
+        elapsed_s=time.perf_counter() - start, notes=_notes(req, targets))
+
+
+def effective_targets(t: Targets, rl: ResolvedLoad) -> Targets:
+    """The stated targets; with users of a workload preset and no speed target stated, the preset's
+    per-user speed (as the Users + ROI simulator holds each user to it)."""
+    if rl.workload is not None and t.tpot_p95_s is None and t.min_output_tokens_per_s_per_user is None:
+        return t.model_copy(update={"min_output_tokens_per_s_per_user": rl.workload.target_output_tokens_per_s})
+    return t
+
+
+def objective_values(req: SearchRequest, grid, monthly, capex) -> np.ndarray:
+    return {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": grid.gpus,
+            "power": grid.power_w}[req.objective]
+
+
+def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
+    """The cell's best candidate that meets every target and cap, and its share of the front."""
+    monthly, renting, capex = evaluate.route(grid, req.max_capex_usd)
+    met = grid.stable & target_mask(grid, targets)
+    feasible = met & np.isfinite(monthly)
+    if req.max_gpus is not None:
+        feasible &= grid.gpus <= req.max_gpus
+    if req.max_power_w is not None:
+        feasible &= grid.power_w <= req.max_power_w
+    if req.max_capex_usd is not None and req.pricing == "buy":
+        feasible &= capex <= req.max_capex_usd
+    fam.add(grid, met, monthly, feasible)
+    if not feasible.any():
+        return None, []
+    idx = np.flatnonzero(feasible)
+    value = objective_values(req, grid, monthly, capex)[idx]
+    best = idx[np.lexsort((grid.gpus[idx], monthly[idx], value))[0]]
+    mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
+    front = _front(mtok, grid.tokens_per_s_per_user[idx])
+    points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0))
+              for j in front]
+    key = (float(value[idx == best][0]), float(monthly[best]), float(grid.gpus[best]))
+    return (key, cm, grid, int(best), float(monthly[best]), bool(renting[best]), float(capex[best])), points
+
+
+def _front(cost: np.ndarray, speed: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both cost (lower) and speed (higher)."""
+    order = np.lexsort((-speed, cost))
+    best = np.maximum.accumulate(speed[order])
+    keep = np.concatenate([[True], speed[order][1:] > best[:-1]])
+    return order[keep]
+
+
+def _pareto(points: list) -> tuple[ParetoPoint, ...]:
+    if not points:
+        return ()
+    cost = np.array([p[0] for p in points])
+    speed = np.array([p[1] for p in points])
+    return tuple(ParetoPoint(usd_per_mtok=points[j][0], output_tokens_per_s_per_user=points[j][1],
+                             platform=points[j][2].cell.platform.id, engine=points[j][2].cell.engine,
+                             quantization=points[j][2].cell.quantization, gpus=points[j][3], disaggregated=points[j][4])
+                 for j in _front(cost, speed))
+
+
+def _deployed(catalog: Catalog, rank: int, pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
+    from inferplan.search.deploying import launch_text, scenario_dict
+
+    _, cm, g, i, monthly, renting, capex = pick
+    cell: Cell = cm.cell
+    p = cell.platform
+    disagg = bool(g.prefill[i] > 0)
+    values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
+                                                   "tokens_per_s_per_user")}
+    d = cell.deployment(rl.max_model_len).model_copy(update={"max_num_seqs": int(g.cap[i])})
+    notes = list(cm.costs.notes)
+    if cell.quantization_label != "native":
+        notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
+    return Deployed(
+        rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,
+        platform=p.id, gpus=int(g.gpus[i]), gpus_per_instance=cell.gpus,
+        systems=int(g.units[i]) if p.system else None, quantization=cell.quantization,
+        quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
+        tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
+        data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
+        speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
+        disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
+        decode_instances=int(g.decode[i]) if disagg else None,
+        kv_transfer_s=float(g.kv_transfer_s[i]) if disagg else None,
+        kv_transfer_link=evaluate.link_name(cm, int(g.gpus[i])) if disagg else None,
+        usd_per_mtok=monthly / (rl.monthly_tokens / 1e6), monthly_usd=monthly, capex_usd=capex,
+        power_w=float(g.power_w[i]) if np.isfinite(g.power_w[i]) else None, rent_or_buy="rent" if renting else "buy",
+        ttft_p50_s=values["ttft_p50_s"], ttft_p95_s=values["ttft_p95_s"], ttft_p99_s=values["ttft_p99_s"],
+        tpot_p95_s=values["tpot_p95_s"], e2e_p95_s=values["e2e_p95_s"],
+        output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
+        users=rl.users, requests_per_s=rl.request_rate_per_s,
+        binding=slack(values, targets, float(g.utilisation[i])),
+        deploy=launch_text(catalog, d, cell, disaggregated=disagg),
+        scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys(notes)))
+
+
+def _summary(rl: ResolvedLoad) -> LoadSummary:
+    return LoadSummary(request_rate_per_s=rl.request_rate_per_s, input_len=rl.input_len, output_len=rl.output_len,
+                       monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None)
+
+
+def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:
+    """The same models at an API, priced on the load's month of tokens (``money.api_cost_per_user_usd``
+    with the whole load as one user)."""
+    whole = rl.workload or WorkloadProfile(
+        preset="request-rate", name="stated request rate", monthly_tokens=rl.monthly_tokens,
+        output_share=rl.output_len / rl.max_model_len, cache_hit_rate=0.0, peak_to_average=1.0,
+        target_output_tokens_per_s=1.0, input_tokens_per_request=rl.input_len, output_tokens_per_request=rl.output_len)
+    users = rl.users or 1
+    out = []
+    for price in catalog.api_prices:
+        if price.model in req.models:
+            monthly = money.api_cost_per_user_usd(whole, price) * users
+            out.append(ApiAlternative(id=price.id, provider=price.provider, monthly_usd=monthly,
+                                      usd_per_mtok=monthly / (rl.monthly_tokens / 1e6)))
+    return tuple(sorted(out, key=lambda a: a.monthly_usd))
+
+
+def _notes(req: SearchRequest, targets: Targets) -> tuple[str, ...]:
+    notes = []
+    if targets != req.targets:
+        notes.append(f"speed target from the workload preset: at least {targets.min_output_tokens_per_s_per_user:g} "
+                     "output tokens/s per user")
+    return tuple(notes)

@@ -1,0 +1,223 @@
+"""The search space: every replica cell (one engine instance) worth evaluating for a request.
+
+A cell is a model on a platform — a whole catalogue system, or N of an accelerator — in one
+weight format, KV-cache type, engine and parallel layout, with or without speculative decoding.
+Everything cheaper to vary (replicas, running-sequence cap, load share, prefill/decode pool split)
+is a grid over each cell (``evaluate.py``). Layouts reuse the economics layer's rules: the
+smallest cell that fits (``_smallest_fit``, ``spanning_cell``), tensor-parallel widths in powers of
+two inside the fast-link domain, and expert-parallel widths for a mixture-of-experts model on an
+engine that spreads experts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec, resolve_model
+from inferplan.catalog.schema import Accelerator, System
+from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.hardware import system_domain_gpus
+from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
+from inferplan.search.serving_modes import serving_modes
+
+ACCELERATOR_GPU_COUNTS = (1, 2, 4, 8)  # N of a bare accelerator: one PCIe/SXM server at most
+DEFAULT_KV_DTYPES = ("auto", "fp8")  # the model's own and the compact cache every GPU engine offers
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A system (bought or rented whole) or N of an accelerator (rented per GPU)."""
+
+    id: str  # the system id, or "<n>x-<accelerator>"
+    accelerator: Accelerator = field(repr=False)
+    system: System | None = field(repr=False)
+    gpus: int  # GPUs per system, or the N of the accelerator
+    domain_gpus: int  # GPUs joined by the fast link
+
+    @property
+    def vendor(self) -> str:
+        return self.accelerator.vendor
+
+
+@dataclass(frozen=True)
+class Cell:
+    model: str
+    platform: Platform = field(repr=False)
+    quantization: str
+    quantization_label: str  # "native" or "fallback to <dtype> compute"
+    kv_cache_dtype: str
+    engine: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int = 1
+    expert_parallel: bool = False
+    speculative_tokens: int = 0
+    systems_per_instance: int = 1  # >1 when one instance spans several systems
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    @property
+    def family(self) -> tuple[str, str, str, str]:
+        return (self.model, self.platform.id, self.engine, self.quantization)
+
+    def deployment(self, max_model_len: int) -> Deployment:
+        """The engine instance as the memory and speed models take it."""
+        p = self.platform
+        where = ({"system": p.system.id} if p.system and self.systems_per_instance > 1 else {"gpu": p.accelerator.id})
+        return Deployment(
+            model=self.model, **where, gpus=self.gpus, quantization=self.quantization, engine=self.engine,
+            kv_cache_dtype=self.kv_cache_dtype, tensor_parallel_size=self.tensor_parallel_size,
+            pipeline_parallel_size=self.pipeline_parallel_size,
+            data_parallel_size=self.data_parallel_size if self.expert_parallel else None,
+            enable_expert_parallel=self.expert_parallel, max_model_len=max_model_len)
+
+
+@dataclass
+class Space:
+    cells: list[Cell] = field(default_factory=list)
+    # (model, platform, engine, quantization) -> why no cell of it is searched
+    excluded: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+
+
+def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
+    """The platforms the request's filters leave: named systems/accelerators (unknown ids are
+    errors naming the field), else every catalogue system of the wanted status, vendor and form
+    factor; bare accelerators only when named or when renting is the only way to pay."""
+    out: list[Platform] = []
+    if req.accelerators or (req.pricing == "rent" and not req.systems):
+        names = req.accelerators or sorted({r.accelerator for r in catalog.rental_prices})
+        for name in names:
+            accel = catalog.accelerator(name, field_name="accelerators")
+            domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
+            for n in ACCELERATOR_GPU_COUNTS:
+                if n == 1 or n <= domain or accel.form_factor in ("pcie", "workstation", "consumer"):
+                    out.append(Platform(f"{n}x-{accel.id}", accel, None, n, min(domain, n)))
+    if not req.accelerators:
+        systems = [catalog.system(s, field_name="systems") for s in req.systems] if req.systems else list(catalog.systems)
+        for s in systems:
+            accel = catalog.accelerators.records[s.accelerator]
+            out.append(Platform(s.id, accel, s, s.accelerator_count, system_domain_gpus(s, accel)))
+    named = bool(req.systems or req.accelerators)
+    return [p for p in out if _kept(p, req, named)]
+
+
+def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
+    status = (p.system.status if p.system else p.accelerator.status).value
+    if not named and status not in req.statuses:
+        return False
+    if req.vendors and p.vendor.lower() not in {v.lower() for v in req.vendors}:
+        return False
+    if req.form_factors and p.system is not None:
+        tiers = {t for f in req.form_factors for t in FORM_FACTOR_TIERS[f]}
+        if p.system.tier not in tiers:
+            return False
+    return req.max_gpus is None or p.gpus <= req.max_gpus or p.system is None
+
+
+def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_len: int) -> Space:
+    space = Space()
+    engines = [catalog.engine(e, field_name="engines") for e in req.engines] if req.engines else list(catalog.engines)
+    for name in req.quantizations or ():
+        catalog.quantization(name, field_name="quantizations")
+    for name in req.kv_cache_dtypes or ():
+        catalog.kv_cache_dtype(name, field_name="kv_cache_dtypes")
+    for model in req.models:
+        spec = resolve_model(catalog, model, field_name="models")
+        for p in platforms(catalog, req):
+            for engine in engines:
+                if engine.runs_on and p.accelerator.software not in engine.runs_on:
+                    continue
+                for quant, label in _formats(catalog, spec, p.accelerator, engine.id, req):
+                    _add_family(catalog, space, spec, p, engine, quant, label, req, input_len + output_len)
+    return space
+
+
+def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine: str, req: SearchRequest):
+    """Weight formats of the model's published builds (or the ones asked for) that the engine loads,
+    labelled native or fallback on this accelerator."""
+    ids = req.quantizations or tuple(dict.fromkeys(c.quantization for c in spec.checkpoints)) or (spec.native_quantization or "bf16",)
+    for qid in ids:
+        q = catalog.quantization(qid, field_name="quantizations")
+        if q.engines and engine not in q.engines:
+            continue
+        native = not q.native_format or q.native_format in accel.native_formats
+        yield q.id, "native" if native else f"fallback to {q.fallback_compute} compute"
+
+
+def _kv_dtypes(engine, req: SearchRequest) -> list[str]:
+    wanted = req.kv_cache_dtypes or DEFAULT_KV_DTYPES
+    return [k for k in wanted if k == "auto" or not engine.kv_cache_dtypes or k in engine.kv_cache_dtypes]
+
+
+def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, quant: str, label: str,
+                req: SearchRequest, max_model_len: int) -> None:
+    key = (spec.id, p.id, engine.id, quant)
+    spec_tokens = [0]
+    arch = spec.architecture
+    if req.speculative and arch is not None and arch.mtp_layers and serving_modes().drafts_with_mtp(engine.id):
+        spec_tokens.append(int(serving_modes().mtp_draft_tokens.value))
+    for kv in _kv_dtypes(engine, req):
+        base = Deployment(model=spec.id, gpu=p.accelerator.id, quantization=quant, engine=engine.id, kv_cache_dtype=kv,
+                          max_model_len=max_model_len)
+        try:
+            layouts = _layouts(catalog, base, p, engine, req)
+        except InferplanError as exc:
+            space.excluded.setdefault(key, f"memory: {exc}")
+            continue
+        if not layouts:
+            space.excluded.setdefault(key, f"memory: {spec.name} does not fit in {p.gpus} {p.accelerator.name} at "
+                                           f"{max_model_len:,} tokens in {quant}")
+            continue
+        for tp, pp, dp, ep, systems in layouts:
+            for k in spec_tokens:
+                space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems))
+
+
+def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest) -> list[tuple[int, int, int, bool, int]]:
+    """(TP, PP, DP, expert parallel, systems per instance) of the cells to try on ``p``."""
+    if p.system is not None:
+        start, systems = spanning_cell(catalog, base, p.system)
+        budget = p.gpus if systems == 1 else cell_gpus(start)
+    else:
+        start = _smallest_fit(catalog, base, p.gpus)
+        if start is None:
+            return []
+        systems, budget = 1, p.gpus
+    if req.max_gpus is not None:
+        budget = min(budget, req.max_gpus)
+    out = []
+    tp, pp = start.tensor_parallel_size, start.pipeline_parallel_size
+    while tp * pp <= budget:
+        if p.system is not None or tp * pp == p.gpus:  # N of an accelerator: the instance is the N
+            out.append((tp, pp, 1, False, systems))
+        if systems > 1 or tp * 2 > p.domain_gpus:
+            break
+        tp *= 2
+    if p.system is None and not out and start.tensor_parallel_size * start.pipeline_parallel_size < p.gpus:
+        out.append((min(p.gpus, p.domain_gpus), max(1, p.gpus // p.domain_gpus), 1, False, 1))
+    if engine.expert_parallel is True and _has_experts(base, catalog) and systems == 1:
+        width = 2
+        while width <= budget:
+            if p.system is not None or width == p.gpus:
+                out.append((1, 1, width, True, 1))
+            width *= 2
+    return out
+
+
+def _has_experts(base: Deployment, catalog) -> bool:
+    from inferplan.memory.fit import _has_experts as has
+
+    return has(resolve_model(catalog, base.model))
+
+
+def check_names(catalog: Catalog, req: SearchRequest) -> None:
+    """Every id the request names exists (the error names the request field)."""
+    for model in req.models:
+        resolve_model(catalog, model, field_name="models")
+    if req.workload is not None:
+        catalog.workload_presets.get(req.workload, field_name="workload", error=InvalidScenarioError)
