@@ -55,7 +55,8 @@ class FamilyStats:
     least_power: float = np.inf
     priced: bool = False
 
-    def add(self, grid, stable_met: np.ndarray, monthly: np.ndarray, feasible: np.ndarray) -> None:
+    def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray) -> None:
+        """``priced``: the monthly cost of the cheaper route before any cap (nan: no price)."""
         stable = grid.stable
         self.stable |= bool(stable.any())
         if stable.any():
@@ -71,7 +72,7 @@ class FamilyStats:
             self.least_capex = min(self.least_capex, float(np.nanmin(cap)) if np.isfinite(cap).any() else np.inf)
             pw = grid.power_w[stable_met]
             self.least_power = min(self.least_power, float(np.nanmin(pw)) if np.isfinite(pw).any() else np.inf)
-            self.priced |= bool(np.isfinite(monthly[stable_met]).any())
+            self.priced |= bool(np.isfinite(priced[stable_met]).any())
         self.feasible |= bool(feasible.any())
 
 

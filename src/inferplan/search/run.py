@@ -98,17 +98,17 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
         feasible &= grid.power_w <= req.max_power_w
     if req.max_capex_usd is not None and req.pricing == "buy":
         feasible &= capex <= req.max_capex_usd
-    fam.add(grid, met, monthly, feasible)
+    fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible)
     if not feasible.any():
         return None, []
     idx = np.flatnonzero(feasible)
     value = objective_values(req, grid, monthly, capex)[idx]
-    best = idx[np.lexsort((grid.gpus[idx], monthly[idx], value))[0]]
+    best = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], grid.gpus[idx], monthly[idx], value))[0]]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
     points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0))
               for j in front]
-    key = (float(value[idx == best][0]), float(monthly[best]), float(grid.gpus[best]))
+    key = (float(value[idx == best][0]), float(monthly[best]), float(grid.gpus[best]), -float(grid.tokens_per_s_per_user[best]))
     return (key, cm, grid, int(best), float(monthly[best]), bool(renting[best]), float(capex[best])), points
 
 

@@ -167,10 +167,10 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
         try:
             layouts = _layouts(catalog, base, p, engine, req)
         except InferplanError as exc:
-            space.excluded.setdefault(key, f"memory: {exc}")
+            space.excluded.setdefault(key, str(exc))
             continue
         if not layouts:
-            space.excluded.setdefault(key, f"memory: {spec.name} does not fit in {p.gpus} {p.accelerator.name} at "
+            space.excluded.setdefault(key, f"{spec.name} does not fit in {p.gpus} {p.accelerator.name} at "
                                            f"{max_model_len:,} tokens in {quant}")
             continue
         for tp, pp, dp, ep, systems in layouts:

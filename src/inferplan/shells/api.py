@@ -364,5 +364,6 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
+    app.include_router(__import__("inferplan.shells.api_search", fromlist=["router"]).router)  # POST /api/search
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

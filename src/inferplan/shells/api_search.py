@@ -1,0 +1,28 @@
+"""POST /api/search: the cheapest deployments that meet a service target (``inferplan.search``).
+
+The body is a ``SearchRequest``; the answer a ``SearchResult``: the ranked deployments (each with
+its launch command and a scenario the Users + ROI simulator loads), why each failed family failed,
+the front of cost against tokens/s per user, and the same model at an API beside them. A trace file path is refused: the server reads no files from
+its disk for a request.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.search.request import SearchRequest
+from inferplan.search.result import SearchResult
+
+router = APIRouter()
+
+
+@router.post("/api/search", tags=["search"])
+def search_route(request: SearchRequest) -> SearchResult:
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.search.run import search
+
+    if request.trace is not None:
+        raise InvalidScenarioError("the API does not read files on the server's disk; state users or a request rate",
+                                   field="trace", allowed="users with workload, or request_rate_per_s with input_len and output_len")
+    return search(request, load_catalog())

@@ -1,0 +1,146 @@
+"""``inferplan search``: the cheapest deployment that meets a service target.
+
+Flags become one ``SearchRequest``; the library's ``search`` does the work; this module renders the
+ranked deployments (a list layout that keeps every id whole in 100 columns), the failed families and
+the cost/interactivity front, with a progress bar on stderr for sweeps longer than a second.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+
+from inferplan.errors import InferplanError
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, split_list
+
+# the request's domain fields -> the flag a user typed
+SEARCH_FLAGS = {
+    "models": "--model", "users": "--users", "workload": "--workload", "request_rate_per_s": "--request-rate",
+    "input_len": "--input-len", "output_len": "--output-len", "trace": "--trace", "systems": "--systems",
+    "accelerators": "--accelerators", "engines": "--engines", "quantizations": "--quantizations",
+    "kv_cache_dtypes": "--kv-cache-dtypes", "vendors": "--vendors", "statuses": "--status",
+    "form_factors": "--form-factors", "max_gpus": "--max-gpus", "max_capex_usd": "--max-capex",
+    "max_power_w": "--max-power", "pricing": "--rent/--buy", "objective": "--objective", "top": "--top",
+    "targets.ttft_p50_s": "--ttft-p50", "targets.ttft_p95_s": "--ttft-p95", "targets.ttft_p99_s": "--ttft-p99",
+    "targets.tpot_p95_s": "--tpot-p95", "targets.min_output_tokens_per_s_per_user": "--min-tokens-per-s-per-user",
+    "targets.e2e_p95_s": "--e2e-p95", "targets": "--tpot-p95/--min-tokens-per-s-per-user",
+}
+
+
+def search_cmd(
+    model: Optional[str] = typer.Option(None, "--model", help="Catalogue model id or alias."),
+    models: Optional[str] = typer.Option(None, "--models", help="Several models, comma-separated (instead of --model)."),
+    users: Optional[int] = typer.Option(None, "--users", help="Users to carry (with --workload)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (default chat-seat)."),
+    request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Requests per second to carry (with --input-len, --output-len)."),
+    input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request."),
+    output_len: Optional[int] = typer.Option(None, "--output-len", help="Generated tokens per request."),
+    trace: Optional[str] = typer.Option(None, "--trace", help="CSV/JSONL trace: arrival time, input tokens, output tokens."),
+    ttft_p50: Optional[float] = typer.Option(None, "--ttft-p50", help="Time to first token, median, seconds."),
+    ttft_p95: Optional[float] = typer.Option(None, "--ttft-p95", help="Time to first token, 95th percentile, seconds."),
+    ttft_p99: Optional[float] = typer.Option(None, "--ttft-p99", help="Time to first token, 99th percentile, seconds."),
+    tpot_p95: Optional[float] = typer.Option(None, "--tpot-p95", help="Time per output token, 95th percentile, seconds."),
+    min_tps: Optional[float] = typer.Option(None, "--min-tokens-per-s-per-user", help="Output tokens/s each user gets at least."),
+    e2e_p95: Optional[float] = typer.Option(None, "--e2e-p95", help="End-to-end request latency, 95th percentile, seconds."),
+    systems: Optional[str] = typer.Option(None, "--systems", help="Only these systems (comma-separated ids)."),
+    accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented (comma-separated)."),
+    engines: Optional[str] = typer.Option(None, "--engines", help="Only these engines: vllm, sglang, trtllm, llamacpp, mlx."),
+    quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Weight formats to try (default: the model's builds)."),
+    kv_cache_dtypes: Optional[str] = typer.Option(None, "--kv-cache-dtypes", help="KV-cache types to try (default: auto,fp8)."),
+    vendors: Optional[str] = typer.Option(None, "--vendors", help="Only these accelerator vendors (nvidia, amd, ...)."),
+    status: Optional[str] = typer.Option(None, "--status", help="Catalogue status of the platforms (default shipping)."),
+    form_factors: Optional[str] = typer.Option(None, "--form-factors", help="workstation, node, rack."),
+    max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="At most this many GPUs in all."),
+    max_capex: Optional[float] = typer.Option(None, "--max-capex", help="At most this purchase price, USD."),
+    max_power: Optional[float] = typer.Option(None, "--max-power", help="At most this power draw, W."),
+    rent: bool = typer.Option(False, "--rent", help="Price renting only."),
+    buy: bool = typer.Option(False, "--buy", help="Price buying only."),
+    objective: str = typer.Option("usd-per-mtok", "--objective", help="usd-per-mtok | monthly | capex | gpus | power"),
+    top: int = typer.Option(10, "--top", help="Deployments to list."),
+    no_speculative: bool = typer.Option(False, "--no-speculative", help="Do not try speculative decoding."),
+    no_disaggregated: bool = typer.Option(False, "--no-disaggregated", help="Do not try separate prefill and decode pools."),
+    show_deploy: bool = typer.Option(False, "--deploy", help="Print each deployment's launch command."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The cheapest deployment that meets a service target: what to buy or rent, how to run it."""
+    from inferplan.search.request import SearchRequest, Targets
+    from inferplan.search.run import search
+
+    if model and models:
+        fail("--model and --models: give one (--models takes a comma-separated list)", field="--model")
+    if rent and buy:
+        fail("--rent and --buy: give one, or neither to price both", field="--rent/--buy", allowed="--rent | --buy | neither")
+    names = split_list(models, "--models") if models else ([model] if model else None)
+    if not names:
+        fail("--model: name a model to search for", field="--model")
+    fields = dict(
+        models=names, users=users, workload=workload, request_rate_per_s=request_rate, input_len=input_len,
+        output_len=output_len, trace=trace, systems=split_list(systems, "--systems"),
+        accelerators=split_list(accelerators, "--accelerators"), engines=split_list(engines, "--engines"),
+        quantizations=split_list(quantizations, "--quantizations"), kv_cache_dtypes=split_list(kv_cache_dtypes, "--kv-cache-dtypes"),
+        vendors=split_list(vendors, "--vendors"), statuses=split_list(status, "--status"),
+        form_factors=split_list(form_factors, "--form-factors"), max_gpus=max_gpus, max_capex_usd=max_capex,
+        max_power_w=max_power, pricing="rent" if rent else "buy" if buy else "both", objective=objective, top=top,
+        speculative=not no_speculative, disaggregated=not no_disaggregated)
+    targets = dict(ttft_p50_s=ttft_p50, ttft_p95_s=ttft_p95, ttft_p99_s=ttft_p99, tpot_p95_s=tpot_p95,
+                   min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95)
+    request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
+                                             targets=Targets(**{k: v for k, v in targets.items() if v is not None})))
+    if as_json:
+        result = _checked(lambda: search(request))
+        emit_json({"results": [r.model_dump(mode="json") for r in result.results],
+                   "infeasible": [x.model_dump(mode="json") for x in result.infeasible],
+                   "candidates": result.candidates, "elapsed_s": result.elapsed_s,
+                   "pareto": [p.model_dump(mode="json") for p in result.pareto],
+                   "api": [a.model_dump(mode="json") for a in result.api],
+                   **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes"})})
+        return
+    with _LateProgress() as progress:
+        result = _checked(lambda: search(request, progress=progress))
+    from inferplan.shells.render_search import print_search
+
+    print_search(console, result, show_deploy=show_deploy)
+
+
+def _checked(build):
+    """Run ``build``; a library or validation error becomes one line naming the flag (exit 2)."""
+    try:
+        return build()
+    except InferplanError as exc:
+        flag = SEARCH_FLAGS.get(exc.field or "", exc.field)
+        exc.field = flag
+        fail(exc.describe(), field=flag, allowed=exc.allowed, detail=str(exc))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        flag = SEARCH_FLAGS.get(loc, SEARCH_FLAGS.get(loc.split(".")[0], loc))
+        message = first["msg"].removeprefix("Value error, ")
+        fail(f"{flag}: {message}" if loc else message, field=flag or None, detail=message)
+
+
+class _LateProgress:
+    """A progress bar on stderr that appears only once a sweep has run for a second."""
+
+    def __init__(self):
+        self.start, self.bar, self.task = time.perf_counter(), None, None
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.start < 1.0:
+                return
+            from rich.progress import Progress
+
+            self.bar = Progress(console=err_console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("modelling replica cells", total=total)
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()

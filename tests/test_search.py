@@ -1,0 +1,219 @@
+"""inferplan search: every pick meets its targets re-evaluated independently; the cheapest equals a
+brute-force minimum; failed families say why; filters hold; bad input is refused by name."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from inferplan.errors import InferplanError
+from inferplan.memory.deployment import Deployment
+from inferplan.performance.workload import Workload
+from inferplan.scenario import Scenario, check_references
+from inferplan.search import evaluate
+from inferplan.search._standin_queueing import approximate, mgc_wait_quantile, service_curve
+from inferplan.search.load import resolve_load
+from inferplan.search.pricing import unit_costs
+from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest, Targets
+from inferplan.search.run import search
+from inferplan.search.space import build_space
+from inferplan.shells.api import create_app
+from inferplan.shells.cli import app
+
+SMALL = dict(models=("qwen3-8b",), systems=("hgx-h100", "tinybox-green-v2"), engines=("vllm",),
+             request_rate_per_s=4.0, input_len=1500, output_len=300)
+TARGETS = Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04, e2e_p95_s=20)
+
+
+def _request(**kw) -> SearchRequest:
+    return SearchRequest(**{**SMALL, "targets": TARGETS, **kw})
+
+
+@pytest.fixture(scope="module")
+def aggregated(catalog):
+    return search(_request(disaggregated=False, speculative=False, top=50), catalog)
+
+
+def _meets(t, targets: Targets) -> None:
+    for name in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
+        limit = getattr(targets, name)
+        if limit is not None:
+            assert getattr(t, name) <= limit * (1 + 1e-9), name
+
+
+def test_every_aggregated_pick_meets_every_target_reevaluated_one_by_one(catalog, aggregated):
+    assert aggregated.results
+    rl = resolve_load(catalog, _request())
+    for r in aggregated.results:  # the deployment rebuilt from the result's own fields, not the search's arrays
+        dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
+                         engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
+                         pipeline_parallel_size=r.pipeline_parallel_size, max_model_len=rl.max_model_len)
+        curve = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog)
+        t = approximate(curve, rl.load, r.replicas, slot_cap=r.max_num_seqs)
+        assert t.stable
+        _meets(t, aggregated.targets)
+        assert t.ttft_p95_s == pytest.approx(r.ttft_p95_s, rel=1e-6)
+        assert r.scenario["model"] == r.model and r.scenario["engine"] == r.engine
+
+
+def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
+    res = search(_request(speculative=False, top=200), catalog)
+    pools = [r for r in res.results if r.disaggregated]
+    assert pools, "no disaggregated deployment among the picks"
+    rl = resolve_load(catalog, _request())
+    for r in pools[:3]:
+        dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
+                         engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
+                         max_model_len=rl.max_model_len)
+        full = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog)
+        dec = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len, prefix_cache_hit_rate=1.0), catalog)
+        lam_d, n = rl.request_rate_per_s / r.decode_instances, 1.0
+        for _ in range(50):
+            n = min(max(lam_d * rl.output_len * float(np.interp(n, dec.concurrency, dec.tpot_s)), 1.0), r.max_num_seqs)
+        tpot = float(np.interp(n, dec.concurrency, dec.tpot_s))
+        prefill = float(full.ttft_s[0])
+        wait = float(mgc_wait_quantile(rl.request_rate_per_s, prefill, 0.0, r.prefill_instances, 0.95)
+                     + mgc_wait_quantile(lam_d, rl.output_len * tpot, 0.0, r.max_num_seqs, 0.95))
+        assert tpot <= res.targets.tpot_p95_s
+        assert wait + prefill + r.kv_transfer_s <= res.targets.ttft_p95_s
+        assert rl.request_rate_per_s * prefill / r.prefill_instances < 1
+
+
+def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, aggregated):
+    req = _request(disaggregated=False, speculative=False)
+    rl = resolve_load(catalog, req)
+    best = math.inf
+    for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
+        costs = unit_costs(catalog, cell.platform, cell.model)
+        try:
+            cm = evaluate.model_cell(catalog, cell, rl, costs, disaggregate=False)
+        except InferplanError:
+            continue
+        per_unit = min(x for x in (costs.owner_usd_per_month, costs.rent_usd_per_month) if x is not None)
+        for cap in sorted({int(round(c)) for c in cm.curve.concurrency}):
+            for replicas in range(1, 65):
+                t = approximate(cm.curve, rl.load, replicas, slot_cap=cap)
+                if not t.stable or any(getattr(t, k) > getattr(TARGETS, k) for k in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s")):
+                    continue
+                units = float(evaluate.units(cell, np.array([replicas]))[0])
+                best = min(best, units * per_unit)
+                break  # more replicas of this cell and cap only cost more
+    assert aggregated.results[0].monthly_usd == pytest.approx(best, rel=1e-9)
+
+
+def test_impossible_targets_give_a_reason_for_every_family(catalog):
+    res = search(_request(targets=Targets(ttft_p95_s=0.001)), catalog)
+    assert not res.results
+    assert res.infeasible
+    assert {x.reason for x in res.infeasible} <= {"latency", "memory"}
+    latency = [x for x in res.infeasible if x.reason == "latency"]
+    assert latency and all("TTFT p95 at best" in x.message and "0.001" in x.message for x in latency)
+
+
+def test_a_model_too_large_for_a_platform_is_a_memory_reason(catalog):
+    res = search(SearchRequest(models=("deepseek-v3",), systems=("rtx-pro-6000-workstation",), engines=("vllm",),
+                               request_rate_per_s=1, input_len=1000, output_len=100), catalog)
+    assert not res.results
+    assert res.infeasible and all(x.reason == "memory" for x in res.infeasible)
+
+
+def test_caps_that_nothing_meets_are_named(catalog):
+    res = search(_request(systems=("hgx-h100",), max_capex_usd=1000.0, pricing="buy"), catalog)
+    assert not res.results
+    assert {x.reason for x in res.infeasible} == {"budget"}
+    res = search(_request(systems=("hgx-h100",), max_power_w=100.0), catalog)
+    assert {x.reason for x in res.infeasible} == {"power"}
+
+
+def test_filters_hold(catalog):
+    res = search(_request(max_gpus=4), catalog)
+    assert res.results and all(r.gpus <= 4 for r in res.results)
+    res = search(_request(pricing="rent"), catalog)
+    assert res.results and all(r.rent_or_buy == "rent" for r in res.results)
+    res = search(_request(pricing="buy"), catalog)
+    assert res.results and all(r.rent_or_buy == "buy" and r.capex_usd > 0 for r in res.results)
+    res = search(SearchRequest(**{**SMALL, "systems": None}, targets=TARGETS, form_factors=("workstation",)), catalog)
+    tiers = {s.id: s.tier for s in catalog.systems}
+    assert res.results and all(tiers[r.system] in FORM_FACTOR_TIERS["workstation"] for r in res.results)
+    res = search(SearchRequest(**{**SMALL, "systems": None}, targets=TARGETS, vendors=("amd",)), catalog)
+    assert all(catalog.accelerators.records[r.accelerator].vendor == "amd" for r in res.results)
+
+
+def test_results_are_ranked_by_the_objective(catalog):
+    for objective, key in (("monthly", "monthly_usd"), ("gpus", "gpus")):
+        res = search(_request(objective=objective, top=20), catalog)
+        values = [getattr(r, key) for r in res.results]
+        assert values == sorted(values)
+
+
+def test_each_pick_loads_as_a_users_and_roi_scenario(catalog, aggregated):
+    for r in aggregated.results[:3]:
+        s = Scenario.model_validate(r.scenario)
+        check_references(s, catalog)
+        assert s.cell.tensor_parallel_size == r.tensor_parallel_size
+
+
+def test_bad_input_is_refused_naming_the_field(catalog):
+    with pytest.raises(InferplanError) as e:
+        search(_request(systems=("no-such-system",)), catalog)
+    assert e.value.field == "systems"
+    with pytest.raises(InferplanError) as e:
+        search(_request(models=("no-such-model",)), catalog)
+    assert e.value.field == "models"
+    with pytest.raises(ValidationError):
+        _request(request_rate_per_s=-1)
+    with pytest.raises(ValidationError):
+        SearchRequest(models=("qwen3-8b",), users=10, request_rate_per_s=1, input_len=1, output_len=1)
+    with pytest.raises(ValidationError):
+        Targets(tpot_p95_s=0.05, min_output_tokens_per_s_per_user=20)
+
+
+runner = CliRunner()
+
+
+def test_cli_json_has_the_documented_keys():
+    r = runner.invoke(app, ["search", "--model", "qwen3-8b", "--systems", "hgx-h100", "--engines", "vllm",
+                            "--request-rate", "4", "--input-len", "1500", "--output-len", "300", "--ttft-p95", "1.5",
+                            "--tpot-p95", "0.04", "--top", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    for key in ("results", "infeasible", "candidates", "elapsed_s", "pareto", "api"):
+        assert key in data
+    first = data["results"][0]
+    for key in ("system", "accelerator", "gpus", "quantization", "kv_cache_dtype", "engine", "tensor_parallel_size",
+                "pipeline_parallel_size", "data_parallel_size", "expert_parallel", "replicas", "disaggregated",
+                "usd_per_mtok", "monthly_usd", "capex_usd", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s",
+                "output_tokens_per_s_per_user", "requests_per_s", "binding", "deploy", "rent_or_buy"):
+        assert key in first
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--rent", "--buy"], "--rent and --buy"),
+    (["--systems", "no-such-system"], "--systems"),
+    (["--request-rate", "-2"], "--request-rate"),
+])
+def test_cli_bad_input_exits_2_naming_the_flag(args, flag):
+    base = ["search", "--model", "qwen3-8b", "--request-rate", "4", "--input-len", "100", "--output-len", "10"]
+    r = runner.invoke(app, [*base, *args])
+    assert r.exit_code == 2
+    assert flag in r.output
+
+
+def test_api_search_returns_what_the_find_the_cheapest_view_needs(tmp_path):
+    client = TestClient(create_app(tmp_path / "t.db"))
+    body = {"models": ["qwen3-8b"], "systems": ["hgx-h100"], "engines": ["vllm"], "request_rate_per_s": 4,
+            "input_len": 1500, "output_len": 300, "targets": {"ttft_p95_s": 1.5, "tpot_p95_s": 0.04}, "top": 3}
+    r = client.post("/api/search", json=body)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["results"] and data["pareto"] and "infeasible" in data and data["candidates"] > 0
+    Scenario.model_validate(data["results"][0]["scenario"])
+    r = client.post("/api/search", json={**body, "systems": ["no-such-system"]})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "systems"]
