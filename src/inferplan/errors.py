@@ -56,3 +56,7 @@ class ConflictError(InferplanError):
 
 class DoesNotFitError(InferplanError):
     """Raised only where a caller asks for a fit to be required; fit() itself reports it."""
+
+
+class UnsupportedSettingError(InferplanError):
+    """The chosen engine has no way to take a planned setting (expert parallel on llama.cpp ...)."""

@@ -1,0 +1,128 @@
+"""Engine launch flags as data: how each serving engine is started and which of its own argument
+names carries each planned setting (``data/engine_flags.yaml``).
+
+A record names the engine's launcher, its container image and health path, one ``FlagRule`` per
+setting the engine accepts from the command line, and ``accepted``: every argument name the
+engine's parser accepted at the stated version, so a test can check each emitted flag against the
+engine's own list. A setting missing from ``settings`` is one the engine's launcher does not take.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+
+from inferplan.catalog.provenance import Bytes
+from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.errors import CatalogError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from inferplan.catalog.loader import Catalog
+
+# the Deployment fields (and launch-only settings) a flag rule may carry
+Setting = Literal[
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+    "quantization", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+    "max_num_batched_tokens", "ubatch_size", "host", "port",
+]
+# what a speculative-decoding field is filled with
+SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]
+
+
+class FlagRule(Frozen):
+    """One setting: the flag(s) that take it and how inferplan's value becomes the engine's."""
+
+    flags: tuple[str, ...] = Field(min_length=1)  # each flag is given the value (llama.cpp: K and V caches)
+    switch: bool = False  # a bare flag, emitted when the setting is true
+    values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
+    # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
+    no_flag: tuple[str, ...] = ()
+    source: str
+    note: str | None = None
+
+
+class SpeculativeRule(Frozen):
+    """Speculative decoding: JSON under one flag (``json_flag``) or one flag per field."""
+
+    json_flag: str | None = None
+    fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
+    methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
+    source: str
+    note: str | None = None
+
+
+class DisaggregationRule(Frozen):
+    """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value."""
+
+    json_flag: str | None = None
+    roles: dict[Literal["prefill", "decode"], dict[str, str]]
+    router: tuple[str, ...] = ()  # the command that joins the pools (front proxy/router), as text
+    router_note: str | None = None
+    source: str
+    note: str | None = None
+
+
+class EngineFlags(Frozen):
+    id: str = Field(pattern=SLUG)  # an engine id from engines.yaml
+    version: str  # the engine release or commit the flags were read at
+    launcher: tuple[str, ...] = Field(min_length=1)  # argv before the model (vllm serve)
+    model_flag: str | None = None  # None: the model is the first positional argument
+    model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
+    hf_repo_flag: str | None = None  # gguf_file engines: the flag that fetches REPO:TAG from Hugging Face
+    gguf_tags: dict[str, str] = {}  # gguf_file engines: quantization id -> the file tag (Q4_K_M)
+    launcher_source: str
+    settings: dict[Setting, FlagRule] = {}
+    speculative: SpeculativeRule | None = None
+    disaggregation: DisaggregationRule | None = None
+    default_port: int = Field(ge=1, le=65535)
+    port_source: str
+    image: str | None = None  # container image (registry/name:tag); None: the engine ships none
+    image_source: str | None = None
+    shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
+    health_path: str = Field(pattern=r"^/")
+    health_source: str
+    accepted: tuple[str, ...] = Field(min_length=1)  # every argument name the parser accepts
+    accepted_source: str
+    notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _flags_accepted(self) -> "EngineFlags":
+        accepted = set(self.accepted)
+        emitted = [f for rule in self.settings.values() for f in rule.flags]
+        emitted += [f for f in (self.model_flag, self.hf_repo_flag) if f]
+        if self.speculative:
+            emitted += [self.speculative.json_flag] if self.speculative.json_flag else list(self.speculative.fields)
+        if self.disaggregation:
+            d = self.disaggregation
+            emitted += [d.json_flag] if d.json_flag else [f for flags in d.roles.values() for f in flags]
+        unknown = sorted({f for f in emitted if f not in accepted})
+        if unknown:
+            raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
+        return self
+
+
+class GpuResource(Frozen):
+    """The Kubernetes extended resource a vendor's device plugin advertises its GPUs as."""
+
+    id: str = Field(pattern=SLUG)  # an accelerator vendor (nvidia, amd ...)
+    resource: str  # nvidia.com/gpu
+    source: str
+
+
+def check_engine_flags(catalog: "Catalog") -> None:
+    """Every flag record names a known engine and known sources."""
+    for flags in catalog.engine_flags:
+        if flags.id not in catalog.engines:
+            raise CatalogError(f"engine_flags:{flags.id}: unknown engine", field=flags.id,
+                               allowed=", ".join(sorted(catalog.engines.records)))
+        named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.image else []), flags.health_source, flags.accepted_source,
+                 *(r.source for r in flags.settings.values()),
+                 *((flags.speculative.source,) if flags.speculative else ()),
+                 *((flags.disaggregation.source,) if flags.disaggregation else ())]
+        for source in named:
+            if source not in catalog.sources:
+                raise CatalogError(f"engine_flags:{flags.id}: unknown source {source!r}", field=flags.id)
+    for resource in catalog.gpu_resources:
+        if resource.source not in catalog.sources:
+            raise CatalogError(f"gpu_resources:{resource.id}: unknown source {resource.source!r}", field=resource.id)
