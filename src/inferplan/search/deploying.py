@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
+from inferplan.deploy.command import Speculative, launch_command
+from inferplan.errors import InferplanError
 from inferplan.memory.deployment import Deployment
 from inferplan.search.evaluate import ACCEPTANCE_RATE
 from inferplan.search.load import ResolvedLoad
@@ -10,9 +12,15 @@ from inferplan.search.space import Cell
 
 
 def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, disaggregated: bool) -> str:
-    """STAND-IN until the deploy package is merged."""
-    parts = [f"{cell.engine} serve {cell.model} --tensor-parallel-size {cell.tensor_parallel_size}"]
-    return " ".join(parts)
+    """The command that starts one instance (``deploy.launch_command``); with separate pools, the
+    prefill and the decode instance's, one per line. A setting the engine's flags cannot express is
+    said in words instead of a command."""
+    drafts = Speculative(method="mtp", tokens=cell.speculative_tokens) if cell.speculative_tokens else None
+    roles = ("prefill", "decode") if disaggregated else ("both",)
+    try:
+        return "\n".join(launch_command(d, catalog, role=role, speculative=drafts).text for role in roles)
+    except InferplanError as exc:
+        return f"no launch command: {exc.describe()}"
 
 
 def scenario_dict(cell: Cell, rl: ResolvedLoad) -> dict:
