@@ -116,7 +116,7 @@ def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
         tiers = {t for f in req.form_factors for t in FORM_FACTOR_TIERS[f]}
         if p.system.tier not in tiers:
             return False
-    return req.max_gpus is None or p.gpus <= req.max_gpus or p.system is None
+    return req.max_gpus is None or p.gpus <= req.max_gpus
 
 
 def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_len: int) -> Space:

@@ -42,7 +42,7 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         for d in r.results:
             where = d.system or d.platform
             what = (f"[bold]{where}[/] · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
-                    f"{_layout(d)}; {d.gpus} GPUs" + (f" in {d.systems} system{'s' if d.systems > 1 else ''}" if d.systems else ""))
+                    f"{_layout(d)}; {d.gpus} GPU{'s' if d.gpus > 1 else ''}" + (f" in {d.systems} system{'s' if d.systems > 1 else ''}" if d.systems else ""))
             if d.disaggregated:
                 what += f"\nKV cache handed over in {_ms(d.kv_transfer_s)} on {d.kv_transfer_link}"
             if show_deploy:
@@ -67,7 +67,7 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         console.print("[bold]cost against interactivity[/] (no deployment is both cheaper and faster per user):")
         for p in r.pareto[:8]:
             console.print(f"  ${p.usd_per_mtok:,.3f}/Mtok at {p.output_tokens_per_s_per_user:,.0f} tok/s per user: "
-                          f"{p.platform} · {p.engine} · {p.quantization}, {p.gpus} GPUs"
+                          f"{p.platform} · {p.engine} · {p.quantization}, {p.gpus} GPU{'s' if p.gpus > 1 else ''}"
                           + (" (disaggregated)" if p.disaggregated else ""), highlight=False)
     for a in r.api:
         console.print(f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, ${a.monthly_usd:,.0f}/month",
