@@ -1,0 +1,1 @@
+"""Deployments under load: tail latency (queueing approximation and simulation) and the search."""
