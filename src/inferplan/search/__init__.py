@@ -1,1 +1,1 @@
-"""Configuration search and queueing: which deployment meets a service target at the least cost."""
+"""Deployments under load: tail latency (queueing approximation and simulation) and the search."""

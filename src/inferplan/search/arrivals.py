@@ -1,0 +1,142 @@
+"""The load offered to a deployment: how requests arrive and how long they are.
+
+Arrival processes:
+
+- ``poisson``: independent arrivals at ``request_rate_per_s``.
+- ``bursty``: a two-state Markov-modulated Poisson process with the same mean rate. In the busy
+  state requests arrive at ``peak_to_average`` times the mean, in the quiet state at the mean over
+  ``peak_to_average``; the busy state holds ``1 / (peak_to_average + 1)`` of the time, so the mean is
+  kept. State durations are exponential with means summing to ``burst_period_s``.
+- ``trace``: the arrival times and lengths of a ``Trace``, replayed.
+- ``closed``: ``clients`` users each sending their next request the moment the last one ends (a
+  benchmark's ``--max-concurrency`` with no rate limit).
+
+Prompt and output lengths (``poisson``, ``bursty``, ``closed``) are log-normal with the stated mean
+and squared coefficient of variation (SCV 0: every request the mean, rounded).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import ConfigDict, Field, model_validator
+
+from inferplan.inputs import Input
+from inferplan.search.trace import Trace
+
+ARRIVALS = ("poisson", "bursty", "trace", "closed")
+DEFAULT_BURST_PERIOD_S = 60.0  # assumed: one busy and one quiet spell per minute on average
+
+
+class Load(Input):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
+
+    arrival: Literal["poisson", "bursty", "trace", "closed"] = "poisson"
+    request_rate_per_s: float | None = Field(None, gt=0, le=1e6, description="mean requests per second (poisson, bursty)")
+    peak_to_average: float = Field(1.0, ge=1, le=100, description="busy-state rate over the mean rate (bursty)")
+    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6, description="mean busy + quiet spell (bursty)")
+    clients: int | None = Field(None, ge=1, le=1_000_000, description="users in a closed loop (closed)")
+    input_tokens: float = Field(1024, ge=1, le=1e8, description="mean prompt tokens per request")
+    output_tokens: float = Field(256, ge=1, le=1e8, description="mean output tokens per request")
+    input_tokens_scv: float = Field(0.0, ge=0, le=100, description="squared coefficient of variation of prompt lengths")
+    output_tokens_scv: float = Field(0.0, ge=0, le=100, description="squared coefficient of variation of output lengths")
+    trace: Trace | None = Field(None, exclude=True, description="the requests replayed (trace)")
+
+    @model_validator(mode="after")
+    def _what_each_process_needs(self) -> "Load":
+        needs_rate = self.arrival in ("poisson", "bursty")
+        if needs_rate and self.request_rate_per_s is None:
+            raise ValueError(f"request_rate_per_s: {self.arrival} arrivals need a rate")
+        if self.arrival == "closed" and self.clients is None:
+            raise ValueError("clients: a closed loop needs a number of clients")
+        if self.arrival == "trace" and self.trace is None:
+            raise ValueError("trace: trace arrivals need a trace")
+        if self.arrival != "bursty" and self.peak_to_average != 1.0:
+            raise ValueError("peak_to_average: applies only to bursty arrivals")
+        return self
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> "Load":
+        """A load replaying ``trace``: its rate, lengths and their spread are the trace's own."""
+        _, inputs, outputs = trace.arrays()
+        return cls(arrival="trace", trace=trace, request_rate_per_s=min(trace.rate_per_s(), 1e6),
+                   input_tokens=float(inputs.mean()), output_tokens=float(outputs.mean()),
+                   input_tokens_scv=min(_scv(inputs), 100.0), output_tokens_scv=min(_scv(outputs), 100.0))
+
+    def arrival_scv(self) -> float:
+        """Squared coefficient of variation of the gaps between arrivals within one state (1: Poisson)."""
+        if self.arrival == "trace" and self.trace is not None:
+            return self.trace.interarrival_scv()
+        return 1.0
+
+    def states(self) -> tuple[tuple[float, float], ...]:
+        """(share of requests, arrival rate) of each state of the arrival process; one state unless bursty."""
+        rate = self.request_rate_per_s or 0.0
+        x = self.peak_to_average
+        if self.arrival != "bursty" or x == 1.0:
+            return ((1.0, rate),)
+        return ((x / (x + 1), rate * x), (1 / (x + 1), rate / x))
+
+
+def _scv(values: np.ndarray) -> float:
+    mean = float(values.mean())
+    return float(values.var()) / mean**2 if len(values) > 1 and mean > 0 else 0.0
+
+
+def lognormal_lengths(rng: np.random.Generator, mean: float, scv: float, n: int) -> np.ndarray:
+    """``n`` whole token counts of at least 1: log-normal with ``mean`` and ``scv`` (constant when 0)."""
+    if scv <= 0:
+        return np.full(n, max(round(mean), 1), dtype=np.int64)
+    sigma2 = math.log1p(scv)
+    draws = rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2), n)
+    return np.maximum(np.rint(draws), 1).astype(np.int64)
+
+
+def lognormal_nodes(mean: float, scv: float, nodes: int) -> np.ndarray:
+    """``nodes`` equally likely values standing for a log-normal length (its mid-quantiles)."""
+    if scv <= 0:
+        return np.full(nodes, mean)
+    from statistics import NormalDist
+
+    sigma = math.sqrt(math.log1p(scv))
+    z = np.array([NormalDist().inv_cdf((i + 0.5) / nodes) for i in range(nodes)])
+    return np.exp(math.log(mean) - sigma**2 / 2 + sigma * z)
+
+
+def _bursty_times(rng: np.random.Generator, load: Load, n: int) -> np.ndarray:
+    (share_busy, busy), (_, quiet) = load.states()
+    x = load.peak_to_average
+    dwell = {True: load.burst_period_s / (x + 1), False: load.burst_period_s * x / (x + 1)}
+    times: list[np.ndarray] = []
+    start, count = 0.0, 0
+    busy_now = rng.random() < 1 / (x + 1)
+    while count < n:
+        length = rng.exponential(dwell[busy_now])
+        k = rng.poisson((busy if busy_now else quiet) * length)
+        if k:
+            times.append(start + np.sort(rng.random(k)) * length)
+            count += k
+        start += length
+        busy_now = not busy_now
+    return np.concatenate(times)[:n]
+
+
+def sample_requests(load: Load, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(arrival_s, input_tokens, output_tokens) of ``n`` requests; arrival times are NaN for a
+    closed loop (each follows the end of the one before it from its client). A trace gives its own
+    requests, repeated end to end when ``n`` is longer."""
+    if load.arrival == "trace":
+        times, inputs, outputs = load.trace.arrays()
+        reps = math.ceil(n / len(times))
+        span = times[-1] + (1 / load.request_rate_per_s if math.isfinite(load.request_rate_per_s) else 0.0)
+        times = np.concatenate([times + i * span for i in range(reps)])[:n]
+        return times, np.tile(inputs, reps)[:n], np.tile(outputs, reps)[:n]
+    inputs = lognormal_lengths(rng, load.input_tokens, load.input_tokens_scv, n)
+    outputs = lognormal_lengths(rng, load.output_tokens, load.output_tokens_scv, n)
+    if load.arrival == "closed":
+        return np.full(n, np.nan), inputs, outputs
+    if load.arrival == "bursty":
+        return _bursty_times(rng, load, n), inputs, outputs
+    return np.cumsum(rng.exponential(1 / load.request_rate_per_s, n)), inputs, outputs

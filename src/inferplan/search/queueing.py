@@ -1,0 +1,349 @@
+"""Tail latency under load, fast: queueing formulas over a ``ServiceCurve`` (docs/search/tail.md).
+
+Per replica (requests split evenly over ``replicas``), for each state of the arrival process:
+
+1. The mean running batch ``n`` solves ``n = λ · E[S](min(1 + n, c))`` (Little's law; an arrival
+   runs beside the ``n`` others it finds — PASTA), with ``E[S](b)`` a request's time in a slot at
+   batch ``b``: its prompt beside the others plus ``(output − 1)`` tokens at ``tpot(b)``.
+2. Waiting for a slot: M/G/c with ``c`` slots at the full-batch service time, the waiting
+   probability from Erlang C and the mean wait from the Allen–Cunneen approximation,
+   ``Wq = C(c, a) / (c/E[S] − λ) · (ca² + cs²) / 2``.
+3. Waiting for the prompt budget: the prompts share each step's token budget, an M/G/1 queue whose
+   work per request is its prompt's share of a full step (Kingman: ``ρ/(1−ρ) · E[x] · (ca² + cx²)/2``).
+4. The two waits as one: an atom at zero and an exponential tail with their summed mean (the
+   exponential tail of the M/M/c wait, Allen–Cunneen's scaling); TTFT and E2E quantiles solve
+   ``P(base + W ≤ t) = q`` with the base over log-normal length nodes.
+5. TPOT at the batch a request sees: its time average over a lifetime ≈ one service time has
+   variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time).
+
+Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
+it lasted, and the percentiles are those of the mixture (requests weighted by their state's
+arrivals). A state whose rate exceeds what the replica can serve makes the result unstable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from statistics import NormalDist
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.search.arrivals import Load, lognormal_nodes
+from inferplan.search.service import ServiceCurve
+
+QUANTILES = (0.5, 0.95, 0.99)
+LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
+EXACT_ERLANG_SERVERS = 64  # Erlang C by the Erlang B recursion up to this many servers, Halfin–Whitt above
+BISECTION_STEPS = 30
+
+
+class TailLatency(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p95_s: float
+    tpot_p99_s: float
+    e2e_p50_s: float
+    e2e_p95_s: float
+    e2e_p99_s: float
+    utilisation: float  # offered load over what the replicas serve at a full batch (busiest state)
+    stable: bool  # every state's load below capacity (else the percentiles are infinite)
+    requests_per_s: float
+    output_tokens_per_s_per_user: float  # 1 / mean TPOT
+    mean_running: float  # sequences running per replica (request-weighted over states)
+    wait_probability: float  # share of requests that wait for a slot or for the prompt budget
+
+
+@dataclass(frozen=True)
+class TailArrays:
+    """``TailLatency``'s fields as arrays over candidates (``approximate_many``)."""
+
+    ttft_p50_s: np.ndarray
+    ttft_p95_s: np.ndarray
+    ttft_p99_s: np.ndarray
+    tpot_p50_s: np.ndarray
+    tpot_p95_s: np.ndarray
+    tpot_p99_s: np.ndarray
+    e2e_p50_s: np.ndarray
+    e2e_p95_s: np.ndarray
+    e2e_p99_s: np.ndarray
+    utilisation: np.ndarray
+    stable: np.ndarray
+    requests_per_s: np.ndarray
+    output_tokens_per_s_per_user: np.ndarray
+    mean_running: np.ndarray
+    wait_probability: np.ndarray
+
+    def row(self, i: int) -> TailLatency:
+        values = {f.name: getattr(self, f.name)[i].item() for f in fields(self)}
+        return TailLatency(**values)
+
+
+@dataclass(frozen=True)
+class CurveTable:
+    """Service curves stacked as arrays (rows padded with their last value) for ``approximate_many``."""
+
+    concurrency: np.ndarray  # (curves, points)
+    tpot_s: np.ndarray
+    ttft_s: np.ndarray
+    decode_step_s: np.ndarray
+    prefill_s_per_token: np.ndarray
+    slots: np.ndarray  # (curves,)
+    request_overhead_s: np.ndarray
+    token_budget: np.ndarray
+    tokens_per_step: np.ndarray
+    input_tokens: np.ndarray
+
+    @classmethod
+    def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
+        width = max(len(c.concurrency) for c in curves)
+
+        def pad(name: str) -> np.ndarray:
+            rows = [list(getattr(c, name)) for c in curves]
+            return np.array([r + [r[-1]] * (width - len(r)) for r in rows], dtype=float)
+
+        def col(name: str) -> np.ndarray:
+            return np.array([float(getattr(c, name)) for c in curves])
+
+        return cls(concurrency=pad("concurrency"), tpot_s=pad("tpot_s"), ttft_s=pad("ttft_s"),
+                   decode_step_s=pad("decode_step_s"), prefill_s_per_token=pad("prefill_s_per_token"),
+                   slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
+                   tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"))
+
+
+def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Piecewise-linear interpolation of each row ``fp[i]`` over ``xp[i]`` at ``x[i]`` (flat outside)."""
+    rows = np.arange(len(x))
+    idx = np.clip((xp <= x[:, None]).sum(axis=1) - 1, 0, max(xp.shape[1] - 2, 0))
+    nxt = np.minimum(idx + 1, xp.shape[1] - 1)
+    x0, x1, f0, f1 = xp[rows, idx], xp[rows, nxt], fp[rows, idx], fp[rows, nxt]
+    span = np.where(x1 > x0, x1 - x0, 1.0)
+    t = np.clip(np.where(x1 > x0, (x - x0) / span, 0.0), 0.0, 1.0)
+    return f0 + t * (f1 - f0)
+
+
+_erf = np.vectorize(math.erf, otypes=[float])
+
+
+def erlang_c(servers: np.ndarray, offered: np.ndarray) -> np.ndarray:
+    """Probability that an arrival waits in an M/M/c queue with ``servers`` and ``offered`` load
+    (λ/μ): Erlang B by its recursion then ``C = cB / (c − a(1 − B))`` up to
+    ``EXACT_ERLANG_SERVERS``; above, Halfin and Whitt's limit ``1 / (1 + βΦ(β)/φ(β))`` with
+    ``β = (1 − ρ)√c`` (Halfin & Whitt 1981). 1 where the load reaches the servers."""
+    c = np.asarray(servers, float)
+    a = np.asarray(offered, float)
+    c, a = np.broadcast_arrays(c, a)
+    out = np.ones(c.shape)
+    ok = a < c
+    small = ok & (c <= EXACT_ERLANG_SERVERS)
+    if small.any():
+        cs, as_ = c[small], a[small]
+        b = np.ones(cs.shape)
+        for k in range(1, int(cs.max()) + 1):
+            b = np.where(k <= cs, as_ * b / (k + as_ * b), b)
+        out[small] = cs * b / (cs - as_ * (1 - b))
+    large = ok & ~small
+    if large.any():
+        beta = (1 - a[large] / c[large]) * np.sqrt(c[large])
+        cdf = 0.5 * (1 + _erf(beta / math.sqrt(2)))
+        pdf = np.exp(-beta**2 / 2) / math.sqrt(2 * math.pi)
+        out[large] = 1 / (1 + beta * cdf / pdf)
+    return np.clip(out, 0.0, 1.0)
+
+
+def mgc_wait(arrival_rate_per_s, service_mean_s, service_scv, servers, arrival_scv=1.0):
+    """(probability of waiting, mean wait in seconds) of an M/G/c (G/G/c) queue: Erlang C and the
+    Allen–Cunneen approximation ``Wq = C(c, a)/(cμ − λ) · (ca² + cs²)/2`` (Allen 1990, §7). Arrays
+    broadcast; an overloaded queue waits forever (probability 1, mean inf)."""
+    lam, s, scv, c = (np.asarray(v, float) for v in (arrival_rate_per_s, service_mean_s, service_scv, servers))
+    ca2 = np.asarray(arrival_scv, float)
+    a = lam * s
+    p = erlang_c(c, a)
+    spare = c / np.where(s > 0, s, np.inf) - lam
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(spare > 0, p / spare * (ca2 + scv) / 2, np.inf)
+    return np.where(spare > 0, p, 1.0), np.where(a > 0, mean, 0.0)
+
+
+def mgc_wait_quantile(arrival_rate_per_s, service_mean_s, service_scv, servers, q, arrival_scv=1.0):
+    """The ``q`` quantile of the wait in an M/G/c queue: ``P(W > t) ≈ C · exp(−t · C / Wq)`` (the
+    M/M/c wait's exponential tail, its mean scaled by Allen–Cunneen), so ``t_q = Wq/C · ln(C/(1−q))``
+    where ``C > 1 − q``, else 0. Vectorised over every argument."""
+    p, mean = mgc_wait(arrival_rate_per_s, service_mean_s, service_scv, servers, arrival_scv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = np.where(p > 0, mean / p, 0.0) * np.log(np.maximum(p / (1 - np.asarray(q, float)), 1.0))
+    return np.where(np.isfinite(mean), tail, np.inf)
+
+
+def _sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
+                  q: float) -> np.ndarray:
+    """The ``q`` quantile of ``B + W`` per candidate, where ``B`` takes the equally likely node
+    values ``base[i, s, k]`` in state ``s`` (probability ``weights[s]``) and ``W`` is 0 with
+    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``."""
+    cond = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
+    pw = p_wait[..., None]
+    lo = base.min(axis=(1, 2))
+    tail = np.where(p_wait > 0, cond[..., 0] * np.log(np.maximum(p_wait / (1 - q), 1.0)), 0.0).max(axis=1)
+    hi = base.max(axis=(1, 2)) + tail + 1e-12
+    finite = np.isfinite(hi)
+    hi = np.where(finite, hi, lo + 1.0)
+    for _ in range(BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        x = mid[:, None, None] - base
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            g = np.where(x < 0, 0.0, 1 - pw * np.exp(-x / np.where(cond > 0, cond, np.inf)))
+        cdf = (g.mean(axis=2) * weights).sum(axis=1)
+        below = cdf < q
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.where(finite, hi, np.inf)
+
+
+@dataclass(frozen=True)
+class _State:
+    """One arrival state solved for every candidate (arrays over candidates)."""
+
+    running: np.ndarray  # mean sequences running per replica
+    batch: np.ndarray  # the batch a request runs in
+    tpot_s: np.ndarray
+    prefill_s: np.ndarray  # own prompt at the mean length beside the batch
+    prefill_slope_s: np.ndarray  # per prompt token more or less than the mean
+    base_s: np.ndarray  # overhead, residual step and fixed waits before the prompt
+    p_wait: np.ndarray
+    mean_wait_s: np.ndarray
+    utilisation: np.ndarray
+    stable: np.ndarray
+    tpot_quantiles_s: tuple[np.ndarray, ...]  # TPOT at each of QUANTILES of the batch a request averages over
+
+
+def _service(t: CurveTable, row: np.ndarray, batch: np.ndarray, output_mean: float):
+    """(tpot, own prompt, E[S]) at ``batch`` for candidates using curve rows ``row``."""
+    tpot = _interp_rows(batch, t.concurrency[row], t.tpot_s[row])
+    prompt = _interp_rows(batch, t.concurrency[row], t.ttft_s[row]) - t.request_overhead_s[row]
+    return tpot, prompt, prompt + (output_mean - 1) * tpot
+
+
+def _solve_state(t: CurveTable, row: np.ndarray, load: Load, rate: np.ndarray, slots: np.ndarray) -> _State:
+    out_mean, in_mean = load.output_tokens, load.input_tokens
+    ca2 = load.arrival_scv()
+    if load.arrival == "closed":
+        running = np.minimum(rate, slots)  # here ``rate`` carries clients per replica
+        tpot, prompt, service = _service(t, row, np.maximum(running, 1.0), out_mean)
+        cycle = service + t.request_overhead_s[row]
+        throughput = running / cycle
+        slot_wait = np.maximum(rate / throughput - cycle, 0.0)
+        lam, batch, sigma = throughput, np.maximum(running, 1.0), np.zeros_like(running)
+        p_slot, w_slot = np.zeros_like(running), np.zeros_like(running)
+        full = service
+    else:
+        lam = rate
+        tpot, prompt, service = _service(t, row, np.ones_like(lam), out_mean)
+        running = np.minimum(lam * service, slots)
+        for _ in range(12):  # the smallest fixed point, from below
+            tpot, prompt, service = _service(t, row, np.minimum(1 + running, slots), out_mean)
+            running = np.minimum(lam * service, slots)
+        batch = np.minimum(1 + running, slots)
+        _, _, full = _service(t, row, slots, out_mean)
+        cs2 = _service_scv(tpot, prompt, load)
+        p_slot, w_slot = mgc_wait(lam, full, cs2, slots, ca2)
+        sigma = np.sqrt(LIFETIME_BATCH_VARIANCE * running)
+        slot_wait = np.zeros_like(lam)
+    step = _interp_rows(batch, t.concurrency[row], t.decode_step_s[row])
+    per_token = _interp_rows(batch, t.concurrency[row], t.prefill_s_per_token[row])
+    free = np.maximum(t.token_budget[row] - batch * t.tokens_per_step[row], 1.0)
+    full_step = step + free * per_token
+    work = in_mean / free * full_step  # a prompt's share of the steps' token budget, in seconds
+    rho_p = lam * work
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_prompt = np.where(rho_p < 1, rho_p / (1 - rho_p) * work * (ca2 + load.input_tokens_scv) / 2, np.inf)
+    busy = 1 - np.exp(-running)
+    residual = busy * step / 2
+    p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
+    utilisation = np.maximum(lam * full / slots, rho_p)
+    stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
+    quantile_batches = [np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots) for q in QUANTILES]
+    tpot_q = tuple(_interp_rows(b, t.concurrency[row], t.tpot_s[row]) for b in quantile_batches)
+    return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
+                  base_s=t.request_overhead_s[row] + residual + slot_wait, p_wait=p_wait,
+                  mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
+                  tpot_quantiles_s=tpot_q)
+
+
+def _service_scv(tpot: np.ndarray, prompt: np.ndarray, load: Load) -> np.ndarray:
+    """SCV of a request's time in a slot from the spread of its output and prompt lengths."""
+    mean = prompt + (load.output_tokens - 1) * tpot
+    var = (tpot * load.output_tokens) ** 2 * load.output_tokens_scv + (prompt ** 2) * load.input_tokens_scv
+    return np.where(mean > 0, var / np.maximum(mean, 1e-300) ** 2, 0.0)
+
+
+def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray, replicas: np.ndarray | int = 1,
+                     request_rate_per_s: np.ndarray | float | None = None, slots: np.ndarray | None = None,
+                     nodes: int = 16) -> TailArrays:
+    """``approximate`` over many candidates at once. Candidate ``i`` runs ``replicas[i]`` replicas of
+    curve row ``curve_index[i]``, with its running sequences capped at ``slots[i]`` (default the
+    curve's), under ``load`` at ``request_rate_per_s[i]`` (default the load's; a closed loop's
+    clients are the load's). ``nodes``: length nodes per state (fewer is faster, coarser)."""
+    row = np.asarray(curve_index, dtype=np.int64)
+    n = len(row)
+    reps = np.broadcast_to(np.asarray(replicas, float), (n,))
+    cap = curves.slots[row] if slots is None else np.minimum(np.broadcast_to(np.asarray(slots, float), (n,)), curves.slots[row])
+    mean_rate = np.broadcast_to(np.asarray(load.request_rate_per_s if request_rate_per_s is None else request_rate_per_s,
+                                           float), (n,))
+    if load.arrival == "closed":
+        states = [(1.0, np.full(n, float(load.clients)) / reps)]
+    else:
+        states = [(share, mean_rate * factor / reps) for share, factor in _state_factors(load)]
+    solved = [_solve_state(curves, row, load, rate, cap) for _, rate in states]
+    weights = np.array([share for share, _ in states])
+    return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
+
+
+def _state_factors(load: Load) -> list[tuple[float, float]]:
+    mean = load.request_rate_per_s or 1.0
+    return [(share, rate / mean) for share, rate in load.states()]
+
+
+def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: np.ndarray | None,
+              reps: np.ndarray, nodes: int) -> TailArrays:
+    stack = lambda name: np.stack([getattr(s, name) for s in solved], axis=1)  # noqa: E731
+    in_nodes = lognormal_nodes(load.input_tokens, load.input_tokens_scv, nodes) - load.input_tokens
+    out_nodes = lognormal_nodes(load.output_tokens, load.output_tokens_scv, nodes) - 1
+    tpot, prompt, slope, base = stack("tpot_s"), stack("prefill_s"), stack("prefill_slope_s"), stack("base_s")
+    p_wait, mean_wait = stack("p_wait"), stack("mean_wait_s")
+    own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)
+    ttft_base = base[..., None] + own
+    e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes
+    stable = np.all(stack("stable"), axis=1)
+    result = {}
+    for which, q in enumerate(QUANTILES):
+        name = f"p{round(q * 100)}"
+        result[f"ttft_{name}_s"] = _sum_quantile(ttft_base, weights, p_wait, mean_wait, q)
+        result[f"e2e_{name}_s"] = _sum_quantile(e2e_base, weights, p_wait, mean_wait, q)
+        result[f"tpot_{name}_s"] = _tpot_quantile(solved, weights, which)
+    for key in list(result):
+        result[key] = np.where(stable, result[key], np.inf)
+    mean_tpot = (tpot * weights).sum(axis=1)
+    served = mean_rate if mean_rate is not None else stack("running")[:, 0] * reps / (
+        prompt[:, 0] + load.output_tokens * tpot[:, 0] + base[:, 0])
+    return TailArrays(**result, utilisation=stack("utilisation").max(axis=1), stable=stable,
+                      requests_per_s=np.asarray(served, float), output_tokens_per_s_per_user=1 / mean_tpot,
+                      mean_running=(stack("running") * weights).sum(axis=1),
+                      wait_probability=(p_wait * weights).sum(axis=1))
+
+
+def _tpot_quantile(solved: list[_State], weights: np.ndarray, which: int) -> np.ndarray:
+    """TPOT at quantile ``QUANTILES[which]`` of the batch a request averages over its life (normal,
+    clipped to 1..slots); with bursty states the larger state's above the median, the
+    request-weighted mean at it."""
+    values = np.stack([s.tpot_quantiles_s[which] for s in solved], axis=1)
+    return values.max(axis=1) if len(solved) > 1 and QUANTILES[which] > 0.5 else (values * weights).sum(axis=1)
+
+
+def approximate(curve: ServiceCurve, load: Load, replicas: int = 1) -> TailLatency:
+    """p50/p95/p99 TTFT, TPOT and E2E of ``replicas`` copies of ``curve`` under ``load``."""
+    return approximate_many(CurveTable.of([curve]), load, curve_index=np.zeros(1, np.int64),
+                            replicas=replicas, nodes=64).row(0)

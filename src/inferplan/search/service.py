@@ -1,0 +1,144 @@
+"""What one serving instance does at each running batch, read off the speed model.
+
+A ``ServiceCurve`` samples ``performance.serving.estimate`` at running batches from 1 to the
+instance's slot limit (what the KV cache holds and the engine's running-sequence cap):
+
+- ``tpot_s``: time per output token per request at that batch, the prompts of arriving requests
+  fused in (the estimate's steady state of chunked prefill);
+- ``decode_step_s``: one decode-only step at that batch (the estimate with every prompt token
+  cached, so no prefill rides the steps, times the tokens a step advances);
+- ``prefill_s_per_token``: what one prompt token fused into a step at that batch adds to it — the
+  estimate's cycle with prompts less the cycle without, per prompt token of the cycle;
+- ``ttft_s``: a request's TTFT when it joins that batch (its prompt in chunks beside the others);
+- ``prompt_tokens`` / ``prompt_s``: a lone prompt (nothing else running) of that many tokens.
+
+The queueing approximation and the discrete-event simulation both read this one object, so they
+price a step exactly as ``inferplan perf`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.memory.deployment import Deployment
+from inferplan.memory.fit import plan_memory
+from inferplan.performance.serving import ServingEstimate, estimate
+from inferplan.performance.workload import Workload
+
+DEFAULT_POINTS = 12  # running batches sampled between 1 and the slot limit (log-spaced)
+PROMPT_POINTS = 6  # lone-prompt lengths sampled between 1 token and the step's token budget
+
+
+@dataclass(frozen=True)
+class ServiceCurve:
+    slots: int  # most sequences the instance runs at once (KV cache, max_num_seqs)
+    concurrency: tuple[int, ...]  # running batch sizes, increasing, 1..slots
+    tpot_s: tuple[float, ...]  # time per output token per request at that batch, prompts fused in
+    decode_step_s: tuple[float, ...]  # one decode-only step at that batch
+    prefill_s_per_token: tuple[float, ...]  # a prompt token fused into a step at that batch
+    ttft_s: tuple[float, ...]  # TTFT of a request joining that batch (request overhead included)
+    prompt_tokens: tuple[int, ...]  # lone prompt chunk lengths, increasing
+    prompt_s: tuple[float, ...]  # a lone prompt chunk of that many tokens (nothing else running)
+    prefill_s: float  # the workload's prompt alone (TTFT at batch 1 less the request overhead)
+    request_overhead_s: float  # receiving, tokenising, scheduling a request before its prompt runs
+    token_budget: int  # tokens one engine step takes (max_num_batched_tokens, per DP rank summed)
+    tokens_per_step: float  # output tokens a sequence advances per step (>1 with speculative decoding)
+    input_tokens: int  # the workload the curve was read at
+    output_tokens: int
+    uncached_share: float = 1.0  # of a prompt's tokens, those the prefix cache does not serve
+
+    def __post_init__(self) -> None:
+        n = len(self.concurrency)
+        if not n or any(len(a) != n for a in (self.tpot_s, self.decode_step_s, self.prefill_s_per_token, self.ttft_s)):
+            raise ValueError("a ServiceCurve needs one value per running batch in every array")
+        if len(self.prompt_tokens) != len(self.prompt_s) or not self.prompt_tokens:
+            raise ValueError("a ServiceCurve needs one lone-prompt time per prompt length")
+
+    def tpot_at(self, batch: float) -> float:
+        return float(np.interp(batch, self.concurrency, self.tpot_s))
+
+    def ttft_at(self, batch: float) -> float:
+        return float(np.interp(batch, self.concurrency, self.ttft_s))
+
+    def step_table(self) -> tuple[list[float], list[float]]:
+        """(decode-only step, added seconds per fused prompt token) at every running batch
+        0..slots, for the simulation's per-step lookups (index 0: nothing decoding)."""
+        batches = np.arange(self.slots + 1, dtype=float)
+        step = np.interp(batches, self.concurrency, self.decode_step_s)
+        per_token = np.interp(batches, self.concurrency, self.prefill_s_per_token)
+        step[0] = 0.0
+        return step.tolist(), per_token.tolist()
+
+    def lone_prompt_s(self, tokens: float) -> float:
+        """A step that only prefills ``tokens`` prompt tokens (no sequence decoding)."""
+        if tokens <= 0:
+            return 0.0
+        top = self.prompt_tokens[-1]
+        if tokens <= top:
+            return float(np.interp(tokens, self.prompt_tokens, self.prompt_s))
+        return self.prompt_s[-1] * tokens / top
+
+
+def _levels(top: int, points: int) -> list[int]:
+    return sorted({max(1, round(top ** (i / max(points - 1, 1)))) for i in range(points)})
+
+
+def _cycle_s(e: ServingEstimate, output_tokens: int) -> float:
+    """One instance's cycle (each running sequence's prompt and output once), request overhead included."""
+    return e.concurrency * output_tokens / e.output_tokens_per_s_total
+
+
+def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *, points: int = DEFAULT_POINTS,
+                  use_profiles: bool = True) -> ServiceCurve:
+    """The service curve of deployment ``d`` under requests shaped like ``w`` (its concurrency is
+    ignored: the curve sweeps it). Errors are ``estimate``'s (the model does not fit, the request is
+    longer than the context ...)."""
+    catalog = catalog or load_catalog()
+    full = estimate(d, w.model_copy(update={"concurrency": "max"}), catalog, use_profiles=use_profiles)
+    slots = full.concurrency
+    uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
+    cached_w = w.model_copy(update={"prefix_cache_hit_rate": 1.0})
+    levels = _levels(slots, points)
+    tpot, step, per_token, ttft = [], [], [], []
+    for c in levels:
+        e = estimate(d, w.model_copy(update={"concurrency": c}), catalog, use_profiles=use_profiles)
+        bare = estimate(d, cached_w.model_copy(update={"concurrency": c}), catalog, use_profiles=use_profiles)
+        tpot.append(e.tpot_s)
+        ttft.append(e.ttft_s)
+        step.append(bare.tpot_s * bare.tokens_per_step)
+        extra = _cycle_s(e, w.output_len) - _cycle_s(bare, w.output_len)
+        per_token.append(max(extra, 0.0) / (c * uncached) if uncached >= 1 else 0.0)
+    lone = estimate(d, w.model_copy(update={"concurrency": 1}), catalog, use_profiles=use_profiles)
+    sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
+    settings = plan_memory(sized, catalog).settings
+    budget = settings.max_num_batched_tokens * _data_parallel(full)
+    prompt_tokens, prompt_s = _lone_prompts(sized, w, catalog, settings.max_num_batched_tokens, use_profiles)
+    return ServiceCurve(
+        slots=slots, concurrency=tuple(levels), tpot_s=tuple(tpot), decode_step_s=tuple(step),
+        prefill_s_per_token=tuple(per_token), ttft_s=tuple(ttft), prompt_tokens=prompt_tokens, prompt_s=prompt_s,
+        prefill_s=lone.prefill_s, request_overhead_s=lone.ttft_s - lone.prefill_s, token_budget=int(budget),
+        tokens_per_step=lone.tokens_per_step, input_tokens=w.input_len, output_tokens=w.output_len,
+        uncached_share=1 - w.prefix_cache_hit_rate,
+    )
+
+
+def _data_parallel(full: ServingEstimate) -> int:
+    """Engine instances stepping side by side (data-parallel ranks): the deployment's running
+    sequences over one instance's."""
+    return max(round(full.concurrency / max(full.running_per_instance, 1)), 1)
+
+
+def _lone_prompts(d: Deployment, w: Workload, catalog: Catalog, budget: int,
+                  use_profiles: bool) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """A lone prompt's time at lengths from 1 token to one step's budget or the workload's prompt,
+    the shorter (no cache hits), at the deployment's context length."""
+    lengths = _levels(min(budget, w.input_len), PROMPT_POINTS)
+    times = []
+    for n in lengths:
+        one = w.model_copy(update={"input_len": n, "output_len": w.output_len, "concurrency": 1,
+                                   "prefix_cache_hit_rate": 0.0})
+        times.append(estimate(d, one, catalog, use_profiles=use_profiles).prefill_s)
+    return tuple(lengths), tuple(times)

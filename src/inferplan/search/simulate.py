@@ -1,0 +1,306 @@
+"""A discrete-event simulation of continuous batching with chunked prefill, step by step.
+
+Each engine step (one replica):
+
+1. every running sequence decodes (``tokens_per_step`` output tokens, its share of the step's token
+   budget ``ceil(tokens_per_step)`` tokens);
+2. the prompts being prefilled get the rest of the budget in arrival order (a long prompt takes
+   several steps: chunked prefill), then waiting requests are admitted, oldest first, while a slot
+   (``curve.slots``) and budget are left;
+3. the step takes ``decode_step_s[running] + prompt tokens × prefill_s_per_token[running]`` from the
+   ``ServiceCurve`` (a step with only prompts: a lone prompt of that many tokens);
+4. a request whose prompt completes has its first token at the step's end and decodes from the
+   next step; one that has decoded its output leaves at the end of its last step.
+
+Steps that change nothing but the clock (every sequence decoding, no prompt, no admission) are
+taken together up to the next completion or arrival, so the cost is per request, not per token.
+Requests reach the engine ``request_overhead_s`` after they are sent (receiving, tokenising).
+Replicas: each request goes to the replica with the fewest requests in it (running, prefilling
+or waiting; ties to the lowest index) when it arrives — ``router="least-loaded"`` — or to
+replicas in turn (``"round-robin"``). A closed loop's clients are spread over replicas in turn,
+each sending its next request when the last one ends.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.search.arrivals import Load, sample_requests
+from inferplan.search.service import ServiceCurve
+
+MAX_REQUESTS = 2_000_000
+MAX_REPLICAS = 4096
+ROUTERS = ("least-loaded", "round-robin")
+
+
+@dataclass(frozen=True)
+class RequestTimes:
+    """Every simulated request: when it was sent, reached a slot, got its first token, finished."""
+
+    arrival_s: np.ndarray
+    admitted_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    replica: np.ndarray
+    request_overhead_s: float
+    busy_s: float  # time some replica had work, summed over replicas
+    running_area: float  # ∫ running sequences dt, summed over replicas
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def e2e_s(self) -> np.ndarray:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def wait_s(self) -> np.ndarray:
+        """Time from reaching the engine to being admitted to a slot."""
+        return self.admitted_s - self.arrival_s - self.request_overhead_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """Per request: (E2E − TTFT) / (output − 1), for requests of two tokens or more."""
+        many = self.output_tokens > 1
+        return (self.finish_s[many] - self.first_token_s[many]) / (self.output_tokens[many] - 1)
+
+
+class SimulationResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    requests: int
+    replicas: int
+    router: str
+    seed: int
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p95_s: float
+    tpot_p99_s: float
+    e2e_p50_s: float
+    e2e_p95_s: float
+    e2e_p99_s: float
+    wait_mean_s: float  # for a slot, after reaching the engine
+    wait_probability: float  # share of requests that waited for a slot or budget (more than one step)
+    mean_running: float  # per replica, while the simulation ran
+    requests_per_s: float  # completed over the simulated span
+    output_tokens_per_s: float
+    span_s: float  # first arrival to last completion
+
+
+class _Engine:
+    """One replica's scheduler state."""
+
+    def __init__(self, curve: ServiceCurve, inputs: np.ndarray, outputs: np.ndarray, times: dict[str, np.ndarray],
+                 on_finish=None):
+        self.step_s, self.per_token_s = curve.step_table()
+        self.curve = curve
+        self.slots, self.budget = curve.slots, curve.token_budget
+        self.decode_tokens = math.ceil(curve.tokens_per_step)
+        self.tau = curve.tokens_per_step
+        self.prompt = np.maximum(np.rint(inputs * curve.uncached_share), 1).astype(np.int64).tolist()
+        self.outputs = outputs.tolist()
+        self.t = times
+        self.on_finish = on_finish
+        self.now, self.k = 0.0, 0
+        self.waiting: deque[int] = deque()
+        self.prefilling: deque[list[int]] = deque()
+        self.decoding: list[tuple[int, int]] = []  # (last step, request)
+        self.busy_s = self.area = 0.0
+
+    def load(self) -> int:
+        return len(self.decoding) + len(self.prefilling) + len(self.waiting)
+
+    def idle(self) -> bool:
+        return not (self.decoding or self.prefilling or self.waiting)
+
+    def push(self, request: int, at: float) -> None:
+        if self.idle():
+            self.now = max(self.now, at)
+        self.waiting.append(request)
+
+    def run_until(self, t: float, stop_on_finish: bool = False) -> None:
+        while not self.idle() and self.now < t:
+            steady = not self.prefilling and (not self.waiting or len(self.decoding) >= self.slots)
+            finished = self._jump(t) if steady and self.decoding else self._step()
+            if finished and stop_on_finish:
+                return
+
+    def _jump(self, t: float) -> bool:
+        n = len(self.decoding)
+        delta = self.step_s[n]
+        steps = self.decoding[0][0] - self.k + 1
+        if math.isfinite(t) and delta > 0:
+            steps = max(min(steps, math.ceil((t - self.now) / delta)), 1)
+        self.now += steps * delta
+        self.busy_s += steps * delta
+        self.area += steps * delta * n
+        self.k += steps
+        return self._finish(self.k - 1)
+
+    def _step(self) -> bool:
+        n = len(self.decoding)
+        free = self.budget - n * self.decode_tokens
+        tokens = 0
+        for item in self.prefilling:
+            if free <= 0:
+                break
+            take = min(item[1], free)
+            item[1] -= take
+            free -= take
+            tokens += take
+        while self.waiting and free > 0 and n + len(self.prefilling) < self.slots:
+            r = self.waiting.popleft()
+            self.t["admitted"][r] = self.now
+            take = min(self.prompt[r], free)
+            self.prefilling.append([r, self.prompt[r] - take])
+            free -= take
+            tokens += take
+        delta = self.step_s[n] + tokens * self.per_token_s[n] if n else self.curve.lone_prompt_s(tokens)
+        end = self.now + delta
+        self.busy_s += delta
+        self.area += delta * n
+        self.now = end
+        finished = self._finish(self.k)
+        while self.prefilling and self.prefilling[0][1] == 0:
+            r = self.prefilling.popleft()[0]
+            self.t["first"][r] = end
+            steps = math.ceil((self.outputs[r] - 1) / self.tau)
+            if steps == 0:
+                self._done(r)
+                finished = True
+            else:
+                heapq.heappush(self.decoding, (self.k + steps, r))
+        self.k += 1
+        return finished
+
+    def _finish(self, step: int) -> bool:
+        finished = False
+        while self.decoding and self.decoding[0][0] == step:
+            self._done(heapq.heappop(self.decoding)[1])
+            finished = True
+        return finished
+
+    def _done(self, r: int) -> None:
+        self.t["finish"][r] = self.now
+        if self.on_finish is not None:
+            self.on_finish(r, self.now)
+
+
+def _check(load: Load, requests: int, replicas: int, router: str) -> None:
+    if not 1 <= requests <= MAX_REQUESTS:
+        raise InvalidScenarioError(f"requests: {requests} is out of range", field="requests",
+                                   allowed=f"1..{MAX_REQUESTS:,}")
+    if not 1 <= replicas <= MAX_REPLICAS:
+        raise InvalidScenarioError(f"replicas: {replicas} is out of range", field="replicas", allowed=f"1..{MAX_REPLICAS}")
+    if router not in ROUTERS:
+        raise InvalidScenarioError(f"router: {router!r} is not a router", field="router", allowed=" | ".join(ROUTERS))
+    if load.arrival == "closed" and load.clients < replicas:
+        raise InvalidScenarioError(f"clients: {load.clients} clients cannot keep {replicas} replicas busy", field="clients",
+                                   allowed=f"at least {replicas}")
+
+
+def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: int = 0, replicas: int = 1,
+                      router: Literal["least-loaded", "round-robin"] = "least-loaded") -> RequestTimes:
+    """Every request's times under ``load`` on ``replicas`` copies of ``curve``."""
+    _check(load, requests, replicas, router)
+    rng = np.random.default_rng(seed)
+    arrival, inputs, outputs = sample_requests(load, requests, rng)
+    times = {key: np.full(requests, np.nan) for key in ("admitted", "first", "finish")}
+    owner = np.zeros(requests, np.int64)
+    overhead = curve.request_overhead_s
+    if load.arrival == "closed":
+        engines = _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas)
+    else:
+        engines = [_Engine(curve, inputs, outputs, times) for _ in range(replicas)]
+        for r, a in enumerate(arrival.tolist()):
+            at = a + overhead
+            if router == "round-robin":
+                pick = r % replicas
+                engines[pick].run_until(at)
+            else:
+                for e in engines:
+                    e.run_until(at)
+                pick = min(range(replicas), key=lambda i: engines[i].load())
+            owner[r] = pick
+            engines[pick].push(r, at)
+        for e in engines:
+            e.run_until(math.inf)
+    return RequestTimes(arrival_s=arrival, admitted_s=times["admitted"], first_token_s=times["first"],
+                        finish_s=times["finish"], input_tokens=inputs, output_tokens=outputs, replica=owner,
+                        request_overhead_s=overhead, busy_s=sum(e.busy_s for e in engines),
+                        running_area=sum(e.area for e in engines))
+
+
+def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[_Engine]:
+    """Clients spread over replicas in turn; each sends at once, then again when its request ends."""
+    n = len(arrival)
+    overhead = curve.request_overhead_s
+    clients = [load.clients // replicas + (1 if i < load.clients % replicas else 0) for i in range(replicas)]
+    quota = [n * c // load.clients for c in clients]
+    quota[0] += n - sum(quota)
+    engines, start = [], 0
+    for i, (c, m) in enumerate(zip(clients, quota)):
+        ids = list(range(start, start + m))
+        start += m
+        owner[ids] = i
+        pending: list[tuple[float, int]] = []
+        sent = iter(ids)
+
+        def send(_finished: int, at: float, pending=pending, sent=sent) -> None:
+            nxt = next(sent, None)
+            if nxt is not None:
+                arrival[nxt] = at
+                heapq.heappush(pending, (at + overhead, nxt))
+
+        engine = _Engine(curve, inputs, outputs, times, on_finish=send)
+        for _ in range(min(c, m)):
+            send(-1, 0.0)
+        while pending:
+            at, r = heapq.heappop(pending)
+            engine.run_until(at, stop_on_finish=True)
+            if pending and pending[0][0] < at:  # a request ended and its client sent earlier than this one
+                heapq.heappush(pending, (at, r))
+                continue
+            engine.push(r, at)
+            if not pending:  # the last request sent: run until one ends (its client may send again)
+                engine.run_until(math.inf, stop_on_finish=True)
+        engine.run_until(math.inf)
+        engines.append(engine)
+    return engines
+
+
+def simulate(curve: ServiceCurve, load: Load, *, requests: int, seed: int = 0, replicas: int = 1,
+             router: Literal["least-loaded", "round-robin"] = "least-loaded") -> SimulationResult:
+    """p50/p95/p99 TTFT, TPOT and E2E of ``requests`` simulated requests (see the module text)."""
+    t = simulate_requests(curve, load, requests=requests, seed=seed, replicas=replicas, router=router)
+    return summarise(t, replicas=replicas, router=router, seed=seed, step_s=max(curve.decode_step_s))
+
+
+def summarise(t: RequestTimes, *, replicas: int, router: str, seed: int, step_s: float) -> SimulationResult:
+    """Percentiles of every request's times; a request "waited" when its admission took longer than
+    the longest step (``step_s``: an arrival always waits for the step under way)."""
+    ttft, tpot, e2e = t.ttft_s, t.tpot_s, t.e2e_s
+    span = float(np.nanmax(t.finish_s) - np.nanmin(t.arrival_s)) or 1e-12
+    pct = lambda x, q: float(np.percentile(x, q)) if len(x) else 0.0  # noqa: E731
+    return SimulationResult(
+        requests=len(ttft), replicas=replicas, router=router, seed=seed,
+        ttft_p50_s=pct(ttft, 50), ttft_p95_s=pct(ttft, 95), ttft_p99_s=pct(ttft, 99),
+        tpot_p50_s=pct(tpot, 50), tpot_p95_s=pct(tpot, 95), tpot_p99_s=pct(tpot, 99),
+        e2e_p50_s=pct(e2e, 50), e2e_p95_s=pct(e2e, 95), e2e_p99_s=pct(e2e, 99),
+        wait_mean_s=float(t.wait_s.mean()), wait_probability=float((t.wait_s > step_s).mean()),
+        mean_running=t.running_area / span / replicas, requests_per_s=len(ttft) / span,
+        output_tokens_per_s=float(t.output_tokens.sum()) / span, span_s=span,
+    )

@@ -1,0 +1,133 @@
+"""A request trace: arrival time, prompt tokens and output tokens per request, read from CSV or JSONL.
+
+CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``
+(other columns are ignored). JSONL: one object per line with the same keys. Times are seconds
+from any origin and must not decrease; token counts are whole numbers of at least 1 (input) and
+1 (output). A bad row is refused naming its row number (the header is row 1 of a CSV; the first
+line is row 1 of a JSONL file) and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from inferplan.errors import InvalidScenarioError
+
+MAX_TRACE_BYTES = 64 * 2**20  # a trace file larger than this is refused (about a million rows)
+TIME_KEYS = ("arrival_s", "timestamp")
+COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
+
+
+@dataclass(frozen=True)
+class Trace:
+    arrival_s: tuple[float, ...]  # from the first request (which arrives at 0)
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not (len(self.arrival_s) == len(self.input_tokens) == len(self.output_tokens)) or not self.arrival_s:
+            raise InvalidScenarioError("a trace needs at least one request and one value of each column per request",
+                                       field="trace", allowed="rows of arrival_s, input_tokens, output_tokens")
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (np.asarray(self.arrival_s, float), np.asarray(self.input_tokens, np.int64),
+                np.asarray(self.output_tokens, np.int64))
+
+    def rate_per_s(self) -> float:
+        """Requests per second over the trace's span (the gaps between arrivals' mean, inverted)."""
+        span = self.arrival_s[-1] - self.arrival_s[0]
+        return (len(self) - 1) / span if span > 0 and len(self) > 1 else math.inf
+
+    def interarrival_scv(self) -> float:
+        """Squared coefficient of variation of the gaps between arrivals (1 for Poisson arrivals)."""
+        gaps = np.diff(np.asarray(self.arrival_s, float))
+        return float(gaps.var() / gaps.mean() ** 2) if len(gaps) > 1 and gaps.mean() > 0 else 0.0
+
+
+def _number(raw: object, row: int, column: str, *, whole: bool, minimum: float) -> float:
+    where = f"row {row}, column {column}"
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise InvalidScenarioError(f"trace {where}: missing", field=f"trace.row[{row}].{column}",
+                                   allowed="a number" if not whole else "a whole number")
+    if isinstance(raw, bool):
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=f"trace.row[{row}].{column}")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=f"trace.row[{row}].{column}",
+                                   allowed="a number") from None
+    if not math.isfinite(value) or value < minimum or (whole and value != int(value)):
+        kind = "a whole number" if whole else "a number"
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=f"trace.row[{row}].{column}",
+                                   allowed=f"{kind} of at least {minimum:g}")
+    return value
+
+
+def _rows_from_csv(text: str) -> list[tuple[int, dict]]:
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        raise InvalidScenarioError("trace: the file is empty", field="trace", allowed="a header row and one row per request")
+    return [(i + 2, row) for i, row in enumerate(reader)]
+
+
+def _rows_from_jsonl(text: str) -> list[tuple[int, dict]]:
+    rows = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidScenarioError(f"trace row {i}: not JSON ({exc.msg})", field=f"trace.row[{i}]",
+                                       allowed="one JSON object per line") from None
+        if not isinstance(record, dict):
+            raise InvalidScenarioError(f"trace row {i}: not a JSON object", field=f"trace.row[{i}]",
+                                       allowed="one JSON object per line")
+        rows.append((i, record))
+    return rows
+
+
+def parse_trace(text: str, *, jsonl: bool) -> Trace:
+    """A ``Trace`` from the text of a CSV (``jsonl=False``) or JSONL file."""
+    rows = _rows_from_jsonl(text) if jsonl else _rows_from_csv(text)
+    if not rows:
+        raise InvalidScenarioError("trace: no requests in the file", field="trace", allowed="one row per request")
+    times, inputs, outputs = [], [], []
+    for row, record in rows:
+        key = next((k for k in TIME_KEYS if k in record), TIME_KEYS[0])
+        t = _number(record.get(key), row, key, whole=False, minimum=0.0)
+        if times and t < times[-1]:
+            raise InvalidScenarioError(f"trace row {row}, column {key}: {t:g} is earlier than the row before ({times[-1]:g})",
+                                       field=f"trace.row[{row}].{key}", allowed="arrival times that do not decrease")
+        times.append(t)
+        inputs.append(int(_number(record.get("input_tokens"), row, "input_tokens", whole=True, minimum=1)))
+        outputs.append(int(_number(record.get("output_tokens"), row, "output_tokens", whole=True, minimum=1)))
+    start = times[0]
+    return Trace(arrival_s=tuple(t - start for t in times), input_tokens=tuple(inputs), output_tokens=tuple(outputs))
+
+
+def read_trace(path: Path | str) -> Trace:
+    """Read a trace file (``.jsonl`` / ``.json`` as JSONL, anything else as CSV)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InvalidScenarioError(f"trace {path}: cannot be read ({exc.strerror})", field="trace") from None
+    if size > MAX_TRACE_BYTES:
+        raise InvalidScenarioError(f"trace {path}: {size:,} bytes is too large", field="trace",
+                                   allowed=f"at most {MAX_TRACE_BYTES:,} bytes")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidScenarioError(f"trace {path}: cannot be read as UTF-8 text ({exc})", field="trace") from None
+    return parse_trace(text, jsonl=path.suffix.lower() in (".jsonl", ".json"))
