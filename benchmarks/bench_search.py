@@ -53,11 +53,9 @@ def _arrays_only(catalog, req: SearchRequest) -> tuple[float, int]:
                                               disaggregate=True))
         except InferplanError:
             continue
-    start, n = time.perf_counter(), 0
-    for cm in models:
-        for grid in (evaluate.aggregated_grid(cm, rl, pricing="both"), evaluate.disaggregated_grid(cm, rl, pricing="both")):
-            n += len(grid) if grid is not None else 0
-    return time.perf_counter() - start, n
+    start = time.perf_counter()
+    grids = evaluate.evaluate_cells(models, rl, pricing="both")
+    return time.perf_counter() - start, sum(len(g) for cell in grids for g in cell)
 
 
 if __name__ == "__main__":

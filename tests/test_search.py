@@ -17,7 +17,8 @@ from inferplan.memory.deployment import Deployment
 from inferplan.performance.workload import Workload
 from inferplan.scenario import Scenario, check_references
 from inferplan.search import evaluate
-from inferplan.search._standin_queueing import approximate, mgc_wait_quantile, service_curve
+from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait_quantile
+from inferplan.search.service import service_curve
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest, Targets
@@ -40,6 +41,13 @@ def aggregated(catalog):
     return search(_request(disaggregated=False, speculative=False, top=50), catalog)
 
 
+def approximate(curve, load, replicas: int, *, slot_cap: int):
+    """One deployment through the approximation at ``queueing.approximate``'s precision, its
+    running sequences capped at ``slot_cap``."""
+    return approximate_many(CurveTable.of([curve]), load, curve_index=np.zeros(1, np.int64), replicas=replicas,
+                            slots=slot_cap, nodes=64).row(0)
+
+
 def _meets(t, targets: Targets) -> None:
     for name in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
         limit = getattr(targets, name)
@@ -54,7 +62,8 @@ def test_every_aggregated_pick_meets_every_target_reevaluated_one_by_one(catalog
         dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
                          engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
                          pipeline_parallel_size=r.pipeline_parallel_size, max_model_len=rl.max_model_len)
-        curve = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog)
+        curve = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
+                              points=evaluate.CURVE_POINTS)
         t = approximate(curve, rl.load, r.replicas, slot_cap=r.max_num_seqs)
         assert t.stable
         _meets(t, aggregated.targets)
@@ -71,12 +80,16 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
         dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
                          engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
                          max_model_len=rl.max_model_len)
-        full = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog)
-        dec = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len, prefix_cache_hit_rate=1.0), catalog)
+        full = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
+                             points=evaluate.CURVE_POINTS)
+
+        def decode_tpot(n: float) -> float:  # a decode-only step per token advanced
+            return float(np.interp(n, full.concurrency, full.decode_step_s)) / full.tokens_per_step
+
         lam_d, n = rl.request_rate_per_s / r.decode_instances, 1.0
         for _ in range(50):
-            n = min(max(lam_d * rl.output_len * float(np.interp(n, dec.concurrency, dec.tpot_s)), 1.0), r.max_num_seqs)
-        tpot = float(np.interp(n, dec.concurrency, dec.tpot_s))
+            n = min(max(lam_d * rl.output_len * decode_tpot(n), 1.0), r.max_num_seqs)
+        tpot = decode_tpot(n)
         prefill = float(full.ttft_s[0])
         wait = float(mgc_wait_quantile(rl.request_rate_per_s, prefill, 0.0, r.prefill_instances, 0.95)
                      + mgc_wait_quantile(lam_d, rl.output_len * tpot, 0.0, r.max_num_seqs, 0.95))

@@ -3,17 +3,21 @@
 Users with a workload preset become a request rate the way the Users + ROI simulator counts them
 (``economics/workloads.py``): each user's busiest-hour output rate — monthly output tokens spread
 over the month, times the preset's peak-to-average factor — over the preset's output tokens per
-request. A request rate is taken as the rate to carry, with the lengths stated.
+request. A request rate is taken as the rate to carry, with the lengths stated. A trace (read by
+``trace.read_trace``) is replayed by the queueing approximation at its own rate and spread of
+lengths; cells are sized for its longest request.
 """
 
 from __future__ import annotations
+
+import math
 
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, WorkloadProfile, resolve_workload
-from inferplan.errors import InvalidScenarioError
-from inferplan.search._standin_queueing import Load
+from inferplan.search.arrivals import Load
+from inferplan.search.trace import read_trace
 from inferplan.search.request import SearchRequest
 
 
@@ -27,10 +31,11 @@ class ResolvedLoad:
     users: int | None = None
     workload: WorkloadProfile | None = None
     cache_hit_rate: float = 0.0
+    longest_request: int | None = None  # a trace's longest input + output (else the mean lengths)
 
     @property
     def max_model_len(self) -> int:
-        return self.input_len + self.output_len
+        return self.longest_request or self.input_len + self.output_len
 
 
 def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
@@ -48,4 +53,10 @@ def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
 
 
 def _trace_load(path: str) -> ResolvedLoad:
-    raise InvalidScenarioError("trace files are not read yet", field="trace")
+    trace = read_trace(path)
+    load = Load.from_trace(trace)
+    _, inputs, outputs = trace.arrays()
+    i, o = math.ceil(load.input_tokens), math.ceil(load.output_tokens)
+    rate = load.request_rate_per_s
+    return ResolvedLoad(load, i, o, rate, rate * (load.input_tokens + load.output_tokens) * SECONDS_PER_MONTH,
+                        longest_request=int((inputs + outputs).max()))

@@ -17,7 +17,7 @@ CHECKS = {
     "ttft_p95_s": ("ttft_p95_s", True, "TTFT p95"),
     "ttft_p99_s": ("ttft_p99_s", True, "TTFT p99"),
     "tpot_p95_s": ("tpot_p95_s", True, "TPOT p95"),
-    "min_output_tokens_per_s_per_user": ("tokens_per_s_per_user", False, "tokens/s per user"),
+    "min_output_tokens_per_s_per_user": ("p95_tokens_per_s_per_user", False, "tokens/s per user (p95)"),
     "e2e_p95_s": ("e2e_p95_s", True, "end-to-end p95"),
 }
 

@@ -27,6 +27,7 @@ from inferplan.search.result import ApiAlternative, Deployed, Infeasible, LoadSu
 from inferplan.search.space import Cell, build_space, check_names
 
 Progress = Callable[[int, int], None]
+VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is given up
 
 
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None) -> SearchResult:
@@ -37,7 +38,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     targets = effective_targets(req.targets, rl)
     space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
-    picks, fronts, candidates, costs = [], [], 0, {}
+    picks, fronts, candidates, costs, curves = [], [], 0, {}, {}
+    models = []
     for i, cell in enumerate(space.cells):
         if progress:
             progress(i, len(space.cells))
@@ -45,21 +47,18 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         if key not in costs:
             costs[key] = unit_costs(catalog, cell.platform, cell.model)
         try:
-            cm = evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=req.disaggregated)
+            models.append(evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=req.disaggregated, curves=curves))
         except InferplanError as exc:
             stats[cell.family].errors.append(str(exc))
-            continue
-        for grid in (evaluate.aggregated_grid(cm, rl, pricing=req.pricing),
-                     evaluate.disaggregated_grid(cm, rl, pricing=req.pricing)):
-            if grid is None:
-                continue
+    if progress:
+        progress(len(space.cells), len(space.cells))
+    for cm, grids in zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing)):
+        for grid in grids:
             candidates += len(grid)
-            pick, front = _judge(cm, grid, rl, targets, req, stats[cell.family])
+            pick, front = _judge(cm, grid, rl, targets, req, stats[cm.cell.family])
             if pick is not None:
                 picks.append(pick)
             fronts.extend(front)
-    if progress:
-        progress(len(space.cells), len(space.cells))
     picks.sort(key=lambda p: p[0])
     results = tuple(_deployed(catalog, rank, p, rl, targets) for rank, p in enumerate(picks[: req.top], start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
@@ -103,13 +102,29 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
         return None, []
     idx = np.flatnonzero(feasible)
     value = objective_values(req, grid, monthly, capex)[idx]
-    best = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], grid.gpus[idx], monthly[idx], value))[0]]
+    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], grid.gpus[idx], monthly[idx], value))]
+    best = next((int(i) for i in ranked[:VERIFY_TRIES] if _verified(cm, grid, int(i), rl, targets)), None)
+    if best is None:
+        return None, []
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
     points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0))
               for j in front]
     key = (float(value[idx == best][0]), float(monthly[best]), float(grid.gpus[best]), -float(grid.tokens_per_s_per_user[best]))
     return (key, cm, grid, int(best), float(monthly[best]), bool(renting[best]), float(capex[best])), points
+
+
+def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:
+    """A pick meets every target again at the single-deployment precision of
+    ``queueing.approximate`` (the grid integrates fewer length nodes when lengths spread; with
+    every request at the mean lengths one node is exact and there is nothing to refine)."""
+    if grid.prefill[i] > 0 or evaluate.length_nodes(rl) == 1:  # separate pools: closed formulas, no nodes
+        return True
+    t = evaluate.approximate_many(cm.table, rl.load, curve_index=np.zeros(1, np.int64), replicas=grid.replicas[i:i + 1],
+                                  slots=grid.cap[i:i + 1], nodes=evaluate.VERIFY_NODES).row(0)
+    return t.stable and all(getattr(t, k) <= v * (1 + 1e-9) for k, v in targets if v is not None and k.endswith("_s")) and (
+        targets.min_output_tokens_per_s_per_user is None
+        or 1 / t.tpot_p95_s >= targets.min_output_tokens_per_s_per_user * (1 - 1e-9))
 
 
 def _front(cost: np.ndarray, speed: np.ndarray) -> np.ndarray:
@@ -139,7 +154,7 @@ def _deployed(catalog: Catalog, rank: int, pick, rl: ResolvedLoad, targets: Targ
     p = cell.platform
     disagg = bool(g.prefill[i] > 0)
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
-                                                   "tokens_per_s_per_user")}
+                                                   "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
     d = cell.deployment(rl.max_model_len).model_copy(update={"max_num_seqs": int(g.cap[i])})
     notes = list(cm.costs.notes)
     if cell.quantization_label != "native":

@@ -110,7 +110,8 @@ def _checked(build):
     try:
         return build()
     except InferplanError as exc:
-        flag = SEARCH_FLAGS.get(exc.field or "", exc.field)
+        field = exc.field or ""
+        flag = SEARCH_FLAGS.get(field, SEARCH_FLAGS.get(field.split(".")[0], exc.field))
         exc.field = flag
         fail(exc.describe(), field=flag, allowed=exc.allowed, detail=str(exc))
     except ValidationError as exc:
