@@ -187,6 +187,25 @@ def test_bad_input_is_refused_naming_the_field(catalog):
         Targets(tpot_p95_s=0.05, min_output_tokens_per_s_per_user=20)
 
 
+def test_a_trace_is_replayed_at_its_own_rate_and_lengths(catalog, tmp_path):
+    rows = ["arrival_s,input_tokens,output_tokens"] + [f"{i * 0.25:g},{1400 + 50 * (i % 5)},{280 + 10 * (i % 3)}" for i in range(40)]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    res = search(SearchRequest(models=("qwen3-8b",), systems=("hgx-h100",), engines=("vllm",), trace=str(path),
+                               targets=Targets(ttft_p95_s=1.5)), catalog)
+    assert res.load.trace == str(path)
+    assert res.load.request_rate_per_s == pytest.approx(40 / 9.75, rel=0.05)
+    assert res.results and all(r.ttft_p95_s <= 1.5 for r in res.results)
+
+
+def test_a_trace_with_a_bad_row_is_refused_naming_the_row(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("arrival_s,input_tokens,output_tokens\n0,100,10\n0.5,-3,10\n")
+    r = runner.invoke(app, ["search", "--model", "qwen3-8b", "--trace", str(path)])
+    assert r.exit_code == 2
+    assert "--trace" in r.output and "row 3" in r.output
+
+
 runner = CliRunner()
 
 

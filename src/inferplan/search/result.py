@@ -95,6 +95,7 @@ class LoadSummary(_Frozen):
     monthly_tokens: float
     users: int | None
     workload: str | None
+    trace: str | None = None  # the trace file replayed, when the load is one
 
 
 class SearchResult(_Frozen):

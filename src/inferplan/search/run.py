@@ -67,7 +67,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
                    for f, m in space.excluded.items() if f not in stats]
     return SearchResult(
-        objective=req.objective, targets=targets, load=_summary(rl), results=results,
+        objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start, notes=_notes(req, targets))
@@ -182,9 +182,10 @@ def _deployed(catalog: Catalog, rank: int, pick, rl: ResolvedLoad, targets: Targ
         scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys(notes)))
 
 
-def _summary(rl: ResolvedLoad) -> LoadSummary:
+def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
     return LoadSummary(request_rate_per_s=rl.request_rate_per_s, input_len=rl.input_len, output_len=rl.output_len,
-                       monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None)
+                       monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None,
+                       trace=req.trace)
 
 
 def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:

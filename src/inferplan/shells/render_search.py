@@ -27,7 +27,8 @@ def _layout(d: Deployed) -> str:
 
 def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False) -> None:
     load = r.load
-    who = f"{load.users:,} users ({load.workload})" if load.users else f"{load.request_rate_per_s:g} requests/s"
+    who = (f"{load.users:,} users ({load.workload})" if load.users else f"trace {load.trace}" if load.trace
+           else f"{load.request_rate_per_s:g} requests/s")
     console.print(f"[bold]{who}[/]: {load.request_rate_per_s:,.2f} requests/s of {load.input_len:,} + {load.output_len:,} "
                   f"tokens; {r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
                   f"ranked by {r.objective}")
