@@ -35,6 +35,8 @@ class FlagRule(Frozen):
 
     flags: tuple[str, ...] = Field(min_length=1)  # each flag is given the value (llama.cpp: K and V caches)
     switch: bool = False  # a bare flag, emitted when the setting is true
+    value: str | None = None  # the flag always takes this value (llama.cpp --split-mode row for TP)
+    value_from: Setting | None = None  # the flag takes another setting's value (SGLang --ep-size = TP size)
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
@@ -71,13 +73,14 @@ class EngineFlags(Frozen):
     model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
     hf_repo_flag: str | None = None  # gguf_file engines: the flag that fetches REPO:TAG from Hugging Face
     gguf_tags: dict[str, str] = {}  # gguf_file engines: quantization id -> the file tag (Q4_K_M)
+    gguf_tags_source: str | None = None
     launcher_source: str
     settings: dict[Setting, FlagRule] = {}
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
     default_port: int = Field(ge=1, le=65535)
     port_source: str
-    image: str | None = None  # container image (registry/name:tag); None: the engine ships none
+    images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
     image_source: str | None = None
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
@@ -116,7 +119,8 @@ def check_engine_flags(catalog: "Catalog") -> None:
         if flags.id not in catalog.engines:
             raise CatalogError(f"engine_flags:{flags.id}: unknown engine", field=flags.id,
                                allowed=", ".join(sorted(catalog.engines.records)))
-        named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.image else []), flags.health_source, flags.accepted_source,
+        named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
+                 *([flags.gguf_tags_source] if flags.gguf_tags else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ())]

@@ -91,7 +91,7 @@ def _emit(rule: FlagRule, value: object) -> list[str]:
     """The flag(s) of a rule given ``value`` (a switch: the bare flag when true)."""
     if rule.switch:
         return list(rule.flags) if value else []
-    text = rule.values.get(str(value), _number(value))
+    text = rule.value if rule.value is not None else rule.values.get(str(value), _number(value))
     return [part for flag in rule.flags for part in (flag, text)]
 
 
@@ -106,8 +106,21 @@ def _parallel_args(d: Deployment, flags: EngineFlags) -> list[str]:
         if value is not None and value > 1:
             argv += _emit(_rule(flags, setting), value)
     if d.enable_expert_parallel:
-        argv += _emit(_rule(flags, "enable_expert_parallel"), True)
+        rule = _rule(flags, "enable_expert_parallel")
+        argv += _emit(rule, getattr(d, rule.value_from) if rule.value_from else True)
+    _one_value_per_flag(argv, flags)
     return argv
+
+
+def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
+    """Two settings that map to one flag with different values cannot both be planned."""
+    seen: dict[str, str] = {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag.startswith("-") and not value.startswith("-"):
+            if seen.setdefault(flag, value) != value:
+                raise UnsupportedSettingError(
+                    f"{flags.id} takes one {flag}: it cannot be both {seen[flag]} and {value}",
+                    field="pipeline_parallel_size", allowed="tensor or pipeline parallelism, not both")
 
 
 def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:

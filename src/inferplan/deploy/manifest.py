@@ -37,9 +37,10 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
-    if resource is None or flags.image is None:
+    image = flags.images.get(hw.accel.vendor)
+    if resource is None or image is None:
         missing = f"{hw.accel.vendor} GPUs have no Kubernetes device-plugin resource here" if resource is None \
-            else f"{flags.id} publishes no container image"
+            else f"no {flags.id} container image for {hw.accel.vendor} GPUs is recorded"
         raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {flags.id}: {missing}",
                                       field="format", allowed="shell")
     per_pod = instance_gpus(d)
@@ -54,7 +55,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
         "spec": {
             "replicas": max(1, hw.gpus // per_pod),
             "selector": {"matchLabels": labels()},
-            "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, resource.resource, per_pod)},
+            "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, image, resource.resource, per_pod)},
         },
     }
     service = {
@@ -66,7 +67,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     return yaml.safe_dump_all([deployment, service], sort_keys=False)
 
 
-def _pod(command: LaunchCommand, flags, resource: str, gpus: int) -> dict:
+def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int) -> dict:
     volumes, mounts = [], []
     if flags.shm_bytes is not None:
         size = _quantity(flags.shm_bytes.value)
@@ -74,7 +75,7 @@ def _pod(command: LaunchCommand, flags, resource: str, gpus: int) -> dict:
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     container = {
         "name": flags.id,
-        "image": flags.image,
+        "image": image,
         "command": [command.argv[0]],
         "args": list(command.argv[1:]),
         "ports": [{"name": "http", "containerPort": command.port}],
