@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from inferplan.catalog.flags_schema import EngineFlags, Setting
 from inferplan.deploy import Speculative, kubernetes_manifest, launch_command
+from inferplan.deploy.command import engine_flags
 from inferplan.errors import UnsupportedSettingError
 from inferplan.memory.deployment import Deployment
 
@@ -56,9 +57,9 @@ def _value(argv: tuple[str, ...], flag: str) -> str:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_emitted_flag_is_one_the_engine_accepts(catalog, engine):
-    accepted = set(catalog.engine_flags.records[engine].accepted)
+    accepted = set(engine_flags(catalog, engine).accepted)
     command = launch_command(_deployment(engine), catalog, speculative=SPECULATIVE.get(engine))
-    launcher = catalog.engine_flags.records[engine].launcher
+    launcher = engine_flags(catalog, engine).launcher
     assert command.argv[: len(launcher)] == launcher
     emitted = _flags(command.argv[len(launcher):])
     assert emitted, "a representative deployment emits flags"
@@ -73,27 +74,21 @@ def test_the_shell_text_is_the_argv(catalog, engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_flag_in_the_data_is_in_the_engines_accepted_list(catalog, engine):
-    flags = catalog.engine_flags.records[engine]
+    flags = engine_flags(catalog, engine)
     accepted = set(flags.accepted)
-    named = [f for rule in flags.settings.values() for f in rule.flags]
-    named += [f for f in (flags.model_flag, flags.hf_repo_flag) if f]
-    if flags.speculative:
-        named += [flags.speculative.json_flag] if flags.speculative.json_flag else list(flags.speculative.fields)
-    if flags.disaggregation:
-        d = flags.disaggregation
-        named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
+    named = flags.named_flags()
     assert named and set(named) <= accepted
 
 
 def test_a_flag_outside_the_accepted_list_is_refused_on_load(catalog):
-    raw = catalog.engine_flags.records["vllm"].model_dump(mode="json")
+    raw = engine_flags(catalog, "vllm").model_dump(mode="json")
     raw["settings"]["max_num_seqs"]["flags"] = ["--max-num-sequences"]
     with pytest.raises(ValidationError, match="--max-num-sequences"):
         EngineFlags.model_validate(raw)
 
 
 def test_every_engine_has_flags_and_every_setting_is_a_deployment_field(catalog):
-    assert set(catalog.engine_flags.records) == set(catalog.engines.records) == set(ENGINES)
+    assert {f.engine for f in catalog.engine_flags} == set(catalog.engines.records) == set(ENGINES)
     launch_only = {"host", "port"}
     assert set(typing.get_args(Setting)) - launch_only <= set(Deployment.model_fields)
 
@@ -190,6 +185,8 @@ def test_disaggregation_roles(catalog):
         assert _value(sglang, "--disaggregation-mode") == role
     trt = launch_command(_deployment("trtllm"), catalog, role="decode").argv
     assert _value(trt, "--server_role") == "generation"
+    router = launch_command(_deployment("sglang"), catalog, role="decode").notes
+    assert any("sglang_router.launch_router --pd-disaggregation" in note for note in router)
     assert "--disaggregation-mode" not in launch_command(_deployment("sglang"), catalog).argv
 
 
@@ -232,7 +229,7 @@ def test_the_manifest_requests_the_instances_gpus_and_runs_the_same_command(cata
     assert container["resources"]["limits"]["nvidia.com/gpu"] == per_pod
     command = launch_command(d, catalog)
     assert [*container["command"], *container["args"]] == list(command.argv)
-    assert container["image"] == catalog.engine_flags.records[engine].images["nvidia"]
+    assert container["image"] == engine_flags(catalog, engine).images["nvidia"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["medium"] == "Memory" and shm["emptyDir"]["sizeLimit"].endswith("Gi")
@@ -287,6 +284,6 @@ def test_any_plan_an_engine_takes_emits_only_accepted_flags(catalog, engine, tp,
     d = Deployment(model="qwen3-30b-a3b", gpu="H200", engine=engine, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                    max_num_seqs=seqs, max_model_len=max_len, gpu_memory_utilization=util, enable_expert_parallel=tp > 1)
     command = launch_command(d, catalog)
-    flags = catalog.engine_flags.records[engine]
+    flags = engine_flags(catalog, engine)
     assert set(_flags(command.argv[len(flags.launcher):])) <= set(flags.accepted)
     assert tuple(shlex.split(command.text)) == command.argv
