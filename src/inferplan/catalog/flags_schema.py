@@ -35,6 +35,8 @@ class FlagRule(Frozen):
 
     flags: tuple[str, ...] = Field(min_length=1)  # each flag is given the value (llama.cpp: K and V caches)
     switch: bool = False  # a bare flag, emitted when the setting is true
+    value: str | None = None  # the flag always takes this value (llama.cpp --split-mode row for TP)
+    value_from: Setting | None = None  # the flag takes another setting's value (SGLang --ep-size = TP size)
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
@@ -64,20 +66,22 @@ class DisaggregationRule(Frozen):
 
 
 class EngineFlags(Frozen):
-    id: str = Field(pattern=SLUG)  # an engine id from engines.yaml
+    id: str = Field(pattern=SLUG)  # <engine>-launch
+    engine: str  # an engine id from engines.yaml
     version: str  # the engine release or commit the flags were read at
     launcher: tuple[str, ...] = Field(min_length=1)  # argv before the model (vllm serve)
     model_flag: str | None = None  # None: the model is the first positional argument
     model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
     hf_repo_flag: str | None = None  # gguf_file engines: the flag that fetches REPO:TAG from Hugging Face
     gguf_tags: dict[str, str] = {}  # gguf_file engines: quantization id -> the file tag (Q4_K_M)
+    gguf_tags_source: str | None = None
     launcher_source: str
     settings: dict[Setting, FlagRule] = {}
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
     default_port: int = Field(ge=1, le=65535)
     port_source: str
-    image: str | None = None  # container image (registry/name:tag); None: the engine ships none
+    images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
     image_source: str | None = None
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
@@ -86,17 +90,20 @@ class EngineFlags(Frozen):
     accepted_source: str
     notes: tuple[str, ...] = ()
 
-    @model_validator(mode="after")
-    def _flags_accepted(self) -> "EngineFlags":
-        accepted = set(self.accepted)
-        emitted = [f for rule in self.settings.values() for f in rule.flags]
-        emitted += [f for f in (self.model_flag, self.hf_repo_flag) if f]
+    def named_flags(self) -> tuple[str, ...]:
+        """Every option name this record can emit."""
+        named = [f for rule in self.settings.values() for f in rule.flags]
+        named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
         if self.speculative:
-            emitted += [self.speculative.json_flag] if self.speculative.json_flag else list(self.speculative.fields)
+            named += [self.speculative.json_flag] if self.speculative.json_flag else list(self.speculative.fields)
         if self.disaggregation:
             d = self.disaggregation
-            emitted += [d.json_flag] if d.json_flag else [f for flags in d.roles.values() for f in flags]
-        unknown = sorted({f for f in emitted if f not in accepted})
+            named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
+        return tuple(named)
+
+    @model_validator(mode="after")
+    def _flags_accepted(self) -> "EngineFlags":
+        unknown = sorted(set(self.named_flags()) - set(self.accepted))
         if unknown:
             raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
         return self
@@ -110,13 +117,22 @@ class GpuResource(Frozen):
     source: str
 
 
+def flags_for(catalog: "Catalog", engine_id: str) -> EngineFlags | None:
+    """The launch-flag record of an engine (by its id in engines.yaml), if there is one."""
+    return next((flags for flags in catalog.engine_flags if flags.engine == engine_id), None)
+
+
 def check_engine_flags(catalog: "Catalog") -> None:
     """Every flag record names a known engine and known sources."""
+    engines = [flags.engine for flags in catalog.engine_flags]
     for flags in catalog.engine_flags:
-        if flags.id not in catalog.engines:
-            raise CatalogError(f"engine_flags:{flags.id}: unknown engine", field=flags.id,
+        if flags.engine not in catalog.engines:
+            raise CatalogError(f"engine_flags:{flags.id}: unknown engine {flags.engine!r}", field=flags.id,
                                allowed=", ".join(sorted(catalog.engines.records)))
-        named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.image else []), flags.health_source, flags.accepted_source,
+        if engines.count(flags.engine) > 1:
+            raise CatalogError(f"engine_flags:{flags.id}: a second record for {flags.engine}", field=flags.id)
+        named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
+                 *([flags.gguf_tags_source] if flags.gguf_tags else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ())]

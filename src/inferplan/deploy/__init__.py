@@ -4,6 +4,6 @@ Layer 5: imports catalog and memory, never report, store or shells.
 """
 
 from inferplan.deploy.command import LaunchCommand, Speculative, launch_command
-from inferplan.deploy.manifest import kubernetes_manifest
+from inferplan.deploy.manifest import LaunchPlan, kubernetes_manifest, launch_plan
 
-__all__ = ["LaunchCommand", "Speculative", "kubernetes_manifest", "launch_command"]
+__all__ = ["LaunchCommand", "LaunchPlan", "Speculative", "kubernetes_manifest", "launch_command", "launch_plan"]

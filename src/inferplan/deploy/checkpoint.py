@@ -16,6 +16,9 @@ from inferplan.errors import UnknownModelError, UnsupportedSettingError
 from inferplan.memory.deployment import Deployment
 
 
+GGUF_PREFIX = "gguf-"  # quantization ids of GGUF files (quantizations.yaml)
+
+
 @dataclass(frozen=True)
 class ServedModel:
     argv: tuple[str, ...]  # the model argument(s) of the launcher
@@ -53,7 +56,7 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
     if card is None:
         note = f"{d.model} is not in the catalogue: served as given (a Hugging Face repo id or a local path)"
         return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
-    builds = [c for c in _with_repo(card) if not c.quantization.startswith("gguf-")]
+    builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)]
     exact = next((c for c in builds if quant is None or c.quantization == quant), None)
     if exact is not None:
         return ServedModel(_model_args(flags, exact.repo), exact.repo, quant, True)
@@ -69,9 +72,9 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
 
 
 def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags) -> ServedModel:
-    ggufs = [c for c in _with_repo(card) if c.quantization in flags.gguf_tags]
-    if quant is None:
-        quant = ggufs[0].quantization if ggufs else (card.checkpoints[0].quantization if card and card.checkpoints else None)
+    ggufs = [c for c in _with_repo(card) if c.quantization.startswith(GGUF_PREFIX)]
+    if quant is None:  # the model's own precision, as the memory plan takes it
+        quant = card.checkpoints[0].quantization if card and card.checkpoints else None
     if quant is None and card is None:
         note = f"{d.model} is not in the catalogue: served as given (a GGUF file)"
         return ServedModel(_model_args(flags, d.model), d.model, None, True, (note,))

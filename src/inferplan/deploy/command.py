@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from inferplan.catalog.flags_schema import EngineFlags, FlagRule
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule, flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.errors import UnsupportedSettingError
@@ -47,10 +47,10 @@ class LaunchCommand(Input):
 def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
     """An engine's flag record (``engine`` as in a Deployment: an id or alias)."""
     record = catalog.engine(engine, field_name="engine")
-    flags = catalog.engine_flags.records.get(record.id)
+    flags = flags_for(catalog, record.id)
     if flags is None:
         raise UnsupportedSettingError(f"no launch flags are recorded for {record.name}", field="engine",
-                                      allowed=", ".join(sorted(catalog.engine_flags.records)))
+                                      allowed=", ".join(sorted(f.engine for f in catalog.engine_flags)))
     return flags
 
 
@@ -75,14 +75,14 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         argv += _role_args(role, flags)
     argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
     argv_t = tuple(str(a) for a in argv)
-    return LaunchCommand(engine=flags.id, engine_version=flags.version, role=role, argv=argv_t, text=shlex.join(argv_t),
-                         checkpoint=served.checkpoint, port=port, notes=served.notes)
+    return LaunchCommand(engine=flags.engine, engine_version=flags.version, role=role, argv=argv_t, text=shlex.join(argv_t),
+                         checkpoint=served.checkpoint, port=port, notes=(*served.notes, *_router_notes(role, flags)))
 
 
 def _rule(flags: EngineFlags, setting: str) -> FlagRule:
     rule = flags.settings.get(setting)
     if rule is None:
-        raise UnsupportedSettingError(f"{flags.id} {flags.version} has no launch flag for {setting}", field=setting,
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
                                       allowed=f"leave {setting} out, or an engine that takes it")
     return rule
 
@@ -91,7 +91,7 @@ def _emit(rule: FlagRule, value: object) -> list[str]:
     """The flag(s) of a rule given ``value`` (a switch: the bare flag when true)."""
     if rule.switch:
         return list(rule.flags) if value else []
-    text = rule.values.get(str(value), _number(value))
+    text = rule.value if rule.value is not None else rule.values.get(str(value), _number(value))
     return [part for flag in rule.flags for part in (flag, text)]
 
 
@@ -106,8 +106,21 @@ def _parallel_args(d: Deployment, flags: EngineFlags) -> list[str]:
         if value is not None and value > 1:
             argv += _emit(_rule(flags, setting), value)
     if d.enable_expert_parallel:
-        argv += _emit(_rule(flags, "enable_expert_parallel"), True)
+        rule = _rule(flags, "enable_expert_parallel")
+        argv += _emit(rule, getattr(d, rule.value_from) if rule.value_from else True)
+    _one_value_per_flag(argv, flags)
     return argv
+
+
+def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
+    """Two settings that map to one flag with different values cannot both be planned."""
+    seen: dict[str, str] = {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag.startswith("-") and not value.startswith("-"):
+            if seen.setdefault(flag, value) != value:
+                raise UnsupportedSettingError(
+                    f"{flags.engine} takes one {flag}: it cannot be both {seen[flag]} and {value}",
+                    field="pipeline_parallel_size", allowed="tensor or pipeline parallelism, not both")
 
 
 def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:
@@ -119,7 +132,7 @@ def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:
         if rule is not None and served.quantization in rule.no_flag:
             return []
         raise UnsupportedSettingError(
-            f"{flags.id} cannot quantize {served.checkpoint} to {served.quantization} at load, and the catalogue "
+            f"{flags.engine} cannot quantize {served.checkpoint} to {served.quantization} at load, and the catalogue "
             f"names no {served.quantization} checkpoint of it", field="quantization",
             allowed=", ".join(sorted(rule.values)) if rule and rule.values else "a pre-quantized checkpoint")
     return _emit(rule, served.quantization)
@@ -133,7 +146,7 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags) -> list[str]:
     if kv.id in rule.no_flag:
         return []
     if kv.id not in rule.values:
-        raise UnsupportedSettingError(f"{flags.id} {flags.version} has no launch value for a {kv.id} KV cache",
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch value for a {kv.id} KV cache",
                                       field="kv_cache_dtype", allowed="auto, " + ", ".join(sorted(rule.values)))
     return _emit(rule, kv.id)
 
@@ -141,14 +154,14 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags) -> list[str]:
 def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
     rule = flags.speculative
     if rule is None:
-        raise UnsupportedSettingError(f"{flags.id} {flags.version} takes no speculative-decoding flags at launch",
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} takes no speculative-decoding flags at launch",
                                       field="speculative", allowed="no speculative decoding, or another engine")
     if spec.method not in rule.methods:
-        raise UnsupportedSettingError(f"{flags.id} has no speculative method {spec.method}", field="speculative.method",
+        raise UnsupportedSettingError(f"{flags.engine} has no speculative method {spec.method}", field="speculative.method",
                                       allowed=", ".join(sorted(rule.methods)))
     needs_draft = "draft_model" in rule.fields.values() and spec.method in ("draft_model", "eagle3")
     if needs_draft and not spec.draft_model:
-        raise UnsupportedSettingError(f"{spec.method} on {flags.id} needs a draft checkpoint", field="speculative.draft_model",
+        raise UnsupportedSettingError(f"{spec.method} on {flags.engine} needs a draft checkpoint", field="speculative.draft_model",
                                       allowed="a Hugging Face repo or path of the draft model")
     given = {"method": rule.methods[spec.method], "tokens": spec.tokens, "tokens_plus_one": spec.tokens + 1,
              "draft_model": spec.draft_model, "one": 1}
@@ -158,10 +171,19 @@ def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
     return [part for flag, value in values.items() for part in (flag, str(value))]
 
 
+def _router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
+    """For one side of a disaggregated deployment: what joins the prefill and decode pools."""
+    rule = flags.disaggregation
+    if role == "both" or rule is None or not rule.router:
+        return ()
+    note = f"the prefill and decode pools are joined by: {shlex.join(rule.router)}"
+    return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
+
+
 def _role_args(role: str, flags: EngineFlags) -> list[str]:
     rule = flags.disaggregation
     if rule is None:
-        raise UnsupportedSettingError(f"{flags.id} {flags.version} has no prefill/decode disaggregation", field="role",
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no prefill/decode disaggregation", field="role",
                                       allowed="both")
     values = rule.roles[role]
     if rule.json_flag:

@@ -10,12 +10,14 @@ path. Image, shared-memory size, health path and resource names are data
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 import yaml
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.command import DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, launch_command
 from inferplan.errors import UnsupportedSettingError
+from inferplan.inputs import Input
 from inferplan.memory.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.units import GiB, MiB
@@ -37,10 +39,11 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
-    if resource is None or flags.image is None:
+    image = flags.images.get(hw.accel.vendor)
+    if resource is None or image is None:
         missing = f"{hw.accel.vendor} GPUs have no Kubernetes device-plugin resource here" if resource is None \
-            else f"{flags.id} publishes no container image"
-        raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {flags.id}: {missing}",
+            else f"no {flags.engine} container image for {hw.accel.vendor} GPUs is recorded"
+        raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {flags.engine}: {missing}",
                                       field="format", allowed="shell")
     per_pod = instance_gpus(d)
     app = name or _name(command, d)
@@ -54,7 +57,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
         "spec": {
             "replicas": max(1, hw.gpus // per_pod),
             "selector": {"matchLabels": labels()},
-            "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, resource.resource, per_pod)},
+            "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, image, resource.resource, per_pod)},
         },
     }
     service = {
@@ -66,15 +69,15 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     return yaml.safe_dump_all([deployment, service], sort_keys=False)
 
 
-def _pod(command: LaunchCommand, flags, resource: str, gpus: int) -> dict:
+def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int) -> dict:
     volumes, mounts = [], []
     if flags.shm_bytes is not None:
         size = _quantity(flags.shm_bytes.value)
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     container = {
-        "name": flags.id,
-        "image": flags.image,
+        "name": flags.engine,
+        "image": image,
         "command": [command.argv[0]],
         "args": list(command.argv[1:]),
         "ports": [{"name": "http", "containerPort": command.port}],
@@ -96,3 +99,19 @@ def _name(command: LaunchCommand, d: Deployment) -> str:
     base = re.sub(r"[^a-z0-9]+", "-", f"{command.engine}-{d.model.rsplit('/', 1)[-1]}".lower()).strip("-")
     suffix = "" if command.role == "both" else f"-{command.role}"
     return (base[: 63 - len(suffix)].rstrip("-") or "inferplan") + suffix
+
+
+class LaunchPlan(Input):
+    """How to launch a deployment: its command, and the Kubernetes manifest when one was asked for."""
+
+    command: LaunchCommand
+    manifest: str | None = None  # two YAML documents (Deployment, Service)
+
+
+def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format: Literal["shell", "k8s"] = "shell",
+                role: Role = "both", speculative: Speculative | None = None) -> LaunchPlan:
+    """The launch command of ``d`` and, for ``k8s``, the manifest that runs it."""
+    catalog = catalog or load_catalog()
+    command = launch_command(d, catalog, role=role, speculative=speculative)
+    manifest = kubernetes_manifest(d, catalog, role=role, speculative=speculative) if output_format == "k8s" else None
+    return LaunchPlan(command=command, manifest=manifest)

@@ -42,6 +42,7 @@ from inferplan.performance.serving import Frontier, ServingEstimate, estimate, f
 from inferplan.performance.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
 from inferplan.scenario import Scenario, check_references
+from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -366,4 +367,5 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     app.include_router(__import__("inferplan.shells.api_search", fromlist=["router"]).router)  # POST /api/search
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
     return app
