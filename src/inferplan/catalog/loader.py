@@ -25,6 +25,7 @@ from inferplan.catalog.economics_schema import (
     RentalPrice,
     WorkloadPreset,
 )
+from inferplan.catalog.latency_schema import LatencyPoint
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.schema import (
     BENCH_TUNED_FORMATS,
@@ -66,6 +67,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "rack_profiles": ("rack_profiles", RackEfficiencyProfile),
     "engine_builds": ("engine_builds", EngineBuild),
     "speed_accuracy": ("speed_accuracy", SpeedAccuracy),
+    "latency_points": ("latency_points", LatencyPoint),  # measurements/latency_*.yaml
 }
 
 
@@ -191,6 +193,7 @@ class Catalog:
     rack_profiles: Registry[RackEfficiencyProfile]
     engine_builds: Registry[EngineBuild]
     speed_accuracy: Registry[SpeedAccuracy]
+    latency_points: Registry[LatencyPoint]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
