@@ -26,6 +26,7 @@ from inferplan.catalog.economics_schema import (
     WorkloadPreset,
 )
 from inferplan.catalog.flags_schema import EngineFlags, GpuResource, check_engine_flags
+from inferplan.catalog.latency_schema import LatencyPoint
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.schema import (
     BENCH_TUNED_FORMATS,
@@ -69,6 +70,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "speed_accuracy": ("speed_accuracy", SpeedAccuracy),
     "engine_flags": ("engine_flags", EngineFlags),
     "gpu_resources": ("gpu_resources", GpuResource),
+    "latency_points": ("latency_points", LatencyPoint),  # measurements/latency_*.yaml
 }
 
 
@@ -196,6 +198,7 @@ class Catalog:
     speed_accuracy: Registry[SpeedAccuracy]
     engine_flags: Registry[EngineFlags]
     gpu_resources: Registry[GpuResource]
+    latency_points: Registry[LatencyPoint]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:

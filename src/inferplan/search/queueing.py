@@ -36,7 +36,7 @@ from inferplan.search.service import ServiceCurve
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
 EXACT_ERLANG_SERVERS = 64  # Erlang C by the Erlang B recursion up to this many servers, Halfin–Whitt above
-BISECTION_STEPS = 30
+BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
 
 
 class TailLatency(BaseModel):
@@ -192,12 +192,15 @@ def _sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mea
     hi = base.max(axis=(1, 2)) + tail + 1e-12
     finite = np.isfinite(hi)
     hi = np.where(finite, hi, lo + 1.0)
+    rate = np.where(cond > 0, 1 / np.where(cond > 0, cond, 1.0), 0.0)
+    pw = np.where(cond > 0, pw, 0.0)  # no wait to speak of
     for _ in range(BISECTION_STEPS):
         mid = (lo + hi) / 2
         x = mid[:, None, None] - base
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            g = np.where(x < 0, 0.0, 1 - pw * np.exp(-x / np.where(cond > 0, cond, np.inf)))
-        cdf = (g.mean(axis=2) * weights).sum(axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = 1 - pw * np.exp(-np.maximum(x, 0.0) * rate)
+        g[x < 0] = 0.0
+        cdf = g.mean(axis=2) @ weights if g.shape[1] > 1 else g[:, 0].mean(axis=1)
         below = cdf < q
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return np.where(finite, hi, np.inf)

@@ -40,8 +40,8 @@ from inferplan.shells.cli_common import (
     split_list,
     workload,
 )
-from inferplan.shells.cli_search import search_cmd
 from inferplan.shells.cli_deploy import deploy_cmd
+from inferplan.shells.cli_search import search_cmd
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")

@@ -11,6 +11,7 @@ from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console
 def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
+    latency: bool = typer.Option(False, "--latency", help="Only the latency-under-load points (p50/p99 TTFT and TPOT: approximation and simulation)."),
     kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode (single-stream) | decode-concurrent | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
     worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
     family: str = typer.Option(None, "--family", help="Speed rows and track record of one calibration family only (sglang, vllm, trtllm, llamacpp-metal, mlx ...)."),
@@ -23,7 +24,7 @@ def validate_cmd(
 
     if kind is not None and kind not in KINDS:
         fail(f"--kind: {kind!r} is not a speed kind (allowed: {' | '.join(KINDS)})", field="--kind", allowed=" | ".join(KINDS))
-    both = not (memory or speed)
+    both = not (memory or speed or latency)
     if memory and not speed and (kind or worst or family or cross_validate):
         fail("--kind, --worst, --family and --cross-validate: they are about speed points; add --speed (or leave out --memory)",
              field="--memory")
@@ -36,6 +37,10 @@ def validate_cmd(
         if family is not None and family not in families:
             fail(f"--family: {family!r} has no measured speed points (allowed: {' | '.join(families)})", field="--family",
                  allowed=" | ".join(families))
+    if latency or both:
+        from inferplan.validation.latency import validate_latency
+
+        results["latency"] = run(validate_latency)
     if cross_validate:
         results["cross_validation"] = _cross_validation()
     if as_json:
@@ -45,6 +50,10 @@ def validate_cmd(
         render.print_memory_validation(console, results["memory"])
     if "speed" in results:
         render.print_speed_validation(console, results["speed"], kind=kind, worst=worst, family=family)
+    if "latency" in results:
+        from inferplan.shells.render_latency import print_latency_validation
+
+        print_latency_validation(console, results["latency"])
     if "cross_validation" in results:
         render.print_cross_validation(console, results["cross_validation"])
 

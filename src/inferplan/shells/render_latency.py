@@ -1,0 +1,50 @@
+"""Rendering of latency-under-load results: the validation table and ``inferplan simulate``."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ms(seconds: float) -> str:
+    return "inf" if seconds == float("inf") else f"{seconds * 1e3:,.1f}"
+
+
+def _pct(error: float) -> str:
+    return "inf" if error == float("inf") else f"{error:+.0%}"
+
+
+def print_latency_validation(console: Console, v) -> None:
+    table = Table(title="Latency under load: predicted vs measured (ms; error = predicted / measured - 1)")
+    for col in ("point", "split", "load", "metric", "measured", "approximation", "err", "simulation", "err"):
+        table.add_column(col, justify="right" if col not in ("point", "split", "load", "metric") else "left")
+    for c in v.checks:
+        table.add_row(c.id, c.split, c.load, c.metric, _ms(c.measured), _ms(c.approximation), _pct(c.approximation_error),
+                      _ms(c.simulation), _pct(c.simulation_error))
+    console.print(table)
+    medians = Table(title="Median |error| per split")
+    for col in ("split", "metric", "points", "approximation", "simulation"):
+        medians.add_column(col)
+    for m in v.medians:
+        medians.add_row(m.split, m.metric, str(m.points), f"{m.approximation_abs_error:.0%}", f"{m.simulation_abs_error:.0%}")
+    console.print(medians)
+    for s in v.skipped:
+        console.print(f"not scored: {s.id} ({s.split}): {s.reason}", highlight=False)
+
+
+def print_simulation(console: Console, result) -> None:
+    table = Table(title=f"{result.load}: simulation ({result.simulation.requests:,} requests, seed "
+                        f"{result.simulation.seed}, {result.simulation.replicas} replica(s), {result.simulation.router}) "
+                        "beside the approximation (ms)")
+    for col in ("", "p50 sim", "p50 approx", "p95 sim", "p95 approx", "p99 sim", "p99 approx"):
+        table.add_column(col, justify="right")
+    for metric in ("ttft", "tpot", "e2e"):
+        cells = []
+        for q in ("p50", "p95", "p99"):
+            cells += [_ms(getattr(result.simulation, f"{metric}_{q}_s")), _ms(getattr(result.approximation, f"{metric}_{q}_s"))]
+        table.add_row(metric.upper(), *cells)
+    console.print(table)
+    a = result.approximation
+    console.print(f"utilisation {a.utilisation:.0%} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
+                  f"mean running per replica: simulated {result.simulation.mean_running:.1f}, approximated {a.mean_running:.1f}; "
+                  f"{result.simulation.requests_per_s:.2f} requests/s served in the simulation", highlight=False)

@@ -1,0 +1,160 @@
+"""Latency percentiles under load: the approximation and the simulation against published runs.
+
+Each ``latency_points`` record is a benchmark run: a deployment, a load and measured p50/p99 of TTFT
+and TPOT. For each the deployment and its ``ServiceCurve`` come from the calibrated speed model
+alone (no measured profile, as speed validation scores it); the load is
+
+- a finite ``request_rate_per_s``: Poisson arrivals at that rate (the benchmarks' default);
+- no rate limit and a ``max_concurrency`` C: a closed loop of C clients, each sending its next
+  request when the last one ends, for the run's ``num_prompts`` requests;
+- no rate limit and no cap: every one of ``num_prompts`` requests sent at once (a closed loop with
+  one client per request).
+
+Lengths: the stated means; their spread by the benchmark's dataset (``DATASET_LENGTH_SCV``). The
+simulation runs the run's own number of requests, repeated with fresh seeds to
+``SIMULATED_REQUESTS`` in all, and reports the mean of each run's percentiles. Points the speed
+model cannot price (the model does not fit, an unknown name) are listed with the reason, not scored.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.latency_schema import LatencyPoint
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InferplanError
+from inferplan.memory.deployment import Deployment
+from inferplan.performance.workload import Workload
+from inferplan.search.arrivals import Load
+from inferplan.search.queueing import approximate
+from inferplan.search.service import service_curve
+from inferplan.search.simulate import simulate
+
+# (prompt, output) length SCV by (engine's benchmark client, dataset). SGLang's bench_serving draws
+# random lengths uniformly from [1, L] at its default range ratio of 0 (uniform: SCV 1/3, derived);
+# vLLM's random dataset at its default range ratio of 0 uses the length itself (SCV 0); ShareGPT
+# conversations: SCV 1 assumed (an exponential's; the runs print only means).
+DATASET_LENGTH_SCV = {
+    ("sglang", "random"): (1 / 3, 1 / 3),
+    ("vllm", "random"): (0.0, 0.0),
+    ("sglang", "sharegpt"): (1.0, 1.0),
+    ("vllm", "sharegpt"): (1.0, 1.0),
+}
+SIMULATED_REQUESTS = 20_000
+METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
+
+
+class LatencyCheck(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    split: str
+    load: str  # what the run offered, as modelled
+    metric: str
+    measured: float
+    approximation: float
+    simulation: float
+
+    @property
+    def approximation_error(self) -> float:
+        return self.approximation / self.measured - 1
+
+    @property
+    def simulation_error(self) -> float:
+        return self.simulation / self.measured - 1
+
+
+class LatencySkip(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    split: str
+    reason: str
+
+
+class LatencyMedian(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    split: str  # fit | holdout | all
+    metric: str
+    points: int
+    approximation_abs_error: float  # median |predicted / measured − 1|
+    simulation_abs_error: float
+
+
+class LatencyValidation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    checks: tuple[LatencyCheck, ...]
+    skipped: tuple[LatencySkip, ...]
+    medians: tuple[LatencyMedian, ...]
+
+
+def _deployment(p: LatencyPoint) -> Deployment:
+    dp = p.gpus // (p.tensor_parallel_size * p.pipeline_parallel_size)
+    return Deployment(model=p.model, gpu=p.accelerator, gpus=p.gpus, tensor_parallel_size=p.tensor_parallel_size,
+                      pipeline_parallel_size=p.pipeline_parallel_size, data_parallel_size=dp if dp > 1 else None,
+                      enable_expert_parallel=p.expert_parallel, quantization=p.quantization,
+                      kv_cache_dtype=p.kv_cache_dtype, engine=p.engine, max_num_seqs=p.max_num_seqs)
+
+
+def _load(p: LatencyPoint) -> Load:
+    in_scv, out_scv = DATASET_LENGTH_SCV.get((p.engine, p.dataset), (1.0, 1.0))
+    shape = dict(input_tokens=p.input_tokens, output_tokens=p.output_tokens, input_tokens_scv=in_scv,
+                 output_tokens_scv=out_scv)
+    if p.request_rate_per_s is not None:
+        return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, **shape)
+    return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts), **shape)
+
+
+def _describe(load: Load) -> str:
+    if load.arrival == "poisson":
+        return f"poisson {load.request_rate_per_s:g}/s"
+    return f"closed loop, {load.clients} clients"
+
+
+def _simulated(curve, load: Load, requests: int) -> dict[str, float]:
+    runs = max(math.ceil(SIMULATED_REQUESTS / requests), 1)
+    results = [simulate(curve, load, requests=requests, seed=seed) for seed in range(runs)]
+    return {m: statistics.fmean(getattr(r, m) for r in results) for m in METRICS}
+
+
+def check_point(p: LatencyPoint, catalog: Catalog) -> list[LatencyCheck]:
+    """The approximation's and the simulation's percentiles beside each measured one of ``p``."""
+    load = _load(p)
+    w = Workload(input_len=max(round(p.input_tokens), 1), output_len=max(round(p.output_tokens), 1))
+    curve = service_curve(_deployment(p), w, catalog, use_profiles=False)
+    approx = approximate(curve, load)
+    sim = _simulated(curve, load, p.num_prompts)
+    return [LatencyCheck(id=p.id, split=p.split, load=_describe(load), metric=m, measured=p.measured[m].value,
+                         approximation=getattr(approx, m), simulation=sim[m])
+            for m in METRICS if m in p.measured and p.measured[m].value > 0]
+
+
+def _medians(checks: list[LatencyCheck]) -> list[LatencyMedian]:
+    out = []
+    for split in ("holdout", "fit", "all"):
+        for m in METRICS:
+            rows = [c for c in checks if c.metric == m and (split == "all" or c.split == split)]
+            if rows:
+                out.append(LatencyMedian(
+                    split=split, metric=m, points=len(rows),
+                    approximation_abs_error=statistics.median(abs(c.approximation_error) for c in rows),
+                    simulation_abs_error=statistics.median(abs(c.simulation_error) for c in rows)))
+    return out
+
+
+def validate_latency(catalog: Catalog | None = None) -> LatencyValidation:
+    """Every shipped latency point checked, or listed with why it cannot be."""
+    catalog = catalog or load_catalog()
+    checks: list[LatencyCheck] = []
+    skipped: list[LatencySkip] = []
+    for p in catalog.latency_points:
+        try:
+            checks.extend(check_point(p, catalog))
+        except InferplanError as exc:
+            skipped.append(LatencySkip(id=p.id, split=p.split, reason=exc.describe()))
+    return LatencyValidation(checks=tuple(checks), skipped=tuple(skipped), medians=tuple(_medians(checks)))

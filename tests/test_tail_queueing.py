@@ -1,0 +1,115 @@
+"""The tail-latency simulation against queueing theory, and the approximation's building blocks.
+
+Reductions: a ServiceCurve whose decode step takes ``STEP_S`` whatever the batch (no batching
+speed-up: each slot is an independent server), whose prompts cost nothing, fed a trace of Poisson
+arrivals whose output lengths are 1 + geometric. A request's service is then (output) steps of
+``STEP_S``: exponential to within 1/mean, so ``c`` slots are an M/M/c queue (``c = 1``: M/M/1).
+Tolerances are four standard errors from batch means (20 batches of the run itself), fixed seeds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from inferplan.search.arrivals import Load
+from inferplan.search.queueing import approximate, erlang_c, mgc_wait, mgc_wait_quantile
+from inferplan.search.service import ServiceCurve
+from inferplan.search.simulate import simulate_requests
+from inferplan.search.trace import Trace
+
+STEP_S = 1e-4
+MEAN_STEPS = 10_000  # mean service 1 s
+REQUESTS = 60_000
+WARMUP = 2_000
+BATCHES = 20
+
+
+def _independent_slots(slots: int) -> ServiceCurve:
+    flat = (STEP_S, STEP_S)
+    return ServiceCurve(slots=slots, concurrency=(1, max(slots, 2)), tpot_s=flat, decode_step_s=flat,
+                        prefill_s_per_token=(0.0, 0.0), ttft_s=(0.0, 0.0), prompt_tokens=(1, 2), prompt_s=(0.0, 0.0),
+                        prefill_s=0.0, request_overhead_s=0.0, token_budget=10**6, tokens_per_step=1.0,
+                        input_tokens=1, output_tokens=MEAN_STEPS)
+
+
+def _poisson_trace(rate: float, seed: int) -> Load:
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.exponential(1 / rate, REQUESTS))
+    outputs = 1 + rng.geometric(1 / MEAN_STEPS, REQUESTS)
+    return Load.from_trace(Trace(arrival_s=tuple(times - times[0]), input_tokens=(1,) * REQUESTS,
+                                 output_tokens=tuple(int(x) for x in outputs)))
+
+
+def _batch_mean(values: np.ndarray) -> tuple[float, float]:
+    """Mean and its standard error from batch means (the run's own serial correlation)."""
+    means = np.array([b.mean() for b in np.array_split(values[WARMUP:], BATCHES)])
+    return float(means.mean()), float(means.std(ddof=1) / math.sqrt(BATCHES))
+
+
+def _run(slots: int, rate: float, seed: int):
+    load = _poisson_trace(rate, seed)
+    return simulate_requests(_independent_slots(slots), load, requests=REQUESTS, seed=seed)
+
+
+def test_the_simulation_is_an_mm1_queue_in_mean_and_tail_of_the_sojourn():
+    lam, mu = 0.7, 1 / (MEAN_STEPS * STEP_S)
+    t = _run(1, lam, seed=3)
+    sojourn = t.e2e_s
+    mean, se = _batch_mean(sojourn)
+    assert se < 0.05 * (1 / (mu - lam))  # the check is sharp enough to mean something
+    assert abs(mean - 1 / (mu - lam)) < 4 * se
+    for q in (0.95, 0.99):  # sojourn is exponential with rate mu - lam
+        t_q = -math.log(1 - q) / (mu - lam)
+        share, se_share = _batch_mean((sojourn > t_q).astype(float))
+        assert abs(share - (1 - q)) < 4 * se_share, (q, share)
+    waited, se_w = _batch_mean((t.wait_s > 2 * STEP_S).astype(float))
+    assert abs(waited - lam / mu) < 4 * se_w  # P(wait) = rho
+
+
+@pytest.mark.parametrize("slots, rho", [(4, 0.7), (8, 0.85)])
+def test_the_simulation_matches_erlang_c_with_independent_slots(slots, rho):
+    mu = 1 / (MEAN_STEPS * STEP_S)
+    lam = rho * slots * mu
+    t = _run(slots, lam, seed=slots)
+    a = lam / mu
+    top = a**slots / math.factorial(slots) / (1 - rho)
+    c_theory = top / (sum(a**k / math.factorial(k) for k in range(slots)) + top)
+    waited, se_w = _batch_mean((t.wait_s > 2 * STEP_S).astype(float))
+    assert abs(waited - c_theory) < 4 * se_w, (waited, c_theory, se_w)
+    wq_theory = c_theory / (slots * mu - lam)
+    wq, se = _batch_mean(t.wait_s)
+    assert se < 0.1 * wq_theory
+    assert abs(wq - wq_theory) < 4 * se, (wq, wq_theory, se)
+
+
+def test_erlang_c_and_allen_cunneen_reduce_to_the_mmc_formulas():
+    for c, a in [(1, 0.5), (4, 2.8), (16, 12.0), (64, 60.0)]:
+        top = a**c / math.factorial(c) * c / (c - a)
+        exact = top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+        assert erlang_c(np.array([c]), np.array([a]))[0] == pytest.approx(exact, rel=1e-9)
+        p, mean = mgc_wait(a, 1.0, 1.0, c)  # mu = 1: Wq = C / (c - a) when both SCVs are 1
+        assert mean == pytest.approx(exact / (c - a), rel=1e-9)
+        assert mgc_wait_quantile(a, 1.0, 1.0, c, 0.99) == pytest.approx(
+            max(math.log(exact / 0.01), 0) / (c - a), rel=1e-9)  # M/M/c: P(W > t) = C e^{-(c - a) t}
+    # above the exact range Halfin-Whitt's limit stays near the exact value (c = 100, rho = 0.9)
+    c, a = 100, 90.0
+    log_terms = [k * math.log(a) - math.lgamma(k + 1) for k in range(c + 1)]
+    top = math.exp(log_terms[c]) * c / (c - a)
+    exact = top / (sum(math.exp(x) for x in log_terms[:c]) + top)
+    assert erlang_c(np.array([c]), np.array([a]))[0] == pytest.approx(exact, rel=0.1)
+    assert erlang_c(np.array([4.0]), np.array([4.0]))[0] == 1.0  # overloaded: every arrival waits
+
+
+def test_the_approximation_gives_the_mmc_wait_on_the_same_reduction():
+    curve = _independent_slots(4)
+    load = Load(request_rate_per_s=2.8, input_tokens=1, output_tokens=MEAN_STEPS, output_tokens_scv=1.0)
+    tail = approximate(curve, load)
+    top = 2.8**4 / math.factorial(4) / 0.3
+    c_theory = top / (sum(2.8**k / math.factorial(k) for k in range(4)) + top)
+    assert tail.wait_probability == pytest.approx(c_theory, rel=0.01)
+    assert tail.stable and tail.utilisation == pytest.approx(0.7, rel=0.01)
+    overloaded = approximate(curve, load.model_copy(update={"request_rate_per_s": 4.4}))
+    assert not overloaded.stable and math.isinf(overloaded.ttft_p99_s)

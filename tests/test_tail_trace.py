@@ -1,0 +1,62 @@
+"""Trace files: a good one is read, a bad row is refused naming its row and column."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.search import trace as trace_module
+from inferplan.search.arrivals import Load
+from inferplan.search.trace import parse_trace, read_trace
+
+
+def test_a_csv_and_a_jsonl_trace_read_the_same():
+    csv_text = "arrival_s,input_tokens,output_tokens,user\n10.0,100,20,a\n10.5,200,30,b\n12.0,50,5,c\n"
+    jsonl_text = ('{"timestamp": 10.0, "input_tokens": 100, "output_tokens": 20}\n'
+                  '{"timestamp": 10.5, "input_tokens": 200, "output_tokens": 30}\n\n'
+                  '{"timestamp": 12.0, "input_tokens": 50, "output_tokens": 5}\n')
+    a, b = parse_trace(csv_text, jsonl=False), parse_trace(jsonl_text, jsonl=True)
+    assert a == b
+    assert a.arrival_s == (0.0, 0.5, 2.0) and a.input_tokens == (100, 200, 50)
+    load = Load.from_trace(a)
+    assert load.request_rate_per_s == pytest.approx(1.0) and load.output_tokens == pytest.approx(55 / 3)
+
+
+@pytest.mark.parametrize("text, row, column", [
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,,5\n", 3, "input_tokens"),  # missing
+    ("arrival_s,input_tokens\n0,10\n", 2, "output_tokens"),  # missing column
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,ten,5\n", 3, "input_tokens"),  # not a number
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,10,-5\n", 3, "output_tokens"),  # negative
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n-1,10,5\n", 3, "arrival_s"),  # negative time
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n5,10,5\n4,10,5\n", 4, "arrival_s"),  # earlier than the row before
+    ("arrival_s,input_tokens,output_tokens\n0,10.5,5\n", 2, "input_tokens"),  # not whole
+])
+def test_a_bad_csv_row_is_refused_naming_row_and_column(text, row, column):
+    with pytest.raises(InvalidScenarioError) as info:
+        parse_trace(text, jsonl=False)
+    assert f"row {row}" in str(info.value) and column in str(info.value)
+    assert info.value.field == f"trace.row[{row}].{column}"
+
+
+def test_a_bad_jsonl_line_is_refused_naming_it():
+    with pytest.raises(InvalidScenarioError, match="row 2"):
+        parse_trace('{"arrival_s": 0, "input_tokens": 1, "output_tokens": 1}\n[1, 2]\n', jsonl=True)
+    with pytest.raises(InvalidScenarioError, match="row 1, column output_tokens"):
+        parse_trace('{"arrival_s": 0, "input_tokens": 1, "output_tokens": "many"}\n', jsonl=True)
+
+
+@pytest.mark.parametrize("text", ["", "arrival_s,input_tokens,output_tokens\n"])
+def test_an_empty_trace_is_refused(tmp_path, text):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    with pytest.raises(InvalidScenarioError, match="empty|no requests"):
+        read_trace(path)
+
+
+def test_a_trace_larger_than_the_bound_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,input_tokens,output_tokens\n" + "0,1,1\n" * 100)
+    monkeypatch.setattr(trace_module, "MAX_TRACE_BYTES", 100)
+    with pytest.raises(InvalidScenarioError, match="too large") as info:
+        read_trace(path)
+    assert info.value.field == "trace"

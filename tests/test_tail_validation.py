@@ -1,0 +1,36 @@
+"""The shipped latency points: each is scored or listed with a reason, and the split is kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.validation import latency
+
+
+@pytest.fixture(scope="module")
+def result():
+    return latency.validate_latency()
+
+
+def test_every_latency_point_is_scored_or_listed_with_its_reason(result):
+    catalog = load_catalog()
+    scored = {c.id for c in result.checks}
+    skipped = {s.id: s.reason for s in result.skipped}
+    assert scored | set(skipped) == {p.id for p in catalog.latency_points}
+    assert len({p.id for p in catalog.latency_points if p.split == "holdout"}) >= 12
+    assert all(reason for reason in skipped.values())
+
+
+def test_the_medians_are_those_of_the_checks(result):
+    holdout = [c for c in result.checks if c.split == "holdout" and c.metric == "ttft_p50_s"]
+    median = next(m for m in result.medians if m.split == "holdout" and m.metric == "ttft_p50_s")
+    errors = sorted(abs(c.approximation_error) for c in holdout)
+    assert median.points == len(holdout)
+    assert errors[(len(errors) - 1) // 2] <= median.approximation_abs_error <= errors[len(errors) // 2]
+
+
+def test_a_closed_loop_point_is_modelled_as_its_clients():
+    p = next(p for p in load_catalog().latency_points if p.max_concurrency == 16)
+    load = latency._load(p)
+    assert load.arrival == "closed" and load.clients == 16
