@@ -43,6 +43,7 @@ from inferplan.performance.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
 from inferplan.scenario import Scenario, check_references
 from inferplan.shells.api_deploy import router as deploy_router
+from inferplan.shells.api_search import router as search_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -365,7 +366,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
-    app.include_router(__import__("inferplan.shells.api_search", fromlist=["router"]).router)  # POST /api/search
+    app.include_router(search_router)  # POST /api/search (shells/api_search.py)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
     return app
