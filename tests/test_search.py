@@ -206,6 +206,42 @@ def test_a_trace_with_a_bad_row_is_refused_naming_the_row(tmp_path):
     assert "--trace" in r.output and "row 3" in r.output
 
 
+def _space(catalog, **kw):
+    req = SearchRequest(**{**SMALL, **kw})
+    return build_space(catalog, req, input_len=1000, output_len=100)
+
+
+def test_the_space_offers_mtp_drafts_expert_parallel_cells_and_labels_fallback_formats(catalog):
+    cells = _space(catalog, models=("deepseek-v3",), systems=("hgx-b200",)).cells
+    assert {c.speculative_tokens for c in cells} == {0, 1}  # DeepSeek-V3 ships an MTP layer; vLLM drafts with it
+    assert any(c.expert_parallel and c.data_parallel_size == 8 for c in cells)
+    assert {c.speculative_tokens for c in _space(catalog).cells} == {0}  # Qwen3-8B has no MTP heads
+    assert not _space(catalog, models=("deepseek-v3",), systems=("hgx-b200",), speculative=False).cells[0].speculative_tokens
+    gptoss = _space(catalog, models=("gpt-oss-120b",), systems=("hgx-h100", "hgx-b200")).cells
+    labels = {(c.platform.id, c.quantization): c.quantization_label for c in gptoss}
+    assert labels[("hgx-b200", "mxfp4")] == "native"
+    assert labels[("hgx-h100", "mxfp4")].startswith("fallback")
+
+
+def test_engines_run_only_where_their_software_stack_does(catalog):
+    cells = _space(catalog, engines=None, systems=("hgx-h100",), models=("qwen3-8b",)).cells
+    assert "trtllm" in {c.engine for c in cells}
+    amd = _space(catalog, engines=None, systems=None, accelerators=("mi300x",), models=("qwen3-8b",)).cells
+    assert amd and "trtllm" not in {c.engine for c in amd}
+
+
+def test_the_kv_hand_over_rides_the_fast_link_inside_a_domain_and_the_network_beyond(catalog):
+    req = _request(systems=("hgx-h100",))
+    rl = resolve_load(catalog, req)
+    cell = next(c for c in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells
+                if c.tensor_parallel_size == 2)
+    cm = evaluate.model_cell(catalog, cell, rl, unit_costs(catalog, cell.platform, cell.model), disaggregate=True)
+    assert evaluate.link_name(cm, 4) == "nvlink4"
+    assert evaluate.link_name(cm, 16) == "infiniband-ndr"
+    inside, beyond = evaluate._link_bytes_per_s(cm, np.array([4, 16]))
+    assert inside == pytest.approx(900e9 / 2 * 2) and beyond == pytest.approx(50e9 * 2)
+
+
 runner = CliRunner()
 
 
