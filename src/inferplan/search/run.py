@@ -8,8 +8,10 @@ none (``reasons.py``); and trace the front of cost against tokens/s per user.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -59,8 +61,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
             if pick is not None:
                 picks.append(pick)
             fronts.extend(front)
-    picks.sort(key=lambda p: p[0])
-    results = tuple(_deployed(catalog, rank, p, rl, targets) for rank, p in enumerate(picks[: req.top], start=1))
+    results = tuple(_deployed(catalog, rank, p, rl, targets)
+                    for rank, p in enumerate(_ranked(picks, rl, targets, req.top), start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
@@ -101,17 +103,51 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
     if not feasible.any():
         return None, []
     idx = np.flatnonzero(feasible)
-    value = objective_values(req, grid, monthly, capex)[idx]
-    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], grid.gpus[idx], monthly[idx], value))]
-    best = next((int(i) for i in ranked[:VERIFY_TRIES] if _verified(cm, grid, int(i), rl, targets)), None)
-    if best is None:
-        return None, []
+    value = objective_values(req, grid, monthly, capex)
+    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], grid.gpus[idx], monthly[idx], value[idx]))]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
     points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0))
               for j in front]
-    key = (float(value[idx == best][0]), float(monthly[best]), float(grid.gpus[best]), -float(grid.tokens_per_s_per_user[best]))
-    return (key, cm, grid, int(best), float(monthly[best]), bool(renting[best]), float(capex[best])), points
+    keys = [(float(value[i]), float(monthly[i]), float(grid.gpus[i]), -float(grid.tokens_per_s_per_user[i]))
+            for i in ranked[:VERIFY_TRIES]]
+    return _Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
+
+
+@dataclass
+class _Pick:
+    """A cell's candidates that meet everything, best first; the head stands for the cell."""
+
+    keys: list[tuple]
+    cm: evaluate.CellModel
+    grid: evaluate.Grid
+    order: list[int]
+    monthly: np.ndarray
+    renting: np.ndarray
+    capex: np.ndarray
+    at: int = 0
+
+    def __lt__(self, other: "_Pick") -> bool:
+        return self.keys[self.at] < other.keys[other.at]
+
+    @property
+    def index(self) -> int:
+        return self.order[self.at]
+
+
+def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int) -> list[_Pick]:
+    """The ``top`` cheapest cells' picks, each re-checked (``_verified``) as it comes up; a pick
+    that fails gives way to its cell's next candidate."""
+    heap, out = list(picks), []
+    heapq.heapify(heap)
+    while heap and len(out) < top:
+        pick = heapq.heappop(heap)
+        if _verified(pick.cm, pick.grid, pick.index, rl, targets):
+            out.append(pick)
+        elif pick.at + 1 < len(pick.order):
+            pick.at += 1
+            heapq.heappush(heap, pick)
+    return out
 
 
 def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:
@@ -146,10 +182,11 @@ def _pareto(points: list) -> tuple[ParetoPoint, ...]:
                  for j in _front(cost, speed))
 
 
-def _deployed(catalog: Catalog, rank: int, pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
+def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
     from inferplan.search.deploying import launch_text, scenario_dict
 
-    _, cm, g, i, monthly, renting, capex = pick
+    cm, g, i = pick.cm, pick.grid, pick.index
+    monthly, renting, capex = float(pick.monthly[i]), bool(pick.renting[i]), float(pick.capex[i])
     cell: Cell = cm.cell
     p = cell.platform
     disagg = bool(g.prefill[i] > 0)
