@@ -1,0 +1,107 @@
+"""A search's answer as people read it: each ranked deployment as three short texts (what to run,
+what it costs, how fast it answers), the families that failed and why, the API beside it, and the
+front of cost against tokens/s per user as a Vega-Lite chart. The terminal and the web page both
+show these texts, so they read the same."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.report.charts import SCHEMA
+from inferplan.search.result import Deployed, SearchResult
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds * 1e3:,.0f} ms" if seconds < 1 else f"{seconds:,.2f} s"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def layout_text(d: Deployed) -> str:
+    cell = f"TP{d.tensor_parallel_size}"
+    if d.pipeline_parallel_size > 1:
+        cell += f" PP{d.pipeline_parallel_size}"
+    if d.expert_parallel:
+        cell = f"DP{d.data_parallel_size} + EP{d.gpus_per_instance}"
+    pools = (f"{d.prefill_instances} prefill + {d.decode_instances} decode instances" if d.disaggregated
+             else _plural(d.replicas, "instance"))
+    spec = f", MTP {d.speculative_tokens} draft" if d.speculative_tokens else ""
+    return f"{cell} × {pools}, ≤ {d.max_num_seqs} running each{spec}"
+
+
+def deployment_text(d: Deployed) -> str:
+    where = d.system or d.platform
+    text = (f"{where} · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
+            f"{layout_text(d)}; {_plural(d.gpus, 'GPU')}" + (f" in {_plural(d.systems, 'system')}" if d.systems else ""))
+    if d.disaggregated and d.kv_transfer_s is not None:
+        text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
+    return text
+
+
+def cost_text(d: Deployed) -> str:
+    capex = f"\ncapex ${d.capex_usd:,.0f}" if d.rent_or_buy == "buy" and d.capex_usd else ""
+    return f"${d.monthly_usd:,.0f}/month ({d.rent_or_buy})\n${d.usd_per_mtok:,.3f}/Mtok{capex}"
+
+
+def latency_text(d: Deployed) -> str:
+    return (f"TTFT {duration(d.ttft_p50_s)} / {duration(d.ttft_p95_s)} / {duration(d.ttft_p99_s)} (p50/95/99)\n"
+            f"TPOT p95 {duration(d.tpot_p95_s)} = {d.output_tokens_per_s_per_user:,.0f} tok/s each\n"
+            f"binding: {d.binding}")
+
+
+def summary_text(r: SearchResult) -> str:
+    load = r.load
+    who = (f"{load.users:,} users ({load.workload})" if load.users
+           else f"{load.request_rate_per_s:g} requests/s")
+    return (f"{who}: {load.request_rate_per_s:,.2f} requests/s of {load.input_len:,} + {load.output_len:,} tokens; "
+            f"{r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
+            f"ranked by {r.objective}")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class SearchRow(_Frozen):
+    rank: int
+    deployment: str
+    cost: str
+    latency: str
+    deploy: str  # the launch command
+    scenario: dict  # what the Users + ROI simulator loads
+
+
+class SearchView(_Frozen):
+    summary: str
+    notes: tuple[str, ...]
+    rows: tuple[SearchRow, ...]
+    infeasible: tuple[str, ...]  # one line per family that has no deployment that works
+    api: tuple[str, ...]
+    chart: dict | None  # the cost/interactivity front; None when nothing is feasible
+    result: SearchResult
+
+
+def pareto_chart(r: SearchResult) -> dict | None:
+    if not r.pareto:
+        return None
+    values = [{"tokens/s per user": p.output_tokens_per_s_per_user, "USD per million tokens": p.usd_per_mtok,
+               "deployment": f"{p.platform} · {p.engine} · {p.quantization} · {_plural(p.gpus, 'GPU')}"
+                             + (" (disaggregated)" if p.disaggregated else "")} for p in r.pareto]
+    return {"$schema": SCHEMA, "title": ["Cost against interactivity", "no deployment is both cheaper and faster per user"],
+            "width": 420, "height": 220, "data": {"values": values},
+            "mark": {"type": "line", "point": True, "interpolate": "step-after"},
+            "encoding": {"x": {"field": "tokens/s per user", "type": "quantitative"},
+                         "y": {"field": "USD per million tokens", "type": "quantitative", "scale": {"type": "log"}},
+                         "tooltip": [{"field": "deployment"}, {"field": "tokens/s per user", "format": ",.0f"},
+                                     {"field": "USD per million tokens", "format": ",.3f"}]}}
+
+
+def search_view(r: SearchResult) -> SearchView:
+    rows = tuple(SearchRow(rank=d.rank, deployment=deployment_text(d), cost=cost_text(d), latency=latency_text(d),
+                           deploy=d.deploy, scenario=d.scenario) for d in r.results)
+    infeasible = tuple(f"{x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}" for x in r.infeasible)
+    api = tuple(f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, ${a.monthly_usd:,.0f}/month" for a in r.api)
+    return SearchView(summary=summary_text(r), notes=r.notes, rows=rows, infeasible=infeasible, api=api,
+                      chart=pareto_chart(r), result=r)

@@ -1,0 +1,20 @@
+"""POST /api/views/search: a search's answer as the web page shows it (``report/search_view.py``):
+the ranked deployments as texts, each with its launch command and the scenario the Users + ROI
+simulator loads, the failed families' reasons, the API beside them and the cost/interactivity chart."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from inferplan.report.search_view import SearchView
+from inferplan.search.request import SearchRequest
+from inferplan.shells.api_search import search_route
+
+router = APIRouter()
+
+
+@router.post("/api/views/search", tags=["search"])
+def search_view_route(request: SearchRequest) -> SearchView:
+    from inferplan.report.search_view import search_view
+
+    return search_view(search_route(request))
