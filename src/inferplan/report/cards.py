@@ -48,8 +48,12 @@ def _beyond_capacity(r: PlanResult) -> str:
 def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:
     """The recommendation's reasons, each route's monthly cost first, in ``currency``."""
     rec = r.recommendation
-    costs = ", ".join(f"{route}: {_money(r, usd, currency)}/month" for route, usd in rec.monthly_usd.items())
-    return [costs, *rec.reasons] if costs else list(rec.reasons)
+    costs = ", ".join(f"{_ROUTE_COSTS.get(route, route)} {_money(r, usd, currency)}" for route, usd in rec.monthly_usd.items())
+    return [f"monthly cost of each route: {costs}", *rec.reasons] if costs else list(rec.reasons)
+
+
+# how each route's monthly cost is named beside the recommendation (which names the route itself)
+_ROUTE_COSTS = {"stay on an API": "API", "own": "owning", "rent dedicated capacity": "renting"}
 
 
 def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
@@ -100,7 +104,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
              note=_beyond_capacity(r)),
         Card(key="migration_break_even", label="Migration break-even volume",
              value="—" if r.migration_break_even_tokens is None else f"{r.migration_break_even_tokens / 1e9:,.2f}B tokens",
-             note="porting cost ÷ per-token saving (money.migration_cost_usd, migration_target_usd_per_mtok)"),
+             note="porting cost ÷ per-token saving; state a porting cost and a target price per million tokens "
+                  "in the scenario's money section to compute it"),
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
