@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from inferplan.catalog.compiled import load_compiled
 from inferplan.catalog.economics_schema import (
     ApiPrice,
     CostDefault,
@@ -381,5 +382,6 @@ def check_references(catalog: Catalog) -> None:
 
 @functools.lru_cache(maxsize=4)
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
-    """The shipped catalogue (cached; read on first use, never at import)."""
-    return load_files(list(data_dir.glob("**/*.yaml")), data_dir=data_dir)
+    """The shipped catalogue (cached; read on first use, never at import), from its compiled copy when
+    the data and schema are unchanged (``compiled.py``)."""
+    return load_compiled(data_dir, lambda: load_files(list(data_dir.glob("**/*.yaml")), data_dir=data_dir))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from inferplan.catalog.provenance import (
     EUR,
@@ -29,7 +29,11 @@ SLUG = r"^[a-z0-9][a-z0-9._-]*$"
 
 
 class Frozen(Input):
-    """A catalogue entry (see inferplan.inputs: no NaN, no booleans for numbers)."""
+    """A catalogue entry (see inferplan.inputs: no NaN, no booleans for numbers). Its validator is
+    built when a file is first validated, not at import: a start from the compiled catalogue never
+    validates, so it never pays for building one."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class Status(str, Enum):
