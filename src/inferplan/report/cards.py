@@ -8,6 +8,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
 
 
@@ -96,7 +97,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
-        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=r.rental or "no rental price"),
+        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=_rental_note(r.rental)),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
@@ -109,3 +110,14 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
+
+
+def _rental_note(rental_id: str | None) -> str:
+    """The rental listing a plan compares with, as its provider lists it (the id stays in --json)."""
+    if rental_id is None:
+        return "no rental price"
+    listing = load_catalog().rental_prices.records.get(rental_id)
+    if listing is None:
+        return rental_id
+    where = "" if listing.region == "unspecified" else f", {listing.region}"
+    return f"{listing.provider.capitalize()}, {listing.instance}{where}, on demand"

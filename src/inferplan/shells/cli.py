@@ -109,7 +109,7 @@ def fits_cmd(
     if as_json:
         emit_json(matrix)
     else:
-        console.print(render.fits_table(matrix))
+        console.print(render.fits_table(matrix, console.width))
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py

@@ -30,7 +30,7 @@ def catalog_list(
     if as_json:
         emit_json([e.model_dump(mode="json") for e in entries])
     else:
-        console.print(render.catalog_table(kind, entries))
+        console.print(render.catalog_table(kind, entries, console.width))
 
 
 @catalog_app.command("show")
