@@ -81,7 +81,7 @@ def test_hopper_runs_nvfp4_through_a_16_bit_fallback():
 def test_concurrency_beyond_memory_is_an_explicit_error():
     with pytest.raises(InvalidScenarioError) as exc:
         perf(Workload(input_len=100_000, output_len=1000, concurrency=500), model="llama-3.1-8b", gpu="H100", max_model_len=101_000)
-    assert exc.value.field == "--concurrency"
+    assert exc.value.field == "concurrency"
 
 
 @pytest.mark.parametrize("kwargs", [dict(input_len=0), dict(output_len=0), dict(acceptance_rate=1.5),
@@ -279,7 +279,7 @@ def test_tensor_parallelism_across_nodes_without_a_known_network_is_refused():
     with pytest.raises(InvalidScenarioError) as err:
         perf(Workload(input_len=128, output_len=128, concurrency=1), model="deepseek-r1", gpu="mi300x", gpus=16,
              tensor_parallel_size=16, engine="sglang", quantization="fp8-block", max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and err.value.allowed.startswith("1..8")
+    assert err.value.field == "tensor_parallel_size" and err.value.allowed.startswith("1..8")
     assert "no network between them" in str(err.value) and "pipeline" in err.value.allowed
 
 
@@ -338,7 +338,7 @@ def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_ref
     assert any(a.startswith("2× NVIDIA HGX/DGX H100") and "infiniband-ndr" in a for a in two.assumptions)
     with pytest.raises(InvalidScenarioError) as err:
         perf(w, system="hgx-h100", gpus=12, **{**common, "tensor_parallel_size": 4})
-    assert err.value.field == "--gpus" and "multiple of 8" in err.value.allowed
+    assert err.value.field == "gpus" and "multiple of 8" in err.value.allowed
 
 
 def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_tokens():
@@ -365,7 +365,7 @@ def test_pcie_cards_past_their_bridge_share_the_servers_pcie(gpu, gpus):
     assert math.isfinite(e.tpot_s) and any("share PCIe in one server" in a for a in e.assumptions)
     with pytest.raises(InvalidScenarioError) as err:  # past one server, no network is known for them
         perf(w, model="llama-3.1-8b", gpu=gpu, gpus=16, tensor_parallel_size=16, max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and err.value.allowed.startswith("1..8")
+    assert err.value.field == "tensor_parallel_size" and err.value.allowed.startswith("1..8")
 
 
 def test_pcie_server_system_and_bare_cards_agree():
@@ -397,7 +397,7 @@ def test_expert_parallelism_across_nodes_costs_more_than_inside_one_and_is_refus
     unknown = dataclasses.replace(ctx.mp, hardware=dataclasses.replace(ctx.mp.hardware, scale_out=None))
     with pytest.raises(InvalidScenarioError) as err:
         network_notes(unknown, ctx.work, dataclasses.replace(ctx.rates, scale_out_bytes_per_s=0.0))
-    assert err.value.field == "--data-parallel-size" and "TP x DP <= 8" in err.value.allowed
+    assert err.value.field == "data_parallel_size" and "TP x DP <= 8" in err.value.allowed
 
 
 def test_draft_tokens_cost_one_layer_and_the_lm_head():
@@ -522,10 +522,10 @@ def test_a_measured_estimate_quotes_no_model_track_record():
 def test_a_back_end_must_be_llama_cpps_and_run_on_the_accelerator():
     with pytest.raises(InvalidScenarioError) as metal_on_nvidia:
         perf(Workload(backend="metal"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
-    assert metal_on_nvidia.value.field == "--backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
+    assert metal_on_nvidia.value.field == "backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
     with pytest.raises(InvalidScenarioError) as not_llamacpp:
         perf(Workload(backend="cuda"), model="llama-3.1-8b", gpu="h100-sxm", engine="vllm")
-    assert not_llamacpp.value.field == "--backend"
+    assert not_llamacpp.value.field == "backend"
     with pytest.raises(ValidationError):
         Workload(backend="opencl")
     vulkan = perf(Workload(backend="vulkan"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
@@ -557,9 +557,9 @@ def test_published_points_of_the_same_deployment_are_quoted_beside_the_estimate(
 
 def test_contradictory_deployments_are_refused_not_planned():
     cases = [
-        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "--engine"),  # TensorRT-LLM: CUDA only
-        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "--enable-expert-parallel"),
-        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "--max-model-len"),
+        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "engine"),  # TensorRT-LLM: CUDA only
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "enable_expert_parallel"),
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "max_model_len"),
     ]
     for deployment, workload, field in cases:
         with pytest.raises(InvalidScenarioError) as err:

@@ -193,22 +193,22 @@ class Catalog:
     speed_accuracy: Registry[SpeedAccuracy]
     data_dir: Path = field(default=DATA_DIR)
 
-    def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
+    def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
         return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
 
-    def system(self, name: str, field_name: str = "--system") -> System:
+    def system(self, name: str, field_name: str = "system") -> System:
         return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)
 
-    def model(self, name: str, field_name: str = "--model") -> ModelCard:
+    def model(self, name: str, field_name: str = "model") -> ModelCard:
         return self.models.get(name, field_name=field_name, error=UnknownModelError)
 
-    def quantization(self, name: str, field_name: str = "--quantization") -> Quantization:
+    def quantization(self, name: str, field_name: str = "quantization") -> Quantization:
         return self.quantizations.get(name, field_name=field_name, error=CatalogError)
 
-    def kv_cache_dtype(self, name: str, field_name: str = "--kv-cache-dtype") -> KvDtype:
+    def kv_cache_dtype(self, name: str, field_name: str = "kv_cache_dtype") -> KvDtype:
         return self.kv_cache_dtypes.get(name, field_name=field_name, error=CatalogError)
 
-    def engine(self, name: str, field_name: str = "--engine") -> EngineDefaults:
+    def engine(self, name: str, field_name: str = "engine") -> EngineDefaults:
         return self.engines.get(name, field_name=field_name, error=CatalogError)
 
     def engine_build(self, engine: str, engine_version: str) -> EngineBuild | None:

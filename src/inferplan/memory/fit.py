@@ -75,14 +75,14 @@ def _parallel(d: Deployment, gpus: int) -> ParallelPlan:
         raise InvalidScenarioError(
             f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size} needs {instance} GPUs, "
             f"only {gpus} given",
-            field="--gpus",
+            field="gpus",
             allowed=f">= {instance}",
         )
     dp = d.data_parallel_size or gpus // instance
     if instance * dp != gpus:
         raise InvalidScenarioError(
             f"TP × PP × DP = {instance * dp} must equal --gpus {gpus}",
-            field="--data-parallel-size",
+            field="data_parallel_size",
             allowed=f"{gpus // instance}" if gpus % instance == 0 else "a divisor",
         )
     return ParallelPlan(
@@ -108,7 +108,7 @@ def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accel
         chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
         raise InvalidScenarioError(
             f"{engine_id} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
-            field="--quantization",
+            field="quantization",
             allowed=loadable,
         )
     return quant, notes
@@ -123,7 +123,7 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
         others = [e.name for e in catalog.engines if kv.id in e.kv_cache_dtypes]
         hint = (f"; its nearest is {instead}" if instead else f"; {', '.join(others)} can" if others else
                 "; no engine in the catalogue runs it (research code): size it with --kv-bytes-per-token")
-        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="--kv-cache-dtype",
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="kv_cache_dtype",
                                    allowed="auto | " + " | ".join(engine.kv_cache_dtypes))
     return kv
 
@@ -137,7 +137,7 @@ def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
         kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
         if v4 and kv.id != "fp8" and catalog.engine(d.engine).id == "vllm":
             raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
-                                       "deepseek_v4_attention asserts it)", field="--kv-cache-dtype", allowed="auto | fp8")
+                                       "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
         return kv
     if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
         return catalog.kv_cache_dtype("fp8")
@@ -158,7 +158,7 @@ def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: flo
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
-                                   field="--ubatch-size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
+                                   field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
@@ -238,7 +238,7 @@ def _check_runs_on(catalog: Catalog, engine, accel) -> None:
         usable = [e.id for e in catalog.engines if not e.runs_on or accel.software in e.runs_on]
         raise InvalidScenarioError(
             f"{engine.name} does not run on {accel.name} ({accel.software.value}); it runs on "
-            f"{', '.join(s.value for s in engine.runs_on)}", field="--engine", allowed=" | ".join(usable))
+            f"{', '.join(s.value for s in engine.runs_on)}", field="engine", allowed=" | ".join(usable))
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
@@ -248,22 +248,22 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
             f"{spec.name}: its architecture is not published in the catalogue, so its KV cache "
             "cannot be sized; pass its config.json with --model, or state the KV bytes per token "
             "with --kv-bytes-per-token",
-            field="--kv-bytes-per-token",
+            field="kv_bytes_per_token",
         )
     engine = catalog.engine(d.engine)
     _check_runs_on(catalog, engine, hw.accel)
     if d.enable_expert_parallel and not _has_experts(spec):
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
-                                   field="--enable-expert-parallel", allowed="leave it off for a dense model")
+                                   field="enable_expert_parallel", allowed="leave it off for a dense model")
     if d.enable_expert_parallel and engine.expert_parallel is False:
         takers = ", ".join(e.id for e in catalog.engines if e.expert_parallel)
         raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
-                                   field="--enable-expert-parallel", allowed=f"leave it off, or an engine that does: {takers}")
+                                   field="enable_expert_parallel", allowed=f"leave it off, or an engine that does: {takers}")
     _check_heads(spec, engine.id, plan.tensor_parallel_size)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and plan.pipeline_parallel_size > layers:
         raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
-                                   field="--pipeline-parallel-size", allowed=f"1 to {layers}")
+                                   field="pipeline_parallel_size", allowed=f"1 to {layers}")
     reach = hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
     unpriced = hw.scale_out is None and plan.tensor_parallel_size > reach  # a memory answer for a layout perf refuses
     network = [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
@@ -341,7 +341,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         if fits and largest < 1:
             raise InvalidScenarioError(
                 f"{d.concurrency:,} sequences leave no room for even one token of context each: the KV cache holds "
-                f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="--concurrency",
+                f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
                 allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
     smallest = None
     if not fits and search_smallest:
@@ -396,7 +396,7 @@ def _check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tu
         raise InvalidScenarioError(
             f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {limit:,} tokens, "
             f"which {engine.id} refuses (a longer context needs RoPE scaling: import a config.json whose rope_scaling "
-            "opens it)", field="--max-model-len", allowed=f"at most {limit:,} tokens")
+            "opens it)", field="max_model_len", allowed=f"at most {limit:,} tokens")
     if engine.context_beyond_model == "cap":
         return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s context of {limit:,} tokens: {engine.id} "
                 f"serves at most {limit:,}{why}"], limit
@@ -421,7 +421,7 @@ def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
         allowed = ", ".join(str(n) for n in range(1, heads + 1) if heads % n == 0 and n <= 1024)
         raise InvalidScenarioError(
             f"{spec.name} has {heads} attention heads, which {engine} cannot split over {tp} tensor-parallel ranks",
-            field="--tensor-parallel-size",
+            field="tensor_parallel_size",
             allowed=allowed,
         )
 

@@ -60,7 +60,7 @@ def _refuse(name: str, size: int, *, where: str, reach: int, in_server: bool, li
         f"{name} over {size} GPUs goes past the {reach} GPU(s) {where} joins {joined}, and the catalogue has no "
         f"network between {'servers' if in_server else 'them'} to price the {'all-reduces' if tp else 'expert all-to-alls'} "
         "on; pipeline parallelism across nodes is priced instead",
-        field="--tensor-parallel-size" if tp else "--data-parallel-size",
+        field="tensor_parallel_size" if tp else "data_parallel_size",
         allowed=f"1..{reach} (then --pipeline-parallel-size across nodes)" if tp else
         f"TP x DP <= {reach} with --enable-expert-parallel (then --pipeline-parallel-size across nodes)",
     )

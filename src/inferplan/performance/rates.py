@@ -146,12 +146,12 @@ def check_backend(engine: str, backend: str | None, accel: Accelerator) -> None:
         return
     if engine != "llamacpp":
         raise InvalidScenarioError(f"only llama.cpp has selectable back ends (asked for {backend}); {engine} runs on "
-                                   f"{accel.name}'s own stack ({accel.software.value})", field="--backend",
+                                   f"{accel.name}'s own stack ({accel.software.value})", field="backend",
                                    allowed="leave it out, or --engine llamacpp")
     usable = [b for b, stacks in BACKEND_STACKS.items() if accel.software.value in stacks]
     if backend not in usable:
         raise InvalidScenarioError(f"llama.cpp's {backend} back end does not run on {accel.name} "
-                                   f"({accel.software.value})", field="--backend",
+                                   f"({accel.software.value})", field="backend",
                                    allowed=" | ".join(usable) or "none: llama.cpp has no back end for this accelerator")
 
 

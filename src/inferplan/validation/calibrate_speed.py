@@ -108,7 +108,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             d, w = point_scenario(point, catalog)
             ctx = _Context(catalog, d, w)
             if point.concurrency and point.concurrency > ctx.max_concurrency():
-                raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+                raise InferplanError("concurrency beyond the KV cache", field="concurrency")
         except InferplanError as exc:
             skipped.append((point.id, exc.describe()))
             continue
@@ -122,7 +122,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             try:
                 ctx = _Context(catalog, d, w)
                 if pt.concurrency > ctx.max_concurrency():
-                    raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+                    raise InferplanError("concurrency beyond the KV cache", field="concurrency")
             except InferplanError as exc:
                 skipped.append((f"{profile.id}@{pt.concurrency}", exc.describe()))
                 continue
