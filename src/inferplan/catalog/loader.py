@@ -285,6 +285,11 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     return catalog
 
 
+# engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
+ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
+                        "pp_batch_limits", "expert_parallel", "pads_gemm_rows")
+
+
 def check_references(catalog: Catalog) -> None:
     """Every sourced number names a known source; every cross-reference resolves."""
     for key in SECTIONS:
@@ -326,26 +331,13 @@ def check_references(catalog: Catalog) -> None:
 
 
     for engine in catalog.engines:
-        for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
-                       engine.embeddings_on_host_source, engine.pp_kv_room_source, engine.pp_batch_limits_source,
-                       engine.expert_parallel_source, engine.pads_gemm_rows_source):
+        for rule in ENGINE_SOURCED_RULES:
+            source = getattr(engine, f"{rule}_source")
+            stated = getattr(engine, rule) != EngineDefaults.model_fields[rule].default
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
-        if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
-            raise CatalogError(f"engines:{engine.id}: kv_cache_dtypes need a kv_cache_dtypes_source", field=engine.id)
-        if engine.pp_kv_room and not engine.pp_kv_room_source:
-            raise CatalogError(f"engines:{engine.id}: pp_kv_room needs a pp_kv_room_source", field=engine.id)
-        if engine.pp_batch_limits and not engine.pp_batch_limits_source:
-            raise CatalogError(f"engines:{engine.id}: pp_batch_limits needs a pp_batch_limits_source", field=engine.id)
-        if engine.expert_parallel is not None and not engine.expert_parallel_source:
-            raise CatalogError(f"engines:{engine.id}: expert_parallel needs an expert_parallel_source", field=engine.id)
-        if engine.pads_gemm_rows is not None and not engine.pads_gemm_rows_source:
-            raise CatalogError(f"engines:{engine.id}: pads_gemm_rows needs a pads_gemm_rows_source", field=engine.id)
-        if engine.embeddings_on_host and not engine.embeddings_on_host_source:
-            raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
-        if engine.context_beyond_model and not engine.context_beyond_model_source:
-            raise CatalogError(f"engines:{engine.id}: context_beyond_model needs a context_beyond_model_source",
-                               field=engine.id)
+            if stated and not source:
+                raise CatalogError(f"engines:{engine.id}: {rule} needs a {rule}_source", field=engine.id)
         for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values()):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
