@@ -166,3 +166,13 @@ def test_an_engine_rule_needs_a_known_source(tmp_path, rule):
         bad.write_text(yaml.safe_dump({"sources": good["sources"], "engines": [record]}))
         with pytest.raises(CatalogError, match=match):
             load_files([bad, DATA_DIR / "quantizations.yaml"])  # the KV-cache dtypes an engine names
+
+
+def test_a_calibration_family_needs_known_sources(tmp_path):
+    good = yaml.safe_load((DATA_DIR / "engines.yaml").read_text())
+    record = next(e for e in good["engines"] if e.get("calibration_families"))
+    record["calibration_families"] = [dict(record["calibration_families"][0], sources=["nowhere"])]
+    bad = tmp_path / "engines.yaml"
+    bad.write_text(yaml.safe_dump({"sources": good["sources"], "engines": [record]}))
+    with pytest.raises(CatalogError, match="unknown source 'nowhere'"):
+        load_files([bad, DATA_DIR / "quantizations.yaml"])

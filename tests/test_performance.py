@@ -175,11 +175,9 @@ def test_decode_step_is_memory_bound_for_a_small_batch():
     ("rtx-4090", "llamacpp-cuda"), ("rtx-4000-ada", "llamacpp-cuda"),
 ])
 def test_llamacpp_cuda_family_follows_the_gpu_class(gpu, family):
-    from inferplan.performance.rates import default_backend, engine_key
+    from inferplan.performance.rates import calibration_family
 
-    accel = CATALOG.accelerator(gpu)
-    key = engine_key("llamacpp", default_backend("llamacpp", accel), accel.software.value, accel.form_factor, accel.memory_type)
-    assert key == family
+    assert calibration_family(CATALOG.engine("llamacpp"), None, CATALOG.accelerator(gpu)) == family
 
 
 def test_llamacpp_reaches_a_smaller_share_of_hbm_bandwidth_than_of_gddr():
@@ -221,10 +219,9 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     ("mlx", "apple-m2-ultra", "mlx"), ("mlx", "apple-m4-max", "mlx"),
 ])
 def test_serving_engine_family_follows_the_software_stack(engine, gpu, family):
-    from inferplan.performance.rates import engine_key
+    from inferplan.performance.rates import calibration_family
 
-    a = CATALOG.accelerator(gpu)
-    assert engine_key(engine, None, a.software.value, a.form_factor, a.memory_type, a.architecture) == family
+    assert calibration_family(CATALOG.engine(engine), None, CATALOG.accelerator(gpu)) == family
 
 
 def test_engine_given_by_name_is_calibrated_as_its_id():

@@ -338,6 +338,9 @@ def check_references(catalog: Catalog) -> None:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
             if stated and not source:
                 raise CatalogError(f"engines:{engine.id}: {rule} needs a {rule}_source", field=engine.id)
+        for source in (s for family in engine.calibration_families for s in family.sources):
+            if source not in catalog.sources:
+                raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values()):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)

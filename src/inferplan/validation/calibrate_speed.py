@@ -80,7 +80,7 @@ class Prepared:
 
 
 def _family(ctx: _Context, engine: str, backend: str | None) -> str:
-    return calibration_family(engine, backend, ctx.mp.accelerator)
+    return calibration_family(ctx.catalog.engine(engine), backend, ctx.mp.accelerator)
 
 
 # Engines with a fitted per-request cost at pipeline stage boundaries (calibration.yaml
