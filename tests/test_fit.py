@@ -366,3 +366,18 @@ def test_a_pipeline_shortfall_is_what_the_worst_off_stage_lacks():
 def test_llamacpp_on_unified_memory_keeps_the_table_in_the_same_pool():
     spark = run(model="llama-3.1-8b", gpu="gb10", engine="llamacpp", quantization="gguf-q4_0", max_model_len=4096)
     assert spark.weights_bytes_per_gpu == pytest.approx(spark.weights_bytes)
+
+
+def test_a_config_without_a_context_length_asks_for_one(tmp_path):
+    import json
+
+    from inferplan.catalog.loader import DATA_DIR
+
+    config = json.loads((DATA_DIR / "hf_configs" / "llama-3.1-8b.json").read_text())
+    config.pop("max_position_embeddings")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model=str(path), gpu="H100")
+    assert exc.value.field == "max_model_len"
+    assert run(model=str(path), gpu="H100", max_model_len=4096).max_model_len == 4096

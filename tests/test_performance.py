@@ -702,7 +702,7 @@ def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
 
     mp = plan_memory(Deployment(model="gpt-oss-120b", gpu="h100-sxm", gpus=5, pipeline_parallel_size=5, engine="vllm",
                                 quantization="mxfp4", max_model_len=4096), CATALOG)
-    work = model_work(mp)
+    work = model_work(mp, CATALOG)
     stages = mp.stage_weights
     mean = lambda f: sum(f(s) for s in stages) / 5  # noqa: E731
     extra, _ = extra_weight_bytes(CATALOG, "vllm", "mxfp4", mp.accelerator, mean(lambda s: s.expert_bytes_per_gpu))
@@ -725,7 +725,7 @@ def test_a_tied_embedding_table_is_multiplied_as_the_lm_head_every_step(model, t
     params = count_params(arch)
     assert arch.tie_word_embeddings is tied
     head = arch.vocab_size * arch.hidden_size
-    work = model_work(mp)
+    work = model_work(mp, CATALOG)
     assert work.lm_head_params == head
     # one decode token: 2 FLOPs for every weight it passes through, the output projection included
     assert work.linear_flops_per_gpu(1, 1) == pytest.approx(2 * (params.active + (head if tied else 0)), rel=1e-12)
@@ -750,7 +750,7 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
 
     seam_s = CATALOG.constant("hc-seam-s")
     assert 5e-6 < seam_s < 2e-5
-    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp)) for tp, pp in ((1, 1), (4, 1), (2, 2))}
+    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp), CATALOG) for tp, pp in ((1, 1), (4, 1), (2, 2))}
     assert works[1, 1].hc_seams == works[4, 1].hc_seams == 86  # not shared out by tensor parallelism
     assert works[2, 2].hc_seams == 43  # a pipeline stage runs its own layers' seams
     tp4 = works[4, 1]
@@ -774,7 +774,14 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
                tensor_parallel_size=4, max_model_len=8192)
     assert any(f"{seam_s * 1e6:.0f} µs × 86 hyper-connection seams" in a for a in est.assumptions)
     # a model without hyper-connections pays none, nor does a card whose V4 layout only stands in for its KV cache
-    dense = model_work(planned("llama-3.1-8b"))
+    dense = model_work(planned("llama-3.1-8b"), CATALOG)
     assert dense.hc_seams == 0 and dense.hc_bytes_per_token == 0
     proxy = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, architecture_is_proxy=True))
-    assert model_work(proxy).hc_seams == 0 and model_work(proxy).residual_streams == 1
+    assert model_work(proxy, CATALOG).hc_seams == 0 and model_work(proxy, CATALOG).residual_streams == 1
+
+
+def test_an_unpublished_architecture_takes_the_assumed_width_and_depth(sketch_catalog):
+    ctx = _Context(sketch_catalog, Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8,
+                                              kv_bytes_per_token=100_000), Workload())
+    assert ctx.work.hidden_size == sketch_catalog.constant("unpublished-architecture-hidden-size") == 8192
+    assert ctx.work.num_layers == sketch_catalog.constant("unpublished-architecture-layers") == 60

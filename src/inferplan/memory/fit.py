@@ -353,8 +353,7 @@ class _Held:
 
 def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, room: float, block: int,
           capped: int | None) -> _Held:
-    arch = spec.architecture
-    max_len = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
+    max_len = _planned_length(d, spec, capped)
     kv_gpu = max(room, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
     seq_room = layout.room_bytes_per_sequence(max_len, block)  # of the smallest stage's room (seq_gpu on one stage)
@@ -374,6 +373,17 @@ def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, 
                 f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
                 allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
     return _Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
+
+
+def _planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:
+    """The context length planned: the engine's cap, else the one stated, else the model's own."""
+    arch = spec.architecture
+    length = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0)
+    if not length:
+        raise InvalidScenarioError(f"{spec.name} states no context length (no context_tokens in the catalogue, no "
+                                   "max_position_embeddings in its config): state the length to plan at",
+                                   field="max_model_len", allowed="a context length in tokens")
+    return length
 
 
 def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise: float) -> float:

@@ -112,7 +112,7 @@ class _Context:
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id)
-        self.work: ModelWork = model_work(self.mp)
+        self.work: ModelWork = model_work(self.mp, catalog)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
@@ -196,8 +197,9 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
     return _AttentionCoefficients(decode_full, full, window, decode_sparse, prefill_sparse, indexer)
 
 
-def model_work(mp: MemoryPlan) -> ModelWork:
-    """Work coefficients for the deployment a memory plan describes."""
+def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
+    """Work coefficients for the deployment a memory plan describes (a model whose architecture is
+    not published: the hidden size and depth calibration.yaml assumes for one)."""
     par = mp.result.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     arch = mp.spec.architecture
@@ -255,8 +257,8 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         expert_bytes_per_gpu=experts_gpu,
         num_experts=num_experts,
         experts_per_token=top_k,
-        hidden_size=arch.hidden_size if arch else 8192,
-        num_layers=arch.num_layers if arch else 60,
+        hidden_size=arch.hidden_size if arch else int(catalog.constant("unpublished-architecture-hidden-size")),
+        num_layers=arch.num_layers if arch else int(catalog.constant("unpublished-architecture-layers")),
         tp=tp,
         pp=pp,
         attn_flops_per_token_ctx=coef.decode_full / pp,
