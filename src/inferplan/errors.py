@@ -54,6 +54,3 @@ class InvalidScenarioError(InferplanError):
 class ConflictError(InferplanError):
     """Saving would replace something that exists: the caller has to say it wants that."""
 
-
-class DoesNotFitError(InferplanError):
-    """Raised only where a caller asks for a fit to be required; fit() itself reports it."""
