@@ -785,3 +785,5 @@ def test_an_unpublished_architecture_takes_the_assumed_width_and_depth(sketch_ca
                                               kv_bytes_per_token=100_000), Workload())
     assert ctx.work.hidden_size == sketch_catalog.constant("unpublished-architecture-hidden-size") == 8192
     assert ctx.work.num_layers == sketch_catalog.constant("unpublished-architecture-layers") == 60
+    assert (ctx.work.num_experts, ctx.work.experts_per_token) == (256, 8)  # calibration.yaml's assumed expert split
+    assert any("8 of 256 experts per token" in n for n in ctx.work.notes)

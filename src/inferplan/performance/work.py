@@ -225,9 +225,11 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     moe = arch.moe if arch else None
     num_experts, top_k = (moe.num_experts, moe.experts_per_token) if moe else (0, 0)
     if not w.expert_bytes and mp.spec.total_params and mp.spec.active_params and mp.spec.active_params < mp.spec.total_params:
-        # a MoE whose expert split is not known: take k/E from the proxy (else DeepSeek-V3's 8 of 256) and
-        # size the experts so that dense + k/E × experts equals the published active parameters
-        num_experts, top_k = (num_experts, top_k) if num_experts else (256, 8)
+        # a MoE whose expert split is not known: take k/E from the proxy (else calibration.yaml's assumed
+        # split) and size the experts so that dense + k/E × experts equals the published active parameters
+        if not num_experts:
+            num_experts = int(catalog.constant("unpublished-expert-split-experts"))
+            top_k = int(catalog.constant("unpublished-expert-split-experts-per-token"))
         share = (1 - mp.spec.active_params / mp.spec.total_params) / (1 - top_k / num_experts)
         experts_gpu = min(share, 1.0) * w.total_bytes / shards
         notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
