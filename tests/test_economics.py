@@ -305,7 +305,7 @@ def test_report_type_is_checked(tmp_path):
 
     with pytest.raises(InvalidScenarioError) as exc:
         write_report(tmp_path / "report.pdf", plan(scenario(), CATALOG), None)
-    assert exc.value.field == "--report"
+    assert exc.value.field == "report"
 
 
 def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts(sketch_catalog):

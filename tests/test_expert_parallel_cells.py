@@ -83,7 +83,7 @@ def test_expert_parallelism_is_refused_on_an_engine_that_has_none():
     with pytest.raises(InvalidScenarioError) as err:
         fit(Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", gpus=2, tensor_parallel_size=2, engine="llamacpp",
                        quantization="q4_k_m", enable_expert_parallel=True), CATALOG)
-    assert err.value.field == "--enable-expert-parallel"
+    assert err.value.field == "enable_expert_parallel"
     assert "vllm, sglang, trtllm" in err.value.allowed
     # a dense model is refused whatever the engine
     with pytest.raises(InvalidScenarioError, match="dense model"):

@@ -69,7 +69,7 @@ def test_a_pipeline_stage_pads_its_own_share_and_the_last_stage_its_lm_head(mode
 def test_a_model_without_a_parameter_count_takes_its_experts_from_their_bytes():
     ctx = _ctx(model="qwen3-30b-a3b", gpu="h100-sxm")
     counted = ctx.work
-    proxy = model_work(dataclasses.replace(ctx.mp, spec=dataclasses.replace(ctx.mp.spec, architecture_is_proxy=True)))
+    proxy = model_work(dataclasses.replace(ctx.mp, spec=dataclasses.replace(ctx.mp.spec, architecture_is_proxy=True)), CATALOG)
     assert proxy.expert_params_per_gpu == pytest.approx(counted.expert_params_per_gpu, rel=0.02)
     assert proxy.routed_active_params == pytest.approx(
         proxy.expert_params_per_gpu * proxy.experts_per_token / proxy.num_experts)

@@ -81,7 +81,7 @@ def test_hopper_runs_nvfp4_through_a_16_bit_fallback():
 def test_concurrency_beyond_memory_is_an_explicit_error():
     with pytest.raises(InvalidScenarioError) as exc:
         perf(Workload(input_len=100_000, output_len=1000, concurrency=500), model="llama-3.1-8b", gpu="H100", max_model_len=101_000)
-    assert exc.value.field == "--concurrency"
+    assert exc.value.field == "concurrency"
 
 
 @pytest.mark.parametrize("kwargs", [dict(input_len=0), dict(output_len=0), dict(acceptance_rate=1.5),
@@ -175,11 +175,9 @@ def test_decode_step_is_memory_bound_for_a_small_batch():
     ("rtx-4090", "llamacpp-cuda"), ("rtx-4000-ada", "llamacpp-cuda"),
 ])
 def test_llamacpp_cuda_family_follows_the_gpu_class(gpu, family):
-    from inferplan.performance.rates import default_backend, engine_key
+    from inferplan.performance.rates import calibration_family
 
-    accel = CATALOG.accelerator(gpu)
-    key = engine_key("llamacpp", default_backend("llamacpp", accel), accel.software.value, accel.form_factor, accel.memory_type)
-    assert key == family
+    assert calibration_family(CATALOG.engine("llamacpp"), None, CATALOG.accelerator(gpu)) == family
 
 
 def test_llamacpp_reaches_a_smaller_share_of_hbm_bandwidth_than_of_gddr():
@@ -221,10 +219,9 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     ("mlx", "apple-m2-ultra", "mlx"), ("mlx", "apple-m4-max", "mlx"),
 ])
 def test_serving_engine_family_follows_the_software_stack(engine, gpu, family):
-    from inferplan.performance.rates import engine_key
+    from inferplan.performance.rates import calibration_family
 
-    a = CATALOG.accelerator(gpu)
-    assert engine_key(engine, None, a.software.value, a.form_factor, a.memory_type, a.architecture) == family
+    assert calibration_family(CATALOG.engine(engine), None, CATALOG.accelerator(gpu)) == family
 
 
 def test_engine_given_by_name_is_calibrated_as_its_id():
@@ -279,7 +276,7 @@ def test_tensor_parallelism_across_nodes_without_a_known_network_is_refused():
     with pytest.raises(InvalidScenarioError) as err:
         perf(Workload(input_len=128, output_len=128, concurrency=1), model="deepseek-r1", gpu="mi300x", gpus=16,
              tensor_parallel_size=16, engine="sglang", quantization="fp8-block", max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and err.value.allowed.startswith("1..8")
+    assert err.value.field == "tensor_parallel_size" and err.value.allowed.startswith("1..8")
     assert "no network between them" in str(err.value) and "pipeline" in err.value.allowed
 
 
@@ -338,7 +335,7 @@ def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_ref
     assert any(a.startswith("2× NVIDIA HGX/DGX H100") and "infiniband-ndr" in a for a in two.assumptions)
     with pytest.raises(InvalidScenarioError) as err:
         perf(w, system="hgx-h100", gpus=12, **{**common, "tensor_parallel_size": 4})
-    assert err.value.field == "--gpus" and "multiple of 8" in err.value.allowed
+    assert err.value.field == "gpus" and "multiple of 8" in err.value.allowed
 
 
 def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_tokens():
@@ -365,7 +362,7 @@ def test_pcie_cards_past_their_bridge_share_the_servers_pcie(gpu, gpus):
     assert math.isfinite(e.tpot_s) and any("share PCIe in one server" in a for a in e.assumptions)
     with pytest.raises(InvalidScenarioError) as err:  # past one server, no network is known for them
         perf(w, model="llama-3.1-8b", gpu=gpu, gpus=16, tensor_parallel_size=16, max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and err.value.allowed.startswith("1..8")
+    assert err.value.field == "tensor_parallel_size" and err.value.allowed.startswith("1..8")
 
 
 def test_pcie_server_system_and_bare_cards_agree():
@@ -397,7 +394,7 @@ def test_expert_parallelism_across_nodes_costs_more_than_inside_one_and_is_refus
     unknown = dataclasses.replace(ctx.mp, hardware=dataclasses.replace(ctx.mp.hardware, scale_out=None))
     with pytest.raises(InvalidScenarioError) as err:
         network_notes(unknown, ctx.work, dataclasses.replace(ctx.rates, scale_out_bytes_per_s=0.0))
-    assert err.value.field == "--data-parallel-size" and "TP x DP <= 8" in err.value.allowed
+    assert err.value.field == "data_parallel_size" and "TP x DP <= 8" in err.value.allowed
 
 
 def test_draft_tokens_cost_one_layer_and_the_lm_head():
@@ -522,10 +519,10 @@ def test_a_measured_estimate_quotes_no_model_track_record():
 def test_a_back_end_must_be_llama_cpps_and_run_on_the_accelerator():
     with pytest.raises(InvalidScenarioError) as metal_on_nvidia:
         perf(Workload(backend="metal"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
-    assert metal_on_nvidia.value.field == "--backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
+    assert metal_on_nvidia.value.field == "backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
     with pytest.raises(InvalidScenarioError) as not_llamacpp:
         perf(Workload(backend="cuda"), model="llama-3.1-8b", gpu="h100-sxm", engine="vllm")
-    assert not_llamacpp.value.field == "--backend"
+    assert not_llamacpp.value.field == "backend"
     with pytest.raises(ValidationError):
         Workload(backend="opencl")
     vulkan = perf(Workload(backend="vulkan"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
@@ -557,9 +554,9 @@ def test_published_points_of_the_same_deployment_are_quoted_beside_the_estimate(
 
 def test_contradictory_deployments_are_refused_not_planned():
     cases = [
-        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "--engine"),  # TensorRT-LLM: CUDA only
-        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "--enable-expert-parallel"),
-        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "--max-model-len"),
+        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "engine"),  # TensorRT-LLM: CUDA only
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "enable_expert_parallel"),
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "max_model_len"),
     ]
     for deployment, workload, field in cases:
         with pytest.raises(InvalidScenarioError) as err:
@@ -705,7 +702,7 @@ def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
 
     mp = plan_memory(Deployment(model="gpt-oss-120b", gpu="h100-sxm", gpus=5, pipeline_parallel_size=5, engine="vllm",
                                 quantization="mxfp4", max_model_len=4096), CATALOG)
-    work = model_work(mp)
+    work = model_work(mp, CATALOG)
     stages = mp.stage_weights
     mean = lambda f: sum(f(s) for s in stages) / 5  # noqa: E731
     extra, _ = extra_weight_bytes(CATALOG, "vllm", "mxfp4", mp.accelerator, mean(lambda s: s.expert_bytes_per_gpu))
@@ -728,7 +725,7 @@ def test_a_tied_embedding_table_is_multiplied_as_the_lm_head_every_step(model, t
     params = count_params(arch)
     assert arch.tie_word_embeddings is tied
     head = arch.vocab_size * arch.hidden_size
-    work = model_work(mp)
+    work = model_work(mp, CATALOG)
     assert work.lm_head_params == head
     # one decode token: 2 FLOPs for every weight it passes through, the output projection included
     assert work.linear_flops_per_gpu(1, 1) == pytest.approx(2 * (params.active + (head if tied else 0)), rel=1e-12)
@@ -753,7 +750,7 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
 
     seam_s = CATALOG.constant("hc-seam-s")
     assert 5e-6 < seam_s < 2e-5
-    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp)) for tp, pp in ((1, 1), (4, 1), (2, 2))}
+    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp), CATALOG) for tp, pp in ((1, 1), (4, 1), (2, 2))}
     assert works[1, 1].hc_seams == works[4, 1].hc_seams == 86  # not shared out by tensor parallelism
     assert works[2, 2].hc_seams == 43  # a pipeline stage runs its own layers' seams
     tp4 = works[4, 1]
@@ -777,7 +774,16 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
                tensor_parallel_size=4, max_model_len=8192)
     assert any(f"{seam_s * 1e6:.0f} µs × 86 hyper-connection seams" in a for a in est.assumptions)
     # a model without hyper-connections pays none, nor does a card whose V4 layout only stands in for its KV cache
-    dense = model_work(planned("llama-3.1-8b"))
+    dense = model_work(planned("llama-3.1-8b"), CATALOG)
     assert dense.hc_seams == 0 and dense.hc_bytes_per_token == 0
     proxy = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, architecture_is_proxy=True))
-    assert model_work(proxy).hc_seams == 0 and model_work(proxy).residual_streams == 1
+    assert model_work(proxy, CATALOG).hc_seams == 0 and model_work(proxy, CATALOG).residual_streams == 1
+
+
+def test_an_unpublished_architecture_takes_the_assumed_width_and_depth(sketch_catalog):
+    ctx = _Context(sketch_catalog, Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8,
+                                              kv_bytes_per_token=100_000), Workload())
+    assert ctx.work.hidden_size == sketch_catalog.constant("unpublished-architecture-hidden-size") == 8192
+    assert ctx.work.num_layers == sketch_catalog.constant("unpublished-architecture-layers") == 60
+    assert (ctx.work.num_experts, ctx.work.experts_per_token) == (256, 8)  # calibration.yaml's assumed expert split
+    assert any("8 of 256 experts per token" in n for n in ctx.work.notes)

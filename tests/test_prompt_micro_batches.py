@@ -100,7 +100,7 @@ def test_ubatch_size_is_a_llamacpp_setting():
 
     with pytest.raises(InvalidScenarioError) as exc:
         context("llama-3.1-8b", engine="vllm", gpu="h100-sxm", quantization="bf16", ubatch_size=512)
-    assert exc.value.field == "--ubatch-size"
+    assert exc.value.field == "ubatch_size"
     assert "llama.cpp" in str(exc.value)
 
 

@@ -240,9 +240,9 @@ def read_config(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigImportError(f"no such file: {path}", field="--model") from None
+        raise ConfigImportError(f"no such file: {path}", field="model") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigImportError(f"{path} is not valid JSON: {exc}", field="--model") from None
+        raise ConfigImportError(f"{path} is not valid JSON: {exc}", field="model") from None
 
 
 def safetensors_header_bytes(path: Path) -> int:
@@ -250,14 +250,14 @@ def safetensors_header_bytes(path: Path) -> int:
     with path.open("rb") as fh:
         head = fh.read(8)
         if len(head) != 8:
-            raise ConfigImportError(f"{path.name} is not a safetensors file", field="--model")
+            raise ConfigImportError(f"{path.name} is not a safetensors file", field="model")
         (n,) = struct.unpack("<Q", head)
         if n > 100 * 2**20:
-            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="--model")
+            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="model")
         try:
             header = json.loads(fh.read(n))
         except json.JSONDecodeError as exc:
-            raise ConfigImportError(f"{path.name}: bad safetensors header: {exc}", field="--model") from None
+            raise ConfigImportError(f"{path.name}: bad safetensors header: {exc}", field="model") from None
     return sum(
         int(t["data_offsets"][1]) - int(t["data_offsets"][0])
         for name, t in header.items()
@@ -303,12 +303,12 @@ def import_model(location: str) -> ImportedModel:
         raise ConfigImportError(
             f"{location!r} is not a config.json, a model folder or a repo id in the local "
             "Hugging Face cache",
-            field="--model",
+            field="model",
         )
     if not config_path.is_file() and config_path.name == "config.json" and (folder / "params.json").is_file():
         config_path = folder / "params.json"  # Mistral's own format (Mistral Large 3 ships no config.json)
     if not config_path.is_file():
-        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="--model")
+        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="model")
     raw = read_config(config_path)
     modelopt = folder / "hf_quant_config.json"
     if "quantization_config" not in raw and modelopt.is_file():

@@ -107,7 +107,7 @@ def looks_like_path(name: str) -> bool:
         return False
 
 
-def resolve_model(catalog: Catalog, name: str, field_name: str = "--model") -> ModelSpec:
+def resolve_model(catalog: Catalog, name: str, field_name: str = "model") -> ModelSpec:
     """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
     try:
         if looks_like_path(name):
@@ -119,7 +119,7 @@ def resolve_model(catalog: Catalog, name: str, field_name: str = "--model") -> M
                 return spec_from_import(name)
             raise
     except InferplanError as exc:
-        if exc.field == "--model":  # the import names the usual flag; this caller's may differ (--models)
+        if exc.field == "model":  # the import names the usual field; this caller's may differ (models)
             exc.field = field_name
         raise
 

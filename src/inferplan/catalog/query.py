@@ -64,7 +64,7 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
             return exact[0]
         raise AmbiguousNameError(
             f"{name!r} is in several kinds: " + ", ".join(f"{_spelling(k)}:{e.id}" for k, e in found),
-            field="--kind",
+            field="kind",
             allowed=", ".join(_spelling(k) for k, _ in found),
         )
     return found[0]

@@ -209,6 +209,20 @@ class KvDtype(Frozen):
     notes: tuple[str, ...] = ()
 
 
+class CalibrationFamilyRule(Frozen):
+    """Hardware on which an engine's speed is calibrated as a family of its own (first match wins),
+    split off because its measured points run apart from the engine's other hardware."""
+
+    family: str
+    backends: tuple[str, ...] = ()  # llama.cpp back ends it covers (empty: any)
+    software: tuple[Software, ...] = ()  # software stacks it covers (empty: any)
+    architectures: tuple[str, ...] = ()  # accelerator architectures it covers (empty: any)
+    memory_type_prefixes: tuple[str, ...] = ()  # memory types it covers, by prefix: HBM (empty: any)
+    except_form_factors: tuple[str, ...] = ()  # form factors it leaves to the engine's family
+    sources: tuple[str, ...] = Field(min_length=1)  # the measurements that set it apart
+    note: str
+
+
 class EngineDefaults(Frozen):
     """The settings that shape an engine's memory budget, as the engine documents them."""
 
@@ -265,6 +279,9 @@ class EngineDefaults(Frozen):
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None
+    # hardware calibrated apart (else the family is the engine's id, with llama.cpp's back end or a
+    # software stack other than CUDA and Metal appended: llamacpp-vulkan, vllm-rocm)
+    calibration_families: tuple[CalibrationFamilyRule, ...] = ()
     notes: tuple[str, ...] = ()
 
 

@@ -192,7 +192,7 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
                              system_gpus=system_gpus, system=system, nodes=nodes)
         except InvalidScenarioError as exc:
-            if best is None or exc.field != "--tensor-parallel-size":
+            if best is None or exc.field != "tensor_parallel_size":
                 raise
             # a cell wider than the hardware's links carry: keep the best narrower one, and say so
             note = f"replica cells wider than {tp // 2} GPUs not tried: {exc}"
@@ -230,11 +230,11 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
         try:
             loadouts.append(_loadout(catalog, cell, w, system_gpus=system_gpus, system=system, nodes=nodes))
         except InvalidScenarioError as exc:
-            if exc.field == "--enable-expert-parallel":  # a dense model: no experts to spread
+            if exc.field == "enable_expert_parallel":  # a dense model: no experts to spread
                 return []
-            # "cell": too small for the model, or not whole systems; "--data-parallel-size": wider than
+            # "cell": too small for the model, or not whole systems; "data_parallel_size": wider than
             # the GPUs' links reach with no network known beyond (a 16-GPU PCIe platform): not a layout
-            if exc.field not in ("cell", "--data-parallel-size"):
+            if exc.field not in ("cell", "data_parallel_size"):
                 raise
     return loadouts
 
@@ -255,7 +255,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
     try:
         cap = cell_capacity(catalog, cell_d, w)
     except InvalidScenarioError as exc:
-        if exc.field != "--gpus":
+        if exc.field != "gpus":
             raise
         # a replica cell (fixed in the scenario, or tried by the sweep) too small for the model
         raise InvalidScenarioError(str(exc), field="cell",

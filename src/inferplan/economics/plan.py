@@ -200,13 +200,13 @@ def _hourly_usd(r: RentalPrice, fx: float) -> float | None:
     return None
 
 
-# a library check names the flag a CLI user would type; in a scenario the same input is this key
+# a library check names the Deployment or Workload field; in a scenario the same input is this key
 SCENARIO_KEYS = {
-    "--model": "model", "--engine": "engine", "--quantization": "quantization", "--kv-cache-dtype": "kv_cache_dtype",
-    "--kv-bytes-per-token": "kv_bytes_per_token", "--tensor-parallel-size": "cell.tensor_parallel_size",
-    "--pipeline-parallel-size": "cell.pipeline_parallel_size", "--gpu": "platform.gpu", "--gpus": "platform",
-    "--data-parallel-size": "cell.data_parallel_size", "--enable-expert-parallel": "cell.enable_expert_parallel",
-    "--system": "platform.system", "--max-model-len": "workload", "--input-len": "workload",
+    "model": "model", "engine": "engine", "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
+    "kv_bytes_per_token": "kv_bytes_per_token", "tensor_parallel_size": "cell.tensor_parallel_size",
+    "pipeline_parallel_size": "cell.pipeline_parallel_size", "gpu": "platform.gpu", "gpus": "platform",
+    "data_parallel_size": "cell.data_parallel_size", "enable_expert_parallel": "cell.enable_expert_parallel",
+    "system": "platform.system", "max_model_len": "workload", "input_len": "workload",
 }
 
 

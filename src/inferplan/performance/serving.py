@@ -85,9 +85,9 @@ class _Context:
         try:
             self.mp: MemoryPlan = plan_memory(d, catalog)
         except InvalidScenarioError as exc:
-            if sized_for_request and exc.field == "--max-model-len":  # the request itself is too long
+            if sized_for_request and exc.field == "max_model_len":  # the request itself is too long
                 raise InvalidScenarioError(f"a request of {w.input_len:,} + {w.output_len:,} tokens: {exc}",
-                                           field="--input-len", allowed=exc.allowed) from None
+                                           field="input_len", allowed=exc.allowed) from None
             raise
         fit = self.mp.result
         if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
@@ -97,22 +97,22 @@ class _Context:
                 f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "
                 f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU); "
                 "see `inferplan fit`",
-                field="--gpus",
+                field="gpus",
             )
         if fit.max_model_len < request:
             if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it
                 raise InvalidScenarioError(
                     f"a request of {w.input_len:,} + {w.output_len:,} tokens is longer than the {fit.max_model_len:,} "
-                    f"tokens {fit.engine} serves {fit.model} at", field="--input-len",
+                    f"tokens {fit.engine} serves {fit.model} at", field="input_len",
                     allowed=f"input + output at most {fit.max_model_len:,} tokens")
             raise InvalidScenarioError(
                 f"max_model_len {fit.max_model_len} is shorter than one request ({w.input_len} + {w.output_len} tokens): "
-                "the engine would refuse it", field="--max-model-len", allowed=f"at least {request}")
+                "the engine would refuse it", field="max_model_len", allowed=f"at least {request}")
         check_backend(d.engine, w.backend, self.mp.accelerator)
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id)
-        self.work: ModelWork = model_work(self.mp)
+        self.work: ModelWork = model_work(self.mp, catalog)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
@@ -130,7 +130,7 @@ class _Context:
         if self.max_running < 1:
             raise InvalidScenarioError(
                 f"no room in the KV cache for one request of {w.input_len}+{w.output_len} tokens",
-                field="--input-len",
+                field="input_len",
             )
 
     def max_concurrency(self) -> int:
@@ -230,7 +230,7 @@ def _estimate(ctx: _Context, concurrency: int) -> ServingEstimate:
         raise InvalidScenarioError(
             f"concurrency {concurrency} does not fit: the KV cache holds {ctx.max_concurrency()} requests of "
             f"{w.input_len}+{w.output_len} tokens on this deployment",
-            field="--concurrency",
+            field="concurrency",
             allowed=f"1..{ctx.max_concurrency()} or max",
         )
     per_instance = math.ceil(concurrency / ctx.dp)

@@ -37,14 +37,14 @@ def _monte_carlo(r: PlanResult, u: Uncertainty, currency: str) -> str:
 def write_report(path: str | Path, r: PlanResult, u: Uncertainty | None, currency: str = "usd") -> Path:
     p = Path(path)
     if p.suffix not in (".html", ".md"):
-        raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="--report", allowed=".html, .md")
+        raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="report", allowed=".html, .md")
     charts = {name: _svg(spec) for name, spec in plan_charts(r, u, currency).items()}
     text = _html(r, u, charts, currency) if p.suffix == ".html" else _markdown(r, u, charts, currency)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise InvalidScenarioError(f"cannot write the report to {p}: {exc.strerror or exc}", field="--report",
+        raise InvalidScenarioError(f"cannot write the report to {p}: {exc.strerror or exc}", field="report",
                                    allowed="a writable file path ending in .html or .md") from None
     return p
 

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from inferplan.shells import render
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, run
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, run, run_naming
 
 catalog_app = typer.Typer(no_args_is_help=True, help="Browse the sourced catalogue.")
 model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging Face config.json files.")
@@ -42,7 +42,7 @@ def catalog_show(
     """Show one catalogue entry with every number's source."""
     from inferplan.catalog.query import show_entry
 
-    kind_found, entry = run(show_entry, name, kind)
+    kind_found, entry = run_naming({"kind": "--kind"}, show_entry, name, kind)
     if as_json:
         emit_json(entry)
     else:
@@ -56,18 +56,14 @@ def model_import(
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
     from inferplan.catalog.query import describe_import
-    from inferplan.errors import InferplanError, InvalidScenarioError
+    from inferplan.errors import InvalidScenarioError
 
     def described():
         if not path.strip():  # "" would read as the current folder
             raise InvalidScenarioError("name a config.json, a model folder or a cached repo id, not a blank", field="PATH")
-        try:
-            return describe_import(path)
-        except InferplanError as exc:  # the import names --model, the flag of fit and perf; here it is PATH
-            exc.field = "PATH" if exc.field == "--model" else exc.field
-            raise
+        return describe_import(path)
 
-    summary = run(described)
+    summary = run_naming({"model": "PATH"}, described)  # the import names the model; here it is the argument PATH
     if as_json:
         emit_json(summary)
     else:

@@ -227,9 +227,17 @@ def print_frontier(console: Console, f) -> None:
     console.print(table)
 
 
+def _speed_value(x: float, metric: str) -> str:
+    """A measured or predicted speed: times (TPOT, TTFT) are seconds inside and shown in ms."""
+    return f"{x * 1e3:,.2f} ms" if metric.endswith("_s") else f"{x:,.1f}"
+
+
 def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None,
                            family: str | None = None) -> None:
-    rows = [c for c in v.checks if (kind is None or c.kind == kind) and (family is None or c.family == family)]
+    def shown(row) -> bool:
+        return (kind is None or row.kind == kind) and (family is None or row.family == family)
+
+    rows = [c for c in v.checks if shown(c)]
     if worst:
         rows = sorted((c for c in rows if c.error is not None), key=lambda c: abs(c.error), reverse=True)[:worst]
     title = ("speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {family}" if family else "")
@@ -237,13 +245,10 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
     table = Table(title=title)
     for col in ("point", "split", "build", "metric", "measured", "predicted", "error", "bound"):
         table.add_column(col)
-    def value(v: float, metric: str) -> str:  # times (TPOT, TTFT) are seconds inside; shown in ms
-        return f"{v * 1e3:,.2f} ms" if metric.endswith("_s") else f"{v:,.1f}"
-
     for c in rows:
-        pred = "—" if c.predicted is None else value(c.predicted, c.metric)
+        pred = "—" if c.predicted is None else _speed_value(c.predicted, c.metric)
         err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
-        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, value(c.measured, c.metric), pred, err,
+        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, _speed_value(c.measured, c.metric), pred, err,
                       c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
     record = Table(title="track record by engine family, and by model where it has 3 points or more (what each "
@@ -251,14 +256,13 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
                          "faster than measured the predictions run)")
     for col in ("family", "kind", "model", "points", "median |error|", "held out", "beyond 30 %", "worst", "lean"):
         record.add_column(col)
-    for r in v.by_family:
-        if (family is None or r.family == family) and (kind is None or r.kind == kind):
-            held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
-            record.add_row(r.family, r.kind, r.model or "all", str(r.points), f"{r.median_abs_error:.0%}", held,
-                           str(r.beyond_30_percent), f"{r.worst_error:+.0%}", f"{r.median_speed_bias:+.0%}")
+    for r in filter(shown, v.by_family):
+        held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
+        record.add_row(r.family, r.kind, r.model or "all", str(r.points), f"{r.median_abs_error:.0%}", held,
+                       str(r.beyond_30_percent), f"{r.worst_error:+.0%}", f"{r.median_speed_bias:+.0%}")
     console.print(record)
-    for key, value in v.medians.items():
-        console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
+    for key, median in v.medians.items():
+        console.print(f"median |error| {key}: {median:.1%} (worst {v.worst[key]:.0%})")
     if kind in (None, "decode"):
         for y in v.decode_by_build_year:
             console.print(f"decode on {y.year} engine builds: {y.points} points, median |error| "

@@ -80,7 +80,7 @@ class Prepared:
 
 
 def _family(ctx: _Context, engine: str, backend: str | None) -> str:
-    return calibration_family(engine, backend, ctx.mp.accelerator)
+    return calibration_family(ctx.catalog.engine(engine), backend, ctx.mp.accelerator)
 
 
 # Engines with a fitted per-request cost at pipeline stage boundaries (calibration.yaml
@@ -108,7 +108,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             d, w = point_scenario(point, catalog)
             ctx = _Context(catalog, d, w)
             if point.concurrency and point.concurrency > ctx.max_concurrency():
-                raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+                raise InferplanError("concurrency beyond the KV cache", field="concurrency")
         except InferplanError as exc:
             skipped.append((point.id, exc.describe()))
             continue
@@ -122,7 +122,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             try:
                 ctx = _Context(catalog, d, w)
                 if pt.concurrency > ctx.max_concurrency():
-                    raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+                    raise InferplanError("concurrency beyond the KV cache", field="concurrency")
             except InferplanError as exc:
                 skipped.append((f"{profile.id}@{pt.concurrency}", exc.describe()))
                 continue

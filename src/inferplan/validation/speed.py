@@ -147,7 +147,7 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     build = catalog.engine_build(point.engine, point.engine_version)
     base = dict(id=point.id, kind=kind_of(point), split=point.split, metric=point.metric.value, measured=measured,
                 engine_build=build.date if build else None,
-                family=calibration_family(point.engine, point.backend, catalog.accelerator(point.accelerator)),
+                family=calibration_family(catalog.engine(point.engine), point.backend, catalog.accelerator(point.accelerator)),
                 concurrency=point.concurrency, model=point.model)
     try:
         d, w = point_scenario(point, catalog)
@@ -243,7 +243,7 @@ def profile_scenario(profile: ServingProfile, concurrency: int) -> tuple[Deploym
 def profile_checks(profile: ServingProfile, catalog: Catalog) -> list[SpeedCheck]:
     """The calibrated model (profiles switched off) against each point of a measured sweep."""
     checks = []
-    family = calibration_family(profile.engine, None, catalog.accelerator(profile.accelerator))
+    family = calibration_family(catalog.engine(profile.engine), None, catalog.accelerator(profile.accelerator))
     for pt in profile.points:
         d, w = profile_scenario(profile, pt.concurrency)
         for metric in PROFILE_METRICS:
