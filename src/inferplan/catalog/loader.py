@@ -379,4 +379,4 @@ def check_references(catalog: Catalog) -> None:
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     """The shipped catalogue (cached; read on first use, never at import), from its compiled copy when
     the data and schema are unchanged (``compiled.py``)."""
-    return load_compiled(data_dir, lambda: load_files(list(data_dir.glob("**/*.yaml")), data_dir=data_dir))
+    return load_compiled(data_dir, lambda: load_files(sorted(data_dir.glob("**/*.yaml")), data_dir=data_dir))
