@@ -9,7 +9,7 @@ import yaml
 from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
 from inferplan.errors import CatalogError
 from inferplan.memory.deployment import Deployment
-from inferplan.performance.serving import _Context
+from inferplan.performance.context import ServingContext
 from inferplan.performance.workload import Workload
 from inferplan.validation.bench_limits import _round_batch, _round_tokens, trtllm_bench_limits
 from inferplan.validation.speed import check_point, point_scenario
@@ -18,10 +18,10 @@ CATALOG = load_catalog()
 GiB = 2**30
 
 
-def context(engine: str, pp: int, **settings) -> _Context:
+def context(engine: str, pp: int, **settings) -> ServingContext:
     d = Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=pp, pipeline_parallel_size=pp,
                    engine=engine, quantization="nvfp4", kv_cache_dtype="fp8", max_model_len=2000, **settings)
-    return _Context(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
+    return ServingContext(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
 
 
 def test_tensorrt_llm_holds_each_micro_batch_to_its_limits_and_vllm_the_instance():

@@ -12,7 +12,7 @@ from inferplan.catalog.schema import ServingProfile
 
 if TYPE_CHECKING:
     from inferplan.memory.fit import MemoryPlan
-    from inferplan.performance.serving import ServingEstimate
+    from inferplan.performance.estimate import ServingEstimate
     from inferplan.performance.workload import Workload
 
 

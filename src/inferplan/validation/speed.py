@@ -21,7 +21,8 @@ from inferplan.errors import InferplanError
 from inferplan.memory.deployment import Deployment
 from inferplan.performance.measured import metric_value as estimate_metric
 from inferplan.performance.rates import calibration_family
-from inferplan.performance.serving import ServingEstimate, estimate
+from inferplan.performance.estimate import ServingEstimate
+from inferplan.performance.serving import estimate
 from inferplan.performance.workload import Workload
 from inferplan.validation.bench_limits import TOOL as BENCH_TOOL, BenchLimits, trtllm_bench_limits
 
