@@ -61,7 +61,7 @@ def test_trtllm_bench_limits_follow_the_kv_cache_the_tool_expects():
     # memory less that, x 0.9 (the engine's free-memory fraction)
     p = point("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-2048-128-out")
     limits = trtllm_bench_limits(CATALOG, p)
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.memory.engine_budget import device_total_bytes
     from inferplan.memory.params import count_params
 
@@ -84,7 +84,7 @@ def test_trtllm_bench_limits_follow_the_kv_cache_the_tool_expects():
 
 def test_tp_above_the_kv_heads_and_an_fp8_checkpoint_by_hand():
     # Qwen3-235B-A22B FP8 on 8x H200 at TP8: 4 KV heads, so the tool counts one per TP rank (8)
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.memory.engine_budget import device_total_bytes
     from inferplan.memory.params import count_params
 

@@ -589,7 +589,7 @@ def test_compressed_and_block_sparse_attention_flops(catalog):
     """DeepSeek-V4-Flash: every layer attends its 128-token window; CSA layers the top-k of entries
     pooled per 4 tokens (their indexer scores all of them), HCA layers every entry pooled per 128.
     MiniMax-M3: sparse layers attend the selected blocks, their indexer scores every token."""
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.performance.work import _attention_coefficients
 
     v4 = resolve_model(catalog, "deepseek-v4-flash").architecture

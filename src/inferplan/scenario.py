@@ -118,7 +118,7 @@ class Scenario(Input):
 def check_references(s: Scenario, catalog) -> None:
     """Every catalogue id a scenario names exists (a saved scenario is checked when saved, not
     first when it is compared); the error names the scenario key."""
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
 
     lookups = [("engine", lambda: catalog.engine(s.engine, field_name="engine")),
                ("model", lambda: resolve_model(catalog, s.model))]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import ModelSpec, resolve_model
+from inferplan.catalog.models import ModelSpec
+from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.deployment import Deployment

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import resolve_model
+from inferplan.memory.resolve import resolve_model
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment

@@ -55,7 +55,7 @@ def model_import(
     as_json: bool = JsonOpt,
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
-    from inferplan.catalog.query import describe_import
+    from inferplan.memory.resolve import describe_import
     from inferplan.errors import InferplanError, InvalidScenarioError
 
     def described():

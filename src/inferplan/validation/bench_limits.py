@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.models import resolve_model
+from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import BENCH_TUNED_FORMATS, SpeedPoint
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import resolve_model
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.fit import _engine_settings
 from inferplan.units import GiB
