@@ -11,10 +11,10 @@ import time
 from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate, estimate_at, frontier
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 
 
 

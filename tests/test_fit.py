@@ -1,7 +1,7 @@
 import pytest
 
 from inferplan.errors import AmbiguousNameError, InvalidScenarioError, UnknownHardwareError, UnknownModelError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.units import GiB
 

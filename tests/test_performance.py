@@ -9,11 +9,11 @@ from pydantic import ValidationError
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.schema import SpeedMetric
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.performance.phases import decode_step
 from inferplan.performance.context import ServingContext, tokens_per_step
 from inferplan.performance.serving import estimate, estimate_at, frontier
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 
 CATALOG = load_catalog()
 

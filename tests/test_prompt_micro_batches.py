@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.performance.phases import micro_batches, prefill
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate_at
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 
 CATALOG = load_catalog()
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.memory.resolve import resolve_model
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.kv_cache import kv_layout
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.performance.phases import StepTime, overlapped
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate_at
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 from inferplan.validation.overlap_grid import scan, with_exponent
 
 CATALOG = load_catalog()

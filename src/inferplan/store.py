@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, stored
-from inferplan.scenario import Scenario
+from inferplan.economics.scenario import Scenario
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenarios (

@@ -19,7 +19,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
