@@ -12,9 +12,9 @@ from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate, estimate_at, frontier
-from inferplan.inputs.workload import Workload
 
 
 

@@ -9,8 +9,8 @@ import yaml
 from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
 from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
-from inferplan.performance.context import ServingContext
 from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
 from inferplan.validation.bench_limits import _round_batch, _round_tokens, trtllm_bench_limits
 from inferplan.validation.speed import check_point, point_scenario
 

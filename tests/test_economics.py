@@ -9,8 +9,8 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.economics import money
 from inferplan.economics.plan import plan
 from inferplan.economics.racks import cost_ratio, tokens_per_mw_ratio
-from inferplan.errors import InvalidScenarioError
 from inferplan.economics.scenario import Scenario
+from inferplan.errors import InvalidScenarioError
 from inferplan.scenario import load_scenario, parse_scenario
 
 CATALOG = load_catalog()

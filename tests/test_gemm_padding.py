@@ -13,12 +13,12 @@ import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import decode_step, prefill
 from inferplan.performance.rates import gemm_min_rows
-from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate_at
 from inferplan.performance.work import model_work
-from inferplan.inputs.workload import Workload
 from inferplan.validation.overlap_grid import with_rates
 
 CATALOG = load_catalog()

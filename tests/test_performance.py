@@ -10,10 +10,10 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.schema import SpeedMetric
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.performance.phases import decode_step
-from inferplan.performance.context import ServingContext, tokens_per_step
-from inferplan.performance.serving import estimate, estimate_at, frontier
 from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext, tokens_per_step
+from inferplan.performance.phases import decode_step
+from inferplan.performance.serving import estimate, estimate_at, frontier
 
 CATALOG = load_catalog()
 

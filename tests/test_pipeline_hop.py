@@ -9,9 +9,9 @@ import pytest
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate_at
-from inferplan.inputs.workload import Workload
 from inferplan.validation.calibrate_pipeline import CONSTANT_ID, FIELD, fit_pipeline
 from inferplan.validation.calibrate_speed import calibrates_pipeline, log_error, prepare
 

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
-from inferplan.performance.phases import micro_batches, prefill
-from inferplan.performance.context import ServingContext
-from inferplan.performance.serving import estimate_at
 from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
+from inferplan.performance.phases import micro_batches, prefill
+from inferplan.performance.serving import estimate_at
 
 CATALOG = load_catalog()
 

@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.resolve import resolve_model
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.kv_cache import kv_layout
+from inferplan.memory.resolve import resolve_model
 
 CATALOG = load_catalog()
 MODELS = sorted(m.id for m in CATALOG.models if m.config and resolve_model(CATALOG, m.id).architecture.num_layers < 100)

@@ -12,10 +12,10 @@ import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.performance.phases import StepTime, overlapped
-from inferplan.performance.context import ServingContext
-from inferplan.performance.serving import estimate_at
 from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
+from inferplan.performance.phases import StepTime, overlapped
+from inferplan.performance.serving import estimate_at
 from inferplan.validation.overlap_grid import scan, with_exponent
 
 CATALOG = load_catalog()

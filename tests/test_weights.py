@@ -6,8 +6,8 @@ import pytest
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.models import CheckpointSize
-from inferplan.memory.resolve import resolve_model
 from inferplan.memory.params import count_params
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
 
 CATALOG = load_catalog()

@@ -16,17 +16,17 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import System
+from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
-from inferplan.performance.profiles import find_profile
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
+from inferplan.performance.profiles import find_profile
 from inferplan.performance.serving import estimate_at, with_profile
 from inferplan.performance.track_record import with_track_record
-from inferplan.inputs.workload import Workload
-from inferplan.economics.workloads import WorkloadProfile
 
 
 class CellCapacity(BaseModel):

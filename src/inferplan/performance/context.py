@@ -8,12 +8,12 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
 from inferplan.performance.work import ModelWork, model_work
-from inferplan.inputs.workload import Workload
 
 
 def tokens_per_step(k: int, acceptance: float) -> float:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
@@ -23,7 +24,6 @@ from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note
 from inferplan.performance.phases import micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.track_record import with_track_record
-from inferplan.inputs.workload import Workload
 
 GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told not to
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import SpeedPoint
 from inferplan.errors import InferplanError
-from inferplan.performance.rates import calibration_family
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
+from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import concurrency_for, estimate_at
 from inferplan.validation.fit_stamp import GENERATED_NAME, inputs_sha256, stamped
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, point_scenario, profile_scenario
