@@ -6,10 +6,10 @@ import pytest
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import plan
+from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
-from inferplan.scenario import Scenario
 
 CATALOG = load_catalog()
 # seed 001, SemiAnalysis rack tables: DeepSeek-R1 FP4 8K/1K on GB300 NVL72 (Jul 2026), output

@@ -1,7 +1,7 @@
 import pytest
 
 from inferplan.errors import AmbiguousNameError, InvalidScenarioError, UnknownHardwareError, UnknownModelError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.units import GiB
 
@@ -258,7 +258,7 @@ def test_under_pipeline_parallelism_the_fullest_stage_holds_the_embeddings_too()
 @pytest.mark.parametrize("model,tied", [("llama-3.3-70b", False), ("qwen3-4b", True), ("deepseek-r1", False)])
 def test_pipeline_stages_hold_the_whole_model_once_and_a_tied_table_twice(model, tied):
     from inferplan.catalog.loader import load_catalog
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.memory.stages import stage_weights
     from inferplan.memory.weights import weight_bytes
 

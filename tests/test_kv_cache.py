@@ -4,8 +4,8 @@ import pytest
 import yaml
 
 from inferplan.catalog.architecture import LayerKind
-from inferplan.catalog.models import resolve_model
 from inferplan.memory.kv_cache import kv_layout
+from inferplan.memory.resolve import resolve_model
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "golden_kv.yaml").read_text())["cases"]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, stored
-from inferplan.scenario import Scenario
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenarios (

@@ -16,15 +16,17 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import System
+from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
+from inferplan.performance.context import ServingContext
+from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.profiles import find_profile
-from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
+from inferplan.performance.serving import estimate_at, with_profile
 from inferplan.performance.track_record import with_track_record
-from inferplan.performance.workload import Workload
-from inferplan.economics.workloads import WorkloadProfile
 
 
 class CellCapacity(BaseModel):
@@ -136,12 +138,12 @@ def drafts(w: WorkloadProfile) -> dict:
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
                      prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
-    ctx = _Context(catalog, cell, shape)
+    ctx = ServingContext(catalog, cell, shape)
     profile = find_profile(catalog, ctx.mp, shape)
 
     def at(c: int) -> ServingEstimate:
-        e = _estimate(ctx, c)
-        return _with_profile(ctx, e, profile) if profile is not None else e
+        e = estimate_at(ctx, c)
+        return with_profile(ctx, e, profile) if profile is not None else e
 
     top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
     lo, hi = 1, top

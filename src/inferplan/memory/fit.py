@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import ModelSpec, resolve_model
+from inferplan.catalog.models import ModelSpec
+from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
-from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
+from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.units import to_gbit_per_s
 
 

@@ -7,11 +7,11 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import resolve_model
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
-from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment
+from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, check_kv_dtype, fit
+from inferplan.memory.resolve import resolve_model
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
 

@@ -10,15 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
+from inferplan.economics.scenario import Scenario
 from inferplan.economics.uncertainty import Uncertainty, simulate
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.performance.serving import Frontier, frontier
-from inferplan.performance.workload import Workload
 from inferplan.report.cards import Card, plan_cards
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
-from inferplan.scenario import Scenario
 
 
 class PlanRequest(Input):

@@ -35,13 +35,14 @@ from inferplan.errors import (
     UnknownModelError,
 )
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
-from inferplan.scenario import Scenario, check_references
+from inferplan.economics.scenario import Scenario
+from inferplan.scenario import check_references
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed

@@ -55,8 +55,8 @@ def model_import(
     as_json: bool = JsonOpt,
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
-    from inferplan.catalog.query import describe_import
     from inferplan.errors import InvalidScenarioError
+    from inferplan.memory.resolve import describe_import
 
     def described():
         if not path.strip():  # "" would read as the current folder

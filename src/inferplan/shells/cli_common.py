@@ -111,13 +111,13 @@ def emit_json(obj) -> None:
 
 
 def deployment(**kwargs):
-    from inferplan.memory.deployment import Deployment
+    from inferplan.inputs.deployment import Deployment
 
     return run(Deployment, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 def workload(**kwargs):
-    from inferplan.performance.workload import Workload
+    from inferplan.inputs.workload import Workload
 
     concurrency = kwargs.pop("concurrency")
     if concurrency is not None and concurrency != "max":

@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.measured import metric_value as estimate_metric
 from inferplan.performance.rates import calibration_family
-from inferplan.performance.serving import ServingEstimate, estimate
-from inferplan.performance.workload import Workload
+from inferplan.performance.serving import estimate
 from inferplan.validation.bench_limits import TOOL as BENCH_TOOL, BenchLimits, trtllm_bench_limits
 
 KIND = {

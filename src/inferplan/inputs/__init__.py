@@ -5,6 +5,11 @@ Frozen, no unknown keys, no NaN or infinity, and ``true``/``false`` is not a num
 read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boolean would become a
 silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rather than read. A
 field that takes booleans says so in its type.
+
+The package sits under every layer, beside ``errors`` and ``units``, and holds the stated inputs
+the layers above share: ``deployment.Deployment`` (the model, hardware, parallelism and engine a
+memory or speed question is about) and ``workload.Workload`` (the requests a speed question
+serves). It imports nothing from the rest of inferplan.
 """
 
 from __future__ import annotations
