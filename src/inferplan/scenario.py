@@ -15,7 +15,8 @@ from pydantic import AliasChoices, BaseModel, Field, ValidationError, Validation
 
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.errors import InferplanError, InvalidScenarioError
-from inferplan.inputs import Input, WrittenFloat, stored
+from inferplan.input_files import check_yaml_depth, read_text
+from inferplan.inputs import Input, SafeName, WrittenFloat, stored
 from inferplan.memory.deployment import MIN_KV_BYTES_PER_TOKEN
 
 
@@ -99,7 +100,7 @@ class MoneyInputs(Input):
 
 
 class Scenario(Input):
-    name: str = "scenario"
+    name: SafeName = "scenario"
     model: str = Field(min_length=1)
     quantization: str | None = None
     engine: str = "vllm"
@@ -181,6 +182,7 @@ _UniqueKeys.add_constructor(_EXPONENT, lambda loader, node: WrittenFloat(loader.
 
 
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
+    check_yaml_depth(text, where=where, field=where, error=InvalidScenarioError)
     try:
         data = yaml.load(text, Loader=_UniqueKeys)  # noqa: S506 - a SafeLoader subclass
         root = yaml.compose(text)
@@ -222,10 +224,5 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
 
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidScenarioError(f"cannot read {p}: {exc.strerror}", field="SCENARIO") from None
-    except UnicodeDecodeError:
-        raise InvalidScenarioError(f"{p} is not UTF-8 text", field="SCENARIO", allowed="a UTF-8 YAML file") from None
+    text = read_text(p, field="SCENARIO", error=InvalidScenarioError)
     return parse_scenario(text, where=str(p))
