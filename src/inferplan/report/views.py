@@ -3,11 +3,13 @@ chart specs — assembled once here so no shell recomputes anything."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.provenance import Sourced
 from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
 from inferplan.economics.uncertainty import Uncertainty, simulate
@@ -74,6 +76,39 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
                     memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note)
 
 
+class SourceNote(BaseModel):
+    """Where a shown number comes from: the page's hover text on it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    title: str
+    url: str | None
+    checked: dt.date
+    kind: str
+    tooltip: str  # "source: <title> (<url>), checked <date>, <kind>"
+
+
+def source_notes(catalog: Catalog, *quantities: Sourced | None) -> list[SourceNote]:
+    """One note per distinct source and date among the quantities (None ones skipped)."""
+    notes: list[SourceNote] = []
+    for q in quantities:
+        if q is None:
+            continue
+        src = catalog.sources[q.source]
+        checked = q.checked or src.checked
+        where = src.url or f"seed: {src.seed}"
+        note = SourceNote(source=src.id, title=src.title, url=src.url, checked=checked, kind=q.kind.value,
+                          tooltip=f"source: {src.title} ({where}), checked {checked.isoformat()}, {q.kind.value}")
+        if note not in notes:
+            notes.append(note)
+    return notes
+
+
+def _sourced(catalog: Catalog, fields: dict[str, tuple]) -> dict[str, list[SourceNote]]:
+    return {field: notes for field, quantities in fields.items() if (notes := source_notes(catalog, *quantities))}
+
+
 class ModelCardView(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -88,6 +123,7 @@ class ModelCardView(BaseModel):
     first_node: str
     engines: str
     architecture: str  # "published config" | "proxy: <model>" | "not published"
+    sources: dict[str, list[SourceNote]] = {}  # field shown -> where its numbers come from
 
 
 class PlatformView(BaseModel):
@@ -105,6 +141,7 @@ class PlatformView(BaseModel):
     price_eur: str
     native_nvfp4: str
     software: str
+    sources: dict[str, list[SourceNote]] = {}  # field shown -> where its numbers come from
 
 
 def _count(q, unit: float, suffix: str, digits: int = 0) -> str:
@@ -127,6 +164,8 @@ def model_cards(catalog: Catalog, include_reference: bool = False) -> list[Model
             gate=(m.licence.gate or "—") if m.licence else "—", params=params,
             context=_count(m.context_tokens, 1, " tokens"), checkpoints=checkpoints, first_node=m.first_node or "—",
             engines=", ".join(m.serving_engines) or "—", architecture=arch,
+            sources=_sourced(catalog, {"params": (m.total_params, m.active_params), "context": (m.context_tokens,),
+                                       "checkpoints": tuple(c.size_bytes for c in m.checkpoints)}),
         ))
     return cards
 
@@ -149,5 +188,8 @@ def platform_ladder(catalog: Catalog) -> list[PlatformView]:
             price_usd=money(band.usd_low, band.usd_high, "$") if band else "—",
             price_eur=money(band.eur_low, band.eur_high, "€") if band else "—",
             native_nvfp4="yes" if "nvfp4" in accel.native_formats else "no", software=accel.software.value,
+            sources=_sourced(catalog, {"memory": (s.memory_bytes,), "power": (s.power_w,),
+                                       "price_usd": (band.usd_low, band.usd_high) if band else (),
+                                       "price_eur": (band.eur_low, band.eur_high) if band else ()}),
         ))
     return rows
