@@ -235,3 +235,6 @@ def test_catalogue_numbers_show_their_source_and_date_on_hover(page, server):
         assert title and re.fullmatch(dated, title), (column, title)
     params = page.locator("#model-table tbody tr").first.locator("td").nth(2)
     assert re.match(dated, params.get_attribute("title") or ""), params.get_attribute("title")
+    capex = page.locator('#cards .card[data-key="capex"]')
+    capex.hover()
+    assert re.fullmatch(dated, capex.get_attribute("title") or ""), capex.get_attribute("title")

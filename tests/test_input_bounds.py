@@ -143,3 +143,17 @@ def test_plain_names_and_multiline_text_pass():
     assert TypeAdapter(SafeName).validate_python("Chat seats — H100 (mid) é 日本") == "Chat seats — H100 (mid) é 日本"
     assert TypeAdapter(SafeText).validate_python("line one\n\tline two") == "line one\n\tline two"
     assert TypeAdapter(SafeName).validate_python("a\x00", context={"stored": True}) == "a\x00"  # saved rows still read
+
+
+def test_the_api_refuses_a_bidi_name_in_a_saved_name_and_a_scenario(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "api.db"))
+    scenario = {"name": "fine", "model": "llama-3.1-8b", "platform": {"system": "hgx-h100"}}
+    saved = client.post("/api/scenarios", json={"name": "evil\u202etxt.exe", "scenario": scenario})
+    assert saved.status_code == 422 and "name" in saved.text
+    planned = client.post("/api/plan", json={"scenario": {**scenario, "name": "a\x00b"}, "draws": 0})
+    assert planned.status_code == 422 and "name" in planned.text
+    assert client.post("/api/scenarios", json={"name": "plain", "scenario": scenario}).status_code == 201

@@ -33,3 +33,24 @@ def test_one_note_per_source_and_date(catalog):
     same = band.usd_low.source == band.usd_high.source and band.usd_low.checked == band.usd_high.checked
     notes = source_notes(catalog, band.usd_low, band.usd_high, None)
     assert len(notes) == (1 if same and band.usd_low.kind == band.usd_high.kind else 2)
+
+
+def test_the_plans_price_cards_name_their_catalogue_records(catalog):
+    from pathlib import Path
+
+    from inferplan.report.views import PlanRequest, plan_view
+    from inferplan.scenario import load_scenario
+
+    scenario = load_scenario(Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml")
+    view = plan_view(PlanRequest(scenario=scenario, draws=0), catalog)
+    cards = {c.key: c for c in view.cards}
+    band = catalog.systems.records[view.result.system].price
+    assert {n.source for n in cards["capex"].sources} == {q.source for q in (band.usd_low, band.usd_high) if q}
+    api = catalog.api_prices.records[view.result.api_price]
+    assert api.model == scenario.model and api.output_usd_per_mtok.source in {n.source for n in cards["same_model_api"].sources}
+    rental = catalog.rental_prices.records[view.result.rental]
+    assert rental.accelerator == view.result.accelerator and cards["rent"].sources
+    assert not cards["users"].sources  # a derived count rests on no single record
+    quoted = plan_view(PlanRequest(scenario=scenario.model_copy(update={"platform": scenario.platform.model_copy(
+        update={"quote_usd_per_system": 250_000.0})}), draws=0), catalog)
+    assert not next(c for c in quoted.cards if c.key == "capex").sources  # a vendor quote has no catalogue source

@@ -267,7 +267,7 @@ def _checkpoint_bytes(folder: Path) -> tuple[int | None, str | None]:
         meta = read_config(index, MAX_INDEX_BYTES).get("metadata") or {}
         if meta.get("total_size"):
             return int(meta["total_size"]), "model.safetensors.index.json total_size"
-    files = sorted(folder.glob("*.safetensors"))
+    files = sorted(f for f in folder.glob("*.safetensors") if f.is_file())  # not a pipe that blocks on open
     if files:
         return sum(safetensors_header_bytes(f) for f in files), "safetensors headers"
     return None, None

@@ -84,6 +84,8 @@ class PlanResult(BaseModel):
     owner_cost_usd_per_output_mtok_at_capacity: float | None = None  # per million output tokens (racks' and the seed's basis)
     output_tokens_per_s_per_mw: float | None
     rental: str | None
+    api_price: str | None = None  # id of the same-model API price the quote is built on
+    api_alternative: str | None = None  # id of the API price compared with
     rent_usd_per_month: float | None  # the same GPUs rented around the clock
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
@@ -330,6 +332,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
                                                     if capacity_tokens else None),
         output_tokens_per_s_per_mw=loadouts * cap.output_tokens_per_s / mw if mw else None,
         rental=rental.id if rental else None, rent_usd_per_month=rent_month,
+        api_price=same.id if same else None, api_alternative=alt.id if alt else None,
         rent_vs_buy_break_even_months=(capex / (rent_month - operating) if rent_month and rent_month > operating else None),
         api_break_even_tokens_per_month=(owner_month / blended_api * 1e6 if blended_api else None),
         capacity_tokens_per_month=capacity_tokens,

@@ -3,13 +3,12 @@ chart specs — assembled once here so no shell recomputes anything."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.catalog.loader import Catalog
-from inferplan.catalog.provenance import Sourced
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.provenance import iter_sourced
 from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
 from inferplan.economics.uncertainty import Uncertainty, simulate
@@ -19,6 +18,7 @@ from inferplan.memory.fit import MemoryFit, fit
 from inferplan.performance.serving import Frontier, frontier
 from inferplan.performance.workload import Workload
 from inferplan.report.cards import Card, plan_cards
+from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
 from inferplan.scenario import Scenario
 
@@ -72,41 +72,30 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
                f"({memory.kv_cache_tokens:,} tokens); {memory.total_max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
                f"At the {result.workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
                f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")
-    return PlanView(result=result, uncertainty=u, cards=plan_cards(result, request.currency), charts=charts,
+    notes = _card_sources(result, s, catalog or load_catalog())
+    cards = [c.model_copy(update={"sources": notes[c.key]}) if notes.get(c.key) else c
+             for c in plan_cards(result, request.currency)]
+    return PlanView(result=result, uncertainty=u, cards=cards, charts=charts,
                     memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note)
-
-
-class SourceNote(BaseModel):
-    """Where a shown number comes from: the page's hover text on it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    source: str
-    title: str
-    url: str | None
-    checked: dt.date
-    kind: str
-    tooltip: str  # "source: <title> (<url>), checked <date>, <kind>"
-
-
-def source_notes(catalog: Catalog, *quantities: Sourced | None) -> list[SourceNote]:
-    """One note per distinct source and date among the quantities (None ones skipped)."""
-    notes: list[SourceNote] = []
-    for q in quantities:
-        if q is None:
-            continue
-        src = catalog.sources[q.source]
-        checked = q.checked or src.checked
-        where = src.url or f"seed: {src.seed}"
-        note = SourceNote(source=src.id, title=src.title, url=src.url, checked=checked, kind=q.kind.value,
-                          tooltip=f"source: {src.title} ({where}), checked {checked.isoformat()}, {q.kind.value}")
-        if note not in notes:
-            notes.append(note)
-    return notes
 
 
 def _sourced(catalog: Catalog, fields: dict[str, tuple]) -> dict[str, list[SourceNote]]:
     return {field: notes for field, quantities in fields.items() if (notes := source_notes(catalog, *quantities))}
+
+
+def _card_sources(r: PlanResult, s: Scenario, catalog: Catalog) -> dict[str, list[SourceNote]]:
+    """The catalogue records behind the plan's price cards: the system's price band (unless a
+    vendor quote replaced it), the API prices and the rental listing."""
+    def notes(section: str, record_id: str | None) -> list[SourceNote]:
+        record = getattr(catalog, section).records.get(record_id) if record_id else None
+        return source_notes(catalog, *(q for _, q in iter_sourced(record))) if record else []
+
+    system = catalog.systems.records.get(r.system)
+    band = system.price if system and not s.platform.quote_usd_per_system else None
+    same, alt = notes("api_prices", r.api_price), notes("api_prices", r.api_alternative)
+    return {"capex": source_notes(catalog, band.usd_low, band.usd_high) if band else [],
+            "same_model_api": same, "private_quote": same, "api_alternative": alt, "api_cost": alt,
+            "rent": notes("rental_prices", r.rental)}
 
 
 class ModelCardView(BaseModel):

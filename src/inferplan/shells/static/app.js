@@ -156,6 +156,7 @@ function card(c) {
   const div = document.createElement("div");
   div.className = "card";
   div.dataset.key = c.key;
+  if (c.sources.length) div.title = c.sources.map((n) => n.tooltip).join("; ");  // where the figure's prices come from
   const label = document.createElement("div");
   label.className = "label";
   label.textContent = c.label;
