@@ -157,3 +157,11 @@ def test_the_api_refuses_a_bidi_name_in_a_saved_name_and_a_scenario(tmp_path):
     planned = client.post("/api/plan", json={"scenario": {**scenario, "name": "a\x00b"}, "draws": 0})
     assert planned.status_code == 422 and "name" in planned.text
     assert client.post("/api/scenarios", json={"name": "plain", "scenario": scenario}).status_code == 201
+
+
+def test_the_shipped_catalogue_files_are_within_the_caps():
+    from inferplan.catalog.loader import DATA_DIR
+
+    for path in DATA_DIR.glob("**/*.yaml"):
+        text = input_files.read_text(path, field=str(path), error=CatalogError)
+        input_files.check_yaml_depth(text, where=path.name, field=str(path), error=CatalogError)

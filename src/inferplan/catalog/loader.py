@@ -235,7 +235,8 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _read_yaml(path: Path) -> dict:
     text = read_text(path, field=str(path), error=CatalogError)
-    check_yaml_depth(text, where=path.name, field=str(path), error=CatalogError)
+    if not path.resolve().is_relative_to(DATA_DIR.resolve()):  # the shipped files are checked by a test, not per run
+        check_yaml_depth(text, where=path.name, field=str(path), error=CatalogError)
     try:
         data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
