@@ -44,3 +44,10 @@ def test_the_fits_matrix_shows_every_model_and_gpu_whole():
 def test_a_plan_names_its_model_and_system_whole():
     out = narrow("plan", str(EXAMPLES / "coding-developers-b200.yaml"))
     assert whole("qwen3-235b-a22b", out) and whole("hgx-b200", out)
+
+
+def test_a_scenario_name_with_rich_markup_is_printed_as_text(tmp_path):
+    scenario = tmp_path / "markup.yaml"
+    scenario.write_text('name: "[/] [red]x"\nmodel: qwen3-32b\nplatform: {system: hgx-h100}\n'
+                        "workload: {preset: chat-seat}\ntarget_users: 100\n")
+    assert "[/] [red]x —" in narrow("plan", str(scenario))

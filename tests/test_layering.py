@@ -23,7 +23,7 @@ SRC = Path(inferplan.__file__).resolve().parent
 PACKAGE = "inferplan"
 
 LAYERS = {
-    "errors": 0, "units": 0, "inputs": 0,
+    "errors": 0, "units": 0, "inputs": 0, "input_files": 0,
     "catalog": 1,
     "memory": 2,
     "performance": 3,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.scenario import Scenario
 from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.input_files import check_yaml_depth, read_text
 from inferplan.inputs import WrittenFloat
 from inferplan.memory.resolve import resolve_model
 
@@ -84,6 +85,7 @@ _UniqueKeys.add_constructor(_EXPONENT, lambda loader, node: WrittenFloat(loader.
 
 
 def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
+    check_yaml_depth(text, where=where, field=where, error=InvalidScenarioError)
     try:
         data = yaml.load(text, Loader=_UniqueKeys)  # noqa: S506 - a SafeLoader subclass
         root = yaml.compose(text)
@@ -125,10 +127,5 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
 
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidScenarioError(f"cannot read {p}: {exc.strerror}", field="SCENARIO") from None
-    except UnicodeDecodeError:
-        raise InvalidScenarioError(f"{p} is not UTF-8 text", field="SCENARIO", allowed="a UTF-8 YAML file") from None
+    text = read_text(p, field="SCENARIO", error=InvalidScenarioError)
     return parse_scenario(text, where=str(p))

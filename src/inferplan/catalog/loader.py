@@ -43,6 +43,7 @@ from inferplan.catalog.schema import (
     System,
 )
 from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareError, UnknownModelError
+from inferplan.input_files import check_yaml_depth, read_text
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -234,8 +235,11 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _read_yaml(path: Path) -> dict:
+    text = read_text(path, field=str(path), error=CatalogError)
+    if not path.resolve().is_relative_to(DATA_DIR.resolve()):  # the shipped files are checked by a test, not per run
+        check_yaml_depth(text, where=path.name, field=str(path), error=CatalogError)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path.name}: not valid YAML: {exc}", field=str(path)) from exc
     if not isinstance(data, dict):

@@ -66,6 +66,8 @@ class PlanResult(BaseModel):
     owner_cost_usd_per_output_mtok_at_capacity: float | None = None  # per million output tokens (racks' and the seed's basis)
     output_tokens_per_s_per_mw: float | None
     rental: str | None
+    api_price: str | None = None  # id of the same-model API price the quote is built on
+    api_alternative: str | None = None  # id of the API price compared with
     rent_usd_per_month: float | None  # the same GPUs rented around the clock
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
@@ -89,7 +91,7 @@ class PlanResult(BaseModel):
         return None if usd is None else usd / self.fx_usd_per_eur
 
 
-# a library check names the flag a CLI user would type; in a scenario the same input is this key
+# a library check names the Deployment or Workload field; in a scenario the same input is this key
 SCENARIO_KEYS = {
     "model": "model", "engine": "engine", "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
     "kv_bytes_per_token": "kv_bytes_per_token", "tensor_parallel_size": "cell.tensor_parallel_size",
@@ -230,6 +232,8 @@ class _Quotes:
     payback_months: float | None  # None = never (operating cash ≤ 0)
     api_cost_for_served_usd_per_month: float | None  # the served users' tokens at the compared API
     note: str | None
+    same_model_api_id: str | None = None  # the API price the quote is built on
+    alternative_api_id: str | None = None  # the API price compared with
 
 
 def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, costs: _Costs) -> _Quotes:
@@ -249,6 +253,8 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
         money.payback_months(costs.capex_usd, billing - operating),
         served * alt_user if alt_user is not None else None,
         note,
+        same.id if same else None,
+        alt.id if alt else None,
     )
 
 
@@ -338,6 +344,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         owner_cost_usd_per_output_mtok_at_capacity=per_token.owner_usd_per_output_mtok_at_capacity,
         output_tokens_per_s_per_mw=per_token.output_tokens_per_s_per_mw,
         rental=rent.rental, rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
+        api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
         migration_break_even_tokens=per_token.migration_break_even_tokens,

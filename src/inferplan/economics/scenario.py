@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 
 from inferplan.economics.workloads import WorkloadOverrides
-from inferplan.inputs import Input, stored
+from inferplan.inputs import Input, SafeName, stored
 from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
 
 
@@ -96,7 +96,7 @@ class MoneyInputs(Input):
 
 
 class Scenario(Input):
-    name: str = "scenario"
+    name: SafeName = "scenario"
     model: str = Field(min_length=1)
     quantization: str | None = None
     engine: str = "vllm"

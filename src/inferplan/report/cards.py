@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
+from inferplan.report.sources import SourceNote
 
 
 class Card(BaseModel):
@@ -19,6 +20,7 @@ class Card(BaseModel):
     label: str
     value: str
     note: str = ""
+    sources: list[SourceNote] = []  # catalogue records the figure rests on (a price band, an API or rental price)
 
 
 def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:

@@ -43,6 +43,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
 from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
+from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -191,6 +192,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
             return plan_view(request.model_copy(update={"scenario": scenario}), load_catalog(), quote_note=note)
         except InferplanError as exc:
             raise _in_body(exc, ("scenario", Scenario)) from None
+
+    app.include_router(catalog_router)  # before /api/catalog/{kind}, which would take "stale" for a kind
 
     @app.get("/api/catalog", tags=["catalogue"])
     def catalog_kinds() -> list[str]:

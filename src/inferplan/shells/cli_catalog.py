@@ -49,6 +49,37 @@ def catalog_show(
         render.print_entry(console, kind_found, entry)
 
 
+@catalog_app.command("stale")
+def catalog_stale(
+    days: int = typer.Option(180, "--days", help="List numbers whose source was checked more than this many days ago."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Catalogue numbers due for a re-check: oldest source date first."""
+    from rich.table import Table
+
+    from inferplan.catalog.freshness import stale_entries
+    from inferplan.errors import InferplanError
+
+    def entries():
+        try:
+            return stale_entries(days)
+        except InferplanError as exc:
+            exc.field = "--days" if exc.field == "days" else exc.field
+            raise
+
+    rows = run(entries)
+    if as_json:
+        emit_json([row.model_dump(mode="json") for row in rows])
+        return
+    if not rows:
+        console.print(f"Every catalogue number was checked within the last {days} days.")
+        return
+    table = Table("kind", "id", "numbers", "source", "checked", "age (days)", title=f"Checked more than {days} days ago")
+    for row in rows:
+        table.add_row(row.kind, row.id, ", ".join(row.numbers), row.source, str(row.checked), str(row.age_days))
+    console.print(table)
+
+
 @model_app.command("import")
 def model_import(
     path: str = typer.Argument(..., help="config.json, a model folder, or a repo id in the local Hugging Face cache."),

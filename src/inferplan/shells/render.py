@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -285,7 +286,7 @@ def print_cross_validation(console: Console, cv) -> None:
 def print_plan(console: Console, r, currency: str = "usd") -> None:
     from inferplan.report.cards import plan_cards, recommendation_reasons
 
-    console.print(f"[bold]{r.name}[/] — {r.model} on {r.system} ({r.accelerator}); workload {r.workload.name}")
+    console.print(f"[bold]{escape(r.name)}[/] — {r.model} on {r.system} ({r.accelerator}); workload {escape(r.workload.name)}")
     table = Table(title="Users + ROI", show_header=True)
     for col in ("output", "value", ""):
         table.add_column(col, overflow="fold")

@@ -190,6 +190,7 @@ function card(c) {
   const div = document.createElement("div");
   div.className = "card";
   div.dataset.key = c.key;
+  if (c.sources.length) div.title = c.sources.map((n) => n.tooltip).join("; ");  // where the figure's prices come from
   const label = document.createElement("div");
   label.className = "label";
   label.textContent = c.label;
@@ -383,12 +384,24 @@ async function addQuote(event) {
   } catch (err) { showError(err.message); }
 }
 
+// a cell is its text, or [text, title]: the title (hover text) says where the number comes from
 function tableRows(tbody, rows) {
   tbody.replaceChildren(...rows.map((cells) => {
     const tr = document.createElement("tr");
-    for (const text of cells) { const td = document.createElement("td"); td.textContent = text; tr.append(td); }
+    for (const cell of cells) {
+      const [text, title] = Array.isArray(cell) ? cell : [cell, ""];
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (title) { td.title = title; td.classList.add("sourced"); }
+      tr.append(td);
+    }
     return tr;
   }));
+}
+
+// a view's field with the sources the server attached to it
+function sourced(view, field) {
+  return [view[field], (view.sources[field] || []).map((n) => n.tooltip).join("; ")];
 }
 
 async function init() {
@@ -414,8 +427,10 @@ async function init() {
   });
   fillSelect($("quote-system"), systems.map((s) => [s.id, s.name]));
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
-  tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, c.params, c.checkpoints.join("; "), c.first_node, c.gate, c.architecture]));
-  tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, p.memory, p.power, p.cooling, p.price_usd, p.price_eur, p.native_nvfp4, p.software, p.status]));
+  tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, sourced(c, "params"),
+    [c.checkpoints.join("; "), (c.sources.checkpoints || []).map((n) => n.tooltip).join("; ")], c.first_node, c.gate, c.architecture]));
+  tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, sourced(p, "memory"), sourced(p, "power"), p.cooling,
+    sourced(p, "price_usd"), sourced(p, "price_eur"), p.native_nvfp4, p.software, p.status]));
   const params = new URLSearchParams(location.search);
   if (params.get("c")) $("currency").value = params.get("c");
   if (params.get("s")) {
