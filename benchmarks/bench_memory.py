@@ -11,7 +11,7 @@ import time
 from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.matrix import fits_matrix
 

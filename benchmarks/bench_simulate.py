@@ -11,8 +11,8 @@ import numpy as np
 from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.deployment import Deployment
-from inferplan.performance.workload import Workload
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import Load
 from inferplan.search.queueing import CurveTable, approximate_many
 from inferplan.search.service import service_curve

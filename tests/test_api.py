@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 from fastapi.testclient import TestClient
 
-from inferplan.scenario import Scenario
+from inferplan.economics.scenario import Scenario
 from inferplan.shells.api import create_app
 
 SCENARIO = {"name": "api test", "model": "llama-3.1-8b", "platform": {"system": "hgx-h100"},
@@ -192,7 +192,7 @@ def test_vendor_quotes_override_the_price_band(client):
 
 
 def test_concurrent_saves_lose_nothing(tmp_path):
-    from inferplan.scenario import Scenario
+    from inferplan.economics.scenario import Scenario
     from inferplan.store import Store
 
     store = Store(tmp_path / "c.db")

@@ -8,9 +8,9 @@ import yaml
 
 from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
 from inferplan.errors import CatalogError
-from inferplan.memory.deployment import Deployment
-from inferplan.performance.serving import _Context
-from inferplan.performance.workload import Workload
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
 from inferplan.validation.bench_limits import _round_batch, _round_tokens, trtllm_bench_limits
 from inferplan.validation.speed import check_point, point_scenario
 
@@ -18,10 +18,10 @@ CATALOG = load_catalog()
 GiB = 2**30
 
 
-def context(engine: str, pp: int, **settings) -> _Context:
+def context(engine: str, pp: int, **settings) -> ServingContext:
     d = Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=pp, pipeline_parallel_size=pp,
                    engine=engine, quantization="nvfp4", kv_cache_dtype="fp8", max_model_len=2000, **settings)
-    return _Context(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
+    return ServingContext(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
 
 
 def test_tensorrt_llm_holds_each_micro_batch_to_its_limits_and_vllm_the_instance():
@@ -61,7 +61,7 @@ def test_trtllm_bench_limits_follow_the_kv_cache_the_tool_expects():
     # memory less that, x 0.9 (the engine's free-memory fraction)
     p = point("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-2048-128-out")
     limits = trtllm_bench_limits(CATALOG, p)
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.memory.engine_budget import device_total_bytes
     from inferplan.memory.params import count_params
 
@@ -84,7 +84,7 @@ def test_trtllm_bench_limits_follow_the_kv_cache_the_tool_expects():
 
 def test_tp_above_the_kv_heads_and_an_fp8_checkpoint_by_hand():
     # Qwen3-235B-A22B FP8 on 8x H200 at TP8: 4 KV heads, so the tool counts one per TP rank (8)
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.memory.engine_budget import device_total_bytes
     from inferplan.memory.params import count_params
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import socket
 import threading
@@ -218,3 +219,22 @@ def test_report_download_and_phone_layout(page, server):
 def test_api_docs_render_offline(page, server):
     page.goto(server + "/docs")
     page.get_by_text("/api/plan", exact=True).first.wait_for(timeout=30000)
+
+
+def test_catalogue_numbers_show_their_source_and_date_on_hover(page, server):
+    page.goto(server + "/")
+    planned(page)
+    row = page.locator("#platform-table tbody tr", has_text="HGX B200").first
+    cells = row.locator("td")
+    headers = [h.strip() for h in page.locator("#platform-table thead th").all_inner_texts()]
+    dated = r"source: .+ \(.+\), checked \d{4}-\d{2}-\d{2}, (spec|measured|derived|assumed)"
+    for column in ("Price (USD)", "Memory", "Power"):
+        cell = cells.nth(headers.index(column))
+        cell.hover()
+        title = cell.get_attribute("title")
+        assert title and re.fullmatch(dated, title), (column, title)
+    params = page.locator("#model-table tbody tr").first.locator("td").nth(2)
+    assert re.match(dated, params.get_attribute("title") or ""), params.get_attribute("title")
+    capex = page.locator('#cards .card[data-key="capex"]')
+    capex.hover()
+    assert re.fullmatch(dated, capex.get_attribute("title") or ""), capex.get_attribute("title")

@@ -40,9 +40,11 @@ def test_every_number_is_sourced_and_dated(catalog):
             count += 1
             source = catalog.sources.get(q.source)
             assert source is not None, f"{key}:{record.id}.{path} names unknown source {q.source}"
-            assert (q.checked or source.checked) <= dt.date(2026, 12, 31)
+            assert (q.checked or source.checked) <= dt.date.today(), f"{key}:{record.id}.{path} checked in the future"
             assert source.url or source.seed
     assert count > 500
+    future = [s.id for s in catalog.sources.values() if s.checked and s.checked > dt.date.today()]
+    assert not future, f"sources checked after today: {future}"
 
 
 def test_seed_sources_name_real_seed_files(catalog):
@@ -153,3 +155,26 @@ def test_no_data_string_is_cut_short_by_an_unquoted_hash():
     offenders = [f"{path.name}:{i}" for path in DATA_DIR.glob("**/*.yaml")
                  for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if cut.match(line)]
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("rule", ["runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host",
+                                  "pp_kv_room", "pp_batch_limits", "expert_parallel", "pads_gemm_rows"])
+def test_an_engine_rule_needs_a_known_source(tmp_path, rule):
+    good = yaml.safe_load((DATA_DIR / "engines.yaml").read_text())
+    stated = next(e for e in good["engines"] if e.get(rule) not in (None, False, [], ()))
+    for source, match in ((None, f"{rule} needs a {rule}_source"), ("nowhere", "unknown source 'nowhere'")):
+        record = dict(stated, **{f"{rule}_source": source})
+        bad = tmp_path / "engines.yaml"
+        bad.write_text(yaml.safe_dump({"sources": good["sources"], "engines": [record]}))
+        with pytest.raises(CatalogError, match=match):
+            load_files([bad, DATA_DIR / "quantizations.yaml"])  # the KV-cache dtypes an engine names
+
+
+def test_a_calibration_family_needs_known_sources(tmp_path):
+    good = yaml.safe_load((DATA_DIR / "engines.yaml").read_text())
+    record = next(e for e in good["engines"] if e.get("calibration_families"))
+    record["calibration_families"] = [dict(record["calibration_families"][0], sources=["nowhere"])]
+    bad = tmp_path / "engines.yaml"
+    bad.write_text(yaml.safe_dump({"sources": good["sources"], "engines": [record]}))
+    with pytest.raises(CatalogError, match="unknown source 'nowhere'"):
+        load_files([bad, DATA_DIR / "quantizations.yaml"])

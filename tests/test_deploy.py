@@ -17,7 +17,7 @@ from inferplan.catalog.flags_schema import EngineFlags, Setting
 from inferplan.deploy import Speculative, kubernetes_manifest, launch_command
 from inferplan.deploy.command import engine_flags
 from inferplan.errors import UnsupportedSettingError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx")
 

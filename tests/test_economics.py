@@ -9,8 +9,9 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.economics import money
 from inferplan.economics.plan import plan
 from inferplan.economics.racks import cost_ratio, tokens_per_mw_ratio
+from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
-from inferplan.scenario import Scenario, load_scenario, parse_scenario
+from inferplan.scenario import load_scenario, parse_scenario
 
 CATALOG = load_catalog()
 FX = CATALOG.cost_defaults.records["fx-eur-usd"].usd_per_eur.value
@@ -305,7 +306,7 @@ def test_report_type_is_checked(tmp_path):
 
     with pytest.raises(InvalidScenarioError) as exc:
         write_report(tmp_path / "report.pdf", plan(scenario(), CATALOG), None)
-    assert exc.value.field == "--report"
+    assert exc.value.field == "report"
 
 
 def test_seed_lines_with_a_kv_proxy_plan_and_read_only_active_experts(sketch_catalog):
@@ -441,7 +442,7 @@ def test_users_counted_on_the_calibrated_model_carry_its_track_record(catalog):
     assumptions quote that engine family's record, as `perf` does."""
     from inferplan.economics.capacity import cell_capacity
     from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
-    from inferplan.memory.deployment import Deployment
+    from inferplan.inputs.deployment import Deployment
 
     workload = resolve_workload(catalog, WorkloadOverrides(preset="chat-seat"))
     cap = cell_capacity(catalog, Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", max_model_len=8192),

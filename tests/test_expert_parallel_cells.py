@@ -6,10 +6,10 @@ import pytest
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import plan
+from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
-from inferplan.scenario import Scenario
 
 CATALOG = load_catalog()
 # seed 001, SemiAnalysis rack tables: DeepSeek-R1 FP4 8K/1K on GB300 NVL72 (Jul 2026), output
@@ -83,7 +83,7 @@ def test_expert_parallelism_is_refused_on_an_engine_that_has_none():
     with pytest.raises(InvalidScenarioError) as err:
         fit(Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", gpus=2, tensor_parallel_size=2, engine="llamacpp",
                        quantization="q4_k_m", enable_expert_parallel=True), CATALOG)
-    assert err.value.field == "--enable-expert-parallel"
+    assert err.value.field == "enable_expert_parallel"
     assert "vllm, sglang, trtllm" in err.value.allowed
     # a dense model is refused whatever the engine
     with pytest.raises(InvalidScenarioError, match="dense model"):

@@ -1,7 +1,7 @@
 import pytest
 
 from inferplan.errors import AmbiguousNameError, InvalidScenarioError, UnknownHardwareError, UnknownModelError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.units import GiB
 
@@ -82,7 +82,7 @@ def test_kv_proxy_models_say_so(sketch_catalog):
 def test_unpublished_architecture_needs_a_stated_kv_size(sketch_catalog):
     with pytest.raises(InvalidScenarioError) as exc:
         fit(Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8), sketch_catalog)
-    assert exc.value.field == "--kv-bytes-per-token"
+    assert exc.value.field == "kv_bytes_per_token"
     r = fit(Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8, kv_bytes_per_token=100_000),
             sketch_catalog)
     assert r.kv_cache_bytes_per_token == 100_000
@@ -104,21 +104,21 @@ def test_sglang_reserves_less_for_kv_than_full_memory():
 @pytest.mark.parametrize(
     ("kwargs", "error", "field"),
     [
-        (dict(model="no-such-model", gpu="H100"), UnknownModelError, "--model"),
-        (dict(model="llama-3.1-8b", gpu="no-such-gpu"), UnknownHardwareError, "--gpu"),
-        (dict(model="llama-3.1-8b", gpu="RTX"), AmbiguousNameError, "--gpu"),
-        (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=2, gpus=3), InvalidScenarioError, "--data-parallel-size"),
-        (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=4, gpus=2), InvalidScenarioError, "--gpus"),
-        (dict(model="llama-3.1-8b", system="hgx-h100", gpus=12), InvalidScenarioError, "--gpus"),
+        (dict(model="no-such-model", gpu="H100"), UnknownModelError, "model"),
+        (dict(model="llama-3.1-8b", gpu="no-such-gpu"), UnknownHardwareError, "gpu"),
+        (dict(model="llama-3.1-8b", gpu="RTX"), AmbiguousNameError, "gpu"),
+        (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=2, gpus=3), InvalidScenarioError, "data_parallel_size"),
+        (dict(model="llama-3.1-8b", gpu="H100", tensor_parallel_size=4, gpus=2), InvalidScenarioError, "gpus"),
+        (dict(model="llama-3.1-8b", system="hgx-h100", gpus=12), InvalidScenarioError, "gpus"),
         # vLLM splits the 64 attention heads evenly over the tensor-parallel ranks: 24 does not divide them
-        (dict(model="llama-3.1-70b", gpu="H100", tensor_parallel_size=24, gpus=24), InvalidScenarioError, "--tensor-parallel-size"),
-        (dict(model="llama-3.1-8b", gpu="H100", quantization="q9_z"), Exception, "--quantization"),
-        (dict(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp3"), Exception, "--kv-cache-dtype"),
-        (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "--engine"),
-        (dict(model="qwen3-8b", gpu="H100", quantization="mlx-4bit", engine="vllm"), InvalidScenarioError, "--quantization"),
-        (dict(model="llama-3.1-8b", gpu="RTX 4090", quantization="fp8", engine="llamacpp"), InvalidScenarioError, "--quantization"),
+        (dict(model="llama-3.1-70b", gpu="H100", tensor_parallel_size=24, gpus=24), InvalidScenarioError, "tensor_parallel_size"),
+        (dict(model="llama-3.1-8b", gpu="H100", quantization="q9_z"), Exception, "quantization"),
+        (dict(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="fp3"), Exception, "kv_cache_dtype"),
+        (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "engine"),
+        (dict(model="qwen3-8b", gpu="H100", quantization="mlx-4bit", engine="vllm"), InvalidScenarioError, "quantization"),
+        (dict(model="llama-3.1-8b", gpu="RTX 4090", quantization="fp8", engine="llamacpp"), InvalidScenarioError, "quantization"),
         # no --quantization: DeepSeek-V3's native FP8 checkpoint is not something llama.cpp loads
-        (dict(model="deepseek-v3", gpu="M3 Ultra", engine="llamacpp"), InvalidScenarioError, "--quantization"),
+        (dict(model="deepseek-v3", gpu="M3 Ultra", engine="llamacpp"), InvalidScenarioError, "quantization"),
     ],
 )
 def test_bad_input_names_the_field(kwargs, error, field):
@@ -166,7 +166,7 @@ def test_engine_names_resolve_before_the_format_check(engine, quant):
 def test_an_engine_takes_only_the_kv_cache_types_it_runs():
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="H100", kv_cache_dtype="int2-kivi")  # KIVI is research code
-    assert exc.value.field == "--kv-cache-dtype" and "--kv-bytes-per-token" in str(exc.value)
+    assert exc.value.field == "kv_cache_dtype" and "--kv-bytes-per-token" in str(exc.value)
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m", kv_cache_dtype="int8")
     assert "q8_0" in str(exc.value) and "q4_0" in exc.value.allowed
@@ -180,7 +180,7 @@ def test_an_engine_takes_only_the_kv_cache_types_it_runs():
 def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="H100", gpus=8, tensor_parallel_size=8, max_model_len=1_000_000)
-    assert exc.value.field == "--max-model-len" and exc.value.allowed == "at most 131,072 tokens"
+    assert exc.value.field == "max_model_len" and exc.value.allowed == "at most 131,072 tokens"
     assert run(model="llama-3.1-8b", gpu="H100", max_model_len=131_072).max_model_len == 131_072
     # llama.cpp runs past the trained context and says so
     long = run(model="llama-2-7b", gpu="H100", engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=8192)
@@ -192,10 +192,10 @@ def test_a_context_past_the_models_and_more_stages_than_layers_are_refused():
                pipeline_parallel_size=64).parallel.pipeline_parallel_size == 64
     with pytest.raises(InvalidScenarioError) as exc:  # its own config has 92 layers
         run(model="qwen3.8-2.4t-a95b", gpu="l4", gpus=372, tensor_parallel_size=4, pipeline_parallel_size=93)
-    assert exc.value.field == "--pipeline-parallel-size"
+    assert exc.value.field == "pipeline_parallel_size"
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="llama-3.1-8b", gpu="H100", gpus=33, pipeline_parallel_size=33)
-    assert exc.value.field == "--pipeline-parallel-size" and exc.value.allowed == "1 to 32"
+    assert exc.value.field == "pipeline_parallel_size" and exc.value.allowed == "1 to 32"
 
 
 @pytest.mark.parametrize(("engine", "gpu", "quantization"), [("vllm", "H100", "bf16"), ("sglang", "H100", "bf16"),
@@ -209,7 +209,7 @@ def test_a_context_past_the_models_is_treated_as_the_engine_does(catalog, engine
     if behaviour == "refuse":
         with pytest.raises(InvalidScenarioError) as exc:
             fit(d)
-        assert exc.value.field == "--max-model-len"
+        assert exc.value.field == "max_model_len"
         return
     r = fit(d)
     assert r.max_model_len == (4096 if behaviour == "cap" else 8192)
@@ -219,14 +219,14 @@ def test_a_context_past_the_models_is_treated_as_the_engine_does(catalog, engine
 def test_cards_without_a_context_take_their_configs():
     with pytest.raises(InvalidScenarioError) as exc:  # Qwen3.5's config: 262,144 positions
         run(model="qwen3.5-397b-a17b", system="hgx-b200", max_model_len=5_000_000)
-    assert exc.value.field == "--max-model-len" and "262,144" in exc.value.allowed
+    assert exc.value.field == "max_model_len" and "262,144" in exc.value.allowed
 
 
 def test_deepseek_v4_runs_an_fp8_cache(catalog):
     assert run(model="deepseek-v4-flash", gpu="B200", tensor_parallel_size=4).kv_cache_dtype == "fp8"
     with pytest.raises(InvalidScenarioError) as exc:
         run(model="deepseek-v4-flash", gpu="B200", tensor_parallel_size=4, kv_cache_dtype="bf16")
-    assert exc.value.field == "--kv-cache-dtype" and "fp8" in exc.value.allowed
+    assert exc.value.field == "kv_cache_dtype" and "fp8" in exc.value.allowed
 
 
 def test_pipeline_stages_split_layers_as_vllm_does():
@@ -258,7 +258,7 @@ def test_under_pipeline_parallelism_the_fullest_stage_holds_the_embeddings_too()
 @pytest.mark.parametrize("model,tied", [("llama-3.3-70b", False), ("qwen3-4b", True), ("deepseek-r1", False)])
 def test_pipeline_stages_hold_the_whole_model_once_and_a_tied_table_twice(model, tied):
     from inferplan.catalog.loader import load_catalog
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.memory.stages import stage_weights
     from inferplan.memory.weights import weight_bytes
 
@@ -366,3 +366,18 @@ def test_a_pipeline_shortfall_is_what_the_worst_off_stage_lacks():
 def test_llamacpp_on_unified_memory_keeps_the_table_in_the_same_pool():
     spark = run(model="llama-3.1-8b", gpu="gb10", engine="llamacpp", quantization="gguf-q4_0", max_model_len=4096)
     assert spark.weights_bytes_per_gpu == pytest.approx(spark.weights_bytes)
+
+
+def test_a_config_without_a_context_length_asks_for_one(tmp_path):
+    import json
+
+    from inferplan.catalog.loader import DATA_DIR
+
+    config = json.loads((DATA_DIR / "hf_configs" / "llama-3.1-8b.json").read_text())
+    config.pop("max_position_embeddings")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(InvalidScenarioError) as exc:
+        run(model=str(path), gpu="H100")
+    assert exc.value.field == "max_model_len"
+    assert run(model=str(path), gpu="H100", max_model_len=4096).max_model_len == 4096

@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import decode_step, prefill
 from inferplan.performance.rates import gemm_min_rows
-from inferplan.performance.serving import _Context, _estimate
+from inferplan.performance.serving import estimate_at
 from inferplan.performance.work import model_work
-from inferplan.performance.workload import Workload
 from inferplan.validation.overlap_grid import with_rates
 
 CATALOG = load_catalog()
@@ -25,7 +26,7 @@ ROWS = CATALOG.constant("gemm-min-rows")
 
 
 def _ctx(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", quantization="bf16", **kw):
-    return _Context(CATALOG, Deployment(model=model, gpu=gpu, engine=engine, quantization=quantization, **kw),
+    return ServingContext(CATALOG, Deployment(model=model, gpu=gpu, engine=engine, quantization=quantization, **kw),
                     Workload(input_len=128, output_len=128))
 
 
@@ -69,7 +70,7 @@ def test_a_pipeline_stage_pads_its_own_share_and_the_last_stage_its_lm_head(mode
 def test_a_model_without_a_parameter_count_takes_its_experts_from_their_bytes():
     ctx = _ctx(model="qwen3-30b-a3b", gpu="h100-sxm")
     counted = ctx.work
-    proxy = model_work(dataclasses.replace(ctx.mp, spec=dataclasses.replace(ctx.mp.spec, architecture_is_proxy=True)))
+    proxy = model_work(dataclasses.replace(ctx.mp, spec=dataclasses.replace(ctx.mp.spec, architecture_is_proxy=True)), CATALOG)
     assert proxy.expert_params_per_gpu == pytest.approx(counted.expert_params_per_gpu, rel=0.02)
     assert proxy.routed_active_params == pytest.approx(
         proxy.expert_params_per_gpu * proxy.experts_per_token / proxy.num_experts)
@@ -117,15 +118,15 @@ def test_the_step_pays_the_padding_at_its_compute_rate():
 
 def test_the_estimate_says_what_its_own_step_pads_and_a_vector_engine_says_nothing():
     ctx = _ctx(gpu="h20", engine="sglang")
-    est = _estimate(ctx, 1)
+    est = estimate_at(ctx, 1)
     step = decode_step(ctx.work, ctx.mp.layout, ctx.rates, **ctx._step_shape(1, 0.0))
     note = next(a for a in est.assumptions if "tensor-core tiles" in a)
     assert f"{ROWS:g} rows" in note and f"{step.padding_s * 1e3:.2f} ms of padded compute" in note
-    assert not any("tensor-core tiles" in a for a in _estimate(_ctx(engine="trtllm", quantization="fp8"), 1).assumptions)
+    assert not any("tensor-core tiles" in a for a in estimate_at(_ctx(engine="trtllm", quantization="fp8"), 1).assumptions)
     # a long prompt beside a few sequences: the step the estimate times fills its tiles, and says nothing
-    long = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="h20", engine="sglang", quantization="bf16"),
+    long = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="h20", engine="sglang", quantization="bf16"),
                     Workload(input_len=8192, output_len=16))
-    assert not any("tensor-core tiles" in a for a in _estimate(long, 8).assumptions)
+    assert not any("tensor-core tiles" in a for a in estimate_at(long, 8).assumptions)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

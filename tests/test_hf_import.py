@@ -234,7 +234,7 @@ def test_impossible_head_and_expert_counts_are_refused():
 
 
 def test_a_yarn_rope_scaling_opens_a_longer_context(catalog, tmp_path):
-    from inferplan.catalog.models import spec_from_import
+    from inferplan.memory.resolve import spec_from_import
 
     cfg = config(catalog, "qwen3-8b")
     assert architecture_from_config(cfg).rope_context_tokens == 0  # as shipped: no rope scaling

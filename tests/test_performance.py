@@ -9,10 +9,11 @@ from pydantic import ValidationError
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.schema import SpeedMetric
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext, tokens_per_step
 from inferplan.performance.phases import decode_step
-from inferplan.performance.serving import _Context, _estimate, estimate, frontier, tokens_per_step
-from inferplan.performance.workload import Workload
+from inferplan.performance.serving import estimate, estimate_at, frontier
 
 CATALOG = load_catalog()
 
@@ -81,7 +82,7 @@ def test_hopper_runs_nvfp4_through_a_16_bit_fallback():
 def test_concurrency_beyond_memory_is_an_explicit_error():
     with pytest.raises(InvalidScenarioError) as exc:
         perf(Workload(input_len=100_000, output_len=1000, concurrency=500), model="llama-3.1-8b", gpu="H100", max_model_len=101_000)
-    assert exc.value.field == "--concurrency"
+    assert exc.value.field == "concurrency"
 
 
 @pytest.mark.parametrize("kwargs", [dict(input_len=0), dict(output_len=0), dict(acceptance_rate=1.5),
@@ -122,10 +123,10 @@ GPUS = ["h100-sxm", "h200-sxm", "b200", "rtx-pro-6000-blackwell", "mi300x"]
 @common
 @given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.integers(64, 4096), st.integers(16, 2048), st.floats(1.05, 3.0))
 def test_more_bandwidth_is_never_slower(model, gpu, i, o, factor):
-    ctx = _Context(CATALOG, Deployment(model=model, gpu=gpu, max_model_len=i + o), Workload(input_len=i, output_len=o))
-    base = _estimate(ctx, 1)
+    ctx = ServingContext(CATALOG, Deployment(model=model, gpu=gpu, max_model_len=i + o), Workload(input_len=i, output_len=o))
+    base = estimate_at(ctx, 1)
     ctx.rates = dataclasses.replace(ctx.rates, bandwidth_bytes_per_s=ctx.rates.bandwidth_bytes_per_s * factor)
-    faster = _estimate(ctx, 1)
+    faster = estimate_at(ctx, 1)
     assert faster.tpot_s <= base.tpot_s and faster.ttft_s <= base.ttft_s
 
 
@@ -138,12 +139,12 @@ def test_an_fp8_kv_cache_is_never_slower_than_a_16_bit_one(model, gpu, quant, i,
     kw = dict(model=model, gpu=gpu, quantization=quant, max_model_len=i + o)
     w = Workload(input_len=i, output_len=o)
     try:
-        bf16 = _Context(CATALOG, Deployment(kv_cache_dtype="bf16", **kw), w)
+        bf16 = ServingContext(CATALOG, Deployment(kv_cache_dtype="bf16", **kw), w)
     except (InvalidScenarioError, ValueError):
         return  # the format or the prompt does not fit this GPU
-    fp8 = _Context(CATALOG, Deployment(kv_cache_dtype="fp8", **kw), w)
+    fp8 = ServingContext(CATALOG, Deployment(kv_cache_dtype="fp8", **kw), w)
     c = min(c, bf16.max_concurrency())
-    slow, fast = _estimate(bf16, c), _estimate(fp8, c)
+    slow, fast = estimate_at(bf16, c), estimate_at(fp8, c)
     assert fast.tpot_s <= slow.tpot_s * (1 + 1e-9) and fast.ttft_s <= slow.ttft_s * (1 + 1e-9)
 
 
@@ -152,11 +153,11 @@ def test_an_fp8_kv_cache_is_never_slower_than_a_16_bit_one(model, gpu, quant, i,
 def test_a_larger_batch_never_lowers_aggregate_throughput_below_batch_one(model, gpu, i, o, data):
     # issue #3's invariant; strict monotonicity does not hold once prefill saturates the GPU
     # (more sequences then only add KV reads), which hypothesis found with 2437-in/16-out requests
-    ctx = _Context(CATALOG, Deployment(model=model, gpu=gpu, max_model_len=i + o), Workload(input_len=i, output_len=o))
+    ctx = ServingContext(CATALOG, Deployment(model=model, gpu=gpu, max_model_len=i + o), Workload(input_len=i, output_len=o))
     top = min(ctx.max_concurrency(), ctx.max_running)
-    one = _estimate(ctx, 1)
+    one = estimate_at(ctx, 1)
     b = data.draw(st.integers(1, top))
-    high = _estimate(ctx, b)
+    high = estimate_at(ctx, b)
     assert high.output_tokens_per_s_total >= one.output_tokens_per_s_total * 0.999
     for e in (one, high):
         assert e.tpot_s > 0 and e.ttft_s > 0 and math.isfinite(e.output_tokens_per_s_total)
@@ -164,7 +165,7 @@ def test_a_larger_batch_never_lowers_aggregate_throughput_below_batch_one(model,
 
 
 def test_decode_step_is_memory_bound_for_a_small_batch():
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=2048), Workload())
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=2048), Workload())
     step = decode_step(ctx.work, ctx.mp.layout, ctx.rates, batch=1, context=1024)
     assert step.bound == "memory"
 
@@ -175,11 +176,9 @@ def test_decode_step_is_memory_bound_for_a_small_batch():
     ("rtx-4090", "llamacpp-cuda"), ("rtx-4000-ada", "llamacpp-cuda"),
 ])
 def test_llamacpp_cuda_family_follows_the_gpu_class(gpu, family):
-    from inferplan.performance.rates import default_backend, engine_key
+    from inferplan.performance.rates import calibration_family
 
-    accel = CATALOG.accelerator(gpu)
-    key = engine_key("llamacpp", default_backend("llamacpp", accel), accel.software.value, accel.form_factor, accel.memory_type)
-    assert key == family
+    assert calibration_family(CATALOG.engine("llamacpp"), None, CATALOG.accelerator(gpu)) == family
 
 
 def test_llamacpp_reaches_a_smaller_share_of_hbm_bandwidth_than_of_gddr():
@@ -196,7 +195,7 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     index_topk tokens (plus every token's small indexer key): past 2,048 tokens its KV read grows
     far more slowly than V3's, and its attention FLOPs stop growing except for the indexer."""
     def work_and_layout(model):
-        ctx = _Context(CATALOG, Deployment(model=model, gpu="h200-sxm", gpus=8, tensor_parallel_size=8,
+        ctx = ServingContext(CATALOG, Deployment(model=model, gpu="h200-sxm", gpus=8, tensor_parallel_size=8,
                                            quantization="fp8-block", max_model_len=65536),
                        Workload(input_len=60000, output_len=1000))
         return ctx.work, ctx.mp.layout
@@ -221,10 +220,9 @@ def test_sparse_attention_reads_only_the_selected_tokens_latent():
     ("mlx", "apple-m2-ultra", "mlx"), ("mlx", "apple-m4-max", "mlx"),
 ])
 def test_serving_engine_family_follows_the_software_stack(engine, gpu, family):
-    from inferplan.performance.rates import engine_key
+    from inferplan.performance.rates import calibration_family
 
-    a = CATALOG.accelerator(gpu)
-    assert engine_key(engine, None, a.software.value, a.form_factor, a.memory_type, a.architecture) == family
+    assert calibration_family(CATALOG.engine(engine), None, CATALOG.accelerator(gpu)) == family
 
 
 def test_engine_given_by_name_is_calibrated_as_its_id():
@@ -245,9 +243,9 @@ def test_window_and_top_k_caps_apply_per_position_not_to_the_mean():
 def test_moe_layers_pay_their_routing_overhead_and_dense_layers_do_not():
     from inferplan.performance.phases import overhead_s
 
-    moe = _Context(CATALOG, Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
+    moe = ServingContext(CATALOG, Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
                                        max_model_len=1024), Workload(input_len=1, output_len=128))
-    dense = _Context(CATALOG, Deployment(model="qwen3-8b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
+    dense = ServingContext(CATALOG, Deployment(model="qwen3-8b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
                                          max_model_len=1024), Workload(input_len=1, output_len=128))
     assert moe.work.moe_layers == moe.work.num_layers == 48 and dense.work.moe_layers == 0
     assert moe.rates.moe_layer_overhead_s > 0
@@ -260,7 +258,7 @@ def test_moe_layers_pay_their_routing_overhead_and_dense_layers_do_not():
 def test_tensor_parallelism_across_nodes_pays_the_scale_out_network():
     w = Workload(input_len=128, output_len=128, concurrency=1)
     common = dict(model="deepseek-r1", engine="sglang", quantization="fp8-block", max_model_len=1024)
-    two_nodes = _Context(CATALOG, Deployment(gpu="h100-sxm", gpus=16, tensor_parallel_size=16, **common), w)
+    two_nodes = ServingContext(CATALOG, Deployment(gpu="h100-sxm", gpus=16, tensor_parallel_size=16, **common), w)
     assert two_nodes.rates.domain_gpus == 8 and two_nodes.rates.scale_out_bytes_per_s == 400e9 / 8
     one_domain = dataclasses.replace(two_nodes.rates, domain_gpus=16)
     across = decode_step(two_nodes.work, two_nodes.mp.layout, two_nodes.rates, batch=1, context=192)
@@ -268,7 +266,7 @@ def test_tensor_parallelism_across_nodes_pays_the_scale_out_network():
     # 2 all-reduces per layer, each paying the measured scale-out latency instead of the NVLink one
     extra = 2 * 61 * (CATALOG.constant("allreduce-latency-s-scale-out") - CATALOG.constant("allreduce-latency-s-nvlink"))
     assert across.comm_s - inside.comm_s == pytest.approx(extra, rel=0.05)
-    notes = _estimate(two_nodes, 1).assumptions
+    notes = estimate_at(two_nodes, 1).assumptions
     assert any("tensor parallelism over 16 GPUs: more than one 8-GPU scale-up domain" in a and "ConnectX-7" in a for a in notes)
     one_node = perf(w, gpu="h200-sxm", gpus=8, tensor_parallel_size=8, **common)
     assert not any("scale-up domain" in a for a in one_node.assumptions)
@@ -279,7 +277,7 @@ def test_tensor_parallelism_across_nodes_without_a_known_network_is_refused():
     with pytest.raises(InvalidScenarioError) as err:
         perf(Workload(input_len=128, output_len=128, concurrency=1), model="deepseek-r1", gpu="mi300x", gpus=16,
              tensor_parallel_size=16, engine="sglang", quantization="fp8-block", max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and err.value.allowed.startswith("1..8")
+    assert err.value.field == "tensor_parallel_size" and err.value.allowed.startswith("1..8")
     assert "no network between them" in str(err.value) and "pipeline" in err.value.allowed
 
 
@@ -287,17 +285,17 @@ def test_a_pcie_server_prices_tensor_parallelism_over_pcie_inside_the_box():
     # the 8-GPU RTX PRO 6000 server has no fast link: its GPUs reach each other over PCIe, so TP 8 stays
     # inside the box (no scale-out note) and pays the PCIe all-reduce latency, which grows with the ring
     w = Workload(input_len=128, output_len=128, concurrency=1)
-    ctx = _Context(CATALOG, Deployment(model="llama-3.3-70b", system="rtx-pro-6000-server-8x", tensor_parallel_size=8,
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", system="rtx-pro-6000-server-8x", tensor_parallel_size=8,
                                        engine="vllm", quantization="fp8", max_model_len=1024), w)
     assert ctx.rates.domain_gpus == 8 and ctx.rates.link_latency_per_step_s == CATALOG.constant("allreduce-latency-s-pcie-per-step")
     from inferplan.performance.phases import local_latency_s
     # a ring over 8 GPUs takes 14 steps: ~50 us, against the 40-57 us measured on 8-GPU PCIe boxes
     assert 40e-6 < local_latency_s(ctx.rates, 8) < 57e-6 and local_latency_s(ctx.rates, 8) > 3 * local_latency_s(ctx.rates, 2)
-    assert not any("scale-up domain" in a for a in _estimate(ctx, 1).assumptions)
+    assert not any("scale-up domain" in a for a in estimate_at(ctx, 1).assumptions)
 
 
 def test_an_oem_server_without_a_stated_network_takes_the_accelerators_usual_one_and_says_so():
-    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", system="dell-xe9680l", tensor_parallel_size=8, engine="sglang",
+    ctx = ServingContext(CATALOG, Deployment(model="deepseek-r1", system="dell-xe9680l", tensor_parallel_size=8, engine="sglang",
                                        quantization="fp8-block", max_model_len=1024), Workload(input_len=128, output_len=128, concurrency=1))
     assert ctx.mp.hardware.scale_out == CATALOG.accelerators.records["b200"].scale_out
     assert not ctx.network_notes  # TP 8 stays inside the 8-GPU NVLink domain
@@ -306,7 +304,7 @@ def test_an_oem_server_without_a_stated_network_takes_the_accelerators_usual_one
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scale_out_gbit=st.floats(min_value=50, max_value=3200), faster=st.floats(min_value=1.0, max_value=8.0))
 def test_a_faster_scale_out_network_is_never_slower(scale_out_gbit, faster):
-    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", gpu="h100-sxm", gpus=16, tensor_parallel_size=16,
+    ctx = ServingContext(CATALOG, Deployment(model="deepseek-r1", gpu="h100-sxm", gpus=16, tensor_parallel_size=16,
                                        engine="sglang", quantization="fp8-block", max_model_len=4096),
                    Workload(input_len=2048, output_len=128, concurrency=1))
     slow = dataclasses.replace(ctx.rates, scale_out_bytes_per_s=scale_out_gbit * 1e9 / 8)
@@ -320,13 +318,13 @@ def test_a_faster_scale_out_network_is_never_slower(scale_out_gbit, faster):
 def test_pipeline_stages_on_two_nodes_hand_over_across_the_scale_out_network():
     from inferplan.performance.phases import stage_hop_s
 
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-405b", gpu="h100-sxm", gpus=16, tensor_parallel_size=8,
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-405b", gpu="h100-sxm", gpus=16, tensor_parallel_size=8,
                                        pipeline_parallel_size=2, quantization="fp8", max_model_len=4096),
                    Workload(input_len=2048, output_len=128, concurrency=1))
     inside = dataclasses.replace(ctx.rates, domain_gpus=16)
     # one of the two hops (the wrap back included) leaves the node; the 8 TP ranks each send their slice
     assert stage_hop_s(ctx.work, ctx.rates, 1.0) > stage_hop_s(ctx.work, inside, 1.0) > 0
-    assert any("pipeline stages: more than one 8-GPU scale-up domain" in a for a in _estimate(ctx, 1).assumptions)
+    assert any("pipeline stages: more than one 8-GPU scale-up domain" in a for a in estimate_at(ctx, 1).assumptions)
 
 
 def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_refused():
@@ -338,13 +336,13 @@ def test_two_systems_are_joined_by_their_network_and_a_partial_second_one_is_ref
     assert any(a.startswith("2× NVIDIA HGX/DGX H100") and "infiniband-ndr" in a for a in two.assumptions)
     with pytest.raises(InvalidScenarioError) as err:
         perf(w, system="hgx-h100", gpus=12, **{**common, "tensor_parallel_size": 4})
-    assert err.value.field == "--gpus" and "multiple of 8" in err.value.allowed
+    assert err.value.field == "gpus" and "multiple of 8" in err.value.allowed
 
 
 def test_expert_parallel_ranks_share_their_experts_and_dispatch_only_their_own_tokens():
     from inferplan.performance.phases import ACTIVATION_BYTES, all_to_all_s, local_latency_s
 
-    ctx = _Context(CATALOG, Deployment(model="deepseek-r1", gpu="h200-sxm", gpus=8, data_parallel_size=8,
+    ctx = ServingContext(CATALOG, Deployment(model="deepseek-r1", gpu="h200-sxm", gpus=8, data_parallel_size=8,
                                        enable_expert_parallel=True, quantization="fp8-block", engine="sglang",
                                        max_model_len=2048), Workload(input_len=1024, output_len=1024, concurrency=8))
     work = ctx.work
@@ -365,7 +363,7 @@ def test_pcie_cards_past_their_bridge_share_the_servers_pcie(gpu, gpus):
     assert math.isfinite(e.tpot_s) and any("share PCIe in one server" in a for a in e.assumptions)
     with pytest.raises(InvalidScenarioError) as err:  # past one server, no network is known for them
         perf(w, model="llama-3.1-8b", gpu=gpu, gpus=16, tensor_parallel_size=16, max_model_len=1024)
-    assert err.value.field == "--tensor-parallel-size" and err.value.allowed.startswith("1..8")
+    assert err.value.field == "tensor_parallel_size" and err.value.allowed.startswith("1..8")
 
 
 def test_pcie_server_system_and_bare_cards_agree():
@@ -389,7 +387,7 @@ def test_expert_parallelism_across_nodes_costs_more_than_inside_one_and_is_refus
     w = Workload(input_len=1024, output_len=1024, concurrency=16)
     common = dict(model="deepseek-r1", data_parallel_size=16, enable_expert_parallel=True, quantization="fp8-block",
                   engine="sglang", max_model_len=2048)
-    ctx = _Context(CATALOG, Deployment(gpu="h200-sxm", gpus=16, **common), w)
+    ctx = ServingContext(CATALOG, Deployment(gpu="h200-sxm", gpus=16, **common), w)
     one_domain = dataclasses.replace(ctx.rates, domain_gpus=16)
     assert all_to_all_s(ctx.work, ctx.rates, 1) > all_to_all_s(ctx.work, one_domain, 1) > 0
     from inferplan.performance.network import network_notes
@@ -397,11 +395,11 @@ def test_expert_parallelism_across_nodes_costs_more_than_inside_one_and_is_refus
     unknown = dataclasses.replace(ctx.mp, hardware=dataclasses.replace(ctx.mp.hardware, scale_out=None))
     with pytest.raises(InvalidScenarioError) as err:
         network_notes(unknown, ctx.work, dataclasses.replace(ctx.rates, scale_out_bytes_per_s=0.0))
-    assert err.value.field == "--data-parallel-size" and "TP x DP <= 8" in err.value.allowed
+    assert err.value.field == "data_parallel_size" and "TP x DP <= 8" in err.value.allowed
 
 
 def test_draft_tokens_cost_one_layer_and_the_lm_head():
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=1024), Workload(input_len=64, output_len=64))
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=1024), Workload(input_len=64, output_len=64))
     work = ctx.work
     assert work.draft_cost_ratio == pytest.approx(1 / 32 + work.lm_head_params / work.active_params)
     assert 0.08 < work.draft_cost_ratio < 0.12  # 1/32 of the body plus a 0.5B-parameter head of 8B
@@ -413,8 +411,8 @@ def test_assumptions_state_the_whole_fixed_cost_of_a_decode_step():
     from inferplan.performance.phases import overhead_s
 
     d = Deployment(model="gpt-oss-20b", gpu="h100-sxm", quantization="mxfp4")
-    ctx = _Context(CATALOG, d, Workload(input_len=128, output_len=256))
-    line = next(a for a in _estimate(ctx, 4).assumptions if a.startswith("rates:"))
+    ctx = ServingContext(CATALOG, d, Workload(input_len=128, output_len=256))
+    line = next(a for a in estimate_at(ctx, 4).assumptions if a.startswith("rates:"))
     assert f"fixed costs {overhead_s(ctx.work, ctx.rates, 4) * 1e3:.2f} ms per decode step" in line
     assert "× 24 layers" in line and "× 24 MoE layers" in line and "× 4 running sequences" in line
 
@@ -428,9 +426,9 @@ def test_a_step_dominated_by_fixed_costs_says_so_and_pipeline_stages_list_their_
                    Workload(input_len=128, output_len=128), CATALOG)
     assert big.bound == "memory"
     assert not any(a.startswith("fixed costs dominate this step") for a in big.assumptions)
-    staged = _Context(CATALOG, Deployment(model="deepseek-r1", system="hgx-h100", gpus=16, quantization="fp8-block",
+    staged = ServingContext(CATALOG, Deployment(model="deepseek-r1", system="hgx-h100", gpus=16, quantization="fp8-block",
                                            tensor_parallel_size=8, pipeline_parallel_size=2), Workload(input_len=128, output_len=128))
-    line = next(a for a in _estimate(staged, 1).assumptions if a.startswith("rates:"))
+    line = next(a for a in estimate_at(staged, 1).assumptions if a.startswith("rates:"))
     assert "× 30.5 layers" in line  # 61 layers over 2 stages, as the overhead counts them
 
 
@@ -453,17 +451,17 @@ def test_k_quant_unpacking_costs_apple_m1_what_its_bandwidth_does_not_explain():
     # direction and a third of the measured gap (docs/speed.md §1)
     assert 0.75 < predicted < 0.9
     # Q4_0 (one scale per 32 weights, no super-blocks) pays no unpacking term; F16 neither
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp", quantization="gguf-q4_k_m",
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp", quantization="gguf-q4_k_m",
                                        max_model_len=1024), w)
     assert ctx.work.unpacked_weights_per_byte == pytest.approx(8 / 4.8944)
     assert ctx.rates.unpack_flops_per_weight > 0
-    est = _estimate(ctx, 1)
+    est = estimate_at(ctx, 1)
     assert any("unpacks super-block scales" in a for a in est.assumptions)
     for quantization in ("gguf-q4_0", "fp16"):
-        plain = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp",
+        plain = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp",
                                              quantization=quantization, max_model_len=1024), w)
         assert plain.work.unpacked_weights_per_byte == 0 and plain.rates.unpack_flops_per_weight == 0
-        assert not any("unpacks super-block scales" in a for a in _estimate(plain, 1).assumptions)
+        assert not any("unpacks super-block scales" in a for a in estimate_at(plain, 1).assumptions)
 
 
 def test_attention_runs_in_the_kv_caches_dtype_not_the_weights():
@@ -473,14 +471,14 @@ def test_attention_runs_in_the_kv_caches_dtype_not_the_weights():
     w = Workload(input_len=32768, output_len=16)
     ttft = {}
     for kv in ("bf16", "fp8"):
-        ctx = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="b200", quantization="nvfp4", engine="trtllm",
+        ctx = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="b200", quantization="nvfp4", engine="trtllm",
                                            kv_cache_dtype=kv, max_model_len=40000), w)
         assert ctx.rates.compute_dtype == "fp4"
         assert ctx.rates.attention_dtype == kv
         at_fp4 = dataclasses.replace(ctx.rates, attention_peak_flop_per_s=ctx.rates.peak_flop_per_s)
-        first = _estimate(ctx, 1).ttft_s
+        first = estimate_at(ctx, 1).ttft_s
         ctx.rates = at_fp4
-        assert _estimate(ctx, 1).ttft_s < first
+        assert estimate_at(ctx, 1).ttft_s < first
         ttft[kv] = first
     assert ttft["bf16"] > ttft["fp8"]
 
@@ -512,7 +510,7 @@ def test_a_measured_estimate_quotes_no_model_track_record():
     d = Deployment(model=profile.model, gpu=profile.accelerator, gpus=profile.gpus, tensor_parallel_size=min(profile.gpus, 8),
                    engine=profile.engine, quantization=profile.quantization,
                    max_model_len=profile.input_tokens + profile.output_tokens)
-    assert find_profile(CATALOG, _Context(CATALOG, d, w).mp, w) is not None
+    assert find_profile(CATALOG, ServingContext(CATALOG, d, w).mp, w) is not None
     measured = estimate(d, w, CATALOG)
     assert measured.source == "measured" and measured.validated == ()
     assert not any(a.startswith("track record") for a in measured.assumptions)
@@ -522,10 +520,10 @@ def test_a_measured_estimate_quotes_no_model_track_record():
 def test_a_back_end_must_be_llama_cpps_and_run_on_the_accelerator():
     with pytest.raises(InvalidScenarioError) as metal_on_nvidia:
         perf(Workload(backend="metal"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
-    assert metal_on_nvidia.value.field == "--backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
+    assert metal_on_nvidia.value.field == "backend" and "cuda | vulkan" in metal_on_nvidia.value.describe()
     with pytest.raises(InvalidScenarioError) as not_llamacpp:
         perf(Workload(backend="cuda"), model="llama-3.1-8b", gpu="h100-sxm", engine="vllm")
-    assert not_llamacpp.value.field == "--backend"
+    assert not_llamacpp.value.field == "backend"
     with pytest.raises(ValidationError):
         Workload(backend="opencl")
     vulkan = perf(Workload(backend="vulkan"), model="llama-3.1-8b", gpu="h100-sxm", engine="llamacpp", quantization="gguf-q4_k_m")
@@ -557,9 +555,9 @@ def test_published_points_of_the_same_deployment_are_quoted_beside_the_estimate(
 
 def test_contradictory_deployments_are_refused_not_planned():
     cases = [
-        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "--engine"),  # TensorRT-LLM: CUDA only
-        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "--enable-expert-parallel"),
-        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "--max-model-len"),
+        (dict(model="llama-3.1-8b", gpu="mi300x", engine="trtllm"), Workload(), "engine"),  # TensorRT-LLM: CUDA only
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", enable_expert_parallel=True), Workload(), "enable_expert_parallel"),
+        (dict(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=100), Workload(), "max_model_len"),
     ]
     for deployment, workload, field in cases:
         with pytest.raises(InvalidScenarioError) as err:
@@ -588,7 +586,7 @@ def test_compressed_and_block_sparse_attention_flops(catalog):
     """DeepSeek-V4-Flash: every layer attends its 128-token window; CSA layers the top-k of entries
     pooled per 4 tokens (their indexer scores all of them), HCA layers every entry pooled per 128.
     MiniMax-M3: sparse layers attend the selected blocks, their indexer scores every token."""
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
     from inferplan.performance.work import _attention_coefficients
 
     v4 = resolve_model(catalog, "deepseek-v4-flash").architecture
@@ -610,11 +608,11 @@ def test_ttft_carries_the_per_request_cost_and_prompt_throughput_does_not(catalo
 
     d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")
     w = Workload(input_len=2048, output_len=32, concurrency=1)
-    ctx = _Context(catalog, d, w)
+    ctx = ServingContext(catalog, d, w)
     overhead = ctx.rates.request_overhead_s
-    with_cost = _estimate(ctx, 1)
+    with_cost = estimate_at(ctx, 1)
     ctx.rates = dataclasses.replace(ctx.rates, request_overhead_s=0.0)
-    without = _estimate(ctx, 1)
+    without = estimate_at(ctx, 1)
     assert overhead > 0.01 and with_cost.ttft_s == pytest.approx(without.ttft_s + overhead)
     assert with_cost.prefill_s == pytest.approx(without.prefill_s) == pytest.approx(without.ttft_s)
     assert (metric_value(SpeedMetric.PREFILL_TOKENS_PER_S, with_cost, 2048)
@@ -633,7 +631,7 @@ def test_a_full_pipeline_runs_at_its_last_stage_which_carries_the_lm_head():
     # where an average stage reads an eighth of it
     d = Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=8, pipeline_parallel_size=8,
                    quantization="nvfp4", engine="trtllm", max_model_len=2048)
-    ctx = _Context(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
+    ctx = ServingContext(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency="max"))
     last = ctx.work.last_stage()
     assert last.dense_bytes_per_gpu - ctx.work.dense_bytes_per_gpu == pytest.approx(128256 * 8192 * 2 * 7 / 8, rel=1e-6)
     assert last.linear_flops_per_gpu(1, 1) - ctx.work.linear_flops_per_gpu(1, 1) == pytest.approx(
@@ -646,7 +644,7 @@ def test_a_full_pipeline_runs_at_its_last_stage_which_carries_the_lm_head():
     # boundaries between them with its one request (TensorRT-LLM's fitted host cost, session 12)
     lone, lone_round = ctx.iteration(1, 0.0)
     assert lone_round == pytest.approx(8 * lone.seconds + 7 * ctx.rates.pipeline_hop_s_per_request)
-    single = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", quantization="nvfp4",
+    single = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", quantization="nvfp4",
                                           engine="trtllm", max_model_len=2048), Workload()).work
     assert single.last_stage() is single  # one stage: it is the whole model
 
@@ -681,9 +679,9 @@ def test_draft_tokens_cost_a_share_of_the_whole_model_under_pipeline_parallelism
     # an MTP head is one decoder layer and the lm_head of the whole model; with two stages a stage's
     # step is half the model's, so the draft's share is of both stages' time
     w = Workload(input_len=1024, output_len=256, speculative_tokens=2, acceptance_rate=0.7)
-    one = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="h100-sxm", gpus=2, tensor_parallel_size=2,
+    one = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="h100-sxm", gpus=2, tensor_parallel_size=2,
                                        quantization="fp8", max_model_len=2048), w)
-    two = _Context(CATALOG, Deployment(model="llama-3.3-70b", gpu="h100-sxm", gpus=2, pipeline_parallel_size=2,
+    two = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="h100-sxm", gpus=2, pipeline_parallel_size=2,
                                        quantization="fp8", max_model_len=2048), w)
     for ctx in (one, two):
         step, whole = ctx.iteration(1, 0.0)  # a lone sequence's round: every stage once
@@ -692,7 +690,7 @@ def test_draft_tokens_cost_a_share_of_the_whole_model_under_pipeline_parallelism
     step8, _ = two.iteration(8, 0.0)
     assert two.draft_s(step8, 8) == pytest.approx(2 * two.draft_s(step8, 1))
     assert one.draft_s(step8, 8) == pytest.approx(one.draft_s(step8, 1))
-    lone = _estimate(two, 1)
+    lone = estimate_at(two, 1)
     assert any("every micro-batch drafts on the last stage" in a for a in lone.assumptions)
 
 
@@ -705,7 +703,7 @@ def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
 
     mp = plan_memory(Deployment(model="gpt-oss-120b", gpu="h100-sxm", gpus=5, pipeline_parallel_size=5, engine="vllm",
                                 quantization="mxfp4", max_model_len=4096), CATALOG)
-    work = model_work(mp)
+    work = model_work(mp, CATALOG)
     stages = mp.stage_weights
     mean = lambda f: sum(f(s) for s in stages) / 5  # noqa: E731
     extra, _ = extra_weight_bytes(CATALOG, "vllm", "mxfp4", mp.accelerator, mean(lambda s: s.expert_bytes_per_gpu))
@@ -728,7 +726,7 @@ def test_a_tied_embedding_table_is_multiplied_as_the_lm_head_every_step(model, t
     params = count_params(arch)
     assert arch.tie_word_embeddings is tied
     head = arch.vocab_size * arch.hidden_size
-    work = model_work(mp)
+    work = model_work(mp, CATALOG)
     assert work.lm_head_params == head
     # one decode token: 2 FLOPs for every weight it passes through, the output projection included
     assert work.linear_flops_per_gpu(1, 1) == pytest.approx(2 * (params.active + (head if tied else 0)), rel=1e-12)
@@ -753,7 +751,7 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
 
     seam_s = CATALOG.constant("hc-seam-s")
     assert 5e-6 < seam_s < 2e-5
-    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp)) for tp, pp in ((1, 1), (4, 1), (2, 2))}
+    works = {(tp, pp): model_work(planned("deepseek-v4-flash", tp, pp), CATALOG) for tp, pp in ((1, 1), (4, 1), (2, 2))}
     assert works[1, 1].hc_seams == works[4, 1].hc_seams == 86  # not shared out by tensor parallelism
     assert works[2, 2].hc_seams == 43  # a pipeline stage runs its own layers' seams
     tp4 = works[4, 1]
@@ -777,7 +775,16 @@ def test_hyper_connection_seams_cost_every_rank_their_sourced_time_and_bytes():
                tensor_parallel_size=4, max_model_len=8192)
     assert any(f"{seam_s * 1e6:.0f} µs × 86 hyper-connection seams" in a for a in est.assumptions)
     # a model without hyper-connections pays none, nor does a card whose V4 layout only stands in for its KV cache
-    dense = model_work(planned("llama-3.1-8b"))
+    dense = model_work(planned("llama-3.1-8b"), CATALOG)
     assert dense.hc_seams == 0 and dense.hc_bytes_per_token == 0
     proxy = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, architecture_is_proxy=True))
-    assert model_work(proxy).hc_seams == 0 and model_work(proxy).residual_streams == 1
+    assert model_work(proxy, CATALOG).hc_seams == 0 and model_work(proxy, CATALOG).residual_streams == 1
+
+
+def test_an_unpublished_architecture_takes_the_assumed_width_and_depth(sketch_catalog):
+    ctx = ServingContext(sketch_catalog, Deployment(model="sketch-unpublished", system="hgx-b200", tensor_parallel_size=8,
+                                                    kv_bytes_per_token=100_000), Workload())
+    assert ctx.work.hidden_size == sketch_catalog.constant("unpublished-architecture-hidden-size") == 8192
+    assert ctx.work.num_layers == sketch_catalog.constant("unpublished-architecture-layers") == 60
+    assert (ctx.work.num_experts, ctx.work.experts_per_token) == (256, 8)  # calibration.yaml's assumed expert split
+    assert any("8 of 256 experts per token" in n for n in ctx.work.notes)

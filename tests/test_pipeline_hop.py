@@ -8,19 +8,20 @@ import statistics
 import pytest
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.deployment import Deployment
-from inferplan.performance.serving import _Context, _estimate
-from inferplan.performance.workload import Workload
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
+from inferplan.performance.serving import estimate_at
 from inferplan.validation.calibrate_pipeline import CONSTANT_ID, FIELD, fit_pipeline
 from inferplan.validation.calibrate_speed import calibrates_pipeline, log_error, prepare
 
 CATALOG = load_catalog()
 
 
-def context(pp: int, engine: str = "trtllm", concurrency: int | str = "max") -> _Context:
+def context(pp: int, engine: str = "trtllm", concurrency: int | str = "max") -> ServingContext:
     d = Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", gpus=pp, pipeline_parallel_size=pp,
                    engine=engine, quantization="nvfp4", kv_cache_dtype="fp8", max_model_len=2000)
-    return _Context(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency=concurrency))
+    return ServingContext(CATALOG, d, Workload(input_len=1000, output_len=1000, concurrency=concurrency))
 
 
 def test_a_round_pays_every_boundary_once_per_request_of_its_micro_batch():
@@ -42,16 +43,16 @@ def test_a_round_pays_every_boundary_once_per_request_of_its_micro_batch():
 def test_one_stage_has_no_boundary_and_the_estimate_says_what_the_boundaries_cost():
     single = context(1)
     assert single.boundary_host_s(500) == 0.0
-    est = _estimate(context(8), context(8).max_concurrency())
+    est = estimate_at(context(8), context(8).max_concurrency())
     note = next(a for a in est.assumptions if a.startswith("pipeline stage boundaries"))
     assert "µs per request" in note and "7 boundaries" in note
-    assert not any(a.startswith("pipeline stage boundaries") for a in _estimate(single, 8).assumptions)
+    assert not any(a.startswith("pipeline stage boundaries") for a in estimate_at(single, 8).assumptions)
 
 
 def test_an_engine_without_a_fitted_boundary_cost_says_so():
     ctx = context(2, engine="vllm")
     assert ctx.rates.pipeline_hop_s_per_request == 0.0 and not ctx.rates.pipeline_hop_fitted
-    est = _estimate(ctx, 4)
+    est = estimate_at(ctx, 4)
     assert any("no host cost per request for vllm" in a for a in est.assumptions)
 
 
@@ -69,16 +70,16 @@ def test_a_second_request_never_shortens_ttft_through_pipeline_stages(engine):
     micro-batch's trip through all eight stages (spread over eight micro-batches it came out 4x
     short beside one other request, session 12's review)."""
     ctx = context(8, engine=engine)
-    ttfts = [_estimate(ctx, c).ttft_s for c in (1, 2, 4, 16, 64)]
+    ttfts = [estimate_at(ctx, c).ttft_s for c in (1, 2, 4, 16, 64)]
     assert all(a <= b * (1 + 1e-9) for a, b in zip(ttfts, ttfts[1:])), ttfts
 
 
 def test_a_lone_prompt_crosses_the_boundaries_with_its_one_request():
     ctx = context(4, concurrency=1)
     hop = ctx.rates.pipeline_hop_s_per_request
-    with_hops = _estimate(ctx, 1).ttft_s
+    with_hops = estimate_at(ctx, 1).ttft_s
     ctx.rates = dataclasses.replace(ctx.rates, pipeline_hop_s_per_request=0.0)
-    assert with_hops - _estimate(ctx, 1).ttft_s == pytest.approx(3 * hop)  # one 1,000-token chunk, 3 boundaries
+    assert with_hops - estimate_at(ctx, 1).ttft_s == pytest.approx(3 * hop)  # one 1,000-token chunk, 3 boundaries
 
 
 def test_pipeline_points_calibrate_the_boundary_cost_and_not_the_family_constants(catalog):

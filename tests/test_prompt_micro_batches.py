@@ -7,17 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import micro_batches, prefill
-from inferplan.performance.serving import _Context, _estimate
-from inferplan.performance.workload import Workload
+from inferplan.performance.serving import estimate_at
 
 CATALOG = load_catalog()
 
 
 def context(model: str, engine: str = "llamacpp", gpu: str = "gb10", quantization: str = "gguf-q4_k_m",
-            input_len: int = 2048, **deployment) -> _Context:
-    return _Context(CATALOG, Deployment(model=model, gpu=gpu, engine=engine, quantization=quantization,
+            input_len: int = 2048, **deployment) -> ServingContext:
+    return ServingContext(CATALOG, Deployment(model=model, gpu=gpu, engine=engine, quantization=quantization,
                                         max_model_len=8192, **deployment), Workload(input_len=input_len, output_len=32))
 
 
@@ -80,10 +81,10 @@ MOE = context("gpt-oss-20b", quantization="gguf-mxfp4-moe")
 
 def test_the_estimate_says_how_the_prompt_is_batched():
     ctx = context("qwen3-30b-a3b", input_len=4096)
-    notes = [a for a in _estimate(ctx, 1).assumptions if "micro-batches of 512 tokens" in a]
+    notes = [a for a in estimate_at(ctx, 1).assumptions if "micro-batches of 512 tokens" in a]
     assert len(notes) == 1 and "2048-token chunks" in notes[0]
     dense = context("llama-3.1-8b", engine="vllm", gpu="h100-sxm", quantization="bf16")
-    assert not any("micro-batch" in a for a in _estimate(dense, 1).assumptions)
+    assert not any("micro-batch" in a for a in estimate_at(dense, 1).assumptions)
 
 
 def test_a_larger_ubatch_runs_a_mixture_of_experts_prompt_faster():
@@ -91,7 +92,7 @@ def test_a_larger_ubatch_runs_a_mixture_of_experts_prompt_faster():
     weights are read fewer times; the compute buffer grows with it."""
     default, large = context("qwen3-30b-a3b"), context("qwen3-30b-a3b", ubatch_size=2048)
     assert large.mp.settings.prefill_micro_batch_tokens == 2048
-    assert _estimate(large, 1).ttft_s < _estimate(default, 1).ttft_s
+    assert estimate_at(large, 1).ttft_s < estimate_at(default, 1).ttft_s
     assert large.mp.result.activation_bytes_per_gpu > default.mp.result.activation_bytes_per_gpu
 
 
@@ -100,7 +101,7 @@ def test_ubatch_size_is_a_llamacpp_setting():
 
     with pytest.raises(InvalidScenarioError) as exc:
         context("llama-3.1-8b", engine="vllm", gpu="h100-sxm", quantization="bf16", ubatch_size=512)
-    assert exc.value.field == "--ubatch-size"
+    assert exc.value.field == "ubatch_size"
     assert "llama.cpp" in str(exc.value)
 
 
@@ -140,7 +141,7 @@ def test_micro_batches_flow_through_pipeline_stages():
     one micro-batch still crosses every stage."""
     from inferplan.performance.serving import _lone_chunk_s
 
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-70b", gpu="rtx-4090", gpus=2, pipeline_parallel_size=2,
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-70b", gpu="rtx-4090", gpus=2, pipeline_parallel_size=2,
                                        engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=8192),
                    Workload(input_len=4096, output_len=32))
     stage = prefill(ctx.work, ctx.mp.layout, ctx.rates, tokens=2048, micro_batch=512).seconds
@@ -152,4 +153,4 @@ def test_micro_batches_flow_through_pipeline_stages():
 def test_a_ubatch_above_n_batch_is_capped_and_said():
     ctx = context("qwen3-30b-a3b", ubatch_size=4096)
     assert ctx.mp.settings.prefill_micro_batch_tokens == 2048
-    assert any("--ubatch-size 4096 is capped at the 2048-token n_batch" in a for a in _estimate(ctx, 1).assumptions)
+    assert any("--ubatch-size 4096 is capped at the 2048-token n_batch" in a for a in estimate_at(ctx, 1).assumptions)

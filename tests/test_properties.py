@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.models import resolve_model
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.kv_cache import kv_layout
+from inferplan.memory.resolve import resolve_model
 
 CATALOG = load_catalog()
 MODELS = sorted(m.id for m in CATALOG.models if m.config and resolve_model(CATALOG, m.id).architecture.num_layers < 100)
@@ -75,7 +75,7 @@ def test_kv_per_token_times_tokens_is_kv_bytes(model, tp, tokens):
 @common
 @given(st.sampled_from(MODELS), st.sampled_from(QUANTS))
 def test_tp_never_raises_per_gpu_weights(model, quant):
-    from inferplan.catalog.models import resolve_model
+    from inferplan.memory.resolve import resolve_model
 
     heads = resolve_model(CATALOG, model).architecture.num_attention_heads  # the engines split heads evenly
     per_gpu = [fit(Deployment(model=model, gpu="h200-sxm", quantization=quant, tensor_parallel_size=tp), CATALOG).weights_bytes_per_gpu

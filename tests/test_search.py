@@ -13,9 +13,10 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
-from inferplan.performance.workload import Workload
-from inferplan.scenario import Scenario, check_references
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.economics.scenario import Scenario
+from inferplan.scenario import check_references
 from inferplan.search import evaluate
 from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait_quantile
 from inferplan.search.service import service_curve

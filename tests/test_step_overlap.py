@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 import inferplan.validation.calibrate_speed as cs
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import StepTime, overlapped
-from inferplan.performance.serving import _Context, _estimate
-from inferplan.performance.workload import Workload
+from inferplan.performance.serving import estimate_at
 from inferplan.validation.overlap_grid import scan, with_exponent
 
 CATALOG = load_catalog()
@@ -51,19 +52,19 @@ def test_more_of_either_never_takes_less_time(memory_s, compute_s, extra, p):
 def test_the_step_uses_the_shipped_exponent():
     p = CATALOG.constant("roofline-overlap-exponent")
     assert 1.0 <= p < math.inf
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100-sxm", quantization="bf16"),
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100-sxm", quantization="bf16"),
                    Workload(input_len=1024, output_len=256))
     assert ctx.rates.overlap_exponent == p
     step = StepTime(memory_s=2e-3, compute_s=1e-3, comm_s=1e-4, overhead_s=5e-4, overlap_exponent=p)
     assert step.seconds == pytest.approx(overlapped(2e-3, 1e-3, p) + 6e-4)
     assert step.bound == "memory"
-    assert any(f"power mean of order {p:g}" in a for a in _estimate(ctx, 1).assumptions)  # the estimate says so
+    assert any(f"power mean of order {p:g}" in a for a in estimate_at(ctx, 1).assumptions)  # the estimate says so
 
 
 def test_decode_steps_and_prompts_combine_by_the_shipped_exponent():
     from inferplan.performance.phases import decode_step, prefill
 
-    ctx = _Context(CATALOG, Deployment(model="llama-3.1-70b", gpu="h100-sxm", quantization="fp8", gpus=2,
+    ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-70b", gpu="h100-sxm", quantization="fp8", gpus=2,
                                        tensor_parallel_size=2), Workload(input_len=1024, output_len=256))
     p = CATALOG.constant("roofline-overlap-exponent")
     step = decode_step(ctx.work, ctx.mp.layout, ctx.rates, batch=256, context=1500)

@@ -5,8 +5,9 @@ import dataclasses
 import pytest
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.models import CheckpointSize, resolve_model
+from inferplan.catalog.models import CheckpointSize
 from inferplan.memory.params import count_params
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
 
 CATALOG = load_catalog()

@@ -6,8 +6,9 @@ from __future__ import annotations
 class InferplanError(Exception):
     """Base of every error inferplan raises on purpose.
 
-    ``field`` names the input at fault (a CLI flag, a config key, a YAML path) so that a
-    shell can say exactly what to change; ``allowed`` says what would be accepted.
+    ``field`` names the input at fault as the domain knows it (a Deployment or Workload field such
+    as ``max_model_len``, a config key, a scenario path) so that a shell can say exactly what to
+    change, in its own terms (a CLI flag, a JSON path); ``allowed`` says what would be accepted.
     """
 
     def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None, located: bool = False):
@@ -52,10 +53,6 @@ class InvalidScenarioError(InferplanError):
 
 class ConflictError(InferplanError):
     """Saving would replace something that exists: the caller has to say it wants that."""
-
-
-class DoesNotFitError(InferplanError):
-    """Raised only where a caller asks for a fit to be required; fit() itself reports it."""
 
 
 class UnsupportedSettingError(InferplanError):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
-from inferplan.inputs import Input, stored
-from inferplan.scenario import Scenario
+from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenarios (
@@ -58,7 +58,7 @@ class VendorQuote(Input):
     system: str = Field(min_length=1, max_length=200, description="catalogue system id")
     price_usd: float = Field(gt=0, le=1e10, description="price of one system, USD ex VAT (at least $1)")
     quoted_on: dt.date = Field(ge=dt.date(2000, 1, 1), description="when the vendor quoted; not in the future")
-    vendor: str = Field(min_length=1, max_length=200)
+    vendor: SafeName = Field(min_length=1)
     note: str = Field("", max_length=2000)
 
 
@@ -214,8 +214,10 @@ class Store:
 
 def _clean_name(name: str) -> str:
     name = name.strip()
-    if not name or len(name) > 200:
-        raise InvalidScenarioError("a scenario name needs 1 to 200 characters", field="name")
+    problem = "is blank" if not name else plain_text_problem(name)
+    if problem:
+        raise InvalidScenarioError(f"the scenario name {problem}", field="name",
+                                   allowed=f"1 to {MAX_NAME_CHARS} characters, no control or bidi-override characters")
     return name
 
 

@@ -57,16 +57,6 @@ UNITS: dict[str, tuple[str, float]] = {
 }
 
 
-def to_gib(n_bytes: float) -> float:
-    """Bytes to GiB (2^30), for rendering only."""
-    return n_bytes / GiB
-
-
-def to_gb(n_bytes: float) -> float:
-    """Bytes to GB (10^9), for rendering only."""
-    return n_bytes / GB
-
-
 def to_gbit_per_s(bytes_per_s: float) -> float:
     """Bytes per second to gigabits per second (network line rates), for rendering only."""
     return bytes_per_s * 8 / 1e9

@@ -35,9 +35,6 @@ class LayerKind(str, Enum):
     SPARSE = "sparse"
 
 
-ATTENTION_KINDS = (LayerKind.FULL, LayerKind.SLIDING)
-
-
 @dataclass(frozen=True)
 class MlaDims:
     kv_lora_rank: int

@@ -9,7 +9,7 @@ engine's own list. A setting missing from ``settings`` is one the engine's launc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -17,8 +17,6 @@ from inferplan.catalog.provenance import Bytes
 from inferplan.catalog.schema import SLUG, Frozen
 from inferplan.errors import CatalogError
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from inferplan.catalog.loader import Catalog
 
 # the Deployment fields (and launch-only settings) a flag rule may carry
 Setting = Literal[
@@ -117,13 +115,14 @@ class GpuResource(Frozen):
     source: str
 
 
-def flags_for(catalog: "Catalog", engine_id: str) -> EngineFlags | None:
-    """The launch-flag record of an engine (by its id in engines.yaml), if there is one."""
+def flags_for(catalog, engine_id: str) -> EngineFlags | None:
+    """The launch-flag record of an engine (by its id in engines.yaml) in a loaded catalogue, if there is one
+    (``catalog`` untyped: the loader imports this module)."""
     return next((flags for flags in catalog.engine_flags if flags.engine == engine_id), None)
 
 
-def check_engine_flags(catalog: "Catalog") -> None:
-    """Every flag record names a known engine and known sources."""
+def check_engine_flags(catalog) -> None:
+    """Every flag record of a loaded catalogue names a known engine and known sources."""
     engines = [flags.engine for flags in catalog.engine_flags]
     for flags in catalog.engine_flags:
         if flags.engine not in catalog.engines:

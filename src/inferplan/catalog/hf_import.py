@@ -23,6 +23,7 @@ from inferplan.catalog.architecture import (
     MambaDims,
     MlaDims,
 )
+from inferplan.catalog.hf_checks import check_config
 from inferplan.catalog.hf_layers import (
     block_sparse_dims,
     compressed_dims,
@@ -38,6 +39,7 @@ from inferplan.catalog.hf_layers import (
 from inferplan.catalog.hf_quant import quant_config
 from inferplan.catalog.mistral_params import as_hf_config, is_mistral_params
 from inferplan.errors import ConfigImportError
+from inferplan.input_files import MAX_INDEX_BYTES, parse_json, read_json
 
 # Keys read from text_config when a multimodal wrapper nests the language model.
 _NESTED = ("text_config", "llm_config", "language_config")
@@ -134,6 +136,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
     for key, value in _MODEL_TYPE_DEFAULTS.get(model_type, {}).items():
         cfg.setdefault(key, value)
     _check_dims(cfg)
+    check_config(raw, cfg)
     hidden = int(req(cfg, "hidden_size", "every architecture"))
     if isinstance(cfg.get("layers_block_type"), list) and cfg.get("num_hidden_layers") is None:
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])  # Nemotron 3 Ultra states only the list
@@ -236,13 +239,8 @@ def _residual_streams(cfg: dict) -> int:
     return 1 if cfg.get("mhc") is False else value
 
 
-def read_config(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigImportError(f"no such file: {path}", field="--model") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigImportError(f"{path} is not valid JSON: {exc}", field="--model") from None
+def read_config(path: Path, max_bytes: int | None = None) -> dict:
+    return read_json(path, field="model", error=ConfigImportError, max_bytes=max_bytes)
 
 
 def safetensors_header_bytes(path: Path) -> int:
@@ -250,14 +248,12 @@ def safetensors_header_bytes(path: Path) -> int:
     with path.open("rb") as fh:
         head = fh.read(8)
         if len(head) != 8:
-            raise ConfigImportError(f"{path.name} is not a safetensors file", field="--model")
+            raise ConfigImportError(f"{path.name} is not a safetensors file", field="model")
         (n,) = struct.unpack("<Q", head)
         if n > 100 * 2**20:
-            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="--model")
-        try:
-            header = json.loads(fh.read(n))
-        except json.JSONDecodeError as exc:
-            raise ConfigImportError(f"{path.name}: bad safetensors header: {exc}", field="--model") from None
+            raise ConfigImportError(f"{path.name}: header length {n} is implausible", field="model")
+        header = parse_json(fh.read(n), where=f"{path.name}: safetensors header", field="model",
+                            error=ConfigImportError)
     return sum(
         int(t["data_offsets"][1]) - int(t["data_offsets"][0])
         for name, t in header.items()
@@ -268,10 +264,10 @@ def safetensors_header_bytes(path: Path) -> int:
 def _checkpoint_bytes(folder: Path) -> tuple[int | None, str | None]:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        meta = read_config(index).get("metadata") or {}
+        meta = read_config(index, MAX_INDEX_BYTES).get("metadata") or {}
         if meta.get("total_size"):
             return int(meta["total_size"]), "model.safetensors.index.json total_size"
-    files = sorted(folder.glob("*.safetensors"))
+    files = sorted(f for f in folder.glob("*.safetensors") if f.is_file())  # not a pipe that blocks on open
     if files:
         return sum(safetensors_header_bytes(f) for f in files), "safetensors headers"
     return None, None
@@ -303,12 +299,12 @@ def import_model(location: str) -> ImportedModel:
         raise ConfigImportError(
             f"{location!r} is not a config.json, a model folder or a repo id in the local "
             "Hugging Face cache",
-            field="--model",
+            field="model",
         )
     if not config_path.is_file() and config_path.name == "config.json" and (folder / "params.json").is_file():
         config_path = folder / "params.json"  # Mistral's own format (Mistral Large 3 ships no config.json)
     if not config_path.is_file():
-        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="--model")
+        raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="model")
     raw = read_config(config_path)
     modelopt = folder / "hf_quant_config.json"
     if "quantization_config" not in raw and modelopt.is_file():

@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from inferplan.catalog.compiled import load_compiled
 from inferplan.catalog.economics_schema import (
     ApiPrice,
     CostDefault,
@@ -44,6 +45,7 @@ from inferplan.catalog.schema import (
     System,
 )
 from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareError, UnknownModelError
+from inferplan.input_files import check_yaml_depth, read_text
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -201,22 +203,22 @@ class Catalog:
     latency_points: Registry[LatencyPoint]
     data_dir: Path = field(default=DATA_DIR)
 
-    def accelerator(self, name: str, field_name: str = "--gpu") -> Accelerator:
+    def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
         return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
 
-    def system(self, name: str, field_name: str = "--system") -> System:
+    def system(self, name: str, field_name: str = "system") -> System:
         return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)
 
-    def model(self, name: str, field_name: str = "--model") -> ModelCard:
+    def model(self, name: str, field_name: str = "model") -> ModelCard:
         return self.models.get(name, field_name=field_name, error=UnknownModelError)
 
-    def quantization(self, name: str, field_name: str = "--quantization") -> Quantization:
+    def quantization(self, name: str, field_name: str = "quantization") -> Quantization:
         return self.quantizations.get(name, field_name=field_name, error=CatalogError)
 
-    def kv_cache_dtype(self, name: str, field_name: str = "--kv-cache-dtype") -> KvDtype:
+    def kv_cache_dtype(self, name: str, field_name: str = "kv_cache_dtype") -> KvDtype:
         return self.kv_cache_dtypes.get(name, field_name=field_name, error=CatalogError)
 
-    def engine(self, name: str, field_name: str = "--engine") -> EngineDefaults:
+    def engine(self, name: str, field_name: str = "engine") -> EngineDefaults:
         return self.engines.get(name, field_name=field_name, error=CatalogError)
 
     def engine_build(self, engine: str, engine_version: str) -> EngineBuild | None:
@@ -241,8 +243,11 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _read_yaml(path: Path) -> dict:
+    text = read_text(path, field=str(path), error=CatalogError)
+    if not path.resolve().is_relative_to(DATA_DIR.resolve()):  # the shipped files are checked by a test, not per run
+        check_yaml_depth(text, where=path.name, field=str(path), error=CatalogError)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path.name}: not valid YAML: {exc}", field=str(path)) from exc
     if not isinstance(data, dict):
@@ -294,6 +299,11 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     return catalog
 
 
+# engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
+ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
+                        "pp_batch_limits", "expert_parallel", "pads_gemm_rows")
+
+
 def check_references(catalog: Catalog) -> None:
     """Every sourced number names a known source; every cross-reference resolves."""
     for key in SECTIONS:
@@ -335,26 +345,16 @@ def check_references(catalog: Catalog) -> None:
 
 
     for engine in catalog.engines:
-        for source in (engine.runs_on_source, engine.kv_cache_dtypes_source, engine.context_beyond_model_source,
-                       engine.embeddings_on_host_source, engine.pp_kv_room_source, engine.pp_batch_limits_source,
-                       engine.expert_parallel_source, engine.pads_gemm_rows_source):
+        for rule in ENGINE_SOURCED_RULES:
+            source = getattr(engine, f"{rule}_source")
+            stated = getattr(engine, rule) != EngineDefaults.model_fields[rule].default
             if source and source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
-        if engine.kv_cache_dtypes and not engine.kv_cache_dtypes_source:
-            raise CatalogError(f"engines:{engine.id}: kv_cache_dtypes need a kv_cache_dtypes_source", field=engine.id)
-        if engine.pp_kv_room and not engine.pp_kv_room_source:
-            raise CatalogError(f"engines:{engine.id}: pp_kv_room needs a pp_kv_room_source", field=engine.id)
-        if engine.pp_batch_limits and not engine.pp_batch_limits_source:
-            raise CatalogError(f"engines:{engine.id}: pp_batch_limits needs a pp_batch_limits_source", field=engine.id)
-        if engine.expert_parallel is not None and not engine.expert_parallel_source:
-            raise CatalogError(f"engines:{engine.id}: expert_parallel needs an expert_parallel_source", field=engine.id)
-        if engine.pads_gemm_rows is not None and not engine.pads_gemm_rows_source:
-            raise CatalogError(f"engines:{engine.id}: pads_gemm_rows needs a pads_gemm_rows_source", field=engine.id)
-        if engine.embeddings_on_host and not engine.embeddings_on_host_source:
-            raise CatalogError(f"engines:{engine.id}: embeddings_on_host needs an embeddings_on_host_source", field=engine.id)
-        if engine.context_beyond_model and not engine.context_beyond_model_source:
-            raise CatalogError(f"engines:{engine.id}: context_beyond_model needs a context_beyond_model_source",
-                               field=engine.id)
+            if stated and not source:
+                raise CatalogError(f"engines:{engine.id}: {rule} needs a {rule}_source", field=engine.id)
+        for source in (s for family in engine.calibration_families for s in family.sources):
+            if source not in catalog.sources:
+                raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
         for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values()):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
@@ -390,5 +390,6 @@ def check_references(catalog: Catalog) -> None:
 
 @functools.lru_cache(maxsize=4)
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
-    """The shipped catalogue (cached; read on first use, never at import)."""
-    return load_files(list(data_dir.glob("**/*.yaml")), data_dir=data_dir)
+    """The shipped catalogue (cached; read on first use, never at import), from its compiled copy when
+    the data and schema are unchanged (``compiled.py``)."""
+    return load_compiled(data_dir, lambda: load_files(sorted(data_dir.glob("**/*.yaml")), data_dir=data_dir))

@@ -1,9 +1,10 @@
-"""Resolve a ``--model`` argument to a ``ModelSpec``: catalogue card, config path or HF cache.
+"""A model as the planner uses it (``ModelSpec``), built from a catalogue card.
 
 A ``ModelSpec`` joins what the catalogue card states (parameters, checkpoint sizes) with the
 architecture read from the verbatim config.json it points to, or from a local import. Where a
 card has no published architecture but names a ``kv_proxy``, the proxy's attention layout is used
-and the spec's ``assumptions`` say so.
+and the spec's ``assumptions`` say so. A config path or a cached Hugging Face repo becomes a spec in
+``memory/resolve.py``, which counts its parameters.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inferplan.catalog.architecture import Architecture
-from inferplan.catalog.hf_import import architecture_from_config, hf_cache_snapshot, import_model, read_config
+from inferplan.catalog.hf_import import architecture_from_config, read_config
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import ModelCard
-from inferplan.errors import InferplanError, UnknownModelError
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,13 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
         checkpoints=checkpoints,
         native_quantization=native,
         # a card without a context takes its config's (positions, or what a YaRN rope_scaling opens)
-        context_tokens=int(card.context_tokens.value) if card.context_tokens else _config_context(arch, proxy),
+        context_tokens=int(card.context_tokens.value) if card.context_tokens else config_context(arch, proxy),
         assumptions=tuple(assumptions),
         card=card,
     )
 
 
-def _config_context(arch: Architecture | None, proxy: bool) -> int | None:
+def config_context(arch: Architecture | None, proxy: bool) -> int | None:
     if arch is None or proxy:
         return None
     return max(arch.max_position_embeddings, arch.rope_context_tokens) or None
@@ -105,48 +105,3 @@ def looks_like_path(name: str) -> bool:
         return Path(name).expanduser().exists()
     except (RuntimeError, OSError, ValueError):
         return False
-
-
-def resolve_model(catalog: Catalog, name: str, field_name: str = "--model") -> ModelSpec:
-    """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
-    try:
-        if looks_like_path(name):
-            return spec_from_import(name)
-        try:
-            return spec_from_card(catalog, catalog.model(name, field_name))
-        except UnknownModelError:
-            if "/" in name and hf_cache_snapshot(name) is not None:
-                return spec_from_import(name)
-            raise
-    except InferplanError as exc:
-        if exc.field == "--model":  # the import names the usual flag; this caller's may differ (--models)
-            exc.field = field_name
-        raise
-
-
-def spec_from_import(location: str) -> ModelSpec:
-    from inferplan.memory.params import count_params  # memory sits above catalog; import lazily
-
-    imported = import_model(location)
-    arch = imported.architecture
-    params = count_params(arch)
-    native = arch.quant.quantization if arch.quant else _dtype_quant(arch.torch_dtype)
-    checkpoints = ()
-    if imported.checkpoint_bytes:
-        checkpoints = (CheckpointSize(native, imported.checkpoint_bytes, "local", imported.checkpoint_source or ""),)
-    return ModelSpec(
-        id=Path(imported.path).name or location,
-        name=location,
-        architecture=arch,
-        architecture_is_proxy=False,
-        total_params=float(params.total),
-        active_params=float(params.active),
-        checkpoints=checkpoints,
-        native_quantization=native,
-        context_tokens=_config_context(arch, proxy=False),
-        assumptions=("parameter counts computed from config.json",),
-    )
-
-
-def _dtype_quant(torch_dtype: str) -> str:
-    return {"float16": "fp16", "float32": "fp32"}.get(torch_dtype, "bf16")

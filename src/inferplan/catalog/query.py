@@ -1,10 +1,9 @@
-"""Catalogue queries the shells call: list a kind, show one entry, summarise an import."""
+"""Catalogue queries the shells call: list a kind, show one entry, search names."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.catalog.hf_import import import_model
 from inferplan.catalog.loader import SECTIONS, load_catalog
 from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
@@ -64,7 +63,7 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
             return exact[0]
         raise AmbiguousNameError(
             f"{name!r} is in several kinds: " + ", ".join(f"{_spelling(k)}:{e.id}" for k, e in found),
-            field="--kind",
+            field="kind",
             allowed=", ".join(_spelling(k) for k, _ in found),
         )
     return found[0]
@@ -73,68 +72,6 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
 def _spelling(key: str) -> str:
     """A section's name as `--kind` takes it (serving_profiles -> serving-profiles)."""
     return key.replace("_", "-")
-
-
-class ImportSummary(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    hf_architecture: str
-    model_type: str
-    num_layers: int
-    layer_kinds: dict[str, int]
-    hidden_size: int
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    sliding_window: int | None
-    mla: bool
-    experts: int | None
-    experts_per_token: int | None
-    quantization: str | None
-    total_params: int
-    active_params: int
-    checkpoint_bytes: int | None
-    checkpoint_source: str | None
-    kv_cache_bytes_per_token_bf16: float
-    state_bytes_per_sequence_bf16: float
-
-
-def describe_import(location: str) -> ImportSummary:
-    from inferplan.memory.kv_cache import kv_layout  # memory sits above catalog
-    from inferplan.memory.params import count_params
-
-    imported = import_model(location)
-    arch = imported.architecture
-    params = count_params(arch)
-    layout = kv_layout(arch, kv_bits=16)
-    kinds: dict[str, int] = {}
-    for k in arch.layer_kinds:
-        kinds[k.value] = kinds.get(k.value, 0) + 1
-    return ImportSummary(
-        path=imported.path,
-        hf_architecture=arch.hf_architecture,
-        model_type=arch.model_type,
-        num_layers=arch.num_layers,
-        layer_kinds=kinds,
-        hidden_size=arch.hidden_size,
-        num_attention_heads=arch.num_attention_heads,
-        num_kv_heads=arch.num_kv_heads,
-        head_dim=arch.head_dim,
-        vocab_size=arch.vocab_size,
-        sliding_window=arch.sliding_window,
-        mla=arch.mla is not None,
-        experts=arch.moe.num_experts if arch.moe else None,
-        experts_per_token=arch.moe.experts_per_token if arch.moe else None,
-        quantization=arch.quant.quantization if arch.quant else None,
-        total_params=params.total,
-        active_params=params.active,
-        checkpoint_bytes=imported.checkpoint_bytes,
-        checkpoint_source=imported.checkpoint_source,
-        kv_cache_bytes_per_token_bf16=layout.bytes_per_token,
-        state_bytes_per_sequence_bf16=layout.state_bytes_per_seq,
-    )
 
 
 class SearchHit(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from inferplan.catalog.provenance import (
     EUR,
@@ -29,7 +29,11 @@ SLUG = r"^[a-z0-9][a-z0-9._-]*$"
 
 
 class Frozen(Input):
-    """A catalogue entry (see inferplan.inputs: no NaN, no booleans for numbers)."""
+    """A catalogue entry (see inferplan.inputs: no NaN, no booleans for numbers). Its validator is
+    built when a file is first validated, not at import: a start from the compiled catalogue never
+    validates, so it never pays for building one."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class Status(str, Enum):
@@ -205,6 +209,20 @@ class KvDtype(Frozen):
     notes: tuple[str, ...] = ()
 
 
+class CalibrationFamilyRule(Frozen):
+    """Hardware on which an engine's speed is calibrated as a family of its own (first match wins),
+    split off because its measured points run apart from the engine's other hardware."""
+
+    family: str
+    backends: tuple[str, ...] = ()  # llama.cpp back ends it covers (empty: any)
+    software: tuple[Software, ...] = ()  # software stacks it covers (empty: any)
+    architectures: tuple[str, ...] = ()  # accelerator architectures it covers (empty: any)
+    memory_type_prefixes: tuple[str, ...] = ()  # memory types it covers, by prefix: HBM (empty: any)
+    except_form_factors: tuple[str, ...] = ()  # form factors it leaves to the engine's family
+    sources: tuple[str, ...] = Field(min_length=1)  # the measurements that set it apart
+    note: str
+
+
 class EngineDefaults(Frozen):
     """The settings that shape an engine's memory budget, as the engine documents them."""
 
@@ -261,6 +279,9 @@ class EngineDefaults(Frozen):
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None
+    # hardware calibrated apart (else the family is the engine's id, with llama.cpp's back end or a
+    # software stack other than CUDA and Metal appended: llamacpp-vulkan, vllm-rocm)
+    calibration_families: tuple[CalibrationFamilyRule, ...] = ()
     notes: tuple[str, ...] = ()
 
 

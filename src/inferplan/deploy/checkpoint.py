@@ -13,7 +13,7 @@ from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Checkpoint, ModelCard
 from inferplan.errors import UnknownModelError, UnsupportedSettingError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 
 
 GGUF_PREFIX = "gguf-"  # quantization ids of GGUF files (quantizations.yaml)

@@ -18,7 +18,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import check_kv_dtype
 
 Role = Literal["both", "prefill", "decode"]

@@ -18,7 +18,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.command import DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, launch_command
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.units import GiB, MiB
 

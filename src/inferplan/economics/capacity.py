@@ -16,15 +16,17 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import System
+from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
+from inferplan.performance.context import ServingContext
+from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.profiles import find_profile
-from inferplan.performance.serving import ServingEstimate, _Context, _estimate, _with_profile
+from inferplan.performance.serving import estimate_at, with_profile
 from inferplan.performance.track_record import with_track_record
-from inferplan.performance.workload import Workload
-from inferplan.economics.workloads import WorkloadProfile
 
 
 class CellCapacity(BaseModel):
@@ -136,12 +138,12 @@ def drafts(w: WorkloadProfile) -> dict:
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
                      prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
-    ctx = _Context(catalog, cell, shape)
+    ctx = ServingContext(catalog, cell, shape)
     profile = find_profile(catalog, ctx.mp, shape)
 
     def at(c: int) -> ServingEstimate:
-        e = _estimate(ctx, c)
-        return _with_profile(ctx, e, profile) if profile is not None else e
+        e = estimate_at(ctx, c)
+        return with_profile(ctx, e, profile) if profile is not None else e
 
     top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
     lo, hi = 1, top
@@ -192,7 +194,7 @@ def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, 
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
                              system_gpus=system_gpus, system=system, nodes=nodes)
         except InvalidScenarioError as exc:
-            if best is None or exc.field != "--tensor-parallel-size":
+            if best is None or exc.field != "tensor_parallel_size":
                 raise
             # a cell wider than the hardware's links carry: keep the best narrower one, and say so
             note = f"replica cells wider than {tp // 2} GPUs not tried: {exc}"
@@ -230,11 +232,11 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
         try:
             loadouts.append(_loadout(catalog, cell, w, system_gpus=system_gpus, system=system, nodes=nodes))
         except InvalidScenarioError as exc:
-            if exc.field == "--enable-expert-parallel":  # a dense model: no experts to spread
+            if exc.field == "enable_expert_parallel":  # a dense model: no experts to spread
                 return []
-            # "cell": too small for the model, or not whole systems; "--data-parallel-size": wider than
+            # "cell": too small for the model, or not whole systems; "data_parallel_size": wider than
             # the GPUs' links reach with no network known beyond (a 16-GPU PCIe platform): not a layout
-            if exc.field not in ("cell", "--data-parallel-size"):
+            if exc.field not in ("cell", "data_parallel_size"):
                 raise
     return loadouts
 
@@ -255,7 +257,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
     try:
         cap = cell_capacity(catalog, cell_d, w)
     except InvalidScenarioError as exc:
-        if exc.field != "--gpus":
+        if exc.field != "gpus":
             raise
         # a replica cell (fixed in the scenario, or tried by the sweep) too small for the model
         raise InvalidScenarioError(str(exc), field="cell",

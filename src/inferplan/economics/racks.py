@@ -18,12 +18,12 @@ class RackComparison(BaseModel):
 
 
 def _point(catalog: Catalog, profile_id: str, interactivity: int):
-    profile = catalog.rack_profiles.get(profile_id, field_name="--baseline", error=InvalidScenarioError)
+    profile = catalog.rack_profiles.get(profile_id, field_name="baseline", error=InvalidScenarioError)
     match = next((p for p in profile.points if p.interactivity_tokens_per_s == interactivity), None)
     if match is None:
         allowed = ", ".join(str(p.interactivity_tokens_per_s) for p in profile.points)
         raise InvalidScenarioError(f"{profile.id} has no point at {interactivity} tok/s/user",
-                                   field="--interactivity", allowed=allowed)
+                                   field="interactivity", allowed=allowed)
     return profile, match
 
 

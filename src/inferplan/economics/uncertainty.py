@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics.plan import PlanResult
-from inferplan.scenario import Scenario
+from inferplan.economics.scenario import Scenario
 
 
 class Band(BaseModel):

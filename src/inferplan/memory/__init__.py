@@ -1,2 +1,3 @@
 """What fits: parameter counts, weight bytes, KV cache and recurrent state per layer kind, each
-engine's memory budget, and ``fit(Deployment) -> MemoryFit`` (plus the what-fits matrix)."""
+engine's memory budget, model names and config paths resolved to specs with counted
+parameters, and ``fit(Deployment) -> MemoryFit`` (plus the what-fits matrix)."""

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import ModelSpec, resolve_model
+from inferplan.catalog.models import ModelSpec
+from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
-from inferplan.memory.engine_budget import EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
+from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
@@ -75,14 +77,14 @@ def _parallel(d: Deployment, gpus: int) -> ParallelPlan:
         raise InvalidScenarioError(
             f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size} needs {instance} GPUs, "
             f"only {gpus} given",
-            field="--gpus",
+            field="gpus",
             allowed=f">= {instance}",
         )
     dp = d.data_parallel_size or gpus // instance
     if instance * dp != gpus:
         raise InvalidScenarioError(
             f"TP × PP × DP = {instance * dp} must equal --gpus {gpus}",
-            field="--data-parallel-size",
+            field="data_parallel_size",
             allowed=f"{gpus // instance}" if gpus % instance == 0 else "a divisor",
         )
     return ParallelPlan(
@@ -108,7 +110,7 @@ def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accel
         chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
         raise InvalidScenarioError(
             f"{engine_id} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
-            field="--quantization",
+            field="quantization",
             allowed=loadable,
         )
     return quant, notes
@@ -123,7 +125,7 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
         others = [e.name for e in catalog.engines if kv.id in e.kv_cache_dtypes]
         hint = (f"; its nearest is {instead}" if instead else f"; {', '.join(others)} can" if others else
                 "; no engine in the catalogue runs it (research code): size it with --kv-bytes-per-token")
-        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="--kv-cache-dtype",
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="kv_cache_dtype",
                                    allowed="auto | " + " | ".join(engine.kv_cache_dtypes))
     return kv
 
@@ -137,7 +139,7 @@ def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
         kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
         if v4 and kv.id != "fp8" and catalog.engine(d.engine).id == "vllm":
             raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
-                                       "deepseek_v4_attention asserts it)", field="--kv-cache-dtype", allowed="auto | fp8")
+                                       "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
         return kv
     if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
         return catalog.kv_cache_dtype("fp8")
@@ -158,7 +160,7 @@ def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: flo
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
-                                   field="--ubatch-size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
+                                   field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
@@ -225,106 +227,135 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     return _fit(catalog, d, spec, hw, plan, search_smallest=True)
 
 
-def _has_experts(spec: ModelSpec) -> bool:
-    arch = spec.architecture
-    if arch is not None and not spec.architecture_is_proxy:
-        return arch.moe is not None
-    return bool(spec.active_params and spec.total_params and spec.active_params < spec.total_params) or bool(arch and arch.moe)
-
-
-def _check_runs_on(catalog: Catalog, engine, accel) -> None:
-    """An engine plans only on accelerators whose software stack it runs on (TensorRT-LLM: CUDA)."""
-    if engine.runs_on and accel.software not in engine.runs_on:
-        usable = [e.id for e in catalog.engines if not e.runs_on or accel.software in e.runs_on]
-        raise InvalidScenarioError(
-            f"{engine.name} does not run on {accel.name} ({accel.software.value}); it runs on "
-            f"{', '.join(s.value for s in engine.runs_on)}", field="--engine", allowed=" | ".join(usable))
-
-
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
-    arch = spec.architecture
-    if arch is None and d.kv_bytes_per_token is None:
-        raise InvalidScenarioError(
-            f"{spec.name}: its architecture is not published in the catalogue, so its KV cache "
-            "cannot be sized; pass its config.json with --model, or state the KV bytes per token "
-            "with --kv-bytes-per-token",
-            field="--kv-bytes-per-token",
-        )
-    engine = catalog.engine(d.engine)
-    _check_runs_on(catalog, engine, hw.accel)
-    if d.enable_expert_parallel and not _has_experts(spec):
-        raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
-                                   field="--enable-expert-parallel", allowed="leave it off for a dense model")
-    if d.enable_expert_parallel and engine.expert_parallel is False:
-        takers = ", ".join(e.id for e in catalog.engines if e.expert_parallel)
-        raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
-                                   field="--enable-expert-parallel", allowed=f"leave it off, or an engine that does: {takers}")
-    _check_heads(spec, engine.id, plan.tensor_parallel_size)
-    layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
-    if layers and plan.pipeline_parallel_size > layers:
-        raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
-                                   field="--pipeline-parallel-size", allowed=f"1 to {layers}")
-    reach = hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
-    unpriced = hw.scale_out is None and plan.tensor_parallel_size > reach  # a memory answer for a layout perf refuses
-    network = [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
-               f"{hw.system.name if hw.system else hw.accel.name} joins, and the catalogue knows no network between "
-               "them: this is the memory answer only; `inferplan perf` refuses the layout"] if unpriced else []
-    quant, notes = _quantization(catalog, d, spec, hw.accel, engine.id)
+    engine = checked_engine(catalog, d, spec, hw, plan.tensor_parallel_size, plan.pipeline_parallel_size)
+    network = _network_note(hw, plan)
+    quant, quant_notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
-    assumptions = [*spec.assumptions, *hw.assumptions, *network, *notes]
     total, total_note = device_total_bytes(catalog, hw.accel)
-    if total_note:
-        assumptions.append(total_note)
-    weights = weight_bytes(spec, quant)
-    assumptions.extend(weights.assumptions)
-    on_host = engine.embeddings_on_host and not hw.accel.unified_memory  # one pool: host memory is the same memory
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
-    w_gpu, experts_gpu = fullest.bytes_per_gpu, fullest.expert_bytes_per_gpu
-    if stages_note:
-        assumptions.append(stages_note)
-    if on_host and weights.embedding_bytes and not weights.head_is_embedding:
-        assumptions.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
-                           "memory, not on a GPU")
-    extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, experts_gpu)
-    if extra_note:
-        w_gpu += extra
-        assumptions.append(extra_note)
+    w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
     settings = _engine_settings(d, engine, hw.accel, total)
+    budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w)
+    layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
+    context_notes, capped = check_context(d, spec, engine)
+    held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+    assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
+                   *w.notes, *budget_notes, *layout_notes, *context_notes]
+    fewer_gpus = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else None
+    result = MemoryFit(
+        fits=held.fits, model=spec.id, accelerator=hw.accel.id, engine=engine.id, quantization=quant.id,
+        kv_cache_dtype=kv_dtype.id, parallel=plan, max_model_len=held.max_len, gpu_memory_bytes=total,
+        usable_bytes_per_gpu=budget.usable_bytes_per_gpu, weights_bytes=w.estimate.total_bytes,
+        weights_bytes_per_gpu=w.per_gpu, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
+        overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, kv_cache_bytes_per_gpu=held.kv_gpu,
+        kv_cache_bytes_per_token=layout.bytes_per_token, state_bytes_per_sequence=layout.state_bytes_per_seq,
+        kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,
+        total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
+        largest_context_tokens=held.largest, concurrency=d.concurrency,
+        shortfall_bytes=0.0 if held.fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
+                                                         held.seq_gpu - budget.kv_bytes_per_gpu),
+        smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
+    )
+    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages)
+
+
+def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
+    """A note when tensor parallelism reaches past the GPUs the hardware joins and no network between
+    them is known: a memory answer for a layout `perf` refuses."""
+    reach = hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
+    if hw.scale_out is not None or plan.tensor_parallel_size <= reach:
+        return []
+    return [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
+            f"{hw.system.name if hw.system else hw.accel.name} joins, and the catalogue knows no network between "
+            "them: this is the memory answer only; `inferplan perf` refuses the layout"]
+
+
+@dataclass(frozen=True)
+class _GpuWeights:
+    """The weights on the fullest GPU (with what the engine adds) and on each pipeline stage."""
+
+    estimate: WeightEstimate
+    stages: tuple[StageWeights, ...]
+    per_gpu: float
+    notes: list[str]
+
+
+def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
+                    engine: EngineDefaults, accel: Accelerator) -> _GpuWeights:
+    weights = weight_bytes(spec, quant)
+    notes = list(weights.assumptions)
+    on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
+    per_gpu = fullest.bytes_per_gpu
+    if stages_note:
+        notes.append(stages_note)
+    if on_host and weights.embedding_bytes and not weights.head_is_embedding:
+        notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
+                     "memory, not on a GPU")
+    extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, accel, fullest.expert_bytes_per_gpu)
+    if extra_note:
+        per_gpu += extra
+        notes.append(extra_note)
+    return _GpuWeights(weights, stages, per_gpu, notes)
+
+
+def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
+             settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights) -> tuple[EngineBudget, list, list[str]]:
+    """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
+    budget where the engine sizes every stage's cache by its own room (vLLM), and the notes."""
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
 
-    def room(weights_gpu: float):
-        return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu, arch=arch,
-                             settings=settings, tp=tp, gpus_in_instance=tp * pp)
+    def room(weights_gpu: float) -> EngineBudget:
+        return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
+                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp)
 
-    budget = room(w_gpu)
-    assumptions.extend(budget.assumptions)
-    # under pipeline parallelism, engines that size each stage's cache by its own room (vLLM): the room
-    # each stage's weights leave; the smallest is the figure reported
-    rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, hw.accel, st.expert_bytes_per_gpu)[0])
-             for st in stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
-    if rooms:  # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
-        budget = min(rooms, key=lambda b: b.kv_bytes_per_gpu)
+    budget = room(w.per_gpu)
+    rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0])
+             for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
+    # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
+    least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget
+    return least, rooms, list(budget.assumptions)
+
+
+def _kv_layout(d: Deployment, spec: ModelSpec, kv_dtype: KvDtype, plan: ParallelPlan, rooms: list,
+               least_room: float) -> tuple[KvLayout, list[str]]:
+    """How a token's KV cache spreads over the instance's GPUs (stated, or from the architecture),
+    with each stage's room relative to the least where stages are sized apart."""
+    tp, pp, arch = plan.tensor_parallel_size, plan.pipeline_parallel_size, spec.architecture
     if d.kv_bytes_per_token is not None:
         layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
-        assumptions.append(f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance")
+        notes = [f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance"]
     else:
         assert arch is not None
+        notes = []
         if tp > arch.num_kv_heads and arch.mla is None and arch.num_kv_heads:
-            assumptions.append(f"TP {tp} exceeds {arch.num_kv_heads} KV heads: each GPU keeps a replicated KV head")
+            notes.append(f"TP {tp} exceeds {arch.num_kv_heads} KV heads: each GPU keeps a replicated KV head")
         if arch.mla is not None and tp > 1:
-            assumptions.append("MLA latent KV is replicated on every tensor-parallel rank")
-        layout = kv_layout(
-            arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
-            residual_tokens=kv_dtype.residual_tokens,
-        )
-    smallest = budget.kv_bytes_per_gpu
-    if rooms and layout.stages and smallest > 0:
-        layout = dataclasses.replace(layout, stage_rooms=tuple(r.kv_bytes_per_gpu / smallest for r in rooms))
-    context_notes, capped = _check_context(d, spec, engine)
-    assumptions.extend(context_notes)
-    max_len = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0) or 4096
-    block = settings.block_tokens
-    kv_gpu = max(budget.kv_bytes_per_gpu, 0.0)
+            notes.append("MLA latent KV is replicated on every tensor-parallel rank")
+        layout = kv_layout(arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
+                           residual_tokens=kv_dtype.residual_tokens)
+    if rooms and layout.stages and least_room > 0:
+        layout = dataclasses.replace(layout, stage_rooms=tuple(r.kv_bytes_per_gpu / least_room for r in rooms))
+    return layout, notes
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What the KV cache holds at the planned context length."""
+
+    max_len: int
+    kv_gpu: float
+    seq_gpu: float
+    tokens: int
+    concurrency: float
+    fits: bool
+    largest: int | None
+
+
+def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, room: float, block: int,
+          capped: int | None) -> _Held:
+    max_len = _planned_length(d, spec, capped)
+    kv_gpu = max(room, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
     seq_room = layout.room_bytes_per_sequence(max_len, block)  # of the smallest stage's room (seq_gpu on one stage)
     # tokens of context the cache holds in sequences of max_len: a window layer or a recurrent state
@@ -332,8 +363,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     held = math.ceil(max_len / block) * block  # its last block is held whole
     per_tok_gpu = seq_room / held if held else layout.bytes_per_token_per_gpu
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
-    concurrency = kv_gpu / seq_room if seq_room else 0.0
-    fits = budget.kv_bytes_per_gpu > 0 and kv_gpu >= seq_room
+    fits = room > 0 and kv_gpu >= seq_room
     largest = None
     if d.concurrency:  # sequences across the deployment, as perf counts them: each instance holds its share
         per_instance = math.ceil(d.concurrency / plan.data_parallel_size)
@@ -341,40 +371,20 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         if fits and largest < 1:
             raise InvalidScenarioError(
                 f"{d.concurrency:,} sequences leave no room for even one token of context each: the KV cache holds "
-                f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="--concurrency",
+                f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
                 allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
-    smallest = None
-    if not fits and search_smallest:
-        smallest = _smallest_fit(catalog, d, spec, hw)
-    result = MemoryFit(
-        fits=fits,
-        model=spec.id,
-        accelerator=hw.accel.id,
-        engine=engine.id,
-        quantization=quant.id,
-        kv_cache_dtype=kv_dtype.id,
-        parallel=plan,
-        max_model_len=max_len,
-        gpu_memory_bytes=total,
-        usable_bytes_per_gpu=budget.usable_bytes_per_gpu,
-        weights_bytes=weights.total_bytes,
-        weights_bytes_per_gpu=w_gpu,
-        activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
-        overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu,
-        kv_cache_bytes_per_gpu=kv_gpu,
-        kv_cache_bytes_per_token=layout.bytes_per_token,
-        state_bytes_per_sequence=layout.state_bytes_per_seq,
-        kv_cache_tokens=tokens,
-        max_concurrency=concurrency,
-        total_max_concurrency=concurrency * plan.data_parallel_size,
-        sequence_bytes_per_gpu=seq_gpu,
-        largest_context_tokens=largest,
-        concurrency=d.concurrency,
-        shortfall_bytes=0.0 if fits else _shortfall(layout, rooms, max_len, block, seq_gpu - budget.kv_bytes_per_gpu),
-        smallest_fit=smallest,
-        assumptions=tuple(dict.fromkeys(assumptions)),
-    )
-    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, weights, layout, settings, hw, stages)
+    return _Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
+
+
+def _planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:
+    """The context length planned: the engine's cap, else the one stated, else the model's own."""
+    arch = spec.architecture
+    length = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0)
+    if not length:
+        raise InvalidScenarioError(f"{spec.name} states no context length (no context_tokens in the catalogue, no "
+                                   "max_position_embeddings in its config): state the length to plan at",
+                                   field="max_model_len", allowed="a context length in tokens")
+    return length
 
 
 def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise: float) -> float:
@@ -383,47 +393,6 @@ def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise
     if not rooms or len(rooms) != len(layout.stages):
         return otherwise
     return max(st.sequence_bytes_per_gpu(tokens, block) - r.kv_bytes_per_gpu for st, r in zip(layout.stages, rooms))
-
-
-def _check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tuple[list[str], int | None]:
-    """A max_model_len past the model's context, as the engine treats it (engines.yaml
-    ``context_beyond_model``): an error where it refuses it, the model's context where it caps it
-    (returned as the length to plan at), a note where it runs it."""
-    if not (d.max_model_len and spec.context_tokens and d.max_model_len > spec.context_tokens):
-        return [], None
-    limit, why = spec.context_tokens, f" ({engine.context_beyond_model_note})" if engine.context_beyond_model_note else ""
-    if engine.context_beyond_model == "refuse":
-        raise InvalidScenarioError(
-            f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {limit:,} tokens, "
-            f"which {engine.id} refuses (a longer context needs RoPE scaling: import a config.json whose rope_scaling "
-            "opens it)", field="--max-model-len", allowed=f"at most {limit:,} tokens")
-    if engine.context_beyond_model == "cap":
-        return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s context of {limit:,} tokens: {engine.id} "
-                f"serves at most {limit:,}{why}"], limit
-    return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s trained context of {limit:,} tokens: "
-            f"{engine.id} runs it, but the model was not trained that long{why}"], None
-
-
-HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks
-
-
-def _tp_shards_heads(spec: ModelSpec, engine: str, tp: int) -> bool:
-    arch = spec.architecture
-    if tp == 1 or engine not in HEAD_SHARDING_ENGINES or arch is None or spec.architecture_is_proxy:
-        return True
-    return arch.num_attention_heads % tp == 0
-
-
-def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
-    """vLLM, SGLang and TensorRT-LLM split the attention heads evenly over the tensor-parallel ranks."""
-    if not _tp_shards_heads(spec, engine, tp):
-        heads = spec.architecture.num_attention_heads
-        allowed = ", ".join(str(n) for n in range(1, heads + 1) if heads % n == 0 and n <= 1024)
-        raise InvalidScenarioError(
-            f"{spec.name} has {heads} attention heads, which {engine} cannot split over {tp} tensor-parallel ranks",
-            field="--tensor-parallel-size",
-            allowed=allowed,
-        )
 
 
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
@@ -436,7 +405,7 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     tp = 1
     while tp <= hw.domain_gpus:
         pp = 1
-        shards = _tp_shards_heads(spec, engine, tp)  # a TP size that cannot split the heads: no candidates
+        shards = tp_shards_heads(spec, engine, tp)  # a TP size that cannot split the heads: no candidates
         while shards and tp * pp <= limit and pp <= layers:
             candidates.append((tp * pp, pp, tp))
             pp *= 2

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
 from inferplan.errors import InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.units import to_gbit_per_s
 
 
@@ -48,18 +48,18 @@ def system_scale_out(system: System, accel: Accelerator) -> ScaleOut | None:
 
 def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
     if d.system:
-        system = catalog.system(d.system, "--system")
+        system = catalog.system(d.system, "system")
         accel = catalog.accelerators.records[system.accelerator]
         if d.gpu and catalog.accelerator(d.gpu).id != accel.id:
             raise InvalidScenarioError(
-                f"{system.name} holds {accel.name}, not {d.gpu}", field="--gpu", allowed=accel.id
+                f"{system.name} holds {accel.name}, not {d.gpu}", field="gpu", allowed=accel.id
             )
         gpus = d.gpus or system.accelerator_count
         count = system.accelerator_count
         if gpus > count and gpus % count:
             raise InvalidScenarioError(
                 f"{system.name} has {count} GPUs; {gpus} GPUs is neither a part of one nor a whole number of them",
-                field="--gpus",
+                field="gpus",
                 allowed=f"1..{count} or a multiple of {count} (several {system.id} joined by their network)",
             )
         out = system_scale_out(system, accel)

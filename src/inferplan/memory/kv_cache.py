@@ -260,11 +260,6 @@ def _stages(kinds: tuple[LayerKind, ...], pp: int) -> list[tuple[LayerKind, ...]
     return [kinds[start:end] for start, end in stage_bounds(len(kinds), pp)]
 
 
-def kv_cache_bytes(layout: KvLayout, *, tokens: int) -> float:
-    """KV bytes ``tokens`` of context occupy across the instance (window layers uncapped)."""
-    return layout.bytes_per_token * tokens
-
-
 def stated_layout(bytes_per_token: float, *, tp: int = 1, pp: int = 1) -> KvLayout:
     """A layout from a stated per-token KV size, split evenly over the instance's GPUs."""
     return KvLayout(

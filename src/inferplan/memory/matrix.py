@@ -7,11 +7,11 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import resolve_model
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
-from inferplan.memory.deployment import MAX_CONTEXT_TOKENS, Deployment
+from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, check_kv_dtype, fit
+from inferplan.memory.resolve import resolve_model
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
 
@@ -24,7 +24,7 @@ class FitsCell(BaseModel):
     quantization: str
     result: MemoryFit | None  # None when the cell could not be planned
     error: str | None = None
-    error_field: str | None = None  # the input the error names, as a CLI flag (--max-model-len)
+    error_field: str | None = None  # the input the error names, as a Deployment field (max_model_len)
     # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
     # one instance across the node, which says nothing about how few GPUs it needs)
     smallest_fit: ParallelPlan | None = None
@@ -68,21 +68,21 @@ def fits_matrix(
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint."""
     catalog = catalog or load_catalog()
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
-    catalog.engine(engine, field_name="--engine")
+    catalog.engine(engine, field_name="engine")
     if kv_cache_dtype != "auto":
         check_kv_dtype(catalog, engine, kv_cache_dtype)
     if max_model_len is not None and not 1 <= max_model_len <= MAX_CONTEXT_TOKENS:
-        raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="--max-model-len",
+        raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="max_model_len",
                                    allowed=f"1..{MAX_CONTEXT_TOKENS:,}")
     for g in gpus or []:
-        catalog.accelerator(g, field_name="--gpus")
+        catalog.accelerator(g, field_name="gpus")
     for name in systems or []:
-        catalog.system(name, field_name="--systems")
+        catalog.system(name, field_name="systems")
     for q in quantizations or []:
         if q != "native":
-            catalog.quantization(q, field_name="--quantizations")
+            catalog.quantization(q, field_name="quantizations")
     model_ids = models or [m.id for m in catalog.models if m.config]
-    specs = [(model, resolve_model(catalog, model, field_name="--models")) for model in model_ids]
+    specs = [(model, resolve_model(catalog, model, field_name="models")) for model in model_ids]
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     if not hardware:
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]

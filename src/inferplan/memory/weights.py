@@ -126,7 +126,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
     if spec.total_params is None:
         raise InvalidScenarioError(
             f"{spec.name} has no architecture, no parameter count and no {quant.id} checkpoint size",
-            field="--quantization",
+            field="quantization",
             allowed=", ".join(c.quantization for c in spec.checkpoints) or "none known",
         )
     total = spec.total_params * quant.bits_per_weight.value / 8

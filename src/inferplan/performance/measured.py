@@ -12,28 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
 from inferplan.catalog.schema import SpeedMetric, SpeedPoint
+from inferplan.performance.estimate import MeasuredQuote, ServingEstimate
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
-    from inferplan.performance.serving import ServingEstimate
 
 MAX_QUOTES = 5  # the points nearest the asked workload; the rest are counted
-
-
-class MeasuredQuote(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    point: str  # speed point id (`inferplan validate --speed` scores it)
-    metric: str
-    measured: float  # SI: seconds for TTFT/TPOT, tokens/s otherwise
-    estimate: float  # this estimate's figure for the same metric, at the asked workload
-    input_tokens: int
-    output_tokens: int
-    engine_version: str
-    source: str
 
 
 def metric_value(metric: SpeedMetric, est: ServingEstimate, input_tokens: int) -> float:

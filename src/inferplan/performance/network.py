@@ -21,7 +21,7 @@ def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, .
     beyond = {name: size for name, size in spans.items() if hw.scale_out is None and size > reach}
     if beyond:
         _refuse(*next(iter(beyond.items())), where=where, reach=reach, in_server=in_server, link=link)
-    notes = list(_latency_notes(work, link))
+    notes = list(_latency_notes(work, link, rates))
     label = ", ".join(f"{name} over {size} GPUs" for name, size in spans.items()) or "pipeline stages"
     if not spans and work.tp * work.pp <= domain:
         return tuple(notes)
@@ -60,13 +60,13 @@ def _refuse(name: str, size: int, *, where: str, reach: int, in_server: bool, li
         f"{name} over {size} GPUs goes past the {reach} GPU(s) {where} joins {joined}, and the catalogue has no "
         f"network between {'servers' if in_server else 'them'} to price the {'all-reduces' if tp else 'expert all-to-alls'} "
         "on; pipeline parallelism across nodes is priced instead",
-        field="--tensor-parallel-size" if tp else "--data-parallel-size",
+        field="tensor_parallel_size" if tp else "data_parallel_size",
         allowed=f"1..{reach} (then --pipeline-parallel-size across nodes)" if tp else
         f"TP x DP <= {reach} with --enable-expert-parallel (then --pipeline-parallel-size across nodes)",
     )
 
 
-def _latency_notes(work: ModelWork, link: str) -> tuple[str, ...]:
+def _latency_notes(work: ModelWork, link: str, rates: Rates) -> tuple[str, ...]:
     """Say where a collective's latency is an assumption rather than a measurement."""
     if work.tp == 1 and work.expert_parallel == 1:
         return ()
@@ -74,5 +74,6 @@ def _latency_notes(work: ModelWork, link: str) -> tuple[str, ...]:
         return (f"all-reduces over the {link} cable between the devices priced at the two-node scale-out latency "
                 "(no measurement of this pairing in the catalogue)",)
     if not link.startswith(("nvlink", "infinity", "pcie", "none")):
-        return (f"all-reduce latency over {link} assumed (25 µs): no published small-message measurement found",)
+        return (f"all-reduce latency over {link} assumed ({rates.link_latency_s * 1e6:.0f} µs): no published "
+                "small-message measurement found",)
     return ()

@@ -4,12 +4,8 @@ tensor-core tiles costs (``serving.py`` states them beside the figures)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from inferplan.performance.context import ServingContext
 from inferplan.performance.phases import StepTime, overhead_s, overlapped
-
-if TYPE_CHECKING:  # pragma: no cover
-    from inferplan.performance.serving import _Context
 
 
 # Where fixed costs dominate, the measured points spread most: one set of constants per engine
@@ -21,7 +17,7 @@ FIXED_COST_CAVEAT = (
 )
 
 
-def fixed_costs(ctx: _Context, running: int) -> str:
+def fixed_costs(ctx: ServingContext, running: int) -> str:
     """The decode step's fixed costs for this deployment, in words: they dominate small models on
     fast GPUs, so the per-step figure alone would hide most of them."""
     r, work = ctx.rates, ctx.work
@@ -42,7 +38,7 @@ def fixed_costs(ctx: _Context, running: int) -> str:
     return f"fixed costs {total * 1e3:.2f} ms per decode step per stage ({' + '.join(parts)})"
 
 
-def hop_note(ctx: _Context, running: int) -> str:
+def hop_note(ctx: ServingContext, running: int) -> str:
     """What crossing the pipeline's stage boundaries costs (and its share of a decode round), or
     that the engine has no figure for it."""
     r, d = ctx.rates, ctx.d
@@ -57,7 +53,7 @@ def hop_note(ctx: _Context, running: int) -> str:
             "v1.0-era table (Llama 3.3 70B on PCIe RTX PRO 6000, PP 2 and 4; checked on its PP 8 rows), docs/speed.md")
 
 
-def prompt_note(ctx: _Context) -> str | None:
+def prompt_note(ctx: ServingContext) -> str | None:
     """How the prompt is batched where the engine splits its chunks (llama.cpp's n_ubatch), and a
     stated micro-batch the chunk caps."""
     settings, asked = ctx.mp.settings, ctx.d.ubatch_size
@@ -71,7 +67,7 @@ def prompt_note(ctx: _Context) -> str | None:
     return split
 
 
-def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
+def unpack_note(ctx: ServingContext, step: StepTime, running: int) -> str:
     """How much of a decode step unpacking K-quant super-blocks costs (the ALU work that makes
     GPUs with few FLOP/s per byte, such as Apple M1, slower than their bandwidth with these formats)."""
     unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
@@ -80,7 +76,7 @@ def unpack_note(ctx: _Context, step: StepTime, running: int) -> str:
             f"step {_beside_memory(step)}")
 
 
-def padding_note(ctx: _Context, step: StepTime) -> str | None:
+def padding_note(ctx: ServingContext, step: StepTime) -> str | None:
     """What padding the step's weight GEMMs to tensor-core tiles costs, when it has fewer rows than a
     tile (the compute that makes low-FLOP GPUs such as the H20 slower at batch 1 than their
     bandwidth); None when its rows fill the tiles or the engine's kernels do not pad."""

@@ -12,8 +12,8 @@ from inferplan.catalog.schema import ServingProfile
 
 if TYPE_CHECKING:
     from inferplan.memory.fit import MemoryPlan
-    from inferplan.performance.serving import ServingEstimate
-    from inferplan.performance.workload import Workload
+    from inferplan.performance.estimate import ServingEstimate
+    from inferplan.inputs.workload import Workload
 
 
 def find_profile(catalog: Catalog, mp: "MemoryPlan", w: "Workload") -> ServingProfile | None:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import Accelerator, ComputeDtype, Quantization
+from inferplan.catalog.schema import Accelerator, CalibrationFamilyRule, ComputeDtype, EngineDefaults, Quantization
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.memory.hardware import Hardware
 
@@ -69,7 +69,6 @@ class Rates:
 
 
 SIXTEEN_BIT_ENGINES = ("llamacpp", "mlx")  # dequantize to 16 bits for the matrix maths
-CONSUMER_FORM_FACTORS = ("consumer", "workstation")
 
 
 def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm") -> tuple[str, str | None]:
@@ -110,30 +109,27 @@ def peak_flops(accel: Accelerator, dtype: str) -> float:
     raise KeyError(f"{accel.id} has no compute rate")
 
 
-def engine_key(engine: str, backend: str | None, software: str = "cuda", form_factor: str = "consumer",
-               memory_type: str = "GDDR6", architecture: str = "") -> str:
-    """Calibration family: llama.cpp by back end, and on CUDA by GPU class. Its kernels are tuned on
-    GeForce cards; on HBM parts its batch-1 kernels keep too few bytes in flight to approach the
-    peak (``-hbm``), and on other data-centre and SoC parts (L40S, GB10) the prompt kernels reach a
-    smaller share of the datasheet FLOP/s (``-dc``). Other engines by software stack (CUDA, ROCm)."""
-    if engine == "llamacpp":
-        if backend == "cuda" and memory_type.upper().startswith("HBM"):
-            return "llamacpp-cuda-hbm"
-        if backend == "cuda" and form_factor not in CONSUMER_FORM_FACTORS:
-            return "llamacpp-cuda-dc"
-        return f"{engine}-{backend}" if backend else engine
-    if engine == "mlx" and architecture == "apple-m1":
-        return "mlx-apple-m1"  # M1-generation GPUs: each kernel dispatch costs about twice what M4/M5 pay
-    if engine == "sglang" and software == "rocm" and architecture in ("cdna4", "cdna5"):
-        return "sglang-rocm-cdna4"  # MI350/MI355-class: FP4/FP8 AITER kernels a generation apart from CDNA3's
-    return engine if software in ("cuda", "metal") else f"{engine}-{software}"
+def _covers(rule: CalibrationFamilyRule, backend: str | None, accel: Accelerator) -> bool:
+    return ((not rule.backends or backend in rule.backends)
+            and (not rule.software or accel.software in rule.software)
+            and (not rule.architectures or accel.architecture in rule.architectures)
+            and (not rule.memory_type_prefixes or accel.memory_type.upper().startswith(rule.memory_type_prefixes))
+            and accel.form_factor not in rule.except_form_factors)
 
 
-def calibration_family(engine: str, backend: str | None, accel: Accelerator) -> str:
-    """The calibration family of ``engine`` on ``accel`` (llama.cpp's back end defaulted from the
-    accelerator's software stack when not given)."""
-    backend = backend or default_backend(engine, accel)
-    return engine_key(engine, backend, accel.software.value, accel.form_factor, accel.memory_type, accel.architecture)
+def calibration_family(engine: EngineDefaults, backend: str | None, accel: Accelerator) -> str:
+    """The calibration family of ``engine`` on ``accel``: the first of the engine's
+    ``calibration_families`` (engines.yaml, each with the measurements that set it apart) covering
+    the hardware, else the engine by llama.cpp back end (defaulted from the accelerator's software
+    stack when not given) or by software stack (CUDA and Metal: the engine's id; ROCm: -rocm)."""
+    default = default_backend(engine.id, accel)  # None: an engine without selectable back ends
+    backend = (backend or default) if default else None
+    rule = next((r for r in engine.calibration_families if _covers(r, backend, accel)), None)
+    if rule is not None:
+        return rule.family
+    if backend:
+        return f"{engine.id}-{backend}"
+    return engine.id if accel.software.value in ("cuda", "metal") else f"{engine.id}-{accel.software.value}"
 
 
 # llama.cpp back ends and the software stacks they run on (Vulkan: any GPU with a Vulkan driver)
@@ -146,12 +142,12 @@ def check_backend(engine: str, backend: str | None, accel: Accelerator) -> None:
         return
     if engine != "llamacpp":
         raise InvalidScenarioError(f"only llama.cpp has selectable back ends (asked for {backend}); {engine} runs on "
-                                   f"{accel.name}'s own stack ({accel.software.value})", field="--backend",
+                                   f"{accel.name}'s own stack ({accel.software.value})", field="backend",
                                    allowed="leave it out, or --engine llamacpp")
     usable = [b for b, stacks in BACKEND_STACKS.items() if accel.software.value in stacks]
     if backend not in usable:
         raise InvalidScenarioError(f"llama.cpp's {backend} back end does not run on {accel.name} "
-                                   f"({accel.software.value})", field="--backend",
+                                   f"({accel.software.value})", field="backend",
                                    allowed=" | ".join(usable) or "none: llama.cpp has no back end for this accelerator")
 
 
@@ -216,7 +212,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
     runs in (16 bits when not given)."""
     dtype, note = compute_dtype(accel, quant, engine)
     attention = attention_dtype(accel, kv_dtype, engine)
-    key = calibration_family(engine, backend, accel)
+    key = calibration_family(catalog.engine(engine), backend, accel)
     link = accel.scale_up
     link_bw = link.bandwidth_bytes_per_s.value / 2 if link else 0.0  # datasheets quote both directions
     latency, per_step = link_latency(catalog, link.link if link else "none")

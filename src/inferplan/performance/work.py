@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
@@ -196,8 +197,9 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
     return _AttentionCoefficients(decode_full, full, window, decode_sparse, prefill_sparse, indexer)
 
 
-def model_work(mp: MemoryPlan) -> ModelWork:
-    """Work coefficients for the deployment a memory plan describes."""
+def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
+    """Work coefficients for the deployment a memory plan describes (a model whose architecture is
+    not published: the hidden size and depth calibration.yaml assumes for one)."""
     par = mp.result.parallel
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     arch = mp.spec.architecture
@@ -223,9 +225,11 @@ def model_work(mp: MemoryPlan) -> ModelWork:
     moe = arch.moe if arch else None
     num_experts, top_k = (moe.num_experts, moe.experts_per_token) if moe else (0, 0)
     if not w.expert_bytes and mp.spec.total_params and mp.spec.active_params and mp.spec.active_params < mp.spec.total_params:
-        # a MoE whose expert split is not known: take k/E from the proxy (else DeepSeek-V3's 8 of 256) and
-        # size the experts so that dense + k/E × experts equals the published active parameters
-        num_experts, top_k = (num_experts, top_k) if num_experts else (256, 8)
+        # a MoE whose expert split is not known: take k/E from the proxy (else calibration.yaml's assumed
+        # split) and size the experts so that dense + k/E × experts equals the published active parameters
+        if not num_experts:
+            num_experts = int(catalog.constant("unpublished-expert-split-experts"))
+            top_k = int(catalog.constant("unpublished-expert-split-experts-per-token"))
         share = (1 - mp.spec.active_params / mp.spec.total_params) / (1 - top_k / num_experts)
         experts_gpu = min(share, 1.0) * w.total_bytes / shards
         notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
@@ -255,8 +259,8 @@ def model_work(mp: MemoryPlan) -> ModelWork:
         expert_bytes_per_gpu=experts_gpu,
         num_experts=num_experts,
         experts_per_token=top_k,
-        hidden_size=arch.hidden_size if arch else 8192,
-        num_layers=arch.num_layers if arch else 60,
+        hidden_size=arch.hidden_size if arch else int(catalog.constant("unpublished-architecture-hidden-size")),
+        num_layers=arch.num_layers if arch else int(catalog.constant("unpublished-architecture-layers")),
         tp=tp,
         pp=pp,
         attn_flops_per_token_ctx=coef.decode_full / pp,

@@ -8,7 +8,9 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
+from inferplan.report.sources import SourceNote
 
 
 class Card(BaseModel):
@@ -18,6 +20,7 @@ class Card(BaseModel):
     label: str
     value: str
     note: str = ""
+    sources: list[SourceNote] = []  # catalogue records the figure rests on (a price band, an API or rental price)
 
 
 def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:
@@ -48,8 +51,12 @@ def _beyond_capacity(r: PlanResult) -> str:
 def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:
     """The recommendation's reasons, each route's monthly cost first, in ``currency``."""
     rec = r.recommendation
-    costs = ", ".join(f"{route}: {_money(r, usd, currency)}/month" for route, usd in rec.monthly_usd.items())
-    return [costs, *rec.reasons] if costs else list(rec.reasons)
+    costs = ", ".join(f"{_ROUTE_COSTS.get(route, route)} {_money(r, usd, currency)}" for route, usd in rec.monthly_usd.items())
+    return [f"monthly cost of each route: {costs}", *rec.reasons] if costs else list(rec.reasons)
+
+
+# how each route's monthly cost is named beside the recommendation (which names the route itself)
+_ROUTE_COSTS = {"stay on an API": "API", "own": "owning", "rent dedicated capacity": "renting"}
 
 
 def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
@@ -92,7 +99,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
-        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=r.rental or "no rental price"),
+        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=_rental_note(r.rental)),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
@@ -100,7 +107,19 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
              note=_beyond_capacity(r)),
         Card(key="migration_break_even", label="Migration break-even volume",
              value="—" if r.migration_break_even_tokens is None else f"{r.migration_break_even_tokens / 1e9:,.2f}B tokens",
-             note="porting cost ÷ per-token saving (money.migration_cost_usd, migration_target_usd_per_mtok)"),
+             note="porting cost ÷ per-token saving; state a porting cost and a target price per million tokens "
+                  "in the scenario's money section to compute it"),
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
+
+
+def _rental_note(rental_id: str | None) -> str:
+    """The rental listing a plan compares with, as its provider lists it (the id stays in --json)."""
+    if rental_id is None:
+        return "no rental price"
+    listing = load_catalog().rental_prices.records.get(rental_id)
+    if listing is None:
+        return rental_id
+    where = "" if listing.region == "unspecified" else f", {listing.region}"
+    return f"{listing.provider.capitalize()}, {listing.instance}{where}, on demand"

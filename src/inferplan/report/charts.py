@@ -14,7 +14,7 @@ def _in(r: PlanResult, currency: str) -> tuple[float, str, str]:
     return (r.eur(1.0), "EUR", "€") if currency == "eur" else (1.0, "USD", "$")
 
 
-def _spec(title: str, values: list[dict], **body) -> dict:
+def _spec(title: str | list[str], values: list[dict], **body) -> dict:  # a list: one title line each
     return {"$schema": SCHEMA, "title": title, "width": 420, "height": 220, "data": {"values": values}, **body}
 
 
@@ -46,17 +46,18 @@ def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd
     return _spec(f"Payback over time ({code})", values, mark="line", encoding={
         "x": {"field": "month", "type": "quantitative", "title": "months"},
         "y": {"field": "amount", "type": "quantitative", "title": code},
-        "color": {"field": "series", "type": "nominal", "title": None},
+        "color": {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
     })
 
 
 def capacity_by_constraint(r: PlanResult) -> dict:
     c = r.capacity
-    values = [{"constraint": k, "users": v} for k, v in (
+    values = [{"constraint": f"{k}: {v:,.0f}", "users": v} for k, v in (
         ("token throughput", c.users_by_throughput), ("concurrency", c.users_by_concurrency), ("per-request memory", c.users_by_memory))]
-    return _spec(f"Users per loadout by constraint (binding: {c.binding})", values, mark="bar", encoding={
-        "y": {"field": "constraint", "type": "nominal", "title": None},
-        "x": {"field": "users", "type": "quantitative", "title": "users per loadout", "scale": {"type": "symlog"}},
+    # a linear scale, each bar's number in its label: a log scale without labels drew 19 as half of 550
+    return _spec(["Users per loadout by constraint", f"binding: {c.binding}"], values, mark="bar", encoding={
+        "y": {"field": "constraint", "type": "nominal", "sort": None, "title": None},
+        "x": {"field": "users", "type": "quantitative", "title": "users per loadout"},
     })
 
 
@@ -92,7 +93,7 @@ def memory_breakdown(fit) -> dict:
              ("runtime", fit.overhead_bytes_per_gpu), ("KV cache", fit.kv_cache_bytes_per_gpu),
              ("outside the engine's budget", max(fit.gpu_memory_bytes - fit.usable_bytes_per_gpu, 0.0))]
     values = [{"part": name, "GiB": value / gib, "gpu": fit.accelerator} for name, value in parts]
-    return _spec(f"Memory per GPU (GiB = 2^30 bytes): {fit.model} on {fit.accelerator}", values, height=80, mark="bar", encoding={
+    return _spec(["Memory per GPU (GiB = 2^30 bytes)", f"{fit.model} on {fit.accelerator}"], values, height=80, mark="bar", encoding={
         "y": {"field": "gpu", "type": "nominal", "title": None},
         "x": {"field": "GiB", "type": "quantitative", "stack": "zero", "title": "GiB per GPU"},
         "color": {"field": "part", "type": "nominal", "sort": [p[0] for p in parts], "title": None},
@@ -103,7 +104,7 @@ def memory_breakdown(fit) -> dict:
 def frontier_chart(f) -> dict:
     values = [{"tokens/s per user": p.output_tokens_per_s_per_user, "tokens/s per GPU": p.output_tokens_per_s_per_gpu,
                "concurrency": p.concurrency} for p in f.points]
-    return _spec(f"Throughput–interactivity frontier ({f.input_len}/{f.output_len} tokens, {f.source})", values,
+    return _spec(["Throughput–interactivity frontier", f"{f.input_len}/{f.output_len} tokens, {f.source}"], values,
                  mark={"type": "line", "point": True}, encoding={
                      "x": {"field": "tokens/s per user", "type": "quantitative"},
                      "y": {"field": "tokens/s per GPU", "type": "quantitative"},

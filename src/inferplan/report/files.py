@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from pathlib import Path
 
 from inferplan.economics.plan import PlanResult
@@ -37,14 +38,14 @@ def _monte_carlo(r: PlanResult, u: Uncertainty, currency: str) -> str:
 def write_report(path: str | Path, r: PlanResult, u: Uncertainty | None, currency: str = "usd") -> Path:
     p = Path(path)
     if p.suffix not in (".html", ".md"):
-        raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="--report", allowed=".html, .md")
+        raise InvalidScenarioError(f"unknown report type {p.suffix!r}", field="report", allowed=".html, .md")
     charts = {name: _svg(spec) for name, spec in plan_charts(r, u, currency).items()}
     text = _html(r, u, charts, currency) if p.suffix == ".html" else _markdown(r, u, charts, currency)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise InvalidScenarioError(f"cannot write the report to {p}: {exc.strerror or exc}", field="--report",
+        raise InvalidScenarioError(f"cannot write the report to {p}: {exc.strerror or exc}", field="report",
                                    allowed="a writable file path ending in .html or .md") from None
     return p
 
@@ -76,14 +77,26 @@ figure{{margin:1rem 0}}</style></head><body>
 """
 
 
+# Characters Markdown reads as formatting (emphasis, links, tables, headings, code, images);
+# < > & become HTML entities so a name never turns into a tag.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~$])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown: HTML special characters as entities, Markdown's formatting
+    characters backslash-escaped, line breaks as spaces."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(" ".join(text.splitlines()), quote=False))
+
+
 def _markdown(r: PlanResult, u: Uncertainty | None, charts: dict[str, str], currency: str = "usd") -> str:
-    lines = [f"# {r.name}", "", f"{r.model} on {r.system} ({r.accelerator}); workload: {r.workload.name}. "
-             + _amounts(r, currency), "", "| output | value |", "| --- | --- |"]
-    lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in summary_rows(r, currency)]
+    md = markdown_text
+    lines = [f"# {md(r.name)}", "", f"{md(r.model)} on {md(r.system)} ({md(r.accelerator)}); workload: "
+             f"{md(r.workload.name)}. " + md(_amounts(r, currency)), "", "| output | value |", "| --- | --- |"]
+    lines += [f"| {md(k)} | {md(v)} |" for k, v in summary_rows(r, currency)]
     if u is not None:
-        lines += ["", _monte_carlo(r, u, currency)]
+        lines += ["", md(_monte_carlo(r, u, currency))]
     for name, svg in charts.items():
         data = base64.b64encode(svg.encode()).decode()
-        lines += ["", f"![{name}](data:image/svg+xml;base64,{data})"]
-    lines += ["", "## Assumptions", ""] + [f"- {a}" for a in r.assumptions]
+        lines += ["", f"![{md(name)}](data:image/svg+xml;base64,{data})"]
+    lines += ["", "## Assumptions", ""] + [f"- {md(a)}" for a in r.assumptions]
     return "\n".join(lines) + "\n"

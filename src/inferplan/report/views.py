@@ -7,18 +7,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.catalog.loader import Catalog
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.provenance import iter_sourced
 from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
+from inferplan.economics.scenario import Scenario
 from inferplan.economics.uncertainty import Uncertainty, simulate
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.performance.serving import Frontier, frontier
-from inferplan.performance.workload import Workload
 from inferplan.report.cards import Card, plan_cards
+from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
-from inferplan.scenario import Scenario
 
 
 class PlanRequest(Input):
@@ -70,8 +72,30 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
                f"({memory.kv_cache_tokens:,} tokens); {memory.total_max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
                f"At the {result.workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
                f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")
-    return PlanView(result=result, uncertainty=u, cards=plan_cards(result, request.currency), charts=charts,
+    notes = _card_sources(result, s, catalog or load_catalog())
+    cards = [c.model_copy(update={"sources": notes[c.key]}) if notes.get(c.key) else c
+             for c in plan_cards(result, request.currency)]
+    return PlanView(result=result, uncertainty=u, cards=cards, charts=charts,
                     memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note)
+
+
+def _sourced(catalog: Catalog, fields: dict[str, tuple]) -> dict[str, list[SourceNote]]:
+    return {field: notes for field, quantities in fields.items() if (notes := source_notes(catalog, *quantities))}
+
+
+def _card_sources(r: PlanResult, s: Scenario, catalog: Catalog) -> dict[str, list[SourceNote]]:
+    """The catalogue records behind the plan's price cards: the system's price band (unless a
+    vendor quote replaced it), the API prices and the rental listing."""
+    def notes(section: str, record_id: str | None) -> list[SourceNote]:
+        record = getattr(catalog, section).records.get(record_id) if record_id else None
+        return source_notes(catalog, *(q for _, q in iter_sourced(record))) if record else []
+
+    system = catalog.systems.records.get(r.system)
+    band = system.price if system and not s.platform.quote_usd_per_system else None
+    same, alt = notes("api_prices", r.api_price), notes("api_prices", r.api_alternative)
+    return {"capex": source_notes(catalog, band.usd_low, band.usd_high) if band else [],
+            "same_model_api": same, "private_quote": same, "api_alternative": alt, "api_cost": alt,
+            "rent": notes("rental_prices", r.rental)}
 
 
 class ModelCardView(BaseModel):
@@ -88,6 +112,7 @@ class ModelCardView(BaseModel):
     first_node: str
     engines: str
     architecture: str  # "published config" | "proxy: <model>" | "not published"
+    sources: dict[str, list[SourceNote]] = {}  # field shown -> where its numbers come from
 
 
 class PlatformView(BaseModel):
@@ -105,6 +130,7 @@ class PlatformView(BaseModel):
     price_eur: str
     native_nvfp4: str
     software: str
+    sources: dict[str, list[SourceNote]] = {}  # field shown -> where its numbers come from
 
 
 def _count(q, unit: float, suffix: str, digits: int = 0) -> str:
@@ -127,6 +153,8 @@ def model_cards(catalog: Catalog, include_reference: bool = False) -> list[Model
             gate=(m.licence.gate or "—") if m.licence else "—", params=params,
             context=_count(m.context_tokens, 1, " tokens"), checkpoints=checkpoints, first_node=m.first_node or "—",
             engines=", ".join(m.serving_engines) or "—", architecture=arch,
+            sources=_sourced(catalog, {"params": (m.total_params, m.active_params), "context": (m.context_tokens,),
+                                       "checkpoints": tuple(c.size_bytes for c in m.checkpoints)}),
         ))
     return cards
 
@@ -149,5 +177,8 @@ def platform_ladder(catalog: Catalog) -> list[PlatformView]:
             price_usd=money(band.usd_low, band.usd_high, "$") if band else "—",
             price_eur=money(band.eur_low, band.eur_high, "€") if band else "—",
             native_nvfp4="yes" if "nvfp4" in accel.native_formats else "no", software=accel.software.value,
+            sources=_sourced(catalog, {"memory": (s.memory_bytes,), "power": (s.power_w,),
+                                       "price_usd": (band.usd_low, band.usd_high) if band else (),
+                                       "price_eur": (band.eur_low, band.eur_high) if band else ()}),
         ))
     return rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import Speculative, launch_command
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.search.evaluate import ACCEPTANCE_RATE
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.space import Cell

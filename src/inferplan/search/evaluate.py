@@ -15,7 +15,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import plan_memory
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait_quantile
 from inferplan.search.service import ServiceCurve, service_curve

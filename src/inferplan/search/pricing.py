@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
-from inferplan.economics.plan import _capex, _cost, _default_pue, _power_w, _rental
+from inferplan.economics.plan_inputs import capex as priced_capex
+from inferplan.economics.plan_inputs import money_rates, power_w as rated_power_w, rental as rental_listing
+from inferplan.economics.scenario import Platform as ScenarioPlatform
+from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
-from inferplan.scenario import Platform as ScenarioPlatform
-from inferplan.scenario import Scenario
 from inferplan.search.space import Platform
 
 
@@ -40,28 +41,27 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
         s = Scenario(model=model, platform=ScenarioPlatform(gpu=p.accelerator.id, gpus=p.gpus))
     notes = []
     try:
-        power_w, note = _power_w(s, p.system, p.accelerator)
+        power_w, note = rated_power_w(s, p.system, p.accelerator)
     except InvalidScenarioError:
         power_w, note = None, f"{p.id}: no power figure in the catalogue, so it cannot be priced to own"
     if note:
         notes.append(note)
-    fx = _cost(catalog, "fx", "usd_per_eur")
+    rates = money_rates(catalog, s.money, p.system)
     capex = owner = None
     if p.system is not None:
         try:
-            capex, basis = _capex(s, p.system, 1)
+            capex, basis = priced_capex(s, p.system, 1)
         except InvalidScenarioError:
             notes.append(f"{p.system.name}: no price band in the catalogue, so it cannot be priced to buy")
         else:
             notes.append(f"capex: {basis}")
     if capex is not None and power_w is not None:
-        util = _cost(catalog, "utilization", "ratio")
-        pue, _ = _default_pue(catalog, p.system)
-        operating = (money.power_cost_usd(power_w, utilization=util, pue=pue, usd_per_kwh=_cost(catalog, "electricity", "usd"))
-                     + money.colocation_cost_usd(power_w, _cost(catalog, "colocation", "usd"))
-                     + capex * _cost(catalog, "support", "ratio") / 12)
-        owner = operating + capex / (_cost(catalog, "amortization", "count") * 12)
-    rental, hourly, rental_note = _rental(catalog, p.accelerator.id, None, fx)
+        operating = (money.power_cost_usd(power_w, utilization=rates.utilization, pue=rates.pue,
+                                          usd_per_kwh=rates.electricity_usd_per_kwh)
+                     + money.colocation_cost_usd(power_w, rates.colocation_usd_per_kw_month)
+                     + capex * rates.support_share_of_capex_per_year / 12)
+        owner = operating + capex / (rates.amortization_years * 12)
+    rental, hourly, rental_note = rental_listing(catalog, p.accelerator.id, None, rates.fx_usd_per_eur)
     if rental_note:
         notes.append(rental_note)
     rent = hourly * p.gpus * money.HOURS_PER_MONTH if hourly is not None else None

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import plan_memory
-from inferplan.performance.serving import ServingEstimate, estimate
-from inferplan.performance.workload import Workload
+from inferplan.performance.estimate import ServingEstimate
+from inferplan.performance.serving import estimate
+from inferplan.inputs.workload import Workload
 
 DEFAULT_POINTS = 12  # running batches sampled between 1 and the slot limit (log-spaced)
 PROMPT_POINTS = 6  # lone-prompt lengths sampled between 1 token and the step's token budget

@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.models import ModelSpec, resolve_model
+from inferplan.catalog.models import ModelSpec
+from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, System
 from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import system_domain_gpus
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes

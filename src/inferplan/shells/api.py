@@ -35,13 +35,15 @@ from inferplan.errors import (
     UnknownModelError,
 )
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
-from inferplan.performance.workload import Workload
+from inferplan.inputs.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
-from inferplan.scenario import Scenario, check_references
+from inferplan.economics.scenario import Scenario
+from inferplan.scenario import check_references
+from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
@@ -53,10 +55,10 @@ STATIC = Path(__file__).parent / "static"
 ItemId = Annotated[int, PathParam(ge=1, le=2**62, description="id of a saved item")]
 
 def _json_field(field: str | None) -> list[str]:
-    """A CLI-style field name (--max-model-len) as the JSON key it is in a request (max_model_len)."""
+    """A domain field (max_model_len, or a dotted scenario path) as its place in a request's JSON body."""
     if not field:
         return ["body"]
-    return ["body", *field.lstrip("-").replace("-", "_").split(".")]
+    return ["body", *field.split(".")]
 
 
 class PerfRequest(Input):
@@ -114,9 +116,9 @@ def _finite(value: Any) -> Any:
 
 
 def _in_body(exc: InferplanError, *parts: tuple[str, type[BaseModel]]) -> InferplanError:
-    """Re-address a library error's field (a CLI flag such as --quantization) to where it sits in
-    this request's body (deployment.quantization), so the 422 names the JSON path."""
-    key = (exc.field or "").lstrip("-").replace("-", "_")
+    """Re-address a library error's domain field (quantization) to where it sits in this request's
+    body (deployment.quantization), so the 422 names the JSON path."""
+    key = exc.field or ""
     for prefix, model in parts:
         if key and key.split(".")[0] in model.model_fields:
             exc.field = f"{prefix}.{key}"
@@ -194,6 +196,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         except InferplanError as exc:
             raise _in_body(exc, ("scenario", Scenario)) from None
 
+    app.include_router(catalog_router)  # before /api/catalog/{kind}, which would take "stale" for a kind
+
     @app.get("/api/catalog", tags=["catalogue"])
     def catalog_kinds() -> list[str]:
         return sorted(KINDS)
@@ -243,13 +247,12 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
                              quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
                              kv_cache_dtype=r.kv_cache_dtype)
 
-        def addressed(cell):  # a cell's error names the request's JSON key, not the CLI flag
-            if not (cell.error_field and cell.error_field.startswith("--")):
+        def addressed(cell):  # a cell's error names a request key, or none where the matrix chose the input
+            key = cell.error_field
+            if key not in Deployment.model_fields or key in FitsRequest.model_fields:
                 return cell
-            key = ".".join(_json_field(cell.error_field)[1:])
-            if key not in FitsRequest.model_fields:  # a layout the matrix chose (TP across a system's GPUs): no key to name
-                return cell.model_copy(update={"error_field": None, "error": cell.error.removeprefix(f"{cell.error_field}: ")})
-            return cell.model_copy(update={"error_field": key, "error": cell.error.replace(f"{cell.error_field}: ", f"{key}: ", 1)})
+            # a layout the matrix chose (TP across a system's GPUs): no key to name
+            return cell.model_copy(update={"error_field": None, "error": cell.error.removeprefix(f"{key}: ")})
 
         return matrix.model_copy(update={"cells": tuple(addressed(c) for c in matrix.cells)})
 

@@ -11,7 +11,7 @@ from inferplan.catalog.models import looks_like_path
 from inferplan.deploy import LaunchPlan, Speculative, launch_plan
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 
 router = APIRouter()
 

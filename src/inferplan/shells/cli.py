@@ -36,7 +36,9 @@ from inferplan.shells.cli_common import (
     emit_json,
     err_console,
     fail,
+    flagged_cells,
     run,
+    run_naming,
     split_list,
     workload,
 )
@@ -103,15 +105,15 @@ def fits_cmd(
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
     from inferplan.memory.matrix import fits_matrix
 
-    matrix = run(
+    matrix = flagged_cells(run(
         fits_matrix, models=split_list(models, "--models"), gpus=split_list(gpus, "--gpus"), systems=split_list(systems, "--systems"),
         quantizations=split_list(quantizations, "--quantizations"), engine=engine, max_model_len=max_model_len,
         kv_cache_dtype=kv_cache_dtype,
-    )
+    ))
     if as_json:
         emit_json(matrix)
     else:
-        console.print(render.fits_table(matrix))
+        console.print(render.fits_table(matrix, console.width))
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
@@ -221,9 +223,9 @@ def plan_cmd(
     currency = currency.strip().lower()
     if currency not in ("usd", "eur"):
         fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)", field="--currency", allowed="usd, eur")
-    s = run(load_scenario, scenario)
-    result = run(plan, s)
-    uncertainty = run(simulate, result, s, draws=draws, seed=seed) if draws else None
+    s = run_naming({}, load_scenario, scenario)  # errors name the scenario's keys
+    result = run_naming({}, plan, s)
+    uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed) if draws else None
     if report is not None:
         from inferplan.report.files import write_report
 

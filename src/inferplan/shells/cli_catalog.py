@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from inferplan.shells import render
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, run
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, run, run_naming
 
 catalog_app = typer.Typer(no_args_is_help=True, help="Browse the sourced catalogue.")
 model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging Face config.json files.")
@@ -30,7 +30,7 @@ def catalog_list(
     if as_json:
         emit_json([e.model_dump(mode="json") for e in entries])
     else:
-        console.print(render.catalog_table(kind, entries))
+        console.print(render.catalog_table(kind, entries, console.width))
 
 
 @catalog_app.command("show")
@@ -42,11 +42,42 @@ def catalog_show(
     """Show one catalogue entry with every number's source."""
     from inferplan.catalog.query import show_entry
 
-    kind_found, entry = run(show_entry, name, kind)
+    kind_found, entry = run_naming({"kind": "--kind"}, show_entry, name, kind)
     if as_json:
         emit_json(entry)
     else:
         render.print_entry(console, kind_found, entry)
+
+
+@catalog_app.command("stale")
+def catalog_stale(
+    days: int = typer.Option(180, "--days", help="List numbers whose source was checked more than this many days ago."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Catalogue numbers due for a re-check: oldest source date first."""
+    from rich.table import Table
+
+    from inferplan.catalog.freshness import stale_entries
+    from inferplan.errors import InferplanError
+
+    def entries():
+        try:
+            return stale_entries(days)
+        except InferplanError as exc:
+            exc.field = "--days" if exc.field == "days" else exc.field
+            raise
+
+    rows = run(entries)
+    if as_json:
+        emit_json([row.model_dump(mode="json") for row in rows])
+        return
+    if not rows:
+        console.print(f"Every catalogue number was checked within the last {days} days.")
+        return
+    table = Table("kind", "id", "numbers", "source", "checked", "age (days)", title=f"Checked more than {days} days ago")
+    for row in rows:
+        table.add_row(row.kind, row.id, ", ".join(row.numbers), row.source, str(row.checked), str(row.age_days))
+    console.print(table)
 
 
 @model_app.command("import")
@@ -55,19 +86,15 @@ def model_import(
     as_json: bool = JsonOpt,
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
-    from inferplan.catalog.query import describe_import
-    from inferplan.errors import InferplanError, InvalidScenarioError
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.memory.resolve import describe_import
 
     def described():
         if not path.strip():  # "" would read as the current folder
             raise InvalidScenarioError("name a config.json, a model folder or a cached repo id, not a blank", field="PATH")
-        try:
-            return describe_import(path)
-        except InferplanError as exc:  # the import names --model, the flag of fit and perf; here it is PATH
-            exc.field = "PATH" if exc.field == "--model" else exc.field
-            raise
+        return describe_import(path)
 
-    summary = run(described)
+    summary = run_naming({"model": "PATH"}, described)  # the import names the model; here it is the argument PATH
     if as_json:
         emit_json(summary)
     else:

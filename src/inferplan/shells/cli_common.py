@@ -17,24 +17,15 @@ from inferplan.errors import InferplanError
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-# pydantic field -> the flag a user typed
-FLAGS = {
-    "tensor_parallel_size": "--tensor-parallel-size",
-    "pipeline_parallel_size": "--pipeline-parallel-size",
-    "data_parallel_size": "--data-parallel-size",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
-    "max_model_len": "--max-model-len",
-    "max_num_batched_tokens": "--max-num-batched-tokens",
-    "ubatch_size": "--ubatch-size",
-    "max_num_seqs": "--max-num-seqs",
-    "kv_cache_dtype": "--kv-cache-dtype",
-    "kv_bytes_per_token": "--kv-bytes-per-token",
-    "input_len": "--input-len",
-    "output_len": "--output-len",
-    "speculative_tokens": "--speculative-tokens",
-    "acceptance_rate": "--acceptance-rate",
-    "prefix_cache_hit_rate": "--prefix-cache-hit-rate",
-}
+# a domain field (a Deployment, Workload or library argument's name) -> the flag a user typed:
+# every flag below is the field's name with dashes, as the options further down spell them
+FLAGS = {name: "--" + name.replace("_", "-") for name in (
+    "model", "gpu", "system", "gpus", "engine", "quantization", "kv_cache_dtype", "kv_bytes_per_token",
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+    "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
+    "input_len", "output_len", "concurrency", "speculative_tokens", "acceptance_rate", "prefix_cache_hit_rate",
+    "backend", "models", "systems", "quantizations", "interactivity", "baseline", "report",
+)}
 
 
 # options shared by several commands
@@ -80,10 +71,18 @@ def fail(message: str, *, field: str | None = None, allowed: str | None = None, 
 
 
 def run(fn, *args, **kwargs):
-    """Call a library function; turn expected errors into a one-line message and exit code 2."""
+    """Call a library function; turn expected errors into a one-line message naming the flag, and
+    exit code 2."""
+    return run_naming(FLAGS, fn, *args, **kwargs)
+
+
+def run_naming(names: dict[str, str], fn, *args, **kwargs):
+    """``run`` where an error's domain field is named as ``names`` says (``{}``: as the library
+    names it, e.g. a scenario file's keys)."""
     try:
         return fn(*args, **kwargs)
     except InferplanError as exc:
+        exc.field = names.get(exc.field or "", exc.field)
         fail(exc.describe(), field=exc.field, allowed=exc.allowed, detail=str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -95,19 +94,30 @@ def run(fn, *args, **kwargs):
         fail(f"{flag}: {message}", field=flag, detail=message)
 
 
+def flagged_cells(matrix):
+    """A what-fits matrix whose cell errors name the flag (--max-model-len) instead of the field."""
+    def flagged(cell):
+        flag = FLAGS.get(cell.error_field or "")
+        if flag is None:
+            return cell
+        return cell.model_copy(update={"error_field": flag, "error": cell.error.replace(f"{cell.error_field}: ", f"{flag}: ", 1)})
+
+    return matrix.model_copy(update={"cells": tuple(flagged(c) for c in matrix.cells)})
+
+
 def emit_json(obj) -> None:
     sys.stdout.write(obj.model_dump_json(indent=2) if hasattr(obj, "model_dump_json") else json.dumps(obj, indent=2, default=str))
     sys.stdout.write("\n")
 
 
 def deployment(**kwargs):
-    from inferplan.memory.deployment import Deployment
+    from inferplan.inputs.deployment import Deployment
 
     return run(Deployment, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 def workload(**kwargs):
-    from inferplan.performance.workload import Workload
+    from inferplan.inputs.workload import Workload
 
     concurrency = kwargs.pop("concurrency")
     if concurrency is not None and concurrency != "max":

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from inferplan.catalog.provenance import Sourced, iter_sourced
 from inferplan.units import GB, GiB
@@ -22,41 +27,78 @@ def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
     return "—" if q is None else fmt.format(q.value / scale)
 
 
-def catalog_table(kind: str, entries: list[BaseModel]) -> Table:
-    table = Table(title=f"{kind} ({len(entries)})", show_lines=False)
+@dataclass(frozen=True)
+class Col:
+    """A table column: ``key`` columns hold what a user types next (ids) and are never cut; a column
+    that is not ``essential`` is left out when the table would not fit the terminal."""
+
+    name: str
+    essential: bool = True
+    key: bool = False
+
+
+def _width(cell: str) -> int:
+    return max((Text.from_markup(line).cell_len for line in cell.split("\n")), default=0)
+
+
+def layout(title: str, cols: list[Col], rows: list[list[str]], width: int) -> RenderableType:
+    """A table that fits ``width`` columns of terminal: every column when it fits, else the essential
+    ones, else one record per block (key cells first, then each field on its own line)."""
+    def needed(shown: list[int]) -> int:
+        return sum(max([_width(cols[i].name), *(_width(r[i]) for r in rows)]) + 3 for i in shown) + 1
+
+    shown = list(range(len(cols)))
+    if needed(shown) > width:
+        shown = [i for i in shown if cols[i].essential]
+    if needed(shown) > width:
+        lines = [Text(title, style="bold")]
+        for r in rows:
+            lines.append(Text.from_markup("  ".join(r[i] for i, c in enumerate(cols) if c.key), style="bold"))
+            fields = " · ".join(f"{c.name} {r[i]}" for i, c in enumerate(cols) if not c.key and r[i] and i in shown)
+            lines.append(Padding(Text.from_markup(fields), (0, 0, 0, 4)))
+        return Group(*lines)
+    table = Table(title=title)
+    for i in shown:
+        c = cols[i]
+        table.add_column(c.name, no_wrap=c.key, overflow="fold",
+                         min_width=max([_width(c.name), *(_width(r[i]) for r in rows)]) if c.key else None)
+    for r in rows:
+        table.add_row(*(r[i] for i in shown))
+    return table
+
+
+def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> RenderableType:
+    title = f"{kind} ({len(entries)})"
     if kind.startswith("accel"):
-        for col in ("id", "name", "memory", "bandwidth", "bf16 TFLOPS", "native", "status"):
-            table.add_column(col)
-        for a in entries:
-            bf16 = a.peak_flop_per_s.get("bf16")
-            table.add_row(a.id, a.name, gb(a.memory_bytes.value), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
-                          _q(bf16, 1e12), ",".join(a.native_formats), a.status.value)
+        cols = [Col("id", key=True), Col("name", False), Col("memory"), Col("bandwidth"), Col("bf16 TFLOPS", False),
+                Col("native", False), Col("status", False)]
+        rows = [[a.id, a.name, gb(a.memory_bytes.value), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
+                 _q(a.peak_flop_per_s.get("bf16"), 1e12), ",".join(a.native_formats), a.status.value] for a in entries]
     elif kind.startswith("system"):
-        for col in ("id", "name", "GPUs", "memory", "power", "price USD (low–high)", "status"):
-            table.add_column(col)
+        cols = [Col("id", key=True), Col("name", False), Col("GPUs"), Col("memory", False), Col("power", False),
+                Col("price USD (low–high)"), Col("status", False)]
+        rows = []
         for s in entries:
             price = "—"
             if s.price and s.price.usd_low:
                 high = s.price.usd_high.value if s.price.usd_high else s.price.usd_low.value
                 price = f"${s.price.usd_low.value:,.0f}–{high:,.0f}"
-            table.add_row(s.id, s.name, f"{s.accelerator_count}× {s.accelerator}", gb(s.memory_bytes.value if s.memory_bytes else None),
-                          _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value)
+            rows.append([s.id, s.name, f"{s.accelerator_count}× {s.accelerator}", gb(s.memory_bytes.value if s.memory_bytes else None),
+                         _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value])
     elif kind.startswith("model"):
-        for col in ("id", "name", "status", "params (total/active)", "context", "checkpoints", "config"):
-            table.add_column(col)
+        cols = [Col("id", key=True), Col("name", False), Col("status", False), Col("params (total/active)"),
+                Col("context", False), Col("checkpoints", False), Col("config", False)]
+        rows = []
         for m in entries:
             params = _q(m.total_params, 1e9, "{:,.1f}B")
             if m.active_params:
                 params += " / " + _q(m.active_params, 1e9, "{:,.1f}B")
-            ckpts = ", ".join(c.quantization for c in m.checkpoints)
-            table.add_row(m.id, m.name, m.status, params, _q(m.context_tokens), ckpts, "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no"))
+            rows.append([m.id, m.name, m.status, params, _q(m.context_tokens), ", ".join(c.quantization for c in m.checkpoints),
+                         "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
     else:
-        table.add_column("id")
-        table.add_column("summary")
-        for e in entries:
-            summary = getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "method", "")
-            table.add_row(e.id, str(summary))
-    return table
+        cols = [Col("id", key=True), Col("summary")]
+        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "method", ""))] for e in entries]
+    return layout(title, cols, rows, width)
 
 
 def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
@@ -118,19 +160,20 @@ def _plan(p) -> str:
     return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
 
 
-def fits_table(matrix) -> Table:
-    table = Table(title="what fits (KV left per GPU, concurrency at each cell's context)")
-    for col in ("model", "hardware", "quant", "context", "weights/GPU", "KV/GPU", "KV tokens", "concurrency", "fits", "smallest fit"):
-        table.add_column(col)
+def fits_table(matrix, width: int = 200) -> RenderableType:
+    cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
+            Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
+            Col("smallest fit", False)]
+    rows = []
     for c in matrix.cells:
         r = c.result
         if r is None:
-            table.add_row(c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", "")
+            rows.append([c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
             continue
-        table.add_row(c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu), gib(r.kv_cache_bytes_per_gpu),
-                      f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}", "[green]yes[/]" if r.fits else "[red]no[/]",
-                      _plan(c.smallest_fit))
-    return table
+        rows.append([c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
+                     gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}",
+                     "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
+    return layout("what fits (KV left per GPU, concurrency at each cell's context)", cols, rows, width)
 
 
 def print_memory_validation(console: Console, v) -> None:
@@ -185,9 +228,17 @@ def print_frontier(console: Console, f) -> None:
     console.print(table)
 
 
+def _speed_value(x: float, metric: str) -> str:
+    """A measured or predicted speed: times (TPOT, TTFT) are seconds inside and shown in ms."""
+    return f"{x * 1e3:,.2f} ms" if metric.endswith("_s") else f"{x:,.1f}"
+
+
 def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None,
                            family: str | None = None) -> None:
-    rows = [c for c in v.checks if (kind is None or c.kind == kind) and (family is None or c.family == family)]
+    def shown(row) -> bool:
+        return (kind is None or row.kind == kind) and (family is None or row.family == family)
+
+    rows = [c for c in v.checks if shown(c)]
     if worst:
         rows = sorted((c for c in rows if c.error is not None), key=lambda c: abs(c.error), reverse=True)[:worst]
     title = ("speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {family}" if family else "")
@@ -195,13 +246,10 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
     table = Table(title=title)
     for col in ("point", "split", "build", "metric", "measured", "predicted", "error", "bound"):
         table.add_column(col)
-    def value(v: float, metric: str) -> str:  # times (TPOT, TTFT) are seconds inside; shown in ms
-        return f"{v * 1e3:,.2f} ms" if metric.endswith("_s") else f"{v:,.1f}"
-
     for c in rows:
-        pred = "—" if c.predicted is None else value(c.predicted, c.metric)
+        pred = "—" if c.predicted is None else _speed_value(c.predicted, c.metric)
         err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
-        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, value(c.measured, c.metric), pred, err,
+        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, _speed_value(c.measured, c.metric), pred, err,
                       c.bound if c.scored and c.bound else (c.note or ""))
     console.print(table)
     record = Table(title="track record by engine family, and by model where it has 3 points or more (what each "
@@ -209,14 +257,13 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
                          "faster than measured the predictions run)")
     for col in ("family", "kind", "model", "points", "median |error|", "held out", "beyond 30 %", "worst", "lean"):
         record.add_column(col)
-    for r in v.by_family:
-        if (family is None or r.family == family) and (kind is None or r.kind == kind):
-            held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
-            record.add_row(r.family, r.kind, r.model or "all", str(r.points), f"{r.median_abs_error:.0%}", held,
-                           str(r.beyond_30_percent), f"{r.worst_error:+.0%}", f"{r.median_speed_bias:+.0%}")
+    for r in filter(shown, v.by_family):
+        held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
+        record.add_row(r.family, r.kind, r.model or "all", str(r.points), f"{r.median_abs_error:.0%}", held,
+                       str(r.beyond_30_percent), f"{r.worst_error:+.0%}", f"{r.median_speed_bias:+.0%}")
     console.print(record)
-    for key, value in v.medians.items():
-        console.print(f"median |error| {key}: {value:.1%} (worst {v.worst[key]:.0%})")
+    for key, median in v.medians.items():
+        console.print(f"median |error| {key}: {median:.1%} (worst {v.worst[key]:.0%})")
     if kind in (None, "decode"):
         for y in v.decode_by_build_year:
             console.print(f"decode on {y.year} engine builds: {y.points} points, median |error| "
@@ -239,8 +286,10 @@ def print_cross_validation(console: Console, cv) -> None:
 def print_plan(console: Console, r, currency: str = "usd") -> None:
     from inferplan.report.cards import plan_cards, recommendation_reasons
 
-    console.print(f"[bold]{r.name}[/] — {r.model} on {r.system} ({r.accelerator}); workload {r.workload.name}")
-    table = Table("output", "value", "", title="Users + ROI", show_header=True)
+    console.print(f"[bold]{escape(r.name)}[/] — {r.model} on {r.system} ({r.accelerator}); workload {escape(r.workload.name)}")
+    table = Table(title="Users + ROI", show_header=True)
+    for col in ("output", "value", ""):
+        table.add_column(col, overflow="fold")
     cards = plan_cards(r, currency)
     for card in cards:
         if card.key != "recommendation":

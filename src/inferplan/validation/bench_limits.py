@@ -32,11 +32,11 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.models import resolve_model
 from inferplan.catalog.schema import BENCH_TUNED_FORMATS, SpeedPoint
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.params import count_params
+from inferplan.memory.resolve import resolve_model
 
 TOOL = "trtllm-bench"
 KV_FREE_FRACTION = 0.90  # trtllm-bench throughput's --kv_cache_free_gpu_mem_fraction default

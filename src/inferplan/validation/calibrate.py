@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.models import resolve_model
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.fit import _engine_settings
+from inferplan.memory.resolve import resolve_model
 from inferplan.units import GiB
 from inferplan.validation.memory import deployment_for
 

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import SpeedPoint
 from inferplan.errors import InferplanError
+from inferplan.performance.context import ServingContext
+from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.rates import calibration_family
-from inferplan.performance.serving import ServingEstimate, _Context, _concurrency, _estimate
+from inferplan.performance.serving import concurrency_for, estimate_at
 from inferplan.validation.fit_stamp import GENERATED_NAME, inputs_sha256, stamped
 from inferplan.validation.speed import PROFILE_METRICS, metric_value, point_scenario, profile_scenario
 
@@ -73,14 +75,14 @@ CONSTANT_IDS = {
 class Prepared:
     id: str
     family: str
-    ctx: _Context
+    ctx: ServingContext
     concurrency: int
     measured: float
     metric: Callable[[ServingEstimate], float]
 
 
-def _family(ctx: _Context, engine: str, backend: str | None) -> str:
-    return calibration_family(engine, backend, ctx.mp.accelerator)
+def _family(ctx: ServingContext, engine: str, backend: str | None) -> str:
+    return calibration_family(ctx.catalog.engine(engine), backend, ctx.mp.accelerator)
 
 
 # Engines with a fitted per-request cost at pipeline stage boundaries (calibration.yaml
@@ -106,13 +108,13 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             continue
         try:
             d, w = point_scenario(point, catalog)
-            ctx = _Context(catalog, d, w)
+            ctx = ServingContext(catalog, d, w)
             if point.concurrency and point.concurrency > ctx.max_concurrency():
-                raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+                raise InferplanError("concurrency beyond the KV cache", field="concurrency")
         except InferplanError as exc:
             skipped.append((point.id, exc.describe()))
             continue
-        ready.append(Prepared(point.id, _family(ctx, point.engine, point.backend), ctx, _concurrency(ctx, w),
+        ready.append(Prepared(point.id, _family(ctx, point.engine, point.backend), ctx, concurrency_for(ctx, w),
                               point.measured.value, functools.partial(metric_value, point)))
     for profile in catalog.serving_profiles:
         if pipeline or (split and profile.split != split):
@@ -120,9 +122,9 @@ def prepare(catalog: Catalog, split: str | None = "fit",
         for pt in profile.points:
             d, w = profile_scenario(profile, pt.concurrency)
             try:
-                ctx = _Context(catalog, d, w)
+                ctx = ServingContext(catalog, d, w)
                 if pt.concurrency > ctx.max_concurrency():
-                    raise InferplanError("concurrency beyond the KV cache", field="--concurrency")
+                    raise InferplanError("concurrency beyond the KV cache", field="concurrency")
             except InferplanError as exc:
                 skipped.append((f"{profile.id}@{pt.concurrency}", exc.describe()))
                 continue
@@ -135,7 +137,7 @@ def prepare(catalog: Catalog, split: str | None = "fit",
 
 def log_error(p: Prepared, params: dict[str, float]) -> float:
     p.ctx.rates = dataclasses.replace(p.ctx.rates, **params)
-    return math.log(p.metric(_estimate(p.ctx, p.concurrency)) / p.measured)
+    return math.log(p.metric(estimate_at(p.ctx, p.concurrency)) / p.measured)
 
 
 def objective(points: list[Prepared], params: dict[str, float], prior: dict[str, float] | None = None) -> float:

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.latency_schema import LatencyPoint
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
-from inferplan.performance.workload import Workload
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import Load
 from inferplan.search.queueing import approximate
 from inferplan.search.service import service_curve

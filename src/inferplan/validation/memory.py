@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import MemoryPoint
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 
 

@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
-from inferplan.memory.deployment import Deployment
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.measured import metric_value as estimate_metric
 from inferplan.performance.rates import calibration_family
-from inferplan.performance.serving import ServingEstimate, estimate
-from inferplan.performance.workload import Workload
+from inferplan.performance.serving import estimate
 from inferplan.validation.bench_limits import TOOL as BENCH_TOOL, BenchLimits, trtllm_bench_limits
 
 KIND = {
@@ -147,7 +148,7 @@ def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
     build = catalog.engine_build(point.engine, point.engine_version)
     base = dict(id=point.id, kind=kind_of(point), split=point.split, metric=point.metric.value, measured=measured,
                 engine_build=build.date if build else None,
-                family=calibration_family(point.engine, point.backend, catalog.accelerator(point.accelerator)),
+                family=calibration_family(catalog.engine(point.engine), point.backend, catalog.accelerator(point.accelerator)),
                 concurrency=point.concurrency, model=point.model)
     try:
         d, w = point_scenario(point, catalog)
@@ -243,7 +244,7 @@ def profile_scenario(profile: ServingProfile, concurrency: int) -> tuple[Deploym
 def profile_checks(profile: ServingProfile, catalog: Catalog) -> list[SpeedCheck]:
     """The calibrated model (profiles switched off) against each point of a measured sweep."""
     checks = []
-    family = calibration_family(profile.engine, None, catalog.accelerator(profile.accelerator))
+    family = calibration_family(catalog.engine(profile.engine), None, catalog.accelerator(profile.accelerator))
     for pt in profile.points:
         d, w = profile_scenario(profile, pt.concurrency)
         for metric in PROFILE_METRICS:

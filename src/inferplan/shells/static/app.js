@@ -45,12 +45,42 @@ function showError(message) {
   $("error").hidden = !message;
 }
 
+// A plan that fails replaces the answer: no card, chart or summary of an earlier scenario stays.
+function clearAnswer() {
+  state.lastPlan = null;
+  for (const id of ["cards", "recommendation", "assumptions"]) $(id).replaceChildren();
+  $("memory-summary").textContent = "";
+  for (const figure of document.querySelectorAll("figure[id^='chart-']")) figure.replaceChildren();
+}
+
+// The platform control holds a system id, or "gpu:<accelerator id>" for GPUs of one kind.
+const GPU_PREFIX = "gpu:";
+
+function platformKey(platform) {
+  return platform.system || `${GPU_PREFIX}${platform.gpu}`;
+}
+
+function showGpuCount() {
+  const bare = $("system").value.startsWith(GPU_PREFIX);
+  $("gpus").hidden = !bare;
+  $("gpus-label").hidden = !bare;
+}
+
 function setStatus(message) {
   $("status").textContent = message;
 }
 
 function readScenario() {
   return withLoadedFields(formScenario());
+}
+
+function formPlatform() {
+  const chosen = $("system").value;
+  const platform = chosen.startsWith(GPU_PREFIX)
+    ? { gpu: chosen.slice(GPU_PREFIX.length), gpus: Number($("gpus").value || 1), price_point: $("price_point").value }
+    : { system: chosen, price_point: $("price_point").value };
+  if ($("platform_price").value !== "") platform.quote_usd_per_system = Number($("platform_price").value);
+  return platform;
 }
 
 // The scenario the form's controls describe (nothing kept from a loaded one).
@@ -61,7 +91,7 @@ function formScenario() {
     name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${value("system")}`,
     model: value("model"),
     engine: value("engine"),
-    platform: { system: value("system"), price_point: value("price_point") },
+    platform: formPlatform(),
     workload: { preset: value("preset") },
     target_users: number("target_users"),
     money: {
@@ -89,11 +119,11 @@ function withLoadedFields(scenario) {
   const keep = state.loaded, atLoad = state.atLoad;
   if (!keep) return scenario;
   const same = ["model", "engine", "quantization"].every((k) => scenario[k] === atLoad[k])
-    && scenario.platform.system === atLoad.platform.system;
+    && platformKey(scenario.platform) === platformKey(atLoad.platform);
   if (same) for (const key of ["cell", "kv_cache_dtype", "speculative"]) if (keep[key] != null) scenario[key] = keep[key];
   const platform = keep.platform || {};
-  if (scenario.platform.system === atLoad.platform.system) {
-    scenario.platform = platform.gpu ? { ...platform } : { ...platform, ...scenario.platform };
+  if (platformKey(scenario.platform) === platformKey(atLoad.platform)) {
+    scenario.platform = { ...platform, ...scenario.platform };
   }
   const merged = (form, loaded, before) => {  // the loaded values, then every control the user has changed
     const out = { ...(loaded || {}) };
@@ -118,16 +148,20 @@ function fillForm(s) {
   const set = (id, v) => { const el = $(id); el.value = v ?? el.defaultValue ?? el.value; };
   const optional = (id, v) => { $(id).value = v ?? ""; };  // blank: the default
   state.loaded = JSON.parse(JSON.stringify(s));
-  const system = s.platform && s.platform.system;
-  if (system && ![...$("system").options].some((o) => o.value === system)) {  // a system priced only by a quote
-    $("system").append(option(system, `${system} (no catalogue price: the scenario's quote)`));
+  const platform = s.platform || {};
+  const key = platform.system || platform.gpu ? platformKey(platform) : undefined;
+  if (key && ![...$("system").options].some((o) => o.value === key)) {  // not in the catalogue's lists
+    $("system").append(option(key, `${key} (not in the catalogue)`));
   }
   set("model", s.model);
   set("engine", s.engine);
   set("quantization", s.quantization || "");
   optional("kv_bytes_per_token", s.kv_bytes_per_token);
-  set("system", s.platform && s.platform.system);
-  set("price_point", s.platform && s.platform.price_point);
+  set("system", key);
+  set("gpus", platform.gpus);
+  optional("platform_price", platform.quote_usd_per_system);
+  set("price_point", platform.price_point);
+  showGpuCount();
   set("preset", s.workload && s.workload.preset);
   optional("target_speed", s.workload && s.workload.target_output_tokens_per_s);
   set("target_users", s.target_users);
@@ -144,7 +178,7 @@ function fillForm(s) {
 
 function showOutputs() {
   $("quote_multiplier_out").textContent = `${$("quote_multiplier").value}×`;
-  $("utilization_out").textContent = $("utilization").value;
+  $("utilization_out").textContent = `${$("utilization").value} of maximum`;
 }
 
 function shareUrl(scenario) {
@@ -156,6 +190,7 @@ function card(c) {
   const div = document.createElement("div");
   div.className = "card";
   div.dataset.key = c.key;
+  if (c.sources.length) div.title = c.sources.map((n) => n.tooltip).join("; ");  // where the figure's prices come from
   const label = document.createElement("div");
   label.className = "label";
   label.textContent = c.label;
@@ -175,7 +210,9 @@ function card(c) {
 async function drawChart(name, spec) {
   const el = $(`chart-${name}`);
   if (!el || !spec) return;
-  await vegaEmbed(el, spec, { actions: false, renderer: "svg" });
+  // the library's spec at the figure's width (a phone's too); its numbers are drawn as they are
+  await vegaEmbed(el, { ...spec, width: "container", autosize: { type: "fit", contains: "padding" } },
+    { actions: false, renderer: "svg" });
 }
 
 async function update() {
@@ -199,6 +236,7 @@ async function update() {
     document.body.dataset.planned = String(Date.now());
   } catch (err) {
     if (request !== state.request) return;
+    clearAnswer();
     showError(err.message);
     setStatus("");
   }
@@ -261,6 +299,7 @@ async function refreshSaved() {
     li.append(name, load, rename, del);
     return li;
   }));
+  state.saved = new Map(saved.map((s) => [String(s.id), s]));
   const items = saved.map((s) => [s.id, s.name]);
   fillSelect($("compare-a"), items);
   fillSelect($("compare-b"), items, items.length > 1 ? items[1][0] : undefined);
@@ -284,22 +323,35 @@ async function saveScenario() {
   } catch (err) { showError(err.message); }
 }
 
+// The inputs a comparison shows beside the outputs, as the saved scenarios state them.
+function scenarioInputs(s) {
+  const p = s.platform || {};
+  return [
+    ["Model", s.model], ["Precision", s.quantization || "model's checkpoint"], ["Engine", s.engine || "vllm"],
+    ["Platform", p.system || `${p.gpus} × ${p.gpu}`], ["Price point", p.price_point || "mid"],
+    ["Quote per system (USD)", p.quote_usd_per_system ?? "catalogue band"],
+    ["Workload preset", (s.workload || {}).preset], ["Target users", s.target_users],
+  ].map(([label, value]) => [label, value === undefined || value === null ? "—" : String(value)]);
+}
+
 async function compare() {
   try {
     const a = $("compare-a").value, b = $("compare-b").value;
     const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&currency=${$("currency").value}`);
-    const head = document.createElement("tr");
-    for (const text of ["Output", cmp.a.result.name, cmp.b.result.name]) {
-      const th = document.createElement("th"); th.textContent = text; head.append(th);
-    }
-    const rows = cmp.a.cards.map((c, i) => {
+    const savedA = state.saved.get(String(a)), savedB = state.saved.get(String(b));
+    const row = (cells, tag = "td") => {
       const tr = document.createElement("tr");
-      for (const text of [c.label, c.value, cmp.b.cards[i].value]) {
-        const td = document.createElement("td"); td.textContent = text; tr.append(td);
-      }
+      for (const text of cells) { const cell = document.createElement(tag); cell.textContent = text; tr.append(cell); }
+      if (tag === "td" && cells[1] !== cells[2]) tr.className = "differs";
       return tr;
-    });
-    $("compare-table").replaceChildren(head, ...rows);
+    };
+    const head = row(["", savedA ? savedA.name : cmp.a.result.name, savedB ? savedB.name : cmp.b.result.name], "th");
+    const inputsA = scenarioInputs(savedA ? savedA.scenario : {}), inputsB = scenarioInputs(savedB ? savedB.scenario : {});
+    const section = (title) => { const tr = row([title], "th"); tr.className = "section"; return tr; };
+    const inputs = inputsA.map(([label, value], i) => row([label, value, inputsB[i][1]]));
+    const outputs = cmp.a.cards.map((c, i) => row([c.label, c.value, cmp.b.cards[i].value]));
+    $("compare-table").replaceChildren(head, section("Inputs"), ...inputs, section("Outputs"), ...outputs);
+    setStatus(`compared: ${$("compare-table").querySelectorAll("tr.differs").length} rows differ (marked)`);
   } catch (err) { showError(err.message); }
 }
 
@@ -332,28 +384,53 @@ async function addQuote(event) {
   } catch (err) { showError(err.message); }
 }
 
+// a cell is its text, or [text, title]: the title (hover text) says where the number comes from
 function tableRows(tbody, rows) {
   tbody.replaceChildren(...rows.map((cells) => {
     const tr = document.createElement("tr");
-    for (const text of cells) { const td = document.createElement("td"); td.textContent = text; tr.append(td); }
+    for (const cell of cells) {
+      const [text, title] = Array.isArray(cell) ? cell : [cell, ""];
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (title) { td.title = title; td.classList.add("sourced"); }
+      tr.append(td);
+    }
     return tr;
   }));
 }
 
+// a view's field with the sources the server attached to it
+function sourced(view, field) {
+  return [view[field], (view.sources[field] || []).map((n) => n.tooltip).join("; ")];
+}
+
 async function init() {
-  const [models, systems, presets, cards, ladder] = await Promise.all([
-    api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/workload-presets"),
+  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder] = await Promise.all([
+    api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/accelerators"),
+    api("GET", "/api/catalog/engines"), api("GET", "/api/catalog/quantizations"), api("GET", "/api/catalog/workload-presets"),
     api("GET", "/api/views/models"), api("GET", "/api/views/platforms"),
   ]);
   const plannable = models.filter((m) => m.config || m.kv_proxy || m.status !== "reference")
     .map((m) => [m.id, m.config ? m.name : `${m.name} (${m.kv_proxy ? "KV layout: " + m.kv_proxy : "needs KV bytes/token"})`]);
   fillSelect($("model"), plannable, "qwen3-235b-a22b");
-  const priced = systems.filter((s) => s.price && s.price.usd_low).map((s) => [s.id, s.name]);
-  fillSelect($("system"), priced, "hgx-b200");
+  // every system (one without a catalogue price plans with the price typed beside it) and every GPU
+  const platforms = [
+    ...systems.map((s) => [s.id, s.price && s.price.usd_low ? s.name : `${s.name} (no catalogue price: type one)`]),
+    ...accelerators.map((a) => [`${GPU_PREFIX}${a.id}`, `${a.name} GPUs (type a price)`]),
+  ];
+  fillSelect($("system"), platforms, "hgx-b200");
+  fillSelect($("engine"), engines.map((e) => [e.id, e.name]), "sglang");
+  fillSelect($("quantization"), [["", "model's checkpoint"], ...quantizations.map((q) => [q.id, q.name])], "fp8");
+  $("system").addEventListener("change", () => {  // a typed price belongs to the platform it was typed for
+    $("platform_price").value = "";
+    showGpuCount();
+  });
   fillSelect($("quote-system"), systems.map((s) => [s.id, s.name]));
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
-  tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, c.params, c.checkpoints.join("; "), c.first_node, c.gate, c.architecture]));
-  tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, p.memory, p.power, p.cooling, p.price_usd, p.price_eur, p.native_nvfp4, p.software, p.status]));
+  tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, sourced(c, "params"),
+    [c.checkpoints.join("; "), (c.sources.checkpoints || []).map((n) => n.tooltip).join("; ")], c.first_node, c.gate, c.architecture]));
+  tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, sourced(p, "memory"), sourced(p, "power"), p.cooling,
+    sourced(p, "price_usd"), sourced(p, "price_eur"), p.native_nvfp4, p.software, p.status]));
   const params = new URLSearchParams(location.search);
   if (params.get("c")) $("currency").value = params.get("c");
   if (params.get("s")) {

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from inferplan.inputs import Input
-from inferplan.memory.deployment import MAX_CONTEXT_TOKENS
+from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS
 
 
 class Workload(Input):

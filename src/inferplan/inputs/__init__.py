@@ -5,15 +5,21 @@ Frozen, no unknown keys, no NaN or infinity, and ``true``/``false`` is not a num
 read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boolean would become a
 silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rather than read. A
 field that takes booleans says so in its type.
+
+The package sits under every layer, beside ``errors`` and ``units``, and holds the stated inputs
+the layers above share: ``deployment.Deployment`` (the model, hardware, parallelism and engine a
+memory or speed question is about) and ``workload.Workload`` (the requests a speed question
+serves). It imports nothing from the rest of inferplan.
 """
 
 from __future__ import annotations
 
+import re
 import types
 import typing
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 
 
 class WrittenFloat(float):
@@ -71,3 +77,43 @@ class Input(BaseModel):
             if isinstance(value, str) and numeric(annotation):
                 raise ValueError(f"{value!r} is text: write the number without quotes")
         return value
+
+
+# Names a person gives (a scenario, a saved scenario, a model read from a config) end up in
+# terminals, reports and the web page: a NUL, an ANSI escape or a bidi override (U+202A-U+202E,
+# U+2066-U+2069: text that reads differently from what it is) has no business there.
+MAX_NAME_CHARS = 200
+MAX_TEXT_CHARS = 10_000
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAK = re.compile("[\t\n\r]")
+
+
+def plain_text_problem(value: str, *, max_chars: int = MAX_NAME_CHARS, lines: bool = False) -> str | None:
+    """Why ``value`` is no plain text (a control or bidi-override character, a line break or tab
+    where ``lines`` is false, more than ``max_chars`` characters), or None when it is."""
+    if len(value) > max_chars:
+        return f"{len(value)} characters; at most {max_chars}"
+    bad = _CONTROL.search(value) or (None if lines else _LINE_BREAK.search(value))
+    if bad:
+        return (f"holds the control character U+{ord(bad.group()):04X} at position {bad.start()}: letters, "
+                "digits, punctuation and spaces only, no control or bidi-override characters")
+    return None
+
+
+def _plain(max_chars: int, lines: bool):
+    def check(value: str, info: ValidationInfo) -> str:
+        problem = None if stored(info) else plain_text_problem(value, max_chars=max_chars, lines=lines)
+        if problem:
+            raise ValueError(problem)
+        return value
+    return Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "maxLength": max_chars})]
+
+
+SafeName = _plain(MAX_NAME_CHARS, lines=False)
+"""A one-line name (a scenario's, a saved scenario's, a model's): at most ``MAX_NAME_CHARS``
+characters, no C0/C1 control character (tab and line breaks included) and no bidi override.
+A row this program stored earlier is read as it is (``stored``)."""
+
+SafeText = _plain(MAX_TEXT_CHARS, lines=True)
+"""Free text (a note): like ``SafeName`` but up to ``MAX_TEXT_CHARS`` characters, with tabs and
+line breaks allowed."""

@@ -1,0 +1,168 @@
+"""What a plan reads from its scenario or, where the scenario states none, from the catalogue: the
+platform, the cost defaults (FX, electricity, PUE, colocation, support, amortization), capex from
+a vendor quote or the system's price band, power, and the API and rental prices to compare with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.economics_schema import ApiPrice, RentalPrice
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Accelerator, System
+from inferplan.economics.scenario import MoneyInputs, Scenario
+from inferplan.errors import InvalidScenarioError
+
+# cost_defaults ids used when a scenario leaves a money input out
+DEFAULTS = {
+    "fx": "fx-eur-usd",
+    "electricity": "electricity-us-industrial",
+    "pue": "pue-global-average",
+    "colocation": "colocation-us-primary",
+    "support": "hardware-support-share",
+    "amortization": "amortization-years",
+    "recovery": "capital-recovery-years",
+    "utilization": "utilization-default",
+}
+NVAIE = {"nvaie-1-year": "nvaie-1-year", "nvaie-5-year": "nvaie-5-year", "nvaie-perpetual": "nvaie-perpetual"}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The platform a loadout is built from."""
+
+    label: str  # the system id, or "<gpus>x-<accelerator>" for a bare-GPU platform
+    accelerator: Accelerator
+    gpus_per_system: int
+    system: System | None  # None for a bare-GPU platform
+
+
+@dataclass(frozen=True)
+class MoneyRates:
+    """The money inputs a plan uses: each the scenario's, else the catalogue default."""
+
+    fx_usd_per_eur: float
+    amortization_years: float
+    capital_recovery_years: float
+    utilization: float  # average power draw as a share of the maximum
+    electricity_usd_per_kwh: float
+    pue: float
+    pue_note: str  # "stated", or which default and why
+    colocation_usd_per_kw_month: float
+    support_share_of_capex_per_year: float
+
+
+def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None) -> MoneyRates:
+    """The scenario's money inputs with the catalogue's defaults where it leaves one out."""
+    pue, pue_note = (m.pue, "stated") if m.pue else _default_pue(catalog, system)
+    return MoneyRates(
+        fx_usd_per_eur=_cost(catalog, "fx", "usd_per_eur"),
+        amortization_years=m.amortization_years or _cost(catalog, "amortization", "count"),
+        capital_recovery_years=m.capital_recovery_years or _cost(catalog, "recovery", "count"),
+        utilization=m.utilization or _cost(catalog, "utilization", "ratio"),
+        electricity_usd_per_kwh=(m.electricity_usd_per_kwh if m.electricity_usd_per_kwh is not None
+                                 else _cost(catalog, "electricity", "usd")),
+        pue=pue, pue_note=pue_note,
+        colocation_usd_per_kw_month=(m.colocation_usd_per_kw_month if m.colocation_usd_per_kw_month is not None
+                                     else _cost(catalog, "colocation", "usd")),
+        support_share_of_capex_per_year=(m.support_share_of_capex_per_year if m.support_share_of_capex_per_year is not None
+                                         else _cost(catalog, "support", "ratio")),
+    )
+
+
+def nvaie_usd(catalog: Catalog) -> dict[str, float]:
+    """NVIDIA AI Enterprise list prices per GPU, by the scenario's ``money.software`` option."""
+    return {k: _cost(catalog, v, "usd") for k, v in NVAIE.items()}
+
+
+def _cost(catalog: Catalog, key: str, attr: str) -> float:
+    record = catalog.cost_defaults.records[DEFAULTS.get(key, key)]
+    return getattr(record, attr).value
+
+
+def _default_pue(catalog: Catalog, system: System | None) -> tuple[float, str]:
+    """The PUE a plan assumes when the scenario states none: a direct-liquid-cooled system needs a
+    facility built for it (the seed lists CDUs as required), planned at the liquid-cooled figure;
+    anything else at the survey's global average, which legacy air-cooled sites dominate."""
+    if system is not None and (system.cooling or "").startswith("direct-liquid"):
+        return _cost(catalog, "pue-liquid-cooled", "ratio"), f"{system.id} is direct-liquid-cooled: pue-liquid-cooled"
+    return _cost(catalog, "pue", "ratio"), "pue-global-average"
+
+
+def hardware(catalog: Catalog, s: Scenario) -> Hardware:
+    """The scenario's platform: a catalogue system, or a bare GPU and its count."""
+    p = s.platform
+    if p.system:
+        system = catalog.system(p.system, "platform.system")
+        accel = catalog.accelerators.records[system.accelerator]
+        return Hardware(system.id, accel, system.accelerator_count, system)
+    accel = catalog.accelerator(p.gpu or "", "platform.gpu")
+    return Hardware(f"{p.gpus}x-{accel.id}", accel, int(p.gpus or 1), None)
+
+
+def capex(s: Scenario, system: System | None, systems: int) -> tuple[float, str]:
+    point = s.platform.price_point
+    if s.platform.quote_usd_per_system:
+        return s.platform.quote_usd_per_system * systems, "vendor quote"
+    band = system.price if system else None
+    if band is None or band.usd_low is None:
+        raise InvalidScenarioError(
+            f"{system.name if system else 'this platform'} has no price band in the catalogue; give a vendor quote",
+            field="platform.quote_usd_per_system",
+        )
+    low = band.usd_low.value
+    high = band.usd_high.value if band.usd_high else low
+    value = {"low": low, "high": high, "mid": (low + high) / 2}[point]
+    return value * systems, f"{point} of the catalogue price band ({band.basis})"
+
+
+def power_w(s: Scenario, system: System | None, accel: Accelerator) -> tuple[float, str | None]:
+    if s.platform.power_w_per_system:
+        return s.platform.power_w_per_system, None
+    if system is not None and system.power_w is not None:
+        return system.power_w.value, None
+    gpus = system.accelerator_count if system else (s.platform.gpus or 1)
+    if accel.tdp_w is None:
+        raise InvalidScenarioError("no power figure for this platform; give platform.power_w_per_system",
+                                   field="platform.power_w_per_system")
+    host = 1.5  # CPUs, memory, fans and networking beside the GPUs
+    return accel.tdp_w.value * gpus * host, f"system power assumed {host:g} × GPU TDP × {gpus} (no system figure)"
+
+
+def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | None:
+    if wanted:
+        return catalog.api_prices.get(wanted, field_name="money.api_alternative", error=InvalidScenarioError)
+    same = [p for p in catalog.api_prices if p.model == model]
+    same.sort(key=lambda p: (p.provider != "openrouter", p.output_usd_per_mtok.value))
+    return same[0] if same else None
+
+
+def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tuple[RentalPrice | None, float | None, str | None]:
+    """The rental price to compare with: the one named, else the median on-demand listing for the GPU
+    (marketplace floors and hyperscaler list prices both sit far from what a buyer pays)."""
+    if wanted:
+        r = catalog.rental_prices.get(wanted, field_name="money.rental", error=InvalidScenarioError)
+        if r.accelerator != accel_id:  # renting other GPUs says nothing about when buying these pays off
+            same = sorted(x.id for x in catalog.rental_prices if x.accelerator == accel_id)
+            raise InvalidScenarioError(f"{r.id} rents {r.accelerator}, not the platform's {accel_id}",
+                                       field="money.rental", allowed=", ".join(same) or f"no listing for {accel_id}")
+        hourly = hourly_usd(r, fx)
+        if hourly is None:
+            raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
+        return r, hourly, None
+    options = sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
+                      if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
+    if not options:
+        return None, None, None
+    r, h = options[(len(options) - 1) // 2]
+    note = (f"rent: median of {len(options)} on-demand listings for {accel_id} "
+            f"(${options[0][1]:.2f}–${options[-1][1]:.2f} per GPU-hour): {r.id} at ${h:.2f}")
+    return r, h, note
+
+
+def hourly_usd(r: RentalPrice, fx: float) -> float | None:
+    if r.on_demand_usd_per_gpu_hour:
+        return r.on_demand_usd_per_gpu_hour.value
+    if r.on_demand_eur_per_gpu_hour:
+        return r.on_demand_eur_per_gpu_hour.value * fx
+    return None

@@ -1,0 +1,112 @@
+"""The scenario a plan is asked about: one immutable object that says what to plan — model,
+platform, replica cell, workload, speculative decoding, target users and money inputs.
+
+``plan`` (``plan.py``) and ``simulate`` (``uncertainty.py``) take it; ``inferplan.scenario`` reads
+it from a YAML file and checks the catalogue ids it names.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
+
+from inferplan.economics.workloads import WorkloadOverrides
+from inferplan.inputs import Input, SafeName, stored
+from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
+
+
+class Platform(Input):
+    system: str | None = Field(None, description="system id: hgx-b200, gb300-nvl72, dgx-spark …")
+    gpu: str | None = Field(None, description="accelerator id when there is no catalogue system")
+    gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs per loadout when `gpu` is used")
+    price_point: Literal["low", "mid", "high"] = "mid"
+    # per system: a loadout may be several systems when one replica needs them. The names
+    # `quote_usd_per_loadout` / `power_w_per_loadout` (from when a loadout was one system) still read.
+    quote_usd_per_system: float | None = Field(
+        None, gt=0, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
+        description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
+    power_w_per_system: float | None = Field(
+        None, gt=0, le=1e8, validation_alias=AliasChoices("power_w_per_system", "power_w_per_loadout"),
+        description="power of one system (or of the `gpus` of a bare-GPU platform); overrides the catalogue's")
+
+    @field_validator("quote_usd_per_system", "power_w_per_system")
+    @classmethod
+    def _at_least_one(cls, value: float | None, info: ValidationInfo) -> float | None:
+        # under $1 a system or 1 W is no real figure, and 1e-300 W made tokens per MW infinite
+        if value is not None and value < 1 and not stored(info):
+            raise ValueError("must be at least 1 (USD per system, W per system)")
+        return value
+
+    @model_validator(mode="after")
+    def _named(self) -> "Platform":
+        if not (self.system or self.gpu):
+            raise ValueError("name a system or a gpu")
+        if self.system and (self.gpu or self.gpus):
+            raise ValueError("name a system or a gpu with its gpus, not both: a system fixes its GPUs")
+        if self.gpu and not self.system and not self.gpus:
+            raise ValueError("with `gpu`, say how many `gpus` a loadout has")
+        return self
+
+
+class Cell(Input):
+    """The replica cell: one engine instance. Default: the best layout that fits (economics docs)."""
+
+    tensor_parallel_size: int = Field(1, ge=1, le=1024)
+    pipeline_parallel_size: int = Field(1, ge=1, le=1024)
+    data_parallel_size: int = Field(1, ge=1, le=1024, description="attention data-parallel ranks inside the cell (with expert parallelism)")
+    enable_expert_parallel: bool = Field(False, description="a mixture-of-experts model's experts spread over all the cell's GPUs")
+
+    @model_validator(mode="after")
+    def _ranks_share_experts(self) -> "Cell":
+        if self.data_parallel_size > 1 and not self.enable_expert_parallel:
+            raise ValueError("data_parallel_size above 1 needs enable_expert_parallel: true (ranks that share no "
+                             "experts are separate cells, which the loadout packs by itself)")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+
+class Speculative(Input):
+    """Speculative decoding in every replica: draft tokens per step (MTP or EAGLE heads) and the
+    chance each is accepted (docs/speed.md §1)."""
+
+    tokens: int = Field(ge=1, le=32, description="draft tokens proposed per step")
+    acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
+
+
+class MoneyInputs(Input):
+    # half a year at least: a few days of amortization made a million tokens cost billions
+    amortization_years: float | None = Field(None, ge=0.5, le=20)
+    capital_recovery_years: float | None = Field(None, ge=0.5, le=20)
+    utilization: float | None = Field(None, gt=0, le=1, description="average power draw as a share of the maximum")
+    electricity_usd_per_kwh: float | None = Field(None, ge=0, le=10)
+    pue: float | None = Field(None, ge=1, le=4)
+    colocation_usd_per_kw_month: float | None = Field(None, ge=0, le=10_000)
+    software: Literal["none", "nvaie-1-year", "nvaie-5-year", "nvaie-perpetual"] = "none"
+    support_share_of_capex_per_year: float | None = Field(None, ge=0, le=1)
+    staff_usd_per_month: float = Field(0.0, ge=0, le=1e9)
+    quote_multiplier: float = Field(1.0, gt=0, le=100, description="private quote = same-model API price × this")
+    api_alternative: str | None = Field(None, description="api price id to compare with (default: the same model's)")
+    rental: str | None = Field(None, description="rental price id (default: the median on-demand listing for the GPU)")
+    migration_cost_usd: float | None = Field(None, ge=0, le=1e9, description="one-off cost to port to another stack")
+    migration_target_usd_per_mtok: float | None = Field(None, ge=0, le=1e4)
+
+
+class Scenario(Input):
+    name: SafeName = "scenario"
+    model: str = Field(min_length=1)
+    quantization: str | None = None
+    engine: str = "vllm"
+    kv_cache_dtype: str = "auto"
+    kv_bytes_per_token: float | None = Field(
+        None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,
+        description="stated KV bytes per token (at least 1 KiB), for a model whose architecture is not published")
+    platform: Platform
+    cell: Cell | None = Field(None, description="the replica cell as stated; left out: the layout carrying the most users (docs/economics.md)")
+    workload: WorkloadOverrides = WorkloadOverrides()
+    speculative: Speculative | None = Field(None, description="speculative decoding (MTP/EAGLE drafts); left out: none")
+    target_users: int = Field(100, ge=1, le=1_000_000_000)
+    money: MoneyInputs = MoneyInputs()

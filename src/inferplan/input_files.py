@@ -1,0 +1,109 @@
+"""Reading a file a person points inferplan at: a scenario YAML, a config.json or params.json, a
+catalogue YAML.
+
+Every such read goes through ``read_text`` (a regular file of at most ``MAX_FILE_BYTES``, UTF-8)
+and its parse through ``parse_json`` or ``check_yaml_depth`` (at most ``MAX_NESTING_DEPTH`` levels
+of lists and mappings), so that ``/dev/zero`` is refused instead of read for ever and
+``[[[[…]]]]`` gets one line naming the file instead of a RecursionError traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from inferplan.errors import InferplanError
+
+# The largest shipped catalogue file is 0.14 MB and a config.json a few kB; 4 MiB leaves room for
+# a config that lists every module it leaves unquantized and stops a multi-gigabyte mistake.
+MAX_FILE_BYTES = 4 * 2**20
+# model.safetensors.index.json maps every tensor to its shard: tens of thousands of lines for a
+# trillion-parameter mixture of experts.
+MAX_INDEX_BYTES = 64 * 2**20
+# A scenario nests 3 levels, a config.json 4, a catalogue file 6.
+MAX_NESTING_DEPTH = 32
+
+_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's event parser is iterative and fast
+
+
+def read_bytes(path: Path, *, field: str, error: type[InferplanError], max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default ``MAX_FILE_BYTES``); anything
+    else raises ``error`` naming ``field`` and the file."""
+    max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path} is not a regular file", field=field, allowed="a file (not a device, pipe or folder)")
+        if info.st_size > max_bytes:
+            raise error(f"{path} has {info.st_size} bytes", field=field, allowed=f"a file of at most {max_bytes} bytes")
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)  # the file may have grown since stat
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror}", field=field) from None
+    if len(data) > max_bytes:
+        raise error(f"{path} has more than {max_bytes} bytes", field=field, allowed=f"a file of at most {max_bytes} bytes")
+    return data
+
+
+def read_text(path: Path, *, field: str, error: type[InferplanError], max_bytes: int | None = None) -> str:
+    """``read_bytes`` decoded as UTF-8."""
+    try:
+        return read_bytes(path, field=field, error=error, max_bytes=max_bytes).decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{path} is not UTF-8 text", field=field, allowed="a UTF-8 text file") from None
+
+
+def _too_deep(where: str, field: str, error: type[InferplanError]) -> InferplanError:
+    return error(f"{where}: nested more than {MAX_NESTING_DEPTH} levels deep", field=field, located=field == where,
+                 allowed=f"at most {MAX_NESTING_DEPTH} levels of nested lists and mappings")
+
+
+def check_depth(data: Any, *, where: str, field: str, error: type[InferplanError]) -> None:
+    """Refuse parsed data with more than ``MAX_NESTING_DEPTH`` levels of lists and mappings."""
+    level = [(data, 0)]
+    while level:  # iterative: the check itself must not recurse
+        value, depth = level.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_NESTING_DEPTH:
+                raise _too_deep(where, field, error)
+            level.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def parse_json(text: str | bytes, *, where: str, field: str, error: type[InferplanError]) -> Any:
+    """JSON text as Python values, refused when not JSON or nested too deeply."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise _too_deep(where, field, error) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{where} is not valid JSON: {exc}", field=field) from None
+    check_depth(data, where=where, field=field, error=error)
+    return data
+
+
+def read_json(path: Path, *, field: str, error: type[InferplanError], max_bytes: int | None = None) -> Any:
+    """A bounded JSON file (``read_bytes`` then ``parse_json``)."""
+    data = read_bytes(path, field=field, error=error, max_bytes=max_bytes)
+    return parse_json(data, where=str(path), field=field, error=error)
+
+
+def check_yaml_depth(text: str, *, where: str, field: str, error: type[InferplanError]) -> None:
+    """Refuse YAML text with more than ``MAX_NESTING_DEPTH`` levels before a (recursive) loader
+    builds it. Other syntax errors are left to the loader, which reports them with their line."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_PARSER):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING_DEPTH:
+                    raise _too_deep(where, field, error)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):  # libyaml stops at 1000 levels, scanning ahead in [[[…
+            raise _too_deep(where, field, error) from None

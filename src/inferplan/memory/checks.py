@@ -1,0 +1,95 @@
+"""The checks a deployment passes before its memory is planned: the engine runs on the hardware and
+the model, expert and pipeline parallelism have something to spread, tensor parallelism splits the
+attention heads, and a context past the model's is treated as the engine treats it."""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import EngineDefaults
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.hardware import Hardware
+
+
+def _has_experts(spec: ModelSpec) -> bool:
+    arch = spec.architecture
+    if arch is not None and not spec.architecture_is_proxy:
+        return arch.moe is not None
+    return bool(spec.active_params and spec.total_params and spec.active_params < spec.total_params) or bool(arch and arch.moe)
+
+
+def _check_runs_on(catalog: Catalog, engine, accel) -> None:
+    """An engine plans only on accelerators whose software stack it runs on (TensorRT-LLM: CUDA)."""
+    if engine.runs_on and accel.software not in engine.runs_on:
+        usable = [e.id for e in catalog.engines if not e.runs_on or accel.software in e.runs_on]
+        raise InvalidScenarioError(
+            f"{engine.name} does not run on {accel.name} ({accel.software.value}); it runs on "
+            f"{', '.join(s.value for s in engine.runs_on)}", field="engine", allowed=" | ".join(usable))
+
+
+def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, tp: int, pp: int) -> EngineDefaults:
+    """The deployment's engine, once the model, the engine and the layout are known to go together."""
+    if spec.architecture is None and d.kv_bytes_per_token is None:
+        raise InvalidScenarioError(
+            f"{spec.name}: its architecture is not published in the catalogue, so its KV cache "
+            "cannot be sized; pass its config.json with --model, or state the KV bytes per token "
+            "with --kv-bytes-per-token",
+            field="kv_bytes_per_token",
+        )
+    engine = catalog.engine(d.engine)
+    _check_runs_on(catalog, engine, hw.accel)
+    if d.enable_expert_parallel and not _has_experts(spec):
+        raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
+                                   field="enable_expert_parallel", allowed="leave it off for a dense model")
+    if d.enable_expert_parallel and engine.expert_parallel is False:
+        takers = ", ".join(e.id for e in catalog.engines if e.expert_parallel)
+        raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
+                                   field="enable_expert_parallel", allowed=f"leave it off, or an engine that does: {takers}")
+    _check_heads(spec, engine.id, tp)
+    layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
+    if layers and pp > layers:
+        raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
+                                   field="pipeline_parallel_size", allowed=f"1 to {layers}")
+    return engine
+
+
+def check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tuple[list[str], int | None]:
+    """A max_model_len past the model's context, as the engine treats it (engines.yaml
+    ``context_beyond_model``): an error where it refuses it, the model's context where it caps it
+    (returned as the length to plan at), a note where it runs it."""
+    if not (d.max_model_len and spec.context_tokens and d.max_model_len > spec.context_tokens):
+        return [], None
+    limit, why = spec.context_tokens, f" ({engine.context_beyond_model_note})" if engine.context_beyond_model_note else ""
+    if engine.context_beyond_model == "refuse":
+        raise InvalidScenarioError(
+            f"max_model_len {d.max_model_len:,} is longer than {spec.id}'s context of {limit:,} tokens, "
+            f"which {engine.id} refuses (a longer context needs RoPE scaling: import a config.json whose rope_scaling "
+            "opens it)", field="max_model_len", allowed=f"at most {limit:,} tokens")
+    if engine.context_beyond_model == "cap":
+        return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s context of {limit:,} tokens: {engine.id} "
+                f"serves at most {limit:,}{why}"], limit
+    return [f"max_model_len {d.max_model_len:,} is past {spec.id}'s trained context of {limit:,} tokens: "
+            f"{engine.id} runs it, but the model was not trained that long{why}"], None
+
+
+HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks
+
+
+def tp_shards_heads(spec: ModelSpec, engine: str, tp: int) -> bool:
+    arch = spec.architecture
+    if tp == 1 or engine not in HEAD_SHARDING_ENGINES or arch is None or spec.architecture_is_proxy:
+        return True
+    return arch.num_attention_heads % tp == 0
+
+
+def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
+    """vLLM, SGLang and TensorRT-LLM split the attention heads evenly over the tensor-parallel ranks."""
+    if not tp_shards_heads(spec, engine, tp):
+        heads = spec.architecture.num_attention_heads
+        allowed = ", ".join(str(n) for n in range(1, heads + 1) if heads % n == 0 and n <= 1024)
+        raise InvalidScenarioError(
+            f"{spec.name} has {heads} attention heads, which {engine} cannot split over {tp} tensor-parallel ranks",
+            field="tensor_parallel_size",
+            allowed=allowed,
+        )

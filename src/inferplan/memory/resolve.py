@@ -1,0 +1,121 @@
+"""Resolve a ``model`` argument to a ``ModelSpec``: a catalogue card, a config.json path or model
+folder, or a repo id in the local Hugging Face cache; and summarise a local import.
+
+A catalogue card states its parameter counts; an imported config.json does not, so they are
+counted here from its architecture (``params.py``), with its KV cache layout (``kv_cache.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.hf_import import hf_cache_snapshot, import_model
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import CheckpointSize, ModelSpec, config_context, looks_like_path, spec_from_card
+from inferplan.errors import InferplanError, UnknownModelError
+from inferplan.memory.kv_cache import kv_layout
+from inferplan.memory.params import count_params
+
+
+def resolve_model(catalog: Catalog, name: str, field_name: str = "model") -> ModelSpec:
+    """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
+    try:
+        if looks_like_path(name):
+            return spec_from_import(name)
+        try:
+            return spec_from_card(catalog, catalog.model(name, field_name))
+        except UnknownModelError:
+            if "/" in name and hf_cache_snapshot(name) is not None:
+                return spec_from_import(name)
+            raise
+    except InferplanError as exc:
+        if exc.field == "model":  # the import names the usual field; this caller's may differ (models)
+            exc.field = field_name
+        raise
+
+
+def spec_from_import(location: str) -> ModelSpec:
+    imported = import_model(location)
+    arch = imported.architecture
+    params = count_params(arch)
+    native = arch.quant.quantization if arch.quant else _dtype_quant(arch.torch_dtype)
+    checkpoints = ()
+    if imported.checkpoint_bytes:
+        checkpoints = (CheckpointSize(native, imported.checkpoint_bytes, "local", imported.checkpoint_source or ""),)
+    return ModelSpec(
+        id=Path(imported.path).name or location,
+        name=location,
+        architecture=arch,
+        architecture_is_proxy=False,
+        total_params=float(params.total),
+        active_params=float(params.active),
+        checkpoints=checkpoints,
+        native_quantization=native,
+        context_tokens=config_context(arch, proxy=False),
+        assumptions=("parameter counts computed from config.json",),
+    )
+
+
+def _dtype_quant(torch_dtype: str) -> str:
+    return {"float16": "fp16", "float32": "fp32"}.get(torch_dtype, "bf16")
+
+
+class ImportSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    hf_architecture: str
+    model_type: str
+    num_layers: int
+    layer_kinds: dict[str, int]
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    sliding_window: int | None
+    mla: bool
+    experts: int | None
+    experts_per_token: int | None
+    quantization: str | None
+    total_params: int
+    active_params: int
+    checkpoint_bytes: int | None
+    checkpoint_source: str | None
+    kv_cache_bytes_per_token_bf16: float
+    state_bytes_per_sequence_bf16: float
+
+
+def describe_import(location: str) -> ImportSummary:
+    imported = import_model(location)
+    arch = imported.architecture
+    params = count_params(arch)
+    layout = kv_layout(arch, kv_bits=16)
+    kinds: dict[str, int] = {}
+    for k in arch.layer_kinds:
+        kinds[k.value] = kinds.get(k.value, 0) + 1
+    return ImportSummary(
+        path=imported.path,
+        hf_architecture=arch.hf_architecture,
+        model_type=arch.model_type,
+        num_layers=arch.num_layers,
+        layer_kinds=kinds,
+        hidden_size=arch.hidden_size,
+        num_attention_heads=arch.num_attention_heads,
+        num_kv_heads=arch.num_kv_heads,
+        head_dim=arch.head_dim,
+        vocab_size=arch.vocab_size,
+        sliding_window=arch.sliding_window,
+        mla=arch.mla is not None,
+        experts=arch.moe.num_experts if arch.moe else None,
+        experts_per_token=arch.moe.experts_per_token if arch.moe else None,
+        quantization=arch.quant.quantization if arch.quant else None,
+        total_params=params.total,
+        active_params=params.active,
+        checkpoint_bytes=imported.checkpoint_bytes,
+        checkpoint_source=imported.checkpoint_source,
+        kv_cache_bytes_per_token_bf16=layout.bytes_per_token,
+        state_bytes_per_sequence_bf16=layout.state_bytes_per_seq,
+    )

@@ -1,0 +1,161 @@
+"""The context of a speed estimate: everything one deployment under one workload fixes before
+any concurrency is chosen (memory plan, calibrated rates, model work, batch limits), and the step
+and round times built from them. ``serving.py`` sweeps concurrency over one context; ``notes.py``
+words its figures; ``economics`` and ``validation`` reuse one across many concurrencies."""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.performance.network import network_notes
+from inferplan.performance.phases import StepTime, decode_step
+from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
+from inferplan.performance.work import ModelWork, model_work
+
+
+def tokens_per_step(k: int, acceptance: float) -> float:
+    """Expected tokens a sequence advances per verify step with ``k`` draft tokens."""
+    if k == 0:
+        return 1.0
+    if acceptance >= 1:
+        return k + 1.0
+    return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+
+
+class ServingContext:
+    """The pieces one estimate needs, computed once and reused across a concurrency sweep: the
+    deployment as the engine runs it (``d``), the workload (``w``), the memory plan (``mp``), the
+    calibrated rates (``rates``), the model's work per token (``work``) and the batch limits that
+    follow from them, with the step and round times built from those pieces."""
+
+    def __init__(self, catalog: Catalog, d: Deployment, w: Workload):
+        request = w.input_len + w.output_len
+        sized_for_request = d.max_model_len is None
+        if sized_for_request:  # no max_model_len stated: the engine is sized for this request
+            d = d.model_copy(update={"max_model_len": request})
+        self.catalog, self.d, self.w = catalog, d, w
+        try:
+            self.mp: MemoryPlan = plan_memory(d, catalog)
+        except InvalidScenarioError as exc:
+            if sized_for_request and exc.field == "max_model_len":  # the request itself is too long
+                raise InvalidScenarioError(f"a request of {w.input_len:,} + {w.output_len:,} tokens: {exc}",
+                                           field="input_len", allowed=exc.allowed) from None
+            raise
+        fit = self.mp.result
+        if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
+            self.d = d = d.model_copy(update={"engine": fit.engine})
+        if not fit.fits:
+            raise InvalidScenarioError(
+                f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "
+                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU); "
+                "see `inferplan fit`",
+                field="gpus",
+            )
+        if fit.max_model_len < request:
+            if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it
+                raise InvalidScenarioError(
+                    f"a request of {w.input_len:,} + {w.output_len:,} tokens is longer than the {fit.max_model_len:,} "
+                    f"tokens {fit.engine} serves {fit.model} at", field="input_len",
+                    allowed=f"input + output at most {fit.max_model_len:,} tokens")
+            raise InvalidScenarioError(
+                f"max_model_len {fit.max_model_len} is shorter than one request ({w.input_len} + {w.output_len} tokens): "
+                "the engine would refuse it", field="max_model_len", allowed=f"at least {request}")
+        check_backend(d.engine, w.backend, self.mp.accelerator)
+        self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
+        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
+                                     self.mp.hardware, self.mp.kv_dtype.id)
+        self.work: ModelWork = model_work(self.mp, catalog)
+        self.network_notes = network_notes(self.mp, self.work, self.rates)
+        self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
+        self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
+        par = fit.parallel
+        self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
+        seq = self.mp.layout.room_bytes_per_sequence(w.input_len + w.output_len, self.mp.settings.block_tokens)
+        self.kv_limit = int(fit.kv_cache_bytes_per_gpu // seq) if seq else 10**9
+        # micro-batches of a round that each get the engine's batch limits: every one of the pp under
+        # an engine that holds each micro-batch to them (TensorRT-LLM), else the round shares one set
+        self.limited_batches = self.pp if self.mp.settings.limits_per_micro_batch else 1
+        # llama.cpp serves as many parallel slots as it is started with (-np); others cap at max_num_seqs
+        slots = (self.kv_limit if d.engine == "llamacpp" and d.max_num_seqs is None
+                 else self.mp.settings.max_num_seqs * self.limited_batches)
+        self.max_running = min(self.kv_limit, slots)
+        if self.max_running < 1:
+            raise InvalidScenarioError(
+                f"no room in the KV cache for one request of {w.input_len}+{w.output_len} tokens",
+                field="input_len",
+            )
+
+    def max_concurrency(self) -> int:
+        return self.kv_limit * self.dp
+
+    def iteration(self, batch: int, prefill_tokens: float) -> tuple[StepTime, float]:
+        """A stage's step (its average: its bound and draft cost) and the round in which each of the
+        batch's pipeline micro-batches advances one step. With ``pp`` stages the batch runs as up to
+        ``pp`` micro-batches, and the round takes the longer of one micro-batch passing every stage
+        (its ``pp − 1`` stage boundaries included: ``boundary_host_s``) and the slowest stage (the last: it runs
+        the lm_head) working through all of them."""
+        shape = self._step_shape(max(batch / self.pp, 1e-9), prefill_tokens / self.pp)
+        step = decode_step(self.work, self.mp.layout, self.rates, **shape)
+        if self.pp == 1:
+            return step, step.seconds
+        last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
+        trip = self.pp * step.seconds + self.boundary_host_s(self.requests_per_micro_batch(batch))
+        return step, max(trip, self.micro_batches_in_flight(batch) * last.seconds)
+
+    def _step_shape(self, sequences: float, prefill_tokens: float) -> dict:
+        """decode_step's workload for one micro-batch of ``sequences`` fusing ``prefill_tokens``."""
+        w = self.w
+        return dict(batch=sequences, context=w.input_len + w.output_len / 2, tokens_per_seq=w.speculative_tokens + 1,
+                    prefill_tokens=prefill_tokens, micro_batch=self.mp.settings.prefill_micro_batch_tokens)
+
+    def micro_batches_in_flight(self, batch: float) -> int:
+        """Pipeline micro-batches of a round: one per stage, or one per sequence when fewer."""
+        return min(max(batch, 1), self.pp)
+
+    def requests_per_micro_batch(self, batch: float) -> float:
+        return max(batch, 1) / self.micro_batches_in_flight(batch)
+
+    def chunk_round_s(self, others: int, tokens: float) -> float:
+        """A round in which a new request's prompt chunk of ``tokens`` runs beside ``others`` decoding
+        sequences: its first token waits for it. Under pipeline parallelism the chunk rides one
+        micro-batch, whose trip through every stage is at least as long as that micro-batch's share
+        of the others plus the whole chunk at each stage (``iteration`` spreads a round's prefill over
+        all ``pp`` micro-batches, right for the cycle's throughput, up to ``pp`` times short here)."""
+        spread = self.iteration(others, tokens)[1]
+        if self.pp == 1:
+            return spread
+        share = self.requests_per_micro_batch(others)
+        carrier = decode_step(self.work, self.mp.layout, self.rates, **self._step_shape(share, tokens))
+        return max(spread, self.pp * carrier.seconds + self.boundary_host_s(share + 1))
+
+    def round_budget(self, running: int) -> float:
+        """Prompt tokens a round can fuse beside ``running`` decoding sequences: the engine's token
+        budget (once per micro-batch where each gets its own) less their decode tokens."""
+        budget = self.mp.settings.max_num_batched_tokens * self.limited_batches
+        return max(budget - running * (self.w.speculative_tokens + 1), 1)
+
+    def chunk_budget(self, running: int) -> float:
+        """The largest prompt chunk a new request, one of ``running``, gets in one round: the round's
+        budget; where each micro-batch has its own, the one it rides less the others' share of it."""
+        if self.limited_batches == 1:
+            return self.round_budget(running)
+        share = self.requests_per_micro_batch(running - 1) if running > 1 else 0
+        return max(self.mp.settings.max_num_batched_tokens - share * (self.w.speculative_tokens + 1), 1)
+
+    def boundary_host_s(self, requests: float) -> float:
+        """One micro-batch of ``requests`` crossing the ``pp − 1`` stage boundaries: the engine's
+        host work per request at each (TensorRT-LLM's pipeline loop runs it between micro-batches,
+        not beside the GPU; fitted, docs/speed.md), on top of the stages' GPU time."""
+        return (self.pp - 1) * self.rates.pipeline_hop_s_per_request * requests
+
+    def draft_s(self, step: StepTime, batch: float = 1) -> float:
+        """The draft tokens' time per round: each costs a share of a whole-model step, which under
+        pipeline parallelism is every stage's (``step`` is one stage's), and every micro-batch of the
+        round drafts its own on the last stage."""
+        if not self.w.speculative_tokens:
+            return 0.0
+        in_flight = self.micro_batches_in_flight(batch)
+        return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * in_flight

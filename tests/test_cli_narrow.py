@@ -1,0 +1,53 @@
+"""At 80 columns no id a user must type next is cut: tables drop low-value columns or become lists."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+
+INFERPLAN = str(Path(sys.executable).parent / "inferplan")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def narrow(*args: str) -> str:
+    env = {**os.environ, "COLUMNS": "80", "LINES": "50"}
+    out = subprocess.run([INFERPLAN, *args], env=env, capture_output=True, text=True, check=True).stdout
+    assert "…" not in out, next(line for line in out.splitlines() if "…" in line)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    return out
+
+
+def whole(ident: str, text: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(ident)}(?![\w.-])", text) is not None
+
+
+@pytest.mark.parametrize("kind", ["models", "accelerators", "systems"])
+def test_catalog_lists_show_every_id_whole(kind):
+    out = narrow("catalog", "list", kind)
+    ids = [r.id for r in getattr(load_catalog(), kind)]
+    assert [i for i in ids if not whole(i, out)] == []
+
+
+def test_the_fits_matrix_shows_every_model_and_gpu_whole():
+    out = narrow("fits")
+    cells = [line for line in out.splitlines() if line and not line.startswith(" ")][1:]
+    assert len(cells) > 20
+    for model in ("llama-3.3-70b", "h100-sxm", "rtx-pro-6000-blackwell"):
+        assert whole(model, out)
+
+
+def test_a_plan_names_its_model_and_system_whole():
+    out = narrow("plan", str(EXAMPLES / "coding-developers-b200.yaml"))
+    assert whole("qwen3-235b-a22b", out) and whole("hgx-b200", out)
+
+
+def test_a_scenario_name_with_rich_markup_is_printed_as_text(tmp_path):
+    scenario = tmp_path / "markup.yaml"
+    scenario.write_text('name: "[/] [red]x"\nmodel: qwen3-32b\nplatform: {system: hgx-h100}\n'
+                        "workload: {preset: chat-seat}\ntarget_users: 100\n")
+    assert "[/] [red]x —" in narrow("plan", str(scenario))

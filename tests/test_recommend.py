@@ -1,0 +1,50 @@
+"""The route chooser on hand-made figures: recommend() reads only a frozen RouteFigures."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from inferplan.economics.recommend import RouteFigures, recommend
+
+# own: 10,000 + 360,000 / (3 × 12) = 20,000 a month
+BASE = RouteFigures(served_users=100, target_users=100, supported_users=120, loadouts=1, capex_usd=360_000.0,
+                    modeled_monthly_operating_cost_usd=10_000.0, staff_usd_per_month=2_000.0,
+                    simple_payback_months=12.0, api_cost_for_served_usd_per_month=30_000.0,
+                    rent_usd_per_month=25_000.0, hardware_cycle_years=3.0)
+
+
+def test_the_figures_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BASE.capex_usd = 1.0  # type: ignore[misc]
+
+
+def test_owning_wins_when_cheapest_and_paid_back_inside_the_cycle():
+    r = recommend(BASE)
+    assert r.route == "own"
+    assert r.monthly_usd == {"own": 20_000.0, "rent dedicated capacity": 27_000.0, "stay on an API": 30_000.0}
+    assert r.reasons == ("capex pays back in 12 months, inside the 3-year cycle",)
+
+
+def test_owning_that_never_pays_back_yields_to_the_next_cheapest_route():
+    r = recommend(dataclasses.replace(BASE, simple_payback_months=None))
+    assert r.route == "rent dedicated capacity"  # rent 25,000 + staff 2,000 < API 30,000
+    assert "does not pay back within the 3-year hardware cycle" in r.reasons[0]
+
+
+def test_payback_beyond_the_cycle_yields_too():
+    r = recommend(dataclasses.replace(BASE, simple_payback_months=48.0, rent_usd_per_month=None))
+    assert r.route == "stay on an API" and "48 months" in r.reasons[0]
+
+
+def test_no_served_user_stays_on_an_api():
+    r = recommend(dataclasses.replace(BASE, served_users=0))
+    assert r.route == "stay on an API" and r.monthly_usd == {}
+
+
+def test_idle_owned_capacity_and_unserved_users_are_said():
+    r = recommend(dataclasses.replace(BASE, served_users=90, supported_users=400))
+    assert r.route == "own"
+    assert "the loadouts serve 90 of 100 target users" in r.reasons
+    assert any(reason.startswith("only 25% of the owned capacity") for reason in r.reasons)
