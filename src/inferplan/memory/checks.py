@@ -12,7 +12,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware
 
 
-def _has_experts(spec: ModelSpec) -> bool:
+def has_experts(spec: ModelSpec) -> bool:
     arch = spec.architecture
     if arch is not None and not spec.architecture_is_proxy:
         return arch.moe is not None
@@ -39,7 +39,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         )
     engine = catalog.engine(d.engine)
     _check_runs_on(catalog, engine, hw.accel)
-    if d.enable_expert_parallel and not _has_experts(spec):
+    if d.enable_expert_parallel and not has_experts(spec):
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts to spread over GPUs",
                                    field="enable_expert_parallel", allowed="leave it off for a dense model")
     if d.enable_expert_parallel and engine.expert_parallel is False:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
+from inferplan.memory.checks import has_experts
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, System
 from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
@@ -211,9 +212,7 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
 
 
 def _has_experts(base: Deployment, catalog) -> bool:
-    from inferplan.memory.fit import _has_experts as has
-
-    return has(resolve_model(catalog, base.model))
+    return has_experts(resolve_model(catalog, base.model))
 
 
 def check_names(catalog: Catalog, req: SearchRequest) -> None:

@@ -50,7 +50,7 @@ function clearAnswer() {
   state.lastPlan = null;
   for (const id of ["cards", "recommendation", "assumptions"]) $(id).replaceChildren();
   $("memory-summary").textContent = "";
-  for (const figure of document.querySelectorAll("figure[id^='chart-']")) figure.replaceChildren();
+  for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
 }
 
 // The platform control holds a system id, or "gpu:<accelerator id>" for GPUs of one kind.
@@ -404,6 +404,70 @@ function sourced(view, field) {
   return [view[field], (view.sources[field] || []).map((n) => n.tooltip).join("; ")];
 }
 
+// "Find the cheapest": the form becomes a search request; the server ranks, prices and words the
+// answer (report/search_view.py); "Use this" loads a pick into the Users + ROI simulator above.
+function searchRequest() {
+  const number = (id) => ($(id).value === "" ? undefined : Number($(id).value));
+  const request = { models: [$("search-model").value], objective: $("search-objective").value,
+    pricing: $("search-pricing").value, top: number("search-top") ?? 10, targets: {} };
+  if ($("search-rate").value !== "") {
+    Object.assign(request, { request_rate_per_s: number("search-rate"), input_len: number("search-input-len"),
+      output_len: number("search-output-len") });
+  } else {
+    Object.assign(request, { users: number("search-users"), workload: $("search-preset").value });
+  }
+  for (const [id, key] of [["search-ttft-p95", "ttft_p95_s"], ["search-ttft-p99", "ttft_p99_s"],
+    ["search-speed", "min_output_tokens_per_s_per_user"]]) if ($(id).value !== "") request.targets[key] = number(id);
+  if ($("search-max-gpus").value !== "") request.max_gpus = number("search-max-gpus");
+  return request;
+}
+
+function useThis(scenario) {
+  fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
+  location.hash = "#simulator";
+  update();
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  $("search-error").hidden = true;
+  $("search-status").textContent = "searching…";
+  try {
+    const view = await api("POST", "/api/views/search", searchRequest());
+    state.lastSearch = view;
+    $("search-summary").textContent = [view.summary, ...view.notes].join(" ");
+    $("search-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
+      const tr = document.createElement("tr");
+      for (const text of [String(row.rank), row.deployment, row.cost, row.latency]) {
+        const td = document.createElement("td"); td.textContent = text; tr.append(td);
+      }
+      const act = document.createElement("td");
+      const use = document.createElement("button");
+      use.type = "button"; use.textContent = "Use this"; use.setAttribute("aria-label", `Use deployment ${row.rank}`);
+      use.onclick = () => useThis(row.scenario);
+      const cmd = document.createElement("div");
+      cmd.className = "command"; cmd.textContent = row.deploy;
+      act.append(use, cmd);
+      tr.append(act);
+      return tr;
+    }));
+    $("search-api").replaceChildren(...view.api.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
+    $("search-infeasible").replaceChildren(...view.infeasible.map((text) => {
+      const li = document.createElement("li"); li.textContent = text; return li;
+    }));
+    $("search-infeasible-box").open = view.rows.length === 0;
+    $("chart-search").replaceChildren();
+    if (view.chart) await drawChart("search", view.chart);
+    $("search-status").textContent = view.rows.length ? `${view.rows.length} deployments` : "nothing meets every target";
+    document.body.dataset.searched = String(Date.now());
+  } catch (err) {
+    $("search-status").textContent = "";
+    $("search-error").textContent = err.message;
+    $("search-error").hidden = false;
+    document.body.dataset.searched = String(Date.now());
+  }
+}
+
 async function init() {
   const [models, systems, accelerators, engines, quantizations, presets, cards, ladder] = await Promise.all([
     api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/accelerators"),
@@ -427,6 +491,8 @@ async function init() {
   });
   fillSelect($("quote-system"), systems.map((s) => [s.id, s.name]));
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
+  fillSelect($("search-model"), plannable, "qwen3-32b");
+  fillSelect($("search-preset"), presets.map((p) => [p.id, p.name]), "chat-seat");
   tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, sourced(c, "params"),
     [c.checkpoints.join("; "), (c.sources.checkpoints || []).map((n) => n.tooltip).join("; ")], c.first_node, c.gate, c.architecture]));
   tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, sourced(p, "memory"), sourced(p, "power"), p.cooling,
@@ -447,6 +513,7 @@ async function init() {
   });
   $("compare").addEventListener("click", compare);
   $("quote-form").addEventListener("submit", addQuote);
+  $("search-form").addEventListener("submit", runSearch);
   await Promise.all([refreshSaved(), refreshQuotes()]);
   state.ready = true;
   await update();

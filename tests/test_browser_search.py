@@ -1,0 +1,58 @@
+"""The web page's "Find the cheapest" view, driven in headless Chromium: a search from the form,
+the ranked table with launch commands, the cost/interactivity chart, and "Use this" loading a pick
+into the Users + ROI simulator."""
+
+import pytest
+
+import test_browser
+from test_browser import planned, scenario_in_url
+
+server, browser, page = test_browser.server, test_browser.browser, test_browser.page
+pytestmark = pytest.mark.slow
+
+
+def searched(pg, previous=None):
+    pg.wait_for_function("([prev]) => document.body.dataset.searched && document.body.dataset.searched !== prev",
+                         arg=[previous], timeout=180000)
+    return pg.evaluate("document.body.dataset.searched")
+
+
+def test_find_the_cheapest_and_use_the_pick(page, server):
+    page.goto(server + "/")
+    stamp = planned(page)
+    page.select_option("#search-model", "qwen3-32b")
+    page.fill("#search-users", "200")
+    page.select_option("#search-preset", "chat-seat")
+    page.fill("#search-ttft-p95", "2")
+    page.fill("#search-top", "5")
+    page.click("#search-run")
+    searched(page)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    rows = page.locator("#search-table tbody tr")
+    assert 1 <= rows.count() <= 5
+    view = page.evaluate("window.inferplan.lastSearch")
+    first = view["rows"][0]
+    assert first["deploy"] in rows.first.text_content()  # the launch command is shown
+    assert "TTFT" in rows.first.text_content() and "/Mtok" in rows.first.text_content()
+    assert page.locator("#chart-search svg").count() == 1
+    assert "at an API" in page.text_content("#search-api")
+    page.click("button[aria-label='Use deployment 1']")
+    planned(page, stamp)
+    sent = scenario_in_url(page)
+    pick = first["scenario"]
+    assert (sent["model"], sent["engine"], sent["quantization"]) == (pick["model"], pick["engine"], pick["quantization"])
+    assert {k: sent["platform"][k] for k in pick["platform"]} == pick["platform"]
+    assert sent["cell"]["tensor_parallel_size"] == pick["cell"]["tensor_parallel_size"]
+
+
+def test_an_impossible_target_explains_every_family(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-32b")
+    page.fill("#search-ttft-p95", "0.001")
+    page.click("#search-run")
+    searched(page)
+    assert page.locator("#search-table tbody tr").count() == 0
+    assert page.text_content("#search-status") == "nothing meets every target"
+    assert page.locator("#search-infeasible li").count() > 3
+    assert page.evaluate("document.getElementById('search-infeasible-box').open")
