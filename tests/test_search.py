@@ -285,3 +285,6 @@ def test_api_search_returns_what_the_find_the_cheapest_view_needs(tmp_path):
     r = client.post("/api/search", json={**body, "systems": ["no-such-system"]})
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["body", "systems"]
+    for bad, field in (({"models": ["/etc/passwd"]}, "models"), ({"trace": "/tmp/t.csv", "request_rate_per_s": None}, "trace")):
+        r = client.post("/api/search", json={**body, **bad})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", field], r.text
