@@ -42,6 +42,7 @@ from inferplan.performance.serving import Frontier, ServingEstimate, estimate, f
 from inferplan.performance.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
 from inferplan.scenario import Scenario, check_references
+from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -364,5 +365,6 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
+    app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

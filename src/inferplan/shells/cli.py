@@ -40,6 +40,7 @@ from inferplan.shells.cli_common import (
     split_list,
     workload,
 )
+from inferplan.shells.cli_simulate import simulate_cmd
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
@@ -113,6 +114,7 @@ def fits_cmd(
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
+app.command("simulate")(simulate_cmd)  # inferplan/shells/cli_simulate.py
 
 
 @app.command("perf")
