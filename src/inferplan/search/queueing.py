@@ -36,6 +36,7 @@ from inferplan.search.service import ServiceCurve
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
 EXACT_ERLANG_SERVERS = 64  # Erlang C by the Erlang B recursion up to this many servers, Halfin–Whitt above
+FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
 BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
 
 
@@ -115,6 +116,10 @@ class CurveTable:
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"))
 
+    def take(self, rows: np.ndarray) -> "CurveTable":
+        """One row per candidate: row ``rows[i]`` of every array."""
+        return CurveTable(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
 
 def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     """Piecewise-linear interpolation of each row ``fp[i]`` over ``xp[i]`` at ``x[i]`` (flat outside)."""
@@ -184,7 +189,39 @@ def _sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mea
                   q: float) -> np.ndarray:
     """The ``q`` quantile of ``B + W`` per candidate, where ``B`` takes the equally likely node
     values ``base[i, s, k]`` in state ``s`` (probability ``weights[s]``) and ``W`` is 0 with
-    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``."""
+    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``.
+    One state: solved exactly node interval by node interval; a mixture of states: by bisection."""
+    if base.shape[1] == 1:
+        return _one_state_quantile(np.sort(base[:, 0, :], axis=1), p_wait[:, 0], mean_wait[:, 0], q)
+    return _bisected_quantile(base, weights, p_wait, mean_wait, q)
+
+
+def _one_state_quantile(base: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
+    """``_sum_quantile`` for one state, ``base`` sorted along its nodes. Between nodes ``b[j−1]`` and
+    ``b[j]`` the CDF is ``j/K − (p/K) · e^{−(t − b[j−1])/m} · S_j`` with
+    ``S_j = Σ_{k<j} e^{−(b[j−1] − b[k])/m}`` (kept by a recursion, so no exponent is positive); the
+    quantile is the first node at which the CDF reaches ``q`` or the root inside the interval after it."""
+    n, k = base.shape
+    m = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)
+    pw = np.where(m > 0, p_wait, 0.0)
+    inv_m = np.where(m > 0, 1 / np.where(m > 0, m, 1.0), 0.0)
+    answer = np.full(n, np.nan)
+    s_j = np.zeros(n)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for j in range(1, k + 1):
+            left = base[:, j - 1]
+            s_j = (s_j * np.exp(-(left - base[:, j - 2]) * inv_m) if j > 1 else s_j) + 1
+            after_node = (j - pw * s_j) / k  # the CDF just past node j - 1
+            right = base[:, j] if j < k else np.full(n, np.inf)
+            before_next = (j - pw * s_j * np.exp(-(right - left) * inv_m)) / k
+            root = left + m * np.log(pw * s_j / (j - q * k))
+            here = np.where(after_node >= q, left, np.where(before_next >= q, root, np.nan))
+            answer = np.where(np.isnan(answer), here, answer)
+    return np.where(np.isfinite(mean_wait), answer, np.inf)
+
+
+def _bisected_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
+                       q: float) -> np.ndarray:
     cond = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
     pw = p_wait[..., None]
     lo = base.min(axis=(1, 2))
@@ -223,20 +260,21 @@ class _State:
     tpot_quantiles_s: tuple[np.ndarray, ...]  # TPOT at each of QUANTILES of the batch a request averages over
 
 
-def _service(t: CurveTable, row: np.ndarray, batch: np.ndarray, output_mean: float):
-    """(tpot, own prompt, E[S]) at ``batch`` for candidates using curve rows ``row``."""
-    tpot = _interp_rows(batch, t.concurrency[row], t.tpot_s[row])
-    prompt = _interp_rows(batch, t.concurrency[row], t.ttft_s[row]) - t.request_overhead_s[row]
+def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
+    """(tpot, own prompt, E[S]) at ``batch``, one curve row per candidate."""
+    tpot = _interp_rows(batch, t.concurrency, t.tpot_s)
+    prompt = _interp_rows(batch, t.concurrency, t.ttft_s) - t.request_overhead_s
     return tpot, prompt, prompt + (output_mean - 1) * tpot
 
 
-def _solve_state(t: CurveTable, row: np.ndarray, load: Load, rate: np.ndarray, slots: np.ndarray) -> _State:
+def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray) -> _State:
+    """One arrival state for every candidate; ``t`` holds each candidate's own curve row."""
     out_mean, in_mean = load.output_tokens, load.input_tokens
     ca2 = load.arrival_scv()
     if load.arrival == "closed":
         running = np.minimum(rate, slots)  # here ``rate`` carries clients per replica
-        tpot, prompt, service = _service(t, row, np.maximum(running, 1.0), out_mean)
-        cycle = service + t.request_overhead_s[row]
+        tpot, prompt, service = _service(t, np.maximum(running, 1.0), out_mean)
+        cycle = service + t.request_overhead_s
         throughput = running / cycle
         slot_wait = np.maximum(rate / throughput - cycle, 0.0)
         lam, batch, sigma = throughput, np.maximum(running, 1.0), np.zeros_like(running)
@@ -244,20 +282,20 @@ def _solve_state(t: CurveTable, row: np.ndarray, load: Load, rate: np.ndarray, s
         full = service
     else:
         lam = rate
-        tpot, prompt, service = _service(t, row, np.ones_like(lam), out_mean)
+        tpot, prompt, service = _service(t, np.ones_like(lam), out_mean)
         running = np.minimum(lam * service, slots)
-        for _ in range(12):  # the smallest fixed point, from below
-            tpot, prompt, service = _service(t, row, np.minimum(1 + running, slots), out_mean)
+        for _ in range(FIXED_POINT_STEPS):  # the smallest fixed point, from below
+            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
             running = np.minimum(lam * service, slots)
         batch = np.minimum(1 + running, slots)
-        _, _, full = _service(t, row, slots, out_mean)
+        _, _, full = _service(t, slots, out_mean)
         cs2 = _service_scv(tpot, prompt, load)
         p_slot, w_slot = mgc_wait(lam, full, cs2, slots, ca2)
         sigma = np.sqrt(LIFETIME_BATCH_VARIANCE * running)
         slot_wait = np.zeros_like(lam)
-    step = _interp_rows(batch, t.concurrency[row], t.decode_step_s[row])
-    per_token = _interp_rows(batch, t.concurrency[row], t.prefill_s_per_token[row])
-    free = np.maximum(t.token_budget[row] - batch * t.tokens_per_step[row], 1.0)
+    step = _interp_rows(batch, t.concurrency, t.decode_step_s)
+    per_token = _interp_rows(batch, t.concurrency, t.prefill_s_per_token)
+    free = np.maximum(t.token_budget - batch * t.tokens_per_step, 1.0)
     full_step = step + free * per_token
     work = in_mean / free * full_step  # a prompt's share of the steps' token budget, in seconds
     rho_p = lam * work
@@ -269,9 +307,9 @@ def _solve_state(t: CurveTable, row: np.ndarray, load: Load, rate: np.ndarray, s
     utilisation = np.maximum(lam * full / slots, rho_p)
     stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
     quantile_batches = [np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots) for q in QUANTILES]
-    tpot_q = tuple(_interp_rows(b, t.concurrency[row], t.tpot_s[row]) for b in quantile_batches)
+    tpot_q = tuple(_interp_rows(b, t.concurrency, t.tpot_s) for b in quantile_batches)
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
-                  base_s=t.request_overhead_s[row] + residual + slot_wait, p_wait=p_wait,
+                  base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q)
 
@@ -300,7 +338,8 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
         states = [(1.0, np.full(n, float(load.clients)) / reps)]
     else:
         states = [(share, mean_rate * factor / reps) for share, factor in _state_factors(load)]
-    solved = [_solve_state(curves, row, load, rate, cap) for _, rate in states]
+    table = curves.take(row)
+    solved = [_solve_state(table, load, rate, cap) for _, rate in states]
     weights = np.array([share for share, _ in states])
     return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
 

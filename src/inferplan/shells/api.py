@@ -44,6 +44,7 @@ from inferplan.report.views import ModelCardView, PlanRequest, PlanView, Platfor
 from inferplan.scenario import Scenario, check_references
 from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
+from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -367,6 +368,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         return FileResponse(STATIC / "index.html")
 
     app.include_router(search_router)  # POST /api/search (shells/api_search.py)
+    app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
     return app
