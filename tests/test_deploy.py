@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from inferplan.catalog.flags_schema import EngineFlags, Setting
 from inferplan.deploy import Speculative, kubernetes_manifest, launch_command
 from inferplan.deploy.command import engine_flags
-from inferplan.errors import UnsupportedSettingError
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.memory.deployment import Deployment
 
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx")
@@ -105,6 +105,13 @@ def test_vllm_values(catalog):
     assert _value(argv, "--max-num-seqs") == "128"
     assert _value(argv, "--max-num-batched-tokens") == "8192"
     assert _value(argv, "--port") == "8000"
+
+
+def test_only_a_16_bit_build_is_quantized_at_load(catalog):
+    command = launch_command(Deployment(model="llama-3.1-8b", gpu="H100", quantization="fp8"), catalog)
+    assert command.checkpoint == "meta-llama/Llama-3.1-8B-Instruct" and "(bf16) quantized to fp8 by vllm" in command.notes[0]
+    block_fp8 = launch_command(Deployment(model="deepseek-v3", gpu="H200", quantization="fp8"), catalog)
+    assert "--quantization" not in block_fp8.argv and block_fp8.checkpoint.startswith("<")
 
 
 def test_vllm_reads_a_prequantized_checkpoint_and_needs_no_quantization_flag(catalog):
@@ -249,6 +256,14 @@ def test_a_manifest_for_hardware_without_an_image_is_a_named_error(catalog):
     with pytest.raises(UnsupportedSettingError) as err:
         kubernetes_manifest(_deployment("mlx"), catalog)
     assert err.value.field == "format"
+
+
+def test_gpus_that_are_not_whole_instances_are_refused(catalog):
+    with pytest.raises(InvalidScenarioError) as err:
+        kubernetes_manifest(Deployment(model="llama-3.1-8b", system="hgx-h200", tensor_parallel_size=16), catalog)
+    assert err.value.field == "gpus"
+    deployment, _ = _manifest(catalog, Deployment(model="llama-3.1-8b", system="hgx-h200", tensor_parallel_size=2))
+    assert deployment["spec"]["replicas"] == 4  # the system's 8 GPUs as four 2-GPU instances
 
 
 def test_a_disaggregated_role_gets_its_own_name(catalog):

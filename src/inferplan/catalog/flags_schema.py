@@ -40,6 +40,8 @@ class FlagRule(Frozen):
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
+    # quantization: the checkpoint precisions a load-time value is made from (bf16, fp16)
+    quantize_from: tuple[str, ...] = ()
     source: str
     note: str | None = None
 
