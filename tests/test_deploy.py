@@ -179,6 +179,10 @@ def test_speculative_settings(catalog):
     assert _value(sglang, "--speculative-num-steps") == "3"
     assert _value(sglang, "--speculative-eagle-topk") == "1"
     assert _value(sglang, "--speculative-num-draft-tokens") == "4"
+    sglang_ngram = launch_command(_deployment("sglang"), catalog, speculative=Speculative(tokens=8)).argv
+    assert _value(sglang_ngram, "--speculative-algorithm") == "NGRAM"
+    assert _value(sglang_ngram, "--speculative-num-draft-tokens") == "8"
+    assert "--speculative-num-steps" not in sglang_ngram and "--speculative-eagle-topk" not in sglang_ngram
     llama = launch_command(_deployment("llamacpp"), catalog, speculative=SPECULATIVE["llamacpp"]).argv
     assert (_value(llama, "--spec-type"), _value(llama, "--spec-draft-n-max"), _value(llama, "--spec-draft-model")) == (
         "draft-simple", "5", "draft.gguf")

@@ -51,6 +51,7 @@ class SpeculativeRule(Frozen):
 
     json_flag: str | None = None
     fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
+    fields_by_method: dict[str, dict[str, SpeculativeValue]] = {}  # a method whose fields differ (SGLang NGRAM)
     methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
     source: str
     note: str | None = None
@@ -97,7 +98,9 @@ class EngineFlags(Frozen):
         named = [f for rule in self.settings.values() for f in rule.flags]
         named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
         if self.speculative:
-            named += [self.speculative.json_flag] if self.speculative.json_flag else list(self.speculative.fields)
+            spec = self.speculative
+            named += [spec.json_flag] if spec.json_flag else [f for fields in (spec.fields, *spec.fields_by_method.values())
+                                                              for f in fields]
         if self.disaggregation:
             d = self.disaggregation
             named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]

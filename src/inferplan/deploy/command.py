@@ -159,13 +159,14 @@ def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
     if spec.method not in rule.methods:
         raise UnsupportedSettingError(f"{flags.engine} has no speculative method {spec.method}", field="speculative.method",
                                       allowed=", ".join(sorted(rule.methods)))
-    needs_draft = "draft_model" in rule.fields.values() and spec.method in ("draft_model", "eagle3")
+    fields = rule.fields_by_method.get(spec.method, rule.fields)
+    needs_draft = "draft_model" in fields.values() and spec.method in ("draft_model", "eagle3")
     if needs_draft and not spec.draft_model:
         raise UnsupportedSettingError(f"{spec.method} on {flags.engine} needs a draft checkpoint", field="speculative.draft_model",
                                       allowed="a Hugging Face repo or path of the draft model")
     given = {"method": rule.methods[spec.method], "tokens": spec.tokens, "tokens_plus_one": spec.tokens + 1,
              "draft_model": spec.draft_model, "one": 1}
-    values = {key: given[what] for key, what in rule.fields.items() if given[what] is not None}
+    values = {key: given[what] for key, what in fields.items() if given[what] is not None}
     if rule.json_flag:
         return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
     return [part for flag, value in values.items() for part in (flag, str(value))]
