@@ -239,7 +239,9 @@ def test_the_manifest_requests_the_instances_gpus_and_runs_the_same_command(cata
     assert container["resources"]["requests"]["nvidia.com/gpu"] == per_pod
     assert container["resources"]["limits"]["nvidia.com/gpu"] == per_pod
     command = launch_command(d, catalog)
-    assert [*container["command"], *container["args"]] == list(command.argv)
+    flags = engine_flags(catalog, engine)
+    assert container["command"] == list(flags.image_launcher or flags.launcher)
+    assert container["args"] == list(command.argv[len(flags.launcher):])
     assert container["image"] == engine_flags(catalog, engine).images["nvidia"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
@@ -247,6 +249,11 @@ def test_the_manifest_requests_the_instances_gpus_and_runs_the_same_command(cata
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
     assert service["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"] == command.port
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_llamacpp_runs_the_server_binary_where_its_image_keeps_it(catalog):
+    deployment, _ = _manifest(catalog, _deployment("llamacpp"))
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["/app/llama-server"]
 
 
 def test_amd_gpus_are_requested_as_amd_resources(catalog):

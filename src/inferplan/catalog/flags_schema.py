@@ -86,6 +86,9 @@ class EngineFlags(Frozen):
     port_source: str
     images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
     image_source: str | None = None
+    # the launcher inside the image when it is not on the image's PATH (llama.cpp: /app/llama-server)
+    image_launcher: tuple[str, ...] = ()
+    image_launcher_source: str | None = None
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
     health_source: str
@@ -137,7 +140,8 @@ def check_engine_flags(catalog: "Catalog") -> None:
         if engines.count(flags.engine) > 1:
             raise CatalogError(f"engine_flags:{flags.id}: a second record for {flags.engine}", field=flags.id)
         named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
-                 *([flags.gguf_tags_source] if flags.gguf_tags else []), flags.health_source, flags.accepted_source,
+                 *([flags.gguf_tags_source] if flags.gguf_tags else []),
+                 *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ())]

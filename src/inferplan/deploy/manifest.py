@@ -78,11 +78,12 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int) ->
         size = _quantity(flags.shm_bytes.value)
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    launcher = len(flags.launcher)
     container = {
         "name": flags.engine,
         "image": image,
-        "command": [command.argv[0]],
-        "args": list(command.argv[1:]),
+        "command": list(flags.image_launcher or command.argv[:launcher]),
+        "args": list(command.argv[launcher:]),
         "ports": [{"name": "http", "containerPort": command.port}],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
         "volumeMounts": mounts,
