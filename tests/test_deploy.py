@@ -313,3 +313,17 @@ def test_any_plan_an_engine_takes_emits_only_accepted_flags(catalog, engine, tp,
     flags = engine_flags(catalog, engine)
     assert set(_flags(command.argv[len(flags.launcher):])) <= set(flags.accepted)
     assert tuple(shlex.split(command.text)) == command.argv
+
+
+def test_deploy_imports_only_the_layers_below_it():
+    import ast
+    from pathlib import Path
+
+    import inferplan.deploy
+
+    above = ("inferplan.shells", "inferplan.report", "inferplan.store", "inferplan.search", "inferplan.scenario")
+    for path in Path(inferplan.deploy.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n.startswith(above)], f"{path.name} imports {names}"

@@ -53,8 +53,17 @@ class SpeculativeRule(Frozen):
     fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
     fields_by_method: dict[str, dict[str, SpeculativeValue]] = {}  # a method whose fields differ (SGLang NGRAM)
     methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
+    draft_required: tuple[str, ...] = ()  # methods that need a separate draft checkpoint on this engine
     source: str
     note: str | None = None
+
+
+    @model_validator(mode="after")
+    def _methods_known(self) -> "SpeculativeRule":
+        unknown = sorted({*self.fields_by_method, *self.draft_required} - set(self.methods))
+        if unknown:
+            raise ValueError(f"speculative methods not in methods: {', '.join(unknown)}")
+        return self
 
 
 class DisaggregationRule(Frozen):
