@@ -61,9 +61,10 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
     if exact is not None:
         return ServedModel(_model_args(flags, exact.repo), exact.repo, quant, True)
     rule = flags.settings.get("quantization")
-    if builds and rule is not None and quant in rule.values:  # the engine quantizes a published build at load
-        base = builds[0]
-        note = f"{card.name}: {base.repo} ({base.quantization}) quantized to {quant} by {flags.id} at load"
+    bases = [c for c in builds if rule is not None and c.quantization in rule.quantize_from]
+    if bases and quant in rule.values:  # the engine quantizes a published 16-bit build at load
+        base = bases[0]
+        note = f"{card.name}: {base.repo} ({base.quantization}) quantized to {quant} by {flags.engine} at load"
         return ServedModel(_model_args(flags, base.repo), base.repo, quant, False, (note,))
     placeholder = f"<{quant or 'published'} checkpoint of {card.id}>"
     note = (f"the catalogue names no {quant or ''} Hugging Face checkpoint of {card.name}".replace("  ", " ")
@@ -80,7 +81,7 @@ def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: Engin
         return ServedModel(_model_args(flags, d.model), d.model, None, True, (note,))
     tag = flags.gguf_tags.get(quant or "")
     if tag is None:
-        raise UnsupportedSettingError(f"{flags.id} serves GGUF files; {quant} has no GGUF type", field="quantization",
+        raise UnsupportedSettingError(f"{flags.engine} serves GGUF files; {quant} has no GGUF type", field="quantization",
                                       allowed=", ".join(sorted(flags.gguf_tags)))
     repo = next((c.repo for c in ggufs if c.quantization == quant), None)
     if repo and flags.hf_repo_flag:
