@@ -41,11 +41,11 @@ def aggregated(catalog):
     return search(_request(disaggregated=False, speculative=False, top=50), catalog)
 
 
-def approximate(curve, load, replicas: int, *, slot_cap: int):
-    """One deployment through the approximation at ``queueing.approximate``'s precision, its
-    running sequences capped at ``slot_cap``."""
+def approximate(curve, load, replicas: int, *, slot_cap: int, nodes: int = 64):
+    """One deployment through the approximation (at ``queueing.approximate``'s 64 length nodes
+    unless told), its running sequences capped at ``slot_cap``."""
     return approximate_many(CurveTable.of([curve]), load, curve_index=np.zeros(1, np.int64), replicas=replicas,
-                            slots=slot_cap, nodes=64).row(0)
+                            slots=slot_cap, nodes=nodes).row(0)
 
 
 def _meets(t, targets: Targets) -> None:
@@ -98,8 +98,13 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
         assert rl.request_rate_per_s * prefill / r.prefill_instances < 1
 
 
-def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, aggregated):
-    req = _request(disaggregated=False, speculative=False)
+@pytest.mark.parametrize("space", [
+    {},  # whole systems: several instances share one
+    {"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0},  # each instance rented
+])
+def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space):
+    req = _request(disaggregated=False, speculative=False, **space)
+    found = search(req, catalog)
     rl = resolve_load(catalog, req)
     best = math.inf
     for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
@@ -111,13 +116,13 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
         per_unit = min(x for x in (costs.owner_usd_per_month, costs.rent_usd_per_month) if x is not None)
         for cap in sorted({int(round(c)) for c in cm.curve.concurrency}):
             for replicas in range(1, 65):
-                t = approximate(cm.curve, rl.load, replicas, slot_cap=cap)
+                t = approximate(cm.curve, rl.load, replicas, slot_cap=cap, nodes=1)  # every request the mean: 1 node is exact
                 if not t.stable or any(getattr(t, k) > getattr(TARGETS, k) for k in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s")):
                     continue
                 units = float(evaluate.units(cell, np.array([replicas]))[0])
                 best = min(best, units * per_unit)
                 break  # more replicas of this cell and cap only cost more
-    assert aggregated.results[0].monthly_usd == pytest.approx(best, rel=1e-9)
+    assert found.results[0].monthly_usd == pytest.approx(best, rel=1e-9)
 
 
 def test_impossible_targets_give_a_reason_for_every_family(catalog):
