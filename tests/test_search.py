@@ -211,6 +211,15 @@ def test_a_trace_with_a_bad_row_is_refused_naming_the_row(tmp_path):
     assert "--trace" in r.output and "row 3" in r.output
 
 
+def test_more_load_or_tighter_targets_never_cost_less(catalog):
+    base = dict(systems=None, accelerators=("h100-sxm",), pricing="rent", speculative=False)
+    by_rate = [search(_request(request_rate_per_s=r, **base), catalog).results[0].monthly_usd for r in (2.0, 8.0, 32.0)]
+    assert by_rate == sorted(by_rate) and by_rate[0] < by_rate[-1]
+    by_ttft = [search(_request(targets=Targets(ttft_p95_s=t, tpot_p95_s=0.04), **base), catalog).results[0].monthly_usd
+               for t in (2.0, 0.5, 0.2)]
+    assert by_ttft == sorted(by_ttft)
+
+
 def _space(catalog, **kw):
     req = SearchRequest(**{**SMALL, **kw})
     return build_space(catalog, req, input_len=1000, output_len=100)
