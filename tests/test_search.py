@@ -184,6 +184,12 @@ def test_bad_input_is_refused_naming_the_field(catalog):
     with pytest.raises(InferplanError) as e:
         search(_request(models=("no-such-model",)), catalog)
     assert e.value.field == "models"
+    with pytest.raises(InferplanError) as e:  # filters that leave nothing are said, not an empty answer
+        search(_request(systems=("hgx-h100",), max_gpus=4), catalog)
+    assert e.value.field == "max_gpus"
+    with pytest.raises(InferplanError) as e:
+        search(_request(systems=None, accelerators=("mi300x",), engines=("trtllm",)), catalog)
+    assert e.value.field == "engines"
     with pytest.raises(ValidationError):
         _request(request_rate_per_s=-1)
     with pytest.raises(ValidationError):

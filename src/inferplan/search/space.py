@@ -103,7 +103,17 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
             accel = catalog.accelerators.records[s.accelerator]
             out.append(Platform(s.id, accel, s, s.accelerator_count, system_domain_gpus(s, accel)))
     named = bool(req.systems or req.accelerators)
-    return [p for p in out if _kept(p, req, named)]
+    kept = [p for p in out if _kept(p, req, named)]
+    if not kept:
+        filters = {"statuses": req.statuses, "vendors": req.vendors, "form_factors": req.form_factors,
+                   "max_gpus": req.max_gpus}
+        stated = {k: v for k, v in filters.items() if v is not None and (k != "statuses" or not named)}
+        field_name = next((k for k in ("max_gpus", "form_factors", "vendors") if stated.get(k) is not None), "statuses")
+        raise InvalidScenarioError(
+            f"no platform is left to search: {len(out)} named or catalogued, none passes "
+            + ", ".join(f"{k}={v}" for k, v in stated.items()), field=field_name,
+            allowed="wider filters, or other systems/accelerators")
+    return kept
 
 
 def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
@@ -134,6 +144,11 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
                     continue
                 for quant, label in _formats(catalog, spec, p.accelerator, engine.id, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req, input_len + output_len)
+    if not space.cells and not space.excluded:
+        raise InvalidScenarioError(
+            f"no engine of {', '.join(e.id for e in engines)} runs on the platforms searched, or loads a weight format "
+            "asked for", field="engines" if req.engines else "quantizations" if req.quantizations else "systems",
+            allowed="engines whose runs_on lists the accelerators' software stack (engines.yaml)")
     return space
 
 
