@@ -25,6 +25,8 @@ from inferplan.search.serving_modes import serving_modes
 
 ACCELERATOR_GPU_COUNTS = (1, 2, 4, 8)  # N of a bare accelerator: one PCIe/SXM server at most
 DEFAULT_KV_DTYPES = ("auto", "fp8")  # the model's own and the compact cache every GPU engine offers
+WIDEST_FACTOR = 8  # cells up to 8 × the GPUs of the smallest that holds the model …
+MIN_WIDEST_GPUS = 8  # … and at least up to one 8-GPU server
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,9 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
         systems, budget = 1, p.gpus
     if req.max_gpus is not None:
         budget = min(budget, req.max_gpus)
+    # a cell many times wider than the smallest that holds the model buys per-user speed no target
+    # asks of a replica at far more cost than another replica: the widths stop at WIDEST_FACTOR ×
+    budget = min(budget, max(cell_gpus(start) * WIDEST_FACTOR, MIN_WIDEST_GPUS)) if systems == 1 else budget
     out = []
     tp, pp = start.tensor_parallel_size, start.pipeline_parallel_size
     while tp * pp <= budget:
