@@ -14,7 +14,8 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    exponential tail of the M/M/c wait, Allen–Cunneen's scaling); TTFT and E2E quantiles solve
    ``P(base + W ≤ t) = q`` with the base over log-normal length nodes.
 5. TPOT at the batch a request sees: its time average over a lifetime ≈ one service time has
-   variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time).
+   variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
+   the spread of how many of its steps carry another request's prompt chunk (binomial).
 
 Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
 it lasted, and the percentiles are those of the mixture (requests weighted by their state's
@@ -37,6 +38,7 @@ QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
 EXACT_ERLANG_SERVERS = 64  # Erlang C by the Erlang B recursion up to this many servers, Halfin–Whitt above
 FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
+MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prompt-carrying steps
 BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
 
 
@@ -306,12 +308,28 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray)
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
     stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
-    quantile_batches = [np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots) for q in QUANTILES]
-    tpot_q = tuple(_interp_rows(b, t.concurrency, t.tpot_s) for b in quantile_batches)
+    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free))
+    tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
+                   + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q)
+
+
+def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
+                         free: np.ndarray) -> np.ndarray:
+    """Variance of a request's TPOT from which of its steps carry another request's prompt chunk.
+    A prompt of ``I`` tokens rides ``ceil(I / free)`` steps, each longer by its chunk × the cost per
+    prompt token; a share ``f`` (chunks arriving per step) of steps is such a step, so over a
+    request's ``(o − 1)/τ`` steps the count is binomial: variance ``f(1 − f) Δ² / (τ (o − 1))`` per
+    token, averaged over the output lengths (log-normal nodes)."""
+    chunks = np.ceil(load.input_tokens / free)
+    delta = load.input_tokens / chunks * per_token
+    f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
+    outputs = lognormal_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES)
+    inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))
+    return f * (1 - f) * delta**2 * inverse_steps / t.tokens_per_step
 
 
 def _service_scv(tpot: np.ndarray, prompt: np.ndarray, load: Load) -> np.ndarray:
