@@ -78,7 +78,7 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         if q.arrival != "poisson" or q.peak_to_average != 1.0:
             raise InvalidScenarioError("a closed loop has no arrival process of its own", field="arrival",
                                        allowed="poisson (the default) with clients")
-        return Load(arrival="closed", clients=q.clients, **shape), w
+        return Load(arrival="closed", clients=q.clients, closed_loop_requests=q.requests, **shape), w
     rate = q.request_rate_per_s
     if q.users is not None:
         profile = resolve_workload(catalog, WorkloadOverrides(preset=q.workload_preset))

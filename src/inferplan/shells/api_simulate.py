@@ -13,6 +13,7 @@ from inferplan.search.simulation import SimulationQuery, SimulationReport, simul
 from inferplan.search.trace import Trace
 
 MAX_TRACE_ROWS = 100_000
+MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
 
 router = APIRouter()
 
@@ -26,6 +27,7 @@ class TraceRow(BaseModel):
 
 
 class SimulateRequest(SimulationQuery):
+    requests: int = Field(20_000, ge=1, le=MAX_API_REQUESTS)
     trace: list[TraceRow] | None = Field(None, max_length=MAX_TRACE_ROWS, description="requests to replay, in time order")
 
 

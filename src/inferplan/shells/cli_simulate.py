@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
     BatchedOpt,
     DpOpt,
@@ -29,14 +31,13 @@ from inferplan.shells.cli_common import (
     deployment,
     emit_json,
     fail,
-    run,
     workload,
 )
 
 # SimulationQuery field -> the flag a user typed
 FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_preset": "--workload",
          "clients": "--clients", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
-         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "trace": "--trace"}
+         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv"}
 
 
 def simulate_cmd(
@@ -99,15 +100,30 @@ def simulate_cmd(
             clients=clients, arrival=arrival.strip().lower(), peak_to_average=peak_to_average,
             burst_period_s=burst_period, input_tokens_scv=input_scv, output_tokens_scv=output_scv, requests=requests,
             seed=seed, replicas=replicas, router=router.strip().lower())
+        parsed = read_trace(trace) if trace is not None else None
+        result = simulate_deployment(query, trace=parsed)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = str(first["loc"][0]) if first["loc"] else ""
-        message = first["msg"].removeprefix("Value error, ")
-        flag = FLAGS.get(key, f"--{key.replace('_', '-')}" if key else None)
+        message = _flags_in(first["msg"].removeprefix("Value error, "))
+        flag = _flag(key) if key else None
         fail(f"{flag}: {message}" if flag else message, field=flag, detail=message)
-    parsed = run(read_trace, trace) if trace is not None else None
-    result = run(simulate_deployment, query, trace=parsed)
+    except InferplanError as exc:
+        exc.field = _flag(exc.field) if exc.field else None
+        exc.allowed = _flags_in(exc.allowed) if exc.allowed else None
+        fail(_flags_in(exc.describe()), field=exc.field, allowed=exc.allowed, detail=str(exc))
     if as_json:
         emit_json(result)
     else:
         print_simulation(console, result)
+
+
+def _flag(field: str) -> str:
+    """The flag a domain field (or a trace row's cell) was given by."""
+    if field.startswith("trace"):
+        return "--trace"
+    return FLAGS.get(field, field if field.startswith("-") else f"--{field.replace('_', '-')}")
+
+
+def _flags_in(message: str) -> str:
+    return re.sub(r"\b(" + "|".join(FLAGS) + r")\b", lambda m: FLAGS[m.group(1)], message)
