@@ -190,7 +190,9 @@ def test_speculative_settings(catalog):
 
 def test_disaggregation_roles(catalog):
     vllm = launch_command(_deployment("vllm"), catalog, role="prefill").argv
-    assert json.loads(_value(vllm, "--kv-transfer-config")) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert json.loads(_value(vllm, "--kv-transfer-config")) == {"kv_connector": "NixlConnector", "kv_role": "kv_producer"}
+    decode = launch_command(_deployment("vllm"), catalog, role="decode").argv
+    assert json.loads(_value(decode, "--kv-transfer-config"))["kv_role"] == "kv_consumer"
     for role in ("prefill", "decode"):
         sglang = launch_command(_deployment("sglang"), catalog, role=role).argv
         assert _value(sglang, "--disaggregation-mode") == role
