@@ -223,6 +223,17 @@ def test_a_setting_the_engine_lacks_is_a_named_error(catalog, engine, extra, kwa
     assert engine in str(err.value) or catalog.engine(engine).name in str(err.value)
 
 
+def test_engine_takes_answers_what_a_search_may_vary(catalog):
+    from inferplan.deploy import engine_takes
+
+    assert engine_takes(catalog, "vllm", "enable_expert_parallel") and engine_takes(catalog, "sglang", "disaggregation")
+    assert not engine_takes(catalog, "llamacpp", "enable_expert_parallel")
+    assert not engine_takes(catalog, "trtllm", "speculative") and not engine_takes(catalog, "mlx", "disaggregation")
+    for engine in ENGINES:  # what it says it takes, launch_command emits without an error
+        if engine_takes(catalog, engine, "gpu_memory_utilization"):
+            launch_command(_deployment(engine, gpu_memory_utilization=0.8), catalog)
+
+
 def _manifest(catalog, d: Deployment, **kwargs) -> tuple[dict, dict]:
     docs = list(yaml.safe_load_all(kubernetes_manifest(d, catalog, **kwargs)))
     assert [doc["kind"] for doc in docs] == ["Deployment", "Service"]
