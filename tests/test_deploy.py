@@ -163,6 +163,17 @@ def test_llamacpp_without_a_catalogued_gguf_names_a_placeholder_file(catalog):
     assert "<llama-3.1-8b-BF16.gguf>" in command.notes[0]
 
 
+def test_llamacpp_takes_an_unlisted_repo_as_gguf_files_of_the_planned_type(catalog):
+    command = launch_command(Deployment(model="acme/Unlisted-7B-GGUF", gpu="RTX 4090", engine="llamacpp",
+                                        quantization="gguf-q8_0"), catalog)
+    assert _value(command.argv, "--hf-repo") == "acme/Unlisted-7B-GGUF:Q8_0"
+    local = launch_command(Deployment(model="acme/unlisted.gguf", gpu="RTX 4090", engine="llamacpp"), catalog)
+    assert _value(local.argv, "-m") == "acme/unlisted.gguf"
+    with pytest.raises(UnsupportedSettingError) as err:
+        launch_command(Deployment(model="llama-3.1-8b", gpu="RTX 4090", engine="llamacpp", quantization="nvfp4"), catalog)
+    assert err.value.field == "quantization"
+
+
 def test_a_model_outside_the_catalogue_is_served_as_named(catalog):
     command = launch_command(Deployment(model="acme/Unlisted-7B", gpu="H100"), catalog)
     assert command.argv[2] == "acme/Unlisted-7B" and "not in the catalogue" in command.notes[0]
