@@ -163,6 +163,17 @@ def test_llamacpp_without_a_catalogued_gguf_names_a_placeholder_file(catalog):
     assert "<llama-3.1-8b-BF16.gguf>" in command.notes[0]
 
 
+def test_llamacpp_takes_an_unlisted_repo_as_gguf_files_of_the_planned_type(catalog):
+    command = launch_command(Deployment(model="acme/Unlisted-7B-GGUF", gpu="RTX 4090", engine="llamacpp",
+                                        quantization="gguf-q8_0"), catalog)
+    assert _value(command.argv, "--hf-repo") == "acme/Unlisted-7B-GGUF:Q8_0"
+    local = launch_command(Deployment(model="acme/unlisted.gguf", gpu="RTX 4090", engine="llamacpp"), catalog)
+    assert _value(local.argv, "-m") == "acme/unlisted.gguf"
+    with pytest.raises(UnsupportedSettingError) as err:
+        launch_command(Deployment(model="llama-3.1-8b", gpu="RTX 4090", engine="llamacpp", quantization="nvfp4"), catalog)
+    assert err.value.field == "quantization"
+
+
 def test_a_model_outside_the_catalogue_is_served_as_named(catalog):
     command = launch_command(Deployment(model="acme/Unlisted-7B", gpu="H100"), catalog)
     assert command.argv[2] == "acme/Unlisted-7B" and "not in the catalogue" in command.notes[0]
@@ -190,7 +201,9 @@ def test_speculative_settings(catalog):
 
 def test_disaggregation_roles(catalog):
     vllm = launch_command(_deployment("vllm"), catalog, role="prefill").argv
-    assert json.loads(_value(vllm, "--kv-transfer-config")) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert json.loads(_value(vllm, "--kv-transfer-config")) == {"kv_connector": "NixlConnector", "kv_role": "kv_producer"}
+    decode = launch_command(_deployment("vllm"), catalog, role="decode").argv
+    assert json.loads(_value(decode, "--kv-transfer-config"))["kv_role"] == "kv_consumer"
     for role in ("prefill", "decode"):
         sglang = launch_command(_deployment("sglang"), catalog, role=role).argv
         assert _value(sglang, "--disaggregation-mode") == role
@@ -219,6 +232,17 @@ def test_a_setting_the_engine_lacks_is_a_named_error(catalog, engine, extra, kwa
         launch_command(_deployment(engine, **extra), catalog, **kwargs)
     assert err.value.field == field
     assert engine in str(err.value) or catalog.engine(engine).name in str(err.value)
+
+
+def test_engine_takes_answers_what_a_search_may_vary(catalog):
+    from inferplan.deploy import engine_takes
+
+    assert engine_takes(catalog, "vllm", "enable_expert_parallel") and engine_takes(catalog, "sglang", "disaggregation")
+    assert not engine_takes(catalog, "llamacpp", "enable_expert_parallel")
+    assert not engine_takes(catalog, "trtllm", "speculative") and not engine_takes(catalog, "mlx", "disaggregation")
+    for engine in ENGINES:  # what it says it takes, launch_command emits without an error
+        if engine_takes(catalog, engine, "gpu_memory_utilization"):
+            launch_command(_deployment(engine, gpu_memory_utilization=0.8), catalog)
 
 
 def _manifest(catalog, d: Deployment, **kwargs) -> tuple[dict, dict]:

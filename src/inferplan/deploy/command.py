@@ -55,6 +55,17 @@ def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
     return flags
 
 
+def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
+    """Whether ``engine``'s launcher takes ``setting`` (a Deployment field, ``speculative`` or
+    ``disaggregation``): what a search may vary on that engine without a launch error."""
+    flags = engine_flags(catalog, engine)
+    if setting == "speculative":
+        return flags.speculative is not None
+    if setting == "disaggregation":
+        return flags.disaggregation is not None
+    return setting in flags.settings
+
+
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated)."""
