@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from inferplan.catalog.flags_schema import EngineFlags, Setting
 from inferplan.deploy import Speculative, kubernetes_manifest, launch_command
 from inferplan.deploy.command import engine_flags
-from inferplan.errors import UnsupportedSettingError
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx")
@@ -107,6 +107,13 @@ def test_vllm_values(catalog):
     assert _value(argv, "--port") == "8000"
 
 
+def test_only_a_16_bit_build_is_quantized_at_load(catalog):
+    command = launch_command(Deployment(model="llama-3.1-8b", gpu="H100", quantization="fp8"), catalog)
+    assert command.checkpoint == "meta-llama/Llama-3.1-8B-Instruct" and "(bf16) quantized to fp8 by vllm" in command.notes[0]
+    block_fp8 = launch_command(Deployment(model="deepseek-v3", gpu="H200", quantization="fp8"), catalog)
+    assert "--quantization" not in block_fp8.argv and block_fp8.checkpoint.startswith("<")
+
+
 def test_vllm_reads_a_prequantized_checkpoint_and_needs_no_quantization_flag(catalog):
     d = Deployment(model="llama-3.1-8b", gpu="H100", quantization="nvfp4")
     command = launch_command(d, catalog)
@@ -156,6 +163,17 @@ def test_llamacpp_without_a_catalogued_gguf_names_a_placeholder_file(catalog):
     assert "<llama-3.1-8b-BF16.gguf>" in command.notes[0]
 
 
+def test_llamacpp_takes_an_unlisted_repo_as_gguf_files_of_the_planned_type(catalog):
+    command = launch_command(Deployment(model="acme/Unlisted-7B-GGUF", gpu="RTX 4090", engine="llamacpp",
+                                        quantization="gguf-q8_0"), catalog)
+    assert _value(command.argv, "--hf-repo") == "acme/Unlisted-7B-GGUF:Q8_0"
+    local = launch_command(Deployment(model="acme/unlisted.gguf", gpu="RTX 4090", engine="llamacpp"), catalog)
+    assert _value(local.argv, "-m") == "acme/unlisted.gguf"
+    with pytest.raises(UnsupportedSettingError) as err:
+        launch_command(Deployment(model="llama-3.1-8b", gpu="RTX 4090", engine="llamacpp", quantization="nvfp4"), catalog)
+    assert err.value.field == "quantization"
+
+
 def test_a_model_outside_the_catalogue_is_served_as_named(catalog):
     command = launch_command(Deployment(model="acme/Unlisted-7B", gpu="H100"), catalog)
     assert command.argv[2] == "acme/Unlisted-7B" and "not in the catalogue" in command.notes[0]
@@ -172,6 +190,10 @@ def test_speculative_settings(catalog):
     assert _value(sglang, "--speculative-num-steps") == "3"
     assert _value(sglang, "--speculative-eagle-topk") == "1"
     assert _value(sglang, "--speculative-num-draft-tokens") == "4"
+    sglang_ngram = launch_command(_deployment("sglang"), catalog, speculative=Speculative(tokens=8)).argv
+    assert _value(sglang_ngram, "--speculative-algorithm") == "NGRAM"
+    assert _value(sglang_ngram, "--speculative-num-draft-tokens") == "8"
+    assert "--speculative-num-steps" not in sglang_ngram and "--speculative-eagle-topk" not in sglang_ngram
     llama = launch_command(_deployment("llamacpp"), catalog, speculative=SPECULATIVE["llamacpp"]).argv
     assert (_value(llama, "--spec-type"), _value(llama, "--spec-draft-n-max"), _value(llama, "--spec-draft-model")) == (
         "draft-simple", "5", "draft.gguf")
@@ -179,7 +201,9 @@ def test_speculative_settings(catalog):
 
 def test_disaggregation_roles(catalog):
     vllm = launch_command(_deployment("vllm"), catalog, role="prefill").argv
-    assert json.loads(_value(vllm, "--kv-transfer-config")) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert json.loads(_value(vllm, "--kv-transfer-config")) == {"kv_connector": "NixlConnector", "kv_role": "kv_producer"}
+    decode = launch_command(_deployment("vllm"), catalog, role="decode").argv
+    assert json.loads(_value(decode, "--kv-transfer-config"))["kv_role"] == "kv_consumer"
     for role in ("prefill", "decode"):
         sglang = launch_command(_deployment("sglang"), catalog, role=role).argv
         assert _value(sglang, "--disaggregation-mode") == role
@@ -210,6 +234,17 @@ def test_a_setting_the_engine_lacks_is_a_named_error(catalog, engine, extra, kwa
     assert engine in str(err.value) or catalog.engine(engine).name in str(err.value)
 
 
+def test_engine_takes_answers_what_a_search_may_vary(catalog):
+    from inferplan.deploy import engine_takes
+
+    assert engine_takes(catalog, "vllm", "enable_expert_parallel") and engine_takes(catalog, "sglang", "disaggregation")
+    assert not engine_takes(catalog, "llamacpp", "enable_expert_parallel")
+    assert not engine_takes(catalog, "trtllm", "speculative") and not engine_takes(catalog, "mlx", "disaggregation")
+    for engine in ENGINES:  # what it says it takes, launch_command emits without an error
+        if engine_takes(catalog, engine, "gpu_memory_utilization"):
+            launch_command(_deployment(engine, gpu_memory_utilization=0.8), catalog)
+
+
 def _manifest(catalog, d: Deployment, **kwargs) -> tuple[dict, dict]:
     docs = list(yaml.safe_load_all(kubernetes_manifest(d, catalog, **kwargs)))
     assert [doc["kind"] for doc in docs] == ["Deployment", "Service"]
@@ -228,7 +263,9 @@ def test_the_manifest_requests_the_instances_gpus_and_runs_the_same_command(cata
     assert container["resources"]["requests"]["nvidia.com/gpu"] == per_pod
     assert container["resources"]["limits"]["nvidia.com/gpu"] == per_pod
     command = launch_command(d, catalog)
-    assert [*container["command"], *container["args"]] == list(command.argv)
+    flags = engine_flags(catalog, engine)
+    assert container["command"] == list(flags.image_launcher or flags.launcher)
+    assert container["args"] == list(command.argv[len(flags.launcher):])
     assert container["image"] == engine_flags(catalog, engine).images["nvidia"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
@@ -236,6 +273,11 @@ def test_the_manifest_requests_the_instances_gpus_and_runs_the_same_command(cata
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
     assert service["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"] == command.port
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_llamacpp_runs_the_server_binary_where_its_image_keeps_it(catalog):
+    deployment, _ = _manifest(catalog, _deployment("llamacpp"))
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["/app/llama-server"]
 
 
 def test_amd_gpus_are_requested_as_amd_resources(catalog):
@@ -249,6 +291,14 @@ def test_a_manifest_for_hardware_without_an_image_is_a_named_error(catalog):
     with pytest.raises(UnsupportedSettingError) as err:
         kubernetes_manifest(_deployment("mlx"), catalog)
     assert err.value.field == "format"
+
+
+def test_gpus_that_are_not_whole_instances_are_refused(catalog):
+    with pytest.raises(InvalidScenarioError) as err:
+        kubernetes_manifest(Deployment(model="llama-3.1-8b", system="hgx-h200", tensor_parallel_size=16), catalog)
+    assert err.value.field == "gpus"
+    deployment, _ = _manifest(catalog, Deployment(model="llama-3.1-8b", system="hgx-h200", tensor_parallel_size=2))
+    assert deployment["spec"]["replicas"] == 4  # the system's 8 GPUs as four 2-GPU instances
 
 
 def test_a_disaggregated_role_gets_its_own_name(catalog):
@@ -287,3 +337,17 @@ def test_any_plan_an_engine_takes_emits_only_accepted_flags(catalog, engine, tp,
     flags = engine_flags(catalog, engine)
     assert set(_flags(command.argv[len(flags.launcher):])) <= set(flags.accepted)
     assert tuple(shlex.split(command.text)) == command.argv
+
+
+def test_deploy_imports_only_the_layers_below_it():
+    import ast
+    from pathlib import Path
+
+    import inferplan.deploy
+
+    above = ("inferplan.shells", "inferplan.report", "inferplan.store", "inferplan.search", "inferplan.scenario")
+    for path in Path(inferplan.deploy.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n.startswith(above)], f"{path.name} imports {names}"

@@ -42,11 +42,11 @@ def aggregated(catalog):
     return search(_request(disaggregated=False, speculative=False, top=50), catalog)
 
 
-def approximate(curve, load, replicas: int, *, slot_cap: int):
-    """One deployment through the approximation at ``queueing.approximate``'s precision, its
-    running sequences capped at ``slot_cap``."""
+def approximate(curve, load, replicas: int, *, slot_cap: int, nodes: int = 64):
+    """One deployment through the approximation (at ``queueing.approximate``'s 64 length nodes
+    unless told), its running sequences capped at ``slot_cap``."""
     return approximate_many(CurveTable.of([curve]), load, curve_index=np.zeros(1, np.int64), replicas=replicas,
-                            slots=slot_cap, nodes=64).row(0)
+                            slots=slot_cap, nodes=nodes).row(0)
 
 
 def _meets(t, targets: Targets) -> None:
@@ -99,8 +99,13 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
         assert rl.request_rate_per_s * prefill / r.prefill_instances < 1
 
 
-def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, aggregated):
-    req = _request(disaggregated=False, speculative=False)
+@pytest.mark.parametrize("space", [
+    {},  # whole systems: several instances share one
+    {"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0},  # each instance rented
+])
+def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space):
+    req = _request(disaggregated=False, speculative=False, **space)
+    found = search(req, catalog)
     rl = resolve_load(catalog, req)
     best = math.inf
     for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
@@ -112,13 +117,13 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
         per_unit = min(x for x in (costs.owner_usd_per_month, costs.rent_usd_per_month) if x is not None)
         for cap in sorted({int(round(c)) for c in cm.curve.concurrency}):
             for replicas in range(1, 65):
-                t = approximate(cm.curve, rl.load, replicas, slot_cap=cap)
+                t = approximate(cm.curve, rl.load, replicas, slot_cap=cap, nodes=1)  # every request the mean: 1 node is exact
                 if not t.stable or any(getattr(t, k) > getattr(TARGETS, k) for k in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s")):
                     continue
                 units = float(evaluate.units(cell, np.array([replicas]))[0])
                 best = min(best, units * per_unit)
                 break  # more replicas of this cell and cap only cost more
-    assert aggregated.results[0].monthly_usd == pytest.approx(best, rel=1e-9)
+    assert found.results[0].monthly_usd == pytest.approx(best, rel=1e-9)
 
 
 def test_impossible_targets_give_a_reason_for_every_family(catalog):
@@ -180,6 +185,12 @@ def test_bad_input_is_refused_naming_the_field(catalog):
     with pytest.raises(InferplanError) as e:
         search(_request(models=("no-such-model",)), catalog)
     assert e.value.field == "models"
+    with pytest.raises(InferplanError) as e:  # filters that leave nothing are said, not an empty answer
+        search(_request(systems=("hgx-h100",), max_gpus=4), catalog)
+    assert e.value.field == "max_gpus"
+    with pytest.raises(InferplanError) as e:
+        search(_request(systems=None, accelerators=("mi300x",), engines=("trtllm",)), catalog)
+    assert e.value.field == "engines"
     with pytest.raises(ValidationError):
         _request(request_rate_per_s=-1)
     with pytest.raises(ValidationError):
@@ -205,6 +216,15 @@ def test_a_trace_with_a_bad_row_is_refused_naming_the_row(tmp_path):
     r = runner.invoke(app, ["search", "--model", "qwen3-8b", "--trace", str(path)])
     assert r.exit_code == 2
     assert "--trace" in r.output and "row 3" in r.output
+
+
+def test_more_load_or_tighter_targets_never_cost_less(catalog):
+    base = dict(systems=None, accelerators=("h100-sxm",), pricing="rent", speculative=False)
+    by_rate = [search(_request(request_rate_per_s=r, **base), catalog).results[0].monthly_usd for r in (2.0, 8.0, 32.0)]
+    assert by_rate == sorted(by_rate) and by_rate[0] < by_rate[-1]
+    by_ttft = [search(_request(targets=Targets(ttft_p95_s=t, tpot_p95_s=0.04), **base), catalog).results[0].monthly_usd
+               for t in (2.0, 0.5, 0.2)]
+    assert by_ttft == sorted(by_ttft)
 
 
 def _space(catalog, **kw):
@@ -286,3 +306,6 @@ def test_api_search_returns_what_the_find_the_cheapest_view_needs(tmp_path):
     r = client.post("/api/search", json={**body, "systems": ["no-such-system"]})
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["body", "systems"]
+    for bad, field in (({"models": ["/etc/passwd"]}, "models"), ({"trace": "/tmp/t.csv", "request_rate_per_s": None}, "trace")):
+        r = client.post("/api/search", json={**body, **bad})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", field], r.text

@@ -113,3 +113,47 @@ def test_the_approximation_gives_the_mmc_wait_on_the_same_reduction():
     assert tail.stable and tail.utilisation == pytest.approx(0.7, rel=0.01)
     overloaded = approximate(curve, load.model_copy(update={"request_rate_per_s": 4.4}))
     assert not overloaded.stable and math.isinf(overloaded.ttft_p99_s)
+
+
+def test_the_exact_one_state_quantile_agrees_with_bisection():
+    from inferplan.search import queueing as q_module
+
+    rng = np.random.default_rng(1)
+    base = np.sort(rng.uniform(0, 1, (500, 1, 16)), axis=2)
+    p_wait = rng.uniform(0, 1, (500, 1))
+    p_wait[:50] = 0.0
+    mean_wait = rng.uniform(0, 3, (500, 1)) * p_wait
+    for q in (0.5, 0.95, 0.99):
+        exact = q_module._one_state_quantile(base[:, 0, :], p_wait[:, 0], mean_wait[:, 0], q)
+        bisected = q_module._bisected_quantile(base, np.array([1.0]), p_wait, mean_wait, q)
+        assert np.allclose(exact, bisected, atol=1e-4)
+
+
+def test_approximate_many_rows_are_approximate_of_each_candidate():
+    from inferplan.search.queueing import CurveTable, approximate_many
+
+    curves = [_independent_slots(4), _independent_slots(8)]
+    load = Load(request_rate_per_s=2.0, input_tokens=1, output_tokens=MEAN_STEPS, output_tokens_scv=1.0)
+    many = approximate_many(CurveTable.of(curves), load, curve_index=np.array([0, 1, 1]), replicas=np.array([1, 1, 2]),
+                            request_rate_per_s=np.array([2.0, 5.0, 5.0]), nodes=64)
+    singles = [approximate(curves[0], load), approximate(curves[1], load.model_copy(update={"request_rate_per_s": 5.0})),
+               approximate(curves[1], load.model_copy(update={"request_rate_per_s": 5.0}), replicas=2)]
+    for i, one in enumerate(singles):
+        assert many.row(i) == one
+
+
+def test_a_closed_loop_start_queues_its_prompts_as_the_simulation_does():
+    from inferplan.search.simulate import simulate
+
+    step = (0.02, 0.03)
+    curve = ServiceCurve(slots=64, concurrency=(1, 64), tpot_s=step, decode_step_s=step,
+                         prefill_s_per_token=(1e-4, 1e-4), ttft_s=(0.05, 0.05), prompt_tokens=(1, 2048),
+                         prompt_s=(0.02, 0.2), prefill_s=0.05, request_overhead_s=0.0, token_budget=2048,
+                         tokens_per_step=1.0, input_tokens=200, output_tokens=100)
+    steady = Load(arrival="closed", clients=64, input_tokens=200, output_tokens=100)
+    at_once = steady.model_copy(update={"closed_loop_requests": 64})  # every request in the start-up burst
+    sim = simulate(curve, at_once, requests=64, seed=0)
+    approx = approximate(curve, at_once)
+    assert approximate(curve, steady).ttft_p99_s < 0.5 < sim.ttft_p99_s  # the burst is what makes the tail
+    for q in ("p50", "p99"):
+        assert getattr(approx, f"ttft_{q}_s") == pytest.approx(getattr(sim, f"ttft_{q}_s"), rel=0.25)

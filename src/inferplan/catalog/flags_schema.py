@@ -38,6 +38,8 @@ class FlagRule(Frozen):
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
+    # quantization: the checkpoint precisions a load-time value is made from (bf16, fp16)
+    quantize_from: tuple[str, ...] = ()
     source: str
     note: str | None = None
 
@@ -47,9 +49,19 @@ class SpeculativeRule(Frozen):
 
     json_flag: str | None = None
     fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
+    fields_by_method: dict[str, dict[str, SpeculativeValue]] = {}  # a method whose fields differ (SGLang NGRAM)
     methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
+    draft_required: tuple[str, ...] = ()  # methods that need a separate draft checkpoint on this engine
     source: str
     note: str | None = None
+
+
+    @model_validator(mode="after")
+    def _methods_known(self) -> "SpeculativeRule":
+        unknown = sorted({*self.fields_by_method, *self.draft_required} - set(self.methods))
+        if unknown:
+            raise ValueError(f"speculative methods not in methods: {', '.join(unknown)}")
+        return self
 
 
 class DisaggregationRule(Frozen):
@@ -81,6 +93,9 @@ class EngineFlags(Frozen):
     port_source: str
     images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
     image_source: str | None = None
+    # the launcher inside the image when it is not on the image's PATH (llama.cpp: /app/llama-server)
+    image_launcher: tuple[str, ...] = ()
+    image_launcher_source: str | None = None
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
     health_source: str
@@ -93,7 +108,9 @@ class EngineFlags(Frozen):
         named = [f for rule in self.settings.values() for f in rule.flags]
         named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
         if self.speculative:
-            named += [self.speculative.json_flag] if self.speculative.json_flag else list(self.speculative.fields)
+            spec = self.speculative
+            named += [spec.json_flag] if spec.json_flag else [f for fields in (spec.fields, *spec.fields_by_method.values())
+                                                              for f in fields]
         if self.disaggregation:
             d = self.disaggregation
             named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
@@ -131,7 +148,8 @@ def check_engine_flags(catalog) -> None:
         if engines.count(flags.engine) > 1:
             raise CatalogError(f"engine_flags:{flags.id}: a second record for {flags.engine}", field=flags.id)
         named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
-                 *([flags.gguf_tags_source] if flags.gguf_tags else []), flags.health_source, flags.accepted_source,
+                 *([flags.gguf_tags_source] if flags.gguf_tags else []),
+                 *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ())]

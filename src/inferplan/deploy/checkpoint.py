@@ -61,9 +61,10 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
     if exact is not None:
         return ServedModel(_model_args(flags, exact.repo), exact.repo, quant, True)
     rule = flags.settings.get("quantization")
-    if builds and rule is not None and quant in rule.values:  # the engine quantizes a published build at load
-        base = builds[0]
-        note = f"{card.name}: {base.repo} ({base.quantization}) quantized to {quant} by {flags.id} at load"
+    bases = [c for c in builds if rule is not None and c.quantization in rule.quantize_from]
+    if bases and quant in rule.values:  # the engine quantizes a published 16-bit build at load
+        base = bases[0]
+        note = f"{card.name}: {base.repo} ({base.quantization}) quantized to {quant} by {flags.engine} at load"
         return ServedModel(_model_args(flags, base.repo), base.repo, quant, False, (note,))
     placeholder = f"<{quant or 'published'} checkpoint of {card.id}>"
     note = (f"the catalogue names no {quant or ''} Hugging Face checkpoint of {card.name}".replace("  ", " ")
@@ -72,20 +73,35 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
 
 
 def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags) -> ServedModel:
-    ggufs = [c for c in _with_repo(card) if c.quantization.startswith(GGUF_PREFIX)]
-    if quant is None:  # the model's own precision, as the memory plan takes it
-        quant = card.checkpoints[0].quantization if card and card.checkpoints else None
-    if quant is None and card is None:
-        note = f"{d.model} is not in the catalogue: served as given (a GGUF file)"
-        return ServedModel(_model_args(flags, d.model), d.model, None, True, (note,))
-    tag = flags.gguf_tags.get(quant or "")
-    if tag is None:
-        raise UnsupportedSettingError(f"{flags.id} serves GGUF files; {quant} has no GGUF type", field="quantization",
-                                      allowed=", ".join(sorted(flags.gguf_tags)))
-    repo = next((c.repo for c in ggufs if c.quantization == quant), None)
+    if card is None:
+        return _gguf_as_named(d, quant, flags)
+    quant = quant or (card.checkpoints[0].quantization if card.checkpoints else None)  # the plan's own precision
+    if quant is None:
+        placeholder = f"<{card.id}.gguf>"
+        note = f"the catalogue names no checkpoint of {card.name}: replace {placeholder} with a GGUF file's path"
+        return ServedModel(_model_args(flags, placeholder), placeholder, None, True, (note,))
+    tag = _gguf_tag(quant, flags)
+    repo = next((c.repo for c in _with_repo(card) if c.quantization == quant and quant.startswith(GGUF_PREFIX)), None)
     if repo and flags.hf_repo_flag:
         return ServedModel((flags.hf_repo_flag, f"{repo}:{tag}"), f"{repo}:{tag}", quant, True)
-    name = card.id if card else d.model
-    placeholder = f"<{name}-{tag}.gguf>"
-    note = f"the catalogue names no {tag} GGUF of {name}: replace {placeholder} with the file's path"
+    placeholder = f"<{card.id}-{tag}.gguf>"
+    note = f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path"
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
+
+
+def _gguf_as_named(d: Deployment, quant: str | None, flags: EngineFlags) -> ServedModel:
+    """A model the catalogue lacks: a .gguf path as given, or a Hugging Face GGUF repo with the planned type."""
+    if quant is None or d.model.endswith(".gguf") or not flags.hf_repo_flag:
+        note = f"{d.model} is not in the catalogue: served as given (a GGUF file)"
+        return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
+    source = f"{d.model}:{_gguf_tag(quant, flags)}"
+    note = f"{d.model} is not in the catalogue: taken as a Hugging Face repository of GGUF files"
+    return ServedModel((flags.hf_repo_flag, source), source, quant, True, (note,))
+
+
+def _gguf_tag(quant: str, flags: EngineFlags) -> str:
+    tag = flags.gguf_tags.get(quant)
+    if tag is None:
+        raise UnsupportedSettingError(f"{flags.engine} serves GGUF files; {quant} has no GGUF type", field="quantization",
+                                      allowed=", ".join(sorted(flags.gguf_tags)))
+    return tag

@@ -23,13 +23,14 @@ from inferplan.memory.fit import check_kv_dtype
 
 Role = Literal["both", "prefill", "decode"]
 DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it
+MAX_DRAFT_TOKENS = 64  # far above the 1-16 drafts engines are run with; guards against a typo
 
 
 class Speculative(Input):
     """Speculative decoding to switch on: how drafts are made and how many tokens per step."""
 
     method: Literal["ngram", "draft_model", "eagle3", "mtp"] = "ngram"
-    tokens: int = Field(ge=1, le=64, description="draft tokens proposed per step")
+    tokens: int = Field(ge=1, le=MAX_DRAFT_TOKENS, description="draft tokens proposed per step")
     draft_model: str | None = Field(None, min_length=1, description="draft checkpoint (draft_model, eagle3)")
 
 
@@ -52,6 +53,17 @@ def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
         raise UnsupportedSettingError(f"no launch flags are recorded for {record.name}", field="engine",
                                       allowed=", ".join(sorted(f.engine for f in catalog.engine_flags)))
     return flags
+
+
+def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
+    """Whether ``engine``'s launcher takes ``setting`` (a Deployment field, ``speculative`` or
+    ``disaggregation``): what a search may vary on that engine without a launch error."""
+    flags = engine_flags(catalog, engine)
+    if setting == "speculative":
+        return flags.speculative is not None
+    if setting == "disaggregation":
+        return flags.disaggregation is not None
+    return setting in flags.settings
 
 
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
@@ -159,13 +171,13 @@ def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
     if spec.method not in rule.methods:
         raise UnsupportedSettingError(f"{flags.engine} has no speculative method {spec.method}", field="speculative.method",
                                       allowed=", ".join(sorted(rule.methods)))
-    needs_draft = "draft_model" in rule.fields.values() and spec.method in ("draft_model", "eagle3")
-    if needs_draft and not spec.draft_model:
+    fields = rule.fields_by_method.get(spec.method, rule.fields)
+    if spec.method in rule.draft_required and not spec.draft_model:
         raise UnsupportedSettingError(f"{spec.method} on {flags.engine} needs a draft checkpoint", field="speculative.draft_model",
                                       allowed="a Hugging Face repo or path of the draft model")
     given = {"method": rule.methods[spec.method], "tokens": spec.tokens, "tokens_plus_one": spec.tokens + 1,
              "draft_model": spec.draft_model, "one": 1}
-    values = {key: given[what] for key, what in rule.fields.items() if given[what] is not None}
+    values = {key: given[what] for key, what in fields.items() if given[what] is not None}
     if rule.json_flag:
         return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
     return [part for flag, value in values.items() for part in (flag, str(value))]

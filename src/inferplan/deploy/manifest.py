@@ -16,7 +16,7 @@ import yaml
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.command import DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, launch_command
-from inferplan.errors import UnsupportedSettingError
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
@@ -46,6 +46,9 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
         raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {flags.engine}: {missing}",
                                       field="format", allowed="shell")
     per_pod = instance_gpus(d)
+    if hw.gpus % per_pod:
+        raise InvalidScenarioError(f"{hw.gpus} GPUs are not a whole number of {per_pod}-GPU instances "
+                                   "(TP × PP × the stated DP)", field="gpus", allowed=f"a multiple of {per_pod}")
     app = name or _name(command, d)
     def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
@@ -55,7 +58,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
         "kind": "Deployment",
         "metadata": {"name": app, "labels": labels()},
         "spec": {
-            "replicas": max(1, hw.gpus // per_pod),
+            "replicas": hw.gpus // per_pod,
             "selector": {"matchLabels": labels()},
             "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, image, resource.resource, per_pod)},
         },
@@ -75,11 +78,12 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int) ->
         size = _quantity(flags.shm_bytes.value)
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    launcher = len(flags.launcher)
     container = {
         "name": flags.engine,
         "image": image,
-        "command": [command.argv[0]],
-        "args": list(command.argv[1:]),
+        "command": list(flags.image_launcher or command.argv[:launcher]),
+        "args": list(command.argv[launcher:]),
         "ports": [{"name": "http", "containerPort": command.port}],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
         "volumeMounts": mounts,

@@ -9,7 +9,8 @@ Arrival processes:
   kept. State durations are exponential with means summing to ``burst_period_s``.
 - ``trace``: the arrival times and lengths of a ``Trace``, replayed.
 - ``closed``: ``clients`` users each sending their next request the moment the last one ends (a
-  benchmark's ``--max-concurrency`` with no rate limit).
+  benchmark's ``--max-concurrency`` with no rate limit); with ``closed_loop_requests`` the run is
+  that long and starts with every client sending at once.
 
 Prompt and output lengths (``poisson``, ``bursty``, ``closed``) are log-normal with the stated mean
 and squared coefficient of variation (SCV 0: every request the mean, rounded).
@@ -38,6 +39,9 @@ class Load(Input):
     peak_to_average: float = Field(1.0, ge=1, le=100, description="busy-state rate over the mean rate (bursty)")
     burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6, description="mean busy + quiet spell (bursty)")
     clients: int | None = Field(None, ge=1, le=1_000_000, description="users in a closed loop (closed)")
+    closed_loop_requests: int | None = Field(
+        None, ge=1, le=100_000_000, description="requests a closed loop sends in all (a benchmark's num_prompts): its "
+        "clients send their first requests together, so that share of requests meets a start-up queue (closed)")
     input_tokens: float = Field(1024, ge=1, le=1e8, description="mean prompt tokens per request")
     output_tokens: float = Field(256, ge=1, le=1e8, description="mean output tokens per request")
     input_tokens_scv: float = Field(0.0, ge=0, le=100, description="squared coefficient of variation of prompt lengths")
@@ -51,6 +55,8 @@ class Load(Input):
             raise ValueError(f"request_rate_per_s: {self.arrival} arrivals need a rate")
         if self.arrival == "closed" and self.clients is None:
             raise ValueError("clients: a closed loop needs a number of clients")
+        if self.closed_loop_requests is not None and self.arrival != "closed":
+            raise ValueError("closed_loop_requests: applies only to a closed loop")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("trace: trace arrivals need a trace")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:

@@ -36,7 +36,7 @@ VERIFY_NODES = 64  # length nodes of the single-deployment check a pick passes (
 def length_nodes(rl: ResolvedLoad) -> int:
     """Length nodes of the grid's approximation: one is exact when every request has the mean
     lengths (no spread to integrate over), a few otherwise (a trace)."""
-    return 1 if rl.load.input_tokens_scv == 0 and rl.load.output_tokens_scv == 0 else 4
+    return 1 if rl.load.input_tokens_scv == 0 and rl.load.output_tokens_scv == 0 else 8
 
 
 @dataclass(frozen=True)

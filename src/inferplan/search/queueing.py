@@ -14,11 +14,17 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    exponential tail of the M/M/c wait, Allen–Cunneen's scaling); TTFT and E2E quantiles solve
    ``P(base + W ≤ t) = q`` with the base over log-normal length nodes.
 5. TPOT at the batch a request sees: its time average over a lifetime ≈ one service time has
-   variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time).
+   variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
+   the spread of how many of its steps carry another request's prompt chunk (binomial).
 
 Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
 it lasted, and the percentiles are those of the mixture (requests weighted by their state's
 arrivals). A state whose rate exceeds what the replica can serve makes the result unstable.
+
+A closed loop of C clients runs at a batch of ``min(C, c)``, clients beyond the slots waiting
+``C / throughput − cycle``; when the run's length is stated (``closed_loop_requests`` N), the C
+requests its clients send together at the start (a share C/N) queue for the prompt budget one
+behind the other, the k-th after k prompts.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from inferplan.search.service import ServiceCurve
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
 EXACT_ERLANG_SERVERS = 64  # Erlang C by the Erlang B recursion up to this many servers, Halfin–Whitt above
+FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
+MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prompt-carrying steps
 BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
 
 
@@ -115,6 +123,10 @@ class CurveTable:
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"))
 
+    def take(self, rows: np.ndarray) -> "CurveTable":
+        """One row per candidate: row ``rows[i]`` of every array."""
+        return CurveTable(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
 
 def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     """Piecewise-linear interpolation of each row ``fp[i]`` over ``xp[i]`` at ``x[i]`` (flat outside)."""
@@ -184,7 +196,39 @@ def _sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mea
                   q: float) -> np.ndarray:
     """The ``q`` quantile of ``B + W`` per candidate, where ``B`` takes the equally likely node
     values ``base[i, s, k]`` in state ``s`` (probability ``weights[s]``) and ``W`` is 0 with
-    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``."""
+    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``.
+    One state: solved exactly node interval by node interval; a mixture of states: by bisection."""
+    if base.shape[1] == 1:
+        return _one_state_quantile(np.sort(base[:, 0, :], axis=1), p_wait[:, 0], mean_wait[:, 0], q)
+    return _bisected_quantile(base, weights, p_wait, mean_wait, q)
+
+
+def _one_state_quantile(base: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
+    """``_sum_quantile`` for one state, ``base`` sorted along its nodes. Between nodes ``b[j−1]`` and
+    ``b[j]`` the CDF is ``j/K − (p/K) · e^{−(t − b[j−1])/m} · S_j`` with
+    ``S_j = Σ_{k<j} e^{−(b[j−1] − b[k])/m}`` (kept by a recursion, so no exponent is positive); the
+    quantile is the first node at which the CDF reaches ``q`` or the root inside the interval after it."""
+    n, k = base.shape
+    m = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)
+    pw = np.where(m > 0, p_wait, 0.0)
+    inv_m = np.where(m > 0, 1 / np.where(m > 0, m, 1.0), 0.0)
+    answer = np.full(n, np.nan)
+    s_j = np.zeros(n)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for j in range(1, k + 1):
+            left = base[:, j - 1]
+            s_j = (s_j * np.exp(-(left - base[:, j - 2]) * inv_m) if j > 1 else s_j) + 1
+            after_node = (j - pw * s_j) / k  # the CDF just past node j - 1
+            right = base[:, j] if j < k else np.full(n, np.inf)
+            before_next = (j - pw * s_j * np.exp(-(right - left) * inv_m)) / k
+            root = left + m * np.log(pw * s_j / (j - q * k))
+            here = np.where(after_node >= q, left, np.where(before_next >= q, root, np.nan))
+            answer = np.where(np.isnan(answer), here, answer)
+    return np.where(np.isfinite(mean_wait), answer, np.inf)
+
+
+def _bisected_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
+                       q: float) -> np.ndarray:
     cond = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
     pw = p_wait[..., None]
     lo = base.min(axis=(1, 2))
@@ -221,59 +265,83 @@ class _State:
     utilisation: np.ndarray
     stable: np.ndarray
     tpot_quantiles_s: tuple[np.ndarray, ...]  # TPOT at each of QUANTILES of the batch a request averages over
+    start_queue_s: np.ndarray | None = None  # a closed loop's start: the last of its clients' prompts sent together
 
 
-def _service(t: CurveTable, row: np.ndarray, batch: np.ndarray, output_mean: float):
-    """(tpot, own prompt, E[S]) at ``batch`` for candidates using curve rows ``row``."""
-    tpot = _interp_rows(batch, t.concurrency[row], t.tpot_s[row])
-    prompt = _interp_rows(batch, t.concurrency[row], t.ttft_s[row]) - t.request_overhead_s[row]
+def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
+    """(tpot, own prompt, E[S]) at ``batch``, one curve row per candidate."""
+    tpot = _interp_rows(batch, t.concurrency, t.tpot_s)
+    prompt = _interp_rows(batch, t.concurrency, t.ttft_s) - t.request_overhead_s
     return tpot, prompt, prompt + (output_mean - 1) * tpot
 
 
-def _solve_state(t: CurveTable, row: np.ndarray, load: Load, rate: np.ndarray, slots: np.ndarray) -> _State:
+def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray, start: bool = False) -> _State:
+    """One arrival state for every candidate; ``t`` holds each candidate's own curve row. ``start``:
+    the requests a closed loop's clients send together at its start, which queue for the prompt
+    budget one behind the other (the k-th waits for k prompts: uniform up to all of them)."""
     out_mean, in_mean = load.output_tokens, load.input_tokens
     ca2 = load.arrival_scv()
     if load.arrival == "closed":
         running = np.minimum(rate, slots)  # here ``rate`` carries clients per replica
-        tpot, prompt, service = _service(t, row, np.maximum(running, 1.0), out_mean)
-        cycle = service + t.request_overhead_s[row]
-        throughput = running / cycle
-        slot_wait = np.maximum(rate / throughput - cycle, 0.0)
-        lam, batch, sigma = throughput, np.maximum(running, 1.0), np.zeros_like(running)
+        tpot, prompt, service = _service(t, np.maximum(running, 1.0), out_mean)
+        cycle = service + t.request_overhead_s
+        batch, sigma = np.maximum(running, 1.0), np.zeros_like(running)
         p_slot, w_slot = np.zeros_like(running), np.zeros_like(running)
         full = service
     else:
         lam = rate
-        tpot, prompt, service = _service(t, row, np.ones_like(lam), out_mean)
+        tpot, prompt, service = _service(t, np.ones_like(lam), out_mean)
         running = np.minimum(lam * service, slots)
-        for _ in range(12):  # the smallest fixed point, from below
-            tpot, prompt, service = _service(t, row, np.minimum(1 + running, slots), out_mean)
+        for _ in range(FIXED_POINT_STEPS):  # the smallest fixed point, from below
+            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
             running = np.minimum(lam * service, slots)
         batch = np.minimum(1 + running, slots)
-        _, _, full = _service(t, row, slots, out_mean)
+        _, _, full = _service(t, slots, out_mean)
         cs2 = _service_scv(tpot, prompt, load)
         p_slot, w_slot = mgc_wait(lam, full, cs2, slots, ca2)
         sigma = np.sqrt(LIFETIME_BATCH_VARIANCE * running)
         slot_wait = np.zeros_like(lam)
-    step = _interp_rows(batch, t.concurrency[row], t.decode_step_s[row])
-    per_token = _interp_rows(batch, t.concurrency[row], t.prefill_s_per_token[row])
-    free = np.maximum(t.token_budget[row] - batch * t.tokens_per_step[row], 1.0)
+    step = _interp_rows(batch, t.concurrency, t.decode_step_s)
+    per_token = _interp_rows(batch, t.concurrency, t.prefill_s_per_token)
+    free = np.maximum(t.token_budget - batch * t.tokens_per_step, 1.0)
     full_step = step + free * per_token
     work = in_mean / free * full_step  # a prompt's share of the steps' token budget, in seconds
+    if load.arrival == "closed":  # a closed loop slows to what its slots or its prompt budget pass
+        lam = np.minimum(running / cycle, 1 / work)
+        slot_wait = np.maximum(rate / lam - cycle, 0.0)  # clients beyond what passes wait their turn
     rho_p = lam * work
     with np.errstate(divide="ignore", invalid="ignore"):
         w_prompt = np.where(rho_p < 1, rho_p / (1 - rho_p) * work * (ca2 + load.input_tokens_scv) / 2, np.inf)
+    if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
+        w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
+        rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
     busy = 1 - np.exp(-running)
     residual = busy * step / 2
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
     stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
-    quantile_batches = [np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots) for q in QUANTILES]
-    tpot_q = tuple(_interp_rows(b, t.concurrency[row], t.tpot_s[row]) for b in quantile_batches)
+    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free))
+    tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
+                   + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
-                  base_s=t.request_overhead_s[row] + residual + slot_wait, p_wait=p_wait,
+                  base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
-                  tpot_quantiles_s=tpot_q)
+                  tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None)
+
+
+def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
+                         free: np.ndarray) -> np.ndarray:
+    """Variance of a request's TPOT from which of its steps carry another request's prompt chunk.
+    A prompt of ``I`` tokens rides ``ceil(I / free)`` steps, each longer by its chunk × the cost per
+    prompt token; a share ``f`` (chunks arriving per step) of steps is such a step, so over a
+    request's ``(o − 1)/τ`` steps the count is binomial: variance ``f(1 − f) Δ² / (τ (o − 1))`` per
+    token, averaged over the output lengths (log-normal nodes)."""
+    chunks = np.ceil(load.input_tokens / free)
+    delta = load.input_tokens / chunks * per_token
+    f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
+    outputs = lognormal_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES)
+    inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))
+    return f * (1 - f) * delta**2 * inverse_steps / t.tokens_per_step
 
 
 def _service_scv(tpot: np.ndarray, prompt: np.ndarray, load: Load) -> np.ndarray:
@@ -296,11 +364,15 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
     cap = curves.slots[row] if slots is None else np.minimum(np.broadcast_to(np.asarray(slots, float), (n,)), curves.slots[row])
     mean_rate = np.broadcast_to(np.asarray(load.request_rate_per_s if request_rate_per_s is None else request_rate_per_s,
                                            float), (n,))
+    table = curves.take(row)
     if load.arrival == "closed":
-        states = [(1.0, np.full(n, float(load.clients)) / reps)]
+        clients = np.full(n, float(load.clients)) / reps
+        start = min(load.clients / load.closed_loop_requests, 1.0) if load.closed_loop_requests else 0.0
+        states = [(1.0 - start, clients), (start, clients)] if start else [(1.0, clients)]
+        solved = [_solve_state(table, load, clients, cap, start=i == 1) for i in range(len(states))]
     else:
         states = [(share, mean_rate * factor / reps) for share, factor in _state_factors(load)]
-    solved = [_solve_state(curves, row, load, rate, cap) for _, rate in states]
+        solved = [_solve_state(table, load, rate, cap) for _, rate in states]
     weights = np.array([share for share, _ in states])
     return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
 
@@ -320,6 +392,11 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)
     ttft_base = base[..., None] + own
     e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes
+    for i, s in enumerate(solved):  # a closed loop's start: mean lengths, the start-up queue over nodes
+        if s.start_queue_s is not None:
+            queue = s.start_queue_s[:, None] * (np.arange(nodes) + 0.5) / nodes
+            ttft_base[:, i] = base[:, i, None] + prompt[:, i, None] + queue
+            e2e_base[:, i] = base[:, i, None] + prompt[:, i, None] + tpot[:, i, None] * (load.output_tokens - 1) + queue
     stable = np.all(stack("stable"), axis=1)
     result = {}
     for which, q in enumerate(QUANTILES):

@@ -84,8 +84,9 @@ def effective_targets(t: Targets, rl: ResolvedLoad) -> Targets:
 
 
 def objective_values(req: SearchRequest, grid, monthly, capex) -> np.ndarray:
-    return {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": grid.gpus,
-            "power": grid.power_w}[req.objective]
+    value = {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": grid.gpus,
+             "power": grid.power_w}[req.objective]
+    return np.where(np.isnan(value), np.inf, value)  # no figure (a platform's power): ranked last
 
 
 def _judge(cm, grid, rl, targets, req, fam: FamilyStats):

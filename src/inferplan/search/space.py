@@ -27,6 +27,8 @@ from inferplan.search.serving_modes import serving_modes
 
 ACCELERATOR_GPU_COUNTS = (1, 2, 4, 8)  # N of a bare accelerator: one PCIe/SXM server at most
 DEFAULT_KV_DTYPES = ("auto", "fp8")  # the model's own and the compact cache every GPU engine offers
+WIDEST_FACTOR = 8  # cells up to 8 × the GPUs of the smallest that holds the model …
+MIN_WIDEST_GPUS = 8  # … and at least up to one 8-GPU server
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,17 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
             accel = catalog.accelerators.records[s.accelerator]
             out.append(Platform(s.id, accel, s, s.accelerator_count, system_domain_gpus(s, accel)))
     named = bool(req.systems or req.accelerators)
-    return [p for p in out if _kept(p, req, named)]
+    kept = [p for p in out if _kept(p, req, named)]
+    if not kept:
+        filters = {"statuses": req.statuses, "vendors": req.vendors, "form_factors": req.form_factors,
+                   "max_gpus": req.max_gpus}
+        stated = {k: v for k, v in filters.items() if v is not None and (k != "statuses" or not named)}
+        field_name = next((k for k in ("max_gpus", "form_factors", "vendors") if stated.get(k) is not None), "statuses")
+        raise InvalidScenarioError(
+            f"no platform is left to search: {len(out)} named or catalogued, none passes "
+            + ", ".join(f"{k}={v}" for k, v in stated.items()), field=field_name,
+            allowed="wider filters, or other systems/accelerators")
+    return kept
 
 
 def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
@@ -136,6 +148,11 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
                     continue
                 for quant, label in _formats(catalog, spec, p.accelerator, engine.id, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req, input_len + output_len)
+    if not space.cells and not space.excluded:
+        raise InvalidScenarioError(
+            f"no engine of {', '.join(e.id for e in engines)} runs on the platforms searched, or loads a weight format "
+            "asked for", field="engines" if req.engines else "quantizations" if req.quantizations else "systems",
+            allowed="engines whose runs_on lists the accelerators' software stack (engines.yaml)")
     return space
 
 
@@ -192,6 +209,9 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
         systems, budget = 1, p.gpus
     if req.max_gpus is not None:
         budget = min(budget, req.max_gpus)
+    # a cell many times wider than the smallest that holds the model buys per-user speed no target
+    # asks of a replica at far more cost than another replica: the widths stop at WIDEST_FACTOR ×
+    budget = min(budget, max(cell_gpus(start) * WIDEST_FACTOR, MIN_WIDEST_GPUS)) if systems == 1 else budget
     out = []
     tp, pp = start.tensor_parallel_size, start.pipeline_parallel_size
     while tp * pp <= budget:

@@ -47,6 +47,7 @@ from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
+from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -372,6 +373,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     app.include_router(search_router)  # POST /api/search (shells/api_search.py)
     app.include_router(search_view_router)  # POST /api/views/search (shells/api_search_view.py)
+    app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
     return app

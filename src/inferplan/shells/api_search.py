@@ -22,6 +22,12 @@ def search_route(request: SearchRequest) -> SearchResult:
     from inferplan.catalog.loader import load_catalog
     from inferplan.search.run import search
 
+    from inferplan.catalog.models import looks_like_path
+
+    for name in request.models:  # the API searches catalogue models, never files on the server's disk
+        if looks_like_path(name):
+            raise InvalidScenarioError("the API takes catalogue model ids; import local config.json files with "
+                                       "`inferplan model import`", field="models")
     if request.trace is not None:
         raise InvalidScenarioError("the API does not read files on the server's disk; state users or a request rate",
                                    field="trace", allowed="users with workload, or request_rate_per_s with input_len and output_len")

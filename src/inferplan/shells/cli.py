@@ -44,6 +44,7 @@ from inferplan.shells.cli_common import (
 )
 from inferplan.shells.cli_deploy import deploy_cmd
 from inferplan.shells.cli_search import search_cmd
+from inferplan.shells.cli_simulate import simulate_cmd
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
@@ -119,6 +120,7 @@ def fits_cmd(
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
 app.command("search")(search_cmd)  # inferplan/shells/cli_search.py
 app.command("deploy")(deploy_cmd)  # inferplan/shells/cli_deploy.py
+app.command("simulate")(simulate_cmd)  # inferplan/shells/cli_simulate.py
 
 
 @app.command("perf")

@@ -42,7 +42,8 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         table.add_column("latency", overflow="fold", ratio=2)
         for d in r.results:
             where = d.system or d.platform
-            what = (f"[bold]{where}[/] · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
+            what = (f"{d.model} on [bold]{where}[/] · {d.engine} · {d.quantization} ({d.quantization_label}) · "
+                    f"KV {d.kv_cache_dtype}\n"
                     f"{_layout(d)}; {d.gpus} GPU{'s' if d.gpus > 1 else ''}" + (f" in {d.systems} system{'s' if d.systems > 1 else ''}" if d.systems else ""))
             if d.disaggregated:
                 what += f"\nKV cache handed over in {_ms(d.kv_transfer_s)} on {d.kv_transfer_link}"
@@ -62,7 +63,7 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         console.print(f"[bold]{len(r.infeasible)} families with no deployment that works[/]"
                       + (" (first 12; --json lists all)" if len(shown) < len(r.infeasible) else "") + ":")
         for x in shown:
-            console.print(f"  {x.platform} · {x.engine} · {x.quantization}: [yellow]{x.reason}[/] — {x.message}",
+            console.print(f"  {x.model} on {x.platform} · {x.engine} · {x.quantization}: [yellow]{x.reason}[/] — {x.message}",
                           highlight=False)
     if r.pareto:
         console.print("[bold]cost against interactivity[/] (no deployment is both cheaper and faster per user):")

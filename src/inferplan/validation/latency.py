@@ -107,7 +107,8 @@ def _load(p: LatencyPoint) -> Load:
                  output_tokens_scv=out_scv)
     if p.request_rate_per_s is not None:
         return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, **shape)
-    return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts), **shape)
+    return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts),
+                closed_loop_requests=p.num_prompts, **shape)
 
 
 def _describe(load: Load) -> str:

@@ -1,0 +1,115 @@
+"""One question for ``inferplan simulate`` and ``POST /api/simulate``: a deployment under a load,
+simulated and approximated side by side."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs import Input
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.search.arrivals import DEFAULT_BURST_PERIOD_S, Load
+from inferplan.search.queueing import TailLatency, approximate
+from inferplan.search.service import service_curve
+from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResult, simulate
+from inferplan.search.trace import Trace
+
+LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
+
+
+class SimulationQuery(Input):
+    """A deployment, the requests' shape, and one way of saying how many arrive."""
+
+    deployment: Deployment
+    workload: Workload = Workload()  # input_len / output_len are the mean lengths; concurrency is unused
+    request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
+    users: int | None = Field(None, ge=1, le=100_000_000, description="with workload_preset: its busiest-hour rate per user")
+    workload_preset: str | None = Field(None, description="a workload preset id (chat-seat, coding-agent ...)")
+    clients: int | None = Field(None, ge=1, le=1_000_000, description="a closed loop of this many clients")
+    arrival: Literal["poisson", "bursty"] = "poisson"
+    peak_to_average: float = Field(1.0, ge=1, le=100)
+    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6)
+    input_tokens_scv: float = Field(0.0, ge=0, le=100)
+    output_tokens_scv: float = Field(0.0, ge=0, le=100)
+    requests: int = Field(20_000, ge=1, le=MAX_REQUESTS)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
+    router: Literal["least-loaded", "round-robin"] = "least-loaded"
+
+    @model_validator(mode="after")
+    def _one_load(self) -> "SimulationQuery":
+        given = [k for k in ("request_rate_per_s", "users", "clients") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of request_rate_per_s, users (with workload_preset) or clients, not {' and '.join(given)}")
+        if (self.users is None) != (self.workload_preset is None):
+            raise ValueError("users and workload_preset go together")
+        return self
+
+
+class SimulationReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    load: str  # the load as simulated
+    request_rate_per_s: float | None
+    input_tokens: float
+    output_tokens: float
+    slots: int  # running sequences one replica holds
+    simulation: SimulationResult
+    approximation: TailLatency
+
+
+def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None) -> tuple[Load, Workload]:
+    w = q.workload
+    if trace is not None:
+        if any(getattr(q, k) is not None for k in ("request_rate_per_s", "users", "clients")):
+            raise InvalidScenarioError("a trace brings its own arrivals: leave out the rate, users and clients",
+                                       field="trace", allowed="a trace alone")
+        load = Load.from_trace(trace)
+        return load, w.model_copy(update={"input_len": max(round(load.input_tokens), 1),
+                                          "output_len": max(round(load.output_tokens), 1)})
+    shape = dict(input_tokens=w.input_len, output_tokens=w.output_len, input_tokens_scv=q.input_tokens_scv,
+                 output_tokens_scv=q.output_tokens_scv)
+    if q.clients is not None:
+        if q.arrival != "poisson" or q.peak_to_average != 1.0:
+            raise InvalidScenarioError("a closed loop has no arrival process of its own", field="arrival",
+                                       allowed="poisson (the default) with clients")
+        return Load(arrival="closed", clients=q.clients, closed_loop_requests=q.requests, **shape), w
+    rate = q.request_rate_per_s
+    if q.users is not None:
+        profile = resolve_workload(catalog, WorkloadOverrides(preset=q.workload_preset))
+        rate = q.users * profile.peak_output_tokens_per_s / profile.output_tokens_per_request
+        w = w.model_copy(update={"input_len": profile.input_tokens_per_request,
+                                 "output_len": profile.output_tokens_per_request,
+                                 "prefix_cache_hit_rate": profile.cache_hit_rate})
+        shape.update(input_tokens=w.input_len, output_tokens=w.output_len)
+    if rate is None:
+        raise InvalidScenarioError("no load: give a request rate, users with a workload preset, clients or a trace",
+                                   field="request_rate_per_s", allowed=", ".join(LOAD_SOURCES))
+    return Load(arrival=q.arrival, request_rate_per_s=rate, peak_to_average=q.peak_to_average,
+                burst_period_s=q.burst_period_s, **shape), w
+
+
+def _describe(load: Load, replicas: int) -> str:
+    spread = f" over {replicas} replicas" if replicas > 1 else ""
+    if load.arrival == "closed":
+        return f"closed loop of {load.clients:,} clients{spread}"
+    if load.arrival == "trace":
+        return f"trace of {len(load.trace):,} requests ({load.request_rate_per_s:.3g}/s){spread}"
+    kind = f"bursty, peak x{load.peak_to_average:g}" if load.arrival == "bursty" else load.arrival
+    return f"{load.request_rate_per_s:.3g} requests/s ({kind}){spread}"
+
+
+def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, trace: Trace | None = None) -> SimulationReport:
+    """Simulate ``q`` (its trace, when given) and approximate it beside."""
+    catalog = catalog or load_catalog()
+    load, w = _load_and_workload(q, catalog, trace)
+    curve = service_curve(q.deployment, w, catalog)
+    sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
+    return SimulationReport(load=_describe(load, q.replicas), request_rate_per_s=load.request_rate_per_s,
+                            input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
+                            simulation=sim, approximation=approximate(curve, load, q.replicas))

@@ -1,0 +1,129 @@
+"""``inferplan simulate``: a deployment under load, simulated beside the queueing approximation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from inferplan.errors import InferplanError
+from inferplan.shells.cli_common import (
+    BatchedOpt,
+    DpOpt,
+    EngineOpt,
+    EpOpt,
+    GpuOpt,
+    GpusOpt,
+    JsonOpt,
+    KvOpt,
+    MaxLenOpt,
+    ModelOpt,
+    PpOpt,
+    QuantOpt,
+    SeqsOpt,
+    SystemOpt,
+    TpOpt,
+    UbatchOpt,
+    UtilOpt,
+    console,
+    deployment,
+    emit_json,
+    fail,
+    workload,
+)
+
+# SimulationQuery field -> the flag a user typed
+FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_preset": "--workload",
+         "clients": "--clients", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
+         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv"}
+
+
+def simulate_cmd(
+    model: str = ModelOpt,
+    gpu: Optional[str] = GpuOpt,
+    system: Optional[str] = SystemOpt,
+    gpus: Optional[int] = GpusOpt,
+    tensor_parallel_size: int = TpOpt,
+    pipeline_parallel_size: int = PpOpt,
+    data_parallel_size: Optional[int] = DpOpt,
+    enable_expert_parallel: bool = EpOpt,
+    gpu_memory_utilization: Optional[float] = UtilOpt,
+    max_model_len: Optional[int] = MaxLenOpt,
+    max_num_batched_tokens: Optional[int] = BatchedOpt,
+    ubatch_size: Optional[int] = UbatchOpt,
+    max_num_seqs: Optional[int] = SeqsOpt,
+    kv_cache_dtype: str = KvOpt,
+    quantization: Optional[str] = QuantOpt,
+    engine: str = EngineOpt,
+    input_len: int = typer.Option(1024, "--input-len", help="Mean prompt tokens per request."),
+    output_len: int = typer.Option(256, "--output-len", help="Mean generated tokens per request."),
+    input_scv: float = typer.Option(0.0, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (0: all the mean)."),
+    output_scv: float = typer.Option(0.0, "--output-scv", help="Spread of output lengths (squared coefficient of variation)."),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
+    acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
+    prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
+    request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Mean requests per second."),
+    users: Optional[int] = typer.Option(None, "--users", help="Users of --workload: their busiest-hour request rate and lengths."),
+    workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (chat-seat, coding-agent ...)."),
+    clients: Optional[int] = typer.Option(None, "--clients", help="A closed loop: this many clients, each sending when its last request ends."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL of arrival_s (or timestamp), input_tokens, output_tokens."),
+    arrival: str = typer.Option("poisson", "--arrival", help="poisson | bursty"),
+    peak_to_average: float = typer.Option(1.0, "--peak-to-average", help="Bursty: busy-state rate over the mean."),
+    burst_period: float = typer.Option(60.0, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell."),
+    requests: int = typer.Option(20_000, "--requests", help="Requests to simulate."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    replicas: int = typer.Option(1, "--replicas", help="Copies of the deployment behind the router."),
+    router: str = typer.Option("least-loaded", "--router", help="least-loaded | round-robin"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Tail latency under load: p50/p95/p99 TTFT, TPOT and E2E, simulated and approximated."""
+    from pydantic import ValidationError
+
+    from inferplan.search.simulation import SimulationQuery, simulate_deployment
+    from inferplan.search.trace import read_trace
+    from inferplan.shells.render_latency import print_simulation
+
+    d = deployment(
+        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
+        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
+        max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+    )
+    w = workload(input_len=input_len, output_len=output_len, concurrency=None, speculative_tokens=speculative_tokens,
+                 acceptance_rate=acceptance_rate, prefix_cache_hit_rate=prefix_cache_hit_rate)
+    try:
+        query = SimulationQuery(
+            deployment=d, workload=w, request_rate_per_s=request_rate, users=users, workload_preset=workload_preset,
+            clients=clients, arrival=arrival.strip().lower(), peak_to_average=peak_to_average,
+            burst_period_s=burst_period, input_tokens_scv=input_scv, output_tokens_scv=output_scv, requests=requests,
+            seed=seed, replicas=replicas, router=router.strip().lower())
+        parsed = read_trace(trace) if trace is not None else None
+        result = simulate_deployment(query, trace=parsed)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        message = _flags_in(first["msg"].removeprefix("Value error, "))
+        flag = _flag(key) if key else None
+        fail(f"{flag}: {message}" if flag else message, field=flag, detail=message)
+    except InferplanError as exc:
+        exc.field = _flag(exc.field) if exc.field else None
+        exc.allowed = _flags_in(exc.allowed) if exc.allowed else None
+        fail(_flags_in(exc.describe()), field=exc.field, allowed=exc.allowed, detail=str(exc))
+    if as_json:
+        emit_json(result)
+    else:
+        print_simulation(console, result)
+
+
+def _flag(field: str) -> str:
+    """The flag a domain field (or a trace row's cell) was given by."""
+    if field.startswith("trace"):
+        return "--trace"
+    return FLAGS.get(field, field if field.startswith("-") else f"--{field.replace('_', '-')}")
+
+
+def _flags_in(message: str) -> str:
+    return re.sub(r"\b(" + "|".join(FLAGS) + r")\b", lambda m: FLAGS[m.group(1)], message)
