@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.validation.calibrate_speed import CONSTANT_IDS, FAMILIES, MIN_POINTS
+from inferplan.validation.calibrate_speed import CONSTANT_IDS, FAMILIES, MIN_POINTS, MIN_RESPONDING
 from inferplan.validation.speed import KINDS, SpeedValidation, validate_speed
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "speed.md"
@@ -64,9 +64,8 @@ def families_table(catalog: Catalog) -> str:
         cells.append(err.group(1) if err else "—")
         lines.append(_row(cells))
     lines.append("")
-    lines.append(f"`pooled`: fewer than {MIN_POINTS} fit points, so the family takes the pooled fit over all "
-                 "points; `*`: fewer than 3 of the family's points respond to that constant, so it keeps the "
-                 "pooled value.")
+    lines.append(f"`pooled`: fewer than {MIN_POINTS} fit points, so the family takes the pooled fit over all points;")
+    lines.append(f"`*`: fewer than {MIN_RESPONDING} of the family's points respond to that constant, so it keeps the pooled value.")
     return "\n".join(lines) + "\n"
 
 
@@ -92,8 +91,8 @@ def validation_table(v: SpeedValidation) -> str:
     not_scored = sum(not c.scored and c.error is not None for c in v.checks)
     lines.append("")
     lines.append(f"{len(v.checks)} checks: {len(v.checks) - unplanned - not_scored} scored, {unplanned} that cannot "
-                 f"be planned as described (each says why), {not_scored} measured with CUDA graphs off (shown with "
-                 "their error, not scored).")
+                 "be planned as described (each says why),")
+    lines.append(f"{not_scored} measured with CUDA graphs off (shown with their error, not scored).")
     return "\n".join(lines) + "\n"
 
 
