@@ -54,3 +54,6 @@ class InvalidScenarioError(InferplanError):
 class ConflictError(InferplanError):
     """Saving would replace something that exists: the caller has to say it wants that."""
 
+
+class UnsupportedSettingError(InferplanError):
+    """The chosen engine has no way to take a planned setting (expert parallel on llama.cpp ...)."""

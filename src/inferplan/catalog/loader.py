@@ -26,6 +26,7 @@ from inferplan.catalog.economics_schema import (
     RentalPrice,
     WorkloadPreset,
 )
+from inferplan.catalog.flags_schema import EngineFlags, GpuResource, check_engine_flags
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.schema import (
     BENCH_TUNED_FORMATS,
@@ -68,6 +69,8 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "rack_profiles": ("rack_profiles", RackEfficiencyProfile),
     "engine_builds": ("engine_builds", EngineBuild),
     "speed_accuracy": ("speed_accuracy", SpeedAccuracy),
+    "engine_flags": ("engine_flags", EngineFlags),
+    "gpu_resources": ("gpu_resources", GpuResource),
 }
 
 
@@ -193,6 +196,8 @@ class Catalog:
     rack_profiles: Registry[RackEfficiencyProfile]
     engine_builds: Registry[EngineBuild]
     speed_accuracy: Registry[SpeedAccuracy]
+    engine_flags: Registry[EngineFlags]
+    gpu_resources: Registry[GpuResource]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
@@ -287,6 +292,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
         **{key: Registry(key.replace("_", " "), recs) for key, recs in records.items()},
     )
     check_references(catalog)
+    check_engine_flags(catalog)
     return catalog
 
 

@@ -44,6 +44,7 @@ from inferplan.report.views import ModelCardView, PlanRequest, PlanView, Platfor
 from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
 from inferplan.shells.api_catalog import router as catalog_router
+from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -368,4 +369,5 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         return FileResponse(STATIC / "index.html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
     return app

@@ -42,6 +42,7 @@ from inferplan.shells.cli_common import (
     split_list,
     workload,
 )
+from inferplan.shells.cli_deploy import deploy_cmd
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
@@ -115,6 +116,7 @@ def fits_cmd(
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
+app.command("deploy")(deploy_cmd)  # inferplan/shells/cli_deploy.py
 
 
 @app.command("perf")

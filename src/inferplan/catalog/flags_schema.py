@@ -1,0 +1,161 @@
+"""Engine launch flags as data: how each serving engine is started and which of its own argument
+names carries each planned setting (``data/engine_flags.yaml``).
+
+A record names the engine's launcher, its container image and health path, one ``FlagRule`` per
+setting the engine accepts from the command line, and ``accepted``: every argument name the
+engine's parser accepted at the stated version, so a test can check each emitted flag against the
+engine's own list. A setting missing from ``settings`` is one the engine's launcher does not take.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from inferplan.catalog.provenance import Bytes
+from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.errors import CatalogError
+
+
+# the Deployment fields (and launch-only settings) a flag rule may carry
+Setting = Literal[
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+    "quantization", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+    "max_num_batched_tokens", "ubatch_size", "host", "port",
+]
+# what a speculative-decoding field is filled with
+SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]
+
+
+class FlagRule(Frozen):
+    """One setting: the flag(s) that take it and how inferplan's value becomes the engine's."""
+
+    flags: tuple[str, ...] = Field(min_length=1)  # each flag is given the value (llama.cpp: K and V caches)
+    switch: bool = False  # a bare flag, emitted when the setting is true
+    value: str | None = None  # the flag always takes this value (llama.cpp --split-mode row for TP)
+    value_from: Setting | None = None  # the flag takes another setting's value (SGLang --ep-size = TP size)
+    values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
+    # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
+    no_flag: tuple[str, ...] = ()
+    # quantization: the checkpoint precisions a load-time value is made from (bf16, fp16)
+    quantize_from: tuple[str, ...] = ()
+    source: str
+    note: str | None = None
+
+
+class SpeculativeRule(Frozen):
+    """Speculative decoding: JSON under one flag (``json_flag``) or one flag per field."""
+
+    json_flag: str | None = None
+    fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
+    fields_by_method: dict[str, dict[str, SpeculativeValue]] = {}  # a method whose fields differ (SGLang NGRAM)
+    methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
+    draft_required: tuple[str, ...] = ()  # methods that need a separate draft checkpoint on this engine
+    source: str
+    note: str | None = None
+
+
+    @model_validator(mode="after")
+    def _methods_known(self) -> "SpeculativeRule":
+        unknown = sorted({*self.fields_by_method, *self.draft_required} - set(self.methods))
+        if unknown:
+            raise ValueError(f"speculative methods not in methods: {', '.join(unknown)}")
+        return self
+
+
+class DisaggregationRule(Frozen):
+    """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value."""
+
+    json_flag: str | None = None
+    roles: dict[Literal["prefill", "decode"], dict[str, str]]
+    router: tuple[str, ...] = ()  # the command that joins the pools (front proxy/router), as text
+    router_note: str | None = None
+    source: str
+    note: str | None = None
+
+
+class EngineFlags(Frozen):
+    id: str = Field(pattern=SLUG)  # <engine>-launch
+    engine: str  # an engine id from engines.yaml
+    version: str  # the engine release or commit the flags were read at
+    launcher: tuple[str, ...] = Field(min_length=1)  # argv before the model (vllm serve)
+    model_flag: str | None = None  # None: the model is the first positional argument
+    model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
+    hf_repo_flag: str | None = None  # gguf_file engines: the flag that fetches REPO:TAG from Hugging Face
+    gguf_tags: dict[str, str] = {}  # gguf_file engines: quantization id -> the file tag (Q4_K_M)
+    gguf_tags_source: str | None = None
+    launcher_source: str
+    settings: dict[Setting, FlagRule] = {}
+    speculative: SpeculativeRule | None = None
+    disaggregation: DisaggregationRule | None = None
+    default_port: int = Field(ge=1, le=65535)
+    port_source: str
+    images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
+    image_source: str | None = None
+    # the launcher inside the image when it is not on the image's PATH (llama.cpp: /app/llama-server)
+    image_launcher: tuple[str, ...] = ()
+    image_launcher_source: str | None = None
+    shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
+    health_path: str = Field(pattern=r"^/")
+    health_source: str
+    accepted: tuple[str, ...] = Field(min_length=1)  # every argument name the parser accepts
+    accepted_source: str
+    notes: tuple[str, ...] = ()
+
+    def named_flags(self) -> tuple[str, ...]:
+        """Every option name this record can emit."""
+        named = [f for rule in self.settings.values() for f in rule.flags]
+        named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
+        if self.speculative:
+            spec = self.speculative
+            named += [spec.json_flag] if spec.json_flag else [f for fields in (spec.fields, *spec.fields_by_method.values())
+                                                              for f in fields]
+        if self.disaggregation:
+            d = self.disaggregation
+            named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
+        return tuple(named)
+
+    @model_validator(mode="after")
+    def _flags_accepted(self) -> "EngineFlags":
+        unknown = sorted(set(self.named_flags()) - set(self.accepted))
+        if unknown:
+            raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
+        return self
+
+
+class GpuResource(Frozen):
+    """The Kubernetes extended resource a vendor's device plugin advertises its GPUs as."""
+
+    id: str = Field(pattern=SLUG)  # an accelerator vendor (nvidia, amd ...)
+    resource: str  # nvidia.com/gpu
+    source: str
+
+
+def flags_for(catalog, engine_id: str) -> EngineFlags | None:
+    """The launch-flag record of an engine (by its id in engines.yaml) in a loaded catalogue, if there is one
+    (``catalog`` untyped: the loader imports this module)."""
+    return next((flags for flags in catalog.engine_flags if flags.engine == engine_id), None)
+
+
+def check_engine_flags(catalog) -> None:
+    """Every flag record of a loaded catalogue names a known engine and known sources."""
+    engines = [flags.engine for flags in catalog.engine_flags]
+    for flags in catalog.engine_flags:
+        if flags.engine not in catalog.engines:
+            raise CatalogError(f"engine_flags:{flags.id}: unknown engine {flags.engine!r}", field=flags.id,
+                               allowed=", ".join(sorted(catalog.engines.records)))
+        if engines.count(flags.engine) > 1:
+            raise CatalogError(f"engine_flags:{flags.id}: a second record for {flags.engine}", field=flags.id)
+        named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
+                 *([flags.gguf_tags_source] if flags.gguf_tags else []),
+                 *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
+                 *(r.source for r in flags.settings.values()),
+                 *((flags.speculative.source,) if flags.speculative else ()),
+                 *((flags.disaggregation.source,) if flags.disaggregation else ())]
+        for source in named:
+            if source not in catalog.sources:
+                raise CatalogError(f"engine_flags:{flags.id}: unknown source {source!r}", field=flags.id)
+    for resource in catalog.gpu_resources:
+        if resource.source not in catalog.sources:
+            raise CatalogError(f"gpu_resources:{resource.id}: unknown source {resource.source!r}", field=resource.id)

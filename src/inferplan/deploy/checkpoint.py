@@ -1,0 +1,107 @@
+"""Which checkpoint a launch command serves: the catalogue model's published build in the planned
+quantization (its Hugging Face repo), a GGUF file for llama.cpp, or the model as the user named it.
+
+Where the catalogue names no checkpoint for the plan, the command carries a placeholder in angle
+brackets and a note saying what to put there; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.flags_schema import EngineFlags
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Checkpoint, ModelCard
+from inferplan.errors import UnknownModelError, UnsupportedSettingError
+from inferplan.inputs.deployment import Deployment
+
+
+GGUF_PREFIX = "gguf-"  # quantization ids of GGUF files (quantizations.yaml)
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    argv: tuple[str, ...]  # the model argument(s) of the launcher
+    checkpoint: str
+    quantization: str | None  # the planned weight format (None: the checkpoint's own)
+    quantization_in_checkpoint: bool  # the checkpoint is already in that format
+    notes: tuple[str, ...] = ()
+
+
+def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedModel:
+    card = _card(d, catalog)
+    quant = catalog.quantization(d.quantization, field_name="quantization").id if d.quantization else None
+    if flags.model_source == "gguf_file":
+        return _gguf(d, card, quant, flags)
+    return _hf_repo(d, card, quant, flags)
+
+
+def _card(d: Deployment, catalog: Catalog) -> ModelCard | None:
+    """The catalogue card of ``d.model``, or None for a path or a repo id the catalogue lacks."""
+    try:
+        return catalog.model(d.model, field_name="model")
+    except UnknownModelError:
+        return None
+
+
+def _with_repo(card: ModelCard | None) -> list[Checkpoint]:
+    return [c for c in (card.checkpoints if card else ()) if c.repo]
+
+
+def _model_args(flags: EngineFlags, checkpoint: str) -> tuple[str, ...]:
+    return (flags.model_flag, checkpoint) if flags.model_flag else (checkpoint,)
+
+
+def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags) -> ServedModel:
+    if card is None:
+        note = f"{d.model} is not in the catalogue: served as given (a Hugging Face repo id or a local path)"
+        return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
+    builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)]
+    exact = next((c for c in builds if quant is None or c.quantization == quant), None)
+    if exact is not None:
+        return ServedModel(_model_args(flags, exact.repo), exact.repo, quant, True)
+    rule = flags.settings.get("quantization")
+    bases = [c for c in builds if rule is not None and c.quantization in rule.quantize_from]
+    if bases and quant in rule.values:  # the engine quantizes a published 16-bit build at load
+        base = bases[0]
+        note = f"{card.name}: {base.repo} ({base.quantization}) quantized to {quant} by {flags.engine} at load"
+        return ServedModel(_model_args(flags, base.repo), base.repo, quant, False, (note,))
+    placeholder = f"<{quant or 'published'} checkpoint of {card.id}>"
+    note = (f"the catalogue names no {quant or ''} Hugging Face checkpoint of {card.name}".replace("  ", " ")
+            + f": replace {placeholder} with its repo id or a local path")
+    return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
+
+
+def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags) -> ServedModel:
+    if card is None:
+        return _gguf_as_named(d, quant, flags)
+    quant = quant or (card.checkpoints[0].quantization if card.checkpoints else None)  # the plan's own precision
+    if quant is None:
+        placeholder = f"<{card.id}.gguf>"
+        note = f"the catalogue names no checkpoint of {card.name}: replace {placeholder} with a GGUF file's path"
+        return ServedModel(_model_args(flags, placeholder), placeholder, None, True, (note,))
+    tag = _gguf_tag(quant, flags)
+    repo = next((c.repo for c in _with_repo(card) if c.quantization == quant and quant.startswith(GGUF_PREFIX)), None)
+    if repo and flags.hf_repo_flag:
+        return ServedModel((flags.hf_repo_flag, f"{repo}:{tag}"), f"{repo}:{tag}", quant, True)
+    placeholder = f"<{card.id}-{tag}.gguf>"
+    note = f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path"
+    return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
+
+
+def _gguf_as_named(d: Deployment, quant: str | None, flags: EngineFlags) -> ServedModel:
+    """A model the catalogue lacks: a .gguf path as given, or a Hugging Face GGUF repo with the planned type."""
+    if quant is None or d.model.endswith(".gguf") or not flags.hf_repo_flag:
+        note = f"{d.model} is not in the catalogue: served as given (a GGUF file)"
+        return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
+    source = f"{d.model}:{_gguf_tag(quant, flags)}"
+    note = f"{d.model} is not in the catalogue: taken as a Hugging Face repository of GGUF files"
+    return ServedModel((flags.hf_repo_flag, source), source, quant, True, (note,))
+
+
+def _gguf_tag(quant: str, flags: EngineFlags) -> str:
+    tag = flags.gguf_tags.get(quant)
+    if tag is None:
+        raise UnsupportedSettingError(f"{flags.engine} serves GGUF files; {quant} has no GGUF type", field="quantization",
+                                      allowed=", ".join(sorted(flags.gguf_tags)))
+    return tag

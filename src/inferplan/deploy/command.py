@@ -1,0 +1,203 @@
+"""The command that starts one serving instance of a planned deployment.
+
+Every flag name and value mapping comes from ``catalog/data/engine_flags.yaml``; this module only
+chooses which settings a deployment states. A setting the engine cannot take raises
+``UnsupportedSettingError`` naming the setting and the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Literal
+
+from pydantic import Field
+
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule, flags_for
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.checkpoint import ServedModel, served_model
+from inferplan.errors import UnsupportedSettingError
+from inferplan.inputs import Input
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import check_kv_dtype
+
+Role = Literal["both", "prefill", "decode"]
+DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it
+MAX_DRAFT_TOKENS = 64  # far above the 1-16 drafts engines are run with; guards against a typo
+
+
+class Speculative(Input):
+    """Speculative decoding to switch on: how drafts are made and how many tokens per step."""
+
+    method: Literal["ngram", "draft_model", "eagle3", "mtp"] = "ngram"
+    tokens: int = Field(ge=1, le=MAX_DRAFT_TOKENS, description="draft tokens proposed per step")
+    draft_model: str | None = Field(None, min_length=1, description="draft checkpoint (draft_model, eagle3)")
+
+
+class LaunchCommand(Input):
+    engine: str
+    engine_version: str  # the release the flag names were read at
+    role: Role
+    argv: tuple[str, ...]
+    text: str  # argv as one shell line, each argument quoted where the shell needs it
+    checkpoint: str  # what is served: a Hugging Face repo, a GGUF file or the model as given
+    port: int
+    notes: tuple[str, ...] = ()
+
+
+def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
+    """An engine's flag record (``engine`` as in a Deployment: an id or alias)."""
+    record = catalog.engine(engine, field_name="engine")
+    flags = flags_for(catalog, record.id)
+    if flags is None:
+        raise UnsupportedSettingError(f"no launch flags are recorded for {record.name}", field="engine",
+                                      allowed=", ".join(sorted(f.engine for f in catalog.engine_flags)))
+    return flags
+
+
+def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
+    """Whether ``engine``'s launcher takes ``setting`` (a Deployment field, ``speculative`` or
+    ``disaggregation``): what a search may vary on that engine without a launch error."""
+    flags = engine_flags(catalog, engine)
+    if setting == "speculative":
+        return flags.speculative is not None
+    if setting == "disaggregation":
+        return flags.disaggregation is not None
+    return setting in flags.settings
+
+
+def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
+                   speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None) -> LaunchCommand:
+    """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated)."""
+    catalog = catalog or load_catalog()
+    flags = engine_flags(catalog, d.engine)
+    served = served_model(d, catalog, flags)
+    port = port or flags.default_port
+    argv = [*flags.launcher, *served.argv]
+    argv += _parallel_args(d, flags)
+    argv += _quantization_args(served, flags)
+    argv += _kv_args(d, catalog, flags)
+    for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size"):
+        value = getattr(d, setting)
+        if value is not None:
+            argv += _emit(_rule(flags, setting), value)
+    if speculative is not None:
+        argv += _speculative_args(speculative, flags)
+    if role != "both":
+        argv += _role_args(role, flags)
+    argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
+    argv_t = tuple(str(a) for a in argv)
+    return LaunchCommand(engine=flags.engine, engine_version=flags.version, role=role, argv=argv_t, text=shlex.join(argv_t),
+                         checkpoint=served.checkpoint, port=port, notes=(*served.notes, *_router_notes(role, flags)))
+
+
+def _rule(flags: EngineFlags, setting: str) -> FlagRule:
+    rule = flags.settings.get(setting)
+    if rule is None:
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
+                                      allowed=f"leave {setting} out, or an engine that takes it")
+    return rule
+
+
+def _emit(rule: FlagRule, value: object) -> list[str]:
+    """The flag(s) of a rule given ``value`` (a switch: the bare flag when true)."""
+    if rule.switch:
+        return list(rule.flags) if value else []
+    text = rule.value if rule.value is not None else rule.values.get(str(value), _number(value))
+    return [part for flag in rule.flags for part in (flag, text)]
+
+
+def _number(value: object) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _parallel_args(d: Deployment, flags: EngineFlags) -> list[str]:
+    argv: list[str] = []
+    for setting in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        value = getattr(d, setting)
+        if value is not None and value > 1:
+            argv += _emit(_rule(flags, setting), value)
+    if d.enable_expert_parallel:
+        rule = _rule(flags, "enable_expert_parallel")
+        argv += _emit(rule, getattr(d, rule.value_from) if rule.value_from else True)
+    _one_value_per_flag(argv, flags)
+    return argv
+
+
+def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
+    """Two settings that map to one flag with different values cannot both be planned."""
+    seen: dict[str, str] = {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag.startswith("-") and not value.startswith("-"):
+            if seen.setdefault(flag, value) != value:
+                raise UnsupportedSettingError(
+                    f"{flags.engine} takes one {flag}: it cannot be both {seen[flag]} and {value}",
+                    field="pipeline_parallel_size", allowed="tensor or pipeline parallelism, not both")
+
+
+def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:
+    """A flag only where the engine quantizes at load; a pre-quantized checkpoint carries its format."""
+    if served.quantization is None or served.quantization_in_checkpoint:
+        return []
+    rule = flags.settings.get("quantization")
+    if rule is None or served.quantization not in rule.values:
+        if rule is not None and served.quantization in rule.no_flag:
+            return []
+        raise UnsupportedSettingError(
+            f"{flags.engine} cannot quantize {served.checkpoint} to {served.quantization} at load, and the catalogue "
+            f"names no {served.quantization} checkpoint of it", field="quantization",
+            allowed=", ".join(sorted(rule.values)) if rule and rule.values else "a pre-quantized checkpoint")
+    return _emit(rule, served.quantization)
+
+
+def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags) -> list[str]:
+    if d.kv_cache_dtype == "auto":
+        return []
+    kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
+    rule = _rule(flags, "kv_cache_dtype")
+    if kv.id in rule.no_flag:
+        return []
+    if kv.id not in rule.values:
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch value for a {kv.id} KV cache",
+                                      field="kv_cache_dtype", allowed="auto, " + ", ".join(sorted(rule.values)))
+    return _emit(rule, kv.id)
+
+
+def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
+    rule = flags.speculative
+    if rule is None:
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} takes no speculative-decoding flags at launch",
+                                      field="speculative", allowed="no speculative decoding, or another engine")
+    if spec.method not in rule.methods:
+        raise UnsupportedSettingError(f"{flags.engine} has no speculative method {spec.method}", field="speculative.method",
+                                      allowed=", ".join(sorted(rule.methods)))
+    fields = rule.fields_by_method.get(spec.method, rule.fields)
+    if spec.method in rule.draft_required and not spec.draft_model:
+        raise UnsupportedSettingError(f"{spec.method} on {flags.engine} needs a draft checkpoint", field="speculative.draft_model",
+                                      allowed="a Hugging Face repo or path of the draft model")
+    given = {"method": rule.methods[spec.method], "tokens": spec.tokens, "tokens_plus_one": spec.tokens + 1,
+             "draft_model": spec.draft_model, "one": 1}
+    values = {key: given[what] for key, what in fields.items() if given[what] is not None}
+    if rule.json_flag:
+        return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
+    return [part for flag, value in values.items() for part in (flag, str(value))]
+
+
+def _router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
+    """For one side of a disaggregated deployment: what joins the prefill and decode pools."""
+    rule = flags.disaggregation
+    if role == "both" or rule is None or not rule.router:
+        return ()
+    note = f"the prefill and decode pools are joined by: {shlex.join(rule.router)}"
+    return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
+
+
+def _role_args(role: str, flags: EngineFlags) -> list[str]:
+    rule = flags.disaggregation
+    if rule is None:
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no prefill/decode disaggregation", field="role",
+                                      allowed="both")
+    values = rule.roles[role]
+    if rule.json_flag:
+        return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
+    return [part for flag, value in values.items() for part in (flag, value)]

@@ -1,0 +1,121 @@
+"""A Kubernetes Deployment + Service that runs a planned deployment's launch command.
+
+Built as dicts and written with ``yaml.safe_dump``: one pod per serving instance (its GPUs
+requested and limited through the vendor's device-plugin resource), as many replicas as the plan
+has instances, a memory-backed /dev/shm, the engine's image and a readiness probe on its health
+path. Image, shared-memory size, health path and resource names are data
+(``catalog/data/engine_flags.yaml``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import yaml
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.command import DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, launch_command
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
+from inferplan.inputs import Input
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.hardware import resolve_hardware
+from inferplan.units import GiB, MiB
+
+READINESS_PERIOD_S = 10  # assumed: how often the probe asks once the pod runs
+READINESS_FAILURES = 180  # assumed: 30 minutes of failed probes (large checkpoints load slowly) before not-ready
+
+
+def instance_gpus(d: Deployment) -> int:
+    """GPUs one launch command drives: TP × PP, times DP when the engine runs the data-parallel ranks."""
+    return d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+
+
+def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
+                        speculative: Speculative | None = None, name: str | None = None) -> str:
+    """Two YAML documents: an apps/v1 Deployment and a v1 Service for ``d``."""
+    catalog = catalog or load_catalog()
+    command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST)
+    flags = engine_flags(catalog, d.engine)
+    hw = resolve_hardware(catalog, d)
+    resource = catalog.gpu_resources.records.get(hw.accel.vendor)
+    image = flags.images.get(hw.accel.vendor)
+    if resource is None or image is None:
+        missing = f"{hw.accel.vendor} GPUs have no Kubernetes device-plugin resource here" if resource is None \
+            else f"no {flags.engine} container image for {hw.accel.vendor} GPUs is recorded"
+        raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {flags.engine}: {missing}",
+                                      field="format", allowed="shell")
+    per_pod = instance_gpus(d)
+    if hw.gpus % per_pod:
+        raise InvalidScenarioError(f"{hw.gpus} GPUs are not a whole number of {per_pod}-GPU instances "
+                                   "(TP × PP × the stated DP)", field="gpus", allowed=f"a multiple of {per_pod}")
+    app = name or _name(command, d)
+    def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
+        return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
+
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": app, "labels": labels()},
+        "spec": {
+            "replicas": hw.gpus // per_pod,
+            "selector": {"matchLabels": labels()},
+            "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, image, resource.resource, per_pod)},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": app, "labels": labels()},
+        "spec": {"selector": labels(), "ports": [{"name": "http", "port": command.port, "targetPort": "http"}]},
+    }
+    return yaml.safe_dump_all([deployment, service], sort_keys=False)
+
+
+def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int) -> dict:
+    volumes, mounts = [], []
+    if flags.shm_bytes is not None:
+        size = _quantity(flags.shm_bytes.value)
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    launcher = len(flags.launcher)
+    container = {
+        "name": flags.engine,
+        "image": image,
+        "command": list(flags.image_launcher or command.argv[:launcher]),
+        "args": list(command.argv[launcher:]),
+        "ports": [{"name": "http", "containerPort": command.port}],
+        "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
+        "volumeMounts": mounts,
+        "readinessProbe": {"httpGet": {"path": flags.health_path, "port": "http"},
+                           "periodSeconds": READINESS_PERIOD_S, "failureThreshold": READINESS_FAILURES},
+    }
+    return {"containers": [container], "volumes": volumes}
+
+
+def _quantity(size_bytes: float) -> str:
+    """Bytes as a Kubernetes quantity: whole GiB as Gi, otherwise whole MiB as Mi."""
+    return f"{int(size_bytes // GiB)}Gi" if size_bytes % GiB == 0 else f"{int(size_bytes // MiB)}Mi"
+
+
+def _name(command: LaunchCommand, d: Deployment) -> str:
+    """A DNS-1035 label (lower case, digits, '-'; at most 63; starts with a letter) from engine and model."""
+    base = re.sub(r"[^a-z0-9]+", "-", f"{command.engine}-{d.model.rsplit('/', 1)[-1]}".lower()).strip("-")
+    suffix = "" if command.role == "both" else f"-{command.role}"
+    return (base[: 63 - len(suffix)].rstrip("-") or "inferplan") + suffix
+
+
+class LaunchPlan(Input):
+    """How to launch a deployment: its command, and the Kubernetes manifest when one was asked for."""
+
+    command: LaunchCommand
+    manifest: str | None = None  # two YAML documents (Deployment, Service)
+
+
+def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format: Literal["shell", "k8s"] = "shell",
+                role: Role = "both", speculative: Speculative | None = None) -> LaunchPlan:
+    """The launch command of ``d`` and, for ``k8s``, the manifest that runs it."""
+    catalog = catalog or load_catalog()
+    command = launch_command(d, catalog, role=role, speculative=speculative)
+    manifest = kubernetes_manifest(d, catalog, role=role, speculative=speculative) if output_format == "k8s" else None
+    return LaunchPlan(command=command, manifest=manifest)

@@ -1,0 +1,44 @@
+"""``POST /api/deploy``: the launch command (and Kubernetes manifest) of a deployment."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.models import looks_like_path
+from inferplan.deploy import LaunchPlan, Speculative, launch_plan
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs import Input
+from inferplan.inputs.deployment import Deployment
+
+router = APIRouter()
+
+
+class DeployRequest(Input):
+    deployment: Deployment
+    format: Literal["shell", "k8s"] = "shell"
+    role: Literal["both", "prefill", "decode"] = "both"
+    speculative: Speculative | None = None
+
+
+@router.post("/api/deploy", tags=["deploy"])
+def deploy_route(r: DeployRequest) -> LaunchPlan:
+    if looks_like_path(r.deployment.model):  # the API serves catalogue models, never files on its disk
+        raise InvalidScenarioError("the API takes catalogue model ids or Hugging Face repo ids", field="deployment.model")
+    try:
+        return launch_plan(r.deployment, load_catalog(), output_format=r.format, role=r.role, speculative=r.speculative)
+    except InferplanError as exc:
+        exc.field = _body_field(exc.field)
+        raise
+
+
+def _body_field(field: str | None) -> str | None:
+    """A library field (kv_cache_dtype, speculative.draft_model, role) as its path in the request body."""
+    if not field:
+        return field
+    key = field.lstrip("-").replace("-", "_")
+    if key.split(".")[0] in DeployRequest.model_fields:
+        return key
+    return f"deployment.{key}" if key in Deployment.model_fields else key

@@ -1,0 +1,120 @@
+"""``inferplan deploy``: the command (or Kubernetes manifest) that launches a planned deployment."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+
+from inferplan.errors import InferplanError
+from inferplan.shells.cli_common import (
+    FLAGS,
+    BatchedOpt,
+    DpOpt,
+    EngineOpt,
+    EpOpt,
+    GpuOpt,
+    GpusOpt,
+    JsonOpt,
+    KvOpt,
+    MaxLenOpt,
+    ModelOpt,
+    PpOpt,
+    QuantOpt,
+    SeqsOpt,
+    SystemOpt,
+    TpOpt,
+    UbatchOpt,
+    UtilOpt,
+    console,
+    deployment,
+    emit_json,
+    err_console,
+    fail,
+)
+
+FORMATS = ("shell", "k8s")
+ROLES = ("both", "prefill", "decode")
+# domain fields the deploy library names -> this command's flags
+DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tokens": "--speculative-tokens",
+                "speculative.method": "--speculative-method", "speculative.draft_model": "--draft-model",
+                "role": "--role", "format": "--format", "engine": "--engine", "model": "--model",
+                "quantization": "--quantization", "enable_expert_parallel": "--enable-expert-parallel"}
+
+
+def deploy_cmd(
+    model: str = ModelOpt,
+    gpu: Optional[str] = GpuOpt,
+    system: Optional[str] = SystemOpt,
+    gpus: Optional[int] = GpusOpt,
+    tensor_parallel_size: int = TpOpt,
+    pipeline_parallel_size: int = PpOpt,
+    data_parallel_size: Optional[int] = DpOpt,
+    enable_expert_parallel: bool = EpOpt,
+    gpu_memory_utilization: Optional[float] = UtilOpt,
+    max_model_len: Optional[int] = MaxLenOpt,
+    max_num_batched_tokens: Optional[int] = BatchedOpt,
+    ubatch_size: Optional[int] = UbatchOpt,
+    max_num_seqs: Optional[int] = SeqsOpt,
+    kv_cache_dtype: str = KvOpt,
+    quantization: Optional[str] = QuantOpt,
+    engine: str = EngineOpt,
+    output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
+    role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
+    speculative_method: str = typer.Option("ngram", "--speculative-method", help="ngram | draft_model | eagle3 | mtp"),
+    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The command that launches a deployment: vllm serve, SGLang, trtllm-serve, llama-server, mlx_lm.server."""
+    from inferplan.deploy import launch_plan
+
+    if output_format not in FORMATS:
+        fail(f"--format: {output_format!r} is not a format", field="--format", allowed=" | ".join(FORMATS))
+    if role not in ROLES:
+        fail(f"--role: {role!r} is not a role", field="--role", allowed=" | ".join(ROLES))
+    d = deployment(
+        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
+        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
+        max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+    )
+    speculative = None
+    if speculative_tokens:
+        speculative = _speculative(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)
+    plan = _call(launch_plan, d, output_format=output_format, role=role, speculative=speculative)
+    if as_json:
+        emit_json(plan)
+        return
+    for note in plan.command.notes:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.command.text, highlight=False)
+
+
+def _call(fn, *args, **kwargs):
+    """Call the library; an error names this command's flag for the domain field at fault."""
+    try:
+        return fn(*args, **kwargs)
+    except InferplanError as exc:
+        flag = _flag(exc.field)
+        fail(f"{flag}: {exc}" + (f" (allowed: {exc.allowed})" if exc.allowed else ""), field=flag,
+             allowed=exc.allowed, detail=str(exc))
+
+
+def _speculative(**kwargs):
+    from inferplan.deploy import Speculative
+
+    try:
+        return Speculative(**kwargs)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = _flag("speculative." + ".".join(str(p) for p in first["loc"]))
+        fail(f"{flag}: {first['msg']}", field=flag, detail=first["msg"])
+
+
+def _flag(field: str | None) -> str | None:
+    if field is None or field.startswith("-"):  # older library code names the flag itself
+        return field
+    return DEPLOY_FLAGS.get(field, f"--{field.replace('_', '-')}")

@@ -1,0 +1,86 @@
+"""``inferplan deploy`` and ``POST /api/deploy``: thin shells over inferplan.deploy.launch_plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from inferplan.shells.api import create_app
+from inferplan.shells.cli import app
+
+runner = CliRunner()
+BASE = ["deploy", "--model", "llama-3.1-8b", "--gpu", "H100"]
+
+
+def test_cli_prints_the_launch_command():
+    r = runner.invoke(app, [*BASE, "--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8", "--max-num-seqs", "64"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.strip() == ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 "
+                                "--kv-cache-dtype fp8 --max-num-seqs 64 --host 0.0.0.0 --port 8000")
+
+
+def test_cli_json_has_argv_text_and_engine():
+    r = runner.invoke(app, [*BASE, "--engine", "sglang", "--speculative-tokens", "3", "--speculative-method", "ngram",
+                            "--role", "decode", "--json"])
+    assert r.exit_code == 0, r.output
+    command = json.loads(r.stdout)["command"]
+    assert command["engine"] == "sglang" and command["role"] == "decode"
+    assert command["argv"][:3] == ["python3", "-m", "sglang.launch_server"]
+    assert "--disaggregation-mode" in command["argv"] and "NGRAM" in command["argv"]
+    assert command["text"].startswith("python3 -m sglang.launch_server --model-path ")
+
+
+def test_cli_k8s_is_two_yaml_documents():
+    r = runner.invoke(app, [*BASE, "--gpus", "8", "--tensor-parallel-size", "4", "--format", "k8s"])
+    assert r.exit_code == 0, r.output
+    deployment, service = yaml.safe_load_all(r.stdout)
+    assert (deployment["kind"], service["kind"]) == ("Deployment", "Service")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 4}
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["--engine", "llamacpp", "--enable-expert-parallel"], "--enable-expert-parallel"),
+    (["--engine", "trtllm", "--speculative-tokens", "2"], "--speculative-tokens"),
+    (["--speculative-method", "draft_model", "--speculative-tokens", "2"], "--draft-model"),
+    (["--speculative-tokens", "500"], "--speculative-tokens"),
+    (["--engine", "mlx", "--format", "k8s"], "--format"),
+    (["--format", "pdf"], "--format"),
+    (["--role", "router"], "--role"),
+])
+def test_cli_errors_name_the_flag(args, flag):
+    r = runner.invoke(app, [*BASE, *args, "--json"])
+    assert r.exit_code == 2
+    assert json.loads(r.stdout)["error"]["field"] == flag
+
+
+@pytest.fixture
+def client(tmp_path):
+    return TestClient(create_app(tmp_path / "test.db"))
+
+
+def test_api_deploy_returns_the_command_and_manifest(client):
+    r = client.post("/api/deploy", json={"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "tensor_parallel_size": 2},
+                                         "format": "k8s"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["command"]["argv"][:2] == ["vllm", "serve"]
+    assert [d["kind"] for d in yaml.safe_load_all(body["manifest"])] == ["Deployment", "Service"]
+
+
+@pytest.mark.parametrize(("body", "loc"), [
+    ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "engine": "llamacpp", "enable_expert_parallel": True}},
+     ["body", "deployment", "enable_expert_parallel"]),
+    ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, "speculative": {"method": "eagle3", "tokens": 3}},
+     ["body", "speculative", "draft_model"]),
+    ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "engine": "llamacpp"}, "role": "decode"}, ["body", "role"]),
+    ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, "format": "pdf"}, ["body", "format"]),
+])
+def test_api_deploy_errors_name_the_body_path(client, body, loc):
+    r = client.post("/api/deploy", json=body)
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == loc
