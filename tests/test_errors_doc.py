@@ -1,5 +1,6 @@
-"""docs/errors.md tells the truth: each error shape its contract table shows is the shape the CLI
-and the HTTP API answer with (same keys, nested the same way)."""
+"""docs/errors.md and docs/api.md tell the truth: each error shape the contract table shows is the
+shape the CLI and the HTTP API answer with (same keys, nested the same way), and the route table
+names every route the API serves."""
 
 from __future__ import annotations
 
@@ -75,3 +76,15 @@ def test_a_taken_name_answers_as_documented(client):
     assert r.status_code == 409
     [example] = documented("HTTP 409")
     assert r.json() == example
+
+
+def test_every_api_route_is_in_docs_api_md(tmp_path):
+    """A new route fails here until docs/api.md's route table names it."""
+    def placeholders(text: str) -> str:
+        return re.sub(r"\{[^}]*\}", "{}", text)
+
+    table = placeholders((DOC.parent / "api.md").read_text())
+    paths = set(create_app(tmp_path / "routes.db").openapi()["paths"])  # included routers' routes too
+    assert paths
+    missing = [p for p in sorted(paths) if not re.search(re.escape(placeholders(p)) + r"[`?]", table)]
+    assert not missing, f"docs/api.md does not name {missing}"
