@@ -5,10 +5,17 @@ Frozen, no unknown keys, no NaN or infinity, and ``true``/``false`` is not a num
 read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boolean would become a
 silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rather than read. A
 field that takes booleans says so in its type.
+
+Text is bounded and plain: a string anywhere in an input (a field, a list item, a mapping's key or
+value) has at most ``MAX_TEXT_CHARS`` characters and none of ``FORBIDDEN_CHARS``: control
+characters other than tab and line breaks (a NUL truncates C strings and SQLite text), the bidi
+embedding, override and isolate controls U+202A–202E and U+2066–2069 (they make a name read
+differently from what it is), and lone UTF-16 surrogates (no UTF-8 encoder writes them).
 """
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -56,6 +63,25 @@ def stored(info: ValidationInfo) -> bool:
     return bool(info.context and info.context.get("stored"))
 
 
+# four times the longest note in the shipped catalogue (1,112 characters)
+MAX_TEXT_CHARS = 4000
+FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def text_problem(value: Any) -> str | None:
+    """Why a text (or the texts directly inside a list or mapping) cannot be taken, or None."""
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_CHARS:
+            return f"a text of {len(value)} characters: at most {MAX_TEXT_CHARS}"
+        bad = FORBIDDEN_CHARS.search(value)
+        return None if bad is None else f"U+{ord(bad.group()):04X} at character {bad.start()}: control, bidi and surrogate characters are refused"
+    if isinstance(value, (list, tuple)):
+        return next(filter(None, map(text_problem, value)), None)
+    if isinstance(value, dict):
+        return next(filter(None, (text_problem(k) or text_problem(v) for k, v in value.items() if isinstance(k, str))), None)
+    return None
+
+
 class Input(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -69,5 +95,9 @@ class Input(BaseModel):
             if isinstance(value, bool) and not takes_bool(annotation):
                 raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
             if isinstance(value, str) and numeric(annotation):
-                raise ValueError(f"{value!r} is text: write the number without quotes")
+                raise ValueError(f"{value[:40]!r} is text: write the number without quotes")
+        if isinstance(value, (str, list, tuple, dict)) and not stored(info):
+            problem = text_problem(value)
+            if problem:
+                raise ValueError(problem)
         return value

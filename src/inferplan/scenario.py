@@ -99,7 +99,7 @@ class MoneyInputs(Input):
 
 
 class Scenario(Input):
-    name: str = "scenario"
+    name: str = Field("scenario", max_length=200)
     model: str = Field(min_length=1)
     quantization: str | None = None
     engine: str = "vllm"
