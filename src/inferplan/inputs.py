@@ -57,6 +57,16 @@ def numeric(annotation: Any) -> bool:
     return annotation in (int, float)
 
 
+def holds_model(annotation: Any) -> bool:
+    """Whether a field's type is a model (``Platform``, ``Workload | None`` …), read from a mapping."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return holds_model(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(holds_model(arg) for arg in typing.get_args(annotation))
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
 def stored(info: ValidationInfo) -> bool:
     """Validating a row this program stored earlier (``context={"stored": True}``): bounds added
     since must not make it unreadable — nothing saved is lost."""
@@ -68,17 +78,18 @@ MAX_TEXT_CHARS = 4000
 FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
-def text_problem(value: Any) -> str | None:
-    """Why a text (or the texts directly inside a list or mapping) cannot be taken, or None."""
+def text_problem(value: Any, inner: bool = False) -> str | None:
+    """Why a text, or a text in a list or mapping, cannot be taken (None: it can). A mapping inside
+    a list or mapping is a nested input and its own fields check it, naming their own path."""
     if isinstance(value, str):
         if len(value) > MAX_TEXT_CHARS:
             return f"a text of {len(value)} characters: at most {MAX_TEXT_CHARS}"
         bad = FORBIDDEN_CHARS.search(value)
         return None if bad is None else f"U+{ord(bad.group()):04X} at character {bad.start()}: control, bidi and surrogate characters are refused"
     if isinstance(value, (list, tuple)):
-        return next(filter(None, map(text_problem, value)), None)
-    if isinstance(value, dict):
-        return next(filter(None, (text_problem(k) or text_problem(v) for k, v in value.items() if isinstance(k, str))), None)
+        return next(filter(None, (text_problem(v, True) for v in value)), None)
+    if isinstance(value, dict) and not inner:
+        return next(filter(None, (text_problem(k, True) or text_problem(v, True) for k, v in value.items())), None)
     return None
 
 
@@ -96,6 +107,8 @@ class Input(BaseModel):
                 raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
             if isinstance(value, str) and numeric(annotation):
                 raise ValueError(f"{value[:40]!r} is text: write the number without quotes")
+        if isinstance(value, dict) and info.field_name is not None and holds_model(cls.model_fields[info.field_name].annotation):
+            return value  # a nested input: its own fields check their texts and name their own paths
         if isinstance(value, (str, list, tuple, dict)) and not stored(info):
             problem = text_problem(value)
             if problem:

@@ -43,7 +43,7 @@ from inferplan.performance.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
 from inferplan.scenario import Scenario, check_references
 from inferplan.shells.api_guard import (
-    CONFLICT_RESPONSE, ERROR_RESPONSES, BodyLimit, HostCheck, SecurityHeaders, error_item, error_response,
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, BodyLimit, HostCheck, SecurityHeaders, error_item, error_response,
     http_exception_response, inline_script_policy,
 )
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
@@ -276,7 +276,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def plan_route(r: PlanRequest) -> PlanView:
         return view(r)
 
-    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse)
+    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse, responses=ERROR_RESPONSES_BESIDE_HTML)
     def report_route(r: PlanRequest) -> HTMLResponse:
         from inferplan.report.files import render_html
 
