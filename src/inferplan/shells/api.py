@@ -43,7 +43,8 @@ from inferplan.performance.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
 from inferplan.scenario import Scenario, check_references
 from inferplan.shells.api_guard import (
-    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, BodyLimit, HostCheck, SecurityHeaders, error_item, error_response,
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
+    SecurityHeaders, error_item, error_response,
     http_exception_response, inline_script_policy,
 )
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
@@ -297,7 +298,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def scenarios_list() -> list[SavedScenario]:
         return store.list_scenarios()
 
-    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses=CONFLICT_RESPONSE)
+    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**CONFLICT_RESPONSE, **SAVED_SCENARIO_LINKS})
     def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
         catalogue_model(r.scenario.model, "scenario.model")
         try:

@@ -83,6 +83,15 @@ ERROR_RESPONSES_BESIDE_HTML: dict[int | str, dict[str, Any]] = {
            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     for code, doc in ERROR_RESPONSES.items()}
 CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc("another saved scenario has that name")}
+_SAVED_ID = {"scenario_id": "$response.body#/id"}
+# OpenAPI links from a saved scenario to what can be done with it (clients and stateful fuzzers follow them)
+SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "the saved scenario, with its id", "links": {
+    "GetScenario": {"operationId": "scenarios_get_api_scenarios__scenario_id__get", "parameters": _SAVED_ID},
+    "RenameScenario": {"operationId": "scenarios_rename_api_scenarios__scenario_id__patch", "parameters": _SAVED_ID},
+    "DeleteScenario": {"operationId": "scenarios_delete_api_scenarios__scenario_id__delete", "parameters": _SAVED_ID},
+    "CompareScenario": {"operationId": "scenarios_compare_api_scenarios_compare_get",
+                        "parameters": {"a": "$response.body#/id", "b": "$response.body#/id"}},
+}}}
 
 
 def _printable(text: str) -> str:
