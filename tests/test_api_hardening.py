@@ -195,3 +195,10 @@ def test_openapi_declares_the_error_responses(client):
             assert op["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
     assert "409" in schema["paths"]["/api/scenarios"]["post"]["responses"]
     assert "409" in schema["paths"]["/api/scenarios/{scenario_id}"]["patch"]["responses"]
+
+
+def test_a_saved_scenarios_links_name_operations_that_exist(client):
+    schema = client.get("/openapi.json").json()
+    ids = {op["operationId"] for methods in schema["paths"].values() for op in methods.values()}
+    links = schema["paths"]["/api/scenarios"]["post"]["responses"]["201"]["links"]
+    assert len(links) == 4 and {link["operationId"] for link in links.values()} <= ids

@@ -2,8 +2,10 @@
 
 Handlers are thin: parse the request into the library's models, call one library function,
 return its model. ``InferplanError`` becomes 422 naming the field (404 for unknown catalogue
-entries and saved items); request validation is FastAPI's 422. OpenAPI 3.1 at /openapi.json,
-docs at /docs, the calculator at /.
+entries and saved items, 409 for a taken name); request validation is a 422, a body that is not
+JSON a 400, each in the one error shape of ``api_guard`` (which also caps bodies, checks the Host
+and adds security headers: docs/reliability.md). OpenAPI 3.1 at /openapi.json, docs at /docs, the
+calculator at /.
 """
 
 from __future__ import annotations
