@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import shutil
 import signal
 import socket
@@ -61,6 +60,19 @@ def wait_until_up(base: str, proc: subprocess.Popen, timeout_s: float = 90) -> N
     raise RuntimeError("the server did not answer in time")
 
 
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds used so far by the live processes of a process group (the server and its workers)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields after the name: state ppid pgrp ... utime(11) stime(12)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def stop_server(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
@@ -71,8 +83,9 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-async def hammer(base: str, clients: int, seconds: float, same: bool) -> tuple[list[float], dict[str, int]]:
+async def hammer(base: str, clients: int, seconds: float, same: bool) -> tuple[list[float], list[float], dict[str, int]]:
     latencies: list[float] = []
+    starts: list[float] = []
     errors: dict[str, int] = {}
     stop_at = time.monotonic() + seconds
     counter = iter(range(MAX_REQUESTS))
@@ -92,9 +105,10 @@ async def hammer(base: str, clients: int, seconds: float, same: bool) -> tuple[l
                 except httpx.HTTPError as exc:
                     errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
                 latencies.append(time.perf_counter() - t0)
+                starts.append(t0)
 
         await asyncio.gather(*(one_client() for _ in range(clients)))
-    return latencies, errors
+    return starts, latencies, errors
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -116,20 +130,24 @@ def main() -> None:
         proc = start_server(port, Path(tmp) / "load.db", args.workers)
         try:
             wait_until_up(base, proc)
-            t0 = time.perf_counter()
-            latencies, errors = asyncio.run(hammer(base, args.clients, args.seconds, args.same))
+            cpu0, client0, t0 = group_cpu_s(proc.pid), time.process_time(), time.perf_counter()
+            starts, latencies, errors = asyncio.run(hammer(base, args.clients, args.seconds, args.same))
             wall = time.perf_counter() - t0
+            server_cpu, client_cpu = group_cpu_s(proc.pid) - cpu0, time.process_time() - client0
         finally:
             stop_server(proc)
     n = len(latencies)
-    client_cpu = resource.getrusage(resource.RUSAGE_SELF)
-    server_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server and its workers, once stopped
+    first = min(starts)
+    for second in range(int(args.seconds) + 1):  # a tail all along, or only while the workers warm up?
+        window = [lat for t, lat in zip(starts, latencies) if second <= t - first < second + 1]
+        if window:
+            print(f"  second {second:3d}: {len(window):5d} requests, p50 {1e3 * percentile(window, 0.5):5.0f} ms, "
+                  f"max {1e3 * max(window):5.0f} ms")
     print(f"POST /api/plan, {args.clients} clients x {args.seconds:g} s, workers {args.workers or 'default'}, "
           f"{'one body' if args.same else 'distinct bodies'}: {n} requests, {sum(errors.values())} errors {errors or ''}, "
           f"{n / wall:.1f} req/s, p50 {1e3 * percentile(latencies, 0.5):.0f} ms, p99 {1e3 * percentile(latencies, 0.99):.0f} ms, "
-          f"max {1e3 * max(latencies):.0f} ms; CPU: clients {client_cpu.ru_utime + client_cpu.ru_stime:.0f} s, "
-          f"server {server_cpu.ru_utime + server_cpu.ru_stime:.0f} s ({1e3 * (server_cpu.ru_utime + server_cpu.ru_stime) / max(n, 1):.1f} ms "
-          f"a request); load average {os.getloadavg()[0]:.2f} (shared machine)")
+          f"max {1e3 * max(latencies):.0f} ms; CPU {1e3 * server_cpu / max(n, 1):.1f} ms a request in the server, "
+          f"{1e3 * client_cpu / max(n, 1):.1f} ms in the clients; load average {os.getloadavg()[0]:.2f} (shared machine)")
 
 
 if __name__ == "__main__":
