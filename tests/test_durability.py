@@ -94,6 +94,7 @@ def test_acknowledged_saves_survive_a_sigkill_mid_write(tmp_path):
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         stored = {row[0] for row in con.execute("SELECT name FROM scenarios")}
     assert acknowledged <= stored, sorted(acknowledged - stored)
+    print(f"{len(acknowledged)} saves acknowledged before the SIGKILL, {len(stored)} rows stored, all acknowledged present")
 
     proc = start(db, port)
     try:

@@ -10,8 +10,8 @@ calculator at /.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -46,8 +46,7 @@ from inferplan.report.views import ModelCardView, PlanRequest, PlanView, Platfor
 from inferplan.scenario import Scenario, check_references
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
-    SecurityHeaders, error_item, error_response,
-    http_exception_response, inline_script_policy,
+    SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy,
 )
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
