@@ -25,8 +25,12 @@ def default_workers() -> int:
 
 
 def allowed_hosts(host: str, port: int) -> tuple[str, ...] | None:
-    """Bound to loopback: only loopback names (DNS rebinding defence); bound elsewhere: any Host."""
-    return loopback_hosts(port) if is_loopback(host) else None
+    """Bound to loopback: only loopback names and the address bound (DNS rebinding defence); bound
+    elsewhere: any Host."""
+    if not is_loopback(host):
+        return None
+    bound = f"[{host}]" if ":" in host else host
+    return tuple(dict.fromkeys((*loopback_hosts(port), bound, f"{bound}:{port}")))
 
 
 def app_from_env() -> FastAPI:
