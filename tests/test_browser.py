@@ -28,11 +28,12 @@ def server(tmp_path_factory):
     import uvicorn
 
     from inferplan.shells.api import create_app
+    from inferplan.shells.api_guard import loopback_hosts
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(tmp_path_factory.mktemp("db") / "b.db"), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(create_app(tmp_path_factory.mktemp("db") / "b.db", allowed_hosts=loopback_hosts(port)), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
