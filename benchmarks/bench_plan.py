@@ -6,7 +6,6 @@ Run: .venv/bin/python benchmarks/bench_plan.py
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from _timing import median_seconds

@@ -6,7 +6,6 @@ Run: .venv/bin/python benchmarks/bench_speed.py
 
 from __future__ import annotations
 
-import time
 
 from _timing import median_seconds
 

@@ -1,5 +1,5 @@
 """Batch limits per pipeline micro-batch (TensorRT-LLM: engines.yaml pp_batch_limits) and the limits
-trtllm-bench chooses for a run that states none (validation/bench_limits.py; docs/speed.md, session 13)."""
+trtllm-bench chooses for a run that states none (validation/bench_limits.py; docs/speed.md §2 and §4)."""
 
 import statistics
 
@@ -117,7 +117,7 @@ def test_a_run_the_tool_would_refuse_is_reported_naming_the_field():
 
 def test_every_perf_overview_run_is_planned_with_the_tools_limits():
     tuned = [p for p in CATALOG.speed_points if p.batch_limits_by == "trtllm-bench"]
-    # 58 rows entered by session 12, 84 blind held-out rows of the dense models' tables in session 13
+    # 58 rows of the perf overview, and the 84 blind held-out rows of its dense models' length tables
     assert len(tuned) == 142 and all(p.engine == "trtllm" and p.concurrency is None for p in tuned)
     for p in tuned:
         d, _ = point_scenario(p, CATALOG)
@@ -128,15 +128,14 @@ def test_every_perf_overview_run_is_planned_with_the_tools_limits():
 
 
 def test_prompt_heavy_pipeline_rows_land_once_each_micro_batch_has_its_budget():
-    # before session 13 the planner split one 8,192-token budget over 8 micro-batches: -42 % and +33 %
+    # one 8,192-token budget split over 8 micro-batches would put these at -42 % and +33 %
     for point_id in ("s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-2048-128-out",
                      "s-trtpp-rtxpro6000x8-llama33-70b-nvfp4-5000-500-out"):
         check = check_point(point(point_id), CATALOG)
         assert check.split == "holdout" and abs(check.error) < 0.15, (point_id, check.error)
     pp8 = [check_point(p, CATALOG) for p in CATALOG.speed_points
            if p.engine == "trtllm" and p.pipeline_parallel_size == 8]
-    # 8.8 % in session 13; 12.1 % since session 14's overlap exponent, whose refit moved the stage-boundary
-    # cost fitted on the PP 2 and PP 4 rows 47.5 -> 33.9 us (docs/speed.md, Validation)
+    # 12.1 %, with the stage-boundary cost fitted on the PP 2 and PP 4 rows (33.9 us; docs/speed.md §4)
     assert len(pp8) == 16 and statistics.median(abs(c.error) for c in pp8) < 0.13
 
 

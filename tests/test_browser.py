@@ -28,11 +28,12 @@ def server(tmp_path_factory):
     import uvicorn
 
     from inferplan.shells.api import create_app
+    from inferplan.shells.api_guard import loopback_hosts
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(tmp_path_factory.mktemp("db") / "b.db"), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(create_app(tmp_path_factory.mktemp("db") / "b.db", allowed_hosts=loopback_hosts(port)), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
@@ -176,7 +177,7 @@ def test_a_loaded_scenario_plans_as_it_was_saved(page, server):
     assert sent["money"]["quote_multiplier"] == 1.3 and sent["money"]["pue"] == 1.2
     assert card_values(page)["capex"] == next(c["value"] for c in api_view(server, saved)["cards"] if c["key"] == "capex")
     stamp = planned(page, stamp)
-    # a cleared control means "the default", not the loaded value (40 was re-sent before session 15's fix)
+    # a cleared control means "the default", not the loaded value (re-sending the loaded 40 would be the bug)
     assert page.input_value("#target_speed") == "40" and scenario_in_url(page)["workload"]["target_output_tokens_per_s"] == 40
     page.fill("#target_speed", "")
     stamp = planned(page, stamp)

@@ -1,4 +1,4 @@
-"""How the CLI reads names and reports errors (session 15's review): near-miss names are refused
+"""How the CLI reads names and reports errors: near-miss names are refused
 with the closest ids, never taken as another entry; a --json run reports its error as JSON too."""
 
 import json

@@ -1,4 +1,4 @@
-"""Weight GEMMs padded to tensor-core tiles (docs/speed.md §1, session 16): on engines whose
+"""Weight GEMMs padded to tensor-core tiles (docs/speed.md §1): on engines whose
 small-batch kernels run tiles (vLLM, SGLang) a GEMM computes at least ``gemm-min-rows`` rows of
 every weight matrix it reads, an expert's rows being the tokens routed to it; vector kernels
 (TensorRT-LLM's CUDA-core GEMV, llama.cpp's MMVQ, MLX's qmv) compute only the rows there are."""

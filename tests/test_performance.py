@@ -446,9 +446,9 @@ def test_k_quant_unpacking_costs_apple_m1_what_its_bandwidth_does_not_explain():
                     max_model_len=1024).output_tokens_per_s_per_user
 
     predicted = rate("apple-m1-max", "gguf-q4_k_m") / rate("apple-m3-max", "gguf-q4_k_m")
-    # bandwidth alone: ~1.0. The plain roofline gave 0.66; since memory and compute time combine as a
-    # power mean (session 14) the refit halved the unpacking cost and the model gives 0.85: it keeps the
-    # direction and a third of the measured gap (docs/speed.md §1)
+    # bandwidth alone: ~1.0. With memory and compute time combined as a power mean the fitted unpacking
+    # cost is about half what the plain roofline needs (which gives 0.66), and the model gives 0.85: it keeps
+    # the direction and a third of the measured gap (docs/speed.md §1)
     assert 0.75 < predicted < 0.9
     # Q4_0 (one scale per 32 weights, no super-blocks) pays no unpacking term; F16 neither
     ctx = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="apple-m1-max", engine="llamacpp", quantization="gguf-q4_k_m",
@@ -641,7 +641,7 @@ def test_a_full_pipeline_runs_at_its_last_stage_which_carries_the_lm_head():
     assert full == pytest.approx(8 * decode_step(last, ctx.mp.layout, ctx.rates, **shape).seconds)
     assert full > 1.05 * 8 * step.seconds
     # a lone sequence is one micro-batch: it passes the stages one after another, crossing the seven
-    # boundaries between them with its one request (TensorRT-LLM's fitted host cost, session 12)
+    # boundaries between them with its one request (TensorRT-LLM's fitted host cost, docs/speed.md §2)
     lone, lone_round = ctx.iteration(1, 0.0)
     assert lone_round == pytest.approx(8 * lone.seconds + 7 * ctx.rates.pipeline_hop_s_per_request)
     single = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="rtx-pro-6000-blackwell", quantization="nvfp4",
@@ -715,8 +715,8 @@ def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
 @pytest.mark.parametrize("model, tied", [("qwen3-0.6b", True), ("llama-3.1-8b", False)])
 def test_a_tied_embedding_table_is_multiplied_as_the_lm_head_every_step(model, tied):
     # Qwen3-0.6B ties its output projection to the 151,936 x 1,024 embedding table; its forward pass
-    # still multiplies every logit token by it (until session 17 the tied table was left out of the
-    # step's linear FLOPs, 1.35x too few for this model)
+    # still multiplies every logit token by it (left out of the step's linear FLOPs, the count would be
+    # 1.35x too few for this model)
     from inferplan.memory.fit import plan_memory
     from inferplan.memory.params import count_params
     from inferplan.performance.work import model_work

@@ -1,6 +1,6 @@
 """Pipeline stage boundaries: TensorRT-LLM's pipeline loop does its per-request host work between
 micro-batches, so each of a micro-batch's pp − 1 boundary crossings costs a fitted time per request
-(calibration.yaml pipeline-hop-s-per-request-trtllm; docs/speed.md §1, session 12)."""
+(calibration.yaml pipeline-hop-s-per-request-trtllm; docs/speed.md §2)."""
 
 import dataclasses
 import statistics
@@ -67,8 +67,8 @@ def test_more_stages_never_shorten_a_round_at_the_same_micro_batch():
 @pytest.mark.parametrize("engine", ["trtllm", "vllm"])
 def test_a_second_request_never_shortens_ttft_through_pipeline_stages(engine):
     """The new request's prompt chunk rides one micro-batch: its first token waits for that
-    micro-batch's trip through all eight stages (spread over eight micro-batches it came out 4x
-    short beside one other request, session 12's review)."""
+    micro-batch's trip through all eight stages (spread over eight micro-batches it would come out
+    4x short beside one other request)."""
     ctx = context(8, engine=engine)
     ttfts = [estimate_at(ctx, c).ttft_s for c in (1, 2, 4, 16, 64)]
     assert all(a <= b * (1 + 1e-9) for a, b in zip(ttfts, ttfts[1:])), ttfts
@@ -107,8 +107,7 @@ def test_the_fit_on_two_and_four_stages_carries_to_eight_held_out(catalog):
     value = catalog.constant(CONSTANT_ID.format("trtllm"))
     with_cost = statistics.median(abs(log_error(p, {FIELD: value})) for p in held)
     without = statistics.median(abs(log_error(p, {FIELD: 0.0})) for p in held)
-    # session 13 (batch limits per micro-batch): 0.084 with the cost, 0.187 without; session 14 (memory and
-    # compute time as a power mean, the cost refitted 47.5 -> 33.9 us): 0.114 and 0.191
+    # 0.114 with the cost (33.9 us), 0.191 without
     assert with_cost < 0.12 and with_cost < 0.65 * without
 
 

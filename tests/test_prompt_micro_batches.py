@@ -1,6 +1,6 @@
 """A prompt as the engines batch it: llama.cpp splits each n_batch chunk into n_ubatch
 micro-batches, and every one reads the weights it touches again and pays the step's fixed costs
-(docs/speed.md §1, session 11)."""
+(docs/speed.md §1)."""
 
 import pytest
 from hypothesis import given, settings
@@ -56,7 +56,7 @@ def test_every_micro_batch_reads_the_weights_it_touches():
 def test_spark_reads_gpt_oss_120b_once_per_micro_batch():
     """DGX Spark, llama.cpp, gpt-oss-120b MXFP4: a 2,048-token prompt runs as four 512-token
     micro-batches, each touching nearly every expert, so at 273 GB/s it is bound by reading ~60 GB
-    four times rather than by its FLOPs. Read once per chunk (before session 11) the model put it
+    four times rather than by its FLOPs. Read once per chunk, the model would put it
     63 % faster than the measured 1,938 tokens/s (catalogue point s-llamacpp-gb10-gptoss120b-mxfp4-pp)."""
     point = next(p for p in CATALOG.speed_points if p.id == "s-llamacpp-gb10-gptoss120b-mxfp4-pp")
     ctx = context("gpt-oss-120b", quantization="gguf-mxfp4-moe", input_len=point.input_tokens)
@@ -123,8 +123,8 @@ def test_the_cli_takes_ubatch_size_and_names_it_when_wrong():
 def test_a_prompt_costs_the_same_alone_and_in_the_serving_cycle():
     """At concurrency 1 a request's cycle is its prompt and its decode steps, so aggregate output
     tokens/s is output_len / (TTFT + (output_len − 1) · TPOT) whichever path prices the prompt; and a
-    second request in flight never shortens the first token (review, session 11: micro-batches
-    applied to the lone prompt only made TTFT at 2 requests shorter than at 1)."""
+    second request in flight never shortens the first token (micro-batches applied to the lone prompt
+    only would make TTFT at 2 requests shorter than at 1)."""
     from inferplan.performance.serving import estimate
 
     d = Deployment(model="gpt-oss-120b", gpu="gb10", engine="llamacpp", quantization="gguf-mxfp4-moe")

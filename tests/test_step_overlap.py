@@ -1,4 +1,4 @@
-"""How a step's memory and compute time combine (docs/speed.md §1, session 14): their power mean of
+"""How a step's memory and compute time combine (docs/speed.md §1, Step time): their power mean of
 a fitted order, which is the plain roofline (the larger) far from the ridge and more than either
 near it."""
 

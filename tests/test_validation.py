@@ -37,72 +37,66 @@ def test_shipped_constants_equal_the_fit(catalog):
 # Scored single-stream (concurrency 1) decode points worse than 30 %, each explained in docs/speed.md. A new miss
 # fails the test; a fixed one can leave the list.
 KNOWN_DECODE_MISSES = {
-    # (Apple M1 Max through Ollama, Q4_K_M, and M1 Max MLX 4-bit behind a server left the list in session 14,
-    # when memory and compute time began to combine as a power mean: -30 -> -24 % and +34 -> +12 %)
     # MLX: an M2 Ultra MoE figure through a server path limited per token (its Q6_K and Q4_K_M GGUF runs
     # decode at the same speed); an M4 end-to-end figure
-    # llama.cpp Metal, K-quants on M1 Max: XiongjieDai's 2024 Llama-3-70B Q4_K_M run, +27 % until session 16's
-    # refit moved the family's unpacking and per-layer costs (+32.5 %); the M1 Max K-quant figures spread 1.7x
+    # llama.cpp Metal, K-quants on M1 Max: XiongjieDai's 2024 Llama-3-70B Q4_K_M run (+32.5 %); the M1 Max
+    # K-quant figures spread 1.7x across sources
     "s-lcpp-metal-m1max-llama3-70b-q4km-tg-xd24": "llama.cpp Metal Llama-3-70B Q4_K_M on M1 Max (2024 build, +32.5 %)",
     "s-amoe-mlx-m2ultra-qwen3-30b-a3b-mlx4-tg-mlxstudio": "M2 Ultra, MLX MoE through a server limited per token",
     "s-amoe-mlx-m2ultra-qwen3-4b-mlx4-tg-mlxstudio": "M2 Ultra, MLX through the same server as the MoE run above",
-    # the smallest models are fixed costs only; the session-7 refit (several starts) lowered MLX's
-    # per-layer cost 65 -> 42 us, too little for a 0.6B model's 28 layers; vLLM's Qwen3-0.6B on A100
-    # sits on the line (+29.9 % in session 9; +30.5 and then +29.8 % in the two refits of session 11;
-    # +30.5 % in session 12's, once TensorRT-LLM's pipeline points left the pooled fit)
+    # the smallest models are fixed costs only: MLX's fitted per-layer cost is too little for a 0.6B model's
+    # 28 layers; vLLM's Qwen3-0.6B on A100 sits on the line, moving across it with each refit
     "s-small-mlx-m3ultra-qwen3-0.6b-mlx4-tg-rmlx633": "M3 Ultra, MLX Qwen3-0.6B (fixed costs only)",
     "s-small-vllm-a100-qwen3-0.6b-bf16-tg-tt340": "A100, vLLM Qwen3-0.6B (fixed costs only; on the line: +30.5 %)",
     # SGLang batch 1: thin gpt-oss layers on B200 run faster than the family's per-layer overhead
-    # allows (three sources agree on ~2.4 ms; on 4x B200 -33 -> -28.5 % since session 16's refit); sources
+    # allows (three sources agree on ~2.4 ms; on 4x B200 -28.5 %, just within); sources
     # disagree with each other (Qwen3-235B BF16 on 8x B200: 6.70 ms in one sweep, 10.12 ms in the cookbook)
     "s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist": "SGLang gpt-oss-120b on 8x B200",
     "s-hb-sglang-b200x8-gpt-oss-120b-mxfp4-tpot-cookbook": "SGLang gpt-oss-120b on 8x B200",
     "s-sglang-b200x8-qwen3-235b-bf16-tpot-c1-gist": "SGLang Qwen3-235B on 8x B200 (cookbook: 10.12 ms, within 1 %)",
-    # the SGLang cookbook on 8x B200 (Dec 2025 / Jan 2026 builds), -25 to -29 % until session 16's refit (-30 to
-    # -33 %): SGLang's per-layer cost fell once the H20 points' compute was padded, and these builds run
-    # DeepSeek-R1's 61 layers and Qwen3-Next's 48 faster than the family
+    # the SGLang cookbook on 8x B200 (Dec 2025 / Jan 2026 builds), -30 to -33 %: these builds run DeepSeek-R1's
+    # 61 layers and Qwen3-Next's 48 faster than the family's per-layer cost (fitted with the H20 points'
+    # compute padded to tiles) allows
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-1k1k-cookbook": "SGLang (Jan 2026) DeepSeek-R1 FP8 on 8x B200 (-33 %)",
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-1k8k-cookbook": "the same at 1k/8k (-33 %)",
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-8k1k-cookbook": "the same at 8k/1k (-33 %)",
-    "s-hb-sglang-b200x8-qwen3-next-80b-a3b-bf16-tpot-cookbook": "SGLang (Dec 2025) Qwen3-Next-80B BF16 on 8x B200 (-25 -> -30.4 %)",
-    # SGLang 0.4.6 on H20: since session 16 its GEMMs pad to 32-row tiles, which on the H20's 148 TFLOP/s of
-    # BF16 cost about as long as reading the weights (AWQ +84 -> -19 %, BF16 8B +49 -> +20 %, FP8 within 4 %);
-    # its Qwen3-32B BF16 run stays just past the line
-    "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16 (+75 -> +30.1 % with the tiles)",
+    "s-hb-sglang-b200x8-qwen3-next-80b-a3b-bf16-tpot-cookbook": "SGLang (Dec 2025) Qwen3-Next-80B BF16 on 8x B200 (-30.4 %)",
+    # SGLang 0.4.6 on H20: its GEMMs pad to 32-row tiles, which on the H20's 148 TFLOP/s of BF16 cost about as
+    # long as reading the weights (AWQ -19 %, BF16 8B +20 %, FP8 within 4 %); its Qwen3-32B BF16 run stays just
+    # past the line
+    "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16 (+30.1 % with the tiles; +75 % without)",
     # vLLM builds drift: a 2026 build runs Qwen3-30B-A3B faster than the family; older builds
     # (Marlin MoE AWQ, 0.7.2 on H20) slower
     "s-rb-vllm-h200x1-qwen3-30b-a3b-bf16-tpot-c1-4k4k-emmy": "vLLM 0.17 Qwen3-30B-A3B BF16 on H200",
-    "s-hb-vllm-b200x1-gpt-oss-20b-mxfp4-tg-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on one B200, slower than on H200 (+15 -> +30.4 % since session 16's refit)",
+    "s-hb-vllm-b200x1-gpt-oss-20b-mxfp4-tg-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on one B200, slower than on H200 (+30.4 %)",
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
     "s-bx-vllm-h100x8-deepseek-r1-int4-awq-tpot-4k-tt356": "vLLM (Jul 2025) DeepSeek-R1 AWQ (Marlin MoE) on 8x H100",
     "s-h20b-vllm-h20x16-deepseek-r1-fp8-block-tg-chitu": "vLLM 0.7.2 DeepSeek-R1 on 2x 8 H20 (layout assumed)",
-    # TensorRT-LLM: a 2026 build on GB200 runs Qwen3-235B at ~43 us per layer where the family now
-    # pays 35 us per layer + 57 per MoE layer (DeepSeek's MoE+MLA layers set that); DeepSeek-R1 with
-    # MTP on 8x H200 faster than the family's draft cost allows (without MTP on 8x B200: +30 %, within
-    # since session 9's refit)
+    # TensorRT-LLM: a 2026 build on GB200 runs Qwen3-235B at ~43 us per layer where the family
+    # pays 34 us per layer + 58 per MoE layer (DeepSeek's MoE+MLA layers set that); DeepSeek-R1 with
+    # MTP on 8x H200 faster than the family's draft cost allows (without MTP on 8x B200: within 30 %)
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-1k8k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 1k/8k",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c1-8k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200, 8k/1k",
     "s-tl-h200x8-deepseek-r1-fp8-block-tps-mtp3-bp": "TensorRT-LLM DeepSeek-R1 with MTP on 8x H200",
-    # seed 001's 2026 lines on SGLang (held out, session 9; SGLang cookbook cells, speculative
+    # seed 001's 2026 lines on SGLang (held out; SGLang cookbook cells, speculative
     # decoding with pinned acceptance): cells that contradict their own cookbook, and costs not modelled
     "s-ssl-sglang-b200x8-glm-5.2-nvfp4-tpot-c1-mtp5": "GLM-5.2 NVFP4 on 8x B200: 1.85 ms where the FP8 cell is 3.22 ms; build and acceptance unstated",
     "s-ssl-sglang-b300x8-glm-5.3-bf16-tpot-c1-mtp5": "GLM-5.3 BF16 on 8x B300, faster than the same build's FP8 cell",
     "s-ssl-sglang-mi350xx8-kimi-k3-mxfp4-tpot-c1": "Kimi-K3 on 8x MI350X, ROCm build on its original TP8 recipe (-40 %)",
     "s-ssl-sglang-mi355xx8-glm-5.2-fp8-tpot-c1": "GLM-5.2 on 8x MI355X, SGLang 0.5.13 ROCm with DSA through tilelang (-32 %)",
     "s-ssl-sglang-gb300x4-deepseek-v4-flash-mixed-fp4-fp8-tpot-c1-mtp3": "DeepSeek-V4-Flash on 4x GB300, slower than on B200 (-42 -> -32 % with mHC)",
-    # DeepSeek-V4 outside the cookbook (held out, session 10): SGLang is slower than the model in
-    # every source (LMSYS's Day-0 runs, InferenceX's no-MTP decode worker): V4's layers launch more
-    # small kernels than the fitted per-layer cost knows; since session 17 the hyper-connection seams are
-    # priced (9 us each, the fused seam; these builds ran the ~13 us unfused one), the compressor and indexer
-    # kernels are not; a patched vLLM fork on
+    # DeepSeek-V4 outside the cookbook (held out): SGLang is slower than the model in every source
+    # (LMSYS's Day-0 runs, InferenceX's no-MTP decode worker): V4's layers launch more small kernels than the
+    # fitted per-layer cost knows; the hyper-connection seams are priced (9 us each, the fused seam; these
+    # builds ran the ~13 us unfused one), the compressor and indexer kernels are not; a patched vLLM fork on
     # RTX PRO 6000 is faster than vLLM's constants
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx4k": "SGLang Day-0 V4-Pro on 8x B200, 5.0 ms/token at accept length 2.5",
     "s-sv4-sglang-b200x8-deepseek-v4-pro-mixed-fp4-fp8-decode-c1-eagle3-ctx900k": "the same at 900K context",
-    # session 17 priced DeepSeek-V4's hyper-connection seams (hc-seam-s, read from kernel timings): every single-
-    # stream SGLang V4 point moved 8-23 points towards measured (three came within 30 %), and the patched vLLM
-    # fork's, already faster than vLLM's constants, 5-8 points further out
-    "s-sv4-vllm-rtxpro6000x4-deepseek-v4-flash-mixed-fp4-fp8-decode-c1-mtp2": "patched vLLM fork, V4-Flash on 4x RTX PRO 6000 with MTP 2 (-28 -> -34 %)",
+    # pricing DeepSeek-V4's hyper-connection seams (hc-seam-s, read from kernel timings) moves every single-
+    # stream SGLang V4 point 8-23 points towards measured, and the patched vLLM fork's, already faster than
+    # vLLM's constants, 5-8 points further out
+    "s-sv4-vllm-rtxpro6000x4-deepseek-v4-flash-mixed-fp4-fp8-decode-c1-mtp2": "patched vLLM fork, V4-Flash on 4x RTX PRO 6000 with MTP 2 (-34 %; -28 % without the seams)",
 }
 
 # Scored per-user decode points at concurrency 2 or more worse than 30 % (kind decode-concurrent),
@@ -112,7 +106,7 @@ KNOWN_CONCURRENT_DECODE_MISSES = {
     "s-go-vllm-h100x8-gpt-oss-120b-tpot-c8-1k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100",
     "s-go-vllm-h100x8-gpt-oss-120b-tpot-c4-8k1k-inferencex": "vLLM (Mar 2026) gpt-oss-120b on 8x H100, 8k/1k",
     "s-go-vllm-b200x1-gpt-oss-20b-tg-c8-gpuconc": "vLLM (Aug 2025) gpt-oss-20b on B200, slower than on H200",
-    "s-go-vllm-b200x1-gpt-oss-20b-tg-c4-gpuconc": "the same at 4 (+24 -> +32 % at session 16's refit, vLLM's fixed costs lower)",
+    "s-go-vllm-b200x1-gpt-oss-20b-tg-c4-gpuconc": "the same at 4 (+32 %: the family's fixed costs are lower than this build's)",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c2-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c4-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
     "s-rb-trtllm-gb200x4-qwen3-235b-a22b-nvfp4-tps-c8-1k1k-pr11612": "TensorRT-LLM (2026) Qwen3-235B NVFP4 on 4x GB200",
@@ -130,10 +124,8 @@ def test_speed_validation_medians_hold(catalog):
     beyond = {c.id for c in scored if c.kind == "decode" and abs(c.error) > 0.30}
     # equal, not a subset: a miss that is fixed must leave the list (and docs/speed.md) too
     assert beyond == set(KNOWN_DECODE_MISSES), (beyond - set(KNOWN_DECODE_MISSES), set(KNOWN_DECODE_MISSES) - beyond)
-    # held out: 10.5 % since session 14's overlap exponent (9.96 % before), 10.3 % since session 16's padded
-    # GEMM tiles, 10.1 % with session 17's hyper-connection seams and 10.04 % after its re-read of the misses,
-    # still past the 10 % target on this split (docs/speed.md, Validation): guarded against getting worse,
-    # not claimed as met
+    # held out: 10.04 %, just past the 10 % target on this split (docs/speed.md, Validation): guarded against
+    # getting worse, not claimed as met
     assert v.medians["decode/holdout"] < 0.1015
     concurrent = {c.id for c in scored if c.kind == "decode-concurrent" and abs(c.error) > 0.30}
     assert concurrent == set(KNOWN_CONCURRENT_DECODE_MISSES), (concurrent - set(KNOWN_CONCURRENT_DECODE_MISSES),
@@ -274,7 +266,7 @@ def test_cross_validation_folds_keep_a_source_together(catalog):
 
 
 def test_the_speed_fit_writes_numbers_that_yaml_reads_back_as_numbers():
-    # a refit on the tile grid wrote "value: 1e-05", which PyYAML reads as a string (session 16)
+    # a refit on the tile grid wrote "value: 1e-05", which PyYAML reads as a string
     import yaml
 
     from inferplan.validation.calibrate_speed import yaml_number

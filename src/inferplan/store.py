@@ -1,6 +1,6 @@
 """Saved scenarios and vendor quotes in an embedded SQLite database (WAL mode).
 
-Each operation opens its own connection, so the API can serve concurrent requests; writes take
+Each thread has its own connection, so the API can serve concurrent requests; writes take
 ``BEGIN IMMEDIATE`` and wait (``busy_timeout``) instead of failing, so concurrent saves lose
 nothing. A vendor quote overrides the catalogue's price band wherever its system is used.
 """
@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -101,6 +102,7 @@ def _now() -> str:
 class Store:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_db_path()
+        self._local = threading.local()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -108,13 +110,14 @@ class Store:
 
     @contextmanager
     def _connect(self):
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        db.execute("PRAGMA busy_timeout=30000")
-        try:
-            yield db
-        finally:
-            db.close()
+        # one connection per thread, kept: opening one (and reading the schema) cost more than a plan's queries
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA busy_timeout=30000")
+            self._local.db = db
+        yield db
 
     @contextmanager
     def _write(self):

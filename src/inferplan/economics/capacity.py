@@ -15,6 +15,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memo import per_catalog
 from inferplan.catalog.schema import System
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError
@@ -172,6 +173,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
     )
 
 
+@per_catalog(maxsize=256)  # every plan of one model, platform and workload packs the same cells
 def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
                      cell_fixed: bool = False, nodes: tuple[str, int] | None = None,
                      start: Deployment | None = None) -> LoadoutCapacity:

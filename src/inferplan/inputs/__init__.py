@@ -6,6 +6,12 @@ read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boole
 silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rather than read. A
 field that takes booleans says so in its type.
 
+Text is bounded and plain: a string anywhere in an input (a field, a list item, a mapping's key or
+value) has at most ``MAX_TEXT_CHARS`` characters and none of ``FORBIDDEN_CHARS``: control
+characters other than tab and line breaks (a NUL truncates C strings and SQLite text), the bidi
+embedding, override and isolate controls U+202A–202E and U+2066–2069 (they make a name read
+differently from what it is), and lone UTF-16 surrogates (no UTF-8 encoder writes them).
+
 The package sits under every layer, beside ``errors`` and ``units``, and holds the stated inputs
 the layers above share: ``deployment.Deployment`` (the model, hardware, parallelism and engine a
 memory or speed question is about) and ``workload.Workload`` (the requests a speed question
@@ -56,10 +62,40 @@ def numeric(annotation: Any) -> bool:
     return annotation in (int, float)
 
 
+def holds_model(annotation: Any) -> bool:
+    """Whether a field's type is a model (``Platform``, ``Workload | None`` …), read from a mapping."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return holds_model(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(holds_model(arg) for arg in typing.get_args(annotation))
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
 def stored(info: ValidationInfo) -> bool:
     """Validating a row this program stored earlier (``context={"stored": True}``): bounds added
     since must not make it unreadable — nothing saved is lost."""
     return bool(info.context and info.context.get("stored"))
+
+
+# four times the longest note in the shipped catalogue (1,112 characters)
+MAX_TEXT_CHARS = 4000
+FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def text_problem(value: Any, inner: bool = False) -> str | None:
+    """Why a text, or a text in a list or mapping, cannot be taken (None: it can). A mapping inside
+    a list or mapping is a nested input and its own fields check it, naming their own path."""
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_CHARS:
+            return f"a text of {len(value)} characters: at most {MAX_TEXT_CHARS}"
+        bad = FORBIDDEN_CHARS.search(value)
+        return None if bad is None else f"U+{ord(bad.group()):04X} at character {bad.start()}: control, bidi and surrogate characters are refused"
+    if isinstance(value, (list, tuple)):
+        return next(filter(None, (text_problem(v, True) for v in value)), None)
+    if isinstance(value, dict) and not inner:
+        return next(filter(None, (text_problem(k, True) or text_problem(v, True) for k, v in value.items())), None)
+    return None
 
 
 class Input(BaseModel):
@@ -75,7 +111,13 @@ class Input(BaseModel):
             if isinstance(value, bool) and not takes_bool(annotation):
                 raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
             if isinstance(value, str) and numeric(annotation):
-                raise ValueError(f"{value!r} is text: write the number without quotes")
+                raise ValueError(f"{value[:40]!r} is text: write the number without quotes")
+        if isinstance(value, dict) and info.field_name is not None and holds_model(cls.model_fields[info.field_name].annotation):
+            return value  # a nested input: its own fields check their texts and name their own paths
+        if isinstance(value, (str, list, tuple, dict)) and not stored(info):
+            problem = text_problem(value)
+            if problem:
+                raise ValueError(problem)
         return value
 
 
@@ -83,7 +125,6 @@ class Input(BaseModel):
 # terminals, reports and the web page: a NUL, an ANSI escape or a bidi override (U+202A-U+202E,
 # U+2066-U+2069: text that reads differently from what it is) has no business there.
 MAX_NAME_CHARS = 200
-MAX_TEXT_CHARS = 10_000
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _LINE_BREAK = re.compile("[\t\n\r]")
 

@@ -14,6 +14,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memo import per_catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -217,6 +218,7 @@ def _sources(found: set[str]) -> str:
     return found.pop() if len(found) == 1 else "measured+calibrated-model"
 
 
+@per_catalog(maxsize=256)  # the plan view draws the same frontier for every user count and price
 def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, points: int = 24) -> Frontier:
     """Throughput per GPU vs tokens/s per user as concurrency sweeps from 1 to what memory holds."""
     catalog = catalog or load_catalog()

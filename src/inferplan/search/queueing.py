@@ -1,4 +1,4 @@
-"""Tail latency under load, fast: queueing formulas over a ``ServiceCurve`` (docs/search/tail.md).
+"""Tail latency under load, fast: queueing formulas over a ``ServiceCurve`` (docs/search.md).
 
 Per replica (requests split evenly over ``replicas``), for each state of the arrival process:
 

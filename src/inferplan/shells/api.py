@@ -2,24 +2,26 @@
 
 Handlers are thin: parse the request into the library's models, call one library function,
 return its model. ``InferplanError`` becomes 422 naming the field (404 for unknown catalogue
-entries and saved items); request validation is FastAPI's 422. OpenAPI 3.1 at /openapi.json,
-docs at /docs, the calculator at /.
+entries and saved items, 409 for a taken name); request validation is a 422, a body that is not
+JSON a 400, each in the one error shape of ``api_guard`` (which also caps bodies, checks the Host
+and adds security headers: docs/reliability.md). OpenAPI 3.1 at /openapi.json, docs at /docs, the
+calculator at /.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import FastAPI, Path as PathParam, Query, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ValidationError, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
@@ -48,6 +50,10 @@ from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
 from inferplan.shells.api_simulate import router as simulate_router
+from inferplan.shells.api_guard import (
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
+    SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy,
+)
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -105,17 +111,6 @@ class Validation(BaseModel):
     speed: SpeedValidation | None = None
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float written as a string, so that JSON can carry it."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def _in_body(exc: InferplanError, *parts: tuple[str, type[BaseModel]]) -> InferplanError:
     """Re-address a library error's domain field (quantization) to where it sits in this request's
     body (deployment.quantization), so the 422 names the JSON path."""
@@ -128,8 +123,7 @@ def _in_body(exc: InferplanError, *parts: tuple[str, type[BaseModel]]) -> Inferp
 
 
 def _error(status: int, exc: InferplanError, request: Request | None = None) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": [{
-        "loc": _location(exc.field, request), "msg": str(exc), "type": type(exc).__name__, "allowed": exc.allowed}]})
+    return error_response(status, [error_item(_location(exc.field, request), exc, type(exc).__name__, exc.allowed)])
 
 
 def _location(field: str | None, request: Request | None) -> list[str]:
@@ -146,9 +140,15 @@ def _location(field: str | None, request: Request | None) -> list[str]:
     return _json_field(field)
 
 
-def create_app(db_path: str | Path | None = None) -> FastAPI:
-    app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None,
+def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[str] | None = None) -> FastAPI:
+    """The app on the SQLite file ``db_path``; ``allowed_hosts``: the only Host headers it answers
+    (``api_guard.loopback_hosts`` when bound to loopback), or None for any."""
+    app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
+    app.add_middleware(BodyLimit)
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed=allowed_hosts)
+    app.add_middleware(SecurityHeaders)
     store = Store(db_path)
     app.state.store = store
 
@@ -160,16 +160,24 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def request_validation_error(request: Request, exc: RequestValidationError):
-        # FastAPI echoes the bad input back; a NaN or infinity there cannot be written as JSON (a 500)
-        errors = [{k: v for k, v in e.items() if k != "ctx"} for e in exc.errors()]
-        return JSONResponse(status_code=422, content={"detail": _finite(jsonable_encoder(errors))})
+        # each bad input is echoed as a short excerpt: a NaN, a lone surrogate or 15 MB cannot stall or break the reply
+        errors = exc.errors()
+        if errors and errors[0]["type"] == "json_invalid":  # not JSON at all: 400, with where it stops being JSON
+            e = errors[0]
+            reason = f"the body is not JSON: {e.get('ctx', {}).get('error', e['msg'])} at character {e['loc'][-1]}"
+            return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
+        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], **({"input": e["input"]} if "input" in e else {}))
+                                    for e in errors])
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return http_exception_response(exc)
 
     @app.exception_handler(ValidationError)
     async def library_validation_error(request: Request, exc: ValidationError):
         # a domain object the library builds from valid request parts turned out inconsistent
         first = exc.errors()[0]
-        return JSONResponse(status_code=422, content={"detail": [{
-            "loc": ["body", *[str(p) for p in first["loc"]]], "msg": first["msg"], "type": first["type"]}]})
+        return error_response(422, [error_item(["body", *first["loc"]], first["msg"], first["type"])])
 
     @app.exception_handler(InferplanError)
     async def inferplan_error(request: Request, exc: InferplanError):
@@ -273,16 +281,17 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         except InferplanError as exc:
             raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
-    @app.post("/api/plan", tags=["economics"])
-    def plan_route(r: PlanRequest) -> PlanView:
-        return view(r)
+    @app.post("/api/plan", tags=["economics"], response_model=PlanView)
+    def plan_route(r: PlanRequest) -> Response:
+        # written by the model itself: FastAPI's re-validation of a 37 KB view took longer than planning it
+        return Response(view(r).model_dump_json(), media_type="application/json")
 
-    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse)
+    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse, responses=ERROR_RESPONSES_BESIDE_HTML)
     def report_route(r: PlanRequest) -> HTMLResponse:
         from inferplan.report.files import render_html
 
         v = view(r)
-        name = "".join(ch if ch.isalnum() else "-" for ch in v.result.name).strip("-") or "plan"
+        name = "".join(ch if ch.isalnum() else "-" for ch in v.result.name[:100]).strip("-") or "plan"
         ascii_name = "".join(ch if ch.isascii() else "-" for ch in name).strip("-") or "plan"
         # a header is Latin-1: an ASCII filename, and the whole name percent-encoded (RFC 6266 filename*)
         disposition = f"attachment; filename=\"{ascii_name}.html\"; filename*=UTF-8''{quote(name)}.html"
@@ -297,7 +306,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def scenarios_list() -> list[SavedScenario]:
         return store.list_scenarios()
 
-    @app.post("/api/scenarios", tags=["scenarios"], status_code=201)
+    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**CONFLICT_RESPONSE, **SAVED_SCENARIO_LINKS})
     def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
         catalogue_model(r.scenario.model, "scenario.model")
         try:
@@ -333,7 +342,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def scenarios_get(scenario_id: ItemId) -> SavedScenario:
         return store.get_scenario(scenario_id)
 
-    @app.patch("/api/scenarios/{scenario_id}", tags=["scenarios"])
+    @app.patch("/api/scenarios/{scenario_id}", tags=["scenarios"], responses=CONFLICT_RESPONSE)
     def scenarios_rename(scenario_id: ItemId, r: RenameRequest) -> SavedScenario:
         return store.rename_scenario(scenario_id, r.name)
 
@@ -363,9 +372,11 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         # Swagger UI served from the package (vendored), so the docs work without the internet
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="inferplan API",
+        page = get_swagger_ui_html(openapi_url="/openapi.json", title="inferplan API",
                                    swagger_js_url="/static/vendor/swagger-ui-bundle.js",
                                    swagger_css_url="/static/vendor/swagger-ui.css", swagger_favicon_url="data:,")
+        page.headers["Content-Security-Policy"] = inline_script_policy(page.body.decode())  # its start-up script
+        return page
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

@@ -263,20 +263,20 @@ def racks_cmd(
 
 @app.command("serve")
 def serve_cmd(
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (on loopback only loopback Host headers are answered)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     db: Optional[Path] = typer.Option(None, "--db", help="SQLite file for saved scenarios and quotes (default: the user data directory)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, max=64, help="Worker processes (default: one per CPU)."),
 ) -> None:
     """Serve the web calculator and the HTTP API."""
-    import uvicorn
-
     from inferplan.catalog.loader import load_catalog
     from inferplan.shells.api import create_app
+    from inferplan.shells.server import default_workers, serve
 
-    application = run(create_app, db)
-    run(load_catalog)  # read the catalogue before the first request, not during it
+    run(create_app, db)  # a bad --db or catalogue is one line here, not a traceback in every worker
+    run(load_catalog)
     err_console.print(f"inferplan calculator: open http://{host}:{port}/  (API docs: http://{host}:{port}/docs)")
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    serve(host, port, db, workers or default_workers())
 
 
 def main() -> None:  # pragma: no cover - console entry

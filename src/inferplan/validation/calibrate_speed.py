@@ -210,7 +210,7 @@ def best_of_starts(points: list[Prepared], pooled: dict[str, float], free: tuple
 
 # More starts for the three fixed costs, which trade off against each other at batch 1: from the
 # pooled start alone MLX on M1 stopped at mean |log error| 0.216 (a 4 ms step cost), from these at
-# 0.153 (a per-MoE-layer cost of 170 µs) on the session-7 points.
+# 0.153 (a per-MoE-layer cost of 170 µs).
 FIXED_COSTS = ("step_overhead_s", "layer_overhead_s", "moe_layer_overhead_s")
 OVERHEAD_GRID = tuple((step, 1e-4, moe) for step in (0.0, 5e-3) for moe in (1e-5, 1.5e-4))
 

@@ -5,7 +5,7 @@ sweep with fit points).
 
 ``inferplan validate --speed --cross-validate`` prints it (about 15–20 minutes: the whole fit runs
 once per fold); ``python -m inferplan.validation.crossval 0.05,0.2`` compares ``PRIOR_WEIGHT``
-values (docs/speed.md, session 7).
+values (docs/speed.md, Leave-source-out error).
 """
 
 from __future__ import annotations
