@@ -36,7 +36,8 @@ from inferplan.errors import (
 )
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import MemoryFit, fit
+from inferplan.memory.fit import MemoryFit
+from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
@@ -234,7 +235,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.post("/api/fit", tags=["memory"])
     def fit_route(d: Deployment) -> MemoryFit:
         catalogue_model(d.model, "model")
-        return fit(d)
+        return fit_or_suggest(d)
 
     @app.post("/api/fits", tags=["memory"])
     def fits_route(r: FitsRequest) -> FitsMatrix:

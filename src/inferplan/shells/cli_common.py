@@ -34,9 +34,9 @@ GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 40
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
 GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment.")
-TpOpt = typer.Option(1, "--tensor-parallel-size", "-tp")
-PpOpt = typer.Option(1, "--pipeline-parallel-size", "-pp")
-DpOpt = typer.Option(None, "--data-parallel-size", "-dp")
+TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one instance splits its tensors over (default 1; with --gpus alone: as the engine launches).")
+PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Pipeline stages of one instance (default 1).")
+DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Copies of the instance (default: the GPUs left; with --gpus alone: 1).")
 EpOpt = typer.Option(False, "--enable-expert-parallel")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization")
 MaxLenOpt = typer.Option(None, "--max-model-len")
@@ -46,6 +46,7 @@ SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (Tenso
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+ExplainOpt = typer.Option(False, "--explain", help="Also print the assumptions and the track record behind the answer.")
 
 
 def _json_requested() -> bool:
