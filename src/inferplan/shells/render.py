@@ -114,17 +114,17 @@ def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
 
 
 def print_import(console: Console, s, explain: bool = False) -> None:
-    params = f"{s.total_params / 1e9:,.1f}B" + (f" ({s.active_params / 1e9:,.1f}B active)" if s.active_params != s.total_params else "")
+    params = f"{s.total_params / 1e9:,.1f}B" + (f" ({s.active_params / 1e9:,.1f}B active per token)" if s.experts else "")
     context = f"{s.context_tokens:,} tokens" if s.context_tokens else "not stated"
     console.print(f"[bold]{escape(s.name)}[/]: {escape(s.hf_architecture)} ({escape(s.model_type)}), {params} parameters", highlight=False)
     console.print(f"  context: {context}; KV cache: {s.kv_cache_bytes_per_token_bf16 / 1024:,.1f} KiB per token at 16 bits"
                   + (f", plus {s.state_bytes_per_sequence_bf16 / 2**20:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
     checkpoint = gb(s.checkpoint_bytes) + (f" ({escape(s.checkpoint_source)})" if s.checkpoint_source else "") if s.checkpoint_bytes else "no weights found beside the config"
-    console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'unquantized')}", highlight=False)
+    console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'not quantized')}", highlight=False)
     console.print(f"  layers: {s.num_layers} ({', '.join(f'{n} {k}' for k, n in s.layer_kinds.items())}); "
                   f"{s.num_attention_heads} attention / {s.num_kv_heads} KV heads" + (", MLA" if s.mla else "")
                   + (f"; {s.experts} experts, {s.experts_per_token} per token" if s.experts else ""), highlight=False)
-    console.print(f"  read from: {escape(s.path)}", highlight=False)
+    console.print(f"  files in: {escape(s.path)}", highlight=False)
     if explain:
         print_assumptions(console, s.assumptions)
     elif s.assumptions:
