@@ -191,3 +191,14 @@ def test_perf_at_concurrency_one_says_why_per_user_beats_the_total():
     assert f"note: {one['rate_note'][:40]}" in runner.invoke(app, ["perf", "--model", "llama-3.1-8b", "--gpu", "h100"]).stdout
     busy = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "32")
     assert busy["output_tokens_per_s_total"] > busy["output_tokens_per_s_per_user"] and busy["rate_note"] is None
+
+
+def test_fits_at_100_columns_is_one_row_per_model_with_every_id_whole():
+    out = screen("fits")
+    models = {c["model"] for c in as_json("fits")["cells"]}
+    rows = [line.split()[0] for line in out.splitlines()[3:] if line and not line.startswith(("n/a", " "))]
+    assert sorted(rows) == sorted(models)  # one row each (was a two-line block per cell: 401 lines)
+    assert len(out.splitlines()) <= len(models) + 5
+    header = next(line for line in out.splitlines() if line.startswith("model"))
+    assert header.split()[2:] == ["h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300"]
+    assert "KV/GPU" in screen("fits", "--models", "llama-3.1-8b", "--explain")

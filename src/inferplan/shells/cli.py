@@ -101,6 +101,7 @@ def fits_cmd(
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
     kv_cache_dtype: str = KvOpt,
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
     from inferplan.memory.matrix import fits_matrix
@@ -113,7 +114,7 @@ def fits_cmd(
     if as_json:
         emit_json(matrix)
     else:
-        console.print(render.fits_table(matrix, console.width))
+        console.print(render.fits_table(matrix, console.width, explain))
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py

@@ -197,7 +197,44 @@ def _plan(p) -> str:
     return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
 
 
-def fits_table(matrix, width: int = 200) -> RenderableType:
+def fits_grid(matrix, width: int = 200) -> RenderableType | None:
+    """One row per model (and precision), one column per hardware: the sequences of the cell's
+    context one instance holds at once where it fits, else the fewest GPUs that would hold it.
+    None when the grid would not fit ``width`` columns."""
+    hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for c in matrix.cells:
+        r = c.result
+        if r is None:
+            cell = "n/a"
+        elif r.fits:
+            cell = f"[green]{r.total_max_concurrency:,.1f}[/]"
+        else:
+            cell = "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+        rows.setdefault((c.model, c.quantization), {})[c.hardware] = cell
+    cols = ["model", "quant", *hardware]
+    body = [[m, q, *(cells.get(h, "") for h in hardware)] for (m, q), cells in rows.items()]
+    needed = sum(max([_width(col), *(_width(r[i]) for r in body)]) + 2 for i, col in enumerate(cols))
+    if needed > width:
+        return None
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    for i, col in enumerate(cols):
+        table.add_column(col, no_wrap=True, justify="left" if i < 2 else "right")
+    for r in body:
+        table.add_row(*r)
+    lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
+    context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (a model with a shorter context: at its own)")
+    return Group(
+        Text.from_markup(f"[bold]What fits[/] at {context}: the sequences one instance holds at once, or "
+                         "[red]no[/] (N×: the fewest GPUs that would hold it)"),
+        table,
+        Text("n/a: the cell could not be planned. --explain shows every cell's figures, layouts and errors", style="dim"),
+    )
+
+
+def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
+    if not explain and (grid := fits_grid(matrix, width)) is not None:
+        return grid
     cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
             Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
             Col("smallest fit", False)]
