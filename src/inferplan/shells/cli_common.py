@@ -33,7 +33,7 @@ ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json pa
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
-GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment.")
+GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
 TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one instance splits its tensors over (default 1; with --gpus alone: as the engine launches).")
 PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Pipeline stages of one instance (default 1).")
 DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Copies of the instance (default: the GPUs left; with --gpus alone: 1).")
