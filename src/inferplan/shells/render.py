@@ -294,7 +294,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
     console.print(table)
     if e.rate_note:
         console.print(f"note: {e.rate_note}", highlight=False)
-    record = f", {len(e.validated)} track-record figures" if e.validated else ""
+    record = (f", {len(e.validated)} track-record figures" if e.validated else "") + (
+        f", {len(e.measured_points)} measured points of this deployment" if e.measured_points else "")
     _assumptions_or_hint(console, e.assumptions, explain, record)
 
 
