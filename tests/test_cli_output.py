@@ -93,6 +93,7 @@ JSON_COMMANDS = {
     "perf": ("perf", "--model", "llama-3.1-8b", "--gpu", "h100"),
     "frontier": ("frontier", "--model", "llama-3.1-8b", "--gpu", "h100", "--points", "3"),
     "plan": ("plan", str(EXAMPLES / "coding-developers-b200.yaml"), "--draws", "100"),
+    "model_import": ("model", "import", str(CONFIGS / "qwen3-30b-a3b.json")),
 }
 
 
