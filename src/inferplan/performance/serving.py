@@ -213,6 +213,7 @@ class Frontier(BaseModel):
     points: tuple[FrontierPoint, ...]
     source: str
     assumptions: tuple[str, ...]
+    layout_note: str | None = None  # how the layout was chosen when only a GPU count was given
 
 
 def _sources(found: set[str]) -> str:
@@ -239,4 +240,5 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
         ),
         source=_sources({e.source for e in estimates}),
         assumptions=tuple(dict.fromkeys(a for e in estimates for a in e.assumptions)),
+        layout_note=ctx.mp.result.layout_note,
     )

@@ -307,6 +307,8 @@ def print_frontier(console: Console, f, explain: bool = False) -> None:
         table.add_row(f"{p.concurrency:,}", f"{p.output_tokens_per_s_per_user:,.1f}", f"{p.output_tokens_per_s_per_gpu:,.0f}",
                       f"{p.ttft_s * 1e3:,.0f} ms", p.bound)
     console.print(table)
+    if f.layout_note:
+        console.print(f.layout_note, highlight=False)
     _assumptions_or_hint(console, f.assumptions, explain)
 
 
