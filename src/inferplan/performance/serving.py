@@ -173,7 +173,7 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
         result = with_track_record(catalog, ctx.rates.family, result)
     result = with_measured_points(ctx, result) if use_profiles else result
     result = result.model_copy(update={"layout_note": ctx.mp.result.layout_note})
-    return result.model_copy(update={"rate_note": rate_note(result)})
+    return result.model_copy(update={"rate_note": rate_note(result, ctx.dp)})
 
 
 def with_measured_points(ctx: ServingContext, est: ServingEstimate) -> ServingEstimate:
