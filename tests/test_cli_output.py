@@ -210,3 +210,14 @@ def test_the_per_user_note_names_speculative_decoding_and_idle_replicas():
     assert "accepted tokens per step with speculative decoding" in spec["rate_note"]
     replicas = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--data-parallel-size", "4")
     assert replicas["rate_note"].endswith("3 of 4 replicas have no request")
+
+
+def test_as_launched_writes_the_chosen_layout_into_the_deployment():
+    from inferplan.memory.layout import as_launched
+
+    catalog = load_catalog()
+    d = as_launched(Deployment(model="llama-3.1-8b", gpu="h100", gpus=6), catalog)
+    assert (d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size) == (2, 3, 1)
+    stated = Deployment(model="llama-3.1-8b", gpu="h100", gpus=6, data_parallel_size=6)
+    assert as_launched(stated, catalog) is stated
+    assert fit(d, catalog).parallel == fit(Deployment(model="llama-3.1-8b", gpu="h100", gpus=6), catalog).parallel

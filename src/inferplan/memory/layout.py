@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.checks import tp_shards_heads
-from inferplan.memory.hardware import Hardware
+from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.resolve import resolve_model
 
 LAYOUT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 
@@ -58,6 +60,17 @@ def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Ha
     plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
                         expert_parallel=False, gpus=hw.gpus)
     return plan, f"{hw.gpus} GPUs: one instance, {describe_split(tp, pp)} (no parallel sizes given)"
+
+
+def as_launched(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with the layout ``parallel_plan`` chooses written into its parallel sizes, for a reader
+    of the sizes themselves (a launch command): unchanged when it states them or no GPU count."""
+    if d.gpus is None or layout_stated(d):
+        return d
+    plan, _ = parallel_plan(d, resolve_model(catalog, d.model), catalog.engine(d.engine), resolve_hardware(catalog, d))
+    return d.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size,
+                                "pipeline_parallel_size": plan.pipeline_parallel_size,
+                                "data_parallel_size": plan.data_parallel_size})
 
 
 def describe_split(tp: int, pp: int) -> str:
