@@ -351,3 +351,14 @@ def test_deploy_imports_only_the_layers_below_it():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not [n for n in names if n.startswith(above)], f"{path.name} imports {names}"
+
+
+def test_gpus_alone_launch_the_layout_fit_plans(catalog):
+    """--gpus without parallel sizes: fit plans one instance across them; the launch command says the same."""
+    from inferplan.memory.fit import fit
+
+    d = Deployment(model="qwen3-32b", gpu="rtx-4090", gpus=2, quantization="int4-awq")
+    planned = fit(d, catalog).parallel
+    argv = launch_command(d, catalog).argv
+    assert planned.tensor_parallel_size == 2
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"

@@ -65,6 +65,7 @@ class ImportedModel:
     checkpoint_bytes: int | None
     checkpoint_source: str | None  # "index total_size" or "safetensors headers"
     path: str
+    config_name: str | None = None  # the config's own ``_name_or_path``, when it states one
 
 
 # config.json dimensions that must be whole numbers of at least 1 (0 allowed for the MLP width,
@@ -313,5 +314,6 @@ def import_model(location: str) -> ImportedModel:
     arch = architecture_from_config(raw)
     size, how = _checkpoint_bytes(folder) if config_path.name in ("config.json", "params.json") else (None, None)
     return ImportedModel(
-        name=location, architecture=arch, checkpoint_bytes=size, checkpoint_source=how, path=str(folder)
+        name=location, architecture=arch, checkpoint_bytes=size, checkpoint_source=how, path=str(folder),
+        config_name=raw.get("_name_or_path") if isinstance(raw.get("_name_or_path"), str) else None,
     )

@@ -272,6 +272,11 @@ class EngineDefaults(Frozen):
     # enable_attention_dp + moe_expert_parallel_size); None: not stated
     expert_parallel: bool | None = None
     expert_parallel_source: str | None = None
+    # how it spreads one model over several GPUs when no parallel sizes are given: tensor parallel
+    # over the GPUs that reach each other, pipeline stages beyond ("tensor", also when not stated), or
+    # each GPU a slice of the layers ("layer": llama.cpp's default split mode)
+    multi_gpu_split: Literal["tensor", "layer"] | None = None
+    multi_gpu_split_source: str | None = None
     # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated
     # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
     # expert's tokens to the tile), or on vector kernels that compute only the rows there are

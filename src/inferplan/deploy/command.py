@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, flags_for
+from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.errors import UnsupportedSettingError
@@ -70,6 +71,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated)."""
     catalog = catalog or load_catalog()
+    d = as_launched(d, catalog)  # --gpus alone: the layout fit and perf plan, written into the sizes
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
     port = port or flags.default_port

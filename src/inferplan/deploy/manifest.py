@@ -14,6 +14,7 @@ from typing import Literal
 
 import yaml
 
+from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.command import DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, launch_command
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
@@ -35,6 +36,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
                         speculative: Speculative | None = None, name: str | None = None) -> str:
     """Two YAML documents: an apps/v1 Deployment and a v1 Service for ``d``."""
     catalog = catalog or load_catalog()
+    d = as_launched(d, catalog)  # --gpus alone: the layout fit and perf plan, written into the sizes
     command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST)
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)

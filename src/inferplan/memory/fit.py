@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,19 +24,21 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
-class ParallelPlan(BaseModel):
+class FitSuggestion(BaseModel):
+    """A change to a deployment that does not fit which makes it fit: the Deployment fields to set
+    (None: leave the field unstated) and what the change is."""
+
     model_config = ConfigDict(frozen=True)
 
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    data_parallel_size: int
-    expert_parallel: bool
-    gpus: int
+    kind: Literal["context", "gpus", "quantization"]
+    changes: dict[str, int | str | None]
+    summary: str
 
 
 class MemoryFit(BaseModel):
@@ -69,31 +72,10 @@ class MemoryFit(BaseModel):
     shortfall_bytes: float  # per GPU, 0 when it fits
     smallest_fit: ParallelPlan | None
     assumptions: tuple[str, ...]
-
-
-def _parallel(d: Deployment, gpus: int) -> ParallelPlan:
-    instance = d.tensor_parallel_size * d.pipeline_parallel_size
-    if gpus < instance:
-        raise InvalidScenarioError(
-            f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size} needs {instance} GPUs, "
-            f"only {gpus} given",
-            field="gpus",
-            allowed=f">= {instance}",
-        )
-    dp = d.data_parallel_size or gpus // instance
-    if instance * dp != gpus:
-        raise InvalidScenarioError(
-            f"TP × PP × DP = {instance * dp} must equal --gpus {gpus}",
-            field="data_parallel_size",
-            allowed=f"{gpus // instance}" if gpus % instance == 0 else "a divisor",
-        )
-    return ParallelPlan(
-        tensor_parallel_size=d.tensor_parallel_size,
-        pipeline_parallel_size=d.pipeline_parallel_size,
-        data_parallel_size=dp,
-        expert_parallel=d.enable_expert_parallel,
-        gpus=gpus,
-    )
+    # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
+    layout_note: str | None = None
+    # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
+    suggestions: tuple[FitSuggestion, ...] = ()
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -223,8 +205,11 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     catalog = catalog or load_catalog()
     spec = resolve_model(catalog, d.model)
     hw = resolve_hardware(catalog, d)
-    plan = _parallel(d, hw.gpus)
-    return _fit(catalog, d, spec, hw, plan, search_smallest=True)
+    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw)
+    mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
+    if note is None:
+        return mp
+    return dataclasses.replace(mp, result=mp.result.model_copy(update={"layout_note": note}))
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
@@ -262,7 +247,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
 def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
     """A note when tensor parallelism reaches past the GPUs the hardware joins and no network between
     them is known: a memory answer for a layout `perf` refuses."""
-    reach = hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
+    reach = tp_reach(hw)
     if hw.scale_out is not None or plan.tensor_parallel_size <= reach:
         return []
     return [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.catalog.hf_import import hf_cache_snapshot, import_model
+from inferplan.catalog.hf_import import ImportedModel, hf_cache_snapshot, import_model
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import CheckpointSize, ModelSpec, config_context, looks_like_path, spec_from_card
 from inferplan.errors import InferplanError, UnknownModelError
@@ -36,6 +36,26 @@ def resolve_model(catalog: Catalog, name: str, field_name: str = "model") -> Mod
         raise
 
 
+GENERIC_CONFIG_STEMS = ("config", "params")  # file names that say nothing about the model
+
+
+def import_name(location: str, imported: ImportedModel) -> str:
+    """What an imported model is called: a folder's name; for a config file, the config's own
+    ``_name_or_path``, else the file's name unless it is a generic one (config.json), else its
+    architecture class; a cached repo by its id. Never a config file's parent folder."""
+    path = Path(location).expanduser()
+    if path.is_dir():
+        return path.resolve().name or location
+    if path.suffix == ".json" or path.is_file():
+        if imported.config_name and imported.config_name.strip():
+            stated = imported.config_name.strip().rstrip("/")
+            return Path(stated).name if stated.startswith(("/", ".", "~")) else stated
+        if path.stem.lower() not in GENERIC_CONFIG_STEMS:
+            return path.stem
+        return imported.architecture.hf_architecture
+    return location
+
+
 def spec_from_import(location: str) -> ModelSpec:
     imported = import_model(location)
     arch = imported.architecture
@@ -45,8 +65,8 @@ def spec_from_import(location: str) -> ModelSpec:
     if imported.checkpoint_bytes:
         checkpoints = (CheckpointSize(native, imported.checkpoint_bytes, "local", imported.checkpoint_source or ""),)
     return ModelSpec(
-        id=Path(imported.path).name or location,
-        name=location,
+        id=import_name(location, imported),
+        name=import_name(location, imported),
         architecture=arch,
         architecture_is_proxy=False,
         total_params=float(params.total),
@@ -65,6 +85,7 @@ def _dtype_quant(torch_dtype: str) -> str:
 class ImportSummary(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    name: str  # as ``import_name`` calls it
     path: str
     hf_architecture: str
     model_type: str
@@ -86,6 +107,8 @@ class ImportSummary(BaseModel):
     checkpoint_source: str | None
     kv_cache_bytes_per_token_bf16: float
     state_bytes_per_sequence_bf16: float
+    context_tokens: int | None = None
+    assumptions: tuple[str, ...] = ()
 
 
 def describe_import(location: str) -> ImportSummary:
@@ -96,7 +119,14 @@ def describe_import(location: str) -> ImportSummary:
     kinds: dict[str, int] = {}
     for k in arch.layer_kinds:
         kinds[k.value] = kinds.get(k.value, 0) + 1
+    assumed = ["parameter counts computed from config.json"]
+    if arch.torch_dtype and not arch.quant:
+        assumed.append(f"weights stored as the config's torch_dtype ({arch.torch_dtype})")
+    if not imported.checkpoint_bytes:
+        assumed.append("no weight files beside the config: sizes come from the parameter count")
+    assumed.append("KV cache per token at 16 bits (bf16); --kv-cache-dtype changes it when planning")
     return ImportSummary(
+        name=import_name(location, imported),
         path=imported.path,
         hf_architecture=arch.hf_architecture,
         model_type=arch.model_type,
@@ -118,4 +148,6 @@ def describe_import(location: str) -> ImportSummary:
         checkpoint_source=imported.checkpoint_source,
         kv_cache_bytes_per_token_bf16=layout.bytes_per_token,
         state_bytes_per_sequence_bf16=layout.state_bytes_per_seq,
+        context_tokens=config_context(arch, proxy=False),
+        assumptions=tuple(assumed),
     )

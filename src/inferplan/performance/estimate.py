@@ -52,3 +52,21 @@ class ServingEstimate(BaseModel):
     # published points measured on this same deployment and concurrency, nearest workload first,
     # with what this estimate gives for each (performance/measured.py)
     measured_points: tuple[MeasuredQuote, ...] = ()
+    # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
+    layout_note: str | None = None
+    # why tokens/s per user is above the total, when it is (``rate_note``)
+    rate_note: str | None = None
+
+
+def rate_note(e: ServingEstimate, replicas: int = 1) -> str | None:
+    """Why tokens/s per user can exceed the total: per user is a running request's decode rate
+    (1 / TPOT, every accepted draft token included), while the total spreads the output over each
+    request's whole cycle, prompt (TTFT) included, and few requests in flight overlap little of it
+    (fewer requests than data-parallel replicas leave some of them idle)."""
+    if e.output_tokens_per_s_per_user <= e.output_tokens_per_s_total:
+        return None
+    idle = f"; {replicas - e.concurrency:,} of {replicas:,} replicas have no request" if e.concurrency < replicas else ""
+    spec = f", {e.tokens_per_step:.2f} accepted tokens per step with speculative decoding" if e.tokens_per_step > 1 else ""
+    return (f"tokens/s per user is above the total: per user is the decode rate while a request runs (1 / TPOT{spec}); "
+            f"the total is output over wall-clock time, which also spends {e.ttft_s * 1e3:,.0f} ms of TTFT on each "
+            f"request's prompt, with only {e.concurrency:,} request(s) in flight{idle}")

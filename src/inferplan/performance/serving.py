@@ -19,7 +19,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
-from inferplan.performance.estimate import ServingEstimate
+from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, padding_note, prompt_note, unpack_note
 from inferplan.performance.phases import micro_batches, prefill
@@ -172,7 +172,9 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
     result = model_estimate if profile is None else with_profile(ctx, model_estimate, profile)
     if result.source != "measured":
         result = with_track_record(catalog, ctx.rates.family, result)
-    return with_measured_points(ctx, result) if use_profiles else result
+    result = with_measured_points(ctx, result) if use_profiles else result
+    result = result.model_copy(update={"layout_note": ctx.mp.result.layout_note})
+    return result.model_copy(update={"rate_note": rate_note(result, ctx.dp)})
 
 
 def with_measured_points(ctx: ServingContext, est: ServingEstimate) -> ServingEstimate:
@@ -212,6 +214,7 @@ class Frontier(BaseModel):
     points: tuple[FrontierPoint, ...]
     source: str
     assumptions: tuple[str, ...]
+    layout_note: str | None = None  # how the layout was chosen when only a GPU count was given
 
 
 def _sources(found: set[str]) -> str:
@@ -239,4 +242,5 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
         ),
         source=_sources({e.source for e in estimates}),
         assumptions=tuple(dict.fromkeys(a for e in estimates for a in e.assumptions)),
+        layout_note=ctx.mp.result.layout_note,
     )

@@ -38,7 +38,8 @@ from inferplan.errors import (
 )
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import MemoryFit, fit
+from inferplan.memory.fit import MemoryFit
+from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
@@ -246,7 +247,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     @app.post("/api/fit", tags=["memory"])
     def fit_route(d: Deployment) -> MemoryFit:
         catalogue_model(d.model, "model")
-        return fit(d)
+        return fit_or_suggest(d)
 
     @app.post("/api/fits", tags=["memory"])
     def fits_route(r: FitsRequest) -> FitsMatrix:

@@ -18,6 +18,7 @@ from inferplan.shells.cli_common import (
     DpOpt,
     EngineOpt,
     EpOpt,
+    ExplainOpt,
     GpuOpt,
     GpusOpt,
     JsonOpt,
@@ -58,8 +59,8 @@ def fit_cmd(
     gpu: Optional[str] = GpuOpt,
     system: Optional[str] = SystemOpt,
     gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: int = TpOpt,
-    pipeline_parallel_size: int = PpOpt,
+    tensor_parallel_size: Optional[int] = TpOpt,
+    pipeline_parallel_size: Optional[int] = PpOpt,
     data_parallel_size: Optional[int] = DpOpt,
     enable_expert_parallel: bool = EpOpt,
     gpu_memory_utilization: Optional[float] = UtilOpt,
@@ -73,9 +74,10 @@ def fit_cmd(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
-    """Does it fit, and how much is left for the KV cache?"""
-    from inferplan.memory.fit import fit
+    """Does it fit, and how much is left for the KV cache? When not, what would."""
+    from inferplan.memory.suggest import fit_or_suggest
 
     d = deployment(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
@@ -85,11 +87,11 @@ def fit_cmd(
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
         kv_bytes_per_token=kv_bytes_per_token,
     )
-    result = run(fit, d)
+    result = run(fit_or_suggest, d)
     if as_json:
         emit_json(result)
     else:
-        render.print_fit(console, result)
+        render.print_fit(console, result, d, explain)
 
 
 @app.command("fits")
@@ -102,6 +104,7 @@ def fits_cmd(
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
     kv_cache_dtype: str = KvOpt,
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
     from inferplan.memory.matrix import fits_matrix
@@ -114,7 +117,7 @@ def fits_cmd(
     if as_json:
         emit_json(matrix)
     else:
-        console.print(render.fits_table(matrix, console.width))
+        console.print(render.fits_table(matrix, console.width, explain))
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
@@ -129,8 +132,8 @@ def perf_cmd(
     gpu: Optional[str] = GpuOpt,
     system: Optional[str] = SystemOpt,
     gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: int = TpOpt,
-    pipeline_parallel_size: int = PpOpt,
+    tensor_parallel_size: Optional[int] = TpOpt,
+    pipeline_parallel_size: Optional[int] = PpOpt,
     data_parallel_size: Optional[int] = DpOpt,
     enable_expert_parallel: bool = EpOpt,
     gpu_memory_utilization: Optional[float] = UtilOpt,
@@ -149,6 +152,7 @@ def perf_cmd(
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
     """How fast: TTFT, TPOT, tokens/s per user and in aggregate."""
     from inferplan.performance.serving import estimate
@@ -167,7 +171,7 @@ def perf_cmd(
     if as_json:
         emit_json(result)
     else:
-        render.print_perf(console, result)
+        render.print_perf(console, result, explain)
 
 
 @app.command("frontier")
@@ -176,8 +180,8 @@ def frontier_cmd(
     gpu: Optional[str] = GpuOpt,
     system: Optional[str] = SystemOpt,
     gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: int = TpOpt,
-    pipeline_parallel_size: int = PpOpt,
+    tensor_parallel_size: Optional[int] = TpOpt,
+    pipeline_parallel_size: Optional[int] = PpOpt,
     data_parallel_size: Optional[int] = DpOpt,
     enable_expert_parallel: bool = EpOpt,
     kv_cache_dtype: str = KvOpt,
@@ -189,6 +193,7 @@ def frontier_cmd(
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
     from inferplan.performance.serving import frontier
@@ -205,7 +210,7 @@ def frontier_cmd(
     if as_json:
         emit_json(result)
     else:
-        render.print_frontier(console, result)
+        render.print_frontier(console, result, explain)
 
 
 @app.command("plan")
@@ -216,6 +221,7 @@ def plan_cmd(
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Monte Carlo seed."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained report: out.html or out.md."),
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
     """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison."""
     from inferplan.economics.plan import plan
@@ -238,9 +244,9 @@ def plan_cmd(
         payload["uncertainty"] = uncertainty.model_dump(mode="json") if uncertainty else None
         emit_json(payload)
     else:
-        render.print_plan(console, result, currency)
+        render.print_plan(console, result, currency, explain)
         if uncertainty:
-            render.print_uncertainty(console, uncertainty)
+            render.print_uncertainty(console, uncertainty, explain)
         elif draws:
             console.print("Monte Carlo: no user is carried at the service target, so there is nothing to draw")
 

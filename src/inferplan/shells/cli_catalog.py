@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from inferplan.shells import render
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, run, run_naming
+from inferplan.shells.cli_common import ExplainOpt, JsonOpt, console, emit_json, run, run_naming
 
 catalog_app = typer.Typer(no_args_is_help=True, help="Browse the sourced catalogue.")
 model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging Face config.json files.")
@@ -84,6 +84,7 @@ def catalog_stale(
 def model_import(
     path: str = typer.Argument(..., help="config.json, a model folder, or a repo id in the local Hugging Face cache."),
     as_json: bool = JsonOpt,
+    explain: bool = ExplainOpt,
 ) -> None:
     """Read a model's architecture and size from local files (no network)."""
     from inferplan.errors import InvalidScenarioError
@@ -98,4 +99,4 @@ def model_import(
     if as_json:
         emit_json(summary)
     else:
-        render.print_import(console, summary)
+        render.print_import(console, summary, explain)

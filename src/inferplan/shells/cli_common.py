@@ -33,10 +33,10 @@ ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json pa
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
-GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment.")
-TpOpt = typer.Option(1, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel).")
-PpOpt = typer.Option(1, "--pipeline-parallel-size", "-pp", help="Consecutive groups of layers on different GPUs (pipeline stages).")
-DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances side by side (data-parallel replicas).")
+GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
+TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel; default 1, with --gpus alone: as the engine launches).")
+PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Consecutive groups of layers on different GPUs (pipeline stages; default 1).")
+DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances side by side (data-parallel copies; default: the GPUs left, with --gpus alone: 1).")
 EpOpt = typer.Option(False, "--enable-expert-parallel", help="Spread a mixture-of-experts model's experts over the GPUs.")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization", help="Share of each GPU's memory the engine may use (engine default when left out).")
 MaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the model's own).")
@@ -46,6 +46,7 @@ SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (Tenso
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+ExplainOpt = typer.Option(False, "--explain", help="Also print the assumptions and the track record behind the answer.")
 
 
 def _json_requested() -> bool:

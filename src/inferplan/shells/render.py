@@ -113,45 +113,82 @@ def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
         console.print(table)
 
 
-def print_import(console: Console, s) -> None:
-    table = Table(title=f"imported {s.path}", show_header=False)
-    for key, value in s.model_dump().items():
-        table.add_row(key, str(value))
-    console.print(table)
+def print_import(console: Console, s, explain: bool = False) -> None:
+    params = f"{s.total_params / 1e9:,.1f}B" + (f" ({s.active_params / 1e9:,.1f}B active per token)" if s.experts else "")
+    context = f"{s.context_tokens:,} tokens" if s.context_tokens else "not stated"
+    console.print(f"[bold]{escape(s.name)}[/]: {escape(s.hf_architecture)} ({escape(s.model_type)}), {params} parameters", highlight=False)
+    console.print(f"  context: {context}; KV cache: {s.kv_cache_bytes_per_token_bf16 / 1024:,.1f} KiB per token at 16 bits"
+                  + (f", plus {s.state_bytes_per_sequence_bf16 / 2**20:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
+    checkpoint = gb(s.checkpoint_bytes) + (f" ({escape(s.checkpoint_source)})" if s.checkpoint_source else "") if s.checkpoint_bytes else "no weights found beside the config"
+    console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'not quantized')}", highlight=False)
+    console.print(f"  layers: {s.num_layers} ({', '.join(f'{n} {k}' for k, n in s.layer_kinds.items())}); "
+                  f"{s.num_attention_heads} attention / {s.num_kv_heads} KV heads" + (", MLA" if s.mla else "")
+                  + (f"; {s.experts} experts, {s.experts_per_token} per token" if s.experts else ""), highlight=False)
+    console.print(f"  files in: {escape(s.path)}", highlight=False)
+    if explain:
+        print_assumptions(console, s.assumptions)
+    elif s.assumptions:
+        console.print(f"[dim]assumed: {len(s.assumptions)} things (--explain lists them)[/]")
 
 
-def print_fit(console: Console, r) -> None:
+def command_line(command: str, d, changes: dict) -> str:
+    """``inferplan <command>`` with the deployment's stated flags and ``changes`` applied: a stated or
+    changed field is written unless it holds its default (None: left out); a stated parallel size
+    is written even then, as stating one chooses the layout."""
+    import shlex
+
+    from inferplan.memory.layout import LAYOUT_FIELDS
+    from inferplan.shells.cli_common import FLAGS
+
+    words = ["inferplan", command]
+    for field, info in type(d).model_fields.items():
+        value = changes[field] if field in changes else getattr(d, field)
+        if field not in FLAGS or value is None or (field not in d.model_fields_set and field not in changes):
+            continue
+        if value == info.default and not (field in LAYOUT_FIELDS and field not in changes):
+            continue
+        if isinstance(value, bool):
+            words += [FLAGS[field]] if value else []
+            continue
+        words += [FLAGS[field], shlex.quote(f"{value:g}" if isinstance(value, float) else str(value))]
+    return " ".join(words)
+
+
+def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     verdict = "[bold green]fits[/]" if r.fits else "[bold red]does not fit[/]"
     p = r.parallel
-    console.print(
-        f"{r.model} on {p.gpus}× {r.accelerator} ({r.engine}, {r.quantization}, KV {r.kv_cache_dtype}, "
-        f"TP{p.tensor_parallel_size} PP{p.pipeline_parallel_size} DP{p.data_parallel_size}): {verdict}"
-    )
-    table = Table("per GPU", "GiB", show_header=True)
-    for label, value in (
-        ("total (driver)", r.gpu_memory_bytes),
-        ("usable by engine", r.usable_bytes_per_gpu),
-        ("weights", r.weights_bytes_per_gpu),
-        ("activations", r.activation_bytes_per_gpu),
-        ("runtime overhead", r.overhead_bytes_per_gpu),
-        ("KV cache", r.kv_cache_bytes_per_gpu),
-    ):
-        table.add_row(label, f"{value / GiB:,.2f}")
-    console.print(table)
-    console.print(f"KV per token (instance): {r.kv_cache_bytes_per_token / 1024:,.1f} KiB; "
-                  f"KV tokens per instance: {r.kv_cache_tokens:,}; "
-                  f"max concurrency at {r.max_model_len:,} tokens: {r.max_concurrency:,.2f} per instance, "
-                  f"{r.total_max_concurrency:,.2f} in total")
+    layout = f"TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size}" if p.pipeline_parallel_size > 1 else "") + (
+        f" DP{p.data_parallel_size}" if p.data_parallel_size > 1 else "") + (" EP" if p.expert_parallel else "")
+    console.print(f"{r.model} on {p.gpus}× {r.accelerator} ({r.engine}, {r.quantization}, KV {r.kv_cache_dtype}, {layout}) "
+                  f"at {r.max_model_len:,} tokens: {verdict}")
+    if r.layout_note:
+        console.print(r.layout_note, highlight=False)
+    console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine", highlight=False)
+    console.print(f"    weights {gib(r.weights_bytes_per_gpu)}, activations {gib(r.activation_bytes_per_gpu)}, runtime "
+                  f"{gib(r.overhead_bytes_per_gpu)}, [bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
+    console.print(f"  KV cache: {r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token, {r.kv_cache_tokens:,} tokens per instance",
+                  highlight=False)
+    console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
+                  + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""), highlight=False)
     if r.largest_context_tokens is not None:
-        console.print(f"largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
+        console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
     if not r.fits:
-        console.print(f"shortfall: {gib(r.shortfall_bytes)} per GPU")
-        if r.smallest_fit:
-            s = r.smallest_fit
-            console.print(f"smallest fit: {s.gpus} GPUs (TP{s.tensor_parallel_size} PP{s.pipeline_parallel_size})")
-        else:
-            console.print("no TP/PP layout of this GPU holds it")
-    print_assumptions(console, r.assumptions)
+        console.print(f"  shortfall: {gib(r.shortfall_bytes)} per GPU")
+        if not r.smallest_fit:
+            console.print("  no TP/PP layout of this GPU holds it")
+        if r.suggestions and d is not None:
+            console.print("[bold]To fit, run one of:[/]")
+            for s in r.suggestions:
+                console.print(f"  # {s.summary}", highlight=False)
+                console.print(f"  {command_line('fit', d, s.changes)}", highlight=False, soft_wrap=True)
+    _assumptions_or_hint(console, r.assumptions, explain)
+
+
+def _assumptions_or_hint(console: Console, assumptions, explain: bool, extra: str = "") -> None:
+    if explain:
+        print_assumptions(console, assumptions)
+    elif assumptions:
+        console.print(f"[dim]{len(assumptions)} assumptions{extra} behind this answer: --explain lists them[/]")
 
 
 def _plan(p) -> str:
@@ -160,7 +197,44 @@ def _plan(p) -> str:
     return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
 
 
-def fits_table(matrix, width: int = 200) -> RenderableType:
+def fits_grid(matrix, width: int = 200) -> RenderableType | None:
+    """One row per model (and precision), one column per hardware: the sequences of the cell's
+    context one instance holds at once where it fits, else the fewest GPUs that would hold it.
+    None when the grid would not fit ``width`` columns."""
+    hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for c in matrix.cells:
+        r = c.result
+        if r is None:
+            cell = "n/a"
+        elif r.fits:
+            cell = f"[green]{r.total_max_concurrency:,.1f}[/]"
+        else:
+            cell = "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+        rows.setdefault((c.model, c.quantization), {})[c.hardware] = cell
+    cols = ["model", "quant", *hardware]
+    body = [[m, q, *(cells.get(h, "") for h in hardware)] for (m, q), cells in rows.items()]
+    needed = sum(max([_width(col), *(_width(r[i]) for r in body)]) + 2 for i, col in enumerate(cols))
+    if needed > width:
+        return None
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    for i, col in enumerate(cols):
+        table.add_column(col, no_wrap=True, justify="left" if i < 2 else "right")
+    for r in body:
+        table.add_row(*r)
+    lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
+    context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (a model with a shorter context: at its own)")
+    return Group(
+        Text.from_markup(f"[bold]What fits[/] at {context}: the sequences one instance holds at once, or "
+                         "[red]no[/] (N×: the fewest GPUs that would hold it)"),
+        table,
+        Text("n/a: the cell could not be planned. --explain shows every cell's figures, layouts and errors", style="dim"),
+    )
+
+
+def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
+    if not explain and (grid := fits_grid(matrix, width)) is not None:
+        return grid
     cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
             Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
             Col("smallest fit", False)]
@@ -199,9 +273,13 @@ def print_assumptions(console: Console, assumptions) -> None:
         console.print(f"[dim]  - {a}[/]", highlight=False)
 
 
-def print_perf(console: Console, e) -> None:
+def print_perf(console: Console, e, explain: bool = False) -> None:
+    source = "measured" if e.source == "measured" else f"calibrated model, {e.bound}-bound"
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
-                  f"at concurrency {e.concurrency} — source: {e.source}, bound: {e.bound}")
+                  f"at concurrency {e.concurrency:,}: "
+                  f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
+    if e.layout_note:
+        console.print(e.layout_note, highlight=False)
     table = Table("metric", "value", show_header=True)
     for label, value in (
         ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
@@ -215,10 +293,14 @@ def print_perf(console: Console, e) -> None:
     ):
         table.add_row(label, value)
     console.print(table)
-    print_assumptions(console, e.assumptions)
+    if e.rate_note:
+        console.print(f"note: {e.rate_note}", highlight=False)
+    record = (f", {len(e.validated)} track-record figures" if e.validated else "") + (
+        f", {len(e.measured_points)} measured points of this deployment" if e.measured_points else "")
+    _assumptions_or_hint(console, e.assumptions, explain, record)
 
 
-def print_frontier(console: Console, f) -> None:
+def print_frontier(console: Console, f, explain: bool = False) -> None:
     table = Table(title=f"{f.model} on {f.gpus}× {f.accelerator}, {f.input_len}/{f.output_len} tokens ({f.source})")
     for col in ("concurrency", "tok/s per user", "tok/s per GPU", "TTFT", "bound"):
         table.add_column(col, justify="right")
@@ -226,6 +308,9 @@ def print_frontier(console: Console, f) -> None:
         table.add_row(f"{p.concurrency:,}", f"{p.output_tokens_per_s_per_user:,.1f}", f"{p.output_tokens_per_s_per_gpu:,.0f}",
                       f"{p.ttft_s * 1e3:,.0f} ms", p.bound)
     console.print(table)
+    if f.layout_note:
+        console.print(f.layout_note, highlight=False)
+    _assumptions_or_hint(console, f.assumptions, explain)
 
 
 def _speed_value(x: float, metric: str) -> str:
@@ -283,22 +368,27 @@ def print_cross_validation(console: Console, cv) -> None:
                   f"{cv.mean_abs_log_error:.4f}, {cv.beyond_30_percent} of {cv.points} beyond 30 %")
 
 
-def print_plan(console: Console, r, currency: str = "usd") -> None:
+# the figures a plan leads with (report/cards.py keys); --explain shows every card
+PLAN_HEADLINE = ("users", "loadouts", "capex", "operating_cost", "break_even", "same_model_api", "payback",
+                 "cost_per_mtok", "rent")
+
+
+def print_plan(console: Console, r, currency: str = "usd", explain: bool = False) -> None:
     from inferplan.report.cards import plan_cards, recommendation_reasons
 
-    console.print(f"[bold]{escape(r.name)}[/] — {r.model} on {r.system} ({r.accelerator}); workload {escape(r.workload.name)}")
-    table = Table(title="Users + ROI", show_header=True)
-    for col in ("output", "value", ""):
-        table.add_column(col, overflow="fold")
-    cards = plan_cards(r, currency)
-    for card in cards:
-        if card.key != "recommendation":
-            table.add_row(card.label, card.value, card.note)
-    console.print(table)
     console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
     for reason in recommendation_reasons(r, currency):
         console.print(f"  - {reason}", highlight=False)
-    print_assumptions(console, r.assumptions)
+    console.print(f"{escape(r.name)} — {r.model} on {r.system} ({r.accelerator}); workload {escape(r.workload.name)}",
+                  highlight=False)
+    cards = [c for c in plan_cards(r, currency) if c.key != "recommendation" and (explain or c.key in PLAN_HEADLINE)]
+    table = Table(title="Users + ROI" + ("" if explain else " (the headline figures; --explain shows all)"), show_header=True)
+    for col in ("output", "value", *(("",) if explain else ())):
+        table.add_column(col, overflow="fold")
+    for card in cards:
+        table.add_row(card.label, card.value, *((card.note,) if explain else ()))
+    console.print(table)
+    _assumptions_or_hint(console, r.assumptions, explain)
 
 
 def print_racks(console: Console, cmp) -> None:
@@ -313,17 +403,23 @@ def print_racks(console: Console, cmp) -> None:
     console.print(table)
 
 
-def print_uncertainty(console: Console, u) -> None:
-    table = Table(title=f"Uncertainty: {u.draws:,} Monte Carlo draws (seed {u.seed})")
-    for col in ("output", "P10", "P50", "P90"):
-        table.add_column(col)
-    for label, band, fmt in (
+def print_uncertainty(console: Console, u, explain: bool = False) -> None:
+    bands = (
         ("Target-payback price / user / month", u.target_payback_usd_per_user_month, "${:,.2f}"),
         ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, "${:,.2f}"),
         ("Owner cost / million tokens (input + output)", u.owner_cost_usd_per_mtok, "${:,.3f}"),
         ("Loadouts", u.loadouts, "{:,.0f}"),
         ("Payback (draws that pay back)", u.payback_months, "{:,.1f} months"),
-    ):
+    )
+    if not explain:
+        shown = [f"{label.split(' (')[0].lower()} {fmt.format(b.p10)}–{fmt.format(b.p90)}" for label, b, fmt in bands[1:4] if b]
+        console.print(f"P10–P90 over {u.draws:,} draws: " + "; ".join(shown)
+                      + f"; {u.never_pays_back_share:.0%} of draws never pay back", highlight=False)
+        return
+    table = Table(title=f"Uncertainty: {u.draws:,} Monte Carlo draws (seed {u.seed})")
+    for col in ("output", "P10", "P50", "P90"):
+        table.add_column(col)
+    for label, band, fmt in bands:
         if band is None:
             table.add_row(label, "—", "—", "—")
         else:

@@ -1,0 +1,119 @@
+"""How a deployment's GPUs are laid out: tensor × pipeline × data parallel.
+
+A stated layout is checked and completed: data-parallel copies fill the GPUs the instance leaves.
+A deployment that states a GPU count but no parallel sizes is laid out as its engine is launched on
+those GPUs: one instance across all of them (``engines.yaml`` ``multi_gpu_split``). vLLM, SGLang
+and TensorRT-LLM split tensors: tensor parallel over every GPU where that count splits the attention
+heads and the GPUs reach each other over their link, else tensor parallel over the largest count that
+does, with pipeline stages for the rest (the vLLM guide's "TP = GPUs per node, PP = nodes").
+llama.cpp's default layer split gives each GPU a slice of the layers: pipeline parallel.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import EngineDefaults
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.checks import tp_shards_heads
+from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.resolve import resolve_model
+
+LAYOUT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+
+
+class ParallelPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel: bool
+    gpus: int
+
+
+def tp_reach(hw: Hardware) -> int:
+    """GPUs tensor parallelism spans without a network: the fast-link domain, or a PCIe server's
+    cards where they have no network between servers."""
+    return hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
+
+
+def layout_stated(d: Deployment) -> bool:
+    """Whether the deployment names its layout (any parallel size, or expert parallelism)."""
+    return bool(d.model_fields_set & set(LAYOUT_FIELDS)) or d.enable_expert_parallel or (
+        d.tensor_parallel_size * d.pipeline_parallel_size > 1 or d.data_parallel_size is not None)
+
+
+def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Hardware) -> tuple[ParallelPlan, str | None]:
+    """The layout of ``d`` on ``hw``, and a sentence saying how it was chosen when ``d`` states GPUs
+    but no parallel sizes (None otherwise)."""
+    if d.gpus is None or hw.gpus == 1 or layout_stated(d):
+        return stated_plan(d, hw.gpus), None
+    split = launch_split(spec, engine, hw)
+    if split is None:
+        return stated_plan(d, hw.gpus), (f"{hw.gpus} GPUs: {hw.gpus} data-parallel copies, as no tensor × pipeline "
+                                         "layout of one instance spans them (no parallel sizes given)")
+    tp, pp = split
+    plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
+                        expert_parallel=False, gpus=hw.gpus)
+    return plan, f"{hw.gpus} GPUs: one instance, {describe_split(tp, pp)} (no parallel sizes given)"
+
+
+def as_launched(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with the layout ``parallel_plan`` chooses written into its parallel sizes, for a reader
+    of the sizes themselves (a launch command): unchanged when it states them or no GPU count."""
+    if d.gpus is None or layout_stated(d):
+        return d
+    plan, _ = parallel_plan(d, resolve_model(catalog, d.model), catalog.engine(d.engine), resolve_hardware(catalog, d))
+    return d.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size,
+                                "pipeline_parallel_size": plan.pipeline_parallel_size,
+                                "data_parallel_size": plan.data_parallel_size})
+
+
+def describe_split(tp: int, pp: int) -> str:
+    if pp == 1:
+        return f"tensor parallel {tp}"
+    return f"pipeline parallel {pp}" if tp == 1 else f"tensor parallel {tp} × pipeline parallel {pp}"
+
+
+def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware) -> tuple[int, int] | None:
+    """(TP, PP) of one instance over all of ``hw``'s GPUs as the engine splits a model by default;
+    None when no split spans them (more pipeline stages than the model has layers)."""
+    n = hw.gpus
+    layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else n
+    if engine.multi_gpu_split == "layer":
+        return (1, n) if n <= layers else None
+    reach = tp_reach(hw)
+    for tp in range(min(n, reach), 0, -1):
+        if n % tp == 0 and tp_shards_heads(spec, engine.id, tp) and n // tp <= layers:
+            return tp, n // tp
+    return None
+
+
+def stated_plan(d: Deployment, gpus: int) -> ParallelPlan:
+    """The stated TP × PP instance, copied data-parallel over the GPUs it leaves."""
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size
+    if gpus < instance:
+        raise InvalidScenarioError(
+            f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size} needs {instance} GPUs, "
+            f"only {gpus} given",
+            field="gpus",
+            allowed=f">= {instance}",
+        )
+    dp = d.data_parallel_size or gpus // instance
+    if instance * dp != gpus:
+        raise InvalidScenarioError(
+            f"TP × PP × DP = {instance * dp} must equal --gpus {gpus}",
+            field="data_parallel_size",
+            allowed=f"{gpus // instance}" if gpus % instance == 0 else "a divisor",
+        )
+    return ParallelPlan(
+        tensor_parallel_size=d.tensor_parallel_size,
+        pipeline_parallel_size=d.pipeline_parallel_size,
+        data_parallel_size=dp,
+        expert_parallel=d.enable_expert_parallel,
+        gpus=gpus,
+    )

@@ -1,0 +1,87 @@
+"""What would fit: for a deployment that does not, the changes that make it fit.
+
+Three kinds, each checked by a fit of the changed deployment: the longest context the given hardware
+holds, the fewest GPUs of the same accelerator that hold it at its context (a tensor × pipeline
+layout, ``fit``'s ``smallest_fit``), and the next smaller weight format that holds it at its context
+(one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
+the others where it has their number format; and one the engine loads).
+"""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
+from inferplan.memory.layout import describe_split
+
+CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
+
+
+def fit_or_suggest(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
+    """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit."""
+    catalog = catalog or load_catalog()
+    mp = plan_memory(d, catalog)
+    if mp.result.fits:
+        return mp.result
+    return mp.result.model_copy(update={"suggestions": suggest(d, mp, catalog)})
+
+
+def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
+    found = (_longest_context(d, mp, catalog), _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog))
+    return tuple(s for s in found if s is not None)
+
+
+def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
+    """The fit of ``d`` with ``changes``, when it fits (None: it does not, or the change is refused)."""
+    try:
+        r = plan_memory(d.model_copy(update=changes), catalog).result
+    except InferplanError:
+        return None
+    return r if r.fits else None
+
+
+def _longest_context(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
+    """The longest context, in whole steps, that fits on the same hardware and layout."""
+    if mp.result.kv_cache_bytes_per_gpu <= 0:  # the weights leave no room: no context fits
+        return None
+    low, high = 0, (mp.result.max_model_len - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _fits(d, {"max_model_len": mid * CONTEXT_STEP_TOKENS}, catalog):
+            low = mid
+        else:
+            high = mid - 1
+    if not low:
+        return None
+    tokens = low * CONTEXT_STEP_TOKENS
+    return FitSuggestion(kind="context", changes={"max_model_len": tokens},
+                         summary=f"a shorter context: {tokens:,} tokens is the longest this hardware holds")
+
+
+def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
+    s = mp.result.smallest_fit
+    if s is None:
+        return None
+    changes = {"gpus": s.gpus, "tensor_parallel_size": s.tensor_parallel_size,
+               "pipeline_parallel_size": s.pipeline_parallel_size, "data_parallel_size": None}
+    if not _fits(d, changes, catalog):
+        return None
+    return FitSuggestion(kind="gpus", changes=changes, summary=f"more GPUs: {s.gpus} × {mp.accelerator.id}, "
+                         f"{describe_split(s.tensor_parallel_size, s.pipeline_parallel_size)}")
+
+
+def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
+    """The largest weight format smaller than the planned one that fits at the planned context."""
+    bits = mp.quantization.bits_per_weight.value
+    engine = catalog.engine(d.engine).id
+    has = {c.quantization for c in mp.spec.checkpoints}
+    candidates = sorted(
+        (q for q in catalog.quantizations if q.bits_per_weight.value < bits and (not q.engines or engine in q.engines)
+         and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),
+        key=lambda q: -q.bits_per_weight.value)
+    for q in candidates:
+        if _fits(d, {"quantization": q.id}, catalog):
+            return FitSuggestion(kind="quantization", changes={"quantization": q.id},
+                                 summary=f"smaller weights: {q.name} ({q.bits_per_weight.value:g} bits per weight)")
+    return None

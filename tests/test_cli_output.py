@@ -1,0 +1,223 @@
+"""Output for people: each command leads with its answer and fits one screen, the assumptions wait
+behind --explain (and stay in --json), --gpus alone plans one instance and says so, a no-fit answer
+ends with commands that fit, and an imported config.json is named after its model."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.shells.cli import app
+
+INFERPLAN = str(Path(sys.executable).parent / "inferplan")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+DATA = Path(__file__).resolve().parent / "data"
+CONFIGS = Path(load_catalog().data_dir) / "hf_configs"
+SCREEN_LINES = 40
+runner = CliRunner()
+
+
+def screen(*args: str) -> str:
+    env = {**os.environ, "COLUMNS": "100", "LINES": "50"}
+    return subprocess.run([INFERPLAN, *args], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def as_json(*args: str) -> dict:
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+NO_FIT = ("fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--quantization", "gguf-q8_0",
+          "--max-model-len", "131072")
+DEFAULTS = {
+    "fit": ("fit", "--model", "llama-3.3-70b", "--gpu", "h100", "--gpus", "4", "--max-model-len", "8192"),
+    "fit-no-fit": NO_FIT,
+    "perf": ("perf", "--model", "qwen3-30b-a3b", "--gpu", "h100"),
+    "frontier": ("frontier", "--model", "llama-3.1-8b", "--gpu", "h100"),
+    "plan": ("plan", str(EXAMPLES / "coding-developers-b200.yaml")),
+}
+
+
+@pytest.mark.parametrize("name", DEFAULTS)
+def test_the_default_output_fits_one_screen_and_leads_with_the_answer(name):
+    out = screen(*DEFAULTS[name])
+    lines = out.splitlines()
+    assert len(lines) <= SCREEN_LINES, out
+    first = lines[0]
+    assert {"fit": "fits", "fit-no-fit": "does not fit", "perf": "tok/s per user", "frontier": "llama-3.1-8b",
+            "plan": "Recommendation:"}[name] in first
+    assert "--explain" in out
+
+
+def test_every_example_plan_fits_one_screen():
+    for example in sorted(EXAMPLES.glob("*.yaml")):
+        assert len(screen("plan", str(example), "--draws", "200").splitlines()) <= SCREEN_LINES, example.name
+
+
+@pytest.mark.parametrize("args, assumption", [
+    (("fit", "--model", "llama-3.1-8b", "--gpu", "h100"), "KV = total × 0.9"),
+    (("perf", "--model", "llama-3.1-8b", "--gpu", "h100"), "track record, vllm"),
+    (("frontier", "--model", "llama-3.1-8b", "--gpu", "h100", "--points", "3"), "rates:"),
+    (("plan", str(EXAMPLES / "coding-developers-b200.yaml"), "--draws", "200"), "amortization 4 years"),
+])
+def test_the_assumptions_and_track_record_show_behind_explain(args, assumption):
+    plain = runner.invoke(app, list(args)).stdout
+    explained = runner.invoke(app, [*args, "--explain"]).stdout
+    assert assumption not in plain
+    assert assumption in explained
+
+
+def _keys(obj, prefix=""):
+    out = set()
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.add(prefix + k)
+            out |= _keys(v, prefix + k + ".")
+    elif isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        out |= _keys(obj[0], prefix + "[].")
+    return out
+
+
+JSON_COMMANDS = {
+    "fit": ("fit", "--model", "llama-3.1-8b", "--gpu", "h100"),
+    "fit_nofit": ("fit", "--model", "llama-3.3-70b", "--gpu", "rtx-4090"),
+    "perf": ("perf", "--model", "llama-3.1-8b", "--gpu", "h100"),
+    "frontier": ("frontier", "--model", "llama-3.1-8b", "--gpu", "h100", "--points", "3"),
+    "plan": ("plan", str(EXAMPLES / "coding-developers-b200.yaml"), "--draws", "100"),
+    "model_import": ("model", "import", str(CONFIGS / "qwen3-30b-a3b.json")),
+}
+
+
+@pytest.mark.parametrize("name", JSON_COMMANDS)
+def test_json_keeps_every_key_the_answer_had(name):
+    """Key sets recorded from the JSON answers before the human output was reshaped."""
+    before = set(json.loads((DATA / "cli_json_keys.json").read_text())[name])
+    now = {k for k in _keys(as_json(*JSON_COMMANDS[name])) if ".assumptions." not in k}
+    assert before - now == set()
+
+
+def test_two_gpus_without_parallel_sizes_run_one_tensor_parallel_instance_and_say_so():
+    out = runner.invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpus", "2"]).stdout
+    assert "2 GPUs: one instance, tensor parallel 2 (no parallel sizes given)" in out
+    r = as_json("fit", "--model", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpus", "2")
+    assert (r["parallel"]["tensor_parallel_size"], r["parallel"]["data_parallel_size"]) == (2, 1)
+    perf = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpus", "2")
+    assert perf["layout_note"] == r["layout_note"] and perf["gpus"] == 2
+    # a stated size keeps the copies: data-parallel as asked, and a stated TP 1 means copies too
+    for stated in (("--data-parallel-size", "2"), ("--tensor-parallel-size", "1")):
+        copies = as_json("fit", "--model", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpus", "2", *stated)
+        assert copies["parallel"]["data_parallel_size"] == 2 and copies["layout_note"] is None
+
+
+def test_gpus_alone_lay_out_as_the_engine_launches():
+    catalog = load_catalog()
+
+    def layout(**kw):
+        p = fit(Deployment(model="llama-3.1-8b", **kw), catalog).parallel
+        return p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size
+
+    assert layout(gpu="h100", gpus=4) == (4, 1, 1)
+    assert layout(gpu="h100", gpus=3) == (1, 3, 1)  # 32 heads do not split over 3: pipeline stages
+    assert layout(gpu="h100", gpus=6) == (2, 3, 1)
+    assert layout(gpu="h100", gpus=16) == (8, 2, 1)  # tensor parallel within the 8-GPU NVLink domain
+    assert layout(gpu="rtx-4090", gpus=2, engine="llamacpp", quantization="gguf-q8_0") == (1, 2, 1)  # layer split
+    assert layout(gpu="h100", gpus=2, data_parallel_size=2) == (1, 1, 2)
+    assert layout(system="hgx-h100") == (1, 1, 8)  # a system without --gpus keeps its copies
+
+
+def test_a_no_fit_answer_ends_with_three_commands_that_each_fit():
+    out = runner.invoke(app, list(NO_FIT)).stdout
+    assert "does not fit" in out
+    commands = [line.strip() for line in out.splitlines() if line.strip().startswith("inferplan fit ")]
+    assert len(commands) == 3, out
+    kinds = [s["kind"] for s in as_json(*NO_FIT)["suggestions"]]
+    assert kinds == ["context", "gpus", "quantization"]
+    for command in commands:
+        r = as_json(*shlex.split(command)[1:])
+        assert r["fits"], command
+    shorter = as_json(*shlex.split(commands[0])[1:])
+    longer = as_json(*NO_FIT[:-1], str(shorter["max_model_len"] + 256))
+    assert not longer["fits"]  # the suggested context is the longest, in 256-token steps
+
+
+def test_the_api_returns_the_suggestions_too():
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    body = {"model": "llama-3.1-8b", "gpu": "rtx-4090", "max_model_len": 131072}
+    r = TestClient(create_app(":memory:")).post("/api/fit", json=body).json()
+    assert not r["fits"] and {"context", "gpus"} <= {s["kind"] for s in r["suggestions"]}
+    assert all(fit(Deployment(**{**body, **s["changes"]})).fits for s in r["suggestions"])
+
+
+def _config(tmp_path: Path, name: str, **extra) -> Path:
+    folder = tmp_path / "configs"
+    folder.mkdir(exist_ok=True)
+    raw = {**json.loads((CONFIGS / "llama-3.1-8b.json").read_text()), **extra}
+    path = folder / name
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_a_config_json_is_named_from_the_config_not_its_folder(tmp_path):
+    named = _config(tmp_path, "config.json", _name_or_path="acme/tiny-llama-8b")
+    out = runner.invoke(app, ["model", "import", str(named)]).stdout
+    assert out.startswith("acme/tiny-llama-8b: LlamaForCausalLM") and "configs:" not in out
+    assert "8.0B parameters" in out and "KiB per token" in out and "{" not in out  # no Python reprs
+    assert as_json("model", "import", str(named))["name"] == "acme/tiny-llama-8b"
+    assert as_json("fit", "--model", str(named), "--gpu", "h100")["model"] == "acme/tiny-llama-8b"
+    by_file = _config(tmp_path, "my-llama.json")
+    assert as_json("fit", "--model", str(by_file), "--gpu", "h100")["model"] == "my-llama"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text(json.dumps(json.loads((CONFIGS / "llama-3.1-8b.json").read_text())))
+    assert as_json("fit", "--model", str(plain / "config.json"), "--gpu", "h100")["model"] == "LlamaForCausalLM"
+    assert "parameter counts computed" in runner.invoke(app, ["model", "import", str(named), "--explain"]).stdout
+
+
+def test_perf_at_concurrency_one_says_why_per_user_beats_the_total():
+    one = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100")
+    assert one["output_tokens_per_s_per_user"] > one["output_tokens_per_s_total"]
+    assert "TTFT" in one["rate_note"]
+    assert f"note: {one['rate_note'][:40]}" in runner.invoke(app, ["perf", "--model", "llama-3.1-8b", "--gpu", "h100"]).stdout
+    busy = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "32")
+    assert busy["output_tokens_per_s_total"] > busy["output_tokens_per_s_per_user"] and busy["rate_note"] is None
+
+
+def test_fits_at_100_columns_is_one_row_per_model_with_every_id_whole():
+    out = screen("fits")
+    models = {c["model"] for c in as_json("fits")["cells"]}
+    rows = [line.split()[0] for line in out.splitlines()[3:] if line and not line.startswith(("n/a", " "))]
+    assert sorted(rows) == sorted(models)  # one row each (was a two-line block per cell: 401 lines)
+    assert len(out.splitlines()) <= len(models) + 5
+    header = next(line for line in out.splitlines() if line.startswith("model"))
+    assert header.split()[2:] == ["h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300"]
+    assert "KV/GPU" in screen("fits", "--models", "llama-3.1-8b", "--explain")
+
+
+def test_the_per_user_note_names_speculative_decoding_and_idle_replicas():
+    spec = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "3")
+    assert "accepted tokens per step with speculative decoding" in spec["rate_note"]
+    replicas = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--data-parallel-size", "4")
+    assert replicas["rate_note"].endswith("3 of 4 replicas have no request")
+
+
+def test_as_launched_writes_the_chosen_layout_into_the_deployment():
+    from inferplan.memory.layout import as_launched
+
+    catalog = load_catalog()
+    d = as_launched(Deployment(model="llama-3.1-8b", gpu="h100", gpus=6), catalog)
+    assert (d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size) == (2, 3, 1)
+    stated = Deployment(model="llama-3.1-8b", gpu="h100", gpus=6, data_parallel_size=6)
+    assert as_launched(stated, catalog) is stated
+    assert fit(d, catalog).parallel == fit(Deployment(model="llama-3.1-8b", gpu="h100", gpus=6), catalog).parallel
