@@ -11,9 +11,9 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells import render
 from inferplan.shells.cli_catalog import catalog_app, model_app
 from inferplan.shells.cli_common import (
+    LazyModule,
     BatchedOpt,
     DpOpt,
     EngineOpt,
@@ -47,6 +47,8 @@ from inferplan.shells.cli_deploy import deploy_cmd
 from inferplan.shells.cli_search import search_cmd
 from inferplan.shells.cli_simulate import simulate_cmd
 from inferplan.shells.cli_validate import validate_cmd
+
+render = LazyModule("inferplan.shells.render")
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")

@@ -6,8 +6,9 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells import render
-from inferplan.shells.cli_common import ExplainOpt, JsonOpt, console, emit_json, run, run_naming
+from inferplan.shells.cli_common import LazyModule, ExplainOpt, JsonOpt, console, emit_json, run, run_naming
+
+render = LazyModule("inferplan.shells.render")
 
 catalog_app = typer.Typer(no_args_is_help=True, help="Browse the sourced catalogue.")
 model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging Face config.json files.")

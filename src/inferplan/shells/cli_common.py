@@ -14,6 +14,17 @@ from rich.console import Console
 
 from inferplan.errors import InferplanError
 
+class LazyModule:
+    """A module imported on first use: ``inferplan --help`` and a command that never renders a table
+    do not pay for importing the renderers and the catalogue schema behind them."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from inferplan.shells import render
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, run
+from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, err_console, fail, run
+
+render = LazyModule("inferplan.shells.render")
 
 
 def validate_cmd(
