@@ -309,3 +309,19 @@ def test_api_search_returns_what_the_find_the_cheapest_view_needs(tmp_path):
     for bad, field in (({"models": ["/etc/passwd"]}, "models"), ({"trace": "/tmp/t.csv", "request_rate_per_s": None}, "trace")):
         r = client.post("/api/search", json={**body, **bad})
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", field], r.text
+
+
+def test_an_engine_is_searched_on_a_stack_no_measurement_checks_only_when_named():
+    """MLX runs on CUDA (engines.yaml) but its speed there is unmeasured: a search of an H100 node tries
+    it only when asked for by name."""
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.search.request import SearchRequest
+    from inferplan.search.space import build_space
+
+    catalog = load_catalog()
+    assert "cuda" in catalog.engine("mlx").runs_on_unmeasured
+    base = dict(models=("qwen3-8b",), request_rate_per_s=1.0, input_len=1000, output_len=100, systems=("hgx-h100",))
+    engines = {c.engine for c in build_space(catalog, SearchRequest(**base), input_len=1000, output_len=100).cells}
+    assert "mlx" not in engines and "vllm" in engines
+    named = build_space(catalog, SearchRequest(**base, engines=("mlx",)), input_len=1000, output_len=100).cells
+    assert named and {c.engine for c in named} == {"mlx"}

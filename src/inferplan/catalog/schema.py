@@ -244,6 +244,9 @@ class EngineDefaults(Frozen):
     runs_on: tuple[Software, ...] = ()  # software stacks the engine runs on (empty: not stated, any)
     runs_on_source: str | None = None  # source id stating them
     runs_on_note: str | None = None
+    # stacks it runs on whose speed no measured point checks (its constants come from another stack): a
+    # search tries it there only when the engine is asked for by name
+    runs_on_unmeasured: tuple[Software, ...] = ()
     # KV-cache element types the engine can be asked for (ids of kv_cache_dtypes; empty: not stated, any)
     kv_cache_dtypes: tuple[str, ...] = ()
     kv_cache_dtypes_source: str | None = None

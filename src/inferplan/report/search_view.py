@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.report.charts import SCHEMA
-from inferplan.search.result import Deployed, SearchResult
+from inferplan.search.result import ApiAlternative, Deployed, Infeasible, ParetoPoint, SearchResult
 
 
 def duration(seconds: float) -> str:
@@ -33,7 +33,7 @@ def layout_text(d: Deployed) -> str:
 
 def deployment_text(d: Deployed) -> str:
     where = d.system or d.platform
-    text = (f"{where} · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
+    text = (f"{d.model} on {where} · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
             f"{layout_text(d)}; {_plural(d.gpus, 'GPU')}" + (f" in {_plural(d.systems, 'system')}" if d.systems else ""))
     if d.disaggregated and d.kv_transfer_s is not None:
         text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
@@ -51,9 +51,22 @@ def latency_text(d: Deployed) -> str:
             f"binding: {d.binding}")
 
 
+def infeasible_text(x: Infeasible) -> str:
+    return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}"
+
+
+def pareto_text(p: ParetoPoint) -> str:
+    return (f"${p.usd_per_mtok:,.3f}/Mtok at {p.output_tokens_per_s_per_user:,.0f} tok/s per user: "
+            f"{p.platform} · {p.engine} · {p.quantization}, {_plural(p.gpus, 'GPU')}" + (" (disaggregated)" if p.disaggregated else ""))
+
+
+def api_text(a: ApiAlternative) -> str:
+    return f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, ${a.monthly_usd:,.0f}/month"
+
+
 def summary_text(r: SearchResult) -> str:
     load = r.load
-    who = (f"{load.users:,} users ({load.workload})" if load.users
+    who = (f"{load.users:,} users ({load.workload})" if load.users else f"trace {load.trace}" if load.trace
            else f"{load.request_rate_per_s:g} requests/s")
     return (f"{who}: {load.request_rate_per_s:,.2f} requests/s of {load.input_len:,} + {load.output_len:,} tokens; "
             f"{r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
@@ -101,7 +114,7 @@ def pareto_chart(r: SearchResult) -> dict | None:
 def search_view(r: SearchResult) -> SearchView:
     rows = tuple(SearchRow(rank=d.rank, deployment=deployment_text(d), cost=cost_text(d), latency=latency_text(d),
                            deploy=d.deploy, scenario=d.scenario) for d in r.results)
-    infeasible = tuple(f"{x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}" for x in r.infeasible)
-    api = tuple(f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, ${a.monthly_usd:,.0f}/month" for a in r.api)
+    infeasible = tuple(infeasible_text(x) for x in r.infeasible)
+    api = tuple(api_text(a) for a in r.api)
     return SearchView(summary=summary_text(r), notes=r.notes, rows=rows, infeasible=infeasible, api=api,
                       chart=pareto_chart(r), result=r)

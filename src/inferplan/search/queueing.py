@@ -47,7 +47,9 @@ MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prom
 BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
 
 
-class TailLatency(BaseModel):
+class LatencyPercentiles(BaseModel):
+    """p50, p95 and p99 of time to first token, time per output token and end-to-end latency."""
+
     model_config = ConfigDict(frozen=True)
 
     ttft_p50_s: float
@@ -59,6 +61,9 @@ class TailLatency(BaseModel):
     e2e_p50_s: float
     e2e_p95_s: float
     e2e_p99_s: float
+
+
+class TailLatency(LatencyPercentiles):
     utilisation: float  # offered load over what the replicas serve at a full batch (busiest state)
     stable: bool  # every state's load below capacity (else the percentiles are infinite)
     requests_per_s: float

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
+from inferplan.search.queueing import LatencyPercentiles
 from inferplan.search.service import ServiceCurve
 
 MAX_REQUESTS = 2_000_000
@@ -76,22 +76,11 @@ class RequestTimes:
         return (self.finish_s[many] - self.first_token_s[many]) / (self.output_tokens[many] - 1)
 
 
-class SimulationResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class SimulationResult(LatencyPercentiles):
     requests: int
     replicas: int
     router: str
     seed: int
-    ttft_p50_s: float
-    ttft_p95_s: float
-    ttft_p99_s: float
-    tpot_p50_s: float
-    tpot_p95_s: float
-    tpot_p99_s: float
-    e2e_p50_s: float
-    e2e_p95_s: float
-    e2e_p99_s: float
     wait_mean_s: float  # for a slot, after reaching the engine
     wait_probability: float  # share of requests that waited for a slot or budget (more than one step)
     mean_running: float  # per replica, while the simulation ran

@@ -146,6 +146,8 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
             for engine in engines:
                 if engine.runs_on and p.accelerator.software not in engine.runs_on:
                     continue
+                if p.accelerator.software in engine.runs_on_unmeasured and not req.engines:
+                    continue  # a stack no measurement checks is searched only when the engine is named
                 for quant, label in _formats(catalog, spec, p.accelerator, engine.id, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req, input_len + output_len)
     if not space.cells and not space.excluded:
