@@ -29,6 +29,7 @@ from inferplan.shells.cli_common import (
     SeqsOpt,
     SystemOpt,
     TpOpt,
+    catalog_for,
     UbatchOpt,
     UtilOpt,
     console,
@@ -42,6 +43,7 @@ from inferplan.shells.cli_common import (
     split_list,
     workload,
 )
+from inferplan.shells.cli_local import detect_cmd
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
@@ -82,7 +84,7 @@ def fit_cmd(
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
         kv_bytes_per_token=kv_bytes_per_token,
     )
-    result = run(fit, d)
+    result = run(fit, d, catalog_for(d))
     if as_json:
         emit_json(result)
     else:
@@ -115,6 +117,7 @@ def fits_cmd(
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
+app.command("detect")(detect_cmd)  # inferplan/shells/cli_local.py
 
 
 @app.command("perf")
@@ -157,7 +160,7 @@ def perf_cmd(
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    result = run(estimate, d, w)
+    result = run(estimate, d, w, catalog_for(d))
     if as_json:
         emit_json(result)
     else:
@@ -195,7 +198,7 @@ def frontier_cmd(
         enable_expert_parallel=enable_expert_parallel,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    result = run(frontier, d, w, points=points)
+    result = run(frontier, d, w, catalog_for(d), points=points)
     if as_json:
         emit_json(result)
     else:
