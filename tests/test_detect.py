@@ -168,3 +168,12 @@ def test_gpu_local_plans_an_unmatched_card_with_its_read_memory(monkeypatch):
     r = CliRunner().invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "local", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["accelerator"] == "local"
+
+
+def test_the_commands_run_are_data_and_match_the_parsers():
+    from inferplan.catalog.detect import tools
+
+    t = tools()
+    assert set(t) == set(TOOLS.values()) - {"/proc/meminfo"}
+    query = next(a for a in t["nvidia-smi"].argv if a.startswith("--query-gpu="))
+    assert tuple(query.split("=", 1)[1].split(",")) == p.NVIDIA_QUERY_FIELDS

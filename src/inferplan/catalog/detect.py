@@ -14,11 +14,13 @@ bandwidth and compute of the catalogue part of its vendor with the nearest memor
 from __future__ import annotations
 
 import dataclasses
+import functools
 import platform
 import shutil
 import subprocess
 from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog import detect_parse as p
@@ -26,6 +28,7 @@ from inferplan.catalog.loader import Catalog, Registry, _word_list
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import UnknownHardwareError
 
+TOOLS_FILE = Path(__file__).with_name("detect_tools.yaml")
 LOCAL_ID = "local"
 TOOL_TIMEOUT_S = 10
 MEMORY_MATCH_TOLERANCE = 0.15  # read memory within 15% of the record's: the same part (drivers reserve some)
@@ -72,17 +75,28 @@ def _run(argv: tuple[str, ...]) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+class Tool(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    argv: tuple[str, ...]
+    source: str
+    darwin: bool = False  # macOS only
+
+
+@functools.cache
+def tools() -> dict[str, Tool]:
+    """The commands detect runs (detect_tools.yaml), keyed as ``read_machine`` reads their outputs."""
+    data = yaml.safe_load(TOOLS_FILE.read_text(encoding="utf-8"))
+    return {key: Tool.model_validate(raw) for key, raw in data["tools"].items()}
+
+
 def probe() -> dict[str, str]:
     """The outputs of the tools on this machine (key: the tool), nothing for those missing."""
     outputs: dict[str, str] = {}
-    for key, argv in (("nvidia-smi", p.NVIDIA_QUERY), ("nvidia-smi -L", p.NVIDIA_LIST), ("rocm-smi", p.ROCM_SMI),
-                      ("amd-smi", p.AMD_SMI), ("lscpu", p.LSCPU)):
-        if (text := _run(argv)) is not None:
+    darwin = platform.system() == "Darwin"
+    for key, tool in tools().items():
+        if (darwin or not tool.darwin) and (text := _run(tool.argv)) is not None:
             outputs[key] = text
-    if platform.system() == "Darwin":
-        for key, argv in (("sysctl", p.SYSCTL), ("system_profiler", p.SYSTEM_PROFILER)):
-            if (text := _run(argv)) is not None:
-                outputs[key] = text
     meminfo = Path("/proc/meminfo")
     if meminfo.is_file():
         outputs["/proc/meminfo"] = meminfo.read_text(encoding="utf-8", errors="replace")

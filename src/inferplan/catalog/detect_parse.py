@@ -24,16 +24,8 @@ from inferplan.units import GiB
 
 MIB = 2**20
 KIB = 2**10
-# the query nvidia-smi is asked (its field names, in this order)
+# the fields nvidia-smi's query asks for, in order (detect_tools.yaml holds the command)
 NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total", "driver_version", "mig.mode.current")
-NVIDIA_QUERY = ("nvidia-smi", f"--query-gpu={','.join(NVIDIA_QUERY_FIELDS)}", "--format=csv,noheader,nounits")
-NVIDIA_LIST = ("nvidia-smi", "-L")
-ROCM_SMI = ("rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json")
-AMD_SMI = ("amd-smi", "static", "--json")
-SYSCTL = ("sysctl", "-n", "machdep.cpu.brand_string", "hw.memsize")
-SYSTEM_PROFILER = ("system_profiler", "SPDisplaysDataType", "-json")
-LSCPU = ("lscpu",)
-
 
 class GpuReading(BaseModel):
     """One accelerator (or MIG slice) as its vendor tool names it."""

@@ -52,3 +52,6 @@ class ServingEstimate(BaseModel):
     # published points measured on this same deployment and concurrency, nearest workload first,
     # with what this estimate gives for each (performance/measured.py)
     measured_points: tuple[MeasuredQuote, ...] = ()
+    # the user's own stored run this estimate comes from (source "measured-local"; performance/local_runs.py)
+    measured_record: int | None = None
+    measured_label: str | None = None  # "measured (yours, <date>)"

@@ -44,11 +44,13 @@ from inferplan.shells.cli_common import (
     workload,
 )
 from inferplan.shells.cli_local import detect_cmd
+from inferplan.shells.cli_measurements import DbOpt, measurements_app, user_runs
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
+app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_measurements.py
 
 
 @app.command("fit")
@@ -145,9 +147,10 @@ def perf_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """How fast: TTFT, TPOT, tokens/s per user and in aggregate."""
+    """How fast: TTFT, TPOT, tokens/s per user and in aggregate (from your own stored runs where one matches)."""
     from inferplan.performance.serving import estimate
 
     w = workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
@@ -160,7 +163,7 @@ def perf_cmd(
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    result = run(estimate, d, w, catalog_for(d))
+    result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
     else:
@@ -185,6 +188,7 @@ def frontier_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
@@ -198,7 +202,7 @@ def frontier_cmd(
         enable_expert_parallel=enable_expert_parallel,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    result = run(frontier, d, w, catalog_for(d), points=points)
+    result = run(frontier, d, w, catalog_for(d), points=points, user_runs=user_runs(db))
     if as_json:
         emit_json(result)
     else:
