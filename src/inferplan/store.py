@@ -20,6 +20,7 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
+from inferplan.performance.local_runs import UserRun
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenarios (
@@ -234,6 +235,10 @@ class Store:
     def list_measurements(self) -> list[MeasuredRun]:
         with self._connect() as db:
             return [_measurement(r) for r in db.execute("SELECT * FROM measurements ORDER BY id DESC")]
+
+    def user_runs(self) -> tuple[UserRun, ...]:
+        """The stored runs as the performance layer plans on them (``estimate(…, user_runs=…)``)."""
+        return tuple(r.as_user_run() for r in self.list_measurements())
 
     def get_measurement(self, measurement_id: int) -> MeasuredRun:
         with self._connect() as db:

@@ -85,8 +85,7 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
     spec = resolve_model(catalog, model_name)
     accel = catalog.accelerator(given.gpu)
     engine = catalog.engine(given.engine).id
-    quant = given.quantization or spec.native_quantization or "bf16"
-    catalog.quantization(quant)
+    quant = catalog.quantization(given.quantization or spec.native_quantization or "bf16").id
     date = given.measured_on or _file_date(parsed.meta.get("date")) or (today or dt.date.today())
     try:
         return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id,

@@ -44,6 +44,7 @@ from inferplan.report.views import ModelCardView, PlanRequest, PlanView, Platfor
 from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
 from inferplan.shells.api_catalog import router as catalog_router
+from inferplan.shells.api_measurements import router as measurements_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -194,6 +195,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
             raise _in_body(exc, ("scenario", Scenario)) from None
 
     app.include_router(catalog_router)  # before /api/catalog/{kind}, which would take "stale" for a kind
+    app.include_router(measurements_router)  # shells/api_measurements.py
 
     @app.get("/api/catalog", tags=["catalogue"])
     def catalog_kinds() -> list[str]:
@@ -257,7 +259,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def perf_route(r: PerfRequest) -> ServingEstimate:
         catalogue_model(r.deployment.model, "deployment.model")
         try:
-            return estimate(r.deployment, r.workload)
+            return estimate(r.deployment, r.workload, user_runs=store.user_runs())
         except InferplanError as exc:
             raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
@@ -265,7 +267,7 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     def frontier_route(r: FrontierRequest) -> Frontier:
         catalogue_model(r.deployment.model, "deployment.model")
         try:
-            return frontier(r.deployment, r.workload, points=r.points)
+            return frontier(r.deployment, r.workload, points=r.points, user_runs=store.user_runs())
         except InferplanError as exc:
             raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 

@@ -44,7 +44,7 @@ from inferplan.shells.cli_common import (
     workload,
 )
 from inferplan.shells.cli_local import detect_cmd
-from inferplan.shells.cli_measurements import DbOpt, measurements_app, user_runs
+from inferplan.shells.cli_measurements import DbOpt, acceptance_cmd, measurements_app, user_runs
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
@@ -120,6 +120,7 @@ def fits_cmd(
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
 app.command("detect")(detect_cmd)  # inferplan/shells/cli_local.py
+app.command("acceptance")(acceptance_cmd)  # inferplan/shells/cli_measurements.py
 
 
 @app.command("perf")

@@ -34,7 +34,7 @@ def user_runs(db: Optional[Path] = None) -> tuple:
     path = db or default_db_path()
     if not Path(path).is_file():
         return ()
-    return tuple(r.as_user_run() for r in store(path).list_measurements())
+    return store(path).user_runs()
 
 
 def _named(fn, *args, **kwargs):
@@ -130,3 +130,40 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(None, metavar="[ID]..."
         emit_json([run_as_catalogue(r) for r in runs])
     else:
         print(export_yaml(runs), end="")
+
+
+def acceptance_cmd(
+    model: str = typer.Option(..., "--model", help="Catalogue model id or alias."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator id or alias, or local."),
+    system: Optional[str] = typer.Option(None, "--system", help="System id."),
+    gpus: Optional[int] = typer.Option(None, "--gpus"),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
+    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
+    engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx"),
+    workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
+    input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
+    output_len: Optional[int] = typer.Option(None, "--output-len", help="Output tokens per request (default: the preset's)."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the pack into."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The acceptance test for a deployment: launch command, load tests, checklist and predictions, in a folder."""
+    from inferplan.measurements.acceptance import acceptance_pack
+    from inferplan.report.acceptance_files import write_pack
+    from inferplan.shells.cli_common import deployment, run_naming
+
+    d = deployment(model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+                   pipeline_parallel_size=pipeline_parallel_size, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
+                   max_model_len=max_model_len, engine=engine)
+    names = {"workload_preset": "--workload", "out": "--out", "input_len": "--input-len", "output_len": "--output-len"}
+    from inferplan.shells.cli_common import FLAGS as DEPLOYMENT_FLAGS
+
+    pack = run_naming({**DEPLOYMENT_FLAGS, **names}, acceptance_pack, d, workload_preset, input_len=input_len, output_len=output_len)
+    written = run_naming(names, write_pack, pack, out)
+    if as_json:
+        emit_json({"pack": pack.model_dump(mode="json"), "files": [str(p) for p in written]})
+        return
+    console.print(f"acceptance pack for {pack.deployment.model} written to {out}/ "
+                  f"({', '.join(p.name for p in written)}); launch command from {pack.launch_from}", highlight=False)
