@@ -177,3 +177,20 @@ def test_the_commands_run_are_data_and_match_the_parsers():
     assert set(t) == set(TOOLS.values()) - {"/proc/meminfo"}
     query = next(a for a in t["nvidia-smi"].argv if a.startswith("--query-gpu="))
     assert tuple(query.split("=", 1)[1].split(",")) == p.NVIDIA_QUERY_FIELDS
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(tool=st.sampled_from(sorted(set(TOOLS.values()) - {"nvidia-smi -L", "system_profiler"})), text=st.text(max_size=300))
+def test_any_tool_output_reads_or_is_refused_cleanly(tool, text):
+    catalog = load_catalog()
+    out = {tool: text}
+    if tool == "sysctl":
+        out["system_profiler"] = (DATA / "apple-m3-max" / "system_profiler").read_text()
+    try:
+        read_machine(catalog, out)
+    except InvalidScenarioError:
+        pass

@@ -202,6 +202,8 @@ def print_assumptions(console: Console, assumptions) -> None:
 def print_perf(console: Console, e) -> None:
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency} — source: {e.source}, bound: {e.bound}")
+    if e.measured_label:  # the user's own run (measurements import)
+        console.print(f"{e.measured_label}: run {e.measured_record} (inferplan measurements show {e.measured_record})")
     table = Table("metric", "value", show_header=True)
     for label, value in (
         ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),
