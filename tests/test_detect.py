@@ -194,3 +194,38 @@ def test_any_tool_output_reads_or_is_refused_cleanly(tool, text):
         read_machine(catalog, out)
     except InvalidScenarioError:
         pass
+
+
+def test_gpu_local_without_a_gpu_is_refused_naming_the_flag(machine_is):
+    import json
+
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    machine_is("cpu-only")
+    r = CliRunner().invoke(app, ["perf", "--model", "llama-3.1-8b", "--gpu", "local", "--json"])
+    assert r.exit_code == 2 and json.loads(r.stdout)["error"]["field"] == "--gpu"
+    assert "no GPU" in r.output
+
+
+def test_a_run_on_an_unmatched_local_card_imports_and_plans(monkeypatch, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from inferplan.shells import cli_common
+    from inferplan.shells.cli import app
+
+    monkeypatch.setattr("inferplan.catalog.detect.probe", lambda: {"nvidia-smi": "0, NVIDIA Imaginary X9000, 49152, 560.1, [N/A]\n"})
+    monkeypatch.setattr(cli_common, "_PROBED", None)
+    csv = tmp_path / "run.csv"
+    csv.write_text("concurrency,input_tokens,output_tokens,tpot_ms,output_tokens_per_s\n1,512,128,20,50\n4,512,128,25,160\n")
+    db = tmp_path / "r.db"
+    r = CliRunner().invoke(app, ["measurements", "import", str(csv), "--model", "llama-3.1-8b", "--gpu", "local", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    perf = CliRunner().invoke(app, ["perf", "--model", "llama-3.1-8b", "--gpu", "local", "--input-len", "512", "--output-len", "128",
+                                    "--concurrency", "2", "--db", str(db), "--json"])
+    assert perf.exit_code == 0, perf.output
+    est = json.loads(perf.stdout)
+    assert est["accelerator"] == "local" and est["source"] == "measured-local"

@@ -121,11 +121,14 @@ def deployment(**kwargs):
 def local_gpu() -> str:
     """``--gpu local``: the catalogue id of this machine's card when it matches one exactly, else
     ``local`` (planned with the read memory; ``catalog_for`` adds it)."""
-    from inferplan.catalog.detect import LOCAL_ID, read_machine
+    from inferplan.catalog.detect import LOCAL_ID, local_accelerator, read_machine
     from inferplan.catalog.loader import load_catalog
 
-    machine = run(read_machine, run(load_catalog), probe_once())
-    return machine.groups[0].matched if machine.has_gpu and machine.groups[0].matched else LOCAL_ID
+    catalog = run(load_catalog)
+    machine = run(read_machine, catalog, probe_once())
+    if not machine.has_gpu:
+        run(local_accelerator, catalog, machine, probe_once())  # says plainly there is no GPU (exit 2)
+    return machine.groups[0].matched or LOCAL_ID
 
 
 def probe_once() -> dict[str, str]:

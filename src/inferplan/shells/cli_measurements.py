@@ -64,7 +64,8 @@ def import_cmd(
     """Import benchmark result files: every file, or none when one is refused."""
     from inferplan.catalog.loader import load_catalog
     from inferplan.measurements.records import RunProvenance, read_runs
-    from inferplan.shells.cli_common import local_gpu
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.shells.cli_common import catalog_for, local_gpu
 
     if gpu and gpu.strip().lower() == "local":
         gpu = local_gpu()
@@ -78,7 +79,8 @@ def import_cmd(
             contents.append((f.name, f.read_bytes()))
         except OSError as exc:
             fail(f"FILE: {f}: {exc.strerror or exc}", field="FILE")
-    runs = _named(read_runs, run(load_catalog), contents, given)
+    catalog = catalog_for(Deployment(model=given.model or "local", gpu=given.gpu)) if given.gpu else None
+    runs = _named(read_runs, catalog or run(load_catalog), contents, given)
     saved = run(store(db).add_measurements, runs)
     if as_json:
         emit_json({"imported": [r.model_dump(mode="json") for r in saved]})
@@ -152,7 +154,7 @@ def acceptance_cmd(
     """The acceptance test for a deployment: launch command, load tests, checklist and predictions, in a folder."""
     from inferplan.measurements.acceptance import acceptance_pack
     from inferplan.report.acceptance_files import write_pack
-    from inferplan.shells.cli_common import deployment, run_naming
+    from inferplan.shells.cli_common import catalog_for, deployment, run_naming
 
     d = deployment(model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
                    pipeline_parallel_size=pipeline_parallel_size, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
@@ -160,7 +162,8 @@ def acceptance_cmd(
     names = {"workload_preset": "--workload", "out": "--out", "input_len": "--input-len", "output_len": "--output-len"}
     from inferplan.shells.cli_common import FLAGS as DEPLOYMENT_FLAGS
 
-    pack = run_naming({**DEPLOYMENT_FLAGS, **names}, acceptance_pack, d, workload_preset, input_len=input_len, output_len=output_len)
+    pack = run_naming({**DEPLOYMENT_FLAGS, **names}, acceptance_pack, d, workload_preset, catalog_for(d),
+                      input_len=input_len, output_len=output_len)
     written = run_naming(names, write_pack, pack, out)
     if as_json:
         emit_json({"pack": pack.model_dump(mode="json"), "files": [str(p) for p in written]})
