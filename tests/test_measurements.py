@@ -171,3 +171,14 @@ def test_export_is_catalogue_yaml_in_the_speed_points_schema(catalog, tmp_path):
     points = [SpeedPoint.model_validate(p) for p in data["speed_points"]]
     assert {p.metric.value for p in points} == {"ttft_s", "tpot_s", "output_tokens_per_s_total"}
     assert all(p.measured.source == data["sources"][0]["id"] for p in points)
+
+
+def test_the_reported_kv_cache_is_compared_with_the_memory_plan(catalog, tmp_path):
+    from inferplan.memory.fit import fit
+
+    given = H100_VLLM.model_copy(update={"kv_cache_tokens": 450_000, "max_model_len": 8192})
+    store = Store(tmp_path / "kv.db")
+    (run,) = store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c8.json"), given))
+    kv = compare_run(run, catalog).kv_cache_tokens
+    planned = fit(Deployment(model="llama-3.1-8b", gpu="h100", max_model_len=8192), catalog).kv_cache_tokens
+    assert kv.measured == 450_000 and kv.predicted == planned and kv.error == pytest.approx(planned / 450_000 - 1)

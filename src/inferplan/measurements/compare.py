@@ -13,6 +13,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import MeasuredRun
+from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.local_runs import MeasuredPoint
 from inferplan.performance.serving import estimate
@@ -51,11 +52,28 @@ class RunComparison(BaseModel):
     run: MeasuredRun
     points: tuple[PointComparison, ...]
     median_abs_error: dict[str, float]  # per metric, over the points
+    kv_cache_tokens: MetricComparison | None = None  # the KV cache the engine reported vs the memory plan's
+
+
+def _deployment(run: MeasuredRun) -> Deployment:
+    return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
+                      engine=run.engine, quantization=run.quantization, max_model_len=run.max_model_len)
+
+
+def _kv_cache(run: MeasuredRun, catalog: Catalog) -> MetricComparison | None:
+    """The KV cache tokens the engine reported beside what the memory plan gives (one instance)."""
+    if not run.kv_cache_tokens:
+        return None
+    try:
+        predicted = fit(_deployment(run), catalog).kv_cache_tokens
+    except InferplanError:
+        return None
+    return MetricComparison(metric="kv_cache_tokens", measured=run.kv_cache_tokens, predicted=predicted,
+                            error=predicted / run.kv_cache_tokens - 1)
 
 
 def _predict(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
-    d = Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
-                   engine=run.engine, quantization=run.quantization)
+    d = _deployment(run)
     w = Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency)
     return estimate(d, w, catalog, use_profiles=False)
 
@@ -82,7 +100,7 @@ def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparis
     for point in points:
         for m in point.metrics:
             by_metric.setdefault(m.metric, []).append(abs(m.error))
-    return RunComparison(run=run, points=points,
+    return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, catalog),
                          median_abs_error={k: statistics.median(v) for k, v in by_metric.items()})
 
 

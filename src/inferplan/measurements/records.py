@@ -38,6 +38,9 @@ class RunProvenance(Input):
     measured_on: dt.date | None = None
     driver: str | None = Field(None, max_length=100)
     note: str = Field("", max_length=2000)
+    # the KV cache the engine reported at start-up (vLLM: "GPU KV cache size: N tokens"), to check the memory plan
+    kv_cache_tokens: int | None = Field(None, ge=1, le=10**12)
+    max_model_len: int | None = Field(None, ge=1, le=100_000_000, description="the context the engine ran with")
 
 
 class MeasuredRun(UserRun):
@@ -49,6 +52,8 @@ class MeasuredRun(UserRun):
     measured_by: str
     driver: str | None = None
     note: str = ""
+    kv_cache_tokens: int | None = None
+    max_model_len: int | None = None
     points: tuple[MeasuredPoint, ...] = Field(min_length=1)
 
     def as_user_run(self) -> UserRun:
@@ -92,7 +97,8 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
                            gpus=given.gpus or given.tensor_parallel_size, tensor_parallel_size=given.tensor_parallel_size,
                            engine=engine, engine_version=given.engine_version or parsed.meta.get("engine_version") or "unstated",
                            quantization=quant, measured_on=date, measured_by=given.measured_by or "unstated",
-                           driver=given.driver, note=given.note, points=tuple(parsed.points))
+                           driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
+                           max_model_len=given.max_model_len, points=tuple(parsed.points))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InvalidScenarioError(f"{name}: {first['msg']}", field=".".join(map(str, first["loc"]))) from None

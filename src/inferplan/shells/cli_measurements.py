@@ -18,7 +18,7 @@ DbOpt = typer.Option(None, "--db", help="SQLite file (default: the user data dir
 FLAGS = {"model": "--model", "gpu": "--gpu", "gpus": "--gpus", "tensor_parallel_size": "--tensor-parallel-size",
          "engine": "--engine", "engine_version": "--engine-version", "quantization": "--quantization",
          "format": "--format", "measured_by": "--measured-by", "measured_on": "--measured-on", "note": "--note",
-         "driver": "--driver", "file": "FILE", "files": "FILE", "id": "ID"}
+         "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len", "file": "FILE", "files": "FILE", "id": "ID"}
 
 
 def store(db: Optional[Path]):
@@ -58,6 +58,8 @@ def import_cmd(
     measured_on: Optional[str] = typer.Option(None, "--measured-on", help="YYYY-MM-DD (default: the file's date, else today)."),
     driver: Optional[str] = typer.Option(None, "--driver", help="GPU driver version."),
     note: str = typer.Option("", "--note", help="Free text."),
+    kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens')."),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
     db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -72,7 +74,8 @@ def import_cmd(
     given = _named(RunProvenance, **{k: v for k, v in dict(
         model=model, gpu=gpu, gpus=gpus, tensor_parallel_size=tensor_parallel_size, engine=engine,
         engine_version=engine_version, quantization=quantization, format=fmt, measured_by=measured_by,
-        measured_on=measured_on, driver=driver, note=note).items() if v is not None})
+        measured_on=measured_on, driver=driver, note=note, kv_cache_tokens=kv_cache_tokens,
+        max_model_len=max_model_len).items() if v is not None})
     contents = []
     for f in files:
         try:

@@ -63,5 +63,7 @@ def print_comparison(console: Console, result) -> None:
             table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", METRIC_LABELS[m.metric],
                           _figure(m.metric, m.measured), _figure(m.metric, m.predicted), f"{m.error:+.1%}")
     console.print(table)
+    if (kv := result.kv_cache_tokens) is not None:
+        console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%})")
     if result.median_abs_error:
         console.print("median |error|: " + ", ".join(f"{METRIC_LABELS[k]} {v:.1%}" for k, v in result.median_abs_error.items()))
