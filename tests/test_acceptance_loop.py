@@ -121,3 +121,20 @@ def test_the_api_refuses_a_bad_file_with_the_key(tmp_path):
     no_gpu = client.post("/api/measurements", json={"files": body["files"], "provenance": {"model": "llama-3.1-8b"}})
     assert no_gpu.status_code == 422
     assert client.get("/api/measurements").json() == []
+
+
+def test_plan_sizes_capacity_on_your_runs(tmp_path):
+    """The acceptance pack's runs are at the preset's lengths, so plan's capacity search uses them."""
+    db = tmp_path / "runs.db"
+    csv = tmp_path / "chat.csv"
+    csv.write_text("concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms,output_tokens_per_s\n"
+                   "1,2000,500,80,9,110\n4,2000,500,85,11,360\n16,2000,500,100,25,640\n64,2000,500,180,60,1050\n")
+    assert cli("measurements", "import", csv, *H100, "--db", db).exit_code == 0
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: chat on one H100\nmodel: llama-3.1-8b\nplatform: {gpu: h100-sxm, gpus: 1, quote_usd_per_system: 30000}\n"
+                        "workload: {preset: chat-seat, cache_hit_rate: 0}\ntarget_users: 100\n")
+    mine = json.loads(cli("plan", scenario, "--draws", "0", "--db", db, "--json").stdout)["capacity"]["cell"]
+    model = json.loads(cli("plan", scenario, "--draws", "0", "--db", tmp_path / "empty.db", "--json").stdout)["capacity"]["cell"]
+    assert mine["source"] == "measured" and model["source"] != "measured"
+    assert any("user-run-1-2000-500" in a for a in mine["assumptions"])
+    assert mine["concurrency_at_target"] != model["concurrency_at_target"]

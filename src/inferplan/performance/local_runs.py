@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from inferplan.catalog.schema import ProfilePoint, ServingProfile
+
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.performance.estimate import ServingEstimate
 
@@ -164,3 +166,33 @@ def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "S
     note = (f"{_label(run)}, nearly matching: your run {run.id} ({run.engine} {run.engine_version}) {'; '.join(differs)}; "
             f"the calibrated model is scaled by measured/model there ({', '.join(ratios)})")
     return est.model_copy(update={**update, "assumptions": (*est.assumptions, note)})
+
+
+def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
+    """The runs as measured serving profiles, one per deployment and request length (the runs of a
+    deployment pooled, as ``with_user_runs`` pools them), of the load levels with TPOT and output
+    tokens/s: what the planner's capacity search (``plan``) interpolates, as it does the shipped
+    profiles. Their ids (``user-run-<id>-<input>-<output>``) name the newest run.
+
+    A profile has no tensor parallel size: runs of two layouts on the same GPUs would both match."""
+    groups: dict[tuple, list[UserRun]] = {}
+    for r in runs:
+        groups.setdefault((r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization), []).append(r)
+    profiles = []
+    for run in (_pooled(group) for group in groups.values()):  # named by the newest run of each deployment
+        source = {"kind": "measured", "source": f"user-run-{run.id}", "checked": run.measured_on}
+        lengths = sorted({(p.input_tokens, p.output_tokens) for p in run.points if p.input_tokens and p.output_tokens})
+        for inp, out in lengths:
+            points = [p for p in _same_lengths(run, inp, out) if p.tpot_s and p.output_tokens_per_s_total]
+            if not points:
+                continue
+            profiles.append(ServingProfile(
+                id=f"user-run-{run.id}-{inp}-{out}", model=run.model, accelerator=run.accelerator, gpus=run.gpus,
+                engine=run.engine, quantization=run.quantization, input_tokens=inp, output_tokens=out,
+                caveats=(f"{_label(run)}: {run.engine} {run.engine_version}",),
+                points=tuple(ProfilePoint(
+                    concurrency=p.concurrency,
+                    output_tokens_per_s_per_user={"value": 1 / p.tpot_s, **source},
+                    output_tokens_per_s_per_gpu={"value": p.output_tokens_per_s_total / run.gpus, **source},
+                    ttft_s={"value": p.ttft_s, **source} if p.ttft_s else None) for p in points)))
+    return profiles

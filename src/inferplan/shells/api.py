@@ -38,6 +38,7 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
+from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
@@ -190,7 +191,8 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         catalogue_model(request.scenario.model, "scenario.model")
         scenario, note = with_quote(request.scenario)
         try:
-            return plan_view(request.model_copy(update={"scenario": scenario}), load_catalog(), quote_note=note)
+            return plan_view(request.model_copy(update={"scenario": scenario}),
+                             with_user_profiles(load_catalog(), store.user_runs()), quote_note=note)
         except InferplanError as exc:
             raise _in_body(exc, ("scenario", Scenario)) from None
 

@@ -44,7 +44,7 @@ from inferplan.shells.cli_common import (
     workload,
 )
 from inferplan.shells.cli_local import detect_cmd
-from inferplan.shells.cli_measurements import DbOpt, acceptance_cmd, measurements_app, user_runs
+from inferplan.shells.cli_measurements import DbOpt, acceptance_cmd, measurements_app, user_catalog, user_runs
 from inferplan.shells.cli_validate import validate_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
@@ -217,9 +217,10 @@ def plan_cmd(
     draws: int = typer.Option(10_000, "--draws", min=0, max=1_000_000, help="Monte Carlo draws for P10/P50/P90 (0: off)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Monte Carlo seed."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained report: out.html or out.md."),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison."""
+    """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison (capacity from your own runs where they match)."""
     from inferplan.economics.plan import plan
     from inferplan.economics.uncertainty import simulate
     from inferplan.scenario import load_scenario
@@ -228,8 +229,9 @@ def plan_cmd(
     if currency not in ("usd", "eur"):
         fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)", field="--currency", allowed="usd, eur")
     s = run_naming({}, load_scenario, scenario)  # errors name the scenario's keys
-    result = run_naming({}, plan, s)
-    uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed) if draws else None
+    catalog = user_catalog(db)
+    result = run_naming({}, plan, s, catalog)
+    uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed, catalog=catalog) if draws else None
     if report is not None:
         from inferplan.report.files import write_report
 

@@ -37,6 +37,15 @@ def user_runs(db: Optional[Path] = None) -> tuple:
     return store(path).user_runs()
 
 
+def user_catalog(db: Optional[Path] = None):
+    """The catalogue with the stored runs as measured profiles (``plan``), or None: none stored."""
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.performance.local_catalog import with_user_profiles
+
+    runs = user_runs(db)
+    return with_user_profiles(run(load_catalog), runs) if runs else None
+
+
 def _named(fn, *args, **kwargs):
     from inferplan.shells.cli_common import run_naming
 
