@@ -70,6 +70,10 @@ def test_an_unknown_card_is_planned_with_the_memory_read(catalog):
     assert m.groups[0].label == "local, unmatched" and "not in the catalogue" in m.groups[0].notes[0]
     cat, _ = local_catalog(catalog, {"nvidia-smi": text})
     assert cat.accelerator("local").memory_bytes.value == 49152 * 2**20
+    from inferplan.performance.here import what_runs_here
+
+    here = what_runs_here(read_machine(catalog, {"nvidia-smi": text}), cat, models=["llama-3.1-8b"])
+    assert here.matrix.cells[0].hardware == "local" and here.speeds[0].model == "llama-3.1-8b"
 
 
 def test_a_smaller_apple_bin_keeps_its_read_memory(catalog):
@@ -101,16 +105,17 @@ def test_unreadable_output_is_refused_with_the_line(catalog, tool, text):
 
 
 def test_what_runs_on_an_h100(catalog):
-    from inferplan.memory.local import what_runs_here
+    from inferplan.performance.here import what_runs_here
 
     cat, machine = local_catalog(catalog, outputs("h100-single"))
     result = what_runs_here(machine, cat, models=["llama-3.1-8b", "llama-3.1-70b"])
     fits = {c.model: c.result.fits for c in result.matrix.cells}
     assert fits == {"llama-3.1-8b": True, "llama-3.1-70b": False} and result.engine == "vllm"
+    assert [s.model for s in result.speeds] == ["llama-3.1-8b"] and result.speeds[0].output_tokens_per_s_per_user > 50
 
 
 def test_apple_plans_with_llama_cpp(catalog):
-    from inferplan.memory.local import what_runs_here
+    from inferplan.performance.here import what_runs_here
 
     cat, machine = local_catalog(catalog, outputs("apple-m3-max"))
     assert what_runs_here(machine, cat, models=["llama-3.1-8b"]).engine == "llamacpp"
@@ -229,3 +234,11 @@ def test_a_run_on_an_unmatched_local_card_imports_and_plans(monkeypatch, tmp_pat
     assert perf.exit_code == 0, perf.output
     est = json.loads(perf.stdout)
     assert est["accelerator"] == "local" and est["source"] == "measured-local"
+
+
+def test_a_matched_card_is_planned_under_its_catalogue_id(catalog):
+    from inferplan.performance.here import what_runs_here
+
+    cat, machine = local_catalog(catalog, outputs("mi300x"))
+    result = what_runs_here(machine, cat, models=["llama-3.1-8b"])
+    assert {c.hardware for c in result.matrix.cells} == {"mi300x"}

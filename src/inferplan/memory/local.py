@@ -23,7 +23,7 @@ class LocalFits(BaseModel):
     summary: str
 
 
-def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = None,
+def fits_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = None,
                    models: list[str] | None = None, max_model_len: int | None = None) -> LocalFits:
     """``catalog``: the catalogue with this machine's accelerator as ``local`` (``detect.local_catalog``)."""
     if not machine.has_gpu or LOCAL_ID not in catalog.accelerators:
@@ -31,11 +31,12 @@ def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | Non
         return LocalFits(machine=machine, engine=None, matrix=None,
                          summary=f"no GPU: CPU and RAM only ({machine.cpu or 'CPU not read'}, {ram}); "
                                  "the planner models GPU and unified-memory serving, so nothing is planned here")
-    accel = catalog.accelerator(LOCAL_ID)
-    engine = engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
-    matrix = fits_matrix(models=models, gpus=[LOCAL_ID], engine=engine, max_model_len=max_model_len, catalog=catalog)
-    fitting = sum(1 for c in matrix.cells if c.result is not None and c.result.fits)
     group = machine.groups[0]
+    gpu = group.matched or LOCAL_ID  # a matched card plans as its catalogue id, so its measured profiles apply
+    accel = catalog.accelerator(gpu)
+    engine = engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
+    matrix = fits_matrix(models=models, gpus=[gpu], engine=engine, max_model_len=max_model_len, catalog=catalog)
+    fitting = sum(1 for c in matrix.cells if c.result is not None and c.result.fits)
     return LocalFits(machine=machine, engine=engine, matrix=matrix,
                      summary=f"{group.name} ×{group.count} ({group.label}): {fitting} of {len(matrix.cells)} models "
                              f"fit one card with {engine}")

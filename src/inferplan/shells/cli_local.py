@@ -19,7 +19,7 @@ def detect_cmd(
     """What this machine holds (nvidia-smi, rocm-smi/amd-smi, Apple sysctl, /proc/meminfo, lscpu) and what runs on it."""
     from inferplan.catalog.detect import local_machine_catalog
     from inferplan.catalog.loader import load_catalog
-    from inferplan.memory.local import what_runs_here
+    from inferplan.performance.here import what_runs_here
 
     catalog, machine = run(local_machine_catalog, run(load_catalog))
     result = run(what_runs_here, machine, catalog, engine=engine, models=split_list(models, "--models"),
@@ -31,3 +31,4 @@ def detect_cmd(
     console.print(result.summary, highlight=False)
     if result.matrix is not None:
         console.print(render.fits_table(result.matrix, console.width))
+        render_local.print_speeds(console, result.speeds)

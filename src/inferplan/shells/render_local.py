@@ -67,3 +67,14 @@ def print_comparison(console: Console, result) -> None:
         console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%})")
     if result.median_abs_error:
         console.print("median |error|: " + ", ".join(f"{METRIC_LABELS[k]} {v:.1%}" for k, v in result.median_abs_error.items()))
+
+
+def print_speeds(console: Console, speeds) -> None:
+    if not speeds:
+        return
+    table = Table(title="how fast, one request at a time (1024 prompt / 256 output tokens)")
+    for col in ("model", "quant", "TTFT", "output tokens/s", "source"):
+        table.add_column(col)
+    for s in speeds:
+        table.add_row(s.model, s.quantization, f"{s.ttft_s * 1e3:,.0f} ms", f"{s.output_tokens_per_s_per_user:,.1f}", s.source)
+    console.print(table)
