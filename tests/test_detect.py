@@ -242,3 +242,21 @@ def test_a_matched_card_is_planned_under_its_catalogue_id(catalog):
     cat, machine = local_catalog(catalog, outputs("mi300x"))
     result = what_runs_here(machine, cat, models=["llama-3.1-8b"])
     assert {c.hardware for c in result.matrix.cells} == {"mi300x"}
+
+
+def test_detect_speeds_come_from_your_runs_where_they_match(machine_is, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    machine_is("h100-single")
+    csv = tmp_path / "run.csv"
+    csv.write_text("concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms,output_tokens_per_s\n1,1024,256,40,6.5,150\n")
+    db = tmp_path / "r.db"
+    assert CliRunner().invoke(app, ["measurements", "import", str(csv), "--model", "llama-3.1-8b", "--gpu", "local",
+                                    "--db", str(db)]).exit_code == 0
+    r = CliRunner().invoke(app, ["detect", "--models", "llama-3.1-8b", "--db", str(db), "--json"])
+    (speed,) = json.loads(r.stdout)["speeds"]
+    assert speed["source"] == "measured-local" and speed["output_tokens_per_s_per_user"] == pytest.approx(1 / 0.0065)

@@ -12,6 +12,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.local import LocalFits, fits_here
+from inferplan.performance.local_runs import UserRun
 from inferplan.performance.serving import estimate
 
 SPEED_INPUT_TOKENS = 1024  # the lengths `perf` defaults to
@@ -33,7 +34,8 @@ class WhatRunsHere(LocalFits):
 
 
 def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = None,
-                   models: list[str] | None = None, max_model_len: int | None = None) -> WhatRunsHere:
+                   models: list[str] | None = None, max_model_len: int | None = None,
+                   user_runs: tuple[UserRun, ...] = ()) -> WhatRunsHere:
     fits = fits_here(machine, catalog, engine=engine, models=models, max_model_len=max_model_len)
     speeds = []
     for cell in fits.matrix.cells if fits.matrix else ():
@@ -42,7 +44,8 @@ def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | Non
         d = Deployment(model=cell.model, gpu=cell.hardware, engine=fits.engine, quantization=cell.quantization,
                        max_model_len=cell.result.max_model_len)
         try:
-            e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog)
+            e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog,
+                         user_runs=user_runs)
         except InferplanError:  # a model that fits but whose speed the model cannot place here: no row
             continue
         speeds.append(LocalSpeed(model=cell.model, quantization=cell.quantization, ttft_s=e.ttft_s,
