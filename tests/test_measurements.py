@@ -182,3 +182,52 @@ def test_the_reported_kv_cache_is_compared_with_the_memory_plan(catalog, tmp_pat
     kv = compare_run(run, catalog).kv_cache_tokens
     planned = fit(Deployment(model="llama-3.1-8b", gpu="h100", max_model_len=8192), catalog).kv_cache_tokens
     assert kv.measured == 450_000 and kv.predicted == planned and kv.error == pytest.approx(planned / 450_000 - 1)
+
+
+def test_a_failure_while_storing_rolls_back_the_whole_import(catalog, tmp_path):
+    store = Store(tmp_path / "tx.db")
+    good = read_runs(catalog, files("vllm_bench_serve_c8.json", "vllm_bench_serve_c32.json"), H100_VLLM)
+
+    class Unwritable:
+        model = accelerator = "x"
+
+        def model_dump_json(self, **_):
+            raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        store.add_measurements([good[0], Unwritable(), good[1]])
+    assert store.list_measurements() == []
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**12) | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                           max_leaves=6)
+
+
+def _mutate(value, draw, depth=0):
+    """The fixture's JSON with keys dropped and values replaced at random, all the way down."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            choice = draw(st.integers(0, 9))
+            if choice == 0:
+                continue  # dropped
+            out[k] = draw(JSON_VALUES) if choice == 1 else _mutate(v, draw, depth + 1)
+        return out
+    if isinstance(value, list):
+        return [_mutate(v, draw, depth + 1) for v in value if draw(st.integers(0, 9))]
+    return draw(JSON_VALUES) if draw(st.integers(0, 9)) == 0 else value
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fixture=st.sampled_from(["vllm_bench_serve_c8.json", "profile_export_genai_perf.json", "guidellm_report.json",
+                                "llama_bench.json", "sglang_bench_serving.jsonl"]), data=st.data())
+def test_damaged_json_of_each_client_never_crashes_the_importer(catalog, tmp_path, fixture, data):
+    import json
+
+    text = (DATA / fixture).read_text()
+    if fixture.endswith(".jsonl"):
+        damaged = "\n".join(json.dumps(_mutate(json.loads(line), data.draw)) for line in text.splitlines())
+    else:
+        damaged = json.dumps(_mutate(json.loads(text), data.draw))
+    _import_check(catalog, Store(tmp_path / "damaged.db"), fixture, damaged.encode())
