@@ -138,3 +138,21 @@ def test_plan_sizes_capacity_on_your_runs(tmp_path):
     assert mine["source"] == "measured" and model["source"] != "measured"
     assert any("user-run-1-2000-500" in a for a in mine["assumptions"])
     assert mine["concurrency_at_target"] != model["concurrency_at_target"]
+
+
+def test_the_launch_command_comes_from_the_deploy_package_when_the_build_has_it(monkeypatch):
+    import sys
+    import types
+
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.measurements.acceptance import acceptance_pack
+
+    d = Deployment(model="llama-3.1-8b", gpu="h100")
+    fake = types.ModuleType("inferplan.deploy")
+    fake.launch_command = lambda dep, catalog: types.SimpleNamespace(argv=("vllm", "serve", dep.model), text=f"vllm serve {dep.model}")
+    monkeypatch.setitem(sys.modules, "inferplan.deploy", fake)
+    pack = acceptance_pack(d, "chat-seat", load_catalog())
+    assert pack.launch_from == "inferplan deploy" and pack.launch.text == "vllm serve llama-3.1-8b"
+    monkeypatch.setitem(sys.modules, "inferplan.deploy", None)  # a build without it: the minimal table
+    assert acceptance_pack(d, "chat-seat", load_catalog()).launch_from == "minimal table (clients.yaml)"
