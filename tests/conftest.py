@@ -39,3 +39,10 @@ def sketch_catalog(tmp_path_factory):
     shutil.copytree(DATA_DIR, data)
     shutil.copy(Path(__file__).parent / "data" / "sketch_models.yaml", data / "models" / "sketch_models.yaml")
     return load_catalog(data)
+
+
+@pytest.fixture(autouse=True)
+def _no_user_database(tmp_path, monkeypatch):
+    """Commands that read the user's stored measurements (perf, frontier) read an empty data
+    directory in tests, never the machine's own."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))

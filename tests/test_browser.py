@@ -239,3 +239,25 @@ def test_catalogue_numbers_show_their_source_and_date_on_hover(page, server):
     capex = page.locator('#cards .card[data-key="capex"]')
     capex.hover()
     assert re.fullmatch(dated, capex.get_attribute("title") or ""), capex.get_attribute("title")
+
+
+def test_your_measurements_upload_list_and_chart(page, server):
+    page.goto(server + "/")
+    page.wait_for_selector("#measurement-form")
+    data = Path(__file__).parent / "data" / "measurements"
+    page.set_input_files("#measurement-file", str(data / "guidellm_report.json"))
+    page.fill("#measurement-version", "0.11.0")
+    page.click("#measurement-form button[type=submit]")
+    page.wait_for_selector("#measurement-list li >> text=guidellm_report.json", timeout=30000)
+    assert "median |error|" in page.text_content("#measurement-list li")
+    page.wait_for_selector("#chart-measured svg", timeout=30000)
+    marks = page.evaluate("document.querySelectorAll('#chart-measured svg path[aria-roledescription=\"point\"], "
+                          "#chart-measured svg .mark-symbol path').length")
+    assert marks >= 6  # two load levels × TTFT, TPOT and output tokens/s
+    page.set_input_files("#measurement-file", {"name": "bad.json", "mimeType": "application/json",
+                                               "buffer": b'{"completed": 1, "max_concurrency": 1, "output_throughput": 2}'})
+    page.click("#measurement-form button[type=submit]")
+    page.wait_for_selector("#measurement-status >> text=refused", timeout=30000)
+    assert "total_input_tokens" in page.text_content("#measurement-status")
+    # the refused upload's 422 is the answer under test, not a page problem
+    page.problems[:] = [p for p in page.problems if "422 (Unprocessable Entity)" not in p]

@@ -25,6 +25,7 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     page.select_option("#search-preset", "chat-seat")
     page.fill("#search-ttft-p95", "2")
     page.fill("#search-top", "5")
+    page.select_option("#search-pricing", "buy")  # a bought pick plans in the simulator at its price band
     page.click("#search-run")
     searched(page)
     assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")

@@ -2,7 +2,7 @@
 and no two modules import each other, directly or round a loop.
 
 Layers, bottom up: ``errors``, ``units``, ``inputs`` (0) < ``catalog`` (1) < ``memory`` (2) <
-``performance`` (3) < ``economics`` (4) < ``search``, ``scenario``, ``deploy`` (5) < ``report``,
+``performance`` (3) < ``economics`` (4) < ``search``, ``scenario``, ``deploy``, ``measurements`` (5) < ``report``,
 ``store`` (6) < ``shells`` (7). ``validation`` is the maintenance layer beside them: it may import
 ``catalog`` … ``economics`` (and the bottom), and only ``shells`` import it (tests may too).
 
@@ -28,7 +28,7 @@ LAYERS = {
     "memory": 2,
     "performance": 3,
     "economics": 4,
-    "search": 5, "scenario": 5, "deploy": 5,
+    "search": 5, "scenario": 5, "deploy": 5, "measurements": 5,
     "report": 6, "store": 6,
     "shells": 7,
 }

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
+from inferplan.measurements.records import MeasuredRun
+from inferplan.performance.local_runs import UserRun
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenarios (
@@ -36,6 +38,13 @@ CREATE TABLE IF NOT EXISTS quotes (
     quoted_on TEXT NOT NULL,
     vendor TEXT NOT NULL,
     note TEXT NOT NULL DEFAULT '',
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    model TEXT NOT NULL,
+    accelerator TEXT NOT NULL,
+    body TEXT NOT NULL,
     created TEXT NOT NULL
 );
 """
@@ -213,6 +222,42 @@ class Store:
             return scenario, None
         platform = p.model_copy(update={"quote_usd_per_system": quote.price_usd})
         return scenario.model_copy(update={"platform": platform}), quote
+
+    # --- the user's own measured runs (measurements/)
+    def add_measurements(self, runs: list[MeasuredRun]) -> list[MeasuredRun]:
+        """Store every run in one transaction: all of them, or none."""
+        saved = []
+        with self._write() as db:
+            for run in runs:
+                body = run.model_dump_json(exclude={"id"})
+                cur = db.execute("INSERT INTO measurements (model, accelerator, body, created) VALUES (?, ?, ?, ?)",
+                                 (run.model, run.accelerator, body, _now()))
+                saved.append(run.model_copy(update={"id": cur.lastrowid}))
+        return saved
+
+    def list_measurements(self) -> list[MeasuredRun]:
+        with self._connect() as db:
+            return [_measurement(r) for r in db.execute("SELECT * FROM measurements ORDER BY id DESC")]
+
+    def user_runs(self) -> tuple[UserRun, ...]:
+        """The stored runs as the performance layer plans on them (``estimate(…, user_runs=…)``)."""
+        return tuple(r.as_user_run() for r in self.list_measurements())
+
+    def get_measurement(self, measurement_id: int) -> MeasuredRun:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM measurements WHERE id = ?", (measurement_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no stored measurement {measurement_id}", field="id")
+        return _measurement(row)
+
+    def delete_measurement(self, measurement_id: int) -> None:
+        with self._write() as db:
+            if db.execute("DELETE FROM measurements WHERE id = ?", (measurement_id,)).rowcount == 0:
+                raise NotFoundError(f"no stored measurement {measurement_id}", field="id")
+
+
+def _measurement(row: sqlite3.Row) -> MeasuredRun:
+    return MeasuredRun.model_validate({**json.loads(row["body"]), "id": row["id"]})
 
 
 def _clean_name(name: str) -> str:

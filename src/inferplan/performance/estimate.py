@@ -56,6 +56,9 @@ class ServingEstimate(BaseModel):
     layout_note: str | None = None
     # why tokens/s per user is above the total, when it is (``rate_note``)
     rate_note: str | None = None
+    # the user's own stored run this estimate comes from (source "measured-local"; performance/local_runs.py)
+    measured_record: int | None = None
+    measured_label: str | None = None  # "measured (yours, <date>)"
 
 
 def rate_note(e: ServingEstimate, replicas: int = 1) -> str | None:

@@ -15,11 +15,13 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memo import per_catalog
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
+from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
+from inferplan.performance.local_runs import MeasuredPoint, UserRun, with_user_runs
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, padding_note, prompt_note, unpack_note
 from inferplan.performance.phases import micro_batches, prefill
@@ -160,14 +162,35 @@ def with_profile(ctx: ServingContext, est: ServingEstimate, profile) -> ServingE
     return anchor(profile, est, estimate_at(ctx, edge))
 
 
-def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True) -> ServingEstimate:
-    """Speed of one deployment under one workload: a measured profile where one matches (anchoring
+def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tuple[UserRun, ...]) -> ServingEstimate:
+    """``est`` from the user's own matching run, if any (``local_runs.py``)."""
+    def model_at(p: MeasuredPoint) -> ServingEstimate | None:
+        try:
+            w = ctx.w.model_copy(update={"input_len": max(p.input_tokens, 1), "output_len": max(p.output_tokens, 1),
+                                         "concurrency": p.concurrency})
+            return estimate_at(ServingContext(ctx.catalog, ctx.d, w), p.concurrency)
+        except InferplanError:
+            return None
+
+    par = ctx.mp.result.parallel
+    return with_user_runs(est, user_runs, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
+                          output_len=ctx.w.output_len, model_at=model_at)
+
+
+def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True,
+             user_runs: tuple[UserRun, ...] = ()) -> ServingEstimate:
+    """Speed of one deployment under one workload: the user's own measured run where one matches
+    (``user_runs``, source ``measured-local``), else a measured profile where one matches (anchoring
     the model outside its range), else the calibrated model with its family's track record; and the
     published points of this deployment quoted beside it. ``use_profiles=False``: the calibrated
-    model alone, as validation scores it (no profile, no quoted points)."""
+    model alone, as validation scores it (no run, no profile, no quoted points)."""
     catalog = catalog or load_catalog()
     ctx = ServingContext(catalog, d, w)
     model_estimate = estimate_at(ctx, concurrency_for(ctx, w))
+    if use_profiles and user_runs and w.speculative_tokens == 0 and w.prefix_cache_hit_rate == 0:
+        local = _user_run_estimate(ctx, model_estimate, user_runs)
+        if local.source == LOCAL_SOURCE:
+            return with_measured_points(ctx, local)
     profile = find_profile(catalog, ctx.mp, w) if use_profiles else None
     result = model_estimate if profile is None else with_profile(ctx, model_estimate, profile)
     if result.source != "measured":
@@ -222,8 +245,10 @@ def _sources(found: set[str]) -> str:
 
 
 @per_catalog(maxsize=256)  # the plan view draws the same frontier for every user count and price
-def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, points: int = 24) -> Frontier:
-    """Throughput per GPU vs tokens/s per user as concurrency sweeps from 1 to what memory holds."""
+def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, points: int = 24,
+             user_runs: tuple[UserRun, ...] = ()) -> Frontier:
+    """Throughput per GPU vs tokens/s per user as concurrency sweeps from 1 to what memory holds
+    (from the user's own matching run where there is one, ``estimate``)."""
     catalog = catalog or load_catalog()
     ctx = ServingContext(catalog, d, w)
     top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
@@ -232,6 +257,8 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
     profile = find_profile(catalog, ctx.mp, w)
     if profile is not None:
         estimates = [with_profile(ctx, e, profile) for e in estimates]
+    if user_runs and w.speculative_tokens == 0:
+        estimates = [_user_run_estimate(ctx, e, user_runs) for e in estimates]
     return Frontier(
         model=ctx.mp.result.model, accelerator=ctx.mp.result.accelerator, gpus=ctx.gpus,
         input_len=w.input_len, output_len=w.output_len, max_concurrency=ctx.max_concurrency(),

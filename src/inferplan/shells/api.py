@@ -41,6 +41,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
+from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
 from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
@@ -55,6 +56,7 @@ from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
     SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy,
 )
+from inferplan.shells.api_measurements import router as measurements_router
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -202,11 +204,13 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         catalogue_model(request.scenario.model, "scenario.model")
         scenario, note = with_quote(request.scenario)
         try:
-            return plan_view(request.model_copy(update={"scenario": scenario}), load_catalog(), quote_note=note)
+            return plan_view(request.model_copy(update={"scenario": scenario}),
+                             with_user_profiles(load_catalog(), store.user_runs()), quote_note=note)
         except InferplanError as exc:
             raise _in_body(exc, ("scenario", Scenario)) from None
 
     app.include_router(catalog_router)  # before /api/catalog/{kind}, which would take "stale" for a kind
+    app.include_router(measurements_router)  # shells/api_measurements.py
 
     @app.get("/api/catalog", tags=["catalogue"])
     def catalog_kinds() -> list[str]:
@@ -270,7 +274,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def perf_route(r: PerfRequest) -> ServingEstimate:
         catalogue_model(r.deployment.model, "deployment.model")
         try:
-            return estimate(r.deployment, r.workload)
+            return estimate(r.deployment, r.workload, user_runs=store.user_runs())
         except InferplanError as exc:
             raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 
@@ -278,7 +282,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def frontier_route(r: FrontierRequest) -> Frontier:
         catalogue_model(r.deployment.model, "deployment.model")
         try:
-            return frontier(r.deployment, r.workload, points=r.points)
+            return frontier(r.deployment, r.workload, points=r.points, user_runs=store.user_runs())
         except InferplanError as exc:
             raise _in_body(exc, ("workload", Workload), ("deployment", Deployment)) from None
 

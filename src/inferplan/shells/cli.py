@@ -30,6 +30,7 @@ from inferplan.shells.cli_common import (
     SeqsOpt,
     SystemOpt,
     TpOpt,
+    catalog_for,
     UbatchOpt,
     UtilOpt,
     console,
@@ -46,6 +47,8 @@ from inferplan.shells.cli_common import (
 from inferplan.shells.cli_deploy import deploy_cmd
 from inferplan.shells.cli_search import search_cmd
 from inferplan.shells.cli_simulate import simulate_cmd
+from inferplan.shells.cli_local import detect_cmd
+from inferplan.shells.cli_measurements import DbOpt, acceptance_cmd, measurements_app, user_catalog, user_runs
 from inferplan.shells.cli_validate import validate_cmd
 
 render = LazyModule("inferplan.shells.render")
@@ -53,6 +56,7 @@ render = LazyModule("inferplan.shells.render")
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
+app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_measurements.py
 
 
 @app.command("fit")
@@ -89,7 +93,7 @@ def fit_cmd(
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
         kv_bytes_per_token=kv_bytes_per_token,
     )
-    result = run(fit_or_suggest, d)
+    result = run(fit_or_suggest, d, catalog_for(d))
     if as_json:
         emit_json(result)
     else:
@@ -126,6 +130,8 @@ app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
 app.command("search")(search_cmd)  # inferplan/shells/cli_search.py
 app.command("deploy")(deploy_cmd)  # inferplan/shells/cli_deploy.py
 app.command("simulate")(simulate_cmd)  # inferplan/shells/cli_simulate.py
+app.command("detect")(detect_cmd)  # inferplan/shells/cli_local.py
+app.command("acceptance")(acceptance_cmd)  # inferplan/shells/cli_measurements.py
 
 
 @app.command("perf")
@@ -153,10 +159,11 @@ def perf_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
-    """How fast: TTFT, TPOT, tokens/s per user and in aggregate."""
+    """How fast: TTFT, TPOT, tokens/s per user and in aggregate (from your own stored runs where one matches)."""
     from inferplan.performance.serving import estimate
 
     w = workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
@@ -169,7 +176,7 @@ def perf_cmd(
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    result = run(estimate, d, w)
+    result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
     else:
@@ -194,6 +201,7 @@ def frontier_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -208,7 +216,7 @@ def frontier_cmd(
         enable_expert_parallel=enable_expert_parallel,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
     )
-    result = run(frontier, d, w, points=points)
+    result = run(frontier, d, w, catalog_for(d), points=points, user_runs=user_runs(db))
     if as_json:
         emit_json(result)
     else:
@@ -222,10 +230,11 @@ def plan_cmd(
     draws: int = typer.Option(10_000, "--draws", min=0, max=1_000_000, help="Monte Carlo draws for P10/P50/P90 (0: off)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Monte Carlo seed."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained report: out.html or out.md."),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
-    """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison."""
+    """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison (capacity from your own runs where they match)."""
     from inferplan.economics.plan import plan
     from inferplan.economics.uncertainty import simulate
     from inferplan.scenario import load_scenario
@@ -234,8 +243,9 @@ def plan_cmd(
     if currency not in ("usd", "eur"):
         fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)", field="--currency", allowed="usd, eur")
     s = run_naming({}, load_scenario, scenario)  # errors name the scenario's keys
-    result = run_naming({}, plan, s)
-    uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed) if draws else None
+    catalog = user_catalog(db)
+    result = run_naming({}, plan, s, catalog)
+    uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed, catalog=catalog) if draws else None
     if report is not None:
         from inferplan.report.files import write_report
 

@@ -41,7 +41,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
 
 # options shared by several commands
 ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
-GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...).")
+GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
 GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
@@ -125,7 +125,46 @@ def emit_json(obj) -> None:
 def deployment(**kwargs):
     from inferplan.inputs.deployment import Deployment
 
+    if (kwargs.get("gpu") or "").strip().lower() == "local":
+        kwargs["gpu"] = local_gpu()
     return run(Deployment, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+def local_gpu() -> str:
+    """``--gpu local``: the catalogue id of this machine's card when it matches one exactly, else
+    ``local`` (planned with the read memory; ``catalog_for`` adds it)."""
+    from inferplan.catalog.detect import LOCAL_ID, local_accelerator, read_machine
+    from inferplan.catalog.loader import load_catalog
+
+    catalog = run(load_catalog)
+    machine = run(read_machine, catalog, probe_once())
+    if not machine.has_gpu:
+        run(local_accelerator, catalog, machine, probe_once())  # says plainly there is no GPU (exit 2)
+    return machine.groups[0].matched or LOCAL_ID
+
+
+def probe_once() -> dict[str, str]:
+    """This machine's tool outputs, read once per command."""
+    from inferplan.catalog.detect import probe
+
+    global _PROBED
+    if _PROBED is None:
+        _PROBED = probe()
+    return _PROBED
+
+
+_PROBED: dict[str, str] | None = None
+
+
+def catalog_for(d):
+    """The catalogue a deployment is planned with: with this machine's accelerator as ``local`` when
+    ``--gpu local`` (catalog/detect.py), else the shipped one (None: the library loads it)."""
+    if (d.gpu or "").strip().lower() != "local":
+        return None
+    from inferplan.catalog.detect import local_catalog
+    from inferplan.catalog.loader import load_catalog
+
+    return run(local_catalog, run(load_catalog), probe_once())[0]
 
 
 def workload(**kwargs):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, err_console, fail, run
 
 render = LazyModule("inferplan.shells.render")
+render_local = LazyModule("inferplan.shells.render_local")
 
 
 def validate_cmd(
@@ -17,9 +21,14 @@ def validate_cmd(
     worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
     family: str = typer.Option(None, "--family", help="Speed rows and track record of one calibration family only (sglang, vllm, trtllm, llamacpp-metal, mlx ...)."),
     cross_validate: bool = typer.Option(False, "--cross-validate", help="Also the leave-source-out error: refit with each third of the sources left out and score those (about 15-20 minutes)."),
+    mine: bool = typer.Option(False, "--mine", help="Your own imported runs instead (inferplan measurements import): predicted vs measured, each error."),
+    db: Optional[Path] = typer.Option(None, "--db", help="SQLite file of your runs (with --mine; default: the user data directory)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Compare predictions with the measured points shipped in the catalogue."""
+    """Compare predictions with the measured points shipped in the catalogue (--mine: with your own runs)."""
+    if mine:
+        _mine(db, as_json)
+        return
     from inferplan.validation.memory import validate_memory
     from inferplan.validation.speed import KINDS, validate_speed
 
@@ -57,6 +66,20 @@ def validate_cmd(
         print_latency_validation(console, results["latency"])
     if "cross_validation" in results:
         render.print_cross_validation(console, results["cross_validation"])
+
+
+def _mine(db: Optional[Path], as_json: bool) -> None:
+    from inferplan.measurements.compare import compare_runs
+    from inferplan.shells.cli_measurements import store
+
+    results = run(compare_runs, run(store(db).list_measurements))
+    if as_json:
+        emit_json({"mine": [r.model_dump(mode="json") for r in results]})
+        return
+    if not results:
+        console.print("no stored measurements: `inferplan measurements import FILE …` adds some")
+    for r in results:
+        render_local.print_comparison(console, r)
 
 
 def _cross_validation():

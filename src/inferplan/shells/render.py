@@ -280,6 +280,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
                   f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
     if e.layout_note:
         console.print(e.layout_note, highlight=False)
+    if e.measured_label:  # the user's own run (measurements import)
+        console.print(f"{e.measured_label}: run {e.measured_record} (inferplan measurements show {e.measured_record})")
     table = Table("metric", "value", show_header=True)
     for label, value in (
         ("TTFT", f"{e.ttft_s * 1e3:,.1f} ms"),

@@ -1,0 +1,136 @@
+"""The acceptance test for a planned deployment: how to start it, the engines' own benchmark
+clients sweeping the workload's concurrencies at its lengths, what to record, and the predictions
+those runs will be compared with (``inferplan measurements import`` then ``show``).
+
+Commands and flag names are data (``clients.yaml``). The launch command comes from the ``deploy``
+package when this build has it, else from the minimal table in ``clients.yaml`` — the pack says
+which.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import shlex
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.resolve import resolve_model
+from inferplan.performance.serving import estimate
+
+CLIENTS_FILE = Path(__file__).with_name("clients.yaml")
+DEFAULT_PORT = 8000
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    client: str  # vllm | sglang | llama-bench | genai-perf | guidellm | launch
+    format: str | None  # the --format its result imports as
+    concurrency: int | None  # None: one command for every level
+    argv: tuple[str, ...]
+    text: str
+    result: str | None  # the result file, under results/
+    source: str
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    concurrency: int
+    input_tokens: int
+    output_tokens: int
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s_total: float
+    source: str
+
+
+class AcceptancePack(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    deployment: Deployment
+    workload_preset: str
+    input_tokens: int
+    output_tokens: int
+    concurrencies: tuple[int, ...]
+    launch: Command
+    launch_from: str  # "inferplan deploy" | "minimal table (clients.yaml)"
+    benchmarks: tuple[Command, ...]
+    checklist: tuple[str, ...]
+    predictions: tuple[Prediction, ...]
+
+
+@functools.cache
+def clients() -> dict:
+    return yaml.safe_load(CLIENTS_FILE.read_text(encoding="utf-8"))
+
+
+def _fill(argv: list[str], values: dict[str, object]) -> tuple[str, ...]:
+    return tuple(str(a).format(**values) for a in argv)
+
+
+def _launch(d: Deployment, catalog: Catalog, repo: str) -> tuple[Command, str]:
+    try:
+        deploy = importlib.import_module("inferplan.deploy")
+    except ImportError:
+        deploy = None
+    if deploy is not None:
+        cmd = deploy.launch_command(d, catalog)
+        return Command(client="launch", format=None, concurrency=None, argv=tuple(cmd.argv), text=cmd.text, result=None,
+                       source="inferplan deploy"), "inferplan deploy"
+    table = clients()["launch"].get(catalog.engine(d.engine).id)
+    if table is None:
+        raise InvalidScenarioError(f"no launch command for engine {d.engine}", field="engine",
+                                   allowed=", ".join(clients()["launch"]))
+    argv = _fill(table["argv"], {"repo": repo, "tp": d.tensor_parallel_size, "max_model_len": d.max_model_len})
+    return Command(client="launch", format=None, concurrency=None, argv=argv, text=shlex.join(argv), result=None,
+                   source=table["source"]), "minimal table (clients.yaml)"
+
+
+def _benchmarks(values: dict, concurrencies: tuple[int, ...], data: dict) -> list[Command]:
+    out = []
+    for c in data["clients"]:
+        levels = concurrencies if c["per_concurrency"] else (None,)
+        for level in levels:
+            v = {**values, "concurrency": level, "concurrencies": ",".join(map(str, concurrencies)),
+                 "num_prompts": max(data["min_prompts"], data["num_prompts_per_concurrency"] * (level or 1))}
+            result = c["result"].format(**v)
+            argv = _fill(c["argv"], {**v, "result": result})
+            text = shlex.join(argv) + (f" > results/{c['stdout_to']}" if c.get("stdout_to") else "")
+            out.append(Command(client=c["id"], format=c["format"], concurrency=level, argv=argv, text=text,
+                               result=f"results/{result}", source=c["source"]))
+    return out
+
+
+def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None = None, *,
+                    input_len: int | None = None, output_len: int | None = None) -> AcceptancePack:
+    """The test to run on ``d`` for the preset's request lengths (or those given)."""
+    catalog = catalog or load_catalog()
+    preset = catalog.workload_presets.get(workload_preset, field_name="workload_preset", error=InvalidScenarioError)
+    inp = input_len or int(preset.input_tokens_per_request.value)
+    out = output_len or int(preset.output_tokens_per_request.value)
+    spec = resolve_model(catalog, d.model)
+    d = d.model_copy(update={"max_model_len": d.max_model_len or inp + out})
+    most = estimate(d, Workload(input_len=inp, output_len=out, concurrency="max"), catalog, use_profiles=False)
+    data = clients()
+    levels = tuple(c for c in data["concurrency_sweep"] if c <= most.max_concurrency) or (1,)
+    card = catalog.model(spec.id) if spec.id in catalog.models else None
+    repo = next((k.repo for k in (card.checkpoints if card else ()) if k.repo and k.quantization == spec.native_quantization),
+                None) or next((k.repo for k in (card.checkpoints if card else ()) if k.repo), spec.id)
+    launch, launch_from = _launch(d, catalog, repo)
+    values = {"repo": repo, "model_file": f"{spec.id}.gguf", "input_len": inp, "output_len": out, "port": DEFAULT_PORT}
+    predictions = []
+    for c in levels:
+        e = estimate(d, Workload(input_len=inp, output_len=out, concurrency=c), catalog, use_profiles=False)
+        predictions.append(Prediction(concurrency=c, input_tokens=inp, output_tokens=out, ttft_s=e.ttft_s, tpot_s=e.tpot_s,
+                                      output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
+    return AcceptancePack(deployment=d, workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
+                          launch=launch, launch_from=launch_from, benchmarks=tuple(_benchmarks(values, levels, data)),
+                          checklist=tuple(data["checklist"]), predictions=tuple(predictions))

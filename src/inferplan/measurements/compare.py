@@ -1,0 +1,109 @@
+"""Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
+for the same deployment and workload (no profile, no stored run — the model alone, as
+``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1)."""
+
+from __future__ import annotations
+
+import statistics
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.measurements.records import MeasuredRun
+from inferplan.memory.fit import fit
+from inferplan.performance.estimate import ServingEstimate
+from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.serving import estimate
+
+# metric -> (the measured point's field, the estimate's figure)
+METRICS = {
+    "ttft_s": ("ttft_s", lambda e, p: e.ttft_s),
+    "tpot_s": ("tpot_s", lambda e, p: e.tpot_s),
+    "output_tokens_per_s_total": ("output_tokens_per_s_total", lambda e, p: e.output_tokens_per_s_total),
+    "prefill_tokens_per_s": ("prefill_tokens_per_s", lambda e, p: max(p.input_tokens, 1) / e.prefill_s),
+}
+
+
+class MetricComparison(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    measured: float
+    predicted: float
+    error: float  # predicted / measured - 1
+
+
+class PointComparison(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    concurrency: int
+    input_tokens: int
+    output_tokens: int
+    metrics: tuple[MetricComparison, ...]
+    problem: str | None = None  # why the model gave no prediction here
+
+
+class RunComparison(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run: MeasuredRun
+    points: tuple[PointComparison, ...]
+    median_abs_error: dict[str, float]  # per metric, over the points
+    kv_cache_tokens: MetricComparison | None = None  # the KV cache the engine reported vs the memory plan's
+
+
+def _deployment(run: MeasuredRun) -> Deployment:
+    return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
+                      engine=run.engine, quantization=run.quantization, max_model_len=run.max_model_len)
+
+
+def _kv_cache(run: MeasuredRun, catalog: Catalog) -> MetricComparison | None:
+    """The KV cache tokens the engine reported beside what the memory plan gives (one instance)."""
+    if not run.kv_cache_tokens:
+        return None
+    try:
+        predicted = fit(_deployment(run), catalog).kv_cache_tokens
+    except InferplanError:
+        return None
+    return MetricComparison(metric="kv_cache_tokens", measured=run.kv_cache_tokens, predicted=predicted,
+                            error=predicted / run.kv_cache_tokens - 1)
+
+
+def _predict(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
+    d = _deployment(run)
+    w = Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency)
+    return estimate(d, w, catalog, use_profiles=False)
+
+
+def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
+    where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
+    try:
+        est = _predict(run, p, catalog)
+    except InferplanError as exc:
+        return PointComparison(**where, metrics=(), problem=exc.describe())
+    rows = []
+    for metric, (field, figure) in METRICS.items():
+        measured = getattr(p, field)
+        if measured:
+            predicted = figure(est, p)
+            rows.append(MetricComparison(metric=metric, measured=measured, predicted=predicted, error=predicted / measured - 1))
+    return PointComparison(**where, metrics=tuple(rows))
+
+
+def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparison:
+    catalog = catalog or load_catalog()
+    points = tuple(compare_point(run, p, catalog) for p in run.points)
+    by_metric: dict[str, list[float]] = {}
+    for point in points:
+        for m in point.metrics:
+            by_metric.setdefault(m.metric, []).append(abs(m.error))
+    return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, catalog),
+                         median_abs_error={k: statistics.median(v) for k, v in by_metric.items()})
+
+
+def compare_runs(runs: list[MeasuredRun], catalog: Catalog | None = None) -> list[RunComparison]:
+    catalog = catalog or load_catalog()
+    return [compare_run(r, catalog) for r in runs]

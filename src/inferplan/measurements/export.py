@@ -1,0 +1,52 @@
+"""A stored run as catalogue YAML in the ``speed_points`` schema (catalog/schema.py ``SpeedPoint``),
+with its ``sources`` entry, so a user can contribute the measurement back: one point per measured
+figure; the source's url is left for the contributor to fill (where the run is published)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import yaml
+
+from inferplan.measurements.records import MeasuredRun
+
+# a measured point's field -> the speed point metric it is (per-user decode: 1/TPOT at concurrency 1)
+FIELD_METRICS = (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s"), ("output_tokens_per_s_total", "output_tokens_per_s_total"),
+                 ("prefill_tokens_per_s", "prefill_tokens_per_s"))
+
+
+def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dict:
+    source = f"user-run-{run.id}"
+    points = []
+    for p in run.points:
+        for field, metric in FIELD_METRICS:
+            value = getattr(p, field)
+            if not value:
+                continue
+            measured = {"value": value, "kind": "measured", "source": source}  # SI: seconds, tokens/s
+            points.append({
+                "id": f"user-{run.id}-{run.model}-c{p.concurrency}-{p.input_tokens}-{p.output_tokens}-{metric}".lower().replace("_", "-"),
+                "model": run.model, "accelerator": run.accelerator, "gpus": run.gpus,
+                "tensor_parallel_size": run.tensor_parallel_size, "engine": run.engine, "engine_version": run.engine_version,
+                "quantization": run.quantization, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens,
+                "concurrency": p.concurrency, "metric": metric, "measured": measured,
+                "split": "holdout",
+            })
+    note = "; ".join(x for x in (f"measured by {run.measured_by}", run.note, f"driver {run.driver}" if run.driver else "",
+                                  f"{run.format} result file {run.file}") if x)
+    return {
+        "sources": [{"id": source, "title": f"{run.engine} {run.engine_version} benchmark of {run.model} on "
+                     f"{run.gpus}x {run.accelerator} ({run.measured_on.isoformat()})",
+                     "url": "https://example.invalid/where-this-run-is-published",
+                     "checked": (checked or run.measured_on).isoformat(), "note": note}],
+        "speed_points": points,
+    }
+
+
+def export_yaml(runs: list[MeasuredRun]) -> str:
+    merged: dict[str, list] = {"sources": [], "speed_points": []}
+    for run in runs:
+        part = run_as_catalogue(run)
+        merged["sources"] += part["sources"]
+        merged["speed_points"] += part["speed_points"]
+    return yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,120 @@
+"""A measured run as it is stored: the deployment it measured, its provenance and its points.
+
+``read_runs`` turns result files plus what the user states (model, GPU, engine …) into validated
+``MeasuredRun``s — every file or none: one bad file refuses the lot, naming the file and the key or
+line. What a file states itself (vLLM's ``model_id``, llama-bench's ``build_commit``) fills in what
+the user left out; what the user states wins.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import Field, ValidationError
+
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs import Input, SafeName
+from inferplan.measurements.formats import FORMATS, guess_format, parse
+from inferplan.memory.resolve import resolve_model
+from inferplan.performance.local_runs import MeasuredPoint, UserRun
+
+MAX_FILE_BYTES = 20_000_000
+MAX_FILES = 100
+
+
+class RunProvenance(Input):
+    """What the user says about the runs being imported (the deployment, who measured, when)."""
+
+    model: str | None = Field(None, min_length=1, max_length=300)
+    gpu: str | None = Field(None, min_length=1, max_length=200)
+    gpus: int | None = Field(None, ge=1, le=100_000)
+    tensor_parallel_size: int = Field(1, ge=1, le=1024)
+    engine: str = Field("vllm", min_length=1, max_length=50)
+    engine_version: str | None = Field(None, max_length=100)
+    quantization: str | None = Field(None, max_length=50)
+    format: str | None = Field(None, description=f"one of {', '.join(FORMATS)}; default: told from the file")
+    measured_by: SafeName | None = None
+    measured_on: dt.date | None = None
+    driver: str | None = Field(None, max_length=100)
+    note: str = Field("", max_length=2000)
+    # the KV cache the engine reported at start-up (vLLM: "GPU KV cache size: N tokens"), to check the memory plan
+    kv_cache_tokens: int | None = Field(None, ge=1, le=10**12)
+    max_model_len: int | None = Field(None, ge=1, le=100_000_000, description="the context the engine ran with")
+
+
+class MeasuredRun(UserRun):
+    """One imported result file: the deployment and points the planner uses, and their provenance."""
+
+    id: int | None = None  # set by the store
+    file: str
+    format: str
+    measured_by: str
+    driver: str | None = None
+    note: str = ""
+    kv_cache_tokens: int | None = None
+    max_model_len: int | None = None
+    points: tuple[MeasuredPoint, ...] = Field(min_length=1)
+
+    def as_user_run(self) -> UserRun:
+        return UserRun.model_validate({**self.model_dump(include=set(UserRun.model_fields)), "id": self.id or 0})
+
+
+def _decode(name: str, data: bytes) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidScenarioError(f"{name}: {len(data):,} bytes is more than a result file holds", field="file",
+                                   allowed=f"at most {MAX_FILE_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidScenarioError(f"{name}: byte {exc.start} is not UTF-8 text", field="file",
+                                   allowed="a UTF-8 text result file") from None
+    if "\x00" in text:
+        raise InvalidScenarioError(f"{name}: holds NUL bytes, not a text result file", field="file")
+    return text
+
+
+def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, today: dt.date | None = None) -> MeasuredRun:
+    """One file into a validated run (errors name ``<file>: <key or line>``)."""
+    text = _decode(name, data)
+    fmt = given.format or guess_format(name, text)
+    try:
+        parsed = parse(text, fmt)
+    except InferplanError as exc:
+        raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
+    model_name = given.model or parsed.meta.get("model")
+    if not model_name:
+        raise InvalidScenarioError(f"{name}: the file names no model", field="model", allowed="a catalogue model id")
+    if not given.gpu:
+        raise InvalidScenarioError(f"{name}: say which accelerator ran it", field="gpu", allowed="a catalogue accelerator id")
+    spec = resolve_model(catalog, model_name)
+    accel = catalog.accelerator(given.gpu)
+    engine = catalog.engine(given.engine).id
+    quant = catalog.quantization(given.quantization or spec.native_quantization or "bf16").id
+    date = given.measured_on or _file_date(parsed.meta.get("date")) or (today or dt.date.today())
+    try:
+        return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id,
+                           gpus=given.gpus or given.tensor_parallel_size, tensor_parallel_size=given.tensor_parallel_size,
+                           engine=engine, engine_version=given.engine_version or parsed.meta.get("engine_version") or "unstated",
+                           quantization=quant, measured_on=date, measured_by=given.measured_by or "unstated",
+                           driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
+                           max_model_len=given.max_model_len, points=tuple(parsed.points))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidScenarioError(f"{name}: {first['msg']}", field=".".join(map(str, first["loc"]))) from None
+
+
+def _file_date(text: str | None) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProvenance) -> list[MeasuredRun]:
+    """Every file, or an error for the first one that is refused."""
+    if not files:
+        raise InvalidScenarioError("no result file given", field="files", allowed="1 or more files")
+    if len(files) > MAX_FILES:
+        raise InvalidScenarioError(f"{len(files)} files at once", field="files", allowed=f"at most {MAX_FILES}")
+    return [read_run(catalog, name, data, given) for name, data in files]

@@ -1,0 +1,198 @@
+"""The user's own measured runs, planned on: where a run of the same deployment (model, accelerator,
+GPUs, tensor parallel size, engine, weight format) was measured, its figures replace the model's.
+
+The runs come in as data (the shells read them from the store and pass them here). At the asked
+input/output lengths a run is interpolated across concurrency (linear in log concurrency, as the
+shipped profiles are, ``profiles.py``); outside its concurrency range, or at other lengths, the
+calibrated model's estimate is scaled by measured/model at the nearest measured point, and the
+estimate says what differs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import TYPE_CHECKING, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.catalog.schema import ProfilePoint, ServingProfile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from inferplan.performance.estimate import ServingEstimate
+
+SOURCE = "measured-local"
+
+
+class MeasuredPoint(BaseModel):
+    """One load level of a benchmark run, in SI units (None: the client did not report it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    concurrency: int = Field(ge=1, le=10_000_000)
+    input_tokens: int = Field(ge=0, le=100_000_000)
+    output_tokens: int = Field(ge=0, le=100_000_000)
+    ttft_s: float | None = Field(None, gt=0, le=1e6)
+    tpot_s: float | None = Field(None, gt=0, le=1e6)
+    output_tokens_per_s_total: float | None = Field(None, gt=0, le=1e12)
+    requests_per_s: float | None = Field(None, gt=0, le=1e9)
+    prefill_tokens_per_s: float | None = Field(None, gt=0, le=1e12)  # prompt processing alone (llama-bench pp)
+
+
+class UserRun(BaseModel):
+    """A stored run as the performance layer sees it: the deployment it measured and its points."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    model: str
+    accelerator: str
+    gpus: int
+    tensor_parallel_size: int
+    engine: str
+    engine_version: str
+    quantization: str
+    measured_on: dt.date
+    points: tuple[MeasuredPoint, ...]
+
+
+def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int) -> list[UserRun]:
+    return [r for r in runs if (r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization)
+            == (est.model, est.accelerator, est.gpus, tp, est.engine, est.quantization)
+            and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
+
+
+def _interp(xs: list[float], ys: list[float], x: float) -> float:
+    if len(xs) == 1:
+        return ys[0]
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x0 <= x <= x1:
+            t = 0.0 if x1 == x0 else (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + t * (y1 - y0)
+    raise ValueError("outside the measured range")
+
+
+def _pooled(found: list[UserRun]) -> UserRun:
+    """The matching runs as one: every load level measured, the newest run's where two measured the
+    same one; named by the newest run (its id and date)."""
+    newest_first = sorted(found, key=lambda r: (r.measured_on, r.id), reverse=True)
+    points: dict[tuple[int, int, int], MeasuredPoint] = {}
+    for run in newest_first:
+        for p in run.points:
+            points.setdefault((p.concurrency, p.input_tokens, p.output_tokens), p)
+    return newest_first[0].model_copy(update={"points": tuple(points.values())})
+
+
+def _label(run: UserRun) -> str:
+    return f"measured (yours, {run.measured_on.isoformat()})"
+
+
+def _same_lengths(run: UserRun, input_len: int, output_len: int) -> list[MeasuredPoint]:
+    return sorted((p for p in run.points if (p.input_tokens, p.output_tokens) == (input_len, output_len)
+                   and (p.tpot_s or p.output_tokens_per_s_total)), key=lambda p: p.concurrency)
+
+
+def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: int) -> MeasuredPoint:
+    def distance(p: MeasuredPoint) -> float:
+        return (abs(math.log(max(p.input_tokens, 1) / input_len)) + abs(math.log(max(p.output_tokens, 1) / output_len))
+                + abs(math.log(p.concurrency / est.concurrency)))
+    return min((p for p in run.points if p.tpot_s or p.output_tokens_per_s_total), key=distance)
+
+
+def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int, input_len: int, output_len: int,
+                   model_at: Callable[[MeasuredPoint], "ServingEstimate | None"]) -> "ServingEstimate":
+    """``est`` from the newest matching run: interpolated at the asked lengths inside its concurrency
+    range, else the model scaled by measured/model at the nearest measured point (``model_at`` gives
+    the model's estimate at a measured point's workload)."""
+    found = matching_runs(runs, est, tp)
+    if not found:
+        return est
+    run = _pooled(found)
+    points = _same_lengths(run, input_len, output_len)
+    if points and points[0].concurrency <= est.concurrency <= points[-1].concurrency:
+        return _interpolated(est, run, points)
+    near = _nearest(run, est, input_len, output_len)
+    model = model_at(near)
+    if model is None:  # the measured workload does not fit this deployment as the model sees it
+        return est.model_copy(update={"assumptions": (*est.assumptions, (
+            f"your run {run.id} measured this deployment at {near.input_tokens}/{near.output_tokens} tokens, concurrency "
+            f"{near.concurrency}, which the model cannot place on it: the calibrated model stands"))})
+    return _scaled(est, run, near, model, input_len, output_len)
+
+
+def _interpolated(est: "ServingEstimate", run: UserRun, points: list[MeasuredPoint]) -> "ServingEstimate":
+    xs = [float(p.concurrency) for p in points]
+    c = float(est.concurrency)
+    update: dict = {"source": SOURCE, "bound": "measured", "measured_record": run.id, "measured_label": _label(run)}
+    if all(p.tpot_s for p in points):
+        tpot = _interp(xs, [p.tpot_s for p in points], c)
+        update |= {"tpot_s": tpot, "output_tokens_per_s_per_user": 1 / tpot}
+    if all(p.output_tokens_per_s_total for p in points):
+        total = _interp(xs, [p.output_tokens_per_s_total for p in points], c)
+        update |= {"output_tokens_per_s_total": total, "output_tokens_per_s_per_gpu": total / est.gpus,
+                   "input_tokens_per_s_total": total * est.input_tokens_per_s_total / est.output_tokens_per_s_total}
+    if all(p.ttft_s for p in points):
+        ttft = _interp(xs, [p.ttft_s for p in points], c)
+        update |= {"ttft_s": ttft, "prefill_s": ttft * est.prefill_s / est.ttft_s}
+    note = (f"{_label(run)}: your run {run.id} ({run.engine} {run.engine_version}), interpolated across its measured "
+            f"concurrency {points[0].concurrency}–{points[-1].concurrency} at these lengths; figures it did not "
+            "record stay the calibrated model's")
+    return est.model_copy(update={**update, "validated": (), "assumptions": (*est.assumptions, note)})
+
+
+def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "ServingEstimate",
+            input_len: int, output_len: int) -> "ServingEstimate":
+    update: dict = {"source": SOURCE, "measured_record": run.id, "measured_label": _label(run)}
+    ratios = []
+    if near.tpot_s:
+        r = near.tpot_s / model.tpot_s
+        update |= {"tpot_s": est.tpot_s * r, "output_tokens_per_s_per_user": 1 / (est.tpot_s * r)}
+        ratios.append(f"TPOT ×{r:.2f}")
+    if near.output_tokens_per_s_total:
+        r = near.output_tokens_per_s_total / model.output_tokens_per_s_total
+        update |= {"output_tokens_per_s_total": est.output_tokens_per_s_total * r,
+                   "output_tokens_per_s_per_gpu": est.output_tokens_per_s_per_gpu * r,
+                   "input_tokens_per_s_total": est.input_tokens_per_s_total * r}
+        ratios.append(f"throughput ×{r:.2f}")
+    if near.ttft_s:
+        r = near.ttft_s / model.ttft_s
+        update |= {"ttft_s": est.ttft_s * r, "prefill_s": est.prefill_s * r}
+        ratios.append(f"TTFT ×{r:.2f}")
+    differs = []
+    if (near.input_tokens, near.output_tokens) != (input_len, output_len):
+        differs.append(f"measured at {near.input_tokens}/{near.output_tokens} tokens, asked {input_len}/{output_len}")
+    if near.concurrency != est.concurrency:
+        differs.append(f"measured at concurrency {near.concurrency}, asked {est.concurrency}")
+    note = (f"{_label(run)}, nearly matching: your run {run.id} ({run.engine} {run.engine_version}) {'; '.join(differs)}; "
+            f"the calibrated model is scaled by measured/model there ({', '.join(ratios)})")
+    return est.model_copy(update={**update, "assumptions": (*est.assumptions, note)})
+
+
+def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
+    """The runs as measured serving profiles, one per deployment and request length (the runs of a
+    deployment pooled, as ``with_user_runs`` pools them), of the load levels with TPOT and output
+    tokens/s: what the planner's capacity search (``plan``) interpolates, as it does the shipped
+    profiles. Their ids (``user-run-<id>-<input>-<output>``) name the newest run.
+
+    A profile has no tensor parallel size: runs of two layouts on the same GPUs would both match."""
+    groups: dict[tuple, list[UserRun]] = {}
+    for r in runs:
+        groups.setdefault((r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization), []).append(r)
+    profiles = []
+    for run in (_pooled(group) for group in groups.values()):  # named by the newest run of each deployment
+        source = {"kind": "measured", "source": f"user-run-{run.id}", "checked": run.measured_on}
+        lengths = sorted({(p.input_tokens, p.output_tokens) for p in run.points if p.input_tokens and p.output_tokens})
+        for inp, out in lengths:
+            points = [p for p in _same_lengths(run, inp, out) if p.tpot_s and p.output_tokens_per_s_total]
+            if not points:
+                continue
+            profiles.append(ServingProfile(
+                id=f"user-run-{run.id}-{inp}-{out}", model=run.model, accelerator=run.accelerator, gpus=run.gpus,
+                engine=run.engine, quantization=run.quantization, input_tokens=inp, output_tokens=out,
+                caveats=(f"{_label(run)}: {run.engine} {run.engine_version}",),
+                points=tuple(ProfilePoint(
+                    concurrency=p.concurrency,
+                    output_tokens_per_s_per_user={"value": 1 / p.tpot_s, **source},
+                    output_tokens_per_s_per_gpu={"value": p.output_tokens_per_s_total / run.gpus, **source},
+                    ttft_s={"value": p.ttft_s, **source} if p.ttft_s else None) for p in points)))
+    return profiles

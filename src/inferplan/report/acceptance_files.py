@@ -1,0 +1,65 @@
+"""An acceptance pack as a folder: README.md (what to do, in order), launch.sh, benchmarks.sh,
+checklist.md and predictions.json (the figures the runs will be compared with)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.measurements.acceptance import AcceptancePack
+
+
+def _readme(p: AcceptancePack) -> str:
+    d = p.deployment
+    hardware = d.system or f"{d.gpus or d.tensor_parallel_size}x {d.gpu}"
+    lines = [
+        f"# Acceptance test: {d.model} on {hardware} with {d.engine}",
+        "",
+        f"Workload `{p.workload_preset}`: {p.input_tokens} prompt and {p.output_tokens} output tokens per request, "
+        f"at concurrency {', '.join(map(str, p.concurrencies))} (what the KV cache holds, of the sweep).",
+        "",
+        f"1. Start the engine (`launch.sh`; the command is from {p.launch_from}):",
+        "", f"       {p.launch.text}", "",
+        "2. Run the load tests in `benchmarks.sh` (any one client is enough; each writes under `results/`).",
+        "3. Record what `checklist.md` asks for.",
+        "4. Import the results and see the planner's prediction beside them:",
+        "",
+        "       inferplan measurements import results/* --model " + d.model
+        + (f" --gpu {d.gpu}" if d.gpu else "") + f" -tp {d.tensor_parallel_size} --engine {d.engine} --engine-version <version>",
+        "       inferplan measurements list",
+        "       inferplan measurements show <id>",
+        "",
+        "`predictions.json` holds the planner's figures for these runs (TTFT and TPOT in seconds, output tokens/s in total).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _script(commands: list[str]) -> str:
+    return "#!/bin/sh\nset -e\nmkdir -p results\n" + "\n".join(commands) + "\n"
+
+
+def write_pack(pack: AcceptancePack, out: Path) -> list[Path]:
+    """Write the pack into ``out`` (created; an existing file of the pack's names is replaced)."""
+    if out.exists() and not out.is_dir():
+        raise InvalidScenarioError(f"{out} exists and is not a folder", field="out", allowed="a folder path")
+    out.mkdir(parents=True, exist_ok=True)
+    by_client: dict[str, list[str]] = {}
+    for b in pack.benchmarks:
+        by_client.setdefault(b.client, []).append(b.text)
+    bench = [line for client, texts in by_client.items() for line in (f"\n# {client} (result format: {client})", *texts)]
+    files = {
+        "README.md": _readme(pack),
+        "launch.sh": _script([pack.launch.text]),
+        "benchmarks.sh": _script(bench),
+        "checklist.md": "# Record with every run\n\n" + "".join(f"- [ ] {c}\n" for c in pack.checklist),
+        "predictions.json": json.dumps({"deployment": pack.deployment.model_dump(mode="json", exclude_none=True),
+                                        "workload_preset": pack.workload_preset,
+                                        "predictions": [p.model_dump(mode="json") for p in pack.predictions]}, indent=2) + "\n",
+    }
+    written = []
+    for name, text in files.items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

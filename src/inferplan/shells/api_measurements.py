@@ -1,0 +1,78 @@
+"""The user's own benchmark runs over HTTP: upload (POST /api/measurements), list, one run with the
+planner's prediction beside each figure, delete, export, and the predicted-vs-measured chart."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InferplanError
+from inferplan.inputs import Input
+from inferplan.measurements.compare import RunComparison, compare_run, compare_runs
+from inferplan.measurements.export import run_as_catalogue
+from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance, read_runs
+from inferplan.report.measured_chart import predicted_vs_measured
+
+router = APIRouter(tags=["measurements"])
+MAX_CONTENT_CHARS = 5_000_000  # one result file as text (a request body is bounded by the server too)
+
+
+class ResultFile(Input):
+    name: str = Field(min_length=1, max_length=200, description="the file's name (tells its format when none is given)")
+    content: str = Field(max_length=MAX_CONTENT_CHARS, description="the file's text")
+
+
+class MeasurementImport(Input):
+    files: list[ResultFile] = Field(min_length=1, max_length=MAX_FILES)
+    provenance: RunProvenance = RunProvenance()
+
+
+class MeasurementsView(BaseModel):
+    runs: list[RunComparison]
+    chart: dict  # Vega-Lite spec (report/measured_chart.py)
+
+
+def _store(request: Request):
+    return request.app.state.store
+
+
+@router.get("/api/measurements")
+def list_measurements(request: Request) -> list[MeasuredRun]:
+    """Stored runs, newest first."""
+    return _store(request).list_measurements()
+
+
+@router.post("/api/measurements", status_code=201)
+def import_measurements(r: MeasurementImport, request: Request) -> list[MeasuredRun]:
+    """Import result files: every file, or none (422 naming the key or line of the first refused)."""
+    try:
+        runs = read_runs(load_catalog(), [(f.name, f.content.encode()) for f in r.files], r.provenance)
+    except InferplanError as exc:
+        exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else f"files.{exc.field or 'content'}"
+        raise
+    return _store(request).add_measurements(runs)
+
+
+@router.get("/api/measurements/view")
+def measurements_view(request: Request) -> MeasurementsView:
+    """Every run with predicted vs measured, and the chart of them."""
+    runs = compare_runs(_store(request).list_measurements())
+    return MeasurementsView(runs=runs, chart=predicted_vs_measured(runs))
+
+
+@router.get("/api/measurements/{measurement_id}")
+def show_measurement(measurement_id: int, request: Request) -> RunComparison:
+    return compare_run(_store(request).get_measurement(measurement_id))
+
+
+@router.get("/api/measurements/{measurement_id}/export")
+def export_measurement(measurement_id: int, request: Request) -> dict:
+    """The run as catalogue data in the speed_points schema."""
+    return run_as_catalogue(_store(request).get_measurement(measurement_id))
+
+
+@router.delete("/api/measurements/{measurement_id}", status_code=204)
+def delete_measurement(measurement_id: int, request: Request) -> Response:
+    _store(request).delete_measurement(measurement_id)
+    return Response(status_code=204)

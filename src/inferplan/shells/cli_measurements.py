@@ -1,0 +1,185 @@
+"""``inferplan measurements …`` and ``inferplan acceptance``: the user's own benchmark runs in, the
+test to run out. Each command parses flags, calls one library function and renders its result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, err_console, fail, run
+
+render_local = LazyModule("inferplan.shells.render_local")
+
+measurements_app = typer.Typer(no_args_is_help=True, help="Your own benchmark runs: import, list, show, delete, export.")
+
+DbOpt = typer.Option(None, "--db", help="SQLite file (default: the user data directory, as `serve` uses).")
+# a RunProvenance field -> the flag a user typed
+FLAGS = {"model": "--model", "gpu": "--gpu", "gpus": "--gpus", "tensor_parallel_size": "--tensor-parallel-size",
+         "engine": "--engine", "engine_version": "--engine-version", "quantization": "--quantization",
+         "format": "--format", "measured_by": "--measured-by", "measured_on": "--measured-on", "note": "--note",
+         "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len", "file": "FILE", "files": "FILE", "id": "ID"}
+
+
+def store(db: Optional[Path]):
+    from inferplan.store import Store
+
+    return run(Store, db)
+
+
+def user_runs(db: Optional[Path] = None) -> tuple:
+    """The stored runs as the performance layer takes them; none when no database exists yet."""
+    from inferplan.store import default_db_path
+
+    path = db or default_db_path()
+    if not Path(path).is_file():
+        return ()
+    return store(path).user_runs()
+
+
+def user_catalog(db: Optional[Path] = None):
+    """The catalogue with the stored runs as measured profiles (``plan``), or None: none stored."""
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.performance.local_catalog import with_user_profiles
+
+    runs = user_runs(db)
+    return with_user_profiles(run(load_catalog), runs) if runs else None
+
+
+def _named(fn, *args, **kwargs):
+    from inferplan.shells.cli_common import run_naming
+
+    return run_naming(FLAGS, fn, *args, **kwargs)
+
+
+@measurements_app.command("import")
+def import_cmd(
+    files: list[Path] = typer.Argument(..., help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model (default: the one the file names)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator the run used (or local)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the run (default: the tensor parallel size)."),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
+    engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx"),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="e.g. 0.11.0 (llama-bench files state their build)."),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="Weight format (default: the model's checkpoint)."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="vllm | sglang | llama-bench | genai-perf | guidellm | csv (default: told from the file)."),
+    measured_by: Optional[str] = typer.Option(None, "--measured-by", help="Who ran it."),
+    measured_on: Optional[str] = typer.Option(None, "--measured-on", help="YYYY-MM-DD (default: the file's date, else today)."),
+    driver: Optional[str] = typer.Option(None, "--driver", help="GPU driver version."),
+    note: str = typer.Option("", "--note", help="Free text."),
+    kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens')."),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
+    db: Optional[Path] = DbOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Import benchmark result files: every file, or none when one is refused."""
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.measurements.records import RunProvenance, read_runs
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.shells.cli_common import catalog_for, local_gpu
+
+    if gpu and gpu.strip().lower() == "local":
+        gpu = local_gpu()
+    given = _named(RunProvenance, **{k: v for k, v in dict(
+        model=model, gpu=gpu, gpus=gpus, tensor_parallel_size=tensor_parallel_size, engine=engine,
+        engine_version=engine_version, quantization=quantization, format=fmt, measured_by=measured_by,
+        measured_on=measured_on, driver=driver, note=note, kv_cache_tokens=kv_cache_tokens,
+        max_model_len=max_model_len).items() if v is not None})
+    contents = []
+    for f in files:
+        try:
+            contents.append((f.name, f.read_bytes()))
+        except OSError as exc:
+            fail(f"FILE: {f}: {exc.strerror or exc}", field="FILE")
+    catalog = catalog_for(Deployment(model=given.model or "local", gpu=given.gpu)) if given.gpu else None
+    runs = _named(read_runs, catalog or run(load_catalog), contents, given)
+    saved = run(store(db).add_measurements, runs)
+    if as_json:
+        emit_json({"imported": [r.model_dump(mode="json") for r in saved]})
+        return
+    for r in saved:
+        console.print(f"imported run {r.id}: {r.file} ({r.format}, {len(r.points)} points) — {r.model} on "
+                      f"{r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}", highlight=False)
+
+
+@measurements_app.command("list")
+def list_cmd(db: Optional[Path] = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Your stored runs, newest first."""
+    runs = run(store(db).list_measurements)
+    if as_json:
+        emit_json({"measurements": [r.model_dump(mode="json") for r in runs]})
+    else:
+        render_local.print_runs(console, runs)
+
+
+@measurements_app.command("show")
+def show_cmd(measurement_id: int = typer.Argument(..., metavar="ID"), db: Optional[Path] = DbOpt,
+             as_json: bool = JsonOpt) -> None:
+    """One run with the planner's prediction beside each measured figure, and the error."""
+    from inferplan.measurements.compare import compare_run
+
+    result = run(compare_run, _named(store(db).get_measurement, measurement_id))
+    if as_json:
+        emit_json(result)
+    else:
+        render_local.print_comparison(console, result)
+
+
+@measurements_app.command("delete")
+def delete_cmd(measurement_id: int = typer.Argument(..., metavar="ID"), db: Optional[Path] = DbOpt) -> None:
+    """Delete one stored run."""
+    _named(store(db).delete_measurement, measurement_id)
+    err_console.print(f"deleted run {measurement_id}")
+
+
+@measurements_app.command("export")
+def export_cmd(ids: Optional[list[int]] = typer.Argument(None, metavar="[ID]...", help="Runs to export (default: all)."),
+               db: Optional[Path] = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Runs as catalogue YAML in the speed_points schema, to contribute back."""
+    from inferplan.measurements.export import export_yaml, run_as_catalogue
+
+    s = store(db)
+    runs = [_named(s.get_measurement, i) for i in ids] if ids else run(s.list_measurements)
+    if as_json:
+        emit_json([run_as_catalogue(r) for r in runs])
+    else:
+        print(export_yaml(runs), end="")
+
+
+def acceptance_cmd(
+    model: str = typer.Option(..., "--model", help="Catalogue model id or alias."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator id or alias, or local."),
+    system: Optional[str] = typer.Option(None, "--system", help="System id."),
+    gpus: Optional[int] = typer.Option(None, "--gpus"),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
+    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
+    engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx"),
+    workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
+    input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
+    output_len: Optional[int] = typer.Option(None, "--output-len", help="Output tokens per request (default: the preset's)."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the pack into."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The acceptance test for a deployment: launch command, load tests, checklist and predictions, in a folder."""
+    from inferplan.measurements.acceptance import acceptance_pack
+    from inferplan.report.acceptance_files import write_pack
+    from inferplan.shells.cli_common import catalog_for, deployment, run_naming
+
+    d = deployment(model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
+                   pipeline_parallel_size=pipeline_parallel_size, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
+                   max_model_len=max_model_len, engine=engine)
+    names = {"workload_preset": "--workload", "out": "--out", "input_len": "--input-len", "output_len": "--output-len"}
+    from inferplan.shells.cli_common import FLAGS as DEPLOYMENT_FLAGS
+
+    pack = run_naming({**DEPLOYMENT_FLAGS, **names}, acceptance_pack, d, workload_preset, catalog_for(d),
+                      input_len=input_len, output_len=output_len)
+    written = run_naming(names, write_pack, pack, out)
+    if as_json:
+        emit_json({"pack": pack.model_dump(mode="json"), "files": [str(p) for p in written]})
+        return
+    console.print(f"acceptance pack for {pack.deployment.model} written to {out}/ "
+                  f"({', '.join(p.name for p in written)}); launch command from {pack.launch_from}", highlight=False)

@@ -1,0 +1,80 @@
+"""Rendering for this machine and the user's own measurements (text only: the figures come from the library)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from inferplan.shells.render import gib
+
+
+def print_machine(console: Console, machine) -> None:
+    table = Table(title="this machine")
+    for col in ("accelerator", "count", "memory each", "catalogue"):
+        table.add_column(col)
+    for g in machine.groups:
+        table.add_row(escape(g.name), str(g.count), gib(g.memory_bytes), escape(g.label))
+    if machine.groups:
+        console.print(table)
+    ram = gib(machine.ram_bytes) if machine.ram_bytes else "not read"
+    console.print(f"CPU: {escape(machine.cpu or 'not read')}"
+                  f"{f' ({machine.cores} logical CPUs)' if machine.cores else ''}; RAM: {ram}", highlight=False)
+    for note in (*machine.notes, *(n for g in machine.groups for n in g.notes)):
+        console.print(f"[dim]{escape(note)}[/]", highlight=False)
+
+
+METRIC_LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "output_tokens_per_s_total": "output tok/s",
+                 "prefill_tokens_per_s": "prefill tok/s"}
+
+
+def _figure(metric: str, value: float) -> str:
+    return f"{value * 1e3:,.2f} ms" if metric.endswith("_s") and not metric.endswith("per_s") else f"{value:,.1f}"
+
+
+def print_runs(console: Console, runs) -> None:
+    if not runs:
+        console.print("no stored measurements: `inferplan measurements import FILE …` adds some")
+        return
+    table = Table(title="your measurements")
+    for col in ("id", "date", "model", "hardware", "engine", "quant", "points", "file", "by"):
+        table.add_column(col)
+    for r in runs:
+        table.add_row(str(r.id), r.measured_on.isoformat(), r.model, f"{r.gpus}× {r.accelerator} (TP {r.tensor_parallel_size})",
+                      escape(f"{r.engine} {r.engine_version}"), r.quantization, str(len(r.points)), escape(r.file),
+                      escape(r.measured_by))
+    console.print(table)
+
+
+def print_comparison(console: Console, result) -> None:
+    r = result.run
+    console.print(f"run {r.id}: {r.model} on {r.gpus}× {r.accelerator}, {escape(r.engine)} {escape(r.engine_version)}, "
+                  f"{r.quantization}; measured {r.measured_on} by {escape(r.measured_by)} ({r.format}: {escape(r.file)})",
+                  highlight=False)
+    if r.note:
+        console.print(f"[dim]{escape(r.note)}[/]", highlight=False)
+    table = Table(title="predicted (calibrated model) vs measured")
+    for col in ("concurrency", "input/output", "figure", "measured", "predicted", "error"):
+        table.add_column(col)
+    for p in result.points:
+        if p.problem:
+            table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", "—", "—", "—", escape(p.problem))
+        for m in p.metrics:
+            table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", METRIC_LABELS[m.metric],
+                          _figure(m.metric, m.measured), _figure(m.metric, m.predicted), f"{m.error:+.1%}")
+    console.print(table)
+    if (kv := result.kv_cache_tokens) is not None:
+        console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%})")
+    if result.median_abs_error:
+        console.print("median |error|: " + ", ".join(f"{METRIC_LABELS[k]} {v:.1%}" for k, v in result.median_abs_error.items()))
+
+
+def print_speeds(console: Console, speeds) -> None:
+    if not speeds:
+        return
+    table = Table(title="how fast, one request at a time (1024 prompt / 256 output tokens)")
+    for col in ("model", "quant", "TTFT", "output tokens/s", "source"):
+        table.add_column(col)
+    for s in speeds:
+        table.add_row(s.model, s.quantization, f"{s.ttft_s * 1e3:,.0f} ms", f"{s.output_tokens_per_s_per_user:,.1f}", s.source)
+    console.print(table)
