@@ -118,3 +118,22 @@ def test_no_element_is_wider_than_the_screen_and_charts_fit_their_box(browser, s
         .filter(f => f.querySelector('svg') && f.scrollWidth > f.clientWidth + 1).map(f => f.id)""")
     assert not clipped, clipped
     context.close()
+
+
+def test_what_runs_on_two_rtx_4090s(page, server):
+    """The first question a person with a GPU or two asks, answered on the first screen."""
+    page.goto(server + "/")
+    planned(page)
+    assert page.locator("#homelab").bounding_box()["y"] < page.locator("#simulator").bounding_box()["y"]
+    page.select_option("#homelab-gpu", "rtx-4090")
+    page.fill("#homelab-gpus", "2")
+    page.select_option("#homelab-engine", "llamacpp")
+    page.select_option("#homelab-quantization", "gguf-q4_k_m")
+    page.click("#homelab-run")
+    page.wait_for_function("() => document.body.dataset.homelab", timeout=60000)
+    assert page.locator("#homelab-error").is_hidden(), page.text_content("#homelab-error")
+    rows = page.eval_on_selector_all("#homelab-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    runs = {r[0]: r for r in rows if r[2] == "runs"}
+    assert "qwen3-32b" in runs and runs["qwen3-32b"][6].endswith("tok/s")
+    assert any(r[2].startswith("needs ") for r in rows)  # the largest models need more GPUs, and say how many
+    assert "2 × rtx-4090" in page.text_content("#homelab-summary")

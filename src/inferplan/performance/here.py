@@ -11,7 +11,8 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.memory.local import LocalFits, fits_here
+from inferplan.memory.local import DEFAULT_ENGINE, ENGINE_BY_SOFTWARE, LocalFits, fits_here
+from inferplan.memory.matrix import FitsCell, fits_matrix
 from inferplan.performance.local_runs import UserRun
 from inferplan.performance.serving import estimate
 
@@ -51,3 +52,61 @@ def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | Non
         speeds.append(LocalSpeed(model=cell.model, quantization=cell.quantization, ttft_s=e.ttft_s,
                                  output_tokens_per_s_per_user=e.output_tokens_per_s_per_user, source=e.source))
     return WhatRunsHere(**fits.model_dump(), speeds=tuple(speeds))
+
+
+class ModelOnGpus(BaseModel):
+    """One model on the GPUs asked about: whether it fits them, and one request's speed if it does."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    quantization: str
+    fits: bool
+    gpus_needed: int | None  # the fewest of these GPUs that hold it (None: no layout does)
+    max_model_len: int | None  # the context it is sized for
+    concurrency: float | None  # requests of that context the KV cache holds at once
+    ttft_s: float | None
+    output_tokens_per_s_per_user: float | None
+    source: str | None  # measured or calibrated-model
+    note: str | None = None  # why a model that fits has no speed, or what layout was chosen
+
+
+class WhatRuns(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    accelerator: str
+    gpus: int
+    engine: str
+    input_len: int
+    output_len: int
+    models: tuple[ModelOnGpus, ...]  # those that fit first, fastest first
+
+
+def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = None,
+                 quantizations: list[str] | None = None) -> WhatRuns:
+    """Which catalogue models run on ``gpus`` of the accelerator ``gpu`` and how fast one request
+    goes (``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens): the what-fits matrix for one card,
+    and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone)."""
+    accel = catalog.accelerator(gpu, "gpu")
+    engine = engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
+    matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, catalog=catalog)
+    rows = [_on_gpus(cell, accel.id, gpus, engine, catalog) for cell in matrix.cells if cell.result is not None]
+    rows.sort(key=lambda r: (not r.fits, -(r.output_tokens_per_s_per_user or 0.0), r.model))
+    return WhatRuns(accelerator=accel.id, gpus=gpus, engine=engine, input_len=SPEED_INPUT_TOKENS,
+                    output_len=SPEED_OUTPUT_TOKENS, models=tuple(rows))
+
+
+def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog) -> ModelOnGpus:
+    needed = cell.result.parallel.gpus if cell.result.fits else (cell.smallest_fit.gpus if cell.smallest_fit else None)
+    base = dict(model=cell.model, quantization=cell.quantization, gpus_needed=needed,
+                max_model_len=cell.result.max_model_len, ttft_s=None, output_tokens_per_s_per_user=None, source=None)
+    if needed is None or needed > gpus:
+        return ModelOnGpus(**base, fits=False, concurrency=None)
+    d = Deployment(model=cell.model, gpu=gpu, gpus=gpus, engine=engine, quantization=cell.quantization,
+                   max_model_len=cell.result.max_model_len)
+    try:
+        e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog)
+    except InferplanError as exc:
+        return ModelOnGpus(**base, fits=True, concurrency=None, note=f"no speed estimate: {exc}")
+    return ModelOnGpus(**{**base, "ttft_s": e.ttft_s, "output_tokens_per_s_per_user": e.output_tokens_per_s_per_user,
+                          "source": e.source}, fits=True, concurrency=float(e.max_concurrency), note=e.layout_note)

@@ -51,6 +51,7 @@ from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
+from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
@@ -389,6 +390,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
     app.include_router(search_router)  # POST /api/search (shells/api_search.py)
     app.include_router(search_view_router)  # POST /api/views/search (shells/api_search_view.py)
+    app.include_router(homelab_router)  # POST /api/views/homelab (shells/api_homelab.py)
     app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)

@@ -468,6 +468,36 @@ async function runSearch(event) {
   }
 }
 
+// "What runs on my GPUs?": the server lists every catalogue model on the GPUs asked about, worded
+// (report/homelab_view.py); the page only shows the rows.
+async function runHomelab(event) {
+  event.preventDefault();
+  $("homelab-error").hidden = true;
+  $("homelab-status").textContent = "computing…";
+  const request = { gpu: $("homelab-gpu").value, gpus: Number($("homelab-gpus").value || 1) };
+  if ($("homelab-engine").value) request.engine = $("homelab-engine").value;
+  if ($("homelab-quantization").value) request.quantization = $("homelab-quantization").value;
+  try {
+    const view = await api("POST", "/api/views/homelab", request);
+    $("homelab-summary").textContent = view.summary;
+    $("homelab-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
+      const tr = document.createElement("tr");
+      if (!row.fits) tr.className = "no";
+      for (const text of [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed]) {
+        const td = document.createElement("td"); td.textContent = text; tr.append(td);
+      }
+      return tr;
+    }));
+    $("homelab-table").hidden = false;
+    $("homelab-status").textContent = "";
+  } catch (err) {
+    $("homelab-status").textContent = "";
+    $("homelab-error").textContent = err.message;
+    $("homelab-error").hidden = false;
+  }
+  document.body.dataset.homelab = String(Date.now());
+}
+
 async function init() {
   const [models, systems, accelerators, engines, quantizations, presets, cards, ladder] = await Promise.all([
     api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/accelerators"),
@@ -492,6 +522,9 @@ async function init() {
   fillSelect($("quote-system"), systems.map((s) => [s.id, s.name]));
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
   fillSelect($("search-model"), plannable, "qwen3-32b");
+  fillSelect($("homelab-gpu"), accelerators.map((x) => [x.id, x.name]), "rtx-4090");
+  $("homelab-engine").append(...engines.map((e) => option(e.id, e.name)));
+  $("homelab-quantization").append(...quantizations.map((q) => option(q.id, q.name)));
   fillSelect($("search-preset"), presets.map((p) => [p.id, p.name]), "chat-seat");
   tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, sourced(c, "params"),
     [c.checkpoints.join("; "), (c.sources.checkpoints || []).map((n) => n.tooltip).join("; ")], c.first_node, c.gate, c.architecture]));
@@ -514,6 +547,7 @@ async function init() {
   $("compare").addEventListener("click", compare);
   $("quote-form").addEventListener("submit", addQuote);
   $("search-form").addEventListener("submit", runSearch);
+  $("homelab-form").addEventListener("submit", runHomelab);
   await Promise.all([refreshSaved(), refreshQuotes()]);
   state.ready = true;
   await update();

@@ -1,0 +1,32 @@
+"""POST /api/views/homelab: which catalogue models run on N GPUs of one kind, and how fast one
+request goes (``performance/here.py`` → ``report/homelab_view.py``) — the web page's first question
+for a person with a GPU or two."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from inferplan.inputs import Input
+from inferplan.report.homelab_view import HomelabView
+
+
+class HomelabRequest(Input):
+    gpu: str = Field(min_length=1, max_length=200, description="accelerator id or alias (RTX 4090, H100 …)")
+    gpus: int = Field(1, ge=1, le=64, description="GPUs of that kind, run as one instance")
+    engine: str | None = Field(None, max_length=40, description="default: llama.cpp on Apple silicon, else vLLM")
+    quantization: str | None = Field(None, max_length=40, description="one weight format; default: each model's own")
+
+
+router = APIRouter()
+
+
+@router.post("/api/views/homelab", tags=["views"])
+def homelab_route(r: HomelabRequest) -> HomelabView:
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.performance.here import what_runs_on
+    from inferplan.report.homelab_view import homelab_view
+
+    result = what_runs_on(r.gpu, r.gpus, load_catalog(), engine=r.engine,
+                          quantizations=[r.quantization] if r.quantization else None)
+    return homelab_view(result)
