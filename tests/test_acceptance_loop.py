@@ -156,3 +156,32 @@ def test_the_launch_command_comes_from_the_deploy_package_when_the_build_has_it(
     assert pack.launch_from == "inferplan deploy" and pack.launch.text == "vllm serve llama-3.1-8b"
     monkeypatch.setitem(sys.modules, "inferplan.deploy", None)  # a build without it: the minimal table
     assert acceptance_pack(d, "chat-seat", load_catalog()).launch_from == "minimal table (clients.yaml)"
+
+
+def test_search_plans_on_your_runs(tmp_path):
+    """A stored run at the search's lengths is the measured profile of its cell: the cell's latency and
+    speed come from it (CLI --db, and the API's own store)."""
+    db = tmp_path / "runs.db"
+    csv = tmp_path / "fast.csv"
+    csv.write_text("concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms,output_tokens_per_s\n"
+                   "1,2000,500,40,4,240\n4,2000,500,45,5,780\n16,2000,500,60,8,1900\n64,2000,500,120,20,3000\n")
+    assert cli("measurements", "import", csv, *H100, "--db", db).exit_code == 0
+    ask = ["search", "--model", "llama-3.1-8b", "--request-rate", "2", "--input-len", "2000", "--output-len", "500",
+           "--accelerators", "h100-sxm", "--engines", "vllm", "--quantizations", "bf16", "--kv-cache-dtypes", "auto", "--max-gpus", "1",
+           "--no-speculative", "--no-disaggregated", "--json"]
+
+    def fastest(db_path):
+        out = cli(*ask, "--db", db_path)
+        assert out.exit_code == 0, out.stdout
+        return max(r["output_tokens_per_s_per_user"] for r in json.loads(out.stdout)["results"])
+
+    mine, model = fastest(db), fastest(tmp_path / "empty.db")
+    assert mine != pytest.approx(model, rel=0.02)
+
+    client = TestClient(create_app(db))
+    body = {"models": ["llama-3.1-8b"], "request_rate_per_s": 2, "input_len": 2000, "output_len": 500,
+            "accelerators": ["h100-sxm"], "engines": ["vllm"], "quantizations": ["bf16"], "kv_cache_dtypes": ["auto"], "max_gpus": 1,
+            "speculative": False, "disaggregated": False}
+    api = client.post("/api/search", json=body)
+    assert api.status_code == 200
+    assert max(r["output_tokens_per_s_per_user"] for r in api.json()["results"]) == pytest.approx(mine, rel=1e-6)

@@ -260,3 +260,24 @@ def test_detect_speeds_come_from_your_runs_where_they_match(machine_is, tmp_path
     r = CliRunner().invoke(app, ["detect", "--models", "llama-3.1-8b", "--db", str(db), "--json"])
     (speed,) = json.loads(r.stdout)["speeds"]
     assert speed["source"] == "measured-local" and speed["output_tokens_per_s_per_user"] == pytest.approx(1 / 0.0065)
+
+
+def test_gpu_local_in_deploy_and_simulate(monkeypatch):
+    """--gpu local plans on the card detect read in every command that takes --gpu: an unmatched card
+    launches with its read memory, and simulates."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from inferplan.shells import cli_common
+    from inferplan.shells.cli import app
+
+    monkeypatch.setattr("inferplan.catalog.detect.probe",
+                        lambda: {"nvidia-smi": "0, NVIDIA Imaginary X9000, 49152, 560.1, [N/A]\n"})
+    monkeypatch.setattr(cli_common, "_PROBED", None)
+    deploy = CliRunner().invoke(app, ["deploy", "--model", "llama-3.1-8b", "--gpu", "local", "--json"])
+    assert deploy.exit_code == 0, deploy.output
+    assert json.loads(deploy.stdout)["command"]["argv"][:2] == ["vllm", "serve"]
+    sim = CliRunner().invoke(app, ["simulate", "--model", "llama-3.1-8b", "--gpu", "local", "--request-rate", "1",
+                                   "--requests", "200", "--json"])
+    assert sim.exit_code == 0, sim.output

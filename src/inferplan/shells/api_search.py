@@ -8,7 +8,7 @@ its disk for a request.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.request import SearchRequest
@@ -18,8 +18,10 @@ router = APIRouter()
 
 
 @router.post("/api/search", tags=["search"])
-def search_route(request: SearchRequest) -> SearchResult:
+def search_route(request: SearchRequest, http: Request) -> SearchResult:
+    """Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does."""
     from inferplan.catalog.loader import load_catalog
+    from inferplan.performance.local_catalog import with_user_profiles
     from inferplan.search.run import search
 
     from inferplan.catalog.models import looks_like_path
@@ -31,4 +33,4 @@ def search_route(request: SearchRequest) -> SearchResult:
     if request.trace is not None:
         raise InvalidScenarioError("the API does not read files on the server's disk; state users or a request rate",
                                    field="trace", allowed="users with workload, or request_rate_per_s with input_len and output_len")
-    return search(request, load_catalog())
+    return search(request, with_user_profiles(load_catalog(), http.app.state.store.user_runs()))

@@ -4,7 +4,7 @@ simulator loads, the failed families' reasons, the API beside them and the cost/
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from inferplan.report.search_view import SearchView
 from inferplan.search.request import SearchRequest
@@ -14,7 +14,7 @@ router = APIRouter()
 
 
 @router.post("/api/views/search", tags=["search"])
-def search_view_route(request: SearchRequest) -> SearchView:
+def search_view_route(request: SearchRequest, http: Request) -> SearchView:
     from inferplan.report.search_view import search_view
 
-    return search_view(search_route(request))
+    return search_view(search_route(request, http))

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
+    catalog_for,
     FLAGS,
     BatchedOpt,
     DpOpt,
@@ -84,7 +85,7 @@ def deploy_cmd(
     speculative = None
     if speculative_tokens:
         speculative = _speculative(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)
-    plan = _call(launch_plan, d, output_format=output_format, role=role, speculative=speculative)
+    plan = _call(launch_plan, d, catalog_for(d), output_format=output_format, role=role, speculative=speculative)
     if as_json:
         emit_json(plan)
         return

@@ -8,12 +8,14 @@ the cost/interactivity front, with a progress bar on stderr for sweeps longer th
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Optional
 
 import typer
 from pydantic import ValidationError
 
 from inferplan.errors import InferplanError
+from inferplan.shells.cli_measurements import DbOpt, user_catalog
 from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, split_list
 
 # the request's domain fields -> the flag a user typed
@@ -63,6 +65,7 @@ def search_cmd(
     no_speculative: bool = typer.Option(False, "--no-speculative", help="Do not try speculative decoding."),
     no_disaggregated: bool = typer.Option(False, "--no-disaggregated", help="Do not try separate prefill and decode pools."),
     show_deploy: bool = typer.Option(False, "--deploy", help="Print each deployment's launch command."),
+    db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest deployment that meets a service target: what to buy or rent, how to run it."""
@@ -89,8 +92,9 @@ def search_cmd(
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
                                              targets=Targets(**{k: v for k, v in targets.items() if v is not None})))
+    catalog = user_catalog(db)  # your stored runs as measured profiles (measurements import); None: the shipped one
     if as_json:
-        result = _checked(lambda: search(request))
+        result = _checked(lambda: search(request, catalog))
         emit_json({"results": [r.model_dump(mode="json") for r in result.results],
                    "infeasible": [x.model_dump(mode="json") for x in result.infeasible],
                    "candidates": result.candidates, "elapsed_s": result.elapsed_s,
@@ -99,7 +103,7 @@ def search_cmd(
                    **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes"})})
         return
     with _LateProgress() as progress:
-        result = _checked(lambda: search(request, progress=progress))
+        result = _checked(lambda: search(request, catalog, progress=progress))
     from inferplan.shells.render_search import print_search
 
     print_search(console, result, show_deploy=show_deploy)

@@ -10,6 +10,7 @@ import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
+    catalog_for,
     BatchedOpt,
     DpOpt,
     EngineOpt,
@@ -101,7 +102,7 @@ def simulate_cmd(
             burst_period_s=burst_period, input_tokens_scv=input_scv, output_tokens_scv=output_scv, requests=requests,
             seed=seed, replicas=replicas, router=router.strip().lower())
         parsed = read_trace(trace) if trace is not None else None
-        result = simulate_deployment(query, trace=parsed)
+        result = simulate_deployment(query, catalog_for(d), trace=parsed)  # catalog_for: --gpu local
     except ValidationError as exc:
         first = exc.errors()[0]
         key = str(first["loc"][0]) if first["loc"] else ""
