@@ -313,11 +313,12 @@ class MemorySettings(Frozen):
 class MemoryMeasured(Frozen):
     """What the engine's startup log printed, per GPU."""
 
-    weights_bytes_per_gpu: Bytes
+    weights_bytes_per_gpu: Bytes | None = None  # absent when the log line was not published
     activation_bytes_per_gpu: Bytes | None = None
     non_torch_bytes_per_gpu: Bytes | None = None
     kv_cache_bytes_per_gpu: Bytes | None = None  # absent when the engine failed to start
     kv_cache_tokens: Count | None = None
+    kv_cache_blocks: Count | None = None  # as printed ("# GPU blocks"), in the engine's block size
     fits: bool = True
 
 
@@ -335,6 +336,9 @@ class MemoryPoint(Frozen):
     settings: MemorySettings
     measured: MemoryMeasured
     caveats: tuple[str, ...] = ()
+    # calibration: may be fitted on (validation/calibrate.py); development / holdout: scored only,
+    # holdout declared before predicting (the rule is stated in the data file's header)
+    split: Literal["calibration", "development", "holdout"] = "calibration"
 
 
 class SpeedMetric(str, Enum):

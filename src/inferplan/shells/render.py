@@ -254,17 +254,32 @@ def print_memory_validation(console: Console, v) -> None:
     table = Table(title="start-up memory: predicted vs measured (per GPU)")
     for col in ("point", "weights meas.", "weights pred.", "err", "KV meas.", "KV pred.", "err", "fits meas./pred."):
         table.add_column(col)
+    table.add_column("split")
     for c in v.checks:
-        kv_err = "—" if c.kv_error is None else f"{c.kv_error:+.1%}"
-        table.add_row(c.id, gib(c.measured_weights_bytes), gib(c.predicted_weights_bytes), f"{c.weights_error:+.1%}",
-                      gib(c.measured_kv_bytes), gib(c.predicted_kv_bytes), kv_err,
-                      f"{'yes' if c.measured_fits else 'no'}/{'yes' if c.predicted_fits else 'no'}")
+        table.add_row(c.id, gib(c.measured_weights_bytes), gib(c.predicted_weights_bytes), _pct(c.weights_error),
+                      gib(c.measured_kv_bytes), gib(c.predicted_kv_bytes), _pct(c.kv_error),
+                      f"{_yes(c.measured_fits)}/{_yes(c.predicted_fits)}", c.split)
     console.print(table)
-    console.print(f"median |error|: weights {v.median_abs_weights_error:.2%}, KV cache {v.median_abs_kv_error:.2%}; "
-                  f"fit verdicts agree on {v.fit_agreement:.0%} of points")
+    console.print(f"calibration set: median |error| weights {v.median_abs_weights_error:.2%}, KV cache "
+                  f"{v.median_abs_kv_error:.2%}; fit verdicts agree on {v.fit_agreement:.0%} of points")
+    releases = Table(title="field set (memory_field.yaml) by engine release")
+    for col in ("engine release", "points", "KV median |err|", "KV worst |err|", "weights median |err|", "fit agree", "refused"):
+        releases.add_column(col)
+    for s in (*v.by_engine_version, v.holdout, v.field):
+        releases.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
+                         _pct(s.median_abs_weights_error, "", 2), _pct(s.fit_agreement, "", 0), str(s.refused))
+    console.print(releases)
     for c in v.checks:
-        for cav in c.caveats:
+        for cav in (*c.caveats, *([f"planner refused: {c.refused}"] if c.refused else [])):
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)
+
+
+def _pct(x: float | None, sign: str = "+", digits: int = 1) -> str:
+    return "—" if x is None else f"{x:{sign}.{digits}%}"
+
+
+def _yes(x: bool | None) -> str:
+    return "—" if x is None else ("yes" if x else "no")
 
 
 def print_assumptions(console: Console, assumptions) -> None:

@@ -49,7 +49,7 @@ def activation_design(catalog: Catalog):
     ids, rows, ys = [], [], []
     for point in catalog.memory_points:
         m = point.measured
-        if point.engine != "vllm" or m.activation_bytes_per_gpu is None:
+        if point.split != "calibration" or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
             continue
         d = deployment_for(point)
         arch = resolve_model(catalog, d.model).architecture
@@ -83,7 +83,7 @@ def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
     single, multi = [], []
     for point in catalog.memory_points:
         q = point.measured.non_torch_bytes_per_gpu
-        if q is not None:
+        if q is not None and point.split == "calibration":
             (single if point.tensor_parallel_size == 1 else multi).append(q.value)
     return statistics.median(single), statistics.median(multi)
 

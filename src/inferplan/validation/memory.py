@@ -3,7 +3,12 @@
 For every measured point the same deployment is planned with ``memory.fit`` and the predicted
 weights per GPU, KV cache per GPU and fit/no-fit are compared with what the engine logged.
 Nothing is dropped: points whose logged parts do not add up are still scored and their caveats
-printed.
+printed, and a point the planner refuses is kept with the refusal.
+
+The points come in three splits (``MemoryPoint.split``): ``calibration`` (memory.yaml, the records
+the vLLM constants are fitted on; the headline medians are over these, as before), and the field
+set (memory_field.yaml) of ``development`` and ``holdout`` records, the held-out ones declared
+before predicting. Each split and each engine release is summarised separately.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.schema import MemoryPoint
+from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 
@@ -22,24 +28,49 @@ class MemoryCheck(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    measured_weights_bytes: float
-    predicted_weights_bytes: float
-    weights_error: float  # relative, signed: (predicted - measured) / measured
+    split: str
+    engine: str
+    engine_version: str
+    accelerator: str
+    measured_weights_bytes: float | None
+    predicted_weights_bytes: float | None
+    weights_error: float | None  # relative, signed: (predicted - measured) / measured
     measured_kv_bytes: float | None
-    predicted_kv_bytes: float
+    predicted_kv_bytes: float | None
     kv_error: float | None
     measured_fits: bool
-    predicted_fits: bool
+    predicted_fits: bool | None  # None when the planner refused the deployment (see ``refused``)
     caveats: tuple[str, ...]
+    refused: str | None = None
+
+
+class SplitSummary(BaseModel):
+    """Scores over a group of checks; ``None`` where the group has nothing of that kind to score."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    points: int
+    kv_points: int
+    median_abs_kv_error: float | None
+    worst_abs_kv_error: float | None
+    weights_points: int
+    median_abs_weights_error: float | None
+    fit_agreement: float | None  # share of planned points whose fit/no-fit verdict matches
+    refused: int
 
 
 class MemoryValidation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     checks: tuple[MemoryCheck, ...]
+    # the calibration records (memory.yaml)
     median_abs_weights_error: float
     median_abs_kv_error: float
     fit_agreement: float  # share of points whose fit/no-fit verdict matches
+    holdout: SplitSummary
+    field: SplitSummary  # development + holdout
+    by_engine_version: tuple[SplitSummary, ...]  # field records, one row per engine release
 
 
 def deployment_for(point: MemoryPoint) -> Deployment:
@@ -57,32 +88,66 @@ def deployment_for(point: MemoryPoint) -> Deployment:
     )
 
 
+def _rel(predicted: float | None, measured: float | None) -> float | None:
+    return None if predicted is None or not measured else (predicted - measured) / measured
+
+
 def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
-    result = fit(deployment_for(point), catalog)
     m = point.measured
-    mw = m.weights_bytes_per_gpu.value
+    mw = m.weights_bytes_per_gpu.value if m.weights_bytes_per_gpu else None
     mkv = m.kv_cache_bytes_per_gpu.value if m.kv_cache_bytes_per_gpu else None
+    common = dict(id=point.id, split=point.split, engine=point.engine, engine_version=point.engine_version,
+                  accelerator=point.accelerator, measured_weights_bytes=mw, measured_kv_bytes=mkv,
+                  measured_fits=m.fits, caveats=point.caveats)
+    try:
+        result = fit(deployment_for(point), catalog)
+    except InferplanError as e:
+        return MemoryCheck(**common, predicted_weights_bytes=None, weights_error=None, predicted_kv_bytes=None,
+                           kv_error=None, predicted_fits=None, refused=str(e))
     return MemoryCheck(
-        id=point.id,
-        measured_weights_bytes=mw,
+        **common,
         predicted_weights_bytes=result.weights_bytes_per_gpu,
-        weights_error=(result.weights_bytes_per_gpu - mw) / mw,
-        measured_kv_bytes=mkv,
+        weights_error=_rel(result.weights_bytes_per_gpu, mw),
         predicted_kv_bytes=result.kv_cache_bytes_per_gpu,
-        kv_error=(result.kv_cache_bytes_per_gpu - mkv) / mkv if mkv else None,
-        measured_fits=m.fits,
+        kv_error=_rel(result.kv_cache_bytes_per_gpu, mkv),
         predicted_fits=result.fits,
-        caveats=point.caveats,
     )
+
+
+def summarise(label: str, checks: list[MemoryCheck]) -> SplitSummary:
+    kv = [abs(c.kv_error) for c in checks if c.kv_error is not None]
+    w = [abs(c.weights_error) for c in checks if c.weights_error is not None]
+    planned = [c for c in checks if c.predicted_fits is not None]
+    return SplitSummary(
+        label=label,
+        points=len(checks),
+        kv_points=len(kv),
+        median_abs_kv_error=statistics.median(kv) if kv else None,
+        worst_abs_kv_error=max(kv) if kv else None,
+        weights_points=len(w),
+        median_abs_weights_error=statistics.median(w) if w else None,
+        fit_agreement=sum(c.measured_fits == c.predicted_fits for c in planned) / len(planned) if planned else None,
+        refused=len(checks) - len(planned),
+    )
+
+
+def release(check: MemoryCheck) -> str:
+    """The engine release a check is grouped under: its engine and version, without the note."""
+    return f"{check.engine} {check.engine_version.split(' (')[0]}"
 
 
 def validate_memory(catalog: Catalog | None = None) -> MemoryValidation:
     catalog = catalog or load_catalog()
     checks = tuple(check_point(p, catalog) for p in catalog.memory_points)
-    kv_errors = [abs(c.kv_error) for c in checks if c.kv_error is not None]
+    calibration = summarise("calibration", [c for c in checks if c.split == "calibration"])
+    field = [c for c in checks if c.split != "calibration"]
+    releases = sorted({release(c) for c in field})
     return MemoryValidation(
         checks=checks,
-        median_abs_weights_error=statistics.median(abs(c.weights_error) for c in checks),
-        median_abs_kv_error=statistics.median(kv_errors),
-        fit_agreement=sum(c.measured_fits == c.predicted_fits for c in checks) / len(checks),
+        median_abs_weights_error=calibration.median_abs_weights_error,
+        median_abs_kv_error=calibration.median_abs_kv_error,
+        fit_agreement=calibration.fit_agreement,
+        holdout=summarise("holdout", [c for c in field if c.split == "holdout"]),
+        field=summarise("field (development + holdout)", field),
+        by_engine_version=tuple(summarise(r, [c for c in field if release(c) == r]) for r in releases),
     )
