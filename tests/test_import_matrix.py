@@ -65,7 +65,7 @@ UNKNOWN_KEYS = [
     ("moe_num_experts", 16), ("moe_topk_groups", 2), ("router_top_k", 4), ("n_routed_expert", 8),
     ("global_head_dim", 512), ("num_global_key_value_heads", 2), ("attention_k_eq_v", True),
     ("num_kv_shared_layers", 10), ("attention_chunk_size", 8192), ("attn_type", "chunked"),
-    ("sliding_window_pattern_v2", [1, 0]),
+    ("sliding_window_pattern_v2", [1, 0]), ("block_configs", [{"attention": {"no_op": True}}]),
 ]
 
 
@@ -89,3 +89,19 @@ def test_an_unknown_key_inside_text_config_is_refused_too():
 def test_the_dense_config_itself_imports_dense():
     arch = architecture_from_config(json.loads(DENSE.read_bytes()))
     assert arch.moe is None
+
+
+def test_minimax_attn_type_list_imports_full_attention_and_refuses_lightning_layers():
+    m27 = json.loads((HERE / "MiniMaxAI__MiniMax-M2.7.json").read_bytes())
+    assert set(architecture_from_config(m27).layer_kinds) == {LayerKind.FULL}
+    lightning = {**m27, "attn_type_list": [0] + m27["attn_type_list"][1:]}
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config(lightning)
+    assert err.value.field == "attn_type_list"
+
+
+def test_counts_of_the_matrix():
+    imported = [e for e in ENTRIES if e.get("imports")]
+    refused = [e for e in ENTRIES if e.get("refused")]
+    assert len(imported) + len(refused) == len(ENTRIES)
+    assert {e["refused"] for e in refused} >= {"attention_k_eq_v", "attention_chunk_size", "block_configs"}

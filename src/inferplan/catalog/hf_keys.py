@@ -2,7 +2,8 @@
 
 A key that looks like it decides the mixture of experts (``*expert*``, ``moe*``, ``*router*``,
 ``top_k*``) or the attention layout (``*attn*``, ``*attention*``, ``*head_dim*``, ``*key_value*``,
-``*kv_heads*``, ``*sliding*``, ``*window*``, ``*layer_types*``, ``*block_type*``) must be one the
+``*kv_heads*``, ``*sliding*``, ``*window*``, ``*layer_types*``, ``*block_type*``, ``*block_config*``: per-layer
+attention and MLP shapes, as Nemotron-NAS states them) must be one the
 importer reads or one listed here as not changing weights or the KV cache. Any other such key is
 refused with its name: a router the importer cannot read would otherwise be planned as a dense
 model, and an attention layout it cannot read with the wrong KV cache.
@@ -15,7 +16,7 @@ import re
 from inferplan.errors import ConfigImportError
 
 MOE_LOOKING = re.compile(r"expert|^moe|_moe|router|^top_?k|_top_?k")
-ATTENTION_LOOKING = re.compile(r"attn|attention|head_dim|key_value|kv_heads|kv_shared|sliding|window|layer_types|block_type")
+ATTENTION_LOOKING = re.compile(r"attn|attention|head_dim|key_value|kv_heads|kv_shared|sliding|window|layer_types|block_type|block_config")
 
 # keys the importer reads (hf_import, hf_layers, mistral_params)
 READ = frozenset({
@@ -26,7 +27,7 @@ READ = frozenset({
     "num_attention_heads", "num_key_value_heads", "n_kv_heads", "head_dim", "attention_head_dim", "attention_bias",
     "attn_output_gate", "sliding_window", "use_sliding_window", "sliding_window_pattern", "layer_types",
     "layers_block_type", "linear_attn_config", "sparse_attention_config", "full_attention_interval",
-    "attn_layer_period", "attn_layer_offset", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim",
+    "attn_layer_period", "attn_layer_offset", "attn_type_list", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim",
     "index_topk", "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim", "mamba_d_head",
 })
 
