@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferplan.catalog.hf_keys import check_known_keys
 from inferplan.catalog.hf_layers import first
 from inferplan.errors import ConfigImportError
 from inferplan.inputs import MAX_NAME_CHARS, plain_text_problem
@@ -58,7 +59,9 @@ def _heads(cfg: dict) -> None:
 
 def check_config(raw: dict, cfg: dict) -> None:
     """Refuse a config whose names, weight type or head counts are inconsistent (``cfg``: the
-    text model's keys, ``raw``: the whole file)."""
+    text model's keys, ``raw``: the whole file), or that states an expert or attention key
+    the importer does not know."""
     _names(raw, cfg)
     _dtype(raw, cfg)
     _heads(cfg)
+    check_known_keys(cfg)

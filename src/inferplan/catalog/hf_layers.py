@@ -63,6 +63,12 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
         kda = _kda_layers(cfg, n_layers)
         attention = LayerKind.MLA if cfg.get("kv_lora_rank") else LayerKind.FULL
         return tuple(LayerKind.LINEAR if i + 1 in kda else attention for i in range(n_layers))
+    if "attn_type_list" in cfg:  # MiniMax: 1 full attention, 0 lightning (linear) attention (transformers MiniMaxConfig)
+        types = cfg["attn_type_list"]
+        if not _flags(types, n_layers) or 0 in types:
+            raise ConfigImportError(f"attn_type_list must give 1 (full attention) for each of the {n_layers} layers; "
+                                    "0 (lightning attention) is not modelled", field="attn_type_list", allowed="1")
+        return (LayerKind.FULL,) * n_layers
     if cfg.get("layer_types"):
         table = {
             "full_attention": LayerKind.FULL,

@@ -1,0 +1,68 @@
+"""Which config.json keys about experts and attention the importer knows.
+
+A key that looks like it decides the mixture of experts (``*expert*``, ``moe*``, ``*router*``,
+``top_k*``) or the attention layout (``*attn*``, ``*attention*``, ``*head_dim*``, ``*key_value*``,
+``*kv_heads*``, ``*sliding*``, ``*window*``, ``*layer_types*``, ``*block_type*``, ``*block_config*``: per-layer
+attention and MLP shapes, as Nemotron-NAS states them) must be one the
+importer reads or one listed here as not changing weights or the KV cache. Any other such key is
+refused with its name: a router the importer cannot read would otherwise be planned as a dense
+model, and an attention layout it cannot read with the wrong KV cache.
+"""
+
+from __future__ import annotations
+
+import re
+
+from inferplan.errors import ConfigImportError
+
+MOE_LOOKING = re.compile(r"expert|^moe|_moe|router|^top_?k|_top_?k")
+ATTENTION_LOOKING = re.compile(r"attn|attention|head_dim|key_value|kv_heads|kv_shared|sliding|window|layer_types|block_type|block_config")
+
+# keys the importer reads (hf_import, hf_layers, mistral_params)
+READ = frozenset({
+    "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok", "num_experts_per_token",
+    "experts_per_token", "moe_topk", "moe_intermediate_size", "moe_latent_size", "routed_expert_hidden_size",
+    "moe_shared_expert_intermediate_size", "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size",
+    "moe_layer_freq", "expert_layer_period", "expert_layer_offset", "expert_dtype",
+    "num_attention_heads", "num_key_value_heads", "n_kv_heads", "head_dim", "attention_head_dim", "attention_bias",
+    "attn_output_gate", "sliding_window", "use_sliding_window", "sliding_window_pattern", "layer_types",
+    "layers_block_type", "linear_attn_config", "sparse_attention_config", "full_attention_interval",
+    "attn_layer_period", "attn_layer_offset", "attn_type_list", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim",
+    "index_topk", "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim", "mamba_d_head",
+})
+
+# keys that do not change the weights or the KV cache the importer counts, each with its reason
+IGNORED = frozenset({
+    # training-time router settings and routing arithmetic (no weights, no cache)
+    "router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "topk_group", "topk_method",
+    "num_expert_group", "use_grouped_topk", "moe_renormalize", "moe_router_activation_func", "moe_router_dtype",
+    "router_jitter_noise", "router_z_loss_coef", "moe_shared_expert_overlap", "latent_moe_use_norm",
+    # attention arithmetic: dropout, scaling, soft-capping, rope and cache-reuse settings of the same layers
+    "attention_dropout", "attn_logit_softcapping", "query_pre_attn_scalar", "max_window_layers", "output_attentions",
+    "add_cross_attention", "index_topk_freq", "index_topk_pattern", "index_skip_topk_offset",
+    "attention_output_gate",  # MiniMax-M3 states it false; attn_output_gate is the key read
+    # restatements of a key read: Gemma 2's window (sliding_window), GLM-5.2's dense/MoE list
+    # (first_k_dense_replace) and head width (qk_nope_head_dim + qk_rope_head_dim)
+    "sliding_window_size", "mlp_layer_types", "qk_head_dim",
+    # the multi-token-prediction modules' own pattern (counted through mtp_num_hidden_layers)
+    "mtp_hybrid_override_pattern", "mtp_layers_block_type",
+    # generic transformers fields for encoder-decoder use (Kimi-K3 states them off: null, false)
+    "cross_attention_hidden_size",
+    # Kimi-K3's block size for attention residuals (no weights) and its sampling default
+    "attn_res_block_size", "top_k",
+})
+
+
+def check_known_keys(cfg: dict) -> None:
+    """Refuse a config whose text model states an expert or attention key the importer does not know."""
+    for key in cfg:
+        if key in READ or key in IGNORED:
+            continue
+        if MOE_LOOKING.search(key):
+            raise ConfigImportError(f"config.json states {key!r}, a mixture-of-experts key the importer does not "
+                                    "read; planning it as a dense model would be wrong", field=key,
+                                    allowed="the expert keys listed in docs/memory.md")
+        if ATTENTION_LOOKING.search(key):
+            raise ConfigImportError(f"config.json states {key!r}, an attention key the importer does not read; "
+                                    "its KV cache cannot be counted", field=key,
+                                    allowed="the attention keys listed in docs/memory.md")
