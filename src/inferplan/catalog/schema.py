@@ -260,6 +260,10 @@ class EngineDefaults(Frozen):
     # still goes to the GPU as the output layer
     embeddings_on_host: bool = False
     embeddings_on_host_source: str | None = None
+    # the Deployment fields of weight offload to host memory the engine's launcher takes
+    # (n_gpu_layers, n_cpu_moe, cpu_offload_gb); one it does not take is refused naming it
+    offload_settings: tuple[str, ...] = ()
+    offload_settings_source: str | None = None
     # under pipeline parallelism: every stage's KV cache sized by the smallest room any stage has
     # ("smallest", also when not stated), or each stage's by its own room with the same block count
     # for all ("per_stage": the instance holds the smallest of room / sequence bytes over stages)
