@@ -46,7 +46,7 @@ def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: En
     """Refuse an offload field the engine's launcher does not take, naming the engines that do."""
     for name in OFFLOAD_FIELDS:
         if getattr(d, name) is not None and name not in engine.offload_settings:
-            takers = [e.name for e in engines if name in e.offload_settings]
+            takers = [e.id for e in engines if name in e.offload_settings]
             raise InvalidScenarioError(f"{engine.name} does not take {name}: {', '.join(takers) or 'no engine'} does",
                                        field=name, allowed=f"leave it out, or engine {' | '.join(takers)}")
 

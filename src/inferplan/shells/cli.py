@@ -31,7 +31,7 @@ from inferplan.shells.cli_common import (
     SystemOpt,
     TpOpt,
     catalog_for,
-    UbatchOpt,
+    UbatchOpt, NglOpt, NCpuMoeOpt, CpuOffloadOpt, HostMemOpt, HostBwOpt,
     UtilOpt,
     console,
     deployment,
@@ -79,6 +79,11 @@ def fit_cmd(
     engine: str = EngineOpt,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
+    n_gpu_layers: Optional[int] = NglOpt,
+    n_cpu_moe: Optional[int] = NCpuMoeOpt,
+    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
+    host_memory_gb: Optional[float] = HostMemOpt,
+    host_memory_bandwidth_gb_per_s: Optional[float] = HostBwOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -91,7 +96,8 @@ def fit_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size, max_num_seqs=max_num_seqs,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
-        kv_bytes_per_token=kv_bytes_per_token,
+        kv_bytes_per_token=kv_bytes_per_token, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, host_memory_gb=host_memory_gb,
+        host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s,
     )
     result = run(fit_or_suggest, d, catalog_for(d))
     if as_json:
@@ -160,6 +166,11 @@ def perf_cmd(
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
     db: Optional[Path] = DbOpt,
+    n_gpu_layers: Optional[int] = NglOpt,
+    n_cpu_moe: Optional[int] = NCpuMoeOpt,
+    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
+    host_memory_gb: Optional[float] = HostMemOpt,
+    host_memory_bandwidth_gb_per_s: Optional[float] = HostBwOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -175,6 +186,8 @@ def perf_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, host_memory_gb=host_memory_gb,
+        host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s,
     )
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
