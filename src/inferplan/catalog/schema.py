@@ -389,6 +389,16 @@ class SpeedPoint(Frozen):
     measured: Sourced
     split: Literal["fit", "holdout"] = "fit"  # fit: may calibrate constants; holdout: only scores them
     caveats: tuple[str, ...] = ()
+    # weights in host RAM (measurements/speed_offload.yaml), the engine flags as the run states them
+    n_gpu_layers: int | None = Field(None, ge=0)
+    n_cpu_moe: int | None = Field(None, ge=0)
+    cpu_offload_gb: float | None = Field(None, ge=0)
+    host_memory_gb: float | None = Field(None, gt=0)  # host RAM, GiB
+    host_memory_bandwidth_bytes_per_s: BytesPerS | None = None  # the host's DRAM peak, as stated or derived from its DIMMs
+
+    @property
+    def offloaded(self) -> bool:
+        return any(v is not None for v in (self.n_gpu_layers, self.n_cpu_moe, self.cpu_offload_gb))
 
 
 class ProfilePoint(Frozen):
