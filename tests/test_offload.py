@@ -55,3 +55,25 @@ def test_vllm_cpu_offload_streams_weights_every_step():
     streamed = estimate(Deployment(**d, cpu_offload_gb=4, host_memory_gb=64), W, use_profiles=False)
     # 4 GiB over PCIe 4.0 x16 at 80 %: about 0.17 s a step, so at most about 6 tokens/s
     assert streamed.output_tokens_per_s_per_user < 7 < plain.output_tokens_per_s_per_user
+
+
+def test_the_offload_points_are_held_out_and_each_is_predicted():
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.validation.speed import check_point
+
+    catalog = load_catalog()
+    points = [p for p in catalog.speed_points if p.offloaded]
+    assert len(points) >= 10
+    assert {p.split for p in points} == {"holdout"}
+    checks = [check_point(p, catalog) for p in points]
+    assert all(c.kind.startswith("offload-") and c.predicted for c in checks), [c.note for c in checks if not c.predicted]
+
+
+def test_offload_points_stay_out_of_the_all_medians():
+    from inferplan.validation.speed import SpeedCheck, summarise
+
+    plain = SpeedCheck(id="a", kind="decode", split="holdout", metric="m", measured=1, predicted=1.1, error=0.1,
+                       bound=None, note=None)
+    offload = plain.model_copy(update={"id": "b", "kind": "offload-decode", "error": 5.0})
+    medians, _ = summarise((plain, offload))
+    assert medians["all/all"] == pytest.approx(0.1) and medians["offload-decode/all"] == pytest.approx(5.0)

@@ -173,7 +173,8 @@ def summarise(checks: tuple[SpeedCheck, ...]) -> tuple[dict[str, float], dict[st
     for c in checks:
         if c.error is None or not c.scored:
             continue
-        for key in (f"{c.kind}/{c.split}", f"all/{c.split}", f"{c.kind}/all", "all/all"):
+        apart = c.kind.startswith(OFFLOAD)  # offload points are scored on their own lines, not in all/*
+        for key in (f"{c.kind}/{c.split}", f"{c.kind}/all", *(() if apart else (f"all/{c.split}", "all/all"))):
             groups.setdefault(key, []).append(abs(c.error))
     return ({k: statistics.median(v) for k, v in sorted(groups.items())},
             {k: max(v) for k, v in sorted(groups.items())})
