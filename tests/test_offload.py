@@ -77,3 +77,33 @@ def test_offload_points_stay_out_of_the_all_medians():
     offload = plain.model_copy(update={"id": "b", "kind": "offload-decode", "error": 5.0})
     medians, _ = summarise((plain, offload))
     assert medians["all/all"] == pytest.approx(0.1) and medians["offload-decode/all"] == pytest.approx(5.0)
+
+
+KV_TIER = dict(model="qwen3-8b", gpu="rtx-4090", max_model_len=32768)
+
+
+@pytest.mark.parametrize("engine, tier", [("vllm", dict(kv_offloading_size=32)), ("sglang", dict(hicache_ratio=2)),
+                                          ("sglang", dict(hicache_size=20))])
+def test_a_host_kv_tier_adds_capacity_and_counts_against_host_memory(engine, tier):
+    plain = fit(Deployment(**KV_TIER, engine=engine))
+    tiered = fit(Deployment(**KV_TIER, engine=engine, **tier, host_memory_gb=64))
+    assert plain.host_kv_cache_tokens == 0 < tiered.host_kv_cache_tokens
+    assert tiered.host_memory_bytes_used == pytest.approx(tiered.host_kv_cache_tokens * tiered.kv_cache_bytes_per_token,
+                                                          rel=1e-3)
+    assert tiered.kv_cache_tokens == plain.kv_cache_tokens  # the GPU tier is unchanged
+    assert not fit(Deployment(**KV_TIER, engine=engine, **tier, host_memory_gb=4)).fits
+
+
+def test_host_tier_hits_cost_a_pcie_load_and_need_a_tier():
+    d = Deployment(**KV_TIER, kv_offloading_size=32, host_memory_gb=64)
+
+    def ttft(share: float) -> float:
+        w = Workload(input_len=30000, output_len=100, prefix_cache_hit_rate=0.9, prefix_cache_host_share=share)
+        return estimate(d, w, use_profiles=False).ttft_s
+
+    # 27,000 tokens x 147,456 bytes of KV over PCIe 4.0 x16 at 80 %: about 0.16 s
+    assert ttft(1.0) - ttft(0.0) == pytest.approx(27000 * 147456 / (31.5e9 * 0.8), rel=0.02)
+    with pytest.raises(InvalidScenarioError) as err:
+        estimate(Deployment(**KV_TIER), Workload(input_len=3000, prefix_cache_hit_rate=0.5, prefix_cache_host_share=1),
+                 use_profiles=False)
+    assert err.value.field == "prefix_cache_host_share"

@@ -264,6 +264,7 @@ class EngineDefaults(Frozen):
     # (n_gpu_layers, n_cpu_moe, cpu_offload_gb); one it does not take is refused naming it
     offload_settings: tuple[str, ...] = ()
     offload_settings_source: str | None = None
+    offload_settings_note: str | None = None
     # under pipeline parallelism: every stage's KV cache sized by the smallest room any stage has
     # ("smallest", also when not stated), or each stage's by its own room with the same block count
     # for all ("per_stage": the instance holds the smallest of room / sequence bytes over stages)

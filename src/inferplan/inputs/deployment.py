@@ -50,6 +50,12 @@ class Deployment(Input):
     cpu_offload_gb: float | None = Field(None, ge=0, le=1e6,
                                          description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host RAM")
     host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM available to the engine, GiB")
+    # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
+    kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
+                                             description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")
+    hicache_ratio: float | None = Field(None, gt=0, le=1e3,
+                                        description="SGLang --hicache-ratio: host KV pool as a multiple of the GPU KV pool")
+    hicache_size: float | None = Field(None, gt=0, le=1e6, description="SGLang --hicache-size: host KV pool per GPU, GB (overrides the ratio)")
     host_memory_bandwidth_gb_per_s: float | None = Field(
         None, gt=0, le=1e5, description="the host's DRAM bandwidth, GB/s (default: offload.yaml's assumed desktop figure)")
 

@@ -26,7 +26,8 @@ from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
-from inferplan.memory.offload import GIB, OffloadSplit, check_offload_flags, host_kv_layout, offload_split
+from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+                                      offload_split)
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
@@ -80,6 +81,7 @@ class MemoryFit(BaseModel):
     # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
     host_memory_bytes_used: float = 0.0
     host_memory_budget_bytes: float | None = None
+    host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -238,7 +240,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *budget_notes, *layout_notes, *context_notes]
-    host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine)
+    tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
+    host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
     if host_budget is not None and host_used > host_budget:
         held = dataclasses.replace(held, fits=False)
@@ -257,24 +260,29 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                                          held.seq_gpu - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
+        host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
 
 
 def _host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, max_len: int, w: WeightEstimate,
-                 engine: EngineDefaults) -> tuple[float, float | None, list[str]]:
-    """Host RAM the offloaded weights and KV cache take, the budget, and a note when it is short."""
-    if split is None:
+                 engine: EngineDefaults, kv_tier: float) -> tuple[float, float | None, list[str]]:
+    """Host RAM the offloaded weights, the CPU layers' KV cache and a host KV tier take, the budget, and a
+    note when it is short."""
+    if split is None and not kv_tier:
         return 0.0, None, []
     if d.host_memory_gb is None:
-        raise InvalidScenarioError("weights offloaded to host RAM: state how much host memory there is",
+        raise InvalidScenarioError("weights or KV cache offloaded to host RAM: state how much host memory there is",
                                    field="host_memory_gb", allowed="host RAM in GiB, e.g. 64")
     lookup = w.embedding_bytes if engine.embeddings_on_host else 0.0
-    kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * layout_gpus(layout)
-    used = split.host_weight_bytes + kv + lookup
+    kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * layout_gpus(layout) if split else 0.0
+    weights = split.host_weight_bytes if split else 0.0
+    used = weights + kv + kv_tier + (lookup if split else 0.0)
     budget = d.host_memory_gb * GIB
-    notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used by offloaded weights"
-             + (f" and {kv / GIB:.2f} GiB of KV cache" if kv else "")]
+    parts = [f"{weights / GIB:.2f} GiB of offloaded weights" if split else "",
+             f"{kv / GIB:.2f} GiB of the CPU layers' KV cache" if kv else "",
+             f"{kv_tier / GIB:.2f} GiB of host KV tier" if kv_tier else ""]
+    notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used: " + ", ".join(p for p in parts if p)]
     if used > budget:
         notes.append(f"host memory (host_memory_gb) short by {(used - budget) / GIB:.2f} GiB: it does not fit")
     return used, budget, notes

@@ -22,7 +22,7 @@ from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
-OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb")
+OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "hicache_ratio", "hicache_size")
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,18 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
 
 def _bandwidth(d: Deployment) -> float | None:
     return d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None
+
+
+def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_instance: int) -> float:
+    """Host RAM one instance gives a second KV-cache tier (0: none): vLLM's --kv-offloading-size for the
+    instance; SGLang HiCache's --hicache-size GB per GPU, else --hicache-ratio times each GPU's pool."""
+    if d.kv_offloading_size:
+        return d.kv_offloading_size * GIB
+    if d.hicache_size:
+        return d.hicache_size * 1e9 * gpus_in_instance
+    if d.hicache_ratio:
+        return d.hicache_ratio * kv_cache_bytes_per_gpu * gpus_in_instance
+    return 0.0
 
 
 def host_kv_layout(layout: KvLayout, host_fraction: float) -> KvLayout:

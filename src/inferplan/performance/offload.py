@@ -13,6 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Accelerator
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.offload import OffloadSplit
 
 
@@ -46,3 +50,27 @@ def host_offload(split: OffloadSplit | None, gpus: int, catalog: Catalog, pcie_b
         kv_fraction=split.host_kv_fraction, read_bytes_per_s=dram * catalog.constant("host-memory-read-efficiency"),
         copy_bytes_per_s=pcie * catalog.constant("pcie-copy-efficiency"),
         min_copy_tokens=catalog.constant("llamacpp-op-offload-min-batch-tokens") if split.mode == "cpu" else 0.0)
+
+
+def pcie_bytes_per_s(accel: Accelerator) -> float | None:
+    """One direction of the card's own PCIe link where the catalogue states it (both directions there)."""
+    link = accel.scale_up
+    if link is None:
+        return None
+    if link.pcie_bandwidth_bytes_per_s is not None:
+        return link.pcie_bandwidth_bytes_per_s.value / 2
+    return link.bandwidth_bytes_per_s.value / 2 if link.link.startswith("pcie") else None
+
+
+def host_kv_load_s(mp: MemoryPlan, w: Workload, catalog: Catalog) -> float:
+    """Time a request's prefix-cache hits found in the host-RAM KV tier take to come back to the GPU
+    over PCIe (each GPU loads its share; the tokens are not recomputed)."""
+    if not (w.prefix_cache_hit_rate and w.prefix_cache_host_share):
+        return 0.0
+    if not mp.result.host_kv_cache_tokens:
+        raise InvalidScenarioError("cached tokens in host RAM need a host KV tier on the deployment",
+                                   field="prefix_cache_host_share",
+                                   allowed="0, or a deployment with kv_offloading_size (vLLM) or hicache_ratio / hicache_size (SGLang)")
+    tokens = int(w.input_len * w.prefix_cache_hit_rate * w.prefix_cache_host_share)
+    pcie = pcie_bytes_per_s(mp.accelerator) or catalog.constant("pcie-host-to-device-bytes-per-s-default")
+    return mp.layout.sequence_bytes_per_gpu(tokens, 1) / (pcie * catalog.constant("pcie-copy-efficiency"))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.loader import Catalog
-from inferplan.performance.offload import HostOffload, host_offload
+from inferplan.performance.offload import HostOffload, host_offload, pcie_bytes_per_s
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
@@ -252,7 +252,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
     held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
     dense_gpu = max(held - experts_gpu - lookup, 0.0)
-    host = host_offload(mp.offload, tp * pp, catalog, _pcie_bytes_per_s(mp.accelerator))
+    host = host_offload(mp.offload, tp * pp, catalog, pcie_bytes_per_s(mp.accelerator))
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
         dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - host.expert_bytes, 0.0)
     dispatch = 0.0
@@ -293,16 +293,6 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         notes=tuple(notes),
         host=host,
     )
-
-
-def _pcie_bytes_per_s(accel) -> float | None:
-    """One direction of the card's own PCIe link where the catalogue states it (both directions there)."""
-    link = accel.scale_up
-    if link is None:
-        return None
-    if link.pcie_bandwidth_bytes_per_s is not None:
-        return link.pcie_bandwidth_bytes_per_s.value / 2
-    return link.bandwidth_bytes_per_s.value / 2 if link.link.startswith("pcie") else None
 
 
 def hc_seams(arch: Architecture) -> int:

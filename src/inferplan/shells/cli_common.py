@@ -37,6 +37,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "input_len", "output_len", "concurrency", "speculative_tokens", "acceptance_rate", "prefix_cache_hit_rate",
     "backend", "models", "systems", "quantizations", "interactivity", "baseline", "report",
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
+    "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share",
 )}
 
 
@@ -62,6 +63,9 @@ NCpuMoeOpt = typer.Option(None, "--n-cpu-moe", help="llama.cpp: keep the experts
 CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
 HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM available, GiB (required when offloading).")
 HostBwOpt = typer.Option(None, "--host-memory-bandwidth-gb-per-s", help="Host DRAM bandwidth, GB/s (default: dual-channel DDR5-5600).")
+KvOffloadOpt = typer.Option(None, "--kv-offloading-size", help="vLLM: GiB of host RAM for a second KV-cache tier (native or LMCache).")
+HiCacheRatioOpt = typer.Option(None, "--hicache-ratio", help="SGLang HiCache: host KV pool as a multiple of the GPU KV pool.")
+HiCacheSizeOpt = typer.Option(None, "--hicache-size", help="SGLang HiCache: host KV pool per GPU, GB (overrides --hicache-ratio).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 ExplainOpt = typer.Option(False, "--explain", help="Also print the assumptions and the track record behind the answer.")
 
