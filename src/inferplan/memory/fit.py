@@ -243,6 +243,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
+    gpu_fits = held.fits
     if host_budget is not None and host_used > host_budget:
         held = dataclasses.replace(held, fits=False)
     fewer_gpus = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else None
@@ -256,7 +257,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         largest_context_tokens=held.largest, concurrency=d.concurrency,
-        shortfall_bytes=0.0 if held.fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
+        shortfall_bytes=0.0 if gpu_fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
                                                          held.seq_gpu - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
@@ -283,6 +284,8 @@ def _host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, ma
              f"{kv / GIB:.2f} GiB of the CPU layers' KV cache" if kv else "",
              f"{kv_tier / GIB:.2f} GiB of host KV tier" if kv_tier else ""]
     notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used: " + ", ".join(p for p in parts if p)]
+    if split and split.host_kv_fraction >= 1:
+        notes.append(f"no layer on the GPU: the whole KV cache ({max_len:,} tokens, llama.cpp's -c) is in host RAM")
     if used > budget:
         notes.append(f"host memory (host_memory_gb) short by {(used - budget) / GIB:.2f} GiB: it does not fit")
     return used, budget, notes
