@@ -301,7 +301,8 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
-                        "pp_batch_limits", "expert_parallel", "pads_gemm_rows", "multi_gpu_split")
+                        "pp_batch_limits", "expert_parallel", "pads_gemm_rows", "multi_gpu_split",
+                        "offload_settings")
 
 
 def check_references(catalog: Catalog) -> None:

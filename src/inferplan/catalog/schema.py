@@ -260,6 +260,11 @@ class EngineDefaults(Frozen):
     # still goes to the GPU as the output layer
     embeddings_on_host: bool = False
     embeddings_on_host_source: str | None = None
+    # the Deployment fields of weight offload to host memory the engine's launcher takes
+    # (n_gpu_layers, n_cpu_moe, cpu_offload_gb); one it does not take is refused naming it
+    offload_settings: tuple[str, ...] = ()
+    offload_settings_source: str | None = None
+    offload_settings_note: str | None = None
     # under pipeline parallelism: every stage's KV cache sized by the smallest room any stage has
     # ("smallest", also when not stated), or each stage's by its own room with the same block count
     # for all ("per_stage": the instance holds the smallest of room / sequence bytes over stages)
@@ -389,6 +394,16 @@ class SpeedPoint(Frozen):
     measured: Sourced
     split: Literal["fit", "holdout"] = "fit"  # fit: may calibrate constants; holdout: only scores them
     caveats: tuple[str, ...] = ()
+    # weights in host RAM (measurements/speed_offload.yaml), the engine flags as the run states them
+    n_gpu_layers: int | None = Field(None, ge=0)
+    n_cpu_moe: int | None = Field(None, ge=0)
+    cpu_offload_gb: float | None = Field(None, ge=0)
+    host_memory_gb: float | None = Field(None, gt=0)  # host RAM, GiB
+    host_memory_bandwidth_bytes_per_s: BytesPerS | None = None  # the host's DRAM peak, as stated or derived from its DIMMs
+
+    @property
+    def offloaded(self) -> bool:
+        return any(v is not None for v in (self.n_gpu_layers, self.n_cpu_moe, self.cpu_offload_gb))
 
 
 class ProfilePoint(Frozen):

@@ -42,6 +42,23 @@ class Deployment(Input):
                     "published, or a KV compression no engine ships",
     )
 
+    # weight offload to host memory, named as the engines name their flags (engines.yaml offload_settings)
+    n_gpu_layers: int | None = Field(None, ge=0, le=100_000,
+                                     description="llama.cpp -ngl: repeating layers on the GPU (the rest in host RAM, run by the CPU)")
+    n_cpu_moe: int | None = Field(None, ge=0, le=100_000,
+                                  description="llama.cpp --n-cpu-moe: the routed experts of the first N layers in host RAM")
+    cpu_offload_gb: float | None = Field(None, ge=0, le=1e6,
+                                         description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host RAM")
+    host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM available to the engine, GiB")
+    # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
+    kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
+                                             description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")
+    hicache_ratio: float | None = Field(None, gt=0, le=1e3,
+                                        description="SGLang --hicache-ratio: host KV pool as a multiple of the GPU KV pool")
+    hicache_size: float | None = Field(None, gt=0, le=1e6, description="SGLang --hicache-size: host KV pool per GPU, GB (overrides the ratio)")
+    host_memory_bandwidth_gb_per_s: float | None = Field(
+        None, gt=0, le=1e5, description="the host's DRAM bandwidth, GB/s (default: offload.yaml's assumed desktop figure)")
+
     @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", mode="before")
     @classmethod
     def _not_blank(cls, value: object) -> object:

@@ -17,6 +17,8 @@ class Workload(Input):
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens proposed per step")
     acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1, description="share of input tokens served from the prefix cache")
+    prefix_cache_host_share: float = Field(
+        0.0, ge=0, le=1, description="of those cached tokens, the share found in the host-RAM KV tier (loaded over PCIe)")
     backend: Literal["cuda", "metal", "vulkan", "rocm"] | None = Field(
         None, description="llama.cpp back end: cuda, metal, vulkan, rocm (default: the accelerator's own stack)")
 

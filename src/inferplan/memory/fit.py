@@ -26,6 +26,8 @@ from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
+from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+                                      offload_split)
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
@@ -76,6 +78,10 @@ class MemoryFit(BaseModel):
     layout_note: str | None = None
     # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
     suggestions: tuple[FitSuggestion, ...] = ()
+    # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
+    host_memory_bytes_used: float = 0.0
+    host_memory_budget_bytes: float | None = None
+    host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -193,6 +199,7 @@ class MemoryPlan:
     settings: EngineSettings
     hardware: Hardware
     stage_weights: tuple[StageWeights, ...]  # per GPU of each pipeline stage, before what the engine adds
+    offload: OffloadSplit | None = None  # weights and KV cache in host RAM
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
@@ -218,14 +225,27 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     quant, quant_notes = _quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = _kv_dtype(catalog, d, spec)
     total, total_note = device_total_bytes(catalog, hw.accel)
+    check_offload_flags(d, list(catalog.engines), engine)
     w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
+    split = offload_split(d, spec, w.estimate, plan.tensor_parallel_size * plan.pipeline_parallel_size, w.per_gpu)
+    if split is not None:
+        w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     settings = _engine_settings(d, engine, hw.accel, total)
     budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w)
     layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
+    full_layout = layout
+    if split is not None and split.host_kv_fraction:
+        layout = host_kv_layout(layout, split.host_kv_fraction)
     context_notes, capped = check_context(d, spec, engine)
     held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *budget_notes, *layout_notes, *context_notes]
+    tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
+    host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
+    assumptions += host_notes
+    gpu_fits = held.fits
+    if host_budget is not None and host_used > host_budget:
+        held = dataclasses.replace(held, fits=False)
     fewer_gpus = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else None
     result = MemoryFit(
         fits=held.fits, model=spec.id, accelerator=hw.accel.id, engine=engine.id, quantization=quant.id,
@@ -237,11 +257,44 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         largest_context_tokens=held.largest, concurrency=d.concurrency,
-        shortfall_bytes=0.0 if held.fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
+        shortfall_bytes=0.0 if gpu_fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
                                                          held.seq_gpu - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
+        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
+        host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
     )
-    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages)
+    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
+
+
+def _host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, max_len: int, w: WeightEstimate,
+                 engine: EngineDefaults, kv_tier: float) -> tuple[float, float | None, list[str]]:
+    """Host RAM the offloaded weights, the CPU layers' KV cache and a host KV tier take, the budget, and a
+    note when it is short."""
+    if split is None and not kv_tier:
+        return 0.0, None, []
+    if d.host_memory_gb is None:
+        raise InvalidScenarioError("weights or KV cache offloaded to host RAM: state how much host memory there is",
+                                   field="host_memory_gb", allowed="host RAM in GiB, e.g. 64")
+    lookup = w.embedding_bytes if engine.embeddings_on_host else 0.0
+    kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * layout_gpus(layout) if split else 0.0
+    weights = split.host_weight_bytes if split else 0.0
+    used = weights + kv + kv_tier + (lookup if split else 0.0)
+    budget = d.host_memory_gb * GIB
+    parts = [f"{weights / GIB:.2f} GiB of offloaded weights" if split else "",
+             f"{kv / GIB:.2f} GiB of the CPU layers' KV cache" if kv else "",
+             f"{kv_tier / GIB:.2f} GiB of host KV tier" if kv_tier else ""]
+    notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used: " + ", ".join(p for p in parts if p)]
+    if split and split.host_kv_fraction >= 1:
+        notes.append(f"no layer on the GPU: the whole KV cache ({max_len:,} tokens, llama.cpp's -c) is in host RAM")
+    if used > budget:
+        notes.append(f"host memory (host_memory_gb) short by {(used - budget) / GIB:.2f} GiB: it does not fit")
+    return used, budget, notes
+
+
+def layout_gpus(layout: KvLayout) -> float:
+    """GPUs a layout's per-GPU figures are spread over (its whole-instance bytes over one GPU's)."""
+    per_gpu = layout.growing_bytes_per_token_per_gpu + layout.window_bytes_per_token_per_gpu
+    return (layout.growing_bytes_per_token + layout.window_bytes_per_token) / per_gpu if per_gpu else 1.0
 
 
 def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:

@@ -12,6 +12,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
+from inferplan.performance.offload import host_kv_load_s
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
 from inferplan.performance.work import ModelWork, model_work
 
@@ -70,6 +71,7 @@ class ServingContext:
         self.work: ModelWork = model_work(self.mp, catalog)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
+        self.host_kv_load_s = host_kv_load_s(self.mp, w, catalog)  # cached tokens coming back from a host KV tier
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
         par = fit.parallel
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus

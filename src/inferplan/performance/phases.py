@@ -26,10 +26,11 @@ class StepTime:
     overhead_s: float
     overlap_exponent: float  # how memory and compute time combine (``overlapped``)
     padding_s: float = 0.0  # of compute_s: the rows weight GEMMs pad to their tiles (Rates.gemm_min_rows)
+    host_s: float = 0.0  # weights in host RAM: run by the CPU or copied over PCIe (performance/offload.py)
 
     @property
     def seconds(self) -> float:
-        return overlapped(self.memory_s, self.compute_s, self.overlap_exponent) + self.comm_s + self.overhead_s
+        return overlapped(self.memory_s, self.compute_s, self.overlap_exponent) + self.comm_s + self.overhead_s + self.host_s
 
     @property
     def bound(self) -> str:
@@ -37,7 +38,7 @@ class StepTime:
         scheduling, sampling) outweigh moving bytes, computing and communicating."""
         maths = overlapped(self.memory_s, self.compute_s, self.overlap_exponent)
         parts = {"memory" if self.memory_s >= self.compute_s else "compute": maths, "communication": self.comm_s,
-                 "overhead": self.overhead_s}
+                 "overhead": self.overhead_s, "host memory": self.host_s}
         return max(parts, key=parts.get)
 
 
@@ -165,7 +166,16 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
         overhead_s=micro_batch_overhead_s(work, rates, batch, parts),
         overlap_exponent=rates.overlap_exponent,
         padding_s=padding_s,
+        host_s=host_s(work, parts, kv_bytes),
     )
+
+
+def host_s(work: ModelWork, parts: list[tuple[float, float]], kv_bytes: float) -> float:
+    """Time of a step's micro-batches ``parts`` on the weights the deployment keeps in host RAM."""
+    if work.host is None:
+        return 0.0
+    total = sum(t * n for t, n in parts) or 1.0
+    return sum(n * work.host.step_s(t, work.touched_expert_share(t), kv_bytes * t / total) for t, n in parts)
 
 
 def padding_flops(work: ModelWork, rates: Rates, parts: list[tuple[float, float]]) -> float:
@@ -207,4 +217,5 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
         overhead_s=micro_batch_overhead_s(work, rates, 1.0, parts),
         overlap_exponent=rates.overlap_exponent,
         padding_s=padding_s,
+        host_s=host_s(work, parts, 0.0),
     )

@@ -88,7 +88,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         chunk = ctx.chunk_budget(running)
         whole, rest = divmod(max(ctx.uncached, 1.0), chunk)
         ttft = whole * ctx.chunk_round_s(running - 1, chunk) + (ctx.chunk_round_s(running - 1, rest) if rest > 1e-6 else 0.0)
-    ttft += ctx.rates.request_overhead_s  # receiving, tokenising and scheduling the request
+    ttft += ctx.rates.request_overhead_s + ctx.host_kv_load_s  # receiving, tokenising and scheduling; host-tier hits
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)
     if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)

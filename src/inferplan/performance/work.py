@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.loader import Catalog
+from inferplan.performance.offload import HostOffload, host_offload, pcie_bytes_per_s
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
@@ -59,6 +60,7 @@ class ModelWork:
     hc_bytes_per_token: float = 0.0  # activations those seams move per token (replicated on every TP rank)
     residual_streams: int = 1  # hidden-state vectors per token a pipeline stage hands to the next (mHC: n)
     notes: tuple[str, ...] = ()
+    host: HostOffload | None = None  # weights (and KV cache) in host RAM: memory/offload.py
 
     def last_stage(self) -> ModelWork:
         """The work of the last pipeline stage, which runs the whole lm_head where the figures above
@@ -88,6 +90,10 @@ class ModelWork:
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu
         return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * self._routing(tokens_in_step)[1]
+
+    def touched_expert_share(self, tokens_in_step: float) -> float:
+        """The share of a GPU's routed experts a step of ``tokens_in_step`` tokens reads."""
+        return self._routing(tokens_in_step)[1] if self.num_experts else 0.0
 
     def _routing(self, tokens_in_step: float) -> tuple[float, float]:
         """(tokens routed to this GPU's experts, the share of its experts they touch)."""
@@ -246,6 +252,9 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
     held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
     dense_gpu = max(held - experts_gpu - lookup, 0.0)
+    host = host_offload(mp.offload, tp * pp, catalog, pcie_bytes_per_s(mp.accelerator))
+    if host is not None:  # what stays in host RAM is not read from the GPU's memory
+        dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - host.expert_bytes, 0.0)
     dispatch = 0.0
     if moe is not None and exact:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
@@ -282,6 +291,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         hc_bytes_per_token=hc_bytes_per_token(arch) / pp if exact else 0.0,
         residual_streams=arch.residual_streams if exact else 1,
         notes=tuple(notes),
+        host=host,
     )
 
 

@@ -31,7 +31,7 @@ from inferplan.shells.cli_common import (
     SystemOpt,
     TpOpt,
     catalog_for,
-    UbatchOpt,
+    UbatchOpt, NglOpt, NCpuMoeOpt, CpuOffloadOpt, HostMemOpt, HostBwOpt, KvOffloadOpt, HiCacheRatioOpt, HiCacheSizeOpt,
     UtilOpt,
     console,
     deployment,
@@ -79,6 +79,14 @@ def fit_cmd(
     engine: str = EngineOpt,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
+    n_gpu_layers: Optional[int] = NglOpt,
+    n_cpu_moe: Optional[int] = NCpuMoeOpt,
+    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
+    host_memory_gb: Optional[float] = HostMemOpt,
+    host_memory_bandwidth_gb_per_s: Optional[float] = HostBwOpt,
+    kv_offloading_size: Optional[float] = KvOffloadOpt,
+    hicache_ratio: Optional[float] = HiCacheRatioOpt,
+    hicache_size: Optional[float] = HiCacheSizeOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -91,7 +99,9 @@ def fit_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size, max_num_seqs=max_num_seqs,
         kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
-        kv_bytes_per_token=kv_bytes_per_token,
+        kv_bytes_per_token=kv_bytes_per_token, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, host_memory_gb=host_memory_gb,
+        host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s, kv_offloading_size=kv_offloading_size,
+        hicache_ratio=hicache_ratio, hicache_size=hicache_size,
     )
     result = run(fit_or_suggest, d, catalog_for(d))
     if as_json:
@@ -159,7 +169,16 @@ def perf_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
+    prefix_cache_host_share: float = typer.Option(0.0, "--prefix-cache-host-share", help="Of the cached tokens, the share found in the host KV tier (loaded over PCIe)."),
     db: Optional[Path] = DbOpt,
+    n_gpu_layers: Optional[int] = NglOpt,
+    n_cpu_moe: Optional[int] = NCpuMoeOpt,
+    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
+    host_memory_gb: Optional[float] = HostMemOpt,
+    host_memory_bandwidth_gb_per_s: Optional[float] = HostBwOpt,
+    kv_offloading_size: Optional[float] = KvOffloadOpt,
+    hicache_ratio: Optional[float] = HiCacheRatioOpt,
+    hicache_size: Optional[float] = HiCacheSizeOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -168,13 +187,17 @@ def perf_cmd(
 
     w = workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
-                  prefix_cache_hit_rate=prefix_cache_hit_rate, backend=backend.strip().lower() if backend else backend)
+                  prefix_cache_hit_rate=prefix_cache_hit_rate, prefix_cache_host_share=prefix_cache_host_share,
+                  backend=backend.strip().lower() if backend else backend)
     d = deployment(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, host_memory_gb=host_memory_gb,
+        host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s, kv_offloading_size=kv_offloading_size,
+        hicache_ratio=hicache_ratio, hicache_size=hicache_size,
     )
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:

@@ -36,6 +36,8 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
     "input_len", "output_len", "concurrency", "speculative_tokens", "acceptance_rate", "prefix_cache_hit_rate",
     "backend", "models", "systems", "quantizations", "interactivity", "baseline", "report",
+    "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
+    "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share",
 )}
 
 
@@ -56,6 +58,14 @@ UbatchOpt = typer.Option(None, "--ubatch-size", help="llama.cpp n_ubatch (defaul
 SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
+NglOpt = typer.Option(None, "--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU; the others' weights and KV cache in host RAM, run by the CPU.")
+NCpuMoeOpt = typer.Option(None, "--n-cpu-moe", help="llama.cpp: keep the experts of the first N layers in host RAM.")
+CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
+HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM available, GiB (required when offloading).")
+HostBwOpt = typer.Option(None, "--host-memory-bandwidth-gb-per-s", help="Host DRAM bandwidth, GB/s (default: dual-channel DDR5-5600).")
+KvOffloadOpt = typer.Option(None, "--kv-offloading-size", help="vLLM: GiB of host RAM for a second KV-cache tier (native or LMCache).")
+HiCacheRatioOpt = typer.Option(None, "--hicache-ratio", help="SGLang HiCache: host KV pool as a multiple of the GPU KV pool.")
+HiCacheSizeOpt = typer.Option(None, "--hicache-size", help="SGLang HiCache: host KV pool per GPU, GB (overrides --hicache-ratio).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 ExplainOpt = typer.Option(False, "--explain", help="Also print the assumptions and the track record behind the answer.")
 

@@ -17,7 +17,7 @@ def validate_cmd(
     memory: bool = typer.Option(False, "--memory", help="Only the start-up memory points."),
     speed: bool = typer.Option(False, "--speed", help="Only the speed points."),
     latency: bool = typer.Option(False, "--latency", help="Only the latency-under-load points (p50/p99 TTFT and TPOT: approximation and simulation)."),
-    kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode (single-stream) | decode-concurrent | prefill | throughput | profile (medians stay over all points; --json returns every point)."),
+    kind: str = typer.Option(None, "--kind", help="Table rows of one speed kind only: decode (single-stream) | decode-concurrent | prefill | throughput | profile | offload-decode | offload-prefill (weights in host RAM) (medians stay over all points; --json returns every point)."),
     worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
     family: str = typer.Option(None, "--family", help="Speed rows and track record of one calibration family only (sglang, vllm, trtllm, llamacpp-metal, mlx ...)."),
     cross_validate: bool = typer.Option(False, "--cross-validate", help="Also the leave-source-out error: refit with each third of the sources left out and score those (about 15-20 minutes)."),

@@ -172,9 +172,16 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                   + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""), highlight=False)
     if r.largest_context_tokens is not None:
         console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
+    if r.host_memory_budget_bytes is not None:
+        console.print(f"  host RAM: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
+                      + (f"; host KV tier {r.host_kv_cache_tokens:,} tokens per instance" if r.host_kv_cache_tokens else ""),
+                      highlight=False)
     if not r.fits:
-        console.print(f"  shortfall: {gib(r.shortfall_bytes)} per GPU")
-        if not r.smallest_fit:
+        if r.shortfall_bytes:
+            console.print(f"  shortfall: {gib(r.shortfall_bytes)} per GPU")
+        else:
+            console.print("  host RAM is short (--host-memory-gb): more host memory, or fewer weights offloaded")
+        if not r.smallest_fit and r.shortfall_bytes:
             console.print("  no TP/PP layout of this GPU holds it")
         if r.suggestions and d is not None:
             console.print("[bold]To fit, run one of:[/]")

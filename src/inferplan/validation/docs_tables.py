@@ -17,7 +17,7 @@ from pathlib import Path
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.validation.calibrate_speed import CONSTANT_IDS, FAMILIES, MIN_POINTS, MIN_RESPONDING
-from inferplan.validation.speed import KINDS, SpeedValidation, validate_speed
+from inferplan.validation.speed import KINDS, OFFLOAD, SpeedValidation, validate_speed
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "speed.md"
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.DOTALL)
@@ -39,6 +39,8 @@ KIND_LABELS = {
     "prefill": "prefill (prompt tokens/s, TTFT)",
     "throughput": "serving throughput",
     "profile": "measured profile points",
+    "offload-decode": "decode, weights in host RAM (not in all kinds)",
+    "offload-prefill": "prefill, weights in host RAM (not in all kinds)",
 }
 
 
@@ -71,7 +73,8 @@ def families_table(catalog: Catalog) -> str:
 
 def _counts(v: SpeedValidation, kind: str, split: str) -> tuple[int, int]:
     errors = [abs(c.error) for c in v.checks if c.scored and c.error is not None
-              and (kind == "all" or c.kind == kind) and (split == "all" or c.split == split)]
+              and (c.kind == kind or kind == "all" and not c.kind.startswith(OFFLOAD))
+              and (split == "all" or c.split == split)]
     return len(errors), sum(e > 0.30 for e in errors)
 
 

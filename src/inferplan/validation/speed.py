@@ -36,12 +36,15 @@ KIND = {
     SpeedMetric.TOTAL_TOKENS_PER_S: "throughput",
 }
 CONCURRENT_DECODE = "decode-concurrent"  # per-user decode or TPOT with other requests in the batch
-KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput", "profile")  # every kind a check can have
+OFFLOAD = "offload"  # weights in host RAM (-ngl, --n-cpu-moe, --cpu-offload-gb): scored apart, in no track record
+KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput", "profile", f"{OFFLOAD}-decode", f"{OFFLOAD}-prefill")
 
 
 def kind_of(point: SpeedPoint) -> str:
     """Validation kind: a per-user decode figure is single-stream only at concurrency 1."""
     kind = KIND[point.metric]
+    if point.offloaded:
+        return f"{OFFLOAD}-{kind}"
     if kind == "decode" and point.concurrency != 1:
         return CONCURRENT_DECODE
     return kind
@@ -124,6 +127,10 @@ def scenario(point: SpeedPoint, context_tokens: int | None = None,
         max_model_len=max(i + o, 256), enable_expert_parallel=point.expert_parallel,
         max_num_seqs=limits.max_batch_size if limits else point.max_num_seqs,
         max_num_batched_tokens=limits.max_num_tokens if limits else None,
+        n_gpu_layers=point.n_gpu_layers, n_cpu_moe=point.n_cpu_moe, cpu_offload_gb=point.cpu_offload_gb,
+        host_memory_gb=point.host_memory_gb,
+        host_memory_bandwidth_gb_per_s=(point.host_memory_bandwidth_bytes_per_s.value / 1e9
+                                        if point.host_memory_bandwidth_bytes_per_s else None),
     )
     generation_only = point.metric is SpeedMetric.DECODE_TOKENS_PER_S_TOTAL
     w = Workload(input_len=i, output_len=o, concurrency=point.concurrency or "max",
@@ -166,7 +173,8 @@ def summarise(checks: tuple[SpeedCheck, ...]) -> tuple[dict[str, float], dict[st
     for c in checks:
         if c.error is None or not c.scored:
             continue
-        for key in (f"{c.kind}/{c.split}", f"all/{c.split}", f"{c.kind}/all", "all/all"):
+        apart = c.kind.startswith(OFFLOAD)  # offload points are scored on their own lines, not in all/*
+        for key in (f"{c.kind}/{c.split}", f"{c.kind}/all", *(() if apart else (f"all/{c.split}", "all/all"))):
             groups.setdefault(key, []).append(abs(c.error))
     return ({k: statistics.median(v) for k, v in sorted(groups.items())},
             {k: max(v) for k, v in sorted(groups.items())})

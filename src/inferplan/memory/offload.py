@@ -1,0 +1,115 @@
+"""Weights (and KV cache) kept in host RAM: llama.cpp ``-ngl`` / ``--n-cpu-moe``, vLLM ``--cpu-offload-gb``.
+
+llama.cpp puts the last ``n_gpu_layers`` repeating layers on the GPU and runs the others on the CPU,
+their KV cache with them (unless ``--no-kv-offload``); the output layer goes to the GPU only when
+``n_gpu_layers`` exceeds the repeating layers. ``--n-cpu-moe N`` keeps the routed-expert tensors of
+the first N layers in host RAM (llama.cpp PR #15077). vLLM's ``--cpu-offload-gb`` keeps that many GiB
+of each GPU's weights in host RAM and copies them to the GPU in every forward pass (engines.yaml
+sources). Which engine takes which field is data: ``engines.yaml`` ``offload_settings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import EngineDefaults
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kv_cache import KvLayout
+from inferplan.memory.weights import WeightEstimate
+
+GIB = 2**30
+OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "hicache_ratio", "hicache_size")
+
+
+@dataclass(frozen=True)
+class OffloadSplit:
+    """What of one instance's weights and KV cache sits in host RAM, and how a step reaches it."""
+
+    mode: Literal["cpu", "stream"]  # cpu: the CPU computes those layers (llama.cpp); stream: copied to the GPU each step (vLLM)
+    host_dense_bytes: float  # non-expert weights in host RAM (read whole every step)
+    host_expert_bytes: float  # routed-expert weights in host RAM (a step reads the experts its tokens pick)
+    host_kv_fraction: float  # share of the KV cache in host RAM (layers on the CPU)
+    gpu_bytes_freed: float  # weight bytes per GPU that stay off it
+    note: str
+    host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
+
+    @property
+    def host_weight_bytes(self) -> float:
+        return self.host_dense_bytes + self.host_expert_bytes
+
+
+def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: EngineDefaults) -> None:
+    """Refuse an offload field the engine's launcher does not take, naming the engines that do."""
+    for name in OFFLOAD_FIELDS:
+        if getattr(d, name) is not None and name not in engine.offload_settings:
+            takers = [e.id for e in engines if name in e.offload_settings]
+            raise InvalidScenarioError(f"{engine.name} does not take {name}: {', '.join(takers) or 'no engine'} does",
+                                       field=name, allowed=f"leave it out, or engine {' | '.join(takers)}")
+
+
+def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_instance: int,
+                  weights_per_gpu: float) -> OffloadSplit | None:
+    """The host share of the weights the offload fields ask for (None: no offload)."""
+    if d.cpu_offload_gb:
+        host = min(d.cpu_offload_gb * GIB, weights_per_gpu)
+        share = host / weights_per_gpu if weights_per_gpu else 0.0
+        experts = w.expert_bytes * share * gpus_in_instance
+        return OffloadSplit("stream", host * gpus_in_instance - experts, experts, 0.0, host, note=
+                            f"--cpu-offload-gb {d.cpu_offload_gb:g}: {host / GIB:.2f} GiB of each GPU's weights in host RAM, "
+                            "copied to the GPU in every forward pass", host_bandwidth_bytes_per_s=_bandwidth(d))
+    if d.n_gpu_layers is None and not d.n_cpu_moe:
+        return None
+    arch = None if spec.architecture_is_proxy else spec.architecture
+    if arch is None:
+        raise InvalidScenarioError(f"{spec.name} has no published layer layout to split between GPU and CPU",
+                                   field="n_gpu_layers" if d.n_gpu_layers is not None else "n_cpu_moe",
+                                   allowed="leave it out")
+    layers = arch.num_layers
+    on_gpu = layers if d.n_gpu_layers is None else min(d.n_gpu_layers, layers)
+    cpu_layers = layers - on_gpu  # the first ones: llama.cpp offloads the last n_gpu_layers
+    head_on_host = d.n_gpu_layers is not None and d.n_gpu_layers <= layers
+    body = w.total_bytes - w.embedding_bytes - (0.0 if w.head_is_embedding else w.head_bytes)
+    per_layer_expert = w.expert_bytes / layers
+    per_layer_dense = (body - w.expert_bytes) / layers
+    moe_first = min(d.n_cpu_moe or 0, layers)
+    expert_layers = max(cpu_layers, moe_first)  # --n-cpu-moe's first layers overlap the CPU layers
+    host_dense = cpu_layers * per_layer_dense + (w.head_bytes if head_on_host else 0.0)
+    host_expert = expert_layers * per_layer_expert
+    parts = [f"-ngl {d.n_gpu_layers}: {on_gpu} of {layers} layers on the GPU" if d.n_gpu_layers is not None else "",
+             f"--n-cpu-moe {d.n_cpu_moe}: the experts of the first {moe_first} layers in host RAM" if d.n_cpu_moe else ""]
+    note = "; ".join(p for p in parts if p) + (f"; {(host_dense + host_expert) / GIB:.2f} GiB of weights and "
+                                               f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
+    return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers,
+                        (host_dense + host_expert) / gpus_in_instance, note, _bandwidth(d))
+
+
+def _bandwidth(d: Deployment) -> float | None:
+    return d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None
+
+
+def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_instance: int) -> float:
+    """Host RAM one instance gives a second KV-cache tier (0: none): vLLM's --kv-offloading-size for the
+    instance; SGLang HiCache's --hicache-size GB per GPU, else --hicache-ratio times each GPU's pool."""
+    if d.kv_offloading_size:
+        return d.kv_offloading_size * GIB
+    if d.hicache_size:
+        return d.hicache_size * 1e9 * gpus_in_instance
+    if d.hicache_ratio:
+        return d.hicache_ratio * kv_cache_bytes_per_gpu * gpus_in_instance
+    return 0.0
+
+
+def host_kv_layout(layout: KvLayout, host_fraction: float) -> KvLayout:
+    """The GPU's share of a KV layout when ``host_fraction`` of the layers keep theirs in host RAM."""
+
+    keep = 1 - host_fraction
+    return dataclasses.replace(
+        layout, growing_bytes_per_token_per_gpu=layout.growing_bytes_per_token_per_gpu * keep,
+        window_bytes_per_token_per_gpu=layout.window_bytes_per_token_per_gpu * keep,
+        state_bytes_per_seq_per_gpu=layout.state_bytes_per_seq_per_gpu * keep,
+        residual_extra_bytes_per_token_per_gpu=layout.residual_extra_bytes_per_token_per_gpu * keep,
+        sparse_bytes_per_token_per_gpu=layout.sparse_bytes_per_token_per_gpu * keep)

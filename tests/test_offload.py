@@ -1,0 +1,109 @@
+"""Weight offload to host RAM: llama.cpp -ngl / --n-cpu-moe, vLLM --cpu-offload-gb."""
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import fit
+from inferplan.performance.serving import estimate
+
+BASE = dict(model="qwen3-30b-a3b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m", max_model_len=8192)
+W = Workload(input_len=512, output_len=128, concurrency=1)
+
+
+def test_ngl_moves_weights_and_kv_to_host():
+    full = fit(Deployment(**BASE))
+    half = fit(Deployment(**BASE, n_gpu_layers=24, host_memory_gb=64))
+    moved = full.weights_bytes_per_gpu - half.weights_bytes_per_gpu
+    assert moved > 0.4 * full.weights_bytes_per_gpu
+    assert half.host_memory_bytes_used >= moved  # the weights plus the CPU layers' KV cache
+    assert half.host_memory_budget_bytes == 64 * 2**30
+    assert half.sequence_bytes_per_gpu < 0.6 * full.sequence_bytes_per_gpu  # the GPU holds half the layers' KV
+    assert half.fits
+
+
+def test_short_host_memory_does_not_fit_and_names_it():
+    short = fit(Deployment(**BASE, n_gpu_layers=0, host_memory_gb=4))
+    assert not short.fits
+    assert any("host_memory_gb" in note for note in short.assumptions)
+
+
+def test_offloading_needs_the_host_memory_stated():
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(**BASE, n_cpu_moe=10))
+    assert err.value.field == "host_memory_gb"
+
+
+@pytest.mark.parametrize("field, engine", [("n_gpu_layers", "vllm"), ("n_cpu_moe", "sglang"), ("cpu_offload_gb", "llamacpp")])
+def test_an_engine_refuses_a_flag_it_does_not_take(field, engine):
+    d = Deployment(**{**BASE, "engine": engine, "quantization": None}, **{field: 4}, host_memory_gb=64)
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(d)
+    assert err.value.field == field
+
+
+def test_offload_decodes_slower_than_all_gpu_and_faster_than_all_cpu():
+    tps = [estimate(Deployment(**BASE, **extra), W, use_profiles=False).output_tokens_per_s_per_user
+           for extra in ({}, dict(n_cpu_moe=24, host_memory_gb=64), dict(n_gpu_layers=0, host_memory_gb=64))]
+    assert tps[0] > tps[1] > tps[2]
+
+
+def test_vllm_cpu_offload_streams_weights_every_step():
+    d = dict(model="qwen3-8b", gpu="rtx-4090", max_model_len=4096)
+    plain = estimate(Deployment(**d), W, use_profiles=False)
+    streamed = estimate(Deployment(**d, cpu_offload_gb=4, host_memory_gb=64), W, use_profiles=False)
+    # 4 GiB over PCIe 4.0 x16 at 80 %: about 0.17 s a step, so at most about 6 tokens/s
+    assert streamed.output_tokens_per_s_per_user < 7 < plain.output_tokens_per_s_per_user
+
+
+def test_the_offload_points_are_held_out_and_each_is_predicted():
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.validation.speed import check_point
+
+    catalog = load_catalog()
+    points = [p for p in catalog.speed_points if p.offloaded]
+    assert len(points) >= 10
+    assert {p.split for p in points} == {"holdout"}
+    checks = [check_point(p, catalog) for p in points]
+    assert all(c.kind.startswith("offload-") and c.predicted for c in checks), [c.note for c in checks if not c.predicted]
+
+
+def test_offload_points_stay_out_of_the_all_medians():
+    from inferplan.validation.speed import SpeedCheck, summarise
+
+    plain = SpeedCheck(id="a", kind="decode", split="holdout", metric="m", measured=1, predicted=1.1, error=0.1,
+                       bound=None, note=None)
+    offload = plain.model_copy(update={"id": "b", "kind": "offload-decode", "error": 5.0})
+    medians, _ = summarise((plain, offload))
+    assert medians["all/all"] == pytest.approx(0.1) and medians["offload-decode/all"] == pytest.approx(5.0)
+
+
+KV_TIER = dict(model="qwen3-8b", gpu="rtx-4090", max_model_len=32768)
+
+
+@pytest.mark.parametrize("engine, tier", [("vllm", dict(kv_offloading_size=32)), ("sglang", dict(hicache_ratio=2)),
+                                          ("sglang", dict(hicache_size=20))])
+def test_a_host_kv_tier_adds_capacity_and_counts_against_host_memory(engine, tier):
+    plain = fit(Deployment(**KV_TIER, engine=engine))
+    tiered = fit(Deployment(**KV_TIER, engine=engine, **tier, host_memory_gb=64))
+    assert plain.host_kv_cache_tokens == 0 < tiered.host_kv_cache_tokens
+    assert tiered.host_memory_bytes_used == pytest.approx(tiered.host_kv_cache_tokens * tiered.kv_cache_bytes_per_token,
+                                                          rel=1e-3)
+    assert tiered.kv_cache_tokens == plain.kv_cache_tokens  # the GPU tier is unchanged
+    assert not fit(Deployment(**KV_TIER, engine=engine, **tier, host_memory_gb=4)).fits
+
+
+def test_host_tier_hits_cost_a_pcie_load_and_need_a_tier():
+    d = Deployment(**KV_TIER, kv_offloading_size=32, host_memory_gb=64)
+
+    def ttft(share: float) -> float:
+        w = Workload(input_len=30000, output_len=100, prefix_cache_hit_rate=0.9, prefix_cache_host_share=share)
+        return estimate(d, w, use_profiles=False).ttft_s
+
+    # 27,000 tokens x 147,456 bytes of KV over PCIe 4.0 x16 at 80 %: about 0.16 s
+    assert ttft(1.0) - ttft(0.0) == pytest.approx(27000 * 147456 / (31.5e9 * 0.8), rel=0.02)
+    with pytest.raises(InvalidScenarioError) as err:
+        estimate(Deployment(**KV_TIER), Workload(input_len=3000, prefix_cache_hit_rate=0.5, prefix_cache_host_share=1),
+                 use_profiles=False)
+    assert err.value.field == "prefix_cache_host_share"
