@@ -199,8 +199,7 @@ def kv_layout(
     stages = _stages(arch.layer_kinds, pp)
     layouts = [_stage_layout(arch, layers, kv_bits, tp, residual_tokens, residual_bits) for layers in stages]
     busiest = max(range(pp), key=lambda i: layouts[i].bytes_per_token_per_gpu)
-    all_layers = arch.layer_kinds
-    whole = _stage_layout(arch, all_layers, kv_bits, tp, residual_tokens, residual_bits)
+    whole = layouts[0] if pp == 1 else _stage_layout(arch, arch.layer_kinds, kv_bits, tp, residual_tokens, residual_bits)
     return dataclasses.replace(
         layouts[busiest],
         growing_bytes_per_token=tp * whole.growing_bytes_per_token_per_gpu,
@@ -214,12 +213,17 @@ def _stage_layout(arch: Architecture, layers: tuple[LayerKind, ...], kv_bits: fl
                   residual_tokens: int, residual_bits: float) -> KvLayout:
     """The layout of the layers one GPU holds (one pipeline stage, one tensor-parallel rank)."""
 
-    def per_gpu(part: int, bits=kv_bits):  # part 0: growing, 1: windowed
-        return sum(_split_bytes_per_token(arch, k, bits, tp)[part] for k in layers)
+    kinds = set(arch.layer_kinds)  # a few kinds over many layers: each kind's bytes once, summed in layer order
+    split = {bits: {k: _split_bytes_per_token(arch, k, bits, tp) for k in kinds} for bits in {kv_bits, residual_bits}}
 
-    windowed = any(_split_bytes_per_token(arch, k, kv_bits, tp)[1] for k in arch.layer_kinds)
+    def per_gpu(part: int, bits=kv_bits):  # part 0: growing, 1: windowed
+        by_kind = split[bits]
+        return sum(by_kind[k][part] for k in layers)
+
+    windowed = any(split[kv_bits][k][1] for k in arch.layer_kinds)
     residual = per_gpu(0, residual_bits) + per_gpu(1, residual_bits) - per_gpu(0) - per_gpu(1)  # KIVI's 16-bit recent tokens
-    state = sum(state_bytes_per_layer(arch, k, tp) for k in layers)
+    state_by_kind = {k: state_bytes_per_layer(arch, k, tp) for k in set(layers)}
+    state = sum(state_by_kind[k] for k in layers)
     return KvLayout(
         growing_bytes_per_token_per_gpu=per_gpu(0),
         window_bytes_per_token_per_gpu=per_gpu(1),
