@@ -36,6 +36,10 @@ def best_wall_s(argv: list[str], env: dict[str, str], repeat: int = 7) -> float:
 def main() -> None:
     env = dict(os.environ)
     env.pop("INFERPLAN_NO_CACHE", None)
+    # an installed package has its bytecode cached (pip compiles it); where PYTHONDONTWRITEBYTECODE is
+    # set, an editable checkout would recompile every module on every start and time the compiler
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):
+        print("PYTHONDONTWRITEBYTECODE unset for the runs: the first run caches inferplan's bytecode")
     bare = best_wall_s([sys.executable, "-c", "pass"], env)
     print(f"python -c pass: {bare * 1e3:.0f} ms")
     subprocess.run([str(BIN / "inferplan"), "fit", "--model", "llama-3.1-8b", "--gpu", "H100"], env=env,

@@ -15,8 +15,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from inferplan.errors import InferplanError
 
 # The largest shipped catalogue file is 0.14 MB and a config.json a few kB; 4 MiB leaves room for
@@ -27,9 +25,6 @@ MAX_FILE_BYTES = 4 * 2**20
 MAX_INDEX_BYTES = 64 * 2**20
 # A scenario nests 3 levels, a config.json 4, a catalogue file 6.
 MAX_NESTING_DEPTH = 32
-
-_PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's event parser is iterative and fast
-
 
 def read_bytes(path: Path, *, field: str, error: type[InferplanError], max_bytes: int | None = None) -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` (default ``MAX_FILE_BYTES``); anything
@@ -95,9 +90,12 @@ def read_json(path: Path, *, field: str, error: type[InferplanError], max_bytes:
 def check_yaml_depth(text: str, *, where: str, field: str, error: type[InferplanError]) -> None:
     """Refuse YAML text with more than ``MAX_NESTING_DEPTH`` levels before a (recursive) loader
     builds it. Other syntax errors are left to the loader, which reports them with their line."""
+    import yaml  # imported when YAML is read, not at every start
+
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=_PARSER):
+        # libyaml's event parser is iterative and fast
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_NESTING_DEPTH:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
 from inferplan.performance.local_runs import UserRun
+from inferplan.store_path import default_db_path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scenarios (
@@ -97,11 +97,6 @@ class VendorQuote(Input):
 
 class SavedQuote(VendorQuote):
     id: int
-
-
-def default_db_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "inferplan" / "inferplan.db"
 
 
 def _now() -> str:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from inferplan.catalog.compiled import load_compiled
@@ -238,16 +237,15 @@ class Catalog:
         return self.calibration.records[constant_id].value
 
 
-# libyaml's safe loader when PyYAML was built with it (same safe constructors, ~5x faster)
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _read_yaml(path: Path) -> dict:
+    import yaml  # only a catalogue build reads YAML; a start from the compiled copy does not import it
+
     text = read_text(path, field=str(path), error=CatalogError)
     if not path.resolve().is_relative_to(DATA_DIR.resolve()):  # the shipped files are checked by a test, not per run
         check_yaml_depth(text, where=path.name, field=str(path), error=CatalogError)
     try:
-        data = yaml.load(text, Loader=_SAFE_LOADER)
+        # libyaml's safe loader when PyYAML was built with it (same safe constructors, ~5x faster)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path.name}: not valid YAML: {exc}", field=str(path)) from exc
     if not isinstance(data, dict):

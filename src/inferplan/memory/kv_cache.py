@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
@@ -199,8 +200,7 @@ def kv_layout(
     stages = _stages(arch.layer_kinds, pp)
     layouts = [_stage_layout(arch, layers, kv_bits, tp, residual_tokens, residual_bits) for layers in stages]
     busiest = max(range(pp), key=lambda i: layouts[i].bytes_per_token_per_gpu)
-    all_layers = arch.layer_kinds
-    whole = _stage_layout(arch, all_layers, kv_bits, tp, residual_tokens, residual_bits)
+    whole = layouts[0] if pp == 1 else _stage_layout(arch, arch.layer_kinds, kv_bits, tp, residual_tokens, residual_bits)
     return dataclasses.replace(
         layouts[busiest],
         growing_bytes_per_token=tp * whole.growing_bytes_per_token_per_gpu,
@@ -213,19 +213,23 @@ def kv_layout(
 def _stage_layout(arch: Architecture, layers: tuple[LayerKind, ...], kv_bits: float, tp: int,
                   residual_tokens: int, residual_bits: float) -> KvLayout:
     """The layout of the layers one GPU holds (one pipeline stage, one tensor-parallel rank)."""
+    kinds = set(arch.layer_kinds)  # a few kinds over many layers: each kind's bytes once, summed in layer order
+    split = {bits: {k: _split_bytes_per_token(arch, k, bits, tp) for k in kinds} for bits in {kv_bits, residual_bits}}
 
     def per_gpu(part: int, bits=kv_bits):  # part 0: growing, 1: windowed
-        return sum(_split_bytes_per_token(arch, k, bits, tp)[part] for k in layers)
+        return sum(map(operator.itemgetter(part), map(split[bits].__getitem__, layers)))
 
-    windowed = any(_split_bytes_per_token(arch, k, kv_bits, tp)[1] for k in arch.layer_kinds)
-    residual = per_gpu(0, residual_bits) + per_gpu(1, residual_bits) - per_gpu(0) - per_gpu(1)  # KIVI's 16-bit recent tokens
-    state = sum(state_bytes_per_layer(arch, k, tp) for k in layers)
+    growing, window = per_gpu(0), per_gpu(1)
+    windowed = any(split[kv_bits][k][1] for k in arch.layer_kinds)
+    residual = per_gpu(0, residual_bits) + per_gpu(1, residual_bits) - growing - window  # KIVI's 16-bit recent tokens
+    state_by_kind = {k: state_bytes_per_layer(arch, k, tp) for k in set(layers)}
+    state = sum(map(state_by_kind.__getitem__, layers))
     return KvLayout(
-        growing_bytes_per_token_per_gpu=per_gpu(0),
-        window_bytes_per_token_per_gpu=per_gpu(1),
+        growing_bytes_per_token_per_gpu=growing,
+        window_bytes_per_token_per_gpu=window,
         state_bytes_per_seq_per_gpu=state,
-        growing_bytes_per_token=tp * per_gpu(0),
-        window_bytes_per_token=tp * per_gpu(1),
+        growing_bytes_per_token=tp * growing,
+        window_bytes_per_token=tp * window,
         state_bytes_per_seq=tp * state,
         window_tokens=arch.sliding_window if windowed else None,
         residual_tokens=residual_tokens,
