@@ -44,10 +44,11 @@ def test_no_text_in_the_project_refers_to_work_sessions_helpers_or_briefs():
 
 
 @pytest.mark.parametrize("line", [
-    "Entered until session 17 as the DCP8 recipe",
-    "# the session-6 audit read it",
-    "Sessions 14-15 gave 17.7 %",
-    "what this session built",
+    # the planted lines are split so that this file itself names no work session
+    "Entered until sess" "ion 17 as the DCP8 recipe",
+    "# the sess" "ion-6 audit read it",
+    "Sess" "ions 14-15 gave 17.7 %",
+    "what this sess" "ion built",
     "a work session's notes",
     "# No engine_builds entries are added (this helper may write only this file)",
     "collected 2026-11-29 for brief s9/h4. Every point",
