@@ -313,6 +313,9 @@ class MemorySettings(Frozen):
     max_model_len: int = Field(ge=1)
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
+    max_num_seqs: int | None = Field(None, ge=1)
+    enforce_eager: bool | None = None  # no CUDA graphs captured
+    n_ubatch: int | None = Field(None, ge=1)  # llama.cpp physical batch
 
 
 class MemoryMeasured(Frozen):
@@ -324,6 +327,9 @@ class MemoryMeasured(Frozen):
     kv_cache_bytes_per_gpu: Bytes | None = None  # absent when the engine failed to start
     kv_cache_tokens: Count | None = None
     kv_cache_blocks: Count | None = None  # as printed ("# GPU blocks"), in the engine's block size
+    total_bytes_per_gpu: Bytes | None = None  # the device total the engine printed
+    cuda_graph_bytes_per_gpu: Bytes | None = None
+    compute_buffer_bytes_per_gpu: Bytes | None = None  # llama.cpp "compute buffer size"
     fits: bool = True
 
 
@@ -335,9 +341,13 @@ class MemoryPoint(Frozen):
     accelerator: str  # accelerator id
     engine: str
     engine_version: str
+    # the engine build as a version number ("0.6.4"); None when the log does not say which
+    engine_release: str | None = None
+    backend: str | None = None  # llama.cpp back end: cuda, metal, vulkan, rocm
     quantization: str
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
     settings: MemorySettings
     measured: MemoryMeasured
     caveats: tuple[str, ...] = ()
