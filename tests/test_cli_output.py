@@ -44,6 +44,7 @@ DEFAULTS = {
     "perf": ("perf", "--model", "qwen3-30b-a3b", "--gpu", "h100"),
     "frontier": ("frontier", "--model", "llama-3.1-8b", "--gpu", "h100"),
     "plan": ("plan", str(EXAMPLES / "coding-developers-b200.yaml")),
+    "fits": ("fits",),
 }
 
 
@@ -54,7 +55,7 @@ def test_the_default_output_fits_one_screen_and_leads_with_the_answer(name):
     assert len(lines) <= SCREEN_LINES, out
     first = lines[0]
     assert {"fit": "fits", "fit-no-fit": "does not fit", "perf": "tok/s per user", "frontier": "llama-3.1-8b",
-            "plan": "Recommendation:"}[name] in first
+            "plan": "Recommendation:", "fits": "What fits"}[name] in first
     assert "--explain" in out
 
 
@@ -196,12 +197,20 @@ def test_perf_at_concurrency_one_says_why_per_user_beats_the_total():
 
 def test_fits_at_100_columns_is_one_row_per_model_with_every_id_whole():
     out = screen("fits")
-    models = {c["model"] for c in as_json("fits")["cells"]}
-    rows = [line.split()[0] for line in out.splitlines()[3:] if line and not line.startswith(("n/a", " "))]
-    assert sorted(rows) == sorted(models)  # one row each (was a two-line block per cell: 401 lines)
-    assert len(out.splitlines()) <= len(models) + 5
-    header = next(line for line in out.splitlines() if line.startswith("model"))
-    assert header.split()[2:] == ["h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300"]
+    cells = as_json("fits")["cells"]
+    models = {c["model"] for c in cells}
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("model")) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("Same figures"))
+    rows = [line.split()[0] for line in lines[start:end]]
+    assert lines[start - 1].split()[2:] == ["h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300"]
+    # the rest: models whose rows equal one shown ("a = b"), and models no column holds, listed once each
+    rest = " ".join(lines[end:]).replace(" = ", ", ").replace(";", ",").replace(" · ", ", ")
+    listed = [word.strip(",:") for word in rest.split() if word.strip(",:") in models]
+    assert sorted(rows + [m for m in listed if m not in rows]) == sorted(models)
+    assert len(set(rows)) == len(rows)
+    nowhere = {c["model"] for c in cells} - {c["model"] for c in cells if c["result"] and c["result"]["fits"]}
+    assert nowhere and not nowhere & set(rows)  # no-fit-anywhere models are listed, not rows
     assert "KV/GPU" in screen("fits", "--models", "llama-3.1-8b", "--explain")
 
 

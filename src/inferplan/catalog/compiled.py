@@ -2,9 +2,10 @@
 
 Parsing and validating every YAML file takes most of a command's start-up; unpickling the result
 takes a tenth of that. The file is named by a hash of everything the catalogue is built from — every
-data file's path and bytes, the code of the ``catalog`` package (the schema that validates them), the
-data folder's location and the Python, pydantic and inferplan versions — so an edited data file or a
-new schema builds a new one and a stale one is never read. ``INFERPLAN_CACHE_DIR`` names another
+data file's path and bytes, the code of the ``catalog`` and ``inputs`` packages and of ``errors`` and
+``units`` (every class a pickled object may be an instance of), the data folder's location and the Python
+and pydantic versions — so an edited data file or a new schema builds a new one and a stale one is never
+read. ``INFERPLAN_CACHE_DIR`` names another
 folder; ``INFERPLAN_NO_CACHE=1`` builds the catalogue afresh every time and writes nothing.
 
 The cache holds only what inferplan built from its own data, in a folder of the user's; a file that
@@ -17,15 +18,15 @@ import gc
 import hashlib
 import os
 import pickle
-import platform
+import sys
 import tempfile
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 T = TypeVar("T")
 CATALOG_CODE = Path(__file__).resolve().parent
+PACKAGE = CATALOG_CODE.parent
 PREFIX = "catalog-"
 
 
@@ -37,22 +38,25 @@ def cache_dir() -> Path:
     return Path(base) / "inferplan"
 
 
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+def _code_files(catalog_code: Path) -> list[tuple[Path, Path]]:
+    """(root, file) of every module a pickled catalogue object may be an instance of."""
+    files = [(catalog_code, p) for p in sorted(catalog_code.rglob("*.py"))]
+    files += [(PACKAGE, p) for p in sorted((PACKAGE / "inputs").rglob("*.py"))]
+    files += [(PACKAGE, PACKAGE / name) for name in ("errors.py", "units.py")]
+    return [f for f in files if "__pycache__" not in f[1].parts]
 
 
 def catalog_key(data_dir: Path) -> str:
     """A hash of every input of the catalogue built from ``data_dir``."""
+    from pydantic.version import VERSION as pydantic_version
+
     h = hashlib.sha256()
-    for part in (str(data_dir.resolve()), platform.python_version(), _version("pydantic"), _version("inferplan")):
+    for part in (str(data_dir.resolve()), sys.version, pydantic_version):
         h.update(part.encode() + b"\0")
-    for root, pattern in ((data_dir, "*"), (CATALOG_CODE, "*.py")):
-        for path in sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts):
-            h.update(path.relative_to(root).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+    data = sorted((data_dir, p) for p in data_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for root, path in [*data, *_code_files(CATALOG_CODE)]:
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 

@@ -448,7 +448,11 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
             candidates.append((tp * pp, pp, tp))
             pp *= 2
         tp *= 2
+    floor = _weights_floor_bytes(catalog, d, spec, hw)
+    total, _ = device_total_bytes(catalog, hw.accel)
     for gpus, pp, tp in sorted(candidates):
+        if floor / gpus > total:  # the weights alone overfill every GPU of this layout
+            continue
         plan = ParallelPlan(
             tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
             expert_parallel=d.enable_expert_parallel, gpus=gpus,
@@ -457,3 +461,13 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
         if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
             return plan
     return None
+
+
+def _weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> float:
+    """Weight bytes that some GPU of any layout holds at least ``1/gpus`` of: every weight but the
+    embedding table (an engine may keep it on the host); 0 when weights may be offloaded to host RAM."""
+    if d.n_gpu_layers is not None or d.n_cpu_moe or d.cpu_offload_gb:
+        return 0.0
+    quant, _ = _quantization(catalog, d, spec, hw.accel, catalog.engine(d.engine).id)
+    w = weight_bytes(spec, quant)
+    return w.total_bytes - w.embedding_bytes

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pydantic import BaseModel
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.padding import Padding
@@ -38,7 +39,9 @@ class Col:
 
 
 def _width(cell: str) -> int:
-    return max((Text.from_markup(line).cell_len for line in cell.split("\n")), default=0)
+    """Terminal columns of a cell's widest line (its markup not counted)."""
+    return max((Text.from_markup(line).cell_len if "[" in line else cell_len(line) for line in cell.split("\n")),
+               default=0)
 
 
 def layout(title: str, cols: list[Col], rows: list[list[str]], width: int) -> RenderableType:
@@ -207,7 +210,9 @@ def _plan(p) -> str:
 def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     """One row per model (and precision), one column per hardware: the sequences of the cell's
     context one instance holds at once where it fits, else the fewest GPUs that would hold it.
-    None when the grid would not fit ``width`` columns."""
+    A long grid lists the models no column holds below it, one line each no longer; where the
+    hardware ids make the grid too wide the columns are lettered and the ids listed under it.
+    None when even that would not fit ``width`` columns."""
     hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for c in matrix.cells:
@@ -219,24 +224,61 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         else:
             cell = "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
         rows.setdefault((c.model, c.quantization), {})[c.hardware] = cell
-    cols = ["model", "quant", *hardware]
     body = [[m, q, *(cells.get(h, "") for h in hardware)] for (m, q), cells in rows.items()]
-    needed = sum(max([_width(col), *(_width(r[i]) for r in body)]) + 2 for i, col in enumerate(cols))
+    nowhere: list[list[str]] = []
+    same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
+    if len(body) > FOLD_ROWS:  # a long grid keeps one screen: no-fit rows become a list, twin rows one row
+        nowhere = [r for r in body if not any("green" in cell for cell in r[2:])]
+        if len(nowhere) == len(body):
+            nowhere = []
+        body = [r for r in body if r not in nowhere]
+        last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
+        for r in body:
+            if last[tuple(r[1:])] != r[0]:
+                same.setdefault(last[tuple(r[1:])], []).append(r[0])
+        body = [r for r in body if last[tuple(r[1:])] == r[0]]
+    headers = hardware
+    needed = sum(max([_width(col), *(_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
     if needed > width:
-        return None
-    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-    for i, col in enumerate(cols):
+        headers = [chr(ord("A") + i) for i in range(len(hardware))] if len(hardware) <= 26 else hardware
+        cols = ["model", "quant", *headers]
+        if sum(max([_width(col), *(_width(r[i]) for r in body)]) + 1 for i, col in enumerate(cols)) > width:
+            return None
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, padding=(0, 1))
+    for i, col in enumerate(["model", "quant", *headers]):
         table.add_column(col, no_wrap=True, justify="left" if i < 2 else "right")
     for r in body:
         table.add_row(*r)
     lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
-    context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (a model with a shorter context: at its own)")
+    context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)")
+    legend = [] if headers == hardware else [
+        Text(", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware)), style="dim")]
     return Group(
-        Text.from_markup(f"[bold]What fits[/] at {context}: the sequences one instance holds at once, or "
-                         "[red]no[/] (N×: the fewest GPUs that would hold it)"),
+        Text.from_markup(f"[bold]What fits[/] at {context}: sequences held, or [red]no[/] (N× GPUs needed)"),
         table,
-        Text("n/a: the cell could not be planned. --explain shows every cell's figures, layouts and errors", style="dim"),
+        *legend,
+        *([Text("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()), style="dim")] if same else []),
+        *([_nowhere_list(nowhere, headers)] if nowhere else []),
+        Text("--explain: every cell's figures and layouts" + (", and why n/a" if any("n/a" in c for r in body for c in r) else ""),
+             style="dim"),
     )
+
+
+FOLD_ROWS = 20  # a grid longer than this lists the models that fit nowhere below it instead of as rows
+
+
+def _nowhere_list(rows: list[list[str]], headers: list[str]) -> Text:
+    """The models no column holds on one instance, grouped by the fewest GPUs per column."""
+    def gpus(cell: str) -> str:
+        return cell.split("(")[1].rstrip("×)") if "(" in cell else "n/a"
+    one_quant = len({m for m, *_ in rows}) == len(rows)
+    groups: dict[str, list[str]] = {}
+    for m, q, *cells in rows:
+        groups.setdefault("/".join(gpus(c) for c in cells), []).append(m if one_quant else f"{m} {q}")
+    def fewest(key: str) -> tuple[float, ...]:
+        return tuple(float(n) if n.isdigit() else float("inf") for n in key.split("/"))
+    items = " · ".join(f"{k}: {', '.join(groups[k])}" for k in sorted(groups, key=fewest))
+    return Text.from_markup(f"[red]Fits none[/] (fewest GPUs, {'/'.join(headers)}): {escape(items)}")
 
 
 def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
