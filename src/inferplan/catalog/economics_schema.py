@@ -1,8 +1,6 @@
 """Catalogue entities for the economics layer: rental prices, API prices, workload presets,
 cost defaults and the seed's tokens-per-MW / cost-per-token tables."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, model_validator

@@ -7,8 +7,6 @@ engine's parser accepted at the stated version, so a test can check each emitted
 engine's own list. A setting missing from ``settings`` is one the engine's launcher does not take.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, model_validator

@@ -1,7 +1,5 @@
 """Published serving runs that report latency percentiles at a stated load (``latency_points``)."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

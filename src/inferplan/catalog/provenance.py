@@ -8,8 +8,6 @@ unit of the wrong dimension is an error. A plain number where a sourced quantity
 fails validation: the catalogue cannot hold an unsourced number.
 """
 
-from __future__ import annotations
-
 import datetime as dt
 from enum import Enum
 from typing import Annotated, Any, ClassVar

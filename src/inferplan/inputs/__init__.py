@@ -18,8 +18,6 @@ memory or speed question is about) and ``workload.Workload`` (the requests a spe
 serves). It imports nothing from the rest of inferplan.
 """
 
-from __future__ import annotations
-
 import re
 import types
 import typing

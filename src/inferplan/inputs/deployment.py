@@ -4,8 +4,6 @@ Field names follow vLLM's flags (``tensor_parallel_size``, ``gpu_memory_utilizat
 CLI, an API request and a scenario file all describe the same thing the same way.
 """
 
-from __future__ import annotations
-
 from pydantic import Field, field_validator, model_validator
 
 from inferplan.inputs import Input

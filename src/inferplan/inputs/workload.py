@@ -1,7 +1,5 @@
 """The serving workload a speed question is asked about."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
