@@ -18,6 +18,7 @@ memory or speed question is about) and ``workload.Workload`` (the requests a spe
 serves). It imports nothing from the rest of inferplan.
 """
 
+import functools
 import re
 import types
 import typing
@@ -96,22 +97,30 @@ def text_problem(value: Any, inner: bool = False) -> str | None:
     return None
 
 
+@functools.cache
+def _field_takes(cls: type[BaseModel], name: str) -> tuple[bool, bool, bool]:
+    """Whether a field takes a number, a yes/no, a model: read once per class and field (validation
+    asks for every field of every input)."""
+    annotation = cls.model_fields[name].annotation
+    return numeric(annotation), takes_bool(annotation), holds_model(annotation)
+
+
 class Input(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
     def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, WrittenFloat) and info.field_name is not None:
-            return value if numeric(cls.model_fields[info.field_name].annotation) else value.text
-        if isinstance(value, (bool, str)) and info.field_name is not None:
-            annotation = cls.model_fields[info.field_name].annotation
-            if isinstance(value, bool) and not takes_bool(annotation):
+        if info.field_name is not None and isinstance(value, (WrittenFloat, bool, str, dict)):
+            is_number, is_bool, is_model = _field_takes(cls, info.field_name)
+            if isinstance(value, WrittenFloat):
+                return value if is_number else value.text
+            if isinstance(value, bool) and not is_bool:
                 raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
-            if isinstance(value, str) and numeric(annotation):
+            if isinstance(value, str) and is_number:
                 raise ValueError(f"{value[:40]!r} is text: write the number without quotes")
-        if isinstance(value, dict) and info.field_name is not None and holds_model(cls.model_fields[info.field_name].annotation):
-            return value  # a nested input: its own fields check their texts and name their own paths
+            if isinstance(value, dict) and is_model:
+                return value  # a nested input: its own fields check their texts and name their own paths
         if isinstance(value, (str, list, tuple, dict)) and not stored(info):
             problem = text_problem(value)
             if problem:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.hf_import import ImportedModel, hf_cache_snapshot, import_model
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import CheckpointSize, ModelSpec, config_context, looks_like_path, spec_from_card
+from inferplan.catalog.memo import per_catalog
 from inferplan.errors import InferplanError, UnknownModelError
 from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.params import count_params
@@ -25,7 +26,7 @@ def resolve_model(catalog: Catalog, name: str, field_name: str = "model") -> Mod
         if looks_like_path(name):
             return spec_from_import(name)
         try:
-            return spec_from_card(catalog, catalog.model(name, field_name))
+            return _card_spec(catalog, name, field_name)
         except UnknownModelError:
             if "/" in name and hf_cache_snapshot(name) is not None:
                 return spec_from_import(name)
@@ -34,6 +35,11 @@ def resolve_model(catalog: Catalog, name: str, field_name: str = "model") -> Mod
         if exc.field == "model":  # the import names the usual field; this caller's may differ (models)
             exc.field = field_name
         raise
+
+
+@per_catalog(maxsize=512)  # a plan or a fits matrix asks for the same few models many times
+def _card_spec(catalog: Catalog, name: str, field_name: str) -> ModelSpec:
+    return spec_from_card(catalog, catalog.model(name, field_name))
 
 
 GENERIC_CONFIG_STEMS = ("config", "params")  # file names that say nothing about the model
