@@ -61,10 +61,10 @@ def test_config_is_refused_naming_the_key(entry):
 
 DENSE = HERE / "meta-llama__Llama-3.1-8B-Instruct.json"
 UNKNOWN_KEYS = [
-    ("top_k_experts", 8), ("num_experts_total", 64), ("num_experts_per_tok_per_group", 2),
+    ("top_k_experts_per_group", 8), ("num_experts_total", 64), ("num_experts_per_tok_per_group", 2),
     ("moe_num_experts", 16), ("moe_topk_groups", 2), ("router_top_k", 4), ("n_routed_expert", 8),
-    ("global_head_dim", 512), ("num_global_key_value_heads", 2), ("attention_k_eq_v", True),
-    ("num_kv_shared_layers", 10), ("attention_chunk_size", 8192), ("attn_type", "chunked"),
+    ("local_head_dim", 128), ("num_local_key_value_heads", 2), ("attention_q_eq_k", True),
+    ("kv_shared_layer_map", [0, 1]), ("attention_chunk_size", 8192), ("attn_type", "chunked"),
     ("sliding_window_pattern_v2", [1, 0]), ("block_configs", [{"attention": {"no_op": True}}]),
 ]
 
@@ -80,10 +80,18 @@ def test_an_unknown_expert_or_attention_key_is_refused_naming_it(key, value):
 
 def test_an_unknown_key_inside_text_config_is_refused_too():
     text = json.loads(DENSE.read_bytes())
-    wrapper = {"architectures": ["Gemma4ForConditionalGeneration"], "text_config": {**text, "top_k_experts": 8}}
+    wrapper = {"architectures": ["Gemma4ForConditionalGeneration"], "text_config": {**text, "router_top_k": 8}}
     with pytest.raises(ConfigImportError) as err:
         architecture_from_config(wrapper)
-    assert err.value.field == "top_k_experts"
+    assert err.value.field == "router_top_k"
+
+
+def test_a_router_key_read_without_experts_is_refused_not_planned_dense():
+    wrapper = {"architectures": ["Gemma4ForConditionalGeneration"],
+               "text_config": {**json.loads(DENSE.read_bytes()), "top_k_experts": 8}}
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config(wrapper)
+    assert err.value.field == "num_experts"
 
 
 def test_the_dense_config_itself_imports_dense():
@@ -104,4 +112,4 @@ def test_counts_of_the_matrix():
     imported = [e for e in ENTRIES if e.get("imports")]
     refused = [e for e in ENTRIES if e.get("refused")]
     assert len(imported) + len(refused) == len(ENTRIES)
-    assert {e["refused"] for e in refused} >= {"attention_k_eq_v", "attention_chunk_size", "block_configs"}
+    assert {e["refused"] for e in refused} >= {"attention_chunk_size", "block_configs"}

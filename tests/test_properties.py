@@ -19,6 +19,7 @@ QUANTS = ["bf16", "fp8", "nvfp4", "int4-awq"]
 common = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 CONTEXT = {m: resolve_model(CATALOG, m).context_tokens or 131072 for m in MODELS}
+HEADS = {m: resolve_model(CATALOG, m).architecture.num_attention_heads for m in MODELS}
 deployments = st.sampled_from(MODELS).flatmap(lambda model: st.builds(
     dict,
     model=st.just(model),
@@ -26,7 +27,8 @@ deployments = st.sampled_from(MODELS).flatmap(lambda model: st.builds(
     quantization=st.sampled_from(QUANTS),
     # up to half the model's context, so that doubling it (below) stays a length engines accept
     max_model_len=st.integers(min_value=256, max_value=max(256, min(131072, CONTEXT[model]) // 2)),
-    tensor_parallel_size=st.sampled_from([1, 2, 4, 8]),
+    # tensor-parallel sizes the model's attention heads split over (engines refuse the others)
+    tensor_parallel_size=st.sampled_from([tp for tp in (1, 2, 4, 8) if HEADS[model] % tp == 0]),
     kv_cache_dtype=st.sampled_from(["auto", "fp8"]),
 ))
 

@@ -86,6 +86,18 @@ class MoeDims:
 
 
 @dataclass(frozen=True)
+class GlobalAttnDims:
+    """Full-attention layers shaped apart from the sliding ones (Gemma 4's ``global_head_dim`` and,
+    with ``attention_k_eq_v``, ``num_global_key_value_heads``). ``k_eq_v``: one projection gives the
+    keys and the values, so those layers hold no value-projection weights; the cache still holds a
+    K and a V per token (K normed and rotated, V normed only), as transformers and vLLM keep them."""
+
+    head_dim: int
+    num_kv_heads: int
+    k_eq_v: bool
+
+
+@dataclass(frozen=True)
 class LinearAttnDims:
     """Gated DeltaNet (Qwen3-Next) or Kimi Delta Attention (Kimi-K3) mixer sizes."""
 
@@ -143,6 +155,7 @@ class Architecture:
     dsa: DsaDims | None = None  # sparse attention on the MLA layers (DeepSeek-V3.2, GLM-5)
     compressed: CompressedAttnDims | None = None  # DeepSeek-V4's CSA / HCA layers
     moe: MoeDims | None = None
+    global_attention: GlobalAttnDims | None = None  # full-attention layers' own heads (Gemma 4)
     linear: LinearAttnDims | None = None
     mamba: MambaDims | None = None
     quant: QuantConfig | None = None
@@ -159,6 +172,18 @@ class Architecture:
     @property
     def num_layers(self) -> int:
         return len(self.layer_kinds)
+
+    def layer_head_dim(self, kind: LayerKind) -> int:
+        """Head width of a layer of this kind (Gemma 4's full-attention layers have their own)."""
+        return self.global_attention.head_dim if self.global_attention and kind is LayerKind.FULL else self.head_dim
+
+    def layer_kv_heads(self, kind: LayerKind) -> int:
+        """Key/value heads of a layer of this kind."""
+        return self.global_attention.num_kv_heads if self.global_attention and kind is LayerKind.FULL else self.num_kv_heads
+
+    def layer_value_projection(self, kind: LayerKind) -> bool:
+        """Whether a layer of this kind has value-projection weights of its own (not Gemma 4's K = V layers)."""
+        return not (self.global_attention and self.global_attention.k_eq_v and kind is LayerKind.FULL)
 
     def count(self, kind: LayerKind) -> int:
         return sum(1 for k in self.layer_kinds if k == kind)

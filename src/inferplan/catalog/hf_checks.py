@@ -57,6 +57,23 @@ def _heads(cfg: dict) -> None:
                                 allowed=f"head_dim stated, or hidden_size a multiple of {heads_key}")
 
 
+# Gemma 4's on-device designs the importer does not model, each refused when switched on: layers that
+# reuse an earlier layer's KV cache (and hold no K/V weights), and per-layer token embeddings
+# (a vocab × layers × width table beside the main one)
+UNMODELLED = {
+    "num_kv_shared_layers": "layers that reuse an earlier layer's KV cache",
+    "hidden_size_per_layer_input": "per-layer token embeddings",
+}
+
+
+def _unmodelled(cfg: dict) -> None:
+    for key, what in UNMODELLED.items():
+        value = cfg.get(key)
+        if value not in (None, 0):
+            raise ConfigImportError(f"config.json states {key} {value!r}: {what}, which the importer does not model",
+                                    field=key, allowed="0 or absent")
+
+
 def check_config(raw: dict, cfg: dict) -> None:
     """Refuse a config whose names, weight type or head counts are inconsistent (``cfg``: the
     text model's keys, ``raw``: the whole file), or that states an expert or attention key
@@ -65,3 +82,4 @@ def check_config(raw: dict, cfg: dict) -> None:
     _dtype(raw, cfg)
     _heads(cfg)
     check_known_keys(cfg)
+    _unmodelled(cfg)

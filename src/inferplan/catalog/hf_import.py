@@ -29,6 +29,7 @@ from inferplan.catalog.hf_layers import (
     compressed_dims,
     first,
     gated_delta_dims,
+    global_attention_dims,
     kda_dims,
     layer_kinds,
     moe_dims,
@@ -72,7 +73,8 @@ class ImportedModel:
 # which MoE models set to 0); a boolean, fraction, NaN or negative there is a malformed file
 _POSITIVE_DIMS = ("hidden_size", "num_hidden_layers", "n_layers", "num_layers", "num_attention_heads", "n_heads",
                   "num_key_value_heads", "n_kv_heads", "head_dim", "vocab_size", "num_experts", "n_routed_experts",
-                  "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank")
+                  "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank",
+                  "global_head_dim", "num_global_key_value_heads", "top_k_experts", "expert_intermediate_size")
 _NON_NEGATIVE_DIMS = ("intermediate_size", "ffn_hidden_size", "max_position_embeddings", "first_k_dense_replace")
 
 
@@ -217,11 +219,12 @@ def _architecture_from_config(raw: dict) -> Architecture:
         dsa=dsa,
         compressed=compressed,
         moe=moe_dims(cfg, n_layers, intermediate),
+        global_attention=global_attention_dims(cfg, kinds),
         linear=linear,
         mamba=mamba,
         quant=quant_config(cfg),
         attention_bias=bool(cfg.get("attention_bias", model_type.startswith("qwen2"))),
-        qk_norm=model_type.startswith("qwen3") or model_type.startswith("gemma3") or bool(cfg.get("use_qk_norm")),
+        qk_norm=model_type.startswith(("qwen3", "gemma3", "gemma4")) or bool(cfg.get("use_qk_norm")),
         mlp_projections=2 if str(first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
         mtp_layers=int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0),
         attention_output_gate=bool(cfg.get("attn_output_gate", False) or cfg.get("mla_use_output_gate", False)),

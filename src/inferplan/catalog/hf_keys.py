@@ -29,6 +29,9 @@ READ = frozenset({
     "layers_block_type", "linear_attn_config", "sparse_attention_config", "full_attention_interval",
     "attn_layer_period", "attn_layer_offset", "attn_type_list", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_head_dim",
     "index_topk", "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim", "mamba_d_head",
+    # Gemma 4: the full-attention layers' own shape, its experts beside the dense MLP, KV sharing (refused when on)
+    "global_head_dim", "num_global_key_value_heads", "attention_k_eq_v", "top_k_experts", "enable_moe_block",
+    "expert_intermediate_size", "num_kv_shared_layers",
 })
 
 # keys that do not change the weights or the KV cache the importer counts, each with its reason
@@ -50,6 +53,8 @@ IGNORED = frozenset({
     "cross_attention_hidden_size",
     # Kimi-K3's block size for attention residuals (no weights) and its sampling default
     "attn_res_block_size", "top_k",
+    # Gemma 4: image tokens attend each other both ways (a mask, no weights, no cache)
+    "use_bidirectional_attention",
 })
 
 

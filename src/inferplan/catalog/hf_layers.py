@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferplan.catalog.architecture import CompressedAttnDims, DsaDims, LayerKind, LinearAttnDims, MoeDims
+from inferplan.catalog.architecture import (
+    CompressedAttnDims,
+    DsaDims,
+    GlobalAttnDims,
+    LayerKind,
+    LinearAttnDims,
+    MoeDims,
+)
 from inferplan.errors import ConfigImportError
 
 # DeepSeek-V4: layers whose compress ratio is 4 pool overlapping entries and run an indexer (CSA);
@@ -104,13 +111,42 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
     return (LayerKind.FULL,) * n_layers
 
 
+def global_attention_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> GlobalAttnDims | None:
+    """Gemma 4's full-attention layers: ``global_head_dim`` wide, and with ``attention_k_eq_v`` one
+    projection for K and V over ``num_global_key_value_heads`` heads (transformers' Gemma4TextAttention,
+    vLLM's Gemma4DecoderLayer: the global head count applies only to K = V layers)."""
+    k_eq_v = cfg.get("attention_k_eq_v")
+    if k_eq_v is not None and not isinstance(k_eq_v, bool):
+        raise ConfigImportError(f"attention_k_eq_v is {k_eq_v!r}", field="attention_k_eq_v", allowed="true, false")
+    width = cfg.get("global_head_dim")
+    if not k_eq_v and width is None:
+        return None
+    if LayerKind.FULL not in kinds:
+        return None
+    heads = int(first(cfg, "num_attention_heads", default=1))
+    kv_heads = int(req(cfg, "num_global_key_value_heads", "key = value attention")) if k_eq_v else None
+    if kv_heads is not None and heads % kv_heads:
+        raise ConfigImportError(f"num_global_key_value_heads ({kv_heads}) does not divide num_attention_heads ({heads})",
+                                field="num_global_key_value_heads", allowed=f"a divisor of {heads}")
+    return GlobalAttnDims(
+        head_dim=int(width if width is not None else cfg.get("head_dim") or cfg["hidden_size"] // heads),
+        num_kv_heads=kv_heads if kv_heads is not None else int(first(cfg, "num_key_value_heads", default=heads)),
+        k_eq_v=bool(k_eq_v),
+    )
+
+
 def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
     n_experts = first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts")
-    if not n_experts:
+    if cfg.get("enable_moe_block") is False:  # Gemma 4: the experts switched off (the dense 31B states it)
         return None
-    top_k = req_any(cfg, ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk"),
+    if not n_experts:
+        if cfg.get("enable_moe_block") or cfg.get("top_k_experts"):
+            raise ConfigImportError("config.json routes tokens to experts (enable_moe_block / top_k_experts) but "
+                                    "states no number of experts", field="num_experts", allowed="an integer of at least 1")
+        return None
+    top_k = req_any(cfg, ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk", "top_k_experts"),
                     "a mixture of experts")
-    expert_width = first(cfg, "moe_intermediate_size", default=hidden_intermediate)
+    expert_width = first(cfg, "moe_intermediate_size", "expert_intermediate_size", default=hidden_intermediate)
     shared = 0
     latent_size = first(cfg, "moe_latent_size", "routed_expert_hidden_size")  # Nemotron 3, Kimi-K3
     latent = int(latent_size) if latent_size else None
@@ -121,6 +157,8 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
         shared = int(first(cfg, "n_shared_experts", "num_shared_experts")) * int(expert_width)
     elif cfg.get("shared_expert_intermediate_size"):
         shared = int(cfg["shared_expert_intermediate_size"])
+    elif cfg.get("enable_moe_block"):  # Gemma 4: every layer's dense MLP runs beside its experts, for every token
+        shared = hidden_intermediate
     if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
         layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
         return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)

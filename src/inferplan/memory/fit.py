@@ -366,8 +366,9 @@ def _kv_layout(d: Deployment, spec: ModelSpec, kv_dtype: KvDtype, plan: Parallel
     else:
         assert arch is not None
         notes = []
-        if tp > arch.num_kv_heads and arch.mla is None and arch.num_kv_heads:
-            notes.append(f"TP {tp} exceeds {arch.num_kv_heads} KV heads: each GPU keeps a replicated KV head")
+        fewest_kv_heads = min(arch.layer_kv_heads(kind) for kind in set(arch.layer_kinds))  # Gemma 4's full layers: fewer
+        if tp > fewest_kv_heads and arch.mla is None and fewest_kv_heads:
+            notes.append(f"TP {tp} exceeds {fewest_kv_heads} KV heads: each GPU keeps a replicated KV head")
         if arch.mla is not None and tp > 1:
             notes.append("MLA latent KV is replicated on every tensor-parallel rank")
         layout = kv_layout(arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,

@@ -2,7 +2,8 @@
 
 Per layer kind (see ``catalog.architecture``):
 
-- full attention: ``2 × kv_heads × head_dim × bytes`` per token (K and V);
+- full attention: ``2 × kv_heads × head_dim × bytes`` per token (K and V; Gemma 4's full-attention
+  layers with their own ``kv_heads`` and ``head_dim``, and two tensors cached even where K = V);
 - sliding window: the same per token, but a sequence never holds more than the window;
 - MLA: ``(kv_lora_rank + qk_rope_head_dim) × bytes`` per token (one latent, no separate V);
 - linear attention / Mamba: a constant state per sequence, independent of its length.
@@ -136,12 +137,13 @@ def _split_bytes_per_token(arch: Architecture, kind: LayerKind, kv_bits: float, 
 
 def _attention_bytes_per_token_per_layer(arch: Architecture, kind: LayerKind, kv_bits: float, tp: int) -> float:
     if kind in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.SPARSE):
-        heads_per_gpu = max(1, math.ceil(arch.num_kv_heads / tp))
+        heads_per_gpu = max(1, math.ceil(arch.layer_kv_heads(kind) / tp))
         indexer = 0.0
         if kind is LayerKind.SPARSE and arch.dsa:  # MiniMax-M3 keeps the index key in the cache's dtype
             indexer = (arch.dsa.index_head_dim * kv_bits / 8 if arch.dsa.index_keys_in_cache_dtype
                        else indexer_bytes_per_token_per_layer(arch))
-        return 2 * heads_per_gpu * arch.head_dim * kv_bits / 8 + indexer
+        # K and V both cached, also where one projection makes them (Gemma 4's K = V layers)
+        return 2 * heads_per_gpu * arch.layer_head_dim(kind) * kv_bits / 8 + indexer
     if kind is LayerKind.MLA:
         return mla_latent_bytes_per_token_per_layer(arch, kv_bits) + indexer_bytes_per_token_per_layer(arch)
     return 0.0

@@ -50,10 +50,12 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
     if arch.compressed is not None and kind in (LayerKind.SLIDING, LayerKind.CSA, LayerKind.HCA):
         return compressed.attention_params(arch, kind)
     if kind in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.SPARSE):
-        q = h * arch.num_attention_heads * arch.head_dim * (2 if arch.attention_output_gate else 1)
-        kv = 2 * h * arch.num_kv_heads * arch.head_dim
-        o = arch.num_attention_heads * arch.head_dim * h
-        bias = (arch.num_attention_heads + 2 * arch.num_kv_heads) * arch.head_dim if arch.attention_bias else 0
+        d, kv_heads = arch.layer_head_dim(kind), arch.layer_kv_heads(kind)
+        kv_projections = 2 if arch.layer_value_projection(kind) else 1  # Gemma 4's K = V layers: keys only
+        q = h * arch.num_attention_heads * d * (2 if arch.attention_output_gate else 1)
+        kv = kv_projections * h * kv_heads * d
+        o = arch.num_attention_heads * d * h
+        bias = (arch.num_attention_heads + kv_projections * kv_heads) * d if arch.attention_bias else 0
         indexer = 0
         if kind is LayerKind.SPARSE and arch.dsa:  # query heads and one key head of the block indexer
             indexer = h * (arch.dsa.index_n_heads + 1) * arch.dsa.index_head_dim
@@ -149,7 +151,7 @@ def count_params(arch: Architecture) -> ParamBreakdown:
             dense += gated * h * arch.intermediate_size
     norms = (2 * arch.num_layers + 1) * h
     if arch.qk_norm:
-        norms += 2 * arch.num_layers * arch.head_dim
+        norms += sum(2 * arch.layer_head_dim(k) for k in arch.layer_kinds)
     mtp = 0
     if arch.mtp_layers:
         # a DeepSeek MTP module is one more decoder layer plus a 2h -> h projection and norms

@@ -185,8 +185,8 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
             decode_sparse += 4 * heads * d
             indexer += 2 * arch.dsa.index_n_heads * arch.dsa.index_head_dim
         elif kind is LayerKind.FULL:
-            full += 4 * heads * d
-            decode_full += 4 * heads * d
+            full += 4 * heads * arch.layer_head_dim(kind)
+            decode_full += 4 * heads * arch.layer_head_dim(kind)
         elif kind is LayerKind.SLIDING:
             window += 4 * heads * d
         elif kind is LayerKind.MLA and arch.mla:
