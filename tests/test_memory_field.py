@@ -24,7 +24,8 @@ def test_the_held_out_split_follows_the_rule_declared_in_the_file():
 def test_field_records_are_scored_and_never_fitted(catalog):
     v = validate_memory(catalog)
     field = [c for c in v.checks if c.split != "calibration"]
-    assert len(field) == len(yaml.safe_load(FIELD.read_text())["memory_points"])  # nothing dropped
+    listed = [p for f in FIELD.parent.glob("*.yaml") for p in yaml.safe_load(f.read_text()).get("memory_points", [])]
+    assert len(field) == sum(p.get("split", "calibration") != "calibration" for p in listed)  # nothing dropped
     assert sum(s.points for s in v.by_engine_version) == v.field.points == len(field)
     assert v.holdout.points == sum(c.split == "holdout" for c in field)
     ids, _, _ = activation_design(catalog)

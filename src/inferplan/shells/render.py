@@ -311,7 +311,7 @@ def print_memory_validation(console: Console, v) -> None:
     console.print(table)
     console.print(f"calibration set: median |error| weights {v.median_abs_weights_error:.2%}, KV cache "
                   f"{v.median_abs_kv_error:.2%}; fit verdicts agree on {v.fit_agreement:.0%} of points")
-    releases = Table(title="field set (memory_field.yaml) by engine release")
+    releases = Table(title="field set (memory_field*.yaml) by engine release")
     for col in ("engine release", "points", "KV median |err|", "KV worst |err|", "weights median |err|", "fit agree", "refused"):
         releases.add_column(col)
     for s in (*v.by_engine_version, v.holdout, v.field):

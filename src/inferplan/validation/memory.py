@@ -7,7 +7,7 @@ printed, and a point the planner refuses is kept with the refusal.
 
 The points come in three splits (``MemoryPoint.split``): ``calibration`` (memory.yaml, the records
 the vLLM constants are fitted on; the headline medians are over these, as before), and the field
-set (memory_field.yaml) of ``development`` and ``holdout`` records, the held-out ones declared
+set (memory_field*.yaml) of ``development`` and ``holdout`` records, the held-out ones declared
 before predicting. Each split and each engine release is summarised separately.
 """
 
