@@ -201,7 +201,7 @@ def test_fits_at_100_columns_is_one_row_per_model_with_every_id_whole():
     models = {c["model"] for c in cells}
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("model")) + 1
-    end = next(i for i, line in enumerate(lines) if line.startswith("Same figures"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("Fits none"))
     rows = [line.split()[0] for line in lines[start:end]]
     assert lines[start - 1].split()[2:] == ["h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300"]
     # the rest: models whose rows equal one shown ("a = b"), and models no column holds, listed once each

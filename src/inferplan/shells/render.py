@@ -253,14 +253,19 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)")
     legend = [] if headers == hardware else [
         Text(", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware)), style="dim")]
+    hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
+    note = Text()  # one paragraph: the models listed rather than shown as rows, then the hint
+    if nowhere:
+        note.append_text(_nowhere_list(nowhere, headers))
+        note.append(" · ")
+    if same:
+        note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
+    note.append(hint, style="dim")
     return Group(
         Text.from_markup(f"[bold]What fits[/] at {context}: sequences held, or [red]no[/] (N× GPUs needed)"),
         table,
         *legend,
-        *([Text("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()), style="dim")] if same else []),
-        *([_nowhere_list(nowhere, headers)] if nowhere else []),
-        Text("--explain: every cell's figures and layouts" + (", and why n/a" if any("n/a" in c for r in body for c in r) else ""),
-             style="dim"),
+        note,
     )
 
 
@@ -278,7 +283,7 @@ def _nowhere_list(rows: list[list[str]], headers: list[str]) -> Text:
     def fewest(key: str) -> tuple[float, ...]:
         return tuple(float(n) if n.isdigit() else float("inf") for n in key.split("/"))
     items = " · ".join(f"{k}: {', '.join(groups[k])}" for k in sorted(groups, key=fewest))
-    return Text.from_markup(f"[red]Fits none[/] (fewest GPUs, {'/'.join(headers)}): {escape(items)}")
+    return Text.from_markup(f"[red]Fits none[/], fewest GPUs ({'/'.join(headers)}) {escape(items)}")
 
 
 def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
