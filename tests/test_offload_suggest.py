@@ -8,6 +8,7 @@ import json
 import shlex
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -117,3 +118,18 @@ def test_the_api_fit_json_carries_the_offload_suggestion_and_the_note(tmp_path):
     assert offload and offload[0]["changes"]["n_gpu_layers"] > 0
     short = client.post("/api/fit", json=dict(model="qwen3-30b-a3b", gpu="rtx-3070", **LLAMACPP_Q4, host_memory_gb=8))
     assert short.status_code == 200 and "host RAM" in short.json()["offload_note"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(host_gb=st.integers(1, 160), more_gb=st.integers(1, 200),
+       case=st.sampled_from(["MoE on llama.cpp: experts of the first N layers", "dense on llama.cpp: layers on the GPU",
+                             "vLLM: GiB of weights per GPU"]))
+def test_an_offload_answer_is_a_fitting_command_or_a_note_and_more_host_ram_never_loses_it(catalog, host_gb, more_gb, case):
+    d = Deployment(**{**CASES[case][0], "host_memory_gb": host_gb})
+    r = fit_or_suggest(d, catalog)
+    s = _offload(r)
+    assert (s is None) != (r.offload_note is None)
+    if s is not None:
+        assert fit(d.model_copy(update=s.changes), catalog).fits
+        roomier = fit_or_suggest(d.model_copy(update={"host_memory_gb": host_gb + more_gb}), catalog)
+        assert _offload(roomier).changes == s.changes  # the same least offload, still within the host
