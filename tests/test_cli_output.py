@@ -135,13 +135,13 @@ def test_gpus_alone_lay_out_as_the_engine_launches():
     assert layout(system="hgx-h100") == (1, 1, 8)  # a system without --gpus keeps its copies
 
 
-def test_a_no_fit_answer_ends_with_three_commands_that_each_fit():
+def test_a_no_fit_answer_ends_with_four_commands_that_each_fit():
     out = runner.invoke(app, list(NO_FIT)).stdout
     assert "does not fit" in out
     commands = [line.strip() for line in out.splitlines() if line.strip().startswith("inferplan fit ")]
-    assert len(commands) == 3, out
+    assert len(commands) == 4, out
     kinds = [s["kind"] for s in as_json(*NO_FIT)["suggestions"]]
-    assert kinds == ["context", "gpus", "quantization"]
+    assert kinds == ["context", "gpus", "quantization", "offload"]
     for command in commands:
         r = as_json(*shlex.split(command)[1:])
         assert r["fits"], command

@@ -51,6 +51,9 @@ def test_cli_k8s_is_two_yaml_documents():
     (["--engine", "mlx", "--format", "k8s"], "--format"),
     (["--format", "pdf"], "--format"),
     (["--role", "router"], "--role"),
+    (["--kv-offloading-backend", "lmcache"], "--kv-offloading-backend"),
+    (["--engine", "sglang", "--kv-offloading-size", "8"], "--kv-offloading-size"),
+    (["--n-cpu-moe", "4"], "--n-cpu-moe"),
 ])
 def test_cli_errors_name_the_flag(args, flag):
     r = runner.invoke(app, [*BASE, *args, "--json"])
@@ -84,3 +87,20 @@ def test_api_deploy_errors_name_the_body_path(client, body, loc):
     r = client.post("/api/deploy", json=body)
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == loc
+
+
+def test_cli_prints_the_offload_flags_and_names_the_release_they_need():
+    r = runner.invoke(app, [*BASE, "--cpu-offload-gb", "8", "--kv-offloading-size", "40", "--kv-offloading-backend",
+                            "lmcache"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.strip() == ("vllm serve meta-llama/Llama-3.1-8B-Instruct --cpu-offload-gb 8.0 --kv-offloading-size 40.0 "
+                                "--kv-offloading-backend lmcache --host 0.0.0.0 --port 8000")
+    assert "--kv-offloading-size" in r.stderr and "2026" in r.stderr
+
+
+def test_api_deploy_carries_llamacpp_offload_flags(client):
+    r = client.post("/api/deploy", json={"deployment": {"model": "qwen3-30b-a3b", "gpu": "RTX 4090", "engine": "llamacpp",
+                                                        "quantization": "gguf-q4_k_m", "n_cpu_moe": 20}, "format": "k8s"})
+    assert r.status_code == 200, r.text
+    args = next(yaml.safe_load_all(r.json()["manifest"]))["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--n-cpu-moe") + 1] == "20" and args[args.index("--n-gpu-layers") + 1] == "all"

@@ -21,6 +21,9 @@ Setting = Literal[
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
     "quantization", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "ubatch_size", "host", "port",
+    # weights and KV cache in host RAM (memory/offload.py)
+    "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
+    "hicache_size",
 ]
 # what a speculative-decoding field is filled with
 SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]
@@ -38,6 +41,26 @@ class FlagRule(Frozen):
     no_flag: tuple[str, ...] = ()
     # quantization: the checkpoint precisions a load-time value is made from (bf16, fp16)
     quantize_from: tuple[str, ...] = ()
+    # bare switches that turn the setting's feature on, emitted once before its flag (SGLang
+    # --enable-hierarchical-cache before --hicache-ratio)
+    switches: tuple[str, ...] = ()
+    # ``default`` is emitted when this setting is unstated and ``default_with`` is stated: what the
+    # plan assumes, where the engine's own default differs (llama.cpp --n-gpu-layers all with
+    # --n-cpu-moe) or varies by release (vLLM --kv-offloading-backend native)
+    default: str | None = None
+    default_with: Setting | None = None
+    requires: Setting | None = None  # stated without that setting, the engine refuses it
+    source: str
+    note: str | None = None
+
+
+class LaterFlags(Frozen):
+    """Flags a later release of the engine accepts than the one ``accepted`` was read at: a command
+    that emits one says which release it needs and runs in ``images`` instead of the record's."""
+
+    version: str
+    flags: tuple[str, ...] = Field(min_length=1)
+    images: dict[str, str] = {}  # accelerator vendor -> an image of that release
     source: str
     note: str | None = None
 
@@ -99,11 +122,22 @@ class EngineFlags(Frozen):
     health_source: str
     accepted: tuple[str, ...] = Field(min_length=1)  # every argument name the parser accepts
     accepted_source: str
+    accepted_later: tuple[LaterFlags, ...] = ()
     notes: tuple[str, ...] = ()
+
+    def accepts(self) -> frozenset[str]:
+        """Every argument name some release of the engine that the record names accepts."""
+        return frozenset((*self.accepted, *(f for later in self.accepted_later for f in later.flags)))
+
+    def later(self, flag: str) -> LaterFlags | None:
+        """The later release a flag needs (None: the ``accepted`` release takes it)."""
+        if flag in self.accepted:
+            return None
+        return next((later for later in self.accepted_later if flag in later.flags), None)
 
     def named_flags(self) -> tuple[str, ...]:
         """Every option name this record can emit."""
-        named = [f for rule in self.settings.values() for f in rule.flags]
+        named = [f for rule in self.settings.values() for f in (*rule.switches, *rule.flags)]
         named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
         if self.speculative:
             spec = self.speculative
@@ -116,7 +150,7 @@ class EngineFlags(Frozen):
 
     @model_validator(mode="after")
     def _flags_accepted(self) -> "EngineFlags":
-        unknown = sorted(set(self.named_flags()) - set(self.accepted))
+        unknown = sorted(set(self.named_flags()) - self.accepts())
         if unknown:
             raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
         return self
@@ -148,7 +182,7 @@ def check_engine_flags(catalog) -> None:
         named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
                  *([flags.gguf_tags_source] if flags.gguf_tags else []),
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
-                 *(r.source for r in flags.settings.values()),
+                 *(r.source for r in flags.settings.values()), *(later.source for later in flags.accepted_later),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ())]
         for source in named:

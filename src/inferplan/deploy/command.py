@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from inferplan.catalog.flags_schema import EngineFlags, FlagRule, flags_for
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, flags_for
 from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
@@ -83,14 +83,25 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         value = getattr(d, setting)
         if value is not None:
             argv += _emit(_rule(flags, setting), value)
+    argv += _offload_args(d, flags)
     if speculative is not None:
         argv += _speculative_args(speculative, flags)
     if role != "both":
         argv += _role_args(role, flags)
     argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
     argv_t = tuple(str(a) for a in argv)
-    return LaunchCommand(engine=flags.engine, engine_version=flags.version, role=role, argv=argv_t, text=shlex.join(argv_t),
-                         checkpoint=served.checkpoint, port=port, notes=(*served.notes, *_router_notes(role, flags)))
+    later = later_release(argv_t, flags)
+    version = flags.version if later is None else later.version
+    release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
+                                        f"{flags.engine} {later.version}, not {flags.version}",)
+    return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=shlex.join(argv_t),
+                         checkpoint=served.checkpoint, port=port,
+                         notes=(*served.notes, *release, *_router_notes(role, flags)))
+
+
+def later_release(argv: tuple[str, ...], flags: EngineFlags) -> LaterFlags | None:
+    """The later release an argv's flags need (None: the release ``accepted`` was read at takes them all)."""
+    return next((later for later in flags.accepted_later if any(f in later.flags for f in argv)), None)
 
 
 def _rule(flags: EngineFlags, setting: str) -> FlagRule:
@@ -135,6 +146,28 @@ def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
                 raise UnsupportedSettingError(
                     f"{flags.engine} takes one {flag}: it cannot be both {seen[flag]} and {value}",
                     field="pipeline_parallel_size", allowed="tensor or pipeline parallelism, not both")
+
+
+# weights and KV cache in host RAM (memory/offload.py), in the order the flags are written
+OFFLOAD_SETTINGS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
+                    "hicache_ratio", "hicache_size")
+
+
+def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
+    """The engine's own flags for the offload settings ``d`` states; a rule's switches once, before its flag."""
+    argv: list[str] = []
+    for setting in OFFLOAD_SETTINGS:
+        value, rule = getattr(d, setting), flags.settings.get(setting)
+        if rule is not None and value is not None and rule.requires and getattr(d, rule.requires) is None:
+            raise UnsupportedSettingError(f"{flags.engine} takes {setting} only with {rule.requires}", field=setting,
+                                          allowed=f"state {rule.requires} too, or leave {setting} out")
+        if value is None and rule is not None and rule.default_with and getattr(d, rule.default_with) is not None:
+            value = rule.default
+        if value is None:
+            continue
+        rule = _rule(flags, setting)
+        argv += [switch for switch in rule.switches if switch not in argv] + _emit(rule, value)
+    return argv
 
 
 def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:

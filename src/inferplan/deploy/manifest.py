@@ -16,7 +16,8 @@ import yaml
 
 from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.deploy.command import DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, launch_command
+from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
+                                      launch_command)
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -41,7 +42,8 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
-    image = flags.images.get(hw.accel.vendor)
+    later = later_release(command.argv, flags)  # flags newer than the record's release: an image of that release
+    image = (later.images if later is not None and later.images else flags.images).get(hw.accel.vendor)
     if resource is None or image is None:
         missing = f"{hw.accel.vendor} GPUs have no Kubernetes device-plugin resource here" if resource is None \
             else f"no {flags.engine} container image for {hw.accel.vendor} GPUs is recorded"

@@ -4,6 +4,8 @@ Field names follow vLLM's flags (``tensor_parallel_size``, ``gpu_memory_utilizat
 CLI, an API request and a scenario file all describe the same thing the same way.
 """
 
+from typing import Literal
+
 from pydantic import Field, field_validator, model_validator
 
 from inferplan.inputs import Input
@@ -51,6 +53,9 @@ class Deployment(Input):
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
                                              description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")
+    kv_offloading_backend: Literal["native", "lmcache"] | None = Field(
+        None, description="vLLM --kv-offloading-backend: what keeps the host KV tier, native (vLLM's own, the default) or "
+                          "lmcache; with kv_offloading_size")
     hicache_ratio: float | None = Field(None, gt=0, le=1e3,
                                         description="SGLang --hicache-ratio: host KV pool as a multiple of the GPU KV pool")
     hicache_size: float | None = Field(None, gt=0, le=1e6, description="SGLang --hicache-size: host KV pool per GPU, GB (overrides the ratio)")

@@ -38,8 +38,8 @@ class FitSuggestion(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["context", "gpus", "quantization"]
-    changes: dict[str, int | str | None]
+    kind: Literal["context", "gpus", "quantization", "offload"]
+    changes: dict[str, int | float | str | None]
     summary: str
 
 
@@ -78,6 +78,8 @@ class MemoryFit(BaseModel):
     layout_note: str | None = None
     # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
     suggestions: tuple[FitSuggestion, ...] = ()
+    # when it does not fit and no weight offload would either: why (memory/offload_suggest.py)
+    offload_note: str | None = None
     # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
     host_memory_bytes_used: float = 0.0
     host_memory_budget_bytes: float | None = None

@@ -22,7 +22,8 @@ from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
-OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "hicache_ratio", "hicache_size")
+OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
+                  "hicache_ratio", "hicache_size")
 
 
 @dataclass(frozen=True)

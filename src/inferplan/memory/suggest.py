@@ -4,7 +4,8 @@ Three kinds, each checked by a fit of the changed deployment: the longest contex
 holds, the fewest GPUs of the same accelerator that hold it at its context (a tensor × pipeline
 layout, ``fit``'s ``smallest_fit``), and the next smaller weight format that holds it at its context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
-the others where it has their number format; and one the engine loads).
+the others where it has their number format; and one the engine loads). A fourth, the weight offload
+that fits (memory/offload_suggest.py), is checked against the host RAM too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
 from inferplan.memory.layout import describe_split
+from inferplan.memory.offload_suggest import offload_answer
 
 CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
@@ -24,7 +26,9 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
     mp = plan_memory(d, catalog)
     if mp.result.fits:
         return mp.result
-    return mp.result.model_copy(update={"suggestions": suggest(d, mp, catalog)})
+    offload = offload_answer(d, mp, catalog)
+    return mp.result.model_copy(update={"suggestions": (*suggest(d, mp, catalog), *filter(None, [offload.suggestion])),
+                                        "offload_note": offload.note})
 
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:

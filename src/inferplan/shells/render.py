@@ -191,6 +191,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
             for s in r.suggestions:
                 console.print(f"  # {s.summary}", highlight=False)
                 console.print(f"  {command_line('fit', d, s.changes)}", highlight=False, soft_wrap=True)
+        if r.offload_note:
+            console.print(f"  {r.offload_note}", highlight=False)
     _assumptions_or_hint(console, r.assumptions, explain)
 
 

@@ -1,0 +1,146 @@
+"""The weight offload that makes a deployment fit its GPUs, with the host RAM it then needs.
+
+For a deployment that does not fit, each weight-offload setting the engine takes (``engines.yaml``
+``offload_settings``) is searched on the GPU alone, with a host assumed large enough for anything:
+llama.cpp's smallest ``--n-cpu-moe`` for a mixture-of-experts model, else its largest
+``--n-gpu-layers`` (with every expert in host RAM for a MoE model); vLLM's smallest whole-GiB
+``--cpu-offload-gb``. Each of these is the setting that fits the GPU with the least in host RAM, so
+when the host RAM it needs is more than the deployment states (``host_memory_gb``), no offload fits
+and the answer says so. Unstated host RAM: the suggestion states what it needs. A unified-memory
+accelerator has no separate host RAM to offload to.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
+from inferplan.memory.offload import GIB
+
+# host RAM the search assumes (GiB, Deployment's upper bound): enough for any offload, so a probe
+# fits or not on its GPUs alone; the host RAM the found setting needs is checked afterwards
+UNBOUNDED_HOST_GB = 1e6
+
+
+@dataclass(frozen=True)
+class OffloadAnswer:
+    """The offload that fits (None: none does), or why none is suggested (None: nothing to say)."""
+
+    suggestion: FitSuggestion | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class _Found:
+    changes: dict[str, int | float | None]
+    fit: MemoryFit  # on the GPUs, with unbounded host RAM
+    flag: str  # the setting as the engine's flag (llama.cpp --n-cpu-moe 17)
+    what: str  # what that keeps in host RAM
+
+
+def offload_answer(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> OffloadAnswer:
+    """For a deployment that does not fit: the weight offload that fits, checked against the host RAM."""
+    takes = catalog.engine(d.engine).offload_settings
+    arch = None if mp.spec.architecture_is_proxy else mp.spec.architecture
+    if mp.accelerator.unified_memory or not takes:
+        return OffloadAnswer()
+    searches: list[Callable[[], _Found | None]] = []
+    moe = mp.weights.expert_bytes > 0
+    if arch is not None and "n_cpu_moe" in takes and moe:
+        searches.append(lambda: _fewest_expert_layers(d, catalog, arch.num_layers))
+    if arch is not None and "n_gpu_layers" in takes:
+        searches.append(lambda: _most_gpu_layers(d, catalog, arch.num_layers, moe and "n_cpu_moe" in takes))
+    if "cpu_offload_gb" in takes:
+        searches.append(lambda: _least_offload_gb(d, catalog, mp.weights.total_bytes))
+    if not searches:
+        return OffloadAnswer()
+    found = next((f for f in (search() for search in searches) if f is not None), None)
+    if found is None:
+        return OffloadAnswer(note="no weight offload fits: with every offloadable weight in host RAM the GPU is still short")
+    return _with_host(d, found, catalog)
+
+
+def _with_host(d: Deployment, found: _Found, catalog: Catalog) -> OffloadAnswer:
+    """The suggestion at the deployment's host RAM, or at the host RAM it needs when none is stated."""
+    needed = found.fit.host_memory_bytes_used
+    changes: dict[str, int | float | str | None] = dict(found.changes)
+    if d.host_memory_gb is None:
+        changes["host_memory_gb"] = max(1, math.ceil(needed / GIB))
+        host = f"it needs {changes['host_memory_gb']} GiB of host RAM: check the machine has it"
+    elif needed > d.host_memory_gb * GIB:
+        return OffloadAnswer(note=f"no weight offload fits the host RAM: the least that fits the GPU, {found.flag}, needs "
+                                  f"{needed / GIB:.1f} GiB of host RAM, more than the {d.host_memory_gb:g} GiB stated")
+    else:
+        host = f"{needed / GIB:.1f} of the {d.host_memory_gb:g} GiB of host RAM"
+    if _fits(d, changes, catalog, host_gb=None) is None:  # the command as suggested: never one that does not fit
+        return OffloadAnswer()
+    return OffloadAnswer(FitSuggestion(kind="offload", changes=changes,
+                                       summary=f"weights in host RAM (slower decode): {found.flag} {found.what}; {host}"))
+
+
+def _fits(d: Deployment, changes: dict, catalog: Catalog, *, host_gb: float | None = UNBOUNDED_HOST_GB) -> MemoryFit | None:
+    """The fit of ``d`` with ``changes`` when it fits (``host_gb`` None: the host RAM ``d`` or the changes state)."""
+    update = dict(changes) if host_gb is None else {**changes, "host_memory_gb": host_gb}
+    try:
+        r = plan_memory(d.model_copy(update=update), catalog).result
+    except InferplanError:
+        return None
+    return r if r.fits else None
+
+
+def _search(lowest: int, highest: int, fits_at: Callable[[int], MemoryFit | None], *,
+            smallest: bool) -> tuple[int, MemoryFit] | None:
+    """The smallest (or largest) value in [lowest, highest] that fits, fitting being monotone in it."""
+    low, high = lowest, highest
+    best = fits_at(high if smallest else low)  # the end that frees the most GPU memory
+    if best is None:
+        return None
+    while low < high:
+        mid = (low + high) // 2 if smallest else (low + high + 1) // 2
+        r = fits_at(mid)
+        if smallest and r is not None:
+            high, best = mid, r
+        elif smallest:
+            low = mid + 1
+        elif r is not None:
+            low, best = mid, r
+        else:
+            high = mid - 1
+    return low, best
+
+
+def _fewest_expert_layers(d: Deployment, catalog: Catalog, layers: int) -> _Found | None:
+    hit = _search(1, layers, lambda n: _fits(d, {"n_cpu_moe": n, "n_gpu_layers": None}, catalog), smallest=True)
+    if hit is None:
+        return None
+    n, fit = hit
+    return _Found({"n_cpu_moe": n, "n_gpu_layers": None}, fit, f"llama.cpp --n-cpu-moe {n}",
+                  f"keeps the experts of the first {n} of {layers} layers in host RAM")
+
+
+def _most_gpu_layers(d: Deployment, catalog: Catalog, layers: int, experts_off: bool) -> _Found | None:
+    fixed = {"n_cpu_moe": layers} if experts_off else {"n_cpu_moe": None}
+    hit = _search(0, layers, lambda n: _fits(d, {**fixed, "n_gpu_layers": n}, catalog), smallest=False)
+    if hit is None:
+        return None
+    n, fit = hit
+    experts = " and every expert" if experts_off else ""
+    flag = f"llama.cpp --n-gpu-layers {n}" + (f" --n-cpu-moe {layers}" if experts_off else "")
+    where = (f"keeps all {layers} repeating layers on the GPU, the output layer{experts} in host RAM" if n == layers else
+             f"keeps {n} of {layers} layers on the GPU, the others{experts} in host RAM, run by the CPU")
+    return _Found({**fixed, "n_gpu_layers": n}, fit, flag, where)
+
+
+def _least_offload_gb(d: Deployment, catalog: Catalog, weights_bytes: float) -> _Found | None:
+    hit = _search(1, max(1, math.ceil(weights_bytes / GIB)),
+                  lambda g: _fits(d, {"cpu_offload_gb": float(g)}, catalog), smallest=True)
+    if hit is None:
+        return None
+    g, fit = hit
+    return _Found({"cpu_offload_gb": float(g)}, fit, f"vLLM --cpu-offload-gb {g}",
+                  f"keeps {g} GiB of each GPU's weights in host RAM, copied to the GPU in every forward pass")
