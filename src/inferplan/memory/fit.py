@@ -28,6 +28,7 @@ from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
+from inferplan.memory.kt_offload import kt_split
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
@@ -227,7 +228,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     total, total_note = device_total_bytes(catalog, hw.accel)
     check_offload_flags(d, list(catalog.engines), engine)
     w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
-    split = offload_split(d, spec, w.estimate, plan.tensor_parallel_size * plan.pipeline_parallel_size, w.per_gpu)
+    gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
+    split = kt_split(d, spec, w.estimate, engine, gpus) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     settings = _engine_settings(d, engine, hw.accel, total)
