@@ -17,6 +17,7 @@ from inferplan.catalog.flags_schema import EngineFlags, FlagRule, flags_for
 from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
+from inferplan.deploy.kt_args import kt_args
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -83,6 +84,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         value = getattr(d, setting)
         if value is not None:
             argv += _emit(_rule(flags, setting), value)
+    kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
+    argv += kt_argv
     if speculative is not None:
         argv += _speculative_args(speculative, flags)
     if role != "both":
@@ -90,7 +93,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
     argv_t = tuple(str(a) for a in argv)
     return LaunchCommand(engine=flags.engine, engine_version=flags.version, role=role, argv=argv_t, text=shlex.join(argv_t),
-                         checkpoint=served.checkpoint, port=port, notes=(*served.notes, *_router_notes(role, flags)))
+                         checkpoint=served.checkpoint, port=port, notes=(*served.notes, *kt_notes, *_router_notes(role, flags)))
 
 
 def _rule(flags: EngineFlags, setting: str) -> FlagRule:

@@ -30,7 +30,7 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
     moe = None if spec.architecture_is_proxy or spec.architecture is None else spec.architecture.moe
     if moe is None:
         raise InvalidScenarioError(f"{spec.name} has no routed experts to keep in host RAM: {engine.name} runs "
-                                   "mixture-of-experts models only", field=FIELD,
+                                   "mixture-of-experts models only", field=FIELD if d.kt_num_gpu_experts is not None else "model",
                                    allowed="a mixture-of-experts model, or another engine")
     on_gpu = d.kt_num_gpu_experts or 0
     if on_gpu > moe.num_experts:

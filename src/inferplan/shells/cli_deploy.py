@@ -18,6 +18,7 @@ from inferplan.shells.cli_common import (
     GpuOpt,
     GpusOpt,
     JsonOpt,
+    KtGpuExpertsOpt,
     KvOpt,
     MaxLenOpt,
     ModelOpt,
@@ -61,6 +62,7 @@ def deploy_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
@@ -68,7 +70,7 @@ def deploy_cmd(
     draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """The command that launches a deployment: vllm serve, SGLang, trtllm-serve, llama-server, mlx_lm.server."""
+    """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
     from inferplan.deploy import launch_plan
 
     if output_format not in FORMATS:
@@ -81,6 +83,7 @@ def deploy_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        kt_num_gpu_experts=kt_num_gpu_experts,
     )
     speculative = None
     if speculative_tokens:
