@@ -100,6 +100,8 @@ def test_the_launch_command_uses_the_engines_own_kt_flags(catalog):
     assert argv[argv.index(experts.flags[0]) + 1] == "4"
     assert argv[argv.index(method.flags[0]) + 1] == method.values["gguf-q4_k_m"]
     assert weights.flags[0] in argv
+    deferral = flags.settings["kt_max_deferred_experts_per_token"]  # the overlap the plan prices
+    assert int(argv[argv.index(deferral.flags[0]) + 1]) > 0
     assert argv[: len(flags.launcher)] == flags.launcher
     emitted = [a for a in argv[len(flags.launcher):] if a.startswith("--")]
     assert emitted and set(emitted) <= set(flags.accepted)

@@ -23,7 +23,7 @@ Setting = Literal[
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
     "quantization", "kv_cache_dtype", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
     "max_num_batched_tokens", "ubatch_size", "host", "port",
-    "kt_num_gpu_experts", "kt_method", "kt_weight_path",  # KTransformers' CPU experts
+    "kt_num_gpu_experts", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token",  # KTransformers' CPU experts
 ]
 # what a speculative-decoding field is filled with
 SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]

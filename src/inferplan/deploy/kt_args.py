@@ -1,4 +1,5 @@
-"""KTransformers' launch flags: the CPU expert backend, its weights and the experts kept on the GPU.
+"""KTransformers' launch flags: the CPU expert backend, its weights, the experts kept on the GPU, and
+Expert Deferral (the CPU-GPU overlap the plan prices).
 
 The flag names and the weight format -> ``--kt-method`` mapping are ``engine_flags.yaml`` data (the
 ``kt_*`` settings of an engine's record); an engine without them gets nothing from here.
@@ -32,6 +33,9 @@ def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
         notes.append(f"no CPU expert backend is recorded for {quantization or 'the checkpoint format'}: "
                      f"{method.flags[0]} is left to the engine's default")
     argv += _pair(weights, weights.value)
+    deferral = flags.settings.get("kt_max_deferred_experts_per_token")
+    if deferral is not None and deferral.value is not None:
+        argv += _pair(deferral, deferral.value)  # the overlap the plan prices
     experts = flags.settings.get("kt_num_gpu_experts")
     if experts is not None:
         argv += _pair(experts, str(d.kt_num_gpu_experts or 0))
