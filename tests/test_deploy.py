@@ -19,7 +19,7 @@ from inferplan.deploy.command import engine_flags
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 
-ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx")
+ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "ktransformers")
 
 # one representative deployment per engine, with every setting the engine takes from its command line
 REPRESENTATIVE = {
@@ -32,6 +32,8 @@ REPRESENTATIVE = {
     "llamacpp": dict(gpu="RTX 4090", tensor_parallel_size=2, kv_cache_dtype="q8_0", quantization="gguf-q4_k_m",
                      max_model_len=16384, max_num_seqs=4, max_num_batched_tokens=2048, ubatch_size=512),
     "mlx": dict(gpu="M4 Max", max_num_seqs=8, max_num_batched_tokens=2048),
+    "ktransformers": dict(gpu="RTX 4090", tensor_parallel_size=2, kv_cache_dtype="fp8", max_model_len=16384,
+                          gpu_memory_utilization=0.85, max_num_seqs=4, max_num_batched_tokens=4096, kt_num_gpu_experts=8),
 }
 SPECULATIVE = {
     "vllm": Speculative(method="eagle3", tokens=3, draft_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
@@ -90,7 +92,8 @@ def test_a_flag_outside_the_accepted_list_is_refused_on_load(catalog):
 
 def test_every_engine_has_flags_and_every_setting_is_a_deployment_field(catalog):
     assert {f.engine for f in catalog.engine_flags} == set(catalog.engines.records) == set(ENGINES)
-    launch_only = {"host", "port"}
+    # from the weight format; a path to fill in; a fixed engine setting the plan assumes
+    launch_only = {"host", "port", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token"}
     assert set(typing.get_args(Setting)) - launch_only <= set(Deployment.model_fields)
 
 

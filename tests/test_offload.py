@@ -64,7 +64,8 @@ def test_the_offload_points_are_held_out_and_each_is_predicted():
     catalog = load_catalog()
     points = [p for p in catalog.speed_points if p.offloaded]
     assert len(points) >= 10
-    assert {p.split for p in points} == {"holdout"}
+    # KTransformers' file splits its points fit/holdout; calibrate_speed skips every offloaded point
+    assert {p.split for p in points if p.engine != "ktransformers"} == {"holdout"}
     checks = [check_point(p, catalog) for p in points]
     assert all(c.kind.startswith("offload-") and c.predicted for c in checks), [c.note for c in checks if not c.predicted]
 

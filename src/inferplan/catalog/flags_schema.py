@@ -24,6 +24,7 @@ Setting = Literal[
     # weights and KV cache in host RAM (memory/offload.py)
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
     "hicache_size",
+    "kt_num_gpu_experts", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token",  # KTransformers' CPU experts
 ]
 # what a speculative-decoding field is filled with
 SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]

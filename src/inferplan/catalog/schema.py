@@ -410,12 +410,13 @@ class SpeedPoint(Frozen):
     n_gpu_layers: int | None = Field(None, ge=0)
     n_cpu_moe: int | None = Field(None, ge=0)
     cpu_offload_gb: float | None = Field(None, ge=0)
+    kt_num_gpu_experts: int | None = Field(None, ge=0)  # KTransformers: routed experts per layer on the GPU
     host_memory_gb: float | None = Field(None, gt=0)  # host RAM, GiB
     host_memory_bandwidth_bytes_per_s: BytesPerS | None = None  # the host's DRAM peak, as stated or derived from its DIMMs
 
     @property
     def offloaded(self) -> bool:
-        return any(v is not None for v in (self.n_gpu_layers, self.n_cpu_moe, self.cpu_offload_gb))
+        return any(v is not None for v in (self.n_gpu_layers, self.n_cpu_moe, self.cpu_offload_gb, self.kt_num_gpu_experts))
 
 
 class ProfilePoint(Frozen):

@@ -17,6 +17,7 @@ from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, fl
 from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
+from inferplan.deploy.kt_args import kt_args
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -84,6 +85,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         if value is not None:
             argv += _emit(_rule(flags, setting), value)
     argv += _offload_args(d, flags)
+    kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
+    argv += kt_argv
     if speculative is not None:
         argv += _speculative_args(speculative, flags)
     if role != "both":
@@ -96,7 +99,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                         f"{flags.engine} {later.version}, not {flags.version}",)
     return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=shlex.join(argv_t),
                          checkpoint=served.checkpoint, port=port,
-                         notes=(*served.notes, *release, *_router_notes(role, flags)))
+                         notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags)))
 
 
 def later_release(argv: tuple[str, ...], flags: EngineFlags) -> LaterFlags | None:

@@ -49,6 +49,9 @@ class Deployment(Input):
                                   description="llama.cpp --n-cpu-moe: the routed experts of the first N layers in host RAM")
     cpu_offload_gb: float | None = Field(None, ge=0, le=1e6,
                                          description="vLLM --cpu-offload-gb: GiB of weights per GPU kept in host RAM")
+    kt_num_gpu_experts: int | None = Field(
+        None, ge=0, le=100_000,
+        description="KTransformers --kt-num-gpu-experts: routed experts per MoE layer on the GPU (the rest in host RAM, run by the CPU)")
     host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM available to the engine, GiB")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,

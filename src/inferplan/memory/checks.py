@@ -73,7 +73,7 @@ def check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tup
             f"{engine.id} runs it, but the model was not trained that long{why}"], None
 
 
-HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm")  # shard attention heads across tensor-parallel ranks
+HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm", "ktransformers")  # shard attention heads across tensor-parallel ranks
 
 
 def tp_shards_heads(spec: ModelSpec, engine: str, tp: int) -> bool:

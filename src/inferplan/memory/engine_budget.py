@@ -146,7 +146,7 @@ def engine_budget(
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if engine.memory_fraction_meaning == "of_total":
         usable = total_bytes * frac
-        if engine.id == "sglang":  # activations and runtime sit outside mem_fraction_static
+        if engine.id in ("sglang", "ktransformers"):  # activations and runtime sit outside mem_fraction_static (KTransformers runs in SGLang)
             kv = usable - weights_bytes_per_gpu
             notes.append(f"SGLang: KV pool = total × mem_fraction_static {frac:g} − weights")
         else:

@@ -28,6 +28,7 @@ from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
+from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
@@ -229,7 +230,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     total, total_note = device_total_bytes(catalog, hw.accel)
     check_offload_flags(d, list(catalog.engines), engine)
     w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
-    split = offload_split(d, spec, w.estimate, plan.tensor_parallel_size * plan.pipeline_parallel_size, w.per_gpu)
+    gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
+    split = kt_split(d, spec, w.estimate, engine, gpus) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     settings = _engine_settings(d, engine, hw.accel, total)
@@ -469,8 +471,9 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
 def _weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> float:
     """Weight bytes that some GPU of any layout holds at least ``1/gpus`` of: every weight but the
     embedding table (an engine may keep it on the host); 0 when weights may be offloaded to host RAM."""
-    if d.n_gpu_layers is not None or d.n_cpu_moe or d.cpu_offload_gb:
+    engine = catalog.engine(d.engine)
+    if d.n_gpu_layers is not None or d.n_cpu_moe or d.cpu_offload_gb or KT_FIELD in engine.offload_settings:
         return 0.0
-    quant, _ = _quantization(catalog, d, spec, hw.accel, catalog.engine(d.engine).id)
+    quant, _ = _quantization(catalog, d, spec, hw.accel, engine.id)
     w = weight_bytes(spec, quant)
     return w.total_bytes - w.embedding_bytes

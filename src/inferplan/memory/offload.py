@@ -23,20 +23,23 @@ from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
 OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
-                  "hicache_ratio", "hicache_size")
+                  "hicache_ratio", "hicache_size", "kt_num_gpu_experts")
 
 
 @dataclass(frozen=True)
 class OffloadSplit:
     """What of one instance's weights and KV cache sits in host RAM, and how a step reaches it."""
 
-    mode: Literal["cpu", "stream"]  # cpu: the CPU computes those layers (llama.cpp); stream: copied to the GPU each step (vLLM)
+    # cpu: the CPU computes those layers (llama.cpp); stream: copied to the GPU each step (vLLM);
+    # kt: the CPU computes the routed experts alongside the GPU's work (KTransformers, memory/kt_offload.py)
+    mode: Literal["cpu", "stream", "kt"]
     host_dense_bytes: float  # non-expert weights in host RAM (read whole every step)
     host_expert_bytes: float  # routed-expert weights in host RAM (a step reads the experts its tokens pick)
     host_kv_fraction: float  # share of the KV cache in host RAM (layers on the CPU)
     gpu_bytes_freed: float  # weight bytes per GPU that stay off it
     note: str
     host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
+    expert_flops_per_token: float = 0.0  # kt: FLOPs of one token's routed experts the CPU runs
 
     @property
     def host_weight_bytes(self) -> float:

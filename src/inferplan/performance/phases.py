@@ -27,10 +27,12 @@ class StepTime:
     overlap_exponent: float  # how memory and compute time combine (``overlapped``)
     padding_s: float = 0.0  # of compute_s: the rows weight GEMMs pad to their tiles (Rates.gemm_min_rows)
     host_s: float = 0.0  # weights in host RAM: run by the CPU or copied over PCIe (performance/offload.py)
+    host_overlapped: bool = False  # the host's work runs alongside the GPU's (KTransformers): the longer sets the step
 
     @property
     def seconds(self) -> float:
-        return overlapped(self.memory_s, self.compute_s, self.overlap_exponent) + self.comm_s + self.overhead_s + self.host_s
+        gpu_s = overlapped(self.memory_s, self.compute_s, self.overlap_exponent) + self.comm_s + self.overhead_s
+        return max(gpu_s, self.host_s) if self.host_overlapped else gpu_s + self.host_s
 
     @property
     def bound(self) -> str:
@@ -167,6 +169,7 @@ def decode_step(work: ModelWork, layout: KvLayout, rates: Rates, *, batch: float
         overlap_exponent=rates.overlap_exponent,
         padding_s=padding_s,
         host_s=host_s(work, parts, kv_bytes),
+        host_overlapped=work.host is not None and work.host.overlapped,
     )
 
 
@@ -218,4 +221,5 @@ def prefill(work: ModelWork, layout: KvLayout, rates: Rates, *, tokens: float, p
         overlap_exponent=rates.overlap_exponent,
         padding_s=padding_s,
         host_s=host_s(work, parts, 0.0),
+        host_overlapped=work.host is not None and work.host.overlapped,
     )

@@ -28,7 +28,7 @@ from inferplan.performance.phases import micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.track_record import with_track_record
 
-GRAPH_ENGINES = ("vllm", "sglang")  # capture decode steps as graphs unless told not to
+GRAPH_ENGINES = ("vllm", "sglang", "ktransformers")  # capture decode steps as graphs unless told not to
 
 
 def _lone_chunk_s(ctx: ServingContext, start: float, tokens: float) -> float:

@@ -38,6 +38,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "backend", "models", "systems", "quantizations", "interactivity", "baseline", "report",
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
     "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share",
+    "kt_num_gpu_experts",
 )}
 
 
@@ -45,7 +46,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
 ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
-EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx")
+EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
 GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
 TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel; default 1, with --gpus alone: as the engine launches).")
 PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Consecutive groups of layers on different GPUs (pipeline stages; default 1).")
@@ -60,6 +61,7 @@ KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
 NglOpt = typer.Option(None, "--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU; the others' weights and KV cache in host RAM, run by the CPU.")
 NCpuMoeOpt = typer.Option(None, "--n-cpu-moe", help="llama.cpp: keep the experts of the first N layers in host RAM.")
+KtGpuExpertsOpt = typer.Option(None, "--kt-num-gpu-experts", help="KTransformers: routed experts per MoE layer on the GPU; the others in host RAM, run by the CPU (default 0).")
 CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
 HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM available, GiB (required when offloading).")
 HostBwOpt = typer.Option(None, "--host-memory-bandwidth-gb-per-s", help="Host DRAM bandwidth, GB/s (default: dual-channel DDR5-5600).")

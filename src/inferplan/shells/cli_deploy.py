@@ -22,6 +22,7 @@ from inferplan.shells.cli_common import (
     HiCacheSizeOpt,
     JsonOpt,
     KvOffloadOpt,
+    KtGpuExpertsOpt,
     KvOpt,
     MaxLenOpt,
     ModelOpt,
@@ -75,6 +76,7 @@ def deploy_cmd(
         None, "--kv-offloading-backend", help="vLLM: native | lmcache, what keeps the host KV tier (default native)."),
     hicache_ratio: Optional[float] = HiCacheRatioOpt,
     hicache_size: Optional[float] = HiCacheSizeOpt,
+    kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
@@ -82,7 +84,7 @@ def deploy_cmd(
     draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """The command that launches a deployment: vllm serve, SGLang, trtllm-serve, llama-server, mlx_lm.server."""
+    """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
     from inferplan.deploy import launch_plan
 
     if output_format not in FORMATS:
@@ -97,6 +99,7 @@ def deploy_cmd(
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
         n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kv_offloading_size=kv_offloading_size,
         kv_offloading_backend=kv_offloading_backend, hicache_ratio=hicache_ratio, hicache_size=hicache_size,
+        kt_num_gpu_experts=kt_num_gpu_experts,
     )
     speculative = None
     if speculative_tokens:

@@ -104,6 +104,8 @@ def prepare(catalog: Catalog, split: str | None = "fit",
     for point in catalog.speed_points:
         if (split and point.split != split) or not point.cuda_graphs:  # eager runs: not modelled
             continue
+        if point.offloaded:  # host-RAM runs score offload.yaml's constants, never the GPU families'
+            continue
         if calibrates_pipeline(point) != pipeline:
             continue
         try:

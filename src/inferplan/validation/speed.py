@@ -36,7 +36,7 @@ KIND = {
     SpeedMetric.TOTAL_TOKENS_PER_S: "throughput",
 }
 CONCURRENT_DECODE = "decode-concurrent"  # per-user decode or TPOT with other requests in the batch
-OFFLOAD = "offload"  # weights in host RAM (-ngl, --n-cpu-moe, --cpu-offload-gb): scored apart, in no track record
+OFFLOAD = "offload"  # weights in host RAM (-ngl, --n-cpu-moe, --cpu-offload-gb, KTransformers): scored apart, in no track record
 KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput", "profile", f"{OFFLOAD}-decode", f"{OFFLOAD}-prefill")
 
 
@@ -128,7 +128,7 @@ def scenario(point: SpeedPoint, context_tokens: int | None = None,
         max_num_seqs=limits.max_batch_size if limits else point.max_num_seqs,
         max_num_batched_tokens=limits.max_num_tokens if limits else None,
         n_gpu_layers=point.n_gpu_layers, n_cpu_moe=point.n_cpu_moe, cpu_offload_gb=point.cpu_offload_gb,
-        host_memory_gb=point.host_memory_gb,
+        kt_num_gpu_experts=point.kt_num_gpu_experts, host_memory_gb=point.host_memory_gb,
         host_memory_bandwidth_gb_per_s=(point.host_memory_bandwidth_bytes_per_s.value / 1e9
                                         if point.host_memory_bandwidth_bytes_per_s else None),
     )

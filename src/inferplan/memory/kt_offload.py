@@ -1,0 +1,51 @@
+"""KTransformers: the routed experts in host RAM, run by the CPU, except ``kt_num_gpu_experts`` per layer.
+
+KTransformers serves through SGLang with the kt-kernel CPU expert backend: attention, shared experts,
+dense layers and the KV cache stay on the GPU; of each mixture-of-experts layer's routed experts,
+``--kt-num-gpu-experts`` stay on the GPU and the others sit in host RAM, where kt-kernel's AMX /
+AVX-512 / llamafile kernels run them (``--kt-num-gpu-experts``: "Number of GPU experts per MoE
+layer", kvcache-ai/sglang server_args.py; engines.yaml sources). Which engine takes the field is data:
+``engines.yaml`` ``offload_settings``. The CPU copy of the experts is priced at the deployment's
+weight format (kt-kernel converts it to AMX INT4/INT8 or reads a GGUF file of that format).
+"""
+
+from __future__ import annotations
+
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import EngineDefaults
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.offload import GIB, OffloadSplit
+from inferplan.memory.weights import WeightEstimate
+
+FIELD = "kt_num_gpu_experts"
+
+
+def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDefaults,
+             gpus_in_instance: int) -> OffloadSplit | None:
+    """The host share of the routed experts on an engine that takes ``kt_num_gpu_experts`` (None:
+    another engine). Left out, no routed expert stays on the GPU (kt-kernel's CPU-only placement)."""
+    if FIELD not in engine.offload_settings:
+        return None
+    moe = None if spec.architecture_is_proxy or spec.architecture is None else spec.architecture.moe
+    if moe is None:
+        raise InvalidScenarioError(f"{spec.name} has no routed experts to keep in host RAM: {engine.name} runs "
+                                   "mixture-of-experts models only", field=FIELD if d.kt_num_gpu_experts is not None else "model",
+                                   allowed="a mixture-of-experts model, or another engine")
+    on_gpu = d.kt_num_gpu_experts or 0
+    if on_gpu > moe.num_experts:
+        raise InvalidScenarioError(f"{spec.name} has {moe.num_experts} routed experts per layer; "
+                                   f"{on_gpu} cannot stay on the GPU", field=FIELD,
+                                   allowed=f"0..{moe.num_experts}")
+    cpu_share = (moe.num_experts - on_gpu) / moe.num_experts
+    host_experts = w.expert_bytes * cpu_share
+    arch = spec.architecture
+    expert_params = arch.mlp_projections * (moe.latent_size or arch.hidden_size) * moe.expert_intermediate_size
+    routed_params = moe.experts_per_token * expert_params * sum(moe.moe_layers)  # one token's routed experts
+    flops_per_token = 2 * routed_params * cpu_share  # the CPU's share, with experts placed evenly
+    note = (f"--kt-num-gpu-experts {on_gpu}: {moe.num_experts - on_gpu} of {moe.num_experts} routed experts per layer "
+            f"({host_experts / GIB:.2f} GiB) in host RAM, run by the CPU; attention, shared experts, dense layers "
+            "and the KV cache on the GPU")
+    return OffloadSplit("kt", 0.0, host_experts, 0.0, host_experts / gpus_in_instance, note,
+                        d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None,
+                        expert_flops_per_token=flops_per_token)
