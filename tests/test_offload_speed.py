@@ -59,3 +59,10 @@ def test_the_points_inconsistent_with_their_hardware_are_kept_and_scored(catalog
     ids = [p.id for p in catalog.speed_points if p.id.startswith("s-off-hwc-") and p.id.find("-tg") > 0]
     checks = [check_point(catalog.speed_points.records[i], catalog) for i in ids]
     assert len(checks) == 5 and all(c.scored and c.error > 3 for c in checks)
+
+
+def test_every_offload_point_states_its_host_memory_and_sources_its_bandwidth(catalog):
+    points = [p for p in catalog.speed_points if p.offloaded]
+    assert all(p.host_memory_gb for p in points)
+    stated = [p.host_memory_bandwidth_bytes_per_s for p in points if p.host_memory_bandwidth_bytes_per_s]
+    assert stated and all(b.source in catalog.sources and b.kind for b in stated)
