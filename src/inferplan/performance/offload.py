@@ -30,17 +30,17 @@ class HostOffload:
     expert_bytes: float
     kv_fraction: float  # of the KV cache, in host RAM (read by the CPU)
     read_bytes_per_s: float  # the CPU streaming host DRAM (whole layers' weights, the KV cache)
-    expert_read_bytes_per_s: float  # the CPU streaming the routed experts a token picks
     copy_bytes_per_s: float  # host-to-device over PCIe
     min_copy_tokens: float  # cpu mode: from this batch the GPU runs them after a copy
+    expert_read_bytes_per_s: float | None = None  # the CPU streaming the routed experts a token picks (None: read_bytes_per_s)
 
     def step_s(self, tokens: float, touched_expert_share: float, gpu_kv_read_bytes: float) -> float:
         """A step of ``tokens`` tokens (one micro-batch) that touches this share of the experts."""
         if self.mode == "stream" or tokens >= self.min_copy_tokens:
             return (self.dense_bytes + self.expert_bytes) / self.copy_bytes_per_s
         kv = gpu_kv_read_bytes * self.kv_fraction / (1 - self.kv_fraction) if self.kv_fraction < 1 else 0.0
-        return ((self.dense_bytes + kv) / self.read_bytes_per_s
-                + self.expert_bytes * touched_expert_share / self.expert_read_bytes_per_s)
+        experts = self.expert_read_bytes_per_s or self.read_bytes_per_s
+        return (self.dense_bytes + kv) / self.read_bytes_per_s + self.expert_bytes * touched_expert_share / experts
 
 
 def host_offload(split: OffloadSplit | None, gpus: int, catalog: Catalog, pcie_bytes_per_s: float | None) -> HostOffload | None:
