@@ -57,15 +57,16 @@ def test_vllm_cpu_offload_streams_weights_every_step():
     assert streamed.output_tokens_per_s_per_user < 7 < plain.output_tokens_per_s_per_user
 
 
-def test_the_offload_points_are_held_out_and_each_is_predicted():
+def test_the_offload_points_are_each_predicted_and_only_offload_constants_fit_on_them():
     from inferplan.catalog.loader import load_catalog
     from inferplan.validation.speed import check_point
 
     catalog = load_catalog()
     points = [p for p in catalog.speed_points if p.offloaded]
     assert len(points) >= 10
-    # KTransformers' file splits its points fit/holdout; calibrate_speed skips every offloaded point
-    assert {p.split for p in points if p.engine != "ktransformers"} == {"holdout"}
+    fitted = {i for c in catalog.calibration for i in c.fitted_on}
+    held_out = {p.id for p in points if p.split == "holdout"}
+    assert fitted & {p.id for p in points} and not fitted & held_out, "a constant fitted on a held-out offload point"
     checks = [check_point(p, catalog) for p in points]
     assert all(c.kind.startswith("offload-") and c.predicted for c in checks), [c.note for c in checks if not c.predicted]
 

@@ -1,7 +1,8 @@
 """The time a step spends on weights kept in host RAM (memory/offload.py says which).
 
 llama.cpp runs the layers (or experts) held in host RAM on the CPU, which streams their weights at
-the host's DRAM bandwidth; from a batch of ``llamacpp-op-offload-min-batch-tokens`` tokens on its
+the host's DRAM bandwidth (the routed experts a token picks at a lower share of it than whole layers:
+``host-memory-expert-read-efficiency``); from a batch of ``llamacpp-op-offload-min-batch-tokens`` tokens on its
 CUDA back end copies them over PCIe and runs them on the GPU instead (PR #6083) — each micro-batch
 of a prompt pays that copy. vLLM's ``--cpu-offload-gb`` copies its offloaded weights over PCIe in
 every forward pass. The rates are offload.yaml's constants (the DRAM bandwidth may be stated per
@@ -28,12 +29,13 @@ class HostOffload:
     dense_bytes: float
     expert_bytes: float
     kv_fraction: float  # of the KV cache, in host RAM (read by the CPU)
-    read_bytes_per_s: float  # the CPU streaming host DRAM
+    read_bytes_per_s: float  # the CPU streaming host DRAM (whole layers' weights, the KV cache)
     copy_bytes_per_s: float  # host-to-device over PCIe
     min_copy_tokens: float  # cpu mode: from this batch the GPU runs them after a copy
     # kt: the CPU's rate on its routed experts and the FLOPs of one token's share of them
     cpu_flop_per_s: float = 0.0
     expert_flops_per_token: float = 0.0
+    expert_read_bytes_per_s: float | None = None  # the CPU streaming the routed experts a token picks (None: read_bytes_per_s)
 
     @property
     def overlapped(self) -> bool:
@@ -47,7 +49,8 @@ class HostOffload:
         if self.mode == "stream" or tokens >= self.min_copy_tokens:
             return (self.dense_bytes + self.expert_bytes) / self.copy_bytes_per_s
         kv = gpu_kv_read_bytes * self.kv_fraction / (1 - self.kv_fraction) if self.kv_fraction < 1 else 0.0
-        return (self.dense_bytes + self.expert_bytes * touched_expert_share + kv) / self.read_bytes_per_s
+        experts = self.expert_read_bytes_per_s or self.read_bytes_per_s
+        return (self.dense_bytes + kv) / self.read_bytes_per_s + self.expert_bytes * touched_expert_share / experts
 
 
 def kt_expert_s(host: HostOffload, tokens: float, touched_expert_share: float) -> float:
@@ -73,6 +76,7 @@ def host_offload(split: OffloadSplit | None, gpus: int, catalog: Catalog, pcie_b
     return HostOffload(
         mode=split.mode, dense_bytes=split.host_dense_bytes / gpus, expert_bytes=split.host_expert_bytes / gpus,
         kv_fraction=split.host_kv_fraction, read_bytes_per_s=dram * catalog.constant("host-memory-read-efficiency"),
+        expert_read_bytes_per_s=dram * catalog.constant("host-memory-expert-read-efficiency"),
         copy_bytes_per_s=pcie * catalog.constant("pcie-copy-efficiency"),
         min_copy_tokens=catalog.constant("llamacpp-op-offload-min-batch-tokens") if split.mode == "cpu" else 0.0)
 

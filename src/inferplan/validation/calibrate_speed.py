@@ -99,12 +99,13 @@ def prepare(catalog: Catalog, split: str | None = "fit",
             pipeline: bool = False) -> tuple[list[Prepared], list[tuple[str, str]]]:
     """Speed points and profile points of ``split``, each with its planned context: those that
     calibrate the family constants, or with ``pipeline`` those that calibrate the stage-boundary
-    cost (``calibrates_pipeline``; no profile sweep runs pipeline stages)."""
+    cost (``calibrates_pipeline``; no profile sweep runs pipeline stages). Offload points calibrate no
+    GPU constant."""
     ready, skipped = [], []
     for point in catalog.speed_points:
         if (split and point.split != split) or not point.cuda_graphs:  # eager runs: not modelled
             continue
-        if point.offloaded:  # host-RAM runs score offload.yaml's constants, never the GPU families'
+        if point.offloaded:  # weights in host RAM: they set offload constants only (validation/offload_fit.py)
             continue
         if calibrates_pipeline(point) != pipeline:
             continue
