@@ -22,7 +22,7 @@ from inferplan.errors import CatalogError, InvalidScenarioError
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
 Part = Literal["weights", "activation_peak", "non_torch", "cuda_context", "other_processes", "cuda_graphs"]
 
-_RELEASE = re.compile(r"^v?(\d+(?:\.\d+)*)")
+_RELEASE = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")
 
 
 def release_key(release: str) -> tuple[int, ...]:

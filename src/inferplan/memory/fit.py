@@ -25,6 +25,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.settings import engine_settings
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
@@ -141,44 +142,6 @@ def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
 
 
-def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
-                     max_len: int | None = None) -> EngineSettings:
-    """The engine's batch limits and fraction: stated, else the defaults of engines.yaml, except where the
-    release's rule sets them (a V0 profile batch of max_model_len tokens, V0's 256 sequences)."""
-    large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
-        accel.id not in engine.small_default_accelerators
-    )
-    mnbt = d.max_num_batched_tokens or _rule_batch_tokens(rule, max_len) or \
-        _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
-    default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
-        _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256)
-    seqs = d.max_num_seqs or min(default_seqs, mnbt)
-    measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
-    # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
-    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
-    if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
-        raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
-                                   field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
-    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
-    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
-                          limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
-
-
-def _rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
-    """The batch a release profiles when max_num_batched_tokens is not stated, where its rule sets it
-    (V0: the whole max_model_len, at least a floor, unless the engine turned chunked prefill on)."""
-    profile = rule.activation if rule else None
-    if profile is None or profile.profile_tokens != "max_model_len" or not max_len:
-        return None
-    if profile.chunked_prefill_above_tokens is not None and max_len > profile.chunked_prefill_above_tokens:
-        return profile.chunked_prefill_tokens
-    return max(max_len, profile.profile_tokens_floor or 1)
-
-
-def _value(q, default: float) -> float:
-    return q.value if q is not None else default
-
-
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
                    embeddings_on_host: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
@@ -253,7 +216,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
     profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
-    settings = _engine_settings(d, engine, hw.accel, total, rule, profile_len)
+    settings = engine_settings(d, engine, hw.accel, total, rule, profile_len)
     budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout

@@ -14,6 +14,7 @@ from inferplan.shells.cli_common import (
     BatchedOpt,
     DpOpt,
     EngineOpt,
+    EngineVersionOpt,
     EpOpt,
     GpuOpt,
     GpusOpt,
@@ -61,6 +62,7 @@ def deploy_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    engine_version: Optional[str] = EngineVersionOpt,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
@@ -81,6 +83,7 @@ def deploy_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        engine_version=engine_version,
     )
     speculative = None
     if speculative_tokens:

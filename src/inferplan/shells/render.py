@@ -164,6 +164,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     if r.layout_note:
         console.print(r.layout_note, highlight=False)
     console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine", highlight=False)
+    if r.memory_rule:
+        console.print(f"  memory rule: {r.memory_rule}", highlight=False)
     console.print(f"    weights {gib(r.weights_bytes_per_gpu)}, activations {gib(r.activation_bytes_per_gpu)}, runtime "
                   f"{gib(r.overhead_bytes_per_gpu)}, [bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
     console.print(f"  KV cache: {r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token, {r.kv_cache_tokens:,} tokens per instance",
@@ -276,6 +278,13 @@ def print_memory_validation(console: Console, v) -> None:
         releases.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
                          _pct(s.median_abs_weights_error, "", 2), _pct(s.fit_agreement, "", 0), str(s.refused))
     console.print(releases)
+    rules = Table(title="field set by the engine memory rule each record was planned with")
+    for col in ("memory rule", "points", "KV median |err|", "KV worst |err|", "fit agree"):
+        rules.add_column(col)
+    for s in v.by_rule:
+        rules.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
+                      _pct(s.fit_agreement, "", 0))
+    console.print(rules)
     for c in v.checks:
         for cav in (*c.caveats, *([f"planner refused: {c.refused}"] if c.refused else [])):
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)

@@ -20,7 +20,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.memory.engine_budget import device_total_bytes
-from inferplan.memory.fit import _engine_settings
+from inferplan.memory.settings import engine_settings
 from inferplan.memory.resolve import resolve_model
 from inferplan.units import GiB
 from inferplan.validation.memory import deployment_for
@@ -55,7 +55,7 @@ def activation_design(catalog: Catalog):
         arch = resolve_model(catalog, d.model).architecture
         accel = catalog.accelerators.records[point.accelerator]
         total, _ = device_total_bytes(catalog, accel)
-        s = _engine_settings(d, catalog.engine("vllm"), accel, total)
+        s = engine_settings(d, catalog.engine("vllm"), accel, total)
         ids.append(point.id)
         rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
         ys.append(m.activation_bytes_per_gpu.value)
