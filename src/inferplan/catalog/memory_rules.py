@@ -116,7 +116,7 @@ class MemoryRule(Frozen):
     def releases(self) -> str:
         """The release range in words: "0.6.4-0.10.2", "0.11.0 and later"."""
         if self.last_release is None:
-            return f"{self.first_release} and later"
+            return "every release" if release_key(self.first_release) == (0,) else f"{self.first_release} and later"
         return self.first_release if self.last_release == self.first_release else \
             f"{self.first_release}-{self.last_release}"
 

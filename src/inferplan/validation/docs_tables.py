@@ -130,7 +130,7 @@ def fill(text: str, tables: dict[str, str]) -> str:
     def replace(m: re.Match[str]) -> str:
         name = m.group("name")
         if name not in tables:
-            raise KeyError(f"docs/speed.md: no renderer for the generated block {name!r} (known: {', '.join(tables)})")
+            raise KeyError(f"no renderer for the generated block {name!r} (known: {', '.join(tables)})")
         return m.group(1) + tables[name] + m.group(4)
     return BLOCK.sub(replace, text)
 
