@@ -16,7 +16,7 @@ from pathlib import Path
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, engine_rules
-from inferplan.validation.docs_tables import blocks, fill
+from inferplan.validation.docs_tables import write_or_check
 from inferplan.validation.memory import MemoryValidation, SplitSummary, validate_memory
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "memory.md"
@@ -122,16 +122,7 @@ def render_memory_tables(catalog: Catalog | None = None) -> dict[str, str]:
 
 
 def main(args: list[str] | None = None) -> int:  # pragma: no cover - a maintenance script
-    args = sys.argv[1:] if args is None else args
-    text = DOC.read_text()
-    fresh = fill(text, render_memory_tables())
-    if "--write" in args:
-        DOC.write_text(fresh)
-        print(f"wrote {len(blocks(fresh))} generated blocks in {DOC}")
-        return 0
-    stale = [name for name, body in blocks(text).items() if blocks(fresh)[name] != body]
-    print("stale generated blocks: " + ", ".join(stale) if stale else "every generated block is current")
-    return 1 if stale else 0
+    return write_or_check(DOC, render_memory_tables, sys.argv[1:] if args is None else args)
 
 
 if __name__ == "__main__":  # pragma: no cover
