@@ -184,9 +184,14 @@ def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
     return max(found, key=lambda r: release_key(r.first_release))
 
 
+# engines.yaml's memory_fraction_meaning -> the budget of the engine's default rule
+_BUDGET_OF_MEANING = {"of_total": "of_total", "of_free_after_weights": "of_free_after_weights", "none": "no_fraction"}
+
+
 def check_memory_rules(catalog) -> None:
     """Every rule names a known engine, known sources and calibration constants; an engine's ranges
-    do not overlap; each engine with rules has exactly one default."""
+    do not overlap; each engine with rules has exactly one default, whose budget is the one
+    engines.yaml's memory_fraction_meaning states."""
     for rule in catalog.memory_rules:
         where = f"memory_rules:{rule.id}"
         if rule.engine not in catalog.engines:
@@ -205,6 +210,11 @@ def check_memory_rules(catalog) -> None:
         rules = engine_rules(catalog.memory_rules, engine)
         if sum(r.default for r in rules) != 1:
             raise CatalogError(f"memory_rules: engine {engine!r} needs exactly one default rule", field=engine)
+        default = next(r for r in rules if r.default)
+        meaning = catalog.engines.records[engine].memory_fraction_meaning
+        if _BUDGET_OF_MEANING[meaning] != default.budget:
+            raise CatalogError(f"memory_rules:{default.id}: budget {default.budget} disagrees with engines.yaml's "
+                               f"memory_fraction_meaning {meaning} for {engine}", field=default.id)
         for a, b in ((a, b) for i, a in enumerate(rules) for b in rules[i + 1:]):
             overlap = a.last_release is None or release_key(a.last_release) >= release_key(b.first_release)
             if overlap and (a.variant == b.variant or a.variant is None or b.variant is None):
