@@ -97,7 +97,8 @@ def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> Rend
                          "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
     else:
         cols = [Col("id", key=True), Col("summary")]
-        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "method", ""))] for e in entries]
+        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "label", None)
+                           or getattr(e, "method", ""))] for e in entries]
     return layout(title, cols, rows, width)
 
 
