@@ -175,3 +175,15 @@ def test_docs_memory_tables_are_a_fresh_render():
         "docs/memory.md is stale: run `python -m inferplan.validation.docs_memory --write`"
     edited = DOC.read_text().replace("| `vllm-v0-torch-peak-with-context` | 0.6.4 V0 |", "| `vllm-v0-torch-peak-with-context` | 0.6.3 V0 |")
     assert edited != DOC.read_text() and fill(edited, tables) == DOC.read_text()
+
+
+def test_a_scenario_names_its_engine_release_and_a_bad_one_names_the_key():
+    from pathlib import Path
+
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+
+    raw = yaml.safe_load((Path(__file__).parents[1] / "examples" / "chat-seats-h100.yaml").read_text())
+    with pytest.raises(InvalidScenarioError) as info:
+        plan(Scenario.model_validate({**raw, "engine_version": "0.1.0"}))
+    assert info.value.field == "engine_version"
