@@ -97,6 +97,7 @@ def test_the_budget_applies_what_the_rule_counts(catalog):
     estimated = fit(d.model_copy(update={"engine_version": "0.21.0"}), catalog)
     graphs = catalog.constant("vllm-cudagraph-estimate-bytes-per-gpu")
     assert fit(d, catalog).kv_cache_bytes_per_gpu - estimated.kv_cache_bytes_per_gpu == pytest.approx(graphs)
+    assert estimated.cuda_graph_bytes_per_gpu == graphs and fit(d, catalog).cuda_graph_bytes_per_gpu == 0
 
 
 def _catalog_without(tmp_path, rule_id):

@@ -153,6 +153,7 @@ def engine_budget(
     act, act_note = activation_bytes(catalog, rule, arch, settings, tp)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance)
     graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant else 0.0
+    # the CUDA context and other processes, where a rule counts them, are inside its non-torch figure
     counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs}
     parts = [counted[part] for part in rule.counted if part in counted]
     frac = settings.memory_fraction

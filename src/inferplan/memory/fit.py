@@ -87,6 +87,7 @@ class MemoryFit(BaseModel):
     # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
     memory_rule_id: str = ""
     memory_rule: str = ""
+    cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -248,7 +249,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
-        memory_rule_id=rule.id, memory_rule=rule.label,
+        memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
 

@@ -168,7 +168,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     if r.memory_rule:
         console.print(f"  memory rule: {r.memory_rule}", highlight=False)
     console.print(f"    weights {gib(r.weights_bytes_per_gpu)}, activations {gib(r.activation_bytes_per_gpu)}, runtime "
-                  f"{gib(r.overhead_bytes_per_gpu)}, [bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
+                  f"{gib(r.overhead_bytes_per_gpu)}, " + (f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}, "
+                  if r.cuda_graph_bytes_per_gpu else "") + f"[bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
     console.print(f"  KV cache: {r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token, {r.kv_cache_tokens:,} tokens per instance",
                   highlight=False)
     console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
