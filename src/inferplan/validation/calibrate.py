@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.resolve import resolve_model
@@ -79,6 +80,42 @@ def fit_vllm_activation(catalog: Catalog) -> ActivationFit:
     )
 
 
+V0_SAMPLER = "vllm-v0-sampler-bytes-per-seq-vocab"
+
+
+def v0_activation_design(catalog: Catalog):
+    """The development field records planned with a vLLM V0 rule that print an activation peak: each
+    one's (rows × vocab, profiled tokens × hidden / TP) at the batch its release's rule profiles."""
+    ids, rows, ys = [], [], []
+    for point in catalog.memory_points:
+        m = point.measured
+        if point.split != "development" or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
+            continue
+        d = deployment_for(point)
+        rule = memory_rule(catalog, "vllm", d.engine_version)
+        if rule.activation.sampler_constant != V0_SAMPLER:
+            continue
+        spec = resolve_model(catalog, d.model)
+        accel = catalog.accelerators.records[point.accelerator]
+        total, _ = device_total_bytes(catalog, accel)
+        s = engine_settings(d, catalog.engine("vllm"), accel, total, rule, point.settings.max_model_len)
+        arch = spec.architecture
+        ids.append(point.id)
+        rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
+        ys.append(m.activation_bytes_per_gpu.value)
+    return ids, np.array(rows, dtype=float), np.array(ys, dtype=float)
+
+
+def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
+    """The V0 rules' activation coefficients, by least absolute deviations over the development
+    records of V0 releases (held-out records are never used)."""
+    ids, x, y = v0_activation_design(catalog)
+    coef = _lad(x, y)
+    return ActivationFit(sampler_bytes_per_seq_vocab=float(coef[0]), forward_bytes_per_token_hidden=float(coef[1]),
+                         points=tuple(ids), residuals_gib=tuple(float(r) for r in (x @ coef - y) / GiB),
+                         loo_residuals_gib=())
+
+
 def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
     single, multi = [], []
     for point in catalog.memory_points:
@@ -105,6 +142,11 @@ def main() -> None:  # pragma: no cover - a maintenance script
     print(f"vllm-forward-bytes-per-token-hidden = {act.forward_bytes_per_token_hidden:.3f}")
     for pid, r, loo in zip(act.points, act.residuals_gib, act.loo_residuals_gib):
         print(f"  {pid:36s} residual {r:+.3f} GiB   leave-one-out {loo:+.3f} GiB")
+    v0 = fit_vllm_v0_activation(catalog)
+    print(f"vllm-v0-sampler-bytes-per-seq-vocab = {v0.sampler_bytes_per_seq_vocab:.2f}")
+    print(f"vllm-v0-forward-bytes-per-token-hidden = {v0.forward_bytes_per_token_hidden:.2f}")
+    for pid, r in zip(v0.points, v0.residuals_gib):
+        print(f"  {pid:36s} residual {r:+.3f} GiB")
     single, multi = fit_runtime_overhead(catalog)
     print(f"runtime-overhead-bytes-single-gpu = {single:.0f} ({single / GiB:.3f} GiB)")
     print(f"runtime-overhead-bytes-multi-gpu = {multi:.0f} ({multi / GiB:.3f} GiB)")
