@@ -46,21 +46,32 @@ def _lad(x: np.ndarray, y: np.ndarray, iterations: int = 200) -> np.ndarray:
     return coef
 
 
-def activation_design(catalog: Catalog):
+def _design(catalog: Catalog, split: str, sampler_constant: str):
+    """The vLLM records of a split that print an activation peak and are planned with a rule whose
+    sampler term is ``sampler_constant``: each one's (rows × vocab, profiled tokens × hidden / TP) at
+    the batch its release's rule profiles, and the logged peak."""
     ids, rows, ys = [], [], []
     for point in catalog.memory_points:
         m = point.measured
-        if point.split != "calibration" or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
+        if point.split != split or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
             continue
         d = deployment_for(point)
+        rule = memory_rule(catalog, "vllm", d.engine_version)
+        if rule.activation.sampler_constant != sampler_constant:
+            continue
         arch = resolve_model(catalog, d.model).architecture
         accel = catalog.accelerators.records[point.accelerator]
         total, _ = device_total_bytes(catalog, accel)
-        s = engine_settings(d, catalog.engine("vllm"), accel, total)
+        s = engine_settings(d, catalog.engine("vllm"), accel, total, rule, point.settings.max_model_len)
         ids.append(point.id)
         rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
         ys.append(m.activation_bytes_per_gpu.value)
     return ids, np.array(rows, dtype=float), np.array(ys, dtype=float)
+
+
+def activation_design(catalog: Catalog):
+    """The calibration records behind the V1 activation coefficients."""
+    return _design(catalog, "calibration", "vllm-sampler-bytes-per-seq-vocab")
 
 
 def fit_vllm_activation(catalog: Catalog) -> ActivationFit:
@@ -84,26 +95,8 @@ V0_SAMPLER = "vllm-v0-sampler-bytes-per-seq-vocab"
 
 
 def v0_activation_design(catalog: Catalog):
-    """The development field records planned with a vLLM V0 rule that print an activation peak: each
-    one's (rows × vocab, profiled tokens × hidden / TP) at the batch its release's rule profiles."""
-    ids, rows, ys = [], [], []
-    for point in catalog.memory_points:
-        m = point.measured
-        if point.split != "development" or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
-            continue
-        d = deployment_for(point)
-        rule = memory_rule(catalog, "vllm", d.engine_version)
-        if rule.activation.sampler_constant != V0_SAMPLER:
-            continue
-        spec = resolve_model(catalog, d.model)
-        accel = catalog.accelerators.records[point.accelerator]
-        total, _ = device_total_bytes(catalog, accel)
-        s = engine_settings(d, catalog.engine("vllm"), accel, total, rule, point.settings.max_model_len)
-        arch = spec.architecture
-        ids.append(point.id)
-        rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
-        ys.append(m.activation_bytes_per_gpu.value)
-    return ids, np.array(rows, dtype=float), np.array(ys, dtype=float)
+    """The development field records of vLLM V0 releases behind the V0 activation coefficients."""
+    return _design(catalog, "development", V0_SAMPLER)
 
 
 def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
