@@ -222,6 +222,7 @@ def frontier_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    engine_version: Optional[str] = EngineVersionOpt,
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
@@ -240,7 +241,7 @@ def frontier_cmd(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel,
-        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, engine_version=engine_version,
     )
     result = run(frontier, d, w, catalog_for(d), points=points, user_runs=user_runs(db))
     if as_json:
