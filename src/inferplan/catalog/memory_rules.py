@@ -190,8 +190,8 @@ _BUDGET_OF_MEANING = {"of_total": "of_total", "of_free_after_weights": "of_free_
 
 def check_memory_rules(catalog) -> None:
     """Every rule names a known engine, known sources and calibration constants; an engine's ranges
-    do not overlap; each engine with rules has exactly one default, whose budget is the one
-    engines.yaml's memory_fraction_meaning states."""
+    do not overlap; every engine has exactly one default rule, whose budget is the one engines.yaml's
+    memory_fraction_meaning states."""
     for rule in catalog.memory_rules:
         where = f"memory_rules:{rule.id}"
         if rule.engine not in catalog.engines:
@@ -206,7 +206,7 @@ def check_memory_rules(catalog) -> None:
         for constant in rule.constant_ids():
             if constant not in catalog.calibration:
                 raise CatalogError(f"{where}: unknown calibration constant {constant!r}", field=rule.id)
-    for engine in {r.engine for r in catalog.memory_rules}:
+    for engine in (e.id for e in catalog.engines):
         rules = engine_rules(catalog.memory_rules, engine)
         if sum(r.default for r in rules) != 1:
             raise CatalogError(f"memory_rules: engine {engine!r} needs exactly one default rule", field=engine)

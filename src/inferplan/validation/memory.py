@@ -131,9 +131,9 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
     version, basis = record_engine_version(point)
     common = dict(id=point.id, split=point.split, engine=point.engine, engine_version=point.engine_version,
                   accelerator=point.accelerator, measured_weights_bytes=mw, measured_kv_bytes=mkv,
-                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis,
-                  memory_rule=memory_rule(catalog, point.engine, version).label)
+                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis)
     try:
+        common["memory_rule"] = memory_rule(catalog, point.engine, version).label
         result = fit(deployment_for(point), catalog)
     except InferplanError as e:
         return MemoryCheck(**common, predicted_weights_bytes=None, weights_error=None, predicted_kv_bytes=None,
@@ -170,13 +170,18 @@ def release(check: MemoryCheck) -> str:
     return f"{check.engine} {check.engine_version.split(' (')[0]}"
 
 
+def rule_group(check: MemoryCheck) -> str:
+    """The memory rule a check is grouped under (a release no rule covers is its own group)."""
+    return check.memory_rule or f"{check.engine}: no rule covers the release"
+
+
 def validate_memory(catalog: Catalog | None = None) -> MemoryValidation:
     catalog = catalog or load_catalog()
     checks = tuple(check_point(p, catalog) for p in catalog.memory_points)
     calibration = summarise("calibration", [c for c in checks if c.split == "calibration"])
     field = [c for c in checks if c.split != "calibration"]
     releases = sorted({release(c) for c in field})
-    rules = sorted({c.memory_rule for c in field})
+    rules = sorted({rule_group(c) for c in field})
     return MemoryValidation(
         checks=checks,
         median_abs_weights_error=calibration.median_abs_weights_error,
@@ -185,5 +190,5 @@ def validate_memory(catalog: Catalog | None = None) -> MemoryValidation:
         holdout=summarise("holdout", [c for c in field if c.split == "holdout"]),
         field=summarise("field (development + holdout)", field),
         by_engine_version=tuple(summarise(r, [c for c in field if release(c) == r]) for r in releases),
-        by_rule=tuple(summarise(r, [c for c in field if c.memory_rule == r]) for r in rules),
+        by_rule=tuple(summarise(r, [c for c in field if rule_group(c) == r]) for r in rules),
     )
