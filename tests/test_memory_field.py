@@ -21,15 +21,17 @@ def test_the_held_out_split_follows_the_rule_declared_in_the_file():
     assert [p["split"] for p in points] == ["development" if i % 2 == 0 else "holdout" for i in range(len(points))]
 
 
-def test_field_records_are_scored_and_never_fitted(catalog):
+def test_field_records_are_scored_and_held_out_ones_never_fitted(catalog):
     v = validate_memory(catalog)
     field = [c for c in v.checks if c.split != "calibration"]
     listed = [p for f in FIELD.parent.glob("*.yaml") for p in yaml.safe_load(f.read_text()).get("memory_points", [])]
     assert len(field) == sum(p.get("split", "calibration") != "calibration" for p in listed)  # nothing dropped
-    assert sum(s.points for s in v.by_engine_version) == v.field.points == len(field)
+    assert sum(s.points for s in v.by_engine_version) == v.field.points == sum(s.points for s in v.by_rule) == len(field)
     assert v.holdout.points == sum(c.split == "holdout" for c in field)
     ids, _, _ = activation_design(catalog)
     assert not {c.id for c in field} & set(ids)
+    held_out = {c.id for c in field if c.split == "holdout"}
+    assert not held_out & {p for c in catalog.calibration for p in c.fitted_on}
     # f03 logged 1.79 GiB of non-torch memory on one GPU: were it fitted, the single-GPU median would move
     single, _ = fit_runtime_overhead(catalog)
     assert single < 0.5 * GiB

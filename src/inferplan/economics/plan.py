@@ -93,7 +93,7 @@ class PlanResult(BaseModel):
 
 # a library check names the Deployment or Workload field; in a scenario the same input is this key
 SCENARIO_KEYS = {
-    "model": "model", "engine": "engine", "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
+    "model": "model", "engine": "engine", "engine_version": "engine_version", "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
     "kv_bytes_per_token": "kv_bytes_per_token", "tensor_parallel_size": "cell.tensor_parallel_size",
     "pipeline_parallel_size": "cell.pipeline_parallel_size", "gpu": "platform.gpu", "gpus": "platform",
     "data_parallel_size": "cell.data_parallel_size", "enable_expert_parallel": "cell.enable_expert_parallel",
@@ -149,7 +149,8 @@ def _base_deployment(s: Scenario, accelerator: str, w: WorkloadProfile) -> Deplo
     """One replica cell as the scenario states it (one GPU when it states none), sized for a request."""
     cell = s.cell or Cell()
     return Deployment(
-        model=s.model, gpu=accelerator, quantization=s.quantization, engine=s.engine, kv_cache_dtype=s.kv_cache_dtype,
+        model=s.model, gpu=accelerator, quantization=s.quantization, engine=s.engine, engine_version=s.engine_version,
+        kv_cache_dtype=s.kv_cache_dtype,
         kv_bytes_per_token=s.kv_bytes_per_token,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel else None,

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
@@ -24,6 +25,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.settings import engine_settings
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
@@ -85,6 +87,10 @@ class MemoryFit(BaseModel):
     host_memory_bytes_used: float = 0.0
     host_memory_budget_bytes: float | None = None
     host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
+    # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
+    memory_rule_id: str = ""
+    memory_rule: str = ""
+    cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -138,27 +144,6 @@ def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
         return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
     dtype = arch.torch_dtype if arch else "bfloat16"
     return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
-
-
-def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float) -> EngineSettings:
-    large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
-        accel.id not in engine.small_default_accelerators
-    )
-    mnbt = d.max_num_batched_tokens or _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
-    seqs = d.max_num_seqs or min(_value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256), mnbt)
-    measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
-    # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
-    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
-    if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
-        raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
-                                   field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
-    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
-    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
-                          limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
-
-
-def _value(q, default: float) -> float:
-    return q.value if q is not None else default
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
@@ -234,8 +219,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     split = kt_split(d, spec, w.estimate, engine, gpus) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
-    settings = _engine_settings(d, engine, hw.accel, total)
-    budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w)
+    rule = memory_rule(catalog, engine.id, d.engine_version)
+    profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
+    settings = engine_settings(d, engine, hw.accel, total, rule, profile_len)
+    budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout
     if split is not None and split.host_kv_fraction:
@@ -266,6 +253,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
+        memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
 
@@ -342,14 +330,15 @@ def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan
 
 
 def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
-             settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights) -> tuple[EngineBudget, list, list[str]]:
+             settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights,
+             rule: MemoryRule) -> tuple[EngineBudget, list, list[str]]:
     """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
     budget where the engine sizes every stage's cache by its own room (vLLM), and the notes."""
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
 
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
-                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp)
+                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule)
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0])

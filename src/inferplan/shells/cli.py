@@ -17,6 +17,7 @@ from inferplan.shells.cli_common import (
     BatchedOpt,
     DpOpt,
     EngineOpt,
+    EngineVersionOpt,
     EpOpt,
     ExplainOpt,
     GpuOpt,
@@ -77,6 +78,7 @@ def fit_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    engine_version: Optional[str] = EngineVersionOpt,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
     n_gpu_layers: Optional[int] = NglOpt,
@@ -99,8 +101,8 @@ def fit_cmd(
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size, max_num_seqs=max_num_seqs,
-        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, concurrency=concurrency,
-        kv_bytes_per_token=kv_bytes_per_token, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kt_num_gpu_experts=kt_num_gpu_experts, host_memory_gb=host_memory_gb,
+        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, engine_version=engine_version,
+        concurrency=concurrency, kv_bytes_per_token=kv_bytes_per_token, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kt_num_gpu_experts=kt_num_gpu_experts, host_memory_gb=host_memory_gb,
         host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s, kv_offloading_size=kv_offloading_size,
         hicache_ratio=hicache_ratio, hicache_size=hicache_size,
     )
@@ -163,6 +165,7 @@ def perf_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    engine_version: Optional[str] = EngineVersionOpt,
     backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
     input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
     output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
@@ -197,7 +200,7 @@ def perf_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
-        n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kt_num_gpu_experts=kt_num_gpu_experts, host_memory_gb=host_memory_gb,
+        engine_version=engine_version, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kt_num_gpu_experts=kt_num_gpu_experts, host_memory_gb=host_memory_gb,
         host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s, kv_offloading_size=kv_offloading_size,
         hicache_ratio=hicache_ratio, hicache_size=hicache_size,
     )
@@ -221,6 +224,7 @@ def frontier_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    engine_version: Optional[str] = EngineVersionOpt,
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
@@ -239,7 +243,7 @@ def frontier_cmd(
         model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
         pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
         enable_expert_parallel=enable_expert_parallel,
-        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, engine_version=engine_version,
     )
     result = run(frontier, d, w, catalog_for(d), points=points, user_runs=user_runs(db))
     if as_json:

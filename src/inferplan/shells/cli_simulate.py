@@ -14,6 +14,7 @@ from inferplan.shells.cli_common import (
     BatchedOpt,
     DpOpt,
     EngineOpt,
+    EngineVersionOpt,
     EpOpt,
     GpuOpt,
     GpusOpt,
@@ -58,6 +59,7 @@ def simulate_cmd(
     kv_cache_dtype: str = KvOpt,
     quantization: Optional[str] = QuantOpt,
     engine: str = EngineOpt,
+    engine_version: Optional[str] = EngineVersionOpt,
     input_len: int = typer.Option(1024, "--input-len", help="Mean prompt tokens per request."),
     output_len: int = typer.Option(256, "--output-len", help="Mean generated tokens per request."),
     input_scv: float = typer.Option(0.0, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (0: all the mean)."),
@@ -92,6 +94,7 @@ def simulate_cmd(
         enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
+        engine_version=engine_version,
     )
     w = workload(input_len=input_len, output_len=output_len, concurrency=None, speculative_tokens=speculative_tokens,
                  acceptance_rate=acceptance_rate, prefix_cache_hit_rate=prefix_cache_hit_rate)

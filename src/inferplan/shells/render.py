@@ -100,7 +100,8 @@ def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> Rend
                          "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
     else:
         cols = [Col("id", key=True), Col("summary")]
-        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "method", ""))] for e in entries]
+        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "label", None)
+                           or getattr(e, "method", ""))] for e in entries]
     return layout(title, cols, rows, width)
 
 
@@ -167,8 +168,11 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     if r.layout_note:
         console.print(r.layout_note, highlight=False)
     console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine", highlight=False)
+    if r.memory_rule:
+        console.print(f"  memory rule: {r.memory_rule}", highlight=False)
     console.print(f"    weights {gib(r.weights_bytes_per_gpu)}, activations {gib(r.activation_bytes_per_gpu)}, runtime "
-                  f"{gib(r.overhead_bytes_per_gpu)}, [bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
+                  f"{gib(r.overhead_bytes_per_gpu)}, " + (f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}, "
+                  if r.cuda_graph_bytes_per_gpu else "") + f"[bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
     console.print(f"  KV cache: {r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token, {r.kv_cache_tokens:,} tokens per instance",
                   highlight=False)
     console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
@@ -325,6 +329,13 @@ def print_memory_validation(console: Console, v) -> None:
         releases.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
                          _pct(s.median_abs_weights_error, "", 2), _pct(s.fit_agreement, "", 0), str(s.refused))
     console.print(releases)
+    rules = Table(title="field set by the engine memory rule each record was planned with")
+    for col in ("memory rule", "points", "KV median |err|", "KV worst |err|", "fit agree"):
+        rules.add_column(col)
+    for s in v.by_rule:
+        rules.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
+                      _pct(s.fit_agreement, "", 0))
+    console.print(rules)
     for c in v.checks:
         for cav in (*c.caveats, *([f"planner refused: {c.refused}"] if c.refused else [])):
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.memory.engine_budget import device_total_bytes
-from inferplan.memory.fit import _engine_settings
+from inferplan.memory.settings import engine_settings
 from inferplan.memory.resolve import resolve_model
 from inferplan.units import GiB
 from inferplan.validation.memory import deployment_for
@@ -45,21 +46,32 @@ def _lad(x: np.ndarray, y: np.ndarray, iterations: int = 200) -> np.ndarray:
     return coef
 
 
-def activation_design(catalog: Catalog):
+def _design(catalog: Catalog, split: str, sampler_constant: str):
+    """The vLLM records of a split that print an activation peak and are planned with a rule whose
+    sampler term is ``sampler_constant``: each one's (rows × vocab, profiled tokens × hidden / TP) at
+    the batch its release's rule profiles, and the logged peak."""
     ids, rows, ys = [], [], []
     for point in catalog.memory_points:
         m = point.measured
-        if point.split != "calibration" or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
+        if point.split != split or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
             continue
         d = deployment_for(point)
+        rule = memory_rule(catalog, "vllm", d.engine_version)
+        if rule.activation.sampler_constant != sampler_constant:
+            continue
         arch = resolve_model(catalog, d.model).architecture
         accel = catalog.accelerators.records[point.accelerator]
         total, _ = device_total_bytes(catalog, accel)
-        s = _engine_settings(d, catalog.engine("vllm"), accel, total)
+        s = engine_settings(d, catalog.engine("vllm"), accel, total, rule, point.settings.max_model_len)
         ids.append(point.id)
         rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
         ys.append(m.activation_bytes_per_gpu.value)
     return ids, np.array(rows, dtype=float), np.array(ys, dtype=float)
+
+
+def activation_design(catalog: Catalog):
+    """The calibration records behind the V1 activation coefficients."""
+    return _design(catalog, "calibration", "vllm-sampler-bytes-per-seq-vocab")
 
 
 def fit_vllm_activation(catalog: Catalog) -> ActivationFit:
@@ -77,6 +89,24 @@ def fit_vllm_activation(catalog: Catalog) -> ActivationFit:
         residuals_gib=tuple(float(r) for r in (x @ coef - y) / GiB),
         loo_residuals_gib=tuple(loo),
     )
+
+
+V0_SAMPLER = "vllm-v0-sampler-bytes-per-seq-vocab"
+
+
+def v0_activation_design(catalog: Catalog):
+    """The development field records of vLLM V0 releases behind the V0 activation coefficients."""
+    return _design(catalog, "development", V0_SAMPLER)
+
+
+def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
+    """The V0 rules' activation coefficients, by least absolute deviations over the development
+    records of V0 releases (held-out records are never used)."""
+    ids, x, y = v0_activation_design(catalog)
+    coef = _lad(x, y)
+    return ActivationFit(sampler_bytes_per_seq_vocab=float(coef[0]), forward_bytes_per_token_hidden=float(coef[1]),
+                         points=tuple(ids), residuals_gib=tuple(float(r) for r in (x @ coef - y) / GiB),
+                         loo_residuals_gib=())
 
 
 def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
@@ -105,6 +135,11 @@ def main() -> None:  # pragma: no cover - a maintenance script
     print(f"vllm-forward-bytes-per-token-hidden = {act.forward_bytes_per_token_hidden:.3f}")
     for pid, r, loo in zip(act.points, act.residuals_gib, act.loo_residuals_gib):
         print(f"  {pid:36s} residual {r:+.3f} GiB   leave-one-out {loo:+.3f} GiB")
+    v0 = fit_vllm_v0_activation(catalog)
+    print(f"vllm-v0-sampler-bytes-per-seq-vocab = {v0.sampler_bytes_per_seq_vocab:.2f}")
+    print(f"vllm-v0-forward-bytes-per-token-hidden = {v0.forward_bytes_per_token_hidden:.2f}")
+    for pid, r in zip(v0.points, v0.residuals_gib):
+        print(f"  {pid:36s} residual {r:+.3f} GiB")
     single, multi = fit_runtime_overhead(catalog)
     print(f"runtime-overhead-bytes-single-gpu = {single:.0f} ({single / GiB:.3f} GiB)")
     print(f"runtime-overhead-bytes-multi-gpu = {multi:.0f} ({multi / GiB:.3f} GiB)")

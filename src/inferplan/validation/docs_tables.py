@@ -130,22 +130,26 @@ def fill(text: str, tables: dict[str, str]) -> str:
     def replace(m: re.Match[str]) -> str:
         name = m.group("name")
         if name not in tables:
-            raise KeyError(f"docs/speed.md: no renderer for the generated block {name!r} (known: {', '.join(tables)})")
+            raise KeyError(f"no renderer for the generated block {name!r} (known: {', '.join(tables)})")
         return m.group(1) + tables[name] + m.group(4)
     return BLOCK.sub(replace, text)
 
 
-def main(args: list[str] | None = None) -> int:  # pragma: no cover - a maintenance script
-    args = sys.argv[1:] if args is None else args
-    text = DOC.read_text()
-    fresh = fill(text, render_tables())
+def write_or_check(doc: Path, render: Callable[[], dict[str, str]], args: list[str]) -> int:
+    """Rewrite ``doc``'s generated blocks (``--write``), or exit 1 naming the blocks that differ."""
+    text = doc.read_text()
+    fresh = fill(text, render())
     if "--write" in args:
-        DOC.write_text(fresh)
-        print(f"wrote {len(blocks(fresh))} generated blocks in {DOC}")
+        doc.write_text(fresh)
+        print(f"wrote {len(blocks(fresh))} generated blocks in {doc}")
         return 0
     stale = [name for name, body in blocks(text).items() if blocks(fresh)[name] != body]
     print("stale generated blocks: " + ", ".join(stale) if stale else "every generated block is current")
     return 1 if stale else 0
+
+
+def main(args: list[str] | None = None) -> int:  # pragma: no cover - a maintenance script
+    return write_or_check(DOC, render_tables, sys.argv[1:] if args is None else args)
 
 
 if __name__ == "__main__":  # pragma: no cover

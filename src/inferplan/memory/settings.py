@@ -1,0 +1,49 @@
+"""The batch limits and memory fraction an engine runs a deployment with: stated, else the defaults
+of ``engines.yaml``, except where the engine release's memory rule sets them (vLLM V0 profiles a
+batch of the whole ``max_model_len`` and defaults to 256 sequences)."""
+
+from __future__ import annotations
+
+from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.catalog.schema import Accelerator
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.engine_budget import EngineSettings
+
+
+def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
+                     max_len: int | None = None) -> EngineSettings:
+    """The engine's batch limits and fraction: stated, else the defaults of engines.yaml, except where the
+    release's rule sets them (a V0 profile batch of max_model_len tokens, V0's 256 sequences)."""
+    large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
+        accel.id not in engine.small_default_accelerators
+    )
+    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or \
+        _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
+    default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
+        _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256)
+    seqs = d.max_num_seqs or min(default_seqs, mnbt)
+    measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
+    # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
+    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
+    if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
+        raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
+                                   field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
+    micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
+    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
+                          limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
+
+
+def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
+    """The batch a release profiles when max_num_batched_tokens is not stated, where its rule sets it
+    (V0: the whole max_model_len, at least a floor, unless the engine turned chunked prefill on)."""
+    profile = rule.activation if rule else None
+    if profile is None or profile.profile_tokens != "max_model_len" or not max_len:
+        return None
+    if profile.chunked_prefill_above_tokens is not None and max_len > profile.chunked_prefill_above_tokens:
+        return profile.chunked_prefill_tokens
+    return max(max_len, profile.profile_tokens_floor or 1)
+
+
+def _value(q, default: float) -> float:
+    return q.value if q is not None else default
