@@ -43,6 +43,7 @@ from inferplan.catalog.schema import (
     Quantization,
     System,
 )
+from inferplan.catalog.memory_rules import MemoryRule, check_memory_rules
 from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareError, UnknownModelError
 from inferplan.input_files import check_yaml_depth, read_text
 
@@ -72,6 +73,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "engine_flags": ("engine_flags", EngineFlags),
     "gpu_resources": ("gpu_resources", GpuResource),
     "latency_points": ("latency_points", LatencyPoint),  # measurements/latency_*.yaml
+    "memory_rules": ("memory_rules", MemoryRule),  # engine_memory_rules.yaml
 }
 
 
@@ -200,6 +202,7 @@ class Catalog:
     engine_flags: Registry[EngineFlags]
     gpu_resources: Registry[GpuResource]
     latency_points: Registry[LatencyPoint]
+    memory_rules: Registry[MemoryRule]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
@@ -294,6 +297,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     )
     check_references(catalog)
     check_engine_flags(catalog)
+    check_memory_rules(catalog)
     return catalog
 
 

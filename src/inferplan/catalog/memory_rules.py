@@ -1,0 +1,205 @@
+"""Each engine release's memory-budgeting rule, as data (``data/engine_memory_rules.yaml``).
+
+An engine decides how much of a GPU its KV cache gets by a rule that changed between releases:
+what counts against the memory fraction, how big a batch the start-up profile runs (and so how
+large the activation peak is), whether CUDA-graph memory is reserved before the KV cache is sized,
+and whether the cache is cut into whole blocks. A ``MemoryRule`` states one such rule for a range
+of releases, with the engine source it was read from; ``memory_rule`` picks the rule of a release.
+The arithmetic lives in ``memory/engine_budget.py``; this module only describes and selects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.errors import CatalogError, InvalidScenarioError
+
+# what may count against the engine's memory fraction (or, with no fraction, against the device)
+Part = Literal["weights", "activation_peak", "non_torch", "cuda_context", "other_processes", "cuda_graphs"]
+
+_RELEASE = re.compile(r"^v?(\d+(?:\.\d+)*)")
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """A release number's sort key: its leading dotted integers ("0.6.5.dev3" -> (0, 6, 5)),
+    trailing zeros dropped so that 0.11 and 0.11.0 compare equal."""
+    match = _RELEASE.match(release.strip())
+    if not match:
+        raise ValueError(f"{release!r} is not a release number")
+    parts = [int(p) for p in match.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+class ActivationProfile(Frozen):
+    """How the engine sizes the memory its forward pass needs outside the KV cache."""
+
+    # sampler_and_forward: a dummy forward of `profile tokens` then a sampler pass over `sampler rows`
+    # of full-vocab logits (a × rows × vocab + b × tokens × hidden / TP); llamacpp_logits: one
+    # ubatch of logits; generic: a workspace per token × hidden; outside_fraction: not counted
+    model: Literal["sampler_and_forward", "llamacpp_logits", "generic", "outside_fraction"]
+    sampler_constant: str | None = None  # calibration.yaml id, bytes per (row × vocab entry)
+    forward_constant: str | None = None  # calibration.yaml id, bytes per (token × hidden / TP)
+    # the tokens of the profiled batch when max_num_batched_tokens is not stated: the engine's default
+    # (engines.yaml), or the max_model_len, at least `profile_tokens_floor` (V0 without chunked prefill)
+    profile_tokens: Literal["engine_default", "max_model_len"] = "engine_default"
+    profile_tokens_floor: int | None = Field(None, ge=1)
+    # chunked prefill turned on by the engine when max_model_len exceeds this; the batch is then
+    # `chunked_prefill_tokens` (None: the engine never turns it on by itself)
+    chunked_prefill_above_tokens: int | None = Field(None, ge=1)
+    chunked_prefill_tokens: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _constants_named(self) -> "ActivationProfile":
+        if self.model == "sampler_and_forward" and not (self.sampler_constant and self.forward_constant):
+            raise ValueError("a sampler_and_forward profile names its sampler_constant and forward_constant")
+        if (self.chunked_prefill_above_tokens is None) != (self.chunked_prefill_tokens is None):
+            raise ValueError("chunked_prefill_above_tokens and chunked_prefill_tokens come together")
+        return self
+
+
+class MemoryRule(Frozen):
+    """One engine's memory-budgeting rule over a range of its releases."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id
+    label: str  # what `fit` prints: "vLLM 0.11-0.20 (V1, CUDA graphs outside the fraction)"
+    first_release: str  # inclusive
+    last_release: str | None = None  # inclusive; None: every later release
+    # a second engine shipped beside the newer one over the same releases (vLLM V0 under
+    # VLLM_USE_V1=0); a release with no variant named gets the rule with the newest first_release
+    variant: str | None = None
+    default: bool = False  # the rule planned with when no engine_version is given
+    max_num_seqs_default: int | None = Field(None, ge=1)  # None: engines.yaml's default
+    budget: Literal["of_total", "of_free_after_weights", "no_fraction"]
+    counted: tuple[Part, ...]  # what counts against the fraction (the KV cache gets the rest)
+    activation: ActivationProfile
+    # none: no graphs; after_kv: captured after the KV cache is sized (out of the headroom the
+    # fraction leaves); estimated: a dummy capture is profiled and its memory counted
+    cuda_graphs: Literal["none", "after_kv", "estimated"]
+    cuda_graph_constant: str | None = None  # calibration.yaml id, bytes per GPU, when estimated
+    non_torch_constants: tuple[str, str] | None = None  # calibration.yaml ids: one GPU, several GPUs
+    block_rounding: Literal["whole_blocks", "none"]
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "MemoryRule":
+        release_key(self.first_release)
+        if self.last_release is not None and release_key(self.last_release) < release_key(self.first_release):
+            raise ValueError(f"last_release {self.last_release} is before first_release {self.first_release}")
+        if ("non_torch" in self.counted) != (self.non_torch_constants is not None):
+            raise ValueError("non_torch counted exactly when non_torch_constants are named")
+        if (self.cuda_graphs == "estimated") != ("cuda_graphs" in self.counted) or \
+                (self.cuda_graphs == "estimated") != (self.cuda_graph_constant is not None):
+            raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
+        if ("activation_peak" in self.counted) == (self.activation.model == "outside_fraction"):
+            raise ValueError("activation_peak is counted exactly when the activation is not outside the fraction")
+        return self
+
+    def covers(self, release: str) -> bool:
+        key = release_key(release)
+        return release_key(self.first_release) <= key and (
+            self.last_release is None or key <= release_key(self.last_release))
+
+    @property
+    def releases(self) -> str:
+        """The release range in words: "0.6.4-0.10.2", "0.11.0 and later"."""
+        if self.last_release is None:
+            return f"{self.first_release} and later"
+        return self.first_release if self.last_release == self.first_release else \
+            f"{self.first_release}-{self.last_release}"
+
+    def constant_ids(self) -> tuple[str, ...]:
+        a = self.activation
+        return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant,
+                                 *(self.non_torch_constants or ())) if c)
+
+
+def parse_engine_version(text: str) -> tuple[str, str | None]:
+    """The release number and the variant named in an engine_version ("0.8.5", "V0 0.8.5", "0.8.5 v0")."""
+    release, variant = None, None
+    for token in re.split(r"[\s,;/]+", text.strip()):
+        if not token:
+            continue
+        if re.fullmatch(r"[vV]\d+", token) and variant is None and release is None and "." not in token:
+            variant = token.upper()
+        elif _RELEASE.match(token) and release is None:
+            release = token.lstrip("vV")
+        elif re.fullmatch(r"[vV]\d+", token) and variant is None:
+            variant = token.upper()
+        else:
+            raise ValueError(f"{text!r} is not a release number")
+    if release is None:
+        raise ValueError(f"{text!r} names no release number")
+    return release, variant
+
+
+def engine_rules(rules, engine: str) -> list[MemoryRule]:
+    """An engine's rules, oldest releases first."""
+    return sorted((r for r in rules if r.engine == engine), key=lambda r: release_key(r.first_release))
+
+
+def allowed_releases(rules, engine: str) -> str:
+    return ", ".join(r.releases + (f" {r.variant}" if r.variant else "") for r in engine_rules(rules, engine))
+
+
+def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
+    """The rule of ``engine`` at ``release`` (None: the engine's default rule).
+
+    ``release`` is a release number, optionally with the variant it ran ("0.8.5 V0"). Raises
+    InvalidScenarioError (field ``engine_version``) for a string that is not one, or a release no
+    rule covers, naming the releases that are covered.
+    """
+    rules = engine_rules(catalog.memory_rules, engine)
+    if not rules:
+        raise CatalogError(f"no memory rule for engine {engine!r} in engine_memory_rules.yaml", field=engine)
+    if release is None:
+        return next(r for r in rules if r.default)
+    allowed = allowed_releases(catalog.memory_rules, engine)
+    try:
+        number, variant = parse_engine_version(release)
+        found = [r for r in rules if r.covers(number)]
+    except ValueError as exc:
+        raise InvalidScenarioError(f"{exc} (like 0.11.0)", field="engine_version", allowed=allowed) from None
+    if not found:
+        raise InvalidScenarioError(f"no {engine} release {number} has a known memory rule", field="engine_version",
+                                   allowed=allowed)
+    if variant is not None:
+        named = [r for r in found if r.variant == variant]
+        if not named:
+            raise InvalidScenarioError(f"{engine} {number} has no {variant} memory rule", field="engine_version",
+                                       allowed=allowed)
+        return named[0]
+    return max(found, key=lambda r: release_key(r.first_release))
+
+
+def check_memory_rules(catalog) -> None:
+    """Every rule names a known engine, known sources and calibration constants; an engine's ranges
+    do not overlap; each engine with rules has exactly one default."""
+    for rule in catalog.memory_rules:
+        where = f"memory_rules:{rule.id}"
+        if rule.engine not in catalog.engines:
+            raise CatalogError(f"{where}: unknown engine {rule.engine!r}", field=rule.id)
+        for source in rule.sources:
+            if source not in catalog.sources:
+                raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
+        for constant in rule.constant_ids():
+            if constant not in catalog.calibration:
+                raise CatalogError(f"{where}: unknown calibration constant {constant!r}", field=rule.id)
+    for engine in {r.engine for r in catalog.memory_rules}:
+        rules = engine_rules(catalog.memory_rules, engine)
+        if sum(r.default for r in rules) != 1:
+            raise CatalogError(f"memory_rules: engine {engine!r} needs exactly one default rule", field=engine)
+        for a, b in ((a, b) for i, a in enumerate(rules) for b in rules[i + 1:]):
+            overlap = a.last_release is None or release_key(a.last_release) >= release_key(b.first_release)
+            if overlap and (a.variant == b.variant or a.variant is None or b.variant is None):
+                raise CatalogError(f"memory_rules: {a.id} and {b.id} overlap", field=b.id)
