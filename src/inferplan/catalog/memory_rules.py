@@ -85,7 +85,9 @@ class MemoryRule(Frozen):
     # fraction leaves); estimated: a dummy capture is profiled and its memory counted
     cuda_graphs: Literal["none", "after_kv", "estimated"]
     cuda_graph_constant: str | None = None  # calibration.yaml id, bytes per GPU, when estimated
-    non_torch_constants: tuple[str, str] | None = None  # calibration.yaml ids: one GPU, several GPUs
+    # calibration.yaml ids (one GPU, several GPUs): the non-torch memory, subtracted when counted
+    # and otherwise reported as memory outside the fraction
+    non_torch_constants: tuple[str, str] | None = None
     block_rounding: Literal["whole_blocks", "none"]
     # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
     context_cache: ContextCache | None = None
@@ -100,8 +102,8 @@ class MemoryRule(Frozen):
         release_key(self.first_release)
         if self.last_release is not None and release_key(self.last_release) < release_key(self.first_release):
             raise ValueError(f"last_release {self.last_release} is before first_release {self.first_release}")
-        if ("non_torch" in self.counted) != (self.non_torch_constants is not None):
-            raise ValueError("non_torch counted exactly when non_torch_constants are named")
+        if "non_torch" in self.counted and self.non_torch_constants is None:
+            raise ValueError("counting non_torch memory needs non_torch_constants")
         if (self.cuda_graphs == "estimated") != ("cuda_graphs" in self.counted) or \
                 (self.cuda_graphs == "estimated") != (self.cuda_graph_constant is not None):
             raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
@@ -198,6 +200,10 @@ def check_memory_rules(catalog) -> None:
                        *(rule.compute_graph.sources if rule.compute_graph else ())):
             if source not in catalog.sources:
                 raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
+        block = catalog.engines.records[rule.engine].block_tokens.value
+        if (rule.block_rounding == "none") != (block == 1):
+            raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "
+                               f"block_tokens {block:g} in engines.yaml", field=rule.id)
         for constant in rule.constant_ids():
             if constant not in catalog.calibration:
                 raise CatalogError(f"{where}: unknown calibration constant {constant!r}", field=rule.id)

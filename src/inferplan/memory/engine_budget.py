@@ -9,8 +9,12 @@
   and a compute buffer, so what is left after those is what KV may use.
 - **MLX**: the share of unified memory macOS lets the GPU wire, minus weights and buffers.
 
-Constants the engines do not publish (activation bytes, runtime overhead, driver reserve) are
-named calibration constants in ``catalog/data/calibration.yaml`` with how they were fitted.
+Which of these parts count, how the activation peak is profiled and whether CUDA-graph memory is
+reserved differ between releases of one engine: each release line's rule is data
+(``catalog/data/engine_memory_rules.yaml``, selected by ``catalog.memory_rules.memory_rule``), and
+``engine_budget`` applies the rule it is given. Constants the engines do not publish (activation
+bytes, runtime overhead, CUDA-graph estimate, driver reserve) are named calibration constants in
+``catalog/data/calibration.yaml`` with how they were fitted.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults
 from inferplan.units import GiB
 
@@ -50,6 +55,8 @@ class EngineBudget:
     overhead_bytes_per_gpu: float  # non-torch: CUDA context, NCCL buffers, runtime
     kv_bytes_per_gpu: float  # may be negative: the shortfall
     assumptions: tuple[str, ...]
+    rule: MemoryRule | None = None  # the engine release's budgeting rule applied
+    cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized (0: not counted)
 
 
 def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str | None]:
@@ -74,29 +81,29 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str
     )
 
 
-def activation_bytes(catalog: Catalog, engine: str, arch: Architecture | None, settings: EngineSettings, tp: int) -> tuple[float, str]:
-    """Peak activation memory the engine reserves outside the KV cache, per GPU."""
+def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
+                     tp: int) -> tuple[float, str]:
+    """Peak activation memory the engine sizes outside the KV cache, per GPU, by the release's rule."""
     vocab = arch.vocab_size if arch else ASSUMED_VOCAB
     hidden = arch.hidden_size if arch else ASSUMED_HIDDEN
-    if engine == "vllm":
-        per_cell = catalog.constant("vllm-sampler-bytes-per-seq-vocab")
-        per_tok = catalog.constant("vllm-forward-bytes-per-token-hidden")
+    profile = rule.activation
+    per_tok = catalog.constant(profile.forward_constant) if profile.forward_constant else 0.0
+    if profile.model == "sampler_and_forward":
+        per_cell = catalog.constant(profile.sampler_constant)
         sampler = per_cell * settings.max_num_seqs * vocab
         forward = per_tok * settings.max_num_batched_tokens * hidden / tp
         return sampler + forward, (
-            f"vLLM activation peak = sampler profile ({per_cell:g} B × {settings.max_num_seqs} seqs × "
+            f"{rule.label}: activation peak = sampler profile ({per_cell:g} B × {settings.max_num_seqs} seqs × "
             f"{vocab} vocab) + forward ({per_tok:g} B × {settings.max_num_batched_tokens} tokens × "
             f"{hidden} hidden / TP {tp})"
         )
-    if engine == "llamacpp":
-        per_cell = catalog.constant("llamacpp-compute-bytes-per-ubatch-vocab")
+    if profile.model == "llamacpp_logits":
         ubatch = settings.prefill_micro_batch_tokens
-        return per_cell * ubatch * vocab, (
-            f"llama.cpp compute buffer ≈ {per_cell:g} B × n_ubatch {ubatch:g} × {vocab} vocab"
+        return per_tok * ubatch * vocab, (
+            f"llama.cpp compute buffer ≈ {per_tok:g} B × n_ubatch {ubatch:g} × {vocab} vocab"
         )
-    per_tok = catalog.constant("generic-activation-bytes-per-token-hidden")
     return per_tok * settings.max_num_batched_tokens * hidden / tp, (
-        f"{engine} activation workspace assumed {per_tok:g} B × {settings.max_num_batched_tokens} "
+        f"{rule.engine} activation workspace assumed {per_tok:g} B × {settings.max_num_batched_tokens} "
         f"tokens × {hidden} hidden / TP {tp}"
     )
 
@@ -120,10 +127,12 @@ def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acce
     )
 
 
-def overhead_bytes(catalog: Catalog, engine: str, gpus_in_instance: int) -> float:
-    """Non-torch memory per GPU: CUDA context and, with more than one GPU, NCCL buffers."""
-    key = "runtime-overhead-bytes-single-gpu" if gpus_in_instance == 1 else "runtime-overhead-bytes-multi-gpu"
-    return catalog.constant(key)
+def overhead_bytes(catalog: Catalog, rule: MemoryRule, gpus_in_instance: int) -> float:
+    """Non-torch memory per GPU (with more than one GPU, NCCL buffers too); the rule says whether it counts."""
+    if rule.non_torch_constants is None:
+        return 0.0
+    single, multi = rule.non_torch_constants
+    return catalog.constant(single if gpus_in_instance == 1 else multi)
 
 
 def engine_budget(
@@ -136,29 +145,34 @@ def engine_budget(
     settings: EngineSettings,
     tp: int,
     gpus_in_instance: int,
+    rule: MemoryRule | None = None,
 ) -> EngineBudget:
-    """What is left for the KV cache on each GPU of one engine instance."""
-    act, act_note = activation_bytes(catalog, engine.id, arch, settings, tp)
-    overhead = overhead_bytes(catalog, engine.id, gpus_in_instance)
+    """What is left for the KV cache on each GPU of one engine instance, by the release's rule
+    (None: the engine's default rule)."""
+    rule = rule or memory_rule(catalog, engine.id)
+    act, act_note = activation_bytes(catalog, rule, arch, settings, tp)
+    overhead = overhead_bytes(catalog, rule, gpus_in_instance)
+    graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant else 0.0
+    counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs}
+    parts = [counted[part] for part in rule.counted if part in counted]
     frac = settings.memory_fraction
-    notes = [act_note]
+    notes = [f"memory rule: {rule.label}", act_note]
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
-    if engine.memory_fraction_meaning == "of_total":
+    if graphs:
+        notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is sized")
+    shown = " − ".join(_PART_NAMES[p] for p in rule.counted if p in counted)
+    if rule.budget == "of_total":
         usable = total_bytes * frac
-        if engine.id == "sglang":  # activations and runtime sit outside mem_fraction_static
-            kv = usable - weights_bytes_per_gpu
-            notes.append(f"SGLang: KV pool = total × mem_fraction_static {frac:g} − weights")
-        else:
-            kv = usable - weights_bytes_per_gpu - act - overhead
-            notes.append(f"{engine.name}: KV = total × {frac:g} − weights − activations − runtime")
-    elif engine.memory_fraction_meaning == "of_free_after_weights":
+        kv = _less(usable, parts)
+        notes.append(f"{engine.name}: KV = total × {frac:g} − {shown}")
+    elif rule.budget == "of_free_after_weights":
         usable = total_bytes
-        kv = (total_bytes - weights_bytes_per_gpu - act - overhead) * frac
-        notes.append(f"{engine.name}: KV = free memory after weights and activations × {frac:g}")
+        kv = _less(total_bytes, parts) * frac
+        notes.append(f"{engine.name}: KV = (total − {shown}) × {frac:g}")
     else:
         usable = total_bytes
-        kv = total_bytes - weights_bytes_per_gpu - act - overhead
+        kv = _less(total_bytes, parts)
         notes.append(f"{engine.name}: no memory fraction; KV may use what weights and buffers leave")
     return EngineBudget(
         engine=engine.id,
@@ -169,4 +183,15 @@ def engine_budget(
         overhead_bytes_per_gpu=overhead,
         kv_bytes_per_gpu=kv,
         assumptions=tuple(notes),
+        rule=rule,
+        cuda_graph_bytes_per_gpu=graphs,
     )
+
+
+def _less(start: float, parts: list[float]) -> float:
+    for part in parts:  # one at a time, in the rule's order
+        start -= part
+    return start
+
+
+_PART_NAMES = {"weights": "weights", "activation_peak": "activations", "non_torch": "runtime", "cuda_graphs": "CUDA graphs"}

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
@@ -82,6 +83,9 @@ class MemoryFit(BaseModel):
     host_memory_bytes_used: float = 0.0
     host_memory_budget_bytes: float | None = None
     host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
+    # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
+    memory_rule_id: str = ""
+    memory_rule: str = ""
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -137,12 +141,18 @@ def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
 
 
-def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float) -> EngineSettings:
+def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
+                     max_len: int | None = None) -> EngineSettings:
+    """The engine's batch limits and fraction: stated, else the defaults of engines.yaml, except where the
+    release's rule sets them (a V0 profile batch of max_model_len tokens, V0's 256 sequences)."""
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.id not in engine.small_default_accelerators
     )
-    mnbt = d.max_num_batched_tokens or _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
-    seqs = d.max_num_seqs or min(_value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256), mnbt)
+    mnbt = d.max_num_batched_tokens or _rule_batch_tokens(rule, max_len) or \
+        _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
+    default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
+        _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256)
+    seqs = d.max_num_seqs or min(default_seqs, mnbt)
     measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
     # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
@@ -152,6 +162,17 @@ def _engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: flo
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
+
+
+def _rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
+    """The batch a release profiles when max_num_batched_tokens is not stated, where its rule sets it
+    (V0: the whole max_model_len, at least a floor, unless the engine turned chunked prefill on)."""
+    profile = rule.activation if rule else None
+    if profile is None or profile.profile_tokens != "max_model_len" or not max_len:
+        return None
+    if profile.chunked_prefill_above_tokens is not None and max_len > profile.chunked_prefill_above_tokens:
+        return profile.chunked_prefill_tokens
+    return max(max_len, profile.profile_tokens_floor or 1)
 
 
 def _value(q, default: float) -> float:
@@ -230,8 +251,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     split = offload_split(d, spec, w.estimate, plan.tensor_parallel_size * plan.pipeline_parallel_size, w.per_gpu)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
-    settings = _engine_settings(d, engine, hw.accel, total)
-    budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w)
+    rule = memory_rule(catalog, engine.id, d.engine_version)
+    profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
+    settings = _engine_settings(d, engine, hw.accel, total, rule, profile_len)
+    budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout
     if split is not None and split.host_kv_fraction:
@@ -262,6 +285,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
+        memory_rule_id=rule.id, memory_rule=rule.label,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
 
@@ -338,14 +362,15 @@ def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan
 
 
 def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
-             settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights) -> tuple[EngineBudget, list, list[str]]:
+             settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights,
+             rule: MemoryRule) -> tuple[EngineBudget, list, list[str]]:
     """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
     budget where the engine sizes every stage's cache by its own room (vLLM), and the notes."""
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
 
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
-                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp)
+                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule)
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0])

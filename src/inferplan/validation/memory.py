@@ -8,16 +8,24 @@ printed, and a point the planner refuses is kept with the refusal.
 The points come in three splits (``MemoryPoint.split``): ``calibration`` (memory.yaml, the records
 the vLLM constants are fitted on; the headline medians are over these, as before), and the field
 set (memory_field.yaml) of ``development`` and ``holdout`` records, the held-out ones declared
-before predicting. Each split and each engine release is summarised separately.
+before predicting. Each split, each engine release and each memory rule is summarised separately.
+
+Each record is planned with the memory-budgeting rule of the engine build it ran
+(``engine_memory_rules.yaml``): its ``engine_release`` (with the V0/V1 named in its
+``engine_version`` text), else a release number the ``engine_version`` text names, else the
+engine's default rule; ``MemoryCheck.rule_basis`` says which.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import memory_rule, parse_engine_version
 from inferplan.catalog.schema import MemoryPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -42,6 +50,8 @@ class MemoryCheck(BaseModel):
     predicted_fits: bool | None  # None when the planner refused the deployment (see ``refused``)
     caveats: tuple[str, ...]
     refused: str | None = None
+    memory_rule: str = ""  # the label of the engine rule the record was planned with
+    rule_basis: Literal["engine_release", "engine_version text", "default"] = "default"
 
 
 class SplitSummary(BaseModel):
@@ -71,6 +81,26 @@ class MemoryValidation(BaseModel):
     holdout: SplitSummary
     field: SplitSummary  # development + holdout
     by_engine_version: tuple[SplitSummary, ...]  # field records, one row per engine release
+    by_rule: tuple[SplitSummary, ...] = ()  # field records, one row per memory rule applied
+
+
+_VARIANT = re.compile(r"^\s*(V\d+)\b")
+
+
+def record_engine_version(point: MemoryPoint) -> tuple[str | None, str]:
+    """The engine_version a record is planned with, and where it came from: the record's
+    engine_release (with a leading "V0"/"V1" of its engine_version text), else the release number
+    that text names, else None (the engine's default rule)."""
+    variant = _VARIANT.match(point.engine_version)
+    if point.engine_release:
+        return point.engine_release + (f" {variant.group(1)}" if variant else ""), "engine_release"
+    for token in re.findall(r"v?\d+(?:\.\d+)+", point.engine_version):
+        try:
+            parse_engine_version(token)
+        except ValueError:
+            continue
+        return token.lstrip("v") + (f" {variant.group(1)}" if variant else ""), "engine_version text"
+    return None, "default"
 
 
 def deployment_for(point: MemoryPoint) -> Deployment:
@@ -85,6 +115,8 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         kv_cache_dtype=point.kv_cache_dtype,
         quantization=point.quantization,
         engine=point.engine,
+        engine_version=record_engine_version(point)[0],
+        max_num_seqs=s.max_num_seqs,
     )
 
 
@@ -96,9 +128,11 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
     m = point.measured
     mw = m.weights_bytes_per_gpu.value if m.weights_bytes_per_gpu else None
     mkv = m.kv_cache_bytes_per_gpu.value if m.kv_cache_bytes_per_gpu else None
+    version, basis = record_engine_version(point)
     common = dict(id=point.id, split=point.split, engine=point.engine, engine_version=point.engine_version,
                   accelerator=point.accelerator, measured_weights_bytes=mw, measured_kv_bytes=mkv,
-                  measured_fits=m.fits, caveats=point.caveats)
+                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis,
+                  memory_rule=memory_rule(catalog, point.engine, version).label)
     try:
         result = fit(deployment_for(point), catalog)
     except InferplanError as e:
@@ -142,6 +176,7 @@ def validate_memory(catalog: Catalog | None = None) -> MemoryValidation:
     calibration = summarise("calibration", [c for c in checks if c.split == "calibration"])
     field = [c for c in checks if c.split != "calibration"]
     releases = sorted({release(c) for c in field})
+    rules = sorted({c.memory_rule for c in field})
     return MemoryValidation(
         checks=checks,
         median_abs_weights_error=calibration.median_abs_weights_error,
@@ -150,4 +185,5 @@ def validate_memory(catalog: Catalog | None = None) -> MemoryValidation:
         holdout=summarise("holdout", [c for c in field if c.split == "holdout"]),
         field=summarise("field (development + holdout)", field),
         by_engine_version=tuple(summarise(r, [c for c in field if release(c) == r]) for r in releases),
+        by_rule=tuple(summarise(r, [c for c in field if c.memory_rule == r]) for r in rules),
     )
