@@ -14,6 +14,7 @@ from inferplan.catalog.memory_rules import memory_rule
 from inferplan.memory.context_cache import compute_buffer_bytes, context_kv, padded_context
 from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.resolve import resolve_model
+from inferplan.validation.memory import validate_memory
 
 MiB = 2**20
 LOCAL = Path(DATA_DIR) / "measurements" / "memory_field_local.yaml"
@@ -96,3 +97,15 @@ def test_flash_attention_drops_the_score_matrix(catalog):
     without, _ = compute_buffer_bytes(_graph(catalog), catalog, arch, flash_attention=False, **kwargs)
     with_fa, _ = compute_buffer_bytes(_graph(catalog), catalog, arch, flash_attention=True, **kwargs)
     assert without > 8 * with_fa  # 32 heads of f32 scores against a 6-byte mask per cell
+
+
+def test_validate_memory_scores_llama_cpp_by_the_cache_it_allocates(catalog):
+    # fails when the rule is unwired: the cache would then be all the memory left (+1269 % on l02)
+    by_id = {c.id: c for c in validate_memory(catalog).checks}
+    held_out = by_id["l02-qwen3-coder-480b-mi300x-rocm-4k"]
+    assert held_out.kv_error == pytest.approx(0.0, abs=1e-3)
+    assert held_out.compute_buffer_error == pytest.approx(0.0, abs=5e-3)
+    # no build printed: the default rule pads 70000 to 70144 cells where the log's build padded to 70016
+    strix = by_id["l01-qwen3-30b-a3b-strix-halo-vulkan-70k-fails"]
+    assert strix.kv_error == pytest.approx((70144 - 70016) / 70016, rel=1e-3)
+    assert strix.predicted_fits  # the log failed on Vulkan's single-allocation cap, which the planner does not model

@@ -25,6 +25,7 @@ class ContextKv:
 
     tokens: int  # the context after the engine's rounding (llama.cpp prints it as the cache's cells)
     bytes_per_gpu: float
+    fits: bool  # the room weights, buffers and runtime leave holds it
     note: str
 
 
@@ -34,14 +35,26 @@ def padded_context(rule: ContextCache, tokens: int, flash_attention: bool) -> in
     return math.ceil(tokens / pad) * pad
 
 
-def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attention: bool, sequences: int = 1) -> ContextKv:
-    """The KV cache allocated for a context of ``tokens`` (shared by ``sequences`` slots, llama.cpp's
-    unified cache), per GPU."""
+def context_settings(rule: ContextCache, flash_attention: bool | None, tokens: int) -> dict:
+    """The engine settings a context-sized cache adds: flash attention (stated, else the release's
+    default) and the padded context the compute buffer is sized for."""
+    fa = rule.flash_attention_default if flash_attention is None else flash_attention
+    return {"flash_attention": fa, "context_tokens": padded_context(rule, tokens, fa)}
+
+
+def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attention: bool,
+               room_bytes: float = math.inf) -> ContextKv:
+    """The KV cache allocated for a context of ``tokens`` on each GPU (llama.cpp's slots share one
+    cache of n_ctx cells), and whether the ``room_bytes`` the rest of the memory leaves holds it."""
     cells = padded_context(rule, tokens, flash_attention)
-    per_gpu = layout.sequence_bytes_per_gpu(cells) + (sequences - 1) * layout.state_bytes_per_seq_per_gpu
+    per_gpu = layout.sequence_bytes_per_gpu(cells)
     how = "allocated at start-up" if rule.allocated == "at_start" else f"grown in {rule.padding_tokens}-token steps"
-    return ContextKv(cells, per_gpu, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} cells "
-                                     f"(a multiple of {rule.padding(flash_attention)}), {per_gpu / MiB:,.2f} MiB per GPU")
+    fits = per_gpu <= room_bytes
+    room = "" if math.isinf(room_bytes) else \
+        f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
+    return ContextKv(cells, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} cells "
+                                           f"(a multiple of {rule.padding(flash_attention)}), "
+                                           f"{per_gpu / MiB:,.2f} MiB per GPU{room}")
 
 
 def compute_buffer_bytes(graph: ComputeGraph, catalog: Catalog, arch: Architecture, *, context_tokens: int,
