@@ -90,10 +90,21 @@ def test_unpublished_architecture_needs_a_stated_kv_size(sketch_catalog):
     assert any("assumed vocab" in a for a in r.assumptions)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp", "mlx"])
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_every_engine_gives_a_budget(engine):
     r = run(model="llama-3.1-8b", gpu="H100", engine=engine, max_model_len=8192)
     assert r.fits and r.kv_cache_bytes_per_gpu > 40 * GiB
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "mlx"])
+def test_a_context_sized_cache_is_what_the_context_needs(engine):
+    # llama.cpp allocates n_ctx (padded to 256), mlx-lm grows in 256-token steps: 8192 × 128 KiB
+    r = run(model="llama-3.1-8b", gpu="H100", engine=engine, max_model_len=8192)
+    assert r.fits and r.kv_cache_allocated_bytes_per_gpu == 8192 * 128 * 1024
+    assert r.kv_cache_bytes_per_gpu > 40 * GiB  # the room a longer context could take
+    assert run(model="llama-3.1-8b", gpu="H100", engine=engine, max_model_len=8000).kv_cache_allocated_bytes_per_gpu \
+        == 8192 * 128 * 1024
+    assert run(model="llama-3.1-8b", gpu="H100", engine="vllm").kv_cache_allocated_bytes_per_gpu is None
 
 
 def test_sglang_reserves_less_for_kv_than_full_memory():

@@ -16,13 +16,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.schema import SLUG, Frozen
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
 Part = Literal["weights", "activation_peak", "non_torch", "cuda_context", "other_processes", "cuda_graphs"]
 
-_RELEASE = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")
+_RELEASE = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")  # b: a llama.cpp build ("b6934")
 
 
 def release_key(release: str) -> tuple[int, ...]:
@@ -88,6 +89,9 @@ class MemoryRule(Frozen):
     # and otherwise reported as memory outside the fraction
     non_torch_constants: tuple[str, str] | None = None
     block_rounding: Literal["whole_blocks", "none"]
+    # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
+    context_cache: ContextCache | None = None
+    compute_graph: ComputeGraph | None = None  # llama.cpp's compute buffer, in place of `activation`
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -122,7 +126,8 @@ class MemoryRule(Frozen):
 
     def constant_ids(self) -> tuple[str, ...]:
         a = self.activation
-        return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant,
+        graph = self.compute_graph.activation_constant if self.compute_graph else None
+        return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph,
                                  *(self.non_torch_constants or ())) if c)
 
 
@@ -196,7 +201,8 @@ def check_memory_rules(catalog) -> None:
         where = f"memory_rules:{rule.id}"
         if rule.engine not in catalog.engines:
             raise CatalogError(f"{where}: unknown engine {rule.engine!r}", field=rule.id)
-        for source in rule.sources:
+        for source in (*rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
+                       *(rule.compute_graph.sources if rule.compute_graph else ())):
             if source not in catalog.sources:
                 raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
         block = catalog.engines.records[rule.engine].block_tokens.value

@@ -311,13 +311,14 @@ class CalibrationConstant(Frozen):
 
 
 class MemorySettings(Frozen):
-    gpu_memory_utilization: float = Field(gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)  # None: the engine has no fraction (llama.cpp)
     max_model_len: int = Field(ge=1)
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
     max_num_seqs: int | None = Field(None, ge=1)
     enforce_eager: bool | None = None  # no CUDA graphs captured
     n_ubatch: int | None = Field(None, ge=1)  # llama.cpp physical batch
+    flash_attention: bool | None = None  # llama.cpp -fa as the log printed it
 
 
 class MemoryMeasured(Frozen):

@@ -31,6 +31,8 @@ class Deployment(Input):
     max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
     ubatch_size: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS,
                                     description="llama.cpp n_ubatch: the micro-batch a prompt chunk runs in (default 512)")
+    flash_attention: bool | None = Field(None, description="llama.cpp -fa on/off (default: the release's rule: auto, i.e. on, "
+                                         "from b6935; off before)")
     max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
     kv_cache_dtype: str = "auto"
     quantization: str | None = None

@@ -25,6 +25,7 @@ from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults
+from inferplan.memory.context_cache import compute_buffer_bytes
 from inferplan.units import GiB
 
 
@@ -43,6 +44,9 @@ class EngineSettings:
     # max_num_seqs and max_num_batched_tokens bound each pipeline micro-batch, not the instance
     # (engines.yaml pp_batch_limits: TensorRT-LLM)
     limits_per_micro_batch: bool = False
+    # an engine that sizes its KV cache by the context (llama.cpp, MLX): the context after its padding
+    context_tokens: int | None = None
+    flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,10 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
             f"{vocab} vocab) + forward ({per_tok:g} B × {settings.max_num_batched_tokens} tokens × "
             f"{hidden} hidden / TP {tp})"
         )
+    if rule.compute_graph is not None and arch is not None and settings.context_tokens:
+        return compute_buffer_bytes(rule.compute_graph, catalog, arch, context_tokens=settings.context_tokens,
+                                    ubatch_tokens=settings.prefill_micro_batch_tokens,
+                                    flash_attention=settings.flash_attention, tp=tp)
     if profile.model == "llamacpp_logits":
         ubatch = settings.prefill_micro_batch_tokens
         return per_tok * ubatch * vocab, (

@@ -22,6 +22,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_cache import context_kv, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
@@ -66,6 +67,8 @@ class MemoryFit(BaseModel):
     activation_bytes_per_gpu: float
     overhead_bytes_per_gpu: float
     kv_cache_bytes_per_gpu: float  # memory each GPU has for the KV cache (0 when none)
+    # llama.cpp, MLX: the cache the engine allocates for max_model_len, padded (None: the cache is the room above)
+    kv_cache_allocated_bytes_per_gpu: float | None = None
     kv_cache_bytes_per_token: float  # one token of context across one instance, all layers
     state_bytes_per_sequence: float  # linear-attention / Mamba state per sequence, per instance
     kv_cache_tokens: int  # tokens of context one instance holds in sequences of max_model_len (windows and states included)
@@ -222,6 +225,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     rule = memory_rule(catalog, engine.id, d.engine_version)
     profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len)
+    if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
+        settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
+                                                                    _planned_length(d, spec, None)))
     budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout
@@ -229,6 +235,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         layout = host_kv_layout(layout, split.host_kv_fraction)
     context_notes, capped = check_context(d, spec, engine)
     held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+    ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len, settings.flash_attention,
+                                            budget.kv_bytes_per_gpu)
+    if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
+        held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *budget_notes, *layout_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
@@ -254,6 +264,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
+        kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
 

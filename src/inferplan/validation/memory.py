@@ -52,6 +52,10 @@ class MemoryCheck(BaseModel):
     refused: str | None = None
     memory_rule: str = ""  # the label of the engine rule the record was planned with
     rule_basis: Literal["engine_release", "engine_version text", "default"] = "default"
+    # llama.cpp's printed compute buffer against the planned activation memory (None: not printed)
+    measured_compute_buffer_bytes: float | None = None
+    predicted_compute_buffer_bytes: float | None = None
+    compute_buffer_error: float | None = None
 
 
 class SplitSummary(BaseModel):
@@ -117,6 +121,8 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         engine=point.engine,
         engine_version=record_engine_version(point)[0],
         max_num_seqs=s.max_num_seqs,
+        ubatch_size=s.n_ubatch,
+        flash_attention=s.flash_attention,
     )
 
 
@@ -128,23 +134,28 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
     m = point.measured
     mw = m.weights_bytes_per_gpu.value if m.weights_bytes_per_gpu else None
     mkv = m.kv_cache_bytes_per_gpu.value if m.kv_cache_bytes_per_gpu else None
+    mcb = m.compute_buffer_bytes_per_gpu.value if m.compute_buffer_bytes_per_gpu else None
     version, basis = record_engine_version(point)
     common = dict(id=point.id, split=point.split, engine=point.engine, engine_version=point.engine_version,
                   accelerator=point.accelerator, measured_weights_bytes=mw, measured_kv_bytes=mkv,
-                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis)
+                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis, measured_compute_buffer_bytes=mcb)
     try:
         common["memory_rule"] = memory_rule(catalog, point.engine, version).label
         result = fit(deployment_for(point), catalog)
     except InferplanError as e:
         return MemoryCheck(**common, predicted_weights_bytes=None, weights_error=None, predicted_kv_bytes=None,
                            kv_error=None, predicted_fits=None, refused=str(e))
+    # llama.cpp and MLX print the cache they allocate for the context; the others the room they give it
+    kv = result.kv_cache_allocated_bytes_per_gpu or result.kv_cache_bytes_per_gpu
     return MemoryCheck(
         **common,
         predicted_weights_bytes=result.weights_bytes_per_gpu,
         weights_error=_rel(result.weights_bytes_per_gpu, mw),
-        predicted_kv_bytes=result.kv_cache_bytes_per_gpu,
-        kv_error=_rel(result.kv_cache_bytes_per_gpu, mkv),
+        predicted_kv_bytes=kv,
+        kv_error=_rel(kv, mkv),
         predicted_fits=result.fits,
+        predicted_compute_buffer_bytes=result.activation_bytes_per_gpu if mcb else None,
+        compute_buffer_error=_rel(result.activation_bytes_per_gpu, mcb),
     )
 
 

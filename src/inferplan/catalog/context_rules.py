@@ -1,0 +1,54 @@
+"""How an engine that sizes its KV cache by the context sizes it, and llama.cpp's compute buffer.
+
+llama.cpp allocates the KV cache for the whole ``n_ctx`` at start-up (rounded up to a padding),
+next to the weights and a compute buffer; mlx-lm grows its cache in fixed steps as tokens
+arrive, so a context of N tokens holds N rounded up to the step. Neither engine has a memory
+fraction: the cache is what the context needs, and the question is whether weights + cache +
+buffers fit the device. A ``ContextCache`` states one release line's rounding; a ``ComputeGraph``
+states the parts of llama.cpp's compute buffer. Both are fields of a ``MemoryRule``
+(``engine_memory_rules.yaml``) with the engine source they were read from.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from inferplan.catalog.schema import Frozen
+
+
+class ContextCache(Frozen):
+    """The KV cache an engine sizes by the context instead of by the memory left."""
+
+    # at_start: the whole (padded) context is allocated when the engine starts (llama.cpp n_ctx);
+    # in_steps: the cache grows by `padding_tokens` as tokens arrive (mlx-lm KVCache.step)
+    allocated: Literal["at_start", "in_steps"]
+    padding_tokens: int = Field(ge=1)  # the context is rounded up to a multiple of this
+    # the rounding without flash attention, where it differs (llama.cpp before the 256-token pad)
+    padding_tokens_without_flash_attention: int | None = Field(None, ge=1)
+    # flash attention when the deployment does not say (llama.cpp: -fa off before the auto default)
+    flash_attention_default: bool = True
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    def padding(self, flash_attention: bool) -> int:
+        if not flash_attention and self.padding_tokens_without_flash_attention is not None:
+            return self.padding_tokens_without_flash_attention
+        return self.padding_tokens
+
+
+class ComputeGraph(Frozen):
+    """llama.cpp's compute buffer for one ubatch: the larger of the attention branch and the output
+    branch of the graph it reserves at start-up (the allocator reuses memory between them).
+
+    attention branch: n_ctx × n_ubatch × (n_head × score bytes + mask bytes) + activation bytes ×
+    n_ubatch × hidden; with flash attention no score matrix is built. output branch: n_ubatch ×
+    (vocab + hidden) × logits bytes (the f32 logits of the whole ubatch and the last hidden state).
+    """
+
+    score_bytes: float = Field(gt=0)  # one K·Q score (f32), per n_ctx × n_ubatch × n_head, without flash attention
+    mask_bytes: float = Field(gt=0)  # the KQ mask per n_ctx × n_ubatch, without flash attention
+    mask_bytes_flash_attention: float = Field(gt=0)  # the mask with flash attention (f32 + its f16 copy)
+    activation_constant: str  # calibration.yaml id: bytes per n_ubatch × hidden in the attention branch
+    logits_bytes: float = Field(gt=0)  # per n_ubatch × (vocab + hidden)
+    sources: tuple[str, ...] = Field(min_length=1)

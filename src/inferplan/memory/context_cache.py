@@ -1,0 +1,75 @@
+"""The KV cache and compute buffer of an engine that sizes its cache by the context (llama.cpp, MLX).
+
+llama.cpp allocates the cache for the whole ``n_ctx`` when it starts, rounded up to the release's
+padding (``ContextCache``), next to the weights and a compute buffer; mlx-lm grows its cache in
+256-token steps, so a context of N tokens holds N rounded up to the step. The cache is therefore
+what the context needs, not what memory is left: a deployment fits when weights + cache + compute
+buffer + runtime fit the device. The rules are data (``engine_memory_rules.yaml``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture
+from inferplan.catalog.context_rules import ComputeGraph, ContextCache
+from inferplan.catalog.loader import Catalog
+from inferplan.memory.kv_cache import KvLayout
+from inferplan.units import MiB
+
+
+@dataclass(frozen=True)
+class ContextKv:
+    """The cache an engine holds for one context, per GPU."""
+
+    tokens: int  # the context after the engine's rounding (llama.cpp prints it as the cache's cells)
+    bytes_per_gpu: float
+    fits: bool  # the room weights, buffers and runtime leave holds it
+    note: str
+
+
+def padded_context(rule: ContextCache, tokens: int, flash_attention: bool) -> int:
+    """The context the engine allocates for: ``tokens`` rounded up to the release's padding."""
+    pad = rule.padding(flash_attention)
+    return math.ceil(tokens / pad) * pad
+
+
+def context_settings(rule: ContextCache, flash_attention: bool | None, tokens: int) -> dict:
+    """The engine settings a context-sized cache adds: flash attention (stated, else the release's
+    default) and the padded context the compute buffer is sized for."""
+    fa = rule.flash_attention_default if flash_attention is None else flash_attention
+    return {"flash_attention": fa, "context_tokens": padded_context(rule, tokens, fa)}
+
+
+def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attention: bool,
+               room_bytes: float = math.inf) -> ContextKv:
+    """The KV cache allocated for a context of ``tokens`` on each GPU (llama.cpp's slots share one
+    cache of n_ctx cells), and whether the ``room_bytes`` the rest of the memory leaves holds it."""
+    cells = padded_context(rule, tokens, flash_attention)
+    per_gpu = layout.sequence_bytes_per_gpu(cells)
+    how = "allocated at start-up" if rule.allocated == "at_start" else f"grown in {rule.padding_tokens}-token steps"
+    fits = per_gpu <= room_bytes
+    room = "" if math.isinf(room_bytes) else \
+        f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
+    return ContextKv(cells, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} cells "
+                                           f"(a multiple of {rule.padding(flash_attention)}), "
+                                           f"{per_gpu / MiB:,.2f} MiB per GPU{room}")
+
+
+def compute_buffer_bytes(graph: ComputeGraph, catalog: Catalog, arch: Architecture, *, context_tokens: int,
+                         ubatch_tokens: int, flash_attention: bool, tp: int = 1) -> tuple[float, str]:
+    """llama.cpp's compute buffer on one GPU: the larger of the attention branch (K·Q scores and mask
+    over the whole context for one ubatch, plus its activations) and the output branch (the
+    ubatch's logits)."""
+    heads = arch.num_attention_heads / tp
+    per_cell = graph.mask_bytes_flash_attention if flash_attention else graph.mask_bytes + heads * graph.score_bytes
+    activations = catalog.constant(graph.activation_constant) * ubatch_tokens * arch.hidden_size / tp
+    attention = context_tokens * ubatch_tokens * per_cell + activations
+    output = ubatch_tokens * (arch.vocab_size + arch.hidden_size) * graph.logits_bytes
+    kind = "flash attention: no score matrix" if flash_attention else f"{heads:g} heads of f32 scores"
+    return max(attention, output), (
+        f"llama.cpp compute buffer = max(attention branch {attention / MiB:,.2f} MiB ({context_tokens:,} cells × "
+        f"n_ubatch {ubatch_tokens} × mask{'' if flash_attention else ' + scores'}, {kind}; + activations), "
+        f"output branch {output / MiB:,.2f} MiB (n_ubatch × (vocab {arch.vocab_size:,} + hidden {arch.hidden_size:,})))"
+    )
