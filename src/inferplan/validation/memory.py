@@ -113,6 +113,7 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         model=point.model,
         gpu=point.accelerator,
         tensor_parallel_size=point.tensor_parallel_size,
+        pipeline_parallel_size=point.pipeline_parallel_size,
         gpu_memory_utilization=s.gpu_memory_utilization,
         max_model_len=s.max_model_len,
         max_num_batched_tokens=s.max_num_batched_tokens,
