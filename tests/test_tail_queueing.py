@@ -142,14 +142,18 @@ def test_approximate_many_rows_are_approximate_of_each_candidate():
         assert many.row(i) == one
 
 
+def _start_up_curve() -> ServiceCurve:
+    step = (0.02, 0.03)
+    return ServiceCurve(slots=64, concurrency=(1, 64), tpot_s=step, decode_step_s=step,
+                        prefill_s_per_token=(1e-4, 1e-4), ttft_s=(0.05, 0.05), prompt_tokens=(1, 2048),
+                        prompt_s=(0.02, 0.2), prefill_s=0.05, request_overhead_s=0.0, token_budget=2048,
+                        tokens_per_step=1.0, input_tokens=200, output_tokens=100)
+
+
 def test_a_closed_loop_start_queues_its_prompts_as_the_simulation_does():
     from inferplan.search.simulate import simulate
 
-    step = (0.02, 0.03)
-    curve = ServiceCurve(slots=64, concurrency=(1, 64), tpot_s=step, decode_step_s=step,
-                         prefill_s_per_token=(1e-4, 1e-4), ttft_s=(0.05, 0.05), prompt_tokens=(1, 2048),
-                         prompt_s=(0.02, 0.2), prefill_s=0.05, request_overhead_s=0.0, token_budget=2048,
-                         tokens_per_step=1.0, input_tokens=200, output_tokens=100)
+    curve = _start_up_curve()
     steady = Load(arrival="closed", clients=64, input_tokens=200, output_tokens=100)
     at_once = steady.model_copy(update={"closed_loop_requests": 64})  # every request in the start-up burst
     sim = simulate(curve, at_once, requests=64, seed=0)
@@ -157,3 +161,17 @@ def test_a_closed_loop_start_queues_its_prompts_as_the_simulation_does():
     assert approximate(curve, steady).ttft_p99_s < 0.5 < sim.ttft_p99_s  # the burst is what makes the tail
     for q in ("p50", "p99"):
         assert getattr(approx, f"ttft_{q}_s") == pytest.approx(getattr(sim, f"ttft_{q}_s"), rel=0.25)
+
+
+def test_cached_first_requests_skip_the_start_up_queue_in_both_models():
+    from inferplan.search.simulate import simulate
+
+    curve = _start_up_curve()
+    at_once = Load(arrival="closed", clients=64, closed_loop_requests=64, input_tokens=200, output_tokens=100)
+    half = at_once.model_copy(update={"cached_first_requests": 32})
+    cold, warm = simulate(curve, at_once, requests=64), simulate(curve, half, requests=64)
+    assert warm.ttft_p99_s < 0.6 * cold.ttft_p99_s  # half the prompts to prefill: about half the queue
+    assert warm.ttft_p50_s < 0.5 * cold.ttft_p50_s  # the cached half rides the first steps
+    approx = approximate(curve, half)
+    for q in ("p50", "p99"):
+        assert getattr(approx, f"ttft_{q}_s") == pytest.approx(getattr(warm, f"ttft_{q}_s"), rel=0.3, abs=0.03)

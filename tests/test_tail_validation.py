@@ -34,3 +34,8 @@ def test_a_closed_loop_point_is_modelled_as_its_clients():
     p = next(p for p in load_catalog().latency_points if p.max_concurrency == 16)
     load = latency._load(p)
     assert load.arrival == "closed" and load.clients == 16
+
+
+def test_a_run_repeating_an_earlier_runs_prompts_starts_with_them_cached():
+    p = next(p for p in load_catalog().latency_points if p.id == "l-sglcb-l31-70b-a100-8k1k-c64")
+    assert latency._load(p).cached_first_requests == 80  # the scenario's 80-prompt run went before it

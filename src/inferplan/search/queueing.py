@@ -24,7 +24,10 @@ arrivals). A state whose rate exceeds what the replica can serve makes the resul
 A closed loop of C clients runs at a batch of ``min(C, c)``, clients beyond the slots waiting
 ``C / throughput − cycle``; when the run's length is stated (``closed_loop_requests`` N), the C
 requests its clients send together at the start (a share C/N) queue for the prompt budget one
-behind the other, the k-th after k prompts.
+behind the other, the k-th after k prompts; the ``cached_first_requests`` among them (prompts the
+prefix cache holds) go first, their first token at the end of the first step (full of the others'
+prompt chunks). Cached requests after the start are taken as uncached (the simulation runs them as
+one-token prompts).
 """
 
 from __future__ import annotations
@@ -271,6 +274,7 @@ class _State:
     stable: np.ndarray
     tpot_quantiles_s: tuple[np.ndarray, ...]  # TPOT at each of QUANTILES of the batch a request averages over
     start_queue_s: np.ndarray | None = None  # a closed loop's start: the last of its clients' prompts sent together
+    start_step_s: np.ndarray | None = None  # a closed loop's start: one step full of prompt tokens
 
 
 def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
@@ -331,7 +335,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
-                  tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None)
+                  tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None,
+                  start_step_s=full_step if start else None)
 
 
 def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
@@ -397,11 +402,14 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)
     ttft_base = base[..., None] + own
     e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes
+    cached = min(load.cached_first_requests / load.clients, 1.0) if load.arrival == "closed" else 0.0
+    place = (np.arange(nodes) + 0.5) / nodes  # a start request's place in the start-up queue
     for i, s in enumerate(solved):  # a closed loop's start: mean lengths, the start-up queue over nodes
-        if s.start_queue_s is not None:
-            queue = s.start_queue_s[:, None] * (np.arange(nodes) + 0.5) / nodes
-            ttft_base[:, i] = base[:, i, None] + prompt[:, i, None] + queue
-            e2e_base[:, i] = base[:, i, None] + prompt[:, i, None] + tpot[:, i, None] * (load.output_tokens - 1) + queue
+        if s.start_queue_s is not None:  # the cached prompts go first, in the first step beside others' chunks
+            queue = s.start_queue_s[:, None] * np.maximum(place - cached, 0.0)
+            own = np.where(place < cached, s.start_step_s[:, None] if cached < 1 else 0.0, prompt[:, i, None])
+            ttft_base[:, i] = base[:, i, None] + own + queue
+            e2e_base[:, i] = base[:, i, None] + own + tpot[:, i, None] * (load.output_tokens - 1) + queue
     stable = np.all(stack("stable"), axis=1)
     result = {}
     for which, q in enumerate(QUANTILES):

@@ -8,7 +8,9 @@ alone (no measured profile, as speed validation scores it); the load is
 - no rate limit and a ``max_concurrency`` C: a closed loop of C clients, each sending its next
   request when the last one ends, for the run's ``num_prompts`` requests;
 - no rate limit and no cap: every one of ``num_prompts`` requests sent at once (a closed loop with
-  one client per request).
+  one client per request);
+- ``prompts_cached_at_start`` K: the run's first K prompts repeat an earlier run's on the same
+  server, so the prefix cache serves them (``Load.cached_first_requests``).
 
 Lengths: the stated means; their spread by the benchmark's dataset (``DATASET_LENGTH_SCV``). The
 simulation runs the run's own number of requests, repeated with fresh seeds to
@@ -105,6 +107,8 @@ def _load(p: LatencyPoint) -> Load:
     in_scv, out_scv = DATASET_LENGTH_SCV.get((p.engine, p.dataset), (1.0, 1.0))
     shape = dict(input_tokens=p.input_tokens, output_tokens=p.output_tokens, input_tokens_scv=in_scv,
                  output_tokens_scv=out_scv)
+    if p.prompts_cached_at_start is not None:
+        shape["cached_first_requests"] = round(p.prompts_cached_at_start.value)
     if p.request_rate_per_s is not None:
         return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, **shape)
     return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts),
