@@ -95,7 +95,7 @@ class LoadSummary(_Frozen):
     monthly_tokens: float
     users: int | None
     workload: str | None
-    trace: str | None = None  # the trace file replayed, when the load is one
+    trace: str | None = None  # the trace replayed (its file, or how many rows were given inline), when the load is one
 
 
 class SearchResult(_Frozen):
