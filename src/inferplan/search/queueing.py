@@ -17,6 +17,13 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
    the spread of how many of its steps carry another request's prompt chunk (binomial).
 
+A run of stated length (``open_loop_requests`` N, a benchmark's ``num_prompts``) starts empty and
+may end before it settles: its running batch follows ``dn/dt = λ − n / E[S](1 + n)`` over the
+run's N / λ seconds (each request seeing the mean over its own life), the slots fill no further
+than the run's last batch (their offered load is capped there), and each queue's mean wait is the
+share of its steady mean that a run of that span reaches (the relaxation of reflected Brownian
+motion; ``transient.py``). Prompt lengths count only the tokens the prefix cache does not serve.
+
 Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
 it lasted, and the percentiles are those of the mixture (requests weighted by their state's
 arrivals). A state whose rate exceeds what the replica can serve makes the result unstable.
@@ -41,6 +48,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.search.arrivals import Load, lognormal_nodes
 from inferplan.search.service import ServiceCurve
+from inferplan.search.transient import run_batch, settled_share
 
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
@@ -114,6 +122,7 @@ class CurveTable:
     token_budget: np.ndarray
     tokens_per_step: np.ndarray
     input_tokens: np.ndarray
+    uncached_share: np.ndarray  # of a prompt's tokens, those the prefix cache does not serve
 
     @classmethod
     def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
@@ -129,7 +138,8 @@ class CurveTable:
         return cls(concurrency=pad("concurrency"), tpot_s=pad("tpot_s"), ttft_s=pad("ttft_s"),
                    decode_step_s=pad("decode_step_s"), prefill_s_per_token=pad("prefill_s_per_token"),
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
-                   tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"))
+                   tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
+                   uncached_share=col("uncached_share"))
 
     def take(self, rows: np.ndarray) -> "CurveTable":
         """One row per candidate: row ``rows[i]`` of every array."""
@@ -266,7 +276,7 @@ class _State:
     batch: np.ndarray  # the batch a request runs in
     tpot_s: np.ndarray
     prefill_s: np.ndarray  # own prompt at the mean length beside the batch
-    prefill_slope_s: np.ndarray  # per prompt token more or less than the mean
+    prefill_slope_s: np.ndarray  # per prompt token more or less than the mean (its uncached share prefilled)
     base_s: np.ndarray  # overhead, residual step and fixed waits before the prompt
     p_wait: np.ndarray
     mean_wait_s: np.ndarray
@@ -288,7 +298,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     """One arrival state for every candidate; ``t`` holds each candidate's own curve row. ``start``:
     the requests a closed loop's clients send together at its start, which queue for the prompt
     budget one behind the other (the k-th waits for k prompts: uniform up to all of them)."""
-    out_mean, in_mean = load.output_tokens, load.input_tokens
+    out_mean, in_mean = load.output_tokens, load.input_tokens * t.uncached_share  # prompt tokens to prefill
     ca2 = load.arrival_scv()
     if load.arrival == "closed":
         running = np.minimum(rate, slots)  # here ``rate`` carries clients per replica
@@ -304,10 +314,16 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
         for _ in range(FIXED_POINT_STEPS):  # the smallest fixed point, from below
             tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
             running = np.minimum(lam * service, slots)
-        batch = np.minimum(1 + running, slots)
         _, _, full = _service(t, slots, out_mean)
+        offered = lam * full  # the slots' load at the full-batch service time
+        if load.open_loop_requests is not None:  # a run that ends before its batch settles
+            mean_run, end_run = run_batch(lambda b: _service(t, b, out_mean)[2], load.open_loop_requests, lam, slots)
+            running = np.minimum(running, mean_run)
+            offered = np.minimum(offered, end_run)  # the slots fill no further than the run's last batch
+            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
+        batch = np.minimum(1 + running, slots)
         cs2 = _service_scv(tpot, prompt, load)
-        p_slot, w_slot = mgc_wait(lam, full, cs2, slots, ca2)
+        p_slot, w_slot = mgc_wait(lam, offered / np.maximum(lam, 1e-300), cs2, slots, ca2)
         sigma = np.sqrt(LIFETIME_BATCH_VARIANCE * running)
         slot_wait = np.zeros_like(lam)
     step = _interp_rows(batch, t.concurrency, t.decode_step_s)
@@ -324,15 +340,19 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
         w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
         rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
+    if load.open_loop_requests is not None and load.arrival != "closed":  # a run too short to settle
+        span = load.open_loop_requests / np.maximum(lam, 1e-300)
+        w_slot = w_slot * settled_share(span, w_slot, lam * full / slots)
+        w_prompt = w_prompt * settled_share(span, w_prompt, rho_p)
     busy = 1 - np.exp(-running)
     residual = busy * step / 2
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
     stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
-    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free))
+    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
     tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
                    + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
-    return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
+    return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None,
@@ -340,14 +360,14 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
 
 
 def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
-                         free: np.ndarray) -> np.ndarray:
+                         free: np.ndarray, prompt_tokens: np.ndarray) -> np.ndarray:
     """Variance of a request's TPOT from which of its steps carry another request's prompt chunk.
     A prompt of ``I`` tokens rides ``ceil(I / free)`` steps, each longer by its chunk × the cost per
     prompt token; a share ``f`` (chunks arriving per step) of steps is such a step, so over a
     request's ``(o − 1)/τ`` steps the count is binomial: variance ``f(1 − f) Δ² / (τ (o − 1))`` per
     token, averaged over the output lengths (log-normal nodes)."""
-    chunks = np.ceil(load.input_tokens / free)
-    delta = load.input_tokens / chunks * per_token
+    chunks = np.ceil(prompt_tokens / free)
+    delta = prompt_tokens / chunks * per_token
     f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
     outputs = lognormal_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES)
     inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))

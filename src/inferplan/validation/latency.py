@@ -111,7 +111,7 @@ def _load(p: LatencyPoint) -> Load:
     if 0 < _cached(p) < p.num_prompts:  # every prompt cached: the workload's hit rate (``_workload``)
         shape["cached_first_requests"] = _cached(p)
     if p.request_rate_per_s is not None:
-        return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, **shape)
+        return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, open_loop_requests=p.num_prompts, **shape)
     return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts),
                 closed_loop_requests=p.num_prompts, **shape)
 
