@@ -206,3 +206,10 @@ def test_a_short_poisson_run_never_reaches_the_steady_state_batch():
     run, settled = approximate(curve, short), approximate(curve, steady)
     assert run.tpot_p50_s < 0.85 * settled.tpot_p50_s and run.ttft_p99_s <= settled.ttft_p99_s
     assert run.tpot_p50_s == pytest.approx(float(np.mean([r.tpot_p50_s for r in sims])), rel=0.15)
+
+
+def test_a_run_split_over_replicas_is_each_replicas_share_of_it():
+    curve = _prefill_curve()
+    one = Load(request_rate_per_s=4.0, input_tokens=100, output_tokens=400, open_loop_requests=40)
+    two = one.model_copy(update={"request_rate_per_s": 8.0, "open_loop_requests": 80})
+    assert approximate(curve, two, replicas=2).tpot_p50_s == pytest.approx(approximate(curve, one).tpot_p50_s, rel=1e-9)

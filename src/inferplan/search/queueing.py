@@ -294,7 +294,8 @@ def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
     return tpot, prompt, prompt + (output_mean - 1) * tpot
 
 
-def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray, start: bool = False) -> _State:
+def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray, start: bool = False,
+                 span_s: np.ndarray | None = None) -> _State:
     """One arrival state for every candidate; ``t`` holds each candidate's own curve row. ``start``:
     the requests a closed loop's clients send together at its start, which queue for the prompt
     budget one behind the other (the k-th waits for k prompts: uniform up to all of them)."""
@@ -316,8 +317,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
             running = np.minimum(lam * service, slots)
         _, _, full = _service(t, slots, out_mean)
         offered = lam * full  # the slots' load at the full-batch service time
-        if load.open_loop_requests is not None:  # a run that ends before its batch settles
-            mean_run, end_run = run_batch(lambda b: _service(t, b, out_mean)[2], load.open_loop_requests, lam, slots)
+        if span_s is not None:  # a run that ends before its batch settles
+            mean_run, end_run = run_batch(lambda b: _service(t, b, out_mean)[2], span_s, lam, slots)
             running = np.minimum(running, mean_run)
             offered = np.minimum(offered, end_run)  # the slots fill no further than the run's last batch
             tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
@@ -340,10 +341,9 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
         w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
         rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
-    if load.open_loop_requests is not None and load.arrival != "closed":  # a run too short to settle
-        span = load.open_loop_requests / np.maximum(lam, 1e-300)
-        w_slot = w_slot * settled_share(span, w_slot, lam * full / slots)
-        w_prompt = w_prompt * settled_share(span, w_prompt, rho_p)
+    if span_s is not None and load.arrival != "closed":  # a run too short to settle
+        w_slot = w_slot * settled_share(span_s, w_slot, lam * full / slots)
+        w_prompt = w_prompt * settled_share(span_s, w_prompt, rho_p)
     busy = 1 - np.exp(-running)
     residual = busy * step / 2
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
@@ -402,7 +402,8 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
         solved = [_solve_state(table, load, clients, cap, start=i == 1) for i in range(len(states))]
     else:
         states = [(share, mean_rate * factor / reps) for share, factor in _state_factors(load)]
-        solved = [_solve_state(table, load, rate, cap) for _, rate in states]
+        span = load.open_loop_requests / np.maximum(mean_rate, 1e-300) if load.open_loop_requests else None
+        solved = [_solve_state(table, load, rate, cap, span_s=span) for _, rate in states]
     weights = np.array([share for share, _ in states])
     return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
 

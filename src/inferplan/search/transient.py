@@ -17,14 +17,13 @@ import numpy as np
 RUN_STEPS = 64  # Euler steps over the run's arrivals (as many again after them)
 
 
-def run_batch(service_s: Callable[[np.ndarray], np.ndarray], requests: int, lam: np.ndarray,
+def run_batch(service_s: Callable[[np.ndarray], np.ndarray], span_s: np.ndarray, lam: np.ndarray,
               slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the running batch a request of the run sees over its life, the batch at the run's last
-    arrival) for ``requests`` arrivals at ``lam`` per second into an empty instance whose request
-    takes ``service_s(1 + n)`` seconds beside ``n`` others: ``RUN_STEPS`` Euler steps over the run's
-    span, then as many with no arrivals; each arrival's batch is the mean over its service time."""
-    span = requests / np.maximum(lam, 1e-300)
-    dt = span / RUN_STEPS
+    arrival) for ``span_s`` seconds of arrivals at ``lam`` per second into an empty instance whose
+    request takes ``service_s(1 + n)`` seconds beside ``n`` others: ``RUN_STEPS`` Euler steps over
+    the span, then as many with no arrivals; each arrival's batch is the mean over its service time."""
+    dt = span_s / RUN_STEPS
     n = np.zeros_like(lam)
     path = []
     for k in range(2 * RUN_STEPS):
