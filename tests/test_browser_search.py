@@ -57,3 +57,31 @@ def test_an_impossible_target_explains_every_family(page, server):
     assert page.text_content("#search-status") == "nothing meets every target"
     assert page.locator("#search-infeasible li").count() > 3
     assert page.evaluate("document.getElementById('search-infeasible-box').open")
+
+
+def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
+    import json
+
+    rows = [{"arrival_s": 0.25 * i, "input_tokens": 1500, "output_tokens": 300} for i in range(40)]
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-8b")
+    page.fill("#search-top", "3")
+    text = "\n".join(json.dumps(r) for r in rows)
+    page.set_input_files("#search-trace", files=[{"name": "t.jsonl", "mimeType": "application/jsonl",
+                                                  "buffer": text.encode()}])
+    page.click("#search-run")
+    searched(page)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    assert "trace 40 rows given inline" in page.text_content("#search-summary")
+    assert page.locator("#search-table tbody tr").count() >= 1
+    bad = [dict(r) for r in rows]
+    bad[2]["input_tokens"] = "many"
+    page.set_input_files("#search-trace", files=[{"name": "t.jsonl", "mimeType": "application/jsonl",
+                                                  "buffer": "\n".join(json.dumps(r) for r in bad).encode()}])
+    page.click("#search-run")
+    page.wait_for_function("() => !document.getElementById('search-error').hidden", timeout=60000)
+    error = page.text_content("#search-error")
+    assert "trace.2.input_tokens" in error and "row 2" in error
+    assert all("status of 422" in p for p in page.problems), page.problems  # the refusal, and nothing else
+    page.problems.clear()

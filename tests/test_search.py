@@ -78,11 +78,19 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
     assert pools, "no disaggregated deployment among the picks"
     rl = resolve_load(catalog, _request())
     for r in pools[:3]:
-        dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
-                         engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
-                         max_model_len=rl.max_model_len)
-        full = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
-                             points=evaluate.CURVE_POINTS)
+        prefill_pool, decode_pool = r.pools
+        assert (prefill_pool.role, decode_pool.role) == ("prefill", "decode")
+        assert (prefill_pool.instances, decode_pool.instances) == (r.prefill_instances, r.decode_instances)
+        assert r.gpus == prefill_pool.instances * prefill_pool.gpus_per_instance + decode_pool.instances * decode_pool.gpus_per_instance
+
+        def curve(pool):
+            dep = Deployment(model=r.model, gpu=r.accelerator, gpus=pool.gpus_per_instance, quantization=r.quantization,
+                             engine=r.engine, kv_cache_dtype=r.kv_cache_dtype,
+                             tensor_parallel_size=pool.tensor_parallel_size, max_model_len=rl.max_model_len)
+            return service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
+                                 points=evaluate.CURVE_POINTS)
+
+        full = curve(decode_pool)
 
         def decode_tpot(n: float) -> float:  # a decode-only step per token advanced
             return float(np.interp(n, full.concurrency, full.decode_step_s)) / full.tokens_per_step
@@ -91,7 +99,7 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
         for _ in range(50):
             n = min(max(lam_d * rl.output_len * decode_tpot(n), 1.0), r.max_num_seqs)
         tpot = decode_tpot(n)
-        prefill = float(full.ttft_s[0])
+        prefill = float(curve(prefill_pool).ttft_s[0])  # a lone prompt in the prefill pool's own layout
         wait = float(mgc_wait_quantile(rl.request_rate_per_s, prefill, 0.0, r.prefill_instances, 0.95)
                      + mgc_wait_quantile(lam_d, rl.output_len * tpot, 0.0, r.max_num_seqs, 0.95))
         assert tpot <= res.targets.tpot_p95_s
@@ -325,3 +333,64 @@ def test_an_engine_is_searched_on_a_stack_no_measurement_checks_only_when_named(
     assert "mlx" not in engines and "vllm" in engines
     named = build_space(catalog, SearchRequest(**base, engines=("mlx",)), input_len=1000, output_len=100).cells
     assert named and {c.engine for c in named} == {"mlx"}
+
+
+def test_separate_pools_share_systems_gpu_by_gpu():
+    from inferplan.search.space import Cell, Platform
+
+    class _Sys:  # a stand-in system: only its presence matters to the packing
+        id = "eight-gpu-system"
+
+    p = Platform("eight-gpu-system", accelerator=None, system=_Sys(), gpus=8, domain_gpus=8)
+    tp4, tp8 = (Cell("m", p, "fp8", "native", "auto", "vllm", tp, 1) for tp in (4, 8))
+    assert evaluate.pool_units(tp8, tp4, np.array([2.0, 3.0]), np.array([1.0, 1.0])).tolist() == [2.0, 3.0]
+    assert evaluate.pool_units(tp4, tp4, np.array([3.0]), np.array([2.0])).tolist() == [3.0]  # one layout: 5 × TP4
+
+
+def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layout_pair(catalog):
+    """Every (decode cell, prefill layout) pair of the small space, every pool size up to 40 and every
+    running cap, scored by the closed formulas the search uses for separate pools: its cheapest
+    disaggregated pick is the minimum, and it is found with prefill and decode in their own layouts."""
+    req = _request(speculative=False, top=1000)
+    found = search(req, catalog)
+    rl = resolve_load(catalog, req)
+    lam, out = rl.request_rate_per_s, rl.output_len
+    models = []
+    for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
+        try:
+            models.append(evaluate.model_cell(catalog, cell, rl, unit_costs(catalog, cell.platform, cell.model),
+                                              disaggregate=True))
+        except InferplanError:
+            continue
+    sizes = np.arange(1, 41, dtype=float)
+    p, q = (a.ravel() for a in np.meshgrid(sizes, sizes, indexing="ij"))
+    best = math.inf
+    for dec in models:
+        for pre in models:
+            same = (pre.cell.model, pre.cell.platform.id, pre.cell.engine, pre.cell.quantization, pre.cell.kv_cache_dtype)
+            if not dec.disaggregates or same != (dec.cell.model, dec.cell.platform.id, dec.cell.engine,
+                                                 dec.cell.quantization, dec.cell.kv_cache_dtype):
+                continue
+            per_unit = min(x for x in (dec.costs.owner_usd_per_month, dec.costs.rent_usd_per_month) if x is not None)
+            prefill = float(pre.curve.ttft_s[0])
+            gpus = p * pre.cell.gpus + q * dec.cell.gpus
+            kv = dec.kv_bytes_per_request / evaluate._link_bytes_per_s(dec, gpus, min(pre.cell.gpus, dec.cell.gpus))
+            for cap in sorted({float(np.clip(round(c), 1, dec.curve.slots)) for c in dec.curve.concurrency}):
+                n = np.ones_like(q)
+                for _ in range(50):
+                    n = np.clip(lam / q * out * dec.decode_tpot_s(n), 1.0, cap)
+                tpot = dec.decode_tpot_s(n)
+                ttft = {}
+                for name, level in (("p95", 0.95), ("p99", 0.99)):
+                    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                        ttft[name] = (mgc_wait_quantile(lam, prefill, 0.0, p, level)
+                                      + mgc_wait_quantile(lam / q, out * tpot, 0.0, cap, level) + prefill + kv)
+                ok = ((lam * prefill / p < 1) & (lam / q * out * tpot / cap < 1) & (tpot <= TARGETS.tpot_p95_s)
+                      & (ttft["p95"] <= TARGETS.ttft_p95_s) & (ttft["p99"] <= TARGETS.ttft_p99_s)
+                      & (ttft["p95"] + out * tpot <= TARGETS.e2e_p95_s))
+                if ok.any():
+                    cost = evaluate.pool_units(dec.cell, pre.cell, p[ok], q[ok]) * per_unit
+                    best = min(best, float(cost.min()))
+    pools = [r for r in found.results if r.disaggregated]
+    assert pools and min(r.monthly_usd for r in pools) == pytest.approx(best, rel=1e-9)
+    assert any(r.pools[0].tensor_parallel_size != r.pools[1].tensor_parallel_size for r in pools)  # own layouts searched

@@ -142,14 +142,18 @@ def test_approximate_many_rows_are_approximate_of_each_candidate():
         assert many.row(i) == one
 
 
+def _start_up_curve() -> ServiceCurve:
+    step = (0.02, 0.03)
+    return ServiceCurve(slots=64, concurrency=(1, 64), tpot_s=step, decode_step_s=step,
+                        prefill_s_per_token=(1e-4, 1e-4), ttft_s=(0.05, 0.05), prompt_tokens=(1, 2048),
+                        prompt_s=(0.02, 0.2), prefill_s=0.05, request_overhead_s=0.0, token_budget=2048,
+                        tokens_per_step=1.0, input_tokens=200, output_tokens=100)
+
+
 def test_a_closed_loop_start_queues_its_prompts_as_the_simulation_does():
     from inferplan.search.simulate import simulate
 
-    step = (0.02, 0.03)
-    curve = ServiceCurve(slots=64, concurrency=(1, 64), tpot_s=step, decode_step_s=step,
-                         prefill_s_per_token=(1e-4, 1e-4), ttft_s=(0.05, 0.05), prompt_tokens=(1, 2048),
-                         prompt_s=(0.02, 0.2), prefill_s=0.05, request_overhead_s=0.0, token_budget=2048,
-                         tokens_per_step=1.0, input_tokens=200, output_tokens=100)
+    curve = _start_up_curve()
     steady = Load(arrival="closed", clients=64, input_tokens=200, output_tokens=100)
     at_once = steady.model_copy(update={"closed_loop_requests": 64})  # every request in the start-up burst
     sim = simulate(curve, at_once, requests=64, seed=0)
@@ -157,3 +161,55 @@ def test_a_closed_loop_start_queues_its_prompts_as_the_simulation_does():
     assert approximate(curve, steady).ttft_p99_s < 0.5 < sim.ttft_p99_s  # the burst is what makes the tail
     for q in ("p50", "p99"):
         assert getattr(approx, f"ttft_{q}_s") == pytest.approx(getattr(sim, f"ttft_{q}_s"), rel=0.25)
+
+
+def test_cached_first_requests_skip_the_start_up_queue_in_both_models():
+    from inferplan.search.simulate import simulate
+
+    curve = _start_up_curve()
+    at_once = Load(arrival="closed", clients=64, closed_loop_requests=64, input_tokens=200, output_tokens=100)
+    half = at_once.model_copy(update={"cached_first_requests": 32})
+    cold, warm = simulate(curve, at_once, requests=64), simulate(curve, half, requests=64)
+    assert warm.ttft_p99_s < 0.6 * cold.ttft_p99_s  # half the prompts to prefill: about half the queue
+    assert warm.ttft_p50_s < 0.5 * cold.ttft_p50_s  # the cached half rides the first steps
+    approx = approximate(curve, half)
+    for q in ("p50", "p99"):
+        assert getattr(approx, f"ttft_{q}_s") == pytest.approx(getattr(warm, f"ttft_{q}_s"), rel=0.3, abs=0.03)
+
+
+def _prefill_curve(uncached_share: float = 1.0) -> ServiceCurve:
+    """Prompts cost 0.1 ms a token in a step of 20–60 ms; 128 slots; a 4,096-token step budget; a
+    1,000-token prompt's TTFT is its uncached tokens' cost in one step."""
+    ttft = 0.02 + 1000 * uncached_share * 1e-4
+    return ServiceCurve(slots=128, concurrency=(1, 128), tpot_s=(0.02, 0.06), decode_step_s=(0.02, 0.06),
+                        prefill_s_per_token=(1e-4, 1e-4), ttft_s=(ttft, ttft), prompt_tokens=(1, 4096),
+                        prompt_s=(0.02, 0.43), prefill_s=0.1, request_overhead_s=0.0, token_budget=4096,
+                        tokens_per_step=1.0, input_tokens=1000, output_tokens=200, uncached_share=uncached_share)
+
+
+def test_a_prompt_cache_shortens_the_spread_of_prompts_in_both_models():
+    from inferplan.search.simulate import simulate
+
+    load = Load(request_rate_per_s=2.0, input_tokens=1000, output_tokens=200, input_tokens_scv=1.0)
+    curve = _prefill_curve(uncached_share=0.1)  # nine prompt tokens in ten come from the cache
+    sim, approx = simulate(curve, load, requests=4000, seed=1), approximate(curve, load)
+    assert approx.ttft_p99_s == pytest.approx(sim.ttft_p99_s, rel=0.3)
+
+
+def test_a_short_poisson_run_never_reaches_the_steady_state_batch():
+    from inferplan.search.simulate import simulate
+
+    curve = _prefill_curve()
+    steady = Load(request_rate_per_s=4.0, input_tokens=100, output_tokens=400)  # settles near 65 running
+    short = steady.model_copy(update={"open_loop_requests": 40})  # 10 s of arrivals; a request lasts 8–24 s
+    sims = [simulate(curve, short, requests=40, seed=s) for s in range(40)]
+    run, settled = approximate(curve, short), approximate(curve, steady)
+    assert run.tpot_p50_s < 0.85 * settled.tpot_p50_s and run.ttft_p99_s <= settled.ttft_p99_s
+    assert run.tpot_p50_s == pytest.approx(float(np.mean([r.tpot_p50_s for r in sims])), rel=0.15)
+
+
+def test_a_run_split_over_replicas_is_each_replicas_share_of_it():
+    curve = _prefill_curve()
+    one = Load(request_rate_per_s=4.0, input_tokens=100, output_tokens=400, open_loop_requests=40)
+    two = one.model_copy(update={"request_rate_per_s": 8.0, "open_loop_requests": 80})
+    assert approximate(curve, two, replicas=2).tpot_p50_s == pytest.approx(approximate(curve, one).tpot_p50_s, rel=1e-9)

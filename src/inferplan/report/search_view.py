@@ -19,16 +19,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def _cell_text(tp: int, pp: int, dp: int, expert_parallel: bool, gpus: int) -> str:
+    if expert_parallel:
+        return f"DP{dp} + EP{gpus}"
+    return f"TP{tp}" + (f" PP{pp}" if pp > 1 else "")
+
+
 def layout_text(d: Deployed) -> str:
-    cell = f"TP{d.tensor_parallel_size}"
-    if d.pipeline_parallel_size > 1:
-        cell += f" PP{d.pipeline_parallel_size}"
-    if d.expert_parallel:
-        cell = f"DP{d.data_parallel_size} + EP{d.gpus_per_instance}"
-    pools = (f"{d.prefill_instances} prefill + {d.decode_instances} decode instances" if d.disaggregated
-             else _plural(d.replicas, "instance"))
     spec = f", MTP {d.speculative_tokens} draft" if d.speculative_tokens else ""
-    return f"{cell} × {pools}, ≤ {d.max_num_seqs} running each{spec}"
+    if d.pools:  # separate pools, each in its own layout
+        pools = " + ".join(f"{p.role} {_cell_text(p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size, p.expert_parallel, p.gpus_per_instance)}"
+                           f" × {p.instances}" for p in d.pools)
+        return f"{pools}, ≤ {d.max_num_seqs} running per decode instance{spec}"
+    cell = _cell_text(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.expert_parallel,
+                      d.gpus_per_instance)
+    return f"{cell} × {_plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{spec}"
 
 
 def deployment_text(d: Deployed) -> str:

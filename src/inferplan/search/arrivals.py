@@ -12,6 +12,10 @@ Arrival processes:
   benchmark's ``--max-concurrency`` with no rate limit); with ``closed_loop_requests`` the run is
   that long and starts with every client sending at once.
 
+``cached_first_requests`` K: the first K requests sent find their whole prompt in the prefix cache
+(a benchmark client that draws its prompts from a fixed seed repeats an earlier run's first
+prompts; the engine recomputes one token).
+
 Prompt and output lengths (``poisson``, ``bursty``, ``closed``) are log-normal with the stated mean
 and squared coefficient of variation (SCV 0: every request the mean, rounded).
 """
@@ -42,6 +46,12 @@ class Load(Input):
     closed_loop_requests: int | None = Field(
         None, ge=1, le=100_000_000, description="requests a closed loop sends in all (a benchmark's num_prompts): its "
         "clients send their first requests together, so that share of requests meets a start-up queue (closed)")
+    cached_first_requests: int = Field(
+        0, ge=0, le=100_000_000, description="the first requests sent whose prompts the prefix cache already holds "
+        "(a benchmark repeating an earlier run's prompts on the same server): each prefills one token")
+    open_loop_requests: int | None = Field(
+        None, ge=1, le=100_000_000, description="requests a Poisson or bursty run sends in all (a benchmark's "
+        "num_prompts), starting empty: a short run may end before its running batch reaches the steady state")
     input_tokens: float = Field(1024, ge=1, le=1e8, description="mean prompt tokens per request")
     output_tokens: float = Field(256, ge=1, le=1e8, description="mean output tokens per request")
     input_tokens_scv: float = Field(0.0, ge=0, le=100, description="squared coefficient of variation of prompt lengths")
@@ -57,6 +67,8 @@ class Load(Input):
             raise ValueError("clients: a closed loop needs a number of clients")
         if self.closed_loop_requests is not None and self.arrival != "closed":
             raise ValueError("closed_loop_requests: applies only to a closed loop")
+        if self.open_loop_requests is not None and not needs_rate:
+            raise ValueError("open_loop_requests: applies only to Poisson or bursty arrivals")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("trace: trace arrivals need a trace")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:

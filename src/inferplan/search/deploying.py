@@ -11,14 +11,18 @@ from inferplan.search.load import ResolvedLoad
 from inferplan.search.space import Cell
 
 
-def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, disaggregated: bool) -> str:
-    """The command that starts one instance (``deploy.launch_command``); with separate pools, the
-    prefill and the decode instance's, one per line. A setting the engine's flags cannot express is
-    said in words instead of a command."""
-    drafts = Speculative(method="mtp", tokens=cell.speculative_tokens) if cell.speculative_tokens else None
-    roles = ("prefill", "decode") if disaggregated else ("both",)
+def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *,
+                prefill: tuple[Deployment, Cell] | None = None) -> str:
+    """The command that starts one instance (``deploy.launch_command``); with separate pools
+    (``prefill``: the prefill instances' own deployment and cell), the prefill and the decode
+    instance's, one per line, each in its own layout. A setting the engine's flags cannot express
+    is said in words instead of a command."""
+    def drafts(c: Cell) -> Speculative | None:
+        return Speculative(method="mtp", tokens=c.speculative_tokens) if c.speculative_tokens else None
+
+    roles = [("prefill", *prefill), ("decode", d, cell)] if prefill is not None else [("both", d, cell)]
     try:
-        return "\n".join(launch_command(d, catalog, role=role, speculative=drafts).text for role in roles)
+        return "\n".join(launch_command(dep, catalog, role=role, speculative=drafts(c)).text for role, dep, c in roles)
     except InferplanError as exc:
         return f"no launch command: {exc.describe()}"
 

@@ -2,8 +2,9 @@
 
 The expensive work — the memory fit and the serving curve of one engine instance
 (``queueing.service_curve`` over the performance model) — runs once per cell. Every candidate on
-that cell (replicas × running-sequence cap, or prefill × decode instances × cap when prefill and
-decode run in separate pools) is then a row of arrays: its tail latency from the vectorised
+that cell (replicas × running-sequence cap, or — when prefill and decode run in separate pools —
+prefill instances of any layout of the same family × decode instances of this cell × cap) is then a
+row of arrays: its tail latency from the vectorised
 queueing approximation and its price from the platform's unit costs. No Python loop per candidate.
 """
 
@@ -103,6 +104,7 @@ class Grid:
     rent_usd_per_month: np.ndarray  # nan: not priced to rent (no listing, or buying asked for)
     capex_usd: np.ndarray  # nan: no purchase price
     power_w: np.ndarray  # nan: no power figure
+    prefill_model: "CellModel | None" = None  # separate pools: the prefill instances' own layout (the cell's: decode)
 
     def __len__(self) -> int:
         return len(self.replicas)
@@ -139,36 +141,77 @@ def _aggregated_points(cm: CellModel, rl: ResolvedLoad) -> tuple[np.ndarray, np.
     return pairs[:, 1], pairs[:, 0]
 
 
-def _disaggregated_points(cm: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
-    """A cell's candidates with separate prefill and decode pools, up to the queueing waits: each
-    decode instance's running batch from Little's law (n = rate × output × TPOT(n)), its TPOT on
-    decode-only steps, the KV cache's crossing of the link joining the pools."""
+def _decode_side(cm: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
+    """A decode pool of cell ``cm`` over (running cap, instances): each instance's running batch from
+    Little's law (n = rate × output × TPOT(n)) on decode-only steps, and the wait for a slot at
+    each quantile (M/G/c, ``queueing.mgc_wait_quantile``)."""
     lam, out = rl.request_rate_per_s, rl.output_len
-    prefill_s = float(cm.curve.ttft_s[0])
     caps = _caps(cm.curve)
-    p_least = np.array([max(np.ceil(lam * prefill_s * (1 + 1e-9)), 1.0)])
-    p_counts = np.unique(_counts(p_least, POOL_STEPS, POOL_FACTORS))
     q_least = np.maximum(np.ceil(lam / _most_per_instance(cm, caps, prefill=False) * (1 + 1e-9)), 1)
     q_counts = _counts(q_least, POOL_STEPS, POOL_FACTORS)  # per cap
-    cq = np.unique(np.stack([np.repeat(caps, q_counts.shape[1]), q_counts.ravel()], axis=1), axis=0)
-    p = np.repeat(p_counts, len(cq))
-    cap = np.tile(cq[:, 0], len(p_counts))
-    q = np.tile(cq[:, 1], len(p_counts))
-    kv_s = cm.kv_bytes_per_request / _link_bytes_per_s(cm, (p + q) * cm.cell.gpus)
+    cap, q = np.unique(np.stack([np.repeat(caps, q_counts.shape[1]), q_counts.ravel()], axis=1), axis=0).T
     lam_d = lam / q
     n = np.ones_like(cap)
     for _ in range(12):
         n = np.clip(lam_d * out * cm.decode_tpot_s(n), 1.0, cap)
     tpot = cm.decode_tpot_s(n)
-    util = np.maximum(lam * prefill_s / p, lam_d * out * tpot / cap)
-    return {"prefill": p, "decode": q, "cap": cap, "kv_s": kv_s, "lam_d": lam_d, "tpot": tpot, "util": util,
-            "prefill_s": np.full_like(cap, prefill_s)}
+    side = {"cap": cap, "decode": q, "tpot": tpot, "util": lam_d * out * tpot / cap}
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        for name, level in QUANTILES.items():
+            side[name] = mgc_wait_quantile(lam_d, out * tpot, rl.load.output_tokens_scv, cap, level)
+    return side
+
+
+def _prefill_side(pre: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
+    """A prefill pool of cell ``pre`` over its instance counts: a lone prompt at ``pre``'s speed, and
+    the wait for an instance at each quantile (M/G/c)."""
+    lam = rl.request_rate_per_s
+    prefill_s = float(pre.curve.ttft_s[0])
+    p = np.unique(_counts(np.array([max(np.ceil(lam * prefill_s * (1 + 1e-9)), 1.0)]), POOL_STEPS, POOL_FACTORS))
+    side = {"prefill": p, "prefill_s": np.full_like(p, prefill_s), "util": lam * prefill_s / p}
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        for name, level in QUANTILES.items():
+            side[name] = mgc_wait_quantile(lam, prefill_s, rl.load.input_tokens_scv, p, level)
+    return side
+
+
+def _pool_grid(dec: CellModel, pre: CellModel, d: dict, f: dict, rl: ResolvedLoad) -> tuple[dict, dict]:
+    """Every prefill count of ``f`` beside every (cap, decode count) of ``d``: a prompt waits for a
+    prefill instance, runs alone, its KV cache crosses the link joining the pools, and it waits for a
+    decode slot. (candidate columns, tail latency columns)."""
+    both = lambda x, y: (x[:, None] + y[None, :]).ravel()  # noqa: E731  prefill × decode, flattened
+    k, m = len(f["prefill"]), len(d["cap"])
+    p, q, cap = np.repeat(f["prefill"], m), np.tile(d["decode"], k), np.tile(d["cap"], k)
+    tpot = np.tile(d["tpot"], k)
+    gpus = p * pre.cell.gpus + q * dec.cell.gpus
+    kv_s = dec.kv_bytes_per_request / _link_bytes_per_s(dec, gpus, min(pre.cell.gpus, dec.cell.gpus))
+    util = np.maximum(np.repeat(f["util"], m), np.tile(d["util"], k))
+    tail = {"utilisation": util, "stable": (util < 1) & np.isfinite(kv_s), "output_tokens_per_s_per_user": 1 / tpot,
+            "tpot_p95_s": tpot}
+    for name in QUANTILES:
+        tail[f"ttft_{name}_s"] = both(f[name] + f["prefill_s"], d[name]) + kv_s
+    tail["e2e_p95_s"] = tail["ttft_p95_s"] + rl.output_len * tpot
+    return {"prefill": p, "decode": q, "cap": cap, "kv_s": kv_s}, tail
+
+
+def prefill_partners(models: list[CellModel]) -> list[list[CellModel]]:
+    """For each cell, the cells its prefill pool may run (none unless the engine runs separate
+    pools): the same model, platform, engine, weight format and KV-cache type — the KV cache is
+    handed over as it is — in any layout, without drafts (a prefill instance drafts nothing)."""
+    groups: dict[tuple, list[CellModel]] = {}
+    for m in models:
+        c = m.cell
+        if m.disaggregates and not c.speculative_tokens:
+            groups.setdefault((c.model, c.platform.id, c.engine, c.quantization, c.kv_cache_dtype), []).append(m)
+    return [groups.get((m.cell.model, m.cell.platform.id, m.cell.engine, m.cell.quantization, m.cell.kv_cache_dtype), [])
+            if m.disaggregates else [] for m in models]
 
 
 def evaluate_cells(models: list[CellModel], rl: ResolvedLoad, *, pricing: str) -> list[list[Grid]]:
     """Every cell's candidate grids: the queueing approximation runs once over every aggregated
     candidate of every cell (``approximate_many`` over the stacked serving curves), the pool waits
-    once over every disaggregated one."""
+    once over every disaggregated one (each decode cell beside every prefill layout ``prefill_partners``
+    gives it)."""
     if not models:
         return []
     agg = [_aggregated_points(cm, rl) for cm in models]
@@ -189,38 +232,27 @@ def evaluate_cells(models: list[CellModel], rl: ResolvedLoad, *, pricing: str) -
         zero = np.zeros(sizes[k])
         out.append([_priced(cm, pricing, replicas=replicas[part], cap=cap[part], prefill=zero, decode=replicas[part],
                             tail=tail, kv_s=zero)])
-    pooled = [(k, _disaggregated_points(cm, rl)) for k, cm in enumerate(models) if cm.disaggregates]
-    if pooled:
-        for (k, points), tail in zip(pooled, _pool_tails([d for _, d in pooled], rl)):
-            d = points
-            out[k].append(_priced(models[k], pricing, replicas=d["prefill"] + d["decode"], cap=d["cap"],
-                                  prefill=d["prefill"], decode=d["decode"], tail=tail, kv_s=d["kv_s"]))
+    partners = prefill_partners(models)
+    decode_sides = {k: _decode_side(models[k], rl) for k, ps in enumerate(partners) if ps}
+    prefill_sides: dict[int, dict] = {}
+    for k, ps in enumerate(partners):
+        for pre in ps:
+            if id(pre) not in prefill_sides:
+                prefill_sides[id(pre)] = _prefill_side(pre, rl)
+            f = prefill_sides[id(pre)]
+            cols, tail = _pool_grid(models[k], pre, decode_sides[k], f, rl)
+            out[k].append(_priced(models[k], pricing, replicas=cols["prefill"] + cols["decode"], cap=cols["cap"],
+                                  prefill=cols["prefill"], decode=cols["decode"], tail=tail, kv_s=cols["kv_s"],
+                                  prefill_model=pre))
     return out
 
 
-def _pool_tails(parts: list[dict[str, np.ndarray]], rl: ResolvedLoad) -> list[dict[str, np.ndarray]]:
-    """TTFT, TPOT and E2E of disaggregated candidates: a prompt waits for a prefill instance (M/G/c,
-    ``queueing.mgc_wait_quantile``), runs alone, its KV cache crosses the link, and it waits for a
-    decode slot; one call per quantile over every cell's candidates."""
-    a = {key: np.concatenate([d[key] for d in parts]) for key in parts[0]}
-    lam, out = rl.request_rate_per_s, rl.output_len
-    tail = {"utilisation": a["util"], "stable": (a["util"] < 1) & np.isfinite(a["kv_s"]),
-            "output_tokens_per_s_per_user": 1 / a["tpot"], "tpot_p95_s": a["tpot"]}
-    for name, q in QUANTILES.items():
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            wait = (mgc_wait_quantile(lam, a["prefill_s"], rl.load.input_tokens_scv, a["prefill"], q)
-                    + mgc_wait_quantile(a["lam_d"], out * a["tpot"], rl.load.output_tokens_scv, a["cap"], q))
-        tail[f"ttft_{name}_s"] = wait + a["prefill_s"] + a["kv_s"]
-    tail["e2e_p95_s"] = tail["ttft_p95_s"] + out * a["tpot"]
-    cut = np.concatenate([[0], np.cumsum([len(d["cap"]) for d in parts])])
-    return [{key: v[cut[i]:cut[i + 1]] for key, v in tail.items()} for i in range(len(parts))]
-
-
-def _link_bytes_per_s(cm: CellModel, gpus: np.ndarray) -> np.ndarray:
+def _link_bytes_per_s(cm: CellModel, gpus: np.ndarray, sending_gpus: int | None = None) -> np.ndarray:
     """The link one request's KV cache crosses from a prefill to a decode instance, per instance:
     the fast link (one direction: half its two-way figure) when both pools sit in one scale-up
-    domain, else the scale-out network; every GPU of the instance sends its share."""
-    p, g = cm.cell.platform, cm.cell.gpus
+    domain, else the scale-out network; every GPU of the narrower instance (``sending_gpus``, default
+    the cell's) carries its share."""
+    p, g = cm.cell.platform, sending_gpus or cm.cell.gpus
     up = p.accelerator.scale_up
     out = p.system.scale_out if p.system is not None and p.system.scale_out else p.accelerator.scale_out
     up_bw = up.bandwidth_bytes_per_s.value / 2 * g if up and up.link != "none" else 0.0
@@ -249,9 +281,30 @@ def units(cell: Cell, instances: np.ndarray) -> np.ndarray:
     return np.ceil(instances / max(p.gpus // cell.gpus, 1))
 
 
-def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail: dict, kv_s) -> Grid:
+def pool_units(dec: Cell, pre: Cell, prefill: np.ndarray, decode: np.ndarray) -> np.ndarray:
+    """Systems (or N-GPU units) that hold ``prefill`` instances of ``pre`` beside ``decode`` of ``dec``:
+    one layout packs as ``units``; two layouts whose widths both divide a system's GPUs share
+    systems GPU by GPU (powers of two pack without a gap), else each pool takes its own systems."""
+    p = dec.platform
+    if pre.gpus == dec.gpus and pre.systems_per_instance == dec.systems_per_instance:
+        return units(dec, prefill + decode)
+    if p.system is None:
+        return prefill + decode
+    if pre.systems_per_instance > 1 or dec.systems_per_instance > 1:
+        return prefill * pre.systems_per_instance + decode * dec.systems_per_instance
+    if p.gpus % pre.gpus == 0 and p.gpus % dec.gpus == 0:
+        return np.ceil((prefill * pre.gpus + decode * dec.gpus) / p.gpus)
+    return units(pre, prefill) + units(dec, decode)
+
+
+def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail: dict, kv_s,
+            prefill_model: CellModel | None = None) -> Grid:
     c = cm.costs
-    u = units(cm.cell, replicas)
+    if prefill_model is None:
+        u, gpus = units(cm.cell, replicas), replicas * cm.cell.gpus
+    else:
+        u = pool_units(cm.cell, prefill_model.cell, prefill, decode)
+        gpus = prefill * prefill_model.cell.gpus + decode * cm.cell.gpus
     nan = np.full_like(u, np.nan)
     buy = u * c.owner_usd_per_month if c.owner_usd_per_month is not None and pricing != "rent" else nan
     rent = u * c.rent_usd_per_month if c.rent_usd_per_month is not None and pricing != "buy" else nan
@@ -260,9 +313,9 @@ def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail
         ttft_p50_s=tail["ttft_p50_s"], ttft_p95_s=tail["ttft_p95_s"], ttft_p99_s=tail["ttft_p99_s"],
         tpot_p95_s=tail["tpot_p95_s"], e2e_p95_s=tail["e2e_p95_s"], utilisation=tail["utilisation"],
         stable=np.asarray(tail["stable"], bool), tokens_per_s_per_user=tail["output_tokens_per_s_per_user"],
-        kv_transfer_s=kv_s, gpus=replicas * cm.cell.gpus, units=u, buy_usd_per_month=buy, rent_usd_per_month=rent,
+        kv_transfer_s=kv_s, gpus=gpus, units=u, buy_usd_per_month=buy, rent_usd_per_month=rent,
         capex_usd=u * c.capex_usd if c.capex_usd is not None else nan,
-        power_w=u * c.power_w if c.power_w is not None else nan)
+        power_w=u * c.power_w if c.power_w is not None else nan, prefill_model=prefill_model)
 
 
 def route(grid: Grid, max_capex_usd: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ Users with a workload preset become a request rate the way the Users + ROI simul
 (``economics/workloads.py``): each user's busiest-hour output rate — monthly output tokens spread
 over the month, times the preset's peak-to-average factor — over the preset's output tokens per
 request. A request rate is taken as the rate to carry, with the lengths stated. A trace (read by
-``trace.read_trace``) is replayed by the queueing approximation at its own rate and spread of
+``trace.read_trace``, or given inline as rows: ``trace.trace_from_rows``) is replayed by the queueing approximation at its own rate and spread of
 lengths; cells are sized for its longest request.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, WorkloadProfile, resolve_workload
 from inferplan.search.arrivals import Load
-from inferplan.search.trace import read_trace
+from inferplan.search.trace import read_trace, trace_from_rows
 from inferplan.search.request import SearchRequest
 
 
@@ -49,11 +49,11 @@ def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
         rate, i, o = req.request_rate_per_s, req.input_len, req.output_len
         load = Load(request_rate_per_s=rate, input_tokens=i, output_tokens=o)
         return ResolvedLoad(load, i, o, rate, rate * (i + o) * SECONDS_PER_MONTH)
-    return _trace_load(req.trace or "")
+    return _trace_load(req.trace)
 
 
-def _trace_load(path: str) -> ResolvedLoad:
-    trace = read_trace(path)
+def _trace_load(given: str | list | None) -> ResolvedLoad:
+    trace = trace_from_rows(given) if isinstance(given, list) else read_trace(given or "")
     load = Load.from_trace(trace)
     _, inputs, outputs = trace.arrays()
     i, o = math.ceil(load.input_tokens), math.ceil(load.output_tokens)

@@ -17,6 +17,13 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
    the spread of how many of its steps carry another request's prompt chunk (binomial).
 
+A run of stated length (``open_loop_requests`` N, a benchmark's ``num_prompts``) starts empty and
+may end before it settles: its running batch follows ``dn/dt = λ − n / E[S](1 + n)`` over the
+run's N / λ seconds (each request seeing the mean over its own life), the slots fill no further
+than the run's last batch (their offered load is capped there), and each queue's mean wait is the
+share of its steady mean that a run of that span reaches (the relaxation of reflected Brownian
+motion; ``transient.py``). Prompt lengths count only the tokens the prefix cache does not serve.
+
 Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
 it lasted, and the percentiles are those of the mixture (requests weighted by their state's
 arrivals). A state whose rate exceeds what the replica can serve makes the result unstable.
@@ -24,7 +31,10 @@ arrivals). A state whose rate exceeds what the replica can serve makes the resul
 A closed loop of C clients runs at a batch of ``min(C, c)``, clients beyond the slots waiting
 ``C / throughput − cycle``; when the run's length is stated (``closed_loop_requests`` N), the C
 requests its clients send together at the start (a share C/N) queue for the prompt budget one
-behind the other, the k-th after k prompts.
+behind the other, the k-th after k prompts; the ``cached_first_requests`` among them (prompts the
+prefix cache holds) go first, their first token at the end of the first step (full of the others'
+prompt chunks). Cached requests after the start are taken as uncached (the simulation runs them as
+one-token prompts).
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.search.arrivals import Load, lognormal_nodes
 from inferplan.search.service import ServiceCurve
+from inferplan.search.transient import run_batch, settled_share
 
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
@@ -111,6 +122,7 @@ class CurveTable:
     token_budget: np.ndarray
     tokens_per_step: np.ndarray
     input_tokens: np.ndarray
+    uncached_share: np.ndarray  # of a prompt's tokens, those the prefix cache does not serve
 
     @classmethod
     def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
@@ -126,7 +138,8 @@ class CurveTable:
         return cls(concurrency=pad("concurrency"), tpot_s=pad("tpot_s"), ttft_s=pad("ttft_s"),
                    decode_step_s=pad("decode_step_s"), prefill_s_per_token=pad("prefill_s_per_token"),
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
-                   tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"))
+                   tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
+                   uncached_share=col("uncached_share"))
 
     def take(self, rows: np.ndarray) -> "CurveTable":
         """One row per candidate: row ``rows[i]`` of every array."""
@@ -263,7 +276,7 @@ class _State:
     batch: np.ndarray  # the batch a request runs in
     tpot_s: np.ndarray
     prefill_s: np.ndarray  # own prompt at the mean length beside the batch
-    prefill_slope_s: np.ndarray  # per prompt token more or less than the mean
+    prefill_slope_s: np.ndarray  # per prompt token more or less than the mean (its uncached share prefilled)
     base_s: np.ndarray  # overhead, residual step and fixed waits before the prompt
     p_wait: np.ndarray
     mean_wait_s: np.ndarray
@@ -271,6 +284,7 @@ class _State:
     stable: np.ndarray
     tpot_quantiles_s: tuple[np.ndarray, ...]  # TPOT at each of QUANTILES of the batch a request averages over
     start_queue_s: np.ndarray | None = None  # a closed loop's start: the last of its clients' prompts sent together
+    start_step_s: np.ndarray | None = None  # a closed loop's start: one step full of prompt tokens
 
 
 def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
@@ -280,11 +294,12 @@ def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
     return tpot, prompt, prompt + (output_mean - 1) * tpot
 
 
-def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray, start: bool = False) -> _State:
+def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray, start: bool = False,
+                 span_s: np.ndarray | None = None) -> _State:
     """One arrival state for every candidate; ``t`` holds each candidate's own curve row. ``start``:
     the requests a closed loop's clients send together at its start, which queue for the prompt
     budget one behind the other (the k-th waits for k prompts: uniform up to all of them)."""
-    out_mean, in_mean = load.output_tokens, load.input_tokens
+    out_mean, in_mean = load.output_tokens, load.input_tokens * t.uncached_share  # prompt tokens to prefill
     ca2 = load.arrival_scv()
     if load.arrival == "closed":
         running = np.minimum(rate, slots)  # here ``rate`` carries clients per replica
@@ -300,10 +315,16 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
         for _ in range(FIXED_POINT_STEPS):  # the smallest fixed point, from below
             tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
             running = np.minimum(lam * service, slots)
-        batch = np.minimum(1 + running, slots)
         _, _, full = _service(t, slots, out_mean)
+        offered = lam * full  # the slots' load at the full-batch service time
+        if span_s is not None:  # a run that ends before its batch settles
+            mean_run, end_run = run_batch(lambda b: _service(t, b, out_mean)[2], span_s, lam, slots)
+            running = np.minimum(running, mean_run)
+            offered = np.minimum(offered, end_run)  # the slots fill no further than the run's last batch
+            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
+        batch = np.minimum(1 + running, slots)
         cs2 = _service_scv(tpot, prompt, load)
-        p_slot, w_slot = mgc_wait(lam, full, cs2, slots, ca2)
+        p_slot, w_slot = mgc_wait(lam, offered / np.maximum(lam, 1e-300), cs2, slots, ca2)
         sigma = np.sqrt(LIFETIME_BATCH_VARIANCE * running)
         slot_wait = np.zeros_like(lam)
     step = _interp_rows(batch, t.concurrency, t.decode_step_s)
@@ -320,29 +341,33 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
         w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
         rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
+    if span_s is not None and load.arrival != "closed":  # a run too short to settle
+        w_slot = w_slot * settled_share(span_s, w_slot, lam * full / slots)
+        w_prompt = w_prompt * settled_share(span_s, w_prompt, rho_p)
     busy = 1 - np.exp(-running)
     residual = busy * step / 2
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
     stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
-    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free))
+    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
     tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
                    + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
-    return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token,
+    return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
-                  tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None)
+                  tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None,
+                  start_step_s=full_step if start else None)
 
 
 def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
-                         free: np.ndarray) -> np.ndarray:
+                         free: np.ndarray, prompt_tokens: np.ndarray) -> np.ndarray:
     """Variance of a request's TPOT from which of its steps carry another request's prompt chunk.
     A prompt of ``I`` tokens rides ``ceil(I / free)`` steps, each longer by its chunk × the cost per
     prompt token; a share ``f`` (chunks arriving per step) of steps is such a step, so over a
     request's ``(o − 1)/τ`` steps the count is binomial: variance ``f(1 − f) Δ² / (τ (o − 1))`` per
     token, averaged over the output lengths (log-normal nodes)."""
-    chunks = np.ceil(load.input_tokens / free)
-    delta = load.input_tokens / chunks * per_token
+    chunks = np.ceil(prompt_tokens / free)
+    delta = prompt_tokens / chunks * per_token
     f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
     outputs = lognormal_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES)
     inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))
@@ -377,7 +402,8 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
         solved = [_solve_state(table, load, clients, cap, start=i == 1) for i in range(len(states))]
     else:
         states = [(share, mean_rate * factor / reps) for share, factor in _state_factors(load)]
-        solved = [_solve_state(table, load, rate, cap) for _, rate in states]
+        span = load.open_loop_requests / np.maximum(mean_rate, 1e-300) if load.open_loop_requests else None
+        solved = [_solve_state(table, load, rate, cap, span_s=span) for _, rate in states]
     weights = np.array([share for share, _ in states])
     return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
 
@@ -397,11 +423,14 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)
     ttft_base = base[..., None] + own
     e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes
+    cached = min(load.cached_first_requests / load.clients, 1.0) if load.arrival == "closed" else 0.0
+    place = (np.arange(nodes) + 0.5) / nodes  # a start request's place in the start-up queue
     for i, s in enumerate(solved):  # a closed loop's start: mean lengths, the start-up queue over nodes
-        if s.start_queue_s is not None:
-            queue = s.start_queue_s[:, None] * (np.arange(nodes) + 0.5) / nodes
-            ttft_base[:, i] = base[:, i, None] + prompt[:, i, None] + queue
-            e2e_base[:, i] = base[:, i, None] + prompt[:, i, None] + tpot[:, i, None] * (load.output_tokens - 1) + queue
+        if s.start_queue_s is not None:  # the cached prompts go first, in the first step beside others' chunks
+            queue = s.start_queue_s[:, None] * np.maximum(place - cached, 0.0)
+            own = np.where(place < cached, s.start_step_s[:, None] if cached < 1 else 0.0, prompt[:, i, None])
+            ttft_base[:, i] = base[:, i, None] + own + queue
+            e2e_base[:, i] = base[:, i, None] + own + tpot[:, i, None] * (load.output_tokens - 1) + queue
     stable = np.all(stack("stable"), axis=1)
     result = {}
     for which, q in enumerate(QUANTILES):

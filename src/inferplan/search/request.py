@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from inferplan.inputs import Input
+from inferplan.search.trace import MAX_TRACE_ROWS
 
 Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
 Pricing = Literal["buy", "rent", "both"]
@@ -46,7 +47,9 @@ class SearchRequest(Input):
     request_rate_per_s: float | None = Field(None, gt=0, le=1_000_000)
     input_len: int | None = Field(None, ge=1, le=10_000_000)
     output_len: int | None = Field(None, ge=1, le=10_000_000)
-    trace: str | None = Field(None, description="a CSV/JSONL trace of arrival time, input and output tokens")
+    trace: str | Annotated[list[dict[str, Any]], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
+        None, description="a CSV/JSONL trace file of arrival time, input and output tokens, or its rows inline "
+        "(objects of arrival_s, input_tokens, output_tokens)")
     targets: Targets = Targets()
     systems: tuple[str, ...] | None = None
     accelerators: tuple[str, ...] | None = None

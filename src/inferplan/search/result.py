@@ -13,6 +13,19 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class PoolLayout(_Frozen):
+    """One pool of a disaggregated deployment: its role, how many instances, and their layout."""
+
+    role: Literal["prefill", "decode"]
+    instances: int
+    gpus_per_instance: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    expert_parallel: bool
+    speculative_tokens: int  # draft tokens per step (0: none)
+
+
 class Deployed(_Frozen):
     """One deployment that meets every stated target, priced."""
 
@@ -38,6 +51,7 @@ class Deployed(_Frozen):
     disaggregated: bool
     prefill_instances: int | None = None
     decode_instances: int | None = None
+    pools: tuple[PoolLayout, ...] = ()  # separate pools: the prefill and the decode pool, each its own layout
     kv_transfer_s: float | None = None  # one request's KV cache from prefill to decode instance
     kv_transfer_link: str | None = None
     usd_per_mtok: float
@@ -95,7 +109,7 @@ class LoadSummary(_Frozen):
     monthly_tokens: float
     users: int | None
     workload: str | None
-    trace: str | None = None  # the trace file replayed, when the load is one
+    trace: str | None = None  # the trace replayed (its file, or how many rows were given inline), when the load is one
 
 
 class SearchResult(_Frozen):

@@ -25,7 +25,8 @@ from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
 from inferplan.search.request import SearchRequest, Targets
-from inferplan.search.result import ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, SearchResult
+from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
+                                     SearchResult)
 from inferplan.search.space import Cell, build_space, check_names
 
 Progress = Callable[[int, int], None]
@@ -191,6 +192,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     cell: Cell = cm.cell
     p = cell.platform
     disagg = bool(g.prefill[i] > 0)
+    pre = g.prefill_model
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
                                                    "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
     d = cell.deployment(rl.max_model_len).model_copy(update={"max_num_seqs": int(g.cap[i])})
@@ -207,6 +209,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
         disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
         decode_instances=int(g.decode[i]) if disagg else None,
+        pools=(_pool("prefill", pre.cell, int(g.prefill[i])), _pool("decode", cell, int(g.decode[i]))) if disagg else (),
         kv_transfer_s=float(g.kv_transfer_s[i]) if disagg else None,
         kv_transfer_link=evaluate.link_name(cm, int(g.gpus[i])) if disagg else None,
         usd_per_mtok=monthly / (rl.monthly_tokens / 1e6), monthly_usd=monthly, capex_usd=capex,
@@ -216,14 +219,21 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
-        deploy=launch_text(catalog, d, cell, disaggregated=disagg),
+        deploy=launch_text(catalog, d, cell, prefill=(pre.cell.deployment(rl.max_model_len), pre.cell) if disagg else None),
         scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys(notes)))
+
+
+def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:
+    return PoolLayout(role=role, instances=instances, gpus_per_instance=cell.gpus,
+                      tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
+                      data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
+                      speculative_tokens=cell.speculative_tokens)
 
 
 def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
     return LoadSummary(request_rate_per_s=rl.request_rate_per_s, input_len=rl.input_len, output_len=rl.output_len,
                        monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None,
-                       trace=req.trace)
+                       trace=req.trace if not isinstance(req.trace, list) else f"{len(req.trace):,} rows given inline")
 
 
 def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:

@@ -93,13 +93,14 @@ class _Engine:
     """One replica's scheduler state."""
 
     def __init__(self, curve: ServiceCurve, inputs: np.ndarray, outputs: np.ndarray, times: dict[str, np.ndarray],
-                 on_finish=None):
+                 on_finish=None, cached: np.ndarray | None = None):
         self.step_s, self.per_token_s = curve.step_table()
         self.curve = curve
         self.slots, self.budget = curve.slots, curve.token_budget
         self.decode_tokens = math.ceil(curve.tokens_per_step)
         self.tau = curve.tokens_per_step
-        self.prompt = np.maximum(np.rint(inputs * curve.uncached_share), 1).astype(np.int64).tolist()
+        prompt = np.maximum(np.rint(inputs * curve.uncached_share), 1).astype(np.int64)
+        self.prompt = (prompt if cached is None else np.where(cached, 1, prompt)).tolist()
         self.outputs = outputs.tolist()
         self.t = times
         self.on_finish = on_finish
@@ -213,7 +214,8 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
     if load.arrival == "closed":
         engines = _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas)
     else:
-        engines = [_Engine(curve, inputs, outputs, times) for _ in range(replicas)]
+        cached = np.arange(requests) < load.cached_first_requests
+        engines = [_Engine(curve, inputs, outputs, times, cached=cached) for _ in range(replicas)]
         for r, a in enumerate(arrival.tolist()):
             at = a + overhead
             if router == "round-robin":
@@ -234,8 +236,10 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
 
 
 def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[_Engine]:
-    """Clients spread over replicas in turn; each sends at once, then again when its request ends."""
+    """Clients spread over replicas in turn; each sends at once, then again when its request ends.
+    Each replica's requests are sent in index order, its share of ``cached_first_requests`` first."""
     n = len(arrival)
+    cached = np.zeros(n, bool)
     overhead = curve.request_overhead_s
     clients = [load.clients // replicas + (1 if i < load.clients % replicas else 0) for i in range(replicas)]
     quota = [n * c // load.clients for c in clients]
@@ -243,6 +247,7 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
     engines, start = [], 0
     for i, (c, m) in enumerate(zip(clients, quota)):
         ids = list(range(start, start + m))
+        cached[start:start + min(load.cached_first_requests * c // load.clients, m)] = True
         start += m
         owner[ids] = i
         pending: list[tuple[float, int]] = []
@@ -254,7 +259,7 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
                 arrival[nxt] = at
                 heapq.heappush(pending, (at + overhead, nxt))
 
-        engine = _Engine(curve, inputs, outputs, times, on_finish=send)
+        engine = _Engine(curve, inputs, outputs, times, on_finish=send, cached=cached)
         for _ in range(min(c, m)):
             send(-1, 0.0)
         while pending:

@@ -91,7 +91,7 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         raise InvalidScenarioError("no load: give a request rate, users with a workload preset, clients or a trace",
                                    field="request_rate_per_s", allowed=", ".join(LOAD_SOURCES))
     return Load(arrival=q.arrival, request_rate_per_s=rate, peak_to_average=q.peak_to_average,
-                burst_period_s=q.burst_period_s, **shape), w
+                burst_period_s=q.burst_period_s, open_loop_requests=q.requests, **shape), w
 
 
 def _describe(load: Load, replicas: int) -> str:

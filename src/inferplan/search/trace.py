@@ -4,7 +4,7 @@ CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and 
 (other columns are ignored). JSONL: one object per line with the same keys. Times are seconds
 from any origin and must not decrease; token counts are whole numbers of at least 1 (input) and
 1 (output). A bad row is refused naming its row number (the header is row 1 of a CSV; the first
-line is row 1 of a JSONL file) and the column.
+line is row 1 of a JSONL file; rows given inline are numbered from 0) and the column.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import io
 import json
 import math
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from inferplan.errors import InvalidScenarioError
 
 MAX_TRACE_BYTES = 64 * 2**20  # a trace file larger than this is refused (about a million rows)
+MAX_TRACE_ROWS = 100_000  # rows a trace given inline (not as a file) may carry
 TIME_KEYS = ("arrival_s", "timestamp")
 COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
 
@@ -90,11 +92,14 @@ def _rows_from_jsonl(text: str) -> list[tuple[int, dict]]:
         except json.JSONDecodeError as exc:
             raise InvalidScenarioError(f"trace row {i}: not JSON ({exc.msg})", field=f"trace.row[{i}]",
                                        allowed="one JSON object per line") from None
-        if not isinstance(record, dict):
-            raise InvalidScenarioError(f"trace row {i}: not a JSON object", field=f"trace.row[{i}]",
-                                       allowed="one JSON object per line")
-        rows.append((i, record))
+        rows.append((i, _record(record, i, "one JSON object per line")))
     return rows
+
+
+def _record(record: object, row: int, allowed: str) -> dict:
+    if not isinstance(record, dict):
+        raise InvalidScenarioError(f"trace row {row}: not a JSON object", field=f"trace.row[{row}]", allowed=allowed)
+    return record
 
 
 def parse_trace(text: str, *, jsonl: bool) -> Trace:
@@ -102,6 +107,20 @@ def parse_trace(text: str, *, jsonl: bool) -> Trace:
     rows = _rows_from_jsonl(text) if jsonl else _rows_from_csv(text)
     if not rows:
         raise InvalidScenarioError("trace: no requests in the file", field="trace", allowed="one row per request")
+    return _trace_of(rows)
+
+
+def trace_from_rows(rows: Sequence[object]) -> Trace:
+    """A ``Trace`` from rows given inline (JSON objects with the file's keys), numbered from 0 in errors."""
+    if not rows:
+        raise InvalidScenarioError("trace: no requests", field="trace", allowed="one row per request")
+    if len(rows) > MAX_TRACE_ROWS:
+        raise InvalidScenarioError(f"trace: {len(rows):,} rows is too many", field="trace",
+                                   allowed=f"at most {MAX_TRACE_ROWS:,} rows")
+    return _trace_of([(i, _record(r, i, "an object of arrival_s, input_tokens, output_tokens")) for i, r in enumerate(rows)])
+
+
+def _trace_of(rows: list[tuple[int, dict]]) -> Trace:
     times, inputs, outputs = [], [], []
     for row, record in rows:
         key = next((k for k in TIME_KEYS if k in record), TIME_KEYS[0])

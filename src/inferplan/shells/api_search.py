@@ -2,7 +2,8 @@
 
 The body is a ``SearchRequest``; the answer a ``SearchResult``: the ranked deployments (each with
 its launch command and a scenario the Users + ROI simulator loads), why each failed family failed,
-the front of cost against tokens/s per user, and the same model at an API beside them. A trace file path is refused: the server reads no files from
+the front of cost against tokens/s per user, and the same model at an API beside them. A trace is
+given inline as rows (``api_trace``); a trace file path is refused: the server reads no files from
 its disk for a request.
 """
 
@@ -13,6 +14,7 @@ from fastapi import APIRouter, Request
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.request import SearchRequest
 from inferplan.search.result import SearchResult
+from inferplan.shells.api_trace import inline_trace
 
 router = APIRouter()
 
@@ -30,7 +32,9 @@ def search_route(request: SearchRequest, http: Request) -> SearchResult:
         if looks_like_path(name):
             raise InvalidScenarioError("the API takes catalogue model ids; import local config.json files with "
                                        "`inferplan model import`", field="models")
+    if isinstance(request.trace, str):
+        raise InvalidScenarioError("the API does not read files on the server's disk; give the trace's rows inline",
+                                   field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}")
     if request.trace is not None:
-        raise InvalidScenarioError("the API does not read files on the server's disk; state users or a request rate",
-                                   field="trace", allowed="users with workload, or request_rate_per_s with input_len and output_len")
+        inline_trace(request.trace)  # a bad row is refused here, addressed at its place in the body
     return search(request, with_user_profiles(load_catalog(), http.app.state.store.user_runs()))

@@ -8,7 +8,10 @@ alone (no measured profile, as speed validation scores it); the load is
 - no rate limit and a ``max_concurrency`` C: a closed loop of C clients, each sending its next
   request when the last one ends, for the run's ``num_prompts`` requests;
 - no rate limit and no cap: every one of ``num_prompts`` requests sent at once (a closed loop with
-  one client per request).
+  one client per request);
+- ``prompts_cached_at_start`` K: the run's first K prompts repeat an earlier run's on the same
+  server, so the prefix cache serves them (``Load.cached_first_requests``); when K covers the whole
+  run, every prompt hits the cache but its last token (the workload's ``prefix_cache_hit_rate``).
 
 Lengths: the stated means; their spread by the benchmark's dataset (``DATASET_LENGTH_SCV``). The
 simulation runs the run's own number of requests, repeated with fresh seeds to
@@ -105,10 +108,24 @@ def _load(p: LatencyPoint) -> Load:
     in_scv, out_scv = DATASET_LENGTH_SCV.get((p.engine, p.dataset), (1.0, 1.0))
     shape = dict(input_tokens=p.input_tokens, output_tokens=p.output_tokens, input_tokens_scv=in_scv,
                  output_tokens_scv=out_scv)
+    if 0 < _cached(p) < p.num_prompts:  # every prompt cached: the workload's hit rate (``_workload``)
+        shape["cached_first_requests"] = _cached(p)
     if p.request_rate_per_s is not None:
-        return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, **shape)
+        return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, open_loop_requests=p.num_prompts, **shape)
     return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts),
                 closed_loop_requests=p.num_prompts, **shape)
+
+
+def _cached(p: LatencyPoint) -> int:
+    return round(p.prompts_cached_at_start.value) if p.prompts_cached_at_start is not None else 0
+
+
+def _workload(p: LatencyPoint) -> Workload:
+    """The request shape the speed model takes; a run whose every prompt an earlier run sent finds
+    each in the prefix cache but its last token (the engine recomputes at least one)."""
+    input_len = max(round(p.input_tokens), 1)
+    hit = 1 - 1 / input_len if _cached(p) >= p.num_prompts else 0.0
+    return Workload(input_len=input_len, output_len=max(round(p.output_tokens), 1), prefix_cache_hit_rate=hit)
 
 
 def _describe(load: Load) -> str:
@@ -126,7 +143,7 @@ def _simulated(curve, load: Load, requests: int) -> dict[str, float]:
 def check_point(p: LatencyPoint, catalog: Catalog) -> list[LatencyCheck]:
     """The approximation's and the simulation's percentiles beside each measured one of ``p``."""
     load = _load(p)
-    w = Workload(input_len=max(round(p.input_tokens), 1), output_len=max(round(p.output_tokens), 1))
+    w = _workload(p)
     curve = service_curve(_deployment(p), w, catalog, use_profiles=False)
     approx = approximate(curve, load)
     sim = _simulated(curve, load, p.num_prompts)

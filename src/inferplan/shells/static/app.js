@@ -406,11 +406,22 @@ function sourced(view, field) {
 
 // "Find the cheapest": the form becomes a search request; the server ranks, prices and words the
 // answer (report/search_view.py); "Use this" loads a pick into the Users + ROI simulator above.
-function searchRequest() {
+// A trace file goes to the server as its lines, each read as JSON (or kept as text, which the
+// server refuses naming the row): the server checks every row as the CLI's --trace does.
+async function traceRows(file) {
+  return (await file.text()).split("\n").filter((line) => line.trim() !== "").map((line) => {
+    try { return JSON.parse(line); } catch { return line; }
+  });
+}
+
+async function searchRequest() {
   const number = (id) => ($(id).value === "" ? undefined : Number($(id).value));
   const request = { models: [$("search-model").value], objective: $("search-objective").value,
     pricing: $("search-pricing").value, top: number("search-top") ?? 10, targets: {} };
-  if ($("search-rate").value !== "") {
+  const trace = $("search-trace").files[0];
+  if (trace) {
+    request.trace = await traceRows(trace);
+  } else if ($("search-rate").value !== "") {
     Object.assign(request, { request_rate_per_s: number("search-rate"), input_len: number("search-input-len"),
       output_len: number("search-output-len") });
   } else {
@@ -433,7 +444,7 @@ async function runSearch(event) {
   $("search-error").hidden = true;
   $("search-status").textContent = "searching…";
   try {
-    const view = await api("POST", "/api/views/search", searchRequest());
+    const view = await api("POST", "/api/views/search", await searchRequest());
     state.lastSearch = view;
     $("search-summary").textContent = [view.summary, ...view.notes].join(" ");
     $("search-table").tBodies[0].replaceChildren(...view.rows.map((row) => {

@@ -1,0 +1,64 @@
+"""A trace given inline to POST /api/search and /api/simulate: the library reads its rows as the
+CLI reads a trace file, and a bad row is refused (422) naming its index and column."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from inferplan.search.trace import parse_trace, trace_from_rows
+from inferplan.shells.api import create_app
+
+ROWS = [{"arrival_s": 0.25 * i, "input_tokens": 1500, "output_tokens": 300} for i in range(40)]
+SEARCH = {"models": ["qwen3-8b"], "systems": ["hgx-h100"], "engines": ["vllm"], "trace": ROWS,
+          "targets": {"ttft_p95_s": 1.5, "tpot_p95_s": 0.04}, "top": 3}
+SIMULATE = {"deployment": {"model": "llama-3.3-70b", "gpu": "H100", "quantization": "fp8", "tensor_parallel_size": 2},
+            "workload": {"input_len": 512, "output_len": 128}, "trace": ROWS, "requests": 200}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    return TestClient(create_app(tmp_path_factory.mktemp("db") / "t.db"))
+
+
+def test_inline_rows_read_as_the_same_rows_in_a_jsonl_file():
+    import json
+
+    assert trace_from_rows(ROWS) == parse_trace("\n".join(json.dumps(r) for r in ROWS), jsonl=True)
+
+
+def test_api_search_plans_for_an_inline_trace(client):
+    r = client.post("/api/search", json=SEARCH)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["results"] and data["load"]["trace"] == "40 rows given inline"
+    assert data["load"]["request_rate_per_s"] == pytest.approx(4.0, rel=0.05)  # 40 requests, 0.25 s apart
+
+
+def test_api_simulate_replays_an_inline_trace(client):
+    r = client.post("/api/simulate", json=SIMULATE)
+    assert r.status_code == 200, r.text
+    assert r.json()["load"].startswith("trace of 40 requests")
+
+
+@pytest.mark.parametrize("route, body", [("/api/search", SEARCH), ("/api/simulate", SIMULATE)])
+@pytest.mark.parametrize("row, bad, column", [
+    (2, {"input_tokens": "many"}, "input_tokens"),
+    (5, {"output_tokens": 0}, "output_tokens"),
+    (7, {"arrival_s": 0.1}, "arrival_s"),  # earlier than the row before
+])
+def test_a_bad_inline_row_is_refused_naming_its_index_and_column(client, route, body, row, bad, column):
+    rows = [dict(r) for r in ROWS]
+    rows[row].update(bad)
+    r = client.post(route, json={**body, "trace": rows})
+    assert r.status_code == 422, r.text
+    error = r.json()["detail"][0]
+    assert error["loc"] == ["body", "trace", str(row), column]
+    assert f"row {row}" in error["msg"]
+
+
+def test_an_empty_or_oversized_trace_is_refused(client, monkeypatch):
+    r = client.post("/api/simulate", json={**SIMULATE, "trace": []})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "trace"]
+    r = client.post("/api/search", json={**SEARCH, "trace": [ROWS[0]] * 100_001})
+    assert r.status_code in (413, 422)
