@@ -15,6 +15,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kt_host import KtHost
 from inferplan.memory.offload import GIB, OffloadSplit
 from inferplan.memory.weights import WeightEstimate
 
@@ -48,4 +49,6 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
             "and the KV cache on the GPU")
     return OffloadSplit("kt", 0.0, host_experts, 0.0, host_experts / gpus_in_instance, note,
                         d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None,
-                        expert_flops_per_token=flops_per_token)
+                        expert_flops_per_token=flops_per_token,
+                        kt_host=KtHost(d.kt_release, d.kt_method, d.host_sockets or 1,
+                                       moe.experts_per_token / moe.num_experts))

@@ -18,6 +18,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kt_host import KtHost
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.weights import WeightEstimate
 
@@ -40,6 +41,7 @@ class OffloadSplit:
     note: str
     host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
     expert_flops_per_token: float = 0.0  # kt: FLOPs of one token's routed experts the CPU runs
+    kt_host: KtHost | None = None  # kt: the release, kernel method and sockets the CPU side runs with
 
     @property
     def host_weight_bytes(self) -> float:
