@@ -44,8 +44,8 @@ def test_the_amx_int8_rate_is_the_bf16_curve_scaled_by_the_published_peaks(catal
 
 def test_the_rate_follows_tokens_per_expert_and_the_sockets(catalog):
     """DeepSeek-V3 routes 8 of 256 experts: 1,024 tokens give each 32, where the AMX curve reads 5.9 TFLOPS BF16."""
-    one = kt_cpu(KtHost("v0.3-preview", "AMXBF16", 1, 8 / 256), catalog, 307.2e9)
-    two = kt_cpu(KtHost("v0.3-preview", "AMXBF16", 2, 8 / 256), catalog, 614.4e9)
+    one = kt_cpu(KtHost("v0.3-preview", "AMXBF16", "int8-w8a8", 1, 8 / 256), catalog, 307.2e9)
+    two = kt_cpu(KtHost("v0.3-preview", "AMXBF16", "int8-w8a8", 2, 8 / 256), catalog, 614.4e9)
     assert one.flop_per_s(1024) == pytest.approx(5.9e12)
     assert two.flop_per_s(1024) == pytest.approx(2 * 5.9e12)
     assert one.flop_per_s(64 * 1024) == pytest.approx(21.3e12)  # held beyond the last point
@@ -56,7 +56,7 @@ def test_one_copy_on_two_sockets_reads_at_one_sockets_bandwidth(catalog):
     """single-copy (v0.3-preview): the far socket's threads read the near socket's memory; replicate
     (v0.2 USE_NUMA=1) and shard (kt-kernel) keep every read local."""
     def read(release, method):
-        return kt_cpu(KtHost(release, method, 2, 8 / 256), catalog, 614.4e9).read_bytes_per_s
+        return kt_cpu(KtHost(release, method, "int8-w8a8", 2, 8 / 256), catalog, 614.4e9).read_bytes_per_s
     assert read("v0.2", None) == pytest.approx(614.4e9 * 0.575)
     assert read("v0.3-preview", "AMXINT8") == pytest.approx(614.4e9 / 2 * 0.6)
     assert read("kt-kernel", "AMXINT4") == pytest.approx(614.4e9 * 0.6)
@@ -74,6 +74,17 @@ def test_without_expert_deferral_the_cpu_time_adds_to_the_gpus():
     assert old.tpot_s > new.tpot_s * 1.05
 
 
+def test_kt_kernel_picks_the_method_its_launch_command_gives_the_weight_format(catalog):
+    """engine_flags.yaml: GGUF files run on LLAMAFILE, INT8 on AMXINT8; a release without kt-kernel's
+    launcher takes its own default."""
+    def path(release, quantization):
+        return kt_path(catalog, KtHost(release, None, quantization, 1, 8 / 256)).id
+    assert path(None, "gguf-q4_k_m") == "kt-kernel-llamafile"
+    assert path(None, "int8-w8a8") == "kt-kernel-amx"
+    assert path(None, "bf16") == "kt-kernel-native"
+    assert path("v0.3-preview", "gguf-q4_k_m") == "v0-3-preview-amxint8"
+
+
 def test_an_undescribed_release_or_method_is_refused_naming_the_field():
     with pytest.raises(InvalidScenarioError) as e:
         estimate(Deployment(**DSV3, kt_release="v9"), DECODE, use_profiles=False)
@@ -87,7 +98,7 @@ def test_each_release_has_one_default_method_and_known_sources(catalog):
     releases = {p.release for p in catalog.kt_cpu_paths}
     for r in releases:
         assert sum(p.default_method for p in catalog.kt_cpu_paths if p.release == r) == 1
-        assert kt_path(catalog, KtHost(r, None, 1, 0.03)).release == r
+        assert kt_path(catalog, KtHost(r, None, "int8-w8a8", 1, 0.03)).release == r
     for p in catalog.kt_cpu_paths:
         assert p.expert_deferral_source in catalog.sources and p.numa_source in catalog.sources
 

@@ -50,5 +50,5 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
     return OffloadSplit("kt", 0.0, host_experts, 0.0, host_experts / gpus_in_instance, note,
                         d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None,
                         expert_flops_per_token=flops_per_token,
-                        kt_host=KtHost(d.kt_release, d.kt_method, d.host_sockets or 1,
+                        kt_host=KtHost(d.kt_release, d.kt_method, w.quantization, d.host_sockets or 1,
                                        moe.experts_per_token / moe.num_experts))

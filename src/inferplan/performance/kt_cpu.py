@@ -18,6 +18,7 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.kt_schema import KtCpuPath
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
@@ -57,19 +58,28 @@ class KtCpu:
 
 
 def kt_path(catalog: Catalog, host: KtHost) -> KtCpuPath:
-    """The path of the deployment's release and ``--kt-method`` (the release's default method when none)."""
+    """The path of the deployment's release and ``--kt-method``; left out, kt-kernel's is the one its launch
+    command gives the weight format (GGUF: LLAMAFILE), else the release's default method."""
     release = host.release or DEFAULT_RELEASE
     paths = [p for p in catalog.kt_cpu_paths if p.release == release]
     if not paths:
         raise InvalidScenarioError(f"no KTransformers CPU path is described for release {release!r}", field="kt_release",
                                    allowed=", ".join(sorted({p.release for p in catalog.kt_cpu_paths})))
-    if host.method is None:
+    method = host.method or (_launch_method(catalog, host.quantization) if release == DEFAULT_RELEASE else None)
+    if method is None:
         return next(p for p in paths if p.default_method)
     for p in paths:
-        if host.method.upper() in p.kt_methods:
+        if method.upper() in p.kt_methods:
             return p
-    raise InvalidScenarioError(f"KTransformers {release} has no CPU expert method {host.method!r}", field="kt_method",
+    raise InvalidScenarioError(f"KTransformers {release} has no CPU expert method {method!r}", field="kt_method",
                                allowed=", ".join(m for p in paths for m in p.kt_methods))
+
+
+def _launch_method(catalog: Catalog, quantization: str) -> str | None:
+    """The ``--kt-method`` the launch command gives this weight format (engine_flags.yaml), if any."""
+    flags = flags_for(catalog, "ktransformers")
+    rule = flags.settings.get("kt_method") if flags is not None else None
+    return rule.values.get(quantization) if rule is not None else None
 
 
 def kt_cpu(host: KtHost, catalog: Catalog, dram_bytes_per_s: float) -> KtCpu:
