@@ -8,8 +8,9 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.kt_host import KtHost
-from inferplan.performance.kt_cpu import kt_cpu, kt_path
+from inferplan.memory.fit import fit
+from inferplan.memory.kt_host import KtHost, kt_path
+from inferplan.performance.kt_cpu import kt_cpu
 from inferplan.performance.serving import estimate
 from inferplan.validation.speed import point_scenario
 
@@ -44,8 +45,9 @@ def test_the_amx_int8_rate_is_the_bf16_curve_scaled_by_the_published_peaks(catal
 
 def test_the_rate_follows_tokens_per_expert_and_the_sockets(catalog):
     """DeepSeek-V3 routes 8 of 256 experts: 1,024 tokens give each 32, where the AMX curve reads 5.9 TFLOPS BF16."""
-    one = kt_cpu(KtHost("v0.3-preview", "AMXBF16", "int8-w8a8", 1, 8 / 256), catalog, 307.2e9)
-    two = kt_cpu(KtHost("v0.3-preview", "AMXBF16", "int8-w8a8", 2, 8 / 256), catalog, 614.4e9)
+    bf16 = kt_path(catalog, "v0.3-preview", "AMXBF16", "bf16")
+    one = kt_cpu(KtHost(bf16, 1, 8 / 256), catalog, 307.2e9)
+    two = kt_cpu(KtHost(bf16, 2, 8 / 256), catalog, 614.4e9)
     assert one.flop_per_s(1024) == pytest.approx(5.9e12)
     assert two.flop_per_s(1024) == pytest.approx(2 * 5.9e12)
     assert one.flop_per_s(64 * 1024) == pytest.approx(21.3e12)  # held beyond the last point
@@ -56,7 +58,7 @@ def test_one_copy_on_two_sockets_reads_at_one_sockets_bandwidth(catalog):
     """single-copy (v0.3-preview): the far socket's threads read the near socket's memory; replicate
     (v0.2 USE_NUMA=1) and shard (kt-kernel) keep every read local."""
     def read(release, method):
-        return kt_cpu(KtHost(release, method, "int8-w8a8", 2, 8 / 256), catalog, 614.4e9).read_bytes_per_s
+        return kt_cpu(KtHost(kt_path(catalog, release, method, "int8-w8a8"), 2, 8 / 256), catalog, 614.4e9).read_bytes_per_s
     assert read("v0.2", None) == pytest.approx(614.4e9 * 0.575)
     assert read("v0.3-preview", "AMXINT8") == pytest.approx(614.4e9 / 2 * 0.6)
     assert read("kt-kernel", "AMXINT4") == pytest.approx(614.4e9 * 0.6)
@@ -78,11 +80,21 @@ def test_kt_kernel_picks_the_method_its_launch_command_gives_the_weight_format(c
     """engine_flags.yaml: GGUF files run on LLAMAFILE, INT8 on AMXINT8; a release without kt-kernel's
     launcher takes its own default."""
     def path(release, quantization):
-        return kt_path(catalog, KtHost(release, None, quantization, 1, 8 / 256)).id
+        return kt_path(catalog, release, None, quantization).id
     assert path(None, "gguf-q4_k_m") == "kt-kernel-llamafile"
     assert path(None, "int8-w8a8") == "kt-kernel-amx"
     assert path(None, "bf16") == "kt-kernel-native"
     assert path("v0.3-preview", "gguf-q4_k_m") == "v0-3-preview-amxint8"
+
+
+def test_a_copy_per_numa_node_holds_the_experts_once_per_socket():
+    """v0.2 built with USE_NUMA=1 keeps a copy on each node (the tutorial: 382 GB DRAM on one socket,
+    1 TB on two); kt-kernel's shards and a single socket hold one."""
+    experts = plan_memory(Deployment(**DSV3)).weights.expert_bytes
+    assert fit(Deployment(**DSV3, kt_release="v0.2", host_sockets=2)).host_memory_bytes_used == pytest.approx(2 * experts)
+    assert fit(Deployment(**DSV3, kt_release="v0.2")).host_memory_bytes_used == pytest.approx(experts)
+    assert fit(Deployment(**DSV3, host_sockets=2)).host_memory_bytes_used == pytest.approx(experts)
+    assert not fit(Deployment(**{**DSV3, "host_memory_gb": 600}, kt_release="v0.2", host_sockets=2)).fits
 
 
 def test_an_undescribed_release_or_method_is_refused_naming_the_field():
@@ -98,7 +110,7 @@ def test_each_release_has_one_default_method_and_known_sources(catalog):
     releases = {p.release for p in catalog.kt_cpu_paths}
     for r in releases:
         assert sum(p.default_method for p in catalog.kt_cpu_paths if p.release == r) == 1
-        assert kt_path(catalog, KtHost(r, None, "int8-w8a8", 1, 0.03)).release == r
+        assert kt_path(catalog, r, None, "int8-w8a8").release == r
     for p in catalog.kt_cpu_paths:
         assert p.expert_deferral_source in catalog.sources and p.numa_source in catalog.sources
 

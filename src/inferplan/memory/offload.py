@@ -45,7 +45,8 @@ class OffloadSplit:
 
     @property
     def host_weight_bytes(self) -> float:
-        return self.host_dense_bytes + self.host_expert_bytes
+        copies = self.kt_host.expert_copies if self.kt_host is not None else 1  # kt: a copy per NUMA node
+        return self.host_dense_bytes + self.host_expert_bytes * copies
 
 
 def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: EngineDefaults) -> None:

@@ -18,13 +18,8 @@ import bisect
 import math
 from dataclasses import dataclass
 
-from inferplan.catalog.flags_schema import flags_for
-from inferplan.catalog.kt_schema import KtCpuPath
 from inferplan.catalog.loader import Catalog
-from inferplan.errors import InvalidScenarioError
 from inferplan.memory.kt_host import KtHost
-
-DEFAULT_RELEASE = "kt-kernel"
 
 
 @dataclass(frozen=True)
@@ -57,34 +52,9 @@ class KtCpu:
         return max(read_s, tokens * flops_per_token / self.flop_per_s(tokens))
 
 
-def kt_path(catalog: Catalog, host: KtHost) -> KtCpuPath:
-    """The path of the deployment's release and ``--kt-method``; left out, kt-kernel's is the one its launch
-    command gives the weight format (GGUF: LLAMAFILE), else the release's default method."""
-    release = host.release or DEFAULT_RELEASE
-    paths = [p for p in catalog.kt_cpu_paths if p.release == release]
-    if not paths:
-        raise InvalidScenarioError(f"no KTransformers CPU path is described for release {release!r}", field="kt_release",
-                                   allowed=", ".join(sorted({p.release for p in catalog.kt_cpu_paths})))
-    method = host.method or (_launch_method(catalog, host.quantization) if release == DEFAULT_RELEASE else None)
-    if method is None:
-        return next(p for p in paths if p.default_method)
-    for p in paths:
-        if method.upper() in p.kt_methods:
-            return p
-    raise InvalidScenarioError(f"KTransformers {release} has no CPU expert method {method!r}", field="kt_method",
-                               allowed=", ".join(m for p in paths for m in p.kt_methods))
-
-
-def _launch_method(catalog: Catalog, quantization: str) -> str | None:
-    """The ``--kt-method`` the launch command gives this weight format (engine_flags.yaml), if any."""
-    flags = flags_for(catalog, "ktransformers")
-    rule = flags.settings.get("kt_method") if flags is not None else None
-    return rule.values.get(quantization) if rule is not None else None
-
-
 def kt_cpu(host: KtHost, catalog: Catalog, dram_bytes_per_s: float) -> KtCpu:
     """The CPU side of a KTransformers deployment on a host of ``dram_bytes_per_s`` (every socket's DRAM)."""
-    path = kt_path(catalog, host)
+    path = host.path
     efficiency = (path.decode_read_efficiency.value if path.decode_read_efficiency is not None
                   else catalog.constant("host-memory-read-efficiency"))
     reachable = dram_bytes_per_s / host.sockets if path.numa == "single-copy" else dram_bytes_per_s
