@@ -122,3 +122,16 @@ def test_the_ktransformers_points_state_the_release_method_and_sockets_they_ran(
         d, _ = point_scenario(p, catalog)
         assert (d.kt_release, d.kt_method, d.host_sockets) == (p.kt_release, p.kt_method, 2)
         assert p.kt_release in {"v0.2", "v0.3-preview"}
+
+
+def test_the_launch_command_runs_the_method_the_plan_priced(catalog):
+    from inferplan.deploy import launch_command
+    from inferplan.errors import UnsupportedSettingError
+
+    argv = launch_command(Deployment(**DSV3, kt_method="AMXINT4"), catalog).argv
+    assert argv[argv.index("--kt-method") + 1] == "AMXINT4"
+    argv = launch_command(Deployment(**DSV3), catalog).argv
+    assert argv[argv.index("--kt-method") + 1] == kt_path(catalog, None, None, "gguf-q4_k_m").kt_methods[0] == "LLAMAFILE"
+    with pytest.raises(UnsupportedSettingError) as e:
+        launch_command(Deployment(**DSV3, kt_release="v0.2"), catalog)
+    assert e.value.field == "kt_release"

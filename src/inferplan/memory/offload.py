@@ -24,7 +24,7 @@ from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
 OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
-                  "hicache_ratio", "hicache_size", "kt_num_gpu_experts")
+                  "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method", "kt_release")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from inferplan.shells.cli_common import (
     JsonOpt,
     KvOffloadOpt,
     KtGpuExpertsOpt,
+    KtMethodOpt,
     KvOpt,
     MaxLenOpt,
     ModelOpt,
@@ -77,6 +78,7 @@ def deploy_cmd(
     hicache_ratio: Optional[float] = HiCacheRatioOpt,
     hicache_size: Optional[float] = HiCacheSizeOpt,
     kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
+    kt_method: Optional[str] = KtMethodOpt,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
@@ -99,7 +101,7 @@ def deploy_cmd(
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
         n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kv_offloading_size=kv_offloading_size,
         kv_offloading_backend=kv_offloading_backend, hicache_ratio=hicache_ratio, hicache_size=hicache_size,
-        kt_num_gpu_experts=kt_num_gpu_experts,
+        kt_num_gpu_experts=kt_num_gpu_experts, kt_method=kt_method,
     )
     speculative = None
     if speculative_tokens:
