@@ -26,6 +26,7 @@ from inferplan.catalog.economics_schema import (
     WorkloadPreset,
 )
 from inferplan.catalog.flags_schema import EngineFlags, GpuResource, check_engine_flags
+from inferplan.catalog.kt_schema import KtCpuPath
 from inferplan.catalog.latency_schema import LatencyPoint
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.schema import (
@@ -74,6 +75,7 @@ SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "gpu_resources": ("gpu_resources", GpuResource),
     "latency_points": ("latency_points", LatencyPoint),  # measurements/latency_*.yaml
     "memory_rules": ("memory_rules", MemoryRule),  # engine_memory_rules.yaml
+    "kt_cpu_paths": ("kt_cpu_paths", KtCpuPath),  # KTransformers releases and kernel methods
 }
 
 
@@ -203,6 +205,7 @@ class Catalog:
     gpu_resources: Registry[GpuResource]
     latency_points: Registry[LatencyPoint]
     memory_rules: Registry[MemoryRule]
+    kt_cpu_paths: Registry[KtCpuPath]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:

@@ -412,6 +412,9 @@ class SpeedPoint(Frozen):
     n_cpu_moe: int | None = Field(None, ge=0)
     cpu_offload_gb: float | None = Field(None, ge=0)
     kt_num_gpu_experts: int | None = Field(None, ge=0)  # KTransformers: routed experts per layer on the GPU
+    kt_release: str | None = None  # KTransformers: the release run (kt_cpu_paths.yaml), when not kt-kernel
+    kt_method: str | None = None  # KTransformers: the CPU expert kernels, as --kt-method names them
+    host_sockets: int | None = Field(None, ge=1)  # CPU sockets (NUMA nodes) of the host
     host_memory_gb: float | None = Field(None, gt=0)  # host RAM, GiB
     host_memory_bandwidth_bytes_per_s: BytesPerS | None = None  # the host's DRAM peak, as stated or derived from its DIMMs
 

@@ -11,6 +11,7 @@ from inferplan.catalog.flags_schema import EngineFlags, FlagRule
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import UnknownModelError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kt_host import DEFAULT_RELEASE
 
 
 def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
@@ -23,11 +24,16 @@ def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
             raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for kt_num_gpu_experts",
                                           field="kt_num_gpu_experts", allowed="leave it out, or engine ktransformers")
         return [], ()
+    if d.kt_release not in (None, DEFAULT_RELEASE):
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} launches the {DEFAULT_RELEASE} release, not {d.kt_release}",
+                                      field="kt_release", allowed=f"leave it out, or {DEFAULT_RELEASE}")
     quantization = quantization or _native(d, catalog)
     argv: list[str] = []
     method = flags.settings.get("kt_method")
     notes = [f"replace {weights.value} with {weights.note}" if weights.note else f"replace {weights.value}"]
-    if method is not None and quantization in method.values:
+    if method is not None and d.kt_method is not None:
+        argv += _pair(method, d.kt_method.upper())  # as the plan priced it
+    elif method is not None and quantization in method.values:
         argv += _pair(method, method.values[quantization])
     elif method is not None:
         notes.append(f"no CPU expert backend is recorded for {quantization or 'the checkpoint format'}: "

@@ -56,6 +56,14 @@ class Deployment(Input):
     kt_num_gpu_experts: int | None = Field(
         None, ge=0, le=100_000,
         description="KTransformers --kt-num-gpu-experts: routed experts per MoE layer on the GPU (the rest in host RAM, run by the CPU)")
+    kt_method: str | None = Field(
+        None, min_length=1, max_length=40,
+        description="KTransformers --kt-method: the CPU expert kernels (AMXINT4, AMXINT8, LLAMAFILE, ...; default: the release's)")
+    kt_release: str | None = Field(
+        None, min_length=1, max_length=40,
+        description="KTransformers release whose CPU path is priced: kt-kernel (SGLang, the default), v0.3-preview or v0.2")
+    host_sockets: int | None = Field(None, ge=1, le=16,
+                                     description="CPU sockets (NUMA nodes) of the host running the experts (default 1)")
     host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM available to the engine, GiB")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,

@@ -219,7 +219,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_offload_flags(d, list(catalog.engines), engine)
     w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    split = kt_split(d, spec, w.estimate, engine, gpus) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
+    split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)

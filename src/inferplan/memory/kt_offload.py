@@ -6,15 +6,18 @@ dense layers and the KV cache stay on the GPU; of each mixture-of-experts layer'
 AVX-512 / llamafile kernels run them (``--kt-num-gpu-experts``: "Number of GPU experts per MoE
 layer", kvcache-ai/sglang server_args.py; engines.yaml sources). Which engine takes the field is data:
 ``engines.yaml`` ``offload_settings``. The CPU copy of the experts is priced at the deployment's
-weight format (kt-kernel converts it to AMX INT4/INT8 or reads a GGUF file of that format).
+weight format (kt-kernel converts it to AMX INT4/INT8 or reads a GGUF file of that format); a release
+that keeps a copy per NUMA node (v0.2 USE_NUMA=1) holds it once per socket (memory/kt_host.py).
 """
 
 from __future__ import annotations
 
+from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kt_host import KtHost, kt_path
 from inferplan.memory.offload import GIB, OffloadSplit
 from inferplan.memory.weights import WeightEstimate
 
@@ -22,7 +25,7 @@ FIELD = "kt_num_gpu_experts"
 
 
 def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDefaults,
-             gpus_in_instance: int) -> OffloadSplit | None:
+             gpus_in_instance: int, catalog: Catalog) -> OffloadSplit | None:
     """The host share of the routed experts on an engine that takes ``kt_num_gpu_experts`` (None:
     another engine). Left out, no routed expert stays on the GPU (kt-kernel's CPU-only placement)."""
     if FIELD not in engine.offload_settings:
@@ -43,9 +46,13 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
     expert_params = arch.mlp_projections * (moe.latent_size or arch.hidden_size) * moe.expert_intermediate_size
     routed_params = moe.experts_per_token * expert_params * sum(moe.moe_layers)  # one token's routed experts
     flops_per_token = 2 * routed_params * cpu_share  # the CPU's share, with experts placed evenly
+    host = KtHost(kt_path(catalog, d.kt_release, d.kt_method, w.quantization), d.host_sockets or 1,
+                  moe.experts_per_token / moe.num_experts)
+    copies = f", one copy on each of {host.expert_copies} NUMA nodes" if host.expert_copies > 1 else ""
     note = (f"--kt-num-gpu-experts {on_gpu}: {moe.num_experts - on_gpu} of {moe.num_experts} routed experts per layer "
-            f"({host_experts / GIB:.2f} GiB) in host RAM, run by the CPU; attention, shared experts, dense layers "
+            f"({host_experts / GIB:.2f} GiB{copies}) in host RAM, run by the CPU ({host.path.name}); attention, shared experts, dense layers "
             "and the KV cache on the GPU")
     return OffloadSplit("kt", 0.0, host_experts, 0.0, host_experts / gpus_in_instance, note,
                         d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None,
-                        expert_flops_per_token=flops_per_token)
+                        expert_flops_per_token=flops_per_token,
+                        kt_host=host)

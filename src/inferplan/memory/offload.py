@@ -18,12 +18,13 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kt_host import KtHost
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
 OFFLOAD_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
-                  "hicache_ratio", "hicache_size", "kt_num_gpu_experts")
+                  "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method", "kt_release")
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,12 @@ class OffloadSplit:
     note: str
     host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
     expert_flops_per_token: float = 0.0  # kt: FLOPs of one token's routed experts the CPU runs
+    kt_host: KtHost | None = None  # kt: the release, kernel method and sockets the CPU side runs with
 
     @property
     def host_weight_bytes(self) -> float:
-        return self.host_dense_bytes + self.host_expert_bytes
+        copies = self.kt_host.expert_copies if self.kt_host is not None else 1  # kt: a copy per NUMA node
+        return self.host_dense_bytes + self.host_expert_bytes * copies
 
 
 def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: EngineDefaults) -> None:

@@ -19,6 +19,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.offload import OffloadSplit
+from inferplan.performance.kt_cpu import KtCpu, kt_cpu
 
 
 @dataclass(frozen=True)
@@ -32,33 +33,25 @@ class HostOffload:
     read_bytes_per_s: float  # the CPU streaming host DRAM (whole layers' weights, the KV cache)
     copy_bytes_per_s: float  # host-to-device over PCIe
     min_copy_tokens: float  # cpu mode: from this batch the GPU runs them after a copy
-    # kt: the CPU's rate on its routed experts and the FLOPs of one token's share of them
-    cpu_flop_per_s: float = 0.0
+    # kt: the CPU side (performance/kt_cpu.py) and the FLOPs of one token's share of the routed experts
+    kt: KtCpu | None = None
     expert_flops_per_token: float = 0.0
     expert_read_bytes_per_s: float | None = None  # the CPU streaming the routed experts a token picks (None: read_bytes_per_s)
 
     @property
     def overlapped(self) -> bool:
-        """The CPU's work runs alongside the GPU's (KTransformers), not after it."""
-        return self.mode == "kt"
+        """The CPU's work runs alongside the GPU's (KTransformers with Expert Deferral), not after it."""
+        return self.kt is not None and self.kt.overlapped
 
     def step_s(self, tokens: float, touched_expert_share: float, gpu_kv_read_bytes: float) -> float:
         """A step of ``tokens`` tokens (one micro-batch) that touches this share of the experts."""
-        if self.mode == "kt":
-            return kt_expert_s(self, tokens, touched_expert_share)
+        if self.kt is not None:
+            return self.kt.expert_s(self.expert_bytes, self.expert_flops_per_token, tokens, touched_expert_share)
         if self.mode == "stream" or tokens >= self.min_copy_tokens:
             return (self.dense_bytes + self.expert_bytes) / self.copy_bytes_per_s
         kv = gpu_kv_read_bytes * self.kv_fraction / (1 - self.kv_fraction) if self.kv_fraction < 1 else 0.0
         experts = self.expert_read_bytes_per_s or self.read_bytes_per_s
         return (self.dense_bytes + kv) / self.read_bytes_per_s + self.expert_bytes * touched_expert_share / experts
-
-
-def kt_expert_s(host: HostOffload, tokens: float, touched_expert_share: float) -> float:
-    """KTransformers' CPU expert work for ``tokens`` tokens: streaming the experts they touch from host
-    DRAM, or computing them, whichever takes longer (a long prompt is compute-bound on AMX)."""
-    read_s = host.expert_bytes * touched_expert_share / host.read_bytes_per_s
-    compute_s = tokens * host.expert_flops_per_token / host.cpu_flop_per_s if host.cpu_flop_per_s else 0.0
-    return max(read_s, compute_s)
 
 
 def host_offload(split: OffloadSplit | None, gpus: int, catalog: Catalog, pcie_bytes_per_s: float | None) -> HostOffload | None:
@@ -71,8 +64,7 @@ def host_offload(split: OffloadSplit | None, gpus: int, catalog: Catalog, pcie_b
             mode="kt", dense_bytes=0.0, expert_bytes=split.host_expert_bytes, kv_fraction=0.0,  # one CPU for all GPUs
             read_bytes_per_s=dram * catalog.constant("host-memory-read-efficiency"),
             copy_bytes_per_s=pcie * catalog.constant("pcie-copy-efficiency"), min_copy_tokens=float("inf"),
-            cpu_flop_per_s=catalog.constant("kt-cpu-expert-flop-per-s"),
-            expert_flops_per_token=split.expert_flops_per_token)
+            kt=kt_cpu(split.kt_host, catalog, dram), expert_flops_per_token=split.expert_flops_per_token)
     return HostOffload(
         mode=split.mode, dense_bytes=split.host_dense_bytes / gpus, expert_bytes=split.host_expert_bytes / gpus,
         kv_fraction=split.host_kv_fraction, read_bytes_per_s=dram * catalog.constant("host-memory-read-efficiency"),

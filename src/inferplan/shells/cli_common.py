@@ -38,7 +38,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "backend", "models", "systems", "quantizations", "interactivity", "baseline", "report",
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
     "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
-    "kt_num_gpu_experts",
+    "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets",
 )}
 
 
@@ -63,6 +63,9 @@ QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | 
 NglOpt = typer.Option(None, "--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU; the others' weights and KV cache in host RAM, run by the CPU.")
 NCpuMoeOpt = typer.Option(None, "--n-cpu-moe", help="llama.cpp: keep the experts of the first N layers in host RAM.")
 KtGpuExpertsOpt = typer.Option(None, "--kt-num-gpu-experts", help="KTransformers: routed experts per MoE layer on the GPU; the others in host RAM, run by the CPU (default 0).")
+KtMethodOpt = typer.Option(None, "--kt-method", help="KTransformers: CPU expert kernels, AMXINT4 | AMXINT8 | LLAMAFILE | BF16 | FP8 ... (default: what the launch command gives the weight format).")
+KtReleaseOpt = typer.Option(None, "--kt-release", help="KTransformers release priced: kt-kernel (SGLang, default) | v0.3-preview | v0.2.")
+HostSocketsOpt = typer.Option(None, "--host-sockets", help="CPU sockets (NUMA nodes) of the host running the experts (default 1).")
 CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
 HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM available, GiB (required when offloading).")
 HostBwOpt = typer.Option(None, "--host-memory-bandwidth-gb-per-s", help="Host DRAM bandwidth, GB/s (default: dual-channel DDR5-5600).")

@@ -24,6 +24,7 @@ from inferplan.shells.cli_common import (
     JsonOpt,
     KvOffloadOpt,
     KtGpuExpertsOpt,
+    KtMethodOpt,
     KvOpt,
     MaxLenOpt,
     ModelOpt,
@@ -79,6 +80,7 @@ def deploy_cmd(
     hicache_size: Optional[float] = HiCacheSizeOpt,
     kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
     engine_version: Optional[str] = EngineVersionOpt,
+    kt_method: Optional[str] = KtMethodOpt,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
@@ -101,7 +103,7 @@ def deploy_cmd(
         max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
         n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kv_offloading_size=kv_offloading_size,
         kv_offloading_backend=kv_offloading_backend, hicache_ratio=hicache_ratio, hicache_size=hicache_size,
-        kt_num_gpu_experts=kt_num_gpu_experts,
+        kt_num_gpu_experts=kt_num_gpu_experts, kt_method=kt_method,
         engine_version=engine_version,
     )
     speculative = None

@@ -129,6 +129,7 @@ def scenario(point: SpeedPoint, context_tokens: int | None = None,
         max_num_batched_tokens=limits.max_num_tokens if limits else None,
         n_gpu_layers=point.n_gpu_layers, n_cpu_moe=point.n_cpu_moe, cpu_offload_gb=point.cpu_offload_gb,
         kt_num_gpu_experts=point.kt_num_gpu_experts, host_memory_gb=point.host_memory_gb,
+        kt_release=point.kt_release, kt_method=point.kt_method, host_sockets=point.host_sockets,
         host_memory_bandwidth_gb_per_s=(point.host_memory_bandwidth_bytes_per_s.value / 1e9
                                         if point.host_memory_bandwidth_bytes_per_s else None),
     )
