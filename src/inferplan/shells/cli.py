@@ -2,9 +2,10 @@
 
 No arithmetic lives here beyond unit conversion for display. Every ``InferplanError`` and every
 validation error becomes one line naming the flag, and exit code 2.
-"""
 
-from __future__ import annotations
+The ``cli*`` modules do not postpone annotations: typer reads every command's parameter types when
+it builds the app, and would compile each from a string on every start.
+"""
 
 from pathlib import Path
 from typing import Optional

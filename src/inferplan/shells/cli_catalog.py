@@ -1,7 +1,5 @@
 """``inferplan catalog`` and ``inferplan model``: browse the sourced catalogue, import a config.json."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 import typer

@@ -1,8 +1,6 @@
 """What every ``inferplan`` sub-command shares: consoles, flags, and turning a library error into
 one line naming the flag, with exit code 2."""
 
-from __future__ import annotations
-
 import importlib
 import json
 import sys

@@ -1,7 +1,5 @@
 """``inferplan deploy``: the command (or Kubernetes manifest) that launches a planned deployment."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 import typer

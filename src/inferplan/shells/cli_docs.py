@@ -6,8 +6,6 @@ in docs/cli.md and keeps the hand-written text around it; ``--check`` exits 1 wh
 not what the app renders now (a test runs the same comparison).
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 

@@ -1,7 +1,5 @@
 """``inferplan detect``: this machine's accelerators, CPU and memory, and what runs on it."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Optional
 

@@ -1,8 +1,6 @@
 """``inferplan measurements …`` and ``inferplan acceptance``: the user's own benchmark runs in, the
 test to run out. Each command parses flags, calls one library function and renders its result."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Optional
 

@@ -5,8 +5,6 @@ ranked deployments (a list layout that keeps every id whole in 100 columns), the
 the cost/interactivity front, with a progress bar on stderr for sweeps longer than a second.
 """
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 from typing import Optional

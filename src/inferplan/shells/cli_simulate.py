@@ -1,7 +1,5 @@
 """``inferplan simulate``: a deployment under load, simulated beside the queueing approximation."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Optional

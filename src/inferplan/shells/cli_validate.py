@@ -1,7 +1,5 @@
 """``inferplan validate``: predictions against the measured points shipped in the catalogue."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Optional
 
