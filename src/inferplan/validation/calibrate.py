@@ -109,6 +109,23 @@ def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
                          loo_residuals_gib=())
 
 
+V017_SAMPLER = "vllm-v017-sampler-bytes-per-seq-vocab"
+
+
+def fit_vllm_v017_sampler(catalog: Catalog) -> ActivationFit:
+    """The 0.17+ rules' sampler coefficient, by least absolute deviations over the development records
+    of those releases, with the forward coefficient held at the V1 calibration value (the Triton
+    top-k/top-p kernel changed the sampler pass only; held-out records are never used)."""
+    ids, x, y = _design(catalog, "development", V017_SAMPLER)
+    forward = catalog.constant("vllm-forward-bytes-per-token-hidden")
+    rest = y - forward * x[:, 1]
+    coef = _lad(x[:, :1], rest)
+    fitted = np.array([coef[0], forward])
+    return ActivationFit(sampler_bytes_per_seq_vocab=float(coef[0]), forward_bytes_per_token_hidden=forward,
+                         points=tuple(ids), residuals_gib=tuple(float(r) for r in (x @ fitted - y) / GiB),
+                         loo_residuals_gib=())
+
+
 def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
     single, multi = [], []
     for point in catalog.memory_points:
@@ -139,6 +156,10 @@ def main() -> None:  # pragma: no cover - a maintenance script
     print(f"vllm-v0-sampler-bytes-per-seq-vocab = {v0.sampler_bytes_per_seq_vocab:.2f}")
     print(f"vllm-v0-forward-bytes-per-token-hidden = {v0.forward_bytes_per_token_hidden:.2f}")
     for pid, r in zip(v0.points, v0.residuals_gib):
+        print(f"  {pid:36s} residual {r:+.3f} GiB")
+    v017 = fit_vllm_v017_sampler(catalog)
+    print(f"{V017_SAMPLER} = {v017.sampler_bytes_per_seq_vocab:.2f}")
+    for pid, r in zip(v017.points, v017.residuals_gib):
         print(f"  {pid:36s} residual {r:+.3f} GiB")
     single, multi = fit_runtime_overhead(catalog)
     print(f"runtime-overhead-bytes-single-gpu = {single:.0f} ({single / GiB:.3f} GiB)")

@@ -1,0 +1,33 @@
+"""Release and device mechanisms of the engine memory rules, each checked on the development
+field records that show it: a mechanism unwired from the data makes its test fail."""
+
+import pytest
+
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.validation.calibrate import fit_vllm_v017_sampler
+from inferplan.validation.memory import check_point
+
+
+def _check(catalog, point_id):
+    return check_point(catalog.memory_points.records[point_id], catalog)
+
+
+def test_vllm_017_sampler_constant_equals_its_fit_on_development_records(catalog):
+    fit_ = fit_vllm_v017_sampler(catalog)
+    constant = catalog.calibration.records["vllm-v017-sampler-bytes-per-seq-vocab"]
+    assert constant.value == pytest.approx(fit_.sampler_bytes_per_seq_vocab, abs=0.01)
+    assert set(constant.fitted_on) == set(fit_.points) and len(fit_.points) >= 3
+    assert all(catalog.memory_points.records[p].split == "development" for p in fit_.points)
+    # the sort-free sampler needs well under half the bytes per (row x vocab entry) of the sort
+    assert constant.value < 0.5 * catalog.constant("vllm-sampler-bytes-per-seq-vocab")
+
+
+@pytest.mark.parametrize("release", ["0.17.0", "0.20.2", "0.21.0"])
+def test_releases_from_017_profile_the_sort_free_sampler(catalog, release):
+    assert memory_rule(catalog, "vllm", release).activation.sampler_constant == "vllm-v017-sampler-bytes-per-seq-vocab"
+
+
+def test_the_017_activation_drop_is_planned_across_the_version_sweep(catalog):
+    """Qwen3-14B on one H100: KV 41.94 GiB at 0.16.0 and 45.23 GiB at 0.18.0 (development records)."""
+    before, after = _check(catalog, "m17-qwen3-14b-h100-v0160"), _check(catalog, "m19-qwen3-14b-h100-v0180")
+    assert abs(before.kv_error) < 0.01 and abs(after.kv_error) < 0.01
