@@ -31,3 +31,26 @@ def test_the_017_activation_drop_is_planned_across_the_version_sweep(catalog):
     """Qwen3-14B on one H100: KV 41.94 GiB at 0.16.0 and 45.23 GiB at 0.18.0 (development records)."""
     before, after = _check(catalog, "m17-qwen3-14b-h100-v0160"), _check(catalog, "m19-qwen3-14b-h100-v0180")
     assert abs(before.kv_error) < 0.01 and abs(after.kv_error) < 0.01
+
+
+def test_cards_carry_the_totals_their_development_records_printed(catalog):
+    """A start-up log's printed total is the card's measured memory_reported_bytes: every accelerator a
+    development record printed a total for carries one, within 0.5 % of each printed figure."""
+    from inferplan.memory.engine_budget import device_total_bytes
+
+    printed = {}
+    for point in catalog.memory_points:
+        total = point.measured.total_bytes_per_gpu
+        if point.split == "development" and total is not None:
+            printed.setdefault(point.accelerator, []).append(total.value)
+    assert {"rtx-3090", "a10"} <= set(printed)
+    for accel_id, totals in printed.items():
+        accel = catalog.accelerators.records[accel_id]
+        assert accel.memory_reported_bytes is not None, accel_id
+        reported, note = device_total_bytes(catalog, accel)
+        assert note is None and all(abs(reported / t - 1) < 0.005 for t in totals), (accel_id, reported, totals)
+
+
+def test_a_desktop_cards_measured_total_sets_its_kv_budget(catalog):
+    """RTX 3090 under vLLM 0.6.4: 23.58 x 0.90 - 17.06 - 0.35 = 3.81 GiB printed; planned within 2 %."""
+    assert abs(_check(catalog, "f01-llama31-8b-rtx3090-20k").kv_error) < 0.02

@@ -8,7 +8,7 @@ only change together with the data it is fitted on.
   fitted by least absolute deviations (robust: one odd point cannot drag the rest, and none is
   dropped). Leave-one-out errors are reported.
 - Runtime (non-torch) overhead: median of the logged values, single-GPU and multi-GPU separately.
-- Driver reserve: median of 1 − reported / marketed-as-GiB over accelerators with both figures.
+- Driver reserve: median of 1 − reported / marketed-as-GiB over HBM accelerators with both figures.
 """
 
 from __future__ import annotations
@@ -138,7 +138,10 @@ def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
 def fit_driver_reserve(catalog: Catalog) -> tuple[float, tuple[str, ...]]:
     fractions, ids = [], []
     for accel in catalog.accelerators:
-        if accel.memory_reported_bytes is not None and not accel.unified_memory:
+        # HBM cards only: a GDDR board's reported total also loses its ECC share (on by default on
+        # datacenter GDDR6) and a desktop's display, so those totals are measured per card, not pooled
+        hbm = (accel.memory_type or "").upper().startswith("HBM")
+        if accel.memory_reported_bytes is not None and not accel.unified_memory and hbm:
             marketed_gib = accel.memory_bytes.value / 1e9 * GiB
             fractions.append(1 - accel.memory_reported_bytes.value / marketed_gib)
             ids.append(accel.id)
