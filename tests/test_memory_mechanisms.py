@@ -54,3 +54,29 @@ def test_cards_carry_the_totals_their_development_records_printed(catalog):
 def test_a_desktop_cards_measured_total_sets_its_kv_budget(catalog):
     """RTX 3090 under vLLM 0.6.4: 23.58 x 0.90 - 17.06 - 0.35 = 3.81 GiB printed; planned within 2 %."""
     assert abs(_check(catalog, "f01-llama31-8b-rtx3090-20k").kv_error) < 0.02
+
+
+@pytest.mark.parametrize("engine", ["sglang", "ktransformers"])
+def test_sglangs_fraction_is_of_the_memory_free_at_start_up(catalog, engine):
+    """SGLang reads the free memory after the CUDA context and the distributed init and takes
+    mem_fraction_static of that, not of the device total."""
+    rule = memory_rule(catalog, engine)
+    assert rule.fraction_of == "free_at_start" and rule.start_constant == "cuda-context-bytes-per-gpu"
+
+
+def test_sglang_plans_its_fraction_of_the_free_memory(catalog):
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.memory.fit import fit
+
+    d = Deployment(model="llama-3.1-8b", gpu="h100", engine="sglang", gpu_memory_utilization=0.9, max_model_len=8192)
+    result = fit(d, catalog)
+    context = catalog.constant("cuda-context-bytes-per-gpu")
+    assert result.usable_bytes_per_gpu == pytest.approx((result.gpu_memory_bytes - context) * 0.9)
+
+
+def test_a_fraction_of_the_free_memory_names_what_is_in_use_at_start_up(catalog):
+    from inferplan.catalog.memory_rules import MemoryRule
+
+    data = memory_rule(catalog, "sglang").model_dump()
+    with pytest.raises(ValueError, match="start_constant"):
+        MemoryRule.model_validate({**data, "start_constant": None})
