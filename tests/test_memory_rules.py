@@ -29,6 +29,7 @@ EXPECTED = {
     "0.6.4": "vllm-v0-torch-peak-with-context", "0.6.5": "vllm-v0-baseline-profile",
     "0.7.3": "vllm-v0-profiled-increase", "0.8.5 V0": "vllm-v0-profiled-increase",
     "0.8.5": "vllm-v1-graphs-after-kv", "0.11.0": "vllm-v1-graphs-after-kv", "0.14.1": "vllm-v1-graphs-after-kv",
+    "0.16.0": "vllm-v1-graphs-after-kv", "0.17.0": "vllm-v1-triton-sampler", "0.20.2": "vllm-v1-triton-sampler",
     "0.21.0": "vllm-v1-graphs-estimated", "0.27.1": "vllm-v1-graphs-estimated",
 }
 
@@ -76,13 +77,13 @@ def test_a_bad_engine_version_names_the_field_and_the_covered_releases(catalog, 
 
 def test_a_v0_record_is_predicted_with_the_v0_rule(catalog):
     """vLLM 0.6.4 profiled a 20000-token batch on the RTX 3090 (f01): the V0 rule reserves its activation
-    peak; V1's 8192-token profile would leave a third more KV cache than the log's 3.81 GiB."""
+    peak; V1's 8192-token profile would leave over a quarter more KV cache than the log's 3.81 GiB."""
     point = catalog.memory_points.records["f01-llama31-8b-rtx3090-20k"]
     check = check_point(point, catalog)
     assert check.memory_rule == memory_rule(catalog, "vllm", "0.6.4").label and check.rule_basis == "engine_release"
     assert abs(check.kv_error) < 0.07
     v1 = fit(deployment_for(point).model_copy(update={"engine_version": None}), catalog)
-    assert v1.kv_cache_bytes_per_gpu > 1.3 * point.measured.kv_cache_bytes_per_gpu.value
+    assert v1.kv_cache_bytes_per_gpu > 1.25 * point.measured.kv_cache_bytes_per_gpu.value
     # the held-out sibling at 29000 tokens: the engine refused to start, and so does the plan
     assert check_point(catalog.memory_points.records["f02-llama31-8b-rtx3090-29k-fails"], catalog).predicted_fits is False
 
@@ -96,7 +97,8 @@ def test_the_budget_applies_what_the_rule_counts(catalog):
     assert v0.kv_cache_bytes_per_gpu - v065.kv_cache_bytes_per_gpu == pytest.approx((1.79 - 0.35) * GiB, rel=1e-3)
     estimated = fit(d.model_copy(update={"engine_version": "0.21.0"}), catalog)
     graphs = catalog.constant("vllm-cudagraph-estimate-bytes-per-gpu")
-    assert fit(d, catalog).kv_cache_bytes_per_gpu - estimated.kv_cache_bytes_per_gpu == pytest.approx(graphs)
+    last_after_kv = fit(d.model_copy(update={"engine_version": "0.20.2"}), catalog)  # the same sampler profile
+    assert last_after_kv.kv_cache_bytes_per_gpu - estimated.kv_cache_bytes_per_gpu == pytest.approx(graphs)
     assert estimated.cuda_graph_bytes_per_gpu == graphs and fit(d, catalog).cuda_graph_bytes_per_gpu == 0
 
 

@@ -79,6 +79,10 @@ class MemoryRule(Frozen):
     default: bool = False  # the rule planned with when no engine_version is given
     max_num_seqs_default: int | None = Field(None, ge=1)  # None: engines.yaml's default
     budget: Literal["of_total", "of_free_after_weights", "no_fraction"]
+    # what an of_total fraction is taken of: the device total, or the memory free when the engine reads it
+    # at start-up (SGLang: after the CUDA context and the distributed init, before the weights load)
+    fraction_of: Literal["device_total", "free_at_start"] = "device_total"
+    start_constant: str | None = None  # calibration.yaml id: memory in use at that read, per GPU
     counted: tuple[Part, ...]  # what counts against the fraction (the KV cache gets the rest)
     activation: ActivationProfile
     # none: no graphs; after_kv: captured after the KV cache is sized (out of the headroom the
@@ -107,6 +111,9 @@ class MemoryRule(Frozen):
         if (self.cuda_graphs == "estimated") != ("cuda_graphs" in self.counted) or \
                 (self.cuda_graphs == "estimated") != (self.cuda_graph_constant is not None):
             raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
+        if (self.fraction_of == "free_at_start") != (self.start_constant is not None) or \
+                (self.fraction_of == "free_at_start" and self.budget != "of_total"):
+            raise ValueError("a fraction of the memory free at start-up is an of_total budget naming its start_constant")
         if ("activation_peak" in self.counted) == (self.activation.model == "outside_fraction"):
             raise ValueError("activation_peak is counted exactly when the activation is not outside the fraction")
         return self
@@ -127,7 +134,7 @@ class MemoryRule(Frozen):
     def constant_ids(self) -> tuple[str, ...]:
         a = self.activation
         graph = self.compute_graph.activation_constant if self.compute_graph else None
-        return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph,
+        return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph, self.start_constant,
                                  *(self.non_torch_constants or ())) if c)
 
 

@@ -172,9 +172,11 @@ def engine_budget(
         notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is sized")
     shown = " − ".join(_PART_NAMES[p] for p in rule.counted if p in counted)
     if rule.budget == "of_total":
-        usable = total_bytes * frac
+        start = catalog.constant(rule.start_constant) if rule.start_constant else 0.0
+        usable = (total_bytes - start) * frac
         kv = _less(usable, parts)
-        notes.append(f"{engine.name}: KV = total × {frac:g} − {shown}")
+        base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"
+        notes.append(f"{engine.name}: KV = {base} × {frac:g} − {shown}")
     elif rule.budget == "of_free_after_weights":
         usable = total_bytes
         kv = _less(total_bytes, parts) * frac

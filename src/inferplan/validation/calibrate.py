@@ -8,7 +8,7 @@ only change together with the data it is fitted on.
   fitted by least absolute deviations (robust: one odd point cannot drag the rest, and none is
   dropped). Leave-one-out errors are reported.
 - Runtime (non-torch) overhead: median of the logged values, single-GPU and multi-GPU separately.
-- Driver reserve: median of 1 − reported / marketed-as-GiB over accelerators with both figures.
+- Driver reserve: median of 1 − reported / marketed-as-GiB over HBM accelerators with both figures.
 """
 
 from __future__ import annotations
@@ -109,6 +109,23 @@ def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
                          loo_residuals_gib=())
 
 
+V017_SAMPLER = "vllm-v017-sampler-bytes-per-seq-vocab"
+
+
+def fit_vllm_v017_sampler(catalog: Catalog) -> ActivationFit:
+    """The 0.17+ rules' sampler coefficient, by least absolute deviations over the development records
+    of those releases, with the forward coefficient held at the V1 calibration value (the Triton
+    top-k/top-p kernel changed the sampler pass only; held-out records are never used)."""
+    ids, x, y = _design(catalog, "development", V017_SAMPLER)
+    forward = catalog.constant("vllm-forward-bytes-per-token-hidden")
+    rest = y - forward * x[:, 1]
+    coef = _lad(x[:, :1], rest)
+    fitted = np.array([coef[0], forward])
+    return ActivationFit(sampler_bytes_per_seq_vocab=float(coef[0]), forward_bytes_per_token_hidden=forward,
+                         points=tuple(ids), residuals_gib=tuple(float(r) for r in (x @ fitted - y) / GiB),
+                         loo_residuals_gib=())
+
+
 def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
     single, multi = [], []
     for point in catalog.memory_points:
@@ -121,7 +138,10 @@ def fit_runtime_overhead(catalog: Catalog) -> tuple[float, float]:
 def fit_driver_reserve(catalog: Catalog) -> tuple[float, tuple[str, ...]]:
     fractions, ids = [], []
     for accel in catalog.accelerators:
-        if accel.memory_reported_bytes is not None and not accel.unified_memory:
+        # HBM cards only: a GDDR board's reported total also loses its ECC share (on by default on
+        # datacenter GDDR6) and a desktop's display, so those totals are measured per card, not pooled
+        hbm = (accel.memory_type or "").upper().startswith("HBM")
+        if accel.memory_reported_bytes is not None and not accel.unified_memory and hbm:
             marketed_gib = accel.memory_bytes.value / 1e9 * GiB
             fractions.append(1 - accel.memory_reported_bytes.value / marketed_gib)
             ids.append(accel.id)
@@ -139,6 +159,10 @@ def main() -> None:  # pragma: no cover - a maintenance script
     print(f"vllm-v0-sampler-bytes-per-seq-vocab = {v0.sampler_bytes_per_seq_vocab:.2f}")
     print(f"vllm-v0-forward-bytes-per-token-hidden = {v0.forward_bytes_per_token_hidden:.2f}")
     for pid, r in zip(v0.points, v0.residuals_gib):
+        print(f"  {pid:36s} residual {r:+.3f} GiB")
+    v017 = fit_vllm_v017_sampler(catalog)
+    print(f"{V017_SAMPLER} = {v017.sampler_bytes_per_seq_vocab:.2f}")
+    for pid, r in zip(v017.points, v017.residuals_gib):
         print(f"  {pid:36s} residual {r:+.3f} GiB")
     single, multi = fit_runtime_overhead(catalog)
     print(f"runtime-overhead-bytes-single-gpu = {single:.0f} ({single / GiB:.3f} GiB)")
