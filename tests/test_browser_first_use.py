@@ -8,6 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from inferplan.catalog.loader import load_catalog
+
 import test_browser
 from test_browser import card_values, planned, scenario_in_url
 
@@ -66,7 +68,8 @@ def test_two_bare_gpus_with_llama_cpp(page, server):
     page.goto(server + "/")
     stamp = planned(page)
     engines = page.eval_on_selector_all("#engine option", "os => os.map(o => o.value)")
-    assert set(engines) == {"vllm", "sglang", "trtllm", "llamacpp", "mlx"}
+    # every catalogue engine (vLLM, SGLang, TensorRT-LLM, llama.cpp, MLX, KTransformers)
+    assert set(engines) == {e.id for e in load_catalog().engines} >= {"vllm", "sglang", "trtllm", "llamacpp", "mlx"}
     assert page.locator("#gpus").is_hidden()
     page.select_option("#model", "qwen3-32b")
     stamp = planned(page, stamp)
