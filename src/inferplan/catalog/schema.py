@@ -138,6 +138,16 @@ class System(Frozen):
     notes: tuple[str, ...] = ()
 
 
+class KeepsUnquantized(Frozen):
+    """Parameter groups a published build leaves at 16 bits outside its format (its config.json's
+    quantization_config ignore list, or its model card), with where that is stated."""
+
+    groups: tuple[Literal["attention", "mlp", "experts", "shared_experts", "router", "embeddings", "lm_head"], ...] = (
+        Field(min_length=1))
+    source: str = Field(min_length=1)  # a source id
+    note: str | None = None
+
+
 class Checkpoint(Frozen):
     """A published build of a model: its quantization and its size on disk."""
 
@@ -148,6 +158,7 @@ class Checkpoint(Frozen):
     # bits of the weights outside the routed experts when this build keeps them apart from the
     # format (gpt-oss: experts MXFP4, attention/embeddings/lm_head BF16); shares out size_bytes
     non_expert_bits_per_weight: Bits | None = None
+    keeps_unquantized: KeepsUnquantized | None = None
 
 
 class Licence(Frozen):
