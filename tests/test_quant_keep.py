@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from inferplan.catalog.hf_keep import kept_groups
 from inferplan.catalog.models import spec_from_card
-from inferplan.catalog.schema import KeepsUnquantized
+from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.memory.resolve import spec_from_import
 from inferplan.memory.weights import weight_bytes
 from inferplan.validation.memory import validate_memory

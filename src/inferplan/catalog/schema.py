@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.catalog.provenance import (
     EUR,
     USD,
@@ -136,16 +137,6 @@ class System(Frozen):
     price: PriceBand | None = None
     host: str | None = None
     notes: tuple[str, ...] = ()
-
-
-class KeepsUnquantized(Frozen):
-    """Parameter groups a published build leaves at 16 bits outside its format (its config.json's
-    quantization_config ignore list, or its model card), with where that is stated."""
-
-    groups: tuple[Literal["attention", "mlp", "experts", "shared_experts", "router", "embeddings", "lm_head"], ...] = (
-        Field(min_length=1))
-    source: str = Field(min_length=1)  # a source id
-    note: str | None = None
 
 
 class Checkpoint(Frozen):
