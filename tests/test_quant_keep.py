@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from inferplan.catalog.hf_keep import kept_groups
 from inferplan.catalog.models import spec_from_card
 from inferplan.catalog.keep_schema import KeepsUnquantized
+from inferplan.catalog.loader import DATA_DIR, load_files
 from inferplan.memory.resolve import spec_from_import
+from inferplan.errors import CatalogError
 from inferplan.memory.weights import weight_bytes
 from inferplan.validation.memory import validate_memory
 
@@ -93,3 +96,16 @@ def test_meta_405b_fp8_weights_match_the_vllm_load_within_a_few_percent(catalog)
     # vllm-project/vllm issue #6746: 57.75 GiB per GPU at TP 8; all linear layers at FP8 would be 47.7 (-17 %)
     check = {c.id: c for c in validate_memory(catalog).checks}["d20-llama31-405b-fp8-tp8-h100-128k-fails"]
     assert abs(check.weights_error) < 0.04
+
+
+def test_a_kept_group_list_with_an_unknown_source_fails_to_load(tmp_path):
+    data = yaml.safe_load((DATA_DIR / "models" / "reference_gemma4.yaml").read_text())
+    for card in data["models"]:
+        for ckpt in card.get("checkpoints", ()):
+            if ckpt.get("keeps_unquantized"):
+                ckpt["keeps_unquantized"]["source"] = "nowhere"
+    bad = tmp_path / "models" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(CatalogError, match="keeps_unquantized: unknown source 'nowhere'"):
+        load_files([bad, DATA_DIR / "quantizations.yaml"])
