@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from inferplan.catalog.hf_keep import KeptGroups
+
 
 class LayerKind(str, Enum):
     FULL = "full"
@@ -132,6 +134,7 @@ class QuantConfig:
     method: str  # as written upstream (fp8, compressed-tensors, awq, mxfp4, modelopt ...)
     quantization: str  # catalogue quantization id
     unquantized_modules: tuple[str, ...] = ()
+    kept_unquantized: KeptGroups = KeptGroups()  # what ``unquantized_modules`` keeps, by counted group
     kv_cache_dtype: str | None = None  # KV quantization the checkpoint asks for ("auto" resolves to it)
 
 

@@ -222,7 +222,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
         global_attention=global_attention_dims(cfg, kinds),
         linear=linear,
         mamba=mamba,
-        quant=quant_config(cfg),
+        quant=quant_config(cfg, n_layers),
         attention_bias=bool(cfg.get("attention_bias", model_type.startswith("qwen2"))),
         qk_norm=model_type.startswith(("qwen3", "gemma3", "gemma4")) or bool(cfg.get("use_qk_norm")),
         mlp_projections=2 if str(first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,

@@ -4,19 +4,21 @@ quantization the checkpoint asks for)."""
 from __future__ import annotations
 
 from inferplan.catalog.architecture import QuantConfig
+from inferplan.catalog.hf_keep import kept_groups, listed_modules
 from inferplan.errors import ConfigImportError
 
 
-def quant_config(cfg: dict) -> QuantConfig | None:
-    """What a config.json's ``quantization_config`` says, as a catalogue quantization id."""
+def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
+    """What a config.json's ``quantization_config`` says, as a catalogue quantization id, and which
+    parts of a model of ``n_layers`` layers it leaves unquantized."""
     qc = cfg.get("quantization_config")
     if not qc:
         return None
     method = str(qc.get("quant_method", "")).lower()
-    ignore = tuple(qc.get("ignore") or qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ())
+    ignore = listed_modules(qc)
     if method == "fp8" and (cfg.get("expert_dtype") == "fp4" or cfg.get("model_type") == "deepseek_v4"):
         qid = "mixed-fp4-fp8"  # DeepSeek-V4 ships FP4 routed experts and FP8 elsewhere (Pro's config omits expert_dtype)
-    elif method == "fp8":
+    elif method in ("fp8", "fbgemm_fp8"):
         qid = "fp8-block" if qc.get("weight_block_size") else "fp8"
     elif method == "mxfp4":
         qid = "mxfp4"
@@ -33,9 +35,10 @@ def quant_config(cfg: dict) -> QuantConfig | None:
         raise ConfigImportError(
             f"quantization_config.quant_method {method!r} is not supported",
             field="quantization_config.quant_method",
-            allowed="fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
+            allowed="fp8, fbgemm_fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
         )
-    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore, kv_cache_dtype=_kv_quant(qc))
+    return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore,
+                       kept_unquantized=kept_groups(ignore, n_layers), kv_cache_dtype=_kv_quant(qc))
 
 
 def _kv_quant(qc: dict) -> str | None:

@@ -342,6 +342,9 @@ def check_references(catalog: Catalog) -> None:
                     f"{cp.quantization!r}",
                     field=f"{model.id}.checkpoints",
                 )
+            if cp.keeps_unquantized and cp.keeps_unquantized.source not in catalog.sources:
+                raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r} keeps_unquantized: unknown source "
+                                   f"{cp.keeps_unquantized.source!r}", field=f"{model.id}.checkpoints")
         if model.config and not (catalog.data_dir / model.config).is_file():
             raise CatalogError(f"models:{model.id}: config file {model.config} missing", field=model.id)
         if model.config and model.config_source not in catalog.sources:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.hf_import import architecture_from_config, read_config
+from inferplan.catalog.hf_keep import KeptGroups
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import ModelCard
 
@@ -26,6 +27,15 @@ class CheckpointSize:
     name: str
     source: str  # a source id, or where a local import read it
     non_expert_bits_per_weight: float | None = None  # the build keeps non-expert weights at other bits
+
+
+@dataclass(frozen=True)
+class KeptUnquantized:
+    """Parameter groups a build at ``quantization`` keeps at 16 bits, and where that is stated."""
+
+    quantization: str
+    groups: KeptGroups
+    source: str  # a source id, or "config.json quantization_config" for an import
 
 
 @dataclass(frozen=True)
@@ -41,9 +51,21 @@ class ModelSpec:
     context_tokens: int | None
     assumptions: tuple[str, ...] = ()
     card: ModelCard | None = None
+    kept_unquantized: tuple[KeptUnquantized, ...] = ()
 
     def checkpoint(self, quantization: str) -> CheckpointSize | None:
         return next((c for c in self.checkpoints if c.quantization == quantization), None)
+
+    def kept(self, quantization: str) -> KeptUnquantized | None:
+        return next((k for k in self.kept_unquantized if k.quantization == quantization), None)
+
+
+def kept_from_config(arch: Architecture) -> tuple[KeptUnquantized, ...]:
+    """What an imported config.json's quantization_config leaves unquantized, for its own format."""
+    quant = arch.quant
+    if quant is None or not (quant.kept_unquantized.shares or quant.kept_unquantized.unmapped):
+        return ()
+    return (KeptUnquantized(quant.quantization, quant.kept_unquantized, "config.json quantization_config"),)
 
 
 @functools.lru_cache(maxsize=256)
@@ -72,6 +94,13 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
         for c in card.checkpoints
         if c.size_bytes is not None
     )
+    # a card states what its builds keep unquantized (its config.json may be another build's)
+    kept = tuple(
+        KeptUnquantized(c.quantization, KeptGroups(tuple((g, 1.0) for g in c.keeps_unquantized.groups)),
+                        c.keeps_unquantized.source)
+        for c in card.checkpoints
+        if c.keeps_unquantized is not None
+    )
     native = arch.quant.quantization if arch and arch.quant and not proxy else None
     if native is None and card.checkpoints:
         native = card.checkpoints[0].quantization
@@ -88,6 +117,7 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
         context_tokens=int(card.context_tokens.value) if card.context_tokens else config_context(arch, proxy),
         assumptions=tuple(assumptions),
         card=card,
+        kept_unquantized=kept,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.catalog.provenance import (
     EUR,
     USD,
@@ -148,6 +149,7 @@ class Checkpoint(Frozen):
     # bits of the weights outside the routed experts when this build keeps them apart from the
     # format (gpt-oss: experts MXFP4, attention/embeddings/lm_head BF16); shares out size_bytes
     non_expert_bits_per_weight: Bits | None = None
+    keeps_unquantized: KeepsUnquantized | None = None
 
 
 class Licence(Frozen):

@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.hf_import import ImportedModel, hf_cache_snapshot, import_model
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.models import CheckpointSize, ModelSpec, config_context, looks_like_path, spec_from_card
+from inferplan.catalog.models import (
+    CheckpointSize,
+    ModelSpec,
+    config_context,
+    kept_from_config,
+    looks_like_path,
+    spec_from_card,
+)
 from inferplan.catalog.memo import per_catalog
 from inferplan.errors import InferplanError, UnknownModelError
 from inferplan.memory.kv_cache import kv_layout
@@ -81,6 +88,7 @@ def spec_from_import(location: str) -> ModelSpec:
         native_quantization=native,
         context_tokens=config_context(arch, proxy=False),
         assumptions=("parameter counts computed from config.json",),
+        kept_unquantized=kept_from_config(arch),
     )
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.hf_keep import KeptGroups
+from inferplan.catalog.models import KeptUnquantized, ModelSpec
 from inferplan.catalog.schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.params import ParamBreakdown, count_params
@@ -51,11 +52,12 @@ def output_bits(quant: Quantization, hidden_size: int | None) -> float | None:
 
 
 def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None,
-                 head_bits: float | None = None) -> _Parts:
+                 head_bits: float | None = None, kept: KeptGroups = KeptGroups()) -> _Parts:
     """Bytes by part computed from the parameter breakdown: routed experts at the format's bits,
     the other linear layers at its non-expert bits when it has them, edges at 16 bits unless the
     format quantizes them too; the output projection at ``head_bits`` when the format gives it a
-    type of its own (a tied table is written in that type at both ends)."""
+    type of its own (a tied table is written in that type at both ends). The groups the build
+    keeps unquantized (``kept``: each with the share of its layers kept) are at 16 bits."""
     bits = quant.bits_per_weight.value
     if non_expert_bits is None:
         non_expert_bits = quant.non_expert_bits_per_weight.value if quant.non_expert_bits_per_weight else None
@@ -67,12 +69,39 @@ def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: f
         embedding_bits = embedding_bits if params.lm_head else head_bits
     else:
         head_bits = other_bits if quant.quantizes_embeddings or non_expert_bits else UNQUANTIZED_BITS
+    if kept.share("embeddings"):
+        embedding_bits = UNQUANTIZED_BITS
+    if kept.share("lm_head"):
+        head_bits = UNQUANTIZED_BITS
     small = (params.norms + params.router) * UNQUANTIZED_BITS / 8
-    expert = params.experts * bits / 8
-    linear = (params.linear - params.experts) * other_bits / 8 + expert
+    expert = params.experts * _kept_bits(bits, kept.share("experts")) / 8
+    linear = expert + (
+        params.attention * _kept_bits(other_bits, kept.share("attention"))
+        + params.dense_mlp * _kept_bits(other_bits, kept.share("mlp"))
+        + params.shared_experts * _kept_bits(other_bits, kept.share("shared_experts"))
+    ) / 8
     embedding = params.embedding * embedding_bits / 8
     head = params.lm_head * head_bits / 8
     return _Parts(embedding + head + small + linear, expert, embedding, head)
+
+
+def _kept_bits(bits: float, share: float) -> float:
+    """Mean bits of a group whose ``share`` of layers is kept at 16 bits."""
+    return share * UNQUANTIZED_BITS + (1 - share) * bits
+
+
+def _kept_notes(kept: KeptUnquantized | None) -> list[str]:
+    if kept is None:
+        return []
+    notes = []
+    if kept.groups.shares:
+        parts = ", ".join(g if s >= 1 else f"{g} ({s:.0%} of layers)" for g, s in kept.groups.shares)
+        notes.append(f"kept unquantized at 16 bits in this build: {parts} ({kept.source})")
+    if kept.groups.unmapped:
+        shown = ", ".join(kept.groups.unmapped[:5]) + (" …" if len(kept.groups.unmapped) > 5 else "")
+        notes.append(f"modules left unquantized that match no counted part, counted as quantized: {shown} "
+                     f"({kept.source})")
+    return notes
 
 
 def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
@@ -80,12 +109,16 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
     arch = None if spec.architecture_is_proxy else spec.architecture
     params = count_params(arch) if arch else None
     ckpt = spec.checkpoint(quant.id)
+    kept = spec.kept(quant.id)
+    groups = kept.groups if kept else KeptGroups()
     if ckpt is not None:
         assumptions = [f"weights = published {ckpt.name} checkpoint size ({ckpt.source})"]
         total = ckpt.size_bytes
         expert = embedding = head = 0.0
         if params is not None:
-            parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size))
+            parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size),
+                                 groups)
+            assumptions += _kept_notes(kept)
             if params.mtp:
                 mtp_bytes = params.mtp * total / (params.total + params.mtp)
                 total -= mtp_bytes
@@ -105,7 +138,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
                               embedding if tied else head, tied)
     if params is not None:
         head_bits = output_bits(quant, arch.hidden_size)
-        parts = _parts_bytes(params, quant, head_bits=head_bits)
+        parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups)
         other = quant.non_expert_bits_per_weight
         note = (
             f"weights = {params.total / 1e9:.2f}B parameters: "
@@ -116,7 +149,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
             + (f"; the output projection at {head_bits:g} bits" + ("" if params.lm_head else " (tied: the embedding table too)")
                if head_bits is not None else "")
         )
-        assumptions = [note]
+        assumptions = [note, *_kept_notes(kept)]
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
         replicated = params.norms * 2 + params.indexer * quant.bits_per_weight.value / 8
