@@ -3,9 +3,8 @@
 Each YAML file under ``catalog/data`` holds a ``sources`` registry and a list of one entity kind;
 ``loader.py`` validates them with these models. Field names carry their SI unit.
 
-The pydantic modules of ``catalog`` and ``inputs`` do not postpone annotations (no ``from __future__
-import annotations``): pydantic would evaluate each field's annotation from its string when the class
-is made, and every command makes these classes at start-up.
+The pydantic modules of ``catalog`` and ``inputs`` keep real annotations (no postponed ones): pydantic
+would otherwise evaluate each field's annotation from a string at every start-up.
 """
 
 from enum import Enum
