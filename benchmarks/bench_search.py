@@ -12,12 +12,10 @@ import time
 from _timing import median_seconds
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.errors import InferplanError
 from inferplan.search import evaluate
 from inferplan.search.load import resolve_load
-from inferplan.search.pricing import unit_costs
 from inferplan.search.request import SearchRequest, Targets
-from inferplan.search.run import search
+from inferplan.search.run import model_cells, search
 from inferplan.search.space import build_space
 
 CASES = {
@@ -49,13 +47,8 @@ def main() -> None:
 def _arrays_only(catalog, req: SearchRequest) -> tuple[float, int]:
     """The same search's candidates with every cell already modelled: the vectorised part alone."""
     rl = resolve_load(catalog, req)
-    models = []
-    for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
-        try:
-            models.append(evaluate.model_cell(catalog, cell, rl, unit_costs(catalog, cell.platform, cell.model),
-                                              disaggregate=True))
-        except InferplanError:
-            continue
+    models, _ = model_cells(catalog, build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len), rl,
+                            disaggregate=True)
     grids = evaluate.evaluate_cells(models, rl, pricing="both")
     seconds = median_seconds(lambda: evaluate.evaluate_cells(models, rl, pricing="both"), repeat=3)
     return seconds, sum(len(g) for cell in grids for g in cell)

@@ -23,7 +23,7 @@ from inferplan.search.service import service_curve
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest, Targets
-from inferplan.search.run import search
+from inferplan.search.run import model_cells, search
 from inferplan.search.space import build_space
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
@@ -355,13 +355,8 @@ def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layo
     found = search(req, catalog)
     rl = resolve_load(catalog, req)
     lam, out = rl.request_rate_per_s, rl.output_len
-    models = []
-    for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
-        try:
-            models.append(evaluate.model_cell(catalog, cell, rl, unit_costs(catalog, cell.platform, cell.model),
-                                              disaggregate=True))
-        except InferplanError:
-            continue
+    models, _ = model_cells(catalog, build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len), rl,
+                            disaggregate=True)
     sizes = np.arange(1, 41, dtype=float)
     p, q = (a.ravel() for a in np.meshgrid(sizes, sizes, indexing="ij"))
     best = math.inf

@@ -27,10 +27,30 @@ from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
-from inferplan.search.space import Cell, build_space, check_names
+from inferplan.search.space import Cell, Space, build_space, check_names
 
 Progress = Callable[[int, int], None]
 VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is given up
+
+
+def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregate: bool,
+                progress: Progress | None = None) -> tuple[list[evaluate.CellModel], dict[tuple, list[str]]]:
+    """Every cell of the space with its service curves and unit costs, and per family the reasons
+    the cells that could not be modelled give."""
+    models, errors, costs, curves = [], defaultdict(list), {}, {}
+    for i, cell in enumerate(space.cells):
+        if progress:
+            progress(i, len(space.cells))
+        key = (cell.platform.id, cell.model)
+        if key not in costs:
+            costs[key] = unit_costs(catalog, cell.platform, cell.model)
+        try:
+            models.append(evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=disaggregate, curves=curves))
+        except InferplanError as exc:
+            errors[cell.family].append(str(exc))
+    if progress:
+        progress(len(space.cells), len(space.cells))
+    return models, errors
 
 
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None) -> SearchResult:
@@ -39,22 +59,12 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     check_names(catalog, req)
     rl = resolve_load(catalog, req)
     targets = effective_targets(req.targets, rl)
-    space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
-    picks, fronts, candidates, costs, curves = [], [], 0, {}, {}
-    models = []
-    for i, cell in enumerate(space.cells):
-        if progress:
-            progress(i, len(space.cells))
-        key = (cell.platform.id, cell.model)
-        if key not in costs:
-            costs[key] = unit_costs(catalog, cell.platform, cell.model)
-        try:
-            models.append(evaluate.model_cell(catalog, cell, rl, costs[key], disaggregate=req.disaggregated, curves=curves))
-        except InferplanError as exc:
-            stats[cell.family].errors.append(str(exc))
-    if progress:
-        progress(len(space.cells), len(space.cells))
+    picks, fronts, candidates = [], [], 0
+    space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len)
+    models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress)
+    for family, messages in errors.items():
+        stats[family].errors.extend(messages)
     for cm, grids in zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing)):
         for grid in grids:
             candidates += len(grid)
