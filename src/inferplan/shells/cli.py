@@ -36,7 +36,7 @@ from inferplan.shells.cli_common import (
     UbatchOpt, NglOpt, NCpuMoeOpt, CpuOffloadOpt, KtGpuExpertsOpt, KtMethodOpt, KtReleaseOpt, HostSocketsOpt, HostMemOpt, HostBwOpt, KvOffloadOpt, HiCacheRatioOpt, HiCacheSizeOpt,
     UtilOpt,
     console,
-    deployment,
+    deployment_from,
     emit_json,
     err_console,
     fail,
@@ -98,19 +98,11 @@ def fit_cmd(
     explain: bool = ExplainOpt,
 ) -> None:
     """Does it fit, and how much is left for the KV cache? When not, what would."""
+    params = dict(locals())  # the flags as given, before anything else is bound
+
     from inferplan.memory.suggest import fit_or_suggest
 
-    d = deployment(
-        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size, max_num_seqs=max_num_seqs,
-        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, engine_version=engine_version,
-        concurrency=concurrency, kv_bytes_per_token=kv_bytes_per_token, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kt_num_gpu_experts=kt_num_gpu_experts, host_memory_gb=host_memory_gb,
-        kt_method=kt_method, kt_release=kt_release, host_sockets=host_sockets,
-        host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s, kv_offloading_size=kv_offloading_size,
-        hicache_ratio=hicache_ratio, hicache_size=hicache_size,
-    )
+    d = deployment_from(params)
     result = run(fit_or_suggest, d, catalog_for(d))
     if as_json:
         emit_json(result)
@@ -196,23 +188,15 @@ def perf_cmd(
     explain: bool = ExplainOpt,
 ) -> None:
     """How fast: TTFT, TPOT, tokens/s per user and in aggregate (from your own stored runs where one matches)."""
+    params = dict(locals())  # the flags as given, before anything else is bound
+
     from inferplan.performance.serving import estimate
 
     w = workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
                   prefix_cache_hit_rate=prefix_cache_hit_rate, prefix_cache_host_share=prefix_cache_host_share,
                   backend=backend.strip().lower() if backend else backend)
-    d = deployment(
-        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
-        max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
-        engine_version=engine_version, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kt_num_gpu_experts=kt_num_gpu_experts, host_memory_gb=host_memory_gb,
-        kt_method=kt_method, kt_release=kt_release, host_sockets=host_sockets,
-        host_memory_bandwidth_gb_per_s=host_memory_bandwidth_gb_per_s, kv_offloading_size=kv_offloading_size,
-        hicache_ratio=hicache_ratio, hicache_size=hicache_size,
-    )
+    d = deployment_from(params, exclude=('concurrency',))
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
@@ -244,16 +228,13 @@ def frontier_cmd(
     explain: bool = ExplainOpt,
 ) -> None:
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
+    params = dict(locals())  # the flags as given, before anything else is bound
+
     from inferplan.performance.serving import frontier
 
     w = workload(input_len=input_len, output_len=output_len, concurrency="1",
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
-    d = deployment(
-        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel,
-        kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine, engine_version=engine_version,
-    )
+    d = deployment_from(params)
     result = run(frontier, d, w, catalog_for(d), points=points, user_runs=user_runs(db))
     if as_json:
         emit_json(result)

@@ -136,6 +136,15 @@ def emit_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def deployment_from(params: dict, *, exclude: tuple[str, ...] = ()):
+    """The Deployment a command's flags describe: every parameter named like a Deployment field (a
+    command's ``locals()`` as it starts), less ``exclude`` (a flag that shares a field's name but
+    means something else)."""
+    from inferplan.inputs.deployment import Deployment
+
+    return deployment(**{k: v for k, v in params.items() if k in Deployment.model_fields and k not in exclude})
+
+
 def deployment(**kwargs):
     from inferplan.inputs.deployment import Deployment
 

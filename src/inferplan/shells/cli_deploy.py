@@ -36,7 +36,7 @@ from inferplan.shells.cli_common import (
     UbatchOpt,
     UtilOpt,
     console,
-    deployment,
+    deployment_from,
     emit_json,
     err_console,
     fail,
@@ -87,23 +87,15 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
+    params = dict(locals())  # the flags as given, before anything else is bound
+
     from inferplan.deploy import launch_plan
 
     if output_format not in FORMATS:
         fail(f"--format: {output_format!r} is not a format", field="--format", allowed=" | ".join(FORMATS))
     if role not in ROLES:
         fail(f"--role: {role!r} is not a role", field="--role", allowed=" | ".join(ROLES))
-    d = deployment(
-        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
-        max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
-        n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, cpu_offload_gb=cpu_offload_gb, kv_offloading_size=kv_offloading_size,
-        kv_offloading_backend=kv_offloading_backend, hicache_ratio=hicache_ratio, hicache_size=hicache_size,
-        kt_num_gpu_experts=kt_num_gpu_experts, kt_method=kt_method,
-        engine_version=engine_version,
-    )
+    d = deployment_from(params)
     speculative = None
     if speculative_tokens:
         speculative = _speculative(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)

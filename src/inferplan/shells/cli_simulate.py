@@ -28,7 +28,7 @@ from inferplan.shells.cli_common import (
     UbatchOpt,
     UtilOpt,
     console,
-    deployment,
+    deployment_from,
     emit_json,
     fail,
     workload,
@@ -80,20 +80,15 @@ def simulate_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Tail latency under load: p50/p95/p99 TTFT, TPOT and E2E, simulated and approximated."""
+    params = dict(locals())  # the flags as given, before anything else is bound
+
     from pydantic import ValidationError
 
     from inferplan.search.simulation import SimulationQuery, simulate_deployment
     from inferplan.search.trace import read_trace
     from inferplan.shells.render_latency import print_simulation
 
-    d = deployment(
-        model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size, data_parallel_size=data_parallel_size,
-        enable_expert_parallel=enable_expert_parallel, gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, ubatch_size=ubatch_size,
-        max_num_seqs=max_num_seqs, kv_cache_dtype=kv_cache_dtype, quantization=quantization, engine=engine,
-        engine_version=engine_version,
-    )
+    d = deployment_from(params)
     w = workload(input_len=input_len, output_len=output_len, concurrency=None, speculative_tokens=speculative_tokens,
                  acceptance_rate=acceptance_rate, prefix_cache_hit_rate=prefix_cache_hit_rate)
     try:
