@@ -15,26 +15,11 @@ import typer
 from inferplan.shells.cli_catalog import catalog_app, model_app
 from inferplan.shells.cli_common import (
     LazyModule,
-    BatchedOpt,
-    DpOpt,
     EngineOpt,
-    EngineVersionOpt,
-    EpOpt,
     ExplainOpt,
-    GpuOpt,
-    GpusOpt,
     JsonOpt,
     KvOpt,
-    MaxLenOpt,
-    ModelOpt,
-    PpOpt,
-    QuantOpt,
-    SeqsOpt,
-    SystemOpt,
-    TpOpt,
     catalog_for,
-    UbatchOpt, NglOpt, NCpuMoeOpt, CpuOffloadOpt, KtGpuExpertsOpt, KtMethodOpt, KtReleaseOpt, HostSocketsOpt, HostMemOpt, HostBwOpt, KvOffloadOpt, HiCacheRatioOpt, HiCacheSizeOpt,
-    UtilOpt,
     console,
     deployment_from,
     emit_json,
@@ -46,6 +31,7 @@ from inferplan.shells.cli_common import (
     split_list,
     workload,
 )
+from inferplan.shells.cli_flags import FORMAT, HOST, LAYOUT, LIMITS, deployment_flags
 from inferplan.shells.cli_deploy import deploy_cmd
 from inferplan.shells.cli_search import search_cmd
 from inferplan.shells.cli_simulate import simulate_cmd
@@ -62,47 +48,16 @@ app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_mea
 
 
 @app.command("fit")
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "concurrency", "kv_bytes_per_token", *HOST)
 def fit_cmd(
-    model: str = ModelOpt,
-    gpu: Optional[str] = GpuOpt,
-    system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: Optional[int] = TpOpt,
-    pipeline_parallel_size: Optional[int] = PpOpt,
-    data_parallel_size: Optional[int] = DpOpt,
-    enable_expert_parallel: bool = EpOpt,
-    gpu_memory_utilization: Optional[float] = UtilOpt,
-    max_model_len: Optional[int] = MaxLenOpt,
-    max_num_batched_tokens: Optional[int] = BatchedOpt,
-    ubatch_size: Optional[int] = UbatchOpt,
-    max_num_seqs: Optional[int] = SeqsOpt,
-    kv_cache_dtype: str = KvOpt,
-    quantization: Optional[str] = QuantOpt,
-    engine: str = EngineOpt,
-    engine_version: Optional[str] = EngineVersionOpt,
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Report the largest context at this many concurrent sequences."),
-    kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished."),
-    n_gpu_layers: Optional[int] = NglOpt,
-    n_cpu_moe: Optional[int] = NCpuMoeOpt,
-    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
-    kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
-    kt_method: Optional[str] = KtMethodOpt,
-    kt_release: Optional[str] = KtReleaseOpt,
-    host_sockets: Optional[int] = HostSocketsOpt,
-    host_memory_gb: Optional[float] = HostMemOpt,
-    host_memory_bandwidth_gb_per_s: Optional[float] = HostBwOpt,
-    kv_offloading_size: Optional[float] = KvOffloadOpt,
-    hicache_ratio: Optional[float] = HiCacheRatioOpt,
-    hicache_size: Optional[float] = HiCacheSizeOpt,
+    flags: dict,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
     """Does it fit, and how much is left for the KV cache? When not, what would."""
-    params = dict(locals())  # the flags as given, before anything else is bound
-
     from inferplan.memory.suggest import fit_or_suggest
 
-    d = deployment_from(params)
+    d = deployment_from(flags)
     result = run(fit_or_suggest, d, catalog_for(d))
     if as_json:
         emit_json(result)
@@ -145,24 +100,9 @@ app.command("acceptance")(acceptance_cmd)  # inferplan/shells/cli_measurements.p
 
 
 @app.command("perf")
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST)
 def perf_cmd(
-    model: str = ModelOpt,
-    gpu: Optional[str] = GpuOpt,
-    system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: Optional[int] = TpOpt,
-    pipeline_parallel_size: Optional[int] = PpOpt,
-    data_parallel_size: Optional[int] = DpOpt,
-    enable_expert_parallel: bool = EpOpt,
-    gpu_memory_utilization: Optional[float] = UtilOpt,
-    max_model_len: Optional[int] = MaxLenOpt,
-    max_num_batched_tokens: Optional[int] = BatchedOpt,
-    ubatch_size: Optional[int] = UbatchOpt,
-    max_num_seqs: Optional[int] = SeqsOpt,
-    kv_cache_dtype: str = KvOpt,
-    quantization: Optional[str] = QuantOpt,
-    engine: str = EngineOpt,
-    engine_version: Optional[str] = EngineVersionOpt,
+    flags: dict,
     backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
     input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
     output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
@@ -172,31 +112,17 @@ def perf_cmd(
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
     prefix_cache_host_share: float = typer.Option(0.0, "--prefix-cache-host-share", help="Of the cached tokens, the share found in the host KV tier (loaded over PCIe)."),
     db: Optional[Path] = DbOpt,
-    n_gpu_layers: Optional[int] = NglOpt,
-    n_cpu_moe: Optional[int] = NCpuMoeOpt,
-    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
-    kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
-    kt_method: Optional[str] = KtMethodOpt,
-    kt_release: Optional[str] = KtReleaseOpt,
-    host_sockets: Optional[int] = HostSocketsOpt,
-    host_memory_gb: Optional[float] = HostMemOpt,
-    host_memory_bandwidth_gb_per_s: Optional[float] = HostBwOpt,
-    kv_offloading_size: Optional[float] = KvOffloadOpt,
-    hicache_ratio: Optional[float] = HiCacheRatioOpt,
-    hicache_size: Optional[float] = HiCacheSizeOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
     """How fast: TTFT, TPOT, tokens/s per user and in aggregate (from your own stored runs where one matches)."""
-    params = dict(locals())  # the flags as given, before anything else is bound
-
     from inferplan.performance.serving import estimate
 
     w = workload(input_len=input_len, output_len=output_len, concurrency=concurrency,
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
                   prefix_cache_hit_rate=prefix_cache_hit_rate, prefix_cache_host_share=prefix_cache_host_share,
                   backend=backend.strip().lower() if backend else backend)
-    d = deployment_from(params, exclude=('concurrency',))
+    d = deployment_from(flags)
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
@@ -205,19 +131,9 @@ def perf_cmd(
 
 
 @app.command("frontier")
+@deployment_flags(*LAYOUT, *FORMAT)
 def frontier_cmd(
-    model: str = ModelOpt,
-    gpu: Optional[str] = GpuOpt,
-    system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: Optional[int] = TpOpt,
-    pipeline_parallel_size: Optional[int] = PpOpt,
-    data_parallel_size: Optional[int] = DpOpt,
-    enable_expert_parallel: bool = EpOpt,
-    kv_cache_dtype: str = KvOpt,
-    quantization: Optional[str] = QuantOpt,
-    engine: str = EngineOpt,
-    engine_version: Optional[str] = EngineVersionOpt,
+    flags: dict,
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
@@ -228,13 +144,11 @@ def frontier_cmd(
     explain: bool = ExplainOpt,
 ) -> None:
     """The throughput–interactivity frontier: tokens/s per GPU vs tokens/s per user."""
-    params = dict(locals())  # the flags as given, before anything else is bound
-
     from inferplan.performance.serving import frontier
 
     w = workload(input_len=input_len, output_len=output_len, concurrency="1",
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate)
-    d = deployment_from(params)
+    d = deployment_from(flags)
     result = run(frontier, d, w, catalog_for(d), points=points, user_runs=user_runs(db))
     if as_json:
         emit_json(result)

@@ -136,13 +136,11 @@ def emit_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def deployment_from(params: dict, *, exclude: tuple[str, ...] = ()):
-    """The Deployment a command's flags describe: every parameter named like a Deployment field (a
-    command's ``locals()`` as it starts), less ``exclude`` (a flag that shares a field's name but
-    means something else)."""
+def deployment_from(flags: dict):
+    """The Deployment a command's deployment flags describe (``cli_flags.deployment_flags``)."""
     from inferplan.inputs.deployment import Deployment
 
-    return deployment(**{k: v for k, v in params.items() if k in Deployment.model_fields and k not in exclude})
+    return deployment(**{k: v for k, v in flags.items() if k in Deployment.model_fields})
 
 
 def deployment(**kwargs):

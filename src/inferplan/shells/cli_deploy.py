@@ -9,38 +9,14 @@ from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
     catalog_for,
     FLAGS,
-    BatchedOpt,
-    CpuOffloadOpt,
-    DpOpt,
-    EngineOpt,
-    EngineVersionOpt,
-    EpOpt,
-    GpuOpt,
-    GpusOpt,
-    HiCacheRatioOpt,
-    HiCacheSizeOpt,
     JsonOpt,
-    KvOffloadOpt,
-    KtGpuExpertsOpt,
-    KtMethodOpt,
-    KvOpt,
-    MaxLenOpt,
-    ModelOpt,
-    NCpuMoeOpt,
-    NglOpt,
-    PpOpt,
-    QuantOpt,
-    SeqsOpt,
-    SystemOpt,
-    TpOpt,
-    UbatchOpt,
-    UtilOpt,
     console,
     deployment_from,
     emit_json,
     err_console,
     fail,
 )
+from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
 
 FORMATS = ("shell", "k8s")
 ROLES = ("both", "prefill", "decode")
@@ -51,34 +27,10 @@ DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tok
                 "quantization": "--quantization", "enable_expert_parallel": "--enable-expert-parallel"}
 
 
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb",
+                  "kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method")
 def deploy_cmd(
-    model: str = ModelOpt,
-    gpu: Optional[str] = GpuOpt,
-    system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: int = TpOpt,
-    pipeline_parallel_size: int = PpOpt,
-    data_parallel_size: Optional[int] = DpOpt,
-    enable_expert_parallel: bool = EpOpt,
-    gpu_memory_utilization: Optional[float] = UtilOpt,
-    max_model_len: Optional[int] = MaxLenOpt,
-    max_num_batched_tokens: Optional[int] = BatchedOpt,
-    ubatch_size: Optional[int] = UbatchOpt,
-    max_num_seqs: Optional[int] = SeqsOpt,
-    kv_cache_dtype: str = KvOpt,
-    quantization: Optional[str] = QuantOpt,
-    engine: str = EngineOpt,
-    n_gpu_layers: Optional[int] = NglOpt,
-    n_cpu_moe: Optional[int] = NCpuMoeOpt,
-    cpu_offload_gb: Optional[float] = CpuOffloadOpt,
-    kv_offloading_size: Optional[float] = KvOffloadOpt,
-    kv_offloading_backend: Optional[str] = typer.Option(
-        None, "--kv-offloading-backend", help="vLLM: native | lmcache, what keeps the host KV tier (default native)."),
-    hicache_ratio: Optional[float] = HiCacheRatioOpt,
-    hicache_size: Optional[float] = HiCacheSizeOpt,
-    kt_num_gpu_experts: Optional[int] = KtGpuExpertsOpt,
-    engine_version: Optional[str] = EngineVersionOpt,
-    kt_method: Optional[str] = KtMethodOpt,
+    flags: dict,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
@@ -87,15 +39,13 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
-    params = dict(locals())  # the flags as given, before anything else is bound
-
     from inferplan.deploy import launch_plan
 
     if output_format not in FORMATS:
         fail(f"--format: {output_format!r} is not a format", field="--format", allowed=" | ".join(FORMATS))
     if role not in ROLES:
         fail(f"--role: {role!r} is not a role", field="--role", allowed=" | ".join(ROLES))
-    d = deployment_from(params)
+    d = deployment_from(flags)
     speculative = None
     if speculative_tokens:
         speculative = _speculative(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)

@@ -9,30 +9,14 @@ import typer
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
     catalog_for,
-    BatchedOpt,
-    DpOpt,
-    EngineOpt,
-    EngineVersionOpt,
-    EpOpt,
-    GpuOpt,
-    GpusOpt,
     JsonOpt,
-    KvOpt,
-    MaxLenOpt,
-    ModelOpt,
-    PpOpt,
-    QuantOpt,
-    SeqsOpt,
-    SystemOpt,
-    TpOpt,
-    UbatchOpt,
-    UtilOpt,
     console,
     deployment_from,
     emit_json,
     fail,
     workload,
 )
+from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
 
 # SimulationQuery field -> the flag a user typed
 FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_preset": "--workload",
@@ -40,24 +24,9 @@ FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_p
          "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv"}
 
 
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT)
 def simulate_cmd(
-    model: str = ModelOpt,
-    gpu: Optional[str] = GpuOpt,
-    system: Optional[str] = SystemOpt,
-    gpus: Optional[int] = GpusOpt,
-    tensor_parallel_size: int = TpOpt,
-    pipeline_parallel_size: int = PpOpt,
-    data_parallel_size: Optional[int] = DpOpt,
-    enable_expert_parallel: bool = EpOpt,
-    gpu_memory_utilization: Optional[float] = UtilOpt,
-    max_model_len: Optional[int] = MaxLenOpt,
-    max_num_batched_tokens: Optional[int] = BatchedOpt,
-    ubatch_size: Optional[int] = UbatchOpt,
-    max_num_seqs: Optional[int] = SeqsOpt,
-    kv_cache_dtype: str = KvOpt,
-    quantization: Optional[str] = QuantOpt,
-    engine: str = EngineOpt,
-    engine_version: Optional[str] = EngineVersionOpt,
+    flags: dict,
     input_len: int = typer.Option(1024, "--input-len", help="Mean prompt tokens per request."),
     output_len: int = typer.Option(256, "--output-len", help="Mean generated tokens per request."),
     input_scv: float = typer.Option(0.0, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (0: all the mean)."),
@@ -80,15 +49,13 @@ def simulate_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Tail latency under load: p50/p95/p99 TTFT, TPOT and E2E, simulated and approximated."""
-    params = dict(locals())  # the flags as given, before anything else is bound
-
     from pydantic import ValidationError
 
     from inferplan.search.simulation import SimulationQuery, simulate_deployment
     from inferplan.search.trace import read_trace
     from inferplan.shells.render_latency import print_simulation
 
-    d = deployment_from(params)
+    d = deployment_from(flags)
     w = workload(input_len=input_len, output_len=output_len, concurrency=None, speculative_tokens=speculative_tokens,
                  acceptance_rate=acceptance_rate, prefix_cache_hit_rate=prefix_cache_hit_rate)
     try:

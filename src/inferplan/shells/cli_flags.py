@@ -1,0 +1,116 @@
+"""The deployment flags several commands share, declared once.
+
+A command decorated with ``deployment_flags(*names)`` declares only its own parameters and a first
+parameter ``flags``; the decorator puts the named deployment flags in the signature typer reads
+(before the command's own) and passes their values to the command as ``flags``, a dict keyed like
+``Deployment``'s fields (``cli_common.deployment_from`` turns it into the deployment). A new
+deployment flag is added here, and to the groups of the commands that take it.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, Optional
+
+import typer
+
+from inferplan.shells.cli_common import (
+    BatchedOpt,
+    CpuOffloadOpt,
+    DpOpt,
+    EngineOpt,
+    EngineVersionOpt,
+    EpOpt,
+    GpuOpt,
+    GpusOpt,
+    HiCacheRatioOpt,
+    HiCacheSizeOpt,
+    HostBwOpt,
+    HostMemOpt,
+    HostSocketsOpt,
+    KtGpuExpertsOpt,
+    KtMethodOpt,
+    KtReleaseOpt,
+    KvOffloadOpt,
+    KvOpt,
+    MaxLenOpt,
+    ModelOpt,
+    NCpuMoeOpt,
+    NglOpt,
+    PpOpt,
+    QuantOpt,
+    SeqsOpt,
+    SystemOpt,
+    TpOpt,
+    UbatchOpt,
+    UtilOpt,
+)
+
+# Deployment field -> (type, typer option)
+FLAGS: dict[str, tuple[Any, Any]] = {
+    "model": (str, ModelOpt),
+    "gpu": (Optional[str], GpuOpt),
+    "system": (Optional[str], SystemOpt),
+    "gpus": (Optional[int], GpusOpt),
+    "tensor_parallel_size": (Optional[int], TpOpt),
+    "pipeline_parallel_size": (Optional[int], PpOpt),
+    "data_parallel_size": (Optional[int], DpOpt),
+    "enable_expert_parallel": (bool, EpOpt),
+    "gpu_memory_utilization": (Optional[float], UtilOpt),
+    "max_model_len": (Optional[int], MaxLenOpt),
+    "max_num_batched_tokens": (Optional[int], BatchedOpt),
+    "ubatch_size": (Optional[int], UbatchOpt),
+    "max_num_seqs": (Optional[int], SeqsOpt),
+    "kv_cache_dtype": (str, KvOpt),
+    "quantization": (Optional[str], QuantOpt),
+    "engine": (str, EngineOpt),
+    "engine_version": (Optional[str], EngineVersionOpt),
+    "concurrency": (Optional[int], typer.Option(
+        None, "--concurrency", help="Report the largest context at this many concurrent sequences.")),
+    "kv_bytes_per_token": (Optional[float], typer.Option(
+        None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished.")),
+    "n_gpu_layers": (Optional[int], NglOpt),
+    "n_cpu_moe": (Optional[int], NCpuMoeOpt),
+    "cpu_offload_gb": (Optional[float], CpuOffloadOpt),
+    "kt_num_gpu_experts": (Optional[int], KtGpuExpertsOpt),
+    "kt_method": (Optional[str], KtMethodOpt),
+    "kt_release": (Optional[str], KtReleaseOpt),
+    "host_sockets": (Optional[int], HostSocketsOpt),
+    "host_memory_gb": (Optional[float], HostMemOpt),
+    "host_memory_bandwidth_gb_per_s": (Optional[float], HostBwOpt),
+    "kv_offloading_size": (Optional[float], KvOffloadOpt),
+    "kv_offloading_backend": (Optional[str], typer.Option(
+        None, "--kv-offloading-backend", help="vLLM: native | lmcache, what keeps the host KV tier (default native).")),
+    "hicache_ratio": (Optional[float], HiCacheRatioOpt),
+    "hicache_size": (Optional[float], HiCacheSizeOpt),
+}
+
+LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+          "enable_expert_parallel")
+FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version")
+LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs")
+HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets",
+        "host_memory_gb", "host_memory_bandwidth_gb_per_s", "kv_offloading_size", "hicache_ratio", "hicache_size")
+
+
+def deployment_flags(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the named deployment flags (see the module docstring)."""
+    unknown = [n for n in names if n not in FLAGS]
+    if unknown:
+        raise ValueError(f"no deployment flag {unknown}")
+
+    def decorate(fn: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(fn).parameters.values() if p.name != "flags"]
+        shared = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=FLAGS[n][1], annotation=FLAGS[n][0])
+                  for n in names]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> None:
+            return fn(flags={n: kwargs.pop(n) for n in names}, **kwargs)
+
+        command.__signature__ = inspect.Signature([*shared, *own])  # type: ignore[attr-defined]
+        command.__annotations__ = {**{n: FLAGS[n][0] for n in names},
+                                   **{k: v for k, v in fn.__annotations__.items() if k != "flags"}}
+        return command
+
+    return decorate
