@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 from rich.cells import cell_len
@@ -14,6 +15,9 @@ from rich.text import Text
 
 from inferplan.catalog.provenance import Sourced, iter_sourced
 from inferplan.units import GB, GiB
+
+if TYPE_CHECKING:
+    from inferplan.memory.matrix import FitsCell
 
 
 def gib(n: float | None) -> str:
@@ -220,24 +224,15 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     hardware ids make the grid too wide the columns are lettered and the ids listed under it.
     None when even that would not fit ``width`` columns."""
     hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
-    rows: dict[tuple[str, str], dict[str, str]] = {}
+    rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
     for c in matrix.cells:
-        r = c.result
-        if r is None:
-            cell = "n/a"
-        elif r.fits:
-            cell = f"[green]{r.total_max_concurrency:,.1f}[/]"
-        else:
-            cell = "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
-        rows.setdefault((c.model, c.quantization), {})[c.hardware] = cell
-    body = [[m, q, *(cells.get(h, "") for h in hardware)] for (m, q), cells in rows.items()]
-    nowhere: list[list[str]] = []
+        rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
+    nowhere = [key for key, cells in rows.items() if not any(c.result and c.result.fits for c in cells.values())]
+    if len(rows) <= FOLD_ROWS or len(nowhere) == len(rows):  # a long grid keeps one screen: no-fit rows become a list
+        nowhere = []
+    body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
     same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
-    if len(body) > FOLD_ROWS:  # a long grid keeps one screen: no-fit rows become a list, twin rows one row
-        nowhere = [r for r in body if not any("green" in cell for cell in r[2:])]
-        if len(nowhere) == len(body):
-            nowhere = []
-        body = [r for r in body if r not in nowhere]
+    if len(rows) > FOLD_ROWS:  # and twin rows one row
         last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
         for r in body:
             if last[tuple(r[1:])] != r[0]:
@@ -262,7 +257,7 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
     note = Text()  # one paragraph: the models listed rather than shown as rows, then the hint
     if nowhere:
-        note.append_text(_nowhere_list(nowhere, headers))
+        note.append_text(_nowhere_list([(key, [rows[key].get(h) for h in hardware]) for key in nowhere], headers))
         note.append(" · ")
     if same:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
@@ -278,17 +273,27 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
 FOLD_ROWS = 20  # a grid longer than this lists the models that fit nowhere below it instead of as rows
 
 
-def _nowhere_list(rows: list[list[str]], headers: list[str]) -> Text:
+def _fits_cell(c: FitsCell | None) -> str:
+    if c is None:
+        return ""
+    r = c.result
+    if r is None:
+        return "n/a"
+    if r.fits:
+        return f"[green]{r.total_max_concurrency:,.1f}[/]"
+    return "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+
+
+def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
     """The models no column holds on one instance, grouped by the fewest GPUs per column."""
-    def gpus(cell: str) -> str:
-        return cell.split("(")[1].rstrip("×)") if "(" in cell else "n/a"
-    one_quant = len({m for m, *_ in rows}) == len(rows)
-    groups: dict[str, list[str]] = {}
-    for m, q, *cells in rows:
-        groups.setdefault("/".join(gpus(c) for c in cells), []).append(m if one_quant else f"{m} {q}")
-    def fewest(key: str) -> tuple[float, ...]:
-        return tuple(float(n) if n.isdigit() else float("inf") for n in key.split("/"))
-    items = " · ".join(f"{k}: {', '.join(groups[k])}" for k in sorted(groups, key=fewest))
+    one_quant = len({m for (m, _), _ in rows}) == len(rows)
+    groups: dict[tuple[float, ...], list[str]] = {}
+    for (m, q), cells in rows:
+        fewest = tuple(float(c.smallest_fit.gpus) if c and c.result and c.smallest_fit else float("inf") for c in cells)
+        groups.setdefault(fewest, []).append(m if one_quant else f"{m} {q}")
+    def label(fewest: tuple[float, ...]) -> str:
+        return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
+    items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
     return Text.from_markup(f"[red]Fits none[/], fewest GPUs ({'/'.join(headers)}) {escape(items)}")
 
 
