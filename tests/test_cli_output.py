@@ -230,3 +230,13 @@ def test_as_launched_writes_the_chosen_layout_into_the_deployment():
     stated = Deployment(model="llama-3.1-8b", gpu="h100", gpus=6, data_parallel_size=6)
     assert as_launched(stated, catalog) is stated
     assert fit(d, catalog).parallel == fit(Deployment(model="llama-3.1-8b", gpu="h100", gpus=6), catalog).parallel
+
+
+def test_speed_validation_shows_rates_as_rates_and_times_in_ms():
+    def rows(kind: str, metric: str) -> list[str]:
+        out = subprocess.run([INFERPLAN, "validate", "--speed", "--kind", kind], capture_output=True, text=True,
+                             env={**os.environ, "COLUMNS": "250"}, check=True).stdout
+        return [line for line in out.splitlines() if metric in line]
+    prefill, ttft = rows("prefill", "prefill_tokens_per_s"), rows("prefill", "ttft_s")
+    assert prefill and not any(" ms " in line for line in prefill)
+    assert ttft and all(" ms " in line for line in ttft)

@@ -404,7 +404,8 @@ def print_frontier(console: Console, f, explain: bool = False) -> None:
 
 def _speed_value(x: float, metric: str) -> str:
     """A measured or predicted speed: times (TPOT, TTFT) are seconds inside and shown in ms."""
-    return f"{x * 1e3:,.2f} ms" if metric.endswith("_s") else f"{x:,.1f}"
+    is_time = metric.endswith("_s") and not metric.endswith("_per_s")  # ttft_s, tpot_s; not prefill_tokens_per_s
+    return f"{x * 1e3:,.2f} ms" if is_time else f"{x:,.1f}"
 
 
 def print_speed_validation(console: Console, v, kind: str | None = None, worst: int | None = None,
