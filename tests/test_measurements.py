@@ -231,3 +231,16 @@ def test_damaged_json_of_each_client_never_crashes_the_importer(catalog, tmp_pat
     else:
         damaged = json.dumps(_mutate(json.loads(text), data.draw))
     _import_check(catalog, Store(tmp_path / "damaged.db"), fixture, damaged.encode())
+
+
+def test_a_command_skips_the_store_only_when_no_run_is_stored(catalog, tmp_path):
+    from inferplan.store_path import holds_measurements
+
+    assert not holds_measurements(tmp_path / "missing.db")
+    empty = Store(tmp_path / "empty.db")
+    empty.list_measurements()  # creates the tables
+    assert not holds_measurements(tmp_path / "empty.db")
+    _runs(catalog, tmp_path, "vllm_bench_serve_c8.json")
+    assert holds_measurements(tmp_path / "runs.db")
+    (tmp_path / "foreign.db").write_bytes(b"not a database")
+    assert holds_measurements(tmp_path / "foreign.db")  # the store opens it and names the problem

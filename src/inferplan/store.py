@@ -55,7 +55,7 @@ class NotFoundError(InferplanError):
 
 
 class SavedScenario(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: int
     name: str

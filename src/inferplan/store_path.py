@@ -10,3 +10,20 @@ from pathlib import Path
 def default_db_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "inferplan" / "inferplan.db"
+
+
+def holds_measurements(path: str | Path) -> bool:
+    """Whether the SQLite file at ``path`` holds at least one measured run, read without the store's
+    models; an unreadable or foreign file says yes, so the store itself opens it and names the problem."""
+    import sqlite3
+
+    if not Path(path).is_file():
+        return False
+    try:
+        db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT 1 FROM measurements LIMIT 1").fetchone() is not None
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return True

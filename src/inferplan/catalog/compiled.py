@@ -78,12 +78,16 @@ def load_compiled(data_dir: Path, build: Callable[[], T]) -> T:
 
 
 def _unpickle(f: BinaryIO) -> object:
-    """``pickle.load`` with the cyclic garbage collector paused: the load makes tens of thousands of
+    return loads_paused(f.read())
+
+
+def loads_paused(data: bytes) -> object:
+    """``pickle.loads`` with the cyclic garbage collector paused: a load makes tens of thousands of
     objects, none garbage, and each collection it would set off scans them all (a third of the load)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return pickle.load(f)
+        return pickle.loads(data)
     finally:
         if was_enabled:
             gc.enable()

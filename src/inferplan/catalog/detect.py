@@ -39,7 +39,7 @@ LOCAL_SOURCE = "local-detect"  # numbers read from this machine's own tools
 class CardGroup(BaseModel):
     """Identical accelerators (or MIG slices) of this machine and what the catalogue knows of them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     count: int
@@ -51,7 +51,7 @@ class CardGroup(BaseModel):
 
 
 class LocalMachine(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     cpu: str | None
     cores: int | None
@@ -76,7 +76,7 @@ def _run(argv: tuple[str, ...]) -> str | None:
 
 
 class Tool(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     argv: tuple[str, ...]
     source: str

@@ -30,7 +30,7 @@ NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total", "driver_version", "mig.m
 class GpuReading(BaseModel):
     """One accelerator (or MIG slice) as its vendor tool names it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: str  # "0", or "0/MIG 3g.40gb/1" for a MIG slice
     name: str  # as the tool reports it (NVIDIA H100 80GB HBM3)
@@ -42,7 +42,7 @@ class GpuReading(BaseModel):
 
 
 class HostReading(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     cpu: str | None = None
     cores: int | None = None

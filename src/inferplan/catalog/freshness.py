@@ -18,7 +18,7 @@ MAX_STALE_DAYS = 100_000
 class StaleEntry(BaseModel):
     """One catalogue record's numbers from one source, checked ``age_days`` ago."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     kind: str  # the catalogue kind as `catalog list` spells it (rental-prices)
     id: str

@@ -9,74 +9,78 @@ every system names a known accelerator, every checkpoint a known quantization).
 from __future__ import annotations
 
 import difflib
+import importlib
 import functools
 import re
-from dataclasses import dataclass, field
+import pickle
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from inferplan.catalog.compiled import load_compiled
-from inferplan.catalog.economics_schema import (
-    ApiPrice,
-    CostDefault,
-    RackEfficiencyProfile,
-    RentalPrice,
-    WorkloadPreset,
-)
-from inferplan.catalog.flags_schema import EngineFlags, GpuResource, check_engine_flags
-from inferplan.catalog.kt_schema import KtCpuPath
-from inferplan.catalog.latency_schema import LatencyPoint
+from inferplan.catalog.compiled import load_compiled, loads_paused
 from inferplan.catalog.provenance import Source, iter_sourced
-from inferplan.catalog.schema import (
-    BENCH_TUNED_FORMATS,
-    Accelerator,
-    CalibrationConstant,
-    EngineDefaults,
-    EngineBuild,
-    KvDtype,
-    MemoryPoint,
-    ModelCard,
-    ServingProfile,
-    SpeedAccuracy,
-    SpeedPoint,
-    Quantization,
-    System,
-)
-from inferplan.catalog.memory_rules import MemoryRule, check_memory_rules
+from inferplan.catalog.schema import BENCH_TUNED_FORMATS, EngineDefaults
 from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareError, UnknownModelError
 from inferplan.input_files import check_yaml_depth, read_text
+
+if TYPE_CHECKING:
+    from inferplan.catalog.economics_schema import ApiPrice, CostDefault, RackEfficiencyProfile, RentalPrice, WorkloadPreset
+    from inferplan.catalog.flags_schema import EngineFlags, GpuResource
+    from inferplan.catalog.kt_schema import KtCpuPath
+    from inferplan.catalog.latency_schema import LatencyPoint
+    from inferplan.catalog.memory_rules import MemoryRule
+    from inferplan.catalog.schema import (
+        Accelerator,
+        CalibrationConstant,
+        EngineBuild,
+        KvDtype,
+        MemoryPoint,
+        ModelCard,
+        Quantization,
+        ServingProfile,
+        SpeedAccuracy,
+        SpeedPoint,
+        System,
+    )
 
 DATA_DIR = Path(__file__).parent / "data"
 
 T = TypeVar("T", bound=BaseModel)
 
-# file glob -> (top-level key, record model)
-SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
-    "accelerators": ("accelerators", Accelerator),
-    "systems": ("systems", System),
-    "models": ("models", ModelCard),
-    "quantizations": ("quantizations", Quantization),
-    "kv_cache_dtypes": ("kv_cache_dtypes", KvDtype),
-    "engines": ("engines", EngineDefaults),
-    "calibration": ("calibration", CalibrationConstant),
-    "memory_points": ("memory_points", MemoryPoint),
-    "speed_points": ("speed_points", SpeedPoint),
-    "serving_profiles": ("serving_profiles", ServingProfile),
-    "rental_prices": ("rental_prices", RentalPrice),
-    "api_prices": ("api_prices", ApiPrice),
-    "workload_presets": ("workload_presets", WorkloadPreset),
-    "cost_defaults": ("cost_defaults", CostDefault),
-    "rack_profiles": ("rack_profiles", RackEfficiencyProfile),
-    "engine_builds": ("engine_builds", EngineBuild),
-    "speed_accuracy": ("speed_accuracy", SpeedAccuracy),
-    "engine_flags": ("engine_flags", EngineFlags),
-    "gpu_resources": ("gpu_resources", GpuResource),
-    "latency_points": ("latency_points", LatencyPoint),  # measurements/latency_*.yaml
-    "memory_rules": ("memory_rules", MemoryRule),  # engine_memory_rules.yaml
-    "kt_cpu_paths": ("kt_cpu_paths", KtCpuPath),  # KTransformers releases and kernel methods
+# top-level key -> the record model (module:class under inferplan.catalog, imported when a file is
+# validated: a compiled catalogue's sections import their own classes as they are read)
+SECTIONS: dict[str, str] = {
+    "accelerators": "schema:Accelerator",
+    "systems": "schema:System",
+    "models": "schema:ModelCard",
+    "quantizations": "schema:Quantization",
+    "kv_cache_dtypes": "schema:KvDtype",
+    "engines": "schema:EngineDefaults",
+    "calibration": "schema:CalibrationConstant",
+    "memory_points": "schema:MemoryPoint",
+    "speed_points": "schema:SpeedPoint",
+    "serving_profiles": "schema:ServingProfile",
+    "rental_prices": "economics_schema:RentalPrice",
+    "api_prices": "economics_schema:ApiPrice",
+    "workload_presets": "economics_schema:WorkloadPreset",
+    "cost_defaults": "economics_schema:CostDefault",
+    "rack_profiles": "economics_schema:RackEfficiencyProfile",
+    "engine_builds": "schema:EngineBuild",
+    "speed_accuracy": "schema:SpeedAccuracy",
+    "engine_flags": "flags_schema:EngineFlags",
+    "gpu_resources": "flags_schema:GpuResource",
+    "latency_points": "latency_schema:LatencyPoint",  # measurements/latency_*.yaml
+    "memory_rules": "memory_rules:MemoryRule",  # engine_memory_rules.yaml
+    "kt_cpu_paths": "kt_schema:KtCpuPath",  # KTransformers releases and kernel methods
 }
+
+
+def section_model(key: str) -> type[BaseModel]:
+    """The pydantic model of a catalogue section's records."""
+    module, name = SECTIONS[key].split(":")
+    return getattr(importlib.import_module(f"inferplan.catalog.{module}"), name)
 
 
 _SEPARATORS = re.compile(r"[\s\-_.]+")
@@ -242,6 +246,30 @@ class Catalog:
         """A named calibration constant's value (see ``data/calibration.yaml``)."""
         return self.calibration.records[constant_id].value
 
+    def __reduce__(self):
+        """Pickled section by section: unpickling keeps each section's bytes and reads a section on its
+        first use, so a command that plans memory never reads the speed points, prices or latency runs
+        (nor imports their schema modules)."""
+        return _lazy_catalog, ({f.name: pickle.dumps(getattr(self, f.name), protocol=pickle.HIGHEST_PROTOCOL)
+                                for f in fields(self)},)
+
+    def __getattr__(self, name: str):
+        """A section not read yet: unpickled from its bytes now, then kept (called only for a missing
+        attribute, so a section already read costs nothing)."""
+        pending = self.__dict__.get("_pending")
+        if pending is None or name not in pending:
+            raise AttributeError(name)
+        value = loads_paused(pending.pop(name))
+        object.__setattr__(self, name, value)
+        return value
+
+
+def _lazy_catalog(sections: dict[str, bytes]) -> Catalog:
+    """A catalogue whose sections are read on first use (see ``Catalog.__reduce__``)."""
+    catalog = object.__new__(Catalog)
+    object.__setattr__(catalog, "_pending", dict(sections))
+    return catalog
+
 
 def _read_yaml(path: Path) -> dict:
     import yaml  # only a catalogue build reads YAML; a start from the compiled copy does not import it
@@ -271,6 +299,10 @@ def _validate(model: type[T], raw: object, where: str) -> T:
 def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     """Validate the given YAML files into one catalogue."""
     sources: dict[str, Source] = {}
+    from inferplan.catalog.flags_schema import check_engine_flags
+    from inferplan.catalog.memory_rules import check_memory_rules
+
+    models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
     for path in sorted(paths):
         data = _read_yaml(path)
@@ -286,7 +318,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
             if src.id in sources and sources[src.id] != src:
                 raise CatalogError(f"{path.name}: source {src.id!r} defined twice, differently")
             sources[src.id] = src
-        for key, (_, model) in SECTIONS.items():
+        for key, model in models.items():
             for i, raw in enumerate(data.get(key) or []):
                 where = f"{path.name}:{key}[{i}]"
                 record = _validate(model, raw, where)

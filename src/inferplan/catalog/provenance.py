@@ -48,7 +48,7 @@ class Sourced(BaseModel):
     The catalogue's most numerous object, so it checks its own inputs (as ``Input`` would, at less
     cost): ``value`` is strictly a number — neither a string nor YAML's yes/no."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", allow_inf_nan=False)
     dimension: ClassVar[str] = "count"
 
     value: Annotated[float, Strict()]

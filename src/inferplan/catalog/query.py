@@ -75,7 +75,7 @@ def _spelling(key: str) -> str:
 
 
 class SearchHit(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     kind: str
     id: str

@@ -31,7 +31,7 @@ from inferplan.performance.track_record import with_track_record
 
 
 class CellCapacity(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     gpus: int
     tensor_parallel_size: int
@@ -50,7 +50,7 @@ class CellCapacity(BaseModel):
 
 
 class LoadoutCapacity(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     system: str
     gpus: int

@@ -20,7 +20,7 @@ QUOTE_STEP = 0.25  # the seed's quote-multiplier slider step
 
 
 class MonthlyCosts(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     power_usd: float
     colocation_usd: float

@@ -26,7 +26,7 @@ from inferplan.inputs.deployment import Deployment
 
 
 class PlanResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     model: str

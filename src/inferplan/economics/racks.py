@@ -10,7 +10,7 @@ from inferplan.errors import InvalidScenarioError
 
 
 class RackComparison(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     interactivity_tokens_per_s: int
     baseline: str

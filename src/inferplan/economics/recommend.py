@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Recommendation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     route: str  # "stay on an API" | "rent dedicated capacity" | "own"
     reasons: tuple[str, ...]  # what decided it, in words (money is in ``monthly_usd``, formatted by the shells)

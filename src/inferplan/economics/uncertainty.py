@@ -19,7 +19,7 @@ from inferplan.economics.scenario import Scenario
 
 
 class Band(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     p10: float
     p50: float
@@ -27,7 +27,7 @@ class Band(BaseModel):
 
 
 class Uncertainty(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     draws: int
     seed: int

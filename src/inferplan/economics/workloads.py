@@ -25,7 +25,7 @@ class WorkloadOverrides(Input):
 
 
 class WorkloadProfile(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     preset: str
     name: str

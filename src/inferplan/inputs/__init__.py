@@ -106,7 +106,7 @@ def _field_takes(cls: type[BaseModel], name: str) -> tuple[bool, bool, bool]:
 
 
 class Input(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod

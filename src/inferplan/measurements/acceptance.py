@@ -29,7 +29,7 @@ DEFAULT_PORT = 8000
 
 
 class Command(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     client: str  # vllm | sglang | llama-bench | genai-perf | guidellm | launch
     format: str | None  # the --format its result imports as
@@ -41,7 +41,7 @@ class Command(BaseModel):
 
 
 class Prediction(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     concurrency: int
     input_tokens: int
@@ -53,7 +53,7 @@ class Prediction(BaseModel):
 
 
 class AcceptancePack(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     deployment: Deployment
     workload_preset: str

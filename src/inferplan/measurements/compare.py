@@ -28,7 +28,7 @@ METRICS = {
 
 
 class MetricComparison(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     metric: str
     measured: float
@@ -37,7 +37,7 @@ class MetricComparison(BaseModel):
 
 
 class PointComparison(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     concurrency: int
     input_tokens: int
@@ -47,7 +47,7 @@ class PointComparison(BaseModel):
 
 
 class RunComparison(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run: MeasuredRun
     points: tuple[PointComparison, ...]

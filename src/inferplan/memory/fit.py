@@ -40,7 +40,7 @@ class FitSuggestion(BaseModel):
     """A change to a deployment that does not fit which makes it fit: the Deployment fields to set
     (None: leave the field unstated) and what the change is."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     kind: Literal["context", "gpus", "quantization", "offload"]
     changes: dict[str, int | float | str | None]
@@ -50,7 +50,7 @@ class FitSuggestion(BaseModel):
 class MemoryFit(BaseModel):
     """The answer to "does it fit, and what is left for the KV cache"."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     fits: bool
     model: str

@@ -26,7 +26,7 @@ LAYOUT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_paralle
 
 
 class ParallelPlan(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     tensor_parallel_size: int
     pipeline_parallel_size: int

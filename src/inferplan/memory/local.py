@@ -15,7 +15,7 @@ DEFAULT_ENGINE = "vllm"
 
 
 class LocalFits(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     machine: LocalMachine
     engine: str | None

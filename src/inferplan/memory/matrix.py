@@ -17,7 +17,7 @@ DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 
 
 
 class FitsCell(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     hardware: str
@@ -49,7 +49,7 @@ DEFAULT_LENGTH = 8192  # tokens of context a cell is sized for when the request 
 
 
 class FitsMatrix(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     cells: tuple[FitsCell, ...]
 

@@ -97,7 +97,7 @@ def _dtype_quant(torch_dtype: str) -> str:
 
 
 class ImportSummary(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str  # as ``import_name`` calls it
     path: str

@@ -10,7 +10,7 @@ from inferplan.catalog.schema import SpeedAccuracy
 
 
 class MeasuredQuote(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     point: str  # speed point id (`inferplan validate --speed` scores it)
     metric: str
@@ -23,7 +23,7 @@ class MeasuredQuote(BaseModel):
 
 
 class ServingEstimate(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     accelerator: str

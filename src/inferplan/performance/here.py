@@ -21,7 +21,7 @@ SPEED_OUTPUT_TOKENS = 256
 
 
 class LocalSpeed(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     quantization: str
@@ -57,7 +57,7 @@ def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | Non
 class ModelOnGpus(BaseModel):
     """One model on the GPUs asked about: whether it fits them, and one request's speed if it does."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     quantization: str
@@ -72,7 +72,7 @@ class ModelOnGpus(BaseModel):
 
 
 class WhatRuns(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     accelerator: str
     gpus: int

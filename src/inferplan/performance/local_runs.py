@@ -27,7 +27,7 @@ SOURCE = "measured-local"
 class MeasuredPoint(BaseModel):
     """One load level of a benchmark run, in SI units (None: the client did not report it)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", allow_inf_nan=False)
 
     concurrency: int = Field(ge=1, le=10_000_000)
     input_tokens: int = Field(ge=0, le=100_000_000)
@@ -42,7 +42,7 @@ class MeasuredPoint(BaseModel):
 class UserRun(BaseModel):
     """A stored run as the performance layer sees it: the deployment it measured and its points."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: int
     model: str

@@ -216,7 +216,7 @@ def with_measured_points(ctx: ServingContext, est: ServingEstimate) -> ServingEs
 
 
 class FrontierPoint(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     concurrency: int
     output_tokens_per_s_per_user: float
@@ -226,7 +226,7 @@ class FrontierPoint(BaseModel):
 
 
 class Frontier(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     accelerator: str

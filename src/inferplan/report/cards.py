@@ -14,7 +14,7 @@ from inferplan.report.sources import SourceNote
 
 
 class Card(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     label: str

@@ -9,7 +9,7 @@ from inferplan.performance.here import ModelOnGpus, WhatRuns
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class HomelabRow(_Frozen):

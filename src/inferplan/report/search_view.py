@@ -79,7 +79,7 @@ def summary_text(r: SearchResult) -> str:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class SearchRow(_Frozen):

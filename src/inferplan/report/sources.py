@@ -13,7 +13,7 @@ from inferplan.catalog.provenance import Sourced
 class SourceNote(BaseModel):
     """Where a shown number comes from: the page's hover text on it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     source: str
     title: str

@@ -31,7 +31,7 @@ class PlanRequest(Input):
 
 
 class PlanView(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     result: PlanResult
     uncertainty: Uncertainty | None
@@ -99,7 +99,7 @@ def _card_sources(r: PlanResult, s: Scenario, catalog: Catalog) -> dict[str, lis
 
 
 class ModelCardView(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     name: str
@@ -116,7 +116,7 @@ class ModelCardView(BaseModel):
 
 
 class PlatformView(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     name: str

@@ -36,7 +36,7 @@ DEFAULT_BURST_PERIOD_S = 60.0  # assumed: one busy and one quiet spell per minut
 
 
 class Load(Input):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
 
     arrival: Literal["poisson", "bursty", "trace", "closed"] = "poisson"
     request_rate_per_s: float | None = Field(None, gt=0, le=1e6, description="mean requests per second (poisson, bursty)")

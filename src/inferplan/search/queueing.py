@@ -61,7 +61,7 @@ BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
 class LatencyPercentiles(BaseModel):
     """p50, p95 and p99 of time to first token, time per output token and end-to-end latency."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     ttft_p50_s: float
     ttft_p95_s: float

@@ -10,7 +10,7 @@ from inferplan.search.request import Objective, Targets
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class PoolLayout(_Frozen):

@@ -52,7 +52,7 @@ class SimulationQuery(Input):
 
 
 class SimulationReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     load: str  # the load as simulated
     request_rate_per_s: float | None

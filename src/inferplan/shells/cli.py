@@ -230,9 +230,23 @@ def serve_cmd(
     serve(host, port, db, workers or default_workers())
 
 
-def main() -> None:  # pragma: no cover - console entry
-    app()
+def app_for(args: list[str]) -> typer.Typer:
+    """The app to run for these command-line arguments: when the first names a sub-command or group, an
+    app holding only it, so a start builds that command's parameters instead of every command's (typer
+    builds them all before it parses); the parsing, help, errors and output are the same. Anything else
+    (no argument, ``--help``, an unknown name) gets the whole app, which lists or refuses as usual."""
+    name = args[0] if args else None
+    commands = [c for c in app.registered_commands
+                if (c.name or c.callback.__name__.lower().replace("_", "-")) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    lean = typer.Typer(add_completion=False, help=app.info.help)
+    lean.registered_commands = commands
+    lean.registered_groups = groups
+    lean.callback()(_no_options)  # a group with a callback keeps `inferplan NAME …` a sub-command
+    return lean
 
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+def _no_options() -> None:
+    """Plan self-hosted open-weight LLM deployments."""

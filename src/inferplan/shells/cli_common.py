@@ -7,7 +7,6 @@ import sys
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
 from inferplan.errors import InferplanError
@@ -105,6 +104,8 @@ def run(fn, *args, **kwargs):
 def run_naming(names: dict[str, str], fn, *args, **kwargs):
     """``run`` where an error's domain field is named as ``names`` says (``{}``: as the library
     names it, e.g. a scenario file's keys)."""
+    from pydantic import ValidationError  # loaded already by whatever raises it
+
     try:
         return fn(*args, **kwargs)
     except InferplanError as exc:

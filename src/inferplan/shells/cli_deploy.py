@@ -3,7 +3,6 @@
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
@@ -69,6 +68,8 @@ def _call(fn, *args, **kwargs):
 
 
 def _speculative(**kwargs):
+    from pydantic import ValidationError
+
     from inferplan.deploy import Speculative
 
     try:

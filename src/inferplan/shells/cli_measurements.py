@@ -28,10 +28,10 @@ def store(db: Optional[Path]):
 
 def user_runs(db: Optional[Path] = None) -> tuple:
     """The stored runs as the performance layer takes them; none when no database exists yet."""
-    from inferplan.store_path import default_db_path
+    from inferplan.store_path import default_db_path, holds_measurements
 
     path = db or default_db_path()
-    if not Path(path).is_file():
+    if not holds_measurements(path):
         return ()
     return store(path).user_runs()
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_measurements import DbOpt, user_catalog
@@ -109,6 +108,8 @@ def search_cmd(
 
 def _checked(build):
     """Run ``build``; a library or validation error becomes one line naming the flag (exit 2)."""
+    from pydantic import ValidationError  # loaded already by whatever raises it
+
     try:
         return build()
     except InferplanError as exc:

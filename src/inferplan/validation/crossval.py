@@ -29,7 +29,7 @@ MISS = 0.30  # |predicted / measured − 1| beyond which a point misses, as `val
 
 
 class KindCrossValidation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     kind: str
     points: int
@@ -38,7 +38,7 @@ class KindCrossValidation(BaseModel):
 
 
 class CrossValidation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     folds: int
     prior_weight: float

@@ -51,7 +51,7 @@ METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
 
 
 class LatencyCheck(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     split: str
@@ -71,7 +71,7 @@ class LatencyCheck(BaseModel):
 
 
 class LatencySkip(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     split: str
@@ -79,7 +79,7 @@ class LatencySkip(BaseModel):
 
 
 class LatencyMedian(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     split: str  # fit | holdout | all
     metric: str
@@ -89,7 +89,7 @@ class LatencyMedian(BaseModel):
 
 
 class LatencyValidation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     checks: tuple[LatencyCheck, ...]
     skipped: tuple[LatencySkip, ...]

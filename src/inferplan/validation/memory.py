@@ -33,7 +33,7 @@ from inferplan.memory.fit import fit
 
 
 class MemoryCheck(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     split: str
@@ -61,7 +61,7 @@ class MemoryCheck(BaseModel):
 class SplitSummary(BaseModel):
     """Scores over a group of checks; ``None`` where the group has nothing of that kind to score."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     label: str
     points: int
@@ -75,7 +75,7 @@ class SplitSummary(BaseModel):
 
 
 class MemoryValidation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     checks: tuple[MemoryCheck, ...]
     # the calibration records (memory.yaml)

@@ -54,7 +54,7 @@ TIME_METRICS = frozenset({SpeedMetric.TTFT_S.value, SpeedMetric.TPOT_S.value})  
 
 
 class SpeedCheck(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     kind: str  # decode (concurrency 1) | decode-concurrent | prefill | throughput | profile
@@ -83,7 +83,7 @@ class SpeedCheck(BaseModel):
 class BuildYear(BaseModel):
     """Single-stream decode error of the points measured on one year's engine builds."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     year: str  # "2025", or "undated"
     points: int
@@ -92,7 +92,7 @@ class BuildYear(BaseModel):
 
 
 class SpeedValidation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     checks: tuple[SpeedCheck, ...]
     medians: dict[str, float]  # "<kind>/<split>" and "all/<split>" -> median |error|

@@ -29,7 +29,7 @@ REQUESTS = 30_000
 
 
 class GridRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     deployment: str
     input_tokens: int

@@ -1,0 +1,39 @@
+"""The console entry builds only the sub-command it is asked for; what a user sees does not change."""
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.shells.cli import app, app_for
+
+runner = CliRunner()
+NAMES = sorted({c.name for c in app.registered_commands} | {g.name for g in app.registered_groups})
+
+CASES = [
+    ["fit", "--model", "llama-3.1-8b", "--gpu", "H100"],
+    ["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--json"],
+    ["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "abc"],
+    ["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--no-such-flag"],
+    ["perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--help"],
+    ["catalog", "list", "accelerators"],
+    ["catalog", "nope"],
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_name_gets_an_app_holding_only_it(name):
+    lean = app_for([name, "--help"])
+    assert lean is not app
+    held = [c.name for c in lean.registered_commands] + [g.name for g in lean.registered_groups]
+    assert held == [name]
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["nope"], ["-x"]])
+def test_anything_else_gets_the_whole_app(args):
+    assert app_for(args) is app
+
+
+@pytest.mark.parametrize("args", CASES, ids=" ".join)
+def test_the_lean_app_answers_as_the_whole_app(args):
+    whole = runner.invoke(app, args, prog_name="inferplan")
+    lean = runner.invoke(app_for(args), args, prog_name="inferplan")
+    assert (lean.exit_code, lean.output) == (whole.exit_code, whole.output)
