@@ -22,8 +22,8 @@ class LazyModule:
         return getattr(importlib.import_module(self._name), attr)
 
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
+console = Console(emoji=False)  # ":name:" in a model or file name stays text (and the emoji table is not loaded)
+err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 # a domain field (a Deployment, Workload or library argument's name) -> the flag a user typed:
 # every flag below is the field's name with dashes, as the options further down spell them
