@@ -85,8 +85,10 @@ def test_the_compute_buffer_of_the_held_out_log(catalog):
     (151936, 2048, 16, 300.75),  # Qwen2.5-3B on an RTX 4080 SUPER, 4096 cells (LLamaSharp issue #1099)
 ])
 def test_a_short_context_buffer_is_the_ubatch_logits(catalog, vocab, hidden, heads, printed_mib):
+    # builds 4406 and 4701 reserve logits for the whole ubatch
     arch = SimpleNamespace(vocab_size=vocab, hidden_size=hidden, num_attention_heads=heads)
-    got, _ = compute_buffer_bytes(_graph(catalog), catalog, arch, context_tokens=4096, ubatch_tokens=512,
+    graph = memory_rule(catalog, "llamacpp", OLD).compute_graph
+    got, _ = compute_buffer_bytes(graph, catalog, arch, context_tokens=4096, ubatch_tokens=512,
                                   flash_attention=False)
     assert got == pytest.approx(printed_mib * MiB, rel=0.001)
 

@@ -43,7 +43,9 @@ class ComputeGraph(Frozen):
 
     attention branch: n_ctx × n_ubatch × (n_head × score bytes + mask bytes) + activation bytes ×
     n_ubatch × hidden; with flash attention no score matrix is built. output branch: n_ubatch ×
-    (vocab + hidden) × logits bytes (the f32 logits of the whole ubatch and the last hidden state).
+    (vocab + hidden) × logits bytes (the f32 logits of the whole ubatch and the last hidden state),
+    or of ``output_rows`` rows where the build reserves logits only for the outputs a server asks
+    for (``None``: the whole ubatch).
     """
 
     score_bytes: float = Field(gt=0)  # one K·Q score (f32), per n_ctx × n_ubatch × n_head, without flash attention
@@ -51,4 +53,5 @@ class ComputeGraph(Frozen):
     mask_bytes_flash_attention: float = Field(gt=0)  # the mask with flash attention (f32 + its f16 copy)
     activation_constant: str  # calibration.yaml id: bytes per n_ubatch × hidden in the attention branch
     logits_bytes: float = Field(gt=0)  # per n_ubatch × (vocab + hidden)
+    output_rows: int | None = Field(None, ge=1)  # logits rows reserved (None: every ubatch token)
     sources: tuple[str, ...] = Field(min_length=1)

@@ -66,10 +66,11 @@ def compute_buffer_bytes(graph: ComputeGraph, catalog: Catalog, arch: Architectu
     per_cell = graph.mask_bytes_flash_attention if flash_attention else graph.mask_bytes + heads * graph.score_bytes
     activations = catalog.constant(graph.activation_constant) * ubatch_tokens * arch.hidden_size / tp
     attention = context_tokens * ubatch_tokens * per_cell + activations
-    output = ubatch_tokens * (arch.vocab_size + arch.hidden_size) * graph.logits_bytes
+    rows = min(graph.output_rows or ubatch_tokens, ubatch_tokens)
+    output = rows * (arch.vocab_size + arch.hidden_size) * graph.logits_bytes
     kind = "flash attention: no score matrix" if flash_attention else f"{heads:g} heads of f32 scores"
     return max(attention, output), (
         f"llama.cpp compute buffer = max(attention branch {attention / MiB:,.2f} MiB ({context_tokens:,} cells × "
         f"n_ubatch {ubatch_tokens} × mask{'' if flash_attention else ' + scores'}, {kind}; + activations), "
-        f"output branch {output / MiB:,.2f} MiB (n_ubatch × (vocab {arch.vocab_size:,} + hidden {arch.hidden_size:,})))"
+        f"output branch {output / MiB:,.2f} MiB ({rows} rows × (vocab {arch.vocab_size:,} + hidden {arch.hidden_size:,})))"
     )

@@ -81,7 +81,7 @@ def fits_matrix(
     for q in quantizations or []:
         if q != "native":
             catalog.quantization(q, field_name="quantizations")
-    model_ids = models or [m.id for m in catalog.models if m.config]
+    model_ids = models or [m.id for m in catalog.models if m.config and m.in_default_grid]
     specs = [(model, resolve_model(catalog, model, field_name="models")) for model in model_ids]
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     if not hardware:
