@@ -29,7 +29,7 @@ def test_start_up_that_overflows_the_headroom_does_not_fit_and_says_why(catalog)
     headroom = r.gpu_memory_bytes * (1 - 0.95)
     sampler = catalog.constant("vllm-v017-sampler-bytes-per-seq-vocab") * 1024 * GPT_OSS_VOCAB
     needed = (catalog.constant("cuda-context-bytes-per-gpu") + sampler
-              + catalog.constant("vllm-v1-cudagraph-capture-bytes-multi-gpu"))
+              + catalog.constant("vllm-v019-cudagraph-pool-bytes-per-gpu"))
     assert r.kv_cache_bytes_per_gpu > r.sequence_bytes_per_gpu  # the KV cache alone would fit
     assert not r.fits and r.shortfall_bytes == 0
     assert r.startup_shortfall_bytes_per_gpu == pytest.approx(needed - headroom, rel=1e-9)
