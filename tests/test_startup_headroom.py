@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 import yaml
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from inferplan.catalog.loader import DATA_DIR, load_files
@@ -13,6 +14,7 @@ from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.suggest import fit_or_suggest
+from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 from inferplan.validation.memory import check_point
 
@@ -95,3 +97,11 @@ def test_graph_constants_only_where_graphs_are_captured_after_the_kv_cache():
     estimated["startup"] = {**estimated["startup"], "graph_constants": ["a", "b"]}
     with pytest.raises(ValueError, match="graph_constants"):
         MemoryRule.model_validate(estimated)
+
+
+def test_the_api_answers_with_the_reason_and_the_settings_that_start(tmp_path):
+    body = TestClient(create_app(tmp_path / "test.db")).post("/api/fit", json=TIGHT.model_dump(exclude_unset=True)).json()
+    assert body["fits"] is False and body["startup_shortfall_bytes_per_gpu"] > 0
+    assert "start-up fails" in body["startup_note"]
+    assert {k for s in body["suggestions"] if s["kind"] == "startup" for k in s["changes"]} == {
+        "gpu_memory_utilization", "max_num_seqs"}
