@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -13,6 +15,7 @@ from inferplan.catalog.loader import DATA_DIR, load_files
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
+from inferplan.memory.startup import StartupCheck, startup_fix
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
@@ -105,3 +108,24 @@ def test_the_api_answers_with_the_reason_and_the_settings_that_start(tmp_path):
     assert "start-up fails" in body["startup_note"]
     assert {k for s in body["suggestions"] if s["kind"] == "startup" for k in s["changes"]} == {
         "gpu_memory_utilization", "max_num_seqs"}
+
+
+@given(total_gib=st.floats(8, 200), context_gib=st.floats(0, 2), graphs_gib=st.floats(0, 3),
+       per_seq_mib=st.floats(0.01, 10), seqs=st.integers(1, 2048), fraction=st.floats(0.3, 0.99))
+def test_the_suggested_settings_are_the_limits_that_start(total_gib, context_gib, graphs_gib, per_seq_mib, seqs,
+                                                          fraction):
+    total, per_seq = total_gib * GiB, per_seq_mib * 2**20
+
+    def check(f, rows):
+        return StartupCheck(headroom_bytes_per_gpu=total * (1 - f), context_bytes_per_gpu=context_gib * GiB,
+                            graph_bytes_per_gpu=graphs_gib * GiB, sampler_bytes_per_gpu=per_seq * rows,
+                            sampler_bytes_per_seq=per_seq)
+
+    fix = startup_fix(check(fraction, seqs), total)
+    if fix.memory_fraction is not None:
+        assert check(fix.memory_fraction, seqs).starts
+        assert fix.memory_fraction + 0.01 > 1 or not check(fix.memory_fraction + 0.01 + 1e-9, seqs).starts
+    if fix.max_num_seqs is not None:
+        assert check(fraction, fix.max_num_seqs).starts and not check(fraction, fix.max_num_seqs + 1).starts
+    else:
+        assert not check(fraction, 1).starts
