@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.catalog.startup_rules import StartupHeadroom
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
@@ -96,6 +97,8 @@ class MemoryRule(Frozen):
     # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
     context_cache: ContextCache | None = None
     compute_graph: ComputeGraph | None = None  # llama.cpp's compute buffer, in place of `activation`
+    # what must still fit outside the fraction once the KV cache is sized (None: not checked)
+    startup: StartupHeadroom | None = None
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -116,6 +119,10 @@ class MemoryRule(Frozen):
             raise ValueError("a fraction of the memory free at start-up is an of_total budget naming its start_constant")
         if ("activation_peak" in self.counted) == (self.activation.model == "outside_fraction"):
             raise ValueError("activation_peak is counted exactly when the activation is not outside the fraction")
+        if self.startup and self.startup.sampler_warmup and self.activation.sampler_constant is None:
+            raise ValueError("a start-up sampler warm-up is sized by the activation's sampler_constant")
+        if self.startup and (self.startup.graph_constants is not None) != (self.cuda_graphs == "after_kv"):
+            raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
         return self
 
     def covers(self, release: str) -> bool:
@@ -135,7 +142,8 @@ class MemoryRule(Frozen):
         a = self.activation
         graph = self.compute_graph.activation_constant if self.compute_graph else None
         return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph, self.start_constant,
-                                 *(self.non_torch_constants or ())) if c)
+                                 *(self.non_torch_constants or ()),
+                                 *(self.startup.constant_ids() if self.startup else ())) if c)
 
 
 def parse_engine_version(text: str) -> tuple[str, str | None]:
@@ -209,7 +217,8 @@ def check_memory_rules(catalog) -> None:
         if rule.engine not in catalog.engines:
             raise CatalogError(f"{where}: unknown engine {rule.engine!r}", field=rule.id)
         for source in (*rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
-                       *(rule.compute_graph.sources if rule.compute_graph else ())):
+                       *(rule.compute_graph.sources if rule.compute_graph else ()),
+                       *(rule.startup.sources if rule.startup else ())):
             if source not in catalog.sources:
                 raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
         block = catalog.engines.records[rule.engine].block_tokens.value

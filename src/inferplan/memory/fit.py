@@ -33,6 +33,7 @@ from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, ho
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
+from inferplan.memory.startup import startup_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
@@ -42,7 +43,7 @@ class FitSuggestion(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    kind: Literal["context", "gpus", "quantization", "offload"]
+    kind: Literal["context", "gpus", "quantization", "offload", "startup"]
     changes: dict[str, int | float | str | None]
     summary: str
 
@@ -94,6 +95,9 @@ class MemoryFit(BaseModel):
     memory_rule_id: str = ""
     memory_rule: str = ""
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
+    # what start-up allocates after the KV cache is sized lacks this much outside the fraction (memory/startup.py)
+    startup_shortfall_bytes_per_gpu: float = 0.0
+    startup_note: str | None = None  # why, with the figures, when it does
 
 
 def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
@@ -244,7 +248,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
-    gpu_fits = held.fits
+    gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
+    start = startup_check(catalog, rule, settings, spec.architecture, total, gpus)
+    if start is not None and not start.starts:
+        held, assumptions = dataclasses.replace(held, fits=False), [*assumptions, start.note(rule, settings)]
     if host_budget is not None and host_used > host_budget:
         held = dataclasses.replace(held, fits=False)
     fewer_gpus = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else None
@@ -265,6 +272,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
+        startup_shortfall_bytes_per_gpu=start.shortfall_bytes_per_gpu if start else 0.0,
+        startup_note=start.note(rule, settings) if start and not start.starts else None,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
 

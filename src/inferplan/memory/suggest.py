@@ -5,17 +5,21 @@ holds, the fewest GPUs of the same accelerator that hold it at its context (a te
 layout, ``fit``'s ``smallest_fit``), and the next smaller weight format that holds it at its context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
-that fits (memory/offload_suggest.py), is checked against the host RAM too.
+that fits (memory/offload_suggest.py), is checked against the host RAM too. Where the KV cache fits
+but start-up fails after it is sized (memory/startup.py), the first answers are the largest
+``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits.
 """
 
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
 from inferplan.memory.layout import describe_split
-from inferplan.memory.offload_suggest import offload_answer
+from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
+from inferplan.memory.startup import startup_check, startup_fix
 
 CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
@@ -26,14 +30,40 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
     mp = plan_memory(d, catalog)
     if mp.result.fits:
         return mp.result
-    offload = offload_answer(d, mp, catalog)
+    # an offload frees GPU weights, not the headroom outside the fraction that start-up lacks
+    offload = offload_answer(d, mp, catalog) if not mp.result.startup_note else OffloadAnswer()
     return mp.result.model_copy(update={"suggestions": (*suggest(d, mp, catalog), *filter(None, [offload.suggestion])),
                                         "offload_note": offload.note})
 
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
-    found = (_longest_context(d, mp, catalog), _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog))
+    found = (*_startup_settings(d, mp, catalog), _longest_context(d, mp, catalog), _fewest_gpus(d, mp, catalog),
+             _smaller_weights(d, mp, catalog))
     return tuple(s for s in found if s is not None)
+
+
+def _startup_settings(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion | None, ...]:
+    """Where start-up fails after the KV cache is sized: the largest fraction and the most sequences
+    with which it fits, each checked by a fit."""
+    r = mp.result
+    if not r.startup_shortfall_bytes_per_gpu:
+        return ()
+    rule = memory_rule(catalog, r.engine, d.engine_version)
+    check = startup_check(catalog, rule, mp.settings, mp.spec.architecture, r.gpu_memory_bytes, r.parallel.gpus
+                          // r.parallel.data_parallel_size)
+    fix = startup_fix(check, r.gpu_memory_bytes) if check else None
+    if fix is None:
+        return ()
+    found = []
+    if fix.memory_fraction and _fits(d, {"gpu_memory_utilization": fix.memory_fraction}, catalog):
+        found.append(FitSuggestion(kind="startup", changes={"gpu_memory_utilization": fix.memory_fraction},
+                                   summary=f"a smaller memory fraction: {fix.memory_fraction:g} leaves the CUDA graphs "
+                                           "and the sampler warm-up room at start-up"))
+    if fix.max_num_seqs and _fits(d, {"max_num_seqs": fix.max_num_seqs}, catalog):
+        found.append(FitSuggestion(kind="startup", changes={"max_num_seqs": fix.max_num_seqs},
+                                   summary=f"fewer sequences: the sampler warm-up over {fix.max_num_seqs:,} rows fits "
+                                           "at start-up"))
+    return tuple(found)
 
 
 def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:

@@ -190,6 +190,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     if not r.fits:
         if r.shortfall_bytes:
             console.print(f"  shortfall: {gib(r.shortfall_bytes)} per GPU")
+        elif r.startup_note:
+            console.print(f"  start-up: {r.startup_note}", highlight=False)
         else:
             console.print("  host RAM is short (--host-memory-gb): more host memory, or fewer weights offloaded")
         if not r.smallest_fit and r.shortfall_bytes:

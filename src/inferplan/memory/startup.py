@@ -1,0 +1,97 @@
+"""Whether an engine gets through start-up once its KV cache is sized.
+
+vLLM V1 fills ``total × gpu_memory_utilization`` with weights, the profiled activation peak and the
+KV cache; afterwards it captures CUDA graphs and warms the sampler up over ``max_num_seqs`` rows of
+full-vocab logits (``catalog/startup_rules.py``). Those allocations and the CUDA context made before
+the first memory reading must fit in ``total × (1 − gpu_memory_utilization)``, or the engine stops
+with an out-of-memory error after printing its KV cache size. ``startup_check`` compares the two
+per GPU by the release's rule; ``startup_fix`` gives the largest fraction, and the most sequences at
+the stated fraction, with which the same start-up fits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.memory.engine_budget import ASSUMED_VOCAB, EngineSettings
+from inferplan.units import GiB
+
+FRACTION_STEP = 0.01  # a suggested memory fraction is a whole number of hundredths
+
+
+@dataclass(frozen=True)
+class StartupCheck:
+    """The memory outside the fraction on each GPU, and what start-up allocates there."""
+
+    headroom_bytes_per_gpu: float  # total × (1 − fraction)
+    context_bytes_per_gpu: float
+    graph_bytes_per_gpu: float  # captured after the KV cache is sized (0: counted inside the fraction)
+    sampler_bytes_per_gpu: float  # the sampler warm-up over max_num_seqs rows
+    sampler_bytes_per_seq: float  # one row of it
+
+    @property
+    def needed_bytes_per_gpu(self) -> float:
+        return self.context_bytes_per_gpu + self.graph_bytes_per_gpu + self.sampler_bytes_per_gpu
+
+    @property
+    def starts(self) -> bool:
+        return self.needed_bytes_per_gpu <= self.headroom_bytes_per_gpu
+
+    @property
+    def shortfall_bytes_per_gpu(self) -> float:
+        return max(self.needed_bytes_per_gpu - self.headroom_bytes_per_gpu, 0.0)
+
+    def note(self, rule: MemoryRule, settings: EngineSettings) -> str:
+        parts = [f"CUDA context {self.context_bytes_per_gpu / GiB:.2f} GiB"]
+        if self.graph_bytes_per_gpu:
+            parts.append(f"CUDA graphs {self.graph_bytes_per_gpu / GiB:.2f} GiB")
+        parts.append(f"sampler warm-up over {settings.max_num_seqs:,} sequences {self.sampler_bytes_per_gpu / GiB:.2f} GiB")
+        outcome = "fit" if self.starts else f"do not fit: start-up fails after the KV cache is sized, " \
+            f"{self.shortfall_bytes_per_gpu / GiB:.2f} GiB per GPU short"
+        return (f"{rule.label}: outside gpu_memory_utilization {settings.memory_fraction:g} each GPU keeps "
+                f"{self.headroom_bytes_per_gpu / GiB:.2f} GiB; {', '.join(parts)} "
+                f"({self.needed_bytes_per_gpu / GiB:.2f} GiB) {outcome}")
+
+
+def startup_check(catalog: Catalog, rule: MemoryRule, settings: EngineSettings, arch: Architecture | None,
+                  total_bytes: float, gpus_in_instance: int) -> StartupCheck | None:
+    """What start-up allocates outside the fraction after the KV cache is sized, per GPU, by the
+    release's rule (None: the rule states no such check)."""
+    startup = rule.startup
+    if startup is None:
+        return None
+    graphs = 0.0
+    if startup.graph_constants is not None:
+        single, multi = startup.graph_constants
+        graphs = catalog.constant(single if gpus_in_instance == 1 else multi)
+    per_seq = 0.0
+    if startup.sampler_warmup and rule.activation.sampler_constant:
+        vocab = arch.vocab_size if arch else ASSUMED_VOCAB
+        per_seq = catalog.constant(rule.activation.sampler_constant) * vocab
+    rows = min(settings.max_num_seqs, settings.max_num_batched_tokens)
+    return StartupCheck(headroom_bytes_per_gpu=total_bytes * (1 - settings.memory_fraction),
+                        context_bytes_per_gpu=catalog.constant(startup.context_constant),
+                        graph_bytes_per_gpu=graphs, sampler_bytes_per_gpu=per_seq * rows,
+                        sampler_bytes_per_seq=per_seq)
+
+
+@dataclass(frozen=True)
+class StartupFix:
+    """Settings with which the same start-up fits (None: no such value)."""
+
+    memory_fraction: float | None  # the largest whole-hundredth gpu_memory_utilization
+    max_num_seqs: int | None  # the most sequences at the stated fraction
+
+
+def startup_fix(check: StartupCheck, total_bytes: float) -> StartupFix:
+    """The largest fraction whose headroom holds what start-up needs, and the most warm-up rows the
+    stated fraction's headroom holds."""
+    fraction = math.floor((1 - check.needed_bytes_per_gpu / total_bytes) / FRACTION_STEP) * FRACTION_STEP
+    room = check.headroom_bytes_per_gpu - check.context_bytes_per_gpu - check.graph_bytes_per_gpu
+    seqs = int(room // check.sampler_bytes_per_seq) if check.sampler_bytes_per_seq else 0
+    return StartupFix(memory_fraction=round(fraction, 2) if fraction > 0 else None,
+                      max_num_seqs=seqs if seqs >= 1 else None)
