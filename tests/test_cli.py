@@ -151,15 +151,15 @@ def test_validate_speed_prints_medians():
 
 
 def test_validate_speed_can_show_only_the_worst_rows_of_a_kind():
-    def rows(output):  # first line of each table row: the point id (truncated) after the border
-        return [line for line in output.splitlines() if line.startswith(("│ s-", "│ pf-"))]
+    def rows(output):  # a point's whole id, first in its table row or its block of the narrow layout
+        return [line.removeprefix("│ ") for line in output.splitlines() if line.removeprefix("│ ").startswith(("s-", "pf-"))]
 
     r = invoke("validate", "--speed", "--kind", "profile", "--worst", "3")
     assert r.exit_code == 0, r.output
     assert "3 largest errors" in r.output and "decode/all" in r.output  # medians still over every point
-    assert len(rows(r.output)) == 3 and all(line.startswith("│ pf-") for line in rows(r.output))
+    assert len(rows(r.output)) == 3 and all(line.startswith("pf-") for line in rows(r.output))
     r = invoke("validate", "--speed", "--kind", "throughput")
-    assert rows(r.output) and not any(line.startswith("│ pf-") for line in rows(r.output))
+    assert rows(r.output) and not any(line.startswith("pf-") for line in rows(r.output))
     bad = invoke("validate", "--speed", "--kind", "latency")
     assert bad.exit_code == 2 and "--kind" in bad.output and "throughput" in bad.output
 
@@ -176,7 +176,7 @@ def test_validate_speed_shows_one_familys_points_and_track_record():
     from inferplan.validation.speed import validate_speed
 
     expected = [c for c in validate_speed().checks if c.family == "trtllm" and c.kind == "decode"]
-    rows = [line for line in r.output.splitlines() if line.startswith("│ s-")]  # ids are cut short: count them
+    rows = [line for line in r.output.splitlines() if line.removeprefix("│ ").startswith("s-")]
     assert len(rows) == len(expected) > 0
     bad = invoke("validate", "--speed", "--family", "vllm-cuda")
     assert bad.exit_code == 2 and "--family" in bad.output and "sglang" in bad.output

@@ -51,3 +51,17 @@ def test_a_scenario_name_with_rich_markup_is_printed_as_text(tmp_path):
     scenario.write_text('name: "[/] [red]x"\nmodel: qwen3-32b\nplatform: {system: hgx-h100}\n'
                         "workload: {preset: chat-seat}\ntarget_users: 100\n")
     assert "[/] [red]x —" in narrow("plan", str(scenario))
+
+
+@pytest.mark.parametrize("part", ["--speed", "--memory", "--latency"])
+def test_the_track_record_shows_every_point_id_whole(part):
+    env = {**os.environ, "COLUMNS": "80", "LINES": "50"}
+    out = subprocess.run([INFERPLAN, "validate", part], env=env, capture_output=True, text=True, check=True).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80
+    from inferplan.validation.latency import validate_latency
+    from inferplan.validation.memory import validate_memory
+    from inferplan.validation.speed import validate_speed
+
+    checks = {"--speed": validate_speed, "--memory": validate_memory, "--latency": validate_latency}[part]().checks
+    assert len(checks) > 20
+    assert [c.id for c in checks if not whole(c.id, out)] == []

@@ -318,27 +318,24 @@ def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableTyp
 
 
 def print_memory_validation(console: Console, v) -> None:
-    table = Table(title="start-up memory: predicted vs measured (per GPU)")
-    for col in ("point", "weights meas.", "weights pred.", "err", "KV meas.", "KV pred.", "err", "fits meas./pred."):
-        table.add_column(col)
-    table.add_column("split")
-    for c in v.checks:
-        table.add_row(c.id, gib(c.measured_weights_bytes), gib(c.predicted_weights_bytes), _pct(c.weights_error),
-                      gib(c.measured_kv_bytes), gib(c.predicted_kv_bytes), _pct(c.kv_error),
-                      f"{_yes(c.measured_fits)}/{_yes(c.predicted_fits)}", c.split)
-    console.print(table)
+    cols = [Col("point", key=True), Col("weights meas.", False), Col("weights pred.", False), Col("err"),
+            Col("KV meas."), Col("KV pred."), Col("err"), Col("fits meas./pred."), Col("split")]
+    rows = [[c.id, gib(c.measured_weights_bytes), gib(c.predicted_weights_bytes), _pct(c.weights_error),
+             gib(c.measured_kv_bytes), gib(c.predicted_kv_bytes), _pct(c.kv_error),
+             f"{_yes(c.measured_fits)}/{_yes(c.predicted_fits)}", c.split] for c in v.checks]
+    console.print(layout("start-up memory: predicted vs measured (per GPU)", cols, rows, console.width))
     console.print(f"calibration set: median |error| weights {v.median_abs_weights_error:.2%}, KV cache "
                   f"{v.median_abs_kv_error:.2%}; fit verdicts agree on {v.fit_agreement:.0%} of points")
     releases = Table(title="field set (memory_field*.yaml) by engine release")
     for col in ("engine release", "points", "KV median |err|", "KV worst |err|", "weights median |err|", "fit agree", "refused"):
-        releases.add_column(col)
+        releases.add_column(col, overflow="fold")
     for s in (*v.by_engine_version, v.holdout, v.field):
         releases.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
                          _pct(s.median_abs_weights_error, "", 2), _pct(s.fit_agreement, "", 0), str(s.refused))
     console.print(releases)
     rules = Table(title="field set by the engine memory rule each record was planned with")
     for col in ("memory rule", "points", "KV median |err|", "KV worst |err|", "fit agree"):
-        rules.add_column(col)
+        rules.add_column(col, overflow="fold")
     for s in v.by_rule:
         rules.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
                       _pct(s.fit_agreement, "", 0))
@@ -420,20 +417,20 @@ def print_speed_validation(console: Console, v, kind: str | None = None, worst: 
         rows = sorted((c for c in rows if c.error is not None), key=lambda c: abs(c.error), reverse=True)[:worst]
     title = ("speed: predicted vs measured" + (f" ({kind})" if kind else "") + (f", {family}" if family else "")
              + (f", {worst} largest errors" if worst else ""))
-    table = Table(title=title)
-    for col in ("point", "split", "build", "metric", "measured", "predicted", "error", "bound"):
-        table.add_column(col)
+    cols = [Col("point", key=True), Col("split"), Col("build", False), Col("metric"), Col("measured"),
+            Col("predicted"), Col("error"), Col("bound", False)]
+    table_rows = []
     for c in rows:
         pred = "—" if c.predicted is None else _speed_value(c.predicted, c.metric)
         err = "—" if c.error is None else f"{c.error:+.0%}" + ("" if c.scored else " (not scored)")
-        table.add_row(c.id, c.split, c.engine_build or "—", c.metric, _speed_value(c.measured, c.metric), pred, err,
-                      c.bound if c.scored and c.bound else (c.note or ""))
-    console.print(table)
+        table_rows.append([c.id, c.split, c.engine_build or "—", c.metric, _speed_value(c.measured, c.metric), pred, err,
+                           escape(c.bound if c.scored and c.bound else (c.note or ""))])
+    console.print(layout(title, cols, table_rows, console.width))
     record = Table(title="track record by engine family, and by model where it has 3 points or more (what each "
                          "estimate quotes; sweeps count as per-user decode and throughput; lean: median of how much "
                          "faster than measured the predictions run)")
     for col in ("family", "kind", "model", "points", "median |error|", "held out", "beyond 30 %", "worst", "lean"):
-        record.add_column(col)
+        record.add_column(col, overflow="fold")
     for r in filter(shown, v.by_family):
         held = "—" if r.holdout_median_abs_error is None else f"{r.holdout_median_abs_error:.0%} ({r.holdout_points})"
         record.add_row(r.family, r.kind, r.model or "all", str(r.points), f"{r.median_abs_error:.0%}", held,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from inferplan.shells.render import Col, layout
 
 
 def _ms(seconds: float) -> str:
@@ -15,13 +18,12 @@ def _pct(error: float) -> str:
 
 
 def print_latency_validation(console: Console, v) -> None:
-    table = Table(title="Latency under load: predicted vs measured (ms; error = predicted / measured - 1)")
-    for col in ("point", "split", "load", "metric", "measured", "approximation", "err", "simulation", "err"):
-        table.add_column(col, justify="right" if col not in ("point", "split", "load", "metric") else "left")
-    for c in v.checks:
-        table.add_row(c.id, c.split, c.load, c.metric, _ms(c.measured), _ms(c.approximation), _pct(c.approximation_error),
-                      _ms(c.simulation), _pct(c.simulation_error))
-    console.print(table)
+    cols = [Col("point", key=True), Col("split"), Col("load", False), Col("metric"), Col("measured"),
+            Col("approximation"), Col("err"), Col("simulation"), Col("err")]
+    rows = [[c.id, c.split, escape(c.load), c.metric, _ms(c.measured), _ms(c.approximation), _pct(c.approximation_error),
+             _ms(c.simulation), _pct(c.simulation_error)] for c in v.checks]
+    console.print(layout("Latency under load: predicted vs measured (ms; error = predicted / measured - 1)", cols, rows,
+                         console.width))
     medians = Table(title="Median |error| per split")
     for col in ("split", "metric", "points", "approximation", "simulation"):
         medians.add_column(col)
