@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inferplan.catalog.provenance import Source
-from inferplan.catalog.schema import SpeedPoint
+from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload

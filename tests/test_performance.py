@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.schema import SpeedMetric
+from inferplan.catalog.points_schema import SpeedMetric
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -603,7 +603,7 @@ def test_compressed_and_block_sparse_attention_flops(catalog):
 
 def test_ttft_carries_the_per_request_cost_and_prompt_throughput_does_not(catalog):
     """The fitted per-request cost adds to TTFT (and to a closed loop's cycle), not to prompt tokens/s."""
-    from inferplan.catalog.schema import SpeedMetric
+    from inferplan.catalog.points_schema import SpeedMetric
     from inferplan.performance.measured import metric_value
 
     d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")

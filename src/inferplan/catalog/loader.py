@@ -34,15 +34,17 @@ if TYPE_CHECKING:
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
-        EngineBuild,
         KvDtype,
-        MemoryPoint,
         ModelCard,
         Quantization,
+        System,
+    )
+    from inferplan.catalog.points_schema import (
+        EngineBuild,
+        MemoryPoint,
         ServingProfile,
         SpeedAccuracy,
         SpeedPoint,
-        System,
     )
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -59,16 +61,16 @@ SECTIONS: dict[str, str] = {
     "kv_cache_dtypes": "schema:KvDtype",
     "engines": "schema:EngineDefaults",
     "calibration": "schema:CalibrationConstant",
-    "memory_points": "schema:MemoryPoint",
-    "speed_points": "schema:SpeedPoint",
-    "serving_profiles": "schema:ServingProfile",
+    "memory_points": "points_schema:MemoryPoint",
+    "speed_points": "points_schema:SpeedPoint",
+    "serving_profiles": "points_schema:ServingProfile",
     "rental_prices": "economics_schema:RentalPrice",
     "api_prices": "economics_schema:ApiPrice",
     "workload_presets": "economics_schema:WorkloadPreset",
     "cost_defaults": "economics_schema:CostDefault",
     "rack_profiles": "economics_schema:RackEfficiencyProfile",
-    "engine_builds": "schema:EngineBuild",
-    "speed_accuracy": "schema:SpeedAccuracy",
+    "engine_builds": "points_schema:EngineBuild",
+    "speed_accuracy": "points_schema:SpeedAccuracy",
     "engine_flags": "flags_schema:EngineFlags",
     "gpu_resources": "flags_schema:GpuResource",
     "latency_points": "latency_schema:LatencyPoint",  # measurements/latency_*.yaml

@@ -21,7 +21,7 @@ from inferplan.deploy.kt_args import kt_args
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import check_kv_dtype
+from inferplan.memory.precision import check_kv_dtype
 
 Role = Literal["both", "prefill", "decode"]
 DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it

@@ -29,6 +29,7 @@ from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
+from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
@@ -100,59 +101,6 @@ class MemoryFit(BaseModel):
     startup_note: str | None = None  # why, with the figures, when it does
 
 
-def _quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
-    name = d.quantization or spec.native_quantization or "bf16"
-    quant = catalog.quantization(name)
-    notes = []
-    if quant.native_format and quant.native_format not in accel.native_formats:
-        notes.append(
-            f"{accel.name} has no native {quant.native_format}: {quant.id} weights run through a "
-            f"{quant.fallback_compute} fallback (same memory, slower compute)"
-        )
-    if quant.engines and engine_id not in quant.engines:
-        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or engine_id in q.engines)
-        chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
-        raise InvalidScenarioError(
-            f"{engine_id} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
-            field="quantization",
-            allowed=loadable,
-        )
-    return quant, notes
-
-
-def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> KvDtype:
-    """A stated KV-cache element type, if the engine can run it (``engines.yaml`` ``kv_cache_dtypes``)."""
-    kv = catalog.kv_cache_dtype(kv_cache_dtype)
-    engine = catalog.engine(engine_name)
-    if engine.kv_cache_dtypes and kv.id not in engine.kv_cache_dtypes:
-        instead = engine.kv_cache_dtypes_instead.get(kv.id)
-        others = [e.name for e in catalog.engines if kv.id in e.kv_cache_dtypes]
-        hint = (f"; its nearest is {instead}" if instead else f"; {', '.join(others)} can" if others else
-                "; no engine in the catalogue runs it (research code): size it with --kv-bytes-per-token")
-        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="kv_cache_dtype",
-                                   allowed="auto | " + " | ".join(engine.kv_cache_dtypes))
-    return kv
-
-
-def _kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
-    """The KV cache's element type: the stated one (if the engine runs it), else the checkpoint's
-    (a ModelOpt FP8 checkpoint) or the model's dtype."""
-    arch = spec.architecture
-    v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
-    if d.kv_cache_dtype != "auto":
-        kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
-        if v4 and kv.id != "fp8" and catalog.engine(d.engine).id == "vllm":
-            raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
-                                       "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
-        return kv
-    if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
-        return catalog.kv_cache_dtype("fp8")
-    if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
-        return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
-    dtype = arch.torch_dtype if arch else "bfloat16"
-    return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
-
-
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
                    embeddings_on_host: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
@@ -217,8 +165,8 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
     engine = checked_engine(catalog, d, spec, hw, plan.tensor_parallel_size, plan.pipeline_parallel_size)
     network = _network_note(hw, plan)
-    quant, quant_notes = _quantization(catalog, d, spec, hw.accel, engine.id)
-    kv_dtype = _kv_dtype(catalog, d, spec)
+    quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
+    kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     total, total_note = device_total_bytes(catalog, hw.accel)
     check_offload_flags(d, list(catalog.engines), engine)
     w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
@@ -483,6 +431,6 @@ def _weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: H
     engine = catalog.engine(d.engine)
     if d.n_gpu_layers is not None or d.n_cpu_moe or d.cpu_offload_gb or KT_FIELD in engine.offload_settings:
         return 0.0
-    quant, _ = _quantization(catalog, d, spec, hw.accel, engine.id)
+    quant, _ = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     w = weight_bytes(spec, quant)
     return w.total_bytes - w.embedding_bytes

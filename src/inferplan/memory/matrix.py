@@ -10,7 +10,8 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
-from inferplan.memory.fit import MemoryFit, ParallelPlan, check_kv_dtype, fit
+from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
+from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.catalog.schema import SpeedAccuracy
+from inferplan.catalog.points_schema import SpeedAccuracy
 
 
 class MeasuredQuote(BaseModel):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.catalog.schema import ProfilePoint, ServingProfile
+from inferplan.catalog.points_schema import ProfilePoint, ServingProfile
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.performance.estimate import ServingEstimate

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inferplan.catalog.schema import SpeedMetric, SpeedPoint
+from inferplan.catalog.points_schema import SpeedMetric, SpeedPoint
 from inferplan.performance.estimate import MeasuredQuote, ServingEstimate
 
 if TYPE_CHECKING:  # pragma: no cover

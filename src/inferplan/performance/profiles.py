@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import ServingProfile
+from inferplan.catalog.points_schema import ServingProfile
 
 if TYPE_CHECKING:
     from inferplan.memory.fit import MemoryPlan

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
-    from inferplan.catalog.schema import SpeedAccuracy
+    from inferplan.catalog.points_schema import SpeedAccuracy
     from inferplan.performance.estimate import ServingEstimate
 
 KIND_LABELS = {

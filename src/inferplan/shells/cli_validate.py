@@ -7,7 +7,7 @@ import typer
 
 from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, err_console, fail, run
 
-render = LazyModule("inferplan.shells.render")
+render_validate = LazyModule("inferplan.shells.render_validate")
 render_local = LazyModule("inferplan.shells.render_local")
 
 
@@ -55,15 +55,15 @@ def validate_cmd(
         emit_json({k: v.model_dump(mode="json") for k, v in results.items()})
         return
     if "memory" in results:
-        render.print_memory_validation(console, results["memory"])
+        render_validate.print_memory_validation(console, results["memory"])
     if "speed" in results:
-        render.print_speed_validation(console, results["speed"], kind=kind, worst=worst, family=family)
+        render_validate.print_speed_validation(console, results["speed"], kind=kind, worst=worst, family=family)
     if "latency" in results:
         from inferplan.shells.render_latency import print_latency_validation
 
         print_latency_validation(console, results["latency"])
     if "cross_validation" in results:
-        render.print_cross_validation(console, results["cross_validation"])
+        render_validate.print_cross_validation(console, results["cross_validation"])
 
 
 def _mine(db: Optional[Path], as_json: bool) -> None:

@@ -9,7 +9,7 @@ shipped file equal to a fresh ``validate_speed``.
 from __future__ import annotations
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.schema import SpeedAccuracy
+from inferplan.catalog.points_schema import SpeedAccuracy
 from inferplan.validation.speed import validate_speed
 
 FILE_NAME = "speed_accuracy.yaml"

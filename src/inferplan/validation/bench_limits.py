@@ -32,7 +32,8 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.schema import BENCH_TUNED_FORMATS, SpeedPoint
+from inferplan.catalog.schema import BENCH_TUNED_FORMATS
+from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.params import count_params

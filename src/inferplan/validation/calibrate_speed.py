@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.schema import SpeedPoint
+from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate

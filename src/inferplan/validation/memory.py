@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import memory_rule, parse_engine_version
-from inferplan.catalog.schema import MemoryPoint
+from inferplan.catalog.points_schema import MemoryPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit

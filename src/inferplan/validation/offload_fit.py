@@ -12,7 +12,7 @@ import dataclasses
 import statistics
 
 from inferplan.catalog.loader import Catalog, Registry
-from inferplan.catalog.schema import SpeedPoint
+from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.validation.speed import check_point
 
 CONSTANT = "host-memory-expert-read-efficiency"

@@ -16,7 +16,7 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
+from inferplan.catalog.points_schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload

@@ -1,0 +1,65 @@
+"""The precisions a deployment runs at: the weights' format and the KV cache's element type, checked
+against what the engine loads and the accelerator runs natively."""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+
+
+def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
+    """The weights' format: the stated one, else the model's native checkpoint, else BF16; notes when the
+    accelerator runs it through a fallback. Raises (field ``quantization``) when the engine does not load it."""
+    name = d.quantization or spec.native_quantization or "bf16"
+    quant = catalog.quantization(name)
+    notes = []
+    if quant.native_format and quant.native_format not in accel.native_formats:
+        notes.append(
+            f"{accel.name} has no native {quant.native_format}: {quant.id} weights run through a "
+            f"{quant.fallback_compute} fallback (same memory, slower compute)"
+        )
+    if quant.engines and engine_id not in quant.engines:
+        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or engine_id in q.engines)
+        chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
+        raise InvalidScenarioError(
+            f"{engine_id} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
+            field="quantization",
+            allowed=loadable,
+        )
+    return quant, notes
+
+
+def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> KvDtype:
+    """A stated KV-cache element type, if the engine can run it (``engines.yaml`` ``kv_cache_dtypes``)."""
+    kv = catalog.kv_cache_dtype(kv_cache_dtype)
+    engine = catalog.engine(engine_name)
+    if engine.kv_cache_dtypes and kv.id not in engine.kv_cache_dtypes:
+        instead = engine.kv_cache_dtypes_instead.get(kv.id)
+        others = [e.name for e in catalog.engines if kv.id in e.kv_cache_dtypes]
+        hint = (f"; its nearest is {instead}" if instead else f"; {', '.join(others)} can" if others else
+                "; no engine in the catalogue runs it (research code): size it with --kv-bytes-per-token")
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache{hint}", field="kv_cache_dtype",
+                                   allowed="auto | " + " | ".join(engine.kv_cache_dtypes))
+    return kv
+
+
+def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
+    """The KV cache's element type: the stated one (if the engine runs it), else the checkpoint's
+    (a ModelOpt FP8 checkpoint) or the model's dtype."""
+    arch = spec.architecture
+    v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
+    if d.kv_cache_dtype != "auto":
+        kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
+        if v4 and kv.id != "fp8" and catalog.engine(d.engine).id == "vllm":
+            raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
+                                       "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
+        return kv
+    if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
+        return catalog.kv_cache_dtype("fp8")
+    if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
+        return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
+    dtype = arch.torch_dtype if arch else "bfloat16"
+    return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
