@@ -48,3 +48,29 @@ def test_trtllm_activation_follows_the_engines_max_num_tokens(catalog):
     point = catalog.memory_points.records["d02-llama2-7b-a10-trtllm"]
     assert point.settings.max_num_batched_tokens == 25 * 2048
     assert abs(_check(catalog, point.id).kv_error) < 0.15
+
+
+def _overhead_gib(catalog, gpu, tp, engine="vllm", version=None):
+    d = Deployment(model="llama-3.1-70b", gpu=gpu, tensor_parallel_size=tp, engine=engine, engine_version=version,
+                   max_model_len=8192, gpu_memory_utilization=0.9)
+    return fit(d, catalog).overhead_bytes_per_gpu / GiB
+
+
+def test_vllm_counts_nccls_nvls_buffers_on_an_nvswitch_group_of_more_than_two(catalog):
+    """NCCL maps 288 MiB per rank per communicator for NVLink SHARP; vLLM holds two communicators."""
+    base = catalog.constant("runtime-overhead-bytes-multi-gpu") / GiB
+    assert _overhead_gib(catalog, "h100-sxm", 2) == pytest.approx(base)
+    assert _overhead_gib(catalog, "h100-sxm", 4) == pytest.approx(base + 2.25)
+    assert _overhead_gib(catalog, "h100-sxm", 8) == pytest.approx(base + 4.5)
+    assert _overhead_gib(catalog, "h100-sxm", 8, version="0.5.3 V0") == pytest.approx(base + 4.5)
+
+
+@pytest.mark.parametrize(("gpu", "engine"), [("a100-80gb", "vllm"), ("h100-pcie", "vllm"), ("h100-sxm", "sglang")])
+def test_no_nvls_without_an_nvswitch_hopper_domain_or_under_sglang(catalog, gpu, engine):
+    """A100 (NVLink 3) and bridged PCIe cards have no NVLS; SGLang turns NCCL_NVLS off by default."""
+    assert _overhead_gib(catalog, gpu, 4, engine=engine) < 1.0
+
+
+def test_the_nvls_buffers_close_the_tp4_h100_record(catalog):
+    """Qwen3-235B FP8 at TP 4 on H100 under vLLM 0.9.2: 8.11 GiB of KV cache printed (+25 % without NVLS)."""
+    assert abs(_check(catalog, "f04-qwen3-235b-fp8-tp4-h100-vllm").kv_error) < 0.05
