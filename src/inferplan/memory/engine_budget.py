@@ -121,9 +121,12 @@ def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acce
 
     vLLM's Triton MXFP4 MoE path on GPUs without native MXFP4 (Hopper) keeps the original
     expert block scales registered next to the swizzled copies, so the scales (one byte per 32
-    weights) are held twice.
+    weights) are held twice. It runs the routed experts of every format whose experts are MXFP4
+    (quantizations.yaml ``native_format: mxfp4``): gpt-oss's mxfp4 and DeepSeek-V4's FP4 experts
+    (vLLM's DeepseekV4FP8Config hands them to the same Mxfp4MoEMethod).
     """
-    if engine != "vllm" or quant_id != "mxfp4" or "mxfp4" in accel.native_formats or not expert_bytes_per_gpu:
+    if engine != "vllm" or catalog.quantization(quant_id).native_format != "mxfp4" or \
+            "mxfp4" in accel.native_formats or not expert_bytes_per_gpu:
         return 0.0, None
     copies = catalog.constant("vllm-mxfp4-extra-scale-copies")
     bits = catalog.quantization("mxfp4").bits_per_weight.value
