@@ -339,7 +339,8 @@ def test_under_pipeline_parallelism_each_stage_has_the_room_its_own_weights_leav
                                 pipeline_parallel_size=2, quantization="fp8-block", max_model_len=32768), catalog)
     r = mp.result
     rooms = [engine_budget(catalog, catalog.engine("vllm"), total_bytes=r.gpu_memory_bytes, weights_bytes_per_gpu=st.bytes_per_gpu,
-                           arch=mp.spec.architecture, settings=mp.settings, tp=8, gpus_in_instance=16).kv_bytes_per_gpu
+                           arch=mp.spec.architecture, settings=mp.settings, tp=8, gpus_in_instance=16,
+                           accel=catalog.accelerator("h200-sxm")).kv_bytes_per_gpu
              for st in mp.stage_weights]
     per_stage = [room / layout.sequence_bytes_per_gpu(32768, mp.settings.block_tokens)
                  for room, layout in zip(rooms, mp.layout.stages)]

@@ -28,7 +28,7 @@ EXPECTED = {
     "0.4.1": "vllm-v0-growth-since-start", "0.5.3.post1": "vllm-v0-growth-since-start",
     "0.6.4": "vllm-v0-torch-peak-with-context", "0.6.5": "vllm-v0-baseline-profile",
     "0.7.3": "vllm-v0-profiled-increase", "0.8.5 V0": "vllm-v0-profiled-increase",
-    "0.8.5": "vllm-v1-graphs-after-kv", "0.11.0": "vllm-v1-graphs-after-kv", "0.14.1": "vllm-v1-graphs-after-kv",
+    "0.8.5": "vllm-v1-nccl-in-profile", "0.10.2": "vllm-v1-nccl-in-profile", "0.11.0": "vllm-v1-graphs-after-kv", "0.14.1": "vllm-v1-graphs-after-kv",
     "0.16.0": "vllm-v1-graphs-after-kv", "0.17.0": "vllm-v1-triton-sampler", "0.20.2": "vllm-v1-triton-sampler",
     "0.21.0": "vllm-v1-graphs-estimated", "0.27.1": "vllm-v1-graphs-estimated",
 }

@@ -47,7 +47,7 @@ def _import(tmp_path, qc: dict, name: str):
 
 
 @pytest.mark.parametrize(("qc", "quant", "expected"), [
-    (FBGEMM, "fp8", FP8_ATTENTION_KEPT),
+    (FBGEMM, "fbgemm-fp8", FP8_ATTENTION_KEPT),
     (COMPRESSED, "fp8", FP8_ATTENTION_KEPT),
     (MODELOPT, "nvfp4", NVFP4_FIRST_MLP_KEPT),
 ], ids=["fbgemm_fp8 modules_to_not_convert", "compressed-tensors ignore regex", "modelopt exclude_modules per layer"])
@@ -70,9 +70,9 @@ def test_each_format_spelling_maps_onto_the_counted_groups():
 def test_an_unmappable_pattern_is_stated_never_dropped(tmp_path, catalog):
     qc = {**FBGEMM, "modules_to_not_convert": ["lm_head", "model.layers.0.foo_bar", "model.layers.1.mlp.experts.7.up_proj"]}
     spec = _import(tmp_path, qc, "odd")
-    groups = spec.kept("fp8").groups
+    groups = spec.kept("fbgemm-fp8").groups
     assert groups.unmapped == ("model.layers.0.foo_bar", "model.layers.1.mlp.experts.7.up_proj")
-    w = weight_bytes(spec, catalog.quantizations.records["fp8"])
+    w = weight_bytes(spec, catalog.quantizations.records["fbgemm-fp8"])
     assert any("model.layers.0.foo_bar" in a and "counted as quantized" in a for a in w.assumptions)
     assert w.total_bytes == pytest.approx(ATTENTION + MLP + 4 * TABLE + 2 * NORMS, rel=1e-9)  # lm_head only kept
 

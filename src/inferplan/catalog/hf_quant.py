@@ -18,7 +18,9 @@ def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
     ignore = listed_modules(qc)
     if method == "fp8" and (cfg.get("expert_dtype") == "fp4" or cfg.get("model_type") == "deepseek_v4"):
         qid = "mixed-fp4-fp8"  # DeepSeek-V4 ships FP4 routed experts and FP8 elsewhere (Pro's config omits expert_dtype)
-    elif method in ("fp8", "fbgemm_fp8"):
+    elif method == "fbgemm_fp8":
+        qid = "fbgemm-fp8"
+    elif method == "fp8":
         qid = "fp8-block" if qc.get("weight_block_size") else "fp8"
     elif method == "mxfp4":
         qid = "mxfp4"

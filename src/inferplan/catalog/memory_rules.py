@@ -66,6 +66,24 @@ class ActivationProfile(Frozen):
         return self
 
 
+class CollectiveBuffers(Frozen):
+    """Device memory the engine's collective-communication library maps per GPU on some fabrics, inside
+    what the rule counts as non-torch memory: NCCL's NVLink SHARP (NVLS) buffers, set up for a group of
+    more than two GPUs on an NVSwitch domain of Hopper-or-later NVLink."""
+
+    links: tuple[str, ...] = Field(min_length=1)  # accelerators.yaml scale_up.link values that carry it
+    min_domain_gpus: int = Field(ge=2)  # an NVSwitch domain (a bridged pair or quad has no switch)
+    min_group_gpus: int = Field(ge=2)  # GPUs in the tensor-parallel group
+    bytes_per_rank_constant: str  # calibration.yaml id: bytes per GPU per rank of the group, per communicator
+    communicators: int = Field(ge=1)  # NCCL communicators the engine holds over the group
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    def bytes_per_gpu(self, catalog, link: str | None, domain_gpus: int, group_gpus: int) -> float:
+        if link not in self.links or domain_gpus < self.min_domain_gpus or group_gpus < self.min_group_gpus:
+            return 0.0
+        return catalog.constant(self.bytes_per_rank_constant) * group_gpus * self.communicators
+
+
 class MemoryRule(Frozen):
     """One engine's memory-budgeting rule over a range of its releases."""
 
@@ -93,6 +111,7 @@ class MemoryRule(Frozen):
     # calibration.yaml ids (one GPU, several GPUs): the non-torch memory, subtracted when counted
     # and otherwise reported as memory outside the fraction
     non_torch_constants: tuple[str, str] | None = None
+    collective_buffers: CollectiveBuffers | None = None  # added to the multi-GPU non-torch memory where it applies
     block_rounding: Literal["whole_blocks", "none"]
     # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
     context_cache: ContextCache | None = None
@@ -111,6 +130,8 @@ class MemoryRule(Frozen):
             raise ValueError(f"last_release {self.last_release} is before first_release {self.first_release}")
         if "non_torch" in self.counted and self.non_torch_constants is None:
             raise ValueError("counting non_torch memory needs non_torch_constants")
+        if self.collective_buffers is not None and "non_torch" not in self.counted:
+            raise ValueError("collective_buffers are part of the non_torch memory a rule counts")
         if (self.cuda_graphs == "estimated") != ("cuda_graphs" in self.counted) or \
                 (self.cuda_graphs == "estimated") != (self.cuda_graph_constant is not None):
             raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
@@ -141,8 +162,9 @@ class MemoryRule(Frozen):
     def constant_ids(self) -> tuple[str, ...]:
         a = self.activation
         graph = self.compute_graph.activation_constant if self.compute_graph else None
+        nvls = self.collective_buffers.bytes_per_rank_constant if self.collective_buffers else None
         return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph, self.start_constant,
-                                 *(self.non_torch_constants or ()),
+                                 *(self.non_torch_constants or ()), nvls,
                                  *(self.startup.constant_ids() if self.startup else ())) if c)
 
 
@@ -218,7 +240,8 @@ def check_memory_rules(catalog) -> None:
             raise CatalogError(f"{where}: unknown engine {rule.engine!r}", field=rule.id)
         for source in (*rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
                        *(rule.compute_graph.sources if rule.compute_graph else ()),
-                       *(rule.startup.sources if rule.startup else ())):
+                       *(rule.startup.sources if rule.startup else ()),
+                       *(rule.collective_buffers.sources if rule.collective_buffers else ())):
             if source not in catalog.sources:
                 raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
         block = catalog.engines.records[rule.engine].block_tokens.value

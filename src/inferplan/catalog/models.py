@@ -96,8 +96,7 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
     )
     # a card states what its builds keep unquantized (its config.json may be another build's)
     kept = tuple(
-        KeptUnquantized(c.quantization, KeptGroups(tuple((g, 1.0) for g in c.keeps_unquantized.groups)),
-                        c.keeps_unquantized.source)
+        KeptUnquantized(c.quantization, _card_kept_groups(c.keeps_unquantized, arch), c.keeps_unquantized.source)
         for c in card.checkpoints
         if c.keeps_unquantized is not None
     )
@@ -119,6 +118,14 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
         card=card,
         kept_unquantized=kept,
     )
+
+
+def _card_kept_groups(keeps, arch: Architecture | None) -> KeptGroups:
+    """A card's kept groups: whole groups at share 1, a group kept in some layers at its share of the
+    layers (without an architecture the layer count is unknown, so such a group is counted as quantized)."""
+    partial = tuple((g, min(1.0, n / arch.num_layers)) for g, n in keeps.layers.items()) if arch and arch.num_layers \
+        else ()
+    return KeptGroups(tuple((g, 1.0) for g in keeps.groups) + partial)
 
 
 def config_context(arch: Architecture | None, proxy: bool) -> int | None:

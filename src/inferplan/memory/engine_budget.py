@@ -121,9 +121,12 @@ def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acce
 
     vLLM's Triton MXFP4 MoE path on GPUs without native MXFP4 (Hopper) keeps the original
     expert block scales registered next to the swizzled copies, so the scales (one byte per 32
-    weights) are held twice.
+    weights) are held twice. It runs the routed experts of every format whose experts are MXFP4
+    (quantizations.yaml ``native_format: mxfp4``): gpt-oss's mxfp4 and DeepSeek-V4's FP4 experts
+    (vLLM's DeepseekV4FP8Config hands them to the same Mxfp4MoEMethod).
     """
-    if engine != "vllm" or quant_id != "mxfp4" or "mxfp4" in accel.native_formats or not expert_bytes_per_gpu:
+    if engine != "vllm" or catalog.quantization(quant_id).native_format != "mxfp4" or \
+            "mxfp4" in accel.native_formats or not expert_bytes_per_gpu:
         return 0.0, None
     copies = catalog.constant("vllm-mxfp4-extra-scale-copies")
     bits = catalog.quantization("mxfp4").bits_per_weight.value
@@ -143,6 +146,19 @@ def overhead_bytes(catalog: Catalog, rule: MemoryRule, gpus_in_instance: int) ->
     return catalog.constant(single if gpus_in_instance == 1 else multi)
 
 
+def collective_bytes(catalog: Catalog, rule: MemoryRule, accel: Accelerator | None, tp: int) -> tuple[float, str | None]:
+    """The collective library's fabric buffers per GPU (NCCL NVLS on an NVSwitch domain), by the rule."""
+    buffers = rule.collective_buffers
+    if buffers is None or accel is None or accel.scale_up is None:
+        return 0.0, None
+    link = accel.scale_up
+    nvls = buffers.bytes_per_gpu(catalog, link.link, link.max_domain_gpus, tp)
+    if not nvls:
+        return 0.0, None
+    return nvls, (f"{rule.label}: NCCL NVLink SHARP buffers on {accel.name}'s {link.link} switch, "
+                  f"{buffers.communicators} communicators over TP {tp}: +{nvls / GiB:.2f} GiB of non-torch memory per GPU")
+
+
 def engine_budget(
     catalog: Catalog,
     engine: EngineDefaults,
@@ -154,18 +170,20 @@ def engine_budget(
     tp: int,
     gpus_in_instance: int,
     rule: MemoryRule | None = None,
+    accel: Accelerator | None = None,
 ) -> EngineBudget:
     """What is left for the KV cache on each GPU of one engine instance, by the release's rule
     (None: the engine's default rule)."""
     rule = rule or memory_rule(catalog, engine.id)
     act, act_note = activation_bytes(catalog, rule, arch, settings, tp)
-    overhead = overhead_bytes(catalog, rule, gpus_in_instance)
+    nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
+    overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls
     graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant else 0.0
     # the CUDA context and other processes, where a rule counts them, are inside its non-torch figure
     counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs}
     parts = [counted[part] for part in rule.counted if part in counted]
     frac = settings.memory_fraction
-    notes = [f"memory rule: {rule.label}", act_note]
+    notes = [f"memory rule: {rule.label}", act_note] + ([nvls_note] if nvls_note else [])
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if graphs:

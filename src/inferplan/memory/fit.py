@@ -306,7 +306,8 @@ def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, acce
 
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
-                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule)
+                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule,
+                             accel=accel)
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0])
