@@ -66,3 +66,27 @@ def test_every_offload_point_states_its_host_memory_and_sources_its_bandwidth(ca
     assert all(p.host_memory_gb for p in points)
     stated = [p.host_memory_bandwidth_bytes_per_s for p in points if p.host_memory_bandwidth_bytes_per_s]
     assert stated and all(b.source in catalog.sources and b.kind for b in stated)
+
+
+def test_a_rate_timed_over_the_request_spends_the_prompts_ttft_too(catalog):
+    """llmfit's bench divides completion tokens by the request's wall-clock time: the planner's figure
+    for such a point is output tokens over TTFT plus their decode, below the decode rate alone."""
+    from inferplan.performance.serving import estimate
+    from inferplan.validation.speed import point_scenario
+
+    point = catalog.speed_points.records["s-off-llmfit-2080-dsv2lite-ncmoe16-tg"]
+    assert point.timed_over == "request"
+    d, w = point_scenario(point, catalog)
+    est = estimate(d, w, catalog, use_profiles=False)
+    request = point.output_tokens / (est.ttft_s + point.output_tokens / est.output_tokens_per_s_per_user)
+    assert check_point(point, catalog).predicted == pytest.approx(request)
+    decode_only = check_point(point.model_copy(update={"timed_over": "decode"}), catalog).predicted
+    assert decode_only == pytest.approx(est.output_tokens_per_s_per_user)
+    assert request < 0.95 * decode_only  # the ~50-token prompt copies 5 GB of experts over PCIe 3.0
+
+
+def test_every_llmfit_bench_point_is_timed_over_the_request(catalog):
+    """The bench's rate includes the prompt (spoff-llmfit-bench); the server's own rate (PR #755) does not."""
+    bench = [p for p in catalog.speed_points if any("llmfit bench:" in c for c in p.caveats)]
+    assert len(bench) == 5 and all(p.timed_over == "request" for p in bench)
+    assert catalog.speed_points.records["s-off-llmfit-2080-qwen3-30b-a3b-ncmoe36-tg"].timed_over == "decode"

@@ -53,6 +53,9 @@ UNITS: dict[str, tuple[str, float]] = {
     "ratio": ("ratio", 1.0),
     "percent": ("ratio", 0.01),
     "bits": ("bits", 1.0),
+    "s": ("s", 1.0),
+    "ms": ("s", 1e-3),
+    "us": ("s", 1e-6),
     "USD/EUR": ("usd_per_eur", 1.0),
 }
 

@@ -3,9 +3,9 @@ routed experts on the host (data/kt_cpu_paths.yaml).
 
 A path says whether the CPU's expert work overlaps the GPU's (Expert Deferral), how the experts are
 laid out over a multi-socket host's NUMA nodes, the share of local DRAM bandwidth its decode kernel
-streams experts at, and its measured expert throughput per socket as a function of the tokens each
-expert gets in a step (the kernels are compute-starved at a few tokens per expert and saturate at
-hundreds).
+streams experts at, what handing one MoE layer's work to the CPU and back adds to a step, and its
+measured expert throughput per socket as a function of the tokens each expert gets in a step (the
+kernels are compute-starved at a few tokens per expert and saturate at hundreds).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from inferplan.catalog.provenance import FlopPerS, Ratio
+from inferplan.catalog.provenance import FlopPerS, Ratio, Seconds
 from inferplan.catalog.schema import SLUG, Frozen
 
 # replicate: one copy of the experts per NUMA node, each socket's threads read their own (v0.2 USE_NUMA=1);
@@ -45,6 +45,9 @@ class KtCpuPath(Frozen):
     decode_read_efficiency: Ratio | None = None
     prefill_flop_per_s: tuple[KtRatePoint, ...] = Field(min_length=1)  # one socket, ascending tokens per expert
     prefill_rate_scale: Ratio | None = None  # the curve's figure to this method's (e.g. BF16 -> INT8)
+    # time each MoE layer's GPU-to-CPU-and-back hand-over adds to a step when the two sides take turns
+    # (hidden state copied to host, the CPU task submitted and waited for, the output copied back); None: none
+    layer_handover_s: Seconds | None = None
 
     @model_validator(mode="after")
     def _ascending(self) -> "KtCpuPath":

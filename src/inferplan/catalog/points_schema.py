@@ -103,6 +103,9 @@ class SpeedPoint(Frozen):
     # point is still predicted and printed, but neither scored nor used for calibration
     cuda_graphs: bool = True
     metric: SpeedMetric
+    # decode_tokens_per_s_per_user timed over decoding alone (1 / TPOT: a server's or llama-bench's tg rate)
+    # or over the whole request, its prompt's TTFT included (a client bench's completion tokens / wall-clock)
+    timed_over: Literal["decode", "request"] = "decode"
     measured: Sourced
     split: Literal["fit", "holdout"] = "fit"  # fit: may calibrate constants; holdout: only scores them
     caveats: tuple[str, ...] = ()

@@ -125,6 +125,10 @@ class Bits(Sourced):
     dimension: ClassVar[str] = "bits"
 
 
+class Seconds(Sourced):
+    dimension: ClassVar[str] = "s"
+
+
 class UsdPerEur(Sourced):
     dimension: ClassVar[str] = "usd_per_eur"
 

@@ -36,6 +36,15 @@ def metric_value(metric: SpeedMetric, est: ServingEstimate, input_tokens: int) -
     return est.tpot_s
 
 
+def point_value(point: SpeedPoint, est: ServingEstimate) -> float:
+    """An estimate's figure for what ``point`` measured: a decode rate timed over the whole request
+    (``timed_over: request``) spends the prompt's TTFT too, output tokens over TTFT plus their decode."""
+    value = metric_value(point.metric, est, point.input_tokens)
+    if point.timed_over == "request" and point.metric is SpeedMetric.DECODE_TOKENS_PER_S_PER_USER:
+        return point.output_tokens / (est.ttft_s + point.output_tokens / value)
+    return value
+
+
 def matching_points(catalog: Catalog, est: ServingEstimate, *, tp: int, pp: int, backend: str | None,
                     speculative_tokens: int, max_load: bool) -> list[SpeedPoint]:
     """Scored points measured on the deployment and concurrency ``est`` describes."""
@@ -56,7 +65,7 @@ def measured_quotes(points: list[SpeedPoint], est: ServingEstimate, input_len: i
 
     return tuple(
         MeasuredQuote(point=p.id, metric=p.metric.value, measured=p.measured.value,
-                      estimate=metric_value(p.metric, est, p.input_tokens), input_tokens=p.input_tokens,
+                      estimate=point_value(p, est), input_tokens=p.input_tokens,
                       output_tokens=p.output_tokens, engine_version=p.engine_version, source=p.measured.source)
         for p in sorted(points, key=lambda p: (distance(p), p.id))
     )

@@ -43,6 +43,10 @@ class HostOffload:
         """The CPU's work runs alongside the GPU's (KTransformers with Expert Deferral), not after it."""
         return self.kt is not None and self.kt.overlapped
 
+    def handover_s(self, moe_layers: int) -> float:
+        """What handing ``moe_layers`` layers' expert work to the CPU and back adds to one micro-batch."""
+        return moe_layers * self.kt.layer_handover_s if self.kt is not None else 0.0
+
     def step_s(self, tokens: float, touched_expert_share: float, gpu_kv_read_bytes: float) -> float:
         """A step of ``tokens`` tokens (one micro-batch) that touches this share of the experts."""
         if self.kt is not None:

@@ -178,7 +178,8 @@ def host_s(work: ModelWork, parts: list[tuple[float, float]], kv_bytes: float) -
     if work.host is None:
         return 0.0
     total = sum(t * n for t, n in parts) or 1.0
-    return sum(n * work.host.step_s(t, work.touched_expert_share(t), kv_bytes * t / total) for t, n in parts)
+    handover_s = work.host.handover_s(work.moe_layers)
+    return sum(n * (work.host.step_s(t, work.touched_expert_share(t), kv_bytes * t / total) + handover_s) for t, n in parts)
 
 
 def padding_flops(work: ModelWork, rates: Rates, parts: list[tuple[float, float]]) -> float:

@@ -21,7 +21,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.measured import metric_value as estimate_metric
+from inferplan.performance.measured import point_value
 from inferplan.performance.rates import calibration_family
 from inferplan.performance.serving import estimate
 from inferplan.validation.bench_limits import TOOL as BENCH_TOOL, BenchLimits, trtllm_bench_limits
@@ -148,7 +148,7 @@ def context_of(catalog: Catalog, model: str) -> int | None:
 
 
 def metric_value(point: SpeedPoint, est: ServingEstimate) -> float:
-    return estimate_metric(point.metric, est, point.input_tokens)
+    return point_value(point, est)
 
 
 def check_point(point: SpeedPoint, catalog: Catalog) -> SpeedCheck:
