@@ -129,3 +129,10 @@ def test_the_suggested_settings_are_the_limits_that_start(total_gib, context_gib
         assert check(fraction, fix.max_num_seqs).starts and not check(fraction, fix.max_num_seqs + 1).starts
     else:
         assert not check(fraction, 1).starts
+
+
+def test_the_row_limit_is_exact_where_the_quotient_rounds_down():
+    # 4 GiB / 10,485.76 bytes is 409,600 rows exactly; the float quotient lands a hair under it
+    check = StartupCheck(headroom_bytes_per_gpu=4 * GiB, context_bytes_per_gpu=0.0, graph_bytes_per_gpu=0.0,
+                         sampler_bytes_per_gpu=10485.76, sampler_bytes_per_seq=10485.76)
+    assert startup_fix(check, 8 * GiB).max_num_seqs == 409_600
