@@ -22,7 +22,6 @@ from inferplan.catalog.provenance import (
     Count,
     FlopPerS,
     Ratio,
-    Sourced,
     Watts,
 )
 from inferplan.inputs import Input
