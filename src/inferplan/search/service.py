@@ -33,7 +33,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.search.scheduling import scheduling
 
 DEFAULT_POINTS = 12  # running batches sampled between 1 and the slot limit (log-spaced)
-PROMPT_POINTS = 6  # lone-prompt lengths sampled between 1 token and the step's token budget
+PROMPT_POINTS = 6  # lone-prompt lengths sampled between 1 token and the step's token budget (and the workload's prompt)
 
 
 @dataclass(frozen=True)
@@ -148,9 +148,10 @@ def _data_parallel(full: ServingEstimate) -> int:
 def _lone_prompts(d: Deployment, w: Workload, catalog: Catalog, budget: int,
                   use_profiles: bool) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """A lone prompt step's time at lengths from 1 token to one step's budget or the deployment's
-    context less one token, the shorter (no cache hits): a step of prompt chunks alone, as a burst
-    of arrivals or a prefill-first engine runs it."""
-    lengths = _levels(min(budget, d.max_model_len - 1), PROMPT_POINTS)
+    context less one token, the shorter, and at the workload's prompt (no cache hits): a step of
+    prompt chunks alone, as a burst of arrivals or a prefill-first engine runs it."""
+    top = min(budget, d.max_model_len - 1)
+    lengths = sorted(set(_levels(top, PROMPT_POINTS)) | {min(w.input_len, top)})
     times = []
     for n in lengths:
         one = w.model_copy(update={"input_len": n, "output_len": 1, "concurrency": 1, "prefix_cache_hit_rate": 0.0})
