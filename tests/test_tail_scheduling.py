@@ -94,3 +94,21 @@ def test_a_lone_step_past_the_longest_sample_pays_the_fixed_cost_once():
     curve = dataclasses.replace(_curve(False), prompt_tokens=(1, 100, 1000), prompt_s=(0.01, 0.02, 0.11))
     assert curve.lone_prompt_s(1000) == pytest.approx(0.11)
     assert curve.lone_prompt_s(3000) == pytest.approx(0.11 + 2000 * 1e-4)  # the last interval's 0.1 ms a token
+
+
+def test_a_prefill_first_start_up_burst_queues_alike_in_both_models():
+    curve = _curve(True)
+    burst = Load(arrival="closed", clients=64, closed_loop_requests=64, input_tokens=500, output_tokens=200)
+    sim, approx = simulate(curve, burst, requests=64, seed=0), approximate(curve, burst)
+    # 64 prompts of 500 tokens in steps of 4,096 alone: about eight steps of 215 ms before the last first token
+    assert sim.ttft_p99_s == pytest.approx(8 * curve.lone_prompt_s(4096), rel=0.15)
+    for q in ("p50", "p99"):
+        assert getattr(approx, f"ttft_{q}_s") == pytest.approx(getattr(sim, f"ttft_{q}_s"), rel=0.25)
+
+
+def test_a_closed_loop_with_as_many_clients_as_slots_is_not_called_unstable():
+    for first in (False, True):
+        for clients in (64, 200):  # 64 slots: the loop runs full, its rate what the slots serve
+            load = Load(arrival="closed", clients=clients, input_tokens=500, output_tokens=200)
+            result = approximate(_curve(first), load)
+            assert result.stable and np.isfinite(result.ttft_p99_s), (first, clients)

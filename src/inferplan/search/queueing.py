@@ -356,7 +356,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     residual = busy * step / 2
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
-    stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
+    closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
+    stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
     mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
     tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
                    + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
