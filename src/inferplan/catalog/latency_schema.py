@@ -34,6 +34,7 @@ class LatencyPoint(Frozen):
     max_concurrency: int | None = Field(None, ge=1)  # the client's cap on requests in flight
     num_prompts: int = Field(ge=1)
     max_num_seqs: int | None = Field(None, ge=1)
+    max_num_batched_tokens: int | None = Field(None, ge=1)  # the server's stated prompt-token budget per step
     # the first prompts of this run that an earlier run on the same server already sent: the
     # benchmark client draws its prompts from a fixed seed, so they repeat, and the engine's prefix
     # cache serves them (``derived`` from the run order in the source and the client's sampling)

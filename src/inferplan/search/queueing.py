@@ -123,6 +123,9 @@ class CurveTable:
     tokens_per_step: np.ndarray
     input_tokens: np.ndarray
     uncached_share: np.ndarray  # of a prompt's tokens, those the prefix cache does not serve
+    prefill_first: np.ndarray  # 1: prompts run in steps of their own, the running sequences paused
+    lone_s_per_token: np.ndarray  # a lone prompt step's seconds per token (its longest sampled chunk)
+    prefill_s: np.ndarray  # the workload's prompt alone
 
     @classmethod
     def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
@@ -139,7 +142,8 @@ class CurveTable:
                    decode_step_s=pad("decode_step_s"), prefill_s_per_token=pad("prefill_s_per_token"),
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
-                   uncached_share=col("uncached_share"))
+                   uncached_share=col("uncached_share"), prefill_first=col("prefill_first"),
+                   lone_s_per_token=np.array([c.lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"))
 
     def take(self, rows: np.ndarray) -> "CurveTable":
         """One row per candidate: row ``rows[i]`` of every array."""
@@ -288,9 +292,11 @@ class _State:
 
 
 def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
-    """(tpot, own prompt, E[S]) at ``batch``, one curve row per candidate."""
+    """(tpot, own prompt, E[S]) at ``batch``, one curve row per candidate; an engine that runs prompts
+    first prefills a request's prompt alone, whatever the batch."""
     tpot = _interp_rows(batch, t.concurrency, t.tpot_s)
-    prompt = _interp_rows(batch, t.concurrency, t.ttft_s) - t.request_overhead_s
+    fused = _interp_rows(batch, t.concurrency, t.ttft_s) - t.request_overhead_s
+    prompt = np.where(t.prefill_first > 0, t.prefill_s, fused)
     return tpot, prompt, prompt + (output_mean - 1) * tpot
 
 
@@ -329,8 +335,10 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
         slot_wait = np.zeros_like(lam)
     step = _interp_rows(batch, t.concurrency, t.decode_step_s)
     per_token = _interp_rows(batch, t.concurrency, t.prefill_s_per_token)
-    free = np.maximum(t.token_budget - batch * t.tokens_per_step, 1.0)
-    full_step = step + free * per_token
+    alone = t.prefill_first > 0  # a prompt step of its own: the whole budget, priced as a lone prompt
+    free = np.where(alone, t.token_budget, np.maximum(t.token_budget - batch * t.tokens_per_step, 1.0))
+    per_token = np.where(alone, t.lone_s_per_token, per_token)
+    full_step = np.where(alone, 0.0, step) + free * per_token
     work = in_mean / free * full_step  # a prompt's share of the steps' token budget, in seconds
     if load.arrival == "closed":  # a closed loop slows to what its slots or its prompt budget pass
         lam = np.minimum(running / cycle, 1 / work)
@@ -348,7 +356,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     residual = busy * step / 2
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
-    stable = (utilisation < 1) & np.isfinite(w_slot) & np.isfinite(w_prompt)
+    closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
+    stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
     mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
     tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
                    + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
@@ -367,7 +376,7 @@ def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.nd
     request's ``(o − 1)/τ`` steps the count is binomial: variance ``f(1 − f) Δ² / (τ (o − 1))`` per
     token, averaged over the output lengths (log-normal nodes)."""
     chunks = np.ceil(prompt_tokens / free)
-    delta = prompt_tokens / chunks * per_token
+    delta = prompt_tokens / chunks * per_token  # prefill first: a whole prompt step the sequences wait for
     f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
     outputs = lognormal_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES)
     inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))

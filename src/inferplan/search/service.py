@@ -10,7 +10,9 @@ instance's slot limit (what the KV cache holds and the engine's running-sequence
 - ``prefill_s_per_token``: what one prompt token fused into a step at that batch adds to it — the
   estimate's cycle with prompts less the cycle without, per prompt token of the cycle;
 - ``ttft_s``: a request's TTFT when it joins that batch (its prompt in chunks beside the others);
-- ``prompt_tokens`` / ``prompt_s``: a lone prompt (nothing else running) of that many tokens.
+- ``prompt_tokens`` / ``prompt_s``: a lone prompt (nothing else running) of that many tokens;
+- ``prefill_first``: the engine runs waiting prompts in steps of their own, the running sequences
+  paused, instead of fusing them into decode steps (``search/data/scheduling.yaml``).
 
 The queueing approximation and the discrete-event simulation both read this one object, so they
 price a step exactly as ``inferplan perf`` does.
@@ -28,9 +30,10 @@ from inferplan.memory.fit import plan_memory
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.serving import estimate
 from inferplan.inputs.workload import Workload
+from inferplan.search.scheduling import scheduling
 
 DEFAULT_POINTS = 12  # running batches sampled between 1 and the slot limit (log-spaced)
-PROMPT_POINTS = 6  # lone-prompt lengths sampled between 1 token and the step's token budget
+PROMPT_POINTS = 6  # lone-prompt lengths sampled between 1 token and the step's token budget (and the workload's prompt)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class ServiceCurve:
     input_tokens: int  # the workload the curve was read at
     output_tokens: int
     uncached_share: float = 1.0  # of a prompt's tokens, those the prefix cache does not serve
+    prefill_first: bool = False  # waiting prompts run in steps of their own before any decode step
 
     def __post_init__(self) -> None:
         n = len(self.concurrency)
@@ -74,13 +78,22 @@ class ServiceCurve:
         return step.tolist(), per_token.tolist()
 
     def lone_prompt_s(self, tokens: float) -> float:
-        """A step that only prefills ``tokens`` prompt tokens (no sequence decoding)."""
+        """A step that only prefills ``tokens`` prompt tokens (no sequence decoding). Past the longest
+        sampled prompt, the step is several prompts: each token more costs what one did between the
+        two longest samples (the step's fixed cost is paid once)."""
         if tokens <= 0:
             return 0.0
         top = self.prompt_tokens[-1]
         if tokens <= top:
             return float(np.interp(tokens, self.prompt_tokens, self.prompt_s))
-        return self.prompt_s[-1] * tokens / top
+        if len(self.prompt_tokens) < 2:
+            return self.prompt_s[-1] * tokens / top
+        slope = (self.prompt_s[-1] - self.prompt_s[-2]) / (top - self.prompt_tokens[-2])
+        return self.prompt_s[-1] + (tokens - top) * slope
+
+    def lone_prompt_s_per_token(self) -> float:
+        """A lone prompt step's seconds per token when it fills the step's token budget."""
+        return self.lone_prompt_s(self.token_budget) / self.token_budget
 
 
 def _levels(top: int, points: int) -> list[int]:
@@ -122,7 +135,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
         prefill_s_per_token=tuple(per_token), ttft_s=tuple(ttft), prompt_tokens=prompt_tokens, prompt_s=prompt_s,
         prefill_s=lone.prefill_s, request_overhead_s=lone.ttft_s - lone.prefill_s, token_budget=int(budget),
         tokens_per_step=lone.tokens_per_step, input_tokens=w.input_len, output_tokens=w.output_len,
-        uncached_share=1 - w.prefix_cache_hit_rate,
+        uncached_share=1 - w.prefix_cache_hit_rate, prefill_first=scheduling().prefill_first(full.engine),
     )
 
 
@@ -134,12 +147,13 @@ def _data_parallel(full: ServingEstimate) -> int:
 
 def _lone_prompts(d: Deployment, w: Workload, catalog: Catalog, budget: int,
                   use_profiles: bool) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """A lone prompt's time at lengths from 1 token to one step's budget or the workload's prompt,
-    the shorter (no cache hits), at the deployment's context length."""
-    lengths = _levels(min(budget, w.input_len), PROMPT_POINTS)
+    """A lone prompt step's time at lengths from 1 token to one step's budget or the deployment's
+    context less one token, the shorter, and at the workload's prompt (no cache hits): a step of
+    prompt chunks alone, as a burst of arrivals or a prefill-first engine runs it."""
+    top = min(budget, d.max_model_len - 1)
+    lengths = sorted(set(_levels(top, PROMPT_POINTS)) | {min(w.input_len, top)})
     times = []
     for n in lengths:
-        one = w.model_copy(update={"input_len": n, "output_len": w.output_len, "concurrency": 1,
-                                   "prefix_cache_hit_rate": 0.0})
+        one = w.model_copy(update={"input_len": n, "output_len": 1, "concurrency": 1, "prefix_cache_hit_rate": 0.0})
         times.append(estimate(d, one, catalog, use_profiles=use_profiles).prefill_s)
     return tuple(lengths), tuple(times)

@@ -8,7 +8,10 @@ Each engine step (one replica):
    several steps: chunked prefill), then waiting requests are admitted, oldest first, while a slot
    (``curve.slots``) and budget are left;
 3. the step takes ``decode_step_s[running] + prompt tokens × prefill_s_per_token[running]`` from the
-   ``ServiceCurve`` (a step with only prompts: a lone prompt of that many tokens);
+   ``ServiceCurve`` (a step with only prompts: a lone prompt of that many tokens). An engine that
+   runs prompts first (``curve.prefill_first``, SGLang) instead gives a step to the prompts alone
+   whenever one is being prefilled or can be admitted: the whole budget, priced as a lone prompt,
+   while the running sequences wait for the next decode step;
 4. a request whose prompt completes has its first token at the step's end and decodes from the
    next step; one that has decoded its output leaves at the end of its last step.
 
@@ -142,7 +145,8 @@ class _Engine:
 
     def _step(self) -> bool:
         n = len(self.decoding)
-        free = self.budget - n * self.decode_tokens
+        alone = self.curve.prefill_first and bool(self.prefilling or (self.waiting and n + len(self.prefilling) < self.slots))
+        free = self.budget if alone else self.budget - n * self.decode_tokens
         tokens = 0
         for item in self.prefilling:
             if free <= 0:
@@ -158,12 +162,13 @@ class _Engine:
             self.prefilling.append([r, self.prompt[r] - take])
             free -= take
             tokens += take
-        delta = self.step_s[n] + tokens * self.per_token_s[n] if n else self.curve.lone_prompt_s(tokens)
+        delta = self.step_s[n] + tokens * self.per_token_s[n] if n and not alone else self.curve.lone_prompt_s(tokens)
         end = self.now + delta
         self.busy_s += delta
         self.area += delta * n
         self.now = end
-        finished = self._finish(self.k)
+        finished = False if alone else self._finish(self.k)  # a prompt-only step advances no sequence
+        first_decode = self.k if alone else self.k + 1  # the decode step a completed prompt starts in
         while self.prefilling and self.prefilling[0][1] == 0:
             r = self.prefilling.popleft()[0]
             self.t["first"][r] = end
@@ -172,8 +177,9 @@ class _Engine:
                 self._done(r)
                 finished = True
             else:
-                heapq.heappush(self.decoding, (self.k + steps, r))
-        self.k += 1
+                heapq.heappush(self.decoding, (first_decode + steps - 1, r))
+        if not alone:
+            self.k += 1
         return finished
 
     def _finish(self, step: int) -> bool:

@@ -101,7 +101,8 @@ def _deployment(p: LatencyPoint) -> Deployment:
     return Deployment(model=p.model, gpu=p.accelerator, gpus=p.gpus, tensor_parallel_size=p.tensor_parallel_size,
                       pipeline_parallel_size=p.pipeline_parallel_size, data_parallel_size=dp if dp > 1 else None,
                       enable_expert_parallel=p.expert_parallel, quantization=p.quantization,
-                      kv_cache_dtype=p.kv_cache_dtype, engine=p.engine, max_num_seqs=p.max_num_seqs)
+                      kv_cache_dtype=p.kv_cache_dtype, engine=p.engine, max_num_seqs=p.max_num_seqs,
+                      max_num_batched_tokens=p.max_num_batched_tokens)
 
 
 def _load(p: LatencyPoint) -> Load:
