@@ -11,6 +11,7 @@ The arithmetic lives in ``memory/engine_budget.py``; this module only describes 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from typing import Literal
 
@@ -27,6 +28,7 @@ Part = Literal["weights", "activation_peak", "non_torch", "cuda_context", "other
 _RELEASE = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")  # b: a llama.cpp build ("b6934")
 
 
+@functools.lru_cache(maxsize=1024)  # rules are ordered by release for every plan: parse each number once
 def release_key(release: str) -> tuple[int, ...]:
     """A release number's sort key: its leading dotted integers ("0.6.5.dev3" -> (0, 6, 5)),
     trailing zeros dropped so that 0.11 and 0.11.0 compare equal."""
