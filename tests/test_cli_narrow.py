@@ -65,3 +65,12 @@ def test_the_track_record_shows_every_point_id_whole(part):
     checks = {"--speed": validate_speed, "--memory": validate_memory, "--latency": validate_latency}[part]().checks
     assert len(checks) > 20
     assert [c.id for c in checks if not whole(c.id, out)] == []
+
+
+@pytest.mark.parametrize("args", [("--model", "llama-3.1-8b", "--gpu", "H100"),
+                                  ("--model", "llama-3.3-70b", "--gpu", "RTX 4090", "--gpus", "2")])
+def test_a_fit_answer_keeps_each_figure_with_its_unit(args):
+    env = {**os.environ, "COLUMNS": "80", "LINES": "50"}  # suggested commands stay whole lines, to be copied
+    out = subprocess.run([INFERPLAN, "fit", *args], env=env, capture_output=True, text=True, check=True).stdout
+    assert "KV cache" in out
+    assert not [line for line in out.splitlines() if re.match(r"\s*(GiB|GB|KiB|tokens)\b", line)]

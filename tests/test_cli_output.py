@@ -150,6 +150,18 @@ def test_a_no_fit_answer_ends_with_four_commands_that_each_fit():
     assert not longer["fits"]  # the suggested context is the longest, in 256-token steps
 
 
+def test_when_no_smaller_format_holds_the_context_the_answer_pairs_one_with_the_longest_it_holds():
+    # Llama 3.3 70B on two RTX 4090s: every weight format too large at 131,072 tokens; INT4 holds a shorter one
+    args = ("fit", "--model", "llama-3.3-70b", "--gpu", "RTX 4090", "--gpus", "2", "--json")
+    found = [s for s in as_json(*args)["suggestions"] if s["kind"] == "quantization"]
+    assert len(found) == 1 and set(found[0]["changes"]) == {"quantization", "max_model_len"}
+    changes = found[0]["changes"]
+    assert as_json(*args, "--quantization", changes["quantization"], "--max-model-len", str(changes["max_model_len"]))["fits"]
+    longer = str(changes["max_model_len"] + 256)
+    assert not as_json(*args, "--quantization", changes["quantization"], "--max-model-len", longer)["fits"]
+    assert not as_json(*args, "--quantization", changes["quantization"])["fits"]  # not at the asked context
+
+
 def test_the_api_returns_the_suggestions_too():
     from fastapi.testclient import TestClient
 

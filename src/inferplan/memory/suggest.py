@@ -2,7 +2,8 @@
 
 Three kinds, each checked by a fit of the changed deployment: the longest context the given hardware
 holds, the fewest GPUs of the same accelerator that hold it at its context (a tensor × pipeline
-layout, ``fit``'s ``smallest_fit``), and the next smaller weight format that holds it at its context
+layout, ``fit``'s ``smallest_fit``), and the next smaller weight format that holds it at its context —
+or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
 that fits (memory/offload_suggest.py), is checked against the host RAM too. Where the KV cache fits
@@ -79,18 +80,26 @@ def _longest_context(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     """The longest context, in whole steps, that fits on the same hardware and layout."""
     if mp.result.kv_cache_bytes_per_gpu <= 0:  # the weights leave no room: no context fits
         return None
-    low, high = 0, (mp.result.max_model_len - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
+    tokens = _longest(d, {}, mp.result.max_model_len, catalog)
+    if not tokens:
+        return None
+    return FitSuggestion(kind="context", changes={"max_model_len": tokens},
+                         summary=f"a shorter context: {tokens:,} tokens is the longest this hardware holds")
+
+
+def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
+    """The longest context under ``below`` tokens, in whole steps, at which ``d`` with ``changes``
+    fits (0: not even one step)."""
+    low, high = 0, (below - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
+    if high and not _fits(d, {**changes, "max_model_len": CONTEXT_STEP_TOKENS}, catalog):
+        return 0
     while low < high:
         mid = (low + high + 1) // 2
-        if _fits(d, {"max_model_len": mid * CONTEXT_STEP_TOKENS}, catalog):
+        if _fits(d, {**changes, "max_model_len": mid * CONTEXT_STEP_TOKENS}, catalog):
             low = mid
         else:
             high = mid - 1
-    if not low:
-        return None
-    tokens = low * CONTEXT_STEP_TOKENS
-    return FitSuggestion(kind="context", changes={"max_model_len": tokens},
-                         summary=f"a shorter context: {tokens:,} tokens is the longest this hardware holds")
+    return low * CONTEXT_STEP_TOKENS
 
 
 def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
@@ -106,7 +115,8 @@ def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggesti
 
 
 def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
-    """The largest weight format smaller than the planned one that fits at the planned context."""
+    """The largest weight format smaller than the planned one that fits at the planned context; when
+    none does, the largest that fits at a shorter one, with the longest context it holds."""
     bits = mp.quantization.bits_per_weight.value
     engine = catalog.engine(d.engine).id
     has = {c.quantization for c in mp.spec.checkpoints}
@@ -117,5 +127,11 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     for q in candidates:
         if _fits(d, {"quantization": q.id}, catalog):
             return FitSuggestion(kind="quantization", changes={"quantization": q.id},
-                                 summary=f"smaller weights: {q.name} ({q.bits_per_weight.value:g} bits per weight)")
+                                 summary=f"smaller weights: {q.name} ({q.bits_per_weight.value:.3g} bits per weight)")
+    for q in candidates:
+        tokens = _longest(d, {"quantization": q.id}, mp.result.max_model_len, catalog)
+        if tokens:
+            return FitSuggestion(kind="quantization", changes={"quantization": q.id, "max_model_len": tokens},
+                                 summary=f"smaller weights and a shorter context: {q.name} "
+                                         f"({q.bits_per_weight.value:.3g} bits per weight) at {tokens:,} tokens")
     return None

@@ -162,6 +162,23 @@ def command_line(command: str, d, changes: dict) -> str:
     return " ".join(words)
 
 
+def print_parts(console: Console, parts: list[Text], indent: int) -> None:
+    """Comma-separated figures on as many lines as the terminal needs, each figure whole (a number is
+    never parted from its unit), continuation lines indented two more."""
+    line = Text(" " * indent)
+    for i, part in enumerate(parts):
+        piece = part.copy()
+        if i < len(parts) - 1:
+            piece.append(",")
+        if line.plain.strip() and line.cell_len + 1 + piece.cell_len > console.width:
+            console.print(line, soft_wrap=True, highlight=False)
+            line = Text(" " * (indent + 2))
+        elif line.plain.strip():
+            line.append(" ")
+        line.append_text(piece)
+    console.print(line, soft_wrap=True, highlight=False)
+
+
 def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     verdict = "[bold green]fits[/]" if r.fits else "[bold red]does not fit[/]"
     p = r.parallel
@@ -174,9 +191,12 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine", highlight=False)
     if r.memory_rule:
         console.print(f"  memory rule: {r.memory_rule}", highlight=False)
-    console.print(f"    weights {gib(r.weights_bytes_per_gpu)}, activations {gib(r.activation_bytes_per_gpu)}, runtime "
-                  f"{gib(r.overhead_bytes_per_gpu)}, " + (f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}, "
-                  if r.cuda_graph_bytes_per_gpu else "") + f"[bold]KV cache {gib(r.kv_cache_bytes_per_gpu)}[/]", highlight=False)
+    parts = [Text(f"weights {gib(r.weights_bytes_per_gpu)}"), Text(f"activations {gib(r.activation_bytes_per_gpu)}"),
+             Text(f"runtime {gib(r.overhead_bytes_per_gpu)}")]
+    if r.cuda_graph_bytes_per_gpu:
+        parts.append(Text(f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}"))
+    parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
+    print_parts(console, parts, indent=4)
     console.print(f"  KV cache: {r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token, {r.kv_cache_tokens:,} tokens per instance",
                   highlight=False)
     console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
