@@ -1,5 +1,6 @@
 """The README is a newcomer's guide that stays true: short, opening with the two set-up commands CI
-runs, every command it shows still runs, and every relative link in it and in docs/ leads to a file."""
+runs, every command it shows still runs and prints the output it shows, and every relative link in
+it and in docs/ leads to a file."""
 
 from __future__ import annotations
 
@@ -68,6 +69,26 @@ def test_every_command_the_readme_shows_runs(argv):
     done = subprocess.run([str(INFERPLAN), *argv[1:]], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "100"}, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def shown_outputs(text: str) -> list[tuple[list[str], list[str]]]:
+    """Each one-command ```bash block that a ```text block follows: the command, and the output lines
+    shown (trimmed output: a line with an ellipsis stands for lines left out)."""
+    pairs = re.findall(r"```bash\n(inferplan [^\n]*)\n```\n```text\n(.*?)```", text, flags=re.S)
+    return [(shlex.split(command, comments=True), [line for line in output.splitlines() if "…" not in line])
+            for command, output in pairs]
+
+
+@pytest.mark.parametrize("argv, shown", shown_outputs(README.read_text()), ids=lambda x: " ".join(x[:2]))
+def test_the_output_the_readme_shows_is_the_present_output(argv, shown):
+    done = subprocess.run([str(INFERPLAN), *argv[1:]], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "100"}, timeout=120)
+    printed = {line.strip() for line in done.stdout.splitlines()}
+    assert [line for line in shown if line.strip() not in printed] == []
+
+
+def test_the_readme_shows_the_output_of_four_commands():
+    assert len(shown_outputs(README.read_text())) >= 4
 
 
 @pytest.mark.parametrize("doc", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
