@@ -68,3 +68,18 @@ def test_overlapping_kernel_rules_are_refused(tmp_path):
     others = [p for p in DATA_DIR.glob("**/*.yaml") if p.name != "engine_moe_kernels.yaml"]
     with pytest.raises(CatalogError, match="overlap"):
         load_files([*others, path])
+
+
+def test_the_cli_flag_names_the_kernel_and_a_wrong_one_exits_2():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    args = ["fit", "--model", "gpt-oss-120b", "--gpu", "a100-80gb", "-tp", "4", "--max-model-len", "16384",
+            "--engine-version", "0.10.1.1", "--json"]
+    runner = CliRunner()
+    marlin = yaml.safe_load(runner.invoke(app, args).stdout)
+    triton = yaml.safe_load(runner.invoke(app, [*args, "--moe-kernel", "triton"]).stdout)
+    assert marlin["weights_bytes_per_gpu"] > triton["weights_bytes_per_gpu"]
+    bad = runner.invoke(app, [*args, "--moe-kernel", "cutlass"])
+    assert bad.exit_code == 2 and "--moe-kernel" in bad.output
