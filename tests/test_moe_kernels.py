@@ -19,6 +19,7 @@ CATALOG = load_catalog()
     ("ampere", "0.10.1", "marlin"), ("ampere", "0.19.0", "marlin"), ("ada", None, "marlin"),
     ("hopper", "0.10.1", "marlin"), ("hopper", "0.11.0 V1", "marlin"), ("hopper", "0.11.2", "marlin"),
     ("hopper", "0.12.0", "triton"), ("hopper", "0.14.1", "triton"), ("hopper", None, "triton"),
+    ("cdna3", "0.11.0", "triton-rocm-cdna3"),
 ])
 def test_each_release_picks_its_kernel_by_gpu_generation(architecture, release, kernel):
     # the 0.10-0.11 pip wheels do not carry triton_kernels (PR #27659 took the requirement out again);
