@@ -697,7 +697,7 @@ def test_draft_tokens_cost_a_share_of_the_whole_model_under_pipeline_parallelism
 def test_an_average_stage_reads_the_engine_extras_of_its_own_experts():
     # vLLM's MXFP4 path on Hopper keeps extra expert scales: the average stage of gpt-oss-120b over
     # five stages (7/7/7/8/7 layers) holds an average stage's experts' worth, not the fullest's
-    from inferplan.memory.engine_budget import extra_weight_bytes
+    from inferplan.memory.moe_layout import extra_weight_bytes
     from inferplan.memory.fit import plan_memory
     from inferplan.performance.work import model_work
 

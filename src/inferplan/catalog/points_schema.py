@@ -24,6 +24,7 @@ class MemorySettings(Frozen):
     enforce_eager: bool | None = None  # no CUDA graphs captured
     n_ubatch: int | None = Field(None, ge=1)  # llama.cpp physical batch
     flash_attention: bool | None = None  # llama.cpp -fa as the log printed it
+    moe_kernel: str | None = None  # the MoE kernel the install ran, where its log shows it (engine_moe_kernels.yaml)
 
 
 class MemoryMeasured(Frozen):

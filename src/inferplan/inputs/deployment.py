@@ -39,6 +39,9 @@ class Deployment(Input):
     engine: str = "vllm"
     engine_version: str | None = Field(None, max_length=40, description="the engine release whose memory-budgeting rule "
                                        "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the rule engines.yaml's defaults describe)")
+    moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "
+                                   "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin or triton; default: "
+                                   "what the release's pip install picks, engine_moe_kernels.yaml)")
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
         None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,
@@ -77,7 +80,8 @@ class Deployment(Input):
     host_memory_bandwidth_gb_per_s: float | None = Field(
         None, gt=0, le=1e5, description="the host's DRAM bandwidth, GB/s (default: offload.yaml's assumed desktop figure)")
 
-    @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", "engine_version", mode="before")
+    @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", "engine_version", "moe_kernel",
+                     mode="before")
     @classmethod
     def _not_blank(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():

@@ -116,28 +116,6 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
     )
 
 
-def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Accelerator, expert_bytes_per_gpu: float) -> tuple[float, str | None]:
-    """Weight memory an engine adds on top of the checkpoint for a format it emulates.
-
-    vLLM's Triton MXFP4 MoE path on GPUs without native MXFP4 (Hopper) keeps the original
-    expert block scales registered next to the swizzled copies, so the scales (one byte per 32
-    weights) are held twice. It runs the routed experts of every format whose experts are MXFP4
-    (quantizations.yaml ``native_format: mxfp4``): gpt-oss's mxfp4 and DeepSeek-V4's FP4 experts
-    (vLLM's DeepseekV4FP8Config hands them to the same Mxfp4MoEMethod).
-    """
-    if engine != "vllm" or catalog.quantization(quant_id).native_format != "mxfp4" or \
-            "mxfp4" in accel.native_formats or not expert_bytes_per_gpu:
-        return 0.0, None
-    copies = catalog.constant("vllm-mxfp4-extra-scale-copies")
-    bits = catalog.quantization("mxfp4").bits_per_weight.value
-    scale_share = (bits - 4) / bits  # the E8M0 scale's share of each MXFP4 block
-    extra = copies * expert_bytes_per_gpu * scale_share
-    return extra, (
-        f"vLLM MXFP4 MoE on {accel.name} (no native MXFP4) keeps {copies:g} extra copy of the expert "
-        f"block scales: +{extra / GiB:.2f} GiB per GPU"
-    )
-
-
 def overhead_bytes(catalog: Catalog, rule: MemoryRule, gpus_in_instance: int) -> float:
     """Non-torch memory per GPU (with more than one GPU, NCCL buffers too); the rule says whether it counts."""
     if rule.non_torch_constants is None:

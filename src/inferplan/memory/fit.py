@@ -24,7 +24,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_kv, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
-from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
+from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
@@ -33,6 +33,7 @@ from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
+from inferplan.memory.moe_layout import extra_weight_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
@@ -169,7 +170,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     total, total_note = device_total_bytes(catalog, hw.accel)
     check_offload_flags(d, list(catalog.engines), engine)
-    w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
+    w = _weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel)
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
@@ -180,7 +181,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     _planned_length(d, spec, None)))
-    budget, rooms, budget_notes = _kv_room(catalog, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
+    budget, rooms, budget_notes = _kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout
     if split is not None and split.host_kv_fraction:
@@ -278,7 +279,15 @@ class _GpuWeights:
     notes: list[str]
 
 
-def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
+def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
+               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float) -> tuple[float, str | None]:
+    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout)."""
+    return extra_weight_bytes(catalog, engine.id, quant.id, accel, expert_bytes_per_gpu, arch=spec.architecture,
+                              tp=plan.tensor_parallel_size, expert_parallel=plan.expert_parallel,
+                              release=d.engine_version, kernel=d.moe_kernel)
+
+
+def _weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
                     engine: EngineDefaults, accel: Accelerator) -> _GpuWeights:
     weights = weight_bytes(spec, quant)
     notes = list(weights.assumptions)
@@ -290,14 +299,14 @@ def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan
     if on_host and weights.embedding_bytes and not weights.head_is_embedding:
         notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
                      "memory, not on a GPU")
-    extra, extra_note = extra_weight_bytes(catalog, engine.id, quant.id, accel, fullest.expert_bytes_per_gpu)
+    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu)
     if extra_note:
         per_gpu += extra
         notes.append(extra_note)
     return _GpuWeights(weights, stages, per_gpu, notes)
 
 
-def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
+def _kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
              settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights,
              rule: MemoryRule) -> tuple[EngineBudget, list, list[str]]:
     """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
@@ -310,7 +319,7 @@ def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, acce
                              accel=accel)
 
     budget = room(w.per_gpu)
-    rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0])
+    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0])
              for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
     # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
     least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget

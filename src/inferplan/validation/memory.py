@@ -124,6 +124,7 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         max_num_seqs=s.max_num_seqs,
         ubatch_size=s.n_ubatch,
         flash_attention=s.flash_attention,
+        moe_kernel=s.moe_kernel,
     )
 
 

@@ -1,0 +1,118 @@
+"""Which MoE kernel an engine release runs a quantized expert format with, as data
+(``data/engine_moe_kernels.yaml``).
+
+vLLM runs MXFP4 experts on GPUs without native MXFP4 with Marlin or with OpenAI's Triton kernels; the
+choice follows the GPU generation and whether the install carries ``triton_kernels``, and the two
+allocate the experts differently (Marlin pads every matrix to its tile multiples, the Triton path
+keeps a second copy of the block scales). A ``MoeKernel`` states one kernel's layout; a
+``MoeKernelRule`` states which kernel a range of releases picks on which architectures with its
+default pip install. ``moe_kernel`` selects; the bytes are computed in ``memory/engine_budget.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field
+
+from inferplan.catalog.memory_rules import parse_engine_version, release_key
+from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.errors import CatalogError, InvalidScenarioError
+
+
+class MoeKernel(Frozen):
+    """One kernel's weight layout for an expert format."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id
+    native_format: str  # quantizations.yaml native_format of the experts it runs
+    name: str
+    hidden_multiple: int = Field(ge=1)  # each expert matrix's hidden dimension is rounded up to this
+    intermediate_multiple: int = Field(ge=1)  # and its tensor-parallel share of the intermediate size to this
+    extra_scale_copies_constant: str | None = None  # calibration.yaml id: block scales held again
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+
+class MoeKernelRule(Frozen):
+    """The kernel a range of an engine's releases picks on some GPU architectures, with the install
+    the rule assumes (the release's default pip install)."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str
+    native_format: str
+    first_release: str  # inclusive
+    last_release: str | None = None  # inclusive; None: every later release
+    architectures: tuple[str, ...] = Field(min_length=1)  # accelerators.yaml architecture values
+    kernel: str  # a MoeKernel id
+    install: str  # what the rule assumes is installed, and why that picks the kernel
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    def covers(self, release: str | None) -> bool:
+        """Whether the rule holds at ``release`` (None: the newest release line)."""
+        if release is None:
+            return self.last_release is None
+        key = release_key(release)
+        return release_key(self.first_release) <= key and (
+            self.last_release is None or key <= release_key(self.last_release))
+
+
+def moe_kernel(catalog, engine: str, native_format: str | None, architecture: str, release: str | None,
+               named: str | None = None) -> tuple[MoeKernel, MoeKernelRule | None] | None:
+    """The kernel ``engine`` at ``release`` runs experts of ``native_format`` with on an ``architecture``
+    GPU, and the rule that picked it; ``named`` (Deployment.moe_kernel) overrides the rule's choice.
+    None where no rule covers the case (native formats, other engines, releases before the format)."""
+    kernels = [k for k in catalog.moe_kernels if k.engine == engine and k.native_format == native_format]
+    if named is not None:
+        chosen = [k for k in kernels if k.id == named]
+        if not chosen:
+            raise InvalidScenarioError(
+                f"{engine} has no MoE kernel {named!r} for {native_format or 'these'} experts", field="moe_kernel",
+                allowed=", ".join(k.id for k in kernels) or "none: leave it out")
+        return chosen[0], None
+    number = None
+    if release is not None:
+        try:
+            number = parse_engine_version(release)[0]
+        except ValueError:
+            return None  # the memory rule lookup reports the malformed release
+    for rule in catalog.moe_kernel_rules:
+        if rule.engine == engine and rule.native_format == native_format and architecture in rule.architectures \
+                and rule.covers(number):
+            return catalog.moe_kernels.records[rule.kernel], rule
+    return None
+
+
+def check_moe_kernels(catalog) -> None:
+    """Every kernel and rule names a known engine, known sources and constants; every rule a known
+    kernel of its format; two rules never cover one release on one architecture."""
+    for item in (*catalog.moe_kernels, *catalog.moe_kernel_rules):
+        where = f"moe_kernels:{item.id}"
+        if item.engine not in catalog.engines:
+            raise CatalogError(f"{where}: unknown engine {item.engine!r}", field=item.id)
+        for source in item.sources:
+            if source not in catalog.sources:
+                raise CatalogError(f"{where}: unknown source {source!r}", field=item.id)
+    for k in catalog.moe_kernels:
+        if k.extra_scale_copies_constant and k.extra_scale_copies_constant not in catalog.calibration:
+            raise CatalogError(f"moe_kernels:{k.id}: unknown calibration constant {k.extra_scale_copies_constant!r}",
+                               field=k.id)
+    rules = list(catalog.moe_kernel_rules)
+    for r in rules:
+        kernel = catalog.moe_kernels.records.get(r.kernel)
+        if kernel is None or kernel.native_format != r.native_format or kernel.engine != r.engine:
+            raise CatalogError(f"moe_kernel_rules:{r.id}: unknown {r.engine} {r.native_format} kernel {r.kernel!r}",
+                               field=r.id)
+    for i, a in enumerate(rules):
+        for b in rules[i + 1:]:
+            if (a.engine, a.native_format) != (b.engine, b.native_format) or not set(a.architectures) & set(b.architectures):
+                continue
+            lo, hi = sorted((a, b), key=lambda r: release_key(r.first_release))
+            if lo.last_release is None or release_key(lo.last_release) >= release_key(hi.first_release):
+                raise CatalogError(f"moe_kernel_rules: {a.id} and {b.id} overlap", field=b.id)

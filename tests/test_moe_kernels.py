@@ -1,0 +1,86 @@
+"""vLLM's MXFP4 MoE kernel (catalog/data/engine_moe_kernels.yaml): each release picks Marlin or the
+Triton kernel by GPU generation and install, and the weights a GPU holds follow that kernel's layout."""
+
+import pytest
+import yaml
+
+from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
+from inferplan.catalog.moe_kernels import moe_kernel
+from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.memory.moe_layout import padding_factor
+
+GiB = 2**30
+CATALOG = load_catalog()
+
+
+@pytest.mark.parametrize("architecture, release, kernel", [
+    ("ampere", "0.10.1", "marlin"), ("ampere", "0.19.0", "marlin"), ("ada", None, "marlin"),
+    ("hopper", "0.10.1", "marlin"), ("hopper", "0.11.0 V1", "marlin"), ("hopper", "0.11.2", "marlin"),
+    ("hopper", "0.12.0", "triton"), ("hopper", "0.14.1", "triton"), ("hopper", None, "triton"),
+    ("cdna3", "0.11.0", "triton-rocm-cdna3"),
+])
+def test_each_release_picks_its_kernel_by_gpu_generation(architecture, release, kernel):
+    # the 0.10-0.11 pip wheels do not carry triton_kernels (PR #27659 took the requirement out again);
+    # from 0.12.0 the wheel vendors it (PR #28788); before Hopper Marlin always runs
+    picked, rule = moe_kernel(CATALOG, "vllm", "mxfp4", architecture, release)
+    assert picked.id == kernel and rule is not None
+
+
+def test_a_named_kernel_overrides_the_release_rule_and_an_unknown_one_is_refused():
+    picked, rule = moe_kernel(CATALOG, "vllm", "mxfp4", "hopper", "0.11.0", "triton")
+    assert picked.id == "triton" and rule is None
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=4096, moe_kernel="cutlass"), CATALOG)
+    assert err.value.field == "moe_kernel" and "marlin" in err.value.allowed
+
+
+def test_marlin_pads_the_experts_to_its_tile_multiples():
+    # gpt-oss: hidden 2880 -> 3072 (256), intermediate 2880 -> 2944 (128) at TP 1, 720 -> 768 at TP 4
+    assert padding_factor(2880, 2880, 256, 128) == pytest.approx(3072 * 2944 / 2880**2)
+    assert padding_factor(2880, 720, 256, 128) == pytest.approx(3072 * 768 / (2880 * 720))
+    assert padding_factor(2880, 2880, 1, 64) == 1.0
+
+
+@pytest.mark.parametrize("release, printed_gib", [
+    # vllm-project/vllm issue logs: 'Model loading took 65.97 GiB' at 0.10.1 (f10), 64.38 GiB at 0.14.1 (f12)
+    ("0.10.1", 65.97), ("0.14.1", 64.38),
+])
+def test_gpt_oss_120b_on_one_h100_loads_the_weights_of_its_release_kernel(release, printed_gib):
+    r = fit(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=4096, engine_version=release), CATALOG)
+    assert r.weights_bytes_per_gpu / GiB == pytest.approx(printed_gib, rel=0.006)
+
+
+def test_an_a100_runs_marlin_at_every_release():
+    # d08: four A100 80GB at 0.10.1.1 printed 17.22 GiB per GPU (the checkpoint's shapes: 16.0 GiB)
+    r = fit(Deployment(model="gpt-oss-120b", gpu="a100-80gb", tensor_parallel_size=4, max_model_len=16384,
+                       engine_version="0.10.1.1"), CATALOG)
+    assert any("Marlin" in a for a in r.assumptions)
+    assert r.weights_bytes_per_gpu / GiB == pytest.approx(17.22, rel=0.01)
+
+
+def test_overlapping_kernel_rules_are_refused(tmp_path):
+    data = yaml.safe_load((DATA_DIR / "engine_moe_kernels.yaml").read_text())
+    extra = dict(data["moe_kernel_rules"][1], id="vllm-mxfp4-hopper-overlap", first_release="0.11.0", last_release=None)
+    data["moe_kernel_rules"].append(extra)
+    path = tmp_path / "engine_moe_kernels.yaml"
+    path.write_text(yaml.safe_dump(data))
+    others = [p for p in DATA_DIR.glob("**/*.yaml") if p.name != "engine_moe_kernels.yaml"]
+    with pytest.raises(CatalogError, match="overlap"):
+        load_files([*others, path])
+
+
+def test_the_cli_flag_names_the_kernel_and_a_wrong_one_exits_2():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    args = ["fit", "--model", "gpt-oss-120b", "--gpu", "a100-80gb", "-tp", "4", "--max-model-len", "16384",
+            "--engine-version", "0.10.1.1", "--json"]
+    runner = CliRunner()
+    marlin = yaml.safe_load(runner.invoke(app, args).stdout)
+    triton = yaml.safe_load(runner.invoke(app, [*args, "--moe-kernel", "triton"]).stdout)
+    assert marlin["weights_bytes_per_gpu"] > triton["weights_bytes_per_gpu"]
+    bad = runner.invoke(app, [*args, "--moe-kernel", "cutlass"])
+    assert bad.exit_code == 2 and "--moe-kernel" in bad.output
