@@ -1,9 +1,9 @@
-"""docs/speed.md's generated tables equal a fresh render from the shipped data
+"""docs/speed.md's and docs/offload.md's generated tables equal a fresh render from the shipped data
 (``python -m inferplan.validation.docs_tables --write`` rewrites them)."""
 
 import pytest
 
-from inferplan.validation.docs_tables import DOC, blocks, fill, render_tables
+from inferplan.validation.docs_tables import BLOCKS_BY_DOC, DOC, OFFLOAD_DOC, blocks, fill, render_tables
 
 
 @pytest.fixture(scope="module")
@@ -11,13 +11,27 @@ def tables():
     return render_tables()
 
 
-def test_every_generated_block_of_the_speed_doc_is_a_fresh_render(tables):
-    text = DOC.read_text()
-    present = blocks(text)
-    assert set(present) == set(tables), "docs/speed.md must hold every generated block, and only those"
-    stale = [name for name in tables if present[name] != tables[name]]
-    assert not stale, (f"docs/speed.md: generated blocks {stale} differ from the data; run "
+def test_every_rendered_block_lives_in_exactly_one_document(tables):
+    placed = [name for names in BLOCKS_BY_DOC.values() for name in names]
+    assert sorted(placed) == sorted(tables)
+
+
+@pytest.mark.parametrize("doc", list(BLOCKS_BY_DOC), ids=lambda p: p.name)
+def test_every_generated_block_of_a_doc_is_a_fresh_render(tables, doc):
+    present = blocks(doc.read_text())
+    assert set(present) == set(BLOCKS_BY_DOC[doc]), f"docs/{doc.name} must hold its generated blocks, and only those"
+    stale = [name for name in present if present[name] != tables[name]]
+    assert not stale, (f"docs/{doc.name}: generated blocks {stale} differ from the data; run "
                        "`python -m inferplan.validation.docs_tables --write`")
+
+
+def test_a_stale_offload_block_is_caught(tables):
+    text = fill(OFFLOAD_DOC.read_text(), tables)
+    edited = text.replace("| decode, weights in host RAM (not in all kinds) | ",
+                          "| decode, weights in host RAM (not in all kinds) | 1", 1)
+    assert edited != text
+    assert blocks(edited)["offload"] != tables["offload"]
+    assert fill(edited, tables) == text
 
 
 def test_a_hand_edited_figure_in_a_block_is_caught(tables):

@@ -1,11 +1,11 @@
-"""The tables of docs/speed.md that come from the shipped data, rendered afresh.
+"""The tables of docs/speed.md and docs/offload.md that come from the shipped data, rendered afresh.
 
-docs/speed.md holds blocks between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``; each
+Both documents hold blocks between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``; each
 is rendered here from the catalogue — the per-family constants from ``calibration_speed.yaml``, the
-validation medians and the build-year table from ``validate_speed`` — so the document never quotes a
-figure by hand. ``python -m inferplan.validation.docs_tables --write`` rewrites the blocks; without
-``--write`` it exits 1 and names the blocks that differ. A test keeps the document equal to a fresh
-render.
+validation medians and the build-year table from ``validate_speed`` (speed.md), the medians of the
+points with weights in host RAM (offload.md) — so neither document quotes a figure by hand.
+``python -m inferplan.validation.docs_tables --write`` rewrites the blocks; without ``--write`` it
+exits 1 and names the blocks that differ. A test keeps each document equal to a fresh render.
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.validation.calibrate_speed import CONSTANT_IDS, FAMILIES, MIN_POINTS, MIN_RESPONDING
 from inferplan.validation.speed import KINDS, OFFLOAD, SpeedValidation, validate_speed
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "speed.md"
+DOCS_DIR = Path(__file__).resolve().parents[3] / "docs"
+DOC = DOCS_DIR / "speed.md"
+OFFLOAD_DOC = DOCS_DIR / "offload.md"
+# which document holds which generated blocks
+BLOCKS_BY_DOC = {DOC: ("families", "validation", "build-years"), OFFLOAD_DOC: ("offload",)}
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.DOTALL)
 
 # constant name -> (column heading, scale to the unit shown, format)
@@ -78,18 +82,29 @@ def _counts(v: SpeedValidation, kind: str, split: str) -> tuple[int, int]:
     return len(errors), sum(e > 0.30 for e in errors)
 
 
-def validation_table(v: SpeedValidation) -> str:
-    """Median |error| by kind and split, with the point counts and how many miss by more than 30 %."""
+def _kinds_table(v: SpeedValidation, kinds: tuple[str, ...]) -> list[str]:
+    """Median |error| of each kind by split, with the point counts and how many miss by more than 30 %."""
     def pct(key: str) -> str:
         return f"{v.medians[key]:.2%}".replace("%", " %") if key in v.medians else "—"
 
     head = ["kind", "scored points", "median abs error, fit", "held out", "all", "beyond 30 % (held out)"]
     lines = [_row(head), _row(["---"] * len(head))]
-    for kind in (*KINDS, "all"):
+    for kind in kinds:
         n, beyond = _counts(v, kind, "all")
         _, beyond_held = _counts(v, kind, "holdout")
         lines.append(_row([KIND_LABELS.get(kind, "all kinds"), str(n), pct(f"{kind}/fit"), pct(f"{kind}/holdout"),
                            pct(f"{kind}/all"), f"{beyond} ({beyond_held})"]))
+    return lines
+
+
+def offload_table(v: SpeedValidation) -> str:
+    """The validation rows of the points with weights in host RAM."""
+    return "\n".join(_kinds_table(v, tuple(k for k in KINDS if k.startswith(OFFLOAD)))) + "\n"
+
+
+def validation_table(v: SpeedValidation) -> str:
+    """Median |error| by kind and split, with the point counts and how many miss by more than 30 %."""
+    lines = _kinds_table(v, (*KINDS, "all"))
     unplanned = sum(c.error is None for c in v.checks)
     not_scored = sum(not c.scored and c.error is not None for c in v.checks)
     lines.append("")
@@ -109,13 +124,14 @@ def build_year_table(v: SpeedValidation) -> str:
 
 
 def render_tables(catalog: Catalog | None = None) -> dict[str, str]:
-    """Every generated block of docs/speed.md, by name."""
+    """Every generated block of docs/speed.md and docs/offload.md, by name (``BLOCKS_BY_DOC`` says where each lives)."""
     catalog = catalog or load_catalog()
     v = validate_speed(catalog)
     renderers: dict[str, Callable[[], str]] = {
         "families": lambda: families_table(catalog),
         "validation": lambda: validation_table(v),
         "build-years": lambda: build_year_table(v),
+        "offload": lambda: offload_table(v),
     }
     return {name: render() for name, render in renderers.items()}
 
@@ -149,7 +165,10 @@ def write_or_check(doc: Path, render: Callable[[], dict[str, str]], args: list[s
 
 
 def main(args: list[str] | None = None) -> int:  # pragma: no cover - a maintenance script
-    return write_or_check(DOC, render_tables, sys.argv[1:] if args is None else args)
+    tables = render_tables()
+    argv = sys.argv[1:] if args is None else args
+    return max(write_or_check(doc, lambda names=names: {n: tables[n] for n in names}, argv)
+               for doc, names in BLOCKS_BY_DOC.items())
 
 
 if __name__ == "__main__":  # pragma: no cover
