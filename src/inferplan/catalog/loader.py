@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.kt_schema import KtCpuPath
     from inferplan.catalog.latency_schema import LatencyPoint
     from inferplan.catalog.memory_rules import MemoryRule
+    from inferplan.catalog.weight_rules import ExpertScaleRule
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
@@ -76,6 +77,7 @@ SECTIONS: dict[str, str] = {
     "latency_points": "latency_schema:LatencyPoint",  # measurements/latency_*.yaml
     "memory_rules": "memory_rules:MemoryRule",  # engine_memory_rules.yaml
     "kt_cpu_paths": "kt_schema:KtCpuPath",  # KTransformers releases and kernel methods
+    "weight_rules": "weight_rules:ExpertScaleRule",  # engine_weight_rules.yaml
 }
 
 
@@ -212,6 +214,7 @@ class Catalog:
     latency_points: Registry[LatencyPoint]
     memory_rules: Registry[MemoryRule]
     kt_cpu_paths: Registry[KtCpuPath]
+    weight_rules: Registry[ExpertScaleRule]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
@@ -303,6 +306,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     sources: dict[str, Source] = {}
     from inferplan.catalog.flags_schema import check_engine_flags
     from inferplan.catalog.memory_rules import check_memory_rules
+    from inferplan.catalog.weight_rules import check_weight_rules
 
     models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
@@ -335,6 +339,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_references(catalog)
     check_engine_flags(catalog)
     check_memory_rules(catalog)
+    check_weight_rules(catalog)
     return catalog
 
 

@@ -25,6 +25,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_kv, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget, extra_weight_bytes
+from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
@@ -294,6 +295,10 @@ def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan
     if extra_note:
         per_gpu += extra
         notes.append(extra_note)
+    scales, scales_note = expert_scale_bytes(catalog, engine.id, spec, quant, accel, fullest.expert_bytes_per_gpu)
+    if scales_note:
+        per_gpu += scales
+        notes.append(scales_note)
     return _GpuWeights(weights, stages, per_gpu, notes)
 
 
@@ -310,7 +315,8 @@ def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, acce
                              accel=accel)
 
     budget = room(w.per_gpu)
-    rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0])
+    rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0]
+                  + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu)[0])
              for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
     # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
     least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget
