@@ -56,6 +56,11 @@ class MemoryPoint(Frozen):
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
+    # attention data-parallel ranks with the experts spread over all of them (SGLang --dp with
+    # --enable-dp-attention, vLLM --data-parallel-size with --enable-expert-parallel): each rank holds
+    # its own attention weights and KV cache
+    data_parallel_size: int = Field(1, ge=1)
+    enable_expert_parallel: bool = False
     settings: MemorySettings
     measured: MemoryMeasured
     caveats: tuple[str, ...] = ()
