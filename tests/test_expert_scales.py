@@ -46,6 +46,16 @@ def test_the_rule_unwired_leaves_checkpoint_sized_weights_that_fit(catalog):
     assert wired.weights_bytes_per_gpu - bare.weights_bytes_per_gpu == pytest.approx(16.9 * GiB, rel=0.03)
 
 
+@pytest.mark.parametrize("runner", ["marlin", "flashinfer_mxfp4"])
+def test_a_named_runner_that_packs_e8m0_scales_keeps_the_checkpoint_width(catalog, runner):
+    """The SGLang cookbook starts DeepSeek-V4-Pro FP4 on 8x H200 at --mem-fraction-static 0.88 with
+    --moe-runner-backend flashinfer_mxfp4 (or marlin): those MXFP4 methods keep E8M0 scales."""
+    named, default = fit(_pro(moe_runner_backend=runner, max_model_len=9216), catalog), fit(_pro(max_model_len=9216), catalog)
+    assert named.fits and not default.fits
+    assert default.weights_bytes_per_gpu - named.weights_bytes_per_gpu == pytest.approx(16.9 * GiB, rel=0.03)
+    assert fit(_pro(moe_runner_backend="deep_gemm"), catalog).weights_bytes_per_gpu == default.weights_bytes_per_gpu
+
+
 @pytest.mark.parametrize("changes", [{"gpu": "b200"}, {"engine": "vllm"}, {"model": "deepseek-v3.2", "quantization": "fp8-block", "max_model_len": 32768}])
 def test_the_rule_stays_off_outside_its_engine_model_and_gpu(catalog, changes):
     d = _pro(**changes)
@@ -69,3 +79,18 @@ def _load_rule(tmp_path, **changes):
 def test_a_rule_naming_what_the_catalogue_lacks_fails_to_load(tmp_path, changes, match):
     with pytest.raises(CatalogError, match=match):
         _load_rule(tmp_path, **changes)
+
+
+def test_a_runner_backend_for_an_engine_without_one_is_refused_naming_the_field(catalog):
+    from inferplan.errors import InvalidScenarioError
+
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(_pro(engine="vllm", moe_runner_backend="marlin", max_model_len=9216), catalog)
+    assert err.value.field == "moe_runner_backend" and "sglang" in err.value.allowed
+
+
+def test_the_launch_command_carries_the_runner_backend(catalog):
+    from inferplan.deploy.command import launch_command
+
+    argv = launch_command(_pro(moe_runner_backend="flashinfer_mxfp4", max_model_len=9216), catalog).argv
+    assert argv[argv.index("--moe-runner-backend") + 1] == "flashinfer_mxfp4"

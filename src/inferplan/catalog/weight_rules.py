@@ -29,6 +29,9 @@ class ExpertScaleRule(Frozen):
     model_types: tuple[str, ...] = Field(min_length=1)  # config.json model_type whose MoE method converts
     expert_format: str  # quantizations.yaml native_format of the routed experts (mxfp4 ...)
     architectures: tuple[str, ...] = Field(min_length=1)  # accelerators.yaml architecture the path runs on
+    # MoE runner backends, as the engine's flag names them, that take this path besides its default
+    # (a deployment naming another runner keeps the checkpoint's scales)
+    moe_runner_backends: tuple[str, ...] = ()
     block_weights: Count  # weights that share one scale
     checkpoint_scale_bytes: Bytes  # one scale as the checkpoint stores it
     resident_scale_bytes: Bytes  # one scale as the engine keeps it on the GPU

@@ -15,21 +15,23 @@ from inferplan.catalog.weight_rules import ExpertScaleRule
 from inferplan.units import GiB
 
 
-def expert_scale_rule(catalog: Catalog, engine: str, spec: ModelSpec, quant: Quantization,
-                      accel: Accelerator) -> ExpertScaleRule | None:
-    """The rule that widens this deployment's expert scales (None: the engine keeps the checkpoint's)."""
+def expert_scale_rule(catalog: Catalog, engine: str, spec: ModelSpec, quant: Quantization, accel: Accelerator,
+                      runner: str | None = None) -> ExpertScaleRule | None:
+    """The rule that widens this deployment's expert scales (None: the engine keeps the checkpoint's).
+    ``runner``: the MoE kernel path the deployment names (None: the engine's default, which a rule covers)."""
     arch = None if spec.architecture_is_proxy else spec.architecture
     if arch is None or quant.native_format is None:
         return None
     return next((r for r in catalog.weight_rules
                  if r.engine == engine and r.expert_format == quant.native_format
-                 and arch.model_type in r.model_types and accel.architecture in r.architectures), None)
+                 and arch.model_type in r.model_types and accel.architecture in r.architectures
+                 and (runner is None or runner in r.moe_runner_backends)), None)
 
 
 def expert_scale_bytes(catalog: Catalog, engine: str, spec: ModelSpec, quant: Quantization, accel: Accelerator,
-                       expert_bytes_per_gpu: float) -> tuple[float, str | None]:
+                       expert_bytes_per_gpu: float, runner: str | None = None) -> tuple[float, str | None]:
     """Bytes per GPU the wider scales add to ``expert_bytes_per_gpu`` of routed experts, and a note."""
-    rule = expert_scale_rule(catalog, engine, spec, quant, accel)
+    rule = expert_scale_rule(catalog, engine, spec, quant, accel, runner)
     if rule is None or not expert_bytes_per_gpu:
         return 0.0, None
     weights = expert_bytes_per_gpu * 8 / quant.bits_per_weight.value  # expert weights on the GPU

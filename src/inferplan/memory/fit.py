@@ -170,7 +170,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     total, total_note = device_total_bytes(catalog, hw.accel)
     check_offload_flags(d, list(catalog.engines), engine)
-    w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel)
+    w = _weights_on_gpu(catalog, spec, quant, plan, engine, hw.accel, d.moe_runner_backend)
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
@@ -277,10 +277,11 @@ class _GpuWeights:
     stages: tuple[StageWeights, ...]
     per_gpu: float
     notes: list[str]
+    moe_runner_backend: str | None = None  # as stated (None: the engine's default kernel path)
 
 
 def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
-                    engine: EngineDefaults, accel: Accelerator) -> _GpuWeights:
+                    engine: EngineDefaults, accel: Accelerator, runner: str | None = None) -> _GpuWeights:
     weights = weight_bytes(spec, quant)
     notes = list(weights.assumptions)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
@@ -295,11 +296,11 @@ def _weights_on_gpu(catalog: Catalog, spec: ModelSpec, quant: Quantization, plan
     if extra_note:
         per_gpu += extra
         notes.append(extra_note)
-    scales, scales_note = expert_scale_bytes(catalog, engine.id, spec, quant, accel, fullest.expert_bytes_per_gpu)
+    scales, scales_note = expert_scale_bytes(catalog, engine.id, spec, quant, accel, fullest.expert_bytes_per_gpu, runner)
     if scales_note:
         per_gpu += scales
         notes.append(scales_note)
-    return _GpuWeights(weights, stages, per_gpu, notes)
+    return _GpuWeights(weights, stages, per_gpu, notes, runner)
 
 
 def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
@@ -316,7 +317,8 @@ def _kv_room(catalog: Catalog, engine: EngineDefaults, quant: Quantization, acce
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + extra_weight_bytes(catalog, engine.id, quant.id, accel, st.expert_bytes_per_gpu)[0]
-                  + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu)[0])
+                  + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu,
+                                       w.moe_runner_backend)[0])
              for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
     # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
     least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget
