@@ -25,6 +25,7 @@ Setting = Literal[
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
     "hicache_size",
     "kt_num_gpu_experts", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token",  # KTransformers' CPU experts
+    "moe_runner_backend",  # the routed experts' kernel path (memory/expert_scales.py)
 ]
 # what a speculative-decoding field is filled with
 SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.latency_schema import LatencyPoint
     from inferplan.catalog.memory_rules import MemoryRule
     from inferplan.catalog.moe_kernels import MoeKernel, MoeKernelRule
+    from inferplan.catalog.weight_rules import ExpertScaleRule
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
@@ -79,6 +80,7 @@ SECTIONS: dict[str, str] = {
     "kt_cpu_paths": "kt_schema:KtCpuPath",  # KTransformers releases and kernel methods
     "moe_kernels": "moe_kernels:MoeKernel",  # engine_moe_kernels.yaml
     "moe_kernel_rules": "moe_kernels:MoeKernelRule",
+    "weight_rules": "weight_rules:ExpertScaleRule",  # engine_weight_rules.yaml
 }
 
 
@@ -217,6 +219,7 @@ class Catalog:
     kt_cpu_paths: Registry[KtCpuPath]
     moe_kernels: Registry[MoeKernel]
     moe_kernel_rules: Registry[MoeKernelRule]
+    weight_rules: Registry[ExpertScaleRule]
     data_dir: Path = field(default=DATA_DIR)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
@@ -309,6 +312,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     from inferplan.catalog.flags_schema import check_engine_flags
     from inferplan.catalog.memory_rules import check_memory_rules
     from inferplan.catalog.moe_kernels import check_moe_kernels
+    from inferplan.catalog.weight_rules import check_weight_rules
 
     models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
@@ -342,6 +346,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_engine_flags(catalog)
     check_memory_rules(catalog)
     check_moe_kernels(catalog)
+    check_weight_rules(catalog)
     return catalog
 
 

@@ -57,6 +57,11 @@ class MemoryPoint(Frozen):
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
+    # attention data-parallel ranks with the experts spread over all of them (SGLang --dp with
+    # --enable-dp-attention, vLLM --data-parallel-size with --enable-expert-parallel): each rank holds
+    # its own attention weights and KV cache
+    data_parallel_size: int = Field(1, ge=1)
+    enable_expert_parallel: bool = False
     settings: MemorySettings
     measured: MemoryMeasured
     caveats: tuple[str, ...] = ()
@@ -95,6 +100,7 @@ class SpeedPoint(Frozen):
     speculative_tokens: int = Field(0, ge=0)
     acceptance_rate: float | None = Field(None, ge=0, le=1)  # per draft token, when the source states it (else 0.7)
     expert_parallel: bool = False  # experts spread over all GPUs (DP attention + EP); data parallel = gpus / (TP x PP)
+    moe_runner_backend: str | None = None  # SGLang --moe-runner-backend as the run names it (None: the engine's default)
     max_num_seqs: int | None = Field(None, ge=1)  # the engine's running-batch cap, when the run states it
     # the benchmark tool chose max_num_seqs and max_num_batched_tokens by its own rule (the run states
     # neither): validation/bench_limits.py reproduces it (for the formats it tunes, BENCH_TUNED_FORMATS)

@@ -80,7 +80,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _parallel_args(d, flags)
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags)
-    for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size"):
+    for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
+                    "moe_runner_backend"):
         value = getattr(d, setting)
         if value is not None:
             argv += _emit(_rule(flags, setting), value)

@@ -37,6 +37,9 @@ class Deployment(Input):
     kv_cache_dtype: str = "auto"
     quantization: str | None = None
     engine: str = "vllm"
+    moe_runner_backend: str | None = Field(
+        None, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+        description="SGLang --moe-runner-backend: the routed experts' kernel path, e.g. marlin (default: the engine's own choice)")
     engine_version: str | None = Field(None, max_length=40, description="the engine release whose memory-budgeting rule "
                                        "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the rule engines.yaml's defaults describe)")
     moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "

@@ -4,6 +4,7 @@ attention heads, and a context past the model's is treated as the engine treats 
 
 from __future__ import annotations
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
@@ -28,6 +29,15 @@ def _check_runs_on(catalog: Catalog, engine, accel) -> None:
             f"{', '.join(s.value for s in engine.runs_on)}", field="engine", allowed=" | ".join(usable))
 
 
+def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
+    """A MoE runner backend only for an engine whose launcher takes one (engine_flags.yaml)."""
+    flags = flags_for(catalog, engine.id)
+    if d.moe_runner_backend and (flags is None or "moe_runner_backend" not in flags.settings):
+        takers = [f.engine for f in catalog.engine_flags if "moe_runner_backend" in f.settings]
+        raise InvalidScenarioError(f"{engine.name} has no MoE runner backend setting", field="moe_runner_backend",
+                                   allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
+
+
 def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, tp: int, pp: int) -> EngineDefaults:
     """The deployment's engine, once the model, the engine and the layout are known to go together."""
     if spec.architecture is None and d.kv_bytes_per_token is None:
@@ -46,6 +56,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         takers = ", ".join(e.id for e in catalog.engines if e.expert_parallel)
         raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
                                    field="enable_expert_parallel", allowed=f"leave it off, or an engine that does: {takers}")
+    _check_runner(catalog, d, engine)
     _check_heads(spec, engine.id, tp)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and pp > layers:

@@ -25,6 +25,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_kv, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
+from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
@@ -277,6 +278,7 @@ class _GpuWeights:
     stages: tuple[StageWeights, ...]
     per_gpu: float
     notes: list[str]
+    moe_runner_backend: str | None = None  # as stated (None: the engine's default kernel path)
 
 
 def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
@@ -303,7 +305,12 @@ def _weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Qua
     if extra_note:
         per_gpu += extra
         notes.append(extra_note)
-    return _GpuWeights(weights, stages, per_gpu, notes)
+    scales, scales_note = expert_scale_bytes(catalog, engine.id, spec, quant, accel, fullest.expert_bytes_per_gpu,
+                                             d.moe_runner_backend)
+    if scales_note:
+        per_gpu += scales
+        notes.append(scales_note)
+    return _GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend)
 
 
 def _kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
@@ -319,7 +326,9 @@ def _kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Qua
                              accel=accel)
 
     budget = room(w.per_gpu)
-    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0])
+    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]
+                  + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu,
+                                       d.moe_runner_backend)[0])
              for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
     # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
     least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget

@@ -114,6 +114,8 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         gpu=point.accelerator,
         tensor_parallel_size=point.tensor_parallel_size,
         pipeline_parallel_size=point.pipeline_parallel_size,
+        data_parallel_size=point.data_parallel_size if point.data_parallel_size > 1 else None,
+        enable_expert_parallel=point.enable_expert_parallel,
         gpu_memory_utilization=s.gpu_memory_utilization,
         max_model_len=s.max_model_len,
         max_num_batched_tokens=s.max_num_batched_tokens,
