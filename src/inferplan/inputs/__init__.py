@@ -106,7 +106,9 @@ def _field_takes(cls: type[BaseModel], name: str) -> tuple[bool, bool, bool]:
 
 
 class Input(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", allow_inf_nan=False)
+    # built when defined, not deferred like the result models: an input is an HTTP request body, whose
+    # validator FastAPI builds at start-up with pydantic's notes about the body parameter quieted
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
