@@ -69,3 +69,23 @@ def test_no_cache_builds_every_time_and_writes_nothing(data, monkeypatch):
     compiled.load_compiled(data, loader(data, builds))
     compiled.load_compiled(data, loader(data, builds))
     assert len(builds) == 2 and not compiled.cache_dir().exists()
+
+
+def test_the_catalogue_carries_each_cards_imported_config_and_a_plan_reads_no_json(monkeypatch):
+    import pickle
+
+    from inferplan.catalog import models
+    from inferplan.catalog.hf_import import architecture_from_config, read_config
+    from inferplan.catalog.loader import load_catalog
+
+    catalog = pickle.loads(pickle.dumps(load_catalog()))  # as a compiled copy reads it
+    cards = [m for m in catalog.models if m.config]
+    assert len(catalog.architectures) == len({m.config for m in cards}) > 40
+    card = catalog.model("llama-3.1-8b")
+    assert catalog.architectures[card.config] == architecture_from_config(read_config(DATA_DIR / card.config))
+
+    def no_json(path):
+        raise AssertionError(f"read {path}")
+
+    monkeypatch.setattr(models, "_card_architecture", no_json)
+    assert models.spec_from_card(catalog, card).architecture.num_layers == 32

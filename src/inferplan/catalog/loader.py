@@ -26,6 +26,7 @@ from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareEr
 from inferplan.input_files import check_yaml_depth, read_text
 
 if TYPE_CHECKING:
+    from inferplan.catalog.architecture import Architecture
     from inferplan.catalog.economics_schema import ApiPrice, CostDefault, RackEfficiencyProfile, RentalPrice, WorkloadPreset
     from inferplan.catalog.flags_schema import EngineFlags, GpuResource
     from inferplan.catalog.kt_schema import KtCpuPath
@@ -221,6 +222,9 @@ class Catalog:
     moe_kernel_rules: Registry[MoeKernelRule]
     weight_rules: Registry[ExpertScaleRule]
     data_dir: Path = field(default=DATA_DIR)
+    # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
+    # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)
+    architectures: dict[str, Architecture] = field(default_factory=dict)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
         return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
@@ -340,6 +344,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     catalog = Catalog(
         sources=sources,
         data_dir=data_dir,
+        architectures=_architectures(records["models"].values(), data_dir),
         **{key: Registry(key.replace("_", " "), recs) for key, recs in records.items()},
     )
     check_references(catalog)
@@ -348,6 +353,21 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_moe_kernels(catalog)
     check_weight_rules(catalog)
     return catalog
+
+
+def _architectures(cards, data_dir: Path) -> dict[str, Architecture]:
+    """Every card's config.json that imports, by its path; one that does not is left to the plan that
+    uses it, which names the problem."""
+    from inferplan.catalog.hf_import import architecture_from_config, read_config
+    from inferplan.errors import InferplanError
+
+    found = {}
+    for config in sorted({c.config for c in cards if c.config}):
+        try:
+            found[config] = architecture_from_config(read_config(data_dir / config))
+        except (InferplanError, OSError):
+            continue
+    return found
 
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default

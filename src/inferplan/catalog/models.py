@@ -73,16 +73,22 @@ def _card_architecture(config_path: Path) -> Architecture:
     return architecture_from_config(read_config(config_path))
 
 
+def _architecture(catalog: Catalog, config: str) -> Architecture:
+    """A card's config.json as the catalogue imported it when it was built (else imported now)."""
+    built = catalog.architectures.get(config)
+    return built if built is not None else _card_architecture(catalog.data_dir / config)
+
+
 def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
     arch: Architecture | None = None
     proxy = False
     assumptions: list[str] = []
     if card.config:
-        arch = _card_architecture(catalog.data_dir / card.config)
+        arch = _architecture(catalog, card.config)
     elif card.kv_proxy:
         proxy_card = catalog.models.records[card.kv_proxy]
         if proxy_card.config:
-            arch = _card_architecture(catalog.data_dir / proxy_card.config)
+            arch = _architecture(catalog, proxy_card.config)
             proxy = True
             assumptions.append(
                 f"{card.name} has no published config.json in the catalogue; its KV cache layout "
