@@ -244,3 +244,12 @@ def test_a_command_skips_the_store_only_when_no_run_is_stored(catalog, tmp_path)
     assert holds_measurements(tmp_path / "runs.db")
     (tmp_path / "foreign.db").write_bytes(b"not a database")
     assert holds_measurements(tmp_path / "foreign.db")  # the store opens it and names the problem
+
+
+@pytest.mark.parametrize("name", ["runs#1.db", "what?.db", "100%25.db"])
+def test_a_database_name_with_uri_characters_is_read_as_named(tmp_path, name):
+    from inferplan.store_path import holds_measurements
+
+    Store(tmp_path / name).list_measurements()
+    assert not holds_measurements(tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(name)) == []  # no stray file
