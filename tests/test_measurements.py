@@ -78,6 +78,18 @@ def test_a_malformed_file_is_refused_naming_the_key_or_line(catalog, name, text,
     assert info.value.field == field and name in str(info.value)
 
 
+def test_a_csv_with_carriage_return_line_ends_is_read(catalog):
+    runs = read_runs(catalog, [("m.csv", b"concurrency,input_tokens,output_tokens,tpot_ms\r1,1024,256,12\r")], H100_VLLM)
+    assert [p.concurrency for r in runs for p in r.points] == [1]
+
+
+def test_a_csv_the_csv_module_cannot_read_is_refused_naming_the_line(catalog):
+    text = "concurrency,input_tokens,output_tokens\n1,1024,256\n" + "x" * 140_000 + "\n"
+    with pytest.raises(InvalidScenarioError) as info:
+        read_runs(catalog, [("m.csv", text.encode())], H100_VLLM)
+    assert info.value.field == "line 3" and "m.csv" in str(info.value)
+
+
 def test_nothing_is_half_imported(catalog, tmp_path):
     store = Store(tmp_path / "db.sqlite")
     with pytest.raises(InvalidScenarioError):
@@ -244,3 +256,12 @@ def test_a_command_skips_the_store_only_when_no_run_is_stored(catalog, tmp_path)
     assert holds_measurements(tmp_path / "runs.db")
     (tmp_path / "foreign.db").write_bytes(b"not a database")
     assert holds_measurements(tmp_path / "foreign.db")  # the store opens it and names the problem
+
+
+@pytest.mark.parametrize("name", ["runs#1.db", "what?.db", "100%25.db"])
+def test_a_database_name_with_uri_characters_is_read_as_named(tmp_path, name):
+    from inferplan.store_path import holds_measurements
+
+    Store(tmp_path / name).list_measurements()
+    assert not holds_measurements(tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(name)) == []  # no stray file

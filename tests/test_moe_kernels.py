@@ -84,3 +84,14 @@ def test_the_cli_flag_names_the_kernel_and_a_wrong_one_exits_2():
     assert marlin["weights_bytes_per_gpu"] > triton["weights_bytes_per_gpu"]
     bad = runner.invoke(app, [*args, "--moe-kernel", "cutlass"])
     assert bad.exit_code == 2 and "--moe-kernel" in bad.output
+
+
+@pytest.mark.parametrize("model, engine, kernel", [("llama-3.1-8b", "vllm", "nope"), ("llama-3.1-8b", "sglang", "marlin")])
+def test_a_moe_kernel_the_engine_lacks_is_refused_for_any_model(model, engine, kernel):
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(model=model, gpu="h100-sxm", max_model_len=4096, engine=engine, moe_kernel=kernel), CATALOG)
+    assert err.value.field == "moe_kernel"
+
+
+def test_a_moe_kernel_the_engine_has_is_taken_for_a_dense_model():
+    assert fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=4096, moe_kernel="marlin"), CATALOG).fits

@@ -20,7 +20,8 @@ def holds_measurements(path: str | Path) -> bool:
     if not Path(path).is_file():
         return False
     try:
-        db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        # as_uri escapes '#', '?' and '%', which would otherwise end or alter the file name in the URI
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         try:
             return db.execute("SELECT 1 FROM measurements LIMIT 1").fetchone() is not None
         finally:

@@ -269,12 +269,17 @@ class Catalog:
 
     def __getattr__(self, name: str):
         """A section not read yet: unpickled from its bytes now, then kept (called only for a missing
-        attribute, so a section already read costs nothing)."""
+        attribute, so a section already read costs nothing). The section is set before its bytes are
+        dropped, so a thread asking while another reads it (the API's workers) finds one or the other."""
         pending = self.__dict__.get("_pending")
-        if pending is None or name not in pending:
+        data = None if pending is None else pending.get(name)
+        if data is None:
+            if name in self.__dict__:  # read by another thread since this lookup missed it
+                return self.__dict__[name]
             raise AttributeError(name)
-        value = loads_paused(pending.pop(name))
+        value = loads_paused(data)
         object.__setattr__(self, name, value)
+        pending.pop(name, None)
         return value
 
 

@@ -273,7 +273,15 @@ def parse_guidellm(text: str) -> Parsed:
 
 
 def parse_csv(text: str) -> Parsed:
-    reader = csv.DictReader(io.StringIO(text))
+    # newline="": the csv module splits the lines itself, so a file ending its lines in '\r' alone reads too
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        return _csv_points(reader)
+    except csv.Error as exc:  # a field past the module's size limit, ...: the line being read is the next one
+        raise _bad(f"line {reader.line_num + 1}", f"not readable as CSV ({exc})", "csv") from None
+
+
+def _csv_points(reader: csv.DictReader) -> Parsed:
     missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
         raise _bad("line 1", f"the header lacks {', '.join(missing)} (columns: {', '.join(CSV_COLUMNS)})", "csv")

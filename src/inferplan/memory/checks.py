@@ -38,6 +38,15 @@ def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
                                    allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
 
 
+def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:
+    """A named MoE kernel is one the engine has (engine_moe_kernels.yaml), whatever the model: a name
+    that only applies to other experts is checked where it applies (catalog.moe_kernels)."""
+    kernels = [k.id for k in catalog.moe_kernels if k.engine == engine.id]
+    if d.moe_kernel is not None and d.moe_kernel not in kernels:
+        raise InvalidScenarioError(f"{engine.name} has no MoE kernel {d.moe_kernel!r}", field="moe_kernel",
+                                   allowed=", ".join(kernels) or "none: leave it out")
+
+
 def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, tp: int, pp: int) -> EngineDefaults:
     """The deployment's engine, once the model, the engine and the layout are known to go together."""
     if spec.architecture is None and d.kv_bytes_per_token is None:
@@ -57,6 +66,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
                                    field="enable_expert_parallel", allowed=f"leave it off, or an engine that does: {takers}")
     _check_runner(catalog, d, engine)
+    _check_moe_kernel(catalog, d, engine)
     _check_heads(spec, engine.id, tp)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and pp > layers:
