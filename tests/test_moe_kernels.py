@@ -36,6 +36,14 @@ def test_a_named_kernel_overrides_the_release_rule_and_an_unknown_one_is_refused
     assert err.value.field == "moe_kernel" and "marlin" in err.value.allowed
 
 
+@pytest.mark.parametrize("architecture, named, allowed", [
+    ("hopper", "triton-rocm-cdna3", "marlin, triton"), ("ampere", "triton", "marlin")])
+def test_a_named_kernel_no_release_runs_on_the_gpu_generation_is_refused(architecture, named, allowed):
+    with pytest.raises(InvalidScenarioError) as err:
+        moe_kernel(CATALOG, "vllm", "mxfp4", architecture, None, named)
+    assert err.value.field == "moe_kernel" and err.value.allowed == allowed
+
+
 def test_marlin_pads_the_experts_to_its_tile_multiples():
     # gpt-oss: hidden 2880 -> 3072 (256), intermediate 2880 -> 2944 (128) at TP 1, 720 -> 768 at TP 4
     assert padding_factor(2880, 2880, 256, 128) == pytest.approx(3072 * 2944 / 2880**2)
@@ -76,8 +84,8 @@ def test_the_cli_flag_names_the_kernel_and_a_wrong_one_exits_2():
 
     from inferplan.shells.cli import app
 
-    args = ["fit", "--model", "gpt-oss-120b", "--gpu", "a100-80gb", "-tp", "4", "--max-model-len", "16384",
-            "--engine-version", "0.10.1.1", "--json"]
+    args = ["fit", "--model", "gpt-oss-120b", "--gpu", "h100-sxm", "-tp", "2", "--max-model-len", "16384",
+            "--engine-version", "0.10.1.1", "--json"]  # Marlin by the release's rule; an install may run Triton
     runner = CliRunner()
     marlin = yaml.safe_load(runner.invoke(app, args).stdout)
     triton = yaml.safe_load(runner.invoke(app, [*args, "--moe-kernel", "triton"]).stdout)

@@ -75,6 +75,11 @@ def moe_kernel(catalog, engine: str, native_format: str | None, architecture: st
             raise InvalidScenarioError(
                 f"{engine} has no MoE kernel {named!r} for {native_format or 'these'} experts", field="moe_kernel",
                 allowed=", ".join(k.id for k in kernels) or "none: leave it out")
+        runs_here = sorted({r.kernel for r in catalog.moe_kernel_rules if r.engine == engine
+                            and r.native_format == native_format and architecture in r.architectures})
+        if chosen[0].id not in runs_here:  # no release runs it on this GPU generation
+            raise InvalidScenarioError(f"{engine} runs no {named} MoE kernel on {architecture} GPUs",
+                                       field="moe_kernel", allowed=", ".join(runs_here) or "none: leave it out")
         return chosen[0], None
     number = None
     if release is not None:
