@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
-from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import StartupHeadroom
 from inferplan.errors import CatalogError, InvalidScenarioError
 
@@ -238,14 +238,10 @@ def check_memory_rules(catalog) -> None:
     memory_fraction_meaning states."""
     for rule in catalog.memory_rules:
         where = f"memory_rules:{rule.id}"
-        if rule.engine not in catalog.engines:
-            raise CatalogError(f"{where}: unknown engine {rule.engine!r}", field=rule.id)
-        for source in (*rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
-                       *(rule.compute_graph.sources if rule.compute_graph else ()),
-                       *(rule.startup.sources if rule.startup else ()),
-                       *(rule.collective_buffers.sources if rule.collective_buffers else ())):
-            if source not in catalog.sources:
-                raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
+        check_engine_and_sources(catalog, where, rule.id, rule.engine, (
+            *rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
+            *(rule.compute_graph.sources if rule.compute_graph else ()), *(rule.startup.sources if rule.startup else ()),
+            *(rule.collective_buffers.sources if rule.collective_buffers else ())))
         block = catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.memory_rules import parse_engine_version, release_key
-from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 
@@ -98,12 +98,7 @@ def check_moe_kernels(catalog) -> None:
     """Every kernel and rule names a known engine, known sources and constants; every rule a known
     kernel of its format; two rules never cover one release on one architecture."""
     for item in (*catalog.moe_kernels, *catalog.moe_kernel_rules):
-        where = f"moe_kernels:{item.id}"
-        if item.engine not in catalog.engines:
-            raise CatalogError(f"{where}: unknown engine {item.engine!r}", field=item.id)
-        for source in item.sources:
-            if source not in catalog.sources:
-                raise CatalogError(f"{where}: unknown source {source!r}", field=item.id)
+        check_engine_and_sources(catalog, f"moe_kernels:{item.id}", item.id, item.engine, item.sources)
     for k in catalog.moe_kernels:
         if k.extra_scale_copies_constant and k.extra_scale_copies_constant not in catalog.calibration:
             raise CatalogError(f"moe_kernels:{k.id}: unknown calibration constant {k.extra_scale_copies_constant!r}",

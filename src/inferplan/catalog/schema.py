@@ -24,9 +24,19 @@ from inferplan.catalog.provenance import (
     Ratio,
     Watts,
 )
+from inferplan.errors import CatalogError
 from inferplan.inputs import Input
 
 SLUG = r"^[a-z0-9][a-z0-9._-]*$"
+
+
+def check_engine_and_sources(catalog, where: str, record_id: str, engine: str, sources) -> None:
+    """An engine rule's record names an engine and sources the catalogue has (CatalogError at ``where``)."""
+    if engine not in catalog.engines:
+        raise CatalogError(f"{where}: unknown engine {engine!r}", field=record_id)
+    for source in sources:
+        if source not in catalog.sources:
+            raise CatalogError(f"{where}: unknown source {source!r}", field=record_id)
 
 
 class Frozen(Input):

@@ -17,7 +17,7 @@ import datetime as dt
 from pydantic import Field, model_validator
 
 from inferplan.catalog.provenance import Bytes, Count, Kind
-from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.errors import CatalogError
 
 
@@ -60,11 +60,7 @@ def check_weight_rules(catalog) -> None:
     formats = {q.native_format for q in catalog.quantizations if q.native_format}
     for rule in catalog.weight_rules:
         where = f"weight_rules:{rule.id}"
-        if rule.engine not in catalog.engines:
-            raise CatalogError(f"{where}: unknown engine {rule.engine!r}", field=rule.id)
-        for source in rule.sources:
-            if source not in catalog.sources:
-                raise CatalogError(f"{where}: unknown source {source!r}", field=rule.id)
+        check_engine_and_sources(catalog, where, rule.id, rule.engine, rule.sources)
         unknown = sorted(set(rule.architectures) - architectures)
         if unknown:
             raise CatalogError(f"{where}: unknown GPU architectures {unknown}", field=rule.id,
