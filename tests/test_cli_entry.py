@@ -37,3 +37,18 @@ def test_the_lean_app_answers_as_the_whole_app(args):
     whole = runner.invoke(app, args, prog_name="inferplan")
     lean = runner.invoke(app_for(args), args, prog_name="inferplan")
     assert (lean.exit_code, lean.output) == (whole.exit_code, whole.output)
+
+
+def test_the_console_entry_writes_everything_and_keeps_the_exit_status(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inferplan = str(Path(sys.executable).parent / "inferplan")
+    whole = runner.invoke(app, ["fits", "--json"], prog_name="inferplan").output
+    done = subprocess.run([inferplan, "fits", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == whole  # flushed in full before the process ends
+    bad = subprocess.run([inferplan, "fit", "--model", "nope", "--gpu", "h100"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--model" in bad.stderr
+    closed = subprocess.run(f"{inferplan} fits | head -1", shell=True, capture_output=True, text=True)
+    assert closed.stdout.startswith("What fits") and "Traceback" not in closed.stderr

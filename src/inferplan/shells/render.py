@@ -271,7 +271,7 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     for i, col in enumerate(["model", "quant", *headers]):
         table.add_column(col, no_wrap=True, justify="left" if i < 2 else "right")
     for r in body:
-        table.add_row(*r)
+        table.add_row(*r[:2], *map(_grid_text, r[2:]))
     lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
     context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)")
     legend = [] if headers == hardware else [
@@ -293,6 +293,16 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
 
 
 FOLD_ROWS = 20  # a grid longer than this lists the models that fit nowhere below it instead of as rows
+
+
+def _grid_text(cell: str) -> Text:
+    """A grid cell as rich text: the few cell forms ``_fits_cell`` writes, styled without parsing markup
+    (a grid has hundreds of cells)."""
+    for tag, style in (("[green]", "green"), ("[red]", "red")):
+        if cell.startswith(tag):
+            head, _, rest = cell[len(tag):].partition("[/]")
+            return Text.assemble((head, style), rest)
+    return Text(cell)
 
 
 def _fits_cell(c: FitsCell | None) -> str:
