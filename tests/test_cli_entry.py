@@ -52,3 +52,41 @@ def test_the_console_entry_writes_everything_and_keeps_the_exit_status(tmp_path)
     assert bad.returncode == 2 and "--model" in bad.stderr
     closed = subprocess.run(f"{inferplan} fits | head -1", shell=True, capture_output=True, text=True)
     assert closed.stdout.startswith("What fits") and "Traceback" not in closed.stderr
+
+
+USAGE_ERRORS = [  # what the option parser refuses -> the flag the one line names, and what it says is allowed
+    (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "abc"], "--gpus", "a whole number"),
+    (["perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "1.5"], "--input-len", "a whole number"),
+    (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--host-memory-gb", "lots"], "--host-memory-gb", "a number"),
+    (["fit", "--model", "llama-3.1-8b", "--gpux", "H100"], "--gpux", "closest: --gpu, --gpus"),
+    (["fit", "--gpu", "H100"], "--model", None),
+    (["fit", "--model"], "--model", None),
+    (["nope"], None, "fit, fits, validate"),
+]
+
+
+@pytest.mark.parametrize(("args", "flag", "allowed"), USAGE_ERRORS, ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_the_console_entry_gives_usage_errors_the_one_line_contract(args, flag, allowed):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inferplan = str(Path(sys.executable).parent / "inferplan")
+    done = subprocess.run([inferplan, args[0], "--json", *args[1:]], capture_output=True, text=True)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"error: {flag}: " if flag else "error: ")
+    error = json.loads(done.stdout)["error"]
+    assert error["field"] == flag
+    if allowed:
+        assert allowed in lines[0] and allowed in error["allowed"]
+
+
+def test_a_bare_group_still_shows_its_help():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "catalog"], capture_output=True, text=True)
+    assert done.returncode == 2 and "list" in done.stdout + done.stderr and "error:" not in done.stderr

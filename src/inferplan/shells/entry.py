@@ -13,6 +13,9 @@ or returns:
   instead of every 700: a plan allocates short-lived results by the hundred thousand, few of them in
   cycles, and each collection costs a pass over the young ones. Garbage in cycles is still freed, in
   larger batches.
+- Usage errors typer finds before a command runs (an unknown flag, a value of the wrong type) are
+  printed as the one line every input error gets (``cli_usage``), so the app runs with typer's
+  standalone mode off and the entry turns its outcome into the exit status.
 - The process ends with ``os._exit`` once the output is flushed, skipping the interpreter's teardown,
   which frees every module and catalogue object one by one, a fifth of a short command's time, for
   nothing the command still needs: files are closed by the commands that wrote them and every database
@@ -38,12 +41,23 @@ def main() -> None:
         gc.freeze()
         gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *gc.get_threshold()[1:])
         gc.enable()
+    from typer import Abort
+
+    from inferplan.shells.cli_usage import click_errors
+
     try:
-        app()
+        done = app(standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
+    except click_errors.ClickException as exc:
+        from inferplan.shells.cli_usage import refuse
+
+        code = refuse(exc)
+    except Abort:  # end of input at a prompt
+        print("Aborted!", file=sys.stderr)
+        code = 1
     else:
-        code = 0
+        code = done if isinstance(done, int) else 0  # typer.Exit(n) comes back as n
     if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, status 1
         print(code, file=sys.stderr)
         code = 1

@@ -1,0 +1,93 @@
+"""Command-line usage errors as the one line every other input error gets.
+
+Typer refuses an unknown flag, a value of the wrong type, a missing option or a stray argument
+before a command runs, in a boxed panel of its own. ``inferplan`` turns each into
+``error: --flag: message (allowed: …)`` on stderr with exit status 2 (and, under ``--json``, the
+error as JSON on stdout), as ``cli_common.fail`` does for the library's errors, so a script or a
+person reads one contract. A bare group (``inferplan catalog``) still shows its help, as typer does.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from inferplan.shells.cli_common import fail
+
+def _click_errors():
+    """click's exception classes as typer raises them: a vendored click from typer 0.2x, click itself before."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
+click_errors = _click_errors()
+
+# pydantic's error type for a value typer could not convert -> what the flag takes
+ALLOWED_BY_ERROR_TYPE = {
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_parsing": "a number",
+    "bool_parsing": "true or false",
+}
+
+
+def refuse(exc: click_errors.ClickException) -> int:
+    """Print ``exc`` as one line (or the group's help for a bare group) and return the exit status."""
+    if isinstance(exc, click_errors.NoArgsIsHelpError):
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+        return exc.exit_code
+    message, field, allowed = describe(exc)
+    try:
+        fail(f"{field}: {message}" if field else message, field=field, allowed=allowed, detail=message)
+    except typer.Exit as done:
+        return done.exit_code
+    return 2  # pragma: no cover - fail always exits
+
+
+def describe(exc) -> tuple[str, str | None, str | None]:
+    """(message, flag, allowed) for a usage error; the message ends with its ``allowed`` part."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "inferplan"
+    if isinstance(exc, click_errors.NoSuchOption):
+        closest = sorted(exc.possibilities or ())
+        allowed = f"the options '{command} --help' lists" + (f"; closest: {', '.join(closest)}" if closest else "")
+        return f"no such option of '{command}' (allowed: {allowed})", exc.option_name, allowed
+    if isinstance(exc, click_errors.BadOptionUsage):
+        return "needs a value", exc.option_name, None
+    param = getattr(exc, "param", None)
+    flag = _flag(param) if param is not None else None
+    if isinstance(exc, click_errors.MissingParameter):
+        return f"required by '{command}'", flag, None
+    if isinstance(exc, click_errors.BadParameter):
+        error = _first_conversion_error(exc)
+        if error is not None and error["type"] in ALLOWED_BY_ERROR_TYPE:
+            allowed = ALLOWED_BY_ERROR_TYPE[error["type"]]
+            return f"cannot read {error['input']!r} (allowed: {allowed})", flag, allowed
+        return exc.message, flag, None
+    group = ctx.command if ctx is not None else None
+    if group is not None and hasattr(group, "list_commands"):  # a group: an unknown sub-command
+        allowed = ", ".join(group.list_commands(ctx))
+        return f"{exc.format_message()} (allowed: {allowed})", None, allowed
+    return f"{exc.format_message()}; '{command} --help' lists what it takes", None, None
+
+
+def _flag(param) -> str | None:
+    """The option's long name (``--gpus``), else its first name."""
+    names = list(getattr(param, "opts", ()) or ())
+    longs = [n for n in names if n.startswith("--")]
+    return (longs or names or [None])[0]
+
+
+def _first_conversion_error(exc: click_errors.BadParameter) -> dict | None:
+    """The pydantic error behind a value typer could not convert, if that is the cause."""
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if not callable(errors):
+        return None
+    found = errors()
+    return found[0] if found else None
