@@ -150,7 +150,8 @@ def test_the_launch_command_comes_from_the_deploy_package_when_the_build_has_it(
 
     d = Deployment(model="llama-3.1-8b", gpu="h100")
     fake = types.ModuleType("inferplan.deploy")
-    fake.launch_command = lambda dep, catalog: types.SimpleNamespace(argv=("vllm", "serve", dep.model), text=f"vllm serve {dep.model}")
+    fake.launch_command = lambda dep, catalog: types.SimpleNamespace(argv=("vllm", "serve", dep.model),
+                                                                          script=f"vllm serve {dep.model}")
     monkeypatch.setitem(sys.modules, "inferplan.deploy", fake)
     pack = acceptance_pack(d, "chat-seat", load_catalog())
     assert pack.launch_from == "inferplan deploy" and pack.launch.text == "vllm serve llama-3.1-8b"

@@ -6,6 +6,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import tempfile
 import typing
 
 import pytest
@@ -223,9 +224,9 @@ def test_disaggregation_roles(catalog):
     ("llamacpp", {"gpu_memory_utilization": 0.9}, {}, "gpu_memory_utilization"),
     ("llamacpp", {}, {"role": "prefill"}, "role"),
     ("llamacpp", {"pipeline_parallel_size": 2}, {}, "pipeline_parallel_size"),
-    ("trtllm", {"data_parallel_size": 2}, {}, "data_parallel_size"),
-    ("trtllm", {"kv_cache_dtype": "fp8"}, {}, "kv_cache_dtype"),
-    ("trtllm", {}, {"speculative": Speculative(tokens=3)}, "speculative"),
+    ("trtllm", {"data_parallel_size": 2, "tensor_parallel_size": 2}, {}, "data_parallel_size"),
+    ("trtllm", {"kv_cache_dtype": "bf16"}, {}, "kv_cache_dtype"),
+    ("trtllm", {}, {"speculative": Speculative(tokens=3)}, "speculative.method"),
     ("mlx", {"tensor_parallel_size": 2}, {}, "tensor_parallel_size"),
     ("mlx", {"max_model_len": 4096}, {}, "max_model_len"),
     ("sglang", {"kv_cache_dtype": "fp16"}, {}, "kv_cache_dtype"),
@@ -243,10 +244,38 @@ def test_engine_takes_answers_what_a_search_may_vary(catalog):
 
     assert engine_takes(catalog, "vllm", "enable_expert_parallel") and engine_takes(catalog, "sglang", "disaggregation")
     assert not engine_takes(catalog, "llamacpp", "enable_expert_parallel")
-    assert not engine_takes(catalog, "trtllm", "speculative") and not engine_takes(catalog, "mlx", "disaggregation")
+    assert not engine_takes(catalog, "mlx", "disaggregation") and not engine_takes(catalog, "mlx", "data_parallel_size")
+    for setting in ("speculative", "data_parallel_size", "kv_cache_dtype"):  # in TensorRT-LLM's options file
+        assert engine_takes(catalog, "trtllm", setting)
     for engine in ENGINES:  # what it says it takes, launch_command emits without an error
         if engine_takes(catalog, engine, "gpu_memory_utilization"):
             launch_command(_deployment(engine, gpu_memory_utilization=0.8), catalog)
+
+
+def test_trtllm_takes_data_parallel_kv_dtype_and_mtp_from_its_options_file(catalog):
+    d = Deployment(model="qwen3-235b-a22b", system="hgx-b200", engine="trtllm", quantization="fp8-block",
+                   kv_cache_dtype="fp8", tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True)
+    cmd = launch_command(d, catalog, speculative=Speculative(method="mtp", tokens=3))
+    assert (_value(cmd.argv, "--tp_size"), _value(cmd.argv, "--ep_size")) == ("8", "8")  # attention DP across 8 ranks
+    [options] = cmd.files
+    assert _value(cmd.argv, "--extra_llm_api_options") == options.path == "extra_llm_api_options.yaml"
+    assert yaml.safe_load(options.text) == {"enable_attention_dp": True, "kv_cache_config": {"dtype": "fp8"},
+                                            "speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 3}}
+    flags = engine_flags(catalog, "trtllm").options_file
+    assert set(yaml.safe_load(options.text)) <= set(flags.accepted_keys)
+    written = subprocess.run(["sh", "-c", cmd.script.replace(cmd.text, "cat extra_llm_api_options.yaml")],
+                             capture_output=True, text=True, cwd=tempfile.mkdtemp())
+    assert written.returncode == 0 and written.stdout == options.text  # the script writes the file the command reads
+    plain = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", engine="trtllm"), catalog)
+    assert plain.files == () and plain.script == plain.text and "--extra_llm_api_options" not in plain.argv
+    docs = list(yaml.safe_load_all(kubernetes_manifest(d, catalog, speculative=Speculative(method="mtp", tokens=3))))
+    assert [doc["kind"] for doc in docs] == ["ConfigMap", "Deployment", "Service"]
+    pod = docs[1]["spec"]["template"]["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "options")
+    args = pod["containers"][0]["args"]
+    assert args[args.index("--extra_llm_api_options") + 1] == f"{mount['mountPath']}/extra_llm_api_options.yaml"
+    assert yaml.safe_load(docs[0]["data"]["extra_llm_api_options.yaml"]) == yaml.safe_load(options.text)
+    assert next(v for v in pod["volumes"] if v["name"] == "options")["configMap"]["name"] == docs[0]["metadata"]["name"]
 
 
 def _manifest(catalog, d: Deployment, **kwargs) -> tuple[dict, dict]:

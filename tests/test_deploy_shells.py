@@ -45,7 +45,7 @@ def test_cli_k8s_is_two_yaml_documents():
 
 @pytest.mark.parametrize(("args", "flag"), [
     (["--engine", "llamacpp", "--enable-expert-parallel"], "--enable-expert-parallel"),
-    (["--engine", "trtllm", "--speculative-tokens", "2"], "--speculative-tokens"),
+    (["--engine", "trtllm", "--speculative-tokens", "2"], "--speculative-method"),
     (["--speculative-method", "draft_model", "--speculative-tokens", "2"], "--draft-model"),
     (["--speculative-tokens", "500"], "--speculative-tokens"),
     (["--engine", "mlx", "--format", "k8s"], "--format"),

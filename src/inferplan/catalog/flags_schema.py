@@ -4,7 +4,10 @@ names carries each planned setting (``data/engine_flags.yaml``).
 A record names the engine's launcher, its container image and health path, one ``FlagRule`` per
 setting the engine accepts from the command line, and ``accepted``: every argument name the
 engine's parser accepted at the stated version, so a test can check each emitted flag against the
-engine's own list. A setting missing from ``settings`` is one the engine's launcher does not take.
+engine's own list. An engine that takes some settings only from a YAML file named on its command
+line (TensorRT-LLM's ``--extra_llm_api_options``) has an ``OptionsFile``: the key each such setting
+is written at, and the top-level keys the engine's option model accepts. A setting in neither is
+one the engine's launcher does not take.
 """
 
 from typing import Literal
@@ -56,6 +59,38 @@ class FlagRule(Frozen):
     note: str | None = None
 
 
+class OptionRule(Frozen):
+    """One setting an engine takes from its options file: the key it is written at and its value."""
+
+    key: str = Field(pattern=r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")  # dotted path (kv_cache_config.dtype)
+    value: str | bool | None = None  # the key always takes this value (enable_attention_dp: true)
+    values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
+    no_flag: tuple[str, ...] = ()  # inferplan ids that need no entry (the engine's default)
+    # data_parallel_size on TensorRT-LLM: the data-parallel ranks are also the ranks of this size
+    # (attention data parallel runs across the tensor-parallel ranks), so this size is multiplied by it
+    folds_into: Setting | None = None
+    source: str
+    note: str | None = None
+
+
+class OptionsFile(Frozen):
+    """A YAML file of engine options, named on the command line by ``flag``."""
+
+    flag: str
+    file_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    settings: dict[Setting, OptionRule] = Field(min_length=1)
+    accepted_keys: tuple[str, ...] = Field(min_length=1)  # the option model's top-level keys
+    accepted_source: str
+    source: str
+
+    @model_validator(mode="after")
+    def _keys_accepted(self) -> "OptionsFile":
+        unknown = sorted({rule.key.split(".")[0] for rule in self.settings.values()} - set(self.accepted_keys))
+        if unknown:
+            raise ValueError(f"option keys not in accepted_keys: {', '.join(unknown)}")
+        return self
+
+
 class LaterFlags(Frozen):
     """Flags a later release of the engine accepts than the one ``accepted`` was read at: a command
     that emits one says which release it needs and runs in ``images`` instead of the record's."""
@@ -68,9 +103,11 @@ class LaterFlags(Frozen):
 
 
 class SpeculativeRule(Frozen):
-    """Speculative decoding: JSON under one flag (``json_flag``) or one flag per field."""
+    """Speculative decoding: JSON under one flag (``json_flag``), one flag per field, or a mapping at
+    ``options_key`` of the engine's options file."""
 
     json_flag: str | None = None
+    options_key: str | None = None
     fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
     fields_by_method: dict[str, dict[str, SpeculativeValue]] = {}  # a method whose fields differ (SGLang NGRAM)
     methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
@@ -112,6 +149,7 @@ class EngineFlags(Frozen):
     settings: dict[Setting, FlagRule] = {}
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
+    options_file: OptionsFile | None = None
     default_port: int = Field(ge=1, le=65535)
     port_source: str
     images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
@@ -141,7 +179,9 @@ class EngineFlags(Frozen):
         """Every option name this record can emit."""
         named = [f for rule in self.settings.values() for f in (*rule.switches, *rule.flags)]
         named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
-        if self.speculative:
+        if self.options_file:
+            named.append(self.options_file.flag)
+        if self.speculative and not self.speculative.options_key:
             spec = self.speculative
             named += [spec.json_flag] if spec.json_flag else [f for fields in (spec.fields, *spec.fields_by_method.values())
                                                               for f in fields]
@@ -155,6 +195,9 @@ class EngineFlags(Frozen):
         unknown = sorted(set(self.named_flags()) - self.accepts())
         if unknown:
             raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
+        key = self.speculative.options_key if self.speculative else None
+        if key is not None and (self.options_file is None or key not in self.options_file.accepted_keys):
+            raise ValueError(f"speculative options_key {key!r} is not a key of the engine's options file")
         return self
 
 
@@ -186,7 +229,9 @@ def check_engine_flags(catalog) -> None:
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()), *(later.source for later in flags.accepted_later),
                  *((flags.speculative.source,) if flags.speculative else ()),
-                 *((flags.disaggregation.source,) if flags.disaggregation else ())]
+                 *((flags.disaggregation.source,) if flags.disaggregation else ()),
+                 *((flags.options_file.source, flags.options_file.accepted_source,
+                    *(r.source for r in flags.options_file.settings.values())) if flags.options_file else ())]
         for source in named:
             if source not in catalog.sources:
                 raise CatalogError(f"engine_flags:{flags.id}: unknown source {source!r}", field=flags.id)

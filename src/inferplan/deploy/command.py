@@ -1,8 +1,10 @@
 """The command that starts one serving instance of a planned deployment.
 
 Every flag name and value mapping comes from ``catalog/data/engine_flags.yaml``; this module only
-chooses which settings a deployment states. A setting the engine cannot take raises
-``UnsupportedSettingError`` naming the setting and the engine.
+chooses which settings a deployment states. A setting the engine takes only from its options file
+(TensorRT-LLM's ``--extra_llm_api_options`` YAML) is written there, and the command carries the
+file (``LaunchFile``) and a ``script`` that writes it before starting the engine. A setting the
+engine cannot take raises ``UnsupportedSettingError`` naming the setting and the engine.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import json
 import shlex
 from typing import Literal
 
+import yaml
 from pydantic import Field
 
-from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, flags_for
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
 from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
@@ -36,12 +39,21 @@ class Speculative(Input):
     draft_model: str | None = Field(None, min_length=1, description="draft checkpoint (draft_model, eagle3)")
 
 
+class LaunchFile(Input):
+    """A file the command reads, written before it starts (an engine's options file)."""
+
+    path: str  # as the command names it
+    text: str
+
+
 class LaunchCommand(Input):
     engine: str
     engine_version: str  # the release the flag names were read at
     role: Role
     argv: tuple[str, ...]
     text: str  # argv as one shell line, each argument quoted where the shell needs it
+    files: tuple[LaunchFile, ...] = ()
+    script: str  # shell lines that write ``files`` (a here-document each), then ``text``
     checkpoint: str  # what is served: a Hugging Face repo, a GGUF file or the model as given
     port: int
     notes: tuple[str, ...] = ()
@@ -59,27 +71,31 @@ def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
 
 def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
     """Whether ``engine``'s launcher takes ``setting`` (a Deployment field, ``speculative`` or
-    ``disaggregation``): what a search may vary on that engine without a launch error."""
+    ``disaggregation``) as a flag or in its options file: what a search may vary on that engine
+    without a launch error."""
     flags = engine_flags(catalog, engine)
     if setting == "speculative":
         return flags.speculative is not None
     if setting == "disaggregation":
         return flags.disaggregation is not None
-    return setting in flags.settings
+    return setting in flags.settings or _option_rule(flags, setting) is not None
 
 
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
-                   speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None) -> LaunchCommand:
-    """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated)."""
+                   speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
+                   files_dir: str | None = None) -> LaunchCommand:
+    """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
+    options file is named by its bare name, or under ``files_dir`` (where a container mounts it)."""
     catalog = catalog or load_catalog()
     d = as_launched(d, catalog)  # --gpus alone: the layout fit and perf plan, written into the sizes
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
     port = port or flags.default_port
     argv = [*flags.launcher, *served.argv]
-    argv += _parallel_args(d, flags)
+    options: dict = {}  # what goes to the engine's options file
+    argv += _parallel_args(d, flags, options)
     argv += _quantization_args(served, flags)
-    argv += _kv_args(d, catalog, flags)
+    argv += _kv_args(d, catalog, flags, options)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
         value = getattr(d, setting)
@@ -89,18 +105,31 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
     if speculative is not None:
-        argv += _speculative_args(speculative, flags)
+        argv += _speculative_args(speculative, flags, options)
     if role != "both":
         argv += _role_args(role, flags)
     argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
+    files = ()
+    if options:
+        name = flags.options_file.file_name
+        files = (LaunchFile(path=f"{files_dir.rstrip('/')}/{name}" if files_dir else name,
+                            text=yaml.safe_dump(options, sort_keys=False)),)
+        argv += [flags.options_file.flag, files[0].path]
     argv_t = tuple(str(a) for a in argv)
     later = later_release(argv_t, flags)
     version = flags.version if later is None else later.version
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
                                         f"{flags.engine} {later.version}, not {flags.version}",)
-    return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=shlex.join(argv_t),
+    text = shlex.join(argv_t)
+    return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=text, files=files,
+                         script="\n".join([*(_here_document(f) for f in files), text]),
                          checkpoint=served.checkpoint, port=port,
                          notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags)))
+
+
+def _here_document(f: LaunchFile) -> str:
+    """Shell lines that write ``f`` (a quoted here-document: nothing in it is expanded)."""
+    return f"cat > {shlex.quote(f.path)} <<'EOF'\n{f.text.rstrip(chr(10))}\nEOF"
 
 
 def later_release(argv: tuple[str, ...], flags: EngineFlags) -> LaterFlags | None:
@@ -111,9 +140,28 @@ def later_release(argv: tuple[str, ...], flags: EngineFlags) -> LaterFlags | Non
 def _rule(flags: EngineFlags, setting: str) -> FlagRule:
     rule = flags.settings.get(setting)
     if rule is None:
-        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
-                                      allowed=f"leave {setting} out, or an engine that takes it")
+        _no_launch(flags, setting)
     return rule
+
+
+def _option_rule(flags: EngineFlags, setting: str) -> OptionRule | None:
+    """The options-file entry of a setting the launcher has no flag for."""
+    if setting in flags.settings or flags.options_file is None:
+        return None
+    return flags.options_file.settings.get(setting)
+
+
+def _set_option(options: dict, key: str, value: object) -> None:
+    """Write ``value`` at a dotted ``key`` of the nested options."""
+    *parents, last = key.split(".")
+    for part in parents:
+        options = options.setdefault(part, {})
+    options[last] = value
+
+
+def _no_launch(flags: EngineFlags, setting: str) -> None:
+    raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
+                                  allowed=f"leave {setting} out, or an engine that takes it")
 
 
 def _emit(rule: FlagRule, value: object) -> list[str]:
@@ -128,15 +176,24 @@ def _number(value: object) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _parallel_args(d: Deployment, flags: EngineFlags) -> list[str]:
+def _parallel_args(d: Deployment, flags: EngineFlags, options: dict) -> list[str]:
     argv: list[str] = []
-    for setting in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
-        value = getattr(d, setting)
-        if value is not None and value > 1:
+    sizes = {s: getattr(d, s) or 1 for s in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")}
+    folded = _option_rule(flags, "data_parallel_size")
+    if folded is not None and folded.folds_into and sizes["data_parallel_size"] > 1:  # TensorRT-LLM attention DP
+        if sizes[folded.folds_into] > 1:
+            raise UnsupportedSettingError(
+                f"{flags.engine} runs data-parallel ranks as {folded.folds_into} ranks ({folded.key}), so it cannot also "
+                f"split each rank {sizes[folded.folds_into]} ways", field="data_parallel_size",
+                allowed=f"{folded.folds_into} 1 with data_parallel_size, or no data parallelism")
+        _set_option(options, folded.key, folded.value)
+        sizes[folded.folds_into] *= sizes.pop("data_parallel_size")
+    for setting, value in sizes.items():
+        if value > 1:
             argv += _emit(_rule(flags, setting), value)
     if d.enable_expert_parallel:
         rule = _rule(flags, "enable_expert_parallel")
-        argv += _emit(rule, getattr(d, rule.value_from) if rule.value_from else True)
+        argv += _emit(rule, sizes.get(rule.value_from, getattr(d, rule.value_from, None)) if rule.value_from else True)
     _one_value_per_flag(argv, flags)
     return argv
 
@@ -189,10 +246,17 @@ def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:
     return _emit(rule, served.quantization)
 
 
-def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags) -> list[str]:
+def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict) -> list[str]:
     if d.kv_cache_dtype == "auto":
         return []
     kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
+    option = _option_rule(flags, "kv_cache_dtype")
+    if option is not None and kv.id not in option.no_flag:
+        if kv.id not in option.values:
+            raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no option value for a {kv.id} KV cache",
+                                          field="kv_cache_dtype", allowed="auto, " + ", ".join(sorted(option.values)))
+        _set_option(options, option.key, option.values[kv.id])
+        return []
     rule = _rule(flags, "kv_cache_dtype")
     if kv.id in rule.no_flag:
         return []
@@ -202,7 +266,7 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags) -> list[str]:
     return _emit(rule, kv.id)
 
 
-def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
+def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> list[str]:
     rule = flags.speculative
     if rule is None:
         raise UnsupportedSettingError(f"{flags.engine} {flags.version} takes no speculative-decoding flags at launch",
@@ -217,6 +281,9 @@ def _speculative_args(spec: Speculative, flags: EngineFlags) -> list[str]:
     given = {"method": rule.methods[spec.method], "tokens": spec.tokens, "tokens_plus_one": spec.tokens + 1,
              "draft_model": spec.draft_model, "one": 1}
     values = {key: given[what] for key, what in fields.items() if given[what] is not None}
+    if rule.options_key:
+        _set_option(options, rule.options_key, values)
+        return []
     if rule.json_flag:
         return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
     return [part for flag, value in values.items() for part in (flag, str(value))]

@@ -4,7 +4,8 @@ Built as dicts and written with ``yaml.safe_dump``: one pod per serving instance
 requested and limited through the vendor's device-plugin resource), as many replicas as the plan
 has instances, a memory-backed /dev/shm, the engine's image and a readiness probe on its health
 path. Image, shared-memory size, health path and resource names are data
-(``catalog/data/engine_flags.yaml``).
+(``catalog/data/engine_flags.yaml``). A command that reads an options file (TensorRT-LLM's
+``--extra_llm_api_options``) gets it from a ConfigMap, mounted read-only at ``OPTIONS_DIR``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from inferplan.memory.hardware import resolve_hardware
 from inferplan.units import GiB, MiB
 
 READINESS_PERIOD_S = 10  # assumed: how often the probe asks once the pod runs
+OPTIONS_DIR = "/etc/inferplan"  # where a pod finds the command's options file
 READINESS_FAILURES = 180  # assumed: 30 minutes of failed probes (large checkpoints load slowly) before not-ready
 
 
@@ -35,10 +37,11 @@ def instance_gpus(d: Deployment) -> int:
 
 def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                         speculative: Speculative | None = None, name: str | None = None) -> str:
-    """Two YAML documents: an apps/v1 Deployment and a v1 Service for ``d``."""
+    """YAML documents for ``d``: an apps/v1 Deployment and a v1 Service, after a v1 ConfigMap holding
+    the command's options file when it has one."""
     catalog = catalog or load_catalog()
     d = as_launched(d, catalog)  # --gpus alone: the layout fit and perf plan, written into the sizes
-    command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST)
+    command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR)
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
@@ -64,7 +67,8 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
         "spec": {
             "replicas": hw.gpus // per_pod,
             "selector": {"matchLabels": labels()},
-            "template": {"metadata": {"labels": labels()}, "spec": _pod(command, flags, image, resource.resource, per_pod)},
+            "template": {"metadata": {"labels": labels()},
+                         "spec": _pod(command, flags, image, resource.resource, per_pod, f"{app}-options")},
         },
     }
     service = {
@@ -73,11 +77,24 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
         "metadata": {"name": app, "labels": labels()},
         "spec": {"selector": labels(), "ports": [{"name": "http", "port": command.port, "targetPort": "http"}]},
     }
-    return yaml.safe_dump_all([deployment, service], sort_keys=False)
+    options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
+                "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
+    return yaml.dump_all([*options, deployment, service], Dumper=_Dumper, sort_keys=False)
 
 
-def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int) -> dict:
+class _Dumper(yaml.SafeDumper):
+    """``yaml.safe_dump`` with a text of several lines (a ConfigMap's file) as a literal block."""
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
+def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, options_map: str) -> dict:
     volumes, mounts = [], []
+    if command.files:
+        volumes.append({"name": "options", "configMap": {"name": options_map}})
+        mounts.append({"name": "options", "mountPath": OPTIONS_DIR, "readOnly": True})
     if flags.shm_bytes is not None:
         size = _quantity(flags.shm_bytes.value)
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}})
@@ -113,7 +130,7 @@ class LaunchPlan(Input):
     """How to launch a deployment: its command, and the Kubernetes manifest when one was asked for."""
 
     command: LaunchCommand
-    manifest: str | None = None  # two YAML documents (Deployment, Service)
+    manifest: str | None = None  # YAML documents (ConfigMap when the command reads a file, Deployment, Service)
 
 
 def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format: Literal["shell", "k8s"] = "shell",

@@ -83,7 +83,7 @@ def _launch(d: Deployment, catalog: Catalog, repo: str) -> tuple[Command, str]:
         deploy = None
     if deploy is not None:
         cmd = deploy.launch_command(d, catalog)
-        return Command(client="launch", format=None, concurrency=None, argv=tuple(cmd.argv), text=cmd.text, result=None,
+        return Command(client="launch", format=None, concurrency=None, argv=tuple(cmd.argv), text=cmd.script, result=None,
                        source="inferplan deploy"), "inferplan deploy"
     table = clients()["launch"].get(catalog.engine(d.engine).id)
     if table is None:

@@ -20,7 +20,7 @@ def _readme(p: AcceptancePack) -> str:
         f"at concurrency {', '.join(map(str, p.concurrencies))} (what the KV cache holds, of the sweep).",
         "",
         f"1. Start the engine (`launch.sh`; the command is from {p.launch_from}):",
-        "", f"       {p.launch.text}", "",
+        "", "   ```sh", *(f"   {line}" for line in p.launch.text.splitlines()), "   ```", "",
         "2. Run the load tests in `benchmarks.sh` (any one client is enough; each writes under `results/`).",
         "3. Record what `checklist.md` asks for.",
         "4. Import the results and see the planner's prediction beside them:",

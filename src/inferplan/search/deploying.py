@@ -22,7 +22,7 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *,
 
     roles = [("prefill", *prefill), ("decode", d, cell)] if prefill is not None else [("both", d, cell)]
     try:
-        return "\n".join(launch_command(dep, catalog, role=role, speculative=drafts(c)).text for role, dep, c in roles)
+        return "\n".join(launch_command(dep, catalog, role=role, speculative=drafts(c)).script for role, dep, c in roles)
     except InferplanError as exc:
         return f"no launch command: {exc.describe()}"
 

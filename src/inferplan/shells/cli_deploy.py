@@ -54,7 +54,7 @@ def deploy_cmd(
         return
     for note in plan.command.notes:
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.command.text, highlight=False)
+    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.command.script, highlight=False)
 
 
 def _call(fn, *args, **kwargs):
