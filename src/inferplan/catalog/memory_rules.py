@@ -41,6 +41,15 @@ def release_key(release: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+class SamplerBackend(Frozen):
+    """A top-k/top-p sampler an install may run in place of the rule's default one (vLLM V1: FlashInfer's
+    rejection sampler where flashinfer is importable and enabled), with its bytes per (row × vocab entry)."""
+
+    backend: Literal["flashinfer", "pytorch"]  # Deployment.topk_topp_sampler
+    sampler_constant: str  # calibration.yaml id
+    sources: tuple[str, ...] = Field(min_length=1)
+
+
 class ActivationProfile(Frozen):
     """How the engine sizes the memory its forward pass needs outside the KV cache."""
 
@@ -49,6 +58,8 @@ class ActivationProfile(Frozen):
     # ubatch of logits; generic: a workspace per token × hidden; outside_fraction: not counted
     model: Literal["sampler_and_forward", "llamacpp_logits", "generic", "outside_fraction"]
     sampler_constant: str | None = None  # calibration.yaml id, bytes per (row × vocab entry)
+    # the sampler pass of an install that names another top-k/top-p backend (None named: sampler_constant)
+    sampler_backends: tuple[SamplerBackend, ...] = ()
     forward_constant: str | None = None  # calibration.yaml id, bytes per (token × hidden / TP)
     # the tokens of the profiled batch when max_num_batched_tokens is not stated: the engine's default
     # (engines.yaml), or the max_model_len, at least `profile_tokens_floor` (V0 without chunked prefill)
@@ -58,6 +69,12 @@ class ActivationProfile(Frozen):
     # `chunked_prefill_tokens` (None: the engine never turns it on by itself)
     chunked_prefill_above_tokens: int | None = Field(None, ge=1)
     chunked_prefill_tokens: int | None = Field(None, ge=1)
+
+    def sampler_constant_for(self, backend: str | None) -> str | None:
+        """The calibration id of the sampler pass's bytes per (row × vocab entry) with ``backend``
+        (Deployment.topk_topp_sampler; None or a backend the rule does not list: the rule's own)."""
+        named = [b.sampler_constant for b in self.sampler_backends if b.backend == backend]
+        return named[0] if named else self.sampler_constant
 
     @model_validator(mode="after")
     def _constants_named(self) -> "ActivationProfile":
@@ -165,7 +182,8 @@ class MemoryRule(Frozen):
         a = self.activation
         graph = self.compute_graph.activation_constant if self.compute_graph else None
         nvls = self.collective_buffers.bytes_per_rank_constant if self.collective_buffers else None
-        return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph, self.start_constant,
+        return tuple(c for c in (a.sampler_constant, *(b.sampler_constant for b in a.sampler_backends), a.forward_constant,
+                                 self.cuda_graph_constant, graph, self.start_constant,
                                  *(self.non_torch_constants or ()), nvls,
                                  *(self.startup.constant_ids() if self.startup else ())) if c)
 
@@ -241,7 +259,8 @@ def check_memory_rules(catalog) -> None:
         check_engine_and_sources(catalog, where, rule.id, rule.engine, (
             *rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
             *(rule.compute_graph.sources if rule.compute_graph else ()), *(rule.startup.sources if rule.startup else ()),
-            *(rule.collective_buffers.sources if rule.collective_buffers else ())))
+            *(rule.collective_buffers.sources if rule.collective_buffers else ()),
+            *(s for b in rule.activation.sampler_backends for s in b.sources)))
         block = catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "

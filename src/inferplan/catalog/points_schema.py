@@ -25,6 +25,9 @@ class MemorySettings(Frozen):
     n_ubatch: int | None = Field(None, ge=1)  # llama.cpp physical batch
     flash_attention: bool | None = None  # llama.cpp -fa as the log printed it
     moe_kernel: str | None = None  # the MoE kernel the install ran, where its log shows it (engine_moe_kernels.yaml)
+    # the top-k/top-p sampler the log names (vLLM V1 topk_topp_sampler.py: 'Using FlashInfer for top-p & top-k
+    # sampling.' or the PyTorch-native fallback), where it printed one
+    topk_topp_sampler: Literal["flashinfer", "pytorch"] | None = None
 
 
 class MemoryMeasured(Frozen):

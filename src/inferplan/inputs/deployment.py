@@ -45,6 +45,10 @@ class Deployment(Input):
     moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "
                                    "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin or triton; default: "
                                    "what the release's pip install picks, engine_moe_kernels.yaml)")
+    topk_topp_sampler: Literal["flashinfer", "pytorch"] | None = Field(
+        None, description="vLLM V1: the top-k/top-p sampler the install runs, as its log names it ('Using FlashInfer for "
+                          "top-p & top-k sampling.' or the PyTorch-native fallback); FlashInfer's does not sort the "
+                          "vocabulary in the start-up profile (default: the release's own, engine_memory_rules.yaml)")
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
         None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,

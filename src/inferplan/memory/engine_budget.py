@@ -47,6 +47,7 @@ class EngineSettings:
     # an engine that sizes its KV cache by the context (llama.cpp, MLX): the context after its padding
     context_tokens: int | None = None
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
+    topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,11 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
     profile = rule.activation
     per_tok = catalog.constant(profile.forward_constant) if profile.forward_constant else 0.0
     if profile.model == "sampler_and_forward":
-        per_cell = catalog.constant(profile.sampler_constant)
+        per_cell = catalog.constant(profile.sampler_constant_for(settings.topk_topp_sampler))
         sampler = per_cell * settings.max_num_seqs * vocab
         forward = per_tok * settings.max_num_batched_tokens * hidden / tp
         return sampler + forward, (
-            f"{rule.label}: activation peak = sampler profile ({per_cell:g} B × {settings.max_num_seqs} seqs × "
+            f"{rule.label}: activation peak = {_sampler_name(settings)}sampler profile ({per_cell:g} B × {settings.max_num_seqs} seqs × "
             f"{vocab} vocab) + forward ({per_tok:g} B × {settings.max_num_batched_tokens} tokens × "
             f"{hidden} hidden / TP {tp})"
         )
@@ -114,6 +115,10 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
         f"{rule.engine} activation workspace assumed {per_tok:g} B × {settings.max_num_batched_tokens} "
         f"tokens × {hidden} hidden / TP {tp}"
     )
+
+
+def _sampler_name(settings: EngineSettings) -> str:
+    return f"{settings.topk_topp_sampler} " if settings.topk_topp_sampler else ""
 
 
 def overhead_bytes(catalog: Catalog, rule: MemoryRule, gpus_in_instance: int) -> float:

@@ -31,7 +31,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                                    field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
-                          limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch")
+                          limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
+                          topk_topp_sampler=d.topk_topp_sampler)
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:

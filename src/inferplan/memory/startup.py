@@ -69,9 +69,10 @@ def startup_check(catalog: Catalog, rule: MemoryRule, settings: EngineSettings, 
         single, multi = startup.graph_constants
         graphs = catalog.constant(single if gpus_in_instance == 1 else multi)
     per_seq = 0.0
-    if startup.sampler_warmup and rule.activation.sampler_constant:
+    sampler = rule.activation.sampler_constant_for(settings.topk_topp_sampler)
+    if startup.sampler_warmup and sampler:
         vocab = arch.vocab_size if arch else ASSUMED_VOCAB
-        per_seq = catalog.constant(rule.activation.sampler_constant) * vocab
+        per_seq = catalog.constant(sampler) * vocab
     rows = min(settings.max_num_seqs, settings.max_num_batched_tokens)
     return StartupCheck(headroom_bytes_per_gpu=total_bytes * (1 - settings.memory_fraction),
                         context_bytes_per_gpu=catalog.constant(startup.context_constant),

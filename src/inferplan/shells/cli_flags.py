@@ -68,6 +68,9 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "moe_kernel": (Optional[str], typer.Option(
         None, "--moe-kernel", help="vLLM MXFP4 experts without native MXFP4: marlin | triton, the kernel the install runs "
                                    "(default: what the release's pip install picks).")),
+    "topk_topp_sampler": (Optional[str], typer.Option(
+        None, "--topk-topp-sampler", help="vLLM V1: flashinfer | pytorch, the top-k/top-p sampler the install runs "
+                                          "(default: the release's own).")),
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, e.g. marlin (default: the engine's).")),
     "concurrency": (Optional[int], typer.Option(
@@ -92,7 +95,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
 
 LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
           "enable_expert_parallel")
-FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend")
+FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs")
 HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets",
         "host_memory_gb", "host_memory_bandwidth_gb_per_s", "kv_offloading_size", "hicache_ratio", "hicache_size")

@@ -57,7 +57,7 @@ def _design(catalog: Catalog, split: str, sampler_constant: str):
             continue
         d = deployment_for(point)
         rule = memory_rule(catalog, "vllm", d.engine_version)
-        if rule.activation.sampler_constant != sampler_constant:
+        if rule.activation.sampler_constant_for(d.topk_topp_sampler) != sampler_constant:
             continue
         arch = resolve_model(catalog, d.model).architecture
         accel = catalog.accelerators.records[point.accelerator]

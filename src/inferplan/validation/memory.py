@@ -127,6 +127,7 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         ubatch_size=s.n_ubatch,
         flash_attention=s.flash_attention,
         moe_kernel=s.moe_kernel,
+        topk_topp_sampler=s.topk_topp_sampler,
     )
 
 
