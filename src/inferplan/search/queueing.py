@@ -23,6 +23,9 @@ run's N / λ seconds (each request seeing the mean over its own life), the slots
 than the run's last batch (their offered load is capped there), and each queue's mean wait is the
 share of its steady mean that a run of that span reaches (the relaxation of reflected Brownian
 motion; ``transient.py``). Prompt lengths count only the tokens the prefix cache does not serve.
+A stated run's percentiles (open or closed loop) are the ones a benchmark takes over its N requests:
+each quantile at the level where that statistic's median falls (``Load.run_quantile_level``: a
+p99 over 10 requests is the population's 93rd percentile, over 500 its 98.9th).
 
 Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
 it lasted, and the percentiles are those of the mixture (requests weighted by their state's
@@ -360,7 +363,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
     mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
     tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
-                   + NormalDist().inv_cdf(q) * mixed_sd for q in QUANTILES)
+                   + NormalDist().inv_cdf(q) * mixed_sd for q in map(load.run_quantile_level, QUANTILES))
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
@@ -443,9 +446,9 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     stable = np.all(stack("stable"), axis=1)
     result = {}
     for which, q in enumerate(QUANTILES):
-        name = f"p{round(q * 100)}"
-        result[f"ttft_{name}_s"] = _sum_quantile(ttft_base, weights, p_wait, mean_wait, q)
-        result[f"e2e_{name}_s"] = _sum_quantile(e2e_base, weights, p_wait, mean_wait, q)
+        name, level = f"p{round(q * 100)}", load.run_quantile_level(q)
+        result[f"ttft_{name}_s"] = _sum_quantile(ttft_base, weights, p_wait, mean_wait, level)
+        result[f"e2e_{name}_s"] = _sum_quantile(e2e_base, weights, p_wait, mean_wait, level)
         result[f"tpot_{name}_s"] = _tpot_quantile(solved, weights, which)
     for key in list(result):
         result[key] = np.where(stable, result[key], np.inf)

@@ -15,7 +15,8 @@ alone (no measured profile, as speed validation scores it); the load is
 
 Lengths: the stated means; their spread by the benchmark's dataset (``DATASET_LENGTH_SCV``). The
 simulation runs the run's own number of requests, repeated with fresh seeds to
-``SIMULATED_REQUESTS`` in all, and reports the mean of each run's percentiles. Points the speed
+``SIMULATED_REQUESTS`` in all, and reports the mean of each run's percentiles; the approximation
+gives each at the level a run's percentile lands on (``Load.run_quantile_level``). Points the speed
 model cannot price (the model does not fit, an unknown name) are listed with the reason, not scored.
 """
 
