@@ -1,0 +1,63 @@
+"""The latency validation tables of docs/search.md, rendered afresh from ``validate_latency``.
+
+The document holds three blocks between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
+(as docs/speed.md does, ``docs_tables``): the median errors per split (``latency-medians``), every
+point with both predictions (``latency-points``) and the points not scored (``latency-skipped``).
+``python -m inferplan.validation.docs_latency --write`` rewrites them; without ``--write`` it exits 1
+and names the blocks that differ. A (slow) test keeps the document equal to a fresh render.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from inferplan.catalog.loader import Catalog
+from inferplan.validation.docs_tables import DOCS_DIR, _row, write_or_check
+from inferplan.validation.latency import METRICS, LatencyCheck, LatencyValidation, validate_latency
+
+DOC = DOCS_DIR / "search.md"
+BLOCKS = ("latency-medians", "latency-points", "latency-skipped")
+
+
+def medians_table(v: LatencyValidation) -> str:
+    lines = [_row(["split", "metric", "points", "approximation", "simulation"]), _row(["---"] * 5)]
+    for m in v.medians:
+        lines.append(_row([m.split, m.metric, str(m.points), f"{m.approximation_abs_error:.0%}",
+                           f"{m.simulation_abs_error:.0%}"]))
+    return "\n".join(lines) + "\n"
+
+
+def _cell(c: LatencyCheck) -> str:
+    def predicted(x: float) -> str:
+        return f"{x * 1e3:,.1f} ({x / c.measured - 1:+.0%})" if math.isfinite(x) else "inf (unstable)"
+    return f"{c.measured * 1e3:,.1f} / {predicted(c.approximation)} / {predicted(c.simulation)}"
+
+
+def points_table(v: LatencyValidation) -> str:
+    rows: dict[str, dict[str, str]] = {}
+    for c in v.checks:
+        rows.setdefault(c.id, {"split": c.split, "load": c.load})[c.metric] = _cell(c)
+    lines = [_row(["point", "split", "load as modelled", "TTFT p50 ms: measured / approx / sim", "TTFT p99", "TPOT p50",
+                   "TPOT p99"]), _row(["---"] * 7)]
+    for point, r in rows.items():
+        lines.append(_row([point, r["split"], r["load"], *(r.get(m, "—") for m in METRICS)]))
+    return "\n".join(lines) + "\n"
+
+
+def skipped_list(v: LatencyValidation) -> str:
+    return "".join(f"- {s.id} ({s.split}): {s.reason}\n" for s in v.skipped) or "- none\n"
+
+
+def render_tables(catalog: Catalog | None = None) -> dict[str, str]:
+    """Every generated block of docs/search.md, by name."""
+    v = validate_latency(catalog)
+    return {"latency-medians": medians_table(v), "latency-points": points_table(v), "latency-skipped": skipped_list(v)}
+
+
+def main(args: list[str] | None = None) -> int:  # pragma: no cover - a maintenance script
+    return write_or_check(DOC, render_tables, sys.argv[1:] if args is None else args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
