@@ -20,3 +20,25 @@ def test_each_record_keeps_the_peak_mlx_lm_printed_in_decimal_gigabytes(catalog)
     points = {p.id: p for p in catalog.memory_points if p.engine == "mlx"}
     assert points["x03-mistral-7b-mlx4-m2ultra-34k-v0222"].measured.peak_bytes_per_gpu.value == 9.111e9
     assert all(p.measured.peak_bytes_per_gpu is not None for p in points.values())
+
+
+def test_validate_memory_scores_the_printed_peak_against_the_planned_parts(catalog):
+    from inferplan.memory.fit import fit
+    from inferplan.validation.memory import deployment_for, validate_memory
+
+    checks = {c.id: c for c in validate_memory(catalog).checks if c.engine == "mlx"}
+    assert len(checks) >= 4 and all(c.peak_error is not None for c in checks.values())
+    point = next(p for p in catalog.memory_points if p.id == "x03-mistral-7b-mlx4-m2ultra-34k-v0222")
+    planned = fit(deployment_for(point), catalog)
+    parts = planned.weights_bytes_per_gpu + planned.kv_cache_allocated_bytes_per_gpu + planned.activation_bytes_per_gpu
+    check = checks[point.id]
+    assert check.predicted_peak_bytes == parts
+    assert check.peak_error == (parts - 9.111e9) / 9.111e9
+    # the cache for the run's context is counted: 34048 cells (33998 tokens in steps of 256) x 128 KiB
+    assert planned.kv_cache_allocated_bytes_per_gpu == 34048 * 128 * 1024
+
+
+def test_records_without_a_printed_peak_have_no_peak_score(catalog):
+    from inferplan.validation.memory import validate_memory
+
+    assert all(c.peak_error is None for c in validate_memory(catalog).checks if c.engine != "mlx")
