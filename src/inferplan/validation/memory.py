@@ -9,6 +9,8 @@ The points come in three splits (``MemoryPoint.split``): ``calibration`` (memory
 the vLLM constants are fitted on; the headline medians are over these, as before), and the field
 set (memory_field*.yaml) of ``development`` and ``holdout`` records, the held-out ones declared
 before predicting. Each split, each engine release and each memory rule is summarised separately.
+An engine that prints no start-up split but the peak of its allocator over a run (mlx-lm) is scored
+on that peak: the planned weights, KV cache for the run's context and activations.
 
 Each record is planned with the memory-budgeting rule of the engine build it ran
 (``engine_memory_rules.yaml``): its ``engine_release`` (with the V0/V1 named in its
