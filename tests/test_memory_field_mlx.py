@@ -42,3 +42,15 @@ def test_records_without_a_printed_peak_have_no_peak_score(catalog):
     from inferplan.validation.memory import validate_memory
 
     assert all(c.peak_error is None for c in validate_memory(catalog).checks if c.engine != "mlx")
+
+
+def test_validate_prints_each_printed_peak_with_its_plan(catalog):
+    from rich.console import Console
+
+    from inferplan.shells.render_validate import print_memory_validation
+    from inferplan.validation.memory import validate_memory
+
+    console = Console(record=True, width=200)
+    print_memory_validation(console, validate_memory(catalog))
+    text = console.export_text()
+    assert "x03-mistral-7b-mlx4-m2ultra-34k-v0222: allocator peak 9.1 GB measured, 8.7 GB planned" in text
