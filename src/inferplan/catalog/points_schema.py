@@ -42,6 +42,8 @@ class MemoryMeasured(Frozen):
     total_bytes_per_gpu: Bytes | None = None  # the device total the engine printed
     cuda_graph_bytes_per_gpu: Bytes | None = None
     compute_buffer_bytes_per_gpu: Bytes | None = None  # llama.cpp "compute buffer size"
+    # the most the engine's allocator held over the run (mlx-lm "Peak memory": weights, cache and buffers)
+    peak_bytes_per_gpu: Bytes | None = None
     fits: bool = True
 
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferplan.shells.render import Col, gib, layout
+from inferplan.shells.render import Col, gb, gib, layout
 
 
 def print_memory_validation(console: Console, v) -> None:
@@ -32,6 +32,9 @@ def print_memory_validation(console: Console, v) -> None:
         rules.add_row(s.label, str(s.points), _pct(s.median_abs_kv_error, "", 1), _pct(s.worst_abs_kv_error, "", 1),
                       _pct(s.fit_agreement, "", 0))
     console.print(rules)
+    for c in (c for c in v.checks if c.measured_peak_bytes):
+        console.print(f"  {c.id}: allocator peak {gb(c.measured_peak_bytes)} measured, {gb(c.predicted_peak_bytes)} "
+                      f"planned (weights + KV cache for the context + activations), {_pct(c.peak_error)}", highlight=False)
     for c in v.checks:
         for cav in (*c.caveats, *([f"planner refused: {c.refused}"] if c.refused else [])):
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)

@@ -108,6 +108,20 @@ def records_table(v: MemoryValidation) -> str:
     return "\n".join(lines) + "\n"
 
 
+def peaks_table(v: MemoryValidation) -> str:
+    """Each record that printed its allocator peak (mlx-lm "Peak memory"): the peak against the planned
+    weights + KV cache for the run's context + activations."""
+    head = ["record", "split", "peak GB meas./pred.", "error"]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for c in v.checks:
+        if c.measured_peak_bytes is None:
+            continue
+        pred = "—" if c.predicted_peak_bytes is None else f"{c.predicted_peak_bytes / 1e9:.2f}"
+        err = "—" if c.peak_error is None else f"{c.peak_error:+.1%}".replace("%", " %").replace("-", "−")
+        lines.append(_row([c.id, c.split, f"{c.measured_peak_bytes / 1e9:.3f} / {pred}", err]))
+    return "\n".join(lines) + "\n"
+
+
 def render_memory_tables(catalog: Catalog | None = None) -> dict[str, str]:
     """Every generated block of docs/memory.md, by name."""
     catalog = catalog or load_catalog()
@@ -117,6 +131,7 @@ def render_memory_tables(catalog: Catalog | None = None) -> dict[str, str]:
         "memory-field-releases": lambda: field_table(v, "release"),
         "memory-field-rules": lambda: field_table(v, "rule"),
         "memory-field-records": lambda: records_table(v),
+        "memory-field-peaks": lambda: peaks_table(v),
     }
     return {name: render() for name, render in renderers.items()}
 

@@ -9,6 +9,8 @@ The points come in three splits (``MemoryPoint.split``): ``calibration`` (memory
 the vLLM constants are fitted on; the headline medians are over these, as before), and the field
 set (memory_field*.yaml) of ``development`` and ``holdout`` records, the held-out ones declared
 before predicting. Each split, each engine release and each memory rule is summarised separately.
+An engine that prints no start-up split but the peak of its allocator over a run (mlx-lm) is scored
+on that peak: the planned weights, KV cache for the run's context and activations.
 
 Each record is planned with the memory-budgeting rule of the engine build it ran
 (``engine_memory_rules.yaml``): its ``engine_release`` (with the V0/V1 named in its
@@ -56,6 +58,11 @@ class MemoryCheck(BaseModel):
     measured_compute_buffer_bytes: float | None = None
     predicted_compute_buffer_bytes: float | None = None
     compute_buffer_error: float | None = None
+    # the allocator peak an engine printed over a run (mlx-lm "Peak memory") against the planned weights,
+    # KV cache for the run's context and activations; the runtime's own overhead is outside that allocator
+    measured_peak_bytes: float | None = None
+    predicted_peak_bytes: float | None = None
+    peak_error: float | None = None
 
 
 class SplitSummary(BaseModel):
@@ -140,10 +147,12 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
     mw = m.weights_bytes_per_gpu.value if m.weights_bytes_per_gpu else None
     mkv = m.kv_cache_bytes_per_gpu.value if m.kv_cache_bytes_per_gpu else None
     mcb = m.compute_buffer_bytes_per_gpu.value if m.compute_buffer_bytes_per_gpu else None
+    mpk = m.peak_bytes_per_gpu.value if m.peak_bytes_per_gpu else None
     version, basis = record_engine_version(point)
     common = dict(id=point.id, split=point.split, engine=point.engine, engine_version=point.engine_version,
                   accelerator=point.accelerator, measured_weights_bytes=mw, measured_kv_bytes=mkv,
-                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis, measured_compute_buffer_bytes=mcb)
+                  measured_fits=m.fits, caveats=point.caveats, rule_basis=basis, measured_compute_buffer_bytes=mcb,
+                  measured_peak_bytes=mpk)
     try:
         common["memory_rule"] = memory_rule(catalog, point.engine, version).label
         result = fit(deployment_for(point), catalog)
@@ -152,6 +161,7 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
                            kv_error=None, predicted_fits=None, refused=str(e))
     # llama.cpp and MLX print the cache they allocate for the context; the others the room they give it
     kv = result.kv_cache_allocated_bytes_per_gpu or result.kv_cache_bytes_per_gpu
+    peak = result.weights_bytes_per_gpu + kv + result.activation_bytes_per_gpu if mpk else None
     return MemoryCheck(
         **common,
         predicted_weights_bytes=result.weights_bytes_per_gpu,
@@ -161,6 +171,8 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
         predicted_fits=result.fits,
         predicted_compute_buffer_bytes=result.activation_bytes_per_gpu if mcb else None,
         compute_buffer_error=_rel(result.activation_bytes_per_gpu, mcb),
+        predicted_peak_bytes=peak,
+        peak_error=_rel(peak, mpk),
     )
 
 
