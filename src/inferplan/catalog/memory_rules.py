@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
+from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import StartupHeadroom
 from inferplan.errors import CatalogError, InvalidScenarioError
@@ -131,6 +132,9 @@ class MemoryRule(Frozen):
     # and otherwise reported as memory outside the fraction
     non_torch_constants: tuple[str, str] | None = None
     collective_buffers: CollectiveBuffers | None = None  # added to the multi-GPU non-torch memory where it applies
+    # the CUDA context and the per-slot vocabulary buffers a runtime holds when it reads the device's free
+    # memory (TensorRT-LLM's TensorRT-engine runtime), added to the non-torch memory
+    runtime_buffers: RuntimeBuffers | None = None
     block_rounding: Literal["whole_blocks", "none"]
     # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
     context_cache: ContextCache | None = None
@@ -151,6 +155,8 @@ class MemoryRule(Frozen):
             raise ValueError("counting non_torch memory needs non_torch_constants")
         if self.collective_buffers is not None and "non_torch" not in self.counted:
             raise ValueError("collective_buffers are part of the non_torch memory a rule counts")
+        if self.runtime_buffers is not None and "non_torch" not in self.counted:
+            raise ValueError("runtime_buffers are part of the non_torch memory a rule counts")
         if (self.cuda_graphs == "estimated") != ("cuda_graphs" in self.counted) or \
                 (self.cuda_graphs == "estimated") != (self.cuda_graph_constant is not None):
             raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
@@ -185,6 +191,7 @@ class MemoryRule(Frozen):
         return tuple(c for c in (a.sampler_constant, *(b.sampler_constant for b in a.sampler_backends), a.forward_constant,
                                  self.cuda_graph_constant, graph, self.start_constant,
                                  *(self.non_torch_constants or ()), nvls,
+                                 *(self.runtime_buffers.constant_ids() if self.runtime_buffers else ()),
                                  *(self.startup.constant_ids() if self.startup else ())) if c)
 
 
@@ -260,7 +267,8 @@ def check_memory_rules(catalog) -> None:
             *rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
             *(rule.compute_graph.sources if rule.compute_graph else ()), *(rule.startup.sources if rule.startup else ()),
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),
-            *(s for b in rule.activation.sampler_backends for s in b.sources)))
+            *(s for b in rule.activation.sampler_backends for s in b.sources),
+            *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ())))
         block = catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "

@@ -4,7 +4,9 @@
   memory``; the activation peak is profiled with ``max_num_batched_tokens`` tokens and a dummy
   sampler pass over ``max_num_seqs`` rows of logits. KV is then cut into blocks.
 - **SGLang**: ``total × mem_fraction_static − weights``; activations live outside that fraction.
-- **TensorRT-LLM**: ``(total − weights − activations − runtime) × free_gpu_memory_fraction``.
+- **TensorRT-LLM**: ``(total − weights − activations − runtime) × free_gpu_memory_fraction``; under the
+  TensorRT-engine runtime the free memory is read with the CUDA context and the arrays sized for
+  ``max_batch_size × vocab`` (logits, decoder workspaces) already on the device, so they are runtime too.
 - **llama.cpp**: no fraction; the KV cache for ``n_ctx`` is allocated up front next to the weights
   and a compute buffer, so what is left after those is what KV may use.
 - **MLX**: the share of unified memory macOS lets the GPU wire, minus weights and buffers.
@@ -142,6 +144,22 @@ def collective_bytes(catalog: Catalog, rule: MemoryRule, accel: Accelerator | No
                   f"{buffers.communicators} communicators over TP {tp}: +{nvls / GiB:.2f} GiB of non-torch memory per GPU")
 
 
+def runtime_buffer_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None,
+                         settings: EngineSettings) -> tuple[float, str | None]:
+    """The CUDA context and the per-slot vocabulary arrays the rule's runtime holds when it reads the free
+    memory, per GPU (every tensor-parallel rank decodes the whole vocabulary for every slot)."""
+    buffers = rule.runtime_buffers
+    if buffers is None:
+        return 0.0, None
+    vocab = arch.vocab_size if arch else ASSUMED_VOCAB
+    context = catalog.constant(buffers.context_constant)
+    arrays = buffers.slot_vocab_bytes(settings.max_num_seqs, vocab)
+    return context + arrays, (
+        f"{rule.label}: the free memory is read with the CUDA context ({context / GiB:.2f} GiB) and "
+        f"{len(buffers.slot_vocab_arrays)} arrays of max_batch_size {settings.max_num_seqs} × vocab {vocab} "
+        f"({buffers.bytes_per_slot_vocab_entry:g} B per entry: {arrays / GiB:.2f} GiB) on the device")
+
+
 def engine_budget(
     catalog: Catalog,
     engine: EngineDefaults,
@@ -160,13 +178,14 @@ def engine_budget(
     rule = rule or memory_rule(catalog, engine.id)
     act, act_note = activation_bytes(catalog, rule, arch, settings, tp)
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
-    overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls
+    held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
+    overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
     graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant else 0.0
     # the CUDA context and other processes, where a rule counts them, are inside its non-torch figure
     counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs}
     parts = [counted[part] for part in rule.counted if part in counted]
     frac = settings.memory_fraction
-    notes = [f"memory rule: {rule.label}", act_note] + ([nvls_note] if nvls_note else [])
+    notes = [f"memory rule: {rule.label}", act_note] + [n for n in (nvls_note, held_note) if n]
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if graphs:
