@@ -45,11 +45,15 @@ class ActivationProfile(Frozen):
     """How the engine sizes the memory its forward pass needs outside the KV cache."""
 
     # sampler_and_forward: a dummy forward of `profile tokens` then a sampler pass over `sampler rows`
-    # of full-vocab logits (a × rows × vocab + b × tokens × hidden / TP); llamacpp_logits: one
-    # ubatch of logits; generic: a workspace per token × hidden; outside_fraction: not counted
-    model: Literal["sampler_and_forward", "llamacpp_logits", "generic", "outside_fraction"]
+    # of full-vocab logits (a × rows × vocab + b × tokens × hidden / TP); forward_or_sampler: the
+    # larger of the two passes, the forward's peak at its MLP (c × tokens × (hidden + MLP width / TP))
+    # and the sampler's (a × rows × vocab), as a profile whose forward frees its tensors before the
+    # sampler runs peaks at one of them; llamacpp_logits: one ubatch of logits; generic: a workspace
+    # per token × hidden; outside_fraction: not counted
+    model: Literal["sampler_and_forward", "forward_or_sampler", "llamacpp_logits", "generic", "outside_fraction"]
     sampler_constant: str | None = None  # calibration.yaml id, bytes per (row × vocab entry)
-    forward_constant: str | None = None  # calibration.yaml id, bytes per (token × hidden / TP)
+    # calibration.yaml id, bytes per (token × hidden / TP); forward_or_sampler: per (token × (hidden + MLP width / TP))
+    forward_constant: str | None = None
     # the tokens of the profiled batch when max_num_batched_tokens is not stated: the engine's default
     # (engines.yaml), or the max_model_len, at least `profile_tokens_floor` (V0 without chunked prefill)
     profile_tokens: Literal["engine_default", "max_model_len"] = "engine_default"
@@ -61,8 +65,8 @@ class ActivationProfile(Frozen):
 
     @model_validator(mode="after")
     def _constants_named(self) -> "ActivationProfile":
-        if self.model == "sampler_and_forward" and not (self.sampler_constant and self.forward_constant):
-            raise ValueError("a sampler_and_forward profile names its sampler_constant and forward_constant")
+        if self.model in ("sampler_and_forward", "forward_or_sampler") and not (self.sampler_constant and self.forward_constant):
+            raise ValueError(f"a {self.model} profile names its sampler_constant and forward_constant")
         if (self.chunked_prefill_above_tokens is None) != (self.chunked_prefill_tokens is None):
             raise ValueError("chunked_prefill_above_tokens and chunked_prefill_tokens come together")
         return self
