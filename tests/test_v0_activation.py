@@ -59,3 +59,17 @@ def test_a_mixture_of_experts_is_as_wide_as_its_routed_experts_per_token(catalog
 def test_development_v0_records_keep_their_kv_within_two_percent(catalog, point_id):
     check = check_point(catalog.memory_points.records[point_id], catalog)
     assert abs(check.kv_error) < 0.02
+
+
+def test_nccl_220_rounds_each_nvls_buffer_up_to_the_multicast_granularity(catalog):
+    """vLLM 0.5-0.6.3 run NCCL 2.20, which rounds a communicator's NVLS buffer (8 ranks x 288 MiB) up to
+    the 512 MiB multicast granularity: 2.5 GiB for each of vLLM's two communicators at TP 8, 1.5 at TP 4."""
+    nvls = memory_rule(catalog, "vllm", "0.5.3.post1").collective_buffers
+    assert nvls.bytes_per_gpu(catalog, "nvlink4", 8, 8) == 2 * 2.5 * GiB
+    assert nvls.bytes_per_gpu(catalog, "nvlink4", 8, 4) == 2 * 1.5 * GiB
+
+
+def test_the_405b_fp8_tp8_h100_start_up_at_131k_is_refused_as_at_053(catalog):
+    """vLLM 0.5.3.post1 refused Llama-3.1-405B-FP8 at TP 8 and 131,072 tokens (KV for 79,392 tokens)."""
+    check = check_point(catalog.memory_points.records["d20-llama31-405b-fp8-tp8-h100-128k-fails"], catalog)
+    assert check.predicted_fits is False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import re
 from typing import Literal
 
@@ -82,12 +83,19 @@ class CollectiveBuffers(Frozen):
     min_group_gpus: int = Field(ge=2)  # GPUs in the tensor-parallel group
     bytes_per_rank_constant: str  # calibration.yaml id: bytes per GPU per rank of the group, per communicator
     communicators: int = Field(ge=1)  # NCCL communicators the engine holds over the group
+    # calibration.yaml id: the size each communicator's buffer is rounded up to before it is allocated
+    # (the multicast object's granularity); None: not rounded
+    granularity_constant: str | None = None
     sources: tuple[str, ...] = Field(min_length=1)
 
     def bytes_per_gpu(self, catalog, link: str | None, domain_gpus: int, group_gpus: int) -> float:
         if link not in self.links or domain_gpus < self.min_domain_gpus or group_gpus < self.min_group_gpus:
             return 0.0
-        return catalog.constant(self.bytes_per_rank_constant) * group_gpus * self.communicators
+        per_communicator = catalog.constant(self.bytes_per_rank_constant) * group_gpus
+        if self.granularity_constant:
+            granularity = catalog.constant(self.granularity_constant)
+            per_communicator = math.ceil(per_communicator / granularity) * granularity
+        return per_communicator * self.communicators
 
 
 class MemoryRule(Frozen):
@@ -169,8 +177,9 @@ class MemoryRule(Frozen):
         a = self.activation
         graph = self.compute_graph.activation_constant if self.compute_graph else None
         nvls = self.collective_buffers.bytes_per_rank_constant if self.collective_buffers else None
+        nvls_granularity = self.collective_buffers.granularity_constant if self.collective_buffers else None
         return tuple(c for c in (a.sampler_constant, a.forward_constant, self.cuda_graph_constant, graph, self.start_constant,
-                                 *(self.non_torch_constants or ()), nvls,
+                                 *(self.non_torch_constants or ()), nvls, nvls_granularity,
                                  *(self.startup.constant_ids() if self.startup else ())) if c)
 
 
