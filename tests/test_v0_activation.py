@@ -35,9 +35,15 @@ def test_a_long_profile_batch_peaks_in_the_mlp(catalog):
     arch = _arch(catalog, "llama-3.1-8b")
     rule = memory_rule(catalog, "vllm", "0.6.4")
     peak, note = activation_bytes(catalog, rule, arch, _settings(29_000), tp=1)
-    assert peak == 6 * 29_000 * (4096 + 14336)
+    assert peak == catalog.constant("vllm-v0-forward-bytes-per-token-width") * 29_000 * (4096 + 14336)
     assert peak / GiB == pytest.approx(2.9912, rel=0.01)
     assert "larger of" in note
+
+
+def test_the_fitted_forward_coefficient_is_the_models_six_bytes(catalog):
+    """Three 16-bit [tokens, hidden] and three [tokens, MLP width] tensors live at the MLP: 6 bytes; the
+    fit on the development records may add small buffers, not a different mechanism."""
+    assert catalog.constant("vllm-v0-forward-bytes-per-token-width") == pytest.approx(6.0, rel=0.02)
 
 
 def test_a_short_chunked_batch_peaks_in_the_sampler(catalog):

@@ -7,7 +7,7 @@ only change together with the data it is fitted on.
 - vLLM activation peak = a × max_num_seqs × vocab + b × max_num_batched_tokens × hidden / TP,
   fitted by least absolute deviations (robust: one odd point cannot drag the rest, and none is
   dropped). Leave-one-out errors are reported. The V0 rules take the larger of the sampler pass and
-  the forward's MLP peak instead; only their sampler coefficient is fitted.
+  the forward's MLP peak instead: a × max_num_seqs × vocab or c × tokens × (hidden + MLP width / TP).
 - Runtime (non-torch) overhead: median of the logged values, single-GPU and multi-GPU separately.
 - Driver reserve: median of 1 − reported / marketed-as-GiB over HBM accelerators with both figures.
 """
@@ -104,31 +104,30 @@ V0_FORWARD = "vllm-v0-forward-bytes-per-token-width"
 
 
 def v0_activation_design(catalog: Catalog):
-    """The development field records of vLLM V0 releases behind the V0 sampler coefficient: each one's
-    rows × vocab, its forward's MLP peak (the derived V0_FORWARD bytes × tokens × (hidden + MLP width / TP))
-    and the logged peak."""
-    per_width = catalog.constant(V0_FORWARD)
-    ids, cells, forward, ys = [], [], [], []
+    """The development field records of vLLM V0 releases behind the V0 activation coefficients: each
+    one's rows × vocab, its profiled tokens × (hidden + MLP width / TP) and the logged peak."""
+    ids, cells, widths, ys = [], [], [], []
     for pid, arch, tp, s, y in _profiled(catalog, "development", V0_SAMPLER):
         ids.append(pid)
         cells.append(s.max_num_seqs * arch.vocab_size)
-        forward.append(per_width * s.max_num_batched_tokens * (arch.hidden_size + mlp_width(arch) / tp))
+        widths.append(s.max_num_batched_tokens * (arch.hidden_size + mlp_width(arch) / tp))
         ys.append(y)
-    return ids, np.array(cells, dtype=float), np.array(forward, dtype=float), np.array(ys, dtype=float)
+    return ids, np.array(cells, dtype=float), np.array(widths, dtype=float), np.array(ys, dtype=float)
 
 
 def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
-    """The V0 rules' sampler coefficient a in peak = max(a × rows × vocab, forward MLP peak), by least
-    absolute deviations over the development records of V0 releases (held-out records are never used):
-    the sum of |max(a·x, F) − y| is piecewise linear in a, so its minimum is at a kink, y/x or F/x."""
-    ids, x, forward, y = v0_activation_design(catalog)
+    """The V0 rules' coefficients a and c of peak = max(a × rows × vocab, c × tokens × (hidden + MLP
+    width / TP)), by least absolute deviations over the development records of V0 releases (held-out
+    records are never used). The sum of |max(a·x, c·w) − y| is piecewise linear in (a, c): its minimum
+    sits where two records are met exactly, so the candidates are a = y/x and c = y/w of each record."""
+    ids, x, w, y = v0_activation_design(catalog)
 
-    def cost(a: float) -> float:
-        return float(np.abs(np.maximum(a * x, forward) - y).sum())
+    def cost(a: float, c: float) -> float:
+        return float(np.abs(np.maximum(a * x, c * w) - y).sum())
 
-    a = min(np.concatenate([y / x, forward / x]), key=lambda c: (cost(c), c))
-    residuals = (np.maximum(a * x, forward) - y) / GiB
-    return ActivationFit(sampler_bytes_per_seq_vocab=float(a), forward_bytes_per_token_hidden=catalog.constant(V0_FORWARD),
+    a, c = min(((a, c) for a in y / x for c in y / w), key=lambda ac: (cost(*ac), ac))
+    residuals = (np.maximum(a * x, c * w) - y) / GiB
+    return ActivationFit(sampler_bytes_per_seq_vocab=float(a), forward_bytes_per_token_hidden=float(c),
                          points=tuple(ids), residuals_gib=tuple(float(r) for r in residuals), loo_residuals_gib=())
 
 
@@ -180,7 +179,7 @@ def main() -> None:  # pragma: no cover - a maintenance script
         print(f"  {pid:36s} residual {r:+.3f} GiB   leave-one-out {loo:+.3f} GiB")
     v0 = fit_vllm_v0_activation(catalog)
     print(f"vllm-v0-sampler-bytes-per-seq-vocab = {v0.sampler_bytes_per_seq_vocab:.2f}")
-    print(f"{V0_FORWARD} = {v0.forward_bytes_per_token_hidden:.2f} (derived, held)")
+    print(f"{V0_FORWARD} = {v0.forward_bytes_per_token_hidden:.3f}")
     for pid, r in zip(v0.points, v0.residuals_gib):
         print(f"  {pid:36s} residual {r:+.3f} GiB")
     v017 = fit_vllm_v017_sampler(catalog)
