@@ -196,6 +196,6 @@ def test_the_v0_activation_constants_equal_their_fit_on_development_records(cata
 
     fit_ = fit_vllm_v0_activation(catalog)
     assert catalog.constant("vllm-v0-sampler-bytes-per-seq-vocab") == pytest.approx(fit_.sampler_bytes_per_seq_vocab, abs=0.01)
-    assert catalog.constant("vllm-v0-forward-bytes-per-token-hidden") == pytest.approx(fit_.forward_bytes_per_token_hidden, abs=0.01)
+    assert catalog.constant("vllm-v0-forward-bytes-per-token-width") == pytest.approx(fit_.forward_bytes_per_token_hidden, abs=0.001)
     assert set(catalog.calibration.records["vllm-v0-sampler-bytes-per-seq-vocab"].fitted_on) == set(fit_.points)
     assert all(catalog.memory_points.records[p].split == "development" for p in fit_.points) and len(fit_.points) >= 3

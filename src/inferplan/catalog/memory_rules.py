@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import re
 from typing import Literal
 
@@ -55,13 +56,17 @@ class ActivationProfile(Frozen):
     """How the engine sizes the memory its forward pass needs outside the KV cache."""
 
     # sampler_and_forward: a dummy forward of `profile tokens` then a sampler pass over `sampler rows`
-    # of full-vocab logits (a × rows × vocab + b × tokens × hidden / TP); llamacpp_logits: one
-    # ubatch of logits; generic: a workspace per token × hidden; outside_fraction: not counted
-    model: Literal["sampler_and_forward", "llamacpp_logits", "generic", "outside_fraction"]
+    # of full-vocab logits (a × rows × vocab + b × tokens × hidden / TP); forward_or_sampler: the
+    # larger of the two passes, the forward's peak at its MLP (c × tokens × (hidden + MLP width / TP))
+    # and the sampler's (a × rows × vocab), as a profile whose forward frees its tensors before the
+    # sampler runs peaks at one of them; llamacpp_logits: one ubatch of logits; generic: a workspace
+    # per token × hidden; outside_fraction: not counted
+    model: Literal["sampler_and_forward", "forward_or_sampler", "llamacpp_logits", "generic", "outside_fraction"]
     sampler_constant: str | None = None  # calibration.yaml id, bytes per (row × vocab entry)
     # the sampler pass of an install that names another top-k/top-p backend (None named: sampler_constant)
     sampler_backends: tuple[SamplerBackend, ...] = ()
-    forward_constant: str | None = None  # calibration.yaml id, bytes per (token × hidden / TP)
+    # calibration.yaml id, bytes per (token × hidden / TP); forward_or_sampler: per (token × (hidden + MLP width / TP))
+    forward_constant: str | None = None
     # the tokens of the profiled batch when max_num_batched_tokens is not stated: the engine's default
     # (engines.yaml), or the max_model_len, at least `profile_tokens_floor` (V0 without chunked prefill)
     profile_tokens: Literal["engine_default", "max_model_len"] = "engine_default"
@@ -79,8 +84,8 @@ class ActivationProfile(Frozen):
 
     @model_validator(mode="after")
     def _constants_named(self) -> "ActivationProfile":
-        if self.model == "sampler_and_forward" and not (self.sampler_constant and self.forward_constant):
-            raise ValueError("a sampler_and_forward profile names its sampler_constant and forward_constant")
+        if self.model in ("sampler_and_forward", "forward_or_sampler") and not (self.sampler_constant and self.forward_constant):
+            raise ValueError(f"a {self.model} profile names its sampler_constant and forward_constant")
         if (self.chunked_prefill_above_tokens is None) != (self.chunked_prefill_tokens is None):
             raise ValueError("chunked_prefill_above_tokens and chunked_prefill_tokens come together")
         return self
@@ -96,12 +101,19 @@ class CollectiveBuffers(Frozen):
     min_group_gpus: int = Field(ge=2)  # GPUs in the tensor-parallel group
     bytes_per_rank_constant: str  # calibration.yaml id: bytes per GPU per rank of the group, per communicator
     communicators: int = Field(ge=1)  # NCCL communicators the engine holds over the group
+    # calibration.yaml id: the size each communicator's buffer is rounded up to before it is allocated
+    # (the multicast object's granularity); None: not rounded
+    granularity_constant: str | None = None
     sources: tuple[str, ...] = Field(min_length=1)
 
     def bytes_per_gpu(self, catalog, link: str | None, domain_gpus: int, group_gpus: int) -> float:
         if link not in self.links or domain_gpus < self.min_domain_gpus or group_gpus < self.min_group_gpus:
             return 0.0
-        return catalog.constant(self.bytes_per_rank_constant) * group_gpus * self.communicators
+        per_communicator = catalog.constant(self.bytes_per_rank_constant) * group_gpus
+        if self.granularity_constant:
+            granularity = catalog.constant(self.granularity_constant)
+            per_communicator = math.ceil(per_communicator / granularity) * granularity
+        return per_communicator * self.communicators
 
 
 class MemoryRule(Frozen):
@@ -188,9 +200,10 @@ class MemoryRule(Frozen):
         a = self.activation
         graph = self.compute_graph.activation_constant if self.compute_graph else None
         nvls = self.collective_buffers.bytes_per_rank_constant if self.collective_buffers else None
+        nvls_granularity = self.collective_buffers.granularity_constant if self.collective_buffers else None
         return tuple(c for c in (a.sampler_constant, *(b.sampler_constant for b in a.sampler_backends), a.forward_constant,
                                  self.cuda_graph_constant, graph, self.start_constant,
-                                 *(self.non_torch_constants or ()), nvls,
+                                 *(self.non_torch_constants or ()), nvls, nvls_granularity,
                                  *(self.runtime_buffers.constant_ids() if self.runtime_buffers else ()),
                                  *(self.startup.constant_ids() if self.startup else ())) if c)
 

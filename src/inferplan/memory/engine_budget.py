@@ -34,6 +34,7 @@ from inferplan.units import GiB
 # Used only for models whose config.json is not published; every such result says so.
 ASSUMED_VOCAB = 151_936
 ASSUMED_HIDDEN = 8_192
+ASSUMED_MLP_WIDTH = 28_672  # a Llama-70B-class MLP (3.5 × the assumed hidden size)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
     hidden = arch.hidden_size if arch else ASSUMED_HIDDEN
     profile = rule.activation
     per_tok = catalog.constant(profile.forward_constant) if profile.forward_constant else 0.0
+    if profile.model == "forward_or_sampler":
+        return _forward_or_sampler(catalog, rule, arch, settings, tp, vocab, hidden)
     if profile.model == "sampler_and_forward":
         per_cell = catalog.constant(profile.sampler_constant_for(settings.topk_topp_sampler))
         sampler = per_cell * settings.max_num_seqs * vocab
@@ -121,6 +124,37 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
 
 def _sampler_name(settings: EngineSettings) -> str:
     return f"{settings.topk_topp_sampler} " if settings.topk_topp_sampler else ""
+
+
+def mlp_width(arch: Architecture | None) -> int:
+    """What one token's MLP step widens the hidden state to, before the down projection: the dense MLP's
+    intermediate size, or a mixture of experts' routed experts per token × their width plus the shared
+    experts' (the fused-MoE kernels hold every selected expert's intermediate at once)."""
+    if arch is None:
+        return ASSUMED_MLP_WIDTH
+    moe = arch.moe
+    routed = moe.experts_per_token * moe.expert_intermediate_size + moe.shared_intermediate_size if moe else 0
+    return max(arch.intermediate_size, routed)
+
+
+def _forward_or_sampler(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
+                        tp: int, vocab: int, hidden: int) -> tuple[float, str]:
+    """The larger of the profile's two passes: the dummy forward peaks in an MLP, where the layer's input,
+    its residual, the gate/up output, the activated half and the down projection's output are live at
+    once (c × tokens × (hidden + MLP width / TP)); the sampler pass over max_num_seqs rows of full-vocab
+    logits runs after the forward has freed them (a × rows × vocab)."""
+    profile = rule.activation
+    per_cell = catalog.constant(profile.sampler_constant)
+    per_width = catalog.constant(profile.forward_constant)
+    width = mlp_width(arch)
+    sampler = per_cell * settings.max_num_seqs * vocab
+    forward = per_width * settings.max_num_batched_tokens * (hidden + width / tp)
+    return max(sampler, forward), (
+        f"{rule.label}: activation peak = the larger of the sampler pass ({per_cell:g} B × {settings.max_num_seqs} "
+        f"seqs × {vocab} vocab = {sampler / GiB:.2f} GiB) and the forward's MLP peak ({per_width:g} B × "
+        f"{settings.max_num_batched_tokens} tokens × ({hidden} hidden + {width} MLP width / TP {tp}) = "
+        f"{forward / GiB:.2f} GiB)"
+    )
 
 
 def overhead_bytes(catalog: Catalog, rule: MemoryRule, gpus_in_instance: int) -> float:

@@ -6,7 +6,8 @@ only change together with the data it is fitted on.
 
 - vLLM activation peak = a × max_num_seqs × vocab + b × max_num_batched_tokens × hidden / TP,
   fitted by least absolute deviations (robust: one odd point cannot drag the rest, and none is
-  dropped). Leave-one-out errors are reported.
+  dropped). Leave-one-out errors are reported. The V0 rules take the larger of the sampler pass and
+  the forward's MLP peak instead: a × max_num_seqs × vocab or c × tokens × (hidden + MLP width / TP).
 - Runtime (non-torch) overhead: median of the logged values, single-GPU and multi-GPU separately.
 - Driver reserve: median of 1 − reported / marketed-as-GiB over HBM accelerators with both figures.
 """
@@ -20,7 +21,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.memory.engine_budget import device_total_bytes
+from inferplan.memory.engine_budget import device_total_bytes, mlp_width
 from inferplan.memory.settings import engine_settings
 from inferplan.memory.resolve import resolve_model
 from inferplan.units import GiB
@@ -46,11 +47,10 @@ def _lad(x: np.ndarray, y: np.ndarray, iterations: int = 200) -> np.ndarray:
     return coef
 
 
-def _design(catalog: Catalog, split: str, sampler_constant: str):
+def _profiled(catalog: Catalog, split: str, sampler_constant: str):
     """The vLLM records of a split that print an activation peak and are planned with a rule whose
-    sampler term is ``sampler_constant``: each one's (rows × vocab, profiled tokens × hidden / TP) at
-    the batch its release's rule profiles, and the logged peak."""
-    ids, rows, ys = [], [], []
+    sampler term is ``sampler_constant``: each one's id, architecture, tensor-parallel size, the engine
+    settings its release's rule profiles with, and the logged peak."""
     for point in catalog.memory_points:
         m = point.measured
         if point.split != split or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
@@ -63,9 +63,17 @@ def _design(catalog: Catalog, split: str, sampler_constant: str):
         accel = catalog.accelerators.records[point.accelerator]
         total, _ = device_total_bytes(catalog, accel)
         s = engine_settings(d, catalog.engine("vllm"), accel, total, rule, point.settings.max_model_len)
-        ids.append(point.id)
-        rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / point.tensor_parallel_size])
-        ys.append(m.activation_bytes_per_gpu.value)
+        yield point.id, arch, point.tensor_parallel_size, s, m.activation_bytes_per_gpu.value
+
+
+def _design(catalog: Catalog, split: str, sampler_constant: str):
+    """Each profiled record's (rows × vocab, profiled tokens × hidden / TP) at the batch its release's
+    rule profiles, and the logged peak."""
+    ids, rows, ys = [], [], []
+    for pid, arch, tp, s, y in _profiled(catalog, split, sampler_constant):
+        ids.append(pid)
+        rows.append([s.max_num_seqs * arch.vocab_size, s.max_num_batched_tokens * arch.hidden_size / tp])
+        ys.append(y)
     return ids, np.array(rows, dtype=float), np.array(ys, dtype=float)
 
 
@@ -92,21 +100,35 @@ def fit_vllm_activation(catalog: Catalog) -> ActivationFit:
 
 
 V0_SAMPLER = "vllm-v0-sampler-bytes-per-seq-vocab"
+V0_FORWARD = "vllm-v0-forward-bytes-per-token-width"
 
 
 def v0_activation_design(catalog: Catalog):
-    """The development field records of vLLM V0 releases behind the V0 activation coefficients."""
-    return _design(catalog, "development", V0_SAMPLER)
+    """The development field records of vLLM V0 releases behind the V0 activation coefficients: each
+    one's rows × vocab, its profiled tokens × (hidden + MLP width / TP) and the logged peak."""
+    ids, cells, widths, ys = [], [], [], []
+    for pid, arch, tp, s, y in _profiled(catalog, "development", V0_SAMPLER):
+        ids.append(pid)
+        cells.append(s.max_num_seqs * arch.vocab_size)
+        widths.append(s.max_num_batched_tokens * (arch.hidden_size + mlp_width(arch) / tp))
+        ys.append(y)
+    return ids, np.array(cells, dtype=float), np.array(widths, dtype=float), np.array(ys, dtype=float)
 
 
 def fit_vllm_v0_activation(catalog: Catalog) -> ActivationFit:
-    """The V0 rules' activation coefficients, by least absolute deviations over the development
-    records of V0 releases (held-out records are never used)."""
-    ids, x, y = v0_activation_design(catalog)
-    coef = _lad(x, y)
-    return ActivationFit(sampler_bytes_per_seq_vocab=float(coef[0]), forward_bytes_per_token_hidden=float(coef[1]),
-                         points=tuple(ids), residuals_gib=tuple(float(r) for r in (x @ coef - y) / GiB),
-                         loo_residuals_gib=())
+    """The V0 rules' coefficients a and c of peak = max(a × rows × vocab, c × tokens × (hidden + MLP
+    width / TP)), by least absolute deviations over the development records of V0 releases (held-out
+    records are never used). The sum of |max(a·x, c·w) − y| is piecewise linear in (a, c): its minimum
+    sits where two records are met exactly, so the candidates are a = y/x and c = y/w of each record."""
+    ids, x, w, y = v0_activation_design(catalog)
+
+    def cost(a: float, c: float) -> float:
+        return float(np.abs(np.maximum(a * x, c * w) - y).sum())
+
+    a, c = min(((a, c) for a in y / x for c in y / w), key=lambda ac: (cost(*ac), ac))
+    residuals = (np.maximum(a * x, c * w) - y) / GiB
+    return ActivationFit(sampler_bytes_per_seq_vocab=float(a), forward_bytes_per_token_hidden=float(c),
+                         points=tuple(ids), residuals_gib=tuple(float(r) for r in residuals), loo_residuals_gib=())
 
 
 V017_SAMPLER = "vllm-v017-sampler-bytes-per-seq-vocab"
@@ -157,7 +179,7 @@ def main() -> None:  # pragma: no cover - a maintenance script
         print(f"  {pid:36s} residual {r:+.3f} GiB   leave-one-out {loo:+.3f} GiB")
     v0 = fit_vllm_v0_activation(catalog)
     print(f"vllm-v0-sampler-bytes-per-seq-vocab = {v0.sampler_bytes_per_seq_vocab:.2f}")
-    print(f"vllm-v0-forward-bytes-per-token-hidden = {v0.forward_bytes_per_token_hidden:.2f}")
+    print(f"{V0_FORWARD} = {v0.forward_bytes_per_token_hidden:.3f}")
     for pid, r in zip(v0.points, v0.residuals_gib):
         print(f"  {pid:36s} residual {r:+.3f} GiB")
     v017 = fit_vllm_v017_sampler(catalog)

@@ -47,6 +47,8 @@ def _profile(rule: MemoryRule) -> str:
     if a.chunked_prefill_above_tokens:
         batch += f" ({a.chunked_prefill_tokens} when max_model_len > {a.chunked_prefill_above_tokens:,}: chunked prefill)"
     seqs = f"{rule.max_num_seqs_default}" if rule.max_num_seqs_default else "max_num_seqs"
+    if a.model == "forward_or_sampler":
+        return f"the larger of a forward of {batch} (its MLP peak) and a sampler pass over {seqs} rows"
     return f"forward of {batch} + sampler over {seqs} rows"
 
 
