@@ -87,8 +87,20 @@ def test_the_speed_model_reserves_the_in_flight_tokens_once(catalog):
     ctx = ServingContext(catalog, d, Workload(input_len=1024, output_len=1024))
     pool = mp.result.kv_cache_bytes_per_gpu
     assert ctx.kv_limit == int((pool - reserve.transient_bytes()) // reserve.steady_bytes(2048))
+    assert ctx.kv_limit * 2048 > reserve.in_flight_tokens  # enough requests to fill the batch's in-flight tokens
     # without the reserve the pool would hold hundreds of 2k-token requests
     assert ctx.kv_limit < pool / mp.layout.sequence_bytes_per_gpu(2048, 16) / 4
+
+
+def test_a_short_context_runs_with_fewer_tokens_in_flight(catalog):
+    """A pool below the full in-flight reserve still runs what its requests can have in flight."""
+    from inferplan.performance.context import ServingContext
+
+    d = _deployment(engine_version="0.26.0", max_model_len=1536, gpu_memory_utilization=0.9)
+    r = fit(d, catalog)
+    reserve = plan_memory(d, catalog).layout.admission
+    assert r.fits and r.kv_cache_bytes_per_gpu < reserve.transient_bytes()
+    assert ServingContext(catalog, d, Workload(input_len=1024, output_len=512)).kv_limit >= 1
 
 
 def test_a_plan_without_a_release_runs_at_the_newest_line_with_the_layout(catalog):

@@ -86,15 +86,24 @@ class AdmissionReserve:
             held += g.blocks(min(g.window_tokens - 1 + self.in_flight_batches, tokens)) * g.page_bytes
         return self.packing * held
 
-    def transient_bytes(self) -> float:
-        """Pool bytes the tokens in flight across the whole batch hold in the recycled groups."""
-        return self.packing * sum(math.ceil(self.in_flight_tokens / g.block_tokens) * g.page_bytes
-                                  for g in self.recycled)
+    def transient_bytes(self, in_flight: int | None = None) -> float:
+        """Pool bytes the tokens in flight across the whole batch (at most ``in_flight_tokens``) hold in
+        the recycled groups."""
+        flying = self.in_flight_tokens if in_flight is None else min(in_flight, self.in_flight_tokens)
+        return self.packing * sum(math.ceil(flying / g.block_tokens) * g.page_bytes for g in self.recycled)
 
     def running_sequences(self, pool_bytes: float, tokens: int) -> int:
-        """Requests of ``tokens`` the pool holds while they decode, the in-flight tokens reserved once."""
-        room = pool_bytes - self.transient_bytes()
-        return int(room // self.steady_bytes(tokens)) if room > 0 else 0
+        """Requests of ``tokens`` the pool holds while they decode: each its steady blocks, and the
+        tokens in flight across the batch (no more than the requests' own) reserved once."""
+        steady = self.steady_bytes(tokens)
+        lo, hi = 0, int(pool_bytes // steady)
+        while lo < hi:  # the most n with n steady requests and their in-flight tokens in the pool
+            mid = (lo + hi + 1) // 2
+            if mid * steady + self.transient_bytes(mid * tokens) <= pool_bytes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
 
 def admission_reserve(arch: Architecture, rule: AdmissionRule, kv_bits: float,
