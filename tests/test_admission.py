@@ -133,3 +133,12 @@ def test_overlapping_admission_rules_are_refused(catalog):
         "admission rules", {**catalog.admission_rules.records, "clash": clash}))
     with pytest.raises(CatalogError, match="overlap"):
         check_admission_rules(broken)
+
+
+def test_the_preview_run_printed_the_charge_of_one_batch_in_flight(catalog):
+    """vllm issue #51041, preview checkpoint, 0.26.0: 7.01 GiB, 1.11x at 912,128 tokens (6.32 GiB per request).
+    One batch of 8,192 tokens in flight gives that charge; the release's default two give 9.20 GiB, with which
+    the engine would not have started (the record states neither max_num_batched_tokens nor async scheduling)."""
+    one_batch = _reserve(catalog, "0.22.0", mnbt=8192).startup_bytes(912128, 912128)
+    assert one_batch / GIB == pytest.approx(7.01 / 1.11, rel=0.01)
+    assert _reserve(catalog, "0.26.0").needed_bytes(912128, 912128) > 7.01 * GIB
