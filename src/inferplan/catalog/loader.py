@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.memory_rules import MemoryRule
     from inferplan.catalog.moe_kernels import MoeKernel, MoeKernelRule
     from inferplan.catalog.weight_rules import ExpertScaleRule
+    from inferplan.catalog.admission_rules import AdmissionRule
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
@@ -82,6 +83,7 @@ SECTIONS: dict[str, str] = {
     "moe_kernels": "moe_kernels:MoeKernel",  # engine_moe_kernels.yaml
     "moe_kernel_rules": "moe_kernels:MoeKernelRule",
     "weight_rules": "weight_rules:ExpertScaleRule",  # engine_weight_rules.yaml
+    "admission_rules": "admission_rules:AdmissionRule",  # engine_admission_rules.yaml
 }
 
 
@@ -221,6 +223,7 @@ class Catalog:
     moe_kernels: Registry[MoeKernel]
     moe_kernel_rules: Registry[MoeKernelRule]
     weight_rules: Registry[ExpertScaleRule]
+    admission_rules: Registry[AdmissionRule]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
     # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)
@@ -322,6 +325,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     from inferplan.catalog.memory_rules import check_memory_rules
     from inferplan.catalog.moe_kernels import check_moe_kernels
     from inferplan.catalog.weight_rules import check_weight_rules
+    from inferplan.catalog.admission_rules import check_admission_rules
 
     models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
@@ -357,6 +361,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_memory_rules(catalog)
     check_moe_kernels(catalog)
     check_weight_rules(catalog)
+    check_admission_rules(catalog)
     return catalog
 
 

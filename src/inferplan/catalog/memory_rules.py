@@ -43,6 +43,19 @@ def release_key(release: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def check_release_range(first: str, last: str | None) -> None:
+    """A rule's inclusive release range is two release numbers in order (ValueError otherwise)."""
+    release_key(first)
+    if last is not None and release_key(last) < release_key(first):
+        raise ValueError(f"last_release {last} is before first_release {first}")
+
+
+def in_release_range(release: str, first: str, last: str | None) -> bool:
+    """Whether ``release`` is within ``first``..``last`` (None: every later release)."""
+    key = release_key(release)
+    return release_key(first) <= key and (last is None or key <= release_key(last))
+
+
 class SamplerBackend(Frozen):
     """A top-k/top-p sampler an install may run in place of the rule's default one (vLLM V1: FlashInfer's
     rejection sampler where flashinfer is importable and enabled), with its bytes per (row × vocab entry)."""
@@ -160,9 +173,7 @@ class MemoryRule(Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> "MemoryRule":
-        release_key(self.first_release)
-        if self.last_release is not None and release_key(self.last_release) < release_key(self.first_release):
-            raise ValueError(f"last_release {self.last_release} is before first_release {self.first_release}")
+        check_release_range(self.first_release, self.last_release)
         if "non_torch" in self.counted and self.non_torch_constants is None:
             raise ValueError("counting non_torch memory needs non_torch_constants")
         if self.collective_buffers is not None and "non_torch" not in self.counted:
@@ -184,9 +195,7 @@ class MemoryRule(Frozen):
         return self
 
     def covers(self, release: str) -> bool:
-        key = release_key(release)
-        return release_key(self.first_release) <= key and (
-            self.last_release is None or key <= release_key(self.last_release))
+        return in_release_range(release, self.first_release, self.last_release)
 
     @property
     def releases(self) -> str:

@@ -44,6 +44,11 @@ class MemoryMeasured(Frozen):
     compute_buffer_bytes_per_gpu: Bytes | None = None  # llama.cpp "compute buffer size"
     # the most the engine's allocator held over the run (mlx-lm "Peak memory": weights, cache and buffers)
     peak_bytes_per_gpu: Bytes | None = None
+    # vLLM V1 "Maximum concurrency for <max_model_len> tokens per request: <x>x": the pool over the blocks
+    # the engine charges one max_model_len request
+    max_concurrency: Count | None = None
+    # vLLM V1 start-up check "(<x> GiB KV cache is needed, ...)": what one max_model_len request needs
+    kv_cache_needed_bytes_per_gpu: Bytes | None = None
     fits: bool = True
 
 

@@ -63,16 +63,30 @@ def sparse_bytes_per_token(arch: Architecture, kind: LayerKind, kv_bits: float) 
     return entry_bytes(arch, kv_bits) / c.csa_ratio if c and kind is LayerKind.CSA else 0.0
 
 
-def state_bytes(arch: Architecture, kind: LayerKind) -> float:
-    """Float32 compressor state one sequence keeps in a pooling layer."""
+def state_window_tokens(arch: Architecture, kind: LayerKind) -> int:
+    """Pending tokens a pooling layer's compressor keeps: ``overlap x ratio`` (overlap 2 on CSA
+    layers, 1 on HCA layers); 0 on window-only layers."""
+    c = arch.compressed
+    assert c is not None
+    return {LayerKind.CSA: 2 * c.csa_ratio, LayerKind.HCA: c.hca_ratio}.get(kind, 0)
+
+
+def state_bytes_per_token(arch: Architecture, kind: LayerKind) -> tuple[float, ...]:
+    """Float32 compressor state per pending token, one figure per state tensor of the layer (CSA:
+    its own compressor, then its indexer's, each ``2 x overlap x width`` values; HCA: one of
+    ``2 x head_dim``)."""
     c = arch.compressed
     assert c is not None
     if kind is LayerKind.CSA:
-        pending = 2 * c.csa_ratio
-        return pending * 2 * 2 * (arch.head_dim + c.index_head_dim) * COMPRESSOR_STATE_BYTES
+        return tuple(2 * 2 * width * COMPRESSOR_STATE_BYTES for width in (arch.head_dim, c.index_head_dim))
     if kind is LayerKind.HCA:
-        return c.hca_ratio * 2 * arch.head_dim * COMPRESSOR_STATE_BYTES
-    return 0.0
+        return (2 * arch.head_dim * COMPRESSOR_STATE_BYTES,)
+    return ()
+
+
+def state_bytes(arch: Architecture, kind: LayerKind) -> float:
+    """Float32 compressor state one sequence keeps in a pooling layer."""
+    return state_window_tokens(arch, kind) * sum(state_bytes_per_token(arch, kind))
 
 
 def attention_params(arch: Architecture, kind: LayerKind) -> int:

@@ -22,6 +22,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.admission import planned_release, with_admission
 from inferplan.memory.context_cache import context_kv, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
@@ -79,6 +80,9 @@ class MemoryFit(BaseModel):
     max_concurrency: float  # max_model_len sequences one instance holds at once
     total_max_concurrency: float  # across all data-parallel replicas
     sequence_bytes_per_gpu: float  # one max_model_len sequence, per GPU
+    # what the engine's start-up check needs for one max_model_len request, per GPU: the sequence, or the
+    # blocks the release charges it (memory/admission.py)
+    kv_cache_needed_bytes_per_gpu: float = 0.0
     largest_context_tokens: int | None  # at `concurrency`, per sequence
     concurrency: int | None
     shortfall_bytes: float  # per GPU, 0 when it fits
@@ -165,6 +169,7 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
+    d, release_notes = planned_release(catalog, d, spec.architecture)
     engine = checked_engine(catalog, d, spec, hw, plan.tensor_parallel_size, plan.pipeline_parallel_size)
     network = _network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
@@ -188,13 +193,16 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if split is not None and split.host_kv_fraction:
         layout = host_kv_layout(layout, split.host_kv_fraction)
     context_notes, capped = check_context(d, spec, engine)
+    layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, spec.architecture, layout,
+                                             kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
+                                             _planned_length(d, spec, capped))
     held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *budget_notes, *layout_notes, *context_notes]
+                   *w.notes, *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
@@ -205,6 +213,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if host_budget is not None and host_used > host_budget:
         held = dataclasses.replace(held, fits=False)
     fewer_gpus = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else None
+    needed = layout.needed_bytes_per_sequence(held.max_len, settings.block_tokens)
     result = MemoryFit(
         fits=held.fits, model=spec.id, accelerator=hw.accel.id, engine=engine.id, quantization=quant.id,
         kv_cache_dtype=kv_dtype.id, parallel=plan, max_model_len=held.max_len, gpu_memory_bytes=total,
@@ -214,9 +223,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_bytes_per_token=layout.bytes_per_token, state_bytes_per_sequence=layout.state_bytes_per_seq,
         kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
+        kv_cache_needed_bytes_per_gpu=needed,
         largest_context_tokens=held.largest, concurrency=d.concurrency,
         shortfall_bytes=0.0 if gpu_fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
-                                                         held.seq_gpu - budget.kv_bytes_per_gpu),
+                                                         needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
@@ -382,7 +392,7 @@ def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, 
     held = math.ceil(max_len / block) * block  # its last block is held whole
     per_tok_gpu = seq_room / held if held else layout.bytes_per_token_per_gpu
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
-    fits = room > 0 and kv_gpu >= seq_room
+    fits = room > 0 and kv_gpu >= layout.needed_bytes_per_sequence(max_len, block)
     largest = None
     if d.concurrency:  # sequences across the deployment, as perf counts them: each instance holds its share
         per_instance = math.ceil(d.concurrency / plan.data_parallel_size)

@@ -22,10 +22,20 @@ import functools
 import math
 import operator
 from dataclasses import dataclass
+from typing import Protocol
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.memory import compressed
 from inferplan.memory.stages import stage_bounds
+
+
+class RequestCharge(Protocol):
+    """What an engine release charges each request of a cache it keeps in recycled block groups
+    (``memory.admission.AdmissionReserve``)."""
+
+    def startup_bytes(self, tokens: int, max_len: int) -> float: ...
+    def needed_bytes(self, tokens: int, max_len: int) -> float: ...
+    def running_sequences(self, pool_bytes: float, tokens: int) -> int: ...
 
 STATE_BYTES_PER_ELEMENT = 2  # recurrent (Mamba / linear-attention) state kept at 16 bits
 INDEXER_KEY_BYTES = 1  # DSA indexer keys are FP8
@@ -57,6 +67,10 @@ class KvLayout:
     # the engine sizes every stage's cache to the same count of blocks, so a sequence takes, of the
     # smallest room, the most any stage needs for it relative to that stage's own room
     stage_rooms: tuple[float, ...] = ()
+    # what the engine release charges each request in blocks (memory.admission), for a cache it keeps
+    # in groups that reserve in-flight tokens per request; None: a request takes its own bytes
+    admission: RequestCharge | None = None
+    admission_max_len: int = 0  # the max_model_len the engine caps each group's reserve at
 
     @property
     def bytes_per_token(self) -> float:
@@ -97,10 +111,28 @@ class KvLayout:
         """Bytes of the smallest stage's KV room one sequence of ``tokens`` takes: its own bytes
         where one stage holds everything; under pipeline parallelism the most any stage needs for it,
         scaled to that stage's room (a stage with fewer weights has more room for the same bytes)."""
+        if self.admission is not None and not self.stages:
+            return self.admission.startup_bytes(tokens, self.admission_max_len)
         if not self.stages or not self.stage_rooms:
             return self.sequence_bytes_per_gpu(tokens, block_tokens)
         return max(stage.sequence_bytes_per_gpu(tokens, block_tokens) / room
                    for stage, room in zip(self.stages, self.stage_rooms))
+
+    def needed_bytes_per_sequence(self, tokens: int, block_tokens: int = 1) -> float:
+        """Room the engine's start-up check needs for one sequence of ``tokens``: its admission charge
+        where the release states one, else the room it takes."""
+        if self.admission is not None and not self.stages:
+            return self.admission.needed_bytes(tokens, self.admission_max_len)
+        return self.room_bytes_per_sequence(tokens, block_tokens)
+
+    def sequences_held(self, room_bytes_per_gpu: float, tokens: int, block_tokens: int = 1) -> int:
+        """Sequences of ``tokens`` the room holds while they run: each its own room, except that under
+        an admission reserve each decoding request holds its window and the tokens in flight across
+        the batch are reserved once."""
+        if self.admission is not None and not self.stages:
+            return self.admission.running_sequences(room_bytes_per_gpu, tokens)
+        seq = self.room_bytes_per_sequence(tokens, block_tokens)
+        return int(room_bytes_per_gpu // seq) if seq else 10**9
 
     def max_tokens_per_sequence(self, budget_bytes_per_gpu: float, sequences: int, block_tokens: int = 1) -> int:
         """Largest context each of ``sequences`` concurrent sequences can have in the budget (the

@@ -14,7 +14,6 @@ but start-up fails after it is sized (memory/startup.py), the first answers are 
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import memory_rule
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
@@ -49,7 +48,7 @@ def _startup_settings(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[
     r = mp.result
     if not r.startup_shortfall_bytes_per_gpu:
         return ()
-    rule = memory_rule(catalog, r.engine, d.engine_version)
+    rule = catalog.memory_rules.records[r.memory_rule_id]  # the rule the fit planned with
     check = startup_check(catalog, rule, mp.settings, mp.spec.architecture, r.gpu_memory_bytes, r.parallel.gpus
                           // r.parallel.data_parallel_size)
     fix = startup_fix(check, r.gpu_memory_bytes) if check else None

@@ -75,8 +75,8 @@ class ServingContext:
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
         par = fit.parallel
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
-        seq = self.mp.layout.room_bytes_per_sequence(w.input_len + w.output_len, self.mp.settings.block_tokens)
-        self.kv_limit = int(fit.kv_cache_bytes_per_gpu // seq) if seq else 10**9
+        self.kv_limit = self.mp.layout.sequences_held(fit.kv_cache_bytes_per_gpu, w.input_len + w.output_len,
+                                                      self.mp.settings.block_tokens)
         # micro-batches of a round that each get the engine's batch limits: every one of the pp under
         # an engine that holds each micro-batch to them (TensorRT-LLM), else the round shares one set
         self.limited_batches = self.pp if self.mp.settings.limits_per_micro_batch else 1

@@ -35,6 +35,11 @@ def print_memory_validation(console: Console, v) -> None:
     for c in (c for c in v.checks if c.measured_peak_bytes):
         console.print(f"  {c.id}: allocator peak {gb(c.measured_peak_bytes)} measured, {gb(c.predicted_peak_bytes)} "
                       f"planned (weights + KV cache for the context + activations), {_pct(c.peak_error)}", highlight=False)
+    for c in (c for c in v.checks if c.measured_request_bytes):
+        conc = (f"maximum concurrency {c.measured_concurrency:.2f}x printed, {c.predicted_concurrency:.2f}x planned "
+                f"({_pct(c.concurrency_error)}); " if c.measured_concurrency else "")
+        console.print(f"  {c.id}: {conc}one max_model_len request takes {gib(c.measured_request_bytes)} of the pool, "
+                      f"{gib(c.predicted_request_bytes)} planned ({_pct(c.request_error)})", highlight=False)
     for c in v.checks:
         for cav in (*c.caveats, *([f"planner refused: {c.refused}"] if c.refused else [])):
             console.print(f"[dim]  {c.id}: {cav}[/]", highlight=False)

@@ -63,6 +63,16 @@ class MemoryCheck(BaseModel):
     measured_peak_bytes: float | None = None
     predicted_peak_bytes: float | None = None
     peak_error: float | None = None
+    # the engine's printed maximum concurrency of max_model_len requests against the planned one
+    measured_concurrency: float | None = None
+    predicted_concurrency: float | None = None
+    concurrency_error: float | None = None
+    # what one max_model_len request takes of the pool: the printed "KV cache is needed", else the
+    # measured pool over the printed concurrency; planned: the start-up check's need, else the planned
+    # pool over the planned concurrency (scores the per-request charge apart from the pool's error)
+    measured_request_bytes: float | None = None
+    predicted_request_bytes: float | None = None
+    request_error: float | None = None
 
 
 class SplitSummary(BaseModel):
@@ -163,6 +173,7 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
     kv = result.kv_cache_allocated_bytes_per_gpu or result.kv_cache_bytes_per_gpu
     peak = result.weights_bytes_per_gpu + kv + result.activation_bytes_per_gpu if mpk else None
     return MemoryCheck(
+        **_request_charge(point, result),
         **common,
         predicted_weights_bytes=result.weights_bytes_per_gpu,
         weights_error=_rel(result.weights_bytes_per_gpu, mw),
@@ -174,6 +185,22 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
         predicted_peak_bytes=peak,
         peak_error=_rel(peak, mpk),
     )
+
+
+def _request_charge(point: MemoryPoint, result) -> dict:
+    """The printed concurrency and per-request need against the planned ones (empty when not printed)."""
+    m = point.measured
+    conc = m.max_concurrency.value if m.max_concurrency else None
+    if m.kv_cache_needed_bytes_per_gpu:
+        measured, predicted = m.kv_cache_needed_bytes_per_gpu.value, result.kv_cache_needed_bytes_per_gpu
+    elif conc and m.kv_cache_bytes_per_gpu:
+        measured = m.kv_cache_bytes_per_gpu.value / conc
+        predicted = result.kv_cache_bytes_per_gpu / result.max_concurrency if result.max_concurrency else None
+    else:
+        measured = predicted = None
+    return dict(measured_concurrency=conc, predicted_concurrency=result.max_concurrency if conc else None,
+                concurrency_error=_rel(result.max_concurrency, conc), measured_request_bytes=measured,
+                predicted_request_bytes=predicted, request_error=_rel(predicted, measured))
 
 
 def summarise(label: str, checks: list[MemoryCheck]) -> SplitSummary:
