@@ -109,9 +109,10 @@ def test_a_context_sized_cache_is_what_the_context_needs(engine):
 
 def test_sglang_reserves_less_for_kv_than_full_memory():
     v = run(model="llama-3.1-8b", gpu="H100", engine="sglang")
-    # the fraction is of the memory free at start-up: the device total less the CUDA context
+    # the fraction is of the memory free at start-up: the device total less the CUDA context; SGLang's
+    # 0.835 on an H100 is of nvidia-smi's 81,559 MiB, the 79.18 GiB CUDA reports give 0.834
     free_at_start = v.gpu_memory_bytes - 0.61 * GiB
-    assert v.kv_cache_bytes_per_gpu == pytest.approx(free_at_start * 0.835 - v.weights_bytes_per_gpu, rel=1e-4)
+    assert v.kv_cache_bytes_per_gpu == pytest.approx(free_at_start * 0.834 - v.weights_bytes_per_gpu, rel=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -352,11 +353,21 @@ def test_under_pipeline_parallelism_each_stage_has_the_room_its_own_weights_leav
 def test_sglang_gives_every_pipeline_stage_the_fullest_gpus_room():
     # SGLang reads the smallest free memory over all ranks: every stage's cache is sized by the
     # fullest GPU, and a sequence by the stage that needs most for it
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.memory.engine_budget import engine_budget
+    from inferplan.memory.fit import plan_memory
+
     kw = dict(model="deepseek-r1", gpu="h200-sxm", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2,
               quantization="fp8-block", max_model_len=32768)
     sglang = run(engine="sglang", **kw)
     assert sglang.max_concurrency == pytest.approx(sglang.kv_cache_bytes_per_gpu / sglang.sequence_bytes_per_gpu, rel=1e-9)
-    assert run(engine="vllm", **kw).max_concurrency > sglang.max_concurrency
+    catalog = load_catalog()
+    mp = plan_memory(Deployment(engine="sglang", **kw), catalog)
+    rooms = [engine_budget(catalog, catalog.engine("sglang"), total_bytes=sglang.gpu_memory_bytes,
+                           weights_bytes_per_gpu=st.bytes_per_gpu, arch=mp.spec.architecture, settings=mp.settings,
+                           tp=8, gpus_in_instance=16, accel=mp.accelerator).kv_bytes_per_gpu for st in mp.stage_weights]
+    assert max(rooms) > min(rooms)
+    assert sglang.kv_cache_bytes_per_gpu == pytest.approx(min(rooms), rel=1e-9)
 
 
 def test_a_pipeline_shortfall_is_what_the_worst_off_stage_lacks():

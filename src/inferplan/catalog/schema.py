@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
 from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.catalog.provenance import (
     EUR,
@@ -255,6 +256,12 @@ class EngineDefaults(Frozen):
     small_gpu_max_num_batched_tokens: Count | None = None
     small_gpu_max_num_seqs: Count | None = None
     small_default_accelerators: tuple[str, ...] = ()  # take the small defaults whatever their memory
+    # SGLang picks its chunk and CUDA-graph batch by the GPU's memory, and its fraction from them
+    # (catalog/engine_tiers.py); these win over max_num_batched_tokens and memory_fraction
+    defaults_by_gpu_memory: GpuMemoryTiers = ()
+    defaults_by_gpu_memory_source: str | None = None
+    memory_fraction_reserve: MemoryFractionReserve | None = None
+    memory_fraction_reserve_source: str | None = None
     runs_on: tuple[Software, ...] = ()  # software stacks the engine runs on (empty: not stated, any)
     runs_on_source: str | None = None  # source id stating them
     runs_on_note: str | None = None

@@ -183,7 +183,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
     profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
-    settings = engine_settings(d, engine, hw.accel, total, rule, profile_len)
+    settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
+                               tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     _planned_length(d, spec, None)))

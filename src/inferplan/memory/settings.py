@@ -1,9 +1,12 @@
 """The batch limits and memory fraction an engine runs a deployment with: stated, else the defaults
-of ``engines.yaml``, except where the engine release's memory rule sets them (vLLM V0 profiles a
-batch of the whole ``max_model_len`` and defaults to 256 sequences)."""
+of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM's 70 GiB switch,
+SGLang's tiers and the fraction it derives from them) — except where the engine release's memory
+rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
+sequences)."""
 
 from __future__ import annotations
 
+from inferplan.catalog.engine_tiers import tier_for
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
@@ -12,20 +15,23 @@ from inferplan.memory.engine_budget import EngineSettings
 
 
 def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
-                     max_len: int | None = None) -> EngineSettings:
-    """The engine's batch limits and fraction: stated, else the defaults of engines.yaml, except where the
-    release's rule sets them (a V0 profile batch of max_model_len tokens, V0's 256 sequences)."""
+                     max_len: int | None = None, *, tp: int = 1, pp: int = 1) -> EngineSettings:
+    """The engine's batch limits and fraction: stated, else the defaults of engines.yaml for a GPU of
+    ``total_bytes`` in an instance of ``tp`` x ``pp`` GPUs, except where the release's rule sets them
+    (a V0 profile batch of max_model_len tokens, V0's 256 sequences)."""
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.id not in engine.small_default_accelerators
     )
-    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or \
+    tier = tier_for(engine.defaults_by_gpu_memory, total_bytes)
+    mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
         _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256)
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
     measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
     # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
-    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _value(engine.memory_fraction, 1.0))
+    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _default_fraction(engine, tier, total_bytes,
+                                                                                            int(mnbt), tp, pp))
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
                                    field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
@@ -44,6 +50,15 @@ def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | Non
     if profile.chunked_prefill_above_tokens is not None and max_len > profile.chunked_prefill_above_tokens:
         return profile.chunked_prefill_tokens
     return max(max_len, profile.profile_tokens_floor or 1)
+
+
+def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: int, pp: int) -> float:
+    """The fraction the engine picks itself: from its reserve for the chunk and CUDA-graph batch it
+    runs on this GPU (SGLang's mem_fraction_static), else its one stated default."""
+    reserve = engine.memory_fraction_reserve
+    if reserve is None or tier is None:
+        return _value(engine.memory_fraction, 1.0)
+    return reserve.fraction(total_bytes, chunk_tokens, tier.graph_batch(tp), tp * pp)
 
 
 def _value(q, default: float) -> float:

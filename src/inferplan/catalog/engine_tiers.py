@@ -1,0 +1,94 @@
+"""Engine defaults chosen by the GPU's memory, as data on an ``engines.yaml`` record.
+
+SGLang picks its chunked-prefill size and its largest CUDA-graph batch by the device's total memory
+(``server_args._handle_gpu_memory_settings``; the tensor-parallel size also moves the graph batch),
+then reserves memory outside ``mem_fraction_static`` from those two numbers:
+
+    mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3)
+    reserved = base + per_token x max(chunk, floor_tokens) + per_graph_batch x cuda_graph_max_bs
+               + per_eight_gpus x tp x pp / 8, at least floor when gpu_mem is above floor_above
+
+``defaults_by_gpu_memory`` holds the tiers (ordered by ``below_gib``, the last one open) and
+``memory_fraction_reserve`` the reserve; ``memory/settings.py`` applies both. The numbers are in the
+engine's own units (GiB thresholds, MiB terms) and become bytes through the properties here.
+
+No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
+"""
+
+from typing import Annotated
+
+from pydantic import AfterValidator, ConfigDict, Field
+
+from inferplan.inputs import Input
+from inferplan.units import GiB, MiB
+
+
+class GpuMemoryTier(Input):
+    """The defaults an engine takes on a GPU reporting less than ``below_gib`` of memory (None: any
+    larger GPU), and above the previous tier's bound."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    below_gib: float | None = Field(None, gt=0)
+    max_num_batched_tokens: int = Field(ge=1)  # SGLang chunked_prefill_size
+    cuda_graph_max_bs: int = Field(ge=1)  # the largest decode batch captured as a CUDA graph
+    # a larger graph batch from a tensor-parallel size on: {min tp: cuda_graph_max_bs}
+    cuda_graph_max_bs_from_tp: dict[int, int] = Field(default_factory=dict)
+
+    @property
+    def below_bytes(self) -> float | None:
+        return None if self.below_gib is None else self.below_gib * GiB
+
+    def graph_batch(self, tp: int) -> int:
+        """The largest CUDA-graph batch at tensor-parallel size ``tp``."""
+        larger = [size for least, size in sorted(self.cuda_graph_max_bs_from_tp.items()) if tp >= least]
+        return larger[-1] if larger else self.cuda_graph_max_bs
+
+
+def _ordered(tiers: tuple[GpuMemoryTier, ...]) -> tuple[GpuMemoryTier, ...]:
+    bounds = [t.below_gib for t in tiers]
+    if tiers and (bounds[-1] is not None or None in bounds[:-1]):
+        raise ValueError("only the last GPU-memory tier is open (no below_gib)")
+    if any(a >= b for a, b in zip(bounds[:-2], bounds[1:-1])):
+        raise ValueError("GPU-memory tiers go from the smallest below_gib to the largest, without overlap")
+    return tiers
+
+
+GpuMemoryTiers = Annotated[tuple[GpuMemoryTier, ...], AfterValidator(_ordered)]
+
+
+def tier_for(tiers: tuple[GpuMemoryTier, ...], total_bytes: float) -> GpuMemoryTier | None:
+    """The tier a GPU reporting ``total_bytes`` falls in (None: the engine has no tiers)."""
+    for tier in tiers:
+        if tier.below_bytes is None or total_bytes < tier.below_bytes:
+            return tier
+    return None
+
+
+class MemoryFractionReserve(Input):
+    """The memory an engine keeps outside its static fraction, from its chunk and graph batch (SGLang
+    0.5.x without DP attention, speculative decoding or piecewise CUDA graphs)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    base_mib: float = Field(ge=0)  # constant metadata (attention backend)
+    mib_per_chunk_token: float = Field(ge=0)  # activations of one prompt chunk
+    chunk_floor_tokens: int = Field(ge=0)  # the chunk counted is at least this
+    mib_per_graph_batch: float = Field(ge=0)  # CUDA-graph buffers per captured batch row
+    mib_per_eight_gpus: float = Field(ge=0)  # x tp x pp / 8
+    floor_mib: float = Field(ge=0)  # the reserve is at least this ...
+    floor_above_gib: float = Field(ge=0)  # ... on GPUs with more than this
+    fraction_decimals: int = Field(ge=1)  # the fraction is rounded to this many decimals
+
+    def reserved_bytes(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int) -> float:
+        """Bytes reserved on a GPU of ``total_bytes`` for one instance of ``gpus`` (tp x pp) GPUs."""
+        mib = (self.base_mib + self.mib_per_chunk_token * max(chunk_tokens, self.chunk_floor_tokens)
+               + self.mib_per_graph_batch * graph_batch + self.mib_per_eight_gpus * gpus / 8)
+        if total_bytes > self.floor_above_gib * GiB:
+            mib = max(mib, self.floor_mib)
+        return mib * MiB
+
+    def fraction(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int) -> float:
+        """The static fraction the engine picks: (total - reserved) / total, rounded as it rounds it."""
+        reserved = self.reserved_bytes(total_bytes, chunk_tokens, graph_batch, gpus)
+        return round((total_bytes - reserved) / total_bytes, self.fraction_decimals)
