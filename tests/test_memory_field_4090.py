@@ -1,5 +1,5 @@
 """The RTX 4090 field records (measurements/memory_field_4090.yaml), the model cards they plan with and
-the vLLM 0.1-0.2.4 memory rule they need: the declared held-out split, the cards' KV bytes per token
+the vLLM 0.2.0-0.2.4 memory rule they need: the declared held-out split, the cards' KV bytes per token
 from their configs, and the pre-PR #2031 budget that leaves non-torch memory outside the fraction."""
 
 from pathlib import Path
@@ -58,6 +58,16 @@ def test_before_pr_2031_non_torch_memory_sits_outside_the_fraction(catalog):
 def test_the_0_2_4_record_is_planned_within_ten_percent_of_its_printed_blocks(catalog):
     # vllm-project/vllm issue #2136: '# GPU blocks: 1464' on 2x RTX 4090, 0.2.3 and 0.2.4
     check = check_point(_point(catalog, "g02-codellama-13b-tp2-rtx4090-v024-16k"), catalog)
-    assert check.refused is None and check.memory_rule.startswith("vLLM 0.1-0.2.4")
+    assert check.refused is None and check.memory_rule.startswith("vLLM 0.2.0-0.2.4")
     assert abs(check.kv_error) < 0.10
     assert check.predicted_fits is True
+
+
+def test_a_non_driver_ranks_peak_is_left_out_of_the_v0_activation_fit(catalog):
+    """g01 copies rank 1's profiling line (no sampler: only the driver samples); fitting the V0 sampler
+    constant on its 0.19 GiB would cut the constant several-fold."""
+    from inferplan.validation.calibrate import fit_vllm_v0_activation
+
+    point = _point(catalog, "g01-r1-distill-qwen-14b-tp2-rtx4090-v0-131k-fails")
+    assert point.log_rank == 1 and point.split == "development" and point.measured.activation_bytes_per_gpu
+    assert point.id not in fit_vllm_v0_activation(catalog).points
