@@ -71,3 +71,11 @@ def test_a_non_driver_ranks_peak_is_left_out_of_the_v0_activation_fit(catalog):
     point = _point(catalog, "g01-r1-distill-qwen-14b-tp2-rtx4090-v0-131k-fails")
     assert point.log_rank == 1 and point.split == "development" and point.measured.activation_bytes_per_gpu
     assert point.id not in fit_vllm_v0_activation(catalog).points
+
+
+def test_a_non_driver_ranks_record_is_scored_against_the_pool_its_token_count_gives(catalog):
+    # issue #13061: 'maximum number of tokens that can be stored in KV cache (81536)'; 98,304 bytes per
+    # token per GPU (48 layers x 2 x 4 KV heads x 128 x 2 bytes); the quoted 8.69 GiB is rank 1's room
+    check = check_point(_point(catalog, "g01-r1-distill-qwen-14b-tp2-rtx4090-v0-131k-fails"), catalog)
+    assert check.measured_kv_bytes == 81536 * 98304
+    assert check.measured_fits is False and check.predicted_fits is False
