@@ -72,6 +72,10 @@ class MemoryPoint(Frozen):
     # its own attention weights and KV cache
     data_parallel_size: int = Field(1, ge=1)
     enable_expert_parallel: bool = False
+    # the tensor-parallel rank whose per-GPU lines the record copies, where the thread shows it is not
+    # the rank that sized the pool (None: rank 0, or every rank printed the same); vLLM V0 samples on
+    # rank 0 only, so another rank's activation peak holds no sampler term
+    log_rank: int | None = Field(None, ge=1)
     settings: MemorySettings
     measured: MemoryMeasured
     caveats: tuple[str, ...] = ()

@@ -55,6 +55,8 @@ def _profiled(catalog: Catalog, split: str, sampler_constant: str):
         m = point.measured
         if point.split != split or point.engine != "vllm" or m.activation_bytes_per_gpu is None:
             continue
+        if point.log_rank is not None:  # a non-driver rank's peak: no sampler, so not the peak the rule sizes
+            continue
         d = deployment_for(point)
         rule = memory_rule(catalog, "vllm", d.engine_version)
         if rule.activation.sampler_constant_for(d.topk_topp_sampler) != sampler_constant:

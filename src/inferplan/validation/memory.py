@@ -169,6 +169,9 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
     except InferplanError as e:
         return MemoryCheck(**common, predicted_weights_bytes=None, weights_error=None, predicted_kv_bytes=None,
                            kv_error=None, predicted_fits=None, refused=str(e))
+    if point.log_rank is not None and m.kv_cache_tokens:
+        # the printed room is a rank that did not size the pool; the engine's token count is the pool's
+        mkv = common["measured_kv_bytes"] = m.kv_cache_tokens.value * result.sequence_bytes_per_gpu / result.max_model_len
     # llama.cpp and MLX print the cache they allocate for the context; the others the room they give it
     kv = result.kv_cache_allocated_bytes_per_gpu or result.kv_cache_bytes_per_gpu
     peak = result.weights_bytes_per_gpu + kv + result.activation_bytes_per_gpu if mpk else None
