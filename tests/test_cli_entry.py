@@ -90,3 +90,21 @@ def test_a_bare_group_still_shows_its_help():
 
     done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "catalog"], capture_output=True, text=True)
     assert done.returncode == 2 and "list" in done.stdout + done.stderr and "error:" not in done.stderr
+
+
+def test_a_usage_error_under_json_with_stdout_closed_is_still_the_one_line():
+    """The reader of stdout gone (`inferplan fit --bogus --json | head -0`): the line on stderr, exit 2, no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    read, write = os.pipe()
+    os.close(read)  # nobody will read what the command writes to stdout
+    try:
+        done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "fit", "--json", "--no-such-flag"],
+                              stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and done.stderr.startswith("error: --no-such-flag: ")
