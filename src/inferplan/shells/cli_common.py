@@ -107,6 +107,8 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
     names it, e.g. a scenario file's keys)."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
+    from inferplan.shells.pydantic_errors import allowed_by
+
     try:
         return fn(*args, **kwargs)
     except InferplanError as exc:
@@ -119,7 +121,9 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)
         flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if "." not in loc else loc)
-        fail(f"{flag}: {message}", field=flag, detail=message)
+        allowed = allowed_by(first)
+        message += f" (allowed: {allowed})" if allowed else ""
+        fail(f"{flag}: {message}", field=flag, allowed=allowed, detail=message)
 
 
 def flagged_cells(matrix):
