@@ -42,3 +42,12 @@ def test_the_api_names_the_values(body, path, allowed):
     assert reply.status_code == 422
     error = reply.json()["error"]
     assert (error["field"], error["allowed"]) == (path, allowed)
+
+
+@pytest.mark.parametrize("args", [["deploy", "--model", "llama-3.1-8b", "--gpu", "H100", "--format", "compose"],
+                                  ["deploy", "--model", "llama-3.1-8b", "--gpu", "H100", "--role", "x"],
+                                  ["perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--concurrency", "many"]],
+                         ids=lambda a: a[-2])
+def test_a_flag_refused_by_its_command_says_what_is_allowed_on_its_line(args):
+    done = CliRunner().invoke(app, args, prog_name="inferplan")
+    assert done.exit_code == 2 and "(allowed: " in done.stderr, done.stderr

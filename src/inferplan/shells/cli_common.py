@@ -89,7 +89,10 @@ def _json_requested() -> bool:
 
 def fail(message: str, *, field: str | None = None, allowed: str | None = None, detail: str | None = None) -> None:
     """One line on stderr and exit code 2; under ``--json`` also the error as JSON on stdout
-    (``{"error": {"field", "message", "allowed"}}``), so a script reading stdout sees what failed."""
+    (``{"error": {"field", "message", "allowed"}}``), so a script reading stdout sees what failed.
+    The line ends with ``(allowed: …)`` whenever ``allowed`` is given."""
+    if allowed and "(allowed:" not in message:
+        message = f"{message} (allowed: {allowed})"
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
     if _json_requested():
         sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
