@@ -37,8 +37,8 @@ def test_the_cli_names_the_sampler_values():
      "deployment.topk_topp_sampler", "flashinfer, pytorch"),
     ({"deployment": {"model": "llama-3.1-8b", "gpu": "h100-sxm"}, "role": "x"}, "role", "both, prefill, decode"),
 ])
-def test_the_api_names_the_values(body, path, allowed):
-    reply = TestClient(create_app(":memory:")).post("/api/deploy", json=body)
+def test_the_api_names_the_values(body, path, allowed, tmp_path):
+    reply = TestClient(create_app(tmp_path / "literal.db")).post("/api/deploy", json=body)
     assert reply.status_code == 422
     error = reply.json()["error"]
     assert (error["field"], error["allowed"]) == (path, allowed)
