@@ -91,9 +91,8 @@ def fail(message: str, *, field: str | None = None, allowed: str | None = None, 
     """One line on stderr and exit code 2; under ``--json`` also the error as JSON on stdout
     (``{"error": {"field", "message", "allowed"}}``), so a script reading stdout sees what failed.
     The line ends with ``(allowed: …)`` whenever ``allowed`` is given."""
-    if allowed and "(allowed:" not in message:
-        message = f"{message} (allowed: {allowed})"
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    line = f"{message} (allowed: {allowed})" if allowed and "(allowed:" not in message else message
+    err_console.print(f"[bold red]error:[/] {line}", highlight=False)
     if _json_requested():
         sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
     raise typer.Exit(code=2)
@@ -124,9 +123,7 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)
         flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if "." not in loc else loc)
-        allowed = allowed_by(first)
-        message += f" (allowed: {allowed})" if allowed else ""
-        fail(f"{flag}: {message}", field=flag, allowed=allowed, detail=message)
+        fail(f"{flag}: {message}", field=flag, allowed=allowed_by(first), detail=message)
 
 
 def flagged_cells(matrix):
