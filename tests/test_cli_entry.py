@@ -95,7 +95,9 @@ def test_a_bare_group_still_shows_its_help():
     assert done.returncode == 2 and "list" in done.stdout + done.stderr and "error:" not in done.stderr
 
 
-def test_a_usage_error_under_json_with_stdout_closed_is_still_the_one_line():
+@pytest.mark.parametrize(("args", "flag"), [(["fit", "--json", "--no-such-flag"], "--no-such-flag"),
+                                          (["fit", "--json", "--model", "nope", "--gpu", "H100"], "--model")])
+def test_an_input_error_under_json_with_stdout_closed_is_still_the_one_line(args, flag):
     """The reader of stdout gone (`inferplan fit --bogus --json | head -0`): the line on stderr, exit 2, no traceback."""
     import os
     import subprocess
@@ -105,9 +107,9 @@ def test_a_usage_error_under_json_with_stdout_closed_is_still_the_one_line():
     read, write = os.pipe()
     os.close(read)  # nobody will read what the command writes to stdout
     try:
-        done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "fit", "--json", "--no-such-flag"],
+        done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), *args],
                               stdout=write, stderr=subprocess.PIPE, text=True)
     finally:
         os.close(write)
     assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode == 2 and done.stderr.startswith("error: --no-such-flag: ")
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {flag}: ")

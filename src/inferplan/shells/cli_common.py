@@ -94,7 +94,10 @@ def fail(message: str, *, field: str | None = None, allowed: str | None = None, 
     line = f"{message} (allowed: {allowed})" if allowed and "(allowed:" not in message else message
     err_console.print(f"[bold red]error:[/] {line}", highlight=False)
     if _json_requested():
-        sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
+        try:
+            sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
+        except BrokenPipeError:  # the reader of stdout went away: the line on stderr says it, the status stays 2
+            pass
     raise typer.Exit(code=2)
 
 

@@ -53,8 +53,6 @@ def refuse(exc: click_errors.ClickException) -> int:
         fail(f"{field}: {message}" if field else message, field=field, allowed=allowed, detail=message)
     except typer.Exit as done:
         return done.exit_code
-    except BrokenPipeError:  # --json and the reader of stdout went away: the line is on stderr already
-        return 2
     return 2  # pragma: no cover - fail always exits
 
 
