@@ -113,3 +113,17 @@ def test_an_input_error_under_json_with_stdout_closed_is_still_the_one_line(args
         os.close(write)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 2 and done.stderr.startswith(f"error: {flag}: ")
+
+
+def test_a_usage_error_names_an_argument_as_its_command_does(tmp_path):
+    """'measurements show 999' refuses with 'ID: no stored measurement 999'; 'show abc' names ID too."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inferplan = str(Path(sys.executable).parent / "inferplan")
+    db = str(tmp_path / "m.db")
+    unread = subprocess.run([inferplan, "measurements", "show", "abc", "--db", db], capture_output=True, text=True)
+    missing = subprocess.run([inferplan, "measurements", "show", "999", "--db", db], capture_output=True, text=True)
+    assert unread.returncode == missing.returncode == 2
+    assert unread.stderr.startswith("error: ID: cannot read 'abc'") and missing.stderr.startswith("error: ID: ")

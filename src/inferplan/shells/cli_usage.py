@@ -89,7 +89,11 @@ def describe(exc) -> tuple[str, str | None, str | None]:
 
 
 def _flag(param) -> str | None:
-    """The option's long name (``--gpus``), else its first name."""
+    """The option's long name (``--gpus``); an argument's metavar as its command names it (``ID``),
+    else its first name."""
+    metavar = getattr(param, "metavar", None)
+    if getattr(param, "param_type_name", None) == "argument" and metavar:
+        return metavar.strip("[].") or metavar
     names = list(getattr(param, "opts", ()) or ())
     longs = [n for n in names if n.startswith("--")]
     return (longs or names or [None])[0]
