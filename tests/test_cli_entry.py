@@ -127,3 +127,6 @@ def test_a_usage_error_names_an_argument_as_its_command_does(tmp_path):
     missing = subprocess.run([inferplan, "measurements", "show", "999", "--db", db], capture_output=True, text=True)
     assert unread.returncode == missing.returncode == 2
     assert unread.stderr.startswith("error: ID: cannot read 'abc'") and missing.stderr.startswith("error: ID: ")
+    # 'measurements import nofile' names FILE: so does the parser when no file is given
+    none = subprocess.run([inferplan, "measurements", "import", "--db", db], capture_output=True, text=True)
+    assert none.returncode == 2 and none.stderr.startswith("error: FILE: required")
