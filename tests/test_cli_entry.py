@@ -62,6 +62,9 @@ USAGE_ERRORS = [  # what the option parser refuses -> the flag the one line name
     (["fit", "--gpu", "H100"], "--model", None),
     (["fit", "--model"], "--model", None),
     (["nope"], None, "fit, fits, validate"),
+    (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--json=yes"], "--json", "the bare flag"),
+    (["validate", "--worst", "0"], "--worst", "at least 1"),
+    (["frontier", "--model", "llama-3.1-8b", "--gpu", "H100", "--points", "1000"], "--points", "at most 256"),
 ]
 
 
@@ -90,3 +93,40 @@ def test_a_bare_group_still_shows_its_help():
 
     done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "catalog"], capture_output=True, text=True)
     assert done.returncode == 2 and "list" in done.stdout + done.stderr and "error:" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "flag"), [(["fit", "--json", "--no-such-flag"], "--no-such-flag"),
+                                          (["fit", "--json", "--model", "nope", "--gpu", "H100"], "--model")])
+def test_an_input_error_under_json_with_stdout_closed_is_still_the_one_line(args, flag):
+    """The reader of stdout gone (`inferplan fit --bogus --json | head -0`): the line on stderr, exit 2, no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    read, write = os.pipe()
+    os.close(read)  # nobody will read what the command writes to stdout
+    try:
+        done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), *args],
+                              stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {flag}: ")
+
+
+def test_a_usage_error_names_an_argument_as_its_command_does(tmp_path):
+    """'measurements show 999' refuses with 'ID: no stored measurement 999'; 'show abc' names ID too."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inferplan = str(Path(sys.executable).parent / "inferplan")
+    db = str(tmp_path / "m.db")
+    unread = subprocess.run([inferplan, "measurements", "show", "abc", "--db", db], capture_output=True, text=True)
+    missing = subprocess.run([inferplan, "measurements", "show", "999", "--db", db], capture_output=True, text=True)
+    assert unread.returncode == missing.returncode == 2
+    assert unread.stderr.startswith("error: ID: cannot read 'abc'") and missing.stderr.startswith("error: ID: ")
+    # 'measurements import nofile' names FILE: so does the parser when no file is given
+    none = subprocess.run([inferplan, "measurements", "import", "--db", db], capture_output=True, text=True)
+    assert none.returncode == 2 and none.stderr.startswith("error: FILE: required")

@@ -253,7 +253,7 @@ def test_engine_takes_answers_what_a_search_may_vary(catalog):
 
 
 def test_trtllm_takes_data_parallel_kv_dtype_and_mtp_from_its_options_file(catalog):
-    d = Deployment(model="qwen3-235b-a22b", system="hgx-b200", engine="trtllm", quantization="fp8-block",
+    d = Deployment(model="deepseek-r1", system="hgx-b200", engine="trtllm", quantization="fp8-block",
                    kv_cache_dtype="fp8", tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True)
     cmd = launch_command(d, catalog, speculative=Speculative(method="mtp", tokens=3))
     assert (_value(cmd.argv, "--tp_size"), _value(cmd.argv, "--ep_size")) == ("8", "8")  # attention DP across 8 ranks
@@ -395,3 +395,17 @@ def test_gpus_alone_launch_the_layout_fit_plans(catalog):
     argv = launch_command(d, catalog).argv
     assert planned.tensor_parallel_size == 2
     assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_mtp_drafts_need_a_model_that_ships_mtp_layers(catalog, engine):
+    """Llama 3.1 has no multi-token-prediction layers: an MTP launch command would fail at start-up."""
+    from inferplan.deploy import Speculative, launch_command
+    from inferplan.errors import UnsupportedSettingError
+
+    mtp = Speculative(method="mtp", tokens=2)
+    with pytest.raises(UnsupportedSettingError) as refused:
+        launch_command(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine=engine), catalog, speculative=mtp)
+    assert refused.value.field == "speculative.method"
+    ships = launch_command(Deployment(model="deepseek-r1", gpu="h200", gpus=8, engine=engine), catalog, speculative=mtp)
+    assert "mtp" in ships.script.lower()

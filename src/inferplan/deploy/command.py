@@ -21,10 +21,11 @@ from inferplan.memory.layout import as_launched
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.kt_args import kt_args
-from inferplan.errors import UnsupportedSettingError
+from inferplan.errors import InferplanError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.precision import check_kv_dtype
+from inferplan.memory.resolve import resolve_model
 
 Role = Literal["both", "prefill", "decode"]
 DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it
@@ -105,6 +106,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
     if speculative is not None:
+        _check_drafts(d, catalog, speculative)
         argv += _speculative_args(speculative, flags, options)
     if role != "both":
         argv += _role_args(role, flags)
@@ -264,6 +266,22 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict)
         raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch value for a {kv.id} KV cache",
                                       field="kv_cache_dtype", allowed="auto, " + ", ".join(sorted(rule.values)))
     return _emit(rule, kv.id)
+
+
+def _check_drafts(d: Deployment, catalog: Catalog, spec: Speculative) -> None:
+    """MTP drafts with the model's own multi-token-prediction layers: a model whose config.json ships
+    none (``num_nextn_predict_layers`` 0) cannot start with them. A model the catalogue cannot resolve
+    is left to the engine."""
+    if spec.method != "mtp":
+        return
+    try:
+        model = resolve_model(catalog, d.model)
+    except InferplanError:
+        return
+    if model.architecture is not None and not model.architecture_is_proxy and not model.architecture.mtp_layers:
+        raise UnsupportedSettingError(f"{model.name} ships no multi-token-prediction layers to draft with",
+                                      field="speculative.method",
+                                      allowed="another speculative method, or a model with MTP layers")
 
 
 def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> list[str]:

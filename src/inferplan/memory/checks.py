@@ -47,6 +47,18 @@ def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:
                                    allowed=", ".join(kernels) or "none: leave it out")
 
 
+def _check_sampler(catalog: Catalog, d: Deployment, engine) -> None:
+    """A named top-k/top-p sampler only for an engine whose start-up profile runs a sampler pass
+    (engine_memory_rules.yaml: a rule with a sampler_constant); elsewhere it would change nothing."""
+    def samples(engine_id: str) -> bool:
+        return any(r.activation.sampler_constant for r in catalog.memory_rules if r.engine == engine_id)
+
+    if d.topk_topp_sampler is not None and not samples(engine.id):
+        takers = sorted({r.engine for r in catalog.memory_rules if samples(r.engine)})
+        raise InvalidScenarioError(f"{engine.name} profiles no top-k/top-p sampler pass at start-up",
+                                   field="topk_topp_sampler", allowed=f"leave it out, or an engine that does: {', '.join(takers)}")
+
+
 def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, tp: int, pp: int) -> EngineDefaults:
     """The deployment's engine, once the model, the engine and the layout are known to go together."""
     if spec.architecture is None and d.kv_bytes_per_token is None:
@@ -67,6 +79,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
                                    field="enable_expert_parallel", allowed=f"leave it off, or an engine that does: {takers}")
     _check_runner(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
+    _check_sampler(catalog, d, engine)
     _check_heads(spec, engine.id, tp)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and pp > layers:

@@ -58,6 +58,7 @@ from inferplan.shells.api_guard import (
     SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy,
 )
 from inferplan.shells.api_measurements import router as measurements_router
+from inferplan.shells.pydantic_errors import allowed_by
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -170,8 +171,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             e = errors[0]
             reason = f"the body is not JSON: {e.get('ctx', {}).get('error', e['msg'])} at character {e['loc'][-1]}"
             return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
-        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], **({"input": e["input"]} if "input" in e else {}))
-                                    for e in errors])
+        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], allowed_by(e),
+                                               **({"input": e["input"]} if "input" in e else {})) for e in errors])
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):

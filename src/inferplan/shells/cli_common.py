@@ -89,10 +89,15 @@ def _json_requested() -> bool:
 
 def fail(message: str, *, field: str | None = None, allowed: str | None = None, detail: str | None = None) -> None:
     """One line on stderr and exit code 2; under ``--json`` also the error as JSON on stdout
-    (``{"error": {"field", "message", "allowed"}}``), so a script reading stdout sees what failed."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    (``{"error": {"field", "message", "allowed"}}``), so a script reading stdout sees what failed.
+    The line ends with ``(allowed: …)`` whenever ``allowed`` is given."""
+    line = f"{message} (allowed: {allowed})" if allowed and "(allowed:" not in message else message
+    err_console.print(f"[bold red]error:[/] {line}", highlight=False)
     if _json_requested():
-        sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
+        try:
+            sys.stdout.write(json.dumps({"error": {"field": field, "message": detail or message, "allowed": allowed}}) + "\n")
+        except BrokenPipeError:  # the reader of stdout went away: the line on stderr says it, the status stays 2
+            pass
     raise typer.Exit(code=2)
 
 
@@ -107,6 +112,8 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
     names it, e.g. a scenario file's keys)."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
+    from inferplan.shells.pydantic_errors import allowed_by
+
     try:
         return fn(*args, **kwargs)
     except InferplanError as exc:
@@ -119,7 +126,7 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)
         flag = FLAGS.get(loc, f"--{loc.replace('_', '-')}" if "." not in loc else loc)
-        fail(f"{flag}: {message}", field=flag, detail=message)
+        fail(f"{flag}: {message}", field=flag, allowed=allowed_by(first), detail=message)
 
 
 def flagged_cells(matrix):

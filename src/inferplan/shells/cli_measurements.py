@@ -53,7 +53,7 @@ def _named(fn, *args, **kwargs):
 
 @measurements_app.command("import")
 def import_cmd(
-    files: list[Path] = typer.Argument(..., help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
+    files: list[Path] = typer.Argument(..., metavar="FILE", help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
     model: Optional[str] = typer.Option(None, "--model", help="Model (default: the one the file names)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator the run used (or local)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the run (default: the tensor parallel size)."),

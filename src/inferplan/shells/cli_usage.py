@@ -32,6 +32,13 @@ ALLOWED_BY_ERROR_TYPE = {
     "float_parsing": "a number",
     "bool_parsing": "true or false",
 }
+# pydantic's error type for a value outside an option's min/max -> what the flag takes ({} is the bound)
+ALLOWED_BY_BOUND = {
+    "greater_than_equal": "at least {}",
+    "less_than_equal": "at most {}",
+    "greater_than": "more than {}",
+    "less_than": "less than {}",
+}
 
 
 def refuse(exc: click_errors.ClickException) -> int:
@@ -58,6 +65,8 @@ def describe(exc) -> tuple[str, str | None, str | None]:
         allowed = f"the options '{command} --help' lists" + (f"; closest: {', '.join(closest)}" if closest else "")
         return f"no such option of '{command}' (allowed: {allowed})", exc.option_name, allowed
     if isinstance(exc, click_errors.BadOptionUsage):
+        if "does not take a value" in exc.message:  # a switch given a value (--json=yes)
+            return "takes no value (allowed: the bare flag)", exc.option_name, "the bare flag"
         return "needs a value", exc.option_name, None
     param = getattr(exc, "param", None)
     flag = _flag(param) if param is not None else None
@@ -68,6 +77,9 @@ def describe(exc) -> tuple[str, str | None, str | None]:
         if error is not None and error["type"] in ALLOWED_BY_ERROR_TYPE:
             allowed = ALLOWED_BY_ERROR_TYPE[error["type"]]
             return f"cannot read {error['input']!r} (allowed: {allowed})", flag, allowed
+        if error is not None and error["type"] in ALLOWED_BY_BOUND:  # outside the option's min/max
+            allowed = ALLOWED_BY_BOUND[error["type"]].format(*error.get("ctx", {}).values())
+            return f"{error['input']!r} is out of range (allowed: {allowed})", flag, allowed
         return exc.message, flag, None
     group = ctx.command if ctx is not None else None
     if group is not None and hasattr(group, "list_commands"):  # a group: an unknown sub-command
@@ -77,7 +89,11 @@ def describe(exc) -> tuple[str, str | None, str | None]:
 
 
 def _flag(param) -> str | None:
-    """The option's long name (``--gpus``), else its first name."""
+    """The option's long name (``--gpus``); an argument's metavar as its command names it (``ID``),
+    else its first name."""
+    metavar = getattr(param, "metavar", None)
+    if getattr(param, "param_type_name", None) == "argument" and metavar:
+        return metavar.strip("[].") or metavar
     names = list(getattr(param, "opts", ()) or ())
     longs = [n for n in names if n.startswith("--")]
     return (longs or names or [None])[0]
