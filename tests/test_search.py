@@ -389,3 +389,13 @@ def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layo
     pools = [r for r in found.results if r.disaggregated]
     assert pools and min(r.monthly_usd for r in pools) == pytest.approx(best, rel=1e-9)
     assert any(r.pools[0].tensor_parallel_size != r.pools[1].tensor_parallel_size for r in pools)  # own layouts searched
+
+
+def test_every_pick_on_every_engine_comes_with_its_launch_command(catalog):
+    """TensorRT-LLM's data-parallel, FP8-KV and MTP picks included (written to its options file)."""
+    found = search(_request(models=("qwen3-30b-a3b", "deepseek-v2-lite"), systems=("hgx-h100",),
+                            engines=("vllm", "sglang", "trtllm"), top=60), catalog)
+    engines = {r.engine for r in found.results}
+    assert {"trtllm", "sglang", "vllm"} <= engines and any(r.data_parallel_size > 1 for r in found.results)
+    assert all(not r.deploy.startswith("no launch command") for r in found.results), \
+        [r.deploy for r in found.results if r.deploy.startswith("no launch command")][:3]
