@@ -72,7 +72,7 @@ def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
 
 def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
     """Whether ``engine``'s launcher takes ``setting`` (a Deployment field, ``speculative`` or
-    ``disaggregation``) as a flag or in its options file: what a search may vary on that engine
+    ``disaggregation``) as a flag or in its options file: what can be planned on that engine
     without a launch error."""
     flags = engine_flags(catalog, engine)
     if setting == "speculative":
