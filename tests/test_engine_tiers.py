@@ -73,8 +73,9 @@ def test_the_ten_gib_floor_holds_above_sixty_gib(catalog):
 
 def test_the_plan_picks_the_fraction_sglang_printed_on_an_mi355x(catalog):
     # d05: 'self.server_args.mem_fraction_static 0.911' at TP 1 (the catalogue's MI355X total is
-    # assumed from the datasheet less a driver reserve, so the third decimal may differ)
-    assert _plan(catalog, "mi355x").settings.memory_fraction == pytest.approx(0.911, abs=0.002)
+    # assumed from the datasheet less a driver reserve, so the third decimal may differ); at 8,192
+    # tokens of context, where the AITER factor (tests/test_qwen2507.py) does not lower it
+    assert _plan(catalog, "mi355x", max_model_len=8192).settings.memory_fraction == pytest.approx(0.911, abs=0.002)
     assert _plan(catalog, "h100-sxm").settings.memory_fraction == pytest.approx(0.835, abs=0.002)
     assert _plan(catalog, "h100-sxm", 8).settings.memory_fraction == pytest.approx(0.818, abs=0.002)
 

@@ -9,7 +9,9 @@ then reserves memory outside ``mem_fraction_static`` from those two numbers:
                + per_eight_gpus x tp x pp / 8, at least floor when gpu_mem is above floor_above
 
 ``defaults_by_gpu_memory`` holds the tiers (ordered by ``below_gib``, the last one open) and
-``memory_fraction_reserve`` the reserve; ``memory/settings.py`` applies both. The numbers are in the
+``memory_fraction_reserve`` the reserve; ``memory/settings.py`` applies both. The reserve's
+``fraction_scales`` lower the fraction further where the engine does so for the attention backend it
+picks on a software stack (SGLang 0.5.6: AITER on ROCm, x 0.85 above a context of 8,192 tokens). The numbers are in the
 engine's own units (GiB thresholds, MiB terms) and become bytes through the properties here.
 
 No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
@@ -19,6 +21,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field
 
+from inferplan.catalog.provenance import Count, Ratio
 from inferplan.inputs import Input
 from inferplan.units import GiB, MiB
 
@@ -65,6 +68,24 @@ def tier_for(tiers: tuple[GpuMemoryTier, ...], total_bytes: float) -> GpuMemoryT
     return None
 
 
+class FractionScale(Input):
+    """A factor the engine applies to its static fraction when it runs ``attention_backend`` — its
+    default on the ``software`` stack for models without latent (MLA) attention — with a context
+    above ``above_context_tokens``."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    software: str  # the stack on which the engine picks the backend by default (a Software value)
+    attention_backend: str  # the backend's name in the engine (SGLang --attention-backend)
+    above_context_tokens: Count
+    scale: Ratio
+    note: str
+
+    def applies(self, software: str, context_tokens: int | None, latent_attention: bool) -> bool:
+        return (software == self.software and not latent_attention and context_tokens is not None
+                and context_tokens > self.above_context_tokens.value)
+
+
 class MemoryFractionReserve(Input):
     """The memory an engine keeps outside its static fraction, from its chunk and graph batch (SGLang
     0.5.x without DP attention, speculative decoding or piecewise CUDA graphs)."""
@@ -79,6 +100,7 @@ class MemoryFractionReserve(Input):
     floor_mib: float = Field(ge=0)  # the reserve is at least this ...
     floor_above_gib: float = Field(ge=0)  # ... on GPUs with more than this
     fraction_decimals: int = Field(ge=1)  # the fraction is rounded to this many decimals
+    fraction_scales: tuple[FractionScale, ...] = ()  # applied after the rounding, as the engine does
 
     def reserved_bytes(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int) -> float:
         """Bytes reserved on a GPU of ``total_bytes`` for one instance of ``gpus`` (tp x pp) GPUs."""

@@ -28,7 +28,8 @@ from inferplan.memory.checks import check_context, checked_engine, tp_shards_hea
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
-from inferplan.memory.settings import engine_settings
+from inferplan.catalog.architecture import LayerKind
+from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
@@ -183,8 +184,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
     profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
+    scale = fraction_scale(d, engine, hw.accel, d.max_model_len or spec.context_tokens, _latent_attention(spec))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
-                               tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size)
+                               tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     _planned_length(d, spec, None)))
@@ -203,7 +205,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
+                   *w.notes, *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
@@ -404,6 +406,16 @@ def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, 
                 f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
                 allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
     return _Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
+
+
+def _latent_attention(spec: ModelSpec) -> bool:
+    return spec.architecture is not None and LayerKind.MLA in spec.architecture.layer_kinds
+
+
+def _scale_note(engine, scale, settings) -> str:
+    return (f"{engine.name} runs the {scale.attention_backend} attention backend by default on {scale.software} and "
+            f"lowers its own memory fraction x {scale.scale.value:g} above {scale.above_context_tokens.value:,.0f} "
+            f"tokens of context: {settings.memory_fraction:.3f} planned")
 
 
 def _planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:

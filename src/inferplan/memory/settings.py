@@ -1,12 +1,12 @@
 """The batch limits and memory fraction an engine runs a deployment with: stated, else the defaults
 of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM's 70 GiB switch,
-SGLang's tiers and the fraction it derives from them) — except where the engine release's memory
-rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
+SGLang's tiers and the fraction it derives from them, lowered where its default attention backend on
+the GPU's software stack asks for it) — except where the engine release's memory rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
 sequences)."""
 
 from __future__ import annotations
 
-from inferplan.catalog.engine_tiers import tier_for
+from inferplan.catalog.engine_tiers import FractionScale, tier_for
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
@@ -15,10 +15,12 @@ from inferplan.memory.engine_budget import EngineSettings
 
 
 def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
-                     max_len: int | None = None, *, tp: int = 1, pp: int = 1) -> EngineSettings:
+                     max_len: int | None = None, *, tp: int = 1, pp: int = 1,
+                     scale: FractionScale | None = None) -> EngineSettings:
     """The engine's batch limits and fraction: stated, else the defaults of engines.yaml for a GPU of
-    ``total_bytes`` in an instance of ``tp`` x ``pp`` GPUs, except where the release's rule sets them
-    (a V0 profile batch of max_model_len tokens, V0's 256 sequences)."""
+    ``total_bytes`` in an instance of ``tp`` x ``pp`` GPUs (times ``scale``, the factor its attention
+    backend applies: ``fraction_scale``), except where the release's rule sets them (a V0 profile batch
+    of max_model_len tokens, V0's 256 sequences)."""
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.id not in engine.small_default_accelerators
     )
@@ -32,6 +34,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _default_fraction(engine, tier, total_bytes,
                                                                                             int(mnbt), tp, pp))
+    if scale is not None and not d.gpu_memory_utilization:
+        frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
                                    field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
@@ -59,6 +63,18 @@ def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: i
     if reserve is None or tier is None:
         return _value(engine.memory_fraction, 1.0)
     return reserve.fraction(total_bytes, chunk_tokens, tier.graph_batch(tp), tp * pp)
+
+
+def fraction_scale(d: Deployment, engine, accel: Accelerator, context_tokens: int | None,
+                   latent_attention: bool) -> FractionScale | None:
+    """The factor the engine applies to the fraction it picks itself for the attention backend it runs
+    by default on this GPU's software stack at ``context_tokens`` (None: none, or the fraction is
+    stated — a stated fraction is read as the one the engine runs with)."""
+    reserve = engine.memory_fraction_reserve
+    if reserve is None or d.gpu_memory_utilization:
+        return None
+    software = accel.software.value
+    return next((s for s in reserve.fraction_scales if s.applies(software, context_tokens, latent_attention)), None)
 
 
 def _value(q, default: float) -> float:
