@@ -28,8 +28,12 @@ def test_part_of_a_word_is_not_a_name(flag, value, closest):
 
 
 def test_whole_words_still_find_a_name():
+    r = invoke("fit", "--model", "Qwen3 32B", "--gpu", "H200", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["model"] == "qwen3-32b"
+    # two releases share these words (the original and the 2507 re-release): both are offered
     r = invoke("fit", "--model", "Qwen3 235B", "--gpu", "H200", "--json")
-    assert r.exit_code == 0 and json.loads(r.stdout)["model"] == "qwen3-235b-a22b"
+    assert r.exit_code == 2
+    assert json.loads(r.stdout)["error"]["allowed"] == "qwen3-235b-a22b, qwen3-235b-a22b-2507"
 
 
 def test_a_json_run_reports_a_bad_flag_as_json():
