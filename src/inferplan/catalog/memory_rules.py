@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
-from inferplan.catalog.startup_rules import StartupHeadroom
+from inferplan.catalog.startup_rules import AttentionWorkspace, StartupHeadroom
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
@@ -166,6 +166,8 @@ class MemoryRule(Frozen):
     compute_graph: ComputeGraph | None = None  # llama.cpp's compute buffer, in place of `activation`
     # what must still fit outside the fraction once the KV cache is sized (None: not checked)
     startup: StartupHeadroom | None = None
+    # the attention backend's buffers allocated after the pool, out of the same headroom (None: none)
+    attention_workspace: AttentionWorkspace | None = None
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -288,6 +290,7 @@ def check_memory_rules(catalog) -> None:
         check_engine_and_sources(catalog, where, rule.id, rule.engine, (
             *rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
             *(rule.compute_graph.sources if rule.compute_graph else ()), *(rule.startup.sources if rule.startup else ()),
+            *(rule.attention_workspace.sources if rule.attention_workspace else ()),
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),
             *(s for b in rule.activation.sampler_backends for s in b.sources),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ())))

@@ -30,3 +30,26 @@ class StartupHeadroom(Frozen):
 
     def constant_ids(self) -> tuple[str, ...]:
         return (self.context_constant, *(self.graph_constants or ()))
+
+
+class AttentionWorkspace(Frozen):
+    """The buffers an attention backend allocates once the KV pool is sized, out of the memory the fraction
+    leaves free (SGLang 0.5.6 with AITER on ROCm, models without latent attention).
+
+    SGLang sizes its request table from the pool: ``requests = min(max(floor(pool_tokens / context x
+    requests_per_pool_context), requests_floor), requests_cap)``, one int32 row of ``context`` token slots
+    each (``request_table_bytes_per_slot``); the backend then keeps a paged-attention workspace of
+    ``requests x query heads per GPU x ceil(context / partition_tokens) x (head_dim x
+    bytes_per_output_element + bytes_per_partition_stats)`` bytes. ``memory/attention_workspace.py``
+    does the arithmetic."""
+
+    software: str  # the stack on which the engine runs the backend by default (a Software value)
+    attention_backend: str  # the backend's name in the engine (SGLang --attention-backend)
+    partition_tokens: int = Field(ge=1)  # _AITER_PARTITION_SIZE_ROCM
+    bytes_per_output_element: int = Field(ge=1)  # the partial outputs are float32
+    bytes_per_partition_stats: int = Field(ge=0)  # two float32 per (request, head, partition): max and sum
+    requests_per_pool_context: int = Field(ge=1)  # max_num_reqs = pool tokens / context x this ...
+    requests_floor: int = Field(ge=1)  # ... at least this ...
+    requests_cap: int = Field(ge=1)  # ... at most this
+    request_table_bytes_per_slot: int = Field(ge=0)  # req_to_token: int32 per (request, context position)
+    sources: tuple[str, ...] = Field(min_length=1)

@@ -28,7 +28,6 @@ from inferplan.memory.checks import check_context, checked_engine, tp_shards_hea
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
-from inferplan.catalog.architecture import LayerKind
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
@@ -39,6 +38,7 @@ from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.moe_layout import extra_weight_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.startup import startup_check
+from inferplan.memory.attention_workspace import latent_attention, workspace_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
@@ -184,7 +184,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
     profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
-    scale = fraction_scale(d, engine, hw.accel, d.max_model_len or spec.context_tokens, _latent_attention(spec))
+    scale = fraction_scale(d, engine, hw.accel, d.max_model_len or spec.context_tokens, latent_attention(spec))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
@@ -210,7 +210,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
     gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
-    start = startup_check(catalog, rule, settings, spec.architecture, total, gpus)
+    start = startup_check(catalog, rule, settings, spec.architecture, total, gpus) or workspace_check(
+        catalog, rule, hw.accel.software.value, spec.architecture, latent_attention(spec), settings.memory_fraction,
+        total, held.tokens, held.max_len, plan.tensor_parallel_size)
     if start is not None and not start.starts:
         held, assumptions = dataclasses.replace(held, fits=False), [*assumptions, start.note(rule, settings)]
     if host_budget is not None and host_used > host_budget:
@@ -406,10 +408,6 @@ def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, 
                 f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
                 allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
     return _Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
-
-
-def _latent_attention(spec: ModelSpec) -> bool:
-    return spec.architecture is not None and LayerKind.MLA in spec.architecture.layer_kinds
 
 
 def _scale_note(engine, scale, settings) -> str:

@@ -23,8 +23,23 @@ from inferplan.units import GiB
 FRACTION_STEP = 0.01  # a suggested memory fraction is a whole number of hundredths
 
 
+class HeadroomCheck:
+    """What start-up needs against the headroom it has, per GPU (subclasses give the two)."""
+
+    headroom_bytes_per_gpu: float
+    needed_bytes_per_gpu: float
+
+    @property
+    def starts(self) -> bool:
+        return self.needed_bytes_per_gpu <= self.headroom_bytes_per_gpu
+
+    @property
+    def shortfall_bytes_per_gpu(self) -> float:
+        return max(self.needed_bytes_per_gpu - self.headroom_bytes_per_gpu, 0.0)
+
+
 @dataclass(frozen=True)
-class StartupCheck:
+class StartupCheck(HeadroomCheck):
     """The memory outside the fraction on each GPU, and what start-up allocates there."""
 
     headroom_bytes_per_gpu: float  # total × (1 − fraction)
@@ -36,14 +51,6 @@ class StartupCheck:
     @property
     def needed_bytes_per_gpu(self) -> float:
         return self.context_bytes_per_gpu + self.graph_bytes_per_gpu + self.sampler_bytes_per_gpu
-
-    @property
-    def starts(self) -> bool:
-        return self.needed_bytes_per_gpu <= self.headroom_bytes_per_gpu
-
-    @property
-    def shortfall_bytes_per_gpu(self) -> float:
-        return max(self.needed_bytes_per_gpu - self.headroom_bytes_per_gpu, 0.0)
 
     def note(self, rule: MemoryRule, settings: EngineSettings) -> str:
         parts = [f"CUDA context {self.context_bytes_per_gpu / GiB:.2f} GiB"]

@@ -20,6 +20,7 @@ from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memo
 from inferplan.memory.layout import describe_split
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.startup import startup_check, startup_fix
+from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 
 CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
@@ -53,7 +54,7 @@ def _startup_settings(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[
                           // r.parallel.data_parallel_size)
     fix = startup_fix(check, r.gpu_memory_bytes) if check else None
     if fix is None:
-        return ()
+        return _workspace_fraction(d, mp, catalog, rule)
     found = []
     if fix.memory_fraction and _fits(d, {"gpu_memory_utilization": fix.memory_fraction}, catalog):
         found.append(FitSuggestion(kind="startup", changes={"gpu_memory_utilization": fix.memory_fraction},
@@ -64,6 +65,21 @@ def _startup_settings(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[
                                    summary=f"fewer sequences: the sampler warm-up over {fix.max_num_seqs:,} rows fits "
                                            "at start-up"))
     return tuple(found)
+
+
+def _workspace_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog, rule) -> tuple[FitSuggestion, ...]:
+    """Where the attention workspace allocated after the pool does not fit: the largest fraction with
+    which it does, checked by a fit."""
+    r = mp.result
+    check = workspace_check(catalog, rule, mp.accelerator.software.value, mp.spec.architecture, latent_attention(mp.spec),
+                            mp.settings.memory_fraction, r.gpu_memory_bytes, r.kv_cache_tokens, r.max_model_len,
+                            r.parallel.tensor_parallel_size)
+    fraction = fraction_fix(check) if check and not check.starts else None
+    if not fraction or not _fits(d, {"gpu_memory_utilization": fraction}, catalog):
+        return ()
+    return (FitSuggestion(kind="startup", changes={"gpu_memory_utilization": fraction},
+                          summary=f"a smaller memory fraction: {fraction:g} leaves the request table and the "
+                                  f"{check.backend} attention workspace room at start-up"),)
 
 
 def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:

@@ -1,0 +1,66 @@
+"""SGLang's AITER attention workspace on ROCm (memory/attention_workspace.py, the SGLang rule's
+`attention_workspace` data): allocated after the KV pool out of the memory mem_fraction_static leaves,
+it reproduces the workspace a start-up printed and makes a long-context start-up fail as it did."""
+
+import pytest
+
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.attention_workspace import workspace_bytes, workspace_requests
+from inferplan.memory.fit import fit
+from inferplan.memory.resolve import resolve_model
+from inferplan.memory.suggest import fit_or_suggest
+from inferplan.validation.memory import check_point
+
+GiB = 2**30
+D04 = dict(model="qwen3-30b-a3b-2507", gpu="mi355x", engine="sglang", quantization="fp8-block", max_model_len=262144)
+
+
+def _workspace(catalog):
+    return catalog.memory_rules.records["sglang-static-fraction"].attention_workspace
+
+
+def test_the_workspace_sglang_printed_for_a_pool_of_1669816_tokens_is_reproduced(catalog):
+    # sglang PR #18263 (record d05): 'KV Cache is allocated ... #tokens: 1669816', then a 51.75 GB
+    # (SGLang's GB: 2^30 bytes) AITER workspace for Qwen3-30B-A3B at 262,144 positions on one GPU
+    ws, arch = _workspace(catalog), resolve_model(catalog, "qwen3-30b-a3b-2507").architecture
+    requests = workspace_requests(ws, 1_669_816, 262_144)
+    assert requests == 3261
+    got = workspace_bytes(ws, requests, arch.num_attention_heads, arch.head_dim, 262_144)
+    assert got / GiB == pytest.approx(51.75, abs=0.005)
+
+
+def test_the_request_count_is_clamped_to_sglangs_bounds(catalog):
+    ws = _workspace(catalog)
+    assert workspace_requests(ws, 10_000, 262_144) == 2048
+    assert workspace_requests(ws, 100_000_000, 262_144) == 4096
+
+
+def test_a_long_context_on_mi355x_fails_at_start_up_after_the_pool_and_says_what_starts(catalog):
+    # record d04: the pool was allocated, then out of memory allocating the AITER buffers
+    r = fit(Deployment(**D04), catalog)
+    assert r.kv_cache_bytes_per_gpu > r.sequence_bytes_per_gpu  # the pool alone holds the context
+    assert not r.fits and r.startup_shortfall_bytes_per_gpu > 2 * GiB
+    assert "aiter attention workspace" in r.startup_note
+    changes = [s.changes for s in fit_or_suggest(Deployment(**D04), catalog).suggestions]
+    fraction = next(c["gpu_memory_utilization"] for c in changes if set(c) == {"gpu_memory_utilization"})
+    assert fraction < 0.7735 and fit(Deployment(**D04, gpu_memory_utilization=fraction), catalog).fits
+    shorter = next(c["max_model_len"] for c in changes if set(c) == {"max_model_len"})
+    assert fit(Deployment(**{**D04, "max_model_len": shorter}), catalog).fits
+
+
+@pytest.mark.parametrize("gpu", ["h200", "b200"])
+def test_sglang_on_nvidia_keeps_no_aiter_workspace(catalog, gpu):
+    r = fit(Deployment(**{**D04, "gpu": gpu, "quantization": "fp8-block"}), catalog)
+    assert r.startup_shortfall_bytes_per_gpu == 0 and r.startup_note is None
+
+
+def test_an_mla_model_on_mi355x_keeps_no_aiter_workspace(catalog):
+    # counted as for a model without MLA, its 16 query heads per GPU would not fit in 0.03 of the GPU
+    r = fit(Deployment(model="deepseek-v3", gpu="mi355x", gpus=8, tensor_parallel_size=8, engine="sglang",
+                       max_model_len=163840, gpu_memory_utilization=0.97), catalog)
+    assert r.startup_shortfall_bytes_per_gpu == 0 and r.startup_note is None
+
+
+def test_the_mi355x_start_up_that_ran_out_of_memory_after_its_pool_is_predicted_to_fail(catalog):
+    check = check_point(catalog.memory_points.records["d04-qwen3-30b-a3b-fp8-mi355x-sglang-fails"], catalog)
+    assert check.measured_fits is False and check.predicted_fits is False
