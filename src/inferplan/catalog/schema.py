@@ -316,6 +316,12 @@ class EngineDefaults(Frozen):
     # hardware calibrated apart (else the family is the engine's id, with llama.cpp's back end or a
     # software stack other than CUDA and Metal appended: llamacpp-vulkan, vllm-rocm)
     calibration_families: tuple[CalibrationFamilyRule, ...] = ()
+    # on a CUDA device whose memory the CPU shares (``Accelerator.unified_memory``) the free memory the
+    # engine reads at start-up counts the Linux page cache as used, so the checkpoint it has just read
+    # (or any file read before) shrinks the KV cache it sizes; the plan is the one after a cache drop
+    reads_page_cache_as_used: bool = False
+    reads_page_cache_as_used_source: str | None = None
+    reads_page_cache_as_used_note: str | None = None
     notes: tuple[str, ...] = ()
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
-from inferplan.catalog.schema import Accelerator, EngineDefaults
+from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
 from inferplan.memory.context_cache import compute_buffer_bytes
 from inferplan.units import GiB
 
@@ -224,6 +224,10 @@ def engine_budget(
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if graphs:
         notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is sized")
+    if page_cache_counted(engine, accel):
+        notes.append(f"{accel.name} shares its memory with the CPU, and {engine.name} reads the page cache as used "
+                     f"memory: files read before or during its start can leave the KV cache far below this plan, "
+                     f"which counts none; {engine.reads_page_cache_as_used_note}")
     shown = " − ".join(_PART_NAMES[p] for p in rule.counted if p in counted)
     if rule.budget == "of_total":
         start = catalog.constant(rule.start_constant) if rule.start_constant else 0.0
@@ -251,6 +255,13 @@ def engine_budget(
         rule=rule,
         cuda_graph_bytes_per_gpu=graphs,
     )
+
+
+def page_cache_counted(engine: EngineDefaults, accel: Accelerator | None) -> bool:
+    """Whether the engine's start-up reading of free memory on ``accel`` counts the Linux page cache as
+    used (a CUDA device whose memory the CPU shares), so that files read before shrink the KV cache."""
+    return bool(accel is not None and accel.unified_memory and accel.software == Software.CUDA
+                and engine.reads_page_cache_as_used)
 
 
 def _less(start: float, parts: list[float]) -> float:
