@@ -53,4 +53,4 @@ def test_validate_prints_each_printed_peak_with_its_plan(catalog):
     console = Console(record=True, width=200)
     print_memory_validation(console, validate_memory(catalog))
     text = console.export_text()
-    assert "x03-mistral-7b-mlx4-m2ultra-34k-v0222: allocator peak 9.1 GB measured, 8.7 GB planned" in text
+    assert "x03-mistral-7b-mlx4-m2ultra-34k-v0222: allocator peak 9.1 GB measured, 9.1 GB planned" in text

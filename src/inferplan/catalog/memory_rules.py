@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
+from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import AttentionWorkspace, StartupHeadroom
@@ -73,8 +74,10 @@ class ActivationProfile(Frozen):
     # larger of the two passes, the forward's peak at its MLP (c × tokens × (hidden + MLP width / TP))
     # and the sampler's (a × rows × vocab), as a profile whose forward frees its tensors before the
     # sampler runs peaks at one of them; llamacpp_logits: one ubatch of logits; generic: a workspace
-    # per token × hidden; outside_fraction: not counted
-    model: Literal["sampler_and_forward", "forward_or_sampler", "llamacpp_logits", "generic", "outside_fraction"]
+    # per token × hidden; mlx_in_flight: a prompt chunk's activations held by MLX's in-flight command
+    # buffers (the rule's prefill_working_set); outside_fraction: not counted
+    model: Literal["sampler_and_forward", "forward_or_sampler", "llamacpp_logits", "generic", "mlx_in_flight",
+                   "outside_fraction"]
     sampler_constant: str | None = None  # calibration.yaml id, bytes per (row × vocab entry)
     # the sampler pass of an install that names another top-k/top-p backend (None named: sampler_constant)
     sampler_backends: tuple[SamplerBackend, ...] = ()
@@ -164,6 +167,7 @@ class MemoryRule(Frozen):
     # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
     context_cache: ContextCache | None = None
     compute_graph: ComputeGraph | None = None  # llama.cpp's compute buffer, in place of `activation`
+    prefill_working_set: InFlightPrefill | None = None  # MLX's, for an mlx_in_flight activation
     # what must still fit outside the fraction once the KV cache is sized (None: not checked)
     startup: StartupHeadroom | None = None
     # the attention backend's buffers allocated after the pool, out of the same headroom (None: none)
@@ -188,6 +192,8 @@ class MemoryRule(Frozen):
         if (self.fraction_of == "free_at_start") != (self.start_constant is not None) or \
                 (self.fraction_of == "free_at_start" and self.budget != "of_total"):
             raise ValueError("a fraction of the memory free at start-up is an of_total budget naming its start_constant")
+        if (self.activation.model == "mlx_in_flight") != (self.prefill_working_set is not None):
+            raise ValueError("an mlx_in_flight activation is sized by the rule's prefill_working_set, and only it")
         if ("activation_peak" in self.counted) == (self.activation.model == "outside_fraction"):
             raise ValueError("activation_peak is counted exactly when the activation is not outside the fraction")
         if self.startup and self.startup.sampler_warmup and self.activation.sampler_constant is None:
@@ -290,6 +296,7 @@ def check_memory_rules(catalog) -> None:
         check_engine_and_sources(catalog, where, rule.id, rule.engine, (
             *rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
             *(rule.compute_graph.sources if rule.compute_graph else ()), *(rule.startup.sources if rule.startup else ()),
+            *(rule.prefill_working_set.sources if rule.prefill_working_set else ()),
             *(rule.attention_workspace.sources if rule.attention_workspace else ()),
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),
             *(s for b in rule.activation.sampler_backends for s in b.sources),
@@ -298,6 +305,9 @@ def check_memory_rules(catalog) -> None:
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "
                                f"block_tokens {block:g} in engines.yaml", field=rule.id)
+        for accelerator in rule.prefill_working_set.accelerator_ids() if rule.prefill_working_set else ():
+            if accelerator not in catalog.accelerators.records:
+                raise CatalogError(f"{where}: unknown accelerator {accelerator!r} in prefill_working_set", field=rule.id)
         for constant in rule.constant_ids():
             if constant not in catalog.calibration:
                 raise CatalogError(f"{where}: unknown calibration constant {constant!r}", field=rule.id)

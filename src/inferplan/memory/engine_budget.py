@@ -28,7 +28,8 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
 from inferplan.memory.context_cache import compute_buffer_bytes
-from inferplan.units import GiB
+from inferplan.memory.mlx_prefill import prefill_working_set_bytes
+from inferplan.units import GiB, MiB
 
 
 # Used only for models whose config.json is not published; every such result says so.
@@ -90,12 +91,15 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str
 
 
 def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
-                     tp: int) -> tuple[float, str]:
-    """Peak activation memory the engine sizes outside the KV cache, per GPU, by the release's rule."""
+                     tp: int, *, accel: Accelerator | None = None, weight_bits: float | None = None) -> tuple[float, str]:
+    """Peak activation memory the engine sizes outside the KV cache, per GPU, by the release's rule
+    (``accel`` and ``weight_bits``, the weights' bits per parameter, size MLX's prefill working set)."""
     vocab = arch.vocab_size if arch else ASSUMED_VOCAB
     hidden = arch.hidden_size if arch else ASSUMED_HIDDEN
     profile = rule.activation
     per_tok = catalog.constant(profile.forward_constant) if profile.forward_constant else 0.0
+    if profile.model == "mlx_in_flight":
+        return _mlx_prefill(rule, arch, settings, accel, weight_bits)
     if profile.model == "forward_or_sampler":
         return _forward_or_sampler(catalog, rule, arch, settings, tp, vocab, hidden)
     if profile.model == "sampler_and_forward":
@@ -120,6 +124,22 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
         f"{rule.engine} activation workspace assumed {per_tok:g} B × {settings.max_num_batched_tokens} "
         f"tokens × {hidden} hidden / TP {tp}"
     )
+
+
+def _mlx_prefill(rule: MemoryRule, arch: Architecture | None, settings: EngineSettings, accel: Accelerator | None,
+                 weight_bits: float | None) -> tuple[float, str]:
+    """MLX's prefill working set for one prompt chunk over the context (the chunk is at most the context);
+    without the model's layer shapes, the most the in-flight command buffers can hold."""
+    working = rule.prefill_working_set
+    limits = working.limits_for(accel.id if accel else None)
+    if arch is None or weight_bits is None:
+        most = (working.max_active_tasks + 1) * (limits.max_mib * MiB)
+        return most, (f"{rule.label}: prefill working set about {working.max_active_tasks + 1} command buffers × "
+                      f"{limits.max_mib:g} MiB (no layer shapes to walk)")
+    context = settings.context_tokens or settings.max_num_batched_tokens
+    return prefill_working_set_bytes(working, arch, chunk_tokens=min(settings.max_num_batched_tokens, context),
+                                     context_tokens=context, weight_bits=weight_bits,
+                                     accelerator=accel.id if accel else None)
 
 
 def _sampler_name(settings: EngineSettings) -> str:
@@ -206,11 +226,12 @@ def engine_budget(
     gpus_in_instance: int,
     rule: MemoryRule | None = None,
     accel: Accelerator | None = None,
+    weight_bits: float | None = None,
 ) -> EngineBudget:
     """What is left for the KV cache on each GPU of one engine instance, by the release's rule
-    (None: the engine's default rule)."""
+    (None: the engine's default rule); ``weight_bits`` is the weights' bits per parameter."""
     rule = rule or memory_rule(catalog, engine.id)
-    act, act_note = activation_bytes(catalog, rule, arch, settings, tp)
+    act, act_note = activation_bytes(catalog, rule, arch, settings, tp, accel=accel, weight_bits=weight_bits)
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held

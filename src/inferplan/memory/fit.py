@@ -338,7 +338,7 @@ def _kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Qua
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
                              arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule,
-                             accel=accel)
+                             accel=accel, weight_bits=quant.bits_per_weight.value)
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]

@@ -42,6 +42,10 @@ def _profile(rule: MemoryRule) -> str:
         return "one n_ubatch of logits"
     if a.model == "generic":
         return "workspace per batched token"
+    if a.model == "mlx_in_flight":
+        w = rule.prefill_working_set
+        return (f"a prompt chunk's activations held by up to {w.max_active_tasks} in-flight command buffers "
+                f"and the open one")
     batch = "max_num_batched_tokens (engines.yaml default) tokens" if a.profile_tokens == "engine_default" else \
         f"max(max_model_len, {a.profile_tokens_floor}) tokens"
     if a.chunked_prefill_above_tokens:
