@@ -71,13 +71,14 @@ def _speculative(**kwargs):
     from pydantic import ValidationError
 
     from inferplan.deploy import Speculative
+    from inferplan.shells.pydantic_errors import allowed_by
 
     try:
         return Speculative(**kwargs)
     except ValidationError as exc:
         first = exc.errors()[0]
         flag = _flag("speculative." + ".".join(str(p) for p in first["loc"]))
-        fail(f"{flag}: {first['msg']}", field=flag, detail=first["msg"])
+        fail(f"{flag}: {first['msg']}", field=flag, allowed=allowed_by(first), detail=first["msg"])
 
 
 def _flag(field: str | None) -> str | None:

@@ -66,7 +66,7 @@ def search_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest deployment that meets a service target: what to buy or rent, how to run it."""
-    from inferplan.search.request import SearchRequest, Targets
+    from inferplan.search.request import SearchRequest
     from inferplan.search.run import search
 
     if model and models:
@@ -88,7 +88,7 @@ def search_cmd(
     targets = dict(ttft_p50_s=ttft_p50, ttft_p95_s=ttft_p95, ttft_p99_s=ttft_p99, tpot_p95_s=tpot_p95,
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
-                                             targets=Targets(**{k: v for k, v in targets.items() if v is not None})))
+                                             targets={k: v for k, v in targets.items() if v is not None}))
     catalog = user_catalog(db)  # your stored runs as measured profiles (measurements import); None: the shipped one
     if as_json:
         result = _checked(lambda: search(request, catalog))
@@ -110,6 +110,8 @@ def _checked(build):
     """Run ``build``; a library or validation error becomes one line naming the flag (exit 2)."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
+    from inferplan.shells.pydantic_errors import allowed_by
+
     try:
         return build()
     except InferplanError as exc:
@@ -122,7 +124,7 @@ def _checked(build):
         loc = ".".join(str(p) for p in first["loc"])
         flag = SEARCH_FLAGS.get(loc, SEARCH_FLAGS.get(loc.split(".")[0], loc))
         message = first["msg"].removeprefix("Value error, ")
-        fail(f"{flag}: {message}" if loc else message, field=flag or None, detail=message)
+        fail(f"{flag}: {message}" if loc else message, field=flag or None, allowed=allowed_by(first), detail=message)
 
 
 class _LateProgress:

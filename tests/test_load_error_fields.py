@@ -1,0 +1,92 @@
+"""The load inputs of ``simulate`` and ``search`` are refused naming the field as each shell takes it
+(a CLI flag, a JSON key of the body) and what is allowed, bounds included."""
+
+import json
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from inferplan.search.simulation import SimulationQuery
+from inferplan.shells.api import create_app
+from inferplan.shells.cli import app
+from inferplan.shells.pydantic_errors import allowed_by
+
+SIM = ["simulate", "--model", "llama-3.1-8b", "--gpu", "H100"]
+SEARCH = ["search", "--model", "qwen3-32b", "--users", "10"]
+
+
+def _cli_error(args):
+    done = CliRunner().invoke(app, [*args, "--json"], prog_name="inferplan")
+    assert done.exit_code == 2, done.output
+    return json.loads(done.stdout)["error"], done.stderr
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    return TestClient(create_app(tmp_path_factory.mktemp("load") / "load.db"))
+
+
+def test_an_unknown_preset_for_simulated_users_names_the_workload_flag():
+    error, line = _cli_error([*SIM, "--users", "5", "--workload", "bogus"])
+    assert error["field"] == "--workload" and "chat-seat" in error["allowed"]
+    assert line.startswith("error: --workload: no workload preset named 'bogus'")
+
+
+def test_an_unknown_preset_for_simulated_users_names_the_body_key(client):
+    reply = client.post("/api/simulate", json={"deployment": {"model": "llama-3.1-8b", "gpu": "H100"},
+                                                "users": 5, "workload_preset": "bogus"})
+    assert reply.status_code == 422
+    assert reply.json()["error"]["field"] == "workload_preset"
+
+
+def test_a_flag_inside_an_allowed_text_is_named_once():
+    error, line = _cli_error([*SIM, "--clients", "5", "--arrival", "bursty"])
+    assert error["field"] == "--arrival" and "with --clients" in error["allowed"]
+    assert "---" not in line
+
+
+@pytest.mark.parametrize(("args", "flag", "allowed"), [
+    (["--ttft-p95", "-1"], "--ttft-p95", "more than 0"),
+    (["--e2e-p95", "0"], "--e2e-p95", "more than 0"),
+    (["--top", "0"], "--top", "at least 1"),
+])
+def test_a_search_target_out_of_range_names_its_flag_and_bound(args, flag, allowed):
+    error, line = _cli_error([*SEARCH, *args])
+    assert (error["field"], error["allowed"]) == (flag, allowed)
+    assert line.startswith(f"error: {flag}: ")
+
+
+def test_two_speed_targets_at_once_name_both_flags():
+    error, _ = _cli_error([*SEARCH, "--tpot-p95", "0.1", "--min-tokens-per-s-per-user", "5"])
+    assert error["field"] == "--tpot-p95/--min-tokens-per-s-per-user"
+
+
+@pytest.mark.parametrize(("error", "allowed"), [
+    ({"type": "greater_than_equal", "ctx": {"ge": 1}}, "at least 1"),
+    ({"type": "less_than_equal", "ctx": {"le": 1e6}}, "at most 1000000"),
+    ({"type": "greater_than", "ctx": {"gt": 0}}, "more than 0"),
+    ({"type": "less_than", "ctx": {"lt": 0.5}}, "less than 0.5"),
+])
+def test_a_bound_error_says_the_bound(error, allowed):
+    assert allowed_by(error) == allowed
+
+
+def test_a_deployment_bound_names_it_on_both_shells(client):
+    error, line = _cli_error(["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "-5"])
+    assert (error["field"], error["allowed"]) == ("--max-model-len", "at least 1")
+    assert line.rstrip().endswith("(allowed: at least 1)")
+    reply = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "H100", "max_model_len": 0})
+    assert reply.status_code == 422
+    assert (reply.json()["error"]["field"], reply.json()["error"]["allowed"]) == ("max_model_len", "at least 1")
+    reply = client.post("/api/simulate", json={"deployment": {"model": "llama-3.1-8b", "gpu": "H100"},
+                                                "request_rate_per_s": -1})
+    assert (reply.json()["error"]["field"], reply.json()["error"]["allowed"]) == ("request_rate_per_s", "more than 0")
+
+
+def test_the_presets_the_simulate_help_names_exist(catalog):
+    described = SimulationQuery.model_fields["workload_preset"].description
+    named = re.search(r"\(([^)]*)\)", described).group(1).replace("...", "").split(",")
+    ids = {p.id for p in catalog.workload_presets}
+    assert named and all(n.strip() in ids for n in named if n.strip())
