@@ -90,3 +90,47 @@ def test_the_presets_the_simulate_help_names_exist(catalog):
     named = re.search(r"\(([^)]*)\)", described).group(1).replace("...", "").split(",")
     ids = {p.id for p in catalog.workload_presets}
     assert named and all(n.strip() in ids for n in named if n.strip())
+
+
+@pytest.mark.parametrize(("args", "flag", "said"), [
+    (["--request-rate", "1"], "--input-len", "--request-rate needs --input-len and --output-len"),
+    (["--users", "5", "--request-rate", "1"], "--request-rate", "state the load one way: --users"),
+    (["--request-rate", "1", "--input-len", "5", "--output-len", "5", "--workload", "chat-seat"], "--workload",
+     "a --workload preset goes with --users"),
+    (["--users", "5", "--systems", "hgx-b200", "--accelerators", "h100"], "--accelerators",
+     "name --systems or --accelerators, not both"),
+])
+def test_a_search_load_stated_wrongly_names_the_flag_at_fault(args, flag, said):
+    error, line = _cli_error(["search", "--model", "qwen3-32b", *args])
+    assert error["field"] == flag and error["allowed"]
+    assert line.startswith(f"error: {flag}: {said}"), line
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"models": ["qwen3-32b"]}, "users"),
+    ({"models": ["qwen3-32b"], "users": 10, "request_rate_per_s": 1}, "request_rate_per_s"),
+    ({"models": ["qwen3-32b"], "request_rate_per_s": 1, "input_len": 5}, "output_len"),
+    ({"models": ["qwen3-32b"], "users": 5, "systems": ["hgx-b200"], "accelerators": ["h100"]}, "accelerators"),
+])
+def test_a_search_body_stated_wrongly_names_its_key(client, body, field):
+    reply = client.post("/api/search", json=body)
+    assert reply.status_code == 422
+    error = reply.json()["error"]
+    assert error["field"] == field and error["allowed"] and not error["message"].startswith("Value error")
+
+
+@pytest.mark.parametrize(("load", "field"), [
+    ({"users": 10}, "workload_preset"),
+    ({"workload_preset": "chat-seat"}, "users"),
+    ({"users": 10, "workload_preset": "chat-seat", "clients": 3}, "clients"),
+])
+def test_a_simulated_load_stated_wrongly_names_its_key(client, load, field):
+    reply = client.post("/api/simulate", json={"deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, **load})
+    assert reply.status_code == 422 and reply.json()["error"]["field"] == field
+
+
+def test_a_simulated_load_stated_wrongly_names_the_flag():
+    error, line = _cli_error([*SIM, "--users", "10"])
+    assert error["field"] == "--workload" and line.startswith("error: --workload: --users and --workload go together")
+    error, _ = _cli_error([*SIM, "--request-rate", "1", "--clients", "3"])
+    assert error["field"] == "--clients"

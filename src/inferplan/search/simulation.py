@@ -43,11 +43,16 @@ class SimulationQuery(Input):
 
     @model_validator(mode="after")
     def _one_load(self) -> "SimulationQuery":
+        # refused as the library's error, not pydantic's, so that each shell can name the field at fault
         given = [k for k in ("request_rate_per_s", "users", "clients") if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one of request_rate_per_s, users (with workload_preset) or clients, not {' and '.join(given)}")
+            raise InvalidScenarioError(
+                f"give one of request_rate_per_s, users (with workload_preset) or clients, not {' and '.join(given)}",
+                field=given[1], allowed="one of request_rate_per_s, users, clients")
         if (self.users is None) != (self.workload_preset is None):
-            raise ValueError("users and workload_preset go together")
+            raise InvalidScenarioError("users and workload_preset go together",
+                                       field="workload_preset" if self.workload_preset is None else "users",
+                                       allowed="users and workload_preset together")
         return self
 
 

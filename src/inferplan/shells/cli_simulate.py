@@ -1,6 +1,5 @@
 """``inferplan simulate``: a deployment under load, simulated beside the queueing approximation."""
 
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -14,6 +13,7 @@ from inferplan.shells.cli_common import (
     deployment_from,
     emit_json,
     fail,
+    flags_in,
     workload,
 )
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
@@ -91,4 +91,4 @@ def _flag(field: str) -> str:
 
 
 def _flags_in(message: str) -> str:
-    return re.sub(r"(?<![\w-])(" + "|".join(FLAGS) + r")\b", lambda m: FLAGS[m.group(1)], message)
+    return flags_in(message, FLAGS)
