@@ -134,3 +134,11 @@ def test_a_simulated_load_stated_wrongly_names_the_flag():
     assert error["field"] == "--workload" and line.startswith("error: --workload: --users and --workload go together")
     error, _ = _cli_error([*SIM, "--request-rate", "1", "--clients", "3"])
     assert error["field"] == "--clients"
+
+
+def test_a_validators_message_reaches_the_api_without_pydantics_prefix(client):
+    reply = client.post("/api/perf", json={"deployment": {"model": "llama-3.1-8b", "gpu": "H100"},
+                                            "workload": {"concurrency": -1}})
+    assert reply.status_code == 422
+    error = reply.json()["error"]
+    assert error["field"] == "workload.concurrency" and error["message"].startswith("concurrency must be")
