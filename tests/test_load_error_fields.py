@@ -142,4 +142,3 @@ def test_a_validators_message_reaches_the_api_without_pydantics_prefix(client):
     assert reply.status_code == 422
     error = reply.json()["error"]
     assert error["field"] == "workload.concurrency" and error["message"].startswith("concurrency must be")
-
