@@ -81,8 +81,7 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
     try:
         parsed = parse(text, fmt)
     except InferplanError as exc:
-        # the message says the file and the place in it (line 3:, completed:): a shell does not prefix the field again
-        raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed, located=True) from None
+        raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
     model_name = given.model or parsed.meta.get("model")
     if not model_name:
         raise InvalidScenarioError(f"{name}: the file names no model", field="model", allowed="a catalogue model id")
