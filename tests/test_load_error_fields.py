@@ -142,3 +142,9 @@ def test_a_validators_message_reaches_the_api_without_pydantics_prefix(client):
     assert reply.status_code == 422
     error = reply.json()["error"]
     assert error["field"] == "workload.concurrency" and error["message"].startswith("concurrency must be")
+
+
+def test_no_simulated_load_lists_every_way_of_giving_one_as_a_flag():
+    error, line = _cli_error(SIM)
+    assert error["field"] == "--request-rate"
+    assert error["allowed"] == "--request-rate, --users, --clients, --trace"

@@ -75,7 +75,7 @@ def simulate_cmd(
         fail(f"{flag}: {message}" if flag else message, field=flag, allowed=allowed_by(first), detail=message)
     except InferplanError as exc:
         exc.field = _flag(exc.field) if exc.field else None
-        exc.allowed = _flags_in(exc.allowed) if exc.allowed else None
+        exc.allowed = flags_in(exc.allowed, {**FLAGS, "trace": "--trace"}) if exc.allowed else None
         fail(_flags_in(exc.describe()), field=exc.field, allowed=exc.allowed, detail=str(exc))
     if as_json:
         emit_json(result)
