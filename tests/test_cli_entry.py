@@ -65,6 +65,8 @@ USAGE_ERRORS = [  # what the option parser refuses -> the flag the one line name
     (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--json=yes"], "--json", "the bare flag"),
     (["validate", "--worst", "0"], "--worst", "at least 1"),
     (["frontier", "--model", "llama-3.1-8b", "--gpu", "H100", "--points", "1000"], "--points", "at most 256"),
+    (["deploy", "--model", "llama-3.1-8b", "--gpu", "H100", "--speculative-tokens", "-1"], "--speculative-tokens",
+     "at least 0"),  # 0: no speculative decoding
 ]
 
 

@@ -5,6 +5,7 @@ context of 8,192 tokens, on the fraction the engine picks itself."""
 
 import pytest
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit, plan_memory
 from inferplan.memory.resolve import resolve_model
@@ -40,6 +41,9 @@ def test_the_2507_cards_open_262144_positions_with_the_original_kv_layout(catalo
 def test_the_2507_card_plans_its_native_context_the_original_refuses(catalog):
     plan = Deployment(model="qwen3-30b-a3b-2507", gpu="mi355x", engine="sglang", max_model_len=262144)
     assert fit(plan, catalog).fits
+    with pytest.raises(InvalidScenarioError) as refused:  # the original card stops at 40,960 positions
+        fit(plan.model_copy(update={"model": "qwen3-30b-a3b"}), catalog)
+    assert refused.value.field == "max_model_len"
     assert check_point(_point(catalog, "d04-qwen3-30b-a3b-fp8-mi355x-sglang-fails"), catalog).refused is None
 
 

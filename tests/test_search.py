@@ -201,8 +201,9 @@ def test_bad_input_is_refused_naming_the_field(catalog):
     assert e.value.field == "engines"
     with pytest.raises(ValidationError):
         _request(request_rate_per_s=-1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InferplanError) as e:  # two loads: the second one named
         SearchRequest(models=("qwen3-8b",), users=10, request_rate_per_s=1, input_len=1, output_len=1)
+    assert e.value.field == "request_rate_per_s"
     with pytest.raises(ValidationError):
         Targets(tpot_p95_s=0.05, min_output_tokens_per_s_per_user=20)
 

@@ -39,7 +39,7 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
     if len(exact) == 1:
         return exact[0]
     found: list[tuple[str, BaseModel]] = []
-    ambiguous: list[AmbiguousNameError] = []
+    ambiguous: list[tuple[str, AmbiguousNameError]] = []
     for key in keys:
         registry = getattr(catalog, key)
         try:
@@ -47,15 +47,19 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
         except AmbiguousNameError as exc:
             if kind:
                 raise
-            ambiguous.append(exc)
+            ambiguous.append((key, exc))
         except InferplanError:
             continue
     if ambiguous and not any(e.id == name for _, e in found):
         # several models called 'gpt-oss…' outweigh one engine build whose text mentions it
-        raise AmbiguousNameError("; ".join([str(a) for a in ambiguous] + [f"also {_spelling(k)}: {e.id}" for k, e in found]),
-                                 field="name", allowed=", ".join(a.allowed or "" for a in ambiguous))
+        # each kind's candidates are listed (and cut short) in the message once; allowed says how to narrow
+        kinds = dict.fromkeys(_spelling(k) for k, _ in [*ambiguous, *found])
+        raise AmbiguousNameError("; ".join([str(a) for _, a in ambiguous] + [f"also {_spelling(k)}: {e.id}" for k, e in found]),
+                                 field="name", allowed=f"an exact id, or one kind: {', '.join(kinds)}")
     if not found:
-        raise CatalogError(f"nothing in the catalogue is called {name!r}", field="name")
+        where = f"among {_spelling(keys[0])}" if kind else "in the catalogue"
+        raise CatalogError(f"nothing {where} is called {name!r}", field="name",
+                           allowed="an id or alias of that kind, or no kind to look in every kind" if kind else None)
     if len(found) > 1:
         # an exact id wins over matches in other kinds
         exact = [f for f in found if f[1].id == name]

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.search.trace import MAX_TRACE_ROWS
 
@@ -70,14 +71,21 @@ class SearchRequest(Input):
 
     @model_validator(mode="after")
     def _one_load(self) -> "SearchRequest":
-        forms = [self.users is not None, self.request_rate_per_s is not None, self.trace is not None]
-        if sum(forms) != 1:
-            raise ValueError("state the load one way: users (with a workload preset), request_rate_per_s "
-                             "(with input_len and output_len), or a trace")
+        # refused as the library's error, not pydantic's, so that each shell can name the field at fault
+        given = [k for k in ("users", "request_rate_per_s", "trace") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise InvalidScenarioError(
+                "state the load one way: users (with a workload preset), request_rate_per_s (with input_len and "
+                "output_len), or a trace", field=given[1] if given else "users",
+                allowed="one of users, request_rate_per_s, trace")
         if self.request_rate_per_s is not None and (self.input_len is None or self.output_len is None):
-            raise ValueError("request_rate_per_s needs input_len and output_len")
+            raise InvalidScenarioError("request_rate_per_s needs input_len and output_len",
+                                       field="input_len" if self.input_len is None else "output_len",
+                                       allowed="a whole number of tokens with request_rate_per_s")
         if self.users is None and self.workload is not None:
-            raise ValueError("a workload preset goes with users")
+            raise InvalidScenarioError("a workload preset goes with users", field="workload",
+                                       allowed="leave it out, or give users")
         if self.systems and self.accelerators:
-            raise ValueError("name systems or accelerators, not both")
+            raise InvalidScenarioError("name systems or accelerators, not both", field="accelerators",
+                                       allowed="leave it out, or leave out systems")
         return self

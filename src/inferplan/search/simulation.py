@@ -29,7 +29,7 @@ class SimulationQuery(Input):
     workload: Workload = Workload()  # input_len / output_len are the mean lengths; concurrency is unused
     request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
     users: int | None = Field(None, ge=1, le=100_000_000, description="with workload_preset: its busiest-hour rate per user")
-    workload_preset: str | None = Field(None, description="a workload preset id (chat-seat, coding-agent ...)")
+    workload_preset: str | None = Field(None, description="a workload preset id (chat-seat, agent-worker ...)")
     clients: int | None = Field(None, ge=1, le=1_000_000, description="a closed loop of this many clients")
     arrival: Literal["poisson", "bursty"] = "poisson"
     peak_to_average: float = Field(1.0, ge=1, le=100)
@@ -43,11 +43,16 @@ class SimulationQuery(Input):
 
     @model_validator(mode="after")
     def _one_load(self) -> "SimulationQuery":
+        # refused as the library's error, not pydantic's, so that each shell can name the field at fault
         given = [k for k in ("request_rate_per_s", "users", "clients") if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one of request_rate_per_s, users (with workload_preset) or clients, not {' and '.join(given)}")
+            raise InvalidScenarioError(
+                f"give one of request_rate_per_s, users (with workload_preset) or clients, not {' and '.join(given)}",
+                field=given[1], allowed="one of request_rate_per_s, users, clients")
         if (self.users is None) != (self.workload_preset is None):
-            raise ValueError("users and workload_preset go together")
+            raise InvalidScenarioError("users and workload_preset go together",
+                                       field="workload_preset" if self.workload_preset is None else "users",
+                                       allowed="users and workload_preset together")
         return self
 
 
@@ -81,7 +86,7 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         return Load(arrival="closed", clients=q.clients, closed_loop_requests=q.requests, **shape), w
     rate = q.request_rate_per_s
     if q.users is not None:
-        profile = resolve_workload(catalog, WorkloadOverrides(preset=q.workload_preset))
+        profile = _preset(catalog, q.workload_preset)
         rate = q.users * profile.peak_output_tokens_per_s / profile.output_tokens_per_request
         w = w.model_copy(update={"input_len": profile.input_tokens_per_request,
                                  "output_len": profile.output_tokens_per_request,
@@ -92,6 +97,14 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
                                    field="request_rate_per_s", allowed=", ".join(LOAD_SOURCES))
     return Load(arrival=q.arrival, request_rate_per_s=rate, peak_to_average=q.peak_to_average,
                 burst_period_s=q.burst_period_s, open_loop_requests=q.requests, **shape), w
+
+
+def _preset(catalog: Catalog, preset: str):
+    """The workload preset ``workload_preset`` names; an unknown one is refused under that field."""
+    try:
+        return resolve_workload(catalog, WorkloadOverrides(preset=preset))
+    except InvalidScenarioError as exc:
+        raise InvalidScenarioError(str(exc), field="workload_preset", allowed=exc.allowed) from None
 
 
 def _describe(load: Load, replicas: int) -> str:

@@ -182,7 +182,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     async def library_validation_error(request: Request, exc: ValidationError):
         # a domain object the library builds from valid request parts turned out inconsistent
         first = exc.errors()[0]
-        return error_response(422, [error_item(["body", *first["loc"]], first["msg"], first["type"])])
+        return error_response(422, [error_item(["body", *first["loc"]], first["msg"], first["type"], allowed_by(first))])
 
     @app.exception_handler(InferplanError)
     async def inferplan_error(request: Request, exc: InferplanError):

@@ -3,6 +3,7 @@ one line naming the flag, with exit code 2."""
 
 import importlib
 import json
+import re
 import sys
 from typing import Optional
 
@@ -216,3 +217,12 @@ def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
     if not items:
         fail(f"{flag or 'list'}: {value!r} names nothing; give comma-separated ids or leave it out for the default", field=flag or None)
     return items
+
+
+def flags_in(message: str, names: dict[str, str]) -> str:
+    """``message`` with each domain field it names as a whole word (``request_rate_per_s``) said as the
+    flag ``names`` gives it (``--request-rate``); a flag already in it is left as it is."""
+    if not names:
+        return message
+    fields = "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
+    return re.sub(rf"(?<![\w.-])({fields})(?!\w|\.\w)", lambda m: names[m.group(1)], message)

@@ -32,7 +32,7 @@ def deploy_cmd(
     flags: dict,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
-    speculative_tokens: int = typer.Option(0, "--speculative-tokens", help="Draft tokens per step (0: no speculative decoding)."),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, help="Draft tokens per step (0: no speculative decoding)."),
     speculative_method: str = typer.Option("ngram", "--speculative-method", help="ngram | draft_model | eagle3 | mtp"),
     draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3."),
     as_json: bool = JsonOpt,
@@ -71,13 +71,14 @@ def _speculative(**kwargs):
     from pydantic import ValidationError
 
     from inferplan.deploy import Speculative
+    from inferplan.shells.pydantic_errors import allowed_by
 
     try:
         return Speculative(**kwargs)
     except ValidationError as exc:
         first = exc.errors()[0]
         flag = _flag("speculative." + ".".join(str(p) for p in first["loc"]))
-        fail(f"{flag}: {first['msg']}", field=flag, detail=first["msg"])
+        fail(f"{flag}: {first['msg']}", field=flag, allowed=allowed_by(first), detail=first["msg"])
 
 
 def _flag(field: str | None) -> str | None:

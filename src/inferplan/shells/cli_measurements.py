@@ -51,6 +51,20 @@ def _named(fn, *args, **kwargs):
     return run_naming(FLAGS, fn, *args, **kwargs)
 
 
+def _in_file(fn):
+    """``fn`` where a refused place inside a result file (a line, a key: not a provenance field) is not put
+    before the message as a flag would be: the message says the file and the place already."""
+    from inferplan.errors import InferplanError
+
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InferplanError as exc:
+            exc.located = exc.located or bool(exc.field and exc.field not in FLAGS)
+            raise
+    return call
+
+
 @measurements_app.command("import")
 def import_cmd(
     files: list[Path] = typer.Argument(..., metavar="FILE", help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
@@ -91,7 +105,7 @@ def import_cmd(
         except OSError as exc:
             fail(f"FILE: {f}: {exc.strerror or exc}", field="FILE")
     catalog = catalog_for(Deployment(model=given.model or "local", gpu=given.gpu)) if given.gpu else None
-    runs = _named(read_runs, catalog or run(load_catalog), contents, given)
+    runs = _named(_in_file(read_runs), catalog or run(load_catalog), contents, given)
     saved = run(store(db).add_measurements, runs)
     if as_json:
         emit_json({"imported": [r.model_dump(mode="json") for r in saved]})

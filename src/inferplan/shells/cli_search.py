@@ -13,7 +13,7 @@ import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_measurements import DbOpt, user_catalog
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, split_list
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, split_list
 
 # the request's domain fields -> the flag a user typed
 SEARCH_FLAGS = {
@@ -66,7 +66,7 @@ def search_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest deployment that meets a service target: what to buy or rent, how to run it."""
-    from inferplan.search.request import SearchRequest, Targets
+    from inferplan.search.request import SearchRequest
     from inferplan.search.run import search
 
     if model and models:
@@ -88,7 +88,8 @@ def search_cmd(
     targets = dict(ttft_p50_s=ttft_p50, ttft_p95_s=ttft_p95, ttft_p99_s=ttft_p99, tpot_p95_s=tpot_p95,
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
-                                             targets=Targets(**{k: v for k, v in targets.items() if v is not None})))
+                                             targets={k: v for k, v in targets.items() if v is not None}),
+                       in_flags=True)
     catalog = user_catalog(db)  # your stored runs as measured profiles (measurements import); None: the shipped one
     if as_json:
         result = _checked(lambda: search(request, catalog))
@@ -106,9 +107,12 @@ def search_cmd(
     print_search(console, result, show_deploy=show_deploy)
 
 
-def _checked(build):
-    """Run ``build``; a library or validation error becomes one line naming the flag (exit 2)."""
+def _checked(build, *, in_flags: bool = False):
+    """Run ``build``; a library or validation error becomes one line naming the flag (exit 2), and with
+    ``in_flags`` (the request's own checks) the fields its message names said as flags too."""
     from pydantic import ValidationError  # loaded already by whatever raises it
+
+    from inferplan.shells.pydantic_errors import allowed_by
 
     try:
         return build()
@@ -116,13 +120,15 @@ def _checked(build):
         field = exc.field or ""
         flag = SEARCH_FLAGS.get(field, SEARCH_FLAGS.get(field.split(".")[0], exc.field))
         exc.field = flag
-        fail(exc.describe(), field=flag, allowed=exc.allowed, detail=str(exc))
+        said = (lambda text: flags_in(text, SEARCH_FLAGS)) if in_flags else (lambda text: text)
+        exc.allowed = said(exc.allowed) if exc.allowed else None
+        fail(said(exc.describe()), field=flag, allowed=exc.allowed, detail=str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         flag = SEARCH_FLAGS.get(loc, SEARCH_FLAGS.get(loc.split(".")[0], loc))
         message = first["msg"].removeprefix("Value error, ")
-        fail(f"{flag}: {message}" if loc else message, field=flag or None, detail=message)
+        fail(f"{flag}: {message}" if loc else message, field=flag or None, allowed=allowed_by(first), detail=message)
 
 
 class _LateProgress:

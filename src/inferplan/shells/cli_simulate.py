@@ -1,6 +1,5 @@
 """``inferplan simulate``: a deployment under load, simulated beside the queueing approximation."""
 
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -14,9 +13,11 @@ from inferplan.shells.cli_common import (
     deployment_from,
     emit_json,
     fail,
+    flags_in,
     workload,
 )
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
+from inferplan.shells.pydantic_errors import allowed_by
 
 # SimulationQuery field -> the flag a user typed
 FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_preset": "--workload",
@@ -36,7 +37,7 @@ def simulate_cmd(
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
     request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Mean requests per second."),
     users: Optional[int] = typer.Option(None, "--users", help="Users of --workload: their busiest-hour request rate and lengths."),
-    workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (chat-seat, coding-agent ...)."),
+    workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (chat-seat, agent-worker ...)."),
     clients: Optional[int] = typer.Option(None, "--clients", help="A closed loop: this many clients, each sending when its last request ends."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL of arrival_s (or timestamp), input_tokens, output_tokens."),
     arrival: str = typer.Option("poisson", "--arrival", help="poisson | bursty"),
@@ -71,10 +72,10 @@ def simulate_cmd(
         key = str(first["loc"][0]) if first["loc"] else ""
         message = _flags_in(first["msg"].removeprefix("Value error, "))
         flag = _flag(key) if key else None
-        fail(f"{flag}: {message}" if flag else message, field=flag, detail=message)
+        fail(f"{flag}: {message}" if flag else message, field=flag, allowed=allowed_by(first), detail=message)
     except InferplanError as exc:
         exc.field = _flag(exc.field) if exc.field else None
-        exc.allowed = _flags_in(exc.allowed) if exc.allowed else None
+        exc.allowed = flags_in(exc.allowed, {**FLAGS, "trace": "--trace"}) if exc.allowed else None
         fail(_flags_in(exc.describe()), field=exc.field, allowed=exc.allowed, detail=str(exc))
     if as_json:
         emit_json(result)
@@ -90,4 +91,4 @@ def _flag(field: str) -> str:
 
 
 def _flags_in(message: str) -> str:
-    return re.sub(r"\b(" + "|".join(FLAGS) + r")\b", lambda m: FLAGS[m.group(1)], message)
+    return flags_in(message, FLAGS)

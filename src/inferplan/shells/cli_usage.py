@@ -14,6 +14,7 @@ import importlib
 import typer
 
 from inferplan.shells.cli_common import fail
+from inferplan.shells.pydantic_errors import ALLOWED_BY_BOUND, allowed_by
 
 def _click_errors():
     """click's exception classes as typer raises them: a vendored click from typer 0.2x, click itself before."""
@@ -31,13 +32,6 @@ ALLOWED_BY_ERROR_TYPE = {
     "int_from_float": "a whole number",
     "float_parsing": "a number",
     "bool_parsing": "true or false",
-}
-# pydantic's error type for a value outside an option's min/max -> what the flag takes ({} is the bound)
-ALLOWED_BY_BOUND = {
-    "greater_than_equal": "at least {}",
-    "less_than_equal": "at most {}",
-    "greater_than": "more than {}",
-    "less_than": "less than {}",
 }
 
 
@@ -77,8 +71,8 @@ def describe(exc) -> tuple[str, str | None, str | None]:
         if error is not None and error["type"] in ALLOWED_BY_ERROR_TYPE:
             allowed = ALLOWED_BY_ERROR_TYPE[error["type"]]
             return f"cannot read {error['input']!r} (allowed: {allowed})", flag, allowed
-        if error is not None and error["type"] in ALLOWED_BY_BOUND:  # outside the option's min/max
-            allowed = ALLOWED_BY_BOUND[error["type"]].format(*error.get("ctx", {}).values())
+        allowed = allowed_by(error) if error is not None and error["type"] in ALLOWED_BY_BOUND else None
+        if allowed:  # outside the option's min/max
             return f"{error['input']!r} is out of range (allowed: {allowed})", flag, allowed
         return exc.message, flag, None
     group = ctx.command if ctx is not None else None

@@ -1,19 +1,39 @@
 """What a pydantic validation error says is allowed, for the ``allowed`` part of both shells' errors.
 
 A field typed as a fixed set of values (``Literal["flashinfer", "pytorch"]``) is refused by pydantic
-with the set in its context (``"'flashinfer' or 'pytorch'"``); the CLI's one line and the API's 422
-give it as ``allowed`` like every other refusal.
+with the set in its context (``"'flashinfer' or 'pytorch'"``); a value outside a field's bounds
+(``Field(ge=1, le=1024)``) with the bound (``{"ge": 1}``). The CLI's one line and the API's 422 give
+either as ``allowed`` like every other refusal.
 """
 
 from __future__ import annotations
 
 import re
 
+# pydantic's error type for a value outside a field's min/max -> what the field takes ({} is the bound)
+ALLOWED_BY_BOUND = {
+    "greater_than_equal": "at least {}",
+    "less_than_equal": "at most {}",
+    "greater_than": "more than {}",
+    "less_than": "less than {}",
+}
+
 
 def allowed_by(error: dict) -> str | None:
-    """The values a pydantic error lists as allowed (``"'a', 'b' or 'c'"`` -> ``"a, b, c"``), else None."""
-    if error.get("type") != "literal_error":
+    """The values a pydantic error lists as allowed (``"'a', 'b' or 'c'"`` -> ``"a, b, c"``), or the bound
+    it names (``greater_than_equal`` with ``{"ge": 1}`` -> ``"at least 1"``), else None."""
+    kind, ctx = error.get("type"), error.get("ctx") or {}
+    if kind in ALLOWED_BY_BOUND and ctx:
+        return ALLOWED_BY_BOUND[kind].format(_number(next(iter(ctx.values()))))
+    if kind != "literal_error":
         return None
-    expected = str((error.get("ctx") or {}).get("expected", ""))
+    expected = str(ctx.get("expected", ""))
     values = [v.strip().strip("'\"") for v in re.split(r",| or ", expected) if v.strip()]
     return ", ".join(values) or None
+
+
+def _number(bound) -> str:
+    """A bound as a user would type it: 1e6 as 1000000, 0.5 as 0.5."""
+    if isinstance(bound, float) and bound.is_integer():
+        return str(int(bound))
+    return str(bound)

@@ -1,0 +1,34 @@
+"""``inferplan measurements import`` refuses a place inside a result file (a line, a missing key) on
+one line that says the file and the place once; ``--json`` names the place as the field."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.shells.cli import app
+
+
+@pytest.mark.parametrize(("content", "fmt", "field", "place"), [
+    ('{"bad json', "vllm", "line 1", "line 1: not JSON"),
+    ("{}", "vllm", "completed", "completed: missing"),
+    ("concurrency,ttft_ms\n1,2\n", "csv", "line 1", "line 1: the header lacks"),
+])
+def test_a_refused_place_in_a_result_file_is_said_once(tmp_path, content, fmt, field, place):
+    path = tmp_path / f"run.{'csv' if fmt == 'csv' else 'json'}"
+    path.write_text(content)
+    done = CliRunner().invoke(app, ["measurements", "import", str(path), "--gpu", "H100", "--model", "llama-3.1-8b",
+                                    "--format", fmt, "--db", str(tmp_path / "m.db"), "--json"], prog_name="inferplan")
+    assert done.exit_code == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["field"] == field and error["message"].startswith(f"{path.name}: {place}")
+    assert done.stderr.startswith(f"error: {path.name}: {place}"), done.stderr
+
+
+def test_a_provenance_field_the_file_lacks_is_still_named_by_its_flag(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("concurrency,input_tokens,output_tokens,ttft_ms\n1,10,10,5\n")
+    done = CliRunner().invoke(app, ["measurements", "import", str(path), "--model", "llama-3.1-8b",
+                                    "--db", str(tmp_path / "m.db"), "--json"], prog_name="inferplan")
+    assert done.exit_code == 2 and json.loads(done.stdout)["error"]["field"] == "--gpu"
+    assert done.stderr.startswith("error: --gpu: run.csv: say which accelerator ran it")
