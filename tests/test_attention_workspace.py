@@ -43,7 +43,9 @@ def test_a_long_context_on_mi355x_fails_at_start_up_after_the_pool_and_says_what
     assert "aiter attention workspace" in r.startup_note
     changes = [s.changes for s in fit_or_suggest(Deployment(**D04), catalog).suggestions]
     fraction = next(c["gpu_memory_utilization"] for c in changes if set(c) == {"gpu_memory_utilization"})
-    assert fraction < 0.7735 and fit(Deployment(**D04, gpu_memory_utilization=fraction), catalog).fits
+    # the flag to pass: SGLang lowers it x 0.85 as it lowered its own 0.911 to 0.7735
+    assert fraction * 0.85 < 0.7735 < fraction and fit(Deployment(**D04, gpu_memory_utilization=fraction), catalog).fits
+    assert not fit(Deployment(**D04, gpu_memory_utilization=fraction + 0.02), catalog).fits
     shorter = next(c["max_model_len"] for c in changes if set(c) == {"max_model_len"})
     assert fit(Deployment(**{**D04, "max_model_len": shorter}), catalog).fits
 

@@ -64,13 +64,31 @@ def test_sglang_lowers_its_fraction_for_aiter_on_rocm_above_8192_tokens(catalog)
     assert _fraction(catalog, "mi355x") == pytest.approx(MI355X_FRACTION * AITER_SCALE, abs=0.002)
 
 
-def test_the_aiter_factor_stays_off_nvidia_a_stated_fraction_and_mla(catalog):
+def test_the_aiter_factor_stays_off_nvidia(catalog):
     b200 = 0.857  # SGLang 0.5.6 on a B200 at TP 1 (tests/test_engine_tiers.py)
     assert _fraction(catalog, "b200", max_model_len=262144) == pytest.approx(b200, abs=0.002)
-    assert _fraction(catalog, "mi355x", max_model_len=262144, gpu_memory_utilization=0.9) == 0.9
-    # an MLA model on ROCm may take Triton instead of AITER: not lowered
-    assert _fraction(catalog, "mi355x", model="deepseek-v2-lite", max_model_len=32768) == pytest.approx(
-        MI355X_FRACTION, abs=0.002)
+    assert _fraction(catalog, "b200", max_model_len=262144, gpu_memory_utilization=0.9) == 0.9
+
+
+def test_a_stated_fraction_is_lowered_too(catalog):
+    # server_args.py multiplies self.mem_fraction_static by 0.85 after it is set, whether
+    # _handle_gpu_memory_settings picked it or --mem-fraction-static gave it
+    assert _fraction(catalog, "mi355x", max_model_len=262144, gpu_memory_utilization=0.9) == pytest.approx(
+        0.9 * AITER_SCALE)
+    assert _fraction(catalog, "mi355x", max_model_len=8192, gpu_memory_utilization=0.9) == 0.9
+
+
+@pytest.mark.parametrize(("model", "tp", "lowered"), [
+    ("deepseek-v2-lite", 1, True),  # 16 KV heads per GPU: AITER
+    ("deepseek-r1", 8, True),  # 128 / 8 = 16: AITER
+    ("kimi-k2", 8, False),  # 64 / 8 = 8: Triton
+    ("kimi-k2", 4, True),  # 64 / 4 = 16: AITER
+])
+def test_an_mla_model_is_lowered_where_it_takes_aiter(catalog, model, tp, lowered):
+    # MLA on HIP: attention_backend 'aiter' when get_num_kv_heads(tp) is 16 or 128, else 'triton'
+    d = Deployment(model=model, gpu="mi355x", engine="sglang", tensor_parallel_size=tp, gpus=tp,
+                   max_model_len=32768, gpu_memory_utilization=0.8)
+    assert plan_memory(d, catalog).settings.memory_fraction == pytest.approx(0.8 * AITER_SCALE if lowered else 0.8)
 
 
 def test_d04_is_planned_with_the_lowered_fraction_and_says_so(catalog):

@@ -69,9 +69,10 @@ def tier_for(tiers: tuple[GpuMemoryTier, ...], total_bytes: float) -> GpuMemoryT
 
 
 class FractionScale(Input):
-    """A factor the engine applies to its static fraction when it runs ``attention_backend`` — its
-    default on the ``software`` stack for models without latent (MLA) attention — with a context
-    above ``above_context_tokens``."""
+    """A factor the engine applies to its static fraction, the one it picks or the one it is given,
+    when it runs ``attention_backend`` — its default on the ``software`` stack for models without
+    latent (MLA) attention, and for MLA models with ``latent_kv_heads_per_gpu`` KV heads per GPU —
+    with a context above ``above_context_tokens``."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -79,10 +80,14 @@ class FractionScale(Input):
     attention_backend: str  # the backend's name in the engine (SGLang --attention-backend)
     above_context_tokens: Count
     scale: Ratio
+    # the config's KV heads over the tensor-parallel size with which an MLA model takes the backend
+    latent_kv_heads_per_gpu: tuple[int, ...] = ()
     note: str
 
-    def applies(self, software: str, context_tokens: int | None, latent_attention: bool) -> bool:
-        return (software == self.software and not latent_attention and context_tokens is not None
+    def applies(self, software: str, context_tokens: int | None, latent_kv_heads_per_gpu: int | None) -> bool:
+        """``latent_kv_heads_per_gpu``: None for a model without latent attention."""
+        backend = latent_kv_heads_per_gpu is None or latent_kv_heads_per_gpu in self.latent_kv_heads_per_gpu
+        return (software == self.software and backend and context_tokens is not None
                 and context_tokens > self.above_context_tokens.value)
 
 

@@ -47,9 +47,18 @@ class WorkspaceCheck(HeadroomCheck):
 
 
 def latent_attention(spec) -> bool:
-    """Whether a model's attention is latent (MLA): SGLang's AITER backend keeps no such workspace for it,
-    and does not lower the fraction for it."""
+    """Whether a model's attention is latent (MLA): the paged-attention workspace ``workspace_check``
+    plans is not kept for it."""
     return spec.architecture is not None and LayerKind.MLA in spec.architecture.layer_kinds
+
+
+def latent_kv_heads_per_gpu(spec, tensor_parallel_size: int) -> int | None:
+    """An MLA model's KV heads per GPU as SGLang counts them to pick its ROCm attention backend: the
+    config's KV heads over the tensor-parallel size, at least one (``model_config.get_num_kv_heads``);
+    None for a model without latent attention."""
+    if not latent_attention(spec):
+        return None
+    return max(1, spec.architecture.num_kv_heads // tensor_parallel_size)
 
 
 def workspace_requests(ws: AttentionWorkspace, pool_tokens: int, context_tokens: int) -> int:
@@ -86,9 +95,10 @@ def workspace_check(catalog: Catalog, rule: MemoryRule, software: str, arch: Arc
         workspace_bytes_per_gpu=float(workspace_bytes(ws, requests, heads, arch.head_dim, context_tokens)))
 
 
-def fraction_fix(check: WorkspaceCheck) -> float | None:
-    """The largest whole-hundredth fraction whose headroom holds what the stated fraction's pool needs
-    (None: none does)."""
-    fraction = math.floor((1 - check.needed_bytes_per_gpu / check.free_at_start_bytes_per_gpu) / FRACTION_STEP) \
-        * FRACTION_STEP
+def fraction_fix(check: WorkspaceCheck, scale: float = 1.0) -> float | None:
+    """The largest whole-hundredth fraction to give the engine whose headroom holds what the planned
+    fraction's pool needs, where the engine multiplies the fraction it is given by ``scale`` (None:
+    none does)."""
+    fraction = math.floor((1 - check.needed_bytes_per_gpu / check.free_at_start_bytes_per_gpu) / scale
+                          / FRACTION_STEP) * FRACTION_STEP
     return round(fraction, 2) if fraction > 0 else None

@@ -38,7 +38,7 @@ from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.moe_layout import extra_weight_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.startup import startup_check
-from inferplan.memory.attention_workspace import latent_attention, workspace_check
+from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
@@ -150,6 +150,7 @@ class MemoryPlan:
     hardware: Hardware
     stage_weights: tuple[StageWeights, ...]  # per GPU of each pipeline stage, before what the engine adds
     offload: OffloadSplit | None = None  # weights and KV cache in host RAM
+    fraction_scale: float = 1.0  # what the engine multiplies the memory fraction it is given by
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
@@ -184,7 +185,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
     profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
-    scale = fraction_scale(d, engine, hw.accel, d.max_model_len or spec.context_tokens, latent_attention(spec))
+    scale = fraction_scale(engine, hw.accel, d.max_model_len or spec.context_tokens,
+                           latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
@@ -240,7 +242,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         startup_shortfall_bytes_per_gpu=start.shortfall_bytes_per_gpu if start else 0.0,
         startup_note=start.note(rule, settings) if start and not start.starts else None,
     )
-    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split)
+    return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
+                      scale.scale.value if scale else 1.0)
 
 
 def _host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, max_len: int, w: WeightEstimate,

@@ -34,7 +34,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _default_fraction(engine, tier, total_bytes,
                                                                                             int(mnbt), tp, pp))
-    if scale is not None and not d.gpu_memory_utilization:
+    if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
@@ -65,16 +65,18 @@ def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: i
     return reserve.fraction(total_bytes, chunk_tokens, tier.graph_batch(tp), tp * pp)
 
 
-def fraction_scale(d: Deployment, engine, accel: Accelerator, context_tokens: int | None,
-                   latent_attention: bool) -> FractionScale | None:
-    """The factor the engine applies to the fraction it picks itself for the attention backend it runs
-    by default on this GPU's software stack at ``context_tokens`` (None: none, or the fraction is
-    stated — a stated fraction is read as the one the engine runs with)."""
+def fraction_scale(engine, accel: Accelerator, context_tokens: int | None,
+                   latent_kv_heads_per_gpu: int | None) -> FractionScale | None:
+    """The factor the engine applies to its memory fraction (its own, or the one it is given: the
+    deployment's ``gpu_memory_utilization`` is the flag passed) for the attention backend it runs by
+    default on this GPU's software stack at ``context_tokens`` (None: none).
+    ``latent_kv_heads_per_gpu``: an MLA model's KV heads per GPU, None for other attention."""
     reserve = engine.memory_fraction_reserve
-    if reserve is None or d.gpu_memory_utilization:
+    if reserve is None:
         return None
     software = accel.software.value
-    return next((s for s in reserve.fraction_scales if s.applies(software, context_tokens, latent_attention)), None)
+    return next((s for s in reserve.fraction_scales
+                 if s.applies(software, context_tokens, latent_kv_heads_per_gpu)), None)
 
 
 def _value(q, default: float) -> float:

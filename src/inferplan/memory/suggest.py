@@ -74,7 +74,7 @@ def _workspace_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog, rule) -
     check = workspace_check(catalog, rule, mp.accelerator.software.value, mp.spec.architecture, latent_attention(mp.spec),
                             mp.settings.memory_fraction, r.gpu_memory_bytes, r.kv_cache_tokens, r.max_model_len,
                             r.parallel.tensor_parallel_size)
-    fraction = fraction_fix(check) if check and not check.starts else None
+    fraction = fraction_fix(check, mp.fraction_scale) if check and not check.starts else None
     if not fraction or not _fits(d, {"gpu_memory_utilization": fraction}, catalog):
         return ()
     return (FitSuggestion(kind="startup", changes={"gpu_memory_utilization": fraction},
