@@ -123,6 +123,15 @@ def test_the_api_refuses_a_bad_file_with_the_key(tmp_path):
     assert client.get("/api/measurements").json() == []
 
 
+def test_the_api_refuses_a_run_stored_already(tmp_path):
+    client = TestClient(create_app(tmp_path / "api.db"))
+    assert _upload(client, "vllm_bench_serve_c8.json").status_code == 201
+    again = _upload(client, "vllm_bench_serve_c32.json", "vllm_bench_serve_c8.json")
+    assert again.status_code == 409 and again.json()["detail"][0]["loc"] == ["body", "files"]
+    assert "stored already" in again.json()["detail"][0]["msg"]
+    assert len(client.get("/api/measurements").json()) == 1
+
+
 def test_plan_sizes_capacity_on_your_runs(tmp_path):
     """The acceptance pack's runs are at the preset's lengths, so plan's capacity search uses them."""
     db = tmp_path / "runs.db"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from inferplan.catalog.provenance import Source
 from inferplan.catalog.points_schema import SpeedPoint
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.measurements.compare import compare_run
@@ -104,7 +104,11 @@ def _import_check(catalog, store, name, data):
     except InferplanError:
         assert store.list_measurements() == before
         return
-    saved = store.add_measurements(runs)
+    try:
+        saved = store.add_measurements(runs)
+    except ConflictError:  # the same bytes drawn again: stored already, so nothing more is stored
+        assert store.list_measurements() == before
+        return
     assert len(store.list_measurements()) == len(before) + len(saved)
 
 
@@ -194,6 +198,21 @@ def test_the_reported_kv_cache_is_compared_with_the_memory_plan(catalog, tmp_pat
     kv = compare_run(run, catalog).kv_cache_tokens
     planned = fit(Deployment(model="llama-3.1-8b", gpu="h100", max_model_len=8192), catalog).kv_cache_tokens
     assert kv.measured == 450_000 and kv.predicted == planned and kv.error == pytest.approx(planned / 450_000 - 1)
+
+
+def test_a_run_stored_already_is_refused_and_not_stored_twice(catalog, tmp_path):
+    store = Store(tmp_path / "dup.db")
+    (first,) = store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c8.json"), H100_VLLM))
+    with pytest.raises(ConflictError) as info:
+        store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c32.json", "vllm_bench_serve_c8.json"),
+                                         H100_VLLM))
+    assert info.value.field == "file" and f"run {first.id}" in str(info.value)
+    assert [r.id for r in store.list_measurements()] == [first.id]  # the new c32 run is not half-imported
+    with pytest.raises(ConflictError):  # the same file twice in one import
+        store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c32.json", "vllm_bench_serve_c32.json"),
+                                         H100_VLLM))
+    other = H100_VLLM.model_copy(update={"note": "after the driver update"})
+    assert store.add_measurements(read_runs(catalog, files("vllm_bench_serve_c8.json"), other))  # a new run
 
 
 def test_a_failure_while_storing_rolls_back_the_whole_import(catalog, tmp_path):

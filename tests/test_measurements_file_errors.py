@@ -32,3 +32,15 @@ def test_a_provenance_field_the_file_lacks_is_still_named_by_its_flag(tmp_path):
                                     "--db", str(tmp_path / "m.db"), "--json"], prog_name="inferplan")
     assert done.exit_code == 2 and json.loads(done.stdout)["error"]["field"] == "--gpu"
     assert done.stderr.startswith("error: --gpu: run.csv: say which accelerator ran it")
+
+
+def test_importing_the_same_file_twice_is_refused_on_one_line(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("concurrency,input_tokens,output_tokens,ttft_ms\n1,10,10,5\n")
+    argv = ["measurements", "import", str(path), "--gpu", "H100", "--model", "llama-3.1-8b", "--db", str(tmp_path / "m.db")]
+    assert CliRunner().invoke(app, argv, prog_name="inferplan").exit_code == 0
+    again = CliRunner().invoke(app, [*argv, "--json"], prog_name="inferplan")
+    assert again.exit_code == 2 and json.loads(again.stdout)["error"]["field"] == "file"
+    assert again.stderr.startswith("error: run.csv: the same run is stored already as run 1"), again.stderr
+    listed = CliRunner().invoke(app, ["measurements", "list", "--db", str(tmp_path / "m.db"), "--json"])
+    assert len(json.loads(listed.stdout)["measurements"]) == 1

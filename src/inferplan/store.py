@@ -220,11 +220,19 @@ class Store:
 
     # --- the user's own measured runs (measurements/)
     def add_measurements(self, runs: list[MeasuredRun]) -> list[MeasuredRun]:
-        """Store every run in one transaction: all of them, or none."""
+        """Store every run in one transaction: all of them, or none. A run stored already (the same
+        file, provenance and points) is refused (ConflictError) rather than stored twice, where it
+        would count twice wherever stored runs are used."""
         saved = []
         with self._write() as db:
             for run in runs:
                 body = run.model_dump_json(exclude={"id"})
+                same = db.execute("SELECT id FROM measurements WHERE body = ?", (body,)).fetchone()
+                if same is not None:
+                    raise ConflictError(f"{run.file}: the same run is stored already as run {same['id']}",
+                                        field="file", located=True,  # the message starts with the file
+                                        allowed=f"a run not stored yet, or delete run {same['id']} first to "
+                                                "import it again")
                 cur = db.execute("INSERT INTO measurements (model, accelerator, body, created) VALUES (?, ?, ?, ?)",
                                  (run.model, run.accelerator, body, _now()))
                 saved.append(run.model_copy(update={"id": cur.lastrowid}))

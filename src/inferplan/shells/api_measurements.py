@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.errors import InferplanError
+from inferplan.errors import ConflictError, InferplanError
 from inferplan.inputs import Input
 from inferplan.measurements.compare import RunComparison, compare_run, compare_runs
 from inferplan.measurements.export import run_as_catalogue
@@ -45,13 +45,18 @@ def list_measurements(request: Request) -> list[MeasuredRun]:
 
 @router.post("/api/measurements", status_code=201)
 def import_measurements(r: MeasurementImport, request: Request) -> list[MeasuredRun]:
-    """Import result files: every file, or none (422 naming the key or line of the first refused)."""
+    """Import result files: every file, or none (422 naming the key or line of the first refused; 409
+    when a file's run is stored already)."""
     try:
         runs = read_runs(load_catalog(), [(f.name, f.content.encode()) for f in r.files], r.provenance)
     except InferplanError as exc:
         exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else f"files.{exc.field or 'content'}"
         raise
-    return _store(request).add_measurements(runs)
+    try:
+        return _store(request).add_measurements(runs)
+    except ConflictError as exc:  # the store names the file; the body holds it under files
+        exc.field = "files"
+        raise
 
 
 @router.get("/api/measurements/view")
