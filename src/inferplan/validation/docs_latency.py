@@ -13,7 +13,7 @@ import math
 import sys
 
 from inferplan.catalog.loader import Catalog
-from inferplan.validation.docs_tables import DOCS_DIR, _row, write_or_check
+from inferplan.validation.docs_tables import DOCS_DIR, markdown_row, write_or_check
 from inferplan.validation.latency import METRICS, LatencyCheck, LatencyValidation, validate_latency
 
 DOC = DOCS_DIR / "search.md"
@@ -21,9 +21,9 @@ BLOCKS = ("latency-medians", "latency-points", "latency-skipped")
 
 
 def medians_table(v: LatencyValidation) -> str:
-    lines = [_row(["split", "metric", "points", "approximation", "simulation"]), _row(["---"] * 5)]
+    lines = [markdown_row(["split", "metric", "points", "approximation", "simulation"]), markdown_row(["---"] * 5)]
     for m in v.medians:
-        lines.append(_row([m.split, m.metric, str(m.points), f"{m.approximation_abs_error:.0%}",
+        lines.append(markdown_row([m.split, m.metric, str(m.points), f"{m.approximation_abs_error:.0%}",
                            f"{m.simulation_abs_error:.0%}"]))
     return "\n".join(lines) + "\n"
 
@@ -38,10 +38,10 @@ def points_table(v: LatencyValidation) -> str:
     rows: dict[str, dict[str, str]] = {}
     for c in v.checks:
         rows.setdefault(c.id, {"split": c.split, "load": c.load})[c.metric] = _cell(c)
-    lines = [_row(["point", "split", "load as modelled", "TTFT p50 ms: measured / approx / sim", "TTFT p99", "TPOT p50",
-                   "TPOT p99"]), _row(["---"] * 7)]
+    lines = [markdown_row(["point", "split", "load as modelled", "TTFT p50 ms: measured / approx / sim", "TTFT p99", "TPOT p50",
+                   "TPOT p99"]), markdown_row(["---"] * 7)]
     for point, r in rows.items():
-        lines.append(_row([point, r["split"], r["load"], *(r.get(m, "—") for m in METRICS)]))
+        lines.append(markdown_row([point, r["split"], r["load"], *(r.get(m, "—") for m in METRICS)]))
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, engine_rules
-from inferplan.validation.docs_tables import write_or_check
+from inferplan.validation.docs_tables import markdown_row, write_or_check
 from inferplan.validation.memory import MemoryValidation, SplitSummary, validate_memory
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "memory.md"
@@ -28,10 +28,6 @@ GRAPHS = {"none": "none", "after_kv": "captured after the KV cache is sized (out
           "estimated": "estimated and counted"}
 BUDGETS = {"of_total": "total × fraction", "of_free_after_weights": "free after the counted parts × fraction",
            "no_fraction": "no fraction: the device"}
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
 def _profile(rule: MemoryRule) -> str:
@@ -61,12 +57,12 @@ def rules_table(catalog: Catalog) -> str:
     blocks and sources (linked)."""
     head = ["rule", "releases", "budget", "counts against it", "activation profile", "CUDA graphs", "blocks",
             "sources"]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [markdown_row(head), markdown_row(["---"] * len(head))]
     for engine in sorted({r.engine for r in catalog.memory_rules}):
         for r in engine_rules(catalog.memory_rules, engine):
             releases = r.releases + (f" {r.variant}" if r.variant else "") + (" (default)" if r.default else "")
             sources = ", ".join(f"[{s}]({catalog.sources[s].url})" for s in r.sources)
-            lines.append(_row([f"`{r.id}`", releases, BUDGETS[r.budget], ", ".join(PARTS[p] for p in r.counted),
+            lines.append(markdown_row([f"`{r.id}`", releases, BUDGETS[r.budget], ", ".join(PARTS[p] for p in r.counted),
                                _profile(r), GRAPHS[r.cuda_graphs], r.block_rounding.replace("_", " "), sources]))
     lines.append("")
     lines.append("`(default)`: the rule planned with when no `--engine-version` is given.")
@@ -78,7 +74,7 @@ def _pct(x: float | None, digits: int = 1) -> str:
 
 
 def _summary_rows(summaries: list[SplitSummary]) -> list[str]:
-    return [_row([s.label, str(s.points), _pct(s.median_abs_kv_error), _pct(s.worst_abs_kv_error),
+    return [markdown_row([s.label, str(s.points), _pct(s.median_abs_kv_error), _pct(s.worst_abs_kv_error),
                   _pct(s.median_abs_weights_error, 2), _pct(s.fit_agreement, 0)]) for s in summaries]
 
 
@@ -87,7 +83,7 @@ def field_table(v: MemoryValidation, by: str) -> str:
     head = ["engine release" if by == "release" else "memory rule", "records", "KV median |err|", "KV worst |err|",
             "weights median |err|", "fit agree"]
     groups = list(v.by_engine_version if by == "release" else v.by_rule)
-    return "\n".join([_row(head), _row(["---"] * len(head)), *_summary_rows([*groups, v.holdout, v.field])]) + "\n"
+    return "\n".join([markdown_row(head), markdown_row(["---"] * len(head)), *_summary_rows([*groups, v.holdout, v.field])]) + "\n"
 
 
 def records_table(v: MemoryValidation) -> str:
@@ -100,7 +96,7 @@ def records_table(v: MemoryValidation) -> str:
 
     head = ["record", "split", "rule (chosen by)", "weights GiB meas./pred.", "KV GiB meas./pred.", "KV error",
             "fits meas./pred."]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [markdown_row(head), markdown_row(["---"] * len(head))]
     for c in v.checks:
         if c.split == "calibration":
             continue
@@ -108,7 +104,7 @@ def records_table(v: MemoryValidation) -> str:
         fits = f"{yes(c.measured_fits)}/{yes(c.predicted_fits)}"
         if c.predicted_fits is not None and c.predicted_fits != c.measured_fits:
             fits = f"{yes(c.measured_fits)}/**{yes(c.predicted_fits)}**"
-        lines.append(_row([c.id, c.split, f"{c.memory_rule} ({c.rule_basis})",
+        lines.append(markdown_row([c.id, c.split, f"{c.memory_rule} ({c.rule_basis})",
                            f"{gib(c.measured_weights_bytes)} / {gib(c.predicted_weights_bytes)}",
                            f"{gib(c.measured_kv_bytes)} / {gib(c.predicted_kv_bytes)}", err, fits]))
     return "\n".join(lines) + "\n"
@@ -118,13 +114,13 @@ def peaks_table(v: MemoryValidation) -> str:
     """Each record that printed its allocator peak (mlx-lm "Peak memory"): the peak against the planned
     weights + KV cache for the run's context + activations."""
     head = ["record", "split", "peak GB meas./pred.", "error"]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [markdown_row(head), markdown_row(["---"] * len(head))]
     for c in v.checks:
         if c.measured_peak_bytes is None:
             continue
         pred = "—" if c.predicted_peak_bytes is None else f"{c.predicted_peak_bytes / 1e9:.2f}"
         err = "—" if c.peak_error is None else f"{c.peak_error:+.1%}".replace("%", " %").replace("-", "−")
-        lines.append(_row([c.id, c.split, f"{c.measured_peak_bytes / 1e9:.3f} / {pred}", err]))
+        lines.append(markdown_row([c.id, c.split, f"{c.measured_peak_bytes / 1e9:.3f} / {pred}", err]))
     return "\n".join(lines) + "\n"
 
 

@@ -48,14 +48,15 @@ KIND_LABELS = {
 }
 
 
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+def markdown_row(cells: list[str]) -> str:
+    """One row of a Markdown table; a ``|`` inside a cell is escaped."""
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
 def families_table(catalog: Catalog) -> str:
     """Every family's shipped constants; * marks a pooled value the family's points do not pin down."""
     head = ["family", "fit points", *(c[0] for c in COLUMNS.values()), "mean abs log error"]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [markdown_row(head), markdown_row(["---"] * len(head))]
     for family in sorted(FAMILIES):
         records = {name: catalog.calibration.records[ident.format(family)] for name, ident in CONSTANT_IDS.items()}
         first = next(iter(records.values()))
@@ -68,7 +69,7 @@ def families_table(catalog: Catalog) -> str:
             cells.append(fmt.format(r.value * scale) + ("*" if kept else ""))
         err = re.search(r"mean \|log error\| ([0-9.]+)", first.error or "")
         cells.append(err.group(1) if err else "—")
-        lines.append(_row(cells))
+        lines.append(markdown_row(cells))
     lines.append("")
     lines.append(f"`pooled`: fewer than {MIN_POINTS} fit points, so the family takes the pooled fit over all points;")
     lines.append(f"`*`: fewer than {MIN_RESPONDING} of the family's points respond to that constant, so it keeps the pooled value.")
@@ -88,11 +89,11 @@ def _kinds_table(v: SpeedValidation, kinds: tuple[str, ...]) -> list[str]:
         return f"{v.medians[key]:.2%}".replace("%", " %") if key in v.medians else "—"
 
     head = ["kind", "scored points", "median abs error, fit", "held out", "all", "beyond 30 % (held out)"]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [markdown_row(head), markdown_row(["---"] * len(head))]
     for kind in kinds:
         n, beyond = _counts(v, kind, "all")
         _, beyond_held = _counts(v, kind, "holdout")
-        lines.append(_row([KIND_LABELS.get(kind, "all kinds"), str(n), pct(f"{kind}/fit"), pct(f"{kind}/holdout"),
+        lines.append(markdown_row([KIND_LABELS.get(kind, "all kinds"), str(n), pct(f"{kind}/fit"), pct(f"{kind}/holdout"),
                            pct(f"{kind}/all"), f"{beyond} ({beyond_held})"]))
     return lines
 
@@ -116,9 +117,9 @@ def validation_table(v: SpeedValidation) -> str:
 
 def build_year_table(v: SpeedValidation) -> str:
     head = ["engine builds of", "decode points", "median abs error", "worse than 30 %"]
-    lines = [_row(head), _row(["---"] * len(head))]
+    lines = [markdown_row(head), markdown_row(["---"] * len(head))]
     for y in v.decode_by_build_year:
-        lines.append(_row([y.year, str(y.points), f"{y.median_abs_error:.1%}".replace("%", " %"),
+        lines.append(markdown_row([y.year, str(y.points), f"{y.median_abs_error:.1%}".replace("%", " %"),
                            str(y.beyond_30_percent)]))
     return "\n".join(lines) + "\n"
 
