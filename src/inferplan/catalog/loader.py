@@ -162,14 +162,14 @@ class Registry(Generic[T]):
         kind = self.kind[:-1] if self.kind.endswith('s') else self.kind
         close = difflib.get_close_matches(name.strip().lower(), list(self.records), n=5, cutoff=0.6)
         listed = close or sorted(self.records)[:MAX_LISTED]
-        more = "" if close or len(self.records) <= MAX_LISTED else f", … ({len(self.records)} in all)"
-        raise error(f"no {kind} named {name!r}{' (allowed: the closest ids)' if close else ''}; "
-                    f"see `inferplan catalog list {self.kind.replace(' ', '-')}`",
+        more = f", the closest of {len(self.records)}" if close else \
+            "" if len(self.records) <= MAX_LISTED else f", … ({len(self.records)} in all)"
+        raise error(f"no {kind} named {name!r}; see `inferplan catalog list {self.kind.replace(' ', '-')}`",
                     field=field_name, allowed=", ".join(listed) + more)
 
 
 _WORD_SEPARATORS = re.compile(r"[\s\-_./()×,]+")
-MAX_LISTED = 60  # ids an unknown-name error lists when none is close
+MAX_LISTED = 12  # ids an unknown-name error lists when none is close (then how many there are)
 AMBIGUOUS_LISTED = 12  # candidates an ambiguous name lists, then how many there are
 
 
