@@ -66,3 +66,15 @@ def test_an_mla_model_on_mi355x_keeps_no_aiter_workspace(catalog):
 def test_the_mi355x_start_up_that_ran_out_of_memory_after_its_pool_is_predicted_to_fail(catalog):
     check = check_point(catalog.memory_points.records["d04-qwen3-30b-a3b-fp8-mi355x-sglang-fails"], catalog)
     assert check.measured_fits is False and check.predicted_fits is False
+
+
+def test_a_passing_start_up_check_does_not_hide_a_failing_workspace(catalog, monkeypatch):
+    # a rule with both checks: the failing one decides, whichever comes first
+    import inferplan.memory.fit as fit_module
+    from inferplan.memory.startup import StartupCheck
+
+    passing = StartupCheck(headroom_bytes_per_gpu=8 * GiB, context_bytes_per_gpu=1 * GiB, graph_bytes_per_gpu=0.0,
+                           sampler_bytes_per_gpu=0.0, sampler_bytes_per_seq=0.0)
+    monkeypatch.setattr(fit_module, "startup_check", lambda *a, **k: passing)
+    r = fit(Deployment(**D04), catalog)
+    assert not r.fits and "aiter attention workspace" in r.startup_note

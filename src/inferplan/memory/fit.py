@@ -212,9 +212,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
     gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
-    start = startup_check(catalog, rule, settings, spec.architecture, total, gpus) or workspace_check(
+    checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus), workspace_check(
         catalog, rule, hw.accel.software.value, spec.architecture, latent_attention(spec), settings.memory_fraction,
-        total, held.tokens, held.max_len, plan.tensor_parallel_size)
+        total, held.tokens, held.max_len, plan.tensor_parallel_size)) if c is not None]
+    start = next((c for c in checks if not c.starts), checks[0] if checks else None)  # a failing one first
     if start is not None and not start.starts:
         held, assumptions = dataclasses.replace(held, fits=False), [*assumptions, start.note(rule, settings)]
     if host_budget is not None and host_used > host_budget:
