@@ -136,3 +136,14 @@ def test_the_row_limit_is_exact_where_the_quotient_rounds_down():
     check = StartupCheck(headroom_bytes_per_gpu=4 * GiB, context_bytes_per_gpu=0.0, graph_bytes_per_gpu=0.0,
                          sampler_bytes_per_gpu=10485.76, sampler_bytes_per_seq=10485.76)
     assert startup_fix(check, 8 * GiB).max_num_seqs == 409_600
+
+
+def test_the_row_limit_is_settled_with_the_checks_own_sum():
+    # 5 GiB of headroom, 0.4 GiB context, 1 GiB graphs, 0.4 MiB a row: the remainder over the row size
+    # and the check's own sum disagree in the last bit at 9,216 rows; the check's sum decides
+    def check(rows):
+        return StartupCheck(headroom_bytes_per_gpu=5 * GiB, context_bytes_per_gpu=0.4 * GiB, graph_bytes_per_gpu=1 * GiB,
+                            sampler_bytes_per_gpu=0.4 * 2**20 * rows, sampler_bytes_per_seq=0.4 * 2**20)
+
+    fix = startup_fix(check(20_000), 8 * GiB)
+    assert fix.max_num_seqs == 9216 and check(9216).starts and not check(9217).starts

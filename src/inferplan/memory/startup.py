@@ -101,8 +101,11 @@ def startup_fix(check: StartupCheck, total_bytes: float) -> StartupFix:
     fraction = math.floor((1 - check.needed_bytes_per_gpu / total_bytes) / FRACTION_STEP) * FRACTION_STEP
     room = check.headroom_bytes_per_gpu - check.context_bytes_per_gpu - check.graph_bytes_per_gpu
     seqs = int(room // check.sampler_bytes_per_seq) if check.sampler_bytes_per_seq else 0
-    if check.sampler_bytes_per_seq:  # the quotient's rounding can land one row off the limit either way
-        seqs += check.sampler_bytes_per_seq * (seqs + 1) <= room
-        seqs -= seqs > 0 and check.sampler_bytes_per_seq * seqs > room
+    if check.sampler_bytes_per_seq:  # the quotient's rounding can land one row off the limit either way:
+        def starts(rows: int) -> bool:  # settled with the check's own sum, as ``starts`` adds it up
+            return check.context_bytes_per_gpu + check.graph_bytes_per_gpu + check.sampler_bytes_per_seq * rows \
+                <= check.headroom_bytes_per_gpu
+        seqs += starts(seqs + 1)
+        seqs -= seqs > 0 and not starts(seqs)
     return StartupFix(memory_fraction=round(fraction, 2) if fraction > 0 else None,
                       max_num_seqs=seqs if seqs >= 1 else None)
