@@ -1,0 +1,108 @@
+// The "Find the cheapest" and "What runs on my GPUs?" views of the web calculator (loaded after
+// app.js, whose helpers they use). As there, the server does every sum and words the answer.
+"use strict";
+
+// "Find the cheapest": the form becomes a search request; the server ranks, prices and words the
+// answer (report/search_view.py); "Use this" loads a pick into the Users + ROI simulator above.
+// A trace file goes to the server as its lines, each read as JSON (or kept as text, which the
+// server refuses naming the row): the server checks every row as the CLI's --trace does.
+async function traceRows(file) {
+  return (await file.text()).split("\n").filter((line) => line.trim() !== "").map((line) => {
+    try { return JSON.parse(line); } catch { return line; }
+  });
+}
+
+async function searchRequest() {
+  const number = (id) => ($(id).value === "" ? undefined : Number($(id).value));
+  const request = { models: [$("search-model").value], objective: $("search-objective").value,
+    pricing: $("search-pricing").value, top: number("search-top") ?? 10, targets: {} };
+  const trace = $("search-trace").files[0];
+  if (trace) {
+    request.trace = await traceRows(trace);
+  } else if ($("search-rate").value !== "") {
+    Object.assign(request, { request_rate_per_s: number("search-rate"), input_len: number("search-input-len"),
+      output_len: number("search-output-len") });
+  } else {
+    Object.assign(request, { users: number("search-users"), workload: $("search-preset").value });
+  }
+  for (const [id, key] of [["search-ttft-p95", "ttft_p95_s"], ["search-ttft-p99", "ttft_p99_s"],
+    ["search-speed", "min_output_tokens_per_s_per_user"]]) if ($(id).value !== "") request.targets[key] = number(id);
+  if ($("search-max-gpus").value !== "") request.max_gpus = number("search-max-gpus");
+  return request;
+}
+
+function useThis(scenario) {
+  fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
+  location.hash = "#simulator";
+  update();
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  $("search-error").hidden = true;
+  $("search-status").textContent = "searching…";
+  try {
+    const view = await api("POST", "/api/views/search", await searchRequest());
+    state.lastSearch = view;
+    $("search-summary").textContent = [view.summary, ...view.notes].join(" ");
+    $("search-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
+      const tr = document.createElement("tr");
+      for (const text of [String(row.rank), row.deployment, row.cost, row.latency]) {
+        const td = document.createElement("td"); td.textContent = text; tr.append(td);
+      }
+      const act = document.createElement("td");
+      const use = document.createElement("button");
+      use.type = "button"; use.textContent = "Use this"; use.setAttribute("aria-label", `Use deployment ${row.rank}`);
+      use.onclick = () => useThis(row.scenario);
+      const cmd = document.createElement("div");
+      cmd.className = "command"; cmd.textContent = row.deploy;
+      act.append(use, cmd);
+      tr.append(act);
+      return tr;
+    }));
+    $("search-api").replaceChildren(...view.api.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
+    $("search-infeasible").replaceChildren(...view.infeasible.map((text) => {
+      const li = document.createElement("li"); li.textContent = text; return li;
+    }));
+    $("search-infeasible-box").open = view.rows.length === 0;
+    $("chart-search").replaceChildren();
+    if (view.chart) await drawChart("search", view.chart);
+    $("search-status").textContent = view.rows.length ? `${view.rows.length} deployments` : "nothing meets every target";
+    document.body.dataset.searched = String(Date.now());
+  } catch (err) {
+    $("search-status").textContent = "";
+    $("search-error").textContent = err.message;
+    $("search-error").hidden = false;
+    document.body.dataset.searched = String(Date.now());
+  }
+}
+
+// "What runs on my GPUs?": the server lists every catalogue model on the GPUs asked about, worded
+// (report/homelab_view.py); the page only shows the rows.
+async function runHomelab(event) {
+  event.preventDefault();
+  $("homelab-error").hidden = true;
+  $("homelab-status").textContent = "computing…";
+  const request = { gpu: $("homelab-gpu").value, gpus: Number($("homelab-gpus").value || 1) };
+  if ($("homelab-engine").value) request.engine = $("homelab-engine").value;
+  if ($("homelab-quantization").value) request.quantization = $("homelab-quantization").value;
+  try {
+    const view = await api("POST", "/api/views/homelab", request);
+    $("homelab-summary").textContent = view.summary;
+    $("homelab-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
+      const tr = document.createElement("tr");
+      if (!row.fits) tr.className = "no";
+      for (const text of [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed]) {
+        const td = document.createElement("td"); td.textContent = text; tr.append(td);
+      }
+      return tr;
+    }));
+    $("homelab-table").hidden = false;
+    $("homelab-status").textContent = "";
+  } catch (err) {
+    $("homelab-status").textContent = "";
+    $("homelab-error").textContent = err.message;
+    $("homelab-error").hidden = false;
+  }
+  document.body.dataset.homelab = String(Date.now());
+}
