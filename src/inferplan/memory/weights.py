@@ -104,8 +104,19 @@ def _kept_notes(kept: KeptUnquantized | None) -> list[str]:
     return notes
 
 
-def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
-    """Bytes of weights for one copy of ``spec`` at ``quant``."""
+def _mtp_notes(params: ParamBreakdown, loaded: bool, mtp_bytes: float) -> list[str]:
+    if not params.mtp:
+        return []
+    if loaded:
+        return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters, {mtp_bytes / 2**30:.2f} GiB) "
+                "loaded to draft with them (mtp_draft); they share the embeddings and lm_head"]
+    return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the checkpoint but not "
+            "loaded without speculative decoding (mtp_draft)"]
+
+
+def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = False) -> WeightEstimate:
+    """Bytes of weights for one copy of ``spec`` at ``quant``; ``mtp_loaded``: with its
+    multi-token-prediction layers, which the engine loads to draft with them."""
     arch = None if spec.architecture_is_proxy else spec.architecture
     params = count_params(arch) if arch else None
     ckpt = spec.checkpoint(quant.id)
@@ -119,13 +130,9 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
             parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size),
                                  groups)
             assumptions += _kept_notes(kept)
-            if params.mtp:
-                mtp_bytes = params.mtp * total / (params.total + params.mtp)
-                total -= mtp_bytes
-                assumptions.append(
-                    f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the "
-                    "checkpoint but not loaded without speculative decoding"
-                )
+            if params.mtp and not mtp_loaded:
+                total -= params.mtp * total / (params.total + params.mtp)
+            assumptions += _mtp_notes(params, mtp_loaded, params.mtp * total / (params.total + params.mtp))
             # the checkpoint fixes the total; the computed parts share it out
             expert = total * parts.expert / parts.total if parts.total else 0.0
             embedding = total * parts.embedding / parts.total if parts.total else 0.0
@@ -150,6 +157,11 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
                if head_bits is not None else "")
         )
         assumptions = [note, *_kept_notes(kept)]
+        if params.mtp and mtp_loaded:  # the MTP layers at the mean bits of the decoder layers they copy
+            mtp_bytes = params.mtp * parts.total / params.total
+            parts = _Parts(parts.total + mtp_bytes, parts.expert * (1 + params.mtp / params.total), parts.embedding,
+                           parts.head)
+            assumptions += _mtp_notes(params, True, mtp_bytes)
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
         replicated = params.norms * 2 + params.indexer * quant.bits_per_weight.value / 8
