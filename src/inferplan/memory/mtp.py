@@ -27,13 +27,13 @@ def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule 
     if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
         raise InvalidScenarioError(f"{spec.name} ships no multi-token-prediction layers to draft with "
                                    "(config.json num_nextn_predict_layers is 0 or not known)", field=FIELD,
-                                   allowed="leave mtp_draft off, or a model with MTP layers (DeepSeek-V3/V4, GLM-4.5+, "
+                                   allowed="no MTP draft, or a model with MTP layers (DeepSeek-V3/V4, GLM-4.5+, "
                                            "Qwen3-Next, MiMo ...)")
     rule = mtp_rule(catalog, engine)
     if rule is None:
         engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
         raise InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
-                                   allowed=f"leave mtp_draft off, or an engine that does: {engines}")
+                                   allowed=f"no MTP draft, or an engine that drafts with them: {engines}")
     return rule
 
 
