@@ -87,7 +87,12 @@ def test_parameters_times_bits_counts_the_mtp_layers_when_drafting():
     quant = CATALOG.quantization("fp8")
     params = count_params(spec.architecture)
     plain, drafting = weight_bytes(spec, quant), weight_bytes(spec, quant, mtp_loaded=True)
-    assert drafting.total_bytes / plain.total_bytes == pytest.approx(1 + params.mtp / params.total)
+    # the MTP layer at the mean bytes per parameter of the decoder layers it repeats
+    layers = plain.total_bytes - plain.embedding_bytes - plain.head_bytes
+    mtp = params.mtp * layers / (params.total - params.embedding - params.lm_head)
+    assert drafting.total_bytes - plain.total_bytes == pytest.approx(mtp) == drafting.mtp_bytes
+    assert plain.mtp_bytes == 0 and 0 < drafting.mtp_expert_bytes < mtp
+    assert drafting.expert_bytes - plain.expert_bytes == pytest.approx(drafting.mtp_expert_bytes)
 
 
 @pytest.mark.parametrize(("kw", "word"), [
@@ -132,3 +137,23 @@ def test_search_mtp_candidates_carry_the_draft():
     assert cells, "the search offers MTP drafts for DeepSeek-V3 on vLLM"
     assert all(c.deployment(4096).mtp_draft for c in cells)
     assert not any(c.deployment(4096).mtp_draft for c in space.cells if not c.speculative_tokens)
+
+
+def test_shells_name_the_field_of_a_bad_mtp_draft(tmp_path):
+    """The CLI refuses with one line naming --mtp-draft (exit 2); /api/fit with 422 at body.mtp_draft, and
+    takes the field to plan a draft."""
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    result = CliRunner().invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "h100", "--mtp-draft"])
+    assert result.exit_code == 2 and "--mtp-draft" in result.output
+    client = TestClient(create_app(tmp_path / "test.db"))
+    bad = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "H100", "mtp_draft": True})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "mtp_draft"]
+    body = {k: v for k, v in V4.items()}
+    plain = client.post("/api/fit", json=body).json()
+    drafting = client.post("/api/fit", json={**body, "mtp_draft": True}).json()
+    assert drafting["kv_cache_bytes_per_gpu"] < plain["kv_cache_bytes_per_gpu"]

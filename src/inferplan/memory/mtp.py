@@ -7,6 +7,7 @@ own after the target's pool is sized, and its default fraction keeps room outsid
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.models import ModelSpec
@@ -51,6 +52,11 @@ def kv_architecture(arch: Architecture | None, rule: MtpRule | None) -> Architec
     pipeline stage) where the engine gives them entries there."""
     if arch is None or rule is None or not rule.kv_layers_in_pool:
         return arch
+    return _with_mtp_layers(arch)
+
+
+@functools.lru_cache(maxsize=256)  # one object per model: the layout caches below find it by identity
+def _with_mtp_layers(arch: Architecture) -> Architecture:
     return dataclasses.replace(arch, layer_kinds=arch.layer_kinds + mtp_kinds(arch))
 
 
