@@ -98,6 +98,7 @@ def test_parameters_times_bits_counts_the_mtp_layers_when_drafting():
 @pytest.mark.parametrize(("kw", "word"), [
     (dict(model="llama-3.1-8b", gpu="h100"), "multi-token-prediction"),
     (dict(model="deepseek-v3", gpu="h200", gpus=8, engine="llamacpp", quantization="gguf-q4_k_m"), "does not draft"),
+    (dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine_version="0.8.5 V0"), "PR #14067"),
 ])
 def test_an_mtp_draft_without_mtp_layers_or_engine_names_the_field(kw, word):
     with pytest.raises(InvalidScenarioError) as exc:

@@ -21,6 +21,9 @@ class MtpRule(Frozen):
     weights_in_pool: bool  # loaded before the KV cache is sized: the pool loses their bytes
     kv_layers_in_pool: bool  # their attention has KV entries in the target's pool, on the last stage
     fraction_reserve_bytes: Bytes | None = None  # kept outside the default fraction while a draft runs
+    # memory-rule variants (engine_memory_rules.yaml) whose releases budget the draft otherwise: not planned
+    unplanned_variants: tuple[str, ...] = ()
+    unplanned_note: str | None = None  # why, with the source
     sources: tuple[str, ...] = Field(min_length=1)
     note: str
 

@@ -10,6 +10,7 @@ import dataclasses
 import functools
 
 from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, mtp_rule
 from inferplan.errors import InvalidScenarioError
@@ -35,6 +36,10 @@ def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule 
         engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
         raise InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
                                    allowed=f"no MTP draft, or an engine that drafts with them: {engines}")
+    release = memory_rule(catalog, engine, d.engine_version)
+    if release.variant in rule.unplanned_variants:
+        raise InvalidScenarioError(f"an MTP draft on {release.label}: {rule.unplanned_note}", field=FIELD,
+                                   allowed="no MTP draft, or a release of another line")
     return rule
 
 
@@ -84,6 +89,8 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     arch = spec.architecture
     if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
         return d
-    if mtp_rule(catalog, catalog.engine(d.engine).id) is None:
+    engine = catalog.engine(d.engine).id
+    rule = mtp_rule(catalog, engine)
+    if rule is None or memory_rule(catalog, engine, d.engine_version).variant in rule.unplanned_variants:
         return d
     return d.model_copy(update={"mtp_draft": True})
