@@ -166,6 +166,9 @@ class Architecture:
     qk_norm: bool = False
     mlp_projections: int = 3  # gated MLPs (SwiGLU/GeGLU): gate, up, down; plain (ReLU²): up, down
     mtp_layers: int = 0  # DeepSeek multi-token-prediction layers shipped in the checkpoint
+    # the MTP layers' attention where the config states it (DeepSeek-V4: compress_ratios past the
+    # layers); empty: as the last decoder layer's
+    mtp_layer_kinds: tuple[LayerKind, ...] = ()
     attention_output_gate: bool = False  # a gate on the attention output (Qwen3.5: q_proj twice as wide; Kimi-K3's MLA)
     # parallel residual streams of hyper-connections (DeepSeek-V4's mHC, config hc_mult); 1: a plain residual
     residual_streams: int = 1

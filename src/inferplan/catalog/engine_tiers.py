@@ -115,7 +115,9 @@ class MemoryFractionReserve(Input):
             mib = max(mib, self.floor_mib)
         return mib * MiB
 
-    def fraction(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int) -> float:
-        """The static fraction the engine picks: (total - reserved) / total, rounded as it rounds it."""
-        reserved = self.reserved_bytes(total_bytes, chunk_tokens, graph_batch, gpus)
+    def fraction(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int,
+                 extra_bytes: float = 0.0) -> float:
+        """The static fraction the engine picks: (total - reserved) / total, rounded as it rounds it;
+        ``extra_bytes``: what it reserves besides for a speculative draft (engine_mtp_rules.yaml)."""
+        reserved = self.reserved_bytes(total_bytes, chunk_tokens, graph_batch, gpus) + extra_bytes
         return round((total_bytes - reserved) / total_bytes, self.fraction_decimals)

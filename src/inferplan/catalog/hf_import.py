@@ -33,6 +33,7 @@ from inferplan.catalog.hf_layers import (
     kda_dims,
     layer_kinds,
     moe_dims,
+    mtp_layer_kinds,
     own_indexer_share,
     req,
     req_any,
@@ -200,6 +201,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
             ssm_state_bytes=4 if str(cfg.get("mamba_ssm_cache_dtype", "")) in ("float32", "fp32") else 2,
         )
     window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds or compressed else None
+    mtp = int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
     return Architecture(
         hf_architecture=str(archs[0]),
         model_type=model_type,
@@ -226,7 +228,8 @@ def _architecture_from_config(raw: dict) -> Architecture:
         attention_bias=bool(cfg.get("attention_bias", model_type.startswith("qwen2"))),
         qk_norm=model_type.startswith(("qwen3", "gemma3", "gemma4")) or bool(cfg.get("use_qk_norm")),
         mlp_projections=2 if str(first(cfg, "mlp_hidden_act", "hidden_act", default="")) in ("relu2", "squared_relu") else 3,
-        mtp_layers=int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0),
+        mtp_layers=mtp,
+        mtp_layer_kinds=mtp_layer_kinds(cfg, n_layers, mtp),
         attention_output_gate=bool(cfg.get("attn_output_gate", False) or cfg.get("mla_use_output_gate", False)),
         residual_streams=_residual_streams(cfg),
         has_vision_tower=has_vision,

@@ -295,6 +295,19 @@ def _block(cfg: dict, key: str) -> dict:
     return value
 
 
+def mtp_layer_kinds(cfg: dict, n_layers: int, mtp_layers: int) -> tuple[LayerKind, ...]:
+    """The MTP layers' attention where the config states it: DeepSeek-V4's compress_ratios entries past
+    the decoder layers (0: window only); empty where it does not."""
+    ratios = cfg.get("compress_ratios")
+    if not mtp_layers or not isinstance(ratios, list) or len(ratios) < n_layers + mtp_layers:
+        return ()
+    extra = ratios[n_layers:n_layers + mtp_layers]
+    if not all(_whole(r, 0) for r in extra):
+        return ()
+    kinds = {0: LayerKind.SLIDING, CSA_RATIO: LayerKind.CSA}
+    return tuple(kinds.get(r, LayerKind.HCA) for r in extra)
+
+
 def _compress_ratios(cfg: dict, n_layers: int) -> list[int]:
     """DeepSeek-V4's per-layer compress ratios (entries past the layers are the MTP modules')."""
     ratios = cfg["compress_ratios"]

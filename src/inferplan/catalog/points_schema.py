@@ -28,6 +28,7 @@ class MemorySettings(Frozen):
     # the top-k/top-p sampler the log names (vLLM V1 topk_topp_sampler.py: 'Using FlashInfer for top-p & top-k
     # sampling.' or the PyTorch-native fallback), where it printed one
     topk_topp_sampler: Literal["flashinfer", "pytorch"] | None = None
+    mtp_draft: bool = False  # ran speculative decoding with the model's MTP layers (engine_mtp_rules.yaml)
 
 
 class MemoryMeasured(Frozen):

@@ -49,6 +49,9 @@ class Deployment(Input):
         None, description="vLLM V1: the top-k/top-p sampler the install runs, as its log names it ('Using FlashInfer for "
                           "top-p & top-k sampling.' or the PyTorch-native fallback); FlashInfer's does not sort the "
                           "vocabulary in the start-up profile (default: the release's own, engine_memory_rules.yaml)")
+    mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
+                            "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "
+                            "allocates for them is counted (engine_mtp_rules.yaml)")
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
         None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,

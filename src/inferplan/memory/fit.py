@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
+from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
@@ -36,6 +37,7 @@ from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, ho
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.moe_layout import extra_weight_bytes
+from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
@@ -178,7 +180,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     total, total_note = device_total_bytes(catalog, hw.accel)
     check_offload_flags(d, list(catalog.engines), engine)
-    w = _weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel)
+    mtp = draft_rule(catalog, d, spec, engine.id)
+    w = _weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
@@ -188,17 +191,19 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     scale = fraction_scale(engine, hw.accel, d.max_model_len or spec.context_tokens,
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
-                               tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale)
+                               tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
+                               draft_reserve_bytes=draft_reserve_bytes(mtp))
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     _planned_length(d, spec, None)))
     budget, rooms, budget_notes = _kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
-    layout, layout_notes = _kv_layout(d, spec, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
+    kv_arch = kv_architecture(spec.architecture, mtp)  # with the MTP layers where the pool holds them
+    layout, layout_notes = _kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout
     if split is not None and split.host_kv_fraction:
         layout = host_kv_layout(layout, split.host_kv_fraction)
     context_notes, capped = check_context(d, spec, engine)
-    layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, spec.architecture, layout,
+    layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              _planned_length(d, spec, capped))
     held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
@@ -207,7 +212,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
+                   *w.notes, *draft_notes(mtp, spec.architecture), *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
@@ -309,8 +314,8 @@ def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Q
 
 
 def _weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
-                    engine: EngineDefaults, accel: Accelerator) -> _GpuWeights:
-    weights = weight_bytes(spec, quant)
+                    engine: EngineDefaults, accel: Accelerator, mtp_loaded: bool = False) -> _GpuWeights:
+    weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
     notes = list(weights.assumptions)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
     stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
@@ -354,11 +359,11 @@ def _kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Qua
     return least, rooms, list(budget.assumptions)
 
 
-def _kv_layout(d: Deployment, spec: ModelSpec, kv_dtype: KvDtype, plan: ParallelPlan, rooms: list,
+def _kv_layout(d: Deployment, arch: Architecture | None, kv_dtype: KvDtype, plan: ParallelPlan, rooms: list,
                least_room: float) -> tuple[KvLayout, list[str]]:
-    """How a token's KV cache spreads over the instance's GPUs (stated, or from the architecture),
-    with each stage's room relative to the least where stages are sized apart."""
-    tp, pp, arch = plan.tensor_parallel_size, plan.pipeline_parallel_size, spec.architecture
+    """How a token's KV cache spreads over the instance's GPUs (stated, or from the architecture whose
+    layers the pool holds), with each stage's room relative to the least where stages are sized apart."""
+    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     if d.kv_bytes_per_token is not None:
         layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
         notes = [f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance"]

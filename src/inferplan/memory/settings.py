@@ -16,11 +16,12 @@ from inferplan.memory.engine_budget import EngineSettings
 
 def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
                      max_len: int | None = None, *, tp: int = 1, pp: int = 1,
-                     scale: FractionScale | None = None) -> EngineSettings:
+                     scale: FractionScale | None = None, draft_reserve_bytes: float = 0.0) -> EngineSettings:
     """The engine's batch limits and fraction: stated, else the defaults of engines.yaml for a GPU of
     ``total_bytes`` in an instance of ``tp`` x ``pp`` GPUs (times ``scale``, the factor its attention
     backend applies: ``fraction_scale``), except where the release's rule sets them (a V0 profile batch
-    of max_model_len tokens, V0's 256 sequences)."""
+    of max_model_len tokens, V0's 256 sequences); ``draft_reserve_bytes``: what the engine keeps besides
+    outside a fraction it picks while a speculative draft runs."""
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.id not in engine.small_default_accelerators
     )
@@ -33,7 +34,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
     # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
     frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _default_fraction(engine, tier, total_bytes,
-                                                                                            int(mnbt), tp, pp))
+                                                                                            int(mnbt), tp, pp,
+                                                                                            draft_reserve_bytes))
     if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
@@ -56,13 +58,14 @@ def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | Non
     return max(max_len, profile.profile_tokens_floor or 1)
 
 
-def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: int, pp: int) -> float:
+def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: int, pp: int,
+                      draft_reserve_bytes: float = 0.0) -> float:
     """The fraction the engine picks itself: from its reserve for the chunk and CUDA-graph batch it
     runs on this GPU (SGLang's mem_fraction_static), else its one stated default."""
     reserve = engine.memory_fraction_reserve
     if reserve is None or tier is None:
         return _value(engine.memory_fraction, 1.0)
-    return reserve.fraction(total_bytes, chunk_tokens, tier.graph_batch(tp), tp * pp)
+    return reserve.fraction(total_bytes, chunk_tokens, tier.graph_batch(tp), tp * pp, draft_reserve_bytes)
 
 
 def fraction_scale(engine, accel: Accelerator, context_tokens: int | None,

@@ -29,6 +29,8 @@ class WeightEstimate:
     embedding_bytes: float = 0.0  # token embeddings (a lookup table: not read whole per step)
     head_bytes: float = 0.0  # the output projection (lm_head; for tied embeddings, the embedding table again)
     head_is_embedding: bool = False  # tied: one table at both ends, held twice once they are different pipeline stages
+    mtp_bytes: float = 0.0  # multi-token-prediction layers loaded to draft with (in total_bytes; a step does not read them)
+    mtp_expert_bytes: float = 0.0  # their routed experts (in expert_bytes)
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,25 @@ def _kept_notes(kept: KeptUnquantized | None) -> list[str]:
     return notes
 
 
-def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
-    """Bytes of weights for one copy of ``spec`` at ``quant``."""
+def _layer_expert_share(parts: _Parts) -> float:
+    """The routed experts' share of the decoder layers' bytes (an MTP layer repeats a decoder layer)."""
+    layers = parts.total - parts.embedding - parts.head
+    return parts.expert / layers if layers > 0 else 0.0
+
+
+def _mtp_notes(params: ParamBreakdown, loaded: bool, mtp_bytes: float) -> list[str]:
+    if not params.mtp:
+        return []
+    if loaded:
+        return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters, {mtp_bytes / 2**30:.2f} GiB) "
+                "loaded to draft with them (mtp_draft); they share the embeddings and lm_head"]
+    return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the checkpoint but not "
+            "loaded without speculative decoding (mtp_draft)"]
+
+
+def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = False) -> WeightEstimate:
+    """Bytes of weights for one copy of ``spec`` at ``quant``; ``mtp_loaded``: with its
+    multi-token-prediction layers, which the engine loads to draft with them."""
     arch = None if spec.architecture_is_proxy else spec.architecture
     params = count_params(arch) if arch else None
     ckpt = spec.checkpoint(quant.id)
@@ -119,23 +138,23 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
             parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size),
                                  groups)
             assumptions += _kept_notes(kept)
-            if params.mtp:
-                mtp_bytes = params.mtp * total / (params.total + params.mtp)
-                total -= mtp_bytes
-                assumptions.append(
-                    f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the "
-                    "checkpoint but not loaded without speculative decoding"
-                )
+            mtp = params.mtp * total / (params.total + params.mtp)  # the checkpoint's MTP layers, pro rata
+            total -= mtp
+            assumptions += _mtp_notes(params, mtp_loaded, mtp)
             # the checkpoint fixes the total; the computed parts share it out
             expert = total * parts.expert / parts.total if parts.total else 0.0
             embedding = total * parts.embedding / parts.total if parts.total else 0.0
             head = total * parts.head / parts.total if parts.total else 0.0
+            if mtp_loaded:
+                mtp_expert = mtp * _layer_expert_share(parts)
+                total, expert = total + mtp, expert + mtp_expert
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("checkpoint size includes the vision encoder, which the engine also loads")
         replicated = (params.norms * 2 + params.indexer * total / max(params.total, 1)) if params else 0.0
         tied = params is not None and not params.lm_head
+        loaded = params is not None and mtp_loaded
         return WeightEstimate(total, expert, replicated, quant.id, "checkpoint size", tuple(assumptions), embedding,
-                              embedding if tied else head, tied)
+                              embedding if tied else head, tied, mtp if loaded else 0.0, mtp_expert if loaded else 0.0)
     if params is not None:
         head_bits = output_bits(quant, arch.hidden_size)
         parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups)
@@ -150,12 +169,20 @@ def weight_bytes(spec: ModelSpec, quant: Quantization) -> WeightEstimate:
                if head_bits is not None else "")
         )
         assumptions = [note, *_kept_notes(kept)]
+        mtp = mtp_expert = 0.0
+        if params.mtp and mtp_loaded:  # the MTP layers at the mean bits of the decoder layers they copy
+            layers = parts.total - parts.embedding - parts.head
+            mtp = params.mtp * layers / max(params.total - params.embedding - params.lm_head, 1)
+            mtp_expert = mtp * _layer_expert_share(parts)
+            parts = _Parts(parts.total + mtp, parts.expert + mtp_expert, parts.embedding, parts.head)
+            assumptions += _mtp_notes(params, True, mtp)
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
         replicated = params.norms * 2 + params.indexer * quant.bits_per_weight.value / 8
         tied = not params.lm_head
         return WeightEstimate(parts.total, parts.expert, replicated, quant.id, "parameters × bits",
-                              tuple(assumptions), parts.embedding, parts.embedding if tied else parts.head, tied)
+                              tuple(assumptions), parts.embedding, parts.embedding if tied else parts.head, tied,
+                              mtp, mtp_expert)
     if spec.total_params is None:
         raise InvalidScenarioError(
             f"{spec.name} has no architecture, no parameter count and no {quant.id} checkpoint size",

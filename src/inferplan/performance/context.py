@@ -10,6 +10,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.memory.mtp import with_mtp_draft
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
@@ -37,6 +38,7 @@ class ServingContext:
         sized_for_request = d.max_model_len is None
         if sized_for_request:  # no max_model_len stated: the engine is sized for this request
             d = d.model_copy(update={"max_model_len": request})
+        d = with_mtp_draft(catalog, d, w.speculative_tokens)  # an MTP model drafts with its MTP layers
         self.catalog, self.d, self.w = catalog, d, w
         try:
             self.mp: MemoryPlan = plan_memory(d, catalog)

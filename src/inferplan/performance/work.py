@@ -227,7 +227,10 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         notes.append("active parameters from the model card; attention FLOPs from the proxy layout" if arch else
                      "active parameters from the model card; attention FLOPs not counted (no architecture)")
     shards = tp * pp * (par.data_parallel_size if par.expert_parallel else 1)
-    experts_gpu = w.expert_bytes / shards
+    # the MTP layers a draft loads are held but not read by the target's step (draft_cost_ratio prices them)
+    mtp_experts_gpu = w.mtp_expert_bytes / shards
+    mtp_dense_gpu = (w.mtp_bytes - w.mtp_expert_bytes) / (tp * pp)
+    experts_gpu = w.expert_bytes / shards - mtp_experts_gpu
     moe = arch.moe if arch else None
     num_experts, top_k = (moe.num_experts, moe.experts_per_token) if moe else (0, 0)
     if not w.expert_bytes and mp.spec.total_params and mp.spec.active_params and mp.spec.active_params < mp.spec.total_params:
@@ -251,7 +254,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         engine_extra *= experts_gpu / fullest.expert_bytes_per_gpu
     lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
     held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
-    dense_gpu = max(held - experts_gpu - lookup, 0.0)
+    dense_gpu = max(held - experts_gpu - mtp_experts_gpu - mtp_dense_gpu - lookup, 0.0)
     host = host_offload(mp.offload, tp * pp, catalog, pcie_bytes_per_s(mp.accelerator))
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
         dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - host.expert_bytes, 0.0)

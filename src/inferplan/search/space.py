@@ -78,7 +78,8 @@ class Cell:
             kv_cache_dtype=self.kv_cache_dtype, tensor_parallel_size=self.tensor_parallel_size,
             pipeline_parallel_size=self.pipeline_parallel_size,
             data_parallel_size=self.data_parallel_size if self.expert_parallel else None,
-            enable_expert_parallel=self.expert_parallel, max_model_len=max_model_len)
+            enable_expert_parallel=self.expert_parallel, max_model_len=max_model_len,
+            mtp_draft=bool(self.speculative_tokens))  # a search drafts only with the model's MTP layers
 
 
 @dataclass

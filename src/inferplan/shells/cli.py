@@ -48,7 +48,7 @@ app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_mea
 
 
 @app.command("fit")
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "concurrency", "kv_bytes_per_token", *HOST)
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "mtp_draft", "concurrency", "kv_bytes_per_token", *HOST)
 def fit_cmd(
     flags: dict,
     as_json: bool = JsonOpt,

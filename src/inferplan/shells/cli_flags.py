@@ -73,6 +73,9 @@ FLAGS: dict[str, tuple[Any, Any]] = {
                                           "(default: the release's own).")),
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, e.g. marlin (default: the engine's).")),
+    "mtp_draft": (bool, typer.Option(
+        False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
+                                   "TensorRT-LLM MTP): count the memory the engine allocates for them.")),
     "concurrency": (Optional[int], typer.Option(
         None, "--concurrency", help="Report the largest context at this many concurrent sequences.")),
     "kv_bytes_per_token": (Optional[float], typer.Option(

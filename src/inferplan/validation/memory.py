@@ -145,6 +145,7 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         flash_attention=s.flash_attention,
         moe_kernel=s.moe_kernel,
         topk_topp_sampler=s.topk_topp_sampler,
+        mtp_draft=s.mtp_draft,
     )
 
 

@@ -1,0 +1,44 @@
+"""What an engine allocates when it drafts with a model's own multi-token-prediction layers, as data
+(``data/engine_mtp_rules.yaml``): whether the MTP layers' weights are loaded before the KV cache is
+sized (and so take room from it), whether their attention gets entries in the target's KV pool, and
+what the engine keeps outside its default memory fraction for the draft. The arithmetic lives in
+``memory/mtp.py``; this module only describes and checks."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from inferplan.catalog.provenance import Bytes
+from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
+from inferplan.errors import CatalogError
+
+
+class MtpRule(Frozen):
+    """One engine's MTP draft: where its weights and KV entries go."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str
+    weights_in_pool: bool  # loaded before the KV cache is sized: the pool loses their bytes
+    kv_layers_in_pool: bool  # their attention has KV entries in the target's pool, on the last stage
+    fraction_reserve_bytes: Bytes | None = None  # kept outside the default fraction while a draft runs
+    # memory-rule variants (engine_memory_rules.yaml) whose releases budget the draft otherwise: not planned
+    unplanned_variants: tuple[str, ...] = ()
+    unplanned_note: str | None = None  # why, with the source
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str
+
+
+def mtp_rule(catalog, engine: str) -> MtpRule | None:
+    """The engine's MTP rule (None: the engine does not draft with MTP layers)."""
+    return next((r for r in catalog.mtp_rules if r.engine == engine), None)
+
+
+def check_mtp_rules(catalog) -> None:
+    """Every rule names a known engine and known sources; one rule per engine."""
+    seen: set[str] = set()
+    for rule in catalog.mtp_rules:
+        where = f"mtp_rules:{rule.id}"
+        check_engine_and_sources(catalog, where, rule.id, rule.engine, rule.sources)
+        if rule.engine in seen:
+            raise CatalogError(f"{where}: a second rule for {rule.engine}", field=rule.id)
+        seen.add(rule.engine)

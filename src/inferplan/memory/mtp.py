@@ -1,0 +1,96 @@
+"""Speculative decoding with a model's own multi-token-prediction (MTP) layers: which of them the
+engine holds where (``catalog/data/engine_mtp_rules.yaml``). vLLM V1 and TensorRT-LLM load the MTP
+layers before sizing the KV cache (the pool loses their weights) and give their attention entries in
+the target's pool, on the last pipeline stage; SGLang's draft worker loads them and a draft pool of its
+own after the target's pool is sized, and its default fraction keeps room outside for them."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.mtp_rules import MtpRule, mtp_rule
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.resolve import resolve_model
+
+FIELD = "mtp_draft"
+
+
+def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule | None:
+    """The engine's rule for an MTP draft the deployment runs (None: it runs none). A model without MTP
+    layers, or an engine that does not draft with them, is an error naming ``mtp_draft``."""
+    if not d.mtp_draft:
+        return None
+    arch = spec.architecture
+    if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
+        raise InvalidScenarioError(f"{spec.name} ships no multi-token-prediction layers to draft with "
+                                   "(config.json num_nextn_predict_layers is 0 or not known)", field=FIELD,
+                                   allowed="no MTP draft, or a model with MTP layers (DeepSeek-V3/V4, GLM-4.5+, "
+                                           "Qwen3-Next, MiMo ...)")
+    rule = mtp_rule(catalog, engine)
+    if rule is None:
+        engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
+        raise InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
+                                   allowed=f"no MTP draft, or an engine that drafts with them: {engines}")
+    release = memory_rule(catalog, engine, d.engine_version)
+    if release.variant in rule.unplanned_variants:
+        raise InvalidScenarioError(f"an MTP draft on {release.label}: {rule.unplanned_note}", field=FIELD,
+                                   allowed="no MTP draft, or a release of another line")
+    return rule
+
+
+def mtp_kinds(arch: Architecture) -> tuple[LayerKind, ...]:
+    """The attention of each MTP layer: as the config states it (DeepSeek-V4), else the last decoder
+    layer's (a DeepSeek MTP module repeats it; Nemotron-H's MTP block is an attention layer)."""
+    if arch.mtp_layer_kinds:
+        return arch.mtp_layer_kinds
+    last = LayerKind.FULL if arch.model_type.startswith("nemotron_h") else arch.layer_kinds[-1]
+    return (last,) * arch.mtp_layers
+
+
+def kv_architecture(arch: Architecture | None, rule: MtpRule | None) -> Architecture | None:
+    """The layers whose KV the target's pool holds: the MTP layers after the decoder layers (on the last
+    pipeline stage) where the engine gives them entries there."""
+    if arch is None or rule is None or not rule.kv_layers_in_pool:
+        return arch
+    return _with_mtp_layers(arch)
+
+
+@functools.lru_cache(maxsize=256)  # one object per model: the layout caches below find it by identity
+def _with_mtp_layers(arch: Architecture) -> Architecture:
+    return dataclasses.replace(arch, layer_kinds=arch.layer_kinds + mtp_kinds(arch))
+
+
+def draft_reserve_bytes(rule: MtpRule | None) -> float:
+    """What the engine keeps outside its default fraction while an MTP draft runs."""
+    return rule.fraction_reserve_bytes.value if rule and rule.fraction_reserve_bytes else 0.0
+
+
+def draft_notes(rule: MtpRule | None, arch: Architecture | None) -> list[str]:
+    if rule is None or arch is None:
+        return []
+    kinds = ", ".join(k.value for k in mtp_kinds(arch))
+    where = (f"{arch.mtp_layers} MTP layer(s) ({kinds}) hold KV-cache entries in the pool on the last stage"
+             if rule.kv_layers_in_pool else "the MTP layers' KV is a draft pool of its own, outside the fraction")
+    return [f"MTP speculative decoding on {rule.engine}: {where}; {rule.note}"]
+
+
+def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deployment:
+    """The deployment as it runs ``speculative_tokens`` draft tokens per step: drafting with the model's
+    own MTP layers where it has them and the engine drafts with them (its memory then counts them);
+    unchanged otherwise (another draft, or none)."""
+    if not speculative_tokens or d.mtp_draft:
+        return d
+    spec = resolve_model(catalog, d.model)
+    arch = spec.architecture
+    if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
+        return d
+    engine = catalog.engine(d.engine).id
+    rule = mtp_rule(catalog, engine)
+    if rule is None or memory_rule(catalog, engine, d.engine_version).variant in rule.unplanned_variants:
+        return d
+    return d.model_copy(update={"mtp_draft": True})

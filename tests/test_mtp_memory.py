@@ -1,0 +1,160 @@
+"""Speculative decoding with a model's MTP layers: the memory each engine holds for them
+(engine_mtp_rules.yaml, memory/mtp.py), carried by perf and search."""
+
+import dataclasses
+
+import pytest
+
+from inferplan.catalog.architecture import LayerKind
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.mtp_rules import mtp_rule
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import fit, plan_memory
+from inferplan.memory.params import count_params
+from inferplan.memory.resolve import resolve_model
+from inferplan.memory.weights import weight_bytes
+from inferplan.performance.context import ServingContext
+from inferplan.validation.memory import deployment_for
+
+CATALOG = load_catalog()
+GIB = 2**30
+# d18's settings: DeepSeek-V4-Flash on 2 H20 under vLLM 0.26.0 (vllm-project/vllm issue #51041)
+V4 = dict(model="deepseek-v4-flash", gpu="h20", tensor_parallel_size=2, gpu_memory_utilization=0.95,
+          max_model_len=121344, max_num_seqs=32, max_num_batched_tokens=8192, kv_cache_dtype="fp8",
+          quantization="mixed-fp4-fp8", engine_version="0.26.0")
+
+
+def _pair(**kw):
+    return fit(Deployment(**kw), CATALOG), fit(Deployment(**kw, mtp_draft=True), CATALOG)
+
+
+def test_vllm_loads_the_mtp_layers_before_sizing_the_pool():
+    """vLLM V1 loads the drafter inside the load window the KV budget subtracts: the pool loses the MTP
+    layer's share of the checkpoint, split over the tensor-parallel GPUs."""
+    plain, drafting = _pair(**V4)
+    spec = resolve_model(CATALOG, "deepseek-v4-flash")
+    params = count_params(spec.architecture)
+    ckpt = spec.checkpoint("mixed-fp4-fp8").size_bytes
+    mtp_bytes = params.mtp * ckpt / (params.total + params.mtp)
+    assert drafting.weights_bytes - plain.weights_bytes == pytest.approx(mtp_bytes, rel=1e-6)
+    # per GPU: half of it, and the Marlin padding the H20's FP4 experts take (engine_moe_kernels.yaml)
+    on_gpu = drafting.weights_bytes_per_gpu - plain.weights_bytes_per_gpu
+    assert mtp_bytes / 2 < on_gpu < 1.1 * mtp_bytes / 2 and 1.7 * GIB < on_gpu < 2.0 * GIB
+    lost = plain.kv_cache_bytes_per_gpu - drafting.kv_cache_bytes_per_gpu
+    assert lost == pytest.approx(on_gpu, rel=0.02)
+
+
+def test_deepseek_v4_mtp_layer_is_a_window_layer_in_the_pool():
+    """compress_ratios lists one more entry than the 43 decoder layers: 0, a window-only layer; its KV
+    joins the pool as one more sliding layer (a window's bytes, not a growing layer's)."""
+    arch = resolve_model(CATALOG, "deepseek-v4-flash").architecture
+    assert arch.mtp_layers == 1 and arch.mtp_layer_kinds == (LayerKind.SLIDING,)
+    plain = plan_memory(Deployment(**V4), CATALOG).layout
+    drafting = plan_memory(Deployment(**V4, mtp_draft=True), CATALOG).layout
+    assert drafting.growing_bytes_per_token == plain.growing_bytes_per_token
+    assert drafting.window_bytes_per_token > plain.window_bytes_per_token
+
+
+def test_trtllm_gives_the_mtp_layer_its_own_kv_entries():
+    """TensorRT-LLM's KV-cache manager appends num_nextn_predict_layers layers: DeepSeek-V3's 61 MLA
+    layers become 62 per token, and the MTP weights load with the model."""
+    plain, drafting = _pair(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="trtllm",
+                            max_model_len=32768)
+    assert drafting.kv_cache_bytes_per_token / plain.kv_cache_bytes_per_token == pytest.approx(62 / 61)
+    assert drafting.weights_bytes_per_gpu > plain.weights_bytes_per_gpu
+
+
+def test_sglang_keeps_room_outside_its_default_fraction_for_the_draft():
+    """SGLang's draft worker allocates its weights and pool after the target's: the target's pool keeps
+    its size for a stated fraction, and the default fraction reserves 2 GiB more (server_args.py)."""
+    stated, stated_mtp = _pair(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang",
+                               max_model_len=32768, gpu_memory_utilization=0.85)
+    assert stated_mtp.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
+    assert stated_mtp.weights_bytes_per_gpu == stated.weights_bytes_per_gpu
+    plain = plan_memory(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang",
+                                   max_model_len=32768), CATALOG)
+    drafting = plan_memory(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang",
+                                      max_model_len=32768, mtp_draft=True), CATALOG)
+    reserve = mtp_rule(CATALOG, "sglang").fraction_reserve_bytes.value
+    drop = (plain.settings.memory_fraction - drafting.settings.memory_fraction) * plain.result.gpu_memory_bytes
+    assert drop == pytest.approx(reserve, abs=0.001 * plain.result.gpu_memory_bytes)  # the fraction's 3 decimals
+
+
+def test_parameters_times_bits_counts_the_mtp_layers_when_drafting():
+    spec = dataclasses.replace(resolve_model(CATALOG, "deepseek-v3"), checkpoints=())
+    quant = CATALOG.quantization("fp8")
+    params = count_params(spec.architecture)
+    plain, drafting = weight_bytes(spec, quant), weight_bytes(spec, quant, mtp_loaded=True)
+    # the MTP layer at the mean bytes per parameter of the decoder layers it repeats
+    layers = plain.total_bytes - plain.embedding_bytes - plain.head_bytes
+    mtp = params.mtp * layers / (params.total - params.embedding - params.lm_head)
+    assert drafting.total_bytes - plain.total_bytes == pytest.approx(mtp) == drafting.mtp_bytes
+    assert plain.mtp_bytes == 0 and 0 < drafting.mtp_expert_bytes < mtp
+    assert drafting.expert_bytes - plain.expert_bytes == pytest.approx(drafting.mtp_expert_bytes)
+
+
+@pytest.mark.parametrize(("kw", "word"), [
+    (dict(model="llama-3.1-8b", gpu="h100"), "multi-token-prediction"),
+    (dict(model="deepseek-v3", gpu="h200", gpus=8, engine="llamacpp", quantization="gguf-q4_k_m"), "does not draft"),
+    (dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine_version="0.8.5 V0"), "PR #14067"),
+])
+def test_an_mtp_draft_without_mtp_layers_or_engine_names_the_field(kw, word):
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(**kw, mtp_draft=True), CATALOG)
+    assert exc.value.field == "mtp_draft" and word in str(exc.value)
+
+
+def test_the_h20_records_plan_with_their_mtp_draft():
+    """d18/d19 ran with MTP speculative decoding; their deployment carries it."""
+    for rid in ("d18-deepseek-v4-flash-preview-tp2-h20-912k", "d19-deepseek-v4-flash-0731-tp2-h20-121k"):
+        assert deployment_for(CATALOG.memory_points.records[rid]).mtp_draft
+
+
+def test_perf_drafts_with_the_mtp_layers_of_an_mtp_model():
+    """A workload with draft tokens on a model with MTP layers plans the memory of its MTP draft: the
+    speed model's slots come from the smaller pool. A model without them is left as it is."""
+    d = Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8)
+    plain = ServingContext(CATALOG, d, Workload(input_len=2000, output_len=500))
+    drafting = ServingContext(CATALOG, d, Workload(input_len=2000, output_len=500, speculative_tokens=1))
+    assert drafting.d.mtp_draft and not plain.d.mtp_draft
+    assert drafting.kv_limit < plain.kv_limit
+    llama = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100"),
+                           Workload(input_len=2000, output_len=500, speculative_tokens=2))
+    assert not llama.d.mtp_draft
+
+
+def test_search_mtp_candidates_carry_the_draft():
+    from inferplan.search.request import SearchRequest
+    from inferplan.search.space import build_space
+    from inferplan.search.load import resolve_load
+
+    req = SearchRequest(models=("deepseek-v3",), request_rate_per_s=1, input_len=1000, output_len=100,
+                        systems=("hgx-h200",))
+    rl = resolve_load(CATALOG, req)
+    space = build_space(CATALOG, req, input_len=rl.input_len, output_len=rl.output_len)
+    cells = [c for c in space.cells if c.speculative_tokens]
+    assert cells, "the search offers MTP drafts for DeepSeek-V3 on vLLM"
+    assert all(c.deployment(4096).mtp_draft for c in cells)
+    assert not any(c.deployment(4096).mtp_draft for c in space.cells if not c.speculative_tokens)
+
+
+def test_shells_name_the_field_of_a_bad_mtp_draft(tmp_path):
+    """The CLI refuses with one line naming --mtp-draft (exit 2); /api/fit with 422 at body.mtp_draft, and
+    takes the field to plan a draft."""
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    result = CliRunner().invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "h100", "--mtp-draft"])
+    assert result.exit_code == 2 and "--mtp-draft" in result.output
+    client = TestClient(create_app(tmp_path / "test.db"))
+    bad = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "H100", "mtp_draft": True})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "mtp_draft"]
+    body = {k: v for k, v in V4.items()}
+    plain = client.post("/api/fit", json=body).json()
+    drafting = client.post("/api/fit", json={**body, "mtp_draft": True}).json()
+    assert drafting["kv_cache_bytes_per_gpu"] < plain["kv_cache_bytes_per_gpu"]
