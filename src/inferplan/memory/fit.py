@@ -11,9 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
@@ -42,72 +39,7 @@ from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weig
 from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
-
-
-class FitSuggestion(BaseModel):
-    """A change to a deployment that does not fit which makes it fit: the Deployment fields to set
-    (None: leave the field unstated) and what the change is."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    kind: Literal["context", "gpus", "quantization", "offload", "startup"]
-    changes: dict[str, int | float | str | None]
-    summary: str
-
-
-class MemoryFit(BaseModel):
-    """The answer to "does it fit, and what is left for the KV cache"."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    fits: bool
-    model: str
-    accelerator: str
-    engine: str
-    quantization: str
-    kv_cache_dtype: str
-    parallel: ParallelPlan
-    max_model_len: int
-    gpu_memory_bytes: float  # total per GPU as the driver reports it
-    usable_bytes_per_gpu: float
-    weights_bytes: float  # one full copy of the model
-    weights_bytes_per_gpu: float
-    activation_bytes_per_gpu: float
-    overhead_bytes_per_gpu: float
-    kv_cache_bytes_per_gpu: float  # memory each GPU has for the KV cache (0 when none)
-    # llama.cpp, MLX: the cache the engine allocates for max_model_len, padded (None: the cache is the room above)
-    kv_cache_allocated_bytes_per_gpu: float | None = None
-    kv_cache_bytes_per_token: float  # one token of context across one instance, all layers
-    state_bytes_per_sequence: float  # linear-attention / Mamba state per sequence, per instance
-    kv_cache_tokens: int  # tokens of context one instance holds in sequences of max_model_len (windows and states included)
-    max_concurrency: float  # max_model_len sequences one instance holds at once
-    total_max_concurrency: float  # across all data-parallel replicas
-    sequence_bytes_per_gpu: float  # one max_model_len sequence, per GPU
-    # what the engine's start-up check needs for one max_model_len request, per GPU: the sequence, or the
-    # blocks the release charges it (memory/admission.py)
-    kv_cache_needed_bytes_per_gpu: float = 0.0
-    largest_context_tokens: int | None  # at `concurrency`, per sequence
-    concurrency: int | None
-    shortfall_bytes: float  # per GPU, 0 when it fits
-    smallest_fit: ParallelPlan | None
-    assumptions: tuple[str, ...]
-    # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
-    layout_note: str | None = None
-    # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
-    suggestions: tuple[FitSuggestion, ...] = ()
-    # when it does not fit and no weight offload would either: why (memory/offload_suggest.py)
-    offload_note: str | None = None
-    # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
-    host_memory_bytes_used: float = 0.0
-    host_memory_budget_bytes: float | None = None
-    host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
-    # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
-    memory_rule_id: str = ""
-    memory_rule: str = ""
-    cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
-    # what start-up allocates after the KV cache is sized lacks this much outside the fraction (memory/startup.py)
-    startup_shortfall_bytes_per_gpu: float = 0.0
-    startup_note: str | None = None  # why, with the figures, when it does
+from inferplan.memory.fit_result import MemoryFit
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,

@@ -19,7 +19,8 @@ from typing import Callable
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
+from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.offload import GIB
 
 # host RAM the search assumes (GiB, Deployment's upper bound): enough for any offload, so a probe

@@ -16,7 +16,8 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import FitSuggestion, MemoryFit, MemoryPlan, plan_memory
+from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.startup import startup_check, startup_fix
