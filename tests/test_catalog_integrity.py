@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from inferplan.catalog.hf_import import architecture_from_config, read_config
-from inferplan.catalog.loader import DATA_DIR, SECTIONS, load_files, normalise_name
+from inferplan.catalog.loader import DATA_DIR, SECTIONS, load_files
+from inferplan.catalog.registry import normalise_name
 from inferplan.catalog.provenance import iter_sourced
 from inferplan.errors import CatalogError
 

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 import yaml
 
-from inferplan.catalog.loader import DATA_DIR, Registry, load_files
+from inferplan.catalog.loader import DATA_DIR, load_files
+from inferplan.catalog.registry import Registry
 from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit

@@ -24,7 +24,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog import detect_parse as p
-from inferplan.catalog.loader import Catalog, Registry, _word_list
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.registry import Registry, word_list
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import UnknownHardwareError
 
@@ -126,7 +127,7 @@ def readings(outputs: dict[str, str]) -> tuple[list[p.GpuReading], p.HostReading
 
 def match_name(catalog: Catalog, name: str) -> Accelerator | None:
     """The catalogue accelerator whose name or alias is the longest run of words in ``name``."""
-    words = _word_list(name)
+    words = word_list(name)
     best: tuple[int, Accelerator] | None = None
     for record, lists in catalog.accelerators._word_lists:
         for ws in lists:

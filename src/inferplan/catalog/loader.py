@@ -8,21 +8,20 @@ every system names a known accelerator, every checkpoint a known quantization).
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import functools
-import re
 import pickle
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from inferplan.catalog.compiled import load_compiled, loads_paused
 from inferplan.catalog.provenance import Source, iter_sourced
+from inferplan.catalog.registry import Registry
 from inferplan.catalog.schema import BENCH_TUNED_FORMATS, EngineDefaults
-from inferplan.errors import AmbiguousNameError, CatalogError, UnknownHardwareError, UnknownModelError
+from inferplan.errors import CatalogError, UnknownHardwareError, UnknownModelError
 from inferplan.input_files import check_yaml_depth, read_text
 
 if TYPE_CHECKING:
@@ -93,108 +92,6 @@ def section_model(key: str) -> type[BaseModel]:
     """The pydantic model of a catalogue section's records."""
     module, name = SECTIONS[key].split(":")
     return getattr(importlib.import_module(f"inferplan.catalog.{module}"), name)
-
-
-_SEPARATORS = re.compile(r"[\s\-_.]+")
-
-
-@functools.lru_cache(maxsize=4096)
-def normalise_name(name: str) -> str:
-    """Lower case, no spaces, hyphens, underscores or dots: 'RTX 4090' == 'rtx-4090'."""
-    return _SEPARATORS.sub("", name.strip().lower())
-
-
-@dataclass(frozen=True)
-class Registry(Generic[T]):
-    """Records of one kind, by id, with alias lookup."""
-
-    kind: str
-    records: dict[str, T]
-
-    def __iter__(self):
-        return iter(self.records.values())
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.records
-
-    def exact(self, name: str) -> list[T]:
-        """Records whose id, name or an alias is ``name`` (normalised)."""
-        if name in self.records:
-            return [self.records[name]]
-        return list(self._by_name.get(normalise_name(name), ()))
-
-    @functools.cached_property
-    def _by_name(self) -> dict[str, tuple[T, ...]]:
-        """Normalised id, name and aliases -> records, built once per registry."""
-        built: dict[str, list[T]] = {}
-        for r in self.records.values():
-            for n in _names(r):
-                built.setdefault(n, []).append(r)
-        return {n: tuple(rs) for n, rs in built.items()}
-
-    @functools.cached_property
-    def _word_lists(self) -> tuple[tuple[T, list[tuple[str, ...]]], ...]:
-        """Each record with its id, name and aliases split into words, built once per registry."""
-        return tuple((r, _word_lists(r)) for r in self.records.values())
-
-    def get(self, name: str, *, field_name: str, error: type[Exception]) -> T:
-        """Resolve an id or alias; an ambiguous or unknown name raises with the candidates."""
-        wanted = normalise_name(name)
-        if not wanted:
-            raise error(f"name a {self.kind[:-1] if self.kind.endswith('s') else self.kind}, not a blank",
-                        field=field_name)
-        exact = self.exact(name)
-        if len(exact) == 1:
-            return exact[0]
-        # whole words of a name find it (H100 -> h100-sxm, m3 -> minimax-m3, q8 -> q8_0); a part of a
-        # word does not (fp3 is not fp32, qwen3-2 not qwen3-235b-a22b, x not fx-eur-usd)
-        words = _word_list(name)
-        partial = exact or [r for r, lists in self._word_lists if any(_contains_run(ws, words) for ws in lists)]
-        if len(partial) == 1:
-            return partial[0]
-        if partial:
-            matched = sorted(r.id for r in partial)
-            ids = ", ".join(matched[:AMBIGUOUS_LISTED]) + (f", … ({len(matched)} in all)" if len(matched) > AMBIGUOUS_LISTED else "")
-            raise AmbiguousNameError(
-                f"{name!r} matches several {self.kind}: {ids}", field=field_name, allowed=ids
-            )
-        kind = self.kind[:-1] if self.kind.endswith('s') else self.kind
-        close = difflib.get_close_matches(name.strip().lower(), list(self.records), n=5, cutoff=0.6)
-        listed = close or sorted(self.records)[:MAX_LISTED]
-        more = f", the closest of {len(self.records)}" if close else \
-            "" if len(self.records) <= MAX_LISTED else f", … ({len(self.records)} in all)"
-        raise error(f"no {kind} named {name!r}; see `inferplan catalog list {self.kind.replace(' ', '-')}`",
-                    field=field_name, allowed=", ".join(listed) + more)
-
-
-_WORD_SEPARATORS = re.compile(r"[\s\-_./()×,]+")
-MAX_LISTED = 12  # ids an unknown-name error lists when none is close (then how many there are)
-AMBIGUOUS_LISTED = 12  # candidates an ambiguous name lists, then how many there are
-
-
-def _word_list(text: str) -> tuple[str, ...]:
-    return tuple(w for w in _WORD_SEPARATORS.split(text.strip().lower()) if w)
-
-
-def _word_lists(record: BaseModel) -> list[tuple[str, ...]]:
-    """The words of a record's id, name and each alias, in order."""
-    return [_word_list(t) for t in (record.id, getattr(record, "name", ""), *getattr(record, "aliases", ()))]
-
-
-def _contains_run(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
-    """``run`` appears in ``words`` as consecutive whole words."""
-    return bool(run) and any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
-
-
-def _names(record: BaseModel) -> set[str]:
-    names = {normalise_name(record.id)}
-    if hasattr(record, "name"):
-        names.add(normalise_name(record.name))
-    names.update(normalise_name(a) for a in getattr(record, "aliases", ()))
-    return names
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ class SearchHit(BaseModel):
 
 def search(query: str, limit: int = 50) -> list[SearchHit]:
     """Catalogue entries whose id, name or an alias contains ``query`` (normalised)."""
-    from inferplan.catalog.loader import normalise_name
+    from inferplan.catalog.registry import normalise_name
 
     catalog = load_catalog()
     wanted = normalise_name(query)

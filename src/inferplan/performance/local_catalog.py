@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from inferplan.catalog.loader import Catalog, Registry
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.registry import Registry
 from inferplan.performance.local_runs import UserRun, as_profiles
 
 

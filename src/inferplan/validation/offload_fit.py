@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from inferplan.catalog.loader import Catalog, Registry
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.registry import Registry
 from inferplan.catalog.points_schema import SpeedPoint
 from inferplan.validation.speed import check_point
 
