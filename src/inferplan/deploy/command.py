@@ -17,7 +17,7 @@ import yaml
 from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
-from inferplan.memory.layout import as_launched
+from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.kt_args import kt_args
@@ -88,7 +88,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name, or under ``files_dir`` (where a container mounts it)."""
     catalog = catalog or load_catalog()
-    d = as_launched(d, catalog)  # --gpus alone: the layout fit and perf plan, written into the sizes
+    d = as_planned(d, catalog)  # --gpus or a system alone: the layout fit and perf plan, written into the sizes
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
     port = port or flags.default_port

@@ -27,7 +27,8 @@ from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_
 from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings, fraction_scale
-from inferplan.memory.layout import ParallelPlan, parallel_plan, tp_reach
+from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, layout_stated, parallel_plan,
+                                     stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
 from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
@@ -99,9 +100,44 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     hw = resolve_hardware(catalog, d)
     plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw)
     mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
+    copies = _system_copies(catalog, d, spec, hw, mp)
+    if copies is not None:
+        mp, note = copies
     if note is None:
         return mp
     return dataclasses.replace(mp, result=mp.result.model_copy(update={"layout_note": note}))
+
+
+def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
+                   one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
+    """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
+    where the model does not fit on one GPU, copies of the smallest instance that holds it instead, when
+    the system's GPUs are a whole number of them (None: the one-GPU copies stand)."""
+    smallest = one_gpu.result.smallest_fit
+    if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
+            or hw.gpus % smallest.gpus:
+        return None
+    tp, pp = smallest.tensor_parallel_size, smallest.pipeline_parallel_size
+    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                 "data_parallel_size": hw.gpus // smallest.gpus})
+    mp = _fit(catalog, sized, spec, hw, stated_plan(sized, hw.gpus), search_smallest=False)
+    dp = mp.result.parallel.data_parallel_size
+    return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {dp} data-parallel {'copy' if dp == 1 else 'copies'} of "
+                f"{describe_split(tp, pp)}, the smallest instance that holds the model (no parallel sizes given)")
+
+
+def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with the parallel sizes its plan runs written in, for a reader of the sizes themselves (a
+    launch command): the engine's layout over ``--gpus`` alone, or a system's copies of an instance of
+    more than one GPU; unchanged when it states its layout."""
+    if d.gpus is not None or layout_stated(d) or d.system is None:
+        return as_launched(d, catalog)
+    p = plan_memory(d, catalog).result.parallel
+    if p.tensor_parallel_size * p.pipeline_parallel_size == 1:
+        return d  # one-GPU copies: as a system without sizes is launched
+    return d.model_copy(update={"tensor_parallel_size": p.tensor_parallel_size,
+                                "pipeline_parallel_size": p.pipeline_parallel_size,
+                                "data_parallel_size": p.data_parallel_size})
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:

@@ -1,0 +1,50 @@
+"""A system named with no GPU count and no parallel sizes (``--system hgx-h200`` alone) runs data-parallel
+copies: of one GPU where the model fits on one, else of the smallest instance that holds it, so that
+`fit`, `perf` and `deploy` answer for the layout one would launch rather than eight copies that cannot load."""
+
+import pytest
+
+from inferplan.deploy.command import launch_command
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+
+
+def _layout(r):
+    p = r.parallel
+    return p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size
+
+
+def test_a_model_too_big_for_one_gpu_runs_one_copy_of_the_smallest_instance(catalog):
+    r = fit(Deployment(model="deepseek-r1", system="hgx-h200", engine="vllm"), catalog)
+    assert r.fits and _layout(r) == (8, 1, 1)
+    assert "smallest instance that holds the model" in r.layout_note
+
+
+def test_copies_fill_the_system_and_a_smaller_instance_would_not_hold_the_model(catalog):
+    r = fit(Deployment(model="llama-3.1-70b", system="hgx-h100", engine="vllm"), catalog)
+    tp, pp, dp = _layout(r)
+    assert r.fits and tp * pp * dp == 8 and dp > 1
+    smaller = Deployment(model="llama-3.1-70b", system="hgx-h100", engine="vllm", tensor_parallel_size=tp // 2,
+                         data_parallel_size=dp * 2)
+    assert not fit(smaller, catalog).fits
+
+
+def test_a_model_that_fits_one_gpu_keeps_one_gpu_copies(catalog):
+    assert _layout(fit(Deployment(model="llama-3.1-8b", system="hgx-h100"), catalog)) == (1, 1, 8)
+
+
+def test_a_model_no_instance_within_the_system_holds_is_left_as_stated(catalog):
+    # DeepSeek-R1 in BF16 needs more than eight 80 GB GPUs: no whole number of copies fills the system
+    r = fit(Deployment(model="deepseek-r1", system="hgx-h100", engine="vllm", quantization="bf16"), catalog)
+    assert not r.fits and _layout(r) == (1, 1, 8) and r.smallest_fit.gpus > 8
+
+
+@pytest.mark.parametrize(("gpus", "tp"), [(None, "8"), (8, "8")])
+def test_deploy_launches_the_planned_instance(catalog, gpus, tp):
+    cmd = launch_command(Deployment(model="deepseek-r1", system="hgx-h200", engine="vllm", gpus=gpus), catalog)
+    assert cmd.argv[cmd.argv.index("--tensor-parallel-size") + 1] == tp
+
+
+def test_deploy_of_one_gpu_copies_names_no_parallel_size(catalog):
+    cmd = launch_command(Deployment(model="llama-3.1-8b", system="hgx-h100", engine="vllm"), catalog)
+    assert "--tensor-parallel-size" not in cmd.argv
