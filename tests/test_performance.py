@@ -788,3 +788,10 @@ def test_an_unpublished_architecture_takes_the_assumed_width_and_depth(sketch_ca
     assert ctx.work.num_layers == sketch_catalog.constant("unpublished-architecture-layers") == 60
     assert (ctx.work.num_experts, ctx.work.experts_per_token) == (256, 8)  # calibration.yaml's assumed expert split
     assert any("8 of 256 experts per token" in n for n in ctx.work.notes)
+
+
+def test_a_deployment_that_does_not_fit_names_the_smallest_instance_that_does(catalog):
+    # gpt-oss-120b (about 61 GiB of weights) on one 24 GB RTX 4090: four of them at tensor parallel 4
+    with pytest.raises(InvalidScenarioError) as info:
+        ServingContext(catalog, Deployment(model="gpt-oss-120b", gpu="rtx-4090"), Workload(input_len=1024, output_len=256))
+    assert info.value.field == "gpus" and "needs 4 GPUs, tensor parallel 4" in str(info.value)

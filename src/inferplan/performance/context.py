@@ -11,6 +11,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.mtp import with_mtp_draft
+from inferplan.memory.layout import describe_split
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
@@ -51,9 +52,13 @@ class ServingContext:
         if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
             self.d = d = d.model_copy(update={"engine": fit.engine})
         if not fit.fits:
+            smallest = fit.smallest_fit
+            needs = "" if smallest is None else (
+                f"; one instance that holds it needs {smallest.gpus} GPUs, "
+                f"{describe_split(smallest.tensor_parallel_size, smallest.pipeline_parallel_size)}")
             raise InvalidScenarioError(
                 f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "
-                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU); "
+                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU{needs}); "
                 "see `inferplan fit`",
                 field="gpus",
             )
