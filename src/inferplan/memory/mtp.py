@@ -20,26 +20,36 @@ from inferplan.memory.resolve import resolve_model
 FIELD = "mtp_draft"
 
 
+def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpRule | None, InvalidScenarioError | None]:
+    """The engine's rule for drafting with ``spec``'s MTP layers, or why no such draft is planned (an
+    error naming ``mtp_draft``): the model ships none, the engine does not draft with them, or the
+    release line's memory rule does not count the draft."""
+    arch = spec.architecture
+    if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
+        return None, InvalidScenarioError(
+            f"{spec.name} ships no multi-token-prediction layers to draft with (config.json "
+            "num_nextn_predict_layers is 0 or not known)", field=FIELD,
+            allowed="no MTP draft, or a model with MTP layers (DeepSeek-V3/V4, GLM-4.5+, Qwen3-Next, MiMo ...)")
+    rule = mtp_rule(catalog, engine)
+    if rule is None:
+        engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
+        return None, InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
+                                          allowed=f"no MTP draft, or an engine that drafts with them: {engines}")
+    release = memory_rule(catalog, engine, d.engine_version)
+    if release.variant in rule.unplanned_variants:
+        return None, InvalidScenarioError(f"an MTP draft on {release.label}: {rule.unplanned_note}", field=FIELD,
+                                          allowed="no MTP draft, or a release of another line")
+    return rule, None
+
+
 def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule | None:
     """The engine's rule for an MTP draft the deployment runs (None: it runs none). A model without MTP
     layers, or an engine that does not draft with them, is an error naming ``mtp_draft``."""
     if not d.mtp_draft:
         return None
-    arch = spec.architecture
-    if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
-        raise InvalidScenarioError(f"{spec.name} ships no multi-token-prediction layers to draft with "
-                                   "(config.json num_nextn_predict_layers is 0 or not known)", field=FIELD,
-                                   allowed="no MTP draft, or a model with MTP layers (DeepSeek-V3/V4, GLM-4.5+, "
-                                           "Qwen3-Next, MiMo ...)")
-    rule = mtp_rule(catalog, engine)
-    if rule is None:
-        engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
-        raise InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
-                                   allowed=f"no MTP draft, or an engine that drafts with them: {engines}")
-    release = memory_rule(catalog, engine, d.engine_version)
-    if release.variant in rule.unplanned_variants:
-        raise InvalidScenarioError(f"an MTP draft on {release.label}: {rule.unplanned_note}", field=FIELD,
-                                   allowed="no MTP draft, or a release of another line")
+    rule, refused = _refusal(catalog, d, spec, engine)
+    if refused is not None:
+        raise refused
     return rule
 
 
@@ -85,12 +95,5 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     unchanged otherwise (another draft, or none)."""
     if not speculative_tokens or d.mtp_draft:
         return d
-    spec = resolve_model(catalog, d.model)
-    arch = spec.architecture
-    if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
-        return d
-    engine = catalog.engine(d.engine).id
-    rule = mtp_rule(catalog, engine)
-    if rule is None or memory_rule(catalog, engine, d.engine_version).variant in rule.unplanned_variants:
-        return d
-    return d.model_copy(update={"mtp_draft": True})
+    _, refused = _refusal(catalog, d, resolve_model(catalog, d.model), catalog.engine(d.engine).id)
+    return d if refused is not None else d.model_copy(update={"mtp_draft": True})
