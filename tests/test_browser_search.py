@@ -85,3 +85,21 @@ def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
     assert "trace.2.input_tokens" in error and "row 2" in error
     assert all("status of 422" in p for p in page.problems), page.problems  # the refusal, and nothing else
     page.problems.clear()
+
+
+def test_bursty_arrivals_and_spread_lengths_from_the_form(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-8b")
+    page.select_option("#search-arrival", "bursty")
+    for field, value in {"rate": "4", "input-len": "1500", "output-len": "300", "top": "3", "peak": "3",
+                         "output-scv": "0.5"}.items():
+        page.fill(f"#search-{field}", value)
+    page.click("#search-run")
+    searched(page)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    summary = page.text_content("#search-summary")
+    assert "bursts at 3× the mean rate" in summary and "length spread SCV 0 / 0.5" in summary
+    assert page.locator("#search-table tbody tr").count() >= 1
+    page.fill("#search-peak", "0.5")  # below 1: the form itself holds it back
+    assert page.evaluate("document.getElementById('search-peak').validity.rangeUnderflow")

@@ -73,8 +73,12 @@ def summary_text(r: SearchResult) -> str:
     load = r.load
     who = (f"{load.users:,} users ({load.workload})" if load.users else f"trace {load.trace}" if load.trace
            else f"{load.request_rate_per_s:g} requests/s")
-    return (f"{who}: {load.request_rate_per_s:,.2f} requests/s of {load.input_len:,} + {load.output_len:,} tokens; "
-            f"{r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
+    how = (f" in bursts at {load.peak_to_average:g}× the mean rate (a busy and a quiet spell per {load.burst_period_s:g} s)"
+           if load.arrival == "bursty" else "")
+    spread = (f" (length spread SCV {load.input_tokens_scv:.2g} / {load.output_tokens_scv:.2g}; cells hold "
+              f"{load.max_model_len:,} tokens)" if load.input_tokens_scv or load.output_tokens_scv else "")
+    return (f"{who}: {load.request_rate_per_s:,.2f} requests/s{how} of {load.input_len:,} + {load.output_len:,} "
+            f"tokens{spread}; {r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
             f"ranked by {r.objective}")
 
 

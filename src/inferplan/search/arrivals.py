@@ -125,6 +125,16 @@ def lognormal_lengths(rng: np.random.Generator, mean: float, scv: float, n: int)
     return np.maximum(np.rint(draws), 1).astype(np.int64)
 
 
+def lognormal_quantile(mean: float, scv: float, q: float) -> float:
+    """The ``q`` quantile of a log-normal length with ``mean`` and ``scv`` (the mean when 0)."""
+    if scv <= 0:
+        return mean
+    from statistics import NormalDist
+
+    sigma = math.sqrt(math.log1p(scv))
+    return math.exp(math.log(mean) - sigma**2 / 2 + sigma * NormalDist().inv_cdf(q))
+
+
 def lognormal_nodes(mean: float, scv: float, nodes: int) -> np.ndarray:
     """``nodes`` equally likely values standing for a log-normal length (its mid-quantiles)."""
     if scv <= 0:

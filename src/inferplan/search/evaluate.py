@@ -18,7 +18,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import plan_memory
 from inferplan.inputs.workload import Workload
 from inferplan.search.load import ResolvedLoad
-from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait_quantile
+from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait, mixture_wait_quantile
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.pricing import UnitCosts
 from inferplan.search.serving_modes import serving_modes
@@ -135,43 +135,65 @@ def _counts(least: np.ndarray, steps: np.ndarray, factors: np.ndarray) -> np.nda
 def _aggregated_points(cm: CellModel, rl: ResolvedLoad) -> tuple[np.ndarray, np.ndarray]:
     """(replicas, cap) of a cell's aggregated candidates."""
     caps = _caps(cm.curve)
-    least = np.maximum(np.ceil(rl.request_rate_per_s / _most_per_instance(cm, caps) * (1 + 1e-9)), 1)
+    least = np.maximum(np.ceil(_peak_rate(rl) / _most_per_instance(cm, caps) * (1 + 1e-9)), 1)
     reps = _counts(least, REPLICA_STEPS, REPLICA_FACTORS)
     pairs = np.unique(np.stack([np.repeat(caps, reps.shape[1]), reps.ravel()], axis=1), axis=0)
     return pairs[:, 1], pairs[:, 0]
 
 
+def _peak_rate(rl: ResolvedLoad) -> float:
+    """The busiest arrival state's rate (the mean rate unless arrivals are bursty)."""
+    return max(rate for _, rate in rl.load.states())
+
+
+def _state_waits(rates: list[float], service_s, scv: float, servers, rl: ResolvedLoad, weights: np.ndarray) -> dict:
+    """Each quantile of the wait for one of ``servers`` (M/G/c per arrival state at ``rates``, the
+    states' waits mixed by their shares of requests) and the busiest state's utilisation."""
+    ca2 = rl.load.arrival_scv()
+    waits = [mgc_wait(rate, s_s, scv, servers, ca2) for rate, s_s in zip(rates, service_s)]
+    p = np.stack([w[0] for w in waits], axis=1)
+    mean = np.stack([w[1] for w in waits], axis=1)
+    side = {"util": np.max([rate * s_s / servers for rate, s_s in zip(rates, service_s)], axis=0)}
+    for name, level in QUANTILES.items():
+        side[name] = mixture_wait_quantile(weights, p, mean, level)
+    return side
+
+
 def _decode_side(cm: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
     """A decode pool of cell ``cm`` over (running cap, instances): each instance's running batch from
-    Little's law (n = rate × output × TPOT(n)) on decode-only steps, and the wait for a slot at
-    each quantile (M/G/c, ``queueing.mgc_wait_quantile``)."""
-    lam, out = rl.request_rate_per_s, rl.output_len
+    Little's law (n = rate × output × TPOT(n)) on decode-only steps in each arrival state, and the
+    wait for a slot at each quantile (M/G/c per state, ``_state_waits``). Its TPOT is the busiest
+    state's (the one a 95th percentile lands in), its tokens/s per user the request-weighted mean."""
+    out = rl.output_len
+    states = rl.load.states()
+    weights = np.array([share for share, _ in states])
     caps = _caps(cm.curve)
-    q_least = np.maximum(np.ceil(lam / _most_per_instance(cm, caps, prefill=False) * (1 + 1e-9)), 1)
+    q_least = np.maximum(np.ceil(_peak_rate(rl) / _most_per_instance(cm, caps, prefill=False) * (1 + 1e-9)), 1)
     q_counts = _counts(q_least, POOL_STEPS, POOL_FACTORS)  # per cap
     cap, q = np.unique(np.stack([np.repeat(caps, q_counts.shape[1]), q_counts.ravel()], axis=1), axis=0).T
-    lam_d = lam / q
-    n = np.ones_like(cap)
-    for _ in range(12):
-        n = np.clip(lam_d * out * cm.decode_tpot_s(n), 1.0, cap)
-    tpot = cm.decode_tpot_s(n)
-    side = {"cap": cap, "decode": q, "tpot": tpot, "util": lam_d * out * tpot / cap}
+    tpots = []
+    for _, rate in states:
+        n = np.ones_like(cap)
+        for _ in range(12):
+            n = np.clip(rate / q * out * cm.decode_tpot_s(n), 1.0, cap)
+        tpots.append(cm.decode_tpot_s(n))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        for name, level in QUANTILES.items():
-            side[name] = mgc_wait_quantile(lam_d, out * tpot, rl.load.output_tokens_scv, cap, level)
+        side = _state_waits([rate / q for _, rate in states], [out * t for t in tpots], rl.load.output_tokens_scv,
+                            cap, rl, weights)
+    side.update(cap=cap, decode=q, tpot=np.max(tpots, axis=0), tpot_mean=np.stack(tpots, axis=1) @ weights)
     return side
 
 
 def _prefill_side(pre: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
     """A prefill pool of cell ``pre`` over its instance counts: a lone prompt at ``pre``'s speed, and
-    the wait for an instance at each quantile (M/G/c)."""
-    lam = rl.request_rate_per_s
+    the wait for an instance at each quantile (M/G/c per arrival state, ``_state_waits``)."""
+    states = rl.load.states()
     prefill_s = float(pre.curve.ttft_s[0])
-    p = np.unique(_counts(np.array([max(np.ceil(lam * prefill_s * (1 + 1e-9)), 1.0)]), POOL_STEPS, POOL_FACTORS))
-    side = {"prefill": p, "prefill_s": np.full_like(p, prefill_s), "util": lam * prefill_s / p}
+    p = np.unique(_counts(np.array([max(np.ceil(_peak_rate(rl) * prefill_s * (1 + 1e-9)), 1.0)]), POOL_STEPS, POOL_FACTORS))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        for name, level in QUANTILES.items():
-            side[name] = mgc_wait_quantile(lam, prefill_s, rl.load.input_tokens_scv, p, level)
+        side = _state_waits([rate for _, rate in states], [prefill_s] * len(states), rl.load.input_tokens_scv, p, rl,
+                            np.array([share for share, _ in states]))
+    side.update(prefill=p, prefill_s=np.full_like(p, prefill_s))
     return side
 
 
@@ -182,11 +204,11 @@ def _pool_grid(dec: CellModel, pre: CellModel, d: dict, f: dict, rl: ResolvedLoa
     both = lambda x, y: (x[:, None] + y[None, :]).ravel()  # noqa: E731  prefill × decode, flattened
     k, m = len(f["prefill"]), len(d["cap"])
     p, q, cap = np.repeat(f["prefill"], m), np.tile(d["decode"], k), np.tile(d["cap"], k)
-    tpot = np.tile(d["tpot"], k)
+    tpot, tpot_mean = np.tile(d["tpot"], k), np.tile(d["tpot_mean"], k)
     gpus = p * pre.cell.gpus + q * dec.cell.gpus
     kv_s = dec.kv_bytes_per_request / _link_bytes_per_s(dec, gpus, min(pre.cell.gpus, dec.cell.gpus))
     util = np.maximum(np.repeat(f["util"], m), np.tile(d["util"], k))
-    tail = {"utilisation": util, "stable": (util < 1) & np.isfinite(kv_s), "output_tokens_per_s_per_user": 1 / tpot,
+    tail = {"utilisation": util, "stable": (util < 1) & np.isfinite(kv_s), "output_tokens_per_s_per_user": 1 / tpot_mean,
             "tpot_p95_s": tpot}
     for name in QUANTILES:
         tail[f"ttft_{name}_s"] = both(f[name] + f["prefill_s"], d[name]) + kv_s

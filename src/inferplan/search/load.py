@@ -3,9 +3,15 @@
 Users with a workload preset become a request rate the way the Users + ROI simulator counts them
 (``economics/workloads.py``): each user's busiest-hour output rate — monthly output tokens spread
 over the month, times the preset's peak-to-average factor — over the preset's output tokens per
-request. A request rate is taken as the rate to carry, with the lengths stated. A trace (read by
-``trace.read_trace``, or given inline as rows: ``trace.trace_from_rows``) is replayed by the queueing approximation at its own rate and spread of
-lengths; cells are sized for its longest request.
+request. A request rate is taken as the rate to carry, with the lengths stated. Either arrives as
+stated (``arrival``: Poisson, or bursty spells at ``peak_to_average`` times the rate and quiet ones
+below it; with users, the spells come on top of the preset's busiest hour), its prompt and output
+lengths log-normal around their means with the stated squared coefficients of variation. Spread
+lengths size the cells for the 99.9th percentile of each (``LONG_REQUEST_QUANTILE``); longer
+requests, one in a thousand of either length at most, do not fit the planned context. A trace
+(read by ``trace.read_trace``, or given inline as rows: ``trace.trace_from_rows``) is replayed by
+the queueing approximation at its own rate and spread of lengths; cells are sized for its longest
+request.
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, WorkloadProfile, resolve_workload
-from inferplan.search.arrivals import Load
+from inferplan.search.arrivals import Load, lognormal_quantile
 from inferplan.search.trace import read_trace, trace_from_rows
 from inferplan.search.request import SearchRequest
+
+
+LONG_REQUEST_QUANTILE = 0.999  # assumed: the share of each spread length a cell's context holds
 
 
 @dataclass(frozen=True)
@@ -31,7 +40,7 @@ class ResolvedLoad:
     users: int | None = None
     workload: WorkloadProfile | None = None
     cache_hit_rate: float = 0.0
-    longest_request: int | None = None  # a trace's longest input + output (else the mean lengths)
+    longest_request: int | None = None  # a trace's longest input + output, spread lengths' 99.9th percentiles (else the means)
 
     @property
     def max_model_len(self) -> int:
@@ -42,14 +51,32 @@ def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
     if req.users is not None:
         w = resolve_workload(catalog, WorkloadOverrides(preset=req.workload or "chat-seat"))
         rate = req.users * w.peak_output_tokens_per_s / w.output_tokens_per_request
-        load = Load(request_rate_per_s=rate, input_tokens=w.input_tokens_per_request, output_tokens=w.output_tokens_per_request)
+        load = Load(request_rate_per_s=rate, input_tokens=w.input_tokens_per_request, output_tokens=w.output_tokens_per_request,
+                    **_arrivals(req))
         return ResolvedLoad(load, w.input_tokens_per_request, w.output_tokens_per_request, rate, req.users * w.monthly_tokens,
-                            users=req.users, workload=w, cache_hit_rate=w.cache_hit_rate)
+                            users=req.users, workload=w, cache_hit_rate=w.cache_hit_rate,
+                            longest_request=_longest(req, w.input_tokens_per_request, w.output_tokens_per_request))
     if req.request_rate_per_s is not None:
         rate, i, o = req.request_rate_per_s, req.input_len, req.output_len
-        load = Load(request_rate_per_s=rate, input_tokens=i, output_tokens=o)
-        return ResolvedLoad(load, i, o, rate, rate * (i + o) * SECONDS_PER_MONTH)
+        load = Load(request_rate_per_s=rate, input_tokens=i, output_tokens=o, **_arrivals(req))
+        return ResolvedLoad(load, i, o, rate, rate * (i + o) * SECONDS_PER_MONTH, longest_request=_longest(req, i, o))
     return _trace_load(req.trace)
+
+
+def _longest(req: SearchRequest, input_len: float, output_len: float) -> int | None:
+    """The prompt plus output a cell must hold when lengths spread: each at ``LONG_REQUEST_QUANTILE``."""
+    if req.input_tokens_scv == 0 and req.output_tokens_scv == 0:
+        return None
+    return sum(math.ceil(lognormal_quantile(mean, scv, LONG_REQUEST_QUANTILE))
+               for mean, scv in ((input_len, req.input_tokens_scv), (output_len, req.output_tokens_scv)))
+
+
+def _arrivals(req: SearchRequest) -> dict:
+    """How the stated rate arrives and how the lengths spread around their means."""
+    bursty = req.arrival == "bursty"
+    return dict(arrival=req.arrival, peak_to_average=req.peak_to_average if bursty else 1.0,
+                burst_period_s=req.burst_period_s, input_tokens_scv=req.input_tokens_scv,
+                output_tokens_scv=req.output_tokens_scv)
 
 
 def _trace_load(given: str | list | None) -> ResolvedLoad:

@@ -217,6 +217,18 @@ def mgc_wait_quantile(arrival_rate_per_s, service_mean_s, service_scv, servers, 
     return np.where(np.isfinite(mean), tail, np.inf)
 
 
+def mixture_wait_quantile(weights, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
+    """The ``q`` quantile of a wait that is, with probability ``weights[s]``, state ``s``'s M/G/c wait
+    (``p_wait``, ``mean_wait``: candidates × states, from ``mgc_wait``): each state's exponential
+    tail as in ``mgc_wait_quantile``, the mixture's quantile by bisection (one state: that formula)."""
+    p, m = np.asarray(p_wait, float), np.asarray(mean_wait, float)
+    if p.shape[1] == 1:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tail = np.where(p[:, 0] > 0, m[:, 0] / p[:, 0], 0.0) * np.log(np.maximum(p[:, 0] / (1 - q), 1.0))
+        return np.where(np.isfinite(m[:, 0]), tail, np.inf)
+    return _sum_quantile(np.zeros((*p.shape, 1)), np.asarray(weights, float), p, m, q)
+
+
 def _sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
                   q: float) -> np.ndarray:
     """The ``q`` quantile of ``B + W`` per candidate, where ``B`` takes the equally likely node

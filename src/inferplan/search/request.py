@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
+from inferplan.search.arrivals import DEFAULT_BURST_PERIOD_S
 from inferplan.search.trace import MAX_TRACE_ROWS
 
 Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
@@ -51,6 +52,16 @@ class SearchRequest(Input):
     trace: str | Annotated[list[dict[str, Any]], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
         None, description="a CSV/JSONL trace file of arrival time, input and output tokens, or its rows inline "
         "(objects of arrival_s, input_tokens, output_tokens)")
+    arrival: Literal["poisson", "bursty"] = Field(
+        "poisson", description="how requests arrive (users or a request rate; a trace brings its own): independent "
+        "arrivals at the mean rate, or busy and quiet spells around it")
+    peak_to_average: float = Field(1.0, ge=1, le=100, description="bursty: the busy spells' rate over the mean")
+    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6,
+                                  description="bursty: mean seconds of one busy and one quiet spell together")
+    input_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of prompt lengths around input_len: their "
+                                    "squared coefficient of variation (0: every prompt the mean; log-normal otherwise)")
+    output_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of output lengths (squared coefficient "
+                                     "of variation)")
     targets: Targets = Targets()
     systems: tuple[str, ...] | None = None
     accelerators: tuple[str, ...] | None = None
@@ -85,7 +96,21 @@ class SearchRequest(Input):
         if self.users is None and self.workload is not None:
             raise InvalidScenarioError("a workload preset goes with users", field="workload",
                                        allowed="leave it out, or give users")
+        self._arrivals_fit_the_load()
         if self.systems and self.accelerators:
             raise InvalidScenarioError("name systems or accelerators, not both", field="accelerators",
                                        allowed="leave it out, or leave out systems")
         return self
+
+    def _arrivals_fit_the_load(self) -> None:
+        """A trace brings its own arrivals and lengths; the burst settings go with bursty arrivals
+        (a setting at its default is no setting)."""
+        changed = [name for name in ("arrival", "peak_to_average", "burst_period_s", "input_tokens_scv",
+                                     "output_tokens_scv")
+                   if getattr(self, name) != type(self).model_fields[name].default]
+        if self.trace is not None and changed:
+            raise InvalidScenarioError("a trace brings its own timing and lengths", field=changed[0],
+                                       allowed="leave it out with a trace")
+        if self.arrival != "bursty" and (burst := [n for n in changed if n in ("peak_to_average", "burst_period_s")]):
+            raise InvalidScenarioError(f"{burst[0]} describes bursty arrivals", field=burst[0],
+                                       allowed="arrival bursty, or leave it out")

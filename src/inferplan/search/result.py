@@ -110,6 +110,12 @@ class LoadSummary(_Frozen):
     users: int | None
     workload: str | None
     trace: str | None = None  # the trace replayed (its file, or how many rows were given inline), when the load is one
+    arrival: str = "poisson"  # poisson | bursty | trace
+    peak_to_average: float = 1.0  # bursty: the busy spells' rate over the mean
+    burst_period_s: float | None = None  # bursty: mean seconds of one busy and one quiet spell
+    input_tokens_scv: float = 0.0  # spread of prompt lengths (a trace's own)
+    output_tokens_scv: float = 0.0
+    max_model_len: int = 0  # the context each cell is sized for (spread lengths: their 99.9th percentiles)
 
 
 class SearchResult(_Frozen):

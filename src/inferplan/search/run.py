@@ -243,7 +243,11 @@ def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:
 def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
     return LoadSummary(request_rate_per_s=rl.request_rate_per_s, input_len=rl.input_len, output_len=rl.output_len,
                        monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None,
-                       trace=req.trace if not isinstance(req.trace, list) else f"{len(req.trace):,} rows given inline")
+                       trace=req.trace if not isinstance(req.trace, list) else f"{len(req.trace):,} rows given inline",
+                       arrival=rl.load.arrival, peak_to_average=rl.load.peak_to_average,
+                       burst_period_s=rl.load.burst_period_s if rl.load.arrival == "bursty" else None,
+                       input_tokens_scv=rl.load.input_tokens_scv, output_tokens_scv=rl.load.output_tokens_scv,
+                       max_model_len=rl.max_model_len)
 
 
 def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:

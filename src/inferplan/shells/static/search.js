@@ -25,6 +25,13 @@ async function searchRequest() {
   } else {
     Object.assign(request, { users: number("search-users"), workload: $("search-preset").value });
   }
+  if (!trace) {  // how the users' or the rate's requests arrive; a trace brings its own
+    request.arrival = $("search-arrival").value;
+    if (request.arrival === "bursty") request.peak_to_average = number("search-peak");
+    for (const [id, key] of [["search-input-scv", "input_tokens_scv"], ["search-output-scv", "output_tokens_scv"]]) {
+      if ($(id).value !== "") request[key] = number(id);
+    }
+  }
   for (const [id, key] of [["search-ttft-p95", "ttft_p95_s"], ["search-ttft-p99", "ttft_p99_s"],
     ["search-speed", "min_output_tokens_per_s_per_user"]]) if ($(id).value !== "") request.targets[key] = number(id);
   if ($("search-max-gpus").value !== "") request.max_gpus = number("search-max-gpus");

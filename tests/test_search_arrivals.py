@@ -1,0 +1,185 @@
+"""inferplan search under bursty arrivals and spread lengths: the stated load reaches the
+approximation, every pick meets its targets re-evaluated one by one, burstier or more spread
+loads never cost less, the separate pools mix their arrival states, and bad input is refused by
+name in the library, the CLI and the API."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.search import evaluate
+from inferplan.search.arrivals import Load, lognormal_quantile
+from inferplan.search.load import LONG_REQUEST_QUANTILE, resolve_load
+from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait, mgc_wait_quantile, mixture_wait_quantile
+from inferplan.search.request import SearchRequest, Targets
+from inferplan.search.run import search
+from inferplan.search.service import service_curve
+from inferplan.search.trace import trace_from_rows
+from inferplan.shells.api import create_app
+from inferplan.shells.cli import app
+
+runner = CliRunner()
+BASE = dict(models=("qwen3-8b",), systems=("hgx-h100", "tinybox-green-v2"), engines=("vllm",),
+            request_rate_per_s=4.0, input_len=1500, output_len=300, speculative=False)
+TARGETS = Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04, e2e_p95_s=20)
+
+
+def _request(**kw) -> SearchRequest:
+    return SearchRequest(**{**BASE, "targets": TARGETS, **kw})
+
+
+def test_the_stated_arrivals_and_spreads_reach_the_load(catalog):
+    rl = resolve_load(catalog, _request(arrival="bursty", peak_to_average=3, burst_period_s=30,
+                                        input_tokens_scv=1.0, output_tokens_scv=0.5))
+    assert (rl.load.arrival, rl.load.peak_to_average, rl.load.burst_period_s) == ("bursty", 3, 30)
+    assert (rl.load.input_tokens_scv, rl.load.output_tokens_scv) == (1.0, 0.5)
+    assert rl.load.states() == ((0.75, 12.0), (0.25, 4.0 / 3))
+    # cells hold the 99.9th percentile of each spread length, not the means
+    want = math.ceil(lognormal_quantile(1500, 1.0, LONG_REQUEST_QUANTILE)) + math.ceil(lognormal_quantile(300, 0.5, 0.999))
+    assert rl.max_model_len == want and want > 4 * (1500 + 300)
+    users = resolve_load(catalog, SearchRequest(models=("qwen3-8b",), users=200, arrival="bursty", peak_to_average=2))
+    assert users.load.arrival == "bursty" and users.load.peak_to_average == 2
+    assert resolve_load(catalog, _request()).max_model_len == 1800  # no spread: the mean lengths
+
+
+@pytest.mark.parametrize("load", [dict(arrival="bursty", peak_to_average=3.0),
+                                  dict(input_tokens_scv=1.0, output_tokens_scv=1.0)])
+def test_every_pick_under_the_load_meets_every_target_reevaluated_one_by_one(catalog, load):
+    req = _request(disaggregated=False, top=8, **load)
+    res = search(req, catalog)
+    assert res.results
+    rl = resolve_load(catalog, req)
+    assert res.load.arrival == rl.load.arrival and res.load.max_model_len == rl.max_model_len
+    for r in res.results:
+        dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
+                         engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
+                         pipeline_parallel_size=r.pipeline_parallel_size, max_model_len=rl.max_model_len)
+        curve = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
+                              points=evaluate.CURVE_POINTS)
+        t = approximate_many(CurveTable.of([curve]), rl.load, curve_index=np.zeros(1, np.int64), replicas=r.replicas,
+                             slots=r.max_num_seqs, nodes=evaluate.VERIFY_NODES).row(0)
+        assert t.stable
+        for name in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
+            assert getattr(t, name) <= getattr(TARGETS, name) * (1 + 1e-9), (r.platform, name)
+
+
+def test_burstier_arrivals_never_cost_less_and_no_burst_is_poisson(catalog):
+    cost = lambda **kw: search(_request(top=1, **kw), catalog).results[0].monthly_usd  # noqa: E731
+    poisson = cost()
+    assert cost(arrival="bursty", peak_to_average=1.0) == pytest.approx(poisson, rel=1e-12)
+    by_peak = [cost(arrival="bursty", peak_to_average=x) for x in (1.5, 3.0, 6.0)]
+    assert [poisson, *by_peak] == sorted([poisson, *by_peak]) and by_peak[-1] > poisson
+
+
+def test_a_mixture_of_states_waits_at_its_quantile():
+    lam, s, c = np.array([3.0, 0.5]), 1.0, 4
+    p, m = mgc_wait(lam, s, 1.0, c)
+    one = mixture_wait_quantile([1.0], p[None, :1], m[None, :1], 0.95)
+    assert one[0] == pytest.approx(float(mgc_wait_quantile(3.0, s, 1.0, c, 0.95)), rel=1e-12)
+    w = np.array([0.8, 0.2])
+    t = mixture_wait_quantile(w, p[None, :], m[None, :], 0.95)[0]
+    # at the answer the mixture's CDF is 0.95: each state 1 − P(wait)·e^{−t·P/mean}
+    cdf = float(np.sum(w * (1 - np.where(p > 0, p * np.exp(-t * p / np.where(m > 0, m, 1.0)), 0.0))))
+    assert cdf == pytest.approx(0.95, abs=1e-6)
+    assert float(mgc_wait_quantile(0.5, s, 1.0, c, 0.95)) < t < float(mgc_wait_quantile(3.0, s, 1.0, c, 0.95))
+
+
+def test_separate_pools_wait_in_each_arrival_state(catalog):
+    """A decode pool under bursty arrivals is sized on its busy state: its TPOT is the busy state's
+    and the fewest instances carry the peak rate, not the mean."""
+    req = _request(systems=("hgx-h100",), arrival="bursty", peak_to_average=4.0)
+    rl, flat = resolve_load(catalog, req), resolve_load(catalog, _request(systems=("hgx-h100",)))
+    cell = next(c for c in evaluate_cells(catalog, req) if c.disaggregates)
+    bursty, poisson = evaluate._decode_side(cell, rl), evaluate._decode_side(cell, flat)
+    at_peak = evaluate._decode_side(cell, resolve_load(catalog, _request(systems=("hgx-h100",), request_rate_per_s=16.0)))
+    assert bursty["decode"].min() == at_peak["decode"].min() > poisson["decode"].min()
+    assert np.all(bursty["tpot"] >= bursty["tpot_mean"] - 1e-15)
+    pre = evaluate._prefill_side(cell, rl)
+    assert pre["util"] * pre["prefill"] == pytest.approx(16.0 * pre["prefill_s"])  # the busy spells' 4 × 4/s
+
+
+def test_a_trace_of_even_arrivals_waits_less_for_a_prefill_instance_than_poisson(catalog):
+    rows = [{"arrival_s": 0.1 * i, "input_tokens": 1500, "output_tokens": 300} for i in range(400)]
+    trace = SearchRequest(models=("qwen3-8b",), systems=("hgx-h100",), engines=("vllm",), trace=rows)
+    rl = resolve_load(catalog, trace)
+    assert rl.load.arrival_scv() == pytest.approx(0.0, abs=1e-9)
+    poisson = resolve_load(catalog, _request(systems=("hgx-h100",), request_rate_per_s=rl.request_rate_per_s))
+    cell = next(c for c in evaluate_cells(catalog, trace) if c.disaggregates)
+    even, random = evaluate._prefill_side(cell, rl), evaluate._prefill_side(cell, poisson)
+    busy = random["p95"] > 0
+    assert busy.any() and np.all(even["p95"][busy] < random["p95"][busy])
+
+
+def evaluate_cells(catalog, req):
+    from inferplan.search.pricing import unit_costs
+    from inferplan.search.space import build_space
+
+    rl = resolve_load(catalog, req)
+    for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
+        try:
+            yield evaluate.model_cell(catalog, cell, rl, unit_costs(catalog, cell.platform, cell.model), disaggregate=True)
+        except InferplanError:
+            continue
+
+
+@pytest.mark.parametrize("kw, field", [
+    (dict(peak_to_average=3.0), "peak_to_average"),
+    (dict(burst_period_s=10.0), "burst_period_s"),
+    (dict(request_rate_per_s=None, input_len=None, output_len=None, input_tokens_scv=1.0,
+          trace=[{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}]), "input_tokens_scv"),
+    (dict(request_rate_per_s=None, input_len=None, output_len=None, arrival="bursty",
+          trace=[{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}]), "arrival"),
+])
+def test_arrival_settings_that_do_not_apply_are_refused_by_name(kw, field):
+    with pytest.raises(InferplanError) as e:
+        _request(**kw)
+    assert e.value.field == field and e.value.allowed
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--peak-to-average", "3"], "--peak-to-average"),
+    (["--arrival", "sometimes"], "--arrival"),
+    (["--arrival", "bursty", "--peak-to-average", "0.5"], "--peak-to-average"),
+    (["--input-scv", "-1"], "--input-scv"),
+])
+def test_cli_refuses_arrival_flags_naming_the_flag(args, flag):
+    base = ["search", "--model", "qwen3-8b", "--request-rate", "4", "--input-len", "100", "--output-len", "10"]
+    r = runner.invoke(app, [*base, *args])
+    assert r.exit_code == 2 and r.output.startswith(f"error: {flag}"), r.output
+
+
+def test_cli_and_api_search_bursty_loads_alike(tmp_path):
+    args = ["search", "--model", "qwen3-8b", "--systems", "hgx-h100", "--engines", "vllm", "--request-rate", "4",
+            "--input-len", "1500", "--output-len", "300", "--ttft-p95", "1.5", "--arrival", "bursty",
+            "--peak-to-average", "3", "--output-scv", "0.5", "--top", "2", "--json"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    import json
+
+    cli = json.loads(r.stdout)
+    body = {"models": ["qwen3-8b"], "systems": ["hgx-h100"], "engines": ["vllm"], "request_rate_per_s": 4,
+            "input_len": 1500, "output_len": 300, "targets": {"ttft_p95_s": 1.5}, "arrival": "bursty",
+            "peak_to_average": 3, "output_tokens_scv": 0.5, "top": 2}
+    client = TestClient(create_app(tmp_path / "t.db"))
+    api = client.post("/api/search", json=body)
+    assert api.status_code == 200, api.text
+    assert api.json()["load"]["arrival"] == cli["load"]["arrival"] == "bursty"
+    assert [x["monthly_usd"] for x in api.json()["results"]] == [x["monthly_usd"] for x in cli["results"]]
+    bad = client.post("/api/search", json={**body, "arrival": "poisson"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "peak_to_average"], bad.text
+    view = client.post("/api/views/search", json=body)
+    assert view.status_code == 200 and "bursts at 3× the mean rate" in view.json()["summary"]
+
+
+def test_a_trace_rows_arrival_spread_is_its_own():
+    trace = trace_from_rows([{"arrival_s": 0.1 * i, "input_tokens": 100 + i, "output_tokens": 10} for i in range(50)])
+    load = Load.from_trace(trace)
+    assert load.arrival == "trace" and load.input_tokens_scv > 0 and load.output_tokens_scv == 0
