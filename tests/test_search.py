@@ -18,7 +18,8 @@ from inferplan.inputs.workload import Workload
 from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
 from inferplan.search import evaluate
-from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait_quantile
+from inferplan.search.mgc import mgc_wait_quantile
+from inferplan.search.queueing import CurveTable, approximate_many
 from inferplan.search.service import service_curve
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs

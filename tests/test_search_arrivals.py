@@ -18,7 +18,8 @@ from inferplan.inputs.workload import Workload
 from inferplan.search import evaluate
 from inferplan.search.arrivals import Load, lognormal_quantile
 from inferplan.search.load import LONG_REQUEST_QUANTILE, resolve_load
-from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait, mgc_wait_quantile, mixture_wait_quantile
+from inferplan.search.mgc import mgc_wait, mgc_wait_quantile
+from inferplan.search.queueing import CurveTable, approximate_many, mixture_wait_quantile
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.run import search
 from inferplan.search.service import service_curve
@@ -183,3 +184,42 @@ def test_a_trace_rows_arrival_spread_is_its_own():
     trace = trace_from_rows([{"arrival_s": 0.1 * i, "input_tokens": 100 + i, "output_tokens": 10} for i in range(50)])
     load = Load.from_trace(trace)
     assert load.arrival == "trace" and load.input_tokens_scv > 0 and load.output_tokens_scv == 0
+
+
+def test_spells_the_replica_cannot_serve_are_a_fluid_queue():
+    """Busy spells above capacity, quiet ones below, time-averaged load below: every busy arrival
+    waits exponentially with the two-state fluid queue's mean, a share of quiet ones alike; above
+    capacity on average it stays unstable; spells it serves build part of their steady wait."""
+    from inferplan.search.bursts import spell_waits
+
+    load = Load(arrival="bursty", peak_to_average=1.5, burst_period_s=60.0, request_rate_per_s=1.0)
+    d_b, d_q = 24.0, 36.0
+    rho = np.array([[1.2, 0.6], [1.2, 0.9], [0.9, 0.5]])  # fluid; above capacity on average; served
+    p = np.array([[1.0, 0.3], [1.0, 0.6], [0.8, 0.2]])
+    w = np.array([[np.inf, 0.5], [np.inf, 2.0], [4.0, 0.3]])
+    stable = np.array([[False, True], [False, True], [True, True]])
+    p2, w2, ok = spell_waits(load, p, w, rho, stable)
+    m = 1 / (1 / (0.2 * d_b) - 1 / (0.4 * d_q))  # 9.6 s
+    share = 0.2 / (0.4 * 1.5)
+    assert (p2[0, 0], w2[0, 0]) == pytest.approx((1.0, m))
+    assert p2[0, 1] == pytest.approx(1 - 0.7 * (1 - share)) and w2[0, 1] == pytest.approx(0.5 + share * m)
+    assert ok[0].all() and not ok[1, 0]  # 1.2/2.5 + 0.9·1.5/2.5 = 1.02: unstable
+    assert w[2, 1] < w2[2, 0] < w[2, 0]  # a served busy spell builds part of its steady wait
+    same = spell_waits(Load(request_rate_per_s=1.0), p[:, :1], w[:, :1], rho[:, :1], stable[:, :1])
+    assert all(np.array_equal(a, b) for a, b in zip(same, (p[:, :1], w[:, :1], stable[:, :1])))
+
+
+def test_a_burst_above_capacity_errs_long_against_the_simulation(catalog):
+    """At 80 % mean load in bursts of 1.5× the busy spells overload the replica: the approximation
+    is stable (the quiet spells drain the backlog, as the simulation does) and its TTFT p95/p99 are
+    not below the simulated ones."""
+    from inferplan.search.queueing import approximate
+    from inferplan.search.simulate import simulate
+
+    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100"), Workload(input_len=1024, output_len=256), catalog)
+    unit = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1024, output_tokens=256)).utilisation
+    load = Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=0.8 / unit, input_tokens=1024, output_tokens=256)
+    a, s = approximate(curve, load), simulate(curve, load, requests=30_000, seed=1)
+    assert a.stable and math.isfinite(a.ttft_p99_s)
+    assert a.ttft_p95_s >= s.ttft_p95_s and a.ttft_p99_s >= s.ttft_p99_s
+    assert a.ttft_p99_s < 4 * s.ttft_p99_s

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from inferplan.search.arrivals import Load
-from inferplan.search.queueing import approximate, erlang_c, mgc_wait, mgc_wait_quantile
+from inferplan.search.mgc import erlang_c, mgc_wait, mgc_wait_quantile
+from inferplan.search.queueing import approximate
 from inferplan.search.service import ServiceCurve
 from inferplan.search.simulate import simulate_requests
 from inferplan.search.trace import Trace

@@ -18,7 +18,8 @@ from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import plan_memory
 from inferplan.inputs.workload import Workload
 from inferplan.search.load import ResolvedLoad
-from inferplan.search.queueing import CurveTable, approximate_many, mgc_wait, mixture_wait_quantile
+from inferplan.search.mgc import mgc_wait
+from inferplan.search.queueing import CurveTable, approximate_many, mixture_wait_quantile
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.pricing import UnitCosts
 from inferplan.search.serving_modes import serving_modes

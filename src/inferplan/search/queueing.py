@@ -27,9 +27,11 @@ A stated run's percentiles (open or closed loop) are the ones a benchmark takes 
 each quantile at the level where that statistic's median falls (``Load.run_quantile_level``: a
 p99 over 10 requests is the population's 93rd percentile, over 500 its 98.9th).
 
-Bursty arrivals are taken quasi-statically: each state of the two-state process is solved as if
-it lasted, and the percentiles are those of the mixture (requests weighted by their state's
-arrivals). A state whose rate exceeds what the replica can serve makes the result unstable.
+Bursty arrivals: each state of the two-state process is solved as if it lasted, its waits are
+then taken over spells of their mean length (``bursts.spell_waits``: a busy queue that a spell
+does not build in full, or a fluid backlog where the busy rate exceeds what the replica serves and
+the quiet spell drains it), and the percentiles are those of the mixture (requests weighted by
+their state's arrivals). A load above what the replica serves on average is unstable.
 
 A closed loop of C clients runs at a batch of ``min(C, c)``, clients beyond the slots waiting
 ``C / throughput − cycle``; when the run's length is stated (``closed_loop_requests`` N), the C
@@ -43,19 +45,20 @@ one-token prompts).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from statistics import NormalDist
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.search.arrivals import Load, lognormal_nodes
+from inferplan.search.bursts import spell_waits
+from inferplan.search.mgc import mgc_wait
 from inferplan.search.service import ServiceCurve
 from inferplan.search.transient import run_batch, settled_share
 
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
-EXACT_ERLANG_SERVERS = 64  # Erlang C by the Erlang B recursion up to this many servers, Halfin–Whitt above
 FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
 MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prompt-carrying steps
 BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
@@ -162,59 +165,6 @@ def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     span = np.where(x1 > x0, x1 - x0, 1.0)
     t = np.clip(np.where(x1 > x0, (x - x0) / span, 0.0), 0.0, 1.0)
     return f0 + t * (f1 - f0)
-
-
-_erf = np.vectorize(math.erf, otypes=[float])
-
-
-def erlang_c(servers: np.ndarray, offered: np.ndarray) -> np.ndarray:
-    """Probability that an arrival waits in an M/M/c queue with ``servers`` and ``offered`` load
-    (λ/μ): Erlang B by its recursion then ``C = cB / (c − a(1 − B))`` up to
-    ``EXACT_ERLANG_SERVERS``; above, Halfin and Whitt's limit ``1 / (1 + βΦ(β)/φ(β))`` with
-    ``β = (1 − ρ)√c`` (Halfin & Whitt 1981). 1 where the load reaches the servers."""
-    c = np.asarray(servers, float)
-    a = np.asarray(offered, float)
-    c, a = np.broadcast_arrays(c, a)
-    out = np.ones(c.shape)
-    ok = a < c
-    small = ok & (c <= EXACT_ERLANG_SERVERS)
-    if small.any():
-        cs, as_ = c[small], a[small]
-        b = np.ones(cs.shape)
-        for k in range(1, int(cs.max()) + 1):
-            b = np.where(k <= cs, as_ * b / (k + as_ * b), b)
-        out[small] = cs * b / (cs - as_ * (1 - b))
-    large = ok & ~small
-    if large.any():
-        beta = (1 - a[large] / c[large]) * np.sqrt(c[large])
-        cdf = 0.5 * (1 + _erf(beta / math.sqrt(2)))
-        pdf = np.exp(-beta**2 / 2) / math.sqrt(2 * math.pi)
-        out[large] = 1 / (1 + beta * cdf / pdf)
-    return np.clip(out, 0.0, 1.0)
-
-
-def mgc_wait(arrival_rate_per_s, service_mean_s, service_scv, servers, arrival_scv=1.0):
-    """(probability of waiting, mean wait in seconds) of an M/G/c (G/G/c) queue: Erlang C and the
-    Allen–Cunneen approximation ``Wq = C(c, a)/(cμ − λ) · (ca² + cs²)/2`` (Allen 1990, §7). Arrays
-    broadcast; an overloaded queue waits forever (probability 1, mean inf)."""
-    lam, s, scv, c = (np.asarray(v, float) for v in (arrival_rate_per_s, service_mean_s, service_scv, servers))
-    ca2 = np.asarray(arrival_scv, float)
-    a = lam * s
-    p = erlang_c(c, a)
-    spare = c / np.where(s > 0, s, np.inf) - lam
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(spare > 0, p / spare * (ca2 + scv) / 2, np.inf)
-    return np.where(spare > 0, p, 1.0), np.where(a > 0, mean, 0.0)
-
-
-def mgc_wait_quantile(arrival_rate_per_s, service_mean_s, service_scv, servers, q, arrival_scv=1.0):
-    """The ``q`` quantile of the wait in an M/G/c queue: ``P(W > t) ≈ C · exp(−t · C / Wq)`` (the
-    M/M/c wait's exponential tail, its mean scaled by Allen–Cunneen), so ``t_q = Wq/C · ln(C/(1−q))``
-    where ``C > 1 − q``, else 0. Vectorised over every argument."""
-    p, mean = mgc_wait(arrival_rate_per_s, service_mean_s, service_scv, servers, arrival_scv)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tail = np.where(p > 0, mean / p, 0.0) * np.log(np.maximum(p / (1 - np.asarray(q, float)), 1.0))
-    return np.where(np.isfinite(mean), tail, np.inf)
 
 
 def mixture_wait_quantile(weights, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
@@ -427,9 +377,16 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
     else:
         states = [(share, mean_rate * factor / reps) for share, factor in _state_factors(load)]
         span = load.open_loop_requests / np.maximum(mean_rate, 1e-300) if load.open_loop_requests else None
-        solved = [_solve_state(table, load, rate, cap, span_s=span) for _, rate in states]
+        solved = _in_spells(load, [_solve_state(table, load, rate, cap, span_s=span) for _, rate in states])
     weights = np.array([share for share, _ in states])
     return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
+
+
+def _in_spells(load: Load, solved: list[_State]) -> list[_State]:
+    """Bursty states' waits over spells of their mean length (``bursts.spell_waits``)."""
+    stack = lambda name: np.stack([getattr(s, name) for s in solved], axis=1)  # noqa: E731
+    p, w, ok = spell_waits(load, stack("p_wait"), stack("mean_wait_s"), stack("utilisation"), stack("stable"))
+    return [replace(s, p_wait=p[:, i], mean_wait_s=w[:, i], stable=ok[:, i]) for i, s in enumerate(solved)]
 
 
 def _state_factors(load: Load) -> list[tuple[float, float]]:

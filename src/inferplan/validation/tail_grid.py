@@ -23,7 +23,7 @@ DEPLOYMENTS = (
 SHAPES = ((1024, 256), (4096, 512))
 UTILISATIONS = (0.3, 0.6, 0.8, 0.9)
 SPREADS = (0.0, 1.0)  # SCV of prompt and output lengths
-ARRIVALS = (("poisson", 1.0), ("bursty", 1.5))
+ARRIVALS = (("poisson", 1.0), ("bursty", 1.5), ("bursty", 3.0))
 METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s")
 REQUESTS = 30_000
 

@@ -1,0 +1,62 @@
+"""Bursty arrivals over spells of finite length: the waits each arrival state of a two-state
+Markov-modulated Poisson process (``Load.states``) really builds.
+
+The queueing approximation solves each state as if it lasted; a spell does not. With ``x`` the
+peak-to-average factor and ``P`` the burst period, busy spells last ``d_b = P/(x + 1)`` on average
+and quiet ones ``d_q = P·x/(x + 1)``, exponentially (as ``arrivals._bursty_times`` draws them). Per
+candidate, with each state's utilisation ``ρ`` and steady mean wait ``W``:
+
+- A busy state the replica can serve (``ρ_b < 1``) starts from the quiet state's queue and relaxes
+  towards its own over the spell: ``W_b' = W_q + (W_b − W_q)·s``, ``s`` the share of its steady
+  mean that a run of ``d_b`` seconds reaches from empty (``transient.settled_share``).
+- A busy state it cannot serve (``ρ_b ≥ 1``) while the time-averaged load is below capacity
+  (``ρ_b/(x + 1) + ρ_q·x/(x + 1) < 1``, the quiet state itself stable) is a fluid queue: work piles
+  up at ``u = ρ_b − 1`` seconds per second in busy spells and drains at ``v = 1 − ρ_q`` in quiet
+  ones, a backlog carried over from spell to spell. The two-state Markov-modulated fluid queue
+  has an exact stationary law (Anick, Mitra & Sondhi 1982): the backlog exceeds ``y`` in a busy
+  spell with probability ``π_b·e^{−y/m}`` and in a quiet one ``π_b·(u/v)·e^{−y/m}``, with
+  ``1/m = 1/(u·d_b) − 1/(v·d_q)``. An arrival waits the backlog it finds: every busy arrival,
+  exponentially with mean ``m``, and a share ``u/(v·x)`` of quiet ones, alike. The slots that a
+  quiet spell leaves free are not counted as absorbing the start of a burst (a short quiet spell
+  does not empty them), so waits err long where they do.
+- A load above capacity on average stays unstable.
+
+``inferplan simulate`` runs the spells themselves; docs/search.md compares the two.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from inferplan.search.arrivals import Load
+from inferplan.search.transient import settled_share
+
+
+def spell_waits(load: Load, p_wait: np.ndarray, mean_wait: np.ndarray, utilisation: np.ndarray,
+                stable: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(probability of waiting, mean wait, stable), candidates × (busy, quiet), for ``load``'s
+    spells; arrays as the steady states give them. Loads that are not bursty come back as they are."""
+    if load.arrival != "bursty" or p_wait.shape[1] != 2:
+        return p_wait, mean_wait, stable
+    x, period = load.peak_to_average, load.burst_period_s
+    d_b, d_q = period / (x + 1), period * x / (x + 1)
+    rho_b, rho_q = utilisation[:, 0], utilisation[:, 1]
+    w_b, w_q = mean_wait[:, 0], mean_wait[:, 1]
+    p, w, ok = p_wait.copy(), mean_wait.copy(), stable.copy()
+    served = stable[:, 0] & np.isfinite(w_b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        relaxed = w_q + np.maximum(w_b - w_q, 0.0) * settled_share(np.full_like(w_b, d_b), w_b, rho_b)
+    w[:, 0] = np.where(served, np.where(w_b > w_q, relaxed, w_b), w[:, 0])
+    fluid = ~served & (rho_b >= 1) & stable[:, 1] & np.isfinite(w_q) & (rho_q < 1) & (rho_b / (x + 1) + rho_q * x / (x + 1) < 1)
+    up = np.where(fluid, rho_b - 1, 1.0)  # the backlog's drift in a busy spell, seconds of work per second
+    down = np.where(fluid, 1 - rho_q, 1.0)  # and in a quiet one, draining
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        decay = 1 / (up * d_b) - 1 / (down * d_q)  # 1/m
+        mean = np.where(decay > 0, 1 / decay, np.inf)
+    quiet_share = np.minimum(up / (down * x), 1.0)  # P(waits | quiet arrival)
+    p[:, 0] = np.where(fluid, 1.0, p[:, 0])
+    w[:, 0] = np.where(fluid, mean, w[:, 0])
+    p[:, 1] = np.where(fluid, 1 - (1 - p[:, 1]) * (1 - quiet_share), p[:, 1])
+    w[:, 1] = np.where(fluid, w_q + quiet_share * mean, w[:, 1])
+    ok[:, 0] |= fluid & np.isfinite(mean)
+    return p, w, ok
