@@ -204,21 +204,25 @@ def test_spells_the_replica_cannot_serve_are_a_fluid_queue():
     assert (p2[0, 0], w2[0, 0]) == pytest.approx((1.0, m))
     assert p2[0, 1] == pytest.approx(1 - 0.7 * (1 - share)) and w2[0, 1] == pytest.approx(0.5 + share * m)
     assert ok[0].all() and not ok[1, 0]  # 1.2/2.5 + 0.9·1.5/2.5 = 1.02: unstable
+    assert w2[2, 0] == pytest.approx(0.8 / (0.1 + math.sqrt(0.01 + 1.6 / d_b)))  # σ² = 2·4·0.1, δ = 0.1
     assert w[2, 1] < w2[2, 0] < w[2, 0]  # a served busy spell builds part of its steady wait
     same = spell_waits(Load(request_rate_per_s=1.0), p[:, :1], w[:, :1], rho[:, :1], stable[:, :1])
     assert all(np.array_equal(a, b) for a, b in zip(same, (p[:, :1], w[:, :1], stable[:, :1])))
 
 
-def test_a_burst_above_capacity_errs_long_against_the_simulation(catalog):
-    """At 80 % mean load in bursts of 1.5× the busy spells overload the replica: the approximation
-    is stable (the quiet spells drain the backlog, as the simulation does) and its TTFT p95/p99 are
-    not below the simulated ones."""
+@pytest.mark.parametrize("mean_load", [0.6, 0.8])
+def test_bursts_err_long_against_the_simulation(catalog, mean_load):
+    """Bursts of 1.5×: at 60 % mean load the busy spells run at 90 % (served, the queue built over
+    the spell), at 80 % they overload the replica (the quiet spells drain the backlog, as the
+    simulation does). Either way the approximation is stable and its TTFT p95/p99 are not below
+    the simulated ones."""
     from inferplan.search.queueing import approximate
     from inferplan.search.simulate import simulate
 
     curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100"), Workload(input_len=1024, output_len=256), catalog)
     unit = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1024, output_tokens=256)).utilisation
-    load = Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=0.8 / unit, input_tokens=1024, output_tokens=256)
+    load = Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=mean_load / unit, input_tokens=1024,
+                output_tokens=256)
     a, s = approximate(curve, load), simulate(curve, load, requests=30_000, seed=1)
     assert a.stable and math.isfinite(a.ttft_p99_s)
     assert a.ttft_p95_s >= s.ttft_p95_s and a.ttft_p99_s >= s.ttft_p99_s

@@ -6,9 +6,13 @@ peak-to-average factor and ``P`` the burst period, busy spells last ``d_b = P/(x
 and quiet ones ``d_q = P·x/(x + 1)``, exponentially (as ``arrivals._bursty_times`` draws them). Per
 candidate, with each state's utilisation ``ρ`` and steady mean wait ``W``:
 
-- A busy state the replica can serve (``ρ_b < 1``) starts from the quiet state's queue and relaxes
-  towards its own over the spell: ``W_b' = W_q + (W_b − W_q)·s``, ``s`` the share of its steady
-  mean that a run of ``d_b`` seconds reaches from empty (``transient.settled_share``).
+- A busy state the replica can serve (``ρ_b < 1``) builds its queue over the spell. Taken as a
+  reflected Brownian motion with drift ``−δ = ρ_b − 1`` and the variance ``σ² = 2·W_b·δ`` that its
+  steady mean ``W_b = σ²/(2δ)`` implies, started empty, the queue an arrival finds when its spell
+  is ``A`` seconds old, with ``A`` exponential of mean ``d_b``, is exponential with mean
+  ``σ²/(δ + √(δ² + 2σ²/d_b))`` (the supremum of a Brownian motion with drift up to an independent
+  exponential time; Wiener–Hopf) — ``W_b`` for long spells, ``σ·√(d_b/2)`` at ``ρ_b → 1`` — and
+  not below the quiet state's own wait.
 - A busy state it cannot serve (``ρ_b ≥ 1``) while the time-averaged load is below capacity
   (``ρ_b/(x + 1) + ρ_q·x/(x + 1) < 1``, the quiet state itself stable) is a fluid queue: work piles
   up at ``u = ρ_b − 1`` seconds per second in busy spells and drains at ``v = 1 − ρ_q`` in quiet
@@ -29,7 +33,6 @@ from __future__ import annotations
 import numpy as np
 
 from inferplan.search.arrivals import Load
-from inferplan.search.transient import settled_share
 
 
 def spell_waits(load: Load, p_wait: np.ndarray, mean_wait: np.ndarray, utilisation: np.ndarray,
@@ -44,9 +47,11 @@ def spell_waits(load: Load, p_wait: np.ndarray, mean_wait: np.ndarray, utilisati
     w_b, w_q = mean_wait[:, 0], mean_wait[:, 1]
     p, w, ok = p_wait.copy(), mean_wait.copy(), stable.copy()
     served = stable[:, 0] & np.isfinite(w_b)
-    with np.errstate(invalid="ignore", over="ignore"):
-        relaxed = w_q + np.maximum(w_b - w_q, 0.0) * settled_share(np.full_like(w_b, d_b), w_b, rho_b)
-    w[:, 0] = np.where(served, np.where(w_b > w_q, relaxed, w_b), w[:, 0])
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        drift = 1 - rho_b
+        var = 2 * np.where(served, w_b, 0.0) * drift  # the diffusion's variance, from W = σ²/(2δ)
+        built = np.where(var > 0, var / (drift + np.sqrt(drift**2 + 2 * var / d_b)), 0.0)
+    w[:, 0] = np.where(served, np.minimum(np.maximum(built, w_q), w_b), w[:, 0])
     fluid = ~served & (rho_b >= 1) & stable[:, 1] & np.isfinite(w_q) & (rho_q < 1) & (rho_b / (x + 1) + rho_q * x / (x + 1) < 1)
     up = np.where(fluid, rho_b - 1, 1.0)  # the backlog's drift in a busy spell, seconds of work per second
     down = np.where(fluid, 1 - rho_q, 1.0)  # and in a quiet one, draining

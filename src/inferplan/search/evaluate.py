@@ -17,6 +17,7 @@ import numpy as np
 from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import plan_memory
 from inferplan.inputs.workload import Workload
+from inferplan.search.bursts import spell_waits
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.mgc import mgc_wait
 from inferplan.search.queueing import CurveTable, approximate_many, mixture_wait_quantile
@@ -148,13 +149,20 @@ def _peak_rate(rl: ResolvedLoad) -> float:
 
 
 def _state_waits(rates: list[float], service_s, scv: float, servers, rl: ResolvedLoad, weights: np.ndarray) -> dict:
-    """Each quantile of the wait for one of ``servers`` (M/G/c per arrival state at ``rates``, the
-    states' waits mixed by their shares of requests) and the busiest state's utilisation."""
+    """Each quantile of the wait for one of ``servers`` (M/G/c per arrival state at ``rates``, taken
+    over bursty spells as the aggregated candidates are: ``bursts.spell_waits``; the states' waits
+    mixed by their shares of requests) and the utilisation the pool is judged on: the busiest
+    state's, or, where its spells overload the pool and the quiet ones drain it, the time average."""
     ca2 = rl.load.arrival_scv()
     waits = [mgc_wait(rate, s_s, scv, servers, ca2) for rate, s_s in zip(rates, service_s)]
     p = np.stack([w[0] for w in waits], axis=1)
     mean = np.stack([w[1] for w in waits], axis=1)
-    side = {"util": np.max([rate * s_s / servers for rate, s_s in zip(rates, service_s)], axis=0)}
+    util = np.stack([rate * s_s / servers for rate, s_s in zip(rates, service_s)], axis=1)
+    served = (util < 1) & np.isfinite(mean)
+    p, mean, ok = spell_waits(rl.load, p, mean, util, served)
+    time = np.array([share / rate for share, rate in rl.load.states()])  # each state's share of the time
+    averaged = util @ (time / time.sum())
+    side = {"util": np.where(ok.all(axis=1), np.where(served.all(axis=1), util.max(axis=1), averaged), np.inf)}
     for name, level in QUANTILES.items():
         side[name] = mixture_wait_quantile(weights, p, mean, level)
     return side
