@@ -128,16 +128,18 @@ def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with the parallel sizes its plan runs written in, for a reader of the sizes themselves (a
-    launch command): the engine's layout over ``--gpus`` alone, or a system's copies of an instance of
-    more than one GPU; unchanged when it states its layout."""
+    launch command): the engine's layout over ``--gpus`` alone, or the tensor × pipeline split of the
+    instance a system named alone runs copies of; unchanged when it states its layout. A system's copies
+    are launched one instance each, as its one-GPU copies are (the data-parallel size is left to fill the
+    system): one launch of all of them would need the engine to run data-parallel ranks of a split
+    instance, which TensorRT-LLM does not, and one pod to hold a rack's GPUs."""
     if d.gpus is not None or layout_stated(d) or d.system is None:
         return as_launched(d, catalog)
     p = plan_memory(d, catalog).result.parallel
     if p.tensor_parallel_size * p.pipeline_parallel_size == 1:
         return d  # one-GPU copies: as a system without sizes is launched
     return d.model_copy(update={"tensor_parallel_size": p.tensor_parallel_size,
-                                "pipeline_parallel_size": p.pipeline_parallel_size,
-                                "data_parallel_size": p.data_parallel_size})
+                                "pipeline_parallel_size": p.pipeline_parallel_size})
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
