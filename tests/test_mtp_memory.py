@@ -158,3 +158,35 @@ def test_shells_name_the_field_of_a_bad_mtp_draft(tmp_path):
     plain = client.post("/api/fit", json=body).json()
     drafting = client.post("/api/fit", json={**body, "mtp_draft": True}).json()
     assert drafting["kv_cache_bytes_per_gpu"] < plain["kv_cache_bytes_per_gpu"]
+
+
+def test_deploy_launches_the_layout_planned_with_the_mtp_draft():
+    """DeepSeek-V4-Flash holds on one GB200 GPU, not with its MTP layer loaded: fit and perf plan copies
+    of tensor parallel 2 for an MTP draft, and the command that starts it launches that instance."""
+    from inferplan.deploy.command import Speculative, launch_command
+    from inferplan.deploy.manifest import kubernetes_manifest
+
+    d = Deployment(model="deepseek-v4-flash", system="gb200-nvl72")
+    assert fit(d, CATALOG).parallel.tensor_parallel_size == 1
+    assert fit(d.model_copy(update={"mtp_draft": True}), CATALOG).parallel.tensor_parallel_size == 2
+    mtp = Speculative(method="mtp", tokens=1)
+    argv = launch_command(d, CATALOG, speculative=mtp).argv
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    assert "replicas: 36" in kubernetes_manifest(d, CATALOG, speculative=mtp)
+
+
+@pytest.mark.parametrize("speculative", [None, {"method": "ngram", "tokens": 3}])
+def test_deploy_refuses_an_mtp_draft_it_would_not_start(tmp_path, speculative):
+    """A deployment with mtp_draft is planned with the MTP layers loaded; a command without the mtp
+    method would not load them: /api/deploy answers 422 at the field instead of a command that differs
+    from the plan."""
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "test.db"))
+    body = {"deployment": {"model": "deepseek-r1", "system": "hgx-h200", "mtp_draft": True}, "speculative": speculative}
+    bad = client.post("/api/deploy", json=body)
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "deployment.mtp_draft"
+    ok = client.post("/api/deploy", json={**body, "speculative": {"method": "mtp", "tokens": 1}})
+    assert ok.status_code == 200 and '"method":"mtp"' in ok.json()["command"]["text"]
