@@ -190,3 +190,12 @@ def test_deploy_refuses_an_mtp_draft_it_would_not_start(tmp_path, speculative):
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "deployment.mtp_draft"
     ok = client.post("/api/deploy", json={**body, "speculative": {"method": "mtp", "tokens": 1}})
     assert ok.status_code == 200 and '"method":"mtp"' in ok.json()["command"]["text"]
+
+
+def test_a_model_without_mtp_layers_is_told_the_catalogue_models_with_them():
+    """The refusal's allowed names catalogue ids one can pass, each a model that ships MTP layers."""
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(model="llama-3.1-8b", gpu="h100", mtp_draft=True), CATALOG)
+    named = exc.value.allowed.split(": ", 1)[1].split(", ")
+    assert "deepseek-v3" in named and "deepseek-v4-flash" in named and "llama-3.1-8b" not in named
+    assert all(resolve_model(CATALOG, m).architecture.mtp_layers for m in named)

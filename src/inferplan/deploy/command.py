@@ -18,7 +18,7 @@ from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
 from inferplan.memory.fit import as_planned
-from inferplan.memory.mtp import with_mtp_draft
+from inferplan.memory.mtp import mtp_models, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.kt_args import kt_args
@@ -298,7 +298,7 @@ def _check_drafts(d: Deployment, catalog: Catalog, spec: Speculative) -> None:
     if model.architecture is not None and not model.architecture_is_proxy and not model.architecture.mtp_layers:
         raise UnsupportedSettingError(f"{model.name} ships no multi-token-prediction layers to draft with",
                                       field="speculative.method",
-                                      allowed="another speculative method, or a model with MTP layers")
+                                      allowed=f"another speculative method, or a catalogue model with MTP layers: {mtp_models(catalog)}")
 
 
 def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> list[str]:
