@@ -199,3 +199,17 @@ def test_a_model_without_mtp_layers_is_told_the_catalogue_models_with_them():
     named = exc.value.allowed.split(": ", 1)[1].split(", ")
     assert "deepseek-v3" in named and "deepseek-v4-flash" in named and "llama-3.1-8b" not in named
     assert all(resolve_model(CATALOG, m).architecture.mtp_layers for m in named)
+
+
+@pytest.mark.parametrize("model", ["nemotron-3-super", "nemotron-3-ultra"])
+def test_nemotron_h_mtp_block_pattern_gives_its_attention_layer(model):
+    """Nemotron-H's MTP block is an attention block and a MoE block (config.json's
+    mtp_hybrid_override_pattern "*E", or mtp_layers_block_type [attention, moe]): drafting adds one
+    full-attention layer's KV per token; the last decoder block (a MoE block) holds none."""
+    arch = resolve_model(CATALOG, model).architecture
+    assert arch.mtp_layer_kinds == (LayerKind.FULL,) and arch.layer_kinds[-1] is LayerKind.MLP
+    kw = dict(model=model, gpu="b200", gpus=8, tensor_parallel_size=8, max_model_len=32768)
+    plain = plan_memory(Deployment(**kw), CATALOG).layout
+    drafting = plan_memory(Deployment(**kw, mtp_draft=True), CATALOG).layout
+    full = sum(k is LayerKind.FULL for k in arch.layer_kinds)
+    assert drafting.growing_bytes_per_token == pytest.approx(plain.growing_bytes_per_token * (full + 1) / full)

@@ -63,12 +63,9 @@ def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule 
 
 
 def mtp_kinds(arch: Architecture) -> tuple[LayerKind, ...]:
-    """The attention of each MTP layer: as the config states it (DeepSeek-V4), else the last decoder
-    layer's (a DeepSeek MTP module repeats it; Nemotron-H's MTP block is an attention layer)."""
-    if arch.mtp_layer_kinds:
-        return arch.mtp_layer_kinds
-    last = LayerKind.FULL if arch.model_type.startswith("nemotron_h") else arch.layer_kinds[-1]
-    return (last,) * arch.mtp_layers
+    """The attention of each MTP layer: as the config states it (DeepSeek-V4's compress ratios,
+    Nemotron-H's MTP block pattern), else the last decoder layer's (a DeepSeek MTP module repeats it)."""
+    return arch.mtp_layer_kinds or (arch.layer_kinds[-1],) * arch.mtp_layers
 
 
 def kv_architecture(arch: Architecture | None, rule: MtpRule | None) -> Architecture | None:
