@@ -73,3 +73,12 @@ def test_the_manifest_runs_each_copy_in_a_pod_of_its_own(catalog):
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert deployment["spec"]["replicas"] == 9
     assert set(container["resources"]["limits"].values()) == {8}
+
+
+def test_llamacpp_copies_split_by_layers_as_it_launches(catalog):
+    """llama.cpp's own multi-GPU split is by layers (its row split leaves the KV cache on one GPU):
+    DeepSeek-R1 in Q4_K_M on an HGX H200 is two copies of four pipeline stages, and the command says so."""
+    d = Deployment(model="deepseek-r1", system="hgx-h200", engine="llamacpp", quantization="gguf-q4_k_m")
+    assert _layout(fit(d, catalog)) == (1, 4, 2)
+    argv = launch_command(d, catalog).argv
+    assert argv[argv.index("--split-mode") + 1] == "layer"

@@ -415,11 +415,14 @@ def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise
 
 
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
-    """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
+    """Fewest GPUs that hold one instance; at a GPU count, the split the engine launches first: tensor
+    parallel within the scale-up domain, then pipeline stages, or for an engine whose own multi-GPU split
+    is by layers (llama.cpp's default; its row split keeps the KV cache on one GPU) pipeline first."""
     limit = 1024
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
-    engine = catalog.engine(d.engine).id
+    engine_spec = catalog.engine(d.engine)
+    engine = engine_spec.id
     candidates = []
     tp = 1
     while tp <= hw.domain_gpus:
@@ -431,7 +434,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
         tp *= 2
     floor = _weights_floor_bytes(catalog, d, spec, hw)
     total, _ = device_total_bytes(catalog, hw.accel)
-    for gpus, pp, tp in sorted(candidates):
+    layer_first = engine_spec.multi_gpu_split == "layer"
+    for gpus, pp, tp in sorted(candidates, key=lambda c: (c[0], c[2]) if layer_first else c):
         if floor / gpus > total:  # the weights alone overfill every GPU of this layout
             continue
         plan = ParallelPlan(
