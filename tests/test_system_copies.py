@@ -82,3 +82,14 @@ def test_llamacpp_copies_split_by_layers_as_it_launches(catalog):
     assert _layout(fit(d, catalog)) == (1, 4, 2)
     argv = launch_command(d, catalog).argv
     assert argv[argv.index("--split-mode") + 1] == "layer"
+
+
+def test_copies_that_do_not_divide_the_system_run_on_part_of_it(catalog):
+    """DeepSeek-R1 in BF16 needs tensor parallel 16 of a GB200 NVL72's 72 GPUs: four copies on 64 of
+    them, 8 idle (not 72 one-GPU copies that cannot load); deploy gives four 16-GPU replicas."""
+    d = Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm", quantization="bf16")
+    r = fit(d, catalog)
+    assert r.fits and _layout(r) == (16, 1, 4) and r.parallel.gpus == 64 and "8 left idle" in r.layout_note
+    deployment = next(doc for doc in yaml.safe_load_all(kubernetes_manifest(d, catalog)) if doc["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 4 and set(container["resources"]["limits"].values()) == {16}

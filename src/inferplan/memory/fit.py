@@ -111,19 +111,23 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
                    one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
     """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
-    where the model does not fit on one GPU, copies of the smallest instance that holds it instead, when
-    the system's GPUs are a whole number of them (None: the one-GPU copies stand)."""
+    where the model does not fit on one GPU, as many copies of the smallest instance that holds it as
+    the system has room for, the GPUs fewer than one more copy left idle (None: the one-GPU copies
+    stand, as no instance within the system holds the model)."""
     smallest = one_gpu.result.smallest_fit
     if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
-            or hw.gpus % smallest.gpus:
+            or smallest.gpus > hw.gpus:
         return None
     tp, pp = smallest.tensor_parallel_size, smallest.pipeline_parallel_size
-    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
-                                 "data_parallel_size": hw.gpus // smallest.gpus})
-    mp = _fit(catalog, sized, spec, hw, stated_plan(sized, hw.gpus), search_smallest=False)
-    dp = mp.result.parallel.data_parallel_size
-    return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {dp} data-parallel {'copy' if dp == 1 else 'copies'} of "
-                f"{describe_split(tp, pp)}, the smallest instance that holds the model (no parallel sizes given)")
+    copies = hw.gpus // smallest.gpus
+    used = copies * smallest.gpus  # a GPU count below the system's: the copies on part of it
+    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": copies,
+                                 **({"gpus": used} if used < hw.gpus else {})})
+    mp = _fit(catalog, sized, spec, hw if used == hw.gpus else resolve_hardware(catalog, sized),
+              stated_plan(sized, used), search_smallest=False)
+    idle = f" ({used} GPUs; {hw.gpus - used} left idle)" if used < hw.gpus else ""
+    return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {copies} data-parallel {'copy' if copies == 1 else 'copies'} of "
+                f"{describe_split(tp, pp)}{idle}, the smallest instance that holds the model (no parallel sizes given)")
 
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
@@ -138,8 +142,9 @@ def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
     p = plan_memory(d, catalog).result.parallel
     if p.tensor_parallel_size * p.pipeline_parallel_size == 1:
         return d  # one-GPU copies: as a system without sizes is launched
+    idle = p.gpus < resolve_hardware(catalog, d).gpus  # copies that leave part of the system idle run on the rest
     return d.model_copy(update={"tensor_parallel_size": p.tensor_parallel_size,
-                                "pipeline_parallel_size": p.pipeline_parallel_size})
+                                "pipeline_parallel_size": p.pipeline_parallel_size, **({"gpus": p.gpus} if idle else {})})
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
