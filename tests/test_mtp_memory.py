@@ -213,3 +213,13 @@ def test_nemotron_h_mtp_block_pattern_gives_its_attention_layer(model):
     drafting = plan_memory(Deployment(**kw, mtp_draft=True), CATALOG).layout
     full = sum(k is LayerKind.FULL for k in arch.layer_kinds)
     assert drafting.growing_bytes_per_token == pytest.approx(plain.growing_bytes_per_token * (full + 1) / full)
+
+
+def test_a_bad_mtp_block_pattern_names_its_own_key():
+    from inferplan.catalog.hf_layers import mtp_layer_kinds
+    from inferplan.errors import ConfigImportError
+
+    assert mtp_layer_kinds({"mtp_layers_block_type": ["attention", "moe"]}, 52, 2) == (LayerKind.FULL,) * 2
+    with pytest.raises(ConfigImportError) as exc:
+        mtp_layer_kinds({"mtp_hybrid_override_pattern": "*X"}, 88, 1)
+    assert exc.value.field == "mtp_hybrid_override_pattern" and exc.value.allowed == "M * - E"

@@ -301,7 +301,10 @@ def mtp_layer_kinds(cfg: dict, n_layers: int, mtp_layers: int) -> tuple[LayerKin
     and MoE blocks left out, for each MTP layer); empty where it does not."""
     for key in ("mtp_hybrid_override_pattern", "mtp_layers_block_type"):
         if mtp_layers and cfg.get(key):
-            block = layer_kinds({key.removeprefix("mtp_"): cfg[key]}, 0, "")
+            try:  # the decoder layers' pattern, for one MTP layer
+                block = layer_kinds({key.removeprefix("mtp_"): cfg[key]}, 0, "")
+            except ConfigImportError as exc:
+                raise ConfigImportError(f"{key}: {exc}", field=key, allowed=exc.allowed) from None
             return tuple(k for k in block if k is not LayerKind.MLP) * mtp_layers
     ratios = cfg.get("compress_ratios")
     if not mtp_layers or not isinstance(ratios, list) or len(ratios) < n_layers + mtp_layers:
