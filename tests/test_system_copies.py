@@ -93,3 +93,12 @@ def test_copies_that_do_not_divide_the_system_run_on_part_of_it(catalog):
     deployment = next(doc for doc in yaml.safe_load_all(kubernetes_manifest(d, catalog)) if doc["kind"] == "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert deployment["spec"]["replicas"] == 4 and set(container["resources"]["limits"].values()) == {16}
+
+
+def test_a_layout_that_does_not_fill_the_gpus_names_no_flag_in_the_library(catalog):
+    # the API answers with this message too: it names the GPU count, not the CLI's --gpus
+    from inferplan.errors import InvalidScenarioError
+
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(model="llama-3.1-8b", system="hgx-h100", data_parallel_size=2), catalog)
+    assert exc.value.field == "data_parallel_size" and "--" not in str(exc.value) and "8 GPUs" in str(exc.value)
