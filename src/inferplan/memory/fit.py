@@ -396,8 +396,8 @@ def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, 
 
 def _scale_note(engine, scale, settings) -> str:
     return (f"{engine.name} runs the {scale.attention_backend} attention backend by default on {scale.software} and "
-            f"lowers its own memory fraction x {scale.scale.value:g} above {scale.above_context_tokens.value:,.0f} "
-            f"tokens of context: {settings.memory_fraction:.3f} planned")
+            f"lowers its memory fraction (its own, or the one it is given) x {scale.scale.value:g} above "
+            f"{scale.above_context_tokens.value:,.0f} tokens of context: {settings.memory_fraction:.3f} planned")
 
 
 def _planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:
