@@ -252,3 +252,18 @@ def test_speed_validation_shows_rates_as_rates_and_times_in_ms():
     prefill, ttft = rows("prefill", "prefill_tokens_per_s"), rows("prefill", "ttft_s")
     assert prefill and not any(" ms " in line for line in prefill)
     assert ttft and all(" ms " in line for line in ttft)
+
+
+def test_a_smaller_format_on_paper_is_not_offered_where_it_holds_the_same_weights():
+    # mlx-mxfp4-q4 is 4.25 bits a weight for its MXFP4 experts; a dense model has none, so in it Llama 3.1
+    # 70B is as large as in mlx-4bit, and no smaller weights follow from choosing it
+    from inferplan.memory.suggest import fit_or_suggest
+
+    d = Deployment(model="llama-3.1-70b", gpu="apple-m4-max", engine="mlx", quantization="mlx-4bit",
+                   max_model_len=200_000)
+    r = fit_or_suggest(d)
+    assert not r.fits
+    for s in r.suggestions:
+        if "quantization" in s.changes:
+            assert fit(Deployment(**{**d.model_dump(exclude_unset=True), **s.changes})).weights_bytes < r.weights_bytes
+    assert all(s.changes.get("quantization") != "mlx-mxfp4-q4" for s in r.suggestions)

@@ -44,3 +44,16 @@ def test_importing_the_same_file_twice_is_refused_on_one_line(tmp_path):
     assert again.stderr.startswith("error: run.csv: the same run is stored already as run 1"), again.stderr
     listed = CliRunner().invoke(app, ["measurements", "list", "--db", str(tmp_path / "m.db"), "--json"])
     assert len(json.loads(listed.stdout)["measurements"]) == 1
+
+
+def test_one_run_given_twice_in_one_import_names_no_run_that_is_not_stored(tmp_path):
+    # the import is all or none: the first copy is rolled back, so there is no stored run to name
+    path = tmp_path / "run.csv"
+    path.write_text("concurrency,input_tokens,output_tokens,ttft_ms\n1,10,10,5\n")
+    argv = ["measurements", "import", str(path), str(path), "--gpu", "H100", "--model", "llama-3.1-8b",
+            "--db", str(tmp_path / "m.db")]
+    done = CliRunner().invoke(app, argv, prog_name="inferplan")
+    assert done.exit_code == 2 and done.stderr.startswith("error: run.csv: the same run as run.csv earlier in this import")
+    assert "stored already" not in done.stderr
+    listed = CliRunner().invoke(app, ["measurements", "list", "--db", str(tmp_path / "m.db"), "--json"])
+    assert json.loads(listed.stdout)["measurements"] == []

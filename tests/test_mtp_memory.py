@@ -158,3 +158,68 @@ def test_shells_name_the_field_of_a_bad_mtp_draft(tmp_path):
     plain = client.post("/api/fit", json=body).json()
     drafting = client.post("/api/fit", json={**body, "mtp_draft": True}).json()
     assert drafting["kv_cache_bytes_per_gpu"] < plain["kv_cache_bytes_per_gpu"]
+
+
+def test_deploy_launches_the_layout_planned_with_the_mtp_draft():
+    """DeepSeek-V4-Flash holds on one GB200 GPU, not with its MTP layer loaded: fit and perf plan copies
+    of tensor parallel 2 for an MTP draft, and the command that starts it launches that instance."""
+    from inferplan.deploy.command import Speculative, launch_command
+    from inferplan.deploy.manifest import kubernetes_manifest
+
+    d = Deployment(model="deepseek-v4-flash", system="gb200-nvl72")
+    assert fit(d, CATALOG).parallel.tensor_parallel_size == 1
+    assert fit(d.model_copy(update={"mtp_draft": True}), CATALOG).parallel.tensor_parallel_size == 2
+    mtp = Speculative(method="mtp", tokens=1)
+    argv = launch_command(d, CATALOG, speculative=mtp).argv
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    assert "replicas: 36" in kubernetes_manifest(d, CATALOG, speculative=mtp)
+
+
+@pytest.mark.parametrize("speculative", [None, {"method": "ngram", "tokens": 3}])
+def test_deploy_refuses_an_mtp_draft_it_would_not_start(tmp_path, speculative):
+    """A deployment with mtp_draft is planned with the MTP layers loaded; a command without the mtp
+    method would not load them: /api/deploy answers 422 at the field instead of a command that differs
+    from the plan."""
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "test.db"))
+    body = {"deployment": {"model": "deepseek-r1", "system": "hgx-h200", "mtp_draft": True}, "speculative": speculative}
+    bad = client.post("/api/deploy", json=body)
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "deployment.mtp_draft"
+    ok = client.post("/api/deploy", json={**body, "speculative": {"method": "mtp", "tokens": 1}})
+    assert ok.status_code == 200 and '"method":"mtp"' in ok.json()["command"]["text"]
+
+
+def test_a_model_without_mtp_layers_is_told_the_catalogue_models_with_them():
+    """The refusal's allowed names catalogue ids one can pass, each a model that ships MTP layers."""
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(model="llama-3.1-8b", gpu="h100", mtp_draft=True), CATALOG)
+    named = exc.value.allowed.split(": ", 1)[1].split(", ")
+    assert "deepseek-v3" in named and "deepseek-v4-flash" in named and "llama-3.1-8b" not in named
+    assert all(resolve_model(CATALOG, m).architecture.mtp_layers for m in named)
+
+
+@pytest.mark.parametrize("model", ["nemotron-3-super", "nemotron-3-ultra"])
+def test_nemotron_h_mtp_block_pattern_gives_its_attention_layer(model):
+    """Nemotron-H's MTP block is an attention block and a MoE block (config.json's
+    mtp_hybrid_override_pattern "*E", or mtp_layers_block_type [attention, moe]): drafting adds one
+    full-attention layer's KV per token; the last decoder block (a MoE block) holds none."""
+    arch = resolve_model(CATALOG, model).architecture
+    assert arch.mtp_layer_kinds == (LayerKind.FULL,) and arch.layer_kinds[-1] is LayerKind.MLP
+    kw = dict(model=model, gpu="b200", gpus=8, tensor_parallel_size=8, max_model_len=32768)
+    plain = plan_memory(Deployment(**kw), CATALOG).layout
+    drafting = plan_memory(Deployment(**kw, mtp_draft=True), CATALOG).layout
+    full = sum(k is LayerKind.FULL for k in arch.layer_kinds)
+    assert drafting.growing_bytes_per_token == pytest.approx(plain.growing_bytes_per_token * (full + 1) / full)
+
+
+def test_a_bad_mtp_block_pattern_names_its_own_key():
+    from inferplan.catalog.hf_layers import mtp_layer_kinds
+    from inferplan.errors import ConfigImportError
+
+    assert mtp_layer_kinds({"mtp_layers_block_type": ["attention", "moe"]}, 52, 2) == (LayerKind.FULL,) * 2
+    with pytest.raises(ConfigImportError) as exc:
+        mtp_layer_kinds({"mtp_hybrid_override_pattern": "*X"}, 88, 1)
+    assert exc.value.field == "mtp_hybrid_override_pattern" and exc.value.allowed == "M * - E"

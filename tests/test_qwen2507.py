@@ -98,3 +98,9 @@ def test_d04_is_planned_with_the_lowered_fraction_and_says_so(catalog):
     plan = Deployment(model="Qwen/Qwen3-30B-A3B-Instruct-2507-FP8", gpu="mi355x", engine="sglang",
                       quantization="fp8-block", max_model_len=262144)
     assert any("aiter" in a and "0.85" in a for a in fit(plan, catalog).assumptions)
+
+
+def test_the_note_on_a_stated_fraction_says_the_given_one_is_lowered(catalog):
+    r = fit(Deployment(model="qwen3-30b-a3b", gpu="mi355x", engine="sglang", gpu_memory_utilization=0.9), catalog)
+    note = next(a for a in r.assumptions if "attention backend" in a)
+    assert "the one it is given" in note and "0.765 planned" in note

@@ -3,10 +3,12 @@ copies: of one GPU where the model fits on one, else of the smallest instance th
 `fit`, `perf` and `deploy` answer for the layout one would launch rather than eight copies that cannot load."""
 
 import pytest
+import yaml
 
-from inferplan.deploy.command import launch_command
+from inferplan.deploy.command import engine_flags, launch_command
+from inferplan.deploy.manifest import kubernetes_manifest
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import fit
+from inferplan.memory.fit import as_planned, fit
 
 
 def _layout(r):
@@ -48,3 +50,55 @@ def test_deploy_launches_the_planned_instance(catalog, gpus, tp):
 def test_deploy_of_one_gpu_copies_names_no_parallel_size(catalog):
     cmd = launch_command(Deployment(model="llama-3.1-8b", system="hgx-h100", engine="vllm"), catalog)
     assert "--tensor-parallel-size" not in cmd.argv
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_deploy_launches_one_copy_of_a_split_instance(catalog, engine):
+    """Llama 3.1 70B on an HGX H100 is two copies of tensor parallel 4: the command starts one copy on 4
+    GPUs (TensorRT-LLM runs no data-parallel ranks of a split instance, so one launch of both copies
+    would be refused), and the plan of what it launches is the plan fit made."""
+    d = Deployment(model="llama-3.1-70b", system="hgx-h100", engine=engine)
+    cmd = launch_command(d, catalog)
+    dp_rule = engine_flags(catalog, engine).settings.get("data_parallel_size")  # TensorRT-LLM: an options key
+    dp_flags = dp_rule.flags if dp_rule else ()
+    assert cmd.files == () and not set(dp_flags) & set(cmd.argv)
+    assert _layout(fit(as_planned(d, catalog), catalog)) == _layout(fit(d, catalog)) == (4, 1, 2)
+
+
+def test_the_manifest_runs_each_copy_in_a_pod_of_its_own(catalog):
+    """DeepSeek-R1 on a GB200 NVL72 is nine copies of tensor parallel 8: nine replicas of 8 GPUs, not
+    one pod asking for the rack's 72."""
+    manifest = kubernetes_manifest(Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm"), catalog)
+    deployment = next(doc for doc in yaml.safe_load_all(manifest) if doc["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 9
+    assert set(container["resources"]["limits"].values()) == {8}
+
+
+def test_llamacpp_copies_split_by_layers_as_it_launches(catalog):
+    """llama.cpp's own multi-GPU split is by layers (its row split leaves the KV cache on one GPU):
+    DeepSeek-R1 in Q4_K_M on an HGX H200 is two copies of four pipeline stages, and the command says so."""
+    d = Deployment(model="deepseek-r1", system="hgx-h200", engine="llamacpp", quantization="gguf-q4_k_m")
+    assert _layout(fit(d, catalog)) == (1, 4, 2)
+    argv = launch_command(d, catalog).argv
+    assert argv[argv.index("--split-mode") + 1] == "layer"
+
+
+def test_copies_that_do_not_divide_the_system_run_on_part_of_it(catalog):
+    """DeepSeek-R1 in BF16 needs tensor parallel 16 of a GB200 NVL72's 72 GPUs: four copies on 64 of
+    them, 8 idle (not 72 one-GPU copies that cannot load); deploy gives four 16-GPU replicas."""
+    d = Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm", quantization="bf16")
+    r = fit(d, catalog)
+    assert r.fits and _layout(r) == (16, 1, 4) and r.parallel.gpus == 64 and "8 left idle" in r.layout_note
+    deployment = next(doc for doc in yaml.safe_load_all(kubernetes_manifest(d, catalog)) if doc["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 4 and set(container["resources"]["limits"].values()) == {16}
+
+
+def test_a_layout_that_does_not_fill_the_gpus_names_no_flag_in_the_library(catalog):
+    # the API answers with this message too: it names the GPU count, not the CLI's --gpus
+    from inferplan.errors import InvalidScenarioError
+
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(model="llama-3.1-8b", system="hgx-h100", data_parallel_size=2), catalog)
+    assert exc.value.field == "data_parallel_size" and "--" not in str(exc.value) and "8 GPUs" in str(exc.value)

@@ -224,9 +224,14 @@ class Store:
         file, provenance and points) is refused (ConflictError) rather than stored twice, where it
         would count twice wherever stored runs are used."""
         saved = []
+        given: dict[str, str] = {}  # body -> the file that gave it earlier in this import
         with self._write() as db:
             for run in runs:
                 body = run.model_dump_json(exclude={"id"})
+                if body in given:  # rolled back with the rest: no stored run to name
+                    raise ConflictError(f"{run.file}: the same run as {given[body]} earlier in this import",
+                                        field="file", located=True, allowed="each run once")
+                given[body] = run.file
                 same = db.execute("SELECT id FROM measurements WHERE body = ?", (body,)).fetchone()
                 if same is not None:
                     raise ConflictError(f"{run.file}: the same run is stored already as run {same['id']}",

@@ -297,7 +297,15 @@ def _block(cfg: dict, key: str) -> dict:
 
 def mtp_layer_kinds(cfg: dict, n_layers: int, mtp_layers: int) -> tuple[LayerKind, ...]:
     """The MTP layers' attention where the config states it: DeepSeek-V4's compress_ratios entries past
-    the decoder layers (0: window only); empty where it does not."""
+    the decoder layers (0: window only), or Nemotron-H's MTP block pattern (its token mixers, the MLP
+    and MoE blocks left out, for each MTP layer); empty where it does not."""
+    for key in ("mtp_hybrid_override_pattern", "mtp_layers_block_type"):
+        if mtp_layers and cfg.get(key):
+            try:  # the decoder layers' pattern, for one MTP layer
+                block = layer_kinds({key.removeprefix("mtp_"): cfg[key]}, 0, "")
+            except ConfigImportError as exc:
+                raise ConfigImportError(f"{key}: {exc}", field=key, allowed=exc.allowed) from None
+            return tuple(k for k in block if k is not LayerKind.MLP) * mtp_layers
     ratios = cfg.get("compress_ratios")
     if not mtp_layers or not isinstance(ratios, list) or len(ratios) < n_layers + mtp_layers:
         return ()

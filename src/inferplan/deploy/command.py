@@ -18,10 +18,11 @@ from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
 from inferplan.memory.fit import as_planned
+from inferplan.memory.mtp import mtp_models, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.kt_args import kt_args
-from inferplan.errors import InferplanError, UnsupportedSettingError
+from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.precision import check_kv_dtype
@@ -88,7 +89,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name, or under ``files_dir`` (where a container mounts it)."""
     catalog = catalog or load_catalog()
-    d = as_planned(d, catalog)  # --gpus or a system alone: the layout fit and perf plan, written into the sizes
+    d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
     port = port or flags.default_port
@@ -106,7 +107,6 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
     if speculative is not None:
-        _check_drafts(d, catalog, speculative)
         argv += _speculative_args(speculative, flags, options)
     if role != "both":
         argv += _role_args(role, flags)
@@ -268,6 +268,23 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict)
     return _emit(rule, kv.id)
 
 
+def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Deployment:
+    """``d`` as launched with ``spec``: drafting with the model's MTP layers, its plan counts what the
+    engine holds for them (``mtp_draft``, as fit and perf plan it); a deployment whose plan counts an MTP
+    draft the command would not start is refused."""
+    if d.mtp_draft and (spec is None or spec.method != "mtp"):
+        raise InvalidScenarioError("the plan counts an MTP draft the launch command starts only with speculative "
+                                   "decoding by the mtp method", field="mtp_draft",
+                                   allowed="speculative decoding with method mtp and its draft tokens, or no MTP draft")
+    if spec is None or spec.method != "mtp":
+        return d
+    _check_drafts(d, catalog, spec)
+    try:
+        return with_mtp_draft(catalog, d, spec.tokens)
+    except UnknownModelError:  # a model the catalogue cannot resolve is left to the engine
+        return d
+
+
 def _check_drafts(d: Deployment, catalog: Catalog, spec: Speculative) -> None:
     """MTP drafts with the model's own multi-token-prediction layers: a model whose config.json ships
     none (``num_nextn_predict_layers`` 0) cannot start with them. A model the catalogue cannot resolve
@@ -281,7 +298,7 @@ def _check_drafts(d: Deployment, catalog: Catalog, spec: Speculative) -> None:
     if model.architecture is not None and not model.architecture_is_proxy and not model.architecture.mtp_layers:
         raise UnsupportedSettingError(f"{model.name} ships no multi-token-prediction layers to draft with",
                                       field="speculative.method",
-                                      allowed="another speculative method, or a model with MTP layers")
+                                      allowed=f"another speculative method, or a catalogue model with MTP layers: {mtp_models(catalog)}")
 
 
 def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> list[str]:

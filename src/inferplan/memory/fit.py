@@ -111,33 +111,40 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
                    one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
     """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
-    where the model does not fit on one GPU, copies of the smallest instance that holds it instead, when
-    the system's GPUs are a whole number of them (None: the one-GPU copies stand)."""
+    where the model does not fit on one GPU, as many copies of the smallest instance that holds it as
+    the system has room for, the GPUs fewer than one more copy left idle (None: the one-GPU copies
+    stand, as no instance within the system holds the model)."""
     smallest = one_gpu.result.smallest_fit
     if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
-            or hw.gpus % smallest.gpus:
+            or smallest.gpus > hw.gpus:
         return None
     tp, pp = smallest.tensor_parallel_size, smallest.pipeline_parallel_size
-    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
-                                 "data_parallel_size": hw.gpus // smallest.gpus})
-    mp = _fit(catalog, sized, spec, hw, stated_plan(sized, hw.gpus), search_smallest=False)
-    dp = mp.result.parallel.data_parallel_size
-    return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {dp} data-parallel {'copy' if dp == 1 else 'copies'} of "
-                f"{describe_split(tp, pp)}, the smallest instance that holds the model (no parallel sizes given)")
+    copies = hw.gpus // smallest.gpus
+    used = copies * smallest.gpus  # a GPU count below the system's: the copies on part of it
+    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": copies,
+                                 **({"gpus": used} if used < hw.gpus else {})})
+    mp = _fit(catalog, sized, spec, hw if used == hw.gpus else resolve_hardware(catalog, sized),
+              stated_plan(sized, used), search_smallest=False)
+    idle = f" ({used} GPUs; {hw.gpus - used} left idle)" if used < hw.gpus else ""
+    return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {copies} data-parallel {'copy' if copies == 1 else 'copies'} of "
+                f"{describe_split(tp, pp)}{idle}, the smallest instance that holds the model (no parallel sizes given)")
 
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with the parallel sizes its plan runs written in, for a reader of the sizes themselves (a
-    launch command): the engine's layout over ``--gpus`` alone, or a system's copies of an instance of
-    more than one GPU; unchanged when it states its layout."""
+    launch command): the engine's layout over ``--gpus`` alone, or the tensor × pipeline split of the
+    instance a system named alone runs copies of; unchanged when it states its layout. A system's copies
+    are launched one instance each, as its one-GPU copies are (the data-parallel size is left to fill the
+    system): one launch of all of them would need the engine to run data-parallel ranks of a split
+    instance, which TensorRT-LLM does not, and one pod to hold a rack's GPUs."""
     if d.gpus is not None or layout_stated(d) or d.system is None:
         return as_launched(d, catalog)
     p = plan_memory(d, catalog).result.parallel
     if p.tensor_parallel_size * p.pipeline_parallel_size == 1:
         return d  # one-GPU copies: as a system without sizes is launched
+    idle = p.gpus < resolve_hardware(catalog, d).gpus  # copies that leave part of the system idle run on the rest
     return d.model_copy(update={"tensor_parallel_size": p.tensor_parallel_size,
-                                "pipeline_parallel_size": p.pipeline_parallel_size,
-                                "data_parallel_size": p.data_parallel_size})
+                                "pipeline_parallel_size": p.pipeline_parallel_size, **({"gpus": p.gpus} if idle else {})})
 
 
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
@@ -389,8 +396,8 @@ def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, 
 
 def _scale_note(engine, scale, settings) -> str:
     return (f"{engine.name} runs the {scale.attention_backend} attention backend by default on {scale.software} and "
-            f"lowers its own memory fraction x {scale.scale.value:g} above {scale.above_context_tokens.value:,.0f} "
-            f"tokens of context: {settings.memory_fraction:.3f} planned")
+            f"lowers its memory fraction (its own, or the one it is given) x {scale.scale.value:g} above "
+            f"{scale.above_context_tokens.value:,.0f} tokens of context: {settings.memory_fraction:.3f} planned")
 
 
 def _planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:
@@ -413,11 +420,14 @@ def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise
 
 
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
-    """Fewest GPUs (TP within the scale-up domain first, then PP) that hold one instance."""
+    """Fewest GPUs that hold one instance; at a GPU count, the split the engine launches first: tensor
+    parallel within the scale-up domain, then pipeline stages, or for an engine whose own multi-GPU split
+    is by layers (llama.cpp's default; its row split keeps the KV cache on one GPU) pipeline first."""
     limit = 1024
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
-    engine = catalog.engine(d.engine).id
+    engine_spec = catalog.engine(d.engine)
+    engine = engine_spec.id
     candidates = []
     tp = 1
     while tp <= hw.domain_gpus:
@@ -429,7 +439,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
         tp *= 2
     floor = _weights_floor_bytes(catalog, d, spec, hw)
     total, _ = device_total_bytes(catalog, hw.accel)
-    for gpus, pp, tp in sorted(candidates):
+    layer_first = engine_spec.multi_gpu_split == "layer"
+    for gpus, pp, tp in sorted(candidates, key=lambda c: (c[0], c[2]) if layer_first else c):
         if floor / gpus > total:  # the weights alone overfill every GPU of this layout
             continue
         plan = ParallelPlan(

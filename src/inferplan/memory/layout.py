@@ -106,7 +106,7 @@ def stated_plan(d: Deployment, gpus: int) -> ParallelPlan:
     dp = d.data_parallel_size or gpus // instance
     if instance * dp != gpus:
         raise InvalidScenarioError(
-            f"TP × PP × DP = {instance * dp} must equal --gpus {gpus}",
+            f"TP × PP × DP = {instance * dp} must equal the deployment's {gpus} GPUs",
             field="data_parallel_size",
             allowed=f"{gpus // instance}" if gpus % instance == 0 else "a divisor",
         )

@@ -20,16 +20,25 @@ from inferplan.memory.resolve import resolve_model
 FIELD = "mtp_draft"
 
 
+def _has_mtp_layers(spec: ModelSpec) -> bool:
+    arch = spec.architecture
+    return arch is not None and not spec.architecture_is_proxy and bool(arch.mtp_layers)
+
+
+def mtp_models(catalog) -> str:
+    """The catalogue's models that ship MTP layers, for a refusal's ``allowed``."""
+    return ", ".join(m.id for m in catalog.models if _has_mtp_layers(resolve_model(catalog, m.id)))
+
+
 def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpRule | None, InvalidScenarioError | None]:
     """The engine's rule for drafting with ``spec``'s MTP layers, or why no such draft is planned (an
     error naming ``mtp_draft``): the model ships none, the engine does not draft with them, or the
     release line's memory rule does not count the draft."""
-    arch = spec.architecture
-    if arch is None or spec.architecture_is_proxy or not arch.mtp_layers:
+    if not _has_mtp_layers(spec):
         return None, InvalidScenarioError(
             f"{spec.name} ships no multi-token-prediction layers to draft with (config.json "
             "num_nextn_predict_layers is 0 or not known)", field=FIELD,
-            allowed="no MTP draft, or a model with MTP layers (DeepSeek-V3/V4, GLM-4.5+, Qwen3-Next, MiMo ...)")
+            allowed=f"no MTP draft, or a catalogue model with MTP layers: {mtp_models(catalog)}")
     rule = mtp_rule(catalog, engine)
     if rule is None:
         engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
@@ -54,12 +63,9 @@ def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule 
 
 
 def mtp_kinds(arch: Architecture) -> tuple[LayerKind, ...]:
-    """The attention of each MTP layer: as the config states it (DeepSeek-V4), else the last decoder
-    layer's (a DeepSeek MTP module repeats it; Nemotron-H's MTP block is an attention layer)."""
-    if arch.mtp_layer_kinds:
-        return arch.mtp_layer_kinds
-    last = LayerKind.FULL if arch.model_type.startswith("nemotron_h") else arch.layer_kinds[-1]
-    return (last,) * arch.mtp_layers
+    """The attention of each MTP layer: as the config states it (DeepSeek-V4's compress ratios,
+    Nemotron-H's MTP block pattern), else the last decoder layer's (a DeepSeek MTP module repeats it)."""
+    return arch.mtp_layer_kinds or (arch.layer_kinds[-1],) * arch.mtp_layers
 
 
 def kv_architecture(arch: Architecture | None, rule: MtpRule | None) -> Architecture | None:
@@ -95,5 +101,8 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     unchanged otherwise (another draft, or none)."""
     if not speculative_tokens or d.mtp_draft:
         return d
-    _, refused = _refusal(catalog, d, resolve_model(catalog, d.model), catalog.engine(d.engine).id)
+    spec = resolve_model(catalog, d.model)
+    if not _has_mtp_layers(spec):  # before _refusal, which lists the catalogue's MTP models
+        return d
+    _, refused = _refusal(catalog, d, spec, catalog.engine(d.engine).id)
     return d if refused is not None else d.model_copy(update={"mtp_draft": True})

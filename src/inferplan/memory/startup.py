@@ -12,7 +12,7 @@ the stated fraction, with which the same start-up fits.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
@@ -102,9 +102,8 @@ def startup_fix(check: StartupCheck, total_bytes: float) -> StartupFix:
     room = check.headroom_bytes_per_gpu - check.context_bytes_per_gpu - check.graph_bytes_per_gpu
     seqs = int(room // check.sampler_bytes_per_seq) if check.sampler_bytes_per_seq else 0
     if check.sampler_bytes_per_seq:  # the quotient's rounding can land one row off the limit either way:
-        def starts(rows: int) -> bool:  # settled with the check's own sum, as ``starts`` adds it up
-            return check.context_bytes_per_gpu + check.graph_bytes_per_gpu + check.sampler_bytes_per_seq * rows \
-                <= check.headroom_bytes_per_gpu
+        def starts(rows: int) -> bool:  # settled by the check itself, at that many rows
+            return replace(check, sampler_bytes_per_gpu=check.sampler_bytes_per_seq * rows).starts
         seqs += starts(seqs + 1)
         seqs -= seqs > 0 and not starts(seqs)
     return StartupFix(memory_fraction=round(fraction, 2) if fraction > 0 else None,

@@ -2,7 +2,8 @@
 
 Three kinds, each checked by a fit of the changed deployment: the longest context the given hardware
 holds, the fewest GPUs of the same accelerator that hold it at its context (a tensor × pipeline
-layout, ``fit``'s ``smallest_fit``), and the next smaller weight format that holds it at its context —
+layout, ``fit``'s ``smallest_fit``), and the next smaller weight format (smaller weights for this
+model, not only fewer bits a weight on paper) that holds it at its context —
 or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
@@ -92,6 +93,14 @@ def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
     return r if r.fits else None
 
 
+def _weights_bytes(d: Deployment, quantization: str, catalog: Catalog) -> float:
+    """The weights ``d`` holds in ``quantization`` (infinite: the format is refused)."""
+    try:
+        return plan_memory(d.model_copy(update={"quantization": quantization}), catalog).result.weights_bytes
+    except InferplanError:
+        return float("inf")
+
+
 def _longest_context(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
     """The longest context, in whole steps, that fits on the same hardware and layout."""
     if mp.result.kv_cache_bytes_per_gpu <= 0:  # the weights leave no room: no context fits
@@ -140,6 +149,8 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
         (q for q in catalog.quantizations if q.bits_per_weight.value < bits and (not q.engines or engine in q.engines)
          and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),
         key=lambda q: -q.bits_per_weight.value)
+    # fewer bits per weight on paper, not always for this model (MXFP4 experts on a dense model)
+    candidates = [q for q in candidates if _weights_bytes(d, q.id, catalog) < mp.result.weights_bytes]
     for q in candidates:
         if _fits(d, {"quantization": q.id}, catalog):
             return FitSuggestion(kind="quantization", changes={"quantization": q.id},

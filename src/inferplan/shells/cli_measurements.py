@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, err_console, fail, run
+from inferplan.shells.cli_common import (GpusOpt, LazyModule, JsonOpt, PpOpt, TpOpt, console, emit_json, err_console,
+                                         fail, run)
 
 render_local = LazyModule("inferplan.shells.render_local")
 
@@ -163,9 +164,9 @@ def acceptance_cmd(
     model: str = typer.Option(..., "--model", help="Catalogue model id or alias."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator id or alias, or local."),
     system: Optional[str] = typer.Option(None, "--system", help="System id."),
-    gpus: Optional[int] = typer.Option(None, "--gpus"),
-    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", "-tp"),
-    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", "-pp"),
+    gpus: Optional[int] = GpusOpt,  # without parallel sizes: laid out as fit, perf and deploy lay them out
+    tensor_parallel_size: Optional[int] = TpOpt,
+    pipeline_parallel_size: Optional[int] = PpOpt,
     quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
     kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
