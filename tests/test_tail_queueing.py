@@ -214,3 +214,26 @@ def test_a_run_split_over_replicas_is_each_replicas_share_of_it():
     one = Load(request_rate_per_s=4.0, input_tokens=100, output_tokens=400, open_loop_requests=40)
     two = one.model_copy(update={"request_rate_per_s": 8.0, "open_loop_requests": 80})
     assert approximate(curve, two, replicas=2).tpot_p50_s == pytest.approx(approximate(curve, one).tpot_p50_s, rel=1e-9)
+
+
+def test_a_short_run_reaches_the_mean_of_reflected_brownian_motion_started_empty():
+    """``settled_share`` against the supremum form of the same process, computed independently:
+    started empty, reflected Brownian motion with drift −δ and variance σ² at time t has the law of
+    the running maximum M_t, P(M_t > y) = Φ̄((y + δt)/(σ√t)) + e^{−2δy/σ²}·Φ̄((y − δt)/(σ√t)); the
+    share is E[M_t] averaged over t in [0, span], over the steady mean σ²/(2δ)."""
+    from statistics import NormalDist
+
+    from inferplan.search.transient import settled_share
+
+    tail = lambda x: 1 - NormalDist().cdf(x)  # noqa: E731
+    w, rho = 2.0, 0.9  # δ = 0.1, σ² = 2wδ = 0.4
+    delta, var = 1 - rho, 2 * w * (1 - rho)
+    for span in (5.0, 40.0, 400.0):
+        times = np.linspace(span / 200, span, 200)
+        ys = np.linspace(0, 40 * w, 2001)
+        means = [np.trapezoid([tail((y + delta * t) / math.sqrt(var * t))
+                               + math.exp(-2 * delta * y / var) * tail((y - delta * t) / math.sqrt(var * t)) for y in ys], ys)
+                 for t in times]
+        expected = np.trapezoid(np.concatenate([[0.0], means]), np.concatenate([[0.0], times])) / span / w
+        assert settled_share(np.array([span]), np.array([w]), np.array([rho]))[0] == pytest.approx(expected, rel=0.01)
+    assert settled_share(np.array([1.0]), np.array([np.inf]), np.array([1.2]))[0] == 1.0  # unstable stays so

@@ -5,11 +5,13 @@ The queueing approximation (``queueing.py``) solves the steady state; a run of N
 
 - ``run_batch``: the running batch from ``dn/dt = λ − n / E[S](1 + n)`` (arrivals in, completions
   out at the batch's service time), each arrival seeing the mean over its own life;
-- ``settled_share``: of a queue's steady mean wait, the share a run of that span reaches.
+- ``settled_share``: of a queue's steady mean wait, the share a run of that span reaches (reflected
+  Brownian motion started empty).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -41,13 +43,26 @@ def run_batch(service_s: Callable[[np.ndarray], np.ndarray], span_s: np.ndarray,
 
 def settled_share(span_s: np.ndarray, mean_wait_s: np.ndarray, rho: np.ndarray) -> np.ndarray:
     """Of a queue's steady-state mean wait, the share a run of ``span_s`` seconds that starts empty
-    averages: ``1 − (1 − e^{−x})/x`` with ``x = span / τ``, the wait taken to approach its steady
-    mean as ``1 − e^{−t/τ}``. ``τ = 2σ²/δ²`` is the time scale of reflected Brownian motion with
-    variance σ² and drift −δ (Abate & Whitt 1987 give its exact transient), which with the steady
-    mean wait ``W = σ²/(2δ)`` and ``δ = 1 − ρ`` is ``4 W / (1 − ρ)``. An unstable queue stays
-    unstable."""
+    averages over arrivals spread evenly across it. The queue is taken as reflected Brownian motion
+    with drift ``−δ`` (``δ = 1 − ρ``) and the variance ``σ²`` that its steady mean ``W = σ²/(2δ)``
+    implies; started empty its mean at time ``t`` is ``W·h(t/τ)`` with ``τ = σ²/δ² = 2W/δ`` and
+    ``h(u) = 1 − 2(1 + u)·Φ̄(√u) + 2√u·φ(√u)`` (Abate & Whitt 1987: it grows as ``√t`` at first, so a
+    short run reaches more of ``W`` than an exponential approach would give). The share is
+    ``h``'s average over ``[0, span/τ]``, by ``SHARE_NODES``-point Gauss–Legendre in ``√u``. An
+    unstable queue stays unstable."""
+    span, w, r = np.broadcast_arrays(np.asarray(span_s, float), np.asarray(mean_wait_s, float), np.asarray(rho, float))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        tau = 4 * mean_wait_s / np.maximum(1 - rho, 1e-12)
-        x = np.where(tau > 0, span_s / np.where(tau > 0, tau, 1.0), np.inf)
-        share = np.where(x > 1e-6, 1 - (1 - np.exp(-np.minimum(x, 700))) / np.where(x > 1e-6, x, 1.0), x / 2)
-    return np.where(np.isfinite(mean_wait_s) & (rho < 1), np.clip(share, 0.0, 1.0), 1.0)
+        tau = 2 * w / np.maximum(1 - r, 1e-12)
+        reach = np.where(tau > 0, span / np.where(tau > 0, tau, 1.0), np.inf)
+    v, weight = _NODES
+    u = np.minimum(reach, 1e12)[..., None] * v**2  # u = reach · v², du = 2 · reach · v dv
+    root = np.sqrt(u)
+    h = 1 - (1 + u) * _erfc(root / np.sqrt(2)) + 2 * root * np.exp(-u / 2) / np.sqrt(2 * np.pi)
+    share = (h * 2 * v * weight).sum(axis=-1)
+    return np.where(np.isfinite(w) & (r < 1), np.clip(np.where(np.isfinite(reach), share, 1.0), 0.0, 1.0), 1.0)
+
+
+SHARE_NODES = 24
+_NODES = tuple(np.asarray(a, float) for a in np.polynomial.legendre.leggauss(SHARE_NODES))
+_NODES = ((_NODES[0] + 1) / 2, _NODES[1] / 2)  # on [0, 1]
+_erfc = np.vectorize(math.erfc, otypes=[float])
