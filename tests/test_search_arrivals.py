@@ -16,7 +16,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search import evaluate
-from inferplan.search.arrivals import Load, lognormal_quantile
+from inferplan.search.arrivals import Load, length_quantiles
 from inferplan.search.load import LONG_REQUEST_QUANTILE, resolve_load
 from inferplan.search.mgc import mgc_wait, mgc_wait_quantile
 from inferplan.search.queueing import CurveTable, approximate_many, mixture_wait_quantile
@@ -44,7 +44,7 @@ def test_the_stated_arrivals_and_spreads_reach_the_load(catalog):
     assert (rl.load.input_tokens_scv, rl.load.output_tokens_scv) == (1.0, 0.5)
     assert rl.load.states() == ((0.75, 12.0), (0.25, 4.0 / 3))
     # cells hold the 99.9th percentile of each spread length, not the means
-    want = math.ceil(lognormal_quantile(1500, 1.0, LONG_REQUEST_QUANTILE)) + math.ceil(lognormal_quantile(300, 0.5, 0.999))
+    want = math.ceil(float(length_quantiles(1500, 1.0, LONG_REQUEST_QUANTILE))) + math.ceil(float(length_quantiles(300, 0.5, 0.999)))
     assert rl.max_model_len == want and want > 4 * (1500 + 300)
     users = resolve_load(catalog, SearchRequest(models=("qwen3-8b",), users=200, arrival="bursty", peak_to_average=2))
     assert users.load.arrival == "bursty" and users.load.peak_to_average == 2
@@ -227,3 +227,26 @@ def test_bursts_err_long_against_the_simulation(catalog, mean_load):
     assert a.stable and math.isfinite(a.ttft_p99_s)
     assert a.ttft_p95_s >= s.ttft_p95_s and a.ttft_p99_s >= s.ttft_p99_s
     assert a.ttft_p99_s < 4 * s.ttft_p99_s
+
+
+def test_uniform_lengths_keep_their_mean_and_spread_and_stop_at_a_third():
+    """A benchmark's random dataset draws each length evenly from a range: draws and nodes keep the
+    stated mean and SCV, the range runs from 0 to twice the mean at SCV 1/3, beyond it is refused."""
+    from inferplan.search.arrivals import draw_lengths, length_nodes
+
+    draws = draw_lengths(np.random.default_rng(0), 512.0, 1 / 3, 200_000, "uniform")
+    assert draws.mean() == pytest.approx(512, rel=0.01) and draws.var() / draws.mean() ** 2 == pytest.approx(1 / 3, rel=0.02)
+    assert draws.min() == 1 and draws.max() == 1024
+    nodes = length_nodes(512.0, 1 / 3, 16, "uniform")
+    assert nodes.mean() == pytest.approx(512) and nodes[0] == pytest.approx(32) and nodes[-1] == pytest.approx(992)
+    assert not np.allclose(nodes, length_nodes(512.0, 1 / 3, 16))  # not the log-normal's
+    with pytest.raises(ValueError, match="lengths"):
+        Load(request_rate_per_s=1.0, input_tokens_scv=0.5, lengths="uniform")
+
+
+def test_sglang_random_runs_are_validated_with_uniform_lengths():
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.validation.latency import _load
+
+    points = [p for p in load_catalog().latency_points if p.engine == "sglang" and p.dataset == "random"]
+    assert points and all(_load(p).lengths == "uniform" for p in points)

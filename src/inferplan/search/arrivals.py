@@ -16,8 +16,9 @@ Arrival processes:
 (a benchmark client that draws its prompts from a fixed seed repeats an earlier run's first
 prompts; the engine recomputes one token).
 
-Prompt and output lengths (``poisson``, ``bursty``, ``closed``) are log-normal with the stated mean
-and squared coefficient of variation (SCV 0: every request the mean, rounded).
+Prompt and output lengths (``poisson``, ``bursty``, ``closed``) have the stated mean and squared
+coefficient of variation (SCV 0: every request the mean, rounded), log-normal, or uniform
+(``lengths="uniform"``: a benchmark's random dataset drawing each length evenly from a range).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class Load(Input):
     output_tokens: float = Field(256, ge=1, le=1e8, description="mean output tokens per request")
     input_tokens_scv: float = Field(0.0, ge=0, le=100, description="squared coefficient of variation of prompt lengths")
     output_tokens_scv: float = Field(0.0, ge=0, le=100, description="squared coefficient of variation of output lengths")
+    lengths: Literal["lognormal", "uniform"] = Field(
+        "lognormal", description="how prompt and output lengths spread around their means: log-normal, or uniform "
+        "between the mean ± √(3·SCV) of it (a benchmark's random dataset; SCV at most 1/3)")
     trace: Trace | None = Field(None, exclude=True, description="the requests replayed (trace)")
 
     @model_validator(mode="after")
@@ -71,6 +75,8 @@ class Load(Input):
             raise ValueError("open_loop_requests: applies only to Poisson or bursty arrivals")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("trace: trace arrivals need a trace")
+        if self.lengths == "uniform" and max(self.input_tokens_scv, self.output_tokens_scv) > 1 / 3 + 1e-12:
+            raise ValueError("lengths: uniform lengths spread at most to an SCV of 1/3 (from 0 to twice the mean)")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:
             raise ValueError("peak_to_average: applies only to bursty arrivals")
         return self
@@ -116,34 +122,38 @@ def _scv(values: np.ndarray) -> float:
     return float(values.var()) / mean**2 if len(values) > 1 and mean > 0 else 0.0
 
 
-def lognormal_lengths(rng: np.random.Generator, mean: float, scv: float, n: int) -> np.ndarray:
-    """``n`` whole token counts of at least 1: log-normal with ``mean`` and ``scv`` (constant when 0)."""
+def draw_lengths(rng: np.random.Generator, mean: float, scv: float, n: int, shape: str = "lognormal") -> np.ndarray:
+    """``n`` whole token counts of at least 1 with ``mean`` and ``scv`` (constant when 0): log-normal,
+    or uniform between the mean ± √(3·scv) of it."""
     if scv <= 0:
         return np.full(n, max(round(mean), 1), dtype=np.int64)
-    sigma2 = math.log1p(scv)
-    draws = rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2), n)
+    if shape == "uniform":
+        half = mean * math.sqrt(3 * scv)
+        draws = rng.uniform(mean - half, mean + half, n)
+    else:
+        sigma2 = math.log1p(scv)
+        draws = rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2), n)
     return np.maximum(np.rint(draws), 1).astype(np.int64)
 
 
-def lognormal_quantile(mean: float, scv: float, q: float) -> float:
-    """The ``q`` quantile of a log-normal length with ``mean`` and ``scv`` (the mean when 0)."""
+def length_quantiles(mean: float, scv: float, qs, shape: str = "lognormal") -> np.ndarray:
+    """The ``qs`` quantiles of a length with ``mean`` and ``scv`` (the mean when 0), log-normal or uniform."""
+    qs = np.asarray(qs, float)
     if scv <= 0:
-        return mean
+        return np.full(qs.shape, float(mean))
+    if shape == "uniform":
+        half = mean * math.sqrt(3 * scv)
+        return mean - half + 2 * half * qs
     from statistics import NormalDist
 
     sigma = math.sqrt(math.log1p(scv))
-    return math.exp(math.log(mean) - sigma**2 / 2 + sigma * NormalDist().inv_cdf(q))
-
-
-def lognormal_nodes(mean: float, scv: float, nodes: int) -> np.ndarray:
-    """``nodes`` equally likely values standing for a log-normal length (its mid-quantiles)."""
-    if scv <= 0:
-        return np.full(nodes, mean)
-    from statistics import NormalDist
-
-    sigma = math.sqrt(math.log1p(scv))
-    z = np.array([NormalDist().inv_cdf((i + 0.5) / nodes) for i in range(nodes)])
+    z = np.array([NormalDist().inv_cdf(q) for q in qs.ravel()]).reshape(qs.shape)
     return np.exp(math.log(mean) - sigma**2 / 2 + sigma * z)
+
+
+def length_nodes(mean: float, scv: float, nodes: int, shape: str = "lognormal") -> np.ndarray:
+    """``nodes`` equally likely values standing for a length (its mid-quantiles)."""
+    return length_quantiles(mean, scv, (np.arange(nodes) + 0.5) / nodes, shape)
 
 
 def _bursty_times(rng: np.random.Generator, load: Load, n: int) -> np.ndarray:
@@ -174,8 +184,8 @@ def sample_requests(load: Load, n: int, rng: np.random.Generator) -> tuple[np.nd
         span = times[-1] + (1 / load.request_rate_per_s if math.isfinite(load.request_rate_per_s) else 0.0)
         times = np.concatenate([times + i * span for i in range(reps)])[:n]
         return times, np.tile(inputs, reps)[:n], np.tile(outputs, reps)[:n]
-    inputs = lognormal_lengths(rng, load.input_tokens, load.input_tokens_scv, n)
-    outputs = lognormal_lengths(rng, load.output_tokens, load.output_tokens_scv, n)
+    inputs = draw_lengths(rng, load.input_tokens, load.input_tokens_scv, n, load.lengths)
+    outputs = draw_lengths(rng, load.output_tokens, load.output_tokens_scv, n, load.lengths)
     if load.arrival == "closed":
         return np.full(n, np.nan), inputs, outputs
     if load.arrival == "bursty":

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, WorkloadProfile, resolve_workload
-from inferplan.search.arrivals import Load, lognormal_quantile
+from inferplan.search.arrivals import Load, length_quantiles
 from inferplan.search.trace import read_trace, trace_from_rows
 from inferplan.search.request import SearchRequest
 
@@ -67,7 +67,7 @@ def _longest(req: SearchRequest, input_len: float, output_len: float) -> int | N
     """The prompt plus output a cell must hold when lengths spread: each at ``LONG_REQUEST_QUANTILE``."""
     if req.input_tokens_scv == 0 and req.output_tokens_scv == 0:
         return None
-    return sum(math.ceil(lognormal_quantile(mean, scv, LONG_REQUEST_QUANTILE))
+    return sum(math.ceil(float(length_quantiles(mean, scv, LONG_REQUEST_QUANTILE)))
                for mean, scv in ((input_len, req.input_tokens_scv), (output_len, req.output_tokens_scv)))
 
 

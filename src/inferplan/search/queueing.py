@@ -51,7 +51,7 @@ from statistics import NormalDist
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.search.arrivals import Load, lognormal_nodes
+from inferplan.search.arrivals import Load, length_nodes
 from inferplan.search.bursts import spell_waits
 from inferplan.search.mgc import mgc_wait
 from inferplan.search.service import ServiceCurve
@@ -343,7 +343,7 @@ def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.nd
     chunks = np.ceil(prompt_tokens / free)
     delta = prompt_tokens / chunks * per_token  # prefill first: a whole prompt step the sequences wait for
     f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
-    outputs = lognormal_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES)
+    outputs = length_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES, load.lengths)
     inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))
     return f * (1 - f) * delta**2 * inverse_steps / t.tokens_per_step
 
@@ -397,8 +397,8 @@ def _state_factors(load: Load) -> list[tuple[float, float]]:
 def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: np.ndarray | None,
               reps: np.ndarray, nodes: int) -> TailArrays:
     stack = lambda name: np.stack([getattr(s, name) for s in solved], axis=1)  # noqa: E731
-    in_nodes = lognormal_nodes(load.input_tokens, load.input_tokens_scv, nodes) - load.input_tokens
-    out_nodes = lognormal_nodes(load.output_tokens, load.output_tokens_scv, nodes) - 1
+    in_nodes = length_nodes(load.input_tokens, load.input_tokens_scv, nodes, load.lengths) - load.input_tokens
+    out_nodes = length_nodes(load.output_tokens, load.output_tokens_scv, nodes, load.lengths) - 1
     tpot, prompt, slope, base = stack("tpot_s"), stack("prefill_s"), stack("prefill_slope_s"), stack("base_s")
     p_wait, mean_wait = stack("p_wait"), stack("mean_wait_s")
     own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)

@@ -13,7 +13,7 @@ alone (no measured profile, as speed validation scores it); the load is
   server, so the prefix cache serves them (``Load.cached_first_requests``); when K covers the whole
   run, every prompt hits the cache but its last token (the workload's ``prefix_cache_hit_rate``).
 
-Lengths: the stated means; their spread by the benchmark's dataset (``DATASET_LENGTH_SCV``). The
+Lengths: the stated means; their spread and shape by the benchmark's dataset (``DATASET_LENGTHS``). The
 simulation runs the run's own number of requests, repeated with fresh seeds to
 ``SIMULATED_REQUESTS`` in all, and reports the mean of each run's percentiles; the approximation
 gives each at the level a run's percentile lands on (``Load.run_quantile_level``). Points the speed
@@ -37,15 +37,15 @@ from inferplan.search.queueing import approximate
 from inferplan.search.service import service_curve
 from inferplan.search.simulate import simulate
 
-# (prompt, output) length SCV by (engine's benchmark client, dataset). SGLang's bench_serving draws
-# random lengths uniformly from [1, L] at its default range ratio of 0 (uniform: SCV 1/3, derived);
-# vLLM's random dataset at its default range ratio of 0 uses the length itself (SCV 0); ShareGPT
-# conversations: SCV 1 assumed (an exponential's; the runs print only means).
-DATASET_LENGTH_SCV = {
-    ("sglang", "random"): (1 / 3, 1 / 3),
-    ("vllm", "random"): (0.0, 0.0),
-    ("sglang", "sharegpt"): (1.0, 1.0),
-    ("vllm", "sharegpt"): (1.0, 1.0),
+# (prompt SCV, output SCV, shape) by (engine's benchmark client, dataset). SGLang's bench_serving
+# draws random lengths uniformly from [1, L] at its default range ratio of 0 (uniform: SCV 1/3,
+# derived); vLLM's random dataset at its default range ratio of 0 uses the length itself (SCV 0);
+# ShareGPT conversations: SCV 1 assumed, log-normal (the runs print only means).
+DATASET_LENGTHS = {
+    ("sglang", "random"): (1 / 3, 1 / 3, "uniform"),
+    ("vllm", "random"): (0.0, 0.0, "lognormal"),
+    ("sglang", "sharegpt"): (1.0, 1.0, "lognormal"),
+    ("vllm", "sharegpt"): (1.0, 1.0, "lognormal"),
 }
 SIMULATED_REQUESTS = 20_000
 METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
@@ -107,9 +107,9 @@ def _deployment(p: LatencyPoint) -> Deployment:
 
 
 def _load(p: LatencyPoint) -> Load:
-    in_scv, out_scv = DATASET_LENGTH_SCV.get((p.engine, p.dataset), (1.0, 1.0))
+    in_scv, out_scv, lengths = DATASET_LENGTHS.get((p.engine, p.dataset), (1.0, 1.0, "lognormal"))
     shape = dict(input_tokens=p.input_tokens, output_tokens=p.output_tokens, input_tokens_scv=in_scv,
-                 output_tokens_scv=out_scv)
+                 output_tokens_scv=out_scv, lengths=lengths)
     if 0 < _cached(p) < p.num_prompts:  # every prompt cached: the workload's hit rate (``_workload``)
         shape["cached_first_requests"] = _cached(p)
     if p.request_rate_per_s is not None:
