@@ -237,3 +237,23 @@ def test_a_short_run_reaches_the_mean_of_reflected_brownian_motion_started_empty
         expected = np.trapezoid(np.concatenate([[0.0], means]), np.concatenate([[0.0], times])) / span / w
         assert settled_share(np.array([span]), np.array([w]), np.array([rho]))[0] == pytest.approx(expected, rel=0.01)
     assert settled_share(np.array([1.0]), np.array([np.inf]), np.array([1.2]))[0] == 1.0  # unstable stays so
+
+
+def test_the_mixed_step_spread_is_a_scale_mixture_over_output_lengths():
+    """Z/√(o − 1) over the load's output lengths: at fixed lengths a normal quantile scaled by
+    1/√(o − 1); with uniform lengths its 99th percentile lies above the normal at the mean
+    variance, as a Monte Carlo draw of the same mixture says."""
+    from statistics import NormalDist
+
+    from inferplan.search.arrivals import length_nodes
+    from inferplan.search.queueing import MIXED_STEP_NODES, _over_lengths_quantile
+
+    fixed = Load(request_rate_per_s=1.0, output_tokens=101)
+    assert _over_lengths_quantile(fixed, 0.99) == pytest.approx(NormalDist().inv_cdf(0.99) / 10, rel=1e-9)
+    spread = Load(request_rate_per_s=1.0, output_tokens=512, output_tokens_scv=1 / 3, lengths="uniform")
+    nodes = length_nodes(512, 1 / 3, MIXED_STEP_NODES, "uniform")
+    rng = np.random.default_rng(3)
+    draws = rng.standard_normal(400_000) / np.sqrt(np.maximum(rng.choice(nodes, 400_000) - 1, 1))
+    mixture = _over_lengths_quantile(spread, 0.99)
+    assert mixture == pytest.approx(np.quantile(draws, 0.99), rel=0.02)
+    assert mixture > NormalDist().inv_cdf(0.99) * math.sqrt(np.mean(1 / (nodes - 1)))

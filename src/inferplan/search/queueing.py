@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -325,7 +326,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
     mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
     tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
-                   + NormalDist().inv_cdf(q) * mixed_sd for q in map(load.run_quantile_level, QUANTILES))
+                   + _over_lengths_quantile(load, q) * mixed_sd for q in map(load.run_quantile_level, QUANTILES))
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
@@ -335,17 +336,38 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
 
 def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
                          free: np.ndarray, prompt_tokens: np.ndarray) -> np.ndarray:
-    """Variance of a request's TPOT from which of its steps carry another request's prompt chunk.
-    A prompt of ``I`` tokens rides ``ceil(I / free)`` steps, each longer by its chunk × the cost per
-    prompt token; a share ``f`` (chunks arriving per step) of steps is such a step, so over a
-    request's ``(o − 1)/τ`` steps the count is binomial: variance ``f(1 − f) Δ² / (τ (o − 1))`` per
-    token, averaged over the output lengths (log-normal nodes)."""
+    """Variance of a request's TPOT from which of its steps carry another request's prompt chunk,
+    per unit of ``1/(o − 1)``. A prompt of ``I`` tokens rides ``ceil(I / free)`` steps, each longer
+    by its chunk × the cost per prompt token; a share ``f`` (chunks arriving per step) of steps is
+    such a step, so over a request's ``(o − 1)/τ`` steps the count is binomial: variance
+    ``f(1 − f) Δ² / (τ (o − 1))`` per token (``_over_lengths_quantile`` takes the ``1/(o − 1)`` over
+    the output lengths)."""
     chunks = np.ceil(prompt_tokens / free)
     delta = prompt_tokens / chunks * per_token  # prefill first: a whole prompt step the sequences wait for
     f = np.clip(lam * chunks * (step + delta), 0.0, 1.0)
+    return f * (1 - f) * delta**2 / t.tokens_per_step
+
+
+def _over_lengths_quantile(load: Load, level: float) -> float:
+    """The ``level`` quantile of ``Z/√(o − 1)``, ``Z`` standard normal and ``o`` an output length
+    (``MIXED_STEP_NODES`` equally likely nodes of the load's lengths): the binomial count's spread
+    is a scale mixture over lengths, whose tail a short output widens (a normal at the mean
+    variance would understate it). Solved by bisection on ``mean_k Φ(x·√(o_k − 1)) = level``."""
     outputs = length_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES, load.lengths)
-    inverse_steps = float(np.mean(1 / np.maximum(outputs - 1, 1.0)))
-    return f * (1 - f) * delta**2 * inverse_steps / t.tokens_per_step
+    return _scale_mixture_quantile(tuple(np.sqrt(np.maximum(outputs - 1, 1.0)).tolist()), level)
+
+
+@lru_cache(maxsize=256)
+def _scale_mixture_quantile(inverse_scales: tuple[float, ...], level: float) -> float:
+    phi = NormalDist().cdf
+    lo, hi = -50.0, 50.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if sum(phi(mid * r) for r in inverse_scales) / len(inverse_scales) < level:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def _service_scv(tpot: np.ndarray, prompt: np.ndarray, load: Load) -> np.ndarray:
