@@ -159,23 +159,16 @@ def test_plan_sizes_capacity_on_your_runs(tmp_path):
     assert mine["concurrency_at_target"] != model["concurrency_at_target"]
 
 
-def test_the_launch_command_comes_from_the_deploy_package_when_the_build_has_it(monkeypatch):
-    import sys
-    import types
-
+def test_the_launch_command_is_deploys():
     from inferplan.catalog.loader import load_catalog
+    from inferplan.deploy import launch_command
     from inferplan.inputs.deployment import Deployment
     from inferplan.measurements.acceptance import acceptance_pack
 
-    d = Deployment(model="llama-3.1-8b", gpu="h100")
-    fake = types.ModuleType("inferplan.deploy")
-    fake.launch_command = lambda dep, catalog: types.SimpleNamespace(argv=("vllm", "serve", dep.model),
-                                                                          script=f"vllm serve {dep.model}")
-    monkeypatch.setitem(sys.modules, "inferplan.deploy", fake)
-    pack = acceptance_pack(d, "chat-seat", load_catalog())
-    assert pack.launch_from == "inferplan deploy" and pack.launch.text == "vllm serve llama-3.1-8b"
-    monkeypatch.setitem(sys.modules, "inferplan.deploy", None)  # a build without it: the minimal table
-    assert acceptance_pack(d, "chat-seat", load_catalog()).launch_from == "minimal table (clients.yaml)"
+    catalog = load_catalog()
+    pack = acceptance_pack(Deployment(model="llama-3.1-8b", gpu="h100"), "chat-seat", catalog)
+    assert pack.launch_from == "inferplan deploy"
+    assert pack.launch.text == launch_command(pack.deployment, catalog).script
 
 
 def test_search_plans_on_your_runs(tmp_path):

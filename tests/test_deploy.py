@@ -401,11 +401,33 @@ def test_gpus_alone_launch_the_layout_fit_plans(catalog):
 def test_mtp_drafts_need_a_model_that_ships_mtp_layers(catalog, engine):
     """Llama 3.1 has no multi-token-prediction layers: an MTP launch command would fail at start-up."""
     from inferplan.deploy import Speculative, launch_command
-    from inferplan.errors import UnsupportedSettingError
+    from inferplan.memory.fit import fit
 
     mtp = Speculative(method="mtp", tokens=2)
-    with pytest.raises(UnsupportedSettingError) as refused:
+    with pytest.raises(InvalidScenarioError) as refused:
         launch_command(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine=engine), catalog, speculative=mtp)
-    assert refused.value.field == "speculative.method"
+    with pytest.raises(InvalidScenarioError) as by_fit:  # the memory layer's one refusal
+        fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine=engine, mtp_draft=True), catalog)
+    assert refused.value.field == by_fit.value.field == "mtp_draft" and str(refused.value) == str(by_fit.value)
     ships = launch_command(Deployment(model="deepseek-r1", gpu="h200", gpus=8, engine=engine), catalog, speculative=mtp)
     assert "mtp" in ships.script.lower()
+
+
+@pytest.mark.parametrize(("model", "gpus", "engine", "drafts_with_mtp"), [
+    ("deepseek-r1", 8, "vllm", True),  # ships MTP layers, and vLLM drafts with them
+    ("deepseek-r1", 8, "sglang", True),
+    ("llama-3.1-8b", 1, "vllm", False),  # no MTP layers: the other method
+    ("llama-3.1-8b", 1, "sglang", False),
+])
+def test_a_draft_without_a_method_is_the_one_perf_plans(catalog, model, gpus, engine, drafts_with_mtp):
+    """Speculative decoding with no method stated: deploy drafts as perf plans it for the same
+    speculative tokens (MTP where the model has MTP layers and the engine drafts with them, else ngram)."""
+    from inferplan.inputs.workload import Workload
+    from inferplan.performance.context import ServingContext
+
+    d = Deployment(model=model, gpu="h200", gpus=gpus, engine=engine)
+    argv = launch_command(d, catalog, speculative=Speculative(tokens=2)).argv
+    explicit = Speculative(method="mtp" if drafts_with_mtp else "ngram", tokens=2)
+    assert argv == launch_command(d, catalog, speculative=explicit).argv
+    perf = ServingContext(catalog, d, Workload(input_len=1024, output_len=256, concurrency=1, speculative_tokens=2))
+    assert perf.d.mtp_draft is drafts_with_mtp

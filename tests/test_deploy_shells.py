@@ -104,3 +104,35 @@ def test_api_deploy_carries_llamacpp_offload_flags(client):
     assert r.status_code == 200, r.text
     args = next(yaml.safe_load_all(r.json()["manifest"]))["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--n-cpu-moe") + 1] == "20" and args[args.index("--n-gpu-layers") + 1] == "all"
+
+
+def test_cli_and_api_draft_as_perf_plans_when_no_method_is_given(client):
+    """deepseek-r1 ships MTP layers: perf with --speculative-tokens plans an MTP draft, and so does deploy."""
+    args = ["deploy", "--model", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--speculative-tokens", "2", "--json"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert '"method":"mtp"' in json.loads(r.stdout)["command"]["text"]
+    body = {"deployment": {"model": "deepseek-r1", "gpu": "h200", "gpus": 8}, "speculative": {"tokens": 2}}
+    api = client.post("/api/deploy", json=body)
+    assert api.status_code == 200, api.text
+    assert api.json()["command"]["argv"] == json.loads(r.stdout)["command"]["argv"]
+
+
+def test_an_mtp_draft_of_a_model_without_mtp_layers_names_the_method():
+    """The memory layer's refusal (field mtp_draft) is deploy's --speculative-method and the body's
+    speculative.method: where the user asked for it."""
+    r = runner.invoke(app, [*BASE, "--speculative-method", "mtp", "--speculative-tokens", "2", "--json"])
+    assert r.exit_code == 2
+    assert json.loads(r.stdout)["error"]["field"] == "--speculative-method"
+
+
+@pytest.mark.parametrize(("body", "loc"), [
+    ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, "speculative": {"method": "mtp", "tokens": 2}},
+     ["body", "speculative", "method"]),
+    ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "mtp_draft": True}, "speculative": {"method": "mtp", "tokens": 2}},
+     ["body", "deployment", "mtp_draft"]),
+])
+def test_api_names_the_mtp_field_the_body_gave(client, body, loc):
+    r = client.post("/api/deploy", json=body)
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == loc

@@ -62,19 +62,39 @@ def _imported(name: str, is_package: bool, node: ast.Import | ast.ImportFrom, kn
     return submodules or [base]  # `from pkg import submodule` loads the submodule
 
 
+def _named_import(node: ast.Call) -> str | None:
+    """The module an ``importlib.import_module`` / ``__import__`` call names (its constant head for an
+    f-string: ``f"pkg.catalog.{x}"`` loads something under ``pkg.catalog``); None for other calls."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if called not in ("import_module", "__import__") or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return str(arg.values[0].value).rstrip(".") or None
+    return None
+
+
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports anywhere in its code."""
+    """Module -> the package's modules it imports anywhere in its code (``importlib.import_module``
+    of a named module too: an import the statements do not show is still one)."""
     known = modules(root, package)
     graph: dict[str, set[str]] = {}
     for name, (path, is_package) in known.items():
         targets = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found = []
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for target in _imported(name, is_package, node, known):
-                    while target and target not in known and "." in target:
-                        target = target.rsplit(".", 1)[0]  # `import a.b.c` where c is an attribute
-                    if target in known and target != package and target != name:
-                        targets.add(target)
+                found = _imported(name, is_package, node, known)
+            elif isinstance(node, ast.Call) and _named_import(node):
+                found = [_named_import(node)]
+            for target in found:
+                while target and target not in known and "." in target:
+                    target = target.rsplit(".", 1)[0]  # `import a.b.c` where c is an attribute
+                if target in known and target != package and target != name:
+                    targets.add(target)
         graph[name] = targets
     return graph
 
@@ -160,6 +180,7 @@ def test_no_import_cycles():
 
 def test_the_graph_sees_imports_inside_functions_and_relative_ones():
     assert len(GRAPH) > 50
+    assert "inferplan.deploy" in GRAPH["inferplan.measurements.acceptance"]
     assert "inferplan.catalog.loader" in GRAPH["inferplan.memory.fit"]
     assert "inferplan.validation.speed" in set().union(*(GRAPH[m] for m in GRAPH if m.startswith("inferplan.shells")))
 
@@ -198,6 +219,10 @@ def test_the_checker_passes_a_clean_package(tmp_path):
     ("errors.py", "import fake.catalog.loader\n", "fake.errors (layer 0) imports fake.catalog.loader"),
     ("memory/fit.py", "from fake.validation import speed\n", "only the shells import validation"),
     ("validation/speed.py", "from fake.shells import cli\n", "validation imports catalog … search only"),
+    ("catalog/loader.py", "import importlib\ndef f():\n    return importlib.import_module('fake.memory.fit')\n",
+     "fake.catalog.loader (layer 1) imports fake.memory.fit"),
+    ("catalog/loader.py", "from importlib import import_module\ndef f(x):\n    return import_module(f'fake.memory.{x}')\n",
+     "fake.catalog.loader (layer 1) imports fake.memory"),
 ])
 def test_the_checker_catches_a_planted_upward_import(tmp_path, rel, text, expected):
     graph = import_graph(_write(tmp_path, {**CLEAN, rel: text}), "fake")

@@ -795,3 +795,32 @@ def test_a_deployment_that_does_not_fit_names_the_smallest_instance_that_does(ca
     with pytest.raises(InvalidScenarioError) as info:
         ServingContext(catalog, Deployment(model="gpt-oss-120b", gpu="rtx-4090"), Workload(input_len=1024, output_len=256))
     assert info.value.field == "gpus" and "needs 4 GPUs, tensor parallel 4" in str(info.value)
+
+
+@pytest.mark.parametrize(("hardware", "field"), [
+    ({"system": "dgx-spark"}, "system"),  # the system alone gave the GPUs
+    ({"gpu": "h100", "gpus": 4}, "gpus"),
+    ({"system": "hgx-h100", "gpus": 4}, "gpus"),
+])
+def test_a_deployment_too_small_names_the_field_given_and_no_command(hardware, field):
+    """The refusal is read by the CLI, the API and the web page alike: it names the field the user gave
+    (a system alone, or a GPU count) and no CLI command."""
+    with pytest.raises(InvalidScenarioError) as refused:
+        perf(Workload(input_len=1000, output_len=100), model="deepseek-r1", **hardware)
+    assert refused.value.field == field and "does not fit" in str(refused.value)
+    assert "inferplan" not in str(refused.value) + refused.value.allowed and "memory fit" in refused.value.allowed
+
+
+def test_the_shells_name_the_system_a_too_small_deployment_gave(tmp_path):
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    r = CliRunner().invoke(app, ["perf", "--model", "deepseek-r1", "--system", "dgx-spark", "--input-len", "1000",
+                                 "--output-len", "100", "--json"])
+    assert r.exit_code == 2 and '"field": "--system"' in r.stdout
+    api = TestClient(create_app(tmp_path / "t.db")).post("/api/perf", json={
+        "deployment": {"model": "deepseek-r1", "system": "dgx-spark"}, "workload": {"input_len": 1000, "output_len": 100}})
+    assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["body", "deployment", "system"]

@@ -175,6 +175,16 @@ class EngineFlags(Frozen):
             return None
         return next((later for later in self.accepted_later if flag in later.flags), None)
 
+    def launches_split(self, tensor_parallel_size: int, pipeline_parallel_size: int) -> bool:
+        """Whether the launcher starts one instance split ``tensor_parallel_size`` × ``pipeline_parallel_size``
+        ways: a size above 1 needs its flag, and two sizes above 1 need a flag each (llama.cpp's one
+        --split-mode is row or layer, not both; mlx_lm.server has neither)."""
+        split = [s for s, n in (("tensor_parallel_size", tensor_parallel_size),
+                                ("pipeline_parallel_size", pipeline_parallel_size)) if n > 1]
+        if any(s not in self.settings for s in split):
+            return False
+        return len(split) < 2 or not set(self.settings[split[0]].flags) & set(self.settings[split[1]].flags)
+
     def named_flags(self) -> tuple[str, ...]:
         """Every option name this record can emit."""
         named = [f for rule in self.settings.values() for f in (*rule.switches, *rule.flags)]

@@ -244,6 +244,9 @@ class EngineDefaults(Frozen):
     id: str = Field(pattern=SLUG)
     name: str
     memory_fraction: Ratio | None = None  # vLLM gpu_memory_utilization, SGLang mem_fraction_static ...
+    # the default fraction on an accelerator whose record carries the memory the engine's cap is read from
+    # (memory_reported_bytes: MLX's measured Metal working set, the cap memory_fraction approximates)
+    memory_fraction_of_reported: Ratio | None = None
     memory_fraction_meaning: Literal["of_total", "of_free_after_weights", "none"]
     block_tokens: Count  # KV block / page size in tokens
     max_num_batched_tokens: Count | None = None

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
 from inferplan.memory.fit import as_planned
-from inferplan.memory.mtp import mtp_models, with_mtp_draft
+from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.kt_args import kt_args
@@ -31,12 +31,15 @@ from inferplan.memory.resolve import resolve_model
 Role = Literal["both", "prefill", "decode"]
 DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it
 MAX_DRAFT_TOKENS = 64  # far above the 1-16 drafts engines are run with; guards against a typo
+OTHER_METHOD = "ngram"  # the method of a Speculative that states none, where no MTP draft is planned
 
 
 class Speculative(Input):
     """Speculative decoding to switch on: how drafts are made and how many tokens per step."""
 
-    method: Literal["ngram", "draft_model", "eagle3", "mtp"] = "ngram"
+    method: Literal["ngram", "draft_model", "eagle3", "mtp"] | None = Field(
+        None, description="how drafts are made; left out: mtp where the model ships MTP layers and the engine drafts "
+                          "with them (as perf plans the draft), else ngram")
     tokens: int = Field(ge=1, le=MAX_DRAFT_TOKENS, description="draft tokens proposed per step")
     draft_model: str | None = Field(None, min_length=1, description="draft checkpoint (draft_model, eagle3)")
 
@@ -89,6 +92,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name, or under ``files_dir`` (where a container mounts it)."""
     catalog = catalog or load_catalog()
+    speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
@@ -268,6 +272,19 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict)
     return _emit(rule, kv.id)
 
 
+def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Speculative | None:
+    """``spec`` with its method filled where it states none, by the rule perf plans a draft with
+    (``memory.mtp.with_mtp_draft``): mtp where the model ships MTP layers and the engine drafts with them,
+    else ``OTHER_METHOD``. A model the catalogue cannot resolve drafts by ``OTHER_METHOD``."""
+    if spec is None or spec.method is not None:
+        return spec
+    try:
+        mtp = with_mtp_draft(catalog, d, spec.tokens).mtp_draft
+    except UnknownModelError:
+        mtp = False
+    return spec.model_copy(update={"method": "mtp" if mtp else OTHER_METHOD})
+
+
 def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Deployment:
     """``d`` as launched with ``spec``: drafting with the model's MTP layers, its plan counts what the
     engine holds for them (``mtp_draft``, as fit and perf plan it); a deployment whose plan counts an MTP
@@ -286,19 +303,15 @@ def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Dep
 
 
 def _check_drafts(d: Deployment, catalog: Catalog, spec: Speculative) -> None:
-    """MTP drafts with the model's own multi-token-prediction layers: a model whose config.json ships
-    none (``num_nextn_predict_layers`` 0) cannot start with them. A model the catalogue cannot resolve
-    is left to the engine."""
+    """MTP drafts with the model's own multi-token-prediction layers: a model that ships none is refused
+    as fit and perf refuse it (``mtp_draft``). A model the catalogue cannot resolve is left to the engine."""
     if spec.method != "mtp":
         return
     try:
         model = resolve_model(catalog, d.model)
     except InferplanError:
         return
-    if model.architecture is not None and not model.architecture_is_proxy and not model.architecture.mtp_layers:
-        raise UnsupportedSettingError(f"{model.name} ships no multi-token-prediction layers to draft with",
-                                      field="speculative.method",
-                                      allowed=f"another speculative method, or a catalogue model with MTP layers: {mtp_models(catalog)}")
+    check_mtp_layers(catalog, model)
 
 
 def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> list[str]:

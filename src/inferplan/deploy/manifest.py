@@ -18,7 +18,7 @@ import yaml
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
-                                      launch_command, with_draft)
+                                      launch_command, planned_speculative, with_draft)
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -40,6 +40,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     """YAML documents for ``d``: an apps/v1 Deployment and a v1 Service, after a v1 ConfigMap holding
     the command's options file when it has one."""
     catalog = catalog or load_catalog()
+    speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR)
     flags = engine_flags(catalog, d.engine)

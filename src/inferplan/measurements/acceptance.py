@@ -2,15 +2,13 @@
 clients sweeping the workload's concurrencies at its lengths, what to record, and the predictions
 those runs will be compared with (``inferplan measurements import`` then ``show``).
 
-Commands and flag names are data (``clients.yaml``). The launch command comes from the ``deploy``
-package when this build has it, else from the minimal table in ``clients.yaml`` — the pack says
-which.
+Commands and flag names are data (``clients.yaml``); the launch command is ``inferplan deploy``'s
+(``deploy.launch_command``, a module of this layer).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import shlex
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy import launch_command
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -25,6 +24,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.performance.serving import estimate
 
 CLIENTS_FILE = Path(__file__).with_name("clients.yaml")
+LAUNCH_FROM = "inferplan deploy"  # where the pack's launch command comes from
 DEFAULT_PORT = 8000
 
 
@@ -61,7 +61,7 @@ class AcceptancePack(BaseModel):
     output_tokens: int
     concurrencies: tuple[int, ...]
     launch: Command
-    launch_from: str  # "inferplan deploy" | "minimal table (clients.yaml)"
+    launch_from: str  # LAUNCH_FROM
     benchmarks: tuple[Command, ...]
     checklist: tuple[str, ...]
     predictions: tuple[Prediction, ...]
@@ -76,22 +76,10 @@ def _fill(argv: list[str], values: dict[str, object]) -> tuple[str, ...]:
     return tuple(str(a).format(**values) for a in argv)
 
 
-def _launch(d: Deployment, catalog: Catalog, repo: str) -> tuple[Command, str]:
-    try:
-        deploy = importlib.import_module("inferplan.deploy")
-    except ImportError:
-        deploy = None
-    if deploy is not None:
-        cmd = deploy.launch_command(d, catalog)
-        return Command(client="launch", format=None, concurrency=None, argv=tuple(cmd.argv), text=cmd.script, result=None,
-                       source="inferplan deploy"), "inferplan deploy"
-    table = clients()["launch"].get(catalog.engine(d.engine).id)
-    if table is None:
-        raise InvalidScenarioError(f"no launch command for engine {d.engine}", field="engine",
-                                   allowed=", ".join(clients()["launch"]))
-    argv = _fill(table["argv"], {"repo": repo, "tp": d.tensor_parallel_size, "max_model_len": d.max_model_len})
-    return Command(client="launch", format=None, concurrency=None, argv=argv, text=shlex.join(argv), result=None,
-                   source=table["source"]), "minimal table (clients.yaml)"
+def _launch(d: Deployment, catalog: Catalog) -> Command:
+    cmd = launch_command(d, catalog)
+    return Command(client="launch", format=None, concurrency=None, argv=tuple(cmd.argv), text=cmd.script, result=None,
+                   source=LAUNCH_FROM)
 
 
 def _benchmarks(values: dict, concurrencies: tuple[int, ...], data: dict) -> list[Command]:
@@ -124,7 +112,7 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     card = catalog.model(spec.id) if spec.id in catalog.models else None
     repo = next((k.repo for k in (card.checkpoints if card else ()) if k.repo and k.quantization == spec.native_quantization),
                 None) or next((k.repo for k in (card.checkpoints if card else ()) if k.repo), spec.id)
-    launch, launch_from = _launch(d, catalog, repo)
+    launch = _launch(d, catalog)
     values = {"repo": repo, "model_file": f"{spec.id}.gguf", "input_len": inp, "output_len": out, "port": DEFAULT_PORT}
     predictions = []
     for c in levels:
@@ -132,5 +120,5 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
         predictions.append(Prediction(concurrency=c, input_tokens=inp, output_tokens=out, ttft_s=e.ttft_s, tpot_s=e.tpot_s,
                                       output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
     return AcceptancePack(deployment=d, workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
-                          launch=launch, launch_from=launch_from, benchmarks=tuple(_benchmarks(values, levels, data)),
+                          launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data)),
                           checklist=tuple(data["checklist"]), predictions=tuple(predictions))

@@ -12,6 +12,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.architecture import Architecture
@@ -420,9 +421,10 @@ def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise
 
 
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
-    """Fewest GPUs that hold one instance; at a GPU count, the split the engine launches first: tensor
-    parallel within the scale-up domain, then pipeline stages, or for an engine whose own multi-GPU split
-    is by layers (llama.cpp's default; its row split keeps the KV cache on one GPU) pipeline first."""
+    """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
+    each size above 1); at a GPU count, the split the engine launches first: tensor parallel within the
+    scale-up domain, then pipeline stages, or for an engine whose own multi-GPU split is by layers
+    (llama.cpp's default; its row split keeps the KV cache on one GPU) pipeline first."""
     limit = 1024
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
@@ -440,9 +442,10 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     floor = _weights_floor_bytes(catalog, d, spec, hw)
     total, _ = device_total_bytes(catalog, hw.accel)
     layer_first = engine_spec.multi_gpu_split == "layer"
+    flags = flags_for(catalog, engine)  # None: no launch record, every split stands
     for gpus, pp, tp in sorted(candidates, key=lambda c: (c[0], c[2]) if layer_first else c):
-        if floor / gpus > total:  # the weights alone overfill every GPU of this layout
-            continue
+        if floor / gpus > total or (flags is not None and not flags.launches_split(tp, pp)):
+            continue  # the weights alone overfill every GPU of this layout, or the launcher cannot start it
         plan = ParallelPlan(
             tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
             expert_parallel=d.enable_expert_parallel, gpus=gpus,

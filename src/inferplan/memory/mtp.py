@@ -30,15 +30,31 @@ def mtp_models(catalog) -> str:
     return ", ".join(m.id for m in catalog.models if _has_mtp_layers(resolve_model(catalog, m.id)))
 
 
+def _no_layers(catalog, spec: ModelSpec) -> InvalidScenarioError | None:
+    """Why ``spec`` cannot draft with MTP layers (an error naming ``mtp_draft``), None when it ships some."""
+    if _has_mtp_layers(spec):
+        return None
+    return InvalidScenarioError(
+        f"{spec.name} ships no multi-token-prediction layers to draft with (config.json "
+        "num_nextn_predict_layers is 0 or not known)", field=FIELD,
+        allowed=f"no MTP draft, or a catalogue model with MTP layers: {mtp_models(catalog)}")
+
+
+def check_mtp_layers(catalog, spec: ModelSpec) -> None:
+    """Refuse an MTP draft of a model that ships no MTP layers (an error naming ``mtp_draft``): the one
+    refusal fit, perf and a launch command with the mtp method give."""
+    refused = _no_layers(catalog, spec)
+    if refused is not None:
+        raise refused
+
+
 def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpRule | None, InvalidScenarioError | None]:
     """The engine's rule for drafting with ``spec``'s MTP layers, or why no such draft is planned (an
     error naming ``mtp_draft``): the model ships none, the engine does not draft with them, or the
     release line's memory rule does not count the draft."""
-    if not _has_mtp_layers(spec):
-        return None, InvalidScenarioError(
-            f"{spec.name} ships no multi-token-prediction layers to draft with (config.json "
-            "num_nextn_predict_layers is 0 or not known)", field=FIELD,
-            allowed=f"no MTP draft, or a catalogue model with MTP layers: {mtp_models(catalog)}")
+    no_layers = _no_layers(catalog, spec)
+    if no_layers is not None:
+        return None, no_layers
     rule = mtp_rule(catalog, engine)
     if rule is None:
         engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))

@@ -31,11 +31,10 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
         _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256)
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
-    measured_working_set = engine.id == "mlx" and accel.memory_reported_bytes is not None
-    # a measured Metal working set is already the GPU's cap: MLX's 0.75 rule of thumb does not apply again
-    frac = d.gpu_memory_utilization or (1.0 if measured_working_set else _default_fraction(engine, tier, total_bytes,
-                                                                                            int(mnbt), tp, pp,
-                                                                                            draft_reserve_bytes))
+    # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
+    reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
+    frac = d.gpu_memory_utilization or (reported.value if reported is not None else
+                                        _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes))
     if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:

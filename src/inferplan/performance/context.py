@@ -56,11 +56,13 @@ class ServingContext:
             needs = "" if smallest is None else (
                 f"; one instance that holds it needs {smallest.gpus} GPUs, "
                 f"{describe_split(smallest.tensor_parallel_size, smallest.pipeline_parallel_size)}")
+            system_alone = d.system is not None and d.gpus is None  # the GPUs are the system's: name what was given
             raise InvalidScenarioError(
                 f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "
-                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU{needs}); "
-                "see `inferplan fit`",
-                field="gpus",
+                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU{needs})",
+                field="system" if system_alone else "gpus",
+                allowed=("" if smallest is None else f"{'a system of ' if system_alone else ''}at least "
+                         f"{smallest.gpus} GPUs, or ") + "a change a memory fit of the deployment suggests",
             )
         if fit.max_model_len < request:
             if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it

@@ -30,14 +30,17 @@ def deploy_route(r: DeployRequest) -> LaunchPlan:
     try:
         return launch_plan(r.deployment, load_catalog(), output_format=r.format, role=r.role, speculative=r.speculative)
     except InferplanError as exc:
-        exc.field = _body_field(exc.field)
+        exc.field = _body_field(exc.field, r)
         raise
 
 
-def _body_field(field: str | None) -> str | None:
-    """A library field (kv_cache_dtype, speculative.draft_model, role) as its path in the request body."""
+def _body_field(field: str | None, r: DeployRequest) -> str | None:
+    """A library field (kv_cache_dtype, speculative.draft_model, role) as its path in the request body;
+    ``mtp_draft`` is the body's speculative.method where the deployment does not state an MTP draft."""
     if not field:
         return field
+    if field == "mtp_draft" and not r.deployment.mtp_draft:
+        return "speculative.method"
     key = field.lstrip("-").replace("-", "_")
     if key.split(".")[0] in DeployRequest.model_fields:
         return key

@@ -22,6 +22,7 @@ ROLES = ("both", "prefill", "decode")
 # domain fields the deploy library names -> this command's flags
 DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tokens": "--speculative-tokens",
                 "speculative.method": "--speculative-method", "speculative.draft_model": "--draft-model",
+                "mtp_draft": "--speculative-method",  # deploy drafts with a model's MTP layers by --speculative-method mtp
                 "role": "--role", "format": "--format", "engine": "--engine", "model": "--model",
                 "quantization": "--quantization", "enable_expert_parallel": "--enable-expert-parallel"}
 
@@ -33,7 +34,9 @@ def deploy_cmd(
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, help="Draft tokens per step (0: no speculative decoding)."),
-    speculative_method: str = typer.Option("ngram", "--speculative-method", help="ngram | draft_model | eagle3 | mtp"),
+    speculative_method: Optional[str] = typer.Option(
+        None, "--speculative-method",
+        help="ngram | draft_model | eagle3 | mtp (default: mtp where the model has MTP layers and the engine drafts with them, as perf plans it; else ngram)."),
     draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3."),
     as_json: bool = JsonOpt,
 ) -> None:

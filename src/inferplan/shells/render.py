@@ -215,7 +215,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         else:
             console.print("  host RAM is short (--host-memory-gb): more host memory, or fewer weights offloaded")
         if not r.smallest_fit and r.shortfall_bytes:
-            console.print("  no TP/PP layout of this GPU holds it")
+            console.print("  no TP/PP layout of this GPU that the engine launches holds it")
         if r.suggestions and d is not None:
             console.print("[bold]To fit, run one of:[/]")
             for s in r.suggestions:

@@ -1,0 +1,38 @@
+"""An engine's default memory fraction on an accelerator whose record carries the memory its cap is
+read from (engines.yaml ``memory_fraction_of_reported``): MLX on an Apple GPU with its Metal working
+set measured takes all of it, not its 0.75 rule of thumb again."""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.engine_budget import device_total_bytes
+from inferplan.memory.fit import plan_memory
+from inferplan.memory.settings import engine_settings
+
+CATALOG = load_catalog()
+MLX = CATALOG.engine("mlx")
+
+
+def _fraction(gpu: str, engine=MLX) -> float:
+    accel = CATALOG.accelerator(gpu)
+    total, _ = device_total_bytes(CATALOG, accel)
+    return engine_settings(Deployment(model="llama-3.1-8b", gpu=gpu, engine="mlx"), engine, accel, total).memory_fraction
+
+
+def test_mlx_takes_the_whole_measured_working_set_and_its_rule_of_thumb_elsewhere():
+    assert CATALOG.accelerator("apple-m5-max").memory_reported_bytes is not None
+    assert CATALOG.accelerator("apple-m4-max").memory_reported_bytes is None
+    assert _fraction("apple-m5-max") == MLX.memory_fraction_of_reported.value == 1.0
+    assert _fraction("apple-m4-max") == MLX.memory_fraction.value == 0.75
+    plan = plan_memory(Deployment(model="llama-3.1-8b", gpu="apple-m5-max", engine="mlx"), CATALOG)
+    assert plan.settings.memory_fraction == 1.0
+
+
+def test_the_fraction_is_read_from_the_engine_record():
+    """Fails when the rule is code again: another value in the record is the value planned, and an
+    engine without one keeps its own default on a reported total."""
+    half = MLX.model_copy(update={"memory_fraction_of_reported": MLX.memory_fraction_of_reported.model_copy(
+        update={"value": 0.5})})
+    assert _fraction("apple-m5-max", half) == 0.5
+    assert _fraction("apple-m5-max", MLX.model_copy(update={"memory_fraction_of_reported": None})) == 0.75

@@ -1,0 +1,48 @@
+"""A fit's smallest instance, and the "more GPUs" suggestion built from it, is a split the engine's
+launcher starts (engine_flags.yaml): ``deploy`` launches every layout ``fit`` suggests."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.catalog.flags_schema import flags_for
+from inferplan.catalog.loader import load_catalog
+from inferplan.deploy import launch_command
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.suggest import fit_or_suggest
+
+CATALOG = load_catalog()
+
+
+@pytest.mark.parametrize(("engine", "tp", "pp", "launches"), [
+    ("mlx", 2, 1, False), ("mlx", 1, 2, False),  # mlx_lm.server: no tensor or pipeline flag
+    ("ktransformers", 2, 1, True), ("ktransformers", 1, 2, False),  # --tp-size only
+    ("llamacpp", 2, 1, True), ("llamacpp", 1, 2, True), ("llamacpp", 2, 2, False),  # one --split-mode
+    ("vllm", 4, 2, True), ("sglang", 4, 2, True), ("trtllm", 4, 2, True), ("mlx", 1, 1, True),
+])
+def test_which_splits_each_launcher_starts(engine, tp, pp, launches):
+    assert flags_for(CATALOG, engine).launches_split(tp, pp) is launches
+
+
+@pytest.mark.parametrize("d", [
+    Deployment(model="llama-3.1-70b", gpu="apple-m4-max", engine="mlx"),  # held by 2 × M4 Max only pipelined
+    Deployment(model="qwen3-235b-a22b", gpu="rtx-4090", engine="ktransformers", host_memory_gb=512,
+               kt_num_gpu_experts=64),  # held by TP 8 × PP 2, which sglang-kt cannot start
+])
+def test_no_more_gpus_suggestion_the_engine_cannot_launch(d):
+    r = fit_or_suggest(d, CATALOG)
+    assert not r.fits and r.smallest_fit is None
+    assert "gpus" not in {s.kind for s in r.suggestions}
+
+
+@pytest.mark.parametrize("d", [
+    Deployment(model="deepseek-r1", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m"),
+    Deployment(model="qwen3-235b-a22b", gpu="h100", engine="ktransformers", host_memory_gb=512, kt_num_gpu_experts=128),
+    Deployment(model="llama-3.1-405b", gpu="h100", engine="vllm"),
+    Deployment(model="llama-3.1-405b", gpu="h100", engine="trtllm", quantization="fp8"),
+])
+def test_every_more_gpus_suggestion_launches(d):
+    suggested = [s for s in fit_or_suggest(d, CATALOG).suggestions if s.kind == "gpus"]
+    assert suggested
+    for s in suggested:
+        launch_command(d.model_copy(update=s.changes), CATALOG)  # raises when the engine cannot start it
