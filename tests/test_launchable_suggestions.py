@@ -46,3 +46,20 @@ def test_every_more_gpus_suggestion_launches(d):
     assert suggested
     for s in suggested:
         launch_command(d.model_copy(update=s.changes), CATALOG)  # raises when the engine cannot start it
+
+
+def test_gpus_alone_on_an_engine_that_cannot_split_one_instance_runs_copies_and_deploy_launches_one():
+    """mlx_lm.server starts one device: --gpus 2 is two copies (not a pipelined instance deploy
+    refuses), deploy launches one of them and says the rest run beside it; k8s runs them as replicas."""
+    from inferplan.deploy.manifest import kubernetes_manifest
+    from inferplan.memory.fit import plan_memory
+
+    d = Deployment(model="llama-3.1-8b", gpu="apple-m4-max", gpus=2, engine="mlx", quantization="mlx-4bit")
+    p = plan_memory(d, CATALOG).result.parallel
+    assert (p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size) == (1, 1, 2)
+    command = launch_command(d, CATALOG)
+    assert "--data-parallel-size" not in command.argv and any("one of 2 copies" in n for n in command.notes)
+    assert "replicas: 2" in kubernetes_manifest(Deployment(model="llama-3.1-8b", gpu="h100", gpus=2, engine="sglang",
+                                                           tensor_parallel_size=1), CATALOG)
+    vllm = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", gpus=4), CATALOG)  # one TP 4 instance: no note
+    assert "--tensor-parallel-size" in vllm.argv and not any("copies" in n for n in vllm.notes)

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
 from inferplan.memory.fit import as_planned
+from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
@@ -62,6 +63,19 @@ class LaunchCommand(Input):
     checkpoint: str  # what is served: a Hugging Face repo, a GGUF file or the model as given
     port: int
     notes: tuple[str, ...] = ()
+
+
+def _copies_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
+    """What to do with a command that starts one of several copies the plan runs on its GPUs."""
+    if d.gpus is None and d.system is None:
+        return ()
+    gpus = resolve_hardware(catalog, d).gpus
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+    if gpus <= instance:
+        return ()
+    return (f"this starts one of {gpus // instance} copies the plan runs on {gpus} GPUs, {instance} GPU"
+            f"{'s' if instance > 1 else ''} each: start each on its own GPUs and port behind a load balancer "
+            f"(--format k8s runs them as {gpus // instance} replicas)",)
 
 
 def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
@@ -130,7 +144,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=text, files=files,
                          script="\n".join([*(_here_document(f) for f in files), text]),
                          checkpoint=served.checkpoint, port=port,
-                         notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags)))
+                         notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))
 
 
 def _here_document(f: LaunchFile) -> str:

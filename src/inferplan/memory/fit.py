@@ -99,7 +99,7 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     catalog = catalog or load_catalog()
     spec = resolve_model(catalog, d.model)
     hw = resolve_hardware(catalog, d)
-    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw)
+    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
     mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
     copies = _system_copies(catalog, d, spec, hw, mp)
     if copies is not None:

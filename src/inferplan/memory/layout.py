@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
@@ -47,15 +48,18 @@ def layout_stated(d: Deployment) -> bool:
         d.tensor_parallel_size * d.pipeline_parallel_size > 1 or d.data_parallel_size is not None)
 
 
-def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Hardware) -> tuple[ParallelPlan, str | None]:
+def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Hardware,
+                  flags: EngineFlags | None = None) -> tuple[ParallelPlan, str | None]:
     """The layout of ``d`` on ``hw``, and a sentence saying how it was chosen when ``d`` states GPUs
-    but no parallel sizes (None otherwise)."""
+    but no parallel sizes (None otherwise); ``flags``, the engine's launch record, rules out splits
+    its launcher cannot start."""
     if d.gpus is None or hw.gpus == 1 or layout_stated(d):
         return stated_plan(d, hw.gpus), None
-    split = launch_split(spec, engine, hw)
+    split = launch_split(spec, engine, hw, flags)
     if split is None:
         return stated_plan(d, hw.gpus), (f"{hw.gpus} GPUs: {hw.gpus} data-parallel copies, as no tensor × pipeline "
-                                         "layout of one instance spans them (no parallel sizes given)")
+                                         "layout of one instance that the engine launches spans them (no parallel "
+                                         "sizes given)")
     tp, pp = split
     plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
                         expert_parallel=False, gpus=hw.gpus)
@@ -64,13 +68,18 @@ def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Ha
 
 def as_launched(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with the layout ``parallel_plan`` chooses written into its parallel sizes, for a reader
-    of the sizes themselves (a launch command): unchanged when it states them or no GPU count."""
+    of the sizes themselves (a launch command): unchanged when it states them or no GPU count. An
+    engine whose launcher has no data-parallel flag gets no data-parallel size: one launch runs one
+    copy, and the copies are launched side by side."""
     if d.gpus is None or layout_stated(d):
         return d
-    plan, _ = parallel_plan(d, resolve_model(catalog, d.model), catalog.engine(d.engine), resolve_hardware(catalog, d))
+    flags = flags_for(catalog, d.engine)
+    plan, _ = parallel_plan(d, resolve_model(catalog, d.model), catalog.engine(d.engine), resolve_hardware(catalog, d),
+                            flags)
+    ranks = flags is None or "data_parallel_size" in flags.settings  # else each copy is launched on its own
     return d.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size,
                                 "pipeline_parallel_size": plan.pipeline_parallel_size,
-                                "data_parallel_size": plan.data_parallel_size})
+                                "data_parallel_size": plan.data_parallel_size if ranks else None})
 
 
 def describe_split(tp: int, pp: int) -> str:
@@ -79,16 +88,19 @@ def describe_split(tp: int, pp: int) -> str:
     return f"pipeline parallel {pp}" if tp == 1 else f"tensor parallel {tp} × pipeline parallel {pp}"
 
 
-def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware) -> tuple[int, int] | None:
+def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware,
+                 flags: EngineFlags | None = None) -> tuple[int, int] | None:
     """(TP, PP) of one instance over all of ``hw``'s GPUs as the engine splits a model by default;
-    None when no split spans them (more pipeline stages than the model has layers)."""
+    None when no split spans them (more pipeline stages than the model has layers, or none that the
+    launcher of ``flags`` starts)."""
     n = hw.gpus
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else n
+    launches = (lambda tp, pp: True) if flags is None else flags.launches_split  # noqa: E731
     if engine.multi_gpu_split == "layer":
-        return (1, n) if n <= layers else None
+        return (1, n) if n <= layers and launches(1, n) else None
     reach = tp_reach(hw)
     for tp in range(min(n, reach), 0, -1):
-        if n % tp == 0 and tp_shards_heads(spec, engine.id, tp) and n // tp <= layers:
+        if n % tp == 0 and tp_shards_heads(spec, engine.id, tp) and n // tp <= layers and launches(tp, n // tp):
             return tp, n // tp
     return None
 
