@@ -250,3 +250,25 @@ def test_sglang_random_runs_are_validated_with_uniform_lengths():
 
     points = [p for p in load_catalog().latency_points if p.engine == "sglang" and p.dataset == "random"]
     assert points and all(_load(p).lengths == "uniform" for p in points)
+
+
+def test_simulate_takes_uniform_lengths_and_names_a_load_that_contradicts_itself(tmp_path):
+    """simulate --lengths uniform replays a benchmark's random dataset; a uniform spread past 1/3, or
+    a burst setting on Poisson arrivals, is refused naming the field on both shells."""
+    from inferplan.search.simulation import SimulationQuery, simulate_deployment
+
+    d = Deployment(model="llama-3.1-8b", gpu="H100")
+    q = SimulationQuery(deployment=d, clients=16, requests=300, input_tokens_scv=1 / 3, output_tokens_scv=1 / 3,
+                        lengths="uniform")
+    assert simulate_deployment(q).simulation.requests == 300
+    for bad, field in (({"clients": 16, "input_tokens_scv": 1.0, "lengths": "uniform"}, "lengths"),
+                       ({"request_rate_per_s": 2.0, "peak_to_average": 3.0}, "peak_to_average")):
+        with pytest.raises(InferplanError) as e:
+            simulate_deployment(SimulationQuery(deployment=d, requests=300, **bad))
+        assert e.value.field == field and e.value.allowed
+        api = TestClient(create_app(tmp_path / "t.db")).post("/api/simulate", json={
+            "deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, "requests": 300, **bad})
+        assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["body", field], api.text
+    r = runner.invoke(app, ["simulate", "--model", "llama-3.1-8b", "--gpu", "H100", "--clients", "16", "--input-scv", "1",
+                            "--lengths", "uniform"])
+    assert r.exit_code == 2 and r.output.startswith("error: --lengths"), r.output

@@ -76,7 +76,7 @@ class Load(Input):
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("trace: trace arrivals need a trace")
         if self.lengths == "uniform" and max(self.input_tokens_scv, self.output_tokens_scv) > 1 / 3 + 1e-12:
-            raise ValueError("lengths: uniform lengths spread at most to an SCV of 1/3 (from 0 to twice the mean)")
+            raise ValueError("lengths: a uniform spread reaches an SCV of 1/3 at most (from 0 to twice the mean)")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:
             raise ValueError("peak_to_average: applies only to bursty arrivals")
         return self

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
@@ -20,6 +20,8 @@ from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResu
 from inferplan.search.trace import Trace
 
 LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
+LOAD_ALLOWED = {"peak_to_average": "1, or arrival bursty", "burst_period_s": "arrival bursty",
+                "lengths": "lognormal, or spreads (SCV) of at most 1/3"}
 
 
 class SimulationQuery(Input):
@@ -36,6 +38,9 @@ class SimulationQuery(Input):
     burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6)
     input_tokens_scv: float = Field(0.0, ge=0, le=100)
     output_tokens_scv: float = Field(0.0, ge=0, le=100)
+    lengths: Literal["lognormal", "uniform"] = Field(
+        "lognormal", description="how lengths spread around their means: log-normal, or uniform (a benchmark's random "
+        "dataset, e.g. SGLang bench_serving's at its default range ratio: SCV 1/3)")
     requests: int = Field(20_000, ge=1, le=MAX_REQUESTS)
     seed: int = Field(0, ge=0, le=2**32 - 1)
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
@@ -77,13 +82,13 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         load = Load.from_trace(trace)
         return load, w.model_copy(update={"input_len": max(round(load.input_tokens), 1),
                                           "output_len": max(round(load.output_tokens), 1)})
-    shape = dict(input_tokens=w.input_len, output_tokens=w.output_len, input_tokens_scv=q.input_tokens_scv,
+    shape = dict(input_tokens=w.input_len, output_tokens=w.output_len, lengths=q.lengths, input_tokens_scv=q.input_tokens_scv,
                  output_tokens_scv=q.output_tokens_scv)
     if q.clients is not None:
         if q.arrival != "poisson" or q.peak_to_average != 1.0:
             raise InvalidScenarioError("a closed loop has no arrival process of its own", field="arrival",
                                        allowed="poisson (the default) with clients")
-        return Load(arrival="closed", clients=q.clients, closed_loop_requests=q.requests, **shape), w
+        return _load(arrival="closed", clients=q.clients, closed_loop_requests=q.requests, **shape), w
     rate = q.request_rate_per_s
     if q.users is not None:
         profile = _preset(catalog, q.workload_preset)
@@ -95,8 +100,21 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
     if rate is None:
         raise InvalidScenarioError("no load: give a request rate, users with a workload preset, clients or a trace",
                                    field="request_rate_per_s", allowed=", ".join(LOAD_SOURCES))
-    return Load(arrival=q.arrival, request_rate_per_s=rate, peak_to_average=q.peak_to_average,
-                burst_period_s=q.burst_period_s, open_loop_requests=q.requests, **shape), w
+    return _load(arrival=q.arrival, request_rate_per_s=rate, peak_to_average=q.peak_to_average,
+                 burst_period_s=q.burst_period_s, open_loop_requests=q.requests, **shape), w
+
+
+def _load(**fields) -> Load:
+    """The ``Load`` of these fields; one that contradicts itself (a burst setting on Poisson arrivals,
+    a uniform spread past an SCV of 1/3) is refused naming the query's field its message starts with."""
+    try:
+        return Load(**fields)
+    except ValidationError as exc:
+        message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        field, _, said = message.partition(": ")
+        known = field in SimulationQuery.model_fields
+        raise InvalidScenarioError(said if known else message, field=field if known else None,
+                                   allowed=LOAD_ALLOWED.get(field)) from None
 
 
 def _preset(catalog: Catalog, preset: str):

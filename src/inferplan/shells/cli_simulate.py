@@ -22,7 +22,7 @@ from inferplan.shells.pydantic_errors import allowed_by
 # SimulationQuery field -> the flag a user typed
 FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_preset": "--workload",
          "clients": "--clients", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
-         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv"}
+         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths"}
 
 
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT)
@@ -32,6 +32,7 @@ def simulate_cmd(
     output_len: int = typer.Option(256, "--output-len", help="Mean generated tokens per request."),
     input_scv: float = typer.Option(0.0, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (0: all the mean)."),
     output_scv: float = typer.Option(0.0, "--output-scv", help="Spread of output lengths (squared coefficient of variation)."),
+    lengths: str = typer.Option("lognormal", "--lengths", help="lognormal | uniform: how lengths spread (uniform: a benchmark's random dataset, SCV at most 1/3)."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
@@ -63,7 +64,8 @@ def simulate_cmd(
         query = SimulationQuery(
             deployment=d, workload=w, request_rate_per_s=request_rate, users=users, workload_preset=workload_preset,
             clients=clients, arrival=arrival.strip().lower(), peak_to_average=peak_to_average,
-            burst_period_s=burst_period, input_tokens_scv=input_scv, output_tokens_scv=output_scv, requests=requests,
+            burst_period_s=burst_period, input_tokens_scv=input_scv, output_tokens_scv=output_scv,
+            lengths=lengths.strip().lower(), requests=requests,
             seed=seed, replicas=replicas, router=router.strip().lower())
         parsed = read_trace(trace) if trace is not None else None
         result = simulate_deployment(query, catalog_for(d), trace=parsed)  # catalog_for: --gpu local
