@@ -13,7 +13,8 @@ The load of a run (``run_load``):
 A run of unstated length is modelled in the steady state (no start-up queue, no short-run end).
 
 ``predict_tails`` gives the approximation's percentiles and the mean of the simulation's over runs
-of the run's own length, repeated with fresh seeds until ``simulated_requests`` were simulated.
+of the run's own length, repeated with fresh seeds until ``simulated_requests`` were simulated (a run
+longer than that: its first ``simulated_requests``, once).
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def describe(load: Load) -> str:
 
 def predict_tails(curve: ServiceCurve, load: Load, *, requests: int | None, simulated_requests: int) -> PredictedTails:
     """The approximation's percentiles for ``load`` and the simulation's, averaged over runs of
-    ``requests`` each (of ``simulated_requests`` at once when the run's length is unstated)."""
-    per_run = requests or simulated_requests
+    ``requests`` each (``simulated_requests`` at once when the run is unstated or longer)."""
+    per_run = min(requests or simulated_requests, simulated_requests)  # a longer run: its first simulated_requests
     runs = max(math.ceil(simulated_requests / per_run), 1)
     results = [simulate(curve, load, requests=per_run, seed=seed) for seed in range(runs)]
     approx = approximate(curve, load)
