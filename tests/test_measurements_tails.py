@@ -23,6 +23,7 @@ from inferplan.validation import latency
 DATA = Path(__file__).parent / "data" / "measurements"
 H100 = RunProvenance(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_version="0.11.0", measured_by="lab")
 VLLM = json.loads((DATA / "vllm_bench_serve_c8.json").read_text())
+SGLANG_RANDOM = json.loads((DATA / "sglang_bench_serving.jsonl").read_text().splitlines()[1]) | {"random_range_ratio": 0.0}
 
 
 def _vllm(**changes) -> str:
@@ -78,6 +79,7 @@ def test_the_csv_takes_percentile_and_load_columns():
     ("vllm", _vllm(median_tpot_ms=-1), "median_tpot_ms"),
     ("vllm", _vllm(request_rate="soon"), "request_rate"),
     ("vllm", _vllm(request_rate=0), "request_rate"),
+    ("sglang", json.dumps(SGLANG_RANDOM | {"random_range_ratio": 1.5}), "line 1: random_range_ratio"),
     ("csv", "concurrency,input_tokens,output_tokens,ttft_p99_ms\n8,1024,256,x\n", "line 2: ttft_p99_ms"),
 ])
 def test_a_malformed_percentile_or_rate_is_refused_naming_the_key(fmt, text, field):
@@ -94,25 +96,40 @@ def test_a_file_without_percentiles_still_imports_and_compares_without_them(cata
     assert result.points[0].tails is None and result.tail_median_abs_error == () and result.points[0].metrics
 
 
-def test_the_comparison_is_what_validate_latency_computes_for_the_same_run(catalog, monkeypatch):
-    """The vLLM c8 run as a shipped latency point (vLLM's random dataset: every length the mean)
-    gets the same approximation and simulation from ``validation/latency`` as from the user's side."""
-    (run,) = read_runs(catalog, [("c8.json", (DATA / "vllm_bench_serve_c8.json").read_bytes())], H100)
+@pytest.mark.parametrize(("name", "text", "engine", "clients", "requests"), [
+    ("c8.json", (DATA / "vllm_bench_serve_c8.json").read_text(), "vllm", 8, 400),  # vLLM random: every length the mean
+    ("sglang.jsonl", json.dumps(SGLANG_RANDOM), "sglang", 8, 200),  # SGLang random at ratio 0: uniform over [1, L]
+])
+def test_the_comparison_is_what_validate_latency_computes_for_the_same_run(catalog, monkeypatch, name, text, engine,
+                                                                           clients, requests):
+    """The run as a shipped latency point (its client's random dataset) gets the same approximation
+    and simulation from ``validation/latency`` as from the user's side."""
+    (run,) = read_runs(catalog, [(name, text.encode())], H100.model_copy(update={"engine": engine}))
     p = run.points[0]
     base = next(iter(catalog.latency_points))
     shipped = type(base).model_validate({**base.model_dump(), **dict(
         model=run.model, accelerator=run.accelerator, gpus=1, tensor_parallel_size=1, pipeline_parallel_size=1,
-        expert_parallel=False, engine="vllm", quantization=run.quantization, kv_cache_dtype="auto", dataset="random",
-        input_tokens=p.input_tokens, output_tokens=p.output_tokens, request_rate_per_s=None, max_concurrency=8,
-        num_prompts=400, max_num_seqs=None, max_num_batched_tokens=None, prompts_cached_at_start=None,
+        expert_parallel=False, engine=engine, quantization=run.quantization, kv_cache_dtype="auto", dataset="random",
+        input_tokens=p.input_tokens, output_tokens=p.output_tokens, request_rate_per_s=None, max_concurrency=clients,
+        num_prompts=requests, max_num_seqs=None, max_num_batched_tokens=None, prompts_cached_at_start=None,
         measured={m: {"value": getattr(p, m), "kind": "measured", "source": "fixture", "checked": "2026-12-05"}
                   for m in latency.METRICS})})
     assert latency._load(shipped) == tails.point_load(p)
     monkeypatch.setattr(latency, "SIMULATED_REQUESTS", tails.SIMULATED_REQUESTS)
     expected = {c.metric: (c.approximation, c.simulation) for c in latency.check_point(shipped, catalog)}
-    got = {c.metric: (c.approximation, c.simulation) for c in compare_run(run, catalog).points[0].tails.percentiles}
-    assert got == expected and len(got) == 4
-    assert compare_run(run, catalog).points[0].tails.load == "closed loop, 8 clients"
+    compared = compare_run(run, catalog).points[0].tails
+    assert {c.metric: (c.approximation, c.simulation) for c in compared.percentiles} == expected and len(expected) == 4
+    assert compared.load == f"closed loop, {clients} clients"
+
+
+def test_sglangs_random_range_ratio_sets_the_length_spread():
+    for ratio, scv in ((1.0, None), (0.0, 1 / 3), (0.5, 1 / 27)):
+        (p,) = parse(json.dumps(SGLANG_RANDOM | {"random_range_ratio": ratio}), "sglang").points
+        assert p.lengths_uniform_scv == (pytest.approx(scv) if scv else None)
+    load = tails.point_load(p)
+    assert (load.lengths, load.input_tokens_scv, load.output_tokens_scv) == ("uniform", pytest.approx(1 / 27), pytest.approx(1 / 27))
+    (vllm,) = parse((DATA / "vllm_bench_serve_c8.json").read_text(), "vllm").points
+    assert vllm.lengths_uniform_scv is None and tails.point_load(vllm).input_tokens_scv == 0
 
 
 def test_validate_mine_json_shows_each_percentile_with_both_errors(catalog, tmp_path):

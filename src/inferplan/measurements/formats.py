@@ -135,8 +135,19 @@ def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[st
         if run.get("burstiness", 1.0) != 1.0 or run.get("ramp_up_strategy"):
             return {}
     requests = _num(run, "num_prompts", fmt, where, required=False) or completed
-    return {"request_rate_per_s": rate, "requests": round(requests),
+    return {"request_rate_per_s": rate, "requests": round(requests), "lengths_uniform_scv": _random_lengths_scv(run, fmt, where),
             **{field: _ms(_num(run, key, fmt, where, required=False)) for field, key in SERVING_TAILS.items()}}
+
+
+def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
+    """SGLang's random dataset draws each prompt and output length evenly from [r·L, L] (r its
+    ``random_range_ratio``): a squared coefficient of variation of (1 − r)² / (3 (1 + r)²)."""
+    if run.get("dataset_name") != "random" or run.get("random_range_ratio") is None:
+        return None
+    r = _num(run, "random_range_ratio", fmt, where)
+    if r > 1:
+        raise _bad(f"{where}random_range_ratio", f"{r!r} is more than 1", fmt)
+    return (1 - r) ** 2 / (3 * (1 + r) ** 2)
 
 
 def parse_vllm(text: str) -> Parsed:

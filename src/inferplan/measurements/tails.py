@@ -4,9 +4,10 @@ user's run, the way ``inferplan validate --latency`` checks published runs (``se
 A level is checked when its file gave p50 or p99 of TTFT or TPOT. The deployment's service curve
 comes from the calibrated speed model alone (no profile, no stored run); the load is the run's:
 Poisson at its offered request rate, else a closed loop of its concurrency, for its number of
-requests (unstated: the steady state). Prompt and output lengths are the run's means, every request
-alike, as the acceptance pack's clients send them (vLLM's random dataset with ``--ignore-eos``,
-SGLang's with ``--random-range-ratio 1``).
+requests (unstated: the steady state). Prompt and output lengths have the run's means; they spread
+uniformly where the file says so (SGLang's random dataset, by its ``random_range_ratio``), else every
+request is the mean, as the acceptance pack's clients send them (vLLM's random dataset with
+``--ignore-eos``, SGLang's with ``--random-range-ratio 1``).
 """
 
 from __future__ import annotations
@@ -70,8 +71,10 @@ def point_load(p: MeasuredPoint) -> Load:
 
 
 def _load(p: MeasuredPoint) -> Load:
+    spread = {"input_tokens_scv": p.lengths_uniform_scv, "output_tokens_scv": p.lengths_uniform_scv,
+              "lengths": "uniform"} if p.lengths_uniform_scv else {}
     return run_load(input_tokens=max(p.input_tokens, 1), output_tokens=max(p.output_tokens, 1), requests=p.requests,
-                    request_rate_per_s=p.request_rate_per_s, max_concurrency=p.concurrency)
+                    request_rate_per_s=p.request_rate_per_s, max_concurrency=p.concurrency, **spread)
 
 
 def compare_tails(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointTails | None:

@@ -45,6 +45,9 @@ class MeasuredPoint(BaseModel):
     # default "inf") and the run's length in requests; ``requests_per_s`` is what completed
     request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
     requests: int | None = Field(None, ge=1, le=100_000_000)
+    # how prompt and output lengths spread, when the file says: uniform, with this squared coefficient
+    # of variation (SGLang's random dataset); None: every request the mean length
+    lengths_uniform_scv: float | None = Field(None, ge=0, le=1 / 3)
 
 
 class UserRun(BaseModel):
