@@ -1,6 +1,8 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
 for the same deployment and workload (no profile, no stored run — the model alone, as
-``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1)."""
+``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
+where the point measured latency percentiles, the approximation's and the simulation's beside them
+(``tails.py``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import MeasuredRun
+from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.local_runs import MeasuredPoint
@@ -43,6 +46,7 @@ class PointComparison(BaseModel):
     input_tokens: int
     output_tokens: int
     metrics: tuple[MetricComparison, ...]
+    tails: PointTails | None = None  # measured percentiles vs the approximation and the simulation (``tails.py``)
     problem: str | None = None  # why the model gave no prediction here
 
 
@@ -52,6 +56,7 @@ class RunComparison(BaseModel):
     run: MeasuredRun
     points: tuple[PointComparison, ...]
     median_abs_error: dict[str, float]  # per metric, over the points
+    tail_median_abs_error: tuple[TailMedian, ...] = ()  # per percentile, over the points that measured it
     kv_cache_tokens: MetricComparison | None = None  # the KV cache the engine reported vs the memory plan's
 
 
@@ -82,6 +87,7 @@ def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> Point
     where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
     try:
         est = _predict(run, p, catalog)
+        tails = compare_tails(_deployment(run), p, catalog)
     except InferplanError as exc:
         return PointComparison(**where, metrics=(), problem=exc.describe())
     rows = []
@@ -90,7 +96,7 @@ def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> Point
         if measured:
             predicted = figure(est, p)
             rows.append(MetricComparison(metric=metric, measured=measured, predicted=predicted, error=predicted / measured - 1))
-    return PointComparison(**where, metrics=tuple(rows))
+    return PointComparison(**where, metrics=tuple(rows), tails=tails)
 
 
 def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparison:
@@ -101,7 +107,8 @@ def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparis
         for m in point.metrics:
             by_metric.setdefault(m.metric, []).append(abs(m.error))
     return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, catalog),
-                         median_abs_error={k: statistics.median(v) for k, v in by_metric.items()})
+                         median_abs_error={k: statistics.median(v) for k, v in by_metric.items()},
+                         tail_median_abs_error=tail_medians([p.tails for p in points if p.tails]))
 
 
 def compare_runs(runs: list[MeasuredRun], catalog: Catalog | None = None) -> list[RunComparison]:

@@ -6,15 +6,17 @@ their keys (docs/measurements.md has the sources):
 
 - ``vllm``: ``vllm bench serve --save-result`` JSON (``max_concurrency``, ``completed``,
   ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``,
-  ``output_throughput``, ``request_throughput``).
+  ``output_throughput``, ``request_throughput``; percentiles ``median_ttft_ms``, ``p99_ttft_ms``,
+  ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``).
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
   plus ``max_concurrency``/``concurrency``).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
-  p50, p99}``; lengths from ``input_sequence_length``/``output_sequence_length``).
-- ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``).
+  p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``).
+- ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``: ``mean``,
+  ``median``, ``percentiles.p99``).
 - ``csv``: the documented CSV (``CSV_COLUMNS``).
 """
 
@@ -35,6 +37,13 @@ from inferplan.performance.local_runs import MeasuredPoint
 FORMATS = ("vllm", "sglang", "llama-bench", "genai-perf", "guidellm", "csv")
 CSV_COLUMNS = ("concurrency", "input_tokens", "output_tokens", "ttft_ms", "tpot_ms", "output_tokens_per_s", "requests_per_s")
 CSV_REQUIRED = ("concurrency", "input_tokens", "output_tokens")
+# optional columns: percentiles (ms) and the offered load (request rate, empty for no limit; requests in the run)
+CSV_TAILS = {"ttft_p50_s": "ttft_p50_ms", "ttft_p99_s": "ttft_p99_ms", "tpot_p50_s": "tpot_p50_ms", "tpot_p99_s": "tpot_p99_ms"}
+CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests")
+# the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
+# of --metric-percentiles, 99 by default)
+SERVING_TAILS = {"ttft_p50_s": "median_ttft_ms", "ttft_p99_s": "p99_ttft_ms", "tpot_p50_s": "median_tpot_ms",
+                 "tpot_p99_s": "p99_tpot_ms"}
 MS = 1e-3
 MAX_POINTS = 10_000
 
@@ -105,7 +114,40 @@ def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
                   output_tokens=round(_num(run, "total_output_tokens", fmt, where) / completed),
                   ttft_s=_ms(_num(run, "mean_ttft_ms", fmt, where)), tpot_s=_ms(_num(run, "mean_tpot_ms", fmt, where)),
                   output_tokens_per_s_total=_num(run, "output_throughput", fmt, where),
-                  requests_per_s=_num(run, "request_throughput", fmt, where, required=False))
+                  requests_per_s=_num(run, "request_throughput", fmt, where, required=False),
+                  **_serving_tails(run, fmt, where, completed))
+
+
+def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[str, Any]:
+    """The percentiles and the offered load of a vLLM or SGLang run, when the load is one the
+    planner models: no rate limit ("inf"), or Poisson arrivals at a finite rate (burstiness 1, no
+    ramp-up). A run replaying a trace's timestamps (SGLang "trace"), with gamma arrivals or a
+    ramping rate leaves them None."""
+    rate = run.get("request_rate")
+    if rate == "trace":
+        return {}
+    if rate is None or rate == "inf" or (isinstance(rate, float) and math.isinf(rate) and rate > 0):
+        rate = None
+    else:
+        rate = _num(run, "request_rate", fmt, where)
+        if not rate:
+            raise _bad(f"{where}request_rate", "zero requests per second", fmt)
+        if run.get("burstiness", 1.0) != 1.0 or run.get("ramp_up_strategy"):
+            return {}
+    requests = _num(run, "num_prompts", fmt, where, required=False) or completed
+    return {"request_rate_per_s": rate, "requests": round(requests), "lengths_uniform_scv": _random_lengths_scv(run, fmt, where),
+            **{field: _ms(_num(run, key, fmt, where, required=False)) for field, key in SERVING_TAILS.items()}}
+
+
+def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
+    """SGLang's random dataset draws each prompt and output length evenly from [r·L, L] (r its
+    ``random_range_ratio``): a squared coefficient of variation of (1 − r)² / (3 (1 + r)²)."""
+    if run.get("dataset_name") != "random" or run.get("random_range_ratio") is None:
+        return None
+    r = _num(run, "random_range_ratio", fmt, where)
+    if r > 1:
+        raise _bad(f"{where}random_range_ratio", f"{r!r} is more than 1", fmt)
+    return (1 - r) ** 2 / (3 * (1 + r) ** 2)
 
 
 def parse_vllm(text: str) -> Parsed:
@@ -190,7 +232,7 @@ def _llama_markdown(text: str) -> Parsed:
     return Parsed(points, model=model)
 
 
-def _stat(data: dict, key: str, fmt: str, *, required: bool = True) -> float | None:
+def _stat(data: dict, key: str, fmt: str, *, required: bool = True, stat: str = "avg") -> float | None:
     block = data.get(key)
     if block is None:
         if required:
@@ -198,7 +240,7 @@ def _stat(data: dict, key: str, fmt: str, *, required: bool = True) -> float | N
         return None
     if not isinstance(block, dict):
         raise _bad(key, "expected {unit, avg, p50, p99}", fmt)
-    value = _num(block, "avg", fmt, f"{key}.", required=required)
+    value = _num(block, stat, fmt, f"{key}.", required=required)
     unit = str(block.get("unit", "ms"))
     if value is not None and key in ("time_to_first_token", "inter_token_latency"):
         scale = {"ms": MS, "s": 1.0, "sec": 1.0, "ns": 1e-9, "us": 1e-6}.get(unit)
@@ -206,6 +248,11 @@ def _stat(data: dict, key: str, fmt: str, *, required: bool = True) -> float | N
             raise _bad(f"{key}.unit", f"unit {unit!r} is not ms, s, us or ns", fmt)
         value *= scale
     return value
+
+
+# the point's percentile -> genai-perf's (and AIPerf's) metric block and statistic
+GENAI_PERF_TAILS = {"ttft_p50_s": ("time_to_first_token", "p50"), "ttft_p99_s": ("time_to_first_token", "p99"),
+                    "tpot_p50_s": ("inter_token_latency", "p50"), "tpot_p99_s": ("inter_token_latency", "p99")}
 
 
 def _find(obj: Any, key: str, depth: int = 0) -> Any:
@@ -234,18 +281,37 @@ def parse_genai_perf(text: str) -> Parsed:
                    ttft_s=_stat(data, "time_to_first_token", "genai-perf"),
                    tpot_s=_stat(data, "inter_token_latency", "genai-perf"),
                    output_tokens_per_s_total=_stat(data, "output_token_throughput", "genai-perf"),
-                   requests_per_s=_stat(data, "request_throughput", "genai-perf", required=False))
+                   requests_per_s=_stat(data, "request_throughput", "genai-perf", required=False),
+                   **{field: _stat(data, key, "genai-perf", required=False, stat=stat) for field, (key, stat) in GENAI_PERF_TAILS.items()})
     return Parsed([point], model=_str(_find(data.get("input_config", {}), "model")))
 
 
-def _mean(metrics: dict, key: str, where: str, *, required: bool = True) -> float | None:
+def _mean(metrics: dict, key: str, where: str, *, required: bool = True, stat: str = "mean") -> float | None:
     block = metrics.get(key)
     successful = block.get("successful") if isinstance(block, dict) else None
     if not isinstance(successful, dict):
         if required:
             raise _bad(f"{where}{key}.successful", "missing", "guidellm")
         return None
-    return _num(successful, "mean", "guidellm", f"{where}{key}.successful.", required=required)
+    if stat == "p99":  # guidellm keeps percentiles apart: ``successful.percentiles.p99``
+        percentiles = successful.get("percentiles")
+        if percentiles is not None and not isinstance(percentiles, dict):
+            raise _bad(f"{where}{key}.successful.percentiles", "expected {p50, p99 ...}", "guidellm")
+        return _num(percentiles or {}, "p99", "guidellm", f"{where}{key}.successful.percentiles.", required=False)
+    return _num(successful, stat, "guidellm", f"{where}{key}.successful.", required=required)
+
+
+# the point's percentile -> guidellm's metric and statistic, read for a run of concurrent streams
+# (``args.strategy.type_`` concurrent or synchronous: the closed loop the planner models)
+GUIDELLM_TAILS = {"ttft_p50_s": ("time_to_first_token_ms", "median"), "ttft_p99_s": ("time_to_first_token_ms", "p99"),
+                  "tpot_p50_s": ("time_per_output_token_ms", "median"), "tpot_p99_s": ("time_per_output_token_ms", "p99")}
+
+
+def _guidellm_tails(b: dict, metrics: dict, where: str) -> dict[str, Any]:
+    strategy = b.get("args", {}).get("strategy") if isinstance(b.get("args"), dict) else None
+    if not isinstance(strategy, dict) or strategy.get("type_") not in ("concurrent", "synchronous"):
+        return {}
+    return {field: _ms(_mean(metrics, key, where, required=False, stat=stat)) for field, (key, stat) in GUIDELLM_TAILS.items()}
 
 
 def parse_guidellm(text: str) -> Parsed:
@@ -268,7 +334,8 @@ def parse_guidellm(text: str) -> Parsed:
                              ttft_s=_ms(_mean(metrics, "time_to_first_token_ms", where)),
                              tpot_s=_ms(_mean(metrics, "time_per_output_token_ms", where)),
                              output_tokens_per_s_total=_mean(metrics, "output_tokens_per_second", where),
-                             requests_per_s=_mean(metrics, "requests_per_second", where, required=False)))
+                             requests_per_s=_mean(metrics, "requests_per_second", where, required=False),
+                             **_guidellm_tails(b, metrics, where)))
     return Parsed(points)
 
 
@@ -297,7 +364,9 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
         points.append(_point(where, "csv", concurrency=int(value("concurrency", True)), input_tokens=int(value("input_tokens", True)),
                              output_tokens=int(value("output_tokens", True)), ttft_s=_ms(value("ttft_ms")),
                              tpot_s=_ms(value("tpot_ms")), output_tokens_per_s_total=value("output_tokens_per_s"),
-                             requests_per_s=value("requests_per_s")))
+                             requests_per_s=value("requests_per_s"), request_rate_per_s=value("request_rate_per_s"),
+                             requests=_whole(value("requests")),
+                             **{field: _ms(value(column)) for field, column in CSV_TAILS.items()}))
     if not points:
         raise _bad("line 2", "no rows", "csv")
     return Parsed(points)
@@ -334,6 +403,10 @@ def parse(text: str, fmt: str) -> Parsed:
     if len(parsed.points) > MAX_POINTS:
         raise _bad("points", f"more than {MAX_POINTS:,} points", fmt)
     return parsed
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else round(value)
 
 
 def _str(value: Any) -> str | None:

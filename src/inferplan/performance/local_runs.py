@@ -37,6 +37,17 @@ class MeasuredPoint(BaseModel):
     output_tokens_per_s_total: float | None = Field(None, gt=0, le=1e12)
     requests_per_s: float | None = Field(None, gt=0, le=1e9)
     prefill_tokens_per_s: float | None = Field(None, gt=0, le=1e12)  # prompt processing alone (llama-bench pp)
+    ttft_p50_s: float | None = Field(None, gt=0, le=1e6)
+    ttft_p99_s: float | None = Field(None, gt=0, le=1e6)
+    tpot_p50_s: float | None = Field(None, gt=0, le=1e6)
+    tpot_p99_s: float | None = Field(None, gt=0, le=1e6)
+    # the load the client offered: its request rate (None: no rate limit, as with the clients'
+    # default "inf") and the run's length in requests; ``requests_per_s`` is what completed
+    request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
+    requests: int | None = Field(None, ge=1, le=100_000_000)
+    # how prompt and output lengths spread, when the file says: uniform, with this squared coefficient
+    # of variation (SGLang's random dataset); None: every request the mean length
+    lengths_uniform_scv: float | None = Field(None, ge=0, le=1 / 3)
 
 
 class UserRun(BaseModel):

@@ -19,7 +19,7 @@ def validate_cmd(
     worst: int = typer.Option(None, "--worst", min=1, help="Only the N speed table rows with the largest error (medians stay over all points; --json returns every point)."),
     family: str = typer.Option(None, "--family", help="Speed rows and track record of one calibration family only (sglang, vllm, trtllm, llamacpp-metal, mlx ...)."),
     cross_validate: bool = typer.Option(False, "--cross-validate", help="Also the leave-source-out error: refit with each third of the sources left out and score those (about 15-20 minutes)."),
-    mine: bool = typer.Option(False, "--mine", help="Your own imported runs instead (inferplan measurements import): predicted vs measured, each error."),
+    mine: bool = typer.Option(False, "--mine", help="Your own imported runs instead (inferplan measurements import): predicted vs measured, each error; measured p50/p99 TTFT and TPOT beside the approximation and the simulation."),
     db: Optional[Path] = typer.Option(None, "--db", help="SQLite file of your runs (with --mine; default: the user data directory)."),
     as_json: bool = JsonOpt,
 ) -> None:

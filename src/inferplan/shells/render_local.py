@@ -67,6 +67,28 @@ def print_comparison(console: Console, result) -> None:
         console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%})")
     if result.median_abs_error:
         console.print("median |error|: " + ", ".join(f"{METRIC_LABELS[k]} {v:.1%}" for k, v in result.median_abs_error.items()))
+    _print_tails(console, result)
+
+
+TAIL_LABELS = {"ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99", "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99"}
+
+
+def _print_tails(console: Console, result) -> None:
+    points = [p for p in result.points if p.tails]
+    if not points:
+        return
+    table = Table(title="latency percentiles: measured vs the approximation and the simulation")
+    for col in ("concurrency", "input/output", "load", "figure", "measured", "approximation", "error", "simulation", "error"):
+        table.add_column(col)
+    for p in points:
+        for c in p.tails.percentiles:
+            table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", p.tails.load, TAIL_LABELS[c.metric],
+                          _figure(c.metric, c.measured), _figure(c.metric, c.approximation), f"{c.approximation_error:+.1%}",
+                          _figure(c.metric, c.simulation), f"{c.simulation_error:+.1%}")
+    console.print(table)
+    console.print("median |error| (approximation / simulation): " + ", ".join(
+        f"{TAIL_LABELS[m.metric]} {m.approximation_abs_error:.1%} / {m.simulation_abs_error:.1%}"
+        for m in result.tail_median_abs_error))
 
 
 def print_speeds(console: Console, speeds) -> None:

@@ -22,7 +22,6 @@ model cannot price (the model does not fit, an unknown name) are listed with the
 
 from __future__ import annotations
 
-import math
 import statistics
 
 from pydantic import BaseModel, ConfigDict
@@ -33,9 +32,8 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import Load
-from inferplan.search.queueing import approximate
+from inferplan.search.benchmark_tails import TAIL_METRICS, predict_tails, run_load
 from inferplan.search.service import service_curve
-from inferplan.search.simulate import simulate
 
 # (prompt SCV, output SCV, shape) by (engine's benchmark client, dataset). SGLang's bench_serving
 # draws random lengths uniformly from [1, L] at its default range ratio of 0 (uniform: SCV 1/3,
@@ -48,7 +46,7 @@ DATASET_LENGTHS = {
     ("vllm", "sharegpt"): (1.0, 1.0, "lognormal"),
 }
 SIMULATED_REQUESTS = 20_000
-METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
+METRICS = TAIL_METRICS
 
 
 class LatencyCheck(BaseModel):
@@ -108,14 +106,9 @@ def _deployment(p: LatencyPoint) -> Deployment:
 
 def _load(p: LatencyPoint) -> Load:
     in_scv, out_scv, lengths = DATASET_LENGTHS.get((p.engine, p.dataset), (1.0, 1.0, "lognormal"))
-    shape = dict(input_tokens=p.input_tokens, output_tokens=p.output_tokens, input_tokens_scv=in_scv,
-                 output_tokens_scv=out_scv, lengths=lengths)
-    if 0 < _cached(p) < p.num_prompts:  # every prompt cached: the workload's hit rate (``_workload``)
-        shape["cached_first_requests"] = _cached(p)
-    if p.request_rate_per_s is not None:
-        return Load(arrival="poisson", request_rate_per_s=p.request_rate_per_s, open_loop_requests=p.num_prompts, **shape)
-    return Load(arrival="closed", clients=min(p.max_concurrency or p.num_prompts, p.num_prompts),
-                closed_loop_requests=p.num_prompts, **shape)
+    return run_load(input_tokens=p.input_tokens, output_tokens=p.output_tokens, requests=p.num_prompts,
+                    request_rate_per_s=p.request_rate_per_s, max_concurrency=p.max_concurrency, input_tokens_scv=in_scv,
+                    output_tokens_scv=out_scv, lengths=lengths, cached_first_requests=_cached(p))
 
 
 def _cached(p: LatencyPoint) -> int:
@@ -130,27 +123,12 @@ def _workload(p: LatencyPoint) -> Workload:
     return Workload(input_len=input_len, output_len=max(round(p.output_tokens), 1), prefix_cache_hit_rate=hit)
 
 
-def _describe(load: Load) -> str:
-    if load.arrival == "poisson":
-        return f"poisson {load.request_rate_per_s:g}/s"
-    return f"closed loop, {load.clients} clients"
-
-
-def _simulated(curve, load: Load, requests: int) -> dict[str, float]:
-    runs = max(math.ceil(SIMULATED_REQUESTS / requests), 1)
-    results = [simulate(curve, load, requests=requests, seed=seed) for seed in range(runs)]
-    return {m: statistics.fmean(getattr(r, m) for r in results) for m in METRICS}
-
-
 def check_point(p: LatencyPoint, catalog: Catalog) -> list[LatencyCheck]:
     """The approximation's and the simulation's percentiles beside each measured one of ``p``."""
-    load = _load(p)
-    w = _workload(p)
-    curve = service_curve(_deployment(p), w, catalog, use_profiles=False)
-    approx = approximate(curve, load)
-    sim = _simulated(curve, load, p.num_prompts)
-    return [LatencyCheck(id=p.id, split=p.split, load=_describe(load), metric=m, measured=p.measured[m].value,
-                         approximation=getattr(approx, m), simulation=sim[m])
+    curve = service_curve(_deployment(p), _workload(p), catalog, use_profiles=False)
+    tails = predict_tails(curve, _load(p), requests=p.num_prompts, simulated_requests=SIMULATED_REQUESTS)
+    return [LatencyCheck(id=p.id, split=p.split, load=tails.load, metric=m, measured=p.measured[m].value,
+                         approximation=getattr(tails.approximation, m), simulation=getattr(tails.simulation, m))
             for m in METRICS if m in p.measured and p.measured[m].value > 0]
 
 
