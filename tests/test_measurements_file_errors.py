@@ -57,3 +57,23 @@ def test_one_run_given_twice_in_one_import_names_no_run_that_is_not_stored(tmp_p
     assert "stored already" not in done.stderr
     listed = CliRunner().invoke(app, ["measurements", "list", "--db", str(tmp_path / "m.db"), "--json"])
     assert json.loads(listed.stdout)["measurements"] == []
+
+
+def test_a_run_stored_before_percentiles_were_read_is_still_the_same_run(tmp_path):
+    """A run stored by an importer that read only the means (its points lack the percentile keys) is
+    the same run when its file comes again with percentiles: refused, not stored twice."""
+    import sqlite3
+
+    path = tmp_path / "run.csv"
+    path.write_text("concurrency,input_tokens,output_tokens,ttft_ms,ttft_p99_ms\n1,10,10,5,9\n")
+    db = tmp_path / "m.db"
+    argv = ["measurements", "import", str(path), "--gpu", "H100", "--model", "llama-3.1-8b", "--db", str(db)]
+    assert CliRunner().invoke(app, argv, prog_name="inferplan").exit_code == 0
+    with sqlite3.connect(db) as con:  # the row as the means-only importer wrote it
+        body = json.loads(con.execute("SELECT body FROM measurements").fetchone()[0])
+        for point in body["points"]:
+            for key in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_rate_per_s", "requests"):
+                point.pop(key, None)
+        con.execute("UPDATE measurements SET body = ?", (json.dumps(body),))
+    again = CliRunner().invoke(app, argv, prog_name="inferplan")
+    assert again.exit_code == 2 and "the same run is stored already as run 1" in again.stderr, again.stderr

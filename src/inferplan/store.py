@@ -224,22 +224,24 @@ class Store:
         file, provenance and points) is refused (ConflictError) rather than stored twice, where it
         would count twice wherever stored runs are used."""
         saved = []
-        given: dict[str, str] = {}  # body -> the file that gave it earlier in this import
+        given: dict[str, str] = {}  # identity -> the file that gave it earlier in this import
         with self._write() as db:
             for run in runs:
-                body = run.model_dump_json(exclude={"id"})
-                if body in given:  # rolled back with the rest: no stored run to name
-                    raise ConflictError(f"{run.file}: the same run as {given[body]} earlier in this import",
+                key = _run_identity(run)
+                if key in given:  # rolled back with the rest: no stored run to name
+                    raise ConflictError(f"{run.file}: the same run as {given[key]} earlier in this import",
                                         field="file", located=True, allowed="each run once")
-                given[body] = run.file
-                same = db.execute("SELECT id FROM measurements WHERE body = ?", (body,)).fetchone()
+                given[key] = run.file
+                rows = db.execute("SELECT * FROM measurements WHERE model = ? AND accelerator = ?",
+                                  (run.model, run.accelerator)).fetchall()
+                same = next((r for r in rows if _run_identity(_measurement(r)) == key), None)
                 if same is not None:
                     raise ConflictError(f"{run.file}: the same run is stored already as run {same['id']}",
                                         field="file", located=True,  # the message starts with the file
                                         allowed=f"a run not stored yet, or delete run {same['id']} first to "
                                                 "import it again")
                 cur = db.execute("INSERT INTO measurements (model, accelerator, body, created) VALUES (?, ?, ?, ?)",
-                                 (run.model, run.accelerator, body, _now()))
+                                 (run.model, run.accelerator, run.model_dump_json(exclude={"id"}), _now()))
                 saved.append(run.model_copy(update={"id": cur.lastrowid}))
         return saved
 
@@ -262,6 +264,19 @@ class Store:
         with self._write() as db:
             if db.execute("DELETE FROM measurements WHERE id = ?", (measurement_id,)).rowcount == 0:
                 raise NotFoundError(f"no stored measurement {measurement_id}", field="id")
+
+
+# the point figures every importer has read: a run's identity (percentiles and the offered load,
+# read later, do not make a re-import of the same file a different run)
+IDENTITY_POINT_FIELDS = {"concurrency", "input_tokens", "output_tokens", "ttft_s", "tpot_s",
+                         "output_tokens_per_s_total", "requests_per_s", "prefill_tokens_per_s"}
+
+
+def _run_identity(run: MeasuredRun) -> str:
+    """What makes two imports the same run: its file, provenance and the points' means."""
+    return json.dumps({**run.model_dump(mode="json", exclude={"id", "points"}, exclude_none=True),
+                       "points": [p.model_dump(mode="json", include=IDENTITY_POINT_FIELDS) for p in run.points]},
+                      sort_keys=True)
 
 
 def _measurement(row: sqlite3.Row) -> MeasuredRun:
