@@ -249,7 +249,9 @@ def test_your_measurements_upload_list_and_chart(page, server):
     page.fill("#measurement-version", "0.11.0")
     page.click("#measurement-form button[type=submit]")
     page.wait_for_selector("#measurement-list li >> text=guidellm_report.json", timeout=30000)
-    assert "median |error|" in page.text_content("#measurement-list li")
+    row = page.text_content("#measurement-list li")
+    assert "median |error|" in row
+    assert re.search(r"under load \(approximation / simulation\) TTFT p50 \d+% / \d+%", row), row  # the run's p50/p99
     page.wait_for_selector("#chart-measured svg", timeout=30000)
     marks = page.evaluate("document.querySelectorAll('#chart-measured svg path[aria-roledescription=\"point\"], "
                           "#chart-measured svg .mark-symbol path').length")
