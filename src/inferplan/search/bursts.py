@@ -20,7 +20,12 @@ candidate, with each state's utilisation ``ρ`` and steady mean wait ``W``:
   has an exact stationary law (Anick, Mitra & Sondhi 1982): the backlog exceeds ``y`` in a busy
   spell with probability ``π_b·e^{−y/m}`` and in a quiet one ``π_b·(u/v)·e^{−y/m}``, with
   ``1/m = 1/(u·d_b) − 1/(v·d_q)``. An arrival waits the backlog it finds: every busy arrival,
-  exponentially with mean ``m``, and a share ``u/(v·x)`` of quiet ones, alike. The slots that a
+  exponentially with mean ``m``, and a share ``u/(v·x)`` of quiet ones, alike. The fluid has no
+  noise, so near ``ρ_b = 1`` (``m → 0``) a busy arrival waits at least what a Brownian motion
+  with drift ``+u`` builds from empty over an exponentially old spell, ``σ²/(√(u² + 2σ²/d_b) − u)``
+  — the served formula's limit ``σ·√(d_b/2)`` at ``ρ_b = 1`` — with the heavy-traffic variance
+  ``σ² = 2·(1 − ρ_q)·W_q/p_q`` read from the quiet state (``p_q`` its probability of waiting:
+  Allen–Cunneen's and Kingman's ``2·(1 − ρ)·W/P(wait)`` does not depend on ``ρ``). The slots that a
   quiet spell leaves free are not counted as absorbing the start of a burst (a short quiet spell
   does not empty them), so waits err long where they do.
 - A load above capacity on average stays unstable.
@@ -58,9 +63,11 @@ def spell_waits(load: Load, p_wait: np.ndarray, mean_wait: np.ndarray, utilisati
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         decay = 1 / (up * d_b) - 1 / (down * d_q)  # 1/m
         mean = np.where(decay > 0, 1 / decay, np.inf)
+        var_q = np.where(fluid & (p_wait[:, 1] > 0), 2 * (1 - rho_q) * w_q / p_wait[:, 1], 0.0)
+        noise = np.where(var_q > 0, var_q / (np.sqrt(up**2 + 2 * var_q / d_b) - up), 0.0)
     quiet_share = np.minimum(up / (down * x), 1.0)  # P(waits | quiet arrival)
     p[:, 0] = np.where(fluid, 1.0, p[:, 0])
-    w[:, 0] = np.where(fluid, mean, w[:, 0])
+    w[:, 0] = np.where(fluid, np.maximum(mean, noise), w[:, 0])
     p[:, 1] = np.where(fluid, 1 - (1 - p[:, 1]) * (1 - quiet_share), p[:, 1])
     w[:, 1] = np.where(fluid, w_q + quiet_share * mean, w[:, 1])
     ok[:, 0] |= fluid & np.isfinite(mean)
