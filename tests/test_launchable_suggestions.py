@@ -63,3 +63,12 @@ def test_gpus_alone_on_an_engine_that_cannot_split_one_instance_runs_copies_and_
                                                            tensor_parallel_size=1), CATALOG)
     vllm = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", gpus=4), CATALOG)  # one TP 4 instance: no note
     assert "--tensor-parallel-size" in vllm.argv and not any("copies" in n for n in vllm.notes)
+
+
+def test_a_layout_that_leaves_room_for_one_copy_says_nothing_of_copies():
+    """TP 2 on 3 GPUs is one copy and an idle GPU: no 'one of 1 copies' note; TP 2 on 5 GPUs is two
+    copies on 4 of them."""
+    one = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", gpus=3, tensor_parallel_size=2), CATALOG)
+    assert not any("copies" in n for n in one.notes)
+    two = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", gpus=5, tensor_parallel_size=2), CATALOG)
+    assert any("one of 2 copies the plan runs on 4 of the 5 GPUs (1 idle)" in n and "k8s" not in n for n in two.notes)

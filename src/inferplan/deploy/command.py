@@ -71,11 +71,14 @@ def _copies_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
         return ()
     gpus = resolve_hardware(catalog, d).gpus
     instance = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
-    if gpus <= instance:
+    copies = gpus // instance
+    if copies < 2:  # one copy, whatever GPUs it leaves idle
         return ()
-    return (f"this starts one of {gpus // instance} copies the plan runs on {gpus} GPUs, {instance} GPU"
-            f"{'s' if instance > 1 else ''} each: start each on its own GPUs and port behind a load balancer "
-            f"(--format k8s runs them as {gpus // instance} replicas)",)
+    idle = gpus - copies * instance
+    where = f"{copies * instance} of the {gpus} GPUs ({idle} idle)" if idle else f"{gpus} GPUs"
+    replicas = "" if idle else f" (--format k8s runs them as {copies} replicas)"  # k8s wants whole instances
+    return (f"this starts one of {copies} copies the plan runs on {where}, {instance} GPU{'s' if instance > 1 else ''}"
+            f" each: start each on its own GPUs and port behind a load balancer{replicas}",)
 
 
 def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
