@@ -304,3 +304,25 @@ def test_bursts_just_past_capacity_are_not_optimistic_against_the_simulation(cat
                 output_tokens=256)
     a, s = approximate(curve, load), simulate(curve, load, requests=30_000, seed=1)
     assert a.ttft_p95_s >= s.ttft_p95_s and a.ttft_p99_s >= s.ttft_p99_s
+
+
+def test_spread_lengths_long_requests_stop_at_the_models_context(catalog):
+    """Prompts and outputs spread with SCV 100 put the 99.9th percentiles at 91,238 tokens, past
+    Qwen3-8B's 40,960: every vLLM cell was refused ('longer than qwen3-8b's context'); the cells are
+    planned at the model's context instead (the engine refuses the rarer longer request)."""
+    req = _request(input_tokens_scv=100.0, output_tokens_scv=100.0, targets=Targets(ttft_p95_s=2.0))
+    rl = resolve_load(catalog, req)
+    assert rl.max_model_len > 40_960 and rl.context_for(40_960) == 40_960
+    assert resolve_load(catalog, _request()).context_for(1_000) == 1_800  # stated means are never cut
+    result = search(req, catalog)
+    assert result.results and "--max-model-len 40960" in result.results[0].deploy
+
+
+def test_an_apis_price_does_not_move_with_the_spread_of_lengths(catalog):
+    """The API alternative is priced on the load's output share, output / (input + output): it was
+    divided by the context planned, so spread lengths made output tokens look rarer and the API cheaper."""
+    from inferplan.search.run import _api
+
+    prices = [_api(catalog, r, resolve_load(catalog, r))
+              for r in (_request(), _request(input_tokens_scv=4.0, output_tokens_scv=4.0))]
+    assert prices[0] and [a.usd_per_mtok for a in prices[0]] == pytest.approx([a.usd_per_mtok for a in prices[1]])

@@ -70,7 +70,7 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
                curves: dict | None = None) -> CellModel:
     """Model one cell; ``curves`` caches serving curves by deployment (systems built on the same
     accelerator share them)."""
-    d = cell.deployment(rl.max_model_len)
+    d = cell.deployment(rl.context_for(cell.context_tokens))
     key = (d.model_dump_json(), cell.speculative_tokens)
     if curves is not None and key in curves:
         curve = curves[key]

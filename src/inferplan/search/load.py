@@ -41,10 +41,20 @@ class ResolvedLoad:
     workload: WorkloadProfile | None = None
     cache_hit_rate: float = 0.0
     longest_request: int | None = None  # a trace's longest input + output, spread lengths' 99.9th percentiles (else the means)
+    spread_sized: bool = False  # longest_request from spread lengths' percentiles, not a trace's requests
+
 
     @property
     def max_model_len(self) -> int:
         return self.longest_request or self.input_len + self.output_len
+
+    def context_for(self, model_context_tokens: int | None) -> int:
+        """The context a model's instance is planned at: ``max_model_len``, except that spread lengths'
+        long requests stop at the model's own context (an engine refuses a longer one, and refuses to
+        start at it), never below the mean request."""
+        if not self.spread_sized or model_context_tokens is None:
+            return self.max_model_len
+        return max(self.input_len + self.output_len, min(self.max_model_len, model_context_tokens))
 
 
 def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
@@ -55,20 +65,26 @@ def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
                     **_arrivals(req))
         return ResolvedLoad(load, w.input_tokens_per_request, w.output_tokens_per_request, rate, req.users * w.monthly_tokens,
                             users=req.users, workload=w, cache_hit_rate=w.cache_hit_rate,
-                            longest_request=_longest(req, w.input_tokens_per_request, w.output_tokens_per_request))
+                            longest_request=_longest(req, w.input_tokens_per_request, w.output_tokens_per_request),
+                            spread_sized=_spread(req))
     if req.request_rate_per_s is not None:
         rate, i, o = req.request_rate_per_s, req.input_len, req.output_len
         load = Load(request_rate_per_s=rate, input_tokens=i, output_tokens=o, **_arrivals(req))
-        return ResolvedLoad(load, i, o, rate, rate * (i + o) * SECONDS_PER_MONTH, longest_request=_longest(req, i, o))
+        return ResolvedLoad(load, i, o, rate, rate * (i + o) * SECONDS_PER_MONTH, longest_request=_longest(req, i, o),
+                            spread_sized=_spread(req))
     return _trace_load(req.trace)
 
 
 def _longest(req: SearchRequest, input_len: float, output_len: float) -> int | None:
     """The prompt plus output a cell must hold when lengths spread: each at ``LONG_REQUEST_QUANTILE``."""
-    if req.input_tokens_scv == 0 and req.output_tokens_scv == 0:
+    if not _spread(req):
         return None
     return sum(math.ceil(float(length_quantiles(mean, scv, LONG_REQUEST_QUANTILE)))
                for mean, scv in ((input_len, req.input_tokens_scv), (output_len, req.output_tokens_scv)))
+
+
+def _spread(req: SearchRequest) -> bool:
+    return req.input_tokens_scv > 0 or req.output_tokens_scv > 0
 
 
 def _arrivals(req: SearchRequest) -> dict:

@@ -205,7 +205,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     pre = g.prefill_model
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
                                                    "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
-    d = cell.deployment(rl.max_model_len).model_copy(update={"max_num_seqs": int(g.cap[i])})
+    d = cell.deployment(rl.context_for(cell.context_tokens)).model_copy(update={"max_num_seqs": int(g.cap[i])})
     notes = list(cm.costs.notes)
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
@@ -229,7 +229,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
-        deploy=launch_text(catalog, d, cell, prefill=(pre.cell.deployment(rl.max_model_len), pre.cell) if disagg else None),
+        deploy=launch_text(catalog, d, cell, prefill=(pre.cell.deployment(rl.context_for(pre.cell.context_tokens)), pre.cell) if disagg else None),
         scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys(notes)))
 
 
@@ -255,7 +255,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
     with the whole load as one user)."""
     whole = rl.workload or WorkloadProfile(
         preset="request-rate", name="stated request rate", monthly_tokens=rl.monthly_tokens,
-        output_share=rl.output_len / rl.max_model_len, cache_hit_rate=0.0, peak_to_average=1.0,
+        output_share=rl.output_len / (rl.input_len + rl.output_len), cache_hit_rate=0.0, peak_to_average=1.0,
         target_output_tokens_per_s=1.0, input_tokens_per_request=rl.input_len, output_tokens_per_request=rl.output_len)
     users = rl.users or 1
     out = []

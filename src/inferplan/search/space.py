@@ -60,6 +60,7 @@ class Cell:
     expert_parallel: bool = False
     speculative_tokens: int = 0
     systems_per_instance: int = 1  # >1 when one instance spans several systems
+    context_tokens: int | None = None  # the model's own context, where a spread's long requests stop
 
     @property
     def gpus(self) -> int:
@@ -183,6 +184,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
     arch = spec.architecture
     if req.speculative and arch is not None and arch.mtp_layers and serving_modes().drafts_with_mtp(engine.id):
         spec_tokens.append(int(serving_modes().mtp_draft_tokens.value))
+    context = spec.context_tokens or (arch.max_position_embeddings if arch else None)
     for kv in _kv_dtypes(engine, req):
         base = Deployment(model=spec.id, gpu=p.accelerator.id, quantization=quant, engine=engine.id, kv_cache_dtype=kv,
                           max_model_len=max_model_len)
@@ -197,7 +199,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
             continue
         for tp, pp, dp, ep, systems in layouts:
             for k in spec_tokens:
-                space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems))
+                space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context))
 
 
 def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest) -> list[tuple[int, int, int, bool, int]]:
