@@ -4,6 +4,7 @@ beside the approximation and the simulation exactly as ``validate --latency`` ch
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -183,3 +184,22 @@ def test_the_api_view_carries_the_percentile_comparison(catalog, tmp_path):
     for body in (run, shown):
         tails_ = body["points"][0]["tails"]
         assert tails_["load"] == "closed loop, 8 clients" and len(tails_["percentiles"]) == 4
+
+
+def test_the_view_words_each_run_for_the_page(tmp_path):
+    """GET /api/measurements/view carries each run's line as the page lists it: its median errors on
+    the means and, for percentiles, the approximation's and the simulation's (no sums in the page)."""
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "v.db"))
+    content = (Path(__file__).parent / "data" / "measurements" / "vllm_bench_serve_c8.json").read_text()
+    posted = client.post("/api/measurements", json={"files": [{"name": "c8.json", "content": content}],
+                                                    "provenance": {"model": "llama-3.1-8b", "gpu": "H100"}})
+    assert posted.status_code == 201, posted.text
+    view = client.get("/api/measurements/view").json()
+    assert len(view["texts"]) == len(view["runs"]) == 1
+    text = view["texts"][0]
+    assert text.startswith("#1 ") and "median |error| TTFT" in text
+    assert re.search(r"under load \(approximation / simulation\) TTFT p50 \d+% / \d+%", text), text

@@ -47,3 +47,18 @@ def predicted_vs_measured(comparisons: list[RunComparison]) -> dict:
              "encoding": {"x": {"field": "v", **axis, "title": "measured"}, "y": {"field": "v", **axis, "title": "predicted"}}},
         ]},
     }
+
+
+TAIL_TITLES = {"ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99", "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99"}
+
+
+def run_text(c: RunComparison) -> str:
+    """One line per stored run, as the page lists it: what ran, and the median errors (on the
+    means, and where the file printed percentiles, the approximation's and the simulation's)."""
+    r = c.run
+    errors = ", ".join(f"{FIGURES[k][0] if k in FIGURES else k} {v * 100:.1f}%" for k, v in c.median_abs_error.items())
+    tails = ", ".join(f"{TAIL_TITLES.get(t.metric, t.metric)} {t.approximation_abs_error * 100:.0f}% / "
+                      f"{t.simulation_abs_error * 100:.0f}%" for t in c.tail_median_abs_error)
+    text = (f"#{r.id} {r.measured_on}: {r.model} on {r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}, "
+            f"{len(r.points)} points ({r.format}: {r.file}) — median |error| {errors or '—'}")
+    return text + (f"; under load (approximation / simulation) {tails}" if tails else "")

@@ -12,7 +12,7 @@ from inferplan.inputs import Input
 from inferplan.measurements.compare import RunComparison, compare_run, compare_runs
 from inferplan.measurements.export import run_as_catalogue
 from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance, read_runs
-from inferplan.report.measured_chart import predicted_vs_measured
+from inferplan.report.measured_chart import predicted_vs_measured, run_text
 
 router = APIRouter(tags=["measurements"])
 MAX_CONTENT_CHARS = 5_000_000  # one result file as text (a request body is bounded by the server too)
@@ -30,6 +30,7 @@ class MeasurementImport(Input):
 
 class MeasurementsView(BaseModel):
     runs: list[RunComparison]
+    texts: list[str]  # each run as the page lists it (report/measured_chart.run_text)
     chart: dict  # Vega-Lite spec (report/measured_chart.py)
 
 
@@ -63,7 +64,7 @@ def import_measurements(r: MeasurementImport, request: Request) -> list[Measured
 def measurements_view(request: Request) -> MeasurementsView:
     """Every run with predicted vs measured, and the chart of them."""
     runs = compare_runs(_store(request).list_measurements())
-    return MeasurementsView(runs=runs, chart=predicted_vs_measured(runs))
+    return MeasurementsView(runs=runs, texts=[run_text(r) for r in runs], chart=predicted_vs_measured(runs))
 
 
 @router.get("/api/measurements/{measurement_id}")

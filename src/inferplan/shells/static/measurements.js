@@ -1,22 +1,12 @@
 // "Your measurements": upload a benchmark result file, list the stored runs with the planner's
-// error on each, and draw the library's predicted-vs-measured chart. The API does every sum.
+// error on each (worded by the server: report/measured_chart.run_text), and draw the library's
+// predicted-vs-measured chart. The API does every sum.
 "use strict";
 
-const MEASUREMENT_LABELS = { ttft_s: "TTFT", tpot_s: "TPOT", output_tokens_per_s_total: "output tok/s",
-  prefill_tokens_per_s: "prompt tok/s" };
-const TAIL_LABELS = { ttft_p50_s: "TTFT p50", ttft_p99_s: "TTFT p99", tpot_p50_s: "TPOT p50", tpot_p99_s: "TPOT p99" };
-
-function measurementRow(comparison) {
+function measurementRow(comparison, text) {
   const r = comparison.run;
   const li = document.createElement("li");
-  const errors = Object.entries(comparison.median_abs_error)
-    .map(([k, v]) => `${MEASUREMENT_LABELS[k] || k} ${(v * 100).toFixed(1)}%`).join(", ");
-  const tails = comparison.tail_median_abs_error
-    .map((t) => `${TAIL_LABELS[t.metric] || t.metric} ${(t.approximation_abs_error * 100).toFixed(0)}% / `
-      + `${(t.simulation_abs_error * 100).toFixed(0)}%`).join(", ");
-  li.textContent = `#${r.id} ${r.measured_on}: ${r.model} on ${r.gpus}× ${r.accelerator}, ${r.engine} ${r.engine_version}, `
-    + `${r.points.length} points (${r.format}: ${r.file}) — median |error| ${errors || "—"}`
-    + (tails ? `; under load (approximation / simulation) ${tails} ` : " ");
+  li.textContent = `${text} `;
   const del = document.createElement("button");
   del.type = "button";
   del.textContent = "Delete";
@@ -30,7 +20,7 @@ function measurementRow(comparison) {
 
 async function refreshMeasurements() {
   const view = await api("GET", "/api/measurements/view");
-  $("measurement-list").replaceChildren(...view.runs.map(measurementRow));
+  $("measurement-list").replaceChildren(...view.runs.map((run, i) => measurementRow(run, view.texts[i])));
   const chart = $("chart-measured");
   chart.replaceChildren();
   if (view.runs.length) await vegaEmbed(chart, view.chart, { actions: false, renderer: "svg" });
