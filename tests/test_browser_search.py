@@ -96,10 +96,21 @@ def test_bursty_arrivals_and_spread_lengths_from_the_form(page, server):
                          "output-scv": "0.5"}.items():
         page.fill(f"#search-{field}", value)
     page.click("#search-run")
-    searched(page)
+    stamp = searched(page)
     assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
     summary = page.text_content("#search-summary")
     assert "bursts at 3× the mean rate" in summary and "length spread SCV 0 / 0.5" in summary
     assert page.locator("#search-table tbody tr").count() >= 1
+    page.select_option("#search-lengths", "uniform")  # evenly drawn lengths spread no wider than SCV 1/3
+    page.click("#search-run")
+    stamp = searched(page, stamp)
+    assert "output_tokens_scv" in page.text_content("#search-error")
+    assert all("status of 422" in p for p in page.problems), page.problems
+    page.problems.clear()
+    page.fill("#search-output-scv", "0.3")
+    page.click("#search-run")
+    searched(page, stamp)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    assert "uniform length spread SCV 0 / 0.3" in page.text_content("#search-summary")
     page.fill("#search-peak", "0.5")  # below 1: the form itself holds it back
     assert page.evaluate("document.getElementById('search-peak').validity.rangeUnderflow")

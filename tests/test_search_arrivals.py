@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.report.search_view import deployment_text
 from inferplan.search import evaluate
 from inferplan.search.arrivals import Load, length_quantiles
 from inferplan.search.load import LONG_REQUEST_QUANTILE, resolve_load
@@ -58,11 +59,12 @@ def test_every_pick_under_the_load_meets_every_target_reevaluated_one_by_one(cat
     res = search(req, catalog)
     assert res.results
     rl = resolve_load(catalog, req)
-    assert res.load.arrival == rl.load.arrival and res.load.max_model_len == rl.max_model_len
+    assert res.load.arrival == rl.load.arrival and res.load.longest_request_tokens == rl.max_model_len
     for r in res.results:
+        assert r.max_model_len == rl.max_model_len  # well within qwen3-8b's context
         dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
                          engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
-                         pipeline_parallel_size=r.pipeline_parallel_size, max_model_len=rl.max_model_len)
+                         pipeline_parallel_size=r.pipeline_parallel_size, max_model_len=r.max_model_len)
         curve = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
                               points=evaluate.CURVE_POINTS)
         t = approximate_many(CurveTable.of([curve]), rl.load, curve_index=np.zeros(1, np.int64), replicas=r.replicas,
@@ -150,6 +152,8 @@ def test_arrival_settings_that_do_not_apply_are_refused_by_name(kw, field):
     (["--arrival", "sometimes"], "--arrival"),
     (["--arrival", "bursty", "--peak-to-average", "0.5"], "--peak-to-average"),
     (["--input-scv", "-1"], "--input-scv"),
+    (["--lengths", "uniform", "--output-scv", "0.5"], "--output-scv"),
+    (["--lengths", "triangular", "--output-scv", "0.1"], "--lengths"),
 ])
 def test_cli_refuses_arrival_flags_naming_the_flag(args, flag):
     base = ["search", "--model", "qwen3-8b", "--request-rate", "4", "--input-len", "100", "--output-len", "10"]
@@ -178,6 +182,11 @@ def test_cli_and_api_search_bursty_loads_alike(tmp_path):
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "peak_to_average"], bad.text
     view = client.post("/api/views/search", json=body)
     assert view.status_code == 200 and "bursts at 3× the mean rate" in view.json()["summary"]
+    wide = client.post("/api/search", json={**body, "lengths": "uniform"})
+    assert wide.status_code == 422 and wide.json()["detail"][0]["loc"] == ["body", "output_tokens_scv"], wide.text
+    uniform = client.post("/api/search", json={**body, "lengths": "uniform", "output_tokens_scv": 0.3})
+    assert uniform.status_code == 200 and uniform.json()["load"]["lengths"] == "uniform", uniform.text
+    assert uniform.json()["load"]["longest_request_tokens"] < cli["load"]["longest_request_tokens"]
 
 
 def test_a_trace_rows_arrival_spread_is_its_own():
@@ -315,7 +324,48 @@ def test_spread_lengths_long_requests_stop_at_the_models_context(catalog):
     assert rl.max_model_len > 40_960 and rl.context_for(40_960) == 40_960
     assert resolve_load(catalog, _request()).context_for(1_000) == 1_800  # stated means are never cut
     result = search(req, catalog)
-    assert result.results and "--max-model-len 40960" in result.results[0].deploy
+    pick = result.results[0]
+    assert "--max-model-len 40960" in pick.deploy and pick.max_model_len == 40_960
+    assert result.load.longest_request_tokens == rl.max_model_len
+    # the pick says what share of the load its context refuses: the crossed lengths' own share
+    share = rl.share_longer_than(40_960)
+    assert 0.0005 < share < 0.01
+    assert pick.longer_request_share == share
+    assert f"context 40,960 tokens, the model's own: {share:.2%} of the requests are longer" in deployment_text(pick)
+    assert not any(r.longer_request_share or "longer" in deployment_text(r) for r in search(_request(), catalog).results)
+
+
+def test_the_share_of_requests_a_context_refuses():
+    """Crossed nodes of the two lengths against exact cases: no spread is all or nothing; uniform
+    prompts from 0 to 2,000 with a fixed output exceed a context at the uniform's own tail."""
+    from inferplan.search.load import ResolvedLoad
+
+    def resolved(scv_in, scv_out, lengths="lognormal"):
+        load = Load(request_rate_per_s=1.0, input_tokens=1000, output_tokens=200, input_tokens_scv=scv_in,
+                    output_tokens_scv=scv_out, lengths=lengths)
+        return ResolvedLoad(load, 1000, 200, 1.0, 0.0, spread_sized=bool(scv_in or scv_out))
+
+    assert resolved(0, 0).share_longer_than(1200) == 0 and resolved(0, 0).share_longer_than(1199) == 1
+    uniform = resolved(1 / 3, 0, "uniform")  # prompts even on [0, 2000], every output 200
+    assert uniform.share_longer_than(1700) == pytest.approx(0.25, abs=0.003)
+    assert uniform.share_longer_than(2200) == 0
+    lognormal = resolved(1.0, 0)
+    assert lognormal.share_longer_than(1700) > lognormal.share_longer_than(3000) > lognormal.share_longer_than(9000) > 0
+
+
+def test_uniform_lengths_size_the_cells_at_the_uniforms_own_tail(catalog):
+    """A benchmark's random dataset draws lengths evenly: at SCV 1/3 a prompt reaches twice its mean,
+    never the log-normal's longer tail; a wider uniform spread is refused naming its field."""
+    uniform = resolve_load(catalog, _request(input_tokens_scv=1 / 3, output_tokens_scv=1 / 3, lengths="uniform"))
+    lognormal = resolve_load(catalog, _request(input_tokens_scv=1 / 3, output_tokens_scv=1 / 3))
+    assert uniform.load.lengths == "uniform" and uniform.max_model_len <= 2 * 1800 + 2
+    assert uniform.max_model_len >= math.floor(0.999 * 2 * 1800) and lognormal.max_model_len > uniform.max_model_len
+    with pytest.raises(InferplanError) as e:
+        _request(input_tokens_scv=0.5, lengths="uniform")
+    assert e.value.field == "input_tokens_scv"
+    with pytest.raises(InferplanError) as e:
+        SearchRequest(models=("qwen3-8b",), trace="t.csv", lengths="uniform")
+    assert e.value.field == "lengths"
 
 
 def test_an_apis_price_does_not_move_with_the_spread_of_lengths(catalog):

@@ -42,6 +42,10 @@ def deployment_text(d: Deployed) -> str:
             f"{layout_text(d)}; {_plural(d.gpus, 'GPU')}" + (f" in {_plural(d.systems, 'system')}" if d.systems else ""))
     if d.disaggregated and d.kv_transfer_s is not None:
         text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
+    if d.longer_request_share:
+        share = f"{d.longer_request_share:.2%}" if d.longer_request_share >= 1e-4 else "under 0.01%"
+        text += (f"\ncontext {d.max_model_len:,} tokens, the model's own: {share} of the requests are longer and "
+                 "refused")
     return text
 
 
@@ -75,8 +79,9 @@ def summary_text(r: SearchResult) -> str:
            else f"{load.request_rate_per_s:g} requests/s")
     how = (f" in bursts at {load.peak_to_average:g}× the mean rate (a busy and a quiet spell per {load.burst_period_s:g} s)"
            if load.arrival == "bursty" else "")
-    spread = (f" (length spread SCV {load.input_tokens_scv:.2g} / {load.output_tokens_scv:.2g}; cells hold "
-              f"{load.max_model_len:,} tokens)" if load.input_tokens_scv or load.output_tokens_scv else "")
+    spread = (f" ({load.lengths} length spread SCV {load.input_tokens_scv:.3g} / {load.output_tokens_scv:.3g}; cells "
+              f"hold {load.longest_request_tokens:,} tokens, or their model's own context if shorter)"
+              if load.input_tokens_scv or load.output_tokens_scv else "")
     return (f"{who}: {load.request_rate_per_s:,.2f} requests/s{how} of {load.input_len:,} + {load.output_len:,} "
             f"tokens{spread}; {r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
             f"ranked by {r.objective}")

@@ -34,6 +34,7 @@ from inferplan.search.trace import Trace
 
 ARRIVALS = ("poisson", "bursty", "trace", "closed")
 DEFAULT_BURST_PERIOD_S = 60.0  # assumed: one busy and one quiet spell per minute on average
+UNIFORM_MAX_SCV = 1 / 3  # a length drawn evenly from 0 to twice its mean spreads no wider
 
 
 class Load(Input):
@@ -75,7 +76,7 @@ class Load(Input):
             raise ValueError("open_loop_requests: applies only to Poisson or bursty arrivals")
         if self.arrival == "trace" and self.trace is None:
             raise ValueError("trace: trace arrivals need a trace")
-        if self.lengths == "uniform" and max(self.input_tokens_scv, self.output_tokens_scv) > 1 / 3 + 1e-12:
+        if self.lengths == "uniform" and max(self.input_tokens_scv, self.output_tokens_scv) > UNIFORM_MAX_SCV + 1e-12:
             raise ValueError("lengths: a uniform spread reaches an SCV of 1/3 at most (from 0 to twice the mean)")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:
             raise ValueError("peak_to_average: applies only to bursty arrivals")
@@ -149,6 +150,19 @@ def length_quantiles(mean: float, scv: float, qs, shape: str = "lognormal") -> n
     sigma = math.sqrt(math.log1p(scv))
     z = np.array([NormalDist().inv_cdf(q) for q in qs.ravel()]).reshape(qs.shape)
     return np.exp(math.log(mean) - sigma**2 / 2 + sigma * z)
+
+
+def length_survival(mean: float, scv: float, lengths, shape: str = "lognormal") -> np.ndarray:
+    """The share of a length with ``mean`` and ``scv`` (log-normal or uniform) above each of ``lengths``."""
+    x = np.asarray(lengths, float)
+    if scv <= 0:
+        return (mean > x).astype(float)
+    if shape == "uniform":
+        half = mean * math.sqrt(3 * scv)
+        return np.clip((mean + half - x) / (2 * half), 0.0, 1.0)
+    sigma = math.sqrt(math.log1p(scv))
+    z = (np.log(np.maximum(x, 1e-300)) - math.log(mean) + sigma**2 / 2) / sigma
+    return np.where(x > 0, 0.5 * np.vectorize(math.erfc)(z / math.sqrt(2)), 1.0)
 
 
 def length_nodes(mean: float, scv: float, nodes: int, shape: str = "lognormal") -> np.ndarray:

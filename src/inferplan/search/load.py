@@ -6,9 +6,10 @@ over the month, times the preset's peak-to-average factor — over the preset's 
 request. A request rate is taken as the rate to carry, with the lengths stated. Either arrives as
 stated (``arrival``: Poisson, or bursty spells at ``peak_to_average`` times the rate and quiet ones
 below it; with users, the spells come on top of the preset's busiest hour), its prompt and output
-lengths log-normal around their means with the stated squared coefficients of variation. Spread
-lengths size the cells for the 99.9th percentile of each (``LONG_REQUEST_QUANTILE``); longer
-requests, one in a thousand of either length at most, do not fit the planned context. A trace
+lengths log-normal (or uniform, ``lengths``) around their means with the stated squared coefficients
+of variation. Spread lengths size the cells for the 99.9th percentile of each
+(``LONG_REQUEST_QUANTILE``), capped at each model's own context; longer requests do not fit the
+planned context, and each pick says what share of the load that is (``share_longer_than``). A trace
 (read by ``trace.read_trace``, or given inline as rows: ``trace.trace_from_rows``) is replayed by
 the queueing approximation at its own rate and spread of lengths; cells are sized for its longest
 request.
@@ -22,12 +23,15 @@ from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, WorkloadProfile, resolve_workload
-from inferplan.search.arrivals import Load, length_quantiles
+import numpy as np
+
+from inferplan.search.arrivals import Load, length_nodes, length_quantiles, length_survival
 from inferplan.search.trace import read_trace, trace_from_rows
 from inferplan.search.request import SearchRequest
 
 
 LONG_REQUEST_QUANTILE = 0.999  # assumed: the share of each spread length a cell's context holds
+_LENGTH_NODES = 4000  # equally likely output lengths over which a prompt's survival is averaged
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,21 @@ class ResolvedLoad:
             return self.max_model_len
         return max(self.input_len + self.output_len, min(self.max_model_len, model_context_tokens))
 
+    def share_longer_than(self, context_tokens: int) -> float:
+        """The share of the load's requests whose prompt plus output exceeds ``context_tokens`` (an
+        engine refuses them): for spread lengths the prompt's exact survival past the context less
+        each of ``_LENGTH_NODES`` equally likely outputs, averaged; a trace's own requests; else the
+        mean request."""
+        load = self.load
+        if load.trace is not None:
+            _, inputs, outputs = load.trace.arrays()
+            return float(np.mean(inputs + outputs > context_tokens))
+        if not self.spread_sized:
+            return float(self.input_len + self.output_len > context_tokens)
+        outputs = length_nodes(self.output_len, load.output_tokens_scv, _LENGTH_NODES, load.lengths)
+        return float(np.mean(length_survival(self.input_len, load.input_tokens_scv, context_tokens - outputs,
+                                             load.lengths)))
+
 
 def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
     if req.users is not None:
@@ -79,7 +98,7 @@ def _longest(req: SearchRequest, input_len: float, output_len: float) -> int | N
     """The prompt plus output a cell must hold when lengths spread: each at ``LONG_REQUEST_QUANTILE``."""
     if not _spread(req):
         return None
-    return sum(math.ceil(float(length_quantiles(mean, scv, LONG_REQUEST_QUANTILE)))
+    return sum(math.ceil(float(length_quantiles(mean, scv, LONG_REQUEST_QUANTILE, req.lengths)))
                for mean, scv in ((input_len, req.input_tokens_scv), (output_len, req.output_tokens_scv)))
 
 
@@ -92,7 +111,7 @@ def _arrivals(req: SearchRequest) -> dict:
     bursty = req.arrival == "bursty"
     return dict(arrival=req.arrival, peak_to_average=req.peak_to_average if bursty else 1.0,
                 burst_period_s=req.burst_period_s, input_tokens_scv=req.input_tokens_scv,
-                output_tokens_scv=req.output_tokens_scv)
+                output_tokens_scv=req.output_tokens_scv, lengths=req.lengths)
 
 
 def _trace_load(given: str | list | None) -> ResolvedLoad:

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
-from inferplan.search.arrivals import DEFAULT_BURST_PERIOD_S
+from inferplan.search.arrivals import DEFAULT_BURST_PERIOD_S, UNIFORM_MAX_SCV
 from inferplan.search.trace import MAX_TRACE_ROWS
 
 Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
@@ -62,6 +62,9 @@ class SearchRequest(Input):
                                     "squared coefficient of variation (0: every prompt the mean; log-normal otherwise)")
     output_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of output lengths (squared coefficient "
                                      "of variation)")
+    lengths: Literal["lognormal", "uniform"] = Field(
+        "lognormal", description="how prompt and output lengths spread around their means: log-normal, or uniform "
+        "between the mean ± √(3·SCV) of it (a benchmark's random dataset; SCV at most 1/3)")
     targets: Targets = Targets()
     systems: tuple[str, ...] | None = None
     accelerators: tuple[str, ...] | None = None
@@ -106,7 +109,7 @@ class SearchRequest(Input):
         """A trace brings its own arrivals and lengths; the burst settings go with bursty arrivals
         (a setting at its default is no setting)."""
         changed = [name for name in ("arrival", "peak_to_average", "burst_period_s", "input_tokens_scv",
-                                     "output_tokens_scv")
+                                     "output_tokens_scv", "lengths")
                    if getattr(self, name) != type(self).model_fields[name].default]
         if self.trace is not None and changed:
             raise InvalidScenarioError("a trace brings its own timing and lengths", field=changed[0],
@@ -114,3 +117,9 @@ class SearchRequest(Input):
         if self.arrival != "bursty" and (burst := [n for n in changed if n in ("peak_to_average", "burst_period_s")]):
             raise InvalidScenarioError(f"{burst[0]} describes bursty arrivals", field=burst[0],
                                        allowed="arrival bursty, or leave it out")
+        if self.lengths == "uniform":
+            for name in ("input_tokens_scv", "output_tokens_scv"):
+                if getattr(self, name) > UNIFORM_MAX_SCV + 1e-12:
+                    raise InvalidScenarioError("a uniform spread reaches an SCV of 1/3 at most (from 0 to twice the "
+                                               "mean)", field=name, allowed="at most 1/3 with uniform lengths, or "
+                                               "lognormal lengths")

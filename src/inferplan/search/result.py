@@ -48,6 +48,8 @@ class Deployed(_Frozen):
     speculative_tokens: int  # draft tokens per step (0: none)
     replicas: int  # engine instances (aggregated), or prefill + decode instances
     max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated)
+    max_model_len: int  # the context each instance is planned at: the load's longest request, within the model's own
+    longer_request_share: float = 0.0  # the load's requests longer than max_model_len when the model's context cut it
     disaggregated: bool
     prefill_instances: int | None = None
     decode_instances: int | None = None
@@ -115,7 +117,9 @@ class LoadSummary(_Frozen):
     burst_period_s: float | None = None  # bursty: mean seconds of one busy and one quiet spell
     input_tokens_scv: float = 0.0  # spread of prompt lengths (a trace's own)
     output_tokens_scv: float = 0.0
-    max_model_len: int = 0  # the context each cell is sized for (spread lengths: their 99.9th percentiles)
+    lengths: str = "lognormal"  # how spread lengths are drawn: lognormal | uniform
+    longest_request_tokens: int = 0  # the prompt plus output a cell is asked to hold (spread lengths: each at its
+    # 99.9th percentile; a trace: its longest); a pick's max_model_len stops at its model's own context
 
 
 class SearchResult(_Frozen):

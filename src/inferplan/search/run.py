@@ -205,8 +205,10 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     pre = g.prefill_model
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
                                                    "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
-    d = cell.deployment(rl.context_for(cell.context_tokens)).model_copy(update={"max_num_seqs": int(g.cap[i])})
+    context = rl.context_for(cell.context_tokens)
+    d = cell.deployment(context).model_copy(update={"max_num_seqs": int(g.cap[i])})
     notes = list(cm.costs.notes)
+    longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
     return Deployed(
@@ -217,7 +219,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
         speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
-        disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
+        max_model_len=context, longer_request_share=longer, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
         decode_instances=int(g.decode[i]) if disagg else None,
         pools=(_pool("prefill", pre.cell, int(g.prefill[i])), _pool("decode", cell, int(g.decode[i]))) if disagg else (),
         kv_transfer_s=float(g.kv_transfer_s[i]) if disagg else None,
@@ -247,7 +249,7 @@ def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
                        arrival=rl.load.arrival, peak_to_average=rl.load.peak_to_average,
                        burst_period_s=rl.load.burst_period_s if rl.load.arrival == "bursty" else None,
                        input_tokens_scv=rl.load.input_tokens_scv, output_tokens_scv=rl.load.output_tokens_scv,
-                       max_model_len=rl.max_model_len)
+                       lengths=rl.load.lengths, longest_request_tokens=rl.max_model_len)
 
 
 def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:

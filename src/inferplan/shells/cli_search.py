@@ -26,7 +26,7 @@ SEARCH_FLAGS = {
     "targets.ttft_p50_s": "--ttft-p50", "targets.ttft_p95_s": "--ttft-p95", "targets.ttft_p99_s": "--ttft-p99",
     "targets.tpot_p95_s": "--tpot-p95", "targets.min_output_tokens_per_s_per_user": "--min-tokens-per-s-per-user",
     "arrival": "--arrival", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
-    "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "targets.e2e_p95_s": "--e2e-p95", "targets": "--tpot-p95/--min-tokens-per-s-per-user",
+    "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths", "targets.e2e_p95_s": "--e2e-p95", "targets": "--tpot-p95/--min-tokens-per-s-per-user",
 }
 
 
@@ -44,6 +44,7 @@ def search_cmd(
     burst_period: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),
     input_scv: Optional[float] = typer.Option(None, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (default 0: all the mean)."),
     output_scv: Optional[float] = typer.Option(None, "--output-scv", help="Spread of output lengths: squared coefficient of variation (default 0)."),
+    lengths: Optional[str] = typer.Option(None, "--lengths", help="lognormal | uniform: how spread lengths are drawn (uniform: a benchmark's random dataset, SCV at most 1/3; default lognormal)."),
     ttft_p50: Optional[float] = typer.Option(None, "--ttft-p50", help="Time to first token, median, seconds."),
     ttft_p95: Optional[float] = typer.Option(None, "--ttft-p95", help="Time to first token, 95th percentile, seconds."),
     ttft_p99: Optional[float] = typer.Option(None, "--ttft-p99", help="Time to first token, 99th percentile, seconds."),
@@ -86,7 +87,8 @@ def search_cmd(
         models=names, users=users, workload=workload, request_rate_per_s=request_rate, input_len=input_len,
         output_len=output_len, trace=trace, arrival=arrival.strip().lower() if arrival else None,
         peak_to_average=peak_to_average, burst_period_s=burst_period, input_tokens_scv=input_scv,
-        output_tokens_scv=output_scv, systems=split_list(systems, "--systems"),
+        output_tokens_scv=output_scv, lengths=lengths.strip().lower() if lengths else None,
+        systems=split_list(systems, "--systems"),
         accelerators=split_list(accelerators, "--accelerators"), engines=split_list(engines, "--engines"),
         quantizations=split_list(quantizations, "--quantizations"), kv_cache_dtypes=split_list(kv_cache_dtypes, "--kv-cache-dtypes"),
         vendors=split_list(vendors, "--vendors"), statuses=split_list(status, "--status"),

@@ -31,6 +31,7 @@ async function searchRequest() {
     for (const [id, key] of [["search-input-scv", "input_tokens_scv"], ["search-output-scv", "output_tokens_scv"]]) {
       if ($(id).value !== "") request[key] = number(id);
     }
+    if ($("search-lengths").value !== "lognormal") request.lengths = $("search-lengths").value;
   }
   for (const [id, key] of [["search-ttft-p95", "ttft_p95_s"], ["search-ttft-p99", "ttft_p99_s"],
     ["search-speed", "min_output_tokens_per_s_per_user"]]) if ($(id).value !== "") request.targets[key] = number(id);
