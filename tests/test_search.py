@@ -401,3 +401,46 @@ def test_every_pick_on_every_engine_comes_with_its_launch_command(catalog):
     assert {"trtllm", "sglang", "vllm"} <= engines and any(r.data_parallel_size > 1 for r in found.results)
     assert all(not r.deploy.startswith("no launch command") for r in found.results), \
         [r.deploy for r in found.results if r.deploy.startswith("no launch command")][:3]
+
+
+def test_among_equal_cost_candidates_the_tail_stays_short(catalog):
+    """200 chat-seat users of Qwen3-32B on a tinybox: every running cap from 2 up costs the same
+    $742/month on one box at the same mean speed, and the first tried, 2, won (TTFT p99 8.41 s);
+    the slow request (TTFT p99, then the TPOT p95 per output token) picks a cap whose TTFT tail stays
+    near its median at the same TPOT p95, and no candidate of that cell at the price is shorter."""
+    req = SearchRequest(models=("qwen3-32b",), users=200, workload="chat-seat", targets=Targets(ttft_p95_s=2.0),
+                        systems=("tinybox-red-v2",), engines=("vllm",), quantizations=("fp8-block",),
+                        kv_cache_dtypes=("fp8",), speculative=False, disaggregated=False, top=1)
+    pick = search(req, catalog).results[0]
+    assert pick.max_num_seqs > 2 and pick.ttft_p99_s < 2 * pick.ttft_p50_s
+    rl = resolve_load(catalog, req)
+    space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len)
+    models, _ = model_cells(catalog, space, rl, disaggregate=False)
+    from inferplan.search.run import effective_targets, slow_request_s
+    from inferplan.search.reasons import target_mask
+
+    targets = effective_targets(req.targets, rl)
+    for cm, grids in zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing)):
+        if cm.cell.tensor_parallel_size != pick.tensor_parallel_size:
+            continue
+        for g in grids:
+            monthly, _, _ = evaluate.route(g, None)
+            same = g.stable & target_mask(g, targets) & np.isclose(monthly, pick.monthly_usd) & (g.gpus == pick.gpus)
+            if same.any():
+                slowest_allowed = pick.ttft_p99_s + rl.output_len * pick.tpot_p95_s
+                assert slow_request_s(g, rl)[same].min() >= slowest_allowed * (1 - 1e-6)
+
+
+def test_nothing_found_says_which_smaller_format_would_fit(catalog):
+    """Qwen3-30B-A3B's only published build on its card is BF16 (61 GB): on one RTX 4090 every
+    family fails on memory. Each says the format fit suggests, and searching with it finds picks."""
+    base = dict(models=("qwen3-30b-a3b",), users=5, accelerators=("rtx-4090",), max_gpus=1)
+    res = search(SearchRequest(**base), catalog)
+    assert not res.results
+    hinted = {x.engine: x.fits_in_quantization for x in res.infeasible if x.reason == "memory"}
+    assert hinted and all(hinted.values()), res.infeasible
+    from inferplan.report.search_view import infeasible_text
+
+    assert all(f"it fits as {x.fits_in_quantization}" in infeasible_text(x) for x in res.infeasible if x.fits_in_quantization)
+    found = search(SearchRequest(**base, quantizations=tuple(set(hinted.values()))), catalog)
+    assert found.results and {r.quantization for r in found.results} <= set(hinted.values())

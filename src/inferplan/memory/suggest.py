@@ -39,6 +39,12 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
                                         "offload_note": offload.note})
 
 
+def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
+    """The smaller weight format ``fit`` would suggest for ``d`` (None when ``d`` fits or none does)."""
+    mp = plan_memory(d, catalog)
+    return None if mp.result.fits else _smaller_weights(d, mp, catalog)
+
+
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
     found = (*_startup_settings(d, mp, catalog), _longest_context(d, mp, catalog), _fewest_gpus(d, mp, catalog),
              _smaller_weights(d, mp, catalog))

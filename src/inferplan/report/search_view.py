@@ -56,12 +56,16 @@ def cost_text(d: Deployed) -> str:
 
 def latency_text(d: Deployed) -> str:
     return (f"TTFT {duration(d.ttft_p50_s)} / {duration(d.ttft_p95_s)} / {duration(d.ttft_p99_s)} (p50/95/99)\n"
-            f"TPOT p95 {duration(d.tpot_p95_s)} = {d.output_tokens_per_s_per_user:,.0f} tok/s each\n"
+            f"TPOT p95 {duration(d.tpot_p95_s)}; {d.output_tokens_per_s_per_user:,.0f} tok/s each on average\n"
             f"binding: {d.binding}")
 
 
 def infeasible_text(x: Infeasible) -> str:
-    return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}"
+    hint = ""
+    if x.fits_in_quantization:
+        at = f" at {x.fits_at_max_model_len:,} tokens" if x.fits_at_max_model_len else ""
+        hint = f"; it fits as {x.fits_in_quantization}{at} (name it among the quantizations to search)"
+    return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}{hint}"
 
 
 def pareto_text(p: ParetoPoint) -> str:

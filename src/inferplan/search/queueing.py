@@ -253,6 +253,8 @@ class _State:
     utilisation: np.ndarray
     stable: np.ndarray
     tpot_quantiles_s: tuple[np.ndarray, ...]  # TPOT at each of QUANTILES of the batch a request averages over
+    tpot_batch_sd_s: np.ndarray  # a request's TPOT spread from the batch it averages over
+    tpot_mixed_sd_s: np.ndarray  # ... and from the prompt chunks its steps carry, per 1/√(o − 1)
     start_queue_s: np.ndarray | None = None  # a closed loop's start: the last of its clients' prompts sent together
     start_step_s: np.ndarray | None = None  # a closed loop's start: one step full of prompt tokens
 
@@ -325,12 +327,14 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
     stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
     mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
-    tpot_q = tuple(_interp_rows(np.clip(batch + NormalDist().inv_cdf(q) * sigma, 1.0, slots), t.concurrency, t.tpot_s)
-                   + _over_lengths_quantile(load, q) * mixed_sd for q in map(load.run_quantile_level, QUANTILES))
+    at_batch = lambda z: _interp_rows(np.clip(batch + z * sigma, 1.0, slots), t.concurrency, t.tpot_s)  # noqa: E731
+    tpot_q = tuple(at_batch(NormalDist().inv_cdf(q)) + _over_lengths_quantile(load, q) * mixed_sd
+                   for q in map(load.run_quantile_level, QUANTILES))
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
-                  tpot_quantiles_s=tpot_q, start_queue_s=rate * work if start else None,
+                  tpot_quantiles_s=tpot_q, tpot_batch_sd_s=(at_batch(1.0) - at_batch(-1.0)) / 2, tpot_mixed_sd_s=mixed_sd,
+                  start_queue_s=rate * work if start else None,
                   start_step_s=full_step if start else None)
 
 
@@ -428,18 +432,26 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes
     cached = min(load.cached_first_requests / load.clients, 1.0) if load.arrival == "closed" else 0.0
     place = (np.arange(nodes) + 0.5) / nodes  # a start request's place in the start-up queue
+    outputs = np.broadcast_to(out_nodes, e2e_base.shape).copy()
     for i, s in enumerate(solved):  # a closed loop's start: mean lengths, the start-up queue over nodes
         if s.start_queue_s is not None:  # the cached prompts go first, in the first step beside others' chunks
             queue = s.start_queue_s[:, None] * np.maximum(place - cached, 0.0)
             own = np.where(place < cached, s.start_step_s[:, None] if cached < 1 else 0.0, prompt[:, i, None])
             ttft_base[:, i] = base[:, i, None] + own + queue
             e2e_base[:, i] = base[:, i, None] + own + tpot[:, i, None] * (load.output_tokens - 1) + queue
+            outputs[:, i] = load.output_tokens - 1
+    # a request's own TPOT spread, its batch averaged over its own life (``T`` mean lives)
+    life = np.maximum(outputs, 1.0) / max(load.output_tokens - 1, 1.0)
+    averaged = 2 * (life - 1 + np.exp(-life)) / life**2 / LIFETIME_BATCH_VARIANCE
+    e2e_sd = outputs * np.sqrt(stack("tpot_batch_sd_s")[..., None] ** 2 * averaged
+                               + stack("tpot_mixed_sd_s")[..., None] ** 2 / np.maximum(outputs, 1.0))
     stable = np.all(stack("stable"), axis=1)
     result = {}
     for which, q in enumerate(QUANTILES):
         name, level = f"p{round(q * 100)}", load.run_quantile_level(q)
         result[f"ttft_{name}_s"] = _sum_quantile(ttft_base, weights, p_wait, mean_wait, level)
-        result[f"e2e_{name}_s"] = _sum_quantile(e2e_base, weights, p_wait, mean_wait, level)
+        result[f"e2e_{name}_s"] = _sum_quantile(e2e_base + NormalDist().inv_cdf(level) * e2e_sd, weights, p_wait,
+                                                mean_wait, level)
         result[f"tpot_{name}_s"] = _tpot_quantile(solved, weights, which)
     for key in list(result):
         result[key] = np.where(stable, result[key], np.inf)

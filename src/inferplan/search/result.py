@@ -66,7 +66,7 @@ class Deployed(_Frozen):
     ttft_p99_s: float
     tpot_p95_s: float
     e2e_p95_s: float
-    output_tokens_per_s_per_user: float
+    output_tokens_per_s_per_user: float  # 1 / the mean TPOT: a user's average speed (the p95 is 1 / tpot_p95_s)
     utilisation: float
     users: int | None
     requests_per_s: float
@@ -85,6 +85,8 @@ class Infeasible(_Frozen):
     quantization: str
     reason: Literal["memory", "latency", "throughput", "budget", "power", "gpus", "price"]
     message: str
+    fits_in_quantization: str | None = None  # memory, when nothing was found: a smaller format that fits (fit's answer)
+    fits_at_max_model_len: int | None = None  # ... at this shorter context (None: at the load's)
 
 
 class ParetoPoint(_Frozen):

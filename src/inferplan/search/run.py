@@ -79,11 +79,34 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                   for f, s in stats.items() if not s.feasible]
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
                    for f, m in space.excluded.items() if f not in stats]
+    if not results and not req.quantizations:
+        infeasible = _with_smaller_formats(catalog, infeasible, space)
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start, notes=_notes(req, targets))
+
+
+HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
+
+
+def _with_smaller_formats(catalog: Catalog, infeasible: list[Infeasible], space: Space) -> list[Infeasible]:
+    """When nothing meets the targets, the first families that do not fit in any of the model's own
+    builds say the smaller format ``fit`` would suggest (``memory.suggest.smaller_weights``)."""
+    from inferplan.memory.suggest import smaller_weights
+
+    out, checked = [], 0
+    for x in infeasible:
+        d = space.unfitted.get((x.model, x.platform, x.engine, x.quantization))
+        if d is not None and checked < HINTED_FAMILIES:
+            checked += 1
+            hint = smaller_weights(d, catalog)
+            if hint is not None:
+                x = x.model_copy(update={"fits_in_quantization": hint.changes["quantization"],
+                                         "fits_at_max_model_len": hint.changes.get("max_model_len")})
+        out.append(x)
+    return out
 
 
 def effective_targets(t: Targets, rl: ResolvedLoad) -> Targets:
@@ -116,14 +139,22 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
         return None, []
     idx = np.flatnonzero(feasible)
     value = objective_values(req, grid, monthly, capex)
-    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], grid.gpus[idx], monthly[idx], value[idx]))]
+    slow = slow_request_s(grid, rl)
+    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], slow[idx], grid.gpus[idx], monthly[idx], value[idx]))]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
     points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0))
               for j in front]
-    keys = [(float(value[i]), float(monthly[i]), float(grid.gpus[i]), -float(grid.tokens_per_s_per_user[i]))
+    keys = [(float(value[i]), float(monthly[i]), float(grid.gpus[i]), float(slow[i]), -float(grid.tokens_per_s_per_user[i]))
             for i in ranked[:VERIFY_TRIES]]
     return _Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
+
+
+def slow_request_s(grid, rl: ResolvedLoad) -> np.ndarray:
+    """How long a request takes that starts at the TTFT p99 and steps at the TPOT p95: among
+    deployments that cost the same, the ranking prefers the one where it is shortest (a running cap
+    cut to gain a little TPOT can cost whole seconds of TTFT at the tail), then the faster per user."""
+    return grid.ttft_p99_s + rl.output_len * grid.tpot_p95_s
 
 
 @dataclass

@@ -88,6 +88,7 @@ class Space:
     cells: list[Cell] = field(default_factory=list)
     # (model, platform, engine, quantization) -> why no cell of it is searched
     excluded: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    unfitted: dict[tuple[str, str, str, str], Deployment] = field(default_factory=dict)  # one instance on all the GPUs
 
 
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
@@ -196,6 +197,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
         if not layouts:
             space.excluded.setdefault(key, f"{spec.name} does not fit in {p.gpus} {p.accelerator.name} at "
                                            f"{max_model_len:,} tokens in {quant}")
+            space.unfitted.setdefault(key, base.model_copy(update={"gpus": p.gpus}))
             continue
         for tp, pp, dp, ep, systems in layouts:
             for k in spec_tokens:
