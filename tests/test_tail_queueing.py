@@ -275,3 +275,17 @@ def test_the_e2e_tail_carries_each_requests_own_tpot_spread(catalog, utilisation
     a, s = approximate(curve, load), simulate(curve, load, requests=20_000, seed=1)
     assert a.e2e_p95_s > a.ttft_p95_s + 255 / a.output_tokens_per_s_per_user
     assert a.e2e_p95_s == pytest.approx(s.e2e_p95_s, rel=0.10)
+
+
+def test_a_run_of_hours_settles_at_its_rate():
+    """20,000 requests at 0.064/s (87 hours) into two slots of a 6.4-7.6 s service: the run's batch
+    is the steady one, lam × service ≈ 0.44. Steps of the whole run / 64 (over 4,900 s) once
+    overshot the slots and emptied them in turn, so the run ended at no batch and the approximation
+    dropped the wait for a slot (TTFT p95 117 ms where the simulation gives 2.1 s)."""
+    from inferplan.search.transient import run_batch
+
+    service = lambda b: 6.4 + 1.2 * (np.asarray(b) - 1)  # noqa: E731
+    lam, slots = np.array([0.0639]), np.array([2.0])
+    mean_run, end = run_batch(service, np.array([20_000 / 0.0639]), lam, slots)
+    steady = 0.0639 * service(1.44)
+    assert mean_run[0] == pytest.approx(steady, rel=0.02) and end[0] == pytest.approx(steady, rel=0.02)

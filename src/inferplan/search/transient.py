@@ -16,15 +16,17 @@ from typing import Callable
 
 import numpy as np
 
-RUN_STEPS = 64  # Euler steps over the run's arrivals (as many again after them)
+RUN_STEPS = 64  # steps over the run's arrivals (as many again after them)
 
 
 def run_batch(service_s: Callable[[np.ndarray], np.ndarray], span_s: np.ndarray, lam: np.ndarray,
               slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the running batch a request of the run sees over its life, the batch at the run's last
     arrival) for ``span_s`` seconds of arrivals at ``lam`` per second into an empty instance whose
-    request takes ``service_s(1 + n)`` seconds beside ``n`` others: ``RUN_STEPS`` Euler steps over
-    the span, then as many with no arrivals; each arrival's batch is the mean over its service time."""
+    request takes ``service_s(1 + n)`` seconds beside ``n`` others: ``RUN_STEPS`` steps over
+    the span, then as many with no arrivals, each step solved exactly at its service time (stable
+    however long the step: a run of hours settles where its rate takes it); each arrival's batch is
+    the mean over its service time."""
     dt = span_s / RUN_STEPS
     n = np.zeros_like(lam)
     path = []
@@ -32,7 +34,8 @@ def run_batch(service_s: Callable[[np.ndarray], np.ndarray], span_s: np.ndarray,
         service = service_s(np.minimum(1 + n, slots))
         if k == RUN_STEPS:
             end, life = n, service
-        n = np.clip(n + dt * ((lam if k < RUN_STEPS else 0.0) - n / service), 0.0, slots)
+        settled = lam * service if k < RUN_STEPS else 0.0  # where the batch heads at this service time
+        n = np.clip(settled + (n - settled) * np.exp(-dt / service), 0.0, slots)
         path.append(n)
     cum = np.concatenate([np.zeros((1, len(lam))), np.cumsum(np.stack(path), axis=0)])
     width = np.clip(np.rint(life / dt), 1, RUN_STEPS).astype(np.int64)  # a request's life, in steps
