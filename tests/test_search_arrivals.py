@@ -376,3 +376,13 @@ def test_an_apis_price_does_not_move_with_the_spread_of_lengths(catalog):
     prices = [_api(catalog, r, resolve_load(catalog, r))
               for r in (_request(), _request(input_tokens_scv=4.0, output_tokens_scv=4.0))]
     assert prices[0] and [a.usd_per_mtok for a in prices[0]] == pytest.approx([a.usd_per_mtok for a in prices[1]])
+
+
+def test_a_family_that_does_not_fit_is_checked_at_the_context_its_cells_are_planned_at(catalog):
+    """Spread lengths plan Qwen3-32B's cells at 16,678 tokens; the family's memory was checked at the
+    mean request (1,800 tokens) and its refusal quoted that instead of the context planned."""
+    req = SearchRequest(models=("qwen3-32b",), request_rate_per_s=1.0, input_len=1500, output_len=300,
+                        input_tokens_scv=1.0, output_tokens_scv=1.0, accelerators=("rtx-4090",), max_gpus=1)
+    planned = resolve_load(catalog, req).context_for(40_960)
+    memory = [x.message for x in search(req, catalog).infeasible if x.reason == "memory"]
+    assert memory and all(f"at {planned:,} tokens" in m for m in memory if "does not fit in" in m), memory

@@ -61,7 +61,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     targets = effective_targets(req.targets, rl)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
     picks, fronts, candidates = [], [], 0
-    space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len)
+    space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len, context_for=rl.context_for)
     models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress)
     for family, messages in errors.items():
         stats[family].errors.extend(messages)

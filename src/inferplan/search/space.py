@@ -12,6 +12,7 @@ engine that spreads experts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
@@ -136,7 +137,11 @@ def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
     return req.max_gpus is None or p.gpus <= req.max_gpus
 
 
-def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_len: int) -> Space:
+def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_len: int,
+                context_for: Callable[[int | None], int] | None = None) -> Space:
+    """Every cell to model; a family's memory is checked at the context its cells are planned at
+    (``context_for`` of the model's own context: the load's, ``ResolvedLoad.context_for``; else the
+    mean request)."""
     space = Space()
     engines = [catalog.engine(e, field_name="engines") for e in req.engines] if req.engines else list(catalog.engines)
     for name in req.quantizations or ():
@@ -152,7 +157,8 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
                 if p.accelerator.software in engine.runs_on_unmeasured and not req.engines:
                     continue  # a stack no measurement checks is searched only when the engine is named
                 for quant, label in _formats(catalog, spec, p.accelerator, engine.id, req):
-                    _add_family(catalog, space, spec, p, engine, quant, label, req, input_len + output_len)
+                    _add_family(catalog, space, spec, p, engine, quant, label, req,
+                                context_for or (lambda _: input_len + output_len))
     if not space.cells and not space.excluded:
         raise InvalidScenarioError(
             f"no engine of {', '.join(e.id for e in engines)} runs on the platforms searched, or loads a weight format "
@@ -179,13 +185,14 @@ def _kv_dtypes(engine, req: SearchRequest) -> list[str]:
 
 
 def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, quant: str, label: str,
-                req: SearchRequest, max_model_len: int) -> None:
+                req: SearchRequest, context_for: Callable[[int | None], int]) -> None:
     key = (spec.id, p.id, engine.id, quant)
     spec_tokens = [0]
     arch = spec.architecture
     if req.speculative and arch is not None and arch.mtp_layers and serving_modes().drafts_with_mtp(engine.id):
         spec_tokens.append(int(serving_modes().mtp_draft_tokens.value))
     context = spec.context_tokens or (arch.max_position_embeddings if arch else None)
+    max_model_len = context_for(context)
     for kv in _kv_dtypes(engine, req):
         base = Deployment(model=spec.id, gpu=p.accelerator.id, quantization=quant, engine=engine.id, kv_cache_dtype=kv,
                           max_model_len=max_model_len)
