@@ -41,6 +41,9 @@ class FlagRule(Frozen):
     switch: bool = False  # a bare flag, emitted when the setting is true
     value: str | None = None  # the flag always takes this value (llama.cpp --split-mode row for TP)
     value_from: Setting | None = None  # the flag takes another setting's value (SGLang --ep-size = TP size)
+    # the flag takes the value times another setting's, when that one is stated (llama.cpp --ctx-size is
+    # the context all --parallel slots share: max_model_len × max_num_seqs gives each slot max_model_len)
+    multiplied_by: Setting | None = None
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
@@ -55,6 +58,11 @@ class FlagRule(Frozen):
     default: str | None = None
     default_with: Setting | None = None
     requires: Setting | None = None  # stated without that setting, the engine refuses it
+    # data_parallel_size on SGLang with expert parallelism: the data-parallel ranks are also ranks of this
+    # size (attention data parallel across them, the experts spread over all of them), so this size is
+    # multiplied by it and ``switches`` are written after; ``folds_with``: only when that setting is set
+    folds_into: Setting | None = None
+    folds_with: Setting | None = None
     source: str
     note: str | None = None
 

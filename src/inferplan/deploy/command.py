@@ -123,7 +123,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                     "moe_runner_backend"):
         value = getattr(d, setting)
         if value is not None:
-            argv += _emit(_rule(flags, setting), value)
+            rule = _rule(flags, setting)
+            argv += _emit(rule, value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value)
     argv += _offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
@@ -211,14 +212,27 @@ def _parallel_args(d: Deployment, flags: EngineFlags, options: dict) -> list[str
                 allowed=f"{folded.folds_into} 1 with data_parallel_size, or no data parallelism")
         _set_option(options, folded.key, folded.value)
         sizes[folded.folds_into] *= sizes.pop("data_parallel_size")
+    attention_dp = _attention_dp(d, flags, sizes)  # SGLang: --tp-size N --dp-size N --enable-dp-attention
     for setting, value in sizes.items():
         if value > 1:
             argv += _emit(_rule(flags, setting), value)
+    argv += attention_dp
     if d.enable_expert_parallel:
         rule = _rule(flags, "enable_expert_parallel")
         argv += _emit(rule, sizes.get(rule.value_from, getattr(d, rule.value_from, None)) if rule.value_from else True)
     _one_value_per_flag(argv, flags)
     return argv
+
+
+def _attention_dp(d: Deployment, flags: EngineFlags, sizes: dict[str, int]) -> list[str]:
+    """Where the engine's data-parallel flag folds into another size (``FlagRule.folds_into``): that size
+    multiplied by the data-parallel size in ``sizes``, and the switches the layout needs, to write after."""
+    rule = flags.settings.get("data_parallel_size")
+    if rule is None or rule.folds_into is None or sizes.get("data_parallel_size", 1) < 2 or \
+            (rule.folds_with is not None and not getattr(d, rule.folds_with)):
+        return []
+    sizes[rule.folds_into] *= sizes["data_parallel_size"]
+    return list(rule.switches)
 
 
 def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
