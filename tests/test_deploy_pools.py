@@ -98,3 +98,10 @@ def test_a_disaggregated_pick_carries_the_router_note(catalog):
     launch = launch_text(catalog, cell.deployment(4096), cell, prefill=(cell.deployment(4096), cell, 1))
     assert any(n.startswith("router:") for n in launch.notes)
     assert "toy_proxy_server.py" in launch.text.splitlines()[-1]
+
+
+def test_amd_workers_are_pinned_with_the_rocm_variable(catalog):
+    d = Deployment(model="qwen3-8b", gpu="mi300x", engine="vllm", max_model_len=8192)
+    pools = pools_launch(catalog, d, d, prefill_instances=1, decode_instances=1)
+    assert [w.env.get("ROCR_VISIBLE_DEVICES") for w in pools.workers] == ["0", "1"]
+    assert all("CUDA_VISIBLE_DEVICES" not in w.env for w in pools.workers)
