@@ -129,10 +129,11 @@ def test_vllm_reads_a_prequantized_checkpoint_and_needs_no_quantization_flag(cat
 def test_sglang_values(catalog):
     argv = launch_command(_deployment("sglang", enable_expert_parallel=True, data_parallel_size=2), catalog).argv
     assert argv[:5] == ("python3", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct")
-    assert _value(argv, "--tp-size") == "4"
+    assert _value(argv, "--tp-size") == "8"  # DP attention: the data-parallel ranks are tensor-parallel ranks too
     assert _value(argv, "--pp-size") == "2"
     assert _value(argv, "--dp-size") == "2"
-    assert _value(argv, "--ep-size") == "4"  # experts over the tensor-parallel ranks
+    assert "--enable-dp-attention" in argv
+    assert _value(argv, "--ep-size") == "8"  # experts over all TP x DP ranks
     assert _value(argv, "--kv-cache-dtype") == "fp8_e4m3"
     assert _value(argv, "--context-length") == "32768"
     assert _value(argv, "--mem-fraction-static") == "0.85"
@@ -155,7 +156,7 @@ def test_llamacpp_values(catalog):
     argv = launch_command(_deployment("llamacpp"), catalog).argv
     assert _value(argv, "--hf-repo") == "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M"
     assert _value(argv, "--cache-type-k") == _value(argv, "--cache-type-v") == "q8_0"
-    assert _value(argv, "--ctx-size") == "16384"
+    assert _value(argv, "--ctx-size") == "65536"  # shared by the 4 slots: 16,384 tokens each
     assert _value(argv, "--parallel") == "4"
     assert _value(argv, "--batch-size") == "2048"
     assert _value(argv, "--ubatch-size") == "512"

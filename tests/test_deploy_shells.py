@@ -91,7 +91,7 @@ def test_api_deploy_errors_name_the_body_path(client, body, loc):
 
 def test_cli_prints_the_offload_flags_and_names_the_release_they_need():
     r = runner.invoke(app, [*BASE, "--cpu-offload-gb", "8", "--kv-offloading-size", "40", "--kv-offloading-backend",
-                            "lmcache"])
+                            "lmcache", "--host-memory-gb", "256"])
     assert r.exit_code == 0, r.output
     assert r.stdout.strip() == ("vllm serve meta-llama/Llama-3.1-8B-Instruct --cpu-offload-gb 8.0 --kv-offloading-size 40.0 "
                                 "--kv-offloading-backend lmcache --host 0.0.0.0 --port 8000")
@@ -100,7 +100,8 @@ def test_cli_prints_the_offload_flags_and_names_the_release_they_need():
 
 def test_api_deploy_carries_llamacpp_offload_flags(client):
     r = client.post("/api/deploy", json={"deployment": {"model": "qwen3-30b-a3b", "gpu": "RTX 4090", "engine": "llamacpp",
-                                                        "quantization": "gguf-q4_k_m", "n_cpu_moe": 20}, "format": "k8s"})
+                                                        "quantization": "gguf-q4_k_m", "n_cpu_moe": 20,
+                                                        "host_memory_gb": 64}, "format": "k8s"})
     assert r.status_code == 200, r.text
     args = next(yaml.safe_load_all(r.json()["manifest"]))["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--n-cpu-moe") + 1] == "20" and args[args.index("--n-gpu-layers") + 1] == "all"

@@ -29,6 +29,9 @@ class ContextCache(Frozen):
     padding_tokens_without_flash_attention: int | None = Field(None, ge=1)
     # flash attention when the deployment does not say (llama.cpp: -fa off before the auto default)
     flash_attention_default: bool = True
+    # the context is allocated for every running sequence: n_ctx = max_model_len × max_num_seqs when
+    # max_num_seqs is stated (llama-server splits n_ctx over its --parallel slots)
+    per_sequence: bool = False
     sources: tuple[str, ...] = Field(min_length=1)
 
     def padding(self, flash_attention: bool) -> int:

@@ -41,6 +41,9 @@ class FlagRule(Frozen):
     switch: bool = False  # a bare flag, emitted when the setting is true
     value: str | None = None  # the flag always takes this value (llama.cpp --split-mode row for TP)
     value_from: Setting | None = None  # the flag takes another setting's value (SGLang --ep-size = TP size)
+    # the flag takes the value times another setting's, when that one is stated (llama.cpp --ctx-size is
+    # the context all --parallel slots share: max_model_len × max_num_seqs gives each slot max_model_len)
+    multiplied_by: Setting | None = None
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
@@ -55,6 +58,11 @@ class FlagRule(Frozen):
     default: str | None = None
     default_with: Setting | None = None
     requires: Setting | None = None  # stated without that setting, the engine refuses it
+    # data_parallel_size on SGLang with expert parallelism: the data-parallel ranks are also ranks of this
+    # size (attention data parallel across them, the experts spread over all of them), so this size is
+    # multiplied by it and ``switches`` are written after; ``folds_with``: only when that setting is set
+    folds_into: Setting | None = None
+    folds_with: Setting | None = None
     source: str
     note: str | None = None
 
@@ -124,13 +132,33 @@ class SpeculativeRule(Frozen):
         return self
 
 
+class RouterFile(Frozen):
+    """A file the router reads (TensorRT-LLM's disaggregated-server config), as a YAML template."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    template: dict  # placeholders as in ``DisaggregationRule.router``; a list item with one expands per worker
+    source: str
+
+
 class DisaggregationRule(Frozen):
-    """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value."""
+    """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value.
+
+    ``router`` is the command that joins the pools. An argument holding ``{prefill.host}``,
+    ``{prefill.port}``, ``{prefill.ports[NAME]}`` (or the decode ones) is written once per worker of
+    that role; a nested list is a group of arguments written once per worker (SGLang's
+    ``--prefill URL BOOTSTRAP_PORT``). ``{prefill.count}`` is the role's worker count."""
 
     json_flag: str | None = None
     roles: dict[Literal["prefill", "decode"], dict[str, str]]
-    router: tuple[str, ...] = ()  # the command that joins the pools (front proxy/router), as text
+    router: tuple[str | tuple[str, ...], ...] = ()
+    router_file: RouterFile | None = None
     router_note: str | None = None
+    # what each worker listens on: the first worker's port (None: the engine's default port), the next
+    # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag
+    # (leading -) or an environment variable -> the first worker's value
+    first_worker_port: int | None = Field(None, ge=1, le=65535)
+    worker_ports: dict[str, int] = {}
+    options: dict = {}  # options-file entries every worker needs (TensorRT-LLM cache_transceiver_config)
     source: str
     note: str | None = None
 
@@ -198,6 +226,7 @@ class EngineFlags(Frozen):
         if self.disaggregation:
             d = self.disaggregation
             named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
+            named += [f for f in d.worker_ports if f.startswith("-")]
         return tuple(named)
 
     @model_validator(mode="after")
@@ -205,6 +234,9 @@ class EngineFlags(Frozen):
         unknown = sorted(set(self.named_flags()) - self.accepts())
         if unknown:
             raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
+        options = self.disaggregation.options if self.disaggregation else {}
+        if options and (self.options_file is None or set(options) - set(self.options_file.accepted_keys)):
+            raise ValueError("disaggregation options are not keys of the engine's options file")
         key = self.speculative.options_key if self.speculative else None
         if key is not None and (self.options_file is None or key not in self.options_file.accepted_keys):
             raise ValueError(f"speculative options_key {key!r} is not a key of the engine's options file")
@@ -217,6 +249,9 @@ class GpuResource(Frozen):
     id: str = Field(pattern=SLUG)  # an accelerator vendor (nvidia, amd ...)
     resource: str  # nvidia.com/gpu
     source: str
+    # the environment variable that pins a process to some of a host's GPUs (CUDA_VISIBLE_DEVICES)
+    visible_devices_env: str | None = None
+    visible_devices_source: str | None = None
 
 
 def flags_for(catalog, engine_id: str) -> EngineFlags | None:
@@ -240,11 +275,16 @@ def check_engine_flags(catalog) -> None:
                  *(r.source for r in flags.settings.values()), *(later.source for later in flags.accepted_later),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
+                 *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file
+                   else ()),
                  *((flags.options_file.source, flags.options_file.accepted_source,
                     *(r.source for r in flags.options_file.settings.values())) if flags.options_file else ())]
         for source in named:
             if source not in catalog.sources:
                 raise CatalogError(f"engine_flags:{flags.id}: unknown source {source!r}", field=flags.id)
     for resource in catalog.gpu_resources:
+        if resource.visible_devices_source is not None and resource.visible_devices_source not in catalog.sources:
+            raise CatalogError(f"gpu_resources:{resource.id}: unknown source {resource.visible_devices_source!r}",
+                               field=resource.id)
         if resource.source not in catalog.sources:
             raise CatalogError(f"gpu_resources:{resource.id}: unknown source {resource.source!r}", field=resource.id)

@@ -23,6 +23,7 @@ from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.kt_args import kt_args
+from inferplan.deploy.router import ROLES, Worker, router_argv, router_file, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -62,6 +63,7 @@ class LaunchCommand(Input):
     script: str  # shell lines that write ``files`` (a here-document each), then ``text``
     checkpoint: str  # what is served: a Hugging Face repo, a GGUF file or the model as given
     port: int
+    env: dict[str, str] = {}  # environment the command is started with (GPU pinning, per-worker ports)
     notes: tuple[str, ...] = ()
 
 
@@ -105,14 +107,20 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
 
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
-                   files_dir: str | None = None) -> LaunchCommand:
+                   files_dir: str | None = None, worker: int | None = None,
+                   devices: tuple[int, ...] | None = None) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
-    options file is named by its bare name, or under ``files_dir`` (where a container mounts it)."""
+    options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
+    (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
+    workers on one host, which gives it its own further ports (``DisaggregationRule.worker_ports``);
+    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable)."""
     catalog = catalog or load_catalog()
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
+    if role != "both" and flags.disaggregation is not None:  # a pool's worker listens where the router looks
+        port = port or flags.disaggregation.first_worker_port
     port = port or flags.default_port
     argv = [*flags.launcher, *served.argv]
     options: dict = {}  # what goes to the engine's options file
@@ -123,18 +131,25 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                     "moe_runner_backend"):
         value = getattr(d, setting)
         if value is not None:
-            argv += _emit(_rule(flags, setting), value)
+            rule = _rule(flags, setting)
+            argv += _emit(rule, value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value)
     argv += _offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
     if speculative is not None:
         argv += _speculative_args(speculative, flags, options)
+    env: dict[str, str] = {}
     if role != "both":
         argv += _role_args(role, flags)
+        _merge(options, flags.disaggregation.options)
+        for name, value in ({} if worker is None else worker_ports(flags.disaggregation, worker)).items():
+            argv, env = (argv + [name, str(value)], env) if name.startswith("-") else (argv, {**env, name: str(value)})
+    if devices:
+        env = {**_visible_devices(d, catalog, devices), **env}
     argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
     files = ()
     if options:
-        name = flags.options_file.file_name
+        name = flags.options_file.file_name if role == "both" else f"{role}_{flags.options_file.file_name}"
         files = (LaunchFile(path=f"{files_dir.rstrip('/')}/{name}" if files_dir else name,
                             text=yaml.safe_dump(options, sort_keys=False)),)
         argv += [flags.options_file.flag, files[0].path]
@@ -144,13 +159,33 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
                                         f"{flags.engine} {later.version}, not {flags.version}",)
     text = shlex.join(argv_t)
+    line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
     return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=text, files=files,
-                         script="\n".join([*(_here_document(f) for f in files), text]),
-                         checkpoint=served.checkpoint, port=port,
+                         script="\n".join([*(here_document(f) for f in files), line]),
+                         checkpoint=served.checkpoint, port=port, env=env,
                          notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))
 
 
-def _here_document(f: LaunchFile) -> str:
+def _merge(options: dict, extra: dict) -> None:
+    """``extra``'s entries into ``options``, nested mappings merged."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(options.get(key), dict):
+            _merge(options[key], value)
+        else:
+            options[key] = value
+
+
+def _visible_devices(d: Deployment, catalog: Catalog, devices: tuple[int, ...]) -> dict[str, str]:
+    """The environment that pins a process to ``devices`` of its host (the GPU vendor's variable)."""
+    vendor = resolve_hardware(catalog, d).accel.vendor
+    resource = catalog.gpu_resources.records.get(vendor)
+    if resource is None or resource.visible_devices_env is None:
+        raise UnsupportedSettingError(f"no way to pin a process to some {vendor} GPUs is recorded", field="gpu",
+                                      allowed=", ".join(r.id for r in catalog.gpu_resources if r.visible_devices_env))
+    return {resource.visible_devices_env: ",".join(str(i) for i in devices)}
+
+
+def here_document(f: LaunchFile) -> str:
     """Shell lines that write ``f`` (a quoted here-document: nothing in it is expanded)."""
     return f"cat > {shlex.quote(f.path)} <<'EOF'\n{f.text.rstrip(chr(10))}\nEOF"
 
@@ -211,14 +246,27 @@ def _parallel_args(d: Deployment, flags: EngineFlags, options: dict) -> list[str
                 allowed=f"{folded.folds_into} 1 with data_parallel_size, or no data parallelism")
         _set_option(options, folded.key, folded.value)
         sizes[folded.folds_into] *= sizes.pop("data_parallel_size")
+    attention_dp = _attention_dp(d, flags, sizes)  # SGLang: --tp-size N --dp-size N --enable-dp-attention
     for setting, value in sizes.items():
         if value > 1:
             argv += _emit(_rule(flags, setting), value)
+    argv += attention_dp
     if d.enable_expert_parallel:
         rule = _rule(flags, "enable_expert_parallel")
         argv += _emit(rule, sizes.get(rule.value_from, getattr(d, rule.value_from, None)) if rule.value_from else True)
     _one_value_per_flag(argv, flags)
     return argv
+
+
+def _attention_dp(d: Deployment, flags: EngineFlags, sizes: dict[str, int]) -> list[str]:
+    """Where the engine's data-parallel flag folds into another size (``FlagRule.folds_into``): that size
+    multiplied by the data-parallel size in ``sizes``, and the switches the layout needs, to write after."""
+    rule = flags.settings.get("data_parallel_size")
+    if rule is None or rule.folds_into is None or sizes.get("data_parallel_size", 1) < 2 or \
+            (rule.folds_with is not None and not getattr(d, rule.folds_with)):
+        return []
+    sizes[rule.folds_into] *= sizes["data_parallel_size"]
+    return list(rule.switches)
 
 
 def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
@@ -355,11 +403,17 @@ def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> l
 
 
 def _router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
-    """For one side of a disaggregated deployment: what joins the prefill and decode pools."""
+    """For one side of a disaggregated deployment: what joins the prefill and decode pools (one
+    worker of each at PREFILL_HOST and DECODE_HOST)."""
     rule = flags.disaggregation
     if role == "both" or rule is None or not rule.router:
         return ()
-    note = f"the prefill and decode pools are joined by: {shlex.join(rule.router)}"
+    port = rule.first_worker_port or flags.default_port
+    workers = {r: [Worker(f"{r.upper()}_HOST", port, worker_ports(rule, 0))] for r in ROLES}
+    note = f"the prefill and decode pools are joined by: {shlex.join(router_argv(rule, workers))}"
+    config = router_file(rule, workers)
+    if config is not None:
+        note += f", with {rule.router_file.name}: {json.dumps(config, separators=(', ', ': '))}"
     return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
 
 

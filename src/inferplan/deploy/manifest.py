@@ -17,6 +17,7 @@ import yaml
 
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
                                       launch_command, planned_speculative, with_draft)
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
@@ -136,8 +137,10 @@ class LaunchPlan(Input):
 
 def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format: Literal["shell", "k8s"] = "shell",
                 role: Role = "both", speculative: Speculative | None = None) -> LaunchPlan:
-    """The launch command of ``d`` and, for ``k8s``, the manifest that runs it."""
+    """The launch command of ``d`` and, for ``k8s``, the manifest that runs it; refused where ``fit`` or
+    ``perf`` refuse ``d`` (``deploy.checks``), as the deployment it drafts with."""
     catalog = catalog or load_catalog()
+    check_deployable(with_draft(d, catalog, planned_speculative(d, catalog, speculative)), catalog)
     command = launch_command(d, catalog, role=role, speculative=speculative)
     manifest = kubernetes_manifest(d, catalog, role=role, speculative=speculative) if output_format == "k8s" else None
     return LaunchPlan(command=command, manifest=manifest)

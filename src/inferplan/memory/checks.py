@@ -127,3 +127,9 @@ def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
             field="tensor_parallel_size",
             allowed=allowed,
         )
+
+
+def check_runs_on(catalog: Catalog, d: Deployment, hw: Hardware) -> None:
+    """The deployment's engine runs on its accelerator (what a plan checks first, for a model the
+    catalogue cannot resolve too)."""
+    _check_runs_on(catalog, catalog.engine(d.engine), hw.accel)

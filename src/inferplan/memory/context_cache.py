@@ -35,6 +35,12 @@ def padded_context(rule: ContextCache, tokens: int, flash_attention: bool) -> in
     return math.ceil(tokens / pad) * pad
 
 
+def context_sequences(rule: ContextCache | None, max_num_seqs: int | None) -> int:
+    """The sequences an engine allocates the context for: ``max_num_seqs`` where the rule allocates it per
+    running sequence and the deployment states it (llama-server's --parallel slots), else one."""
+    return (max_num_seqs or 1) if rule is not None and rule.per_sequence else 1
+
+
 def context_settings(rule: ContextCache, flash_attention: bool | None, tokens: int) -> dict:
     """The engine settings a context-sized cache adds: flash attention (stated, else the release's
     default) and the padded context the compute buffer is sized for."""

@@ -22,7 +22,7 @@ from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quant
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, with_admission
-from inferplan.memory.context_cache import context_kv, context_settings
+from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
@@ -169,9 +169,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
                                draft_reserve_bytes=draft_reserve_bytes(mtp))
+    slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
-                                                                    _planned_length(d, spec, None)))
+                                                                    _planned_length(d, spec, None) * slots))
     budget, rooms, budget_notes = _kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     kv_arch = kv_architecture(spec.architecture, mtp)  # with the MTP layers where the pool holds them
     layout, layout_notes = _kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
@@ -183,7 +184,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              _planned_length(d, spec, capped))
     held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
-    ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len, settings.flash_attention,
+    ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]

@@ -11,7 +11,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.mtp import with_mtp_draft
-from inferplan.memory.layout import describe_split
+from inferplan.memory.refusal import refuse_unfit
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
@@ -51,19 +51,7 @@ class ServingContext:
         fit = self.mp.result
         if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
             self.d = d = d.model_copy(update={"engine": fit.engine})
-        if not fit.fits:
-            smallest = fit.smallest_fit
-            needs = "" if smallest is None else (
-                f"; one instance that holds it needs {smallest.gpus} GPUs, "
-                f"{describe_split(smallest.tensor_parallel_size, smallest.pipeline_parallel_size)}")
-            system_alone = d.system is not None and d.gpus is None  # the GPUs are the system's: name what was given
-            raise InvalidScenarioError(
-                f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator} at max_model_len "
-                f"{fit.max_model_len} (short by {fit.shortfall_bytes / 2**30:.1f} GiB per GPU{needs})",
-                field="system" if system_alone else "gpus",
-                allowed=("" if smallest is None else f"{'a system of ' if system_alone else ''}at least "
-                         f"{smallest.gpus} GPUs, or ") + "a change a memory fit of the deployment suggests",
-            )
+        refuse_unfit(fit, d)
         if fit.max_model_len < request:
             if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it
                 raise InvalidScenarioError(

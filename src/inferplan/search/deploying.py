@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import Speculative, launch_command
+from inferplan.deploy.pools import pools_launch
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.search.evaluate import ACCEPTANCE_RATE
@@ -11,20 +14,36 @@ from inferplan.search.load import ResolvedLoad
 from inferplan.search.space import Cell
 
 
-def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *,
-                prefill: tuple[Deployment, Cell] | None = None) -> str:
-    """The command that starts one instance (``deploy.launch_command``); with separate pools
-    (``prefill``: the prefill instances' own deployment and cell), the prefill and the decode
-    instance's, one per line, each in its own layout. A setting the engine's flags cannot express
-    is said in words instead of a command."""
+@dataclass(frozen=True)
+class LaunchText:
+    """A pick's launch script and the notes that go with it (the router, the copies, a placeholder file)."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+
+
+def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 1,
+                prefill: tuple[Deployment, Cell, int] | None = None, decode_instances: int = 1) -> LaunchText:
+    """The command that starts one of the ``replicas`` instances (``deploy.launch_command``); with separate
+    pools (``prefill``: the prefill instances' own deployment, cell and count), every prefill and decode
+    worker pinned to its own GPUs and port, and the router (``deploy.pools_launch``). A setting the
+    engine's flags cannot express is said in words instead of a command."""
     def drafts(c: Cell) -> Speculative | None:
         return Speculative(method="mtp", tokens=c.speculative_tokens) if c.speculative_tokens else None
 
-    roles = [("prefill", *prefill), ("decode", d, cell)] if prefill is not None else [("both", d, cell)]
     try:
-        return "\n".join(launch_command(dep, catalog, role=role, speculative=drafts(c)).script for role, dep, c in roles)
+        if prefill is not None:
+            pre, pre_cell, pre_instances = prefill
+            system = cell.platform.system
+            pools = pools_launch(catalog, pre, d, prefill_instances=pre_instances, decode_instances=decode_instances,
+                                 prefill_speculative=drafts(pre_cell), decode_speculative=drafts(cell),
+                                 host_gpus=system.accelerator_count if system is not None else None)
+            return LaunchText(pools.script, pools.notes)
+        copies = d.model_copy(update={"gpus": cell.gpus * replicas}) if replicas > 1 and d.system is None else d
+        command = launch_command(copies, catalog, speculative=drafts(cell))
+        return LaunchText(command.script, command.notes)
     except InferplanError as exc:
-        return f"no launch command: {exc.describe()}"
+        return LaunchText(f"no launch command: {exc.describe()}")
 
 
 def scenario_dict(cell: Cell, rl: ResolvedLoad) -> dict:

@@ -242,6 +242,9 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
+    launch = launch_text(catalog, d, cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
+                         prefill=(pre.cell.deployment(rl.context_for(pre.cell.context_tokens)), pre.cell,
+                                  int(g.prefill[i])) if disagg else None)
     return Deployed(
         rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,
         platform=p.id, gpus=int(g.gpus[i]), gpus_per_instance=cell.gpus,
@@ -262,8 +265,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
-        deploy=launch_text(catalog, d, cell, prefill=(pre.cell.deployment(rl.context_for(pre.cell.context_tokens)), pre.cell) if disagg else None),
-        scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys(notes)))
+        deploy=launch.text, scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys([*notes, *launch.notes])))
 
 
 def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:

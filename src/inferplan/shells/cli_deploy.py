@@ -28,7 +28,8 @@ DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tok
 
 
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb",
-                  "kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method")
+                  "kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method",
+                  "host_memory_gb")
 def deploy_cmd(
     flags: dict,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
