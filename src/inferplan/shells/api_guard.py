@@ -29,6 +29,9 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from inferplan.catalog.models import looks_like_path
+from inferplan.errors import InvalidScenarioError
+
 # Legitimate bodies are small: the default scenario written out in full with a 200-character name
 # is 1.4 KB, a fits request naming every catalogue model, GPU, system and precision 2.4 KB, and the
 # largest fits request its limits admit (160 names of 200 characters) 33 KB; 64 KiB is above all.
@@ -92,6 +95,18 @@ SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "t
     "CompareScenario": {"operationId": "scenarios_compare_api_scenarios_compare_get",
                         "parameters": {"a": "$response.body#/id", "b": "$response.body#/id"}},
 }}}
+
+
+def refuse_server_path(name: str, field: str) -> None:
+    """Refuse a model named by a path: the API plans catalogue models (and repos in the server's
+    Hugging Face cache), never files on its disk. A name shaped like a path (absolute, from ``~`` or
+    ``.``, with a backslash, ending in .json) is refused whether or not it exists, so the answer
+    does not tell a caller what the server's disk holds; a relative name that exists is refused too."""
+    shaped = name.startswith(("/", "~", ".")) or "\\" in name or name.endswith(".json")
+    if shaped or looks_like_path(name):
+        raise InvalidScenarioError("the API does not read files on the server's disk: name a catalogue model id or "
+                                   "a Hugging Face repo id (import a local config.json with `inferplan model import`)",
+                                   field=field, allowed="a catalogue model id or alias, or a cached repo id")
 
 
 def _printable(text: str) -> str:
