@@ -135,6 +135,8 @@ def excerpt(value: Any) -> Any:
 def error_item(loc: Any, msg: Any, type_: str, allowed: Any = None, **extra: Any) -> dict[str, Any]:
     if type_ == "value_error":  # a validator's own message, without the prefix pydantic puts before it
         msg = str(msg).removeprefix("Value error, ")
+    if type_ == "tuple_type":  # a tuple inside is a JSON array outside
+        msg, type_ = "Input should be a valid list (a JSON array)", "list_type"
     item = {"loc": [p if isinstance(p, int) else _printable(str(p)) for p in loc], "msg": _printable(str(msg)),
             "type": type_, "allowed": None if allowed is None else _printable(str(allowed))}
     if "input" in extra:

@@ -31,8 +31,8 @@ class SimulateRequest(SimulationQuery):
 @router.post("/api/simulate", tags=["speed"])
 def simulate_route(r: SimulateRequest) -> SimulationReport:
     refuse_server_path(r.deployment.model, "deployment.model")
-    query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
     try:
+        query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
         return simulate_deployment(query, trace=inline_trace(r.trace) if r.trace is not None else None)
     except InferplanError as exc:
         raise _addressed(exc) from None
