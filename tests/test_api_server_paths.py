@@ -36,12 +36,13 @@ def _with_model(route: str, path: str) -> tuple[dict, str]:
         "/api/search": ({"models": [path], "users": 10}, "models.0"),
         "/api/views/search": ({"models": [path], "users": 10}, "models.0"),
         "/api/plan": ({"scenario": {**SCENARIO, "model": path}}, "scenario.model"),
+        "/api/report": ({"scenario": {**SCENARIO, "model": path}}, "scenario.model"),
         "/api/scenarios": ({"name": "x", "scenario": {**SCENARIO, "model": path}}, "scenario.model"),
     }[route]
 
 
 ROUTES = ["/api/simulate", "/api/deploy", "/api/perf", "/api/frontier", "/api/fit", "/api/fits", "/api/search",
-          "/api/views/search", "/api/plan", "/api/scenarios"]
+          "/api/views/search", "/api/plan", "/api/report", "/api/scenarios"]
 
 
 @pytest.mark.parametrize("route", ROUTES)
