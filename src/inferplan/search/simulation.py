@@ -26,6 +26,11 @@ LOAD_ALLOWED = {"peak_to_average": "1, or arrival bursty", "burst_period_s": "ar
                 "lengths": "lognormal, or spreads (SCV) of at most 1/3"}
 
 
+def _stated(model: BaseModel, names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` set to other than their default on ``model`` (a setting at its default is no setting)."""
+    return [n for n in names if getattr(model, n) != type(model).model_fields[n].default]
+
+
 class SimulationQuery(Input):
     """A deployment, the requests' shape, and one way of saying how many arrive."""
 
@@ -61,16 +66,11 @@ class SimulationQuery(Input):
         if self.users is None and self.workload_preset is not None:
             raise InvalidScenarioError("a workload preset goes with users", field="workload_preset",
                                        allowed="leave it out, or give users")
-        if self.users is not None and (lengths := self._stated(self.workload, ("input_len", "output_len"))):
+        if self.users is not None and (lengths := _stated(self.workload, ("input_len", "output_len"))):
             raise InvalidScenarioError("users take their token counts from the workload preset",
                                        field=f"workload.{lengths[0]}",
                                        allowed="leave it out, or give request_rate_per_s with input_len and output_len")
         return self
-
-    @staticmethod
-    def _stated(model: BaseModel, names: tuple[str, ...]) -> list[str]:
-        """Those of ``names`` set to other than their default on ``model`` (a setting at its default is no setting)."""
-        return [n for n in names if getattr(model, n) != type(model).model_fields[n].default]
 
     def preset(self) -> str:
         """The workload preset users are planned on: the one named, else the default (chat-seat), as search does."""
@@ -95,7 +95,7 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         if any(getattr(q, k) is not None for k in ("request_rate_per_s", "users", "clients")):
             raise InvalidScenarioError("a trace brings its own arrivals: leave out the rate, users and clients",
                                        field="trace", allowed="a trace alone")
-        stated = q._stated(q, TRACE_BRINGS) + [f"workload.{n}" for n in q._stated(w, ("input_len", "output_len"))]
+        stated = _stated(q, TRACE_BRINGS) + [f"workload.{n}" for n in _stated(w, ("input_len", "output_len"))]
         if stated:
             raise InvalidScenarioError("a trace brings its own timing and token counts", field=stated[0],
                                        allowed="leave it out with a trace")
