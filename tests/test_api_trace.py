@@ -13,7 +13,7 @@ ROWS = [{"arrival_s": 0.25 * i, "input_tokens": 1500, "output_tokens": 300} for 
 SEARCH = {"models": ["qwen3-8b"], "systems": ["hgx-h100"], "engines": ["vllm"], "trace": ROWS,
           "targets": {"ttft_p95_s": 1.5, "tpot_p95_s": 0.04}, "top": 3}
 SIMULATE = {"deployment": {"model": "llama-3.3-70b", "gpu": "H100", "quantization": "fp8", "tensor_parallel_size": 2},
-            "workload": {"input_len": 512, "output_len": 128}, "trace": ROWS, "requests": 200}
+            "trace": ROWS, "requests": 200}
 
 
 @pytest.fixture(scope="module")

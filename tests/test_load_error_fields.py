@@ -120,8 +120,8 @@ def test_a_search_body_stated_wrongly_names_its_key(client, body, field):
 
 
 @pytest.mark.parametrize(("load", "field"), [
-    ({"users": 10}, "workload_preset"),
-    ({"workload_preset": "chat-seat"}, "users"),
+    ({"workload_preset": "chat-seat"}, "workload_preset"),
+    ({"users": 10, "workload": {"input_len": 5}}, "workload.input_len"),
     ({"users": 10, "workload_preset": "chat-seat", "clients": 3}, "clients"),
 ])
 def test_a_simulated_load_stated_wrongly_names_its_key(client, load, field):
@@ -130,8 +130,8 @@ def test_a_simulated_load_stated_wrongly_names_its_key(client, load, field):
 
 
 def test_a_simulated_load_stated_wrongly_names_the_flag():
-    error, line = _cli_error([*SIM, "--users", "10"])
-    assert error["field"] == "--workload" and line.startswith("error: --workload: --users and --workload go together")
+    error, line = _cli_error([*SIM, "--workload", "chat-seat", "--request-rate", "1"])
+    assert error["field"] == "--workload" and line.startswith("error: --workload: a workload preset goes with --users")
     error, _ = _cli_error([*SIM, "--request-rate", "1", "--clients", "3"])
     assert error["field"] == "--clients"
 

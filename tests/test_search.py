@@ -316,9 +316,10 @@ def test_api_search_returns_what_the_find_the_cheapest_view_needs(tmp_path):
     r = client.post("/api/search", json={**body, "systems": ["no-such-system"]})
     assert r.status_code == 422
     assert r.json()["detail"][0]["loc"] == ["body", "systems"]
-    for bad, field in (({"models": ["/etc/passwd"]}, "models"), ({"trace": "/tmp/t.csv", "request_rate_per_s": None}, "trace")):
+    no_rate = {"request_rate_per_s": None, "input_len": None, "output_len": None}
+    for bad, loc in (({"models": ["/etc/passwd"]}, ["body", "models", "0"]), ({"trace": "/tmp/t.csv", **no_rate}, ["body", "trace"])):
         r = client.post("/api/search", json={**body, **bad})
-        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", field], r.text
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == loc, r.text
 
 
 def test_an_engine_is_searched_on_a_stack_no_measurement_checks_only_when_named():

@@ -74,10 +74,10 @@ def test_every_pick_under_the_load_meets_every_target_reevaluated_one_by_one(cat
             assert getattr(t, name) <= getattr(TARGETS, name) * (1 + 1e-9), (r.platform, name)
 
 
-def test_burstier_arrivals_never_cost_less_and_no_burst_is_poisson(catalog):
+def test_burstier_arrivals_never_cost_less_and_a_faint_burst_is_poisson(catalog):
     cost = lambda **kw: search(_request(top=1, **kw), catalog).results[0].monthly_usd  # noqa: E731
     poisson = cost()
-    assert cost(arrival="bursty", peak_to_average=1.0) == pytest.approx(poisson, rel=1e-12)
+    assert cost(arrival="bursty", peak_to_average=1.001) == pytest.approx(poisson, rel=1e-12)
     by_peak = [cost(arrival="bursty", peak_to_average=x) for x in (1.5, 3.0, 6.0)]
     assert [poisson, *by_peak] == sorted([poisson, *by_peak]) and by_peak[-1] > poisson
 

@@ -8,15 +8,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.report.charts import SCHEMA
+from inferplan.search.arrivals import plural, rate_text
 from inferplan.search.result import ApiAlternative, Deployed, Infeasible, ParetoPoint, SearchResult
 
 
 def duration(seconds: float) -> str:
     return f"{seconds * 1e3:,.0f} ms" if seconds < 1 else f"{seconds:,.2f} s"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _cell_text(tp: int, pp: int, dp: int, expert_parallel: bool, gpus: int) -> str:
@@ -33,13 +30,13 @@ def layout_text(d: Deployed) -> str:
         return f"{pools}, ≤ {d.max_num_seqs} running per decode instance{spec}"
     cell = _cell_text(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.expert_parallel,
                       d.gpus_per_instance)
-    return f"{cell} × {_plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{spec}"
+    return f"{cell} × {plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{spec}"
 
 
 def deployment_text(d: Deployed) -> str:
     where = d.system or d.platform
     text = (f"{d.model} on {where} · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
-            f"{layout_text(d)}; {_plural(d.gpus, 'GPU')}" + (f" in {_plural(d.systems, 'system')}" if d.systems else ""))
+            f"{layout_text(d)}; {plural(d.gpus, 'GPU')}" + (f" in {plural(d.systems, 'system')}" if d.systems else ""))
     if d.disaggregated and d.kv_transfer_s is not None:
         text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
     if d.longer_request_share:
@@ -70,7 +67,7 @@ def infeasible_text(x: Infeasible) -> str:
 
 def pareto_text(p: ParetoPoint) -> str:
     return (f"${p.usd_per_mtok:,.3f}/Mtok at {p.output_tokens_per_s_per_user:,.0f} tok/s per user: "
-            f"{p.platform} · {p.engine} · {p.quantization}, {_plural(p.gpus, 'GPU')}" + (" (disaggregated)" if p.disaggregated else ""))
+            f"{p.platform} · {p.engine} · {p.quantization}, {plural(p.gpus, 'GPU')}" + (" (disaggregated)" if p.disaggregated else ""))
 
 
 def api_text(a: ApiAlternative) -> str:
@@ -79,14 +76,14 @@ def api_text(a: ApiAlternative) -> str:
 
 def summary_text(r: SearchResult) -> str:
     load = r.load
-    who = (f"{load.users:,} users ({load.workload})" if load.users else f"trace {load.trace}" if load.trace
-           else f"{load.request_rate_per_s:g} requests/s")
+    who = (f"{plural(load.users, 'user')} ({load.workload})" if load.users else f"trace {load.trace}" if load.trace
+           else f"{rate_text(load.request_rate_per_s)} requests/s")
     how = (f" in bursts at {load.peak_to_average:g}× the mean rate (a busy and a quiet spell per {load.burst_period_s:g} s)"
            if load.arrival == "bursty" else "")
     spread = (f" ({load.lengths} length spread SCV {load.input_tokens_scv:.3g} / {load.output_tokens_scv:.3g}; cells "
               f"hold {load.longest_request_tokens:,} tokens, or their model's own context if shorter)"
               if load.input_tokens_scv or load.output_tokens_scv else "")
-    return (f"{who}: {load.request_rate_per_s:,.2f} requests/s{how} of {load.input_len:,} + {load.output_len:,} "
+    return (f"{who}: {rate_text(load.request_rate_per_s)} requests/s{how} of {load.input_len:,} + {load.output_len:,} "
             f"tokens{spread}; {r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
             f"ranked by {r.objective}")
 
@@ -118,7 +115,7 @@ def pareto_chart(r: SearchResult) -> dict | None:
     if not r.pareto:
         return None
     values = [{"tokens/s per user": p.output_tokens_per_s_per_user, "USD per million tokens": p.usd_per_mtok,
-               "deployment": f"{p.platform} · {p.engine} · {p.quantization} · {_plural(p.gpus, 'GPU')}"
+               "deployment": f"{p.platform} · {p.engine} · {p.quantization} · {plural(p.gpus, 'GPU')}"
                              + (" (disaggregated)" if p.disaggregated else "")} for p in r.pareto]
     return {"$schema": SCHEMA, "title": ["Cost against interactivity", "no deployment is both cheaper and faster per user"],
             "width": 420, "height": 220, "data": {"values": values},

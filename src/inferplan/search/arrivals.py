@@ -3,7 +3,8 @@
 Arrival processes:
 
 - ``poisson``: independent arrivals at ``request_rate_per_s``.
-- ``bursty``: a two-state Markov-modulated Poisson process with the same mean rate. In the busy
+- ``bursty``: a two-state Markov-modulated Poisson process with the same mean rate (``peak_to_average`` above 1; at 1 the process is Poisson, and it is refused as
+  bursty). In the busy
   state requests arrive at ``peak_to_average`` times the mean, in the quiet state at the mean over
   ``peak_to_average``; the busy state holds ``1 / (peak_to_average + 1)`` of the time, so the mean is
   kept. State durations are exponential with means summing to ``burst_period_s``.
@@ -34,6 +35,9 @@ from inferplan.search.trace import Trace
 
 ARRIVALS = ("poisson", "bursty", "trace", "closed")
 DEFAULT_BURST_PERIOD_S = 60.0  # assumed: one busy and one quiet spell per minute on average
+# bursty arrivals with busy spells at the mean rate are Poisson arrivals: a burst needs a peak above it
+BURSTY_NEEDS_A_PEAK = "bursty arrivals need a peak above the mean rate (at 1 they are Poisson arrivals)"
+BURSTY_PEAK_ALLOWED = "above 1 (at most 100) with arrival bursty"
 UNIFORM_MAX_SCV = 1 / 3  # a length drawn evenly from 0 to twice its mean spreads no wider
 
 
@@ -80,6 +84,8 @@ class Load(Input):
             raise ValueError("lengths: a uniform spread reaches an SCV of 1/3 at most (from 0 to twice the mean)")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:
             raise ValueError("peak_to_average: applies only to bursty arrivals")
+        if self.arrival == "bursty" and self.peak_to_average <= 1.0:
+            raise ValueError(f"peak_to_average: {BURSTY_NEEDS_A_PEAK}")
         return self
 
     @classmethod
@@ -116,6 +122,20 @@ class Load(Input):
         if self.arrival != "bursty" or x == 1.0:
             return ((1.0, rate),)
         return ((x / (x + 1), rate * x), (1 / (x + 1), rate / x))
+
+
+def rate_text(per_s: float) -> str:
+    """A rate as a person reads it: three significant figures, thousands separated, never an exponent
+    (0.00347, 2.5, 1,235, 100,000)."""
+    if per_s >= 100 or per_s <= 0:
+        return f"{per_s:,.0f}"
+    decimals = 2 - math.floor(math.log10(per_s))
+    return f"{per_s:,.{decimals}f}".rstrip("0").rstrip(".")
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless ``n`` is 1: "1 user", "2,000 requests"."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def _scv(values: np.ndarray) -> float:

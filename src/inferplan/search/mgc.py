@@ -35,7 +35,8 @@ def erlang_c(servers: np.ndarray, offered: np.ndarray) -> np.ndarray:
         beta = (1 - a[large] / c[large]) * np.sqrt(c[large])
         cdf = 0.5 * (1 + _erf(beta / math.sqrt(2)))
         pdf = np.exp(-beta**2 / 2) / math.sqrt(2 * math.pi)
-        out[large] = 1 / (1 + beta * cdf / pdf)
+        with np.errstate(divide="ignore", over="ignore"):  # far below capacity φ(β) underflows to 0: C is 0
+            out[large] = 1 / (1 + beta * cdf / pdf)
     return np.clip(out, 0.0, 1.0)
 
 

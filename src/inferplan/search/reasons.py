@@ -103,7 +103,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     if max_gpus is not None and s.least_gpus > max_gpus:
         return out("gpus", f"meeting the targets takes at least {s.least_gpus:.0f} GPUs; the cap is {max_gpus}")
     if not s.priced:
-        route = {"buy": "a purchase price", "rent": "a rental listing"}.get(pricing, "a purchase price or a rental listing")
+        route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         return out("price", f"the catalogue has no {route} for {platform}")
     if max_capex_usd is not None and pricing == "buy" and s.least_capex > max_capex_usd:
         return out("budget", f"meeting the targets costs at least ${s.least_capex:,.0f} to buy; the cap is ${max_capex_usd:,.0f}")

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
-from inferplan.search.arrivals import DEFAULT_BURST_PERIOD_S, UNIFORM_MAX_SCV
+from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, UNIFORM_MAX_SCV
 from inferplan.search.trace import MAX_TRACE_ROWS
 
 Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
@@ -96,6 +96,13 @@ class SearchRequest(Input):
             raise InvalidScenarioError("request_rate_per_s needs input_len and output_len",
                                        field="input_len" if self.input_len is None else "output_len",
                                        allowed="a whole number of tokens with request_rate_per_s")
+        if self.request_rate_per_s is None and (given := [k for k in ("input_len", "output_len")
+                                                          if getattr(self, k) is not None]):
+            source = ("users take their token counts from the workload preset" if self.users is not None
+                      else "a trace brings its own token counts")
+            raise InvalidScenarioError(source, field=given[0],
+                                       allowed="leave it out, or state the load as request_rate_per_s with "
+                                       "input_len and output_len")
         if self.users is None and self.workload is not None:
             raise InvalidScenarioError("a workload preset goes with users", field="workload",
                                        allowed="leave it out, or give users")
@@ -112,11 +119,13 @@ class SearchRequest(Input):
                                      "output_tokens_scv", "lengths")
                    if getattr(self, name) != type(self).model_fields[name].default]
         if self.trace is not None and changed:
-            raise InvalidScenarioError("a trace brings its own timing and lengths", field=changed[0],
+            raise InvalidScenarioError("a trace brings its own timing and token counts", field=changed[0],
                                        allowed="leave it out with a trace")
         if self.arrival != "bursty" and (burst := [n for n in changed if n in ("peak_to_average", "burst_period_s")]):
             raise InvalidScenarioError(f"{burst[0]} describes bursty arrivals", field=burst[0],
                                        allowed="arrival bursty, or leave it out")
+        if self.arrival == "bursty" and self.peak_to_average <= 1.0:
+            raise InvalidScenarioError(BURSTY_NEEDS_A_PEAK, field="peak_to_average", allowed=BURSTY_PEAK_ALLOWED)
         if self.lengths == "uniform":
             for name in ("input_tokens_scv", "output_tokens_scv"):
                 if getattr(self, name) > UNIFORM_MAX_SCV + 1e-12:

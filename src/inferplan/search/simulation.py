@@ -13,15 +13,22 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.search.arrivals import DEFAULT_BURST_PERIOD_S, Load
+from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
 from inferplan.search.queueing import TailLatency, approximate
 from inferplan.search.service import service_curve
 from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResult, simulate
 from inferplan.search.trace import Trace
 
 LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
+# what a trace brings itself, so the query leaves it at its default beside one
+TRACE_BRINGS = ("arrival", "peak_to_average", "burst_period_s", "input_tokens_scv", "output_tokens_scv", "lengths")
 LOAD_ALLOWED = {"peak_to_average": "1, or arrival bursty", "burst_period_s": "arrival bursty",
                 "lengths": "lognormal, or spreads (SCV) of at most 1/3"}
+
+
+def _stated(model: BaseModel, names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` set to other than their default on ``model`` (a setting at its default is no setting)."""
+    return [n for n in names if getattr(model, n) != type(model).model_fields[n].default]
 
 
 class SimulationQuery(Input):
@@ -30,8 +37,10 @@ class SimulationQuery(Input):
     deployment: Deployment
     workload: Workload = Workload()  # input_len / output_len are the mean lengths; concurrency is unused
     request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
-    users: int | None = Field(None, ge=1, le=100_000_000, description="with workload_preset: its busiest-hour rate per user")
-    workload_preset: str | None = Field(None, description="a workload preset id (chat-seat, agent-worker ...)")
+    users: int | None = Field(None, ge=1, le=100_000_000, description="users of workload_preset: its busiest-hour rate "
+                              "per user and its lengths")
+    workload_preset: str | None = Field(None, description="a workload preset id for users (chat-seat, agent-worker ...); "
+                                        "default chat-seat")
     clients: int | None = Field(None, ge=1, le=1_000_000, description="a closed loop of this many clients")
     arrival: Literal["poisson", "bursty"] = "poisson"
     peak_to_average: float = Field(1.0, ge=1, le=100)
@@ -52,13 +61,20 @@ class SimulationQuery(Input):
         given = [k for k in ("request_rate_per_s", "users", "clients") if getattr(self, k) is not None]
         if len(given) > 1:
             raise InvalidScenarioError(
-                f"give one of request_rate_per_s, users (with workload_preset) or clients, not {' and '.join(given)}",
+                f"give one of request_rate_per_s, users or clients, not {' and '.join(given)}",
                 field=given[1], allowed="one of request_rate_per_s, users, clients")
-        if (self.users is None) != (self.workload_preset is None):
-            raise InvalidScenarioError("users and workload_preset go together",
-                                       field="workload_preset" if self.workload_preset is None else "users",
-                                       allowed="users and workload_preset together")
+        if self.users is None and self.workload_preset is not None:
+            raise InvalidScenarioError("a workload preset goes with users", field="workload_preset",
+                                       allowed="leave it out, or give users")
+        if self.users is not None and (lengths := _stated(self.workload, ("input_len", "output_len"))):
+            raise InvalidScenarioError("users take their token counts from the workload preset",
+                                       field=f"workload.{lengths[0]}",
+                                       allowed="leave it out, or give request_rate_per_s with input_len and output_len")
         return self
+
+    def preset(self) -> str:
+        """The workload preset users are planned on: the one named, else the default (chat-seat), as search does."""
+        return self.workload_preset or WorkloadOverrides.model_fields["preset"].default
 
 
 class SimulationReport(BaseModel):
@@ -79,6 +95,10 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         if any(getattr(q, k) is not None for k in ("request_rate_per_s", "users", "clients")):
             raise InvalidScenarioError("a trace brings its own arrivals: leave out the rate, users and clients",
                                        field="trace", allowed="a trace alone")
+        stated = _stated(q, TRACE_BRINGS) + [f"workload.{n}" for n in _stated(w, ("input_len", "output_len"))]
+        if stated:
+            raise InvalidScenarioError("a trace brings its own timing and token counts", field=stated[0],
+                                       allowed="leave it out with a trace")
         load = Load.from_trace(trace)
         return load, w.model_copy(update={"input_len": max(round(load.input_tokens), 1),
                                           "output_len": max(round(load.output_tokens), 1)})
@@ -91,14 +111,14 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         return _load(arrival="closed", clients=q.clients, closed_loop_requests=q.requests, **shape), w
     rate = q.request_rate_per_s
     if q.users is not None:
-        profile = _preset(catalog, q.workload_preset)
+        profile = _preset(catalog, q.preset())
         rate = q.users * profile.peak_output_tokens_per_s / profile.output_tokens_per_request
         w = w.model_copy(update={"input_len": profile.input_tokens_per_request,
                                  "output_len": profile.output_tokens_per_request,
                                  "prefix_cache_hit_rate": profile.cache_hit_rate})
         shape.update(input_tokens=w.input_len, output_tokens=w.output_len)
     if rate is None:
-        raise InvalidScenarioError("no load: give a request rate, users with a workload preset, clients or a trace",
+        raise InvalidScenarioError("no load: give a request rate, users (of a workload preset), clients or a trace",
                                    field="request_rate_per_s", allowed=", ".join(LOAD_SOURCES))
     return _load(arrival=q.arrival, request_rate_per_s=rate, peak_to_average=q.peak_to_average,
                  burst_period_s=q.burst_period_s, open_loop_requests=q.requests, **shape), w
@@ -113,8 +133,9 @@ def _load(**fields) -> Load:
         message = exc.errors()[0]["msg"].removeprefix("Value error, ")
         field, _, said = message.partition(": ")
         known = field in SimulationQuery.model_fields
+        allowed = BURSTY_PEAK_ALLOWED if said == BURSTY_NEEDS_A_PEAK else LOAD_ALLOWED.get(field)
         raise InvalidScenarioError(said if known else message, field=field if known else None,
-                                   allowed=LOAD_ALLOWED.get(field)) from None
+                                   allowed=allowed) from None
 
 
 def _preset(catalog: Catalog, preset: str):
@@ -125,14 +146,17 @@ def _preset(catalog: Catalog, preset: str):
         raise InvalidScenarioError(str(exc), field="workload_preset", allowed=exc.allowed) from None
 
 
-def _describe(load: Load, replicas: int) -> str:
+def _describe(load: Load, replicas: int, requests: int) -> str:
     spread = f" over {replicas} replicas" if replicas > 1 else ""
     if load.arrival == "closed":
-        return f"closed loop of {load.clients:,} clients{spread}"
+        return f"closed loop of {plural(load.clients, 'client')}{spread}"
     if load.arrival == "trace":
-        return f"trace of {len(load.trace):,} requests ({load.request_rate_per_s:.3g}/s){spread}"
+        n = len(load.trace)
+        run = (f", replayed {requests / n:,.3g} times end to end" if requests > n
+               else f", its first {requests:,}" if requests < n else "")
+        return f"trace of {plural(n, 'request')} ({rate_text(load.request_rate_per_s)}/s){run}{spread}"
     kind = f"bursty, peak x{load.peak_to_average:g}" if load.arrival == "bursty" else load.arrival
-    return f"{load.request_rate_per_s:.3g} requests/s ({kind}){spread}"
+    return f"{rate_text(load.request_rate_per_s)} requests/s ({kind}){spread}"
 
 
 def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, trace: Trace | None = None) -> SimulationReport:
@@ -141,6 +165,6 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     load, w = _load_and_workload(q, catalog, trace)
     curve = service_curve(q.deployment, w, catalog)
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
-    return SimulationReport(load=_describe(load, q.replicas), request_rate_per_s=load.request_rate_per_s,
+    return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
                             simulation=sim, approximation=approximate(curve, load, q.replicas))

@@ -110,6 +110,7 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
         for s in systems:
             accel = catalog.accelerators.records[s.accelerator]
             out.append(Platform(s.id, accel, s, s.accelerator_count, system_domain_gpus(s, accel)))
+    _known_vendors(catalog, req.vendors)
     named = bool(req.systems or req.accelerators)
     kept = [p for p in out if _kept(p, req, named)]
     if not kept:
@@ -119,9 +120,22 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
         field_name = next((k for k in ("max_gpus", "form_factors", "vendors") if stated.get(k) is not None), "statuses")
         raise InvalidScenarioError(
             f"no platform is left to search: {len(out)} named or catalogued, none passes "
-            + ", ".join(f"{k}={v}" for k, v in stated.items()), field=field_name,
+            + "; ".join(f"{k} {_listed(v)}" for k, v in stated.items()), field=field_name,
             allowed="wider filters, or other systems/accelerators")
     return kept
+
+
+def _listed(value: object) -> str:
+    return ", ".join(value) if isinstance(value, tuple) else str(value)
+
+
+def _known_vendors(catalog: Catalog, vendors: tuple[str, ...] | None) -> None:
+    """Refuse a vendor no catalogue accelerator has, listing those that do."""
+    known = sorted({a.vendor.lower() for a in catalog.accelerators.records.values()})
+    for v in vendors or ():
+        if v.lower() not in known:
+            raise InvalidScenarioError(f"no catalogue accelerator is made by {v!r}", field="vendors",
+                                       allowed=", ".join(known))
 
 
 def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:

@@ -2,7 +2,8 @@
 
 CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``
 (other columns are ignored). JSONL: one object per line with the same keys. Times are seconds
-from any origin and must not decrease; token counts are whole numbers of at least 1 (input) and
+from any origin and must not decrease, and at least two must differ (the trace's span gives its
+rate); token counts are whole numbers of at least 1 (input) and
 1 (output). A bad row is refused naming its row number (the header is row 1 of a CSV; the first
 line is row 1 of a JSONL file; rows given inline are numbered from 0) and the column.
 """
@@ -37,6 +38,12 @@ class Trace:
         if not (len(self.arrival_s) == len(self.input_tokens) == len(self.output_tokens)) or not self.arrival_s:
             raise InvalidScenarioError("a trace needs at least one request and one value of each column per request",
                                        field="trace", allowed="rows of arrival_s, input_tokens, output_tokens")
+        if self.arrival_s[-1] <= self.arrival_s[0]:
+            n = len(self.arrival_s)
+            said = "its one request spans" if n == 1 else f"its {n:,} requests all arrive at once and span"
+            raise InvalidScenarioError(f"{said} no time, so it gives no request rate: give at least two requests at "
+                                       "different arrival times", field="trace",
+                                       allowed="rows with at least two distinct arrival times")
 
     def __len__(self) -> int:
         return len(self.arrival_s)

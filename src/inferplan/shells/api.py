@@ -26,7 +26,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.query import KINDS, SearchHit, list_entries, search, show_entry
-from inferplan.catalog.models import looks_like_path
 from inferplan.errors import (
     AmbiguousNameError,
     CatalogError,
@@ -55,7 +54,7 @@ from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
-    SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy,
+    SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import router as measurements_router
 from inferplan.shells.pydantic_errors import allowed_by
@@ -157,11 +156,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     store = Store(db_path)
     app.state.store = store
 
-    def catalogue_model(name: str, field: str) -> None:
-        # the API plans catalogue models (and repos in the server's HF cache), never files on its disk
-        if looks_like_path(name):
-            raise InvalidScenarioError("the API takes catalogue model ids; import local config.json files with "
-                                       "`inferplan model import`", field=field)
+    catalogue_model = refuse_server_path  # the API plans catalogue models, never files on its disk
 
     @app.exception_handler(RequestValidationError)
     async def request_validation_error(request: Request, exc: RequestValidationError):

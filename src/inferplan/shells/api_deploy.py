@@ -7,11 +7,11 @@ from typing import Literal
 from fastapi import APIRouter
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.catalog.models import looks_like_path
 from inferplan.deploy import LaunchPlan, Speculative, launch_plan
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import InferplanError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
+from inferplan.shells.api_guard import refuse_server_path
 
 router = APIRouter()
 
@@ -25,8 +25,7 @@ class DeployRequest(Input):
 
 @router.post("/api/deploy", tags=["deploy"])
 def deploy_route(r: DeployRequest) -> LaunchPlan:
-    if looks_like_path(r.deployment.model):  # the API serves catalogue models, never files on its disk
-        raise InvalidScenarioError("the API takes catalogue model ids or Hugging Face repo ids", field="deployment.model")
+    refuse_server_path(r.deployment.model, "deployment.model")
     try:
         return launch_plan(r.deployment, load_catalog(), output_format=r.format, role=r.role, speculative=r.speculative)
     except InferplanError as exc:

@@ -29,6 +29,9 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from inferplan.catalog.models import looks_like_path
+from inferplan.errors import InvalidScenarioError
+
 # Legitimate bodies are small: the default scenario written out in full with a 200-character name
 # is 1.4 KB, a fits request naming every catalogue model, GPU, system and precision 2.4 KB, and the
 # largest fits request its limits admit (160 names of 200 characters) 33 KB; 64 KiB is above all.
@@ -94,6 +97,18 @@ SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "t
 }}}
 
 
+def refuse_server_path(name: str, field: str) -> None:
+    """Refuse a model named by a path: the API plans catalogue models (and repos in the server's
+    Hugging Face cache), never files on its disk. A name shaped like a path (absolute, from ``~`` or
+    ``.``, with a backslash, ending in .json) is refused whether or not it exists, so the answer
+    does not tell a caller what the server's disk holds; a relative name that exists is refused too."""
+    shaped = name.startswith(("/", "~", ".")) or "\\" in name or name.endswith(".json")
+    if shaped or looks_like_path(name):
+        raise InvalidScenarioError("the API does not read files on the server's disk: name a catalogue model id or "
+                                   "a Hugging Face repo id (import a local config.json with `inferplan model import`)",
+                                   field=field, allowed="a catalogue model id or alias, or a cached repo id")
+
+
 def _printable(text: str) -> str:
     """``text`` that UTF-8 can carry: a lone surrogate becomes its escape (\\ud800)."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -120,6 +135,8 @@ def excerpt(value: Any) -> Any:
 def error_item(loc: Any, msg: Any, type_: str, allowed: Any = None, **extra: Any) -> dict[str, Any]:
     if type_ == "value_error":  # a validator's own message, without the prefix pydantic puts before it
         msg = str(msg).removeprefix("Value error, ")
+    if type_ == "tuple_type":  # a tuple inside is a JSON array outside
+        msg, type_ = "Input should be a valid list (a JSON array)", "list_type"
     item = {"loc": [p if isinstance(p, int) else _printable(str(p)) for p in loc], "msg": _printable(str(msg)),
             "type": type_, "allowed": None if allowed is None else _printable(str(allowed))}
     if "input" in extra:

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.request import SearchRequest
 from inferplan.search.result import SearchResult
+from inferplan.shells.api_guard import refuse_server_path
 from inferplan.shells.api_trace import inline_trace
 
 router = APIRouter()
@@ -26,12 +27,8 @@ def search_route(request: SearchRequest, http: Request) -> SearchResult:
     from inferplan.performance.local_catalog import with_user_profiles
     from inferplan.search.run import search
 
-    from inferplan.catalog.models import looks_like_path
-
-    for name in request.models:  # the API searches catalogue models, never files on the server's disk
-        if looks_like_path(name):
-            raise InvalidScenarioError("the API takes catalogue model ids; import local config.json files with "
-                                       "`inferplan model import`", field="models")
+    for i, name in enumerate(request.models):
+        refuse_server_path(name, f"models.{i}")
     if isinstance(request.trace, str):
         raise InvalidScenarioError("the API does not read files on the server's disk; give the trace's rows inline",
                                    field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}")

@@ -13,6 +13,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.simulation import SimulationQuery, SimulationReport, simulate_deployment
 from inferplan.search.trace import MAX_TRACE_ROWS
+from inferplan.shells.api_guard import refuse_server_path
 from inferplan.shells.api_trace import inline_trace
 
 MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
@@ -29,8 +30,9 @@ class SimulateRequest(SimulationQuery):
 
 @router.post("/api/simulate", tags=["speed"])
 def simulate_route(r: SimulateRequest) -> SimulationReport:
-    query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
+    refuse_server_path(r.deployment.model, "deployment.model")
     try:
+        query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
         return simulate_deployment(query, trace=inline_trace(r.trace) if r.trace is not None else None)
     except InferplanError as exc:
         raise _addressed(exc) from None

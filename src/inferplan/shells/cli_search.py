@@ -40,7 +40,7 @@ def search_cmd(
     output_len: Optional[int] = typer.Option(None, "--output-len", help="Generated tokens per request."),
     trace: Optional[str] = typer.Option(None, "--trace", help="CSV/JSONL trace: arrival time, input tokens, output tokens."),
     arrival: Optional[str] = typer.Option(None, "--arrival", help="poisson | bursty: how the users' or the rate's requests arrive (default poisson)."),
-    peak_to_average: Optional[float] = typer.Option(None, "--peak-to-average", help="Bursty: busy-spell rate over the mean."),
+    peak_to_average: Optional[float] = typer.Option(None, "--peak-to-average", help="Bursty: busy-spell rate over the mean (above 1)."),
     burst_period: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),
     input_scv: Optional[float] = typer.Option(None, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (default 0: all the mean)."),
     output_scv: Optional[float] = typer.Option(None, "--output-scv", help="Spread of output lengths: squared coefficient of variation (default 0)."),

@@ -22,7 +22,9 @@ from inferplan.shells.pydantic_errors import allowed_by
 # SimulationQuery field -> the flag a user typed
 FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_preset": "--workload",
          "clients": "--clients", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
-         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths"}
+         "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths",
+         "input_len": "--input-len", "output_len": "--output-len", "workload.input_len": "--input-len",
+         "workload.output_len": "--output-len"}
 
 
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT)
@@ -38,11 +40,11 @@ def simulate_cmd(
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
     request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Mean requests per second."),
     users: Optional[int] = typer.Option(None, "--users", help="Users of --workload: their busiest-hour request rate and lengths."),
-    workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (chat-seat, agent-worker ...)."),
+    workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (default chat-seat; agent-worker ...)."),
     clients: Optional[int] = typer.Option(None, "--clients", help="A closed loop: this many clients, each sending when its last request ends."),
-    trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL of arrival_s (or timestamp), input_tokens, output_tokens."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL of arrival_s (or timestamp), input_tokens, output_tokens; replayed end to end up to --requests."),
     arrival: str = typer.Option("poisson", "--arrival", help="poisson | bursty"),
-    peak_to_average: float = typer.Option(1.0, "--peak-to-average", help="Bursty: busy-state rate over the mean."),
+    peak_to_average: float = typer.Option(1.0, "--peak-to-average", help="Bursty: busy-state rate over the mean (above 1)."),
     burst_period: float = typer.Option(60.0, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell."),
     requests: int = typer.Option(20_000, "--requests", help="Requests to simulate."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),

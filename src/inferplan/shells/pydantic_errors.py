@@ -23,6 +23,8 @@ def allowed_by(error: dict) -> str | None:
     """The values a pydantic error lists as allowed (``"'a', 'b' or 'c'"`` -> ``"a, b, c"``), or the bound
     it names (``greater_than_equal`` with ``{"ge": 1}`` -> ``"at least 1"``), else None."""
     kind, ctx = error.get("type"), error.get("ctx") or {}
+    if kind in ("tuple_type", "list_type"):
+        return "a list"
     if kind in ALLOWED_BY_BOUND and ctx:
         return ALLOWED_BY_BOUND[kind].format(_number(next(iter(ctx.values()))))
     if kind != "literal_error":

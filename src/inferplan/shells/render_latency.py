@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from inferplan.shells.render import Col, layout
+from inferplan.search.arrivals import plural
 
 
 def _ms(seconds: float) -> str:
@@ -35,8 +36,9 @@ def print_latency_validation(console: Console, v) -> None:
 
 
 def print_simulation(console: Console, result) -> None:
-    table = Table(title=f"{result.load}: simulation ({result.simulation.requests:,} requests, seed "
-                        f"{result.simulation.seed}, {result.simulation.replicas} replica(s), {result.simulation.router}) "
+    sim = result.simulation
+    table = Table(title=f"{result.load}: simulation ({plural(sim.requests, 'request')}, seed "
+                        f"{sim.seed}, {plural(sim.replicas, 'replica')}, {sim.router}) "
                         "beside the approximation (ms)")
     for col in ("", "p50 sim", "p50 approx", "p95 sim", "p95 approx", "p99 sim", "p99 approx"):
         table.add_column(col, justify="right")
@@ -47,6 +49,18 @@ def print_simulation(console: Console, result) -> None:
         table.add_row(metric.upper(), *cells)
     console.print(table)
     a = result.approximation
-    console.print(f"utilisation {a.utilisation:.0%} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
+    console.print(f"utilisation {_utilisation(a.utilisation)} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
                   f"mean running per replica: simulated {result.simulation.mean_running:.1f}, approximated {a.mean_running:.1f}; "
                   f"{result.simulation.requests_per_s:.2f} requests/s served in the simulation", highlight=False)
+
+
+OVERLOAD_SHOWN = 100  # an offered load past this many times capacity is said as "over" it
+
+
+def _utilisation(utilisation: float) -> str:
+    """Utilisation as a share of capacity below it; past it, how many times capacity is offered."""
+    if utilisation <= 1:
+        return f"{utilisation:.0%}"
+    if utilisation >= OVERLOAD_SHOWN:
+        return f"over {OVERLOAD_SHOWN} × capacity (overloaded)"
+    return f"{utilisation:.3g} × capacity (overloaded)"
