@@ -68,3 +68,19 @@ def test_a_trace_is_never_a_path_on_the_servers_disk(client, route):
     r = client.post(route, json=body)
     assert r.status_code == 422 and r.json()["error"]["field"] == "trace", r.text
     assert "root:" not in r.text and "not valid" not in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("route", ["/api/fit", "/api/simulate", "/api/search"])
+def test_a_relative_name_that_exists_is_answered_as_one_that_does_not(client, tmp_path, monkeypatch, route):
+    """A relative folder beside the server (``org/name``, as a repo id is spelled) got 'the API does
+    not read files' while a missing one got 'no model named': the difference told what exists."""
+    (tmp_path / "acme" / "secret").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    replies = []
+    for name in ("acme/secret", "acme/missing"):
+        body, field = _with_model(route, name)
+        reply = client.post(route, json=body)
+        assert reply.status_code == 422, reply.text
+        error = reply.json()["error"]
+        replies.append((error["field"], error["message"].replace(name, "NAME")))
+    assert replies[0] == replies[1] and "read files" not in replies[0][1]

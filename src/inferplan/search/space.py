@@ -265,7 +265,7 @@ def _has_experts(base: Deployment, catalog) -> bool:
 
 def check_names(catalog: Catalog, req: SearchRequest) -> None:
     """Every id the request names exists (the error names the request field)."""
-    for model in req.models:
-        resolve_model(catalog, model, field_name="models")
+    for i, model in enumerate(req.models):
+        resolve_model(catalog, model, field_name=f"models.{i}")
     if req.workload is not None:
         catalog.workload_presets.get(req.workload, field_name="workload", error=InvalidScenarioError)

@@ -100,10 +100,18 @@ SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "t
 def refuse_server_path(name: str, field: str) -> None:
     """Refuse a model named by a path: the API plans catalogue models (and repos in the server's
     Hugging Face cache), never files on its disk. A name shaped like a path (absolute, from ``~`` or
-    ``.``, with a backslash, ending in .json) is refused whether or not it exists, so the answer
-    does not tell a caller what the server's disk holds; a relative name that exists is refused too."""
+    ``.``, with a backslash, ending in .json) is refused whether or not it exists, and a relative
+    name that exists is answered as an unknown name is, so the answer does not tell a caller what
+    the server's disk holds."""
     shaped = name.startswith(("/", "~", ".")) or "\\" in name or name.endswith(".json")
-    if shaped or looks_like_path(name):
+    if not shaped and looks_like_path(name):
+        # a relative name that happens to exist beside the server is answered as any unknown name is
+        # (close matches from the catalogue), so the answer does not tell that it exists
+        from inferplan.catalog.loader import load_catalog
+
+        load_catalog().model(name, field_name=field)
+        return
+    if shaped:
         raise InvalidScenarioError("the API does not read files on the server's disk: name a catalogue model id or "
                                    "a Hugging Face repo id (import a local config.json with `inferplan model import`)",
                                    field=field, allowed="a catalogue model id or alias, or a cached repo id")
