@@ -2,7 +2,7 @@
 
 Three kinds, each checked by a fit of the changed deployment: the longest context the given hardware
 holds, the fewest GPUs of the same accelerator that hold it at its context (a tensor × pipeline
-layout, ``fit``'s ``smallest_fit``), and the next smaller weight format (smaller weights for this
+layout, ``fit``'s ``fewest_gpus_fit``, at any GPU count the engine launches), and the next smaller weight format (smaller weights for this
 model, not only fewer bits a weight on paper) that holds it at its context —
 or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
@@ -134,7 +134,7 @@ def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
 
 
 def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
-    s = mp.result.smallest_fit
+    s = mp.result.fewest_gpus_fit
     if s is None:
         return None
     changes = {"gpus": s.gpus, "tensor_parallel_size": s.tensor_parallel_size,
