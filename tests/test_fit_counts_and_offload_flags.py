@@ -82,3 +82,17 @@ def test_a_deployment_with_no_hardware_is_refused_at_the_gpu_field():
         Deployment(model="llama-3.1-8b")
     first = err.value.errors()[0]
     assert first["loc"] == ("gpu",) and "--" not in first["msg"]
+
+
+@pytest.mark.parametrize(("gpu", "gib"), [("trainium2", 96), ("trainium3", 144)])
+def test_an_accelerator_stated_in_gib_is_not_read_as_gb(gpu, gib):
+    """Trainium2's 96 GiB of HBM is 103.1 GB: read as "GB" it was planned as 102.02 GiB."""
+    from inferplan.memory.engine_budget import device_total_bytes
+    total, _ = device_total_bytes(CATALOG, CATALOG.accelerator(gpu, "gpu"))
+    reserve = CATALOG.constant("driver-reserved-fraction")
+    assert total == pytest.approx(gib * 2**30 * (1 - reserve))
+
+
+def test_a_gb_stated_accelerator_keeps_the_marketed_gb_read_as_gib():
+    h100 = CATALOG.accelerator("h100-sxm", "gpu")
+    assert h100.memory_bytes.stated_unit == "GB" and h100.memory_bytes.capacity_gib == pytest.approx(80)

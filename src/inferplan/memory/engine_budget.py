@@ -72,7 +72,7 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str
     """Memory the driver reports; measured when the catalogue has it, else derived."""
     if accel.memory_reported_bytes is not None:
         return accel.memory_reported_bytes.value, None
-    marketed_gb = accel.memory_bytes.value / 1e9
+    marketed_gb = accel.memory_bytes.capacity_gib  # "80 GB" of HBM is 80 GiB; a GiB-stated figure as it is
     if accel.software.value == "metal":  # Metal's working-set cap is the engine fraction (MLX 0.75)
         return marketed_gb * GiB, f"{accel.name}: unified memory; the engine's fraction caps the GPU working set"
     if accel.unified_memory:
