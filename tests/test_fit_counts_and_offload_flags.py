@@ -96,3 +96,16 @@ def test_an_accelerator_stated_in_gib_is_not_read_as_gb(gpu, gib):
 def test_a_gb_stated_accelerator_keeps_the_marketed_gb_read_as_gib():
     h100 = CATALOG.accelerator("h100-sxm", "gpu")
     assert h100.memory_bytes.stated_unit == "GB" and h100.memory_bytes.capacity_gib == pytest.approx(80)
+
+
+def test_a_larger_memory_fraction_is_offered_where_it_makes_the_model_fit():
+    """gpt-oss-120b on one H100 at vLLM's 0.9 holds no KV cache; at 0.95 (engines.yaml memory_fraction_max,
+    a deployment guide's figure) it holds about 104,704 tokens."""
+    r = fit_or_suggest(Deployment(model="gpt-oss-120b", gpu="h100-sxm"), CATALOG)
+    raised = next(s for s in r.suggestions if s.kind == "fraction")
+    assert raised.changes["gpu_memory_utilization"] == CATALOG.engine("vllm").memory_fraction_max.value == 0.95
+    assert 100_000 < raised.changes["max_model_len"] < 110_000
+    short = fit_or_suggest(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=32768), CATALOG)
+    assert next(s for s in short.suggestions if s.kind == "fraction").changes == {"gpu_memory_utilization": 0.95}
+    assert fit(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=32768, gpu_memory_utilization=0.95),
+               CATALOG).fits
