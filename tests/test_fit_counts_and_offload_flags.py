@@ -109,3 +109,16 @@ def test_a_larger_memory_fraction_is_offered_where_it_makes_the_model_fit():
     assert next(s for s in short.suggestions if s.kind == "fraction").changes == {"gpu_memory_utilization": 0.95}
     assert fit(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=32768, gpu_memory_utilization=0.95),
                CATALOG).fits
+
+
+def test_llamacpp_on_metal_plans_within_the_working_set():
+    """ggml-metal reports Metal's recommended working set as the device's memory: llama.cpp on a 128 GB
+    M4 Max gets the engines.yaml share of it, not all 128 GiB; a measured working set (M5 Max) stands,
+    and MLX (whose fraction caps the working set) is unchanged."""
+    share = CATALOG.engine("llamacpp").metal_working_set.value
+    d = Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="llamacpp", quantization="q4_k_m")
+    assert fit(d, CATALOG).gpu_memory_bytes == pytest.approx(128 * 2**30 * share)
+    m5 = fit(d.model_copy(update={"gpu": "apple-m5-max"}), CATALOG)
+    assert m5.gpu_memory_bytes == CATALOG.accelerator("apple-m5-max", "gpu").memory_reported_bytes.value
+    mlx = fit(Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="mlx"), CATALOG)
+    assert mlx.gpu_memory_bytes == pytest.approx(128 * 2**30)

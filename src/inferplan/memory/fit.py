@@ -154,7 +154,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     network = _network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
-    total, total_note = device_total_bytes(catalog, hw.accel)
+    total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id)
     w = _weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
@@ -434,7 +434,7 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
     engine_spec = catalog.engine(d.engine)
     floor = _weights_floor_bytes(catalog, d, spec, hw)
-    total, _ = device_total_bytes(catalog, hw.accel)
+    total, _ = device_total_bytes(catalog, hw.accel, engine_spec)
     flags = flags_for(catalog, engine_spec.id)  # None: no launch record, every split stands
 
     def splits(gpus: int) -> list[tuple[int, int]]:
