@@ -298,7 +298,7 @@ def test_a_request_past_the_models_context_names_its_length():
     stated = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--engine", "trtllm", "--max-model-len", "200000",
                     "--input-len", "150000", "--output-len", "100")
     assert stated.exit_code == 2 and "--input-len" in stated.output  # raising --max-model-len cannot help
-    assert invoke("perf", "--model", "llama-3.1-8b").output.startswith("error: name a GPU")  # no flag '--input'
+    assert invoke("perf", "--model", "llama-3.1-8b").output.startswith("error: --gpu: name a GPU")  # no flag '--input'
 
 
 def test_scenario_errors_name_the_scenario_key(tmp_path):

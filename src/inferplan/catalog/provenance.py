@@ -91,6 +91,22 @@ class Sourced(BaseModel):
 
 class Bytes(Sourced):
     dimension: ClassVar[str] = "bytes"
+    # the unit the source stated it in (GB or GiB): an HBM card marketed "80 GB" holds 80 GiB, one stated
+    # in GiB holds what it says; kept out of JSON output
+    stated_unit: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_unit(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("unit") is not None and "stated_unit" not in data:
+            data = {**data, "stated_unit": data["unit"]}
+        return data
+
+    @property
+    def capacity_gib(self) -> float:
+        """The capacity in GiB as memory is built: the marketed GB read as GiB (memory chips come in
+        powers of two), unless the source stated GiB already."""
+        return self.value / 2**30 if self.stated_unit in ("GiB", "MiB", "TiB") else self.value / 1e9
 
 
 class BytesPerS(Sourced):

@@ -248,6 +248,10 @@ class EngineDefaults(Frozen):
     # (memory_reported_bytes: MLX's measured Metal working set, the cap memory_fraction approximates)
     memory_fraction_of_reported: Ratio | None = None
     memory_fraction_meaning: Literal["of_total", "of_free_after_weights", "none"]
+    memory_fraction_max: Ratio | None = None  # the largest fraction a deployment guide runs it at (fit suggests up to it)
+    # the share of an Apple GPU's memory the engine takes as the device's, where no measured working set is
+    # in the catalogue (llama.cpp's ggml-metal reports Metal's recommendedMaxWorkingSetSize as the total)
+    metal_working_set: Ratio | None = None
     block_tokens: Count  # KV block / page size in tokens
     max_num_batched_tokens: Count | None = None
     # the physical batch a prompt's matrix products run in, when the engine splits a chunk further

@@ -6,7 +6,8 @@ CLI, an API request and a scenario file all describe the same thing the same way
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from inferplan.inputs import Input
 
@@ -100,6 +101,8 @@ class Deployment(Input):
 
     @model_validator(mode="after")
     def _hardware_named(self) -> "Deployment":
-        if not (self.gpu or self.system):
-            raise ValueError("name a GPU (--gpu) or a system (--system)")
+        if not (self.gpu or self.system):  # located at gpu, so each shell names its own flag or JSON key
+            raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
+                type=PydanticCustomError("hardware_missing", "name a GPU, or a system in its place"), loc=("gpu",),
+                input=None)])
         return self

@@ -68,11 +68,19 @@ class EngineBudget:
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized (0: not counted)
 
 
-def device_total_bytes(catalog: Catalog, accel: Accelerator) -> tuple[float, str | None]:
-    """Memory the driver reports; measured when the catalogue has it, else derived."""
+def device_total_bytes(catalog: Catalog, accel: Accelerator,
+                       engine: EngineDefaults | None = None) -> tuple[float, str | None]:
+    """Memory the driver reports; measured when the catalogue has it, else derived. On an Apple GPU an
+    engine that reads Metal's working set as the device's memory (``engines.yaml`` ``metal_working_set``,
+    llama.cpp) gets that share of it."""
     if accel.memory_reported_bytes is not None:
         return accel.memory_reported_bytes.value, None
-    marketed_gb = accel.memory_bytes.value / 1e9
+    marketed_gb = accel.memory_bytes.capacity_gib  # "80 GB" of HBM is 80 GiB; a GiB-stated figure as it is
+    if accel.software.value == "metal" and engine is not None and engine.metal_working_set is not None:
+        share = engine.metal_working_set.value
+        return marketed_gb * GiB * share, (
+            f"{accel.name}: {engine.name} takes Metal's recommended working set as the GPU's memory, assumed "
+            f"{share:.0%} of {marketed_gb:g} GiB (no measured working set in the catalogue)")
     if accel.software.value == "metal":  # Metal's working-set cap is the engine fraction (MLX 0.75)
         return marketed_gb * GiB, f"{accel.name}: unified memory; the engine's fraction caps the GPU working set"
     if accel.unified_memory:

@@ -32,7 +32,7 @@ from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, 
                                      stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
-from inferplan.memory.offload import (GIB, OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+from inferplan.memory.offload import (GIB, OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.moe_layout import extra_weight_bytes
@@ -112,10 +112,10 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
                    one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
     """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
-    where the model does not fit on one GPU, as many copies of the smallest instance that holds it as
-    the system has room for, the GPUs fewer than one more copy left idle (None: the one-GPU copies
+    where the model does not fit on one GPU, as many copies of the smallest power-of-two instance that
+    holds it as the system has room for, the GPUs fewer than one more copy left idle (None: the one-GPU copies
     stand, as no instance within the system holds the model)."""
-    smallest = one_gpu.result.smallest_fit
+    smallest = one_gpu.result.smallest_fit  # of a power-of-two count: copies tile an HGX's 8 GPUs or an NVL72's 72
     if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
             or smallest.gpus > hw.gpus:
         return None
@@ -154,7 +154,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     network = _network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
-    total, total_note = device_total_bytes(catalog, hw.accel)
+    total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id)
     w = _weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
@@ -202,7 +202,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         held, assumptions = dataclasses.replace(held, fits=False), [*assumptions, start.note(rule, settings)]
     if host_budget is not None and host_used > host_budget:
         held = dataclasses.replace(held, fits=False)
-    fewer_gpus = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else None
+    fewer_gpus, fewest = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else (None, None)
     needed = layout.needed_bytes_per_sequence(held.max_len, settings.block_tokens)
     result = MemoryFit(
         fits=held.fits, model=spec.id, accelerator=hw.accel.id, engine=engine.id, quantization=quant.id,
@@ -217,7 +217,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         largest_context_tokens=held.largest, concurrency=d.concurrency,
         shortfall_bytes=0.0 if gpu_fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
                                                          needed - budget.kv_bytes_per_gpu),
-        smallest_fit=fewer_gpus, assumptions=tuple(dict.fromkeys(assumptions)),
+        smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
@@ -421,47 +421,59 @@ def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise
     return max(st.sequence_bytes_per_gpu(tokens, block) - r.kv_bytes_per_gpu for st, r in zip(layout.stages, rooms))
 
 
-def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> ParallelPlan | None:
+def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
+                  hw: Hardware) -> tuple[ParallelPlan | None, ParallelPlan | None]:
     """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
-    each size above 1); at a GPU count, the split the engine launches first: tensor parallel within the
-    scale-up domain, then pipeline stages, or for an engine whose own multi-GPU split is by layers
-    (llama.cpp's default; its row split keeps the KV cache on one GPU) pipeline first."""
+    each size above 1): of a power-of-two count (what tiles a system), and at any count the engine splits
+    over (tensor parallel sizes that split the attention heads, memory/checks.py; pipeline stages of at
+    least a layer each). The powers of two are tried first; the counts between the largest that does not
+    fit and the smallest that does are then tried in turn, since a layer split (llama.cpp's default,
+    vLLM's pipeline parallel) starts on three GPUs as well as on four."""
     limit = 1024
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
     engine_spec = catalog.engine(d.engine)
-    engine = engine_spec.id
-    candidates = []
-    tp = 1
-    while tp <= hw.domain_gpus:
-        pp = 1
-        shards = tp_shards_heads(spec, engine, tp)  # a TP size that cannot split the heads: no candidates
-        while shards and tp * pp <= limit and pp <= layers:
-            candidates.append((tp * pp, pp, tp))
-            pp *= 2
-        tp *= 2
     floor = _weights_floor_bytes(catalog, d, spec, hw)
-    total, _ = device_total_bytes(catalog, hw.accel)
-    layer_first = engine_spec.multi_gpu_split == "layer"
-    flags = flags_for(catalog, engine)  # None: no launch record, every split stands
-    for gpus, pp, tp in sorted(candidates, key=lambda c: (c[0], c[2]) if layer_first else c):
-        if floor / gpus > total or (flags is not None and not flags.launches_split(tp, pp)):
-            continue  # the weights alone overfill every GPU of this layout, or the launcher cannot start it
-        plan = ParallelPlan(
-            tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
-            expert_parallel=d.enable_expert_parallel, gpus=gpus,
-        )
-        trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus, "data_parallel_size": 1})
-        if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
-            return plan
-    return None
+    total, _ = device_total_bytes(catalog, hw.accel, engine_spec)
+    flags = flags_for(catalog, engine_spec.id)  # None: no launch record, every split stands
+
+    def splits(gpus: int) -> list[tuple[int, int]]:
+        """(TP, PP) of one instance on ``gpus`` GPUs that the launcher starts, in the order the engine
+        prefers: pipeline first for an engine whose own split is by layers, else tensor parallel first."""
+        found = [(tp, gpus // tp) for tp in range(1, min(gpus, hw.domain_gpus) + 1)
+                 if gpus % tp == 0 and gpus // tp <= layers and tp_shards_heads(spec, engine_spec.id, tp)
+                 and (flags is None or flags.launches_split(tp, gpus // tp))]
+        return found if engine_spec.multi_gpu_split == "layer" else sorted(found, key=lambda s: s[1])
+
+    def holds(gpus: int) -> ParallelPlan | None:
+        if floor / gpus > total:
+            return None  # the weights alone overfill every GPU of this count
+        for tp, pp in splits(gpus):
+            plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
+                                expert_parallel=d.enable_expert_parallel, gpus=gpus)
+            trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus,
+                                         "data_parallel_size": 1})
+            if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
+                return plan
+        return None
+
+    gpus = 1
+    while gpus <= limit:
+        found = holds(gpus)
+        if found is not None:
+            between = (holds(n) for n in range(gpus // 2 + 1, gpus))
+            return found, next((p for p in between if p is not None), found)
+        gpus *= 2
+    return None, None
 
 
 def _weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> float:
     """Weight bytes that some GPU of any layout holds at least ``1/gpus`` of: every weight but the
     embedding table (an engine may keep it on the host); 0 when weights may be offloaded to host RAM."""
     engine = catalog.engine(d.engine)
-    if d.n_gpu_layers is not None or d.n_cpu_moe or d.cpu_offload_gb or KT_FIELD in engine.offload_settings:
+    arch = None if spec.architecture_is_proxy else spec.architecture
+    ngl_offloads = d.n_gpu_layers is not None and (arch is None or not all_layers_on_gpu(d.n_gpu_layers, arch.num_layers))
+    if ngl_offloads or d.n_cpu_moe or d.cpu_offload_gb or KT_FIELD in engine.offload_settings:
         return 0.0
     quant, _ = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     w = weight_bytes(spec, quant)

@@ -15,7 +15,7 @@ class FitSuggestion(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    kind: Literal["context", "gpus", "quantization", "offload", "startup"]
+    kind: Literal["context", "gpus", "quantization", "offload", "startup", "fraction"]
     changes: dict[str, int | float | str | None]
     summary: str
 
@@ -54,7 +54,11 @@ class MemoryFit(BaseModel):
     largest_context_tokens: int | None  # at `concurrency`, per sequence
     concurrency: int | None
     shortfall_bytes: float  # per GPU, 0 when it fits
+    # the smallest instance of a power-of-two GPU count that holds the model (tiles a system's 8 or 72 GPUs:
+    # a system's copies, a replica cell)
     smallest_fit: ParallelPlan | None
+    # the fewest GPUs that hold it, at any count the engine launches (a layer split starts on 3 GPUs)
+    fewest_gpus_fit: ParallelPlan | None = None
     assumptions: tuple[str, ...]
     # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
     layout_note: str | None = None

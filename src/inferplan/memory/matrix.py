@@ -117,9 +117,9 @@ def fits_matrix(
 def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPlan | None:
     """The smallest layout on ``result``'s accelerator that holds ``d``: one GPU when it does."""
     if not result.fits:
-        return result.smallest_fit
+        return result.fewest_gpus_fit
     if result.parallel.gpus == 1:  # the cell itself is one GPU
         return result.parallel
     one = fit(d.model_copy(update={"system": None, "gpu": result.accelerator, "gpus": 1, "tensor_parallel_size": 1,
                                    "pipeline_parallel_size": 1, "data_parallel_size": None}), catalog)
-    return one.parallel if one.fits else one.smallest_fit
+    return one.parallel if one.fits else one.fewest_gpus_fit

@@ -76,6 +76,8 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
                                    field="n_gpu_layers" if d.n_gpu_layers is not None else "n_cpu_moe",
                                    allowed="leave it out")
     layers = arch.num_layers
+    if all_layers_on_gpu(d.n_gpu_layers, layers) and not d.n_cpu_moe:
+        return None  # -ngl 99: every layer and the output layer on the GPU, as with -ngl left out
     on_gpu = layers if d.n_gpu_layers is None else min(d.n_gpu_layers, layers)
     cpu_layers = layers - on_gpu  # the first ones: llama.cpp offloads the last n_gpu_layers
     head_on_host = d.n_gpu_layers is not None and d.n_gpu_layers <= layers
@@ -92,6 +94,12 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
                                                f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
     return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers,
                         (host_dense + host_expert) / gpus_in_instance, note, _bandwidth(d))
+
+
+def all_layers_on_gpu(n_gpu_layers: int | None, layers: int) -> bool:
+    """Whether llama.cpp's ``-ngl`` puts the whole model on the GPU: left out, or above the repeating
+    layers (llama.cpp counts the output layer as one more, so ``-ngl 99`` is every layer of a smaller model)."""
+    return n_gpu_layers is None or n_gpu_layers > layers
 
 
 def _bandwidth(d: Deployment) -> float | None:

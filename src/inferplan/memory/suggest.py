@@ -2,14 +2,16 @@
 
 Three kinds, each checked by a fit of the changed deployment: the longest context the given hardware
 holds, the fewest GPUs of the same accelerator that hold it at its context (a tensor × pipeline
-layout, ``fit``'s ``smallest_fit``), and the next smaller weight format (smaller weights for this
+layout, ``fit``'s ``fewest_gpus_fit``, at any GPU count the engine launches), and the next smaller weight format (smaller weights for this
 model, not only fewer bits a weight on paper) that holds it at its context —
 or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
 that fits (memory/offload_suggest.py), is checked against the host RAM too. Where the KV cache fits
 but start-up fails after it is sized (memory/startup.py), the first answers are the largest
-``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits.
+``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits; where the KV
+cache is short, the engine's memory fraction raised to the most a deployment guide runs it at
+(``engines.yaml`` ``memory_fraction_max``), when that holds it.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
-    found = (*_startup_settings(d, mp, catalog), _longest_context(d, mp, catalog), _fewest_gpus(d, mp, catalog),
-             _smaller_weights(d, mp, catalog))
+    found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
+             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog))
     return tuple(s for s in found if s is not None)
 
 
@@ -88,6 +90,25 @@ def _workspace_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog, rule) -
     return (FitSuggestion(kind="startup", changes={"gpu_memory_utilization": fraction},
                           summary=f"a smaller memory fraction: {fraction:g} leaves the request table and the "
                                   f"{check.backend} attention workspace room at start-up"),)
+
+
+def _larger_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
+    """Where the KV cache is short (start-up is not), the largest memory fraction a deployment guide runs
+    the engine at (engines.yaml ``memory_fraction_max``), when the fit at it holds the model; else with
+    the longest context it holds at that fraction."""
+    engine = catalog.engine(d.engine)
+    top = engine.memory_fraction_max.value if engine.memory_fraction_max else None
+    if top is None or mp.result.startup_shortfall_bytes_per_gpu or mp.settings.memory_fraction >= top:
+        return None
+    raised = {"gpu_memory_utilization": top}
+    why = f"{top:g}, the most a deployment guide runs {engine.name} at"
+    if _fits(d, raised, catalog):
+        return FitSuggestion(kind="fraction", changes=raised, summary=f"a larger memory fraction: {why}")
+    tokens = _longest(d, raised, mp.result.max_model_len, catalog)
+    if not tokens:
+        return None
+    return FitSuggestion(kind="fraction", changes={**raised, "max_model_len": tokens},
+                         summary=f"a larger memory fraction and a shorter context: {why}, holds {tokens:,} tokens")
 
 
 def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
@@ -134,7 +155,7 @@ def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
 
 
 def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
-    s = mp.result.smallest_fit
+    s = mp.result.fewest_gpus_fit
     if s is None:
         return None
     changes = {"gpus": s.gpus, "tensor_parallel_size": s.tensor_parallel_size,

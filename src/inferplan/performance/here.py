@@ -11,6 +11,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import fit
 from inferplan.memory.local import DEFAULT_ENGINE, ENGINE_BY_SOFTWARE, LocalFits, fits_here
 from inferplan.memory.matrix import FitsCell, fits_matrix
 from inferplan.performance.local_runs import UserRun
@@ -64,7 +65,7 @@ class ModelOnGpus(BaseModel):
     fits: bool
     gpus_needed: int | None  # the fewest of these GPUs that hold it (None: no layout does)
     max_model_len: int | None  # the context it is sized for
-    concurrency: float | None  # requests of that context the KV cache holds at once
+    concurrency: float | None  # sequences of max_model_len the KV cache holds at once (fit's "at once")
     ttft_s: float | None
     output_tokens_per_s_per_user: float | None
     source: str | None  # measured or calibrated-model
@@ -86,7 +87,8 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
                  quantizations: list[str] | None = None) -> WhatRuns:
     """Which catalogue models run on ``gpus`` of the accelerator ``gpu`` and how fast one request
     goes (``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens): the what-fits matrix for one card,
-    and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone)."""
+    and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone), and
+    the sequences of the model's planned context the KV cache holds at once there (``fit``'s figure)."""
     accel = catalog.accelerator(gpu, "gpu")
     engine = engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
     matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, catalog=catalog)
@@ -107,6 +109,8 @@ def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog)
     try:
         e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog)
     except InferplanError as exc:
-        return ModelOnGpus(**base, fits=True, concurrency=None, note=f"no speed estimate: {exc}")
+        return ModelOnGpus(**base, fits=True, concurrency=fit(d, catalog).total_max_concurrency,
+                           note=f"no speed estimate: {exc}")
+    held = fit(d, catalog).total_max_concurrency  # at the row's context, as `fit` counts them
     return ModelOnGpus(**{**base, "ttft_s": e.ttft_s, "output_tokens_per_s_per_user": e.output_tokens_per_s_per_user,
-                          "source": e.source}, fits=True, concurrency=float(e.max_concurrency), note=e.layout_note)
+                          "source": e.source}, fits=True, concurrency=held, note=e.layout_note)

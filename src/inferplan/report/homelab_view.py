@@ -18,7 +18,7 @@ class HomelabRow(_Frozen):
     fits: bool
     verdict: str  # "runs", "needs 4 GPUs", "no layout holds it"
     context: str
-    at_once: str  # requests of the speed question's length the KV cache holds
+    at_once: str  # sequences of the row's context the KV cache holds at once (fit's "at once")
     ttft: str
     speed: str  # output tokens/s for one user
 
@@ -40,7 +40,7 @@ def _row(m: ModelOnGpus) -> HomelabRow:
     return HomelabRow(
         model=m.model, quantization=m.quantization, fits=m.fits, verdict=_verdict(m),
         context=f"{m.max_model_len:,} tokens" if m.max_model_len else dash,
-        at_once=f"{m.concurrency:,.0f}" if m.concurrency is not None else dash,
+        at_once=f"{m.concurrency:,.1f}" if m.concurrency is not None else dash,
         ttft=(f"{m.ttft_s * 1e3:,.0f} ms" if m.ttft_s < 1 else f"{m.ttft_s:,.2f} s") if m.ttft_s is not None else dash,
         speed=f"{m.output_tokens_per_s_per_user:,.0f} tok/s" if m.output_tokens_per_s_per_user is not None else dash)
 
@@ -49,6 +49,7 @@ def homelab_view(r: WhatRuns) -> HomelabView:
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} with {r.engine}; "
-               f"speed of one request of {r.input_len:,} + {r.output_len:,} tokens"
+               f"requests at once of each row's context; speed of one request of {r.input_len:,} + "
+               f"{r.output_len:,} tokens"
                + (f"; {layout}" if layout else ""))
     return HomelabView(summary=summary, rows=tuple(_row(m) for m in r.models), result=r)

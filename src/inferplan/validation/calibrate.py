@@ -166,7 +166,7 @@ def fit_driver_reserve(catalog: Catalog) -> tuple[float, tuple[str, ...]]:
         # datacenter GDDR6) and a desktop's display, so those totals are measured per card, not pooled
         hbm = (accel.memory_type or "").upper().startswith("HBM")
         if accel.memory_reported_bytes is not None and not accel.unified_memory and hbm:
-            marketed_gib = accel.memory_bytes.value / 1e9 * GiB
+            marketed_gib = accel.memory_bytes.capacity_gib * GiB
             fractions.append(1 - accel.memory_reported_bytes.value / marketed_gib)
             ids.append(accel.id)
     return statistics.median(fractions), tuple(ids)
