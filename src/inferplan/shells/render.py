@@ -274,10 +274,11 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         table.add_row(*r[:2], *map(_grid_text, r[2:]))
     lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
     context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)")
-    legend = [] if headers == hardware else [
-        Text(", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware)), style="dim")]
+    legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
     hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
-    note = Text()  # one paragraph: the models listed rather than shown as rows, then the hint
+    note = Text()  # one paragraph: the columns' names, the models listed rather than shown as rows, the hint
+    if legend:
+        note.append(legend + " · ", style="dim")
     if nowhere:
         note.append_text(_nowhere_list([(key, [rows[key].get(h) for h in hardware]) for key in nowhere], headers))
         note.append(" · ")
@@ -287,7 +288,6 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     return Group(
         Text.from_markup(f"[bold]What fits[/] at {context}: sequences held, or [red]no[/] (N× GPUs needed)"),
         table,
-        *legend,
         note,
     )
 
@@ -326,7 +326,7 @@ def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], hea
     def label(fewest: tuple[float, ...]) -> str:
         return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
     items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
-    return Text.from_markup(f"[red]Fits none[/], fewest GPUs ({'/'.join(headers)}) {escape(items)}")
+    return Text.from_markup(f"[red]Fits none[/], fewest GPUs in each column: {escape(items)}")
 
 
 def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
