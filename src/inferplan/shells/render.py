@@ -273,7 +273,9 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     for r in body:
         table.add_row(*r[:2], *map(_grid_text, r[2:]))
     lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
-    context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)")
+    context = f" at {lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)") if lengths else ""
+    # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
+    reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
     legend = [] if headers == hardware else [
         Text(", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware)), style="dim")]
     hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
@@ -285,9 +287,10 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/] at {context}: sequences held, or [red]no[/] (N× GPUs needed)"),
+        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (N× GPUs needed)"),
         table,
         *legend,
+        *reasons,
         note,
     )
 
