@@ -129,3 +129,15 @@ def test_the_api_refuses_a_larger_upload_saying_the_limit(tmp_path):
     assert r.status_code == 413 and r.json()["error"]["allowed"] == f"at most {MAX_UPLOAD_BYTES} bytes"
     other = client.post("/api/fit", json={"model": "x" * (70 * 1024)})
     assert other.status_code == 413 and "65536" in other.json()["error"]["allowed"]  # other routes keep theirs
+
+
+@pytest.mark.parametrize("concurrency, how", [(8, "interpolated across your run"), (16, "scaled to your run")])
+def test_the_perf_headline_names_the_source_the_json_gives(tmp_path, concurrency, how):
+    runner, db = CliRunner(), tmp_path / "m.db"
+    flags = ["--model", "llama-3.1-8b", "--gpu", "h100"]
+    files = [str(DATA / f) for f in ("vllm_bench_serve_c8.json", "measured.csv")]
+    assert runner.invoke(app, ["measurements", "import", *files, *flags, "--db", str(db)]).exit_code == 0
+    perf = [*flags, "--input-len", "1024", "--output-len", "256", "--concurrency", str(concurrency), "--db", str(db)]
+    assert json.loads(runner.invoke(app, ["perf", *perf, "--json"]).stdout)["source"] == "measured-local"
+    headline = " ".join(runner.invoke(app, ["perf", *perf], env={"COLUMNS": "200"}).stdout.splitlines()[:2])
+    assert "(measured-local: " in headline and how in headline and "(calibrated model," not in headline

@@ -357,7 +357,9 @@ def print_assumptions(console: Console, assumptions) -> None:
 
 
 def print_perf(console: Console, e, explain: bool = False) -> None:
-    source = "measured" if e.source == "measured" else f"calibrated model, {e.bound}-bound"
+    from inferplan.performance.local_runs import source_words
+
+    source = source_words(e)
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency:,}: "
                   f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
