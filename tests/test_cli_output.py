@@ -274,3 +274,12 @@ def test_fits_where_no_cell_can_be_planned_shows_the_grid_and_why(args):
     r = runner.invoke(app, ["fits", "--models", "llama-3.3-70b", "--gpus", "h100", *args], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     assert "n/a" in r.stdout and "does not load" in r.stdout and "llama-3.3-70b" in r.stdout
+
+
+@pytest.mark.parametrize("explain", [(), ("--explain",)])
+def test_plan_in_euros_prints_every_money_figure_in_euros(explain):
+    scenario = Path(__file__).parent.parent / "examples" / "chat-seats-h100.yaml"
+    r = runner.invoke(app, ["plan", str(scenario), "--draws", "200", "--currency", "eur", *explain], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    bands = r.stdout[r.stdout.index("draws"):]
+    assert "€" in bands and "$" not in bands

@@ -435,26 +435,21 @@ def print_racks(console: Console, cmp) -> None:
     console.print(table)
 
 
-def print_uncertainty(console: Console, u, explain: bool = False) -> None:
-    bands = (
-        ("Target-payback price / user / month", u.target_payback_usd_per_user_month, "${:,.2f}"),
-        ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, "${:,.2f}"),
-        ("Owner cost / million tokens (input + output)", u.owner_cost_usd_per_mtok, "${:,.3f}"),
-        ("Loadouts", u.loadouts, "{:,.0f}"),
-        ("Payback (draws that pay back)", u.payback_months, "{:,.1f} months"),
-    )
+def print_uncertainty(console: Console, u, r, currency: str = "usd", explain: bool = False) -> None:
+    from inferplan.report.cards import uncertainty_rows
+
+    rows = uncertainty_rows(u, r, currency)
     if not explain:
-        shown = [f"{label.split(' (')[0].lower()} {fmt.format(b.p10)}–{fmt.format(b.p90)}" for label, b, fmt in bands[1:4] if b]
+        shown = [f"{row.label.split(' (')[0].lower()} {row.p10}–{row.p90}" for row in rows[1:4]]
         console.print(f"P10–P90 over {u.draws:,} draws: " + "; ".join(shown)
                       + f"; {u.never_pays_back_share:.0%} of draws never pay back", highlight=False)
         return
     table = Table(title=f"Uncertainty: {u.draws:,} Monte Carlo draws (seed {u.seed})")
     for col in ("output", "P10", "P50", "P90"):
         table.add_column(col)
-    for label, band, fmt in bands:
-        if band is None:
-            table.add_row(label, "—", "—", "—")
-        else:
-            table.add_row(label, fmt.format(band.p10), fmt.format(band.p50), fmt.format(band.p90))
+    for row in rows:
+        table.add_row(row.label, row.p10, row.p50, row.p90)
+    if u.payback_months is None:
+        table.add_row("Payback (draws that pay back)", "—", "—", "—")
     console.print(table)
     console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")
