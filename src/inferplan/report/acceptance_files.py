@@ -26,7 +26,7 @@ def _readme(p: AcceptancePack) -> str:
         "3. Record what `checklist.md` asks for.",
         "4. Import the results and see the planner's prediction beside them:",
         "",
-        "       inferplan measurements import results/* " + shlex.join(_import_flags(d)) + " --engine-version <version>",
+        "       inferplan measurements import results/* " + _import_flags(d) + " --engine-version <version>",
         "       inferplan measurements list",
         "       inferplan measurements show <id>",
         "",
@@ -65,7 +65,8 @@ def write_pack(pack: AcceptancePack, out: Path) -> list[Path]:
     return written
 
 
-def _import_flags(d) -> list[str]:
-    """The flags that import the pack's results as the deployment it launched (quoted as a shell reads them)."""
-    flags = ["--model", d.model, *(["--gpu", d.gpu] if d.gpu else []), "-tp", str(d.tensor_parallel_size), "--engine", d.engine]
-    return flags + (["--quantization", d.quantization] if d.quantization else [])
+def _import_flags(d) -> str:
+    """The flags that import the pack's results as the deployment it launched, quoted as a shell reads them."""
+    q = shlex.quote
+    return " ".join([f"--model {q(d.model)}", *([f"--gpu {q(d.gpu)}"] if d.gpu else []), f"-tp {d.tensor_parallel_size}",
+                     f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else [])])
