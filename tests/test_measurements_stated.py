@@ -141,3 +141,11 @@ def test_the_perf_headline_names_the_source_the_json_gives(tmp_path, concurrency
     assert json.loads(runner.invoke(app, ["perf", *perf, "--json"]).stdout)["source"] == "measured-local"
     headline = " ".join(runner.invoke(app, ["perf", *perf], env={"COLUMNS": "200"}).stdout.splitlines()[:2])
     assert "(measured-local: " in headline and how in headline and "(calibrated model," not in headline
+
+
+def test_a_model_path_a_file_states_is_read_by_its_name_never_from_disk(tmp_path):
+    folder = tmp_path / "Llama-3.1-8B-Instruct"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")  # an unreadable config: reading it would refuse the import
+    run = _read("r.json", json.dumps(VLLM_70B | {"model_id": str(folder)}), gpu="h100")
+    assert run.model == "llama-3.1-8b"

@@ -16,7 +16,7 @@ import re
 from pathlib import PurePosixPath
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.models import ModelSpec, looks_like_path
 from inferplan.catalog.registry import normalise_name
 from inferplan.errors import InvalidScenarioError, UnknownModelError
 from inferplan.memory.resolve import resolve_model
@@ -47,16 +47,24 @@ def _bare(name: str) -> str:
     return re.sub(r"\.(gguf|safetensors|bin)$", "", bare, flags=re.IGNORECASE)
 
 
+def _resolve(catalog: Catalog, name: str, field: str, stated_by_file: bool) -> ModelSpec:
+    """``resolve_model``, save that a name a file states is never read as a path on this machine (a
+    vLLM ``model_id`` is the server's path when it served a local folder): such a name is unknown."""
+    if stated_by_file and (name.startswith(("/", "~", ".")) or "\\" in name or looks_like_path(name)):
+        raise UnknownModelError(f"no model named {name!r}", field=field)
+    return resolve_model(catalog, name, field)
+
+
 def run_model(catalog: Catalog, name: str, field: str, stated_by_file: bool) -> tuple[ModelSpec, str | None]:
     """The model a run names, and the weight format its name states (None: none stated).
     ``field``: the key the name came from (``model``, or the file's ``model_id`` …)."""
     try:
-        return resolve_model(catalog, name, field), None
+        return _resolve(catalog, name, field, stated_by_file), None
     except UnknownModelError:
         pass
     base, quantization = _split_format(_bare(name), catalog)
     try:
-        return resolve_model(catalog, base, field), quantization
+        return _resolve(catalog, base, field, stated_by_file), quantization
     except UnknownModelError:
         pass
     names = {normalise_name(n): r.id for r in catalog.models.records.values() for n in (r.id, r.name, *r.aliases)}
