@@ -198,3 +198,21 @@ def test_search_plans_on_your_runs(tmp_path):
     api = client.post("/api/search", json=body)
     assert api.status_code == 200
     assert max(r["output_tokens_per_s_per_user"] for r in api.json()["results"]) == pytest.approx(mine, rel=1e-6)
+
+
+def test_a_llamacpp_pack_launches_slots_for_its_highest_concurrency_and_one_model_file(tmp_path):
+    flags = ["--model", "qwen3-30b-a3b", "--gpu", "RTX 4090", "--engine", "llamacpp", "-q", "q4_k_m"]
+    r = cli("acceptance", *flags, "--workload", "chat-seat", "--out", tmp_path / "pack", "--json")
+    assert r.exit_code == 0, r.output
+    pack = json.loads(r.stdout)["pack"]
+    launch = pack["launch"]["argv"]
+    slots, ctx = int(launch[launch.index("--parallel") + 1]), int(launch[launch.index("--ctx-size") + 1])
+    top = max(pack["concurrencies"])
+    assert top > 1 and slots == top and ctx == pack["deployment"]["max_model_len"] * top
+    bench = next(b["argv"] for b in pack["benchmarks"] if b["client"] == "llama-bench")
+    assert bench[bench.index("-m") + 1] == launch[launch.index("-m") + 1]
+    port = launch[launch.index("--port") + 1]
+    vllm = next(b["argv"] for b in pack["benchmarks"] if b["client"] == "vllm")
+    assert vllm[vllm.index("--port") + 1] == port
+    readme = (tmp_path / "pack" / "README.md").read_text()
+    assert "--gpu 'RTX 4090'" in readme and "--quantization q4_k_m" in readme  # the import line runs as written

@@ -267,3 +267,19 @@ def test_a_smaller_format_on_paper_is_not_offered_where_it_holds_the_same_weight
         if "quantization" in s.changes:
             assert fit(Deployment(**{**d.model_dump(exclude_unset=True), **s.changes})).weights_bytes < r.weights_bytes
     assert all(s.changes.get("quantization") != "mlx-mxfp4-q4" for s in r.suggestions)
+
+
+@pytest.mark.parametrize("args", [("--quantizations", "q4km"), ("--engine", "llamacpp", "--quantizations", "fp8")])
+def test_fits_where_no_cell_can_be_planned_shows_the_grid_and_why(args):
+    r = runner.invoke(app, ["fits", "--models", "llama-3.3-70b", "--gpus", "h100", *args], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "n/a" in r.stdout and "does not load" in r.stdout and "llama-3.3-70b" in r.stdout
+
+
+@pytest.mark.parametrize("explain", [(), ("--explain",)])
+def test_plan_in_euros_prints_every_money_figure_in_euros(explain):
+    scenario = Path(__file__).parent.parent / "examples" / "chat-seats-h100.yaml"
+    r = runner.invoke(app, ["plan", str(scenario), "--draws", "200", "--currency", "eur", *explain], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    bands = r.stdout[r.stdout.index("draws"):]
+    assert "€" in bands and "$" not in bands

@@ -40,3 +40,16 @@ def test_the_api_names_an_unknown_gpu(tmp_path):
 
     r = TestClient(create_app(tmp_path / "h.db")).post("/api/views/homelab", json={"gpu": "RTX 9999", "gpus": 2})
     assert r.status_code == 422 and r.json()["error"]["field"] == "gpu"
+
+
+def test_a_format_the_engine_does_not_load_is_refused_naming_quantization(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "h.db"))
+    r = client.post("/api/views/homelab", json={"gpu": "RTX 4090", "gpus": 1, "engine": "vllm", "quantization": "q4_k_m"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "quantization"
+    assert "fp8" in r.json()["error"]["allowed"] and "gguf-q4_k_m" not in r.json()["error"]["allowed"]
+    ok = client.post("/api/views/homelab", json={"gpu": "RTX 4090", "engine": "llama.cpp", "quantization": "q4_k_m"})
+    assert ok.status_code == 200 and ok.json()["rows"]

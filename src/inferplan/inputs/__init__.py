@@ -7,7 +7,8 @@ silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rat
 field that takes booleans says so in its type.
 
 Text is bounded and plain: a string anywhere in an input (a field, a list item, a mapping's key or
-value) has at most ``MAX_TEXT_CHARS`` characters and none of ``FORBIDDEN_CHARS``: control
+value) has at most ``MAX_TEXT_CHARS`` characters (a field an input lists in ``documents``, such as an
+uploaded result file, is bounded by its own ``max_length`` instead) and none of ``FORBIDDEN_CHARS``: control
 characters other than tab and line breaks (a NUL truncates C strings and SQLite text), the bidi
 embedding, override and isolate controls U+202A–202E and U+2066–2069 (they make a name read
 differently from what it is), and lone UTF-16 surrogates (no UTF-8 encoder writes them).
@@ -22,7 +23,7 @@ import functools
 import re
 import types
 import typing
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 
@@ -82,12 +83,12 @@ MAX_TEXT_CHARS = 4000
 FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
-def text_problem(value: Any, inner: bool = False) -> str | None:
+def text_problem(value: Any, inner: bool = False, max_chars: int | None = MAX_TEXT_CHARS) -> str | None:
     """Why a text, or a text in a list or mapping, cannot be taken (None: it can). A mapping inside
     a list or mapping is a nested input and its own fields check it, naming their own path."""
     if isinstance(value, str):
-        if len(value) > MAX_TEXT_CHARS:
-            return f"a text of {len(value)} characters: at most {MAX_TEXT_CHARS}"
+        if max_chars is not None and len(value) > max_chars:
+            return f"a text of {len(value)} characters: at most {max_chars}"
         bad = FORBIDDEN_CHARS.search(value)
         return None if bad is None else f"U+{ord(bad.group()):04X} at character {bad.start()}: control, bidi and surrogate characters are refused"
     if isinstance(value, (list, tuple)):
@@ -109,6 +110,8 @@ class Input(BaseModel):
     # built when defined, not deferred like the result models: an input is an HTTP request body, whose
     # validator FastAPI builds at start-up with pydantic's notes about the body parameter quieted
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # fields holding a whole document (a result file's text): bounded by their own Field(max_length), not MAX_TEXT_CHARS
+    documents: ClassVar[frozenset[str]] = frozenset()
 
     @field_validator("*", mode="before")
     @classmethod
@@ -124,7 +127,7 @@ class Input(BaseModel):
             if isinstance(value, dict) and is_model:
                 return value  # a nested input: its own fields check their texts and name their own paths
         if isinstance(value, (str, list, tuple, dict)) and not stored(info):
-            problem = text_problem(value)
+            problem = text_problem(value, max_chars=None if info.field_name in cls.documents else MAX_TEXT_CHARS)
             if problem:
                 raise ValueError(problem)
         return value

@@ -16,7 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.deploy import launch_command
+from inferplan.catalog.flags_schema import flags_for
+from inferplan.deploy import LaunchCommand, launch_command
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -25,7 +26,6 @@ from inferplan.performance.serving import estimate
 
 CLIENTS_FILE = Path(__file__).with_name("clients.yaml")
 LAUNCH_FROM = "inferplan deploy"  # where the pack's launch command comes from
-DEFAULT_PORT = 8000
 
 
 class Command(BaseModel):
@@ -76,10 +76,20 @@ def _fill(argv: list[str], values: dict[str, object]) -> tuple[str, ...]:
     return tuple(str(a).format(**values) for a in argv)
 
 
-def _launch(d: Deployment, catalog: Catalog) -> Command:
-    cmd = launch_command(d, catalog)
+def _launch(cmd: LaunchCommand) -> Command:
     return Command(client="launch", format=None, concurrency=None, argv=tuple(cmd.argv), text=cmd.script, result=None,
                    source=LAUNCH_FROM)
+
+
+def _holding(d: Deployment, levels: tuple[int, ...], catalog: Catalog) -> Deployment:
+    """``d`` started to hold the most requests its benchmarks send at once: an engine whose context
+    flag is shared by its slots (llama.cpp's --ctx-size is max_model_len × --parallel, a flag record
+    with ``multiplied_by: max_num_seqs``) is given that many slots; a stated slot count stands."""
+    flags = flags_for(catalog, catalog.engine(d.engine).id)
+    rule = flags.settings.get("max_model_len") if flags else None
+    if d.max_num_seqs is not None or rule is None or rule.multiplied_by != "max_num_seqs":
+        return d
+    return d.model_copy(update={"max_num_seqs": max(levels)})
 
 
 def _benchmarks(values: dict, concurrencies: tuple[int, ...], data: dict) -> list[Command]:
@@ -112,8 +122,13 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     card = catalog.model(spec.id) if spec.id in catalog.models else None
     repo = next((k.repo for k in (card.checkpoints if card else ()) if k.repo and k.quantization == spec.native_quantization),
                 None) or next((k.repo for k in (card.checkpoints if card else ()) if k.repo), spec.id)
-    launch = _launch(d, catalog)
-    values = {"repo": repo, "model_file": f"{spec.id}.gguf", "input_len": inp, "output_len": out, "port": DEFAULT_PORT}
+    d = _holding(d, levels, catalog)
+    started = launch_command(d, catalog)
+    launch = _launch(started)
+    # the file llama-bench loads is the one the launch command serves (a GGUF path, or its placeholder)
+    model_file = (started.checkpoint if started.checkpoint.endswith((".gguf", ".gguf>"))
+                  else f"<the GGUF file of {started.checkpoint}>")
+    values = {"repo": repo, "model_file": model_file, "input_len": inp, "output_len": out, "port": started.port}
     predictions = []
     for c in levels:
         e = estimate(d, Workload(input_len=inp, output_len=out, concurrency=c), catalog, use_profiles=False)

@@ -35,8 +35,8 @@ class MetricComparison(BaseModel):
 
     metric: str
     measured: float
-    predicted: float
-    error: float  # predicted / measured - 1
+    predicted: float | None = None  # None: no prediction at this point (the point's ``problem`` says why)
+    error: float | None = None  # predicted / measured - 1
 
 
 class PointComparison(BaseModel):
@@ -88,8 +88,11 @@ def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> Point
     try:
         est = _predict(run, p, catalog)
         tails = compare_tails(_deployment(run), p, catalog)
-    except InferplanError as exc:
-        return PointComparison(**where, metrics=(), problem=exc.describe())
+    except InferplanError as exc:  # the measured figures stand without a prediction beside them
+        measured = ((metric, getattr(p, field)) for metric, (field, _) in METRICS.items())
+        return PointComparison(**where, metrics=tuple(MetricComparison(metric=metric, measured=value)
+                                                      for metric, value in measured if value),
+                               problem=exc.describe())
     rows = []
     for metric, (field, figure) in METRICS.items():
         measured = getattr(p, field)
@@ -105,7 +108,8 @@ def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparis
     by_metric: dict[str, list[float]] = {}
     for point in points:
         for m in point.metrics:
-            by_metric.setdefault(m.metric, []).append(abs(m.error))
+            if m.error is not None:
+                by_metric.setdefault(m.metric, []).append(abs(m.error))
     return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, catalog),
                          median_abs_error={k: statistics.median(v) for k, v in by_metric.items()},
                          tail_median_abs_error=tail_medians([p.tails for p in points if p.tails]))

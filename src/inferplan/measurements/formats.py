@@ -153,7 +153,23 @@ def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
 def parse_vllm(text: str) -> Parsed:
     run = _json(text, "vllm")
     point = _serving_point(run, "vllm", "")
-    return Parsed([point], model=_str(run.get("model_id")), date=_date(run.get("date")))
+    return Parsed([point], model=_str(run.get("model_id")), model_field="model_id", date=_date(run.get("date")),
+                  **_stated_deployment(run))
+
+
+# keys ``vllm bench serve --metadata KEY=VALUE ...`` adds to the result for the server's settings
+# (the client cannot see them otherwise): the first of each tuple the file holds is read
+METADATA_KEYS = {"tensor_parallel_size": ("tensor_parallel_size", "tp"), "quantization": ("quantization",)}
+
+
+def _stated_deployment(run: dict) -> dict[str, str | None]:
+    """What a result's metadata states of the deployment: each value with the key it was read from."""
+    stated: dict[str, str | None] = {}
+    for field, keys in METADATA_KEYS.items():
+        key = next((k for k in keys if run.get(k) not in (None, "")), None)
+        if key is not None:
+            stated[field], stated[f"{field}_field"] = str(run[key]).strip()[:50], key
+    return stated
 
 
 def parse_sglang(text: str) -> Parsed:
@@ -169,7 +185,7 @@ def parse_sglang(text: str) -> Parsed:
         model = model or _str(run.get("model_id") or run.get("model"))
     if not points:
         raise _bad("line 1", "no run in the file", "sglang")
-    return Parsed(points, model=model)
+    return Parsed(points, model=model, model_field="model_id")
 
 
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
@@ -205,7 +221,18 @@ def parse_llama_bench(text: str) -> Parsed:
             raise _bad("line 1", "expected llama-bench -o json, csv or md output", "llama-bench")
         points = [_llama_row(r, f"line {i + 2}: ") for i, r in enumerate(rows)]
         first = rows[0]
-    return Parsed(points, model=_str(first.get("model_type")), engine_version=_build(first), date=_date(first.get("test_time")))
+    return Parsed(points, engine="llamacpp", **_llama_model(first), engine_version=_build(first), date=_date(first.get("test_time")))
+
+
+def _llama_model(row: dict) -> dict[str, str | None]:
+    """The model llama-bench names (its GGUF file's name, else its ``model_type``) and the file type
+    ``model_type`` ends with ("qwen3moe 30B.A3B Q4_K - Medium": architecture, size, type)."""
+    model_type = _str(row.get("model_type"))
+    words = model_type.split(" ", 2) if model_type else []
+    stated = {"quantization": words[2], "quantization_field": "model_type"} if len(words) == 3 else {}
+    if _str(row.get("model_filename")):
+        return {"model": _str(row.get("model_filename")), "model_field": "model_filename", **stated}
+    return {"model": model_type, "model_field": "model_type", **stated}
 
 
 def _llama_markdown(text: str) -> Parsed:
@@ -229,7 +256,7 @@ def _llama_markdown(text: str) -> Parsed:
         model = model or row.get("model")
     if not points:
         raise _bad("line 3", "no test rows", "llama-bench")
-    return Parsed(points, model=model)
+    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}))
 
 
 def _stat(data: dict, key: str, fmt: str, *, required: bool = True, stat: str = "avg") -> float | None:
@@ -283,7 +310,7 @@ def parse_genai_perf(text: str) -> Parsed:
                    output_tokens_per_s_total=_stat(data, "output_token_throughput", "genai-perf"),
                    requests_per_s=_stat(data, "request_throughput", "genai-perf", required=False),
                    **{field: _stat(data, key, "genai-perf", required=False, stat=stat) for field, (key, stat) in GENAI_PERF_TAILS.items()})
-    return Parsed([point], model=_str(_find(data.get("input_config", {}), "model")))
+    return Parsed([point], model=_str(_find(data.get("input_config", {}), "model")), model_field="input_config.model")
 
 
 def _mean(metrics: dict, key: str, where: str, *, required: bool = True, stat: str = "mean") -> float | None:

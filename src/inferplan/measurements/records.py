@@ -15,12 +15,14 @@ from pydantic import Field, ValidationError
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, SafeName
-from inferplan.measurements.formats import FORMATS, guess_format, parse
-from inferplan.memory.resolve import resolve_model
+from inferplan.measurements.formats import FORMATS, Parsed, guess_format, parse
+from inferplan.measurements.holds import check_holds_weights
+from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.performance.local_runs import MeasuredPoint, UserRun
 
 MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100
+DEFAULT_ENGINE = "vllm"  # the engine of a run whose file and user name none
 
 
 class RunProvenance(Input):
@@ -29,8 +31,9 @@ class RunProvenance(Input):
     model: str | None = Field(None, min_length=1, max_length=300)
     gpu: str | None = Field(None, min_length=1, max_length=200)
     gpus: int | None = Field(None, ge=1, le=100_000)
-    tensor_parallel_size: int = Field(1, ge=1, le=1024)
-    engine: str = Field("vllm", min_length=1, max_length=50)
+    tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description="default: the file's metadata, else 1")
+    engine: str | None = Field(None, min_length=1, max_length=50,
+                               description="default: the format's engine (llama-bench: llamacpp), else vllm")
     engine_version: str | None = Field(None, max_length=100)
     quantization: str | None = Field(None, max_length=50)
     format: str | None = Field(None, description=f"one of {', '.join(FORMATS)}; default: told from the file")
@@ -82,26 +85,60 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
         parsed = parse(text, fmt)
     except InferplanError as exc:
         raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
-    model_name = given.model or parsed.meta.get("model")
-    if not model_name:
+    if not (given.model or parsed.meta.get("model")):
         raise InvalidScenarioError(f"{name}: the file names no model", field="model", allowed="a catalogue model id")
     if not given.gpu:
         raise InvalidScenarioError(f"{name}: say which accelerator ran it", field="gpu", allowed="a catalogue accelerator id")
-    spec = resolve_model(catalog, model_name)
-    accel = catalog.accelerator(given.gpu)
-    engine = catalog.engine(given.engine).id
-    quant = catalog.quantization(given.quantization or spec.native_quantization or "bf16").id
-    date = given.measured_on or _file_date(parsed.meta.get("date")) or (today or dt.date.today())
     try:
-        return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id,
-                           gpus=given.gpus or given.tensor_parallel_size, tensor_parallel_size=given.tensor_parallel_size,
-                           engine=engine, engine_version=given.engine_version or parsed.meta.get("engine_version") or "unstated",
-                           quantization=quant, measured_on=date, measured_by=given.measured_by or "unstated",
-                           driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
-                           max_model_len=given.max_model_len, points=tuple(parsed.points))
+        run = _run(catalog, name, fmt, parsed, given, today)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InvalidScenarioError(f"{name}: {first['msg']}", field=".".join(map(str, first["loc"]))) from None
+    except InferplanError as exc:
+        if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")}:  # a key of the file: name the file too
+            raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
+        raise
+    check_holds_weights(catalog, run)
+    return run
+
+
+def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProvenance, today: dt.date | None) -> MeasuredRun:
+    """The run the file and the user's statements describe: what the user states wins over what the
+    file states (its model, weight format, tensor parallel size), which wins over the defaults."""
+    meta = parsed.meta
+    model_field = "model" if given.model else meta.get("model_field", "model")
+    spec, named_format = run_model(catalog, given.model or meta["model"], model_field, not given.model)
+    accel = catalog.accelerator(given.gpu)
+    engine = catalog.engine(given.engine or meta.get("engine") or DEFAULT_ENGINE).id
+    quant = given.quantization or _file_quantization(catalog, meta) or named_format or spec.native_quantization or "bf16"
+    tp = given.tensor_parallel_size or _file_int(meta, "tensor_parallel_size") or 1
+    date = given.measured_on or _file_date(meta.get("date")) or (today or dt.date.today())
+    return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=given.gpus or tp,
+                       tensor_parallel_size=tp, engine=engine,
+                       engine_version=given.engine_version or meta.get("engine_version") or "unstated",
+                       quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
+                       driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
+                       max_model_len=given.max_model_len, points=tuple(parsed.points))
+
+
+def _file_quantization(catalog: Catalog, meta: dict[str, str]) -> str | None:
+    field = meta.get("quantization_field")
+    if not field:
+        return None
+    if field == "model_type":  # llama-bench: llama.cpp's file type name
+        return ftype_quantization(catalog, meta["quantization"], field)
+    return catalog.quantization(meta["quantization"], field).id
+
+
+def _file_int(meta: dict[str, str], key: str) -> int | None:
+    field = meta.get(f"{key}_field")
+    if not field:
+        return None
+    text = meta[key]
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidScenarioError(f"the file's {field} {text!r} is not a whole number of GPUs", field=field,
+                                   allowed="a whole number, 1 or more")
+    return int(text)
 
 
 def _file_date(text: str | None) -> dt.date | None:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.detect import LocalMachine
 from inferplan.catalog.loader import Catalog
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
@@ -90,12 +90,22 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
     and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone), and
     the sequences of the model's planned context the KV cache holds at once there (``fit``'s figure)."""
     accel = catalog.accelerator(gpu, "gpu")
-    engine = engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
+    engine = catalog.engine(engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)).id
+    for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
+        _check_loads(catalog, engine, name)
     matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, catalog=catalog)
     rows = [_on_gpus(cell, accel.id, gpus, engine, catalog) for cell in matrix.cells if cell.result is not None]
     rows.sort(key=lambda r: (not r.fits, -(r.output_tokens_per_s_per_user or 0.0), r.model))
     return WhatRuns(accelerator=accel.id, gpus=gpus, engine=engine, input_len=SPEED_INPUT_TOKENS,
                     output_len=SPEED_OUTPUT_TOKENS, models=tuple(rows))
+
+
+def _check_loads(catalog: Catalog, engine: str, name: str) -> None:
+    quant = catalog.quantization(name)
+    if quant.engines and engine not in quant.engines:
+        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or engine in q.engines)
+        raise InvalidScenarioError(f"{engine} does not load {quant.id} weights (loaded by {', '.join(quant.engines)})",
+                                   field="quantization", allowed=loadable)
 
 
 def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog) -> ModelOnGpus:

@@ -94,6 +94,19 @@ def _pooled(found: list[UserRun]) -> UserRun:
     return newest_first[0].model_copy(update={"points": tuple(points.values())})
 
 
+def source_words(est: "ServingEstimate") -> str:
+    """Where an estimate's figures come from, in words that start with its ``source``: a published
+    profile ("measured"), the user's run interpolated or the model scaled to it ("measured-local: …"),
+    or the calibrated model and what bounds it."""
+    if est.source == SOURCE:
+        how = ("interpolated across your run" if est.bound == "measured"
+               else f"the calibrated model ({est.bound}-bound) scaled to your run")
+        return f"{SOURCE}: {how} {est.measured_record}"
+    if est.source == "measured":
+        return "measured"
+    return f"calibrated model, {est.bound}-bound"
+
+
 def _label(run: UserRun) -> str:
     return f"measured (yours, {run.measured_on.isoformat()})"
 

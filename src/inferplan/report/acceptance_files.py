@@ -4,6 +4,7 @@ checklist.md and predictions.json (the figures the runs will be compared with)."
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from inferplan.errors import InvalidScenarioError
@@ -25,8 +26,7 @@ def _readme(p: AcceptancePack) -> str:
         "3. Record what `checklist.md` asks for.",
         "4. Import the results and see the planner's prediction beside them:",
         "",
-        "       inferplan measurements import results/* --model " + d.model
-        + (f" --gpu {d.gpu}" if d.gpu else "") + f" -tp {d.tensor_parallel_size} --engine {d.engine} --engine-version <version>",
+        "       inferplan measurements import results/* " + _import_flags(d) + " --engine-version <version>",
         "       inferplan measurements list",
         "       inferplan measurements show <id>",
         "",
@@ -63,3 +63,10 @@ def write_pack(pack: AcceptancePack, out: Path) -> list[Path]:
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
+
+
+def _import_flags(d) -> str:
+    """The flags that import the pack's results as the deployment it launched, quoted as a shell reads them."""
+    q = shlex.quote
+    return " ".join([f"--model {q(d.model)}", *([f"--gpu {q(d.gpu)}"] if d.gpu else []), f"-tp {d.tensor_parallel_size}",
+                     f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else [])])

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
+from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.sources import SourceNote
 
 
@@ -123,3 +124,28 @@ def _rental_note(rental_id: str | None) -> str:
         return rental_id
     where = "" if listing.region == "unspecified" else f", {listing.region}"
     return f"{listing.provider.capitalize()}, {listing.instance}{where}, on demand"
+
+
+class BandRow(BaseModel):
+    """One Monte Carlo output's P10, P50 and P90, formatted (money in the plan's chosen currency)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    label: str
+    p10: str
+    p50: str
+    p90: str
+
+
+def uncertainty_rows(u: Uncertainty, r: PlanResult, currency: str = "usd") -> list[BandRow]:
+    """The uncertainty bands, each figure formatted as the cards format it; an output with no draw
+    (payback where none pays back) is absent."""
+    money = lambda digits: lambda usd: _money(r, usd, currency, digits)  # noqa: E731
+    bands = (
+        ("Target-payback price / user / month", u.target_payback_usd_per_user_month, money(2)),
+        ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, money(2)),
+        ("Owner cost / million tokens (input + output)", u.owner_cost_usd_per_mtok, money(3)),
+        ("Loadouts", u.loadouts, "{:,.0f}".format),
+        ("Payback (draws that pay back)", u.payback_months, "{:,.1f} months".format),
+    )
+    return [BandRow(label=label, p10=fmt(b.p10), p50=fmt(b.p50), p90=fmt(b.p90)) for label, b, fmt in bands if b is not None]

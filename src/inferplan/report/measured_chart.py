@@ -21,7 +21,7 @@ def chart_values(comparisons: list[RunComparison]) -> list[dict]:
     rows = []
     for c in comparisons:
         for p in c.points:
-            for m in p.metrics:
+            for m in (m for m in p.metrics if m.predicted is not None):  # a point the model could not predict has no dot
                 title, factor, unit = FIGURES[m.metric]
                 rows.append({"figure": f"{title} ({unit})", "measured": m.measured * factor, "predicted": m.predicted * factor,
                              "error": round(m.error * 100, 1), "run": c.run.id,

@@ -56,6 +56,7 @@ from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
     SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
+from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router
 from inferplan.shells.pydantic_errors import allowed_by
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
@@ -149,7 +150,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     (``api_guard.loopback_hosts`` when bound to loopback), or None for any."""
     app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
-    app.add_middleware(BodyLimit)
+    app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(SecurityHeaders)

@@ -1,7 +1,8 @@
 """What the HTTP server enforces before a request reaches a route, and the one error shape.
 
 - A request body is at most ``MAX_BODY_BYTES``, counted on the stream before anything parses it
-  (a ``Content-Length`` above it is refused unread): 413.
+  (a ``Content-Length`` above it is refused unread): 413. A route that takes whole files (the
+  measurements upload) is given its own larger bound (``BodyLimit(larger=...)``), and its 413 says it.
 - Bound to a loopback address, only a ``Host`` naming loopback is served (a page on another site
   whose name resolves to 127.0.0.1 — DNS rebinding — gets a 400), see ``loopback_hosts``.
 - Every response carries a Content-Security-Policy fitting the page and the docs (scripts and
@@ -170,18 +171,19 @@ def http_exception_response(exc: HTTPException) -> JSONResponse:
     """Starlette's and FastAPI's own errors (unknown path 404, wrong method 405, an unreadable body
     400) in the error shape instead of ``{"detail": "..."}``."""
     if isinstance(exc, BodyTooLarge):
-        return _too_large()
+        return _too_large(exc.limit_bytes)
     where = ("body",) if exc.status_code == 400 else ()
     return http_error(exc.status_code, str(exc.detail), loc=where, headers=getattr(exc, "headers", None))
 
 
 class BodyTooLarge(HTTPException):
-    def __init__(self) -> None:
-        super().__init__(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    def __init__(self, limit_bytes: int = MAX_BODY_BYTES) -> None:
+        super().__init__(413, f"the request body is larger than {limit_bytes} bytes")
+        self.limit_bytes = limit_bytes
 
 
-def _too_large() -> JSONResponse:
-    return http_error(413, str(BodyTooLarge().detail), loc=("body",), allowed=f"at most {MAX_BODY_BYTES} bytes")
+def _too_large(limit_bytes: int = MAX_BODY_BYTES) -> JSONResponse:
+    return http_error(413, str(BodyTooLarge(limit_bytes).detail), loc=("body",), allowed=f"at most {limit_bytes} bytes")
 
 
 def inline_script_policy(html: str) -> str:
@@ -193,18 +195,21 @@ def inline_script_policy(html: str) -> str:
 
 
 class BodyLimit:
-    """Refuse a body over ``MAX_BODY_BYTES``: at once when Content-Length says so, else as soon as
-    the received chunks add up to more (chunked uploads), before a route parses anything."""
+    """Refuse a body over ``MAX_BODY_BYTES`` (or the bound ``larger`` gives its method and path): at
+    once when Content-Length says so, else as soon as the received chunks add up to more (chunked
+    uploads), before a route parses anything."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, larger: dict[tuple[str, str], int] | None = None) -> None:
         self.app = app
+        self.larger = dict(larger or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        limit = self.larger.get((scope.get("method", ""), scope.get("path", "")), MAX_BODY_BYTES)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return await _too_large()(scope, receive, send)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return await _too_large(limit)(scope, receive, send)
         seen = 0
 
         async def counted() -> Message:
@@ -212,8 +217,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > MAX_BODY_BYTES:
-                    raise BodyTooLarge()  # FastAPI passes an HTTPException through; the handler writes the 413
+                if seen > limit:
+                    raise BodyTooLarge(limit)  # FastAPI passes an HTTPException through; the handler writes the 413
             return message
 
         await self.app(scope, counted, send)

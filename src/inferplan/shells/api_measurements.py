@@ -15,10 +15,17 @@ from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance
 from inferplan.report.measured_chart import predicted_vs_measured, run_text
 
 router = APIRouter(tags=["measurements"])
-MAX_CONTENT_CHARS = 5_000_000  # one result file as text (a request body is bounded by the server too)
+# One result file as text: a detailed `vllm bench serve --save-result` JSON of 1,000 prompts (per-request
+# latencies and texts kept) runs to a few MB; the body (JSON-escaped files and provenance) is bounded
+# on this route alone by MAX_UPLOAD_BYTES, every other route keeps api_guard.MAX_BODY_BYTES.
+MAX_CONTENT_CHARS = 8_000_000
+MAX_UPLOAD_BYTES = 16 * 2**20
+UPLOAD_ROUTE = ("POST", "/api/measurements")
 
 
 class ResultFile(Input):
+    documents = frozenset({"content"})
+
     name: str = Field(min_length=1, max_length=200, description="the file's name (tells its format when none is given)")
     content: str = Field(max_length=MAX_CONTENT_CHARS, description="the file's text")
 

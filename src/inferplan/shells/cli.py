@@ -191,7 +191,7 @@ def plan_cmd(
     else:
         render.print_plan(console, result, currency, explain)
         if uncertainty:
-            render.print_uncertainty(console, uncertainty, explain)
+            render.print_uncertainty(console, uncertainty, result, currency, explain)
         elif draws:
             console.print("Monte Carlo: no user is carried at the service target, so there is nothing to draw")
 

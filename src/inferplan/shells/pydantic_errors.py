@@ -16,6 +16,7 @@ ALLOWED_BY_BOUND = {
     "less_than_equal": "at most {}",
     "greater_than": "more than {}",
     "less_than": "less than {}",
+    "string_too_long": "at most {} characters",
 }
 
 

@@ -273,7 +273,9 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     for r in body:
         table.add_row(*r[:2], *map(_grid_text, r[2:]))
     lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
-    context = f"{lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)")
+    context = f" at {lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)") if lengths else ""
+    # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
+    reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
     legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
     hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
     note = Text()  # one paragraph: the columns' names, the models listed rather than shown as rows, the hint
@@ -286,8 +288,9 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/] at {context}: sequences held, or [red]no[/] (N× GPUs needed)"),
+        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (N× GPUs needed)"),
         table,
+        *reasons,
         note,
     )
 
@@ -354,7 +357,9 @@ def print_assumptions(console: Console, assumptions) -> None:
 
 
 def print_perf(console: Console, e, explain: bool = False) -> None:
-    source = "measured" if e.source == "measured" else f"calibrated model, {e.bound}-bound"
+    from inferplan.performance.local_runs import source_words
+
+    source = source_words(e)
     console.print(f"{e.model} on {e.gpus}× {e.accelerator} ({e.engine}, {e.quantization}, math in {e.compute_dtype}) "
                   f"at concurrency {e.concurrency:,}: "
                   f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
@@ -430,26 +435,21 @@ def print_racks(console: Console, cmp) -> None:
     console.print(table)
 
 
-def print_uncertainty(console: Console, u, explain: bool = False) -> None:
-    bands = (
-        ("Target-payback price / user / month", u.target_payback_usd_per_user_month, "${:,.2f}"),
-        ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, "${:,.2f}"),
-        ("Owner cost / million tokens (input + output)", u.owner_cost_usd_per_mtok, "${:,.3f}"),
-        ("Loadouts", u.loadouts, "{:,.0f}"),
-        ("Payback (draws that pay back)", u.payback_months, "{:,.1f} months"),
-    )
+def print_uncertainty(console: Console, u, r, currency: str = "usd", explain: bool = False) -> None:
+    from inferplan.report.cards import uncertainty_rows
+
+    rows = uncertainty_rows(u, r, currency)
     if not explain:
-        shown = [f"{label.split(' (')[0].lower()} {fmt.format(b.p10)}–{fmt.format(b.p90)}" for label, b, fmt in bands[1:4] if b]
+        shown = [f"{row.label.split(' (')[0].lower()} {row.p10}–{row.p90}" for row in rows[1:4]]
         console.print(f"P10–P90 over {u.draws:,} draws: " + "; ".join(shown)
                       + f"; {u.never_pays_back_share:.0%} of draws never pay back", highlight=False)
         return
     table = Table(title=f"Uncertainty: {u.draws:,} Monte Carlo draws (seed {u.seed})")
     for col in ("output", "P10", "P50", "P90"):
         table.add_column(col)
-    for label, band, fmt in bands:
-        if band is None:
-            table.add_row(label, "—", "—", "—")
-        else:
-            table.add_row(label, fmt.format(band.p10), fmt.format(band.p50), fmt.format(band.p90))
+    for row in rows:
+        table.add_row(row.label, row.p10, row.p50, row.p90)
+    if u.payback_months is None:
+        table.add_row("Payback (draws that pay back)", "—", "—", "—")
     console.print(table)
     console.print(f"{u.never_pays_back_share:.0%} of draws never pay back")

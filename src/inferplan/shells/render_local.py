@@ -57,12 +57,17 @@ def print_comparison(console: Console, result) -> None:
     for col in ("concurrency", "input/output", "figure", "measured", "predicted", "error"):
         table.add_column(col)
     for p in result.points:
-        if p.problem:
+        if p.problem and not p.metrics:
             table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", "—", "—", "—", escape(p.problem))
         for m in p.metrics:
             table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", METRIC_LABELS[m.metric],
-                          _figure(m.metric, m.measured), _figure(m.metric, m.predicted), f"{m.error:+.1%}")
+                          _figure(m.metric, m.measured), "—" if m.predicted is None else _figure(m.metric, m.predicted),
+                          "— (below)" if m.error is None else f"{m.error:+.1%}")
     console.print(table)
+    for p in result.points:
+        if p.problem and p.metrics:
+            console.print(f"no prediction at concurrency {p.concurrency}, {p.input_tokens}/{p.output_tokens} tokens: "
+                          f"{escape(p.problem)}", highlight=False)
     if (kv := result.kv_cache_tokens) is not None:
         console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%})")
     if result.median_abs_error:

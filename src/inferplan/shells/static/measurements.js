@@ -31,11 +31,12 @@ async function uploadMeasurement(event) {
   const file = $("measurement-file").files[0];
   $("measurement-status").textContent = "";
   if (!file) return;
-  const provenance = { model: $("measurement-model").value, gpu: $("measurement-gpu").value,
-    engine: $("measurement-engine").value, tensor_parallel_size: Number($("measurement-tp").value) || 1 };
-  for (const [key, id] of [["engine_version", "measurement-version"], ["format", "measurement-format"]]) {
+  const provenance = { model: $("measurement-model").value, gpu: $("measurement-gpu").value };
+  for (const [key, id] of [["engine", "measurement-engine"], ["engine_version", "measurement-version"],
+    ["format", "measurement-format"]]) {
     if ($(id).value) provenance[key] = $(id).value;
   }
+  if ($("measurement-tp").value) provenance.tensor_parallel_size = Number($("measurement-tp").value);
   try {
     const runs = await api("POST", "/api/measurements", { files: [{ name: file.name, content: await file.text() }], provenance });
     $("measurement-status").textContent = `imported run ${runs.map((r) => r.id).join(", ")}`;

@@ -1,0 +1,32 @@
+"""Whether the deployment an imported run states could have served it at all: the weights its GPUs
+hold (the memory plan's ``weights_bytes_per_gpu`` at the stated tensor parallel size and weight
+format) fit in a GPU's memory. A run whose stated deployment cannot hold its weights was measured on
+another one (a tensor parallel size or a weight format left unstated), and every comparison with it
+would be wrong, so it is refused naming what to state. A deployment the planner reckons too tight
+for its KV cache is stored: the run says it served, and ``compare`` shows why no prediction is made."""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.performance.local_runs import UserRun
+from inferplan.units import GB
+
+
+def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
+    d = Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
+                   engine=run.engine, quantization=run.quantization)
+    try:
+        planned = fit(d, catalog)
+    except InferplanError:  # a deployment the planner cannot reason about: compare says why
+        return
+    if planned.weights_bytes_per_gpu <= planned.gpu_memory_bytes:
+        return
+    raise InvalidScenarioError(
+        f"{run.model} in {run.quantization} on {run.gpus}× {run.accelerator} with tensor parallel size "
+        f"{run.tensor_parallel_size} puts {planned.weights_bytes_per_gpu / GB:.1f} GB of weights on a GPU of "
+        f"{planned.gpu_memory_bytes / GB:.1f} GB: the run cannot have been served so; state the tensor parallel "
+        "size and the quantization it ran with", field="tensor_parallel_size",
+        allowed="the tensor parallel size and weight format the run used")
