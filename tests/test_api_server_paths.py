@@ -84,3 +84,11 @@ def test_a_relative_name_that_exists_is_answered_as_one_that_does_not(client, tm
         error = reply.json()["error"]
         replies.append((error["field"], error["message"].replace(name, "NAME")))
     assert replies[0] == replies[1] and "read files" not in replies[0][1]
+
+
+@pytest.mark.parametrize("method, suffix", [("get", ""), ("get", "/export"), ("delete", "")])
+def test_a_measurement_id_past_sqlites_integers_is_refused_naming_it(client, method, suffix):
+    """GET /api/measurements/3554140163806375968768 was a 500 (OverflowError from SQLite)."""
+    reply = getattr(client, method)(f"/api/measurements/3554140163806375968768{suffix}")
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["error"]["field"] == "measurement_id"

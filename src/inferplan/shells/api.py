@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 from urllib.parse import quote
 
-from fastapi import FastAPI, Path as PathParam, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -54,7 +54,7 @@ from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
-    SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
+    ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router
@@ -64,7 +64,6 @@ from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
 
 STATIC = Path(__file__).parent / "static"
-ItemId = Annotated[int, PathParam(ge=1, le=2**62, description="id of a saved item")]
 
 def _json_field(field: str | None) -> list[str]:
     """A domain field (max_model_len, or a dotted scenario path) as its place in a request's JSON body."""

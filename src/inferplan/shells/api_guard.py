@@ -23,7 +23,9 @@ import json
 import math
 import re
 from collections.abc import Collection
-from typing import Any
+from typing import Annotated, Any
+
+from fastapi import Path as PathParam
 
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
@@ -96,6 +98,9 @@ SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "t
     "CompareScenario": {"operationId": "scenarios_compare_api_scenarios_compare_get",
                         "parameters": {"a": "$response.body#/id", "b": "$response.body#/id"}},
 }}}
+
+
+ItemId = Annotated[int, PathParam(ge=1, le=2**62, description="id of a saved item")]  # SQLite's integer range
 
 
 def refuse_server_path(name: str, field: str) -> None:

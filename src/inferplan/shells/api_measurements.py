@@ -13,6 +13,7 @@ from inferplan.measurements.compare import RunComparison, compare_run, compare_r
 from inferplan.measurements.export import run_as_catalogue
 from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance, read_runs
 from inferplan.report.measured_chart import predicted_vs_measured, run_text
+from inferplan.shells.api_guard import ItemId
 
 router = APIRouter(tags=["measurements"])
 # One result file as text: a detailed `vllm bench serve --save-result` JSON of 1,000 prompts (per-request
@@ -75,17 +76,17 @@ def measurements_view(request: Request) -> MeasurementsView:
 
 
 @router.get("/api/measurements/{measurement_id}")
-def show_measurement(measurement_id: int, request: Request) -> RunComparison:
+def show_measurement(measurement_id: ItemId, request: Request) -> RunComparison:
     return compare_run(_store(request).get_measurement(measurement_id))
 
 
 @router.get("/api/measurements/{measurement_id}/export")
-def export_measurement(measurement_id: int, request: Request) -> dict:
+def export_measurement(measurement_id: ItemId, request: Request) -> dict:
     """The run as catalogue data in the speed_points schema."""
     return run_as_catalogue(_store(request).get_measurement(measurement_id))
 
 
 @router.delete("/api/measurements/{measurement_id}", status_code=204)
-def delete_measurement(measurement_id: int, request: Request) -> Response:
+def delete_measurement(measurement_id: ItemId, request: Request) -> Response:
     _store(request).delete_measurement(measurement_id)
     return Response(status_code=204)
