@@ -21,8 +21,8 @@ class Platform(Input):
     gpu: str | None = Field(None, description="accelerator id when there is no catalogue system")
     gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs per loadout when `gpu` is used")
     price_point: Literal["low", "mid", "high"] = "mid"
-    # per system: a loadout may be several systems when one replica needs them. The names
-    # `quote_usd_per_loadout` / `power_w_per_loadout` (from when a loadout was one system) still read.
+    # per system: a loadout may be several systems when one replica needs them. `quote_usd_per_loadout`
+    # / `power_w_per_loadout` are read as aliases, so saved scenarios that use those keys still plan.
     quote_usd_per_system: float | None = Field(
         None, gt=0, le=1e10, validation_alias=AliasChoices("quote_usd_per_system", "quote_usd_per_loadout"),
         description="a vendor quote for one system (or for the `gpus` of a bare-GPU platform); overrides the price band")
