@@ -149,3 +149,13 @@ def test_a_model_path_a_file_states_is_read_by_its_name_never_from_disk(tmp_path
     (folder / "config.json").write_text("{}")  # an unreadable config: reading it would refuse the import
     run = _read("r.json", json.dumps(VLLM_70B | {"model_id": str(folder)}), gpu="h100")
     assert run.model == "llama-3.1-8b"
+
+
+@pytest.mark.parametrize("backend, engine", [("sglang", "sglang"), ("sglang-oai", "sglang"), ("vllm", "vllm"),
+                                             ("trt", "trtllm")])
+def test_an_sglang_bench_serving_file_is_a_run_of_the_engine_its_backend_names(backend, engine):
+    """bench_serving benchmarks other engines' servers too; its file says which in "backend". An
+    SGLang run was stored as vLLM (the default) because the backend was not read."""
+    lines = (DATA / "sglang_bench_serving.jsonl").read_text().splitlines()
+    text = "\n".join(json.dumps(json.loads(line) | {"backend": backend}) for line in lines if line.strip())
+    assert _read("s.jsonl", text, gpu="h100", model="llama-3.1-8b").engine == engine

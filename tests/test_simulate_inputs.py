@@ -217,3 +217,12 @@ def test_the_readme_says_search_prints_launch_commands_with_deploy():
     plain = _run([*SEARCH, "--users", "10", "--systems", "hgx-h100", "--engines", "vllm", "--top", "1"])
     shown = _run([*SEARCH, "--users", "10", "--systems", "hgx-h100", "--engines", "vllm", "--top", "1", "--deploy"])
     assert "vllm serve" not in plain.output and "vllm serve" in shown.output
+
+
+@pytest.mark.parametrize("command", [[*SIM, "--request-rate", "2"], [*SEARCH, "--users", "10"]])
+def test_a_burst_period_without_bursty_arrivals_is_refused_by_both_commands(command, client):
+    """simulate took --burst-period 30 on Poisson arrivals and ignored it (its default hid whether it
+    was stated); search refused it. Both refuse it now, and so does the API."""
+    assert _refused([*command, "--burst-period", "30"])["field"] == "--burst-period"
+    reply = client.post("/api/simulate", json={"deployment": DEPLOYMENT, "request_rate_per_s": 2, "burst_period_s": 30})
+    assert reply.status_code == 422 and reply.json()["error"]["field"] == "burst_period_s", reply.text

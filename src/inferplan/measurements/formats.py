@@ -23,12 +23,15 @@ their keys (docs/measurements.md has the sources):
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any, Callable
 
+import yaml
 from pydantic import ValidationError
 
 from inferplan.errors import InvalidScenarioError
@@ -172,8 +175,16 @@ def _stated_deployment(run: dict) -> dict[str, str | None]:
     return stated
 
 
+@functools.cache
+def _client_backends() -> dict[str, str]:
+    """The engine behind each bench_serving backend (``clients.yaml``)."""
+    path = Path(__file__).with_name("clients.yaml")
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["client_backends"]
+
+
 def parse_sglang(text: str) -> Parsed:
-    points, model = [], None
+    """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names."""
+    points, model, backend = [], None, None
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -183,9 +194,10 @@ def parse_sglang(text: str) -> Parsed:
             raise _bad(f"line {n}", "not a JSON object (one run per line)", "sglang") from None
         points.append(_serving_point(run, "sglang", f"line {n}: "))
         model = model or _str(run.get("model_id") or run.get("model"))
+        backend = backend or _str(run.get("backend"))
     if not points:
         raise _bad("line 1", "no run in the file", "sglang")
-    return Parsed(points, model=model, model_field="model_id")
+    return Parsed(points, model=model, model_field="model_id", engine=_client_backends().get(backend or ""))
 
 
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")

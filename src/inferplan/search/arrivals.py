@@ -84,6 +84,8 @@ class Load(Input):
             raise ValueError("lengths: a uniform spread reaches an SCV of 1/3 at most (from 0 to twice the mean)")
         if self.arrival != "bursty" and self.peak_to_average != 1.0:
             raise ValueError("peak_to_average: applies only to bursty arrivals")
+        if self.arrival != "bursty" and self.burst_period_s != DEFAULT_BURST_PERIOD_S:
+            raise ValueError("burst_period_s: applies only to bursty arrivals")
         if self.arrival == "bursty" and self.peak_to_average <= 1.0:
             raise ValueError(f"peak_to_average: {BURSTY_NEEDS_A_PEAK}")
         return self

@@ -45,7 +45,7 @@ def simulate_cmd(
     trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL of arrival_s (or timestamp), input_tokens, output_tokens; replayed end to end up to --requests."),
     arrival: str = typer.Option("poisson", "--arrival", help="poisson | bursty"),
     peak_to_average: float = typer.Option(1.0, "--peak-to-average", help="Bursty: busy-state rate over the mean (above 1)."),
-    burst_period: float = typer.Option(60.0, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell."),
+    burst_period: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),
     requests: int = typer.Option(20_000, "--requests", help="Requests to simulate."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     replicas: int = typer.Option(1, "--replicas", help="Copies of the deployment behind the router."),
@@ -66,7 +66,7 @@ def simulate_cmd(
         query = SimulationQuery(
             deployment=d, workload=w, request_rate_per_s=request_rate, users=users, workload_preset=workload_preset,
             clients=clients, arrival=arrival.strip().lower(), peak_to_average=peak_to_average,
-            burst_period_s=burst_period, input_tokens_scv=input_scv, output_tokens_scv=output_scv,
+            **({"burst_period_s": burst_period} if burst_period is not None else {}), input_tokens_scv=input_scv, output_tokens_scv=output_scv,
             lengths=lengths.strip().lower(), requests=requests,
             seed=seed, replicas=replicas, router=router.strip().lower())
         parsed = read_trace(trace) if trace is not None else None
