@@ -49,10 +49,16 @@ async function runSearch(event) {
   event.preventDefault();
   $("search-error").hidden = true;
   $("search-status").textContent = "searching…";
+  $("search-run").disabled = true;  // one search at a time: a second click would race the first
+  $("search-form").setAttribute("aria-busy", "true");
   try {
     const view = await api("POST", "/api/views/search", await searchRequest());
     state.lastSearch = view;
-    $("search-summary").textContent = [view.summary, ...view.notes].join(" ");
+    refusal($("search-form"));
+    $("search-table").hidden = false;
+    $("search-infeasible-box").hidden = view.infeasible.length === 0;
+    $("search-summary").textContent = view.summary;
+    $("search-notes").replaceChildren(...view.notes.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
     $("search-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
       const tr = document.createElement("tr");
       for (const text of [String(row.rank), row.deployment, row.cost, row.latency]) {
@@ -79,9 +85,12 @@ async function runSearch(event) {
     document.body.dataset.searched = String(Date.now());
   } catch (err) {
     $("search-status").textContent = "";
-    $("search-error").textContent = err.message;
+    $("search-error").textContent = refusal($("search-form"), err);
     $("search-error").hidden = false;
     document.body.dataset.searched = String(Date.now());
+  } finally {
+    $("search-run").disabled = false;
+    $("search-form").removeAttribute("aria-busy");
   }
 }
 
@@ -107,9 +116,10 @@ async function runHomelab(event) {
     }));
     $("homelab-table").hidden = false;
     $("homelab-status").textContent = "";
+    refusal($("homelab-form"));
   } catch (err) {
     $("homelab-status").textContent = "";
-    $("homelab-error").textContent = err.message;
+    $("homelab-error").textContent = refusal($("homelab-form"), err);
     $("homelab-error").hidden = false;
   }
   document.body.dataset.homelab = String(Date.now());

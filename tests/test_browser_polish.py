@@ -1,0 +1,161 @@
+"""What a demanding newcomer checks on the web page, driven in headless Chromium: every label sits on
+its control, forms use the width they have, charts keep their height and their words inside their
+box, a refusal marks the control it names, and nothing is shown before it means something."""
+
+from pathlib import Path
+
+import pytest
+
+import test_browser
+from test_browser import planned
+
+server, browser, page = test_browser.server, test_browser.browser, test_browser.page
+pytestmark = pytest.mark.slow
+MEASUREMENTS = Path(__file__).parent / "data" / "measurements"
+
+# a label above its control, starting where the control starts (not left at the end of a wrapped row)
+DETACHED_LABELS = """(formId) => [...document.querySelectorAll(`#${formId} label[for]:not(.inline)`)].filter(l => {
+    const c = document.getElementById(l.htmlFor);
+    if (!c || c.hidden || l.hidden) return false;
+    const a = l.getBoundingClientRect(), b = c.getBoundingClientRect();
+    return Math.abs(a.left - b.left) > 2 || a.bottom > b.top + 2 || b.top - a.bottom > 12;
+}).map(l => l.htmlFor)"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_each_label_sits_on_its_control(browser, server, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    for form in ("homelab-form", "quote-form", "measurement-form", "scenario-form", "search-form"):
+        assert pg.evaluate(DETACHED_LABELS, form) == [], form
+    context.close()
+
+
+def test_the_forms_use_the_width_they_have(page, server):
+    page.goto(server + "/")
+    planned(page)
+    for form in ("scenario-form", "search-form"):
+        right = page.evaluate(f"document.getElementById('{form}').getBoundingClientRect().right")
+        last = page.evaluate(f"Math.max(...[...document.querySelectorAll('#{form} fieldset')].map(f => f.getBoundingClientRect().right))")
+        assert right - last < 8, (form, right, last)  # no empty column to the right of the fieldsets
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_charts_keep_their_height_and_their_words_inside_the_box(browser, server, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    # the memory bar: a legend taller than the spec's height once squeezed the plot to a hairline
+    bar = pg.evaluate("Math.max(...[...document.querySelectorAll('#chart-memory svg .mark-rect path')]"
+                      ".map(p => p.getBoundingClientRect().height))")
+    assert bar > 20, bar
+    legend = pg.eval_on_selector_all("#chart-memory svg .role-legend-label text", "ts => ts.map(t => t.textContent)")
+    assert "KV cache" in legend, legend
+    outside = pg.evaluate("""() => [...document.querySelectorAll('figure[id^=chart-] svg text')].filter(t => {
+        const f = t.closest('figure').getBoundingClientRect(), r = t.getBoundingClientRect();
+        return r.width > 0 && (r.right > f.right + 1 || r.left < f.left - 1);
+    }).map(t => t.closest('figure').id + ': ' + t.textContent)""")
+    assert not outside, outside
+    context.close()
+
+
+def test_a_refused_plan_names_and_marks_the_control(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.fill("#target_users", "0")
+    page.locator("#error").wait_for(state="visible", timeout=30000)
+    assert page.text_content("#error").startswith("Target users (scenario.target_users): "), page.text_content("#error")
+    assert page.get_attribute("#target_users", "aria-invalid") == "true"
+    assert page.locator("#recommendation").is_hidden()  # no empty recommendation bar under the error
+    page.problems.clear()  # the refused request's 422 on the console is the answer under test
+    stamp = page.evaluate("document.body.dataset.planned")
+    page.fill("#target_users", "500")
+    planned(page, stamp)
+    assert page.get_attribute("#target_users", "aria-invalid") is None and page.locator("#error").is_hidden()
+
+
+def test_a_refused_search_marks_the_control_and_a_running_one_cannot_be_sent_twice(page, server):
+    page.goto(server + "/")
+    planned(page)
+    assert page.locator("#search-table").is_hidden() and page.locator("#search-infeasible-box").is_hidden()
+    page.select_option("#search-model", "qwen3-8b")
+    page.select_option("#search-lengths", "uniform")
+    page.fill("#search-output-scv", "0.5")  # evenly drawn lengths spread no wider than SCV 1/3
+    held = []
+    page.route("**/api/views/search", lambda route: held.append(route))
+    page.click("#search-run")
+    page.wait_for_function("() => document.getElementById('search-run').disabled", timeout=10000)
+    assert page.get_attribute("#search-form", "aria-busy") == "true"
+    held[0].continue_()
+    page.unroute("**/api/views/search")
+    page.locator("#search-error").wait_for(state="visible", timeout=60000)
+    assert page.text_content("#search-error").startswith("Spread of output lengths (SCV) (output_tokens_scv): ")
+    assert page.get_attribute("#search-output-scv", "aria-invalid") == "true"
+    assert not page.evaluate("document.getElementById('search-run').disabled")
+    page.problems.clear()
+
+
+def test_a_refused_measurement_is_an_error_and_each_run_can_be_deleted_by_name(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.set_input_files("#measurement-file", {"name": "bad.json", "mimeType": "application/json",
+                                               "buffer": b'{"nonsense": 1}'})
+    page.click("#measurement-form button[type=submit]")
+    page.locator("#measurement-error").wait_for(state="visible", timeout=30000)
+    assert "bad.json" in page.text_content("#measurement-error")
+    assert page.get_attribute("#measurement-error", "role") == "alert"
+    page.problems.clear()
+    page.set_input_files("#measurement-file", str(MEASUREMENTS / "guidellm_report.json"))
+    page.click("#measurement-form button[type=submit]")
+    page.wait_for_selector("#measurement-list li", timeout=30000)
+    assert page.locator("#measurement-error").is_hidden()
+    label = page.get_attribute("#measurement-list li button", "aria-label")
+    assert label and label.startswith("Delete run ")
+    page.click("#measurement-list li button")
+    page.wait_for_function("() => !document.querySelector('#measurement-list li')", timeout=30000)
+
+
+def test_saved_scenarios_say_when_there_is_nothing_to_compare(browser, tmp_path):
+    with test_browser.serving(tmp_path / "empty.db") as base:  # its own empty database
+        pg = browser.new_page()
+        pg.goto(base + "/")
+        planned(pg)
+        assert pg.locator("#saved-empty").is_visible() and "No saved scenarios yet" in pg.text_content("#saved-empty")
+        assert pg.evaluate("document.getElementById('compare').disabled")
+        pg.fill("#scenario-name", "one")
+        pg.click("#save-scenario")
+        pg.wait_for_selector("#saved-list li >> text=one")
+        assert pg.locator("#saved-empty").is_hidden()
+        assert pg.evaluate("document.getElementById('compare').disabled")  # one scenario: nothing to compare it with
+        pg.fill("#scenario-name", "two")
+        pg.click("#save-scenario")
+        pg.wait_for_selector("#saved-list li >> text=two")
+        assert not pg.evaluate("document.getElementById('compare').disabled")
+        pg.close()
+
+
+def test_the_ranked_deployments_on_a_phone(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    pg.select_option("#search-model", "qwen3-8b")
+    pg.fill("#search-top", "3")
+    pg.click("#search-run")
+    pg.wait_for_function("() => document.body.dataset.searched", timeout=180000)
+    assert pg.locator("#search-table tbody tr").count() >= 1
+    use = pg.locator("button[aria-label='Use deployment 1']").bounding_box()
+    assert use["x"] + use["width"] <= 390, use  # in view, not in a column scrolled off to the right
+    summary = pg.text_content("#search-summary")
+    assert summary.endswith("ranked by USD per million tokens."), summary  # the objective in words, a full stop
+    assert pg.locator("#search-notes li").count() >= 1  # each note on its own line, not run on after the summary
+    outside = pg.evaluate("""() => [...document.querySelectorAll('#chart-search svg text')].filter(t => {
+        const f = t.closest('figure').getBoundingClientRect(), r = t.getBoundingClientRect();
+        return r.width > 0 && (r.right > f.right + 1 || r.left < f.left - 1);
+    }).map(t => t.textContent)""")
+    assert not outside, outside
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 400
+    context.close()
