@@ -159,3 +159,25 @@ def test_the_ranked_deployments_on_a_phone(browser, server):
     assert not outside, outside
     assert pg.evaluate("document.documentElement.scrollWidth") <= 400
     context.close()
+
+
+def test_quote_and_saved_scenario_errors_show_beside_their_own_forms(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#quote-system", "hgx-h100")
+    page.fill("#quote-price", "250000")
+    page.fill("#quote-date", "2099-01-01")
+    page.fill("#quote-vendor", "Example integrator")
+    page.click("#quote-form button[type=submit]")
+    page.locator("#quote-error").wait_for(state="visible", timeout=30000)
+    assert page.text_content("#quote-error").startswith("Quoted on (quoted_on): "), page.text_content("#quote-error")
+    assert page.get_attribute("#quote-date", "aria-invalid") == "true"
+    assert page.locator("#error").is_hidden()  # not in the simulator's box, a screen away from the quote form
+    page.problems.clear()
+    page.fill("#scenario-name", "to rename")
+    page.click("#save-scenario")
+    page.wait_for_selector("#saved-list li >> text=to rename")
+    page.fill("#scenario-name", "")
+    page.click("button[aria-label^='Rename to rename']")
+    page.locator("#saved-error").wait_for(state="visible", timeout=10000)
+    assert "Save as" in page.text_content("#saved-error") and page.locator("#error").is_hidden()

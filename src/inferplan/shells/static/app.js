@@ -42,9 +42,9 @@ function fillSelect(select, items, selected) {
   if (selected) select.value = selected;
 }
 
-function showError(message) {
-  $("error").textContent = message;
-  $("error").hidden = !message;
+function showError(message, id = "error") {  // id: the error box beside the form the message is about
+  $(id).textContent = message;
+  $(id).hidden = !message;
 }
 
 // A refusal names a field by its JSON path; the form's control whose data-field is that path (or
@@ -308,13 +308,15 @@ async function refreshSaved() {
     const rename = document.createElement("button");
     rename.type = "button"; rename.textContent = "Rename"; rename.setAttribute("aria-label", `Rename ${s.name} to the name in the Save as field`);
     rename.onclick = async () => {
+      showError("", "saved-error");
+      if (!$("scenario-name").value.trim()) { showError("Rename: type the new name in “Save as” above first", "saved-error"); return; }
       try { await api("PATCH", `/api/scenarios/${s.id}`, { name: $("scenario-name").value }); await refreshSaved(); }
-      catch (err) { showError(err.message); }
+      catch (err) { showError(`Rename: ${err.message}`, "saved-error"); }
     };
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete ${s.name}`);
     del.onclick = async () => {
-      try { await api("DELETE", `/api/scenarios/${s.id}`); } catch (err) { showError(err.message); }
+      try { await api("DELETE", `/api/scenarios/${s.id}`); } catch (err) { showError(err.message, "saved-error"); }
       await refreshSaved();
     };
     li.append(name, load, rename, del);
@@ -358,6 +360,7 @@ function scenarioInputs(s) {
 }
 
 async function compare() {
+  showError("", "saved-error");
   try {
     const a = $("compare-a").value, b = $("compare-b").value;
     const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&currency=${$("currency").value}`);
@@ -375,7 +378,7 @@ async function compare() {
     const outputs = cmp.a.cards.map((c, i) => row([c.label, c.value, cmp.b.cards[i].value]));
     $("compare-table").replaceChildren(head, section("Inputs"), ...inputs, section("Outputs"), ...outputs);
     setStatus(`compared: ${$("compare-table").querySelectorAll("tr.differs").length} rows differ (marked)`);
-  } catch (err) { showError(err.message); }
+  } catch (err) { showError(err.message, "saved-error"); }
 }
 
 async function refreshQuotes() {
@@ -386,7 +389,7 @@ async function refreshQuotes() {
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete quote from ${q.vendor}`);
     del.onclick = async () => {
-      try { await api("DELETE", `/api/quotes/${q.id}`); } catch (err) { showError(err.message); }
+      try { await api("DELETE", `/api/quotes/${q.id}`); } catch (err) { showError(err.message, "quote-error"); }
       await refreshQuotes();
       scheduleUpdate();
     };
@@ -402,9 +405,10 @@ async function addQuote(event) {
       system: $("quote-system").value, price_usd: Number($("quote-price").value), quoted_on: $("quote-date").value,
       vendor: $("quote-vendor").value, note: $("quote-note").value,
     });
+    showError(refusal($("quote-form")), "quote-error");
     await refreshQuotes();
     scheduleUpdate();
-  } catch (err) { showError(err.message); }
+  } catch (err) { showError(refusal($("quote-form"), err), "quote-error"); }
 }
 
 // a cell is its text, or [text, title]: the title (hover text) says where the number comes from
