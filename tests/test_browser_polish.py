@@ -181,3 +181,18 @@ def test_quote_and_saved_scenario_errors_show_beside_their_own_forms(page, serve
     page.click("button[aria-label^='Rename to rename']")
     page.locator("#saved-error").wait_for(state="visible", timeout=10000)
     assert "Save as" in page.text_content("#saved-error") and page.locator("#error").is_hidden()
+
+
+def test_search_greys_out_what_the_request_would_not_read(page, server):
+    page.goto(server + "/")
+    planned(page)
+    disabled = lambda *ids: [page.evaluate(f"document.getElementById('{i}').disabled") for i in ids]  # noqa: E731
+    # users and a preset: the per-request lengths and the burst ratio are not read
+    assert disabled("search-users", "search-input-len", "search-output-len", "search-peak") == [False, True, True, True]
+    page.fill("#search-rate", "4")  # a rate replaces users and preset and reads the lengths
+    assert disabled("search-users", "search-preset", "search-input-len", "search-output-len") == [True, True, False, False]
+    page.select_option("#search-arrival", "bursty")
+    assert disabled("search-peak") == [False]
+    page.set_input_files("#search-trace", files=[{"name": "t.jsonl", "mimeType": "application/jsonl",
+                                                  "buffer": b'{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}'}])
+    assert disabled("search-rate", "search-arrival", "search-peak", "search-output-scv") == [True, True, True, True]

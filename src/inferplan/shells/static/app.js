@@ -480,6 +480,8 @@ async function init() {
   $("compare").addEventListener("click", compare);
   $("quote-form").addEventListener("submit", addQuote);
   $("search-form").addEventListener("submit", runSearch);
+  for (const kind of ["input", "change"]) $("search-form").addEventListener(kind, searchControlsInUse);
+  searchControlsInUse();
   $("homelab-form").addEventListener("submit", runHomelab);
   await Promise.all([refreshSaved(), refreshQuotes()]);
   state.ready = true;

@@ -39,6 +39,18 @@ async function searchRequest() {
   return request;
 }
 
+// Controls count only with others (the request above reads them so): the lengths with a rate; users
+// and preset without a rate or trace; arrivals and spreads without a trace (it brings its own); the
+// burst ratio when bursty. The rest are greyed out, so a typed value is never silently ignored.
+function searchControlsInUse() {
+  const trace = $("search-trace").files.length > 0, rate = !trace && $("search-rate").value !== "";
+  const off = { "search-users": trace || rate, "search-preset": trace || rate, "search-rate": trace,
+    "search-input-len": !rate, "search-output-len": !rate, "search-arrival": trace,
+    "search-peak": trace || $("search-arrival").value !== "bursty", "search-input-scv": trace,
+    "search-output-scv": trace, "search-lengths": trace };
+  for (const [id, disabled] of Object.entries(off)) $(id).disabled = disabled;
+}
+
 function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
