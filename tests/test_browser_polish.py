@@ -196,3 +196,16 @@ def test_search_greys_out_what_the_request_would_not_read(page, server):
     page.set_input_files("#search-trace", files=[{"name": "t.jsonl", "mimeType": "application/jsonl",
                                                   "buffer": b'{"arrival_s": 0, "input_tokens": 10, "output_tokens": 5}'}])
     assert disabled("search-rate", "search-arrival", "search-peak", "search-output-scv") == [True, True, True, True]
+
+
+def test_the_downloaded_report_reads_on_a_phone(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, accept_downloads=True)
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    with pg.expect_download() as info:
+        pg.click("#download-report")
+    pg.set_content(Path(info.value.path()).read_text())
+    assert pg.locator("figure svg").count() >= 3
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 400  # its charts scale to the screen
+    context.close()
