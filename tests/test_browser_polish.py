@@ -134,6 +134,8 @@ def test_saved_scenarios_say_when_there_is_nothing_to_compare(browser, tmp_path)
         pg.click("#save-scenario")
         pg.wait_for_selector("#saved-list li >> text=two")
         assert not pg.evaluate("document.getElementById('compare').disabled")
+        pg.click("#compare")  # the count of differing rows shows beside the Compare button, not a screen above
+        pg.wait_for_function("() => /rows differ/.test(document.getElementById('saved-status').textContent)", timeout=30000)
         pg.close()
 
 
@@ -208,4 +210,17 @@ def test_the_downloaded_report_reads_on_a_phone(browser, server):
     pg.set_content(Path(info.value.path()).read_text())
     assert pg.locator("figure svg").count() >= 3
     assert pg.evaluate("document.documentElement.scrollWidth") <= 400  # its charts scale to the screen
+    context.close()
+
+
+def test_a_link_the_clipboard_refuses_is_shown_within_a_phone_screen(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    # a page served on a LAN address is not a secure context: the clipboard refuses, the link is shown
+    context.add_init_script("navigator.clipboard.writeText = () => Promise.reject(new Error('not allowed'))")
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    pg.click("#copy-link")
+    pg.wait_for_function("() => document.getElementById('status').textContent.includes('?s=')", timeout=10000)
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 400
     context.close()

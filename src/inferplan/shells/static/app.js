@@ -361,6 +361,7 @@ function scenarioInputs(s) {
 
 async function compare() {
   showError("", "saved-error");
+  $("saved-status").textContent = "comparing…";
   try {
     const a = $("compare-a").value, b = $("compare-b").value;
     const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&currency=${$("currency").value}`);
@@ -377,8 +378,8 @@ async function compare() {
     const inputs = inputsA.map(([label, value], i) => row([label, value, inputsB[i][1]]));
     const outputs = cmp.a.cards.map((c, i) => row([c.label, c.value, cmp.b.cards[i].value]));
     $("compare-table").replaceChildren(head, section("Inputs"), ...inputs, section("Outputs"), ...outputs);
-    setStatus(`compared: ${$("compare-table").querySelectorAll("tr.differs").length} rows differ (marked)`);
-  } catch (err) { showError(err.message, "saved-error"); }
+    $("saved-status").textContent = `${$("compare-table").querySelectorAll("tr.differs").length} rows differ (marked ≠)`;
+  } catch (err) { $("saved-status").textContent = ""; showError(err.message, "saved-error"); }
 }
 
 async function refreshQuotes() {
