@@ -224,3 +224,14 @@ def test_a_link_the_clipboard_refuses_is_shown_within_a_phone_screen(browser, se
     pg.wait_for_function("() => document.getElementById('status').textContent.includes('?s=')", timeout=10000)
     assert pg.evaluate("document.documentElement.scrollWidth") <= 400
     context.close()
+
+
+def test_what_runs_says_what_its_columns_measure(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.click("#homelab-run")
+    page.wait_for_function("() => document.body.dataset.homelab", timeout=60000)
+    summary = page.text_content("#homelab-summary")
+    # one sentence per idea, the request's tokens named input and output (was "1,024 + 256 tokens")
+    assert "1,024 input + 256 output tokens" in summary and "Requests at once: how many" in summary, summary
+    assert summary.endswith("."), summary
