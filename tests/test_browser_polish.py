@@ -235,3 +235,17 @@ def test_what_runs_says_what_its_columns_measure(page, server):
     # one sentence per idea, the request's tokens named input and output (was "1,024 + 256 tokens")
     assert "1,024 input + 256 output tokens" in summary and "Requests at once: how many" in summary, summary
     assert summary.endswith("."), summary
+
+
+def test_what_runs_on_a_phone_shows_each_models_speed(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    pg = context.new_page()
+    pg.goto(server + "/")
+    planned(pg)
+    pg.click("#homelab-run")
+    pg.wait_for_function("() => document.body.dataset.homelab", timeout=60000)
+    speed = pg.locator("#homelab-table tbody tr").first.locator("td").nth(6)
+    box = speed.bounding_box()
+    assert box["x"] + box["width"] <= 390, box  # in view, not in a column scrolled off to the right
+    assert speed.get_attribute("data-label") == "Tokens/s for one user"  # each value keeps its column's name
+    context.close()

@@ -121,9 +121,10 @@ async function runHomelab(event) {
     $("homelab-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
       const tr = document.createElement("tr");
       if (!row.fits) tr.className = "no";
-      for (const text of [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed]) {
-        const td = document.createElement("td"); td.textContent = text; tr.append(td);
-      }
+      const heads = [...$("homelab-table").tHead.rows[0].cells].map((th) => th.textContent);
+      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed].forEach((text, i) => {
+        const td = document.createElement("td"); td.textContent = text; td.dataset.label = heads[i]; tr.append(td);
+      });  // the column's name on each cell: a phone shows a row as a block, without the header row
       return tr;
     }));
     $("homelab-table").hidden = false;
