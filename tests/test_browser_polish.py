@@ -249,3 +249,20 @@ def test_what_runs_on_a_phone_shows_each_models_speed(browser, server):
     assert box["x"] + box["width"] <= 390, box  # in view, not in a column scrolled off to the right
     assert speed.get_attribute("data-label") == "Tokens/s for one user"  # each value keeps its column's name
     context.close()
+
+
+def test_a_rented_pick_in_the_simulator_goes_to_the_price_it_needs(page, server):
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-8b")
+    page.select_option("#search-pricing", "rent")
+    page.fill("#search-top", "1")
+    page.click("#search-run")
+    page.wait_for_function("() => document.body.dataset.searched", timeout=180000)
+    platform = page.evaluate("window.inferplan.lastSearch.rows[0].scenario.platform")
+    assert "quote_usd_per_system" not in platform, platform  # rented: no purchase price comes with it
+    page.click("button[aria-label='Use deployment 1']")
+    page.locator("#error").wait_for(state="visible", timeout=60000)
+    assert page.text_content("#error").startswith("Price per system or loadout")
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'platform_price'", timeout=10000)
+    page.problems.clear()

@@ -51,10 +51,13 @@ function searchControlsInUse() {
   for (const [id, disabled] of Object.entries(off)) $(id).disabled = disabled;
 }
 
-function useThis(scenario) {
+async function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
-  update();
+  await update();
+  // a pick the simulator cannot plan as it stands (rented GPUs have no purchase price): to the control to fill
+  const refused = $("scenario-form").querySelector("[aria-invalid]");
+  if (refused) refused.focus();
 }
 
 async function runSearch(event) {
