@@ -1,5 +1,6 @@
 """Drive the real page in headless Chromium (Debian's /usr/bin/chromium) through Playwright."""
 
+import contextlib
 import json
 import os
 import re
@@ -25,6 +26,13 @@ if not Path(CHROMIUM).exists():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    with serving(tmp_path_factory.mktemp("db") / "b.db") as base:
+        yield base
+
+
+@contextlib.contextmanager
+def serving(db: Path):
+    """The app on a free loopback port with its own database, for as long as the block runs."""
     import uvicorn
 
     from inferplan.shells.api import create_app
@@ -33,7 +41,7 @@ def server(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(tmp_path_factory.mktemp("db") / "b.db", allowed_hosts=loopback_hosts(port)), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(create_app(db, allowed_hosts=loopback_hosts(port)), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
@@ -43,9 +51,11 @@ def server(tmp_path_factory):
             break
         except httpx.HTTPError:
             time.sleep(0.1)
-    yield base
-    srv.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield base
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -259,7 +269,7 @@ def test_your_measurements_upload_list_and_chart(page, server):
     page.set_input_files("#measurement-file", {"name": "bad.json", "mimeType": "application/json",
                                                "buffer": b'{"completed": 1, "max_concurrency": 1, "output_throughput": 2}'})
     page.click("#measurement-form button[type=submit]")
-    page.wait_for_selector("#measurement-status >> text=refused", timeout=30000)
-    assert "total_input_tokens" in page.text_content("#measurement-status")
+    page.wait_for_selector("#measurement-error >> text=refused", timeout=30000)
+    assert "total_input_tokens" in page.text_content("#measurement-error")
     # the refused upload's 422 is the answer under test, not a page problem
     page.problems[:] = [p for p in page.problems if "422 (Unprocessable Entity)" not in p]

@@ -14,8 +14,14 @@ def _in(r: PlanResult, currency: str) -> tuple[float, str, str]:
     return (r.eur(1.0), "EUR", "€") if currency == "eur" else (1.0, "USD", "$")
 
 
+# titles start at the chart's left edge: centred over the plot, a title beside long axis labels ran
+# past the right edge of a phone-wide chart
+TITLE_CONFIG = {"title": {"anchor": "start", "frame": "bounds"}}
+
+
 def _spec(title: str | list[str], values: list[dict], **body) -> dict:  # a list: one title line each
-    return {"$schema": SCHEMA, "title": title, "width": 420, "height": 220, "data": {"values": values}, **body}
+    return {"$schema": SCHEMA, "title": title, "width": 420, "height": 220, "data": {"values": values},
+            "config": TITLE_CONFIG, **body}
 
 
 def cost_per_user(r: PlanResult, u: Uncertainty | None = None, currency: str = "usd") -> dict:
@@ -46,7 +52,7 @@ def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd
     return _spec(f"Payback over time ({code})", values, mark="line", encoding={
         "x": {"field": "month", "type": "quantitative", "title": "months"},
         "y": {"field": "amount", "type": "quantitative", "title": code},
-        "color": {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+        "color": {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom", "direction": "vertical"}},  # one entry a line: fits a phone
     })
 
 

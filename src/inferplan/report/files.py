@@ -63,10 +63,11 @@ def _html(r: PlanResult, u: Uncertainty | None, charts: dict[str, str], currency
     if u is not None:
         mc = f"<p>{html.escape(_monte_carlo(r, u, currency))}</p>"
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(r.name)} — inferplan report</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(r.name)} — inferplan report</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
 table{{border-collapse:collapse}}th,td{{text-align:left;padding:.3rem .6rem;border-bottom:1px solid #ddd}}
-figure{{margin:1rem 0}}</style></head><body>
+figure{{margin:1rem 0}}figure svg{{max-width:100%;height:auto}}</style></head><body>
 <h1>{html.escape(r.name)}</h1>
 <p>{html.escape(r.model)} on {html.escape(r.system)} ({html.escape(r.accelerator)}); workload: {html.escape(r.workload.name)}.
 {html.escape(_amounts(r, currency))}</p>

@@ -48,8 +48,8 @@ def _row(m: ModelOnGpus) -> HomelabRow:
 def homelab_view(r: WhatRuns) -> HomelabView:
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
-    summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} with {r.engine}; "
-               f"requests at once of each row's context; speed of one request of {r.input_len:,} + "
-               f"{r.output_len:,} tokens"
-               + (f"; {layout}" if layout else ""))
+    summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} with {r.engine}. "
+               f"Requests at once: how many of the row's context its KV cache holds together; TTFT and tokens/s: "
+               f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
+               + (f"; {layout}" if layout else "") + ".")
     return HomelabView(summary=summary, rows=tuple(_row(m) for m in r.models), result=r)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.report.charts import SCHEMA
+from inferplan.report.charts import SCHEMA, TITLE_CONFIG
 from inferplan.search.arrivals import plural, rate_text
 from inferplan.search.result import ApiAlternative, Deployed, Infeasible, ParetoPoint, SearchResult
 
@@ -74,6 +74,11 @@ def api_text(a: ApiAlternative) -> str:
     return f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, ${a.monthly_usd:,.0f}/month"
 
 
+# each objective in words, as the page's "Rank by" control names it
+OBJECTIVE_WORDS = {"usd-per-mtok": "USD per million tokens", "monthly": "monthly cost", "capex": "capex",
+                   "gpus": "GPU count", "power": "power"}
+
+
 def summary_text(r: SearchResult) -> str:
     load = r.load
     who = (f"{plural(load.users, 'user')} ({load.workload})" if load.users else f"trace {load.trace}" if load.trace
@@ -85,7 +90,7 @@ def summary_text(r: SearchResult) -> str:
               if load.input_tokens_scv or load.output_tokens_scv else "")
     return (f"{who}: {rate_text(load.request_rate_per_s)} requests/s{how} of {load.input_len:,} + {load.output_len:,} "
             f"tokens{spread}; {r.candidates:,} deployments on {r.cells:,} replica cells checked in {r.elapsed_s:.2f} s; "
-            f"ranked by {r.objective}")
+            f"ranked by {OBJECTIVE_WORDS[r.objective]}.")
 
 
 class _Frozen(BaseModel):
@@ -118,7 +123,7 @@ def pareto_chart(r: SearchResult) -> dict | None:
                "deployment": f"{p.platform} · {p.engine} · {p.quantization} · {plural(p.gpus, 'GPU')}"
                              + (" (disaggregated)" if p.disaggregated else "")} for p in r.pareto]
     return {"$schema": SCHEMA, "title": ["Cost against interactivity", "no deployment is both cheaper and faster per user"],
-            "width": 420, "height": 220, "data": {"values": values},
+            "width": 420, "height": 220, "data": {"values": values}, "config": TITLE_CONFIG,
             "mark": {"type": "line", "point": True, "interpolate": "step-after"},
             "encoding": {"x": {"field": "tokens/s per user", "type": "quantitative"},
                          "y": {"field": "USD per million tokens", "type": "quantitative", "scale": {"type": "log"}},

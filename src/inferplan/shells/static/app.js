@@ -23,6 +23,8 @@ async function api(method, path, body) {
     const allowed = first.allowed ? ` (allowed: ${first.allowed})` : "";
     const error = new Error(`${where ? where + ": " : ""}${first.msg}${allowed}`);
     error.status = response.status;
+    error.field = where;  // the refused field's JSON path, which a control names in its data-field
+    error.detail = `${first.msg}${allowed}`;
     throw error;
   }
   return data;
@@ -40,9 +42,27 @@ function fillSelect(select, items, selected) {
   if (selected) select.value = selected;
 }
 
-function showError(message) {
-  $("error").textContent = message;
-  $("error").hidden = !message;
+function showError(message, id = "error") {  // id: the error box beside the form the message is about
+  $(id).textContent = message;
+  $(id).hidden = !message;
+}
+
+// A refusal names a field by its JSON path; the form's control whose data-field is that path (or
+// the nearest enclosing one: "trace" for "trace.2.input_tokens") is marked invalid, and the message
+// starts with the control's label, so it says which control to change. Without an error it unmarks.
+function refusal(form, err) {
+  for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+  if (!err) return "";
+  const path = (err.field || "").split(".");
+  for (let n = path.length; n > 0 && path[0]; n--) {
+    const control = form.querySelector(`[data-field="${CSS.escape(path.slice(0, n).join("."))}"]`);
+    if (!control || control.hidden) continue;
+    control.setAttribute("aria-invalid", "true");
+    const label = form.querySelector(`label[for="${CSS.escape(control.id)}"]`);
+    const name = label ? label.firstChild.textContent.trim() : control.id;
+    return `${name} (${err.field}): ${err.detail}`;
+  }
+  return err.message;
 }
 
 // A plan that fails replaces the answer: no card, chart or summary of an earlier scenario stays.
@@ -211,7 +231,8 @@ async function drawChart(name, spec) {
   const el = $(`chart-${name}`);
   if (!el || !spec) return;
   // the library's spec at the figure's width (a phone's too); its numbers are drawn as they are
-  await vegaEmbed(el, { ...spec, width: "container", autosize: { type: "fit", contains: "padding" } },
+  // fit-x: the width only, so a legend taller than the spec's height never squeezes the plot
+  await vegaEmbed(el, { ...spec, width: "container", autosize: { type: "fit-x", contains: "padding" } },
     { actions: false, renderer: "svg" });
 }
 
@@ -224,7 +245,7 @@ async function update() {
     const view = await api("POST", "/api/plan", { scenario, draws: 2000, currency: $("currency").value });
     if (request !== state.request) return;  // a newer request was sent meanwhile: its answer counts
     state.lastPlan = view;
-    showError("");
+    showError(refusal($("scenario-form")));
     $("cards").replaceChildren(...view.cards.filter((c) => c.key !== "recommendation").map(card));
     const rec = view.cards.find((c) => c.key === "recommendation");  // formatted by the server, in the page's currency
     $("recommendation").textContent = `Recommendation: ${rec.value} — ${rec.note}`;
@@ -237,7 +258,7 @@ async function update() {
   } catch (err) {
     if (request !== state.request) return;
     clearAnswer();
-    showError(err.message);
+    showError(refusal($("scenario-form"), err));
     setStatus("");
   }
 }
@@ -287,19 +308,23 @@ async function refreshSaved() {
     const rename = document.createElement("button");
     rename.type = "button"; rename.textContent = "Rename"; rename.setAttribute("aria-label", `Rename ${s.name} to the name in the Save as field`);
     rename.onclick = async () => {
+      showError("", "saved-error");
+      if (!$("scenario-name").value.trim()) { showError("Rename: type the new name in “Save as” above first", "saved-error"); return; }
       try { await api("PATCH", `/api/scenarios/${s.id}`, { name: $("scenario-name").value }); await refreshSaved(); }
-      catch (err) { showError(err.message); }
+      catch (err) { showError(`Rename: ${err.message}`, "saved-error"); }
     };
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete ${s.name}`);
     del.onclick = async () => {
-      try { await api("DELETE", `/api/scenarios/${s.id}`); } catch (err) { showError(err.message); }
+      try { await api("DELETE", `/api/scenarios/${s.id}`); } catch (err) { showError(err.message, "saved-error"); }
       await refreshSaved();
     };
     li.append(name, load, rename, del);
     return li;
   }));
   state.saved = new Map(saved.map((s) => [String(s.id), s]));
+  $("saved-empty").hidden = saved.length > 0;
+  for (const id of ["compare-a", "compare-b", "compare"]) $(id).disabled = saved.length < 2;  // two to compare
   const items = saved.map((s) => [s.id, s.name]);
   fillSelect($("compare-a"), items);
   fillSelect($("compare-b"), items, items.length > 1 ? items[1][0] : undefined);
@@ -335,6 +360,8 @@ function scenarioInputs(s) {
 }
 
 async function compare() {
+  showError("", "saved-error");
+  $("saved-status").textContent = "comparing…";
   try {
     const a = $("compare-a").value, b = $("compare-b").value;
     const cmp = await api("GET", `/api/scenarios/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}&currency=${$("currency").value}`);
@@ -347,12 +374,12 @@ async function compare() {
     };
     const head = row(["", savedA ? savedA.name : cmp.a.result.name, savedB ? savedB.name : cmp.b.result.name], "th");
     const inputsA = scenarioInputs(savedA ? savedA.scenario : {}), inputsB = scenarioInputs(savedB ? savedB.scenario : {});
-    const section = (title) => { const tr = row([title], "th"); tr.className = "section"; return tr; };
+    const section = (title) => { const tr = row([title], "th"); tr.className = "section"; tr.cells[0].colSpan = 3; return tr; };
     const inputs = inputsA.map(([label, value], i) => row([label, value, inputsB[i][1]]));
     const outputs = cmp.a.cards.map((c, i) => row([c.label, c.value, cmp.b.cards[i].value]));
     $("compare-table").replaceChildren(head, section("Inputs"), ...inputs, section("Outputs"), ...outputs);
-    setStatus(`compared: ${$("compare-table").querySelectorAll("tr.differs").length} rows differ (marked)`);
-  } catch (err) { showError(err.message); }
+    $("saved-status").textContent = `${$("compare-table").querySelectorAll("tr.differs").length} rows differ (marked ≠)`;
+  } catch (err) { $("saved-status").textContent = ""; showError(err.message, "saved-error"); }
 }
 
 async function refreshQuotes() {
@@ -363,7 +390,7 @@ async function refreshQuotes() {
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete quote from ${q.vendor}`);
     del.onclick = async () => {
-      try { await api("DELETE", `/api/quotes/${q.id}`); } catch (err) { showError(err.message); }
+      try { await api("DELETE", `/api/quotes/${q.id}`); } catch (err) { showError(err.message, "quote-error"); }
       await refreshQuotes();
       scheduleUpdate();
     };
@@ -379,9 +406,10 @@ async function addQuote(event) {
       system: $("quote-system").value, price_usd: Number($("quote-price").value), quoted_on: $("quote-date").value,
       vendor: $("quote-vendor").value, note: $("quote-note").value,
     });
+    showError(refusal($("quote-form")), "quote-error");
     await refreshQuotes();
     scheduleUpdate();
-  } catch (err) { showError(err.message); }
+  } catch (err) { showError(refusal($("quote-form"), err), "quote-error"); }
 }
 
 // a cell is its text, or [text, title]: the title (hover text) says where the number comes from
@@ -453,6 +481,8 @@ async function init() {
   $("compare").addEventListener("click", compare);
   $("quote-form").addEventListener("submit", addQuote);
   $("search-form").addEventListener("submit", runSearch);
+  for (const kind of ["input", "change"]) $("search-form").addEventListener(kind, searchControlsInUse);
+  searchControlsInUse();
   $("homelab-form").addEventListener("submit", runHomelab);
   await Promise.all([refreshSaved(), refreshQuotes()]);
   state.ready = true;

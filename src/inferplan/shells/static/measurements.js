@@ -10,8 +10,9 @@ function measurementRow(comparison, text) {
   const del = document.createElement("button");
   del.type = "button";
   del.textContent = "Delete";
+  del.setAttribute("aria-label", `Delete run ${r.id}`);
   del.addEventListener("click", async () => {
-    await api("DELETE", `/api/measurements/${r.id}`);
+    try { await api("DELETE", `/api/measurements/${r.id}`); } catch (error) { showMeasurementError(error); }
     await refreshMeasurements();
   });
   li.append(del);
@@ -26,10 +27,17 @@ async function refreshMeasurements() {
   if (view.runs.length) await vegaEmbed(chart, view.chart, { actions: false, renderer: "svg" });
 }
 
+// a refusal shows as an error next to the form, naming (and marking) the control it is about
+function showMeasurementError(error) {
+  $("measurement-error").textContent = error ? `refused: ${refusal($("measurement-form"), error)}` : refusal($("measurement-form"));
+  $("measurement-error").hidden = !error;
+}
+
 async function uploadMeasurement(event) {
   event.preventDefault();
   const file = $("measurement-file").files[0];
   $("measurement-status").textContent = "";
+  showMeasurementError(null);
   if (!file) return;
   const provenance = { model: $("measurement-model").value, gpu: $("measurement-gpu").value };
   for (const [key, id] of [["engine", "measurement-engine"], ["engine_version", "measurement-version"],
@@ -37,12 +45,14 @@ async function uploadMeasurement(event) {
     if ($(id).value) provenance[key] = $(id).value;
   }
   if ($("measurement-tp").value) provenance.tensor_parallel_size = Number($("measurement-tp").value);
+  $("measurement-status").textContent = "importing…";
   try {
     const runs = await api("POST", "/api/measurements", { files: [{ name: file.name, content: await file.text() }], provenance });
     $("measurement-status").textContent = `imported run ${runs.map((r) => r.id).join(", ")}`;
     await refreshMeasurements();
   } catch (error) {
-    $("measurement-status").textContent = `refused: ${error.message}`;
+    $("measurement-status").textContent = "";
+    showMeasurementError(error);
   }
 }
 

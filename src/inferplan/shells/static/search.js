@@ -39,20 +39,41 @@ async function searchRequest() {
   return request;
 }
 
-function useThis(scenario) {
+// Controls count only with others (the request above reads them so): the lengths with a rate; users
+// and preset without a rate or trace; arrivals and spreads without a trace (it brings its own); the
+// burst ratio when bursty. The rest are greyed out, so a typed value is never silently ignored.
+function searchControlsInUse() {
+  const trace = $("search-trace").files.length > 0, rate = !trace && $("search-rate").value !== "";
+  const off = { "search-users": trace || rate, "search-preset": trace || rate, "search-rate": trace,
+    "search-input-len": !rate, "search-output-len": !rate, "search-arrival": trace,
+    "search-peak": trace || $("search-arrival").value !== "bursty", "search-input-scv": trace,
+    "search-output-scv": trace, "search-lengths": trace };
+  for (const [id, disabled] of Object.entries(off)) $(id).disabled = disabled;
+}
+
+async function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
-  update();
+  await update();
+  // a pick the simulator cannot plan as it stands (rented GPUs have no purchase price): to the control to fill
+  const refused = $("scenario-form").querySelector("[aria-invalid]");
+  if (refused) refused.focus();
 }
 
 async function runSearch(event) {
   event.preventDefault();
   $("search-error").hidden = true;
   $("search-status").textContent = "searching…";
+  $("search-run").disabled = true;  // one search at a time: a second click would race the first
+  $("search-form").setAttribute("aria-busy", "true");
   try {
     const view = await api("POST", "/api/views/search", await searchRequest());
     state.lastSearch = view;
-    $("search-summary").textContent = [view.summary, ...view.notes].join(" ");
+    refusal($("search-form"));
+    $("search-table").hidden = false;
+    $("search-infeasible-box").hidden = view.infeasible.length === 0;
+    $("search-summary").textContent = view.summary;
+    $("search-notes").replaceChildren(...view.notes.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
     $("search-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
       const tr = document.createElement("tr");
       for (const text of [String(row.rank), row.deployment, row.cost, row.latency]) {
@@ -79,9 +100,12 @@ async function runSearch(event) {
     document.body.dataset.searched = String(Date.now());
   } catch (err) {
     $("search-status").textContent = "";
-    $("search-error").textContent = err.message;
+    $("search-error").textContent = refusal($("search-form"), err);
     $("search-error").hidden = false;
     document.body.dataset.searched = String(Date.now());
+  } finally {
+    $("search-run").disabled = false;
+    $("search-form").removeAttribute("aria-busy");
   }
 }
 
@@ -100,16 +124,18 @@ async function runHomelab(event) {
     $("homelab-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
       const tr = document.createElement("tr");
       if (!row.fits) tr.className = "no";
-      for (const text of [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed]) {
-        const td = document.createElement("td"); td.textContent = text; tr.append(td);
-      }
+      const heads = [...$("homelab-table").tHead.rows[0].cells].map((th) => th.textContent);
+      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed].forEach((text, i) => {
+        const td = document.createElement("td"); td.textContent = text; td.dataset.label = heads[i]; tr.append(td);
+      });  // the column's name on each cell: a phone shows a row as a block, without the header row
       return tr;
     }));
     $("homelab-table").hidden = false;
     $("homelab-status").textContent = "";
+    refusal($("homelab-form"));
   } catch (err) {
     $("homelab-status").textContent = "";
-    $("homelab-error").textContent = err.message;
+    $("homelab-error").textContent = refusal($("homelab-form"), err);
     $("homelab-error").hidden = false;
   }
   document.body.dataset.homelab = String(Date.now());
