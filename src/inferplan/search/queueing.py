@@ -443,8 +443,8 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     # a request's own TPOT spread, its batch averaged over its own life (``T`` mean lives)
     life = np.maximum(outputs, 1.0) / max(load.output_tokens - 1, 1.0)
     averaged = 2 * (life - 1 + np.exp(-life)) / life**2 / LIFETIME_BATCH_VARIANCE
-    e2e_sd = outputs * np.sqrt(stack("tpot_batch_sd_s")[..., None] ** 2 * averaged
-                               + stack("tpot_mixed_sd_s")[..., None] ** 2 / np.maximum(outputs, 1.0))
+    e2e_sd = np.maximum(outputs, 0.0) * np.sqrt(stack("tpot_batch_sd_s")[..., None] ** 2 * averaged
+                                                      + stack("tpot_mixed_sd_s")[..., None] ** 2 / np.maximum(outputs, 1.0))
     stable = np.all(stack("stable"), axis=1)
     result = {}
     for which, q in enumerate(QUANTILES):
