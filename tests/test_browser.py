@@ -101,6 +101,15 @@ def api_view(server, scenario, currency="usd"):
     return r.json()
 
 
+def send_quote(pg, *, system: str, price: str, quoted_on: str, vendor: str) -> None:
+    """Fill the vendor-quote form and send it."""
+    pg.select_option("#quote-system", system)
+    pg.fill("#quote-price", price)
+    pg.fill("#quote-date", quoted_on)
+    pg.fill("#quote-vendor", vendor)
+    pg.click("#quote-form button[type=submit]")
+
+
 def card_values(pg):
     return pg.evaluate("Object.fromEntries([...document.querySelectorAll('#cards .card')].map(c => [c.dataset.key, c.querySelector('.value').textContent]))")
 

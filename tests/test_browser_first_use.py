@@ -11,7 +11,7 @@ import pytest
 from inferplan.catalog.loader import load_catalog
 
 import test_browser
-from test_browser import card_values, planned, scenario_in_url
+from test_browser import card_values, planned, scenario_in_url, send_quote
 
 # the browser test module's fixtures, shared
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
@@ -32,11 +32,7 @@ def test_the_default_plan_is_the_one_the_readme_describes(page, server):
 def test_a_quote_of_a_quarter_million_is_saved(page, server):
     page.goto(server + "/")
     planned(page)
-    page.select_option("#quote-system", "hgx-h100")
-    page.fill("#quote-price", "250000")
-    page.fill("#quote-date", "2026-11-30")
-    page.fill("#quote-vendor", "Example integrator")
-    page.click("#quote-form button[type=submit]")
+    send_quote(page, system="hgx-h100", price="250000", quoted_on="2026-11-30", vendor="Example integrator")
     page.locator("#quote-list li", has_text="$250,000").wait_for(timeout=10000)
     assert any(q["price_usd"] == 250000 for q in httpx.get(server + "/api/quotes").json())
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import test_browser
-from test_browser import planned
+from test_browser import planned, send_quote
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow
@@ -166,11 +166,7 @@ def test_the_ranked_deployments_on_a_phone(browser, server):
 def test_quote_and_saved_scenario_errors_show_beside_their_own_forms(page, server):
     page.goto(server + "/")
     planned(page)
-    page.select_option("#quote-system", "hgx-h100")
-    page.fill("#quote-price", "250000")
-    page.fill("#quote-date", "2099-01-01")
-    page.fill("#quote-vendor", "Example integrator")
-    page.click("#quote-form button[type=submit]")
+    send_quote(page, system="hgx-h100", price="250000", quoted_on="2099-01-01", vendor="Example integrator")
     page.locator("#quote-error").wait_for(state="visible", timeout=30000)
     assert page.text_content("#quote-error").startswith("Quoted on (quoted_on): "), page.text_content("#quote-error")
     assert page.get_attribute("#quote-date", "aria-invalid") == "true"
