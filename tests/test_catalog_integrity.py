@@ -160,7 +160,7 @@ def test_no_data_string_is_cut_short_by_an_unquoted_hash():
 
 @pytest.mark.parametrize("rule", ["runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host",
                                   "pp_kv_room", "pp_batch_limits", "expert_parallel", "pads_gemm_rows",
-                                  "reads_page_cache_as_used"])
+                                  "reads_page_cache_as_used", "converts_to"])
 def test_an_engine_rule_needs_a_known_source(tmp_path, rule):
     good = yaml.safe_load((DATA_DIR / "engines.yaml").read_text())
     stated = next(e for e in good["engines"] if e.get(rule) not in (None, False, [], ()))

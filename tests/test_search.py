@@ -434,8 +434,9 @@ def test_among_equal_cost_candidates_the_tail_stays_short(catalog):
 
 def test_nothing_found_says_which_smaller_format_would_fit(catalog):
     """Qwen3-30B-A3B's only published build on its card is BF16 (61 GB): on one RTX 4090 every
-    family fails on memory. Each says the format fit suggests, and searching with it finds picks."""
-    base = dict(models=("qwen3-30b-a3b",), users=5, accelerators=("rtx-4090",), max_gpus=1)
+    family of the engines that load published builds fails on memory. Each says the format fit
+    suggests, and searching with it finds picks."""
+    base = dict(models=("qwen3-30b-a3b",), users=5, accelerators=("rtx-4090",), max_gpus=1, engines=("vllm", "sglang"))
     res = search(SearchRequest(**base), catalog)
     assert not res.results
     hinted = {x.engine: x.fits_in_quantization for x in res.infeasible if x.reason == "memory"}
@@ -445,3 +446,31 @@ def test_nothing_found_says_which_smaller_format_would_fit(catalog):
     assert all(f"it fits as {x.fits_in_quantization}" in infeasible_text(x) for x in res.infeasible if x.fits_in_quantization)
     found = search(SearchRequest(**base, quantizations=tuple(set(hinted.values()))), catalog)
     assert found.results and {r.quantization for r in found.results} <= set(hinted.values())
+
+
+def test_llamacpp_families_include_the_gguf_types_it_converts_to(catalog):
+    """llama.cpp makes GGUF files from a 16-bit checkpoint (engines.yaml ``converts_to``): unasked, a
+    search tries them for Qwen3-32B (BF16 and FP8 builds, no GGUF), labelled converted, and one RTX
+    4090 serves it as Q4_K_M (32.8 B weights × 4.9 bits ≈ 20 GB), where its BF16 build needs 66 GB."""
+    res = search(SearchRequest(models=("qwen3-32b",), users=5, accelerators=("rtx-4090",), engines=("llamacpp",),
+                               max_gpus=1), catalog)
+    assert res.results, res.infeasible
+    assert {r.quantization for r in res.results} == {"gguf-q4_k_m", "gguf-q5_k_m"} & {r.quantization for r in res.results}
+    assert all(r.quantization_label.endswith("converted from the bf16 build") for r in res.results)
+    asked = search(SearchRequest(models=("qwen3-32b",), users=5, accelerators=("rtx-4090",), engines=("llamacpp",),
+                                 max_gpus=1, quantizations=("bf16",)), catalog)
+    assert not asked.results  # named formats are the only ones tried
+
+
+def test_no_conversion_without_a_build_it_converts_from(catalog):
+    """DeepSeek-V3's only build is FP8 block-scaled (not in llama.cpp's ``converts_from``): nothing is
+    converted, so llama.cpp has no family to search unless a GGUF type is named."""
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.search.space import build_space
+
+    req = dict(models=("deepseek-v3",), users=5, engines=("llamacpp",), accelerators=("h200",))
+    with pytest.raises(InvalidScenarioError):
+        build_space(catalog, SearchRequest(**req), input_len=1000, output_len=100)
+    named = build_space(catalog, SearchRequest(**req, quantizations=("gguf-q4_k_m",)), input_len=1000, output_len=100)
+    assert {c.quantization for c in named.cells} == {"gguf-q4_k_m"}
+    assert not any("converted" in c.quantization_label for c in named.cells)

@@ -286,7 +286,7 @@ def _architectures(cards, data_dir: Path) -> dict[str, Architecture]:
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
                         "pp_batch_limits", "expert_parallel", "pads_gemm_rows", "multi_gpu_split",
                         "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
-                        "reads_page_cache_as_used")
+                        "reads_page_cache_as_used", "converts_to")
 
 
 def check_references(catalog: Catalog) -> None:
@@ -343,6 +343,11 @@ def check_references(catalog: Catalog) -> None:
         for source in (s for family in engine.calibration_families for s in family.sources):
             if source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
+        for quant in (*engine.converts_to, *engine.converts_from):
+            if quant not in catalog.quantizations:
+                raise CatalogError(f"engines:{engine.id}: unknown weight format {quant!r}", field=engine.id)
+        if engine.converts_to and not engine.converts_from:
+            raise CatalogError(f"engines:{engine.id}: converts_to needs converts_from", field=engine.id)
         for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values()):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)

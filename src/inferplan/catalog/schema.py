@@ -326,6 +326,13 @@ class EngineDefaults(Frozen):
     # on a CUDA device whose memory the CPU shares (``Accelerator.unified_memory``) the free memory the
     # engine reads at start-up counts the Linux page cache as used, so the checkpoint it has just read
     # (or any file read before) shrinks the KV cache it sizes; the plan is the one after a cache drop
+    # weight formats the engine's own tools make from a 16-bit checkpoint (llama.cpp's
+    # convert_hf_to_gguf.py then llama-quantize): a search tries them, labelled converted, for a
+    # model with a build in one of ``converts_from`` and none in that format
+    converts_to: tuple[str, ...] = ()
+    converts_to_source: str | None = None
+    converts_to_note: str | None = None
+    converts_from: tuple[str, ...] = ()
     reads_page_cache_as_used: bool = False
     reads_page_cache_as_used_source: str | None = None
     reads_page_cache_as_used_note: str | None = None

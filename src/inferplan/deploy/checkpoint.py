@@ -85,7 +85,9 @@ def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: Engin
     if repo and flags.hf_repo_flag:
         return ServedModel((flags.hf_repo_flag, f"{repo}:{tag}"), f"{repo}:{tag}", quant, True)
     placeholder = f"<{card.id}-{tag}.gguf>"
-    note = f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path"
+    note = (f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path (a "
+            f"published one, or one made from the 16-bit checkpoint with llama.cpp's convert_hf_to_gguf.py and "
+            f"llama-quantize ... {tag})")
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 

@@ -170,7 +170,7 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
                     continue
                 if p.accelerator.software in engine.runs_on_unmeasured and not req.engines:
                     continue  # a stack no measurement checks is searched only when the engine is named
-                for quant, label in _formats(catalog, spec, p.accelerator, engine.id, req):
+                for quant, label in _formats(catalog, spec, p.accelerator, engine, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req,
                                 context_for or (lambda _: input_len + output_len))
     if not space.cells and not space.excluded:
@@ -181,16 +181,22 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
     return space
 
 
-def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine: str, req: SearchRequest):
+def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req: SearchRequest):
     """Weight formats of the model's published builds (or the ones asked for) that the engine loads,
-    labelled native or fallback on this accelerator."""
-    ids = req.quantizations or tuple(dict.fromkeys(c.quantization for c in spec.checkpoints)) or (spec.native_quantization or "bf16",)
-    for qid in ids:
+    labelled native or fallback on this accelerator; unasked, also the formats the engine's own tools
+    make from a build the model has (``converts_to`` from ``converts_from``), labelled converted."""
+    builds = tuple(dict.fromkeys(c.quantization for c in spec.checkpoints)) or (spec.native_quantization or "bf16",)
+    converted: tuple[str, ...] = ()
+    base = next((b for b in builds if b in engine.converts_from), None)
+    if not req.quantizations and base is not None:
+        converted = tuple(q for q in engine.converts_to if q not in builds)
+    for qid in req.quantizations or (*builds, *converted):
         q = catalog.quantization(qid, field_name="quantizations")
-        if q.engines and engine not in q.engines:
+        if q.engines and engine.id not in q.engines:
             continue
         native = not q.native_format or q.native_format in accel.native_formats
-        yield q.id, "native" if native else f"fallback to {q.fallback_compute} compute"
+        label = "native" if native else f"fallback to {q.fallback_compute} compute"
+        yield q.id, f"{label}; converted from the {base} build" if qid in converted else label
 
 
 def _kv_dtypes(engine, req: SearchRequest) -> list[str]:
