@@ -474,3 +474,15 @@ def test_no_conversion_without_a_build_it_converts_from(catalog):
     named = build_space(catalog, SearchRequest(**req, quantizations=("gguf-q4_k_m",)), input_len=1000, output_len=100)
     assert {c.quantization for c in named.cells} == {"gguf-q4_k_m"}
     assert not any("converted" in c.quantization_label for c in named.cells)
+
+
+def test_mlx_families_include_the_mlx_bits_it_converts_to(catalog):
+    """mlx_lm.convert -q makes 8, 6 and 4-bit MLX weights from a 16-bit build: an M4 Max search of
+    Qwen3-32B (no MLX build on its card) explains each of them, labelled converted."""
+    from inferplan.search.space import build_space
+
+    space = build_space(catalog, SearchRequest(models=("qwen3-32b",), users=2, accelerators=("m4-max",),
+                                               engines=("mlx",)), input_len=2000, output_len=500)
+    labels = {c.quantization: c.quantization_label for c in space.cells}
+    assert set(labels) == {"bf16", "mlx-8bit", "mlx-6bit", "mlx-4bit"}
+    assert labels["bf16"] == "native" and labels["mlx-4bit"] == "native; converted from the bf16 build"

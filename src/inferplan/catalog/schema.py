@@ -333,6 +333,7 @@ class EngineDefaults(Frozen):
     converts_to_source: str | None = None
     converts_to_note: str | None = None
     converts_from: tuple[str, ...] = ()
+    converts_with: str | None = None  # the tools' names, for a launch command's note
     reads_page_cache_as_used: bool = False
     reads_page_cache_as_used_source: str | None = None
     reads_page_cache_as_used_note: str | None = None

@@ -31,9 +31,18 @@ class ServedModel:
 def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedModel:
     card = _card(d, catalog)
     quant = catalog.quantization(d.quantization, field_name="quantization").id if d.quantization else None
+    made_with = _made_with(catalog, flags.engine, quant)
     if flags.model_source == "gguf_file":
-        return _gguf(d, card, quant, flags)
-    return _hf_repo(d, card, quant, flags)
+        return _gguf(d, card, quant, flags, made_with)
+    return _hf_repo(d, card, quant, flags, made_with)
+
+
+def _made_with(catalog: Catalog, engine: str, quant: str | None) -> str:
+    """How to make a checkpoint in ``quant`` the engine's own tools convert to ("" if they don't)."""
+    rules = catalog.engine(engine, field_name="engine")
+    if quant is None or quant not in rules.converts_to or not rules.converts_with:
+        return ""
+    return f" (a published one, or one made from a 16-bit checkpoint with {rules.converts_with})"
 
 
 def _card(d: Deployment, catalog: Catalog) -> ModelCard | None:
@@ -52,7 +61,8 @@ def _model_args(flags: EngineFlags, checkpoint: str) -> tuple[str, ...]:
     return (flags.model_flag, checkpoint) if flags.model_flag else (checkpoint,)
 
 
-def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags) -> ServedModel:
+def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags,
+             made_with: str) -> ServedModel:
     if card is None:
         note = f"{d.model} is not in the catalogue: served as given (a Hugging Face repo id or a local path)"
         return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
@@ -68,11 +78,11 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
         return ServedModel(_model_args(flags, base.repo), base.repo, quant, False, (note,))
     placeholder = f"<{quant or 'published'} checkpoint of {card.id}>"
     note = (f"the catalogue names no {quant or ''} Hugging Face checkpoint of {card.name}".replace("  ", " ")
-            + f": replace {placeholder} with its repo id or a local path")
+            + f": replace {placeholder} with its repo id or a local path{made_with}")
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 
-def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags) -> ServedModel:
+def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
     if card is None:
         return _gguf_as_named(d, quant, flags)
     quant = quant or (card.checkpoints[0].quantization if card.checkpoints else None)  # the plan's own precision
@@ -85,9 +95,7 @@ def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: Engin
     if repo and flags.hf_repo_flag:
         return ServedModel((flags.hf_repo_flag, f"{repo}:{tag}"), f"{repo}:{tag}", quant, True)
     placeholder = f"<{card.id}-{tag}.gguf>"
-    note = (f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path (a "
-            f"published one, or one made from the 16-bit checkpoint with llama.cpp's convert_hf_to_gguf.py and "
-            f"llama-quantize ... {tag})")
+    note = f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path{made_with}"
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 
