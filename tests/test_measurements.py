@@ -286,3 +286,18 @@ def test_a_database_name_with_uri_characters_is_read_as_named(tmp_path, name):
     Store(tmp_path / name).list_measurements()
     assert not holds_measurements(tmp_path / name)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(name)) == []  # no stray file
+
+
+def test_a_measured_prompt_rate_sets_ttft_where_the_run_has_no_ttft(catalog, tmp_path):
+    """llama-bench measures prompt processing alone (pp512: 8,797 tokens/s) and decode (tg128), no
+    TTFT: perf's TTFT takes its prompt time from the measured rate, not the model's."""
+    prov = FIXTURES[2][2]
+    _, runs = _runs(catalog, tmp_path, "llama_bench.json", given=prov)
+    d = Deployment(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="q4_0")
+    w = Workload(input_len=512, output_len=128, concurrency=1)
+    model = estimate(d, w, catalog, use_profiles=False)
+    est = estimate(d, w, catalog, user_runs=runs)
+    assert est.source == "measured-local"
+    assert est.prefill_s == pytest.approx(512 / 8797.03, rel=1e-6)
+    assert est.ttft_s - est.prefill_s == pytest.approx(model.ttft_s - model.prefill_s, rel=1e-6)
+    assert "prompt processing" in est.assumptions[-1]

@@ -134,14 +134,36 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int
     run = _pooled(found)
     points = _same_lengths(run, input_len, output_len)
     if points and points[0].concurrency <= est.concurrency <= points[-1].concurrency:
-        return _interpolated(est, run, points)
+        result = _interpolated(est, run, points)
+        return result if all(p.ttft_s for p in points) else _with_measured_prefill(result, run, input_len, model_at)
     near = _nearest(run, est, input_len, output_len)
     model = model_at(near)
     if model is None:  # the measured workload does not fit this deployment as the model sees it
         return est.model_copy(update={"assumptions": (*est.assumptions, (
             f"your run {run.id} measured this deployment at {near.input_tokens}/{near.output_tokens} tokens, concurrency "
             f"{near.concurrency}, which the model cannot place on it: the calibrated model stands"))})
-    return _scaled(est, run, near, model, input_len, output_len)
+    result = _scaled(est, run, near, model, input_len, output_len)
+    return result if near.ttft_s else _with_measured_prefill(result, run, input_len, model_at)
+
+
+def _with_measured_prefill(est: "ServingEstimate", run: UserRun, input_len: int,
+                           model_at: Callable[[MeasuredPoint], "ServingEstimate | None"]) -> "ServingEstimate":
+    """Where the run measured no TTFT but did measure prompt processing alone (llama-bench's pp rows),
+    the prompt part of TTFT scaled by measured/model prompt time at the measured prompt length
+    nearest the asked one; TTFT moves by the prompt time's change."""
+    measured = [p for p in run.points if p.prefill_tokens_per_s and p.input_tokens]
+    if not measured:
+        return est
+    near = min(measured, key=lambda p: (abs(math.log(p.input_tokens / max(input_len, 1))), p.concurrency))
+    model = model_at(near.model_copy(update={"output_tokens": 1}))
+    if model is None or model.prefill_s <= 0:
+        return est
+    r = near.input_tokens / near.prefill_tokens_per_s / model.prefill_s
+    prefill = est.prefill_s * r
+    note = (f"{_label(run)}: TTFT's prompt time scaled by measured/model prompt processing (×{r:.2f}) from your run "
+            f"{run.id}'s {near.prefill_tokens_per_s:,.0f} prompt tokens/s at {near.input_tokens:,} tokens")
+    return est.model_copy(update={"prefill_s": prefill, "ttft_s": est.ttft_s + prefill - est.prefill_s,
+                                  "assumptions": (*est.assumptions, note)})
 
 
 def _interpolated(est: "ServingEstimate", run: UserRun, points: list[MeasuredPoint]) -> "ServingEstimate":
