@@ -487,6 +487,8 @@ def test_an_api_break_even_beyond_capacity_says_owning_never_gets_there():
                          workload={"preset": "coding-developer-median", "target_output_tokens_per_s": 500}), CATALOG)
     assert none.supported_users == 0 and none.capacity_tokens_per_month == 0
     assert "carry no user" in next(c for c in plan_cards(none) if c.key == "api_break_even").note
+    loadouts = next(c for c in plan_cards(none) if c.key == "loadouts")  # priced, but sized for no one
+    assert loadouts.value == "1 priced, none carries a user" and "service target binds" in loadouts.note
 
 
 def test_a_liquid_cooled_system_is_planned_at_the_liquid_cooled_pue_unless_stated():

@@ -83,8 +83,11 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="user_gap", label="Per-user gap to target-payback price", value=m(r.per_user_gap_usd_per_month, 2)),
         Card(key="users", label="Estimated supported users", value=f"{r.supported_users:,}",
              note=f"{c.supported_users:,} per loadout; binding: {c.binding}"),
-        Card(key="loadouts", label="Auto-sized loadouts for target", value=f"{r.loadouts}",
-             note=(f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users" if r.systems_per_loadout == 1 else
+        Card(key="loadouts", label="Auto-sized loadouts for target",
+             value=f"{r.loadouts}" if r.supported_users else f"{r.loadouts} priced, none carries a user",
+             note=(f"no loadout carries a user ({c.binding} binds): {r.loadouts} × {r.system} ({r.gpus} GPUs) is priced"
+                   if not r.supported_users else
+                   f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users" if r.systems_per_loadout == 1 else
                    f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                    f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems) for {r.target_users:,} users")),
         Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2)),
