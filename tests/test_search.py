@@ -113,6 +113,10 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
     {"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0},  # each instance rented
 ])
 def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space):
+    """Over the same cells, every cap and replica count: the cheapest that meets the targets by the
+    approximation and by the simulation's check (``sim_check``) is what the search ranks first."""
+    from inferplan.search.sim_check import check_pick
+
     req = _request(disaggregated=False, speculative=False, **space)
     found = search(req, catalog)
     rl = resolve_load(catalog, req)
@@ -128,6 +132,8 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
             for replicas in range(1, 65):
                 t = approximate(cm.curve, rl.load, replicas, slot_cap=cap, nodes=1)  # every request the mean: 1 node is exact
                 if not t.stable or any(getattr(t, k) > getattr(TARGETS, k) for k in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s")):
+                    continue
+                if not check_pick(cm.curve, rl.load, TARGETS, cap=cap, replicas=replicas).meets:  # the simulation's check
                     continue
                 units = float(evaluate.units(cell, np.array([replicas]))[0])
                 best = min(best, units * per_unit)
@@ -486,3 +492,14 @@ def test_mlx_families_include_the_mlx_bits_it_converts_to(catalog):
     labels = {c.quantization: c.quantization_label for c in space.cells}
     assert set(labels) == {"bf16", "mlx-8bit", "mlx-6bit", "mlx-4bit"}
     assert labels["bf16"] == "native" and labels["mlx-4bit"] == "native; converted from the bf16 build"
+
+
+def test_every_aggregated_pick_also_meets_the_targets_in_the_simulation(aggregated):
+    """Each pick's simulated percentiles (``sim_check``: 20,000 requests, seed 0) meet every target,
+    and the pick says it was checked."""
+    assert aggregated.results
+    for r in aggregated.results:
+        assert r.simulation is not None and r.simulation.meets, r
+        for name in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s"):
+            assert getattr(r.simulation, name) <= getattr(TARGETS, name)
+        assert any(n.startswith("checked by a simulation of 20,000 requests") for n in r.notes)

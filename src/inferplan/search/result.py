@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.search.request import Objective, Targets
+from inferplan.search.sim_check import SimulatedCheck
 
 
 class _Frozen(BaseModel):
@@ -73,6 +74,7 @@ class Deployed(_Frozen):
     binding: str  # the stated target (or the utilisation) closest to its limit
     deploy: str  # the launch command
     scenario: dict  # a Users + ROI scenario that loads this pick (model, quantization, engine, platform, cell)
+    simulation: SimulatedCheck | None = None  # the simulation's percentiles the pick also met (None: not simulated)
     notes: tuple[str, ...] = ()
 
 

@@ -24,6 +24,7 @@ from inferplan.search import evaluate
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
+from inferplan.search.sim_check import MAX_CHECKS, SimulatedCheck, check_pick
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
@@ -169,6 +170,7 @@ class _Pick:
     renting: np.ndarray
     capex: np.ndarray
     at: int = 0
+    check: SimulatedCheck | None = None  # the simulation's check of the head (None: not simulated)
 
     def __lt__(self, other: "_Pick") -> bool:
         return self.keys[self.at] < other.keys[other.at]
@@ -179,16 +181,24 @@ class _Pick:
 
 
 def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int) -> list[_Pick]:
-    """The ``top`` cheapest cells' picks, each re-checked (``_verified``) as it comes up; a pick
-    that fails gives way to its cell's next candidate."""
-    heap, out = list(picks), []
+    """The ``top`` cheapest cells' picks, each re-checked as it comes up — by the approximation at
+    a single deployment's precision (``_verified``), then by the simulation (``sim_check``, while
+    the search's ``MAX_CHECKS`` last); a pick that fails gives way to its cell's next candidate."""
+    heap, out, checks = list(picks), [], 0
     heapq.heapify(heap)
     while heap and len(out) < top:
         pick = heapq.heappop(heap)
-        if _verified(pick.cm, pick.grid, pick.index, rl, targets):
+        ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
+        if ok and pick.grid.prefill[pick.index] == 0 and checks < MAX_CHECKS:
+            checks += 1
+            pick.check = check_pick(pick.cm.curve, rl.load, targets, cap=int(pick.grid.cap[pick.index]),
+                                    replicas=int(pick.grid.replicas[pick.index]))
+            ok = pick.check.meets
+        if ok:
             out.append(pick)
         elif pick.at + 1 < len(pick.order):
             pick.at += 1
+            pick.check = None
             heapq.heappush(heap, pick)
     return out
 
@@ -265,7 +275,17 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
-        deploy=launch.text, scenario=scenario_dict(cell, rl), notes=tuple(dict.fromkeys([*notes, *launch.notes])))
+        deploy=launch.text, scenario=scenario_dict(cell, rl), simulation=pick.check,
+        notes=tuple(dict.fromkeys([*notes, *launch.notes, _check_note(pick.check, disagg)])))
+
+
+def _check_note(check: SimulatedCheck | None, disaggregated: bool) -> str:
+    if check is not None:
+        return (f"checked by a simulation of {check.requests:,} requests (seed {check.seed}): TTFT p95 "
+                f"{check.ttft_p95_s * 1e3:,.0f} ms, TPOT p95 {check.tpot_p95_s * 1e3:,.1f} ms")
+    if disaggregated:
+        return "separate prefill and decode pools: checked by the queueing approximation only (the simulation runs one pool)"
+    return f"not simulated: the search's {MAX_CHECKS} simulations were spent on higher-ranked candidates"
 
 
 def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:
