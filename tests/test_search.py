@@ -79,6 +79,7 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
     assert pools, "no disaggregated deployment among the picks"
     rl = resolve_load(catalog, _request())
     for r in pools[:3]:
+        assert r.simulation is not None and r.simulation.meets  # the pools' simulation met them too
         prefill_pool, decode_pool = r.pools
         assert (prefill_pool.role, decode_pool.role) == ("prefill", "decode")
         assert (prefill_pool.instances, decode_pool.instances) == (r.prefill_instances, r.decode_instances)

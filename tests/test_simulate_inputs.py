@@ -226,3 +226,36 @@ def test_a_burst_period_without_bursty_arrivals_is_refused_by_both_commands(comm
     assert _refused([*command, "--burst-period", "30"])["field"] == "--burst-period"
     reply = client.post("/api/simulate", json={"deployment": DEPLOYMENT, "request_rate_per_s": 2, "burst_period_s": 30})
     assert reply.status_code == 422 and reply.json()["error"]["field"] == "burst_period_s", reply.text
+
+
+def test_separate_pools_simulate_from_the_cli_and_the_api(client):
+    """``--prefill-instances`` runs the deployment as the decode pool behind that many prefill
+    instances; the hand-over is the KV cache over the link joining them unless given."""
+    args = [*SIM, "--request-rate", "4", "--replicas", "2", "--prefill-instances", "1", "--requests", "2000", "--json"]
+    res = _run(args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["approximation"] is None
+    assert out["pools"]["prefill_instances"] == 1 and out["pools"]["decode_instances"] == 2
+    assert out["pools"]["kv_transfer_s"] > 0 and out["pools"]["kv_transfer_link"]
+    given = _run([*args[:-1], "--kv-transfer-s", "0.5", "--json"])
+    slower = json.loads(given.output)
+    assert slower["pools"]["kv_transfer_s"] == 0.5 and slower["pools"]["kv_transfer_link"] is None
+    assert slower["simulation"]["ttft_p50_s"] > out["simulation"]["ttft_p50_s"] + 0.4
+    api = client.post("/api/simulate", json={"deployment": DEPLOYMENT, "request_rate_per_s": 4, "replicas": 2,
+                                             "prefill_instances": 1, "requests": 2000})
+    assert api.status_code == 200 and api.json()["simulation"] == out["simulation"]
+
+
+@pytest.mark.parametrize("extra, flag", [(["--kv-transfer-s", "0.1"], "--kv-transfer-s"),
+                                         (["--prefill-tensor-parallel-size", "2"], "--prefill-tensor-parallel-size")])
+def test_a_pool_setting_without_a_prefill_pool_is_refused_naming_it(extra, flag):
+    res = _run([*SIM, "--request-rate", "4", *extra])
+    assert res.exit_code == 2 and res.output.startswith(f"error: {flag}:"), res.output
+
+
+def test_separate_pools_under_a_closed_loop_are_refused_naming_clients(client):
+    res = _run([*SIM, "--clients", "8", "--prefill-instances", "1"])
+    assert res.exit_code == 2 and res.output.startswith("error: --clients:"), res.output
+    api = client.post("/api/simulate", json={"deployment": DEPLOYMENT, "clients": 8, "prefill_instances": 1})
+    assert api.status_code == 422 and api.json()["error"]["field"] == "clients"

@@ -289,3 +289,48 @@ def test_a_run_of_hours_settles_at_its_rate():
     mean_run, end = run_batch(service, np.array([20_000 / 0.0639]), lam, slots)
     steady = 0.0639 * service(1.44)
     assert mean_run[0] == pytest.approx(steady, rel=0.02) and end[0] == pytest.approx(steady, rel=0.02)
+
+
+def _free_prompts() -> ServiceCurve:
+    """A prefill instance whose prompts take no time: its pool only passes requests on."""
+    zero = (0.0, 0.0)
+    return ServiceCurve(slots=10**6, concurrency=(1, 2), tpot_s=zero, decode_step_s=zero, prefill_s_per_token=zero,
+                        ttft_s=zero, prompt_tokens=(1, 2), prompt_s=zero, prefill_s=0.0, request_overhead_s=0.0,
+                        token_budget=10**6, tokens_per_step=1.0, input_tokens=1, output_tokens=1)
+
+
+def test_separate_pools_with_free_prompts_are_the_decode_pools_erlang_c_queue():
+    """Prompts that cost nothing and a hand-over of no time: the decode pool's ``c`` independent
+    slots are an M/M/c queue, so the mean sojourn is Erlang C's (mean wait + service)."""
+    from inferplan.search.simulate_pools import simulate_pools_requests
+
+    slots, rho = 4, 0.8
+    mu = 1 / (MEAN_STEPS * STEP_S)
+    lam = rho * slots * mu
+    load = _poisson_trace(lam, seed=11)
+    t = simulate_pools_requests(_free_prompts(), _independent_slots(slots), load, requests=REQUESTS,
+                                prefill_instances=1, decode_instances=1, transfer_s=0.0, seed=11)
+    mean, se = _batch_mean(t.e2e_s)
+    wait = erlang_c(slots, lam / mu) / (slots * mu - lam)
+    assert se < 0.05 * (wait + 1 / mu)
+    assert abs(mean - (wait + 1 / mu)) < 4 * se
+
+
+def test_separate_pools_at_a_trickle_add_the_prompt_and_the_hand_over():
+    """One request at a time: TTFT is the request overhead, the lone prompt on the prefill curve,
+    the KV hand-over and the one-token step that places the request on a decode instance (a lone
+    prompt of one token on the decode curve); TPOT is one decode step."""
+    from inferplan.search.simulate_pools import simulate_pools_requests
+
+    prefill = ServiceCurve(slots=64, concurrency=(1, 2), tpot_s=(0.01, 0.01), decode_step_s=(0.01, 0.01),
+                           prefill_s_per_token=(1e-4, 1e-4), ttft_s=(0.2, 0.2), prompt_tokens=(1, 2048),
+                           prompt_s=(0.001, 0.2048), prefill_s=0.1, request_overhead_s=0.005, token_budget=4096,
+                           tokens_per_step=1.0, input_tokens=1000, output_tokens=100)
+    decode = _independent_slots(8)
+    times = tuple(float(i) * 1000 for i in range(50))
+    load = Load.from_trace(Trace(arrival_s=times, input_tokens=(1000,) * 50, output_tokens=(101,) * 50))
+    t = simulate_pools_requests(prefill, decode, load, requests=50, prefill_instances=2, decode_instances=3,
+                                transfer_s=0.03)
+    prompt = float(np.interp(1000, (1, 2048), (0.001, 0.2048)))
+    assert t.ttft_s == pytest.approx(np.full(50, 0.005 + prompt + 0.03 + decode.lone_prompt_s(1)), rel=1e-9)
+    assert t.tpot_s == pytest.approx(np.full(50, STEP_S), rel=1e-9)

@@ -17,6 +17,7 @@ import numpy as np
 from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import plan_memory
 from inferplan.inputs.workload import Workload
+from inferplan.search import handover
 from inferplan.search.bursts import spell_waits
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.mgc import mgc_wait
@@ -279,27 +280,16 @@ def evaluate_cells(models: list[CellModel], rl: ResolvedLoad, *, pricing: str) -
 
 
 def _link_bytes_per_s(cm: CellModel, gpus: np.ndarray, sending_gpus: int | None = None) -> np.ndarray:
-    """The link one request's KV cache crosses from a prefill to a decode instance, per instance:
-    the fast link (one direction: half its two-way figure) when both pools sit in one scale-up
-    domain, else the scale-out network; every GPU of the narrower instance (``sending_gpus``, default
-    the cell's) carries its share."""
-    p, g = cm.cell.platform, sending_gpus or cm.cell.gpus
-    up = p.accelerator.scale_up
-    out = p.system.scale_out if p.system is not None and p.system.scale_out else p.accelerator.scale_out
-    up_bw = up.bandwidth_bytes_per_s.value / 2 * g if up and up.link != "none" else 0.0
-    out_bw = out.bandwidth_bytes_per_s.value * g if out else 0.0
-    inside = (gpus <= p.domain_gpus) & (cm.cell.systems_per_instance == 1) & (up_bw > 0)
-    bw = np.where(inside, up_bw, out_bw)
-    return np.where(bw > 0, bw, np.nan)
+    """The link one request's KV cache crosses from a prefill to a decode instance (``handover.py``);
+    every GPU of the narrower instance (``sending_gpus``, default the cell's) carries its share."""
+    p = cm.cell.platform
+    return handover.link_bytes_per_s(p.accelerator, p.system, p.domain_gpus, gpus, sending_gpus or cm.cell.gpus,
+                                     cm.cell.systems_per_instance)
 
 
 def link_name(cm: CellModel, gpus: int) -> str:
     p = cm.cell.platform
-    inside = gpus <= p.domain_gpus and cm.cell.systems_per_instance == 1 and p.accelerator.scale_up is not None
-    if inside:
-        return p.accelerator.scale_up.link
-    out = p.system.scale_out if p.system is not None and p.system.scale_out else p.accelerator.scale_out
-    return out.link if out else "none known"
+    return handover.link_name(p.accelerator, p.system, p.domain_gpus, gpus, cm.cell.systems_per_instance)
 
 
 def units(cell: Cell, instances: np.ndarray) -> np.ndarray:

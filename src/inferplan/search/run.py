@@ -24,7 +24,7 @@ from inferplan.search import evaluate
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
-from inferplan.search.sim_check import MAX_CHECKS, SimulatedCheck, check_pick
+from inferplan.search.sim_check import MAX_CHECKS, Pools, SimulatedCheck, check_pick
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
@@ -189,10 +189,9 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int) ->
     while heap and len(out) < top:
         pick = heapq.heappop(heap)
         ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
-        if ok and pick.grid.prefill[pick.index] == 0 and checks < MAX_CHECKS:
+        if ok and checks < MAX_CHECKS and rl.load.arrival != "closed":
             checks += 1
-            pick.check = check_pick(pick.cm.curve, rl.load, targets, cap=int(pick.grid.cap[pick.index]),
-                                    replicas=int(pick.grid.replicas[pick.index]))
+            pick.check = _simulated(pick, rl, targets)
             ok = pick.check.meets
         if ok:
             out.append(pick)
@@ -201,6 +200,14 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int) ->
             pick.check = None
             heapq.heappush(heap, pick)
     return out
+
+
+def _simulated(pick: _Pick, rl: ResolvedLoad, targets: Targets) -> SimulatedCheck:
+    g, i = pick.grid, pick.index
+    if g.prefill[i] == 0:
+        return check_pick(pick.cm.curve, rl.load, targets, cap=int(g.cap[i]), replicas=int(g.replicas[i]))
+    pools = Pools(prefill=g.prefill_model.curve, prefill_instances=int(g.prefill[i]), transfer_s=float(g.kv_transfer_s[i]))
+    return check_pick(pick.cm.curve, rl.load, targets, cap=int(g.cap[i]), replicas=int(g.decode[i]), pools=pools)
 
 
 def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:
@@ -276,15 +283,15 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
         deploy=launch.text, scenario=scenario_dict(cell, rl), simulation=pick.check,
-        notes=tuple(dict.fromkeys([*notes, *launch.notes, _check_note(pick.check, disagg)])))
+        notes=tuple(dict.fromkeys([*notes, *launch.notes, _check_note(pick.check, rl.load.arrival == "closed")])))
 
 
-def _check_note(check: SimulatedCheck | None, disaggregated: bool) -> str:
+def _check_note(check: SimulatedCheck | None, closed: bool) -> str:
     if check is not None:
         return (f"checked by a simulation of {check.requests:,} requests (seed {check.seed}): TTFT p95 "
                 f"{check.ttft_p95_s * 1e3:,.0f} ms, TPOT p95 {check.tpot_p95_s * 1e3:,.1f} ms")
-    if disaggregated:
-        return "separate prefill and decode pools: checked by the queueing approximation only (the simulation runs one pool)"
+    if closed:
+        return "a closed loop: checked by the queueing approximation only"
     return f"not simulated: the search's {MAX_CHECKS} simulations were spent on higher-ranked candidates"
 
 

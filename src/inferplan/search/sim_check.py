@@ -6,13 +6,13 @@ The search's queueing approximation is fast enough for every candidate but reads
 target's edge (a TPOT p95 of 38.1 ms where 20,000 simulated requests give 39.5–40.6 ms); the
 simulation is what ``inferplan simulate`` answers for the same pick, so a pick it would fail is
 given up for the cell's next candidate. One seed and a fixed request count keep a search
-reproducible. Separate prefill and decode pools have no simulation (it runs one instance type):
-their picks rest on the approximation, and say so.
+reproducible. Separate prefill and decode pools are simulated as such (``simulate_pools.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,6 +20,7 @@ from inferplan.search.arrivals import Load
 from inferplan.search.request import Targets
 from inferplan.search.service import ServiceCurve
 from inferplan.search.simulate import simulate
+from inferplan.search.simulate_pools import simulate_pools
 
 CHECK_REQUESTS = 20_000  # requests each check simulates (``inferplan simulate``'s default)
 CHECK_SEED = 0
@@ -45,11 +46,27 @@ class SimulatedCheck(BaseModel):
         return not self.misses
 
 
-def check_pick(curve: ServiceCurve, load: Load, targets: Targets, *, cap: int, replicas: int) -> SimulatedCheck:
-    """``replicas`` instances of ``curve`` running at most ``cap`` sequences each, simulated under
-    ``load``; each stated target checked on the simulated percentiles."""
+@dataclass(frozen=True)
+class Pools:
+    """Separate prefill instances ahead of the decode instances, and the KV cache's hand-over."""
+
+    prefill: ServiceCurve
+    prefill_instances: int
+    transfer_s: float
+
+
+def check_pick(curve: ServiceCurve, load: Load, targets: Targets, *, cap: int, replicas: int,
+               pools: Pools | None = None) -> SimulatedCheck:
+    """``replicas`` instances of ``curve`` running at most ``cap`` sequences each (with ``pools``:
+    the decode instances, behind the prefill pool), simulated under ``load``; each stated target
+    checked on the simulated percentiles."""
     capped = dataclasses.replace(curve, slots=max(1, min(int(cap), curve.slots)))
-    sim = simulate(capped, load, requests=CHECK_REQUESTS, seed=CHECK_SEED, replicas=int(replicas))
+    if pools is None:
+        sim = simulate(capped, load, requests=CHECK_REQUESTS, seed=CHECK_SEED, replicas=int(replicas))
+    else:
+        sim = simulate_pools(pools.prefill, capped, load, requests=CHECK_REQUESTS, seed=CHECK_SEED,
+                             prefill_instances=pools.prefill_instances, decode_instances=int(replicas),
+                             transfer_s=pools.transfer_s)
     limits = {name: value for name, value in targets if value is not None and name.endswith("_s")}
     if targets.min_output_tokens_per_s_per_user is not None:
         limits["tpot_p95_s"] = min(limits.get("tpot_p95_s", float("inf")), 1 / targets.min_output_tokens_per_s_per_user)

@@ -15,7 +15,11 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
 from inferplan.search.queueing import TailLatency, approximate
-from inferplan.search.service import service_curve
+from inferplan.memory.fit import plan_memory
+from inferplan.memory.hardware import resolve_hardware
+from inferplan.search.handover import link_bytes_per_s, link_name
+from inferplan.search.service import ServiceCurve, service_curve
+from inferplan.search.simulate_pools import simulate_pools
 from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResult, simulate
 from inferplan.search.trace import Trace
 
@@ -54,6 +58,13 @@ class SimulationQuery(Input):
     seed: int = Field(0, ge=0, le=2**32 - 1)
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
     router: Literal["least-loaded", "round-robin"] = "least-loaded"
+    prefill_instances: int | None = Field(None, ge=1, le=MAX_REPLICAS, description=(
+        "separate prefill and decode pools: this many prefill instances ahead of the deployment, which is then "
+        "the decode instance (replicas: decode instances)"))
+    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description=(
+        "with prefill_instances: the prefill instance's tensor parallel size (default the deployment's)"))
+    kv_transfer_s: float | None = Field(None, ge=0, le=3600, description=(
+        "with prefill_instances: one request's KV hand-over (default: its KV cache over the link joining the pools)"))
 
     @model_validator(mode="after")
     def _one_load(self) -> "SimulationQuery":
@@ -66,6 +77,15 @@ class SimulationQuery(Input):
         if self.users is None and self.workload_preset is not None:
             raise InvalidScenarioError("a workload preset goes with users", field="workload_preset",
                                        allowed="leave it out, or give users")
+        if self.prefill_instances is None and (pool := _stated(self, ("prefill_tensor_parallel_size", "kv_transfer_s"))):
+            raise InvalidScenarioError("a prefill pool's setting goes with prefill_instances", field=pool[0],
+                                       allowed="leave it out, or give prefill_instances")
+        if self.prefill_instances is not None and self.clients is not None:
+            raise InvalidScenarioError("separate pools are simulated under open arrivals: a rate, users or a trace",
+                                       field="clients", allowed="leave it out with prefill_instances")
+        if self.prefill_instances is not None and self.router != "least-loaded":
+            raise InvalidScenarioError("separate pools route each request to the least-loaded instance", field="router",
+                                       allowed="least-loaded")
         if self.users is not None and (lengths := _stated(self.workload, ("input_len", "output_len"))):
             raise InvalidScenarioError("users take their token counts from the workload preset",
                                        field=f"workload.{lengths[0]}",
@@ -77,6 +97,16 @@ class SimulationQuery(Input):
         return self.workload_preset or WorkloadOverrides.model_fields["preset"].default
 
 
+class PoolsSimulated(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    prefill_instances: int
+    prefill_tensor_parallel_size: int
+    decode_instances: int
+    kv_transfer_s: float
+    kv_transfer_link: str | None  # None: the hand-over time was given
+
+
 class SimulationReport(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -86,7 +116,8 @@ class SimulationReport(BaseModel):
     output_tokens: float
     slots: int  # running sequences one replica holds
     simulation: SimulationResult
-    approximation: TailLatency
+    approximation: TailLatency | None  # None: separate pools, which the approximation prices only inside a search
+    pools: PoolsSimulated | None = None  # separate prefill and decode pools, as simulated
 
 
 def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None) -> tuple[Load, Workload]:
@@ -164,7 +195,40 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     catalog = catalog or load_catalog()
     load, w = _load_and_workload(q, catalog, trace)
     curve = service_curve(q.deployment, w, catalog)
+    if q.prefill_instances is not None:
+        return _pools_report(q, catalog, load, w, curve)
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
                             simulation=sim, approximation=approximate(curve, load, q.replicas))
+
+
+def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload, decode: ServiceCurve) -> SimulationReport:
+    """Separate pools: the deployment is the decode instance, ``prefill_instances`` of its layout at
+    ``prefill_tensor_parallel_size`` run the prompts, and the KV cache crosses the link between them."""
+    d = q.deployment
+    tp = q.prefill_tensor_parallel_size or d.tensor_parallel_size
+    pre_d = d.model_copy(update={"tensor_parallel_size": tp, "gpus": tp * d.pipeline_parallel_size, "data_parallel_size": None,
+                                 "enable_expert_parallel": False, "max_num_seqs": None})
+    prefill = service_curve(pre_d, w.model_copy(update={"speculative_tokens": 0}), catalog)
+    link = None
+    transfer = q.kv_transfer_s
+    if transfer is None:
+        hw = resolve_hardware(catalog, d)
+        sending = min(tp, d.tensor_parallel_size) * d.pipeline_parallel_size
+        gpus = q.prefill_instances * tp * d.pipeline_parallel_size + q.replicas * hw.gpus
+        bw = float(link_bytes_per_s(hw.accel, hw.system, hw.domain_gpus, gpus, sending))
+        kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * load.input_tokens
+        if not bw > 0:
+            raise InvalidScenarioError("no link between the pools is known for this hardware", field="kv_transfer_s",
+                                       allowed="a hand-over time in seconds")
+        transfer, link = kv / bw, link_name(hw.accel, hw.system, hw.domain_gpus, gpus)
+    sim = simulate_pools(prefill, decode, load, requests=q.requests, seed=q.seed, prefill_instances=q.prefill_instances,
+                         decode_instances=q.replicas, transfer_s=transfer)
+    pools = PoolsSimulated(prefill_instances=q.prefill_instances, prefill_tensor_parallel_size=tp,
+                           decode_instances=q.replicas, kv_transfer_s=transfer, kv_transfer_link=link)
+    described = _describe(load, q.replicas, q.requests).replace(
+        f" over {q.replicas} replicas", "") + f" on {q.prefill_instances} prefill + {q.replicas} decode instances"
+    return SimulationReport(load=described, request_rate_per_s=load.request_rate_per_s, input_tokens=load.input_tokens,
+                            output_tokens=load.output_tokens, slots=decode.slots, simulation=sim, approximation=None,
+                            pools=pools)

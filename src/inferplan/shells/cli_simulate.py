@@ -50,6 +50,9 @@ def simulate_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     replicas: int = typer.Option(1, "--replicas", help="Copies of the deployment behind the router."),
     router: str = typer.Option("least-loaded", "--router", help="least-loaded | round-robin"),
+    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools: this many prefill instances ahead of the deployment, which is the decode instance (--replicas: decode instances)."),
+    prefill_tensor_parallel_size: Optional[int] = typer.Option(None, "--prefill-tensor-parallel-size", help="With --prefill-instances: the prefill instance's TP size (default the deployment's)."),
+    kv_transfer_s: Optional[float] = typer.Option(None, "--kv-transfer-s", help="With --prefill-instances: one request's KV hand-over in seconds (default: its KV cache over the link joining the pools)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Tail latency under load: p50/p95/p99 TTFT, TPOT and E2E, simulated and approximated."""
@@ -68,7 +71,8 @@ def simulate_cmd(
             clients=clients, arrival=arrival.strip().lower(), peak_to_average=peak_to_average,
             **({"burst_period_s": burst_period} if burst_period is not None else {}), input_tokens_scv=input_scv, output_tokens_scv=output_scv,
             lengths=lengths.strip().lower(), requests=requests,
-            seed=seed, replicas=replicas, router=router.strip().lower())
+            seed=seed, replicas=replicas, router=router.strip().lower(), prefill_instances=prefill_instances,
+            prefill_tensor_parallel_size=prefill_tensor_parallel_size, kv_transfer_s=kv_transfer_s)
         parsed = read_trace(trace) if trace is not None else None
         result = simulate_deployment(query, catalog_for(d), trace=parsed)  # catalog_for: --gpu local
     except ValidationError as exc:

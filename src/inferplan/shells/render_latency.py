@@ -37,6 +37,9 @@ def print_latency_validation(console: Console, v) -> None:
 
 def print_simulation(console: Console, result) -> None:
     sim = result.simulation
+    if result.approximation is None:
+        _print_pools(console, result)
+        return
     table = Table(title=f"{result.load}: simulation ({plural(sim.requests, 'request')}, seed "
                         f"{sim.seed}, {plural(sim.replicas, 'replica')}, {sim.router}) "
                         "beside the approximation (ms)")
@@ -52,6 +55,21 @@ def print_simulation(console: Console, result) -> None:
     console.print(f"utilisation {_utilisation(a.utilisation)} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
                   f"mean running per replica: simulated {result.simulation.mean_running:.1f}, approximated {a.mean_running:.1f}; "
                   f"{result.simulation.requests_per_s:.2f} requests/s served in the simulation", highlight=False)
+
+
+def _print_pools(console: Console, result) -> None:
+    sim, pools = result.simulation, result.pools
+    table = Table(title=f"{result.load}: simulation ({plural(sim.requests, 'request')}, seed {sim.seed}) (ms)")
+    for col in ("", "p50", "p95", "p99"):
+        table.add_column(col, justify="right")
+    for metric in ("ttft", "tpot", "e2e"):
+        table.add_row(metric.upper(), *(_ms(getattr(sim, f"{metric}_{q}_s")) for q in ("p50", "p95", "p99")))
+    console.print(table)
+    link = f" over {pools.kv_transfer_link}" if pools.kv_transfer_link else " (as given)"
+    console.print(f"prefill TP{pools.prefill_tensor_parallel_size} × {pools.prefill_instances}, decode × "
+                  f"{pools.decode_instances}; KV hand-over {_ms(pools.kv_transfer_s)} ms{link}; mean running per decode "
+                  f"instance {sim.mean_running:.1f}; {sim.requests_per_s:.2f} requests/s served. The search prices "
+                  "separate pools with its own approximation (docs/search.md)", highlight=False)
 
 
 OVERLOAD_SHOWN = 100  # an offered load past this many times capacity is said as "over" it
