@@ -36,7 +36,7 @@ import numpy as np
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
-from inferplan.search.queueing import LatencyPercentiles
+from inferplan.search.tail_types import LatencyPercentiles
 from inferplan.search.service import ServiceCurve
 
 MAX_REQUESTS = 2_000_000
