@@ -19,7 +19,8 @@ from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
 from inferplan.search import evaluate
 from inferplan.search.mgc import mgc_wait_quantile
-from inferplan.search.queueing import CurveTable, approximate_many
+from inferplan.search.queueing import approximate_many
+from inferplan.search.tail_types import CurveTable
 from inferplan.search.service import service_curve
 from inferplan.search.load import resolve_load
 from inferplan.search.pricing import unit_costs

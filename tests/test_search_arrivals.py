@@ -20,7 +20,9 @@ from inferplan.search import evaluate
 from inferplan.search.arrivals import Load, length_quantiles
 from inferplan.search.load import LONG_REQUEST_QUANTILE, resolve_load
 from inferplan.search.mgc import mgc_wait, mgc_wait_quantile
-from inferplan.search.queueing import CurveTable, approximate_many, mixture_wait_quantile
+from inferplan.search.queueing import approximate_many
+from inferplan.search.tail_types import CurveTable
+from inferplan.search.wait_quantiles import mixture_wait_quantile
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.run import search
 from inferplan.search.service import service_curve

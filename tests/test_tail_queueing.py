@@ -117,7 +117,7 @@ def test_the_approximation_gives_the_mmc_wait_on_the_same_reduction():
 
 
 def test_the_exact_one_state_quantile_agrees_with_bisection():
-    from inferplan.search import queueing as q_module
+    from inferplan.search import wait_quantiles
 
     rng = np.random.default_rng(1)
     base = np.sort(rng.uniform(0, 1, (500, 1, 16)), axis=2)
@@ -125,13 +125,14 @@ def test_the_exact_one_state_quantile_agrees_with_bisection():
     p_wait[:50] = 0.0
     mean_wait = rng.uniform(0, 3, (500, 1)) * p_wait
     for q in (0.5, 0.95, 0.99):
-        exact = q_module._one_state_quantile(base[:, 0, :], p_wait[:, 0], mean_wait[:, 0], q)
-        bisected = q_module._bisected_quantile(base, np.array([1.0]), p_wait, mean_wait, q)
+        exact = wait_quantiles._one_state_quantile(base[:, 0, :], p_wait[:, 0], mean_wait[:, 0], q)
+        bisected = wait_quantiles._bisected_quantile(base, np.array([1.0]), p_wait, mean_wait, q)
         assert np.allclose(exact, bisected, atol=1e-4)
 
 
 def test_approximate_many_rows_are_approximate_of_each_candidate():
-    from inferplan.search.queueing import CurveTable, approximate_many
+    from inferplan.search.queueing import approximate_many
+    from inferplan.search.tail_types import CurveTable
 
     curves = [_independent_slots(4), _independent_slots(8)]
     load = Load(request_rate_per_s=2.0, input_tokens=1, output_tokens=MEAN_STEPS, output_tokens_scv=1.0)

@@ -15,7 +15,8 @@ from pydantic import Field, ValidationError
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, SafeName
-from inferplan.measurements.formats import FORMATS, Parsed, guess_format, parse
+from inferplan.measurements.formats import FORMATS, guess_format, parse
+from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights
 from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.performance.local_runs import MeasuredPoint, UserRun

@@ -9,66 +9,36 @@ Every result lists the assumptions it rests on.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import MemoryRule, memory_rule
-from inferplan.catalog.architecture import Architecture
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
-from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
-from inferplan.errors import InvalidScenarioError
+from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
-from inferplan.memory.engine_budget import EngineBudget, EngineSettings, device_total_bytes, engine_budget
-from inferplan.memory.expert_scales import expert_scale_bytes
+from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
+from inferplan.memory.fit_held import host_memory, kv_held, planned_length, stage_shortfall
+from inferplan.memory.fit_weights import instance_kv_layout, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, layout_stated, parallel_plan,
                                      stated_plan, tp_reach)
-from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
+from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
-from inferplan.memory.offload import (GIB, OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
-from inferplan.memory.moe_layout import extra_weight_bytes
 from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
-from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
+from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 from inferplan.memory.fit_result import MemoryFit
-
-
-def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
-                   embeddings_on_host: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
-    """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
-    parallelism they differ (the first holds the embeddings, unless the engine keeps them in host
-    memory; the last the lm_head)."""
-    arch = None if spec.architecture_is_proxy else spec.architecture
-    tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
-    layers = arch.num_layers if arch else 0
-    stages = stage_weights(w, tp=tp, pp=pp, expert_shards=tp * (dp if plan.expert_parallel else 1),
-                           moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
-                           embeddings_on_host=embeddings_on_host)
-    fullest = max(range(pp), key=lambda i: stages[i].bytes_per_gpu)
-    note = ""
-    if pp > 1:
-        split = "/".join(str(n) for n in stage_layer_counts(layers, pp)) + " layers" if layers else "an even split"
-        ends = "the last also holds the lm_head" if embeddings_on_host else \
-            "the first also holds the token embeddings, the last the lm_head"
-        room = ("each stage's KV cache has the room its own weights leave, all with the same number of blocks"
-                if engine.pp_kv_room == "per_stage" else
-                f"the fullest (stage {fullest + 1}) sets the KV cache room of every stage")
-        gib = 2**30
-        note = (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, "
-                f"{stages[-1].bytes_per_gpu / gib:.2f} on the last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the "
-                f"lightest; {room}")
-    return stages, stages[fullest], note
 
 
 @dataclass(frozen=True)
@@ -157,13 +127,13 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id)
-    w = _weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
+    w = weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
-    profile_len = _planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
+    profile_len = planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
     scale = fraction_scale(engine, hw.accel, d.max_model_len or spec.context_tokens,
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
@@ -172,18 +142,18 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
-                                                                    _planned_length(d, spec, None) * slots))
-    budget, rooms, budget_notes = _kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
+                                                                    planned_length(d, spec, None) * slots))
+    budget, rooms, budget_notes = kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     kv_arch = kv_architecture(spec.architecture, mtp)  # with the MTP layers where the pool holds them
-    layout, layout_notes = _kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
+    layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout = layout
     if split is not None and split.host_kv_fraction:
         layout = host_kv_layout(layout, split.host_kv_fraction)
     context_notes, capped = check_context(d, spec, engine)
     layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
-                                             _planned_length(d, spec, capped))
-    held = _held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+                                             planned_length(d, spec, capped))
+    held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
@@ -191,7 +161,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
-    host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
+    host_used, host_budget, host_notes = host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
     assumptions += host_notes
     gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
     checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus), workspace_check(
@@ -215,8 +185,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         kv_cache_needed_bytes_per_gpu=needed,
         largest_context_tokens=held.largest, concurrency=d.concurrency,
-        shortfall_bytes=0.0 if gpu_fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
-                                                         needed - budget.kv_bytes_per_gpu),
+        shortfall_bytes=0.0 if gpu_fits else stage_shortfall(layout, rooms, held.max_len, settings.block_tokens,
+                                                              needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
@@ -227,37 +197,6 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
                       scale.scale.value if scale else 1.0)
-
-
-def _host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, max_len: int, w: WeightEstimate,
-                 engine: EngineDefaults, kv_tier: float) -> tuple[float, float | None, list[str]]:
-    """Host RAM the offloaded weights, the CPU layers' KV cache and a host KV tier take, the budget, and a
-    note when it is short."""
-    if split is None and not kv_tier:
-        return 0.0, None, []
-    if d.host_memory_gb is None:
-        raise InvalidScenarioError("weights or KV cache offloaded to host RAM: state how much host memory there is",
-                                   field="host_memory_gb", allowed="host RAM in GiB, e.g. 64")
-    lookup = w.embedding_bytes if engine.embeddings_on_host else 0.0
-    kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * layout_gpus(layout) if split else 0.0
-    weights = split.host_weight_bytes if split else 0.0
-    used = weights + kv + kv_tier + (lookup if split else 0.0)
-    budget = d.host_memory_gb * GIB
-    parts = [f"{weights / GIB:.2f} GiB of offloaded weights" if split else "",
-             f"{kv / GIB:.2f} GiB of the CPU layers' KV cache" if kv else "",
-             f"{kv_tier / GIB:.2f} GiB of host KV tier" if kv_tier else ""]
-    notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used: " + ", ".join(p for p in parts if p)]
-    if split and split.host_kv_fraction >= 1:
-        notes.append(f"no layer on the GPU: the whole KV cache ({max_len:,} tokens, llama.cpp's -c) is in host RAM")
-    if used > budget:
-        notes.append(f"host memory (host_memory_gb) short by {(used - budget) / GIB:.2f} GiB: it does not fit")
-    return used, budget, notes
-
-
-def layout_gpus(layout: KvLayout) -> float:
-    """GPUs a layout's per-GPU figures are spread over (its whole-instance bytes over one GPU's)."""
-    per_gpu = layout.growing_bytes_per_token_per_gpu + layout.window_bytes_per_token_per_gpu
-    return (layout.growing_bytes_per_token + layout.window_bytes_per_token) / per_gpu if per_gpu else 1.0
 
 
 def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
@@ -271,154 +210,10 @@ def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
             "them: this is the memory answer only; `inferplan perf` refuses the layout"]
 
 
-@dataclass(frozen=True)
-class _GpuWeights:
-    """The weights on the fullest GPU (with what the engine adds) and on each pipeline stage."""
-
-    estimate: WeightEstimate
-    stages: tuple[StageWeights, ...]
-    per_gpu: float
-    notes: list[str]
-    moe_runner_backend: str | None = None  # as stated (None: the engine's default kernel path)
-
-
-def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
-               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float) -> tuple[float, str | None]:
-    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout)."""
-    return extra_weight_bytes(catalog, engine.id, quant.id, accel, expert_bytes_per_gpu, arch=spec.architecture,
-                              tp=plan.tensor_parallel_size, expert_parallel=plan.expert_parallel,
-                              release=d.engine_version, kernel=d.moe_kernel)
-
-
-def _weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
-                    engine: EngineDefaults, accel: Accelerator, mtp_loaded: bool = False) -> _GpuWeights:
-    weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
-    notes = list(weights.assumptions)
-    on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
-    per_gpu = fullest.bytes_per_gpu
-    if stages_note:
-        notes.append(stages_note)
-    if on_host and weights.embedding_bytes and not weights.head_is_embedding:
-        notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
-                     "memory, not on a GPU")
-    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu)
-    if extra_note:
-        per_gpu += extra
-        notes.append(extra_note)
-    scales, scales_note = expert_scale_bytes(catalog, engine.id, spec, quant, accel, fullest.expert_bytes_per_gpu,
-                                             d.moe_runner_backend)
-    if scales_note:
-        per_gpu += scales
-        notes.append(scales_note)
-    return _GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend)
-
-
-def _kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
-             settings: EngineSettings, plan: ParallelPlan, total: float, w: _GpuWeights,
-             rule: MemoryRule) -> tuple[EngineBudget, list, list[str]]:
-    """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
-    budget where the engine sizes every stage's cache by its own room (vLLM), and the notes."""
-    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
-
-    def room(weights_gpu: float) -> EngineBudget:
-        return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
-                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule,
-                             accel=accel, weight_bits=quant.bits_per_weight.value)
-
-    budget = room(w.per_gpu)
-    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]
-                  + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu,
-                                       d.moe_runner_backend)[0])
-             for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
-    # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
-    least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget
-    return least, rooms, list(budget.assumptions)
-
-
-def _kv_layout(d: Deployment, arch: Architecture | None, kv_dtype: KvDtype, plan: ParallelPlan, rooms: list,
-               least_room: float) -> tuple[KvLayout, list[str]]:
-    """How a token's KV cache spreads over the instance's GPUs (stated, or from the architecture whose
-    layers the pool holds), with each stage's room relative to the least where stages are sized apart."""
-    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
-    if d.kv_bytes_per_token is not None:
-        layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
-        notes = [f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance"]
-    else:
-        assert arch is not None
-        notes = []
-        fewest_kv_heads = min(arch.layer_kv_heads(kind) for kind in set(arch.layer_kinds))  # Gemma 4's full layers: fewer
-        if tp > fewest_kv_heads and arch.mla is None and fewest_kv_heads:
-            notes.append(f"TP {tp} exceeds {fewest_kv_heads} KV heads: each GPU keeps a replicated KV head")
-        if arch.mla is not None and tp > 1:
-            notes.append("MLA latent KV is replicated on every tensor-parallel rank")
-        layout = kv_layout(arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
-                           residual_tokens=kv_dtype.residual_tokens)
-    if rooms and layout.stages and least_room > 0:
-        layout = dataclasses.replace(layout, stage_rooms=tuple(r.kv_bytes_per_gpu / least_room for r in rooms))
-    return layout, notes
-
-
-@dataclass(frozen=True)
-class _Held:
-    """What the KV cache holds at the planned context length."""
-
-    max_len: int
-    kv_gpu: float
-    seq_gpu: float
-    tokens: int
-    concurrency: float
-    fits: bool
-    largest: int | None
-
-
-def _held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, room: float, block: int,
-          capped: int | None) -> _Held:
-    max_len = _planned_length(d, spec, capped)
-    kv_gpu = max(room, 0.0)
-    seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
-    seq_room = layout.room_bytes_per_sequence(max_len, block)  # of the smallest stage's room (seq_gpu on one stage)
-    # tokens of context the cache holds in sequences of max_len: a window layer or a recurrent state
-    # costs a sequence the same at any length, so a token's share is its sequence's bytes / max_len
-    held = math.ceil(max_len / block) * block  # its last block is held whole
-    per_tok_gpu = seq_room / held if held else layout.bytes_per_token_per_gpu
-    tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
-    fits = room > 0 and kv_gpu >= layout.needed_bytes_per_sequence(max_len, block)
-    largest = None
-    if d.concurrency:  # sequences across the deployment, as perf counts them: each instance holds its share
-        per_instance = math.ceil(d.concurrency / plan.data_parallel_size)
-        largest = layout.max_tokens_per_sequence(kv_gpu, per_instance, block)
-        if fits and largest < 1:
-            raise InvalidScenarioError(
-                f"{d.concurrency:,} sequences leave no room for even one token of context each: the KV cache holds "
-                f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
-                allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
-    return _Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
-
-
 def _scale_note(engine, scale, settings) -> str:
     return (f"{engine.name} runs the {scale.attention_backend} attention backend by default on {scale.software} and "
             f"lowers its memory fraction (its own, or the one it is given) x {scale.scale.value:g} above "
             f"{scale.above_context_tokens.value:,.0f} tokens of context: {settings.memory_fraction:.3f} planned")
-
-
-def _planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:
-    """The context length planned: the engine's cap, else the one stated, else the model's own."""
-    arch = spec.architecture
-    length = capped or d.max_model_len or spec.context_tokens or (arch.max_position_embeddings if arch else 0)
-    if not length:
-        raise InvalidScenarioError(f"{spec.name} states no context length (no context_tokens in the catalogue, no "
-                                   "max_position_embeddings in its config): state the length to plan at",
-                                   field="max_model_len", allowed="a context length in tokens")
-    return length
-
-
-def _shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, otherwise: float) -> float:
-    """Bytes per GPU the worst-off stage lacks for one sequence of ``tokens`` (each stage against its
-    own room where the engine sizes them so; else the fullest GPU's room against the largest need)."""
-    if not rooms or len(rooms) != len(layout.stages):
-        return otherwise
-    return max(st.sequence_bytes_per_gpu(tokens, block) - r.kv_bytes_per_gpu for st, r in zip(layout.stages, rooms))
 
 
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,

@@ -21,7 +21,9 @@ from inferplan.search import handover
 from inferplan.search.bursts import spell_waits
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.mgc import mgc_wait
-from inferplan.search.queueing import CurveTable, approximate_many, mixture_wait_quantile
+from inferplan.search.queueing import approximate_many
+from inferplan.search.tail_types import CurveTable
+from inferplan.search.wait_quantiles import mixture_wait_quantile
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.pricing import UnitCosts
 from inferplan.search.serving_modes import serving_modes

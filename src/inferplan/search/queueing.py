@@ -45,116 +45,24 @@ one-token prompts).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from inferplan.search.arrivals import Load, length_nodes
 from inferplan.search.bursts import spell_waits
 from inferplan.search.mgc import mgc_wait
 from inferplan.search.service import ServiceCurve
+from inferplan.search.tail_types import CurveTable, TailArrays, TailLatency
 from inferplan.search.transient import run_batch, settled_share
+from inferplan.search.wait_quantiles import sum_quantile
 
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
 FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
 MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prompt-carrying steps
-BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
-
-
-class LatencyPercentiles(BaseModel):
-    """p50, p95 and p99 of time to first token, time per output token and end-to-end latency."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    ttft_p50_s: float
-    ttft_p95_s: float
-    ttft_p99_s: float
-    tpot_p50_s: float
-    tpot_p95_s: float
-    tpot_p99_s: float
-    e2e_p50_s: float
-    e2e_p95_s: float
-    e2e_p99_s: float
-
-
-class TailLatency(LatencyPercentiles):
-    utilisation: float  # offered load over what the replicas serve at a full batch (busiest state)
-    stable: bool  # every state's load below capacity (else the percentiles are infinite)
-    requests_per_s: float
-    output_tokens_per_s_per_user: float  # 1 / mean TPOT
-    mean_running: float  # sequences running per replica (request-weighted over states)
-    wait_probability: float  # share of requests that wait for a slot or for the prompt budget
-
-
-@dataclass(frozen=True)
-class TailArrays:
-    """``TailLatency``'s fields as arrays over candidates (``approximate_many``)."""
-
-    ttft_p50_s: np.ndarray
-    ttft_p95_s: np.ndarray
-    ttft_p99_s: np.ndarray
-    tpot_p50_s: np.ndarray
-    tpot_p95_s: np.ndarray
-    tpot_p99_s: np.ndarray
-    e2e_p50_s: np.ndarray
-    e2e_p95_s: np.ndarray
-    e2e_p99_s: np.ndarray
-    utilisation: np.ndarray
-    stable: np.ndarray
-    requests_per_s: np.ndarray
-    output_tokens_per_s_per_user: np.ndarray
-    mean_running: np.ndarray
-    wait_probability: np.ndarray
-
-    def row(self, i: int) -> TailLatency:
-        values = {f.name: getattr(self, f.name)[i].item() for f in fields(self)}
-        return TailLatency(**values)
-
-
-@dataclass(frozen=True)
-class CurveTable:
-    """Service curves stacked as arrays (rows padded with their last value) for ``approximate_many``."""
-
-    concurrency: np.ndarray  # (curves, points)
-    tpot_s: np.ndarray
-    ttft_s: np.ndarray
-    decode_step_s: np.ndarray
-    prefill_s_per_token: np.ndarray
-    slots: np.ndarray  # (curves,)
-    request_overhead_s: np.ndarray
-    token_budget: np.ndarray
-    tokens_per_step: np.ndarray
-    input_tokens: np.ndarray
-    uncached_share: np.ndarray  # of a prompt's tokens, those the prefix cache does not serve
-    prefill_first: np.ndarray  # 1: prompts run in steps of their own, the running sequences paused
-    lone_s_per_token: np.ndarray  # a lone prompt step's seconds per token (its longest sampled chunk)
-    prefill_s: np.ndarray  # the workload's prompt alone
-
-    @classmethod
-    def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
-        width = max(len(c.concurrency) for c in curves)
-
-        def pad(name: str) -> np.ndarray:
-            rows = [list(getattr(c, name)) for c in curves]
-            return np.array([r + [r[-1]] * (width - len(r)) for r in rows], dtype=float)
-
-        def col(name: str) -> np.ndarray:
-            return np.array([float(getattr(c, name)) for c in curves])
-
-        return cls(concurrency=pad("concurrency"), tpot_s=pad("tpot_s"), ttft_s=pad("ttft_s"),
-                   decode_step_s=pad("decode_step_s"), prefill_s_per_token=pad("prefill_s_per_token"),
-                   slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
-                   tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
-                   uncached_share=col("uncached_share"), prefill_first=col("prefill_first"),
-                   lone_s_per_token=np.array([c.lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"))
-
-    def take(self, rows: np.ndarray) -> "CurveTable":
-        """One row per candidate: row ``rows[i]`` of every array."""
-        return CurveTable(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
 
 
 def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
@@ -166,76 +74,6 @@ def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     span = np.where(x1 > x0, x1 - x0, 1.0)
     t = np.clip(np.where(x1 > x0, (x - x0) / span, 0.0), 0.0, 1.0)
     return f0 + t * (f1 - f0)
-
-
-def mixture_wait_quantile(weights, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
-    """The ``q`` quantile of a wait that is, with probability ``weights[s]``, state ``s``'s M/G/c wait
-    (``p_wait``, ``mean_wait``: candidates × states, from ``mgc_wait``): each state's exponential
-    tail as in ``mgc_wait_quantile``, the mixture's quantile by bisection (one state: that formula)."""
-    p, m = np.asarray(p_wait, float), np.asarray(mean_wait, float)
-    if p.shape[1] == 1:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tail = np.where(p[:, 0] > 0, m[:, 0] / p[:, 0], 0.0) * np.log(np.maximum(p[:, 0] / (1 - q), 1.0))
-        return np.where(np.isfinite(m[:, 0]), tail, np.inf)
-    return _sum_quantile(np.zeros((*p.shape, 1)), np.asarray(weights, float), p, m, q)
-
-
-def _sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
-                  q: float) -> np.ndarray:
-    """The ``q`` quantile of ``B + W`` per candidate, where ``B`` takes the equally likely node
-    values ``base[i, s, k]`` in state ``s`` (probability ``weights[s]``) and ``W`` is 0 with
-    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``.
-    One state: solved exactly node interval by node interval; a mixture of states: by bisection."""
-    if base.shape[1] == 1:
-        return _one_state_quantile(np.sort(base[:, 0, :], axis=1), p_wait[:, 0], mean_wait[:, 0], q)
-    return _bisected_quantile(base, weights, p_wait, mean_wait, q)
-
-
-def _one_state_quantile(base: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
-    """``_sum_quantile`` for one state, ``base`` sorted along its nodes. Between nodes ``b[j−1]`` and
-    ``b[j]`` the CDF is ``j/K − (p/K) · e^{−(t − b[j−1])/m} · S_j`` with
-    ``S_j = Σ_{k<j} e^{−(b[j−1] − b[k])/m}`` (kept by a recursion, so no exponent is positive); the
-    quantile is the first node at which the CDF reaches ``q`` or the root inside the interval after it."""
-    n, k = base.shape
-    m = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)
-    pw = np.where(m > 0, p_wait, 0.0)
-    inv_m = np.where(m > 0, 1 / np.where(m > 0, m, 1.0), 0.0)
-    answer = np.full(n, np.nan)
-    s_j = np.zeros(n)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for j in range(1, k + 1):
-            left = base[:, j - 1]
-            s_j = (s_j * np.exp(-(left - base[:, j - 2]) * inv_m) if j > 1 else s_j) + 1
-            after_node = (j - pw * s_j) / k  # the CDF just past node j - 1
-            right = base[:, j] if j < k else np.full(n, np.inf)
-            before_next = (j - pw * s_j * np.exp(-(right - left) * inv_m)) / k
-            root = left + m * np.log(pw * s_j / (j - q * k))
-            here = np.where(after_node >= q, left, np.where(before_next >= q, root, np.nan))
-            answer = np.where(np.isnan(answer), here, answer)
-    return np.where(np.isfinite(mean_wait), answer, np.inf)
-
-
-def _bisected_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
-                       q: float) -> np.ndarray:
-    cond = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
-    pw = p_wait[..., None]
-    lo = base.min(axis=(1, 2))
-    tail = np.where(p_wait > 0, cond[..., 0] * np.log(np.maximum(p_wait / (1 - q), 1.0)), 0.0).max(axis=1)
-    hi = base.max(axis=(1, 2)) + tail + 1e-12
-    finite = np.isfinite(hi)
-    hi = np.where(finite, hi, lo + 1.0)
-    rate = np.where(cond > 0, 1 / np.where(cond > 0, cond, 1.0), 0.0)
-    pw = np.where(cond > 0, pw, 0.0)  # no wait to speak of
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        x = mid[:, None, None] - base
-        with np.errstate(over="ignore", invalid="ignore"):
-            g = 1 - pw * np.exp(-np.maximum(x, 0.0) * rate)
-        g[x < 0] = 0.0
-        cdf = g.mean(axis=2) @ weights if g.shape[1] > 1 else g[:, 0].mean(axis=1)
-        below = cdf < q
-        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return np.where(finite, hi, np.inf)
 
 
 @dataclass(frozen=True)
@@ -449,9 +287,9 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     result = {}
     for which, q in enumerate(QUANTILES):
         name, level = f"p{round(q * 100)}", load.run_quantile_level(q)
-        result[f"ttft_{name}_s"] = _sum_quantile(ttft_base, weights, p_wait, mean_wait, level)
-        result[f"e2e_{name}_s"] = _sum_quantile(e2e_base + NormalDist().inv_cdf(level) * e2e_sd, weights, p_wait,
-                                                mean_wait, level)
+        result[f"ttft_{name}_s"] = sum_quantile(ttft_base, weights, p_wait, mean_wait, level)
+        result[f"e2e_{name}_s"] = sum_quantile(e2e_base + NormalDist().inv_cdf(level) * e2e_sd, weights, p_wait,
+                                               mean_wait, level)
         result[f"tpot_{name}_s"] = _tpot_quantile(solved, weights, which)
     for key in list(result):
         result[key] = np.where(stable, result[key], np.inf)

@@ -36,7 +36,7 @@ import numpy as np
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
-from inferplan.search.queueing import LatencyPercentiles
+from inferplan.search.tail_types import LatencyPercentiles
 from inferplan.search.service import ServiceCurve
 
 MAX_REQUESTS = 2_000_000
@@ -92,7 +92,7 @@ class SimulationResult(LatencyPercentiles):
     span_s: float  # first arrival to last completion
 
 
-class _Engine:
+class Engine:
     """One replica's scheduler state."""
 
     def __init__(self, curve: ServiceCurve, inputs: np.ndarray, outputs: np.ndarray, times: dict[str, np.ndarray],
@@ -221,7 +221,7 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
         engines = _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas)
     else:
         cached = np.arange(requests) < load.cached_first_requests
-        engines = [_Engine(curve, inputs, outputs, times, cached=cached) for _ in range(replicas)]
+        engines = [Engine(curve, inputs, outputs, times, cached=cached) for _ in range(replicas)]
         for r, a in enumerate(arrival.tolist()):
             at = a + overhead
             if router == "round-robin":
@@ -241,7 +241,7 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                         running_area=sum(e.area for e in engines))
 
 
-def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[_Engine]:
+def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[Engine]:
     """Clients spread over replicas in turn; each sends at once, then again when its request ends.
     Each replica's requests are sent in index order, its share of ``cached_first_requests`` first."""
     n = len(arrival)
@@ -265,7 +265,7 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
                 arrival[nxt] = at
                 heapq.heappush(pending, (at + overhead, nxt))
 
-        engine = _Engine(curve, inputs, outputs, times, on_finish=send, cached=cached)
+        engine = Engine(curve, inputs, outputs, times, on_finish=send, cached=cached)
         for _ in range(min(c, m)):
             send(-1, 0.0)
         while pending:

@@ -25,10 +25,10 @@ import numpy as np
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
 from inferplan.search.service import ServiceCurve
-from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, RequestTimes, SimulationResult, _Engine, summarise
+from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, RequestTimes, SimulationResult, Engine, summarise
 
 
-def _route(engines: list[_Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray) -> None:
+def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray) -> None:
     """Each request of ``order`` to the engine with the fewest requests in it when it arrives at ``at``."""
     for r in order.tolist():
         t = float(at[r])
@@ -59,13 +59,13 @@ def simulate_pools_requests(prefill: ServiceCurve, decode: ServiceCurve, load: L
     arrival, inputs, outputs = sample_requests(load, requests, rng)
     overhead = prefill.request_overhead_s
     first = {k: np.full(requests, np.nan) for k in ("admitted", "first", "finish")}
-    pre = [_Engine(prefill, inputs, np.ones(requests, np.int64), first) for _ in range(prefill_instances)]
+    pre = [Engine(prefill, inputs, np.ones(requests, np.int64), first) for _ in range(prefill_instances)]
     owner = np.zeros(requests, np.int64)
     reached = arrival + overhead
     _route(pre, reached, np.argsort(reached, kind="stable"), owner)
     ready = first["finish"] + transfer_s
     second = {k: np.full(requests, np.nan) for k in ("admitted", "first", "finish")}
-    dec = [_Engine(decode, inputs, outputs, second, cached=np.ones(requests, bool)) for _ in range(decode_instances)]
+    dec = [Engine(decode, inputs, outputs, second, cached=np.ones(requests, bool)) for _ in range(decode_instances)]
     _route(dec, ready, np.argsort(ready, kind="stable"), owner)
     waited = (first["admitted"] - reached) + (second["admitted"] - ready)  # for a prefill slot, then a decode slot
     return RequestTimes(arrival_s=arrival, admitted_s=reached + waited, first_token_s=second["first"],

@@ -14,10 +14,11 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
-from inferplan.search.queueing import TailLatency, approximate
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.search.handover import link_bytes_per_s, link_name
+from inferplan.search.queueing import approximate
+from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate_pools import simulate_pools
 from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResult, simulate

@@ -40,6 +40,7 @@ from inferplan.shells.cli_measurements import DbOpt, acceptance_cmd, measurement
 from inferplan.shells.cli_validate import validate_cmd
 
 render = LazyModule("inferplan.shells.render")
+render_fits = LazyModule("inferplan.shells.render_fits")
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
@@ -88,7 +89,7 @@ def fits_cmd(
     if as_json:
         emit_json(matrix)
     else:
-        console.print(render.fits_table(matrix, console.width, explain))
+        console.print(render_fits.fits_table(matrix, console.width, explain))
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py

@@ -6,7 +6,7 @@ import typer
 
 from inferplan.shells.cli_common import LazyModule, ExplainOpt, JsonOpt, console, emit_json, run, run_naming
 
-render = LazyModule("inferplan.shells.render")
+render_catalog = LazyModule("inferplan.shells.render_catalog")
 
 catalog_app = typer.Typer(no_args_is_help=True, help="Browse the sourced catalogue.")
 model_app = typer.Typer(no_args_is_help=True, help="Import models from Hugging Face config.json files.")
@@ -29,7 +29,7 @@ def catalog_list(
     if as_json:
         emit_json([e.model_dump(mode="json") for e in entries])
     else:
-        console.print(render.catalog_table(kind, entries, console.width))
+        console.print(render_catalog.catalog_table(kind, entries, console.width))
 
 
 @catalog_app.command("show")
@@ -45,7 +45,7 @@ def catalog_show(
     if as_json:
         emit_json(entry)
     else:
-        render.print_entry(console, kind_found, entry)
+        render_catalog.print_entry(console, kind_found, entry)
 
 
 @catalog_app.command("stale")
@@ -98,4 +98,4 @@ def model_import(
     if as_json:
         emit_json(summary)
     else:
-        render.print_import(console, summary, explain)
+        render_catalog.print_import(console, summary, explain)

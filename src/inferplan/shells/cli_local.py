@@ -7,7 +7,7 @@ import typer
 
 from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, run, split_list
 
-render = LazyModule("inferplan.shells.render")
+render_fits = LazyModule("inferplan.shells.render_fits")
 render_local = LazyModule("inferplan.shells.render_local")
 
 
@@ -33,5 +33,5 @@ def detect_cmd(
     render_local.print_machine(console, result.machine)
     console.print(result.summary, highlight=False)
     if result.matrix is not None:
-        console.print(render.fits_table(result.matrix, console.width))
+        console.print(render_fits.fits_table(result.matrix, console.width))
         render_local.print_speeds(console, result.speeds)

@@ -1,11 +1,11 @@
-"""Rich rendering for the CLI: tables and panels. Unit conversion only (GiB = 2^30, GB = 10^9)."""
+"""Rich rendering for the CLI: the table layout the renderers share, and the fit, speed and plan answers (the
+catalogue in ``render_catalog.py``, the what-fits matrix in ``render_fits.py``). Unit conversion only (GiB = 2^30,
+GB = 10^9)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
@@ -13,11 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from inferplan.catalog.provenance import Sourced, iter_sourced
 from inferplan.units import GB, GiB
-
-if TYPE_CHECKING:
-    from inferplan.memory.matrix import FitsCell
 
 
 def gib(n: float | None) -> str:
@@ -26,10 +22,6 @@ def gib(n: float | None) -> str:
 
 def gb(n: float | None) -> str:
     return "—" if n is None else f"{n / GB:,.1f} GB"
-
-
-def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
-    return "—" if q is None else fmt.format(q.value / scale)
 
 
 @dataclass(frozen=True)
@@ -42,7 +34,7 @@ class Col:
     key: bool = False
 
 
-def _width(cell: str) -> int:
+def cell_width(cell: str) -> int:
     """Terminal columns of a cell's widest line (its markup not counted)."""
     return max((Text.from_markup(line).cell_len if "[" in line else cell_len(line) for line in cell.split("\n")),
                default=0)
@@ -52,7 +44,7 @@ def layout(title: str, cols: list[Col], rows: list[list[str]], width: int) -> Re
     """A table that fits ``width`` columns of terminal: every column when it fits, else the essential
     ones, else one record per block (key cells first, then each field on its own line)."""
     def needed(shown: list[int]) -> int:
-        return sum(max([_width(cols[i].name), *(_width(r[i]) for r in rows)]) + 3 for i in shown) + 1
+        return sum(max([cell_width(cols[i].name), *(cell_width(r[i]) for r in rows)]) + 3 for i in shown) + 1
 
     shown = list(range(len(cols)))
     if needed(shown) > width:
@@ -68,75 +60,10 @@ def layout(title: str, cols: list[Col], rows: list[list[str]], width: int) -> Re
     for i in shown:
         c = cols[i]
         table.add_column(c.name, no_wrap=c.key, overflow="fold",
-                         min_width=max([_width(c.name), *(_width(r[i]) for r in rows)]) if c.key else None)
+                         min_width=max([cell_width(c.name), *(cell_width(r[i]) for r in rows)]) if c.key else None)
     for r in rows:
         table.add_row(*(r[i] for i in shown))
     return table
-
-
-def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> RenderableType:
-    title = f"{kind} ({len(entries)})"
-    if kind.startswith("accel"):
-        cols = [Col("id", key=True), Col("name", False), Col("memory"), Col("bandwidth"), Col("bf16 TFLOPS", False),
-                Col("native", False), Col("status", False)]
-        rows = [[a.id, a.name, gb(a.memory_bytes.value), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
-                 _q(a.peak_flop_per_s.get("bf16"), 1e12), ",".join(a.native_formats), a.status.value] for a in entries]
-    elif kind.startswith("system"):
-        cols = [Col("id", key=True), Col("name", False), Col("GPUs"), Col("memory", False), Col("power", False),
-                Col("price USD (low–high)"), Col("status", False)]
-        rows = []
-        for s in entries:
-            price = "—"
-            if s.price and s.price.usd_low:
-                high = s.price.usd_high.value if s.price.usd_high else s.price.usd_low.value
-                price = f"${s.price.usd_low.value:,.0f}–{high:,.0f}"
-            rows.append([s.id, s.name, f"{s.accelerator_count}× {s.accelerator}", gb(s.memory_bytes.value if s.memory_bytes else None),
-                         _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value])
-    elif kind.startswith("model"):
-        cols = [Col("id", key=True), Col("name", False), Col("status", False), Col("params (total/active)"),
-                Col("context", False), Col("checkpoints", False), Col("config", False)]
-        rows = []
-        for m in entries:
-            params = _q(m.total_params, 1e9, "{:,.1f}B")
-            if m.active_params:
-                params += " / " + _q(m.active_params, 1e9, "{:,.1f}B")
-            rows.append([m.id, m.name, m.status, params, _q(m.context_tokens), ", ".join(c.quantization for c in m.checkpoints),
-                         "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
-    else:
-        cols = [Col("id", key=True), Col("summary")]
-        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "label", None)
-                           or getattr(e, "method", ""))] for e in entries]
-    return layout(title, cols, rows, width)
-
-
-def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
-    console.print(f"[bold]{kind}[/]: {entry.id}")
-    for key, value in entry.model_dump(mode="json", exclude_none=True).items():
-        if not isinstance(value, (dict, list)):
-            console.print(f"  {key}: {value}")
-    table = Table("field", "value (SI)", "kind", "source")
-    for path, q in iter_sourced(entry):
-        table.add_row(path, f"{q.value:,.6g}", q.kind.value, q.source)
-    if table.row_count:
-        console.print(table)
-
-
-def print_import(console: Console, s, explain: bool = False) -> None:
-    params = f"{s.total_params / 1e9:,.1f}B" + (f" ({s.active_params / 1e9:,.1f}B active per token)" if s.experts else "")
-    context = f"{s.context_tokens:,} tokens" if s.context_tokens else "not stated"
-    console.print(f"[bold]{escape(s.name)}[/]: {escape(s.hf_architecture)} ({escape(s.model_type)}), {params} parameters", highlight=False)
-    console.print(f"  context: {context}; KV cache: {s.kv_cache_bytes_per_token_bf16 / 1024:,.1f} KiB per token at 16 bits"
-                  + (f", plus {s.state_bytes_per_sequence_bf16 / 2**20:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
-    checkpoint = gb(s.checkpoint_bytes) + (f" ({escape(s.checkpoint_source)})" if s.checkpoint_source else "") if s.checkpoint_bytes else "no weights found beside the config"
-    console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'not quantized')}", highlight=False)
-    console.print(f"  layers: {s.num_layers} ({', '.join(f'{n} {k}' for k, n in s.layer_kinds.items())}); "
-                  f"{s.num_attention_heads} attention / {s.num_kv_heads} KV heads" + (", MLA" if s.mla else "")
-                  + (f"; {s.experts} experts, {s.experts_per_token} per token" if s.experts else ""), highlight=False)
-    console.print(f"  files in: {escape(s.path)}", highlight=False)
-    if explain:
-        print_assumptions(console, s.assumptions)
-    elif s.assumptions:
-        console.print(f"[dim]assumed: {len(s.assumptions)} things (--explain lists them)[/]")
 
 
 def command_line(command: str, d, changes: dict) -> str:
@@ -231,123 +158,6 @@ def _assumptions_or_hint(console: Console, assumptions, explain: bool, extra: st
         print_assumptions(console, assumptions)
     elif assumptions:
         console.print(f"[dim]{len(assumptions)} assumptions{extra} behind this answer: --explain lists them[/]")
-
-
-def _plan(p) -> str:
-    if p is None:
-        return "none"
-    return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
-
-
-def fits_grid(matrix, width: int = 200) -> RenderableType | None:
-    """One row per model (and precision), one column per hardware: the sequences of the cell's
-    context one instance holds at once where it fits, else the fewest GPUs that would hold it.
-    A long grid lists the models no column holds below it, one line each no longer; where the
-    hardware ids make the grid too wide the columns are lettered and the ids listed under it.
-    None when even that would not fit ``width`` columns."""
-    hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
-    rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
-    for c in matrix.cells:
-        rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
-    nowhere = [key for key, cells in rows.items() if not any(c.result and c.result.fits for c in cells.values())]
-    if len(rows) <= FOLD_ROWS or len(nowhere) == len(rows):  # a long grid keeps one screen: no-fit rows become a list
-        nowhere = []
-    body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
-    same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
-    if len(rows) > FOLD_ROWS:  # and twin rows one row
-        last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
-        for r in body:
-            if last[tuple(r[1:])] != r[0]:
-                same.setdefault(last[tuple(r[1:])], []).append(r[0])
-        body = [r for r in body if last[tuple(r[1:])] == r[0]]
-    headers = hardware
-    needed = sum(max([_width(col), *(_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
-    if needed > width:
-        headers = [chr(ord("A") + i) for i in range(len(hardware))] if len(hardware) <= 26 else hardware
-        cols = ["model", "quant", *headers]
-        if sum(max([_width(col), *(_width(r[i]) for r in body)]) + 1 for i, col in enumerate(cols)) > width:
-            return None
-    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, padding=(0, 1))
-    for i, col in enumerate(["model", "quant", *headers]):
-        table.add_column(col, no_wrap=True, justify="left" if i < 2 else "right")
-    for r in body:
-        table.add_row(*r[:2], *map(_grid_text, r[2:]))
-    lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
-    context = f" at {lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)") if lengths else ""
-    # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
-    reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
-    legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
-    hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
-    note = Text()  # one paragraph: the columns' names, the models listed rather than shown as rows, the hint
-    if legend:
-        note.append(legend + " · ", style="dim")
-    if nowhere:
-        note.append_text(_nowhere_list([(key, [rows[key].get(h) for h in hardware]) for key in nowhere], headers))
-        note.append(" · ")
-    if same:
-        note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
-    note.append(hint, style="dim")
-    return Group(
-        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (N× GPUs needed)"),
-        table,
-        *reasons,
-        note,
-    )
-
-
-FOLD_ROWS = 20  # a grid longer than this lists the models that fit nowhere below it instead of as rows
-
-
-def _grid_text(cell: str) -> Text:
-    """A grid cell as rich text: the few cell forms ``_fits_cell`` writes, styled without parsing markup
-    (a grid has hundreds of cells)."""
-    for tag, style in (("[green]", "green"), ("[red]", "red")):
-        if cell.startswith(tag):
-            head, _, rest = cell[len(tag):].partition("[/]")
-            return Text.assemble((head, style), rest)
-    return Text(cell)
-
-
-def _fits_cell(c: FitsCell | None) -> str:
-    if c is None:
-        return ""
-    r = c.result
-    if r is None:
-        return "n/a"
-    if r.fits:
-        return f"[green]{r.total_max_concurrency:,.1f}[/]"
-    return "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
-
-
-def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
-    """The models no column holds on one instance, grouped by the fewest GPUs per column."""
-    one_quant = len({m for (m, _), _ in rows}) == len(rows)
-    groups: dict[tuple[float, ...], list[str]] = {}
-    for (m, q), cells in rows:
-        fewest = tuple(float(c.smallest_fit.gpus) if c and c.result and c.smallest_fit else float("inf") for c in cells)
-        groups.setdefault(fewest, []).append(m if one_quant else f"{m} {q}")
-    def label(fewest: tuple[float, ...]) -> str:
-        return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
-    items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
-    return Text.from_markup(f"[red]Fits none[/], fewest GPUs in each column: {escape(items)}")
-
-
-def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
-    if not explain and (grid := fits_grid(matrix, width)) is not None:
-        return grid
-    cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
-            Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
-            Col("smallest fit", False)]
-    rows = []
-    for c in matrix.cells:
-        r = c.result
-        if r is None:
-            rows.append([c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
-            continue
-        rows.append([c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
-                     gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}",
-                     "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
-    return layout("what fits (KV left per GPU, concurrency at each cell's context)", cols, rows, width)
 
 
 def print_assumptions(console: Console, assumptions) -> None:

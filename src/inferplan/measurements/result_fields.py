@@ -1,0 +1,77 @@
+"""What every benchmark-result parser (``formats.py``, ``serving_formats.py``) shares: the parsed file
+(``Parsed``), strict readers of a number, a JSON document, a name or a date that refuse a bad value
+naming its key or line, and the ``MeasuredPoint`` built from the figures read."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.performance.local_runs import MeasuredPoint
+
+MS = 1e-3
+
+
+class Parsed:
+    """What a file says: its points and what it names of the run (model, engine version, date)."""
+
+    def __init__(self, points: list[MeasuredPoint], **meta: str | None):
+        self.points = points
+        self.meta = {k: v for k, v in meta.items() if v}
+
+
+def bad_field(where: str, why: str, fmt: str) -> InvalidScenarioError:
+    return InvalidScenarioError(f"{where}: {why}", field=where, allowed=f"a {fmt} result file (docs/measurements.md)")
+
+
+def read_number(obj: dict, key: str, fmt: str, where: str = "", *, required: bool = True) -> float | None:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if value is None or value == "":
+        if required:
+            raise bad_field(f"{where}{key}", "missing", fmt)
+        return None
+    if isinstance(value, bool):
+        raise bad_field(f"{where}{key}", f"{value!r} is not a number", fmt)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise bad_field(f"{where}{key}", f"{value!r} is not a number", fmt) from None
+    if not math.isfinite(number) or number < 0:
+        raise bad_field(f"{where}{key}", f"{value!r} is not a finite, non-negative number", fmt)
+    return number
+
+
+def measured_point(where: str, fmt: str, **fields: Any) -> MeasuredPoint:
+    fields = {k: (v if v else None) if k not in ("concurrency", "input_tokens", "output_tokens") else v
+              for k, v in fields.items()}
+    try:
+        return MeasuredPoint(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise bad_field(f"{where}{first['loc'][0] if first['loc'] else ''}", first["msg"], fmt) from None
+
+
+def read_json(text: str, fmt: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = getattr(exc, "lineno", 1)
+        raise bad_field(f"line {line}", f"not JSON ({getattr(exc, 'msg', 'too deeply nested')})", fmt) from None
+
+
+def from_ms(value: float | None) -> float | None:
+    return None if value is None else value * MS
+
+
+def text_of(value: Any) -> str | None:
+    return value.strip()[:200] if isinstance(value, str) and value.strip() else None
+
+
+def iso_date(value: Any) -> str | None:
+    m = re.match(r"^(\d{4})-?(\d{2})-?(\d{2})", value) if isinstance(value, str) else None
+    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else None

@@ -1,0 +1,120 @@
+"""The serving benchmarks' result parsers: ``vllm bench serve --save-result`` JSON and SGLang's
+``bench_serving --output-file`` JSON lines (keys in ``formats.py``'s docstring; sources in
+docs/measurements.md)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from inferplan.measurements.result_fields import Parsed, bad_field, from_ms, iso_date, measured_point, read_json, read_number, text_of
+from inferplan.performance.local_runs import MeasuredPoint
+
+# the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
+# of --metric-percentiles, 99 by default)
+SERVING_TAILS = {"ttft_p50_s": "median_ttft_ms", "ttft_p99_s": "p99_ttft_ms", "tpot_p50_s": "median_tpot_ms",
+                 "tpot_p99_s": "p99_tpot_ms"}
+
+
+def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
+    """A vLLM or SGLang serving run: per-request lengths are the totals over completed requests."""
+    if not isinstance(run, dict):
+        raise bad_field(where or "line 1", "expected a JSON object", fmt)
+    completed = read_number(run, "completed", fmt, where)
+    if not completed:
+        raise bad_field(f"{where}completed", "no request completed", fmt)
+    concurrency = run.get("max_concurrency") or run.get("concurrency")
+    if concurrency is None:
+        raise bad_field(f"{where}max_concurrency", "missing: run the client with --max-concurrency so the load is known", fmt)
+    return measured_point(where, fmt, concurrency=int(read_number({"c": concurrency}, "c", fmt, f"{where}max_concurrency.")),
+                          input_tokens=round(read_number(run, "total_input_tokens", fmt, where) / completed),
+                          output_tokens=round(read_number(run, "total_output_tokens", fmt, where) / completed),
+                          ttft_s=from_ms(read_number(run, "mean_ttft_ms", fmt, where)),
+                          tpot_s=from_ms(read_number(run, "mean_tpot_ms", fmt, where)),
+                          output_tokens_per_s_total=read_number(run, "output_throughput", fmt, where),
+                          requests_per_s=read_number(run, "request_throughput", fmt, where, required=False),
+                          **_serving_tails(run, fmt, where, completed))
+
+
+def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[str, Any]:
+    """The percentiles and the offered load of a vLLM or SGLang run, when the load is one the
+    planner models: no rate limit ("inf"), or Poisson arrivals at a finite rate (burstiness 1, no
+    ramp-up). A run replaying a trace's timestamps (SGLang "trace"), with gamma arrivals or a
+    ramping rate leaves them None."""
+    rate = run.get("request_rate")
+    if rate == "trace":
+        return {}
+    if rate is None or rate == "inf" or (isinstance(rate, float) and math.isinf(rate) and rate > 0):
+        rate = None
+    else:
+        rate = read_number(run, "request_rate", fmt, where)
+        if not rate:
+            raise bad_field(f"{where}request_rate", "zero requests per second", fmt)
+        if run.get("burstiness", 1.0) != 1.0 or run.get("ramp_up_strategy"):
+            return {}
+    requests = read_number(run, "num_prompts", fmt, where, required=False) or completed
+    return {"request_rate_per_s": rate, "requests": round(requests), "lengths_uniform_scv": _random_lengths_scv(run, fmt, where),
+            **{field: from_ms(read_number(run, key, fmt, where, required=False)) for field, key in SERVING_TAILS.items()}}
+
+
+def _random_lengths_scv(run: dict, fmt: str, where: str) -> float | None:
+    """SGLang's random dataset draws each prompt and output length evenly from [r·L, L] (r its
+    ``random_range_ratio``): a squared coefficient of variation of (1 − r)² / (3 (1 + r)²)."""
+    if run.get("dataset_name") != "random" or run.get("random_range_ratio") is None:
+        return None
+    r = read_number(run, "random_range_ratio", fmt, where)
+    if r > 1:
+        raise bad_field(f"{where}random_range_ratio", f"{r!r} is more than 1", fmt)
+    return (1 - r) ** 2 / (3 * (1 + r) ** 2)
+
+
+def parse_vllm(text: str) -> Parsed:
+    run = read_json(text, "vllm")
+    point = _serving_point(run, "vllm", "")
+    return Parsed([point], model=text_of(run.get("model_id")), model_field="model_id", date=iso_date(run.get("date")),
+                  **_stated_deployment(run))
+
+
+# keys ``vllm bench serve --metadata KEY=VALUE ...`` adds to the result for the server's settings
+# (the client cannot see them otherwise): the first of each tuple the file holds is read
+METADATA_KEYS = {"tensor_parallel_size": ("tensor_parallel_size", "tp"), "quantization": ("quantization",)}
+
+
+def _stated_deployment(run: dict) -> dict[str, str | None]:
+    """What a result's metadata states of the deployment: each value with the key it was read from."""
+    stated: dict[str, str | None] = {}
+    for field, keys in METADATA_KEYS.items():
+        key = next((k for k in keys if run.get(k) not in (None, "")), None)
+        if key is not None:
+            stated[field], stated[f"{field}_field"] = str(run[key]).strip()[:50], key
+    return stated
+
+
+@functools.cache
+def _client_backends() -> dict[str, str]:
+    """The engine behind each bench_serving backend (``clients.yaml``)."""
+    path = Path(__file__).with_name("clients.yaml")
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["client_backends"]
+
+
+def parse_sglang(text: str) -> Parsed:
+    """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names."""
+    points, model, backend = [], None, None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            run = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            raise bad_field(f"line {n}", "not a JSON object (one run per line)", "sglang") from None
+        points.append(_serving_point(run, "sglang", f"line {n}: "))
+        model = model or text_of(run.get("model_id") or run.get("model"))
+        backend = backend or text_of(run.get("backend"))
+    if not points:
+        raise bad_field("line 1", "no run in the file", "sglang")
+    return Parsed(points, model=model, model_field="model_id", engine=_client_backends().get(backend or ""))

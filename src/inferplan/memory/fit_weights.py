@@ -1,0 +1,137 @@
+"""The weights a memory fit places on each GPU (per pipeline stage, with what the engine's MoE kernel and
+expert scales add), the KV cache room they leave under the engine's budget, and how a token's KV cache
+spreads over the instance's GPUs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.engine_budget import EngineBudget, EngineSettings, engine_budget
+from inferplan.memory.expert_scales import expert_scale_bytes
+from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
+from inferplan.memory.layout import ParallelPlan
+from inferplan.memory.moe_layout import extra_weight_bytes
+from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
+from inferplan.memory.weights import WeightEstimate, weight_bytes
+
+
+def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
+                   embeddings_on_host: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+    """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
+    parallelism they differ (the first holds the embeddings, unless the engine keeps them in host
+    memory; the last the lm_head)."""
+    arch = None if spec.architecture_is_proxy else spec.architecture
+    tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
+    layers = arch.num_layers if arch else 0
+    stages = stage_weights(w, tp=tp, pp=pp, expert_shards=tp * (dp if plan.expert_parallel else 1),
+                           moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
+                           embeddings_on_host=embeddings_on_host)
+    fullest = max(range(pp), key=lambda i: stages[i].bytes_per_gpu)
+    note = ""
+    if pp > 1:
+        split = "/".join(str(n) for n in stage_layer_counts(layers, pp)) + " layers" if layers else "an even split"
+        ends = "the last also holds the lm_head" if embeddings_on_host else \
+            "the first also holds the token embeddings, the last the lm_head"
+        room = ("each stage's KV cache has the room its own weights leave, all with the same number of blocks"
+                if engine.pp_kv_room == "per_stage" else
+                f"the fullest (stage {fullest + 1}) sets the KV cache room of every stage")
+        gib = 2**30
+        note = (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, "
+                f"{stages[-1].bytes_per_gpu / gib:.2f} on the last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the "
+                f"lightest; {room}")
+    return stages, stages[fullest], note
+
+
+@dataclass(frozen=True)
+class GpuWeights:
+    """The weights on the fullest GPU (with what the engine adds) and on each pipeline stage."""
+
+    estimate: WeightEstimate
+    stages: tuple[StageWeights, ...]
+    per_gpu: float
+    notes: list[str]
+    moe_runner_backend: str | None = None  # as stated (None: the engine's default kernel path)
+
+
+def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
+               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float) -> tuple[float, str | None]:
+    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout)."""
+    return extra_weight_bytes(catalog, engine.id, quant.id, accel, expert_bytes_per_gpu, arch=spec.architecture,
+                              tp=plan.tensor_parallel_size, expert_parallel=plan.expert_parallel,
+                              release=d.engine_version, kernel=d.moe_kernel)
+
+
+def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
+                   engine: EngineDefaults, accel: Accelerator, mtp_loaded: bool = False) -> GpuWeights:
+    weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
+    notes = list(weights.assumptions)
+    on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
+    per_gpu = fullest.bytes_per_gpu
+    if stages_note:
+        notes.append(stages_note)
+    if on_host and weights.embedding_bytes and not weights.head_is_embedding:
+        notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
+                     "memory, not on a GPU")
+    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu)
+    if extra_note:
+        per_gpu += extra
+        notes.append(extra_note)
+    scales, scales_note = expert_scale_bytes(catalog, engine.id, spec, quant, accel, fullest.expert_bytes_per_gpu,
+                                             d.moe_runner_backend)
+    if scales_note:
+        per_gpu += scales
+        notes.append(scales_note)
+    return GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend)
+
+
+def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
+            settings: EngineSettings, plan: ParallelPlan, total: float, w: GpuWeights,
+            rule: MemoryRule) -> tuple[EngineBudget, list, list[str]]:
+    """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
+    budget where the engine sizes every stage's cache by its own room (vLLM), and the notes."""
+    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
+
+    def room(weights_gpu: float) -> EngineBudget:
+        return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
+                             arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule,
+                             accel=accel, weight_bits=quant.bits_per_weight.value)
+
+    budget = room(w.per_gpu)
+    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]
+                  + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu,
+                                       d.moe_runner_backend)[0])
+             for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
+    # the weights reported stay the fullest GPU's; its room is the smallest unless extras reorder them
+    least = min(rooms, key=lambda b: b.kv_bytes_per_gpu) if rooms else budget
+    return least, rooms, list(budget.assumptions)
+
+
+def instance_kv_layout(d: Deployment, arch: Architecture | None, kv_dtype: KvDtype, plan: ParallelPlan, rooms: list,
+                       least_room: float) -> tuple[KvLayout, list[str]]:
+    """How a token's KV cache spreads over the instance's GPUs (stated, or from the architecture whose
+    layers the pool holds), with each stage's room relative to the least where stages are sized apart."""
+    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
+    if d.kv_bytes_per_token is not None:
+        layout = stated_layout(d.kv_bytes_per_token, tp=tp, pp=pp)
+        notes = [f"KV per token stated by the user: {d.kv_bytes_per_token:,.0f} bytes, split evenly over the instance"]
+    else:
+        assert arch is not None
+        notes = []
+        fewest_kv_heads = min(arch.layer_kv_heads(kind) for kind in set(arch.layer_kinds))  # Gemma 4's full layers: fewer
+        if tp > fewest_kv_heads and arch.mla is None and fewest_kv_heads:
+            notes.append(f"TP {tp} exceeds {fewest_kv_heads} KV heads: each GPU keeps a replicated KV head")
+        if arch.mla is not None and tp > 1:
+            notes.append("MLA latent KV is replicated on every tensor-parallel rank")
+        layout = kv_layout(arch, kv_bits=kv_dtype.bits_per_element.value, tp=tp, pp=pp,
+                           residual_tokens=kv_dtype.residual_tokens)
+    if rooms and layout.stages and least_room > 0:
+        layout = dataclasses.replace(layout, stage_rooms=tuple(r.kv_bytes_per_gpu / least_room for r in rooms))
+    return layout, notes

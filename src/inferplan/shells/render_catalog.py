@@ -1,0 +1,82 @@
+"""Rich rendering of the catalogue for the CLI: the list of one kind of entry, one entry with its sourced
+figures, and a model imported from a Hugging Face config."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from rich.console import Console, RenderableType
+from rich.markup import escape
+from rich.table import Table
+
+from inferplan.catalog.provenance import Sourced, iter_sourced
+from inferplan.shells.render import Col, gb, layout, print_assumptions
+from inferplan.units import GB
+
+
+def _q(q: Sourced | None, scale: float = 1.0, fmt: str = "{:,.0f}") -> str:
+    return "—" if q is None else fmt.format(q.value / scale)
+
+
+def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> RenderableType:
+    title = f"{kind} ({len(entries)})"
+    if kind.startswith("accel"):
+        cols = [Col("id", key=True), Col("name", False), Col("memory"), Col("bandwidth"), Col("bf16 TFLOPS", False),
+                Col("native", False), Col("status", False)]
+        rows = [[a.id, a.name, gb(a.memory_bytes.value), _q(a.memory_bandwidth_bytes_per_s, GB, "{:,.0f} GB/s"),
+                 _q(a.peak_flop_per_s.get("bf16"), 1e12), ",".join(a.native_formats), a.status.value] for a in entries]
+    elif kind.startswith("system"):
+        cols = [Col("id", key=True), Col("name", False), Col("GPUs"), Col("memory", False), Col("power", False),
+                Col("price USD (low–high)"), Col("status", False)]
+        rows = []
+        for s in entries:
+            price = "—"
+            if s.price and s.price.usd_low:
+                high = s.price.usd_high.value if s.price.usd_high else s.price.usd_low.value
+                price = f"${s.price.usd_low.value:,.0f}–{high:,.0f}"
+            rows.append([s.id, s.name, f"{s.accelerator_count}× {s.accelerator}", gb(s.memory_bytes.value if s.memory_bytes else None),
+                         _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value])
+    elif kind.startswith("model"):
+        cols = [Col("id", key=True), Col("name", False), Col("status", False), Col("params (total/active)"),
+                Col("context", False), Col("checkpoints", False), Col("config", False)]
+        rows = []
+        for m in entries:
+            params = _q(m.total_params, 1e9, "{:,.1f}B")
+            if m.active_params:
+                params += " / " + _q(m.active_params, 1e9, "{:,.1f}B")
+            rows.append([m.id, m.name, m.status, params, _q(m.context_tokens), ", ".join(c.quantization for c in m.checkpoints),
+                         "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
+    else:
+        cols = [Col("id", key=True), Col("summary")]
+        rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "label", None)
+                           or getattr(e, "method", ""))] for e in entries]
+    return layout(title, cols, rows, width)
+
+
+def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
+    console.print(f"[bold]{kind}[/]: {entry.id}")
+    for key, value in entry.model_dump(mode="json", exclude_none=True).items():
+        if not isinstance(value, (dict, list)):
+            console.print(f"  {key}: {value}")
+    table = Table("field", "value (SI)", "kind", "source")
+    for path, q in iter_sourced(entry):
+        table.add_row(path, f"{q.value:,.6g}", q.kind.value, q.source)
+    if table.row_count:
+        console.print(table)
+
+
+def print_import(console: Console, s, explain: bool = False) -> None:
+    params = f"{s.total_params / 1e9:,.1f}B" + (f" ({s.active_params / 1e9:,.1f}B active per token)" if s.experts else "")
+    context = f"{s.context_tokens:,} tokens" if s.context_tokens else "not stated"
+    console.print(f"[bold]{escape(s.name)}[/]: {escape(s.hf_architecture)} ({escape(s.model_type)}), {params} parameters", highlight=False)
+    console.print(f"  context: {context}; KV cache: {s.kv_cache_bytes_per_token_bf16 / 1024:,.1f} KiB per token at 16 bits"
+                  + (f", plus {s.state_bytes_per_sequence_bf16 / 2**20:,.1f} MiB of state per sequence" if s.state_bytes_per_sequence_bf16 else ""))
+    checkpoint = gb(s.checkpoint_bytes) + (f" ({escape(s.checkpoint_source)})" if s.checkpoint_source else "") if s.checkpoint_bytes else "no weights found beside the config"
+    console.print(f"  checkpoint: {checkpoint}; weights {escape(s.quantization or 'not quantized')}", highlight=False)
+    console.print(f"  layers: {s.num_layers} ({', '.join(f'{n} {k}' for k, n in s.layer_kinds.items())}); "
+                  f"{s.num_attention_heads} attention / {s.num_kv_heads} KV heads" + (", MLA" if s.mla else "")
+                  + (f"; {s.experts} experts, {s.experts_per_token} per token" if s.experts else ""), highlight=False)
+    console.print(f"  files in: {escape(s.path)}", highlight=False)
+    if explain:
+        print_assumptions(console, s.assumptions)
+    elif s.assumptions:
+        console.print(f"[dim]assumed: {len(s.assumptions)} things (--explain lists them)[/]")

@@ -1,0 +1,132 @@
+"""Rich rendering of the what-fits matrix for the CLI (``inferplan fits``, ``inferplan local``): a grid of
+models by hardware where it fits the terminal, else a table of every cell's figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from inferplan.shells.render import Col, cell_width, gib, layout
+
+if TYPE_CHECKING:
+    from inferplan.memory.matrix import FitsCell
+
+FOLD_ROWS = 20  # a grid longer than this lists the models that fit nowhere below it instead of as rows
+
+
+def _plan(p) -> str:
+    if p is None:
+        return "none"
+    return f"{p.gpus}× (TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size})" if p.pipeline_parallel_size > 1 else ")")
+
+
+def fits_grid(matrix, width: int = 200) -> RenderableType | None:
+    """One row per model (and precision), one column per hardware: the sequences of the cell's
+    context one instance holds at once where it fits, else the fewest GPUs that would hold it.
+    A long grid lists the models no column holds below it, one line each no longer; where the
+    hardware ids make the grid too wide the columns are lettered and the ids listed under it.
+    None when even that would not fit ``width`` columns."""
+    hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
+    rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
+    for c in matrix.cells:
+        rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
+    nowhere = [key for key, cells in rows.items() if not any(c.result and c.result.fits for c in cells.values())]
+    if len(rows) <= FOLD_ROWS or len(nowhere) == len(rows):  # a long grid keeps one screen: no-fit rows become a list
+        nowhere = []
+    body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
+    same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
+    if len(rows) > FOLD_ROWS:  # and twin rows one row
+        last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
+        for r in body:
+            if last[tuple(r[1:])] != r[0]:
+                same.setdefault(last[tuple(r[1:])], []).append(r[0])
+        body = [r for r in body if last[tuple(r[1:])] == r[0]]
+    headers = hardware
+    needed = sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
+    if needed > width:
+        headers = [chr(ord("A") + i) for i in range(len(hardware))] if len(hardware) <= 26 else hardware
+        cols = ["model", "quant", *headers]
+        if sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 1 for i, col in enumerate(cols)) > width:
+            return None
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, padding=(0, 1))
+    for i, col in enumerate(["model", "quant", *headers]):
+        table.add_column(col, no_wrap=True, justify="left" if i < 2 else "right")
+    for r in body:
+        table.add_row(*r[:2], *map(_grid_text, r[2:]))
+    lengths = sorted({c.result.max_model_len for c in matrix.cells if c.result})
+    context = f" at {lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)") if lengths else ""
+    # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
+    reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
+    legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
+    hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
+    note = Text()  # one paragraph: the columns' names, the models listed rather than shown as rows, the hint
+    if legend:
+        note.append(legend + " · ", style="dim")
+    if nowhere:
+        note.append_text(_nowhere_list([(key, [rows[key].get(h) for h in hardware]) for key in nowhere], headers))
+        note.append(" · ")
+    if same:
+        note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
+    note.append(hint, style="dim")
+    return Group(
+        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (N× GPUs needed)"),
+        table,
+        *reasons,
+        note,
+    )
+
+
+def _grid_text(cell: str) -> Text:
+    """A grid cell as rich text: the few cell forms ``_fits_cell`` writes, styled without parsing markup
+    (a grid has hundreds of cells)."""
+    for tag, style in (("[green]", "green"), ("[red]", "red")):
+        if cell.startswith(tag):
+            head, _, rest = cell[len(tag):].partition("[/]")
+            return Text.assemble((head, style), rest)
+    return Text(cell)
+
+
+def _fits_cell(c: FitsCell | None) -> str:
+    if c is None:
+        return ""
+    r = c.result
+    if r is None:
+        return "n/a"
+    if r.fits:
+        return f"[green]{r.total_max_concurrency:,.1f}[/]"
+    return "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+
+
+def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
+    """The models no column holds on one instance, grouped by the fewest GPUs per column."""
+    one_quant = len({m for (m, _), _ in rows}) == len(rows)
+    groups: dict[tuple[float, ...], list[str]] = {}
+    for (m, q), cells in rows:
+        fewest = tuple(float(c.smallest_fit.gpus) if c and c.result and c.smallest_fit else float("inf") for c in cells)
+        groups.setdefault(fewest, []).append(m if one_quant else f"{m} {q}")
+    def label(fewest: tuple[float, ...]) -> str:
+        return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
+    items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
+    return Text.from_markup(f"[red]Fits none[/], fewest GPUs in each column: {escape(items)}")
+
+
+def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
+    if not explain and (grid := fits_grid(matrix, width)) is not None:
+        return grid
+    cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
+            Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
+            Col("smallest fit", False)]
+    rows = []
+    for c in matrix.cells:
+        r = c.result
+        if r is None:
+            rows.append([c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
+            continue
+        rows.append([c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
+                     gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}",
+                     "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
+    return layout("what fits (KV left per GPU, concurrency at each cell's context)", cols, rows, width)
