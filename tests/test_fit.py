@@ -406,3 +406,20 @@ def test_a_config_without_a_context_length_asks_for_one(tmp_path):
         run(model=str(path), gpu="H100")
     assert exc.value.field == "max_model_len"
     assert run(model=str(path), gpu="H100", max_model_len=4096).max_model_len == 4096
+
+
+def test_a_sliding_window_model_states_its_kv_per_token_inside_and_beyond_the_window(catalog):
+    """Gemma 4 31B: 50 sliding layers (1,024-token window) and 10 full ones — 880 KiB per token
+    inside the window, 80 KiB beyond (its card); fit says both, so the token count adds up."""
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    r = fit(Deployment(model="gemma-4-31b", gpu="rtx-4090", quantization="int4-awq", max_model_len=16128), catalog)
+    assert (r.kv_window_tokens, r.kv_cache_bytes_per_token / 1024, r.kv_cache_bytes_per_token_beyond_window / 1024) == (
+        1024, pytest.approx(880), pytest.approx(80))
+    dense = fit(Deployment(model="qwen3-8b", gpu="h100"), catalog)
+    assert dense.kv_window_tokens is None and dense.kv_cache_bytes_per_token_beyond_window is None
+    out = CliRunner().invoke(app, ["fit", "--model", "gemma-4-31b", "--gpu", "rtx-4090", "-q", "int4-awq",
+                                   "--max-model-len", "16128"], env={"COLUMNS": "200"}).output
+    assert "880.0 KiB per token within the 1,024-token sliding window, 80.0 KiB beyond it" in out

@@ -181,6 +181,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         weights_bytes_per_gpu=w.per_gpu, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, kv_cache_bytes_per_gpu=held.kv_gpu,
         kv_cache_bytes_per_token=layout.bytes_per_token, state_bytes_per_sequence=layout.state_bytes_per_seq,
+        kv_window_tokens=layout.window_tokens if layout.window_bytes_per_token else None,
+        kv_cache_bytes_per_token_beyond_window=layout.growing_bytes_per_token if layout.window_bytes_per_token else None,
         kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         kv_cache_needed_bytes_per_gpu=needed,

@@ -43,6 +43,10 @@ class MemoryFit(BaseModel):
     # llama.cpp, MLX: the cache the engine allocates for max_model_len, padded (None: the cache is the room above)
     kv_cache_allocated_bytes_per_gpu: float | None = None
     kv_cache_bytes_per_token: float  # one token of context across one instance, all layers
+    # sliding-window layers keep only their last ``kv_window_tokens``: past the window a token takes
+    # ``kv_cache_bytes_per_token_beyond_window`` (None: no window layers)
+    kv_window_tokens: int | None = None
+    kv_cache_bytes_per_token_beyond_window: float | None = None
     state_bytes_per_sequence: float  # linear-attention / Mamba state per sequence, per instance
     kv_cache_tokens: int  # tokens of context one instance holds in sequences of max_model_len (windows and states included)
     max_concurrency: float  # max_model_len sequences one instance holds at once

@@ -124,8 +124,11 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         parts.append(Text(f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}"))
     parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
     print_parts(console, parts, indent=4)
-    console.print(f"  KV cache: {r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token, {r.kv_cache_tokens:,} tokens per instance",
-                  highlight=False)
+    per_token = f"{r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token"
+    if r.kv_cache_bytes_per_token_beyond_window is not None:
+        per_token += (f" within the {r.kv_window_tokens:,}-token sliding window, "
+                      f"{r.kv_cache_bytes_per_token_beyond_window / 1024:,.1f} KiB beyond it")
+    console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
     console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
                   + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""), highlight=False)
     if r.largest_context_tokens is not None:
