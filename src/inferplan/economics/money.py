@@ -56,12 +56,15 @@ def software_cost_usd(gpus: int, option: str, amounts: dict[str, float], amortiz
 def api_cost_per_user_usd(w: WorkloadProfile, price: ApiPrice) -> float:
     """What one user's monthly tokens cost at an API: uncached input, cached input and output."""
     cached_price = price.cached_input_usd_per_mtok or price.input_usd_per_mtok
+    return api_cost_per_user_at(w, price.input_usd_per_mtok.value, cached_price.value, price.output_usd_per_mtok.value)
+
+
+def api_cost_per_user_at(w: WorkloadProfile, input_usd_per_mtok: float, cached_input_usd_per_mtok: float,
+                         output_usd_per_mtok: float) -> float:
+    """One user's monthly tokens at these prices per million tokens."""
     inp = w.monthly_input_tokens
-    return (
-        inp * (1 - w.cache_hit_rate) * price.input_usd_per_mtok.value
-        + inp * w.cache_hit_rate * cached_price.value
-        + w.monthly_output_tokens * price.output_usd_per_mtok.value
-    ) / 1e6
+    return (inp * (1 - w.cache_hit_rate) * input_usd_per_mtok + inp * w.cache_hit_rate * cached_input_usd_per_mtok
+            + w.monthly_output_tokens * output_usd_per_mtok) / 1e6
 
 
 def payback_months(capex_usd: float, operating_cash_usd: float) -> float | None:

@@ -243,6 +243,9 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
     alt = api_price(catalog, s.model, m.api_alternative) if m.api_alternative else same
     same_user = money.api_cost_per_user_usd(w, same) if same else None
     alt_user = money.api_cost_per_user_usd(w, alt) if alt else None
+    if m.api_input_usd_per_mtok is not None and m.api_output_usd_per_mtok is not None:  # the user's own API prices
+        cached = m.api_input_usd_per_mtok if m.api_cached_input_usd_per_mtok is None else m.api_cached_input_usd_per_mtok
+        alt, alt_user = None, money.api_cost_per_user_at(w, m.api_input_usd_per_mtok, cached, m.api_output_usd_per_mtok)
     note = f"no API price for {s.model} in the catalogue: quote-based outputs are left empty" if same is None else None
     quote_user = same_user * m.quote_multiplier if same_user is not None else None
     billing = served * quote_user if quote_user is not None else 0.0
@@ -270,7 +273,11 @@ class _Rent:
 
 
 def _rent(catalog: Catalog, s: Scenario, hw: Hardware, rates: MoneyRates, costs: _Costs) -> _Rent:
-    listing, hourly, note = rental(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
+    if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
+        listing, hourly = None, s.money.rent_usd_per_gpu_hour
+        note = f"rent: your rate of ${hourly:,.2f} per GPU-hour"
+    else:
+        listing, hourly, note = rental(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
     rent_month = hourly * costs.gpus * money.HOURS_PER_MONTH if hourly is not None else None
     operating = costs.operating_usd_per_month
     return _Rent(listing.id if listing else None, rent_month,
@@ -367,11 +374,19 @@ def _route_figures(s: Scenario, size: _Sizing, costs: _Costs, quotes: _Quotes, r
     )
 
 
+def _own_api_note(m: MoneyInputs) -> str | None:
+    if m.api_input_usd_per_mtok is None or m.api_output_usd_per_mtok is None:
+        return None
+    cached = m.api_input_usd_per_mtok if m.api_cached_input_usd_per_mtok is None else m.api_cached_input_usd_per_mtok
+    return (f"API compared with: your prices per million tokens, ${m.api_input_usd_per_mtok:,.4g} input "
+            f"(${cached:,.4g} cached), ${m.api_output_usd_per_mtok:,.4g} output")
+
+
 def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: _Costs, quotes: _Quotes,
                  rent: _Rent) -> tuple[str, ...]:
     """What the plan assumed, in the order its steps assumed it, each once."""
     per_loadout, r = size.systems_per_loadout, rates
-    notes = [*size.notes, costs.power_note, quotes.note, rent.note]
+    notes = [*size.notes, costs.power_note, quotes.note, _own_api_note(s.money), rent.note]
     notes += [
         f"capex: {costs.capex_basis}; {size.loadouts} loadout(s) of {size.loadout_gpus} GPUs"
         + (f" ({per_loadout} × {hw.label} each: one replica of {s.model} needs more GPUs than one system has; "

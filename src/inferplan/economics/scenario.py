@@ -91,8 +91,30 @@ class MoneyInputs(Input):
     quote_multiplier: float = Field(1.0, gt=0, le=100, description="private quote = same-model API price × this")
     api_alternative: str | None = Field(None, description="api price id to compare with (default: the same model's)")
     rental: str | None = Field(None, description="rental price id (default: the median on-demand listing for the GPU)")
+    rent_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000, description=(
+        "your own rental rate (reserved or negotiated), compared with in place of a catalogue listing"))
+    api_input_usd_per_mtok: float | None = Field(None, ge=0, le=10_000, description=(
+        "your own API's price per million uncached input tokens, the API compared with (with api_output_usd_per_mtok)"))
+    api_cached_input_usd_per_mtok: float | None = Field(None, ge=0, le=10_000, description=(
+        "your own API's price per million cached input tokens (default: the uncached price)"))
+    api_output_usd_per_mtok: float | None = Field(None, ge=0, le=10_000, description=(
+        "your own API's price per million output tokens, the API compared with (with api_input_usd_per_mtok)"))
     migration_cost_usd: float | None = Field(None, ge=0, le=1e9, description="one-off cost to port to another stack")
     migration_target_usd_per_mtok: float | None = Field(None, ge=0, le=1e4)
+
+
+    @model_validator(mode="after")
+    def _one_of_each_price(self) -> "MoneyInputs":
+        if self.rent_usd_per_gpu_hour is not None and self.rental is not None:
+            raise ValueError("rent_usd_per_gpu_hour: give your own rate or a listing (rental), not both")
+        own_api = [n for n in ("api_input_usd_per_mtok", "api_cached_input_usd_per_mtok", "api_output_usd_per_mtok")
+                   if getattr(self, n) is not None]
+        if own_api and self.api_alternative is not None:
+            raise ValueError(f"{own_api[0]}: give your own API prices or a catalogue one (api_alternative), not both")
+        if own_api and (self.api_input_usd_per_mtok is None or self.api_output_usd_per_mtok is None):
+            missing = "api_input_usd_per_mtok" if self.api_input_usd_per_mtok is None else "api_output_usd_per_mtok"
+            raise ValueError(f"{missing}: your own API needs both its input and its output price")
+        return self
 
 
 class Scenario(Input):
