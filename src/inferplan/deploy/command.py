@@ -298,8 +298,18 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
         if value is None:
             continue
         rule = _rule(flags, setting)
+        if rule.whole_number and isinstance(value, float):
+            value = _whole(flags, setting, value)
         argv += [switch for switch in rule.switches if switch not in argv] + _emit(rule, value)
     return argv
+
+
+def _whole(flags: EngineFlags, setting: str, value: float) -> int:
+    """``value`` as the integer an engine that parses it with ``type=int`` takes."""
+    if not value.is_integer():
+        raise UnsupportedSettingError(f"{flags.engine} takes {setting} as a whole number, not {value:g}", field=setting,
+                                      allowed="a whole number")
+    return int(value)
 
 
 def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:
