@@ -56,9 +56,10 @@ def test_llamacpp_ctx_size_gives_every_slot_max_model_len(catalog, slots):
     assert int(_value(argv, "--ctx-size")) // int(_value(argv, "--parallel")) == 1300
 
 
-def test_llamacpp_without_slots_asks_for_max_model_len(catalog):
+def test_llamacpp_without_slots_asks_for_max_model_len_in_one_stated_slot(catalog):
+    """One slot, as the plan prices it, stated: builds whose slot count defaults to auto open their own."""
     argv = launch_command(Deployment(**LLAMA), catalog).argv
-    assert _value(argv, "--ctx-size") == "1300" and "--parallel" not in argv
+    assert _value(argv, "--ctx-size") == "1300" and _value(argv, "--parallel") == "1"
 
 
 @pytest.mark.parametrize("slots", [2, 4])

@@ -128,7 +128,7 @@ def test_the_launch_command_runs_the_method_the_plan_priced(catalog):
     from inferplan.deploy import launch_command
     from inferplan.errors import UnsupportedSettingError
 
-    argv = launch_command(Deployment(**DSV3, kt_method="AMXINT4"), catalog).argv
+    argv = launch_command(Deployment(**{**DSV3, "quantization": "fp8-block"}, kt_method="AMXINT4"), catalog).argv
     assert argv[argv.index("--kt-method") + 1] == "AMXINT4"
     argv = launch_command(Deployment(**DSV3), catalog).argv
     assert argv[argv.index("--kt-method") + 1] == kt_path(catalog, None, None, "gguf-q4_k_m").kt_methods[0] == "LLAMAFILE"

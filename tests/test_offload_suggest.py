@@ -100,9 +100,15 @@ def test_host_ram_too_small_for_any_offload_is_said_instead(catalog):
 
 def test_no_offload_is_suggested_where_there_is_no_separate_host_ram_or_no_weight_offload(catalog):
     unified = fit_or_suggest(Deployment(model="deepseek-v3", gpu="m4-max", **LLAMACPP_Q4, host_memory_gb=64), catalog)
-    no_weight_offload = fit_or_suggest(Deployment(model="llama-3.1-70b", gpu="L40S", engine="sglang"), catalog)
+    no_weight_offload = fit_or_suggest(Deployment(model="llama-3.1-70b", gpu="L40S", engine="trtllm"), catalog)
     for r in (unified, no_weight_offload):
         assert not r.fits and _offload(r) is None and r.offload_note is None
+
+
+def test_sglang_gets_a_cpu_offload_gb_suggestion_in_its_own_name(catalog):
+    r = fit_or_suggest(Deployment(model="llama-3.1-70b", gpu="L40S", engine="sglang", host_memory_gb=256), catalog)
+    found = _offload(r)
+    assert found is not None and "cpu_offload_gb" in found.changes and "SGLang --cpu-offload-gb" in found.summary
 
 
 def test_a_deployment_that_fits_gets_no_offload_answer(catalog):

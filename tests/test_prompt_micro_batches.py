@@ -127,7 +127,7 @@ def test_a_prompt_costs_the_same_alone_and_in_the_serving_cycle():
     only would make TTFT at 2 requests shorter than at 1)."""
     from inferplan.performance.serving import estimate
 
-    d = Deployment(model="gpt-oss-120b", gpu="gb10", engine="llamacpp", quantization="gguf-mxfp4-moe")
+    d = Deployment(model="gpt-oss-120b", gpu="gb10", engine="llamacpp", quantization="gguf-mxfp4-moe", max_num_seqs=2)
     out = 256
     one = estimate(d, Workload(input_len=8192, output_len=out, concurrency=1), CATALOG)
     assert one.output_tokens_per_s_total == pytest.approx(out / (one.ttft_s + (out - 1) * one.tpot_s), rel=0.02)

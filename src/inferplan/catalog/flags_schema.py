@@ -45,6 +45,7 @@ class FlagRule(Frozen):
     # the context all --parallel slots share: max_model_len × max_num_seqs gives each slot max_model_len)
     multiplied_by: Setting | None = None
     values: dict[str, str] = {}  # inferplan id -> the engine's value; empty: the value as given
+    whole_number: bool = False  # the engine parses the value as an integer (argparse type=int)
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
     # quantization: the checkpoint precisions a load-time value is made from (bf16, fp16)

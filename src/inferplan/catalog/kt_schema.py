@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from inferplan.catalog.provenance import FlopPerS, Ratio, Seconds
+from inferplan.catalog.provenance import Bits, FlopPerS, Ratio, Seconds
 from inferplan.catalog.schema import SLUG, Frozen
 
 # replicate: one copy of the experts per NUMA node, each socket's threads read their own (v0.2 USE_NUMA=1);
@@ -28,6 +28,27 @@ class KtRatePoint(Frozen):
 
     tokens_per_expert: float = Field(gt=0)
     flop_per_s: FlopPerS
+
+
+class KtExpertFormat(Frozen):
+    """How one ``--kt-method`` holds the CPU's routed experts in host RAM, and the GPU weight formats
+    (``quantization`` ids) it runs beside."""
+
+    kt_method: str
+    # converted (AMXINT4 / AMXINT8): kt-kernel's convert_cpu_weights.py writes each expert matrix at
+    # weight_bits per weight plus one scale per output row; None: the CPU reads the checkpoint's own
+    # experts, at the deployment's weight format
+    weight_bits: Bits | None = None
+    scale_bits_per_output_row: Bits | None = None
+    gpu_formats: tuple[str, ...] = Field(min_length=1)
+    source: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> "KtExpertFormat":
+        if (self.weight_bits is None) != (self.scale_bits_per_output_row is None):
+            raise ValueError("weight_bits and scale_bits_per_output_row go together")
+        return self
 
 
 class KtCpuPath(Frozen):
@@ -48,10 +69,14 @@ class KtCpuPath(Frozen):
     # time each MoE layer's GPU-to-CPU-and-back hand-over adds to a step when the two sides take turns
     # (hidden state copied to host, the CPU task submitted and waited for, the output copied back); None: none
     layer_handover_s: Seconds | None = None
+    # per method, what the experts take in host RAM (none listed: the deployment's weight format)
+    expert_formats: tuple[KtExpertFormat, ...] = ()
 
     @model_validator(mode="after")
     def _ascending(self) -> "KtCpuPath":
         xs = [p.tokens_per_expert for p in self.prefill_flop_per_s]
         if xs != sorted(set(xs)):
             raise ValueError("prefill_flop_per_s: tokens_per_expert must be strictly ascending")
+        if any(f.kt_method not in self.kt_methods for f in self.expert_formats):
+            raise ValueError("expert_formats: every kt_method must be one of the path's kt_methods")
         return self

@@ -11,9 +11,12 @@ from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec, looks_like_path
 from inferplan.catalog.schema import Checkpoint, ModelCard
-from inferplan.errors import UnknownModelError, UnsupportedSettingError
+from inferplan.errors import InferplanError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.precision import planned_quantization
+from inferplan.memory.resolve import resolve_model
 
 
 GGUF_PREFIX = "gguf-"  # quantization ids of GGUF files (quantizations.yaml)
@@ -31,10 +34,20 @@ class ServedModel:
 def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedModel:
     card = _card(d, catalog)
     quant = catalog.quantization(d.quantization, field_name="quantization").id if d.quantization else None
-    made_with = _made_with(catalog, flags.engine, quant)
     if flags.model_source == "gguf_file":
-        return _gguf(d, card, quant, flags, made_with)
-    return _hf_repo(d, card, quant, flags, made_with)
+        spec = _spec(d, catalog)
+        quant = quant or (planned_quantization(catalog, d, spec, flags.engine) if spec else None)  # as fit plans it
+        made_with = _made_with(catalog, flags.engine, quant)
+        return _gguf(d, card, quant, flags, made_with) if card else _gguf_as_named(d, spec, quant, flags, made_with)
+    return _hf_repo(d, card, quant, flags, _made_with(catalog, flags.engine, quant))
+
+
+def _spec(d: Deployment, catalog: Catalog) -> ModelSpec | None:
+    """The model as fit resolves it (a card, a config.json, a cached repo); None: it cannot."""
+    try:
+        return resolve_model(catalog, d.model)
+    except InferplanError:
+        return None
 
 
 def _made_with(catalog: Catalog, engine: str, quant: str | None) -> str:
@@ -82,9 +95,7 @@ def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: En
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 
-def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
-    if card is None:
-        return _gguf_as_named(d, quant, flags)
+def _gguf(d: Deployment, card: ModelCard, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
     quant = quant or (card.checkpoints[0].quantization if card.checkpoints else None)  # the plan's own precision
     if quant is None:
         placeholder = f"<{card.id}.gguf>"
@@ -99,11 +110,20 @@ def _gguf(d: Deployment, card: ModelCard | None, quant: str | None, flags: Engin
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 
-def _gguf_as_named(d: Deployment, quant: str | None, flags: EngineFlags) -> ServedModel:
-    """A model the catalogue lacks: a .gguf path as given, or a Hugging Face GGUF repo with the planned type."""
+def _gguf_as_named(d: Deployment, spec: ModelSpec | None, quant: str | None, flags: EngineFlags,
+                   made_with: str) -> ServedModel:
+    """A model the catalogue lacks: a .gguf path as given; a local config.json or model folder (not a
+    GGUF file) as a placeholder for the GGUF file made from it; else a Hugging Face GGUF repo with the
+    planned type."""
     if quant is None or d.model.endswith(".gguf") or not flags.hf_repo_flag:
         note = f"{d.model} is not in the catalogue: served as given (a GGUF file)"
         return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
+    if looks_like_path(d.model):
+        tag = _gguf_tag(quant, flags)
+        placeholder = f"<{spec.name if spec else 'model'}-{tag}.gguf>"
+        note = (f"{d.model} is a local config, not a GGUF file: replace {placeholder} with the path of its {tag} GGUF"
+                f"{made_with}")
+        return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
     source = f"{d.model}:{_gguf_tag(quant, flags)}"
     note = f"{d.model} is not in the catalogue: taken as a Hugging Face repository of GGUF files"
     return ServedModel((flags.hf_repo_flag, source), source, quant, True, (note,))

@@ -129,7 +129,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _kv_args(d, catalog, flags, options)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
-        value = getattr(d, setting)
+        value = _stated_or_default(d, flags, setting)
         if value is not None:
             rule = _rule(flags, setting)
             argv += _emit(rule, value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value)
@@ -293,13 +293,30 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
         if rule is not None and value is not None and rule.requires and getattr(d, rule.requires) is None:
             raise UnsupportedSettingError(f"{flags.engine} takes {setting} only with {rule.requires}", field=setting,
                                           allowed=f"state {rule.requires} too, or leave {setting} out")
-        if value is None and rule is not None and rule.default_with and getattr(d, rule.default_with) is not None:
-            value = rule.default
+        value = _stated_or_default(d, flags, setting)
         if value is None:
             continue
         rule = _rule(flags, setting)
+        if rule.whole_number and isinstance(value, float):
+            value = _whole(flags, setting, value)
         argv += [switch for switch in rule.switches if switch not in argv] + _emit(rule, value)
     return argv
+
+
+def _stated_or_default(d: Deployment, flags: EngineFlags, setting: str) -> object:
+    """``d``'s value of a setting, else the rule's ``default`` where its ``default_with`` is stated."""
+    value, rule = getattr(d, setting), flags.settings.get(setting)
+    if value is None and rule is not None and rule.default_with and getattr(d, rule.default_with) is not None:
+        return rule.default
+    return value
+
+
+def _whole(flags: EngineFlags, setting: str, value: float) -> int:
+    """``value`` as the integer an engine that parses it with ``type=int`` takes."""
+    if not value.is_integer():
+        raise UnsupportedSettingError(f"{flags.engine} takes {setting} as a whole number, not {value:g}", field=setting,
+                                      allowed="a whole number")
+    return int(value)
 
 
 def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:

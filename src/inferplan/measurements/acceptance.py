@@ -21,6 +21,7 @@ from inferplan.deploy import LaunchCommand, launch_command
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.slots import most_slots
 from inferplan.memory.resolve import resolve_model
 from inferplan.performance.serving import estimate
 
@@ -81,6 +82,16 @@ def _launch(cmd: LaunchCommand) -> Command:
                    source=LAUNCH_FROM)
 
 
+def _levels(d: Deployment, inp: int, out: int, sweep: tuple[int, ...], catalog: Catalog) -> tuple[int, ...]:
+    """The sweep's concurrencies ``d`` holds: as many requests as its KV cache holds at once; for an
+    engine started with a context per slot and no slot count stated (llama.cpp), as many slots as fit."""
+    most = most_slots(d, catalog, max(sweep))
+    if most is None:
+        most = estimate(d, Workload(input_len=inp, output_len=out, concurrency="max"), catalog,
+                        use_profiles=False).max_concurrency
+    return tuple(c for c in sweep if c <= most) or (1,)
+
+
 def _holding(d: Deployment, levels: tuple[int, ...], catalog: Catalog) -> Deployment:
     """``d`` started to hold the most requests its benchmarks send at once: an engine whose context
     flag is shared by its slots (llama.cpp's --ctx-size is max_model_len × --parallel, a flag record
@@ -116,9 +127,8 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     out = output_len or int(preset.output_tokens_per_request.value)
     spec = resolve_model(catalog, d.model)
     d = d.model_copy(update={"max_model_len": d.max_model_len or inp + out})
-    most = estimate(d, Workload(input_len=inp, output_len=out, concurrency="max"), catalog, use_profiles=False)
     data = clients()
-    levels = tuple(c for c in data["concurrency_sweep"] if c <= most.max_concurrency) or (1,)
+    levels = _levels(d, inp, out, tuple(data["concurrency_sweep"]), catalog)
     card = catalog.model(spec.id) if spec.id in catalog.models else None
     repo = next((k.repo for k in (card.checkpoints if card else ()) if k.repo and k.quantization == spec.native_quantization),
                 None) or next((k.repo for k in (card.checkpoints if card else ()) if k.repo), spec.id)

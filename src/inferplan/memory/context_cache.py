@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.units import MiB
 
@@ -27,6 +29,12 @@ class ContextKv:
     bytes_per_gpu: float
     fits: bool  # the room weights, buffers and runtime leave holds it
     note: str
+    room_bytes: float = math.inf  # what weights, buffers and runtime leave for it, per GPU
+
+    @property
+    def shortfall_bytes_per_gpu(self) -> float:
+        """What the room lacks for the whole cache (0 when it holds it)."""
+        return max(self.bytes_per_gpu - self.room_bytes, 0.0)
 
 
 def padded_context(rule: ContextCache, tokens: int, flash_attention: bool) -> int:
@@ -60,7 +68,15 @@ def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attentio
         f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
     return ContextKv(cells, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} cells "
                                            f"(a multiple of {rule.padding(flash_attention)}), "
-                                           f"{per_gpu / MiB:,.2f} MiB per GPU{room}")
+                                           f"{per_gpu / MiB:,.2f} MiB per GPU{room}", room_bytes)
+
+
+def context_slots(catalog: Catalog, d: Deployment, engine: str) -> int | None:
+    """The sequences an engine that allocates its context per sequence is started for (llama-server's
+    --parallel slots, each ``max_model_len`` of the cache's cells): ``max_num_seqs``, else one. That is
+    all it runs at once, whatever memory is left over. None: the engine's cache is not sized so."""
+    rule = memory_rule(catalog, engine, d.engine_version).context_cache
+    return context_sequences(rule, d.max_num_seqs) if rule is not None and rule.per_sequence else None
 
 
 def compute_buffer_bytes(graph: ComputeGraph, catalog: Catalog, arch: Architecture, *, context_tokens: int,

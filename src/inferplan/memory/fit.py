@@ -187,8 +187,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         kv_cache_needed_bytes_per_gpu=needed,
         largest_context_tokens=held.largest, concurrency=d.concurrency,
-        shortfall_bytes=0.0 if gpu_fits else stage_shortfall(layout, rooms, held.max_len, settings.block_tokens,
-                                                              needed - budget.kv_bytes_per_gpu),
+        shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
+            layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,

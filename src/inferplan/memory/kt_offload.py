@@ -5,9 +5,12 @@ dense layers and the KV cache stay on the GPU; of each mixture-of-experts layer'
 ``--kt-num-gpu-experts`` stay on the GPU and the others sit in host RAM, where kt-kernel's AMX /
 AVX-512 / llamafile kernels run them (``--kt-num-gpu-experts``: "Number of GPU experts per MoE
 layer", kvcache-ai/sglang server_args.py; engines.yaml sources). Which engine takes the field is data:
-``engines.yaml`` ``offload_settings``. The CPU copy of the experts is priced at the deployment's
-weight format (kt-kernel converts it to AMX INT4/INT8 or reads a GGUF file of that format); a release
-that keeps a copy per NUMA node (v0.2 USE_NUMA=1) holds it once per socket (memory/kt_host.py).
+``engines.yaml`` ``offload_settings``. The CPU copy of the experts takes the bytes of its ``--kt-method``'s format
+(kt_cpu_paths.yaml ``expert_formats``), whatever the GPU part is served in: kt-kernel's AMXINT4 /
+AMXINT8 conversion writes 4 / 8 bits per weight and a 32-bit scale per output row; BF16, FP8,
+FP8_PERCHANNEL, RAWINT4 and LLAMAFILE read the checkpoint's (or GGUF file's) own experts, at the
+deployment's weight format. A release that keeps a copy per NUMA node (v0.2 USE_NUMA=1) holds it once
+per socket (memory/kt_host.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.kt_host import KtHost, kt_path
+from inferplan.catalog.architecture import Architecture, MoeDims
+from inferplan.catalog.kt_schema import KtExpertFormat
+from inferplan.memory.kt_host import KtHost, kt_expert_format, kt_path
 from inferplan.memory.offload import GIB, OffloadSplit
 from inferplan.memory.weights import WeightEstimate
 
@@ -41,8 +46,10 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
                                    f"{on_gpu} cannot stay on the GPU", field=FIELD,
                                    allowed=f"0..{moe.num_experts}")
     cpu_share = (moe.num_experts - on_gpu) / moe.num_experts
-    host_experts = w.expert_bytes * cpu_share
     arch = spec.architecture
+    fmt = kt_expert_format(catalog, d.kt_release, d.kt_method, w.quantization)
+    converted = fmt is not None and fmt.weight_bits is not None
+    host_experts = (converted_expert_bytes(fmt, arch, moe) if converted else w.expert_bytes) * cpu_share
     expert_params = arch.mlp_projections * (moe.latent_size or arch.hidden_size) * moe.expert_intermediate_size
     routed_params = moe.experts_per_token * expert_params * sum(moe.moe_layers)  # one token's routed experts
     flops_per_token = 2 * routed_params * cpu_share  # the CPU's share, with experts placed evenly
@@ -50,9 +57,26 @@ def kt_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, engine: EngineDe
                   moe.experts_per_token / moe.num_experts)
     copies = f", one copy on each of {host.expert_copies} NUMA nodes" if host.expert_copies > 1 else ""
     note = (f"--kt-num-gpu-experts {on_gpu}: {moe.num_experts - on_gpu} of {moe.num_experts} routed experts per layer "
-            f"({host_experts / GIB:.2f} GiB{copies}) in host RAM, run by the CPU ({host.path.name}); attention, shared experts, dense layers "
-            "and the KV cache on the GPU")
-    return OffloadSplit("kt", 0.0, host_experts, 0.0, host_experts / gpus_in_instance, note,
+            f"({host_experts / GIB:.2f} GiB{_format(fmt) if converted else ''}{copies}) in host RAM, run by the CPU "
+            f"({host.path.name}); attention, shared experts, dense layers and the KV cache on the GPU")
+    gpu_freed = w.expert_bytes * cpu_share / gpus_in_instance  # the GPU part's experts, in its own format
+    return OffloadSplit("kt", 0.0, host_experts, 0.0, gpu_freed, note,
                         d.host_memory_bandwidth_gb_per_s * 1e9 if d.host_memory_bandwidth_gb_per_s else None,
                         expert_flops_per_token=flops_per_token,
                         kt_host=host)
+
+
+def converted_expert_bytes(fmt: KtExpertFormat, arch: Architecture, moe: MoeDims) -> float:
+    """Bytes of every routed expert in kt-kernel's converted format: each matrix of n outputs and k
+    inputs takes n x k weights at ``weight_bits`` and one scale of ``scale_bits_per_output_row`` per
+    output (gate and up: n = the expert's intermediate size; down: n = the model width)."""
+    width = moe.latent_size or arch.hidden_size
+    weights = arch.mlp_projections * width * moe.expert_intermediate_size
+    rows = (arch.mlp_projections - 1) * moe.expert_intermediate_size + width
+    per_expert = (weights * fmt.weight_bits.value + rows * fmt.scale_bits_per_output_row.value) / 8
+    return per_expert * moe.num_experts * sum(moe.moe_layers)
+
+
+def _format(fmt: KtExpertFormat) -> str:
+    return (f" at {fmt.kt_method}: {fmt.weight_bits.value:g}-bit weights and a {fmt.scale_bits_per_output_row.value:g}-bit "
+            "scale per output row")

@@ -1,10 +1,10 @@
-"""Weights (and KV cache) kept in host RAM: llama.cpp ``-ngl`` / ``--n-cpu-moe``, vLLM ``--cpu-offload-gb``.
+"""Weights (and KV cache) kept in host RAM: llama.cpp ``-ngl`` / ``--n-cpu-moe``, vLLM and SGLang ``--cpu-offload-gb``.
 
 llama.cpp puts the last ``n_gpu_layers`` repeating layers on the GPU and runs the others on the CPU,
 their KV cache with them (unless ``--no-kv-offload``); the output layer goes to the GPU only when
 ``n_gpu_layers`` exceeds the repeating layers. ``--n-cpu-moe N`` keeps the routed-expert tensors of
-the first N layers in host RAM (llama.cpp PR #15077). vLLM's ``--cpu-offload-gb`` keeps that many GiB
-of each GPU's weights in host RAM and copies them to the GPU in every forward pass (engines.yaml
+the first N layers in host RAM (llama.cpp PR #15077). vLLM's and SGLang's ``--cpu-offload-gb`` keep that many GiB
+of each GPU's weights in host RAM and copy them to the GPU in every forward pass (engines.yaml
 sources). Which engine takes which field is data: ``engines.yaml`` ``offload_settings``.
 """
 

@@ -143,5 +143,5 @@ def _least_offload_gb(d: Deployment, catalog: Catalog, weights_bytes: float) -> 
     if hit is None:
         return None
     g, fit = hit
-    return _Found({"cpu_offload_gb": float(g)}, fit, f"vLLM --cpu-offload-gb {g}",
+    return _Found({"cpu_offload_gb": float(g)}, fit, f"{catalog.engine(d.engine).name} --cpu-offload-gb {g}",
                   f"keeps {g} GiB of each GPU's weights in host RAM, copied to the GPU in every forward pass")

@@ -3,6 +3,7 @@ against what the engine loads and the accelerator runs natively."""
 
 from __future__ import annotations
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
@@ -13,8 +14,7 @@ from inferplan.inputs.deployment import Deployment
 def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel: Accelerator, engine_id: str) -> tuple[Quantization, list[str]]:
     """The weights' format: the stated one, else the model's native checkpoint, else BF16; notes when the
     accelerator runs it through a fallback. Raises (field ``quantization``) when the engine does not load it."""
-    name = d.quantization or spec.native_quantization or "bf16"
-    quant = catalog.quantization(name)
+    quant = catalog.quantization(planned_quantization(catalog, d, spec, engine_id))
     notes = []
     if quant.native_format and quant.native_format not in accel.native_formats:
         notes.append(
@@ -30,6 +30,21 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
             allowed=loadable,
         )
     return quant, notes
+
+
+def planned_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, engine_id: str) -> str:
+    """The weight format a deployment runs: the stated one, else the model's native checkpoint (BF16
+    when unknown). An engine that loads GGUF files only (``engine_flags.yaml`` ``model_source``) runs
+    the native format where it has a GGUF type, else the model's published GGUF build (gpt-oss's
+    MXFP4_MOE file for its MXFP4 checkpoint), else the native format. fit, perf and deploy all
+    take the format from here."""
+    if d.quantization:
+        return d.quantization
+    native = spec.native_quantization or "bf16"
+    flags = flags_for(catalog, engine_id)
+    if flags is None or flags.model_source != "gguf_file" or native in flags.gguf_tags:
+        return native
+    return next((c.quantization for c in spec.checkpoints if c.quantization in flags.gguf_tags), native)
 
 
 def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> KvDtype:

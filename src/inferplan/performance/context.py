@@ -9,6 +9,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.mtp import with_mtp_draft
 from inferplan.memory.refusal import refuse_unfit
@@ -77,9 +78,12 @@ class ServingContext:
         # micro-batches of a round that each get the engine's batch limits: every one of the pp under
         # an engine that holds each micro-batch to them (TensorRT-LLM), else the round shares one set
         self.limited_batches = self.pp if self.mp.settings.limits_per_micro_batch else 1
-        # llama.cpp serves as many parallel slots as it is started with (-np); others cap at max_num_seqs
-        slots = (self.kv_limit if d.engine == "llamacpp" and d.max_num_seqs is None
-                 else self.mp.settings.max_num_seqs * self.limited_batches)
+        # llama.cpp runs the --parallel slots it is started with (max_num_seqs, else one), each holding
+        # max_model_len of the cache: those, not the memory left over, are what it serves at once
+        self.started_slots = started = context_slots(catalog, d, fit.engine)
+        if started is not None:
+            self.kv_limit = started
+        slots = started or self.mp.settings.max_num_seqs * self.limited_batches
         self.max_running = min(self.kv_limit, slots)
         if self.max_running < 1:
             raise InvalidScenarioError(

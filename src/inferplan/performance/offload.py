@@ -4,8 +4,8 @@ llama.cpp runs the layers (or experts) held in host RAM on the CPU, which stream
 the host's DRAM bandwidth (the routed experts a token picks at a lower share of it than whole layers:
 ``host-memory-expert-read-efficiency``); from a batch of ``llamacpp-op-offload-min-batch-tokens`` tokens on its
 CUDA back end copies them over PCIe and runs them on the GPU instead (PR #6083) — each micro-batch
-of a prompt pays that copy. vLLM's ``--cpu-offload-gb`` copies its offloaded weights over PCIe in
-every forward pass. The rates are offload.yaml's constants (the DRAM bandwidth may be stated per
+of a prompt pays that copy. vLLM's and SGLang's ``--cpu-offload-gb`` copy their offloaded weights over PCIe in
+every forward pass (SGLang's OffloaderV1 copies each offloaded layer as it is called, with no prefetch). The rates are offload.yaml's constants (the DRAM bandwidth may be stated per
 deployment); a step pays this time after its GPU work (the layers run in sequence).
 """
 

@@ -54,7 +54,8 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
     if concurrency > ctx.max_concurrency():
         raise InvalidScenarioError(
             f"concurrency {concurrency} does not fit: the KV cache holds {ctx.max_concurrency()} requests of "
-            f"{w.input_len}+{w.output_len} tokens on this deployment",
+            f"{w.input_len}+{w.output_len} tokens on this deployment"
+            + (" (the slots it is started with: max_num_seqs)" if ctx.started_slots else ""),
             field="concurrency",
             allowed=f"1..{ctx.max_concurrency()} or max",
         )

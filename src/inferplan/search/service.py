@@ -27,6 +27,7 @@ import numpy as np
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import plan_memory
+from inferplan.memory.slots import most_slots
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.serving import estimate
 from inferplan.inputs.workload import Workload
@@ -111,6 +112,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     ignored: the curve sweeps it). Errors are ``estimate``'s (the model does not fit, the request is
     longer than the context ...)."""
     catalog = catalog or load_catalog()
+    d = _with_slots(d, w, catalog)
     full = estimate(d, w.model_copy(update={"concurrency": "max"}), catalog, use_profiles=use_profiles)
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
@@ -137,6 +139,17 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
         tokens_per_step=lone.tokens_per_step, input_tokens=w.input_len, output_tokens=w.output_len,
         uncached_share=1 - w.prefix_cache_hit_rate, prefill_first=scheduling().prefill_first(full.engine),
     )
+
+
+SLOT_SEARCH_LIMIT = 1024  # the most slots tried for an engine started with a context per slot (a search bound)
+
+
+def _with_slots(d: Deployment, w: Workload, catalog: Catalog) -> Deployment:
+    """``d`` started with as many slots as fit where the engine allocates its context per slot and
+    ``d`` states none (llama.cpp): what it serves at once is the slots its launch opens."""
+    sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
+    slots = most_slots(sized, catalog, SLOT_SEARCH_LIMIT)
+    return d.model_copy(update={"max_num_seqs": slots}) if slots else d
 
 
 def _data_parallel(full: ServingEstimate) -> int:

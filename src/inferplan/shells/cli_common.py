@@ -65,7 +65,7 @@ KtGpuExpertsOpt = typer.Option(None, "--kt-num-gpu-experts", help="KTransformers
 KtMethodOpt = typer.Option(None, "--kt-method", help="KTransformers: CPU expert kernels, AMXINT4 | AMXINT8 | LLAMAFILE | BF16 | FP8 ... (default: what the launch command gives the weight format).")
 KtReleaseOpt = typer.Option(None, "--kt-release", help="KTransformers release priced: kt-kernel (SGLang, default) | v0.3-preview | v0.2.")
 HostSocketsOpt = typer.Option(None, "--host-sockets", help="CPU sockets (NUMA nodes) of the host running the experts (default 1).")
-CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM: GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
+CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM, SGLang (whole GiB): GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
 HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM available, GiB (required when offloading).")
 HostBwOpt = typer.Option(None, "--host-memory-bandwidth-gb-per-s", help="Host DRAM bandwidth, GB/s (default: dual-channel DDR5-5600).")
 KvOffloadOpt = typer.Option(None, "--kv-offloading-size", help="vLLM: GiB of host RAM for a second KV-cache tier (native or LMCache).")

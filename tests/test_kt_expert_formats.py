@@ -1,0 +1,81 @@
+"""KTransformers' CPU experts take the bytes of their --kt-method's format (kt_cpu_paths.yaml
+expert_formats), whatever the GPU part is served in: kt-kernel's AMXINT4 / AMXINT8 conversion writes
+4 / 8 bits per weight plus a 32-bit scale per output row (amx_buffers.hpp required_size); fit, its
+suggestions, perf and deploy all plan that split."""
+
+import pytest
+
+from inferplan.deploy import launch_command
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import fit
+from inferplan.memory.suggest import fit_or_suggest
+from inferplan.performance.serving import estimate
+
+GIB = 2**30
+QWEN = dict(model="qwen3-235b-a22b", gpu="rtx-4090", engine="ktransformers", host_memory_gb=256, max_model_len=32768)
+# Qwen3-235B-A22B: 94 MoE layers x 128 experts, each gate/up 1536 x 4096 and down 4096 x 1536 (config.json)
+EXPERTS = 94 * 128
+WEIGHTS_PER_EXPERT = 3 * 4096 * 1536
+ROWS_PER_EXPERT = 2 * 1536 + 4096
+
+
+@pytest.mark.parametrize("method, bits", [("AMXINT4", 4), ("AMXINT8", 8)])
+def test_amx_cpu_experts_take_their_own_bits_plus_a_scale_per_row_whatever_the_gpu_format(method, bits):
+    """Golden: the converted experts' bytes from the config's shapes and kt-kernel's buffer sizes."""
+    expected = EXPERTS * (WEIGHTS_PER_EXPERT * bits + ROWS_PER_EXPERT * 32) / 8
+    by_gpu_format = {q: fit(Deployment(**QWEN, kt_method=method, quantization=q)) for q in ("bf16", "fp8-block")}
+    for r in by_gpu_format.values():
+        assert r.host_memory_bytes_used == pytest.approx(expected, rel=1e-6)
+    assert by_gpu_format["fp8-block"].weights_bytes_per_gpu < 0.6 * by_gpu_format["bf16"].weights_bytes_per_gpu
+
+
+def test_the_reviewed_int4_setup_holds_its_experts_in_256_gib_of_host_ram():
+    r = fit(Deployment(**QWEN, kt_method="AMXINT4"))
+    assert 100 * GIB < r.host_memory_bytes_used < 110 * GIB < r.host_memory_budget_bytes
+
+
+def test_a_native_method_keeps_the_checkpoints_own_experts():
+    bf16 = fit(Deployment(**{**QWEN, "host_memory_gb": 512}, kt_method="BF16"))
+    int4 = fit(Deployment(**QWEN, kt_method="AMXINT4"))
+    assert bf16.host_memory_bytes_used > 3.9 * int4.host_memory_bytes_used
+
+
+def test_a_stated_method_that_does_not_go_with_the_gpu_format_is_refused_naming_the_ones_that_do():
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(**QWEN, kt_method="AMXINT4", quantization="gguf-q8_0"))
+    assert err.value.field == "kt_method" and err.value.allowed == "LLAMAFILE"
+
+
+def test_fits_suggestions_keep_a_format_the_stated_method_runs_beside_and_each_deploys(catalog):
+    r = fit_or_suggest(Deployment(**QWEN, kt_method="AMXINT4"), catalog)
+    amx = next(f for p in catalog.kt_cpu_paths for f in p.expert_formats if f.kt_method == "AMXINT4")
+    assert r.suggestions
+    for s in r.suggestions:
+        d = Deployment(**QWEN, kt_method="AMXINT4").model_copy(update=s.changes)
+        assert d.quantization is None or d.quantization in amx.gpu_formats, s.summary
+        argv = launch_command(d, catalog).argv
+        assert argv[argv.index("--kt-method") + 1] == "AMXINT4"
+        assert not argv[argv.index("--model-path") + 1].startswith("<")  # a published checkpoint
+
+
+def test_perf_streams_the_int4_experts_not_the_gpu_formats():
+    w = Workload(input_len=512, output_len=128, concurrency=1)
+    base = {**QWEN, "max_model_len": 8192, "host_memory_gb": 512}
+    int4 = estimate(Deployment(**base, kt_method="AMXINT4"), w, use_profiles=False)
+    bf16 = estimate(Deployment(**base, kt_method="BF16"), w, use_profiles=False)
+    # decode is host-memory-bound: a quarter of the bytes a token reads, well over twice the rate
+    assert int4.output_tokens_per_s_per_user > 2.5 * bf16.output_tokens_per_s_per_user
+
+
+def test_every_launch_pairing_of_format_and_method_is_one_the_plan_accepts(catalog):
+    from inferplan.catalog.flags_schema import flags_for
+
+    rule = flags_for(catalog, "ktransformers").settings["kt_method"]
+    formats = {f.kt_method: f for p in catalog.kt_cpu_paths if p.release == "kt-kernel" for f in p.expert_formats}
+    quantizations = {q.id for q in catalog.quantizations}
+    for quantization, method in rule.values.items():
+        assert quantization in formats[method].gpu_formats, (quantization, method)
+    for f in formats.values():
+        assert set(f.gpu_formats) <= quantizations
