@@ -32,7 +32,8 @@ from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, 
                                      stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
-from inferplan.memory.offload import (GIB, OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+from inferplan.memory.host_budget import host_memory_use
+from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.moe_layout import extra_weight_bytes
@@ -191,7 +192,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
-    host_used, host_budget, host_notes = _host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
+    host_used, host_budget, host_notes, host_origin = host_memory_use(catalog, d, hw, split, full_layout, held.max_len, w.estimate, engine, tier, gpus=gpus, gpu_kv_bytes_per_gpu=held.kv_gpu, gpu_bytes_per_gpu=w.per_gpu + budget.activation_bytes_per_gpu
+        + budget.overhead_bytes_per_gpu + budget.cuda_graph_bytes_per_gpu + (ctx.bytes_per_gpu if ctx else held.kv_gpu))
     assumptions += host_notes
     gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
     checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus), workspace_check(
@@ -218,7 +220,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         shortfall_bytes=0.0 if gpu_fits else _shortfall(layout, rooms, held.max_len, settings.block_tokens,
                                                          needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
-        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
+        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget, host_memory_origin=host_origin,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
@@ -227,37 +229,6 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
                       scale.scale.value if scale else 1.0)
-
-
-def _host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, max_len: int, w: WeightEstimate,
-                 engine: EngineDefaults, kv_tier: float) -> tuple[float, float | None, list[str]]:
-    """Host RAM the offloaded weights, the CPU layers' KV cache and a host KV tier take, the budget, and a
-    note when it is short."""
-    if split is None and not kv_tier:
-        return 0.0, None, []
-    if d.host_memory_gb is None:
-        raise InvalidScenarioError("weights or KV cache offloaded to host RAM: state how much host memory there is",
-                                   field="host_memory_gb", allowed="host RAM in GiB, e.g. 64")
-    lookup = w.embedding_bytes if engine.embeddings_on_host else 0.0
-    kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * layout_gpus(layout) if split else 0.0
-    weights = split.host_weight_bytes if split else 0.0
-    used = weights + kv + kv_tier + (lookup if split else 0.0)
-    budget = d.host_memory_gb * GIB
-    parts = [f"{weights / GIB:.2f} GiB of offloaded weights" if split else "",
-             f"{kv / GIB:.2f} GiB of the CPU layers' KV cache" if kv else "",
-             f"{kv_tier / GIB:.2f} GiB of host KV tier" if kv_tier else ""]
-    notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used: " + ", ".join(p for p in parts if p)]
-    if split and split.host_kv_fraction >= 1:
-        notes.append(f"no layer on the GPU: the whole KV cache ({max_len:,} tokens, llama.cpp's -c) is in host RAM")
-    if used > budget:
-        notes.append(f"host memory (host_memory_gb) short by {(used - budget) / GIB:.2f} GiB: it does not fit")
-    return used, budget, notes
-
-
-def layout_gpus(layout: KvLayout) -> float:
-    """GPUs a layout's per-GPU figures are spread over (its whole-instance bytes over one GPU's)."""
-    per_gpu = layout.growing_bytes_per_token_per_gpu + layout.window_bytes_per_token_per_gpu
-    return (layout.growing_bytes_per_token + layout.window_bytes_per_token) / per_gpu if per_gpu else 1.0
 
 
 def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
