@@ -103,3 +103,16 @@ def test_a_host_kv_tier_reloads_at_the_slower_of_the_link_and_the_host():
     assert slow > 1.5 * fast
     pcie4 = ServingContext(CATALOG, d.model_copy(update={"gpu": "a100-80gb"}), w)
     assert pcie4.host_kv_load_s > fast  # an A100's PCIe 4.0 link against the H100's 5.0
+
+
+def test_an_offloaded_estimate_quotes_the_offload_track_record():
+    from inferplan.performance.serving import estimate
+
+    d = Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
+                   n_cpu_moe=20, host_memory_gb=64)
+    est = estimate(d, Workload(input_len=512, output_len=128, concurrency=1), CATALOG)
+    kinds = {r.kind for r in est.validated}
+    assert kinds and kinds <= {"offload-decode", "offload-prefill"}
+    gpu_only = estimate(d.model_copy(update={"n_cpu_moe": None, "host_memory_gb": None, "model": "qwen3-8b"}),
+                        Workload(input_len=512, output_len=128, concurrency=1), CATALOG)
+    assert not {r.kind for r in gpu_only.validated} & {"offload-decode", "offload-prefill"}
