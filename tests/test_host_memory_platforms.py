@@ -58,6 +58,8 @@ def test_host_ram_filled_to_the_last_byte_does_not_fit():
     used = fit(Deployment(**base, host_memory_gb=1000), CATALOG).host_memory_bytes_used
     exact = fit(Deployment(**base, host_memory_gb=used / GiB), CATALOG)
     assert not exact.fits  # nothing left for the OS and the engine process
+    assert exact.host_memory_total_bytes == pytest.approx(used)
+    assert exact.host_memory_reserved_bytes == CATALOG.constant("host-memory-reserve-bytes")
     assert fit(Deployment(**base, host_memory_gb=used / GiB + 4.01), CATALOG).fits
 
 
@@ -116,3 +118,17 @@ def test_an_offloaded_estimate_quotes_the_offload_track_record():
     gpu_only = estimate(d.model_copy(update={"n_cpu_moe": None, "host_memory_gb": None, "model": "qwen3-8b"}),
                         Workload(input_len=512, output_len=128, concurrency=1), CATALOG)
     assert not {r.kind for r in gpu_only.validated} & {"offload-decode", "offload-prefill"}
+
+
+def test_fit_shows_the_ram_kept_for_the_os_and_the_unified_pool():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    args = ["fit", "--model", "qwen3-30b-a3b", "--gpu", "rtx-4090", "--engine", "llamacpp", "-q", "gguf-q4_k_m",
+            "--n-gpu-layers", "0", "--host-memory-gb", "64"]
+    out = " ".join(CliRunner().invoke(app, args, terminal_width=200).stdout.split())
+    assert "of 60.00 GiB (64.00 GiB less 4.00 GiB kept for the OS and the engine)" in out
+    unified = ["fit", "--model", "qwen3-235b-a22b", "--gpu", "gb10", "--engine", "llamacpp", "-q", "q4_k_m",
+               "--n-gpu-layers", "80", "--max-model-len", "32768"]
+    assert "unified memory (GPU and CPU)" in CliRunner().invoke(app, unified, terminal_width=200).stdout

@@ -92,10 +92,9 @@ def check_hicache_tier(d: Deployment, tier_bytes_per_gpu: float, device_kv_bytes
 
 def host_memory_use(catalog: Catalog, d: Deployment, hw: Hardware, split: OffloadSplit | None, layout: KvLayout,
                     max_len: int, w: WeightEstimate, engine: EngineDefaults, kv_tier: float, *,
-                    gpu_bytes_per_gpu: float, gpu_kv_bytes_per_gpu: float, gpus: int) -> tuple[float, float | None, list[str], str | None]:
+                    gpu_bytes_per_gpu: float, gpu_kv_bytes_per_gpu: float, gpus: int) -> tuple[float, float | None, list[str], HostPool | None]:
     """Host RAM the instance uses, the RAM it may use (the pool less what is kept back; None: nothing
-    in host RAM), the notes saying where each figure comes from, and where the RAM figure came from
-    (``HostPool.origin``; None: nothing in host RAM)."""
+    in host RAM), the notes saying where each figure comes from, and the pool (None: nothing in host RAM)."""
     if split is None and not kv_tier:
         return 0.0, None, [], None
     check_hicache_tier(d, kv_tier / gpus, gpu_kv_bytes_per_gpu)
@@ -120,7 +119,7 @@ def host_memory_use(catalog: Catalog, d: Deployment, hw: Hardware, split: Offloa
     if used > pool.available_bytes:
         field = "the accelerator's memory" if pool.origin == "unified" else "host memory (host_memory_gb)"
         notes.append(f"{field} short by {(used - pool.available_bytes) / GiB:.2f} GiB: it does not fit")
-    return used, pool.available_bytes, notes, pool.origin
+    return used, pool.available_bytes, notes, pool
 
 
 def _layout_gpus(layout: KvLayout) -> float:

@@ -205,6 +205,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
     if r.host_memory_budget_bytes is not None:
         console.print(f"  {'unified memory (GPU and CPU)' if r.host_memory_origin == 'unified' else 'host RAM'}: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
+                      + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
                       + (f"; host KV tier {r.host_kv_cache_tokens:,} tokens per instance" if r.host_kv_cache_tokens else ""),
                       highlight=False)
     if not r.fits:
