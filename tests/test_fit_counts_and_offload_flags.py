@@ -67,7 +67,7 @@ def test_perf_names_the_host_ram_when_it_is_what_is_short():
                    host_memory_gb=2)
     with pytest.raises(InvalidScenarioError) as err:
         ServingContext(CATALOG, d, Workload())
-    assert err.value.field == "host_memory_gb" and "host RAM" in str(err.value) and "of 2.00 GiB" in str(err.value)
+    assert err.value.field == "host_memory_gb" and "host RAM" in str(err.value) and "used of 0.00 GiB" in str(err.value)  # 2 GiB less the 4 GiB the OS and the engine keep
 
 
 def test_perf_on_one_gpu_with_no_count_given_says_so_and_lists_the_other_changes():

@@ -18,7 +18,7 @@ def test_ngl_moves_weights_and_kv_to_host():
     moved = full.weights_bytes_per_gpu - half.weights_bytes_per_gpu
     assert moved > 0.4 * full.weights_bytes_per_gpu
     assert half.host_memory_bytes_used >= moved  # the weights plus the CPU layers' KV cache
-    assert half.host_memory_budget_bytes == 64 * 2**30
+    assert half.host_memory_budget_bytes == 60 * 2**30  # 64 GiB less the 4 GiB kept for the OS and the engine
     assert half.sequence_bytes_per_gpu < 0.6 * full.sequence_bytes_per_gpu  # the GPU holds half the layers' KV
     assert half.fits
 

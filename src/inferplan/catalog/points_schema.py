@@ -186,7 +186,8 @@ class SpeedAccuracy(Frozen):
     --write``), so every estimate can say how far its family's predictions have missed."""
 
     family: str  # calibration family (performance.rates.calibration_family)
-    kind: Literal["decode", "decode-concurrent", "prefill", "throughput"]
+    # offload-*: deployments with weights in host RAM, scored apart from the GPU-only figures
+    kind: Literal["decode", "decode-concurrent", "prefill", "throughput", "offload-decode", "offload-prefill"]
     model: str | None = None  # a catalogue model's own record within the family; None: every model
     points: int = Field(ge=1)  # scored points
     median_abs_error: float = Field(ge=0)

@@ -115,6 +115,8 @@ class Accelerator(Frozen):
     native_formats: tuple[str, ...] = ()  # fp8, nvfp4, mxfp4, mxfp8, int8 ...
     scale_up: ScaleUp | None = None
     scale_out: ScaleOut | None = None  # the usual network of servers built on this part
+    # the card's own link to the host (PCIe), one direction: what host-RAM copies cross
+    host_link_bytes_per_s: BytesPerS | None = None
     tdp_w: Watts | None = None
     software: Software
     notes: tuple[str, ...] = ()
@@ -145,6 +147,8 @@ class System(Frozen):
     cooling: str | None = None
     price: PriceBand | None = None
     host: str | None = None
+    host_memory_bytes: Bytes | None = None  # the host's RAM (CPU memory), as the source states it
+    host_memory_bandwidth_bytes_per_s: BytesPerS | None = None  # the host's DRAM peak, all sockets' channels
     notes: tuple[str, ...] = ()
 
 

@@ -159,7 +159,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
                 hi = mid - 1
         best, meets = at(lo), True
     if best.source != "measured":
-        best = with_track_record(catalog, ctx.rates.family, best)
+        best = with_track_record(catalog, ctx.rates.family, best, offloaded=ctx.mp.offload is not None)
     par = ctx.mp.result.parallel
     return CellCapacity(
         gpus=par.gpus, tensor_parallel_size=par.tensor_parallel_size, pipeline_parallel_size=par.pipeline_parallel_size,

@@ -78,7 +78,7 @@ class Deployment(Input):
         description="KTransformers release whose CPU path is priced: kt-kernel (SGLang, the default), v0.3-preview or v0.2")
     host_sockets: int | None = Field(None, ge=1, le=16,
                                      description="CPU sockets (NUMA nodes) of the host running the experts (default 1)")
-    host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM available to the engine, GiB")
+    host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM of the machine, GiB (default: the system card's; refused on unified memory, where it is the accelerator's memory)")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
                                              description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")

@@ -22,7 +22,7 @@ from inferplan.memory.admission import planned_release, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
-from inferplan.memory.fit_held import host_memory, kv_held, planned_length, stage_shortfall
+from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings, fraction_scale
@@ -30,6 +30,7 @@ from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, 
                                      stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
+from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
@@ -161,7 +162,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
-    host_used, host_budget, host_notes = host_memory(d, split, full_layout, held.max_len, w.estimate, engine, tier)
+    host_used, host_budget, host_notes, host_pool = host_memory_use(catalog, d, hw, split, full_layout, held.max_len, w.estimate, engine, tier, gpus=gpus, gpu_kv_bytes_per_gpu=held.kv_gpu, gpu_bytes_per_gpu=w.per_gpu + budget.activation_bytes_per_gpu
+        + budget.overhead_bytes_per_gpu + budget.cuda_graph_bytes_per_gpu + (ctx.bytes_per_gpu if ctx else held.kv_gpu))
     assumptions += host_notes
     gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
     checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus), workspace_check(
@@ -190,7 +192,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
             layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
-        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
+        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget, host_memory_origin=host_pool and host_pool.origin,
+        host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,

@@ -7,13 +7,10 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.layout import ParallelPlan
-from inferplan.memory.offload import GIB, OffloadSplit
-from inferplan.memory.weights import WeightEstimate
 
 
 @dataclass(frozen=True)
@@ -70,34 +67,3 @@ def stage_shortfall(layout: KvLayout, rooms: list, tokens: int, block: int, othe
     if not rooms or len(rooms) != len(layout.stages):
         return otherwise
     return max(st.sequence_bytes_per_gpu(tokens, block) - r.kv_bytes_per_gpu for st, r in zip(layout.stages, rooms))
-
-
-def host_memory(d: Deployment, split: OffloadSplit | None, layout: KvLayout, max_len: int, w: WeightEstimate,
-                engine: EngineDefaults, kv_tier: float) -> tuple[float, float | None, list[str]]:
-    """Host RAM the offloaded weights, the CPU layers' KV cache and a host KV tier take, the budget, and a
-    note when it is short."""
-    if split is None and not kv_tier:
-        return 0.0, None, []
-    if d.host_memory_gb is None:
-        raise InvalidScenarioError("weights or KV cache offloaded to host RAM: state how much host memory there is",
-                                   field="host_memory_gb", allowed="host RAM in GiB, e.g. 64")
-    lookup = w.embedding_bytes if engine.embeddings_on_host else 0.0
-    kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * layout_gpus(layout) if split else 0.0
-    weights = split.host_weight_bytes if split else 0.0
-    used = weights + kv + kv_tier + (lookup if split else 0.0)
-    budget = d.host_memory_gb * GIB
-    parts = [f"{weights / GIB:.2f} GiB of offloaded weights" if split else "",
-             f"{kv / GIB:.2f} GiB of the CPU layers' KV cache" if kv else "",
-             f"{kv_tier / GIB:.2f} GiB of host KV tier" if kv_tier else ""]
-    notes = [f"host memory: {used / GIB:.2f} GiB of {budget / GIB:.2f} GiB used: " + ", ".join(p for p in parts if p)]
-    if split and split.host_kv_fraction >= 1:
-        notes.append(f"no layer on the GPU: the whole KV cache ({max_len:,} tokens, llama.cpp's -c) is in host RAM")
-    if used > budget:
-        notes.append(f"host memory (host_memory_gb) short by {(used - budget) / GIB:.2f} GiB: it does not fit")
-    return used, budget, notes
-
-
-def layout_gpus(layout: KvLayout) -> float:
-    """GPUs a layout's per-GPU figures are spread over (its whole-instance bytes over one GPU's)."""
-    per_gpu = layout.growing_bytes_per_token_per_gpu + layout.window_bytes_per_token_per_gpu
-    return (layout.growing_bytes_per_token + layout.window_bytes_per_token) / per_gpu if per_gpu else 1.0

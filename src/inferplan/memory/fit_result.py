@@ -72,7 +72,12 @@ class MemoryFit(BaseModel):
     offload_note: str | None = None
     # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
     host_memory_bytes_used: float = 0.0
-    host_memory_budget_bytes: float | None = None
+    host_memory_budget_bytes: float | None = None  # what may be used: the RAM less what the OS and engine keep
+    # where the RAM figure came from: stated (host_memory_gb), system (the system card), unified (the
+    # accelerator's own memory, GPU side counted in host_memory_bytes_used); None: nothing in host RAM
+    host_memory_origin: Literal["stated", "system", "unified"] | None = None
+    host_memory_total_bytes: float | None = None  # the RAM stated, on the system card, or the unified pool
+    host_memory_reserved_bytes: float = 0.0  # of that RAM, kept for the OS and the engine process (not in the budget)
     host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
     # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
     memory_rule_id: str = ""

@@ -21,6 +21,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
+from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.offload import GIB
 
 # host RAM the search assumes (GiB, Deployment's upper bound): enough for any offload, so a probe
@@ -68,16 +69,18 @@ def offload_answer(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> OffloadAn
 
 def _with_host(d: Deployment, found: _Found, catalog: Catalog) -> OffloadAnswer:
     """The suggestion at the deployment's host RAM, or at the host RAM it needs when none is stated."""
-    needed = found.fit.host_memory_bytes_used
+    needed = found.fit.host_memory_bytes_used + catalog.constant("host-memory-reserve-bytes")  # with what the OS keeps
     changes: dict[str, int | float | str | None] = dict(found.changes)
-    if d.host_memory_gb is None:
+    known = known_host_bytes(catalog, d)
+    if known is None:
         changes["host_memory_gb"] = max(1, math.ceil(needed / GIB))
-        host = f"it needs {changes['host_memory_gb']} GiB of host RAM: check the machine has it"
-    elif needed > d.host_memory_gb * GIB:
+        host = f"it needs {changes['host_memory_gb']} GiB of host RAM with what the OS and the engine keep: check the machine has it"
+    elif needed > known[0]:
         return OffloadAnswer(note=f"no weight offload fits the host RAM: the least that fits the GPU, {found.flag}, needs "
-                                  f"{needed / GIB:.1f} GiB of host RAM, more than the {d.host_memory_gb:g} GiB stated")
+                                  f"{needed / GIB:.1f} GiB of host RAM with what the OS and the engine keep, more than the "
+                                  f"{known[0] / GIB:g} GiB {known[1]}")
     else:
-        host = f"{needed / GIB:.1f} of the {d.host_memory_gb:g} GiB of host RAM"
+        host = f"{needed / GIB:.1f} of the {known[0] / GIB:g} GiB of host RAM {known[1]}, with what the OS and the engine keep"
     if _fits(d, changes, catalog, host_gb=None) is None:  # the command as suggested: never one that does not fit
         return OffloadAnswer()
     return OffloadAnswer(FitSuggestion(kind="offload", changes=changes,

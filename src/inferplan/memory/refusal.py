@@ -23,9 +23,15 @@ def refuse_unfit(fit: MemoryFit, d: Deployment) -> None:
         return
     budget = fit.host_memory_budget_bytes
     if budget is not None and fit.host_memory_bytes_used > budget and fit.shortfall_bytes <= 0:
+        if fit.host_memory_origin == "unified":  # one pool: moving weights to the CPU side frees nothing
+            raise InvalidScenarioError(
+                f"{fit.model} does not fit: {fit.accelerator}'s unified memory: {fit.host_memory_bytes_used / GiB:.2f} GiB "
+                f"used of {budget / GiB:.2f} GiB (the GPU side and what is offloaded share it)", field="gpu",
+                allowed="an accelerator with more memory, smaller weights or a shorter context")
         raise InvalidScenarioError(
             f"{fit.model} does not fit: host RAM: {fit.host_memory_bytes_used / GiB:.2f} GiB used of "
-            f"{budget / GiB:.2f} GiB (the weights and KV cache offloaded to host RAM)", field="host_memory_gb",
+            f"{budget / GiB:.2f} GiB{' (from the system card)' if fit.host_memory_origin == 'system' else ''} after what the OS "
+            "and the engine process keep (the weights and KV cache offloaded to host RAM)", field="host_memory_gb",
             allowed=f"at least {math.ceil(fit.host_memory_bytes_used / GiB)} GiB of host RAM, or fewer weights offloaded")
     smallest = fit.fewest_gpus_fit
     needs = "" if smallest is None else (

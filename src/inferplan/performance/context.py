@@ -69,7 +69,7 @@ class ServingContext:
         self.work: ModelWork = model_work(self.mp, catalog)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
-        self.host_kv_load_s = host_kv_load_s(self.mp, w, catalog)  # cached tokens coming back from a host KV tier
+        self.host_kv_load_s = host_kv_load_s(self.mp, w, catalog, d.host_memory_bandwidth_gb_per_s)  # from a host KV tier
         self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
         par = fit.parallel
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus

@@ -195,7 +195,7 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
     profile = find_profile(catalog, ctx.mp, w) if use_profiles else None
     result = model_estimate if profile is None else with_profile(ctx, model_estimate, profile)
     if result.source != "measured":
-        result = with_track_record(catalog, ctx.rates.family, result)
+        result = with_track_record(catalog, ctx.rates.family, result, offloaded=ctx.mp.offload is not None)
     result = with_measured_points(ctx, result) if use_profiles else result
     result = result.model_copy(update={"layout_note": ctx.mp.result.layout_note})
     return result.model_copy(update={"rate_note": rate_note(result, ctx.dp)})

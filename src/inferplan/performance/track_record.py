@@ -16,15 +16,19 @@ KIND_LABELS = {
     "decode-concurrent": "per-user decode with other requests in flight",
     "throughput": "aggregate throughput",
     "prefill": "prefill (TTFT, prompt tokens/s)",
+    "offload-decode": "decode with weights in host RAM",
+    "offload-prefill": "prefill with weights in host RAM",
 }
 
 
-def with_track_record(catalog: Catalog, family: str, est: ServingEstimate) -> ServingEstimate:
+def with_track_record(catalog: Catalog, family: str, est: ServingEstimate, *, offloaded: bool = False) -> ServingEstimate:
     """``est`` with how far the model has missed measured points of its engine family, for the
     figures an estimate at its concurrency gives — or a note that it has no such points — and, where
     the estimate's own model has enough points in the family, that model's record and which way
-    the predictions lean."""
-    kinds = ("decode", "prefill") if est.concurrency == 1 else ("decode-concurrent", "throughput", "prefill")
+    the predictions lean. With weights in host RAM (``offloaded``) the record is the offload points', which
+    are scored apart from the GPU-only ones."""
+    kinds = ("offload-decode", "offload-prefill") if offloaded else \
+        ("decode", "prefill") if est.concurrency == 1 else ("decode-concurrent", "throughput", "prefill")
     records, notes = [], []
     for kind in kinds:
         r = catalog.speed_accuracy.records.get(f"{family} {kind}")

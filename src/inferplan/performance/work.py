@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.loader import Catalog
-from inferplan.performance.offload import HostOffload, host_offload, pcie_bytes_per_s
+from inferplan.performance.offload import HostOffload, host_offload
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
@@ -255,7 +255,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
     held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
     dense_gpu = max(held - experts_gpu - mtp_experts_gpu - mtp_dense_gpu - lookup, 0.0)
-    host = host_offload(mp.offload, tp * pp, catalog, pcie_bytes_per_s(mp.accelerator))
+    host = host_offload(mp, tp * pp, catalog)
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
         dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - host.expert_bytes, 0.0)
     dispatch = 0.0
@@ -293,7 +293,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         hc_seams=hc_seams(arch) / pp if exact else 0.0,
         hc_bytes_per_token=hc_bytes_per_token(arch) / pp if exact else 0.0,
         residual_streams=arch.residual_streams if exact else 1,
-        notes=tuple(notes),
+        notes=(*notes, host.note) if host is not None else tuple(notes),
         host=host,
     )
 

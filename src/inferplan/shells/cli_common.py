@@ -66,7 +66,7 @@ KtMethodOpt = typer.Option(None, "--kt-method", help="KTransformers: CPU expert 
 KtReleaseOpt = typer.Option(None, "--kt-release", help="KTransformers release priced: kt-kernel (SGLang, default) | v0.3-preview | v0.2.")
 HostSocketsOpt = typer.Option(None, "--host-sockets", help="CPU sockets (NUMA nodes) of the host running the experts (default 1).")
 CpuOffloadOpt = typer.Option(None, "--cpu-offload-gb", help="vLLM, SGLang (whole GiB): GiB of weights per GPU kept in host RAM (copied to the GPU each step).")
-HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM available, GiB (required when offloading).")
+HostMemOpt = typer.Option(None, "--host-memory-gb", help="Host RAM, GiB (default: the --system card's; refused on unified memory).")
 HostBwOpt = typer.Option(None, "--host-memory-bandwidth-gb-per-s", help="Host DRAM bandwidth, GB/s (default: dual-channel DDR5-5600).")
 KvOffloadOpt = typer.Option(None, "--kv-offloading-size", help="vLLM: GiB of host RAM for a second KV-cache tier (native or LMCache).")
 HiCacheRatioOpt = typer.Option(None, "--hicache-ratio", help="SGLang HiCache: host KV pool as a multiple of the GPU KV pool.")

@@ -134,7 +134,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     if r.largest_context_tokens is not None:
         console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
     if r.host_memory_budget_bytes is not None:
-        console.print(f"  host RAM: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
+        console.print(f"  {'unified memory (GPU and CPU)' if r.host_memory_origin == 'unified' else 'host RAM'}: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
+                      + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
                       + (f"; host KV tier {r.host_kv_cache_tokens:,} tokens per instance" if r.host_kv_cache_tokens else ""),
                       highlight=False)
     if not r.fits:
@@ -143,7 +144,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         elif r.startup_note:
             console.print(f"  start-up: {r.startup_note}", highlight=False)
         else:
-            console.print("  host RAM is short (--host-memory-gb): more host memory, or fewer weights offloaded")
+            console.print("  unified memory is short: fewer layers or experts offloaded does not help, smaller weights or a shorter context do" if r.host_memory_origin == "unified" else "  host RAM is short (--host-memory-gb): more host memory, or fewer weights offloaded")
         if not r.smallest_fit and r.shortfall_bytes:
             console.print("  no TP/PP layout of this GPU that the engine launches holds it")
         if r.suggestions and d is not None:

@@ -36,7 +36,7 @@ KIND = {
     SpeedMetric.TOTAL_TOKENS_PER_S: "throughput",
 }
 CONCURRENT_DECODE = "decode-concurrent"  # per-user decode or TPOT with other requests in the batch
-OFFLOAD = "offload"  # weights in host RAM (-ngl, --n-cpu-moe, --cpu-offload-gb, KTransformers): scored apart, in no track record
+OFFLOAD = "offload"  # weights in host RAM (-ngl, --n-cpu-moe, --cpu-offload-gb, KTransformers): scored apart, their own track record
 KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput", "profile", f"{OFFLOAD}-decode", f"{OFFLOAD}-prefill")
 
 
@@ -193,7 +193,8 @@ def by_build_year(checks: tuple[SpeedCheck, ...]) -> tuple[BuildYear, ...]:
                  for year, errors in sorted(groups.items()))
 
 
-ACCURACY_KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput")  # the kinds of figure an estimate gives
+# the kinds of figure an estimate gives (with weights in host RAM: the offload kinds)
+ACCURACY_KINDS = ("decode", CONCURRENT_DECODE, "prefill", "throughput", f"{OFFLOAD}-decode", f"{OFFLOAD}-prefill")
 
 
 def estimate_kind(check: SpeedCheck) -> str | None:
