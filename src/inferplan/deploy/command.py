@@ -132,7 +132,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         value = getattr(d, setting)
         if value is not None:
             rule = _rule(flags, setting)
-            argv += _emit(rule, value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value)
+            value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
+            argv += _emit(rule, _per_rank_value(d, flags, rule, value))
     argv += _offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
@@ -164,6 +165,27 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                          script="\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))
+
+
+def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
+    """``value`` as the flag takes it under ``d``'s data parallelism: the instance total the plan states split
+    over the data-parallel ranks (rounded up) where the engine applies the flag to each rank
+    (``FlagRule.data_parallel``), else as given."""
+    dp = d.data_parallel_size or 1
+    if rule.data_parallel is None or dp < 2 or not isinstance(value, int):
+        return value
+    scope = rule.data_parallel.attention_dp if _runs_attention_dp(d, flags) else rule.data_parallel.copies
+    return -(-value // dp) if scope == "rank" else value
+
+
+def _runs_attention_dp(d: Deployment, flags: EngineFlags) -> bool:
+    """Whether the launcher runs ``d``'s data-parallel ranks as attention data parallelism (the DP flag folds
+    into the tensor-parallel ranks: SGLang with expert parallelism, TensorRT-LLM always), not whole copies."""
+    rule = flags.settings.get("data_parallel_size")
+    if rule is not None:
+        return rule.folds_into is not None and (rule.folds_with is None or bool(getattr(d, rule.folds_with)))
+    option = _option_rule(flags, "data_parallel_size")
+    return option is not None and option.folds_into is not None
 
 
 def _merge(options: dict, extra: dict) -> None:
