@@ -79,6 +79,14 @@ class FlagRule(Frozen):
     note: str | None = None
 
 
+class PlanBound(Frozen):
+    """A setting the launcher takes no flag for that only bounds what the plan counts (mlx_lm.server's context:
+    its KV cache grows with each request, so the plan's max_model_len is the longest request it sized for)."""
+
+    note: str  # what the engine does instead, said beside a command planned with the setting
+    source: str
+
+
 class OptionRule(Frozen):
     """One setting an engine takes from its options file: the key it is written at and its value."""
 
@@ -187,6 +195,7 @@ class EngineFlags(Frozen):
     gguf_tags_source: str | None = None
     launcher_source: str
     settings: dict[Setting, FlagRule] = {}
+    plan_bounds: dict[Setting, PlanBound] = {}  # no flag, but a plan's value only bounds the plan
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
     options_file: OptionsFile | None = None
@@ -252,6 +261,8 @@ class EngineFlags(Frozen):
         if self.takes_data_parallel() and cap is not None and cap.data_parallel is None:
             raise ValueError("an engine that takes a data-parallel size must say whether its max_num_seqs flag holds "
                              "per data-parallel rank or for the instance (data_parallel)")
+        if set(self.plan_bounds) & set(self.settings):
+            raise ValueError("a plan bound is a setting the launcher has no flag for, not one of its settings")
         unknown = sorted(set(self.named_flags()) - self.accepts())
         if unknown:
             raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
@@ -295,6 +306,7 @@ def check_engine_flags(catalog) -> None:
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
+                 *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
