@@ -68,7 +68,8 @@ def fit_cmd(
 @app.command("fits")
 def fits_cmd(
     models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every model with a config)."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerators (default: 80/96/141/288 GB GPUs)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerator types (default: 80/96/141/288 GB GPUs); a count goes in --gpu-count."),
+    gpu_count: int = typer.Option(1, "--gpu-count", min=1, max=64, help="GPUs of each --gpus type, run as one instance (default 1)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's checkpoint."),
     engine: str = EngineOpt,
@@ -80,10 +81,14 @@ def fits_cmd(
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
     from inferplan.memory.matrix import fits_matrix
 
+    for g in split_list(gpus, "--gpus") or []:  # here --gpus lists types: a number is a count given in its place
+        if g.strip().isdigit():
+            fail(f"--gpus: {g.strip()!r} is a number, not a GPU type; did you mean a count? (--gpu-count {g.strip()})",
+                 field="--gpus", allowed="GPU types, e.g. h100-sxm,rtx-4090")
     matrix = flagged_cells(run(
         fits_matrix, models=split_list(models, "--models"), gpus=split_list(gpus, "--gpus"), systems=split_list(systems, "--systems"),
         quantizations=split_list(quantizations, "--quantizations"), engine=engine, max_model_len=max_model_len,
-        kv_cache_dtype=kv_cache_dtype,
+        kv_cache_dtype=kv_cache_dtype, gpu_count=gpu_count,
     ))
     if as_json:
         emit_json(matrix)
