@@ -29,3 +29,17 @@ def test_every_speculative_and_prefix_cache_option_has_help(command):
     named = {p.opts[0]: p for p in params if p.opts[0] in ("--speculative-tokens", "--prefix-cache-hit-rate")}
     assert "--speculative-tokens" in named
     assert all(p.help for p in named.values()), [o for o, p in named.items() if not p.help]
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["fit", "--model", "qwen3-8b", "--gpu", "H100", "--moe-kernel", "marlin"], "--moe-kernel"),  # a dense model
+    ([*PERF, "--prefix-cache-host-share", "0.5"], "--prefix-cache-host-share"),  # no cached tokens to share
+])
+def test_a_setting_that_would_change_nothing_is_refused_naming_it(args, flag):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and r.stderr.startswith(f"error: {flag}:") and "(allowed: " in r.stderr, r.output
+
+
+def test_the_same_settings_where_they_apply_are_taken():
+    assert runner.invoke(app, ["fit", "--model", "gpt-oss-20b", "--gpu", "H100", "--moe-kernel", "triton"]).exit_code == 0
+    assert runner.invoke(app, [*PERF, "--prefix-cache-hit-rate", "0.5"]).exit_code == 0

@@ -37,6 +37,15 @@ class Workload(Input):
                                       {"allowed": "no acceptance rate, or 1 or more draft tokens per step beside it"})
         return value
 
+    @field_validator("prefix_cache_host_share")
+    @classmethod
+    def _only_with_hits(cls, value: float, info: ValidationInfo) -> float:
+        if value and not info.data.get("prefix_cache_hit_rate"):  # a share of no cached tokens would change nothing
+            raise PydanticCustomError("host_share_without_hits",
+                                      "a host share of cached tokens applies only with a prefix-cache hit rate above 0",
+                                      {"allowed": "0, or a prefix-cache hit rate above 0 beside it"})
+        return value
+
     @field_validator("concurrency", mode="before")
     @classmethod
     def _a_number_or_max(cls, value: object) -> object:
