@@ -40,13 +40,13 @@ def print_simulation(console: Console, result) -> None:
     table = Table(title=f"{result.load}: simulation ({plural(sim.requests, 'request')}, seed "
                         f"{sim.seed}, {plural(sim.replicas, 'replica')}, {sim.router}) "
                         "beside the approximation (ms)")
-    for col in ("", "p50 sim", "p50 approx", "p95 sim", "p95 approx", "p99 sim", "p99 approx"):
-        table.add_column(col, justify="right")
-    for metric in ("ttft", "tpot", "e2e"):
-        cells = []
-        for q in ("p50", "p95", "p99"):
-            cells += [_ms(getattr(result.simulation, f"{metric}_{q}_s")), _ms(getattr(result.approximation, f"{metric}_{q}_s"))]
-        table.add_row(metric.upper(), *cells)
+    # one row per percentile and source, one column per metric: fits 80 columns with 7-digit milliseconds
+    table.add_column("", no_wrap=True)
+    for metric in METRICS:
+        table.add_column(metric.upper(), justify="right", overflow="fold")
+    for q in ("p50", "p95", "p99"):
+        for source, figures in (("sim", result.simulation), ("approx", result.approximation)):
+            table.add_row(f"{q} {source}", *(_ms(getattr(figures, f"{metric}_{q}_s")) for metric in METRICS))
     console.print(table)
     a = result.approximation
     console.print(f"utilisation {_utilisation(a.utilisation)} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
@@ -54,6 +54,7 @@ def print_simulation(console: Console, result) -> None:
                   f"{result.simulation.requests_per_s:.2f} requests/s served in the simulation", highlight=False)
 
 
+METRICS = ("ttft", "tpot", "e2e")
 OVERLOAD_SHOWN = 100  # an offered load past this many times capacity is said as "over" it
 
 
