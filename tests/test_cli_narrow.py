@@ -71,6 +71,8 @@ def test_the_track_record_shows_every_point_id_whole(part):
                                   ("--model", "llama-3.3-70b", "--gpu", "RTX 4090", "--gpus", "2")])
 def test_a_fit_answer_keeps_each_figure_with_its_unit(args):
     env = {**os.environ, "COLUMNS": "80", "LINES": "50"}  # suggested commands stay whole lines, to be copied
-    out = subprocess.run([INFERPLAN, "fit", *args], env=env, capture_output=True, text=True, check=True).stdout
+    done = subprocess.run([INFERPLAN, "fit", *args], env=env, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr  # 1: the answer is "does not fit" (the 70B on two 4090s)
+    out = done.stdout
     assert "KV cache" in out
     assert not [line for line in out.splitlines() if re.match(r"\s*(GiB|GB|KiB|tokens)\b", line)]

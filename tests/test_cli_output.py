@@ -25,15 +25,19 @@ SCREEN_LINES = 40
 runner = CliRunner()
 
 
-def screen(*args: str) -> str:
+def screen(*args: str, status: int = 0) -> str:
     env = {**os.environ, "COLUMNS": "100", "LINES": "50"}
-    return subprocess.run([INFERPLAN, *args], env=env, capture_output=True, text=True, check=True).stdout
+    done = subprocess.run([INFERPLAN, *args], env=env, capture_output=True, text=True)
+    assert done.returncode == status, done.stderr
+    return done.stdout
 
 
 def as_json(*args: str) -> dict:
     r = runner.invoke(app, [*args, "--json"])
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
+    assert r.exit_code in (0, 1), r.output
+    answer = json.loads(r.stdout)
+    assert r.exit_code == (1 if args[0] == "fit" and answer.get("fits") is False else 0), r.output  # fit: 1 = no fit
+    return answer
 
 
 NO_FIT = ("fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--quantization", "gguf-q8_0",
@@ -50,7 +54,7 @@ DEFAULTS = {
 
 @pytest.mark.parametrize("name", DEFAULTS)
 def test_the_default_output_fits_one_screen_and_leads_with_the_answer(name):
-    out = screen(*DEFAULTS[name])
+    out = screen(*DEFAULTS[name], status=1 if name == "fit-no-fit" else 0)  # fit exits 1 when it does not fit
     lines = out.splitlines()
     assert len(lines) <= SCREEN_LINES, out
     first = lines[0]

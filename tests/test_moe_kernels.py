@@ -101,5 +101,7 @@ def test_a_moe_kernel_the_engine_lacks_is_refused_for_any_model(model, engine, k
     assert err.value.field == "moe_kernel"
 
 
-def test_a_moe_kernel_the_engine_has_is_taken_for_a_dense_model():
-    assert fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=4096, moe_kernel="marlin"), CATALOG).fits
+def test_a_moe_kernel_on_a_dense_model_is_refused_as_it_would_change_nothing():
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=4096, moe_kernel="marlin"), CATALOG)
+    assert err.value.field == "moe_kernel" and "dense" in str(err.value)

@@ -89,7 +89,7 @@ def test_the_cli_prints_the_reason_and_ready_commands():
     out = CliRunner().invoke(app, ["fit", "--model", "gpt-oss-20b", "--gpu", "h100-sxm", "--tensor-parallel-size", "2",
                                    "--engine-version", "0.19.0", "--gpu-memory-utilization", "0.95",
                                    "--max-model-len", "8192"], terminal_width=400)
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 1, out.output  # fit's status for "does not fit"
     assert "start-up:" in out.output and "GiB per GPU short" in out.output
     assert "--gpu-memory-utilization 0.94" in out.output and "--max-num-seqs " in out.output
 

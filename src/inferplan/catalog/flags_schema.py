@@ -34,6 +34,17 @@ Setting = Literal[
 SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]
 
 
+class RankScope(Frozen):
+    """Under data parallelism, whom a setting's value holds for: each data-parallel rank (``rank``: each runs
+    its own scheduler, so the plan's instance total is split over the ranks) or the whole instance. ``copies``
+    where the ranks are whole copies of the model, ``attention_dp`` where they run attention data-parallel over
+    shared experts (SGLang: --enable-dp-attention; TensorRT-LLM: enable_attention_dp)."""
+
+    copies: Literal["rank", "instance"]
+    attention_dp: Literal["rank", "instance"]
+    source: str
+
+
 class FlagRule(Frozen):
     """One setting: the flag(s) that take it and how inferplan's value becomes the engine's."""
 
@@ -64,8 +75,17 @@ class FlagRule(Frozen):
     # multiplied by it and ``switches`` are written after; ``folds_with``: only when that setting is set
     folds_into: Setting | None = None
     folds_with: Setting | None = None
+    data_parallel: RankScope | None = None  # max_num_seqs: per data-parallel rank or for the instance
     source: str
     note: str | None = None
+
+
+class PlanBound(Frozen):
+    """A setting the launcher takes no flag for that only bounds what the plan counts (mlx_lm.server's context:
+    its KV cache grows with each request, so the plan's max_model_len is the longest request it sized for)."""
+
+    note: str  # what the engine does instead, said beside a command planned with the setting
+    source: str
 
 
 class OptionRule(Frozen):
@@ -176,6 +196,7 @@ class EngineFlags(Frozen):
     gguf_tags_source: str | None = None
     launcher_source: str
     settings: dict[Setting, FlagRule] = {}
+    plan_bounds: dict[Setting, PlanBound] = {}  # no flag, but a plan's value only bounds the plan
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
     options_file: OptionsFile | None = None
@@ -230,8 +251,19 @@ class EngineFlags(Frozen):
             named += [f for f in d.worker_ports if f.startswith("-")]
         return tuple(named)
 
+    def takes_data_parallel(self) -> bool:
+        """Whether the launcher takes a data-parallel size (as a flag or in its options file)."""
+        return "data_parallel_size" in self.settings or bool(
+            self.options_file and "data_parallel_size" in self.options_file.settings)
+
     @model_validator(mode="after")
     def _flags_accepted(self) -> "EngineFlags":
+        cap = self.settings.get("max_num_seqs")
+        if self.takes_data_parallel() and cap is not None and cap.data_parallel is None:
+            raise ValueError("an engine that takes a data-parallel size must say whether its max_num_seqs flag holds "
+                             "per data-parallel rank or for the instance (data_parallel)")
+        if set(self.plan_bounds) & set(self.settings):
+            raise ValueError("a plan bound is a setting the launcher has no flag for, not one of its settings")
         unknown = sorted(set(self.named_flags()) - self.accepts())
         if unknown:
             raise ValueError(f"flags not in the engine's accepted list: {', '.join(unknown)}")
@@ -273,7 +305,10 @@ def check_engine_flags(catalog) -> None:
         named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
                  *([flags.gguf_tags_source] if flags.gguf_tags else []),
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
-                 *(r.source for r in flags.settings.values()), *(later.source for later in flags.accepted_later),
+                 *(r.source for r in flags.settings.values()),
+                 *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
+                 *(b.source for b in flags.plan_bounds.values()),
+                 *(later.source for later in flags.accepted_later),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
                  *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file

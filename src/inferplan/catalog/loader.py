@@ -130,6 +130,11 @@ class Catalog:
     architectures: dict[str, Architecture] = field(default_factory=dict)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
+        if name.strip().isdigit():  # a count typed where a name belongs would match a chip by its digits (trainium2)
+            raise UnknownHardwareError(f"{name.strip()!r} is a number, not an accelerator name (a GPU count is given "
+                                       "separately, as gpus)", field=field_name,
+                                       allowed="an accelerator id or name, e.g. h100-sxm or 'RTX 4090' "
+                                               "(inferplan catalog list accelerators)")
         return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
 
     def system(self, name: str, field_name: str = "system") -> System:

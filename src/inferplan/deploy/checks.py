@@ -19,11 +19,24 @@ from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.refusal import refuse_unfit
 
 
+def one_instance(d: Deployment) -> Deployment:
+    """``d`` as one of the copies it runs: a stated data-parallel size over a GPU count that is a whole number
+    (two or more) of TP × PP × DP instances is that many copies of the instance, each started by one command
+    (``--format k8s``: a replica each), as a search pick with replicas states it. Otherwise ``d``."""
+    if d.gpus is None or d.data_parallel_size is None:
+        return d
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
+    if d.gpus <= instance or d.gpus % instance:
+        return d
+    return d.model_copy(update={"gpus": instance})
+
+
 def check_deployable(d: Deployment, catalog: Catalog) -> None:
-    """Raise where ``fit`` or ``perf`` would refuse ``d``; a deployment naming no hardware is left
-    to the engine."""
+    """Raise where ``fit`` or ``perf`` would refuse ``d`` (each of its copies: ``one_instance``); a deployment
+    naming no hardware is left to the engine."""
     if d.gpu is None and d.system is None:
         return
+    d = one_instance(d)
     try:
         fit = plan_memory(d, catalog).result
     except UnknownModelError:

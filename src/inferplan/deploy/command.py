@@ -108,12 +108,15 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
-                   devices: tuple[int, ...] | None = None) -> LaunchCommand:
+                   devices: tuple[int, ...] | None = None, from_plan: bool = False) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
     (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
     workers on one host, which gives it its own further ports (``DisaggregationRule.worker_ports``);
-    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable)."""
+    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable). ``from_plan``: ``d``
+    is a plan's (a search pick), so a setting the launcher has no flag for that only bounds the plan
+    (``EngineFlags.plan_bounds``: MLX's context) is said in a note; a deployment as a user states it is refused
+    for it, as the command would not set what was asked."""
     catalog = catalog or load_catalog()
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
@@ -127,12 +130,16 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _parallel_args(d, flags, options)
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags, options)
+    bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
         value = _stated_or_default(d, flags, setting)
-        if value is not None:
+        if value is not None and from_plan and setting in flags.plan_bounds:
+            bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")
+        elif value is not None:
             rule = _rule(flags, setting)
-            argv += _emit(rule, value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value)
+            value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
+            argv += _emit(rule, _per_rank_value(d, flags, rule, value))
     argv += _offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
@@ -163,7 +170,28 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=text, files=files,
                          script="\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
-                         notes=(*served.notes, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))
+                         notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))
+
+
+def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
+    """``value`` as the flag takes it under ``d``'s data parallelism: the instance total the plan states split
+    over the data-parallel ranks (rounded up) where the engine applies the flag to each rank
+    (``FlagRule.data_parallel``), else as given."""
+    dp = d.data_parallel_size or 1
+    if rule.data_parallel is None or dp < 2 or not isinstance(value, int):
+        return value
+    scope = rule.data_parallel.attention_dp if _runs_attention_dp(d, flags) else rule.data_parallel.copies
+    return -(-value // dp) if scope == "rank" else value
+
+
+def _runs_attention_dp(d: Deployment, flags: EngineFlags) -> bool:
+    """Whether the launcher runs ``d``'s data-parallel ranks as attention data parallelism (the DP flag folds
+    into the tensor-parallel ranks: SGLang with expert parallelism, TensorRT-LLM always), not whole copies."""
+    rule = flags.settings.get("data_parallel_size")
+    if rule is not None:
+        return rule.folds_into is not None and (rule.folds_with is None or bool(getattr(d, rule.folds_with)))
+    option = _option_rule(flags, "data_parallel_size")
+    return option is not None and option.folds_into is not None
 
 
 def _merge(options: dict, extra: dict) -> None:
@@ -218,7 +246,9 @@ def _set_option(options: dict, key: str, value: object) -> None:
 
 
 def _no_launch(flags: EngineFlags, setting: str) -> None:
-    raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
+    bound = flags.plan_bounds.get(setting)
+    raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}"
+                                  + (f" ({bound.note})" if bound else ""), field=setting,
                                   allowed=f"leave {setting} out, or an engine that takes it")
 
 

@@ -6,7 +6,7 @@ CLI, an API request and a scenario file all describe the same thing the same way
 
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from inferplan.inputs import Input
@@ -20,7 +20,8 @@ MIN_KV_BYTES_PER_TOKEN = 1024
 
 class Deployment(Input):
     model: str = Field(min_length=1, description="catalogue id/alias, config.json path, model folder or cached repo id")
-    gpu: str | None = Field(None, description="accelerator id or alias (e.g. H100, RTX 4090)")
+    gpu: str | None = Field(None, validation_alias=AliasChoices("gpu", "accelerator"),  # accelerator: as fit answers
+                            description="accelerator id or alias (e.g. H100, RTX 4090); accelerator is taken too")
     system: str | None = Field(None, description="system id (e.g. hgx-b200); sets the GPU and count")
     gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs in the whole deployment")
     tensor_parallel_size: int = Field(1, ge=1, le=1024)

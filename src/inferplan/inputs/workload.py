@@ -3,6 +3,7 @@
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS
@@ -31,7 +32,18 @@ class Workload(Input):
     @classmethod
     def _only_with_drafts(cls, value: float, info: ValidationInfo) -> float:
         if not info.data.get("speculative_tokens"):
-            raise ValueError("an acceptance rate applies only with speculative_tokens of 1 or more")
+            raise PydanticCustomError("acceptance_without_drafts",
+                                      "an acceptance rate applies only with speculative decoding (draft tokens per step)",
+                                      {"allowed": "no acceptance rate, or 1 or more draft tokens per step beside it"})
+        return value
+
+    @field_validator("prefix_cache_host_share")
+    @classmethod
+    def _only_with_hits(cls, value: float, info: ValidationInfo) -> float:
+        if value and not info.data.get("prefix_cache_hit_rate"):  # a share of no cached tokens would change nothing
+            raise PydanticCustomError("host_share_without_hits",
+                                      "a host share of cached tokens applies only with a prefix-cache hit rate above 0",
+                                      {"allowed": "0, or a prefix-cache hit rate above 0 beside it"})
         return value
 
     @field_validator("concurrency", mode="before")
@@ -48,5 +60,6 @@ class Workload(Input):
     @classmethod
     def _concurrency_in_range(cls, value: int | str) -> int | str:
         if isinstance(value, int) and not 1 <= value <= 10_000_000:
-            raise ValueError("concurrency must be between 1 and 10,000,000, or 'max'")
+            raise PydanticCustomError("concurrency_range", "concurrency must be between 1 and 10,000,000, or 'max'",
+                                      {"allowed": "1 to 10,000,000, or max"})
         return value

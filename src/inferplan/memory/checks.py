@@ -77,6 +77,9 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         takers = ", ".join(e.id for e in catalog.engines if e.expert_parallel)
         raise InvalidScenarioError(f"{engine.name} does not spread experts over GPUs ({engine.expert_parallel_source})",
                                    field="enable_expert_parallel", allowed=f"leave it off, or an engine that does: {takers}")
+    if d.moe_kernel is not None and not has_experts(spec):  # a kernel for experts would change nothing
+        raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts for an MoE kernel to run",
+                                   field="moe_kernel", allowed="leave it out for a dense model")
     _check_runner(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)

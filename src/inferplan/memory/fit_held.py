@@ -1,5 +1,5 @@
-"""What a memory fit's KV cache holds at the planned context length, what the worst-off pipeline stage
-lacks for one sequence when it does not fit, and the host RAM that offloaded weights and KV cache take."""
+"""What a memory fit's KV cache holds at the planned context length, and what the worst-off pipeline
+stage lacks for one sequence when it does not fit (the host RAM offloads take: ``host_budget.py``)."""
 
 from __future__ import annotations
 

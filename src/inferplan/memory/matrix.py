@@ -44,6 +44,7 @@ class FitsRequest(Input):
     engine: str = "vllm"
     max_model_len: int | None = Field(None, ge=1, le=10_000_000, description="default: 8192, or a model's context when shorter")
     kv_cache_dtype: str = "auto"
+    gpu_count: int = Field(1, ge=1, le=64, description="GPUs of each listed accelerator, run as one instance")
 
 
 DEFAULT_LENGTH = 8192  # tokens of context a cell is sized for when the request names none
@@ -64,9 +65,12 @@ def fits_matrix(
     engine: str = "vllm",
     max_model_len: int | None = None,
     kv_cache_dtype: str = "auto",
+    gpu_count: int = 1,
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
-    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint."""
+    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint. Each of
+    ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
+    its cell's hardware written ``N× id`` when more than one."""
     catalog = catalog or load_catalog()
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
     catalog.engine(engine, field_name="engine")
@@ -76,6 +80,10 @@ def fits_matrix(
         raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="max_model_len",
                                    allowed=f"1..{MAX_CONTEXT_TOKENS:,}")
     for g in gpus or []:
+        if g.strip().isdigit():  # gpus lists accelerator types here; a count is gpu_count
+            raise InvalidScenarioError(f"{g.strip()!r} is a number, not an accelerator: gpus lists accelerator types "
+                                       f"here; did you mean a count? (gpu_count {g.strip()})", field="gpus",
+                                       allowed="accelerator ids or names, e.g. h100-sxm,rtx-4090")
         catalog.accelerator(g, field_name="gpus")
     for name in systems or []:
         catalog.system(name, field_name="systems")
@@ -85,6 +93,7 @@ def fits_matrix(
     model_ids = models or [m.id for m in catalog.models if m.config and m.in_default_grid]
     specs = [(model, resolve_model(catalog, model, field_name="models")) for model in model_ids]
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
+    count = {"gpus": gpu_count} if gpu_count > 1 else {}
     if not hardware:
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
@@ -92,24 +101,27 @@ def fits_matrix(
         for quant in quantizations or ["native"]:
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             for kind, name in hardware:
-                tp = 1
+                label = f"{gpu_count}× {name}" if kind == "gpu" and count else name  # the cell's hardware
+                layout = {"tensor_parallel_size": 1}
                 if kind == "system":  # one instance across the node (TP ≤ 8; over PCIe where no NVLink)
-                    tp = min(8, catalog.system(name).accelerator_count)
+                    layout = {"tensor_parallel_size": min(8, catalog.system(name).accelerator_count)}
+                elif count:  # the engine's own split over the GPUs (as --gpus alone)
+                    layout = count
                 try:
                     # unstated, the length is DEFAULT_LENGTH or the model's own context when shorter (Llama 2: 4,096)
                     length = max_model_len or min(DEFAULT_LENGTH, spec.context_tokens or DEFAULT_LENGTH)
                     d = Deployment(
                         model=model, engine=engine, quantization=q, max_model_len=length,
-                        kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, **{kind: name},
+                        kv_cache_dtype=kv_cache_dtype, **layout, **{kind: name},
                     )
                     result = fit(d, catalog)
-                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=result,
+                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=result,
                                           smallest_fit=_smallest(catalog, d, result)))
                 except InferplanError as exc:
-                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None, error=exc.describe(),
+                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None, error=exc.describe(),
                                           error_field=exc.field))
                 except ValidationError as exc:
-                    cells.append(FitsCell(model=spec.id, hardware=name, quantization=q, result=None,
+                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
     return FitsMatrix(cells=tuple(cells))
 

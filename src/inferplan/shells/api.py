@@ -40,6 +40,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
+from inferplan.shells.api_keys import accepted_keys
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
@@ -166,7 +167,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             e = errors[0]
             reason = f"the body is not JSON: {e.get('ctx', {}).get('error', e['msg'])} at character {e['loc'][-1]}"
             return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
-        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], allowed_by(e),
+        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], allowed_by(e) or (
+            accepted_keys(request, e["loc"]) if e["type"] == "extra_forbidden" else None),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
 
     @app.exception_handler(StarletteHTTPException)
@@ -256,7 +258,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             catalogue_model(model, f"models.{i}")
         matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
                              quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
-                             kv_cache_dtype=r.kv_cache_dtype)
+                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count)
 
         def addressed(cell):  # a cell's error names a request key, or none where the matrix chose the input
             key = cell.error_field

@@ -1,6 +1,6 @@
 """POST /api/search: the cheapest deployments that meet a service target (``inferplan.search``).
 
-The body is a ``SearchRequest``; the answer a ``SearchResult``: the ranked deployments (each with
+The body is a ``SearchRequest`` (``api_keys.SearchBody``: ``workload_preset`` taken for ``workload``); the answer a ``SearchResult``: the ranked deployments (each with
 its launch command and a scenario the Users + ROI simulator loads), why each failed family failed,
 the front of cost against tokens/s per user, and the same model at an API beside them. A trace is
 given inline as rows (``api_trace``); a trace file path is refused: the server reads no files from
@@ -12,16 +12,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.search.request import SearchRequest
 from inferplan.search.result import SearchResult
 from inferplan.shells.api_guard import refuse_server_path
+from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_trace import inline_trace
 
 router = APIRouter()
 
 
 @router.post("/api/search", tags=["search"])
-def search_route(request: SearchRequest, http: Request) -> SearchResult:
+def search_route(request: SearchBody, http: Request) -> SearchResult:
     """Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does."""
     from inferplan.catalog.loader import load_catalog
     from inferplan.performance.local_catalog import with_user_profiles

@@ -7,14 +7,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from inferplan.report.search_view import SearchView
-from inferplan.search.request import SearchRequest
+from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_search import search_route
 
 router = APIRouter()
 
 
 @router.post("/api/views/search", tags=["search"])
-def search_view_route(request: SearchRequest, http: Request) -> SearchView:
+def search_view_route(request: SearchBody, http: Request) -> SearchView:
     from inferplan.report.search_view import search_view
 
     return search_view(search_route(request, http))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -14,6 +14,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.search.simulation import SimulationQuery, SimulationReport, simulate_deployment
 from inferplan.search.trace import MAX_TRACE_ROWS
 from inferplan.shells.api_guard import refuse_server_path
+from inferplan.shells.api_keys import preset_in_workload
 from inferplan.shells.api_trace import inline_trace
 
 MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
@@ -26,6 +27,11 @@ class SimulateRequest(SimulationQuery):
     trace: list[dict[str, Any]] | None = Field(
         None, max_length=MAX_TRACE_ROWS, description="requests to replay, in time order: objects of arrival_s "
         "(or timestamp), input_tokens, output_tokens")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_as_search_names_it(cls, data: Any) -> Any:
+        return preset_in_workload(data)  # "workload": "chat-seat", as /api/search takes it
 
 
 @router.post("/api/simulate", tags=["speed"])

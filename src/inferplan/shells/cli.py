@@ -48,6 +48,9 @@ app.add_typer(model_app, name="model")
 app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_measurements.py
 
 
+NO_FIT_EXIT = 1  # fit's exit status when the deployment does not fit (the answer, not an error)
+
+
 @app.command("fit")
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "mtp_draft", "concurrency", "kv_bytes_per_token", *HOST)
 def fit_cmd(
@@ -55,7 +58,7 @@ def fit_cmd(
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
-    """Does it fit, and how much is left for the KV cache? When not, what would."""
+    """Does it fit, and how much is left for the KV cache? When not, what would (and exit code 1)."""
     from inferplan.memory.suggest import fit_or_suggest
 
     d = deployment_from(flags)
@@ -64,12 +67,15 @@ def fit_cmd(
         emit_json(result)
     else:
         render.print_fit(console, result, d, explain)
+    if not result.fits:  # the answer is printed; the status says it for a script (2 stays a refused input)
+        raise typer.Exit(code=NO_FIT_EXIT)
 
 
 @app.command("fits")
 def fits_cmd(
     models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every model with a config)."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerators (default: 80/96/141/288 GB GPUs)."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerator types (default: 80/96/141/288 GB GPUs); a count goes in --gpu-count."),
+    gpu_count: int = typer.Option(1, "--gpu-count", min=1, max=64, help="GPUs of each --gpus type, run as one instance (default 1)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's checkpoint."),
     engine: str = EngineOpt,
@@ -81,10 +87,14 @@ def fits_cmd(
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
     from inferplan.memory.matrix import fits_matrix
 
+    for g in split_list(gpus, "--gpus") or []:  # here --gpus lists types: a number is a count given in its place
+        if g.strip().isdigit():
+            fail(f"--gpus: {g.strip()!r} is a number, not a GPU type; did you mean a count? (--gpu-count {g.strip()})",
+                 field="--gpus", allowed="GPU types, e.g. h100-sxm,rtx-4090")
     matrix = flagged_cells(run(
         fits_matrix, models=split_list(models, "--models"), gpus=split_list(gpus, "--gpus"), systems=split_list(systems, "--systems"),
         quantizations=split_list(quantizations, "--quantizations"), engine=engine, max_model_len=max_model_len,
-        kv_cache_dtype=kv_cache_dtype,
+        kv_cache_dtype=kv_cache_dtype, gpu_count=gpu_count,
     ))
     if as_json:
         emit_json(matrix)
@@ -108,9 +118,9 @@ def perf_cmd(
     input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
     output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
     concurrency: str = typer.Option("1", "--concurrency", help="Requests in flight, or 'max'."),
-    speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
-    prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate"),
+    prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (not prefilled again)."),
     prefix_cache_host_share: float = typer.Option(0.0, "--prefix-cache-host-share", help="Of the cached tokens, the share found in the host KV tier (loaded over PCIe)."),
     db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
@@ -137,7 +147,7 @@ def frontier_cmd(
     flags: dict,
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
-    speculative_tokens: int = typer.Option(0, "--speculative-tokens"),
+    speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7)."),
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
     db: Optional[Path] = DbOpt,

@@ -3,7 +3,8 @@
 A field typed as a fixed set of values (``Literal["flashinfer", "pytorch"]``) is refused by pydantic
 with the set in its context (``"'flashinfer' or 'pytorch'"``); a value outside a field's bounds
 (``Field(ge=1, le=1024)``) with the bound (``{"ge": 1}``). The CLI's one line and the API's 422 give
-either as ``allowed`` like every other refusal.
+either as ``allowed`` like every other refusal; a validator raising ``PydanticCustomError`` with an
+``allowed`` entry in its context, that.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def allowed_by(error: dict) -> str | None:
     """The values a pydantic error lists as allowed (``"'a', 'b' or 'c'"`` -> ``"a, b, c"``), or the bound
     it names (``greater_than_equal`` with ``{"ge": 1}`` -> ``"at least 1"``), else None."""
     kind, ctx = error.get("type"), error.get("ctx") or {}
+    if isinstance(ctx.get("allowed"), str):  # a validator's own PydanticCustomError says what it takes
+        return ctx["allowed"]
     if kind in ("tuple_type", "list_type"):
         return "a list"
     if kind in ALLOWED_BY_BOUND and ctx:

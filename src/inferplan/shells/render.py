@@ -238,9 +238,9 @@ def print_plan(console: Console, r, currency: str = "usd", explain: bool = False
 
 
 def print_racks(console: Console, cmp) -> None:
-    table = Table(title=f"{cmp.interactivity_tokens_per_s} output tok/s per user (baseline {cmp.baseline})")
-    for col in ("profile", "tok/s per MW", "owner $/M output tokens", "tok/MW vs baseline", "cheaper than baseline"):
-        table.add_column(col)
+    table = Table(title=f"{cmp.interactivity_tokens_per_s} output tok/s per user; owner $ per M output tokens; × baseline {cmp.baseline}")
+    for col in ("profile", "tok/s/MW", "$/Mtok", "tok/MW ×", "cheaper ×"):  # ids whole at 80 columns, folded if need be
+        table.add_column(col, overflow="fold", no_wrap=col != "profile")
     for row in cmp.rows:
         def f(v, fmt):
             return "not feasible" if v is None else fmt.format(v)

@@ -62,7 +62,7 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
     reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
     legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
-    hint = "--explain: each cell's figures" + (", and why n/a" if any("n/a" in c for r in body for c in r) else "")
+    hint = "--explain: each cell's figures" + ("; n/a: the cell could not be planned (--explain says why)" if any("n/a" in c for r in body for c in r) else "")
     note = Text()  # one paragraph: the columns' names, the models listed rather than shown as rows, the hint
     if legend:
         note.append(legend + " · ", style="dim")
@@ -111,7 +111,7 @@ def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], hea
     def label(fewest: tuple[float, ...]) -> str:
         return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
     items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
-    return Text.from_markup(f"[red]Fits none[/], fewest GPUs in each column: {escape(items)}")
+    return Text.from_markup(f"[red]Fits none[/], fewest GPUs in each column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
 
 
 def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:

@@ -35,6 +35,9 @@ def print_latency_validation(console: Console, v) -> None:
         console.print(f"not scored: {s.id} ({s.split}): {s.reason}", highlight=False)
 
 
+METRICS = ("ttft", "tpot", "e2e")
+
+
 def print_simulation(console: Console, result) -> None:
     sim = result.simulation
     if result.approximation is None:
@@ -43,13 +46,13 @@ def print_simulation(console: Console, result) -> None:
     table = Table(title=f"{result.load}: simulation ({plural(sim.requests, 'request')}, seed "
                         f"{sim.seed}, {plural(sim.replicas, 'replica')}, {sim.router}) "
                         "beside the approximation (ms)")
-    for col in ("", "p50 sim", "p50 approx", "p95 sim", "p95 approx", "p99 sim", "p99 approx"):
-        table.add_column(col, justify="right")
-    for metric in ("ttft", "tpot", "e2e"):
-        cells = []
-        for q in ("p50", "p95", "p99"):
-            cells += [_ms(getattr(result.simulation, f"{metric}_{q}_s")), _ms(getattr(result.approximation, f"{metric}_{q}_s"))]
-        table.add_row(metric.upper(), *cells)
+    # one row per percentile and source, one column per metric: fits 80 columns with 7-digit milliseconds
+    table.add_column("", no_wrap=True)
+    for metric in METRICS:
+        table.add_column(metric.upper(), justify="right", overflow="fold")
+    for q in ("p50", "p95", "p99"):
+        for source, figures in (("sim", result.simulation), ("approx", result.approximation)):
+            table.add_row(f"{q} {source}", *(_ms(getattr(figures, f"{metric}_{q}_s")) for metric in METRICS))
     console.print(table)
     a = result.approximation
     console.print(f"utilisation {_utilisation(a.utilisation)} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
@@ -60,10 +63,11 @@ def print_simulation(console: Console, result) -> None:
 def _print_pools(console: Console, result) -> None:
     sim, pools = result.simulation, result.pools
     table = Table(title=f"{result.load}: simulation ({plural(sim.requests, 'request')}, seed {sim.seed}) (ms)")
-    for col in ("", "p50", "p95", "p99"):
-        table.add_column(col, justify="right")
-    for metric in ("ttft", "tpot", "e2e"):
-        table.add_row(metric.upper(), *(_ms(getattr(sim, f"{metric}_{q}_s")) for q in ("p50", "p95", "p99")))
+    table.add_column("", no_wrap=True)
+    for metric in METRICS:
+        table.add_column(metric.upper(), justify="right", overflow="fold")
+    for q in ("p50", "p95", "p99"):
+        table.add_row(q, *(_ms(getattr(sim, f"{metric}_{q}_s")) for metric in METRICS))
     console.print(table)
     link = f" over {pools.kv_transfer_link}" if pools.kv_transfer_link else " (as given)"
     console.print(f"prefill TP{pools.prefill_tensor_parallel_size} × {pools.prefill_instances}, decode × "

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferplan.shells.render import gib
+from inferplan.shells.render import Col, gib, layout
 
 
 def print_machine(console: Console, machine) -> None:
@@ -36,14 +36,13 @@ def print_runs(console: Console, runs) -> None:
     if not runs:
         console.print("no stored measurements: `inferplan measurements import FILE …` adds some")
         return
-    table = Table(title="your measurements")
-    for col in ("id", "date", "model", "hardware", "engine", "quant", "points", "file", "by"):
-        table.add_column(col)
-    for r in runs:
-        table.add_row(str(r.id), r.measured_on.isoformat(), r.model, f"{r.gpus}× {r.accelerator} (TP {r.tensor_parallel_size})",
-                      escape(f"{r.engine} {r.engine_version}"), r.quantization, str(len(r.points)), escape(r.file),
-                      escape(r.measured_by))
-    console.print(table)
+    # ids and dates whole; at 80 columns the points, file and author are left out (measurements show ID has them)
+    cols = [Col("id", key=True), Col("date", key=True), Col("model", key=True), Col("hardware"), Col("engine"),
+            Col("quant"), Col("points", False), Col("file", False), Col("by", False)]
+    rows = [[str(r.id), r.measured_on.isoformat(), escape(r.model), f"{r.gpus}× {r.accelerator} (TP {r.tensor_parallel_size})",
+             escape(f"{r.engine} {r.engine_version}"), r.quantization, str(len(r.points)), escape(r.file),
+             escape(r.measured_by)] for r in runs]
+    console.print(layout("your measurements", cols, rows, console.width))
 
 
 def print_comparison(console: Console, result) -> None:

@@ -1,0 +1,80 @@
+"""One key for one thing across the API's routes, and the keys a body takes when it has an unknown one.
+
+``/api/search`` names its workload preset ``workload`` and ``/api/simulate`` ``workload_preset`` (its
+``workload`` is the lengths object): each route takes the other's spelling as well (``SearchBody``,
+``preset_in_workload``), as every ``deployment`` takes ``accelerator`` (what ``/api/fit`` answers with) for
+``gpu`` (``inputs/deployment.py``). A key a body does not take ("Extra inputs are not permitted") is
+answered with the keys it does take (``accepted_keys``), read from the route's body model.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, Field
+from starlette.requests import Request
+
+from inferplan.search.request import SearchRequest
+
+
+class SearchBody(SearchRequest):
+    """``SearchRequest`` as the API takes it: ``workload_preset`` is also the workload preset's key."""
+
+    workload: str | None = Field(None, validation_alias=AliasChoices("workload", "workload_preset"),
+                                 description=SearchRequest.model_fields["workload"].description
+                                 + "; workload_preset, as /api/simulate names it, is taken too")
+
+
+def preset_in_workload(data: Any) -> Any:
+    """A body whose ``workload`` is a preset's id (as ``/api/search`` names it) with its ``workload_preset``
+    key moved there; anything else as given (a second preset key is refused by the body as usual)."""
+    if isinstance(data, dict) and isinstance(data.get("workload"), str) and "workload_preset" not in data:
+        data = {**data, "workload_preset": data["workload"]}
+        del data["workload"]
+    return data
+
+
+def accepted_keys(request: Request, loc: tuple | list) -> str | None:
+    """The keys the object at ``loc`` (``["body", ..., the unknown key]``) takes, by the route's body model."""
+    model = _body_model(request)
+    for part in list(loc)[1:-1]:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        field = _field(model, part)
+        model = _model_in(field.annotation) if field is not None else None
+    if model is None:
+        return None
+    return ", ".join(sorted({key for name, f in model.model_fields.items() for key in _keys(name, f)}))
+
+
+def _body_model(request: Request) -> type[BaseModel] | None:
+    route = request.scope.get("route")
+    endpoint = getattr(route, "endpoint", None)
+    if endpoint is None:
+        return None
+    hints = typing.get_type_hints(endpoint)
+    hints.pop("return", None)
+    models = [h for h in hints.values() if isinstance(h, type) and issubclass(h, BaseModel)]
+    return models[0] if len(models) == 1 else None
+
+
+def _field(model: type[BaseModel], key: str):
+    return next((f for name, f in model.model_fields.items() if key in _keys(name, f)), None)
+
+
+def _keys(name: str, field) -> tuple[str, ...]:
+    alias = field.validation_alias
+    if isinstance(alias, AliasChoices):
+        return tuple(c for c in alias.choices if isinstance(c, str)) or (name,)
+    return (alias,) if isinstance(alias, str) else (name,)
+
+
+def _model_in(annotation) -> type[BaseModel] | None:
+    """The pydantic model a field holds (itself, optional, or in a list), if one."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    models = [m for arg in typing.get_args(annotation) if (m := _model_in(arg)) is not None]
+    return models[0] if len(models) == 1 else None
