@@ -7,6 +7,7 @@ from typing import Any
 
 from inferplan.catalog.hf_keys import check_known_keys
 from inferplan.catalog.hf_layers import first
+from inferplan.catalog.hf_required import check_required
 from inferplan.errors import ConfigImportError
 from inferplan.inputs import MAX_NAME_CHARS, plain_text_problem
 
@@ -63,13 +64,15 @@ def _heads(cfg: dict) -> None:
 UNMODELLED = {
     "num_kv_shared_layers": "layers that reuse an earlier layer's KV cache",
     "hidden_size_per_layer_input": "per-layer token embeddings",
+    "use_double_wide_mlp": "MLPs twice as wide in the layers that share a KV cache",
+    "pruned_heads": "attention heads pruned from some layers",
 }
 
 
 def _unmodelled(cfg: dict) -> None:
     for key, what in UNMODELLED.items():
         value = cfg.get(key)
-        if value not in (None, 0):
+        if value not in (None, 0) and value != {} and value != []:
             raise ConfigImportError(f"config.json states {key} {value!r}: {what}, which the importer does not model",
                                     field=key, allowed="0 or absent")
 
@@ -83,3 +86,4 @@ def check_config(raw: dict, cfg: dict) -> None:
     _heads(cfg)
     check_known_keys(cfg)
     _unmodelled(cfg)
+    check_required(cfg, str(cfg.get("model_type", raw.get("model_type", ""))))

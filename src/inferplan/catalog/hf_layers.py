@@ -14,6 +14,7 @@ from inferplan.catalog.architecture import (
     LinearAttnDims,
     MoeDims,
 )
+from inferplan.catalog.hf_required import expert_width
 from inferplan.errors import ConfigImportError
 
 # DeepSeek-V4: layers whose compress ratio is 4 pool overlapping entries and run an indexer (CSA);
@@ -135,7 +136,7 @@ def global_attention_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> GlobalAttn
     )
 
 
-def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
+def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int, model_type: str) -> MoeDims | None:
     n_experts = first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts")
     if cfg.get("enable_moe_block") is False:  # Gemma 4: the experts switched off (the dense 31B states it)
         return None
@@ -146,7 +147,7 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
         return None
     top_k = req_any(cfg, ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk", "top_k_experts"),
                     "a mixture of experts")
-    expert_width = first(cfg, "moe_intermediate_size", "expert_intermediate_size", default=hidden_intermediate)
+    width = expert_width(cfg, model_type)
     shared = 0
     latent_size = first(cfg, "moe_latent_size", "routed_expert_hidden_size")  # Nemotron 3, Kimi-K3
     latent = int(latent_size) if latent_size else None
@@ -154,17 +155,17 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
         n_shared = cfg.get("n_shared_experts")
         shared = int(cfg["moe_shared_expert_intermediate_size"]) * (1 if n_shared is None else int(n_shared))
     elif first(cfg, "n_shared_experts", "num_shared_experts"):
-        shared = int(first(cfg, "n_shared_experts", "num_shared_experts")) * int(expert_width)
-    elif cfg.get("shared_expert_intermediate_size"):
-        shared = int(cfg["shared_expert_intermediate_size"])
+        shared = int(first(cfg, "n_shared_experts", "num_shared_experts")) * width
+    elif first(cfg, "shared_expert_intermediate_size", "shared_intermediate_size"):  # Qwen2-MoE; MiniMax
+        shared = int(first(cfg, "shared_expert_intermediate_size", "shared_intermediate_size"))
     elif cfg.get("enable_moe_block"):  # Gemma 4: every layer's dense MLP runs beside its experts, for every token
         shared = hidden_intermediate
     if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
         layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     if isinstance(cfg.get("layers_block_type"), list):
         layers = tuple(name == "moe" for name in cfg["layers_block_type"])
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     first_dense = int(cfg.get("first_k_dense_replace", 0))
     freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1)
     if isinstance(freq, list):  # MiniMax-M3: 1 marks a MoE layer
@@ -172,7 +173,7 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
             raise ConfigImportError(f"moe_layer_freq must be a whole number or give 0 or 1 for each of the {n_layers} "
                                     "layers", field="moe_layer_freq", allowed="an integer, or a list of 0 and 1")
         layers = tuple(bool(f) for f in freq)
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     if not _whole(freq, 1):
         raise ConfigImportError(f"moe_layer_freq is {freq!r}, not a whole number of at least 1", field="moe_layer_freq",
                                 allowed="an integer of at least 1, or a list of 0 and 1")
@@ -184,7 +185,7 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
     return MoeDims(
         num_experts=int(n_experts),
         experts_per_token=int(top_k),
-        expert_intermediate_size=int(expert_width),
+        expert_intermediate_size=width,
         shared_intermediate_size=shared,
         moe_layers=layers,
         latent_size=latent,
