@@ -200,7 +200,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
             conv_kernel=int(first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
             ssm_state_bytes=4 if str(cfg.get("mamba_ssm_cache_dtype", "")) in ("float32", "fp32") else 2,
         )
-    window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds or compressed else None
+    window = first(cfg, "sliding_window", "attention_chunk_size") if LayerKind.SLIDING in kinds or compressed else None
     mtp = int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
     moe = moe_dims(cfg, n_layers, intermediate, model_type)
     return Architecture(

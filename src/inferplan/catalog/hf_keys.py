@@ -39,6 +39,9 @@ READ = frozenset({
     # Gemma 4: the full-attention layers' own shape, its experts beside the dense MLP, KV sharing (refused when on)
     "global_head_dim", "num_global_key_value_heads", "attention_k_eq_v", "top_k_experts", "enable_moe_block",
     "expert_intermediate_size", "num_kv_shared_layers", "use_double_wide_mlp",
+    # Llama 4: chunked local attention and NoPE layers, experts every interleave_moe_layer_step layers
+    "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "interleave_moe_layer_step", "moe_layers",
+    "intermediate_size_mlp",
     # MLA and DeepSeek sparse / compressed attention (hf_import, hf_layers.compressed_dims)
     "kv_lora_rank", "q_lora_rank", "o_lora_rank", "o_groups", "index_n_heads", "compress_ratios", "mla_use_output_gate",
     # linear attention and Mamba heads, groups and widths
@@ -72,6 +75,7 @@ IGNORED = frozenset({
     # generic transformers fields (generation and head pruning; pruned_heads is refused when not empty)
     "num_beam_groups", "chunk_size_feed_forward", "pruned_heads",
     "attention_output_gate",  # MiniMax-M3 states it false; attn_output_gate is the key read
+    "attn_temperature_tuning", "attn_scale",  # Llama 4's NoPE-layer query scaling
     # restatements of a key read: Gemma 2's window (sliding_window), GLM-5.2's dense/MoE list
     # (first_k_dense_replace) and head width (qk_nope_head_dim + qk_rope_head_dim)
     "sliding_window_size", "mlp_layer_types", "qk_head_dim",

@@ -77,11 +77,14 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
             raise ConfigImportError(f"attn_type_list must give 1 (full attention) for each of the {n_layers} layers; "
                                     "0 (lightning attention) is not modelled", field="attn_type_list", allowed="1")
         return (LayerKind.FULL,) * n_layers
+    if "attention_chunk_size" in cfg:
+        return _chunked_layers(cfg, n_layers, model_type)
     if cfg.get("layer_types"):
         table = {
             "full_attention": LayerKind.FULL,
             "attention": LayerKind.FULL,
             "sliding_attention": LayerKind.SLIDING,
+            "chunked_attention": LayerKind.SLIDING,
             "linear_attention": LayerKind.LINEAR,
             "mamba": LayerKind.MAMBA,
         }
@@ -110,6 +113,27 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
     if window and cfg.get("use_sliding_window", True) and model_type in ("mistral", "mixtral"):
         return (LayerKind.SLIDING,) * n_layers
     return (LayerKind.FULL,) * n_layers
+
+
+# Llama 4 (transformers Llama4TextConfig): no_rope_layers marks with 1 the layers that apply RoPE and
+# attend within their chunk of attention_chunk_size tokens; by default every 4th layer is a NoPE layer
+# with full attention. vLLM's ChunkedLocalAttentionSpec keeps at most one chunk of KV per request, so
+# a chunked layer is counted as a window of attention_chunk_size tokens.
+NO_ROPE_LAYER_INTERVAL = 4
+
+
+def _chunked_layers(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, ...]:
+    if not model_type.startswith("llama4"):
+        raise ConfigImportError(f"config.json ({model_type}) states 'attention_chunk_size'; chunked attention is read "
+                                "for Llama 4 only", field="attention_chunk_size", allowed="llama4_text")
+    if cfg.get("layer_types"):
+        return layer_kinds({k: v for k, v in cfg.items() if k != "attention_chunk_size"}, n_layers, model_type)
+    interval = cfg.get("no_rope_layer_interval", NO_ROPE_LAYER_INTERVAL)
+    rope = cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(n_layers)]
+    if not _flags(rope, n_layers):
+        raise ConfigImportError(f"no_rope_layers must give 0 or 1 for each of the {n_layers} layers",
+                                field="no_rope_layers", allowed="0, 1")
+    return tuple(LayerKind.SLIDING if r else LayerKind.FULL for r in rope)
 
 
 def global_attention_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> GlobalAttnDims | None:
@@ -160,14 +184,19 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int, model_type: str
         shared = int(first(cfg, "shared_expert_intermediate_size", "shared_intermediate_size"))
     elif cfg.get("enable_moe_block"):  # Gemma 4: every layer's dense MLP runs beside its experts, for every token
         shared = hidden_intermediate
+    elif model_type.startswith("llama4"):  # transformers Llama4TextMoe: one shared expert of intermediate_size
+        shared = hidden_intermediate
     if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
         layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
         return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     if isinstance(cfg.get("layers_block_type"), list):
         layers = tuple(name == "moe" for name in cfg["layers_block_type"])
         return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
+    if isinstance(cfg.get("moe_layers"), list):  # Llama 4: the MoE layers' numbers
+        layers = tuple(i in set(cfg["moe_layers"]) for i in range(n_layers))
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     first_dense = int(cfg.get("first_k_dense_replace", 0))
-    freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1)
+    freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", "interleave_moe_layer_step", default=1)
     if isinstance(freq, list):  # MiniMax-M3: 1 marks a MoE layer
         if not _flags(freq, n_layers):
             raise ConfigImportError(f"moe_layer_freq must be a whole number or give 0 or 1 for each of the {n_layers} "
@@ -177,7 +206,8 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int, model_type: str
     if not _whole(freq, 1):
         raise ConfigImportError(f"moe_layer_freq is {freq!r}, not a whole number of at least 1", field="moe_layer_freq",
                                 allowed="an integer of at least 1, or a list of 0 and 1")
-    offset = int(cfg.get("expert_layer_offset", 0))
+    # Llama 4's interleave_moe_layer_step puts experts in layers step-1, 2*step-1, ... (transformers Llama4TextConfig)
+    offset = int(cfg.get("expert_layer_offset", freq - 1 if "interleave_moe_layer_step" in cfg else 0))
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     layers = tuple(
         i >= first_dense and (i - offset) % freq == 0 and i not in mlp_only for i in range(n_layers)
