@@ -87,3 +87,18 @@ def test_an_unread_mlp_width_key_or_an_unmodelled_design_is_refused(key, value):
     with pytest.raises(ConfigImportError) as err:
         architecture_from_config(config)
     assert err.value.field == key
+
+
+def test_a_head_count_stated_twice_with_different_values_is_refused():
+    config = {**_config("meta-llama__Llama-3.1-8B-Instruct.json"), "n_kv_heads": 2}
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config(config)
+    assert err.value.field == "n_kv_heads"
+
+
+@pytest.mark.parametrize(("key", "value"), [("mixer_type", "mamba"), ("ssm_d_conv", 4), ("conv_L_cache", 3)])
+def test_an_unread_mixer_key_is_refused_naming_it(key, value):
+    config = {**_config("meta-llama__Llama-3.1-8B-Instruct.json"), key: value}
+    with pytest.raises(ConfigImportError) as err:
+        architecture_from_config(config)
+    assert err.value.field == key

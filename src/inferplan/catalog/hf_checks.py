@@ -46,6 +46,11 @@ def _heads(cfg: dict) -> None:
     heads_key = "num_attention_heads" if "num_attention_heads" in cfg else "n_heads"
     kv_key = "num_key_value_heads" if "num_key_value_heads" in cfg else "n_kv_heads"
     heads, kv_heads, hidden = cfg.get(heads_key), cfg.get(kv_key), cfg.get("hidden_size")
+    for key_a, key_b in (("num_attention_heads", "n_heads"), ("num_key_value_heads", "n_kv_heads")):
+        if cfg.get(key_a) is not None and cfg.get(key_b) is not None and cfg[key_a] != cfg[key_b]:
+            # the same count under two names that disagree: neither can be taken
+            raise ConfigImportError(f"config.json states {key_a} {cfg[key_a]!r} and {key_b} {cfg[key_b]!r}", field=key_b,
+                                    allowed=f"{key_b} equal to {key_a}, or absent")
     if _whole(heads) and _whole(kv_heads) and kv_heads <= heads and heads % kv_heads:
         # grouped-query attention shares each key/value head among a whole group of query heads
         raise ConfigImportError(f"config.json {kv_key} ({kv_heads}) does not divide {heads_key} ({heads})",

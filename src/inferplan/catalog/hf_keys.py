@@ -6,7 +6,8 @@ A key that looks like it decides the mixture of experts (``*expert*``, ``moe*``,
 ``*sliding*``, ``*window*``, ``*chunk*``, ``*local*``, ``*global*``, ``*sparse*``, ``*compress*``, ``swa*``,
 ``*layer_types*``, ``*block_type*``, ``*block_config*``: per-layer attention and MLP shapes, as
 Nemotron-NAS states them) or an MLP width (``*intermediate*``, ``*ffn*``, ``*ff_dim*``, ``*mlp*``,
-``*hidden_dim*``) must be one the importer reads or one listed here as not changing weights or the
+``*hidden_dim*``) or a recurrent / convolution mixer (``*mixer*``, ``*mamba*``, ``*ssm*``, ``*conv*``,
+``*state_size*``, ``*time_step*``) must be one the importer reads or one listed here as not changing weights or the
 KV cache. Any other such key is refused with its name: a router the importer cannot read would
 otherwise be planned as a dense model, a key/value head count under another name
 (``multi_query_group_num``, ``num_kv_heads``, ``n_head_kv``, ``num_query_groups``) as full multi-head
@@ -24,6 +25,7 @@ HEADS_LOOKING = re.compile(r"head|kv|key_value|query|group")
 ATTENTION_LOOKING = re.compile(r"attn|attention|sliding|window|chunk|local|global|sparse|lora|latent|mla|compress|^swa"
                                r"|layer_types|block_type|block_config")
 MLP_LOOKING = re.compile(r"intermediate|ffn|ff_dim|mlp|hidden_dim")
+MIXER_LOOKING = re.compile(r"mixer|mamba|ssm|conv|state_size|d_state|time_step")
 
 # keys the importer reads (hf_import, hf_layers, mistral_params)
 READ = frozenset({
@@ -42,6 +44,9 @@ READ = frozenset({
     # Llama 4: chunked local attention and NoPE layers, experts every interleave_moe_layer_step layers
     "attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "interleave_moe_layer_step", "moe_layers",
     "intermediate_size_mlp",
+    # Mamba and Gated DeltaNet state sizes (hf_import, hf_layers.gated_delta_dims)
+    "conv_kernel", "mamba_d_conv", "linear_conv_kernel_dim", "ssm_state_size", "mamba_d_state", "state_size",
+    "mamba_expand", "mamba_ssm_cache_dtype", "mamba_ssm_dtype",
     # MLA and DeepSeek sparse / compressed attention (hf_import, hf_layers.compressed_dims)
     "kv_lora_rank", "q_lora_rank", "o_lora_rank", "o_groups", "index_n_heads", "compress_ratios", "mla_use_output_gate",
     # linear attention and Mamba heads, groups and widths
@@ -61,7 +66,11 @@ IGNORED = frozenset({
     # DeepSeek-V4's first layers pick their experts by a hash of the token: the same experts, no other weights
     "num_hash_layers",
     # bias vectors (a few thousand numbers per layer, under 0.01 % of the weights)
-    "mlp_bias", "qkv_bias",
+    "mlp_bias", "qkv_bias", "mamba_proj_bias", "use_conv_bias",
+    # Mamba-2 mixers: their activation, kernel choice and the time-step initialisation range (one
+    # time step per head whatever these say; transformers NemotronHConfig)
+    "mamba_hidden_act", "use_mamba_kernels", "time_step_floor", "time_step_limit", "time_step_max", "time_step_min",
+    "time_step_rank",
     # attention arithmetic: dropout, scaling, soft-capping, rope and cache-reuse settings of the same layers
     "attention_dropout", "attn_logit_softcapping", "query_pre_attn_scalar", "max_window_layers", "output_attentions",
     "add_cross_attention", "index_topk_freq", "index_topk_pattern", "index_skip_topk_offset",
@@ -101,6 +110,8 @@ _KINDS = (
      "the attention keys listed in docs/memory.md"),
     (MLP_LOOKING, "an MLP width key the importer does not read; the weights cannot be counted",
      "intermediate_size, moe_intermediate_size and the other keys listed in docs/memory.md"),
+    (MIXER_LOOKING, "a Mamba or convolution mixer key the importer does not read; planning the layers as attention "
+     "would count the wrong weights and cache", "the Mamba keys listed in docs/memory.md"),
 )
 
 
