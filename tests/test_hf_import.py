@@ -141,7 +141,7 @@ def test_missing_required_key_is_named():
 
 def test_mla_without_rope_dim_names_it():
     with pytest.raises(ConfigImportError, match="qk_rope_head_dim"):
-        architecture_from_config({**LLAMA, "kv_lora_rank": 512})
+        architecture_from_config({**LLAMA, "kv_lora_rank": 512, "q_lora_rank": None})
 
 
 def test_unknown_layer_type_lists_the_allowed():

@@ -7,6 +7,7 @@ from typing import Any
 
 from inferplan.catalog.hf_keys import check_known_keys
 from inferplan.catalog.hf_layers import first
+from inferplan.catalog.hf_required import check_required
 from inferplan.errors import ConfigImportError
 from inferplan.inputs import MAX_NAME_CHARS, plain_text_problem
 
@@ -45,6 +46,11 @@ def _heads(cfg: dict) -> None:
     heads_key = "num_attention_heads" if "num_attention_heads" in cfg else "n_heads"
     kv_key = "num_key_value_heads" if "num_key_value_heads" in cfg else "n_kv_heads"
     heads, kv_heads, hidden = cfg.get(heads_key), cfg.get(kv_key), cfg.get("hidden_size")
+    for key_a, key_b in (("num_attention_heads", "n_heads"), ("num_key_value_heads", "n_kv_heads")):
+        if cfg.get(key_a) is not None and cfg.get(key_b) is not None and cfg[key_a] != cfg[key_b]:
+            # the same count under two names that disagree: neither can be taken
+            raise ConfigImportError(f"config.json states {key_a} {cfg[key_a]!r} and {key_b} {cfg[key_b]!r}", field=key_b,
+                                    allowed=f"{key_b} equal to {key_a}, or absent")
     if _whole(heads) and _whole(kv_heads) and kv_heads <= heads and heads % kv_heads:
         # grouped-query attention shares each key/value head among a whole group of query heads
         raise ConfigImportError(f"config.json {kv_key} ({kv_heads}) does not divide {heads_key} ({heads})",
@@ -63,13 +69,15 @@ def _heads(cfg: dict) -> None:
 UNMODELLED = {
     "num_kv_shared_layers": "layers that reuse an earlier layer's KV cache",
     "hidden_size_per_layer_input": "per-layer token embeddings",
+    "use_double_wide_mlp": "MLPs twice as wide in the layers that share a KV cache",
+    "pruned_heads": "attention heads pruned from some layers",
 }
 
 
 def _unmodelled(cfg: dict) -> None:
     for key, what in UNMODELLED.items():
         value = cfg.get(key)
-        if value not in (None, 0):
+        if value not in (None, 0) and value != {} and value != []:
             raise ConfigImportError(f"config.json states {key} {value!r}: {what}, which the importer does not model",
                                     field=key, allowed="0 or absent")
 
@@ -83,3 +91,4 @@ def check_config(raw: dict, cfg: dict) -> None:
     _heads(cfg)
     check_known_keys(cfg)
     _unmodelled(cfg)
+    check_required(cfg, str(cfg.get("model_type", raw.get("model_type", ""))))

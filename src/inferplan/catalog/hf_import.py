@@ -22,6 +22,7 @@ from inferplan.catalog.architecture import (
     LayerKind,
     MambaDims,
     MlaDims,
+    MoeDims,
 )
 from inferplan.catalog.hf_checks import check_config
 from inferplan.catalog.hf_layers import (
@@ -39,6 +40,7 @@ from inferplan.catalog.hf_layers import (
     req_any,
 )
 from inferplan.catalog.hf_quant import quant_config
+from inferplan.catalog.hf_required import dense_width
 from inferplan.catalog.mistral_params import as_hf_config, is_mistral_params
 from inferplan.errors import ConfigImportError
 from inferplan.input_files import MAX_INDEX_BYTES, parse_json, read_json
@@ -150,8 +152,6 @@ def _architecture_from_config(raw: dict) -> Architecture:
     head_dim = int(first(cfg, "head_dim", "attention_head_dim", default=hidden // heads) or hidden // heads)
     vocab = int(req(cfg, "vocab_size", "the embedding size"))
     intermediate = int(first(cfg, "intermediate_size", "ffn_hidden_size", default=0) or 0)
-    # MiniMax-M3 names its dense MLP width apart (intermediate_size is then the experts')
-    dense_width = int(first(cfg, "dense_intermediate_size", default=intermediate) or 0)
     kinds = layer_kinds(cfg, n_layers, model_type)
     if len(kinds) != n_layers and "hybrid_override_pattern" not in cfg:
         raise ConfigImportError(
@@ -200,8 +200,9 @@ def _architecture_from_config(raw: dict) -> Architecture:
             conv_kernel=int(first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
             ssm_state_bytes=4 if str(cfg.get("mamba_ssm_cache_dtype", "")) in ("float32", "fp32") else 2,
         )
-    window = cfg.get("sliding_window") if LayerKind.SLIDING in kinds or compressed else None
+    window = first(cfg, "sliding_window", "attention_chunk_size") if LayerKind.SLIDING in kinds or compressed else None
     mtp = int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
+    moe = moe_dims(cfg, n_layers, intermediate, model_type)
     return Architecture(
         hf_architecture=str(archs[0]),
         model_type=model_type,
@@ -209,7 +210,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=dense_width,
+        intermediate_size=dense_width(cfg, _dense_layers(cfg, kinds, moe, model_type)),
         vocab_size=vocab,
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings", False))),
         layer_kinds=kinds,
@@ -220,7 +221,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
         mla=mla,
         dsa=dsa,
         compressed=compressed,
-        moe=moe_dims(cfg, n_layers, intermediate),
+        moe=moe,
         global_attention=global_attention_dims(cfg, kinds),
         linear=linear,
         mamba=mamba,
@@ -234,6 +235,16 @@ def _architecture_from_config(raw: dict) -> Architecture:
         residual_streams=_residual_streams(cfg),
         has_vision_tower=has_vision,
     )
+
+
+def _dense_layers(cfg: dict, kinds: tuple[LayerKind, ...], moe: MoeDims | None, model_type: str) -> int:
+    """Layers holding a dense MLP: those without experts (Nemotron-H: its MLP blocks only), and
+    every layer where Gemma 4 runs one beside its experts."""
+    if cfg.get("enable_moe_block"):
+        return len(kinds)
+    moe_layers = moe.moe_layers if moe else (False,) * len(kinds)
+    nemotron = model_type.startswith("nemotron_h")
+    return sum(1 for kind, is_moe in zip(kinds, moe_layers) if not is_moe and (kind is LayerKind.MLP or not nemotron))
 
 
 def _residual_streams(cfg: dict) -> int:

@@ -14,6 +14,7 @@ from inferplan.catalog.architecture import (
     LinearAttnDims,
     MoeDims,
 )
+from inferplan.catalog.hf_required import expert_width
 from inferplan.errors import ConfigImportError
 
 # DeepSeek-V4: layers whose compress ratio is 4 pool overlapping entries and run an indexer (CSA);
@@ -76,11 +77,14 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
             raise ConfigImportError(f"attn_type_list must give 1 (full attention) for each of the {n_layers} layers; "
                                     "0 (lightning attention) is not modelled", field="attn_type_list", allowed="1")
         return (LayerKind.FULL,) * n_layers
+    if "attention_chunk_size" in cfg:
+        return _chunked_layers(cfg, n_layers, model_type)
     if cfg.get("layer_types"):
         table = {
             "full_attention": LayerKind.FULL,
             "attention": LayerKind.FULL,
             "sliding_attention": LayerKind.SLIDING,
+            "chunked_attention": LayerKind.SLIDING,
             "linear_attention": LayerKind.LINEAR,
             "mamba": LayerKind.MAMBA,
         }
@@ -111,6 +115,27 @@ def layer_kinds(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, .
     return (LayerKind.FULL,) * n_layers
 
 
+# Llama 4 (transformers Llama4TextConfig): no_rope_layers marks with 1 the layers that apply RoPE and
+# attend within their chunk of attention_chunk_size tokens; by default every 4th layer is a NoPE layer
+# with full attention. vLLM's ChunkedLocalAttentionSpec keeps at most one chunk of KV per request, so
+# a chunked layer is counted as a window of attention_chunk_size tokens.
+NO_ROPE_LAYER_INTERVAL = 4
+
+
+def _chunked_layers(cfg: dict, n_layers: int, model_type: str) -> tuple[LayerKind, ...]:
+    if not model_type.startswith("llama4"):
+        raise ConfigImportError(f"config.json ({model_type}) states 'attention_chunk_size'; chunked attention is read "
+                                "for Llama 4 only", field="attention_chunk_size", allowed="llama4_text")
+    if cfg.get("layer_types"):
+        return layer_kinds({k: v for k, v in cfg.items() if k != "attention_chunk_size"}, n_layers, model_type)
+    interval = cfg.get("no_rope_layer_interval", NO_ROPE_LAYER_INTERVAL)
+    rope = cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(n_layers)]
+    if not _flags(rope, n_layers):
+        raise ConfigImportError(f"no_rope_layers must give 0 or 1 for each of the {n_layers} layers",
+                                field="no_rope_layers", allowed="0, 1")
+    return tuple(LayerKind.SLIDING if r else LayerKind.FULL for r in rope)
+
+
 def global_attention_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> GlobalAttnDims | None:
     """Gemma 4's full-attention layers: ``global_head_dim`` wide, and with ``attention_k_eq_v`` one
     projection for K and V over ``num_global_key_value_heads`` heads (transformers' Gemma4TextAttention,
@@ -135,7 +160,7 @@ def global_attention_dims(cfg: dict, kinds: tuple[LayerKind, ...]) -> GlobalAttn
     )
 
 
-def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | None:
+def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int, model_type: str) -> MoeDims | None:
     n_experts = first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts")
     if cfg.get("enable_moe_block") is False:  # Gemma 4: the experts switched off (the dense 31B states it)
         return None
@@ -146,7 +171,7 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
         return None
     top_k = req_any(cfg, ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk", "top_k_experts"),
                     "a mixture of experts")
-    expert_width = first(cfg, "moe_intermediate_size", "expert_intermediate_size", default=hidden_intermediate)
+    width = expert_width(cfg, model_type)
     shared = 0
     latent_size = first(cfg, "moe_latent_size", "routed_expert_hidden_size")  # Nemotron 3, Kimi-K3
     latent = int(latent_size) if latent_size else None
@@ -154,29 +179,35 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
         n_shared = cfg.get("n_shared_experts")
         shared = int(cfg["moe_shared_expert_intermediate_size"]) * (1 if n_shared is None else int(n_shared))
     elif first(cfg, "n_shared_experts", "num_shared_experts"):
-        shared = int(first(cfg, "n_shared_experts", "num_shared_experts")) * int(expert_width)
-    elif cfg.get("shared_expert_intermediate_size"):
-        shared = int(cfg["shared_expert_intermediate_size"])
+        shared = int(first(cfg, "n_shared_experts", "num_shared_experts")) * width
+    elif first(cfg, "shared_expert_intermediate_size", "shared_intermediate_size"):  # Qwen2-MoE; MiniMax
+        shared = int(first(cfg, "shared_expert_intermediate_size", "shared_intermediate_size"))
     elif cfg.get("enable_moe_block"):  # Gemma 4: every layer's dense MLP runs beside its experts, for every token
+        shared = hidden_intermediate
+    elif model_type.startswith("llama4"):  # transformers Llama4TextMoe: one shared expert of intermediate_size
         shared = hidden_intermediate
     if "hybrid_override_pattern" in cfg:  # Nemotron-H: E marks the MoE blocks
         layers = tuple(ch == "E" for ch in cfg["hybrid_override_pattern"])
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     if isinstance(cfg.get("layers_block_type"), list):
         layers = tuple(name == "moe" for name in cfg["layers_block_type"])
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
+    if isinstance(cfg.get("moe_layers"), list):  # Llama 4: the MoE layers' numbers
+        layers = tuple(i in set(cfg["moe_layers"]) for i in range(n_layers))
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     first_dense = int(cfg.get("first_k_dense_replace", 0))
-    freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", default=1)
+    freq = first(cfg, "moe_layer_freq", "decoder_sparse_step", "expert_layer_period", "interleave_moe_layer_step", default=1)
     if isinstance(freq, list):  # MiniMax-M3: 1 marks a MoE layer
         if not _flags(freq, n_layers):
             raise ConfigImportError(f"moe_layer_freq must be a whole number or give 0 or 1 for each of the {n_layers} "
                                     "layers", field="moe_layer_freq", allowed="an integer, or a list of 0 and 1")
         layers = tuple(bool(f) for f in freq)
-        return MoeDims(int(n_experts), int(top_k), int(expert_width), shared, layers, latent)
+        return MoeDims(int(n_experts), int(top_k), width, shared, layers, latent)
     if not _whole(freq, 1):
         raise ConfigImportError(f"moe_layer_freq is {freq!r}, not a whole number of at least 1", field="moe_layer_freq",
                                 allowed="an integer of at least 1, or a list of 0 and 1")
-    offset = int(cfg.get("expert_layer_offset", 0))
+    # Llama 4's interleave_moe_layer_step puts experts in layers step-1, 2*step-1, ... (transformers Llama4TextConfig)
+    offset = int(cfg.get("expert_layer_offset", freq - 1 if "interleave_moe_layer_step" in cfg else 0))
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     layers = tuple(
         i >= first_dense and (i - offset) % freq == 0 and i not in mlp_only for i in range(n_layers)
@@ -184,7 +215,7 @@ def moe_dims(cfg: dict, n_layers: int, hidden_intermediate: int) -> MoeDims | No
     return MoeDims(
         num_experts=int(n_experts),
         experts_per_token=int(top_k),
-        expert_intermediate_size=int(expert_width),
+        expert_intermediate_size=width,
         shared_intermediate_size=shared,
         moe_layers=layers,
         latent_size=latent,
