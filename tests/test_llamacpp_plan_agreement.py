@@ -69,3 +69,19 @@ def test_a_search_starts_llamacpp_with_the_most_slots_that_fit(catalog):
     assert slots > 1
     assert fit(Deployment(**{**QWEN, "max_model_len": 8192}, max_num_seqs=slots)).fits
     assert not fit(Deployment(**{**QWEN, "max_model_len": 8192}, max_num_seqs=slots + 1)).fits
+
+
+def test_perf_at_a_concurrency_with_no_slots_stated_plans_that_many_slots(catalog):
+    """No --max-num-seqs: perf at concurrency 4 plans llama-server started with --parallel 4 (and
+    says so); at 'max' the most slots whose whole cache fits — the launch deploy prints for them."""
+    from inferplan.memory.slots import most_slots
+
+    d = Deployment(**{**QWEN, "max_model_len": 8192})
+    four = estimate(d, W.model_copy(update={"concurrency": 4}), use_profiles=False)
+    assert four.max_concurrency == 4 and four.concurrency == 4
+    assert any("started with 4 slots" in a for a in four.assumptions)
+    most = most_slots(d, catalog, 512)
+    top = estimate(d, W.model_copy(update={"concurrency": "max"}), use_profiles=False)
+    assert most > 4 and top.concurrency == top.max_concurrency == most
+    assert fit(d.model_copy(update={"max_num_seqs": most})).fits
+    assert not fit(d.model_copy(update={"max_num_seqs": most + 1})).fits

@@ -18,6 +18,8 @@ from inferplan.catalog.memo import per_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.context_cache import context_slots
+from inferplan.memory.slots import most_slots
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
@@ -178,6 +180,23 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
                           output_len=ctx.w.output_len, model_at=model_at)
 
 
+MAX_SLOTS = 512  # the most llama.cpp slots 'max' concurrency tries
+
+
+def _slots_for_load(d: Deployment, w: Workload, catalog: Catalog) -> tuple[Deployment, str | None]:
+    """An engine that serves the slots it is started with (llama-server's ``--parallel``, each slot
+    ``max_model_len`` of the cache) and none stated: planned as started for the asked concurrency —
+    that many slots, or at 'max' the most that fit (``memory/slots.py``) — and said so."""
+    if d.max_num_seqs is not None or w.concurrency == 1 or context_slots(catalog, d, catalog.engine(d.engine).id) is None:
+        return d, None
+    slots = most_slots(d, catalog, MAX_SLOTS) if w.concurrency == "max" else int(w.concurrency)
+    if not slots or slots <= 1:
+        return d, None
+    return d.model_copy(update={"max_num_seqs": slots}), (
+        f"{catalog.engine(d.engine).name} started with {slots} slots for {slots} requests at once (--parallel {slots}; "
+        f"no max_num_seqs stated), each holding max_model_len of the cache")
+
+
 def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True,
              user_runs: tuple[UserRun, ...] = ()) -> ServingEstimate:
     """Speed of one deployment under one workload: the user's own measured run where one matches
@@ -186,8 +205,11 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
     published points of this deployment quoted beside it. ``use_profiles=False``: the calibrated
     model alone, as validation scores it (no run, no profile, no quoted points)."""
     catalog = catalog or load_catalog()
+    d, slots_note = _slots_for_load(d, w, catalog)
     ctx = ServingContext(catalog, d, w)
     model_estimate = estimate_at(ctx, concurrency_for(ctx, w))
+    if slots_note:
+        model_estimate = model_estimate.model_copy(update={"assumptions": (*model_estimate.assumptions, slots_note)})
     if use_profiles and user_runs and w.speculative_tokens == 0 and w.prefix_cache_hit_rate == 0:
         local = _user_run_estimate(ctx, model_estimate, user_runs)
         if local.source == LOCAL_SOURCE:
