@@ -79,6 +79,10 @@ class Deployment(Input):
     host_sockets: int | None = Field(None, ge=1, le=16,
                                      description="CPU sockets (NUMA nodes) of the host running the experts (default 1)")
     host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM available to the engine, GiB")
+    other_gpu_memory_gb: float | None = Field(
+        None, ge=0, le=1e6, description="GiB of each GPU's memory other processes hold when the engine starts (a desktop's "
+                                        "display and compositor, another server); each release's rule counts it as its "
+                                        "budgeting does (default 0)")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
                                              description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")
