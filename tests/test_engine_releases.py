@@ -94,11 +94,14 @@ def test_other_processes_only_limit_free_memory_where_the_rule_measures_growth()
 
 
 def test_the_cuda_context_is_inside_the_fraction_only_where_the_rule_counts_it():
-    rule = memory_rule(CATALOG, "vllm", "0.6.4")
+    rule = memory_rule(CATALOG, "vllm", "0.6.4")  # counts both: the display comes off the KV cache, not the usable
     assert "cuda_context" in rule.counted
-    counted, outside = _budget(rule, fraction=1.0), _budget(_without(rule, "cuda_context"), fraction=1.0)
-    assert counted.usable_bytes_per_gpu == 24 * GiB
-    assert counted.usable_bytes_per_gpu - outside.usable_bytes_per_gpu == pytest.approx(CATALOG.constant(CUDA_CONTEXT))
+    growth = memory_rule(CATALOG, "vllm", "0.5.3")  # counts neither: beside a display, the context must fit too
+    assert "cuda_context" not in growth.counted
+    with_context = growth.model_copy(update={"counted": (*growth.counted, "cuda_context")})
+    outside, inside = _budget(growth, other_gib=6.0), _budget(with_context, other_gib=6.0)
+    assert inside.usable_bytes_per_gpu - outside.usable_bytes_per_gpu == pytest.approx(CATALOG.constant(CUDA_CONTEXT))
+    assert _budget(rule, other_gib=6.0, fraction=1.0).usable_bytes_per_gpu == 24 * GiB
 
 
 def test_a_display_fails_start_up_where_it_fills_the_headroom():

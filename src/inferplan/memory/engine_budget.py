@@ -268,9 +268,10 @@ def engine_budget(
     if rule.budget == "of_total":
         start = (catalog.constant(rule.start_constant) + other) if rule.start_constant else 0.0
         usable = (total_bytes - start) * frac
-        free = total_bytes - uncounted_other - (0.0 if start or "cuda_context" in rule.counted else
-                                                catalog.constant(CUDA_CONTEXT))
-        if not start and usable > free:  # the fraction asks for more than the device has free at start-up
+        # stated other processes leave the device with less free than the fraction asks for: beside them the
+        # CUDA context, where the rule does not count it inside the fraction
+        free = total_bytes - uncounted_other - (0.0 if "cuda_context" in rule.counted else catalog.constant(CUDA_CONTEXT))
+        if other and not start and usable > free:
             notes.append(f"{rule.label}: total × {frac:g} = {usable / GiB:.2f} GiB is more than the "
                          f"{free / GiB:.2f} GiB free beside the CUDA context and other processes: the KV cache "
                          "gets what is free")

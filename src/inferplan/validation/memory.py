@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import current_release, memory_rule, parse_engine_version
+from inferplan.catalog.memory_rules import current_release, memory_rule, parse_engine_version, release_key
 from inferplan.catalog.points_schema import MemoryPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -126,9 +126,13 @@ def record_engine_version(point: MemoryPoint) -> tuple[str | None, str]:
 
 def planned_record_release(point: MemoryPoint, catalog: Catalog) -> str | None:
     """The release a record is planned at: the one it states, else the release the engine's current_release
-    names for records that state none (vLLM: 0.11.0, not the current release), else None (the default rule)."""
-    version = record_engine_version(point)[0]
+    names for records that state none or a number past the current release (vLLM: 0.11.0, not the current
+    release), else None (the default rule)."""
+    version, basis = record_engine_version(point)
     current = current_release(catalog, point.engine)
+    if version and basis == "engine_version text" and current is not None and \
+            release_key(parse_engine_version(version)[0]) > release_key(current.release):
+        version = None  # a number past the engine's releases is another product's (NVIDIA's container "25.09")
     return version or (current.records_without_release if current else None)
 
 
