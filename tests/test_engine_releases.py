@@ -3,8 +3,6 @@ the engine's current release, the default memory fraction follows the release (v
 #38284, SGLang's fixed table by TP size before PR #7054), a release newer than the current one is
 refused, and the other processes' memory and the CUDA context are counted as each rule says."""
 
-import dataclasses
-
 import pytest
 from typer.testing import CliRunner
 
@@ -127,4 +125,15 @@ def test_records_without_a_release_are_planned_at_the_stated_fallback():
     from inferplan.validation.memory import deployment_for
     point = CATALOG.memory_points.records["m04-gptoss-20b-l4-128k"]
     assert deployment_for(point, CATALOG).engine_version == current_release(CATALOG, "vllm").records_without_release
-    assert dataclasses.is_dataclass(EngineSettings)
+
+
+def test_the_api_takes_other_gpu_memory_gb_and_refuses_an_unknown_release(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+    client = TestClient(create_app(tmp_path / "api.db"))
+    body = {"model": "llama-3.1-8b", "gpu": "4090", "engine_version": "0.6.4", "max_model_len": 8192}
+    plain, busy = client.post("/api/fit", json=body), client.post("/api/fit", json={**body, "other_gpu_memory_gb": 2})
+    assert plain.json()["kv_cache_bytes_per_gpu"] - busy.json()["kv_cache_bytes_per_gpu"] == pytest.approx(2 * GiB)
+    refused = client.post("/api/fit", json={**body, "engine": "sglang", "engine_version": "99.9"})
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "engine_version"
