@@ -303,6 +303,13 @@ def current_release(catalog, engine: str) -> CurrentRelease | None:
     return next((r.current_release for r in catalog.memory_rules if r.engine == engine and r.current_release), None)
 
 
+def unversioned_release(catalog, engine: str) -> str | None:
+    """The release a measurement planned without its own release number is planned at (current_release's
+    records_without_release; None: the engine's default)."""
+    current = current_release(catalog, engine)
+    return current.records_without_release if current else None
+
+
 def engine_rules(rules, engine: str) -> list[MemoryRule]:
     """An engine's rules, oldest releases first."""
     return sorted((r for r in rules if r.engine == engine), key=lambda r: release_key(r.first_release))

@@ -27,7 +27,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import current_release, memory_rule, parse_engine_version, release_key
+from inferplan.catalog.memory_rules import (current_release, memory_rule, parse_engine_version, release_key,
+                                            unversioned_release)
 from inferplan.catalog.points_schema import MemoryPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -133,7 +134,7 @@ def planned_record_release(point: MemoryPoint, catalog: Catalog) -> str | None:
     if version and basis == "engine_version text" and current is not None and \
             release_key(parse_engine_version(version)[0]) > release_key(current.release):
         version = None  # a number past the engine's releases is another product's (NVIDIA's container "25.09")
-    return version or (current.records_without_release if current else None)
+    return version or unversioned_release(catalog, point.engine)
 
 
 def deployment_for(point: MemoryPoint, catalog: Catalog | None = None) -> Deployment:
