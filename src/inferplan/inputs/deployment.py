@@ -42,7 +42,8 @@ class Deployment(Input):
         None, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$",
         description="SGLang --moe-runner-backend: the routed experts' kernel path, e.g. marlin (default: the engine's own choice)")
     engine_version: str | None = Field(None, max_length=40, description="the engine release whose memory-budgeting rule "
-                                       "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the rule engines.yaml's defaults describe)")
+                                       "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release, "
+                                       "engine_memory_rules.yaml current_release)")
     moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "
                                    "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin or triton; default: "
                                    "what the release's pip install picks, engine_moe_kernels.yaml)")
