@@ -32,8 +32,8 @@ def test_llama_70b_fp8_needs_two_h100s():
 def test_seed_70b_fp16_does_not_fit_h100_but_fits_b200_with_100gb_left():
     # seed 003: "B200 fits the full 70B model in FP16 on one chip with 100GB+ left over for KV cache"
     h100 = run(model="llama-3.3-70b", gpu="H100", quantization="bf16", max_model_len=8192)
-    b200 = run(model="llama-3.3-70b", gpu="b200", quantization="bf16", max_model_len=8192,
-               gpu_memory_utilization=1.0)
+    # at the default fraction: a fraction of 1.0 leaves the current release no room for its start-up allocations
+    b200 = run(model="llama-3.3-70b", gpu="b200", quantization="bf16", max_model_len=8192)
     assert not h100.fits
     assert b200.fits
     assert b200.gpu_memory_bytes - b200.weights_bytes_per_gpu > 30e9  # what the seed rounds up

@@ -47,16 +47,16 @@ def test_every_rule_is_selected_at_both_ends_of_its_range(catalog):
 
 
 def test_without_a_version_each_engine_takes_its_default_rule(catalog):
-    assert memory_rule(catalog, "vllm").id == "vllm-v1-graphs-after-kv"
+    assert memory_rule(catalog, "vllm").id == "vllm-v1-graphs-estimated"  # the rule of the current release
     for engine in catalog.engines:
-        assert memory_rule(catalog, engine.id).default
+        assert memory_rule(catalog, engine.id).is_default
 
 
-def test_the_default_rule_is_the_one_the_calibration_records_ran(catalog):
+def test_the_default_rule_is_the_current_release_s(catalog):
     d = Deployment(model="llama-3.1-8b", gpu="h100", max_model_len=16000)
-    default, stated = fit(d, catalog), fit(d.model_copy(update={"engine_version": "0.11.0"}), catalog)
+    default, stated = fit(d, catalog), fit(d.model_copy(update={"engine_version": "0.31.0"}), catalog)
     assert default.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
-    assert default.memory_rule_id == "vllm-v1-graphs-after-kv" and "V1" in default.memory_rule
+    assert default.memory_rule_id == "vllm-v1-graphs-estimated" and "V1" in default.memory_rule
 
 
 def test_release_numbers_compare_as_numbers():
@@ -99,7 +99,7 @@ def test_the_budget_applies_what_the_rule_counts(catalog):
     graphs = catalog.constant("vllm-cudagraph-estimate-bytes-per-gpu")
     last_after_kv = fit(d.model_copy(update={"engine_version": "0.20.2"}), catalog)  # the same sampler profile
     assert last_after_kv.kv_cache_bytes_per_gpu - estimated.kv_cache_bytes_per_gpu == pytest.approx(graphs)
-    assert estimated.cuda_graph_bytes_per_gpu == graphs and fit(d, catalog).cuda_graph_bytes_per_gpu == 0
+    assert estimated.cuda_graph_bytes_per_gpu == graphs and last_after_kv.cuda_graph_bytes_per_gpu == 0
 
 
 def _catalog_without(tmp_path, rule_id):

@@ -132,6 +132,33 @@ class CollectiveBuffers(Frozen):
         return per_communicator * self.communicators
 
 
+class ReleaseFraction(Frozen):
+    """The memory fraction an engine defaults to from one of its releases on (vLLM's gpu_memory_utilization)."""
+
+    first_release: str  # inclusive, inside the rule's range; a later entry takes over from its own first_release
+    value: float = Field(gt=0, le=1)
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str = ""
+
+
+class TpFraction(Frozen):
+    """A fixed memory fraction a release picks by its tensor-parallel size (SGLang before PR #7054)."""
+
+    min_tp: int = Field(ge=1)  # the fraction applies from this TP size up to the next entry's
+    value: float = Field(gt=0, le=1)
+
+
+class CurrentRelease(Frozen):
+    """The engine's newest release the catalogue knows, planned with when a deployment names none."""
+
+    release: str
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    # the release a measurement record that states none is planned at (None: the current release)
+    records_without_release: str | None = None
+    note: str = ""
+
+
 class MemoryRule(Frozen):
     """One engine's memory-budgeting rule over a range of its releases."""
 
@@ -143,7 +170,12 @@ class MemoryRule(Frozen):
     # a second engine shipped beside the newer one over the same releases (vLLM V0 under
     # VLLM_USE_V1=0); a release with no variant named gets the rule with the newest first_release
     variant: str | None = None
-    default: bool = False  # the rule planned with when no engine_version is given
+    # the rule planned with when no engine_version is given, for an engine with no sourced current_release
+    default: bool = False
+    current_release: CurrentRelease | None = None  # the engine's newest known release, inside this rule's range
+    # the default memory fraction by release, where the rule's releases change it (else engines.yaml's)
+    memory_fraction_defaults: tuple[ReleaseFraction, ...] = ()
+    memory_fraction_by_tp: tuple[TpFraction, ...] = ()  # a fixed fraction by TP size (else engines.yaml's rule)
     max_num_seqs_default: int | None = Field(None, ge=1)  # None: engines.yaml's default
     budget: Literal["of_total", "of_free_after_weights", "no_fraction"]
     # what an of_total fraction is taken of: the device total, or the memory free when the engine reads it
@@ -200,7 +232,29 @@ class MemoryRule(Frozen):
             raise ValueError("a start-up sampler warm-up is sized by the activation's sampler_constant")
         if self.startup and (self.startup.graph_constants is not None) != (self.cuda_graphs == "after_kv"):
             raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
+        for release in (*(f.first_release for f in self.memory_fraction_defaults),
+                        *((self.current_release.release,) if self.current_release else ())):
+            if not self.covers(release):
+                raise ValueError(f"release {release} is outside the rule's releases {self.releases}")
+        if self.current_release and self.default:
+            raise ValueError("a rule carrying the current_release is the default: drop default: true")
+        if [t.min_tp for t in self.memory_fraction_by_tp] != sorted({t.min_tp for t in self.memory_fraction_by_tp}) or \
+                (self.memory_fraction_by_tp and self.memory_fraction_by_tp[0].min_tp != 1):
+            raise ValueError("memory_fraction_by_tp runs from min_tp 1 up, each TP size once")
         return self
+
+    @property
+    def is_default(self) -> bool:
+        return self.default or self.current_release is not None
+
+    def default_fraction(self, release: str | None, tp: int) -> float | None:
+        """The fraction this rule's releases default to at ``release`` (None: the rule's first) and TP size
+        ``tp``, where the rule sets one (None: engines.yaml's default applies)."""
+        if self.memory_fraction_by_tp:
+            return [t.value for t in self.memory_fraction_by_tp if t.min_tp <= tp][-1]
+        key = release_key(parse_engine_version(release)[0] if release else self.first_release)
+        named = [f for f in self.memory_fraction_defaults if release_key(f.first_release) <= key]
+        return max(named, key=lambda f: release_key(f.first_release)).value if named else None
 
     def covers(self, release: str) -> bool:
         return in_release_range(release, self.first_release, self.last_release)
@@ -244,6 +298,18 @@ def parse_engine_version(text: str) -> tuple[str, str | None]:
     return release, variant
 
 
+def current_release(catalog, engine: str) -> CurrentRelease | None:
+    """The engine's current release as the catalogue records it (None: none sourced; the newest rule applies)."""
+    return next((r.current_release for r in catalog.memory_rules if r.engine == engine and r.current_release), None)
+
+
+def unversioned_release(catalog, engine: str) -> str | None:
+    """The release a measurement planned without its own release number is planned at (current_release's
+    records_without_release; None: the engine's default)."""
+    current = current_release(catalog, engine)
+    return current.records_without_release if current else None
+
+
 def engine_rules(rules, engine: str) -> list[MemoryRule]:
     """An engine's rules, oldest releases first."""
     return sorted((r for r in rules if r.engine == engine), key=lambda r: release_key(r.first_release))
@@ -264,7 +330,7 @@ def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
     if not rules:
         raise CatalogError(f"no memory rule for engine {engine!r} in engine_memory_rules.yaml", field=engine)
     if release is None:
-        return next(r for r in rules if r.default)
+        return next(r for r in rules if r.is_default)
     allowed = allowed_releases(catalog.memory_rules, engine)
     try:
         number, variant = parse_engine_version(release)
@@ -274,6 +340,11 @@ def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
     if not found:
         raise InvalidScenarioError(f"no {engine} release {number} has a known memory rule", field="engine_version",
                                    allowed=allowed)
+    current = next((r.current_release for r in rules if r.current_release), None)
+    if current is not None and release_key(number) > release_key(current.release):
+        raise InvalidScenarioError(f"{engine} {number} is newer than {current.release}, the newest release the catalogue "
+                                   f"knows (checked {current.checked.isoformat()})", field="engine_version",
+                                   allowed=f"{allowed}, up to {current.release}")
     if variant is not None:
         named = [r for r in found if r.variant == variant]
         if not named:
@@ -300,6 +371,8 @@ def check_memory_rules(catalog) -> None:
             *(rule.attention_workspace.sources if rule.attention_workspace else ()),
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),
             *(s for b in rule.activation.sampler_backends for s in b.sources),
+            *(rule.current_release.sources if rule.current_release else ()),
+            *(s for f in rule.memory_fraction_defaults for s in f.sources),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ())))
         block = catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
@@ -313,9 +386,13 @@ def check_memory_rules(catalog) -> None:
                 raise CatalogError(f"{where}: unknown calibration constant {constant!r}", field=rule.id)
     for engine in (e.id for e in catalog.engines):
         rules = engine_rules(catalog.memory_rules, engine)
-        if sum(r.default for r in rules) != 1:
+        if sum(r.is_default for r in rules) != 1:
             raise CatalogError(f"memory_rules: engine {engine!r} needs exactly one default rule", field=engine)
-        default = next(r for r in rules if r.default)
+        default = next(r for r in rules if r.is_default)
+        newest = max(rules, key=lambda r: release_key(r.first_release))
+        if default.current_release is None and (default is not newest or default.last_release is not None):
+            raise CatalogError(f"memory_rules:{default.id}: the default rule of {engine} is its newest, open-ended one "
+                               "unless a rule names the current_release", field=default.id)
         meaning = catalog.engines.records[engine].memory_fraction_meaning
         if _BUDGET_OF_MEANING[meaning] != default.budget:
             raise CatalogError(f"memory_rules:{default.id}: budget {default.budget} disagrees with engines.yaml's "

@@ -123,7 +123,7 @@ class Scenario(Input):
     quantization: str | None = None
     engine: str = "vllm"
     engine_version: str | None = Field(None, max_length=40, description="the engine release whose memory rule applies "
-                                       "(e.g. 0.6.4); left out: the release line engines.yaml describes")
+                                       "(e.g. 0.6.4); left out: the engine's current release")
     kv_cache_dtype: str = "auto"
     kv_bytes_per_token: float | None = Field(
         None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,

@@ -43,7 +43,8 @@ class Deployment(Input):
         None, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$",
         description="SGLang --moe-runner-backend: the routed experts' kernel path, e.g. marlin (default: the engine's own choice)")
     engine_version: str | None = Field(None, max_length=40, description="the engine release whose memory-budgeting rule "
-                                       "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the rule engines.yaml's defaults describe)")
+                                       "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release, "
+                                       "engine_memory_rules.yaml current_release)")
     moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "
                                    "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin or triton; default: "
                                    "what the release's pip install picks, engine_moe_kernels.yaml)")
@@ -80,6 +81,10 @@ class Deployment(Input):
     host_sockets: int | None = Field(None, ge=1, le=16,
                                      description="CPU sockets (NUMA nodes) of the host running the experts (default 1)")
     host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM of the machine, GiB (default: the system card's; refused on unified memory, where it is the accelerator's memory)")
+    other_gpu_memory_gb: float | None = Field(
+        None, ge=0, le=1e6, description="GiB of each GPU's memory other processes hold when the engine starts (a desktop's "
+                                        "display and compositor, another server); each release's rule counts it as its "
+                                        "budgeting does (default 0)")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
                                              description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")

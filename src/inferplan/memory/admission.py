@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.admission_rules import AdmissionRule, admission_rule
 from inferplan.catalog.architecture import Architecture, LayerKind
-from inferplan.catalog.memory_rules import memory_rule, parse_engine_version, release_key
+from inferplan.catalog.memory_rules import current_release, memory_rule, parse_engine_version, release_key
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory import compressed
 from inferplan.memory.kv_cache import KvLayout
@@ -169,11 +169,28 @@ def with_admission(catalog, engine: str, engine_version: str | None, arch: Archi
     return dataclasses.replace(layout, admission=reserve, admission_max_len=max_len), [note]
 
 
+DEFAULT_RELEASE = "the default: the current release"
+
+
+def rule_label(rule, release_notes: list[str], engine_version: str | None) -> str:
+    """The memory rule as `fit` names it: its label, and the release planned at where none was stated."""
+    default = any(DEFAULT_RELEASE in n for n in release_notes)
+    return f"{rule.label}; planned at {engine_version}, {DEFAULT_RELEASE}" if default else rule.label
+
+
 def planned_release(catalog, d: Deployment, arch: Architecture | None) -> tuple[Deployment, list[str]]:
-    """``d`` with the engine release it is planned at: the one it states; else, for a cache layout the
+    """``d`` with the engine release it is planned at: the one it states; else the engine's current
+    release (engine_memory_rules.yaml ``current_release``), said so in a note; else, for a cache layout the
     engine's default release line predates (DeepSeek-V4 on vLLM), the newest release line with an
     admission rule for it, since only a release that has the layout runs it."""
-    if d.engine_version or arch is None or arch.compressed is None:
+    if d.engine_version:
+        return d, []
+    current = current_release(catalog, d.engine)
+    if current is not None:
+        return d.model_copy(update={"engine_version": current.release}), [
+            f"planned at {d.engine} {current.release}, {DEFAULT_RELEASE} (checked "
+            f"{current.checked.isoformat()}); state engine_version for another release"]
+    if arch is None or arch.compressed is None:
         return d, []
     rules = sorted((r for r in catalog.admission_rules if r.engine == d.engine and r.layout == "compressed_attention"),
                    key=lambda r: release_key(r.first_release))

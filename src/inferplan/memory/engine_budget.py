@@ -52,6 +52,7 @@ class EngineSettings:
     context_tokens: int | None = None
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
     topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
+    other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
 
 
 @dataclass(frozen=True)
@@ -244,9 +245,12 @@ def engine_budget(
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
     graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant else 0.0
-    # the CUDA context and other processes, where a rule counts them, are inside its non-torch figure
-    counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs}
-    parts = [counted[part] for part in rule.counted if part in counted]
+    other = settings.other_gpu_memory_bytes
+    # the CUDA context, where a rule counts it, is inside its non-torch figure (measured with it): nothing more
+    # to take; other processes' memory counts where the rule's profile reads the whole device
+    counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs,
+               "cuda_context": 0.0, "other_processes": other}
+    parts = [counted[part] for part in rule.counted]
     frac = settings.memory_fraction
     notes = [f"memory rule: {rule.label}", act_note] + [n for n in (nvls_note, held_note) if n]
     if arch is None:
@@ -257,21 +261,36 @@ def engine_budget(
         notes.append(f"{accel.name} shares its memory with the CPU, and {engine.name} reads the page cache as used "
                      f"memory: files read before or during its start can leave the KV cache far below this plan, "
                      f"which counts none; {engine.reads_page_cache_as_used_note}")
-    shown = " − ".join(_PART_NAMES[p] for p in rule.counted if p in counted)
+    shown = " − ".join(_PART_NAMES[p] for p in rule.counted if counted[p] or p not in _UNSHOWN)
+    # memory other processes hold is not free to the engine whatever its rule counts: a fraction of the free
+    # memory shrinks with it, a device-wide reading sees it, and a fraction of the total cannot take it
+    uncounted_other = 0.0 if "other_processes" in rule.counted else other
     if rule.budget == "of_total":
-        start = catalog.constant(rule.start_constant) if rule.start_constant else 0.0
+        start = (catalog.constant(rule.start_constant) + other) if rule.start_constant else 0.0
         usable = (total_bytes - start) * frac
+        # stated other processes leave the device with less free than the fraction asks for: beside them the
+        # CUDA context, where the rule does not count it inside the fraction
+        free = total_bytes - uncounted_other - (0.0 if "cuda_context" in rule.counted else catalog.constant(CUDA_CONTEXT))
+        if other and not start and usable > free:
+            notes.append(f"{rule.label}: total × {frac:g} = {usable / GiB:.2f} GiB is more than the "
+                         f"{free / GiB:.2f} GiB free beside the CUDA context and other processes: the KV cache "
+                         "gets what is free")
+            usable = free
         kv = _less(usable, parts)
         base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"
         notes.append(f"{engine.name}: KV = {base} × {frac:g} − {shown}")
     elif rule.budget == "of_free_after_weights":
         usable = total_bytes
-        kv = _less(total_bytes, parts) * frac
+        kv = _less(total_bytes - uncounted_other, parts) * frac
         notes.append(f"{engine.name}: KV = (total − {shown}) × {frac:g}")
     else:
         usable = total_bytes
-        kv = _less(total_bytes, parts)
+        kv = _less(total_bytes - uncounted_other, parts)
         notes.append(f"{engine.name}: no memory fraction; KV may use what weights and buffers leave")
+    if other:
+        notes.append(f"{rule.label}: other processes hold {other / GiB:.2f} GiB per GPU, "
+                     + ("counted against the fraction" if "other_processes" in rule.counted else
+                        "outside the fraction: they only limit the memory free to the engine"))
     return EngineBudget(
         engine=engine.id,
         total_bytes_per_gpu=total_bytes,
@@ -299,4 +318,7 @@ def _less(start: float, parts: list[float]) -> float:
     return start
 
 
-_PART_NAMES = {"weights": "weights", "activation_peak": "activations", "non_torch": "runtime", "cuda_graphs": "CUDA graphs"}
+_PART_NAMES = {"weights": "weights", "activation_peak": "activations", "non_torch": "runtime", "cuda_graphs": "CUDA graphs",
+               "cuda_context": "CUDA context", "other_processes": "other processes"}
+_UNSHOWN = ("cuda_context", "other_processes")  # named in the formula only when they hold memory of their own
+CUDA_CONTEXT = "cuda-context-bytes-per-gpu"  # calibration.yaml: the context an engine makes before reading memory

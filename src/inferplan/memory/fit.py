@@ -18,7 +18,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.admission import planned_release, with_admission
+from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
@@ -195,7 +195,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget, host_memory_origin=host_pool and host_pool.origin,
         host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
-        memory_rule_id=rule.id, memory_rule=rule.label, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
+        memory_rule_id=rule.id, memory_rule=rule_label(rule, release_notes, d.engine_version), cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
         startup_shortfall_bytes_per_gpu=start.shortfall_bytes_per_gpu if start else 0.0,
         startup_note=start.note(rule, settings) if start and not start.starts else None,

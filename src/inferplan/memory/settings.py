@@ -2,7 +2,7 @@
 of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM's 70 GiB switch,
 SGLang's tiers and the fraction it derives from them, lowered where its default attention backend on
 the GPU's software stack asks for it) — except where the engine release's memory rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
-sequences)."""
+sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
+from inferplan.units import GiB
 
 
 def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
@@ -33,7 +34,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
-    frac = d.gpu_memory_utilization or (reported.value if reported is not None else
+    release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
+    frac = d.gpu_memory_utilization or (reported.value if reported is not None else release_frac or
                                         _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes))
     if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
@@ -43,7 +45,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
-                          topk_topp_sampler=d.topk_topp_sampler)
+                          topk_topp_sampler=d.topk_topp_sampler,
+                          other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB)
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:

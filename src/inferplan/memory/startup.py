@@ -47,13 +47,16 @@ class StartupCheck(HeadroomCheck):
     graph_bytes_per_gpu: float  # captured after the KV cache is sized (0: counted inside the fraction)
     sampler_bytes_per_gpu: float  # the sampler warm-up over max_num_seqs rows
     sampler_bytes_per_seq: float  # one row of it
+    other_bytes_per_gpu: float = 0.0  # other processes' memory, where the rule does not count it in the fraction
 
     @property
     def needed_bytes_per_gpu(self) -> float:
-        return self.context_bytes_per_gpu + self.graph_bytes_per_gpu + self.sampler_bytes_per_gpu
+        return self.context_bytes_per_gpu + self.other_bytes_per_gpu + self.graph_bytes_per_gpu + self.sampler_bytes_per_gpu
 
     def note(self, rule: MemoryRule, settings: EngineSettings) -> str:
         parts = [f"CUDA context {self.context_bytes_per_gpu / GiB:.2f} GiB"]
+        if self.other_bytes_per_gpu:
+            parts.append(f"other processes {self.other_bytes_per_gpu / GiB:.2f} GiB")
         if self.graph_bytes_per_gpu:
             parts.append(f"CUDA graphs {self.graph_bytes_per_gpu / GiB:.2f} GiB")
         parts.append(f"sampler warm-up over {settings.max_num_seqs:,} sequences {self.sampler_bytes_per_gpu / GiB:.2f} GiB")
@@ -84,7 +87,8 @@ def startup_check(catalog: Catalog, rule: MemoryRule, settings: EngineSettings, 
     return StartupCheck(headroom_bytes_per_gpu=total_bytes * (1 - settings.memory_fraction),
                         context_bytes_per_gpu=catalog.constant(startup.context_constant),
                         graph_bytes_per_gpu=graphs, sampler_bytes_per_gpu=per_seq * rows,
-                        sampler_bytes_per_seq=per_seq)
+                        sampler_bytes_per_seq=per_seq, other_bytes_per_gpu=(
+                            0.0 if "other_processes" in rule.counted else settings.other_gpu_memory_bytes))
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ def startup_fix(check: StartupCheck, total_bytes: float) -> StartupFix:
     """The largest fraction whose headroom holds what start-up needs, and the most warm-up rows the
     stated fraction's headroom holds."""
     fraction = math.floor((1 - check.needed_bytes_per_gpu / total_bytes) / FRACTION_STEP) * FRACTION_STEP
-    room = check.headroom_bytes_per_gpu - check.context_bytes_per_gpu - check.graph_bytes_per_gpu
+    room = check.headroom_bytes_per_gpu - check.context_bytes_per_gpu - check.other_bytes_per_gpu - check.graph_bytes_per_gpu
     seqs = int(room // check.sampler_bytes_per_seq) if check.sampler_bytes_per_seq else 0
     if check.sampler_bytes_per_seq:  # the quotient's rounding can land one row off the limit either way:
         def starts(rows: int) -> bool:  # settled by the check itself, at that many rows

@@ -37,7 +37,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
     "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
     "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "moe_kernel", "topk_topp_sampler",
-    "moe_runner_backend", "mtp_draft",
+    "moe_runner_backend", "mtp_draft", "other_gpu_memory_gb",
 )}
 
 
@@ -46,7 +46,7 @@ ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json pa
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
-EngineVersionOpt = typer.Option(None, "--engine-version", help="Engine release whose memory rule applies, e.g. 0.6.4 or '0.8.5 V0' (default: the release line engines.yaml describes).")
+EngineVersionOpt = typer.Option(None, "--engine-version", help="Engine release whose memory rule applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release; fit names it).")
 GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
 TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel; default 1, with --gpus alone: as the engine launches).")
 PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Consecutive groups of layers on different GPUs (pipeline stages; default 1).")

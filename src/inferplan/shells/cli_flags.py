@@ -94,12 +94,16 @@ FLAGS: dict[str, tuple[Any, Any]] = {
         None, "--kv-offloading-backend", help="vLLM: native | lmcache, what keeps the host KV tier (default native).")),
     "hicache_ratio": (Optional[float], HiCacheRatioOpt),
     "hicache_size": (Optional[float], HiCacheSizeOpt),
+    "other_gpu_memory_gb": (Optional[float], typer.Option(
+        None, "--other-gpu-memory-gb", help="GiB of each GPU other processes hold when the engine starts (a desktop's "
+                                            "display, another server); counted as the release's rule counts it (default 0).")),
 }
 
 LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
           "enable_expert_parallel")
 FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler")
-LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs")
+LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
+          "other_gpu_memory_gb")
 HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets",
         "host_memory_gb", "host_memory_bandwidth_gb_per_s", "kv_offloading_size", "hicache_ratio", "hicache_size")
 

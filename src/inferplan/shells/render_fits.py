@@ -111,7 +111,7 @@ def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], hea
     def label(fewest: tuple[float, ...]) -> str:
         return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
     items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
-    return Text.from_markup(f"[red]Fits none[/], fewest GPUs in each column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
+    return Text.from_markup(f"[red]Fits none[/], fewest GPUs per column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
 
 
 def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:

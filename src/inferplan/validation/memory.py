@@ -27,7 +27,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import memory_rule, parse_engine_version
+from inferplan.catalog.memory_rules import (current_release, memory_rule, parse_engine_version, release_key,
+                                            unversioned_release)
 from inferplan.catalog.points_schema import MemoryPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -124,7 +125,19 @@ def record_engine_version(point: MemoryPoint) -> tuple[str | None, str]:
     return None, "default"
 
 
-def deployment_for(point: MemoryPoint) -> Deployment:
+def planned_record_release(point: MemoryPoint, catalog: Catalog) -> str | None:
+    """The release a record is planned at: the one it states, else the release the engine's current_release
+    names for records that state none or a number past the current release (vLLM: 0.11.0, not the current
+    release), else None (the default rule)."""
+    version, basis = record_engine_version(point)
+    current = current_release(catalog, point.engine)
+    if version and basis == "engine_version text" and current is not None and \
+            release_key(parse_engine_version(version)[0]) > release_key(current.release):
+        version = None  # a number past the engine's releases is another product's (NVIDIA's container "25.09")
+    return version or unversioned_release(catalog, point.engine)
+
+
+def deployment_for(point: MemoryPoint, catalog: Catalog | None = None) -> Deployment:
     s = point.settings
     return Deployment(
         model=point.model,
@@ -139,7 +152,7 @@ def deployment_for(point: MemoryPoint) -> Deployment:
         kv_cache_dtype=point.kv_cache_dtype,
         quantization=point.quantization,
         engine=point.engine,
-        engine_version=record_engine_version(point)[0],
+        engine_version=planned_record_release(point, catalog or load_catalog()),
         max_num_seqs=s.max_num_seqs,
         ubatch_size=s.n_ubatch,
         flash_attention=s.flash_attention,
@@ -165,8 +178,8 @@ def check_point(point: MemoryPoint, catalog: Catalog) -> MemoryCheck:
                   measured_fits=m.fits, caveats=point.caveats, rule_basis=basis, measured_compute_buffer_bytes=mcb,
                   measured_peak_bytes=mpk)
     try:
-        common["memory_rule"] = memory_rule(catalog, point.engine, version).label
-        result = fit(deployment_for(point), catalog)
+        common["memory_rule"] = memory_rule(catalog, point.engine, planned_record_release(point, catalog)).label
+        result = fit(deployment_for(point, catalog), catalog)
     except InferplanError as e:
         return MemoryCheck(**common, predicted_weights_bytes=None, weights_error=None, predicted_kv_bytes=None,
                            kv_error=None, predicted_fits=None, refused=str(e))

@@ -16,6 +16,7 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import unversioned_release
 from inferplan.catalog.points_schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -105,10 +106,13 @@ NOT_MODELLED = "CUDA graphs off (--enforce-eager): the planner models graph-mode
 
 
 def point_scenario(point: SpeedPoint, catalog: Catalog) -> tuple[Deployment, Workload]:
-    """``scenario`` with what the catalogue adds: the model's context, and the batch limits the
-    benchmark tool chose where the run states none."""
+    """``scenario`` with what the catalogue adds: the model's context, the batch limits the benchmark
+    tool chose where the run states none, and the engine release its memory is planned at."""
     limits = trtllm_bench_limits(catalog, point) if point.batch_limits_by == BENCH_TOOL else None
-    return scenario(point, context_of(catalog, point.model), limits)
+    d, w = scenario(point, context_of(catalog, point.model), limits)
+    # the memory rule of the line the speed constants were fitted with, as for memory records that state no
+    # release (current_release's records_without_release), not the current release nor the point's own
+    return d.model_copy(update={"engine_version": unversioned_release(catalog, point.engine)}), w
 
 
 def scenario(point: SpeedPoint, context_tokens: int | None = None,

@@ -1,0 +1,139 @@
+"""Engine releases as data (engine_memory_rules.yaml): a deployment that names no release is planned at
+the engine's current release, the default memory fraction follows the release (vLLM's 0.92 from PR
+#38284, SGLang's fixed table by TP size before PR #7054), a release newer than the current one is
+refused, and the other processes' memory and the CUDA context are counted as each rule says."""
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.memory_rules import current_release, memory_rule
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.engine_budget import CUDA_CONTEXT, EngineSettings, engine_budget
+from inferplan.memory.fit import fit
+from inferplan.shells.cli import app
+
+GiB = 2**30
+CATALOG = load_catalog()
+
+
+def _fit(**kw):
+    return fit(Deployment(model="llama-3.1-8b", **{"gpu": "H100", "max_model_len": 8192, **kw}), CATALOG)
+
+
+def test_the_default_vllm_release_is_the_current_one_and_fit_says_so():
+    current = current_release(CATALOG, "vllm")
+    assert current.release == "0.31.0"  # sourced: mr-vllm-v031-release
+    default, stated = _fit(), _fit(engine_version=current.release)
+    assert default.memory_rule_id == stated.memory_rule_id == memory_rule(CATALOG, "vllm").id
+    assert memory_rule(CATALOG, "vllm").covers(current.release)
+    assert default.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
+    assert "planned at 0.31.0, the default: the current release" in default.memory_rule
+    assert "the default" not in stated.memory_rule
+
+
+@pytest.mark.parametrize(("release", "fraction"), [("0.19.0", 0.9), ("0.20.0", 0.92), ("0.21.0", 0.92), ("0.31.0", 0.92),
+                                                   ("0.11.0", 0.9)])
+def test_vllm_default_gpu_memory_utilization_follows_the_release(release, fraction):
+    r = _fit(engine_version=release)
+    assert r.usable_bytes_per_gpu / r.gpu_memory_bytes == pytest.approx(fraction)
+
+
+@pytest.mark.parametrize(("tp", "fraction"), [(1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81)])
+def test_sglang_before_pr7054_takes_a_fixed_fraction_by_tp_size(tp, fraction):
+    r = fit(Deployment(model="llama-3.1-70b", system="hgx-h100", tensor_parallel_size=tp, engine="sglang",
+                       engine_version="0.4.6", max_model_len=4096, quantization="fp8"), CATALOG)
+    start = CATALOG.constant("cuda-context-bytes-per-gpu")
+    assert r.memory_rule_id == "sglang-tp-fraction-table"
+    assert r.usable_bytes_per_gpu == pytest.approx((r.gpu_memory_bytes - start) * fraction)
+
+
+def test_sglang_current_release_uses_the_pr10975_heuristic():
+    old, new = _fit(engine="sglang", engine_version="0.4.6"), _fit(engine="sglang")
+    assert new.memory_rule_id == "sglang-static-fraction" and "planned at 0.5.21" in new.memory_rule
+    assert old.usable_bytes_per_gpu != new.usable_bytes_per_gpu
+
+
+@pytest.mark.parametrize(("engine", "release"), [("sglang", "99.9"), ("sglang", "0.5.0"), ("sglang", "0.1.13"),
+                                                 ("vllm", "0.40"), ("vllm", "99.9")])
+def test_a_release_no_rule_states_is_refused(engine, release):
+    with pytest.raises(InvalidScenarioError) as e:
+        memory_rule(CATALOG, engine, release)
+    assert e.value.field == "engine_version"
+
+
+def _budget(rule, *, other_gib=0.0, fraction=0.9, total_gib=24.0):
+    settings = EngineSettings(fraction, 2048, 256, 16, 2048, other_gpu_memory_bytes=other_gib * GiB)
+    return engine_budget(CATALOG, CATALOG.engine("vllm"), total_bytes=total_gib * GiB, weights_bytes_per_gpu=10 * GiB,
+                         arch=None, settings=settings, tp=1, gpus_in_instance=1, rule=rule)
+
+
+def _without(rule, part):
+    return rule.model_copy(update={"counted": tuple(p for p in rule.counted if p != part)})
+
+
+def test_other_processes_count_against_the_fraction_where_the_rule_counts_them():
+    rule = memory_rule(CATALOG, "vllm", "0.6.4")  # total - free after the profile: a display counts
+    assert "other_processes" in rule.counted
+    assert _budget(rule).kv_bytes_per_gpu - _budget(rule, other_gib=1.5).kv_bytes_per_gpu == pytest.approx(1.5 * GiB)
+    # unwired, the display would be free: the same rule without the entry keeps its KV cache
+    assert _budget(_without(rule, "other_processes"), other_gib=1.5).kv_bytes_per_gpu == _budget(rule).kv_bytes_per_gpu
+
+
+def test_other_processes_only_limit_free_memory_where_the_rule_measures_growth():
+    rule = memory_rule(CATALOG, "vllm", "0.5.3")  # free at worker start - free after: a display is outside
+    assert "other_processes" not in rule.counted
+    assert _budget(rule, other_gib=1.0).kv_bytes_per_gpu == _budget(rule).kv_bytes_per_gpu  # inside the headroom
+    short = _budget(rule, other_gib=6.0)  # more than total x (1 - 0.9) beside the CUDA context
+    free = 24 * GiB - 6 * GiB - CATALOG.constant(CUDA_CONTEXT)
+    assert short.usable_bytes_per_gpu == pytest.approx(free)
+    assert short.kv_bytes_per_gpu < _budget(rule).kv_bytes_per_gpu
+
+
+def test_the_cuda_context_is_inside_the_fraction_only_where_the_rule_counts_it():
+    rule = memory_rule(CATALOG, "vllm", "0.6.4")  # counts both: the display comes off the KV cache, not the usable
+    assert "cuda_context" in rule.counted
+    growth = memory_rule(CATALOG, "vllm", "0.5.3")  # counts neither: beside a display, the context must fit too
+    assert "cuda_context" not in growth.counted
+    with_context = growth.model_copy(update={"counted": (*growth.counted, "cuda_context")})
+    outside, inside = _budget(growth, other_gib=6.0), _budget(with_context, other_gib=6.0)
+    assert inside.usable_bytes_per_gpu - outside.usable_bytes_per_gpu == pytest.approx(CATALOG.constant(CUDA_CONTEXT))
+    assert _budget(rule, other_gib=6.0, fraction=1.0).usable_bytes_per_gpu == 24 * GiB
+
+
+def test_a_display_fails_start_up_where_it_fills_the_headroom():
+    rule = memory_rule(CATALOG, "vllm", "0.31.0")
+    assert rule.startup is not None and "other_processes" not in rule.counted
+    free, busy = _fit(gpu="4090"), _fit(gpu="4090", other_gpu_memory_gb=2.0)
+    assert free.fits and not busy.fits and busy.startup_shortfall_bytes_per_gpu > 0
+
+
+def test_the_other_gpu_memory_flag_reaches_the_plan():
+    runner = CliRunner()
+    args = ["fit", "--model", "llama-3.1-8b", "--gpu", "4090", "--engine-version", "0.6.4", "--max-model-len", "8192",
+            "--explain"]
+    plain, busy = runner.invoke(app, args), runner.invoke(app, [*args, "--other-gpu-memory-gb", "2"])
+    assert plain.exit_code == busy.exit_code == 0, busy.output
+    flat = " ".join(busy.output.split())
+    assert "other processes hold 2.00 GiB" in flat and "other processes hold" not in plain.output
+    bad = runner.invoke(app, [*args, "--other-gpu-memory-gb", "-1"])
+    assert bad.exit_code == 2 and "--other-gpu-memory-gb" in bad.output
+
+
+def test_records_without_a_release_are_planned_at_the_stated_fallback():
+    from inferplan.validation.memory import deployment_for
+    point = CATALOG.memory_points.records["m04-gptoss-20b-l4-128k"]
+    assert deployment_for(point, CATALOG).engine_version == current_release(CATALOG, "vllm").records_without_release
+
+
+def test_the_api_takes_other_gpu_memory_gb_and_refuses_an_unknown_release(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+    client = TestClient(create_app(tmp_path / "api.db"))
+    body = {"model": "llama-3.1-8b", "gpu": "4090", "engine_version": "0.6.4", "max_model_len": 8192}
+    plain, busy = client.post("/api/fit", json=body), client.post("/api/fit", json={**body, "other_gpu_memory_gb": 2})
+    assert plain.json()["kv_cache_bytes_per_gpu"] - busy.json()["kv_cache_bytes_per_gpu"] == pytest.approx(2 * GiB)
+    refused = client.post("/api/fit", json={**body, "engine": "sglang", "engine_version": "99.9"})
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "engine_version"
