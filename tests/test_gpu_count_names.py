@@ -50,3 +50,9 @@ def test_the_api_takes_the_count_and_refuses_a_number_as_a_type(tmp_path):
     bad = client.post("/api/fits", json={"gpus": ["2"]})
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "gpus"
     assert "did you mean a count" in bad.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("number, card", [("4090", "rtx-4090"), ("3090", "rtx-3090"), ("5090", "rtx-5090")])
+def test_a_model_number_still_names_its_card(catalog, number, card):
+    """Three digits or more is a card's model number, not a count: --gpu 4090 is the RTX 4090."""
+    assert catalog.accelerator(number).id == card

@@ -130,7 +130,7 @@ class Catalog:
     architectures: dict[str, Architecture] = field(default_factory=dict)
 
     def accelerator(self, name: str, field_name: str = "gpu") -> Accelerator:
-        if name.strip().isdigit():  # a count typed where a name belongs would match a chip by its digits (trainium2)
+        if is_count(name):
             raise UnknownHardwareError(f"{name.strip()!r} is a number, not an accelerator name (a GPU count is given "
                                        "separately, as gpus)", field=field_name,
                                        allowed="an accelerator id or name, e.g. h100-sxm or 'RTX 4090' "
@@ -286,6 +286,14 @@ def _architectures(cards, data_dir: Path) -> dict[str, Architecture]:
             continue
     return found
 
+
+MODEL_NUMBER_DIGITS = 3  # a bare number this long or longer is a card's model number, shorter a count
+
+
+def is_count(name: str) -> bool:
+    """A GPU count typed where an accelerator name belongs: it would match a chip by its digits (2:
+    Trainium 2); a model number (4090, 5090) names its card."""
+    return name.strip().isdigit() and len(name.strip()) < MODEL_NUMBER_DIGITS
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",

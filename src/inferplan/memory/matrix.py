@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.loader import Catalog, is_count, load_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
@@ -80,7 +80,7 @@ def fits_matrix(
         raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="max_model_len",
                                    allowed=f"1..{MAX_CONTEXT_TOKENS:,}")
     for g in gpus or []:
-        if g.strip().isdigit():  # gpus lists accelerator types here; a count is gpu_count
+        if is_count(g):  # gpus lists accelerator types here; a count is gpu_count
             raise InvalidScenarioError(f"{g.strip()!r} is a number, not an accelerator: gpus lists accelerator types "
                                        f"here; did you mean a count? (gpu_count {g.strip()})", field="gpus",
                                        allowed="accelerator ids or names, e.g. h100-sxm,rtx-4090")

@@ -85,10 +85,11 @@ def fits_cmd(
     explain: bool = ExplainOpt,
 ) -> None:
     """The what-fits matrix: models × hardware × precisions, with the KV cache left."""
+    from inferplan.catalog.loader import is_count
     from inferplan.memory.matrix import fits_matrix
 
     for g in split_list(gpus, "--gpus") or []:  # here --gpus lists types: a number is a count given in its place
-        if g.strip().isdigit():
+        if is_count(g):
             fail(f"--gpus: {g.strip()!r} is a number, not a GPU type; did you mean a count? (--gpu-count {g.strip()})",
                  field="--gpus", allowed="GPU types, e.g. h100-sxm,rtx-4090")
     matrix = flagged_cells(run(
