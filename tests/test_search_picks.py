@@ -1,0 +1,31 @@
+"""What a search's picks promise holds end to end: every pick's launch command is produced, whatever
+its length; the platforms, objectives and tie-breaks rank what a buyer or renter expects."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from inferplan.deploy.pools import pools_launch
+from inferplan.inputs import MAX_TEXT_CHARS
+from inferplan.inputs.deployment import Deployment
+from inferplan.shells.api import create_app
+
+# the search whose TensorRT-LLM disaggregated pick once failed on its own launch script's length
+LONG_SCRIPT_SEARCH = {"models": ["llama-3.3-70b"], "users": 500, "workload": "coding-developer-p90",
+                      "targets": {"ttft_p95_s": 2, "min_output_tokens_per_s_per_user": 30}, "top": 1}
+
+
+def test_a_launch_script_longer_than_an_input_text_is_an_output_not_refused(catalog):
+    d = Deployment(model="llama-3.3-70b", gpu="b200", quantization="bf16", engine="trtllm", max_model_len=9216,
+                   tensor_parallel_size=2)
+    pools = pools_launch(catalog, d, d.model_copy(update={"max_num_seqs": 64}), prefill_instances=8,
+                         decode_instances=8, host_gpus=8)
+    assert len(pools.script) > MAX_TEXT_CHARS
+
+
+def test_a_search_whose_pick_has_a_long_launch_script_answers_with_it(tmp_path):
+    client = TestClient(create_app(tmp_path / "t.db"))
+    r = client.post("/api/search", json=LONG_SCRIPT_SEARCH)
+    assert r.status_code == 200, r.text[:400]
+    pick = r.json()["results"][0]
+    assert pick["disaggregated"] and len(pick["deploy"]) > MAX_TEXT_CHARS
