@@ -8,6 +8,8 @@ from fastapi.testclient import TestClient
 from inferplan.deploy.pools import pools_launch
 from inferplan.inputs import MAX_TEXT_CHARS
 from inferplan.inputs.deployment import Deployment
+from inferplan.search.request import SearchRequest, Targets
+from inferplan.search.run import search
 from inferplan.shells.api import create_app
 
 # the search whose TensorRT-LLM disaggregated pick once failed on its own launch script's length
@@ -29,3 +31,16 @@ def test_a_search_whose_pick_has_a_long_launch_script_answers_with_it(tmp_path):
     assert r.status_code == 200, r.text[:400]
     pick = r.json()["results"][0]
     assert pick["disaggregated"] and len(pick["deploy"]) > MAX_TEXT_CHARS
+
+
+def test_every_llamacpp_pick_across_systems_comes_with_its_launch_command(catalog):
+    """llama.cpp takes one --split-mode (row or layer): a search offers only layouts it launches."""
+    req = SearchRequest(models=("qwen3-235b-a22b-2507",), request_rate_per_s=0.2, input_len=8192, output_len=1024,
+                        targets=Targets(ttft_p95_s=10), engines=("llamacpp",), quantizations=("gguf-q4_k_m",), top=1000)
+    result = search(req, catalog)
+    assert len(result.results) > 20
+    assert any(r.tensor_parallel_size > 1 for r in result.results) and any(r.pipeline_parallel_size > 1 for r in result.results)
+    refused = [(r.platform, r.tensor_parallel_size, r.pipeline_parallel_size) for r in result.results
+               if r.deploy.startswith("no launch command")]
+    assert not refused
+    assert all(r.tensor_parallel_size == 1 or r.pipeline_parallel_size == 1 for r in result.results)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
@@ -262,7 +263,25 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
             if p.system is not None or width == p.gpus:
                 out.append((1, 1, width, True, 1))
             width *= 2
-    return out
+    return _launchable(catalog, out, engine.id, p, systems)
+
+
+def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine: str, p: Platform,
+                systems: int) -> list[tuple[int, int, int, bool, int]]:
+    """The layouts the engine's launcher starts (``EngineFlags.launches_split``: llama.cpp's one
+    ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it runs); one it does
+    not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
+    inside the fast-link domain — where the launcher starts that."""
+    flags = flags_for(catalog, engine)
+    if flags is None:
+        return layouts
+    out: list[tuple[int, int, int, bool, int]] = []
+    for tp, pp, dp, ep, n in layouts:
+        width = tp * pp
+        tries = [(tp, pp)] if flags.launches_split(tp, pp) else [(1, width), *([(width, 1)] if width <= p.domain_gpus
+                                                                                and systems == 1 else [])]
+        out += [(t, q, dp, ep, n) for t, q in tries if flags.launches_split(t, q)]
+    return list(dict.fromkeys(out))
 
 
 def _has_experts(base: Deployment, catalog) -> bool:
