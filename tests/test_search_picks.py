@@ -44,3 +44,14 @@ def test_every_llamacpp_pick_across_systems_comes_with_its_launch_command(catalo
                if r.deploy.startswith("no launch command")]
     assert not refused
     assert all(r.tensor_parallel_size == 1 or r.pipeline_parallel_size == 1 for r in result.results)
+
+
+def test_the_default_search_rents_gpus_one_by_one_where_that_is_cheapest(catalog):
+    """Buy or rent (the default) covers every way --rent alone would pay: one rented B200 here beats
+    any whole system bought or rented."""
+    req = SearchRequest(models=("llama-3.3-70b",), request_rate_per_s=0.3, input_len=2000, output_len=400,
+                        targets=Targets(ttft_p95_s=1, tpot_p95_s=0.04), engines=("vllm",), disaggregated=False, top=1)
+    both = search(req, catalog).results[0]
+    rent = search(req.model_copy(update={"pricing": "rent"}), catalog).results[0]
+    assert both.system is None and both.rent_or_buy == "rent"
+    assert both.monthly_usd <= rent.monthly_usd * (1 + 1e-9)

@@ -96,9 +96,10 @@ class Space:
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
     """The platforms the request's filters leave: named systems/accelerators (unknown ids are
     errors naming the field), else every catalogue system of the wanted status, vendor and form
-    factor; bare accelerators only when named or when renting is the only way to pay."""
+    factor; and, unless systems are named or only buying is asked, N of each accelerator with a
+    rental listing (or of the accelerators named), rented per GPU."""
     out: list[Platform] = []
-    if req.accelerators or (req.pricing == "rent" and not req.systems):
+    if req.accelerators or (req.pricing != "buy" and not req.systems):
         names = req.accelerators or sorted({r.accelerator for r in catalog.rental_prices})
         for name in names:
             accel = catalog.accelerator(name, field_name="accelerators")
@@ -145,6 +146,8 @@ def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
         return False
     if req.vendors and p.vendor.lower() not in {v.lower() for v in req.vendors}:
         return False
+    if req.form_factors and p.system is None and not req.accelerators:
+        return False  # a form factor is a kind of system to own or rent whole; GPUs rented one by one are none
     if req.form_factors and p.system is not None:
         tiers = {t for f in req.form_factors for t in FORM_FACTOR_TIERS[f]}
         if p.system.tier not in tiers:
