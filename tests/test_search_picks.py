@@ -55,3 +55,64 @@ def test_the_default_search_rents_gpus_one_by_one_where_that_is_cheapest(catalog
     rent = search(req.model_copy(update={"pricing": "rent"}), catalog).results[0]
     assert both.system is None and both.rent_or_buy == "rent"
     assert both.monthly_usd <= rent.monthly_usd * (1 + 1e-9)
+
+
+SMALL = dict(models=("qwen3-32b",), request_rate_per_s=4.0, input_len=1500, output_len=300, engines=("vllm",),
+             targets=Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04))
+
+
+def test_the_gpus_objective_counts_the_gpus_paid_for_as_the_gpu_cap_does(catalog):
+    """One GPU of a 72-GPU rack is 72 GPUs bought: an 8-GPU server ranks before it, and a cap of 8
+    GPUs leaves the rack out."""
+    req = SearchRequest(**SMALL, systems=("gb300-nvl72", "hgx-h100"), objective="gpus", top=50)
+    res = search(req, catalog)
+    paid = [r.gpus_paid for r in res.results]
+    assert paid == sorted(paid) and res.results[0].system == "hgx-h100"
+    assert all(r.gpus_paid >= r.gpus for r in res.results)
+    rack = search(req.model_copy(update={"systems": ("gb300-nvl72",), "top": 3}), catalog).results
+    assert rack and all(r.gpus_paid % 72 == 0 and r.whole_rack for r in rack)
+    capped = search(req.model_copy(update={"max_gpus": 8, "systems": ("hgx-h100",)}), catalog)
+    assert capped.results and all(r.gpus_paid <= 8 for r in capped.results)
+
+
+def test_equal_cost_picks_rank_by_the_shorter_slow_request_not_the_fewer_gpus_used(catalog):
+    """On one bought server every layout costs the same: the one with more headroom (a request that
+    starts at the TTFT p99 and steps at the TPOT p95 ends sooner) ranks first, not the one leaving
+    more of the paid-for GPUs idle."""
+    res = search(SearchRequest(**SMALL, systems=("hgx-h100",), pricing="buy", top=50), catalog)
+    same = [r for r in res.results if (r.monthly_usd, r.gpus_paid) == (res.results[0].monthly_usd, res.results[0].gpus_paid)]
+    slow = [r.ttft_p99_s + 300 * r.tpot_p95_s for r in same]
+    assert len(same) > 2
+    assert slow == sorted(slow)
+
+
+def test_capex_ranks_purchases_only_and_says_so(catalog):
+    res = search(SearchRequest(**SMALL, systems=None, accelerators=None, objective="capex", top=5), catalog)
+    assert res.results and all(r.rent_or_buy == "buy" and r.capex_usd > 0 for r in res.results)
+    capex = [r.capex_usd for r in res.results]
+    assert capex == sorted(capex)
+    assert any("purchases only" in n for n in res.notes)
+
+
+def test_gpus_rented_one_by_one_are_labelled_with_all_of_them(catalog):
+    res = search(SearchRequest(**SMALL, accelerators=("b200", "h100-sxm"), top=40), catalog)
+    bare = [r for r in res.results if r.system is None]
+    assert bare and any(r.gpus > r.gpus_per_instance for r in bare)
+    assert all(r.platform == f"{r.gpus}x-{r.accelerator}" and r.gpus == r.gpus_paid for r in bare)
+
+
+def test_the_front_drops_points_that_buy_almost_no_speed_and_breaks_price_ties_by_speed(catalog):
+    res = search(SearchRequest(**SMALL, systems=("hgx-h100", "gb300-nvl72"), top=3), catalog)
+    front = res.pareto
+    assert len(front) > 2
+    for cheap, dear in zip(front, front[1:]):
+        assert dear.usd_per_mtok > cheap.usd_per_mtok
+        assert dear.output_tokens_per_s_per_user >= cheap.output_tokens_per_s_per_user * 1.01
+
+
+def test_gpus_paid_beyond_those_run_on_are_said_and_a_rack_is_priced_whole():
+    from inferplan.report.search_view import gpus_text
+
+    assert gpus_text(52, 56, 7, False) == "52 GPUs in 7 systems (56 paid for)"
+    assert gpus_text(1, 72, 1, True) == "1 GPU in 1 system (the whole rack's 72 GPUs priced)"
+    assert gpus_text(8, 8, 1, False) == "8 GPUs in 1 system"

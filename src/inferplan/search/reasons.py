@@ -67,7 +67,7 @@ class FamilyStats:
                 self.best[name] = b if old is None else (min(old, b) if lower else max(old, b))
         if stable_met.any():
             self.met = True
-            self.least_gpus = min(self.least_gpus, float(grid.gpus[stable_met].min()))
+            self.least_gpus = min(self.least_gpus, float(grid.gpus_paid[stable_met].min()))
             cap = grid.capex_usd[stable_met]
             self.least_capex = min(self.least_capex, float(np.nanmin(cap)) if np.isfinite(cap).any() else np.inf)
             pw = grid.power_w[stable_met]

@@ -33,8 +33,10 @@ class Deployed(_Frozen):
     model: str
     system: str | None  # a catalogue system, bought or rented whole
     accelerator: str
-    platform: str  # the system id, or "<n>x-<accelerator>"
-    gpus: int  # in the whole deployment
+    platform: str  # the system id, or "<n>x-<accelerator>": the n GPUs rented one by one
+    gpus: int  # the engine instances run on, in the whole deployment
+    gpus_paid: int  # bought or rented: every GPU of the systems taken (at least ``gpus``)
+    whole_rack: bool = False  # the system is a rack, priced whole however few of its GPUs run
     gpus_per_instance: int
     systems: int | None  # systems bought or rented (None for bare accelerators)
     quantization: str
@@ -95,7 +97,10 @@ class ParetoPoint(_Frozen):
     platform: str
     engine: str
     quantization: str
-    gpus: int
+    gpus: int  # the engine instances run on
+    gpus_paid: int  # bought or rented (whole systems)
+    systems: int | None  # systems taken (None: GPUs rented one by one)
+    whole_rack: bool  # a rack system, priced whole
     disaggregated: bool
 
 
