@@ -116,3 +116,16 @@ def test_gpus_paid_beyond_those_run_on_are_said_and_a_rack_is_priced_whole():
     assert gpus_text(52, 56, 7, False) == "52 GPUs in 7 systems (56 paid for)"
     assert gpus_text(1, 72, 1, True) == "1 GPU in 1 system (the whole rack's 72 GPUs priced)"
     assert gpus_text(8, 8, 1, False) == "8 GPUs in 1 system"
+
+
+def test_a_context_planned_at_the_mean_request_says_longer_ones_are_refused(catalog):
+    from inferplan.report.search_view import deployment_text
+
+    req = SearchRequest(**SMALL, systems=("hgx-h100",), top=2)
+    res = search(req, catalog)
+    assert res.results and all(r.context_at_mean_request and r.max_model_len == 1800 for r in res.results)
+    assert "refuses any longer request" in deployment_text(res.results[0])
+    assert any("planned at the mean lengths" in n for n in res.notes)
+    spread = search(req.model_copy(update={"input_tokens_scv": 0.5, "output_tokens_scv": 0.5}), catalog)
+    assert spread.results and not any(r.context_at_mean_request for r in spread.results)
+    assert not any("planned at the mean lengths" in n for n in spread.notes)

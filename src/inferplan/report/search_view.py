@@ -49,6 +49,9 @@ def deployment_text(d: Deployed) -> str:
             f"{layout_text(d)}; {gpus_text(d.gpus, d.gpus_paid, d.systems, d.whole_rack)}")
     if d.disaggregated and d.kv_transfer_s is not None:
         text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
+    if d.context_at_mean_request:
+        text += (f"\ncontext {d.max_model_len:,} tokens, the mean request (no length spread stated): the engine "
+                 "refuses any longer request")
     if d.longer_request_share:
         share = f"{d.longer_request_share:.2%}" if d.longer_request_share >= 1e-4 else "under 0.01%"
         text += (f"\ncontext {d.max_model_len:,} tokens, the model's own: {share} of the requests are longer and "

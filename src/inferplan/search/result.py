@@ -52,6 +52,7 @@ class Deployed(_Frozen):
     max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated)
     max_model_len: int  # the context each instance is planned at: the load's longest request, within the model's own
     longer_request_share: float = 0.0  # the load's requests longer than max_model_len when the model's context cut it
+    context_at_mean_request: bool = False  # every request planned at the mean lengths: a longer one is refused
     disaggregated: bool
     prefill_instances: int | None = None
     decode_instances: int | None = None

@@ -92,7 +92,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
-        elapsed_s=time.perf_counter() - start, notes=_notes(asked, targets))
+        elapsed_s=time.perf_counter() - start, notes=_notes(asked, targets, rl))
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
@@ -283,7 +283,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
         speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
-        max_model_len=context, longer_request_share=longer, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
+        max_model_len=context, longer_request_share=longer,
+        context_at_mean_request=not rl.spread_sized and rl.load.trace is None, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
         decode_instances=int(g.decode[i]) if disagg else None,
         pools=(_pool("prefill", pre.cell, int(g.prefill[i])), _pool("decode", cell, int(g.decode[i]))) if disagg else (),
         kv_transfer_s=float(g.kv_transfer_s[i]) if disagg else None,
@@ -332,8 +333,12 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
     return tuple(sorted(out, key=lambda a: a.monthly_usd))
 
 
-def _notes(req: SearchRequest, targets: Targets) -> tuple[str, ...]:
+def _notes(req: SearchRequest, targets: Targets, rl: ResolvedLoad) -> tuple[str, ...]:
     notes = [CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else []
+    if not rl.spread_sized and rl.load.trace is None:
+        notes.append(f"every request is planned at the mean lengths ({rl.input_len:,} + {rl.output_len:,} tokens), so each "
+                     f"pick's context is {rl.max_model_len:,} tokens and its engine refuses a longer request; a spread "
+                     "of prompt and output lengths plans a longer context")
     if targets != req.targets:
         notes.append(f"speed target from the workload preset: at least {targets.min_output_tokens_per_s_per_user:g} "
                      "output tokens/s per user")
