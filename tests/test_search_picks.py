@@ -12,9 +12,9 @@ from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.run import search
 from inferplan.shells.api import create_app
 
-# the search whose TensorRT-LLM disaggregated pick once failed on its own launch script's length
-LONG_SCRIPT_SEARCH = {"models": ["llama-3.3-70b"], "users": 500, "workload": "coding-developer-p90",
-                      "targets": {"ttft_p95_s": 2, "min_output_tokens_per_s_per_user": 30}, "top": 1}
+# a search whose TensorRT-LLM disaggregated picks have launch scripts longer than an input text
+LONG_SCRIPT_SEARCH = {"models": ["llama-3.3-70b"], "users": 500, "workload": "coding-developer-p90", "systems": ["dell-xe9680l"],
+                      "targets": {"ttft_p95_s": 2, "min_output_tokens_per_s_per_user": 30}, "top": 4}
 
 
 def test_a_launch_script_longer_than_an_input_text_is_an_output_not_refused(catalog):
@@ -29,8 +29,7 @@ def test_a_search_whose_pick_has_a_long_launch_script_answers_with_it(tmp_path):
     client = TestClient(create_app(tmp_path / "t.db"))
     r = client.post("/api/search", json=LONG_SCRIPT_SEARCH)
     assert r.status_code == 200, r.text[:400]
-    pick = r.json()["results"][0]
-    assert pick["disaggregated"] and len(pick["deploy"]) > MAX_TEXT_CHARS
+    assert any(p["disaggregated"] and len(p["deploy"]) > MAX_TEXT_CHARS for p in r.json()["results"])
 
 
 def test_every_llamacpp_pick_across_systems_comes_with_its_launch_command(catalog):
@@ -129,3 +128,27 @@ def test_a_context_planned_at_the_mean_request_says_longer_ones_are_refused(cata
     spread = search(req.model_copy(update={"input_tokens_scv": 0.5, "output_tokens_scv": 0.5}), catalog)
     assert spread.results and not any(r.context_at_mean_request for r in spread.results)
     assert not any("planned at the mean lengths" in n for n in spread.notes)
+
+
+def test_search_cli_errors_share_one_prefix_and_the_engines_help_names_every_engine(catalog):
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    runner = CliRunner()
+    base = ["search", "--request-rate", "1", "--input-len", "10", "--output-len", "10"]
+    for args, flag in ((["--model", "qwen3-8b", "--ttft-p95", "-1"], "--ttft-p95"), (["--model", "qwen3-235b"], "--model")):
+        r = runner.invoke(app, [*base, *args])
+        assert r.exit_code == 2 and r.output.startswith(f"error: {flag}:"), r.output
+    help_text = " ".join(runner.invoke(app, ["search", "--help"], env={"COLUMNS": "300"}).output.split())
+    line = next(part for part in help_text.split("--") if part.startswith("engines"))
+    assert all(e.id in line for e in catalog.engines), line
+
+
+def test_a_missed_target_is_shown_with_the_digits_that_tell_it_from_the_limit():
+    from inferplan.search.reasons import miss_text
+
+    assert miss_text("TTFT p99", 3.004, 3.0, "s", "over") == "TTFT p99 at best 3.004 s against 3 s (0.13% over)"
+    assert miss_text("TTFT p95", 2.4, 2.0, "s", "over") == "TTFT p95 at best 2.4 s against 2 s (20% over)"
+    text = miss_text("tokens/s per user (p95)", 29.99999, 30.0, "tok/s", "under")
+    assert "29.99999 tok/s against 30 tok/s (less than 0.01% under)" in text

@@ -76,6 +76,15 @@ class FamilyStats:
         self.feasible |= bool(feasible.any())
 
 
+def miss_text(label: str, best: float, limit: float, unit: str, side: str) -> str:
+    """A missed target with as many digits as it takes to tell the best reached from the limit: "TTFT
+    p99 at best 3.004 s against 3 s (0.13% over)", never "3 s against 3 s (0% over)"."""
+    digits = next((n for n in range(3, 10) if f"{best:.{n}g}" != f"{limit:.{n}g}"), 10)
+    gap = abs(best / limit - 1)
+    share = f"{gap:.0%}" if gap >= 0.01 else f"{gap:.2%}" if gap >= 1e-4 else "less than 0.01%"
+    return f"{label} at best {best:.{digits}g} {unit} against {limit:g} {unit} ({share} {side})"
+
+
 def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
             max_power_w, pricing: str) -> Infeasible:
     model, platform, engine, quant = family
@@ -95,8 +104,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
                 continue
             if (best > limit) if lower else (best < limit):
                 unit = "tok/s" if not lower else "s"
-                misses.append(f"{label} at best {best:.3g} {unit} against {limit:g} {unit} "
-                              f"({abs(best / limit - 1):.0%} {'over' if lower else 'under'})")
+                misses.append(miss_text(label, best, limit, unit, "over" if lower else "under"))
         if misses:
             return out("latency", "; ".join(misses))
         return out("latency", "each target is met by some candidate, but no candidate meets them all at once")
