@@ -152,3 +152,22 @@ def test_a_missed_target_is_shown_with_the_digits_that_tell_it_from_the_limit():
     assert miss_text("TTFT p95", 2.4, 2.0, "s", "over") == "TTFT p95 at best 2.4 s against 2 s (20% over)"
     text = miss_text("tokens/s per user (p95)", 29.99999, 30.0, "tok/s", "under")
     assert "29.99999 tok/s against 30 tok/s (less than 0.01% under)" in text
+
+
+def test_the_targets_applied_are_echoed_with_units_and_an_absurd_one_is_flagged():
+    from inferplan.search.reasons import targets_text
+
+    said = targets_text(Targets(ttft_p95_s=2000, min_output_tokens_per_s_per_user=30))
+    assert said[0] == "targets applied: TTFT p95 ≤ 2000 s; tokens/s per user (p95) ≥ 30 tok/s"
+    assert len(said) == 2 and "over 60 s" in said[1] and "2000 ms would be 2 s" in said[1]
+    assert targets_text(Targets(ttft_p95_s=2, tpot_p95_s=0.05)) == ("targets applied: TTFT p95 ≤ 2 s; TPOT p95 ≤ 0.05 s",)
+
+
+def test_a_search_of_several_models_reports_its_progress_over_every_cell(catalog):
+    """The CLI's progress bar (shown once modelling has run for a second) is fed for every model searched."""
+    calls: list[tuple[int, int]] = []
+    req = SearchRequest(models=("qwen3-8b", "qwen3-32b"), request_rate_per_s=1.0, input_len=500, output_len=100,
+                        systems=("hgx-h100",), engines=("vllm",), kv_cache_dtypes=("auto",), disaggregated=False, top=2)
+    res = search(req, catalog, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (res.cells, res.cells) and len(calls) == res.cells + 1
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)

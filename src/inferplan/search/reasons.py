@@ -118,3 +118,26 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     if max_power_w is not None and s.least_power > max_power_w:
         return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW")
     return out("budget", "no candidate meeting the targets fits every cap at once (GPUs, capex, power)")
+
+
+# a target past these is far outside what an interactive service asks of one request: most likely
+# milliseconds written where seconds are meant (2000 for 2 s); said beside the echoed targets
+PLAUSIBLE_TARGET_MAX = {"ttft_p50_s": 60.0, "ttft_p95_s": 60.0, "ttft_p99_s": 60.0, "tpot_p95_s": 1.0, "e2e_p95_s": 3600.0}
+
+
+def targets_text(targets: Targets) -> tuple[str, ...]:
+    """The targets a search applied, with units, and a warning for each past ``PLAUSIBLE_TARGET_MAX``."""
+    said, warnings = [], []
+    for name, (_, lower, label) in CHECKS.items():
+        limit = getattr(targets, name)
+        if limit is None:
+            continue
+        if name == "min_output_tokens_per_s_per_user":
+            said.append(f"tokens/s per user (p95) ≥ {limit:g} tok/s")
+            continue
+        said.append(f"{label} ≤ {limit:g} s")
+        if limit > PLAUSIBLE_TARGET_MAX[name]:
+            warnings.append(f"{label} ≤ {limit:g} s is over {PLAUSIBLE_TARGET_MAX[name]:g} s: targets are in seconds "
+                            f"({limit:g} ms would be {limit / 1000:g} s)")
+    return (("targets applied: " + "; ".join(said),) if said else ("no latency target stated: any deployment that keeps up with the load qualifies",)) + tuple(warnings)
+

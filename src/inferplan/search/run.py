@@ -23,7 +23,7 @@ from inferplan.errors import InferplanError
 from inferplan.search import evaluate
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
-from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
+from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
@@ -334,7 +334,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
 
 
 def _notes(req: SearchRequest, targets: Targets, rl: ResolvedLoad) -> tuple[str, ...]:
-    notes = [CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else []
+    notes = [*targets_text(targets), *([CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else [])]
     if not rl.spread_sized and rl.load.trace is None:
         notes.append(f"every request is planned at the mean lengths ({rl.input_len:,} + {rl.output_len:,} tokens), so each "
                      f"pick's context is {rl.max_model_len:,} tokens and its engine refuses a longer request; a spread "
