@@ -27,6 +27,7 @@ from inferplan.deploy.router import ROLES, Worker, router_argv, router_file, wor
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
+from inferplan.deploy.output import Output
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
 
@@ -46,14 +47,14 @@ class Speculative(Input):
     draft_model: str | None = Field(None, min_length=1, description="draft checkpoint (draft_model, eagle3)")
 
 
-class LaunchFile(Input):
+class LaunchFile(Output):
     """A file the command reads, written before it starts (an engine's options file)."""
 
     path: str  # as the command names it
     text: str
 
 
-class LaunchCommand(Input):
+class LaunchCommand(Output):
     engine: str
     engine_version: str  # the release the flag names were read at
     role: Role

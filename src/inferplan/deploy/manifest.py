@@ -21,8 +21,8 @@ from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
                                       launch_command, planned_speculative, with_draft)
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
-from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
+from inferplan.deploy.output import Output
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.units import GiB, MiB
 
@@ -128,7 +128,7 @@ def _name(command: LaunchCommand, d: Deployment) -> str:
     return (base[: 63 - len(suffix)].rstrip("-") or "inferplan") + suffix
 
 
-class LaunchPlan(Input):
+class LaunchPlan(Output):
     """How to launch a deployment: its command, and the Kubernetes manifest when one was asked for."""
 
     command: LaunchCommand

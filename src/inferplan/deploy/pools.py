@@ -20,14 +20,14 @@ from inferplan.deploy.command import (LaunchCommand, LaunchFile, Speculative, en
 from inferplan.deploy.manifest import instance_gpus
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
 from inferplan.errors import UnsupportedSettingError
-from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
+from inferplan.deploy.output import Output
 from inferplan.memory.fit import as_planned
 
 LOCAL_HOST = "localhost"  # where the router reaches workers on its own host
 
 
-class PoolsLaunch(Input):
+class PoolsLaunch(Output):
     """The commands that start a disaggregated deployment, as one script."""
 
     workers: tuple[LaunchCommand, ...]

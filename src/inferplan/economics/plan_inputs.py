@@ -138,8 +138,10 @@ def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | No
 
 
 def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tuple[RentalPrice | None, float | None, str | None]:
-    """The rental price to compare with: the one named, else the median on-demand listing for the GPU
-    (marketplace floors and hyperscaler list prices both sit far from what a buyer pays)."""
+    """The rental price to compare with: the one named, else the median of the on-demand listings for
+    the GPU (marketplace floors and hyperscaler list prices both sit far from what a buyer pays): the
+    middle listing's price, or for an even count the mean of the middle two, returned with the lower
+    of them as the listing compared with."""
     if wanted:
         r = catalog.rental_prices.get(wanted, field_name="money.rental", error=InvalidScenarioError)
         if r.accelerator != accel_id:  # renting other GPUs says nothing about when buying these pays off
@@ -154,10 +156,13 @@ def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tu
                       if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
     if not options:
         return None, None, None
-    r, h = options[(len(options) - 1) // 2]
+    low, high = options[(len(options) - 1) // 2], options[len(options) // 2]
+    median = (low[1] + high[1]) / 2
+    which = (f"{low[0].id} at ${low[1]:.2f}" if low is high else
+             f"${median:.3f}, the mean of the middle two: {low[0].id} at ${low[1]:.2f} and {high[0].id} at ${high[1]:.2f}")
     note = (f"rent: median of {len(options)} on-demand listings for {accel_id} "
-            f"(${options[0][1]:.2f}–${options[-1][1]:.2f} per GPU-hour): {r.id} at ${h:.2f}")
-    return r, h, note
+            f"(${options[0][1]:.2f}–${options[-1][1]:.2f} per GPU-hour): {which}")
+    return low[0], median, note
 
 
 def hourly_usd(r: RentalPrice, fx: float) -> float | None:

@@ -90,7 +90,7 @@ class MoneyInputs(Input):
     staff_usd_per_month: float = Field(0.0, ge=0, le=1e9)
     quote_multiplier: float = Field(1.0, gt=0, le=100, description="private quote = same-model API price × this")
     api_alternative: str | None = Field(None, description="api price id to compare with (default: the same model's)")
-    rental: str | None = Field(None, description="rental price id (default: the median on-demand listing for the GPU)")
+    rental: str | None = Field(None, description="rental price id (default: the median of the on-demand listings for the GPU)")
     rent_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000, description=(
         "your own rental rate (reserved or negotiated), compared with in place of a catalogue listing"))
     api_input_usd_per_mtok: float | None = Field(None, ge=0, le=10_000, description=(

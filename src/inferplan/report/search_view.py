@@ -33,12 +33,25 @@ def layout_text(d: Deployed) -> str:
     return f"{cell} × {plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{spec}"
 
 
+def gpus_text(gpus: int, gpus_paid: int, systems: int | None, whole_rack: bool) -> str:
+    """GPUs run on, and those paid for where whole systems hold more: "52 GPUs in 7 systems (56 paid
+    for)"; a rack says that it is priced whole: "1 GPU in 1 system (the whole rack's 72 GPUs priced)"."""
+    text = plural(gpus, "GPU") + (f" in {plural(systems, 'system')}" if systems else "")
+    if gpus_paid > gpus:
+        whose = "the whole rack's" if systems == 1 else "the whole racks'"
+        text += f" ({whose} {gpus_paid:,} GPUs priced)" if whole_rack else f" ({gpus_paid:,} paid for)"
+    return text
+
+
 def deployment_text(d: Deployed) -> str:
     where = d.system or d.platform
     text = (f"{d.model} on {where} · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
-            f"{layout_text(d)}; {plural(d.gpus, 'GPU')}" + (f" in {plural(d.systems, 'system')}" if d.systems else ""))
+            f"{layout_text(d)}; {gpus_text(d.gpus, d.gpus_paid, d.systems, d.whole_rack)}")
     if d.disaggregated and d.kv_transfer_s is not None:
         text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
+    if d.context_at_mean_request:
+        text += (f"\ncontext {d.max_model_len:,} tokens, the mean request (no length spread stated): the engine "
+                 "refuses any longer request")
     if d.longer_request_share:
         share = f"{d.longer_request_share:.2%}" if d.longer_request_share >= 1e-4 else "under 0.01%"
         text += (f"\ncontext {d.max_model_len:,} tokens, the model's own: {share} of the requests are longer and "
@@ -67,7 +80,8 @@ def infeasible_text(x: Infeasible) -> str:
 
 def pareto_text(p: ParetoPoint) -> str:
     return (f"${p.usd_per_mtok:,.3f}/Mtok at {p.output_tokens_per_s_per_user:,.0f} tok/s per user: "
-            f"{p.platform} · {p.engine} · {p.quantization}, {plural(p.gpus, 'GPU')}" + (" (disaggregated)" if p.disaggregated else ""))
+            f"{p.platform} · {p.engine} · {p.quantization}, {gpus_text(p.gpus, p.gpus_paid, p.systems, p.whole_rack)}"
+            + (" (disaggregated)" if p.disaggregated else ""))
 
 
 def api_text(a: ApiAlternative) -> str:
@@ -120,7 +134,8 @@ def pareto_chart(r: SearchResult) -> dict | None:
     if not r.pareto:
         return None
     values = [{"tokens/s per user": p.output_tokens_per_s_per_user, "USD per million tokens": p.usd_per_mtok,
-               "deployment": f"{p.platform} · {p.engine} · {p.quantization} · {plural(p.gpus, 'GPU')}"
+               "deployment": f"{p.platform} · {p.engine} · {p.quantization} · "
+                             f"{gpus_text(p.gpus, p.gpus_paid, p.systems, p.whole_rack)}"
                              + (" (disaggregated)" if p.disaggregated else "")} for p in r.pareto]
     return {"$schema": SCHEMA, "title": ["Cost against interactivity", "no deployment is both cheaper and faster per user"],
             "width": 420, "height": 220, "data": {"values": values}, "config": TITLE_CONFIG,

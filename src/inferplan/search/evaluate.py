@@ -103,13 +103,20 @@ class Grid:
     stable: np.ndarray
     tokens_per_s_per_user: np.ndarray
     kv_transfer_s: np.ndarray
-    gpus: np.ndarray
+    gpus: np.ndarray  # GPUs the instances run on
     units: np.ndarray
     buy_usd_per_month: np.ndarray  # nan: not priced to buy (no price, or renting asked for)
     rent_usd_per_month: np.ndarray  # nan: not priced to rent (no listing, or buying asked for)
     capex_usd: np.ndarray  # nan: no purchase price
     power_w: np.ndarray  # nan: no power figure
     prefill_model: "CellModel | None" = None  # separate pools: the prefill instances' own layout (the cell's: decode)
+    unit_gpus: int = 1  # GPUs in one platform unit (a system, or the N of an accelerator)
+
+    @property
+    def gpus_paid(self) -> np.ndarray:
+        """GPUs bought or rented: every GPU of the whole systems taken, or the GPUs rented one by one
+        (``units`` × the platform unit's GPUs), at least ``gpus``."""
+        return self.units * self.unit_gpus
 
     def __len__(self) -> int:
         return len(self.replicas)
@@ -338,7 +345,7 @@ def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail
         stable=np.asarray(tail["stable"], bool), tokens_per_s_per_user=tail["output_tokens_per_s_per_user"],
         kv_transfer_s=kv_s, gpus=gpus, units=u, buy_usd_per_month=buy, rent_usd_per_month=rent,
         capex_usd=u * c.capex_usd if c.capex_usd is not None else nan,
-        power_w=u * c.power_w if c.power_w is not None else nan, prefill_model=prefill_model)
+        power_w=u * c.power_w if c.power_w is not None else nan, prefill_model=prefill_model, unit_gpus=c.gpus)
 
 
 def route(grid: Grid, max_capex_usd: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -34,7 +34,7 @@ class UnitCosts:
 
 def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
     """A platform unit's purchase, monthly owner and monthly rent cost, priced as ``plan`` prices a
-    loadout (mid of the price band, the catalogue's cost defaults, the median on-demand listing)."""
+    loadout (mid of the price band, the catalogue's cost defaults, the median of the on-demand listings)."""
     if p.system is not None:
         s = Scenario(model=model, platform=ScenarioPlatform(system=p.system.id))
     else:

@@ -67,13 +67,22 @@ class FamilyStats:
                 self.best[name] = b if old is None else (min(old, b) if lower else max(old, b))
         if stable_met.any():
             self.met = True
-            self.least_gpus = min(self.least_gpus, float(grid.gpus[stable_met].min()))
+            self.least_gpus = min(self.least_gpus, float(grid.gpus_paid[stable_met].min()))
             cap = grid.capex_usd[stable_met]
             self.least_capex = min(self.least_capex, float(np.nanmin(cap)) if np.isfinite(cap).any() else np.inf)
             pw = grid.power_w[stable_met]
             self.least_power = min(self.least_power, float(np.nanmin(pw)) if np.isfinite(pw).any() else np.inf)
             self.priced |= bool(np.isfinite(priced[stable_met]).any())
         self.feasible |= bool(feasible.any())
+
+
+def miss_text(label: str, best: float, limit: float, unit: str, side: str) -> str:
+    """A missed target with as many digits as it takes to tell the best reached from the limit: "TTFT
+    p99 at best 3.004 s against 3 s (0.13% over)", never "3 s against 3 s (0% over)"."""
+    digits = next((n for n in range(3, 10) if f"{best:.{n}g}" != f"{limit:.{n}g}"), 10)
+    gap = abs(best / limit - 1)
+    share = f"{gap:.0%}" if gap >= 0.01 else f"{gap:.2%}" if gap >= 1e-4 else "less than 0.01%"
+    return f"{label} at best {best:.{digits}g} {unit} against {limit:g} {unit} ({share} {side})"
 
 
 def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
@@ -95,8 +104,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
                 continue
             if (best > limit) if lower else (best < limit):
                 unit = "tok/s" if not lower else "s"
-                misses.append(f"{label} at best {best:.3g} {unit} against {limit:g} {unit} "
-                              f"({abs(best / limit - 1):.0%} {'over' if lower else 'under'})")
+                misses.append(miss_text(label, best, limit, unit, "over" if lower else "under"))
         if misses:
             return out("latency", "; ".join(misses))
         return out("latency", "each target is met by some candidate, but no candidate meets them all at once")
@@ -110,3 +118,26 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     if max_power_w is not None and s.least_power > max_power_w:
         return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW")
     return out("budget", "no candidate meeting the targets fits every cap at once (GPUs, capex, power)")
+
+
+# a target past these is far outside what an interactive service asks of one request: most likely
+# milliseconds written where seconds are meant (2000 for 2 s); said beside the echoed targets
+PLAUSIBLE_TARGET_MAX = {"ttft_p50_s": 60.0, "ttft_p95_s": 60.0, "ttft_p99_s": 60.0, "tpot_p95_s": 1.0, "e2e_p95_s": 3600.0}
+
+
+def targets_text(targets: Targets) -> tuple[str, ...]:
+    """The targets a search applied, with units, and a warning for each past ``PLAUSIBLE_TARGET_MAX``."""
+    said, warnings = [], []
+    for name, (_, lower, label) in CHECKS.items():
+        limit = getattr(targets, name)
+        if limit is None:
+            continue
+        if name == "min_output_tokens_per_s_per_user":
+            said.append(f"tokens/s per user (p95) ≥ {limit:g} tok/s")
+            continue
+        said.append(f"{label} ≤ {limit:g} s")
+        if limit > PLAUSIBLE_TARGET_MAX[name]:
+            warnings.append(f"{label} ≤ {limit:g} s is over {PLAUSIBLE_TARGET_MAX[name]:g} s: targets are in seconds "
+                            f"({limit:g} ms would be {limit / 1000:g} s)")
+    return (("targets applied: " + "; ".join(said),) if said else ("no latency target stated: any deployment that keeps up with the load qualifies",)) + tuple(warnings)
+

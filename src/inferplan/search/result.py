@@ -34,8 +34,10 @@ class Deployed(_Frozen):
     model: str
     system: str | None  # a catalogue system, bought or rented whole
     accelerator: str
-    platform: str  # the system id, or "<n>x-<accelerator>"
-    gpus: int  # in the whole deployment
+    platform: str  # the system id, or "<n>x-<accelerator>": the n GPUs rented one by one
+    gpus: int  # the engine instances run on, in the whole deployment
+    gpus_paid: int  # bought or rented: every GPU of the systems taken (at least ``gpus``)
+    whole_rack: bool = False  # the system is a rack, priced whole however few of its GPUs run
     gpus_per_instance: int
     systems: int | None  # systems bought or rented (None for bare accelerators)
     quantization: str
@@ -51,6 +53,7 @@ class Deployed(_Frozen):
     max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated)
     max_model_len: int  # the context each instance is planned at: the load's longest request, within the model's own
     longer_request_share: float = 0.0  # the load's requests longer than max_model_len when the model's context cut it
+    context_at_mean_request: bool = False  # every request planned at the mean lengths: a longer one is refused
     disaggregated: bool
     prefill_instances: int | None = None
     decode_instances: int | None = None
@@ -97,7 +100,10 @@ class ParetoPoint(_Frozen):
     platform: str
     engine: str
     quantization: str
-    gpus: int
+    gpus: int  # the engine instances run on
+    gpus_paid: int  # bought or rented (whole systems)
+    systems: int | None  # systems taken (None: GPUs rented one by one)
+    whole_rack: bool  # a rack system, priced whole
     disaggregated: bool
 
 

@@ -23,7 +23,7 @@ from inferplan.errors import InferplanError
 from inferplan.search import evaluate
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
-from inferplan.search.reasons import FamilyStats, explain, slack, target_mask
+from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
 from inferplan.search.sim_check import MAX_CHECKS, Pools, SimulatedCheck, check_pick
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
@@ -54,9 +54,16 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
     return models, errors
 
 
+CAPEX_BUYS_ONLY = ("ranked by capex: purchases only, since renting commits no capital (rank by monthly or "
+                   "usd-per-mtok to weigh renting against buying)")
+
+
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None) -> SearchResult:
     start = time.perf_counter()
     catalog = catalog or load_catalog()
+    asked = req
+    if req.objective == "capex" and req.pricing == "both":  # every rental's capex is 0: it would rank first
+        req = req.model_copy(update={"pricing": "buy"})
     check_names(catalog, req)
     rl = resolve_load(catalog, req)
     targets = effective_targets(req.targets, rl)
@@ -86,7 +93,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
-        elapsed_s=time.perf_counter() - start, notes=_notes(req, targets))
+        elapsed_s=time.perf_counter() - start, notes=_notes(asked, targets, rl))
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
@@ -119,7 +126,7 @@ def effective_targets(t: Targets, rl: ResolvedLoad) -> Targets:
 
 
 def objective_values(req: SearchRequest, grid, monthly, capex) -> np.ndarray:
-    value = {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": grid.gpus,
+    value = {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": grid.gpus_paid,
              "power": grid.power_w}[req.objective]
     return np.where(np.isnan(value), np.inf, value)  # no figure (a platform's power): ranked last
 
@@ -130,7 +137,7 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
     met = grid.stable & target_mask(grid, targets)
     feasible = met & np.isfinite(monthly)
     if req.max_gpus is not None:
-        feasible &= grid.gpus <= req.max_gpus
+        feasible &= grid.gpus_paid <= req.max_gpus
     if req.max_power_w is not None:
         feasible &= grid.power_w <= req.max_power_w
     if req.max_capex_usd is not None and req.pricing == "buy":
@@ -141,12 +148,13 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
     idx = np.flatnonzero(feasible)
     value = objective_values(req, grid, monthly, capex)
     slow = slow_request_s(grid, rl)
-    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], slow[idx], grid.gpus[idx], monthly[idx], value[idx]))]
+    paid = grid.gpus_paid
+    ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], slow[idx], paid[idx], monthly[idx], value[idx]))]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
-    points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0))
-              for j in front]
-    keys = [(float(value[i]), float(monthly[i]), float(grid.gpus[i]), float(slow[i]), -float(grid.tokens_per_s_per_user[i]))
+    points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0),
+               int(paid[idx[j]]), int(grid.units[idx[j]])) for j in front]
+    keys = [(float(value[i]), float(monthly[i]), float(paid[i]), float(slow[i]), -float(grid.tokens_per_s_per_user[i]))
             for i in ranked[:VERIFY_TRIES]]
     return _Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
 
@@ -231,15 +239,36 @@ def _front(cost: np.ndarray, speed: np.ndarray) -> np.ndarray:
     return order[keep]
 
 
+FRONT_MIN_SPEED_GAIN = 0.01  # a dearer point on the front buys at least 1 % more tokens/s per user
+
+
 def _pareto(points: list) -> tuple[ParetoPoint, ...]:
+    """The front over every cell's points: cheapest first, each price's fastest point, and a dearer
+    point only where it is at least ``FRONT_MIN_SPEED_GAIN`` faster per user than the last one kept
+    (paying twice as much for 0.3 % more speed is no trade-off worth a place on it)."""
     if not points:
         return ()
     cost = np.array([p[0] for p in points])
     speed = np.array([p[1] for p in points])
-    return tuple(ParetoPoint(usd_per_mtok=points[j][0], output_tokens_per_s_per_user=points[j][1],
-                             platform=points[j][2].cell.platform.id, engine=points[j][2].cell.engine,
-                             quantization=points[j][2].cell.quantization, gpus=points[j][3], disaggregated=points[j][4])
-                 for j in _front(cost, speed))
+    kept: list[int] = []
+    for j in _front(cost, speed):
+        if not kept or speed[j] >= speed[kept[-1]] * (1 + FRONT_MIN_SPEED_GAIN):
+            kept.append(int(j))
+    return tuple(_point(points[j]) for j in kept)
+
+
+def _point(point: tuple) -> ParetoPoint:
+    usd_per_mtok, speed, cm, gpus, disaggregated, paid, units = point
+    p = cm.cell.platform
+    return ParetoPoint(usd_per_mtok=usd_per_mtok, output_tokens_per_s_per_user=speed, platform=platform_label(p, paid),
+                       engine=cm.cell.engine, quantization=cm.cell.quantization, gpus=gpus, gpus_paid=paid,
+                       systems=units if p.system else None, whole_rack=bool(p.system and p.system.tier == "rack"),
+                       disaggregated=disaggregated)
+
+
+def platform_label(p, gpus_paid: int) -> str:
+    """The system's id, or the GPUs rented one by one as ``<n>x-<accelerator>`` (all of them, not one unit)."""
+    return p.id if p.system is not None else f"{gpus_paid}x-{p.accelerator.id}"
 
 
 def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
@@ -264,13 +293,15 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
                                   int(g.prefill[i])) if disagg else None)
     return Deployed(
         rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,
-        platform=p.id, gpus=int(g.gpus[i]), gpus_per_instance=cell.gpus,
+        platform=platform_label(p, int(g.gpus_paid[i])), gpus=int(g.gpus[i]), gpus_paid=int(g.gpus_paid[i]),
+        gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack"),
         systems=int(g.units[i]) if p.system else None, quantization=cell.quantization,
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
         speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
-        max_model_len=context, longer_request_share=longer, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
+        max_model_len=context, longer_request_share=longer,
+        context_at_mean_request=not rl.spread_sized and rl.load.trace is None, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
         decode_instances=int(g.decode[i]) if disagg else None,
         pools=(_pool("prefill", pre.cell, int(g.prefill[i])), _pool("decode", cell, int(g.decode[i]))) if disagg else (),
         kv_transfer_s=float(g.kv_transfer_s[i]) if disagg else None,
@@ -329,8 +360,12 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
     return tuple(sorted(out, key=lambda a: a.monthly_usd))
 
 
-def _notes(req: SearchRequest, targets: Targets) -> tuple[str, ...]:
-    notes = []
+def _notes(req: SearchRequest, targets: Targets, rl: ResolvedLoad) -> tuple[str, ...]:
+    notes = [*targets_text(targets), *([CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else [])]
+    if not rl.spread_sized and rl.load.trace is None:
+        notes.append(f"every request is planned at the mean lengths ({rl.input_len:,} + {rl.output_len:,} tokens), so each "
+                     f"pick's context is {rl.max_model_len:,} tokens and its engine refuses a longer request; a spread "
+                     "of prompt and output lengths plans a longer context")
     if targets != req.targets:
         notes.append(f"speed target from the workload preset: at least {targets.min_output_tokens_per_s_per_user:g} "
                      "output tokens/s per user")

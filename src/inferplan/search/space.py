@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
@@ -95,9 +96,10 @@ class Space:
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
     """The platforms the request's filters leave: named systems/accelerators (unknown ids are
     errors naming the field), else every catalogue system of the wanted status, vendor and form
-    factor; bare accelerators only when named or when renting is the only way to pay."""
+    factor; and, unless systems are named or only buying is asked, N of each accelerator with a
+    rental listing (or of the accelerators named), rented per GPU."""
     out: list[Platform] = []
-    if req.accelerators or (req.pricing == "rent" and not req.systems):
+    if req.accelerators or (req.pricing != "buy" and not req.systems):
         names = req.accelerators or sorted({r.accelerator for r in catalog.rental_prices})
         for name in names:
             accel = catalog.accelerator(name, field_name="accelerators")
@@ -144,6 +146,8 @@ def _kept(p: Platform, req: SearchRequest, named: bool) -> bool:
         return False
     if req.vendors and p.vendor.lower() not in {v.lower() for v in req.vendors}:
         return False
+    if req.form_factors and p.system is None and not req.accelerators:
+        return False  # a form factor is a kind of system to own or rent whole; GPUs rented one by one are none
     if req.form_factors and p.system is not None:
         tiers = {t for f in req.form_factors for t in FORM_FACTOR_TIERS[f]}
         if p.system.tier not in tiers:
@@ -262,7 +266,25 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
             if p.system is not None or width == p.gpus:
                 out.append((1, 1, width, True, 1))
             width *= 2
-    return out
+    return _launchable(catalog, out, engine.id, p, systems)
+
+
+def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine: str, p: Platform,
+                systems: int) -> list[tuple[int, int, int, bool, int]]:
+    """The layouts the engine's launcher starts (``EngineFlags.launches_split``: llama.cpp's one
+    ``--split-mode`` is row or layer, so TP × PP on the same GPUs is no layout it runs); one it does
+    not start gives way to the same GPUs split one way — all pipeline stages, or all tensor parallel
+    inside the fast-link domain — where the launcher starts that."""
+    flags = flags_for(catalog, engine)
+    if flags is None:
+        return layouts
+    out: list[tuple[int, int, int, bool, int]] = []
+    for tp, pp, dp, ep, n in layouts:
+        width = tp * pp
+        tries = [(tp, pp)] if flags.launches_split(tp, pp) else [(1, width), *([(width, 1)] if width <= p.domain_gpus
+                                                                                and systems == 1 else [])]
+        out += [(t, q, dp, ep, n) for t, q in tries if flags.launches_split(t, q)]
+    return list(dict.fromkeys(out))
 
 
 def _has_experts(base: Deployment, catalog) -> bool:

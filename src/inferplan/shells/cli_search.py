@@ -53,7 +53,7 @@ def search_cmd(
     e2e_p95: Optional[float] = typer.Option(None, "--e2e-p95", help="End-to-end request latency, 95th percentile, seconds."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Only these systems (comma-separated ids)."),
     accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented (comma-separated)."),
-    engines: Optional[str] = typer.Option(None, "--engines", help="Only these engines: vllm, sglang, trtllm, llamacpp, mlx."),
+    engines: Optional[str] = typer.Option(None, "--engines", help="Only these engines (comma-separated): vllm, sglang, ktransformers, trtllm, llamacpp, mlx."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Weight formats to try (default: the model's builds)."),
     kv_cache_dtypes: Optional[str] = typer.Option(None, "--kv-cache-dtypes", help="KV-cache types to try (default: auto,fp8)."),
     vendors: Optional[str] = typer.Option(None, "--vendors", help="Only these accelerator vendors (nvidia, amd, ...)."),

@@ -1,0 +1,33 @@
+"""Renting is priced at the median of a GPU's on-demand listings: the middle one, or the mean of the
+middle two for an even count."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+import pytest
+
+from inferplan.economics.plan_inputs import hourly_usd, rental
+
+
+def _listings(catalog) -> dict[str, list[float]]:
+    prices = defaultdict(list)
+    for r in catalog.rental_prices:
+        if (h := hourly_usd(r, 1.0)) is not None and not r.on_demand_eur_per_gpu_hour:
+            prices[r.accelerator].append(h)
+    return prices
+
+
+def test_rent_is_the_median_of_the_listings_the_mean_of_the_middle_two_for_an_even_count(catalog):
+    prices = {a: p for a, p in _listings(catalog).items()
+              if len(p) == sum(1 for r in catalog.rental_prices if r.accelerator == a)}
+    even = [a for a, p in prices.items() if len(p) % 2 == 0 and len(set(p)) > 1]
+    odd = [a for a, p in prices.items() if len(p) % 2 == 1 and len(p) > 1]
+    assert even and odd
+    for accel in (*even, *odd):
+        listing, hourly, note = rental(catalog, accel, None, 1.0)
+        assert hourly == pytest.approx(statistics.median(prices[accel]), rel=1e-12), accel
+        assert listing is not None and f"median of {len(prices[accel])}" in note
+    _, _, note = rental(catalog, even[0], None, 1.0)
+    assert "the mean of the middle two" in note
