@@ -30,7 +30,9 @@ from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadS
                                      SearchResult)
 from inferplan.search.space import Cell, Space, build_space, check_names
 
-Progress = Callable[[int, int], None]
+# (done, total) of modelling the cells; (done, total, stage) of a later stage (``CHECK_STAGE``)
+Progress = Callable[..., None]
+CHECK_STAGE = "simulating the picks"
 VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is given up
 
 
@@ -81,7 +83,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                 picks.append(pick)
             fronts.extend(front)
     results = tuple(_deployed(catalog, rank, p, rl, targets)
-                    for rank, p in enumerate(_ranked(picks, rl, targets, req.top), start=1))
+                    for rank, p in enumerate(_ranked(picks, rl, targets, req.top, progress), start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
@@ -188,7 +190,8 @@ class _Pick:
         return self.order[self.at]
 
 
-def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int) -> list[_Pick]:
+def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
+            progress: Progress | None = None) -> list[_Pick]:
     """The ``top`` cheapest cells' picks, each re-checked as it comes up — by the approximation at
     a single deployment's precision (``_verified``), then by the simulation (``sim_check``, while
     the search's ``MAX_CHECKS`` last); a pick that fails gives way to its cell's next candidate."""
@@ -199,6 +202,8 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int) ->
         ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
         if ok and checks < MAX_CHECKS and rl.load.arrival != "closed":
             checks += 1
+            if progress:
+                progress(len(out), top, CHECK_STAGE)
             pick.check = _simulated(pick, rl, targets)
             ok = pick.check.meets
         if ok:

@@ -145,12 +145,12 @@ class _LateProgress:
     """A progress bar on stderr that appears only once a sweep has run for a second."""
 
     def __init__(self):
-        self.start, self.bar, self.task = time.perf_counter(), None, None
+        self.start, self.bar, self.task, self.stage = time.perf_counter(), None, None, None
 
     def __enter__(self):
         return self
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, stage: str = "modelling replica cells") -> None:
         if self.bar is None:
             if time.perf_counter() - self.start < 1.0:
                 return
@@ -158,7 +158,8 @@ class _LateProgress:
 
             self.bar = Progress(console=err_console, transient=True)
             self.bar.start()
-            self.task = self.bar.add_task("modelling replica cells", total=total)
+        if stage != self.stage:  # each stage its own line: modelling the cells, then simulating the picks
+            self.stage, self.task = stage, self.bar.add_task(stage, total=total)
         self.bar.update(self.task, completed=done, total=total)
 
     def __exit__(self, *exc):
