@@ -1,7 +1,7 @@
-"""The running-sequence cap under data parallelism: the plan's cap is the instance's total; an engine that
-applies its flag to each data-parallel rank (vLLM's engine cores, TensorRT-LLM's attention-DP ranks, SGLang's
-whole copies) is given the total split over the ranks, rounded up; SGLang under DP attention takes the total
-(``FlagRule.data_parallel`` in engine_flags.yaml, with its source)."""
+"""The running-sequence cap under data parallelism: the plan's cap is each data-parallel rank's, as perf
+and simulate run it; an engine that applies its flag to each rank (vLLM's engine cores, TensorRT-LLM's
+attention-DP ranks, SGLang's whole copies) is given it as it is; SGLang under DP attention takes the total,
+the cap times the ranks (``FlagRule.data_parallel`` in engine_flags.yaml, with its source)."""
 
 from __future__ import annotations
 
@@ -21,15 +21,15 @@ def _value(argv: tuple[str, ...], flag: str) -> str | None:
 
 
 @pytest.mark.parametrize("engine, extra, dp, flag, expected", [
-    ("vllm", {"enable_expert_parallel": True}, 8, "--max-num-seqs", "32"),  # 250 / 8 = 31.25 -> 32 per engine core
-    ("vllm", {}, 2, "--max-num-seqs", "125"),
+    ("vllm", {"enable_expert_parallel": True}, 8, "--max-num-seqs", "32"),  # per engine core
+    ("vllm", {}, 2, "--max-num-seqs", "32"),
     ("trtllm", {"enable_expert_parallel": True}, 8, "--max_batch_size", "32"),  # per attention-DP rank
-    ("sglang", {"enable_expert_parallel": True}, 8, "--max-running-requests", "250"),  # global under DP attention
-    ("sglang", {}, 2, "--max-running-requests", "125"),  # --dp-size alone: whole copies, each its own cap
+    ("sglang", {"enable_expert_parallel": True}, 8, "--max-running-requests", "256"),  # global under DP attention
+    ("sglang", {}, 2, "--max-running-requests", "32"),  # --dp-size alone: whole copies, each its own cap
 ])
 def test_the_running_cap_flag_is_per_rank_where_the_engine_applies_it_per_rank(catalog, engine, extra, dp, flag,
                                                                                   expected):
-    d = Deployment(**MOE, engine=engine, gpus=dp, data_parallel_size=dp, max_num_seqs=250, **extra)
+    d = Deployment(**MOE, engine=engine, gpus=dp, data_parallel_size=dp, max_num_seqs=32, **extra)
     assert _value(launch_command(d, catalog).argv, flag) == expected
 
 
@@ -53,3 +53,14 @@ def test_a_record_without_the_scope_is_refused(catalog):
     raw["settings"]["max_num_seqs"]["data_parallel"] = None
     with pytest.raises(ValueError, match="data_parallel"):
         EngineFlags.model_validate(raw)
+
+
+def test_perf_simulate_and_deploy_read_the_cap_alike(catalog):
+    """The same flags: perf runs 100 per rank, and the launch opens 100 on each of vLLM's 2 engine cores."""
+    from inferplan.inputs.workload import Workload
+    from inferplan.performance.serving import estimate
+
+    d = Deployment(model="qwen3-30b-a3b", gpu="h100", gpus=2, data_parallel_size=2, max_num_seqs=100, max_model_len=8192)
+    e = estimate(d, Workload(input_len=1000, output_len=200, concurrency="max"), catalog, use_profiles=False)
+    assert e.concurrency == 200 and e.running_per_instance == 100
+    assert _value(launch_command(d, catalog).argv, "--max-num-seqs") == "100"

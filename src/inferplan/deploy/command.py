@@ -175,14 +175,15 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
 
 
 def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
-    """``value`` as the flag takes it under ``d``'s data parallelism: the instance total the plan states split
-    over the data-parallel ranks (rounded up) where the engine applies the flag to each rank
-    (``FlagRule.data_parallel``), else as given."""
+    """``value`` as the flag takes it under ``d``'s data parallelism: the plan's cap is each data-parallel
+    rank's (as the memory and speed models run it), given as it is where the engine applies the flag to
+    each rank, and times the data-parallel size where the flag is the instance's total
+    (``FlagRule.data_parallel``)."""
     dp = d.data_parallel_size or 1
     if rule.data_parallel is None or dp < 2 or not isinstance(value, int):
         return value
     scope = rule.data_parallel.attention_dp if _runs_attention_dp(d, flags) else rule.data_parallel.copies
-    return -(-value // dp) if scope == "rank" else value
+    return value * dp if scope == "instance" else value
 
 
 def _runs_attention_dp(d: Deployment, flags: EngineFlags) -> bool:

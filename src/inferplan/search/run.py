@@ -288,7 +288,9 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
                                                    "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
     context = rl.context_for(cell.context_tokens)
-    d = cell.deployment(context).model_copy(update={"max_num_seqs": int(g.cap[i])})
+    # the cap is the instance's (its data-parallel ranks summed, as its serving curve runs them); a
+    # deployment states each rank's
+    d = cell.deployment(context).model_copy(update={"max_num_seqs": -(-int(g.cap[i]) // cell.data_parallel_size)})
     notes = list(cm.costs.notes)
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
