@@ -85,3 +85,49 @@ def test_perf_at_a_concurrency_with_no_slots_stated_plans_that_many_slots(catalo
     assert most > 4 and top.concurrency == top.max_concurrency == most
     assert fit(d.model_copy(update={"max_num_seqs": most})).fits
     assert not fit(d.model_copy(update={"max_num_seqs": most + 1})).fits
+
+
+def test_perf_names_the_concurrency_when_its_slots_do_not_fit(catalog):
+    """Asked for more requests at once than slots fit: the error is the concurrency's, with the most that fit."""
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.memory.slots import most_slots
+
+    d = Deployment(**{**QWEN, "max_model_len": 8192})
+    most = most_slots(d, catalog, 512)
+    with pytest.raises(InvalidScenarioError) as err:
+        estimate(d, W.model_copy(update={"concurrency": most + 1}), use_profiles=False)
+    assert err.value.field == "concurrency" and err.value.allowed == f"1..{most} or max"
+
+
+def test_plan_starts_a_llamacpp_cell_with_the_most_slots_that_fit(catalog):
+    """The Users + ROI plan sizes a llama.cpp cell as a search starts it: the most --parallel slots that
+    fit at the request shape, not the engine's one default slot."""
+    from inferplan.economics.capacity import cell_capacity
+    from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
+    from inferplan.memory.slots import most_slots
+
+    w = resolve_workload(catalog, WorkloadOverrides(preset="chat-seat"))
+    cell = Deployment(model="qwen3-32b", gpu="rtx-5090", engine="llamacpp", quantization="gguf-q4_k_m",
+                      max_model_len=w.input_tokens_per_request + w.output_tokens_per_request)
+    cap = cell_capacity(catalog, cell, w)
+    assert cap.engine_slots == most_slots(cell, catalog, 1024) > 1
+
+
+def test_fit_says_the_slots_llamacpp_is_started_with_and_the_most_that_fit(catalog):
+    """fit's 'at once' on llama.cpp is the --parallel slots of the launch (one, unstated), not the room
+    left over, and it names the most that fit as a ready --max-num-seqs."""
+    from typer.testing import CliRunner
+
+    from inferplan.memory.slots import most_slots
+    from inferplan.memory.suggest import fit_or_suggest
+    from inferplan.shells.cli import app
+
+    d = Deployment(**{**QWEN, "max_model_len": 8192})
+    r = fit_or_suggest(d, catalog)
+    most = most_slots(d, catalog, 1024)
+    assert (r.started_slots, r.most_slots) == (1, most) and most > 1
+    stated = fit_or_suggest(d.model_copy(update={"max_num_seqs": 2}), catalog)
+    assert (stated.started_slots, stated.most_slots) == (2, None)
+    out = CliRunner().invoke(app, ["fit", "--model", "qwen3-30b-a3b", "--gpu", "rtx-4090", "--engine", "llamacpp",
+                                   "-q", "gguf-q4_k_m", "--max-model-len", "8192"], env={"COLUMNS": "200"}).output
+    assert f"at once: 1 sequence of 8,192 tokens, the --parallel slots it is started with; {most} fit: --max-num-seqs {most}" in out

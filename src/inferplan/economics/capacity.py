@@ -23,6 +23,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
+from inferplan.memory.slots import with_most_slots
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.profiles import find_profile
@@ -136,9 +137,15 @@ def drafts(w: WorkloadProfile) -> dict:
     return {"speculative_tokens": w.speculative_tokens, "acceptance_rate": w.acceptance_rate} if w.speculative_tokens else {}
 
 
+SLOT_LIMIT = 1024  # the most slots a cell of an engine started with a context per slot is tried with
+
+
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
                      prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
+    # llama.cpp serves the --parallel slots it is started with: a cell is started with the most that
+    # fit, as a search starts it
+    cell = with_most_slots(cell, catalog, SLOT_LIMIT) if cell.max_model_len else cell
     ctx = ServingContext(catalog, cell, shape)
     profile = find_profile(catalog, ctx.mp, shape)
 

@@ -50,6 +50,10 @@ class MemoryFit(BaseModel):
     state_bytes_per_sequence: float  # linear-attention / Mamba state per sequence, per instance
     kv_cache_tokens: int  # tokens of context one instance holds in sequences of max_model_len (windows and states included)
     max_concurrency: float  # max_model_len sequences one instance holds at once
+    # an engine started with a context per slot (llama-server --parallel): the slots it is started
+    # with, and the most whose whole cache fits (None: not such an engine, or not worked out)
+    started_slots: int | None = None
+    most_slots: int | None = None
     total_max_concurrency: float  # across all data-parallel replicas
     sequence_bytes_per_gpu: float  # one max_model_len sequence, per GPU
     # what the engine's start-up check needs for one max_model_len request, per GPU: the sequence, or the

@@ -32,3 +32,10 @@ def _fits(d: Deployment, slots: int, catalog: Catalog) -> bool:
         return plan_memory(d.model_copy(update={"max_num_seqs": slots}), catalog).result.fits
     except InferplanError:
         return False
+
+
+def with_most_slots(d: Deployment, catalog: Catalog, limit: int) -> Deployment:
+    """``d`` started with the most slots that fit (up to ``limit``) where the engine allocates its
+    context per slot and ``d`` states none; else ``d`` as it is."""
+    slots = most_slots(d, catalog, limit)
+    return d.model_copy(update={"max_num_seqs": slots}) if slots else d

@@ -192,6 +192,10 @@ def _slots_for_load(d: Deployment, w: Workload, catalog: Catalog) -> tuple[Deplo
     slots = most_slots(d, catalog, MAX_SLOTS) if w.concurrency == "max" else int(w.concurrency)
     if not slots or slots <= 1:
         return d, None
+    if w.concurrency != "max" and (most := most_slots(d, catalog, slots)) is not None and most < slots:
+        raise InvalidScenarioError(  # the concurrency asked is what does not fit, not a cap the user never gave
+            f"concurrency {slots} needs llama-server started with {slots} slots of max_model_len each, and only "
+            f"{most} fit", field="concurrency", allowed=f"1..{most} or max")
     return d.model_copy(update={"max_num_seqs": slots}), (
         f"{catalog.engine(d.engine).name} started with {slots} slots for {slots} requests at once (--parallel {slots}; "
         f"no max_num_seqs stated), each holding max_model_len of the cache")

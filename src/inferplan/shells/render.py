@@ -129,8 +129,14 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         per_token += (f" within the {r.kv_window_tokens:,}-token sliding window, "
                       f"{r.kv_cache_bytes_per_token_beyond_window / 1024:,.1f} KiB beyond it")
     console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
-    console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
-                  + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""), highlight=False)
+    if r.started_slots is not None:  # llama-server: what it serves at once is the slots it is started with
+        most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
+        console.print(f"  at once: {r.started_slots:,} sequence{'s' if r.started_slots != 1 else ''} of "
+                      f"{r.max_model_len:,} tokens, the --parallel slots it is started with{most}", highlight=False)
+    else:
+        console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
+                      + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
+                      highlight=False)
     if r.largest_context_tokens is not None:
         console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
     if r.host_memory_budget_bytes is not None:
