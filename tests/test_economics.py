@@ -533,6 +533,10 @@ def test_your_own_rental_rate_and_api_prices_replace_the_catalogues():
     assert r.api_alternative is None
     assert any(a.startswith("API compared with: your prices") for a in r.assumptions)
     assert any(a == "rent: your rate of $1.50 per GPU-hour" for a in r.assumptions)
+    from inferplan.report.cards import plan_cards
+
+    cards = {c.key: c for c in plan_cards(r)}
+    assert cards["rent"].note == "at your rate per GPU-hour" and cards["api_alternative"].note == "at your API prices"
 
 
 @pytest.mark.parametrize("bad, field", [

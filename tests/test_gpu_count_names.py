@@ -15,7 +15,7 @@ from inferplan.shells.cli import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("name", ["2", "3", " 8 "])
+@pytest.mark.parametrize("name", ["2", "3", " 8 ", "300", "100"])
 def test_a_bare_number_is_not_an_accelerator_name(catalog, name):
     with pytest.raises(UnknownHardwareError) as err:
         catalog.accelerator(name)
@@ -54,5 +54,5 @@ def test_the_api_takes_the_count_and_refuses_a_number_as_a_type(tmp_path):
 
 @pytest.mark.parametrize("number, card", [("4090", "rtx-4090"), ("3090", "rtx-3090"), ("5090", "rtx-5090")])
 def test_a_model_number_still_names_its_card(catalog, number, card):
-    """Three digits or more is a card's model number, not a count: --gpu 4090 is the RTX 4090."""
+    """Four digits is a card's model number, not a count: --gpu 4090 is the RTX 4090."""
     assert catalog.accelerator(number).id == card

@@ -176,3 +176,16 @@ def test_a_search_of_several_models_reports_its_progress_over_every_cell(catalog
     assert [d for d, _ in cells] == sorted(d for d, _ in cells)
     checks = [c for c in calls if len(c) == 3]  # then the simulation's check of each pick, as its own stage
     assert checks and all(stage == CHECK_STAGE and total == 2 for _, total, stage in checks)
+
+
+def test_a_one_gpu_system_rented_per_gpu_and_that_gpu_rented_are_one_pick(catalog):
+    """The RTX 5090 workstation rented per GPU and one rented RTX 5090 run and cost the same: the
+    ranking keeps one of them, not both."""
+    from inferplan.search.run import search
+
+    req = SearchRequest(models=("qwen3-8b",), users=20, engines=("llamacpp",), quantizations=("gguf-q4_k_m",),
+                        kv_cache_dtypes=("auto",), top=10)
+    res = search(req, catalog)
+    seen = [(r.accelerator, r.gpus, r.engine, r.quantization, r.tensor_parallel_size, r.pipeline_parallel_size,
+             r.rent_or_buy, round(r.monthly_usd, 2)) for r in res.results]
+    assert res.results and len(seen) == len(set(seen)), seen

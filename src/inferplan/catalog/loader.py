@@ -287,12 +287,12 @@ def _architectures(cards, data_dir: Path) -> dict[str, Architecture]:
     return found
 
 
-MODEL_NUMBER_DIGITS = 3  # a bare number this long or longer is a card's model number, shorter a count
+MODEL_NUMBER_DIGITS = 4  # a bare number this long or longer is a card's model number (4090), shorter a count
 
 
 def is_count(name: str) -> bool:
     """A GPU count typed where an accelerator name belongs: it would match a chip by its digits (2:
-    Trainium 2); a model number (4090, 5090) names its card."""
+    Trainium 2; 300: a 300 W edition); a four-digit model number (4090, 5090) names its card."""
     return name.strip().isdigit() and len(name.strip()) < MODEL_NUMBER_DIGITS
 
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default

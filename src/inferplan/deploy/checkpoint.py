@@ -8,6 +8,7 @@ brackets and a note saying what to put there; nothing is guessed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
@@ -77,6 +78,10 @@ def _model_args(flags: EngineFlags, checkpoint: str) -> tuple[str, ...]:
 def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags,
              made_with: str) -> ServedModel:
     if card is None:
+        if d.model.endswith(".json"):  # a config.json: the engine loads the folder it sits in
+            folder = str(PurePath(d.model).parent)
+            note = f"{d.model} is a config file: the engine is given its folder, {folder}, which must hold the weights"
+            return ServedModel(_model_args(flags, folder), folder, quant, True, (note,))
         note = f"{d.model} is not in the catalogue: served as given (a Hugging Face repo id or a local path)"
         return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
     builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)]

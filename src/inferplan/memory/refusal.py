@@ -37,11 +37,12 @@ def refuse_unfit(fit: MemoryFit, d: Deployment) -> None:
             f"{fit.model} does not fit: host RAM: {fit.host_memory_bytes_used / GiB:.2f} GiB used of "
             f"{budget / GiB:.2f} GiB{' (from the system card)' if fit.host_memory_origin == 'system' else ''} after what the OS "
             "and the engine process keep (the weights and KV cache offloaded to host RAM)", field="host_memory_gb",
-            allowed=f"at least {math.ceil(fit.host_memory_bytes_used / GiB)} GiB of host RAM, or fewer weights offloaded")
+            allowed=f"at least {math.ceil(fit.host_memory_bytes_used / GiB)} GiB of host RAM, or less offloaded to it "
+                    "(fewer weights, or a smaller host KV tier: hicache_ratio, hicache_size, kv_offloading_size)")
     room = fit.kv_cache_bytes_per_gpu  # what the weights and the engine's other memory leave for the KV cache
     need = _kv_needed(fit)
     where = (f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator}"
-             f"{'' if d.gpus is not None or d.system is not None else ' (no GPU count given: one)'}")
+             f"{'' if d.gpus is not None or d.system is not None or fit.parallel.gpus > 1 else ' (no GPU count given: one)'}")
     if room > 0 and need > room:
         _refuse_kv(fit, d, where, room, need)
     _refuse_hardware(fit, d, where)

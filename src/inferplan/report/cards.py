@@ -90,7 +90,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                    f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users" if r.systems_per_loadout == 1 else
                    f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                    f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems) for {r.target_users:,} users")),
-        Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2)),
+        Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2),
+             note="" if r.api_alternative or r.api_alternative_usd_per_user_month is None else "at your API prices"),
         Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),
         Card(key="multiplier_required", label="Quote multiplier required for target", value=required,
              note="rounded up to the next 0.25× step"),
@@ -103,7 +104,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
-        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month), note=_rental_note(r.rental)),
+        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month),
+             note=_rental_note(r.rental) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour"),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",

@@ -199,6 +199,8 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
     heapq.heapify(heap)
     while heap and len(out) < top:
         pick = heapq.heappop(heap)
+        if _same_as(pick, out):  # a one-GPU system rented per GPU is that GPU rented: one family, one pick
+            continue
         ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
         if ok and checks < MAX_CHECKS and rl.load.arrival != "closed":
             checks += 1
@@ -213,6 +215,18 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
             pick.check = None
             heapq.heappush(heap, pick)
     return out
+
+
+def _what_is_run(pick: _Pick) -> tuple:
+    """What a pick's family runs and pays, whatever its platform is called (its cap and replicas aside)."""
+    c, g, i = pick.cm.cell, pick.grid, pick.index
+    return (c.model, c.platform.accelerator.id, int(g.gpus[i]), c.engine, c.quantization, c.kv_cache_dtype,
+            c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size, c.expert_parallel,
+            c.speculative_tokens, bool(pick.renting[i]), round(float(pick.monthly[i]), 2))
+
+
+def _same_as(pick: _Pick, out: list[_Pick]) -> bool:
+    return any(_what_is_run(pick) == _what_is_run(o) for o in out)
 
 
 def _simulated(pick: _Pick, rl: ResolvedLoad, targets: Targets) -> SimulatedCheck:

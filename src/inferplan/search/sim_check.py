@@ -4,8 +4,9 @@ replicas — and every stated target must hold on the simulated percentiles too.
 
 The search's queueing approximation is fast enough for every candidate but reads a little low at a
 target's edge (a TPOT p95 of 38.1 ms where 20,000 simulated requests give 39.5–40.6 ms); the
-simulation is what ``inferplan simulate`` answers for the same pick, so a pick it would fail is
-given up for the cell's next candidate. One seed and a fixed request count keep a search
+simulation is the one ``inferplan simulate`` runs (on the search's serving curve of the pick, whose
+points may differ from simulate's own), so a pick it would fail is given up for the cell's next
+candidate. One seed and a fixed request count keep a search
 reproducible. Separate prefill and decode pools are simulated as such (``simulate_pools.py``).
 """
 

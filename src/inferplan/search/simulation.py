@@ -216,7 +216,7 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
     transfer = q.kv_transfer_s
     if transfer is None:
         hw = resolve_hardware(catalog, d)
-        sending = min(tp, d.tensor_parallel_size) * d.pipeline_parallel_size
+        sending = min(tp * d.pipeline_parallel_size, hw.gpus)  # the narrower instance's GPUs, as the search prices it
         gpus = q.prefill_instances * tp * d.pipeline_parallel_size + q.replicas * hw.gpus
         bw = float(link_bytes_per_s(hw.accel, hw.system, hw.domain_gpus, gpus, sending))
         kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * load.input_tokens

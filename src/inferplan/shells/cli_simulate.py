@@ -24,7 +24,8 @@ FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_p
          "clients": "--clients", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
          "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths",
          "input_len": "--input-len", "output_len": "--output-len", "workload.input_len": "--input-len",
-         "workload.output_len": "--output-len"}
+         "workload.output_len": "--output-len", "prefill_instances": "--prefill-instances",
+         "prefill_tensor_parallel_size": "--prefill-tensor-parallel-size", "kv_transfer_s": "--kv-transfer-s"}
 
 
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT)

@@ -150,7 +150,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         elif r.startup_note:
             console.print(f"  start-up: {r.startup_note}", highlight=False)
         else:
-            console.print("  unified memory is short: fewer layers or experts offloaded does not help, smaller weights or a shorter context do" if r.host_memory_origin == "unified" else "  host RAM is short (--host-memory-gb): more host memory, or fewer weights offloaded")
+            console.print("  unified memory is short: offloading frees nothing where GPU and CPU share the memory; leave it out, or take smaller weights or a shorter context" if r.host_memory_origin == "unified" else "  host RAM is short (--host-memory-gb): more host memory, or less offloaded to it")
         if not r.smallest_fit and r.shortfall_bytes:
             console.print("  no TP/PP layout of this GPU that the engine launches holds it")
         if r.suggestions and d is not None:
