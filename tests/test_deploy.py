@@ -137,7 +137,7 @@ def test_sglang_values(catalog):
     assert _value(argv, "--kv-cache-dtype") == "fp8_e4m3"
     assert _value(argv, "--context-length") == "32768"
     assert _value(argv, "--mem-fraction-static") == "0.85"
-    assert _value(argv, "--max-running-requests") == "128"
+    assert _value(argv, "--max-running-requests") == "256"  # 128 per rank: the total over 2 DP-attention ranks
     assert _value(argv, "--chunked-prefill-size") == "8192"
 
 
