@@ -114,6 +114,7 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
     {},  # whole systems: several instances share one
     {"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0},  # each instance rented
 ])
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space):
     """Over the same cells, every cap and replica count: the cheapest that meets the targets by the
     approximation and by the simulation's check (``sim_check``) is what the search ranks first."""
@@ -167,6 +168,7 @@ def test_caps_that_nothing_meets_are_named(catalog):
     assert {x.reason for x in res.infeasible} == {"power"}
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_filters_hold(catalog):
     res = search(_request(max_gpus=4), catalog)
     assert res.results and all(r.gpus <= 4 for r in res.results)
@@ -181,6 +183,7 @@ def test_filters_hold(catalog):
     assert all(catalog.accelerators.records[r.accelerator].vendor == "amd" for r in res.results)
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_results_are_ranked_by_the_objective(catalog):
     for objective, key in (("monthly", "monthly_usd"), ("gpus", "gpus_paid")):  # GPUs bought or rented
         res = search(_request(objective=objective, top=20), catalog)
@@ -236,6 +239,7 @@ def test_a_trace_with_a_bad_row_is_refused_naming_the_row(tmp_path):
     assert "--trace" in r.output and "row 3" in r.output
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_more_load_or_tighter_targets_never_cost_less(catalog):
     base = dict(systems=None, accelerators=("h100-sxm",), pricing="rent", speculative=False)
     by_rate = [search(_request(request_rate_per_s=r, **base), catalog).results[0].monthly_usd for r in (2.0, 8.0, 32.0)]
@@ -358,6 +362,7 @@ def test_separate_pools_share_systems_gpu_by_gpu():
     assert evaluate.pool_units(tp4, tp4, np.array([3.0]), np.array([2.0])).tolist() == [3.0]  # one layout: 5 × TP4
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layout_pair(catalog):
     """Every (decode cell, prefill layout) pair of the small space, every pool size up to 40 and every
     running cap, scored by the closed formulas the search uses for separate pools: its cheapest
@@ -402,6 +407,7 @@ def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layo
     assert any(r.pools[0].tensor_parallel_size != r.pools[1].tensor_parallel_size for r in pools)  # own layouts searched
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_every_pick_on_every_engine_comes_with_its_launch_command(catalog):
     """TensorRT-LLM's data-parallel, FP8-KV and MTP picks included (written to its options file)."""
     found = search(_request(models=("qwen3-30b-a3b", "deepseek-v2-lite"), systems=("hgx-h100",),

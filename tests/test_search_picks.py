@@ -3,6 +3,7 @@ its length; the platforms, objectives and tie-breaks rank what a buyer or renter
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from inferplan.deploy.pools import pools_launch
@@ -32,6 +33,7 @@ def test_a_search_whose_pick_has_a_long_launch_script_answers_with_it(tmp_path):
     assert any(p["disaggregated"] and len(p["deploy"]) > MAX_TEXT_CHARS for p in r.json()["results"])
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_every_llamacpp_pick_across_systems_comes_with_its_launch_command(catalog):
     """llama.cpp takes one --split-mode (row or layer): a search offers only layouts it launches."""
     req = SearchRequest(models=("qwen3-235b-a22b-2507",), request_rate_per_s=0.2, input_len=8192, output_len=1024,
@@ -60,6 +62,7 @@ SMALL = dict(models=("qwen3-32b",), request_rate_per_s=4.0, input_len=1500, outp
              targets=Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04))
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_the_gpus_objective_counts_the_gpus_paid_for_as_the_gpu_cap_does(catalog):
     """One GPU of a 72-GPU rack is 72 GPUs bought: an 8-GPU server ranks before it, and a cap of 8
     GPUs leaves the rack out."""
@@ -74,6 +77,7 @@ def test_the_gpus_objective_counts_the_gpus_paid_for_as_the_gpu_cap_does(catalog
     assert capped.results and all(r.gpus_paid <= 8 for r in capped.results)
 
 
+@pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
 def test_equal_cost_picks_rank_by_the_shorter_slow_request_not_the_fewer_gpus_used(catalog):
     """On one bought server every layout costs the same: the one with more headroom (a request that
     starts at the TTFT p99 and steps at the TPOT p95 ends sooner) ranks first, not the one leaving
