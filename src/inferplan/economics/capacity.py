@@ -24,6 +24,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.memory.slots import with_most_slots
+from inferplan.memory.suggest import SLOT_LIMIT
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.profiles import find_profile
@@ -135,9 +136,6 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
 def drafts(w: WorkloadProfile) -> dict:
     """The speculative-decoding settings of a request shape (none: none)."""
     return {"speculative_tokens": w.speculative_tokens, "acceptance_rate": w.acceptance_rate} if w.speculative_tokens else {}
-
-
-SLOT_LIMIT = 1024  # the most slots a cell of an engine started with a context per slot is tried with
 
 
 def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> CellCapacity:

@@ -28,6 +28,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.slots import with_most_slots
+from inferplan.memory.suggest import SLOT_LIMIT
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.serving import estimate
 from inferplan.inputs.workload import Workload
@@ -141,14 +142,11 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     )
 
 
-SLOT_SEARCH_LIMIT = 1024  # the most slots tried for an engine started with a context per slot (a search bound)
-
-
 def _with_slots(d: Deployment, w: Workload, catalog: Catalog) -> Deployment:
     """``d`` started with as many slots as fit where the engine allocates its context per slot and
     ``d`` states none (llama.cpp): what it serves at once is the slots its launch opens."""
     sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
-    return d.model_copy(update={"max_num_seqs": with_most_slots(sized, catalog, SLOT_SEARCH_LIMIT).max_num_seqs})
+    return d.model_copy(update={"max_num_seqs": with_most_slots(sized, catalog, SLOT_LIMIT).max_num_seqs})
 
 
 def _data_parallel(full: ServingEstimate) -> int:
