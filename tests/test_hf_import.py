@@ -127,6 +127,32 @@ def test_quantization_config_maps_to_catalogue_ids(qc, expected):
     assert architecture_from_config({**LLAMA, "quantization_config": qc}).quant.quantization == expected
 
 
+QUARK_MX = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "is_dynamic": False}
+
+
+@pytest.mark.parametrize(
+    ("global_cfg", "layers", "expected"),
+    [
+        ({"weight": QUARK_MX, "input_tensors": {**QUARK_MX, "is_dynamic": True}}, {}, "mxfp4-w4a4"),
+        ({"weight": QUARK_MX, "input_tensors": None}, {}, "mxfp4"),
+        ({"weight": {"dtype": "fp8_e4m3"}, "input_tensors": {"dtype": "fp8_e4m3"}}, {}, "fp8"),
+        ({}, {"*.experts.*": {"weight": QUARK_MX, "input_tensors": {"dtype": "fp8_e4m3"}}}, "mxfp4"),
+    ],
+)
+def test_amd_quark_configs_map_by_weight_and_input_dtype(global_cfg, layers, expected):
+    qc = {"quant_method": "quark", "global_quant_config": global_cfg, "layer_quant_config": layers,
+          "exclude": ["lm_head"], "kv_cache_quant_config": {"*k_proj": {"output_tensors": {"dtype": "fp8_e4m3"}}}}
+    quant = architecture_from_config({**LLAMA, "quantization_config": qc}).quant
+    assert (quant.quantization, quant.kv_cache_dtype, quant.unquantized_modules) == (expected, "fp8", ("lm_head",))
+
+
+def test_an_unknown_quark_dtype_is_named():
+    qc = {"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp6_e3m2"}, "input_tensors": None}}
+    with pytest.raises(ConfigImportError, match="fp6_e3m2") as err:
+        architecture_from_config({**LLAMA, "quantization_config": qc})
+    assert err.value.field == "quantization_config.global_quant_config.weight.dtype"
+
+
 def test_unsupported_quantization_is_named():
     with pytest.raises(ConfigImportError, match="quant_method 'bitsandbytes'") as err:
         architecture_from_config({**LLAMA, "quantization_config": {"quant_method": "bitsandbytes"}})

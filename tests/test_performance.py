@@ -79,6 +79,16 @@ def test_hopper_runs_nvfp4_through_a_16_bit_fallback():
     assert h100.compute_dtype in ("bf16", "fp16") and b200.compute_dtype == "fp4"
 
 
+def test_quark_w4a4_mxfp4_runs_at_the_fp4_rate_only_where_rocm_has_mx_kernels():
+    """AMD's W4A4 MXFP4 checkpoints: FP4 maths on an MI355X; vLLM emulates them in 16 bits on an
+    MI300X (no MX silicon) and on a B200 (MX silicon, no CUDA kernels: native_software rocm)."""
+    dtypes = {gpu: perf(model="llama-3.3-70b", gpu=gpu, quantization="mxfp4-w4a4", max_model_len=4096).compute_dtype
+              for gpu in ("mi355x", "mi300x", "b200")}
+    assert dtypes == {"mi355x": "fp4", "mi300x": "bf16", "b200": "bf16"}
+    w4a8 = perf(model="llama-3.3-70b", gpu="mi355x", quantization="mxfp4", max_model_len=4096).compute_dtype
+    assert w4a8 == "fp8"
+
+
 def test_concurrency_beyond_memory_is_an_explicit_error():
     with pytest.raises(InvalidScenarioError) as exc:
         perf(Workload(input_len=100_000, output_len=1000, concurrency=500), model="llama-3.1-8b", gpu="H100", max_model_len=101_000)

@@ -33,24 +33,55 @@ def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
         qid = "nvfp4" if "FP4" in algo else "fp8"
     elif method == "compressed-tensors":
         qid = _compressed_tensors(qc)
+    elif method == "quark":
+        qid = _quark(qc)
+        ignore = tuple(dict.fromkeys((*ignore, *(str(p) for p in qc.get("exclude") or ()))))
     else:
         raise ConfigImportError(
             f"quantization_config.quant_method {method!r} is not supported",
             field="quantization_config.quant_method",
-            allowed="fp8, fbgemm_fp8, mxfp4, awq, gptq, modelopt, compressed-tensors",
+            allowed="fp8, fbgemm_fp8, mxfp4, awq, gptq, modelopt, compressed-tensors, quark",
         )
     return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore,
                        kept_unquantized=kept_groups(ignore, n_layers), kv_cache_dtype=_kv_quant(qc))
 
 
+# AMD Quark's (weight dtype, input dtype) as written in global_quant_config; None: no activation
+# quantization (weight-only)
+_QUARK = {("fp4", "fp4"): "mxfp4-w4a4", ("fp4", "fp8_e4m3"): "mxfp4", ("fp4", None): "mxfp4",
+          ("fp8_e4m3", "fp8_e4m3"): "fp8", ("fp8_e4m3", None): "fp8", ("int8", "int8"): "int8-w8a8"}
+
+
+def _quark(qc: dict) -> str:
+    """An AMD Quark export: the global weight and input dtypes, else (a config quantizing some layers
+    only, such as MoE experts) the first layer pattern's."""
+    spec, where = qc.get("global_quant_config") or {}, "quantization_config.global_quant_config"
+    if not (spec.get("weight") or {}).get("dtype"):
+        layers = qc.get("layer_quant_config") or {}
+        name = next((k for k, v in layers.items() if isinstance(v, dict) and (v.get("weight") or {}).get("dtype")), None)
+        spec, where = (layers[name], f"quantization_config.layer_quant_config.{name}") if name else (spec, where)
+    weight = (spec.get("weight") or {}).get("dtype")
+    inputs = (spec.get("input_tensors") or {}).get("dtype")
+    qid = _QUARK.get((weight, inputs))
+    if qid is None:
+        raise ConfigImportError(
+            f"Quark weight dtype {weight!r} with input dtype {inputs!r} is not supported", field=f"{where}.weight.dtype",
+            allowed=", ".join(f"{w}/{i or 'none'}" for w, i in _QUARK))
+    return qid
+
+
 def _kv_quant(qc: dict) -> str | None:
-    """ModelOpt's kv_cache_quant_algo or compressed-tensors' kv_cache_scheme, if any."""
+    """ModelOpt's kv_cache_quant_algo, compressed-tensors' kv_cache_scheme or Quark's
+    kv_cache_quant_config, if any."""
     algo = qc.get("kv_cache_quant_algo") or (qc.get("quantization") or {}).get("kv_cache_quant_algo")
     if algo:
         return str(algo).lower()
     scheme = qc.get("kv_cache_scheme")
     if isinstance(scheme, dict) and int(scheme.get("num_bits", 16)) == 8:
         return "fp8" if scheme.get("type", "float") == "float" else "int8"
+    for spec in (qc.get("kv_cache_quant_config") or {}).values():
+        if isinstance(spec, dict) and str((spec.get("output_tensors") or {}).get("dtype", "")).startswith("fp8"):
+            return "fp8"
     return None
 
 

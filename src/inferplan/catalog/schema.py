@@ -210,6 +210,9 @@ class Quantization(Frozen):
     weight_dtype: str  # storage: bf16, fp8, int8, int4, fp4 ...
     activation_dtype: str  # compute dtype when the hardware runs it natively
     native_format: str | None = None  # the accelerator format that runs it natively (fp8, nvfp4 ...)
+    # software stacks whose engines have native kernels for it (empty: any stack with native_format);
+    # elsewhere it runs the fallback even where the silicon has the format
+    native_software: tuple[Software, ...] = ()
     fallback_compute: str = "bf16"  # compute dtype when the hardware lacks the native format
     quantizes_embeddings: bool = False  # GGUF quantizes token embeddings; most GPU formats do not
     # llama.cpp K-quants: 256-weight super-blocks of sub-blocks with their own scales (6-bit packed
@@ -218,6 +221,13 @@ class Quantization(Frozen):
     super_block_scales: bool = False
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     notes: tuple[str, ...] = ()
+
+    def native_on(self, accel: Accelerator) -> bool:
+        """Whether ``accel`` runs this format's matrix maths natively (no format: always)."""
+        if self.native_format is None:
+            return True
+        return self.native_format in accel.native_formats and (
+            not self.native_software or accel.software in self.native_software)
 
 
 class KvDtype(Frozen):

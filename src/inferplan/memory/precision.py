@@ -16,9 +16,9 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
     accelerator runs it through a fallback. Raises (field ``quantization``) when the engine does not load it."""
     quant = catalog.quantization(planned_quantization(catalog, d, spec, engine_id))
     notes = []
-    if quant.native_format and quant.native_format not in accel.native_formats:
+    if not quant.native_on(accel):
         notes.append(
-            f"{accel.name} has no native {quant.native_format}: {quant.id} weights run through a "
+            f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
     if quant.engines and engine_id not in quant.engines:

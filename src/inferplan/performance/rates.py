@@ -80,10 +80,17 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm")
     wanted = quant.activation_dtype
     if quant.native_format is None:
         return _sixteen_bit(accel, wanted), None
-    if quant.native_format in accel.native_formats:
+    if quant.native_on(accel):
         return wanted, None
     fallback = _sixteen_bit(accel, quant.fallback_compute)
-    return fallback, f"{accel.name} lacks native {quant.native_format}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style fallback)"
+    return fallback, f"{accel.name} {_lacks(accel, quant)}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style fallback)"
+
+
+def _lacks(accel: Accelerator, quant: Quantization) -> str:
+    if quant.native_format in accel.native_formats:
+        stacks = "/".join(s.value for s in quant.native_software)
+        return f"has {quant.native_format} but no native {quant.id} kernels on {accel.software.value} (only on {stacks})"
+    return f"lacks native {quant.native_format}"
 
 
 def attention_dtype(accel: Accelerator, kv_dtype: str | None, engine: str = "vllm") -> str:

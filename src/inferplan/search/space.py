@@ -198,7 +198,7 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
         q = catalog.quantization(qid, field_name="quantizations")
         if q.engines and engine.id not in q.engines:
             continue
-        native = not q.native_format or q.native_format in accel.native_formats
+        native = q.native_on(accel)
         label = "native" if native else f"fallback to {q.fallback_compute} compute"
         yield q.id, f"{label}; converted from the {base} build" if qid in converted else label
 
