@@ -266,6 +266,15 @@ def test_the_space_offers_mtp_drafts_expert_parallel_cells_and_labels_fallback_f
     assert labels[("hgx-h100", "mxfp4")].startswith("fallback")
 
 
+def test_every_listed_build_is_searched_sized_or_not_and_amd_w4a4_is_native_only_on_rocm(catalog):
+    """Llama 3.3 70B's FP8, NVFP4 and AMD MXFP4 builds carry no byte size; the search still tries them."""
+    cells = _space(catalog, models=("llama-3.3-70b",), systems=None, accelerators=("h100", "mi355x")).cells
+    labels = {(c.platform.accelerator.id, c.quantization): c.quantization_label for c in cells}
+    assert {"bf16", "fp8", "nvfp4", "mxfp4-w4a4"} <= {q for _, q in labels}
+    assert labels[("mi355x", "mxfp4-w4a4")] == "native" and labels[("h100-sxm", "fp8")] == "native"
+    assert labels[("h100-sxm", "mxfp4-w4a4")].startswith("fallback")
+
+
 def test_engines_run_only_where_their_software_stack_does(catalog):
     cells = _space(catalog, engines=None, systems=("hgx-h100",), models=("qwen3-8b",)).cells
     assert "trtllm" in {c.engine for c in cells}

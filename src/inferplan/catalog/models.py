@@ -56,6 +56,13 @@ class ModelSpec:
     def checkpoint(self, quantization: str) -> CheckpointSize | None:
         return next((c for c in self.checkpoints if c.quantization == quantization), None)
 
+    @property
+    def builds(self) -> tuple[str, ...]:
+        """The weight formats the model is published in: every build its card lists, sized or not
+        (``checkpoints`` holds only the sized ones, whose byte counts set the weights)."""
+        listed = self.card.checkpoints if self.card is not None else self.checkpoints
+        return tuple(dict.fromkeys(c.quantization for c in listed))
+
     def kept(self, quantization: str) -> KeptUnquantized | None:
         return next((k for k in self.kept_unquantized if k.quantization == quantization), None)
 

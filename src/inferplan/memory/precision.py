@@ -44,7 +44,7 @@ def planned_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, engin
     flags = flags_for(catalog, engine_id)
     if flags is None or flags.model_source != "gguf_file" or native in flags.gguf_tags:
         return native
-    return next((c.quantization for c in spec.checkpoints if c.quantization in flags.gguf_tags), native)
+    return next((q for q in spec.builds if q in flags.gguf_tags), native)
 
 
 def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> KvDtype:

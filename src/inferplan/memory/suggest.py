@@ -185,7 +185,7 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     none does, the largest that fits at a shorter one, with the longest context it holds."""
     bits = mp.quantization.bits_per_weight.value
     engine = catalog.engine(d.engine).id
-    has = {c.quantization for c in mp.spec.checkpoints}
+    has = set(mp.spec.builds)
     candidates = sorted(
         (q for q in catalog.quantizations if q.bits_per_weight.value < bits and (not q.engines or engine in q.engines)
          and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),

@@ -189,7 +189,7 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
     """Weight formats of the model's published builds (or the ones asked for) that the engine loads,
     labelled native or fallback on this accelerator; unasked, also the formats the engine's own tools
     make from a build the model has (``converts_to`` from ``converts_from``), labelled converted."""
-    builds = tuple(dict.fromkeys(c.quantization for c in spec.checkpoints)) or (spec.native_quantization or "bf16",)
+    builds = spec.builds or (spec.native_quantization or "bf16",)
     converted: tuple[str, ...] = ()
     base = next((b for b in builds if b in engine.converts_from), None)
     if not req.quantizations and base is not None:
