@@ -547,3 +547,14 @@ def test_your_own_rental_rate_and_api_prices_replace_the_catalogues():
 def test_your_own_prices_beside_a_catalogue_one_are_refused_naming_the_field(bad, field):
     with pytest.raises(Exception, match=field):
         scenario(model="llama-3.1-8b", platform={"system": "hgx-h100"}, money=bad)
+
+
+def test_a_bare_gpu_without_a_quote_is_refused_naming_the_quote_and_a_system_instead():
+    home = {"name": "home", "model": "qwen3-8b", "platform": {"gpu": "rtx-4090", "gpus": 1},
+            "workload": {"preset": "chat-seat"}, "target_users": 5, "money": {"rent_usd_per_gpu_hour": 0.35}}
+    s = Scenario.model_validate(home)
+    with pytest.raises(InvalidScenarioError, match=r"bare GPU platform \(1 × rtx-4090\).*platform\.system") as err:
+        plan(s, CATALOG)
+    assert err.value.field == "platform.quote_usd_per_system" and "USD" in err.value.allowed
+    quoted = Scenario.model_validate({**home, "platform": {**home["platform"], "quote_usd_per_system": 1800}})
+    assert plan(quoted, CATALOG).capex_usd == 1800

@@ -106,9 +106,12 @@ def capex(s: Scenario, system: System | None, systems: int) -> tuple[float, str]
         return s.platform.quote_usd_per_system * systems, "vendor quote"
     band = system.price if system else None
     if band is None or band.usd_low is None:
+        what = (f"{system.name} has no price band in the catalogue" if system else
+                f"a bare GPU platform ({s.platform.gpus or 1} × {s.platform.gpu}) has no purchase price in the catalogue, "
+                "which prices whole systems")
         raise InvalidScenarioError(
-            f"{system.name if system else 'this platform'} has no price band in the catalogue; give a vendor quote",
-            field="platform.quote_usd_per_system",
+            f"{what}; give a vendor quote for one loadout, or name a priced catalogue system (platform.system)",
+            field="platform.quote_usd_per_system", allowed="a price in USD above 0 (what you paid or were quoted)",
         )
     low = band.usd_low.value
     high = band.usd_high.value if band.usd_high else low
