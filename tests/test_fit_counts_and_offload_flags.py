@@ -123,3 +123,13 @@ def test_llamacpp_on_metal_plans_within_the_working_set():
     assert m5.gpu_memory_bytes == CATALOG.accelerator("apple-m5-max", "gpu").memory_reported_bytes.value
     mlx = fit(Deployment(model="qwen3-30b-a3b", gpu="apple-m4-max", engine="mlx"), CATALOG)
     assert mlx.gpu_memory_bytes == pytest.approx(128 * 2**30)
+
+
+def test_llama_cpp_caches_in_f16_unless_told_whatever_the_weights():
+    """llama-server's -ctk/-ctv default is f16 (engines.yaml kv_cache_dtype_default); vLLM follows the
+    model's bf16."""
+    cpp = fit(Deployment(model="qwen3-8b", gpu="rtx-4090", engine="llamacpp", max_model_len=8192), CATALOG)
+    vllm = fit(Deployment(model="qwen3-8b", gpu="rtx-4090", max_model_len=8192), CATALOG)
+    told = fit(Deployment(model="qwen3-8b", gpu="rtx-4090", engine="llamacpp", kv_cache_dtype="q8_0",
+                          max_model_len=8192), CATALOG)
+    assert (cpp.kv_cache_dtype, vllm.kv_cache_dtype, told.kv_cache_dtype) == ("fp16", "bf16", "q8_0")

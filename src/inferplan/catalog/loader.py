@@ -299,7 +299,7 @@ def is_count(name: str) -> bool:
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
                         "pp_batch_limits", "expert_parallel", "pads_gemm_rows", "multi_gpu_split",
                         "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
-                        "reads_page_cache_as_used", "converts_to")
+                        "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default")
 
 
 def check_references(catalog: Catalog) -> None:
@@ -361,7 +361,9 @@ def check_references(catalog: Catalog) -> None:
                 raise CatalogError(f"engines:{engine.id}: unknown weight format {quant!r}", field=engine.id)
         if engine.converts_to and not engine.converts_from:
             raise CatalogError(f"engines:{engine.id}: converts_to needs converts_from", field=engine.id)
-        for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values()):
+        default_kv = (engine.kv_cache_dtype_default,) if engine.kv_cache_dtype_default else ()
+        for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values(),
+                      *default_kv):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
     for price in catalog.rental_prices:

@@ -294,6 +294,9 @@ class EngineDefaults(Frozen):
     kv_cache_dtypes_source: str | None = None
     kv_cache_dtypes_note: str | None = None
     kv_cache_dtypes_instead: dict[str, str] = Field(default_factory=dict)  # an id it lacks -> its nearest one
+    # the cache's element type when none is asked for and the engine does not follow the model's dtype
+    kv_cache_dtype_default: str | None = None
+    kv_cache_dtype_default_source: str | None = None
     # a max model length past the model's context: refused at start-up, capped to the model's, or run
     context_beyond_model: Literal["refuse", "cap", "run"] | None = None
     context_beyond_model_source: str | None = None

@@ -62,8 +62,9 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
 
 
 def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
-    """The KV cache's element type: the stated one (if the engine runs it), else the checkpoint's
-    (a ModelOpt FP8 checkpoint) or the model's dtype."""
+    """The KV cache's element type: the stated one (if the engine runs it), else the engine's own
+    default where it has one (llama.cpp's f16), else the checkpoint's (a ModelOpt FP8 checkpoint) or
+    the model's dtype."""
     arch = spec.architecture
     v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
     if d.kv_cache_dtype != "auto":
@@ -74,6 +75,9 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
         return kv
     if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
         return catalog.kv_cache_dtype("fp8")
+    default = catalog.engine(d.engine).kv_cache_dtype_default
+    if default is not None:  # llama.cpp: -ctk/-ctv f16 unless told, whatever the weights
+        return catalog.kv_cache_dtype(default)
     if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
         return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
     dtype = arch.torch_dtype if arch else "bfloat16"
