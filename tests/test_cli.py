@@ -77,6 +77,16 @@ def test_catalog_list_and_show():
     assert r.exit_code == 2 and "kind" in r.output
 
 
+def test_models_and_gpus_list_the_catalogue_as_the_flags_name_them():
+    """`inferplan models` / `inferplan gpus` and `catalog list gpus` are the listings a new user types."""
+    accelerators = json.loads(invoke("catalog", "list", "accelerators", "--json").stdout)
+    assert json.loads(invoke("gpus", "--json").stdout) == accelerators
+    assert json.loads(invoke("catalog", "list", "gpus", "--json").stdout) == accelerators
+    assert json.loads(invoke("models", "--json").stdout) == json.loads(invoke("catalog", "list", "models", "--json").stdout)
+    table = invoke("catalog", "list", "gpus")
+    assert table.exit_code == 0 and "accelerators (" in table.output and "bandwidth" in table.output
+
+
 def test_catalog_show_prefers_an_ambiguity_in_one_kind_to_a_lone_match_in_another():
     r = invoke("catalog", "show", "gpt-oss")  # used to show an engine build that mentions gpt-oss
     assert r.exit_code == 2 and "gpt-oss-120b" in r.output and "gpt-oss-20b" in r.output

@@ -8,10 +8,18 @@ from inferplan.catalog.loader import SECTIONS, load_catalog
 from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
 KINDS = {k.replace("_", "-"): k for k in SECTIONS} | {"sources": "sources"}
+# the words the CLI's own flags use for two kinds (--gpu, --model): accepted, not listed among the kinds
+KIND_WORDS = {"gpus": "accelerators", "gpu": "accelerators", "model": "models", "system": "systems"}
+
+
+def kind_name(kind: str) -> str:
+    """The catalogue kind a word names, as the kinds are spelled (``gpus`` -> ``accelerators``)."""
+    return _kind(kind).replace("_", "-")
 
 
 def _kind(kind: str) -> str:
-    key = KINDS.get(kind.strip().lower())
+    word = kind.strip().lower()
+    key = KINDS.get(word) or KIND_WORDS.get(word)
     if key is None:
         raise CatalogError(f"unknown catalogue kind {kind!r}", field="kind", allowed=", ".join(KINDS))
     return key

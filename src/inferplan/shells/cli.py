@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_catalog import catalog_app, model_app
+from inferplan.shells.cli_catalog import catalog_app, gpus_cmd, model_app, models_cmd
 from inferplan.shells.cli_common import (
     LazyModule,
     EngineOpt,
@@ -109,6 +109,8 @@ app.command("deploy")(deploy_cmd)  # inferplan/shells/cli_deploy.py
 app.command("simulate")(simulate_cmd)  # inferplan/shells/cli_simulate.py
 app.command("detect")(detect_cmd)  # inferplan/shells/cli_local.py
 app.command("acceptance")(acceptance_cmd)  # inferplan/shells/cli_measurements.py
+app.command("models")(models_cmd)  # inferplan/shells/cli_catalog.py: shortcuts for `catalog list`
+app.command("gpus")(gpus_cmd)
 
 
 @app.command("perf")

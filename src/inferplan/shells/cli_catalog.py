@@ -23,13 +23,24 @@ def catalog_list(
     as_json: bool = JsonOpt,
 ) -> None:
     """List catalogue entries of one kind."""
-    from inferplan.catalog.query import list_entries
+    from inferplan.catalog.query import kind_name, list_entries
 
     entries = run(list_entries, kind)
+    kind = kind_name(kind)
     if as_json:
         emit_json([e.model_dump(mode="json") for e in entries])
     else:
         console.print(render_catalog.catalog_table(kind, entries, console.width))
+
+
+def models_cmd(as_json: bool = JsonOpt) -> None:
+    """List the catalogue's models (as `catalog list models`)."""
+    catalog_list("models", as_json)
+
+
+def gpus_cmd(as_json: bool = JsonOpt) -> None:
+    """List the catalogue's GPUs and other accelerators (as `catalog list accelerators`)."""
+    catalog_list("accelerators", as_json)
 
 
 @catalog_app.command("show")
