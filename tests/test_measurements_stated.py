@@ -51,6 +51,16 @@ def test_a_llama_bench_file_is_a_llamacpp_run_in_the_weight_type_it_states():
     assert (stated.engine, stated.quantization) == ("vllm", "gguf-q4_0")  # what the user states wins
 
 
+def test_llama_bench_markdown_names_its_model_by_model_type_and_its_build_by_the_line_under_the_table():
+    table = ("| model | size | params | backend | ngl | test | t/s |\n| --- | ---: | ---: | --- | --: | ---: | ---: |\n"
+             "| qwen3moe 30B.A3B Q4_K - Medium | 17.28 GiB | 30.53 B | CUDA | 99 | pp512 | 4266.10 ± 12.00 |\n"
+             "| qwen3moe 30B.A3B Q4_K - Medium | 17.28 GiB | 30.53 B | CUDA | 99 | tg128 | 180.21 ± 0.50 |\n"
+             "\nbuild: 5210b8c2 (5210)\n")
+    run = _read("lb.md", table, gpu="RTX 4090")
+    assert (run.model, run.quantization, run.engine_version) == ("qwen3-30b-a3b", "gguf-q4_k_m", "b5210 (5210b8c2)")
+    assert _read("lb.json", _llama_bench("gpt-oss 120B MXFP4 MoE", None), gpu="h100").model == "gpt-oss-120b"
+
+
 def test_an_unknown_llama_cpp_weight_type_is_refused_naming_model_type():
     with pytest.raises(InvalidScenarioError) as exc:
         _read("lb.json", _llama_bench("qwen3moe 30B.A3B IQ1_S - 1.5625 bpw"), gpu="RTX 4090", model="qwen3-30b-a3b")

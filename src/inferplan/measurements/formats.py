@@ -11,7 +11,7 @@ their keys (docs/measurements.md has the sources):
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
   plus ``max_concurrency``/``concurrency``).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
-  ``test`` and ``t/s`` columns).
+  ``test`` and ``t/s`` columns and the ``build:`` line under the table).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``).
@@ -43,6 +43,7 @@ MAX_POINTS = 10_000
 
 
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
+_MD_BUILD = re.compile(r"^build: ([0-9a-f]+) \((\d+)\)\s*$", re.MULTILINE)
 
 
 def _llama_row(row: dict, where: str) -> MeasuredPoint:
@@ -87,6 +88,9 @@ def _llama_model(row: dict) -> dict[str, str | None]:
     stated = {"quantization": words[2], "quantization_field": "model_type"} if len(words) == 3 else {}
     if text_of(row.get("model_filename")):
         return {"model": text_of(row.get("model_filename")), "model_field": "model_filename", **stated}
+    if len(words) >= 2:  # "qwen3moe 30B.A3B": the architecture without its MoE suffix, then the size
+        arch = words[0].lower().removesuffix("moe")
+        return {"model": f"{arch}-{words[1].lower().replace('.', '-')}", "model_field": "model_type", **stated}
     return {"model": model_type, "model_field": "model_type", **stated}
 
 
@@ -111,7 +115,9 @@ def _llama_markdown(text: str) -> Parsed:
         model = model or row.get("model")
     if not points:
         raise bad_field("line 3", "no test rows", "llama-bench")
-    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}))
+    build = _MD_BUILD.search(text)  # the line llama-bench prints under its table: "build: 5210b8c2 (5210)"
+    version = _build({"build_commit": build.group(1), "build_number": build.group(2)}) if build else None
+    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version)
 
 
 def _stat(data: dict, key: str, fmt: str, *, required: bool = True, stat: str = "avg") -> float | None:
