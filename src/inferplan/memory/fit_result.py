@@ -86,6 +86,7 @@ class MemoryFit(BaseModel):
     # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
     memory_rule_id: str = ""
     memory_rule: str = ""
+    engine_release: str | None = None  # the engine release the memory rule is planned at (stated or current)
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
     # what start-up allocates after the KV cache is sized lacks this much outside the fraction (memory/startup.py)
     startup_shortfall_bytes_per_gpu: float = 0.0
