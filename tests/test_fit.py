@@ -423,3 +423,17 @@ def test_a_sliding_window_model_states_its_kv_per_token_inside_and_beyond_the_wi
     out = CliRunner().invoke(app, ["fit", "--model", "gemma-4-31b", "--gpu", "rtx-4090", "-q", "int4-awq",
                                    "--max-model-len", "16128"], env={"COLUMNS": "200"}).output
     assert "880.0 KiB per token within the 1,024-token sliding window, 80.0 KiB beyond it" in out
+
+
+def test_a_deployment_is_planned_once_per_catalogue_and_never_across_catalogues(sketch_catalog):
+    """A speed sweep re-plans one deployment at every batch size: the memo returns the same plan for
+    an equal deployment of the same catalogue, and a fresh one for another catalogue."""
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.memory.fit import plan_memory
+
+    d = Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=4096)
+    first = plan_memory(d, load_catalog())
+    assert plan_memory(Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=4096), load_catalog()) is first
+    other = plan_memory(d, sketch_catalog)
+    assert other is not first and other.result == first.result
+    assert plan_memory(d.model_copy(update={"max_model_len": 8192}), load_catalog()) is not first

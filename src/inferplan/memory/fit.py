@@ -9,6 +9,7 @@ Every result lists the assumptions it rests on.
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import flags_for
@@ -65,9 +66,28 @@ def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
     return plan_memory(d, catalog).result
 
 
+# plans already made, by (catalogue, deployment): a speed sweep or a search plans the same deployment
+# at every batch size it prices; the plan is a pure function of the two, so it is made once. The
+# catalogue is held beside its plan so its id is not reused while the entry lives.
+_PLANS: OrderedDict[tuple[int, Deployment], tuple[Catalog, MemoryPlan]] = OrderedDict()
+PLANS_KEPT = 4096
+
+
 def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
+    key = (id(catalog), d)
+    if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
+        _PLANS.move_to_end(key)
+        return kept[1]
+    mp = _plan_memory(d, catalog)
+    _PLANS[key] = (catalog, mp)
+    if len(_PLANS) > PLANS_KEPT:
+        _PLANS.popitem(last=False)
+    return mp
+
+
+def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     hw = resolve_hardware(catalog, d)
     plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
