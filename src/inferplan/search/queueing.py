@@ -152,6 +152,9 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     rho_p = lam * work
     with np.errstate(divide="ignore", invalid="ignore"):
         w_prompt = np.where(rho_p < 1, rho_p / (1 - rho_p) * work * (ca2 + load.input_tokens_scv) / 2, np.inf)
+    # each data-parallel rank prefills its own requests' prompts, a share 1/ranks of them, each in
+    # ranks times the instance's share of a step: its own M/G/1 queue, the wait ranks times longer
+    w_prompt = w_prompt * np.where(load.arrival == "closed", 1.0, t.data_parallel)
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
         w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
         rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
