@@ -1,6 +1,8 @@
 """Tail latency under load, fast: queueing formulas over a ``ServiceCurve`` (docs/search.md).
 
-Per replica (requests split evenly over ``replicas``), for each state of the arrival process:
+Per replica (requests split evenly over ``replicas``; a data-parallel replica's ranks are each
+solved as a replica of their own on one rank's curve, ``ServiceCurve.rank``), for each state of the
+arrival process:
 
 1. The mean running batch ``n`` solves ``n = λ · E[S](min(1 + n, c))`` (Little's law; an arrival
    runs beside the ``n`` others it finds — PASTA), with ``E[S](b)`` a request's time in a slot at
@@ -152,9 +154,6 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     rho_p = lam * work
     with np.errstate(divide="ignore", invalid="ignore"):
         w_prompt = np.where(rho_p < 1, rho_p / (1 - rho_p) * work * (ca2 + load.input_tokens_scv) / 2, np.inf)
-    # each data-parallel rank prefills its own requests' prompts, a share 1/ranks of them, each in
-    # ranks times the instance's share of a step: its own M/G/1 queue, the wait ranks times longer
-    w_prompt = w_prompt * np.where(load.arrival == "closed", 1.0, t.data_parallel)
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
         w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
         rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
@@ -231,8 +230,10 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
     clients are the load's). ``nodes``: length nodes per state (fewer is faster, coarser)."""
     row = np.asarray(curve_index, dtype=np.int64)
     n = len(row)
-    reps = np.broadcast_to(np.asarray(replicas, float), (n,))
-    cap = curves.slots[row] if slots is None else np.minimum(np.broadcast_to(np.asarray(slots, float), (n,)), curves.slots[row])
+    ranks = curves.data_parallel[row]  # each data-parallel rank is solved as a replica of its own
+    reps = np.broadcast_to(np.asarray(replicas, float), (n,)) * ranks
+    cap = curves.slots[row] if slots is None else np.minimum(
+        np.ceil(np.broadcast_to(np.asarray(slots, float), (n,)) / ranks), curves.slots[row])
     mean_rate = np.broadcast_to(np.asarray(load.request_rate_per_s if request_rate_per_s is None else request_rate_per_s,
                                            float), (n,))
     table = curves.take(row)
@@ -246,7 +247,8 @@ def approximate_many(curves: CurveTable, load: Load, *, curve_index: np.ndarray,
         span = load.open_loop_requests / np.maximum(mean_rate, 1e-300) if load.open_loop_requests else None
         solved = _in_spells(load, [_solve_state(table, load, rate, cap, span_s=span) for _, rate in states])
     weights = np.array([share for share, _ in states])
-    return _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
+    tail = _assemble(solved, weights, load, mean_rate if load.arrival != "closed" else None, reps, nodes)
+    return replace(tail, mean_running=tail.mean_running * ranks)  # an instance's, over its ranks
 
 
 def _in_spells(load: Load, solved: list[_State]) -> list[_State]:

@@ -80,10 +80,14 @@ class CurveTable:
     prefill_first: np.ndarray  # 1: prompts run in steps of their own, the running sequences paused
     lone_s_per_token: np.ndarray  # a lone prompt step's seconds per token (its longest sampled chunk)
     prefill_s: np.ndarray  # the workload's prompt alone
-    data_parallel: np.ndarray  # engine ranks side by side, each prefilling its own requests' prompts
+    data_parallel: np.ndarray  # engine ranks an instance runs side by side; every other array is one rank's
 
     @classmethod
     def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
+        """One row per curve, each as one of its data-parallel ranks (``ServiceCurve.rank``), with the
+        ranks an instance runs in ``data_parallel``."""
+        ranks = np.array([float(c.data_parallel) for c in curves])
+        curves = [c.rank() for c in curves]
         width = max(len(c.concurrency) for c in curves)
 
         def pad(name: str) -> np.ndarray:
@@ -99,7 +103,7 @@ class CurveTable:
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
                    uncached_share=col("uncached_share"), prefill_first=col("prefill_first"),
                    lone_s_per_token=np.array([c.lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"),
-                   data_parallel=col("data_parallel"))
+                   data_parallel=ranks)
 
     def take(self, rows: np.ndarray) -> "CurveTable":
         """One row per candidate: row ``rows[i]`` of every array."""
