@@ -23,12 +23,7 @@ from inferplan.search.queueing import approximate
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate import simulate, simulate_requests
 from inferplan.search.trace import Trace
-
-STEP_S = 1e-4
-MEAN_STEPS = 10_000  # mean service 1 s
-REQUESTS = 60_000
-WARMUP = 2_000
-BATCHES = 20
+from test_tail_queueing import MEAN_STEPS, REQUESTS, STEP_S, _batch_mean, _poisson_trace
 
 QWEN = dict(model="qwen3-32b", gpu="H100", quantization="fp8", max_model_len=4096, max_num_seqs=64)
 SHAPE = dict(input_len=2000, output_len=500)
@@ -54,19 +49,6 @@ def _ranks_of_one_slot(ranks: int, routing: str) -> ServiceCurve:
                         prefill_s_per_token=(0.0, 0.0), ttft_s=(0.0, 0.0), prompt_tokens=(1, 2), prompt_s=(0.0, 0.0),
                         prefill_s=0.0, request_overhead_s=0.0, token_budget=10**6, tokens_per_step=1.0,
                         input_tokens=1, output_tokens=MEAN_STEPS, data_parallel=ranks, dp_routing=routing)
-
-
-def _poisson_trace(rate: float, seed: int) -> Load:
-    rng = np.random.default_rng(seed)
-    times = np.cumsum(rng.exponential(1 / rate, REQUESTS))
-    outputs = 1 + rng.geometric(1 / MEAN_STEPS, REQUESTS)
-    return Load.from_trace(Trace(arrival_s=tuple(times - times[0]), input_tokens=(1,) * REQUESTS,
-                                 output_tokens=tuple(int(x) for x in outputs)))
-
-
-def _batch_mean(values: np.ndarray) -> tuple[float, float]:
-    means = np.array([b.mean() for b in np.array_split(values[WARMUP:], BATCHES)])
-    return float(means.mean()), float(means.std(ddof=1) / math.sqrt(BATCHES))
 
 
 def _erlang_gaps_wait(ranks: int, lam: float, mu: float) -> tuple[float, float]:
