@@ -75,9 +75,10 @@ class ServiceCurve:
     def rank(self) -> "ServiceCurve":
         """One data-parallel rank's curve: its share of the slots and the token budget, its own
         running batch. The instance's batch ``c`` runs ``ceil(c / ranks)`` sequences on the busiest
-        rank, whose steps, TPOT and TTFT the instance's curve already holds; its cost per fused prompt
-        token is spread over the instance's ``c`` sequences' prompts, and is ``c / ceil(c / ranks)``
-        times that on the one rank that prefills them."""
+        rank (``service_curve`` reads it at whole multiples of the ranks: every rank as busy), whose
+        steps, TPOT and TTFT the instance's curve already holds; its cost per fused prompt token is
+        spread over the instance's ``c`` sequences' prompts, and is ``c / ceil(c / ranks)`` times that
+        on the one rank that prefills them."""
         dp = self.data_parallel
         if dp == 1:
             return self
@@ -145,7 +146,8 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
     cached_w = w.model_copy(update={"prefix_cache_hit_rate": 1.0})
-    levels = _levels(slots, points)
+    ranks = _data_parallel(full)  # the instance read with its ranks evenly loaded: each rank's batch a whole number
+    levels = sorted({min(ranks * n, slots) for n in _levels(math.ceil(slots / ranks), points)})
     tpot, step, per_token, ttft = [], [], [], []
     for c in levels:
         e = estimate(d, w.model_copy(update={"concurrency": c}), catalog, use_profiles=use_profiles)
@@ -158,7 +160,6 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     lone = estimate(d, w.model_copy(update={"concurrency": 1}), catalog, use_profiles=use_profiles)
     sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
     settings = plan_memory(sized, catalog).settings
-    ranks = _data_parallel(full)
     budget = settings.max_num_batched_tokens * ranks
     prompt_tokens, prompt_s = _lone_prompts(sized, w, catalog, settings.max_num_batched_tokens, use_profiles)
     return ServiceCurve(
