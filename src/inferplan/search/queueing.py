@@ -9,7 +9,9 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    probability from Erlang C and the mean wait from the Allen–Cunneen approximation,
    ``Wq = C(c, a) / (c/E[S] − λ) · (ca² + cs²) / 2``.
 3. Waiting for the prompt budget: the prompts share each step's token budget, an M/G/1 queue whose
-   work per request is its prompt's share of a full step (Kingman: ``ρ/(1−ρ) · E[x] · (ca² + cx²)/2``).
+   work per request is its prompt's share of a full step (Kingman: ``ρ/(1−ρ) · E[x] · (ca² + cx²)/2``);
+   under data parallelism, one such queue per rank, fed its share of the arrivals, each prompt at
+   that rank's budget and cost per token (the running batch and the slots stay the instance's).
 4. The two waits as one: an atom at zero and an exponential tail with their summed mean (the
    exponential tail of the M/M/c wait, Allen–Cunneen's scaling); TTFT and E2E quantiles solve
    ``P(base + W ≤ t) = q`` with the base over log-normal length nodes.
@@ -140,16 +142,21 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
         sigma = np.sqrt(LIFETIME_BATCH_VARIANCE * running)
         slot_wait = np.zeros_like(lam)
     step = _interp_rows(batch, t.concurrency, t.decode_step_s)
-    per_token = _interp_rows(batch, t.concurrency, t.prefill_s_per_token)
+    # a prompt is prefilled on the one data-parallel rank that serves its request: that rank's share
+    # of the batch and of the token budget, its cost per prompt token (the instance's spreads it
+    # over every rank), its share of the arrivals
+    ranks = t.data_parallel
+    per_token = _interp_rows(batch, t.concurrency, t.prefill_s_per_token) * ranks
     alone = t.prefill_first > 0  # a prompt step of its own: the whole budget, priced as a lone prompt
-    free = np.where(alone, t.token_budget, np.maximum(t.token_budget - batch * t.tokens_per_step, 1.0))
+    budget = t.token_budget / ranks
+    free = np.where(alone, budget, np.maximum(budget - batch / ranks * t.tokens_per_step, 1.0))
     per_token = np.where(alone, t.lone_s_per_token, per_token)
     full_step = np.where(alone, 0.0, step) + free * per_token
-    work = in_mean / free * full_step  # a prompt's share of the steps' token budget, in seconds
+    work = in_mean / free * full_step  # a prompt's share of its rank's steps, in seconds
     if load.arrival == "closed":  # a closed loop slows to what its slots or its prompt budget pass
-        lam = np.minimum(running / cycle, 1 / work)
+        lam = np.minimum(running / cycle, ranks / work)
         slot_wait = np.maximum(rate / lam - cycle, 0.0)  # clients beyond what passes wait their turn
-    rho_p = lam * work
+    rho_p = lam / ranks * work
     with np.errstate(divide="ignore", invalid="ignore"):
         w_prompt = np.where(rho_p < 1, rho_p / (1 - rho_p) * work * (ca2 + load.input_tokens_scv) / 2, np.inf)
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
@@ -164,7 +171,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     utilisation = np.maximum(lam * full / slots, rho_p)
     closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
     stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
-    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam, step, per_token, free, in_mean))
+    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam / ranks, step, per_token, free, in_mean))
     at_batch = lambda z: _interp_rows(np.clip(batch + z * sigma, 1.0, slots), t.concurrency, t.tpot_s)  # noqa: E731
     tpot_q = tuple(at_batch(NormalDist().inv_cdf(q)) + _over_lengths_quantile(load, q) * mixed_sd
                    for q in map(load.run_quantile_level, QUANTILES))
@@ -172,7 +179,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q, tpot_batch_sd_s=(at_batch(1.0) - at_batch(-1.0)) / 2, tpot_mixed_sd_s=mixed_sd,
-                  start_queue_s=rate * work if start else None,
+                  start_queue_s=rate / ranks * work if start else None,
                   start_step_s=full_step if start else None)
 
 

@@ -20,6 +20,8 @@ class EngineScheduling(Input):
     engine: str
     prefill_policy: Literal["mixed", "prefill_first"]
     source: str
+    dp_routing: Literal["least-loaded", "round-robin"] = "least-loaded"
+    dp_source: str | None = None
 
 
 class Scheduling(Input):
@@ -30,11 +32,16 @@ class Scheduling(Input):
         """Whether ``engine`` runs waiting prompts in steps of their own before decoding (unlisted: mixed)."""
         return any(e.engine == engine and e.prefill_policy == "prefill_first" for e in self.engines)
 
+    def dp_routing(self, engine: str | None) -> str:
+        """How ``engine`` routes a request to one of its data-parallel ranks (unlisted: least-loaded)."""
+        return next((e.dp_routing for e in self.engines if e.engine == engine), "least-loaded")
+
 
 @lru_cache(maxsize=1)
 def scheduling() -> Scheduling:
     """The shipped file, validated; every source id a record names must be listed."""
     rules = Scheduling.model_validate(yaml.safe_load(DATA.read_text(encoding="utf-8")))
-    if missing := {e.source for e in rules.engines} - {s.id for s in rules.sources}:
+    named = {e.source for e in rules.engines} | {e.dp_source for e in rules.engines if e.dp_source}
+    if missing := named - {s.id for s in rules.sources}:
         raise CatalogError(f"{DATA.name}: unknown sources {sorted(missing)}", field=DATA.name)
     return rules

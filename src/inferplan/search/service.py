@@ -14,13 +14,19 @@ instance's slot limit (what the KV cache holds and the engine's running-sequence
 - ``prefill_first``: the engine runs waiting prompts in steps of their own, the running sequences
   paused, instead of fusing them into decode steps (``search/data/scheduling.yaml``).
 
+Under data parallelism the curve is the whole instance's (``slots`` and ``token_budget`` summed
+over its ``data_parallel`` ranks, each batch the instance's total, its steps those of the busiest
+rank), as the estimate reports it; ``rank()`` is one rank's curve, where a prompt is prefilled: a
+request runs on one rank, so its prompt costs what it costs that rank, whatever the others do.
+
 The queueing approximation and the discrete-event simulation both read this one object, so they
 price a step exactly as ``inferplan perf`` does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -56,6 +62,8 @@ class ServiceCurve:
     output_tokens: int
     uncached_share: float = 1.0  # of a prompt's tokens, those the prefix cache does not serve
     prefill_first: bool = False  # waiting prompts run in steps of their own before any decode step
+    data_parallel: int = 1  # engine ranks the instance runs side by side, each with its own requests
+    dp_routing: str = "least-loaded"  # how the engine hands a request to one of them (least-loaded, round-robin)
 
     def __post_init__(self) -> None:
         n = len(self.concurrency)
@@ -63,6 +71,26 @@ class ServiceCurve:
             raise ValueError("a ServiceCurve needs one value per running batch in every array")
         if len(self.prompt_tokens) != len(self.prompt_s) or not self.prompt_tokens:
             raise ValueError("a ServiceCurve needs one lone-prompt time per prompt length")
+
+    def rank(self) -> "ServiceCurve":
+        """One data-parallel rank's curve: its share of the slots and the token budget, its own
+        running batch. The instance's batch ``c`` runs ``ceil(c / ranks)`` sequences on the busiest
+        rank (``service_curve`` reads it at whole multiples of the ranks: every rank as busy), whose
+        steps, TPOT and TTFT the instance's curve already holds; its cost per fused prompt token is
+        spread over the instance's ``c`` sequences' prompts, and is ``c / ceil(c / ranks)`` times that
+        on the one rank that prefills them."""
+        dp = self.data_parallel
+        if dp == 1:
+            return self
+        first: dict[int, int] = {}  # rank batch → the first instance batch running it
+        for i, c in enumerate(self.concurrency):
+            first.setdefault(math.ceil(c / dp), i)
+        batches, rows = tuple(first), tuple(first.values())
+        pick = lambda values: tuple(values[i] for i in rows)  # noqa: E731
+        per_token = tuple(self.prefill_s_per_token[i] * self.concurrency[i] / n for n, i in first.items())
+        return replace(self, slots=math.ceil(self.slots / dp), concurrency=batches, tpot_s=pick(self.tpot_s),
+                       decode_step_s=pick(self.decode_step_s), prefill_s_per_token=per_token, ttft_s=pick(self.ttft_s),
+                       token_budget=max(self.token_budget // dp, 1), data_parallel=1)
 
     def tpot_at(self, batch: float) -> float:
         return float(np.interp(batch, self.concurrency, self.tpot_s))
@@ -118,7 +146,8 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
     cached_w = w.model_copy(update={"prefix_cache_hit_rate": 1.0})
-    levels = _levels(slots, points)
+    ranks = _data_parallel(full)  # the instance read with its ranks evenly loaded: each rank's batch a whole number
+    levels = sorted({min(ranks * n, slots) for n in _levels(math.ceil(slots / ranks), points)})
     tpot, step, per_token, ttft = [], [], [], []
     for c in levels:
         e = estimate(d, w.model_copy(update={"concurrency": c}), catalog, use_profiles=use_profiles)
@@ -131,7 +160,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     lone = estimate(d, w.model_copy(update={"concurrency": 1}), catalog, use_profiles=use_profiles)
     sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
     settings = plan_memory(sized, catalog).settings
-    budget = settings.max_num_batched_tokens * _data_parallel(full)
+    budget = settings.max_num_batched_tokens * ranks
     prompt_tokens, prompt_s = _lone_prompts(sized, w, catalog, settings.max_num_batched_tokens, use_profiles)
     return ServiceCurve(
         slots=slots, concurrency=tuple(levels), tpot_s=tuple(tpot), decode_step_s=tuple(step),
@@ -139,6 +168,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
         prefill_s=lone.prefill_s, request_overhead_s=lone.ttft_s - lone.prefill_s, token_budget=int(budget),
         tokens_per_step=lone.tokens_per_step, input_tokens=w.input_len, output_tokens=w.output_len,
         uncached_share=1 - w.prefix_cache_hit_rate, prefill_first=scheduling().prefill_first(full.engine),
+        data_parallel=ranks, dp_routing=scheduling().dp_routing(full.engine),
     )
 
 

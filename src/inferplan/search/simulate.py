@@ -20,8 +20,12 @@ taken together up to the next completion or arrival, so the cost is per request,
 Requests reach the engine ``request_overhead_s`` after they are sent (receiving, tokenising).
 Replicas: each request goes to the replica with the fewest requests in it (running, prefilling
 or waiting; ties to the lowest index) when it arrives — ``router="least-loaded"`` — or to
-replicas in turn (``"round-robin"``). A closed loop's clients are spread over replicas in turn,
-each sending its next request when the last one ends.
+replicas in turn (``"round-robin"``). A replica of ``curve.data_parallel`` ranks is that many
+engines, each on one rank's curve (``ServiceCurve.rank``: its slots, its token budget, a prompt
+priced on the rank that prefills it); the replica hands a request to one of its ranks as the
+engine's own front end does (``curve.dp_routing``: the rank with the fewest requests in it, or
+ranks in turn). A closed loop's clients are spread over replicas (their ranks) in turn, each
+sending its next request when the last one ends.
 """
 
 from __future__ import annotations
@@ -218,21 +222,34 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
     owner = np.zeros(requests, np.int64)
     overhead = curve.request_overhead_s
     if load.arrival == "closed":
-        engines = _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas)
+        units = min(replicas * curve.data_parallel, load.clients)  # every rank of every replica, one client each at least
+        engines = _closed_loop(curve.rank(), load, arrival, inputs, outputs, times, owner, units)
+        owner //= curve.data_parallel  # the rank's replica
     else:
         cached = np.arange(requests) < load.cached_first_requests
-        engines = [Engine(curve, inputs, outputs, times, cached=cached) for _ in range(replicas)]
+        ranks, rank = curve.data_parallel, curve.rank()
+        groups = [[Engine(rank, inputs, outputs, times, cached=cached) for _ in range(ranks)] for _ in range(replicas)]
+        engines = [e for g in groups for e in g]
+        turns = [0] * replicas  # requests each replica has handed out, for ranks in turn
         for r, a in enumerate(arrival.tolist()):
             at = a + overhead
             if router == "round-robin":
-                pick = r % replicas
-                engines[pick].run_until(at)
+                g = r % replicas
             else:
                 for e in engines:
                     e.run_until(at)
-                pick = min(range(replicas), key=lambda i: engines[i].load())
-            owner[r] = pick
-            engines[pick].push(r, at)
+                g = min(range(replicas), key=lambda i: sum(e.load() for e in groups[i]))
+            group = groups[g]
+            if curve.dp_routing == "round-robin":
+                pick = turns[g] % ranks
+            else:
+                for e in group:
+                    e.run_until(at)
+                pick = min(range(ranks), key=lambda j: group[j].load())
+            turns[g] += 1
+            group[pick].run_until(at)
+            owner[r] = g
+            group[pick].push(r, at)
         for e in engines:
             e.run_until(math.inf)
     return RequestTimes(arrival_s=arrival, admitted_s=times["admitted"], first_token_s=times["first"],
@@ -242,8 +259,8 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
 
 
 def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[Engine]:
-    """Clients spread over replicas in turn; each sends at once, then again when its request ends.
-    Each replica's requests are sent in index order, its share of ``cached_first_requests`` first."""
+    """Clients spread over ``replicas`` engines in turn; each sends at once, then again when its request
+    ends. Each engine's requests are sent in index order, its share of ``cached_first_requests`` first."""
     n = len(arrival)
     cached = np.zeros(n, bool)
     overhead = curve.request_overhead_s

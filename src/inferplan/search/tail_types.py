@@ -78,8 +78,9 @@ class CurveTable:
     input_tokens: np.ndarray
     uncached_share: np.ndarray  # of a prompt's tokens, those the prefix cache does not serve
     prefill_first: np.ndarray  # 1: prompts run in steps of their own, the running sequences paused
-    lone_s_per_token: np.ndarray  # a lone prompt step's seconds per token (its longest sampled chunk)
+    lone_s_per_token: np.ndarray  # a lone prompt step's seconds per token (one data-parallel rank's budget)
     prefill_s: np.ndarray  # the workload's prompt alone
+    data_parallel: np.ndarray  # engine ranks side by side, each prefilling its own requests' prompts
 
     @classmethod
     def of(cls, curves: list[ServiceCurve] | tuple[ServiceCurve, ...]) -> "CurveTable":
@@ -97,7 +98,8 @@ class CurveTable:
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
                    uncached_share=col("uncached_share"), prefill_first=col("prefill_first"),
-                   lone_s_per_token=np.array([c.lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"))
+                   lone_s_per_token=np.array([c.rank().lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"),
+                   data_parallel=col("data_parallel"))
 
     def take(self, rows: np.ndarray) -> "CurveTable":
         """One row per candidate: row ``rows[i]`` of every array."""
