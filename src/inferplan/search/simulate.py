@@ -99,16 +99,14 @@ class SimulationResult(LatencyPercentiles):
 class Engine:
     """One replica's scheduler state."""
 
-    def __init__(self, curve: ServiceCurve, inputs: np.ndarray, outputs: np.ndarray, times: dict[str, np.ndarray],
-                 on_finish=None, cached: np.ndarray | None = None):
+    def __init__(self, curve: ServiceCurve, lists: tuple[list[int], list[int]], times: dict[str, np.ndarray],
+                 on_finish=None):
         self.step_s, self.per_token_s = curve.step_table()
         self.curve = curve
         self.slots, self.budget = curve.slots, curve.token_budget
         self.decode_tokens = math.ceil(curve.tokens_per_step)
         self.tau = curve.tokens_per_step
-        prompt = np.maximum(np.rint(inputs * curve.uncached_share), 1).astype(np.int64)
-        self.prompt = (prompt if cached is None else np.where(cached, 1, prompt)).tolist()
-        self.outputs = outputs.tolist()
+        self.prompt, self.outputs = lists  # request_lists: each request's uncached prompt and output tokens
         self.t = times
         self.on_finish = on_finish
         self.now, self.k = 0.0, 0
@@ -199,6 +197,14 @@ class Engine:
             self.on_finish(r, self.now)
 
 
+def request_lists(inputs: np.ndarray, outputs: np.ndarray, cached: np.ndarray | None,
+                  uncached_share: float) -> tuple[list[int], list[int]]:
+    """Each request's uncached prompt and output tokens as lists, made once and shared by every engine
+    of a run (which only reads them): a run of 4,096 replicas held 4,096 copies of them."""
+    prompt = np.maximum(np.rint(inputs * uncached_share), 1).astype(np.int64)
+    return (prompt if cached is None else np.where(cached, 1, prompt)).tolist(), outputs.tolist()
+
+
 def _check(load: Load, requests: int, replicas: int, router: str) -> None:
     if not 1 <= requests <= MAX_REQUESTS:
         raise InvalidScenarioError(f"requests: {requests} is out of range", field="requests",
@@ -228,7 +234,8 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
     else:
         cached = np.arange(requests) < load.cached_first_requests
         ranks, rank = curve.data_parallel, curve.rank()
-        groups = [[Engine(rank, inputs, outputs, times, cached=cached) for _ in range(ranks)] for _ in range(replicas)]
+        lists = request_lists(inputs, outputs, cached, rank.uncached_share)
+        groups = [[Engine(rank, lists, times) for _ in range(ranks)] for _ in range(replicas)]
         engines = [e for g in groups for e in g]
         turns = [0] * replicas  # requests each replica has handed out, for ranks in turn
         for r, a in enumerate(arrival.tolist()):
@@ -267,11 +274,13 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
     clients = [load.clients // replicas + (1 if i < load.clients % replicas else 0) for i in range(replicas)]
     quota = [n * c // load.clients for c in clients]
     quota[0] += n - sum(quota)
-    engines, start = [], 0
-    for i, (c, m) in enumerate(zip(clients, quota)):
-        ids = list(range(start, start + m))
+    starts = np.concatenate(([0], np.cumsum(quota)[:-1])).tolist()
+    for start, c, m in zip(starts, clients, quota):
         cached[start:start + min(load.cached_first_requests * c // load.clients, m)] = True
-        start += m
+    lists = request_lists(inputs, outputs, cached, curve.uncached_share)
+    engines = []
+    for i, (start, c, m) in enumerate(zip(starts, clients, quota)):
+        ids = list(range(start, start + m))
         owner[ids] = i
         pending: list[tuple[float, int]] = []
         sent = iter(ids)
@@ -282,7 +291,7 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
                 arrival[nxt] = at
                 heapq.heappush(pending, (at + overhead, nxt))
 
-        engine = Engine(curve, inputs, outputs, times, on_finish=send, cached=cached)
+        engine = Engine(curve, lists, times, on_finish=send)
         for _ in range(min(c, m)):
             send(-1, 0.0)
         while pending:

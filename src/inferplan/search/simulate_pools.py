@@ -25,7 +25,8 @@ import numpy as np
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
 from inferplan.search.service import ServiceCurve
-from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, RequestTimes, SimulationResult, Engine, summarise
+from inferplan.search.simulate import (MAX_REPLICAS, MAX_REQUESTS, Engine, RequestTimes, SimulationResult, request_lists,
+                                       summarise)
 
 
 def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray) -> None:
@@ -59,13 +60,15 @@ def simulate_pools_requests(prefill: ServiceCurve, decode: ServiceCurve, load: L
     arrival, inputs, outputs = sample_requests(load, requests, rng)
     overhead = prefill.request_overhead_s
     first = {k: np.full(requests, np.nan) for k in ("admitted", "first", "finish")}
-    pre = [Engine(prefill, inputs, np.ones(requests, np.int64), first) for _ in range(prefill_instances)]
+    prompts = request_lists(inputs, np.ones(requests, np.int64), None, prefill.uncached_share)
+    pre = [Engine(prefill, prompts, first) for _ in range(prefill_instances)]
     owner = np.zeros(requests, np.int64)
     reached = arrival + overhead
     _route(pre, reached, np.argsort(reached, kind="stable"), owner)
     ready = first["finish"] + transfer_s
     second = {k: np.full(requests, np.nan) for k in ("admitted", "first", "finish")}
-    dec = [Engine(decode, inputs, outputs, second, cached=np.ones(requests, bool)) for _ in range(decode_instances)]
+    handed = request_lists(inputs, outputs, np.ones(requests, bool), decode.uncached_share)
+    dec = [Engine(decode, handed, second) for _ in range(decode_instances)]
     _route(dec, ready, np.argsort(ready, kind="stable"), owner)
     waited = (first["admitted"] - reached) + (second["admitted"] - ready)  # for a prefill slot, then a decode slot
     return RequestTimes(arrival_s=arrival, admitted_s=reached + waited, first_token_s=second["first"],

@@ -25,6 +25,10 @@ from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResu
 from inferplan.search.trace import Trace
 
 LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
+# requests × engines (replicas × data-parallel ranks, or both pools' instances) one simulate call may
+# run: the least-loaded router visits every engine at each arrival, some 1.6 million visits per CPU
+# second on the 2-core machine the benchmarks run on, so this bounds a call to about 12 s there
+SIM_WORK_LIMIT = 20_000_000
 # what a trace brings itself, so the query leaves it at its default beside one
 TRACE_BRINGS = ("arrival", "peak_to_average", "burst_period_s", "input_tokens_scv", "output_tokens_scv", "lengths")
 LOAD_ALLOWED = {"peak_to_average": "1, or arrival bursty", "burst_period_s": "arrival bursty",
@@ -195,13 +199,48 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     """Simulate ``q`` (its trace, when given) and approximate it beside."""
     catalog = catalog or load_catalog()
     load, w = _load_and_workload(q, catalog, trace)
+    if trace is not None:
+        q = q.model_copy(update={"deployment": _sized_for_trace(q.deployment, trace, catalog)})
     curve = service_curve(q.deployment, w, catalog)
+    _check_work(q, curve)
     if q.prefill_instances is not None:
         return _pools_report(q, catalog, load, w, curve)
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
                             simulation=sim, approximation=approximate(curve, load, q.replicas))
+
+
+def _sized_for_trace(d: Deployment, trace: Trace, catalog: Catalog) -> Deployment:
+    """``d`` with a context that holds the trace's longest request (as the search sizes a cell for
+    it), where ``d`` states none; a request longer than the context it states, or than the model's,
+    is refused naming its row."""
+    lengths = [i + o for i, o in zip(trace.input_tokens, trace.output_tokens)]
+    row = max(range(len(lengths)), key=lengths.__getitem__)
+    sized = d if d.max_model_len is not None else d.model_copy(update={"max_model_len": lengths[row]})
+    try:
+        context = plan_memory(sized, catalog).result.max_model_len
+    except InvalidScenarioError as exc:
+        if d.max_model_len is not None or exc.field != "max_model_len":
+            raise
+        context = 0
+    if lengths[row] > context:
+        held = f"the {context:,}-token context" if context else "the model's context"
+        raise InvalidScenarioError(
+            f"request {row} asks for {trace.input_tokens[row]:,} + {trace.output_tokens[row]:,} tokens, more than {held} "
+            "the deployment is planned at", field=f"trace.{row}.input_tokens",
+            allowed=f"input + output at most {context:,} tokens" if context else "a request the model's context holds")
+    return sized
+
+
+def _check_work(q: SimulationQuery, curve: ServiceCurve) -> None:
+    engines = q.replicas * curve.data_parallel + (q.prefill_instances or 0)
+    if q.requests * engines > SIM_WORK_LIMIT:
+        most = max(SIM_WORK_LIMIT // engines, 1)
+        raise InvalidScenarioError(
+            f"{q.requests:,} requests over {engines:,} engines is more than one simulation runs "
+            f"(requests × engines at most {SIM_WORK_LIMIT:,})", field="requests",
+            allowed=f"at most {most:,} requests at {engines:,} engines, or fewer replicas")
 
 
 def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload, decode: ServiceCurve) -> SimulationReport:
