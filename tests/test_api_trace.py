@@ -62,3 +62,16 @@ def test_an_empty_or_oversized_trace_is_refused(client, monkeypatch):
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "trace"]
     r = client.post("/api/search", json={**SEARCH, "trace": [ROWS[0]] * 100_001})
     assert r.status_code in (413, 422)
+
+
+@pytest.mark.parametrize("route,body", [("/api/search", SEARCH), ("/api/simulate", SIMULATE)])
+@pytest.mark.parametrize("column", ["input_tokens", "output_tokens"])
+def test_a_token_count_past_the_bound_is_refused_at_its_row(client, route, body, column):
+    from inferplan.search.trace import MAX_TRACE_TOKENS
+
+    rows = [dict(r) for r in ROWS]
+    rows[1][column] = MAX_TRACE_TOKENS + 1
+    r = client.post(route, json={**body, "trace": rows})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == f"trace.1.{column}"
+    assert f"at most {MAX_TRACE_TOKENS:,}" in r.json()["error"]["allowed"]

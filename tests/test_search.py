@@ -201,7 +201,7 @@ def test_each_pick_loads_as_a_users_and_roi_scenario(catalog, aggregated):
 def test_bad_input_is_refused_naming_the_field(catalog):
     with pytest.raises(InferplanError) as e:
         search(_request(systems=("no-such-system",)), catalog)
-    assert e.value.field == "systems"
+    assert e.value.field == "systems.0"  # indexed as models.0 is
     with pytest.raises(InferplanError) as e:
         search(_request(models=("no-such-model",)), catalog)
     assert e.value.field == "models.0"  # the index of the name at fault
@@ -336,7 +336,7 @@ def test_api_search_returns_what_the_find_the_cheapest_view_needs(tmp_path):
     Scenario.model_validate(data["results"][0]["scenario"])
     r = client.post("/api/search", json={**body, "systems": ["no-such-system"]})
     assert r.status_code == 422
-    assert r.json()["detail"][0]["loc"] == ["body", "systems"]
+    assert r.json()["detail"][0]["loc"] == ["body", "systems", "0"]  # the entry at fault, as models.0
     no_rate = {"request_rate_per_s": None, "input_len": None, "output_len": None}
     for bad, loc in (({"models": ["/etc/passwd"]}, ["body", "models", "0"]), ({"trace": "/tmp/t.csv", **no_rate}, ["body", "trace"])):
         r = client.post("/api/search", json={**body, **bad})

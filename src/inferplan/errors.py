@@ -57,3 +57,7 @@ class ConflictError(InferplanError):
 
 class UnsupportedSettingError(InferplanError):
     """The chosen engine has no way to take a planned setting (expert parallel on llama.cpp ...)."""
+
+
+class OutOfTimeError(InferplanError):
+    """A computation stopped at its time budget, or because whoever asked for it has gone (HTTP 503)."""

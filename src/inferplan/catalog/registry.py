@@ -69,8 +69,8 @@ class Registry(Generic[T]):
         """Resolve an id or alias; an ambiguous or unknown name raises with the candidates."""
         wanted = normalise_name(name)
         if not wanted:
-            raise error(f"name a {self.kind[:-1] if self.kind.endswith('s') else self.kind}, not a blank",
-                        field=field_name)
+            kind = self.kind[:-1] if self.kind.endswith("s") else self.kind
+            raise error(f"name {'an' if kind[:1] in 'aeiou' else 'a'} {kind}, not a blank", field=field_name)
         exact = self.exact(name)
         if len(exact) == 1:
             return exact[0]

@@ -18,6 +18,7 @@ import yaml
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
+from inferplan.deploy.model_name import unchecked_model_note
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
                                       launch_command, planned_speculative, with_draft)
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
@@ -141,6 +142,9 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
     ``perf`` refuse ``d`` (``deploy.checks``), as the deployment it drafts with."""
     catalog = catalog or load_catalog()
     check_deployable(with_draft(d, catalog, planned_speculative(d, catalog, speculative)), catalog)
+    unchecked = unchecked_model_note(d, catalog)  # a model name the catalogue lacks: a repo id, or refused
     command = launch_command(d, catalog, role=role, speculative=speculative)
+    if unchecked:
+        command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     manifest = kubernetes_manifest(d, catalog, role=role, speculative=speculative) if output_format == "k8s" else None
     return LaunchPlan(command=command, manifest=manifest)

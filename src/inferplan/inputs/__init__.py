@@ -83,18 +83,29 @@ MAX_TEXT_CHARS = 4000
 FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
+# lists and mappings an input nests at most (a scenario nests 3, a search's trace 2): deeper is
+# refused, and the walk below never recurses however deep a body is
+MAX_INPUT_DEPTH = 32
+
+
 def text_problem(value: Any, inner: bool = False, max_chars: int | None = MAX_TEXT_CHARS) -> str | None:
     """Why a text, or a text in a list or mapping, cannot be taken (None: it can). A mapping inside
-    a list or mapping is a nested input and its own fields check it, naming their own path."""
-    if isinstance(value, str):
-        if max_chars is not None and len(value) > max_chars:
-            return f"a text of {len(value)} characters: at most {max_chars}"
-        bad = FORBIDDEN_CHARS.search(value)
-        return None if bad is None else f"U+{ord(bad.group()):04X} at character {bad.start()}: control, bidi and surrogate characters are refused"
-    if isinstance(value, (list, tuple)):
-        return next(filter(None, (text_problem(v, True) for v in value)), None)
-    if isinstance(value, dict) and not inner:
-        return next(filter(None, (text_problem(k, True) or text_problem(v, True) for k, v in value.items())), None)
+    a list or mapping is a nested input and its own fields check it, naming their own path. Lists
+    nested more than ``MAX_INPUT_DEPTH`` levels are refused too."""
+    stack = [(value, inner, 0)]
+    while stack:  # iterative: a list nested 900 deep must not exhaust Python's stack
+        value, inner, depth = stack.pop()
+        if isinstance(value, str):
+            if max_chars is not None and len(value) > max_chars:
+                return f"a text of {len(value)} characters: at most {max_chars}"
+            bad = FORBIDDEN_CHARS.search(value)
+            if bad is not None:
+                return f"U+{ord(bad.group()):04X} at character {bad.start()}: control, bidi and surrogate characters are refused"
+        elif isinstance(value, (list, tuple)) or (isinstance(value, dict) and not inner):
+            if depth >= MAX_INPUT_DEPTH:
+                return f"nested more than {MAX_INPUT_DEPTH} levels deep: at most {MAX_INPUT_DEPTH} levels of lists"
+            items = ([x for kv in value.items() for x in kv] if isinstance(value, dict) else list(value))
+            stack.extend((v, True, depth + 1) for v in reversed(items))
     return None
 
 

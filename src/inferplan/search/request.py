@@ -20,6 +20,9 @@ FORM_FACTOR_TIERS = {
     "node": ("node", "server"),
     "rack": ("rack",),
 }
+# entries in one filter list: twice the largest kind in the catalogue (65 accelerators), so every id
+# fits with room for aliases; the resolved ids are searched once each (``names.py``)
+MAX_FILTER_ITEMS = 128
 
 
 class Targets(Input):
@@ -66,14 +69,15 @@ class SearchRequest(Input):
         "lognormal", description="how prompt and output lengths spread around their means: log-normal, or uniform "
         "between the mean ± √(3·SCV) of it (a benchmark's random dataset; SCV at most 1/3)")
     targets: Targets = Targets()
-    systems: tuple[str, ...] | None = None
-    accelerators: tuple[str, ...] | None = None
-    engines: tuple[str, ...] | None = None
-    quantizations: tuple[str, ...] | None = None
-    kv_cache_dtypes: tuple[str, ...] | None = None
-    vendors: tuple[str, ...] | None = None
-    statuses: tuple[Literal["shipping", "ramp", "roadmap", "discontinued"], ...] = ("shipping",)
-    form_factors: tuple[FormFactor, ...] | None = None
+    systems: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
+    accelerators: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
+    engines: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
+    quantizations: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
+    kv_cache_dtypes: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
+    vendors: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
+    statuses: tuple[Literal["shipping", "ramp", "roadmap", "discontinued"], ...] = Field(
+        ("shipping",), max_length=MAX_FILTER_ITEMS)
+    form_factors: tuple[FormFactor, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
     max_gpus: int | None = Field(None, ge=1, le=100_000)
     max_capex_usd: float | None = Field(None, gt=0, le=1e12)
     max_power_w: float | None = Field(None, gt=0, le=1e10)

@@ -21,6 +21,8 @@ from inferplan.economics import money
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.search import evaluate
+from inferplan.search.budget import Budget
+from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
@@ -60,23 +62,28 @@ CAPEX_BUYS_ONLY = ("ranked by capex: purchases only, since renting commits no ca
                    "usd-per-mtok to weigh renting against buying)")
 
 
-def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None) -> SearchResult:
+def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None,
+           budget: Budget | None = None) -> SearchResult:
     start = time.perf_counter()
+    budget = budget or Budget()
+    progress = budget.watching(progress)  # checked between cells: a deadline, or a client gone
     catalog = catalog or load_catalog()
     asked = req
     if req.objective == "capex" and req.pricing == "both":  # every rental's capex is 0: it would rank first
         req = req.model_copy(update={"pricing": "buy"})
-    check_names(catalog, req)
+    req = check_names(catalog, req)  # the names resolved, each id once
     rl = resolve_load(catalog, req)
     targets = effective_targets(req.targets, rl)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
-    picks, fronts, candidates = [], [], 0
+    picks, fronts, candidates, limit = [], [], 0, InstanceLimit()
     space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len, context_for=rl.context_for)
     models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress)
     for family, messages in errors.items():
         stats[family].errors.extend(messages)
-    for cm, grids in zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing)):
+    for k, (cm, grids) in enumerate(zip(models, evaluate.evaluate_cells(models, rl, pricing=req.pricing))):
+        budget.check(k, len(models), "judging the cells")
         for grid in grids:
+            grid = limit.keep(cm.cell.family, grid)
             candidates += len(grid)
             pick, front = _judge(cm, grid, rl, targets, req, stats[cm.cell.family])
             if pick is not None:
@@ -87,6 +94,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
+    infeasible = limit.explained(infeasible)
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="memory", message=m)
                    for f, m in space.excluded.items() if f not in stats]
     if not results and not req.quantizations:

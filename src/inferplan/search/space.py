@@ -24,6 +24,7 @@ from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import system_domain_gpus
+from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes
 
@@ -291,9 +292,7 @@ def _has_experts(base: Deployment, catalog) -> bool:
     return has_experts(resolve_model(catalog, base.model))
 
 
-def check_names(catalog: Catalog, req: SearchRequest) -> None:
-    """Every id the request names exists (the error names the request field)."""
-    for i, model in enumerate(req.models):
-        resolve_model(catalog, model, field_name=f"models.{i}")
-    if req.workload is not None:
-        catalog.workload_presets.get(req.workload, field_name="workload", error=InvalidScenarioError)
+def check_names(catalog: Catalog, req: SearchRequest) -> SearchRequest:
+    """``req`` with every id it names checked (the error names the request field and index) and
+    resolved, each once (``names.resolved_request``)."""
+    return resolved_request(catalog, req)

@@ -3,8 +3,7 @@
 CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``
 (other columns are ignored). JSONL: one object per line with the same keys. Times are seconds
 from any origin and must not decrease, and at least two must differ (the trace's span gives its
-rate); token counts are whole numbers of at least 1 (input) and
-1 (output). A bad row is refused naming its row number (the header is row 1 of a CSV; the first
+rate); token counts are whole numbers from 1 to ``MAX_TRACE_TOKENS``. A bad row is refused naming its row number (the header is row 1 of a CSV; the first
 line is row 1 of a JSONL file; rows given inline are numbered from 0) and the column.
 """
 
@@ -24,6 +23,9 @@ from inferplan.errors import InvalidScenarioError
 
 MAX_TRACE_BYTES = 64 * 2**20  # a trace file larger than this is refused (about a million rows)
 MAX_TRACE_ROWS = 100_000  # rows a trace given inline (not as a file) may carry
+# tokens one request may have of each kind: the most a load's mean lengths take (arrivals.Load), far
+# past any model's context
+MAX_TRACE_TOKENS = 100_000_000
 TIME_KEYS = ("arrival_s", "timestamp")
 COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
 
@@ -63,7 +65,7 @@ class Trace:
         return float(gaps.var() / gaps.mean() ** 2) if len(gaps) > 1 and gaps.mean() > 0 else 0.0
 
 
-def _number(raw: object, row: int, column: str, *, whole: bool, minimum: float) -> float:
+def _number(raw: object, row: int, column: str, *, whole: bool, minimum: float, maximum: float = math.inf) -> float:
     where = f"row {row}, column {column}"
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         raise InvalidScenarioError(f"trace {where}: missing", field=f"trace.row[{row}].{column}",
@@ -75,10 +77,11 @@ def _number(raw: object, row: int, column: str, *, whole: bool, minimum: float) 
     except (TypeError, ValueError):
         raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=f"trace.row[{row}].{column}",
                                    allowed="a number") from None
-    if not math.isfinite(value) or value < minimum or (whole and value != int(value)):
+    if not math.isfinite(value) or not minimum <= value <= maximum or (whole and value != int(value)):
         kind = "a whole number" if whole else "a number"
+        most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
         raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=f"trace.row[{row}].{column}",
-                                   allowed=f"{kind} of at least {minimum:g}")
+                                   allowed=f"{kind} of at least {minimum:g}{most}")
     return value
 
 
@@ -136,8 +139,10 @@ def _trace_of(rows: list[tuple[int, dict]]) -> Trace:
             raise InvalidScenarioError(f"trace row {row}, column {key}: {t:g} is earlier than the row before ({times[-1]:g})",
                                        field=f"trace.row[{row}].{key}", allowed="arrival times that do not decrease")
         times.append(t)
-        inputs.append(int(_number(record.get("input_tokens"), row, "input_tokens", whole=True, minimum=1)))
-        outputs.append(int(_number(record.get("output_tokens"), row, "output_tokens", whole=True, minimum=1)))
+        inputs.append(int(_number(record.get("input_tokens"), row, "input_tokens", whole=True, minimum=1,
+                                  maximum=MAX_TRACE_TOKENS)))
+        outputs.append(int(_number(record.get("output_tokens"), row, "output_tokens", whole=True, minimum=1,
+                                   maximum=MAX_TRACE_TOKENS)))
     start = times[0]
     return Trace(arrival_s=tuple(t - start for t in times), input_tokens=tuple(inputs), output_tokens=tuple(outputs))
 

@@ -32,6 +32,7 @@ from inferplan.errors import (
     ConflictError,
     InferplanError,
     InvalidScenarioError,
+    OutOfTimeError,
     UnknownHardwareError,
     UnknownModelError,
 )
@@ -53,6 +54,7 @@ from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
+from inferplan.shells.api_body import JsonBody
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
     ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
@@ -150,6 +152,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     (``api_guard.loopback_hosts`` when bound to loopback), or None for any."""
     app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
+    app.add_middleware(JsonBody)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)
@@ -185,6 +188,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     async def inferplan_error(request: Request, exc: InferplanError):
         # 404: a path names something that does not exist; 409: it would replace a saved one; 422: a body is wrong
         status = 404 if isinstance(exc, NotFoundError) else 409 if isinstance(exc, ConflictError) else 422
+        status = 503 if isinstance(exc, OutOfTimeError) else status  # a search past its deadline
         return _error(status, exc, request)
 
     def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:

@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from inferplan.catalog.models import looks_like_path
 from inferplan.errors import InvalidScenarioError
+from inferplan.shells.pydantic_errors import plain_message
 
 # Legitimate bodies are small: the default scenario written out in full with a 200-character name
 # is 1.4 KB, a fits request naming every catalogue model, GPU, system and precision 2.4 KB, and the
@@ -147,8 +148,7 @@ def excerpt(value: Any) -> Any:
 
 
 def error_item(loc: Any, msg: Any, type_: str, allowed: Any = None, **extra: Any) -> dict[str, Any]:
-    if type_ == "value_error":  # a validator's own message, without the prefix pydantic puts before it
-        msg = str(msg).removeprefix("Value error, ")
+    msg = plain_message(msg)  # a validator's own message, without the prefix pydantic puts before it
     if type_ == "tuple_type":  # a tuple inside is a JSON array outside
         msg, type_ = "Input should be a valid list (a JSON array)", "list_type"
     item = {"loc": [p if isinstance(p, int) else _printable(str(p)) for p in loc], "msg": _printable(str(msg)),

@@ -12,21 +12,20 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from inferplan.errors import InvalidScenarioError
+from inferplan.search.budget import Budget
 from inferplan.search.result import SearchResult
 from inferplan.shells.api_guard import refuse_server_path
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_trace import inline_trace
+from inferplan.shells.api_work import until_disconnected
 
 router = APIRouter()
 
 
 @router.post("/api/search", tags=["search"])
-def search_route(request: SearchBody, http: Request) -> SearchResult:
-    """Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does."""
-    from inferplan.catalog.loader import load_catalog
-    from inferplan.performance.local_catalog import with_user_profiles
-    from inferplan.search.run import search
-
+async def search_route(request: SearchBody, http: Request) -> SearchResult:
+    """Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does.
+    Runs in a worker thread, stopped when the client goes or at the search's deadline (``api_work``)."""
     for i, name in enumerate(request.models):
         refuse_server_path(name, f"models.{i}")
     if isinstance(request.trace, str):
@@ -34,4 +33,13 @@ def search_route(request: SearchBody, http: Request) -> SearchResult:
                                    field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}")
     if request.trace is not None:
         inline_trace(request.trace)  # a bad row is refused here, addressed at its place in the body
-    return search(request, with_user_profiles(load_catalog(), http.app.state.store.user_runs()))
+    store = http.app.state.store
+    return await until_disconnected(http, lambda budget: _searched(request, store, budget))
+
+
+def _searched(request: SearchBody, store, budget: Budget) -> SearchResult:
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.performance.local_catalog import with_user_profiles
+    from inferplan.search.run import search
+
+    return search(request, with_user_profiles(load_catalog(), store.user_runs()), budget=budget)

@@ -5,6 +5,7 @@ simulator loads, the failed families' reasons, the API beside them and the cost/
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 
 from inferplan.report.search_view import SearchView
 from inferplan.shells.api_keys import SearchBody
@@ -14,7 +15,7 @@ router = APIRouter()
 
 
 @router.post("/api/views/search", tags=["search"])
-def search_view_route(request: SearchBody, http: Request) -> SearchView:
+async def search_view_route(request: SearchBody, http: Request) -> SearchView:
     from inferplan.report.search_view import search_view
 
-    return search_view(search_route(request, http))
+    return await run_in_threadpool(search_view, await search_route(request, http))

@@ -122,7 +122,7 @@ def _checked(build, *, in_flags: bool = False):
     ``in_flags`` (the request's own checks) the fields its message names said as flags too."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
-    from inferplan.shells.pydantic_errors import allowed_by
+    from inferplan.shells.pydantic_errors import allowed_by, plain_message
 
     try:
         return build()
@@ -137,7 +137,7 @@ def _checked(build, *, in_flags: bool = False):
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         flag = SEARCH_FLAGS.get(loc, SEARCH_FLAGS.get(loc.split(".")[0], loc))
-        message = first["msg"].removeprefix("Value error, ")
+        message = plain_message(first["msg"])
         fail(f"{flag}: {message}" if loc else message, field=flag or None, allowed=allowed_by(first), detail=message)
 
 

@@ -29,6 +29,9 @@ def allowed_by(error: dict) -> str | None:
         return ctx["allowed"]
     if kind in ("tuple_type", "list_type"):
         return "a list"
+    if kind in ("too_long", "too_short") and ("max_length" in ctx or "min_length" in ctx):
+        bound = ctx.get("max_length", ctx.get("min_length"))
+        return f"{'at most' if kind == 'too_long' else 'at least'} {bound} item{'' if bound == 1 else 's'}"
     if kind in ALLOWED_BY_BOUND and ctx:
         return ALLOWED_BY_BOUND[kind].format(_number(next(iter(ctx.values()))))
     if kind != "literal_error":
@@ -36,6 +39,12 @@ def allowed_by(error: dict) -> str | None:
     expected = str(ctx.get("expected", ""))
     values = [v.strip().strip("'\"") for v in re.split(r",| or ", expected) if v.strip()]
     return ", ".join(values) or None
+
+
+def plain_message(msg: object) -> str:
+    """pydantic's message as a person reads it: a validator's own words without pydantic's "Value
+    error, " before them, and a tuple (a list in JSON and on the command line) called a list."""
+    return str(msg).removeprefix("Value error, ").replace("Tuple should", "The list should")
 
 
 def _number(bound) -> str:

@@ -1,0 +1,49 @@
+"""How long a search may run, and a way to stop it from outside.
+
+A search checks its ``Budget`` between cells (and before each simulation of a pick): past the
+deadline, or once ``cancel()`` is called (the HTTP client has gone), it stops with
+``OutOfTimeError`` instead of computing an answer nobody will read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from inferplan.errors import OutOfTimeError
+
+# over twice the slowest search measured on the shared 2-core review machine (51 s, users 3e8), and
+# longer than an HTTP client or a person at a terminal waits for an answer
+SEARCH_DEADLINE_S = 120.0
+NARROWER = ("name fewer models, systems, accelerators, engines, quantizations or kv_cache_dtypes, or fewer "
+            "statuses and form factors")
+
+
+@dataclass(frozen=True)
+class Budget:
+    deadline_s: float = field(default_factory=lambda: SEARCH_DEADLINE_S)  # read when made: a test may lower it
+    started_s: float = field(default_factory=time.monotonic)
+    stopped: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def cancel(self) -> None:
+        """Stop the search at its next check (from another thread)."""
+        self.stopped.set()
+
+    def check(self, done: int = 0, total: int = 0, stage: str = "modelling the cells") -> None:
+        if self.stopped.is_set():
+            raise OutOfTimeError("the search was stopped: whoever asked for it has gone")
+        elapsed = time.monotonic() - self.started_s
+        if elapsed > self.deadline_s:
+            where = f" ({stage}, {done:,} of {total:,})" if total else ""
+            raise OutOfTimeError(f"the search ran past its time limit of {self.deadline_s:g} s{where}",
+                                 allowed=f"a search that finishes within {self.deadline_s:g} s: {NARROWER}")
+
+    def watching(self, progress: Callable[..., None] | None) -> Callable[..., None]:
+        """``progress`` (or nothing) with this budget checked first at each call."""
+        def watched(done: int, total: int, *stage: str) -> None:
+            self.check(done, total, *stage)
+            if progress is not None:
+                progress(done, total, *stage)
+        return watched

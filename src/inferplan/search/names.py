@@ -1,0 +1,57 @@
+"""The names a search request gives, resolved: each list of ids once per catalogue entry.
+
+``["hgx-h100", "HGX H100", "hgx-h100"]`` names one system: searched three times, it would triple
+the space for the same answer. Each entry of ``systems``, ``accelerators``, ``engines``,
+``quantizations`` and ``kv_cache_dtypes`` becomes its catalogue id, kept once in the order first
+named; ``models`` keeps the first name given for each model (a config.json path stays a path);
+``vendors``, ``statuses`` and ``form_factors`` keep each value once. An unknown or blank entry is
+refused at its place in the list (``systems.1``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.memory.resolve import resolve_model
+from inferplan.search.request import SearchRequest
+
+AUTO_KV = "auto"  # the model's own KV dtype: a choice of its own, not the dtype it resolves to
+
+
+def resolved_request(catalog: Catalog, req: SearchRequest) -> SearchRequest:
+    """``req`` with every named id checked and resolved, each once (the error names ``<field>.<index>``)."""
+    update: dict[str, tuple[str, ...]] = {}
+    models: dict[str, str] = {}
+    for i, name in enumerate(req.models):
+        models.setdefault(resolve_model(catalog, name, field_name=f"models.{i}").id, name)
+    update["models"] = tuple(models.values())
+    lookups: dict[str, Callable[[str, str], object]] = {
+        "systems": catalog.system, "accelerators": catalog.accelerator, "engines": catalog.engine,
+        "quantizations": catalog.quantization, "kv_cache_dtypes": _kv_id(catalog)}
+    for key, lookup in lookups.items():
+        names = getattr(req, key)
+        if names is not None:
+            update[key] = tuple(dict.fromkeys(_id(lookup(name, f"{key}.{i}")) for i, name in enumerate(names)))
+    if req.vendors is not None:
+        vendors: dict[str, str] = {}
+        for v in req.vendors:
+            vendors.setdefault(v.lower(), v)
+        update["vendors"] = tuple(vendors.values())
+    update["statuses"] = tuple(dict.fromkeys(req.statuses))
+    if req.form_factors is not None:
+        update["form_factors"] = tuple(dict.fromkeys(req.form_factors))
+    if req.workload is not None:
+        catalog.workload_presets.get(req.workload, field_name="workload", error=InvalidScenarioError)
+    return req.model_copy(update=update)
+
+
+def _id(entry: object) -> str:
+    return entry if isinstance(entry, str) else entry.id  # type: ignore[attr-defined]
+
+
+def _kv_id(catalog: Catalog) -> Callable[[str, str], object]:
+    def lookup(name: str, field_name: str) -> object:
+        return AUTO_KV if name.strip().lower() == AUTO_KV else catalog.kv_cache_dtype(name, field_name=field_name)
+    return lookup
