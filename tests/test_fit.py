@@ -437,3 +437,7 @@ def test_a_deployment_is_planned_once_per_catalogue_and_never_across_catalogues(
     other = plan_memory(d, sketch_catalog)
     assert other is not first and other.result == first.result
     assert plan_memory(d.model_copy(update={"max_model_len": 8192}), load_catalog()) is not first
+    # equal fields, one stated: a stated TP 1 on two GPUs runs copies where the unstated one runs TP 2
+    two, stated = Deployment(model="llama-3.1-8b", gpu="H100", gpus=2), Deployment(model="llama-3.1-8b", gpu="H100",
+                                                                                      gpus=2, tensor_parallel_size=1)
+    assert two == stated and plan_memory(two).result.parallel != plan_memory(stated).result.parallel

@@ -66,17 +66,17 @@ def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
     return plan_memory(d, catalog).result
 
 
-# plans already made, by (catalogue, deployment): a speed sweep or a search plans the same deployment
+# plans already made, by (catalogue, deployment and the fields it states): a speed sweep or a search plans the same deployment
 # at every batch size it prices; the plan is a pure function of the two, so it is made once. The
 # catalogue is held beside its plan so its id is not reused while the entry lives.
-_PLANS: OrderedDict[tuple[int, Deployment], tuple[Catalog, MemoryPlan]] = OrderedDict()
+_PLANS: OrderedDict[tuple[int, Deployment, frozenset[str]], tuple[Catalog, MemoryPlan]] = OrderedDict()
 PLANS_KEPT = 4096
 
 
 def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
-    key = (id(catalog), d)
+    key = (id(catalog), d, frozenset(d.model_fields_set))  # a stated default (TP 1) lays out otherwise
     if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
         _PLANS.move_to_end(key)
         return kept[1]
