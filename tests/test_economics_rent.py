@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from inferplan.economics.plan_inputs import hourly_usd, rental
+from inferplan.economics.plan_inputs import hourly_usd, rental, rental_listings
 
 
 def _listings(catalog) -> dict[str, list[float]]:
@@ -26,11 +26,11 @@ def test_rent_is_the_median_of_the_listings_the_mean_of_the_middle_two_for_an_ev
     odd = [a for a, p in prices.items() if len(p) % 2 == 1 and len(p) > 1]
     assert even and odd
     for accel in (*even, *odd):
-        listing, hourly, note, listings = rental(catalog, accel, None, 1.0)
-        assert listings == len(prices[accel])
+        listing, hourly, note = rental(catalog, accel, None, 1.0)
+        assert rental_listings(catalog, accel, None, 1.0) == len(prices[accel])
         assert hourly == pytest.approx(statistics.median(prices[accel]), rel=1e-12), accel
         assert listing is not None and f"median of {len(prices[accel])}" in note
-    _, _, note, _ = rental(catalog, even[0], None, 1.0)
+    _, _, note = rental(catalog, even[0], None, 1.0)
     assert "the mean of the middle two" in note
 
 

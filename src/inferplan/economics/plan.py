@@ -17,7 +17,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware, money_rates,
-                                             nvaie_usd, power_w, rental)
+                                             nvaie_usd, power_w, rental, rental_listings)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
@@ -279,7 +279,8 @@ def _rent(catalog: Catalog, s: Scenario, hw: Hardware, rates: MoneyRates, costs:
         listing, hourly, listings = None, s.money.rent_usd_per_gpu_hour, 0
         note = f"rent: your rate of ${hourly:,.2f} per GPU-hour"
     else:
-        listing, hourly, note, listings = rental(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
+        listing, hourly, note = rental(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
+        listings = rental_listings(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
     rent_month = hourly * costs.gpus * money.HOURS_PER_MONTH if hourly is not None else None
     operating = costs.operating_usd_per_month
     return _Rent(listing.id if listing else None, listings, rent_month,

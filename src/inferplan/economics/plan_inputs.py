@@ -137,13 +137,11 @@ def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | No
     return same[0] if same else None
 
 
-def rental(catalog: Catalog, accel_id: str, wanted: str | None,
-           fx: float) -> tuple[RentalPrice | None, float | None, str | None, int]:
+def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tuple[RentalPrice | None, float | None, str | None]:
     """The rental price to compare with: the one named, else the median of the on-demand listings for
     the GPU (marketplace floors and hyperscaler list prices both sit far from what a buyer pays): the
     middle listing's price, or for an even count the mean of the middle two, returned with the lower
-    of them as the listing compared with, and the number of listings the price is the median of (1: the
-    one named; 0: none)."""
+    of them as the listing compared with."""
     if wanted:
         r = catalog.rental_prices.get(wanted, field_name="money.rental", error=InvalidScenarioError)
         if r.accelerator != accel_id:  # renting other GPUs says nothing about when buying these pays off
@@ -153,18 +151,29 @@ def rental(catalog: Catalog, accel_id: str, wanted: str | None,
         hourly = hourly_usd(r, fx)
         if hourly is None:
             raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
-        return r, hourly, None, 1
-    options = sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
-                      if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
+        return r, hourly, None
+    options = _on_demand(catalog, accel_id, fx)
     if not options:
-        return None, None, None, 0
+        return None, None, None
     low, high = options[(len(options) - 1) // 2], options[len(options) // 2]
     median = (low[1] + high[1]) / 2
     which = (f"{low[0].id} at ${low[1]:.2f}" if low is high else
              f"${median:.3f}, the mean of the middle two: {low[0].id} at ${low[1]:.2f} and {high[0].id} at ${high[1]:.2f}")
     note = (f"rent: median of {len(options)} on-demand listings for {accel_id} "
             f"(${options[0][1]:.2f}–${options[-1][1]:.2f} per GPU-hour): {which}")
-    return low[0], median, note, len(options)
+    return low[0], median, note
+
+
+def rental_listings(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> int:
+    """How many listings ``rental``'s price is the median of: 1 for the one named, else the GPU's on-demand
+    listings (0: none)."""
+    return 1 if wanted else len(_on_demand(catalog, accel_id, fx))
+
+
+def _on_demand(catalog: Catalog, accel_id: str, fx: float) -> list[tuple[RentalPrice, float]]:
+    """The GPU's listings with an on-demand price, and that price in USD per GPU-hour, cheapest first."""
+    return sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
+                   if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
 
 
 def hourly_usd(r: RentalPrice, fx: float) -> float | None:
