@@ -300,7 +300,9 @@ def test_the_manifest_requests_the_instances_gpus_and_runs_the_same_command(cata
     flags = engine_flags(catalog, engine)
     assert container["command"] == list(flags.image_launcher or flags.launcher)
     assert container["args"] == list(command.argv[len(flags.launcher):])
-    assert container["image"] == engine_flags(catalog, engine).images["nvidia"]
+    pinned = flags.release_images.get("nvidia")  # the planned release's image, where the record names one per release
+    assert container["image"] == (pinned.replace("{release}", command.engine_version) if pinned and command.engine_version
+                                  else flags.images["nvidia"])
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["medium"] == "Memory" and shm["emptyDir"]["sizeLimit"].endswith("Gi")

@@ -78,10 +78,10 @@ def test_flags_newer_than_the_recorded_release_name_the_release_they_need(catalo
     flags = engine_flags(catalog, "vllm")
     command = launch_command(Deployment(**VLLM, kv_offloading_size=40), catalog)
     later = flags.later("--kv-offloading-size")
-    assert later is not None and command.engine_version == later.version != flags.version
+    assert later is not None and command.flags_checked_against == later.version != flags.version
     assert any(later.version in note for note in command.notes)
     weights_only = launch_command(Deployment(**VLLM, cpu_offload_gb=4), catalog)
-    assert weights_only.engine_version == flags.version and flags.later("--cpu-offload-gb") is None
+    assert weights_only.flags_checked_against == flags.version and flags.later("--cpu-offload-gb") is None
 
 
 @pytest.mark.parametrize("case", ["llamacpp --n-cpu-moe", "vllm --cpu-offload-gb", "vllm LMCache", "sglang both"])
@@ -95,7 +95,9 @@ def test_the_manifest_runs_the_offload_command_in_a_release_that_takes_it(catalo
     command = launch_command(d, catalog)
     assert container["args"] == list(command.argv[len(flags.launcher):])
     later = next((flags.later(a) for a in command.argv if flags.later(a)), None)
-    assert container["image"] == (later.images if later else flags.images)["nvidia"]
+    pinned = flags.release_images.get("nvidia")  # the planned release's image where one is recorded per release
+    assert container["image"] == (pinned.replace("{release}", command.engine_version) if pinned
+                                  else (later.images if later else flags.images)["nvidia"])
 
 
 @pytest.mark.parametrize("fields, field", [

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from inferplan.economics.plan_inputs import hourly_usd, rental
+from inferplan.economics.plan_inputs import hourly_usd, rental, rental_listings
 
 
 def _listings(catalog) -> dict[str, list[float]]:
@@ -27,7 +27,26 @@ def test_rent_is_the_median_of_the_listings_the_mean_of_the_middle_two_for_an_ev
     assert even and odd
     for accel in (*even, *odd):
         listing, hourly, note = rental(catalog, accel, None, 1.0)
+        assert rental_listings(catalog, accel, None, 1.0) == len(prices[accel])
         assert hourly == pytest.approx(statistics.median(prices[accel]), rel=1e-12), accel
         assert listing is not None and f"median of {len(prices[accel])}" in note
     _, _, note = rental(catalog, even[0], None, 1.0)
     assert "the mean of the middle two" in note
+
+
+def test_the_rent_card_names_a_median_as_one_not_as_a_listing():
+    from pathlib import Path
+
+    from inferplan.economics.plan import plan
+    from inferplan.report.cards import plan_cards
+    from inferplan.scenario import load_scenario
+
+    s = load_scenario(Path(__file__).parents[1] / "examples" / "coding-developers-b200.yaml")
+    r = plan(s)
+    assert r.rental_listings > 1 and r.rental is not None
+    card = next(c for c in plan_cards(r) if c.key == "rent")
+    assert f"median of {r.rental_listings} on-demand listings" in card.note
+    named = plan(s.model_copy(update={"money": s.money.model_copy(update={"rental": r.rental})}))
+    assert named.rental_listings == 1
+    named_card = next(c for c in plan_cards(named) if c.key == "rent")
+    assert "median" not in named_card.note and "on demand" in named_card.note

@@ -204,6 +204,10 @@ class EngineFlags(Frozen):
     port_source: str
     images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
     image_source: str | None = None
+    # accelerator vendor -> the image of one release, "{release}" standing for its number as major.minor.patch
+    # (vllm/vllm-openai:v{release}); a vendor missing here has no image per release recorded
+    release_images: dict[str, str] = {}
+    release_images_source: str | None = None
     # the launcher inside the image when it is not on the image's PATH (llama.cpp: /app/llama-server)
     image_launcher: tuple[str, ...] = ()
     image_launcher_source: str | None = None
@@ -303,6 +307,7 @@ def check_engine_flags(catalog) -> None:
         if engines.count(flags.engine) > 1:
             raise CatalogError(f"engine_flags:{flags.id}: a second record for {flags.engine}", field=flags.id)
         named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
+                 *([flags.release_images_source] if flags.release_images else []),
                  *([flags.gguf_tags_source] if flags.gguf_tags else []),
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),

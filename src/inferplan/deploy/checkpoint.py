@@ -40,7 +40,10 @@ def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedM
         quant = quant or (planned_quantization(catalog, d, spec, flags.engine) if spec else None)  # as fit plans it
         made_with = _made_with(catalog, flags.engine, quant)
         return _gguf(d, card, quant, flags, made_with) if card else _gguf_as_named(d, spec, quant, flags, made_with)
-    return _hf_repo(d, card, quant, flags, _made_with(catalog, flags.engine, quant))
+    made_with = _made_with(catalog, flags.engine, quant)
+    if card is None:
+        return _hf_as_named(d, _spec(d, catalog), quant, flags, made_with)
+    return _hf_repo(d, card, quant, flags, made_with)
 
 
 def _spec(d: Deployment, catalog: Catalog) -> ModelSpec | None:
@@ -75,15 +78,31 @@ def _model_args(flags: EngineFlags, checkpoint: str) -> tuple[str, ...]:
     return (flags.model_flag, checkpoint) if flags.model_flag else (checkpoint,)
 
 
-def _hf_repo(d: Deployment, card: ModelCard | None, quant: str | None, flags: EngineFlags,
-             made_with: str) -> ServedModel:
-    if card is None:
-        if d.model.endswith(".json"):  # a config.json: the engine loads the folder it sits in
-            folder = str(PurePath(d.model).parent)
-            note = f"{d.model} is a config file: the engine is given its folder, {folder}, which must hold the weights"
-            return ServedModel(_model_args(flags, folder), folder, quant, True, (note,))
-        note = f"{d.model} is not in the catalogue: served as given (a Hugging Face repo id or a local path)"
-        return ServedModel(_model_args(flags, d.model), d.model, quant, True, (note,))
+def _hf_as_named(d: Deployment, spec: ModelSpec | None, quant: str | None, flags: EngineFlags,
+                 made_with: str) -> ServedModel:
+    """A model the catalogue lacks (a config.json, a model folder, a repo id), served as given. In the planned
+    weight format: as it is where its config states that format (``native_quantization``), quantized at load
+    by the engine's flag where the engine makes that format from the config's 16-bit weights, else with a note
+    that the checkpoint must already be in that format."""
+    if d.model.endswith(".json"):  # a config.json: the engine loads the folder it sits in
+        served = str(PurePath(d.model).parent)
+        notes = [f"{d.model} is a config file: the engine is given its folder, {served}, which must hold the weights"]
+    else:
+        served = d.model
+        notes = [f"{d.model} is not in the catalogue: served as given (a Hugging Face repo id or a local path)"]
+    own = spec.native_quantization if spec is not None else None
+    rule = flags.settings.get("quantization")
+    at_load = quant is not None and quant != own and rule is not None and quant in rule.values \
+        and own in rule.quantize_from
+    if at_load:
+        notes.append(f"its {own} weights are quantized to {quant} by {flags.engine} at load")
+    elif quant is not None and quant != own:
+        notes.append(f"the plan's weights are {quant}: {served} must hold a checkpoint in {quant}{made_with}"
+                     + (f" (its config states {own})" if own else ""))
+    return ServedModel(_model_args(flags, served), served, quant, not at_load, tuple(notes))
+
+
+def _hf_repo(d: Deployment, card: ModelCard, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
     builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)]
     exact = next((c for c in builds if quant is None or c.quantization == quant), None)
     if exact is not None:

@@ -22,6 +22,7 @@ from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checkpoint import ServedModel, served_model
+from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.kt_args import kt_args
 from inferplan.deploy.router import ROLES, Worker, router_argv, router_file, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
@@ -56,7 +57,8 @@ class LaunchFile(Output):
 
 class LaunchCommand(Output):
     engine: str
-    engine_version: str  # the release the flag names were read at
+    engine_version: str | None  # the engine release the deployment is planned at (None: none on record)
+    flags_checked_against: str  # the release (or commit) of the parser the flag names were checked against
     role: Role
     argv: tuple[str, ...]
     text: str  # argv as one shell line, each argument quoted where the shell needs it
@@ -168,7 +170,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                         f"{flags.engine} {later.version}, not {flags.version}",)
     text = shlex.join(argv_t)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
-    return LaunchCommand(engine=flags.engine, engine_version=version, role=role, argv=argv_t, text=text, files=files,
+    return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
+                         flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
                          script="\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))

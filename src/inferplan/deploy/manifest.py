@@ -18,6 +18,7 @@ import yaml
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
+from inferplan.deploy.image import EngineImage, engine_image
 from inferplan.deploy.model_name import unchecked_model_note
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
                                       launch_command, planned_speculative, with_draft)
@@ -41,15 +42,19 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
                         speculative: Speculative | None = None, name: str | None = None) -> str:
     """YAML documents for ``d``: an apps/v1 Deployment and a v1 Service, after a v1 ConfigMap holding
     the command's options file when it has one."""
-    catalog = catalog or load_catalog()
+    return _manifest(d, catalog or load_catalog(), role=role, speculative=speculative, name=name)[0]
+
+
+def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
+              name: str | None = None) -> tuple[str, EngineImage]:
+    """The manifest's YAML, and the image its pods run (``deploy.image``)."""
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR)
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
-    later = later_release(command.argv, flags)  # flags newer than the record's release: an image of that release
-    image = (later.images if later is not None and later.images else flags.images).get(hw.accel.vendor)
+    image = engine_image(flags, hw.accel.vendor, command.engine_version, later_release(command.argv, flags))
     if resource is None or image is None:
         missing = f"{hw.accel.vendor} GPUs have no Kubernetes device-plugin resource here" if resource is None \
             else f"no {flags.engine} container image for {hw.accel.vendor} GPUs is recorded"
@@ -71,7 +76,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
             "replicas": hw.gpus // per_pod,
             "selector": {"matchLabels": labels()},
             "template": {"metadata": {"labels": labels()},
-                         "spec": _pod(command, flags, image, resource.resource, per_pod, f"{app}-options")},
+                         "spec": _pod(command, flags, image.image, resource.resource, per_pod, f"{app}-options")},
         },
     }
     service = {
@@ -82,7 +87,7 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
-    return yaml.dump_all([*options, deployment, service], Dumper=_Dumper, sort_keys=False)
+    return yaml.dump_all([*options, deployment, service], Dumper=_Dumper, sort_keys=False), image
 
 
 class _Dumper(yaml.SafeDumper):
@@ -134,6 +139,8 @@ class LaunchPlan(Output):
 
     command: LaunchCommand
     manifest: str | None = None  # YAML documents (ConfigMap when the command reads a file, Deployment, Service)
+    image: str | None = None  # the container image the manifest runs
+    notes: tuple[str, ...] = ()  # about the manifest (its image's release); the command's are in command.notes
 
 
 def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format: Literal["shell", "k8s"] = "shell",
@@ -146,5 +153,7 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
     command = launch_command(d, catalog, role=role, speculative=speculative)
     if unchecked:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
-    manifest = kubernetes_manifest(d, catalog, role=role, speculative=speculative) if output_format == "k8s" else None
-    return LaunchPlan(command=command, manifest=manifest)
+    if output_format != "k8s":
+        return LaunchPlan(command=command)
+    manifest, image = _manifest(d, catalog, role=role, speculative=speculative)
+    return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

@@ -17,7 +17,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware, money_rates,
-                                             nvaie_usd, power_w, rental)
+                                             nvaie_usd, power_w, rental, rental_listings)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
@@ -65,7 +65,8 @@ class PlanResult(BaseModel):
     owner_cost_usd_per_mtok_at_capacity: float | None  # per million input + output tokens the loadouts can carry
     owner_cost_usd_per_output_mtok_at_capacity: float | None = None  # per million output tokens (racks' and the seed's basis)
     output_tokens_per_s_per_mw: float | None
-    rental: str | None
+    rental: str | None  # the listing compared with (of a median over an even count: the lower middle one)
+    rental_listings: int = 0  # on-demand listings rent_usd_per_month is the median of (1: the rental's own price)
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
     rent_usd_per_month: float | None  # the same GPUs rented around the clock
@@ -267,6 +268,7 @@ class _Rent:
     """The same GPUs rented around the clock."""
 
     rental: str | None  # the rental price id compared with
+    listings: int  # the listings the price is the median of (1: the rental's own; 0: none, or your rate)
     usd_per_month: float | None
     break_even_months: float | None  # buying pays off against renting after this many months
     note: str | None
@@ -274,13 +276,14 @@ class _Rent:
 
 def _rent(catalog: Catalog, s: Scenario, hw: Hardware, rates: MoneyRates, costs: _Costs) -> _Rent:
     if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
-        listing, hourly = None, s.money.rent_usd_per_gpu_hour
+        listing, hourly, listings = None, s.money.rent_usd_per_gpu_hour, 0
         note = f"rent: your rate of ${hourly:,.2f} per GPU-hour"
     else:
         listing, hourly, note = rental(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
+        listings = rental_listings(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
     rent_month = hourly * costs.gpus * money.HOURS_PER_MONTH if hourly is not None else None
     operating = costs.operating_usd_per_month
-    return _Rent(listing.id if listing else None, rent_month,
+    return _Rent(listing.id if listing else None, listings, rent_month,
                  costs.capex_usd / (rent_month - operating) if rent_month and rent_month > operating else None, note)
 
 
@@ -351,7 +354,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         owner_cost_usd_per_mtok_at_capacity=per_token.owner_usd_per_mtok_at_capacity,
         owner_cost_usd_per_output_mtok_at_capacity=per_token.owner_usd_per_output_mtok_at_capacity,
         output_tokens_per_s_per_mw=per_token.output_tokens_per_s_per_mw,
-        rental=rent.rental, rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
+        rental=rent.rental, rental_listings=rent.listings, rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,

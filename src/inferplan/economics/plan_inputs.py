@@ -155,8 +155,7 @@ def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tu
         if hourly is None:
             raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
         return r, hourly, None
-    options = sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
-                      if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
+    options = _on_demand(catalog, accel_id, fx)
     if not options:
         return None, None, None
     low, high = options[(len(options) - 1) // 2], options[len(options) // 2]
@@ -166,6 +165,18 @@ def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tu
     note = (f"rent: median of {len(options)} on-demand listings for {accel_id} "
             f"(${options[0][1]:.2f}–${options[-1][1]:.2f} per GPU-hour): {which}")
     return low[0], median, note
+
+
+def rental_listings(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> int:
+    """How many listings ``rental``'s price is the median of: 1 for the one named, else the GPU's on-demand
+    listings (0: none)."""
+    return 1 if wanted else len(_on_demand(catalog, accel_id, fx))
+
+
+def _on_demand(catalog: Catalog, accel_id: str, fx: float) -> list[tuple[RentalPrice, float]]:
+    """The GPU's listings with an on-demand price, and that price in USD per GPU-hour, cheapest first."""
+    return sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
+                   if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
 
 
 def hourly_usd(r: RentalPrice, fx: float) -> float | None:

@@ -24,7 +24,7 @@ from inferplan.memory.context_cache import context_kv, context_sequences, contex
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
-from inferplan.memory.fit_weights import instance_kv_layout, kv_room, weights_on_gpu
+from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, layout_stated, parallel_plan,
@@ -167,7 +167,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     budget, rooms, budget_notes = kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
     kv_arch = kv_architecture(spec.architecture, mtp)  # with the MTP layers where the pool holds them
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
-    full_layout = layout
+    full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
     if split is not None and split.host_kv_fraction:
         layout = host_kv_layout(layout, split.host_kv_fraction)
     context_notes, capped = check_context(d, spec, engine)
@@ -202,7 +202,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         usable_bytes_per_gpu=budget.usable_bytes_per_gpu, weights_bytes=w.estimate.total_bytes,
         weights_bytes_per_gpu=w.per_gpu, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, kv_cache_bytes_per_gpu=held.kv_gpu,
-        kv_cache_bytes_per_token=layout.bytes_per_token, state_bytes_per_sequence=layout.state_bytes_per_seq,
+        kv_cache_bytes_per_token=layout.bytes_per_token, kv_cache_copies=copies,
+        kv_cache_bytes_per_token_one_copy=layout.bytes_per_token / copies, state_bytes_per_sequence=layout.state_bytes_per_seq,
         kv_window_tokens=layout.window_tokens if layout.window_bytes_per_token else None,
         kv_cache_bytes_per_token_beyond_window=layout.growing_bytes_per_token if layout.window_bytes_per_token else None,
         kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,

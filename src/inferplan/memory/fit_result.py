@@ -43,6 +43,10 @@ class MemoryFit(BaseModel):
     # llama.cpp, MLX: the cache the engine allocates for max_model_len, padded (None: the cache is the room above)
     kv_cache_allocated_bytes_per_gpu: float | None = None
     kv_cache_bytes_per_token: float  # one token of context across one instance, all layers
+    # copies of each token's KV the instance holds: more than 1 where a layer is held whole on several TP ranks
+    # (MLA's latent on every rank, KV heads fewer than the ranks); one copy is kv_cache_bytes_per_token_one_copy
+    kv_cache_copies: float = 1.0
+    kv_cache_bytes_per_token_one_copy: float | None = None  # one token as the model holds it (GPU part of the cache)
     # sliding-window layers keep only their last ``kv_window_tokens``: past the window a token takes
     # ``kv_cache_bytes_per_token_beyond_window`` (None: no window layers)
     kv_window_tokens: int | None = None

@@ -135,3 +135,14 @@ def instance_kv_layout(d: Deployment, arch: Architecture | None, kv_dtype: KvDty
     if rooms and layout.stages and least_room > 0:
         layout = dataclasses.replace(layout, stage_rooms=tuple(r.kv_bytes_per_gpu / least_room for r in rooms))
     return layout, notes
+
+
+def kv_copies(d: Deployment, arch: Architecture | None, kv_dtype: KvDtype, plan: ParallelPlan, layout: KvLayout) -> float:
+    """How many copies of each token's KV cache the instance holds: 1 where every layer splits over the
+    tensor-parallel ranks; more where a layer is held whole on several ranks (MLA's latent on every rank,
+    KV heads fewer than the ranks), so that ``layout.bytes_per_token`` counts it on each of them."""
+    if d.kv_bytes_per_token is not None or arch is None or plan.tensor_parallel_size == 1:
+        return 1.0
+    one_rank = kv_layout(arch, kv_bits=kv_dtype.bits_per_element.value, tp=1, pp=plan.pipeline_parallel_size,
+                         residual_tokens=kv_dtype.residual_tokens)
+    return layout.bytes_per_token / one_rank.bytes_per_token if one_rank.bytes_per_token else 1.0

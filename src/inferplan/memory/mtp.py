@@ -122,3 +122,33 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
         return d
     _, refused = _refusal(catalog, d, spec, catalog.engine(d.engine).id)
     return d if refused is not None else d.model_copy(update={"mtp_draft": True})
+
+
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made (deploy.command.Speculative)
+
+
+def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None) -> Deployment:
+    """The deployment as it runs ``speculative_tokens`` draft tokens per step made by ``speculative_method``,
+    as ``deploy`` launches it: ``mtp`` drafts with the model's MTP layers (``mtp_draft``: the memory counts
+    them), refused naming ``speculative_method`` where the model or engine has none; left out, the draft
+    ``perf`` plans (``with_mtp_draft``); another method holds nothing more in the memory planned here."""
+    if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
+        raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
+                                   allowed=", ".join(SPECULATIVE_METHODS))
+    if not speculative_tokens:
+        if speculative_method is not None:
+            raise InvalidScenarioError("a speculative method drafts speculative_tokens per step: state them",
+                                       field="speculative_method", allowed="with speculative_tokens of 1 or more")
+        return d
+    if speculative_method is None:
+        return with_mtp_draft(catalog, d, speculative_tokens)
+    if speculative_method != "mtp":
+        if d.mtp_draft:
+            raise InvalidScenarioError(f"mtp_draft drafts with the MTP layers, not by {speculative_method}",
+                                       field="speculative_method", allowed="mtp, or leave mtp_draft out")
+        return d
+    _, refused = _refusal(catalog, d, resolve_model(catalog, d.model), catalog.engine(d.engine).id)
+    if refused is not None:
+        refused.field = "speculative_method"
+        raise refused
+    return d.model_copy(update={"mtp_draft": True})

@@ -23,6 +23,7 @@ from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
+from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.slots import most_slots
 from inferplan.memory.startup import startup_check, startup_fix
@@ -31,9 +32,12 @@ from inferplan.memory.attention_workspace import fraction_fix, latent_attention,
 CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
 
-def fit_or_suggest(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
-    """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit."""
+def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
+                   speculative_method: str | None = None) -> MemoryFit:
+    """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit; with speculative decoding
+    (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
     catalog = catalog or load_catalog()
+    d = with_speculative(catalog, d, speculative_tokens, speculative_method)
     mp = plan_memory(d, catalog)
     if mp.result.fits:
         return with_slots(d, mp.result, catalog)

@@ -252,9 +252,10 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return platform_ladder(load_catalog())
 
     @app.post("/api/fit", tags=["memory"])
-    def fit_route(d: Deployment) -> MemoryFit:
+    def fit_route(d: Deployment, speculative_tokens: int = Query(0, ge=0, le=32),
+                  speculative_method: Literal["ngram", "draft_model", "eagle3", "mtp"] | None = Query(None)) -> MemoryFit:
         catalogue_model(d.model, "model")
-        return fit_or_suggest(d)
+        return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method)
 
     @app.post("/api/fits", tags=["memory"])
     def fits_route(r: FitsRequest) -> FitsMatrix:

@@ -19,6 +19,8 @@ from inferplan.shells.cli_common import (
     ExplainOpt,
     JsonOpt,
     KvOpt,
+    SpeculativeMethodOpt,
+    SpeculativeTokensOpt,
     catalog_for,
     console,
     deployment_from,
@@ -55,6 +57,8 @@ NO_FIT_EXIT = 1  # fit's exit status when the deployment does not fit (the answe
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "mtp_draft", "concurrency", "kv_bytes_per_token", *HOST)
 def fit_cmd(
     flags: dict,
+    speculative_tokens: int = SpeculativeTokensOpt,
+    speculative_method: Optional[str] = SpeculativeMethodOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -62,7 +66,8 @@ def fit_cmd(
     from inferplan.memory.suggest import fit_or_suggest
 
     d = deployment_from(flags)
-    result = run(fit_or_suggest, d, catalog_for(d))
+    result = run(fit_or_suggest, d, catalog_for(d), speculative_tokens=speculative_tokens,
+                 speculative_method=speculative_method)
     if as_json:
         emit_json(result)
     else:

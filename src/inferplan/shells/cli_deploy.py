@@ -56,7 +56,7 @@ def deploy_cmd(
     if as_json:
         emit_json(plan)
         return
-    for note in plan.command.notes:
+    for note in (*plan.command.notes, *plan.notes):
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.command.script, highlight=False)
 

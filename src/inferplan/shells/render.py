@@ -125,6 +125,12 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
     print_parts(console, parts, indent=4)
     per_token = f"{r.kv_cache_bytes_per_token / 1024:,.1f} KiB per token"
+    if r.kv_cache_copies > 1 and r.kv_cache_bytes_per_token_one_copy is not None:  # a layer held whole on several TP ranks
+        tp = p.tensor_parallel_size
+        held = (f"replicated on each of the {tp} TP ranks" if round(r.kv_cache_copies) == tp
+                else f"replicated {r.kv_cache_copies:g}× over the {tp} TP ranks")
+        per_token = (f"{r.kv_cache_bytes_per_token_one_copy / 1024:,.1f} KiB per token, {held} "
+                     f"({r.kv_cache_bytes_per_token / 1024:,.1f} KiB across the instance)")
     if r.kv_cache_bytes_per_token_beyond_window is not None:
         per_token += (f" within the {r.kv_window_tokens:,}-token sliding window, "
                       f"{r.kv_cache_bytes_per_token_beyond_window / 1024:,.1f} KiB beyond it")
