@@ -96,6 +96,12 @@ def test_the_api_refuses_a_bad_utilisation_ceiling_by_its_json_path(tmp_path):
             "targets": {"max_utilisation": 1.5}}
     r = client.post("/api/search", json=body)
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "targets", "max_utilisation"]
+    ok = client.post("/api/search", json={**body, "systems": ["hgx-h100"], "engines": ["vllm"], "top": 2,
+                                          "targets": {"max_utilisation": 0.5}, "prefix_cache_hit_rate": 0.25})
+    assert ok.status_code == 200, ok.text
+    data = ok.json()
+    assert data["targets"]["max_utilisation"] == 0.5 and data["load"]["prefix_cache_hit_rate"] == 0.25
+    assert all(r["utilisation"] <= 0.5 for r in data["results"]) and any("25%" in n for n in data["notes"])
 
 
 def test_the_presets_prefix_cache_share_is_said_and_can_be_changed(catalog):
