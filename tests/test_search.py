@@ -130,7 +130,7 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
             cm = evaluate.model_cell(catalog, cell, rl, costs, disaggregate=False)
         except InferplanError:
             continue
-        per_unit = min(x for x in (costs.owner_usd_per_month, costs.rent_usd_per_month) if x is not None)
+        quotes = costs.rents(cell.gpus) if req.pricing != "buy" else ()
         for cap in sorted({int(round(c)) for c in cm.curve.concurrency}):
             for replicas in range(1, 65):
                 t = approximate(cm.curve, rl.load, replicas, slot_cap=cap, nodes=1)  # every request the mean: 1 node is exact
@@ -139,7 +139,10 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
                 if not check_pick(cm.curve, rl.load, TARGETS, cap=cap, replicas=replicas).meets:  # the simulation's check
                     continue
                 units = float(evaluate.units(cell, np.array([replicas]))[0])
-                best = min(best, units * per_unit)
+                if costs.owner_usd_per_month is not None and req.pricing != "rent":
+                    best = min(best, units * costs.owner_usd_per_month)
+                for quote in quotes:  # whole rented instances of any size, each engine instance inside one
+                    best = min(best, float(quote.instances(replicas)) * quote.usd_per_instance_month)
                 break  # more replicas of this cell and cap only cost more
     assert found.results[0].monthly_usd == pytest.approx(best, rel=1e-9)
 
@@ -391,7 +394,7 @@ def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layo
             if not dec.disaggregates or same != (dec.cell.model, dec.cell.platform.id, dec.cell.engine,
                                                  dec.cell.quantization, dec.cell.kv_cache_dtype):
                 continue
-            per_unit = min(x for x in (dec.costs.owner_usd_per_month, dec.costs.rent_usd_per_month) if x is not None)
+            quotes = dec.costs.rents(max(pre.cell.gpus, dec.cell.gpus))
             prefill = float(pre.curve.ttft_s[0])
             gpus = p * pre.cell.gpus + q * dec.cell.gpus
             kv = dec.kv_bytes_per_request / evaluate._link_bytes_per_s(dec, gpus, min(pre.cell.gpus, dec.cell.gpus))
@@ -409,8 +412,15 @@ def test_the_cheapest_separate_pools_equal_a_brute_force_minimum_over_every_layo
                       & (ttft["p95"] <= TARGETS.ttft_p95_s) & (ttft["p99"] <= TARGETS.ttft_p99_s)
                       & (ttft["p95"] + out * tpot <= TARGETS.e2e_p95_s))
                 if ok.any():
-                    cost = evaluate.pool_units(dec.cell, pre.cell, p[ok], q[ok]) * per_unit
-                    best = min(best, float(cost.min()))
+                    costs = []
+                    if dec.costs.owner_usd_per_month is not None:
+                        costs.append(evaluate.pool_units(dec.cell, pre.cell, p[ok], q[ok]) * dec.costs.owner_usd_per_month)
+                    for quote in quotes:  # a hand-over on the fast link keeps both pools in one rented host
+                        rented = quote.pool_instances(p[ok], pre.cell.gpus, q[ok], dec.cell.gpus)
+                        fast = evaluate.handover.inside(dec.cell.platform.accelerator, dec.cell.platform.domain_gpus,
+                                                        gpus[ok], dec.cell.systems_per_instance)
+                        costs.append(np.where(fast & (rented > 1), np.inf, rented * quote.usd_per_instance_month))
+                    best = min(best, *(float(c.min()) for c in costs))
     pools = [r for r in found.results if r.disaggregated]
     assert pools and min(r.monthly_usd for r in pools) == pytest.approx(best, rel=1e-9)
     assert any(r.pools[0].tensor_parallel_size != r.pools[1].tensor_parallel_size for r in pools)  # own layouts searched

@@ -43,10 +43,16 @@ def gpus_text(gpus: int, gpus_paid: int, systems: int | None, whole_rack: bool) 
     return text
 
 
+def rented_text(d: Deployed) -> str:
+    """GPUs run on in the rented instances that hold them: "6 GPUs in 1 rented 8-GPU instance (8 paid for)"."""
+    paid = f" ({d.gpus_paid:,} paid for)" if d.gpus_paid > d.gpus else ""
+    return f"{plural(d.gpus, 'GPU')} in {plural(d.rented_instances, f'rented {d.rented_instance_gpus}-GPU instance')}{paid}"
+
+
 def deployment_text(d: Deployed) -> str:
-    where = d.system or d.platform
+    where = d.platform if d.rented_instances else d.system or d.platform
     text = (f"{d.model} on {where} · {d.engine} · {d.quantization} ({d.quantization_label}) · KV {d.kv_cache_dtype}\n"
-            f"{layout_text(d)}; {gpus_text(d.gpus, d.gpus_paid, d.systems, d.whole_rack)}")
+            f"{layout_text(d)}; {rented_text(d) if d.rented_instances else gpus_text(d.gpus, d.gpus_paid, d.systems, d.whole_rack)}")
     if d.disaggregated and d.kv_transfer_s is not None:
         text += f"\nKV cache handed over in {duration(d.kv_transfer_s)} on {d.kv_transfer_link}"
     if d.context_at_mean_request:

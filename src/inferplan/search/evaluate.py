@@ -25,7 +25,7 @@ from inferplan.search.queueing import approximate_many
 from inferplan.search.tail_types import CurveTable
 from inferplan.search.wait_quantiles import mixture_wait_quantile
 from inferplan.search.service import ServiceCurve, service_curve
-from inferplan.search.pricing import UnitCosts
+from inferplan.search.pricing import RentQuote, UnitCosts
 from inferplan.search.serving_modes import serving_modes
 from inferplan.search.space import Cell
 
@@ -106,17 +106,31 @@ class Grid:
     gpus: np.ndarray  # GPUs the instances run on
     units: np.ndarray
     buy_usd_per_month: np.ndarray  # nan: not priced to buy (no price, or renting asked for)
-    rent_usd_per_month: np.ndarray  # nan: not priced to rent (no listing, or buying asked for)
+    rent_usd_per_month: np.ndarray  # nan: not priced to rent (no listing hosts an instance, or buying asked for)
     capex_usd: np.ndarray  # nan: no purchase price
     power_w: np.ndarray  # nan: no power figure
     prefill_model: "CellModel | None" = None  # separate pools: the prefill instances' own layout (the cell's: decode)
     unit_gpus: int = 1  # GPUs in one platform unit (a system, or the N of an accelerator)
+    rent_units: np.ndarray | None = None  # rented instances (None: not priced to rent)
+    rent_choice: np.ndarray | None = None  # which of ``rent_quotes`` each candidate rents
+    rent_quotes: tuple[RentQuote, ...] = ()  # per instance size that hosts the engine instances: its median price
 
     @property
     def gpus_paid(self) -> np.ndarray:
-        """GPUs bought or rented: every GPU of the whole systems taken, or the GPUs rented one by one
-        (``units`` × the platform unit's GPUs), at least ``gpus``."""
+        """GPUs bought: every GPU of the whole systems taken (``units`` × the platform unit's GPUs)."""
         return self.units * self.unit_gpus
+
+    def paid(self, renting: np.ndarray) -> np.ndarray:
+        """GPUs paid for on each candidate's route: bought (``gpus_paid``), or every GPU of the whole
+        instances rented; at least ``gpus``."""
+        if self.rent_units is None:
+            return self.gpus_paid
+        sizes = np.array([q.instance_gpus for q in self.rent_quotes])[self.rent_choice]
+        return np.where(renting, self.rent_units * sizes, self.gpus_paid)
+
+    def rent_quote(self, i: int) -> RentQuote | None:
+        """The instance size and median price candidate ``i`` is rented at (None: not priced to rent)."""
+        return self.rent_quotes[int(self.rent_choice[i])] if self.rent_quotes else None
 
     def __len__(self) -> int:
         return len(self.replicas)
@@ -337,7 +351,7 @@ def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail
         gpus = prefill * prefill_model.cell.gpus + decode * cm.cell.gpus
     nan = np.full_like(u, np.nan)
     buy = u * c.owner_usd_per_month if c.owner_usd_per_month is not None and pricing != "rent" else nan
-    rent = u * c.rent_usd_per_month if c.rent_usd_per_month is not None and pricing != "buy" else nan
+    rent, rented, choice, quotes = _rented(cm, prefill_model, replicas, prefill, decode, gpus, pricing)
     return Grid(
         replicas=replicas, cap=cap, prefill=prefill, decode=decode,
         ttft_p50_s=tail["ttft_p50_s"], ttft_p95_s=tail["ttft_p95_s"], ttft_p99_s=tail["ttft_p99_s"],
@@ -345,7 +359,33 @@ def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail
         stable=np.asarray(tail["stable"], bool), tokens_per_s_per_user=tail["output_tokens_per_s_per_user"],
         kv_transfer_s=kv_s, gpus=gpus, units=u, buy_usd_per_month=buy, rent_usd_per_month=rent,
         capex_usd=u * c.capex_usd if c.capex_usd is not None else nan,
-        power_w=u * c.power_w if c.power_w is not None else nan, prefill_model=prefill_model, unit_gpus=c.gpus)
+        power_w=u * c.power_w if c.power_w is not None else nan, prefill_model=prefill_model, unit_gpus=c.gpus,
+        rent_units=rented, rent_choice=choice, rent_quotes=quotes)
+
+
+def _rented(cm: CellModel, prefill_model: "CellModel | None", replicas, prefill, decode, gpus, pricing: str):
+    """Renting each candidate on whole listing instances, every engine instance inside one: per
+    instance size that hosts the widest engine instance (``UnitCosts.rents``) the instances taken and
+    their monthly cost, and per candidate the size that costs least. Separate pools whose hand-over is
+    priced on the fast link must share one rented instance. (monthly, instances, size index, quotes);
+    nan / None where nothing rents it."""
+    width = max(cm.cell.gpus, prefill_model.cell.gpus if prefill_model is not None else 0)
+    quotes = cm.costs.rents(width) if pricing != "buy" else ()
+    if not quotes:
+        return np.full(len(replicas), np.nan), None, None, ()
+    if prefill_model is None:
+        rented = np.stack([q.instances(replicas) for q in quotes])
+    else:
+        rented = np.stack([q.pool_instances(prefill, prefill_model.cell.gpus, decode, cm.cell.gpus) for q in quotes])
+    cost = rented * np.array([q.usd_per_instance_month for q in quotes])[:, None]
+    if prefill_model is not None:  # a hand-over priced on the fast link needs one host
+        p = cm.cell.platform
+        fast = handover.inside(p.accelerator, p.domain_gpus, gpus, cm.cell.systems_per_instance)
+        cost = np.where(fast[None, :] & (rented > 1), np.inf, cost)
+    choice = np.argmin(cost, axis=0)
+    cols = np.arange(len(replicas))
+    monthly = cost[choice, cols]
+    return np.where(np.isfinite(monthly), monthly, np.nan), rented[choice, cols], choice, quotes
 
 
 def route(grid: Grid, max_capex_usd: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

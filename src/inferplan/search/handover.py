@@ -17,7 +17,7 @@ def _scale_out(accel: Accelerator, system: System | None):
     return system.scale_out if system is not None and system.scale_out else accel.scale_out
 
 
-def _inside(accel: Accelerator, domain_gpus: int, gpus, systems_per_instance: int):
+def inside(accel: Accelerator, domain_gpus: int, gpus, systems_per_instance: int):
     up = accel.scale_up
     return (np.asarray(gpus) <= domain_gpus) & (systems_per_instance == 1) & bool(up and up.link != "none")
 
@@ -29,13 +29,13 @@ def link_bytes_per_s(accel: Accelerator, system: System | None, domain_gpus: int
     up, out = accel.scale_up, _scale_out(accel, system)
     up_bw = up.bandwidth_bytes_per_s.value / 2 * sending_gpus if up and up.link != "none" else 0.0
     out_bw = out.bandwidth_bytes_per_s.value * sending_gpus if out else 0.0
-    bw = np.where(_inside(accel, domain_gpus, gpus, systems_per_instance), up_bw, out_bw)
+    bw = np.where(inside(accel, domain_gpus, gpus, systems_per_instance), up_bw, out_bw)
     return np.where(bw > 0, bw, np.nan)
 
 
 def link_name(accel: Accelerator, system: System | None, domain_gpus: int, gpus: int,
               systems_per_instance: int = 1) -> str:
-    if bool(_inside(accel, domain_gpus, gpus, systems_per_instance)) and accel.scale_up is not None:
+    if bool(inside(accel, domain_gpus, gpus, systems_per_instance)) and accel.scale_up is not None:
         return accel.scale_up.link
     out = _scale_out(accel, system)
     return out.link if out else "none known"

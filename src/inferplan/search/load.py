@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import dataclasses
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
@@ -83,15 +84,17 @@ def resolve_load(catalog: Catalog, req: SearchRequest) -> ResolvedLoad:
         load = Load(request_rate_per_s=rate, input_tokens=w.input_tokens_per_request, output_tokens=w.output_tokens_per_request,
                     **_arrivals(req))
         return ResolvedLoad(load, w.input_tokens_per_request, w.output_tokens_per_request, rate, req.users * w.monthly_tokens,
-                            users=req.users, workload=w, cache_hit_rate=w.cache_hit_rate,
+                            users=req.users, workload=w,
+                            cache_hit_rate=w.cache_hit_rate if req.prefix_cache_hit_rate is None else req.prefix_cache_hit_rate,
                             longest_request=_longest(req, w.input_tokens_per_request, w.output_tokens_per_request),
                             spread_sized=_spread(req))
     if req.request_rate_per_s is not None:
         rate, i, o = req.request_rate_per_s, req.input_len, req.output_len
         load = Load(request_rate_per_s=rate, input_tokens=i, output_tokens=o, **_arrivals(req))
         return ResolvedLoad(load, i, o, rate, rate * (i + o) * SECONDS_PER_MONTH, longest_request=_longest(req, i, o),
-                            spread_sized=_spread(req))
-    return _trace_load(req.trace)
+                            spread_sized=_spread(req), cache_hit_rate=req.prefix_cache_hit_rate or 0.0)
+    rl = _trace_load(req.trace)
+    return dataclasses.replace(rl, cache_hit_rate=req.prefix_cache_hit_rate or 0.0)
 
 
 def _longest(req: SearchRequest, input_len: float, output_len: float) -> int | None:

@@ -19,7 +19,9 @@ CHECKS = {
     "tpot_p95_s": ("tpot_p95_s", True, "TPOT p95"),
     "min_output_tokens_per_s_per_user": ("p95_tokens_per_s_per_user", False, "tokens/s per user (p95)"),
     "e2e_p95_s": ("e2e_p95_s", True, "end-to-end p95"),
+    "max_utilisation": ("utilisation", True, "utilisation"),
 }
+UNITLESS = ("max_utilisation",)
 
 
 def target_mask(grid, targets: Targets) -> np.ndarray:
@@ -36,6 +38,7 @@ def slack(values: dict[str, float], targets: Targets, utilisation: float) -> str
     """The stated target closest to its limit (value / limit, inverted for a floor), or the
     utilisation when every target has more room than the instances have spare capacity."""
     ratios = {"utilisation": utilisation}
+    values = {**values, "utilisation": utilisation}
     for name, (attr, lower, label) in CHECKS.items():
         limit = getattr(targets, name)
         if limit is not None:
@@ -54,8 +57,14 @@ class FamilyStats:
     least_capex: float = np.inf
     least_power: float = np.inf
     priced: bool = False
+    unrentable: tuple[int, int, str] | None = None  # the narrowest engine instance no listing hosts, the largest listing, GPU
 
-    def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray) -> None:
+    def note_unrentable(self, width: int, largest: int, accelerator: str) -> None:
+        """A cell whose engine instance (``width`` GPUs in one host) no rental listing holds."""
+        if self.unrentable is None or width < self.unrentable[0]:
+            self.unrentable = (width, largest, accelerator)
+
+    def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray, paid: np.ndarray) -> None:
         """``priced``: the monthly cost of the cheaper route before any cap (nan: no price)."""
         stable = grid.stable
         self.stable |= bool(stable.any())
@@ -67,7 +76,7 @@ class FamilyStats:
                 self.best[name] = b if old is None else (min(old, b) if lower else max(old, b))
         if stable_met.any():
             self.met = True
-            self.least_gpus = min(self.least_gpus, float(grid.gpus_paid[stable_met].min()))
+            self.least_gpus = min(self.least_gpus, float(paid[stable_met].min()))
             cap = grid.capex_usd[stable_met]
             self.least_capex = min(self.least_capex, float(np.nanmin(cap)) if np.isfinite(cap).any() else np.inf)
             pw = grid.power_w[stable_met]
@@ -82,7 +91,8 @@ def miss_text(label: str, best: float, limit: float, unit: str, side: str) -> st
     digits = next((n for n in range(3, 10) if f"{best:.{n}g}" != f"{limit:.{n}g}"), 10)
     gap = abs(best / limit - 1)
     share = f"{gap:.0%}" if gap >= 0.01 else f"{gap:.2%}" if gap >= 1e-4 else "less than 0.01%"
-    return f"{label} at best {best:.{digits}g} {unit} against {limit:g} {unit} ({share} {side})"
+    u = f" {unit}" if unit else ""
+    return f"{label} at best {best:.{digits}g}{u} against {limit:g}{u} ({share} {side})"
 
 
 def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
@@ -103,7 +113,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
             if limit is None or best is None:
                 continue
             if (best > limit) if lower else (best < limit):
-                unit = "tok/s" if not lower else "s"
+                unit = "tok/s" if not lower else "" if name in UNITLESS else "s"
                 misses.append(miss_text(label, best, limit, unit, "over" if lower else "under"))
         if misses:
             return out("latency", "; ".join(misses))
@@ -111,6 +121,10 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
     if max_gpus is not None and s.least_gpus > max_gpus:
         return out("gpus", f"meeting the targets takes at least {s.least_gpus:.0f} GPUs; the cap is {max_gpus}")
     if not s.priced:
+        if s.unrentable is not None and pricing != "buy":
+            width, largest, accel = s.unrentable
+            return out("price", f"no rental listing hosts an engine instance of {width} GPUs: the largest {accel} "
+                       f"listing is a {largest}-GPU instance, and an instance's GPUs must share a host")
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         return out("price", f"the catalogue has no {route} for {platform}")
     if max_capex_usd is not None and pricing == "buy" and s.least_capex > max_capex_usd:
@@ -125,8 +139,9 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
 PLAUSIBLE_TARGET_MAX = {"ttft_p50_s": 60.0, "ttft_p95_s": 60.0, "ttft_p99_s": 60.0, "tpot_p95_s": 1.0, "e2e_p95_s": 3600.0}
 
 
-def targets_text(targets: Targets) -> tuple[str, ...]:
-    """The targets a search applied, with units, and a warning for each past ``PLAUSIBLE_TARGET_MAX``."""
+def targets_text(targets: Targets, assumed_utilisation: str | None = None) -> tuple[str, ...]:
+    """The targets a search applied, with units, and a warning for each past ``PLAUSIBLE_TARGET_MAX``;
+    ``assumed_utilisation``: why the utilisation ceiling is the default's, said beside it."""
     said, warnings = [], []
     for name, (_, lower, label) in CHECKS.items():
         limit = getattr(targets, name)
@@ -134,6 +149,10 @@ def targets_text(targets: Targets) -> tuple[str, ...]:
             continue
         if name == "min_output_tokens_per_s_per_user":
             said.append(f"tokens/s per user (p95) ≥ {limit:g} tok/s")
+            continue
+        if name == "max_utilisation":
+            said.append(f"utilisation ≤ {limit:g}" + (f" (assumed: {assumed_utilisation}; set max_utilisation to "
+                                                       "change it)" if assumed_utilisation else ""))
             continue
         said.append(f"{label} ≤ {limit:g} s")
         if limit > PLAUSIBLE_TARGET_MAX[name]:

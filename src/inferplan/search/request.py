@@ -34,6 +34,9 @@ class Targets(Input):
     tpot_p95_s: float | None = Field(None, gt=0, le=60)
     min_output_tokens_per_s_per_user: float | None = Field(None, gt=0, le=100_000)
     e2e_p95_s: float | None = Field(None, gt=0, le=86_400)
+    max_utilisation: float | None = Field(
+        None, gt=0, le=1, description="the busiest instance's load factor at most (arrivals × service time ÷ "
+        "servers); with no TTFT target the search applies a default (search/data/defaults.yaml)")
 
     @model_validator(mode="after")
     def _one_speed_target(self) -> "Targets":
@@ -68,6 +71,9 @@ class SearchRequest(Input):
     lengths: Literal["lognormal", "uniform"] = Field(
         "lognormal", description="how prompt and output lengths spread around their means: log-normal, or uniform "
         "between the mean ± √(3·SCV) of it (a benchmark's random dataset; SCV at most 1/3)")
+    prefix_cache_hit_rate: float | None = Field(
+        None, ge=0, le=1, description="share of prompt tokens served from the prefix cache, not prefilled again "
+        "(default: the workload preset's with users, else 0)")
     targets: Targets = Targets()
     systems: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)
     accelerators: tuple[str, ...] | None = Field(None, max_length=MAX_FILTER_ITEMS)

@@ -34,12 +34,15 @@ class Deployed(_Frozen):
     model: str
     system: str | None  # a catalogue system, bought or rented whole
     accelerator: str
-    platform: str  # the system id, or "<n>x-<accelerator>": the n GPUs rented one by one
+    platform: str  # the system id, or "<n>x-<accelerator>": the n GPUs rented in whole instances
     gpus: int  # the engine instances run on, in the whole deployment
-    gpus_paid: int  # bought or rented: every GPU of the systems taken (at least ``gpus``)
+    gpus_paid: int  # bought or rented: every GPU of the systems or rented instances taken (at least ``gpus``)
     whole_rack: bool = False  # the system is a rack, priced whole however few of its GPUs run
     gpus_per_instance: int
-    systems: int | None  # systems bought or rented (None for bare accelerators)
+    systems: int | None  # systems bought (None for bare accelerators and when renting)
+    rented_instances: int | None = None  # renting: the listing's instances taken, each a host of its GPUs
+    rented_instance_gpus: int | None = None  # renting: GPUs in one rented instance (an engine instance fits in one)
+    rental: str | None = None  # renting: the listing compared with (the lower middle of the median)
     quantization: str
     quantization_label: str  # native, or the fallback compute it runs through
     kv_cache_dtype: str
@@ -101,8 +104,8 @@ class ParetoPoint(_Frozen):
     engine: str
     quantization: str
     gpus: int  # the engine instances run on
-    gpus_paid: int  # bought or rented (whole systems)
-    systems: int | None  # systems taken (None: GPUs rented one by one)
+    gpus_paid: int  # bought or rented (whole systems or whole rented instances)
+    systems: int | None  # systems bought (None: rented instances)
     whole_rack: bool  # a rack system, priced whole
     disaggregated: bool
 
@@ -128,6 +131,7 @@ class LoadSummary(_Frozen):
     input_tokens_scv: float = 0.0  # spread of prompt lengths (a trace's own)
     output_tokens_scv: float = 0.0
     lengths: str = "lognormal"  # how spread lengths are drawn: lognormal | uniform
+    prefix_cache_hit_rate: float = 0.0  # share of prompt tokens taken as served from the prefix cache
     longest_request_tokens: int = 0  # the prompt plus output a cell is asked to hold (spread lengths: each at its
     # 99.9th percentile; a trace: its longest); a pick's max_model_len stops at its model's own context
 

@@ -21,8 +21,11 @@ from inferplan.economics import money
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.search import evaluate
+from inferplan.search.arrivals import plural
 from inferplan.search.budget import Budget
+from inferplan.search.defaults import search_defaults
 from inferplan.search.instance_limit import InstanceLimit
+from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
@@ -129,14 +132,24 @@ def _with_smaller_formats(catalog: Catalog, infeasible: list[Infeasible], space:
 
 def effective_targets(t: Targets, rl: ResolvedLoad) -> Targets:
     """The stated targets; with users of a workload preset and no speed target stated, the preset's
-    per-user speed (as the Users + ROI simulator holds each user to it)."""
+    per-user speed (as the Users + ROI simulator holds each user to it); with no TTFT target and no
+    utilisation ceiling stated, the default ceiling (``utilisation_assumed``)."""
     if rl.workload is not None and t.tpot_p95_s is None and t.min_output_tokens_per_s_per_user is None:
-        return t.model_copy(update={"min_output_tokens_per_s_per_user": rl.workload.target_output_tokens_per_s})
+        t = t.model_copy(update={"min_output_tokens_per_s_per_user": rl.workload.target_output_tokens_per_s})
+    if utilisation_assumed(t):
+        t = t.model_copy(update={"max_utilisation": search_defaults().max_utilisation.value})
     return t
 
 
-def objective_values(req: SearchRequest, grid, monthly, capex) -> np.ndarray:
-    value = {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": grid.gpus_paid,
+def utilisation_assumed(stated: Targets) -> bool:
+    """Whether the default utilisation ceiling applies: no TTFT target and no ceiling stated (a queue
+    run near full answers its first tokens minutes late, and nothing else would refuse it)."""
+    return stated.max_utilisation is None and all(
+        getattr(stated, k) is None for k in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s"))
+
+
+def objective_values(req: SearchRequest, grid, monthly, capex, paid) -> np.ndarray:
+    value = {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": paid,
              "power": grid.power_w}[req.objective]
     return np.where(np.isnan(value), np.inf, value)  # no figure (a platform's power): ranked last
 
@@ -144,26 +157,28 @@ def objective_values(req: SearchRequest, grid, monthly, capex) -> np.ndarray:
 def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
     """The cell's best candidate that meets every target and cap, and its share of the front."""
     monthly, renting, capex = evaluate.route(grid, req.max_capex_usd)
+    paid = grid.paid(renting)
     met = grid.stable & target_mask(grid, targets)
     feasible = met & np.isfinite(monthly)
     if req.max_gpus is not None:
-        feasible &= grid.gpus_paid <= req.max_gpus
+        feasible &= paid <= req.max_gpus
     if req.max_power_w is not None:
         feasible &= grid.power_w <= req.max_power_w
     if req.max_capex_usd is not None and req.pricing == "buy":
         feasible &= capex <= req.max_capex_usd
-    fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible)
+    fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible, paid)
+    if req.pricing != "buy" and not grid.rent_quotes and cm.costs.listings:
+        fam.note_unrentable(cm.cell.gpus, cm.costs.largest_rent_instance_gpus, cm.cell.platform.accelerator.id)
     if not feasible.any():
         return None, []
     idx = np.flatnonzero(feasible)
-    value = objective_values(req, grid, monthly, capex)
+    value = objective_values(req, grid, monthly, capex, paid)
     slow = slow_request_s(grid, rl)
-    paid = grid.gpus_paid
     ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], slow[idx], paid[idx], monthly[idx], value[idx]))]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
     points = [(float(mtok[j]), float(grid.tokens_per_s_per_user[idx[j]]), cm, int(grid.gpus[idx[j]]), bool(grid.prefill[idx[j]] > 0),
-               int(paid[idx[j]]), int(grid.units[idx[j]])) for j in front]
+               int(paid[idx[j]]), None if renting[idx[j]] else int(grid.units[idx[j]])) for j in front]
     keys = [(float(value[i]), float(monthly[i]), float(paid[i]), float(slow[i]), -float(grid.tokens_per_s_per_user[i]))
             for i in ranked[:VERIFY_TRIES]]
     return _Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
@@ -254,6 +269,7 @@ def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:
     t = evaluate.approximate_many(cm.table, rl.load, curve_index=np.zeros(1, np.int64), replicas=grid.replicas[i:i + 1],
                                   slots=grid.cap[i:i + 1], nodes=evaluate.VERIFY_NODES).row(0)
     return t.stable and all(getattr(t, k) <= v * (1 + 1e-9) for k, v in targets if v is not None and k.endswith("_s")) and (
+        targets.max_utilisation is None or t.utilisation <= targets.max_utilisation * (1 + 1e-9)) and (
         targets.min_output_tokens_per_s_per_user is None
         or 1 / t.tpot_p95_s >= targets.min_output_tokens_per_s_per_user * (1 - 1e-9))
 
@@ -287,15 +303,18 @@ def _pareto(points: list) -> tuple[ParetoPoint, ...]:
 def _point(point: tuple) -> ParetoPoint:
     usd_per_mtok, speed, cm, gpus, disaggregated, paid, units = point
     p = cm.cell.platform
-    return ParetoPoint(usd_per_mtok=usd_per_mtok, output_tokens_per_s_per_user=speed, platform=platform_label(p, paid),
+    return ParetoPoint(usd_per_mtok=usd_per_mtok, output_tokens_per_s_per_user=speed,
+                       platform=platform_label(p, paid, units is None),
                        engine=cm.cell.engine, quantization=cm.cell.quantization, gpus=gpus, gpus_paid=paid,
-                       systems=units if p.system else None, whole_rack=bool(p.system and p.system.tier == "rack"),
+                       systems=units if p.system else None,
+                       whole_rack=bool(p.system and p.system.tier == "rack" and units is not None),
                        disaggregated=disaggregated)
 
 
-def platform_label(p, gpus_paid: int) -> str:
-    """The system's id, or the GPUs rented one by one as ``<n>x-<accelerator>`` (all of them, not one unit)."""
-    return p.id if p.system is not None else f"{gpus_paid}x-{p.accelerator.id}"
+def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
+    """The system's id when bought, or the GPUs rented (in whole listing instances) as
+    ``<n>x-<accelerator>`` (all of them, not one unit)."""
+    return p.id if p.system is not None and not renting else f"{gpus_paid}x-{p.accelerator.id}"
 
 
 def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
@@ -313,7 +332,12 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     # the cap is the instance's (its data-parallel ranks summed, as its serving curve runs them); a
     # deployment states each rank's
     d = cell.deployment(context).model_copy(update={"max_num_seqs": -(-int(g.cap[i]) // cell.data_parallel_size)})
-    notes = list(cm.costs.notes)
+    paid = int(g.paid(pick.renting)[i])
+    rented = int(g.rent_units[i]) if renting else None
+    notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
+    q = g.rent_quote(i) if renting else None
+    if q is not None:
+        notes.append(f"{q.note}; rented as {plural(rented, f'{q.instance_gpus}-GPU instance')} ({plural(paid, 'GPU')} paid for)")
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
@@ -322,9 +346,10 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
                                   int(g.prefill[i])) if disagg else None)
     return Deployed(
         rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,
-        platform=platform_label(p, int(g.gpus_paid[i])), gpus=int(g.gpus[i]), gpus_paid=int(g.gpus_paid[i]),
-        gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack"),
-        systems=int(g.units[i]) if p.system else None, quantization=cell.quantization,
+        platform=platform_label(p, paid, renting), gpus=int(g.gpus[i]), gpus_paid=paid,
+        gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack" and not renting),
+        systems=int(g.units[i]) if p.system and not renting else None, quantization=cell.quantization,
+        rented_instances=rented, rented_instance_gpus=q.instance_gpus if q else None, rental=q.rental if q else None,
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
@@ -369,7 +394,8 @@ def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
                        arrival=rl.load.arrival, peak_to_average=rl.load.peak_to_average,
                        burst_period_s=rl.load.burst_period_s if rl.load.arrival == "bursty" else None,
                        input_tokens_scv=rl.load.input_tokens_scv, output_tokens_scv=rl.load.output_tokens_scv,
-                       lengths=rl.load.lengths, longest_request_tokens=rl.max_model_len)
+                       lengths=rl.load.lengths, longest_request_tokens=rl.max_model_len,
+                       prefix_cache_hit_rate=rl.cache_hit_rate)
 
 
 def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:
@@ -390,12 +416,17 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
 
 
 def _notes(req: SearchRequest, targets: Targets, rl: ResolvedLoad) -> tuple[str, ...]:
-    notes = [*targets_text(targets), *([CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else [])]
+    assumed = search_defaults().max_utilisation.reason if utilisation_assumed(req.targets) else None
+    notes = [*targets_text(targets, assumed), *([CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else [])]
     if not rl.spread_sized and rl.load.trace is None:
         notes.append(f"every request is planned at the mean lengths ({rl.input_len:,} + {rl.output_len:,} tokens), so each "
                      f"pick's context is {rl.max_model_len:,} tokens and its engine refuses a longer request; a spread "
                      "of prompt and output lengths plans a longer context")
-    if targets != req.targets:
+    cache = prefix_cache_text(rl.cache_hit_rate, preset=rl.workload.preset if rl.workload else None,
+                              stated=req.prefix_cache_hit_rate is not None)
+    if cache:
+        notes.append(cache)
+    if targets.min_output_tokens_per_s_per_user != req.targets.min_output_tokens_per_s_per_user:
         notes.append(f"speed target from the workload preset: at least {targets.min_output_tokens_per_s_per_user:g} "
                      "output tokens/s per user")
     return tuple(notes)

@@ -17,6 +17,7 @@ from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, 
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.search.handover import link_bytes_per_s, link_name
+from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.queueing import approximate
 from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
@@ -123,6 +124,8 @@ class SimulationReport(BaseModel):
     simulation: SimulationResult
     approximation: TailLatency | None  # None: separate pools, which the approximation prices only inside a search
     pools: PoolsSimulated | None = None  # separate prefill and decode pools, as simulated
+    prefix_cache_hit_rate: float = 0.0  # share of prompt tokens taken as served from the prefix cache
+    notes: tuple[str, ...] = ()  # assumptions the figures rest on (a preset's prefix-cache hit rate)
 
 
 def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None) -> tuple[Load, Workload]:
@@ -151,7 +154,8 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
         rate = q.users * profile.peak_output_tokens_per_s / profile.output_tokens_per_request
         w = w.model_copy(update={"input_len": profile.input_tokens_per_request,
                                  "output_len": profile.output_tokens_per_request,
-                                 "prefix_cache_hit_rate": profile.cache_hit_rate})
+                                 "prefix_cache_hit_rate": w.prefix_cache_hit_rate if "prefix_cache_hit_rate" in
+                                 w.model_fields_set else profile.cache_hit_rate})
         shape.update(input_tokens=w.input_len, output_tokens=w.output_len)
     if rate is None:
         raise InvalidScenarioError("no load: give a request rate, users (of a workload preset), clients or a trace",
@@ -208,7 +212,14 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
-                            simulation=sim, approximation=approximate(curve, load, q.replicas))
+                            simulation=sim, approximation=approximate(curve, load, q.replicas), **_cache(q, w))
+
+
+def _cache(q: SimulationQuery, w: Workload) -> dict:
+    """The prefix-cache share simulated, and the header line that says it (``prefix_cache_text``)."""
+    stated = "prefix_cache_hit_rate" in q.workload.model_fields_set
+    text = prefix_cache_text(w.prefix_cache_hit_rate, preset=q.preset() if q.users is not None else None, stated=stated)
+    return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate, "notes": (text,) if text else ()}
 
 
 def _sized_for_trace(d: Deployment, trace: Trace, catalog: Catalog) -> Deployment:
@@ -271,4 +282,5 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
         f" over {q.replicas} replicas", "") + f" on {q.prefill_instances} prefill + {q.replicas} decode instances"
     return SimulationReport(load=described, request_rate_per_s=load.request_rate_per_s, input_tokens=load.input_tokens,
                             output_tokens=load.output_tokens, slots=decode.slots, simulation=sim, approximation=None,
+                            **_cache(q, w),
                             pools=pools)

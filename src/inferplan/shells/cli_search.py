@@ -26,8 +26,12 @@ SEARCH_FLAGS = {
     "targets.ttft_p50_s": "--ttft-p50", "targets.ttft_p95_s": "--ttft-p95", "targets.ttft_p99_s": "--ttft-p99",
     "targets.tpot_p95_s": "--tpot-p95", "targets.min_output_tokens_per_s_per_user": "--min-tokens-per-s-per-user",
     "arrival": "--arrival", "peak_to_average": "--peak-to-average", "burst_period_s": "--burst-period",
-    "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths", "targets.e2e_p95_s": "--e2e-p95", "targets": "--tpot-p95/--min-tokens-per-s-per-user",
+    "input_tokens_scv": "--input-scv", "output_tokens_scv": "--output-scv", "lengths": "--lengths", "targets.e2e_p95_s": "--e2e-p95", "targets.max_utilisation": "--max-utilisation", "max_utilisation": "--max-utilisation",
+    "prefix_cache_hit_rate": "--prefix-cache-hit-rate",
+    "targets": "--tpot-p95/--min-tokens-per-s-per-user",
 }
+
+NOTE_SETTINGS = ("max_utilisation", "prefix_cache_hit_rate")
 
 
 def search_cmd(
@@ -51,6 +55,8 @@ def search_cmd(
     tpot_p95: Optional[float] = typer.Option(None, "--tpot-p95", help="Time per output token, 95th percentile, seconds."),
     min_tps: Optional[float] = typer.Option(None, "--min-tokens-per-s-per-user", help="Output tokens/s each user gets at least."),
     e2e_p95: Optional[float] = typer.Option(None, "--e2e-p95", help="End-to-end request latency, 95th percentile, seconds."),
+    max_utilisation: Optional[float] = typer.Option(None, "--max-utilisation", help="Busiest instance's load factor at most, above 0 and at most 1 (with no TTFT target an assumed default applies, said in the notes)."),
+    prefix_cache_hit_rate: Optional[float] = typer.Option(None, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (default: the --workload preset's with --users, else 0)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Only these systems (comma-separated ids)."),
     accelerators: Optional[str] = typer.Option(None, "--accelerators", help="Only N of these accelerators, rented (comma-separated)."),
     engines: Optional[str] = typer.Option(None, "--engines", help="Only these engines (comma-separated): vllm, sglang, ktransformers, trtllm, llamacpp, mlx."),
@@ -94,9 +100,9 @@ def search_cmd(
         vendors=split_list(vendors, "--vendors"), statuses=split_list(status, "--status"),
         form_factors=split_list(form_factors, "--form-factors"), max_gpus=max_gpus, max_capex_usd=max_capex,
         max_power_w=max_power, pricing="rent" if rent else "buy" if buy else "both", objective=objective, top=top,
-        speculative=not no_speculative, disaggregated=not no_disaggregated)
+        speculative=not no_speculative, disaggregated=not no_disaggregated, prefix_cache_hit_rate=prefix_cache_hit_rate)
     targets = dict(ttft_p50_s=ttft_p50, ttft_p95_s=ttft_p95, ttft_p99_s=ttft_p99, tpot_p95_s=tpot_p95,
-                   min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95)
+                   min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95, max_utilisation=max_utilisation)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
                                              targets={k: v for k, v in targets.items() if v is not None}),
                        in_flags=True)
@@ -114,7 +120,9 @@ def search_cmd(
         result = _checked(lambda: search(request, catalog, progress=progress))
     from inferplan.shells.render_search import print_search
 
-    print_search(console, result, show_deploy=show_deploy)
+    said = {k: SEARCH_FLAGS[k] for k in NOTE_SETTINGS}  # the settings a note tells the user to change, as flags
+    print_search(console, result.model_copy(update={"notes": tuple(flags_in(n, said) for n in result.notes)}),
+                 show_deploy=show_deploy)
 
 
 def _checked(build, *, in_flags: bool = False):

@@ -40,6 +40,8 @@ METRICS = ("ttft", "tpot", "e2e")
 
 def print_simulation(console: Console, result) -> None:
     sim = result.simulation
+    for note in result.notes:
+        console.print(note.replace("prefix_cache_hit_rate", "--prefix-cache-hit-rate"), highlight=False, markup=False)
     if result.approximation is None:
         _print_pools(console, result)
         return

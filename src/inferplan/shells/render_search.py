@@ -23,9 +23,9 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         table.add_column("cost", overflow="fold", ratio=2)
         table.add_column("latency", overflow="fold", ratio=2)
         for d in r.results:
-            what = escape(deployment_text(d)) + (f"\n[dim]{escape(d.deploy)}[/]" if show_deploy else "")
-            table.add_row(str(d.rank), what, escape(cost_text(d)), escape(latency_text(d)))
+            table.add_row(str(d.rank), escape(deployment_text(d)), escape(cost_text(d)), escape(latency_text(d)))
         console.print(table)
+        _print_picks(console, r, show_deploy=show_deploy)
     else:
         console.print("[bold red]No deployment meets every target.[/] Why, family by family:")
     if r.infeasible:
@@ -40,3 +40,17 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
             console.print(f"  {pareto_text(p)}", highlight=False, markup=False)
     for a in r.api:
         console.print(api_text(a), highlight=False, markup=False)
+
+
+def _print_picks(console: Console, r: SearchResult, *, show_deploy: bool) -> None:
+    """Each pick's notes under the table, numbered by rank, and with ``show_deploy`` its launch command
+    as whole lines (soft-wrapped by the terminal, never folded inside a cell, so it copies as typed)."""
+    for d in r.results:
+        if d.notes:
+            console.print(f"[bold]#{d.rank} notes[/]")
+            for note in d.notes:
+                console.print(f"  {escape(note)}", highlight=False)
+        if show_deploy:
+            console.print(f"[bold]#{d.rank} launch[/]")
+            for line in d.deploy.splitlines():
+                console.print(line, soft_wrap=True, markup=False, highlight=False)
