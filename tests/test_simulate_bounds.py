@@ -65,3 +65,11 @@ def test_the_engines_of_one_run_share_the_request_lists():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 60e6  # 124 MB with a copy per engine, 26 MB shared
+
+
+def test_a_search_pick_past_the_simulations_bound_says_it_rests_on_the_approximation():
+    from inferplan.search.sim_check import CHECK_REQUESTS, too_large
+
+    most = SIM_WORK_LIMIT // CHECK_REQUESTS
+    assert too_large(most) is None
+    assert "not simulated" in too_large(most + 1) and f"{most + 1:,} engines" in too_large(most + 1)

@@ -29,7 +29,7 @@ from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
-from inferplan.search.sim_check import MAX_CHECKS, Pools, SimulatedCheck, check_pick
+from inferplan.search.sim_check import MAX_CHECKS, Pools, SimulatedCheck, check_pick, too_large
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
@@ -204,6 +204,7 @@ class _Pick:
     capex: np.ndarray
     at: int = 0
     check: SimulatedCheck | None = None  # the simulation's check of the head (None: not simulated)
+    unsimulated: str | None = None  # why the head is not simulated, when it is too large to be
 
     def __lt__(self, other: "_Pick") -> bool:
         return self.keys[self.at] < other.keys[other.at]
@@ -225,7 +226,8 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
         if _same_as(pick, out):  # a one-GPU system rented per GPU is that GPU rented: one family, one pick
             continue
         ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
-        if ok and checks < MAX_CHECKS and rl.load.arrival != "closed":
+        pick.unsimulated = too_large(_engines(pick))
+        if ok and checks < MAX_CHECKS and rl.load.arrival != "closed" and pick.unsimulated is None:
             checks += 1
             if progress:
                 progress(len(out), top, CHECK_STAGE)
@@ -250,6 +252,14 @@ def _what_is_run(pick: _Pick) -> tuple:
 
 def _same_as(pick: _Pick, out: list[_Pick]) -> bool:
     return any(_what_is_run(pick) == _what_is_run(o) for o in out)
+
+
+def _engines(pick: _Pick) -> int:
+    """The engines a pick's simulation steps: replicas × data-parallel ranks, or both pools' instances."""
+    g, i = pick.grid, pick.index
+    if g.prefill[i] == 0:
+        return int(g.replicas[i]) * pick.cm.curve.data_parallel
+    return int(g.prefill[i]) + int(g.decode[i])
 
 
 def _simulated(pick: _Pick, rl: ResolvedLoad, targets: Targets) -> SimulatedCheck:
@@ -368,7 +378,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
         deploy=launch.text, scenario=scenario_dict(cell, rl), simulation=pick.check,
-        notes=tuple(dict.fromkeys([*notes, *launch.notes, _check_note(pick.check, rl.load.arrival == "closed")])))
+        notes=tuple(dict.fromkeys([*notes, *launch.notes, pick.unsimulated or _check_note(pick.check, rl.load.arrival == "closed")])))
 
 
 def _check_note(check: SimulatedCheck | None, closed: bool) -> str:

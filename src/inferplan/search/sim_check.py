@@ -20,12 +20,21 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.search.arrivals import Load
 from inferplan.search.request import Targets
 from inferplan.search.service import ServiceCurve
-from inferplan.search.simulate import simulate
+from inferplan.search.simulate import SIM_WORK_LIMIT, simulate
 from inferplan.search.simulate_pools import simulate_pools
 
 CHECK_REQUESTS = 20_000  # requests each check simulates (``inferplan simulate``'s default)
 CHECK_SEED = 0
 MAX_CHECKS = 48  # simulations per search; past them the remaining picks rest on the approximation
+
+
+def too_large(engines: int) -> str | None:
+    """Why a pick of ``engines`` engines (replicas × data-parallel ranks, or both pools' instances)
+    is not simulated, when one check of it would pass the simulation's bound."""
+    if engines * CHECK_REQUESTS <= SIM_WORK_LIMIT:
+        return None
+    return (f"not simulated: {engines:,} engines × {CHECK_REQUESTS:,} requests is past one simulation's "
+            f"{SIM_WORK_LIMIT:,}; checked by the queueing approximation only")
 
 
 class SimulatedCheck(BaseModel):

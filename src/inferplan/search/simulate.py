@@ -45,6 +45,10 @@ from inferplan.search.service import ServiceCurve
 
 MAX_REQUESTS = 2_000_000
 MAX_REPLICAS = 4096
+# requests × engines (replicas × data-parallel ranks, or both pools' instances) one simulation may
+# run: the least-loaded router visits every engine at each arrival, some 1.6 million visits per CPU
+# second on the 2-core machine the benchmarks run on, so this bounds a run to about 12 s there
+SIM_WORK_LIMIT = 20_000_000
 ROUTERS = ("least-loaded", "round-robin")
 
 

@@ -22,14 +22,10 @@ from inferplan.search.queueing import approximate
 from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate_pools import simulate_pools
-from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SimulationResult, simulate
+from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SIM_WORK_LIMIT, SimulationResult, simulate
 from inferplan.search.trace import Trace
 
 LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
-# requests × engines (replicas × data-parallel ranks, or both pools' instances) one simulate call may
-# run: the least-loaded router visits every engine at each arrival, some 1.6 million visits per CPU
-# second on the 2-core machine the benchmarks run on, so this bounds a call to about 12 s there
-SIM_WORK_LIMIT = 20_000_000
 # what a trace brings itself, so the query leaves it at its default beside one
 TRACE_BRINGS = ("arrival", "peak_to_average", "burst_period_s", "input_tokens_scv", "output_tokens_scv", "lengths")
 LOAD_ALLOWED = {"peak_to_average": "1, or arrival bursty", "burst_period_s": "arrival bursty",
