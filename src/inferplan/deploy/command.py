@@ -17,6 +17,7 @@ import yaml
 from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
@@ -121,6 +122,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     (``EngineFlags.plan_bounds``: MLX's context) is said in a note; a deployment as a user states it is refused
     for it, as the command would not set what was asked."""
     catalog = catalog or load_catalog()
+    d = with_default_engine(d, catalog)
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     flags = engine_flags(catalog, d.engine)

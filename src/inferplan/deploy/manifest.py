@@ -15,6 +15,7 @@ from typing import Literal
 
 import yaml
 
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
@@ -148,6 +149,7 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
     """The launch command of ``d`` and, for ``k8s``, the manifest that runs it; refused where ``fit`` or
     ``perf`` refuse ``d`` (``deploy.checks``), as the deployment it drafts with."""
     catalog = catalog or load_catalog()
+    d = with_default_engine(d, catalog)
     check_deployable(with_draft(d, catalog, planned_speculative(d, catalog, speculative)), catalog)
     unchecked = unchecked_model_note(d, catalog)  # a model name the catalogue lacks: a repo id, or refused
     command = launch_command(d, catalog, role=role, speculative=speculative)

@@ -25,7 +25,7 @@ from inferplan.memory.checks import check_context, checked_engine, tp_shards_hea
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
-from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.hardware import Hardware, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, layout_stated, parallel_plan,
                                      stated_plan, tp_reach)
@@ -76,6 +76,7 @@ PLANS_KEPT = 4096
 def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
+    d = with_default_engine(d, catalog)
     key = (id(catalog), d, frozenset(d.model_fields_set))  # a stated default (TP 1) lays out otherwise
     if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
         _PLANS.move_to_end(key)

@@ -46,6 +46,22 @@ def system_scale_out(system: System, accel: Accelerator) -> ScaleOut | None:
     return system.scale_out or accel.scale_out
 
 
+# the engine a deployment that names none runs, by the accelerator's software stack: llama.cpp on
+# Apple silicon (vLLM's Metal support is a plugin, and CUDA graphs and a 0.92 share of the memory do
+# not describe a Mac), vLLM elsewhere
+ENGINE_BY_SOFTWARE = {"metal": "llamacpp"}
+DEFAULT_ENGINE = "vllm"
+
+
+def with_default_engine(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with the engine its hardware runs by default (``ENGINE_BY_SOFTWARE``) where it names none."""
+    if "engine" in d.model_fields_set or not (d.gpu or d.system):
+        return d
+    software = resolve_hardware(catalog, d).accel.software.value
+    engine = ENGINE_BY_SOFTWARE.get(software, DEFAULT_ENGINE)
+    return d if engine == d.engine else d.model_copy(update={"engine": engine})
+
+
 def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
     if d.system:
         system = catalog.system(d.system, "system")

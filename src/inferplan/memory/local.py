@@ -7,11 +7,9 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.detect import LOCAL_ID, LocalMachine
 from inferplan.catalog.loader import Catalog
+from inferplan.memory.hardware import DEFAULT_ENGINE, ENGINE_BY_SOFTWARE
 from inferplan.memory.matrix import FitsMatrix, fits_matrix
 
-# the engine a machine's own stack runs: llama.cpp on Apple silicon (vLLM's Metal support is a plugin), vLLM elsewhere
-ENGINE_BY_SOFTWARE = {"metal": "llamacpp"}
-DEFAULT_ENGINE = "vllm"
 
 
 class LocalFits(BaseModel):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
@@ -37,7 +38,7 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit; with speculative decoding
     (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
     catalog = catalog or load_catalog()
-    d = with_speculative(catalog, d, speculative_tokens, speculative_method)
+    d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method)
     mp = plan_memory(d, catalog)
     if mp.result.fits:
         return with_slots(d, mp.result, catalog)

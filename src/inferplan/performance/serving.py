@@ -18,6 +18,7 @@ from inferplan.catalog.memo import per_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.slots import most_slots
 from inferplan.performance.context import ServingContext
@@ -209,7 +210,7 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
     published points of this deployment quoted beside it. ``use_profiles=False``: the calibrated
     model alone, as validation scores it (no run, no profile, no quoted points)."""
     catalog = catalog or load_catalog()
-    d, slots_note = _slots_for_load(d, w, catalog)
+    d, slots_note = _slots_for_load(with_default_engine(d, catalog), w, catalog)
     ctx = ServingContext(catalog, d, w)
     model_estimate = estimate_at(ctx, concurrency_for(ctx, w))
     if slots_note:

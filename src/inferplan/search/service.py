@@ -32,6 +32,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.suggest import SLOT_LIMIT
@@ -141,7 +142,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     ignored: the curve sweeps it). Errors are ``estimate``'s (the model does not fit, the request is
     longer than the context ...)."""
     catalog = catalog or load_catalog()
-    d = _with_slots(d, w, catalog)
+    d = _with_slots(with_default_engine(d, catalog), w, catalog)
     full = estimate(d, w.model_copy(update={"concurrency": "max"}), catalog, use_profiles=use_profiles)
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)

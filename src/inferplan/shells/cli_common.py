@@ -46,6 +46,8 @@ ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json pa
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
+DeploymentEngineOpt = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers "
+                                                          "(default: llamacpp on Apple silicon, else vllm)")
 EngineVersionOpt = typer.Option(None, "--engine-version", help="Engine release whose memory rule applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release; fit names it).")
 GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
 TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel; default 1, with --gpus alone: as the engine launches).")

@@ -18,7 +18,7 @@ from inferplan.shells.cli_common import (
     BatchedOpt,
     CpuOffloadOpt,
     DpOpt,
-    EngineOpt,
+    DeploymentEngineOpt,
     EngineVersionOpt,
     EpOpt,
     GpuOpt,
@@ -63,7 +63,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "max_num_seqs": (Optional[int], SeqsOpt),
     "kv_cache_dtype": (str, KvOpt),
     "quantization": (Optional[str], QuantOpt),
-    "engine": (str, EngineOpt),
+    "engine": (Optional[str], DeploymentEngineOpt),
     "engine_version": (Optional[str], EngineVersionOpt),
     "moe_kernel": (Optional[str], typer.Option(
         None, "--moe-kernel", help="vLLM MXFP4 experts without native MXFP4: marlin | triton, the kernel the install runs "
