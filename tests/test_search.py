@@ -435,6 +435,10 @@ def test_every_pick_on_every_engine_comes_with_its_launch_command(catalog):
     assert {"trtllm", "sglang", "vllm"} <= engines and any(r.data_parallel_size > 1 for r in found.results)
     assert all(not r.deploy.startswith("no launch command") for r in found.results), \
         [r.deploy for r in found.results if r.deploy.startswith("no launch command")][:3]
+    # a data-parallel pick names each rank's cap, the one its vLLM launch gives and perf takes
+    ranked = [r for r in found.results if r.data_parallel_size > 1 and r.engine == "vllm" and not r.disaggregated]
+    assert ranked and all(r.max_num_seqs_per_rank == -(-r.max_num_seqs // r.data_parallel_size)
+                          and f"--max-num-seqs {r.max_num_seqs_per_rank}" in r.deploy for r in ranked)
 
 
 def test_among_equal_cost_candidates_the_tail_stays_short(catalog):

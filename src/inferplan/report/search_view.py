@@ -30,7 +30,8 @@ def layout_text(d: Deployed) -> str:
         return f"{pools}, ≤ {d.max_num_seqs} running per decode instance{spec}"
     cell = _cell_text(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.expert_parallel,
                       d.gpus_per_instance)
-    return f"{cell} × {plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{spec}"
+    ranks = f" ({d.max_num_seqs_per_rank} per rank)" if d.data_parallel_size > 1 else ""
+    return f"{cell} × {plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{ranks}{spec}"
 
 
 def gpus_text(gpus: int, gpus_paid: int, systems: int | None, whole_rack: bool) -> str:

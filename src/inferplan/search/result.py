@@ -53,7 +53,9 @@ class Deployed(_Frozen):
     expert_parallel: bool
     speculative_tokens: int  # draft tokens per step (0: none)
     replicas: int  # engine instances (aggregated), or prefill + decode instances
-    max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated)
+    max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated), all its DP ranks
+    # each data-parallel rank's share of it, rounded up: the figure `deploy --max-num-seqs` and `perf` take
+    max_num_seqs_per_rank: int = 0
     max_model_len: int  # the context each instance is planned at: the load's longest request, within the model's own
     longer_request_share: float = 0.0  # the load's requests longer than max_model_len when the model's context cut it
     context_at_mean_request: bool = False  # every request planned at the mean lengths: a longer one is refused

@@ -341,7 +341,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     context = rl.context_for(cell.context_tokens)
     # the cap is the instance's (its data-parallel ranks summed, as its serving curve runs them); a
     # deployment states each rank's
-    d = cell.deployment(context).model_copy(update={"max_num_seqs": -(-int(g.cap[i]) // cell.data_parallel_size)})
+    per_rank = -(-int(g.cap[i]) // cell.data_parallel_size)
+    d = cell.deployment(context).model_copy(update={"max_num_seqs": per_rank})
     paid = int(g.paid(pick.renting)[i])
     rented = int(g.rent_units[i]) if renting else None
     notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
@@ -364,6 +365,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
         speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
+        max_num_seqs_per_rank=per_rank,
         max_model_len=context, longer_request_share=longer,
         context_at_mean_request=not rl.spread_sized and rl.load.trace is None, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
         decode_instances=int(g.decode[i]) if disagg else None,
