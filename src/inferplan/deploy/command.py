@@ -22,6 +22,7 @@ from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.nodes import spans_hosts_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.kt_args import kt_args
@@ -176,7 +177,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
                          script="\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
-                         notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog)))
+                         notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog),
+                                *spans_hosts_note(d, catalog)))
 
 
 def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
