@@ -141,3 +141,11 @@ def test_the_human_search_prints_each_picks_notes_and_whole_launch_commands():
         said = " ".join(" ".join(lines).split())
         assert all(" ".join(n.split()) in said for n in pick["notes"])
     assert max(len(line) for line in lines if "serve" not in line) <= 80
+
+
+def test_an_api_bill_of_cents_is_printed_in_cents():
+    from inferplan.report.search_view import api_text
+    from inferplan.search.result import ApiAlternative
+
+    assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=0.068)).endswith("$0.07/month")
+    assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=2313.4)).endswith("$2,313/month")

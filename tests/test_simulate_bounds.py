@@ -73,3 +73,4 @@ def test_a_search_pick_past_the_simulations_bound_says_it_rests_on_the_approxima
     most = SIM_WORK_LIMIT // CHECK_REQUESTS
     assert too_large(most) is None
     assert "not simulated" in too_large(most + 1) and f"{most + 1:,} engines" in too_large(most + 1)
+

@@ -92,7 +92,8 @@ def pareto_text(p: ParetoPoint) -> str:
 
 
 def api_text(a: ApiAlternative) -> str:
-    return f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, ${a.monthly_usd:,.0f}/month"
+    month = f"${a.monthly_usd:,.0f}" if a.monthly_usd >= 10 else f"${a.monthly_usd:,.2f}"  # a trickle of tokens: cents
+    return f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, {month}/month"
 
 
 # each objective in words, as the page's "Rank by" control names it
