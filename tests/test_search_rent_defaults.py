@@ -149,3 +149,12 @@ def test_an_api_bill_of_cents_is_printed_in_cents():
 
     assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=0.068)).endswith("$0.07/month")
     assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=2313.4)).endswith("$2,313/month")
+
+
+def test_a_system_sold_only_names_its_price_against_the_capex_cap_when_buy_or_rent_is_searched(catalog):
+    """tinybox-red-v2 has no rental listing: under the default buy-or-rent search its family is a
+    purchase, so a capex cap it passes is the budget reason with both figures."""
+    res = search(SearchRequest(models=("qwen3-8b",), users=5, systems=("tinybox-red-v2",), max_capex_usd=5000,
+                               engines=("llamacpp",), quantizations=("gguf-q4_k_m",)), catalog)
+    reasons = [f for f in res.infeasible if f.reason == "budget"]
+    assert reasons and all("to buy; the cap is $5,000" in f.message for f in reasons)

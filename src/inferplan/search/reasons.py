@@ -127,7 +127,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
                        f"listing is a {largest}-GPU instance, and an instance's GPUs must share a host")
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         return out("price", f"the catalogue has no {route} for {platform}")
-    if max_capex_usd is not None and pricing == "buy" and s.least_capex > max_capex_usd:
+    if max_capex_usd is not None and pricing != "rent" and s.least_capex > max_capex_usd:
         return out("budget", f"meeting the targets costs at least ${s.least_capex:,.0f} to buy; the cap is ${max_capex_usd:,.0f}")
     if max_power_w is not None and s.least_power > max_power_w:
         return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW")
