@@ -172,6 +172,8 @@ def test_an_input_heavy_month_is_bound_by_prompt_throughput():
     heavy = plan(scenario(workload={**shape, "output_share": 1e-6}), CATALOG).capacity
     assert heavy.users_by_throughput < even.users_by_throughput  # not ~500,000x more users
     assert any("input tokens bind the throughput" in a for a in heavy.assumptions)
+    # users are counted at the busiest hour's mean load; the note points to where the queue is priced
+    assert any("every slot busy" in a and "inferplan simulate" in a for a in even.assumptions)
 
 
 def test_a_cell_run_at_every_slot_is_bound_by_its_slots():

@@ -298,6 +298,9 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         f"a user generates {w.peak_output_tokens_per_s:.3f} output tok/s in the busiest hour "
         f"({w.monthly_output_tokens:,.0f} output tokens a month × peak/average {w.peak_to_average:g}), "
         f"i.e. {per_user_requests:.3f} requests in flight at {speed:,.1f} tok/s each",
+        "users are counted with every slot busy in the busiest hour (the mean load): arrivals that bunch up wait "
+        "for a slot, so the first token's tail at that load is longer than an idle request's; `inferplan simulate` "
+        "and `search` price that queue",
     ]
     if by_input < by_output and cap.meets_target:
         notes.append(f"input tokens bind the throughput: a user sends {w.peak_input_tokens_per_s:,.1f} input tok/s in the busiest "
