@@ -560,3 +560,13 @@ def test_a_bare_gpu_without_a_quote_is_refused_naming_the_quote_and_a_system_ins
     assert err.value.field == "platform.quote_usd_per_system" and "USD" in err.value.allowed
     quoted = Scenario.model_validate({**home, "platform": {**home["platform"], "quote_usd_per_system": 1800}})
     assert plan(quoted, CATALOG).capex_usd == 1800
+
+
+def test_a_mac_scenario_that_names_no_engine_is_planned_on_llama_cpp():
+    """As fit and deploy do: the platform's own engine unless the scenario names one."""
+    mac = {"name": "mac", "model": "qwen3-8b", "workload": {"preset": "chat-seat"}, "target_users": 5,
+           "platform": {"gpu": "apple-m3-ultra", "gpus": 1, "quote_usd_per_system": 9500, "power_w_per_system": 270}}
+    default = plan(Scenario.model_validate(mac), CATALOG)
+    named = plan(Scenario.model_validate({**mac, "engine": "vllm"}), CATALOG)
+    assert any(a.startswith("memory rule: llama.cpp") for a in default.capacity.cell.assumptions)
+    assert any(a.startswith("memory rule: vLLM") for a in named.capacity.cell.assumptions)

@@ -36,3 +36,22 @@ def test_only_calls_with_a_catalogue_and_hashable_arguments_are_remembered():
     assert count(catalog, "a") == count(catalog, "a") == 1  # remembered
     assert count(catalog, ["a"]) == 2 and count(catalog, ["a"]) == 3  # a list cannot be a key: computed each time
     assert count(None, "a") == 4 and count(None, "a") == 5  # no catalogue object: the one loaded could differ
+
+
+def test_a_stated_default_is_another_question_than_the_default_left_out():
+    """pydantic's equality leaves out which fields were given: a deployment naming vLLM on a Mac is
+    planned on vLLM, one naming no engine on llama.cpp, and the two compare equal."""
+    from inferplan.inputs.deployment import Deployment
+
+    calls = []
+
+    @per_catalog(maxsize=8)
+    def engine_of(catalog, d):
+        calls.append(d)
+        return "engine" in d.model_fields_set
+
+    catalog = load_catalog()
+    unstated, stated = Deployment(model="qwen3-8b", gpu="apple-m3-ultra"), Deployment(model="qwen3-8b", gpu="apple-m3-ultra",
+                                                                                       engine="vllm")
+    assert unstated == stated and (engine_of(catalog, unstated), engine_of(catalog, stated)) == (False, True)
+    assert engine_of(catalog, Deployment(model="qwen3-8b", gpu="apple-m3-ultra", engine="vllm")) is True and len(calls) == 2

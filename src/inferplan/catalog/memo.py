@@ -14,6 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from inferplan.catalog.loader import Catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,12 +36,34 @@ class _Same:
         return isinstance(other, _Same) and other.catalog is self.catalog
 
 
+class _Stated:
+    """A frozen model as a cache key: equal to another only with the same values and the same fields
+    stated. pydantic's equality leaves out which fields were given, and an input means otherwise with
+    a default stated (a deployment naming vLLM, or TP 1, is planned as stated; one naming neither
+    takes its hardware's engine and its engine's layout)."""
+
+    __slots__ = ("model", "stated")
+
+    def __init__(self, model: BaseModel) -> None:
+        self.model, self.stated = model, frozenset(model.model_fields_set)
+
+    def __hash__(self) -> int:
+        return hash((self.model, self.stated))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Stated) and other.stated == self.stated and other.model == self.model
+
+
 def _key(value: Any) -> Any:
-    return _Same(value) if isinstance(value, Catalog) else value
+    if isinstance(value, Catalog):
+        return _Same(value)
+    return _Stated(value) if isinstance(value, BaseModel) else value
 
 
 def _value(part: Any) -> Any:
-    return part.catalog if isinstance(part, _Same) else part
+    if isinstance(part, _Same):
+        return part.catalog
+    return part.model if isinstance(part, _Stated) else part
 
 
 def per_catalog(maxsize: int) -> Callable[[F], F]:

@@ -22,6 +22,7 @@ from inferplan.economics.recommend import Recommendation, RouteFigures, recommen
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
 from inferplan.errors import InferplanError
+from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
 
@@ -146,24 +147,26 @@ class _Sizing:
     notes: tuple[str, ...]
 
 
-def _base_deployment(s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
-    """One replica cell as the scenario states it (one GPU when it states none), sized for a request."""
+def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
+    """One replica cell as the scenario states it (one GPU when it states none), sized for a request;
+    its engine the scenario's, else its platform's own, written in for the cell packing that reads it
+    (llama.cpp's slots)."""
     cell = s.cell or Cell()
-    return Deployment(
-        model=s.model, gpu=accelerator, quantization=s.quantization, engine=s.engine, engine_version=s.engine_version,
+    return with_default_engine(Deployment(
+        model=s.model, gpu=accelerator, quantization=s.quantization, **s.stated_engine, engine_version=s.engine_version,
         kv_cache_dtype=s.kv_cache_dtype,
         kv_bytes_per_token=s.kv_bytes_per_token,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel else None,
         enable_expert_parallel=cell.enable_expert_parallel,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
-    )
+    ), catalog)
 
 
 def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _Sizing:
     """One loadout's capacity (the fewest systems one replica needs, when no single system holds the
     model), then the loadouts the target needs."""
-    base = _base_deployment(s, hw.accelerator.id, w)
+    base = _base_deployment(catalog, s, hw.accelerator.id, w)
     fixed = s.cell is not None  # a stated cell is kept as stated, TP 1 included
     system = hw.system
     start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)

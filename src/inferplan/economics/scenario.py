@@ -121,7 +121,7 @@ class Scenario(Input):
     name: SafeName = "scenario"
     model: str = Field(min_length=1)
     quantization: str | None = None
-    engine: str = "vllm"
+    engine: str = Field("vllm", description="left out: the platform's own (llama.cpp on Apple silicon, else vLLM)")
     engine_version: str | None = Field(None, max_length=40, description="the engine release whose memory rule applies "
                                        "(e.g. 0.6.4); left out: the engine's current release")
     kv_cache_dtype: str = "auto"
@@ -134,3 +134,9 @@ class Scenario(Input):
     speculative: Speculative | None = Field(None, description="speculative decoding (MTP/EAGLE drafts); left out: none")
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     money: MoneyInputs = MoneyInputs()
+
+    @property
+    def stated_engine(self) -> dict[str, str]:
+        """The engine as a deployment's keyword: the one the scenario names, else none, so the
+        deployment takes its platform's own (``memory.hardware.with_default_engine``)."""
+        return {"engine": self.engine} if "engine" in self.model_fields_set else {}

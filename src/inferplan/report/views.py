@@ -50,7 +50,7 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     cell = result.capacity.cell
     spans = result.systems_per_loadout > 1  # the cell runs over several systems' network
     hardware = {"system": s.platform.system} if spans else {"gpu": result.accelerator}
-    d = Deployment(model=s.model, **hardware, quantization=s.quantization, engine=s.engine,
+    d = Deployment(model=s.model, **hardware, quantization=s.quantization, **s.stated_engine,
                    kv_cache_dtype=s.kv_cache_dtype, kv_bytes_per_token=s.kv_bytes_per_token, tensor_parallel_size=cell.tensor_parallel_size,
                    pipeline_parallel_size=cell.pipeline_parallel_size, data_parallel_size=cell.data_parallel_size,
                    enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus,
