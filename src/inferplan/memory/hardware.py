@@ -53,12 +53,16 @@ ENGINE_BY_SOFTWARE = {"metal": "llamacpp"}
 DEFAULT_ENGINE = "vllm"
 
 
+def default_engine(accel: Accelerator) -> str:
+    """The engine ``accel``'s software stack runs when none is named (``ENGINE_BY_SOFTWARE``)."""
+    return ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
+
+
 def with_default_engine(d: Deployment, catalog: Catalog) -> Deployment:
-    """``d`` with the engine its hardware runs by default (``ENGINE_BY_SOFTWARE``) where it names none."""
+    """``d`` with the engine its hardware runs by default where it names none."""
     if "engine" in d.model_fields_set or not (d.gpu or d.system):
         return d
-    software = resolve_hardware(catalog, d).accel.software.value
-    engine = ENGINE_BY_SOFTWARE.get(software, DEFAULT_ENGINE)
+    engine = default_engine(resolve_hardware(catalog, d).accel)
     return d if engine == d.engine else d.model_copy(update={"engine": engine})
 
 

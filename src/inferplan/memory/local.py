@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.detect import LOCAL_ID, LocalMachine
 from inferplan.catalog.loader import Catalog
-from inferplan.memory.hardware import DEFAULT_ENGINE, ENGINE_BY_SOFTWARE
+from inferplan.memory.hardware import default_engine
 from inferplan.memory.matrix import FitsMatrix, fits_matrix
 
 
@@ -32,7 +32,7 @@ def fits_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = N
     group = machine.groups[0]
     gpu = group.matched or LOCAL_ID  # a matched card plans as its catalogue id, so its measured profiles apply
     accel = catalog.accelerator(gpu)
-    engine = engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)
+    engine = engine or default_engine(accel)
     matrix = fits_matrix(models=models, gpus=[gpu], engine=engine, max_model_len=max_model_len, catalog=catalog)
     fitting = sum(1 for c in matrix.cells if c.result is not None and c.result.fits)
     return LocalFits(machine=machine, engine=engine, matrix=matrix,

@@ -12,7 +12,8 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
-from inferplan.memory.local import DEFAULT_ENGINE, ENGINE_BY_SOFTWARE, LocalFits, fits_here
+from inferplan.memory.hardware import default_engine
+from inferplan.memory.local import LocalFits, fits_here
 from inferplan.memory.matrix import FitsCell, fits_matrix
 from inferplan.performance.local_runs import UserRun
 from inferplan.performance.serving import estimate
@@ -90,7 +91,7 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
     and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone), and
     the sequences of the model's planned context the KV cache holds at once there (``fit``'s figure)."""
     accel = catalog.accelerator(gpu, "gpu")
-    engine = catalog.engine(engine or ENGINE_BY_SOFTWARE.get(accel.software.value, DEFAULT_ENGINE)).id
+    engine = catalog.engine(engine or default_engine(accel)).id
     for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
         _check_loads(catalog, engine, name)
     matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, catalog=catalog)
