@@ -299,7 +299,7 @@ def is_count(name: str) -> bool:
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
                         "pp_batch_limits", "expert_parallel", "pads_gemm_rows", "multi_gpu_split",
                         "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
-                        "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default")
+                        "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats")
 
 
 def check_references(catalog: Catalog) -> None:
@@ -356,7 +356,7 @@ def check_references(catalog: Catalog) -> None:
         for source in (s for family in engine.calibration_families for s in family.sources):
             if source not in catalog.sources:
                 raise CatalogError(f"engines:{engine.id}: unknown source {source!r}", field=engine.id)
-        for quant in (*engine.converts_to, *engine.converts_from):
+        for quant in (*engine.converts_to, *engine.converts_from, *(engine.metal_formats or ())):
             if quant not in catalog.quantizations:
                 raise CatalogError(f"engines:{engine.id}: unknown weight format {quant!r}", field=engine.id)
         if engine.converts_to and not engine.converts_from:

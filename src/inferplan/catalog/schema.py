@@ -266,6 +266,11 @@ class EngineDefaults(Frozen):
     # the share of an Apple GPU's memory the engine takes as the device's, where no measured working set is
     # in the catalogue (llama.cpp's ggml-metal reports Metal's recommendedMaxWorkingSetSize as the total)
     metal_working_set: Ratio | None = None
+    # the weight formats the engine loads on an Apple GPU, where its Metal back end runs MLX (vllm-metal,
+    # SGLang's MLX runtime) rather than its CUDA kernels: there they replace the formats' own engine lists
+    metal_formats: tuple[str, ...] | None = None
+    metal_formats_source: str | None = None
+    metal_formats_note: str | None = None
     block_tokens: Count  # KV block / page size in tokens
     max_num_batched_tokens: Count | None = None
     # the physical batch a prompt's matrix products run in, when the engine splits a chunk further
@@ -355,6 +360,12 @@ class EngineDefaults(Frozen):
     reads_page_cache_as_used_source: str | None = None
     reads_page_cache_as_used_note: str | None = None
     notes: tuple[str, ...] = ()
+
+    def loads(self, quant: Quantization, software: Software | None = None) -> bool:
+        """Whether the engine loads ``quant`` weights (on ``software``: an Apple GPU has its own list)."""
+        if software == Software.METAL and self.metal_formats is not None:
+            return quant.id in self.metal_formats
+        return not quant.engines or self.id in quant.engines
 
 
 class CalibrationConstant(Frozen):

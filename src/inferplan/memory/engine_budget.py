@@ -244,7 +244,7 @@ def engine_budget(
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
-    graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant else 0.0
+    graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant and captures_cuda_graphs(accel) else 0.0
     other = settings.other_gpu_memory_bytes
     # the CUDA context, where a rule counts it, is inside its non-torch figure (measured with it): nothing more
     # to take; other processes' memory counts where the rule's profile reads the whole device
@@ -255,6 +255,9 @@ def engine_budget(
     notes = [f"memory rule: {rule.label}", act_note] + [n for n in (nvls_note, held_note) if n]
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
+    if rule.cuda_graph_constant and not captures_cuda_graphs(accel):
+        notes.append(f"{engine.name} on {accel.name} runs on MLX: no CUDA graphs and no start-up check outside the "
+                     "fraction (the Metal back end budgets neither)")
     if graphs:
         notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is sized")
     if page_cache_counted(engine, accel):
@@ -303,6 +306,14 @@ def engine_budget(
         rule=rule,
         cuda_graph_bytes_per_gpu=graphs,
     )
+
+
+def captures_cuda_graphs(accel: Accelerator | None) -> bool:
+    """Whether an engine on ``accel`` captures CUDA graphs and checks what start-up allocates outside its
+    fraction. Not on an Apple GPU: vLLM and SGLang run on MLX there, vllm-metal's budget has no graph or
+    start-up term (eng-vllm-metal-cache-policy), and SGLang starts with --disable-cuda-graph
+    (eng-sglang-apple-metal)."""
+    return accel is None or accel.software != Software.METAL
 
 
 def page_cache_counted(engine: EngineDefaults, accel: Accelerator | None) -> bool:

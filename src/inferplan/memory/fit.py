@@ -22,7 +22,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
 from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
-from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
+from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware, with_default_engine
@@ -187,7 +187,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         + budget.overhead_bytes_per_gpu + budget.cuda_graph_bytes_per_gpu + (ctx.bytes_per_gpu if ctx else held.kv_gpu))
     assumptions += host_notes
     gpu_fits = held.fits  # the KV cache alone; start-up and host RAM are checked next
-    checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus), workspace_check(
+    graphs_too = captures_cuda_graphs(hw.accel)  # the start-up check's graphs and sampler warm-up
+    checks = [c for c in (startup_check(catalog, rule, settings, spec.architecture, total, gpus) if graphs_too else None, workspace_check(
         catalog, rule, hw.accel.software.value, spec.architecture, latent_attention(spec), settings.memory_fraction,
         total, held.tokens, held.max_len, plan.tensor_parallel_size)) if c is not None]
     start = next((c for c in checks if not c.starts), checks[0] if checks else None)  # a failing one first

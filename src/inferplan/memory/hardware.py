@@ -47,8 +47,7 @@ def system_scale_out(system: System, accel: Accelerator) -> ScaleOut | None:
 
 
 # the engine a deployment that names none runs, by the accelerator's software stack: llama.cpp on
-# Apple silicon (vLLM's Metal support is a plugin, and CUDA graphs and a 0.92 share of the memory do
-# not describe a Mac), vLLM elsewhere
+# Apple silicon (vLLM's Metal support is a plugin that runs MLX, loading fewer formats), vLLM elsewhere
 ENGINE_BY_SOFTWARE = {"metal": "llamacpp"}
 DEFAULT_ENGINE = "vllm"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
+from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 
@@ -21,15 +21,22 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
             f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
-    if quant.engines and engine_id not in quant.engines:
-        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or engine_id in q.engines)
+    engine = catalog.engine(engine_id)
+    if not engine.loads(quant, accel.software):
+        loadable = ", ".join(q.id for q in catalog.quantizations if engine.loads(q, accel.software))
         chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
         raise InvalidScenarioError(
-            f"{engine_id} does not load {chosen} (loaded by {', '.join(quant.engines)}); choose a format it loads",
+            f"{engine_id} does not load {chosen}{_where(engine, quant, accel)}; choose a format it loads",
             field="quantization",
             allowed=loadable,
         )
     return quant, notes
+
+
+def _where(engine: EngineDefaults, quant: Quantization, accel: Accelerator) -> str:
+    if engine.loads(quant):  # loaded elsewhere, not on this accelerator's software
+        return f" on {accel.name} (its {accel.software.value} back end loads other formats)"
+    return f" (loaded by {', '.join(quant.engines)})"
 
 
 def planned_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, engine_id: str) -> str:

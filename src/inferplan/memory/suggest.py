@@ -189,10 +189,10 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     """The largest weight format smaller than the planned one that fits at the planned context; when
     none does, the largest that fits at a shorter one, with the longest context it holds."""
     bits = mp.quantization.bits_per_weight.value
-    engine = catalog.engine(d.engine).id
+    engine = catalog.engine(d.engine)
     has = set(mp.spec.builds)
     candidates = sorted(
-        (q for q in catalog.quantizations if q.bits_per_weight.value < bits and (not q.engines or engine in q.engines)
+        (q for q in catalog.quantizations if q.bits_per_weight.value < bits and engine.loads(q, mp.accelerator.software)
          and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),
         key=lambda q: -q.bits_per_weight.value)
     # fewer bits per weight on paper, not always for this model (MXFP4 experts on a dense model)

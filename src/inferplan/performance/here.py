@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.detect import LocalMachine
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -93,7 +94,7 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
     accel = catalog.accelerator(gpu, "gpu")
     engine = catalog.engine(engine or default_engine(accel)).id
     for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
-        _check_loads(catalog, engine, name)
+        _check_loads(catalog, engine, name, accel)
     matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, catalog=catalog)
     rows = [_on_gpus(cell, accel.id, gpus, engine, catalog) for cell in matrix.cells if cell.result is not None]
     rows.sort(key=lambda r: (not r.fits, -(r.output_tokens_per_s_per_user or 0.0), r.model))
@@ -101,11 +102,11 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
                     output_len=SPEED_OUTPUT_TOKENS, models=tuple(rows))
 
 
-def _check_loads(catalog: Catalog, engine: str, name: str) -> None:
-    quant = catalog.quantization(name)
-    if quant.engines and engine not in quant.engines:
-        loadable = ", ".join(q.id for q in catalog.quantizations if not q.engines or engine in q.engines)
-        raise InvalidScenarioError(f"{engine} does not load {quant.id} weights (loaded by {', '.join(quant.engines)})",
+def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator) -> None:
+    quant, engine = catalog.quantization(name), catalog.engine(engine_id)
+    if not engine.loads(quant, accel.software):
+        loadable = ", ".join(q.id for q in catalog.quantizations if engine.loads(q, accel.software))
+        raise InvalidScenarioError(f"{engine_id} does not load {quant.id} weights on {accel.name}",
                                    field="quantization", allowed=loadable)
 
 

@@ -197,7 +197,7 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
         converted = tuple(q for q in engine.converts_to if q not in builds)
     for qid in req.quantizations or (*builds, *converted):
         q = catalog.quantization(qid, field_name="quantizations")
-        if q.engines and engine.id not in q.engines:
+        if not engine.loads(q, accel.software):
             continue
         native = q.native_on(accel)
         label = "native" if native else f"fallback to {q.fallback_compute} compute"

@@ -43,13 +43,21 @@ def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> Rend
             params = _q(m.total_params, 1e9, "{:,.1f}B")
             if m.active_params:
                 params += " / " + _q(m.active_params, 1e9, "{:,.1f}B")
-            rows.append([m.id, m.name, m.status, params, _q(m.context_tokens), ", ".join(c.quantization for c in m.checkpoints),
+            rows.append([m.id, m.name, m.status, params, _q(m.context_tokens), _formats(m.checkpoints),
                          "yes" if m.config else (f"proxy:{m.kv_proxy}" if m.kv_proxy else "no")])
     else:
         cols = [Col("id", key=True), Col("summary")]
         rows = [[e.id, str(getattr(e, "name", None) or getattr(e, "title", None) or getattr(e, "label", None)
                            or getattr(e, "method", ""))] for e in entries]
     return layout(title, cols, rows, width)
+
+
+def _formats(checkpoints) -> str:
+    """A model's checkpoint formats, each once, and how many checkpoints there are when some share one
+    (Qwen3 2507: an Instruct and a Thinking build of each)."""
+    formats = list(dict.fromkeys(c.quantization for c in checkpoints))
+    more = f" ({len(checkpoints)} checkpoints)" if len(checkpoints) > len(formats) else ""
+    return ", ".join(formats) + more
 
 
 def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
