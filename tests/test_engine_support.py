@@ -129,3 +129,12 @@ def test_the_api_refuses_a_fit_pinned_before_the_model():
     r = TestClient(create_app()).post("/api/fit", json={"model": "qwen3-32b", "gpu": "H100", "engine_version": "0.5.4"})
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "engine_version" and "0.8.4" in r.json()["error"]["allowed"]
+
+
+def test_llama_cpp_floors_are_build_numbers():
+    gguf = {"model": "qwen3-8b", "gpu": "RTX4090", "engine": "llamacpp", "quantization": "gguf-q4_k_m"}
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="b5000", **gguf)
+    assert e.value.field == "engine_version" and "b5092" in e.value.allowed  # sourced: es-llmfarm-issue126-qwen3
+    assert _fit(engine_version="b5092", **gguf).memory_rule_id
+    assert _fit(**gguf).memory_rule_id  # no release stated: llama.cpp has no current release to default to
