@@ -138,3 +138,11 @@ def test_llama_cpp_floors_are_build_numbers():
     assert e.value.field == "engine_version" and "b5092" in e.value.allowed  # sourced: es-llmfarm-issue126-qwen3
     assert _fit(engine_version="b5092", **gguf).memory_rule_id
     assert _fit(**gguf).memory_rule_id  # no release stated: llama.cpp has no current release to default to
+
+
+def test_a_scenario_pinned_before_its_model_is_refused_by_plan(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text('model: gpt-oss-120b\nengine_version: "0.10.0"\nplatform: {system: hgx-h100}\n'
+                        'workload: {preset: chat-seat}\ntarget_users: 2000\n')
+    r = runner.invoke(app, ["plan", str(scenario), "--draws", "0"])
+    assert r.exit_code == 2 and "engine_version" in r.output and "0.10.1" in r.output  # es-arctic-pr170-gptoss
