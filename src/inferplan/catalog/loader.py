@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.weight_rules import ExpertScaleRule
     from inferplan.catalog.admission_rules import AdmissionRule
     from inferplan.catalog.mtp_rules import MtpRule
+    from inferplan.catalog.engine_support import SupportFloor
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
@@ -85,6 +86,7 @@ SECTIONS: dict[str, str] = {
     "weight_rules": "weight_rules:ExpertScaleRule",  # engine_weight_rules.yaml
     "admission_rules": "admission_rules:AdmissionRule",  # engine_admission_rules.yaml
     "mtp_rules": "mtp_rules:MtpRule",  # engine_mtp_rules.yaml
+    "engine_support": "engine_support:SupportFloor",  # engine_support.yaml
 }
 
 
@@ -124,6 +126,7 @@ class Catalog:
     weight_rules: Registry[ExpertScaleRule]
     admission_rules: Registry[AdmissionRule]
     mtp_rules: Registry[MtpRule]
+    engine_support: Registry[SupportFloor]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
     # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)
@@ -232,6 +235,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     from inferplan.catalog.weight_rules import check_weight_rules
     from inferplan.catalog.admission_rules import check_admission_rules
     from inferplan.catalog.mtp_rules import check_mtp_rules
+    from inferplan.catalog.engine_support import check_engine_support
 
     models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
@@ -269,6 +273,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_weight_rules(catalog)
     check_admission_rules(catalog)
     check_mtp_rules(catalog)
+    check_engine_support(catalog)
     return catalog
 
 

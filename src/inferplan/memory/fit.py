@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.engine_support import check_engine_loads
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
@@ -155,6 +156,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
+    check_engine_loads(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
+                       quant.id)
     profile_len = planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
     scale = fraction_scale(engine, hw.accel, d.max_model_len or spec.context_tokens,
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))

@@ -2,7 +2,8 @@
 
 Like docs/speed.md (``docs_tables.py``), docs/memory.md holds blocks between
 ``<!-- generated: NAME -->`` and ``<!-- end generated -->``: the engine memory rules of
-``engine_memory_rules.yaml`` (what each release line counts, with its sources) and the field-set
+``engine_memory_rules.yaml`` (what each release line counts, with its sources), the first release
+that loads each architecture and format (``engine_support.yaml``) and the field-set
 scores of ``validate_memory`` by release, by rule and per record.
 ``python -m inferplan.validation.docs_memory --write`` rewrites them; without ``--write`` it exits 1
 and names the blocks that differ. A test keeps the document equal to a fresh render.
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import MemoryRule, engine_rules
+from inferplan.catalog.memory_rules import MemoryRule, engine_rules, release_key
 from inferplan.validation.docs_tables import markdown_row, write_or_check
 from inferplan.validation.memory import MemoryValidation, SplitSummary, validate_memory
 
@@ -124,12 +125,23 @@ def peaks_table(v: MemoryValidation) -> str:
     return "\n".join(lines) + "\n"
 
 
+def support_table(catalog: Catalog) -> str:
+    """engine_support.yaml: the first release of each engine that loads an architecture or format."""
+    lines = ["| engine | loads | from release | sources |", "|---|---|---|---|"]
+    for f in sorted(catalog.engine_support, key=lambda f: (f.engine, f.quantization or "", release_key(f.first_release))):
+        name = catalog.engines.records[f.engine].name
+        lines.append(markdown_row([name, f"`{f.subject()}`", f.first_release,
+                                   ", ".join(f"[{s}]({catalog.sources[s].url})" for s in f.sources)]))
+    return "\n".join(lines) + "\n"
+
+
 def render_memory_tables(catalog: Catalog | None = None) -> dict[str, str]:
     """Every generated block of docs/memory.md, by name."""
     catalog = catalog or load_catalog()
     v = validate_memory(catalog)
     renderers: dict[str, Callable[[], str]] = {
         "memory-rules": lambda: rules_table(catalog),
+        "engine-support": lambda: support_table(catalog),
         "memory-field-releases": lambda: field_table(v, "release"),
         "memory-field-rules": lambda: field_table(v, "rule"),
         "memory-field-records": lambda: records_table(v),

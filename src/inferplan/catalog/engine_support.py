@@ -1,0 +1,98 @@
+"""The first release of an engine that loads a model architecture or a weight format, as data
+(``data/engine_support.yaml``).
+
+An engine release loads a checkpoint only when its model registry names the checkpoint's
+architecture (the ``architectures`` entry of its config.json) and its quantization registry takes
+the checkpoint's ``quant_method``. A ``SupportFloor`` records the first release that does, for one
+architecture, one weight format (a quantizations.yaml id), or one format on one architecture. A
+release before a floor is refused (``check_engine_loads``, called by ``memory/fit.py`` for every plan), so a plan pinned
+to an old release does not print a launch command that fails at load. An architecture or format
+with no floor recorded is never refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import Field, model_validator
+
+from inferplan.catalog.memory_rules import parse_engine_version, release_key
+from inferplan.catalog.provenance import Kind
+from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
+from inferplan.errors import CatalogError, InvalidScenarioError
+
+
+class SupportFloor(Frozen):
+    """The first release of ``engine`` that loads ``architecture``, ``quantization``, or that
+    quantization on that architecture (both given)."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id
+    architecture: str | None = None  # a Hugging Face architectures name ("Qwen3ForCausalLM")
+    quantization: str | None = None  # a quantizations.yaml id ("fp8-block")
+    first_release: str  # inclusive
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Kind
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _subject(self) -> "SupportFloor":
+        if self.architecture is None and self.quantization is None:
+            raise ValueError("a support floor names an architecture, a quantization, or both")
+        release_key(self.first_release)
+        return self
+
+    def applies(self, engine: str, architecture: str | None, quantization: str) -> bool:
+        return self.engine == engine and (self.architecture is None or self.architecture == architecture) and \
+            (self.quantization is None or self.quantization == quantization)
+
+    def subject(self) -> str:
+        """What the floor is for, in words: "Qwen3ForCausalLM", "fp8-block checkpoints", "fp8-block Qwen3ForCausalLM"."""
+        if self.quantization is None:
+            return str(self.architecture)
+        return f"{self.quantization} {self.architecture or 'checkpoints'}"
+
+
+def unsupported(catalog, engine: str, release: str, architecture: str | None,
+                quantization: str) -> tuple[SupportFloor, ...]:
+    """The floors ``release`` of ``engine`` is below for a checkpoint of ``architecture`` in
+    ``quantization``, highest first (empty: the release loads it, as far as the catalogue knows)."""
+    key = release_key(release)
+    above = [f for f in catalog.engine_support if f.applies(engine, architecture, quantization)
+             and key < release_key(f.first_release)]
+    return tuple(sorted(above, key=lambda f: release_key(f.first_release), reverse=True))
+
+
+def check_engine_loads(catalog, engine: str, engine_version: str | None, architecture: str | None,
+                       quantization: str) -> None:
+    """Raise InvalidScenarioError when the release planned (``engine_version``, a release with an
+    optional variant; None: none stated or defaulted, never refused) cannot load the checkpoint: field
+    ``engine_version`` for its architecture, else ``quantization`` for its weight format."""
+    if engine_version is None:
+        return
+    release = parse_engine_version(engine_version)[0]
+    floors = unsupported(catalog, engine, release, architecture, quantization)
+    if not floors:
+        return
+    name = catalog.engines.records[engine].name
+    floor = next((f for f in floors if f.quantization is None), floors[0])
+    loads = f"{name} ≥ {floor.first_release} loads {floor.subject()}"
+    said = f"{name} {release} cannot load {floor.subject()}, first loaded by {floor.first_release} (source {floor.sources[0]})"
+    if floor.quantization is None:
+        raise InvalidScenarioError(said, field="engine_version", allowed=loads)
+    raise InvalidScenarioError(said, field="quantization", allowed=f"{loads}; or another quantization at {release}")
+
+
+def check_engine_support(catalog) -> None:
+    """Every floor names a known engine, quantization and sources; no two floors share a subject."""
+    seen: dict[tuple[str, str | None, str | None], str] = {}
+    for floor in catalog.engine_support:
+        where = f"engine_support:{floor.id}"
+        check_engine_and_sources(catalog, where, floor.id, floor.engine, floor.sources)
+        if floor.quantization is not None and floor.quantization not in catalog.quantizations:
+            raise CatalogError(f"{where}: unknown quantization {floor.quantization!r}", field=floor.id)
+        subject = (floor.engine, floor.architecture, floor.quantization)
+        if subject in seen:
+            raise CatalogError(f"{where}: the same subject as {seen[subject]}", field=floor.id)
+        seen[subject] = floor.id

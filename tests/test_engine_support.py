@@ -1,0 +1,148 @@
+"""The first engine release that loads a model's architecture or weight format (engine_support.yaml,
+catalog/engine_support.py): a plan pinned to an older release is refused naming engine_version (the
+architecture) or quantization (the format) and the release that loads it, by fit, perf, deploy and plan
+alike; every memory record and every catalogue model at its engine's default release passes."""
+
+import dataclasses
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from inferplan.catalog.engine_support import check_engine_loads, check_engine_support, unsupported
+from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.memory_rules import current_release
+from inferplan.catalog.registry import Registry
+from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.memory.resolve import resolve_model
+from inferplan.shells.api import create_app
+from inferplan.shells.cli import app
+from inferplan.validation.memory import planned_record_release
+
+CATALOG = load_catalog()
+runner = CliRunner()
+
+
+def _fit(catalog=CATALOG, **kw):
+    return fit(Deployment(**{"model": "qwen3-32b", "gpu": "H100", "max_model_len": 8192, **kw}), catalog)
+
+
+def _with_floors(floors) -> object:
+    return dataclasses.replace(CATALOG, engine_support=Registry("engine support", {f.id: f for f in floors}))
+
+
+def test_qwen3_on_a_vllm_release_before_qwen3_is_refused_naming_engine_version_and_the_floor():
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="0.5.4")
+    assert e.value.field == "engine_version"
+    assert "0.8.4" in e.value.allowed and "Qwen3ForCausalLM" in e.value.allowed  # sourced: es-vllm-issue17327-qwen3
+    assert "vLLM 0.5.4 cannot load Qwen3ForCausalLM" in str(e.value)
+
+
+def test_qwen3_at_the_first_release_that_loads_it_is_planned():
+    assert _fit(engine_version="0.8.4").memory_rule_id
+    assert _fit(engine_version="V0 0.8.4").memory_rule_id  # a variant named with the release
+
+
+def test_the_architecture_is_named_before_the_format_when_both_are_too_new():
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="0.5.4", quantization="fp8-block")
+    assert e.value.field == "engine_version"
+
+
+def test_a_format_floor_refuses_naming_quantization():
+    # Qwen3's dense FP8 checkpoints load from 0.8.5 (es-vllm-issue17327-qwen3)
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="0.8.4", quantization="fp8-block")
+    assert e.value.field == "quantization" and "0.8.5" in e.value.allowed
+    assert _fit(engine_version="0.8.5", quantization="fp8-block").memory_rule_id
+    # block-wise FP8 on any architecture: from 0.6.6 (es-dsv3-issue901-fp8)
+    llama = {"model": "llama-3.1-8b", "quantization": "fp8-block"}
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="0.6.5", **llama)
+    assert e.value.field == "quantization" and "0.6.6" in e.value.allowed
+    assert _fit(engine_version="0.6.6", **llama).memory_rule_id
+
+
+def test_a_release_is_refused_only_by_its_own_engine():
+    assert not unsupported(CATALOG, "sglang", "0.4.0", "Qwen3ForCausalLM", "bf16")
+    assert unsupported(CATALOG, "sglang", "0.4.0", "DeepseekV3ForCausalLM", "fp8-block")
+
+
+def test_the_check_follows_the_data():
+    floors = list(CATALOG.engine_support)
+    without = [f for f in floors if f.id != "vllm-qwen3"]
+    assert _fit(_with_floors(without), engine_version="0.5.4").memory_rule_id
+    later = [f.model_copy(update={"first_release": "0.9.0"}) if f.id == "vllm-qwen3" else f for f in floors]
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(_with_floors(later), engine_version="0.8.4")
+    assert "0.9.0" in e.value.allowed
+
+
+def test_a_floor_for_an_unknown_quantization_or_twice_the_same_subject_is_a_catalogue_error():
+    floors = list(CATALOG.engine_support)
+    bad = floors[0].model_copy(update={"id": "bad", "quantization": "no-such-format"})
+    with pytest.raises(CatalogError, match="unknown quantization"):
+        check_engine_support(_with_floors([*floors, bad]))
+    twice = floors[0].model_copy(update={"id": "twice"})
+    with pytest.raises(CatalogError, match="same subject"):
+        check_engine_support(_with_floors([*floors, twice]))
+
+
+@pytest.mark.parametrize("point", list(CATALOG.memory_points), ids=lambda p: p.id)
+def test_every_memory_record_ran_a_release_that_loads_its_model(point):
+    check_engine_loads(CATALOG, point.engine, planned_record_release(point, CATALOG), _hf_architecture(point.model),
+                       point.quantization)
+
+
+def _hf_architecture(model: str) -> str | None:
+    arch = resolve_model(CATALOG, model).architecture
+    return arch and arch.hf_architecture
+
+
+def _default_cases():
+    for card in CATALOG.models:
+        arch = _hf_architecture(card.id)
+        quantizations = {"bf16", *(c.quantization for c in card.checkpoints)}
+        for engine in card.serving_engines:
+            current = current_release(CATALOG, engine)
+            if current is not None:
+                for q in sorted(quantizations):
+                    yield card.id, engine, current.release, arch, q
+
+
+@pytest.mark.parametrize(("model", "engine", "release", "arch", "quantization"), list(_default_cases()))
+def test_every_catalogue_model_loads_at_its_engines_default_release(model, engine, release, arch, quantization):
+    check_engine_loads(CATALOG, engine, release, arch, quantization)
+
+
+def test_the_cli_refuses_a_deploy_pinned_before_the_model():
+    r = runner.invoke(app, ["deploy", "--model", "qwen3-32b", "--gpu", "H100", "--quantization", "fp8-block",
+                            "--engine-version", "0.5.4"])
+    assert r.exit_code == 2 and "--engine-version" in r.output and "0.8.4" in r.output
+    assert "vllm serve" not in r.output
+
+
+def test_the_api_refuses_a_fit_pinned_before_the_model():
+    r = TestClient(create_app()).post("/api/fit", json={"model": "qwen3-32b", "gpu": "H100", "engine_version": "0.5.4"})
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "engine_version" and "0.8.4" in r.json()["error"]["allowed"]
+
+
+def test_llama_cpp_floors_are_build_numbers():
+    gguf = {"model": "qwen3-8b", "gpu": "RTX4090", "engine": "llamacpp", "quantization": "gguf-q4_k_m"}
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="b5000", **gguf)
+    assert e.value.field == "engine_version" and "b5092" in e.value.allowed  # sourced: es-llmfarm-issue126-qwen3
+    assert _fit(engine_version="b5092", **gguf).memory_rule_id
+    assert _fit(**gguf).memory_rule_id  # no release stated: llama.cpp has no current release to default to
+
+
+def test_a_scenario_pinned_before_its_model_is_refused_by_plan(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text('model: gpt-oss-120b\nengine_version: "0.10.0"\nplatform: {system: hgx-h100}\n'
+                        'workload: {preset: chat-seat}\ntarget_users: 2000\n')
+    r = runner.invoke(app, ["plan", str(scenario), "--draws", "0"])
+    assert r.exit_code == 2 and "engine_version" in r.output and "0.10.1" in r.output  # es-arctic-pr170-gptoss
