@@ -1,18 +1,16 @@
 """Drive the real page in headless Chromium (Debian's /usr/bin/chromium) through Playwright."""
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import socket
-import threading
-import time
 import urllib.parse
 from pathlib import Path
 
 import httpx
 import pytest
+
+import live_server
 
 pytestmark = pytest.mark.slow
 
@@ -30,32 +28,12 @@ def server(tmp_path_factory):
         yield base
 
 
-@contextlib.contextmanager
 def serving(db: Path):
     """The app on a free loopback port with its own database, for as long as the block runs."""
-    import uvicorn
-
     from inferplan.shells.api import create_app
     from inferplan.shells.api_guard import loopback_hosts
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(db, allowed_hosts=loopback_hosts(port)), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(base + "/api/catalog", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    try:
-        yield base
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=10)
+    return live_server.serving(lambda port: create_app(db, allowed_hosts=loopback_hosts(port)))
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,14 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     first = view["rows"][0]
     assert first["deploy"] in rows.first.text_content()  # the launch command is shown
     assert "TTFT" in rows.first.text_content() and "/Mtok" in rows.first.text_content()
+    # each pick's notes, as `inferplan search` prints them: a bought pick rests on the price band's middle
+    assert first["notes"] == view["result"]["results"][0]["notes"]
+    capex = next(n for n in first["notes"] if n.startswith("capex: mid of the catalogue price band"))
+    notes = rows.first.locator("details.pick-notes")
+    assert (notes.get_attribute("open") is None) == (len(first["notes"]) > 2)  # folded when there are many
+    if notes.get_attribute("open") is None:
+        notes.locator("summary").click()
+    assert notes.locator("li", has_text=capex).is_visible()
     assert page.locator("#chart-search svg").count() == 1
     assert "at an API" in page.text_content("#search-api")
     page.click("button[aria-label='Use deployment 1']")

@@ -1,5 +1,7 @@
 """What runs on N GPUs of one kind (performance/here.py what_runs_on), and its page view."""
 
+import pytest
+
 from inferplan.catalog.loader import load_catalog
 from inferplan.memory.fit import fit
 from inferplan.inputs.deployment import Deployment
@@ -53,3 +55,14 @@ def test_a_format_the_engine_does_not_load_is_refused_naming_quantization(tmp_pa
     assert "fp8" in r.json()["error"]["allowed"] and "gguf-q4_k_m" not in r.json()["error"]["allowed"]
     ok = client.post("/api/views/homelab", json={"gpu": "RTX 4090", "engine": "llama.cpp", "quantization": "q4_k_m"})
     assert ok.status_code == 200 and ok.json()["rows"]
+
+
+@pytest.mark.parametrize("key", ["engine", "quantization", "gpu"])
+def test_a_blank_name_is_refused_naming_its_key_not_read_as_the_default(tmp_path, key):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    r = TestClient(create_app(tmp_path / "h.db")).post("/api/views/homelab", json={"gpu": "RTX 4090", key: " "})
+    assert r.status_code == 422 and r.json()["error"]["field"] == key
+    assert "must not be empty" in r.json()["error"]["message"]

@@ -184,6 +184,8 @@ def test_cli_and_api_search_bursty_loads_alike(tmp_path):
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "peak_to_average"], bad.text
     view = client.post("/api/views/search", json=body)
     assert view.status_code == 200 and "bursts at 3× the mean rate" in view.json()["summary"]
+    picks = view.json()["result"]["results"]  # each row carries its pick's notes, as the CLI prints them
+    assert [row["notes"] for row in view.json()["rows"]] == [p["notes"] for p in picks] and picks[0]["notes"]
     wide = client.post("/api/search", json={**body, "lengths": "uniform"})
     assert wide.status_code == 422 and wide.json()["detail"][0]["loc"] == ["body", "output_tokens_scv"], wide.text
     uniform = client.post("/api/search", json={**body, "lengths": "uniform", "output_tokens_scv": 0.3})

@@ -143,12 +143,13 @@ def test_the_human_search_prints_each_picks_notes_and_whole_launch_commands():
     assert max(len(line) for line in lines if "serve" not in line) <= 80
 
 
-def test_an_api_bill_of_cents_is_printed_in_cents():
+@pytest.mark.parametrize(("monthly_usd", "shown"), [
+    (0.068, "$0.0680"), (0.0004, "$0.000400"), (2.5, "$2.50"), (9.999, "$10.00"), (2313.4, "$2,313")])
+def test_an_api_bill_of_cents_is_printed_to_its_digits_not_as_nothing(monthly_usd, shown):
     from inferplan.report.search_view import api_text
     from inferplan.search.result import ApiAlternative
 
-    assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=0.068)).endswith("$0.07/month")
-    assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=2313.4)).endswith("$2,313/month")
+    assert api_text(ApiAlternative(id="a", provider="p", usd_per_mtok=0.1, monthly_usd=monthly_usd)).endswith(f"{shown}/month")
 
 
 def test_a_system_sold_only_names_its_price_against_the_capex_cap_when_buy_or_rent_is_searched(catalog):

@@ -4,7 +4,10 @@ bodies and catalogue entries.
 Frozen, no unknown keys, no NaN or infinity, and ``true``/``false`` is not a number: pydantic would
 read ``gpus: true`` as 1 and YAML reads ``on``/``yes`` as true, so a stray boolean would become a
 silent 1 GPU or a 1.0 price; likewise ``"100"`` in a number field is refused rather than read. A
-field that takes booleans says so in its type.
+field that takes booleans says so in its type, and one that takes only a boolean (``bool``, ``bool |
+None``) takes only ``true``/``false``: pydantic would read ``"yes"``, ``"off"``, ``1`` or ``0.0`` there,
+and ``"false"`` typed in quotes would not stay false by accident elsewhere. YAML 1.1's ``yes``/``no``/
+``on``/``off`` unquoted are booleans to ``yaml.safe_load`` already, so a data file may still write them.
 
 Text is bounded and plain: a string anywhere in an input (a field, a list item, a mapping's key or
 value) has at most ``MAX_TEXT_CHARS`` characters (a field an input lists in ``documents``, such as an
@@ -26,6 +29,7 @@ import typing
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, WithJsonSchema, field_validator
+from pydantic_core import PydanticCustomError
 
 
 class WrittenFloat(float):
@@ -51,15 +55,25 @@ def takes_bool(annotation: Any) -> bool:
     return False
 
 
-def numeric(annotation: Any) -> bool:
-    """Whether a field holds only numbers (``int``, ``float | None`` …): a string there is a mistake."""
+def _holds_only(annotation: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether a field's type is one of ``kinds``, optional or not (``float | None``, ``bool``)."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return numeric(typing.get_args(annotation)[0])
+        return _holds_only(typing.get_args(annotation)[0], kinds)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return bool(args) and all(numeric(a) for a in args)
-    return annotation in (int, float)
+        return bool(args) and all(_holds_only(a, kinds) for a in args)
+    return annotation in kinds
+
+
+def numeric(annotation: Any) -> bool:
+    """Whether a field holds only numbers (``int``, ``float | None`` …): a string there is a mistake."""
+    return _holds_only(annotation, (int, float))
+
+
+def only_bool(annotation: Any) -> bool:
+    """Whether a field holds only a yes/no (``bool``, ``bool | None``): anything but true/false is a mistake."""
+    return _holds_only(annotation, (bool,))
 
 
 def holds_model(annotation: Any) -> bool:
@@ -110,11 +124,21 @@ def text_problem(value: Any, inner: bool = False, max_chars: int | None = MAX_TE
 
 
 @functools.cache
-def _field_takes(cls: type[BaseModel], name: str) -> tuple[bool, bool, bool]:
-    """Whether a field takes a number, a yes/no, a model: read once per class and field (validation
-    asks for every field of every input)."""
+def _field_takes(cls: type[BaseModel], name: str) -> tuple[bool, bool, bool, bool]:
+    """Whether a field takes a number, a yes/no, a model, nothing but a yes/no: read once per class
+    and field (validation asks for every field of every input)."""
     annotation = cls.model_fields[name].annotation
-    return numeric(annotation), takes_bool(annotation), holds_model(annotation)
+    return numeric(annotation), takes_bool(annotation), holds_model(annotation), only_bool(annotation)
+
+
+BOOL_ALLOWED = "true, false"
+
+
+def _not_a_bool(value: Any) -> PydanticCustomError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:40] + "…"
+    return PydanticCustomError("bool_type", "{shown} is not a yes/no value: write true or false (no quotes)",
+                               {"shown": shown, "allowed": BOOL_ALLOWED})
 
 
 class Input(BaseModel):
@@ -127,8 +151,11 @@ class Input(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name is not None and value is not None and not isinstance(value, bool):
+            if _field_takes(cls, info.field_name)[3]:  # "yes", "off", 1, 0.0 in a true/false field
+                raise _not_a_bool(value)
         if info.field_name is not None and isinstance(value, (WrittenFloat, bool, str, dict)):
-            is_number, is_bool, is_model = _field_takes(cls, info.field_name)
+            is_number, is_bool, is_model, _ = _field_takes(cls, info.field_name)
             if isinstance(value, WrittenFloat):
                 return value if is_number else value.text
             if isinstance(value, bool) and not is_bool:
@@ -142,6 +169,13 @@ class Input(BaseModel):
             if problem:
                 raise ValueError(problem)
         return value
+
+
+def not_blank(value: Any) -> Any:
+    """``value``, unless it is a name left blank ("" or spaces): refused, rather than read as the default."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("must not be empty: name one, or leave the field out for its default")
+    return value
 
 
 # Names a person gives (a scenario, a saved scenario, a model read from a config) end up in

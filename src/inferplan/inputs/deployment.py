@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from inferplan.inputs import Input
+from inferplan.inputs import Input, not_blank
 
 MAX_CONTEXT_TOKENS = 100_000_000  # far above any model's limit; guards against absurd input
 MAX_GPUS = 100_000
@@ -101,9 +101,7 @@ class Deployment(Input):
                      mode="before")
     @classmethod
     def _not_blank(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("must not be empty: name one, or leave the field out for its default")
-        return value
+        return not_blank(value)
 
     @model_validator(mode="after")
     def _hardware_named(self) -> "Deployment":

@@ -4,13 +4,12 @@ the currency conversion at the stored FX rate)."""
 
 from __future__ import annotations
 
-import math
-
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.uncertainty import Uncertainty
+from inferplan.report.money import money_text
 from inferplan.report.sources import SourceNote
 
 
@@ -28,14 +27,7 @@ def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> 
     if usd is None:
         return "—"
     amount, symbol = (r.eur(usd), "€") if currency == "eur" else (usd, "$")
-    sign = "-" if amount < 0 else ""  # -$6,978, not $-6,978
-    magnitude = abs(amount)
-    if digits and 0 < magnitude < 0.995:  # cents would round a $0.0188 API seat to $0.02: three significant digits
-        digits = min(8, 2 - math.floor(math.log10(magnitude)))
-    text = f"{magnitude:,.{digits}f}"
-    if round(magnitude, digits) == 0:  # rounds to nothing: no sign; a price below its last place says so
-        return f"<{symbol}{10 ** -digits:.{digits}f}" if magnitude and digits else f"{symbol}{text}"
-    return f"{sign}{symbol}{text}"
+    return money_text(amount, symbol, digits)
 
 
 def _beyond_capacity(r: PlanResult) -> str:

@@ -1,13 +1,14 @@
 """A search's answer as people read it: each ranked deployment as three short texts (what to run,
-what it costs, how fast it answers), the families that failed and why, the API beside it, and the
-front of cost against tokens/s per user as a Vega-Lite chart. The terminal and the web page both
-show these texts, so they read the same."""
+what it costs, how fast it answers) with the notes it rests on, the families that failed and why,
+the API beside it, and the front of cost against tokens/s per user as a Vega-Lite chart. The
+terminal and the web page both show these texts, so they read the same."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.report.charts import SCHEMA, TITLE_CONFIG
+from inferplan.report.money import monthly_text
 from inferplan.search.arrivals import plural, rate_text
 from inferplan.search.result import ApiAlternative, Deployed, Infeasible, ParetoPoint, SearchResult
 
@@ -68,7 +69,7 @@ def deployment_text(d: Deployed) -> str:
 
 def cost_text(d: Deployed) -> str:
     capex = f"\ncapex ${d.capex_usd:,.0f}" if d.rent_or_buy == "buy" and d.capex_usd else ""
-    return f"${d.monthly_usd:,.0f}/month ({d.rent_or_buy})\n${d.usd_per_mtok:,.3f}/Mtok{capex}"
+    return f"{monthly_text(d.monthly_usd)}/month ({d.rent_or_buy})\n${d.usd_per_mtok:,.3f}/Mtok{capex}"
 
 
 def latency_text(d: Deployed) -> str:
@@ -92,8 +93,7 @@ def pareto_text(p: ParetoPoint) -> str:
 
 
 def api_text(a: ApiAlternative) -> str:
-    month = f"${a.monthly_usd:,.0f}" if a.monthly_usd >= 10 else f"${a.monthly_usd:,.2f}"  # a trickle of tokens: cents
-    return f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, {month}/month"
+    return f"at an API: {a.id} ({a.provider}) ${a.usd_per_mtok:,.3f}/Mtok, {monthly_text(a.monthly_usd)}/month"
 
 
 # each objective in words, as the page's "Rank by" control names it
@@ -124,6 +124,7 @@ class SearchRow(_Frozen):
     deployment: str
     cost: str
     latency: str
+    notes: tuple[str, ...]  # what the pick rests on, as `inferplan search` prints under its table
     deploy: str  # the launch command
     scenario: dict  # what the Users + ROI simulator loads
 
@@ -156,7 +157,7 @@ def pareto_chart(r: SearchResult) -> dict | None:
 
 def search_view(r: SearchResult) -> SearchView:
     rows = tuple(SearchRow(rank=d.rank, deployment=deployment_text(d), cost=cost_text(d), latency=latency_text(d),
-                           deploy=d.deploy, scenario=d.scenario) for d in r.results)
+                           notes=d.notes, deploy=d.deploy, scenario=d.scenario) for d in r.results)
     infeasible = tuple(infeasible_text(x) for x in r.infeasible)
     api = tuple(api_text(a) for a in r.api)
     return SearchView(summary=summary_text(r), notes=r.notes, rows=rows, infeasible=infeasible, api=api,

@@ -54,7 +54,7 @@ from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
-from inferplan.shells.api_body import JsonBody
+from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
     ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
@@ -147,12 +147,14 @@ def _location(field: str | None, request: Request | None) -> list[str]:
     return _json_field(field)
 
 
-def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[str] | None = None) -> FastAPI:
+def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[str] | None = None,
+               body_deadline_s: float = BODY_DEADLINE_S) -> FastAPI:
     """The app on the SQLite file ``db_path``; ``allowed_hosts``: the only Host headers it answers
-    (``api_guard.loopback_hosts`` when bound to loopback), or None for any."""
+    (``api_guard.loopback_hosts`` when bound to loopback), or None for any; ``body_deadline_s``: how
+    long a request's body may take to arrive (``api_body.BODY_DEADLINE_S``)."""
     app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
-    app.add_middleware(JsonBody)  # inside BodyLimit: reads a body already bounded
+    app.add_middleware(JsonBody, deadline_s=body_deadline_s)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)

@@ -7,10 +7,14 @@
   DeepSeek-V3 (scenario files refuse duplicate keys the same way).
 - Lists and objects nested more than ``MAX_NESTING_DEPTH`` levels (the bound input files have) get a
   400 naming it; the check walks the body without recursing.
+- A body that has not arrived in full ``BODY_DEADLINE_S`` after the request's headers gets a 408 and
+  the connection is closed: a client announcing ``Content-Length: 1000`` and sending 9 bytes would
+  otherwise hold a connection and a request task open for ever (uvicorn sets no such limit).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -19,6 +23,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from inferplan.input_files import MAX_NESTING_DEPTH
 from inferplan.shells.api_guard import BodyTooLarge, error_item, error_response, http_error, http_exception_response
 
+# Every client of the API sends its body at once (the page's fetch, curl, a script); the largest body
+# taken, a 16 MiB measurements upload (api_measurements.MAX_UPLOAD_BYTES), arrives within 30 s over
+# any uplink of 4.5 Mbit/s or more, and a 64 KiB body over one of 18 kbit/s.
+BODY_DEADLINE_S = 30.0
 JSON_TYPE = "application/json"
 TOO_DEEP = f"the body is nested more than {MAX_NESTING_DEPTH} levels deep"
 DEPTH_ALLOWED = f"at most {MAX_NESTING_DEPTH} levels of nested lists and objects"
@@ -56,25 +64,38 @@ def body_problem(data: Any) -> tuple[int, list, str, str] | None:
     return None
 
 
-class JsonBody:
-    """The checks above on every request with a body; the body then reaches the route as it came."""
+def late_body(deadline_s: float):
+    """The 408 for a body that did not arrive in time; the connection is closed after it, since the
+    rest of the body may still come."""
+    return http_error(408, f"the request body did not arrive within {deadline_s:g} s", loc=("body",),
+                      allowed=f"the whole body within {deadline_s:g} s of the request's headers",
+                      headers={"connection": "close"})
 
-    def __init__(self, app: ASGIApp) -> None:
+
+class JsonBody:
+    """The checks above on every request with a body; the body then reaches the route as it came.
+    ``deadline_s``: how long the whole body may take to arrive (``BODY_DEADLINE_S``)."""
+
+    def __init__(self, app: ASGIApp, deadline_s: float = BODY_DEADLINE_S) -> None:
         self.app = app
+        self.deadline_s = deadline_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         chunks, more = [], True
         try:
-            while more:
-                message = await receive()
-                if message["type"] != "http.request":
-                    return  # the client has gone before sending its body
-                chunks.append(message.get("body", b""))
-                more = message.get("more_body", False)
+            async with asyncio.timeout(self.deadline_s):
+                while more:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client has gone before sending its body
+                    chunks.append(message.get("body", b""))
+                    more = message.get("more_body", False)
         except BodyTooLarge as exc:
             return await http_exception_response(exc)(scope, receive, send)
+        except TimeoutError:
+            return await late_body(self.deadline_s)(scope, receive, send)
         body = b"".join(chunks)
         refusal = self._refusal(scope, body)
         if refusal is not None:

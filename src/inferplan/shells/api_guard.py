@@ -81,6 +81,7 @@ def _error_doc(what: str) -> dict[str, Any]:
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: _error_doc("the body is not JSON, or the Host header does not name this server"),
     404: _error_doc("no such catalogue entry, saved scenario, quote or path"),
+    408: _error_doc("the body did not arrive in time (api_body.BODY_DEADLINE_S)"),
     413: _error_doc(f"the body is larger than {MAX_BODY_BYTES} bytes"),
     422: _error_doc("a value is invalid: the field, the reason and what is allowed"),
 }

@@ -5,9 +5,9 @@ for a person with a GPU or two."""
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from inferplan.inputs import Input
+from inferplan.inputs import Input, not_blank
 from inferplan.report.homelab_view import HomelabView
 
 
@@ -16,6 +16,11 @@ class HomelabRequest(Input):
     gpus: int = Field(1, ge=1, le=64, description="GPUs of that kind, run as one instance")
     engine: str | None = Field(None, max_length=40, description="default: llama.cpp on Apple silicon, else vLLM")
     quantization: str | None = Field(None, max_length=40, description="one weight format; default: each model's own")
+
+    @field_validator("gpu", "engine", "quantization", mode="before")
+    @classmethod
+    def _not_blank(cls, value: object) -> object:
+        return not_blank(value)  # "" is refused as on every route, not read as the default
 
 
 router = APIRouter()

@@ -60,6 +60,21 @@ async function useThis(scenario) {
   if (refused) refused.focus();
 }
 
+// What a pick rests on (an assumed power draw, the simulation that checked it, a file to supply), as
+// `inferplan search` prints under its table: under the pick's deployment, folded when there are many.
+const NOTES_SHOWN_OPEN = 2;
+function pickNotes(row) {
+  const box = document.createElement("details");
+  box.className = "pick-notes";
+  box.open = row.notes.length <= NOTES_SHOWN_OPEN;
+  const title = document.createElement("summary");
+  title.textContent = `Notes on #${row.rank}`;
+  const list = document.createElement("ul");
+  list.replaceChildren(...row.notes.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
+  box.append(title, list);
+  return box;
+}
+
 async function runSearch(event) {
   event.preventDefault();
   $("search-error").hidden = true;
@@ -79,6 +94,7 @@ async function runSearch(event) {
       for (const text of [String(row.rank), row.deployment, row.cost, row.latency]) {
         const td = document.createElement("td"); td.textContent = text; tr.append(td);
       }
+      if (row.notes.length) tr.cells[1].append(pickNotes(row));
       const act = document.createElement("td");
       const use = document.createElement("button");
       use.type = "button"; use.textContent = "Use this"; use.setAttribute("aria-label", `Use deployment ${row.rank}`);
