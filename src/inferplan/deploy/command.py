@@ -22,7 +22,7 @@ from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.deploy.nodes import spans_hosts_note
+from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.kt_args import kt_args
@@ -70,6 +70,8 @@ class LaunchCommand(Output):
     port: int
     env: dict[str, str] = {}  # environment the command is started with (GPU pinning, per-worker ports)
     notes: tuple[str, ...] = ()
+    hosts: int = 1  # hosts one instance runs over; above 1, argv is host 0's and script every host's
+    host_commands: tuple[HostCommand, ...] = ()  # what each host runs, host 0 (the head) first
 
 
 def _copies_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
@@ -113,7 +115,8 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
-                   devices: tuple[int, ...] | None = None, from_plan: bool = False) -> LaunchCommand:
+                   devices: tuple[int, ...] | None = None, from_plan: bool = False,
+                   target: Target = "shell") -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
     (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
@@ -159,26 +162,31 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
             argv, env = (argv + [name, str(value)], env) if name.startswith("-") else (argv, {**env, name: str(value)})
     if devices:
         env = {**_visible_devices(d, catalog, devices), **env}
-    argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
+    listen = tuple(_emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port))
     files = ()
     if options:
         name = flags.options_file.file_name if role == "both" else f"{role}_{flags.options_file.file_name}"
         files = (LaunchFile(path=f"{files_dir.rstrip('/')}/{name}" if files_dir else name,
                             text=yaml.safe_dump(options, sort_keys=False)),)
-        argv += [flags.options_file.flag, files[0].path]
-    argv_t = tuple(str(a) for a in argv)
+    named = [flags.options_file.flag, files[0].path] if files else []
+    argv_t = tuple(str(a) for a in (*argv, *listen, *named))
+    release_planned = planned_engine_release(d, catalog)
+    spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
+                          before=tuple(here_document(f) for f in files), target=target) if role == "both" else None
+    argv_t = spread.commands[0].argv if spread else argv_t
     later = later_release(argv_t, flags)
     version = flags.version if later is None else later.version
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
                                         f"{flags.engine} {later.version}, not {flags.version}",)
-    text = shlex.join(argv_t)
+    text = spread.commands[0].text if spread else shlex.join(argv_t)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
-    return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
+    return LaunchCommand(engine=flags.engine, engine_version=release_planned,
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
-                         script="\n".join([*(here_document(f) for f in files), line]),
+                         script=hosts_script(spread) if spread else "\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
+                         hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
                          notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog),
-                                *spans_hosts_note(d, catalog)))
+                                *(spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ())))
 
 
 def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
