@@ -1,5 +1,6 @@
 """One instance past one host: a command per host (head and workers) in the engine's own flags, or a refusal."""
 
+import json
 import os
 import shlex
 import subprocess
@@ -36,8 +37,8 @@ def _value(argv: tuple[str, ...], flag: str) -> str:
 
 
 def test_an_instance_past_one_host_says_it_runs_over_hosts_and_one_within_does_not():
-    assert "runs over 2 hosts" in _notes(gpu="h100-sxm", gpus=16)  # TP8 x PP2 on 8-GPU NVLink hosts
-    assert "runs over 2 hosts" in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2)
+    assert "needs 2 hosts" in _notes(gpu="h100-sxm", gpus=16)  # TP8 x PP2 on 8-GPU NVLink hosts
+    assert "needs 2 hosts" in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2)
     assert "hosts" not in _notes(gpu="h100-sxm", gpus=8)
     assert "hosts" not in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8)  # two copies of one host each
 
@@ -99,9 +100,14 @@ def test_sglang_gives_every_host_the_heads_address_and_its_rank():
 
 
 @pytest.mark.parametrize("engine", ("trtllm", "ktransformers"))
-def test_an_engine_without_a_multi_host_launch_refuses_an_instance_past_one_host(engine):
-    with pytest.raises(UnsupportedSettingError) as err:
-        _command(engine, model="qwen3-30b-a3b", tensor_parallel_size=16, pipeline_parallel_size=1)
+def test_an_engine_without_a_multi_host_launch_says_its_one_host_command_does_not_hold_the_instance(engine):
+    command = _command(engine, model="qwen3-30b-a3b", tensor_parallel_size=16, pipeline_parallel_size=1)
+    assert command.hosts == 1 and command.host_commands == ()
+    said = " ".join(command.notes)
+    assert "needs 2 hosts" in said and f"no multi-host launch for {engine}" in said and "(vllm, sglang)" in said
+    with pytest.raises(UnsupportedSettingError) as err:  # one pod of 16 GPUs no node holds
+        kubernetes_manifest(Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", engine=engine, tensor_parallel_size=16),
+                            CATALOG)
     assert err.value.field == "engine" and "vllm" in err.value.allowed and "sglang" in err.value.allowed
 
 
@@ -156,3 +162,51 @@ def test_a_ray_launch_is_refused_as_a_leader_worker_set():
     with pytest.raises(UnsupportedSettingError) as err:
         _lws(tensor_parallel_size=8, pipeline_parallel_size=2, engine_version="0.10.2")
     assert err.value.field == "engine_version" and "LeaderWorkerSet" in str(err.value)
+
+
+SPANNING = ["deploy", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--tensor-parallel-size", "8",
+            "--pipeline-parallel-size", "2"]
+
+
+def test_the_cli_prints_every_hosts_lines_and_its_json_lists_them():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, SPANNING)
+    assert r.exit_code == 0, r.output
+    assert "# host 0 of 2 (head" in r.stdout and "# host 1 of 2 (worker" in r.stdout and "--headless" in r.stdout
+    command = json.loads(runner.invoke(app, [*SPANNING, "--json"]).stdout)["command"]
+    assert command["hosts"] == 2 and [h["role"] for h in command["host_commands"]] == ["head", "worker"]
+    assert command["argv"] == command["host_commands"][0]["argv"]
+    r = runner.invoke(app, [*SPANNING, "--engine", "trtllm", "--format", "k8s", "--json"])
+    assert r.exit_code == 2 and json.loads(r.stdout)["error"]["field"] == "--engine"
+
+
+def test_the_api_answers_the_hosts_and_names_the_engine_it_refuses(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "test.db"))
+    deployment = {"model": "qwen3-8b", "gpu": "h100-sxm", "tensor_parallel_size": 8, "pipeline_parallel_size": 2}
+    r = client.post("/api/deploy", json={"deployment": deployment, "format": "k8s"})
+    assert r.status_code == 200, r.text
+    assert r.json()["command"]["hosts"] == 2 and len(r.json()["command"]["host_commands"]) == 2
+    assert [d["kind"] for d in yaml.safe_load_all(r.json()["manifest"])] == ["LeaderWorkerSet", "Service"]
+    r = client.post("/api/deploy", json={"deployment": {**deployment, "engine": "trtllm"}, "format": "k8s"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "deployment.engine"
+
+
+def test_a_search_pick_over_two_systems_carries_every_hosts_command():
+    from inferplan.search.request import SearchRequest, Targets
+    from inferplan.search.run import search
+
+    req = SearchRequest(models=("deepseek-v3",), request_rate_per_s=0.2, input_len=2000, output_len=200,
+                        targets=Targets(ttft_p95_s=10), systems=("hgx-h100",), engines=("vllm",), disaggregated=False,
+                        pricing="buy", top=1)
+    pick = search(req, CATALOG).results[0]
+    assert pick.tensor_parallel_size * pick.pipeline_parallel_size == 16  # DeepSeek-V3 needs two 8-GPU systems
+    assert "# host 0 of 2 (head" in pick.deploy and "# host 1 of 2 (worker" in pick.deploy
+    assert pick.deploy.count("--headless") == 1 and pick.deploy.count("--nnodes 2") == 2

@@ -173,6 +173,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
                           before=tuple(here_document(f) for f in files), target=target) if role == "both" else None
+    spans = spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ()
+    spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
     argv_t = spread.commands[0].argv if spread else argv_t
     later = later_release(argv_t, flags)
     version = flags.version if later is None else later.version
@@ -186,7 +188,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
                          notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog),
-                                *(spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ())))
+                                *spans))
 
 
 def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:

@@ -4,7 +4,8 @@ command per host: host 0, the head, serves the API, and the others join it, by t
 record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM from
 0.11.1 starts every host with ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head),
 earlier releases over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An
-engine with no such way is refused rather than given a one-machine command that cannot start.
+engine with no such way keeps its one-host command, with a note that says it does not hold the instance
+(``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
 
 Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
 address a Kubernetes LeaderWorkerSet gives its pods in a manifest (``LEADER_WORKER_SET``).
@@ -68,9 +69,10 @@ class HostCommand(Output):
 
 @dataclass(frozen=True)
 class HostsLaunch:
+    """Each host's command (none where the engine has no multi-host launch: the notes say so)."""
+
     split: HostSplit
     commands: tuple[HostCommand, ...]
-    method: MultiHostLaunch
     notes: tuple[str, ...]
 
 
@@ -89,11 +91,7 @@ def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
     if gpus <= host:
         return None
     hosts = -(-gpus // host)
-    if gpus % hosts:
-        raise InvalidScenarioError(f"one instance of {gpus} GPUs needs {hosts} hosts of {host}, and {gpus} GPUs do not "
-                                   f"split evenly over {hosts} hosts", field="tensor_parallel_size",
-                                   allowed=f"an instance of a multiple of {hosts} GPUs, or at most {host}")
-    return HostSplit(gpus, hosts, gpus // hosts, host, what)
+    return HostSplit(gpus, hosts, -(-gpus // hosts), host, what)
 
 
 def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
@@ -107,7 +105,7 @@ def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
 def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
     dp = f" × DP {d.data_parallel_size}" if (d.data_parallel_size or 1) > 1 else ""
     return (f"one instance of {split.gpus} GPUs (TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}{dp}) is "
-            f"more than {split.what} holds ({split.host_gpus} GPUs): it runs over {split.hosts} hosts, "
+            f"more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
             f"{split.gpus_per_host} GPUs each")
 
 
@@ -119,26 +117,35 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
     split = host_split(d, catalog)
     if split is None:
         return None
+    if not flags.multi_host:
+        return HostsLaunch(split, (), (_no_multi_host(d, catalog, flags, split, target),))
+    if split.gpus % split.hosts:
+        raise InvalidScenarioError(f"{spans_hosts_note(split, d)}, and {split.gpus} GPUs do not split evenly over "
+                                   f"{split.hosts} hosts", field="tensor_parallel_size",
+                                   allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
     addressing = SHELL if target == "shell" else LEADER_WORKER_SET
-    launch = _launch(d, flags, release, split, target == "k8s",
-                     tuple(f.engine for f in catalog.engine_flags if f.multi_host))
+    launch = _launch(d, flags, release, split, target == "k8s")
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing) for i in range(split.hosts))
     where = "host 0 (the head) serves the API; every host runs its own lines"
     if addressing is SHELL:
         where += f", with {HEAD_VARIABLE} set to host 0's address"
-    return HostsLaunch(split, commands, launch, (f"{spans_hosts_note(split, d)}: {where}",
-                                                 *((launch.note,) if launch.note else ())))
+    return HostsLaunch(split, commands, (f"{spans_hosts_note(split, d)}: {where}", *((launch.note,) if launch.note else ())))
 
 
-def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool,
-            engines: tuple[str, ...]) -> MultiHostLaunch:
-    """The first way of the engine's record the planned release has and the layout allows (``engines``: those
-    with a way)."""
-    if not flags.multi_host:
-        raise UnsupportedSettingError(
-            f"{spans_hosts_note(split, d)}, and inferplan writes no multi-host launch for {flags.engine}",
-            field="engine", allowed=f"an engine with a multi-host launch ({', '.join(engines)}), or at most {split.host_gpus} "
-                                    "GPUs per instance (tensor_parallel_size × pipeline_parallel_size × data_parallel_size)")
+def _no_multi_host(d: Deployment, catalog: Catalog, flags: EngineFlags, split: HostSplit, target: Target) -> str:
+    """What to do about an instance past one host on an engine with no multi-host launch inferplan writes (llama.cpp's
+    RPC backend, TensorRT-LLM's MPI launch are not modelled): a note beside the one-host command; refused as a
+    manifest, whose one pod of all its GPUs no node holds."""
+    engines = ", ".join(f.engine for f in catalog.engine_flags if f.multi_host)
+    fix = f"at most {split.host_gpus} GPUs per instance (TP × PP × DP), or an engine that has one ({engines})"
+    said = f"{spans_hosts_note(split, d)}, and inferplan writes no multi-host launch for {flags.engine}"
+    if target == "k8s":
+        raise UnsupportedSettingError(said, field="engine", allowed=fix)
+    return f"{said}: this command starts it on one host, which does not hold it; state {fix}"
+
+
+def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool) -> MultiHostLaunch:
+    """The first way of the engine's record the planned release has and the layout allows."""
     refusals: list[UnsupportedSettingError] = []
     who = f"{flags.engine} {release}" if release else flags.engine
     for launch in flags.multi_host:
