@@ -77,14 +77,28 @@ def test_vllm_before_its_native_multi_host_launch_joins_a_ray_cluster_and_serves
     assert "vllm" not in worker.argv  # the head alone starts vLLM over the cluster
 
 
-def test_ray_is_written_without_data_parallel_ranks_so_an_older_vllm_refuses_them():
-    with pytest.raises(UnsupportedSettingError) as err:
-        _command(engine_version="0.10.2", tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=2,
+def test_an_older_vllm_spreads_whole_data_parallel_ranks_over_hosts_and_only_the_head_serves():
+    command = _command(engine_version="0.10.2", model="qwen3-30b-a3b", tensor_parallel_size=4, pipeline_parallel_size=1,
+                       data_parallel_size=4, enable_expert_parallel=True)
+    flags = engine_flags(CATALOG, "vllm")
+    head, worker = command.host_commands
+    for host in command.host_commands:
+        assert set(_options(host.argv[2:])) <= set(flags.accepted) and "--nnodes" not in host.argv
+        assert _value(host.argv, "--data-parallel-size") == "4" and _value(host.argv, "--data-parallel-size-local") == "2"
+        assert _value(host.argv, "--data-parallel-address") == "$HEAD_IP"
+    assert _value(worker.argv, "--data-parallel-start-rank") == "2" and "--headless" in worker.argv
+    assert "--data-parallel-start-rank" not in head.argv and "--headless" not in head.argv
+    assert _value(head.argv, "--port") == "8000" and "--port" not in worker.argv
+
+
+def test_an_older_vllm_refuses_data_parallel_ranks_wider_than_a_host():
+    with pytest.raises(UnsupportedSettingError) as err:  # each rank TP 8 × PP 2: neither whole ranks nor Ray
+        _command(engine_version="0.10.2", tensor_parallel_size=8, pipeline_parallel_size=2, data_parallel_size=2,
                  enable_expert_parallel=True)
     assert err.value.field == "engine_version" and err.value.allowed == "0.11.1 or later"
-    assert "without data-parallel ranks" in str(err.value)
-    command = _command(tensor_parallel_size=8, pipeline_parallel_size=1, data_parallel_size=2, enable_expert_parallel=True)
-    assert command.hosts == 2 and _value(command.argv, "--data-parallel-size") == "2"
+    assert "whole on one host" in str(err.value) and "without data-parallel ranks" in str(err.value)
+    command = _command(tensor_parallel_size=8, pipeline_parallel_size=2, data_parallel_size=2, enable_expert_parallel=True)
+    assert command.hosts == 4 and _value(command.argv, "--data-parallel-size") == "2"  # the current release: --nnodes
 
 
 def test_sglang_gives_every_host_the_heads_address_and_its_rank():

@@ -3,8 +3,9 @@
 One instance whose GPUs (TP × PP × DP) are more than one host holds runs one command per host: host 0, the
 head, serves the API; the others join it. An engine record lists the ways it does that, newest first; a
 launch takes the first one the planned release has (``since``) and the layout allows (``data_parallel``).
-An argument may hold ``{hosts}`` (how many), ``{node_rank}`` (this host's index) or ``{head}`` (host 0's
-address): ``deploy.nodes`` fills them for a shell (``$HEAD_IP``) or for a Kubernetes LeaderWorkerSet (the
+An argument may hold ``{hosts}`` (how many), ``{node_rank}`` (this host's index), ``{head}`` (host 0's
+address), ``{local_ranks}`` and ``{start_rank}`` (the data-parallel ranks a host runs, and its first):
+``deploy.nodes`` fills them for a shell (``$HEAD_IP``) or for a Kubernetes LeaderWorkerSet (the
 addresses LWS gives each pod).
 """
 
@@ -14,16 +15,18 @@ from typing import Literal
 
 from inferplan.catalog.schema import Frozen
 
-PLACEHOLDERS = ("{hosts}", "{node_rank}", "{head}")
+PLACEHOLDERS = ("{hosts}", "{node_rank}", "{head}", "{local_ranks}", "{start_rank}")
 
 
 class MultiHostLaunch(Frozen):
     """One way to start an instance over several hosts: arguments added to each host's engine command, or a
     command the other hosts run instead of the engine (Ray's ``ray start --address``)."""
 
-    method: Literal["native", "ray"]
+    method: Literal["native", "data_parallel", "ray"]
     since: str | None = None  # the first release that takes it (None: every release the record covers)
     data_parallel: bool = True  # whether it starts an instance with data-parallel ranks too
+    # it spreads the data-parallel ranks over hosts, each rank (TP × PP) whole on one: only for such a layout
+    whole_ranks: bool = False
     kubernetes: bool = True  # whether one pod per host can run it as written (a LeaderWorkerSet)
     every_host: tuple[str, ...] = ()  # added to every host's engine command
     head: tuple[str, ...] = ()  # added to the head's engine command only

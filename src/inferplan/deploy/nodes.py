@@ -3,7 +3,8 @@ board: its GPUs in one host), or a bare GPU's scale-up domain or PCIe server. Su
 command per host: host 0, the head, serves the API, and the others join it, by the first way the engine's
 record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM from
 0.11.1 starts every host with ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head),
-earlier releases over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An
+earlier releases data-parallel ranks whole on each host with ``--data-parallel-size-local`` and
+``--data-parallel-start-rank``, or one rank over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An
 engine with no such way keeps its one-host command, with a note that says it does not hold the instance
 (``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
 
@@ -125,7 +126,8 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
                                    allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
     addressing = SHELL if target == "shell" else LEADER_WORKER_SET
     launch = _launch(d, flags, release, split, target == "k8s")
-    commands = tuple(_host(i, split, launch, engine, listen, before, addressing) for i in range(split.hosts))
+    rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
+    commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus) for i in range(split.hosts))
     where = "host 0 (the head) serves the API; every host runs its own lines"
     if addressing is SHELL:
         where += f", with {HEAD_VARIABLE} set to host 0's address"
@@ -153,6 +155,10 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
             refusals.append(UnsupportedSettingError(
                 f"{who} has no {launch.method} multi-host launch (from {launch.since})",
                 field="engine_version", allowed=f"{launch.since} or later"))
+        elif launch.whole_ranks and not _whole_ranks(d, split):
+            refusals.append(UnsupportedSettingError(
+                f"{who} spreads data-parallel ranks over hosts only with each rank (TP × PP) whole on one host",
+                field="tensor_parallel_size", allowed=f"TP × PP at most {split.host_gpus} with data_parallel_size above 1"))
         elif (d.data_parallel_size or 1) > 1 and not launch.data_parallel:
             refusals.append(UnsupportedSettingError(
                 f"{who} starts an instance over hosts by {launch.method}, which inferplan writes without data-parallel "
@@ -160,8 +166,8 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
                 allowed=f"1, or at most {split.host_gpus} GPUs per instance"))
         elif kubernetes and not launch.kubernetes:
             refusals.append(UnsupportedSettingError(
-                f"{who} starts an instance over hosts by {launch.method}, which a LeaderWorkerSet does not run as "
-                "written (the head must wait for the other hosts)",
+                f"{who} starts an instance over hosts by {launch.method}, which inferplan does not write as a "
+                "LeaderWorkerSet",
                 field="format", allowed="shell"))
         else:
             return launch
@@ -169,13 +175,20 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
     raise UnsupportedSettingError("; ".join(str(r) for r in refusals), field=first.field, allowed=first.allowed)
 
 
+def _whole_ranks(d: Deployment, split: HostSplit) -> bool:
+    """Whether each host runs whole data-parallel ranks of ``d`` (two or more ranks, each TP × PP GPUs)."""
+    rank = d.tensor_parallel_size * d.pipeline_parallel_size
+    return (d.data_parallel_size or 1) > 1 and split.gpus_per_host % rank == 0
+
+
 def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, ...], listen: tuple[str, ...],
-          before: tuple[str, ...], addressing: Addressing) -> HostCommand:
+          before: tuple[str, ...], addressing: Addressing, rank_gpus: int) -> HostCommand:
     rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
+    local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
 
     def fill(args: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(a.replace("{hosts}", str(split.hosts)).replace("{node_rank}", rank)
-                     .replace("{head}", addressing.head) for a in args)
+        return tuple(a.replace("{hosts}", str(split.hosts)).replace("{node_rank}", rank).replace("{head}", addressing.head)
+                     .replace("{local_ranks}", str(local)).replace("{start_rank}", str(i * local)) for a in args)
 
     if i == 0:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.head), *listen), \
