@@ -224,3 +224,15 @@ def test_a_search_pick_over_two_systems_carries_every_hosts_command():
     assert pick.tensor_parallel_size * pick.pipeline_parallel_size == 16  # DeepSeek-V3 needs two 8-GPU systems
     assert "# host 0 of 2 (head" in pick.deploy and "# host 1 of 2 (worker" in pick.deploy
     assert pick.deploy.count("--headless") == 1 and pick.deploy.count("--nnodes 2") == 2
+
+
+def test_a_multi_host_argument_with_an_unknown_placeholder_is_refused_on_load():
+    from pydantic import ValidationError
+
+    raw = engine_flags(CATALOG, "vllm").model_dump(mode="json")
+    raw["multi_host"][0]["every_host"] = ["--node-rank", "{rank}"]
+    with pytest.raises(ValidationError, match="unknown placeholders: {rank}"):
+        type(engine_flags(CATALOG, "vllm")).model_validate(raw)
+    for host in _command(model="qwen3-30b-a3b", tensor_parallel_size=4, data_parallel_size=4, pipeline_parallel_size=1,
+                         enable_expert_parallel=True, engine_version="0.10.2").host_commands:
+        assert not [a for a in host.argv if "{" in a]  # every placeholder filled

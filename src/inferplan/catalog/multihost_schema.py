@@ -11,7 +11,10 @@ addresses LWS gives each pod).
 
 from __future__ import annotations
 
+import re
 from typing import Literal
+
+from pydantic import model_validator
 
 from inferplan.catalog.schema import Frozen
 
@@ -39,3 +42,12 @@ class MultiHostLaunch(Frozen):
     def engine_flags(self) -> tuple[str, ...]:
         """The engine options this way adds to engine commands (not the commands it runs beside them)."""
         return tuple(a for a in (*self.every_host, *self.head, *self.workers) if a.startswith("-"))
+
+    @model_validator(mode="after")
+    def _placeholders_known(self) -> "MultiHostLaunch":
+        args = (*self.every_host, *self.head, *self.workers, *self.worker_command,
+                *(a for command in self.head_before for a in command))
+        unknown = sorted({p for a in args for p in re.findall(r"\{[^}]*\}", a)} - set(PLACEHOLDERS))
+        if unknown:
+            raise ValueError(f"unknown placeholders: {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})")
+        return self

@@ -26,7 +26,7 @@ from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_scri
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.kt_args import kt_args
-from inferplan.deploy.router import ROLES, Worker, router_argv, router_file, worker_ports
+from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -156,7 +156,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         argv += _speculative_args(speculative, flags, options)
     env: dict[str, str] = {}
     if role != "both":
-        argv += _role_args(role, flags)
+        argv += role_args(role, flags)
         _merge(options, flags.disaggregation.options)
         for name, value in ({} if worker is None else worker_ports(flags.disaggregation, worker)).items():
             argv, env = (argv + [name, str(value)], env) if name.startswith("-") else (argv, {**env, name: str(value)})
@@ -187,7 +187,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                          script=hosts_script(spread) if spread else "\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
-                         notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog),
+                         notes=(*served.notes, *bounds, *release, *kt_notes, *router_notes(role, flags), *_copies_note(d, catalog),
                                 *spans))
 
 
@@ -466,29 +466,3 @@ def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> l
     if rule.json_flag:
         return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
     return [part for flag, value in values.items() for part in (flag, str(value))]
-
-
-def _router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
-    """For one side of a disaggregated deployment: what joins the prefill and decode pools (one
-    worker of each at PREFILL_HOST and DECODE_HOST)."""
-    rule = flags.disaggregation
-    if role == "both" or rule is None or not rule.router:
-        return ()
-    port = rule.first_worker_port or flags.default_port
-    workers = {r: [Worker(f"{r.upper()}_HOST", port, worker_ports(rule, 0))] for r in ROLES}
-    note = f"the prefill and decode pools are joined by: {shlex.join(router_argv(rule, workers))}"
-    config = router_file(rule, workers)
-    if config is not None:
-        note += f", with {rule.router_file.name}: {json.dumps(config, separators=(', ', ': '))}"
-    return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
-
-
-def _role_args(role: str, flags: EngineFlags) -> list[str]:
-    rule = flags.disaggregation
-    if rule is None:
-        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no prefill/decode disaggregation", field="role",
-                                      allowed="both")
-    values = rule.roles[role]
-    if rule.json_flag:
-        return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
-    return [part for flag, value in values.items() for part in (flag, value)]
