@@ -5,7 +5,9 @@ requested and limited through the vendor's device-plugin resource), as many repl
 has instances, a memory-backed /dev/shm, the engine's image and a readiness probe on its health
 path. Image, shared-memory size, health path and resource names are data
 (``catalog/data/engine_flags.yaml``). A command that reads an options file (TensorRT-LLM's
-``--extra_llm_api_options``) gets it from a ConfigMap, mounted read-only at ``OPTIONS_DIR``.
+``--extra_llm_api_options``) gets it from a ConfigMap, mounted read-only at ``OPTIONS_DIR``. An instance
+over several hosts (``deploy.nodes``) runs as a LeaderWorkerSet instead, one pod per host
+(``deploy.lws``), with a Service on the leaders.
 """
 
 from __future__ import annotations
@@ -160,7 +162,8 @@ class LaunchPlan(Output):
     """How to launch a deployment: its command, and the Kubernetes manifest when one was asked for."""
 
     command: LaunchCommand
-    manifest: str | None = None  # YAML documents (ConfigMap when the command reads a file, Deployment, Service)
+    # YAML documents: a ConfigMap when the command reads a file, a Deployment (or LeaderWorkerSet), a Service
+    manifest: str | None = None
     image: str | None = None  # the container image the manifest runs
     notes: tuple[str, ...] = ()  # about the manifest (its image's release); the command's are in command.notes
 

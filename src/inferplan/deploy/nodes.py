@@ -4,8 +4,8 @@ command per host: host 0, the head, serves the API, and the others join it, by t
 record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM from
 0.11.1 starts every host with ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head),
 earlier releases data-parallel ranks whole on each host with ``--data-parallel-size-local`` and
-``--data-parallel-start-rank``, or one rank over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An
-engine with no such way keeps its one-host command, with a note that says it does not hold the instance
+``--data-parallel-start-rank``, or one rank over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/
+``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
 (``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
 
 Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
@@ -211,6 +211,7 @@ def shell_join(argv: tuple[str, ...]) -> str:
 
 def hosts_script(launch: HostsLaunch) -> str:
     """Every host's lines, each under a comment that says which host runs them."""
-    port = "serves the API"
-    return "\n".join(f"# host {c.host} of {launch.split.hosts} ({c.role}{', ' + port if c.host == 0 else ''}):\n"
-                     f"{c.script}" for c in launch.commands)
+    def label(c: HostCommand) -> str:
+        return f"# host {c.host} of {launch.split.hosts} ({'head, serves the API' if c.host == 0 else 'worker'}):"
+
+    return "\n".join(f"{label(c)}\n{c.script}" for c in launch.commands)
