@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.provenance import Bytes
 from inferplan.catalog.schema import SLUG, Frozen
 from inferplan.errors import CatalogError
@@ -200,6 +201,7 @@ class EngineFlags(Frozen):
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
     options_file: OptionsFile | None = None
+    multi_host: tuple[MultiHostLaunch, ...] = ()  # ways to start one instance over several hosts, newest first
     default_port: int = Field(ge=1, le=65535)
     port_source: str
     images: dict[str, str] = {}  # accelerator vendor -> container image (registry/name:tag)
@@ -253,6 +255,7 @@ class EngineFlags(Frozen):
             d = self.disaggregation
             named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
             named += [f for f in d.worker_ports if f.startswith("-")]
+        named += [f for launch in self.multi_host for f in launch.engine_flags()]
         return tuple(named)
 
     def takes_data_parallel(self) -> bool:
@@ -314,6 +317,7 @@ def check_engine_flags(catalog) -> None:
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later),
+                 *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
                  *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file

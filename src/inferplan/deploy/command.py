@@ -22,11 +22,11 @@ from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.deploy.nodes import spans_hosts_note
+from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.kt_args import kt_args
-from inferplan.deploy.router import ROLES, Worker, router_argv, router_file, worker_ports
+from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -70,6 +70,8 @@ class LaunchCommand(Output):
     port: int
     env: dict[str, str] = {}  # environment the command is started with (GPU pinning, per-worker ports)
     notes: tuple[str, ...] = ()
+    hosts: int = 1  # hosts one instance runs over; above 1, argv is host 0's and script every host's
+    host_commands: tuple[HostCommand, ...] = ()  # what each host runs, host 0 (the head) first
 
 
 def _copies_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
@@ -113,7 +115,8 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
-                   devices: tuple[int, ...] | None = None, from_plan: bool = False) -> LaunchCommand:
+                   devices: tuple[int, ...] | None = None, from_plan: bool = False,
+                   target: Target = "shell") -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
     (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
@@ -153,32 +156,39 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         argv += _speculative_args(speculative, flags, options)
     env: dict[str, str] = {}
     if role != "both":
-        argv += _role_args(role, flags)
+        argv += role_args(role, flags)
         _merge(options, flags.disaggregation.options)
         for name, value in ({} if worker is None else worker_ports(flags.disaggregation, worker)).items():
             argv, env = (argv + [name, str(value)], env) if name.startswith("-") else (argv, {**env, name: str(value)})
     if devices:
         env = {**_visible_devices(d, catalog, devices), **env}
-    argv += _emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port)
+    listen = tuple(_emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port))
     files = ()
     if options:
         name = flags.options_file.file_name if role == "both" else f"{role}_{flags.options_file.file_name}"
         files = (LaunchFile(path=f"{files_dir.rstrip('/')}/{name}" if files_dir else name,
                             text=yaml.safe_dump(options, sort_keys=False)),)
-        argv += [flags.options_file.flag, files[0].path]
-    argv_t = tuple(str(a) for a in argv)
+    named = [flags.options_file.flag, files[0].path] if files else []
+    argv_t = tuple(str(a) for a in (*argv, *listen, *named))
+    release_planned = planned_engine_release(d, catalog)
+    spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
+                          before=tuple(here_document(f) for f in files), target=target) if role == "both" else None
+    spans = spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ()
+    spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
+    argv_t = spread.commands[0].argv if spread else argv_t
     later = later_release(argv_t, flags)
     version = flags.version if later is None else later.version
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
                                         f"{flags.engine} {later.version}, not {flags.version}",)
-    text = shlex.join(argv_t)
+    text = spread.commands[0].text if spread else shlex.join(argv_t)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
-    return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
+    return LaunchCommand(engine=flags.engine, engine_version=release_planned,
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
-                         script="\n".join([*(here_document(f) for f in files), line]),
+                         script=hosts_script(spread) if spread else "\n".join([*(here_document(f) for f in files), line]),
                          checkpoint=served.checkpoint, port=port, env=env,
-                         notes=(*served.notes, *bounds, *release, *kt_notes, *_router_notes(role, flags), *_copies_note(d, catalog),
-                                *spans_hosts_note(d, catalog)))
+                         hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
+                         notes=(*served.notes, *bounds, *release, *kt_notes, *router_notes(role, flags), *_copies_note(d, catalog),
+                                *spans))
 
 
 def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
@@ -456,29 +466,3 @@ def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> l
     if rule.json_flag:
         return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
     return [part for flag, value in values.items() for part in (flag, str(value))]
-
-
-def _router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
-    """For one side of a disaggregated deployment: what joins the prefill and decode pools (one
-    worker of each at PREFILL_HOST and DECODE_HOST)."""
-    rule = flags.disaggregation
-    if role == "both" or rule is None or not rule.router:
-        return ()
-    port = rule.first_worker_port or flags.default_port
-    workers = {r: [Worker(f"{r.upper()}_HOST", port, worker_ports(rule, 0))] for r in ROLES}
-    note = f"the prefill and decode pools are joined by: {shlex.join(router_argv(rule, workers))}"
-    config = router_file(rule, workers)
-    if config is not None:
-        note += f", with {rule.router_file.name}: {json.dumps(config, separators=(', ', ': '))}"
-    return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
-
-
-def _role_args(role: str, flags: EngineFlags) -> list[str]:
-    rule = flags.disaggregation
-    if rule is None:
-        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no prefill/decode disaggregation", field="role",
-                                      allowed="both")
-    values = rule.roles[role]
-    if rule.json_flag:
-        return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
-    return [part for flag, value in values.items() for part in (flag, value)]

@@ -5,7 +5,9 @@ requested and limited through the vendor's device-plugin resource), as many repl
 has instances, a memory-backed /dev/shm, the engine's image and a readiness probe on its health
 path. Image, shared-memory size, health path and resource names are data
 (``catalog/data/engine_flags.yaml``). A command that reads an options file (TensorRT-LLM's
-``--extra_llm_api_options``) gets it from a ConfigMap, mounted read-only at ``OPTIONS_DIR``.
+``--extra_llm_api_options``) gets it from a ConfigMap, mounted read-only at ``OPTIONS_DIR``. An instance
+over several hosts (``deploy.nodes``) runs as a LeaderWorkerSet instead, one pod per host
+(``deploy.lws``), with a Service on the leaders.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.image import EngineImage, engine_image
+from inferplan.deploy.lws import LEADER_LABEL, leader_worker_set
 from inferplan.deploy.model_name import unchecked_model_note
 from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
                                       launch_command, planned_speculative, with_draft)
@@ -51,7 +54,8 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
     """The manifest's YAML, and the image its pods run (``deploy.image``)."""
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
-    command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR)
+    command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR,
+                             target="k8s")
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
@@ -69,26 +73,40 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
     def labels() -> dict:  # a fresh dict each time: a shared one would be written as a YAML anchor
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
 
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": app, "labels": labels()},
-        "spec": {
-            "replicas": hw.gpus // per_pod,
-            "selector": {"matchLabels": labels()},
-            "template": {"metadata": {"labels": labels()},
-                         "spec": _pod(command, flags, image.image, resource.resource, per_pod, f"{app}-options")},
-        },
-    }
+    def pod(argv: tuple[str, ...], gpus: int, serves: bool = True) -> dict:
+        return _pod(command, flags, image.image, resource.resource, gpus, f"{app}-options", argv, serves)
+
+    if command.hosts > 1:  # one pod per host, as a LeaderWorkerSet group
+        head, worker = command.host_commands[0], command.host_commands[1]
+        per_host = per_pod // command.hosts
+        workload = leader_worker_set(app, labels, replicas=hw.gpus // per_pod, size=command.hosts,
+                                     leader=pod(head.argv, per_host), worker=pod(worker.argv, per_host, serves=False))
+        service_selector = {**labels(), **LEADER_LABEL}
+    else:
+        workload, service_selector = _deployment(app, labels, hw.gpus // per_pod, pod(command.argv, per_pod)), labels()
     service = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": app, "labels": labels()},
-        "spec": {"selector": labels(), "ports": [{"name": "http", "port": command.port, "targetPort": "http"}]},
+        "spec": {"selector": service_selector, "ports": [{"name": "http", "port": command.port, "targetPort": "http"}]},
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
-    return yaml.dump_all([*options, deployment, service], Dumper=_Dumper, sort_keys=False), image
+    return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image
+
+
+def _deployment(app: str, labels, replicas: int, pod: dict) -> dict:
+    """An apps/v1 Deployment of ``replicas`` pods like ``pod``."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": app, "labels": labels()},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels()},
+            "template": {"metadata": {"labels": labels()}, "spec": pod},
+        },
+    }
 
 
 class _Dumper(yaml.SafeDumper):
@@ -99,7 +117,10 @@ _Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
     "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
 
 
-def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, options_map: str) -> dict:
+def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, options_map: str,
+         argv: tuple[str, ...], serves: bool) -> dict:
+    """A pod that runs ``argv`` on ``gpus`` GPUs; ``serves``: it listens on the API port (a readiness probe on
+    the engine's health path), not a worker host of a multi-host instance."""
     volumes, mounts = [], []
     if command.files:
         volumes.append({"name": "options", "configMap": {"name": options_map}})
@@ -112,14 +133,16 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
     container = {
         "name": flags.engine,
         "image": image,
-        "command": list(flags.image_launcher or command.argv[:launcher]),
-        "args": list(command.argv[launcher:]),
+        "command": list(flags.image_launcher or argv[:launcher]),
+        "args": list(argv[launcher:]),
         "ports": [{"name": "http", "containerPort": command.port}],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
         "volumeMounts": mounts,
         "readinessProbe": {"httpGet": {"path": flags.health_path, "port": "http"},
                            "periodSeconds": READINESS_PERIOD_S, "failureThreshold": READINESS_FAILURES},
     }
+    if not serves:
+        del container["ports"], container["readinessProbe"]
     return {"containers": [container], "volumes": volumes}
 
 
@@ -139,7 +162,8 @@ class LaunchPlan(Output):
     """How to launch a deployment: its command, and the Kubernetes manifest when one was asked for."""
 
     command: LaunchCommand
-    manifest: str | None = None  # YAML documents (ConfigMap when the command reads a file, Deployment, Service)
+    # YAML documents: a ConfigMap when the command reads a file, a Deployment (or LeaderWorkerSet), a Service
+    manifest: str | None = None
     image: str | None = None  # the container image the manifest runs
     notes: tuple[str, ...] = ()  # about the manifest (its image's release); the command's are in command.notes
 

@@ -1,31 +1,217 @@
-"""A launch whose one engine instance needs more GPUs than one host holds: a node-class system
-(an HGX board: its GPUs in one host), or a bare GPU's scale-up domain or PCIe server. Such an
-instance spans hosts, which a single `vllm serve` on one machine, or one Kubernetes pod, does not
-give; the launch command says so rather than leaving it to fail at start-up."""
+"""A launch whose one engine instance needs more GPUs than one host holds: a node-class system (an HGX
+board: its GPUs in one host), or a bare GPU's scale-up domain or PCIe server. Such an instance runs one
+command per host: host 0, the head, serves the API, and the others join it, by the first way the engine's
+record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM from
+0.11.1 starts every host with ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head),
+earlier releases data-parallel ranks whole on each host with ``--data-parallel-size-local`` and
+``--data-parallel-start-rank``, or one rank over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/
+``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
+(``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
+
+Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
+address a Kubernetes LeaderWorkerSet gives its pods in a manifest (``LEADER_WORKER_SET``).
+"""
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import dataclass
+from typing import Literal
+
+from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import release_key
+from inferplan.catalog.multihost_schema import MultiHostLaunch
+from inferplan.deploy.output import Output
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
+HEAD_VARIABLE = "HEAD_IP"
+Target = Literal["shell", "k8s"]  # what runs the hosts' commands: a shell on each, or a LeaderWorkerSet's pods
 
 
-def spans_hosts_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
-    """A note when one instance of ``d`` (TP × PP) needs more GPUs than one host holds."""
+@dataclass(frozen=True)
+class Addressing:
+    """How a host's command names host 0's address and its own index."""
+
+    head: str
+    worker_rank: str | None = None  # one text every worker's command takes (a pod template's); None: its index
+    check: str | None = None  # a shell line each host runs first
+
+
+SHELL = Addressing(f"${HEAD_VARIABLE}", check=f': "${{{HEAD_VARIABLE}:?set {HEAD_VARIABLE} to the address of host 0}}"')
+# the variables LWS sets in every pod of a group (flags-lws-examples): the leader's address, the pod's index
+LEADER_WORKER_SET = Addressing("$(LWS_LEADER_ADDRESS)", worker_rank="$(LWS_WORKER_INDEX)")
+
+
+@dataclass(frozen=True)
+class HostSplit:
+    """An instance's GPUs over the hosts it needs."""
+
+    gpus: int  # the instance's (TP × PP × DP)
+    hosts: int
+    gpus_per_host: int  # of the instance, on each host
+    host_gpus: int  # one host holds
+    what: str  # the host, in words
+
+
+class HostCommand(Output):
+    """What one host of a multi-host instance runs."""
+
+    host: int  # 0: the head, which serves the API
+    role: Literal["head", "worker"]
+    argv: tuple[str, ...]  # the engine's command, or the command the host runs instead (ray start --address)
+    text: str  # argv as one shell line, host 0's address left for the shell to fill in
+    before: tuple[str, ...] = ()  # shell lines run first (ray start --head)
+    script: str  # the host's lines: ``before``, then ``text``
+
+
+@dataclass(frozen=True)
+class HostsLaunch:
+    """Each host's command (none where the engine has no multi-host launch: the notes say so)."""
+
+    split: HostSplit
+    commands: tuple[HostCommand, ...]
+    notes: tuple[str, ...]
+
+
+def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
+    """How one instance of ``d`` is spread over hosts; None when it fits one (or its hosts are not in the
+    catalogue: a rack's)."""
     hw = resolve_hardware(catalog, d)
-    instance = d.tensor_parallel_size * d.pipeline_parallel_size
+    gpus = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
     if hw.system is not None:
         if hw.system.tier not in HOST_TIERS:
-            return ()  # a rack's hosts are not in the catalogue
+            return None
         host, what = hw.system.accelerator_count, f"one {hw.system.name}"
     else:
         host = max(hw.domain_gpus, hw.pcie_server_gpus, 1)
         what = f"one host's {host}-GPU {'PCIe server' if hw.pcie_server_gpus > hw.domain_gpus else 'scale-up domain'}"
-    if instance <= host:
-        return ()
-    return (f"one instance of {instance} GPUs (TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}) is more "
-            f"than {what} holds ({host} GPUs): it spans {-(-instance // host)} hosts, which this one-machine command "
-            "and one Kubernetes pod do not give; run it with the engine's multi-node launch (vLLM and SGLang over "
-            "Ray or --nnodes, a LeaderWorkerSet on Kubernetes), or state a layout that fits one host",)
+    if gpus <= host:
+        return None
+    hosts = -(-gpus // host)
+    return HostSplit(gpus, hosts, -(-gpus // hosts), host, what)
+
+
+def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
+    """For one side of a disaggregated deployment (whose workers are written for one host each): a note when
+    its instance needs more than one host."""
+    split = host_split(d, catalog)
+    return () if split is None else (f"{spans_hosts_note(split, d)}, which this one-host worker does not start: "
+                                     "state a layout that fits one host",)
+
+
+def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
+    dp = f" × DP {d.data_parallel_size}" if (d.data_parallel_size or 1) > 1 else ""
+    return (f"one instance of {split.gpus} GPUs (TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}{dp}) is "
+            f"more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
+            f"{split.gpus_per_host} GPUs each")
+
+
+def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
+                 listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell") -> HostsLaunch | None:
+    """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
+    engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
+    each host running the engine runs first (its options file)."""
+    split = host_split(d, catalog)
+    if split is None:
+        return None
+    if not flags.multi_host:
+        return HostsLaunch(split, (), (_no_multi_host(d, catalog, flags, split, target),))
+    if split.gpus % split.hosts:
+        raise InvalidScenarioError(f"{spans_hosts_note(split, d)}, and {split.gpus} GPUs do not split evenly over "
+                                   f"{split.hosts} hosts", field="tensor_parallel_size",
+                                   allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
+    addressing = SHELL if target == "shell" else LEADER_WORKER_SET
+    launch = _launch(d, flags, release, split, target == "k8s")
+    rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
+    commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus) for i in range(split.hosts))
+    where = "host 0 (the head) serves the API; every host runs its own lines"
+    if addressing is SHELL:
+        where += f", with {HEAD_VARIABLE} set to host 0's address"
+    return HostsLaunch(split, commands, (f"{spans_hosts_note(split, d)}: {where}", *((launch.note,) if launch.note else ())))
+
+
+def _no_multi_host(d: Deployment, catalog: Catalog, flags: EngineFlags, split: HostSplit, target: Target) -> str:
+    """What to do about an instance past one host on an engine with no multi-host launch inferplan writes (llama.cpp's
+    RPC backend, TensorRT-LLM's MPI launch are not modelled): a note beside the one-host command; refused as a
+    manifest, whose one pod of all its GPUs no node holds."""
+    engines = ", ".join(f.engine for f in catalog.engine_flags if f.multi_host)
+    fix = f"at most {split.host_gpus} GPUs per instance (TP × PP × DP), or an engine that has one ({engines})"
+    said = f"{spans_hosts_note(split, d)}, and inferplan writes no multi-host launch for {flags.engine}"
+    if target == "k8s":
+        raise UnsupportedSettingError(said, field="engine", allowed=fix)
+    return f"{said}: this command starts it on one host, which does not hold it; state {fix}"
+
+
+def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool) -> MultiHostLaunch:
+    """The first way of the engine's record the planned release has and the layout allows."""
+    refusals: list[UnsupportedSettingError] = []
+    who = f"{flags.engine} {release}" if release else flags.engine
+    for launch in flags.multi_host:
+        if launch.since and release and release_key(release) < release_key(launch.since):
+            refusals.append(UnsupportedSettingError(
+                f"{who} has no {launch.method} multi-host launch (from {launch.since})",
+                field="engine_version", allowed=f"{launch.since} or later"))
+        elif launch.whole_ranks and not _whole_ranks(d, split):
+            refusals.append(UnsupportedSettingError(
+                f"{who} spreads data-parallel ranks over hosts only with each rank (TP × PP) whole on one host",
+                field="tensor_parallel_size", allowed=f"TP × PP at most {split.host_gpus} with data_parallel_size above 1"))
+        elif (d.data_parallel_size or 1) > 1 and not launch.data_parallel:
+            refusals.append(UnsupportedSettingError(
+                f"{who} starts an instance over hosts by {launch.method}, which inferplan writes without data-parallel "
+                "ranks", field="data_parallel_size",
+                allowed=f"1, or at most {split.host_gpus} GPUs per instance"))
+        elif kubernetes and not launch.kubernetes:
+            refusals.append(UnsupportedSettingError(
+                f"{who} starts an instance over hosts by {launch.method}, which inferplan does not write as a "
+                "LeaderWorkerSet",
+                field="format", allowed="shell"))
+        else:
+            return launch
+    first = refusals[0]
+    raise UnsupportedSettingError("; ".join(str(r) for r in refusals), field=first.field, allowed=first.allowed)
+
+
+def _whole_ranks(d: Deployment, split: HostSplit) -> bool:
+    """Whether each host runs whole data-parallel ranks of ``d`` (two or more ranks, each TP × PP GPUs)."""
+    rank = d.tensor_parallel_size * d.pipeline_parallel_size
+    return (d.data_parallel_size or 1) > 1 and split.gpus_per_host % rank == 0
+
+
+def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, ...], listen: tuple[str, ...],
+          before: tuple[str, ...], addressing: Addressing, rank_gpus: int) -> HostCommand:
+    rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
+    local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
+
+    def fill(args: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(a.replace("{hosts}", str(split.hosts)).replace("{node_rank}", rank).replace("{head}", addressing.head)
+                     .replace("{local_ranks}", str(local)).replace("{start_rank}", str(i * local)) for a in args)
+
+    if i == 0:
+        argv, lines = (*engine, *fill(launch.every_host), *fill(launch.head), *listen), \
+            (*before, *(shell_join(c) for c in launch.head_before))
+    elif launch.worker_command:
+        argv, lines = fill(launch.worker_command), ()
+    else:
+        argv, lines = (*engine, *fill(launch.every_host), *fill(launch.workers)), before
+    lines = ((addressing.check,) if addressing.check else ()) + lines
+    text = shell_join(argv)
+    return HostCommand(host=i, role="head" if i == 0 else "worker", argv=argv, text=text, before=lines,
+                       script="\n".join((*lines, text)))
+
+
+def shell_join(argv: tuple[str, ...]) -> str:
+    """``argv`` as one shell line: each argument quoted where the shell needs it, host 0's address variable
+    left for the shell to expand."""
+    return " ".join(f'"{a}"' if f"${HEAD_VARIABLE}" in a else shlex.quote(a) for a in argv)
+
+
+def hosts_script(launch: HostsLaunch) -> str:
+    """Every host's lines, each under a comment that says which host runs them."""
+    def label(c: HostCommand) -> str:
+        return f"# host {c.host} of {launch.split.hosts} ({'head, serves the API' if c.host == 0 else 'worker'}):"
+
+    return "\n".join(f"{label(c)}\n{c.script}" for c in launch.commands)

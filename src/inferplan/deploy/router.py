@@ -3,10 +3,13 @@ filled from the engine's router template (``DisaggregationRule.router`` in engin
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from dataclasses import dataclass, field
 
-from inferplan.catalog.flags_schema import DisaggregationRule
+from inferplan.catalog.flags_schema import DisaggregationRule, EngineFlags
+from inferplan.errors import UnsupportedSettingError
 
 ROLES = ("prefill", "decode")
 _PLACEHOLDER = re.compile(r"\{(prefill|decode)\.(?!count\})")
@@ -69,3 +72,29 @@ def _filled(value: object, workers: dict[str, list[Worker]]) -> object:
 def router_file(rule: DisaggregationRule, workers: dict[str, list[Worker]]) -> dict | None:
     """The router's config file for these workers (None: the router takes no file)."""
     return None if rule.router_file is None else _filled(rule.router_file.template, workers)
+
+
+def router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
+    """For one side of a disaggregated deployment: what joins the prefill and decode pools (one
+    worker of each at PREFILL_HOST and DECODE_HOST)."""
+    rule = flags.disaggregation
+    if role == "both" or rule is None or not rule.router:
+        return ()
+    port = rule.first_worker_port or flags.default_port
+    workers = {r: [Worker(f"{r.upper()}_HOST", port, worker_ports(rule, 0))] for r in ROLES}
+    note = f"the prefill and decode pools are joined by: {shlex.join(router_argv(rule, workers))}"
+    config = router_file(rule, workers)
+    if config is not None:
+        note += f", with {rule.router_file.name}: {json.dumps(config, separators=(', ', ': '))}"
+    return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
+
+
+def role_args(role: str, flags: EngineFlags) -> list[str]:
+    rule = flags.disaggregation
+    if rule is None:
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no prefill/decode disaggregation", field="role",
+                                      allowed="both")
+    values = rule.roles[role]
+    if rule.json_flag:
+        return [rule.json_flag, json.dumps(values, separators=(",", ":"))]
+    return [part for flag, value in values.items() for part in (flag, value)]

@@ -32,7 +32,7 @@ DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tok
                   "host_memory_gb")
 def deploy_cmd(
     flags: dict,
-    output_format: str = typer.Option("shell", "--format", help="shell (the launch command) | k8s (a Deployment + Service)."),
+    output_format: str = typer.Option("shell", "--format", help="shell (the launch command; one part per host for an instance over several) | k8s (a Deployment, or a LeaderWorkerSet over several hosts, and a Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, help="Draft tokens per step (0: no speculative decoding)."),
     speculative_method: Optional[str] = typer.Option(
