@@ -56,7 +56,8 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
             if kind:
                 raise
             ambiguous.append((key, exc))
-        except InferplanError:
+        except InferplanError as exc:
+            missed = exc  # one kind asked for: its own refusal names the closest ids
             continue
     if ambiguous and not any(e.id == name for _, e in found):
         # several models called 'gpt-oss…' outweigh one engine build whose text mentions it
@@ -64,10 +65,11 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
         kinds = dict.fromkeys(_spelling(k) for k, _ in [*ambiguous, *found])
         raise AmbiguousNameError("; ".join([str(a) for _, a in ambiguous] + [f"also {_spelling(k)}: {e.id}" for k, e in found]),
                                  field="name", allowed=f"an exact id, or one kind: {', '.join(kinds)}")
+    if not found and kind:
+        raise CatalogError(f"nothing among {_spelling(keys[0])} is called {name!r}", field="name",
+                           allowed=missed.allowed)
     if not found:
-        where = f"among {_spelling(keys[0])}" if kind else "in the catalogue"
-        raise CatalogError(f"nothing {where} is called {name!r}", field="name",
-                           allowed="an id or alias of that kind, or no kind to look in every kind" if kind else None)
+        raise CatalogError(f"nothing in the catalogue is called {name!r}", field="name")
     if len(found) > 1:
         # an exact id wins over matches in other kinds
         exact = [f for f in found if f[1].id == name]

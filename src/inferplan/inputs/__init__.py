@@ -71,6 +71,28 @@ def numeric(annotation: Any) -> bool:
     return _holds_only(annotation, (int, float))
 
 
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# a numeric field's bounds (annotated_types' Ge, Gt, Le, Lt in its metadata) as a person reads them
+_BOUND_WORDS = (("ge", "at least"), ("gt", "more than"), ("le", "at most"), ("lt", "less than"))
+
+
+@functools.cache
+def _number_wanted(cls: type[BaseModel], name: str) -> str:
+    """What a numeric field takes: "a whole number at least 1", "a number more than 0 and at most 1"."""
+    field = cls.model_fields[name]
+    bounds = [f"{word} {getattr(m, attr):g}" for m in field.metadata for attr, word in _BOUND_WORDS
+              if getattr(m, attr, None) is not None]
+    kind = "a whole number" if _holds_only(field.annotation, (int,)) else "a number"
+    return " ".join([kind, " and ".join(bounds)]).strip()
+
+
 def only_bool(annotation: Any) -> bool:
     """Whether a field holds only a yes/no (``bool``, ``bool | None``): anything but true/false is a mistake."""
     return _holds_only(annotation, (bool,))
@@ -161,7 +183,12 @@ class Input(BaseModel):
             if isinstance(value, bool) and not is_bool:
                 raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
             if isinstance(value, str) and is_number:
-                raise ValueError(f"{value[:40]!r} is text: write the number without quotes")
+                wanted = _number_wanted(cls, info.field_name)
+                if _reads_as_number(value):
+                    raise PydanticCustomError("quoted_number", "{text} is text: write the number without quotes",
+                                              {"text": repr(value[:40]), "allowed": wanted})
+                raise PydanticCustomError("not_a_number", "{text} is not a number: this field takes {allowed}",
+                                          {"text": repr(value[:40]), "allowed": wanted})
             if isinstance(value, dict) and is_model:
                 return value  # a nested input: its own fields check their texts and name their own paths
         if isinstance(value, (str, list, tuple, dict)) and not stored(info):

@@ -238,7 +238,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         except (CatalogError, UnknownModelError, UnknownHardwareError) as exc:
             if exc.field == "kind":
                 raise NotFoundError(str(exc), field="kind", allowed=exc.allowed) from None
-            raise NotFoundError(str(exc), field="name") from None
+            raise NotFoundError(str(exc), field="name", allowed=exc.allowed) from None
         return entry.model_dump(mode="json")
 
     @app.get("/api/search", tags=["catalogue"])
