@@ -102,13 +102,14 @@ def test_a_cancelled_search_stops(catalog):
         search(SearchRequest(**SMALL), catalog, budget=budget)
 
 
-def test_the_deadline_is_a_503_in_the_api_and_exit_2_in_the_cli(client, monkeypatch):
+def test_the_deadline_is_a_503_in_the_api_and_none_at_a_terminal(client, monkeypatch):
     monkeypatch.setattr(budget_module, "SEARCH_DEADLINE_S", 0.0)
     r = client.post("/api/search", json=SMALL)
     assert r.status_code == 503 and "time limit" in r.json()["error"]["message"], r.text
-    out = CliRunner().invoke(cli, ["search", "--model", "qwen3-8b", "--request-rate", "1", "--input-len", "10",
-                                   "--output-len", "10", "--systems", "hgx-h100", "--engines", "vllm"])
-    assert out.exit_code == 2 and "time limit" in out.output, out.output
+    for json_flag in ([], ["--json"]):  # a busier machine does not fail a search a quiet one answers
+        out = CliRunner().invoke(cli, ["search", "--model", "qwen3-8b", "--request-rate", "1", "--input-len", "10",
+                                       "--output-len", "10", "--systems", "hgx-h100", "--engines", "vllm", *json_flag])
+        assert out.exit_code == 0 and "time limit" not in out.output, out.output
 
 
 class _GoneClient:

@@ -5,6 +5,7 @@ ranked deployments (a list layout that keeps every id whole in 100 columns), the
 the cost/interactivity front, with a progress bar on stderr for sweeps longer than a second.
 """
 
+import math
 import time
 from pathlib import Path
 from typing import Optional
@@ -80,6 +81,7 @@ def search_cmd(
 ) -> None:
     """The cheapest deployment that meets a service target: what to buy or rent, how to run it."""
     from inferplan.search.request import SearchRequest
+    from inferplan.search.budget import Budget
     from inferplan.search.run import search
 
     if model and models:
@@ -107,8 +109,11 @@ def search_cmd(
                                              targets={k: v for k, v in targets.items() if v is not None}),
                        in_flags=True)
     catalog = user_catalog(db)  # your stored runs as measured profiles (measurements import); None: the shipped one
+    # no wall-clock limit at a terminal: the same search on a busier machine must not fail where it passed
+    # on an idle one, and the person watching the progress bar stops it with Ctrl-C (the API keeps its limit)
+    unlimited = Budget(deadline_s=math.inf)
     if as_json:
-        result = _checked(lambda: search(request, catalog))
+        result = _checked(lambda: search(request, catalog, budget=unlimited))
         emit_json({"results": [r.model_dump(mode="json") for r in result.results],
                    "infeasible": [x.model_dump(mode="json") for x in result.infeasible],
                    "candidates": result.candidates, "elapsed_s": result.elapsed_s,
@@ -117,7 +122,7 @@ def search_cmd(
                    **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes"})})
         return
     with _LateProgress() as progress:
-        result = _checked(lambda: search(request, catalog, progress=progress))
+        result = _checked(lambda: search(request, catalog, progress=progress, budget=unlimited))
     from inferplan.shells.render_search import print_search
 
     said = {k: SEARCH_FLAGS[k] for k in NOTE_SETTINGS}  # the settings a note tells the user to change, as flags
