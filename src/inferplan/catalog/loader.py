@@ -338,6 +338,9 @@ def check_references(catalog: Catalog) -> None:
                 if engine not in {e.id for e in catalog.engines}:
                     raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r} names unknown engine {engine!r}",
                                        field=f"{model.id}.checkpoints")
+            if cp.source and cp.source not in catalog.sources:
+                raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r}: unknown source {cp.source!r}",
+                                   field=f"{model.id}.checkpoints")
             if cp.gguf_file and cp.gguf_file.source not in catalog.sources:
                 raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r} gguf_file: unknown source "
                                    f"{cp.gguf_file.source!r}", field=f"{model.id}.checkpoints")

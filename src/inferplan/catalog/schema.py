@@ -165,7 +165,10 @@ class Checkpoint(Frozen):
     non_expert_bits_per_weight: Bits | None = None
     keeps_unquantized: KeepsUnquantized | None = None
     gguf_file: GgufFile | None = None  # GGUF builds: the file llama.cpp's --hf-repo picks and its tag
-    engines: tuple[str, ...] = ()  # the engines that load this build where others do not (empty: any engine)
+    # the engines this build is meant for: they choose it before a build naming no engine, and other engines
+    # never choose it (empty: any engine)
+    engines: tuple[str, ...] = ()
+    source: str | None = None  # where the repo and its format are stated, for a build stating no size
 
 
 class Licence(Frozen):

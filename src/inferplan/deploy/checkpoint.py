@@ -1,5 +1,7 @@
 """Which checkpoint a launch command serves: the catalogue model's published build in the planned
-quantization (its Hugging Face repo), a GGUF file for llama.cpp, or the model as the user named it.
+quantization (its Hugging Face repo; a build meant for the engine, ``Checkpoint.engines``, before one
+meant for any, and never one meant for other engines), a GGUF file for llama.cpp (fetched by the tag its
+file names carry, ``Checkpoint.gguf_file``), or the model as the user named it.
 
 Where the catalogue names no checkpoint for the plan, the command carries a placeholder in angle
 brackets and a note saying what to put there; nothing is guessed.
@@ -103,8 +105,10 @@ def _hf_as_named(d: Deployment, spec: ModelSpec | None, quant: str | None, flags
 
 
 def _hf_repo(d: Deployment, card: ModelCard, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
-    builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)]
-    exact = next((c for c in builds if quant is None or c.quantization == quant), None)
+    builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)
+              and (not c.engines or flags.engine in c.engines)]
+    named_first = [c for c in builds if c.engines] + [c for c in builds if not c.engines]  # a build meant for the engine
+    exact = next((c for c in named_first if c.quantization == quant), None) if quant else next(iter(builds), None)
     if exact is not None:
         return ServedModel(_model_args(flags, exact.repo), exact.repo, quant, True)
     rule = flags.settings.get("quantization")
