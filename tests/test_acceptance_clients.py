@@ -56,3 +56,9 @@ def test_a_served_model_name_in_the_launch_is_the_name_every_client_sends(catalo
     assert served_name(started, clients()) == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
     renamed = started.model_copy(update={"argv": (*started.argv, "--served-model-name", "llama-70b")})
     assert served_name(renamed, clients()) == "llama-70b"
+
+
+def test_llama_bench_loads_the_file_the_launch_fetches(catalog):
+    pack = acceptance_pack(Deployment(model="gpt-oss-120b", gpu="h100", engine="llamacpp"), "chat-seat", catalog)
+    bench = next(b for b in pack.benchmarks if b.client == "llama-bench")
+    assert "gpt-oss-120b-mxfp4-00001-of-00003.gguf" in bench.argv[bench.argv.index("-m") + 1]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.flags_schema import flags_for
+from inferplan.catalog.schema import ModelCard
 from inferplan.deploy import LaunchCommand, launch_command
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -120,6 +121,16 @@ def _benchmarks(values: dict, concurrencies: tuple[int, ...], data: dict, engine
     return out
 
 
+def _model_file(started: LaunchCommand, card: ModelCard | None) -> str:
+    """The file llama-bench loads: the one the launch command serves (a GGUF path, or its placeholder), or for a
+    repo it fetches, a placeholder naming the file the catalogue says the tag picks (``Checkpoint.gguf_file``)."""
+    if started.checkpoint.endswith((".gguf", ".gguf>")):
+        return started.checkpoint
+    repo = started.checkpoint.split(":")[0]
+    file = next((k.gguf_file.file for k in (card.checkpoints if card else ()) if k.repo == repo and k.gguf_file), None)
+    return f"<{file}, as downloaded from {repo}>" if file else f"<the GGUF file of {started.checkpoint}>"
+
+
 def served_name(started: LaunchCommand, data: dict) -> str:
     """The model name ``started``'s server answers to: its served-name flag's value where the command
     sets one (``served_name_flags``), else the model it was started with."""
@@ -153,9 +164,7 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     d = _holding(d, levels, catalog)
     started = launch_command(d, catalog)
     launch = _launch(started)
-    # the file llama-bench loads is the one the launch command serves (a GGUF path, or its placeholder)
-    model_file = (started.checkpoint if started.checkpoint.endswith((".gguf", ".gguf>"))
-                  else f"<the GGUF file of {started.checkpoint}>")
+    model_file = _model_file(started, card)
     values = {"served_model": served_name(started, data), "tokenizer": _tokenizer(started, repo, catalog),
               "model_file": model_file, "input_len": inp, "output_len": out, "port": started.port}
     predictions = []
