@@ -27,7 +27,7 @@ def test_the_pack_names_every_client_and_predicts_each_run(tmp_path):
     r = cli("acceptance", *H100, "--workload", "chat-seat", "--input-len", "1024", "--output-len", "256", "--out", tmp_path / "pack", "--json")
     assert r.exit_code == 0, r.output
     pack = json.loads(r.stdout)["pack"]
-    assert {b["client"] for b in pack["benchmarks"]} == {"vllm", "sglang", "llama-bench", "genai-perf", "guidellm"}
+    assert {b["client"] for b in pack["benchmarks"]} == {"vllm", "sglang", "genai-perf", "guidellm"}
     vllm_levels = [b["concurrency"] for b in pack["benchmarks"] if b["client"] == "vllm"]
     assert vllm_levels == pack["concurrencies"] and 1 in vllm_levels
     assert any("--max-concurrency" in b["argv"] for b in pack["benchmarks"])

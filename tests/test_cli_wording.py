@@ -43,3 +43,9 @@ def test_a_setting_that_would_change_nothing_is_refused_naming_it(args, flag):
 def test_the_same_settings_where_they_apply_are_taken():
     assert runner.invoke(app, ["fit", "--model", "gpt-oss-20b", "--gpu", "H100", "--moe-kernel", "triton"]).exit_code == 0
     assert runner.invoke(app, [*PERF, "--prefix-cache-hit-rate", "0.5"]).exit_code == 0
+
+
+def test_every_acceptance_option_has_help():
+    params = typer.main.get_command(app).commands["acceptance"].params
+    assert "--quantization" in {p.opts[0] for p in params}
+    assert [p.opts[0] for p in params if not p.help] == []

@@ -229,7 +229,7 @@ def test_disaggregation_roles(catalog):
     ("trtllm", {"kv_cache_dtype": "bf16"}, {}, "kv_cache_dtype"),
     ("trtllm", {}, {"speculative": Speculative(tokens=3)}, "speculative.method"),
     ("mlx", {"tensor_parallel_size": 2}, {}, "tensor_parallel_size"),
-    ("mlx", {"max_model_len": 4096}, {}, "max_model_len"),
+    ("mlx", {"gpu_memory_utilization": 0.9}, {}, "gpu_memory_utilization"),
     ("sglang", {"kv_cache_dtype": "fp16"}, {}, "kv_cache_dtype"),
     ("vllm", {}, {"speculative": Speculative(method="draft_model", tokens=3)}, "speculative.draft_model"),
 ])

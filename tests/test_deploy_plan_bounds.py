@@ -1,6 +1,6 @@
 """A setting the engine's launcher takes no flag for that only bounds the plan (``plan_bounds`` in
-engine_flags.yaml: mlx_lm.server's context) is said in a note beside a plan's command; a user stating it
-to ``deploy`` is refused, as the command would not set what was asked."""
+engine_flags.yaml: mlx_lm.server's context, which each request bounds) is said in a note beside the command,
+whether a search picked it or a user stated it as fit and perf took it."""
 
 from __future__ import annotations
 
@@ -25,18 +25,18 @@ def test_every_mlx_search_pick_comes_with_a_launch_command(catalog):
 
 
 def test_a_plans_context_on_mlx_is_a_note_beside_the_command(catalog):
-    command = launch_command(Deployment(**MLX), catalog, from_plan=True)
+    command = launch_command(Deployment(**MLX), catalog)
     assert "--decode-concurrency" in command.argv and not any("ctx" in a or "len" in a for a in command.argv)
     assert any("max_model_len 8192" in note and "256-token" in note for note in command.notes)
 
 
-def test_a_user_stating_a_context_mlx_cannot_take_is_refused_naming_it(catalog):
-    with pytest.raises(UnsupportedSettingError) as err:
-        launch_plan(Deployment(**MLX), catalog)
-    assert err.value.field == "max_model_len" and "leave max_model_len out" in err.value.allowed
+def test_a_user_stating_a_context_mlx_takes_no_flag_for_gets_the_command_and_a_note(catalog):
+    plan = launch_plan(Deployment(**MLX), catalog)
+    assert not any("ctx" in a or "len" in a for a in plan.command.argv)
+    assert any("max_model_len 8192" in n and "no context-limit flag" in n for n in plan.command.notes)
 
 
 def test_a_plan_bound_cannot_hide_a_setting_the_launcher_refuses(catalog):
     with pytest.raises(UnsupportedSettingError) as err:  # not a plan bound: still refused from a plan
-        launch_command(Deployment(**MLX, gpu_memory_utilization=0.8), catalog, from_plan=True)
+        launch_command(Deployment(**MLX, gpu_memory_utilization=0.8), catalog)
     assert err.value.field == "gpu_memory_utilization"

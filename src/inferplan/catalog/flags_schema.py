@@ -193,7 +193,9 @@ class EngineFlags(Frozen):
     model_flag: str | None = None  # None: the model is the first positional argument
     model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
     hf_repo_flag: str | None = None  # gguf_file engines: the flag that fetches REPO:TAG from Hugging Face
-    gguf_tags: dict[str, str] = {}  # gguf_file engines: quantization id -> the file tag (Q4_K_M)
+    # gguf_file engines: quantization id -> llama-quantize type name, the tag of a build whose file the catalogue
+    # does not state (Checkpoint.gguf_file) or of a repo as given
+    gguf_tags: dict[str, str] = {}
     gguf_tags_source: str | None = None
     launcher_source: str
     settings: dict[Setting, FlagRule] = {}

@@ -339,6 +339,16 @@ def check_references(catalog: Catalog) -> None:
                     f"{cp.quantization!r}",
                     field=f"{model.id}.checkpoints",
                 )
+            for engine in cp.engines:
+                if engine not in {e.id for e in catalog.engines}:
+                    raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r} names unknown engine {engine!r}",
+                                       field=f"{model.id}.checkpoints")
+            if cp.source and cp.source not in catalog.sources:
+                raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r}: unknown source {cp.source!r}",
+                                   field=f"{model.id}.checkpoints")
+            if cp.gguf_file and cp.gguf_file.source not in catalog.sources:
+                raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r} gguf_file: unknown source "
+                                   f"{cp.gguf_file.source!r}", field=f"{model.id}.checkpoints")
             if cp.keeps_unquantized and cp.keeps_unquantized.source not in catalog.sources:
                 raise CatalogError(f"models:{model.id}: checkpoint {cp.name!r} keeps_unquantized: unknown source "
                                    f"{cp.keeps_unquantized.source!r}", field=f"{model.id}.checkpoints")

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from inferplan.catalog.checkpoint_schema import GgufFile
 from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
 from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.catalog.provenance import (
@@ -163,6 +164,11 @@ class Checkpoint(Frozen):
     # format (gpt-oss: experts MXFP4, attention/embeddings/lm_head BF16); shares out size_bytes
     non_expert_bits_per_weight: Bits | None = None
     keeps_unquantized: KeepsUnquantized | None = None
+    gguf_file: GgufFile | None = None  # GGUF builds: the file llama.cpp's --hf-repo picks and its tag
+    # the engines this build is meant for: they choose it before a build naming no engine, and other engines
+    # never choose it (empty: any engine)
+    engines: tuple[str, ...] = ()
+    source: str | None = None  # where the repo and its format are stated, for a build stating no size
 
 
 class Licence(Frozen):

@@ -1,5 +1,7 @@
 """Which checkpoint a launch command serves: the catalogue model's published build in the planned
-quantization (its Hugging Face repo), a GGUF file for llama.cpp, or the model as the user named it.
+quantization (its Hugging Face repo; a build meant for the engine, ``Checkpoint.engines``, before one
+meant for any, and never one meant for other engines), a GGUF file for llama.cpp (fetched by the tag its
+file names carry, ``Checkpoint.gguf_file``), or the model as the user named it.
 
 Where the catalogue names no checkpoint for the plan, the command carries a placeholder in angle
 brackets and a note saying what to put there; nothing is guessed.
@@ -103,8 +105,10 @@ def _hf_as_named(d: Deployment, spec: ModelSpec | None, quant: str | None, flags
 
 
 def _hf_repo(d: Deployment, card: ModelCard, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
-    builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)]
-    exact = next((c for c in builds if quant is None or c.quantization == quant), None)
+    builds = [c for c in _with_repo(card) if not c.quantization.startswith(GGUF_PREFIX)
+              and (not c.engines or flags.engine in c.engines)]
+    named_first = [c for c in builds if c.engines] + [c for c in builds if not c.engines]  # a build meant for the engine
+    exact = next((c for c in named_first if c.quantization == quant), None) if quant else next(iter(builds), None)
     if exact is not None:
         return ServedModel(_model_args(flags, exact.repo), exact.repo, quant, True)
     rule = flags.settings.get("quantization")
@@ -126,12 +130,27 @@ def _gguf(d: Deployment, card: ModelCard, quant: str | None, flags: EngineFlags,
         note = f"the catalogue names no checkpoint of {card.name}: replace {placeholder} with a GGUF file's path"
         return ServedModel(_model_args(flags, placeholder), placeholder, None, True, (note,))
     tag = _gguf_tag(quant, flags)
-    repo = next((c.repo for c in _with_repo(card) if c.quantization == quant and quant.startswith(GGUF_PREFIX)), None)
-    if repo and flags.hf_repo_flag:
-        return ServedModel((flags.hf_repo_flag, f"{repo}:{tag}"), f"{repo}:{tag}", quant, True)
+    build = next((c for c in _with_repo(card) if c.quantization == quant and quant.startswith(GGUF_PREFIX)), None)
+    if build and flags.hf_repo_flag:
+        return _gguf_repo(build, quant, flags)
     placeholder = f"<{card.id}-{tag}.gguf>"
     note = f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path{made_with}"
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
+
+
+def _gguf_repo(build: Checkpoint, quant: str, flags: EngineFlags) -> ServedModel:
+    """A published GGUF build fetched as ``REPO:TAG``, the tag its file names carry (``Checkpoint.gguf_file``;
+    no tag where the data says the repo is served without one), else the llama-quantize type name; a build
+    split into byte parts ``--hf-repo`` does not load is served from the joined file, a placeholder."""
+    file = build.gguf_file
+    if file is not None and not file.hf_loadable:
+        placeholder = f"<{file.file}>"
+        note = (f"{build.repo} holds {file.file} as byte parts (.part1of2 …) that {flags.hf_repo_flag} does not load: "
+                f"download them, join them in order with cat and replace {placeholder} with the joined file's path")
+        return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
+    tag = file.tag if file is not None else _gguf_tag(quant, flags)
+    source = f"{build.repo}:{tag}" if tag else build.repo
+    return ServedModel((flags.hf_repo_flag, source), source, quant, True)
 
 
 def _gguf_as_named(d: Deployment, spec: ModelSpec | None, quant: str | None, flags: EngineFlags,

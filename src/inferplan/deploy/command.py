@@ -115,16 +115,14 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
-                   devices: tuple[int, ...] | None = None, from_plan: bool = False,
-                   target: Target = "shell") -> LaunchCommand:
+                   devices: tuple[int, ...] | None = None, target: Target = "shell") -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
     (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
     workers on one host, which gives it its own further ports (``DisaggregationRule.worker_ports``);
-    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable). ``from_plan``: ``d``
-    is a plan's (a search pick), so a setting the launcher has no flag for that only bounds the plan
-    (``EngineFlags.plan_bounds``: MLX's context) is said in a note; a deployment as a user states it is refused
-    for it, as the command would not set what was asked."""
+    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable). A setting the launcher
+    has no flag for that only bounds the plan (``EngineFlags.plan_bounds``: MLX's context, which each request
+    bounds) is said in a note, so the flags fit and perf took start the same deployment here."""
     catalog = catalog or load_catalog()
     d = with_default_engine(d, catalog)
     speculative = planned_speculative(d, catalog, speculative)
@@ -143,7 +141,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
         value = _stated_or_default(d, flags, setting)
-        if value is not None and from_plan and setting in flags.plan_bounds:
+        if value is not None and setting in flags.plan_bounds:
             bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")
         elif value is not None:
             rule = _rule(flags, setting)
@@ -265,9 +263,7 @@ def _set_option(options: dict, key: str, value: object) -> None:
 
 
 def _no_launch(flags: EngineFlags, setting: str) -> None:
-    bound = flags.plan_bounds.get(setting)
-    raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}"
-                                  + (f" ({bound.note})" if bound else ""), field=setting,
+    raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
                                   allowed=f"leave {setting} out, or an engine that takes it")
 
 

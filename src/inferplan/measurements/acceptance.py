@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.flags_schema import flags_for
+from inferplan.catalog.schema import ModelCard
 from inferplan.deploy import LaunchCommand, launch_command
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -103,19 +104,47 @@ def _holding(d: Deployment, levels: tuple[int, ...], catalog: Catalog) -> Deploy
     return d.model_copy(update={"max_num_seqs": max(levels)})
 
 
-def _benchmarks(values: dict, concurrencies: tuple[int, ...], data: dict) -> list[Command]:
+def _benchmarks(values: dict, concurrencies: tuple[int, ...], data: dict, engine: str) -> list[Command]:
+    """The commands of every client that can talk to ``engine``'s server, for each level it sweeps."""
     out = []
-    for c in data["clients"]:
+    for c in (c for c in data["clients"] if engine in c["engines"]):
         levels = concurrencies if c["per_concurrency"] else (None,)
         for level in levels:
             v = {**values, "concurrency": level, "concurrencies": ",".join(map(str, concurrencies)),
-                 "num_prompts": max(data["min_prompts"], data["num_prompts_per_concurrency"] * (level or 1))}
+                 "num_prompts": max(data["min_prompts"], data["num_prompts_per_concurrency"] * (level or 1)),
+                 "backend": c.get("backends", {}).get(engine)}
             result = c["result"].format(**v)
             argv = _fill(c["argv"], {**v, "result": result})
             text = shlex.join(argv) + (f" > results/{c['stdout_to']}" if c.get("stdout_to") else "")
             out.append(Command(client=c["id"], format=c["format"], concurrency=level, argv=argv, text=text,
                                result=f"results/{result}", source=c["source"]))
     return out
+
+
+def _model_file(started: LaunchCommand, card: ModelCard | None) -> str:
+    """The file llama-bench loads: the one the launch command serves (a GGUF path, or its placeholder), or for a
+    repo it fetches, a placeholder naming the file the catalogue says the tag picks (``Checkpoint.gguf_file``)."""
+    if started.checkpoint.endswith((".gguf", ".gguf>")):
+        return started.checkpoint
+    repo = started.checkpoint.split(":")[0]
+    file = next((k.gguf_file.file for k in (card.checkpoints if card else ()) if k.repo == repo and k.gguf_file), None)
+    return f"<{file}, as downloaded from {repo}>" if file else f"<the GGUF file of {started.checkpoint}>"
+
+
+def served_name(started: LaunchCommand, data: dict) -> str:
+    """The model name ``started``'s server answers to: its served-name flag's value where the command
+    sets one (``served_name_flags``), else the model it was started with."""
+    flag = data["served_name_flags"].get(started.engine)
+    argv = started.argv
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else started.checkpoint
+
+
+def _tokenizer(started: LaunchCommand, card_repo: str, catalog: Catalog) -> str:
+    """Where clients load the tokenizer of what ``started`` serves: the served Hugging Face repo or folder;
+    for a GGUF file or a placeholder (no tokenizer a client can load), the model's own repo."""
+    flags = flags_for(catalog, started.engine)
+    gguf = flags is not None and flags.model_source == "gguf_file"
+    return card_repo if gguf or started.checkpoint.startswith("<") else started.checkpoint
 
 
 def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None = None, *,
@@ -135,15 +164,14 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     d = _holding(d, levels, catalog)
     started = launch_command(d, catalog)
     launch = _launch(started)
-    # the file llama-bench loads is the one the launch command serves (a GGUF path, or its placeholder)
-    model_file = (started.checkpoint if started.checkpoint.endswith((".gguf", ".gguf>"))
-                  else f"<the GGUF file of {started.checkpoint}>")
-    values = {"repo": repo, "model_file": model_file, "input_len": inp, "output_len": out, "port": started.port}
+    model_file = _model_file(started, card)
+    values = {"served_model": served_name(started, data), "tokenizer": _tokenizer(started, repo, catalog),
+              "model_file": model_file, "input_len": inp, "output_len": out, "port": started.port}
     predictions = []
     for c in levels:
         e = estimate(d, Workload(input_len=inp, output_len=out, concurrency=c), catalog, use_profiles=False)
         predictions.append(Prediction(concurrency=c, input_tokens=inp, output_tokens=out, ttft_s=e.ttft_s, tpot_s=e.tpot_s,
                                       output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
     return AcceptancePack(deployment=d, workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
-                          launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data)),
+                          launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data, started.engine)),
                           checklist=tuple(data["checklist"]), predictions=tuple(predictions))

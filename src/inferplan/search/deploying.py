@@ -40,7 +40,7 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 
                                  host_gpus=system.accelerator_count if system is not None else None)
             return LaunchText(pools.script, pools.notes)
         copies = d.model_copy(update={"gpus": cell.gpus * replicas}) if replicas > 1 and d.system is None else d
-        command = launch_command(copies, catalog, speculative=drafts(cell), from_plan=True)
+        command = launch_command(copies, catalog, speculative=drafts(cell))
         return LaunchText(command.script, command.notes)
     except InferplanError as exc:
         return LaunchText(f"no launch command: {exc.describe()}")

@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import (GpusOpt, LazyModule, JsonOpt, PpOpt, TpOpt, console, emit_json, err_console,
-                                         fail, run)
+from inferplan.shells.cli_common import (GpusOpt, KvOpt, LazyModule, JsonOpt, PpOpt, QuantOpt, TpOpt, console, emit_json,
+                                         err_console, fail, run)
 
 render_local = LazyModule("inferplan.shells.render_local")
 
@@ -167,8 +167,8 @@ def acceptance_cmd(
     gpus: Optional[int] = GpusOpt,  # without parallel sizes: laid out as fit, perf and deploy lay them out
     tensor_parallel_size: Optional[int] = TpOpt,
     pipeline_parallel_size: Optional[int] = PpOpt,
-    quantization: Optional[str] = typer.Option(None, "--quantization", "-q"),
-    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype"),
+    quantization: Optional[str] = QuantOpt,
+    kv_cache_dtype: str = KvOpt,
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
     engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx"),
     workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
