@@ -12,7 +12,7 @@ def _notes(**kw) -> str:
 
 
 def test_an_instance_past_one_host_says_it_spans_hosts_and_one_within_does_not():
-    assert "spans 2 hosts" in _notes(gpu="h100-sxm", gpus=16)  # TP8 x PP2 on 8-GPU NVLink hosts
+    assert "spans 2 hosts" in _notes(gpu="h100-sxm", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2)  # 8-GPU hosts
     assert "spans 2 hosts" in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2)
     assert "spans" not in _notes(gpu="h100-sxm", gpus=8)
     assert "spans" not in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8)  # two copies of one host each
