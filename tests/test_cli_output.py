@@ -133,7 +133,7 @@ def test_gpus_alone_lay_out_as_the_engine_launches():
     assert layout(gpu="h100", gpus=4) == (4, 1, 1)
     assert layout(gpu="h100", gpus=3) == (1, 3, 1)  # 32 heads do not split over 3: pipeline stages
     assert layout(gpu="h100", gpus=6) == (2, 3, 1)
-    assert layout(gpu="h100", gpus=16) == (8, 2, 1)  # tensor parallel within the 8-GPU NVLink domain
+    assert layout(gpu="h100", gpus=16) == (1, 1, 16)  # beyond one 8-GPU host: copies of the one GPU that holds it
     assert layout(gpu="rtx-4090", gpus=2, engine="llamacpp", quantization="gguf-q8_0") == (1, 2, 1)  # layer split
     assert layout(gpu="h100", gpus=2, data_parallel_size=2) == (1, 1, 2)
     assert layout(system="hgx-h100") == (1, 1, 8)  # a system without --gpus keeps its copies

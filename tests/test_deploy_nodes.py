@@ -37,7 +37,7 @@ def _value(argv: tuple[str, ...], flag: str) -> str:
 
 
 def test_an_instance_past_one_host_says_it_runs_over_hosts_and_one_within_does_not():
-    assert "needs 2 hosts" in _notes(gpu="h100-sxm", gpus=16)  # TP8 x PP2 on 8-GPU NVLink hosts
+    assert "needs 2 hosts" in _notes(gpu="h100-sxm", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2)
     assert "needs 2 hosts" in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8, pipeline_parallel_size=2)
     assert "hosts" not in _notes(gpu="h100-sxm", gpus=8)
     assert "hosts" not in _notes(system="hgx-h100", gpus=16, tensor_parallel_size=8)  # two copies of one host each

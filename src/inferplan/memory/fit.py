@@ -28,8 +28,8 @@ from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
-from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, layout_stated, parallel_plan,
-                                     stated_plan, tp_reach)
+from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, layout_stated,
+                                     parallel_plan, stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
@@ -91,15 +91,23 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
-    hw = resolve_hardware(catalog, d)
-    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
-    mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
-    copies = _system_copies(catalog, d, spec, hw, mp)
-    if copies is not None:
-        mp, note = copies
+    mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
     if note is None:
         return mp
     return dataclasses.replace(mp, result=mp.result.model_copy(update={"layout_note": note}))
+
+
+def _laid_out(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> tuple[MemoryPlan, str | None]:
+    """The plan of ``d`` in the layout it runs, and where it states no parallel sizes a note on how that layout
+    was chosen (None otherwise): the stated one; with a GPU count alone, the engine's own split of one instance
+    over them within one host (``layout.parallel_plan``), copies beyond it (``_host_copies``); a system named
+    alone, copies filling it (``_system_copies``)."""
+    copies = _host_copies(catalog, d, spec, hw)
+    if copies is not None:
+        return copies
+    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
+    return _system_copies(catalog, d, spec, hw, mp) or (mp, note)
 
 
 def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
@@ -112,16 +120,51 @@ def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
             or smallest.gpus > hw.gpus:
         return None
-    tp, pp = smallest.tensor_parallel_size, smallest.pipeline_parallel_size
-    copies = hw.gpus // smallest.gpus
-    used = copies * smallest.gpus  # a GPU count below the system's: the copies on part of it
+    return _copies(catalog, d, spec, hw, smallest, f"{hw.system.name}: {hw.gpus} GPUs,", "")
+
+
+def _host_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> tuple[MemoryPlan, str] | None:
+    """A GPU count beyond one host (``host_gpus``) with no parallel sizes runs data-parallel copies of the
+    smallest power-of-two instance that holds the model, as the vLLM guide sizes one replica
+    (eng-vllm-distributed-serving: GPUs, then nodes, until the model fits; tensor parallel within a node,
+    pipeline stages across nodes only for a model one node does not hold). None: within one host, a stated
+    layout, or an instance past one host of which no two copies fit the GPUs, where the engine's own split of
+    one instance over all of them stands;
+    so too where the copies would leave part of each of several systems idle, a GPU count a deployment of
+    that system cannot state (64 of each GB200 NVL72's 72)."""
+    host = host_gpus(hw)
+    if d.gpus is None or hw.gpus <= host or layout_stated(d):
+        return None
+    smallest, _ = _smallest_fit(catalog, d, spec, hw, between=False)
+    if smallest is None or smallest.gpus > host and 2 * smallest.gpus > hw.gpus or hw.system is not None and _copies_gpus(hw, smallest.gpus) % host:
+        return None
+    what = f"one {hw.system.name}" if hw.system is not None else "one host"
+    return _copies(catalog, d, spec, hw, smallest, f"{hw.gpus} GPUs, more than {what} holds ({host}):",
+                   "; pipeline stages span hosts only for a model one host does not hold: state the parallel sizes "
+                   "for another layout")
+
+
+def _copies_gpus(hw: Hardware, size: int) -> int:
+    """GPUs that copies of a ``size``-GPU instance take on ``hw``: each within one host where one holds it."""
+    host = host_gpus(hw)
+    copies = hw.gpus // size if size > host else hw.gpus // host * (host // size) + hw.gpus % host // size
+    return copies * size
+
+
+def _copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, instance: ParallelPlan, lead: str,
+            tail: str) -> tuple[MemoryPlan, str]:
+    """The plan of data-parallel copies of ``instance`` on ``hw``, each within one host where one host holds
+    it (``host_gpus``), the GPUs fewer than one more copy left idle; and the note that says so."""
+    tp, pp, size = instance.tensor_parallel_size, instance.pipeline_parallel_size, instance.gpus
+    used = _copies_gpus(hw, size)  # a GPU count below the hardware's: the copies on part of it
+    copies = used // size
     sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": copies,
                                  **({"gpus": used} if used < hw.gpus else {})})
-    mp = _fit(catalog, sized, spec, hw if used == hw.gpus else resolve_hardware(catalog, sized),
-              stated_plan(sized, used), search_smallest=False)
+    mp = _fit(catalog, sized, spec, dataclasses.replace(hw, gpus=used), stated_plan(sized, used), search_smallest=False)
     idle = f" ({used} GPUs; {hw.gpus - used} left idle)" if used < hw.gpus else ""
-    return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {copies} data-parallel {'copy' if copies == 1 else 'copies'} of "
-                f"{describe_split(tp, pp)}{idle}, the smallest instance that holds the model (no parallel sizes given)")
+    what = "one GPU each" if size == 1 else describe_split(tp, pp)
+    return mp, (f"{lead} {copies} data-parallel {'copy' if copies == 1 else 'copies'} of {what}{idle}, the smallest "
+                f"instance that holds the model (no parallel sizes given{tail})")
 
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
@@ -131,12 +174,15 @@ def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
     are launched one instance each, as its one-GPU copies are (the data-parallel size is left to fill the
     system): one launch of all of them would need the engine to run data-parallel ranks of a split
     instance, which TensorRT-LLM does not, and one pod to hold a rack's GPUs."""
-    if d.gpus is not None or layout_stated(d) or d.system is None:
+    hw = None if layout_stated(d) or (d.gpus is None and d.system is None) else resolve_hardware(catalog, d)
+    if hw is None or d.gpus is not None and hw.gpus <= host_gpus(hw):
         return as_launched(d, catalog)
     p = plan_memory(d, catalog).result.parallel
-    if p.tensor_parallel_size * p.pipeline_parallel_size == 1:
-        return d  # one-GPU copies: as a system without sizes is launched
-    idle = p.gpus < resolve_hardware(catalog, d).gpus  # copies that leave part of the system idle run on the rest
+    if d.gpus is not None and p.data_parallel_size == 1:
+        return as_launched(d, catalog)  # one instance over the hosts: the engine's own split
+    if p.tensor_parallel_size * p.pipeline_parallel_size == 1:  # one-GPU copies: launched as a system without sizes is
+        return d if p.gpus == hw.gpus else d.model_copy(update={"gpus": p.gpus})
+    idle = p.gpus < hw.gpus  # copies that leave part of the hardware idle run on the rest
     return d.model_copy(update={"tensor_parallel_size": p.tensor_parallel_size,
                                 "pipeline_parallel_size": p.pipeline_parallel_size, **({"gpus": p.gpus} if idle else {})})
 
@@ -248,14 +294,14 @@ def _scale_note(engine, scale, settings) -> str:
             f"{scale.above_context_tokens.value:,.0f} tokens of context: {settings.memory_fraction:.3f} planned")
 
 
-def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
-                  hw: Hardware) -> tuple[ParallelPlan | None, ParallelPlan | None]:
+def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
+                  between: bool = True) -> tuple[ParallelPlan | None, ParallelPlan | None]:
     """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
     each size above 1): of a power-of-two count (what tiles a system), and at any count the engine splits
     over (tensor parallel sizes that split the attention heads, memory/checks.py; pipeline stages of at
     least a layer each). The powers of two are tried first; the counts between the largest that does not
-    fit and the smallest that does are then tried in turn, since a layer split (llama.cpp's default,
-    vLLM's pipeline parallel) starts on three GPUs as well as on four."""
+    fit and the smallest that does are then tried in turn (unless not ``between``: the power of two is both),
+    since a layer split (llama.cpp's default, vLLM's pipeline parallel) starts on three GPUs as well as on four."""
     limit = 1024
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
@@ -288,8 +334,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
     while gpus <= limit:
         found = holds(gpus)
         if found is not None:
-            between = (holds(n) for n in range(gpus // 2 + 1, gpus))
-            return found, next((p for p in between if p is not None), found)
+            fewer = (holds(n) for n in range(gpus // 2 + 1, gpus) if between)
+            return found, next((p for p in fewer if p is not None), found)
         gpus *= 2
     return None, None
 

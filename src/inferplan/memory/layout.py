@@ -6,7 +6,10 @@ those GPUs: one instance across all of them (``engines.yaml`` ``multi_gpu_split`
 and TensorRT-LLM split tensors: tensor parallel over every GPU where that count splits the attention
 heads and the GPUs reach each other over their link, else tensor parallel over the largest count that
 does, with pipeline stages for the rest (the vLLM guide's "TP = GPUs per node, PP = nodes").
-llama.cpp's default layer split gives each GPU a slice of the layers: pipeline parallel.
+llama.cpp's default layer split gives each GPU a slice of the layers: pipeline parallel. That
+holds within one host (``host_gpus``); a count beyond one host runs copies of the smallest
+instance that holds the model instead (``memory.fit``), as one instance split over every host
+would pipeline a model one GPU holds across the network.
 """
 
 from __future__ import annotations
@@ -40,6 +43,15 @@ def tp_reach(hw: Hardware) -> int:
     """GPUs tensor parallelism spans without a network: the fast-link domain, or a PCIe server's
     cards where they have no network between servers."""
     return hw.domain_gpus if hw.scale_out is not None or not hw.pcie_server_gpus else hw.pcie_server_gpus
+
+
+def host_gpus(hw: Hardware) -> int:
+    """GPUs one host holds, the most one instance is laid out over before it spans the network: a
+    system's accelerators (a rack system's: its scale-up domain), else the accelerator's scale-up
+    domain or the PCIe server its cards sit in."""
+    if hw.system is not None:
+        return hw.system.accelerator_count
+    return max(hw.domain_gpus, hw.pcie_server_gpus, 1)
 
 
 def layout_stated(d: Deployment) -> bool:

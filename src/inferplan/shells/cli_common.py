@@ -49,10 +49,10 @@ EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llam
 DeploymentEngineOpt = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers "
                                                           "(default: llamacpp on Apple silicon, else vllm)")
 EngineVersionOpt = typer.Option(None, "--engine-version", help="Engine release whose memory rule applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release; fit names it).")
-GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP).")
-TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel; default 1, with --gpus alone: as the engine launches).")
+GpusOpt = typer.Option(None, "--gpus", help="GPUs in the deployment; without parallel sizes, one instance across them as the engine launches it (tensor parallel, else TP × PP) within one host; beyond one host, copies of the smallest instance that holds the model.")
+TpOpt = typer.Option(None, "--tensor-parallel-size", "-tp", help="GPUs one layer is split across (tensor parallel; default 1, with --gpus alone: as the engine launches, or beyond one host the smallest instance's).")
 PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Consecutive groups of layers on different GPUs (pipeline stages; default 1).")
-DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances side by side (data-parallel copies; default: the GPUs left, with --gpus alone: 1, with --system alone: as many copies of the smallest instance that holds the model as fill the system).")
+DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances side by side (data-parallel copies; default: the GPUs left; with --gpus alone, 1 within one host; beyond one host, or with --system alone, as many copies of the smallest instance that holds the model as fill the GPUs).")
 EpOpt = typer.Option(False, "--enable-expert-parallel", help="Spread a mixture-of-experts model's experts over the GPUs.")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization", help="Share of each GPU's memory the engine may use (engine default when left out).")
 MaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the model's own).")
