@@ -21,7 +21,7 @@ from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
-from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
+from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.engine_budget import EngineSettings, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
@@ -41,6 +41,7 @@ from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.tp_split import tp_splits
 
 
 @dataclass(frozen=True)
@@ -248,8 +249,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
                   hw: Hardware) -> tuple[ParallelPlan | None, ParallelPlan | None]:
     """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
     each size above 1): of a power-of-two count (what tiles a system), and at any count the engine splits
-    over (tensor parallel sizes that split the attention heads, memory/checks.py; pipeline stages of at
-    least a layer each). The powers of two are tried first; the counts between the largest that does not
+    over (tensor parallel sizes that split the widths the engine divides, memory/tp_split.py; pipeline
+    stages of at least a layer each). The powers of two are tried first; the counts between the largest that does not
     fit and the smallest that does are then tried in turn, since a layer split (llama.cpp's default,
     vLLM's pipeline parallel) starts on three GPUs as well as on four."""
     limit = 1024
@@ -264,7 +265,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
         """(TP, PP) of one instance on ``gpus`` GPUs that the launcher starts, in the order the engine
         prefers: pipeline first for an engine whose own split is by layers, else tensor parallel first."""
         found = [(tp, gpus // tp) for tp in range(1, min(gpus, hw.domain_gpus) + 1)
-                 if gpus % tp == 0 and gpus // tp <= layers and tp_shards_heads(spec, engine_spec.id, tp)
+                 if gpus % tp == 0 and gpus // tp <= layers
+                 and tp_splits(spec, engine_spec, tp, expert_parallel=d.enable_expert_parallel)
                  and (flags is None or flags.launches_split(tp, gpus // tp))]
         return found if engine_spec.multi_gpu_split == "layer" else sorted(found, key=lambda s: s[1])
 
