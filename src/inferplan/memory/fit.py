@@ -27,8 +27,8 @@ from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
-from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, layout_stated, parallel_plan,
-                                     stated_plan, tp_reach)
+from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, launch_split, layout_stated,
+                                     parallel_plan, stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
@@ -106,12 +106,14 @@ def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
                    one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
     """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
     where the model does not fit on one GPU, as many copies of the smallest power-of-two instance that
-    holds it as the system has room for, the GPUs fewer than one more copy left idle (None: the one-GPU copies
-    stand, as no instance within the system holds the model)."""
+    holds it as the system has room for, the GPUs fewer than one more copy left idle; where no instance
+    within the system holds it, the largest one it allows (``_whole_system``). None: the one-GPU copies
+    stand."""
     smallest = one_gpu.result.smallest_fit  # of a power-of-two count: copies tile an HGX's 8 GPUs or an NVL72's 72
-    if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
-            or smallest.gpus > hw.gpus:
+    if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits:
         return None
+    if smallest is None or smallest.gpus > hw.gpus:
+        return _whole_system(catalog, d, spec, hw, one_gpu)
     tp, pp = smallest.tensor_parallel_size, smallest.pipeline_parallel_size
     copies = hw.gpus // smallest.gpus
     used = copies * smallest.gpus  # a GPU count below the system's: the copies on part of it
@@ -122,6 +124,24 @@ def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     idle = f" ({used} GPUs; {hw.gpus - used} left idle)" if used < hw.gpus else ""
     return mp, (f"{hw.system.name}: {hw.gpus} GPUs, {copies} data-parallel {'copy' if copies == 1 else 'copies'} of "
                 f"{describe_split(tp, pp)}{idle}, the smallest instance that holds the model (no parallel sizes given)")
+
+
+def _whole_system(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
+                  one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
+    """One instance over all of a system's GPUs, split as the engine launches it there (``launch_split``):
+    the largest the system allows, planned where no instance within it holds the model, so that its
+    shortfall and the changes suggested are those of the instance that comes closest. The smallest
+    instance that holds the model (beyond the system) is kept from the one-GPU plan."""
+    split = launch_split(spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    if split is None or split == (1, 1):
+        return None
+    tp, pp = split
+    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": 1})
+    mp = _fit(catalog, sized, spec, hw, stated_plan(sized, hw.gpus), search_smallest=False)
+    kept = {"smallest_fit": one_gpu.result.smallest_fit, "fewest_gpus_fit": one_gpu.result.fewest_gpus_fit}
+    return (dataclasses.replace(mp, result=mp.result.model_copy(update=kept)),
+            f"{hw.system.name}: {hw.gpus} GPUs, one instance of {describe_split(tp, pp)} over all of them, the largest "
+            "the system allows: no instance within it holds the model (no parallel sizes given)")
 
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
