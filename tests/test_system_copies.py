@@ -1,6 +1,7 @@
 """A system named with no GPU count and no parallel sizes (``--system hgx-h200`` alone) runs data-parallel
 copies: of one GPU where the model fits on one, else of the smallest instance that holds it, so that
-`fit`, `perf` and `deploy` answer for the layout one would launch rather than eight copies that cannot load."""
+`fit`, `perf` and `deploy` answer for the layout one would launch rather than eight copies that cannot load;
+where no instance within the system holds the model, one instance over all its GPUs."""
 
 import pytest
 import yaml
@@ -35,10 +36,37 @@ def test_a_model_that_fits_one_gpu_keeps_one_gpu_copies(catalog):
     assert _layout(fit(Deployment(model="llama-3.1-8b", system="hgx-h100"), catalog)) == (1, 1, 8)
 
 
-def test_a_model_no_instance_within_the_system_holds_is_left_as_stated(catalog):
-    # DeepSeek-R1 in BF16 needs more than eight 80 GB GPUs: no whole number of copies fills the system
+def test_a_model_no_instance_within_the_system_holds_is_planned_on_the_whole_system(catalog):
+    """DeepSeek-R1 in BF16 needs more than eight 80 GB GPUs: the shortfall is that of one instance over all
+    eight (as vLLM launches it there: TP 8), not of eight one-GPU copies, 60 times larger."""
     r = fit(Deployment(model="deepseek-r1", system="hgx-h100", engine="vllm", quantization="bf16"), catalog)
-    assert not r.fits and _layout(r) == (1, 1, 8) and r.smallest_fit.gpus > 8
+    assert not r.fits and _layout(r) == (8, 1, 1) and r.smallest_fit.gpus > 8
+    assert "the largest the system allows" in r.layout_note
+
+
+def test_the_shortfall_on_a_system_is_the_one_of_all_its_gpus(catalog):
+    """rev12: DeepSeek-V3 FP8 on an HGX H100 at 1,280 tokens: 630.4 GiB of weights / 8 = 78.8 GiB per GPU
+    against 72.85 usable; the system alone reports what --gpus 8 reports, not 560 GiB per GPU."""
+    alone = fit(Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280), catalog)
+    eight = fit(Deployment(model="deepseek-v3", gpu="h100-sxm", gpus=8, max_model_len=1280), catalog)
+    assert not alone.fits and _layout(alone) == (8, 1, 1)
+    assert alone.shortfall_bytes == pytest.approx(eight.shortfall_bytes)
+    assert 6 * 2**30 < alone.shortfall_bytes < 10 * 2**30
+    assert alone.fewest_gpus_fit.gpus == 11
+
+
+def test_the_hint_beyond_one_system_counts_whole_systems(catalog):
+    """perf and deploy refuse with the GPU count and, beside it, the systems it takes: 11 GPUs are 2 HGX
+    H100s, launched as TP 8 within each and a pipeline stage per system."""
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.memory.refusal import refuse_unfit
+
+    d = Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280)
+    with pytest.raises(InvalidScenarioError) as e:
+        refuse_unfit(fit(d, catalog), d)
+    assert "needs 11 GPUs" in str(e.value)
+    assert "(2 × hgx-h100: 16 GPUs, tensor parallel 8 × pipeline parallel 2)" in str(e.value)
+    assert "short by 8.9 GiB per GPU" in str(e.value)
 
 
 @pytest.mark.parametrize(("gpus", "tp"), [(None, "8"), (8, "8")])

@@ -341,6 +341,15 @@ class EngineDefaults(Frozen):
     # each GPU a slice of the layers ("layer": llama.cpp's default split mode)
     multi_gpu_split: Literal["tensor", "layer"] | None = None
     multi_gpu_split_source: str | None = None
+    # the widths tensor parallelism splits evenly over its ranks (a start-up assertion each):
+    # attention_heads (query heads), kv_heads (key/value heads: divided, or each held whole by
+    # TP / heads ranks when TP is a multiple of them), mlp_intermediate (dense and shared-expert
+    # MLP width), expert_intermediate (routed experts' width, unless expert parallelism spreads
+    # whole experts); empty: the engine splits no tensors, so any size stands
+    tensor_parallel_splits: tuple[Literal["attention_heads", "kv_heads", "mlp_intermediate",
+                                          "expert_intermediate"], ...] = ()
+    tensor_parallel_splits_source: str | None = None
+    tensor_parallel_splits_note: str | None = None
     # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated
     # ``gemm-min-rows`` rows of every weight matrix (vLLM's and SGLang's fused-MoE kernels pad each
     # expert's tokens to the tile), or on vector kernels that compute only the rows there are

@@ -1,6 +1,6 @@
 """The checks a deployment passes before its memory is planned: the engine runs on the hardware and
 the model, expert and pipeline parallelism have something to spread, tensor parallelism splits the
-attention heads, and a context past the model's is treated as the engine treats it."""
+widths the engine divides over its ranks, and a context past the model's is treated as the engine treats it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware
+from inferplan.memory.tp_split import allowed_tp_sizes, tp_refusal
 
 
 def has_experts(spec: ModelSpec) -> bool:
@@ -83,7 +84,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     _check_runner(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)
-    _check_heads(spec, engine.id, tp)
+    _check_tp_split(spec, engine, tp, d.enable_expert_parallel)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and pp > layers:
         raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
@@ -110,25 +111,16 @@ def check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tup
             f"{engine.id} runs it, but the model was not trained that long{why}"], None
 
 
-HEAD_SHARDING_ENGINES = ("vllm", "sglang", "trtllm", "ktransformers")  # shard attention heads across tensor-parallel ranks
-
-
-def tp_shards_heads(spec: ModelSpec, engine: str, tp: int) -> bool:
-    arch = spec.architecture
-    if tp == 1 or engine not in HEAD_SHARDING_ENGINES or arch is None or spec.architecture_is_proxy:
-        return True
-    return arch.num_attention_heads % tp == 0
-
-
-def _check_heads(spec: ModelSpec, engine: str, tp: int) -> None:
-    """vLLM, SGLang and TensorRT-LLM split the attention heads evenly over the tensor-parallel ranks."""
-    if not tp_shards_heads(spec, engine, tp):
-        heads = spec.architecture.num_attention_heads
-        allowed = ", ".join(str(n) for n in range(1, heads + 1) if heads % n == 0 and n <= 1024)
+def _check_tp_split(spec: ModelSpec, engine: EngineDefaults, tp: int, expert_parallel: bool) -> None:
+    """The engine divides the model's widths evenly over the tensor-parallel ranks (memory/tp_split.py)."""
+    refused = tp_refusal(spec, engine, tp, expert_parallel=expert_parallel)
+    if refused is not None:
+        how = " (a size must divide them, or be a multiple of them)" if refused.replicates else ""
         raise InvalidScenarioError(
-            f"{spec.name} has {heads} attention heads, which {engine} cannot split over {tp} tensor-parallel ranks",
+            f"{spec.name} has {refused.count} {refused.what}, which {engine.id} cannot split over {tp} "
+            f"tensor-parallel ranks{how}",
             field="tensor_parallel_size",
-            allowed=allowed,
+            allowed=", ".join(str(n) for n in allowed_tp_sizes(spec, engine, expert_parallel=expert_parallel)),
         )
 
 

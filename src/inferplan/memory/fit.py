@@ -22,13 +22,13 @@ from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
-from inferplan.memory.checks import check_context, checked_engine, tp_shards_heads
+from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
-from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, layout_stated,
+from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
                                      parallel_plan, stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
@@ -42,6 +42,7 @@ from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.tp_split import tp_splits
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,14 @@ def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
                    one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
     """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
     where the model does not fit on one GPU, as many copies of the smallest power-of-two instance that
-    holds it as the system has room for, the GPUs fewer than one more copy left idle (None: the one-GPU copies
-    stand, as no instance within the system holds the model)."""
+    holds it as the system has room for, the GPUs fewer than one more copy left idle; where no instance
+    within the system holds it, the largest one it allows (``_whole_system``). None: the one-GPU copies
+    stand."""
     smallest = one_gpu.result.smallest_fit  # of a power-of-two count: copies tile an HGX's 8 GPUs or an NVL72's 72
-    if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits or smallest is None \
-            or smallest.gpus > hw.gpus:
+    if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits:
         return None
+    if smallest is None or smallest.gpus > hw.gpus:
+        return _whole_system(catalog, d, spec, hw, one_gpu)
     return _copies(catalog, d, spec, hw, smallest, f"{hw.system.name}: {hw.gpus} GPUs,", "")
 
 
@@ -165,6 +168,24 @@ def _copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, inst
     what = "one GPU each" if size == 1 else describe_split(tp, pp)
     return mp, (f"{lead} {copies} data-parallel {'copy' if copies == 1 else 'copies'} of {what}{idle}, the smallest "
                 f"instance that holds the model (no parallel sizes given{tail})")
+
+
+def _whole_system(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
+                  one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
+    """One instance over all of a system's GPUs, split as the engine launches it there (``launch_split``):
+    the largest the system allows, planned where no instance within it holds the model, so that its
+    shortfall and the changes suggested are those of the instance that comes closest. The smallest
+    instance that holds the model (beyond the system) is kept from the one-GPU plan."""
+    split = launch_split(spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    if split is None or split == (1, 1):
+        return None
+    tp, pp = split
+    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": 1})
+    mp = _fit(catalog, sized, spec, hw, stated_plan(sized, hw.gpus), search_smallest=False)
+    kept = {"smallest_fit": one_gpu.result.smallest_fit, "fewest_gpus_fit": one_gpu.result.fewest_gpus_fit}
+    return (dataclasses.replace(mp, result=mp.result.model_copy(update=kept)),
+            f"{hw.system.name}: {hw.gpus} GPUs, one instance of {describe_split(tp, pp)} over all of them, the largest "
+            "the system allows: no instance within it holds the model (no parallel sizes given)")
 
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
@@ -298,8 +319,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
                   between: bool = True) -> tuple[ParallelPlan | None, ParallelPlan | None]:
     """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
     each size above 1): of a power-of-two count (what tiles a system), and at any count the engine splits
-    over (tensor parallel sizes that split the attention heads, memory/checks.py; pipeline stages of at
-    least a layer each). The powers of two are tried first; the counts between the largest that does not
+    over (tensor parallel sizes that split the widths the engine divides, memory/tp_split.py; pipeline
+    stages of at least a layer each). The powers of two are tried first; the counts between the largest that does not
     fit and the smallest that does are then tried in turn (unless not ``between``: the power of two is both),
     since a layer split (llama.cpp's default, vLLM's pipeline parallel) starts on three GPUs as well as on four."""
     limit = 1024
@@ -314,7 +335,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
         """(TP, PP) of one instance on ``gpus`` GPUs that the launcher starts, in the order the engine
         prefers: pipeline first for an engine whose own split is by layers, else tensor parallel first."""
         found = [(tp, gpus // tp) for tp in range(1, min(gpus, hw.domain_gpus) + 1)
-                 if gpus % tp == 0 and gpus // tp <= layers and tp_shards_heads(spec, engine_spec.id, tp)
+                 if gpus % tp == 0 and gpus // tp <= layers
+                 and tp_splits(spec, engine_spec, tp, expert_parallel=d.enable_expert_parallel)
                  and (flags is None or flags.launches_split(tp, gpus // tp))]
         return found if engine_spec.multi_gpu_split == "layer" else sorted(found, key=lambda s: s[1])
 

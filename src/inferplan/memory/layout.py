@@ -3,9 +3,9 @@
 A stated layout is checked and completed: data-parallel copies fill the GPUs the instance leaves.
 A deployment that states a GPU count but no parallel sizes is laid out as its engine is launched on
 those GPUs: one instance across all of them (``engines.yaml`` ``multi_gpu_split``). vLLM, SGLang
-and TensorRT-LLM split tensors: tensor parallel over every GPU where that count splits the attention
-heads and the GPUs reach each other over their link, else tensor parallel over the largest count that
-does, with pipeline stages for the rest (the vLLM guide's "TP = GPUs per node, PP = nodes").
+and TensorRT-LLM split tensors: tensor parallel over every GPU where that count splits the widths
+the engine divides over its ranks (memory/tp_split.py) and the GPUs reach each other over their
+link, else tensor parallel over the largest count that does, with pipeline stages for the rest (the vLLM guide's "TP = GPUs per node, PP = nodes").
 llama.cpp's default layer split gives each GPU a slice of the layers: pipeline parallel. That
 holds within one host (``host_gpus``); a count beyond one host runs copies of the smallest
 instance that holds the model instead (``memory.fit``), as one instance split over every host
@@ -22,9 +22,9 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.checks import tp_shards_heads
 from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.resolve import resolve_model
+from inferplan.memory.tp_split import tp_splits
 
 LAYOUT_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 
@@ -112,7 +112,7 @@ def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware,
         return (1, n) if n <= layers and launches(1, n) else None
     reach = tp_reach(hw)
     for tp in range(min(n, reach), 0, -1):
-        if n % tp == 0 and tp_shards_heads(spec, engine.id, tp) and n // tp <= layers and launches(tp, n // tp):
+        if n % tp == 0 and tp_splits(spec, engine, tp) and n // tp <= layers and launches(tp, n // tp):
             return tp, n // tp
     return None
 

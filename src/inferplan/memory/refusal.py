@@ -85,13 +85,25 @@ def _more_gpus(fit: MemoryFit, d: Deployment, joiner: str) -> str:
     return f"{joiner}{'a system of ' if system_alone else ''}at least {smallest.gpus} GPUs"
 
 
+def _in_systems(fit: MemoryFit, d: Deployment, gpus: int) -> str:
+    """``gpus`` in whole systems of ``d``'s, where they are more than one: the instance planned on one
+    system (tensor parallel within it, as the engine launches it there) with a pipeline stage per system."""
+    node, p = fit.parallel.gpus, fit.parallel
+    if gpus <= node or p.tensor_parallel_size * p.pipeline_parallel_size != node:
+        return ""
+    systems = math.ceil(gpus / node)
+    split = describe_split(p.tensor_parallel_size, systems * node // p.tensor_parallel_size)
+    return f" ({systems} × {d.system}: {systems * node} GPUs, {split})"
+
+
 def _refuse_hardware(fit: MemoryFit, d: Deployment, where: str) -> None:
     """The weights (or start-up's own allocations) leave no room: more or larger GPUs, or smaller weights."""
     smallest = fit.fewest_gpus_fit
+    system_alone = d.system is not None and d.gpus is None  # the GPUs are the system's: name what was given
     needs = "" if smallest is None else (
         f"; one instance that holds it needs {smallest.gpus} GPUs, "
-        f"{describe_split(smallest.tensor_parallel_size, smallest.pipeline_parallel_size)}")
-    system_alone = d.system is not None and d.gpus is None  # the GPUs are the system's: name what was given
+        f"{describe_split(smallest.tensor_parallel_size, smallest.pipeline_parallel_size)}"
+        f"{_in_systems(fit, d, smallest.gpus) if system_alone else ''}")
     field = "system" if system_alone else "gpus" if d.gpus is not None or smallest is not None else "gpu"
     more = "" if smallest is None else f"{'a system of ' if system_alone else ''}at least {smallest.gpus} GPUs; else "
     short = max(fit.shortfall_bytes, fit.startup_shortfall_bytes_per_gpu)

@@ -19,6 +19,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
 from inferplan.memory.resolve import resolve_model
+from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
 from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
@@ -267,7 +268,9 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
             if p.system is not None or width == p.gpus:
                 out.append((1, 1, width, True, 1))
             width *= 2
-    return _launchable(catalog, out, engine.id, p, systems)
+    spec = resolve_model(catalog, base.model)  # sizes the engine divides the model's widths by (memory/tp_split.py)
+    return _launchable(catalog, [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3])], engine.id, p,
+                       systems)
 
 
 def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine: str, p: Platform,

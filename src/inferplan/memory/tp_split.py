@@ -1,0 +1,80 @@
+"""Which tensor-parallel sizes an engine starts a model at.
+
+An engine that splits tensors divides some of a model's widths evenly over the tensor-parallel
+ranks and asserts at start-up that each quotient is whole (``engines.yaml``
+``tensor_parallel_splits``, with the engine's source): the query heads, the key/value heads (or,
+when TP is a multiple of them, each KV head held whole by TP / heads ranks), the dense and
+shared-expert MLP width, and the routed experts' width unless expert parallelism spreads whole
+experts. A layout the engine would refuse is refused here, naming the width and the sizes it takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.schema import EngineDefaults
+
+# layers whose attention projects key/value heads (MLA keeps one latent every rank holds whole;
+# linear-attention and Mamba mixers shard heads of their own, not checked here)
+KV_HEAD_LAYERS = (LayerKind.FULL, LayerKind.SLIDING, LayerKind.SPARSE)
+MAX_LISTED_TP = 1024  # the largest size an error lists
+
+
+@dataclass(frozen=True)
+class SplitWidth:
+    """A width tensor parallelism splits: ``count`` of ``what``; ``replicates``: a size that is a
+    multiple of ``count`` also starts (each one held whole by several ranks)."""
+
+    what: str
+    count: int
+    replicates: bool = False
+
+    def takes(self, tp: int) -> bool:
+        return self.count % tp == 0 or (self.replicates and tp % self.count == 0)
+
+
+def _widths(arch: Architecture, rule: str, expert_parallel: bool) -> list[SplitWidth]:
+    moe = arch.moe
+    if rule == "attention_heads":
+        return [SplitWidth("attention heads", arch.num_attention_heads)]
+    if rule == "kv_heads":
+        heads = sorted({arch.layer_kv_heads(k) for k in arch.layer_kinds if k in KV_HEAD_LAYERS})
+        return [SplitWidth("key/value heads", n, replicates=True) for n in heads if n]
+    if rule == "mlp_intermediate":
+        dense = arch.intermediate_size if moe is None or not all(moe.moe_layers) else 0
+        shared = moe.shared_intermediate_size if moe is not None else 0
+        return [SplitWidth(f"{name} MLP width", n) for name, n in (("dense", dense), ("shared-expert", shared)) if n]
+    if rule == "expert_intermediate" and moe is not None and not expert_parallel and moe.expert_intermediate_size:
+        return [SplitWidth("expert MLP width", moe.expert_intermediate_size)]
+    return []
+
+
+def split_widths(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False) -> tuple[SplitWidth, ...]:
+    """The widths ``engine`` divides over its tensor-parallel ranks for ``spec`` (none for a model
+    whose architecture is not its own)."""
+    arch = spec.architecture
+    if arch is None or spec.architecture_is_proxy:
+        return ()
+    return tuple(w for rule in engine.tensor_parallel_splits for w in _widths(arch, rule, expert_parallel))
+
+
+def tp_refusal(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False) -> SplitWidth | None:
+    """The first width ``engine`` cannot split over ``tp`` ranks for ``spec``; None when it starts."""
+    if tp == 1:
+        return None
+    return next((w for w in split_widths(spec, engine, expert_parallel=expert_parallel) if not w.takes(tp)), None)
+
+
+def tp_splits(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False) -> bool:
+    """Whether ``engine`` starts ``spec`` at tensor parallel ``tp``."""
+    return tp_refusal(spec, engine, tp, expert_parallel=expert_parallel) is None
+
+
+def allowed_tp_sizes(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False) -> list[int]:
+    """The tensor-parallel sizes ``engine`` starts ``spec`` at, up to the largest width split (and
+    MAX_LISTED_TP)."""
+    widths = split_widths(spec, engine, expert_parallel=expert_parallel)
+    top = min(MAX_LISTED_TP, max((w.count for w in widths), default=1))
+    return [n for n in range(1, top + 1) if all(w.takes(n) for w in widths)]
