@@ -26,6 +26,7 @@ from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.layout import host_gpus
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 HEAD_VARIABLE = "HEAD_IP"
@@ -82,12 +83,12 @@ def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
     catalogue: a rack's)."""
     hw = resolve_hardware(catalog, d)
     gpus = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+    if hw.system is not None and hw.system.tier not in HOST_TIERS:
+        return None
+    host = host_gpus(hw)
     if hw.system is not None:
-        if hw.system.tier not in HOST_TIERS:
-            return None
-        host, what = hw.system.accelerator_count, f"one {hw.system.name}"
+        what = f"one {hw.system.name}"
     else:
-        host = max(hw.domain_gpus, hw.pcie_server_gpus, 1)
         what = f"one host's {host}-GPU {'PCIe server' if hw.pcie_server_gpus > hw.domain_gpus else 'scale-up domain'}"
     if gpus <= host:
         return None
