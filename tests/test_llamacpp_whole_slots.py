@@ -44,3 +44,13 @@ def test_the_fits_matrix_shows_the_most_whole_slots_that_fit(catalog):
     rows = {line.split()[0]: line.split()[-1] for line in text.splitlines() if line.startswith(("qwen3", "gemma"))}
     assert rows == {c.model: str(c.result.most_slots) for c in matrix.cells}  # whole: 8, not 8.5
     assert "the most whose cache fits (fit's most_slots" in text
+
+
+def test_what_runs_on_a_gpu_counts_llamacpp_in_the_matrixs_whole_slots(catalog):
+    from inferplan.performance.here import what_runs_on
+
+    runs = what_runs_on("rtx-4090", 1, catalog, engine="llamacpp", quantizations=["q4_k_m"])
+    rows = [r for r in runs.models if r.model == "qwen3-30b-a3b"]
+    matrix = fits_matrix(models=["qwen3-30b-a3b"], gpus=["rtx-4090"], quantizations=["q4_k_m"], engine="llamacpp",
+                         catalog=catalog)
+    assert [r.concurrency for r in rows] == [float(matrix.cells[0].result.most_slots)]

@@ -56,3 +56,11 @@ def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
     most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
     return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(started),
                                      "total_max_concurrency": float(started * result.parallel.data_parallel_size)})
+
+
+def sequences_held(d: Deployment, catalog: Catalog) -> float:
+    """The ``max_model_len`` sequences ``d`` holds at once as the what-fits matrix counts them: on an engine
+    with a context per slot the most slots that fit (whole), else the KV cache's ``total_max_concurrency``."""
+    result = plan_memory(d, catalog).result
+    most = most_slots(d, catalog, SLOT_LIMIT) if result.fits else None
+    return float(most) if most is not None else result.total_max_concurrency
