@@ -25,7 +25,7 @@ from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
-from inferplan.memory.slots import SLOT_LIMIT, with_slots  # noqa: F401 - SLOT_LIMIT: search and economics cap by it
+from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 

@@ -40,11 +40,15 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
     same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
     if len(rows) > FOLD_ROWS:  # and twin rows one row
-        last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
+        def twin(r: list[str]) -> tuple:  # the figures shown and the plan behind them (a slot count is often shared)
+            plans = ((c.result.kv_cache_tokens, round(c.result.weights_bytes_per_gpu)) if c and c.result else None
+                     for c in (rows[r[0], r[1]].get(h) for h in hardware))
+            return (*r[1:], *plans)
+        last = {twin(r): r[0] for r in body}  # the catalogue lists a line's newest model last
         for r in body:
-            if last[tuple(r[1:])] != r[0]:
-                same.setdefault(last[tuple(r[1:])], []).append(r[0])
-        body = [r for r in body if last[tuple(r[1:])] == r[0]]
+            if last[twin(r)] != r[0]:
+                same.setdefault(last[twin(r)], []).append(r[0])
+        body = [r for r in body if last[twin(r)] == r[0]]
     headers = hardware
     needed = sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
     if needed > width:
