@@ -76,3 +76,57 @@ def test_a_fit_answer_keeps_each_figure_with_its_unit(args):
     out = done.stdout
     assert "KV cache" in out
     assert not [line for line in out.splitlines() if re.match(r"\s*(GiB|GB|KiB|tokens)\b", line)]
+
+
+def _commands(group, path=()):
+    """Every command under ``group`` with the words that reach it."""
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def _help_cases():
+    import typer
+
+    from inferplan.shells.cli import app
+
+    return list(_commands(typer.main.get_command(app)))
+
+
+HELP_CASES = _help_cases()
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize(("words", "command"), HELP_CASES, ids=[" ".join(w) for w, _ in HELP_CASES])
+def test_help_shows_every_flag_name_whole(words, command, columns):
+    """A flag is read off the help and copied from it: every long name (taken from the command itself,
+    so a new flag is covered) is whole at 80 and 60 columns, and no line is wider than the terminal."""
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    done = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": str(columns)}, prog_name="inferplan",
+                              terminal_width=columns)  # the runner fixes click's width at 80 otherwise
+    assert done.exit_code == 0, done.output
+    names = [o for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+    assert names and [n for n in names if not whole(n, done.output)] == []
+    assert max(len(line) for line in done.output.splitlines()) <= columns
+
+
+def test_the_memory_track_record_labels_each_error_and_keeps_the_weights():
+    env = {**os.environ, "COLUMNS": "80", "LINES": "50"}  # (a quoted engine log line in a caveat holds a "…")
+    out = subprocess.run([INFERPLAN, "validate", "--memory"], env=env, capture_output=True, text=True, check=True).stdout
+    first = out[:out.index("a02-")]
+    assert all(f"{label} " in first for label in ("weights meas.", "weights pred.", "weights err", "KV err"))
+
+
+def test_a_stored_run_shows_its_percentiles_whole(tmp_path):
+    db = str(tmp_path / "runs.db")
+    data = Path(__file__).parent / "data" / "measurements" / "vllm_bench_serve_c8.json"
+    subprocess.run([INFERPLAN, "measurements", "import", str(data), "--model", "llama-3.1-8b", "--gpu", "h100",
+                    "--engine", "vllm", "--engine-version", "x", "--db", db], capture_output=True, check=True)
+    out = narrow("measurements", "show", "1", "--db", db)
+    assert "latency percentiles at concurrency 8, 1024/256 tokens" in out
+    assert all(f"│ {label} " in out for label in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"))

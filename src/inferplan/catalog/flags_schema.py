@@ -132,6 +132,15 @@ class LaterFlags(Frozen):
     note: str | None = None
 
 
+class VariantEnv(Frozen):
+    """The environment that makes the engine run ``variant`` (a memory rule's, engine_memory_rules.yaml) at a
+    release whose default is another variant: vLLM runs V1 from 0.8.0 unless ``VLLM_USE_V1=0``."""
+
+    variant: str = Field(pattern=r"^V\d+$")
+    env: dict[str, str] = Field(min_length=1)
+    source: str
+
+
 class SpeculativeRule(Frozen):
     """Speculative decoding: JSON under one flag (``json_flag``), one flag per field, or a mapping at
     ``options_key`` of the engine's options file."""
@@ -215,6 +224,7 @@ class EngineFlags(Frozen):
     # the launcher inside the image when it is not on the image's PATH (llama.cpp: /app/llama-server)
     image_launcher: tuple[str, ...] = ()
     image_launcher_source: str | None = None
+    variant_env: tuple[VariantEnv, ...] = ()  # the environment of a variant the release does not run by default
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
     health_source: str
@@ -318,7 +328,7 @@ def check_engine_flags(catalog) -> None:
                  *(r.source for r in flags.settings.values()),
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
-                 *(later.source for later in flags.accepted_later),
+                 *(later.source for later in flags.accepted_later), *(v.source for v in flags.variant_env),
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),

@@ -135,6 +135,7 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
         "image": image,
         "command": list(flags.image_launcher or argv[:launcher]),
         "args": list(argv[launcher:]),
+        **({"env": [{"name": k, "value": v} for k, v in command.env.items()]} if command.env else {}),
         "ports": [{"name": "http", "containerPort": command.port}],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
         "volumeMounts": mounts,

@@ -24,7 +24,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.memory.slots import with_most_slots
-from inferplan.memory.suggest import SLOT_LIMIT
+from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.profiles import find_profile

@@ -13,6 +13,7 @@ from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
+from inferplan.memory.slots import with_slots
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
 
@@ -115,6 +116,7 @@ def fits_matrix(
                         kv_cache_dtype=kv_cache_dtype, **layout, **{kind: name},
                     )
                     result = fit(d, catalog)
+                    result = with_slots(d, result, catalog) if result.fits else result  # llama.cpp: whole slots
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=result,
                                           smallest_fit=_smallest(catalog, d, result)))
                 except InferplanError as exc:

@@ -1,7 +1,8 @@
 """The most slots an engine that allocates its context per slot (llama-server's ``--parallel``, each
 slot ``max_model_len`` of the ``--ctx-size`` cells) can be started with: the largest ``max_num_seqs``
 whose whole cache still fits. A search or a benchmark pack that wants many requests in flight on such
-an engine states that many slots, so the launch command opens them and the plan allocates for them."""
+an engine states that many slots, so the launch command opens them and the plan allocates for them.
+``fit`` and the what-fits matrix give such an engine's concurrency in whole slots (``with_slots``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import plan_memory
+from inferplan.memory.fit_result import MemoryFit
+
+SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
 
 
 def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
@@ -39,3 +43,24 @@ def with_most_slots(d: Deployment, catalog: Catalog, limit: int) -> Deployment:
     context per slot and ``d`` states none; else ``d`` as it is."""
     slots = most_slots(d, catalog, limit)
     return d.model_copy(update={"max_num_seqs": slots}) if slots else d
+
+
+def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
+    """``result`` of an engine started with a context per slot: the slots ``d`` starts it with are what it
+    holds at once, whatever memory is left over, so they are its whole ``max_concurrency`` (× data-parallel
+    copies: ``total_max_concurrency``); ``most_slots`` is the most whose cache fits (None where ``d`` states
+    its slots). Any other engine's ``result`` as it is."""
+    started = context_slots(catalog, d, result.engine)
+    if started is None:
+        return result
+    most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
+    return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(started),
+                                     "total_max_concurrency": float(started * result.parallel.data_parallel_size)})
+
+
+def sequences_held(d: Deployment, catalog: Catalog) -> float:
+    """The ``max_model_len`` sequences ``d`` holds at once as the what-fits matrix counts them: on an engine
+    with a context per slot the most slots that fit (whole), else the KV cache's ``total_max_concurrency``."""
+    result = plan_memory(d, catalog).result
+    most = most_slots(d, catalog, SLOT_LIMIT) if result.fits else None
+    return float(most) if most is not None else result.total_max_concurrency

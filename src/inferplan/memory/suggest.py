@@ -20,13 +20,12 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import with_default_engine
-from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
-from inferplan.memory.slots import most_slots
+from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 
@@ -46,18 +45,6 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     offload = offload_answer(d, mp, catalog) if not mp.result.startup_note else OffloadAnswer()
     return mp.result.model_copy(update={"suggestions": (*suggest(d, mp, catalog), *filter(None, [offload.suggestion])),
                                         "offload_note": offload.note})
-
-
-SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
-
-
-def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
-    """An engine started with a context per slot: the slots ``d`` starts it with, and the most that fit."""
-    started = context_slots(catalog, d, result.engine)
-    if started is None:
-        return result
-    most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
-    return result.model_copy(update={"started_slots": started, "most_slots": most})
 
 
 def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:

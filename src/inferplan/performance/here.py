@@ -12,7 +12,7 @@ from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.memory.fit import fit
+from inferplan.memory.slots import sequences_held
 from inferplan.memory.hardware import default_engine
 from inferplan.memory.local import LocalFits, fits_here
 from inferplan.memory.matrix import FitsCell, fits_matrix
@@ -67,7 +67,7 @@ class ModelOnGpus(BaseModel):
     fits: bool
     gpus_needed: int | None  # the fewest of these GPUs that hold it (None: no layout does)
     max_model_len: int | None  # the context it is sized for
-    concurrency: float | None  # sequences of max_model_len the KV cache holds at once (fit's "at once")
+    concurrency: float | None  # sequences of max_model_len held at once, as the what-fits matrix counts them
     ttft_s: float | None
     output_tokens_per_s_per_user: float | None
     source: str | None  # measured or calibrated-model
@@ -90,7 +90,7 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
     """Which catalogue models run on ``gpus`` of the accelerator ``gpu`` and how fast one request
     goes (``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens): the what-fits matrix for one card,
     and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone), and
-    the sequences of the model's planned context the KV cache holds at once there (``fit``'s figure)."""
+    the sequences of the model's planned context held at once there (as the what-fits matrix counts them)."""
     accel = catalog.accelerator(gpu, "gpu")
     engine = catalog.engine(engine or default_engine(accel)).id
     for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
@@ -121,8 +121,7 @@ def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog)
     try:
         e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog)
     except InferplanError as exc:
-        return ModelOnGpus(**base, fits=True, concurrency=fit(d, catalog).total_max_concurrency,
-                           note=f"no speed estimate: {exc}")
-    held = fit(d, catalog).total_max_concurrency  # at the row's context, as `fit` counts them
+        return ModelOnGpus(**base, fits=True, concurrency=sequences_held(d, catalog), note=f"no speed estimate: {exc}")
+    held = sequences_held(d, catalog)  # at the row's context (llama.cpp: the most slots that fit)
     return ModelOnGpus(**{**base, "ttft_s": e.ttft_s, "output_tokens_per_s_per_user": e.output_tokens_per_s_per_user,
                           "source": e.source}, fits=True, concurrency=held, note=e.layout_note)

@@ -108,12 +108,13 @@ class Grid:
     buy_usd_per_month: np.ndarray  # nan: not priced to buy (no price, or renting asked for)
     rent_usd_per_month: np.ndarray  # nan: not priced to rent (no listing hosts an instance, or buying asked for)
     capex_usd: np.ndarray  # nan: no purchase price
-    power_w: np.ndarray  # nan: no power figure
+    power_w: np.ndarray  # the systems (or N-GPU units) bought; nan: no power figure
     prefill_model: "CellModel | None" = None  # separate pools: the prefill instances' own layout (the cell's: decode)
     unit_gpus: int = 1  # GPUs in one platform unit (a system, or the N of an accelerator)
     rent_units: np.ndarray | None = None  # rented instances (None: not priced to rent)
     rent_choice: np.ndarray | None = None  # which of ``rent_quotes`` each candidate rents
     rent_quotes: tuple[RentQuote, ...] = ()  # per instance size that hosts the engine instances: its median price
+    rent_power_w_per_gpu: float = float("nan")  # one rented GPU (UnitCosts.rent_power_w_per_gpu; nan: no TDP)
 
     @property
     def gpus_paid(self) -> np.ndarray:
@@ -127,6 +128,13 @@ class Grid:
             return self.gpus_paid
         sizes = np.array([q.instance_gpus for q in self.rent_quotes])[self.rent_choice]
         return np.where(renting, self.rent_units * sizes, self.gpus_paid)
+
+    def power(self, renting: np.ndarray) -> np.ndarray:
+        """Watts each candidate draws on its route: the systems bought (``power_w``), or every GPU of the
+        instances rented (``paid``) at a rented GPU's rating; nan: no power figure."""
+        if self.rent_units is None:
+            return self.power_w
+        return np.where(renting, self.paid(renting) * self.rent_power_w_per_gpu, self.power_w)
 
     def rent_quote(self, i: int) -> RentQuote | None:
         """The instance size and median price candidate ``i`` is rented at (None: not priced to rent)."""
@@ -360,7 +368,8 @@ def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail
         kv_transfer_s=kv_s, gpus=gpus, units=u, buy_usd_per_month=buy, rent_usd_per_month=rent,
         capex_usd=u * c.capex_usd if c.capex_usd is not None else nan,
         power_w=u * c.power_w if c.power_w is not None else nan, prefill_model=prefill_model, unit_gpus=c.gpus,
-        rent_units=rented, rent_choice=choice, rent_quotes=quotes)
+        rent_units=rented, rent_choice=choice, rent_quotes=quotes,
+        rent_power_w_per_gpu=c.rent_power_w_per_gpu if c.rent_power_w_per_gpu is not None else np.nan)
 
 
 def _rented(cm: CellModel, prefill_model: "CellModel | None", replicas, prefill, decode, gpus, pricing: str):

@@ -32,6 +32,8 @@ class UnitCosts:
     owner_usd_per_month: float | None  # amortized capex + power + colocation + support
     listings: tuple[tuple[str, float, int], ...]  # (id, USD per GPU-hour, GPUs per instance) on demand, cheapest first
     notes: tuple[str, ...]
+    # one rented GPU: the accelerator's TDP × the host share, as a bare GPU is rated (None: no TDP)
+    rent_power_w_per_gpu: float | None = None
 
     def rents(self, width: int) -> tuple["RentQuote", ...]:
         """Renting engine instances of ``width`` GPUs: one quote per instance size that holds them, each
@@ -116,4 +118,14 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
         owner = operating + capex / (rates.amortization_years * 12)
     listings = sorted(((r.id, h, r.gpus_per_instance) for r in catalog.rental_prices if r.accelerator == p.accelerator.id
                        if (h := hourly_usd(r, rates.fx_usd_per_eur)) is not None), key=lambda x: (x[1], x[0]))
-    return UnitCosts(p.gpus, power_w, capex, owner, tuple(listings), tuple(notes))
+    return UnitCosts(p.gpus, power_w, capex, owner, tuple(listings), tuple(notes), _rented_gpu_power_w(model, p))
+
+
+def _rented_gpu_power_w(model: str, p: Platform) -> float | None:
+    """What one rented GPU draws: a rental is GPUs in the provider's host, not the platform's system, so
+    it is rated as one bare GPU is (``economics.plan_inputs.power_w``: TDP × the host share)."""
+    one = Scenario(model=model, platform=ScenarioPlatform(gpu=p.accelerator.id, gpus=1))
+    try:
+        return rated_power_w(one, None, p.accelerator)[0]
+    except InvalidScenarioError:  # no TDP in the catalogue
+        return None

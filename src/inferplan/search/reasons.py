@@ -64,8 +64,10 @@ class FamilyStats:
         if self.unrentable is None or width < self.unrentable[0]:
             self.unrentable = (width, largest, accelerator)
 
-    def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray, paid: np.ndarray) -> None:
-        """``priced``: the monthly cost of the cheaper route before any cap (nan: no price)."""
+    def add(self, grid, stable_met: np.ndarray, priced: np.ndarray, feasible: np.ndarray, paid: np.ndarray,
+            power: np.ndarray) -> None:
+        """``priced``: the monthly cost of the cheaper route before any cap (nan: no price); ``paid`` and
+        ``power``: the GPUs paid for and the watts drawn on each candidate's route."""
         stable = grid.stable
         self.stable |= bool(stable.any())
         if stable.any():
@@ -79,7 +81,7 @@ class FamilyStats:
             self.least_gpus = min(self.least_gpus, float(paid[stable_met].min()))
             cap = grid.capex_usd[stable_met]
             self.least_capex = min(self.least_capex, float(np.nanmin(cap)) if np.isfinite(cap).any() else np.inf)
-            pw = grid.power_w[stable_met]
+            pw = power[stable_met]
             self.least_power = min(self.least_power, float(np.nanmin(pw)) if np.isfinite(pw).any() else np.inf)
             self.priced |= bool(np.isfinite(priced[stable_met]).any())
         self.feasible |= bool(feasible.any())

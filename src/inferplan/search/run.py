@@ -148,31 +148,31 @@ def utilisation_assumed(stated: Targets) -> bool:
         getattr(stated, k) is None for k in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s"))
 
 
-def objective_values(req: SearchRequest, grid, monthly, capex, paid) -> np.ndarray:
+def objective_values(req: SearchRequest, monthly, capex, paid, power) -> np.ndarray:
     value = {"usd-per-mtok": monthly, "monthly": monthly, "capex": capex, "gpus": paid,
-             "power": grid.power_w}[req.objective]
+             "power": power}[req.objective]
     return np.where(np.isnan(value), np.inf, value)  # no figure (a platform's power): ranked last
 
 
 def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
     """The cell's best candidate that meets every target and cap, and its share of the front."""
     monthly, renting, capex = evaluate.route(grid, req.max_capex_usd)
-    paid = grid.paid(renting)
+    paid, power = grid.paid(renting), grid.power(renting)
     met = grid.stable & target_mask(grid, targets)
     feasible = met & np.isfinite(monthly)
     if req.max_gpus is not None:
         feasible &= paid <= req.max_gpus
     if req.max_power_w is not None:
-        feasible &= grid.power_w <= req.max_power_w
+        feasible &= power <= req.max_power_w
     if req.max_capex_usd is not None and req.pricing == "buy":
         feasible &= capex <= req.max_capex_usd
-    fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible, paid)
+    fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible, paid, power)
     if req.pricing != "buy" and not grid.rent_quotes and cm.costs.listings:
         fam.note_unrentable(cm.cell.gpus, cm.costs.largest_rent_instance_gpus, cm.cell.platform.accelerator.id)
     if not feasible.any():
         return None, []
     idx = np.flatnonzero(feasible)
-    value = objective_values(req, grid, monthly, capex, paid)
+    value = objective_values(req, monthly, capex, paid, power)
     slow = slow_request_s(grid, rl)
     ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], slow[idx], paid[idx], monthly[idx], value[idx]))]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
@@ -343,7 +343,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     # deployment states each rank's
     per_rank = -(-int(g.cap[i]) // cell.data_parallel_size)
     d = cell.deployment(context).model_copy(update={"max_num_seqs": per_rank})
-    paid = int(g.paid(pick.renting)[i])
+    paid, watts = int(g.paid(pick.renting)[i]), g.power(pick.renting)[i]
     rented = int(g.rent_units[i]) if renting else None
     notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
     q = g.rent_quote(i) if renting else None
@@ -373,7 +373,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         kv_transfer_s=float(g.kv_transfer_s[i]) if disagg else None,
         kv_transfer_link=evaluate.link_name(cm, int(g.gpus[i])) if disagg else None,
         usd_per_mtok=monthly / (rl.monthly_tokens / 1e6), monthly_usd=monthly, capex_usd=capex,
-        power_w=float(g.power_w[i]) if np.isfinite(g.power_w[i]) else None, rent_or_buy="rent" if renting else "buy",
+        power_w=float(watts) if np.isfinite(watts) else None, rent_or_buy="rent" if renting else "buy",
         ttft_p50_s=values["ttft_p50_s"], ttft_p95_s=values["ttft_p95_s"], ttft_p99_s=values["ttft_p99_s"],
         tpot_p95_s=values["tpot_p95_s"], e2e_p95_s=values["e2e_p95_s"],
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),

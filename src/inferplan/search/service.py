@@ -35,7 +35,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.slots import with_most_slots
-from inferplan.memory.suggest import SLOT_LIMIT
+from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.serving import estimate
 from inferplan.inputs.workload import Workload

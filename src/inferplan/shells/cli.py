@@ -44,7 +44,12 @@ from inferplan.shells.cli_validate import validate_cmd
 render = LazyModule("inferplan.shells.render")
 render_fits = LazyModule("inferplan.shells.render_fits")
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Plan self-hosted open-weight LLM deployments.")
+# Help in click's own layout (typer's documented ``rich_markup_mode=None``), not rich's boxed panels: click
+# puts the help under a long flag where the line is short, so every flag name stays whole at any width
+# (the panels cut them at 80 columns). Sub-command groups take the app's mode.
+HELP_MARKUP = None
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=HELP_MARKUP,
+                  help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
 app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_measurements.py
@@ -260,7 +265,7 @@ def app_for(args: list[str]) -> typer.Typer:
     groups = [g for g in app.registered_groups if g.name == name]
     if not commands and not groups:
         return app
-    lean = typer.Typer(add_completion=False, help=app.info.help)
+    lean = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP, help=app.info.help)
     lean.registered_commands = commands
     lean.registered_groups = groups
     lean.callback()(_no_options)  # a group with a callback keeps `inferplan NAME …` a sub-command

@@ -37,10 +37,8 @@ ALLOWED_BY_ERROR_TYPE = {
 
 def refuse(exc: click_errors.ClickException) -> int:
     """Print ``exc`` as one line (or the group's help for a bare group) and return the exit status."""
-    if isinstance(exc, click_errors.NoArgsIsHelpError):
-        from typer import rich_utils
-
-        rich_utils.rich_format_error(exc)
+    if isinstance(exc, click_errors.NoArgsIsHelpError):  # its message is the group's help, in click's layout
+        exc.show()
         return exc.exit_code
     message, field, allowed = describe(exc)
     try:

@@ -40,11 +40,15 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
     same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
     if len(rows) > FOLD_ROWS:  # and twin rows one row
-        last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
+        def twin(r: list[str]) -> tuple:  # the figures shown and the plan behind them (a slot count is often shared)
+            plans = ((c.result.kv_cache_tokens, round(c.result.weights_bytes_per_gpu)) if c and c.result else None
+                     for c in (rows[r[0], r[1]].get(h) for h in hardware))
+            return (*r[1:], *plans)
+        last = {twin(r): r[0] for r in body}  # the catalogue lists a line's newest model last
         for r in body:
-            if last[tuple(r[1:])] != r[0]:
-                same.setdefault(last[tuple(r[1:])], []).append(r[0])
-        body = [r for r in body if last[tuple(r[1:])] == r[0]]
+            if last[twin(r)] != r[0]:
+                same.setdefault(last[twin(r)], []).append(r[0])
+        body = [r for r in body if last[twin(r)] == r[0]]
     headers = hardware
     needed = sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
     if needed > width:
@@ -62,7 +66,9 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
     reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
     legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
-    hint = "--explain: each cell's figures" + ("; n/a: the cell could not be planned (--explain says why)" if any("n/a" in c for r in body for c in r) else "")
+    slots = ("figures are --parallel slots: the most whose cache fits (fit's most_slots; the launch opens one "
+             "unless --max-num-seqs says more) · ") if any(c.result and c.result.most_slots is not None for c in matrix.cells) else ""
+    hint = slots + "--explain: each cell's figures" + ("; n/a: the cell could not be planned (--explain says why)" if any("n/a" in c for r in body for c in r) else "")
     note = Text()  # one paragraph: the columns' names, the models listed rather than shown as rows, the hint
     if legend:
         note.append(legend + " · ", style="dim")
@@ -97,8 +103,14 @@ def _fits_cell(c: FitsCell | None) -> str:
     if r is None:
         return "n/a"
     if r.fits:
-        return f"[green]{r.total_max_concurrency:,.1f}[/]"
+        return f"[green]{_held(r)}[/]"
     return "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+
+
+def _held(r) -> str:
+    """What a fitting cell holds at once: an engine with a context per slot, the most slots that fit
+    (whole); any other, the sequences its KV cache holds."""
+    return f"{r.most_slots:,}" if r.most_slots is not None else f"{r.total_max_concurrency:,.1f}"
 
 
 def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
@@ -127,6 +139,7 @@ def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableTyp
             rows.append([c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
             continue
         rows.append([c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
-                     gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}", f"{r.total_max_concurrency:,.1f}",
+                     gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}",
+                     f"{_held(r)} slots" if r.most_slots is not None else _held(r),
                      "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
     return layout("what fits (KV left per GPU, concurrency at each cell's context)", cols, rows, width)

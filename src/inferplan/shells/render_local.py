@@ -54,7 +54,7 @@ def print_comparison(console: Console, result) -> None:
         console.print(f"[dim]{escape(r.note)}[/]", highlight=False)
     table = Table(title="predicted (calibrated model) vs measured")
     for col in ("concurrency", "input/output", "figure", "measured", "predicted", "error"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for p in result.points:
         if p.problem and not p.metrics:
             table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", "—", "—", "—", escape(p.problem))
@@ -81,15 +81,15 @@ def _print_tails(console: Console, result) -> None:
     points = [p for p in result.points if p.tails]
     if not points:
         return
-    table = Table(title="latency percentiles: measured vs the approximation and the simulation")
-    for col in ("concurrency", "input/output", "load", "figure", "measured", "approximation", "error", "simulation", "error"):
-        table.add_column(col)
-    for p in points:
+    for p in points:  # the point's concurrency, lengths and load head its own table: six columns fit 80
+        table = Table(title=f"latency percentiles at concurrency {p.concurrency}, {p.input_tokens}/{p.output_tokens} "
+                            f"tokens, {escape(p.tails.load)}: measured vs the approximation and the simulation")
+        for col in ("figure", "measured", "approximation", "error", "simulation", "error"):
+            table.add_column(col, overflow="fold")
         for c in p.tails.percentiles:
-            table.add_row(str(p.concurrency), f"{p.input_tokens}/{p.output_tokens}", p.tails.load, TAIL_LABELS[c.metric],
-                          _figure(c.metric, c.measured), _figure(c.metric, c.approximation), f"{c.approximation_error:+.1%}",
-                          _figure(c.metric, c.simulation), f"{c.simulation_error:+.1%}")
-    console.print(table)
+            table.add_row(TAIL_LABELS[c.metric], _figure(c.metric, c.measured), _figure(c.metric, c.approximation),
+                          f"{c.approximation_error:+.1%}", _figure(c.metric, c.simulation), f"{c.simulation_error:+.1%}")
+        console.print(table)
     console.print("median |error| (approximation / simulation): " + ", ".join(
         f"{TAIL_LABELS[m.metric]} {m.approximation_abs_error:.1%} / {m.simulation_abs_error:.1%}"
         for m in result.tail_median_abs_error))

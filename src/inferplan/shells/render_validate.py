@@ -10,8 +10,8 @@ from inferplan.shells.render import Col, gb, gib, layout
 
 
 def print_memory_validation(console: Console, v) -> None:
-    cols = [Col("point", key=True), Col("weights meas.", False), Col("weights pred.", False), Col("err"),
-            Col("KV meas."), Col("KV pred."), Col("err"), Col("fits meas./pred."), Col("split")]
+    cols = [Col("point", key=True), Col("weights meas."), Col("weights pred."), Col("weights err"),
+            Col("KV meas."), Col("KV pred."), Col("KV err"), Col("fits meas./pred."), Col("split")]
     rows = [[c.id, gib(c.measured_weights_bytes), gib(c.predicted_weights_bytes), _pct(c.weights_error),
              gib(c.measured_kv_bytes), gib(c.predicted_kv_bytes), _pct(c.kv_error),
              f"{_yes(c.measured_fits)}/{_yes(c.predicted_fits)}", c.split] for c in v.checks]

@@ -1,0 +1,23 @@
+"""The environment that starts the engine variant a plan assumes: a release whose bare number runs another
+variant by default needs it selected (vLLM 0.8.0-0.10.2 run V1 unless ``VLLM_USE_V1=0``; a plan at
+"0.8.5 V0" is planned with the V0 memory rule, so its launch must run V0). The variable is the engine's
+launch data (engine_flags.yaml ``variant_env``); which variant a release runs by default is the rule its
+bare number selects (engine_memory_rules.yaml)."""
+
+from __future__ import annotations
+
+from inferplan.catalog.flags_schema import EngineFlags
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import memory_rule, parse_engine_version
+from inferplan.inputs.deployment import Deployment
+
+
+def variant_env(d: Deployment, flags: EngineFlags, catalog: Catalog) -> dict[str, str]:
+    """The environment ``d``'s launch needs to run the variant its ``engine_version`` names ({}: none named,
+    or the release runs it by default)."""
+    if not flags.variant_env or not d.engine_version:
+        return {}
+    number, variant = parse_engine_version(d.engine_version)
+    if variant is None or memory_rule(catalog, flags.engine, number).variant == variant:
+        return {}
+    return next((dict(v.env) for v in flags.variant_env if v.variant == variant), {})
