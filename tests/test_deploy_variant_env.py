@@ -36,3 +36,13 @@ def test_a_v0_plan_at_a_v1_release_launches_v0(catalog, release):
 def test_a_release_running_the_planned_variant_gets_no_variable(catalog, release):
     plan = launch_plan(Deployment(**QWEN, engine_version=release), catalog, output_format="k8s")
     assert "VLLM_USE_V1" not in plan.command.script and _env(plan) == {}
+
+
+def test_a_v0_plan_over_hosts_starts_its_engine_with_the_variable_where_the_engine_runs(catalog):
+    from inferplan.deploy.command import launch_command
+
+    command = launch_command(Deployment(model="qwen3-32b", gpu="H100", engine="vllm", tensor_parallel_size=8,
+                                        pipeline_parallel_size=2, engine_version="0.8.5 V0"), catalog)
+    head, worker = command.host_commands  # a Ray cluster: the head alone starts vLLM
+    assert "VLLM_USE_V1=0 vllm serve " in head.script and "VLLM_USE_V1" not in worker.script
+    assert "VLLM_USE_V1=0 vllm serve " in command.script

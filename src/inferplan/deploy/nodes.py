@@ -112,10 +112,11 @@ def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
 
 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
-                 listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell") -> HostsLaunch | None:
+                 listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
+                 env: dict[str, str] | None = None) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
-    each host running the engine runs first (its options file)."""
+    each host running the engine runs first (its options file); ``env``: the environment it starts with."""
     split = host_split(d, catalog)
     if split is None:
         return None
@@ -128,7 +129,8 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
     addressing = SHELL if target == "shell" else LEADER_WORKER_SET
     launch = _launch(d, flags, release, split, target == "k8s")
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
-    commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus) for i in range(split.hosts))
+    commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
+                     for i in range(split.hosts))
     where = "host 0 (the head) serves the API; every host runs its own lines"
     if addressing is SHELL:
         where += f", with {HEAD_VARIABLE} set to host 0's address"
@@ -183,7 +185,7 @@ def _whole_ranks(d: Deployment, split: HostSplit) -> bool:
 
 
 def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, ...], listen: tuple[str, ...],
-          before: tuple[str, ...], addressing: Addressing, rank_gpus: int) -> HostCommand:
+          before: tuple[str, ...], addressing: Addressing, rank_gpus: int, env: dict[str, str]) -> HostCommand:
     rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
     local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
 
@@ -200,8 +202,10 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.workers)), before
     lines = ((addressing.check,) if addressing.check else ()) + lines
     text = shell_join(argv)
+    runs_engine = i == 0 or not launch.worker_command  # a host that joins a cluster starts no engine
+    line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items() if runs_engine), text])
     return HostCommand(host=i, role="head" if i == 0 else "worker", argv=argv, text=text, before=lines,
-                       script="\n".join((*lines, text)))
+                       script="\n".join((*lines, line)))
 
 
 def shell_join(argv: tuple[str, ...]) -> str:
