@@ -34,7 +34,8 @@ def test_a_v0_plan_at_a_v1_release_launches_v0(catalog, release):
 
 @pytest.mark.parametrize("release", ["0.8.5", "0.7.3 V0", "0.7.3", "0.6.4"])
 def test_a_release_running_the_planned_variant_gets_no_variable(catalog, release):
-    plan = launch_plan(Deployment(**QWEN, engine_version=release), catalog, output_format="k8s")
+    llama = {**QWEN, "model": "llama-3.1-8b"}  # Qwen3 loads from vLLM 0.8.4 (engine_support.yaml)
+    plan = launch_plan(Deployment(**llama, engine_version=release), catalog, output_format="k8s")
     assert "VLLM_USE_V1" not in plan.command.script and _env(plan) == {}
 
 
