@@ -58,3 +58,24 @@ def test_a_metal_format_list_needs_a_source_and_known_formats(tmp_path):
         bad.write_text(yaml.safe_dump({"sources": good["sources"], "engines": [record]}))
         with pytest.raises(CatalogError, match=match):
             load_files([bad, DATA_DIR / "quantizations.yaml", DATA_DIR / "quantizations_mlx.yaml"])
+
+
+def test_sglang_on_a_mac_launches_its_mlx_runtime_without_cuda_graphs():
+    from inferplan.deploy.command import launch_command
+
+    mac = launch_command(Deployment(model="qwen3-8b", engine="sglang", **MAC), CATALOG)
+    assert mac.env == {"SGLANG_USE_MLX": "1"} and "--disable-cuda-graph" in mac.argv
+    assert mac.script.startswith("SGLANG_USE_MLX=1 python3 -m sglang.launch_server ")
+    cuda = launch_command(Deployment(model="qwen3-8b", engine="sglang", gpu="h100-sxm", max_model_len=8192), CATALOG)
+    assert cuda.env == {} and "--disable-cuda-graph" not in cuda.argv
+
+
+def test_a_software_launch_argument_the_parser_lacks_is_refused_on_load():
+    from pydantic import ValidationError
+
+    from inferplan.catalog.flags_schema import EngineFlags, flags_for
+
+    raw = flags_for(CATALOG, "sglang").model_dump(mode="json")
+    raw["software_launch"][0]["args"] = ["--no-such-flag"]
+    with pytest.raises(ValidationError, match="--no-such-flag"):
+        EngineFlags.model_validate(raw)

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.provenance import Bytes
-from inferplan.catalog.schema import SLUG, Frozen
+from inferplan.catalog.schema import SLUG, Frozen, Software
 from inferplan.errors import CatalogError
 
 
@@ -141,6 +141,16 @@ class VariantEnv(Frozen):
     source: str
 
 
+class SoftwareLaunch(Frozen):
+    """What the engine's launch adds on one software stack: SGLang on Apple GPUs runs MLX only with
+    ``SGLANG_USE_MLX=1`` and is started without CUDA graphs."""
+
+    software: Software
+    env: dict[str, str] = {}
+    args: tuple[str, ...] = ()
+    source: str
+
+
 class SpeculativeRule(Frozen):
     """Speculative decoding: JSON under one flag (``json_flag``), one flag per field, or a mapping at
     ``options_key`` of the engine's options file."""
@@ -225,6 +235,7 @@ class EngineFlags(Frozen):
     image_launcher: tuple[str, ...] = ()
     image_launcher_source: str | None = None
     variant_env: tuple[VariantEnv, ...] = ()  # the environment of a variant the release does not run by default
+    software_launch: tuple[SoftwareLaunch, ...] = ()  # what the launch adds on one software stack
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
     health_source: str
@@ -268,6 +279,7 @@ class EngineFlags(Frozen):
             named += [d.json_flag] if d.json_flag else [f for role in d.roles.values() for f in role]
             named += [f for f in d.worker_ports if f.startswith("-")]
         named += [f for launch in self.multi_host for f in launch.engine_flags()]
+        named += [a for extra in self.software_launch for a in extra.args if a.startswith("-")]
         return tuple(named)
 
     def takes_data_parallel(self) -> bool:
@@ -329,6 +341,7 @@ def check_engine_flags(catalog) -> None:
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later), *(v.source for v in flags.variant_env),
+                 *(o.source for o in flags.software_launch),
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),

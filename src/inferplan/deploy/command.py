@@ -25,7 +25,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
-from inferplan.deploy.variant_env import variant_env
+from inferplan.deploy.variant_env import software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
 from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
@@ -153,7 +153,9 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += kt_argv
     if speculative is not None:
         argv += _speculative_args(speculative, flags, options)
-    env = variant_env(d, flags, catalog)  # a variant the release does not run by default (VLLM_USE_V1=0)
+    stack_env, stack_args = software_launch(d, flags, catalog)  # SGLang on an Apple GPU: MLX, no CUDA graphs
+    argv += stack_args
+    env = {**stack_env, **variant_env(d, flags, catalog)}  # a variant the release does not run by default (VLLM_USE_V1=0)
     if role != "both":
         argv += role_args(role, flags)
         _merge(options, flags.disaggregation.options)
