@@ -18,10 +18,10 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
+from inferplan.economics.rental import rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.search import evaluate
-from inferplan.search.arrivals import plural
 from inferplan.search.budget import Budget
 from inferplan.search.defaults import search_defaults
 from inferplan.search.instance_limit import InstanceLimit
@@ -348,7 +348,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
     q = g.rent_quote(i) if renting else None
     if q is not None:
-        notes.append(f"{q.note}; rented as {plural(rented, f'{q.instance_gpus}-GPU instance')} ({plural(paid, 'GPU')} paid for)")
+        notes.append(rented_note(q, rented))
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
@@ -361,6 +361,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack" and not renting),
         systems=int(g.units[i]) if p.system and not renting else None, quantization=cell.quantization,
         rented_instances=rented, rented_instance_gpus=q.instance_gpus if q else None, rental=q.rental if q else None,
+        rental_basis=q.basis if q else None,
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
