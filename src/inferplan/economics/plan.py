@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date
 
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
-from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware, money_rates,
-                                             nvaie_usd, power_w)
+from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware,
+                                             money_rates, nvaie_usd, power_w, superseded_api_prices_note)
 from inferplan.economics.rental import named_listing, on_demand_listings, rent_engine_instances
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
@@ -75,6 +76,7 @@ class PlanResult(BaseModel):
     rented_instance_gpus: int | None = None  # GPUs in one rented instance
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
+    api_alternative_valid_until: date | None = None  # the last day that price was in force (None: current)
     rent_usd_per_month: float | None  # the same engine instances rented around the clock, on whole instances
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
@@ -244,6 +246,7 @@ class _Quotes:
     note: str | None
     same_model_api_id: str | None = None  # the API price the quote is built on
     alternative_api_id: str | None = None  # the API price compared with
+    alternative_api_valid_until: date | None = None
 
 
 def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, costs: _Costs) -> _Quotes:
@@ -255,7 +258,11 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
     if m.api_input_usd_per_mtok is not None and m.api_output_usd_per_mtok is not None:  # the user's own API prices
         cached = m.api_input_usd_per_mtok if m.api_cached_input_usd_per_mtok is None else m.api_cached_input_usd_per_mtok
         alt, alt_user = None, money.api_cost_per_user_at(w, m.api_input_usd_per_mtok, cached, m.api_output_usd_per_mtok)
-    note = f"no API price for {s.model} in the catalogue: quote-based outputs are left empty" if same is None else None
+    note = "; ".join(n for n in (
+        f"no API price for {s.model} in the catalogue: quote-based outputs are left empty" if same is None else None,
+        superseded_api_prices_note(catalog, s.model, m.api_alternative),
+        f"API compared with: {alt.id} is {alt.provider}'s {alt.validity_label}" if alt and alt.superseded else None,
+    ) if n) or None
     quote_user = same_user * m.quote_multiplier if same_user is not None else None
     billing = served * quote_user if quote_user is not None else 0.0
     operating = costs.operating_usd_per_month
@@ -268,6 +275,7 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
         note,
         same.id if same else None,
         alt.id if alt else None,
+        alt.valid_until if alt else None,
     )
 
 
@@ -388,6 +396,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus,
         rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
+        api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
         migration_break_even_tokens=per_token.migration_break_even_tokens,

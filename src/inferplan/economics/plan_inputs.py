@@ -134,8 +134,31 @@ def power_w(s: Scenario, system: System | None, accel: Accelerator) -> tuple[flo
 
 
 def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | None:
+    """The API price named, else the model's current one to compare with: an OpenRouter listing first,
+    then the cheapest output price. A price past its ``valid_until`` is used only when named."""
     if wanted:
         return catalog.api_prices.get(wanted, field_name="money.api_alternative", error=InvalidScenarioError)
-    same = [p for p in catalog.api_prices if p.model == model]
-    same.sort(key=lambda p: (p.provider != "openrouter", p.output_usd_per_mtok.value))
-    return same[0] if same else None
+    same = current_api_prices(catalog, model)
+    return min(same, key=lambda p: (p.provider != "openrouter", p.output_usd_per_mtok.value), default=None)
+
+
+def current_api_prices(catalog: Catalog, model: str) -> tuple[ApiPrice, ...]:
+    """The model's API prices still in force (none past its ``valid_until``)."""
+    return tuple(p for p in catalog.api_prices if p.model == model and not p.superseded)
+
+
+def superseded_api_prices_note(catalog: Catalog, model: str, named: str | None = None) -> str | None:
+    """The model's API prices past their ``valid_until``, which comparisons leave out unless one is
+    ``named`` (None: none left out)."""
+    old = [p for p in catalog.api_prices if p.model == model and p.superseded and p.id != named]
+    if not old:
+        return None
+    return "left out of API comparisons: " + ", ".join(f"{p.id} ({p.provider}'s {p.validity_label})" for p in old)
+
+
+def api_comparison_notes(catalog: Catalog, model: str) -> tuple[str, ...]:
+    """What a comparison with ``model`` at an API leaves out: superseded list prices, or every price
+    when the catalogue holds no current one."""
+    missing = (f"no current API price is catalogued for {model}: nothing to compare with at an API"
+               if not current_api_prices(catalog, model) else None)
+    return tuple(n for n in (superseded_api_prices_note(catalog, model), missing) if n)

@@ -91,7 +91,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                    f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                    f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems) for {r.target_users:,} users")),
         Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2),
-             note="" if r.api_alternative or r.api_alternative_usd_per_user_month is None else "at your API prices"),
+             note=(f"list price until {r.api_alternative_valid_until.isoformat()}" if r.api_alternative_valid_until else
+                   "" if r.api_alternative or r.api_alternative_usd_per_user_month is None else "at your API prices")),
         Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),
         Card(key="multiplier_required", label="Quote multiplier required for target", value=required,
              note="rounded up to the next 0.25× step"),

@@ -18,6 +18,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
+from inferplan.economics.plan_inputs import api_comparison_notes
 from inferplan.economics.rental import rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
@@ -106,7 +107,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
-        elapsed_s=time.perf_counter() - start, notes=_notes(asked, targets, rl))
+        elapsed_s=time.perf_counter() - start,
+        notes=(*_notes(asked, targets, rl), *(n for m in req.models for n in api_comparison_notes(catalog, m))))
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
@@ -421,7 +423,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
     users = rl.users or 1
     out = []
     for price in catalog.api_prices:
-        if price.model in req.models:
+        if price.model in req.models and not price.superseded:  # a list price no longer in force compares with nothing
             monthly = money.api_cost_per_user_usd(whole, price) * users
             out.append(ApiAlternative(id=price.id, provider=price.provider, monthly_usd=monthly,
                                       usd_per_mtok=monthly / (rl.monthly_tokens / 1e6)))
