@@ -40,7 +40,8 @@ class FitsRequest(Input):
     models: list[Name] = Field(default_factory=list, max_length=60)
     gpus: list[Name] = Field(default_factory=list, max_length=60)
     systems: list[Name] = Field(default_factory=list, max_length=30)
-    quantizations: list[Name] = Field(default_factory=list, max_length=10)
+    quantizations: list[Name] = Field(default_factory=list, max_length=10, description=(
+        "weight formats ('native': each model's first checkpoint); empty: each model's best published build per hardware"))
     engine: str = "vllm"
     max_model_len: int | None = Field(None, ge=1, le=10_000_000, description="default: 8192, or a model's context when shorter")
     kv_cache_dtype: str = "auto"
@@ -68,7 +69,8 @@ def fits_matrix(
     gpu_count: int = 1,
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
-    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint. Each of
+    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
+    no ``quantizations`` each model × hardware shows its best published build (``_best_builds``). Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one."""
     catalog = catalog or load_catalog()
@@ -98,7 +100,7 @@ def fits_matrix(
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
     for model, spec in specs:
-        for quant in quantizations or ["native"]:
+        for quant in quantizations or _loadable_builds(catalog, spec, engine):
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             for kind, name in hardware:
                 label = f"{gpu_count}× {name}" if kind == "gpu" and count else name  # the cell's hardware
@@ -123,7 +125,36 @@ def fits_matrix(
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
-    return FitsMatrix(cells=tuple(cells))
+    return FitsMatrix(cells=tuple(cells if quantizations else _best_builds(catalog, cells)))
+
+
+def _loadable_builds(catalog: Catalog, spec, engine: str) -> list[str]:
+    """The model's published builds the engine loads, in its card's order (its first alone when the
+    engine loads none of them, so the cell says why)."""
+    builds = spec.builds or (spec.native_quantization or "bf16",)
+    loads = [b for b in builds if b in catalog.quantizations
+             and (not catalog.quantization(b).engines or engine in catalog.quantization(b).engines)]
+    return loads or [builds[0]]
+
+
+def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
+    """One cell per model and hardware: the first build (card order) that fits and that the accelerator
+    runs natively, else the first that fits; when none fits, the one that needs the fewest GPUs, natively
+    run first (the first build when none can be planned)."""
+    groups: dict[tuple[str, str], list[FitsCell]] = {}
+    for c in cells:
+        groups.setdefault((c.model, c.hardware), []).append(c)
+
+    def rank(c: FitsCell) -> tuple:
+        r = c.result
+        if r is None:
+            return (3, 0, 0)
+        foreign = not catalog.quantization(c.quantization).native_on(catalog.accelerator(r.accelerator))
+        if r.fits:
+            return (0, foreign, 0)
+        return (2, foreign, c.smallest_fit.gpus if c.smallest_fit else float("inf"))
+
+    return [min(group, key=rank) for group in groups.values()]  # min keeps the first of equals: card order
 
 
 def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPlan | None:

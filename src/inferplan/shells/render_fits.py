@@ -28,16 +28,22 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     """One row per model (and precision), one column per hardware: the sequences of the cell's
     context one instance holds at once where it fits, else the fewest GPUs that would hold it.
     A long grid lists the models no column holds below it, one line each no longer; where the
-    hardware ids make the grid too wide the columns are lettered and the ids listed under it.
+    hardware ids make the grid too wide the columns are lettered and the ids listed under it, and
+    where the cells do, a no-fit cell says "needs N" for "no (needs N GPUs)".
     None when even that would not fit ``width`` columns."""
+    return _grid(matrix, width, short=False) or _grid(matrix, width, short=True)
+
+
+def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
     hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
     rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
-    for c in matrix.cells:
+    for c in matrix.cells:  # a model whose best build differs by column has a row per build
         rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
-    nowhere = [key for key, cells in rows.items() if not any(c.result and c.result.fits for c in cells.values())]
+    fits_somewhere = {c.model for c in matrix.cells if c.result and c.result.fits}
+    nowhere = [key for key in rows if key[0] not in fits_somewhere]
     if len(rows) <= FOLD_ROWS or len(nowhere) == len(rows):  # a long grid keeps one screen: no-fit rows become a list
         nowhere = []
-    body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
+    body = [[m, q, *(_fits_cell(rows[m, q].get(h), short) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
     same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
     if len(rows) > FOLD_ROWS:  # and twin rows one row
         last = {tuple(r[1:]): r[0] for r in body}  # the catalogue lists a line's newest model last
@@ -73,7 +79,7 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (N× GPUs needed)"),
+        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (needs N GPUs)"),
         table,
         *reasons,
         note,
@@ -90,7 +96,7 @@ def _grid_text(cell: str) -> Text:
     return Text(cell)
 
 
-def _fits_cell(c: FitsCell | None) -> str:
+def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
     if c is None:
         return ""
     r = c.result
@@ -98,7 +104,9 @@ def _fits_cell(c: FitsCell | None) -> str:
         return "n/a"
     if r.fits:
         return f"[green]{r.total_max_concurrency:,.1f}[/]"
-    return "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+    if c.smallest_fit is None:
+        return "[red]no[/]"
+    return f"[red]needs {c.smallest_fit.gpus}[/]" if short else f"[red]no[/] (needs {c.smallest_fit.gpus} GPUs)"
 
 
 def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
