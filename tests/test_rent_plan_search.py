@@ -50,7 +50,7 @@ def test_a_plan_of_8_gpu_loadouts_rents_8_gpu_instances_at_their_median_as_searc
     assert min(q.usd_per_instance_month for q in search_quote) * r.rented_instances == pytest.approx(r.rent_usd_per_month)
 
 
-def test_the_plan_api_and_its_card_name_the_rent_basis(dsv3, tmp_path):
+def test_the_plan_api_and_its_card_name_the_rent_basis(catalog, dsv3, tmp_path):
     s, r = dsv3
     from inferplan.report.cards import plan_cards
 
@@ -61,6 +61,9 @@ def test_the_plan_api_and_its_card_name_the_rent_basis(dsv3, tmp_path):
     assert body.status_code == 200, body.text
     got = body.json()["result"]
     assert (got["rental_basis"], got["rental"], tuple(got["rental_ids"])) == (r.rental_basis, r.rental, r.rental_ids)
+    rent_card = next(c for c in body.json()["cards"] if c["key"] == "rent")  # each listing of the median is cited
+    cited = {n["source"] for n in rent_card["sources"]}
+    assert {catalog.rental_prices.records[i].on_demand_usd_per_gpu_hour.source for i in r.rental_ids} <= cited
 
 
 def test_the_cheapest_instance_size_that_holds_the_engine_instance_is_rented():

@@ -41,7 +41,7 @@ class FitsRequest(Input):
     gpus: list[Name] = Field(default_factory=list, max_length=60)
     systems: list[Name] = Field(default_factory=list, max_length=30)
     quantizations: list[Name] = Field(default_factory=list, max_length=10, description=(
-        "weight formats ('native': each model's first checkpoint); empty: each model's best published build per hardware"))
+        "weight formats ('native': each model's first checkpoint); empty: each model's best published build"))
     engine: str = "vllm"
     max_model_len: int | None = Field(None, ge=1, le=10_000_000, description="default: 8192, or a model's context when shorter")
     kv_cache_dtype: str = "auto"
@@ -70,7 +70,7 @@ def fits_matrix(
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
-    no ``quantizations`` each model × hardware shows its best published build (``_best_builds``). Each of
+    no ``quantizations`` each model shows its best published build (``_best_builds``). Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one."""
     catalog = catalog or load_catalog()
@@ -138,23 +138,24 @@ def _loadable_builds(catalog: Catalog, spec, engine: str) -> list[str]:
 
 
 def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
-    """One cell per model and hardware: the first build (card order) that fits and that the accelerator
-    runs natively, else the first that fits; when none fits, the one that needs the fewest GPUs, natively
-    run first (the first build when none can be planned)."""
-    groups: dict[tuple[str, str], list[FitsCell]] = {}
+    """One build per model, the same in every hardware column (one row, one precision): the build that
+    fits the most columns, then runs natively on the most of them, then needs the fewest GPUs where it
+    does not fit, then comes first in the card's order (the model's own release before conversions)."""
+    by_model: dict[str, dict[str, list[FitsCell]]] = {}
     for c in cells:
-        groups.setdefault((c.model, c.hardware), []).append(c)
+        by_model.setdefault(c.model, {}).setdefault(c.quantization, []).append(c)
 
-    def rank(c: FitsCell) -> tuple:
-        r = c.result
-        if r is None:
-            return (3, 0, 0)
-        foreign = not catalog.quantization(c.quantization).native_on(catalog.accelerator(r.accelerator))
-        if r.fits:
-            return (0, foreign, 0)
-        return (2, foreign, c.smallest_fit.gpus if c.smallest_fit else float("inf"))
+    def native(c: FitsCell) -> bool:
+        return catalog.quantization(c.quantization).native_on(catalog.accelerator(c.result.accelerator))
 
-    return [min(group, key=rank) for group in groups.values()]  # min keeps the first of equals: card order
+    def rank(group: list[FitsCell]) -> tuple:
+        planned = [c for c in group if c.result is not None]
+        fitting = [c for c in planned if c.result.fits]
+        needed = sum(c.smallest_fit.gpus if c.smallest_fit else 10**6 for c in planned if not c.result.fits)
+        return (-len(fitting), -sum(map(native, fitting)), -sum(map(native, planned)), needed, -len(planned))
+
+    # min keeps the first of equals: the card's order
+    return [c for builds in by_model.values() for c in min(builds.values(), key=rank)]
 
 
 def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPlan | None:

@@ -28,8 +28,8 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     """One row per model (and precision), one column per hardware: the sequences of the cell's
     context one instance holds at once where it fits, else the fewest GPUs that would hold it.
     A long grid lists the models no column holds below it, one line each no longer; where the
-    hardware ids make the grid too wide the columns are lettered and the ids listed under it, and
-    where the cells do, a no-fit cell says "needs N" for "no (needs N GPUs)".
+    grid is too wide a no-fit cell says "needs N" for "no (needs N GPUs)" and, if that is not enough,
+    the columns are lettered and the ids listed under it.
     None when even that would not fit ``width`` columns."""
     return _grid(matrix, width, short=False) or _grid(matrix, width, short=True)
 
@@ -37,7 +37,7 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
 def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
     hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
     rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
-    for c in matrix.cells:  # a model whose best build differs by column has a row per build
+    for c in matrix.cells:
         rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
     fits_somewhere = {c.model for c in matrix.cells if c.result and c.result.fits}
     nowhere = [key for key in rows if key[0] not in fits_somewhere]
@@ -53,6 +53,8 @@ def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
         body = [r for r in body if last[tuple(r[1:])] == r[0]]
     headers = hardware
     needed = sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
+    if needed > width and not short:  # the long cells only where the hardware ids fit too
+        return None
     if needed > width:
         headers = [chr(ord("A") + i) for i in range(len(hardware))] if len(hardware) <= 26 else hardware
         cols = ["model", "quant", *headers]
