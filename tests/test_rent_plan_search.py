@@ -103,3 +103,15 @@ def test_a_search_pick_names_what_its_rent_is_the_median_of(catalog):
         assert (pick.rental, pick.rental_basis) == (quote.rental, quote.basis)
         assert pick.rental_basis.endswith(f"{pick.rented_instance_gpus}-GPU instances") and pick.rental_basis[:6] in (
             "median", "on-dem")
+
+
+def test_a_replica_spanning_two_systems_is_not_priced_on_one_host_listings(catalog):
+    """Llama 3.1 405B in BF16 needs two HGX H100s per replica: no listing rents 16 GPUs in one host,
+    so the plan quotes no rent rather than pricing the GPUs one by one."""
+    from inferplan.economics.scenario import Scenario
+
+    s = Scenario.model_validate({"model": "llama-3.1-405b", "quantization": "bf16", "platform": {"system": "hgx-h100"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 10})
+    r = plan(s, catalog)
+    assert r.capacity.cell.gpus > 8 and r.rent_usd_per_month is None and r.rental is None
+    assert any("no on-demand listing hosts an engine instance of" in a for a in r.assumptions)

@@ -318,8 +318,8 @@ def _rent(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: Mon
                 "one host", field="money.rental",
                 allowed=", ".join(x.id for x in catalog.rental_prices if x.accelerator == accel
                                   if x.gpus_per_instance >= width) or f"no {accel} listing of {width}+ GPUs")
-        note = (f"rent: no on-demand listing hosts an engine instance of {width} {accel} GPUs "
-                f"(the largest rents {max(x[2] for x in listings)})" if listings else None)
+        note = (f"rent: no on-demand listing hosts an engine instance of {width} GPUs, which share a host: the largest "
+                f"{accel} listing is a {max(x[2] for x in listings)}-GPU instance" if listings else None)
         return _result(None, (), None, None, None, None, note)
     q = rented.quote
     return _result(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month, rented.note)
