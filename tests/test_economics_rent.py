@@ -1,5 +1,5 @@
-"""Renting is priced at the median of a GPU's on-demand listings: the middle one, or the mean of the
-middle two for an even count."""
+"""Renting is priced at the median of the on-demand listings of one instance size: the middle one,
+or the mean of the middle two for an even count."""
 
 from __future__ import annotations
 
@@ -8,30 +8,31 @@ from collections import defaultdict
 
 import pytest
 
-from inferplan.economics.plan_inputs import hourly_usd, rental, rental_listings
+from inferplan.economics.rental import hourly_usd, on_demand_listings, rent_quotes
 
 
-def _listings(catalog) -> dict[str, list[float]]:
+def _listings(catalog) -> dict[tuple[str, int], list[float]]:
     prices = defaultdict(list)
     for r in catalog.rental_prices:
         if (h := hourly_usd(r, 1.0)) is not None and not r.on_demand_eur_per_gpu_hour:
-            prices[r.accelerator].append(h)
+            prices[r.accelerator, r.gpus_per_instance].append(h)
     return prices
 
 
 def test_rent_is_the_median_of_the_listings_the_mean_of_the_middle_two_for_an_even_count(catalog):
-    prices = {a: p for a, p in _listings(catalog).items()
-              if len(p) == sum(1 for r in catalog.rental_prices if r.accelerator == a)}
-    even = [a for a, p in prices.items() if len(p) % 2 == 0 and len(set(p)) > 1]
-    odd = [a for a, p in prices.items() if len(p) % 2 == 1 and len(p) > 1]
+    prices = {k: p for k, p in _listings(catalog).items()
+              if len(p) == sum(1 for r in catalog.rental_prices if (r.accelerator, r.gpus_per_instance) == k)}
+    even = [k for k, p in prices.items() if len(p) % 2 == 0 and len(set(p)) > 1]
+    odd = [k for k, p in prices.items() if len(p) % 2 == 1 and len(p) > 1]
     assert even and odd
-    for accel in (*even, *odd):
-        listing, hourly, note = rental(catalog, accel, None, 1.0)
-        assert rental_listings(catalog, accel, None, 1.0) == len(prices[accel])
-        assert hourly == pytest.approx(statistics.median(prices[accel]), rel=1e-12), accel
-        assert listing is not None and f"median of {len(prices[accel])}" in note
-    _, _, note = rental(catalog, even[0], None, 1.0)
-    assert "the mean of the middle two" in note
+    for accel, size in (*even, *odd):
+        (quote,) = [q for q in rent_quotes(on_demand_listings(catalog, accel, 1.0), size) if q.instance_gpus == size]
+        assert len(quote.listings) == len(prices[accel, size])
+        assert quote.usd_per_gpu_hour == pytest.approx(statistics.median(prices[accel, size]), rel=1e-12), accel
+        assert quote.rental in quote.listings and f"median of {len(prices[accel, size])}" in quote.note
+    (quote,) = [q for q in rent_quotes(on_demand_listings(catalog, even[0][0], 1.0), even[0][1])
+                if q.instance_gpus == even[0][1]]
+    assert "the mean of the middle two" in quote.note
 
 
 def test_the_rent_card_names_a_median_as_one_not_as_a_listing():

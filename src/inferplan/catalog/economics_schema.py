@@ -1,6 +1,7 @@
 """Catalogue entities for the economics layer: rental prices, API prices, workload presets,
 cost defaults and the seed's tokens-per-MW / cost-per-token tables."""
 
+from datetime import date
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -45,7 +46,26 @@ class ApiPrice(Frozen):
     input_usd_per_mtok: USD  # uncached input
     cached_input_usd_per_mtok: USD | None = None
     output_usd_per_mtok: USD
+    # the last day the list price was in force, as its source dates it (None: in force when checked);
+    # a price past it is history, left out of comparisons unless named
+    valid_until: date | None = None
+    valid_until_source: str | None = None  # the source id that dates it
     notes: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _dated_by_a_source(self) -> "ApiPrice":
+        if (self.valid_until is None) != (self.valid_until_source is None):
+            raise ValueError("valid_until and valid_until_source go together: a date and the source that states it")
+        return self
+
+    @property
+    def superseded(self) -> bool:
+        return self.valid_until is not None
+
+    @property
+    def validity_label(self) -> str | None:
+        """How a superseded price is labelled wherever it is shown."""
+        return f"list price until {self.valid_until.isoformat()}" if self.valid_until else None
 
 
 class WorkloadPreset(Frozen):

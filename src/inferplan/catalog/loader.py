@@ -384,6 +384,9 @@ def check_references(catalog: Catalog) -> None:
     for price in catalog.rental_prices:
         if price.accelerator not in catalog.accelerators:
             raise CatalogError(f"rental_prices:{price.id}: unknown accelerator {price.accelerator!r}", field=price.id)
+    for price in catalog.api_prices:
+        if price.valid_until_source and price.valid_until_source not in catalog.sources:
+            raise CatalogError(f"api_prices:{price.id}: unknown valid_until_source {price.valid_until_source!r}", field=price.id)
     for record in [*catalog.api_prices, *catalog.rack_profiles]:
         if record.model not in catalog.models:
             raise CatalogError(f"{type(record).__name__}:{record.id}: unknown model {record.model!r}", field=record.id)

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date
 
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
-from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware, money_rates,
-                                             nvaie_usd, power_w, rental, rental_listings)
+from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware,
+                                             money_rates, nvaie_usd, power_w, superseded_api_prices_note)
+from inferplan.economics.rental import named_listing, on_demand_listings, rent_engine_instances
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
@@ -68,9 +70,14 @@ class PlanResult(BaseModel):
     output_tokens_per_s_per_mw: float | None
     rental: str | None  # the listing compared with (of a median over an even count: the lower middle one)
     rental_listings: int = 0  # on-demand listings rent_usd_per_month is the median of (1: the rental's own price)
+    rental_ids: tuple[str, ...] = ()  # those listings, cheapest first
+    rental_basis: str | None = None  # what the rent is priced on, e.g. "median of 2 on-demand listings of 8-GPU instances"
+    rented_instances: int | None = None  # the listing's whole instances rented, each holding whole engine instances
+    rented_instance_gpus: int | None = None  # GPUs in one rented instance
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
-    rent_usd_per_month: float | None  # the same GPUs rented around the clock
+    api_alternative_valid_until: date | None = None  # the last day that price was in force (None: current)
+    rent_usd_per_month: float | None  # the same engine instances rented around the clock, on whole instances
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
@@ -120,7 +127,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     rates = money_rates(catalog, s.money, hw.system)
     costs = _costs(catalog, s, hw, size, rates)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
-    rent = _rent(catalog, s, hw, rates, costs)
+    rent = _rent(catalog, s, hw, size, rates, costs)
     per_token = _per_token(w, size, rates, costs, quotes, s.money)
     return _assemble(s, hw, w, size, rates, costs, quotes, rent, per_token)
 
@@ -239,6 +246,7 @@ class _Quotes:
     note: str | None
     same_model_api_id: str | None = None  # the API price the quote is built on
     alternative_api_id: str | None = None  # the API price compared with
+    alternative_api_valid_until: date | None = None
 
 
 def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, costs: _Costs) -> _Quotes:
@@ -250,7 +258,11 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
     if m.api_input_usd_per_mtok is not None and m.api_output_usd_per_mtok is not None:  # the user's own API prices
         cached = m.api_input_usd_per_mtok if m.api_cached_input_usd_per_mtok is None else m.api_cached_input_usd_per_mtok
         alt, alt_user = None, money.api_cost_per_user_at(w, m.api_input_usd_per_mtok, cached, m.api_output_usd_per_mtok)
-    note = f"no API price for {s.model} in the catalogue: quote-based outputs are left empty" if same is None else None
+    note = "; ".join(n for n in (
+        f"no API price for {s.model} in the catalogue: quote-based outputs are left empty" if same is None else None,
+        superseded_api_prices_note(catalog, s.model, m.api_alternative),
+        f"API compared with: {alt.id} is {alt.provider}'s {alt.validity_label}" if alt and alt.superseded else None,
+    ) if n) or None
     quote_user = same_user * m.quote_multiplier if same_user is not None else None
     billing = served * quote_user if quote_user is not None else 0.0
     operating = costs.operating_usd_per_month
@@ -263,31 +275,54 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
         note,
         same.id if same else None,
         alt.id if alt else None,
+        alt.valid_until if alt else None,
     )
 
 
 @dataclass(frozen=True)
 class _Rent:
-    """The same GPUs rented around the clock."""
+    """The same engine instances rented around the clock."""
 
     rental: str | None  # the rental price id compared with
-    listings: int  # the listings the price is the median of (1: the rental's own; 0: none, or your rate)
+    listings: tuple[str, ...]  # the listings the price is the median of (the rental's own; none: none, or your rate)
+    basis: str | None  # what the price is
+    instances: int | None  # whole rented instances (None: your rate per GPU-hour, or not rented)
+    instance_gpus: int | None
     usd_per_month: float | None
     break_even_months: float | None  # buying pays off against renting after this many months
     note: str | None
 
 
-def _rent(catalog: Catalog, s: Scenario, hw: Hardware, rates: MoneyRates, costs: _Costs) -> _Rent:
-    if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
-        listing, hourly, listings = None, s.money.rent_usd_per_gpu_hour, 0
-        note = f"rent: your rate of ${hourly:,.2f} per GPU-hour"
-    else:
-        listing, hourly, note = rental(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
-        listings = rental_listings(catalog, hw.accelerator.id, s.money.rental, rates.fx_usd_per_eur)
-    rent_month = hourly * costs.gpus * money.HOURS_PER_MONTH if hourly is not None else None
+def _rent(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: _Costs) -> _Rent:
+    """Your rate for the plan's GPUs, else the loadouts' engine instances on whole rented instances
+    priced as ``search`` prices them (``economics.rental``)."""
     operating = costs.operating_usd_per_month
-    return _Rent(listing.id if listing else None, listings, rent_month,
-                 costs.capex_usd / (rent_month - operating) if rent_month and rent_month > operating else None, note)
+
+    def _result(rental, listings, basis, instances, instance_gpus, month, note) -> _Rent:
+        even = costs.capex_usd / (month - operating) if month and month > operating else None
+        return _Rent(rental, listings, basis, instances, instance_gpus, month, even, note)
+
+    if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
+        hourly = s.money.rent_usd_per_gpu_hour
+        return _result(None, (), "your rate per GPU-hour", None, None, hourly * costs.gpus * money.HOURS_PER_MONTH,
+                       f"rent: your rate of ${hourly:,.2f} per GPU-hour")
+    accel, fx = hw.accelerator.id, rates.fx_usd_per_eur
+    listings = (named_listing(catalog, accel, s.money.rental, fx) if s.money.rental
+                else on_demand_listings(catalog, accel, fx))
+    width = size.capacity.cell.gpus
+    rented = rent_engine_instances(listings, width, size.loadouts * size.capacity.cells)
+    if rented is None:
+        if s.money.rental:
+            raise InvalidScenarioError(
+                f"{s.money.rental} rents {listings[0][2]}-GPU instances; an engine instance of {width} GPUs needs "
+                "one host", field="money.rental",
+                allowed=", ".join(x.id for x in catalog.rental_prices if x.accelerator == accel
+                                  if x.gpus_per_instance >= width) or f"no {accel} listing of {width}+ GPUs")
+        note = (f"rent: no on-demand listing hosts an engine instance of {width} GPUs, which share a host: the largest "
+                f"{accel} listing is a {max(x[2] for x in listings)}-GPU instance" if listings else None)
+        return _result(None, (), None, None, None, None, note)
+    q = rented.quote
+    return _result(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month, rented.note)
 
 
 @dataclass(frozen=True)
@@ -357,8 +392,11 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         owner_cost_usd_per_mtok_at_capacity=per_token.owner_usd_per_mtok_at_capacity,
         owner_cost_usd_per_output_mtok_at_capacity=per_token.owner_usd_per_output_mtok_at_capacity,
         output_tokens_per_s_per_mw=per_token.output_tokens_per_s_per_mw,
-        rental=rent.rental, rental_listings=rent.listings, rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
+        rental=rent.rental, rental_listings=len(rent.listings), rental_ids=rent.listings, rental_basis=rent.basis,
+        rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus,
+        rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
+        api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
         migration_break_even_tokens=per_token.migration_break_even_tokens,

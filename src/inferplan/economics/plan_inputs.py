@@ -1,13 +1,14 @@
 """What a plan reads from its scenario or, where the scenario states none, from the catalogue: the
 platform, the cost defaults (FX, electricity, PUE, colocation, support, amortization), capex from
-a vendor quote or the system's price band, power, and the API and rental prices to compare with.
+a vendor quote or the system's price band, power, and the API price to compare with (rental
+prices: ``rental.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inferplan.catalog.economics_schema import ApiPrice, RentalPrice
+from inferplan.catalog.economics_schema import ApiPrice
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, System
 from inferplan.economics.scenario import MoneyInputs, Scenario
@@ -133,55 +134,31 @@ def power_w(s: Scenario, system: System | None, accel: Accelerator) -> tuple[flo
 
 
 def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | None:
+    """The API price named, else the model's current one to compare with: an OpenRouter listing first,
+    then the cheapest output price. A price past its ``valid_until`` is used only when named."""
     if wanted:
         return catalog.api_prices.get(wanted, field_name="money.api_alternative", error=InvalidScenarioError)
-    same = [p for p in catalog.api_prices if p.model == model]
-    same.sort(key=lambda p: (p.provider != "openrouter", p.output_usd_per_mtok.value))
-    return same[0] if same else None
+    same = current_api_prices(catalog, model)
+    return min(same, key=lambda p: (p.provider != "openrouter", p.output_usd_per_mtok.value), default=None)
 
 
-def rental(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> tuple[RentalPrice | None, float | None, str | None]:
-    """The rental price to compare with: the one named, else the median of the on-demand listings for
-    the GPU (marketplace floors and hyperscaler list prices both sit far from what a buyer pays): the
-    middle listing's price, or for an even count the mean of the middle two, returned with the lower
-    of them as the listing compared with."""
-    if wanted:
-        r = catalog.rental_prices.get(wanted, field_name="money.rental", error=InvalidScenarioError)
-        if r.accelerator != accel_id:  # renting other GPUs says nothing about when buying these pays off
-            same = sorted(x.id for x in catalog.rental_prices if x.accelerator == accel_id)
-            raise InvalidScenarioError(f"{r.id} rents {r.accelerator}, not the platform's {accel_id}",
-                                       field="money.rental", allowed=", ".join(same) or f"no listing for {accel_id}")
-        hourly = hourly_usd(r, fx)
-        if hourly is None:
-            raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
-        return r, hourly, None
-    options = _on_demand(catalog, accel_id, fx)
-    if not options:
-        return None, None, None
-    low, high = options[(len(options) - 1) // 2], options[len(options) // 2]
-    median = (low[1] + high[1]) / 2
-    which = (f"{low[0].id} at ${low[1]:.2f}" if low is high else
-             f"${median:.3f}, the mean of the middle two: {low[0].id} at ${low[1]:.2f} and {high[0].id} at ${high[1]:.2f}")
-    note = (f"rent: median of {len(options)} on-demand listings for {accel_id} "
-            f"(${options[0][1]:.2f}–${options[-1][1]:.2f} per GPU-hour): {which}")
-    return low[0], median, note
+def current_api_prices(catalog: Catalog, model: str) -> tuple[ApiPrice, ...]:
+    """The model's API prices still in force (none past its ``valid_until``)."""
+    return tuple(p for p in catalog.api_prices if p.model == model and not p.superseded)
 
 
-def rental_listings(catalog: Catalog, accel_id: str, wanted: str | None, fx: float) -> int:
-    """How many listings ``rental``'s price is the median of: 1 for the one named, else the GPU's on-demand
-    listings (0: none)."""
-    return 1 if wanted else len(_on_demand(catalog, accel_id, fx))
+def superseded_api_prices_note(catalog: Catalog, model: str, named: str | None = None) -> str | None:
+    """The model's API prices past their ``valid_until``, which comparisons leave out unless one is
+    ``named`` (None: none left out)."""
+    old = [p for p in catalog.api_prices if p.model == model and p.superseded and p.id != named]
+    if not old:
+        return None
+    return "left out of API comparisons: " + ", ".join(f"{p.id} ({p.provider}'s {p.validity_label})" for p in old)
 
 
-def _on_demand(catalog: Catalog, accel_id: str, fx: float) -> list[tuple[RentalPrice, float]]:
-    """The GPU's listings with an on-demand price, and that price in USD per GPU-hour, cheapest first."""
-    return sorted(((r, h) for r in catalog.rental_prices if r.accelerator == accel_id
-                   if (h := hourly_usd(r, fx)) is not None), key=lambda o: o[1])
-
-
-def hourly_usd(r: RentalPrice, fx: float) -> float | None:
-    if r.on_demand_usd_per_gpu_hour:
-        return r.on_demand_usd_per_gpu_hour.value
-    if r.on_demand_eur_per_gpu_hour:
-        return r.on_demand_eur_per_gpu_hour.value * fx
-    return None
+def api_comparison_notes(catalog: Catalog, model: str) -> tuple[str, ...]:
+    """What a comparison with ``model`` at an API leaves out: superseded list prices, or every price
+    when the catalogue holds no current one."""
+    missing = (f"no current API price is catalogued for {model}: nothing to compare with at an API"
+               if not current_api_prices(catalog, model) else None)
+    return tuple(n for n in (superseded_api_prices_note(catalog, model), missing) if n)

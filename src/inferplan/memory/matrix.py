@@ -41,7 +41,8 @@ class FitsRequest(Input):
     models: list[Name] = Field(default_factory=list, max_length=60)
     gpus: list[Name] = Field(default_factory=list, max_length=60)
     systems: list[Name] = Field(default_factory=list, max_length=30)
-    quantizations: list[Name] = Field(default_factory=list, max_length=10)
+    quantizations: list[Name] = Field(default_factory=list, max_length=10, description=(
+        "weight formats ('native': each model's first checkpoint); empty: each model's best published build"))
     engine: str = "vllm"
     max_model_len: int | None = Field(None, ge=1, le=10_000_000, description="default: 8192, or a model's context when shorter")
     kv_cache_dtype: str = "auto"
@@ -69,7 +70,8 @@ def fits_matrix(
     gpu_count: int = 1,
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
-    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint. Each of
+    """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
+    no ``quantizations`` each model shows its best published build (``_best_builds``). Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one."""
     catalog = catalog or load_catalog()
@@ -99,7 +101,7 @@ def fits_matrix(
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
     for model, spec in specs:
-        for quant in quantizations or ["native"]:
+        for quant in quantizations or _loadable_builds(catalog, spec, engine):
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             for kind, name in hardware:
                 label = f"{gpu_count}× {name}" if kind == "gpu" and count else name  # the cell's hardware
@@ -125,7 +127,37 @@ def fits_matrix(
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
-    return FitsMatrix(cells=tuple(cells))
+    return FitsMatrix(cells=tuple(cells if quantizations else _best_builds(catalog, cells)))
+
+
+def _loadable_builds(catalog: Catalog, spec, engine: str) -> list[str]:
+    """The model's published builds the engine loads, in its card's order (its first alone when the
+    engine loads none of them, so the cell says why)."""
+    builds = spec.builds or (spec.native_quantization or "bf16",)
+    loads = [b for b in builds if b in catalog.quantizations
+             and (not catalog.quantization(b).engines or engine in catalog.quantization(b).engines)]
+    return loads or [builds[0]]
+
+
+def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
+    """One build per model, the same in every hardware column (one row, one precision): the build that
+    fits the most columns, then runs natively on the most of them, then needs the fewest GPUs where it
+    does not fit, then comes first in the card's order (the model's own release before conversions)."""
+    by_model: dict[str, dict[str, list[FitsCell]]] = {}
+    for c in cells:
+        by_model.setdefault(c.model, {}).setdefault(c.quantization, []).append(c)
+
+    def native(c: FitsCell) -> bool:
+        return catalog.quantization(c.quantization).native_on(catalog.accelerator(c.result.accelerator))
+
+    def rank(group: list[FitsCell]) -> tuple:
+        planned = [c for c in group if c.result is not None]
+        fitting = [c for c in planned if c.result.fits]
+        needed = sum(c.smallest_fit.gpus if c.smallest_fit else 10**6 for c in planned if not c.result.fits)
+        return (-len(fitting), -sum(map(native, fitting)), -sum(map(native, planned)), needed, -len(planned))
+
+    # min keeps the first of equals: the card's order
+    return [c for builds in by_model.values() for c in min(builds.values(), key=rank)]
 
 
 def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPlan | None:

@@ -21,6 +21,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.offload import GIB
 
@@ -67,7 +68,8 @@ def offload_answer(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> OffloadAn
     return _with_host(d, found, catalog)
 
 
-def _with_host(d: Deployment, found: _Found, catalog: Catalog) -> OffloadAnswer:
+def _with_host(d: Deployment, found: _Found, catalog: Catalog,
+               lead: str = "weights in host RAM (slower decode)") -> OffloadAnswer:
     """The suggestion at the deployment's host RAM, or at the host RAM it needs when none is stated."""
     needed = found.fit.host_memory_bytes_used + catalog.constant("host-memory-reserve-bytes")  # with what the OS keeps
     changes: dict[str, int | float | str | None] = dict(found.changes)
@@ -84,7 +86,7 @@ def _with_host(d: Deployment, found: _Found, catalog: Catalog) -> OffloadAnswer:
     if _fits(d, changes, catalog, host_gb=None) is None:  # the command as suggested: never one that does not fit
         return OffloadAnswer()
     return OffloadAnswer(FitSuggestion(kind="offload", changes=changes,
-                                       summary=f"weights in host RAM (slower decode): {found.flag} {found.what}; {host}"))
+                                       summary=f"{lead}: {found.flag} {found.what}; {host}"))
 
 
 def _fits(d: Deployment, changes: dict, catalog: Catalog, *, host_gb: float | None = UNBOUNDED_HOST_GB) -> MemoryFit | None:
@@ -148,3 +150,57 @@ def _least_offload_gb(d: Deployment, catalog: Catalog, weights_bytes: float) -> 
     g, fit = hit
     return _Found({"cpu_offload_gb": float(g)}, fit, f"{catalog.engine(d.engine).name} --cpu-offload-gb {g}",
                   f"keeps {g} GiB of each GPU's weights in host RAM, copied to the GPU in every forward pass")
+
+
+# fields one engine's launch takes that another's does not: left out when a suggestion changes engine
+ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "moe_runner_backend", "moe_kernel", "topk_topp_sampler",
+                 "max_num_batched_tokens", "ubatch_size", "flash_attention", "mtp_draft", "n_gpu_layers", "n_cpu_moe",
+                 "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "kv_offloading_size",
+                 "kv_offloading_backend", "hicache_ratio", "hicache_size")
+EXPERT_OFFLOAD = ("n_cpu_moe", "kt_num_gpu_experts")  # offload_settings that keep routed experts in host RAM
+
+
+def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
+    """For a mixture-of-experts model that does not fit, on an engine that cannot keep experts in host
+    RAM: each engine that can (``offload_settings`` naming ``n_cpu_moe`` or ``kt_num_gpu_experts``), with
+    the setting that fits the GPU and the host RAM it needs, checked against the host RAM known — the
+    routed experts run where they sit, so decode reads only the active experts from host RAM rather than
+    copying offloaded weights to the GPU every step."""
+    takes = set(catalog.engine(d.engine).offload_settings)
+    arch = None if mp.spec.architecture_is_proxy else mp.spec.architecture
+    if (mp.accelerator.unified_memory or mp.weights.expert_bytes <= 0 or arch is None or takes & set(EXPERT_OFFLOAD)
+            or mp.result.startup_note):
+        return ()
+    found = []
+    for engine in catalog.engines:
+        offloads = set(engine.offload_settings) & set(EXPERT_OFFLOAD)
+        moved = _on_engine(d, engine.id, catalog) if offloads and engine.id != d.engine else None
+        if moved is None:
+            continue
+        there, switch = moved
+        hit = (_fewest_expert_layers(there, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
+               _all_experts_on_host(there, catalog, engine.name))
+        answer = _with_host(there, hit, catalog, lead="experts in host RAM, run by the CPU") if hit else None
+        if answer and answer.suggestion:
+            s = answer.suggestion
+            found.append(s.model_copy(update={"changes": {**switch, **s.changes}}))
+    return tuple(found)
+
+
+def _on_engine(d: Deployment, engine: str, catalog: Catalog) -> tuple[Deployment, dict] | None:
+    """``d`` on ``engine``: its other engine's settings left out, its weight format kept where ``engine``
+    loads it, else the model's default build for ``engine`` (None: ``engine`` plans it in neither)."""
+    base = {"engine": engine, **{f: None for f in ENGINE_FIELDS if f in d.model_fields_set}}
+    for switch in (base, {**base, "quantization": None}):
+        moved = with_default_engine(d.model_copy(update=switch), catalog)
+        try:
+            plan_memory(moved.model_copy(update={"host_memory_gb": UNBOUNDED_HOST_GB}), catalog)
+        except InferplanError:
+            continue
+        return moved, switch
+    return None
+
+
+def _all_experts_on_host(d: Deployment, catalog: Catalog, name: str) -> _Found | None:
+    fit = _fits(d, {}, catalog)
+    return _Found({}, fit, name, "keeps every routed expert in host RAM (no --kt-num-gpu-experts)") if fit else None

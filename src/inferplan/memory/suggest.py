@@ -28,6 +28,7 @@ from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
+from inferplan.memory.offload_suggest import expert_offload_elsewhere
 
 CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
@@ -55,7 +56,7 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
     found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
-             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog))
+             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *expert_offload_elsewhere(d, mp, catalog))
     return tuple(s for s in found if s is not None)
 
 

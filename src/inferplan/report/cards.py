@@ -83,7 +83,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                    f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                    f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems) for {r.target_users:,} users")),
         Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2),
-             note="" if r.api_alternative or r.api_alternative_usd_per_user_month is None else "at your API prices"),
+             note=(f"list price until {r.api_alternative_valid_until.isoformat()}" if r.api_alternative_valid_until else
+                   "" if r.api_alternative or r.api_alternative_usd_per_user_month is None else "at your API prices")),
         Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),
         Card(key="multiplier_required", label="Quote multiplier required for target", value=required,
              note="rounded up to the next 0.25× step"),
@@ -97,7 +98,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
         Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month),
-             note=_rental_note(r.rental, r.rental_listings) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour"),
+             note=_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour"),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
@@ -112,16 +113,16 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     ]
 
 
-def _rental_note(rental_id: str | None, listings: int) -> str:
-    """Where a plan's rent comes from: the median of the GPU's on-demand listings, or the one listing whose
-    price it is, as its provider lists it (the id stays in --json)."""
-    if rental_id is None:
+def _rental_note(r: PlanResult) -> str:
+    """Where a plan's rent comes from: the median of the on-demand listings of one instance size, or the
+    one listing whose price it is, as its provider lists it (the ids stay in --json)."""
+    if r.rental is None:
         return "no rental price"
-    if listings > 1:
-        return f"the median of {listings} on-demand listings"
-    listing = load_catalog().rental_prices.records.get(rental_id)
+    if r.rental_listings > 1:
+        return f"the {r.rental_basis}"
+    listing = load_catalog().rental_prices.records.get(r.rental)
     if listing is None:
-        return rental_id
+        return r.rental
     where = "" if listing.region == "unspecified" else f", {listing.region}"
     return f"{listing.provider.capitalize()}, {listing.instance}{where}, on demand"
 

@@ -85,17 +85,17 @@ def _sourced(catalog: Catalog, fields: dict[str, tuple]) -> dict[str, list[Sourc
 
 def _card_sources(r: PlanResult, s: Scenario, catalog: Catalog) -> dict[str, list[SourceNote]]:
     """The catalogue records behind the plan's price cards: the system's price band (unless a
-    vendor quote replaced it), the API prices and the rental listing."""
-    def notes(section: str, record_id: str | None) -> list[SourceNote]:
-        record = getattr(catalog, section).records.get(record_id) if record_id else None
-        return source_notes(catalog, *(q for _, q in iter_sourced(record))) if record else []
+    vendor quote replaced it), the API prices and the rental listings the rent is the median of."""
+    def notes(section: str, *record_ids: str | None) -> list[SourceNote]:
+        records = [getattr(catalog, section).records.get(i) for i in record_ids if i]
+        return source_notes(catalog, *(q for record in records if record for _, q in iter_sourced(record)))
 
     system = catalog.systems.records.get(r.system)
     band = system.price if system and not s.platform.quote_usd_per_system else None
     same, alt = notes("api_prices", r.api_price), notes("api_prices", r.api_alternative)
     return {"capex": source_notes(catalog, band.usd_low, band.usd_high) if band else [],
             "same_model_api": same, "private_quote": same, "api_alternative": alt, "api_cost": alt,
-            "rent": notes("rental_prices", r.rental)}
+            "rent": notes("rental_prices", *(r.rental_ids or (r.rental,)))}  # every listing of the median
 
 
 class ModelCardView(BaseModel):

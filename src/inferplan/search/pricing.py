@@ -1,11 +1,10 @@
 """What one platform unit costs — a system bought, or a rented instance — from the economics layer's
 price bands, cost defaults and rental listings (``economics/plan.py``, ``economics/money.py``).
 
-Buying is linear in the systems a deployment takes. Renting goes by the listing's instance: a
-provider rents ``gpus_per_instance`` GPUs in one host, so an engine instance (its tensor-, pipeline-
-and data-parallel GPUs, which share a host) must fit inside one rented instance, and a deployment
-pays for whole instances (``RentQuote``). The search prices a candidate as units × these figures
-over numpy arrays.
+Buying is linear in the systems a deployment takes. Renting goes by the listing's instance, by the
+rule ``plan`` prices with too (``economics/rental.py``: an engine instance inside one rented
+instance, whole instances paid for, the median of each instance size's listings). The search prices
+a candidate as units × these figures over numpy arrays.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
 from inferplan.economics.plan_inputs import capex as priced_capex
-from inferplan.economics.plan_inputs import hourly_usd, money_rates, power_w as rated_power_w
+from inferplan.economics.plan_inputs import money_rates, power_w as rated_power_w
+from inferplan.economics.rental import RentQuote, on_demand_listings, rent_quotes
 from inferplan.economics.scenario import Platform as ScenarioPlatform
 from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
@@ -36,55 +36,13 @@ class UnitCosts:
     rent_power_w_per_gpu: float | None = None
 
     def rents(self, width: int) -> tuple["RentQuote", ...]:
-        """Renting engine instances of ``width`` GPUs: one quote per instance size that holds them, each
-        the median on-demand price per GPU-hour over that size's listings (the middle listing's, or for
-        an even count the mean of the middle two; the lower middle one is the listing compared with).
-        Empty: no listing hosts it."""
-        sizes = sorted({x[2] for x in self.listings if x[2] >= width})
-        return tuple(_median_quote([x for x in self.listings if x[2] == g], width) for g in sizes)
+        """Renting engine instances of ``width`` GPUs: one quote per instance size that holds them
+        (``economics.rental.rent_quotes``). Empty: no listing hosts it."""
+        return rent_quotes(self.listings, width)
 
     @property
     def largest_rent_instance_gpus(self) -> int | None:
         return max((x[2] for x in self.listings), default=None)
-
-
-def _median_quote(options: list[tuple[str, float, int]], width: int) -> "RentQuote":
-    low, high = options[(len(options) - 1) // 2], options[len(options) // 2]
-    median = (low[1] + high[1]) / 2
-    which = (f"{low[0]} at ${low[1]:.2f}" if low is high else
-             f"${median:.3f}, the mean of the middle two: {low[0]} at ${low[1]:.2f} and {high[0]} at ${high[1]:.2f}")
-    span = f"${options[0][1]:.2f}–${options[-1][1]:.2f}" if len(options) > 1 else f"${low[1]:.2f}"
-    listings = "listing" if len(options) == 1 else "listings"
-    note = f"rent: median of {len(options)} on-demand {listings} of {low[2]}-GPU instances ({span} per GPU-hour): {which}"
-    return RentQuote(low[0], median, low[2], width, note)
-
-
-@dataclass(frozen=True)
-class RentQuote:
-    """Engine instances of ``width`` GPUs on rented instances of ``instance_gpus`` GPUs each."""
-
-    rental: str
-    usd_per_gpu_hour: float
-    instance_gpus: int
-    width: int
-    note: str
-
-    @property
-    def usd_per_instance_month(self) -> float:
-        return self.usd_per_gpu_hour * self.instance_gpus * money.HOURS_PER_MONTH
-
-    def instances(self, engine_instances, width: int | None = None):
-        """Rented instances that hold ``engine_instances`` of ``width`` GPUs (default the quote's; no
-        engine instance spans two rented ones)."""
-        return -(-engine_instances // (self.instance_gpus // (width or self.width)))
-
-    def pool_instances(self, prefill, prefill_width: int, decode, decode_width: int):
-        """Rented instances that hold a prefill pool beside a decode pool (each at most ``width`` wide):
-        GPU by GPU where both widths divide the instance's GPUs, else each pool on instances of its own."""
-        g = self.instance_gpus
-        if g % prefill_width == 0 and g % decode_width == 0:
-            return -(-(prefill * prefill_width + decode * decode_width) // g)
-        return self.instances(prefill, prefill_width) + self.instances(decode, decode_width)
 
 
 def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
@@ -116,9 +74,8 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
                      + money.colocation_cost_usd(power_w, rates.colocation_usd_per_kw_month)
                      + capex * rates.support_share_of_capex_per_year / 12)
         owner = operating + capex / (rates.amortization_years * 12)
-    listings = sorted(((r.id, h, r.gpus_per_instance) for r in catalog.rental_prices if r.accelerator == p.accelerator.id
-                       if (h := hourly_usd(r, rates.fx_usd_per_eur)) is not None), key=lambda x: (x[1], x[0]))
-    return UnitCosts(p.gpus, power_w, capex, owner, tuple(listings), tuple(notes), _rented_gpu_power_w(model, p))
+    listings = on_demand_listings(catalog, p.accelerator.id, rates.fx_usd_per_eur)
+    return UnitCosts(p.gpus, power_w, capex, owner, listings, tuple(notes), _rented_gpu_power_w(model, p))
 
 
 def _rented_gpu_power_w(model: str, p: Platform) -> float | None:

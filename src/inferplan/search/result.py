@@ -43,6 +43,7 @@ class Deployed(_Frozen):
     rented_instances: int | None = None  # renting: the listing's instances taken, each a host of its GPUs
     rented_instance_gpus: int | None = None  # renting: GPUs in one rented instance (an engine instance fits in one)
     rental: str | None = None  # renting: the listing compared with (the lower middle of the median)
+    rental_basis: str | None = None  # renting: what the price is, e.g. "median of 2 on-demand listings of 8-GPU instances"
     quantization: str
     quantization_label: str  # native, or the fallback compute it runs through
     kv_cache_dtype: str

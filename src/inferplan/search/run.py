@@ -18,10 +18,11 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
+from inferplan.economics.plan_inputs import api_comparison_notes
+from inferplan.economics.rental import rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.search import evaluate
-from inferplan.search.arrivals import plural
 from inferplan.search.budget import Budget
 from inferplan.search.defaults import search_defaults
 from inferplan.search.instance_limit import InstanceLimit
@@ -106,7 +107,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
-        elapsed_s=time.perf_counter() - start, notes=_notes(asked, targets, rl))
+        elapsed_s=time.perf_counter() - start,
+        notes=(*_notes(asked, targets, rl), *(n for m in req.models for n in api_comparison_notes(catalog, m))))
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
@@ -348,7 +350,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
     q = g.rent_quote(i) if renting else None
     if q is not None:
-        notes.append(f"{q.note}; rented as {plural(rented, f'{q.instance_gpus}-GPU instance')} ({plural(paid, 'GPU')} paid for)")
+        notes.append(rented_note(q, rented))
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
@@ -361,6 +363,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         gpus_per_instance=cell.gpus, whole_rack=bool(p.system and p.system.tier == "rack" and not renting),
         systems=int(g.units[i]) if p.system and not renting else None, quantization=cell.quantization,
         rented_instances=rented, rented_instance_gpus=q.instance_gpus if q else None, rental=q.rental if q else None,
+        rental_basis=q.basis if q else None,
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
@@ -420,7 +423,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
     users = rl.users or 1
     out = []
     for price in catalog.api_prices:
-        if price.model in req.models:
+        if price.model in req.models and not price.superseded:  # a list price no longer in force compares with nothing
             monthly = money.api_cost_per_user_usd(whole, price) * users
             out.append(ApiAlternative(id=price.id, provider=price.provider, monthly_usd=monthly,
                                       usd_per_mtok=monthly / (rl.monthly_tokens / 1e6)))

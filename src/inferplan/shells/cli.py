@@ -87,7 +87,7 @@ def fits_cmd(
     gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerator types (default: 80/96/141/288 GB GPUs); a count goes in --gpu-count."),
     gpu_count: int = typer.Option(1, "--gpu-count", min=1, max=64, help="GPUs of each --gpus type, run as one instance (default 1)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
-    quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's checkpoint."),
+    quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's first checkpoint (default: each model's best published build)."),
     engine: str = EngineOpt,
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
     kv_cache_dtype: str = KvOpt,

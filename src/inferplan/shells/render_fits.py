@@ -28,16 +28,22 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     """One row per model (and precision), one column per hardware: the sequences of the cell's
     context one instance holds at once where it fits, else the fewest GPUs that would hold it.
     A long grid lists the models no column holds below it, one line each no longer; where the
-    hardware ids make the grid too wide the columns are lettered and the ids listed under it.
+    grid is too wide a no-fit cell says "needs N" for "no (needs N GPUs)" and, if that is not enough,
+    the columns are lettered and the ids listed under it.
     None when even that would not fit ``width`` columns."""
+    return _grid(matrix, width, short=False) or _grid(matrix, width, short=True)
+
+
+def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
     hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
     rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
     for c in matrix.cells:
         rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
-    nowhere = [key for key, cells in rows.items() if not any(c.result and c.result.fits for c in cells.values())]
+    fits_somewhere = {c.model for c in matrix.cells if c.result and c.result.fits}
+    nowhere = [key for key in rows if key[0] not in fits_somewhere]
     if len(rows) <= FOLD_ROWS or len(nowhere) == len(rows):  # a long grid keeps one screen: no-fit rows become a list
         nowhere = []
-    body = [[m, q, *(_fits_cell(rows[m, q].get(h)) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
+    body = [[m, q, *(_fits_cell(rows[m, q].get(h), short) for h in hardware)] for (m, q) in rows if (m, q) not in nowhere]
     same: dict[str, list[str]] = {}  # a row's model -> the models whose rows are identical to it
     if len(rows) > FOLD_ROWS:  # and twin rows one row
         def twin(r: list[str]) -> tuple:  # the figures shown and the plan behind them (a slot count is often shared)
@@ -51,6 +57,8 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         body = [r for r in body if last[twin(r)] == r[0]]
     headers = hardware
     needed = sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
+    if needed > width and not short:  # the long cells only where the hardware ids fit too
+        return None
     if needed > width:
         headers = [chr(ord("A") + i) for i in range(len(hardware))] if len(hardware) <= 26 else hardware
         cols = ["model", "quant", *headers]
@@ -79,7 +87,7 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (N× GPUs needed)"),
+        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (needs N GPUs)"),
         table,
         *reasons,
         note,
@@ -96,7 +104,7 @@ def _grid_text(cell: str) -> Text:
     return Text(cell)
 
 
-def _fits_cell(c: FitsCell | None) -> str:
+def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
     if c is None:
         return ""
     r = c.result
@@ -104,7 +112,9 @@ def _fits_cell(c: FitsCell | None) -> str:
         return "n/a"
     if r.fits:
         return f"[green]{_held(r)}[/]"
-    return "[red]no[/]" + (f" ({c.smallest_fit.gpus}×)" if c.smallest_fit else "")
+    if c.smallest_fit is None:
+        return "[red]no[/]"
+    return f"[red]needs {c.smallest_fit.gpus}[/]" if short else f"[red]no[/] (needs {c.smallest_fit.gpus} GPUs)"
 
 
 def _held(r) -> str:

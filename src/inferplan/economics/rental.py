@@ -1,0 +1,139 @@
+"""Renting GPUs by the listing's instance, the one rule ``plan`` and ``search`` both price with.
+
+A provider rents ``gpus_per_instance`` GPUs in one host, so an engine instance (its tensor-, pipeline-
+and data-parallel GPUs, which share a host) must fit inside one rented instance, and a deployment pays
+for whole instances. Per instance size that holds the engine instance the price is the median
+on-demand price per GPU-hour over that size's listings (marketplace floors and hyperscaler list prices
+both sit far from what a buyer pays): the middle listing's, or for an even count the mean of the middle
+two, with the lower middle one as the listing compared with. A deployment rents the size that costs
+least for its engine instances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.economics_schema import RentalPrice
+from inferplan.economics import money
+from inferplan.errors import InvalidScenarioError
+
+Listing = tuple[str, float, int]  # (rental id, USD per GPU-hour on demand, GPUs per instance)
+
+
+@dataclass(frozen=True)
+class RentQuote:
+    """Engine instances of ``width`` GPUs on rented instances of ``instance_gpus`` GPUs each."""
+
+    rental: str  # the listing compared with (of a median over an even count: the lower middle one)
+    usd_per_gpu_hour: float
+    instance_gpus: int
+    width: int
+    note: str
+    listings: tuple[str, ...] = ()  # the listings the price is the median of, cheapest first
+
+    @property
+    def basis(self) -> str:
+        """What the price is, in a few words: the median of which listings, or the one listing's."""
+        if len(self.listings) > 1:
+            return f"median of {len(self.listings)} on-demand listings of {self.instance_gpus}-GPU instances"
+        return f"on-demand price of {self.rental} ({self.instance_gpus}-GPU instances)"
+
+    @property
+    def usd_per_instance_month(self) -> float:
+        return self.usd_per_gpu_hour * self.instance_gpus * money.HOURS_PER_MONTH
+
+    def instances(self, engine_instances, width: int | None = None):
+        """Rented instances that hold ``engine_instances`` of ``width`` GPUs (default the quote's; no
+        engine instance spans two rented ones)."""
+        return -(-engine_instances // (self.instance_gpus // (width or self.width)))
+
+    def pool_instances(self, prefill, prefill_width: int, decode, decode_width: int):
+        """Rented instances that hold a prefill pool beside a decode pool (each at most ``width`` wide):
+        GPU by GPU where both widths divide the instance's GPUs, else each pool on instances of its own."""
+        g = self.instance_gpus
+        if g % prefill_width == 0 and g % decode_width == 0:
+            return -(-(prefill * prefill_width + decode * decode_width) // g)
+        return self.instances(prefill, prefill_width) + self.instances(decode, decode_width)
+
+
+def hourly_usd(r: RentalPrice, fx: float) -> float | None:
+    """A listing's on-demand price in USD per GPU-hour (None: it lists none)."""
+    if r.on_demand_usd_per_gpu_hour:
+        return r.on_demand_usd_per_gpu_hour.value
+    if r.on_demand_eur_per_gpu_hour:
+        return r.on_demand_eur_per_gpu_hour.value * fx
+    return None
+
+
+def on_demand_listings(catalog: Catalog, accel_id: str, fx: float) -> tuple[Listing, ...]:
+    """The GPU's listings with an on-demand price, cheapest first."""
+    return tuple(sorted(((r.id, h, r.gpus_per_instance) for r in catalog.rental_prices if r.accelerator == accel_id
+                         if (h := hourly_usd(r, fx)) is not None), key=lambda x: (x[1], x[0])))
+
+
+def rent_quotes(listings: tuple[Listing, ...], width: int) -> tuple[RentQuote, ...]:
+    """Renting engine instances of ``width`` GPUs: one quote per instance size that holds them, each the
+    median over that size's listings, smallest size first. Empty: no listing hosts it."""
+    sizes = sorted({x[2] for x in listings if x[2] >= width})
+    return tuple(_median_quote(sorted((x for x in listings if x[2] == g), key=lambda x: (x[1], x[0])), width)
+                 for g in sizes)
+
+
+def _median_quote(options: list[Listing], width: int) -> RentQuote:
+    low, high = options[(len(options) - 1) // 2], options[len(options) // 2]
+    median = (low[1] + high[1]) / 2
+    which = (f"{low[0]} at ${low[1]:.2f}" if low is high else
+             f"${median:.3f}, the mean of the middle two: {low[0]} at ${low[1]:.2f} and {high[0]} at ${high[1]:.2f}")
+    span = f"${options[0][1]:.2f}–${options[-1][1]:.2f}" if len(options) > 1 else f"${low[1]:.2f}"
+    listings = "listing" if len(options) == 1 else "listings"
+    note = f"rent: median of {len(options)} on-demand {listings} of {low[2]}-GPU instances ({span} per GPU-hour): {which}"
+    return RentQuote(low[0], median, low[2], width, note, tuple(x[0] for x in options))
+
+
+@dataclass(frozen=True)
+class RentedEngines:
+    """Engine instances on whole rented instances, at the instance size that costs least."""
+
+    quote: RentQuote
+    instances: int  # rented instances taken
+    usd_per_month: float
+
+    @property
+    def gpus_paid(self) -> int:
+        return self.instances * self.quote.instance_gpus
+
+    @property
+    def note(self) -> str:
+        return rented_note(self.quote, self.instances)
+
+
+def rented_note(q: RentQuote, instances: int) -> str:
+    """The quote's note, and the whole instances taken and GPUs paid for."""
+    paid = instances * q.instance_gpus
+    return (f"{q.note}; rented as {instances:,} {q.instance_gpus}-GPU instance{'s' if instances != 1 else ''} "
+            f"({paid:,} GPU{'s' if paid != 1 else ''} paid for)")
+
+
+def rent_engine_instances(listings: tuple[Listing, ...], width: int, engine_instances: int) -> RentedEngines | None:
+    """``engine_instances`` of ``width`` GPUs rented on the instance size that costs least a month
+    (the smaller size on a tie). None: no listing hosts an engine instance that wide."""
+    options = [(q.instances(engine_instances) * q.usd_per_instance_month, i, q)
+               for i, q in enumerate(rent_quotes(listings, width))]
+    if not options:
+        return None
+    monthly, _, q = min(options, key=lambda o: (o[0], o[1]))
+    return RentedEngines(q, q.instances(engine_instances), monthly)
+
+
+def named_listing(catalog: Catalog, accel_id: str, wanted: str, fx: float) -> tuple[Listing]:
+    """The listing a scenario names (``money.rental``), checked to rent the platform's GPU on demand."""
+    r = catalog.rental_prices.get(wanted, field_name="money.rental", error=InvalidScenarioError)
+    if r.accelerator != accel_id:  # renting other GPUs says nothing about when buying these pays off
+        same = sorted(x.id for x in catalog.rental_prices if x.accelerator == accel_id)
+        raise InvalidScenarioError(f"{r.id} rents {r.accelerator}, not the platform's {accel_id}",
+                                   field="money.rental", allowed=", ".join(same) or f"no listing for {accel_id}")
+    hourly = hourly_usd(r, fx)
+    if hourly is None:
+        raise InvalidScenarioError(f"{r.id} lists no on-demand price to compare with", field="money.rental")
+    return ((r.id, hourly, r.gpus_per_instance),)

@@ -1,0 +1,55 @@
+"""A mixture-of-experts model that does not fit on an engine that cannot keep experts in host RAM is
+offered the engines that can (llama.cpp ``--n-cpu-moe N``, KTransformers), each with the setting that
+fits the GPU, as a ready command checked against the host RAM known."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import plan_memory
+from inferplan.memory.suggest import fit_or_suggest
+from inferplan.shells.cli import app
+
+GPT_OSS = dict(model="gpt-oss-120b", gpu="rtx-5090", max_model_len=32768)
+
+
+def _engine_switches(r):
+    return {s.changes["engine"]: s for s in r.suggestions if "engine" in s.changes}
+
+
+def test_gpt_oss_120b_on_one_5090_with_64_gb_is_offered_llamacpp_n_cpu_moe_that_fits(catalog):
+    d = Deployment(**GPT_OSS, host_memory_gb=64)
+    r = fit_or_suggest(d, catalog)
+    assert not r.fits and any(s.changes.get("cpu_offload_gb") for s in r.suggestions)  # vLLM's own offload stays
+    llama = _engine_switches(r)["llamacpp"]
+    n = llama.changes["n_cpu_moe"]
+    assert "llama.cpp --n-cpu-moe" in llama.summary and "of the 64 GiB of host RAM" in llama.summary
+    moved = d.model_copy(update=llama.changes)
+    assert plan_memory(moved, catalog).result.fits
+    assert not plan_memory(moved.model_copy(update={"n_cpu_moe": n - 1}), catalog).result.fits  # the fewest that fit
+    assert "ktransformers" in _engine_switches(r)
+
+
+def test_with_host_ram_unstated_the_hint_states_what_it_needs(catalog):
+    llama = _engine_switches(fit_or_suggest(Deployment(**GPT_OSS), catalog))["llamacpp"]
+    assert llama.changes["host_memory_gb"] >= 30 and "check the machine has it" in llama.summary
+
+
+def test_too_little_host_ram_offers_no_expert_offload(catalog):
+    assert "llamacpp" not in _engine_switches(fit_or_suggest(Deployment(**GPT_OSS, host_memory_gb=16), catalog))
+
+
+def test_no_engine_switch_for_a_dense_model_or_on_an_engine_that_offloads_experts_itself(catalog):
+    dense = fit_or_suggest(Deployment(model="llama-3.3-70b", gpu="rtx-4090", max_model_len=8192, host_memory_gb=128), catalog)
+    assert not dense.fits and not _engine_switches(dense)
+    own = fit_or_suggest(Deployment(**GPT_OSS, engine="llamacpp", host_memory_gb=64), catalog)
+    assert not own.fits and not _engine_switches(own) and any(s.changes.get("n_cpu_moe") for s in own.suggestions)
+
+
+def test_fit_prints_the_expert_offload_as_a_ready_command():
+    out = CliRunner().invoke(app, ["fit", "--model", "gpt-oss-120b", "--gpu", "RTX 5090", "--host-memory-gb", "64",
+                                   "--max-model-len", "32768"], env={"COLUMNS": "200"}).output
+    assert "experts in host RAM, run by the CPU: llama.cpp --n-cpu-moe" in out
+    line = next(x for x in out.splitlines() if "--engine llamacpp" in x)
+    assert line.strip().startswith("inferplan fit --model gpt-oss-120b") and "--n-cpu-moe" in line
