@@ -90,6 +90,22 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     return mp
 
 
+def memory_fits(d: Deployment, catalog: Catalog) -> bool:
+    """Whether ``d`` fits: ``plan_memory``'s verdict, without the search for the smallest instance that holds
+    the model when it does not (a caller after the verdict alone: the most slots an engine starts with,
+    bisected over many plans that do not fit). A layout chosen from that search (a system named alone, a
+    GPU count beyond one host) is planned whole."""
+    d = with_default_engine(d, catalog)
+    if (kept := _PLANS.get((id(catalog), d, frozenset(d.model_fields_set)))) is not None and kept[0] is catalog:
+        return kept[1].result.fits
+    hw = resolve_hardware(catalog, d)
+    if not layout_stated(d) and (d.system is not None and d.gpus is None or d.gpus is not None and hw.gpus > host_gpus(hw)):
+        return plan_memory(d, catalog).result.fits
+    spec = resolve_model(catalog, d.model)
+    plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    return _fit(catalog, d, spec, hw, plan, search_smallest=False).result.fits
+
+
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))

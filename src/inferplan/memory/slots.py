@@ -10,7 +10,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
-from inferplan.memory.fit import plan_memory
+from inferplan.memory.fit import memory_fits, plan_memory
 from inferplan.memory.fit_result import MemoryFit
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
@@ -33,7 +33,7 @@ def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
 
 def _fits(d: Deployment, slots: int, catalog: Catalog) -> bool:
     try:
-        return plan_memory(d.model_copy(update={"max_num_seqs": slots}), catalog).result.fits
+        return memory_fits(d.model_copy(update={"max_num_seqs": slots}), catalog)
     except InferplanError:
         return False
 
