@@ -24,3 +24,9 @@ def test_builds_that_share_a_format_are_counted_not_repeated():
 def test_distinct_formats_are_listed_without_a_count():
     text = _row("llama-3.1-405b")
     assert "bf16, fbgemm-fp8, fp8" in text and "checkpoints)" not in text
+
+
+def test_the_formats_stay_in_a_narrower_terminal():
+    console = Console(width=120, record=True)
+    console.print(catalog_table("models", [CATALOG.models.records["llama-3.1-405b"]], width=120))
+    assert "bf16, fbgemm-fp8, fp8" in console.export_text()

@@ -32,3 +32,17 @@ def test_an_unknown_catalogue_name_lists_the_closest_ids():
     r = CLIENT.get("/api/catalog/models/glm-4.5-airx")
     assert r.status_code == 404
     assert r.json()["error"]["field"] == "name" and r.json()["error"]["allowed"].startswith("glm-4.5-air")
+
+
+@pytest.mark.parametrize(("value", "said"), [(2.5, "2.5 is not a whole number"), (True, "true is a yes/no value")])
+def test_a_fraction_or_a_yes_in_a_whole_number_field_says_what_it_takes(value, said):
+    r = CLIENT.post("/api/fit", json={**BASE, "gpus": value})
+    assert r.status_code == 422 and r.json()["error"]["message"].startswith(said)
+    assert r.json()["error"]["allowed"] == "a whole number at least 1 and at most 100000"
+
+
+def test_the_closest_ids_are_found_by_alias_and_a_repo_id_reaches_its_entry():
+    r = CLIENT.get("/api/catalog/accelerators/h10")
+    assert r.json()["error"]["allowed"].startswith("h100-sxm")  # its alias is "H100"
+    r = CLIENT.get("/api/catalog/models/Qwen/Qwen3-8B")
+    assert r.status_code == 200 and r.json()["id"] == "qwen3-8b"

@@ -65,6 +65,12 @@ class Registry(Generic[T]):
         """Each record with its id, name and aliases split into words, built once per registry."""
         return tuple((r, _word_lists(r)) for r in self.records.values())
 
+    def closest(self, name: str, n: int = 5) -> list[str]:
+        """The ids whose id, name or an alias reads most like ``name`` (an alias "H100" finds h100-sxm
+        for "h10"), closest first."""
+        hits = difflib.get_close_matches(normalise_name(name), list(self._by_name), n=4 * n, cutoff=0.6)
+        return list(dict.fromkeys(r.id for hit in hits for r in self._by_name[hit]))[:n]
+
     def get(self, name: str, *, field_name: str, error: type[Exception]) -> T:
         """Resolve an id or alias; an ambiguous or unknown name raises with the candidates."""
         wanted = normalise_name(name)
@@ -87,7 +93,7 @@ class Registry(Generic[T]):
                 f"{name!r} matches several {self.kind}: {ids}", field=field_name, allowed=ids
             )
         kind = self.kind[:-1] if self.kind.endswith('s') else self.kind
-        close = difflib.get_close_matches(name.strip().lower(), list(self.records), n=5, cutoff=0.6)
+        close = self.closest(name)
         listed = close or sorted(self.records)[:MAX_LISTED]
         more = f", the closest of {len(self.records)}" if close else \
             "" if len(self.records) <= MAX_LISTED else f", … ({len(self.records)} in all)"

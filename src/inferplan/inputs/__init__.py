@@ -181,7 +181,9 @@ class Input(BaseModel):
             if isinstance(value, WrittenFloat):
                 return value if is_number else value.text
             if isinstance(value, bool) and not is_bool:
-                raise ValueError(f"{str(value).lower()} is a yes/no value, not what this field takes")
+                wanted = _number_wanted(cls, info.field_name) if is_number else None
+                raise PydanticCustomError("bool_not_wanted", "{text} is a yes/no value, not what this field takes",
+                                          {"text": str(value).lower(), **({"allowed": wanted} if wanted else {})})
             if isinstance(value, str) and is_number:
                 wanted = _number_wanted(cls, info.field_name)
                 if _reads_as_number(value):
@@ -191,6 +193,10 @@ class Input(BaseModel):
                                           {"text": repr(value[:40]), "allowed": wanted})
             if isinstance(value, dict) and is_model:
                 return value  # a nested input: its own fields check their texts and name their own paths
+        if (info.field_name is not None and isinstance(value, float) and not value.is_integer()
+                and _holds_only(cls.model_fields[info.field_name].annotation, (int,))):
+            raise PydanticCustomError("not_a_whole_number", "{text} is not a whole number: this field takes {allowed}",
+                                      {"text": f"{value:g}", "allowed": _number_wanted(cls, info.field_name)})
         if isinstance(value, (str, list, tuple, dict)) and not stored(info):
             problem = text_problem(value, max_chars=None if info.field_name in cls.documents else MAX_TEXT_CHARS)
             if problem:

@@ -229,7 +229,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             raise NotFoundError(str(exc), field="kind", allowed=exc.allowed) from None
         return [e.model_dump(mode="json") for e in entries]
 
-    @app.get("/api/catalog/{kind}/{name}", tags=["catalogue"])
+    @app.get("/api/catalog/{kind}/{name:path}", tags=["catalogue"])  # a repo id alias holds a slash
     def catalog_show(kind: str, name: str) -> dict[str, Any]:
         try:
             _, entry = show_entry(name, kind)

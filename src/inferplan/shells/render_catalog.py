@@ -37,7 +37,7 @@ def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> Rend
                          _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value])
     elif kind.startswith("model"):
         cols = [Col("id", key=True), Col("name", False), Col("status", False), Col("params (total/active)"),
-                Col("context", False), Col("checkpoints", False), Col("config", False)]
+                Col("context", False), Col("formats"), Col("config", False)]
         rows = []
         for m in entries:
             params = _q(m.total_params, 1e9, "{:,.1f}B")
