@@ -15,9 +15,11 @@ from inferplan.deploy.command import launch_command
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory import fit as fit_module, fit_weights
 from inferplan.memory.expert_split import redundant_experts
-from inferplan.memory.fit import fit
+from inferplan.memory.fit import fit, plan_memory
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
+from inferplan.performance import work
+from inferplan.performance.work import model_work
 
 CATALOG = load_catalog()
 FLAG = "--ep-num-redundant-experts"
@@ -31,7 +33,8 @@ def _ep(model: str, engine: str, ranks: int, system: str = "gb300-nvl72") -> Dep
 def _even_split(monkeypatch) -> None:
     """Fits from here on without the rule, every rank holding experts / ranks experts' weights (in a plan
     cache of their own, dropped after the test)."""
-    monkeypatch.setattr(fit_weights, "redundant_experts", lambda *a, **k: 0)
+    for module in (fit_weights, work):
+        monkeypatch.setattr(module, "redundant_experts", lambda *a, **k: 0)
     monkeypatch.setattr(fit_module, "_PLANS", OrderedDict())
 
 
@@ -79,3 +82,14 @@ def test_every_engine_that_adds_redundant_experts_has_a_flag_for_them():
             flags = next(f for f in CATALOG.engine_flags if f.engine == engine.id)
             rule = flags.settings["redundant_experts"]
             assert rule.flags[0] in flags.accepted, (engine.id, rule.flags)
+
+
+def test_the_copies_add_no_weights_read_per_step(monkeypatch):
+    # without an expert dispatch algorithm no token is routed to a copy: the speed model reads what the
+    # even split holds (dense weights and the routed experts alone)
+    d = _ep("deepseek-r1", "sglang", 72)
+    held = model_work(plan_memory(d, CATALOG), CATALOG)
+    _even_split(monkeypatch)
+    even = model_work(plan_memory(d, CATALOG), CATALOG)
+    assert held.expert_bytes_per_gpu == even.expert_bytes_per_gpu
+    assert held.dense_bytes_per_gpu == pytest.approx(even.dense_bytes_per_gpu, rel=1e-12)
