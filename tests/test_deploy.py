@@ -93,8 +93,9 @@ def test_a_flag_outside_the_accepted_list_is_refused_on_load(catalog):
 
 def test_every_engine_has_flags_and_every_setting_is_a_deployment_field(catalog):
     assert {f.engine for f in catalog.engine_flags} == set(catalog.engines.records) == set(ENGINES)
-    # from the weight format; a path to fill in; a fixed engine setting the plan assumes
-    launch_only = {"host", "port", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token"}
+    # from the weight format; a path to fill in; a fixed engine setting the plan assumes; derived from the
+    # layout (redundant expert copies, memory/expert_split.py)
+    launch_only = {"host", "port", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token", "redundant_experts"}
     assert set(typing.get_args(Setting)) - launch_only <= set(Deployment.model_fields)
 
 

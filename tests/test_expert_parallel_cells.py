@@ -32,6 +32,8 @@ def test_deepseek_on_a_rack_runs_one_expert_parallel_cell_and_carries_more_than_
     cell = wide.capacity.cell
     assert cell.expert_parallel and cell.gpus == 72 and cell.data_parallel_size == 72 and cell.tensor_parallel_size == 1
     assert any("attention data-parallel over 72 ranks" in a for a in wide.capacity.assumptions)
+    # SGLang holds (256 + 32) / 72 = 4 experts on each rank (memory/expert_split.py), as the launch states
+    assert any("32 redundant expert copies" in a for a in wide.capacity.assumptions)
     narrow = plan(rack("sglang", 50, cell={"tensor_parallel_size": 4}), CATALOG)  # tensor-parallel replicas, as the sweep also tries
     assert not narrow.capacity.cell.expert_parallel
     assert wide.capacity.supported_users > 3 * narrow.capacity.supported_users

@@ -336,6 +336,11 @@ class EngineDefaults(Frozen):
     # enable_attention_dp + moe_expert_parallel_size); None: not stated
     expert_parallel: bool | None = None
     expert_parallel_source: str | None = None
+    # under expert parallelism every rank holds the same whole number of routed experts, asserted at
+    # start-up as (experts + redundant experts) % ranks == 0: the plan adds the fewest redundant expert
+    # copies that divide (SGLang --ep-num-redundant-experts); None: the remainder goes to some ranks
+    expert_parallel_redundant: bool | None = None
+    expert_parallel_redundant_source: str | None = None
     # how it spreads one model over several GPUs when no parallel sizes are given: tensor parallel
     # over the GPUs that reach each other, pipeline stages beyond ("tensor", also when not stated), or
     # each GPU a slice of the layers ("layer": llama.cpp's default split mode)

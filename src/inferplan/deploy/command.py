@@ -32,6 +32,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelE
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
+from inferplan.memory.expert_split import planned_redundant_experts
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
 
@@ -136,6 +137,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv = [*flags.launcher, *served.argv]
     options: dict = {}  # what goes to the engine's options file
     argv += _parallel_args(d, flags, options)
+    if spare := planned_redundant_experts(d, catalog):  # SGLang: expert slots that divide by the ranks
+        argv += _emit(_rule(flags, "redundant_experts"), spare)
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags, options)
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for

@@ -15,6 +15,7 @@ from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quant
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
+from inferplan.memory.expert_split import expert_slot_share, redundant_experts, redundant_note
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.moe_layout import extra_weight_bytes
@@ -30,12 +31,17 @@ def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engin
     arch = None if spec.architecture_is_proxy else spec.architecture
     tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
     layers = arch.num_layers if arch else 0
-    stages = stage_weights(w, tp=tp, pp=pp, expert_shards=tp * (dp if plan.expert_parallel else 1),
+    ranks = tp * (dp if plan.expert_parallel else 1)
+    redundant = redundant_experts(spec, engine, ranks=ranks) if plan.expert_parallel else 0
+    stages = stage_weights(w, tp=tp, pp=pp, expert_shards=ranks,
                            moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
-                           embeddings_on_host=embeddings_on_host)
+                           embeddings_on_host=embeddings_on_host, expert_slot_share=expert_slot_share(spec, redundant))
     fullest = max(range(pp), key=lambda i: stages[i].bytes_per_gpu)
     note = ""
+    if redundant:
+        note = redundant_note(engine.id, arch.moe.num_experts, ranks=ranks, redundant=redundant)
     if pp > 1:
+        note = f"{note}; " if note else ""
         split = "/".join(str(n) for n in stage_layer_counts(layers, pp)) + " layers" if layers else "an even split"
         ends = "the last also holds the lm_head" if embeddings_on_host else \
             "the first also holds the token embeddings, the last the lm_head"
@@ -43,7 +49,7 @@ def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engin
                 if engine.pp_kv_room == "per_stage" else
                 f"the fullest (stage {fullest + 1}) sets the KV cache room of every stage")
         gib = 2**30
-        note = (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, "
+        note += (f"pipeline stages hold {split}; {ends}: {stages[0].bytes_per_gpu / gib:.2f} GiB per GPU on the first, "
                 f"{stages[-1].bytes_per_gpu / gib:.2f} on the last, {min(s.bytes_per_gpu for s in stages) / gib:.2f} on the "
                 f"lightest; {room}")
     return stages, stages[fullest], note

@@ -44,9 +44,10 @@ class StageWeights:
 
 
 def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int, moe_layers: tuple[bool, ...] = (),
-                  num_layers: int = 0, embeddings_on_host: bool = False) -> tuple[StageWeights, ...]:
+                  num_layers: int = 0, embeddings_on_host: bool = False, expert_slot_share: float = 1.0) -> tuple[StageWeights, ...]:
     """Per-GPU weights of each pipeline stage. Experts are shared out by the MoE layers a stage
-    holds, the rest of the layers by their count (``num_layers`` 0: no layer list, an even split).
+    holds, the rest of the layers by their count (``num_layers`` 0: no layer list, an even split);
+    ``expert_slot_share``: the expert slots held over the routed experts (redundant copies, memory/expert_split.py).
     ``embeddings_on_host``: the engine keeps the input table in host memory (llama.cpp), so only the
     output layer — for tied embeddings the table itself — is on a GPU."""
     body = max(w.total_bytes - w.expert_bytes - w.embedding_bytes - (0.0 if w.head_is_embedding else w.head_bytes), 0.0)
@@ -58,7 +59,7 @@ def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int, mo
     for i, (start, end) in enumerate(bounds):
         share = (end - start) / layers
         moe_share = sum(moe_layers[start:end]) / moe_total if moe_total and num_layers >= pp else share
-        experts = w.expert_bytes * moe_share / expert_shards
+        experts = w.expert_bytes * expert_slot_share * moe_share / expert_shards
         lookup = w.embedding_bytes if i == 0 and not embeddings_on_host else 0.0
         output = w.head_bytes if i == pp - 1 else 0.0
         if w.head_is_embedding and lookup and output:  # one stage at both ends: the table once, read as the lm_head

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.loader import Catalog
 from inferplan.performance.offload import HostOffload, host_offload
+from inferplan.memory.expert_split import expert_slot_share, redundant_experts
 from inferplan.memory.fit import MemoryPlan
 from inferplan.memory.kv_cache import sparse_topk_tokens
 from inferplan.memory.params import count_params
@@ -203,6 +204,17 @@ def _attention_coefficients(arch: Architecture) -> _AttentionCoefficients:
     return _AttentionCoefficients(decode_full, full, window, decode_sparse, prefill_sparse, indexer)
 
 
+def _redundant_copy_bytes(mp: MemoryPlan, catalog: Catalog, experts_per_gpu: float) -> float:
+    """The redundant expert copies' weights a GPU holds (memory/expert_split.py): with no expert dispatch
+    algorithm planned no token is routed to them, so a step does not read them."""
+    par = mp.result.parallel
+    if not par.expert_parallel:
+        return 0.0
+    spare = redundant_experts(mp.spec, catalog.engine(mp.result.engine),
+                              ranks=par.tensor_parallel_size * par.data_parallel_size)
+    return experts_per_gpu * (expert_slot_share(mp.spec, spare) - 1)
+
+
 def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     """Work coefficients for the deployment a memory plan describes (a model whose architecture is
     not published: the hidden size and depth calibration.yaml assumes for one)."""
@@ -254,7 +266,8 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         engine_extra *= experts_gpu / fullest.expert_bytes_per_gpu
     lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
     held = sum(s.bytes_per_gpu for s in mp.stage_weights) / pp + engine_extra
-    dense_gpu = max(held - experts_gpu - mtp_experts_gpu - mtp_dense_gpu - lookup, 0.0)
+    copies_gpu = _redundant_copy_bytes(mp, catalog, w.expert_bytes / shards)  # held, never routed to
+    dense_gpu = max(held - experts_gpu - copies_gpu - mtp_experts_gpu - mtp_dense_gpu - lookup, 0.0)
     host = host_offload(mp, tp * pp, catalog)
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
         dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - host.expert_bytes, 0.0)
