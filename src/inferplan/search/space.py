@@ -25,6 +25,7 @@ from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import system_domain_gpus
+from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes
@@ -233,7 +234,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
             space.unfitted.setdefault(key, base.model_copy(update={"gpus": p.gpus}))
             continue
         for tp, pp, dp, ep, systems in layouts:
-            for k in spec_tokens:
+            for k in (t for t in spec_tokens if not t or drafts_at_pipeline(catalog, engine.id, pp)):
                 space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context))
 
 
