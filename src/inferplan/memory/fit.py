@@ -37,6 +37,7 @@ from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_off
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
 from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, drafts_at_pipeline, kv_architecture
+from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
@@ -230,6 +231,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     network = _network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
+    check_metal_instance(engine, hw.accel, kv_dtype, plan.tensor_parallel_size, plan.pipeline_parallel_size)
     total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
@@ -359,6 +361,9 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     def holds(gpus: int) -> ParallelPlan | None:
         if floor / gpus > total:
             return None  # the weights alone overfill every GPU of this count
+        most = engine_spec.max_instance_gpus(hw.accel.software)
+        if most is not None and gpus > most:
+            return None  # the engine's Metal back end runs one Apple GPU an instance
         for tp, pp in splits(gpus):
             if d.mtp_draft and not drafts_at_pipeline(catalog, engine_spec.id, pp):
                 continue  # the engine does not start its MTP draft under this pipeline
