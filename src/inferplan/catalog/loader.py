@@ -304,7 +304,8 @@ def is_count(name: str) -> bool:
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
                         "pp_batch_limits", "expert_parallel", "expert_parallel_redundant", "pads_gemm_rows", "multi_gpu_split",
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
-                        "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats")
+                        "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
+                        "metal_max_instance_gpus", "metal_kv_cache_dtypes")
 
 
 def check_references(catalog: Catalog) -> None:
@@ -378,7 +379,7 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(f"engines:{engine.id}: converts_to needs converts_from", field=engine.id)
         default_kv = (engine.kv_cache_dtype_default,) if engine.kv_cache_dtype_default else ()
         for dtype in (*engine.kv_cache_dtypes, *engine.kv_cache_dtypes_instead, *engine.kv_cache_dtypes_instead.values(),
-                      *default_kv):
+                      *default_kv, *(engine.metal_kv_cache_dtypes or ())):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
     for price in catalog.rental_prices:

@@ -24,6 +24,10 @@ class MtpRule(Frozen):
     # memory-rule variants (engine_memory_rules.yaml) whose releases budget the draft otherwise: not planned
     unplanned_variants: tuple[str, ...] = ()
     unplanned_note: str | None = None  # why, with the source
+    # the largest pipeline_parallel_size the engine starts an MTP draft with (None: no bound known)
+    max_pipeline_parallel_size: int | None = Field(None, ge=1)
+    pipeline_parallel_sources: tuple[str, ...] = ()
+    pipeline_parallel_note: str | None = None
     sources: tuple[str, ...] = Field(min_length=1)
     note: str
 
@@ -38,7 +42,9 @@ def check_mtp_rules(catalog) -> None:
     seen: set[str] = set()
     for rule in catalog.mtp_rules:
         where = f"mtp_rules:{rule.id}"
-        check_engine_and_sources(catalog, where, rule.id, rule.engine, rule.sources)
+        check_engine_and_sources(catalog, where, rule.id, rule.engine, (*rule.sources, *rule.pipeline_parallel_sources))
+        if rule.max_pipeline_parallel_size is not None and not rule.pipeline_parallel_sources:
+            raise CatalogError(f"{where}: max_pipeline_parallel_size needs pipeline_parallel_sources", field=rule.id)
         if rule.engine in seen:
             raise CatalogError(f"{where}: a second rule for {rule.engine}", field=rule.id)
         seen.add(rule.engine)

@@ -277,6 +277,14 @@ class EngineDefaults(Frozen):
     metal_formats: tuple[str, ...] | None = None
     metal_formats_source: str | None = None
     metal_formats_note: str | None = None
+    # on an Apple GPU: the most GPUs (tensor x pipeline parallel) one instance spans where the Metal back
+    # end runs one device, and the KV-cache element types it stores (None: as elsewhere)
+    metal_max_instance_gpus: int | None = Field(None, ge=1)
+    metal_max_instance_gpus_source: str | None = None
+    metal_max_instance_gpus_note: str | None = None
+    metal_kv_cache_dtypes: tuple[str, ...] | None = None
+    metal_kv_cache_dtypes_source: str | None = None
+    metal_kv_cache_dtypes_note: str | None = None
     block_tokens: Count  # KV block / page size in tokens
     max_num_batched_tokens: Count | None = None
     # the physical batch a prompt's matrix products run in, when the engine splits a chunk further
@@ -386,6 +394,17 @@ class EngineDefaults(Frozen):
         if software == Software.METAL and self.metal_formats is not None:
             return quant.id in self.metal_formats
         return not quant.engines or self.id in quant.engines
+
+    def kv_dtypes_on(self, software: Software | None = None) -> tuple[str, ...]:
+        """The KV-cache element types the engine stores (on ``software``: an Apple GPU has its own list;
+        empty: not restricted)."""
+        if software == Software.METAL and self.metal_kv_cache_dtypes is not None:
+            return self.metal_kv_cache_dtypes
+        return self.kv_cache_dtypes
+
+    def max_instance_gpus(self, software: Software | None = None) -> int | None:
+        """The most GPUs one instance spans on ``software`` (None: no bound of the engine's own)."""
+        return self.metal_max_instance_gpus if software == Software.METAL else None
 
 
 class CalibrationConstant(Frozen):

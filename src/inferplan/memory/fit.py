@@ -36,7 +36,8 @@ from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
-from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
+from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, drafts_at_pipeline, kv_architecture
+from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
@@ -230,9 +231,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     network = _network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
+    check_metal_instance(engine, hw.accel, kv_dtype, plan.tensor_parallel_size, plan.pipeline_parallel_size)
     total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
-    mtp = draft_rule(catalog, d, spec, engine.id)
+    mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
     w = weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu)
@@ -359,7 +361,12 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     def holds(gpus: int) -> ParallelPlan | None:
         if floor / gpus > total:
             return None  # the weights alone overfill every GPU of this count
+        most = engine_spec.max_instance_gpus(hw.accel.software)
+        if most is not None and gpus > most:
+            return None  # the engine's Metal back end runs one Apple GPU an instance
         for tp, pp in splits(gpus):
+            if d.mtp_draft and not drafts_at_pipeline(catalog, engine_spec.id, pp):
+                continue  # the engine does not start its MTP draft under this pipeline
             plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
                                 expert_parallel=d.enable_expert_parallel, gpus=gpus)
             trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus,

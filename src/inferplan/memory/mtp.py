@@ -67,14 +67,30 @@ def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpR
     return rule, None
 
 
-def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str) -> MtpRule | None:
+def drafts_at_pipeline(catalog, engine: str, pipeline_parallel_size: int) -> bool:
+    """Whether the engine starts an MTP draft at this pipeline-parallel size (its rule's
+    ``max_pipeline_parallel_size``; no rule or no bound: yes)."""
+    rule = mtp_rule(catalog, engine)
+    bound = rule.max_pipeline_parallel_size if rule else None
+    return bound is None or pipeline_parallel_size <= bound
+
+
+def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline_parallel_size: int) -> MtpRule | None:
     """The engine's rule for an MTP draft the deployment runs (None: it runs none). A model without MTP
-    layers, or an engine that does not draft with them, is an error naming ``mtp_draft``."""
+    layers, or an engine that does not draft with them, is an error naming ``mtp_draft``; a pipeline the
+    engine does not draft under, an error naming ``pipeline_parallel_size``."""
     if not d.mtp_draft:
         return None
     rule, refused = _refusal(catalog, d, spec, engine)
     if refused is not None:
         raise refused
+    if not drafts_at_pipeline(catalog, engine, pipeline_parallel_size):
+        bound = rule.max_pipeline_parallel_size
+        raise InvalidScenarioError(
+            f"{engine} does not start an MTP draft at pipeline_parallel_size {pipeline_parallel_size}: "
+            f"{rule.pipeline_parallel_note}", field="pipeline_parallel_size",
+            allowed=f"at most {bound} with an MTP draft on {engine} (tensor parallelism over more GPUs), "
+                    "or no MTP draft")
     return rule
 
 

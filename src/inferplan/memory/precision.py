@@ -89,3 +89,20 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
         return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
     dtype = arch.torch_dtype if arch else "bfloat16"
     return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
+
+
+def check_metal_instance(engine: EngineDefaults, accel: Accelerator, kv: KvDtype, tensor_parallel_size: int,
+                         pipeline_parallel_size: int) -> None:
+    """Refuse what the engine's Metal back end does not run on an Apple GPU (``engines.yaml``
+    ``metal_max_instance_gpus``, ``metal_kv_cache_dtypes``): an instance over more GPUs (an error naming
+    the parallel size) or a KV cache it does not store (naming ``kv_cache_dtype``)."""
+    most = engine.max_instance_gpus(accel.software)
+    for name, size in (("tensor_parallel_size", tensor_parallel_size), ("pipeline_parallel_size", pipeline_parallel_size)):
+        if most is not None and size > most:
+            raise InvalidScenarioError(f"{engine.name} runs {most} GPU an instance on {accel.name}: "
+                                       f"{engine.metal_max_instance_gpus_note}", field=name, allowed=str(most))
+    stored = engine.kv_dtypes_on(accel.software)
+    if stored and kv.id not in stored:
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name}: "
+                                   f"{engine.metal_kv_cache_dtypes_note}", field="kv_cache_dtype",
+                                   allowed="auto | " + " | ".join(stored))

@@ -25,6 +25,7 @@ from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import system_domain_gpus
+from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes
@@ -205,9 +206,10 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
         yield q.id, f"{label}; converted from the {base} build" if qid in converted else label
 
 
-def _kv_dtypes(engine, req: SearchRequest) -> list[str]:
+def _kv_dtypes(engine, req: SearchRequest, software) -> list[str]:
     wanted = req.kv_cache_dtypes or DEFAULT_KV_DTYPES
-    return [k for k in wanted if k == "auto" or not engine.kv_cache_dtypes or k in engine.kv_cache_dtypes]
+    stored = engine.kv_dtypes_on(software)  # an Apple GPU's Metal back end has its own list
+    return [k for k in wanted if k == "auto" or not stored or k in stored]
 
 
 def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, quant: str, label: str,
@@ -219,7 +221,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
         spec_tokens.append(int(serving_modes().mtp_draft_tokens.value))
     context = spec.context_tokens or (arch.max_position_embeddings if arch else None)
     max_model_len = context_for(context)
-    for kv in _kv_dtypes(engine, req):
+    for kv in _kv_dtypes(engine, req, p.accelerator.software):
         base = Deployment(model=spec.id, gpu=p.accelerator.id, quantization=quant, engine=engine.id, kv_cache_dtype=kv,
                           max_model_len=max_model_len)
         try:
@@ -232,8 +234,9 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
                                            f"{max_model_len:,} tokens in {quant}")
             space.unfitted.setdefault(key, base.model_copy(update={"gpus": p.gpus}))
             continue
-        for tp, pp, dp, ep, systems in layouts:
-            for k in spec_tokens:
+        most = engine.max_instance_gpus(p.accelerator.software)  # one Apple GPU an instance under MLX
+        for tp, pp, dp, ep, systems in (c for c in layouts if most is None or c[0] * c[1] <= most):
+            for k in (t for t in spec_tokens if not t or drafts_at_pipeline(catalog, engine.id, pp)):
                 space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context))
 
 
