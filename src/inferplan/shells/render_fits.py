@@ -88,7 +88,7 @@ def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (needs N GPUs, or fits in another layout of them)"),
+        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (needs N GPUs)"),
         table,
         *reasons,
         note,
