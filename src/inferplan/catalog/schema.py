@@ -221,6 +221,9 @@ class Quantization(Frozen):
     native_software: tuple[Software, ...] = ()
     fallback_compute: str = "bf16"  # compute dtype when the hardware lacks the native format
     quantizes_embeddings: bool = False  # GGUF quantizes token embeddings; most GPU formats do not
+    # weights quantized in square blocks of this many rows and columns, one scale each (FP8 128x128):
+    # an engine whose tensor_parallel_splits include weight_block needs each rank's MLP width whole blocks
+    weight_block: Count | None = None
     # llama.cpp K-quants: 256-weight super-blocks of sub-blocks with their own scales (6-bit packed
     # with minima in Q2-Q5_K, 8-bit in Q6_K), unpacked for every weight a matrix-vector kernel reads:
     # ALU work per weight that GPUs with few FLOP/s per byte of bandwidth feel (docs/speed.md)
@@ -358,9 +361,10 @@ class EngineDefaults(Frozen):
     # attention_heads (query heads), kv_heads (key/value heads: divided, or each held whole by
     # TP / heads ranks when TP is a multiple of them), mlp_intermediate (dense and shared-expert
     # MLP width), expert_intermediate (routed experts' width, unless expert parallelism spreads
-    # whole experts); empty: the engine splits no tensors, so any size stands
+    # whole experts), weight_block (each rank's share of those widths whole blocks of a
+    # block-quantized format's weight_block); empty: the engine splits no tensors, so any size stands
     tensor_parallel_splits: tuple[Literal["attention_heads", "kv_heads", "mlp_intermediate",
-                                          "expert_intermediate"], ...] = ()
+                                          "expert_intermediate", "weight_block"], ...] = ()
     tensor_parallel_splits_source: str | None = None
     tensor_parallel_splits_note: str | None = None
     # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated

@@ -7,10 +7,11 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.schema import EngineDefaults, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware
+from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.tp_split import allowed_tp_sizes, tp_refusal
 
 
@@ -84,7 +85,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     _check_runner(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)
-    _check_tp_split(spec, engine, tp, d.enable_expert_parallel)
+    _check_tp_split(spec, engine, tp, d.enable_expert_parallel, planned_weight_format(catalog, d, spec))
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and pp > layers:
         raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
@@ -111,16 +112,17 @@ def check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tup
             f"{engine.id} runs it, but the model was not trained that long{why}"], None
 
 
-def _check_tp_split(spec: ModelSpec, engine: EngineDefaults, tp: int, expert_parallel: bool) -> None:
+def _check_tp_split(spec: ModelSpec, engine: EngineDefaults, tp: int, expert_parallel: bool,
+                    quant: Quantization) -> None:
     """The engine divides the model's widths evenly over the tensor-parallel ranks (memory/tp_split.py)."""
-    refused = tp_refusal(spec, engine, tp, expert_parallel=expert_parallel)
+    refused = tp_refusal(spec, engine, tp, expert_parallel=expert_parallel, quant=quant)
     if refused is not None:
         how = " (a size must divide them, or be a multiple of them)" if refused.replicates else ""
         raise InvalidScenarioError(
             f"{spec.name} has {refused.count} {refused.what}, which {engine.id} cannot split over {tp} "
             f"tensor-parallel ranks{how}",
             field="tensor_parallel_size",
-            allowed=", ".join(str(n) for n in allowed_tp_sizes(spec, engine, expert_parallel=expert_parallel)),
+            allowed=", ".join(str(n) for n in allowed_tp_sizes(spec, engine, expert_parallel=expert_parallel, quant=quant)),
         )
 
 

@@ -31,7 +31,7 @@ from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
                                      parallel_plan, stated_plan, tp_reach)
 from inferplan.memory.kv_cache import KvLayout
-from inferplan.memory.precision import kv_cache_dtype_of, weight_quantization
+from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
@@ -103,7 +103,8 @@ def memory_fits(d: Deployment, catalog: Catalog) -> bool:
     if not layout_stated(d) and (d.system is not None and d.gpus is None or d.gpus is not None and hw.gpus > host_gpus(hw)):
         return plan_memory(d, catalog).result.fits
     spec = resolve_model(catalog, d.model)
-    plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
+                            planned_weight_format(catalog, d, spec))
     return _fit(catalog, d, spec, hw, plan, search_smallest=False).result.fits
 
 
@@ -123,7 +124,8 @@ def _laid_out(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) ->
     copies = _host_copies(catalog, d, spec, hw)
     if copies is not None:
         return copies
-    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
+                               planned_weight_format(catalog, d, spec))
     mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
     return _system_copies(catalog, d, spec, hw, mp) or (mp, note)
 
@@ -193,7 +195,8 @@ def _whole_system(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     the largest the system allows, planned where no instance within it holds the model, so that its
     shortfall and the changes suggested are those of the instance that comes closest. The smallest
     instance that holds the model (beyond the system) is kept from the one-GPU plan."""
-    split = launch_split(spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine))
+    split = launch_split(spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
+                         planned_weight_format(catalog, d, spec))
     if split is None or split == (1, 1):
         return None
     tp, pp = split
@@ -348,13 +351,14 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     floor = _weights_floor_bytes(catalog, d, spec, hw)
     total, _ = device_total_bytes(catalog, hw.accel, engine_spec)
     flags = flags_for(catalog, engine_spec.id)  # None: no launch record, every split stands
+    quant = planned_weight_format(catalog, d, spec)
 
     def splits(gpus: int) -> list[tuple[int, int]]:
         """(TP, PP) of one instance on ``gpus`` GPUs that the launcher starts, in the order the engine
         prefers: pipeline first for an engine whose own split is by layers, else tensor parallel first."""
         found = [(tp, gpus // tp) for tp in range(1, min(gpus, hw.domain_gpus) + 1)
                  if gpus % tp == 0 and gpus // tp <= layers
-                 and tp_splits(spec, engine_spec, tp, expert_parallel=d.enable_expert_parallel)
+                 and tp_splits(spec, engine_spec, tp, expert_parallel=d.enable_expert_parallel, quant=quant)
                  and (flags is None or flags.launches_split(tp, gpus // tp))]
         return found if engine_spec.multi_gpu_split == "layer" else sorted(found, key=lambda s: s[1])
 

@@ -19,10 +19,11 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.schema import EngineDefaults, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware, resolve_hardware
+from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 
@@ -61,13 +62,14 @@ def layout_stated(d: Deployment) -> bool:
 
 
 def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Hardware,
-                  flags: EngineFlags | None = None) -> tuple[ParallelPlan, str | None]:
+                  flags: EngineFlags | None = None, quant: Quantization | None = None) -> tuple[ParallelPlan, str | None]:
     """The layout of ``d`` on ``hw``, and a sentence saying how it was chosen when ``d`` states GPUs
     but no parallel sizes (None otherwise); ``flags``, the engine's launch record, rules out splits
-    its launcher cannot start."""
+    its launcher cannot start, and ``quant``, the weights' format, tensor-parallel sizes its blocks
+    do not split into."""
     if d.gpus is None or hw.gpus == 1 or layout_stated(d):
         return stated_plan(d, hw.gpus), None
-    split = launch_split(spec, engine, hw, flags)
+    split = launch_split(spec, engine, hw, flags, quant)
     if split is None:
         return stated_plan(d, hw.gpus), (f"{hw.gpus} GPUs: {hw.gpus} data-parallel copies, as no tensor × pipeline "
                                          "layout of one instance that the engine launches spans them (no parallel "
@@ -86,8 +88,9 @@ def as_launched(d: Deployment, catalog: Catalog) -> Deployment:
     if d.gpus is None or layout_stated(d):
         return d
     flags = flags_for(catalog, d.engine)
-    plan, _ = parallel_plan(d, resolve_model(catalog, d.model), catalog.engine(d.engine), resolve_hardware(catalog, d),
-                            flags)
+    spec = resolve_model(catalog, d.model)
+    plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), resolve_hardware(catalog, d), flags,
+                            planned_weight_format(catalog, d, spec))
     ranks = flags is None or "data_parallel_size" in flags.settings  # else each copy is launched on its own
     return d.model_copy(update={"tensor_parallel_size": plan.tensor_parallel_size,
                                 "pipeline_parallel_size": plan.pipeline_parallel_size,
@@ -100,8 +103,8 @@ def describe_split(tp: int, pp: int) -> str:
     return f"pipeline parallel {pp}" if tp == 1 else f"tensor parallel {tp} × pipeline parallel {pp}"
 
 
-def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware,
-                 flags: EngineFlags | None = None) -> tuple[int, int] | None:
+def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware, flags: EngineFlags | None = None,
+                 quant: Quantization | None = None) -> tuple[int, int] | None:
     """(TP, PP) of one instance over all of ``hw``'s GPUs as the engine splits a model by default;
     None when no split spans them (more pipeline stages than the model has layers, or none that the
     launcher of ``flags`` starts)."""
@@ -112,7 +115,7 @@ def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware,
         return (1, n) if n <= layers and launches(1, n) else None
     reach = tp_reach(hw)
     for tp in range(min(n, reach), 0, -1):
-        if n % tp == 0 and tp_splits(spec, engine, tp) and n // tp <= layers and launches(tp, n // tp):
+        if n % tp == 0 and tp_splits(spec, engine, tp, quant=quant) and n // tp <= layers and launches(tp, n // tp):
             return tp, n // tp
     return None
 

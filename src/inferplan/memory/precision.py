@@ -54,6 +54,11 @@ def planned_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, engin
     return next((q for q in spec.builds if q in flags.gguf_tags), native)
 
 
+def planned_weight_format(catalog: Catalog, d: Deployment, spec: ModelSpec, engine_id: str | None = None) -> Quantization:
+    """The weight format ``d`` runs on ``engine_id`` (default: its own engine), as its catalogue record."""
+    return catalog.quantization(planned_quantization(catalog, d, spec, engine_id or d.engine))
+
+
 def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> KvDtype:
     """A stated KV-cache element type, if the engine can run it (``engines.yaml`` ``kv_cache_dtypes``)."""
     kv = catalog.kv_cache_dtype(kv_cache_dtype)

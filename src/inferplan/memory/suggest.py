@@ -169,8 +169,10 @@ def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggesti
                "pipeline_parallel_size": s.pipeline_parallel_size, "data_parallel_size": None}
     if not _fits(d, changes, catalog):
         return None
-    return FitSuggestion(kind="gpus", changes=changes, summary=f"more GPUs: {s.gpus} × {mp.accelerator.id}, "
-                         f"{describe_split(s.tensor_parallel_size, s.pipeline_parallel_size)}")
+    split = describe_split(s.tensor_parallel_size, s.pipeline_parallel_size)
+    if s.gpus == mp.result.parallel.gpus:  # the same GPUs, split another way
+        return FitSuggestion(kind="gpus", changes=changes, summary=f"another layout of the same {s.gpus} GPUs: {split}")
+    return FitSuggestion(kind="gpus", changes=changes, summary=f"more GPUs: {s.gpus} × {mp.accelerator.id}, {split}")
 
 
 def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:

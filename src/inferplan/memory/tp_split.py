@@ -5,7 +5,9 @@ ranks and asserts at start-up that each quotient is whole (``engines.yaml``
 ``tensor_parallel_splits``, with the engine's source): the query heads, the key/value heads (or,
 when TP is a multiple of them, each KV head held whole by TP / heads ranks), the dense and
 shared-expert MLP width, and the routed experts' width unless expert parallelism spreads whole
-experts. A layout the engine would refuse is refused here, naming the width and the sizes it takes.
+experts; for a block-quantized weight format (``quantizations.yaml`` ``weight_block``, FP8 128x128)
+an engine whose rules include ``weight_block`` also needs each rank's share of those MLP widths to
+be whole blocks (the block count divided evenly). A layout the engine would refuse is refused here, naming the width and the sizes it takes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults
+from inferplan.catalog.schema import EngineDefaults, Quantization
 
 # layers whose attention projects key/value heads (MLA keeps one latent every rank holds whole;
 # linear-attention and Mamba mixers shard heads of their own, not checked here)
@@ -35,8 +37,30 @@ class SplitWidth:
         return self.count % tp == 0 or (self.replicates and tp % self.count == 0)
 
 
-def _widths(arch: Architecture, rule: str, expert_parallel: bool) -> list[SplitWidth]:
+def _mlp_widths(arch: Architecture, expert_parallel: bool) -> list[tuple[str, int]]:
+    """(name, width) of the MLP widths tensor parallelism splits: dense, shared-expert, and the
+    routed experts' unless expert parallelism keeps them whole."""
     moe = arch.moe
+    dense = arch.intermediate_size if moe is None or not all(moe.moe_layers) else 0
+    shared = moe.shared_intermediate_size if moe is not None else 0
+    routed = moe.expert_intermediate_size if moe is not None and not expert_parallel else 0
+    return [(name, n) for name, n in (("dense", dense), ("shared-expert", shared), ("expert", routed)) if n]
+
+
+def _block_widths(arch: Architecture, expert_parallel: bool, quant: Quantization | None) -> list[SplitWidth]:
+    """The MLP widths counted in ``quant``'s weight blocks (none for a format without blocks, or a
+    width that is not whole blocks: such a checkpoint is not the block layout checked here)."""
+    if quant is None or quant.weight_block is None:
+        return []
+    block = int(quant.weight_block.value)
+    return [SplitWidth(f"{block}-wide {quant.id} weight blocks across its {name} MLP width", n // block)
+            for name, n in _mlp_widths(arch, expert_parallel) if n % block == 0]
+
+
+def _widths(arch: Architecture, rule: str, expert_parallel: bool, quant: Quantization | None) -> list[SplitWidth]:
+    moe = arch.moe
+    if rule == "weight_block":
+        return _block_widths(arch, expert_parallel, quant)
     if rule == "attention_heads":
         return [SplitWidth("attention heads", arch.num_attention_heads)]
     if rule == "kv_heads":
@@ -51,30 +75,35 @@ def _widths(arch: Architecture, rule: str, expert_parallel: bool) -> list[SplitW
     return []
 
 
-def split_widths(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False) -> tuple[SplitWidth, ...]:
-    """The widths ``engine`` divides over its tensor-parallel ranks for ``spec`` (none for a model
-    whose architecture is not its own)."""
+def split_widths(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False,
+                 quant: Quantization | None = None) -> tuple[SplitWidth, ...]:
+    """The widths ``engine`` divides over its tensor-parallel ranks for ``spec`` with weights in
+    ``quant`` (none for a model whose architecture is not its own)."""
     arch = spec.architecture
     if arch is None or spec.architecture_is_proxy:
         return ()
-    return tuple(w for rule in engine.tensor_parallel_splits for w in _widths(arch, rule, expert_parallel))
+    return tuple(w for rule in engine.tensor_parallel_splits for w in _widths(arch, rule, expert_parallel, quant))
 
 
-def tp_refusal(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False) -> SplitWidth | None:
+def tp_refusal(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False,
+               quant: Quantization | None = None) -> SplitWidth | None:
     """The first width ``engine`` cannot split over ``tp`` ranks for ``spec``; None when it starts."""
     if tp == 1:
         return None
-    return next((w for w in split_widths(spec, engine, expert_parallel=expert_parallel) if not w.takes(tp)), None)
+    return next((w for w in split_widths(spec, engine, expert_parallel=expert_parallel, quant=quant)
+                 if not w.takes(tp)), None)
 
 
-def tp_splits(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False) -> bool:
-    """Whether ``engine`` starts ``spec`` at tensor parallel ``tp``."""
-    return tp_refusal(spec, engine, tp, expert_parallel=expert_parallel) is None
+def tp_splits(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False,
+              quant: Quantization | None = None) -> bool:
+    """Whether ``engine`` starts ``spec`` at tensor parallel ``tp`` (weights in ``quant``)."""
+    return tp_refusal(spec, engine, tp, expert_parallel=expert_parallel, quant=quant) is None
 
 
-def allowed_tp_sizes(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False) -> list[int]:
+def allowed_tp_sizes(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False,
+                     quant: Quantization | None = None) -> list[int]:
     """The tensor-parallel sizes ``engine`` starts ``spec`` at, up to the largest width split (and
     MAX_LISTED_TP)."""
-    widths = split_widths(spec, engine, expert_parallel=expert_parallel)
+    widths = split_widths(spec, engine, expert_parallel=expert_parallel, quant=quant)
     top = min(MAX_LISTED_TP, max((w.count for w in widths), default=1))
     return [n for n in range(1, top + 1) if all(w.takes(n) for w in widths)]

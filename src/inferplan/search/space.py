@@ -18,6 +18,7 @@ from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
+from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
@@ -272,7 +273,9 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
                 out.append((1, 1, width, True, 1))
             width *= 2
     spec = resolve_model(catalog, base.model)  # sizes the engine divides the model's widths by (memory/tp_split.py)
-    return _launchable(catalog, [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3])], engine.id, p,
+    quant = planned_weight_format(catalog, base, spec, engine.id)
+    return _launchable(catalog, [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3], quant=quant)],
+                       engine.id, p,
                        systems)
 
 

@@ -28,7 +28,8 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     """One row per model (and precision), one column per hardware: the sequences of the cell's
     context one instance holds at once where it fits, else the fewest GPUs that would hold it.
     A long grid lists the models no column holds below it, one line each no longer; where the
-    grid is too wide a no-fit cell says "needs N" for "no (needs N GPUs)" and, if that is not enough,
+    grid is too wide a no-fit cell says "needs N" for "no (needs N GPUs)" ("as TP4 PP2" for "no at TP8
+    (fits TP4 PP2)", the column's GPUs split another way) and, if that is not enough,
     the columns are lettered and the ids listed under it.
     None when even that would not fit ``width`` columns."""
     return _grid(matrix, width, short=False) or _grid(matrix, width, short=True)
@@ -112,9 +113,16 @@ def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
         return "n/a"
     if r.fits:
         return f"[green]{_held(r)}[/]"
-    if c.smallest_fit is None:
+    s = c.smallest_fit
+    if s is None:
         return "[red]no[/]"
-    return f"[red]needs {c.smallest_fit.gpus}[/]" if short else f"[red]no[/] (needs {c.smallest_fit.gpus} GPUs)"
+    if s.gpus == r.parallel.gpus:  # the same GPUs hold it in another layout
+        return f"[red]as {_split(s)}[/]" if short else f"[red]no[/] at {_split(r.parallel)} (fits {_split(s)})"
+    return f"[red]needs {s.gpus}[/]" if short else f"[red]no[/] (needs {s.gpus} GPUs)"
+
+
+def _split(p) -> str:
+    return f"TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size}" if p.pipeline_parallel_size > 1 else "")
 
 
 def _held(r) -> str:

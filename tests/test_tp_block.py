@@ -1,0 +1,62 @@
+"""Tensor-parallel sizes for block-quantized weights: vLLM and SGLang need each rank's share of the
+MLP widths to be whole blocks of a block-FP8 checkpoint (quantizations.yaml fp8-block weight_block,
+128; engines.yaml tensor_parallel_splits weight_block). Qwen3-235B-A22B's experts are 1,536 wide:
+12 blocks, which TP 8 cannot split (192 per rank, vllm#17569)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.memory.resolve import resolve_model
+from inferplan.memory.tp_split import allowed_tp_sizes, tp_refusal
+from inferplan.search.request import SearchRequest
+from inferplan.search.space import build_space
+
+Q235_FP8 = dict(model="qwen3-235b-a22b", gpu="h100", quantization="fp8-block")
+
+
+def test_fp8_block_weights_are_quantized_in_128_wide_blocks(catalog):
+    assert catalog.quantization("fp8-block").weight_block.value == 128
+    assert catalog.quantization("fp8").weight_block is None
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_block_fp8_expert_width_narrower_than_a_block_per_rank_is_refused(catalog, engine):
+    spec, quant = resolve_model(catalog, "qwen3-235b-a22b"), catalog.quantization("fp8-block")
+    refused = tp_refusal(spec, catalog.engine(engine), 8, quant=quant)
+    assert refused is not None and refused.count == 12  # 1536 / 128
+    assert tp_refusal(spec, catalog.engine(engine), 8) is None  # bf16: 192 per rank divides
+    assert tp_refusal(spec, catalog.engine(engine), 8, quant=quant, expert_parallel=True) is None  # experts whole
+    assert allowed_tp_sizes(spec, catalog.engine(engine), quant=quant) == [1, 2, 4]
+
+
+def test_deepseek_r1s_dense_width_at_tp32_is_refused(catalog):
+    """sglang#3345: DeepSeek-R1's dense intermediate 18,432 / 32 = 576, not whole 128 blocks."""
+    spec = resolve_model(catalog, "deepseek-v3")
+    refused = tp_refusal(spec, catalog.engine("sglang"), 32, quant=catalog.quantization("fp8-block"),
+                         expert_parallel=True)
+    assert refused is not None and "dense" in refused.what and refused.count == 144
+
+
+def test_a_stated_tp8_fp8_block_qwen3_235b_is_refused_naming_the_sizes(catalog):
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(Deployment(**Q235_FP8, tensor_parallel_size=8), catalog)
+    assert e.value.field == "tensor_parallel_size"
+    assert e.value.allowed == "1, 2, 4"
+
+
+def test_eight_gpus_without_a_layout_run_tp4_pp2_for_fp8_block(catalog):
+    r = fit(Deployment(**Q235_FP8, gpus=8), catalog)
+    assert (r.parallel.tensor_parallel_size, r.parallel.pipeline_parallel_size) == (4, 2)
+    assert r.fits
+
+
+def test_the_search_offers_no_tp8_for_fp8_block_qwen3_235b(catalog):
+    req = SearchRequest(models=("qwen3-235b-a22b",), request_rate_per_s=1, input_len=1000, output_len=100,
+                        systems=("hgx-h100",), engines=("vllm",), quantizations=("fp8-block",), speculative=False)
+    cells = build_space(catalog, req, input_len=1000, output_len=100).cells
+    sizes = {c.tensor_parallel_size for c in cells if not c.expert_parallel}
+    assert sizes and 8 not in sizes
