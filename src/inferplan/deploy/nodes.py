@@ -1,11 +1,11 @@
 """A launch whose one engine instance needs more GPUs than one host holds: a node-class system (an HGX
 board: its GPUs in one host), or a bare GPU's scale-up domain or PCIe server. Such an instance runs one
 command per host: host 0, the head, serves the API, and the others join it, by the first way the engine's
-record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM from
-0.11.1 starts every host with ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head),
-earlier releases data-parallel ranks whole on each host with ``--data-parallel-size-local`` and
-``--data-parallel-start-rank``, or one rank over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/
-``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
+record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM starts
+data-parallel ranks whole on each host with ``--data-parallel-size-local`` and ``--data-parallel-start-rank``
+(``--nnodes`` alone would lay every rank over all the hosts), and one rank wider than a host from 0.11.1 with
+``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head), before over a Ray cluster;
+SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
 (``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
 
 Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
@@ -105,9 +105,11 @@ def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
 
 
 def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
-    dp = f" × DP {d.data_parallel_size}" if (d.data_parallel_size or 1) > 1 else ""
-    return (f"one instance of {split.gpus} GPUs (TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}{dp}) is "
-            f"more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
+    rank = f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}"
+    dp = d.data_parallel_size or 1
+    what = (f"{dp} data-parallel ranks of {split.gpus // dp} GPUs ({rank}), {split.gpus} GPUs in all, are" if dp > 1
+            else f"one instance of {split.gpus} GPUs ({rank}) is")
+    return (f"{what} more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
             f"{split.gpus_per_host} GPUs each")
 
 
@@ -159,6 +161,8 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
                 f"{who} has no {launch.method} multi-host launch (from {launch.since})",
                 field="engine_version", allowed=f"{launch.since} or later"))
         elif launch.whole_ranks and not _whole_ranks(d, split):
+            if (d.data_parallel_size or 1) == 1:
+                continue  # a way for data-parallel ranks only: nothing to refuse for one rank
             refusals.append(UnsupportedSettingError(
                 f"{who} spreads data-parallel ranks over hosts only with each rank (TP × PP) whole on one host",
                 field="tensor_parallel_size", allowed=f"TP × PP at most {split.host_gpus} with data_parallel_size above 1"))
