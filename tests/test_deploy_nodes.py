@@ -255,3 +255,19 @@ def test_data_parallel_ranks_over_hosts_are_named_as_ranks_not_one_instance():
                              data_parallel_size=4).notes)
     assert "4 data-parallel ranks of 4 GPUs (TP 4 × PP 1), 16 GPUs in all" in said
     assert "one instance of 16 GPUs" not in said
+
+
+@pytest.mark.parametrize("system", ("gb200-nvl72", "gb300-nvl72"))
+def test_an_nvl72_instance_past_one_compute_tray_is_launched_over_trays(system):
+    # an NVL72's OS host is a 4-GPU compute tray (its NVLink domain is all 72): TP 8 runs on two trays
+    tray = next(s for s in CATALOG.systems if s.id == system).os_host_gpus
+    assert tray is not None and tray.value == 4 and tray.source in CATALOG.sources
+    command = launch_command(Deployment(model="deepseek-v3", system=system, tensor_parallel_size=8), CATALOG)
+    assert command.hosts == 2 and [h.role for h in command.host_commands] == ["head", "worker"]
+    assert _value(command.host_commands[1].argv, "--nnodes") == "2"
+    lws = next(yaml.safe_load_all(kubernetes_manifest(
+        Deployment(model="deepseek-v3", system=system, tensor_parallel_size=8), CATALOG)))
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"] == {"nvidia.com/gpu": 4}
+    assert launch_command(Deployment(model="llama-3.3-70b", system=system, tensor_parallel_size=4), CATALOG).hosts == 1

@@ -80,13 +80,17 @@ class HostsLaunch:
 
 def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
     """How one instance of ``d`` is spread over hosts; None when it fits one (or its hosts are not in the
-    catalogue: a rack's)."""
+    catalogue: a rack's that records no ``os_host_gpus``). A rack's OS host is its compute tray (a GB200
+    NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain."""
     hw = resolve_hardware(catalog, d)
     gpus = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
-    if hw.system is not None and hw.system.tier not in HOST_TIERS:
+    tray = hw.system.os_host_gpus if hw.system is not None else None
+    if hw.system is not None and hw.system.tier not in HOST_TIERS and tray is None:
         return None
-    host = host_gpus(hw)
-    if hw.system is not None:
+    host = int(tray.value) if tray is not None else host_gpus(hw)
+    if tray is not None:  # a rack whose NVLink domain is more than one OS host: the launch is per host
+        what = f"one {hw.system.name} compute tray"
+    elif hw.system is not None:
         what = f"one {hw.system.name}"
     else:
         what = f"one host's {host}-GPU {'PCIe server' if hw.pcie_server_gpus > hw.domain_gpus else 'scale-up domain'}"
