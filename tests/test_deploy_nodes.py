@@ -271,3 +271,13 @@ def test_an_nvl72_instance_past_one_compute_tray_is_launched_over_trays(system):
     worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     assert worker["resources"]["limits"] == {"nvidia.com/gpu": 4}
     assert launch_command(Deployment(model="llama-3.3-70b", system=system, tensor_parallel_size=4), CATALOG).hosts == 1
+
+
+def test_sglang_refuses_whole_model_copies_over_hosts_and_keeps_dp_attention():
+    # plain --dp-size with --nnodes splits each TP 4 copy 2 + 2 over the hosts and runs GPU ids past 7
+    with pytest.raises(UnsupportedSettingError) as err:
+        _command("sglang", model="llama-3.3-70b", tensor_parallel_size=4, pipeline_parallel_size=1, data_parallel_size=4)
+    assert err.value.field == "data_parallel_size" and "router" in str(err.value) and "DP attention" in str(err.value)
+    command = _command("sglang", model="deepseek-v3", tensor_parallel_size=8, pipeline_parallel_size=1,
+                       data_parallel_size=2, enable_expert_parallel=True)
+    assert command.hosts == 2 and "--enable-dp-attention" in command.argv and _value(command.argv, "--nnodes") == "2"

@@ -29,6 +29,7 @@ class MultiHostLaunch(Frozen):
     method: Literal["native", "data_parallel", "ray"]
     since: str | None = None  # the first release that takes it (None: every release the record covers)
     data_parallel: bool = True  # whether it starts an instance with data-parallel ranks too
+    data_parallel_refusal: str | None = None  # why not, and what to run instead (said when it is refused)
     # it spreads the data-parallel ranks over hosts, each rank (TP × PP) whole on one: only for such a layout
     whole_ranks: bool = False
     kubernetes: bool = True  # whether one pod per host can run it as written (a LeaderWorkerSet)

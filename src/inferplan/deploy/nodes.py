@@ -119,10 +119,12 @@ def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
                  listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
-                 env: dict[str, str] | None = None) -> HostsLaunch | None:
+                 env: dict[str, str] | None = None, attention_dp: bool = False) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
-    each host running the engine runs first (its options file); ``env``: the environment it starts with."""
+    each host running the engine runs first (its options file); ``env``: the environment it starts with;
+    ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
+    expert parallelism), not whole copies of the model."""
     split = host_split(d, catalog)
     if split is None:
         return None
@@ -133,7 +135,7 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
                                    f"{split.hosts} hosts", field="tensor_parallel_size",
                                    allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
     addressing = SHELL if target == "shell" else LEADER_WORKER_SET
-    launch = _launch(d, flags, release, split, target == "k8s")
+    launch = _launch(d, flags, release, split, target == "k8s", attention_dp)
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
@@ -155,8 +157,10 @@ def _no_multi_host(d: Deployment, catalog: Catalog, flags: EngineFlags, split: H
     return f"{said}: this command starts it on one host, which does not hold it; state {fix}"
 
 
-def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool) -> MultiHostLaunch:
+def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool,
+            attention_dp: bool) -> MultiHostLaunch:
     """The first way of the engine's record the planned release has and the layout allows."""
+    copies = (d.data_parallel_size or 1) > 1 and not attention_dp  # data-parallel ranks that are whole copies
     refusals: list[UnsupportedSettingError] = []
     who = f"{flags.engine} {release}" if release else flags.engine
     for launch in flags.multi_host:
@@ -170,11 +174,11 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
             refusals.append(UnsupportedSettingError(
                 f"{who} spreads data-parallel ranks over hosts only with each rank (TP × PP) whole on one host",
                 field="tensor_parallel_size", allowed=f"TP × PP at most {split.host_gpus} with data_parallel_size above 1"))
-        elif (d.data_parallel_size or 1) > 1 and not launch.data_parallel:
+        elif copies and not launch.data_parallel:
             refusals.append(UnsupportedSettingError(
                 f"{who} starts an instance over hosts by {launch.method}, which inferplan writes without data-parallel "
-                "ranks", field="data_parallel_size",
-                allowed=f"1, or at most {split.host_gpus} GPUs per instance"))
+                f"ranks{f': {launch.data_parallel_refusal}' if launch.data_parallel_refusal else ''}",
+                field="data_parallel_size", allowed=f"1, or at most {split.host_gpus} GPUs per instance"))
         elif kubernetes and not launch.kubernetes:
             refusals.append(UnsupportedSettingError(
                 f"{who} starts an instance over hosts by {launch.method}, which inferplan does not write as a "
