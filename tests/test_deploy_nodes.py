@@ -281,3 +281,8 @@ def test_sglang_refuses_whole_model_copies_over_hosts_and_keeps_dp_attention():
     command = _command("sglang", model="deepseek-v3", tensor_parallel_size=8, pipeline_parallel_size=1,
                        data_parallel_size=2, enable_expert_parallel=True)
     assert command.hosts == 2 and "--enable-dp-attention" in command.argv and _value(command.argv, "--nnodes") == "2"
+
+
+def test_a_flag_of_a_later_release_says_the_release_it_needs_not_the_source_tree_read():
+    said = " ".join(_command().notes)  # TP 8 × PP 2: --nnodes, from vLLM 0.11.1
+    assert "--nnodes" in said and "needs vllm 0.11.1 or later" in said and "main at" not in said

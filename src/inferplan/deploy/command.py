@@ -180,8 +180,9 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv_t = spread.commands[0].argv if spread else argv_t
     later = later_release(argv_t, flags)
     version = flags.version if later is None else later.version
+    # which source tree the flags were read from stays in the record (flags_checked_against); the note says the release
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
-                                        f"{flags.engine} {later.version}, not {flags.version}",)
+                                        f"needs {flags.engine} {later.version} or later",)
     text = spread.commands[0].text if spread else shlex.join(argv_t)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
     return LaunchCommand(engine=flags.engine, engine_version=release_planned,
