@@ -286,3 +286,10 @@ def test_sglang_refuses_whole_model_copies_over_hosts_and_keeps_dp_attention():
 def test_a_flag_of_a_later_release_says_the_release_it_needs_not_the_source_tree_read():
     said = " ".join(_command().notes)  # TP 8 × PP 2: --nnodes, from vLLM 0.11.1
     assert "--nnodes" in said and "needs vllm 0.11.1 or later" in said and "main at" not in said
+
+
+def test_a_bare_gb200_gpu_over_its_nvl72_domain_is_launched_over_compute_trays():
+    # a search lays an NVL72 cell out as bare GB200 GPUs of the 72-GPU domain: their OS host is still a tray
+    command = _command(model="deepseek-v3", gpu="gb200", tensor_parallel_size=8, pipeline_parallel_size=1)
+    assert command.hosts == 2 and "compute tray holds (4 GPUs)" in " ".join(command.notes)
+    assert _command(model="qwen3-8b", gpu="h100-sxm", tensor_parallel_size=8, pipeline_parallel_size=1).hosts == 1
