@@ -91,14 +91,26 @@ def test_an_older_vllm_spreads_whole_data_parallel_ranks_over_hosts_and_only_the
     assert _value(head.argv, "--port") == "8000" and "--port" not in worker.argv
 
 
-def test_an_older_vllm_refuses_data_parallel_ranks_wider_than_a_host():
-    with pytest.raises(UnsupportedSettingError) as err:  # each rank TP 8 × PP 2: neither whole ranks nor Ray
-        _command(engine_version="0.10.2", tensor_parallel_size=8, pipeline_parallel_size=2, data_parallel_size=2,
+@pytest.mark.parametrize("release", ("0.10.2", None))
+def test_vllm_refuses_data_parallel_ranks_wider_than_a_host(release):
+    # each rank TP 8 × PP 2: not whole on one host; --nnodes would lay every rank over all four hosts
+    with pytest.raises(UnsupportedSettingError) as err:
+        _command(engine_version=release, tensor_parallel_size=8, pipeline_parallel_size=2, data_parallel_size=2,
                  enable_expert_parallel=True)
-    assert err.value.field == "engine_version" and err.value.allowed == "0.11.1 or later"
+    assert err.value.field == "tensor_parallel_size"
     assert "whole on one host" in str(err.value) and "without data-parallel ranks" in str(err.value)
-    command = _command(tensor_parallel_size=8, pipeline_parallel_size=2, data_parallel_size=2, enable_expert_parallel=True)
-    assert command.hosts == 4 and _value(command.argv, "--data-parallel-size") == "2"  # the current release: --nnodes
+
+
+def test_vllm_at_its_current_release_keeps_each_data_parallel_rank_whole_on_one_host():
+    # vLLM's --nnodes alone (data_parallel_size_local defaulting to data_parallel_size) would split each TP 4
+    # rank 2 + 2 over the hosts; --data-parallel-size-local puts two whole ranks on each
+    command = _command(model="llama-3.3-70b", tensor_parallel_size=4, pipeline_parallel_size=1, data_parallel_size=4)
+    head, worker = command.host_commands
+    for host in command.host_commands:
+        assert _value(host.argv, "--data-parallel-size-local") == "2" and "--nnodes" not in host.argv
+        assert _value(host.argv, "--data-parallel-address") == "$HEAD_IP"
+    assert _value(worker.argv, "--data-parallel-start-rank") == "2" and "--headless" in worker.argv
+    assert "--data-parallel-start-rank" not in head.argv
 
 
 def test_sglang_gives_every_host_the_heads_address_and_its_rank():
@@ -236,3 +248,48 @@ def test_a_multi_host_argument_with_an_unknown_placeholder_is_refused_on_load():
     for host in _command(model="qwen3-30b-a3b", tensor_parallel_size=4, data_parallel_size=4, pipeline_parallel_size=1,
                          enable_expert_parallel=True, engine_version="0.10.2").host_commands:
         assert not [a for a in host.argv if "{" in a]  # every placeholder filled
+
+
+def test_data_parallel_ranks_over_hosts_are_named_as_ranks_not_one_instance():
+    said = " ".join(_command(model="llama-3.3-70b", tensor_parallel_size=4, pipeline_parallel_size=1,
+                             data_parallel_size=4).notes)
+    assert "4 data-parallel ranks of 4 GPUs (TP 4 × PP 1), 16 GPUs in all" in said
+    assert "one instance of 16 GPUs" not in said
+
+
+@pytest.mark.parametrize("system", ("gb200-nvl72", "gb300-nvl72"))
+def test_an_nvl72_instance_past_one_compute_tray_is_launched_over_trays(system):
+    # an NVL72's OS host is a 4-GPU compute tray (its NVLink domain is all 72): TP 8 runs on two trays
+    tray = next(s for s in CATALOG.systems if s.id == system).os_host_gpus
+    assert tray is not None and tray.value == 4 and tray.source in CATALOG.sources
+    command = launch_command(Deployment(model="deepseek-v3", system=system, tensor_parallel_size=8), CATALOG)
+    assert command.hosts == 2 and [h.role for h in command.host_commands] == ["head", "worker"]
+    assert _value(command.host_commands[1].argv, "--nnodes") == "2"
+    lws = next(yaml.safe_load_all(kubernetes_manifest(
+        Deployment(model="deepseek-v3", system=system, tensor_parallel_size=8), CATALOG)))
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"] == {"nvidia.com/gpu": 4}
+    assert launch_command(Deployment(model="llama-3.3-70b", system=system, tensor_parallel_size=4), CATALOG).hosts == 1
+
+
+def test_sglang_refuses_whole_model_copies_over_hosts_and_keeps_dp_attention():
+    # plain --dp-size with --nnodes splits each TP 4 copy 2 + 2 over the hosts and runs GPU ids past 7
+    with pytest.raises(UnsupportedSettingError) as err:
+        _command("sglang", model="llama-3.3-70b", tensor_parallel_size=4, pipeline_parallel_size=1, data_parallel_size=4)
+    assert err.value.field == "data_parallel_size" and "router" in str(err.value) and "DP attention" in str(err.value)
+    command = _command("sglang", model="deepseek-v3", tensor_parallel_size=8, pipeline_parallel_size=1,
+                       data_parallel_size=2, enable_expert_parallel=True)
+    assert command.hosts == 2 and "--enable-dp-attention" in command.argv and _value(command.argv, "--nnodes") == "2"
+
+
+def test_a_flag_of_a_later_release_says_the_release_it_needs_not_the_source_tree_read():
+    said = " ".join(_command().notes)  # TP 8 × PP 2: --nnodes, from vLLM 0.11.1
+    assert "--nnodes" in said and "needs vllm 0.11.1 or later" in said and "main at" not in said
+
+
+def test_a_bare_gb200_gpu_over_its_nvl72_domain_is_launched_over_compute_trays():
+    # a search lays an NVL72 cell out as bare GB200 GPUs of the 72-GPU domain: their OS host is still a tray
+    command = _command(model="deepseek-v3", gpu="gb200", tensor_parallel_size=8, pipeline_parallel_size=1)
+    assert command.hosts == 2 and "compute tray holds (4 GPUs)" in " ".join(command.notes)
+    assert _command(model="qwen3-8b", gpu="h100-sxm", tensor_parallel_size=8, pipeline_parallel_size=1).hosts == 1

@@ -94,13 +94,13 @@ def test_deploy_launches_one_copy_of_a_split_instance(catalog, engine):
 
 
 def test_the_manifest_runs_each_copy_in_a_pod_of_its_own(catalog):
-    """DeepSeek-R1 on a GB200 NVL72 is nine copies of tensor parallel 8: nine replicas of 8 GPUs, not
-    one pod asking for the rack's 72."""
+    """DeepSeek-R1 on a GB200 NVL72 is nine copies of tensor parallel 8: nine replicas, not one pod asking
+    for the rack's 72; each copy spans two 4-GPU compute trays (OS hosts), a LeaderWorkerSet of two pods."""
     manifest = kubernetes_manifest(Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm"), catalog)
-    deployment = next(doc for doc in yaml.safe_load_all(manifest) if doc["kind"] == "Deployment")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert deployment["spec"]["replicas"] == 9
-    assert set(container["resources"]["limits"].values()) == {8}
+    lws = next(doc for doc in yaml.safe_load_all(manifest) if doc["kind"] == "LeaderWorkerSet")
+    container = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert lws["spec"]["replicas"] == 9 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    assert set(container["resources"]["limits"].values()) == {4}
 
 
 def test_llamacpp_copies_split_by_layers_as_it_launches(catalog):
@@ -114,13 +114,15 @@ def test_llamacpp_copies_split_by_layers_as_it_launches(catalog):
 
 def test_copies_that_do_not_divide_the_system_run_on_part_of_it(catalog):
     """DeepSeek-R1 in BF16 needs tensor parallel 16 of a GB200 NVL72's 72 GPUs: four copies on 64 of
-    them, 8 idle (not 72 one-GPU copies that cannot load); deploy gives four 16-GPU replicas."""
+    them, 8 idle (not 72 one-GPU copies that cannot load); deploy gives four 16-GPU replicas, each over
+    four 4-GPU compute trays."""
     d = Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm", quantization="bf16")
     r = fit(d, catalog)
     assert r.fits and _layout(r) == (16, 1, 4) and r.parallel.gpus == 64 and "8 left idle" in r.layout_note
-    deployment = next(doc for doc in yaml.safe_load_all(kubernetes_manifest(d, catalog)) if doc["kind"] == "Deployment")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert deployment["spec"]["replicas"] == 4 and set(container["resources"]["limits"].values()) == {16}
+    lws = next(doc for doc in yaml.safe_load_all(kubernetes_manifest(d, catalog)) if doc["kind"] == "LeaderWorkerSet")
+    container = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    assert lws["spec"]["replicas"] == 4 and lws["spec"]["leaderWorkerTemplate"]["size"] == 4
+    assert set(container["resources"]["limits"].values()) == {4}
 
 
 def test_a_layout_that_does_not_fill_the_gpus_names_no_flag_in_the_library(catalog):

@@ -1,8 +1,9 @@
 """How an engine starts one serving instance over several hosts, as data (``engine_flags.yaml``, ``multi_host``).
 
 One instance whose GPUs (TP × PP × DP) are more than one host holds runs one command per host: host 0, the
-head, serves the API; the others join it. An engine record lists the ways it does that, newest first; a
-launch takes the first one the planned release has (``since``) and the layout allows (``data_parallel``).
+head, serves the API; the others join it. An engine record lists the ways it does that, in the order it
+prefers them; a launch takes the first one the planned release has (``since``) and the layout allows
+(``data_parallel``, ``whole_ranks``).
 An argument may hold ``{hosts}`` (how many), ``{node_rank}`` (this host's index), ``{head}`` (host 0's
 address), ``{local_ranks}`` and ``{start_rank}`` (the data-parallel ranks a host runs, and its first):
 ``deploy.nodes`` fills them for a shell (``$HEAD_IP``) or for a Kubernetes LeaderWorkerSet (the
@@ -28,6 +29,7 @@ class MultiHostLaunch(Frozen):
     method: Literal["native", "data_parallel", "ray"]
     since: str | None = None  # the first release that takes it (None: every release the record covers)
     data_parallel: bool = True  # whether it starts an instance with data-parallel ranks too
+    data_parallel_refusal: str | None = None  # why not, and what to run instead (said when it is refused)
     # it spreads the data-parallel ranks over hosts, each rank (TP × PP) whole on one: only for such a layout
     whole_ranks: bool = False
     kubernetes: bool = True  # whether one pod per host can run it as written (a LeaderWorkerSet)

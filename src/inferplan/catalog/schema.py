@@ -142,6 +142,7 @@ class System(Frozen):
     accelerator: str  # accelerator id
     accelerator_count: int = Field(ge=1)
     scale_up_domain_gpus: int = Field(ge=1)  # GPUs joined by the fast link
+    os_host_gpus: Count | None = None  # GPUs one operating-system host sees (a rack's compute tray); None: all
     scale_out: ScaleOut | None = None  # this system's network to other systems
     memory_bytes: Bytes | None = None  # aggregate accelerator memory as the source states it
     power_w: Watts | None = None

@@ -176,14 +176,16 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv_t = tuple(str(a) for a in (*argv, *listen, *named))
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
-                          before=tuple(here_document(f) for f in files), target=target, env=env) if role == "both" else None
+                          before=tuple(here_document(f) for f in files), target=target, env=env,
+                          attention_dp=_runs_attention_dp(d, flags)) if role == "both" else None
     spans = spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ()
     spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
     argv_t = spread.commands[0].argv if spread else argv_t
     later = later_release(argv_t, flags)
     version = flags.version if later is None else later.version
+    # which source tree the flags were read from stays in the record (flags_checked_against); the note says the release
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
-                                        f"{flags.engine} {later.version}, not {flags.version}",)
+                                        f"needs {flags.engine} {later.version} or later",)
     text = spread.commands[0].text if spread else shlex.join(argv_t)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
     return LaunchCommand(engine=flags.engine, engine_version=release_planned,

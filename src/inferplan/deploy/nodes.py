@@ -1,11 +1,11 @@
 """A launch whose one engine instance needs more GPUs than one host holds: a node-class system (an HGX
 board: its GPUs in one host), or a bare GPU's scale-up domain or PCIe server. Such an instance runs one
 command per host: host 0, the head, serves the API, and the others join it, by the first way the engine's
-record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM from
-0.11.1 starts every host with ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head),
-earlier releases data-parallel ranks whole on each host with ``--data-parallel-size-local`` and
-``--data-parallel-start-rank``, or one rank over a Ray cluster; SGLang with ``--nnodes``/``--node-rank``/
-``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
+record lists (``EngineFlags.multi_host``) that the planned release has and the layout allows. vLLM starts
+data-parallel ranks whole on each host with ``--data-parallel-size-local`` and ``--data-parallel-start-rank``
+(``--nnodes`` alone would lay every rank over all the hosts), and one rank wider than a host from 0.11.1 with
+``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head), before over a Ray cluster;
+SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
 (``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
 
 Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
@@ -22,10 +22,11 @@ from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import release_key
 from inferplan.catalog.multihost_schema import MultiHostLaunch
+from inferplan.catalog.schema import System
 from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.hardware import Hardware, resolve_hardware
 from inferplan.memory.layout import host_gpus
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
@@ -80,13 +81,18 @@ class HostsLaunch:
 
 def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
     """How one instance of ``d`` is spread over hosts; None when it fits one (or its hosts are not in the
-    catalogue: a rack's)."""
+    catalogue: a rack's that records no ``os_host_gpus``). A rack's OS host is its compute tray (a GB200
+    NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain."""
     hw = resolve_hardware(catalog, d)
     gpus = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
-    if hw.system is not None and hw.system.tier not in HOST_TIERS:
+    rack = hw.system if hw.system is not None else _rack_of(hw, catalog)
+    tray = rack.os_host_gpus if rack is not None else None
+    if hw.system is not None and hw.system.tier not in HOST_TIERS and tray is None:
         return None
-    host = host_gpus(hw)
-    if hw.system is not None:
+    host = int(tray.value) if tray is not None else host_gpus(hw)
+    if tray is not None:  # a rack whose NVLink domain is more than one OS host: the launch is per host
+        what = f"one {rack.name} compute tray"
+    elif hw.system is not None:
         what = f"one {hw.system.name}"
     else:
         what = f"one host's {host}-GPU {'PCIe server' if hw.pcie_server_gpus > hw.domain_gpus else 'scale-up domain'}"
@@ -94,6 +100,13 @@ def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
         return None
     hosts = -(-gpus // host)
     return HostSplit(gpus, hosts, -(-gpus // hosts), host, what)
+
+
+def _rack_of(hw: Hardware, catalog: Catalog) -> System | None:
+    """The rack a bare GPU's scale-up domain is, where that rack records its OS hosts (a GB200 with the 72-GPU
+    domain sits in an NVL72, whose OS hosts are its compute trays); None: its domain is one host's."""
+    return next((s for s in catalog.systems if s.os_host_gpus is not None
+                 and s.accelerator == hw.accel.id and s.scale_up_domain_gpus == hw.domain_gpus), None)
 
 
 def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
@@ -105,18 +118,22 @@ def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
 
 
 def spans_hosts_note(split: HostSplit, d: Deployment) -> str:
-    dp = f" × DP {d.data_parallel_size}" if (d.data_parallel_size or 1) > 1 else ""
-    return (f"one instance of {split.gpus} GPUs (TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}{dp}) is "
-            f"more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
+    rank = f"TP {d.tensor_parallel_size} × PP {d.pipeline_parallel_size}"
+    dp = d.data_parallel_size or 1
+    what = (f"{dp} data-parallel ranks of {split.gpus // dp} GPUs ({rank}), {split.gpus} GPUs in all, are" if dp > 1
+            else f"one instance of {split.gpus} GPUs ({rank}) is")
+    return (f"{what} more than {split.what} holds ({split.host_gpus} GPUs): it needs {split.hosts} hosts, "
             f"{split.gpus_per_host} GPUs each")
 
 
 def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: str | None, *, engine: tuple[str, ...],
                  listen: tuple[str, ...], before: tuple[str, ...] = (), target: Target = "shell",
-                 env: dict[str, str] | None = None) -> HostsLaunch | None:
+                 env: dict[str, str] | None = None, attention_dp: bool = False) -> HostsLaunch | None:
     """Each host's command for one instance of ``d`` spread over hosts (None: it fits one). ``engine``: the
     engine's command without ``listen`` (the API's host and port, given to the head alone); ``before``: lines
-    each host running the engine runs first (its options file); ``env``: the environment it starts with."""
+    each host running the engine runs first (its options file); ``env``: the environment it starts with;
+    ``attention_dp``: the data-parallel ranks are attention data parallelism inside the TP ranks (SGLang with
+    expert parallelism), not whole copies of the model."""
     split = host_split(d, catalog)
     if split is None:
         return None
@@ -127,7 +144,7 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
                                    f"{split.hosts} hosts", field="tensor_parallel_size",
                                    allowed=f"an instance of a multiple of {split.hosts} GPUs, or at most {split.host_gpus}")
     addressing = SHELL if target == "shell" else LEADER_WORKER_SET
-    launch = _launch(d, flags, release, split, target == "k8s")
+    launch = _launch(d, flags, release, split, target == "k8s", attention_dp)
     rank_gpus = d.tensor_parallel_size * d.pipeline_parallel_size
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
@@ -149,8 +166,10 @@ def _no_multi_host(d: Deployment, catalog: Catalog, flags: EngineFlags, split: H
     return f"{said}: this command starts it on one host, which does not hold it; state {fix}"
 
 
-def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool) -> MultiHostLaunch:
+def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostSplit, kubernetes: bool,
+            attention_dp: bool) -> MultiHostLaunch:
     """The first way of the engine's record the planned release has and the layout allows."""
+    copies = (d.data_parallel_size or 1) > 1 and not attention_dp  # data-parallel ranks that are whole copies
     refusals: list[UnsupportedSettingError] = []
     who = f"{flags.engine} {release}" if release else flags.engine
     for launch in flags.multi_host:
@@ -159,14 +178,16 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
                 f"{who} has no {launch.method} multi-host launch (from {launch.since})",
                 field="engine_version", allowed=f"{launch.since} or later"))
         elif launch.whole_ranks and not _whole_ranks(d, split):
+            if (d.data_parallel_size or 1) == 1:
+                continue  # a way for data-parallel ranks only: nothing to refuse for one rank
             refusals.append(UnsupportedSettingError(
                 f"{who} spreads data-parallel ranks over hosts only with each rank (TP × PP) whole on one host",
                 field="tensor_parallel_size", allowed=f"TP × PP at most {split.host_gpus} with data_parallel_size above 1"))
-        elif (d.data_parallel_size or 1) > 1 and not launch.data_parallel:
+        elif copies and not launch.data_parallel:
             refusals.append(UnsupportedSettingError(
                 f"{who} starts an instance over hosts by {launch.method}, which inferplan writes without data-parallel "
-                "ranks", field="data_parallel_size",
-                allowed=f"1, or at most {split.host_gpus} GPUs per instance"))
+                f"ranks{f': {launch.data_parallel_refusal}' if launch.data_parallel_refusal else ''}",
+                field="data_parallel_size", allowed=f"1, or at most {split.host_gpus} GPUs per instance"))
         elif kubernetes and not launch.kubernetes:
             refusals.append(UnsupportedSettingError(
                 f"{who} starts an instance over hosts by {launch.method}, which inferplan does not write as a "
