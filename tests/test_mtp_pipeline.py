@@ -34,7 +34,7 @@ def test_the_bound_is_sourced_data():
 
 
 def test_the_search_offers_no_mtp_draft_on_a_pipeline_layout():
-    """rev13's search: DeepSeek-V3 on two HGX H100 under vLLM is TP8 x PP2; on one HGX B200 it is one
+    """A chat-seat search for DeepSeek-V3 on two HGX H100 under vLLM is TP8 x PP2; on one HGX B200 it is one
     stage, where the draft stays."""
     req = SearchRequest(models=("deepseek-v3",), systems=("hgx-h100", "hgx-b200"), engines=("vllm",),
                         request_rate_per_s=1.0, input_len=2000, output_len=500)

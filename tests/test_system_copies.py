@@ -45,7 +45,7 @@ def test_a_model_no_instance_within_the_system_holds_is_planned_on_the_whole_sys
 
 
 def test_the_shortfall_on_a_system_is_the_one_of_all_its_gpus(catalog):
-    """rev12: DeepSeek-V3 FP8 on an HGX H100 at 1,280 tokens: 630.4 GiB of weights / 8 = 78.8 GiB per GPU
+    """DeepSeek-V3 FP8 on an HGX H100 at 1,280 tokens: 630.4 GiB of weights / 8 = 78.8 GiB per GPU
     against 72.85 usable; the system alone reports what --gpus 8 reports, not 560 GiB per GPU."""
     alone = fit(Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280), catalog)
     eight = fit(Deployment(model="deepseek-v3", gpu="h100-sxm", gpus=8, max_model_len=1280), catalog)
