@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from inferplan.catalog.compiled import load_compiled, loads_paused
+from inferplan.catalog.memory_config import sized_accelerator
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.registry import Registry
 from inferplan.catalog.schema import BENCH_TUNED_FORMATS, EngineDefaults
@@ -138,7 +139,13 @@ class Catalog:
                                        "separately, as gpus)", field=field_name,
                                        allowed="an accelerator id or name, e.g. h100-sxm or 'RTX 4090' "
                                                "(inferplan catalog list accelerators)")
-        return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
+        try:
+            return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
+        except UnknownHardwareError:
+            sized = sized_accelerator(self.accelerators, name, field_name)
+            if sized is None:
+                raise
+            return sized
 
     def system(self, name: str, field_name: str = "system") -> System:
         return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)

@@ -111,6 +111,10 @@ class Accelerator(Frozen):
     memory_bytes: Bytes  # as marketed
     memory_reported_bytes: Bytes | None = None  # total as the driver reports it
     unified_memory: bool = False  # shared with the CPU (DGX Spark, Apple, Ryzen AI Max)
+    # sold in several memory configurations, memory_bytes the largest: a name such as "M4 Max 64GB"
+    # plans another (catalog/memory_config.py); configuration_of names the record such a part came from
+    memory_configurable: bool = False
+    configuration_of: str | None = None
     memory_bandwidth_bytes_per_s: BytesPerS
     peak_flop_per_s: dict[ComputeDtype, FlopPerS]  # dense
     native_formats: tuple[str, ...] = ()  # fp8, nvfp4, mxfp4, mxfp8, int8 ...
@@ -121,6 +125,11 @@ class Accelerator(Frozen):
     tdp_w: Watts | None = None
     software: Software
     notes: tuple[str, ...] = ()
+
+    @property
+    def record_id(self) -> str:
+        """The catalogue record this part is (a stated memory configuration: the record it came from)."""
+        return self.configuration_of or self.id
 
 
 class PriceBand(Frozen):

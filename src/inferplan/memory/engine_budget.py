@@ -140,7 +140,7 @@ def _mlx_prefill(rule: MemoryRule, arch: Architecture | None, settings: EngineSe
     """MLX's prefill working set for one prompt chunk over the context (the chunk is at most the context);
     without the model's layer shapes, the most the in-flight command buffers can hold."""
     working = rule.prefill_working_set
-    limits = working.limits_for(accel.id if accel else None)
+    limits = working.limits_for(accel.record_id if accel else None)
     if arch is None or weight_bits is None:
         most = (working.max_active_tasks + 1) * (limits.max_mib * MiB)
         return most, (f"{rule.label}: prefill working set about {working.max_active_tasks + 1} command buffers × "
@@ -148,7 +148,7 @@ def _mlx_prefill(rule: MemoryRule, arch: Architecture | None, settings: EngineSe
     context = settings.context_tokens or settings.max_num_batched_tokens
     return prefill_working_set_bytes(working, arch, chunk_tokens=min(settings.max_num_batched_tokens, context),
                                      context_tokens=context, weight_bits=weight_bits,
-                                     accelerator=accel.id if accel else None)
+                                     accelerator=accel.record_id if accel else None)
 
 
 def _sampler_name(settings: EngineSettings) -> str:

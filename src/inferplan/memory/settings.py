@@ -24,7 +24,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     of max_model_len tokens, V0's 256 sequences); ``draft_reserve_bytes``: what the engine keeps besides
     outside a fraction it picks while a speculative draft runs."""
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
-        accel.id not in engine.small_default_accelerators
+        accel.record_id not in engine.small_default_accelerators
     )
     tier = tier_for(engine.defaults_by_gpu_memory, total_bytes)
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \

@@ -43,7 +43,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
 
 # options shared by several commands
 ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
-GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...), or local: this machine's (inferplan detect).")
+GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...; a Mac's size: 'M4 Max 64GB'), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
 DeploymentEngineOpt = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers "
