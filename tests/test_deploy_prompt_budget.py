@@ -4,14 +4,18 @@ its default: a plan that admits longer prompts is launched with enable_chunked_p
 
 from __future__ import annotations
 
+import json
+
 import yaml
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
 from inferplan.deploy import kubernetes_manifest, launch_command
 from inferplan.deploy.command import engine_flags
 from inferplan.deploy.prompt_budget import chunked_prefill_options
 from inferplan.inputs.deployment import Deployment
 from inferplan.shells.api import create_app
+from inferplan.shells.cli import app
 
 TRT = dict(model="llama-3.3-70b", gpu="h100-sxm", tensor_parallel_size=8, quantization="fp8", engine="trtllm")
 
@@ -71,3 +75,12 @@ def test_the_k8s_configmap_and_the_api_carry_it(catalog):
     r = TestClient(create_app()).post("/api/deploy", json={"deployment": {**TRT, "max_model_len": 16_500}})
     assert r.status_code == 200, r.text
     assert yaml.safe_load(r.json()["command"]["files"][0]["text"]) == {"enable_chunked_prefill": True}
+
+
+def test_a_search_pick_for_16k_prompts_deploys_with_chunked_prefill():
+    r = CliRunner().invoke(app, ["search", "--model", "llama-3.3-70b", "--request-rate", "1", "--input-len", "16000",
+                                 "--output-len", "500", "--ttft-p95", "5", "--systems", "hgx-h100", "--engines", "trtllm",
+                                 "--quantizations", "fp8", "--no-disaggregated", "--top", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    pick = json.loads(r.stdout)["results"][0]
+    assert pick["max_model_len"] > 8192 and "enable_chunked_prefill: true" in pick["deploy"]
