@@ -28,8 +28,8 @@ REPRESENTATIVE = {
                  max_model_len=32768, gpu_memory_utilization=0.88, max_num_seqs=128, max_num_batched_tokens=8192),
     "sglang": dict(gpu="H100", tensor_parallel_size=4, pipeline_parallel_size=2, kv_cache_dtype="fp8", quantization="fp8",
                    max_model_len=32768, gpu_memory_utilization=0.85, max_num_seqs=128, max_num_batched_tokens=8192),
-    "trtllm": dict(gpu="H100", tensor_parallel_size=4, pipeline_parallel_size=2, max_model_len=32768,
-                   gpu_memory_utilization=0.9, max_num_seqs=128, max_num_batched_tokens=8192),
+    "trtllm": dict(gpu="H100", tensor_parallel_size=4, pipeline_parallel_size=2, max_model_len=32768,  # a step takes
+                   gpu_memory_utilization=0.9, max_num_seqs=128, max_num_batched_tokens=32768),  # the longest prompt
     "llamacpp": dict(gpu="RTX 4090", tensor_parallel_size=2, kv_cache_dtype="q8_0", quantization="gguf-q4_k_m",
                      max_model_len=16384, max_num_seqs=4, max_num_batched_tokens=2048, ubatch_size=512),
     "mlx": dict(gpu="M4 Max", max_num_seqs=8, max_num_batched_tokens=2048),
@@ -150,7 +150,7 @@ def test_trtllm_values(catalog):
     assert _value(argv, "--max_seq_len") == "32768"
     assert _value(argv, "--kv_cache_free_gpu_memory_fraction") == "0.9"
     assert _value(argv, "--max_batch_size") == "128"
-    assert _value(argv, "--max_num_tokens") == "8192"
+    assert _value(argv, "--max_num_tokens") == "32768"
 
 
 def test_llamacpp_values(catalog):
@@ -255,9 +255,9 @@ def test_engine_takes_answers_what_a_search_may_vary(catalog):
 
 
 def test_trtllm_takes_data_parallel_kv_dtype_and_mtp_from_its_options_file(catalog):
-    d = Deployment(model="deepseek-r1", system="hgx-b200", engine="trtllm", quantization="fp8-block",
+    d = Deployment(model="deepseek-r1", system="hgx-b200", engine="trtllm", quantization="fp8-block", max_model_len=8192,
                    kv_cache_dtype="fp8", tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True)
-    cmd = launch_command(d, catalog, speculative=Speculative(method="mtp", tokens=3))
+    cmd = launch_command(d, catalog, speculative=Speculative(method="mtp", tokens=3))  # prompts within max_num_tokens
     assert (_value(cmd.argv, "--tp_size"), _value(cmd.argv, "--ep_size")) == ("8", "8")  # attention DP across 8 ranks
     [options] = cmd.files
     assert _value(cmd.argv, "--extra_llm_api_options") == options.path == "extra_llm_api_options.yaml"
@@ -268,7 +268,7 @@ def test_trtllm_takes_data_parallel_kv_dtype_and_mtp_from_its_options_file(catal
     written = subprocess.run(["sh", "-c", cmd.script.replace(cmd.text, "cat extra_llm_api_options.yaml")],
                              capture_output=True, text=True, cwd=tempfile.mkdtemp())
     assert written.returncode == 0 and written.stdout == options.text  # the script writes the file the command reads
-    plain = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", engine="trtllm"), catalog)
+    plain = launch_command(Deployment(model="llama-3.1-8b", gpu="h100", engine="trtllm", max_model_len=8192), catalog)
     assert plain.files == () and plain.script == plain.text and "--extra_llm_api_options" not in plain.argv
     docs = list(yaml.safe_load_all(kubernetes_manifest(d, catalog, speculative=Speculative(method="mtp", tokens=3))))
     assert [doc["kind"] for doc in docs] == ["ConfigMap", "Deployment", "Service"]

@@ -87,9 +87,12 @@ def test_deploy_launches_one_copy_of_a_split_instance(catalog, engine):
     would be refused), and the plan of what it launches is the plan fit made."""
     d = Deployment(model="llama-3.1-70b", system="hgx-h100", engine=engine)
     cmd = launch_command(d, catalog)
-    dp_rule = engine_flags(catalog, engine).settings.get("data_parallel_size")  # TensorRT-LLM: an options key
+    flags = engine_flags(catalog, engine)
+    dp_rule = flags.settings.get("data_parallel_size")  # TensorRT-LLM: an options key
     dp_flags = dp_rule.flags if dp_rule else ()
-    assert cmd.files == () and not set(dp_flags) & set(cmd.argv)
+    options = yaml.safe_load(cmd.files[0].text) if cmd.files else {}  # TensorRT-LLM: chunked prefill at 128K
+    dp_key = flags.options_file.settings["data_parallel_size"].key if flags.options_file else None
+    assert dp_key not in options and not set(dp_flags) & set(cmd.argv)
     assert _layout(fit(as_planned(d, catalog), catalog)) == _layout(fit(d, catalog)) == (4, 1, 2)
 
 

@@ -122,6 +122,19 @@ class OptionsFile(Frozen):
         return self
 
 
+class PromptBudget(Frozen):
+    """An engine that refuses a prompt longer than its per-step token budget (the launch's
+    ``max_num_batched_tokens``, else ``default_tokens``) unless chunked prefill is on, which ``option``
+    turns on in its options file (TensorRT-LLM's PyTorch backend: max_num_tokens 8192,
+    enable_chunked_prefill off by default)."""
+
+    default_tokens: int = Field(ge=1)  # the budget the launcher starts with when none is given
+    option: OptionRule  # the options-file entry that lets a prompt run over several steps
+    source: str  # where the default is read
+    refusal_source: str  # where the refusal is read
+    note: str
+
+
 class LaterFlags(Frozen):
     """Flags a later release of the engine accepts than the one ``accepted`` was read at: a command
     that emits one says which release it needs and runs in ``images`` instead of the record's."""
@@ -223,6 +236,7 @@ class EngineFlags(Frozen):
     speculative: SpeculativeRule | None = None
     disaggregation: DisaggregationRule | None = None
     options_file: OptionsFile | None = None
+    prompt_budget: PromptBudget | None = None  # a prompt longer than the step budget is refused without chunked prefill
     multi_host: tuple[MultiHostLaunch, ...] = ()  # ways to start one instance over several hosts, newest first
     default_port: int = Field(ge=1, le=65535)
     port_source: str
@@ -302,6 +316,9 @@ class EngineFlags(Frozen):
         options = self.disaggregation.options if self.disaggregation else {}
         if options and (self.options_file is None or set(options) - set(self.options_file.accepted_keys)):
             raise ValueError("disaggregation options are not keys of the engine's options file")
+        budget = self.prompt_budget.option.key.split(".")[0] if self.prompt_budget else None
+        if budget is not None and (self.options_file is None or budget not in self.options_file.accepted_keys):
+            raise ValueError(f"prompt_budget option {budget!r} is not a key of the engine's options file")
         key = self.speculative.options_key if self.speculative else None
         if key is not None and (self.options_file is None or key not in self.options_file.accepted_keys):
             raise ValueError(f"speculative options_key {key!r} is not a key of the engine's options file")
@@ -346,6 +363,8 @@ def check_engine_flags(catalog) -> None:
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
+                 *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source)
+                   if flags.prompt_budget else ()),
                  *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file
                    else ()),
                  *((flags.options_file.source, flags.options_file.accepted_source,

@@ -389,6 +389,11 @@ def check_references(catalog: Catalog) -> None:
                       *default_kv, *(engine.metal_kv_cache_dtypes or ())):
             if dtype not in catalog.kv_cache_dtypes:
                 raise CatalogError(f"engines:{engine.id}: unknown KV-cache dtype {dtype!r}", field=engine.id)
+    for quant in catalog.quantizations:
+        for rule in quant.fallback_engines or ():
+            if quant.engines and rule.engine not in quant.engines or rule.source not in catalog.sources:
+                raise CatalogError(f"quantizations:{quant.id}: fallback of {rule.engine!r} names an engine that does not "
+                                   f"load it or an unknown source {rule.source!r}", field=quant.id)
     for price in catalog.rental_prices:
         if price.accelerator not in catalog.accelerators:
             raise CatalogError(f"rental_prices:{price.id}: unknown accelerator {price.accelerator!r}", field=price.id)

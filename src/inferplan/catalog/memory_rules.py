@@ -11,7 +11,6 @@ The arithmetic lives in ``memory/engine_budget.py``; this module only describes 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 import re
 from typing import Literal
@@ -20,6 +19,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.mlx_rules import InFlightPrefill
+from inferplan.catalog.provenance import _RELEASE, release_key
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import AttentionWorkspace, StartupHeadroom
@@ -28,20 +28,6 @@ from inferplan.errors import CatalogError, InvalidScenarioError
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
 Part = Literal["weights", "activation_peak", "non_torch", "cuda_context", "other_processes", "cuda_graphs"]
 
-_RELEASE = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")  # b: a llama.cpp build ("b6934")
-
-
-@functools.lru_cache(maxsize=1024)  # rules are ordered by release for every plan: parse each number once
-def release_key(release: str) -> tuple[int, ...]:
-    """A release number's sort key: its leading dotted integers ("0.6.5.dev3" -> (0, 6, 5)),
-    trailing zeros dropped so that 0.11 and 0.11.0 compare equal."""
-    match = _RELEASE.match(release.strip())
-    if not match:
-        raise ValueError(f"{release!r} is not a release number")
-    parts = [int(p) for p in match.group(1).split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
 
 
 def check_release_range(first: str, last: str | None) -> None:

@@ -25,6 +25,7 @@ from inferplan.catalog.provenance import (
     FlopPerS,
     Ratio,
     Watts,
+    release_key,
 )
 from inferplan.errors import CatalogError
 from inferplan.inputs import Input
@@ -207,6 +208,16 @@ class ModelCard(Frozen):
     notes: tuple[str, ...] = ()
 
 
+class FallbackRule(Frozen):
+    """An engine that runs a format on an accelerator without its native format: weight-only, the
+    weights dequantized inside the kernel and the math in ``Quantization.fallback_compute``."""
+
+    engine: str  # an engine id from engines.yaml
+    since: str | None = None  # the first release that has it (None: every release on record)
+    source: str
+    note: str | None = None
+
+
 class Quantization(Frozen):
     """A weight format: how many bits one quantized weight costs, scales included."""
 
@@ -239,6 +250,8 @@ class Quantization(Frozen):
     # ALU work per weight that GPUs with few FLOP/s per byte of bandwidth feel (docs/speed.md)
     super_block_scales: bool = False
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
+    # the engines of ``engines`` that run it where the accelerator does not run it natively (None: all of them)
+    fallback_engines: tuple[FallbackRule, ...] | None = None
     notes: tuple[str, ...] = ()
 
     def native_on(self, accel: Accelerator) -> bool:
@@ -247,6 +260,19 @@ class Quantization(Frozen):
             return True
         return self.native_format in accel.native_formats and (
             not self.native_software or accel.software in self.native_software)
+
+    def fallback(self, engine: str) -> FallbackRule | None:
+        """``fallback_engines``' rule for ``engine`` (None: none is recorded)."""
+        return next((r for r in self.fallback_engines or () if r.engine == engine), None)
+
+    def falls_back(self, engine: str, release: str | None = None) -> bool:
+        """Whether ``engine`` (at ``release``; None: its planned release, a current one) runs this format where
+        the accelerator has no native kernels for it: every engine where ``fallback_engines`` is not stated."""
+        if self.fallback_engines is None:
+            return True
+        rule = self.fallback(engine)
+        return rule is not None and (rule.since is None or release is None
+                                     or release_key(release) >= release_key(rule.since))
 
 
 class KvDtype(Frozen):
@@ -403,11 +429,17 @@ class EngineDefaults(Frozen):
     reads_page_cache_as_used_note: str | None = None
     notes: tuple[str, ...] = ()
 
-    def loads(self, quant: Quantization, software: Software | None = None) -> bool:
-        """Whether the engine loads ``quant`` weights (on ``software``: an Apple GPU has its own list)."""
+    def loads(self, quant: Quantization, software: Software | None = None, *, accel: Accelerator | None = None,
+              release: str | None = None) -> bool:
+        """Whether the engine loads ``quant`` weights (on ``software``: an Apple GPU has its own list); on
+        ``accel`` (at ``release``), only natively or through a fallback the engine has there
+        (``Quantization.fallback_engines``)."""
+        software = accel.software if accel is not None else software
         if software == Software.METAL and self.metal_formats is not None:
             return quant.id in self.metal_formats
-        return not quant.engines or self.id in quant.engines
+        if quant.engines and self.id not in quant.engines:
+            return False
+        return accel is None or quant.native_on(accel) or quant.falls_back(self.id, release)
 
     def kv_dtypes_on(self, software: Software | None = None) -> tuple[str, ...]:
         """The KV-cache element types the engine stores (on ``software``: an Apple GPU has its own list;

@@ -27,6 +27,7 @@ from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
+from inferplan.deploy.prompt_budget import chunked_prefill_options
 from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
@@ -151,6 +152,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
             rule = _rule(flags, setting)
             value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
             argv += _emit(rule, _per_rank_value(d, flags, rule, value))
+    _merge(options, chunked_prefill_options(d, catalog, flags))  # TensorRT-LLM refuses a longer prompt without it
     argv += _offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv

@@ -22,18 +22,24 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
     engine = catalog.engine(engine_id)
-    if not engine.loads(quant, accel.software):
-        loadable = ", ".join(q.id for q in catalog.quantizations if engine.loads(q, accel.software))
+    if not engine.loads(quant, accel=accel, release=d.engine_version):
+        loadable = ", ".join(q.id for q in catalog.quantizations
+                             if engine.loads(q, accel=accel, release=d.engine_version))
         chosen = f"{quant.id} weights" if d.quantization else f"{spec.name}'s native {quant.id} checkpoint"
         raise InvalidScenarioError(
-            f"{engine_id} does not load {chosen}{_where(engine, quant, accel)}; choose a format it loads",
-            field="quantization",
-            allowed=loadable,
-        )
+            f"{engine_id} does not load {chosen}{_where(engine, quant, accel, d.engine_version)}; choose a format it "
+            "loads there", field="quantization", allowed=loadable)
     return quant, notes
 
 
-def _where(engine: EngineDefaults, quant: Quantization, accel: Accelerator) -> str:
+def _where(engine: EngineDefaults, quant: Quantization, accel: Accelerator, release: str | None) -> str:
+    if engine.loads(quant, accel.software):  # loaded on this software stack, but with no fallback on this accelerator
+        rule = quant.fallback(engine.id)
+        at = f" before {rule.since}" if rule and rule.since else ""
+        others = [r.engine for r in quant.fallback_engines or () if quant.falls_back(r.engine, release)]
+        have = f": {', '.join(others)} {'has' if len(others) == 1 else 'have'} one" if others else ""
+        return (f" on {accel.name}: it runs no native {quant.id} kernels, and {engine.id}{at} has no fallback for "
+                f"{quant.id} there (quantizations.yaml fallback_engines{have})")
     if engine.loads(quant):  # loaded elsewhere, not on this accelerator's software
         return f" on {accel.name} (its {accel.software.value} back end loads other formats)"
     return f" (loaded by {', '.join(quant.engines)})"

@@ -182,7 +182,8 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     engine = catalog.engine(d.engine)
     has = set(mp.spec.builds)
     candidates = sorted(
-        (q for q in catalog.quantizations if q.bits_per_weight.value < bits and engine.loads(q, mp.accelerator.software)
+        (q for q in catalog.quantizations
+         if q.bits_per_weight.value < bits and engine.loads(q, accel=mp.accelerator, release=d.engine_version)
          and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),
         key=lambda q: -q.bits_per_weight.value)
     # fewer bits per weight on paper, not always for this model (MXFP4 experts on a dense model)

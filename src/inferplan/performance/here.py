@@ -104,8 +104,8 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
 
 def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator) -> None:
     quant, engine = catalog.quantization(name), catalog.engine(engine_id)
-    if not engine.loads(quant, accel.software):
-        loadable = ", ".join(q.id for q in catalog.quantizations if engine.loads(q, accel.software))
+    if not engine.loads(quant, accel=accel):
+        loadable = ", ".join(q.id for q in catalog.quantizations if engine.loads(q, accel=accel))
         raise InvalidScenarioError(f"{engine_id} does not load {quant.id} weights on {accel.name}",
                                    field="quantization", allowed=loadable)
 

@@ -200,7 +200,7 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
         converted = tuple(q for q in engine.converts_to if q not in builds)
     for qid in req.quantizations or (*builds, *converted):
         q = catalog.quantization(qid, field_name="quantizations")
-        if not engine.loads(q, accel.software):
+        if not engine.loads(q, accel=accel):  # natively, or through a fallback the engine has on it
             continue
         native = q.native_on(accel)
         label = "native" if native else f"fallback to {q.fallback_compute} compute"

@@ -1,0 +1,70 @@
+"""A format the accelerator has no native kernels for runs only in the engines that have a fallback for it
+(``fallback_engines`` in quantizations.yaml, each from its ``since`` release): NVFP4 on Hopper in vLLM and
+SGLang (Marlin W4A16), not in TensorRT-LLM, whose hardware matrix marks NVFP4 unsupported below Blackwell."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import plan_memory
+from inferplan.search.request import SearchRequest
+from inferplan.search.space import build_space
+from inferplan.shells.cli import app
+
+H100_TP4 = dict(model="llama-3.3-70b", gpu="h100-sxm", gpus=4, tensor_parallel_size=4, quantization="nvfp4")
+
+
+def test_trtllm_nvfp4_on_hopper_is_refused_naming_the_field_and_what_it_loads_there(catalog):
+    with pytest.raises(InvalidScenarioError) as refused:
+        plan_memory(Deployment(**H100_TP4, engine="trtllm"), catalog)
+    assert refused.value.field == "quantization"
+    allowed = refused.value.allowed.split(", ")
+    assert "nvfp4" not in allowed and "fp8" in allowed
+    assert "no fallback" in str(refused.value)
+
+
+def test_the_cli_refuses_it_at_the_quantization_flag():
+    r = CliRunner().invoke(app, ["perf", "--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--gpus", "4", "-tp", "4",
+                                 "-q", "nvfp4", "--engine", "trtllm"])
+    assert r.exit_code == 2 and "--quantization" in r.output and "allowed:" in r.output
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_engines_with_a_sourced_fallback_still_plan_it(catalog, engine):
+    plan_memory(Deployment(**H100_TP4, engine=engine), catalog)
+
+
+def test_trtllm_nvfp4_is_native_on_blackwell(catalog):
+    plan_memory(Deployment(**{**H100_TP4, "gpu": "b200"}, engine="trtllm"), catalog)
+
+
+def test_a_release_before_the_fallback_is_refused(catalog):
+    since = catalog.quantization("nvfp4").fallback("sglang").since
+    assert since is not None
+    with pytest.raises(InvalidScenarioError) as refused:
+        plan_memory(Deployment(**H100_TP4, engine="sglang", engine_version="0.5.12"), catalog)
+    assert refused.value.field == "quantization" and f"before {since}" in str(refused.value)
+
+
+def test_search_offers_nvfp4_on_hopper_only_to_engines_with_a_fallback(catalog):
+    req = SearchRequest(models=("llama-3.3-70b",), systems=("hgx-h100", "hgx-b200"), engines=("trtllm", "vllm", "sglang"),
+                        quantizations=("nvfp4",), request_rate_per_s=1.0, input_len=1000, output_len=100)
+    cells = build_space(catalog, req, input_len=1000, output_len=100).cells
+    offered = {(c.platform.id, c.engine) for c in cells}
+    assert {e for p, e in offered if p == "hgx-h100"} == {"vllm", "sglang"}
+    assert {e for p, e in offered if p == "hgx-b200"} == {"trtllm", "vllm", "sglang"}
+
+
+def test_the_fallback_list_is_what_decides():
+    """Unwired: with the list dropped, every engine that loads NVFP4 falls back again."""
+    catalog = load_catalog()
+    nvfp4 = catalog.quantization("nvfp4")
+    h100 = catalog.accelerator("h100-sxm")
+    trtllm = catalog.engine("trtllm")
+    assert not trtllm.loads(nvfp4, accel=h100)
+    assert trtllm.loads(nvfp4.model_copy(update={"fallback_engines": None}), accel=h100)
+    assert trtllm.loads(nvfp4, h100.software)  # the engine loads the format; the accelerator decides
