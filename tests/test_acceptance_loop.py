@@ -212,7 +212,8 @@ def test_a_llamacpp_pack_launches_slots_for_its_highest_concurrency_and_one_mode
     top = max(pack["concurrencies"])
     assert top > 1 and slots == top and ctx == pack["deployment"]["max_model_len"] * top
     bench = next(b["argv"] for b in pack["benchmarks"] if b["client"] == "llama-bench")
-    assert bench[bench.index("-m") + 1] == launch[launch.index("-m") + 1]
+    repo = launch[launch.index("--hf-repo") + 1].split(":")[0]  # Qwen's own GGUF build: the server fetches it
+    assert bench[bench.index("-m") + 1] == f"<Qwen3-30B-A3B-Q4_K_M.gguf, as downloaded from {repo}>"
     port = launch[launch.index("--port") + 1]
     vllm = next(b["argv"] for b in pack["benchmarks"] if b["client"] == "vllm")
     assert vllm[vllm.index("--port") + 1] == port

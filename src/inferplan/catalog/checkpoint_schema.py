@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
+from inferplan.catalog.provenance import Bits
 from inferplan.inputs import Input
 
 
@@ -32,4 +33,18 @@ class GgufFile(Input):
     # the parts are joined with cat and the joined file served
     hf_loadable: bool = True
     source: str
+    note: str | None = None
+
+
+class KeptCheckpointExperts(Input):
+    """Routed experts that a model's checkpoint ships in ``quantization`` and that a format's builds
+    keep as they are (llama.cpp's gpt-oss converter writes the MXFP4 experts as GGML MXFP4 whatever
+    the output type, so the K-quant and Q8_0 files change only the other tensors)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    quantization: str  # the checkpoint's own format (quantizations.yaml id): its config.json quant_method
+    model_types: tuple[str, ...] = Field(min_length=1)  # config.json model_type whose converter keeps them
+    bits_per_weight: Bits  # the kept experts' bits, scales included
+    source: str  # where the converter (or the builds) keep them
     note: str | None = None

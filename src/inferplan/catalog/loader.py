@@ -334,6 +334,11 @@ def check_references(catalog: Catalog) -> None:
         for point in constant.fitted_on:
             if measured and point not in measured:
                 raise CatalogError(f"calibration:{constant.id}: fitted on unknown point {point!r}", field=constant.id)
+    for quant in catalog.quantizations:
+        for kept in quant.keeps_checkpoint_experts:
+            if kept.source not in catalog.sources or kept.quantization not in catalog.quantizations:
+                raise CatalogError(f"quantizations:{quant.id}: keeps_checkpoint_experts names an unknown source "
+                                   f"{kept.source!r} or quantization {kept.quantization!r}", field=quant.id)
     for system in catalog.systems:
         if system.accelerator not in catalog.accelerators:
             raise CatalogError(

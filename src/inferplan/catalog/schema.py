@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from inferplan.catalog.checkpoint_schema import GgufFile
+from inferplan.catalog.checkpoint_schema import GgufFile, KeptCheckpointExperts
 from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
 from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.catalog.provenance import (
@@ -249,6 +249,9 @@ class Quantization(Frozen):
     # with minima in Q2-Q5_K, 8-bit in Q6_K), unpacked for every weight a matrix-vector kernel reads:
     # ALU work per weight that GPUs with few FLOP/s per byte of bandwidth feel (docs/speed.md)
     super_block_scales: bool = False
+    # routed experts a checkpoint ships in another format that this format's builds keep as they are
+    # (GGUF K-quants and Q8_0 of gpt-oss: MXFP4); the other weights take this format's bits
+    keeps_checkpoint_experts: tuple[KeptCheckpointExperts, ...] = ()
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     # the engines of ``engines`` that run it where the accelerator does not run it natively (None: all of them)
     fallback_engines: tuple[FallbackRule, ...] | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inferplan.catalog.checkpoint_schema import KeptCheckpointExperts
 from inferplan.catalog.hf_keep import KeptGroups
 from inferplan.catalog.models import KeptUnquantized, ModelSpec
 from inferplan.catalog.schema import Quantization
@@ -53,17 +54,30 @@ def output_bits(quant: Quantization, hidden_size: int | None) -> float | None:
     return quant.output_bits_per_weight.value
 
 
+def kept_expert_bits(spec: ModelSpec, quant: Quantization) -> KeptCheckpointExperts | None:
+    """The rule by which ``quant``'s builds of ``spec`` keep the routed experts in the format the
+    checkpoint ships them in (llama.cpp's gpt-oss GGUFs: MXFP4), or None."""
+    arch = spec.architecture
+    if arch is None or spec.architecture_is_proxy or arch.moe is None:
+        return None
+    return next((k for k in quant.keeps_checkpoint_experts
+                 if k.quantization == spec.native_quantization and arch.model_type in k.model_types), None)
+
+
 def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None,
-                 head_bits: float | None = None, kept: KeptGroups = KeptGroups()) -> _Parts:
-    """Bytes by part computed from the parameter breakdown: routed experts at the format's bits,
-    the other linear layers at its non-expert bits when it has them, edges at 16 bits unless the
-    format quantizes them too; the output projection at ``head_bits`` when the format gives it a
-    type of its own (a tied table is written in that type at both ends). The groups the build
-    keeps unquantized (``kept``: each with the share of its layers kept) are at 16 bits."""
+                 head_bits: float | None = None, kept: KeptGroups = KeptGroups(),
+                 expert_bits: float | None = None) -> _Parts:
+    """Bytes by part computed from the parameter breakdown: routed experts at the format's bits
+    (``expert_bits`` where the build keeps the checkpoint's own expert format), the other linear
+    layers at its non-expert bits when it has them, edges at 16 bits unless the format quantizes
+    them too; the output projection at ``head_bits`` when the format gives it a type of its own (a
+    tied table is written in that type at both ends). The groups the build keeps unquantized
+    (``kept``: each with the share of its layers kept) are at 16 bits."""
     bits = quant.bits_per_weight.value
     if non_expert_bits is None:
         non_expert_bits = quant.non_expert_bits_per_weight.value if quant.non_expert_bits_per_weight else None
     other_bits = non_expert_bits or bits
+    bits = expert_bits or bits
     # a format that states its non-expert bits covers lm_head with them (GGUF MXFP4_MOE, vLLM's
     # --mxfp4-layers ...,lm_head); the embedding table only where the format quantizes embeddings
     embedding_bits = other_bits if quant.quantizes_embeddings else UNQUANTIZED_BITS
@@ -130,13 +144,15 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
     ckpt = spec.checkpoint(quant.id)
     kept = spec.kept(quant.id)
     groups = kept.groups if kept else KeptGroups()
+    native_experts = kept_expert_bits(spec, quant)
+    expert_bits = native_experts.bits_per_weight.value if native_experts else None
     if ckpt is not None:
         assumptions = [f"weights = published {ckpt.name} checkpoint size ({ckpt.source})"]
         total = ckpt.size_bytes
         expert = embedding = head = 0.0
         if params is not None:
             parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size),
-                                 groups)
+                                 groups, expert_bits)
             assumptions += _kept_notes(kept)
             mtp = params.mtp * total / (params.total + params.mtp)  # the checkpoint's MTP layers, pro rata
             total -= mtp
@@ -157,11 +173,14 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
                               embedding if tied else head, tied, mtp if loaded else 0.0, mtp_expert if loaded else 0.0)
     if params is not None:
         head_bits = output_bits(quant, arch.hidden_size)
-        parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups)
+        parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups, expert_bits=expert_bits)
         other = quant.non_expert_bits_per_weight
         note = (
             f"weights = {params.total / 1e9:.2f}B parameters: "
-            + (f"routed experts at {quant.bits_per_weight.value:g} bits, other layers at {other.value:g} bits"
+            + (f"routed experts kept in the checkpoint's {native_experts.quantization} at {expert_bits:g} bits "
+               f"({native_experts.source}), other layers at {quant.bits_per_weight.value:g} bits"
+               if native_experts else
+               f"routed experts at {quant.bits_per_weight.value:g} bits, other layers at {other.value:g} bits"
                if other else f"linear layers at {quant.bits_per_weight.value:g} bits")
             + f" ({quant.id}), "
             + ("embeddings too" if quant.quantizes_embeddings else "embeddings, lm_head, norms and routers at 16 bits")
