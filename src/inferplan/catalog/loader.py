@@ -327,6 +327,10 @@ def check_references(catalog: Catalog) -> None:
         for point in constant.fitted_on:
             if measured and point not in measured:
                 raise CatalogError(f"calibration:{constant.id}: fitted on unknown point {point!r}", field=constant.id)
+    for accel in catalog.accelerators:
+        for source in (s for s in (accel.integrated_gpu_source, accel.page_cache_drop_command_source) if s):
+            if source not in catalog.sources:
+                raise CatalogError(f"accelerators:{accel.id}: unknown source {source!r}", field=accel.id)
     for system in catalog.systems:
         if system.accelerator not in catalog.accelerators:
             raise CatalogError(
