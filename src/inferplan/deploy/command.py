@@ -206,8 +206,11 @@ def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) ->
     if d.gpu is None and d.system is None:
         return ()
     engine = catalog.engine(d.engine, field_name="engine")
-    comment = cold_start_comment(resolve_hardware(catalog, d).accel, engine.name, memory_rule(catalog, engine.id, release),
-                                 release)
+    try:
+        rule = memory_rule(catalog, engine.id, release)
+    except InferplanError:  # a release with no memory rule on record: nothing is known of what it reads
+        return ()
+    comment = cold_start_comment(resolve_hardware(catalog, d).accel, engine.name, rule, release)
     return (comment,) if comment else ()
 
 
