@@ -339,6 +339,10 @@ def check_references(catalog: Catalog) -> None:
             if kept.source not in catalog.sources or kept.quantization not in catalog.quantizations:
                 raise CatalogError(f"quantizations:{quant.id}: keeps_checkpoint_experts names an unknown source "
                                    f"{kept.source!r} or quantization {kept.quantization!r}", field=quant.id)
+    for accel in catalog.accelerators:
+        for source in (s for s in (accel.integrated_gpu_source, accel.page_cache_drop_command_source) if s):
+            if source not in catalog.sources:
+                raise CatalogError(f"accelerators:{accel.id}: unknown source {source!r}", field=accel.id)
     for system in catalog.systems:
         if system.accelerator not in catalog.accelerators:
             raise CatalogError(

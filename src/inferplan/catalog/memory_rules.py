@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
+from inferplan.catalog.free_memory import FreeMemoryQuery
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import _RELEASE, release_key
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
@@ -162,6 +163,8 @@ class MemoryRule(Frozen):
     # the default memory fraction by release, where the rule's releases change it (else engines.yaml's)
     memory_fraction_defaults: tuple[ReleaseFraction, ...] = ()
     memory_fraction_by_tp: tuple[TpFraction, ...] = ()  # a fixed fraction by TP size (else engines.yaml's rule)
+    # the free-memory figure the releases read on an integrated GPU (catalog/free_memory.py; empty: not stated)
+    free_memory_queries: tuple[FreeMemoryQuery, ...] = ()
     max_num_seqs_default: int | None = Field(None, ge=1)  # None: engines.yaml's default
     budget: Literal["of_total", "of_free_after_weights", "no_fraction"]
     # what an of_total fraction is taken of: the device total, or the memory free when the engine reads it
@@ -219,6 +222,7 @@ class MemoryRule(Frozen):
         if self.startup and (self.startup.graph_constants is not None) != (self.cuda_graphs == "after_kv"):
             raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
         for release in (*(f.first_release for f in self.memory_fraction_defaults),
+                        *(q.first_release for q in self.free_memory_queries),
                         *((self.current_release.release,) if self.current_release else ())):
             if not self.covers(release):
                 raise ValueError(f"release {release} is outside the rule's releases {self.releases}")
@@ -241,6 +245,13 @@ class MemoryRule(Frozen):
         key = release_key(parse_engine_version(release)[0] if release else self.first_release)
         named = [f for f in self.memory_fraction_defaults if release_key(f.first_release) <= key]
         return max(named, key=lambda f: release_key(f.first_release)).value if named else None
+
+    def free_memory_query(self, release: str | None) -> FreeMemoryQuery | None:
+        """What the release reads as free memory on an integrated GPU (None: not stated). ``release`` None: the
+        rule's newest entry, the one its open end runs on."""
+        key = release_key(parse_engine_version(release)[0]) if release else None
+        named = [q for q in self.free_memory_queries if key is None or release_key(q.first_release) <= key]
+        return max(named, key=lambda q: release_key(q.first_release)) if named else None
 
     def covers(self, release: str) -> bool:
         return in_release_range(release, self.first_release, self.last_release)
@@ -359,6 +370,7 @@ def check_memory_rules(catalog) -> None:
             *(s for b in rule.activation.sampler_backends for s in b.sources),
             *(rule.current_release.sources if rule.current_release else ()),
             *(s for f in rule.memory_fraction_defaults for s in f.sources),
+            *(s for q in rule.free_memory_queries for s in q.sources),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ())))
         block = catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):

@@ -10,7 +10,7 @@ would otherwise evaluate each field's annotation from a string at every start-up
 from enum import Enum
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from inferplan.catalog.checkpoint_schema import GgufFile, KeptCheckpointExperts
 from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
@@ -116,6 +116,13 @@ class Accelerator(Frozen):
     # plans another (catalog/memory_config.py); configuration_of names the record such a part came from
     memory_configurable: bool = False
     configuration_of: str | None = None
+    # a CUDA integrated GPU (cudaDevAttrIntegrated, torch's ``is_integrated``: GB10, Jetson): no memory of its
+    # own, so cudaMemGetInfo's free figure lacks the OS's reclaimable page cache; stated only with its source
+    integrated_gpu: bool = False
+    integrated_gpu_source: str | None = None
+    # the vendor's command that empties the page cache before an engine starts (an integrated GPU's)
+    page_cache_drop_command: str | None = None
+    page_cache_drop_command_source: str | None = None
     memory_bandwidth_bytes_per_s: BytesPerS
     peak_flop_per_s: dict[ComputeDtype, FlopPerS]  # dense
     native_formats: tuple[str, ...] = ()  # fp8, nvfp4, mxfp4, mxfp8, int8 ...
@@ -131,6 +138,15 @@ class Accelerator(Frozen):
     def record_id(self) -> str:
         """The catalogue record this part is (a stated memory configuration: the record it came from)."""
         return self.configuration_of or self.id
+
+    @model_validator(mode="after")
+    def _integrated_is_sourced_unified_cuda(self) -> "Accelerator":
+        if self.integrated_gpu and not (self.unified_memory and self.software == Software.CUDA
+                                        and self.integrated_gpu_source):
+            raise ValueError("integrated_gpu is a CUDA part with unified_memory, stated with its integrated_gpu_source")
+        if self.page_cache_drop_command and not (self.integrated_gpu and self.page_cache_drop_command_source):
+            raise ValueError("page_cache_drop_command is an integrated_gpu's, stated with its page_cache_drop_command_source")
+        return self
 
 
 class PriceBand(Frozen):

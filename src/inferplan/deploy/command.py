@@ -21,6 +21,8 @@ from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
+from inferplan.memory.page_cache import cold_start_comment
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
@@ -190,13 +192,28 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                         f"needs {flags.engine} {later.version} or later",)
     text = spread.commands[0].text if spread else shlex.join(argv_t)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
+    cold = _cold_start_comment(d, catalog, release_planned)
     return LaunchCommand(engine=flags.engine, engine_version=release_planned,
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,
-                         script=hosts_script(spread) if spread else "\n".join([*(here_document(f) for f in files), line]),
+                         script="\n".join([*cold, hosts_script(spread)] if spread else
+                                          [*(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
                          notes=(*served.notes, *bounds, *release, *kt_notes, *router_notes(role, flags), *_copies_note(d, catalog),
-                                *spans))
+                                *spans, *(c.lstrip("# ") for c in cold)))
+
+
+def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) -> tuple[str, ...]:
+    """The comment before the launch line on an integrated GPU whose engine release reads the device's free memory."""
+    if d.gpu is None and d.system is None:
+        return ()
+    engine = catalog.engine(d.engine, field_name="engine")
+    try:
+        rule = memory_rule(catalog, engine.id, release)
+    except InferplanError:  # a release with no memory rule on record: nothing is known of what it reads
+        return ()
+    comment = cold_start_comment(resolve_hardware(catalog, d).accel, engine.name, rule, release)
+    return (comment,) if comment else ()
 
 
 def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:

@@ -33,6 +33,7 @@ from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, 
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
+from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
@@ -288,6 +289,11 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if host_budget is not None and host_used > host_budget:
         held = dataclasses.replace(held, fits=False)
     fewer_gpus, fewest = _smallest_fit(catalog, d, spec, hw) if not held.fits and search_smallest else (None, None)
+    cold = page_cache_range(hw.accel, engine.name, rule, d.engine_version, kv_bytes_per_gpu=held.kv_gpu, total_bytes=total,
+                            in_use_bytes_per_gpu=w.per_gpu + budget.activation_bytes_per_gpu + budget.overhead_bytes_per_gpu
+                            + budget.cuda_graph_bytes_per_gpu, checkpoint_bytes=w.estimate.total_bytes,
+                            memory_fraction=settings.memory_fraction)
+    assumptions += [cold.note] if cold else []
     needed = layout.needed_bytes_per_sequence(held.max_len, settings.block_tokens)
     result = MemoryFit(
         fits=held.fits, model=spec.id, accelerator=hw.accel.id, engine=engine.id, quantization=quant.id,
@@ -314,6 +320,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
         startup_shortfall_bytes_per_gpu=start.shortfall_bytes_per_gpu if start else 0.0,
         startup_note=start.note(rule, settings) if start and not start.starts else None,
+        kv_cache_range_low_bytes_per_gpu=cold and cold.low_bytes_per_gpu,
+        kv_cache_range_high_bytes_per_gpu=cold and cold.high_bytes_per_gpu,
+        page_cache_bytes_per_gpu=cold and cold.page_cache_bytes, page_cache_note=cold and cold.note,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
                       scale.scale.value if scale else 1.0)

@@ -95,3 +95,10 @@ class MemoryFit(BaseModel):
     # what start-up allocates after the KV cache is sized lacks this much outside the fraction (memory/startup.py)
     startup_shortfall_bytes_per_gpu: float = 0.0
     startup_note: str | None = None  # why, with the figures, when it does
+    # an integrated GPU whose engine release sizes the KV cache from the device's free memory (memory/page_cache.py):
+    # the KV cache per GPU with the checkpoint still in the page cache (low) and with none (high, the plan's
+    # kv_cache_bytes_per_gpu), the page cache taken at the low end, and what to do about it (None: no such range)
+    kv_cache_range_low_bytes_per_gpu: float | None = None
+    kv_cache_range_high_bytes_per_gpu: float | None = None
+    page_cache_bytes_per_gpu: float | None = None
+    page_cache_note: str | None = None

@@ -145,6 +145,10 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                       highlight=False)
     if r.largest_context_tokens is not None:
         console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
+    if r.page_cache_note:  # an integrated GPU whose engine reads the device's free memory: a range, not a figure
+        console.print(f"  KV cache after a cold start: {gib(r.kv_cache_range_low_bytes_per_gpu)} to "
+                      f"{gib(r.kv_cache_range_high_bytes_per_gpu)} per GPU", style="bold yellow", highlight=False)
+        console.print(f"  page cache: {r.page_cache_note}", highlight=False)
     if r.host_memory_budget_bytes is not None:
         console.print(f"  {'unified memory (GPU and CPU)' if r.host_memory_origin == 'unified' else 'host RAM'}: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
                       + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
@@ -166,7 +170,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                 console.print(f"  {command_line('fit', d, s.changes)}", highlight=False, soft_wrap=True)
         if r.offload_note:
             console.print(f"  {r.offload_note}", highlight=False)
-    _assumptions_or_hint(console, r.assumptions, explain)
+    _assumptions_or_hint(console, [a for a in r.assumptions if a != r.page_cache_note], explain)
 
 
 def _assumptions_or_hint(console: Console, assumptions, explain: bool, extra: str = "") -> None:
