@@ -33,6 +33,7 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.expert_split import planned_redundant_experts
+from inferplan.memory.fit_held import planned_length
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
 
@@ -142,6 +143,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags, options)
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
+    d = _slot_context(d, catalog, flags)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
         value = _stated_or_default(d, flags, setting)
@@ -357,11 +359,29 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
 
 
 def _stated_or_default(d: Deployment, flags: EngineFlags, setting: str) -> object:
-    """``d``'s value of a setting, else the rule's ``default`` where its ``default_with`` is stated."""
+    """``d``'s value of a setting, else the rule's ``default`` (where it has a ``default_with``: only when that
+    setting is stated)."""
     value, rule = getattr(d, setting), flags.settings.get(setting)
-    if value is None and rule is not None and rule.default_with and getattr(d, rule.default_with) is not None:
+    if value is None and rule is not None and (rule.default_with is None or getattr(d, rule.default_with) is not None):
         return rule.default
     return value
+
+
+def _slot_context(d: Deployment, catalog: Catalog, flags: EngineFlags) -> Deployment:
+    """``d`` with its planned context written in where the engine's context flag is shared by more than one
+    slot (``FlagRule.multiplied_by``: llama.cpp's --ctx-size over its --parallel slots) and ``d`` states none:
+    left out, the engine's default context (the model's own) would be split among the slots, while the plan
+    gives each the model's whole context (``planned_length``). A model the catalogue cannot resolve is left
+    to the engine."""
+    rule = flags.settings.get("max_model_len")
+    if d.max_model_len is not None or rule is None or rule.multiplied_by is None or \
+            int(_stated_or_default(d, flags, rule.multiplied_by) or 1) < 2:
+        return d
+    try:
+        spec = resolve_model(catalog, d.model)
+    except UnknownModelError:
+        return d
+    return d.model_copy(update={"max_model_len": planned_length(d, spec, None)})
 
 
 def _whole(flags: EngineFlags, setting: str, value: float) -> int:
