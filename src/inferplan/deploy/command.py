@@ -27,13 +27,13 @@ from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
+from inferplan.deploy.stated import slot_context, stated_or_default
 from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.expert_split import planned_redundant_experts
-from inferplan.memory.fit_held import planned_length
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
 
@@ -143,10 +143,10 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags, options)
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
-    d = _slot_context(d, catalog, flags)
+    d = slot_context(d, catalog, flags)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
-        value = _stated_or_default(d, flags, setting)
+        value = stated_or_default(d, flags, setting)
         if value is not None and setting in flags.plan_bounds:
             bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")
         elif value is not None:
@@ -348,7 +348,7 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
         if rule is not None and value is not None and rule.requires and getattr(d, rule.requires) is None:
             raise UnsupportedSettingError(f"{flags.engine} takes {setting} only with {rule.requires}", field=setting,
                                           allowed=f"state {rule.requires} too, or leave {setting} out")
-        value = _stated_or_default(d, flags, setting)
+        value = stated_or_default(d, flags, setting)
         if value is None:
             continue
         rule = _rule(flags, setting)
@@ -356,32 +356,6 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
             value = _whole(flags, setting, value)
         argv += [switch for switch in rule.switches if switch not in argv] + _emit(rule, value)
     return argv
-
-
-def _stated_or_default(d: Deployment, flags: EngineFlags, setting: str) -> object:
-    """``d``'s value of a setting, else the rule's ``default`` (where it has a ``default_with``: only when that
-    setting is stated)."""
-    value, rule = getattr(d, setting), flags.settings.get(setting)
-    if value is None and rule is not None and (rule.default_with is None or getattr(d, rule.default_with) is not None):
-        return rule.default
-    return value
-
-
-def _slot_context(d: Deployment, catalog: Catalog, flags: EngineFlags) -> Deployment:
-    """``d`` with its planned context written in where the engine's context flag is shared by more than one
-    slot (``FlagRule.multiplied_by``: llama.cpp's --ctx-size over its --parallel slots) and ``d`` states none:
-    left out, the engine's default context (the model's own) would be split among the slots, while the plan
-    gives each the model's whole context (``planned_length``). A model the catalogue cannot resolve is left
-    to the engine."""
-    rule = flags.settings.get("max_model_len")
-    if d.max_model_len is not None or rule is None or rule.multiplied_by is None or \
-            int(_stated_or_default(d, flags, rule.multiplied_by) or 1) < 2:
-        return d
-    try:
-        spec = resolve_model(catalog, d.model)
-    except UnknownModelError:
-        return d
-    return d.model_copy(update={"max_model_len": planned_length(d, spec, None)})
 
 
 def _whole(flags: EngineFlags, setting: str, value: float) -> int:
