@@ -71,3 +71,36 @@ def test_llamacpp_memory_allocates_the_context_the_command_asks_for(catalog, slo
     ctx = int(_value(launch_command(Deployment(**LLAMA, max_num_seqs=slots), catalog).argv, "--ctx-size"))
     assert many.kv_cache_allocated_bytes_per_gpu == pytest.approx(-(-ctx // 256) * 256 * per_cell)
     assert many.kv_cache_allocated_bytes_per_gpu > one.kv_cache_allocated_bytes_per_gpu
+
+
+UNSIZED = dict(model="qwen3-0.6b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q8_0")
+
+
+def test_llamacpp_states_the_one_slot_fit_plans_when_no_context_is_stated(catalog, tmp_path):
+    """No --max-model-len, no --max-num-seqs: llama-server's own slot count is auto (4 over a unified
+    cache), so the shell command, the k8s manifest and POST /api/deploy all state the slot fit plans."""
+    from fastapi.testclient import TestClient
+
+    from inferplan.deploy.manifest import kubernetes_manifest
+    from inferplan.shells.api import create_app
+
+    from inferplan.memory.suggest import fit_or_suggest
+
+    started = fit_or_suggest(Deployment(**UNSIZED), catalog).started_slots
+    assert started == 1
+    assert _value(launch_command(Deployment(**UNSIZED), catalog).argv, "--parallel") == str(started)
+    assert f"- --parallel\n        - '{started}'" in kubernetes_manifest(Deployment(**UNSIZED), catalog)
+    api = TestClient(create_app(tmp_path / "d.db")).post("/api/deploy", json={"deployment": UNSIZED})
+    assert api.status_code == 200, api.text
+    assert _value(tuple(api.json()["command"]["argv"]), "--parallel") == str(started)
+
+
+def test_llamacpp_slots_without_a_stated_context_each_get_the_planned_context(catalog):
+    """Slots stated, context not: --ctx-size is the planned context times the slots (left out, llama-server
+    would split the model's own context among them), the cache the memory plan allocates."""
+    d = Deployment(**UNSIZED, max_num_seqs=2)
+    argv, planned = launch_command(d, catalog).argv, fit(d, catalog)
+    assert _value(argv, "--parallel") == "2"
+    assert int(_value(argv, "--ctx-size")) == 2 * planned.max_model_len
+    per_cell = planned.kv_cache_bytes_per_token
+    assert planned.kv_cache_allocated_bytes_per_gpu == pytest.approx(-(-2 * planned.max_model_len // 256) * 256 * per_cell)

@@ -99,6 +99,27 @@ def test_perf_names_the_concurrency_when_its_slots_do_not_fit(catalog):
     assert err.value.field == "concurrency" and err.value.allowed == f"1..{most} or max"
 
 
+@pytest.mark.parametrize("stated", [None, 16384])
+def test_the_concurrency_refusal_names_the_context_it_planned_and_one_that_holds_the_slots(catalog, stated):
+    """The slots are max_model_len each: the refusal says which length (the model's own when none is
+    stated), and the longest shorter one at which that many slots fit — a length that does hold them."""
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.memory.resolve import resolve_model
+
+    d = Deployment(**{**QWEN, "max_model_len": stated})
+    with pytest.raises(InvalidScenarioError) as err:
+        estimate(d, W.model_copy(update={"concurrency": 8}), use_profiles=False)
+    own = resolve_model(catalog, "qwen3-30b-a3b").context_tokens
+    message = str(err.value)
+    assert f"at max_model_len {stated or own:,}" in message
+    assert ("the model's own" in message) is (stated is None)
+    shorter = int(message.split("8 fit at max_model_len ")[1].split()[0].replace(",", ""))
+    assert W.input_len + W.output_len <= shorter < (stated or own)
+    assert fit(d.model_copy(update={"max_model_len": shorter, "max_num_seqs": 8})).fits
+    assert not fit(d.model_copy(update={"max_model_len": shorter + 256, "max_num_seqs": 8})).fits
+    assert err.value.allowed.endswith(" or max")
+
+
 def test_plan_starts_a_llamacpp_cell_with_the_most_slots_that_fit(catalog):
     """The Users + ROI plan sizes a llama.cpp cell as a search starts it: the most --parallel slots that
     fit at the request shape, not the engine's one default slot."""

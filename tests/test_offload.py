@@ -43,6 +43,22 @@ def test_an_engine_refuses_a_flag_it_does_not_take(field, engine):
     assert err.value.field == field
 
 
+@pytest.mark.parametrize("layers", [0, 10])
+def test_n_cpu_moe_on_a_dense_model_is_refused_naming_it(layers):
+    """A dense model has no routed experts: --n-cpu-moe would keep nothing in host RAM, so fit, perf and
+    deploy refuse it (before asking for the host RAM) instead of repeating it in their suggestions."""
+    from inferplan.deploy import launch_plan
+    from inferplan.memory.suggest import fit_or_suggest
+
+    dense = Deployment(**{**BASE, "model": "qwen3-32b"}, n_cpu_moe=layers)
+    for call in (lambda: fit_or_suggest(dense), lambda: fit_or_suggest(dense.model_copy(update={"host_memory_gb": 64})),
+                 lambda: estimate(dense.model_copy(update={"host_memory_gb": 64}), W), lambda: launch_plan(dense)):
+        with pytest.raises(InvalidScenarioError) as err:
+            call()
+        assert err.value.field == "n_cpu_moe"
+        assert "routed experts" in err.value.allowed and "n_gpu_layers" in err.value.allowed
+
+
 def test_offload_decodes_slower_than_all_gpu_and_faster_than_all_cpu():
     tps = [estimate(Deployment(**BASE, **extra), W, use_profiles=False).output_tokens_per_s_per_user
            for extra in ({}, dict(n_cpu_moe=24, host_memory_gb=64), dict(n_gpu_layers=0, host_memory_gb=64))]

@@ -66,9 +66,9 @@ class FlagRule(Frozen):
     # bare switches that turn the setting's feature on, emitted once before its flag (SGLang
     # --enable-hierarchical-cache before --hicache-ratio)
     switches: tuple[str, ...] = ()
-    # ``default`` is emitted when this setting is unstated and ``default_with`` is stated: what the
-    # plan assumes, where the engine's own default differs (llama.cpp --n-gpu-layers all with
-    # --n-cpu-moe) or varies by release (vLLM --kv-offloading-backend native)
+    # ``default`` is emitted when this setting is unstated (and ``default_with``, where given, is
+    # stated): what the plan assumes, where the engine's own default differs (llama.cpp --parallel 1,
+    # --n-gpu-layers all with --n-cpu-moe) or varies by release (vLLM --kv-offloading-backend native)
     default: str | None = None
     default_with: Setting | None = None
     requires: Setting | None = None  # stated without that setting, the engine refuses it

@@ -219,7 +219,8 @@ class ModelCard(Frozen):
     config: str | None = None  # hf_configs/<file>.json, kept verbatim
     config_source: str | None = None  # source id of that config file
     kv_proxy: str | None = None  # model id whose attention layout stands in (stated as assumption)
-    # listed by the what-fits grid when no model is named (False: a card kept to plan field records)
+    # listed by the what-fits grid when no model is named (False: left out of it, and named as left out;
+    # all_models adds it)
     in_default_grid: bool = True
     notes: tuple[str, ...] = ()
 

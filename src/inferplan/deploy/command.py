@@ -30,6 +30,7 @@ from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
 from inferplan.deploy.prompt_budget import chunked_prefill_options
+from inferplan.deploy.stated import slot_context, stated_or_default
 from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
@@ -145,9 +146,10 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags, options)
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
+    d = slot_context(d, catalog, flags)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
                     "moe_runner_backend"):
-        value = _stated_or_default(d, flags, setting)
+        value = stated_or_default(d, flags, setting)
         if value is not None and setting in flags.plan_bounds:
             bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")
         elif value is not None:
@@ -365,7 +367,7 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
         if rule is not None and value is not None and rule.requires and getattr(d, rule.requires) is None:
             raise UnsupportedSettingError(f"{flags.engine} takes {setting} only with {rule.requires}", field=setting,
                                           allowed=f"state {rule.requires} too, or leave {setting} out")
-        value = _stated_or_default(d, flags, setting)
+        value = stated_or_default(d, flags, setting)
         if value is None:
             continue
         rule = _rule(flags, setting)
@@ -373,14 +375,6 @@ def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
             value = _whole(flags, setting, value)
         argv += [switch for switch in rule.switches if switch not in argv] + _emit(rule, value)
     return argv
-
-
-def _stated_or_default(d: Deployment, flags: EngineFlags, setting: str) -> object:
-    """``d``'s value of a setting, else the rule's ``default`` where its ``default_with`` is stated."""
-    value, rule = getattr(d, setting), flags.settings.get(setting)
-    if value is None and rule is not None and rule.default_with and getattr(d, rule.default_with) is not None:
-        return rule.default
-    return value
 
 
 def _whole(flags: EngineFlags, setting: str, value: float) -> int:

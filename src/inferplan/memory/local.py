@@ -22,7 +22,7 @@ class LocalFits(BaseModel):
 
 
 def fits_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = None,
-                   models: list[str] | None = None, max_model_len: int | None = None) -> LocalFits:
+                   models: list[str] | None = None, max_model_len: int | None = None, all_models: bool = False) -> LocalFits:
     """``catalog``: the catalogue with this machine's accelerator as ``local`` (``detect.local_catalog``)."""
     if not machine.has_gpu or LOCAL_ID not in catalog.accelerators:
         ram = f"{machine.ram_bytes / 2**30:.1f} GiB RAM" if machine.ram_bytes else "RAM not read"
@@ -33,7 +33,8 @@ def fits_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = N
     gpu = group.matched or LOCAL_ID  # a matched card plans as its catalogue id, so its measured profiles apply
     accel = catalog.accelerator(gpu)
     engine = engine or default_engine(accel)
-    matrix = fits_matrix(models=models, gpus=[gpu], engine=engine, max_model_len=max_model_len, catalog=catalog)
+    matrix = fits_matrix(models=models, gpus=[gpu], engine=engine, max_model_len=max_model_len, all_models=all_models,
+                         catalog=catalog)
     fitting = sum(1 for c in matrix.cells if c.result is not None and c.result.fits)
     return LocalFits(machine=machine, engine=engine, matrix=matrix,
                      summary=f"{group.name} ×{group.count} ({group.label}): {fitting} of {len(matrix.cells)} models "

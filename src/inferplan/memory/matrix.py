@@ -38,7 +38,11 @@ Name = Annotated[str, Field(min_length=1, max_length=200)]
 class FitsRequest(Input):
     """The what-fits matrix question (empty lists: the defaults)."""
 
-    models: list[Name] = Field(default_factory=list, max_length=60)
+    models: list[Name] = Field(default_factory=list, max_length=60, description=(
+        "model ids; empty: the default grid (the catalogue's models with a config, less those it marks out of it: "
+        "left_out names them), or with all_models every model with a config"))
+    all_models: bool = Field(False, description="every catalogue model with a config, the ones the default grid leaves "
+                                                "out too (with models empty)")
     gpus: list[Name] = Field(default_factory=list, max_length=60)
     systems: list[Name] = Field(default_factory=list, max_length=30)
     quantizations: list[Name] = Field(default_factory=list, max_length=10, description=(
@@ -56,6 +60,9 @@ class FitsMatrix(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     cells: tuple[FitsCell, ...]
+    # catalogue models with a config the default grid leaves out (``in_default_grid: false``); empty when
+    # the models were named or all of them asked for (``all_models``)
+    left_out: tuple[str, ...] = ()
 
 
 def fits_matrix(
@@ -68,12 +75,14 @@ def fits_matrix(
     max_model_len: int | None = None,
     kv_cache_dtype: str = "auto",
     gpu_count: int = 1,
+    all_models: bool = False,
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
     no ``quantizations`` each model shows its best published build (``_best_builds``). Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
-    its cell's hardware written ``N× id`` when more than one."""
+    its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
+or with ``all_models`` every catalogue model with a config."""
     catalog = catalog or load_catalog()
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
     catalog.engine(engine, field_name="engine")
@@ -93,7 +102,7 @@ def fits_matrix(
     for q in quantizations or []:
         if q != "native":
             catalog.quantization(q, field_name="quantizations")
-    model_ids = models or [m.id for m in catalog.models if m.config and m.in_default_grid]
+    model_ids, left_out = _grid_models(catalog, models, all_models)
     specs = [(model, resolve_model(catalog, model, field_name="models")) for model in model_ids]
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     count = {"gpus": gpu_count} if gpu_count > 1 else {}
@@ -127,7 +136,22 @@ def fits_matrix(
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
-    return FitsMatrix(cells=tuple(cells if quantizations else _best_builds(catalog, cells)))
+    return FitsMatrix(cells=tuple(cells if quantizations else _best_builds(catalog, cells)), left_out=left_out)
+
+
+def _grid_models(catalog: Catalog, models: list[str] | None, all_models: bool) -> tuple[list[str], tuple[str, ...]]:
+    """The grid's models and the catalogue models with a config it leaves out: ``models`` as named, else every
+    model with a config (``all_models``), else those the catalogue keeps in the default grid (``in_default_grid``,
+    which holds it to one screen), the others left out."""
+    if models and all_models:
+        raise InvalidScenarioError("models names the grid's models and all_models asks for every one: give one of them",
+                                   field="all_models", allowed="all_models with no models, or the models alone")
+    if models:
+        return models, ()
+    configured = [m for m in catalog.models if m.config]
+    if all_models:
+        return [m.id for m in configured], ()
+    return [m.id for m in configured if m.in_default_grid], tuple(m.id for m in configured if not m.in_default_grid)
 
 
 def _loadable_builds(catalog: Catalog, spec, engine: str) -> list[str]:

@@ -68,6 +68,7 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
         return OffloadSplit("stream", host * gpus_in_instance - experts, experts, 0.0, host, note=
                             f"--cpu-offload-gb {d.cpu_offload_gb:g}: {host / GIB:.2f} GiB of each GPU's weights in host RAM, "
                             "copied to the GPU in every forward pass", host_bandwidth_bytes_per_s=_bandwidth(d))
+    check_expert_layers(d, spec)
     if d.n_gpu_layers is None and not d.n_cpu_moe:
         return None
     arch = None if spec.architecture_is_proxy else spec.architecture
@@ -94,6 +95,17 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
                                                f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
     return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers,
                         (host_dense + host_expert) / gpus_in_instance, note, _bandwidth(d))
+
+
+def check_expert_layers(d: Deployment, spec: ModelSpec) -> None:
+    """Refuse ``n_cpu_moe`` for a model whose published layout has no routed experts: it would keep nothing
+    in host RAM (a model with no published layout is refused by ``offload_split`` for either field)."""
+    arch = None if spec.architecture_is_proxy else spec.architecture
+    if d.n_cpu_moe is not None and arch is not None and arch.moe is None:
+        raise InvalidScenarioError(f"{spec.name} is a dense model: it has no routed experts for n_cpu_moe to keep in "
+                                   "host RAM", field="n_cpu_moe",
+                                   allowed="n_cpu_moe on a model with routed experts; on a dense model, leave it out "
+                                           "and use n_gpu_layers to keep whole layers in host RAM")
 
 
 def all_layers_on_gpu(n_gpu_layers: int | None, layers: int) -> bool:

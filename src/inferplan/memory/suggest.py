@@ -146,6 +146,11 @@ def _longest_context(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
                          summary=f"a shorter context: {tokens:,} tokens is the longest this hardware holds")
 
 
+def longest_context(d: Deployment, catalog: Catalog, below: int) -> int:
+    """The longest context under ``below`` tokens, in whole steps, at which ``d`` fits (0: not even one step)."""
+    return _longest(d, {}, below, catalog)
+
+
 def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
     """The longest context under ``below`` tokens, in whole steps, at which ``d`` with ``changes``
     fits (0: not even one step)."""

@@ -39,8 +39,8 @@ class WhatRunsHere(LocalFits):
 
 def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = None,
                    models: list[str] | None = None, max_model_len: int | None = None,
-                   user_runs: tuple[UserRun, ...] = ()) -> WhatRunsHere:
-    fits = fits_here(machine, catalog, engine=engine, models=models, max_model_len=max_model_len)
+                   user_runs: tuple[UserRun, ...] = (), all_models: bool = False) -> WhatRunsHere:
+    fits = fits_here(machine, catalog, engine=engine, models=models, max_model_len=max_model_len, all_models=all_models)
     speeds = []
     for cell in fits.matrix.cells if fits.matrix else ():
         if cell.result is None or not cell.result.fits:
@@ -83,23 +83,26 @@ class WhatRuns(BaseModel):
     input_len: int
     output_len: int
     models: tuple[ModelOnGpus, ...]  # those that fit first, fastest first
+    left_out: tuple[str, ...] = ()  # catalogue models the default grid leaves out (the what-fits matrix's)
 
 
 def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = None,
-                 quantizations: list[str] | None = None) -> WhatRuns:
+                 quantizations: list[str] | None = None, all_models: bool = False) -> WhatRuns:
     """Which catalogue models run on ``gpus`` of the accelerator ``gpu`` and how fast one request
     goes (``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens): the what-fits matrix for one card,
     and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone), and
-    the sequences of the model's planned context held at once there (as the what-fits matrix counts them)."""
+    the sequences of the model's planned context held at once there (as the what-fits matrix counts them).
+    The models are the what-fits matrix's default grid, or with ``all_models`` every catalogue model with a config."""
     accel = catalog.accelerator(gpu, "gpu")
     engine = catalog.engine(engine or default_engine(accel)).id
     for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
         _check_loads(catalog, engine, name, accel)
-    matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, catalog=catalog)
+    matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, all_models=all_models,
+                         catalog=catalog)
     rows = [_on_gpus(cell, accel.id, gpus, engine, catalog) for cell in matrix.cells if cell.result is not None]
     rows.sort(key=lambda r: (not r.fits, -(r.output_tokens_per_s_per_user or 0.0), r.model))
     return WhatRuns(accelerator=accel.id, gpus=gpus, engine=engine, input_len=SPEED_INPUT_TOKENS,
-                    output_len=SPEED_OUTPUT_TOKENS, models=tuple(rows))
+                    output_len=SPEED_OUTPUT_TOKENS, models=tuple(rows), left_out=matrix.left_out)
 
 
 def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator) -> None:

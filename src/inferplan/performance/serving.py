@@ -20,7 +20,10 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.context_cache import context_slots
+from inferplan.memory.fit_held import planned_length
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import most_slots
+from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
@@ -196,10 +199,22 @@ def _slots_for_load(d: Deployment, w: Workload, catalog: Catalog) -> tuple[Deplo
     if w.concurrency != "max" and (most := most_slots(d, catalog, slots)) is not None and most < slots:
         raise InvalidScenarioError(  # the concurrency asked is what does not fit, not a cap the user never gave
             f"concurrency {slots} needs llama-server started with {slots} slots of max_model_len each, and only "
-            f"{most} fit", field="concurrency", allowed=f"1..{most} or max")
+            f"{most} fit{_slot_lengths(d, w, catalog, slots)}", field="concurrency", allowed=f"1..{most} or max")
     return d.model_copy(update={"max_num_seqs": slots}), (
         f"{catalog.engine(d.engine).name} started with {slots} slots for {slots} requests at once (--parallel {slots}; "
         f"no max_num_seqs stated), each holding max_model_len of the cache")
+
+
+def _slot_lengths(d: Deployment, w: Workload, catalog: Catalog, slots: int) -> str:
+    """The context each slot was planned with (stated, or the model's own), and the longest shorter one at which
+    ``slots`` slots fit, where that still holds one request of the workload."""
+    length = planned_length(d, resolve_model(catalog, d.model), None)
+    given = "" if d.max_model_len else " (the model's own: no max_model_len stated)"
+    shorter = longest_context(d.model_copy(update={"max_num_seqs": slots}), catalog, length)
+    request = w.input_len + w.output_len
+    at = (f"; {slots} fit at max_model_len {shorter:,}" if shorter >= request else
+          f"; no max_model_len that holds a {request:,}-token request fits {slots}")
+    return f" at max_model_len {length:,}{given}{at}"
 
 
 def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_profiles: bool = True,

@@ -45,11 +45,19 @@ def _row(m: ModelOnGpus) -> HomelabRow:
         speed=f"{m.output_tokens_per_s_per_user:,.0f} tok/s" if m.output_tokens_per_s_per_user is not None else dash)
 
 
+def _left_out(left_out: tuple[str, ...]) -> str:
+    if not left_out:
+        return ""
+    n = len(left_out)
+    return (f" Not listed: {n} more catalogue model{'s' if n > 1 else ''} the default list leaves out "
+            f"({', '.join(left_out)}); all models (all_models) lists them.")
+
+
 def homelab_view(r: WhatRuns) -> HomelabView:
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} with {r.engine}. "
                f"Requests at once: how many of the row's context its KV cache holds together; TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
-               + (f"; {layout}" if layout else "") + ".")
+               + (f"; {layout}" if layout else "") + "." + _left_out(r.left_out))
     return HomelabView(summary=summary, rows=tuple(_row(m) for m in r.models), result=r)

@@ -265,7 +265,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             catalogue_model(model, f"models.{i}")
         matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
                              quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
-                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count)
+                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count, all_models=r.all_models)
 
         def addressed(cell):  # a cell's error names a request key, or none where the matrix chose the input
             key = cell.error_field

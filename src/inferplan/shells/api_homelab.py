@@ -16,6 +16,8 @@ class HomelabRequest(Input):
     gpus: int = Field(1, ge=1, le=64, description="GPUs of that kind, run as one instance")
     engine: str | None = Field(None, max_length=40, description="default: llama.cpp on Apple silicon, else vLLM")
     quantization: str | None = Field(None, max_length=40, description="one weight format; default: each model's own")
+    all_models: bool = Field(False, description="every catalogue model with a config; default: the what-fits "
+                                                "grid's models (the summary names the ones it leaves out)")
 
     @field_validator("gpu", "engine", "quantization", mode="before")
     @classmethod
@@ -33,5 +35,5 @@ def homelab_route(r: HomelabRequest) -> HomelabView:
     from inferplan.report.homelab_view import homelab_view
 
     result = what_runs_on(r.gpu, r.gpus, load_catalog(), engine=r.engine,
-                          quantizations=[r.quantization] if r.quantization else None)
+                          quantizations=[r.quantization] if r.quantization else None, all_models=r.all_models)
     return homelab_view(result)

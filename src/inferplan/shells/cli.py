@@ -83,7 +83,8 @@ def fit_cmd(
 
 @app.command("fits")
 def fits_cmd(
-    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every model with a config)."),
+    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: the default grid, every model with a config but those the catalogue keeps out of it to hold it to one screen; the output names them)."),
+    all_models: bool = typer.Option(False, "--all-models", help="Every catalogue model with a config, the ones the default grid leaves out too."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="Comma-separated accelerator types (default: 80/96/141/288 GB GPUs); a count goes in --gpu-count."),
     gpu_count: int = typer.Option(1, "--gpu-count", min=1, max=64, help="GPUs of each --gpus type, run as one instance (default 1)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
@@ -105,7 +106,7 @@ def fits_cmd(
     matrix = flagged_cells(run(
         fits_matrix, models=split_list(models, "--models"), gpus=split_list(gpus, "--gpus"), systems=split_list(systems, "--systems"),
         quantizations=split_list(quantizations, "--quantizations"), engine=engine, max_model_len=max_model_len,
-        kv_cache_dtype=kv_cache_dtype, gpu_count=gpu_count,
+        kv_cache_dtype=kv_cache_dtype, gpu_count=gpu_count, all_models=all_models,
     ))
     if as_json:
         emit_json(matrix)

@@ -12,7 +12,8 @@ render_local = LazyModule("inferplan.shells.render_local")
 
 
 def detect_cmd(
-    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every model with a config)."),
+    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: the default grid, every model with a config but those the catalogue keeps out of it to hold it to one screen; the output names them)."),
+    all_models: bool = typer.Option(False, "--all-models", help="Every catalogue model with a config, the ones the default grid leaves out too."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Engine to plan with (default: llamacpp on Apple silicon, else vllm)."),
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default 8192)."),
     db: Optional[Path] = typer.Option(None, "--db", help="SQLite file of your runs (inferplan measurements import), used for the speeds."),
@@ -26,7 +27,7 @@ def detect_cmd(
 
     catalog, machine = run(local_machine_catalog, run(load_catalog))
     result = run(what_runs_here, machine, catalog, engine=engine, models=split_list(models, "--models"),
-                 max_model_len=max_model_len, user_runs=user_runs(db))
+                 max_model_len=max_model_len, user_runs=user_runs(db), all_models=all_models)
     if as_json:
         emit_json(result)
         return

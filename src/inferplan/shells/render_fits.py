@@ -144,9 +144,24 @@ def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], hea
     return Text.from_markup(f"[red]Fits none[/], fewest GPUs per column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
 
 
+def left_out_line(matrix) -> Text | None:
+    """The catalogue models the default grid leaves out, and the flags that add them (None: none left out)."""
+    if not matrix.left_out:
+        return None
+    n = len(matrix.left_out)
+    return Text(f"Not in the default grid: {n} more catalogue model{'s' if n > 1 else ''} ({', '.join(matrix.left_out)}); "
+                "--all-models adds them, --models names the ones to show", style="dim")
+
+
 def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableType:
-    if not explain and (grid := fits_grid(matrix, width)) is not None:
-        return grid
+    """The grid where it fits ``width`` (else, or with ``explain``, a table of every cell's figures), and the
+    line naming the catalogue models the default grid left out."""
+    shown = (None if explain else fits_grid(matrix, width)) or _cells_table(matrix, width)
+    left_out = left_out_line(matrix)
+    return shown if left_out is None else Group(shown, left_out)
+
+
+def _cells_table(matrix, width: int) -> RenderableType:
     cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
             Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
             Col("smallest fit", False)]

@@ -134,6 +134,7 @@ async function runHomelab(event) {
   const request = { gpu: $("homelab-gpu").value, gpus: Number($("homelab-gpus").value || 1) };
   if ($("homelab-engine").value) request.engine = $("homelab-engine").value;
   if ($("homelab-quantization").value) request.quantization = $("homelab-quantization").value;
+  if ($("homelab-all-models").value) request.all_models = true;
   try {
     const view = await api("POST", "/api/views/homelab", request);
     $("homelab-summary").textContent = view.summary;
