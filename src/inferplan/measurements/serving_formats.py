@@ -28,10 +28,10 @@ def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
     completed = read_number(run, "completed", fmt, where)
     if not completed:
         raise bad_field(f"{where}completed", "no request completed", fmt)
+    input_tokens = round(read_number(run, "total_input_tokens", fmt, where) / completed)
     output_tokens = round(read_number(run, "total_output_tokens", fmt, where) / completed)
     return measured_point(where, fmt, concurrency=_concurrency(run, fmt, where, completed, output_tokens),
-                          input_tokens=round(read_number(run, "total_input_tokens", fmt, where) / completed),
-                          output_tokens=output_tokens,
+                          input_tokens=input_tokens, output_tokens=output_tokens,
                           ttft_s=from_ms(read_number(run, "mean_ttft_ms", fmt, where)),
                           tpot_s=from_ms(read_number(run, "mean_tpot_ms", fmt, where)),
                           output_tokens_per_s_total=read_number(run, "output_throughput", fmt, where),
@@ -55,9 +55,11 @@ def _concurrency(run: dict, fmt: str, where: str, completed: float, output_token
     request rate has its mean in flight by Little's law — SGLang's own ``concurrency`` (the summed
     end-to-end latencies over the run's duration), else completed requests per second × mean
     end-to-end latency (vLLM's ``mean_e2el_ms``; without it mean TTFT + mean TPOT × (output tokens − 1),
-    exact when every request has the same output length)."""
+    exact when every request has the same output length). Neither a cap nor a rate: refused."""
     if run.get("max_concurrency"):  # 0 or null: no cap, as the clients read it
         return int(read_number(run, "max_concurrency", fmt, where))
+    if run.get("request_rate") is None:
+        raise bad_field(f"{where}request_rate", "missing, and no max_concurrency: the load the client offered is unknown", fmt)
     if _unlimited(run.get("request_rate")):
         return round(_requests(run, fmt, where, completed))
     if run.get("concurrency") is not None:
