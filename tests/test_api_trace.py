@@ -54,7 +54,7 @@ def test_a_bad_inline_row_is_refused_naming_its_index_and_column(client, route, 
     assert r.status_code == 422, r.text
     error = r.json()["detail"][0]
     assert error["loc"] == ["body", "trace", str(row), column]
-    assert f"row {row}" in error["msg"]
+    assert f"row {row + 1} (index {row})" in error["msg"]  # rows count from 1, as a trace file's do
 
 
 def test_an_empty_or_oversized_trace_is_refused(client, monkeypatch):

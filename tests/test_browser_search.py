@@ -90,7 +90,7 @@ def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
     page.click("#search-run")
     page.wait_for_function("() => !document.getElementById('search-error').hidden", timeout=60000)
     error = page.text_content("#search-error")
-    assert "trace.2.input_tokens" in error and "row 2" in error
+    assert "trace.2.input_tokens" in error and "row 3 (index 2)" in error  # rows count from 1, as a trace file's do
     assert all("status of 422" in p for p in page.problems), page.problems  # the refusal, and nothing else
     page.problems.clear()
 

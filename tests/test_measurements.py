@@ -63,10 +63,12 @@ def test_llama_bench_states_its_build(catalog):
     ("run.json", '{"completed": 10, "max_concurrency": 4, "total_input_tokens": 100, "total_output_tokens": 50, '
                  '"mean_ttft_ms": 5, "mean_tpot_ms": 1}', "output_throughput"),
     ("run.json", '{"completed": 10, "total_input_tokens": 100, "total_output_tokens": 50, "mean_ttft_ms": 5, '
-                 '"mean_tpot_ms": 1, "output_throughput": 3}', "max_concurrency"),
+                 '"mean_tpot_ms": 1, "output_throughput": 3}', "request_rate"),  # no cap and no rate: the load is unknown
+    ("run.json", '{"completed": 10, "request_rate": 4, "total_input_tokens": 100, "total_output_tokens": 50, '
+                 '"mean_ttft_ms": 5, "mean_tpot_ms": 1, "output_throughput": 3}', "request_throughput"),
     ("run.json", '{"completed": 10, "max_concurrency": 4, "total_input_tokens": "many", "total_output_tokens": 50, '
                  '"mean_ttft_ms": 5, "mean_tpot_ms": 1, "output_throughput": 3}', "total_input_tokens"),
-    ("runs.jsonl", '{"completed": 1}\n{broken', "line 1: max_concurrency"),
+    ("runs.jsonl", '{"completed": 1}\n{broken', "line 1: total_input_tokens"),
     ("m.csv", "concurrency,input_tokens\n1,2\n", "line 1"),
     ("m.csv", "concurrency,input_tokens,output_tokens,tpot_ms\n1,1024,256,-3\n", "line 2: tpot_ms"),
     ("profile_export_genai_perf.json", '{"time_to_first_token": {"avg": 3}, "input_config": {"concurrency": 2}}', "input_sequence_length"),

@@ -52,6 +52,59 @@ def test_a_finite_request_rate_is_a_poisson_load():
     assert (load.arrival, load.request_rate_per_s, load.open_loop_requests) == ("poisson", 4.0, 400)
 
 
+@pytest.mark.parametrize("e2e", [{}, {"mean_e2el_ms": None}])
+def test_a_run_at_a_request_rate_without_a_cap_is_a_poisson_load_at_its_mean_in_flight(e2e):
+    """``vllm bench serve --request-rate 4`` with no --max-concurrency: Poisson at 4/s, planned at its
+    mean requests in flight by Little's law (3.62 req/s × 2.193 s; without ``mean_e2el_ms``, mean TTFT
+    + mean TPOT × 255 = 2.193 s as well)."""
+    (p,) = parse(_vllm(request_rate=4.0, max_concurrency=None, **e2e), "vllm").points
+    assert (p.concurrency, p.request_rate_per_s, p.requests) == (8, 4.0, 400)
+    load = tails.point_load(p)
+    assert (load.arrival, load.request_rate_per_s, load.open_loop_requests) == ("poisson", 4.0, 400)
+
+
+def test_a_slow_rate_is_planned_at_one_request_in_flight_at_least():
+    (p,) = parse(_vllm(request_rate=0.1, max_concurrency=None, request_throughput=0.1), "vllm").points
+    assert p.concurrency == 1  # 0.1 req/s × 2.193 s
+
+
+def test_sglang_states_its_mean_in_flight_for_a_run_at_a_rate():
+    run = SGLANG_RANDOM | {"request_rate": 2.0, "max_concurrency": None, "concurrency": 3.7}
+    (p,) = parse(json.dumps(run), "sglang").points
+    assert (p.concurrency, p.request_rate_per_s) == (4, 2.0)
+
+
+@pytest.mark.parametrize(("fmt", "text"), [("vllm", _vllm(max_concurrency=None)),
+                                           ("sglang", json.dumps(SGLANG_RANDOM | {"max_concurrency": None}))])
+def test_no_rate_limit_and_no_cap_sends_every_request_at_once(fmt, text):
+    (p,) = parse(text, fmt).points
+    load = tails.point_load(p)
+    assert p.concurrency == p.requests and (load.arrival, load.clients) == ("closed", p.requests)
+
+
+def test_validate_mine_predicts_a_run_at_a_request_rate(catalog, tmp_path):
+    db = tmp_path / "r4.db"
+    name = "vllm-r4.json"
+    Store(db).add_measurements(read_runs(catalog, [(name, _vllm(request_rate=4.0, max_concurrency=None).encode())], H100))
+    done = CliRunner().invoke(app, ["validate", "--mine", "--json", "--db", str(db)])
+    assert done.exit_code == 0, done.output
+    (point,) = json.loads(done.output)["mine"][0]["points"]
+    assert point["problem"] is None and point["concurrency"] == 8
+    assert point["tails"]["load"] == "poisson 4/s"
+    assert [r["metric"] for r in point["tails"]["percentiles"]] == ["ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s"]
+    assert all(r["approximation"] > 0 and r["simulation"] > 0 for r in point["tails"]["percentiles"])
+
+
+def test_a_load_the_means_model_refuses_still_has_its_percentiles_predicted(catalog):
+    """Every one of 400 requests sent at once is more than the KV cache holds: no mean figures are
+    predicted, the percentiles are."""
+    (p,) = parse(_vllm(max_concurrency=None), "vllm").points
+    run = read_runs(catalog, [("all.json", _vllm(max_concurrency=None).encode())], H100)[0]
+    point = compare_run(run.model_copy(update={"points": (p.model_copy(update={"concurrency": 5_000}),)}), catalog).points[0]
+    assert point.problem and all(m.predicted is None for m in point.metrics)
+    assert point.tails is not None and point.tails.load == "closed loop, 400 clients"
+
+
 @pytest.mark.parametrize("changes", [{"request_rate": 4.0, "burstiness": 0.5}, {"request_rate": "trace"},
                                      {"request_rate": 4.0, "ramp_up_strategy": "linear"}])
 def test_a_load_the_planner_does_not_model_leaves_the_percentiles_out(changes):

@@ -239,7 +239,7 @@ def test_a_trace_with_a_bad_row_is_refused_naming_the_row(tmp_path):
     path.write_text("arrival_s,input_tokens,output_tokens\n0,100,10\n0.5,-3,10\n")
     r = runner.invoke(app, ["search", "--model", "qwen3-8b", "--trace", str(path)])
     assert r.exit_code == 2
-    assert "--trace" in r.output and "row 3" in r.output
+    assert "--trace" in r.output and "row 2 (line 3)" in r.output
 
 
 @pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)

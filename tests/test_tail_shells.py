@@ -34,7 +34,7 @@ def test_simulate_refuses_two_loads_and_a_bad_trace_row(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("arrival_s,input_tokens,output_tokens\n0,100,10\n1,abc,10\n")
     r = invoke("simulate", *DEPLOY, "--trace", str(trace))
-    assert r.exit_code == 2 and "row 3" in r.output and "input_tokens" in r.output
+    assert r.exit_code == 2 and "row 2 (line 3), column input_tokens" in " ".join(r.output.split())
     r = invoke("simulate", *DEPLOY, "--request-rate", "-1")
     assert r.exit_code == 2 and "--request-rate" in r.output
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.search import trace as trace_module
 from inferplan.search.arrivals import Load
-from inferplan.search.trace import parse_trace, read_trace
+from inferplan.search.trace import parse_trace, read_trace, trace_from_rows
 
 
 def test_a_csv_and_a_jsonl_trace_read_the_same():
@@ -22,26 +24,58 @@ def test_a_csv_and_a_jsonl_trace_read_the_same():
     assert load.request_rate_per_s == pytest.approx(1.0) and load.output_tokens == pytest.approx(55 / 3)
 
 
-@pytest.mark.parametrize("text, row, column", [
-    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,,5\n", 3, "input_tokens"),  # missing
-    ("arrival_s,input_tokens\n0,10\n", 2, "output_tokens"),  # missing column
-    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,ten,5\n", 3, "input_tokens"),  # not a number
-    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,10,-5\n", 3, "output_tokens"),  # negative
-    ("arrival_s,input_tokens,output_tokens\n0,10,5\n-1,10,5\n", 3, "arrival_s"),  # negative time
-    ("arrival_s,input_tokens,output_tokens\n0,10,5\n5,10,5\n4,10,5\n", 4, "arrival_s"),  # earlier than the row before
-    ("arrival_s,input_tokens,output_tokens\n0,10.5,5\n", 2, "input_tokens"),  # not whole
+@pytest.mark.parametrize("text, row, line, column", [
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,,5\n", 2, 3, "input_tokens"),  # missing
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,ten,5\n", 2, 3, "input_tokens"),  # not a number
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n1,10,-5\n", 2, 3, "output_tokens"),  # negative
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n-1,10,5\n", 2, 3, "arrival_s"),  # negative time
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n5,10,5\n4,10,5\n", 3, 4, "arrival_s"),  # earlier than the row before
+    ("arrival_s,input_tokens,output_tokens\n0,10.5,5\n", 1, 2, "input_tokens"),  # not whole
+    ("arrival_s,input_tokens,output_tokens\n0,10,5\n\n1,,5\n", 2, 4, "input_tokens"),  # a blank line is no row
 ])
-def test_a_bad_csv_row_is_refused_naming_row_and_column(text, row, column):
+def test_a_bad_csv_row_is_refused_naming_row_line_and_column(text, row, line, column):
+    """Rows count the trace's requests from 1, the file's line beside; the field is the row's JSON index."""
     with pytest.raises(InvalidScenarioError) as info:
         parse_trace(text, jsonl=False)
-    assert f"row {row}" in str(info.value) and column in str(info.value)
-    assert info.value.field == f"trace.row[{row}].{column}"
+    assert f"row {row} (line {line}), column {column}" in str(info.value)
+    assert info.value.field == f"trace.{row - 1}.{column}"
+
+
+@pytest.mark.parametrize("header, missing", [
+    ("time,prompt,completion", "no arrival_s or timestamp and no input_tokens and no output_tokens column"),
+    ("arrival_s,input_tokens", "no output_tokens column"),
+    ("timestamp,input_tokens,tokens_out", "no output_tokens column"),
+])
+def test_a_header_without_the_columns_is_refused_naming_what_it_has(header, missing):
+    with pytest.raises(InvalidScenarioError) as info:
+        parse_trace(f"{header}\n0,100,100\n", jsonl=False)
+    found = ", ".join(repr(c) for c in header.split(","))
+    assert str(info.value).startswith(f"trace: the header row (line 1) names {found}: {missing}")
+    assert info.value.field == "trace" and "arrival_s or timestamp, input_tokens and output_tokens" in info.value.allowed
+
+
+def test_a_row_with_more_values_than_the_header_is_refused_naming_it():
+    with pytest.raises(InvalidScenarioError) as info:
+        parse_trace("arrival_s,input_tokens,output_tokens\n0,100,100\n9999,100,100,7\n", jsonl=False)
+    assert "row 2 (line 3): 4 values under a header of 3 columns" in str(info.value)
+    assert info.value.field == "trace.1"
+
+
+def test_a_file_and_the_same_rows_inline_name_a_bad_row_alike():
+    rows = [{"arrival_s": 0, "input_tokens": 1, "output_tokens": 1}, {"arrival_s": 1, "input_tokens": "many", "output_tokens": 1}]
+    with pytest.raises(InvalidScenarioError) as from_file:
+        parse_trace("\n".join(json.dumps(r) for r in rows), jsonl=True)
+    with pytest.raises(InvalidScenarioError) as inline:
+        trace_from_rows(rows)
+    assert "row 2 (line 2), column input_tokens" in str(from_file.value)
+    assert "row 2 (index 1), column input_tokens" in str(inline.value)
+    assert from_file.value.field == inline.value.field == "trace.1.input_tokens"
 
 
 def test_a_bad_jsonl_line_is_refused_naming_it():
-    with pytest.raises(InvalidScenarioError, match="row 2"):
+    with pytest.raises(InvalidScenarioError, match=r"row 2 \(line 2\)"):
         parse_trace('{"arrival_s": 0, "input_tokens": 1, "output_tokens": 1}\n[1, 2]\n', jsonl=True)
-    with pytest.raises(InvalidScenarioError, match="row 1, column output_tokens"):
+    with pytest.raises(InvalidScenarioError, match=r"row 1 \(line 1\), column output_tokens"):
         parse_trace('{"arrival_s": 0, "input_tokens": 1, "output_tokens": "many"}\n', jsonl=True)
 
 

@@ -85,8 +85,12 @@ _BOUND_WORDS = (("ge", "at least"), ("gt", "more than"), ("le", "at most"), ("lt
 
 @functools.cache
 def _number_wanted(cls: type[BaseModel], name: str) -> str:
-    """What a numeric field takes: "a whole number at least 1", "a number more than 0 and at most 1"."""
-    field = cls.model_fields[name]
+    return number_wanted(cls.model_fields[name])
+
+
+def number_wanted(field: Any) -> str:
+    """What a numeric field (its pydantic ``FieldInfo``) takes: "a whole number at least 1", "a number
+    more than 0 and at most 1"."""
     bounds = [f"{word} {getattr(m, attr):g}" for m in field.metadata for attr, word in _BOUND_WORDS
               if getattr(m, attr, None) is not None]
     kind = "a whole number" if _holds_only(field.annotation, (int,)) else "a number"

@@ -83,16 +83,26 @@ def _predict(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> ServingEst
     return estimate(d, w, catalog, use_profiles=False)
 
 
+def _unpredicted(where: dict, p: MeasuredPoint, exc: InferplanError, tails: PointTails | None = None) -> PointComparison:
+    """The measured figures without a prediction beside them, and why."""
+    measured = ((metric, getattr(p, field)) for metric, (field, _) in METRICS.items())
+    return PointComparison(**where, metrics=tuple(MetricComparison(metric=metric, measured=value) for metric, value in measured if value),
+                           tails=tails, problem=exc.describe())
+
+
 def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
+    """The figures predicted at ``p`` beside the measured ones. A load the steady-state model refuses
+    for the means (every request of a run sent at once, more than the KV cache holds) still has its
+    percentiles queued and simulated."""
     where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
     try:
-        est = _predict(run, p, catalog)
         tails = compare_tails(_deployment(run), p, catalog)
-    except InferplanError as exc:  # the measured figures stand without a prediction beside them
-        measured = ((metric, getattr(p, field)) for metric, (field, _) in METRICS.items())
-        return PointComparison(**where, metrics=tuple(MetricComparison(metric=metric, measured=value)
-                                                      for metric, value in measured if value),
-                               problem=exc.describe())
+    except InferplanError as exc:
+        return _unpredicted(where, p, exc)
+    try:
+        est = _predict(run, p, catalog)
+    except InferplanError as exc:
+        return _unpredicted(where, p, exc, tails)
     rows = []
     for metric, (field, figure) in METRICS.items():
         measured = getattr(p, field)

@@ -4,12 +4,13 @@ Every parser is strict: a file that is not the format, or lacks a figure the poi
 refused with an ``InvalidScenarioError`` whose ``field`` is the key or line at fault. Formats and
 their keys (docs/measurements.md has the sources):
 
-- ``vllm``: ``vllm bench serve --save-result`` JSON (``max_concurrency``, ``completed``,
+- ``vllm``: ``vllm bench serve --save-result`` JSON (``max_concurrency`` — without one, the mean in
+  flight or every request at once, ``serving_formats._concurrency`` — ``completed``,
   ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``,
   ``output_throughput``, ``request_throughput``; percentiles ``median_ttft_ms``, ``p99_ttft_ms``,
   ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``).
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
-  plus ``max_concurrency``/``concurrency``).
+  and ``concurrency``, its mean requests in flight).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,

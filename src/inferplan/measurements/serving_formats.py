@@ -28,17 +28,48 @@ def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
     completed = read_number(run, "completed", fmt, where)
     if not completed:
         raise bad_field(f"{where}completed", "no request completed", fmt)
-    concurrency = run.get("max_concurrency") or run.get("concurrency")
-    if concurrency is None:
-        raise bad_field(f"{where}max_concurrency", "missing: run the client with --max-concurrency so the load is known", fmt)
-    return measured_point(where, fmt, concurrency=int(read_number({"c": concurrency}, "c", fmt, f"{where}max_concurrency.")),
-                          input_tokens=round(read_number(run, "total_input_tokens", fmt, where) / completed),
-                          output_tokens=round(read_number(run, "total_output_tokens", fmt, where) / completed),
+    input_tokens = round(read_number(run, "total_input_tokens", fmt, where) / completed)
+    output_tokens = round(read_number(run, "total_output_tokens", fmt, where) / completed)
+    return measured_point(where, fmt, concurrency=_concurrency(run, fmt, where, completed, output_tokens),
+                          input_tokens=input_tokens, output_tokens=output_tokens,
                           ttft_s=from_ms(read_number(run, "mean_ttft_ms", fmt, where)),
                           tpot_s=from_ms(read_number(run, "mean_tpot_ms", fmt, where)),
                           output_tokens_per_s_total=read_number(run, "output_throughput", fmt, where),
                           requests_per_s=read_number(run, "request_throughput", fmt, where, required=False),
                           **_serving_tails(run, fmt, where, completed))
+
+
+def _unlimited(rate: Any) -> bool:
+    """No rate limit: the key absent, vLLM's "inf" or SGLang's ``Infinity``."""
+    return rate is None or rate == "inf" or (isinstance(rate, float) and math.isinf(rate) and rate > 0)
+
+
+def _requests(run: dict, fmt: str, where: str, completed: float) -> float:
+    """The requests the run sent: vLLM's ``num_prompts``; SGLang writes none, so its ``completed``."""
+    return read_number(run, "num_prompts", fmt, where, required=False) or completed
+
+
+def _concurrency(run: dict, fmt: str, where: str, completed: float, output_tokens: int) -> int:
+    """The requests in flight the point stands for: the client's ``max_concurrency``; without a cap,
+    a run with no rate limit sends every request at once (one in flight per request), and a run at a
+    request rate has its mean in flight by Little's law — SGLang's own ``concurrency`` (the summed
+    end-to-end latencies over the run's duration), else completed requests per second × mean
+    end-to-end latency (vLLM's ``mean_e2el_ms``; without it mean TTFT + mean TPOT × (output tokens − 1),
+    exact when every request has the same output length). Neither a cap nor a rate: refused."""
+    if run.get("max_concurrency"):  # 0 or null: no cap, as the clients read it
+        return int(read_number(run, "max_concurrency", fmt, where))
+    if run.get("request_rate") is None:
+        raise bad_field(f"{where}request_rate", "missing, and no max_concurrency: the load the client offered is unknown", fmt)
+    if _unlimited(run.get("request_rate")):
+        return round(_requests(run, fmt, where, completed))
+    if run.get("concurrency") is not None:
+        in_flight = read_number(run, "concurrency", fmt, where)
+    else:
+        e2e_ms = read_number(run, "mean_e2el_ms", fmt, where, required=False)
+        if e2e_ms is None:
+            e2e_ms = read_number(run, "mean_ttft_ms", fmt, where) + read_number(run, "mean_tpot_ms", fmt, where) * max(output_tokens - 1, 0)
+        in_flight = read_number(run, "request_throughput", fmt, where) * from_ms(e2e_ms)
+    return max(1, round(in_flight))
 
 
 def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[str, Any]:
@@ -49,7 +80,7 @@ def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[st
     rate = run.get("request_rate")
     if rate == "trace":
         return {}
-    if rate is None or rate == "inf" or (isinstance(rate, float) and math.isinf(rate) and rate > 0):
+    if _unlimited(rate):
         rate = None
     else:
         rate = read_number(run, "request_rate", fmt, where)
@@ -57,7 +88,7 @@ def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[st
             raise bad_field(f"{where}request_rate", "zero requests per second", fmt)
         if run.get("burstiness", 1.0) != 1.0 or run.get("ramp_up_strategy"):
             return {}
-    requests = read_number(run, "num_prompts", fmt, where, required=False) or completed
+    requests = _requests(run, fmt, where, completed)
     return {"request_rate_per_s": rate, "requests": round(requests), "lengths_uniform_scv": _random_lengths_scv(run, fmt, where),
             **{field: from_ms(read_number(run, key, fmt, where, required=False)) for field, key in SERVING_TAILS.items()}}
 

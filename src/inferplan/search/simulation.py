@@ -23,7 +23,7 @@ from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate_pools import simulate_pools
 from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SIM_WORK_LIMIT, SimulationResult, simulate
-from inferplan.search.trace import Trace
+from inferplan.search.trace import Trace, row_field
 
 LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
 # what a trace brings itself, so the query leaves it at its default beside one
@@ -234,8 +234,8 @@ def _sized_for_trace(d: Deployment, trace: Trace, catalog: Catalog) -> Deploymen
     if lengths[row] > context:
         held = f"the {context:,}-token context" if context else "the model's context"
         raise InvalidScenarioError(
-            f"request {row} asks for {trace.input_tokens[row]:,} + {trace.output_tokens[row]:,} tokens, more than {held} "
-            "the deployment is planned at", field=f"trace.{row}.input_tokens",
+            f"trace row {row + 1} asks for {trace.input_tokens[row]:,} + {trace.output_tokens[row]:,} tokens, more than {held} "
+            "the deployment is planned at", field=row_field(row, "input_tokens"),
             allowed=f"input + output at most {context:,} tokens" if context else "a request the model's context holds")
     return sized
 

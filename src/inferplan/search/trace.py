@@ -1,10 +1,15 @@
 """A request trace: arrival time, prompt tokens and output tokens per request, read from CSV or JSONL.
 
 CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``
-(other columns are ignored). JSONL: one object per line with the same keys. Times are seconds
-from any origin and must not decrease, and at least two must differ (the trace's span gives its
-rate); token counts are whole numbers from 1 to ``MAX_TRACE_TOKENS``. A bad row is refused naming its row number (the header is row 1 of a CSV; the first
-line is row 1 of a JSONL file; rows given inline are numbered from 0) and the column.
+(other columns are ignored; a header without them is refused naming the columns it has). JSONL: one
+object per line with the same keys. Times are seconds from any origin and must not decrease, and at
+least two must differ (the trace's span gives its rate); token counts are whole numbers from 1 to
+``MAX_TRACE_TOKENS``; a CSV row with more values than its header has columns is refused.
+
+A bad row is refused naming it one way wherever the trace comes from: ``row N`` counts the trace's
+requests from 1 (a CSV's header and blank lines are not rows), with the file's line beside it
+(``row 4 (line 5)``) or, for rows given inline, their index (``row 2 (index 1)``); the error's
+``field`` is the row's place in a JSON body, ``trace.<index>.<column>`` (the index is N − 1).
 """
 
 from __future__ import annotations
@@ -65,50 +70,78 @@ class Trace:
         return float(gaps.var() / gaps.mean() ** 2) if len(gaps) > 1 and gaps.mean() > 0 else 0.0
 
 
-def _number(raw: object, row: int, column: str, *, whole: bool, minimum: float, maximum: float = math.inf) -> float:
-    where = f"row {row}, column {column}"
+def row_field(index: int, column: str | None = None) -> str:
+    """A trace row's ``field``: its place in a JSON body (``trace.1.input_tokens``), 0-based."""
+    return f"trace.{index}" + (f".{column}" if column else "")
+
+
+def _row(index: int, line: int | None = None) -> str:
+    """A row as every error names it: counted from 1, with its file line or its inline index."""
+    return f"row {index + 1} ({f'line {line}' if line is not None else f'index {index}'})"
+
+
+def _number(raw: object, row: tuple[int, str], column: str, *, whole: bool, minimum: float,
+            maximum: float = math.inf) -> float:
+    index, label = row
+    where, field = f"{label}, column {column}", row_field(index, column)
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise InvalidScenarioError(f"trace {where}: missing", field=f"trace.row[{row}].{column}",
-                                   allowed="a number" if not whole else "a whole number")
+        raise InvalidScenarioError(f"trace {where}: missing", field=field, allowed="a number" if not whole else "a whole number")
     if isinstance(raw, bool):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=f"trace.row[{row}].{column}")
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field)
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=f"trace.row[{row}].{column}",
-                                   allowed="a number") from None
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field, allowed="a number") from None
     if not math.isfinite(value) or not minimum <= value <= maximum or (whole and value != int(value)):
         kind = "a whole number" if whole else "a number"
         most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=f"trace.row[{row}].{column}",
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=field,
                                    allowed=f"{kind} of at least {minimum:g}{most}")
     return value
 
 
-def _rows_from_csv(text: str) -> list[tuple[int, dict]]:
+HEADER_ALLOWED = f"a header row naming {' or '.join(TIME_KEYS)}, input_tokens and output_tokens (other columns are ignored)"
+
+
+def _rows_from_csv(text: str) -> list[tuple[tuple[int, str], dict]]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         raise InvalidScenarioError("trace: the file is empty", field="trace", allowed="a header row and one row per request")
-    return [(i + 2, row) for i, row in enumerate(reader)]
-
-
-def _rows_from_jsonl(text: str) -> list[tuple[int, dict]]:
+    found = list(reader.fieldnames)
+    missing = [" or ".join(TIME_KEYS)] if not set(TIME_KEYS) & set(found) else []
+    missing += [c for c in COLUMNS[1:] if c not in found]
+    if missing:
+        raise InvalidScenarioError(f"trace: the header row (line 1) names {', '.join(map(repr, found))}: no "
+                                   f"{' and no '.join(missing)} column", field="trace", allowed=HEADER_ALLOWED)
     rows = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidScenarioError(f"trace row {i}: not JSON ({exc.msg})", field=f"trace.row[{i}]",
-                                       allowed="one JSON object per line") from None
-        rows.append((i, _record(record, i, "one JSON object per line")))
+    for index, record in enumerate(reader):
+        row = (index, _row(index, reader.line_num))
+        if None in record:  # csv.DictReader's key for the values past the header's columns
+            raise InvalidScenarioError(f"trace {row[1]}: {len(found) + len(record[None])} values under a header of "
+                                       f"{len(found)} columns ({', '.join(found)})", field=row_field(index),
+                                       allowed="at most one value per header column")
+        rows.append((row, record))
     return rows
 
 
-def _record(record: object, row: int, allowed: str) -> dict:
+def _rows_from_jsonl(text: str) -> list[tuple[tuple[int, str], dict]]:
+    rows = []
+    for line, content in enumerate(text.splitlines(), start=1):
+        if not content.strip():
+            continue
+        row = (len(rows), _row(len(rows), line))
+        try:
+            record = json.loads(content)
+        except json.JSONDecodeError as exc:
+            raise InvalidScenarioError(f"trace {row[1]}: not JSON ({exc.msg})", field=row_field(row[0]),
+                                       allowed="one JSON object per line") from None
+        rows.append((row, _record(record, row, "one JSON object per line")))
+    return rows
+
+
+def _record(record: object, row: tuple[int, str], allowed: str) -> dict:
     if not isinstance(record, dict):
-        raise InvalidScenarioError(f"trace row {row}: not a JSON object", field=f"trace.row[{row}]", allowed=allowed)
+        raise InvalidScenarioError(f"trace {row[1]}: not a JSON object", field=row_field(row[0]), allowed=allowed)
     return record
 
 
@@ -121,23 +154,24 @@ def parse_trace(text: str, *, jsonl: bool) -> Trace:
 
 
 def trace_from_rows(rows: Sequence[object]) -> Trace:
-    """A ``Trace`` from rows given inline (JSON objects with the file's keys), numbered from 0 in errors."""
+    """A ``Trace`` from rows given inline (JSON objects with the file's keys)."""
     if not rows:
         raise InvalidScenarioError("trace: no requests", field="trace", allowed="one row per request")
     if len(rows) > MAX_TRACE_ROWS:
         raise InvalidScenarioError(f"trace: {len(rows):,} rows is too many", field="trace",
                                    allowed=f"at most {MAX_TRACE_ROWS:,} rows")
-    return _trace_of([(i, _record(r, i, "an object of arrival_s, input_tokens, output_tokens")) for i, r in enumerate(rows)])
+    return _trace_of([((i, _row(i)), _record(r, (i, _row(i)), "an object of arrival_s, input_tokens, output_tokens"))
+                      for i, r in enumerate(rows)])
 
 
-def _trace_of(rows: list[tuple[int, dict]]) -> Trace:
+def _trace_of(rows: list[tuple[tuple[int, str], dict]]) -> Trace:
     times, inputs, outputs = [], [], []
     for row, record in rows:
         key = next((k for k in TIME_KEYS if k in record), TIME_KEYS[0])
         t = _number(record.get(key), row, key, whole=False, minimum=0.0)
         if times and t < times[-1]:
-            raise InvalidScenarioError(f"trace row {row}, column {key}: {t:g} is earlier than the row before ({times[-1]:g})",
-                                       field=f"trace.row[{row}].{key}", allowed="arrival times that do not decrease")
+            raise InvalidScenarioError(f"trace {row[1]}, column {key}: {t:g} is earlier than the row before ({times[-1]:g})",
+                                       field=row_field(row[0], key), allowed="arrival times that do not decrease")
         times.append(t)
         inputs.append(int(_number(record.get("input_tokens"), row, "input_tokens", whole=True, minimum=1,
                                   maximum=MAX_TRACE_TOKENS)))

@@ -41,7 +41,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
-from inferplan.shells.api_keys import accepted_keys
+from inferplan.shells.api_keys import accepted_keys, body_model
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
@@ -67,6 +67,12 @@ from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
 
 STATIC = Path(__file__).parent / "static"
+
+def _allowed(error: dict, model) -> str | None:
+    """What a request error's place takes: in the body, read from the body's model too."""
+    in_body = list(error["loc"])[1:] if error["loc"] and error["loc"][0] == "body" else None
+    return allowed_by(error, model if in_body is not None else None, in_body)
+
 
 def _json_field(field: str | None) -> list[str]:
     """A domain field (max_model_len, or a dotted scenario path) as its place in a request's JSON body."""
@@ -172,8 +178,10 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             e = errors[0]
             reason = f"the body is not JSON: {e.get('ctx', {}).get('error', e['msg'])} at character {e['loc'][-1]}"
             return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
-        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], allowed_by(e) or (
-            accepted_keys(request, e["loc"]) if e["type"] == "extra_forbidden" else None),
+        model = body_model(request)  # the field at each error's place says what it takes
+        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], (
+            accepted_keys(request, e["loc"]) if e["type"] == "extra_forbidden" else None)
+            or _allowed(e, model),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
 
     @app.exception_handler(StarletteHTTPException)

@@ -16,6 +16,7 @@ from pydantic import AliasChoices, BaseModel, Field
 from starlette.requests import Request
 
 from inferplan.search.request import SearchRequest
+from inferplan.shells.pydantic_errors import field_keys, model_at
 
 
 class SearchBody(SearchRequest):
@@ -37,20 +38,14 @@ def preset_in_workload(data: Any) -> Any:
 
 def accepted_keys(request: Request, loc: tuple | list) -> str | None:
     """The keys the object at ``loc`` (``["body", ..., the unknown key]``) takes, by the route's body model."""
-    model = _body_model(request)
-    for part in list(loc)[1:-1]:
-        if model is None:
-            return None
-        if isinstance(part, int):
-            continue
-        field = _field(model, part)
-        model = _model_in(field.annotation) if field is not None else None
+    model = model_at(body_model(request), list(loc)[1:-1])
     if model is None:
         return None
-    return ", ".join(sorted({key for name, f in model.model_fields.items() for key in _keys(name, f)}))
+    return ", ".join(sorted({key for name, f in model.model_fields.items() for key in field_keys(name, f)}))
 
 
-def _body_model(request: Request) -> type[BaseModel] | None:
+def body_model(request: Request) -> type[BaseModel] | None:
+    """The model the route validates its body with, if it has one."""
     route = request.scope.get("route")
     endpoint = getattr(route, "endpoint", None)
     if endpoint is None:
@@ -58,23 +53,4 @@ def _body_model(request: Request) -> type[BaseModel] | None:
     hints = typing.get_type_hints(endpoint)
     hints.pop("return", None)
     models = [h for h in hints.values() if isinstance(h, type) and issubclass(h, BaseModel)]
-    return models[0] if len(models) == 1 else None
-
-
-def _field(model: type[BaseModel], key: str):
-    return next((f for name, f in model.model_fields.items() if key in _keys(name, f)), None)
-
-
-def _keys(name: str, field) -> tuple[str, ...]:
-    alias = field.validation_alias
-    if isinstance(alias, AliasChoices):
-        return tuple(c for c in alias.choices if isinstance(c, str)) or (name,)
-    return (alias,) if isinstance(alias, str) else (name,)
-
-
-def _model_in(annotation) -> type[BaseModel] | None:
-    """The pydantic model a field holds (itself, optional, or in a list), if one."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    models = [m for arg in typing.get_args(annotation) if (m := _model_in(arg)) is not None]
     return models[0] if len(models) == 1 else None

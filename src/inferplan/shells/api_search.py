@@ -3,7 +3,7 @@
 The body is a ``SearchRequest`` (``api_keys.SearchBody``: ``workload_preset`` taken for ``workload``); the answer a ``SearchResult``: the ranked deployments (each with
 its launch command and a scenario the Users + ROI simulator loads), why each failed family failed,
 the front of cost against tokens/s per user, and the same model at an API beside them. A trace is
-given inline as rows (``api_trace``); a trace file path is refused: the server reads no files from
+given inline as rows (``search.trace.trace_from_rows``, as the CLI reads a file); a trace file path is refused: the server reads no files from
 its disk for a request.
 """
 
@@ -14,9 +14,9 @@ from fastapi import APIRouter, Request
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.budget import Budget
 from inferplan.search.result import SearchResult
+from inferplan.search.trace import trace_from_rows
 from inferplan.shells.api_guard import refuse_server_path
 from inferplan.shells.api_keys import SearchBody
-from inferplan.shells.api_trace import inline_trace
 from inferplan.shells.api_work import until_disconnected
 
 router = APIRouter()
@@ -32,7 +32,7 @@ async def search_route(request: SearchBody, http: Request) -> SearchResult:
         raise InvalidScenarioError("the API does not read files on the server's disk; give the trace's rows inline",
                                    field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}")
     if request.trace is not None:
-        inline_trace(request.trace)  # a bad row is refused here, addressed at its place in the body
+        trace_from_rows(request.trace)  # a bad row is refused here, named by its place in the body
     store = http.app.state.store
     return await until_disconnected(http, lambda budget: _searched(request, store, budget))
 

@@ -12,10 +12,9 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.simulation import SimulationQuery, SimulationReport, simulate_deployment
-from inferplan.search.trace import MAX_TRACE_ROWS
+from inferplan.search.trace import MAX_TRACE_ROWS, trace_from_rows
 from inferplan.shells.api_guard import refuse_server_path
 from inferplan.shells.api_keys import preset_in_workload
-from inferplan.shells.api_trace import inline_trace
 
 MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
 
@@ -39,7 +38,7 @@ def simulate_route(r: SimulateRequest) -> SimulationReport:
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
         query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
-        return simulate_deployment(query, trace=inline_trace(r.trace) if r.trace is not None else None)
+        return simulate_deployment(query, trace=trace_from_rows(r.trace) if r.trace is not None else None)
     except InferplanError as exc:
         raise _addressed(exc) from None
 

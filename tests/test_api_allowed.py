@@ -1,0 +1,77 @@
+"""Every 422 says what is allowed (shells/pydantic_errors.allowed_by): a number past what pydantic
+reads, NaN or infinity, a missing field, an object given as something else and a validator's own
+refusal are answered from the field at the error's place — its type and bounds — never null."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import BaseModel, Field
+
+from inferplan.shells.api import create_app
+from inferplan.shells.pydantic_errors import allowed_by, takes
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    return TestClient(create_app(tmp_path_factory.mktemp("allowed") / "a.db"))
+
+
+SEARCH = '"models":["qwen3-235b-a22b"],"workload":"chat-seat"'
+RATE = '"models":["llama-3.3-70b"],"input_len":10,"output_len":10'
+
+
+@pytest.mark.parametrize(("route", "body", "loc", "kind", "allowed"), [
+    ("/api/search", f'{{{SEARCH},"users":1e30}}', ["users"], "int_parsing_size", "a whole number at least 1 and at most 1e+09"),
+    ("/api/search", f'{{{RATE},"request_rate_per_s":NaN}}', ["request_rate_per_s"], "finite_number",
+     "a number more than 0 and at most 1e+06"),
+    ("/api/search", f'{{{SEARCH},"users":3,"max_capex_usd":Infinity}}', ["max_capex_usd"], "finite_number",
+     "a number more than 0 and at most 1e+12"),
+    ("/api/simulate", '{"deployment":{"model":"qwen3-8b","gpu":"h100"},"request_rate_per_s":1,'
+     '"workload":{"input_len":100000000,"output_len":10}}', ["workload", "output_len"], "value_error",
+     "a whole number at least 1 and at most 1e+08"),
+    ("/api/deploy", "{}", ["deployment"], "missing", "required: an object with the key model and up to 37 optional ones"),
+    ("/api/deploy", '{"deployment":{"model":"qwen3-8b","gpu":"h100"},"speculative":"yes"}', ["speculative"],
+     "model_attributes_type", "an object with the keys draft_model, method, tokens (tokens required)"),
+])
+def test_the_reported_refusals_say_what_is_allowed(client, route, body, loc, kind, allowed):
+    answer = client.post(route, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    problem = answer.json()["detail"][0]
+    assert (problem["loc"], problem["type"], problem["allowed"]) == (["body", *loc], kind, allowed)
+
+
+def test_a_missing_key_of_a_nested_object_names_its_type(client):
+    answer = client.post("/api/deploy", json={"deployment": {"gpu": "h100"}})
+    problem = answer.json()["detail"][0]
+    assert problem["loc"] == ["body", "deployment", "model"] and problem["allowed"] == "required: a text"
+
+
+class _Shape(BaseModel):
+    count: int = Field(ge=2)
+    share: float | None = Field(None, gt=0, le=1)
+    names: tuple[str, ...] = ()
+    inner: dict[str, float] = {}
+
+
+@pytest.mark.parametrize(("error", "loc", "allowed"), [
+    ({"type": "int_parsing_size"}, ("count",), "a whole number at least 2"),
+    ({"type": "finite_number"}, ("share",), "a number more than 0 and at most 1"),
+    ({"type": "missing"}, ("count",), "required: a whole number at least 2"),
+    ({"type": "dict_type"}, ("inner",), "an object"),
+    ({"type": "value_error"}, ("names",), "a list"),
+    ({"type": "missing"}, (), "required: an object with the keys count, inner, names, share (count required)"),
+])
+def test_the_field_at_the_place_says_it(error, loc, allowed):
+    assert allowed_by({**error, "loc": loc}, _Shape) == allowed
+
+
+@pytest.mark.parametrize(("kind", "allowed"), [("finite_number", "a finite number"), ("int_parsing_size", "a whole number"),
+                                               ("model_attributes_type", "an object"), ("missing", "required")])
+def test_without_the_model_the_error_type_says_it(kind, allowed):
+    assert allowed_by({"type": kind, "loc": ("x",)}) == allowed
+
+
+def test_an_unknown_place_says_only_what_the_type_of_error_does():
+    assert allowed_by({"type": "finite_number", "loc": ("nowhere",)}, _Shape) == "a finite number"
+    assert takes(object) is None
