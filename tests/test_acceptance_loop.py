@@ -218,4 +218,4 @@ def test_a_llamacpp_pack_launches_slots_for_its_highest_concurrency_and_one_mode
     vllm = next(b["argv"] for b in pack["benchmarks"] if b["client"] == "vllm")
     assert vllm[vllm.index("--port") + 1] == port
     readme = (tmp_path / "pack" / "README.md").read_text()
-    assert "--gpu 'RTX 4090'" in readme and "--quantization q4_k_m" in readme  # the import line runs as written
+    assert "--gpu rtx-4090" in readme and "--quantization q4_k_m" in readme  # the import line names the catalogue's id

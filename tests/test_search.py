@@ -118,7 +118,7 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
 def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space):
     """Over the same cells, every cap and replica count: the cheapest that meets the targets by the
     approximation and by the simulation's check (``sim_check``) is what the search ranks first."""
-    from inferplan.search.sim_check import check_pick
+    from inferplan.search.sim_check import check_pick, launched_curve
 
     req = _request(disaggregated=False, speculative=False, **space)
     found = search(req, catalog)
@@ -132,11 +132,12 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
             continue
         quotes = costs.rents(cell.gpus) if req.pricing != "buy" else ()
         for cap in sorted({int(round(c)) for c in cm.curve.concurrency}):
+            launched, held = launched_curve(catalog, cell, cap, rl, evaluate.workload(cell, rl), cm.curve)  # as simulated
             for replicas in range(1, 65):
                 t = approximate(cm.curve, rl.load, replicas, slot_cap=cap, nodes=1)  # every request the mean: 1 node is exact
                 if not t.stable or any(getattr(t, k) > getattr(TARGETS, k) for k in ("ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s")):
                     continue
-                if not check_pick(cm.curve, rl.load, TARGETS, cap=cap, replicas=replicas).meets:  # the simulation's check
+                if not check_pick(launched, rl.load, TARGETS, cap=held, replicas=replicas).meets:  # the simulation's check
                     continue
                 units = float(evaluate.units(cell, np.array([replicas]))[0])
                 if costs.owner_usd_per_month is not None and req.pricing != "rent":

@@ -24,6 +24,7 @@ from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.copies import copies_note
 from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
@@ -78,22 +79,6 @@ class LaunchCommand(Output):
     notes: tuple[str, ...] = ()
     hosts: int = 1  # hosts one instance runs over; above 1, argv is host 0's and script every host's
     host_commands: tuple[HostCommand, ...] = ()  # what each host runs, host 0 (the head) first
-
-
-def _copies_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
-    """What to do with a command that starts one of several copies the plan runs on its GPUs."""
-    if d.gpus is None and d.system is None:
-        return ()
-    gpus = resolve_hardware(catalog, d).gpus
-    instance = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
-    copies = gpus // instance
-    if copies < 2:  # one copy, whatever GPUs it leaves idle
-        return ()
-    idle = gpus - copies * instance
-    where = f"{copies * instance} of the {gpus} GPUs ({idle} idle)" if idle else f"{gpus} GPUs"
-    replicas = "" if idle else f" (--format k8s runs them as {copies} replicas)"  # k8s wants whole instances
-    return (f"this starts one of {copies} copies the plan runs on {where}, {instance} GPU{'s' if instance > 1 else ''}"
-            f" each: start each on its own GPUs and port behind a load balancer{replicas}",)
 
 
 def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
@@ -201,7 +186,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                           [*(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
-                         notes=(*served.notes, *bounds, *release, *kt_notes, *router_notes(role, flags), *_copies_note(d, catalog),
+                         notes=(*served.notes, *bounds, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
                                 *spans, *(c.lstrip("# ") for c in cold)))
 
 

@@ -21,6 +21,7 @@ from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
+from inferplan.deploy.copies import instance_gpus
 from inferplan.deploy.image import EngineImage, engine_image
 from inferplan.deploy.lws import LEADER_LABEL, leader_worker_set
 from inferplan.deploy.model_name import unchecked_model_note
@@ -35,11 +36,6 @@ from inferplan.units import GiB, MiB
 READINESS_PERIOD_S = 10  # assumed: how often the probe asks once the pod runs
 OPTIONS_DIR = "/etc/inferplan"  # where a pod finds the command's options file
 READINESS_FAILURES = 180  # assumed: 30 minutes of failed probes (large checkpoints load slowly) before not-ready
-
-
-def instance_gpus(d: Deployment) -> int:
-    """GPUs one launch command drives: TP × PP, times DP when the engine runs the data-parallel ranks."""
-    return d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
 
 
 def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",

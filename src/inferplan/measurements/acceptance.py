@@ -3,7 +3,10 @@ clients sweeping the workload's concurrencies at its lengths, what to record, an
 those runs will be compared with (``inferplan measurements import`` then ``show``).
 
 Commands and flag names are data (``clients.yaml``); the launch command is ``inferplan deploy``'s
-(``deploy.launch_command``, a module of this layer).
+(``deploy.launch_command``, a module of this layer). The pack is one deployment throughout: the
+instance the launch command starts (``deploy.copies.launched_instance``: a plan of several copies on
+its GPUs is tested on one of them, and the pack carries deploy's note on starting the others), whose
+resolved layout the predictions and the import line state.
 """
 
 from __future__ import annotations
@@ -19,9 +22,13 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.schema import ModelCard
 from inferplan.deploy import LaunchCommand, launch_command
+from inferplan.deploy.copies import launched_instance
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import plan_memory
+from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.slots import most_slots
 from inferplan.memory.resolve import resolve_model
 from inferplan.performance.serving import estimate
@@ -57,7 +64,10 @@ class Prediction(BaseModel):
 class AcceptancePack(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    deployment: Deployment
+    deployment: Deployment  # the instance launched, as the predictions take it
+    accelerator: str  # its accelerator's catalogue id
+    layout: ParallelPlan  # its resolved parallel sizes and GPUs
+    notes: tuple[str, ...] = ()  # the launch command's notes (how to start the plan's other copies)
     workload_preset: str
     input_tokens: int
     output_tokens: int
@@ -149,13 +159,14 @@ def _tokenizer(started: LaunchCommand, card_repo: str, catalog: Catalog) -> str:
 
 def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None = None, *,
                     input_len: int | None = None, output_len: int | None = None) -> AcceptancePack:
-    """The test to run on ``d`` for the preset's request lengths (or those given)."""
+    """The test to run on the instance of ``d`` one launch command starts (``launched_instance``), for the
+    preset's request lengths (or those given)."""
     catalog = catalog or load_catalog()
     preset = catalog.workload_presets.get(workload_preset, field_name="workload_preset", error=InvalidScenarioError)
     inp = input_len or int(preset.input_tokens_per_request.value)
     out = output_len or int(preset.output_tokens_per_request.value)
     spec = resolve_model(catalog, d.model)
-    d = d.model_copy(update={"max_model_len": d.max_model_len or inp + out})
+    d, copies = launched_instance(d.model_copy(update={"max_model_len": d.max_model_len or inp + out}), catalog)
     data = clients()
     levels = _levels(d, inp, out, tuple(data["concurrency_sweep"]), catalog)
     card = catalog.model(spec.id) if spec.id in catalog.models else None
@@ -172,6 +183,8 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
         e = estimate(d, Workload(input_len=inp, output_len=out, concurrency=c), catalog, use_profiles=False)
         predictions.append(Prediction(concurrency=c, input_tokens=inp, output_tokens=out, ttft_s=e.ttft_s, tpot_s=e.tpot_s,
                                       output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
-    return AcceptancePack(deployment=d, workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
+    return AcceptancePack(deployment=d, accelerator=resolve_hardware(catalog, d).accel.id,
+                          layout=plan_memory(d, catalog).result.parallel, notes=(*started.notes, *copies),
+                          workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
                           launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data, started.engine)),
                           checklist=tuple(data["checklist"]), predictions=tuple(predictions))

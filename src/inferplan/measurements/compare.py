@@ -18,7 +18,7 @@ from inferplan.measurements.records import MeasuredRun
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.local_runs import MeasuredPoint
+from inferplan.performance.local_runs import MeasuredPoint, run_deployment
 from inferplan.performance.serving import estimate
 
 # metric -> (the measured point's field, the estimate's figure)
@@ -61,8 +61,7 @@ class RunComparison(BaseModel):
 
 
 def _deployment(run: MeasuredRun) -> Deployment:
-    return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
-                      engine=run.engine, quantization=run.quantization, max_model_len=run.max_model_len)
+    return run_deployment(run, max_model_len=run.max_model_len)
 
 
 def _kv_cache(run: MeasuredRun, catalog: Catalog) -> MetricComparison | None:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
-from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
-from inferplan.performance.local_runs import UserRun
+from inferplan.performance.local_runs import UserRun, run_deployment
 from inferplan.units import GB
 
 
 def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
-    d = Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
-                   engine=run.engine, quantization=run.quantization)
+    d = run_deployment(run)
     try:
         planned = fit(d, catalog)
     except InferplanError:  # a deployment the planner cannot reason about: compare says why

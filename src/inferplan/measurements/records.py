@@ -33,6 +33,9 @@ class RunProvenance(Input):
     gpu: str | None = Field(None, min_length=1, max_length=200)
     gpus: int | None = Field(None, ge=1, le=100_000)
     tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description="default: the file's metadata, else 1")
+    pipeline_parallel_size: int = Field(1, ge=1, le=1024)
+    data_parallel_size: int | None = Field(None, ge=1, le=1024, description="default: the GPUs over TP × PP")
+    enable_expert_parallel: bool = False
     engine: str | None = Field(None, min_length=1, max_length=50,
                                description="default: the format's engine (llama-bench: llamacpp), else vllm")
     engine_version: str | None = Field(None, max_length=100)
@@ -114,8 +117,11 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     quant = given.quantization or _file_quantization(catalog, meta) or named_format or spec.native_quantization or "bf16"
     tp = given.tensor_parallel_size or _file_int(meta, "tensor_parallel_size") or 1
     date = given.measured_on or _file_date(meta.get("date")) or (today or dt.date.today())
-    return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=given.gpus or tp,
-                       tensor_parallel_size=tp, engine=engine,
+    layout = {"pipeline_parallel_size": given.pipeline_parallel_size, "data_parallel_size": given.data_parallel_size,
+              "enable_expert_parallel": given.enable_expert_parallel}
+    gpus = given.gpus or tp * given.pipeline_parallel_size * (given.data_parallel_size or 1)
+    return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=gpus,
+                       tensor_parallel_size=tp, **layout, engine=engine,
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,

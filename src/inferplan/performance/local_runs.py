@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.points_schema import ProfilePoint, ServingProfile
 
+from inferplan.inputs.deployment import Deployment
+
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.performance.estimate import ServingEstimate
 
@@ -60,11 +62,22 @@ class UserRun(BaseModel):
     accelerator: str
     gpus: int
     tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int | None = None  # None: the GPUs over TP × PP
+    enable_expert_parallel: bool = False
     engine: str
     engine_version: str
     quantization: str
     measured_on: dt.date
     points: tuple[MeasuredPoint, ...]
+
+
+def run_deployment(run: UserRun, **settings) -> Deployment:
+    """The deployment ``run`` measured (its GPUs, layout, engine and weight format), with ``settings`` beside."""
+    return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
+                      pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
+                      enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
+                      **settings)
 
 
 def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int) -> list[UserRun]:

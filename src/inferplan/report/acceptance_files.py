@@ -12,21 +12,26 @@ from inferplan.measurements.acceptance import AcceptancePack
 
 
 def _readme(p: AcceptancePack) -> str:
-    d = p.deployment
-    hardware = d.system or f"{d.gpus or d.tensor_parallel_size}x {d.gpu}"
+    d, lay = p.deployment, p.layout
+    hardware = f"{lay.gpus}x {p.accelerator}" + (f" of {d.system}" if d.system else "")
     lines = [
         f"# Acceptance test: {d.model} on {hardware} with {d.engine}",
+        "",
+        f"Layout: {_layout_text(lay)}.",
         "",
         f"Workload `{p.workload_preset}`: {p.input_tokens} prompt and {p.output_tokens} output tokens per request, "
         f"at concurrency {', '.join(map(str, p.concurrencies))} (what the KV cache holds, of the sweep).",
         "",
         f"1. Start the engine (`launch.sh`; the command is from {p.launch_from}):",
         "", "   ```sh", *(f"   {line}" for line in p.launch.text.splitlines()), "   ```", "",
+        *([f"   Notes from {p.launch_from}:", "", *(f"   - {n}" for n in p.notes), "",
+           "   The load tests, the predictions and the import line are for the instance `launch.sh` starts.", ""]
+          if p.notes else []),
         "2. Run the load tests in `benchmarks.sh` (any one client is enough; each writes under `results/`).",
         "3. Record what `checklist.md` asks for.",
         "4. Import the results and see the planner's prediction beside them:",
         "",
-        "       inferplan measurements import results/* " + _import_flags(d) + " --engine-version <version>",
+        "       inferplan measurements import results/* " + import_flags(p) + " --engine-version <version>",
         "       inferplan measurements list",
         "       inferplan measurements show <id>",
         "",
@@ -54,6 +59,7 @@ def write_pack(pack: AcceptancePack, out: Path) -> list[Path]:
         "benchmarks.sh": _script(bench),
         "checklist.md": "# Record with every run\n\n" + "".join(f"- [ ] {c}\n" for c in pack.checklist),
         "predictions.json": json.dumps({"deployment": pack.deployment.model_dump(mode="json", exclude_none=True),
+                                        "accelerator": pack.accelerator, "layout": pack.layout.model_dump(mode="json"),
                                         "workload_preset": pack.workload_preset,
                                         "predictions": [p.model_dump(mode="json") for p in pack.predictions]}, indent=2) + "\n",
     }
@@ -65,8 +71,17 @@ def write_pack(pack: AcceptancePack, out: Path) -> list[Path]:
     return written
 
 
-def _import_flags(d) -> str:
-    """The flags that import the pack's results as the deployment it launched, quoted as a shell reads them."""
-    q = shlex.quote
-    return " ".join([f"--model {q(d.model)}", *([f"--gpu {q(d.gpu)}"] if d.gpu else []), f"-tp {d.tensor_parallel_size}",
+def _layout_text(lay) -> str:
+    ep = ", expert parallel" if lay.expert_parallel else ""
+    return (f"{lay.gpus} GPU{'s' if lay.gpus > 1 else ''}: tensor parallel {lay.tensor_parallel_size}, pipeline parallel "
+            f"{lay.pipeline_parallel_size}, data parallel {lay.data_parallel_size}{ep}")
+
+
+def import_flags(p: AcceptancePack) -> str:
+    """The flags that import the pack's results as the instance it launched (its resolved layout), quoted as a
+    shell reads them."""
+    d, lay, q = p.deployment, p.layout, shlex.quote
+    return " ".join([f"--model {q(d.model)}", f"--gpu {q(p.accelerator)}", f"--gpus {lay.gpus}",
+                     f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}", f"-dp {lay.data_parallel_size}",
+                     *(["--enable-expert-parallel"] if lay.expert_parallel else []),
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else [])])

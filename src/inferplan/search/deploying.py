@@ -9,8 +9,9 @@ from inferplan.deploy.command import Speculative, launch_command
 from inferplan.deploy.pools import pools_launch
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.search.evaluate import ACCEPTANCE_RATE
+from inferplan.search.evaluate import ACCEPTANCE_RATE, workload
 from inferplan.search.load import ResolvedLoad
+from inferplan.search.sim_check import CHECK_REQUESTS, CHECK_SEED
 from inferplan.search.space import Cell
 
 
@@ -65,3 +66,32 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad) -> dict:
     else:
         s["workload"] = {"input_tokens_per_request": rl.input_len, "output_tokens_per_request": rl.output_len}
     return s
+
+
+def simulate_query(d: Deployment, cell: Cell, rl: ResolvedLoad, *, instances: int,
+                   prefill: tuple[Cell, int] | None = None) -> dict:
+    """The question ``inferplan simulate`` (``POST /api/simulate``, ``simulation.SimulationQuery``) answers with
+    this pick's simulated percentiles: ``d`` (one instance, its running cap per rank and its context) on the pick's
+    system, or on its accelerators where it has none or its pools take more than one system holds, ``instances``
+    of it (with ``prefill``: the decode instances behind that prefill cell's instances), under the search's load,
+    at the check's request count and seed. A trace is given beside it, as it was to the search."""
+    p = cell.platform
+    pools_gpus = cell.gpus * instances + (prefill[0].gpus * prefill[1] if prefill else 0)
+    on_system = p.system is not None and (prefill is None or pools_gpus <= p.system.accelerator_count)
+    where = {"system": p.system.id} if on_system else {"gpu": p.accelerator.id}
+    deployment = {**d.model_dump(mode="json", exclude_none=True, exclude={"system", "gpu"}), **where}
+    load = rl.load
+    shape = {"prefix_cache_hit_rate", "speculative_tokens", "acceptance_rate"}  # a trace brings its lengths
+    w = workload(cell, rl).model_dump(mode="json", exclude_defaults=True,
+                                      include=shape if load.arrival == "trace" else shape | {"input_len", "output_len"})
+    q: dict = {"deployment": deployment, "workload": w, "requests": CHECK_REQUESTS, "seed": CHECK_SEED, "replicas": instances}
+    if load.arrival != "trace":
+        q.update(input_tokens_scv=load.input_tokens_scv, output_tokens_scv=load.output_tokens_scv, lengths=load.lengths)
+    if load.arrival == "closed":
+        q["clients"] = load.clients
+    elif load.arrival != "trace":
+        q.update(request_rate_per_s=load.request_rate_per_s, arrival=load.arrival, peak_to_average=load.peak_to_average,
+                 burst_period_s=load.burst_period_s)
+    if prefill is not None:
+        q.update(prefill_instances=prefill[1], prefill_tensor_parallel_size=prefill[0].tensor_parallel_size)
+    return q

@@ -117,11 +117,17 @@ def _arrivals(req: SearchRequest) -> dict:
                 output_tokens_scv=req.output_tokens_scv, lengths=req.lengths)
 
 
+def trace_lengths(load: Load) -> tuple[int, int]:
+    """The whole-token prompt and output lengths a trace's requests are planned at: their means, rounded up
+    (a search's cells and ``inferplan simulate``'s serving curve alike)."""
+    return math.ceil(load.input_tokens), math.ceil(load.output_tokens)
+
+
 def _trace_load(given: str | list | None) -> ResolvedLoad:
     trace = trace_from_rows(given) if isinstance(given, list) else read_trace(given or "")
     load = Load.from_trace(trace)
     _, inputs, outputs = trace.arrays()
-    i, o = math.ceil(load.input_tokens), math.ceil(load.output_tokens)
+    i, o = trace_lengths(load)
     rate = load.request_rate_per_s
     return ResolvedLoad(load, i, o, rate, rate * (load.input_tokens + load.output_tokens) * SECONDS_PER_MONTH,
                         longest_request=int((inputs + outputs).max()))

@@ -84,6 +84,7 @@ class Deployed(_Frozen):
     deploy: str  # the launch command
     scenario: dict  # a Users + ROI scenario that loads this pick (model, quantization, engine, platform, cell)
     simulation: SimulatedCheck | None = None  # the simulation's percentiles the pick also met (None: not simulated)
+    simulate: dict = {}  # the query `inferplan simulate` (POST /api/simulate) answers with those percentiles
     notes: tuple[str, ...] = ()
 
 

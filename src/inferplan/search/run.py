@@ -30,7 +30,8 @@ from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
-from inferplan.search.sim_check import MAX_CHECKS, Pools, SimulatedCheck, check_pick, too_large
+from inferplan.search.sim_check import (MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, pick_deployment,
+                                        too_large)
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
@@ -94,7 +95,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                 picks.append(pick)
             fronts.extend(front)
     results = tuple(_deployed(catalog, rank, p, rl, targets)
-                    for rank, p in enumerate(_ranked(picks, rl, targets, req.top, progress), start=1))
+                    for rank, p in enumerate(_ranked(catalog, picks, rl, targets, req.top, progress), start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
@@ -216,7 +217,7 @@ class _Pick:
         return self.order[self.at]
 
 
-def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
+def _ranked(catalog: Catalog, picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
             progress: Progress | None = None) -> list[_Pick]:
     """The ``top`` cheapest cells' picks, each re-checked as it comes up — by the approximation at
     a single deployment's precision (``_verified``), then by the simulation (``sim_check``, while
@@ -233,7 +234,7 @@ def _ranked(picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
             checks += 1
             if progress:
                 progress(len(out), top, CHECK_STAGE)
-            pick.check = _simulated(pick, rl, targets)
+            pick.check = _simulated(catalog, pick, rl, targets)
             ok = pick.check.meets
         if ok:
             out.append(pick)
@@ -264,12 +265,14 @@ def _engines(pick: _Pick) -> int:
     return int(g.prefill[i]) + int(g.decode[i])
 
 
-def _simulated(pick: _Pick, rl: ResolvedLoad, targets: Targets) -> SimulatedCheck:
-    g, i = pick.grid, pick.index
+def _simulated(catalog: Catalog, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> SimulatedCheck:
+    """The simulation's check of a pick as launched (``sim_check.launched_curve``)."""
+    g, i, cell = pick.grid, pick.index, pick.cm.cell
+    curve, cap = launched_curve(catalog, cell, int(g.cap[i]), rl, evaluate.workload(cell, rl), pick.cm.curve)
     if g.prefill[i] == 0:
-        return check_pick(pick.cm.curve, rl.load, targets, cap=int(g.cap[i]), replicas=int(g.replicas[i]))
+        return check_pick(curve, rl.load, targets, cap=cap, replicas=int(g.replicas[i]))
     pools = Pools(prefill=g.prefill_model.curve, prefill_instances=int(g.prefill[i]), transfer_s=float(g.kv_transfer_s[i]))
-    return check_pick(pick.cm.curve, rl.load, targets, cap=int(g.cap[i]), replicas=int(g.decode[i]), pools=pools)
+    return check_pick(curve, rl.load, targets, cap=cap, replicas=int(g.decode[i]), pools=pools)
 
 
 def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:
@@ -330,7 +333,7 @@ def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
 
 
 def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
-    from inferplan.search.deploying import launch_text, scenario_dict
+    from inferplan.search.deploying import launch_text, scenario_dict, simulate_query
 
     cm, g, i = pick.cm, pick.grid, pick.index
     monthly, renting, capex = float(pick.monthly[i]), bool(pick.renting[i]), float(pick.capex[i])
@@ -343,8 +346,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     context = rl.context_for(cell.context_tokens)
     # the cap is the instance's (its data-parallel ranks summed, as its serving curve runs them); a
     # deployment states each rank's
-    per_rank = -(-int(g.cap[i]) // cell.data_parallel_size)
-    d = cell.deployment(context).model_copy(update={"max_num_seqs": per_rank})
+    d = pick_deployment(cell, int(g.cap[i]), rl)
+    per_rank = d.max_num_seqs
     paid, watts = int(g.paid(pick.renting)[i]), g.power(pick.renting)[i]
     rented = int(g.rent_units[i]) if renting else None
     notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
@@ -383,6 +386,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
         deploy=launch.text, scenario=scenario_dict(cell, rl), simulation=pick.check,
+        simulate=simulate_query(d, cell, rl, instances=int(g.decode[i]) if disagg else int(g.replicas[i]),
+                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
         notes=tuple(dict.fromkeys([*notes, *launch.notes, pick.unsimulated or _check_note(pick.check, rl.load.arrival == "closed")])))
 
 

@@ -4,10 +4,12 @@ replicas — and every stated target must hold on the simulated percentiles too.
 
 The search's queueing approximation is fast enough for every candidate but reads a little low at a
 target's edge (a TPOT p95 of 38.1 ms where 20,000 simulated requests give 39.5–40.6 ms); the
-simulation is the one ``inferplan simulate`` runs (on the search's serving curve of the pick, whose
-points may differ from simulate's own), so a pick it would fail is given up for the cell's next
-candidate. One seed and a fixed request count keep a search
-reproducible. Separate prefill and decode pools are simulated as such (``simulate_pools.py``).
+simulation is the one ``inferplan simulate`` runs, on the serving curve ``simulate`` reads for the
+pick as launched (``launched_curve``: the cell's instance started with its running cap, each
+data-parallel rank's share), so a pick it would fail is given up for the cell's next candidate, and
+``simulate`` of the pick's query (``deploying.simulate_query``) answers the same percentiles. One seed
+and a fixed request count keep a search reproducible. Separate prefill and decode pools are simulated
+as such (``simulate_pools.py``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.loader import Catalog
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import Load
+from inferplan.search.load import ResolvedLoad
 from inferplan.search.request import Targets
-from inferplan.search.service import ServiceCurve
+from inferplan.search.service import ServiceCurve, service_curve
+from inferplan.search.space import Cell
 from inferplan.search.simulate import SIM_WORK_LIMIT, simulate
 from inferplan.search.simulate_pools import simulate_pools
 
@@ -63,6 +71,25 @@ class Pools:
     prefill: ServiceCurve
     prefill_instances: int
     transfer_s: float
+
+
+def pick_deployment(cell: Cell, cap: int, rl: ResolvedLoad) -> Deployment:
+    """A pick's instance as launched: the cell at its context, running at most ``cap`` sequences in all, each
+    data-parallel rank's share of it rounded up (the figure ``deploy --max-num-seqs`` and ``perf`` take)."""
+    per_rank = -(-int(cap) // cell.data_parallel_size)
+    return cell.deployment(rl.context_for(cell.context_tokens)).model_copy(update={"max_num_seqs": per_rank})
+
+
+def launched_curve(catalog: Catalog, cell: Cell, cap: int, rl: ResolvedLoad, w: Workload,
+                   searched: ServiceCurve) -> tuple[ServiceCurve, int]:
+    """The serving curve ``simulate`` reads for the pick started with its cap (``pick_deployment``), and the
+    running sequences it holds (the ranks' shares in all); the search's curve of the cell capped at ``cap`` where
+    the started instance cannot be estimated (the check then rests on the cell's curve, as the ranking did)."""
+    d = pick_deployment(cell, cap, rl)
+    try:
+        return service_curve(d, w, catalog), d.max_num_seqs * cell.data_parallel_size
+    except InferplanError:
+        return searched, int(cap)
 
 
 def check_pick(curve: ServiceCurve, load: Load, targets: Targets, *, cap: int, replicas: int,

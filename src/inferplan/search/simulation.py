@@ -17,6 +17,7 @@ from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, 
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.search.handover import link_bytes_per_s, link_name
+from inferplan.search.load import trace_lengths
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.queueing import approximate
 from inferplan.search.tail_types import TailLatency
@@ -62,7 +63,8 @@ class SimulationQuery(Input):
     router: Literal["least-loaded", "round-robin"] = "least-loaded"
     prefill_instances: int | None = Field(None, ge=1, le=MAX_REPLICAS, description=(
         "separate prefill and decode pools: this many prefill instances ahead of the deployment, which is then "
-        "the decode instance (replicas: decode instances)"))
+        "the decode instance (replicas: decode instances); on a system the prefill GPUs come out of it and each "
+        "decode instance runs on the deployment's gpus, else on its share of the rest"))
     prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description=(
         "with prefill_instances: the prefill instance's tensor parallel size (default the deployment's)"))
     kv_transfer_s: float | None = Field(None, ge=0, le=3600, description=(
@@ -135,8 +137,8 @@ def _load_and_workload(q: SimulationQuery, catalog: Catalog, trace: Trace | None
             raise InvalidScenarioError("a trace brings its own timing and token counts", field=stated[0],
                                        allowed="leave it out with a trace")
         load = Load.from_trace(trace)
-        return load, w.model_copy(update={"input_len": max(round(load.input_tokens), 1),
-                                          "output_len": max(round(load.output_tokens), 1)})
+        input_len, output_len = trace_lengths(load)
+        return load, w.model_copy(update={"input_len": input_len, "output_len": output_len})
     shape = dict(input_tokens=w.input_len, output_tokens=w.output_len, lengths=q.lengths, input_tokens_scv=q.input_tokens_scv,
                  output_tokens_scv=q.output_tokens_scv)
     if q.clients is not None:
@@ -199,6 +201,8 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     """Simulate ``q`` (its trace, when given) and approximate it beside."""
     catalog = catalog or load_catalog()
     load, w = _load_and_workload(q, catalog, trace)
+    if q.prefill_instances is not None:
+        q = q.model_copy(update={"deployment": _decode_side(q, catalog)})
     if trace is not None:
         q = q.model_copy(update={"deployment": _sized_for_trace(q.deployment, trace, catalog)})
     curve = service_curve(q.deployment, w, catalog)
@@ -250,9 +254,38 @@ def _check_work(q: SimulationQuery, curve: ServiceCurve) -> None:
             allowed=f"at most {most:,} requests at {engines:,} engines, or fewer replicas")
 
 
+def _prefill_gpus(q: SimulationQuery) -> int:
+    """GPUs of one prefill instance: the decode instance's pipeline at ``prefill_tensor_parallel_size``."""
+    return (q.prefill_tensor_parallel_size or q.deployment.tensor_parallel_size) * q.deployment.pipeline_parallel_size
+
+
+def _decode_side(q: SimulationQuery, catalog: Catalog) -> Deployment:
+    """Separate pools' decode instance. On a system, the prefill pool's GPUs come out of it: each of the
+    ``replicas`` decode instances runs on the GPUs the deployment states, else on its share of those the
+    prefill pool leaves (whole copies of its layout); pools the system does not hold are refused naming
+    ``gpus``. On GPUs named by count, the deployment as stated."""
+    d = q.deployment
+    if d.system is None:
+        return d
+    system = catalog.system(d.system, "system")
+    prefill = q.prefill_instances * _prefill_gpus(q)
+    instance = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+    share = (system.accelerator_count - prefill) // q.replicas
+    gpus = d.gpus or share - share % instance
+    if gpus < 1 or prefill + q.replicas * gpus > system.accelerator_count:
+        decode = f"{q.replicas} decode instance{'s' if q.replicas > 1 else ''} of {gpus or instance} GPUs"
+        raise InvalidScenarioError(
+            f"{q.prefill_instances} prefill instances of {_prefill_gpus(q)} GPUs and {decode} take "
+            f"{prefill + q.replicas * (gpus or instance)} GPUs; {system.name} has {system.accelerator_count}",
+            field="gpus", allowed=f"at most {share} GPUs per decode instance beside the prefill pool" if share >= 1 else
+            f"fewer prefill instances, or pools within {system.accelerator_count} GPUs")
+    return d.model_copy(update={"gpus": gpus})
+
+
 def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload, decode: ServiceCurve) -> SimulationReport:
-    """Separate pools: the deployment is the decode instance, ``prefill_instances`` of its layout at
-    ``prefill_tensor_parallel_size`` run the prompts, and the KV cache crosses the link between them."""
+    """Separate pools: the deployment is the decode instance (``_decode_side``), ``prefill_instances`` of
+    its layout at ``prefill_tensor_parallel_size`` run the prompts, and the KV cache crosses the link
+    between them, priced as the search prices it (``handover.py``: both pools' GPUs)."""
     d = q.deployment
     tp = q.prefill_tensor_parallel_size or d.tensor_parallel_size
     pre_d = d.model_copy(update={"tensor_parallel_size": tp, "gpus": tp * d.pipeline_parallel_size, "data_parallel_size": None,
@@ -265,7 +298,8 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
         sending = min(tp * d.pipeline_parallel_size, hw.gpus)  # the narrower instance's GPUs, as the search prices it
         gpus = q.prefill_instances * tp * d.pipeline_parallel_size + q.replicas * hw.gpus
         bw = float(link_bytes_per_s(hw.accel, hw.system, hw.domain_gpus, gpus, sending))
-        kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * load.input_tokens
+        # the planned prompt's KV cache, as the search prices it
+        kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * w.input_len
         if not bw > 0:
             raise InvalidScenarioError("no link between the pools is known for this hardware", field="kv_transfer_s",
                                        allowed="a hand-over time in seconds")

@@ -6,8 +6,9 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import (GpusOpt, KvOpt, LazyModule, JsonOpt, PpOpt, QuantOpt, TpOpt, console, emit_json,
-                                         err_console, fail, run)
+from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json, err_console, fail,
+                                         run)
+from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
 
 render_local = LazyModule("inferplan.shells.render_local")
 
@@ -16,6 +17,8 @@ measurements_app = typer.Typer(no_args_is_help=True, help="Your own benchmark ru
 DbOpt = typer.Option(None, "--db", help="SQLite file (default: the user data directory, as `serve` uses).")
 # a RunProvenance field -> the flag a user typed
 FLAGS = {"model": "--model", "gpu": "--gpu", "gpus": "--gpus", "tensor_parallel_size": "--tensor-parallel-size",
+         "pipeline_parallel_size": "--pipeline-parallel-size", "data_parallel_size": "--data-parallel-size",
+         "enable_expert_parallel": "--enable-expert-parallel",
          "engine": "--engine", "engine_version": "--engine-version", "quantization": "--quantization",
          "format": "--format", "measured_by": "--measured-by", "measured_on": "--measured-on", "note": "--note",
          "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len", "file": "FILE", "files": "FILE", "id": "ID"}
@@ -73,6 +76,9 @@ def import_cmd(
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator the run used (or local)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the run (default: the tensor parallel size)."),
     tensor_parallel_size: Optional[int] = typer.Option(None, "--tensor-parallel-size", "-tp", help="Default: the file's metadata (vllm bench serve --metadata tensor_parallel_size=N), else 1."),
+    pipeline_parallel_size: Optional[int] = PpOpt,
+    data_parallel_size: Optional[int] = DpOpt,
+    enable_expert_parallel: bool = EpOpt,
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx (default: llamacpp for llama-bench files, else vllm)."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="e.g. 0.11.0 (llama-bench files state their build)."),
     quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="Weight format (default: what the file states — llama-bench's model_type, vllm --metadata quantization=…, a repo name ending -FP8-dynamic — else the model's checkpoint)."),
@@ -95,7 +101,8 @@ def import_cmd(
     if gpu and gpu.strip().lower() == "local":
         gpu = local_gpu()
     given = _named(RunProvenance, **{k: v for k, v in dict(
-        model=model, gpu=gpu, gpus=gpus, tensor_parallel_size=tensor_parallel_size, engine=engine,
+        model=model, gpu=gpu, gpus=gpus, tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+        data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel, engine=engine,
         engine_version=engine_version, quantization=quantization, format=fmt, measured_by=measured_by,
         measured_on=measured_on, driver=driver, note=note, kv_cache_tokens=kv_cache_tokens,
         max_model_len=max_model_len).items() if v is not None})
@@ -160,17 +167,10 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(None, metavar="[ID]..."
         print(export_yaml(runs), end="")
 
 
+@deployment_flags(*LAYOUT, *(f for f in LIMITS if f != "max_model_len"), *FORMAT)
 def acceptance_cmd(
-    model: str = typer.Option(..., "--model", help="Catalogue model id or alias."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator id or alias, or local."),
-    system: Optional[str] = typer.Option(None, "--system", help="System id."),
-    gpus: Optional[int] = GpusOpt,  # without parallel sizes: laid out as fit, perf and deploy lay them out
-    tensor_parallel_size: Optional[int] = TpOpt,
-    pipeline_parallel_size: Optional[int] = PpOpt,
-    quantization: Optional[str] = QuantOpt,
-    kv_cache_dtype: str = KvOpt,
+    flags: dict,
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
-    engine: str = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx"),
     workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
     input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
     output_len: Optional[int] = typer.Option(None, "--output-len", help="Output tokens per request (default: the preset's)."),
@@ -180,11 +180,9 @@ def acceptance_cmd(
     """The acceptance test for a deployment: launch command, load tests, checklist and predictions, in a folder."""
     from inferplan.measurements.acceptance import acceptance_pack
     from inferplan.report.acceptance_files import write_pack
-    from inferplan.shells.cli_common import catalog_for, deployment, run_naming
+    from inferplan.shells.cli_common import catalog_for, deployment_from, run_naming
 
-    d = deployment(model=model, gpu=gpu, system=system, gpus=gpus, tensor_parallel_size=tensor_parallel_size,
-                   pipeline_parallel_size=pipeline_parallel_size, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
-                   max_model_len=max_model_len, engine=engine)
+    d = deployment_from({**flags, "max_model_len": max_model_len})
     names = {"workload_preset": "--workload", "out": "--out", "input_len": "--input-len", "output_len": "--output-len"}
     from inferplan.shells.cli_common import FLAGS as DEPLOYMENT_FLAGS
 
@@ -194,5 +192,7 @@ def acceptance_cmd(
     if as_json:
         emit_json({"pack": pack.model_dump(mode="json"), "files": [str(p) for p in written]})
         return
+    for note in pack.notes:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     console.print(f"acceptance pack for {pack.deployment.model} written to {out}/ "
                   f"({', '.join(p.name for p in written)}); launch command from {pack.launch_from}", highlight=False)

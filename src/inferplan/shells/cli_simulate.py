@@ -51,7 +51,7 @@ def simulate_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     replicas: int = typer.Option(1, "--replicas", help="Copies of the deployment behind the router."),
     router: str = typer.Option("least-loaded", "--router", help="least-loaded | round-robin"),
-    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools: this many prefill instances ahead of the deployment, which is the decode instance (--replicas: decode instances)."),
+    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools: this many prefill instances ahead of the deployment, which is the decode instance (--replicas: decode instances); on a --system the prefill GPUs come out of it and each decode instance runs on --gpus, else on its share of the rest."),
     prefill_tensor_parallel_size: Optional[int] = typer.Option(None, "--prefill-tensor-parallel-size", help="With --prefill-instances: the prefill instance's TP size (default the deployment's)."),
     kv_transfer_s: Optional[float] = typer.Option(None, "--kv-transfer-s", help="With --prefill-instances: one request's KV hand-over in seconds (default: its KV cache over the link joining the pools)."),
     as_json: bool = JsonOpt,
