@@ -17,9 +17,9 @@ from inferplan.search.simulation import SimulationQuery, simulate_deployment
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 
-# the report's pick: Llama 3.3 70B in NVFP4 with TensorRT-LLM, 2 prefill instances of TP2 and a TP4 decode instance
+# the report's pick in its pool layout: Llama 3.3 70B in NVFP4 (vLLM's Marlin fallback on Hopper), 2 prefill instances of TP2 and a TP4 decode instance
 HGX = ["simulate", "--model", "llama-3.3-70b", "--system", "hgx-h100", "-q", "nvfp4", "--kv-cache-dtype", "fp8", "--engine",
-       "trtllm", "-tp", "4", "--max-num-seqs", "41", "--max-model-len", "2400", "--prefill-instances", "2",
+       "vllm", "-tp", "4", "--max-num-seqs", "41", "--max-model-len", "2400", "--prefill-instances", "2",
        "--prefill-tensor-parallel-size", "2", "--request-rate", "4", "--input-len", "2000", "--output-len", "400",
        "--requests", "4000"]
 
@@ -50,7 +50,7 @@ def test_pools_the_box_does_not_hold_are_refused_naming_gpus(extra):
 
 def test_the_api_refuses_pools_past_the_box_at_the_deployments_gpus(tmp_path):
     body = {"deployment": {"model": "llama-3.3-70b", "system": "hgx-h100", "quantization": "nvfp4", "kv_cache_dtype": "fp8",
-                           "engine": "trtllm", "tensor_parallel_size": 4, "gpus": 8, "max_model_len": 2400},
+                           "engine": "vllm", "tensor_parallel_size": 4, "gpus": 8, "max_model_len": 2400},
             "workload": {"input_len": 2000, "output_len": 400}, "request_rate_per_s": 4, "requests": 1000,
             "prefill_instances": 2, "prefill_tensor_parallel_size": 2}
     reply = TestClient(create_app(tmp_path / "t.db")).post("/api/simulate", json=body)
