@@ -115,3 +115,21 @@ def test_a_replica_spanning_two_systems_is_not_priced_on_one_host_listings(catal
     r = plan(s, catalog)
     assert r.capacity.cell.gpus > 8 and r.rent_usd_per_month is None and r.rental is None
     assert any("no on-demand listing hosts an engine instance of" in a for a in r.assumptions)
+
+
+def test_the_rent_vs_buy_break_even_counts_staff_on_both_routes(catalog):
+    """Staff is paid whether the GPUs are rented or owned, as the recommendation counts it: 8 H100s at
+    $2/GPU-hour ($11,680) against owning at $8,719.79 a month with $5,000 of staff on a $300,000 node:
+    300,000 ÷ (11,680 + 5,000 − 8,719.79) = 37.7 months (staff on the owned side only gives 101.3)."""
+    from inferplan.economics.scenario import Scenario
+
+    s = Scenario.model_validate({
+        "model": "gpt-oss-120b", "platform": {"system": "hgx-h100", "price_point": "low"},
+        "workload": {"preset": "chat-seat"}, "target_users": 2000,
+        "cell": {"data_parallel_size": 8, "enable_expert_parallel": True},
+        "money": {"quote_multiplier": 2.0, "rent_usd_per_gpu_hour": 2.0, "staff_usd_per_month": 5000}})
+    r = plan(s, catalog)
+    assert (r.capex_usd, r.rent_usd_per_month) == (300_000, pytest.approx(11_680))
+    assert r.modeled_monthly_operating_cost_usd == pytest.approx(8_719.79, abs=0.01)
+    assert r.rent_vs_buy_break_even_months == pytest.approx(37.69, abs=0.01)
+    assert r.recommendation.monthly_usd["rent dedicated capacity"] == pytest.approx(11_680 + 5_000)

@@ -296,7 +296,9 @@ class _Rent:
 def _rent(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: _Costs) -> _Rent:
     """Your rate for the plan's GPUs, else the loadouts' engine instances on whole rented instances
     priced as ``search`` prices them (``economics.rental``)."""
-    operating = costs.operating_usd_per_month
+    # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
+    # its operating cost without the staff
+    operating = costs.operating_usd_per_month - costs.monthly.staff_usd
 
     def _result(rental, listings, basis, instances, instance_gpus, month, note) -> _Rent:
         even = costs.capex_usd / (month - operating) if month and month > operating else None
