@@ -97,8 +97,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
-        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month),
-             note=_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour"),
+        Card(key="rent", label="Renting for the target / month", value=m(r.rent_usd_per_month),
+             note=_rented_cells(r) + (_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour")),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
@@ -111,6 +111,18 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
+
+
+def _rented_cells(r: PlanResult) -> str:
+    """What the rent is for: the replica cells the target needs (none: no rent)."""
+    if r.rented_cells is None or r.rent_usd_per_month is None:
+        return ""
+    gpus = r.rented_cells * r.rented_cell_gpus
+    on = (f" on {r.rented_instances:,} rented {r.rented_instance_gpus}-GPU instance{'s' if r.rented_instances != 1 else ''}"
+          if r.rented_instances else "")
+    return (f"{r.rented_cells:,} replica cell{'s' if r.rented_cells != 1 else ''} of {r.rented_cell_gpus} GPU"
+            f"{'s' if r.rented_cell_gpus != 1 else ''} ({gpus:,} GPU{'s' if gpus != 1 else ''}){on}, carrying "
+            f"{r.rented_users:,} users; ")
 
 
 def _rental_note(r: PlanResult) -> str:
