@@ -203,6 +203,25 @@ def test_loading_a_scenario_puts_controls_it_leaves_out_back_to_their_defaults(p
     assert page.input_value("#utilization") == "0.6" and page.input_value("#capital_recovery_years") == "3"
 
 
+def test_a_shipped_example_opened_by_link_plans_as_the_cli_does(page, server):
+    """A scenario that names no engine plans with the platform's own on the page, as `inferplan plan`
+    plans it: the engine control is left blank, not set to an engine the library would not pick."""
+    import yaml
+
+    from inferplan.economics.plan import plan
+    from inferplan.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml"
+    stated = yaml.safe_load(path.read_text())
+    assert "engine" not in stated
+    cli = plan(load_scenario(path))
+    page.goto(server + "/?" + urllib.parse.urlencode({"s": json.dumps(stated), "c": "usd"}) + "#simulator")
+    planned(page)
+    assert page.input_value("#engine") == "" and "engine" not in scenario_in_url(page)
+    assert card_values(page)["users"] == f"{cli.supported_users:,}"
+    assert_page_matches_api(page, server)
+
+
 def test_report_download_and_phone_layout(page, server):
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(server + "/")

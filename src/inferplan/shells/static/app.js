@@ -110,7 +110,7 @@ function formScenario() {
   const scenario = {
     name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${value("system")}`,
     model: value("model"),
-    engine: value("engine"),
+    engine: value("engine") || undefined,  // blank: left out, so the library takes the platform's own
     platform: formPlatform(),
     workload: { preset: value("preset") },
     target_users: number("target_users"),
@@ -174,7 +174,7 @@ function fillForm(s) {
     $("system").append(option(key, `${key} (not in the catalogue)`));
   }
   set("model", s.model);
-  set("engine", s.engine);
+  optional("engine", s.engine);  // left out: the platform's own, as the CLI plans it
   set("quantization", s.quantization || "");
   optional("kv_bytes_per_token", s.kv_bytes_per_token);
   set("system", key);
@@ -352,7 +352,7 @@ async function saveScenario() {
 function scenarioInputs(s) {
   const p = s.platform || {};
   return [
-    ["Model", s.model], ["Precision", s.quantization || "model's checkpoint"], ["Engine", s.engine || "vllm"],
+    ["Model", s.model], ["Precision", s.quantization || "model's checkpoint"], ["Engine", s.engine || "the platform's own"],
     ["Platform", p.system || `${p.gpus} × ${p.gpu}`], ["Price point", p.price_point || "mid"],
     ["Quote per system (USD)", p.quote_usd_per_system ?? "catalogue band"],
     ["Workload preset", (s.workload || {}).preset], ["Target users", s.target_users],
@@ -447,7 +447,7 @@ async function init() {
     ...accelerators.map((a) => [`${GPU_PREFIX}${a.id}`, `${a.name} GPUs (type a price)`]),
   ];
   fillSelect($("system"), platforms, "hgx-b200");
-  fillSelect($("engine"), engines.map((e) => [e.id, e.name]), "sglang");
+  $("engine").append(...engines.map((e) => option(e.id, e.name)));  // after the page's blank: the platform's own
   fillSelect($("quantization"), [["", "model's checkpoint"], ...quantizations.map((q) => [q.id, q.name])], "fp8");
   $("system").addEventListener("change", () => {  // a typed price belongs to the platform it was typed for
     $("platform_price").value = "";
