@@ -504,6 +504,19 @@ def test_a_liquid_cooled_system_is_planned_at_the_liquid_cooled_pue_unless_state
     assert rack.monthly_costs.power_usd == pytest.approx(stated.monthly_costs.power_usd * liquid / average)
 
 
+@pytest.mark.parametrize("oem", ["dell-xe9685l", "dell-xe9680l", "lenovo-sr680a-v3"])
+def test_an_oem_server_on_the_hgx_b200_board_draws_the_hgx_b200_ceiling(oem):
+    """The same eight B200s cost the same colocation in any chassis: an OEM server whose GPUs are the
+    HGX B200 board carries that board's 14.3 kW system ceiling (derived), not 1.5 × GPU TDP."""
+    record = CATALOG.systems.records[oem]
+    assert (record.accelerator, record.accelerator_count) == ("b200", 8)
+    assert record.power_w.value == CATALOG.systems.records["hgx-b200"].power_w.value and record.power_w.kind == "derived"
+    oem_plan = plan(scenario(model="llama-3.1-8b", platform={"system": oem}), CATALOG)
+    hgx = plan(scenario(model="llama-3.1-8b", platform={"system": "hgx-b200"}), CATALOG)
+    assert oem_plan.monthly_costs.colocation_usd == pytest.approx(hgx.monthly_costs.colocation_usd)
+    assert not any("system power assumed" in a for a in oem_plan.assumptions)
+
+
 @pytest.mark.parametrize(("usd", "currency", "digits", "shown"), [
     (0.0188, "usd", 2, "$0.0188"),      # an API seat under a cent's resolution: three significant digits
     (0.97 * FX, "eur", 2, "€0.970"),    # the euro amount decides, not the dollar one
