@@ -222,6 +222,17 @@ def test_a_shipped_example_opened_by_link_plans_as_the_cli_does(page, server):
     assert_page_matches_api(page, server)
 
 
+def test_a_roadmap_platform_is_noted_above_the_recommendation(page, server):
+    kyber = {"name": "Kyber", "model": "nemotron-3-ultra", "quantization": "nvfp4", "platform": {"system": "kyber-nvl144"},
+             "workload": {"preset": "agent-worker"}, "target_users": 1000}
+    page.goto(server + "/?" + urllib.parse.urlencode({"s": json.dumps(kyber)}) + "#simulator")
+    planned(page)
+    expected = api_view(server, scenario_in_url(page))["headline_notes"]
+    assert expected and page.locator("#headline-notes p").all_inner_texts() == [f"Note: {n}" for n in expected]
+    row = page.locator("#platform-table tbody tr", has_text="Kyber NVL144")
+    assert "assumed (roadmap part)" in row.inner_text()
+
+
 def test_report_download_and_phone_layout(page, server):
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(server + "/")

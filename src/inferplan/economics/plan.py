@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
-from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware,
-                                             money_rates, nvaie_usd, power_w, superseded_api_prices_note)
+from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, capex,
+                                             hardware, money_rates, nvaie_usd, platform_status, power_w,
+                                             superseded_api_prices_note)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
 from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
@@ -86,6 +87,8 @@ class PlanResult(BaseModel):
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
+    platform_status: str = "shipping"  # the catalogue status of the system (or its GPU when that is roadmap or ramp)
+    platform_assumed: tuple[str, ...] = ()  # the platform's figures the plan uses that the catalogue marks assumed
     recommendation: Recommendation
     assumptions: tuple[str, ...]
 
@@ -365,6 +368,8 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
         fx_usd_per_eur=rates.fx_usd_per_eur,
+        platform_status=platform_status(hw),
+        platform_assumed=assumed_platform_figures(hw, quoted=bool(s.platform.quote_usd_per_system)),
         recommendation=recommend(_route_figures(s, size, costs, quotes, rent, rates)),
         assumptions=_assumptions(s, hw, size, rates, costs, quotes, rent),
     )

@@ -162,3 +162,24 @@ def api_comparison_notes(catalog: Catalog, model: str) -> tuple[str, ...]:
     missing = (f"no current API price is catalogued for {model}: nothing to compare with at an API"
                if not current_api_prices(catalog, model) else None)
     return tuple(n for n in (superseded_api_prices_note(catalog, model), missing) if n)
+
+
+NOT_SHIPPING = ("roadmap", "ramp")  # statuses whose figures are planning placeholders, not quotes or measurements
+
+
+def platform_status(hw: Hardware) -> str:
+    """The platform's catalogue status: a roadmap or ramp GPU in a shipping system counts as its GPU's."""
+    statuses = [x.status.value for x in (hw.system, hw.accelerator) if x is not None]
+    return next((s for s in NOT_SHIPPING if s in statuses), statuses[0])
+
+
+def assumed_platform_figures(hw: Hardware, quoted: bool) -> tuple[str, ...]:
+    """Which of the platform's figures the plan uses are catalogued as ``assumed``: its price band
+    (unless a vendor quote replaces it), its GPU's memory, memory bandwidth and FLOP/s."""
+    a = hw.accelerator
+    band = hw.system.price if hw.system and not quoted else None
+    named = (("price band", (band.usd_low, band.usd_high) if band else ()),
+             ("GPU memory", (a.memory_bytes,)),
+             ("memory bandwidth", (a.memory_bandwidth_bytes_per_s,)),
+             ("FLOP/s", tuple(a.peak_flop_per_s.values())))
+    return tuple(name for name, quantities in named if any(q is not None and q.kind == "assumed" for q in quantities))

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
+from inferplan.economics.plan_inputs import NOT_SHIPPING
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.money import money_text
 from inferplan.report.sources import SourceNote
@@ -39,6 +40,20 @@ def _beyond_capacity(r: PlanResult) -> str:
         return "unreachable: the loadouts carry no user at the speed target"
     return (f"beyond the {r.capacity_tokens_per_month / 1e9:,.2f}B tokens / month these loadouts carry: even fully used, "
             "owning costs more per token than the API")
+
+
+def headline_notes(r: PlanResult) -> list[str]:
+    """What the headline figures must be read with: a platform the catalogue lists as roadmap or ramp
+    (not shipping) is priced and sped from planning figures, which of them assumed."""
+    if r.platform_status not in NOT_SHIPPING:
+        return []
+    *rest, last = r.platform_assumed or ("",)
+    named = f"{', '.join(rest)} and {last}" if rest else last
+    assumed = (f"its {named} {'is' if len(r.platform_assumed) == 1 else 'are'} assumed "
+               "in the catalogue, not quoted or measured" if r.platform_assumed else
+               "its figures are early published or derived ones, not measured on shipping systems")
+    return [f"{r.system} is a {r.platform_status} platform (catalogue status: {r.platform_status}, not shipping): "
+            f"{assumed}; read its capex, users and payback as planning figures"]
 
 
 def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:

@@ -68,7 +68,7 @@ function refusal(form, err) {
 // A plan that fails replaces the answer: no card, chart or summary of an earlier scenario stays.
 function clearAnswer() {
   state.lastPlan = null;
-  for (const id of ["cards", "recommendation", "assumptions"]) $(id).replaceChildren();
+  for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
   $("memory-summary").textContent = "";
   for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
 }
@@ -247,6 +247,9 @@ async function update() {
     state.lastPlan = view;
     showError(refusal($("scenario-form")));
     $("cards").replaceChildren(...view.cards.filter((c) => c.key !== "recommendation").map(card));
+    $("headline-notes").replaceChildren(...view.headline_notes.map((n) => {  // the library's words, as it wrote them
+      const p = document.createElement("p"); p.textContent = `Note: ${n}`; return p;
+    }));
     const rec = view.cards.find((c) => c.key === "recommendation");  // formatted by the server, in the page's currency
     $("recommendation").textContent = `Recommendation: ${rec.value} — ${rec.note}`;
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
