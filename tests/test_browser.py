@@ -233,6 +233,15 @@ def test_a_roadmap_platform_is_noted_above_the_recommendation(page, server):
     assert "assumed (roadmap part)" in row.inner_text()
 
 
+def test_the_eur_choice_and_the_ladder_state_the_catalogues_rate_source_and_date(page, server):
+    fx = httpx.get(server + "/api/views/fx", timeout=60).json()
+    page.goto(server + "/")
+    planned(page)
+    assert page.locator("#currency option[value=eur]").inner_text() == f"EUR ({fx['label']})"
+    assert page.locator("#fx-note").inner_text() == f"EUR at {fx['text']}"
+    assert page.locator("#ladder-fx").inner_text() == f"EUR prices at {fx['text']}"
+
+
 def test_report_download_and_phone_layout(page, server):
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(server + "/")

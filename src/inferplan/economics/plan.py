@@ -87,10 +87,16 @@ class PlanResult(BaseModel):
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
+    fx_basis: str = ""  # the FX rate's source and checked date, printed wherever EUR is shown
     platform_status: str = "shipping"  # the catalogue status of the system (or its GPU when that is roadmap or ramp)
     platform_assumed: tuple[str, ...] = ()  # the platform's figures the plan uses that the catalogue marks assumed
     recommendation: Recommendation
     assumptions: tuple[str, ...]
+
+    @property
+    def fx_text(self) -> str:
+        """The FX rate with its source and date, as every EUR figure is printed with it."""
+        return f"€1 = ${self.fx_usd_per_eur:g} ({self.fx_basis})"
 
     @property
     def systems(self) -> int:
@@ -367,7 +373,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
-        fx_usd_per_eur=rates.fx_usd_per_eur,
+        fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),
         platform_assumed=assumed_platform_figures(hw, quoted=bool(s.platform.quote_usd_per_system)),
         recommendation=recommend(_route_figures(s, size, costs, quotes, rent, rates)),
@@ -409,6 +415,6 @@ def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, co
         f"colocation ${r.colocation_usd_per_kw_month:g}/kW-month on the maximum draw",
         f"amortization {r.amortization_years:g} years; capital-recovery target {r.capital_recovery_years:g} years; "
         f"support {r.support_share_of_capex_per_year:.0%} of capex a year",
-        f"FX €1 = ${r.fx_usd_per_eur:g}; all prices ex VAT",
+        f"FX €1 = ${r.fx_usd_per_eur:g} ({r.fx_basis}); all prices ex VAT",
     ]
     return tuple(dict.fromkeys(n for n in notes if n is not None))

@@ -43,6 +43,7 @@ class MoneyRates:
     """The money inputs a plan uses: each the scenario's, else the catalogue default."""
 
     fx_usd_per_eur: float
+    fx_basis: str  # where the FX rate comes from and when it was checked
     amortization_years: float
     capital_recovery_years: float
     utilization: float  # average power draw as a share of the maximum
@@ -57,7 +58,7 @@ def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None) -> Mone
     """The scenario's money inputs with the catalogue's defaults where it leaves one out."""
     pue, pue_note = (m.pue, "stated") if m.pue else _default_pue(catalog, system)
     return MoneyRates(
-        fx_usd_per_eur=_cost(catalog, "fx", "usd_per_eur"),
+        fx_usd_per_eur=_cost(catalog, "fx", "usd_per_eur"), fx_basis=fx_basis(catalog),
         amortization_years=m.amortization_years or _cost(catalog, "amortization", "count"),
         capital_recovery_years=m.capital_recovery_years or _cost(catalog, "recovery", "count"),
         utilization=m.utilization or _cost(catalog, "utilization", "ratio"),
@@ -69,6 +70,13 @@ def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None) -> Mone
         support_share_of_capex_per_year=(m.support_share_of_capex_per_year if m.support_share_of_capex_per_year is not None
                                          else _cost(catalog, "support", "ratio")),
     )
+
+
+def fx_basis(catalog: Catalog) -> str:
+    """Where the FX rate every EUR figure uses comes from, and when it was checked (the catalogue's words)."""
+    q = catalog.cost_defaults.records[DEFAULTS["fx"]].usd_per_eur
+    source = catalog.sources[q.source]
+    return f"{source.title}, checked {(q.checked or source.checked).isoformat()}"
 
 
 def nvaie_usd(catalog: Catalog) -> dict[str, float]:

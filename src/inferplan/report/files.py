@@ -25,7 +25,7 @@ def summary_rows(r: PlanResult, currency: str = "usd") -> list[tuple[str, str]]:
 
 
 def _amounts(r: PlanResult, currency: str) -> str:
-    return ("All amounts EUR" if currency == "eur" else "All amounts USD") + f", ex VAT (€1 = ${r.fx_usd_per_eur:g})."
+    return ("All amounts EUR" if currency == "eur" else "All amounts USD") + f", ex VAT ({r.fx_text})."
 
 
 def _monte_carlo(r: PlanResult, u: Uncertainty, currency: str) -> str:

@@ -11,6 +11,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.provenance import iter_sourced
 from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
+from inferplan.economics.plan_inputs import DEFAULTS, fx_basis
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.uncertainty import Uncertainty, simulate
 from inferplan.inputs import Input
@@ -191,3 +192,20 @@ def _native_nvfp4(accel) -> str:
     if "nvfp4" not in accel.native_formats:
         return "no"
     return "assumed (roadmap part)" if accel.status.value == "roadmap" else "yes"
+
+
+class FxView(BaseModel):
+    """The FX rate every EUR figure uses, as the page labels the EUR choice and notes its source."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    usd_per_eur: float
+    label: str  # "€1 = $1.1426"
+    text: str  # the rate with its source and checked date
+    sources: list[SourceNote] = []
+
+
+def fx_view(catalog: Catalog) -> FxView:
+    q = catalog.cost_defaults.records[DEFAULTS["fx"]].usd_per_eur
+    label = f"€1 = ${q.value:g}"
+    return FxView(usd_per_eur=q.value, label=label, text=f"{label} ({fx_basis(catalog)})", sources=source_notes(catalog, q))

@@ -239,6 +239,8 @@ def print_plan(console: Console, r, currency: str = "usd", explain: bool = False
     console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
     for reason in recommendation_reasons(r, currency):
         console.print(f"  - {reason}", highlight=False)
+    if currency == "eur":
+        console.print(f"Amounts in EUR at {r.fx_text}; ex VAT", highlight=False)
     console.print(f"{escape(r.name)} — {r.model} on {r.system} ({r.accelerator}); workload {escape(r.workload.name)}",
                   highlight=False)
     cards = [c for c in plan_cards(r, currency) if c.key != "recommendation" and (explain or c.key in PLAN_HEADLINE)]

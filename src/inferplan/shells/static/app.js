@@ -436,11 +436,15 @@ function sourced(view, field) {
 }
 
 async function init() {
-  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder] = await Promise.all([
+  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder, fx] = await Promise.all([
     api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/accelerators"),
     api("GET", "/api/catalog/engines"), api("GET", "/api/catalog/quantizations"), api("GET", "/api/catalog/workload-presets"),
-    api("GET", "/api/views/models"), api("GET", "/api/views/platforms"),
+    api("GET", "/api/views/models"), api("GET", "/api/views/platforms"), api("GET", "/api/views/fx"),
   ]);
+  // the FX rate as the catalogue states it, with its source and date, wherever EUR is offered or shown
+  $("currency").querySelector("option[value=eur]").textContent = `EUR (${fx.label})`;
+  $("fx-note").textContent = `EUR at ${fx.text}`;
+  $("ladder-fx").textContent = `EUR prices at ${fx.text}`;
   const plannable = models.filter((m) => m.config || m.kv_proxy || m.status !== "reference")
     .map((m) => [m.id, m.config ? m.name : `${m.name} (${m.kv_proxy ? "KV layout: " + m.kv_proxy : "needs KV bytes/token"})`]);
   fillSelect($("model"), plannable, "qwen3-235b-a22b");
