@@ -80,7 +80,8 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
         trials, _ = candidate_loadouts(catalog, space.base, space.workload, system_gpus=gpus, system=space.system,
                                        cell_fixed=space.fixed, nodes=nodes, start=space.start)
     except InvalidScenarioError as exc:
-        if exc.field not in ("cell", "platform.system"):  # a cell wider than the host, or no cell fits in it
+        # a cell wider than the host, no cell that fits in it, or one wider than its GPUs' links carry
+        if exc.field not in ("cell", "platform.system", "tensor_parallel_size"):
             raise
         return ()
     return trials
