@@ -203,6 +203,45 @@ def test_loading_a_scenario_puts_controls_it_leaves_out_back_to_their_defaults(p
     assert page.input_value("#utilization") == "0.6" and page.input_value("#capital_recovery_years") == "3"
 
 
+def test_a_shipped_example_opened_by_link_plans_as_the_cli_does(page, server):
+    """A scenario that names no engine plans with the platform's own on the page, as `inferplan plan`
+    plans it: the engine control is left blank, not set to an engine the library would not pick."""
+    import yaml
+
+    from inferplan.economics.plan import plan
+    from inferplan.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "chat-seats-h100.yaml"
+    stated = yaml.safe_load(path.read_text())
+    assert "engine" not in stated
+    cli = plan(load_scenario(path))
+    page.goto(server + "/?" + urllib.parse.urlencode({"s": json.dumps(stated), "c": "usd"}) + "#simulator")
+    planned(page)
+    assert page.input_value("#engine") == "" and "engine" not in scenario_in_url(page)
+    assert card_values(page)["users"] == f"{cli.supported_users:,}"
+    assert_page_matches_api(page, server)
+
+
+def test_a_roadmap_platform_is_noted_above_the_recommendation(page, server):
+    kyber = {"name": "Kyber", "model": "nemotron-3-ultra", "quantization": "nvfp4", "platform": {"system": "kyber-nvl144"},
+             "workload": {"preset": "agent-worker"}, "target_users": 1000}
+    page.goto(server + "/?" + urllib.parse.urlencode({"s": json.dumps(kyber)}) + "#simulator")
+    planned(page)
+    expected = api_view(server, scenario_in_url(page))["headline_notes"]
+    assert expected and page.locator("#headline-notes p").all_inner_texts() == [f"Note: {n}" for n in expected]
+    row = page.locator("#platform-table tbody tr", has_text="Kyber NVL144")
+    assert "assumed (roadmap part)" in row.inner_text()
+
+
+def test_the_eur_choice_and_the_ladder_state_the_catalogues_rate_source_and_date(page, server):
+    fx = httpx.get(server + "/api/views/fx", timeout=60).json()
+    page.goto(server + "/")
+    planned(page)
+    assert page.locator("#currency option[value=eur]").inner_text() == f"EUR ({fx['label']})"
+    assert page.locator("#fx-note").inner_text() == f"EUR at {fx['text']}"
+    assert page.locator("#ladder-fx").inner_text() == f"EUR prices at {fx['text']}"
+
+
 def test_report_download_and_phone_layout(page, server):
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(server + "/")

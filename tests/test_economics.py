@@ -504,6 +504,19 @@ def test_a_liquid_cooled_system_is_planned_at_the_liquid_cooled_pue_unless_state
     assert rack.monthly_costs.power_usd == pytest.approx(stated.monthly_costs.power_usd * liquid / average)
 
 
+@pytest.mark.parametrize("oem", ["dell-xe9685l", "dell-xe9680l", "lenovo-sr680a-v3"])
+def test_an_oem_server_on_the_hgx_b200_board_draws_the_hgx_b200_ceiling(oem):
+    """The same eight B200s cost the same colocation in any chassis: an OEM server whose GPUs are the
+    HGX B200 board carries that board's 14.3 kW system ceiling (derived), not 1.5 × GPU TDP."""
+    record = CATALOG.systems.records[oem]
+    assert (record.accelerator, record.accelerator_count) == ("b200", 8)
+    assert record.power_w.value == CATALOG.systems.records["hgx-b200"].power_w.value and record.power_w.kind == "derived"
+    oem_plan = plan(scenario(model="llama-3.1-8b", platform={"system": oem}), CATALOG)
+    hgx = plan(scenario(model="llama-3.1-8b", platform={"system": "hgx-b200"}), CATALOG)
+    assert oem_plan.monthly_costs.colocation_usd == pytest.approx(hgx.monthly_costs.colocation_usd)
+    assert not any("system power assumed" in a for a in oem_plan.assumptions)
+
+
 @pytest.mark.parametrize(("usd", "currency", "digits", "shown"), [
     (0.0188, "usd", 2, "$0.0188"),      # an API seat under a cent's resolution: three significant digits
     (0.97 * FX, "eur", 2, "€0.970"),    # the euro amount decides, not the dollar one
@@ -520,25 +533,27 @@ def test_money_is_shown_to_the_digits_it_has(usd, currency, digits, shown):
 
 
 def test_your_own_rental_rate_and_api_prices_replace_the_catalogues():
-    """A GPU provider's negotiated rate and an API's own prices: the rent is the rate × GPUs ×
-    730 h, and the API alternative is the month of tokens at those prices."""
+    """A GPU provider's negotiated rate and an API's own prices: the rent is the rate × the GPUs of the
+    cells the target needs × 730 h, and the API alternative is the month of tokens at those prices."""
     from inferplan.economics import money as money_mod
 
     own = {"rent_usd_per_gpu_hour": 1.5, "api_input_usd_per_mtok": 0.2, "api_cached_input_usd_per_mtok": 0.05,
            "api_output_usd_per_mtok": 0.8}
     r = plan(scenario(model="llama-3.1-8b", platform={"system": "hgx-h100"}, money=own), CATALOG)
-    assert r.rent_usd_per_month == pytest.approx(1.5 * 8 * money_mod.HOURS_PER_MONTH)
+    gpus = r.rented_cells * r.rented_cell_gpus
+    assert r.rented_users >= r.target_users and gpus < r.gpus  # the target, not the whole owned node
+    assert r.rent_usd_per_month == pytest.approx(1.5 * gpus * money_mod.HOURS_PER_MONTH)
     w = r.workload
     expected = (w.monthly_input_tokens * ((1 - w.cache_hit_rate) * 0.2 + w.cache_hit_rate * 0.05)
                 + w.monthly_output_tokens * 0.8) / 1e6
     assert r.api_alternative_usd_per_user_month == pytest.approx(expected)
     assert r.api_alternative is None
     assert any(a.startswith("API compared with: your prices") for a in r.assumptions)
-    assert any(a == "rent: your rate of $1.50 per GPU-hour" for a in r.assumptions)
+    assert any(a.startswith(f"rent: your rate of $1.50 per GPU-hour for {r.rented_cells} replica cell") for a in r.assumptions)
     from inferplan.report.cards import plan_cards
 
     cards = {c.key: c for c in plan_cards(r)}
-    assert cards["rent"].note == "at your rate per GPU-hour" and cards["api_alternative"].note == "at your API prices"
+    assert cards["rent"].note.endswith("; at your rate per GPU-hour") and cards["api_alternative"].note == "at your API prices"
 
 
 @pytest.mark.parametrize("bad, field", [

@@ -42,7 +42,7 @@ def test_a_plan_of_8_gpu_loadouts_rents_8_gpu_instances_at_their_median_as_searc
     every = [hourly_usd(x, 1.0) for x in catalog.rental_prices if x.accelerator == "b200"]
     assert len(eight) >= 2 and statistics.median(eight) != pytest.approx(statistics.median(every))
     assert r.capacity.cell.gpus == 8 and r.rented_instance_gpus == 8
-    assert r.rented_instances == r.loadouts * r.capacity.cells
+    assert r.rented_instances == r.rented_cells and r.rented_cell_gpus == 8 and r.rented_users >= 50
     assert r.rent_usd_per_month == pytest.approx(r.rented_instances * 8 * statistics.median(eight) * HOURS_PER_MONTH)
     assert r.rental_listings == len(eight) and len(r.rental_ids) == len(eight) and r.rental in r.rental_ids
     assert r.rental_basis == f"median of {len(eight)} on-demand listings of 8-GPU instances"
@@ -55,7 +55,8 @@ def test_the_plan_api_and_its_card_name_the_rent_basis(catalog, dsv3, tmp_path):
     from inferplan.report.cards import plan_cards
 
     card = next(c for c in plan_cards(r) if c.key == "rent")
-    assert card.note == f"the {r.rental_basis}"
+    assert card.note.endswith(f"; the {r.rental_basis}") and card.label == "Renting for the target / month"
+    assert card.note.startswith(f"{r.rented_cells} replica cells of 8 GPUs (32 GPUs) on {r.rented_instances} rented 8-GPU")
     body = TestClient(create_app(tmp_path / "t.db")).post("/api/plan", json={"scenario": s.model_dump(mode="json"),
                                                                               "draws": 0})
     assert body.status_code == 200, body.text
@@ -114,4 +115,44 @@ def test_a_replica_spanning_two_systems_is_not_priced_on_one_host_listings(catal
                                  "workload": {"preset": "chat-seat"}, "target_users": 10})
     r = plan(s, catalog)
     assert r.capacity.cell.gpus > 8 and r.rent_usd_per_month is None and r.rental is None
-    assert any("no on-demand listing hosts an engine instance of" in a for a in r.assumptions)
+    assert any("no on-demand listing hosts a replica cell of llama-3.1-405b" in a for a in r.assumptions)
+
+
+def test_the_rent_vs_buy_break_even_counts_staff_on_both_routes(catalog):
+    """Staff is paid whether the GPUs are rented or owned, as the recommendation counts it: 8 H100s at
+    $2/GPU-hour ($11,680) against owning at $8,719.79 a month with $5,000 of staff on a $300,000 node:
+    300,000 ÷ (11,680 + 5,000 − 8,719.79) = 37.7 months (staff on the owned side only gives 101.3)."""
+    from inferplan.economics.scenario import Scenario
+
+    s = Scenario.model_validate({
+        "model": "gpt-oss-120b", "platform": {"system": "hgx-h100", "price_point": "low"},
+        "workload": {"preset": "chat-seat"}, "target_users": 2000,
+        "cell": {"data_parallel_size": 8, "enable_expert_parallel": True},
+        "money": {"quote_multiplier": 2.0, "rent_usd_per_gpu_hour": 2.0, "staff_usd_per_month": 5000}})
+    r = plan(s, catalog)
+    assert (r.capex_usd, r.rent_usd_per_month) == (300_000, pytest.approx(11_680))
+    assert r.modeled_monthly_operating_cost_usd == pytest.approx(8_719.79, abs=0.01)
+    assert r.rent_vs_buy_break_even_months == pytest.approx(37.69, abs=0.01)
+    assert r.recommendation.monthly_usd["rent dedicated capacity"] == pytest.approx(11_680 + 5_000)
+
+
+def test_the_rent_route_rents_the_cells_the_target_needs_as_search_does(catalog):
+    """2,000 chat seats of gpt-oss-120b: the owned HGX H100 packs one 8-GPU expert-parallel cell that
+    carries 529,087 users, but one 1-GPU cell carries the target, so renting takes one 1-GPU instance
+    at the median of the 1-GPU listings, the rent ``search --rent`` finds ($2,810.50, not the
+    $40,179 of eight GPUs); owning never breaks even against that."""
+    from pathlib import Path
+
+    from inferplan.search.request import SearchRequest
+    from inferplan.search.run import search
+
+    r = plan(load_scenario(Path(__file__).parents[1] / "examples" / "chat-seats-h100.yaml"), catalog)
+    assert r.capacity.cell.gpus == 8 and r.supported_users > 100 * r.target_users
+    assert (r.rented_cells, r.rented_cell_gpus, r.rented_instances, r.rented_instance_gpus) == (1, 1, 1, 1)
+    assert r.rented_users >= r.target_users
+    pick = search(SearchRequest(models=("gpt-oss-120b",), users=2000, workload="chat-seat", accelerators=("h100-sxm",),
+                                pricing="rent", objective="monthly", top=1), catalog).results[0]
+    assert (pick.gpus_paid, pick.rental, pick.rental_basis) == (1, r.rental, r.rental_basis)
+    assert r.rent_usd_per_month == pytest.approx(pick.monthly_usd) == pytest.approx(2810.5)
+    assert r.rent_vs_buy_break_even_months is None  # renting costs less than owning's operating cost alone
+    assert r.recommendation.monthly_usd["rent dedicated capacity"] < r.recommendation.monthly_usd["own"]

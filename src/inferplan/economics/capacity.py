@@ -182,36 +182,51 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
 def loadout_capacity(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
                      cell_fixed: bool = False, nodes: tuple[str, int] | None = None,
                      start: Deployment | None = None) -> LoadoutCapacity:
-    """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries.
+    """Pack replica cells into one loadout of ``system_gpus`` GPUs and count the users it carries:
+    of the layouts ``candidate_loadouts`` tries, the one carrying the most users is kept (wider cells
+    are faster per user, narrower ones pack more replicas)."""
+    trials, note = candidate_loadouts(catalog, base, w, system_gpus=system_gpus, system=system, cell_fixed=cell_fixed,
+                                      nodes=nodes, start=start)
+    best = None
+    for trial in trials:
+        best = _better(best, trial)
+    assert best is not None
+    return best.model_copy(update={"assumptions": (*best.assumptions, note)}) if note else best
+
+
+@per_catalog(maxsize=256)
+def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
+                       cell_fixed: bool = False, nodes: tuple[str, int] | None = None,
+                       start: Deployment | None = None) -> tuple[tuple[LoadoutCapacity, ...], str | None]:
+    """One loadout of ``system_gpus`` GPUs packed with each replica-cell layout, and a note of the
+    wider tensor-parallel cells not tried (None: none skipped).
 
     Unless the cell is fixed, every tensor-parallel width from the smallest that fits up to the
     loadout (powers of two) is tried, and for a mixture-of-experts model on an engine that runs
-    expert parallelism every expert-parallel cell too (``expert_parallel_cells``); the one
-    carrying the most users is kept: wider cells are faster per user, narrower ones pack more
-    replicas. ``nodes`` — (system id, GPUs per system) — makes the loadout several such systems: a
-    cell wider than one runs over their network; ``start`` is the narrowest cell to try (see
-    ``spanning_cell``)."""
+    expert parallelism every expert-parallel cell too (``expert_parallel_cells``). ``nodes`` —
+    (system id, GPUs per system) — makes the loadout several such systems: a cell wider than one
+    runs over their network; ``start`` is the narrowest cell to try (see ``spanning_cell``). Empty:
+    no layout from ``start`` up fits in ``system_gpus`` GPUs."""
     if cell_fixed:
-        return _loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
+        return (_loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes),), None
     smallest = start or _smallest_cell(catalog, base, system_gpus)
-    best, note = None, None
+    trials: list[LoadoutCapacity] = []
+    note = None
     tp = smallest.tensor_parallel_size
     while tp * smallest.pipeline_parallel_size <= system_gpus:
         try:
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
                              system_gpus=system_gpus, system=system, nodes=nodes)
         except InvalidScenarioError as exc:
-            if best is None or exc.field != "tensor_parallel_size":
+            if not trials or exc.field != "tensor_parallel_size":
                 raise
-            # a cell wider than the hardware's links carry: keep the best narrower one, and say so
+            # a cell wider than the hardware's links carry: keep the narrower ones, and say so
             note = f"replica cells wider than {tp // 2} GPUs not tried: {exc}"
             break
-        best = _better(best, trial)
+        trials.append(trial)
         tp *= 2
-    assert best is not None
-    for trial in expert_parallel_cells(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes):
-        best = _better(best, trial)
-    return best.model_copy(update={"assumptions": (*best.assumptions, note)}) if note else best
+    trials += expert_parallel_cells(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
+    return tuple(trials), note
 
 
 def _better(best: LoadoutCapacity | None, trial: LoadoutCapacity) -> LoadoutCapacity:

@@ -17,13 +17,14 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
-from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, capex, hardware,
-                                             money_rates, nvaie_usd, power_w, superseded_api_prices_note)
-from inferplan.economics.rental import named_listing, on_demand_listings, rent_engine_instances
+from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, capex,
+                                             hardware, money_rates, nvaie_usd, platform_status, power_w,
+                                             superseded_api_prices_note)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
+from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import InferplanError
 from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
@@ -74,17 +75,28 @@ class PlanResult(BaseModel):
     rental_basis: str | None = None  # what the rent is priced on, e.g. "median of 2 on-demand listings of 8-GPU instances"
     rented_instances: int | None = None  # the listing's whole instances rented, each holding whole engine instances
     rented_instance_gpus: int | None = None  # GPUs in one rented instance
+    rented_cells: int | None = None  # replica cells the target needs, rented (at least one)
+    rented_cell_gpus: int | None = None  # GPUs of one rented replica cell
+    rented_users: int | None = None  # users the rented cells carry (at least the target)
     api_price: str | None = None  # id of the same-model API price the quote is built on
     api_alternative: str | None = None  # id of the API price compared with
     api_alternative_valid_until: date | None = None  # the last day that price was in force (None: current)
-    rent_usd_per_month: float | None  # the same engine instances rented around the clock, on whole instances
+    rent_usd_per_month: float | None  # the cells the target needs rented around the clock, on whole instances
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
+    fx_basis: str = ""  # the FX rate's source and checked date, printed wherever EUR is shown
+    platform_status: str = "shipping"  # the catalogue status of the system (or its GPU when that is roadmap or ramp)
+    platform_assumed: tuple[str, ...] = ()  # the platform's figures the plan uses that the catalogue marks assumed
     recommendation: Recommendation
     assumptions: tuple[str, ...]
+
+    @property
+    def fx_text(self) -> str:
+        """The FX rate with its source and date, as every EUR figure is printed with it."""
+        return f"€1 = ${self.fx_usd_per_eur:g} ({self.fx_basis})"
 
     @property
     def systems(self) -> int:
@@ -127,7 +139,10 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     rates = money_rates(catalog, s.money, hw.system)
     costs = _costs(catalog, s, hw, size, rates)
     quotes = _quotes(catalog, s, w, size.served_users, costs)
-    rent = _rent(catalog, s, hw, size, rates, costs)
+    # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
+    # its operating cost without the staff
+    rent = rent_route(catalog, s, hw.accelerator.id, size.space, rates.fx_usd_per_eur, costs.capex_usd,
+                      costs.operating_usd_per_month - costs.monthly.staff_usd)
     per_token = _per_token(w, size, rates, costs, quotes, s.money)
     return _assemble(s, hw, w, size, rates, costs, quotes, rent, per_token)
 
@@ -152,6 +167,7 @@ class _Sizing:
     supported_users: int
     served_users: int
     notes: tuple[str, ...]
+    space: CellSpace  # what the loadout's cells were chosen from (the rent route sizes its own from it)
 
 
 def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
@@ -179,8 +195,10 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
     start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)
     loadout_gpus = hw.gpus_per_system * per_loadout
     label = hw.label if per_loadout == 1 else f"{per_loadout}× {hw.label}"
+    space = CellSpace(base, w, label, loadout_gpus, fixed, start,
+                      (system.id, hw.gpus_per_system) if system and per_loadout > 1 else None)
     cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
-                           nodes=(system.id, hw.gpus_per_system) if per_loadout > 1 else None, start=start)
+                           nodes=space.nodes, start=start)
     users_per_loadout = min(cap.users_by_throughput, cap.users_by_concurrency, cap.users_by_memory)
     notes = list(cap.assumptions)
     if cap.supported_users:
@@ -194,7 +212,7 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
     else:
         loadouts, supported = 1, 0
     return _Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
-                   min(s.target_users, supported), tuple(notes))
+                   min(s.target_users, supported), tuple(notes), space)
 
 
 @dataclass(frozen=True)
@@ -280,52 +298,6 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
 
 
 @dataclass(frozen=True)
-class _Rent:
-    """The same engine instances rented around the clock."""
-
-    rental: str | None  # the rental price id compared with
-    listings: tuple[str, ...]  # the listings the price is the median of (the rental's own; none: none, or your rate)
-    basis: str | None  # what the price is
-    instances: int | None  # whole rented instances (None: your rate per GPU-hour, or not rented)
-    instance_gpus: int | None
-    usd_per_month: float | None
-    break_even_months: float | None  # buying pays off against renting after this many months
-    note: str | None
-
-
-def _rent(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: _Costs) -> _Rent:
-    """Your rate for the plan's GPUs, else the loadouts' engine instances on whole rented instances
-    priced as ``search`` prices them (``economics.rental``)."""
-    operating = costs.operating_usd_per_month
-
-    def _result(rental, listings, basis, instances, instance_gpus, month, note) -> _Rent:
-        even = costs.capex_usd / (month - operating) if month and month > operating else None
-        return _Rent(rental, listings, basis, instances, instance_gpus, month, even, note)
-
-    if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
-        hourly = s.money.rent_usd_per_gpu_hour
-        return _result(None, (), "your rate per GPU-hour", None, None, hourly * costs.gpus * money.HOURS_PER_MONTH,
-                       f"rent: your rate of ${hourly:,.2f} per GPU-hour")
-    accel, fx = hw.accelerator.id, rates.fx_usd_per_eur
-    listings = (named_listing(catalog, accel, s.money.rental, fx) if s.money.rental
-                else on_demand_listings(catalog, accel, fx))
-    width = size.capacity.cell.gpus
-    rented = rent_engine_instances(listings, width, size.loadouts * size.capacity.cells)
-    if rented is None:
-        if s.money.rental:
-            raise InvalidScenarioError(
-                f"{s.money.rental} rents {listings[0][2]}-GPU instances; an engine instance of {width} GPUs needs "
-                "one host", field="money.rental",
-                allowed=", ".join(x.id for x in catalog.rental_prices if x.accelerator == accel
-                                  if x.gpus_per_instance >= width) or f"no {accel} listing of {width}+ GPUs")
-        note = (f"rent: no on-demand listing hosts an engine instance of {width} GPUs, which share a host: the largest "
-                f"{accel} listing is a {max(x[2] for x in listings)}-GPU instance" if listings else None)
-        return _result(None, (), None, None, None, None, note)
-    q = rented.quote
-    return _result(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month, rented.note)
-
-
-@dataclass(frozen=True)
 class _PerToken:
     """Owner cost per million tokens, tokens per MW, and the volumes where owning breaks even."""
 
@@ -365,7 +337,7 @@ def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Cos
 
 
 def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Costs,
-              quotes: _Quotes, rent: _Rent, per_token: _PerToken) -> PlanResult:
+              quotes: _Quotes, rent: RentRoute, per_token: _PerToken) -> PlanResult:
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
     return PlanResult(
         name=s.name, model=s.model, system=hw.label, accelerator=hw.accelerator.id, workload=w, capacity=size.capacity,
@@ -393,20 +365,23 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         owner_cost_usd_per_output_mtok_at_capacity=per_token.owner_usd_per_output_mtok_at_capacity,
         output_tokens_per_s_per_mw=per_token.output_tokens_per_s_per_mw,
         rental=rent.rental, rental_listings=len(rent.listings), rental_ids=rent.listings, rental_basis=rent.basis,
-        rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus,
+        rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus, rented_cells=rent.engine_instances,
+        rented_cell_gpus=rent.cell_gpus, rented_users=rent.users,
         rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
-        fx_usd_per_eur=rates.fx_usd_per_eur,
+        fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
+        platform_status=platform_status(hw),
+        platform_assumed=assumed_platform_figures(hw, quoted=bool(s.platform.quote_usd_per_system)),
         recommendation=recommend(_route_figures(s, size, costs, quotes, rent, rates)),
         assumptions=_assumptions(s, hw, size, rates, costs, quotes, rent),
     )
 
 
-def _route_figures(s: Scenario, size: _Sizing, costs: _Costs, quotes: _Quotes, rent: _Rent,
+def _route_figures(s: Scenario, size: _Sizing, costs: _Costs, quotes: _Quotes, rent: RentRoute,
                    rates: MoneyRates) -> RouteFigures:
     return RouteFigures(
         served_users=size.served_users, target_users=s.target_users, supported_users=size.supported_users,
@@ -427,7 +402,7 @@ def _own_api_note(m: MoneyInputs) -> str | None:
 
 
 def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: _Costs, quotes: _Quotes,
-                 rent: _Rent) -> tuple[str, ...]:
+                 rent: RentRoute) -> tuple[str, ...]:
     """What the plan assumed, in the order its steps assumed it, each once."""
     per_loadout, r = size.systems_per_loadout, rates
     notes = [*size.notes, costs.power_note, quotes.note, _own_api_note(s.money), rent.note]
@@ -440,6 +415,6 @@ def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, co
         f"colocation ${r.colocation_usd_per_kw_month:g}/kW-month on the maximum draw",
         f"amortization {r.amortization_years:g} years; capital-recovery target {r.capital_recovery_years:g} years; "
         f"support {r.support_share_of_capex_per_year:.0%} of capex a year",
-        f"FX €1 = ${r.fx_usd_per_eur:g}; all prices ex VAT",
+        f"FX €1 = ${r.fx_usd_per_eur:g} ({r.fx_basis}); all prices ex VAT",
     ]
     return tuple(dict.fromkeys(n for n in notes if n is not None))

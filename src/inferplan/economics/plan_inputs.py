@@ -43,6 +43,7 @@ class MoneyRates:
     """The money inputs a plan uses: each the scenario's, else the catalogue default."""
 
     fx_usd_per_eur: float
+    fx_basis: str  # where the FX rate comes from and when it was checked
     amortization_years: float
     capital_recovery_years: float
     utilization: float  # average power draw as a share of the maximum
@@ -57,7 +58,7 @@ def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None) -> Mone
     """The scenario's money inputs with the catalogue's defaults where it leaves one out."""
     pue, pue_note = (m.pue, "stated") if m.pue else _default_pue(catalog, system)
     return MoneyRates(
-        fx_usd_per_eur=_cost(catalog, "fx", "usd_per_eur"),
+        fx_usd_per_eur=_cost(catalog, "fx", "usd_per_eur"), fx_basis=fx_basis(catalog),
         amortization_years=m.amortization_years or _cost(catalog, "amortization", "count"),
         capital_recovery_years=m.capital_recovery_years or _cost(catalog, "recovery", "count"),
         utilization=m.utilization or _cost(catalog, "utilization", "ratio"),
@@ -69,6 +70,13 @@ def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None) -> Mone
         support_share_of_capex_per_year=(m.support_share_of_capex_per_year if m.support_share_of_capex_per_year is not None
                                          else _cost(catalog, "support", "ratio")),
     )
+
+
+def fx_basis(catalog: Catalog) -> str:
+    """Where the FX rate every EUR figure uses comes from, and when it was checked (the catalogue's words)."""
+    q = catalog.cost_defaults.records[DEFAULTS["fx"]].usd_per_eur
+    source = catalog.sources[q.source]
+    return f"{source.title}, checked {(q.checked or source.checked).isoformat()}"
 
 
 def nvaie_usd(catalog: Catalog) -> dict[str, float]:
@@ -162,3 +170,24 @@ def api_comparison_notes(catalog: Catalog, model: str) -> tuple[str, ...]:
     missing = (f"no current API price is catalogued for {model}: nothing to compare with at an API"
                if not current_api_prices(catalog, model) else None)
     return tuple(n for n in (superseded_api_prices_note(catalog, model), missing) if n)
+
+
+NOT_SHIPPING = ("roadmap", "ramp")  # statuses whose figures are planning placeholders, not quotes or measurements
+
+
+def platform_status(hw: Hardware) -> str:
+    """The platform's catalogue status: a roadmap or ramp GPU in a shipping system counts as its GPU's."""
+    statuses = [x.status.value for x in (hw.system, hw.accelerator) if x is not None]
+    return next((s for s in NOT_SHIPPING if s in statuses), statuses[0])
+
+
+def assumed_platform_figures(hw: Hardware, quoted: bool) -> tuple[str, ...]:
+    """Which of the platform's figures the plan uses are catalogued as ``assumed``: its price band
+    (unless a vendor quote replaces it), its GPU's memory, memory bandwidth and FLOP/s."""
+    a = hw.accelerator
+    band = hw.system.price if hw.system and not quoted else None
+    named = (("price band", (band.usd_low, band.usd_high) if band else ()),
+             ("GPU memory", (a.memory_bytes,)),
+             ("memory bandwidth", (a.memory_bandwidth_bytes_per_s,)),
+             ("FLOP/s", tuple(a.peak_flop_per_s.values())))
+    return tuple(name for name, quantities in named if any(q is not None and q.kind == "assumed" for q in quantities))

@@ -92,7 +92,7 @@ class MoneyInputs(Input):
     api_alternative: str | None = Field(None, description="api price id to compare with (default: the same model's)")
     rental: str | None = Field(None, description="rental price id (default: the median of the on-demand listings for the GPU)")
     rent_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000, description=(
-        "your own rental rate (reserved or negotiated), compared with in place of a catalogue listing"))
+        "your own rental rate per GPU-hour (reserved or negotiated) for the GPUs of the cells the target needs, in place of a catalogue listing"))
     api_input_usd_per_mtok: float | None = Field(None, ge=0, le=10_000, description=(
         "your own API's price per million uncached input tokens, the API compared with (with api_output_usd_per_mtok)"))
     api_cached_input_usd_per_mtok: float | None = Field(None, ge=0, le=10_000, description=(

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
+from inferplan.economics.plan_inputs import NOT_SHIPPING
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.report.money import money_text
 from inferplan.report.sources import SourceNote
@@ -39,6 +40,20 @@ def _beyond_capacity(r: PlanResult) -> str:
         return "unreachable: the loadouts carry no user at the speed target"
     return (f"beyond the {r.capacity_tokens_per_month / 1e9:,.2f}B tokens / month these loadouts carry: even fully used, "
             "owning costs more per token than the API")
+
+
+def headline_notes(r: PlanResult) -> list[str]:
+    """What the headline figures must be read with: a platform the catalogue lists as roadmap or ramp
+    (not shipping) is priced and sped from planning figures, which of them assumed."""
+    if r.platform_status not in NOT_SHIPPING:
+        return []
+    *rest, last = r.platform_assumed or ("",)
+    named = f"{', '.join(rest)} and {last}" if rest else last
+    assumed = (f"its {named} {'is' if len(r.platform_assumed) == 1 else 'are'} assumed "
+               "in the catalogue, not quoted or measured" if r.platform_assumed else
+               "its figures are early published or derived ones, not measured on shipping systems")
+    return [f"{r.system} is a {r.platform_status} platform (catalogue status: {r.platform_status}, not shipping): "
+            f"{assumed}; read its capex, users and payback as planning figures"]
 
 
 def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:
@@ -97,8 +112,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
-        Card(key="rent", label="Renting the same GPUs / month", value=m(r.rent_usd_per_month),
-             note=_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour"),
+        Card(key="rent", label="Renting for the target / month", value=m(r.rent_usd_per_month),
+             note=_rented_cells(r) + (_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour")),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
@@ -111,6 +126,18 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
+
+
+def _rented_cells(r: PlanResult) -> str:
+    """What the rent is for: the replica cells the target needs (none: no rent)."""
+    if r.rented_cells is None or r.rent_usd_per_month is None:
+        return ""
+    gpus = r.rented_cells * r.rented_cell_gpus
+    on = (f" on {r.rented_instances:,} rented {r.rented_instance_gpus}-GPU instance{'s' if r.rented_instances != 1 else ''}"
+          if r.rented_instances else "")
+    return (f"{r.rented_cells:,} replica cell{'s' if r.rented_cells != 1 else ''} of {r.rented_cell_gpus} GPU"
+            f"{'s' if r.rented_cell_gpus != 1 else ''} ({gpus:,} GPU{'s' if gpus != 1 else ''}){on}, carrying "
+            f"{r.rented_users:,} users; ")
 
 
 def _rental_note(r: PlanResult) -> str:

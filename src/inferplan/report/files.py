@@ -10,7 +10,7 @@ from pathlib import Path
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.errors import InvalidScenarioError
-from inferplan.report.cards import _money, plan_cards
+from inferplan.report.cards import _money, headline_notes, plan_cards
 from inferplan.report.charts import plan_charts
 
 
@@ -25,7 +25,7 @@ def summary_rows(r: PlanResult, currency: str = "usd") -> list[tuple[str, str]]:
 
 
 def _amounts(r: PlanResult, currency: str) -> str:
-    return ("All amounts EUR" if currency == "eur" else "All amounts USD") + f", ex VAT (€1 = ${r.fx_usd_per_eur:g})."
+    return ("All amounts EUR" if currency == "eur" else "All amounts USD") + f", ex VAT ({r.fx_text})."
 
 
 def _monte_carlo(r: PlanResult, u: Uncertainty, currency: str) -> str:
@@ -69,6 +69,7 @@ def _html(r: PlanResult, u: Uncertainty | None, charts: dict[str, str], currency
 table{{border-collapse:collapse}}th,td{{text-align:left;padding:.3rem .6rem;border-bottom:1px solid #ddd}}
 figure{{margin:1rem 0}}figure svg{{max-width:100%;height:auto}}</style></head><body>
 <h1>{html.escape(r.name)}</h1>
+{"".join(f"<p><strong>Note:</strong> {html.escape(n)}</p>" for n in headline_notes(r))}
 <p>{html.escape(r.model)} on {html.escape(r.system)} ({html.escape(r.accelerator)}); workload: {html.escape(r.workload.name)}.
 {html.escape(_amounts(r, currency))}</p>
 <table>{rows}</table>{mc}{figs}
@@ -91,7 +92,8 @@ def markdown_text(text: str) -> str:
 
 def _markdown(r: PlanResult, u: Uncertainty | None, charts: dict[str, str], currency: str = "usd") -> str:
     md = markdown_text
-    lines = [f"# {md(r.name)}", "", f"{md(r.model)} on {md(r.system)} ({md(r.accelerator)}); workload: "
+    lines = [f"# {md(r.name)}", "", *(line for n in headline_notes(r) for line in (f"**Note:** {md(n)}", "")),
+             f"{md(r.model)} on {md(r.system)} ({md(r.accelerator)}); workload: "
              f"{md(r.workload.name)}. " + md(_amounts(r, currency)), "", "| output | value |", "| --- | --- |"]
     lines += [f"| {md(k)} | {md(v)} |" for k, v in summary_rows(r, currency)]
     if u is not None:

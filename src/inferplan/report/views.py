@@ -11,6 +11,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.provenance import iter_sourced
 from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
+from inferplan.economics.plan_inputs import DEFAULTS, fx_basis
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.uncertainty import Uncertainty, simulate
 from inferplan.inputs import Input
@@ -18,7 +19,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import MemoryFit, fit
 from inferplan.performance.serving import Frontier, frontier
-from inferplan.report.cards import Card, plan_cards
+from inferplan.report.cards import Card, headline_notes, plan_cards
 from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
 
@@ -41,6 +42,7 @@ class PlanView(BaseModel):
     frontier: Frontier
     memory_summary: str
     quote_note: str | None = None
+    headline_notes: list[str] = []  # what the headline figures must be read with (report/cards.headline_notes)
 
 
 def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: str | None = None) -> PlanView:
@@ -76,7 +78,8 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     cards = [c.model_copy(update={"sources": notes[c.key]}) if notes.get(c.key) else c
              for c in plan_cards(result, request.currency)]
     return PlanView(result=result, uncertainty=u, cards=cards, charts=charts,
-                    memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note)
+                    memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note,
+                    headline_notes=headline_notes(result))
 
 
 def _sourced(catalog: Catalog, fields: dict[str, tuple]) -> dict[str, list[SourceNote]]:
@@ -176,9 +179,33 @@ def platform_ladder(catalog: Catalog) -> list[PlatformView]:
             memory=_count(s.memory_bytes, 1e12, " TB", 2), power=_count(s.power_w, 1e3, " kW", 1), cooling=s.cooling or "—",
             price_usd=money(band.usd_low, band.usd_high, "$") if band else "—",
             price_eur=money(band.eur_low, band.eur_high, "€") if band else "—",
-            native_nvfp4="yes" if "nvfp4" in accel.native_formats else "no", software=accel.software.value,
+            native_nvfp4=_native_nvfp4(accel), software=accel.software.value,
             sources=_sourced(catalog, {"memory": (s.memory_bytes,), "power": (s.power_w,),
                                        "price_usd": (band.usd_low, band.usd_high) if band else (),
                                        "price_eur": (band.eur_low, band.eur_high) if band else ()}),
         ))
     return rows
+
+
+def _native_nvfp4(accel) -> str:
+    """Whether the GPU runs NVFP4 natively: a roadmap part's formats are assumptions like all its figures."""
+    if "nvfp4" not in accel.native_formats:
+        return "no"
+    return "assumed (roadmap part)" if accel.status.value == "roadmap" else "yes"
+
+
+class FxView(BaseModel):
+    """The FX rate every EUR figure uses, as the page labels the EUR choice and notes its source."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    usd_per_eur: float
+    label: str  # "€1 = $1.1426"
+    text: str  # the rate with its source and checked date
+    sources: list[SourceNote] = []
+
+
+def fx_view(catalog: Catalog) -> FxView:
+    q = catalog.cost_defaults.records[DEFAULTS["fx"]].usd_per_eur
+    label = f"€1 = ${q.value:g}"
+    return FxView(usd_per_eur=q.value, label=label, text=f"{label} ({fx_basis(catalog)})", sources=source_notes(catalog, q))

@@ -45,7 +45,8 @@ from inferplan.shells.api_keys import accepted_keys, body_model
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
-from inferplan.report.views import ModelCardView, PlanRequest, PlanView, PlatformView, model_cards, plan_view, platform_ladder
+from inferplan.report.views import (FxView, ModelCardView, PlanRequest, PlanView, PlatformView, fx_view, model_cards,
+                                   plan_view, platform_ladder)
 from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
 from inferplan.shells.api_catalog import router as catalog_router
@@ -260,6 +261,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     @app.get("/api/views/platforms", tags=["catalogue"])
     def views_platforms() -> list[PlatformView]:
         return platform_ladder(load_catalog())
+
+    @app.get("/api/views/fx", tags=["catalogue"])
+    def views_fx() -> FxView:
+        """The FX rate every EUR figure uses, with its source and checked date."""
+        return fx_view(load_catalog())
 
     @app.post("/api/fit", tags=["memory"])
     def fit_route(d: Deployment, speculative_tokens: int = Query(0, ge=0, le=32),

@@ -236,11 +236,15 @@ PLAN_HEADLINE = ("users", "loadouts", "capex", "operating_cost", "break_even", "
 
 
 def print_plan(console: Console, r, currency: str = "usd", explain: bool = False) -> None:
-    from inferplan.report.cards import plan_cards, recommendation_reasons
+    from inferplan.report.cards import headline_notes, plan_cards, recommendation_reasons
 
+    for note in headline_notes(r):
+        console.print(f"[bold]Note:[/] {escape(note)}", highlight=False)
     console.print(f"[bold]Recommendation: {r.recommendation.route}[/]")
     for reason in recommendation_reasons(r, currency):
         console.print(f"  - {reason}", highlight=False)
+    if currency == "eur":
+        console.print(f"Amounts in EUR at {r.fx_text}; ex VAT", highlight=False)
     console.print(f"{escape(r.name)} — {r.model} on {r.system} ({r.accelerator}); workload {escape(r.workload.name)}",
                   highlight=False)
     cards = [c for c in plan_cards(r, currency) if c.key != "recommendation" and (explain or c.key in PLAN_HEADLINE)]

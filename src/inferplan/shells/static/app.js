@@ -68,7 +68,7 @@ function refusal(form, err) {
 // A plan that fails replaces the answer: no card, chart or summary of an earlier scenario stays.
 function clearAnswer() {
   state.lastPlan = null;
-  for (const id of ["cards", "recommendation", "assumptions"]) $(id).replaceChildren();
+  for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
   $("memory-summary").textContent = "";
   for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
 }
@@ -110,7 +110,7 @@ function formScenario() {
   const scenario = {
     name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${value("system")}`,
     model: value("model"),
-    engine: value("engine"),
+    engine: value("engine") || undefined,  // blank: left out, so the library takes the platform's own
     platform: formPlatform(),
     workload: { preset: value("preset") },
     target_users: number("target_users"),
@@ -174,7 +174,7 @@ function fillForm(s) {
     $("system").append(option(key, `${key} (not in the catalogue)`));
   }
   set("model", s.model);
-  set("engine", s.engine);
+  optional("engine", s.engine);  // left out: the platform's own, as the CLI plans it
   set("quantization", s.quantization || "");
   optional("kv_bytes_per_token", s.kv_bytes_per_token);
   set("system", key);
@@ -247,6 +247,9 @@ async function update() {
     state.lastPlan = view;
     showError(refusal($("scenario-form")));
     $("cards").replaceChildren(...view.cards.filter((c) => c.key !== "recommendation").map(card));
+    $("headline-notes").replaceChildren(...view.headline_notes.map((n) => {  // the library's words, as it wrote them
+      const p = document.createElement("p"); p.textContent = `Note: ${n}`; return p;
+    }));
     const rec = view.cards.find((c) => c.key === "recommendation");  // formatted by the server, in the page's currency
     $("recommendation").textContent = `Recommendation: ${rec.value} — ${rec.note}`;
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
@@ -352,7 +355,7 @@ async function saveScenario() {
 function scenarioInputs(s) {
   const p = s.platform || {};
   return [
-    ["Model", s.model], ["Precision", s.quantization || "model's checkpoint"], ["Engine", s.engine || "vllm"],
+    ["Model", s.model], ["Precision", s.quantization || "model's checkpoint"], ["Engine", s.engine || "the platform's own"],
     ["Platform", p.system || `${p.gpus} × ${p.gpu}`], ["Price point", p.price_point || "mid"],
     ["Quote per system (USD)", p.quote_usd_per_system ?? "catalogue band"],
     ["Workload preset", (s.workload || {}).preset], ["Target users", s.target_users],
@@ -433,11 +436,15 @@ function sourced(view, field) {
 }
 
 async function init() {
-  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder] = await Promise.all([
+  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder, fx] = await Promise.all([
     api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/accelerators"),
     api("GET", "/api/catalog/engines"), api("GET", "/api/catalog/quantizations"), api("GET", "/api/catalog/workload-presets"),
-    api("GET", "/api/views/models"), api("GET", "/api/views/platforms"),
+    api("GET", "/api/views/models"), api("GET", "/api/views/platforms"), api("GET", "/api/views/fx"),
   ]);
+  // the FX rate as the catalogue states it, with its source and date, wherever EUR is offered or shown
+  $("currency").querySelector("option[value=eur]").textContent = `EUR (${fx.label})`;
+  $("fx-note").textContent = `EUR at ${fx.text}`;
+  $("ladder-fx").textContent = `EUR prices at ${fx.text}`;
   const plannable = models.filter((m) => m.config || m.kv_proxy || m.status !== "reference")
     .map((m) => [m.id, m.config ? m.name : `${m.name} (${m.kv_proxy ? "KV layout: " + m.kv_proxy : "needs KV bytes/token"})`]);
   fillSelect($("model"), plannable, "qwen3-235b-a22b");
@@ -447,7 +454,7 @@ async function init() {
     ...accelerators.map((a) => [`${GPU_PREFIX}${a.id}`, `${a.name} GPUs (type a price)`]),
   ];
   fillSelect($("system"), platforms, "hgx-b200");
-  fillSelect($("engine"), engines.map((e) => [e.id, e.name]), "sglang");
+  $("engine").append(...engines.map((e) => option(e.id, e.name)));  // after the page's blank: the platform's own
   fillSelect($("quantization"), [["", "model's checkpoint"], ...quantizations.map((q) => [q.id, q.name])], "fp8");
   $("system").addEventListener("change", () => {  // a typed price belongs to the platform it was typed for
     $("platform_price").value = "";

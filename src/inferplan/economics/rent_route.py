@@ -1,0 +1,141 @@
+"""A plan's rent route: the replica cells the target users need (at least one), rented around the
+clock.
+
+The owned loadout is sized to a system (it packs the cells that carry the most users per system);
+renting is sized to the target. Each replica-cell layout the owned loadout tries is tried again on
+the largest rented instance of the platform's GPU; per layout the cells the target needs are rented
+on whole instances at the price ``search`` rents with (``economics.rental``), or at the scenario's
+own rate per GPU-hour, and the layout that costs least a month is the rent route.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.loader import Catalog
+from inferplan.economics import money
+from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts
+from inferplan.economics.rental import Listing, named_listing, on_demand_listings, rent_engine_instances, rented_note
+from inferplan.economics.scenario import Scenario
+from inferplan.economics.workloads import WorkloadProfile
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+
+
+@dataclass(frozen=True)
+class CellSpace:
+    """What the owned loadout's replica cells were chosen from (the arguments of ``candidate_loadouts``)."""
+
+    base: Deployment
+    workload: WorkloadProfile
+    system: str  # the loadout's label
+    loadout_gpus: int
+    fixed: bool  # the scenario states the cell
+    start: Deployment | None  # the narrowest cell to try
+    nodes: tuple[str, int] | None  # (system id, GPUs per system) when a loadout is several systems
+
+
+@dataclass(frozen=True)
+class RentRoute:
+    """The target's replica cells rented around the clock."""
+
+    rental: str | None  # the rental price id compared with
+    listings: tuple[str, ...]  # the listings the price is the median of (none: none, or your rate)
+    basis: str | None  # what the price is
+    instances: int | None  # whole rented instances (None: your rate per GPU-hour, or not rented)
+    instance_gpus: int | None
+    usd_per_month: float | None
+    break_even_months: float | None  # buying pays off against renting after this many months
+    note: str | None
+    engine_instances: int | None = None  # replica cells rented
+    cell_gpus: int | None = None  # GPUs of one rented replica cell
+    users: int | None = None  # users the rented cells carry
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """One layout's replica cells for the target."""
+
+    gpus: int  # of one cell
+    cells: int
+    users: int
+
+
+def _cells_for_target(t: LoadoutCapacity, target: int) -> _Cells | None:
+    """The cells of a packed layout that carry ``target`` users (at least one); None: a cell misses the
+    speed target. Whole users per cell, as a loadout counts them; a user heavier than a cell takes several."""
+    per_cell = min(t.users_by_throughput, t.users_by_concurrency, t.users_by_memory) / t.cells
+    if not t.cell.meets_target or per_cell <= 0:
+        return None
+    whole = math.floor(per_cell)
+    cells = max(1, math.ceil(target / whole)) if whole else math.ceil(target / per_cell)
+    return _Cells(t.cell.gpus, cells, whole * cells if whole else math.floor(per_cell * cells))
+
+
+def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple[LoadoutCapacity, ...]:
+    """The owned loadout's layouts (``host_gpus`` None), else those that fit one rented host of that many GPUs."""
+    gpus, nodes = (space.loadout_gpus, space.nodes) if host_gpus is None else (host_gpus, None)
+    try:
+        trials, _ = candidate_loadouts(catalog, space.base, space.workload, system_gpus=gpus, system=space.system,
+                                       cell_fixed=space.fixed, nodes=nodes, start=space.start)
+    except InvalidScenarioError as exc:
+        # a cell wider than the host, no cell that fits in it, or one wider than its GPUs' links carry
+        if exc.field not in ("cell", "platform.system", "tensor_parallel_size"):
+            raise
+        return ()
+    return trials
+
+
+def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,
+               capex_usd: float, operating_without_staff_usd: float) -> RentRoute:
+    """Your rate for the GPUs the target needs, else the target's cells on whole rented instances of the
+    size that costs least, priced as ``search`` prices them (``economics.rental``). The break-even
+    compares the rent with owning's operating cost without staff, which either route pays."""
+
+    def _result(rental, listings, basis, instances, instance_gpus, month, note, cells: _Cells | None = None) -> RentRoute:
+        even = (capex_usd / (month - operating_without_staff_usd)
+                if month and month > operating_without_staff_usd else None)
+        return RentRoute(rental, listings, basis, instances, instance_gpus, month, even, note,
+                         cells.cells if cells else None, cells.gpus if cells else None, cells.users if cells else None)
+
+    target = s.target_users
+    if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
+        hourly = s.money.rent_usd_per_gpu_hour
+        options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target))]
+        if not options:
+            return _result(None, (), None, None, None, None, "rent: no replica cell meets the workload's speed target")
+        c = min(options, key=lambda c: c.cells * c.gpus)
+        return _result(None, (), "your rate per GPU-hour", None, None, hourly * c.cells * c.gpus * money.HOURS_PER_MONTH,
+                       f"rent: your rate of ${hourly:,.2f} per GPU-hour for {_cells_text(c)}", c)
+    listings = (named_listing(catalog, accel, s.money.rental, fx_usd_per_eur) if s.money.rental
+                else on_demand_listings(catalog, accel, fx_usd_per_eur))
+    if not listings:
+        return _result(None, (), None, None, None, None, None)
+    host = max(x[2] for x in listings)
+    options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target))
+               if (rented := rent_engine_instances(listings, c.gpus, c.cells)) is not None]
+    if not options:
+        return _no_rent(catalog, s, accel, listings, host, _result)
+    rented, c = min(options, key=lambda o: (o[0].usd_per_month, o[0].gpus_paid))
+    q = rented.quote
+    return _result(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
+                   f"{rented_note(q, rented.instances)}: {_cells_text(c)}", c)
+
+
+def _cells_text(c: _Cells) -> str:
+    return (f"{c.cells:,} replica cell{'s' if c.cells != 1 else ''} of {c.gpus} GPU{'s' if c.gpus != 1 else ''} "
+            f"carrying {c.users:,} users")
+
+
+def _no_rent(catalog: Catalog, s: Scenario, accel: str, listings: tuple[Listing, ...], host: int, result) -> RentRoute:
+    """No rented instance holds a replica cell that meets the target: a named listing is refused, else said."""
+    if s.money.rental:
+        raise InvalidScenarioError(
+            f"{s.money.rental} rents {host}-GPU instances; no replica cell of {s.model} that meets the workload's "
+            "speed target fits in one host", field="money.rental",
+            allowed=", ".join(x.id for x in catalog.rental_prices if x.accelerator == accel
+                              if x.gpus_per_instance > host) or f"no {accel} listing of more than {host} GPUs")
+    return result(None, (), None, None, None, None,
+                  f"rent: no on-demand listing hosts a replica cell of {s.model} that meets the workload's speed "
+                  f"target: the largest {accel} listing is a {host}-GPU instance")
