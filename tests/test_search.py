@@ -110,12 +110,14 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
         assert rl.request_rate_per_s * prefill / r.prefill_instances < 1
 
 
-@pytest.mark.parametrize("space", [
-    {},  # whole systems: several instances share one
-    {"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0},  # each instance rented
+@pytest.mark.parametrize("space, expert_widths", [
+    ({}, set()),  # whole systems: several instances share one
+    ({"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0}, set()),  # each instance rented
+    # a 72-GPU rack: expert-parallel cells of every width plan tries, the whole rack's 72 included
+    ({"models": ("qwen3-30b-a3b",), "systems": ("gb200-nvl72",), "pricing": "buy"}, {2, 4, 8, 16, 32, 64, 72}),
 ])
 @pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
-def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space):
+def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space, expert_widths):
     """Over the same cells, every cap and replica count: the cheapest that meets the targets by the
     approximation and by the simulation's check (``sim_check``) is what the search ranks first."""
     from inferplan.search.sim_check import check_pick, launched_curve
@@ -124,7 +126,9 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
     found = search(req, catalog)
     rl = resolve_load(catalog, req)
     best = math.inf
-    for cell in build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells:
+    cells = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells
+    assert {c.gpus for c in cells if c.expert_parallel} == expert_widths
+    for cell in cells:
         costs = unit_costs(catalog, cell.platform, cell.model)
         try:
             cm = evaluate.model_cell(catalog, cell, rl, costs, disaggregate=False)

@@ -23,6 +23,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
+from inferplan.memory.layout import cell_widths
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.performance.context import ServingContext
@@ -202,7 +203,7 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
     wider tensor-parallel cells not tried (None: none skipped).
 
     Unless the cell is fixed, every tensor-parallel width from the smallest that fits up to the
-    loadout (powers of two) is tried, and for a mixture-of-experts model on an engine that runs
+    loadout (``memory.layout.cell_widths``) is tried, and for a mixture-of-experts model on an engine that runs
     expert parallelism every expert-parallel cell too (``expert_parallel_cells``). ``nodes`` —
     (system id, GPUs per system) — makes the loadout several such systems: a cell wider than one
     runs over their network; ``start`` is the narrowest cell to try (see ``spanning_cell``). Empty:
@@ -212,8 +213,7 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
     smallest = start or _smallest_cell(catalog, base, system_gpus)
     trials: list[LoadoutCapacity] = []
     note = None
-    tp = smallest.tensor_parallel_size
-    while tp * smallest.pipeline_parallel_size <= system_gpus:
+    for tp in cell_widths(smallest.tensor_parallel_size, system_gpus // smallest.pipeline_parallel_size):
         try:
             trial = _loadout(catalog, smallest.model_copy(update={"tensor_parallel_size": tp}), w,
                              system_gpus=system_gpus, system=system, nodes=nodes)
@@ -221,10 +221,9 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
             if not trials or exc.field != "tensor_parallel_size":
                 raise
             # a cell wider than the hardware's links carry: keep the narrower ones, and say so
-            note = f"replica cells wider than {tp // 2} GPUs not tried: {exc}"
+            note = f"replica cells wider than {trials[-1].cell.gpus} GPUs not tried: {exc}"
             break
         trials.append(trial)
-        tp *= 2
     trials += expert_parallel_cells(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes)
     return tuple(trials), note
 
@@ -240,15 +239,14 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
                           nodes: tuple[str, int] | None = None) -> list[LoadoutCapacity]:
     """Loadouts of expert-parallel cells — attention data-parallel, one rank per GPU, the experts
     spread over all the cell's GPUs (how DeepSeek-style models are served at scale) — for every
-    cell width from 2 GPUs up to the loadout (powers of two, the fast-link domain and the whole
-    loadout) that holds the model. None for a dense model or an engine without expert parallelism
-    (engines.yaml ``expert_parallel``)."""
+    cell width from 2 GPUs up to the loadout (``memory.layout.cell_widths``: powers of two, one
+    system's GPUs and the whole loadout) that holds the model. None for a dense model or an engine
+    without expert parallelism (engines.yaml ``expert_parallel``)."""
     if catalog.engine(base.engine).expert_parallel is not True:
         return []
     domain = nodes[1] if nodes else system_gpus
-    widths = sorted({2 ** k for k in range(1, system_gpus.bit_length())} | {domain, system_gpus} - {1})
     loadouts = []
-    for width in widths:
+    for width in cell_widths(2, system_gpus, fills=(domain, system_gpus)):
         cell = base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1,
                                        "data_parallel_size": width, "enable_expert_parallel": True})
         try:

@@ -97,6 +97,21 @@ def as_launched(d: Deployment, catalog: Catalog) -> Deployment:
                                 "data_parallel_size": plan.data_parallel_size if ranks else None})
 
 
+def cell_widths(narrowest: int, most: int, *, fills: tuple[int, ...] = (), doubled_up_to: int | None = None) -> list[int]:
+    """The widths of one parallel dimension to try for a replica cell, narrowest first: ``narrowest``
+    doubled while it stays within ``most`` (and ``doubled_up_to``, where a caller bounds the
+    doubling), and each width of ``fills`` between ``narrowest`` and ``most`` — the fast-link domain,
+    a whole system — which the doubling misses when it is no power of two (a 72-GPU rack: doubling
+    stops at 64 and leaves 8 GPUs idle). ``economics.capacity`` (plan) and ``search.space`` both
+    take their widths from here."""
+    top = most if doubled_up_to is None else min(most, doubled_up_to)
+    out, width = set(), narrowest
+    while 0 < width <= top:
+        out.add(width)
+        width *= 2
+    return sorted(out | {f for f in fills if narrowest <= f <= most})
+
+
 def describe_split(tp: int, pp: int) -> str:
     if pp == 1:
         return f"tensor parallel {tp}"

@@ -6,7 +6,8 @@ Everything cheaper to vary (replicas, running-sequence cap, load share, prefill/
 is a grid over each cell (``evaluate.py``). Layouts reuse the economics layer's rules: the
 smallest cell that fits (``_smallest_fit``, ``spanning_cell``), tensor-parallel widths in powers of
 two inside the fast-link domain, and expert-parallel widths for a mixture-of-experts model on an
-engine that spreads experts.
+engine that spreads experts: the widths plan tries (``memory.layout.cell_widths``), powers of two,
+the fast-link domain and the whole system.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import system_domain_gpus
+from inferplan.memory.layout import cell_widths
 from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
@@ -253,25 +255,24 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
         systems, budget = 1, p.gpus
     if req.max_gpus is not None:
         budget = min(budget, req.max_gpus)
-    # a cell many times wider than the smallest that holds the model buys per-user speed no target
-    # asks of a replica at far more cost than another replica: the widths stop at WIDEST_FACTOR ×
-    budget = min(budget, max(cell_gpus(start) * WIDEST_FACTOR, MIN_WIDEST_GPUS)) if systems == 1 else budget
+    # a tensor-parallel cell many times wider than the smallest that holds the model buys per-user
+    # speed no target asks of a replica at far more cost than another replica: its widths stop at
+    # WIDEST_FACTOR ×, and inside the fast-link domain
+    widest = max(cell_gpus(start) * WIDEST_FACTOR, MIN_WIDEST_GPUS) if systems == 1 else budget
     out = []
-    tp, pp = start.tensor_parallel_size, start.pipeline_parallel_size
-    while tp * pp <= budget:
+    tp0, pp = start.tensor_parallel_size, start.pipeline_parallel_size
+    for tp in cell_widths(tp0, min(budget, widest) // pp, doubled_up_to=max(tp0, p.domain_gpus)):
         if p.system is not None or tp * pp == p.gpus:  # N of an accelerator: the instance is the N
             out.append((tp, pp, 1, False, systems))
-        if systems > 1 or tp * 2 > p.domain_gpus:
-            break
-        tp *= 2
-    if p.system is None and not out and start.tensor_parallel_size * start.pipeline_parallel_size < p.gpus:
+    if p.system is None and not out and tp0 * pp < p.gpus:
         out.append((min(p.gpus, p.domain_gpus), max(1, p.gpus // p.domain_gpus), 1, False, 1))
     if engine.expert_parallel is True and _has_experts(base, catalog) and systems == 1:
-        width = 2
-        while width <= budget:
+        # the widths plan tries (economics.capacity.expert_parallel_cells): a wider expert-parallel
+        # cell spreads the experts thinner and leaves more memory for the KV cache, and the fast-link
+        # domain and the whole system are widths the doubling misses (a 72-GPU rack)
+        for width in cell_widths(2, budget, fills=(p.domain_gpus, p.gpus)):
             if p.system is not None or width == p.gpus:
                 out.append((1, 1, width, True, 1))
-            width *= 2
     spec = resolve_model(catalog, base.model)  # sizes the engine divides the model's widths by (memory/tp_split.py)
     quant = planned_weight_format(catalog, base, spec, engine.id)
     return _launchable(catalog, [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3], quant=quant)],
