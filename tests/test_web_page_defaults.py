@@ -1,6 +1,7 @@
 """The web page's form shows the catalogue's money defaults (a control's starting value, the
-electricity placeholder, the EUR rate in the currency choice): a catalogue update that the page does
-not follow would have it state one figure while the plan uses another."""
+electricity placeholder): a catalogue update that the page does not follow would have it state one
+figure while the plan uses another. The EUR rate is not in the page at all: it comes from the API
+(tests/test_fx_source.py)."""
 
 import re
 from pathlib import Path
@@ -29,9 +30,3 @@ def _attribute(control_id: str, attribute: str) -> str:
 def test_a_money_control_starts_at_the_catalogue_default(control_id, attribute, default_id, field):
     default = getattr(next(c for c in load_catalog().cost_defaults if c.id == default_id), field).value
     assert float(_attribute(control_id, attribute)) == pytest.approx(default, abs=1e-9)
-
-
-def test_the_currency_choice_states_the_catalogue_exchange_rate():
-    rate = next(c for c in load_catalog().cost_defaults if c.id == "fx-eur-usd").usd_per_eur.value
-    option = re.search(r'<option value="eur">EUR \(€1 = \$([0-9.]+)\)</option>', PAGE)
-    assert option and float(option.group(1)) == pytest.approx(rate, abs=1e-9)

@@ -82,6 +82,6 @@ def import_flags(p: AcceptancePack) -> str:
     shell reads them."""
     d, lay, q = p.deployment, p.layout, shlex.quote
     return " ".join([f"--model {q(d.model)}", f"--gpu {q(p.accelerator)}", f"--gpus {lay.gpus}",
-                     f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}", f"-dp {lay.data_parallel_size}",
-                     *(["--enable-expert-parallel"] if lay.expert_parallel else []),
+                     f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}",
+                     f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else [])])
