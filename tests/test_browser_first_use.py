@@ -136,3 +136,30 @@ def test_what_runs_on_two_rtx_4090s(page, server):
     assert "qwen3-32b" in runs and runs["qwen3-32b"][6].endswith("tok/s")
     assert any(r[2].startswith("needs ") for r in rows)  # the largest models need more GPUs, and say how many
     assert "2 × rtx-4090" in page.text_content("#homelab-summary")
+
+
+def test_what_runs_on_one_rtx_4090_offers_expert_offload_and_prices_it_with_the_host_ram(page, server):
+    """gpt-oss-120b needs 3 GPUs, or the experts of some layers in host RAM: the row says how much RAM,
+    and with the host RAM typed, how fast."""
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#homelab-gpu", "rtx-4090")
+    page.select_option("#homelab-engine", "llamacpp")
+    page.select_option("#homelab-quantization", "gguf-q4_k_m")
+
+    def rows() -> dict[str, list[str]]:
+        page.evaluate("delete document.body.dataset.homelab")
+        page.click("#homelab-run")
+        page.wait_for_function("() => document.body.dataset.homelab", timeout=60000)
+        assert page.locator("#homelab-error").is_hidden(), page.text_content("#homelab-error")
+        got = page.eval_on_selector_all("#homelab-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+        return {r[0]: r for r in got}
+
+    row = rows()["gpt-oss-120b"]
+    assert row[2] == "needs 3 GPUs" and row[6] == "—", row
+    assert row[7].startswith("llama.cpp --n-cpu-moe ") and "GiB of host RAM (state the host RAM" in row[7], row
+    page.fill("#homelab-host-memory", "64")
+    row = rows()["gpt-oss-120b"]
+    assert row[6].endswith(" tok/s") and "of the 64 GiB of host RAM" in row[7], row
+    header = page.locator("#homelab-table thead th").nth(7).text_content()
+    assert header == "With weights in host RAM" and "64 GiB of host RAM" in page.text_content("#homelab-summary")

@@ -281,3 +281,27 @@ def test_gpu_local_in_deploy_and_simulate(monkeypatch):
     sim = CliRunner().invoke(app, ["simulate", "--model", "llama-3.1-8b", "--gpu", "local", "--request-rate", "1",
                                    "--requests", "200", "--json"])
     assert sim.exit_code == 0, sim.output
+
+
+def test_detect_offers_the_offload_the_machines_ram_holds_with_its_speed(catalog):
+    """gpt-oss-120b does not fit a 24 GB card: with the machine's 126 GiB of RAM read, the offload fit
+    suggests is listed with perf's speed at it; with 16 GiB of RAM it is not (it needs more)."""
+    from inferplan.performance.here import what_runs_here
+    from inferplan.performance.serving import estimate
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.inputs.workload import Workload
+
+    out = outputs("rtx4090-rtx3090")
+    cat, machine = local_catalog(catalog, out)
+    result = what_runs_here(machine, cat, engine="llamacpp", models=["gpt-oss-120b"])
+    (row,) = result.offloads
+    cell = result.matrix.cells[0]
+    assert not cell.result.fits and row.offload.flag.startswith("llama.cpp --n-cpu-moe ")
+    assert row.offload.host_memory_bytes == pytest.approx(machine.ram_bytes)
+    d = Deployment(model="gpt-oss-120b", gpu=cell.hardware, engine="llamacpp", quantization=cell.quantization,
+                   max_model_len=cell.result.max_model_len, host_memory_gb=machine.ram_bytes / GiB, **row.offload.changes)
+    e = estimate(d, Workload(input_len=1024, output_len=256), cat)
+    assert row.offload.output_tokens_per_s_per_user == e.output_tokens_per_s_per_user
+    small = dict(out, **{"/proc/meminfo": "MemTotal:       16777216 kB\n"})
+    cat, machine = local_catalog(catalog, small)
+    assert what_runs_here(machine, cat, engine="llamacpp", models=["gpt-oss-120b"]).offloads == ()

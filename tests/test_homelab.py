@@ -66,3 +66,50 @@ def test_a_blank_name_is_refused_naming_its_key_not_read_as_the_default(tmp_path
     r = TestClient(create_app(tmp_path / "h.db")).post("/api/views/homelab", json={"gpu": "RTX 4090", key: " "})
     assert r.status_code == 422 and r.json()["error"]["field"] == key
     assert "must not be empty" in r.json()["error"]["message"]
+
+
+def test_a_model_the_gpu_does_not_hold_carries_the_offload_fit_suggests_and_its_speed_with_the_host_ram():
+    """gpt-oss-120b on one RTX 4090 with llama.cpp: more GPUs, or the experts of some layers in host RAM
+    (fit's suggestion), priced as perf prices that setting once the host RAM is stated."""
+    from inferplan.memory.suggest import fit_or_suggest
+    from inferplan.performance.serving import estimate
+    from inferplan.inputs.workload import Workload
+
+    asked = dict(engine="llamacpp", quantizations=["gguf-q4_k_m"])
+    unstated = {m.model: m for m in what_runs_on("rtx-4090", 1, CATALOG, **asked).models}["gpt-oss-120b"]
+    d = Deployment(model="gpt-oss-120b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
+                   max_model_len=unstated.max_model_len)
+    suggested = next(s for s in fit_or_suggest(d, CATALOG).suggestions if s.kind == "offload")
+    o = unstated.offload
+    assert not unstated.fits and o is not None and o.fits_host is None and o.output_tokens_per_s_per_user is None
+    assert o.changes["n_cpu_moe"] == suggested.changes["n_cpu_moe"] and f"--n-cpu-moe {o.changes['n_cpu_moe']}" in o.flag
+    assert -(-o.host_memory_bytes_needed // 2**30) == suggested.changes["host_memory_gb"]  # fit's GiB, rounded up
+    row = {r.model: r for r in homelab_view(what_runs_on("rtx-4090", 1, CATALOG, **asked)).rows}["gpt-oss-120b"]
+    assert row.speed == "—" and "needs" in row.offload and "host RAM" in row.offload
+
+    stated = what_runs_on("rtx-4090", 1, CATALOG, host_memory_gb=64, **asked)
+    m = {m.model: m for m in stated.models}["gpt-oss-120b"]
+    e = estimate(d.model_copy(update={**o.changes, "host_memory_gb": 64}), Workload(input_len=1024, output_len=256),
+                 CATALOG)
+    assert m.offload.fits_host and m.offload.output_tokens_per_s_per_user == e.output_tokens_per_s_per_user
+    view = {r.model: r for r in homelab_view(stated).rows}
+    assert view["gpt-oss-120b"].speed == f"{e.output_tokens_per_s_per_user:,.0f} tok/s"
+    assert view["gpt-oss-120b"].offload.startswith(f"{o.flag}: ") and "of the 64 GiB of host RAM" in view["gpt-oss-120b"].offload
+    # a host too small for the least offload says so, with no speed; the rows an offload runs come before them
+    assert not view["deepseek-r1"].fits and "more than the 64 GiB stated" in view["deepseek-r1"].offload
+    assert view["deepseek-r1"].speed == "—"
+    order = [m.model for m in stated.models if not m.fits]
+    assert order.index("gpt-oss-120b") < order.index("deepseek-r1")
+
+
+def test_host_ram_on_unified_memory_is_refused_naming_host_memory_gb(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "h.db"))
+    r = client.post("/api/views/homelab", json={"gpu": "apple-m4-max", "host_memory_gb": 64})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "host_memory_gb"
+    ok = client.post("/api/views/homelab", json={"gpu": "RTX 4090", "engine": "llamacpp", "host_memory_gb": 64})
+    rows = {row["model"]: row for row in ok.json()["rows"]}
+    assert ok.status_code == 200 and rows["gpt-oss-120b"]["offload"].startswith("llama.cpp --n-cpu-moe ")

@@ -19,7 +19,7 @@ from typing import Callable
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
@@ -32,10 +32,14 @@ UNBOUNDED_HOST_GB = 1e6
 
 @dataclass(frozen=True)
 class OffloadAnswer:
-    """The offload that fits (None: none does), or why none is suggested (None: nothing to say)."""
+    """The offload that fits (None: none does), or why none is suggested (None: nothing to say); with
+    the least setting that fits the GPU as the engine's flag and the host RAM it needs, with what the
+    OS and the engine keep (None: no setting fits the GPU)."""
 
     suggestion: FitSuggestion | None = None
     note: str | None = None
+    flag: str | None = None
+    host_bytes_needed: float | None = None
 
 
 @dataclass(frozen=True)
@@ -78,22 +82,26 @@ def _with_host(d: Deployment, found: _Found, catalog: Catalog,
         changes["host_memory_gb"] = max(1, math.ceil(needed / GIB))
         host = f"it needs {changes['host_memory_gb']} GiB of host RAM with what the OS and the engine keep: check the machine has it"
     elif needed > known[0]:
-        return OffloadAnswer(note=f"no weight offload fits the host RAM: the least that fits the GPU, {found.flag}, needs "
+        return OffloadAnswer(flag=found.flag, host_bytes_needed=needed, note=f"no weight offload fits the host RAM: the least that fits the GPU, {found.flag}, needs "
                                   f"{needed / GIB:.1f} GiB of host RAM with what the OS and the engine keep, more than the "
                                   f"{known[0] / GIB:g} GiB {known[1]}")
     else:
         host = f"{needed / GIB:.1f} of the {known[0] / GIB:g} GiB of host RAM {known[1]}, with what the OS and the engine keep"
     if _fits(d, changes, catalog, host_gb=None) is None:  # the command as suggested: never one that does not fit
         return OffloadAnswer()
-    return OffloadAnswer(FitSuggestion(kind="offload", changes=changes,
-                                       summary=f"{lead}: {found.flag} {found.what}; {host}"))
+    return OffloadAnswer(FitSuggestion(kind="offload", changes=changes, summary=f"{lead}: {found.flag} {found.what}; {host}"),
+                         flag=found.flag, host_bytes_needed=needed)
 
 
 def _fits(d: Deployment, changes: dict, catalog: Catalog, *, host_gb: float | None = UNBOUNDED_HOST_GB) -> MemoryFit | None:
-    """The fit of ``d`` with ``changes`` when it fits (``host_gb`` None: the host RAM ``d`` or the changes state)."""
+    """The fit of ``d`` with ``changes`` when it fits (``host_gb`` None: the host RAM ``d`` or the changes state);
+    a probe that does not fit is told by ``memory_fits``, without the search for the smallest instance that holds it."""
     update = dict(changes) if host_gb is None else {**changes, "host_memory_gb": host_gb}
     try:
-        r = plan_memory(d.model_copy(update=update), catalog).result
+        probe = d.model_copy(update=update)
+        if not memory_fits(probe, catalog):
+            return None
+        r = plan_memory(probe, catalog).result
     except InferplanError:
         return None
     return r if r.fits else None

@@ -1,6 +1,9 @@
 """What runs on this machine, and how fast: the what-fits table for the accelerator ``detect`` read
 (``memory/local.py``) with one request's speed for every model that fits — TTFT and output tokens/s
-at ``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens, concurrency 1."""
+at ``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens, concurrency 1 — and the same for N GPUs of one
+kind (``what_runs_on``, the web page's box). A model the GPUs do not hold carries the weight offload
+``fit`` suggests (``memory/offload_suggest.py``) and the host RAM it needs, priced at that setting
+when the host RAM is known (stated, or read by ``detect``) and holds it."""
 
 from __future__ import annotations
 
@@ -15,12 +18,33 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.slots import sequences_held
 from inferplan.memory.hardware import default_engine
 from inferplan.memory.local import LocalFits, fits_here
+from inferplan.memory.fit import plan_memory
 from inferplan.memory.matrix import FitsCell, fits_matrix
+from inferplan.memory.offload_suggest import offload_answer
 from inferplan.performance.local_runs import UserRun
 from inferplan.performance.serving import estimate
+from inferplan.units import GiB
 
 SPEED_INPUT_TOKENS = 1024  # the lengths `perf` defaults to
 SPEED_OUTPUT_TOKENS = 256
+
+
+class OffloadOnGpus(BaseModel):
+    """For a model the GPUs do not hold: the weight offload ``fit`` suggests for it on them
+    (``memory/offload_suggest.py``), with one request's speed at it when the host RAM is stated and holds it."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    flag: str  # the least setting that fits the GPUs, as the engine's flag (llama.cpp --n-cpu-moe 22)
+    changes: dict[str, int | float | None]  # that setting as deployment fields (n_cpu_moe, n_gpu_layers, cpu_offload_gb)
+    host_memory_bytes_needed: float  # host RAM it needs, with what the OS and the engine keep
+    host_memory_bytes: float | None  # the host RAM stated (None: not stated, so no speed)
+    fits_host: bool | None  # the stated host RAM holds it (None: not stated)
+    concurrency: float | None = None  # sequences of the row's context held at once with it
+    ttft_s: float | None = None
+    output_tokens_per_s_per_user: float | None = None
+    source: str | None = None
+    note: str | None = None  # why a setting that fits has no speed
 
 
 class LocalSpeed(BaseModel):
@@ -33,20 +57,36 @@ class LocalSpeed(BaseModel):
     source: str
 
 
+class LocalOffload(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    model: str
+    quantization: str
+    offload: OffloadOnGpus
+
+
 class WhatRunsHere(LocalFits):
     speeds: tuple[LocalSpeed, ...] = ()  # the models that fit, one request at a time
+    offloads: tuple[LocalOffload, ...] = ()  # those that do not, with the weight offload the machine's RAM holds
 
 
 def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | None = None,
                    models: list[str] | None = None, max_model_len: int | None = None,
                    user_runs: tuple[UserRun, ...] = (), all_models: bool = False) -> WhatRunsHere:
+    """``fits_here`` with one request's speed for each model that fits the card; for each that does not,
+    the weight offload ``fit`` suggests when the machine's RAM (as ``--host-memory-gb``) holds it, with its speed."""
     fits = fits_here(machine, catalog, engine=engine, models=models, max_model_len=max_model_len, all_models=all_models)
-    speeds = []
+    speeds, offloads = [], []
     for cell in fits.matrix.cells if fits.matrix else ():
-        if cell.result is None or not cell.result.fits:
+        if cell.result is None:
             continue
         d = Deployment(model=cell.model, gpu=cell.hardware, engine=fits.engine, quantization=cell.quantization,
                        max_model_len=cell.result.max_model_len)
+        if not cell.result.fits:
+            o = _offload(d, machine.ram_bytes / GiB, catalog) if _separate_ram(machine, catalog, cell.hardware) else None
+            if o is not None and o.fits_host:
+                offloads.append(LocalOffload(model=cell.model, quantization=cell.quantization, offload=o))
+            continue
         try:
             e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog,
                          user_runs=user_runs)
@@ -54,7 +94,13 @@ def what_runs_here(machine: LocalMachine, catalog: Catalog, *, engine: str | Non
             continue
         speeds.append(LocalSpeed(model=cell.model, quantization=cell.quantization, ttft_s=e.ttft_s,
                                  output_tokens_per_s_per_user=e.output_tokens_per_s_per_user, source=e.source))
-    return WhatRunsHere(**fits.model_dump(), speeds=tuple(speeds))
+    offloads.sort(key=lambda o: -(o.offload.output_tokens_per_s_per_user or 0.0))
+    return WhatRunsHere(**fits.model_dump(), speeds=tuple(speeds), offloads=tuple(offloads))
+
+
+def _separate_ram(machine: LocalMachine, catalog: Catalog, gpu: str) -> bool:
+    """The machine's RAM was read and is not the accelerator's own (unified memory has no host RAM to offload to)."""
+    return bool(machine.ram_bytes) and not catalog.accelerator(gpu).unified_memory
 
 
 class ModelOnGpus(BaseModel):
@@ -72,6 +118,7 @@ class ModelOnGpus(BaseModel):
     output_tokens_per_s_per_user: float | None
     source: str | None  # measured or calibrated-model
     note: str | None = None  # why a model that fits has no speed, or what layout was chosen
+    offload: OffloadOnGpus | None = None  # a model the GPUs do not hold: the weight offload that fits them
 
 
 class WhatRuns(BaseModel):
@@ -82,27 +129,41 @@ class WhatRuns(BaseModel):
     engine: str
     input_len: int
     output_len: int
-    models: tuple[ModelOnGpus, ...]  # those that fit first, fastest first
+    host_memory_gb: float | None = None  # host RAM stated, GiB: offloads are priced against it
+    models: tuple[ModelOnGpus, ...]  # those that fit first, then those an offload runs, fastest first
     left_out: tuple[str, ...] = ()  # catalogue models the default grid leaves out (the what-fits matrix's)
 
 
 def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = None,
-                 quantizations: list[str] | None = None, all_models: bool = False) -> WhatRuns:
+                 quantizations: list[str] | None = None, all_models: bool = False,
+                 host_memory_gb: float | None = None) -> WhatRuns:
     """Which catalogue models run on ``gpus`` of the accelerator ``gpu`` and how fast one request
     goes (``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens): the what-fits matrix for one card,
     and for each model that fits the GPUs, ``estimate`` with them as one instance (``--gpus`` alone), and
     the sequences of the model's planned context held at once there (as the what-fits matrix counts them).
-    The models are the what-fits matrix's default grid, or with ``all_models`` every catalogue model with a config."""
+    The models are the what-fits matrix's default grid, or with ``all_models`` every catalogue model with a config.
+    A model the GPUs do not hold carries the weight offload ``fit`` suggests on them and the host RAM it
+    needs; with ``host_memory_gb`` (GiB, as ``--host-memory-gb``) stated and holding it, its speed at it."""
     accel = catalog.accelerator(gpu, "gpu")
+    if host_memory_gb is not None and accel.unified_memory:
+        raise InvalidScenarioError(f"{accel.name} has unified memory: its memory is the host RAM",
+                                   field="host_memory_gb", allowed="leave it out (the accelerator's memory is the host RAM)")
     engine = catalog.engine(engine or default_engine(accel)).id
     for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
         _check_loads(catalog, engine, name, accel)
     matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, all_models=all_models,
                          catalog=catalog)
-    rows = [_on_gpus(cell, accel.id, gpus, engine, catalog) for cell in matrix.cells if cell.result is not None]
-    rows.sort(key=lambda r: (not r.fits, -(r.output_tokens_per_s_per_user or 0.0), r.model))
+    rows = [_on_gpus(cell, accel.id, gpus, engine, catalog, host_memory_gb) for cell in matrix.cells
+            if cell.result is not None]
+    rows.sort(key=lambda r: (not r.fits, -_speed(r), r.model))
     return WhatRuns(accelerator=accel.id, gpus=gpus, engine=engine, input_len=SPEED_INPUT_TOKENS,
-                    output_len=SPEED_OUTPUT_TOKENS, models=tuple(rows), left_out=matrix.left_out)
+                    output_len=SPEED_OUTPUT_TOKENS, host_memory_gb=host_memory_gb, models=tuple(rows),
+                    left_out=matrix.left_out)
+
+
+def _speed(m: ModelOnGpus) -> float:
+    """One user's output tokens/s on the GPUs, else with the offload (0: no speed)."""
+    return m.output_tokens_per_s_per_user or (m.offload.output_tokens_per_s_per_user if m.offload else None) or 0.0
 
 
 def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator) -> None:
@@ -113,14 +174,15 @@ def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator
                                    field="quantization", allowed=loadable)
 
 
-def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog) -> ModelOnGpus:
+def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog,
+             host_memory_gb: float | None) -> ModelOnGpus:
     needed = cell.result.parallel.gpus if cell.result.fits else (cell.smallest_fit.gpus if cell.smallest_fit else None)
     base = dict(model=cell.model, quantization=cell.quantization, gpus_needed=needed,
                 max_model_len=cell.result.max_model_len, ttft_s=None, output_tokens_per_s_per_user=None, source=None)
-    if needed is None or needed > gpus:
-        return ModelOnGpus(**base, fits=False, concurrency=None)
     d = Deployment(model=cell.model, gpu=gpu, gpus=gpus, engine=engine, quantization=cell.quantization,
                    max_model_len=cell.result.max_model_len)
+    if needed is None or needed > gpus:
+        return ModelOnGpus(**base, fits=False, concurrency=None, offload=_offload(d, host_memory_gb, catalog))
     try:
         e = estimate(d, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog)
     except InferplanError as exc:
@@ -128,3 +190,32 @@ def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog)
     held = sequences_held(d, catalog)  # at the row's context (llama.cpp: the most slots that fit)
     return ModelOnGpus(**{**base, "ttft_s": e.ttft_s, "output_tokens_per_s_per_user": e.output_tokens_per_s_per_user,
                           "source": e.source}, fits=True, concurrency=held, note=e.layout_note)
+
+
+def _offload(d: Deployment, host_memory_gb: float | None, catalog: Catalog) -> OffloadOnGpus | None:
+    """The weight offload ``fit`` suggests for ``d``, which its GPUs do not hold (``offload_answer``), and
+    with the host RAM stated and holding it, ``estimate`` at that setting (as ``perf`` with it)."""
+    d = d.model_copy(update={"host_memory_gb": host_memory_gb})
+    try:
+        mp = plan_memory(d, catalog)
+    except InferplanError:
+        return None
+    if mp.result.fits or mp.result.startup_note:  # an offload frees GPU weights, not the start-up headroom
+        return None
+    answer = offload_answer(d, mp, catalog)
+    if answer.flag is None:
+        return None
+    changes = {k: v for k, v in (answer.suggestion.changes if answer.suggestion else {}).items() if k != "host_memory_gb"}
+    stated = host_memory_gb is not None
+    found = OffloadOnGpus(flag=answer.flag, changes=changes, host_memory_bytes_needed=answer.host_bytes_needed,
+                          host_memory_bytes=host_memory_gb * GiB if stated else None,
+                          fits_host=(answer.suggestion is not None) if stated else None)
+    if not found.fits_host:
+        return found
+    off = d.model_copy(update=changes)
+    try:
+        e = estimate(off, Workload(input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS), catalog)
+    except InferplanError as exc:
+        return found.model_copy(update={"note": f"no speed estimate: {exc}"})
+    return found.model_copy(update={"concurrency": sequences_held(off, catalog), "ttft_s": e.ttft_s,
+                                    "output_tokens_per_s_per_user": e.output_tokens_per_s_per_user, "source": e.source})

@@ -1,11 +1,14 @@
 """'What runs on my GPUs?' as people read it: one row of short texts per catalogue model on the GPUs
-asked about (``performance/here.py``: whether it fits them, and one request's speed if it does)."""
+asked about (``performance/here.py``: whether it fits them, and one request's speed if it does; for one
+they do not hold, the weight offload that fits them, the host RAM it needs, and with the host RAM stated
+and holding it, one request's speed with it)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.performance.here import ModelOnGpus, WhatRuns
+from inferplan.performance.here import ModelOnGpus, OffloadOnGpus, WhatRuns
+from inferplan.units import GiB
 
 
 class _Frozen(BaseModel):
@@ -20,7 +23,8 @@ class HomelabRow(_Frozen):
     context: str
     at_once: str  # sequences of the row's context the KV cache holds at once (fit's "at once")
     ttft: str
-    speed: str  # output tokens/s for one user
+    speed: str  # output tokens/s for one user (a model the GPUs do not hold: with the offload, when priced)
+    offload: str  # a model the GPUs do not hold: the weight offload that fits them, and the host RAM it needs
 
 
 class HomelabView(_Frozen):
@@ -35,14 +39,34 @@ def _verdict(m: ModelOnGpus) -> str:
     return "no layout of this GPU holds it" if m.gpus_needed is None else f"needs {m.gpus_needed:,} GPUs"
 
 
+def _gib(memory_bytes: float) -> str:
+    gib = memory_bytes / GiB
+    return f"{gib:,.0f}" if gib == round(gib) else f"{gib:,.2f}"
+
+
+def _offload(o: OffloadOnGpus | None) -> str:
+    if o is None:
+        return "—"
+    needs = f"{o.flag}: needs {o.host_memory_bytes_needed / GiB:,.1f} GiB of host RAM"
+    if o.host_memory_bytes is None:
+        return f"{needs} (state the host RAM for its speed)"
+    if not o.fits_host:
+        return f"{needs}, more than the {_gib(o.host_memory_bytes)} GiB stated"
+    held = f"{o.flag}: {o.host_memory_bytes_needed / GiB:,.1f} of the {_gib(o.host_memory_bytes)} GiB of host RAM"
+    return f"{held}; {o.note}" if o.note else held
+
+
 def _row(m: ModelOnGpus) -> HomelabRow:
     dash = "—"
+    priced = m.offload if m.offload is not None and m.offload.output_tokens_per_s_per_user is not None else m
+    held, ttft_s, speed = priced.concurrency, priced.ttft_s, priced.output_tokens_per_s_per_user
     return HomelabRow(
         model=m.model, quantization=m.quantization, fits=m.fits, verdict=_verdict(m),
         context=f"{m.max_model_len:,} tokens" if m.max_model_len else dash,
-        at_once=f"{m.concurrency:,.1f}" if m.concurrency is not None else dash,
-        ttft=(f"{m.ttft_s * 1e3:,.0f} ms" if m.ttft_s < 1 else f"{m.ttft_s:,.2f} s") if m.ttft_s is not None else dash,
-        speed=f"{m.output_tokens_per_s_per_user:,.0f} tok/s" if m.output_tokens_per_s_per_user is not None else dash)
+        at_once=f"{held:,.1f}" if held is not None else dash,
+        ttft=(f"{ttft_s * 1e3:,.0f} ms" if ttft_s < 1 else f"{ttft_s:,.2f} s") if ttft_s is not None else dash,
+        speed=(f"{speed:,.1f} tok/s" if speed < 10 else f"{speed:,.0f} tok/s") if speed is not None else dash,
+        offload=_offload(m.offload))
 
 
 def _left_out(left_out: tuple[str, ...]) -> str:
@@ -53,11 +77,23 @@ def _left_out(left_out: tuple[str, ...]) -> str:
             f"({', '.join(left_out)}); all models (all_models) lists them.")
 
 
+def _offloads(r: WhatRuns) -> str:
+    offloaded = [m for m in r.models if m.offload is not None]
+    if not offloaded:
+        return ""
+    if r.host_memory_gb is None:
+        return (f" {len(offloaded)} more fit with weights in host RAM (slower decode), each at the least setting that "
+                "fits the GPUs: state the host RAM for their speed.")
+    runs = sum(1 for m in offloaded if m.offload.output_tokens_per_s_per_user is not None)
+    return (f" {runs} more run with weights in the {_gib(r.host_memory_gb * GiB)} GiB of host RAM (slower decode), each at the "
+            "least setting that fits the GPUs; their requests at once, TTFT and tokens/s are with it.")
+
+
 def homelab_view(r: WhatRuns) -> HomelabView:
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} with {r.engine}. "
                f"Requests at once: how many of the row's context its KV cache holds together; TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
-               + (f"; {layout}" if layout else "") + "." + _left_out(r.left_out))
+               + (f"; {layout}" if layout else "") + "." + _offloads(r) + _left_out(r.left_out))
     return HomelabView(summary=summary, rows=tuple(_row(m) for m in r.models), result=r)

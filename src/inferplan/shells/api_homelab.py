@@ -18,6 +18,9 @@ class HomelabRequest(Input):
     quantization: str | None = Field(None, max_length=40, description="one weight format; default: each model's own")
     all_models: bool = Field(False, description="every catalogue model with a config; default: the what-fits "
                                                 "grid's models (the summary names the ones it leaves out)")
+    host_memory_gb: float | None = Field(None, gt=0, le=1e6, description="host RAM, GiB (as --host-memory-gb): a model "
+                                         "the GPUs do not hold is priced with the weight offload that fits them; "
+                                         "default: its row says the host RAM it needs; refused on unified memory")
 
     @field_validator("gpu", "engine", "quantization", mode="before")
     @classmethod
@@ -35,5 +38,6 @@ def homelab_route(r: HomelabRequest) -> HomelabView:
     from inferplan.report.homelab_view import homelab_view
 
     result = what_runs_on(r.gpu, r.gpus, load_catalog(), engine=r.engine,
-                          quantizations=[r.quantization] if r.quantization else None, all_models=r.all_models)
+                          quantizations=[r.quantization] if r.quantization else None, all_models=r.all_models,
+                          host_memory_gb=r.host_memory_gb)
     return homelab_view(result)

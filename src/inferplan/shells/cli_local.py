@@ -36,3 +36,4 @@ def detect_cmd(
     if result.matrix is not None:
         console.print(render_fits.fits_table(result.matrix, console.width))
         render_local.print_speeds(console, result.speeds)
+        render_local.print_offloads(console, result.offloads, result.machine.ram_bytes)

@@ -135,6 +135,7 @@ async function runHomelab(event) {
   if ($("homelab-engine").value) request.engine = $("homelab-engine").value;
   if ($("homelab-quantization").value) request.quantization = $("homelab-quantization").value;
   if ($("homelab-all-models").value) request.all_models = true;
+  if ($("homelab-host-memory").value) request.host_memory_gb = Number($("homelab-host-memory").value);
   try {
     const view = await api("POST", "/api/views/homelab", request);
     $("homelab-summary").textContent = view.summary;
@@ -142,7 +143,7 @@ async function runHomelab(event) {
       const tr = document.createElement("tr");
       if (!row.fits) tr.className = "no";
       const heads = [...$("homelab-table").tHead.rows[0].cells].map((th) => th.textContent);
-      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed].forEach((text, i) => {
+      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed, row.offload].forEach((text, i) => {
         const td = document.createElement("td"); td.textContent = text; td.dataset.label = heads[i]; tr.append(td);
       });  // the column's name on each cell: a phone shows a row as a block, without the header row
       return tr;
