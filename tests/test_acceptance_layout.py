@@ -69,3 +69,21 @@ def test_a_search_picks_data_and_expert_parallel_layout_and_cap_are_acceptance_t
     assert (layout["data_parallel_size"], layout["expert_parallel"], layout["gpus"]) == (8, True, 8)
     assert predictions["deployment"]["max_num_seqs"] == 87
     assert _flag(imported, "-dp") == "8" and "--enable-expert-parallel" in imported and _flag(imported, "--gpus") == "8"
+
+
+def test_a_llamacpp_pack_imports_at_the_context_it_launched_so_every_level_has_a_prediction(tmp_path):
+    """llama.cpp's slots are cut from one context: runs stored at the model's own context would hold one slot
+    and predict nothing above concurrency 1, so the import line states the pack's max_model_len."""
+    r = cli("acceptance", "--model", "qwen3-30b-a3b", "--gpu", "rtx-4090", "--engine", "llamacpp", "-q", "gguf-q4_k_m",
+            "--max-num-seqs", 8, "--workload", "chat-seat", "--out", tmp_path / "pack", "--json")
+    assert r.exit_code == 0, r.output
+    predictions = json.loads((tmp_path / "pack" / "predictions.json").read_text())
+    line = next(x for x in (tmp_path / "pack" / "README.md").read_text().splitlines() if "measurements import" in x)
+    imported = shlex.split(line)
+    assert _flag(imported, "--max-model-len") == str(predictions["deployment"]["max_model_len"])
+    db = tmp_path / "runs.db"
+    stored = cli("measurements", "import", DATA / "vllm_bench_serve_c8.json", *imported[4:], "--db", db, "--json")
+    assert stored.exit_code == 0, stored.output
+    shown = cli("measurements", "show", json.loads(stored.stdout)["imported"][0]["id"], "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert "no prediction" not in shown.output and "predicted" in shown.output

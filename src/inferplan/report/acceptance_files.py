@@ -84,4 +84,5 @@ def import_flags(p: AcceptancePack) -> str:
     return " ".join([f"--model {q(d.model)}", f"--gpu {q(p.accelerator)}", f"--gpus {lay.gpus}",
                      f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}",
                      f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
+                     *([f"--max-model-len {d.max_model_len}"] if d.max_model_len else []),
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else [])])
