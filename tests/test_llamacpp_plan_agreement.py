@@ -99,6 +99,20 @@ def test_perf_names_the_concurrency_when_its_slots_do_not_fit(catalog):
     assert err.value.field == "concurrency" and err.value.allowed == f"1..{most} or max"
 
 
+def test_weights_that_do_not_fit_are_refused_by_the_memory_plan_not_blamed_on_the_concurrency(catalog):
+    """Not one slot fits (Llama-3.1-70B Q4_K_M on one 24 GB card): the memory plan's refusal names the GPUs,
+    as at concurrency 1, rather than a concurrency range of 1..0."""
+    from inferplan.errors import InvalidScenarioError
+
+    d = Deployment(model="llama-3.1-70b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m")
+    refusals = []
+    for concurrency in (1, 2):
+        with pytest.raises(InvalidScenarioError) as err:
+            estimate(d, W.model_copy(update={"concurrency": concurrency}), use_profiles=False)
+        refusals.append(err.value.field)
+    assert refusals == ["gpus", "gpus"]
+
+
 @pytest.mark.parametrize("stated", [None, 16384])
 def test_the_concurrency_refusal_names_the_context_it_planned_and_one_that_holds_the_slots(catalog, stated):
     """The slots are max_model_len each: the refusal says which length (the model's own when none is

@@ -196,7 +196,8 @@ def _slots_for_load(d: Deployment, w: Workload, catalog: Catalog) -> tuple[Deplo
     slots = most_slots(d, catalog, MAX_SLOTS) if w.concurrency == "max" else int(w.concurrency)
     if not slots or slots <= 1:
         return d, None
-    if w.concurrency != "max" and (most := most_slots(d, catalog, slots)) is not None and most < slots:
+    # none fits: the memory plan's own refusal (GPUs, host RAM) names what to change, not the concurrency
+    if w.concurrency != "max" and (most := most_slots(d, catalog, slots)) and most < slots:
         raise InvalidScenarioError(  # the concurrency asked is what does not fit, not a cap the user never gave
             f"concurrency {slots} needs llama-server started with {slots} slots of max_model_len each, and only "
             f"{most} fit{_slot_lengths(d, w, catalog, slots)}", field="concurrency", allowed=f"1..{most} or max")
