@@ -46,6 +46,7 @@ def test_pools_the_box_does_not_hold_are_refused_naming_gpus(extra):
     r = _run(*HGX, *extra)
     assert r.exit_code == 2 and r.output.startswith("error: --gpus:"), r.output
     assert "NVIDIA HGX/DGX H100" in r.output and "(allowed:" in r.output
+    assert "name the GPU (h100-sxm) in place of the system" in r.output  # the way to pools over several boxes
 
 
 def test_the_api_refuses_pools_past_the_box_at_the_deployments_gpus(tmp_path):

@@ -277,8 +277,9 @@ def _decode_side(q: SimulationQuery, catalog: Catalog) -> Deployment:
         raise InvalidScenarioError(
             f"{q.prefill_instances} prefill instances of {_prefill_gpus(q)} GPUs and {decode} take "
             f"{prefill + q.replicas * (gpus or instance)} GPUs; {system.name} has {system.accelerator_count}",
-            field="gpus", allowed=f"at most {share} GPUs per decode instance beside the prefill pool" if share >= 1 else
-            f"fewer prefill instances, or pools within {system.accelerator_count} GPUs")
+            field="gpus", allowed=(f"at most {share} GPUs per decode instance beside the prefill pool" if share >= 1 else
+                                   f"fewer prefill instances, or pools within {system.accelerator_count} GPUs")
+            + f"; pools over several systems: name the GPU ({system.accelerator}) in place of the system")
     return d.model_copy(update={"gpus": gpus})
 
 
