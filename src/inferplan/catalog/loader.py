@@ -348,6 +348,10 @@ def check_references(catalog: Catalog) -> None:
             raise CatalogError(
                 f"systems:{system.id}: unknown accelerator {system.accelerator!r}", field=system.id
             )
+        host = system.price.host if system.price else None
+        if host and (host not in catalog.cost_defaults or catalog.cost_defaults.records[host].usd is None):
+            raise CatalogError(f"systems:{system.id}: price.host {host!r} is no cost default with a USD amount",
+                               field=system.id)
     for model in catalog.models:
         for cp in model.checkpoints:
             if cp.quantization not in catalog.quantizations:

@@ -156,6 +156,8 @@ class PriceBand(Frozen):
     usd_high: USD | None = None
     eur_low: EUR | None = None
     eur_high: EUR | None = None
+    # a band for the card(s) alone: the cost_defaults id of the rest of the machine, added per system
+    host: str | None = Field(default=None, pattern=SLUG)
     basis: str  # quote band, BOM estimate, roadmap ASP, list price, ...
 
 

@@ -232,7 +232,7 @@ class _Costs:
 
 def _costs(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates) -> _Costs:
     loadouts = size.loadouts
-    capex_usd, basis = capex(s, hw.system, loadouts * size.systems_per_loadout)
+    capex_usd, basis = capex(catalog, s, hw.system, loadouts * size.systems_per_loadout)
     watts, power_note = power_w(s, hw.system, hw.accelerator)
     watts *= size.systems_per_loadout
     gpus = size.loadout_gpus * loadouts

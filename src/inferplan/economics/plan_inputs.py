@@ -109,7 +109,9 @@ def hardware(catalog: Catalog, s: Scenario) -> Hardware:
     return Hardware(f"{p.gpus}x-{accel.id}", accel, int(p.gpus or 1), None)
 
 
-def capex(s: Scenario, system: System | None, systems: int) -> tuple[float, str]:
+def capex(catalog: Catalog, s: Scenario, system: System | None, systems: int) -> tuple[float, str]:
+    """Purchase price of ``systems`` systems: the scenario's vendor quote, else the price band's point,
+    plus the catalogue's host-machine cost default when the band prices the card(s) alone."""
     point = s.platform.price_point
     if s.platform.quote_usd_per_system:
         return s.platform.quote_usd_per_system * systems, "vendor quote"
@@ -125,7 +127,12 @@ def capex(s: Scenario, system: System | None, systems: int) -> tuple[float, str]
     low = band.usd_low.value
     high = band.usd_high.value if band.usd_high else low
     value = {"low": low, "high": high, "mid": (low + high) / 2}[point]
-    return value * systems, f"{point} of the catalogue price band ({band.basis})"
+    basis = f"{point} of the catalogue price band ({band.basis})"
+    if band.host:
+        host = catalog.cost_defaults.records[band.host].usd
+        value += host.value
+        basis += f" + ${host.value:,.0f} for the rest of the machine ({band.host}, {host.kind.value})"
+    return value * systems, basis
 
 
 def power_w(s: Scenario, system: System | None, accel: Accelerator) -> tuple[float, str | None]:

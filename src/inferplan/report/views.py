@@ -96,7 +96,8 @@ def _card_sources(r: PlanResult, s: Scenario, catalog: Catalog) -> dict[str, lis
     system = catalog.systems.records.get(r.system)
     band = system.price if system and not s.platform.quote_usd_per_system else None
     same, alt = notes("api_prices", r.api_price), notes("api_prices", r.api_alternative)
-    return {"capex": source_notes(catalog, band.usd_low, band.usd_high) if band else [],
+    host = (catalog.cost_defaults.records[band.host].usd,) if band and band.host else ()
+    return {"capex": source_notes(catalog, band.usd_low, band.usd_high, *host) if band else [],
             "same_model_api": same, "private_quote": same, "api_alternative": alt, "api_cost": alt,
             "rent": notes("rental_prices", *(r.rental_ids or (r.rental,)))}  # every listing of the median
 
@@ -172,7 +173,8 @@ def platform_ladder(catalog: Catalog) -> list[PlatformView]:
             if low is None:
                 return "quote required" if s.tier in ("node", "rack") else "—"
             top = high.value if high else low.value
-            return f"{sign}{low.value / 1e3:,.0f}k–{top / 1e3:,.0f}k" if top != low.value else f"{sign}{low.value / 1e3:,.0f}k"
+            text = f"{sign}{low.value / 1e3:,.0f}k–{top / 1e3:,.0f}k" if top != low.value else f"{sign}{low.value / 1e3:,.0f}k"
+            return f"{text} card + host PC ({band.host})" if band.host else text
 
         rows.append(PlatformView(
             id=s.id, name=s.name, tier=s.tier, status=s.status.value, gpus=f"{s.accelerator_count}× {accel.name}",

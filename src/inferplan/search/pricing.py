@@ -63,7 +63,7 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
     capex = owner = None
     if p.system is not None:
         try:
-            capex, basis = priced_capex(s, p.system, 1)
+            capex, basis = priced_capex(catalog, s, p.system, 1)
         except InvalidScenarioError:
             notes.append(f"{p.system.name}: no price band in the catalogue, so it cannot be priced to buy")
         else:

@@ -97,19 +97,26 @@ def miss_text(label: str, best: float, limit: float, unit: str, side: str) -> st
     return f"{label} at best {best:.{digits}g}{u} against {limit:g}{u} ({share} {side})"
 
 
+def closest_first(x: Infeasible) -> tuple:
+    """Sort key: by reason, then the family nearest the request's cap or target first (the cheapest when
+    the budget binds), then by name; a family with no measured distance after those with one."""
+    return (x.reason, np.inf if x.shortfall is None else x.shortfall, x.platform, x.engine, x.quantization)
+
+
 def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets, *, max_gpus, max_capex_usd,
             max_power_w, pricing: str) -> Infeasible:
     model, platform, engine, quant = family
 
-    def out(reason: str, message: str) -> Infeasible:
-        return Infeasible(model=model, platform=platform, engine=engine, quantization=quant, reason=reason, message=message)
+    def out(reason: str, message: str, shortfall: float | None = None) -> Infeasible:
+        return Infeasible(model=model, platform=platform, engine=engine, quantization=quant, reason=reason,
+                          message=message, shortfall=shortfall)
 
     if not s.stable and not s.best:
         if s.errors:
             return out("memory", s.errors[0])
         return out("throughput", "no number of instances searched keeps up with the load")
     if not s.met:
-        misses = []
+        misses, gaps = [], []
         for name, (_, lower, label) in CHECKS.items():
             limit, best = getattr(targets, name), s.best.get(name)
             if limit is None or best is None:
@@ -117,11 +124,13 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
             if (best > limit) if lower else (best < limit):
                 unit = "tok/s" if not lower else "" if name in UNITLESS else "s"
                 misses.append(miss_text(label, best, limit, unit, "over" if lower else "under"))
+                gaps.append(best / limit if lower else limit / best)
         if misses:
-            return out("latency", "; ".join(misses))
+            return out("latency", "; ".join(misses), max(gaps))
         return out("latency", "each target is met by some candidate, but no candidate meets them all at once")
     if max_gpus is not None and s.least_gpus > max_gpus:
-        return out("gpus", f"meeting the targets takes at least {s.least_gpus:.0f} GPUs; the cap is {max_gpus}")
+        return out("gpus", f"meeting the targets takes at least {s.least_gpus:.0f} GPUs; the cap is {max_gpus}",
+                   s.least_gpus / max_gpus)
     if not s.priced:
         if s.unrentable is not None and pricing != "buy":
             width, largest, accel = s.unrentable
@@ -130,9 +139,11 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         return out("price", f"the catalogue has no {route} for {platform}")
     if max_capex_usd is not None and pricing != "rent" and s.least_capex > max_capex_usd:
-        return out("budget", f"meeting the targets costs at least ${s.least_capex:,.0f} to buy; the cap is ${max_capex_usd:,.0f}")
+        return out("budget", f"meeting the targets costs at least ${s.least_capex:,.0f} to buy; the cap is ${max_capex_usd:,.0f}",
+                   s.least_capex / max_capex_usd)
     if max_power_w is not None and s.least_power > max_power_w:
-        return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW")
+        return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW",
+                   s.least_power / max_power_w)
     return out("budget", "no candidate meeting the targets fits every cap at once (GPUs, capex, power)")
 
 

@@ -29,7 +29,7 @@ from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
-from inferplan.search.reasons import FamilyStats, explain, slack, target_mask, targets_text
+from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
 from inferplan.search.sim_check import (MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, pick_deployment,
                                         too_large)
 from inferplan.search.request import SearchRequest, Targets
@@ -106,7 +106,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         infeasible = _with_smaller_formats(catalog, infeasible, space)
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
-        infeasible=tuple(sorted(infeasible, key=lambda x: (x.reason, x.platform, x.engine, x.quantization))),
+        infeasible=tuple(sorted(infeasible, key=closest_first)),
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
         notes=(*_notes(asked, targets, rl), *(n for m in req.models for n in api_comparison_notes(catalog, m))))

@@ -32,7 +32,7 @@ def catalog_table(kind: str, entries: list[BaseModel], width: int = 200) -> Rend
             price = "—"
             if s.price and s.price.usd_low:
                 high = s.price.usd_high.value if s.price.usd_high else s.price.usd_low.value
-                price = f"${s.price.usd_low.value:,.0f}–{high:,.0f}"
+                price = f"${s.price.usd_low.value:,.0f}–{high:,.0f}" + (" card + host PC" if s.price.host else "")
             rows.append([s.id, s.name, f"{s.accelerator_count}× {s.accelerator}", gb(s.memory_bytes.value if s.memory_bytes else None),
                          _q(s.power_w, 1e3, "{:,.1f} kW"), price, s.status.value])
     elif kind.startswith("model"):
