@@ -85,6 +85,9 @@ class Deployed(_Frozen):
     scenario: dict  # a Users + ROI scenario that loads this pick (model, quantization, engine, platform, cell)
     simulation: SimulatedCheck | None = None  # the simulation's percentiles the pick also met (None: not simulated)
     simulate: dict = {}  # the query `inferplan simulate` (POST /api/simulate) answers with those percentiles
+    # other builds of the model that run this deployment the same (same cost, every figure within 0.1 %,
+    # ``search/equivalent.py``): one row stands for them, in the better-supported build
+    equivalent_quantizations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -22,9 +22,11 @@ from inferplan.economics.plan_inputs import api_comparison_notes
 from inferplan.economics.rental import rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
+from inferplan.memory.resolve import resolve_model
 from inferplan.search import evaluate
 from inferplan.search.budget import Budget
 from inferplan.search.defaults import search_defaults
+from inferplan.search.equivalent import FIGURES, equivalence_note, same_figures, support_key
 from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
@@ -208,6 +210,7 @@ class _Pick:
     at: int = 0
     check: SimulatedCheck | None = None  # the simulation's check of the head (None: not simulated)
     unsimulated: str | None = None  # why the head is not simulated, when it is too large to be
+    alike: list[str] = field(default_factory=list)  # other builds that run the head the same (``equivalent.py``)
 
     def __lt__(self, other: "_Pick") -> bool:
         return self.keys[self.at] < other.keys[other.at]
@@ -228,6 +231,10 @@ def _ranked(catalog: Catalog, picks: list[_Pick], rl: ResolvedLoad, targets: Tar
         pick = heapq.heappop(heap)
         if _same_as(pick, out):  # a one-GPU system rented per GPU is that GPU rented: one family, one pick
             continue
+        twin = next((o for o in out if _equivalent(pick, o)), None)  # another build, the same deployment
+        if twin is not None and _support(catalog, pick) >= _support(catalog, twin):
+            twin.alike.append(pick.cm.cell.quantization)
+            continue
         ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
         pick.unsimulated = too_large(_engines(pick))
         if ok and checks < MAX_CHECKS and rl.load.arrival != "closed" and pick.unsimulated is None:
@@ -236,7 +243,10 @@ def _ranked(catalog: Catalog, picks: list[_Pick], rl: ResolvedLoad, targets: Tar
                 progress(len(out), top, CHECK_STAGE)
             pick.check = _simulated(catalog, pick, rl, targets)
             ok = pick.check.meets
-        if ok:
+        if ok and twin is not None:  # the better-supported build takes its twin's row
+            pick.alike = [*twin.alike, twin.cm.cell.quantization]
+            out[out.index(twin)] = pick
+        elif ok:
             out.append(pick)
         elif pick.at + 1 < len(pick.order):
             pick.at += 1
@@ -255,6 +265,25 @@ def _what_is_run(pick: _Pick) -> tuple:
 
 def _same_as(pick: _Pick, out: list[_Pick]) -> bool:
     return any(_what_is_run(pick) == _what_is_run(o) for o in out)
+
+
+def _equivalent(a: _Pick, b: _Pick) -> bool:
+    """The same deployment in another build of the model: all it runs and pays alike but the weight
+    format, as many instances, and the same figures (``equivalent.same_figures``)."""
+    def shape(p: _Pick) -> tuple:
+        run, pre = _what_is_run(p), p.grid.prefill_model
+        layout = (pre.cell.tensor_parallel_size, pre.cell.pipeline_parallel_size, pre.cell.data_parallel_size,
+                  pre.cell.expert_parallel) if pre is not None else None  # separate pools: the prefill layout too
+        return (*run[:4], *run[5:], p.cm.cell.quantization_label, layout,
+                *(int(getattr(p.grid, k)[p.index]) for k in ("replicas", "prefill", "decode")))
+
+    figures = lambda p: {k: float(getattr(p.grid, k)[p.index]) for k in FIGURES}  # noqa: E731
+    return (a.cm.cell.quantization != b.cm.cell.quantization and shape(a) == shape(b)
+            and same_figures(figures(a), figures(b)))
+
+
+def _support(catalog: Catalog, pick: _Pick) -> tuple:
+    return support_key(resolve_model(catalog, pick.cm.cell.model, field_name="models"), pick.cm.cell.quantization)
 
 
 def _engines(pick: _Pick) -> int:
@@ -388,13 +417,20 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         deploy=launch.text, scenario=scenario_dict(cell, rl), simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=int(g.decode[i]) if disagg else int(g.replicas[i]),
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
-        notes=tuple(dict.fromkeys([*notes, *launch.notes, pick.unsimulated or _check_note(pick.check, rl.load.arrival == "closed")])))
+        equivalent_quantizations=tuple(pick.alike),
+        notes=tuple(dict.fromkeys([*notes, *launch.notes,
+                                   pick.unsimulated or _check_note(pick.check, rl.load.arrival == "closed", values),
+                                   *([equivalence_note(tuple(pick.alike))] if pick.alike else [])])))
 
 
-def _check_note(check: SimulatedCheck | None, closed: bool) -> str:
+def _check_note(check: SimulatedCheck | None, closed: bool, approximated: dict[str, float]) -> str:
+    """How the pick was checked; a simulated pick's percentiles are the simulation's (``simulation``),
+    so its note gives the queueing approximation's beside them (the top-level ``ttft_p50_s`` …)."""
     if check is not None:
-        return (f"checked by a simulation of {check.requests:,} requests (seed {check.seed}): TTFT p95 "
-                f"{check.ttft_p95_s * 1e3:,.0f} ms, TPOT p95 {check.tpot_p95_s * 1e3:,.1f} ms")
+        a = approximated
+        return (f"checked by a simulation of {check.requests:,} requests (seed {check.seed}); the queueing "
+                f"approximation, which ranked it, gives TTFT {a['ttft_p50_s'] * 1e3:,.0f} / {a['ttft_p95_s'] * 1e3:,.0f}"
+                f" / {a['ttft_p99_s'] * 1e3:,.0f} ms (p50/95/99), TPOT p95 {a['tpot_p95_s'] * 1e3:,.1f} ms")
     if closed:
         return "a closed loop: checked by the queueing approximation only"
     return f"not simulated: the search's {MAX_CHECKS} simulations were spent on higher-ranked candidates"

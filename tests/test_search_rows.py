@@ -1,0 +1,59 @@
+"""What a search's rows show: one row for builds of a model that run a deployment the same, and
+each row's latency percentiles labelled by where they come from (the simulation, where it ran)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.memory.resolve import resolve_model
+from inferplan.report.search_view import duration, latency_text
+from inferplan.search.equivalent import same_figures, support_key
+from inferplan.search.request import SearchRequest
+from inferplan.search.run import search
+
+# Qwen3-235B-A22B's official FP8 build (128x128 blocks, fp8-block) and NVIDIA's per-tensor one (fp8)
+TWIN_BUILDS = SearchRequest(models=("qwen3-235b-a22b",), users=500, workload="coding-developer-median",
+                            systems=("gb200-nvl72",), engines=("sglang",), quantizations=("fp8", "fp8-block"),
+                            kv_cache_dtypes=("fp8",), disaggregated=False, top=2)
+
+
+@pytest.fixture(scope="module")
+def twins(catalog):
+    return search(TWIN_BUILDS, catalog)
+
+
+def _shape(d) -> tuple:
+    return (d.platform, d.engine, d.kv_cache_dtype, d.tensor_parallel_size, d.pipeline_parallel_size,
+            d.data_parallel_size, d.expert_parallel, d.replicas, round(d.monthly_usd, 2))
+
+
+def test_two_builds_that_run_a_deployment_the_same_are_one_row_in_the_better_supported_build(twins, catalog):
+    """The fp8 and fp8-block builds give the same cell the same cost and figures: one row, in the
+    build whose checkpoint size the catalogue states (fp8-block), naming the other."""
+    first = twins.results[0]
+    assert first.quantization == "fp8-block" and first.equivalent_quantizations == ("fp8",)
+    assert any("the fp8 build of the model runs this deployment the same" in n for n in first.notes)
+    spec = resolve_model(catalog, "qwen3-235b-a22b")
+    assert support_key(spec, "fp8-block") < support_key(spec, "fp8")
+    shapes = [_shape(d) for d in twins.results]
+    assert len(set(shapes)) == len(shapes)  # no deployment ranked twice, once per build
+
+
+def test_figures_a_tenth_of_a_percent_apart_read_the_same_and_a_percent_apart_do_not():
+    a = dict(ttft_p50_s=0.1, ttft_p95_s=0.2, ttft_p99_s=0.3, tpot_p95_s=0.01, e2e_p95_s=10.0, tokens_per_s_per_user=80.0)
+    assert same_figures(a, {**a, "ttft_p99_s": 0.3 * 1.0005})
+    assert not same_figures(a, {**a, "ttft_p99_s": 0.3 * 1.01})
+
+
+def test_a_simulated_row_shows_the_simulated_percentiles_labelled(twins):
+    """Few requests wait here, so the approximation's TTFT p50, p95 and p99 are one figure (the step
+    under way and the batch joined at their means); the row shows the simulation's spread instead."""
+    d = twins.results[0]
+    assert d.ttft_p50_s == d.ttft_p99_s and d.simulation.ttft_p50_s < d.simulation.ttft_p99_s
+    text = latency_text(d)
+    sim = d.simulation
+    assert (f"TTFT {duration(sim.ttft_p50_s)} / {duration(sim.ttft_p95_s)} / {duration(sim.ttft_p99_s)} "
+            "(p50/95/99, simulated)") in text
+    assert f"TPOT p95 {duration(sim.tpot_p95_s)}" in text
+    unsimulated = latency_text(d.model_copy(update={"simulation": None}))
+    assert f"TTFT {duration(d.ttft_p50_s)} / " in unsimulated and "(p50/95/99, approximated)" in unsimulated
