@@ -1,30 +1,33 @@
 """A stated memory configuration of a part sold in several (``M4 Max 64GB``, ``apple-m4-max-64gb``).
 
-An Apple or Ryzen AI Max chip is one catalogue record at its largest configuration
-(``memory_configurable: true``); a name that ends in a memory size plans the same chip with that
-much memory, under the id ``<record>-<N>gb`` so that the answer names what was planned and a plan
-that passes the id on resolves it again. The bandwidth and compute stay the record's.
+An Apple or Ryzen AI Max chip is one catalogue record at its largest configuration, listing the
+configurations it is sold in (``memory_configurations``, each with its source); a name that ends in one
+of those sizes plans the same chip with that much memory, under the id ``<record>-<N>gb`` so that the
+answer names what was planned and a plan that passes the id on resolves it again. The bandwidth is the
+configuration's where its source gives one (a smaller bin with a narrower bus), else the record's;
+the compute stays the record's.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
 from inferplan.errors import AmbiguousNameError, UnknownHardwareError
 
 if TYPE_CHECKING:
+    from inferplan.catalog.memory_config_schema import MemoryConfiguration
     from inferplan.catalog.registry import Registry
     from inferplan.catalog.schema import Accelerator
 
 # "M4 Max 64GB", "apple-m4-max-64gb", "M4 Max 64 GB", "m4-max:64gb"
 SIZED_NAME = re.compile(r"^(?P<base>.*?\S)[\s:_-]*(?P<size>\d+(?:\.\d+)?)\s*gb$", re.IGNORECASE)
-SMALLEST_CONFIGURATION_GB = 8  # assumed: no chip of these lines is sold with less
 
 
 def sized_accelerator(records: "Registry[Accelerator]", name: str, field_name: str) -> "Accelerator | None":
     """The configurable part ``name`` names with a memory size (None: the name states no size, or
-    names no configurable part); a size the part is not sold beyond raises, naming what is allowed."""
+    names no configurable part); a size the part is not sold in raises, naming the sizes it is."""
     match = SIZED_NAME.match(name.strip())
     if match is None:
         return None
@@ -35,25 +38,36 @@ def sized_accelerator(records: "Registry[Accelerator]", name: str, field_name: s
     if not base.memory_configurable:
         return None
     size_gb = float(match["size"])
-    largest_gb = base.memory_bytes.value / 1e9
-    if not SMALLEST_CONFIGURATION_GB <= size_gb <= largest_gb:
-        raise UnknownHardwareError(
-            f"{base.name} is not sold with {size_gb:g} GB (its largest configuration is {largest_gb:g} GB)",
-            field=field_name, allowed=f"{base.id}-<N>gb with N from {SMALLEST_CONFIGURATION_GB} to {largest_gb:g}")
-    return configured(base, size_gb)
+    for configuration in base.memory_configurations:
+        if math.isclose(configuration.memory_bytes.value / 1e9, size_gb):
+            return configured(base, configuration)
+    raise UnknownHardwareError(
+        f"{base.name} is not sold with {size_gb:g} GB (it is sold with {', '.join(f'{gb:g}' for gb in _sizes_gb(base))} GB)",
+        field=field_name, allowed=configuration_names(base))
 
 
-def configured(base: "Accelerator", size_gb: float) -> "Accelerator":
-    """``base`` with ``size_gb`` GB of memory, as a user stated their machine's configuration."""
-    if size_gb == base.memory_bytes.value / 1e9:
+def _sizes_gb(base: "Accelerator") -> list[float]:
+    return [c.memory_bytes.value / 1e9 for c in base.memory_configurations]
+
+
+def configuration_names(base: "Accelerator") -> str:
+    """The names of ``base``'s configurations: ``apple-m4-max-36gb, -48gb, -64gb, -128gb``."""
+    first, *rest = _sizes_gb(base)
+    return ", ".join([f"{base.id}-{first:g}gb", *(f"-{gb:g}gb" for gb in rest)])
+
+
+def configured(base: "Accelerator", configuration: "MemoryConfiguration") -> "Accelerator":
+    """``base`` in ``configuration``, as a user stated their machine's: its memory, and its bandwidth
+    where the configuration's source gives one (else the record's)."""
+    size_gb = configuration.memory_bytes.value / 1e9
+    bandwidth = configuration.memory_bandwidth_bytes_per_s or base.memory_bandwidth_bytes_per_s
+    if configuration.memory_bytes.value == base.memory_bytes.value and bandwidth == base.memory_bandwidth_bytes_per_s:
         return base
-    stated = base.memory_bytes.model_validate({
-        "value": size_gb, "unit": "GB", "kind": "assumed", "source": base.memory_bytes.source,
-        "note": f"the {size_gb:g} GB configuration, as stated; the record's own is {base.memory_bytes.value / 1e9:g} GB"})
-    label = f"{size_gb:g}gb"
-    note = (f"{base.name} with {size_gb:g} GB as stated: bandwidth and compute are the catalogue record's "
-            f"({base.memory_bandwidth_bytes_per_s.value / 1e9:g} GB/s); a smaller configuration of some chips "
-            "has a narrower memory bus")
+    whose = "this configuration's" if configuration.memory_bandwidth_bytes_per_s else "the catalogue record's"
+    note = (f"{base.name} with {size_gb:g} GB as stated: bandwidth {bandwidth.value / 1e9:g} GB/s ({whose}); "
+            "compute is the catalogue record's")
     return base.model_copy(update={
-        "id": f"{base.id}-{label}", "name": f"{base.name} {size_gb:g} GB", "aliases": (), "memory_bytes": stated,
-        "memory_reported_bytes": None, "configuration_of": base.id, "notes": (*base.notes, note)})
+        "id": f"{base.id}-{size_gb:g}gb", "name": f"{base.name} {size_gb:g} GB", "aliases": (),
+        "memory_bytes": configuration.memory_bytes, "memory_bandwidth_bytes_per_s": bandwidth,
+        "memory_reported_bytes": None, "configuration_of": base.id, "memory_configurations": (),
+        "notes": (*base.notes, note)})

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, model_validator
 from inferplan.catalog.checkpoint_schema import GgufFile, KeptCheckpointExperts
 from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
 from inferplan.catalog.keep_schema import KeepsUnquantized
+from inferplan.catalog.memory_config_schema import MemoryConfiguration
 from inferplan.catalog.provenance import (
     EUR,
     USD,
@@ -112,9 +113,9 @@ class Accelerator(Frozen):
     memory_bytes: Bytes  # as marketed
     memory_reported_bytes: Bytes | None = None  # total as the driver reports it
     unified_memory: bool = False  # shared with the CPU (DGX Spark, Apple, Ryzen AI Max)
-    # sold in several memory configurations, memory_bytes the largest: a name such as "M4 Max 64GB"
-    # plans another (catalog/memory_config.py); configuration_of names the record such a part came from
-    memory_configurable: bool = False
+    # the configurations the chip is sold in, ascending, the record's own among them: a name such as
+    # "M4 Max 64GB" plans another (catalog/memory_config.py); configuration_of names the record it came from
+    memory_configurations: tuple[MemoryConfiguration, ...] = ()
     configuration_of: str | None = None
     # a CUDA integrated GPU (cudaDevAttrIntegrated, torch's ``is_integrated``: GB10, Jetson): no memory of its
     # own, so cudaMemGetInfo's free figure lacks the OS's reclaimable page cache; stated only with its source
@@ -139,8 +140,16 @@ class Accelerator(Frozen):
         """The catalogue record this part is (a stated memory configuration: the record it came from)."""
         return self.configuration_of or self.id
 
+    @property
+    def memory_configurable(self) -> bool:
+        """Sold in several memory configurations (a sized name plans one of them)."""
+        return bool(self.memory_configurations)
+
     @model_validator(mode="after")
     def _integrated_is_sourced_unified_cuda(self) -> "Accelerator":
+        sizes = [c.memory_bytes.value for c in self.memory_configurations]
+        if sizes and (sizes != sorted(set(sizes)) or self.memory_bytes.value not in sizes):
+            raise ValueError("memory_configurations are listed smallest first, each once, the record's memory_bytes among them")
         if self.integrated_gpu and not (self.unified_memory and self.software == Software.CUDA
                                         and self.integrated_gpu_source):
             raise ValueError("integrated_gpu is a CUDA part with unified_memory, stated with its integrated_gpu_source")
