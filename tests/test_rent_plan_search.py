@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from inferplan.economics.money import HOURS_PER_MONTH
+from inferplan.errors import InvalidScenarioError, LinkReachError
 from inferplan.economics.plan import plan
 from inferplan.economics.rental import hourly_usd, on_demand_listings, rent_engine_instances, rent_quotes
 from inferplan.scenario import load_scenario
@@ -156,3 +157,32 @@ def test_the_rent_route_rents_the_cells_the_target_needs_as_search_does(catalog)
     assert r.rent_usd_per_month == pytest.approx(pick.monthly_usd) == pytest.approx(2810.5)
     assert r.rent_vs_buy_break_even_months is None  # renting costs less than owning's operating cost alone
     assert r.recommendation.monthly_usd["rent dedicated capacity"] < r.recommendation.monthly_usd["own"]
+
+
+@pytest.mark.parametrize("cell", [
+    {"tensor_parallel_size": 16},  # tensor parallelism past the PCIe server
+    {"tensor_parallel_size": 1, "data_parallel_size": 16, "enable_expert_parallel": True},  # expert parallelism past it
+])
+def test_a_rented_cell_wider_than_the_hosts_links_is_skipped_not_refused(catalog, cell):
+    """A 16-GPU rented L40S host whose cards share one 8-GPU PCIe server: the stated cell is wider than
+    its links carry (``LinkReachError``), so renting it has no layout rather than refusing the plan."""
+    from inferplan.economics.rent_route import CellSpace, _layouts
+    from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
+    from inferplan.inputs.deployment import Deployment
+
+    base = Deployment(model="qwen3-30b-a3b", gpu="l40s", gpus=16, engine="vllm", quantization="fp8", **cell)
+    space = CellSpace(base, resolve_workload(catalog, WorkloadOverrides(preset="chat-seat")), "l40s", 16, True, None, None)
+    assert _layouts(catalog, space, 16) == ()
+
+
+def test_a_cell_the_model_cannot_split_over_is_refused_on_the_rent_route_too(catalog):
+    """Not every tensor-parallel refusal is the links': a width the model's heads do not divide stays refused."""
+    from inferplan.economics.rent_route import CellSpace, _layouts
+    from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
+    from inferplan.inputs.deployment import Deployment
+
+    base = Deployment(model="qwen3-30b-a3b", gpu="l40s", gpus=3, tensor_parallel_size=3, engine="vllm", quantization="fp8")
+    space = CellSpace(base, resolve_workload(catalog, WorkloadOverrides(preset="chat-seat")), "l40s", 3, True, None, None)
+    with pytest.raises(InvalidScenarioError, match="cannot split over 3") as refused:
+        _layouts(catalog, space, 4)
+    assert not isinstance(refused.value, LinkReachError)

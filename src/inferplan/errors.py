@@ -51,6 +51,12 @@ class InvalidScenarioError(InferplanError):
     """A deployment or scenario input is out of range or inconsistent."""
 
 
+class LinkReachError(InvalidScenarioError):
+    """Tensor or expert parallelism wider than the GPUs' links reach, with no network known beyond
+    (``performance.network``); its field is the parallel size at fault. A caller that packs cells into a
+    host skips such a cell by this type, apart from other refusals of the same field."""
+
+
 class ConflictError(InferplanError):
     """Saving would replace something that exists: the caller has to say it wants that."""
 

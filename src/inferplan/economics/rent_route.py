@@ -19,7 +19,7 @@ from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts
 from inferplan.economics.rental import Listing, named_listing, on_demand_listings, rent_engine_instances, rented_note
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.workloads import WorkloadProfile
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InvalidScenarioError, LinkReachError
 from inferplan.inputs.deployment import Deployment
 
 
@@ -79,9 +79,10 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
     try:
         trials, _ = candidate_loadouts(catalog, space.base, space.workload, system_gpus=gpus, system=space.system,
                                        cell_fixed=space.fixed, nodes=nodes, start=space.start)
+    except LinkReachError:  # a tensor- or expert-parallel cell wider than the host's GPUs' links carry
+        return ()
     except InvalidScenarioError as exc:
-        # a cell wider than the host, no cell that fits in it, or one wider than its GPUs' links carry
-        if exc.field not in ("cell", "platform.system", "tensor_parallel_size"):
+        if exc.field not in ("cell", "platform.system"):  # a cell wider than the host, or no cell fits in it
             raise
         return ()
     return trials

@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.schema import ModelCard
-from inferplan.deploy import LaunchCommand, launch_command
+from inferplan.deploy import LaunchCommand, Speculative, launch_command
+from inferplan.deploy.command import planned_speculative, with_draft
 from inferplan.deploy.copies import launched_instance
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -68,6 +69,8 @@ class AcceptancePack(BaseModel):
     accelerator: str  # its accelerator's catalogue id
     layout: ParallelPlan  # its resolved parallel sizes and GPUs
     notes: tuple[str, ...] = ()  # the launch command's notes (how to start the plan's other copies)
+    speculative: Speculative | None = None  # the speculative decoding it launches with (method filled as deploy fills it)
+    acceptance_rate: float | None = None  # per draft token, as the predictions take it (with ``speculative``)
     workload_preset: str
     input_tokens: int
     output_tokens: int
@@ -93,13 +96,13 @@ def _launch(cmd: LaunchCommand) -> Command:
                    source=LAUNCH_FROM)
 
 
-def _levels(d: Deployment, inp: int, out: int, sweep: tuple[int, ...], catalog: Catalog) -> tuple[int, ...]:
-    """The sweep's concurrencies ``d`` holds: as many requests as its KV cache holds at once; for an
-    engine started with a context per slot and no slot count stated (llama.cpp), as many slots as fit."""
+def _levels(d: Deployment, w: Workload, sweep: tuple[int, ...], catalog: Catalog) -> tuple[int, ...]:
+    """The sweep's concurrencies ``d`` holds at ``w``'s lengths and drafts: as many requests as its KV cache
+    holds at once; for an engine started with a context per slot and no slot count stated (llama.cpp), as many
+    slots as fit."""
     most = most_slots(d, catalog, max(sweep))
     if most is None:
-        most = estimate(d, Workload(input_len=inp, output_len=out, concurrency="max"), catalog,
-                        use_profiles=False).max_concurrency
+        most = estimate(d, w.model_copy(update={"concurrency": "max"}), catalog, use_profiles=False).max_concurrency
     return tuple(c for c in sweep if c <= most) or (1,)
 
 
@@ -158,33 +161,40 @@ def _tokenizer(started: LaunchCommand, card_repo: str, catalog: Catalog) -> str:
 
 
 def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None = None, *,
-                    input_len: int | None = None, output_len: int | None = None) -> AcceptancePack:
+                    input_len: int | None = None, output_len: int | None = None, speculative: Speculative | None = None,
+                    acceptance_rate: float | None = None) -> AcceptancePack:
     """The test to run on the instance of ``d`` one launch command starts (``launched_instance``), for the
-    preset's request lengths (or those given)."""
+    preset's request lengths (or those given), launched with ``speculative`` decoding as ``deploy`` launches
+    it and predicted as ``perf`` plans it (its draft tokens at ``acceptance_rate``, default the workload's)."""
     catalog = catalog or load_catalog()
     preset = catalog.workload_presets.get(workload_preset, field_name="workload_preset", error=InvalidScenarioError)
     inp = input_len or int(preset.input_tokens_per_request.value)
     out = output_len or int(preset.output_tokens_per_request.value)
     spec = resolve_model(catalog, d.model)
     d, copies = launched_instance(d.model_copy(update={"max_model_len": d.max_model_len or inp + out}), catalog)
+    speculative = planned_speculative(d, catalog, speculative)
+    rate = {} if acceptance_rate is None else {"acceptance_rate": acceptance_rate}
+    w = Workload(input_len=inp, output_len=out, concurrency=1, speculative_tokens=speculative.tokens if speculative else 0, **rate)
     data = clients()
-    levels = _levels(d, inp, out, tuple(data["concurrency_sweep"]), catalog)
+    levels = _levels(with_draft(d, catalog, speculative), w, tuple(data["concurrency_sweep"]), catalog)
     card = catalog.model(spec.id) if spec.id in catalog.models else None
     repo = next((k.repo for k in (card.checkpoints if card else ()) if k.repo and k.quantization == spec.native_quantization),
                 None) or next((k.repo for k in (card.checkpoints if card else ()) if k.repo), spec.id)
     d = _holding(d, levels, catalog)
-    started = launch_command(d, catalog)
+    started = launch_command(d, catalog, speculative=speculative)
     launch = _launch(started)
     model_file = _model_file(started, card)
     values = {"served_model": served_name(started, data), "tokenizer": _tokenizer(started, repo, catalog),
               "model_file": model_file, "input_len": inp, "output_len": out, "port": started.port}
     predictions = []
     for c in levels:
-        e = estimate(d, Workload(input_len=inp, output_len=out, concurrency=c), catalog, use_profiles=False)
+        e = estimate(d, w.model_copy(update={"concurrency": c}), catalog, use_profiles=False)
         predictions.append(Prediction(concurrency=c, input_tokens=inp, output_tokens=out, ttft_s=e.ttft_s, tpot_s=e.tpot_s,
                                       output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
     return AcceptancePack(deployment=d, accelerator=resolve_hardware(catalog, d).accel.id,
-                          layout=plan_memory(d, catalog).result.parallel, notes=(*started.notes, *copies),
+                          layout=plan_memory(with_draft(d, catalog, speculative), catalog).result.parallel,
+                          notes=(*started.notes, *copies), speculative=speculative,
+                          acceptance_rate=w.acceptance_rate if speculative else None,
                           workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
                           launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data, started.engine)),
                           checklist=tuple(data["checklist"]), predictions=tuple(predictions))

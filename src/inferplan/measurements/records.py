@@ -19,7 +19,8 @@ from inferplan.measurements.formats import FORMATS, guess_format, parse
 from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights
 from inferplan.measurements.naming import ftype_quantization, run_model
-from inferplan.performance.local_runs import MeasuredPoint, UserRun
+from inferplan.inputs.deployment import Deployment
+from inferplan.performance.local_runs import RUN_OFFLOAD, MeasuredPoint, UserRun
 
 MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100
@@ -48,6 +49,13 @@ class RunProvenance(Input):
     # the KV cache the engine reported at start-up (vLLM: "GPU KV cache size: N tokens"), to check the memory plan
     kv_cache_tokens: int | None = Field(None, ge=1, le=10**12)
     max_model_len: int | None = Field(None, ge=1, le=100_000_000, description="the context the engine ran with")
+    # the weights the run kept in host RAM and the host's memory, as a Deployment states them (RUN_OFFLOAD)
+    n_gpu_layers: int | None = Deployment.model_fields["n_gpu_layers"]
+    n_cpu_moe: int | None = Deployment.model_fields["n_cpu_moe"]
+    cpu_offload_gb: float | None = Deployment.model_fields["cpu_offload_gb"]
+    kt_num_gpu_experts: int | None = Deployment.model_fields["kt_num_gpu_experts"]
+    kt_method: str | None = Deployment.model_fields["kt_method"]
+    host_memory_gb: float | None = Deployment.model_fields["host_memory_gb"]
 
 
 class MeasuredRun(UserRun):
@@ -125,7 +133,8 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
-                       max_model_len=given.max_model_len, points=tuple(parsed.points))
+                       max_model_len=given.max_model_len, points=tuple(parsed.points),
+                       **{f: getattr(given, f) for f in RUN_OFFLOAD})
 
 
 def _file_quantization(catalog: Catalog, meta: dict[str, str]) -> str | None:

@@ -70,19 +70,40 @@ class UserRun(BaseModel):
     quantization: str
     measured_on: dt.date
     points: tuple[MeasuredPoint, ...]
+    # the weights it kept in host RAM and the host's memory (Deployment's fields of these names; None: not stated)
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int | None = None
+    cpu_offload_gb: float | None = None
+    kt_num_gpu_experts: int | None = None
+    kt_method: str | None = None
+    host_memory_gb: float | None = None
+
+
+# the Deployment fields a run states of the weights it kept in host RAM (``measurements import`` takes them)
+RUN_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "host_memory_gb")
 
 
 def run_deployment(run: UserRun, **settings) -> Deployment:
-    """The deployment ``run`` measured (its GPUs, layout, engine and weight format), with ``settings`` beside."""
+    """The deployment ``run`` measured (its GPUs, layout, engine, weight format and offload), with ``settings`` beside."""
     return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
                       pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
                       enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
-                      **settings)
+                      **{f: getattr(run, f) for f in RUN_OFFLOAD if getattr(run, f) is not None}, **settings)
 
 
-def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int) -> list[UserRun]:
+def launched_offload(x: "UserRun | Deployment") -> tuple:
+    """How a run or deployment kept weights in host RAM (``RUN_OFFLOAD`` but the host's memory)."""
+    return tuple(getattr(x, f) for f in RUN_OFFLOAD if f != "host_memory_gb")
+
+
+NO_OFFLOAD = (None,) * (len(RUN_OFFLOAD) - 1)  # launched_offload of a run or deployment that states none
+
+
+def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int, offload: tuple = NO_OFFLOAD) -> list[UserRun]:
+    """The runs of ``est``'s deployment: its model, GPUs, layout, engine, weight format and offload
+    (``launched_offload``)."""
     return [r for r in runs if (r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization)
-            == (est.model, est.accelerator, est.gpus, tp, est.engine, est.quantization)
+            == (est.model, est.accelerator, est.gpus, tp, est.engine, est.quantization) and launched_offload(r) == offload
             and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
@@ -137,11 +158,11 @@ def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: i
 
 
 def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int, input_len: int, output_len: int,
-                   model_at: Callable[[MeasuredPoint], "ServingEstimate | None"]) -> "ServingEstimate":
+                   model_at: Callable[[MeasuredPoint], "ServingEstimate | None"], offload: tuple = NO_OFFLOAD) -> "ServingEstimate":
     """``est`` from the newest matching run: interpolated at the asked lengths inside its concurrency
     range, else the model scaled by measured/model at the nearest measured point (``model_at`` gives
     the model's estimate at a measured point's workload)."""
-    found = matching_runs(runs, est, tp)
+    found = matching_runs(runs, est, tp, offload)
     if not found:
         return est
     run = _pooled(found)

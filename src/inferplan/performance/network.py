@@ -3,7 +3,7 @@ expert parallelism would cross a network the catalogue does not know."""
 
 from __future__ import annotations
 
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import LinkReachError
 from inferplan.memory.fit import MemoryPlan
 from inferplan.performance.rates import Rates
 from inferplan.performance.work import ModelWork
@@ -56,7 +56,7 @@ def _refuse(name: str, size: int, *, where: str, reach: int, in_server: bool, li
     tp = name == "tensor parallelism"
     joined = ("in one PCIe server" if in_server else
               "over its scale-up link" if link != "none" else "(it has no link to another device)")
-    raise InvalidScenarioError(
+    raise LinkReachError(
         f"{name} over {size} GPUs goes past the {reach} GPU(s) {where} joins {joined}, and the catalogue has no "
         f"network between {'servers' if in_server else 'them'} to price the {'all-reduces' if tp else 'expert all-to-alls'} "
         "on; pipeline parallelism across nodes is priced instead",

@@ -27,7 +27,7 @@ from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
-from inferplan.performance.local_runs import MeasuredPoint, UserRun, with_user_runs
+from inferplan.performance.local_runs import MeasuredPoint, UserRun, launched_offload, with_user_runs
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, padding_note, prompt_note, unpack_note
 from inferplan.performance.phases import micro_batches, prefill
@@ -181,7 +181,7 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
 
     par = ctx.mp.result.parallel
     return with_user_runs(est, user_runs, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
-                          output_len=ctx.w.output_len, model_at=model_at)
+                          output_len=ctx.w.output_len, model_at=model_at, offload=launched_offload(ctx.d))
 
 
 MAX_SLOTS = 512  # the most llama.cpp slots 'max' concurrency tries

@@ -15,7 +15,7 @@ from inferplan.shells.cli_common import (
     err_console,
     fail,
 )
-from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
+from inferplan.shells.cli_flags import FORMAT, LAUNCHED_HOST, LAYOUT, LIMITS, deployment_flags
 
 FORMATS = ("shell", "k8s")
 ROLES = ("both", "prefill", "decode")
@@ -27,18 +27,22 @@ DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tok
                 "quantization": "--quantization", "enable_expert_parallel": "--enable-expert-parallel"}
 
 
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb",
-                  "kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size", "kt_num_gpu_experts", "kt_method",
-                  "host_memory_gb")
+# the speculative decoding a launch command starts (deploy, acceptance)
+DraftTokensOpt = typer.Option(0, "--speculative-tokens", min=0, help="Draft tokens per step (0: no speculative decoding).")
+DraftMethodOpt = typer.Option(
+    None, "--speculative-method",
+    help="ngram | draft_model | eagle3 | mtp (default: mtp where the model has MTP layers and the engine drafts with them, as perf plans it; else ngram).")
+DraftModelOpt = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3.")
+
+
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *LAUNCHED_HOST)
 def deploy_cmd(
     flags: dict,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command; one part per host for an instance over several) | k8s (a Deployment, or a LeaderWorkerSet over several hosts, and a Service)."),
     role: str = typer.Option("both", "--role", help="both | prefill | decode: a disaggregated pool's side."),
-    speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, help="Draft tokens per step (0: no speculative decoding)."),
-    speculative_method: Optional[str] = typer.Option(
-        None, "--speculative-method",
-        help="ngram | draft_model | eagle3 | mtp (default: mtp where the model has MTP layers and the engine drafts with them, as perf plans it; else ngram)."),
-    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3."),
+    speculative_tokens: int = DraftTokensOpt,
+    speculative_method: Optional[str] = DraftMethodOpt,
+    draft_model: Optional[str] = DraftModelOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
@@ -51,7 +55,7 @@ def deploy_cmd(
     d = deployment_from(flags)
     speculative = None
     if speculative_tokens:
-        speculative = _speculative(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)
+        speculative = speculative_input(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)
     plan = _call(launch_plan, d, catalog_for(d), output_format=output_format, role=role, speculative=speculative)
     if as_json:
         emit_json(plan)
@@ -71,7 +75,8 @@ def _call(fn, *args, **kwargs):
              allowed=exc.allowed, detail=str(exc))
 
 
-def _speculative(**kwargs):
+def speculative_input(**kwargs):
+    """The speculative decoding the flags state, or the flag at fault (deploy, acceptance)."""
     from pydantic import ValidationError
 
     from inferplan.deploy import Speculative

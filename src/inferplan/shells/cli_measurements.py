@@ -8,7 +8,9 @@ import typer
 
 from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json, err_console, fail,
                                          run)
-from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
+from inferplan.performance.local_runs import RUN_OFFLOAD
+from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
+from inferplan.shells.cli_flags import FORMAT, LAUNCHED_HOST, LAYOUT, LIMITS, deployment_flags
 
 render_local = LazyModule("inferplan.shells.render_local")
 
@@ -21,7 +23,10 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "gpus": "--gpus", "tensor_parallel_
          "enable_expert_parallel": "--enable-expert-parallel",
          "engine": "--engine", "engine_version": "--engine-version", "quantization": "--quantization",
          "format": "--format", "measured_by": "--measured-by", "measured_on": "--measured-on", "note": "--note",
-         "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len", "file": "FILE", "files": "FILE", "id": "ID"}
+         "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len",
+         "n_gpu_layers": "--n-gpu-layers", "n_cpu_moe": "--n-cpu-moe", "cpu_offload_gb": "--cpu-offload-gb",
+         "kt_num_gpu_experts": "--kt-num-gpu-experts", "kt_method": "--kt-method", "host_memory_gb": "--host-memory-gb",
+         "file": "FILE", "files": "FILE", "id": "ID"}
 
 
 def store(db: Optional[Path]):
@@ -70,7 +75,9 @@ def _in_file(fn):
 
 
 @measurements_app.command("import")
+@deployment_flags(*RUN_OFFLOAD)
 def import_cmd(
+    flags: dict,
     files: list[Path] = typer.Argument(..., metavar="FILE", help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
     model: Optional[str] = typer.Option(None, "--model", help="Model (default: the one the file names)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator the run used (or local)."),
@@ -105,7 +112,7 @@ def import_cmd(
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel, engine=engine,
         engine_version=engine_version, quantization=quantization, format=fmt, measured_by=measured_by,
         measured_on=measured_on, driver=driver, note=note, kv_cache_tokens=kv_cache_tokens,
-        max_model_len=max_model_len).items() if v is not None})
+        max_model_len=max_model_len, **flags).items() if v is not None})
     contents = []
     for f in files:
         try:
@@ -167,10 +174,14 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(None, metavar="[ID]..."
         print(export_yaml(runs), end="")
 
 
-@deployment_flags(*LAYOUT, *(f for f in LIMITS if f != "max_model_len"), *FORMAT)
+@deployment_flags(*LAYOUT, *(f for f in LIMITS if f != "max_model_len"), *FORMAT, *LAUNCHED_HOST)
 def acceptance_cmd(
     flags: dict,
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
+    speculative_tokens: int = DraftTokensOpt,
+    speculative_method: Optional[str] = DraftMethodOpt,
+    draft_model: Optional[str] = DraftModelOpt,
+    acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, for the predictions, with --speculative-tokens (default 0.7)."),
     workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
     input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
     output_len: Optional[int] = typer.Option(None, "--output-len", help="Output tokens per request (default: the preset's)."),
@@ -182,12 +193,16 @@ def acceptance_cmd(
     from inferplan.report.acceptance_files import write_pack
     from inferplan.shells.cli_common import catalog_for, deployment_from, run_naming
 
-    d = deployment_from({**flags, "max_model_len": max_model_len})
-    names = {"workload_preset": "--workload", "out": "--out", "input_len": "--input-len", "output_len": "--output-len"}
-    from inferplan.shells.cli_common import FLAGS as DEPLOYMENT_FLAGS
+    from inferplan.shells.cli_deploy import DEPLOY_FLAGS, speculative_input
 
-    pack = run_naming({**DEPLOYMENT_FLAGS, **names}, acceptance_pack, d, workload_preset, catalog_for(d),
-                      input_len=input_len, output_len=output_len)
+    d = deployment_from({**flags, "max_model_len": max_model_len})
+    names = {"workload_preset": "--workload", "out": "--out", "input_len": "--input-len", "output_len": "--output-len",
+             "acceptance_rate": "--acceptance-rate"}
+    speculative = None
+    if speculative_tokens:
+        speculative = speculative_input(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)
+    pack = run_naming({**DEPLOY_FLAGS, **names}, acceptance_pack, d, workload_preset, catalog_for(d),
+                      input_len=input_len, output_len=output_len, speculative=speculative, acceptance_rate=acceptance_rate)
     written = run_naming(names, write_pack, pack, out)
     if as_json:
         emit_json({"pack": pack.model_dump(mode="json"), "files": [str(p) for p in written]})
