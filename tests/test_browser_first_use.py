@@ -37,15 +37,15 @@ def test_a_quote_of_a_quarter_million_is_saved(page, server):
     assert any(q["price_usd"] == 250000 for q in httpx.get(server + "/api/quotes").json())
 
 
-def test_an_error_clears_the_answer_and_an_unpriced_workstation_plans_with_a_typed_price(page, server):
+def test_an_error_clears_the_answer_and_an_unpriced_server_plans_with_a_typed_price(page, server):
     page.goto(server + "/")
     stamp = planned(page)
     assert page.locator("#cards .card").count() >= 20
-    option = page.locator("#system option[value='rtx-pro-6000-workstation']")
+    option = page.locator("#system option[value='rtx-pro-6000-server-8x']")  # a system the catalogue prices at no band
     assert "type one" in option.text_content()
     page.select_option("#model", "qwen3-32b")
     stamp = planned(page, stamp)
-    page.select_option("#system", "rtx-pro-6000-workstation")
+    page.select_option("#system", "rtx-pro-6000-server-8x")
     page.locator("#error").wait_for(state="visible", timeout=30000)
     assert "quote_usd_per_system" in page.text_content("#error")
     # the browser logs the refused request (422) on its console: expected here, nothing else is
@@ -57,15 +57,16 @@ def test_an_error_clears_the_answer_and_an_unpriced_workstation_plans_with_a_typ
     planned(page, stamp)
     assert page.locator("#error").is_hidden() and page.locator("#cards .card").count() >= 20
     sent = scenario_in_url(page)
-    assert sent["platform"] == {"system": "rtx-pro-6000-workstation", "price_point": "mid", "quote_usd_per_system": 12000}
+    assert sent["platform"] == {"system": "rtx-pro-6000-server-8x", "price_point": "mid", "quote_usd_per_system": 12000}
 
 
 def test_two_bare_gpus_with_llama_cpp(page, server):
     page.goto(server + "/")
     stamp = planned(page)
     engines = page.eval_on_selector_all("#engine option", "os => os.map(o => o.value)")
-    # every catalogue engine (vLLM, SGLang, TensorRT-LLM, llama.cpp, MLX, KTransformers)
-    assert set(engines) == {e.id for e in load_catalog().engines} >= {"vllm", "sglang", "trtllm", "llamacpp", "mlx"}
+    # the platform's own (blank) first, then every catalogue engine (vLLM, SGLang, TensorRT-LLM, llama.cpp, MLX, ...)
+    assert engines[0] == "" and set(engines[1:]) == {e.id for e in load_catalog().engines} >= {"vllm", "sglang", "trtllm",
+                                                                                               "llamacpp", "mlx"}
     assert page.locator("#gpus").is_hidden()
     page.select_option("#model", "qwen3-32b")
     stamp = planned(page, stamp)
