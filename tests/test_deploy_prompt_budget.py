@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from inferplan.deploy import kubernetes_manifest, launch_command
-from inferplan.deploy.command import engine_flags
-from inferplan.deploy.prompt_budget import chunked_prefill_options
+from inferplan.catalog.flags_schema import PromptBudget
+from inferplan.deploy.command import Speculative, engine_flags
+from inferplan.deploy.prompt_budget import chunked_prefill, chunked_prefill_options
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import plan_memory
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 
@@ -84,3 +89,51 @@ def test_a_search_pick_for_16k_prompts_deploys_with_chunked_prefill():
     assert r.exit_code == 0, r.output
     pick = json.loads(r.stdout)["results"][0]
     assert pick["max_model_len"] > 8192 and "enable_chunked_prefill: true" in pick["deploy"]
+
+
+SWA = dict(model="gpt-oss-120b", gpu="b200", engine="trtllm")  # sliding-window layers (hf_configs: sliding_window 128)
+
+
+def test_the_feature_matrix_exclusions_are_sourced_data(catalog):
+    rule = engine_flags(catalog, "trtllm").prompt_budget
+    assert rule.unsupported_with == ("sliding_window",) and rule.untested_with == ("mtp",)
+    assert rule.combination_source == "flags-trtllm-feature-matrix"
+    with pytest.raises(ValidationError, match="combination_source"):
+        PromptBudget(**{**rule.model_dump(), "combination_source": None})
+
+
+def test_a_sliding_window_model_past_the_budget_is_refused_naming_max_model_len(catalog):
+    with pytest.raises(UnsupportedSettingError) as refused:
+        launch_command(Deployment(**SWA), catalog)
+    assert refused.value.field == "max_model_len"
+    assert "at most 8,192 tokens" in refused.value.allowed and "max_num_batched_tokens" in refused.value.allowed
+    assert "sliding-window" in str(refused.value)
+
+
+def test_a_sliding_window_model_within_a_stated_budget_launches_and_plans_that_budget(catalog):
+    assert launch_command(Deployment(**SWA, max_model_len=8192), catalog).files == ()
+    d = Deployment(**SWA, max_model_len=20_000, max_num_batched_tokens=20_000)
+    command = launch_command(d, catalog)
+    assert command.files == () and command.argv[command.argv.index("--max_num_tokens") + 1] == "20000"
+    assert plan_memory(d, catalog).settings.max_num_batched_tokens == 20_000  # fit sizes the step by the launched budget
+
+
+def test_the_exclusion_is_what_decides(catalog):
+    """Unwired: with the exclusion dropped, the sliding-window model chunks again."""
+    flags = engine_flags(catalog, "trtllm")
+    d = Deployment(**SWA, max_model_len=16_500)
+    with pytest.raises(UnsupportedSettingError):
+        chunked_prefill_options(d, catalog, flags)
+    opened = flags.model_copy(update={"prompt_budget": flags.prompt_budget.model_copy(update={"unsupported_with": ()})})
+    assert chunked_prefill_options(d, catalog, opened) == {"enable_chunked_prefill": True}
+
+
+def test_mtp_with_chunked_prefill_says_the_combination_is_untested(catalog):
+    d = Deployment(model="deepseek-r1", quantization="nvfp4", system="hgx-b200", engine="trtllm")
+    command = launch_command(d, catalog, speculative=Speculative(method="mtp", tokens=3))
+    assert _options(command)["enable_chunked_prefill"] is True
+    assert any("untested" in n and "MTP" in n for n in command.notes)
+    flags = engine_flags(catalog, "trtllm")
+    quiet = flags.model_copy(update={"prompt_budget": flags.prompt_budget.model_copy(update={"untested_with": ()})})
+    assert chunked_prefill(d, catalog, quiet, "mtp")[1] == ()
+    assert not any("untested" in n for n in launch_command(d, catalog).notes)  # without MTP drafts: no note

@@ -106,11 +106,12 @@ def test_text_and_json_show_the_range():
 
 
 def test_deploy_warns_before_the_launch_line_on_a_spark(catalog):
-    cmd = launch_command(Deployment(model="gpt-oss-120b", system="dgx-spark", engine="trtllm"), catalog)
+    # 8,192 tokens: within max_num_tokens, as TensorRT-LLM does not chunk a sliding-window model's prompts
+    cmd = launch_command(Deployment(model="gpt-oss-120b", system="dgx-spark", engine="trtllm", max_model_len=8192), catalog)
     lines = cmd.script.splitlines()
     assert lines[-1] == cmd.text and lines[-2].startswith("# ") and DROP in lines[-2]
     assert any(DROP in n for n in cmd.notes)
-    plain = launch_command(Deployment(model="gpt-oss-120b", gpu="h100-sxm", engine="trtllm"), catalog)
+    plain = launch_command(Deployment(model="gpt-oss-120b", gpu="h100-sxm", engine="trtllm", max_model_len=8192), catalog)
     assert "drop_caches" not in plain.script
 
 

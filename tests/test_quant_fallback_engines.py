@@ -68,3 +68,12 @@ def test_the_fallback_list_is_what_decides():
     assert not trtllm.loads(nvfp4, accel=h100)
     assert trtllm.loads(nvfp4.model_copy(update={"fallback_engines": None}), accel=h100)
     assert trtllm.loads(nvfp4, h100.software)  # the engine loads the format; the accelerator decides
+
+
+def test_a_vllm_release_before_the_fp4_marlin_kernel_is_refused(catalog):
+    since = catalog.quantization("nvfp4").fallback("vllm").since
+    assert since == "0.9.0"
+    with pytest.raises(InvalidScenarioError) as refused:
+        plan_memory(Deployment(**H100_TP4, engine="vllm", engine_version="0.8.5"), catalog)
+    assert refused.value.field == "quantization" and f"before {since}" in str(refused.value)
+    plan_memory(Deployment(**H100_TP4, engine="vllm", engine_version=since), catalog)

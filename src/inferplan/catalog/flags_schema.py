@@ -122,6 +122,10 @@ class OptionsFile(Frozen):
         return self
 
 
+# a model or launch feature chunked prefill may not combine with: sliding-window attention layers, MTP drafts
+ChunkingFeature = Literal["sliding_window", "mtp"]
+
+
 class PromptBudget(Frozen):
     """An engine that refuses a prompt longer than its per-step token budget (the launch's
     ``max_num_batched_tokens``, else ``default_tokens``) unless chunked prefill is on, which ``option``
@@ -133,6 +137,19 @@ class PromptBudget(Frozen):
     source: str  # where the default is read
     refusal_source: str  # where the refusal is read
     note: str
+    # what the engine's own feature matrix says chunked prefill does not run with (a longer prompt is refused
+    # unless the launch's budget holds it) or was not tested with (the command says so); combination_source: that matrix
+    unsupported_with: tuple[ChunkingFeature, ...] = ()
+    untested_with: tuple[ChunkingFeature, ...] = ()
+    combination_source: str | None = None
+
+    @model_validator(mode="after")
+    def _combinations_sourced(self) -> "PromptBudget":
+        if (self.unsupported_with or self.untested_with) and not self.combination_source:
+            raise ValueError("unsupported_with / untested_with need combination_source")
+        if both := set(self.unsupported_with) & set(self.untested_with):
+            raise ValueError(f"{', '.join(sorted(both))}: both unsupported_with and untested_with")
+        return self
 
 
 class LaterFlags(Frozen):
@@ -363,7 +380,8 @@ def check_engine_flags(catalog) -> None:
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
-                 *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source)
+                 *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
+                    *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []))
                    if flags.prompt_budget else ()),
                  *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file
                    else ()),

@@ -30,7 +30,7 @@ from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
-from inferplan.deploy.prompt_budget import chunked_prefill_options
+from inferplan.deploy.prompt_budget import chunked_prefill
 from inferplan.deploy.stated import slot_context, stated_or_default
 from inferplan.deploy.router import role_args, router_notes, worker_ports
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
@@ -141,7 +141,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
             rule = _rule(flags, setting)
             value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
             argv += _emit(rule, _per_rank_value(d, flags, rule, value))
-    _merge(options, chunked_prefill_options(d, catalog, flags))  # TensorRT-LLM refuses a longer prompt without it
+    chunked, chunked_notes = chunked_prefill(d, catalog, flags, speculative.method if speculative else None)
+    _merge(options, chunked)  # TensorRT-LLM refuses a longer prompt without it
     argv += _offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
@@ -186,7 +187,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                           [*(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
-                         notes=(*served.notes, *bounds, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
+                         notes=(*served.notes, *bounds, *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
                                 *spans, *(c.lstrip("# ") for c in cold)))
 
 
