@@ -248,9 +248,11 @@ def test_what_runs_on_a_phone_shows_each_models_speed(browser, server):
 
 
 def test_a_rented_pick_in_the_simulator_goes_to_the_price_it_needs(page, server):
+    """A rented pick on a system the catalogue prices at no band (Llama-3.3-70B on one RTX PRO 6000 of the
+    8-GPU server) loads into the simulator and asks for the purchase price it needs."""
     page.goto(server + "/")
     planned(page)
-    page.select_option("#search-model", "qwen3-8b")
+    page.select_option("#search-model", "llama-3.3-70b")
     page.select_option("#search-pricing", "rent")
     page.fill("#search-top", "1")
     page.click("#search-run")
