@@ -104,7 +104,7 @@ def assert_page_matches_api(pg, server):
 def test_the_page_shows_the_apis_numbers_and_updates(page, server):
     page.goto(server + "/")
     stamp = planned(page)
-    assert scenario_in_url(page)["engine"] == "sglang"  # the landing is the coding-developers example, as it names it
+    assert scenario_in_url(page)["engine"] == "sglang"  # the landing deployment is the coding-developers example's
     assert page.locator("#cards .card").count() >= 20
     assert page.locator("#chart-cost_per_user svg").count() == 1 and page.locator("#chart-memory svg").count() == 1
     assert page.locator("#model-table tbody tr").count() >= 15 and page.locator("#platform-table tbody tr").count() >= 18

@@ -338,7 +338,7 @@ async function init() {
   ];
   fillSelect($("system"), platforms, "hgx-b200");
   $("engine").append(...engines.map((e) => option(e.id, e.name)));  // after the page's blank: the platform's own
-  $("engine").value = "sglang";  // the landing scenario is examples/coding-developers-b200.yaml, which names SGLang
+  $("engine").value = "sglang";  // the landing deployment is examples/coding-developers-b200.yaml's, which names SGLang
   fillSelect($("quantization"), [["", "model's checkpoint"], ...quantizations.map((q) => [q.id, q.name])], "fp8");
   $("system").addEventListener("change", () => {  // a typed price belongs to the platform it was typed for
     $("platform_price").value = "";
