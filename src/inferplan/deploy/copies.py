@@ -30,7 +30,11 @@ def _copies(d: Deployment, catalog: Catalog) -> tuple[int, int]:
 def copies_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
     """What to do with a command that starts one of several copies the plan runs on its GPUs (``d`` with
     its parallel sizes as planned)."""
-    copies, gpus = _copies(d, catalog)
+    return _note(d, *_copies(d, catalog))
+
+
+def _note(d: Deployment, copies: int, gpus: int) -> tuple[str, ...]:
+    """``copies_note`` for ``copies`` of ``d``'s instance on ``gpus`` GPUs."""
     if copies < 2:  # one copy, whatever GPUs it leaves idle
         return ()
     instance = instance_gpus(d)
@@ -46,5 +50,5 @@ def launched_instance(d: Deployment, catalog: Catalog) -> tuple[Deployment, tupl
     layout of a system or GPU count named alone) and, where its GPUs hold several copies of that instance,
     only the instance's own GPUs; and the note saying how to start the other copies (``copies_note``)."""
     d = as_planned(with_default_engine(d, catalog), catalog)
-    copies, _ = _copies(d, catalog)
-    return (d, ()) if copies < 2 else (d.model_copy(update={"gpus": instance_gpus(d)}), copies_note(d, catalog))
+    copies, gpus = _copies(d, catalog)
+    return (d, ()) if copies < 2 else (d.model_copy(update={"gpus": instance_gpus(d)}), _note(d, copies, gpus))
