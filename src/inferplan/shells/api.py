@@ -181,7 +181,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
         model = body_model(request)  # the field at each error's place says what it takes
         return error_response(422, [error_item(e["loc"], e["msg"], e["type"], (
-            accepted_keys(request, e["loc"]) if e["type"] == "extra_forbidden" else None)
+            accepted_keys(model, e["loc"]) if e["type"] == "extra_forbidden" else None)
             or _allowed(e, model),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
 

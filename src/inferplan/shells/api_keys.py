@@ -36,9 +36,10 @@ def preset_in_workload(data: Any) -> Any:
     return data
 
 
-def accepted_keys(request: Request, loc: tuple | list) -> str | None:
-    """The keys the object at ``loc`` (``["body", ..., the unknown key]``) takes, by the route's body model."""
-    model = model_at(body_model(request), list(loc)[1:-1])
+def accepted_keys(body: type[BaseModel] | None, loc: tuple | list) -> str | None:
+    """The keys the object at ``loc`` (``["body", ..., the unknown key]``) takes, by the route's body model
+    (``body_model``)."""
+    model = model_at(body, list(loc)[1:-1])
     if model is None:
         return None
     return ", ".join(sorted({key for name, f in model.model_fields.items() for key in field_keys(name, f)}))
