@@ -47,12 +47,13 @@ def _gib(memory_bytes: float) -> str:
 def _offload(o: OffloadOnGpus | None) -> str:
     if o is None:
         return "—"
-    needs = f"{o.flag}: needs {o.host_memory_bytes_needed / GiB:,.1f} GiB of host RAM"
+    needed = f"{o.host_memory_bytes_needed / GiB:,.1f}"
+    needs = f"{o.flag}: needs {needed} GiB of host RAM"
     if o.host_memory_bytes is None:
         return f"{needs} (state the host RAM for its speed)"
     if not o.fits_host:
         return f"{needs}, more than the {_gib(o.host_memory_bytes)} GiB stated"
-    held = f"{o.flag}: {o.host_memory_bytes_needed / GiB:,.1f} of the {_gib(o.host_memory_bytes)} GiB of host RAM"
+    held = f"{o.flag}: {needed} of the {_gib(o.host_memory_bytes)} GiB of host RAM"
     return f"{held}; {o.note}" if o.note else held
 
 
