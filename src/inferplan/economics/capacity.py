@@ -67,6 +67,23 @@ class LoadoutCapacity(BaseModel):
     output_tokens_per_s: float
     assumptions: tuple[str, ...]
 
+    @property
+    def users_at_limit(self) -> float:
+        """Users the loadout carries at its tightest limit (throughput, concurrency or memory), unrounded."""
+        return min(self.users_by_throughput, self.users_by_concurrency, self.users_by_memory)
+
+
+def units_for_target(users_per_unit: float, target: int) -> tuple[int, int]:
+    """How many units (loadouts, replica cells) carrying ``users_per_unit`` > 0 users each carry ``target``
+    users, and the users they carry: whole users per unit, at least one unit; a user heavier than one
+    unit takes several."""
+    whole = math.floor(users_per_unit)
+    if whole:
+        units = max(1, math.ceil(target / whole))
+        return units, whole * units
+    units = math.ceil(target / users_per_unit)
+    return units, math.floor(users_per_unit * units)
+
 
 MAX_SYSTEMS_PER_CELL = 8  # a replica spread over more systems than this is out of scope
 

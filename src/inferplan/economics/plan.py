@@ -8,7 +8,6 @@ break-even volumes, and a route recommendation with the figures that decide it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import date
 
@@ -16,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell
+from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell, units_for_target
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, capex,
                                              hardware, money_rates, nvaie_usd, platform_status, power_w,
                                              superseded_api_prices_note)
@@ -199,16 +198,13 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
                       (system.id, hw.gpus_per_system) if system and per_loadout > 1 else None)
     cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
                            nodes=space.nodes, start=start)
-    users_per_loadout = min(cap.users_by_throughput, cap.users_by_concurrency, cap.users_by_memory)
+    users_per_loadout = cap.users_at_limit
     notes = list(cap.assumptions)
-    if cap.supported_users:
-        loadouts = max(1, math.ceil(s.target_users / cap.supported_users))
-        supported = cap.supported_users * loadouts
-    elif cap.cell.meets_target and users_per_loadout > 0:  # a user heavier than one loadout: several carry each
-        loadouts = math.ceil(s.target_users / users_per_loadout)
-        supported = math.floor(users_per_loadout * loadouts)
-        notes.append(f"one user's traffic needs {1 / users_per_loadout:,.1f} loadouts ({cap.binding} binds): "
-                     f"{loadouts:,} carry {s.target_users:,}")
+    if cap.cell.meets_target and users_per_loadout > 0:
+        loadouts, supported = units_for_target(users_per_loadout, s.target_users)
+        if not cap.supported_users:  # a user heavier than one loadout: several carry each
+            notes.append(f"one user's traffic needs {1 / users_per_loadout:,.1f} loadouts ({cap.binding} binds): "
+                         f"{loadouts:,} carry {s.target_users:,}")
     else:
         loadouts, supported = 1, 0
     return _Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,

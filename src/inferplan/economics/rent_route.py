@@ -10,12 +10,11 @@ own rate per GPU-hour, and the layout that costs least a month is the rent route
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts
+from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts, units_for_target
 from inferplan.economics.rental import Listing, named_listing, on_demand_listings, rent_engine_instances, rented_note
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.workloads import WorkloadProfile
@@ -65,12 +64,10 @@ class _Cells:
 def _cells_for_target(t: LoadoutCapacity, target: int) -> _Cells | None:
     """The cells of a packed layout that carry ``target`` users (at least one); None: a cell misses the
     speed target. Whole users per cell, as a loadout counts them; a user heavier than a cell takes several."""
-    per_cell = min(t.users_by_throughput, t.users_by_concurrency, t.users_by_memory) / t.cells
+    per_cell = t.users_at_limit / t.cells
     if not t.cell.meets_target or per_cell <= 0:
         return None
-    whole = math.floor(per_cell)
-    cells = max(1, math.ceil(target / whole)) if whole else math.ceil(target / per_cell)
-    return _Cells(t.cell.gpus, cells, whole * cells if whole else math.floor(per_cell * cells))
+    return _Cells(t.cell.gpus, *units_for_target(per_cell, target))
 
 
 def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple[LoadoutCapacity, ...]:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.economics.capacity import cell_gpus
 from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
@@ -269,7 +270,7 @@ def _decode_side(q: SimulationQuery, catalog: Catalog) -> Deployment:
         return d
     system = catalog.system(d.system, "system")
     prefill = q.prefill_instances * _prefill_gpus(q)
-    instance = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+    instance = cell_gpus(d)
     share = (system.accelerator_count - prefill) // q.replicas
     gpus = d.gpus or share - share % instance
     if gpus < 1 or prefill + q.replicas * gpus > system.accelerator_count:
