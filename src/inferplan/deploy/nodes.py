@@ -23,6 +23,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import release_key
 from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.schema import System
+from inferplan.deploy.copies import instance_gpus
 from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
@@ -84,7 +85,7 @@ def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
     catalogue: a rack's that records no ``os_host_gpus``). A rack's OS host is its compute tray (a GB200
     NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain."""
     hw = resolve_hardware(catalog, d)
-    gpus = d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+    gpus = instance_gpus(d)
     rack = hw.system if hw.system is not None else _rack_of(hw, catalog)
     tray = rack.os_host_gpus if rack is not None else None
     if hw.system is not None and hw.system.tier not in HOST_TIERS and tray is None:
