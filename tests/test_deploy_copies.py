@@ -43,3 +43,13 @@ def test_one_instance_leaves_an_exact_or_unstated_layout_alone():
     assert one_instance(d.model_copy(update={"data_parallel_size": None})).gpus == 8
     assert one_instance(d.model_copy(update={"gpus": 24, "data_parallel_size": 4,
                                              "tensor_parallel_size": 2})).gpus == 8
+
+
+def test_one_instance_takes_tp_times_pp_times_a_stated_dp():
+    """memory.layout.instance_gpus: the GPUs one launch command drives and one search cell takes, with the
+    data-parallel ranks counted only where the deployment states them."""
+    from inferplan.memory.layout import instance_gpus
+
+    base = dict(model="deepseek-v3", gpu="b200", tensor_parallel_size=2, pipeline_parallel_size=3)
+    assert instance_gpus(Deployment(**base)) == 6
+    assert instance_gpus(Deployment(**base, data_parallel_size=4)) == 24

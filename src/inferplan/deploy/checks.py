@@ -16,6 +16,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.checks import check_runs_on
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.layout import instance_gpus
 from inferplan.memory.refusal import refuse_unfit
 
 
@@ -25,7 +26,7 @@ def one_instance(d: Deployment) -> Deployment:
     (``--format k8s``: a replica each), as a search pick with replicas states it. Otherwise ``d``."""
     if d.gpus is None or d.data_parallel_size is None:
         return d
-    instance = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
+    instance = instance_gpus(d)
     if d.gpus <= instance or d.gpus % instance:
         return d
     return d.model_copy(update={"gpus": instance})

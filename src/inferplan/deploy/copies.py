@@ -12,11 +12,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware, with_default_engine
-
-
-def instance_gpus(d: Deployment) -> int:
-    """GPUs one launch command drives: TP × PP, times DP when the engine runs the data-parallel ranks."""
-    return d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+from inferplan.memory.layout import instance_gpus
 
 
 def _copies(d: Deployment, catalog: Catalog) -> tuple[int, int]:

@@ -21,7 +21,6 @@ from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
-from inferplan.deploy.copies import instance_gpus
 from inferplan.deploy.image import EngineImage, engine_image
 from inferplan.deploy.lws import LEADER_LABEL, leader_worker_set
 from inferplan.deploy.model_name import unchecked_model_note
@@ -31,6 +30,7 @@ from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.layout import instance_gpus
 from inferplan.units import GiB, MiB
 
 READINESS_PERIOD_S = 10  # assumed: how often the probe asks once the pod runs

@@ -23,12 +23,11 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import release_key
 from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.schema import System
-from inferplan.deploy.copies import instance_gpus
 from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware, resolve_hardware
-from inferplan.memory.layout import host_gpus
+from inferplan.memory.layout import host_gpus, instance_gpus
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 HEAD_VARIABLE = "HEAD_IP"

@@ -17,12 +17,12 @@ import yaml
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import (LaunchCommand, LaunchFile, Speculative, engine_flags, here_document,
                                       launch_command, planned_speculative, with_draft)
-from inferplan.deploy.copies import instance_gpus
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.fit import as_planned
+from inferplan.memory.layout import instance_gpus
 
 LOCAL_HOST = "localhost"  # where the router reaches workers on its own host
 

@@ -23,7 +23,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import system_domain_gpus, system_scale_out
-from inferplan.memory.layout import cell_widths
+from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.performance.context import ServingContext
@@ -88,11 +88,6 @@ def units_for_target(users_per_unit: float, target: int) -> tuple[int, int]:
 MAX_SYSTEMS_PER_CELL = 8  # a replica spread over more systems than this is out of scope
 
 
-def cell_gpus(d: Deployment) -> int:
-    """GPUs of one replica cell: tensor × pipeline × the data-parallel ranks that share its experts."""
-    return d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
-
-
 def _smallest_fit(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
     """The smallest replica cell of ``base`` that fits in at most ``gpus`` GPUs (None: none does)."""
     fit = plan_memory(base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}), catalog).result
@@ -131,7 +126,7 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
                 f"at {base.max_model_len} tokens; a replica spread over more systems is out of scope",
                 field="platform.system", allowed="a system with more or larger GPUs, or a smaller precision",
             )
-    gpus = cell_gpus(cell)
+    gpus = instance_gpus(cell)
     if gpus <= node:
         return cell, 1
     if not cell_fixed:  # tensor parallelism inside a system's domain, pipeline stages for the rest
@@ -280,7 +275,7 @@ def expert_parallel_cells(catalog: Catalog, base: Deployment, w: WorkloadProfile
 
 def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system_gpus: int, system: str,
              nodes: tuple[str, int] | None = None) -> LoadoutCapacity:
-    n = cell_gpus(cell_d)
+    n = instance_gpus(cell_d)
     dp = cell_d.data_parallel_size or 1
     if n > system_gpus:
         raise InvalidScenarioError(f"a replica cell needs {n} GPUs; {system} has {system_gpus}", field="cell")

@@ -40,6 +40,12 @@ class ParallelPlan(BaseModel):
     gpus: int
 
 
+def instance_gpus(d: Deployment) -> int:
+    """GPUs of one instance (one launch command, one replica cell): TP × PP, times DP when the engine runs
+    the data-parallel ranks (those that share its experts)."""
+    return d.tensor_parallel_size * d.pipeline_parallel_size * (d.data_parallel_size or 1)
+
+
 def tp_reach(hw: Hardware) -> int:
     """GPUs tensor parallelism spans without a network: the fast-link domain, or a PCIe server's
     cards where they have no network between servers."""

@@ -8,7 +8,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.economics.capacity import cell_gpus
 from inferplan.economics.workloads import WorkloadOverrides, resolve_workload
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
@@ -17,6 +16,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.layout import instance_gpus
 from inferplan.search.handover import link_bytes_per_s, link_name
 from inferplan.search.load import trace_lengths
 from inferplan.search.prefix_cache import prefix_cache_text
@@ -270,7 +270,7 @@ def _decode_side(q: SimulationQuery, catalog: Catalog) -> Deployment:
         return d
     system = catalog.system(d.system, "system")
     prefill = q.prefill_instances * _prefill_gpus(q)
-    instance = cell_gpus(d)
+    instance = instance_gpus(d)
     share = (system.accelerator_count - prefill) // q.replicas
     gpus = d.gpus or share - share % instance
     if gpus < 1 or prefill + q.replicas * gpus > system.accelerator_count:

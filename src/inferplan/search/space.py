@@ -23,11 +23,11 @@ from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
-from inferplan.economics.capacity import _smallest_fit, cell_gpus, spanning_cell
+from inferplan.economics.capacity import _smallest_fit, spanning_cell
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import system_domain_gpus
-from inferplan.memory.layout import cell_widths
+from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
@@ -247,7 +247,7 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
     """(TP, PP, DP, expert parallel, systems per instance) of the cells to try on ``p``."""
     if p.system is not None:
         start, systems = spanning_cell(catalog, base, p.system)
-        budget = p.gpus if systems == 1 else cell_gpus(start)
+        budget = p.gpus if systems == 1 else instance_gpus(start)
     else:
         start = _smallest_fit(catalog, base, p.gpus)
         if start is None:
@@ -258,7 +258,7 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
     # a tensor-parallel cell many times wider than the smallest that holds the model buys per-user
     # speed no target asks of a replica at far more cost than another replica: its widths stop at
     # WIDEST_FACTOR ×, and inside the fast-link domain
-    widest = max(cell_gpus(start) * WIDEST_FACTOR, MIN_WIDEST_GPUS) if systems == 1 else budget
+    widest = max(instance_gpus(start) * WIDEST_FACTOR, MIN_WIDEST_GPUS) if systems == 1 else budget
     out = []
     tp0, pp = start.tensor_parallel_size, start.pipeline_parallel_size
     for tp in cell_widths(tp0, min(budget, widest) // pp, doubled_up_to=max(tp0, p.domain_gpus)):
