@@ -60,24 +60,20 @@ class RunComparison(BaseModel):
     kv_cache_tokens: MetricComparison | None = None  # the KV cache the engine reported vs the memory plan's
 
 
-def _deployment(run: MeasuredRun) -> Deployment:
-    return run_deployment(run, max_model_len=run.max_model_len)
-
-
-def _kv_cache(run: MeasuredRun, catalog: Catalog) -> MetricComparison | None:
-    """The KV cache tokens the engine reported beside what the memory plan gives (one instance)."""
+def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> MetricComparison | None:
+    """The KV cache tokens the engine reported beside what the memory plan of ``d``, the run's deployment,
+    gives (one instance)."""
     if not run.kv_cache_tokens:
         return None
     try:
-        predicted = fit(_deployment(run), catalog).kv_cache_tokens
+        predicted = fit(d, catalog).kv_cache_tokens
     except InferplanError:
         return None
     return MetricComparison(metric="kv_cache_tokens", measured=run.kv_cache_tokens, predicted=predicted,
                             error=predicted / run.kv_cache_tokens - 1)
 
 
-def _predict(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
-    d = _deployment(run)
+def _predict(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
     w = Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency)
     return estimate(d, w, catalog, use_profiles=False)
 
@@ -89,17 +85,17 @@ def _unpredicted(where: dict, p: MeasuredPoint, exc: InferplanError, tails: Poin
                            tails=tails, problem=exc.describe())
 
 
-def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
-    """The figures predicted at ``p`` beside the measured ones. A load the steady-state model refuses
-    for the means (every request of a run sent at once, more than the KV cache holds) still has its
-    percentiles queued and simulated."""
+def compare_point(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
+    """The figures predicted at ``p``, a point of a run of ``d``, beside the measured ones. A load the
+    steady-state model refuses for the means (every request of a run sent at once, more than the KV cache
+    holds) still has its percentiles queued and simulated."""
     where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
     try:
-        tails = compare_tails(_deployment(run), p, catalog)
+        tails = compare_tails(d, p, catalog)
     except InferplanError as exc:
         return _unpredicted(where, p, exc)
     try:
-        est = _predict(run, p, catalog)
+        est = _predict(d, p, catalog)
     except InferplanError as exc:
         return _unpredicted(where, p, exc, tails)
     rows = []
@@ -113,13 +109,14 @@ def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> Point
 
 def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparison:
     catalog = catalog or load_catalog()
-    points = tuple(compare_point(run, p, catalog) for p in run.points)
+    d = run_deployment(run, max_model_len=run.max_model_len)
+    points = tuple(compare_point(d, p, catalog) for p in run.points)
     by_metric: dict[str, list[float]] = {}
     for point in points:
         for m in point.metrics:
             if m.error is not None:
                 by_metric.setdefault(m.metric, []).append(abs(m.error))
-    return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, catalog),
+    return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, d, catalog),
                          median_abs_error={k: statistics.median(v) for k, v in by_metric.items()},
                          tail_median_abs_error=tail_medians([p.tails for p in points if p.tails]))
 
