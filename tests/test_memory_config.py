@@ -25,6 +25,12 @@ def test_a_sized_name_plans_the_record_with_that_memory(name):
     assert CATALOG.accelerator(accel.id) == accel  # what an answer names resolves again
 
 
+def test_a_sized_name_is_resolved_once_per_catalogue():
+    """The catalogue keeps what a sized name resolved to: a plan looks its accelerator up many times."""
+    assert CATALOG.accelerator("M4 Max 48GB") is CATALOG.accelerator("M4 Max 48GB")
+    assert CATALOG.accelerator("apple-m4-max-48gb", "gpus") is CATALOG.accelerator("apple-m4-max-48gb")
+
+
 def test_the_largest_configuration_is_the_record_itself():
     assert CATALOG.accelerator("M4 Max 128GB") is CATALOG.accelerator("apple-m4-max")
 

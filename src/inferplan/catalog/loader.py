@@ -139,13 +139,22 @@ class Catalog:
                                        "separately, as gpus)", field=field_name,
                                        allowed="an accelerator id or name, e.g. h100-sxm or 'RTX 4090' "
                                                "(inferplan catalog list accelerators)")
+        if (sized := self._sized_accelerators.get(name)) is not None:
+            return sized
         try:
             return self.accelerators.get(name, field_name=field_name, error=UnknownHardwareError)
         except UnknownHardwareError:
             sized = sized_accelerator(self.accelerators, name, field_name)
             if sized is None:
                 raise
+            self._sized_accelerators[name] = sized
             return sized
+
+    @functools.cached_property
+    def _sized_accelerators(self) -> dict[str, Accelerator]:
+        """Names stating a memory size (``M4 Max 64GB``) that ``accelerator`` resolved, to the configured record:
+        a catalogue never changes, so each is parsed once. The records are frozen; a name that fails is not kept."""
+        return {}
 
     def system(self, name: str, field_name: str = "system") -> System:
         return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)
