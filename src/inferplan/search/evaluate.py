@@ -16,6 +16,7 @@ import numpy as np
 
 from inferplan.catalog.loader import Catalog
 from inferplan.memory.fit import plan_memory
+from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search import handover
 from inferplan.search.bursts import spell_waits
@@ -69,11 +70,16 @@ def workload(cell: Cell, rl: ResolvedLoad) -> Workload:
     return Workload(input_len=rl.input_len, output_len=rl.output_len, prefix_cache_hit_rate=rl.cache_hit_rate, **drafts)
 
 
+def cell_deployment(cell: Cell, rl: ResolvedLoad) -> Deployment:
+    """The cell's engine instance at the context the load plans it at (``ResolvedLoad.context_for``)."""
+    return cell.deployment(rl.context_for(cell.context_tokens))
+
+
 def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts, *, disaggregate: bool,
                curves: dict | None = None) -> CellModel:
     """Model one cell; ``curves`` caches serving curves by deployment (systems built on the same
     accelerator share them)."""
-    d = cell.deployment(rl.context_for(cell.context_tokens))
+    d = cell_deployment(cell, rl)
     key = (d.model_dump_json(), cell.speculative_tokens)
     if curves is not None and key in curves:
         curve = curves[key]

@@ -372,11 +372,10 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     pre = g.prefill_model
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
                                                    "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
-    context = rl.context_for(cell.context_tokens)
     # the cap is the instance's (its data-parallel ranks summed, as its serving curve runs them); a
     # deployment states each rank's
     d = pick_deployment(cell, int(g.cap[i]), rl)
-    per_rank = d.max_num_seqs
+    context, per_rank = d.max_model_len, d.max_num_seqs
     paid, watts = int(g.paid(pick.renting)[i]), g.power(pick.renting)[i]
     rented = int(g.rent_units[i]) if renting else None
     notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
@@ -387,7 +386,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
     launch = launch_text(catalog, d, cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
-                         prefill=(pre.cell.deployment(rl.context_for(pre.cell.context_tokens)), pre.cell,
+                         prefill=(evaluate.cell_deployment(pre.cell, rl), pre.cell,
                                   int(g.prefill[i])) if disagg else None)
     return Deployed(
         rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,

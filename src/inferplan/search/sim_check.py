@@ -24,6 +24,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import Load
+from inferplan.search.evaluate import cell_deployment
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.request import Targets
 from inferplan.search.service import ServiceCurve, service_curve
@@ -77,7 +78,7 @@ def pick_deployment(cell: Cell, cap: int, rl: ResolvedLoad) -> Deployment:
     """A pick's instance as launched: the cell at its context, running at most ``cap`` sequences in all, each
     data-parallel rank's share of it rounded up (the figure ``deploy --max-num-seqs`` and ``perf`` take)."""
     per_rank = -(-int(cap) // cell.data_parallel_size)
-    return cell.deployment(rl.context_for(cell.context_tokens)).model_copy(update={"max_num_seqs": per_rank})
+    return cell_deployment(cell, rl).model_copy(update={"max_num_seqs": per_rank})
 
 
 def launched_curve(catalog: Catalog, cell: Cell, cap: int, rl: ResolvedLoad, w: Workload,
