@@ -10,12 +10,13 @@ own rate per GPU-hour, and the layout that costs least a month is the rent route
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts, units_for_target
-from inferplan.economics.rental import Listing, named_listing, on_demand_listings, rent_engine_instances, rented_note
+from inferplan.economics.rental import Listing, RentedEngines, named_listing, on_demand_listings, rent_engine_instances
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError, LinkReachError
@@ -37,16 +38,16 @@ class CellSpace:
 
 @dataclass(frozen=True)
 class RentRoute:
-    """The target's replica cells rented around the clock."""
+    """The target's replica cells rented around the clock (nothing stated: not rented)."""
 
-    rental: str | None  # the rental price id compared with
-    listings: tuple[str, ...]  # the listings the price is the median of (none: none, or your rate)
-    basis: str | None  # what the price is
-    instances: int | None  # whole rented instances (None: your rate per GPU-hour, or not rented)
-    instance_gpus: int | None
-    usd_per_month: float | None
-    break_even_months: float | None  # buying pays off against renting after this many months
-    note: str | None
+    rental: str | None = None  # the rental price id compared with
+    listings: tuple[str, ...] = ()  # the listings the price is the median of (none: none, or your rate)
+    basis: str | None = None  # what the price is
+    instances: int | None = None  # whole rented instances (None: your rate per GPU-hour, or not rented)
+    instance_gpus: int | None = None
+    usd_per_month: float | None = None
+    break_even_months: float | None = None  # buying pays off against renting after this many months
+    note: str | None = None
     engine_instances: int | None = None  # replica cells rented
     cell_gpus: int | None = None  # GPUs of one rented replica cell
     users: int | None = None  # users the rented cells carry
@@ -59,6 +60,25 @@ class _Cells:
     gpus: int  # of one cell
     cells: int
     users: int
+
+    @property
+    def text(self) -> str:
+        return (f"{self.cells:,} replica cell{'s' if self.cells != 1 else ''} of {self.gpus} GPU{'s' if self.gpus != 1 else ''} "
+                f"carrying {self.users:,} users")
+
+    def at_rate(self, usd_per_gpu_hour: float) -> RentRoute:
+        """These cells at your rate per GPU-hour."""
+        return RentRoute(basis="your rate per GPU-hour",
+                         usd_per_month=usd_per_gpu_hour * self.cells * self.gpus * money.HOURS_PER_MONTH,
+                         note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
+                         engine_instances=self.cells, cell_gpus=self.gpus, users=self.users)
+
+    def on(self, rented: RentedEngines) -> RentRoute:
+        """These cells on ``rented``'s whole instances."""
+        q = rented.quote
+        return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
+                         note=f"{rented.note}: {self.text}", engine_instances=self.cells, cell_gpus=self.gpus,
+                         users=self.users)
 
 
 def _cells_for_target(t: LoadoutCapacity, target: int) -> _Cells | None:
@@ -90,43 +110,35 @@ def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_u
     """Your rate for the GPUs the target needs, else the target's cells on whole rented instances of the
     size that costs least, priced as ``search`` prices them (``economics.rental``). The break-even
     compares the rent with owning's operating cost without staff, which either route pays."""
+    route = _rented(catalog, s, accel, space, fx_usd_per_eur)
+    month = route.usd_per_month
+    even = (capex_usd / (month - operating_without_staff_usd)
+            if month and month > operating_without_staff_usd else None)
+    return dataclasses.replace(route, break_even_months=even)
 
-    def _result(rental, listings, basis, instances, instance_gpus, month, note, cells: _Cells | None = None) -> RentRoute:
-        even = (capex_usd / (month - operating_without_staff_usd)
-                if month and month > operating_without_staff_usd else None)
-        return RentRoute(rental, listings, basis, instances, instance_gpus, month, even, note,
-                         cells.cells if cells else None, cells.gpus if cells else None, cells.users if cells else None)
 
+def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float) -> RentRoute:
+    """The rent route before its break-even: the target's cells at your rate, else on rented instances."""
     target = s.target_users
     if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
-        hourly = s.money.rent_usd_per_gpu_hour
         options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target))]
         if not options:
-            return _result(None, (), None, None, None, None, "rent: no replica cell meets the workload's speed target")
-        c = min(options, key=lambda c: c.cells * c.gpus)
-        return _result(None, (), "your rate per GPU-hour", None, None, hourly * c.cells * c.gpus * money.HOURS_PER_MONTH,
-                       f"rent: your rate of ${hourly:,.2f} per GPU-hour for {_cells_text(c)}", c)
+            return RentRoute(note="rent: no replica cell meets the workload's speed target")
+        return min(options, key=lambda c: c.cells * c.gpus).at_rate(s.money.rent_usd_per_gpu_hour)
     listings = (named_listing(catalog, accel, s.money.rental, fx_usd_per_eur) if s.money.rental
                 else on_demand_listings(catalog, accel, fx_usd_per_eur))
     if not listings:
-        return _result(None, (), None, None, None, None, None)
+        return RentRoute()
     host = max(x[2] for x in listings)
     options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target))
                if (rented := rent_engine_instances(listings, c.gpus, c.cells)) is not None]
     if not options:
-        return _no_rent(catalog, s, accel, listings, host, _result)
+        return _no_rent(catalog, s, accel, listings, host)
     rented, c = min(options, key=lambda o: (o[0].usd_per_month, o[0].gpus_paid))
-    q = rented.quote
-    return _result(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
-                   f"{rented_note(q, rented.instances)}: {_cells_text(c)}", c)
+    return c.on(rented)
 
 
-def _cells_text(c: _Cells) -> str:
-    return (f"{c.cells:,} replica cell{'s' if c.cells != 1 else ''} of {c.gpus} GPU{'s' if c.gpus != 1 else ''} "
-            f"carrying {c.users:,} users")
-
-
-def _no_rent(catalog: Catalog, s: Scenario, accel: str, listings: tuple[Listing, ...], host: int, result) -> RentRoute:
+def _no_rent(catalog: Catalog, s: Scenario, accel: str, listings: tuple[Listing, ...], host: int) -> RentRoute:
     """No rented instance holds a replica cell that meets the target: a named listing is refused, else said."""
     if s.money.rental:
         raise InvalidScenarioError(
@@ -134,6 +146,5 @@ def _no_rent(catalog: Catalog, s: Scenario, accel: str, listings: tuple[Listing,
             "speed target fits in one host", field="money.rental",
             allowed=", ".join(x.id for x in catalog.rental_prices if x.accelerator == accel
                               if x.gpus_per_instance > host) or f"no {accel} listing of more than {host} GPUs")
-    return result(None, (), None, None, None, None,
-                  f"rent: no on-demand listing hosts a replica cell of {s.model} that meets the workload's speed "
-                  f"target: the largest {accel} listing is a {host}-GPU instance")
+    return RentRoute(note=f"rent: no on-demand listing hosts a replica cell of {s.model} that meets the workload's speed "
+                          f"target: the largest {accel} listing is a {host}-GPU instance")
