@@ -10,7 +10,7 @@ import pytest
 from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory import fit as fit_module
-from inferplan.memory.fit import memory_fits, plan_memory
+from inferplan.memory.fit import memory_fits, plan_memory, verdict_plan
 
 CATALOG = load_catalog()
 CASES = [dict(model=m, gpu=g, engine=e, max_model_len=n, max_num_seqs=s)
@@ -33,3 +33,28 @@ def test_a_plan_that_does_not_fit_is_judged_without_the_smallest_instance_search
     fit_module._PLANS.clear()
     monkeypatch.setattr(fit_module, "_smallest_fit", lambda *a, **k: pytest.fail("searched the smallest instance"))
     assert memory_fits(d, CATALOG) is False
+
+
+SEARCHED = {"smallest_fit", "fewest_gpus_fit", "layout_note"}  # what only the smallest-instance search sets
+
+
+@pytest.mark.parametrize("fields", CASES, ids=lambda f: "-".join(str(v) for v in f.values()))
+def test_the_verdict_plan_is_the_plan_but_for_the_search(fields):
+    d = Deployment(**fields)
+    fit_module._PLANS.clear()
+    verdict = verdict_plan(d, CATALOG)
+    full = plan_memory(d, CATALOG)
+    assert verdict.result.model_dump(exclude=SEARCHED) == full.result.model_dump(exclude=SEARCHED)
+    assert (verdict.spec, verdict.accelerator, verdict.weights) == (full.spec, full.accelerator, full.weights)
+
+
+def test_the_offload_a_row_carries_is_found_without_the_smallest_instance_search(monkeypatch):
+    """A what-runs row that does not fit has its smallest instance from the fits matrix already: the weight
+    offload found for it does not search for it again."""
+    from inferplan.performance.here import _offload
+
+    d = Deployment(model="llama-3.3-70b", gpu="rtx-4090", engine="llamacpp", max_model_len=8192)
+    fit_module._PLANS.clear()
+    monkeypatch.setattr(fit_module, "_smallest_fit", lambda *a, **k: pytest.fail("searched the smallest instance"))
+    found = _offload(d, 128.0, CATALOG)
+    assert found is not None and found.fits_host and found.output_tokens_per_s_per_user

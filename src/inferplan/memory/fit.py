@@ -93,20 +93,26 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 
 
 def memory_fits(d: Deployment, catalog: Catalog) -> bool:
-    """Whether ``d`` fits: ``plan_memory``'s verdict, without the search for the smallest instance that holds
-    the model when it does not (a caller after the verdict alone: the most slots an engine starts with,
-    bisected over many plans that do not fit). A layout chosen from that search (a system named alone, a
-    GPU count beyond one host) is planned whole."""
+    """Whether ``d`` fits: ``plan_memory``'s verdict (``verdict_plan``), for a caller after the verdict alone:
+    the most slots an engine starts with, bisected over many plans that do not fit."""
+    return verdict_plan(d, catalog).result.fits
+
+
+def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
+    """``plan_memory``'s plan of ``d`` without the search for the smallest instance that holds the model when
+    it does not (its ``smallest_fit`` and ``fewest_gpus_fit`` left None unless the plan was made already), for a
+    caller after the verdict and what the plan was made with. A layout chosen from that search (a system named
+    alone, a GPU count beyond one host) is planned whole."""
     d = with_default_engine(d, catalog)
     if (kept := _PLANS.get((id(catalog), d, frozenset(d.model_fields_set)))) is not None and kept[0] is catalog:
-        return kept[1].result.fits
+        return kept[1]
     hw = resolve_hardware(catalog, d)
     if not layout_stated(d) and (d.system is not None and d.gpus is None or d.gpus is not None and hw.gpus > host_gpus(hw)):
-        return plan_memory(d, catalog).result.fits
+        return plan_memory(d, catalog)
     spec = resolve_model(catalog, d.model)
     plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                             planned_weight_format(catalog, d, spec))
-    return _fit(catalog, d, spec, hw, plan, search_smallest=False).result.fits
+    return _fit(catalog, d, spec, hw, plan, search_smallest=False)
 
 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:

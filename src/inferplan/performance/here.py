@@ -18,7 +18,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.slots import sequences_held
 from inferplan.memory.hardware import default_engine
 from inferplan.memory.local import LocalFits, fits_here
-from inferplan.memory.fit import plan_memory
+from inferplan.memory.fit import verdict_plan
 from inferplan.memory.matrix import FitsCell, fits_matrix
 from inferplan.memory.offload_suggest import offload_answer
 from inferplan.performance.local_runs import UserRun
@@ -194,10 +194,11 @@ def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog,
 
 def _offload(d: Deployment, host_memory_gb: float | None, catalog: Catalog) -> OffloadOnGpus | None:
     """The weight offload ``fit`` suggests for ``d``, which its GPUs do not hold (``offload_answer``), and
-    with the host RAM stated and holding it, ``estimate`` at that setting (as ``perf`` with it)."""
+    with the host RAM stated and holding it, ``estimate`` at that setting (as ``perf`` with it). ``d`` is planned
+    for its verdict alone (``verdict_plan``): the smallest instance that holds the model is the row's already."""
     d = d.model_copy(update={"host_memory_gb": host_memory_gb})
     try:
-        mp = plan_memory(d, catalog)
+        mp = verdict_plan(d, catalog)
     except InferplanError:
         return None
     if mp.result.fits or mp.result.startup_note:  # an offload frees GPU weights, not the start-up headroom
