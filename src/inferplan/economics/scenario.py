@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AliasChoices, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer, model_validator
 
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.inputs import Input, SafeName, stored
@@ -134,6 +134,15 @@ class Scenario(Input):
     speculative: Speculative | None = Field(None, description="speculative decoding (MTP/EAGLE drafts); left out: none")
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     money: MoneyInputs = MoneyInputs()
+
+    @model_serializer(mode="wrap")
+    def _engine_as_stated(self, handler: SerializerFunctionWrapHandler):  # unannotated: the schema stays the fields
+        """An engine left out stays out of the dump (a saved scenario, a shared link), so reading it
+        back plans on the platform's own engine again, not on the field's placeholder vLLM."""
+        data = handler(self)
+        if "engine" not in self.model_fields_set:
+            data.pop("engine", None)
+        return data
 
     @property
     def stated_engine(self) -> dict[str, str]:

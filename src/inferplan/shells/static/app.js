@@ -69,7 +69,7 @@ function refusal(form, err) {
 function clearAnswer() {
   state.lastPlan = null;
   for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
-  $("memory-summary").textContent = "";
+  $("memory-summary").textContent = $("answer-size").textContent = "";
   for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
 }
 
@@ -80,10 +80,13 @@ function platformKey(platform) {
   return platform.system || `${GPU_PREFIX}${platform.gpu}`;
 }
 
-function showGpuCount() {
+// GPUs of one kind take a count, and a chip sold in several memory sizes a size (`size`: the one to
+// select, else the library's default for the chip).
+function showGpuCount(size) {
   const bare = $("system").value.startsWith(GPU_PREFIX);
   $("gpus").hidden = !bare;
   $("gpus-label").hidden = !bare;
+  fillSizes($("gpu-memory"), $("gpu-memory-label"), bare ? $("system").value.slice(GPU_PREFIX.length) : "", size);
 }
 
 function setStatus(message) {
@@ -97,9 +100,11 @@ function readScenario() {
 function formPlatform() {
   const chosen = $("system").value;
   const platform = chosen.startsWith(GPU_PREFIX)
-    ? { gpu: chosen.slice(GPU_PREFIX.length), gpus: Number($("gpus").value || 1), price_point: $("price_point").value }
+    ? { gpu: sizedId($("gpu-memory"), chosen.slice(GPU_PREFIX.length)), gpus: Number($("gpus").value || 1),
+      price_point: $("price_point").value }
     : { system: chosen, price_point: $("price_point").value };
   if ($("platform_price").value !== "") platform.quote_usd_per_system = Number($("platform_price").value);
+  if ($("platform_power").value !== "") platform.power_w_per_system = Number($("platform_power").value);
   return platform;
 }
 
@@ -107,11 +112,12 @@ function formPlatform() {
 function formScenario() {
   const value = (id) => $(id).value;
   const number = (id) => (value(id) === "" ? undefined : Number(value(id)));
+  const platform = formPlatform();
   const scenario = {
-    name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${value("system")}`,
+    name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${platformKey(platform)}`,
     model: value("model"),
     engine: value("engine") || undefined,  // blank: left out, so the library takes the platform's own
-    platform: formPlatform(),
+    platform,
     workload: { preset: value("preset") },
     target_users: number("target_users"),
     money: {
@@ -169,7 +175,8 @@ function fillForm(s) {
   const optional = (id, v) => { $(id).value = v ?? ""; };  // blank: the default
   state.loaded = JSON.parse(JSON.stringify(s));
   const platform = s.platform || {};
-  const key = platform.system || platform.gpu ? platformKey(platform) : undefined;
+  const [accel, size] = sizeOf(platform.gpu);  // a stated size selects the chip and that size
+  const key = platform.system || platform.gpu ? platform.system || `${GPU_PREFIX}${accel}` : undefined;
   if (key && ![...$("system").options].some((o) => o.value === key)) {  // not in the catalogue's lists
     $("system").append(option(key, `${key} (not in the catalogue)`));
   }
@@ -180,8 +187,9 @@ function fillForm(s) {
   set("system", key);
   set("gpus", platform.gpus);
   optional("platform_price", platform.quote_usd_per_system);
+  optional("platform_power", platform.power_w_per_system);
   set("price_point", platform.price_point);
-  showGpuCount();
+  showGpuCount(size);
   set("preset", s.workload && s.workload.preset);
   optional("target_speed", s.workload && s.workload.target_output_tokens_per_s);
   set("target_users", s.target_users);
@@ -255,6 +263,7 @@ async function update() {
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     $("memory-summary").textContent = view.memory_summary;
+    showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
     await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
     setStatus("up to date");
     document.body.dataset.planned = String(Date.now());
@@ -319,11 +328,13 @@ function sourced(view, field) {
 }
 
 async function init() {
-  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder, fx] = await Promise.all([
+  const [models, systems, accelerators, engines, quantizations, presets, cards, ladder, fx, configurations] = await Promise.all([
     api("GET", "/api/catalog/models"), api("GET", "/api/catalog/systems"), api("GET", "/api/catalog/accelerators"),
     api("GET", "/api/catalog/engines"), api("GET", "/api/catalog/quantizations"), api("GET", "/api/catalog/workload-presets"),
     api("GET", "/api/views/models"), api("GET", "/api/views/platforms"), api("GET", "/api/views/fx"),
+    api("GET", "/api/views/memory-configurations"),
   ]);
+  loadSizes(configurations);
   // the FX rate as the catalogue states it, with its source and date, wherever EUR is offered or shown
   $("currency").querySelector("option[value=eur]").textContent = `EUR (${fx.label})`;
   $("fx-note").textContent = `EUR at ${fx.text}`;
@@ -340,14 +351,18 @@ async function init() {
   $("engine").append(...engines.map((e) => option(e.id, e.name)));  // after the page's blank: the platform's own
   $("engine").value = "sglang";  // the landing deployment is examples/coding-developers-b200.yaml's, which names SGLang
   fillSelect($("quantization"), [["", "model's checkpoint"], ...quantizations.map((q) => [q.id, q.name])], "fp8");
-  $("system").addEventListener("change", () => {  // a typed price belongs to the platform it was typed for
-    $("platform_price").value = "";
+  $("system").addEventListener("change", () => {  // a typed price or power belongs to the platform it was typed for
+    $("platform_price").value = $("platform_power").value = "";
     showGpuCount();
   });
+  $("gpu-memory").addEventListener("change", () => { $("platform_price").value = ""; });  // a price is a size's
   fillSelect($("quote-system"), systems.map((s) => [s.id, s.name]));
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
   fillSelect($("search-model"), plannable, "qwen3-32b");
   fillSelect($("homelab-gpu"), accelerators.map((x) => [x.id, x.name]), "rtx-4090");
+  const homelabSizes = () => fillSizes($("homelab-memory"), $("homelab-memory-field"), $("homelab-gpu").value);
+  $("homelab-gpu").addEventListener("change", homelabSizes);
+  homelabSizes();
   $("homelab-engine").append(...engines.map((e) => option(e.id, e.name)));
   $("homelab-quantization").append(...quantizations.map((q) => option(q.id, q.name)));
   fillSelect($("search-preset"), presets.map((p) => [p.id, p.name]), "chat-seat");

@@ -60,8 +60,8 @@ function scenarioInputs(s) {
   const p = s.platform || {};
   return [
     ["Model", s.model], ["Precision", s.quantization || "model's checkpoint"], ["Engine", s.engine || "the platform's own"],
-    ["Platform", p.system || `${p.gpus} × ${p.gpu}`], ["Price point", p.price_point || "mid"],
-    ["Quote per system (USD)", p.quote_usd_per_system ?? "catalogue band"],
+    ["Platform", p.system || `${p.gpus} × ${p.gpu}`], ["Memory", sizeLabel(p.gpu) || "—"], ["Price point", p.price_point || "mid"],
+    ["Quote per system (USD)", p.quote_usd_per_system ?? "catalogue band"], ["Power per system (W)", p.power_w_per_system ?? "catalogue figure"],
     ["Workload preset", (s.workload || {}).preset], ["Target users", s.target_users],
   ].map(([label, value]) => [label, value === undefined || value === null ? "—" : String(value)]);
 }

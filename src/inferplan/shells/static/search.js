@@ -131,7 +131,7 @@ async function runHomelab(event) {
   event.preventDefault();
   $("homelab-error").hidden = true;
   $("homelab-status").textContent = "computing…";
-  const request = { gpu: $("homelab-gpu").value, gpus: Number($("homelab-gpus").value || 1) };
+  const request = { gpu: sizedId($("homelab-memory"), $("homelab-gpu").value), gpus: Number($("homelab-gpus").value || 1) };
   if ($("homelab-engine").value) request.engine = $("homelab-engine").value;
   if ($("homelab-quantization").value) request.quantization = $("homelab-quantization").value;
   if ($("homelab-all-models").value) request.all_models = true;
@@ -139,6 +139,7 @@ async function runHomelab(event) {
   try {
     const view = await api("POST", "/api/views/homelab", request);
     $("homelab-summary").textContent = view.summary;
+    showSize($("homelab-size"), request.gpu);  // the memory size this answer was computed at
     $("homelab-table").tBodies[0].replaceChildren(...view.rows.map((row) => {
       const tr = document.createElement("tr");
       if (!row.fits) tr.className = "no";
@@ -152,7 +153,7 @@ async function runHomelab(event) {
     $("homelab-status").textContent = "";
     refusal($("homelab-form"));
   } catch (err) {
-    $("homelab-status").textContent = "";
+    $("homelab-status").textContent = $("homelab-size").textContent = "";
     $("homelab-error").textContent = refusal($("homelab-form"), err);
     $("homelab-error").hidden = false;
   }
