@@ -1,16 +1,17 @@
 """What an engine release charges each request in KV-cache blocks before admitting it, as data
 (``data/engine_admission_rules.yaml``).
 
-vLLM V1 keeps a model's cache in groups, one block table each. A group whose old blocks it
-recycles as the context moves on (a sliding window; DeepSeek-V4's compressor state, kept as a
-short sliding window) still reserves, for every request, the blocks of the window plus every
-token that may be scheduled but not yet settled: ``cdiv(window - 1 + in-flight tokens, block) + 1``
-blocks (``SlidingWindowSpec.max_admission_blocks_per_request``), the in-flight tokens being
-``max_num_batched_tokens`` times the batches in flight. The start-up check ("KV cache is needed")
-and the printed maximum concurrency divide the pool by that charge, so with small blocks it is a
-large fixed amount per request, whatever its length. An ``AdmissionRule`` states the groups one
-engine release line builds for one cache layout, their block sizes and how it packs them; the
-arithmetic is ``memory/admission.py``.
+vLLM V1 keeps a model's cache in groups, one block table each, all drawing block ids from one
+pool. A group whose old blocks it recycles as the context moves on (a sliding window; DeepSeek-V4's
+compressor state, kept as a short sliding window) still reserves, for every request, the blocks of
+the window plus every token that may be scheduled but not yet settled: ``cdiv(window - 1 +
+in-flight tokens, block) + 1`` blocks (``SlidingWindowSpec.max_admission_blocks_per_request``), the
+in-flight tokens being ``max_num_batched_tokens`` times the batches in flight. The start-up check
+("KV cache is needed") and the printed maximum concurrency add up those blocks over the groups, so
+with small blocks it is a large fixed amount per request, whatever its length. An
+``AdmissionRule`` states, for one engine release line and cache layout, the groups' block sizes,
+how pages are padded, how many bytes of pool one block id takes, and how the start-up check and the
+printed concurrency price a request's blocks; the arithmetic is ``memory/admission.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ from inferplan.errors import CatalogError
 # the cache layouts a rule can describe: DeepSeek-V4's compressed attention (catalog.architecture
 # CompressedAttnDims: window-only, CSA and HCA layers)
 Layout = Literal["compressed_attention"]
+# bytes of pool one block id takes: the tuple count times one page of each pooled-entry page size
+# (layer_tuples), one page per slot of each page size, slots the most any group has (page_slots), or the
+# bytes of the group with the most (widest_group)
+BlockStride = Literal["layer_tuples", "page_slots", "widest_group"]
+# what the start-up check charges each page a request needs: the layer-tuple stride, or the pool's stride
+StartupStride = Literal["layer_tuples", "block"]
+# the printed concurrency's blocks per request: the groups' page bytes in whole pooled-entry group pages
+# (full_group_pages), or each group's pages counted as blocks (group_pages)
+ConcurrencyBlocks = Literal["full_group_pages", "group_pages"]
+# the least layer tuples per group: the pooled-entry group's count (pooled_entries), or the CSA compressor
+# state's pattern, the pooled-entry group taking part only where its page sizes have equal counts (state_pattern)
+TupleFloor = Literal["pooled_entries", "state_pattern"]
 
 
 class AdmissionRule(Frozen):
@@ -45,11 +58,13 @@ class AdmissionRule(Frozen):
     window_block_tokens: int = Field(ge=1)  # the sliding-window group
     csa_state_block_tokens: int = Field(ge=1)  # the compressor state of the CSA layers (and their indexer)
     hca_state_block_tokens: int = Field(ge=1)  # the compressor state of the HCA layers
-    # each recycled layer's page padded up to the nearest page size of the full group (one tensor per size)
-    pad_to_full_pages: bool
-    # the groups laid out in tuples of layers sharing one block id: the pool is cut into blocks of
-    # (sum of the full group's page sizes) x (layers per tuple), the tuple count chosen to pad least
-    pack_layer_tuples: bool
+    page_alignment_bytes: int = Field(ge=1)  # every page rounded up to a multiple (FlashMLA's FP8 layout)
+    # each compressor-state page further padded up to the nearest page size of the pooled-entry group
+    pad_state_pages: bool
+    tuple_floor: TupleFloor
+    block_stride: BlockStride
+    startup_stride: StartupStride
+    concurrency_blocks: ConcurrencyBlocks
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Kind
