@@ -19,6 +19,7 @@ from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
+from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
@@ -107,6 +108,15 @@ def memory_fits(d: Deployment, catalog: Catalog) -> bool:
     plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                             planned_weight_format(catalog, d, spec))
     return _fit(catalog, d, spec, hw, plan, search_smallest=False).result.fits
+
+
+def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
+    """The fit of ``d`` with ``changes``, when it fits (None: it does not, or the change is refused)."""
+    try:
+        r = plan_memory(d.model_copy(update=changes), catalog).result
+    except InferplanError:
+        return None
+    return r if r.fits else None
 
 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
@@ -312,7 +322,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
             layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
-        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget, host_memory_origin=host_pool and host_pool.origin,
+        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
+        host_shortfall_bytes=max(host_used - host_budget, 0.0) if host_budget is not None else 0.0, host_memory_origin=host_pool and host_pool.origin,
         host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule_label(rule, release_notes, d.engine_version),

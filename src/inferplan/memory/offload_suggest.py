@@ -4,7 +4,7 @@ For a deployment that does not fit, each weight-offload setting the engine takes
 ``offload_settings``) is searched on the GPU alone, with a host assumed large enough for anything:
 llama.cpp's smallest ``--n-cpu-moe`` for a mixture-of-experts model, else its largest
 ``--n-gpu-layers`` (with every expert in host RAM for a MoE model); vLLM's smallest whole-GiB
-``--cpu-offload-gb``. Each of these is the setting that fits the GPU with the least in host RAM, so
+``--cpu-offload-gb``; none, when the GPU holds every weight (only the host RAM is short). Each of these is the setting that fits the GPU with the least in host RAM, so
 when the host RAM it needs is more than the deployment states (``host_memory_gb``), no offload fits
 and the answer says so. Unstated host RAM: the suggestion states what it needs. A unified-memory
 accelerator has no separate host RAM to offload to.
@@ -24,6 +24,8 @@ from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.offload import GIB
+
+WEIGHT_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb")  # the settings the searches below find
 
 # host RAM the search assumes (GiB, Deployment's upper bound): enough for any offload, so a probe
 # fits or not on its GPUs alone; the host RAM the found setting needs is checked afterwards
@@ -66,6 +68,10 @@ def offload_answer(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> OffloadAn
         searches.append(lambda: _least_offload_gb(d, catalog, mp.weights.total_bytes))
     if not searches:
         return OffloadAnswer()
+    stated = {f: None for f in WEIGHT_OFFLOAD if getattr(d, f) is not None}
+    if (bare := _fits(d, stated, catalog)) is not None:  # the GPU holds every weight: only the host RAM is short
+        return _with_host(d, _Found(stated, bare, "no weight offload", "(the GPU holds every weight)"), catalog,
+                          lead="weights on the GPU") if stated else OffloadAnswer()
     found = next((f for f in (search() for search in searches) if f is not None), None)
     if found is None:
         return OffloadAnswer(note="no weight offload fits: with every offloadable weight in host RAM the GPU is still short")
@@ -177,7 +183,7 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
     takes = set(catalog.engine(d.engine).offload_settings)
     arch = None if mp.spec.architecture_is_proxy else mp.spec.architecture
     if (mp.accelerator.unified_memory or mp.weights.expert_bytes <= 0 or arch is None or takes & set(EXPERT_OFFLOAD)
-            or mp.result.startup_note):
+            or not mp.result.shortfall_bytes):  # the GPU holds the model: moving experts frees nothing that is short
         return ()
     found = []
     for engine in catalog.engines:

@@ -7,7 +7,8 @@ model, not only fewer bits a weight on paper) that holds it at its context —
 or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
-that fits (memory/offload_suggest.py), is checked against the host RAM too. Where the KV cache fits
+that fits (memory/offload_suggest.py), is checked against the host RAM too; where the host RAM is
+short by a host KV tier, the first answer is the largest tier it holds (memory/host_suggest.py). Where the KV cache fits
 but start-up fails after it is sized (memory/startup.py), the first answers are the largest
 ``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits; where the KV
 cache is short, the engine's memory fraction raised to the most a deployment guide runs it at
@@ -20,7 +21,8 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import with_default_engine
-from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.memory.host_suggest import smaller_kv_tier
+from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.memory.mtp import with_speculative
@@ -44,7 +46,8 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
         return with_slots(d, mp.result, catalog)
     # an offload frees GPU weights, not the headroom outside the fraction that start-up lacks
     offload = offload_answer(d, mp, catalog) if not mp.result.startup_note else OffloadAnswer()
-    return mp.result.model_copy(update={"suggestions": (*suggest(d, mp, catalog), *filter(None, [offload.suggestion])),
+    found = (smaller_kv_tier(d, mp, catalog), *suggest(d, mp, catalog), offload.suggestion)
+    return mp.result.model_copy(update={"suggestions": tuple(s for s in found if s is not None),
                                         "offload_note": offload.note})
 
 
@@ -118,13 +121,7 @@ def _larger_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
                          summary=f"a larger memory fraction and a shorter context: {why}, holds {tokens:,} tokens")
 
 
-def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
-    """The fit of ``d`` with ``changes``, when it fits (None: it does not, or the change is refused)."""
-    try:
-        r = plan_memory(d.model_copy(update=changes), catalog).result
-    except InferplanError:
-        return None
-    return r if r.fits else None
+_fits = fits_changed
 
 
 def _weights_bytes(d: Deployment, quantization: str, catalog: Catalog) -> float:
