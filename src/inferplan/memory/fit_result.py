@@ -76,7 +76,8 @@ class MemoryFit(BaseModel):
     layout_note: str | None = None
     # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
     suggestions: tuple[FitSuggestion, ...] = ()
-    # when it does not fit and no weight offload would either: why (memory/offload_suggest.py)
+    # when it does not fit and no weight offload would either, or the host RAM is short and nothing is suggested:
+    # why (memory/offload_suggest.py, memory/host_suggest.py)
     offload_note: str | None = None
     # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
     host_memory_bytes_used: float = 0.0

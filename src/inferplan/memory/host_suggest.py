@@ -1,6 +1,7 @@
 """Where the host RAM is short by a host KV-cache tier (vLLM ``--kv-offloading-size``, SGLang
 ``--hicache-size`` / ``--hicache-ratio``): the largest tier of the same flag that the host RAM holds,
-else the deployment without the tier; each checked by a fit of the changed deployment.
+else the deployment without the tier; each checked by a fit of the changed deployment. Where the host
+RAM is short and nothing is suggested, ``host_note`` says so once, with the figures.
 
 The tier's bytes grow in proportion to its setting (``memory.offload.host_kv_tier_bytes``), so the
 largest setting that fits is the stated one times the share of the tier the host RAM has room for,
@@ -15,7 +16,7 @@ from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, fits_changed as _fits
-from inferplan.memory.fit_result import FitSuggestion
+from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.offload import host_kv_tier_bytes
 from inferplan.units import GiB
 
@@ -50,6 +51,15 @@ def smaller_kv_tier(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugge
         return None
     return FitSuggestion(kind="host_tier", changes=cleared,
                          summary=f"no host KV tier: the host RAM holds no {flag} the engine starts with")
+
+
+def host_note(r: MemoryFit) -> str | None:
+    """Why nothing is suggested for a deployment whose host RAM is short (None: it is not)."""
+    if not r.host_shortfall_bytes or r.host_memory_origin == "unified":
+        return None
+    return (f"nothing tried fits the {r.host_memory_total_bytes / GiB:g} GiB of host RAM: this plan needs "
+            f"{r.host_memory_bytes_used / GiB:.2f} GiB of the {r.host_memory_budget_bytes / GiB:.2f} GiB the engine may use, "
+            "and no shorter context, layout, smaller weight format or offload the engine takes fits both it and the GPU")
 
 
 def _flag(catalog: Catalog, engine: str, field: str) -> str:

@@ -21,7 +21,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import with_default_engine
-from inferplan.memory.host_suggest import smaller_kv_tier
+from inferplan.memory.host_suggest import host_note, smaller_kv_tier
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
@@ -46,9 +46,9 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
         return with_slots(d, mp.result, catalog)
     # an offload frees GPU weights, not the headroom outside the fraction that start-up lacks
     offload = offload_answer(d, mp, catalog) if not mp.result.startup_note else OffloadAnswer()
-    found = (smaller_kv_tier(d, mp, catalog), *suggest(d, mp, catalog), offload.suggestion)
-    return mp.result.model_copy(update={"suggestions": tuple(s for s in found if s is not None),
-                                        "offload_note": offload.note})
+    found = tuple(s for s in (smaller_kv_tier(d, mp, catalog), *suggest(d, mp, catalog), offload.suggestion) if s)
+    note = offload.note or (None if found else host_note(mp.result))
+    return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
 
 
 def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
