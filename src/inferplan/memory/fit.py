@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.engine_support import check_engine_loads
-from inferplan.catalog.memory_rules import memory_rule
+from inferplan.catalog.memory_rules import checked_engine_version, memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
@@ -81,7 +81,7 @@ PLANS_KEPT = 4096
 def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
-    d = with_default_engine(d, catalog)
+    d = _engine_stated(d, catalog)
     key = (id(catalog), d, frozenset(d.model_fields_set))  # a stated default (TP 1) lays out otherwise
     if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
         _PLANS.move_to_end(key)
@@ -98,7 +98,7 @@ def memory_fits(d: Deployment, catalog: Catalog) -> bool:
     the model when it does not (a caller after the verdict alone: the most slots an engine starts with,
     bisected over many plans that do not fit). A layout chosen from that search (a system named alone, a
     GPU count beyond one host) is planned whole."""
-    d = with_default_engine(d, catalog)
+    d = _engine_stated(d, catalog)
     if (kept := _PLANS.get((id(catalog), d, frozenset(d.model_fields_set)))) is not None and kept[0] is catalog:
         return kept[1].result.fits
     hw = resolve_hardware(catalog, d)
@@ -108,6 +108,15 @@ def memory_fits(d: Deployment, catalog: Catalog) -> bool:
     plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                             planned_weight_format(catalog, d, spec))
     return _fit(catalog, d, spec, hw, plan, search_smallest=False).result.fits
+
+
+def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with its engine (``with_default_engine``), its engine_version checked to name a release before
+    anything reads it (a stated "latest" or "nightly" is refused naming the field)."""
+    d = with_default_engine(d, catalog)
+    if d.engine_version is not None:
+        checked_engine_version(catalog, d.engine, d.engine_version)
+    return d
 
 
 def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
