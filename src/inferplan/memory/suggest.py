@@ -20,6 +20,7 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_steps import longest_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_suggest import host_note, smaller_kv_tier
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
@@ -31,8 +32,6 @@ from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 from inferplan.memory.offload_suggest import expert_offload_elsewhere
-
-CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
@@ -151,16 +150,8 @@ def longest_context(d: Deployment, catalog: Catalog, below: int) -> int:
 def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
     """The longest context under ``below`` tokens, in whole steps, at which ``d`` with ``changes``
     fits (0: not even one step)."""
-    low, high = 0, (below - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
-    if high and not _fits(d, {**changes, "max_model_len": CONTEXT_STEP_TOKENS}, catalog):
-        return 0
-    while low < high:
-        mid = (low + high + 1) // 2
-        if _fits(d, {**changes, "max_model_len": mid * CONTEXT_STEP_TOKENS}, catalog):
-            low = mid
-        else:
-            high = mid - 1
-    return low * CONTEXT_STEP_TOKENS
+    found = longest_steps(lambda tokens: _fits(d, {**changes, "max_model_len": tokens}, catalog), below)
+    return found[0] if found else 0
 
 
 def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
