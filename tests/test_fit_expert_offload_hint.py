@@ -28,7 +28,13 @@ def test_gpt_oss_120b_on_one_5090_with_64_gb_is_offered_llamacpp_n_cpu_moe_that_
     moved = d.model_copy(update=llama.changes)
     assert plan_memory(moved, catalog).result.fits
     assert not plan_memory(moved.model_copy(update={"n_cpu_moe": n - 1}), catalog).result.fits  # the fewest that fit
-    assert "ktransformers" in _engine_switches(r)
+    assert "ktransformers" not in _engine_switches(r)  # kt-kernel has no CPU expert method beside MXFP4
+
+
+def test_a_16_bit_moe_is_offered_ktransformers_as_a_command_that_fits(catalog):
+    d = Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", max_model_len=32768, host_memory_gb=128)
+    kt = _engine_switches(fit_or_suggest(d, catalog))["ktransformers"]
+    assert plan_memory(d.model_copy(update=kt.changes), catalog).result.fits
 
 
 def test_with_host_ram_unstated_the_hint_states_what_it_needs(catalog):

@@ -79,3 +79,28 @@ def test_every_launch_pairing_of_format_and_method_is_one_the_plan_accepts(catal
         assert quantization in formats[method].gpu_formats, (quantization, method)
     for f in formats.values():
         assert set(f.gpu_formats) <= quantizations
+
+
+def test_a_format_no_cpu_method_runs_beside_is_refused_when_no_method_is_stated_as_when_one_is(catalog):
+    """gpt-oss's MXFP4 checkpoint: kt-kernel converts AMX experts from 16-bit or FP8 checkpoints only."""
+    d = Deployment(model="gpt-oss-120b", gpu="rtx-4090", engine="ktransformers", host_memory_gb=64)
+    for stated in (None, "AMXINT4"):
+        with pytest.raises(InvalidScenarioError) as err:
+            fit(d.model_copy(update={"kt_method": stated}))
+        assert err.value.field == ("quantization" if stated is None else "kt_method") and "mxfp4" in str(err.value)
+    with pytest.raises(InvalidScenarioError):
+        launch_command(d, catalog)
+
+
+def test_no_ktransformers_command_is_offered_for_a_format_it_cannot_run(catalog):
+    r = fit_or_suggest(Deployment(model="gpt-oss-120b", gpu="rtx-4090", host_memory_gb=64), catalog)
+    assert r.suggestions and all(s.changes.get("engine") != "ktransformers" for s in r.suggestions)
+
+
+def test_without_a_method_the_first_one_recorded_beside_the_format_is_planned_and_launched(catalog):
+    d = Deployment(model="gpt-oss-120b", gpu="rtx-4090", engine="ktransformers", quantization="gguf-mxfp4-moe",
+                   host_memory_gb=128, max_model_len=8192)
+    argv = launch_command(d, catalog).argv
+    assert argv[argv.index("--kt-method") + 1] == "LLAMAFILE"
+    assert fit(d).host_memory_bytes_used == pytest.approx(fit(d.model_copy(update={"kt_method": "LLAMAFILE"}))
+                                                          .host_memory_bytes_used)

@@ -139,3 +139,24 @@ def test_an_offload_answer_is_a_fitting_command_or_a_note_and_more_host_ram_neve
         assert fit(d.model_copy(update=s.changes), catalog).fits
         roomier = fit_or_suggest(d.model_copy(update={"host_memory_gb": host_gb + more_gb}), catalog)
         assert _offload(roomier).changes == s.changes  # the same least offload, still within the host
+
+
+def test_where_one_sequence_overfills_the_gpu_the_offload_is_offered_at_the_longest_context_it_fits(catalog):
+    """GLM-4.5-Air FP8 on one RTX 4090: at 131,072 tokens one sequence's KV cache (184 KiB a token, 23 GiB)
+    alone is more than the GPU gives the engine, so every offload is found at a shorter context."""
+    d = Deployment(model="glm-4.5-air", gpu="rtx-4090", quantization="fp8", host_memory_gb=128)
+    r = fit_or_suggest(d, catalog)
+    offload = next(s for s in r.suggestions if s.kind == "offload" and "engine" not in s.changes)
+    assert r.offload_note is None
+    tokens = offload.changes["max_model_len"]
+    assert 0 < tokens < r.max_model_len and offload.changes["cpu_offload_gb"] > 0
+    assert fit(d.model_copy(update=offload.changes), catalog).fits
+    longer = {**offload.changes, "max_model_len": tokens + 256, "host_memory_gb": UNBOUNDED_HOST_GB}
+    assert not fit(d.model_copy(update=longer), catalog).fits  # the longest context an offload fits
+    kt = next(s for s in r.suggestions if s.changes.get("engine") == "ktransformers")
+    assert 0 < kt.changes["max_model_len"] < r.max_model_len and fit(d.model_copy(update=kt.changes), catalog).fits
+
+
+def test_where_no_context_leaves_room_in_the_host_the_note_gives_the_least_any_context_needs(catalog):
+    r = fit_or_suggest(Deployment(model="glm-4.5-air", gpu="rtx-4090", quantization="fp8", host_memory_gb=64), catalog)
+    assert _offload(r) is None and "at 256 tokens of context" in r.offload_note and "64 GiB" in r.offload_note

@@ -316,6 +316,17 @@ def allowed_releases(rules, engine: str) -> str:
     return ", ".join(r.releases + (f" {r.variant}" if r.variant else "") for r in engine_rules(rules, engine))
 
 
+def checked_engine_version(catalog, engine: str, release: str) -> tuple[str, str | None]:
+    """``parse_engine_version`` of a stated engine_version, raising InvalidScenarioError (field
+    ``engine_version``) for one that names no release number ("latest", "nightly", "main"), with the
+    releases ``engine`` has a memory rule for."""
+    try:
+        return parse_engine_version(release)
+    except ValueError as exc:
+        raise InvalidScenarioError(f"{exc} (like 0.11.0; a nightly or main build: the release it was cut after)",
+                                   field="engine_version", allowed=allowed_releases(catalog.memory_rules, engine)) from None
+
+
 def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
     """The rule of ``engine`` at ``release`` (None: the engine's default rule).
 
@@ -329,11 +340,8 @@ def memory_rule(catalog, engine: str, release: str | None = None) -> MemoryRule:
     if release is None:
         return next(r for r in rules if r.is_default)
     allowed = allowed_releases(catalog.memory_rules, engine)
-    try:
-        number, variant = parse_engine_version(release)
-        found = [r for r in rules if r.covers(number)]
-    except ValueError as exc:
-        raise InvalidScenarioError(f"{exc} (like 0.11.0)", field="engine_version", allowed=allowed) from None
+    number, variant = checked_engine_version(catalog, engine, release)
+    found = [r for r in rules if r.covers(number)]
     if not found:
         raise InvalidScenarioError(f"no {engine} release {number} has a known memory rule", field="engine_version",
                                    allowed=allowed)

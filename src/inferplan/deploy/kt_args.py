@@ -11,7 +11,7 @@ from inferplan.catalog.flags_schema import EngineFlags, FlagRule
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import UnknownModelError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.kt_host import DEFAULT_RELEASE
+from inferplan.memory.kt_host import DEFAULT_RELEASE, kt_method
 
 
 def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
@@ -31,10 +31,8 @@ def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
     argv: list[str] = []
     method = flags.settings.get("kt_method")
     notes = [f"replace {weights.value} with {weights.note}" if weights.note else f"replace {weights.value}"]
-    if method is not None and d.kt_method is not None:
-        argv += _pair(method, d.kt_method.upper())  # as the plan priced it
-    elif method is not None and quantization in method.values:
-        argv += _pair(method, method.values[quantization])
+    if method is not None and (d.kt_method is not None or quantization is not None):
+        argv += _pair(method, kt_method(catalog, None, d.kt_method, quantization))  # as the plan priced it
     elif method is not None:
         notes.append(f"no CPU expert backend is recorded for {quantization or 'the checkpoint format'}: "
                      f"{method.flags[0]} is left to the engine's default")

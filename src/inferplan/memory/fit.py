@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.engine_support import check_engine_loads
-from inferplan.catalog.memory_rules import memory_rule
+from inferplan.catalog.memory_rules import checked_engine_version, memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
+from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
@@ -80,7 +81,7 @@ PLANS_KEPT = 4096
 def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
     """Memory fit of one deployment, with the intermediate objects it used."""
     catalog = catalog or load_catalog()
-    d = with_default_engine(d, catalog)
+    d = _engine_stated(d, catalog)
     key = (id(catalog), d, frozenset(d.model_fields_set))  # a stated default (TP 1) lays out otherwise
     if (kept := _PLANS.get(key)) is not None and kept[0] is catalog:
         _PLANS.move_to_end(key)
@@ -103,7 +104,7 @@ def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
     it does not (its ``smallest_fit`` and ``fewest_gpus_fit`` left None unless the plan was made already), for a
     caller after the verdict and what the plan was made with. A layout chosen from that search (a system named
     alone, a GPU count beyond one host) is planned whole."""
-    d = with_default_engine(d, catalog)
+    d = _engine_stated(d, catalog)
     if (kept := _PLANS.get((id(catalog), d, frozenset(d.model_fields_set)))) is not None and kept[0] is catalog:
         return kept[1]
     hw = resolve_hardware(catalog, d)
@@ -113,6 +114,24 @@ def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
     plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                             planned_weight_format(catalog, d, spec))
     return _fit(catalog, d, spec, hw, plan, search_smallest=False)
+
+
+def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with its engine (``with_default_engine``), its engine_version checked to name a release before
+    anything reads it (a stated "latest" or "nightly" is refused naming the field)."""
+    d = with_default_engine(d, catalog)
+    if d.engine_version is not None:
+        checked_engine_version(catalog, d.engine, d.engine_version)
+    return d
+
+
+def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
+    """The fit of ``d`` with ``changes``, when it fits (None: it does not, or the change is refused)."""
+    try:
+        r = plan_memory(d.model_copy(update=changes), catalog).result
+    except InferplanError:
+        return None
+    return r if r.fits else None
 
 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
@@ -318,7 +337,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
             layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
-        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget, host_memory_origin=host_pool and host_pool.origin,
+        host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
+        host_shortfall_bytes=max(host_used - host_budget, 0.0) if host_budget is not None else 0.0, host_memory_origin=host_pool and host_pool.origin,
         host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule_label(rule, release_notes, d.engine_version),

@@ -15,7 +15,7 @@ class FitSuggestion(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
-    kind: Literal["context", "gpus", "quantization", "offload", "startup", "fraction"]
+    kind: Literal["context", "gpus", "quantization", "offload", "startup", "fraction", "host_tier"]
     changes: dict[str, int | float | str | None]
     summary: str
 
@@ -76,11 +76,13 @@ class MemoryFit(BaseModel):
     layout_note: str | None = None
     # when it does not fit: the changes that would make it fit (memory/suggest.py ``fit_or_suggest``)
     suggestions: tuple[FitSuggestion, ...] = ()
-    # when it does not fit and no weight offload would either: why (memory/offload_suggest.py)
+    # when it does not fit and no weight offload would either, or the host RAM is short and nothing is suggested:
+    # why (memory/offload_suggest.py, memory/host_suggest.py)
     offload_note: str | None = None
     # weight offload (-ngl, --n-cpu-moe, --cpu-offload-gb): host RAM the instance uses and has (None: no offload)
     host_memory_bytes_used: float = 0.0
     host_memory_budget_bytes: float | None = None  # what may be used: the RAM less what the OS and engine keep
+    host_shortfall_bytes: float = 0.0  # host RAM the instance lacks beyond that budget (0: it holds it)
     # where the RAM figure came from: stated (host_memory_gb), system (the system card), unified (the
     # accelerator's own memory, GPU side counted in host_memory_bytes_used); None: nothing in host RAM
     host_memory_origin: Literal["stated", "system", "unified"] | None = None

@@ -29,42 +29,64 @@ class KtHost:
 
 def kt_path(catalog: Catalog, release: str | None, method: str | None, quantization: str) -> KtCpuPath:
     """The path of a release and ``--kt-method``; left out, kt-kernel's method is the one its launch
-    command gives the weight format (engine_flags.yaml; GGUF: LLAMAFILE), else the release's default."""
+    command gives the weight format (engine_flags.yaml; GGUF: LLAMAFILE), else the first whose CPU
+    experts run beside it (kt_cpu_paths.yaml ``expert_formats``), else the release's default."""
     return _resolve(catalog, release, method, quantization)[0]
+
+
+def kt_method(catalog: Catalog, release: str | None, method: str | None, quantization: str) -> str:
+    """The ``--kt-method`` a release runs beside ``quantization``: the stated one, else as ``kt_path`` picks it."""
+    return _resolve(catalog, release, method, quantization)[1]
 
 
 def kt_expert_format(catalog: Catalog, release: str | None, method: str | None,
                      quantization: str) -> KtExpertFormat | None:
     """What the experts of this release and ``--kt-method`` take in host RAM (None: the path states
-    none, and they are the deployment's weight format). A stated method that does not run beside the
-    GPU's ``quantization`` is refused, naming the methods that do."""
+    none, and they are the deployment's weight format)."""
     path, resolved = _resolve(catalog, release, method, quantization)
-    fmt = next((f for f in path.expert_formats if f.kt_method == resolved), None)
-    if method is not None and fmt is not None and quantization not in fmt.gpu_formats:
-        paths = [p for p in catalog.kt_cpu_paths if p.release == path.release]
-        fitting = [f.kt_method for p in paths for f in p.expert_formats if quantization in f.gpu_formats]
-        raise InvalidScenarioError(
-            f"KTransformers {resolved} CPU experts run beside {', '.join(fmt.gpu_formats)} GPU weights, "
-            f"not {quantization}", field="kt_method", allowed=", ".join(fitting) or "another weight format")
-    return fmt
+    return next((f for f in path.expert_formats if f.kt_method == resolved), None)
 
 
 def _resolve(catalog: Catalog, release: str | None, method: str | None, quantization: str) -> tuple[KtCpuPath, str]:
-    """The path and the ``--kt-method`` it runs (its first when the release's default is taken)."""
+    """The path and the ``--kt-method`` it runs (its first when the release's default is taken). A method,
+    stated or picked, whose CPU experts do not run beside the GPU's ``quantization`` is refused, naming
+    the methods that do (the weight format, where none does)."""
     release = release or DEFAULT_RELEASE
     paths = [p for p in catalog.kt_cpu_paths if p.release == release]
     if not paths:
         raise InvalidScenarioError(f"no KTransformers CPU path is described for release {release!r}", field="kt_release",
                                    allowed=", ".join(sorted({p.release for p in catalog.kt_cpu_paths})))
-    method = method or (_launch_method(catalog, quantization) if release == DEFAULT_RELEASE else None)
-    if method is None:
+    fitting = [(p, f.kt_method) for p in paths for f in p.expert_formats if quantization in f.gpu_formats]
+    picked = method or (_launch_method(catalog, quantization) if release == DEFAULT_RELEASE else None)
+    if picked is None and fitting:
+        return fitting[0]
+    if picked is None:
         path = next(p for p in paths if p.default_method)
-        return path, path.kt_methods[0]
-    for p in paths:
-        if method.upper() in p.kt_methods:
-            return p, method.upper()
-    raise InvalidScenarioError(f"KTransformers {release} has no CPU expert method {method!r}", field="kt_method",
-                               allowed=", ".join(m for p in paths for m in p.kt_methods))
+        found = path, path.kt_methods[0]
+    else:
+        found = next(((p, picked.upper()) for p in paths if picked.upper() in p.kt_methods), None)
+    if found is None:
+        raise InvalidScenarioError(f"KTransformers {release} has no CPU expert method {picked!r}", field="kt_method",
+                                   allowed=", ".join(m for p in paths for m in p.kt_methods))
+    fmt = next((f for f in found[0].expert_formats if f.kt_method == found[1]), None)
+    if fmt is not None and quantization not in fmt.gpu_formats:
+        _refuse(paths, found[1], fmt, quantization, stated=method is not None)
+    return found
+
+
+def _refuse(paths: list[KtCpuPath], method: str, fmt: KtExpertFormat, quantization: str, *, stated: bool) -> None:
+    """Refuse CPU experts of ``method`` beside GPU weights in ``quantization``: naming ``kt_method`` and the
+    methods that run beside it, or where none does (and none was stated), ``quantization`` and the formats
+    some method runs beside."""
+    fitting = [f.kt_method for p in paths for f in p.expert_formats if quantization in f.gpu_formats]
+    beside = ", ".join(fmt.gpu_formats)
+    if fitting or stated:
+        raise InvalidScenarioError(f"KTransformers {method} CPU experts run beside {beside} GPU weights, not {quantization}",
+                                   field="kt_method", allowed=", ".join(fitting) or "another weight format")
+    formats = dict.fromkeys(q for p in paths for f in p.expert_formats for q in f.gpu_formats)
+    raise InvalidScenarioError(f"no KTransformers CPU expert method (kt_method) is recorded beside {quantization} GPU "
+                               f"weights: the default, {method}, is converted only for {beside}",
+                               field="quantization", allowed=", ".join(formats))
 
 
 def _launch_method(catalog: Catalog, quantization: str) -> str | None:

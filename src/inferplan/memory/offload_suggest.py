@@ -4,8 +4,9 @@ For a deployment that does not fit, each weight-offload setting the engine takes
 ``offload_settings``) is searched on the GPU alone, with a host assumed large enough for anything:
 llama.cpp's smallest ``--n-cpu-moe`` for a mixture-of-experts model, else its largest
 ``--n-gpu-layers`` (with every expert in host RAM for a MoE model); vLLM's smallest whole-GiB
-``--cpu-offload-gb``. Each of these is the setting that fits the GPU with the least in host RAM, so
-when the host RAM it needs is more than the deployment states (``host_memory_gb``), no offload fits
+``--cpu-offload-gb``; none, when the GPU holds every weight (only the host RAM is short); at the
+longest shorter context, where none fits at the deployment's own. Each of these is the setting that
+fits the GPU with the least in host RAM, so when the host RAM it needs is more than the deployment states (``host_memory_gb``), no offload fits
 and the answer says so. Unstated host RAM: the suggestion states what it needs. A unified-memory
 accelerator has no separate host RAM to offload to.
 """
@@ -21,9 +22,12 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.offload import GIB
+
+WEIGHT_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb")  # the settings the searches below find
 
 # host RAM the search assumes (GiB, Deployment's upper bound): enough for any offload, so a probe
 # fits or not on its GPUs alone; the host RAM the found setting needs is checked afterwards
@@ -51,31 +55,68 @@ class _Found:
 
 
 def offload_answer(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> OffloadAnswer:
-    """For a deployment that does not fit: the weight offload that fits, checked against the host RAM."""
+    """For a deployment that does not fit: the weight offload that fits, checked against the host RAM;
+    where none fits the GPU at the deployment's context, the one that does at the longest shorter context."""
     takes = catalog.engine(d.engine).offload_settings
     arch = None if mp.spec.architecture_is_proxy else mp.spec.architecture
     if mp.accelerator.unified_memory or not takes:
         return OffloadAnswer()
-    searches: list[Callable[[], _Found | None]] = []
     moe = mp.weights.expert_bytes > 0
-    if arch is not None and "n_cpu_moe" in takes and moe:
-        searches.append(lambda: _fewest_expert_layers(d, catalog, arch.num_layers))
-    if arch is not None and "n_gpu_layers" in takes:
-        searches.append(lambda: _most_gpu_layers(d, catalog, arch.num_layers, moe and "n_cpu_moe" in takes))
-    if "cpu_offload_gb" in takes:
-        searches.append(lambda: _least_offload_gb(d, catalog, mp.weights.total_bytes))
-    if not searches:
+
+    def searches(there: Deployment) -> list[Callable[[], _Found | None]]:
+        found: list[Callable[[], _Found | None]] = []
+        if arch is not None and "n_cpu_moe" in takes and moe:
+            found.append(lambda: _fewest_expert_layers(there, catalog, arch.num_layers))
+        if arch is not None and "n_gpu_layers" in takes:
+            found.append(lambda: _most_gpu_layers(there, catalog, arch.num_layers, moe and "n_cpu_moe" in takes))
+        if "cpu_offload_gb" in takes:
+            found.append(lambda: _least_offload_gb(there, catalog, mp.weights.total_bytes))
+        return found
+
+    def least(there: Deployment) -> _Found | None:
+        return next((f for f in (search() for search in searches(there)) if f is not None), None)
+
+    if not searches(d):
         return OffloadAnswer()
-    found = next((f for f in (search() for search in searches) if f is not None), None)
+    stated = {f: None for f in WEIGHT_OFFLOAD if getattr(d, f) is not None}
+    if (bare := _fits(d, stated, catalog)) is not None:  # the GPU holds every weight: only the host RAM is short
+        return _with_host(d, _Found(stated, bare, "no weight offload", "(the GPU holds every weight)"), catalog,
+                          lead="weights on the GPU") if stated else OffloadAnswer()
+    found = least(d) or _at_shorter_context(d, mp, catalog, least)
     if found is None:
-        return OffloadAnswer(note="no weight offload fits: with every offloadable weight in host RAM the GPU is still short")
+        return OffloadAnswer(note="no weight offload fits: with every offloadable weight in host RAM the GPU is still "
+                                  "short, at any context")
     return _with_host(d, found, catalog)
+
+
+def _at_shorter_context(d: Deployment, mp: MemoryPlan, catalog: Catalog,
+                        least: Callable[[Deployment], _Found | None]) -> _Found | None:
+    """Where no offload fits the GPU at the deployment's context (one sequence's KV cache alone overfills
+    it): ``least``'s setting at the longest shorter context at which it fits the GPU and the host RAM
+    known; else at the shortest context, the least host RAM any context needs, for ``_with_host`` to say so."""
+    known = known_host_bytes(catalog, d)
+
+    def at(tokens: int, host: bool = True) -> _Found | None:
+        f = least(d.model_copy(update={"max_model_len": tokens}))
+        if f is None or host and known is not None and _host_needed(f, catalog) > known[0]:
+            return None
+        why = "the longest an offload fits" if host else "the shortest, needing the least host RAM"
+        return _Found({**f.changes, "max_model_len": tokens}, f.fit, f"{f.flag} at {tokens:,} tokens of context ({why})",
+                      f.what)
+
+    hit = longest_steps(at, mp.result.max_model_len)
+    return hit[1] if hit else at(CONTEXT_STEP_TOKENS, host=False) if known is not None else None
+
+
+def _host_needed(found: _Found, catalog: Catalog) -> float:
+    """Host RAM a found setting needs, with what the OS and the engine keep."""
+    return found.fit.host_memory_bytes_used + catalog.constant("host-memory-reserve-bytes")
 
 
 def _with_host(d: Deployment, found: _Found, catalog: Catalog,
                lead: str = "weights in host RAM (slower decode)") -> OffloadAnswer:
     """The suggestion at the deployment's host RAM, or at the host RAM it needs when none is stated."""
-    needed = found.fit.host_memory_bytes_used + catalog.constant("host-memory-reserve-bytes")  # with what the OS keeps
+    needed = _host_needed(found, catalog)
     changes: dict[str, int | float | str | None] = dict(found.changes)
     known = known_host_bytes(catalog, d)
     if known is None:
@@ -177,7 +218,7 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
     takes = set(catalog.engine(d.engine).offload_settings)
     arch = None if mp.spec.architecture_is_proxy else mp.spec.architecture
     if (mp.accelerator.unified_memory or mp.weights.expert_bytes <= 0 or arch is None or takes & set(EXPERT_OFFLOAD)
-            or mp.result.startup_note):
+            or not mp.result.shortfall_bytes):  # the GPU holds the model: moving experts frees nothing that is short
         return ()
     found = []
     for engine in catalog.engines:
@@ -186,8 +227,12 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
         if moved is None:
             continue
         there, switch = moved
-        hit = (_fewest_expert_layers(there, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
-               _all_experts_on_host(there, catalog, engine.name))
+
+        def least(at: Deployment, offloads=offloads, name=engine.name) -> _Found | None:
+            return (_fewest_expert_layers(at, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
+                    _all_experts_on_host(at, catalog, name))
+
+        hit = least(there) or _at_shorter_context(there, mp, catalog, least)
         answer = _with_host(there, hit, catalog, lead="experts in host RAM, run by the CPU") if hit else None
         if answer and answer.suggestion:
             s = answer.suggestion

@@ -14,12 +14,12 @@ import math
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.units import GiB
 
 OTHER_CHANGES = "a shorter context, smaller weights, a larger memory fraction or weights in host RAM, where the memory fit finds one that holds it"
-CONTEXT_STEP_TOKENS = 256  # a suggested context is rounded down to this many tokens
 
 
 def refuse_unfit(fit: MemoryFit, d: Deployment) -> None:

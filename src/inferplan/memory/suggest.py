@@ -7,7 +7,8 @@ model, not only fewer bits a weight on paper) that holds it at its context —
 or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
-that fits (memory/offload_suggest.py), is checked against the host RAM too. Where the KV cache fits
+that fits (memory/offload_suggest.py), is checked against the host RAM too; where the host RAM is
+short by a host KV tier, the first answer is the largest tier it holds (memory/host_suggest.py). Where the KV cache fits
 but start-up fails after it is sized (memory/startup.py), the first answers are the largest
 ``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits; where the KV
 cache is short, the engine's memory fraction raised to the most a deployment guide runs it at
@@ -19,8 +20,10 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_steps import longest_steps
 from inferplan.memory.hardware import with_default_engine
-from inferplan.memory.fit import MemoryPlan, plan_memory
+from inferplan.memory.host_suggest import host_note, smaller_kv_tier
+from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.memory.mtp import with_speculative
@@ -29,8 +32,6 @@ from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 from inferplan.memory.offload_suggest import expert_offload_elsewhere
-
-CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
@@ -44,8 +45,9 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
         return with_slots(d, mp.result, catalog)
     # an offload frees GPU weights, not the headroom outside the fraction that start-up lacks
     offload = offload_answer(d, mp, catalog) if not mp.result.startup_note else OffloadAnswer()
-    return mp.result.model_copy(update={"suggestions": (*suggest(d, mp, catalog), *filter(None, [offload.suggestion])),
-                                        "offload_note": offload.note})
+    found = tuple(s for s in (smaller_kv_tier(d, mp, catalog), *suggest(d, mp, catalog), offload.suggestion) if s)
+    note = offload.note or (None if found else host_note(mp.result))
+    return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
 
 
 def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
@@ -118,13 +120,7 @@ def _larger_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
                          summary=f"a larger memory fraction and a shorter context: {why}, holds {tokens:,} tokens")
 
 
-def _fits(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
-    """The fit of ``d`` with ``changes``, when it fits (None: it does not, or the change is refused)."""
-    try:
-        r = plan_memory(d.model_copy(update=changes), catalog).result
-    except InferplanError:
-        return None
-    return r if r.fits else None
+_fits = fits_changed
 
 
 def _weights_bytes(d: Deployment, quantization: str, catalog: Catalog) -> float:
@@ -154,16 +150,8 @@ def longest_context(d: Deployment, catalog: Catalog, below: int) -> int:
 def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
     """The longest context under ``below`` tokens, in whole steps, at which ``d`` with ``changes``
     fits (0: not even one step)."""
-    low, high = 0, (below - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
-    if high and not _fits(d, {**changes, "max_model_len": CONTEXT_STEP_TOKENS}, catalog):
-        return 0
-    while low < high:
-        mid = (low + high + 1) // 2
-        if _fits(d, {**changes, "max_model_len": mid * CONTEXT_STEP_TOKENS}, catalog):
-            low = mid
-        else:
-            high = mid - 1
-    return low * CONTEXT_STEP_TOKENS
+    found = longest_steps(lambda tokens: _fits(d, {**changes, "max_model_len": tokens}, catalog), below)
+    return found[0] if found else 0
 
 
 def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:

@@ -159,10 +159,14 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
             console.print(f"  shortfall: {gib(r.shortfall_bytes)} per GPU")
         elif r.startup_note:
             console.print(f"  start-up: {r.startup_note}", highlight=False)
-        else:
-            console.print("  unified memory is short: offloading frees nothing where GPU and CPU share the memory; leave it out, or take smaller weights or a shorter context" if r.host_memory_origin == "unified" else "  host RAM is short (--host-memory-gb): more host memory, or less offloaded to it")
+        if r.host_shortfall_bytes and r.host_memory_origin == "unified":
+            console.print(f"  unified memory short by {gib(r.host_shortfall_bytes)}: offloading frees nothing where GPU and CPU share the memory; leave it out, or take smaller weights or a shorter context", highlight=False)
+        elif r.host_shortfall_bytes:
+            console.print(f"  host RAM short by {gib(r.host_shortfall_bytes)} (--host-memory-gb): {gib(r.host_memory_bytes_used)} needed, "
+                          f"{gib(r.host_memory_budget_bytes)} usable; more host memory, or less offloaded to it", highlight=False)
         if not r.smallest_fit and r.shortfall_bytes:
-            console.print("  no TP/PP layout of this GPU that the engine launches holds it")
+            console.print("  no TP/PP layout of this GPU that the engine launches holds it"
+                          + (" with this host RAM" if r.host_shortfall_bytes else ""))
         if r.suggestions and d is not None:
             console.print("[bold]To fit, run one of:[/]")
             for s in r.suggestions:

@@ -1,0 +1,27 @@
+"""The longest context, in whole steps, at which something fits: a bisection over context lengths,
+fitting being monotone in the context (a shorter one never needs more memory)."""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of this
+
+T = TypeVar("T")
+
+
+def longest_steps(fits_at: Callable[[int], T | None], below: int) -> tuple[int, T] | None:
+    """The longest context under ``below`` tokens, in whole steps, at which ``fits_at`` answers (not None),
+    with that answer (None: not even one step)."""
+    low, high = 1, (below - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
+    best = fits_at(CONTEXT_STEP_TOKENS) if high else None
+    if best is None:
+        return None
+    while low < high:
+        mid = (low + high + 1) // 2
+        found = fits_at(mid * CONTEXT_STEP_TOKENS)
+        if found is not None:
+            low, best = mid, found
+        else:
+            high = mid - 1
+    return low * CONTEXT_STEP_TOKENS, best
