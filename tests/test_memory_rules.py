@@ -29,8 +29,8 @@ EXPECTED = {
     "0.6.4": "vllm-v0-torch-peak-with-context", "0.6.5": "vllm-v0-baseline-profile",
     "0.7.3": "vllm-v0-profiled-increase", "0.8.5 V0": "vllm-v0-profiled-increase",
     "0.8.5": "vllm-v1-nccl-in-profile", "0.10.2": "vllm-v1-nccl-in-profile", "0.11.0": "vllm-v1-graphs-after-kv", "0.14.1": "vllm-v1-graphs-after-kv",
-    "0.16.0": "vllm-v1-graphs-after-kv", "0.17.0": "vllm-v1-triton-sampler", "0.20.2": "vllm-v1-triton-sampler",
-    "0.21.0": "vllm-v1-graphs-estimated", "0.27.1": "vllm-v1-graphs-estimated",
+    "0.16.0": "vllm-v1-graphs-after-kv", "0.17.0": "vllm-v1-triton-sampler", "0.19.1": "vllm-v1-triton-sampler",
+    "0.20.0": "vllm-v1-graphs-estimated", "0.20.2": "vllm-v1-graphs-estimated", "0.21.0": "vllm-v1-graphs-estimated", "0.27.1": "vllm-v1-graphs-estimated",
 }
 
 
@@ -97,8 +97,11 @@ def test_the_budget_applies_what_the_rule_counts(catalog):
     assert v0.kv_cache_bytes_per_gpu - v065.kv_cache_bytes_per_gpu == pytest.approx((1.79 - 0.35) * GiB, rel=1e-3)
     estimated = fit(d.model_copy(update={"engine_version": "0.21.0"}), catalog)
     graphs = catalog.constant("vllm-cudagraph-estimate-bytes-per-gpu")
-    last_after_kv = fit(d.model_copy(update={"engine_version": "0.20.2"}), catalog)  # the same sampler profile
-    assert last_after_kv.kv_cache_bytes_per_gpu - estimated.kv_cache_bytes_per_gpu == pytest.approx(graphs)
+    last_after_kv = fit(d.model_copy(update={"engine_version": "0.19.1"}), catalog)  # the same sampler profile
+    # 0.20.0 raised the default fraction from 0.9 to 0.92 with the estimate (vLLM PR #38284)
+    assert estimated.usable_bytes_per_gpu / last_after_kv.usable_bytes_per_gpu == pytest.approx(0.92 / 0.9)
+    fraction_gain = estimated.usable_bytes_per_gpu - last_after_kv.usable_bytes_per_gpu
+    assert last_after_kv.kv_cache_bytes_per_gpu + fraction_gain - estimated.kv_cache_bytes_per_gpu == pytest.approx(graphs)
     assert estimated.cuda_graph_bytes_per_gpu == graphs and last_after_kv.cuda_graph_bytes_per_gpu == 0
 
 
@@ -156,7 +159,7 @@ def test_the_cli_names_the_rule_and_refuses_a_bad_version_in_one_line():
     assert ok.exit_code in (0, 1) and "memory rule: vLLM 0.6.4 (V0" in ok.output  # 1: the answer is "does not fit"
     bad = runner.invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine-version", "0.1.0"])
     assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1
-    assert bad.output.startswith("error: --engine-version:") and "0.21.0 and later V1" in bad.output
+    assert bad.output.startswith("error: --engine-version:") and "0.20.0 and later V1" in bad.output
 
 
 def test_the_api_takes_engine_version_and_answers_422_naming_it(tmp_path):

@@ -105,3 +105,22 @@ def test_a_moe_kernel_on_a_dense_model_is_refused_as_it_would_change_nothing():
     with pytest.raises(InvalidScenarioError) as err:
         fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=4096, moe_kernel="marlin"), CATALOG)
     assert err.value.field == "moe_kernel" and "dense" in str(err.value)
+
+
+@pytest.mark.parametrize("release", ["0.20.0", "0.22.0", "0.26.0", None])
+def test_deepseek_v4_experts_run_on_marlin_on_hopper_while_gpt_oss_takes_triton(release):
+    # vLLM 0.20.0-0.26.0 wheels: DeepSeek-V4's Mxfp4MoEMethod lists no Triton kernel and its Blackwell
+    # kernels skip SM90, so Marlin runs; gpt-oss's GptOssMxfp4MoEMethod takes the vendored Triton kernel
+    picked, rule = moe_kernel(CATALOG, "vllm", "mxfp4", "hopper", release, model_type="deepseek_v4")
+    assert (picked.id, rule.id) == ("marlin", "vllm-mxfp4-deepseek-v4-hopper-marlin")
+    picked, _ = moe_kernel(CATALOG, "vllm", "mxfp4", "hopper", release, model_type="gpt_oss")
+    assert picked.id == "triton"
+
+
+def test_deepseek_v4_on_hopper_holds_no_second_copy_of_the_expert_scales():
+    d = Deployment(model="deepseek-v4-flash", gpu="h100-sxm", tensor_parallel_size=4, max_model_len=16384,
+                   engine_version="0.22.0")
+    r = fit(d, CATALOG)
+    assert not any("extra copy of the expert block scales" in a for a in r.assumptions)
+    triton = fit(d.model_copy(update={"moe_kernel": "triton"}), CATALOG)  # the gpt-oss path, named by hand
+    assert triton.weights_bytes_per_gpu > r.weights_bytes_per_gpu + GiB

@@ -30,6 +30,7 @@ Setting = Literal[
     "hicache_size",
     "kt_num_gpu_experts", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token",  # KTransformers' CPU experts
     "moe_runner_backend",  # the routed experts' kernel path (memory/expert_scales.py)
+    "enforce_eager",  # no CUDA graphs (memory/cuda_graphs.py)
     "redundant_experts",  # expert copies that make the expert slots divide by the ranks (memory/expert_split.py)
 ]
 # what a speculative-decoding field is filled with

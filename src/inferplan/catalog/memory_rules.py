@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.free_memory import FreeMemoryQuery
+from inferplan.catalog.graph_rules import CudaGraphEstimate
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import _RELEASE, release_key
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
@@ -177,6 +178,8 @@ class MemoryRule(Frozen):
     # fraction leaves); estimated: a dummy capture is profiled and its memory counted
     cuda_graphs: Literal["none", "after_kv", "estimated"]
     cuda_graph_constant: str | None = None  # calibration.yaml id, bytes per GPU, when estimated
+    # the engine's own estimate by capture count, where it is modelled (the constant stays the fallback)
+    cuda_graph_estimate: CudaGraphEstimate | None = None
     # calibration.yaml ids (one GPU, several GPUs): the non-torch memory, subtracted when counted
     # and otherwise reported as memory outside the fraction
     non_torch_constants: tuple[str, str] | None = None
@@ -210,6 +213,8 @@ class MemoryRule(Frozen):
         if (self.cuda_graphs == "estimated") != ("cuda_graphs" in self.counted) or \
                 (self.cuda_graphs == "estimated") != (self.cuda_graph_constant is not None):
             raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
+        if self.cuda_graph_estimate is not None and self.cuda_graphs != "estimated":
+            raise ValueError("a cuda_graph_estimate belongs to a rule whose CUDA graphs are estimated")
         if (self.fraction_of == "free_at_start") != (self.start_constant is not None) or \
                 (self.fraction_of == "free_at_start" and self.budget != "of_total"):
             raise ValueError("a fraction of the memory free at start-up is an of_total budget naming its start_constant")
@@ -375,6 +380,8 @@ def check_memory_rules(catalog) -> None:
             *(rule.prefill_working_set.sources if rule.prefill_working_set else ()),
             *(rule.attention_workspace.sources if rule.attention_workspace else ()),
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),
+            *(rule.cuda_graph_estimate.sources if rule.cuda_graph_estimate else ()),
+            *(s for g in (rule.cuda_graph_estimate.per_graph if rule.cuda_graph_estimate else ()) for s in g.sources),
             *(s for b in rule.activation.sampler_backends for s in b.sources),
             *(rule.current_release.sources if rule.current_release else ()),
             *(s for f in rule.memory_fraction_defaults for s in f.sources),

@@ -47,6 +47,8 @@ class MoeKernelRule(Frozen):
     first_release: str  # inclusive
     last_release: str | None = None  # inclusive; None: every later release
     architectures: tuple[str, ...] = Field(min_length=1)  # accelerators.yaml architecture values
+    # config.json model_type values whose experts take this rule's path; empty: every model no rule names
+    model_types: tuple[str, ...] = ()
     kernel: str  # a MoeKernel id
     install: str  # what the rule assumes is installed, and why that picks the kernel
     sources: tuple[str, ...] = Field(min_length=1)
@@ -64,10 +66,11 @@ class MoeKernelRule(Frozen):
 
 
 def moe_kernel(catalog, engine: str, native_format: str | None, architecture: str, release: str | None,
-               named: str | None = None) -> tuple[MoeKernel, MoeKernelRule | None] | None:
+               named: str | None = None, model_type: str | None = None) -> tuple[MoeKernel, MoeKernelRule | None] | None:
     """The kernel ``engine`` at ``release`` runs experts of ``native_format`` with on an ``architecture``
-    GPU, and the rule that picked it; ``named`` (Deployment.moe_kernel) overrides the rule's choice.
-    None where no rule covers the case (native formats, other engines, releases before the format)."""
+    GPU for a ``model_type`` (a rule naming it first, else a rule naming none), and the rule that picked
+    it; ``named`` (Deployment.moe_kernel) overrides the rule's choice. None where no rule covers the case
+    (native formats, other engines, releases before the format)."""
     kernels = [k for k in catalog.moe_kernels if k.engine == engine and k.native_format == native_format]
     if named is not None:
         chosen = [k for k in kernels if k.id == named]
@@ -87,9 +90,16 @@ def moe_kernel(catalog, engine: str, native_format: str | None, architecture: st
             number = parse_engine_version(release)[0]
         except ValueError:
             return None  # the memory rule lookup reports the malformed release
-    for rule in catalog.moe_kernel_rules:
-        if rule.engine == engine and rule.native_format == native_format and architecture in rule.architectures \
-                and rule.covers(number):
+    covering = [r for r in catalog.moe_kernel_rules if r.engine == engine and r.native_format == native_format
+                and architecture in r.architectures and r.covers(number)]
+    named_here = [r for r in catalog.moe_kernel_rules if model_type is not None and model_type in r.model_types]
+    for rule in covering:  # the model's own rule
+        if model_type is not None and model_type in rule.model_types:
+            return catalog.moe_kernels.records[rule.kernel], rule
+    for rule in covering:  # the general rule, unless a rule of the model's own describes another path for it
+        if not rule.model_types and not any(
+                r.engine == engine and r.native_format == native_format and architecture in r.architectures
+                for r in named_here):
             return catalog.moe_kernels.records[rule.kernel], rule
     return None
 
@@ -113,6 +123,8 @@ def check_moe_kernels(catalog) -> None:
         for b in rules[i + 1:]:
             if (a.engine, a.native_format) != (b.engine, b.native_format) or not set(a.architectures) & set(b.architectures):
                 continue
+            if set(a.model_types) != set(b.model_types) and not set(a.model_types) & set(b.model_types):
+                continue  # rules for different models (or a model's rule beside the general one)
             lo, hi = sorted((a, b), key=lambda r: release_key(r.first_release))
             if lo.last_release is None or release_key(lo.last_release) >= release_key(hi.first_release):
                 raise CatalogError(f"moe_kernel_rules: {a.id} and {b.id} overlap", field=b.id)

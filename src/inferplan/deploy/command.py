@@ -141,6 +141,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
             rule = _rule(flags, setting)
             value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
             argv += _emit(rule, _per_rank_value(d, flags, rule, value))
+    if d.enforce_eager:  # no CUDA graphs, as the plan counts none
+        argv += _emit(_rule(flags, "enforce_eager"), True)
     chunked, chunked_notes = chunked_prefill(d, catalog, flags, speculative.method if speculative else None)
     _merge(options, chunked)  # TensorRT-LLM refuses a longer prompt without it
     argv += _offload_args(d, flags)

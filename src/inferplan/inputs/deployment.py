@@ -52,6 +52,8 @@ class Deployment(Input):
         None, description="vLLM V1: the top-k/top-p sampler the install runs, as its log names it ('Using FlashInfer for "
                           "top-p & top-k sampling.' or the PyTorch-native fallback); FlashInfer's does not sort the "
                           "vocabulary in the start-up profile (default: the release's own, engine_memory_rules.yaml)")
+    enforce_eager: bool = Field(False, description="vLLM --enforce-eager: no CUDA graphs are captured, so none are estimated "
+                                "at start-up or reserved after the KV cache is sized")
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
                             "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "
                             "allocates for them is counted (engine_mtp_rules.yaml)")

@@ -31,6 +31,15 @@ def _check_runs_on(catalog: Catalog, engine, accel) -> None:
             f"{', '.join(s.value for s in engine.runs_on)}", field="engine", allowed=" | ".join(usable))
 
 
+def _check_eager(catalog: Catalog, d: Deployment, engine) -> None:
+    """--enforce-eager only for an engine whose launcher takes it (engine_flags.yaml)."""
+    flags = flags_for(catalog, engine.id)
+    if d.enforce_eager and (flags is None or "enforce_eager" not in flags.settings):
+        takers = [f.engine for f in catalog.engine_flags if "enforce_eager" in f.settings]
+        raise InvalidScenarioError(f"{engine.name} has no --enforce-eager setting", field="enforce_eager",
+                                   allowed=f"leave it off, or an engine that takes it: {', '.join(takers)}")
+
+
 def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
     """A MoE runner backend only for an engine whose launcher takes one (engine_flags.yaml)."""
     flags = flags_for(catalog, engine.id)
@@ -83,6 +92,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts for an MoE kernel to run",
                                    field="moe_kernel", allowed="leave it out for a dense model")
     _check_runner(catalog, d, engine)
+    _check_eager(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)
     _check_tp_split(spec, engine, tp, d.enable_expert_parallel, planned_weight_format(catalog, d, spec))

@@ -28,6 +28,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
 from inferplan.memory.context_cache import compute_buffer_bytes
+from inferplan.memory.cuda_graphs import estimated_graph_bytes
 from inferplan.memory.mlx_prefill import prefill_working_set_bytes
 from inferplan.units import GiB, MiB
 
@@ -52,6 +53,7 @@ class EngineSettings:
     context_tokens: int | None = None
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
     topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
+    cuda_graphs: bool = True  # False: --enforce-eager, no graphs captured
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
 
 
@@ -244,7 +246,7 @@ def engine_budget(
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
-    graphs = catalog.constant(rule.cuda_graph_constant) if rule.cuda_graph_constant and captures_cuda_graphs(accel) else 0.0
+    graphs, graphs_note = cuda_graph_bytes(catalog, rule, arch, settings, accel)
     other = settings.other_gpu_memory_bytes
     # the CUDA context, where a rule counts it, is inside its non-torch figure (measured with it): nothing more
     # to take; other processes' memory counts where the rule's profile reads the whole device
@@ -255,11 +257,14 @@ def engine_budget(
     notes = [f"memory rule: {rule.label}", act_note] + [n for n in (nvls_note, held_note) if n]
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
+    if rule.cuda_graph_constant and captures_cuda_graphs(accel) and not settings.cuda_graphs:
+        notes.append(f"{rule.label}: --enforce-eager captures no CUDA graphs, so none are estimated")
     if rule.cuda_graph_constant and not captures_cuda_graphs(accel):
         notes.append(f"{engine.name} on {accel.name} runs on MLX: no CUDA graphs and no start-up check outside the "
                      "fraction (the Metal back end budgets neither)")
     if graphs:
-        notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is sized")
+        notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is "
+                     f"sized ({graphs_note})")
     if page_cache_counted(engine, accel):
         notes.append(f"{accel.name} shares its memory with the CPU, and {engine.name} reads the page cache as used "
                      f"memory: files read before or during its start can leave the KV cache far below this plan, "
@@ -306,6 +311,19 @@ def engine_budget(
         rule=rule,
         cuda_graph_bytes_per_gpu=graphs,
     )
+
+
+def cuda_graph_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
+                     accel: Accelerator | None) -> tuple[float, str]:
+    """The CUDA-graph memory the rule counts per GPU, and what sized it: the engine's estimate by capture
+    count where the model's bytes per graph are sourced (memory/cuda_graphs.py), else the flat constant."""
+    if not rule.cuda_graph_constant or not captures_cuda_graphs(accel) or not settings.cuda_graphs:
+        return 0.0, ""
+    modelled = estimated_graph_bytes(rule.cuda_graph_estimate, arch, settings.max_num_seqs,
+                                     settings.max_num_batched_tokens)
+    if modelled is not None:
+        return modelled
+    return catalog.constant(rule.cuda_graph_constant), f"the flat estimate {rule.cuda_graph_constant}: no bytes per graph sourced for this model"
 
 
 def captures_cuda_graphs(accel: Accelerator | None) -> bool:

@@ -1,10 +1,11 @@
 """Weight memory an engine's MoE kernel adds on top of the checkpoint for an expert format it emulates.
 
-vLLM runs MXFP4 experts (gpt-oss; DeepSeek-V4's FP4 experts go through the same Mxfp4MoEMethod) on
-GPUs without native MXFP4 with the kernel its release picks for the GPU generation and install
-(``catalog/data/engine_moe_kernels.yaml``): Marlin allocates every expert matrix padded to its tile
-multiples (gpt-oss: hidden 2880 -> 3072, intermediate 2880 -> 2944 at TP 1), the Triton path keeps
-the checkpoint's shapes and holds the block scales twice.
+vLLM runs MXFP4 experts on GPUs without native MXFP4 with the kernel its release picks for the model,
+the GPU generation and the install (``catalog/data/engine_moe_kernels.yaml``): Marlin allocates every
+expert matrix padded to its tile multiples (gpt-oss: hidden 2880 -> 3072, intermediate 2880 -> 2944 at
+TP 1), the Triton path keeps the checkpoint's shapes and holds the block scales twice. gpt-oss's
+experts (GptOssMxfp4MoEMethod) take the Triton path on Hopper where the install has triton_kernels;
+DeepSeek-V4's (Mxfp4MoEMethod) have their own backend list, which on Hopper ends at Marlin.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acce
     fmt = catalog.quantization(quant_id).native_format
     if not expert_bytes_per_gpu or fmt is None or fmt in accel.native_formats:
         return 0.0, None
-    picked = moe_kernel(catalog, engine, fmt, accel.architecture, release, kernel)
+    picked = moe_kernel(catalog, engine, fmt, accel.architecture, release, kernel,
+                        model_type=arch.model_type if arch is not None else None)
     if picked is None:
         return 0.0, None
     k, rule = picked

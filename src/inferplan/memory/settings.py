@@ -45,7 +45,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
-                          topk_topp_sampler=d.topk_topp_sampler,
+                          topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB)
 
 

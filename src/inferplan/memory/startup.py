@@ -75,7 +75,7 @@ def startup_check(catalog: Catalog, rule: MemoryRule, settings: EngineSettings, 
     if startup is None:
         return None
     graphs = 0.0
-    if startup.graph_constants is not None:
+    if startup.graph_constants is not None and settings.cuda_graphs:  # --enforce-eager captures none
         single, multi = startup.graph_constants
         graphs = catalog.constant(single if gpus_in_instance == 1 else multi)
     per_seq = 0.0

@@ -122,7 +122,8 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
     if d.engine in GRAPH_ENGINES:
-        assumptions.append(f"{d.engine} with CUDA/HIP graphs on (its default); --enforce-eager runs decode slower, "
+        graphs = "without CUDA graphs (--enforce-eager)" if d.enforce_eager else "with CUDA/HIP graphs on (its default)"
+        assumptions.append(f"{d.engine} {graphs}; --enforce-eager runs decode slower, "
                            "by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include")
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"

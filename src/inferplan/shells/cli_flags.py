@@ -73,6 +73,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
                                           "(default: the release's own).")),
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, e.g. marlin (default: the engine's).")),
+    "enforce_eager": (bool, typer.Option(
+        False, "--enforce-eager", help="vLLM: capture no CUDA graphs, so none are estimated or reserved.")),
     "mtp_draft": (bool, typer.Option(
         False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
                                    "TensorRT-LLM MTP): count the memory the engine allocates for them.")),

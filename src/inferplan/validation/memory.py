@@ -159,6 +159,7 @@ def deployment_for(point: MemoryPoint, catalog: Catalog | None = None) -> Deploy
         moe_kernel=s.moe_kernel,
         topk_topp_sampler=s.topk_topp_sampler,
         mtp_draft=s.mtp_draft,
+        enforce_eager=bool(s.enforce_eager),
     )
 
 
