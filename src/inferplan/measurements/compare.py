@@ -1,6 +1,7 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
-for the same deployment and workload (no profile, no stored run — the model alone, as
-``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
+for the same deployment and workload — the run's offload, host KV tier and host, and its draft tokens
+at its acceptance rate (``run_deployment``, ``run_workload``) — (no profile, no stored run — the model
+alone, as ``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
 where the point measured latency percentiles, the approximation's and the simulation's beside them
 (``tails.py``)."""
 
@@ -13,12 +14,11 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import MeasuredRun
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.local_runs import MeasuredPoint, run_deployment
+from inferplan.performance.local_runs import MeasuredPoint, run_deployment, run_workload
 from inferplan.performance.serving import estimate
 
 # metric -> (the measured point's field, the estimate's figure)
@@ -77,9 +77,7 @@ def _kv_cache(run: MeasuredRun, catalog: Catalog) -> MetricComparison | None:
 
 
 def _predict(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
-    d = _deployment(run)
-    w = Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency)
-    return estimate(d, w, catalog, use_profiles=False)
+    return estimate(_deployment(run), run_workload(run, p), catalog, use_profiles=False)
 
 
 def _unpredicted(where: dict, p: MeasuredPoint, exc: InferplanError, tails: PointTails | None = None) -> PointComparison:
@@ -95,7 +93,7 @@ def compare_point(run: MeasuredRun, p: MeasuredPoint, catalog: Catalog) -> Point
     percentiles queued and simulated."""
     where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
     try:
-        tails = compare_tails(_deployment(run), p, catalog)
+        tails = compare_tails(_deployment(run), run_workload(run, p), p, catalog)
     except InferplanError as exc:
         return _unpredicted(where, p, exc)
     try:
