@@ -157,3 +157,16 @@ def test_the_api_stores_and_refuses_them_as_the_cli_does(tmp_path):
         (40, 2, "ngram", 0.8)  # the method deploy launches for a model without MTP layers
     bad = client.post("/api/measurements", json={**body, "provenance": {**body["provenance"], "speculative_method": "mtp"}})
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "provenance", "speculative_method"]
+
+
+def test_a_system_packs_import_line_states_the_host_its_card_gave_the_predictions(tmp_path):
+    """The import line names the accelerator alone: the host RAM and bandwidth an offload plan took from the
+    system card are stated in it, so the run is predicted on the same host."""
+    flags = ["--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", 1, "--engine", "vllm", "--cpu-offload-gb", 4,
+             "--kv-offloading-size", 100]
+    predictions, line = _pack(tmp_path / "pack", *flags)
+    assert "host_memory_gb" not in predictions["deployment"]  # the card's, not stated
+    assert float(line[line.index("--host-memory-gb") + 1]) == 2000  # hgx-h100: 2 TB, read as GiB
+    assert float(line[line.index("--host-memory-bandwidth-gb-per-s") + 1]) == pytest.approx(614.4)
+    _run_the_import_line(tmp_path / "pack", predictions, line, tmp_path / "runs.db")
+    assert _compared(tmp_path / "runs.db") == _predicted(predictions)

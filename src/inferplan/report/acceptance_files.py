@@ -82,10 +82,10 @@ def _layout_text(lay) -> str:
 
 def import_flags(p: AcceptancePack) -> str:
     """The flags that import the pack's results as the instance it launched (its resolved layout, what it keeps
-    in host RAM, its host and its speculative decoding at the predictions' acceptance rate), quoted as a shell
-    reads them."""
+    in host RAM, its host — a system card's too — and its speculative decoding at the predictions' acceptance
+    rate), quoted as a shell reads them."""
     d, lay, q = p.deployment, p.layout, shlex.quote
-    spec = p.speculative
+    spec, host = p.speculative, {**{f: getattr(d, f) for f in RUN_OFFLOAD}, **p.system_host}
     drafts = ([f"--speculative-tokens {spec.tokens}", f"--speculative-method {q(spec.method)}",
                *([f"--draft-model {q(spec.draft_model)}"] if spec.draft_model else []),
                f"--acceptance-rate {p.acceptance_rate}"] if spec else [])  # as written, so the import predicts alike
@@ -94,7 +94,7 @@ def import_flags(p: AcceptancePack) -> str:
                      f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else []),
                      f"--max-model-len {d.max_model_len}",
-                     *(f"{_flag(f)} {q(str(getattr(d, f)))}" for f in RUN_OFFLOAD if getattr(d, f) is not None), *drafts])
+                     *(f"{_flag(f)} {q(str(host[f]))}" for f in RUN_OFFLOAD if host[f] is not None), *drafts])
 
 
 def _flag(field: str) -> str:
