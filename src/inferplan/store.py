@@ -2,7 +2,9 @@
 
 Each thread has its own connection, so the API can serve concurrent requests; writes take
 ``BEGIN IMMEDIATE`` and wait (``busy_timeout``) instead of failing, so concurrent saves lose
-nothing. A vendor quote overrides the catalogue's price band wherever its system is used.
+nothing. A vendor quote overrides the catalogue's price band wherever its system is used. The
+database records its version (``PRAGMA user_version``); one an earlier release wrote is migrated when
+opened (``MIGRATIONS``), one a later release wrote is refused.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
-from inferplan.performance.local_runs import UserRun
+from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, UserRun
 from inferplan.store_path import default_db_path
 
 SCHEMA = """
@@ -48,6 +50,24 @@ CREATE TABLE IF NOT EXISTS measurements (
     created TEXT NOT NULL
 );
 """
+
+
+
+def _runs_state_their_drafts_and_host_tiers(db: sqlite3.Connection) -> None:
+    """Version 1: a stored run states its speculative decoding, host KV tier, KTransformers release and host.
+    A run stored before recorded none of them, so each is written as none (no draft tokens, every other
+    field null); every key the run held stays as it was."""
+    for row in db.execute("SELECT id, body FROM measurements").fetchall():
+        body = json.loads(row["body"])
+        stated = {**RUN_NONE, **body}
+        if stated != body:
+            db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps(stated), row["id"]))
+
+
+# what a run stored before version 1 states of the fields version 1 added
+RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "speculative_tokens": 0}
+MIGRATIONS = (_runs_state_their_drafts_and_host_tiers,)  # MIGRATIONS[v] brings a store of version v to v + 1
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class NotFoundError(InferplanError):
@@ -111,6 +131,24 @@ class Store:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a database written by an earlier release to ``SCHEMA_VERSION`` (``PRAGMA user_version``), in
+        one transaction; a database of a later release is refused rather than misread. A current one is only read."""
+        with self._connect() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise InvalidScenarioError(f"{self.path} was written by a later inferplan (store version {version})",
+                                       field="db", allowed=f"a store of version {SCHEMA_VERSION} or earlier, or a later inferplan")
+        if version == SCHEMA_VERSION:
+            return
+        with self._write() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have migrated it meanwhile
+            if version < SCHEMA_VERSION:
+                for step in MIGRATIONS[version:]:
+                    step(db)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
     def _connect(self):

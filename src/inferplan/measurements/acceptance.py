@@ -32,6 +32,7 @@ from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.slots import most_slots
 from inferplan.memory.resolve import resolve_model
+from inferplan.performance.local_runs import NO_OFFLOAD, launched_offload
 from inferplan.performance.serving import estimate
 
 CLIENTS_FILE = Path(__file__).with_name("clients.yaml")
@@ -69,6 +70,9 @@ class AcceptancePack(BaseModel):
     accelerator: str  # its accelerator's catalogue id
     layout: ParallelPlan  # its resolved parallel sizes and GPUs
     notes: tuple[str, ...] = ()  # the launch command's notes (how to start the plan's other copies)
+    # the host RAM (GiB) and DRAM bandwidth (GB/s) the predictions took from a --system card, under the
+    # Deployment fields that state them: the import line states them, as it names the accelerator alone
+    system_host: dict[str, float] = {}
     speculative: Speculative | None = None  # the speculative decoding it launches with (method filled as deploy fills it)
     acceptance_rate: float | None = None  # per draft token, as the predictions take it (with ``speculative``)
     workload_preset: str
@@ -160,6 +164,18 @@ def _tokenizer(started: LaunchCommand, card_repo: str, catalog: Catalog) -> str:
     return card_repo if gguf or started.checkpoint.startswith("<") else started.checkpoint
 
 
+def _system_host(d: Deployment, catalog: Catalog) -> dict[str, float]:
+    """What a system card gives a deployment that keeps weights or KV cache in host RAM and states neither its
+    host RAM nor its DRAM bandwidth (none on unified memory, where the GPU's memory is the host's)."""
+    hw = resolve_hardware(catalog, d)
+    if hw.system is None or hw.accel.unified_memory or launched_offload(d) == NO_OFFLOAD:
+        return {}
+    card = {"host_memory_gb": hw.system.host_memory_bytes.capacity_gib if hw.system.host_memory_bytes else None,
+            "host_memory_bandwidth_gb_per_s": (hw.system.host_memory_bandwidth_bytes_per_s.value / 1e9
+                                               if hw.system.host_memory_bandwidth_bytes_per_s else None)}
+    return {f: v for f, v in card.items() if v is not None and getattr(d, f) is None}
+
+
 def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None = None, *,
                     input_len: int | None = None, output_len: int | None = None, speculative: Speculative | None = None,
                     acceptance_rate: float | None = None) -> AcceptancePack:
@@ -193,7 +209,7 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
                                       output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
     return AcceptancePack(deployment=d, accelerator=resolve_hardware(catalog, d).accel.id,
                           layout=plan_memory(with_draft(d, catalog, speculative), catalog).result.parallel,
-                          notes=(*started.notes, *copies), speculative=speculative,
+                          notes=(*started.notes, *copies), system_host=_system_host(d, catalog), speculative=speculative,
                           acceptance_rate=w.acceptance_rate if speculative else None,
                           workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
                           launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data, started.engine)),

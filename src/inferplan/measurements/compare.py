@@ -1,6 +1,7 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
-for the same deployment and workload (no profile, no stored run — the model alone, as
-``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
+for the same deployment and workload — the run's offload, host KV tier and host, and its draft tokens
+at its acceptance rate (``run_deployment``, ``run_workload``) — (no profile, no stored run — the model
+alone, as ``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
 where the point measured latency percentiles, the approximation's and the simulation's beside them
 (``tails.py``)."""
 
@@ -13,12 +14,11 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import MeasuredRun
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.local_runs import MeasuredPoint, run_deployment
+from inferplan.performance.local_runs import MeasuredPoint, run_deployment, run_workload
 from inferplan.performance.serving import estimate
 
 # metric -> (the measured point's field, the estimate's figure)
@@ -73,9 +73,8 @@ def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> MetricCompar
                             error=predicted / run.kv_cache_tokens - 1)
 
 
-def _predict(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
-    w = Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency)
-    return estimate(d, w, catalog, use_profiles=False)
+def _predict(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
+    return estimate(d, run_workload(run, p), catalog, use_profiles=False)
 
 
 def _unpredicted(where: dict, p: MeasuredPoint, exc: InferplanError, tails: PointTails | None = None) -> PointComparison:
@@ -85,17 +84,17 @@ def _unpredicted(where: dict, p: MeasuredPoint, exc: InferplanError, tails: Poin
                            tails=tails, problem=exc.describe())
 
 
-def compare_point(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
-    """The figures predicted at ``p``, a point of a run of ``d``, beside the measured ones. A load the
+def compare_point(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
+    """The figures predicted at ``p``, a point of ``run`` of ``d`` (its deployment), beside the measured ones. A load the
     steady-state model refuses for the means (every request of a run sent at once, more than the KV cache
     holds) still has its percentiles queued and simulated."""
     where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
     try:
-        tails = compare_tails(d, p, catalog)
+        tails = compare_tails(d, run_workload(run, p), p, catalog)
     except InferplanError as exc:
         return _unpredicted(where, p, exc)
     try:
-        est = _predict(d, p, catalog)
+        est = _predict(run, d, p, catalog)
     except InferplanError as exc:
         return _unpredicted(where, p, exc, tails)
     rows = []
@@ -110,7 +109,7 @@ def compare_point(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointCom
 def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparison:
     catalog = catalog or load_catalog()
     d = run_deployment(run, max_model_len=run.max_model_len)
-    points = tuple(compare_point(d, p, catalog) for p in run.points)
+    points = tuple(compare_point(run, d, p, catalog) for p in run.points)
     by_metric: dict[str, list[float]] = {}
     for point in points:
         for m in point.metrics:

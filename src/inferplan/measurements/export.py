@@ -8,8 +8,11 @@ import datetime as dt
 
 import yaml
 
-from inferplan.measurements.records import MeasuredRun
+from inferplan.measurements.records import MeasuredRun, run_settings
 
+# the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint)
+POINT_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",
+                "host_memory_gb")
 # a measured point's field -> the speed point metric it is (per-user decode: 1/TPOT at concurrency 1)
 FIELD_METRICS = (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s"), ("output_tokens_per_s_total", "output_tokens_per_s_total"),
                  ("prefill_tokens_per_s", "prefill_tokens_per_s"))
@@ -17,6 +20,13 @@ FIELD_METRICS = (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s"), ("output_tokens_per
 
 def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dict:
     source = f"user-run-{run.id}"
+    # what the speed_points schema takes of the run's drafts and host RAM; the rest (a host KV tier, the host's
+    # bandwidth) said in a caveat
+    stated = {f: getattr(run, f) for f in POINT_FIELDS if getattr(run, f) is not None}
+    if run.speculative_tokens:
+        stated |= {"speculative_tokens": run.speculative_tokens, "acceptance_rate": run.acceptance_rate}
+    settings = run_settings(run)
+    stated |= {"caveats": [f"launched with {settings}"]} if settings else {}
     points = []
     for p in run.points:
         for field, metric in FIELD_METRICS:
@@ -30,7 +40,7 @@ def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dic
                 "tensor_parallel_size": run.tensor_parallel_size, "engine": run.engine, "engine_version": run.engine_version,
                 "quantization": run.quantization, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens,
                 "concurrency": p.concurrency, "metric": metric, "measured": measured,
-                "split": "holdout",
+                "split": "holdout", **stated,
             })
     note = "; ".join(x for x in (f"measured by {run.measured_by}", run.note, f"driver {run.driver}" if run.driver else "",
                                   f"{run.format} result file {run.file}") if x)

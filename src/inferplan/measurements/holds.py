@@ -2,14 +2,20 @@
 hold (the memory plan's ``weights_bytes_per_gpu`` at the stated tensor parallel size and weight
 format) fit in a GPU's memory. A run whose stated deployment cannot hold its weights was measured on
 another one (a tensor parallel size or a weight format left unstated), and every comparison with it
-would be wrong, so it is refused naming what to state. A deployment the planner reckons too tight
-for its KV cache is stored: the run says it served, and ``compare`` shows why no prediction is made."""
+would be wrong, so it is refused naming what to state; so is a setting its engine does not take (a host KV
+tier or offload flag of another engine), a KTransformers release or ``--kt-method`` with no CPU path, and a
+speculative method the model or engine cannot draft with (``check_stated``). A deployment the planner
+reckons too tight for its KV cache is stored: the run says it served, and ``compare`` shows why no
+prediction is made."""
 
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.memory.fit import fit
+from inferplan.memory.kt_host import kt_expert_format
+from inferplan.memory.mtp import with_speculative
+from inferplan.memory.offload import check_offload_flags
 from inferplan.performance.local_runs import UserRun, run_deployment
 from inferplan.units import GB
 
@@ -28,3 +34,13 @@ def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
         f"{planned.gpu_memory_bytes / GB:.1f} GB: the run cannot have been served so; state the tensor parallel "
         "size and the quantization it ran with", field="tensor_parallel_size",
         allowed="the tensor parallel size and weight format the run used")
+
+
+def check_stated(catalog: Catalog, run: UserRun) -> None:
+    """Refuse what the run states that its engine, model or KTransformers release cannot have run, naming
+    the field (``speculative_method``, ``hicache_ratio``, ``kt_release`` …) and what is allowed."""
+    d = run_deployment(run.model_copy(update={"speculative_method": None}))
+    check_offload_flags(d, list(catalog.engines), catalog.engine(run.engine))
+    if run.kt_release is not None or run.kt_method is not None:
+        kt_expert_format(catalog, run.kt_release, run.kt_method, run.quantization)
+    with_speculative(catalog, d, run.speculative_tokens, run.speculative_method)

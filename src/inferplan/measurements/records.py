@@ -9,18 +9,22 @@ the user left out; what the user states wins.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, SafeName
 from inferplan.measurements.formats import FORMATS, guess_format, parse
 from inferplan.measurements.result_fields import Parsed
-from inferplan.measurements.holds import check_holds_weights
+from inferplan.measurements.holds import check_holds_weights, check_stated
 from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.inputs.deployment import Deployment
-from inferplan.performance.local_runs import RUN_OFFLOAD, MeasuredPoint, UserRun
+from inferplan.inputs.workload import Workload
+from inferplan.memory.mtp import SPECULATIVE_METHODS
+from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, MeasuredPoint, UserRun, run_deployment
 
 MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100
@@ -49,13 +53,36 @@ class RunProvenance(Input):
     # the KV cache the engine reported at start-up (vLLM: "GPU KV cache size: N tokens"), to check the memory plan
     kv_cache_tokens: int | None = Field(None, ge=1, le=10**12)
     max_model_len: int | None = Field(None, ge=1, le=100_000_000, description="the context the engine ran with")
-    # the weights the run kept in host RAM and the host's memory, as a Deployment states them (RUN_OFFLOAD)
+    # what the run kept in host RAM (weights, a host KV-cache tier), its KTransformers release and its host,
+    # as a Deployment states them (RUN_OFFLOAD)
     n_gpu_layers: int | None = Deployment.model_fields["n_gpu_layers"]
     n_cpu_moe: int | None = Deployment.model_fields["n_cpu_moe"]
     cpu_offload_gb: float | None = Deployment.model_fields["cpu_offload_gb"]
+    kv_offloading_size: float | None = Deployment.model_fields["kv_offloading_size"]
+    kv_offloading_backend: Literal["native", "lmcache"] | None = Deployment.model_fields["kv_offloading_backend"]
+    hicache_ratio: float | None = Deployment.model_fields["hicache_ratio"]
+    hicache_size: float | None = Deployment.model_fields["hicache_size"]
     kt_num_gpu_experts: int | None = Deployment.model_fields["kt_num_gpu_experts"]
     kt_method: str | None = Deployment.model_fields["kt_method"]
+    kt_release: str | None = Deployment.model_fields["kt_release"]
+    host_sockets: int | None = Deployment.model_fields["host_sockets"]
     host_memory_gb: float | None = Deployment.model_fields["host_memory_gb"]
+    host_memory_bandwidth_gb_per_s: float | None = Deployment.model_fields["host_memory_bandwidth_gb_per_s"]
+    # its speculative decoding (RUN_DRAFTS): draft tokens per step as the workload bounds them, how drafts were
+    # made (SPECULATIVE_METHODS, checked with the model and engine by ``holds.check_stated``), the draft
+    # checkpoint, and the acceptance rate per draft token it is predicted at (the engine's logged rate)
+    speculative_tokens: int = Workload.model_fields["speculative_tokens"]
+    speculative_method: str | None = Field(None, max_length=40, description=f"one of {', '.join(SPECULATIVE_METHODS)}")
+    draft_model: str | None = Field(None, min_length=1, max_length=300)
+    acceptance_rate: float | None = Field(None, ge=0, le=1, description="per draft token (default 0.7)")
+
+    @field_validator("speculative_method", "draft_model", "acceptance_rate")
+    @classmethod
+    def _only_with_drafts(cls, value: object, info: ValidationInfo) -> object:
+        if value is not None and not info.data.get("speculative_tokens"):
+            raise PydanticCustomError("drafts_missing", "applies only with speculative decoding (draft tokens per step)",
+                                      {"allowed": "leave it out, or 1 or more speculative_tokens beside it"})
+        return value
 
 
 class MeasuredRun(UserRun):
@@ -110,8 +137,24 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
         if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")}:  # a key of the file: name the file too
             raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
         raise
+    check_stated(catalog, run)
+    run = _drafted(catalog, run)
     check_holds_weights(catalog, run)
     return run
+
+
+def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
+    """A run with draft tokens states how they were made and the acceptance rate it is predicted at: where the
+    user left them out, as deploy launches a draft (``planned_speculative``: mtp where the model drafts with its
+    own layers, else ngram) and the workload's default rate."""
+    if not run.speculative_tokens:
+        return run
+    from inferplan.deploy.command import Speculative, planned_speculative
+
+    method = run.speculative_method or planned_speculative(run_deployment(run), catalog,
+                                                           Speculative(tokens=run.speculative_tokens)).method
+    rate = run.acceptance_rate if run.acceptance_rate is not None else Workload.model_fields["acceptance_rate"].default
+    return run.model_copy(update={"speculative_method": method, "acceptance_rate": rate})
 
 
 def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProvenance, today: dt.date | None) -> MeasuredRun:
@@ -134,7 +177,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points),
-                       **{f: getattr(given, f) for f in RUN_OFFLOAD})
+                       **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_DRAFTS)})
 
 
 def _file_quantization(catalog: Catalog, meta: dict[str, str]) -> str | None:
@@ -171,3 +214,12 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
     if len(files) > MAX_FILES:
         raise InvalidScenarioError(f"{len(files)} files at once", field="files", allowed=f"at most {MAX_FILES}")
     return [read_run(catalog, name, data, given) for name, data in files]
+
+
+def run_settings(run: UserRun) -> str:
+    """What a run states of host RAM, its host and its speculative decoding, as the flags that stated them
+    (none: "")."""
+    stated = [(f, v) for f in (*RUN_OFFLOAD, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
+              and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts on the GPU: stated
+    return " ".join(f"--{f.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{f.replace('_', '-')} {v}"
+                    for f, v in stated)

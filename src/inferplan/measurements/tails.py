@@ -77,12 +77,12 @@ def _load(p: MeasuredPoint) -> Load:
                     request_rate_per_s=p.request_rate_per_s, max_concurrency=p.concurrency, **spread)
 
 
-def compare_tails(d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointTails | None:
-    """The percentiles ``p`` measured beside the predicted ones (None: it measured none). Errors are
-    ``service_curve``'s (the model does not fit, the request is longer than the context ...)."""
+def compare_tails(d: Deployment, w: Workload, p: MeasuredPoint, catalog: Catalog) -> PointTails | None:
+    """The percentiles ``p`` measured beside the predicted ones for requests shaped like ``w`` (its lengths
+    and drafts; None: it measured none). Errors are ``service_curve``'s (the model does not fit, the request
+    is longer than the context ...)."""
     if not has_tails(p):
         return None
-    w = Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1))
     curve = service_curve(d, w, catalog, use_profiles=False)
     tails = predict_tails(curve, point_load(p), requests=p.requests, simulated_requests=SIMULATED_REQUESTS)
     rows = []

@@ -1,5 +1,6 @@
 """The user's own measured runs, planned on: where a run of the same deployment (model, accelerator,
-GPUs, tensor parallel size, engine, weight format) was measured, its figures replace the model's.
+GPUs, tensor parallel size, engine, weight format, and what it was launched to keep in host RAM) was
+measured without speculative decoding, its figures replace the model's.
 
 The runs come in as data (the shells read them from the store and pass them here). At the asked
 input/output lengths a run is interpolated across concurrency (linear in log concurrency, as the
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferplan.catalog.points_schema import ProfilePoint, ServingProfile
 
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.performance.estimate import ServingEstimate
@@ -70,41 +72,72 @@ class UserRun(BaseModel):
     quantization: str
     measured_on: dt.date
     points: tuple[MeasuredPoint, ...]
-    # the weights it kept in host RAM and the host's memory (Deployment's fields of these names; None: not stated)
+    # what it kept in host RAM — weights, a host KV-cache tier — the KTransformers release and the host
+    # (Deployment's fields of these names, RUN_OFFLOAD; None: not stated)
     n_gpu_layers: int | None = None
     n_cpu_moe: int | None = None
     cpu_offload_gb: float | None = None
+    kv_offloading_size: float | None = None
+    kv_offloading_backend: str | None = None
+    hicache_ratio: float | None = None
+    hicache_size: float | None = None
     kt_num_gpu_experts: int | None = None
     kt_method: str | None = None
+    kt_release: str | None = None
+    host_sockets: int | None = None
     host_memory_gb: float | None = None
+    host_memory_bandwidth_gb_per_s: float | None = None
+    # the speculative decoding it ran with, as deploy launches it (0 draft tokens: none); the acceptance rate
+    # per draft token it is predicted at (None: the workload's default)
+    speculative_tokens: int = 0
+    speculative_method: str | None = None  # memory.mtp.SPECULATIVE_METHODS; None: as perf plans a draft
+    draft_model: str | None = None
+    acceptance_rate: float | None = None
 
 
-# the Deployment fields a run states of the weights it kept in host RAM (``measurements import`` takes them)
-RUN_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "host_memory_gb")
+# the Deployment fields a run states of what it kept in host RAM, its KTransformers release and its host
+# (``measurements import`` and ``acceptance`` take them by the same flags)
+RUN_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
+               "hicache_size", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "host_memory_gb",
+               "host_memory_bandwidth_gb_per_s")
+# of those, the host the run ran on: planned with, not matched (perf plans on a run of the same launch)
+RUN_HOST = ("host_sockets", "host_memory_gb", "host_memory_bandwidth_gb_per_s")
+# the speculative decoding a run states (``measurements import`` takes them as deploy and perf name them)
+RUN_DRAFTS = ("speculative_tokens", "speculative_method", "draft_model", "acceptance_rate")
 
 
 def run_deployment(run: UserRun, **settings) -> Deployment:
-    """The deployment ``run`` measured (its GPUs, layout, engine, weight format and offload), with ``settings`` beside."""
+    """The deployment ``run`` measured (its GPUs, layout, engine, weight format, offload and host; drafting with
+    the model's MTP layers where its speculative method is mtp), with ``settings`` beside."""
+    mtp = {"mtp_draft": True} if run.speculative_tokens and run.speculative_method == "mtp" else {}
     return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
                       pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
                       enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
-                      **{f: getattr(run, f) for f in RUN_OFFLOAD if getattr(run, f) is not None}, **settings)
+                      **{f: getattr(run, f) for f in RUN_OFFLOAD if getattr(run, f) is not None}, **mtp, **settings)
+
+
+def run_workload(run: UserRun, p: MeasuredPoint) -> Workload:
+    """The workload of one load level of ``run``: its lengths and concurrency, with the run's draft tokens at
+    its acceptance rate."""
+    rate = {"acceptance_rate": run.acceptance_rate} if run.acceptance_rate is not None else {}
+    drafts = {"speculative_tokens": run.speculative_tokens, **rate} if run.speculative_tokens else {}
+    return Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency, **drafts)
 
 
 def launched_offload(x: "UserRun | Deployment") -> tuple:
-    """How a run or deployment kept weights in host RAM (``RUN_OFFLOAD`` but the host's memory)."""
-    return tuple(getattr(x, f) for f in RUN_OFFLOAD if f != "host_memory_gb")
+    """How a run or deployment was launched to use host RAM (``RUN_OFFLOAD`` but the host, ``RUN_HOST``)."""
+    return tuple(getattr(x, f) for f in RUN_OFFLOAD if f not in RUN_HOST)
 
 
-NO_OFFLOAD = (None,) * (len(RUN_OFFLOAD) - 1)  # launched_offload of a run or deployment that states none
+NO_OFFLOAD = (None,) * (len(RUN_OFFLOAD) - len(RUN_HOST))  # launched_offload of a run or deployment that states none
 
 
 def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int, offload: tuple = NO_OFFLOAD) -> list[UserRun]:
     """The runs of ``est``'s deployment: its model, GPUs, layout, engine, weight format and offload
-    (``launched_offload``)."""
+    (``launched_offload``), without speculative decoding (an estimate with drafts plans on no run)."""
     return [r for r in runs if (r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization)
             == (est.model, est.accelerator, est.gpus, tp, est.engine, est.quantization) and launched_offload(r) == offload
-            and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
+            and not r.speculative_tokens and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
 def _interp(xs: list[float], ys: list[float], x: float) -> float:
@@ -254,9 +287,10 @@ def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
     tokens/s: what the planner's capacity search (``plan``) interpolates, as it does the shipped
     profiles. Their ids (``user-run-<id>-<input>-<output>``) name the newest run.
 
-    A profile has no tensor parallel size: runs of two layouts on the same GPUs would both match."""
+    A profile has no tensor parallel size: runs of two layouts on the same GPUs would both match. A run with
+    speculative decoding makes none (a profile states no draft tokens or acceptance rate)."""
     groups: dict[tuple, list[UserRun]] = {}
-    for r in runs:
+    for r in (r for r in runs if not r.speculative_tokens):
         groups.setdefault((r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization), []).append(r)
     profiles = []
     for run in (_pooled(group) for group in groups.values()):  # named by the newest run of each deployment

@@ -33,7 +33,6 @@ def _readme(p: AcceptancePack) -> str:
         "4. Import the results and see the planner's prediction beside them:",
         "",
         "       inferplan measurements import results/* " + import_flags(p) + " --engine-version <version>",
-        *(f"       # {line}" for line in _not_imported(p)),
         "       inferplan measurements list",
         "       inferplan measurements show <id>",
         "",
@@ -82,36 +81,22 @@ def _layout_text(lay) -> str:
 
 
 def import_flags(p: AcceptancePack) -> str:
-    """The flags that import the pack's results as the instance it launched (its resolved layout), quoted as a
-    shell reads them."""
+    """The flags that import the pack's results as the instance it launched (its resolved layout, what it keeps
+    in host RAM, its host — a system card's too — and its speculative decoding at the predictions' acceptance
+    rate), quoted as a shell reads them."""
     d, lay, q = p.deployment, p.layout, shlex.quote
+    spec, host = p.speculative, {**{f: getattr(d, f) for f in RUN_OFFLOAD}, **p.system_host}
+    drafts = ([f"--speculative-tokens {spec.tokens}", f"--speculative-method {q(spec.method)}",
+               *([f"--draft-model {q(spec.draft_model)}"] if spec.draft_model else []),
+               f"--acceptance-rate {p.acceptance_rate}"] if spec else [])  # as written, so the import predicts alike
     return " ".join([f"--model {q(d.model)}", f"--gpu {q(p.accelerator)}", f"--gpus {lay.gpus}",
                      f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}",
                      f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else []),
                      f"--max-model-len {d.max_model_len}",
-                     *(f"{_flag(f)} {q(str(getattr(d, f)))}" for f in RUN_OFFLOAD if getattr(d, f) is not None)])
+                     *(f"{_flag(f)} {q(str(host[f]))}" for f in RUN_OFFLOAD if host[f] is not None), *drafts])
 
 
 def _flag(field: str) -> str:
     """The flag of a Deployment field (each flag here is the field's name)."""
     return "--" + field.replace("_", "-")
-
-
-# Deployment fields the pack launches and predicts with that ``measurements import`` does not record (the host
-# KV-cache tiers; it records the layout, engine, weight format, context and weight offload, RUN_OFFLOAD)
-NOT_IMPORTED = ("kv_offloading_size", "kv_offloading_backend", "hicache_ratio", "hicache_size")
-
-
-def _not_imported(p: AcceptancePack) -> list[str]:
-    """What the import line cannot carry of the pack's deployment: ``measurements show`` predicts the run
-    without it, so its figures there differ from ``predictions.json``, which has it."""
-    d = p.deployment
-    stated = [f"{_flag(field)} {getattr(d, field)}" for field in NOT_IMPORTED if getattr(d, field) is not None]
-    if p.speculative:
-        stated.append(f"--speculative-tokens {p.speculative.tokens} (method {p.speculative.method}, acceptance "
-                      f"{p.acceptance_rate:g})")
-    if not stated:
-        return []
-    return [f"measurements import records no host KV tier or speculative decoding; not carried: {', '.join(stated)}.",
-            "`measurements show` predicts the run without them; predictions.json has the figures with them."]

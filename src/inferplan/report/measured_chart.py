@@ -7,6 +7,7 @@ carries the run, the load level and the error."""
 from __future__ import annotations
 
 from inferplan.measurements.compare import RunComparison
+from inferplan.measurements.records import run_settings
 from inferplan.report.charts import SCHEMA
 
 FIGURES = {  # metric -> (panel title, display factor from SI, unit)
@@ -59,6 +60,8 @@ def run_text(c: RunComparison) -> str:
     errors = ", ".join(f"{FIGURES[k][0] if k in FIGURES else k} {v * 100:.1f}%" for k, v in c.median_abs_error.items())
     tails = ", ".join(f"{TAIL_TITLES.get(t.metric, t.metric)} {t.approximation_abs_error * 100:.0f}% / "
                       f"{t.simulation_abs_error * 100:.0f}%" for t in c.tail_median_abs_error)
-    text = (f"#{r.id} {r.measured_on}: {r.model} on {r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}, "
-            f"{len(r.points)} points ({r.format}: {r.file}) — median |error| {errors or '—'}")
+    stated = run_settings(r)
+    text = (f"#{r.id} {r.measured_on}: {r.model} on {r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}"
+            f"{f' ({stated})' if stated else ''}, {len(r.points)} points ({r.format}: {r.file}) — median |error| {errors or '—'}")
     return text + (f"; under load (approximation / simulation) {tails}" if tails else "")
+

@@ -106,7 +106,8 @@ LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_pa
 FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
           "other_gpu_memory_gb")
-# the offload and host-memory flags a launch command takes (deploy, acceptance)
+# the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
+# these, the KTransformers release and the host perf prices: performance/local_runs.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
                  "hicache_size", "kt_num_gpu_experts", "kt_method", "host_memory_gb")
 HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets",

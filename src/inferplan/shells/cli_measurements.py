@@ -6,11 +6,11 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json, err_console, fail,
-                                         run)
-from inferplan.performance.local_runs import RUN_OFFLOAD
+from inferplan.shells.cli_common import (AcceptanceRateOpt, DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
+                                         err_console, fail, run)
+from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
-from inferplan.shells.cli_flags import FORMAT, LAUNCHED_HOST, LAYOUT, LIMITS, deployment_flags
+from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
 
 render_local = LazyModule("inferplan.shells.render_local")
 
@@ -24,8 +24,7 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "gpus": "--gpus", "tensor_parallel_
          "engine": "--engine", "engine_version": "--engine-version", "quantization": "--quantization",
          "format": "--format", "measured_by": "--measured-by", "measured_on": "--measured-on", "note": "--note",
          "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len",
-         "n_gpu_layers": "--n-gpu-layers", "n_cpu_moe": "--n-cpu-moe", "cpu_offload_gb": "--cpu-offload-gb",
-         "kt_num_gpu_experts": "--kt-num-gpu-experts", "kt_method": "--kt-method", "host_memory_gb": "--host-memory-gb",
+         **{f: "--" + f.replace("_", "-") for f in (*RUN_OFFLOAD, *RUN_DRAFTS)},  # deploy's and perf's flag names
          "file": "FILE", "files": "FILE", "id": "ID"}
 
 
@@ -96,6 +95,10 @@ def import_cmd(
     note: str = typer.Option("", "--note", help="Free text."),
     kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens')."),
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
+    speculative_tokens: int = DraftTokensOpt,
+    speculative_method: Optional[str] = DraftMethodOpt,
+    draft_model: Optional[str] = DraftModelOpt,
+    acceptance_rate: Optional[float] = AcceptanceRateOpt,
     db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -112,7 +115,8 @@ def import_cmd(
         data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel, engine=engine,
         engine_version=engine_version, quantization=quantization, format=fmt, measured_by=measured_by,
         measured_on=measured_on, driver=driver, note=note, kv_cache_tokens=kv_cache_tokens,
-        max_model_len=max_model_len, **flags).items() if v is not None})
+        max_model_len=max_model_len, speculative_tokens=speculative_tokens, speculative_method=speculative_method,
+        draft_model=draft_model, acceptance_rate=acceptance_rate, **flags).items() if v is not None})
     contents = []
     for f in files:
         try:
@@ -174,7 +178,7 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(None, metavar="[ID]..."
         print(export_yaml(runs), end="")
 
 
-@deployment_flags(*LAYOUT, *(f for f in LIMITS if f != "max_model_len"), *FORMAT, *LAUNCHED_HOST)
+@deployment_flags(*LAYOUT, *(f for f in LIMITS if f != "max_model_len"), *FORMAT, *RUN_OFFLOAD)
 def acceptance_cmd(
     flags: dict,
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),

@@ -50,6 +50,11 @@ def print_comparison(console: Console, result) -> None:
     console.print(f"run {r.id}: {r.model} on {r.gpus}× {r.accelerator}, {escape(r.engine)} {escape(r.engine_version)}, "
                   f"{r.quantization}; measured {r.measured_on} by {escape(r.measured_by)} ({r.format}: {escape(r.file)})",
                   highlight=False)
+    from inferplan.measurements.records import run_settings
+
+    stated = run_settings(r)
+    if stated:
+        console.print(f"launched with {escape(stated)}", highlight=False)
     if r.note:
         console.print(f"[dim]{escape(r.note)}[/]", highlight=False)
     table = Table(title="predicted (calibrated model) vs measured")
@@ -118,3 +123,4 @@ def print_speeds(console: Console, speeds) -> None:
     for s in speeds:
         table.add_row(s.model, s.quantization, f"{s.ttft_s * 1e3:,.0f} ms", f"{s.output_tokens_per_s_per_user:,.1f}", s.source)
     console.print(table)
+
