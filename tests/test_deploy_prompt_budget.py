@@ -102,9 +102,9 @@ def test_the_feature_matrix_exclusions_are_sourced_data(catalog):
         PromptBudget(**{**rule.model_dump(), "combination_source": None})
 
 
-def test_a_sliding_window_model_past_the_budget_is_refused_naming_max_model_len(catalog):
+def test_a_sliding_window_model_past_a_stated_budget_is_refused_naming_max_model_len(catalog):
     with pytest.raises(UnsupportedSettingError) as refused:
-        launch_command(Deployment(**SWA), catalog)
+        launch_command(Deployment(**SWA, max_model_len=20_000, max_num_batched_tokens=8192), catalog)
     assert refused.value.field == "max_model_len"
     assert "at most 8,192 tokens" in refused.value.allowed and "max_num_batched_tokens" in refused.value.allowed
     assert "sliding-window" in str(refused.value)
@@ -116,6 +116,16 @@ def test_a_sliding_window_model_within_a_stated_budget_launches_and_plans_that_b
     command = launch_command(d, catalog)
     assert command.files == () and command.argv[command.argv.index("--max_num_tokens") + 1] == "20000"
     assert plan_memory(d, catalog).settings.max_num_batched_tokens == 20_000  # fit sizes the step by the launched budget
+
+
+def test_a_sliding_window_model_past_the_default_launches_with_a_step_of_its_longest_prompt(catalog):
+    """No budget stated: the launch states --max_num_tokens of the longest prompt (its max_model_len, else the
+    model's context), which fit plans too, instead of chunked prefill the engine does not run with the model."""
+    for d, longest in ((Deployment(**SWA, max_model_len=20_000), 20_000), (Deployment(**SWA), 131_072)):
+        command = launch_command(d, catalog)
+        assert command.files == () and command.argv[command.argv.index("--max_num_tokens") + 1] == str(longest)
+        assert any("--max_num_tokens" in n and "sliding-window" in n for n in command.notes)
+        assert plan_memory(d, catalog).settings.max_num_batched_tokens == longest
 
 
 def test_the_exclusion_is_what_decides(catalog):

@@ -19,7 +19,10 @@ from inferplan.shells.cli import app
 from inferplan.units import GiB
 
 DROP = "sudo sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches'"  # NVIDIA's DGX Spark troubleshooting pages
-SPARK_TRTLLM = Deployment(model="gpt-oss-120b", system="dgx-spark", engine="trtllm", engine_version="1.1.0rc3")
+# the logged start ran with trtllm-serve's default step ('max_num_tokens=8192' in its log): stated, as a plan of a
+# sliding-window model that states none is sized for a step of its whole context (memory.step_budget)
+SPARK_TRTLLM = Deployment(model="gpt-oss-120b", system="dgx-spark", engine="trtllm", engine_version="1.1.0rc3",
+                          max_num_batched_tokens=8192)
 
 
 def test_the_dgx_spark_trtllm_start_gets_a_range_holding_the_logged_pool(catalog):
@@ -96,7 +99,7 @@ def test_an_unsourced_or_discrete_integrated_gpu_is_refused(catalog):
 
 def test_text_and_json_show_the_range():
     runner = CliRunner()
-    args = ["fit", "--model", "gpt-oss-120b", "--system", "dgx-spark", "--engine", "trtllm"]
+    args = ["fit", "--model", "gpt-oss-120b", "--system", "dgx-spark", "--engine", "trtllm", "--max-num-batched-tokens", "8192"]
     text = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert "KV cache after a cold start: 0.00 GiB to 52.59 GiB per GPU" in text.stdout
     assert DROP in text.stdout

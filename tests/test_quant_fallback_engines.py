@@ -1,6 +1,8 @@
 """A format the accelerator has no native kernels for runs only in the engines that have a fallback for it
 (``fallback_engines`` in quantizations.yaml, each from its ``since`` release): NVFP4 on Hopper in vLLM and
-SGLang (Marlin W4A16), not in TensorRT-LLM, whose hardware matrix marks NVFP4 unsupported below Blackwell."""
+SGLang (Marlin W4A16), not in TensorRT-LLM, whose hardware matrix marks NVFP4 unsupported below Blackwell;
+DeepSeek-V4's FP4 + FP8 mix likewise, TensorRT-LLM running that model on Blackwell only; gpt-oss's MXFP4 in
+every engine that loads it, TensorRT-LLM as W4A16_MXFP4."""
 
 from __future__ import annotations
 
@@ -77,3 +79,40 @@ def test_a_vllm_release_before_the_fp4_marlin_kernel_is_refused(catalog):
         plan_memory(Deployment(**H100_TP4, engine="vllm", engine_version="0.8.5"), catalog)
     assert refused.value.field == "quantization" and f"before {since}" in str(refused.value)
     plan_memory(Deployment(**H100_TP4, engine="vllm", engine_version=since), catalog)
+
+
+V4_H200 = dict(model="deepseek-v4-flash", gpu="h200", gpus=8, tensor_parallel_size=8)
+
+
+def test_trtllm_deepseek_v4_fp4_experts_on_hopper_are_refused(catalog):
+    """TensorRT-LLM runs DeepSeek-V4's FP4 + FP8 checkpoint on Blackwell only at the release its launch is
+    planned at; vLLM and SGLang run its FP4 experts weight-only on Hopper."""
+    with pytest.raises(InvalidScenarioError) as refused:
+        plan_memory(Deployment(**V4_H200, engine="trtllm"), catalog)
+    assert refused.value.field == "quantization" and "mixed-fp4-fp8" in str(refused.value)
+    assert "mixed-fp4-fp8" not in refused.value.allowed.split(", ")
+    for engine in ("vllm", "sglang"):
+        plan_memory(Deployment(**V4_H200, engine=engine), catalog)
+    plan_memory(Deployment(**{**V4_H200, "gpu": "b200"}, engine="trtllm"), catalog)
+    mixed = catalog.quantization("mixed-fp4-fp8")
+    assert catalog.engine("trtllm").loads(mixed.model_copy(update={"fallback_engines": None}),
+                                          accel=catalog.accelerator("h200"))
+
+
+def test_search_offers_deepseek_v4_on_hopper_only_to_engines_with_a_fallback(catalog):
+    req = SearchRequest(models=("deepseek-v4-flash",), systems=("hgx-h200", "hgx-b200"), engines=("trtllm", "vllm", "sglang"),
+                        request_rate_per_s=1.0, input_len=1000, output_len=100)
+    cells = build_space(catalog, req, input_len=1000, output_len=100).cells
+    offered = {(c.platform.id, c.engine) for c in cells if c.quantization == "mixed-fp4-fp8"}
+    assert {e for p, e in offered if p == "hgx-h200"} == {"vllm", "sglang"}
+    assert "trtllm" in {e for p, e in offered if p == "hgx-b200"}
+
+
+def test_trtllm_runs_gpt_oss_mxfp4_on_hopper_weight_only(catalog):
+    """gpt-oss's MXFP4 checkpoint runs below SM100 as W4A16_MXFP4 in TensorRT-LLM (its Triton MoE backend on
+    Hopper), although its quantization hardware matrix marks MXFP4 unsupported there: planned as the fallback."""
+    mp = plan_memory(Deployment(model="gpt-oss-120b", gpu="h100-sxm", engine="trtllm"), catalog)
+    assert mp.quantization.id == "mxfp4" and any("bf16 fallback" in a for a in mp.result.assumptions)
+    notes = " ".join(catalog.quantization("mxfp4").notes)
+    assert "q-trtllm-mxfp4-below-sm100" in notes and "q-trtllm-gptoss-hopper-triton" in notes
+    assert {"q-trtllm-mxfp4-below-sm100", "q-trtllm-gptoss-hopper-triton"} <= set(catalog.sources)

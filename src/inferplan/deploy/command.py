@@ -40,6 +40,7 @@ from inferplan.deploy.output import Output
 from inferplan.memory.expert_split import planned_redundant_experts
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
+from inferplan.memory.step_budget import with_step_budget
 
 Role = Literal["both", "prefill", "decode"]
 DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it
@@ -118,6 +119,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     d = with_default_engine(d, catalog)
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
+    d, step_note = with_step_budget(d, catalog)  # the step fit plans where the engine cannot chunk the longest prompt
     flags = engine_flags(catalog, d.engine)
     served = served_model(d, catalog, flags)
     if role != "both" and flags.disaggregation is not None:  # a pool's worker listens where the router looks
@@ -189,7 +191,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                           [*(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
-                         notes=(*served.notes, *bounds, *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
+                         notes=(*served.notes, *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
                                 *spans, *(c.lstrip("# ") for c in cold)))
 
 

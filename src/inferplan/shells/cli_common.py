@@ -56,7 +56,7 @@ DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances
 EpOpt = typer.Option(False, "--enable-expert-parallel", help="Spread a mixture-of-experts model's experts over the GPUs.")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization", help="Share of each GPU's memory the engine may use (engine default when left out).")
 MaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the model's own).")
-BatchedOpt = typer.Option(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens).")
+BatchedOpt = typer.Option(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens; default: the engine's, or the longest prompt where it cannot chunk the model).")
 UbatchOpt = typer.Option(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
 SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
 SpeculativeTokensOpt = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding).")

@@ -1,0 +1,77 @@
+"""The per-step token budget a deployment is planned with where its engine cannot split its longest prompt.
+
+TensorRT-LLM's PyTorch backend refuses a prompt longer than its per-step token budget (``max_num_tokens``,
+8192 unless given) while chunked prefill is off (``EngineFlags.prompt_budget``). Where its feature matrix
+says chunked prefill does not run with the model (``PromptBudget.unsupported_with``: sliding-window layers),
+a deployment that states no budget is planned with one step as long as its longest prompt (its
+max_model_len, else the model's context), as trtllm-bench raises ``max_num_tokens`` to the longest prompt
+when chunking is off: fit charges that step's activations, perf prefills the prompt in that one step, and
+the launch states it with the engine's own flag (``settings.max_num_batched_tokens`` of its flag record).
+"""
+
+from __future__ import annotations
+
+from inferplan.catalog.architecture import LayerKind
+from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, flags_for
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.resolve import resolve_model
+
+FEATURE_NAMES = {"sliding_window": "sliding-window attention", "mtp": "MTP drafts"}
+
+
+def model_spec(d: Deployment, catalog: Catalog) -> ModelSpec | None:
+    """``d``'s model as the catalogue resolves it (None: it cannot)."""
+    try:
+        return resolve_model(catalog, d.model)
+    except InferplanError:  # a model the catalogue cannot resolve: its context and layers are the engine's to read
+        return None
+
+
+def longest_prompt(d: Deployment, spec: ModelSpec | None) -> int | None:
+    """The longest prompt ``d`` admits: its max_model_len, else the model's context (None: neither is known)."""
+    return d.max_model_len or (spec.context_tokens if spec is not None else None)
+
+
+def chunking_features(spec: ModelSpec | None, mtp: bool) -> set[ChunkingFeature]:
+    """What of a deployment an engine's feature matrix may rule on: the model's sliding-window layers, MTP drafts."""
+    found: set[ChunkingFeature] = {"mtp"} if mtp else set()
+    arch = spec.architecture if spec is not None else None
+    if arch is not None and LayerKind.SLIDING in arch.layer_kinds:
+        found.add("sliding_window")
+    return found
+
+
+def unchunked(flags: EngineFlags | None, features: set[ChunkingFeature]) -> list[ChunkingFeature]:
+    """The features of ``features`` the engine's feature matrix says chunked prefill does not run with."""
+    rule = flags.prompt_budget if flags is not None else None
+    return [f for f in rule.unsupported_with if f in features] if rule is not None else []
+
+
+def planned_step_budget(d: Deployment, spec: ModelSpec | None, flags: EngineFlags | None) -> tuple[int | None, str | None]:
+    """The step budget ``d`` is planned with where it states none, its engine refuses a prompt longer than its
+    default step without chunked prefill, and chunked prefill does not run with the model: its longest prompt,
+    with the note that says why (None, None: the engine's default budget, or the stated one, applies)."""
+    rule = flags.prompt_budget if flags is not None else None
+    longest = longest_prompt(d, spec)
+    if rule is None or d.max_num_batched_tokens is not None or longest is None or longest <= rule.default_tokens:
+        return None, None
+    refused = unchunked(flags, chunking_features(spec, d.mtp_draft))
+    if not refused:
+        return None, None
+    flag = flags.settings.get("max_num_batched_tokens")
+    named = f" ({flag.flags[0]})" if flag is not None else ""
+    return longest, (
+        f"max_num_batched_tokens{named} {longest:,}, the longest prompt: {flags.engine} runs a prompt longer than its "
+        f"{rule.default_tokens:,}-token step only with chunked prefill, which its feature matrix says does not run with "
+        f"{', '.join(FEATURE_NAMES[f] for f in refused)} ({rule.combination_source}); the step is planned at the longest "
+        "prompt, its activations counted and the prompt prefilled in one step, and the launch states it")
+
+
+def with_step_budget(d: Deployment, catalog: Catalog, spec: ModelSpec | None = None) -> tuple[Deployment, str | None]:
+    """``d`` with ``planned_step_budget`` written in as its max_num_batched_tokens, and the note that says so."""
+    flags = flags_for(catalog, catalog.engine(d.engine, field_name="engine").id)
+    budget, note = planned_step_budget(d, spec if spec is not None else model_spec(d, catalog), flags)
+    return (d, None) if budget is None else (d.model_copy(update={"max_num_batched_tokens": budget}), note)

@@ -1,0 +1,66 @@
+"""A model TensorRT-LLM does not chunk (sliding-window layers) is planned with one step as long as its longest
+prompt where no budget is stated: fit charges that step's activations, perf prefills in it, the launch states
+--max_num_tokens, and a search pick past the 8,192-token default launches instead of showing no command."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from inferplan.deploy.command import engine_flags, launch_command
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import plan_memory
+from inferplan.memory.step_budget import planned_step_budget
+from inferplan.memory.resolve import resolve_model
+from inferplan.performance.serving import estimate
+from inferplan.shells.cli import app
+
+SWA = dict(model="gpt-oss-120b", gpu="b200", engine="trtllm")  # sliding-window layers (hf_configs: sliding_window 128)
+LONG = 20_000
+
+
+def test_fit_charges_the_activations_of_a_step_as_long_as_the_longest_prompt(catalog):
+    planned = plan_memory(Deployment(**SWA, max_model_len=LONG), catalog)
+    stated = plan_memory(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=LONG), catalog)
+    default = plan_memory(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=8192), catalog)
+    assert planned.settings.max_num_batched_tokens == LONG
+    assert planned.result.activation_bytes_per_gpu == stated.result.activation_bytes_per_gpu
+    assert planned.result.activation_bytes_per_gpu > default.result.activation_bytes_per_gpu
+    assert planned.result.kv_cache_bytes_per_gpu < default.result.kv_cache_bytes_per_gpu
+    assert any("--max_num_tokens" in a and "sliding-window" in a for a in planned.result.assumptions)
+
+
+def test_perf_prefills_the_longest_prompt_in_that_step(catalog):
+    w = Workload(input_len=LONG - 500, output_len=200, concurrency=1)
+    planned = estimate(Deployment(**SWA, max_model_len=LONG), w, catalog, use_profiles=False)
+    stated = estimate(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=LONG), w, catalog, use_profiles=False)
+    chunked = estimate(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=8192), w, catalog, use_profiles=False)
+    assert planned.prefill_s == stated.prefill_s != chunked.prefill_s
+
+
+def test_a_model_the_engine_chunks_keeps_the_default_step(catalog):
+    d = Deployment(model="llama-3.3-70b", gpu="h100-sxm", tensor_parallel_size=8, quantization="fp8", engine="trtllm",
+                   max_model_len=LONG)
+    assert plan_memory(d, catalog).settings.max_num_batched_tokens == 8192
+    assert "--max_num_tokens" not in launch_command(d, catalog).argv
+
+
+def test_the_feature_matrix_entry_is_what_decides(catalog):
+    flags = engine_flags(catalog, "trtllm")
+    d, spec = Deployment(**SWA, max_model_len=LONG), resolve_model(catalog, "gpt-oss-120b")
+    assert planned_step_budget(d, spec, flags)[0] == LONG
+    opened = flags.model_copy(update={"prompt_budget": flags.prompt_budget.model_copy(update={"unsupported_with": ()})})
+    assert planned_step_budget(d, spec, opened) == (None, None)
+    assert planned_step_budget(Deployment(**SWA, max_model_len=8192), spec, flags) == (None, None)
+
+
+def test_a_search_pick_past_the_default_budget_launches_with_max_num_tokens():
+    r = CliRunner().invoke(app, ["search", "--model", "gpt-oss-120b", "--engines", "trtllm", "--request-rate", "1",
+                                 "--input-len", "12000", "--output-len", "500", "--accelerators", "b200",
+                                 "--no-disaggregated", "--top", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    pick = json.loads(r.stdout)["results"][0]
+    assert pick["max_model_len"] == 12_500
+    assert "--max_num_tokens 12500" in pick["deploy"] and "enable_chunked_prefill" not in pick["deploy"]
