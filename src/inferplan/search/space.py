@@ -97,6 +97,8 @@ class Space:
     # (model, platform, engine, quantization) -> why no cell of it is searched
     excluded: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     unfitted: dict[tuple[str, str, str, str], Deployment] = field(default_factory=dict)  # one instance on all the GPUs
+    # (model, accelerator, engines, "any format") -> why an accelerator the filters keep is no platform at all
+    unpriced: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
 
 
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
@@ -131,6 +133,28 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
             + "; ".join(f"{k} {_listed(v)}" for k, v in stated.items()), field=field_name,
             allowed="wider filters, or other systems/accelerators")
     return kept
+
+
+def unpriced(catalog: Catalog, req: SearchRequest, searched: list[Platform]) -> list[tuple[Accelerator, str]]:
+    """Accelerators the status and vendor filters keep that are no platform searched, each with why:
+    the catalogue has no price route for them (no rental listing, no system built on them to buy).
+    None when systems, accelerators or form factors are named: the request chose its platforms."""
+    if req.systems or req.accelerators or req.form_factors:
+        return []
+    used = {p.accelerator.id for p in searched}
+    rented = {r.accelerator for r in catalog.rental_prices}
+    wanted = {v.lower() for v in req.vendors or ()}
+    out = []
+    for a in catalog.accelerators.records.values():
+        if a.id in used or a.status.value not in req.statuses or (wanted and a.vendor.lower() not in wanted):
+            continue
+        systems = [s.id for s in catalog.systems if s.accelerator == a.id]
+        missing = [] if a.id in rented or req.pricing == "buy" else ["no rental listing"]
+        if req.pricing != "rent":
+            missing.append(f"only systems the filters leave out ({', '.join(systems)})" if systems
+                           else "no system built on it to buy")
+        out.append((a, f"not searched: the catalogue has {' and '.join(missing)} for the {a.name}"))
+    return out
 
 
 def _listed(value: object) -> str:
@@ -174,7 +198,12 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
         catalog.kv_cache_dtype(name, field_name="kv_cache_dtypes")
     for model in req.models:
         spec = resolve_model(catalog, model, field_name="models")
-        for p in platforms(catalog, req):
+        searched = platforms(catalog, req)
+        for accel, message in unpriced(catalog, req, searched):
+            runs = [e.id for e in engines if not e.runs_on or accel.software in e.runs_on]
+            if runs:
+                space.unpriced[(spec.id, accel.id, ", ".join(runs), "any format")] = message
+        for p in searched:
             for engine in engines:
                 if engine.runs_on and p.accelerator.software not in engine.runs_on:
                     continue
