@@ -161,9 +161,14 @@ def _listed(value: object) -> str:
     return ", ".join(value) if isinstance(value, tuple) else str(value)
 
 
+def catalogue_vendors(catalog: Catalog) -> list[str]:
+    """The vendors a search filters by: those of the catalogue's accelerators, lower case."""
+    return sorted({a.vendor.lower() for a in catalog.accelerators.records.values()})
+
+
 def _known_vendors(catalog: Catalog, vendors: tuple[str, ...] | None) -> None:
     """Refuse a vendor no catalogue accelerator has, listing those that do."""
-    known = sorted({a.vendor.lower() for a in catalog.accelerators.records.values()})
+    known = catalogue_vendors(catalog)
     for v in vendors or ():
         if v.lower() not in known:
             raise InvalidScenarioError(f"no catalogue accelerator is made by {v!r}", field="vendors",
