@@ -205,15 +205,11 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
         spec = resolve_model(catalog, model, field_name="models")
         searched = platforms(catalog, req)
         for accel, message in unpriced(catalog, req, searched):
-            runs = [e.id for e in engines if not e.runs_on or accel.software in e.runs_on]
+            runs = [e.id for e in engines if _searched_on(e, accel, req)]
             if runs:
                 space.unpriced[(spec.id, accel.id, ", ".join(runs), "any format")] = message
         for p in searched:
-            for engine in engines:
-                if engine.runs_on and p.accelerator.software not in engine.runs_on:
-                    continue
-                if p.accelerator.software in engine.runs_on_unmeasured and not req.engines:
-                    continue  # a stack no measurement checks is searched only when the engine is named
+            for engine in (e for e in engines if _searched_on(e, p.accelerator, req)):
                 for quant, label in _formats(catalog, spec, p.accelerator, engine, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req,
                                 context_for or (lambda _: input_len + output_len))
@@ -223,6 +219,14 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
             "asked for", field="engines" if req.engines else "quantizations" if req.quantizations else "systems",
             allowed="engines whose runs_on lists the accelerators' software stack (engines.yaml)")
     return space
+
+
+def _searched_on(engine, accel: Accelerator, req: SearchRequest) -> bool:
+    """Whether the search runs ``engine`` on ``accel``: its stack is one the engine runs on, and one
+    no measurement checks only when the engine is named."""
+    if engine.runs_on and accel.software not in engine.runs_on:
+        return False
+    return accel.software not in engine.runs_on_unmeasured or bool(req.engines)
 
 
 def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req: SearchRequest):
