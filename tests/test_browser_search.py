@@ -122,3 +122,34 @@ def test_bursty_arrivals_and_spread_lengths_from_the_form(page, server):
     assert "uniform length spread SCV 0 / 0.3" in page.text_content("#search-summary")
     page.fill("#search-peak", "0.5")  # below 1: the form itself holds it back
     assert page.evaluate("document.getElementById('search-peak').validity.rangeUnderflow")
+
+
+def test_the_forms_filters_and_targets_reach_the_search(page, server, catalog):
+    page.goto(server + "/")
+    planned(page)
+    engines = page.eval_on_selector_all("#search-engines option", "os => os.map(o => o.value)")
+    assert engines == [e.id for e in catalog.engines]  # the choices come from the server
+    assert page.eval_on_selector_all("#search-statuses option:checked", "os => os.map(o => o.value)") == ["shipping"]
+    page.select_option("#search-model", "qwen3-8b")
+    page.fill("#search-users", "200")
+    page.select_option("#search-preset", "chat-seat")
+    page.fill("#search-top", "3")
+    page.select_option("#search-vendors", ["amd"])
+    page.fill("#search-max-capex", "30000")
+    page.fill("#search-ttft-p50", "1")
+    page.fill("#search-e2e-p95", "120")
+    with page.expect_request("**/api/views/search") as sent:
+        page.click("#search-run")
+    body = sent.value.post_data_json
+    assert body["vendors"] == ["amd"] and body["max_capex_usd"] == 30000 and body["statuses"] == ["shipping"]
+    assert body["targets"]["ttft_p50_s"] == 1 and body["targets"]["e2e_p95_s"] == 120
+    assert "engines" not in body and "form_factors" not in body  # none chosen: every one
+    searched(page)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    results = page.evaluate("window.inferplan.lastSearch")["result"]["results"]
+    assert results
+    for r in results:
+        assert catalog.accelerators.records[r["accelerator"]].vendor.lower() == "amd"
+        assert r["capex_usd"] <= 30000
+    page.fill("#search-tpot-p95", "0.05")  # one speed target: tokens/s per user gives way
+    assert page.evaluate("document.getElementById('search-speed').disabled")

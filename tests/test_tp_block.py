@@ -1,7 +1,8 @@
 """Tensor-parallel sizes for block-quantized weights: vLLM and SGLang need each rank's share of the
 MLP widths to be whole blocks of a block-FP8 checkpoint (quantizations.yaml fp8-block weight_block,
 128; engines.yaml tensor_parallel_splits weight_block). Qwen3-235B-A22B's experts are 1,536 wide:
-12 blocks, which TP 8 cannot split (192 per rank, vllm#17569)."""
+12 blocks, which TP 8 cannot split (192 per rank, vllm#17569). TensorRT-LLM's block-FP8 fused MoE
+needs the same of the routed experts' width only (expert_weight_block, TensorRT-LLM PR #14613)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_fp8_block_weights_are_quantized_in_128_wide_blocks(catalog):
     assert catalog.quantization("fp8").weight_block is None
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_a_block_fp8_expert_width_narrower_than_a_block_per_rank_is_refused(catalog, engine):
     spec, quant = resolve_model(catalog, "qwen3-235b-a22b"), catalog.quantization("fp8-block")
     refused = tp_refusal(spec, catalog.engine(engine), 8, quant=quant)
@@ -60,3 +61,19 @@ def test_the_search_offers_no_tp8_for_fp8_block_qwen3_235b(catalog):
     cells = build_space(catalog, req, input_len=1000, output_len=100).cells
     sizes = {c.tensor_parallel_size for c in cells if not c.expert_parallel}
     assert sizes and 8 not in sizes
+
+
+def test_trtllm_checks_blocks_of_the_routed_experts_only(catalog):
+    """DeepSeek-V3's dense width 18,432 at TP 32 is 4.5 blocks a rank: TensorRT-LLM's rule covers the
+    fused-MoE experts, so expert parallelism leaves it nothing to refuse there."""
+    spec, quant = resolve_model(catalog, "deepseek-v3"), catalog.quantization("fp8-block")
+    assert tp_refusal(spec, catalog.engine("trtllm"), 32, quant=quant, expert_parallel=True) is None
+
+
+def test_the_search_offers_trtllm_tp8_qwen3_235b_fp8_block_only_with_expert_parallelism(catalog):
+    req = SearchRequest(models=("qwen3-235b-a22b",), request_rate_per_s=1, input_len=1000, output_len=100,
+                        systems=("hgx-h200",), engines=("trtllm",), quantizations=("fp8-block",), speculative=False)
+    cells = build_space(catalog, req, input_len=1000, output_len=100).cells
+    sizes = {c.tensor_parallel_size for c in cells if not c.expert_parallel}
+    assert 4 in sizes and 8 not in sizes
+    assert any(c.expert_parallel and c.gpus == 8 for c in cells)

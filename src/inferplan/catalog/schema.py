@@ -305,9 +305,10 @@ class EngineDefaults(Frozen):
     # TP / heads ranks when TP is a multiple of them), mlp_intermediate (dense and shared-expert
     # MLP width), expert_intermediate (routed experts' width, unless expert parallelism spreads
     # whole experts), weight_block (each rank's share of those widths whole blocks of a
-    # block-quantized format's weight_block); empty: the engine splits no tensors, so any size stands
+    # block-quantized format's weight_block), expert_weight_block (the same for the routed experts'
+    # width only); empty: the engine splits no tensors, so any size stands
     tensor_parallel_splits: tuple[Literal["attention_heads", "kv_heads", "mlp_intermediate",
-                                          "expert_intermediate", "weight_block"], ...] = ()
+                                          "expert_intermediate", "weight_block", "expert_weight_block"], ...] = ()
     tensor_parallel_splits_source: str | None = None
     tensor_parallel_splits_note: str | None = None
     # its small-batch weight GEMMs run on tensor-core tiles that compute at least the calibrated

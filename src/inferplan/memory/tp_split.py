@@ -7,7 +7,8 @@ when TP is a multiple of them, each KV head held whole by TP / heads ranks), the
 shared-expert MLP width, and the routed experts' width unless expert parallelism spreads whole
 experts; for a block-quantized weight format (``quantizations.yaml`` ``weight_block``, FP8 128x128)
 an engine whose rules include ``weight_block`` also needs each rank's share of those MLP widths to
-be whole blocks (the block count divided evenly). A layout the engine would refuse is refused here, naming the width and the sizes it takes.
+be whole blocks (the block count divided evenly); ``expert_weight_block``, of the routed experts'
+width only. A layout the engine would refuse is refused here, naming the width and the sizes it takes.
 """
 
 from __future__ import annotations
@@ -47,20 +48,24 @@ def _mlp_widths(arch: Architecture, expert_parallel: bool) -> list[tuple[str, in
     return [(name, n) for name, n in (("dense", dense), ("shared-expert", shared), ("expert", routed)) if n]
 
 
-def _block_widths(arch: Architecture, expert_parallel: bool, quant: Quantization | None) -> list[SplitWidth]:
-    """The MLP widths counted in ``quant``'s weight blocks (none for a format without blocks, or a
-    width that is not whole blocks: such a checkpoint is not the block layout checked here)."""
+def _block_widths(arch: Architecture, expert_parallel: bool, quant: Quantization | None,
+                  only: str | None = None) -> list[SplitWidth]:
+    """The MLP widths (``only``: that one of dense, shared-expert, expert) counted in ``quant``'s
+    weight blocks (none for a format without blocks, or a width that is not whole blocks: such a
+    checkpoint is not the block layout checked here)."""
     if quant is None or quant.weight_block is None:
         return []
     block = int(quant.weight_block.value)
     return [SplitWidth(f"{block}-wide {quant.id} weight blocks across its {name} MLP width", n // block)
-            for name, n in _mlp_widths(arch, expert_parallel) if n % block == 0]
+            for name, n in _mlp_widths(arch, expert_parallel) if n % block == 0 and only in (None, name)]
 
 
 def _widths(arch: Architecture, rule: str, expert_parallel: bool, quant: Quantization | None) -> list[SplitWidth]:
     moe = arch.moe
     if rule == "weight_block":
         return _block_widths(arch, expert_parallel, quant)
+    if rule == "expert_weight_block":
+        return _block_widths(arch, expert_parallel, quant, only="expert")
     if rule == "attention_heads":
         return [SplitWidth("attention heads", arch.num_attention_heads)]
     if rule == "kv_heads":

@@ -14,6 +14,7 @@ from inferplan.search.trace import MAX_TRACE_ROWS
 Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
 Pricing = Literal["buy", "rent", "both"]
 FormFactor = Literal["workstation", "node", "rack"]
+Status = Literal["shipping", "ramp", "roadmap", "discontinued"]
 # the systems catalogue's tiers under each form factor a user filters by
 FORM_FACTOR_TIERS = {
     "workstation": ("workstation", "desktop", "lab-box", "single-gpu"),
@@ -81,7 +82,7 @@ class SearchRequest(Input):
     quantizations: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
     kv_cache_dtypes: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
     vendors: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    statuses: tuple[Literal["shipping", "ramp", "roadmap", "discontinued"], ...] = Field(
+    statuses: tuple[Status, ...] = Field(
         ("shipping",), min_length=1, max_length=MAX_FILTER_ITEMS)
     form_factors: tuple[FormFactor, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
     max_gpus: int | None = Field(None, ge=1, le=100_000)

@@ -97,6 +97,8 @@ class Space:
     # (model, platform, engine, quantization) -> why no cell of it is searched
     excluded: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     unfitted: dict[tuple[str, str, str, str], Deployment] = field(default_factory=dict)  # one instance on all the GPUs
+    # (model, accelerator, engines, "any format") -> why an accelerator the filters keep is no platform at all
+    unpriced: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
 
 
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
@@ -133,13 +135,40 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
     return kept
 
 
+def unpriced(catalog: Catalog, req: SearchRequest, searched: list[Platform]) -> list[tuple[Accelerator, str]]:
+    """Accelerators the status and vendor filters keep that are no platform searched, each with why:
+    the catalogue has no price route for them (no rental listing, no system built on them to buy).
+    None when systems, accelerators or form factors are named: the request chose its platforms."""
+    if req.systems or req.accelerators or req.form_factors:
+        return []
+    used = {p.accelerator.id for p in searched}
+    rented = {r.accelerator for r in catalog.rental_prices}
+    wanted = {v.lower() for v in req.vendors or ()}
+    out = []
+    for a in catalog.accelerators.records.values():
+        if a.id in used or a.status.value not in req.statuses or (wanted and a.vendor.lower() not in wanted):
+            continue
+        systems = [s.id for s in catalog.systems if s.accelerator == a.id]
+        missing = [] if a.id in rented or req.pricing == "buy" else ["no rental listing"]
+        if req.pricing != "rent":
+            missing.append(f"only systems the filters leave out ({', '.join(systems)})" if systems
+                           else "no system built on it to buy")
+        out.append((a, f"not searched: the catalogue has {' and '.join(missing)} for the {a.name}"))
+    return out
+
+
 def _listed(value: object) -> str:
     return ", ".join(value) if isinstance(value, tuple) else str(value)
 
 
+def catalogue_vendors(catalog: Catalog) -> list[str]:
+    """The vendors a search filters by: those of the catalogue's accelerators, lower case."""
+    return sorted({a.vendor.lower() for a in catalog.accelerators.records.values()})
+
+
 def _known_vendors(catalog: Catalog, vendors: tuple[str, ...] | None) -> None:
     """Refuse a vendor no catalogue accelerator has, listing those that do."""
-    known = sorted({a.vendor.lower() for a in catalog.accelerators.records.values()})
+    known = catalogue_vendors(catalog)
     for v in vendors or ():
         if v.lower() not in known:
             raise InvalidScenarioError(f"no catalogue accelerator is made by {v!r}", field="vendors",
@@ -174,12 +203,13 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
         catalog.kv_cache_dtype(name, field_name="kv_cache_dtypes")
     for model in req.models:
         spec = resolve_model(catalog, model, field_name="models")
-        for p in platforms(catalog, req):
-            for engine in engines:
-                if engine.runs_on and p.accelerator.software not in engine.runs_on:
-                    continue
-                if p.accelerator.software in engine.runs_on_unmeasured and not req.engines:
-                    continue  # a stack no measurement checks is searched only when the engine is named
+        searched = platforms(catalog, req)
+        for accel, message in unpriced(catalog, req, searched):
+            runs = [e.id for e in engines if _searched_on(e, accel, req)]
+            if runs:
+                space.unpriced[(spec.id, accel.id, ", ".join(runs), "any format")] = message
+        for p in searched:
+            for engine in (e for e in engines if _searched_on(e, p.accelerator, req)):
                 for quant, label in _formats(catalog, spec, p.accelerator, engine, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req,
                                 context_for or (lambda _: input_len + output_len))
@@ -189,6 +219,14 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
             "asked for", field="engines" if req.engines else "quantizations" if req.quantizations else "systems",
             allowed="engines whose runs_on lists the accelerators' software stack (engines.yaml)")
     return space
+
+
+def _searched_on(engine, accel: Accelerator, req: SearchRequest) -> bool:
+    """Whether the search runs ``engine`` on ``accel``: its stack is one the engine runs on, and one
+    no measurement checks only when the engine is named."""
+    if engine.runs_on and accel.software not in engine.runs_on:
+        return False
+    return accel.software not in engine.runs_on_unmeasured or bool(req.engines)
 
 
 def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req: SearchRequest):

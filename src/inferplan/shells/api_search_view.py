@@ -1,4 +1,5 @@
-"""POST /api/views/search: a search's answer as the web page shows it (``report/search_view.py``):
+"""GET /api/views/search-choices: what the Find the cheapest form's filters take
+(``report/search_choices.py``). POST /api/views/search: a search's answer as the web page shows it (``report/search_view.py``):
 the ranked deployments as texts, each with its launch command and the scenario the Users + ROI
 simulator loads, the failed families' reasons, the API beside them and the cost/interactivity chart."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from inferplan.report.search_choices import SearchChoices
 from inferplan.report.search_view import SearchView
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_search import search_route
@@ -19,3 +21,11 @@ async def search_view_route(request: SearchBody, http: Request) -> SearchView:
     from inferplan.report.search_view import search_view
 
     return await run_in_threadpool(search_view, await search_route(request, http))
+
+
+@router.get("/api/views/search-choices", tags=["search"])
+def search_choices_route() -> SearchChoices:
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.report.search_choices import search_choices
+
+    return search_choices(load_catalog())

@@ -366,6 +366,7 @@ async function init() {
   $("homelab-engine").append(...engines.map((e) => option(e.id, e.name)));
   $("homelab-quantization").append(...quantizations.map((q) => option(q.id, q.name)));
   fillSelect($("search-preset"), presets.map((p) => [p.id, p.name]), "chat-seat");
+  await fillSearchChoices();  // search.js
   tableRows($("model-table").tBodies[0], cards.map((c) => [c.name, c.status, sourced(c, "params"),
     [c.checkpoints.join("; "), (c.sources.checkpoints || []).map((n) => n.tooltip).join("; ")], c.first_node, c.gate, c.architecture]));
   tableRows($("platform-table").tBodies[0], ladder.map((p) => [p.name, p.gpus, sourced(p, "memory"), sourced(p, "power"), p.cooling,

@@ -33,21 +33,41 @@ async function searchRequest() {
     }
     if ($("search-lengths").value !== "lognormal") request.lengths = $("search-lengths").value;
   }
-  for (const [id, key] of [["search-ttft-p95", "ttft_p95_s"], ["search-ttft-p99", "ttft_p99_s"],
-    ["search-speed", "min_output_tokens_per_s_per_user"]]) if ($(id).value !== "") request.targets[key] = number(id);
-  if ($("search-max-gpus").value !== "") request.max_gpus = number("search-max-gpus");
+  for (const [id, key] of [["search-ttft-p50", "ttft_p50_s"], ["search-ttft-p95", "ttft_p95_s"],
+    ["search-ttft-p99", "ttft_p99_s"], ["search-speed", "min_output_tokens_per_s_per_user"],
+    ["search-tpot-p95", "tpot_p95_s"], ["search-e2e-p95", "e2e_p95_s"]]) if ($(id).value !== "") request.targets[key] = number(id);
+  for (const [id, key] of [["search-max-gpus", "max_gpus"], ["search-max-capex", "max_capex_usd"],
+    ["search-max-power", "max_power_w"]]) if ($(id).value !== "") request[key] = number(id);
+  for (const [id, key] of [["search-vendors", "vendors"], ["search-statuses", "statuses"],
+    ["search-form-factors", "form_factors"], ["search-engines", "engines"]]) {
+    const chosen = [...$(id).selectedOptions].map((o) => o.value);
+    if (chosen.length) request[key] = chosen;  // none chosen: the server's default
+  }
   return request;
+}
+
+// The filters' choices come from the server (GET /api/views/search-choices: the catalogue's vendors
+// and engines, the statuses with the ones searched by default, the form factors); the page lists them.
+async function fillSearchChoices() {
+  const choices = await api("GET", "/api/views/search-choices");
+  for (const [id, key] of [["search-vendors", "vendors"], ["search-statuses", "statuses"],
+    ["search-form-factors", "form_factors"], ["search-engines", "engines"]]) {
+    fillSelect($(id), choices[key].map((c) => [c.id, c.label]));
+  }
+  for (const o of $("search-statuses").options) o.selected = choices.default_statuses.includes(o.value);
 }
 
 // Controls count only with others (the request above reads them so): the lengths with a rate; users
 // and preset without a rate or trace; arrivals and spreads without a trace (it brings its own); the
-// burst ratio when bursty. The rest are greyed out, so a typed value is never silently ignored.
+// burst ratio when bursty; one speed target, tokens/s or TPOT. The rest are greyed out, so a typed
+// value is never silently ignored.
 function searchControlsInUse() {
   const trace = $("search-trace").files.length > 0, rate = !trace && $("search-rate").value !== "";
   const off = { "search-users": trace || rate, "search-preset": trace || rate, "search-rate": trace,
     "search-input-len": !rate, "search-output-len": !rate, "search-arrival": trace,
     "search-peak": trace || $("search-arrival").value !== "bursty", "search-input-scv": trace,
-    "search-output-scv": trace, "search-lengths": trace };
+    "search-output-scv": trace, "search-lengths": trace, "search-speed": $("search-tpot-p95").value !== "",
+    "search-tpot-p95": $("search-speed").value !== "" };
   for (const [id, disabled] of Object.entries(off)) $(id).disabled = disabled;
 }
 
