@@ -52,6 +52,10 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     assert (sent["model"], sent["engine"], sent["quantization"]) == (pick["model"], pick["engine"], pick["quantization"])
     assert {k: sent["platform"][k] for k in pick["platform"]} == pick["platform"]
     assert sent["cell"]["tensor_parallel_size"] == pick["cell"]["tensor_parallel_size"]
+    # the pick's replicas and load reach the simulator: its systems and capex, not a preset's sizing
+    assert (sent["replicas"], sent["workload"], sent["target_users"]) == (pick["replicas"], pick["workload"], 200)
+    cards = test_browser.card_values(page)
+    assert cards["capex"] == f"${view['result']['results'][0]['capex_usd']:,.0f}"
 
 
 def test_an_impossible_target_explains_every_family(page, server):

@@ -48,7 +48,7 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
              catalog: Catalog | None = None) -> Uncertainty | None:
     """P10/P50/P90 of the plan's money outputs; None when the platform carries no user at the
     workload's speed target (every draw would need unboundedly many loadouts)."""
-    if result.capacity.supported_users == 0:
+    if result.capacity.supported_users == 0 or result.capex_usd is None:  # no user carried, or nothing owned
         return None
     catalog = catalog or load_catalog()
     rng = np.random.default_rng(seed)
