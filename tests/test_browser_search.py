@@ -37,12 +37,12 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     first = view["rows"][0]
     assert first["deploy"] in rows.first.text_content()  # the launch command is shown
     assert "TTFT" in rows.first.text_content() and "/Mtok" in rows.first.text_content()
-    # the row's figures are the JSON's simulated ones, named so
+    # the row's figures are the JSON's simulated ones, named so, the end-to-end p95 among them
     got = view["result"]["results"][0]
     how = "simulated" if got["simulated_ttft_p95_s"] is not None else "approximated"
     figure = lambda key: got[f"simulated_{key}"] if how == "simulated" else got[key]  # noqa: E731
     assert f" / {duration(figure('ttft_p95_s'))} / " in rows.first.text_content()
-    assert f"TPOT p95 {duration(figure('tpot_p95_s'))}" in rows.first.text_content()
+    assert f"end-to-end p95 {duration(figure('e2e_p95_s'))} ({how})" in rows.first.text_content()
     # each pick's notes, as `inferplan search` prints them: a bought pick rests on the price band's middle
     assert first["notes"] == view["result"]["results"][0]["notes"]
     capex = next(n for n in first["notes"] if n.startswith("capex: mid of the catalogue price band"))

@@ -70,7 +70,8 @@ def test_the_json_names_each_figure_the_row_shows(twins):
     assert j["simulated_ttft_p95_s"] == d.simulation.ttft_p95_s != j["ttft_p95_s"]
     assert f" / {duration(j['simulated_ttft_p95_s'])} / " in text and "(p50/95/99, simulated)" in text
     assert f"TPOT p95 {duration(j['simulated_tpot_p95_s'])}" in text
+    assert f"end-to-end p95 {duration(j['simulated_e2e_p95_s'])} (simulated)" in text
     plain = d.model_copy(update={"simulation": None})
     j = json.loads(plain.model_dump_json())
     assert j["simulated_ttft_p95_s"] is None and j["simulated_e2e_p95_s"] is None
-    assert f"TTFT {duration(j['ttft_p50_s'])} / {duration(j['ttft_p95_s'])} / " in latency_text(plain)
+    assert f"end-to-end p95 {duration(j['e2e_p95_s'])} (approximated)" in latency_text(plain)
