@@ -93,7 +93,7 @@ def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
     page.click("#search-run")
     searched(page)
     assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
-    assert "trace 40 rows given inline" in page.text_content("#search-summary")
+    assert "trace t.jsonl" in page.text_content("#search-summary")
     assert page.locator("#search-table tbody tr").count() >= 1
     bad = [dict(r) for r in rows]
     bad[2]["input_tokens"] = "many"
@@ -102,8 +102,34 @@ def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
     page.click("#search-run")
     page.wait_for_function("() => !document.getElementById('search-error').hidden", timeout=60000)
     error = page.text_content("#search-error")
-    assert "trace.2.input_tokens" in error and "row 3 (index 2)" in error  # rows count from 1, as a trace file's do
+    assert "trace.2.input_tokens" in error and "row 3 (line 3)" in error  # rows count from 1, as the CLI names them
     assert all("status of 422" in p for p in page.problems), page.problems  # the refusal, and nothing else
+    page.problems.clear()
+
+
+def test_a_csv_trace_drives_the_search_as_the_cli_reads_it(page, server):
+    """A CSV trace is read as `--trace t.csv` reads it: its header names the columns, a bad row is named
+    with its line (the header is line 1)."""
+    lines = ["arrival_s,input_tokens,output_tokens", *(f"{0.25 * i},1500,300" for i in range(40))]
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-8b")
+    page.fill("#search-top", "3")
+    page.set_input_files("#search-trace", files=[{"name": "t.csv", "mimeType": "text/csv",
+                                                  "buffer": "\n".join(lines).encode()}])
+    page.click("#search-run")
+    searched(page)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    assert "trace t.csv" in page.text_content("#search-summary")
+    assert page.locator("#search-table tbody tr").count() >= 1
+    lines[3] = "0.5,many,300"
+    page.set_input_files("#search-trace", files=[{"name": "t.csv", "mimeType": "text/csv",
+                                                  "buffer": "\n".join(lines).encode()}])
+    page.click("#search-run")
+    page.wait_for_function("() => !document.getElementById('search-error').hidden", timeout=60000)
+    error = page.text_content("#search-error")
+    assert "trace.2.input_tokens" in error and "row 3 (line 4)" in error and "'many' is not a number" in error
+    assert all("status of 422" in p for p in page.problems), page.problems
     page.problems.clear()
 
 

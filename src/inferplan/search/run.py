@@ -35,6 +35,7 @@ from inferplan.search.reasons import FamilyStats, closest_first, explain, slack,
 from inferplan.search.sim_check import (MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, pick_deployment,
                                         too_large)
 from inferplan.search.request import SearchRequest, Targets
+from inferplan.search.trace import trace_label
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
 from inferplan.search.space import Cell, Space, build_space, check_names
@@ -450,7 +451,7 @@ def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:
 def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
     return LoadSummary(request_rate_per_s=rl.request_rate_per_s, input_len=rl.input_len, output_len=rl.output_len,
                        monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None,
-                       trace=req.trace if not isinstance(req.trace, list) else f"{len(req.trace):,} rows given inline",
+                       trace=trace_label(req.trace),
                        arrival=rl.load.arrival, peak_to_average=rl.load.peak_to_average,
                        burst_period_s=rl.load.burst_period_s if rl.load.arrival == "bursty" else None,
                        input_tokens_scv=rl.load.input_tokens_scv, output_tokens_scv=rl.load.output_tokens_scv,
