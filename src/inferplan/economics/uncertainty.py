@@ -44,6 +44,13 @@ def _band(x: np.ndarray) -> Band:
     return Band(p10=float(p10), p50=float(p50), p90=float(p90))
 
 
+def no_draws_reason(result: PlanResult) -> str:
+    """Why ``simulate`` drew nothing for this plan."""
+    if result.capex_usd is None:
+        return "nothing is owned (a rented scenario with no purchase price), so there is no capex to draw"
+    return "no user is carried at the service target, so there is nothing to draw"
+
+
 def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, seed: int = 0,
              catalog: Catalog | None = None) -> Uncertainty | None:
     """P10/P50/P90 of the plan's money outputs; None when the platform carries no user at the

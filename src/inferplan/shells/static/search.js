@@ -53,7 +53,7 @@ async function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
   await update();
-  // a pick the simulator cannot plan as it stands (rented GPUs have no purchase price): to the control to fill
+  // a pick the simulator refuses as it stands: to the control to fill
   const refused = $("scenario-form").querySelector("[aria-invalid]");
   if (refused) refused.focus();
 }
