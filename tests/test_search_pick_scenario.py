@@ -84,3 +84,14 @@ def test_api_plan_of_a_pick_scenario_matches_the_pick(catalog, bought, tmp_path)
     assert (out["stated_replicas"], out["workload"]["target_output_tokens_per_s"]) == (r.replicas, 20)
     card = next(c for c in body.json()["cards"] if c["key"] == "loadouts")
     assert card["label"].startswith("Loadouts holding the") and card["value"] == str(out["loadouts"])
+
+
+def test_the_monte_carlo_of_a_pick_keeps_its_loadouts(catalog, bought):
+    from inferplan.economics.uncertainty import simulate
+
+    """Stated replica cells are the loadouts every draw prices, even where far fewer would carry the users."""
+    s = Scenario.model_validate({**bought.results[0].scenario, "replicas": 3 * bought.results[0].replicas})
+    p = plan(s, catalog)
+    assert p.loadouts > 1 and p.capacity.supported_users > 10 * p.target_users  # one loadout would carry them
+    u = simulate(p, s, draws=500, catalog=catalog)
+    assert u.loadouts.p10 == u.loadouts.p90 == p.loadouts

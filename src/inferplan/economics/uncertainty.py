@@ -70,8 +70,13 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         capex_draw = per_system * result.systems_per_loadout  # a loadout may be several systems
     sigma = catalog.constant("speed-capacity-log-sigma")
     users_per_loadout = result.capacity.supported_users * np.exp(rng.normal(0.0, sigma, draws))
-    loadouts = np.maximum(1, np.ceil(result.target_users / np.maximum(users_per_loadout, 1e-9)))
-    served = np.minimum(result.target_users, np.floor(users_per_loadout * loadouts))
+    if result.stated_replicas is None:
+        loadouts = np.maximum(1, np.ceil(result.target_users / np.maximum(users_per_loadout, 1e-9)))
+        served = np.minimum(result.target_users, np.floor(users_per_loadout * loadouts))
+    else:  # the stated replica cells: their loadouts hold, the users they carry vary
+        loadouts = np.full(draws, float(result.loadouts))
+        served = np.minimum(result.target_users,
+                            np.floor(users_per_loadout * result.stated_replicas / result.capacity.cells))
     c = result.monthly_costs
     per_loadout_power = c.power_usd / result.loadouts
     power = loadouts * per_loadout_power * rng.uniform(0.7, 1.3, draws) * rng.uniform(0.75, 1.25, draws)
