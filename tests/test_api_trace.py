@@ -1,5 +1,6 @@
-"""A trace given inline to POST /api/search and /api/simulate: the library reads its rows as the
-CLI reads a trace file, and a bad row is refused (422) naming its index and column."""
+"""A trace given inline to POST /api/search and /api/simulate, as rows or as a CSV or JSONL file's name
+and text: the library reads it as the CLI reads a trace file, and a bad row is refused (422) naming
+its row, its index or file line, and its column."""
 
 from __future__ import annotations
 
@@ -75,3 +76,32 @@ def test_a_token_count_past_the_bound_is_refused_at_its_row(client, route, body,
     assert r.status_code == 422, r.text
     assert r.json()["error"]["field"] == f"trace.1.{column}"
     assert f"at most {MAX_TRACE_TOKENS:,}" in r.json()["error"]["allowed"]
+
+
+CSV = "arrival_s,input_tokens,output_tokens\n" + "".join(f"{r['arrival_s']},{r['input_tokens']},{r['output_tokens']}\n" for r in ROWS)
+
+
+@pytest.mark.parametrize("route, body", [("/api/search", SEARCH), ("/api/simulate", SIMULATE)])
+def test_a_csv_trace_file_reads_as_the_cli_reads_it(client, route, body, tmp_path):
+    from inferplan.search.trace import TraceFile, read_trace, trace_of
+
+    (tmp_path / "t.csv").write_text(CSV)
+    assert trace_of(TraceFile(name="t.csv", text=CSV)) == read_trace(tmp_path / "t.csv") == trace_from_rows(ROWS)
+    r = client.post(route, json={**body, "trace": {"name": "t.csv", "text": CSV}})
+    assert r.status_code == 200, r.text
+    if route == "/api/search":
+        assert r.json()["load"]["trace"] == "t.csv"
+    bad = CSV.replace("\n0.75,1500,", "\n0.75,many,")  # the 4th request, on line 5 under the header
+    r = client.post(route, json={**body, "trace": {"name": "t.csv", "text": bad}})
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["field"] == "trace.3.input_tokens" and "row 4 (line 5)" in error["message"], error
+
+
+def test_rows_that_are_not_objects_or_a_file_without_its_text_are_refused_naming_what_is_allowed(client):
+    r = client.post("/api/search", json={**SEARCH, "trace": ["0.1,1500,300"]})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "trace.0", r.text
+    assert "arrival_s" in r.json()["error"]["allowed"]
+    r = client.post("/api/search", json={**SEARCH, "trace": {"name": "t.csv"}})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "trace.text", r.text
+    assert "{name, text}" in r.json()["error"]["allowed"]

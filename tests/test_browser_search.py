@@ -7,6 +7,8 @@ import pytest
 import test_browser
 from test_browser import planned, scenario_in_url
 
+from inferplan.report.search_view import duration
+
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow
 
@@ -35,6 +37,12 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     first = view["rows"][0]
     assert first["deploy"] in rows.first.text_content()  # the launch command is shown
     assert "TTFT" in rows.first.text_content() and "/Mtok" in rows.first.text_content()
+    # the row's figures are the JSON's simulated ones, named so, the end-to-end p95 among them
+    got = view["result"]["results"][0]
+    how = "simulated" if got["simulated_ttft_p95_s"] is not None else "approximated"
+    figure = lambda key: got[f"simulated_{key}"] if how == "simulated" else got[key]  # noqa: E731
+    assert f" / {duration(figure('ttft_p95_s'))} / " in rows.first.text_content()
+    assert f"end-to-end p95 {duration(figure('e2e_p95_s'))} ({how})" in rows.first.text_content()
     # each pick's notes, as `inferplan search` prints them: a bought pick rests on the price band's middle
     assert first["notes"] == view["result"]["results"][0]["notes"]
     capex = next(n for n in first["notes"] if n.startswith("capex: mid of the catalogue price band"))
@@ -52,6 +60,10 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     assert (sent["model"], sent["engine"], sent["quantization"]) == (pick["model"], pick["engine"], pick["quantization"])
     assert {k: sent["platform"][k] for k in pick["platform"]} == pick["platform"]
     assert sent["cell"]["tensor_parallel_size"] == pick["cell"]["tensor_parallel_size"]
+    # the pick's replicas and load reach the simulator: its systems and capex, not a preset's sizing
+    assert (sent["replicas"], sent["workload"], sent["target_users"]) == (pick["replicas"], pick["workload"], 200)
+    cards = test_browser.card_values(page)
+    assert cards["capex"] == f"${view['result']['results'][0]['capex_usd']:,.0f}"
 
 
 def test_an_impossible_target_explains_every_family(page, server):
@@ -81,7 +93,7 @@ def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
     page.click("#search-run")
     searched(page)
     assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
-    assert "trace 40 rows given inline" in page.text_content("#search-summary")
+    assert "trace t.jsonl" in page.text_content("#search-summary")
     assert page.locator("#search-table tbody tr").count() >= 1
     bad = [dict(r) for r in rows]
     bad[2]["input_tokens"] = "many"
@@ -90,8 +102,34 @@ def test_a_trace_file_drives_the_search_and_a_bad_row_is_named(page, server):
     page.click("#search-run")
     page.wait_for_function("() => !document.getElementById('search-error').hidden", timeout=60000)
     error = page.text_content("#search-error")
-    assert "trace.2.input_tokens" in error and "row 3 (index 2)" in error  # rows count from 1, as a trace file's do
+    assert "trace.2.input_tokens" in error and "row 3 (line 3)" in error  # rows count from 1, as the CLI names them
     assert all("status of 422" in p for p in page.problems), page.problems  # the refusal, and nothing else
+    page.problems.clear()
+
+
+def test_a_csv_trace_drives_the_search_as_the_cli_reads_it(page, server):
+    """A CSV trace is read as `--trace t.csv` reads it: its header names the columns, a bad row is named
+    with its line (the header is line 1)."""
+    lines = ["arrival_s,input_tokens,output_tokens", *(f"{0.25 * i},1500,300" for i in range(40))]
+    page.goto(server + "/")
+    planned(page)
+    page.select_option("#search-model", "qwen3-8b")
+    page.fill("#search-top", "3")
+    page.set_input_files("#search-trace", files=[{"name": "t.csv", "mimeType": "text/csv",
+                                                  "buffer": "\n".join(lines).encode()}])
+    page.click("#search-run")
+    searched(page)
+    assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
+    assert "trace t.csv" in page.text_content("#search-summary")
+    assert page.locator("#search-table tbody tr").count() >= 1
+    lines[3] = "0.5,many,300"
+    page.set_input_files("#search-trace", files=[{"name": "t.csv", "mimeType": "text/csv",
+                                                  "buffer": "\n".join(lines).encode()}])
+    page.click("#search-run")
+    page.wait_for_function("() => !document.getElementById('search-error').hidden", timeout=60000)
+    error = page.text_content("#search-error")
+    assert "trace.2.input_tokens" in error and "row 3 (line 4)" in error and "'many' is not a number" in error
+    assert all("status of 422" in p for p in page.problems), page.problems
     page.problems.clear()
 
 

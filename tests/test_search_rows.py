@@ -3,6 +3,8 @@ each row's latency percentiles labelled by where they come from (the simulation,
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from inferplan.memory.resolve import resolve_model
@@ -57,3 +59,19 @@ def test_a_simulated_row_shows_the_simulated_percentiles_labelled(twins):
     assert f"TPOT p95 {duration(sim.tpot_p95_s)}" in text
     unsimulated = latency_text(d.model_copy(update={"simulation": None}))
     assert f"TTFT {duration(d.ttft_p50_s)} / " in unsimulated and "(p50/95/99, approximated)" in unsimulated
+
+
+def test_the_json_names_each_figure_the_row_shows(twins):
+    """The JSON keeps the approximation under ``ttft_p95_s`` … and the simulation's under ``simulated_…``:
+    the row's figures are the ``simulated_`` ones where the pick was simulated, the others where not."""
+    d = twins.results[0]
+    j = json.loads(d.model_dump_json())
+    text = latency_text(d)
+    assert j["simulated_ttft_p95_s"] == d.simulation.ttft_p95_s != j["ttft_p95_s"]
+    assert f" / {duration(j['simulated_ttft_p95_s'])} / " in text and "(p50/95/99, simulated)" in text
+    assert f"TPOT p95 {duration(j['simulated_tpot_p95_s'])}" in text
+    assert f"end-to-end p95 {duration(j['simulated_e2e_p95_s'])} (simulated)" in text
+    plain = d.model_copy(update={"simulation": None})
+    j = json.loads(plain.model_dump_json())
+    assert j["simulated_ttft_p95_s"] is None and j["simulated_e2e_p95_s"] is None
+    assert f"end-to-end p95 {duration(j['e2e_p95_s'])} (approximated)" in latency_text(plain)

@@ -8,6 +8,7 @@ break-even volumes, and a route recommendation with the figures that decide it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date
 
@@ -23,7 +24,7 @@ from inferplan.economics.recommend import Recommendation, RouteFigures, recommen
 from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
@@ -38,13 +39,14 @@ class PlanResult(BaseModel):
     workload: WorkloadProfile
     capacity: LoadoutCapacity
     target_users: int
-    loadouts: int  # auto-sized to carry the target
+    loadouts: int  # auto-sized to carry the target, or holding the stated replica cells
+    stated_replicas: int | None = None  # the scenario's replica cells (a search's pick); None: auto-sized
     systems_per_loadout: int = 1  # more than 1 when one replica of the model needs several systems
     gpus_per_system: int = 1
     gpus: int
     supported_users: int  # by all loadouts
     served_users: int
-    capex_usd: float
+    capex_usd: float | None  # None: a rented scenario on a platform the catalogue has no purchase price for
     capex_basis: str
     amortization_years: float
     capital_recovery_years: float
@@ -52,9 +54,9 @@ class PlanResult(BaseModel):
     modeled_monthly_operating_cost_usd: float
     monthly_billing_usd: float
     monthly_operating_cash_usd: float
-    simple_payback_months: float | None  # None = never (operating cash ≤ 0)
-    capital_recovery_usd_per_month: float
-    gap_to_capital_recovery_usd_per_month: float
+    simple_payback_months: float | None  # None = never (operating cash ≤ 0), or not owned (no capex)
+    capital_recovery_usd_per_month: float | None
+    gap_to_capital_recovery_usd_per_month: float | None
     quote_multiplier: float
     quote_multiplier_required: float | None
     private_quote_usd_per_user_month: float | None
@@ -200,13 +202,20 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
                            nodes=space.nodes, start=start)
     users_per_loadout = cap.users_at_limit
     notes = list(cap.assumptions)
-    if cap.cell.meets_target and users_per_loadout > 0:
+    meets = cap.cell.meets_target and users_per_loadout > 0
+    if meets:
         loadouts, supported = units_for_target(users_per_loadout, s.target_users)
         if not cap.supported_users:  # a user heavier than one loadout: several carry each
             notes.append(f"one user's traffic needs {1 / users_per_loadout:,.1f} loadouts ({cap.binding} binds): "
                          f"{loadouts:,} carry {s.target_users:,}")
     else:
         loadouts, supported = 1, 0
+    if s.replicas is not None:  # the replica cells as stated (a search's pick), packed into whole loadouts
+        stated = math.ceil(s.replicas / cap.cells)
+        notes.append(f"{s.replicas:,} replica cell(s) as stated, in {stated:,} loadout(s)"
+                     + (f"; sizing for {s.target_users:,} users by speed alone would take {loadouts:,}"
+                        if meets and stated != loadouts else ""))
+        loadouts, supported = stated, math.floor(users_per_loadout * s.replicas / cap.cells) if meets else 0
     return _Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
                    min(s.target_users, supported), tuple(notes), space)
 
@@ -215,20 +224,20 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
 class _Costs:
     """What the loadouts cost: capex once, the rest per month."""
 
-    capex_usd: float
+    capex_usd: float | None  # None: rented, and the catalogue has no purchase price (``_capex``)
     capex_basis: str
     power_w_per_loadout: float
     power_note: str | None  # how power was assumed when no figure is stated or catalogued
     gpus: int
     monthly: money.MonthlyCosts
     operating_usd_per_month: float
-    capital_recovery_usd_per_month: float
-    amortized_usd_per_month: float
+    capital_recovery_usd_per_month: float | None
+    amortized_usd_per_month: float | None
 
 
 def _costs(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates) -> _Costs:
     loadouts = size.loadouts
-    capex_usd, basis = capex(catalog, s, hw.system, loadouts * size.systems_per_loadout)
+    capex_usd, basis = _capex(catalog, s, hw, loadouts * size.systems_per_loadout)
     watts, power_note = power_w(s, hw.system, hw.accelerator)
     watts *= size.systems_per_loadout
     gpus = size.loadout_gpus * loadouts
@@ -237,11 +246,24 @@ def _costs(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: Mo
                                                   usd_per_kwh=rates.electricity_usd_per_kwh),
         colocation_usd=loadouts * money.colocation_cost_usd(watts, rates.colocation_usd_per_kw_month),
         software_usd=money.software_cost_usd(gpus, s.money.software, nvaie_usd(catalog), rates.amortization_years),
-        support_usd=capex_usd * rates.support_share_of_capex_per_year / 12,
+        support_usd=(capex_usd or 0.0) * rates.support_share_of_capex_per_year / 12,
         staff_usd=s.money.staff_usd_per_month,
     )
+    owned = capex_usd is not None
     return _Costs(capex_usd, basis, watts, power_note, gpus, monthly, monthly.operating_usd,
-                  capex_usd / (rates.capital_recovery_years * 12), capex_usd / (rates.amortization_years * 12))
+                  capex_usd / (rates.capital_recovery_years * 12) if owned else None,
+                  capex_usd / (rates.amortization_years * 12) if owned else None)
+
+
+def _capex(catalog: Catalog, s: Scenario, hw: Hardware, systems: int) -> tuple[float | None, str]:
+    """The systems' purchase price; a rented scenario on a platform with none is priced by its rent
+    route alone (None), and says so."""
+    try:
+        return capex(catalog, s, hw.system, systems)
+    except InvalidScenarioError as exc:
+        if not s.rented or exc.field != "platform.quote_usd_per_system":
+            raise
+        return None, f"not priced to own: {exc}; this scenario is rented, so the rent route prices it"
 
 
 @dataclass(frozen=True)
@@ -283,8 +305,9 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
     return _Quotes(
         same_user, alt_user, quote_user, billing, billing - operating,
         operating / served if served else None,
-        (operating + costs.capital_recovery_usd_per_month) / served if served else None,
-        money.payback_months(costs.capex_usd, billing - operating),
+        (operating + costs.capital_recovery_usd_per_month) / served
+        if served and costs.capital_recovery_usd_per_month is not None else None,
+        money.payback_months(costs.capex_usd, billing - operating) if costs.capex_usd is not None else None,
         served * alt_user if alt_user is not None else None,
         note,
         same.id if same else None,
@@ -312,6 +335,8 @@ def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Cos
     # the tokens the loadouts carry at capacity: the users their tightest limit allows (input tokens
     # included), each with the workload's month
     capacity_tokens = size.loadouts * size.users_per_loadout * w.monthly_tokens
+    if costs.amortized_usd_per_month is None:  # not owned: no owner cost
+        return _PerToken(None, None, None, None, None, capacity_tokens, None)
     owner_month = costs.operating_usd_per_month + costs.amortized_usd_per_month
     mw = costs.power_w_per_loadout * size.loadouts * rates.pue / 1e6
     alt_user = quotes.alternative_api_usd
@@ -337,7 +362,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
     return PlanResult(
         name=s.name, model=s.model, system=hw.label, accelerator=hw.accelerator.id, workload=w, capacity=size.capacity,
-        target_users=s.target_users, loadouts=size.loadouts, systems_per_loadout=size.systems_per_loadout,
+        target_users=s.target_users, loadouts=size.loadouts, stated_replicas=s.replicas, systems_per_loadout=size.systems_per_loadout,
         gpus_per_system=hw.gpus_per_system, gpus=costs.gpus, supported_users=size.supported_users, served_users=served,
         capex_usd=costs.capex_usd, capex_basis=costs.capex_basis, amortization_years=rates.amortization_years,
         capital_recovery_years=rates.capital_recovery_years, monthly_costs=costs.monthly,
@@ -346,7 +371,8 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         simple_payback_months=quotes.payback_months,
         capital_recovery_usd_per_month=costs.capital_recovery_usd_per_month,
         gap_to_capital_recovery_usd_per_month=(quotes.billing_usd_per_month - costs.operating_usd_per_month
-                                               - costs.capital_recovery_usd_per_month),
+                                               - costs.capital_recovery_usd_per_month
+                                               if costs.capital_recovery_usd_per_month is not None else None),
         quote_multiplier=s.money.quote_multiplier,
         quote_multiplier_required=(money.required_multiplier(target_user, same_user)
                                    if same_user and target_user is not None else None),

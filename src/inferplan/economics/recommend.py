@@ -24,7 +24,7 @@ class RouteFigures:
     target_users: int
     supported_users: int
     loadouts: int
-    capex_usd: float
+    capex_usd: float | None  # None: not owned (rented, no purchase price)
     modeled_monthly_operating_cost_usd: float
     staff_usd_per_month: float
     simple_payback_months: float | None  # None = never
@@ -35,19 +35,18 @@ class RouteFigures:
 
 def recommend(f: RouteFigures) -> Recommendation:
     cycle_years = f.hardware_cycle_years
-    own = f.modeled_monthly_operating_cost_usd + f.capex_usd / (cycle_years * 12)
     served, target = f.served_users, f.target_users
     reasons: list[str] = []
     if served == 0:
         return Recommendation(route="stay on an API", reasons=(
             "this platform cannot meet the workload's per-user speed target with this model",))
     payback = f.simple_payback_months
-    options = {"own": own}
+    options = {} if f.capex_usd is None else {"own": f.modeled_monthly_operating_cost_usd + f.capex_usd / (cycle_years * 12)}
     if f.api_cost_for_served_usd_per_month is not None:
         options["stay on an API"] = f.api_cost_for_served_usd_per_month
     if f.rent_usd_per_month is not None:
         options["rent dedicated capacity"] = f.rent_usd_per_month + f.staff_usd_per_month
-    route = min(options, key=options.get)
+    route = min(options, key=options.get) if options else "stay on an API"
     monthly = dict(sorted(options.items(), key=lambda kv: kv[1]))
     if route == "own":
         if payback is None or payback > cycle_years * 12:

@@ -11,6 +11,7 @@ own rate per GPU-hour, and the layout that costs least a month is the rent route
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
@@ -81,11 +82,15 @@ class _Cells:
                          users=self.users)
 
 
-def _cells_for_target(t: LoadoutCapacity, target: int) -> _Cells | None:
-    """The cells of a packed layout that carry ``target`` users (at least one); None: a cell misses the
-    speed target. Whole users per cell, as a loadout counts them; a user heavier than a cell takes several."""
+def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None) -> _Cells | None:
+    """The cells of a packed layout that carry ``target`` users (at least one), or the ``stated`` cells
+    (a search's pick) and the users they carry; None: a cell misses the speed target and none is stated.
+    Whole users per cell, as a loadout counts them; a user heavier than a cell takes several."""
     per_cell = t.users_at_limit / t.cells
-    if not t.cell.meets_target or per_cell <= 0:
+    meets = t.cell.meets_target and per_cell > 0
+    if stated is not None:
+        return _Cells(t.cell.gpus, stated, math.floor(per_cell * stated) if meets else 0)
+    if not meets:
         return None
     return _Cells(t.cell.gpus, *units_for_target(per_cell, target))
 
@@ -106,14 +111,14 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
 
 
 def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,
-               capex_usd: float, operating_without_staff_usd: float) -> RentRoute:
+               capex_usd: float | None, operating_without_staff_usd: float) -> RentRoute:
     """Your rate for the GPUs the target needs, else the target's cells on whole rented instances of the
     size that costs least, priced as ``search`` prices them (``economics.rental``). The break-even
     compares the rent with owning's operating cost without staff, which either route pays."""
     route = _rented(catalog, s, accel, space, fx_usd_per_eur)
     month = route.usd_per_month
     even = (capex_usd / (month - operating_without_staff_usd)
-            if month and month > operating_without_staff_usd else None)
+            if capex_usd is not None and month and month > operating_without_staff_usd else None)
     return dataclasses.replace(route, break_even_months=even)
 
 
@@ -121,7 +126,7 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
     """The rent route before its break-even: the target's cells at your rate, else on rented instances."""
     target = s.target_users
     if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
-        options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target))]
+        options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target, s.replicas))]
         if not options:
             return RentRoute(note="rent: no replica cell meets the workload's speed target")
         return min(options, key=lambda c: c.cells * c.gpus).at_rate(s.money.rent_usd_per_gpu_hour)
@@ -130,7 +135,7 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
     if not listings:
         return RentRoute()
     host = max(x[2] for x in listings)
-    options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target))
+    options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target, s.replicas))
                if (rented := rent_engine_instances(listings, c.gpus, c.cells)) is not None]
     if not options:
         return _no_rent(catalog, s, accel, listings, host)

@@ -133,6 +133,11 @@ class Scenario(Input):
     workload: WorkloadOverrides = WorkloadOverrides()
     speculative: Speculative | None = Field(None, description="speculative decoding (MTP/EAGLE drafts); left out: none")
     target_users: int = Field(100, ge=1, le=1_000_000_000)
+    replicas: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "replica cells (engine instances) run, as a search's pick states them; left out: as many as carry target_users"))
+    rented: bool = Field(False, description=(
+        "the deployment is rented (a search's rented pick): the rent route prices it, and owning is priced only "
+        "where the catalogue has a purchase price for the platform"))
     money: MoneyInputs = MoneyInputs()
 
     @model_serializer(mode="wrap")

@@ -44,11 +44,18 @@ def _band(x: np.ndarray) -> Band:
     return Band(p10=float(p10), p50=float(p50), p90=float(p90))
 
 
+def no_draws_reason(result: PlanResult) -> str:
+    """Why ``simulate`` drew nothing for this plan."""
+    if result.capex_usd is None:
+        return "nothing is owned (a rented scenario with no purchase price), so there is no capex to draw"
+    return "no user is carried at the service target, so there is nothing to draw"
+
+
 def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, seed: int = 0,
              catalog: Catalog | None = None) -> Uncertainty | None:
     """P10/P50/P90 of the plan's money outputs; None when the platform carries no user at the
     workload's speed target (every draw would need unboundedly many loadouts)."""
-    if result.capacity.supported_users == 0:
+    if result.capacity.supported_users == 0 or result.capex_usd is None:  # no user carried, or nothing owned
         return None
     catalog = catalog or load_catalog()
     rng = np.random.default_rng(seed)
@@ -63,8 +70,13 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         capex_draw = per_system * result.systems_per_loadout  # a loadout may be several systems
     sigma = catalog.constant("speed-capacity-log-sigma")
     users_per_loadout = result.capacity.supported_users * np.exp(rng.normal(0.0, sigma, draws))
-    loadouts = np.maximum(1, np.ceil(result.target_users / np.maximum(users_per_loadout, 1e-9)))
-    served = np.minimum(result.target_users, np.floor(users_per_loadout * loadouts))
+    if result.stated_replicas is None:
+        loadouts = np.maximum(1, np.ceil(result.target_users / np.maximum(users_per_loadout, 1e-9)))
+        served = np.minimum(result.target_users, np.floor(users_per_loadout * loadouts))
+    else:  # the stated replica cells: their loadouts hold, the users they carry vary
+        loadouts = np.full(draws, float(result.loadouts))
+        served = np.minimum(result.target_users,
+                            np.floor(users_per_loadout * result.stated_replicas / result.capacity.cells))
     c = result.monthly_costs
     per_loadout_power = c.power_usd / result.loadouts
     power = loadouts * per_loadout_power * rng.uniform(0.7, 1.3, draws) * rng.uniform(0.75, 1.25, draws)

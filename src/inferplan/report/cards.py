@@ -71,7 +71,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     m = lambda usd, digits=0: _money(r, usd, currency, digits)  # noqa: E731
     c = r.capacity
     cycle_months = r.amortization_years * 12
-    payback = ("never" if r.simple_payback_months is None else
+    payback = ("— (not owned)" if r.capex_usd is None else "never" if r.simple_payback_months is None else
                f"{r.simple_payback_months:,.1f} months" if r.simple_payback_months <= cycle_months else
                f"{r.simple_payback_months:,.0f} months, beyond the {r.amortization_years:g}-year hardware cycle")
     required = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
@@ -90,7 +90,8 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="user_gap", label="Per-user gap to target-payback price", value=m(r.per_user_gap_usd_per_month, 2)),
         Card(key="users", label="Estimated supported users", value=f"{r.supported_users:,}",
              note=f"{c.supported_users:,} per loadout; binding: {c.binding}"),
-        Card(key="loadouts", label="Auto-sized loadouts for target",
+        Card(key="loadouts", label="Auto-sized loadouts for target" if r.stated_replicas is None else
+             f"Loadouts holding the {r.stated_replicas:,} stated replica cell{'s' if r.stated_replicas != 1 else ''}",
              value=f"{r.loadouts}" if r.supported_users else f"{r.loadouts} priced, none carries a user",
              note=(f"no loadout carries a user ({c.binding} binds): {r.loadouts} × {r.system} ({r.gpus} GPUs) is priced"
                    if not r.supported_users else

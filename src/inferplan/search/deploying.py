@@ -11,8 +11,14 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.search.evaluate import ACCEPTANCE_RATE, workload
 from inferplan.search.load import ResolvedLoad
+from inferplan.search.request import Targets
 from inferplan.search.sim_check import CHECK_REQUESTS, CHECK_SEED
 from inferplan.search.space import Cell
+
+
+# a request rate or a trace is planned as this many equal users sharing its tokens, so the Users + ROI
+# simulator, which counts whole users, counts the load in 0.1 % steps
+RATE_LOAD_USERS = 1000
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,14 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 
         return LaunchText(f"no launch command: {exc.describe()}")
 
 
-def scenario_dict(cell: Cell, rl: ResolvedLoad) -> dict:
-    """A scenario (scenario.py) the Users + ROI simulator loads: this model, format, engine, platform
-    and replica cell, at the search's users and workload preset."""
+def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: int, rented: bool,
+                  speed_per_user: float) -> dict:
+    """A scenario (scenario.py) the Users + ROI simulator plans this pick with: this model, format, engine,
+    platform and replica cell, its ``replicas`` (the decode pool's, for separate pools, which a scenario
+    cannot hold), rented or bought, at the search's load and per-user speed. Users with a preset keep the
+    preset with the search's prefix-cache share and speed target; a request rate or a trace is
+    ``RATE_LOAD_USERS`` equal users sharing its month of tokens, at the load's mean lengths. The speed is
+    the search's target (mean tokens/s per user, or 1 / its TPOT p95), else ``speed_per_user``, the pick's own."""
     p = cell.platform
     platform = {"system": p.system.id} if p.system else {"gpu": p.accelerator.id, "gpus": p.gpus}
     s = {
@@ -57,15 +68,30 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad) -> dict:
         "kv_cache_dtype": cell.kv_cache_dtype, "platform": platform,
         "cell": {"tensor_parallel_size": cell.tensor_parallel_size, "pipeline_parallel_size": cell.pipeline_parallel_size,
                  "data_parallel_size": cell.data_parallel_size, "enable_expert_parallel": cell.expert_parallel},
+        "replicas": replicas,
     }
+    if rented:
+        s["rented"] = True
     if cell.speculative_tokens:
         s["speculative"] = {"tokens": cell.speculative_tokens, "acceptance_rate": ACCEPTANCE_RATE}
-    if rl.users is not None:
+    speed = (targets.min_output_tokens_per_s_per_user
+             or (1 / targets.tpot_p95_s if targets.tpot_p95_s else None) or speed_per_user)
+    if rl.users is not None and rl.workload is not None:
         s["target_users"] = rl.users
-        s["workload"] = {"preset": rl.workload.preset}
+        s["workload"] = {"preset": rl.workload.preset, "cache_hit_rate": rl.cache_hit_rate,
+                         "target_output_tokens_per_s": speed}
     else:
-        s["workload"] = {"input_tokens_per_request": rl.input_len, "output_tokens_per_request": rl.output_len}
+        s["target_users"] = RATE_LOAD_USERS
+        s["workload"] = {"monthly_tokens": rl.monthly_tokens / RATE_LOAD_USERS, "output_share": rl.output_len / (rl.input_len + rl.output_len),
+                         "peak_to_average": 1.0, "cache_hit_rate": rl.cache_hit_rate, "target_output_tokens_per_s": speed,
+                         "input_tokens_per_request": rl.input_len, "output_tokens_per_request": rl.output_len}
     return s
+
+
+def pools_scenario_note(prefill_instances: int, decode_instances: int) -> str:
+    """What a disaggregated pick's scenario leaves out: a scenario holds one replica cell."""
+    return (f"the Users + ROI scenario plans the decode pool's {decode_instances:,} instance(s) alone: a scenario holds "
+            f"one replica cell, so the prefill pool's {prefill_instances:,} instance(s) are not in its cost")
 
 
 def simulate_query(d: Deployment, cell: Cell, rl: ResolvedLoad, *, instances: int,

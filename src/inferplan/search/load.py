@@ -27,7 +27,7 @@ from inferplan.economics.workloads import SECONDS_PER_MONTH, WorkloadOverrides, 
 import numpy as np
 
 from inferplan.search.arrivals import Load, length_nodes, length_quantiles, length_survival
-from inferplan.search.trace import read_trace, trace_from_rows
+from inferplan.search.trace import TraceFile, trace_of
 from inferplan.search.request import SearchRequest
 
 
@@ -123,8 +123,8 @@ def trace_lengths(load: Load) -> tuple[int, int]:
     return math.ceil(load.input_tokens), math.ceil(load.output_tokens)
 
 
-def _trace_load(given: str | list | None) -> ResolvedLoad:
-    trace = trace_from_rows(given) if isinstance(given, list) else read_trace(given or "")
+def _trace_load(given: str | list | TraceFile | None) -> ResolvedLoad:
+    trace = trace_of(given if given is not None else "")
     load = Load.from_trace(trace)
     _, inputs, outputs = trace.arrays()
     i, o = trace_lengths(load)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, UNIFORM_MAX_SCV
-from inferplan.search.trace import MAX_TRACE_ROWS
+from inferplan.search.trace import MAX_TRACE_ROWS, TraceFile, as_trace_file
 
 Objective = Literal["usd-per-mtok", "monthly", "capex", "gpus", "power"]
 Pricing = Literal["buy", "rent", "both"]
@@ -56,9 +56,9 @@ class SearchRequest(Input):
     request_rate_per_s: float | None = Field(None, gt=0, le=1_000_000)
     input_len: int | None = Field(None, ge=1, le=10_000_000)
     output_len: int | None = Field(None, ge=1, le=10_000_000)
-    trace: str | Annotated[list[dict[str, Any]], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
-        None, description="a CSV/JSONL trace file of arrival time, input and output tokens, or its rows inline "
-        "(objects of arrival_s, input_tokens, output_tokens)")
+    trace: str | TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
+        None, description="a CSV/JSONL trace file of arrival time, input and output tokens (its path; or its name "
+        "and text, as {name, text}), or its rows inline (objects of arrival_s, input_tokens, output_tokens)")
     arrival: Literal["poisson", "bursty"] = Field(
         "poisson", description="how requests arrive (users or a request rate; a trace brings its own): independent "
         "arrivals at the mean rate, or busy and quiet spells around it")
@@ -93,6 +93,11 @@ class SearchRequest(Input):
     top: int = Field(10, ge=1, le=1000)
     speculative: bool = Field(True, description="also try speculative decoding where the model and engine offer a draft")
     disaggregated: bool = Field(True, description="also try separate prefill and decode pools where the engine runs them")
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_file(cls, value: object) -> object:
+        return as_trace_file(value)  # its own errors, not the union's ("trace.str: … a valid string")
 
     @model_validator(mode="after")
     def _one_load(self) -> "SearchRequest":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from inferplan.search.request import Objective, Targets
 from inferplan.search.sim_check import SimulatedCheck
@@ -71,6 +71,8 @@ class Deployed(_Frozen):
     capex_usd: float | None  # the purchase price of the systems (None: no price in the catalogue)
     power_w: float | None
     rent_or_buy: Literal["buy", "rent"]
+    # the queueing approximation's percentiles, which ranked the pick; a simulated pick's own are
+    # ``simulated_ttft_p50_s`` … (the figures the table and the web page show, labelled "simulated")
     ttft_p50_s: float
     ttft_p95_s: float
     ttft_p99_s: float
@@ -89,6 +91,32 @@ class Deployed(_Frozen):
     # ``search/equivalent.py``): one row stands for them, in the better-supported build
     equivalent_quantizations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+
+    @computed_field
+    @property
+    def simulated_ttft_p50_s(self) -> float | None:
+        """The simulation's TTFT p50 (None: not simulated, so the approximation's ``ttft_p50_s`` stands)."""
+        return self.simulation.ttft_p50_s if self.simulation else None
+
+    @computed_field
+    @property
+    def simulated_ttft_p95_s(self) -> float | None:
+        return self.simulation.ttft_p95_s if self.simulation else None
+
+    @computed_field
+    @property
+    def simulated_ttft_p99_s(self) -> float | None:
+        return self.simulation.ttft_p99_s if self.simulation else None
+
+    @computed_field
+    @property
+    def simulated_tpot_p95_s(self) -> float | None:
+        return self.simulation.tpot_p95_s if self.simulation else None
+
+    @computed_field
+    @property
+    def simulated_e2e_p95_s(self) -> float | None:
+        return self.simulation.e2e_p95_s if self.simulation else None
 
 
 class Infeasible(_Frozen):

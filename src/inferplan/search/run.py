@@ -35,6 +35,7 @@ from inferplan.search.reasons import FamilyStats, closest_first, explain, slack,
 from inferplan.search.sim_check import (MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, pick_deployment,
                                         too_large)
 from inferplan.search.request import SearchRequest, Targets
+from inferplan.search.trace import trace_label
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
 from inferplan.search.space import Cell, Space, build_space, check_names
@@ -364,7 +365,7 @@ def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
 
 
 def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
-    from inferplan.search.deploying import launch_text, scenario_dict, simulate_query
+    from inferplan.search.deploying import launch_text, pools_scenario_note, scenario_dict, simulate_query
 
     cm, g, i = pick.cm, pick.grid, pick.index
     monthly, renting, capex = float(pick.monthly[i]), bool(pick.renting[i]), float(pick.capex[i])
@@ -385,6 +386,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     if q is not None:
         notes.append(rented_note(q, rented))
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
+    if disagg:
+        notes.append(pools_scenario_note(int(g.prefill[i]), int(g.decode[i])))
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
     launch = launch_text(catalog, d, cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
@@ -415,7 +418,9 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
-        deploy=launch.text, scenario=scenario_dict(cell, rl), simulation=pick.check,
+        deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=int(g.decode[i]) if disagg else int(g.replicas[i]),
+                                               rented=renting, speed_per_user=values["tokens_per_s_per_user"]),
+        simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=int(g.decode[i]) if disagg else int(g.replicas[i]),
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
         equivalent_quantizations=tuple(pick.alike),
@@ -447,7 +452,7 @@ def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:
 def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
     return LoadSummary(request_rate_per_s=rl.request_rate_per_s, input_len=rl.input_len, output_len=rl.output_len,
                        monthly_tokens=rl.monthly_tokens, users=rl.users, workload=rl.workload.preset if rl.workload else None,
-                       trace=req.trace if not isinstance(req.trace, list) else f"{len(req.trace):,} rows given inline",
+                       trace=trace_label(req.trace),
                        arrival=rl.load.arrival, peak_to_average=rl.load.peak_to_average,
                        burst_period_s=rl.load.burst_period_s if rl.load.arrival == "bursty" else None,
                        input_tokens_scv=rl.load.input_tokens_scv, output_tokens_scv=rl.load.output_tokens_scv,

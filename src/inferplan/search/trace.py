@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.errors import InvalidScenarioError
 
@@ -181,6 +182,52 @@ def _trace_of(rows: list[tuple[tuple[int, str], dict]]) -> Trace:
     return Trace(arrival_s=tuple(t - start for t in times), input_tokens=tuple(inputs), output_tokens=tuple(outputs))
 
 
+class TraceFile(BaseModel):
+    """A trace file's text given inline (the web page's file, an API client's): read as ``read_trace``
+    reads the file of that name, as JSONL when it ends in ``.jsonl`` or ``.json``, else as CSV."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=255, description="the file's name: .jsonl / .json is read as JSONL, else CSV")
+    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text")
+
+
+def as_trace_file(value: object) -> object:
+    """A request's ``trace`` as given: an object is a file's name and text, refused by its own fields
+    (not by the union of the forms a trace takes); anything else as it is."""
+    if not isinstance(value, dict):
+        return value
+    try:
+        return TraceFile.model_validate(value)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        key = ".".join(map(str, e["loc"]))
+        raise InvalidScenarioError(f"trace: {key}: {e['msg']}", field=f"trace.{key}",
+                                   allowed="a trace file's {name, text}: its name (.jsonl / .json: JSONL, else CSV) "
+                                   "and its text") from None
+
+
+def is_jsonl(name: str) -> bool:
+    """Whether a trace file of this name is read as JSONL (else as CSV)."""
+    return Path(name).suffix.lower() in (".jsonl", ".json")
+
+
+def trace_of(given: "str | Sequence[object] | TraceFile") -> Trace:
+    """The trace a request gives: a file's path (read from disk), a file's text, or its rows inline."""
+    if isinstance(given, TraceFile):
+        return parse_trace(given.text, jsonl=is_jsonl(given.name))
+    if isinstance(given, str):
+        return read_trace(given)
+    return trace_from_rows(given)
+
+
+def trace_label(given: "str | Sequence[object] | TraceFile | None") -> str | None:
+    """How a search's summary names the trace it replayed: its file, or how many rows were given inline."""
+    if given is None or isinstance(given, str):
+        return given
+    return given.name if isinstance(given, TraceFile) else f"{len(given):,} rows given inline"
+
+
 def read_trace(path: Path | str) -> Trace:
     """Read a trace file (``.jsonl`` / ``.json`` as JSONL, anything else as CSV)."""
     path = Path(path)
@@ -195,4 +242,4 @@ def read_trace(path: Path | str) -> Trace:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidScenarioError(f"trace {path}: cannot be read as UTF-8 text ({exc})", field="trace") from None
-    return parse_trace(text, jsonl=path.suffix.lower() in (".jsonl", ".json"))
+    return parse_trace(text, jsonl=is_jsonl(path.name))

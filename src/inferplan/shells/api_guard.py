@@ -105,6 +105,14 @@ SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "t
 ItemId = Annotated[int, PathParam(ge=1, le=2**62, description="id of a saved item")]  # SQLite's integer range
 
 
+def refuse_trace_path(trace: object) -> None:
+    """Refuse a trace named by a path: the API takes a trace inline, never from the server's disk."""
+    if isinstance(trace, str):
+        raise InvalidScenarioError("the API does not read files on the server's disk; give the trace's rows inline",
+                                   field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}, or the "
+                                   "file's {name, text} (CSV, or JSONL when the name ends in .jsonl or .json)")
+
+
 def refuse_server_path(name: str, field: str) -> None:
     """Refuse a model named by a path: the API plans catalogue models (and repos in the server's
     Hugging Face cache), never files on its disk. A name shaped like a path (absolute, from ``~`` or

@@ -3,19 +3,18 @@
 The body is a ``SearchRequest`` (``api_keys.SearchBody``: ``workload_preset`` taken for ``workload``); the answer a ``SearchResult``: the ranked deployments (each with
 its launch command and a scenario the Users + ROI simulator loads), why each failed family failed,
 the front of cost against tokens/s per user, and the same model at an API beside them. A trace is
-given inline as rows (``search.trace.trace_from_rows``, as the CLI reads a file); a trace file path is refused: the server reads no files from
-its disk for a request.
+given inline as rows or as the file's name and text (CSV or JSONL, ``search.trace.trace_of``, as the CLI
+reads a file); a trace file path is refused: the server reads no files from its disk for a request.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from inferplan.errors import InvalidScenarioError
 from inferplan.search.budget import Budget
 from inferplan.search.result import SearchResult
-from inferplan.search.trace import trace_from_rows
-from inferplan.shells.api_guard import refuse_server_path
+from inferplan.search.trace import trace_of
+from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_work import until_disconnected
 
@@ -28,11 +27,9 @@ async def search_route(request: SearchBody, http: Request) -> SearchResult:
     Runs in a worker thread, stopped when the client goes or at the search's deadline (``api_work``)."""
     for i, name in enumerate(request.models):
         refuse_server_path(name, f"models.{i}")
-    if isinstance(request.trace, str):
-        raise InvalidScenarioError("the API does not read files on the server's disk; give the trace's rows inline",
-                                   field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}")
+    refuse_trace_path(request.trace)
     if request.trace is not None:
-        trace_from_rows(request.trace)  # a bad row is refused here, named by its place in the body
+        trace_of(request.trace)  # a bad row is refused here, named by its place in the body or its file line
     store = http.app.state.store
     return await until_disconnected(http, lambda budget: _searched(request, store, budget))
 

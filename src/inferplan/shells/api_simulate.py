@@ -3,17 +3,17 @@ optional inline trace; the answer is ``SimulationReport``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.simulation import SimulationQuery, SimulationReport, simulate_deployment
-from inferplan.search.trace import MAX_TRACE_ROWS, trace_from_rows
-from inferplan.shells.api_guard import refuse_server_path
+from inferplan.search.trace import MAX_TRACE_ROWS, TraceFile, as_trace_file, trace_of
+from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import preset_in_workload
 
 MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
@@ -23,9 +23,15 @@ router = APIRouter()
 
 class SimulateRequest(SimulationQuery):
     requests: int = Field(20_000, ge=1, le=MAX_API_REQUESTS)
-    trace: list[dict[str, Any]] | None = Field(
-        None, max_length=MAX_TRACE_ROWS, description="requests to replay, in time order: objects of arrival_s "
-        "(or timestamp), input_tokens, output_tokens")
+    trace: TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
+        None, description="requests to replay, in time order: objects of arrival_s (or timestamp), input_tokens, "
+        "output_tokens; or a trace file's {name, text} (CSV, or JSONL when the name ends in .jsonl or .json)")
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_file(cls, value: object) -> object:
+        refuse_trace_path(value)
+        return as_trace_file(value)  # its own errors, not the union's
 
     @model_validator(mode="before")
     @classmethod
@@ -38,7 +44,7 @@ def simulate_route(r: SimulateRequest) -> SimulationReport:
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
         query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
-        return simulate_deployment(query, trace=trace_from_rows(r.trace) if r.trace is not None else None)
+        return simulate_deployment(query, trace=trace_of(r.trace) if r.trace is not None else None)
     except InferplanError as exc:
         raise _addressed(exc) from None
 

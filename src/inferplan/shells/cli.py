@@ -195,7 +195,7 @@ def plan_cmd(
 ) -> None:
     """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison (capacity from your own runs where they match)."""
     from inferplan.economics.plan import plan
-    from inferplan.economics.uncertainty import simulate
+    from inferplan.economics.uncertainty import no_draws_reason, simulate
     from inferplan.scenario import load_scenario
 
     currency = currency.strip().lower()
@@ -219,7 +219,7 @@ def plan_cmd(
         if uncertainty:
             render.print_uncertainty(console, uncertainty, result, currency, explain)
         elif draws:
-            console.print("Monte Carlo: no user is carried at the service target, so there is nothing to draw")
+            console.print(f"Monte Carlo: {no_draws_reason(result)}")
 
 
 @app.command("racks")

@@ -4,12 +4,10 @@
 
 // "Find the cheapest": the form becomes a search request; the server ranks, prices and words the
 // answer (report/search_view.py); "Use this" loads a pick into the Users + ROI simulator above.
-// A trace file goes to the server as its lines, each read as JSON (or kept as text, which the
-// server refuses naming the row): the server checks every row as the CLI's --trace does.
-async function traceRows(file) {
-  return (await file.text()).split("\n").filter((line) => line.trim() !== "").map((line) => {
-    try { return JSON.parse(line); } catch { return line; }
-  });
+// A trace file goes to the server as its name and text: the server reads it as the CLI's --trace
+// reads the file (CSV, or JSONL by its name) and names a bad row and its line.
+async function traceFile(file) {
+  return { name: file.name, text: await file.text() };
 }
 
 async function searchRequest() {
@@ -18,7 +16,7 @@ async function searchRequest() {
     pricing: $("search-pricing").value, top: number("search-top") ?? 10, targets: {} };
   const trace = $("search-trace").files[0];
   if (trace) {
-    request.trace = await traceRows(trace);
+    request.trace = await traceFile(trace);
   } else if ($("search-rate").value !== "") {
     Object.assign(request, { request_rate_per_s: number("search-rate"), input_len: number("search-input-len"),
       output_len: number("search-output-len") });
@@ -75,7 +73,7 @@ async function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
   await update();
-  // a pick the simulator cannot plan as it stands (rented GPUs have no purchase price): to the control to fill
+  // a pick the simulator refuses as it stands: to the control to fill
   const refused = $("scenario-form").querySelector("[aria-invalid]");
   if (refused) refused.focus();
 }
