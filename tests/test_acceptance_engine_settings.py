@@ -96,3 +96,27 @@ def test_export_writes_the_settings_a_speed_point_states_and_the_rest_as_a_cavea
     assert (point["kv_cache_dtype"], point["max_num_seqs"]) == ("fp8", 16)
     assert "--gpu-memory-utilization 0.8" in point["caveats"][0]
     assert SpeedPoint.model_validate(point).kv_cache_dtype == "fp8"
+
+
+def test_the_api_lists_the_choices_of_a_runs_upload_and_stores_the_settings(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.memory.mtp import SPECULATIVE_METHODS
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "api.db"))
+    choices = client.get("/api/measurements/choices").json()
+    assert choices["speculative_methods"] == list(SPECULATIVE_METHODS)
+    assert choices["kv_offloading_backends"] == ["native", "lmcache"]
+    assert "q8_0" in choices["kv_cache_dtypes"]["llamacpp"] and "q8_0" not in choices["kv_cache_dtypes"]["vllm"]
+    assert "kt-kernel" in choices["kt_releases"] and "vllm" in choices["engines"]
+    body = {"files": [{"name": "measured.csv", "content": (DATA / "measured.csv").read_text()}],
+            "provenance": {"model": "qwen3-30b-a3b", "gpu": "h100", "kv_cache_dtype": "fp8", "max_num_seqs": 32,
+                           "max_num_batched_tokens": 2048, "gpu_memory_utilization": 0.85}}
+    r = client.post("/api/measurements", json=body)
+    assert r.status_code == 201, r.text
+    (run,) = r.json()
+    assert (run["kv_cache_dtype"], run["max_num_seqs"], run["max_num_batched_tokens"], run["gpu_memory_utilization"]) == \
+        ("fp8", 32, 2048, 0.85)
+    bad = client.post("/api/measurements", json={**body, "provenance": {**body["provenance"], "kv_cache_dtype": "q4_0"}})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "provenance", "kv_cache_dtype"]
