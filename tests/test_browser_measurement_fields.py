@@ -4,9 +4,11 @@ the stored run's line names them, and a setting its engine cannot take is refuse
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 import test_browser
+from test_browser_polish import DETACHED_LABELS
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow
@@ -28,6 +30,8 @@ def _form(page, server):
 
 def test_a_run_with_a_speculative_method_and_engine_settings_is_uploaded_and_shown(page, server):
     _form(page, server)
+    assert page.evaluate(DETACHED_LABELS, "measurement-form") == []  # the opened fields' labels sit on their controls
+    page.fill("#measurement-max-model-len", "8192")
     kv = page.eval_on_selector_all("#measurement-kv-cache-dtype option", "os => os.map(o => o.value)")
     assert "fp8" in kv and "q8_0" not in kv  # vLLM's KV cache dtypes, as the API lists them
     for control, value in STATED.items():  # a select is chosen, an input typed into
@@ -40,6 +44,8 @@ def test_a_run_with_a_speculative_method_and_engine_settings_is_uploaded_and_sho
     row = " ".join(page.text_content("#measurement-list li").split())
     for control, value in STATED.items():
         assert f"--{control} {value}" in row, (control, row)
+    (run,) = httpx.get(server + "/api/measurements").json()
+    assert run["max_model_len"] == 8192
 
 
 def test_a_setting_the_engine_cannot_take_is_refused_marking_its_control(page, server):
