@@ -1,5 +1,6 @@
 """An acceptance pack takes deploy's speculative-decoding and offload flags: a search pick that drafts with MTP
-and a home plan that keeps experts in host RAM are launched, predicted and imported as planned."""
+and a home plan that keeps experts in host RAM are launched, predicted and imported as planned: ``validate --mine``
+predicts the imported run as the pack did."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from inferplan.shells.cli import app
+
+from acceptance_runs import compared, predicted, run_the_import_line
 
 DATA = Path(__file__).parent / "data" / "measurements"
 runner = CliRunner()
@@ -66,9 +69,13 @@ def test_a_deepseek_r1_search_pick_drafting_with_mtp_is_acceptance_tested_as_pla
     assert level["tpot_s"] == perf["tpot_s"] and level["ttft_s"] == perf["ttft_s"]
     assert _flag(imported, "--max-model-len") == str(pick["max_model_len"]) and _flag(imported, "-tp") == str(pick["tensor_parallel_size"])
     assert not comment and _flag(imported, "--speculative-tokens") == str(pick["speculative_tokens"])
-    run = _imports(tmp_path, imported)
-    assert (run["tensor_parallel_size"], run["max_model_len"], run["engine"], run["speculative_method"]) == \
-        (pick["tensor_parallel_size"], pick["max_model_len"], pick["engine"], "mtp")
+    assert (_flag(imported, "--kv-cache-dtype"), _flag(imported, "--max-num-seqs")) == \
+        (pick["kv_cache_dtype"], str(pick["max_num_seqs"]))
+    run = run_the_import_line(tmp_path / "pack", predictions, imported, tmp_path / "runs.db")
+    assert (run["tensor_parallel_size"], run["max_model_len"], run["engine"], run["speculative_method"], run["kv_cache_dtype"],
+            run["max_num_seqs"]) == (pick["tensor_parallel_size"], pick["max_model_len"], pick["engine"], "mtp",
+                                     pick["kv_cache_dtype"], pick["max_num_seqs"])
+    assert compared(tmp_path / "runs.db") == predicted(predictions)  # validate --mine predicts the run as the pack did
 
 
 def test_a_llamacpp_plan_with_experts_in_host_ram_is_acceptance_tested_as_planned(tmp_path):

@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 
+from acceptance_runs import compared as _compared, predicted as _predicted, run_the_import_line as _run_the_import_line
+
 runner = CliRunner()
-FIGURES = ("ttft_s", "tpot_s", "output_tokens_per_s_total")
 KT = ["--model", "deepseek-v3", "--gpu", "rtx-4090", "--engine", "ktransformers", "-q", "gguf-q4_k_m",
       "--kt-num-gpu-experts", 0, "--host-memory-gb", 1024, "--max-model-len", 4096]
 KT_HOST = ["--kt-release", "kt-kernel", "--host-sockets", 2, "--host-memory-bandwidth-gb-per-s", 614.4]
@@ -32,35 +33,6 @@ def _pack(out: Path, *flags) -> tuple[dict, list[str]]:
     assert r.exit_code == 0, r.output
     line = next(x for x in (out / "README.md").read_text().splitlines() if "measurements import" in x)
     return json.loads((out / "predictions.json").read_text()), shlex.split(line)
-
-
-def _result_file(out: Path, predictions: dict) -> Path:
-    """A benchmark result at the pack's lengths and concurrencies (the documented CSV), measured off the predictions."""
-    rows = ["concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms,output_tokens_per_s"]
-    rows += [f"{p['concurrency']},{p['input_tokens']},{p['output_tokens']},{p['ttft_s'] * 1.1e3:.3f},"
-             f"{p['tpot_s'] * 0.9e3:.4f},{p['output_tokens_per_s_total'] * 1.05:.2f}" for p in predictions["predictions"]]
-    (out / "results").mkdir(exist_ok=True)
-    path = out / "results" / "run.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
-
-
-def _run_the_import_line(out: Path, predictions: dict, line: list[str], db: Path) -> dict:
-    assert line[:4] == ["inferplan", "measurements", "import", "results/*"] and line[-1] == "<version>"
-    r = cli(*line[1:3], _result_file(out, predictions), *line[4:-1], "0.11.0", "--db", db, "--json")
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)["imported"][0]
-
-
-def _compared(db: Path) -> dict[int, dict[str, float]]:
-    r = cli("validate", "--mine", "--db", db, "--json")
-    assert r.exit_code == 0, r.output
-    (mine,) = json.loads(r.stdout)["mine"]
-    return {p["concurrency"]: {m["metric"]: m["predicted"] for m in p["metrics"]} for p in mine["points"]}
-
-
-def _predicted(predictions: dict) -> dict[int, dict[str, float]]:
-    return {p["concurrency"]: {k: p[k] for k in FIGURES} for p in predictions["predictions"]}
 
 
 def test_a_ktransformers_pack_predicts_and_imports_with_the_release_and_the_host(tmp_path):

@@ -1,5 +1,6 @@
 """A database written before runs stated their speculative decoding, host KV tier, KTransformers release and
-host opens migrated: every run reads as what it was (none of them), nothing it held is lost, a re-import of the
+host (version 0), or before they stated the engine settings they were started with (version 1), opens migrated:
+every run reads as what it was (none of them; the engine's defaults), nothing it held is lost, a re-import of the
 same file is still the same run, and a database of a later release is refused rather than misread."""
 
 from __future__ import annotations
@@ -23,34 +24,41 @@ GIVEN = RunProvenance(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_ve
 BEFORE = ("speculative_tokens", "speculative_method", "draft_model", "acceptance_rate", "kv_offloading_size",
           "kv_offloading_backend", "hicache_ratio", "hicache_size", "kt_release", "host_sockets",
           "host_memory_bandwidth_gb_per_s")
+# what a run stored at version 1 did not state yet: the engine settings it was started with
+SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
+            "moe_runner_backend")
 
 
-def _old_database(path: Path) -> dict:
+def _old_database(path: Path, version: int = 0) -> dict:
     (run,) = read_runs(load_catalog(), [(FILE, (DATA / FILE).read_bytes())], GIVEN)
-    body = {k: v for k, v in run.model_dump(mode="json", exclude={"id"}).items() if k not in BEFORE}
+    left_out = (*(BEFORE if version < 1 else ()), *SETTINGS)
+    body = {k: v for k, v in run.model_dump(mode="json", exclude={"id"}).items() if k not in left_out}
     body["kept_by_an_older_release"] = "stays"
     db = sqlite3.connect(path)
     db.executescript("CREATE TABLE measurements (id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, "
                      "accelerator TEXT NOT NULL, body TEXT NOT NULL, created TEXT NOT NULL);")
     db.execute("INSERT INTO measurements (model, accelerator, body, created) VALUES (?, ?, ?, ?)",
                (run.model, run.accelerator, json.dumps(body), "2026-11-02T10:00:00+00:00"))
+    db.execute(f"PRAGMA user_version = {version}")
     db.commit()
     db.close()
     return body
 
 
-def test_an_older_database_opens_migrated_and_loses_nothing(tmp_path):
+@pytest.mark.parametrize("version", [0, 1])
+def test_an_older_database_opens_migrated_and_loses_nothing(tmp_path, version):
     path = tmp_path / "old.db"
-    body = _old_database(path)
+    body = _old_database(path, version)
     store = Store(path)
     (run,) = store.list_measurements()
     assert (run.speculative_tokens, run.speculative_method, run.kv_offloading_size, run.kt_release) == (0, None, None, None)
     assert run.points[0].tpot_s == pytest.approx(0.00841) and compare_run(run).points[0].metrics
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
         stored = json.loads(db.execute("SELECT body FROM measurements").fetchone()[0])
     assert {k: stored[k] for k in body} == body  # every key kept as it was
     assert stored["speculative_tokens"] == 0 and all(stored[k] is None for k in BEFORE if k != "speculative_tokens")
+    assert all(stored[k] is None for k in SETTINGS) and run.kv_cache_dtype is None and run.max_num_seqs is None
     with pytest.raises(ConflictError, match="stored already as run 1"):  # the same file is still the same run
         store.add_measurements(read_runs(load_catalog(), [(FILE, (DATA / FILE).read_bytes())], GIVEN))
     assert len(Store(path).list_measurements()) == 1  # opened again: nothing to migrate, nothing changed

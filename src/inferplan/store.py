@@ -22,7 +22,7 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
 from inferplan.inputs import MAX_NAME_CHARS, Input, SafeName, plain_text_problem, stored
 from inferplan.measurements.records import MeasuredRun
-from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, UserRun
+from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, UserRun
 from inferplan.store_path import default_db_path
 
 SCHEMA = """
@@ -53,20 +53,24 @@ CREATE TABLE IF NOT EXISTS measurements (
 
 
 
-def _runs_state_their_drafts_and_host_tiers(db: sqlite3.Connection) -> None:
-    """Version 1: a stored run states its speculative decoding, host KV tier, KTransformers release and host.
-    A run stored before recorded none of them, so each is written as none (no draft tokens, every other
-    field null); every key the run held stays as it was."""
-    for row in db.execute("SELECT id, body FROM measurements").fetchall():
-        body = json.loads(row["body"])
-        stated = {**RUN_NONE, **body}
-        if stated != body:
-            db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps(stated), row["id"]))
+def _runs_stating(added: dict):
+    """A migration step: every stored run states the fields ``added`` as a run stored before them recorded them
+    (their values there); every key the run held stays as it was."""
+    def step(db: sqlite3.Connection) -> None:
+        for row in db.execute("SELECT id, body FROM measurements").fetchall():
+            body = json.loads(row["body"])
+            stated = {**added, **body}
+            if stated != body:
+                db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps(stated), row["id"]))
+    return step
 
 
-# what a run stored before version 1 states of the fields version 1 added
+# version 1: a run states its speculative decoding, host KV tier, KTransformers release and host (one stored
+# before recorded none: no draft tokens, every other field null)
 RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "speculative_tokens": 0}
-MIGRATIONS = (_runs_state_their_drafts_and_host_tiers,)  # MIGRATIONS[v] brings a store of version v to v + 1
+# version 2: a run states the engine settings it was started with (one stored before: the engine's defaults, null)
+RUN_DEFAULT_SETTINGS = {f: None for f in RUN_SETTINGS}
+MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS))  # MIGRATIONS[v]: a store of version v to v + 1
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -12,7 +12,7 @@ from inferplan.measurements.records import MeasuredRun, run_settings
 
 # the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint)
 POINT_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",
-                "host_memory_gb")
+                "host_memory_gb", "kv_cache_dtype", "moe_runner_backend", "max_num_seqs")
 # a measured point's field -> the speed point metric it is (per-user decode: 1/TPOT at concurrency 1)
 FIELD_METRICS = (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s"), ("output_tokens_per_s_total", "output_tokens_per_s_total"),
                  ("prefill_tokens_per_s", "prefill_tokens_per_s"))
@@ -20,8 +20,8 @@ FIELD_METRICS = (("ttft_s", "ttft_s"), ("tpot_s", "tpot_s"), ("output_tokens_per
 
 def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dict:
     source = f"user-run-{run.id}"
-    # what the speed_points schema takes of the run's drafts and host RAM; the rest (a host KV tier, the host's
-    # bandwidth) said in a caveat
+    # what the speed_points schema takes of the run's drafts, host RAM and engine settings; the rest (a host KV tier,
+    # the host's bandwidth, the memory fraction, the step budget) said in a caveat
     stated = {f: getattr(run, f) for f in POINT_FIELDS if getattr(run, f) is not None}
     if run.speculative_tokens:
         stated |= {"speculative_tokens": run.speculative_tokens, "acceptance_rate": run.acceptance_rate}

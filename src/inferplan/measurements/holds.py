@@ -3,7 +3,8 @@ hold (the memory plan's ``weights_bytes_per_gpu`` at the stated tensor parallel 
 format) fit in a GPU's memory. A run whose stated deployment cannot hold its weights was measured on
 another one (a tensor parallel size or a weight format left unstated), and every comparison with it
 would be wrong, so it is refused naming what to state; so is a setting its engine does not take (a host KV
-tier or offload flag of another engine), a KTransformers release or ``--kt-method`` with no CPU path, and a
+tier or offload flag of another engine, a KV cache dtype it cannot run, an engine setting its launcher has no flag
+for), a KTransformers release or ``--kt-method`` with no CPU path, and a
 speculative method the model or engine cannot draft with (``check_stated``). A deployment the planner
 reckons too tight for its KV cache is stored: the run says it served, and ``compare`` shows why no
 prediction is made."""
@@ -11,12 +12,13 @@ prediction is made."""
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError, UnsupportedSettingError
 from inferplan.memory.fit import fit
 from inferplan.memory.kt_host import kt_expert_format
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload import check_offload_flags
-from inferplan.performance.local_runs import UserRun, run_deployment
+from inferplan.memory.precision import check_kv_dtype
+from inferplan.performance.local_runs import RUN_SETTINGS, UserRun, run_deployment
 from inferplan.units import GB
 
 
@@ -38,9 +40,32 @@ def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
 
 def check_stated(catalog: Catalog, run: UserRun) -> None:
     """Refuse what the run states that its engine, model or KTransformers release cannot have run, naming
-    the field (``speculative_method``, ``hicache_ratio``, ``kt_release`` …) and what is allowed."""
+    the field (``speculative_method``, ``hicache_ratio``, ``kt_release``, ``max_num_seqs`` …) and what is allowed."""
     d = run_deployment(run.model_copy(update={"speculative_method": None}))
     check_offload_flags(d, list(catalog.engines), catalog.engine(run.engine))
+    check_settings(catalog, run)
     if run.kt_release is not None or run.kt_method is not None:
         kt_expert_format(catalog, run.kt_release, run.kt_method, run.quantization)
     with_speculative(catalog, d, run.speculative_tokens, run.speculative_method)
+
+
+def check_settings(catalog: Catalog, run: UserRun) -> None:
+    """Refuse an engine setting (``RUN_SETTINGS``) the run's engine cannot have been started with: a KV cache
+    dtype it does not run, or a setting its launcher has no flag for (``deploy``'s flag records)."""
+    if run.kv_cache_dtype is not None:
+        check_kv_dtype(catalog, run.engine, run.kv_cache_dtype)
+    engine = catalog.engine(run.engine)
+    for setting in (s for s in RUN_SETTINGS if s != "kv_cache_dtype" and getattr(run, s) is not None):
+        if not _takes(catalog, engine.id, setting):
+            takers = [e.id for e in catalog.engines if _takes(catalog, e.id, setting)]
+            raise InvalidScenarioError(f"{engine.name} has no launch flag for {setting}", field=setting,
+                                       allowed=f"leave it out, or engine {' | '.join(takers) or 'none'}")
+
+
+def _takes(catalog: Catalog, engine: str, setting: str) -> bool:
+    from inferplan.deploy.command import engine_takes
+
+    try:
+        return engine_takes(catalog, engine, setting)
+    except UnsupportedSettingError:  # an engine with no launch flags on record
+        return False

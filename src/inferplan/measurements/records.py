@@ -24,7 +24,7 @@ from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
-from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, MeasuredPoint, UserRun, run_deployment
+from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
 
 MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100
@@ -68,6 +68,15 @@ class RunProvenance(Input):
     host_sockets: int | None = Deployment.model_fields["host_sockets"]
     host_memory_gb: float | None = Deployment.model_fields["host_memory_gb"]
     host_memory_bandwidth_gb_per_s: float | None = Deployment.model_fields["host_memory_bandwidth_gb_per_s"]
+    # the engine settings it was started with that change the prediction, as a Deployment states them (RUN_SETTINGS;
+    # left out, or a KV cache dtype of auto: the engine's default); checked with the engine by ``holds.check_stated``
+    kv_cache_dtype: str | None = Field(None, min_length=1, max_length=40,
+                                       description="as the engine names it, e.g. fp8 (default: auto, the engine's own)")
+    gpu_memory_utilization: float | None = Deployment.model_fields["gpu_memory_utilization"]
+    max_num_seqs: int | None = Deployment.model_fields["max_num_seqs"]
+    max_num_batched_tokens: int | None = Deployment.model_fields["max_num_batched_tokens"]
+    ubatch_size: int | None = Deployment.model_fields["ubatch_size"]
+    moe_runner_backend: str | None = Deployment.model_fields["moe_runner_backend"]
     # its speculative decoding (RUN_DRAFTS): draft tokens per step as the workload bounds them, how drafts were
     # made (SPECULATIVE_METHODS, checked with the model and engine by ``holds.check_stated``), the draft
     # checkpoint, and the acceptance rate per draft token it is predicted at (the engine's logged rate)
@@ -75,6 +84,11 @@ class RunProvenance(Input):
     speculative_method: str | None = Field(None, max_length=40, description=f"one of {', '.join(SPECULATIVE_METHODS)}")
     draft_model: str | None = Field(None, min_length=1, max_length=300)
     acceptance_rate: float | None = Field(None, ge=0, le=1, description="per draft token (default 0.7)")
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _auto_is_the_default(cls, value: str | None) -> str | None:
+        return None if value is not None and value.strip().lower() == "auto" else value
 
     @field_validator("speculative_method", "draft_model", "acceptance_rate")
     @classmethod
@@ -177,7 +191,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points),
-                       **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_DRAFTS)})
+                       **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)})
 
 
 def _file_quantization(catalog: Catalog, meta: dict[str, str]) -> str | None:
@@ -217,9 +231,9 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
 
 
 def run_settings(run: UserRun) -> str:
-    """What a run states of host RAM, its host and its speculative decoding, as the flags that stated them
-    (none: "")."""
-    stated = [(f, v) for f in (*RUN_OFFLOAD, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
+    """What a run states of host RAM, its host, its engine settings and its speculative decoding, as the flags that
+    stated them (none: "")."""
+    stated = [(f, v) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
               and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts on the GPU: stated
     return " ".join(f"--{f.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{f.replace('_', '-')} {v}"
                     for f, v in stated)

@@ -87,6 +87,14 @@ class UserRun(BaseModel):
     host_sockets: int | None = None
     host_memory_gb: float | None = None
     host_memory_bandwidth_gb_per_s: float | None = None
+    # the engine settings it was started with that change what is predicted (Deployment's fields of these
+    # names, RUN_SETTINGS; None: the engine's default, as a launch command that states none)
+    kv_cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    ubatch_size: int | None = None
+    moe_runner_backend: str | None = None
     # the speculative decoding it ran with, as deploy launches it (0 draft tokens: none); the acceptance rate
     # per draft token it is predicted at (None: the workload's default)
     speculative_tokens: int = 0
@@ -102,18 +110,23 @@ RUN_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_siz
                "host_memory_bandwidth_gb_per_s")
 # of those, the host the run ran on: planned with, not matched (perf plans on a run of the same launch)
 RUN_HOST = ("host_sockets", "host_memory_gb", "host_memory_bandwidth_gb_per_s")
+# the engine settings a launch command states beyond its layout, context and offload that change the prediction
+# (``measurements import`` and ``acceptance`` take them by deploy's and perf's flags)
+RUN_SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
+                "moe_runner_backend")
 # the speculative decoding a run states (``measurements import`` takes them as deploy and perf name them)
 RUN_DRAFTS = ("speculative_tokens", "speculative_method", "draft_model", "acceptance_rate")
 
 
 def run_deployment(run: UserRun, **settings) -> Deployment:
-    """The deployment ``run`` measured (its GPUs, layout, engine, weight format, offload and host; drafting with
-    the model's MTP layers where its speculative method is mtp), with ``settings`` beside."""
+    """The deployment ``run`` measured (its GPUs, layout, engine, weight format, offload, host and engine settings;
+    drafting with the model's MTP layers where its speculative method is mtp), with ``settings`` beside."""
     mtp = {"mtp_draft": True} if run.speculative_tokens and run.speculative_method == "mtp" else {}
     return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
                       pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
                       enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
-                      **{f: getattr(run, f) for f in RUN_OFFLOAD if getattr(run, f) is not None}, **mtp, **settings)
+                      **{f: getattr(run, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS) if getattr(run, f) is not None}, **mtp,
+                      **settings)
 
 
 def run_workload(run: UserRun, p: MeasuredPoint) -> Workload:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.measurements.acceptance import AcceptancePack
-from inferplan.performance.local_runs import RUN_OFFLOAD
+from inferplan.performance.local_runs import RUN_OFFLOAD, RUN_SETTINGS
 
 
 def _readme(p: AcceptancePack) -> str:
@@ -81,9 +81,9 @@ def _layout_text(lay) -> str:
 
 
 def import_flags(p: AcceptancePack) -> str:
-    """The flags that import the pack's results as the instance it launched (its resolved layout, what it keeps
-    in host RAM, its host — a system card's too — and its speculative decoding at the predictions' acceptance
-    rate), quoted as a shell reads them."""
+    """The flags that import the pack's results as the instance it launched (its resolved layout, the engine
+    settings its launch command states, what it keeps in host RAM, its host — a system card's too — and its
+    speculative decoding at the predictions' acceptance rate), quoted as a shell reads them."""
     d, lay, q = p.deployment, p.layout, shlex.quote
     spec, host = p.speculative, {**{f: getattr(d, f) for f in RUN_OFFLOAD}, **p.system_host}
     drafts = ([f"--speculative-tokens {spec.tokens}", f"--speculative-method {q(spec.method)}",
@@ -94,6 +94,7 @@ def import_flags(p: AcceptancePack) -> str:
                      f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else []),
                      f"--max-model-len {d.max_model_len}",
+                     *(f"{_flag(f)} {q(str(getattr(d, f)))}" for f in RUN_SETTINGS if getattr(d, f) not in (None, "auto")),
                      *(f"{_flag(f)} {q(str(host[f]))}" for f in RUN_OFFLOAD if host[f] is not None), *drafts])
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import ConflictError, InferplanError
 from inferplan.inputs import Input
+from inferplan.measurements.choices import UploadChoices, upload_choices
 from inferplan.measurements.compare import RunComparison, compare_run, compare_runs
 from inferplan.measurements.export import run_as_catalogue
 from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance, read_runs
@@ -73,6 +74,12 @@ def measurements_view(request: Request) -> MeasurementsView:
     """Every run with predicted vs measured, and the chart of them."""
     runs = compare_runs(_store(request).list_measurements())
     return MeasurementsView(runs=runs, texts=[run_text(r) for r in runs], chart=predicted_vs_measured(runs))
+
+
+@router.get("/api/measurements/choices")
+def measurement_choices() -> UploadChoices:
+    """What the upload's provenance fields take where the library knows the values (the page's choices)."""
+    return upload_choices(load_catalog())
 
 
 @router.get("/api/measurements/{measurement_id}")

@@ -1,6 +1,7 @@
-// "Your measurements": upload a benchmark result file, list the stored runs with the planner's
-// error on each (worded by the server: report/measured_chart.run_text), and draw the library's
-// predicted-vs-measured chart. The API does every sum.
+// "Your measurements": upload a benchmark result file with the deployment it measured (its engine
+// settings, host RAM and speculative decoding too; the choices are the API's: /api/measurements/choices),
+// list the stored runs with the planner's error on each (worded by the server: report/measured_chart.run_text),
+// and draw the library's predicted-vs-measured chart. The API does every sum.
 "use strict";
 
 function measurementRow(comparison, text) {
@@ -45,6 +46,11 @@ async function uploadMeasurement(event) {
     if ($(id).value) provenance[key] = $(id).value;
   }
   if ($("measurement-tp").value) provenance.tensor_parallel_size = Number($("measurement-tp").value);
+  // the fields left blank are the engine's defaults: not sent
+  for (const control of $("measurement-form").querySelectorAll("[data-provenance]")) {
+    if (control.value === "") continue;
+    provenance[control.dataset.provenance] = control.type === "number" ? Number(control.value) : control.value;
+  }
   $("measurement-status").textContent = "importing…";
   try {
     const runs = await api("POST", "/api/measurements", { files: [{ name: file.name, content: await file.text() }], provenance });
@@ -56,7 +62,31 @@ async function uploadMeasurement(event) {
   }
 }
 
+// a select's options after its blank first one (what the field is when left out)
+function fillChoices(select, values) {
+  const blank = select.options[0];
+  const kept = select.value;
+  select.replaceChildren(blank, ...values.map((v) => new Option(v, v)));
+  if (values.includes(kept)) select.value = kept;
+}
+
+// the KV cache dtypes of the engine chosen ("": every one, the engine told from the file); "auto" is the blank option
+function fillKvDtypes(choices) {
+  const dtypes = choices.kv_cache_dtypes[$("measurement-engine").value] || choices.kv_cache_dtypes[""];
+  fillChoices($("measurement-kv-cache-dtype"), dtypes.filter((d) => d !== "auto"));
+}
+
+async function loadMeasurementChoices() {
+  const choices = await api("GET", "/api/measurements/choices");
+  for (const select of $("measurement-form").querySelectorAll("select[data-choices]")) {
+    if (select.dataset.choices !== "kv_cache_dtypes") fillChoices(select, choices[select.dataset.choices]);
+  }
+  fillKvDtypes(choices);
+  $("measurement-engine").addEventListener("change", () => fillKvDtypes(choices));
+}
+
 window.addEventListener("DOMContentLoaded", () => {
   $("measurement-form").addEventListener("submit", uploadMeasurement);
+  loadMeasurementChoices().catch((error) => { $("measurement-status").textContent = error.message; });
   refreshMeasurements().catch((error) => { $("measurement-status").textContent = error.message; });
 });
