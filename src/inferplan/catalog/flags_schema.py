@@ -173,6 +173,15 @@ class VariantEnv(Frozen):
     source: str
 
 
+class RunnerEnv(Frozen):
+    """The environment that makes the engine run one of its model runners (Deployment.model_runner): vLLM's
+    VLLM_USE_V2_MODEL_RUNNER."""
+
+    runner: Literal["V1", "V2"]
+    env: dict[str, str] = Field(min_length=1)
+    source: str
+
+
 class SoftwareLaunch(Frozen):
     """What the engine's launch adds on one software stack: SGLang on Apple GPUs runs MLX only with
     ``SGLANG_USE_MLX=1`` and is started without CUDA graphs."""
@@ -268,6 +277,7 @@ class EngineFlags(Frozen):
     image_launcher: tuple[str, ...] = ()
     image_launcher_source: str | None = None
     variant_env: tuple[VariantEnv, ...] = ()  # the environment of a variant the release does not run by default
+    runner_env: tuple[RunnerEnv, ...] = ()  # the environment that picks a model runner (empty: no choice to make)
     software_launch: tuple[SoftwareLaunch, ...] = ()  # what the launch adds on one software stack
     shm_bytes: Bytes | None = None  # shared memory a container of the engine is given (/dev/shm)
     health_path: str = Field(pattern=r"^/")
@@ -377,6 +387,7 @@ def check_engine_flags(catalog) -> None:
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later), *(v.source for v in flags.variant_env),
+                 *(r.source for r in flags.runner_env),
                  *(o.source for o in flags.software_launch),
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),

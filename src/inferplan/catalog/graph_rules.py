@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from inferplan.catalog.provenance import release_key
 from inferplan.catalog.schema import Frozen
 
 
@@ -58,3 +59,57 @@ class CudaGraphEstimate(Frozen):
     def bytes_for(self, model_type: str | None) -> GraphBytes | None:
         """The per-graph figure of ``model_type`` (None: no source prints one)."""
         return next((g for g in self.per_graph if model_type is not None and model_type in g.model_types), None)
+
+
+class RunnerDefault(Frozen):
+    """Which of vLLM's two GPU model runners a release picks where VLLM_USE_V2_MODEL_RUNNER is not set, from
+    ``first_release`` until the next entry (``config/vllm.py`` ``use_v2_model_runner``): Model Runner V2 for
+    every model (``v2_all``), for the config.json ``architectures`` listed, and for models without a mixture of
+    experts (``v2_dense``); the listed ones only when dense and without a checkpoint quantization_config
+    (``listed_dense_unquantized``); hybrid (Mamba or linear-attention) models stay on V1 always, or unless
+    listed (``hybrid_v1``)."""
+
+    first_release: str
+    v2_all: bool = False
+    v2_architectures: tuple[str, ...] = ()
+    v2_dense: bool = False
+    listed_dense_unquantized: bool = False
+    hybrid_v1: Literal["always", "unlisted", "never"] = "never"
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    def picks_v2(self, hf_architecture: str | None, moe: bool, hybrid: bool, quantized: bool) -> bool:
+        """Whether a model with these traits runs on Model Runner V2 by default."""
+        listed = hf_architecture is not None and hf_architecture in self.v2_architectures
+        if hybrid and (self.hybrid_v1 == "always" or (self.hybrid_v1 == "unlisted" and not listed)):
+            return False
+        if self.v2_all:
+            return True
+        if listed and self.listed_dense_unquantized:
+            return not moe and not quantized
+        return listed or (self.v2_dense and not moe)
+
+
+class ModelRunners(Frozen):
+    """vLLM's model-runner choice over a rule's releases (a plan's stated ``model_runner`` overrides it, launched
+    with engine_flags.yaml ``runner_env``), and what Model Runner V2 does to the CUDA-graph estimate: before ``v2_estimates_from`` its ``profile_cudagraph_memory`` returns 0, so no graph memory is
+    counted and the graphs are captured after the KV cache is sized; from it V2 profiles its own estimate."""
+
+    defaults: tuple[RunnerDefault, ...] = Field(min_length=1)  # oldest first_release first
+    v2_estimates_from: str | None = None  # None: no release of the rule's range estimates under V2
+    # calibration.yaml ids (one GPU, several GPUs): the CUDA-graph pool V2 captures after the KV cache where it
+    # estimates none, checked with the start-up headroom (memory/startup.py)
+    after_kv_graph_constants: tuple[str, str] | None = None
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str = ""
+
+    def default_at(self, release: str) -> RunnerDefault | None:
+        """The entry in force at ``release`` (None: before the first)."""
+        named = [r for r in self.defaults if release_key(r.first_release) <= release_key(release)]
+        return max(named, key=lambda r: release_key(r.first_release)) if named else None
+
+    def v2_estimates(self, release: str) -> bool:
+        """Whether Model Runner V2 counts a CUDA-graph estimate at ``release``."""
+        return self.v2_estimates_from is not None and release_key(release) >= release_key(self.v2_estimates_from)

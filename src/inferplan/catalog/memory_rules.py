@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.free_memory import FreeMemoryQuery
-from inferplan.catalog.graph_rules import CudaGraphEstimate
+from inferplan.catalog.graph_rules import CudaGraphEstimate, ModelRunners
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import _RELEASE, release_key
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
@@ -180,6 +180,8 @@ class MemoryRule(Frozen):
     cuda_graph_constant: str | None = None  # calibration.yaml id, bytes per GPU, when estimated
     # the engine's own estimate by capture count, where it is modelled (the constant stays the fallback)
     cuda_graph_estimate: CudaGraphEstimate | None = None
+    # vLLM's model-runner choice by release and model, where Model Runner V2 budgets CUDA graphs otherwise
+    model_runners: ModelRunners | None = None
     # calibration.yaml ids (one GPU, several GPUs): the non-torch memory, subtracted when counted
     # and otherwise reported as memory outside the fraction
     non_torch_constants: tuple[str, str] | None = None
@@ -215,6 +217,8 @@ class MemoryRule(Frozen):
             raise ValueError("estimated CUDA graphs are counted and name their cuda_graph_constant")
         if self.cuda_graph_estimate is not None and self.cuda_graphs != "estimated":
             raise ValueError("a cuda_graph_estimate belongs to a rule whose CUDA graphs are estimated")
+        if self.model_runners is not None and self.cuda_graphs != "estimated":
+            raise ValueError("model_runners belong to a rule whose CUDA graphs are estimated")
         if (self.fraction_of == "free_at_start") != (self.start_constant is not None) or \
                 (self.fraction_of == "free_at_start" and self.budget != "of_total"):
             raise ValueError("a fraction of the memory free at start-up is an of_total budget naming its start_constant")
@@ -228,6 +232,9 @@ class MemoryRule(Frozen):
             raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
         for release in (*(f.first_release for f in self.memory_fraction_defaults),
                         *(q.first_release for q in self.free_memory_queries),
+                        *((r.first_release for r in self.model_runners.defaults) if self.model_runners else ()),
+                        *((self.model_runners.v2_estimates_from,) if self.model_runners and
+                          self.model_runners.v2_estimates_from else ()),
                         *((self.current_release.release,) if self.current_release else ())):
             if not self.covers(release):
                 raise ValueError(f"release {release} is outside the rule's releases {self.releases}")
@@ -278,7 +285,8 @@ class MemoryRule(Frozen):
                                  self.cuda_graph_constant, graph, self.start_constant,
                                  *(self.non_torch_constants or ()), nvls, nvls_granularity,
                                  *(self.runtime_buffers.constant_ids() if self.runtime_buffers else ()),
-                                 *(self.startup.constant_ids() if self.startup else ())) if c)
+                                 *(self.startup.constant_ids() if self.startup else ()),
+                                 *((self.model_runners.after_kv_graph_constants or ()) if self.model_runners else ())) if c)
 
 
 def parse_engine_version(text: str) -> tuple[str, str | None]:
@@ -382,6 +390,8 @@ def check_memory_rules(catalog) -> None:
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),
             *(rule.cuda_graph_estimate.sources if rule.cuda_graph_estimate else ()),
             *(s for g in (rule.cuda_graph_estimate.per_graph if rule.cuda_graph_estimate else ()) for s in g.sources),
+            *(rule.model_runners.sources if rule.model_runners else ()),
+            *(s for r in (rule.model_runners.defaults if rule.model_runners else ()) for s in r.sources),
             *(s for b in rule.activation.sampler_backends for s in b.sources),
             *(rule.current_release.sources if rule.current_release else ()),
             *(s for f in rule.memory_fraction_defaults for s in f.sources),

@@ -28,7 +28,7 @@ from inferplan.deploy.copies import copies_note
 from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
-from inferplan.deploy.variant_env import software_launch, variant_env
+from inferplan.deploy.variant_env import runner_env, software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
 from inferplan.deploy.prompt_budget import chunked_prefill
 from inferplan.deploy.stated import slot_context, stated_or_default
@@ -154,7 +154,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         argv += _speculative_args(speculative, flags, options)
     stack_env, stack_args = software_launch(d, flags, catalog)  # SGLang on an Apple GPU: MLX, no CUDA graphs
     argv += stack_args
-    env = {**stack_env, **variant_env(d, flags, catalog)}  # a variant the release does not run by default (VLLM_USE_V1=0)
+    env = {**stack_env, **variant_env(d, flags, catalog), **runner_env(d, flags)}  # VLLM_USE_V1=0, VLLM_USE_V2_MODEL_RUNNER
     if role != "both":
         argv += role_args(role, flags)
         _merge(options, flags.disaggregation.options)

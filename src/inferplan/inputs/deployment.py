@@ -52,6 +52,10 @@ class Deployment(Input):
         None, description="vLLM V1: the top-k/top-p sampler the install runs, as its log names it ('Using FlashInfer for "
                           "top-p & top-k sampling.' or the PyTorch-native fallback); FlashInfer's does not sort the "
                           "vocabulary in the start-up profile (default: the release's own, engine_memory_rules.yaml)")
+    model_runner: Literal["V1", "V2"] | None = Field(
+        None, description="vLLM from 0.20: the GPU model runner, set with VLLM_USE_V2_MODEL_RUNNER (1: V2, 0: V1) in the "
+                          "launch command's environment; V2 counts no CUDA-graph estimate before 0.29.0 (default: the "
+                          "release's own choice for the model, engine_memory_rules.yaml model_runners)")
     enforce_eager: bool = Field(False, description="vLLM --enforce-eager: no CUDA graphs are captured, so none are estimated "
                                 "at start-up or reserved after the KV cache is sized")
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
@@ -104,6 +108,11 @@ class Deployment(Input):
     @classmethod
     def _not_blank(cls, value: object) -> object:
         return not_blank(value)
+
+    @field_validator("model_runner", mode="before")
+    @classmethod
+    def _runner_upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _hardware_named(self) -> "Deployment":

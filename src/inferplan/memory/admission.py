@@ -226,10 +226,12 @@ def with_admission(catalog, engine: str, engine_version: str | None, arch: Archi
 DEFAULT_RELEASE = "the default: the current release"
 
 
-def rule_label(rule, release_notes: list[str], engine_version: str | None) -> str:
-    """The memory rule as `fit` names it: its label, and the release planned at where none was stated."""
+def rule_label(rule, release_notes: list[str], engine_version: str | None, runner: str | None = None) -> str:
+    """The memory rule as `fit` names it: its label, the release planned at where none was stated, and the
+    model runner the release runs the model on where the rule names a choice (vLLM's V1 or V2)."""
     default = any(DEFAULT_RELEASE in n for n in release_notes)
-    return f"{rule.label}; planned at {engine_version}, {DEFAULT_RELEASE}" if default else rule.label
+    label = f"{rule.label}; planned at {engine_version}, {DEFAULT_RELEASE}" if default else rule.label
+    return f"{label}; Model Runner {runner}" if runner else label
 
 
 def planned_release(catalog, d: Deployment, arch: Architecture | None) -> tuple[Deployment, list[str]]:

@@ -7,12 +7,15 @@ PIECEWISE graphs are captured at every capture size, FULL decode graphs at the s
 (``v1/cudagraph_dispatcher.py``). The capture sizes and the bytes per graph are data
 (``catalog/graph_rules.py``); a printed estimate gives only a total, so the first capture is taken as one
 more graph. Without a figure for the model the rule's flat constant is used.
+
+Which model runner a release picks (``model_runner``) is data too: Model Runner V2 counts no estimate before the
+release the rule names (its ``profile_cudagraph_memory`` returns 0 and the graphs are captured after the KV cache).
 """
 
 from __future__ import annotations
 
 from inferplan.catalog.architecture import Architecture
-from inferplan.catalog.graph_rules import CaptureSizes, CudaGraphEstimate
+from inferplan.catalog.graph_rules import CaptureSizes, CudaGraphEstimate, ModelRunners
 from inferplan.units import GiB
 
 
@@ -54,3 +57,31 @@ def estimated_graph_bytes(estimate: CudaGraphEstimate | None, arch: Architecture
                    f"(max_num_batched_tokens {max_num_batched_tokens}); first capture + (graphs − 1) per mode × "
                    f"{per / GiB * 1024:.1f} MiB per graph ({', '.join(figure.sources)}, {figure.kind}) = "
                    f"{total / GiB:.2f} GiB")
+
+
+def model_runner(runners: ModelRunners | None, release: str | None, arch: Architecture | None,
+                 stated: str | None = None) -> tuple[str | None, str]:
+    """The model runner a release runs the model on ("V1"/"V2"; None: the rule names no choice) and a note
+    saying why: ``stated`` (Deployment.model_runner, launched with VLLM_USE_V2_MODEL_RUNNER) where given, else the
+    release's default for the model's architecture, mixture of experts, hybrid layers and quantization."""
+    if runners is None or release is None:
+        return None, ""
+    if stated is not None:
+        return stated.upper(), f"Model Runner {stated.upper()}, as stated (model_runner)"
+    entry = runners.default_at(release)
+    if entry is None:
+        return None, ""
+    if arch is None:
+        runner = "V2" if entry.v2_all else "V1"
+        return runner, f"Model Runner {runner}: vLLM {release}'s default where the model's architecture is not known"
+    hybrid = arch.linear is not None or arch.mamba is not None
+    v2 = entry.picks_v2(arch.hf_architecture, arch.moe is not None, hybrid, arch.quant is not None)
+    traits = ", ".join(t for t in (arch.hf_architecture, "MoE" if arch.moe else "dense", "hybrid" if hybrid else "",
+                                   "quantized checkpoint" if arch.quant else "") if t)
+    return ("V2" if v2 else "V1"), (f"Model Runner {'V2' if v2 else 'V1'}: vLLM {release}'s default for {traits} "
+                                    f"({', '.join(entry.sources)}; model_runner V1 or V2 overrides it)")
+
+
+def runner_counts_graphs(runners: ModelRunners | None, runner: str | None, release: str | None) -> bool:
+    """Whether the runner's start-up counts a CUDA-graph estimate (V2 only from the release the rule names)."""
+    return runner != "V2" or runners is None or release is None or runners.v2_estimates(release)

@@ -28,7 +28,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
 from inferplan.memory.context_cache import compute_buffer_bytes
-from inferplan.memory.cuda_graphs import estimated_graph_bytes
+from inferplan.memory.cuda_graphs import estimated_graph_bytes, model_runner, runner_counts_graphs
 from inferplan.memory.mlx_prefill import prefill_working_set_bytes
 from inferplan.units import GiB, MiB
 
@@ -55,6 +55,8 @@ class EngineSettings:
     topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
     cuda_graphs: bool = True  # False: --enforce-eager, no graphs captured
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
+    release: str | None = None  # the engine release planned at (None: the rule's own releases, not one of them)
+    model_runner: str | None = None  # vLLM: "V1" or "V2" as stated (VLLM_USE_V2_MODEL_RUNNER); None: the release's default
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class EngineBudget:
     assumptions: tuple[str, ...]
     rule: MemoryRule | None = None  # the engine release's budgeting rule applied
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized (0: not counted)
+    model_runner: str | None = None  # vLLM's model runner the plan assumes ("V1"/"V2"; None: the rule names none)
 
 
 def device_total_bytes(catalog: Catalog, accel: Accelerator,
@@ -246,7 +249,8 @@ def engine_budget(
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
-    graphs, graphs_note = cuda_graph_bytes(catalog, rule, arch, settings, accel)
+    runner, runner_note = model_runner(rule.model_runners, settings.release, arch, settings.model_runner)
+    graphs, graphs_note = cuda_graph_bytes(catalog, rule, arch, settings, accel, runner)
     other = settings.other_gpu_memory_bytes
     # the CUDA context, where a rule counts it, is inside its non-torch figure (measured with it): nothing more
     # to take; other processes' memory counts where the rule's profile reads the whole device
@@ -254,7 +258,7 @@ def engine_budget(
                "cuda_context": 0.0, "other_processes": other}
     parts = [counted[part] for part in rule.counted]
     frac = settings.memory_fraction
-    notes = [f"memory rule: {rule.label}", act_note] + [n for n in (nvls_note, held_note) if n]
+    notes = [f"memory rule: {rule.label}", act_note] + [n for n in (runner_note, nvls_note, held_note) if n]
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if rule.cuda_graph_constant and captures_cuda_graphs(accel) and not settings.cuda_graphs:
@@ -262,6 +266,11 @@ def engine_budget(
     if rule.cuda_graph_constant and not captures_cuda_graphs(accel):
         notes.append(f"{engine.name} on {accel.name} runs on MLX: no CUDA graphs and no start-up check outside the "
                      "fraction (the Metal back end budgets neither)")
+    if runner == "V2" and settings.cuda_graphs and captures_cuda_graphs(accel) and \
+            not runner_counts_graphs(rule.model_runners, runner, settings.release):
+        notes.append(f"{rule.label}: Model Runner V2 at {settings.release} estimates no CUDA-graph memory "
+                     "(its profile_cudagraph_memory returns 0): the graphs are captured after the KV cache is sized, "
+                     "out of the memory the fraction leaves")
     if graphs:
         notes.append(f"{rule.label}: {graphs / GiB:.2f} GiB of CUDA-graph memory reserved before the KV cache is "
                      f"sized ({graphs_note})")
@@ -310,14 +319,17 @@ def engine_budget(
         assumptions=tuple(notes),
         rule=rule,
         cuda_graph_bytes_per_gpu=graphs,
+        model_runner=runner,
     )
 
 
 def cuda_graph_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
-                     accel: Accelerator | None) -> tuple[float, str]:
+                     accel: Accelerator | None, runner: str | None = None) -> tuple[float, str]:
     """The CUDA-graph memory the rule counts per GPU, and what sized it: the engine's estimate by capture
-    count where the model's bytes per graph are sourced (memory/cuda_graphs.py), else the flat constant."""
-    if not rule.cuda_graph_constant or not captures_cuda_graphs(accel) or not settings.cuda_graphs:
+    count where the model's bytes per graph are sourced (memory/cuda_graphs.py), else the flat constant;
+    none under a model runner that estimates none at the release (``runner``: "V1"/"V2", None: the rule's)."""
+    if not rule.cuda_graph_constant or not captures_cuda_graphs(accel) or not settings.cuda_graphs or \
+            not runner_counts_graphs(rule.model_runners, runner, settings.release):
         return 0.0, ""
     modelled = estimated_graph_bytes(rule.cuda_graph_estimate, arch, settings.max_num_seqs,
                                      settings.max_num_batched_tokens)

@@ -94,6 +94,9 @@ class MemoryFit(BaseModel):
     memory_rule: str = ""
     engine_release: str | None = None  # the engine release the memory rule is planned at (stated or current)
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
+    # vLLM's model runner the plan assumes, V1 or V2 (VLLM_USE_V2_MODEL_RUNNER; the release's default for the
+    # model unless stated); None: the rule names no choice
+    model_runner: Literal["V1", "V2"] | None = None
     # what start-up allocates after the KV cache is sized lacks this much outside the fraction (memory/startup.py)
     startup_shortfall_bytes_per_gpu: float = 0.0
     startup_note: str | None = None  # why, with the figures, when it does

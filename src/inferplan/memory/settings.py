@@ -7,7 +7,7 @@ sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 to
 from __future__ import annotations
 
 from inferplan.catalog.engine_tiers import FractionScale, tier_for
-from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -23,6 +23,10 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     backend applies: ``fraction_scale``), except where the release's rule sets them (a V0 profile batch
     of max_model_len tokens, V0's 256 sequences); ``draft_reserve_bytes``: what the engine keeps besides
     outside a fraction it picks while a speculative draft runs."""
+    if d.model_runner is not None and (rule is None or rule.model_runners is None):
+        raise InvalidScenarioError(f"{engine.name}'s memory rule {rule.label if rule else ''} names no model-runner choice: "
+                                   "the runner is modelled for vLLM 0.20.0 and later", field="model_runner",
+                                   allowed="leave it out, or an engine_version of vLLM 0.20.0 or later")
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.record_id not in engine.small_default_accelerators
     )
@@ -46,7 +50,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
-                          other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB)
+                          other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
+                          release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
+                          model_runner=d.model_runner)
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.memory.cuda_graphs import model_runner, runner_counts_graphs
 from inferplan.memory.engine_budget import ASSUMED_VOCAB, EngineSettings
 from inferplan.units import GiB
 
@@ -75,8 +76,9 @@ def startup_check(catalog: Catalog, rule: MemoryRule, settings: EngineSettings, 
     if startup is None:
         return None
     graphs = 0.0
-    if startup.graph_constants is not None and settings.cuda_graphs:  # --enforce-eager captures none
-        single, multi = startup.graph_constants
+    constants = startup.graph_constants or after_kv_graph_constants(rule, settings, arch)
+    if constants is not None and settings.cuda_graphs:  # --enforce-eager captures none
+        single, multi = constants
         graphs = catalog.constant(single if gpus_in_instance == 1 else multi)
     per_seq = 0.0
     sampler = rule.activation.sampler_constant_for(settings.topk_topp_sampler)
@@ -112,3 +114,13 @@ def startup_fix(check: StartupCheck, total_bytes: float) -> StartupFix:
         seqs -= seqs > 0 and not starts(seqs)
     return StartupFix(memory_fraction=round(fraction, 2) if fraction > 0 else None,
                       max_num_seqs=seqs if seqs >= 1 else None)
+
+
+def after_kv_graph_constants(rule: MemoryRule, settings: EngineSettings, arch: Architecture | None) -> tuple[str, str] | None:
+    """The graph-pool constants of a model runner that estimates no graphs at the release and captures them after
+    the KV cache (vLLM's Model Runner V2 before 0.29), else None."""
+    runners = rule.model_runners
+    runner, _ = model_runner(runners, settings.release, arch, settings.model_runner)
+    if runners is None or runner_counts_graphs(runners, runner, settings.release):
+        return None
+    return runners.after_kv_graph_constants

@@ -71,6 +71,9 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "topk_topp_sampler": (Optional[str], typer.Option(
         None, "--topk-topp-sampler", help="vLLM V1: flashinfer | pytorch, the top-k/top-p sampler the install runs "
                                           "(default: the release's own).")),
+    "model_runner": (Optional[str], typer.Option(
+        None, "--model-runner", help="vLLM from 0.20: V1 | V2, the GPU model runner (VLLM_USE_V2_MODEL_RUNNER); V2 counts "
+                                     "no CUDA-graph estimate before 0.29 (default: the release's choice for the model).")),
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, e.g. marlin (default: the engine's).")),
     "enforce_eager": (bool, typer.Option(
@@ -103,7 +106,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
 
 LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
           "enable_expert_parallel")
-FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler")
+FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler",
+          "model_runner")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
           "other_gpu_memory_gb")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
