@@ -30,6 +30,7 @@ from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
+from inferplan.memory.step_budget import check_step_budget
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 from inferplan.memory.offload_suggest import expert_offload_elsewhere
 
@@ -40,6 +41,7 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
     catalog = catalog or load_catalog()
     d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method)
+    check_step_budget(d, catalog)  # a longest prompt the engine refuses is refused as the launch command refuses it
     mp = plan_memory(d, catalog)
     if mp.result.fits:
         return with_slots(d, mp.result, catalog)
