@@ -64,9 +64,20 @@ def _runs_state_their_drafts_and_host_tiers(db: sqlite3.Connection) -> None:
             db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps(stated), row["id"]))
 
 
+def _runs_state_their_cuda_graphs(db: sqlite3.Connection) -> None:
+    """Version 2: a stored run states whether it ran without CUDA graphs (``enforce_eager``). A run stored before
+    stated none, and is written as one with graphs, the engines' default; every key it held stays as it was."""
+    for row in db.execute("SELECT id, body FROM measurements").fetchall():
+        body = json.loads(row["body"])
+        if "enforce_eager" not in body:
+            db.execute("UPDATE measurements SET body = ? WHERE id = ?",
+                       (json.dumps({**body, "enforce_eager": False}), row["id"]))
+
+
 # what a run stored before version 1 states of the fields version 1 added
 RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "speculative_tokens": 0}
-MIGRATIONS = (_runs_state_their_drafts_and_host_tiers,)  # MIGRATIONS[v] brings a store of version v to v + 1
+# MIGRATIONS[v] brings a store of version v to v + 1
+MIGRATIONS = (_runs_state_their_drafts_and_host_tiers, _runs_state_their_cuda_graphs)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
