@@ -220,7 +220,12 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
 def run_settings(run: UserRun) -> str:
     """What a run states of its CUDA graphs, host RAM, its host and its speculative decoding, as the flags that
     stated them (none: "")."""
-    stated = [(f, v) for f in (*RUN_OFFLOAD, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
-              and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts on the GPU: stated
-    flags = [f"--{f.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{f.replace('_', '-')} {v}" for f, v in stated]
-    return " ".join(["--enforce-eager", *flags] if run.enforce_eager else flags)
+    stated = [(f, v) for f in ("enforce_eager", *RUN_OFFLOAD, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
+              and v is not False and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts: stated
+    return " ".join(_flag_text(f, v) for f, v in stated)
+
+
+def _flag_text(field: str, value) -> str:
+    """A stated field as its flag: a yes/no one alone, a number in its shortest form."""
+    flag = f"--{field.replace('_', '-')}"
+    return flag if value is True else f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
