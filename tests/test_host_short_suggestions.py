@@ -83,3 +83,51 @@ def test_a_host_nothing_fits_is_said_once_with_its_figures(tmp_path):
     body = got.json()
     assert body["shortfall_bytes"] > 0 and body["host_shortfall_bytes"] > 400 * 2**30
     assert not body["suggestions"] and "192 GiB of host RAM" in body["offload_note"]
+
+
+# a tier larger than the host RAM and a GPU short at the stated context: only a smaller tier with a GPU change fits
+TIER_AND_GPU_SHORT = ["fit", "--model", "qwen3-8b", "--gpu", "RTX 4090", "--kv-offloading-size", "64",
+                      "--host-memory-gb", "32"]
+
+
+def _ready_commands(argv: list[str]) -> list[list[str]]:
+    import shlex
+
+    shown = CliRunner().invoke(app, argv)
+    assert "does not fit" in " ".join(shown.stdout.split())
+    lines = shown.stdout.splitlines()
+    return [shlex.split(line)[1:] for line in lines[lines.index("To fit, run one of:") + 1:]
+            if line.strip().startswith("inferplan fit ")]
+
+
+def test_a_host_tier_with_the_gpu_short_too_gets_ready_commands_that_fit_when_run():
+    commands = _ready_commands(TIER_AND_GPU_SHORT)
+    assert len(commands) >= 2  # a shorter context and smaller weights, at least
+    for argv in commands:
+        size = float(argv[argv.index("--kv-offloading-size") + 1]) if "--kv-offloading-size" in argv else 0
+        assert size < 64  # every answer shrinks the tier the host RAM cannot hold
+        assert {"--max-model-len", "--quantization", "--gpus", "--gpu-memory-utilization"} & set(argv)  # and the GPU side
+        ran = CliRunner().invoke(app, argv)
+        assert ran.exit_code == 0 and ": fits" in " ".join(ran.stdout.split()), (argv, ran.stdout)
+
+
+def test_with_both_short_the_answers_are_sought_at_the_largest_tier_the_host_ram_holds(catalog):
+    d = Deployment(model="qwen3-8b", gpu="rtx-4090", kv_offloading_size=64, host_memory_gb=32)
+    r = fit_or_suggest(d, catalog)
+    assert r.shortfall_bytes > 0 and r.host_shortfall_bytes > 0
+    kinds = {s.kind for s in r.suggestions}
+    assert {"context", "quantization"} <= kinds
+    for s in r.suggestions:
+        assert fit(d.model_copy(update=s.changes), catalog).fits
+        tier = s.changes["kv_offloading_size"]
+        # the largest tier: one GiB more overfills the host RAM with the same GPU change
+        assert fit(d.model_copy(update={**s.changes, "kv_offloading_size": tier + 1}), catalog).host_shortfall_bytes > 0
+    assert r.offload_note is None  # no figure driven by the tier the host RAM cannot hold
+
+
+def test_with_both_short_and_no_tier_held_sglang_drops_the_tier_or_shrinks_it(catalog):
+    d = Deployment(model="qwen3-8b", gpu="rtx-4090", engine="sglang", hicache_ratio=20, host_memory_gb=32)
+    r = fit_or_suggest(d, catalog)
+    assert r.suggestions and r.shortfall_bytes > 0
+    for s in r.suggestions:
+        assert (s.changes.get("hicache_ratio") or 0) < 20 and fit(d.model_copy(update=s.changes), catalog).fits

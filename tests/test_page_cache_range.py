@@ -99,7 +99,9 @@ def test_an_unsourced_or_discrete_integrated_gpu_is_refused(catalog):
 
 def test_text_and_json_show_the_range():
     runner = CliRunner()
-    args = ["fit", "--model", "gpt-oss-120b", "--system", "dgx-spark", "--engine", "trtllm", "--max-num-batched-tokens", "8192"]
+    # fit's answer refuses prompts longer than the step, as the launch does: the context the logged step serves
+    args = ["fit", "--model", "gpt-oss-120b", "--system", "dgx-spark", "--engine", "trtllm", "--max-num-batched-tokens", "8192",
+            "--max-model-len", "8192"]
     text = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert "KV cache after a cold start: 0.00 GiB to 52.59 GiB per GPU" in text.stdout
     assert DROP in text.stdout

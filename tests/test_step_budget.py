@@ -4,15 +4,19 @@ prompt where no budget is stated: fit charges that step's activations, perf pref
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from inferplan.deploy.command import engine_flags, launch_command
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.step_budget import planned_step_budget
+from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.resolve import resolve_model
 from inferplan.performance.serving import estimate
 from inferplan.shells.cli import app
@@ -21,10 +25,19 @@ SWA = dict(model="gpt-oss-120b", gpu="b200", engine="trtllm")  # sliding-window 
 LONG = 20_000
 
 
+def _chunking(catalog):
+    """The catalogue with TensorRT-LLM's feature matrix allowing chunked prefill with sliding windows: a stated
+    8,192-token step then runs the longest prompt in chunks (for a contrast; the engine does not)."""
+    flags = engine_flags(catalog, "trtllm")
+    opened = flags.model_copy(update={"prompt_budget": flags.prompt_budget.model_copy(update={"unsupported_with": ()})})
+    records = {k: (opened if v is flags else v) for k, v in catalog.engine_flags.records.items()}
+    return dataclasses.replace(catalog, engine_flags=dataclasses.replace(catalog.engine_flags, records=records))
+
+
 def test_fit_charges_the_activations_of_a_step_as_long_as_the_longest_prompt(catalog):
     planned = plan_memory(Deployment(**SWA, max_model_len=LONG), catalog)
     stated = plan_memory(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=LONG), catalog)
-    default = plan_memory(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=8192), catalog)
+    default = plan_memory(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=8192), _chunking(catalog))
     assert planned.settings.max_num_batched_tokens == LONG
     assert planned.result.activation_bytes_per_gpu == stated.result.activation_bytes_per_gpu
     assert planned.result.activation_bytes_per_gpu > default.result.activation_bytes_per_gpu
@@ -36,7 +49,8 @@ def test_perf_prefills_the_longest_prompt_in_that_step(catalog):
     w = Workload(input_len=LONG - 500, output_len=200, concurrency=1)
     planned = estimate(Deployment(**SWA, max_model_len=LONG), w, catalog, use_profiles=False)
     stated = estimate(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=LONG), w, catalog, use_profiles=False)
-    chunked = estimate(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=8192), w, catalog, use_profiles=False)
+    chunked = estimate(Deployment(**SWA, max_model_len=LONG, max_num_batched_tokens=8192), w, _chunking(catalog),
+                       use_profiles=False)
     assert planned.prefill_s == stated.prefill_s != chunked.prefill_s
 
 
@@ -64,3 +78,37 @@ def test_a_search_pick_past_the_default_budget_launches_with_max_num_tokens():
     pick = json.loads(r.stdout)["results"][0]
     assert pick["max_model_len"] == 12_500
     assert "--max_num_tokens 12500" in pick["deploy"] and "enable_chunked_prefill" not in pick["deploy"]
+
+
+def test_a_stated_step_shorter_than_the_longest_prompt_is_refused_by_fit_perf_and_deploy_alike(catalog):
+    """One check (memory.step_budget.needs_chunking): fit does not say "fits" where deploy refuses the launch."""
+    d = Deployment(model="gemma-3-27b", gpu="h100-sxm", engine="trtllm", max_num_batched_tokens=8192)
+    w = Workload(input_len=1000, output_len=200, concurrency=1)
+    said = set()
+    for plan in (lambda: fit_or_suggest(d, catalog), lambda: launch_command(d, catalog),
+                 lambda: estimate(d.model_copy(update={"max_model_len": 131_072}), w, catalog, use_profiles=False)):
+        with pytest.raises(UnsupportedSettingError) as refused:
+            plan()
+        assert refused.value.field == "max_model_len" and "131,072-token prompts" in str(refused.value)
+        said.add(str(refused.value))
+    assert len(said) == 1
+    assert fit_or_suggest(d.model_copy(update={"max_model_len": 8192}), catalog).fits  # a context the step holds
+    assert fit_or_suggest(d, _chunking(catalog)).fits  # the feature matrix entry is what refuses it
+
+
+def test_a_logged_start_with_such_a_step_is_still_planned_for_its_memory(catalog):
+    """trtllm-serve starts gpt-oss-120b at its 131,072-token context with max_num_tokens 8192 (memory point
+    c02-gptoss-120b-gb10-trtllm-110rc3) and refuses the longer prompts when they come: the memory plan of that
+    start is made, only the answers that serve prompts refuse it."""
+    d = Deployment(model="gpt-oss-120b", gpu="gb10", engine="trtllm", max_num_batched_tokens=8192)
+    assert plan_memory(d, catalog).result.max_model_len == 131_072
+    with pytest.raises(UnsupportedSettingError):
+        fit_or_suggest(d, catalog)
+
+
+def test_the_cli_fit_and_deploy_print_the_same_refusal():
+    argv = ["--model", "gemma-3-27b", "--gpu", "H100", "--engine", "trtllm", "--max-num-batched-tokens", "8192"]
+    fit_run, deploy_run = (CliRunner().invoke(app, [command, *argv]) for command in ("fit", "deploy"))
+    assert fit_run.exit_code == deploy_run.exit_code != 0
+    assert "fits" not in fit_run.output and "--max-model-len" in fit_run.output
+    assert " ".join(fit_run.output.split()) == " ".join(deploy_run.output.split())

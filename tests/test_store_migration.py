@@ -24,9 +24,9 @@ GIVEN = RunProvenance(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_ve
 BEFORE = ("speculative_tokens", "speculative_method", "draft_model", "acceptance_rate", "kv_offloading_size",
           "kv_offloading_backend", "hicache_ratio", "hicache_size", "kt_release", "host_sockets",
           "host_memory_bandwidth_gb_per_s")
-# what a run stored at version 1 did not state yet: the engine settings it was started with
+# what a run stored at version 1 did not state yet: the engine settings it was started with, CUDA graphs among them
 SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
-            "moe_runner_backend")
+            "moe_runner_backend", "enforce_eager")
 
 
 def _old_database(path: Path, version: int = 0) -> dict:
@@ -52,13 +52,14 @@ def test_an_older_database_opens_migrated_and_loses_nothing(tmp_path, version):
     store = Store(path)
     (run,) = store.list_measurements()
     assert (run.speculative_tokens, run.speculative_method, run.kv_offloading_size, run.kt_release) == (0, None, None, None)
+    assert run.enforce_eager is False  # a run of before stated no eager launch: the engines' default, with graphs
     assert run.points[0].tpot_s == pytest.approx(0.00841) and compare_run(run).points[0].metrics
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
         stored = json.loads(db.execute("SELECT body FROM measurements").fetchone()[0])
     assert {k: stored[k] for k in body} == body  # every key kept as it was
     assert stored["speculative_tokens"] == 0 and all(stored[k] is None for k in BEFORE if k != "speculative_tokens")
-    assert all(stored[k] is None for k in SETTINGS) and run.kv_cache_dtype is None and run.max_num_seqs is None
+    assert stored["enforce_eager"] is False and all(stored[k] is None for k in SETTINGS if k != "enforce_eager") and run.kv_cache_dtype is None and run.max_num_seqs is None
     with pytest.raises(ConflictError, match="stored already as run 1"):  # the same file is still the same run
         store.add_measurements(read_runs(load_catalog(), [(FILE, (DATA / FILE).read_bytes())], GIVEN))
     assert len(Store(path).list_measurements()) == 1  # opened again: nothing to migrate, nothing changed

@@ -69,7 +69,8 @@ def _runs_stating(added: dict):
 # before recorded none: no draft tokens, every other field null)
 RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "speculative_tokens": 0}
 # version 2: a run states the engine settings it was started with (one stored before: the engine's defaults, null)
-RUN_DEFAULT_SETTINGS = {f: None for f in RUN_SETTINGS}
+# and whether it ran without CUDA graphs (one stored before: with them, the engines' default)
+RUN_DEFAULT_SETTINGS = {**{f: None for f in RUN_SETTINGS}, "enforce_eager": False}
 MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS))  # MIGRATIONS[v]: a store of version v to v + 1
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -8,7 +8,7 @@ Where the engine's feature matrix says chunked prefill does not run with the mod
 (``PromptBudget.unsupported_with``: sliding-window layers), the longest prompt must fit the budget the
 launch states (``max_num_batched_tokens``: as stated, else planned at the longest prompt by
 ``memory.step_budget``, which fit and perf plan the step's activations and prefill with), so only a stated
-budget shorter than the longest prompt is refused; where chunked prefill was not tested (``untested_with``:
+budget shorter than the longest prompt is refused, by the check fit and perf make (``needs_chunking``); where chunked prefill was not tested (``untested_with``:
 MTP) the command says so.
 """
 
@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
-from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.step_budget import FEATURE_NAMES, chunking_features, longest_prompt, model_spec, unchunked
+from inferplan.memory.step_budget import FEATURE_NAMES, chunking_features, model_spec, needs_chunking
 
 
 def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
@@ -26,23 +25,10 @@ def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
     """The options-file entries that let ``d``'s longest prompt run (empty: none are needed) and the notes
     they carry. A prompt longer than the launch's budget (``max_num_batched_tokens``, else the engine's
     default), or an unknown longest prompt, gets chunked prefill; a model the engine does not chunk is refused."""
-    rule = flags.prompt_budget
-    if rule is None:
+    spec, mtp = model_spec(d, catalog), speculative_method == "mtp"
+    if not needs_chunking(d, spec, flags, mtp):  # the same refusal as fit's (memory.step_budget)
         return {}, ()
-    spec = model_spec(d, catalog)
-    longest = longest_prompt(d, spec)
-    budget = d.max_num_batched_tokens or rule.default_tokens
-    if longest is not None and longest <= budget:
-        return {}, ()
-    features = chunking_features(spec, speculative_method == "mtp")
-    if refused := unchunked(flags, features):
-        said = f"{longest:,}-token prompts" if longest is not None else "prompts as long as the model's context"
-        raise UnsupportedSettingError(
-            f"{flags.engine} runs {said} of {d.model} only with chunked prefill, which its feature matrix says does "
-            f"not run with {', '.join(FEATURE_NAMES[f] for f in refused)} ({rule.combination_source}); a prompt "
-            f"longer than max_num_batched_tokens {budget:,} is refused", field="max_model_len",
-            allowed=f"at most {budget:,} tokens, or state max_num_batched_tokens ≥ the context "
-                    f"({longest:,})" if longest is not None else f"at most {budget:,} tokens")
+    rule, features = flags.prompt_budget, chunking_features(spec, mtp)
     *parents, last = rule.option.key.split(".")
     entry: dict = {last: rule.option.value}
     for part in reversed(parents):

@@ -52,6 +52,7 @@ class RunProvenance(Input):
     note: str = Field("", max_length=2000)
     # the KV cache the engine reported at start-up (vLLM: "GPU KV cache size: N tokens"), to check the memory plan
     kv_cache_tokens: int | None = Field(None, ge=1, le=10**12)
+    enforce_eager: bool = Deployment.model_fields["enforce_eager"]  # the run captured no CUDA graphs
     max_model_len: int | None = Field(None, ge=1, le=100_000_000, description="the context the engine ran with")
     # what the run kept in host RAM (weights, a host KV-cache tier), its KTransformers release and its host,
     # as a Deployment states them (RUN_OFFLOAD)
@@ -190,7 +191,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
-                       max_model_len=given.max_model_len, points=tuple(parsed.points),
+                       max_model_len=given.max_model_len, points=tuple(parsed.points), enforce_eager=given.enforce_eager,
                        **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)})
 
 
@@ -231,9 +232,14 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
 
 
 def run_settings(run: UserRun) -> str:
-    """What a run states of host RAM, its host, its engine settings and its speculative decoding, as the flags that
+    """What a run states of its CUDA graphs, host RAM, its host, its engine settings and its speculative decoding, as the flags that
     stated them (none: "")."""
-    stated = [(f, v) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
-              and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts on the GPU: stated
-    return " ".join(f"--{f.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{f.replace('_', '-')} {v}"
-                    for f, v in stated)
+    stated = [(f, v) for f in ("enforce_eager", *RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
+              and v is not False and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts: stated
+    return " ".join(_flag_text(f, v) for f, v in stated)
+
+
+def _flag_text(field: str, value) -> str:
+    """A stated field as its flag: a yes/no one alone, a number in its shortest form."""
+    flag = f"--{field.replace('_', '-')}"
+    return flag if value is True else f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"

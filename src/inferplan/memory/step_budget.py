@@ -7,6 +7,8 @@ a deployment that states no budget is planned with one step as long as its longe
 max_model_len, else the model's context), as trtllm-bench raises ``max_num_tokens`` to the longest prompt
 when chunking is off: fit charges that step's activations, perf prefills the prompt in that one step, and
 the launch states it with the engine's own flag (``settings.max_num_batched_tokens`` of its flag record).
+A stated budget shorter than that prompt is refused, naming ``max_model_len``, by one check
+(``needs_chunking``) that fit's answer, perf and the launch command all make.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from inferplan.catalog.architecture import LayerKind
 from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.resolve import resolve_model
 
 FEATURE_NAMES = {"sliding_window": "sliding-window attention", "mtp": "MTP drafts"}
@@ -75,3 +78,36 @@ def with_step_budget(d: Deployment, catalog: Catalog, spec: ModelSpec | None = N
     flags = flags_for(catalog, catalog.engine(d.engine, field_name="engine").id)
     budget, note = planned_step_budget(d, spec if spec is not None else model_spec(d, catalog), flags)
     return (d, None) if budget is None else (d.model_copy(update={"max_num_batched_tokens": budget}), note)
+
+
+def check_step_budget(d: Deployment, catalog: Catalog) -> None:
+    """Refuses ``d`` where its step budget, as planned (``with_step_budget``), is shorter than
+    a longest prompt the engine cannot chunk (``needs_chunking``): the check fit's and perf's answers make before
+    they plan, as the launch command does. A plan of memory alone (a logged start-up replayed) does not make it:
+    the engine starts such a launch and refuses the longer prompts when they come."""
+    d, _ = with_step_budget(with_default_engine(d, catalog), catalog)
+    spec = model_spec(d, catalog)
+    needs_chunking(d, spec, flags_for(catalog, catalog.engine(d.engine, field_name="engine").id), d.mtp_draft)
+
+
+def needs_chunking(d: Deployment, spec: ModelSpec | None, flags: EngineFlags | None, mtp: bool) -> bool:
+    """Whether ``d``'s longest prompt (unknown: as long as the model's context) is longer than its step budget
+    (stated, else the engine's default) on an engine that refuses such a prompt without chunked prefill.
+    Where its feature matrix says chunked prefill does not run with the model (``mtp``: drafting with its
+    MTP layers), ``d`` is refused, naming ``max_model_len``: fit, perf and deploy refuse it alike."""
+    rule = flags.prompt_budget if flags is not None else None
+    if rule is None:
+        return False
+    longest = longest_prompt(d, spec)
+    budget = d.max_num_batched_tokens or rule.default_tokens
+    if longest is not None and longest <= budget:
+        return False
+    if refused := unchunked(flags, chunking_features(spec, mtp)):
+        said = f"{longest:,}-token prompts" if longest is not None else "prompts as long as the model's context"
+        raise UnsupportedSettingError(
+            f"{flags.engine} runs {said} of {d.model} only with chunked prefill, which its feature matrix says does "
+            f"not run with {', '.join(FEATURE_NAMES[f] for f in refused)} ({rule.combination_source}); a prompt "
+            f"longer than max_num_batched_tokens {budget:,} is refused", field="max_model_len",
+            allowed=f"at most {budget:,} tokens, or state max_num_batched_tokens ≥ the context "
+                    f"({longest:,})" if longest is not None else f"at most {budget:,} tokens")
+    return True

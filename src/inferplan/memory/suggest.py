@@ -22,7 +22,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import longest_steps
 from inferplan.memory.hardware import with_default_engine
-from inferplan.memory.host_suggest import host_note, smaller_kv_tier
+from inferplan.memory.host_suggest import held_tier, host_note, smaller_kv_tier, tier_words
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
@@ -30,6 +30,7 @@ from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
+from inferplan.memory.step_budget import check_step_budget
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
 from inferplan.memory.offload_suggest import expert_offload_elsewhere
 
@@ -40,14 +41,36 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
     catalog = catalog or load_catalog()
     d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method)
+    check_step_budget(d, catalog)  # a longest prompt the engine refuses is refused as the launch command refuses it
     mp = plan_memory(d, catalog)
     if mp.result.fits:
         return with_slots(d, mp.result, catalog)
+    tier = smaller_kv_tier(d, mp, catalog)
+    held = None if tier else held_tier(d, mp, catalog)
+    if held is not None:  # GPU and host RAM both short: the GPU's answers at the tier the host RAM holds
+        changes, there = held
+        found = tuple(_with_tier(d, changes, s, catalog) for s in _answers(d.model_copy(update=changes), there,
+                                                                         catalog)[0])
+        note = None  # an offload's note at the smaller tier would describe another deployment than the one asked
+    else:
+        found, note = _answers(d, mp, catalog)
+        found = (tier, *found) if tier else found
+    note = note or (None if found else host_note(mp.result))
+    return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
+
+
+def _with_tier(d: Deployment, tier: dict, s: FitSuggestion, catalog: Catalog) -> FitSuggestion:
+    """A GPU answer found at a smaller host KV tier, with that tier (the answer was fitted with it)."""
+    changes = {**tier, **s.changes}
+    words = tier_words(d, tier, catalog, plan_memory(d.model_copy(update=changes), catalog).result)
+    return FitSuggestion(kind=s.kind, changes=changes, summary=f"{words}; and {s.summary}")
+
+
+def _answers(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[tuple[FitSuggestion, ...], str | None]:
+    """The changes that make ``d`` fit, with the note of the weight offload, when none fits."""
     # an offload frees GPU weights, not the headroom outside the fraction that start-up lacks
     offload = offload_answer(d, mp, catalog) if not mp.result.startup_note else OffloadAnswer()
-    found = tuple(s for s in (smaller_kv_tier(d, mp, catalog), *suggest(d, mp, catalog), offload.suggestion) if s)
-    note = offload.note or (None if found else host_note(mp.result))
-    return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
+    return tuple(s for s in (*suggest(d, mp, catalog), offload.suggestion) if s), offload.note
 
 
 def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:

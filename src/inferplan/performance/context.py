@@ -13,6 +13,7 @@ from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.mtp import with_mtp_draft
 from inferplan.memory.refusal import refuse_unfit
+from inferplan.memory.step_budget import check_step_budget
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
@@ -43,6 +44,7 @@ class ServingContext:
         d = with_mtp_draft(catalog, d, w.speculative_tokens)  # an MTP model drafts with its MTP layers
         self.catalog, self.d, self.w = catalog, d, w
         try:
+            check_step_budget(d, catalog)  # a longest prompt the engine refuses, as fit and the launch refuse it
             self.mp: MemoryPlan = plan_memory(d, catalog)
         except InvalidScenarioError as exc:
             if sized_for_request and exc.field == "max_model_len":  # the request itself is too long

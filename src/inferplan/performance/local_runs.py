@@ -72,6 +72,7 @@ class UserRun(BaseModel):
     quantization: str
     measured_on: dt.date
     points: tuple[MeasuredPoint, ...]
+    enforce_eager: bool = False  # ran without CUDA graphs (vLLM --enforce-eager): perf plans only an eager launch on it
     # what it kept in host RAM — weights, a host KV-cache tier — the KTransformers release and the host
     # (Deployment's fields of these names, RUN_OFFLOAD; None: not stated)
     n_gpu_layers: int | None = None
@@ -122,6 +123,7 @@ def run_deployment(run: UserRun, **settings) -> Deployment:
     """The deployment ``run`` measured (its GPUs, layout, engine, weight format, offload, host and engine settings;
     drafting with the model's MTP layers where its speculative method is mtp), with ``settings`` beside."""
     mtp = {"mtp_draft": True} if run.speculative_tokens and run.speculative_method == "mtp" else {}
+    mtp |= {"enforce_eager": True} if run.enforce_eager else {}
     return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
                       pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
                       enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
@@ -145,11 +147,14 @@ def launched_offload(x: "UserRun | Deployment") -> tuple:
 NO_OFFLOAD = (None,) * (len(RUN_OFFLOAD) - len(RUN_HOST))  # launched_offload of a run or deployment that states none
 
 
-def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int, offload: tuple = NO_OFFLOAD) -> list[UserRun]:
-    """The runs of ``est``'s deployment: its model, GPUs, layout, engine, weight format and offload
-    (``launched_offload``), without speculative decoding (an estimate with drafts plans on no run)."""
+def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int, offload: tuple = NO_OFFLOAD,
+                  eager: bool = False) -> list[UserRun]:
+    """The runs of ``est``'s deployment: its model, GPUs, layout, engine, weight format, offload
+    (``launched_offload``) and CUDA graphs (``eager``: none), without speculative decoding (an estimate with
+    drafts plans on no run)."""
     return [r for r in runs if (r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization)
             == (est.model, est.accelerator, est.gpus, tp, est.engine, est.quantization) and launched_offload(r) == offload
+            and r.enforce_eager == eager
             and not r.speculative_tokens and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
@@ -204,11 +209,12 @@ def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: i
 
 
 def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int, input_len: int, output_len: int,
-                   model_at: Callable[[MeasuredPoint], "ServingEstimate | None"], offload: tuple = NO_OFFLOAD) -> "ServingEstimate":
+                   model_at: Callable[[MeasuredPoint], "ServingEstimate | None"], offload: tuple = NO_OFFLOAD,
+                   eager: bool = False) -> "ServingEstimate":
     """``est`` from the newest matching run: interpolated at the asked lengths inside its concurrency
     range, else the model scaled by measured/model at the nearest measured point (``model_at`` gives
     the model's estimate at a measured point's workload)."""
-    found = matching_runs(runs, est, tp, offload)
+    found = matching_runs(runs, est, tp, offload, eager)
     if not found:
         return est
     run = _pooled(found)

@@ -29,12 +29,12 @@ from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
 from inferplan.performance.local_runs import MeasuredPoint, UserRun, launched_offload, with_user_runs
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
-from inferplan.performance.notes import FIXED_COST_CAVEAT, fixed_costs, hop_note, padding_note, prompt_note, unpack_note
+from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
+                                         unpack_note)
 from inferplan.performance.phases import micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.track_record import with_track_record
 
-GRAPH_ENGINES = ("vllm", "sglang", "ktransformers")  # capture decode steps as graphs unless told not to
 
 
 def _lone_chunk_s(ctx: ServingContext, start: float, tokens: float) -> float:
@@ -121,10 +121,8 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         assumptions.append(hop_note(ctx, running))
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
-    if d.engine in GRAPH_ENGINES:
-        graphs = "without CUDA graphs (--enforce-eager)" if d.enforce_eager else "with CUDA/HIP graphs on (its default)"
-        assumptions.append(f"{d.engine} {graphs}; --enforce-eager runs decode slower, "
-                           "by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include")
+    if (note := graphs_note(d.engine, d.enforce_eager)) is not None:
+        assumptions.append(note)
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
     assumptions.append(f"rates: {r.bandwidth_efficiency:.0%} of peak bandwidth, {r.compute_efficiency:.0%} of peak "
@@ -182,7 +180,8 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
 
     par = ctx.mp.result.parallel
     return with_user_runs(est, user_runs, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
-                          output_len=ctx.w.output_len, model_at=model_at, offload=launched_offload(ctx.d))
+                          output_len=ctx.w.output_len, model_at=model_at, offload=launched_offload(ctx.d),
+                          eager=ctx.d.enforce_eager)
 
 
 MAX_SLOTS = 512  # the most llama.cpp slots 'max' concurrency tries

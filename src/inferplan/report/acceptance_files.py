@@ -93,7 +93,7 @@ def import_flags(p: AcceptancePack) -> str:
                      f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}",
                      f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
                      f"--engine {q(d.engine)}", *([f"--quantization {q(d.quantization)}"] if d.quantization else []),
-                     f"--max-model-len {d.max_model_len}",
+                     f"--max-model-len {d.max_model_len}", *([_flag("enforce_eager")] if d.enforce_eager else []),
                      *(f"{_flag(f)} {q(str(getattr(d, f)))}" for f in RUN_SETTINGS if getattr(d, f) not in (None, "auto")),
                      *(f"{_flag(f)} {q(str(host[f]))}" for f in RUN_OFFLOAD if host[f] is not None), *drafts])
 

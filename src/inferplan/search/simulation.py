@@ -15,10 +15,11 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.hardware import resolve_hardware, with_default_engine
 from inferplan.memory.layout import instance_gpus
 from inferplan.search.handover import link_bytes_per_s, link_name
 from inferplan.search.load import trace_lengths
+from inferplan.performance.notes import graphs_note
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.queueing import approximate
 from inferplan.search.tail_types import TailLatency
@@ -213,14 +214,17 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
-                            simulation=sim, approximation=approximate(curve, load, q.replicas), **_cache(q, w))
+                            simulation=sim, approximation=approximate(curve, load, q.replicas), **_cache(q, w, catalog))
 
 
-def _cache(q: SimulationQuery, w: Workload) -> dict:
-    """The prefix-cache share simulated, and the header line that says it (``prefix_cache_text``)."""
+def _cache(q: SimulationQuery, w: Workload, catalog: Catalog) -> dict:
+    """The prefix-cache share simulated, and the header line that says it (``prefix_cache_text``); for an
+    eager launch, the note that its speeds still assume CUDA graphs (``graphs_note``)."""
     stated = "prefix_cache_hit_rate" in q.workload.model_fields_set
     text = prefix_cache_text(w.prefix_cache_hit_rate, preset=q.preset() if q.users is not None else None, stated=stated)
-    return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate, "notes": (text,) if text else ()}
+    d = with_default_engine(q.deployment, catalog)
+    eager = graphs_note(d.engine, True) if d.enforce_eager else None
+    return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate, "notes": tuple(n for n in (text, eager) if n)}
 
 
 def _sized_for_trace(d: Deployment, trace: Trace, catalog: Catalog) -> Deployment:
@@ -314,5 +318,5 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
         f" over {q.replicas} replicas", "") + f" on {q.prefill_instances} prefill + {q.replicas} decode instances"
     return SimulationReport(load=described, request_rate_per_s=load.request_rate_per_s, input_tokens=load.input_tokens,
                             output_tokens=load.output_tokens, slots=decode.slots, simulation=sim, approximation=None,
-                            **_cache(q, w),
+                            **_cache(q, w, catalog),
                             pools=pools)

@@ -60,7 +60,7 @@ NO_FIT_EXIT = 1  # fit's exit status when the deployment does not fit (the answe
 
 
 @app.command("fit")
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "mtp_draft", "enforce_eager", "concurrency", "kv_bytes_per_token", *HOST)
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "mtp_draft", "concurrency", "kv_bytes_per_token", *HOST)
 def fit_cmd(
     flags: dict,
     speculative_tokens: int = SpeculativeTokensOpt,

@@ -35,7 +35,7 @@ DraftMethodOpt = typer.Option(
 DraftModelOpt = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3.")
 
 
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, "enforce_eager", *LAUNCHED_HOST)
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *LAUNCHED_HOST)
 def deploy_cmd(
     flags: dict,
     output_format: str = typer.Option("shell", "--format", help="shell (the launch command; one part per host for an instance over several) | k8s (a Deployment, or a LeaderWorkerSet over several hosts, and a Service)."),

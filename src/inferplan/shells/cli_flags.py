@@ -77,7 +77,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, e.g. marlin (default: the engine's).")),
     "enforce_eager": (bool, typer.Option(
-        False, "--enforce-eager", help="vLLM: capture no CUDA graphs, so none are estimated or reserved.")),
+        False, "--enforce-eager", help="vLLM: capture no CUDA graphs, so none are estimated or reserved (speed "
+                                      "figures still assume CUDA graphs, and say so).")),
     "mtp_draft": (bool, typer.Option(
         False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
                                    "TensorRT-LLM MTP): count the memory the engine allocates for them.")),
@@ -109,7 +110,7 @@ LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_pa
 FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler",
           "model_runner")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
-          "other_gpu_memory_gb")
+          "other_gpu_memory_gb", "enforce_eager")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
 # these, the KTransformers release and the host perf prices: performance/local_runs.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",

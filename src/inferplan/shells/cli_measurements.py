@@ -24,6 +24,7 @@ FLAGS = {"model": "--model", "gpu": "--gpu", "gpus": "--gpus", "tensor_parallel_
          "engine": "--engine", "engine_version": "--engine-version", "quantization": "--quantization",
          "format": "--format", "measured_by": "--measured-by", "measured_on": "--measured-on", "note": "--note",
          "driver": "--driver", "kv_cache_tokens": "--kv-cache-tokens", "max_model_len": "--max-model-len",
+         "enforce_eager": "--enforce-eager",
          **{f: "--" + f.replace("_", "-") for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)},  # deploy's and perf's flag names
          "file": "FILE", "files": "FILE", "id": "ID"}
 
@@ -74,7 +75,7 @@ def _in_file(fn):
 
 
 @measurements_app.command("import")
-@deployment_flags(*RUN_OFFLOAD, *RUN_SETTINGS)
+@deployment_flags(*RUN_OFFLOAD, *RUN_SETTINGS, "enforce_eager")
 def import_cmd(
     flags: dict,
     files: list[Path] = typer.Argument(..., metavar="FILE", help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
