@@ -54,6 +54,7 @@ class EngineSettings:
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
     topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
     cuda_graphs: bool = True  # False: --enforce-eager, no graphs captured
+    decode_query_len: int = 1  # tokens per sequence in a decode step: 1 + speculative draft tokens
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
 
 
@@ -320,7 +321,7 @@ def cuda_graph_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
     if not rule.cuda_graph_constant or not captures_cuda_graphs(accel) or not settings.cuda_graphs:
         return 0.0, ""
     modelled = estimated_graph_bytes(rule.cuda_graph_estimate, arch, settings.max_num_seqs,
-                                     settings.max_num_batched_tokens)
+                                     settings.max_num_batched_tokens, settings.decode_query_len)
     if modelled is not None:
         return modelled
     return catalog.constant(rule.cuda_graph_constant), f"the flat estimate {rule.cuda_graph_constant}: no bytes per graph sourced for this model"
