@@ -64,3 +64,12 @@ def test_a_search_pick_past_the_default_budget_launches_with_max_num_tokens():
     pick = json.loads(r.stdout)["results"][0]
     assert pick["max_model_len"] == 12_500
     assert "--max_num_tokens 12500" in pick["deploy"] and "enable_chunked_prefill" not in pick["deploy"]
+
+
+def test_a_trtllm_step_is_charged_whole_on_every_tensor_parallel_rank(catalog):
+    # TensorRT-LLM profiles the whole max_num_tokens step on each rank, whose hidden states are not split by TP
+    # (mr-trtllm-util-estimate-v1x, mr-trtllm-linear-tp-modes): the workspace does not shrink with TP
+    one = plan_memory(Deployment(**SWA, max_model_len=LONG, tensor_parallel_size=1), catalog)
+    two = plan_memory(Deployment(**SWA, max_model_len=LONG, tensor_parallel_size=2), catalog)
+    hidden = resolve_model(catalog, SWA["model"]).architecture.hidden_size
+    assert two.result.activation_bytes_per_gpu == one.result.activation_bytes_per_gpu == 16 * LONG * hidden

@@ -132,9 +132,11 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
         return per_tok * ubatch * vocab, (
             f"llama.cpp compute buffer ≈ {per_tok:g} B × n_ubatch {ubatch:g} × {vocab} vocab"
         )
-    return per_tok * settings.max_num_batched_tokens * hidden / tp, (
+    split = tp if profile.hidden_split_by_tp else 1  # the hidden states are whole on every rank otherwise
+    return per_tok * settings.max_num_batched_tokens * hidden / split, (
         f"{rule.engine} activation workspace assumed {per_tok:g} B × {settings.max_num_batched_tokens} "
-        f"tokens × {hidden} hidden / TP {tp}"
+        f"tokens × {hidden} hidden" + (f" / TP {tp}" if profile.hidden_split_by_tp else
+                                       f" on each of the {tp} tensor-parallel rank(s): the step's hidden states are not split")
     )
 
 
