@@ -73,3 +73,15 @@ def test_a_trtllm_step_is_charged_whole_on_every_tensor_parallel_rank(catalog):
     two = plan_memory(Deployment(**SWA, max_model_len=LONG, tensor_parallel_size=2), catalog)
     hidden = resolve_model(catalog, SWA["model"]).architecture.hidden_size
     assert two.result.activation_bytes_per_gpu == one.result.activation_bytes_per_gpu == 16 * LONG * hidden
+
+
+def test_deepseek_v4_chunks_on_trtllm_as_its_own_feature_matrix_row_says(catalog):
+    # supported-models.md: DeepseekV4ForCausalLM, Chunked Prefill Yes (its window is CSA/HCA's 128 tokens, not
+    # a plain sliding-window model): the default step, and the launch turns chunked prefill on
+    d = Deployment(model="deepseek-v4-flash", gpu="b200", gpus=8, engine="trtllm")
+    assert plan_memory(d, catalog).settings.max_num_batched_tokens == 8192
+    assert "--max_num_tokens" not in launch_command(d, catalog).argv
+    flags, spec = engine_flags(catalog, "trtllm"), resolve_model(catalog, "deepseek-v4-flash")
+    assert planned_step_budget(d, spec, flags) == (None, None)
+    rowless = flags.model_copy(update={"prompt_budget": flags.prompt_budget.model_copy(update={"chunked_architectures": ()})})
+    assert planned_step_budget(d, spec, rowless)[0] == spec.context_tokens  # the generic sliding-window row otherwise

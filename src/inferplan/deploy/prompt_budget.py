@@ -18,7 +18,8 @@ from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.step_budget import FEATURE_NAMES, chunking_features, longest_prompt, model_spec, unchunked
+from inferplan.memory.step_budget import (FEATURE_NAMES, chunking_features, longest_prompt, model_row_chunks, model_spec,
+                                          unchunked)
 
 
 def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
@@ -35,7 +36,7 @@ def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
     if longest is not None and longest <= budget:
         return {}, ()
     features = chunking_features(spec, speculative_method == "mtp")
-    if refused := unchunked(flags, features):
+    if refused := unchunked(flags, features, spec):
         said = f"{longest:,}-token prompts" if longest is not None else "prompts as long as the model's context"
         raise UnsupportedSettingError(
             f"{flags.engine} runs {said} of {d.model} only with chunked prefill, which its feature matrix says does "
@@ -47,7 +48,7 @@ def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
     entry: dict = {last: rule.option.value}
     for part in reversed(parents):
         entry = {part: entry}
-    untested = [f for f in rule.untested_with if f in features]
+    untested = [f for f in rule.untested_with if f in features] if not model_row_chunks(rule, spec) else []
     notes = (f"{rule.option.key}: {flags.engine}'s feature matrix marks chunked prefill with "
              f"{', '.join(FEATURE_NAMES[f] for f in untested)} untested ({rule.combination_source})",) if untested else ()
     return entry, notes

@@ -12,7 +12,7 @@ the launch states it with the engine's own flag (``settings.max_num_batched_toke
 from __future__ import annotations
 
 from inferplan.catalog.architecture import LayerKind
-from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, flags_for
+from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, PromptBudget, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.errors import InferplanError
@@ -44,10 +44,20 @@ def chunking_features(spec: ModelSpec | None, mtp: bool) -> set[ChunkingFeature]
     return found
 
 
-def unchunked(flags: EngineFlags | None, features: set[ChunkingFeature]) -> list[ChunkingFeature]:
-    """The features of ``features`` the engine's feature matrix says chunked prefill does not run with."""
+def unchunked(flags: EngineFlags | None, features: set[ChunkingFeature], spec: ModelSpec | None = None) -> list[ChunkingFeature]:
+    """The features of ``features`` the engine's feature matrix says chunked prefill does not run with (none
+    for a model whose own row of the matrix says it chunks: ``PromptBudget.chunked_architectures``)."""
     rule = flags.prompt_budget if flags is not None else None
-    return [f for f in rule.unsupported_with if f in features] if rule is not None else []
+    if rule is None or model_row_chunks(rule, spec):
+        return []
+    return [f for f in rule.unsupported_with if f in features]
+
+
+def model_row_chunks(rule: PromptBudget, spec: ModelSpec | None) -> bool:
+    """Whether the engine's model-feature matrix has a row for ``spec``'s architecture saying chunked prefill
+    runs with it (``PromptBudget.chunked_architectures``): the generic combinations do not rule on it then."""
+    arch = spec.architecture if spec is not None and not spec.architecture_is_proxy else None
+    return arch is not None and arch.hf_architecture in rule.chunked_architectures
 
 
 def planned_step_budget(d: Deployment, spec: ModelSpec | None, flags: EngineFlags | None) -> tuple[int | None, str | None]:
@@ -58,7 +68,7 @@ def planned_step_budget(d: Deployment, spec: ModelSpec | None, flags: EngineFlag
     longest = longest_prompt(d, spec)
     if rule is None or d.max_num_batched_tokens is not None or longest is None or longest <= rule.default_tokens:
         return None, None
-    refused = unchunked(flags, chunking_features(spec, d.mtp_draft))
+    refused = unchunked(flags, chunking_features(spec, d.mtp_draft), spec)
     if not refused:
         return None, None
     flag = flags.settings.get("max_num_batched_tokens")
