@@ -81,3 +81,24 @@ def test_an_eager_start_reserves_no_graphs_after_the_kv_cache_either():
     pool = CATALOG.constant("vllm-v019-cudagraph-pool-bytes-per-gpu")
     assert eager.startup_shortfall_bytes_per_gpu > 0
     assert graphs.startup_shortfall_bytes_per_gpu - eager.startup_shortfall_bytes_per_gpu == pytest.approx(pool)
+
+
+def test_speculative_decoding_scales_the_capture_sizes_by_the_decode_query_length():
+    # 0.22.0: largest = min(max_num_seqs x (1 + drafts) x 2, 512); with FULL decode graphs every size rounds up
+    # to a multiple of 1 + drafts (adjust_cudagraph_sizes_for_spec_decode); FULL keys from 4 to 48 x 4 tokens
+    sizes = capture_sizes(RULE.cuda_graph_estimate.capture_sizes, 48, 8192, 4, full_decode=True)
+    assert sizes == [4, *range(8, 256, 8), *range(256, 385, 16)]
+    assert graphs_by_mode(RULE.cuda_graph_estimate, 48, 8192, 4) == {"PIECEWISE": 41, "FULL": 25}
+    assert graphs_by_mode(RULE.cuda_graph_estimate, 48, 8192) == {"PIECEWISE": 15, "FULL": 9}
+
+
+def test_a_speculative_plan_counts_the_graphs_the_engine_captures_for_its_decode_query():
+    from inferplan.memory.suggest import fit_or_suggest
+
+    per = RULE.cuda_graph_estimate.bytes_for("deepseek_v4").bytes_per_graph
+    d = DSV4.model_copy(update={"max_num_seqs": 48, "gpu": "h200"})
+    plain = fit_or_suggest(d, CATALOG)
+    drafted = fit_or_suggest(d, CATALOG, speculative_tokens=3)
+    assert plain.cuda_graph_bytes_per_gpu == pytest.approx(per * (1 + 14 + 8))
+    assert drafted.cuda_graph_bytes_per_gpu == pytest.approx(per * (1 + 40 + 24))
+    assert any("PIECEWISE=41, FULL=25" in a for a in drafted.assumptions)

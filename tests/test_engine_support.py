@@ -146,3 +146,42 @@ def test_a_scenario_pinned_before_its_model_is_refused_by_plan(tmp_path):
                         'workload: {preset: chat-seat}\ntarget_users: 2000\n')
     r = runner.invoke(app, ["plan", str(scenario), "--draws", "0"])
     assert r.exit_code == 2 and "engine_version" in r.output and "0.10.1" in r.output  # es-arctic-pr170-gptoss
+
+
+def _dsv4(**kw):
+    return fit(Deployment(**{"model": "deepseek-v4-flash", "max_model_len": 65536, **kw}), CATALOG)
+
+
+@pytest.mark.parametrize("quantization", [None, "fp8-block", "bf16", "mxfp4"])
+def test_deepseek_v4_on_hopper_with_trtllm_is_refused_whatever_the_format(quantization):
+    # TensorRT-LLM's DeepSeek-V4 README (q-trtllm-dsv4-blackwell-only): Blackwell only, pre-Blackwell not
+    with pytest.raises(InvalidScenarioError) as e:
+        _dsv4(gpu="H200", gpus=8, engine="trtllm", quantization=quantization)
+    assert e.value.field == "gpu" and "whatever the checkpoint's format" in str(e.value)
+    assert "vllm" in e.value.allowed and "blackwell" in e.value.allowed and "hopper" not in e.value.allowed
+
+
+def test_deepseek_v4_on_blackwell_with_trtllm_is_planned():
+    assert _dsv4(gpu="B200", gpus=8, engine="trtllm").memory_rule_id
+
+
+def test_deepseek_v4_on_ampere_with_vllm_is_refused_naming_the_gpu_and_what_remains():
+    # no vLLM release to 0.31.0 has a sparse-attention back end for compute capability 8.x (vllm#50576, #40851)
+    with pytest.raises(InvalidScenarioError) as e:
+        _dsv4(gpu="A100", gpus=4)
+    assert e.value.field == "gpu" and "A100" in str(e.value)
+    assert "hopper" in e.value.allowed and "ampere" not in e.value.allowed and "vllm" not in e.value.allowed.split(";")[0]
+    assert _dsv4(gpu="H200", gpus=4).memory_rule_id  # Hopper runs it
+
+
+def test_a_gpu_refusal_holds_only_over_its_release_range():
+    refusal = CATALOG.gpu_refusals.records["vllm-deepseek-v4-pre-hopper"]
+    assert refusal.applies("vllm", "0.31.0", "DeepseekV4ForCausalLM", "ampere")
+    assert refusal.applies("vllm", None, "DeepseekV4ForCausalLM", "ada")
+    assert not refusal.applies("vllm", "0.32.0", "DeepseekV4ForCausalLM", "ampere")
+    assert not refusal.applies("vllm", "0.31.0", "DeepseekV4ForCausalLM", "hopper")
+    refusal = CATALOG.gpu_refusals.records["trtllm-deepseek-v4-pre-blackwell"]
+    assert refusal.applies("trtllm", "1.3.0rc23", "DeepseekV4ForCausalLM", "hopper")
+    assert refusal.applies("trtllm", None, "DeepseekV4ForCausalLM", "ampere")
+    assert not refusal.applies("trtllm", "1.4.0", "DeepseekV4ForCausalLM", "hopper")
+    assert not refusal.applies("trtllm", "1.3.0", "DeepseekV4ForCausalLM", "blackwell")

@@ -3,9 +3,10 @@
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from inferplan.catalog.engine_support import gpu_refusal
 from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
@@ -19,6 +20,15 @@ QUANTS = ["bf16", "fp8", "nvfp4", "int4-awq"]
 common = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 CONTEXT = {m: resolve_model(CATALOG, m).context_tokens or 131072 for m in MODELS}
+
+
+def runs_there(model: str, gpu: str) -> bool:
+    """Whether the default engine runs the model on the GPU at all (engine_support.yaml gpu_refusals): the
+    invariants are about plans, not about a refusal."""
+    arch = resolve_model(CATALOG, model).architecture.hf_architecture
+    return gpu_refusal(CATALOG, "vllm", None, arch, CATALOG.accelerator(gpu)) is None
+
+
 HEADS = {m: resolve_model(CATALOG, m).architecture.num_attention_heads for m in MODELS}
 deployments = st.sampled_from(MODELS).flatmap(lambda model: st.builds(
     dict,
@@ -30,7 +40,7 @@ deployments = st.sampled_from(MODELS).flatmap(lambda model: st.builds(
     # tensor-parallel sizes the model's attention heads split over (engines refuse the others)
     tensor_parallel_size=st.sampled_from([tp for tp in (1, 2, 4, 8) if HEADS[model] % tp == 0]),
     kv_cache_dtype=st.sampled_from(["auto", "fp8"]),
-))
+)).filter(lambda kw: runs_there(kw["model"], kw["gpu"]))
 
 
 @common
@@ -88,6 +98,7 @@ def test_tp_never_raises_per_gpu_weights(model, quant):
 @common
 @given(st.sampled_from(MODELS), st.sampled_from(["h100-sxm", "rtx-4090", "l4"]))
 def test_smallest_fit_really_fits(model, gpu):
+    assume(runs_there(model, gpu))
     r = fit(Deployment(model=model, gpu=gpu, max_model_len=4096), CATALOG)
     if not r.fits and r.smallest_fit is not None:
         s = r.smallest_fit

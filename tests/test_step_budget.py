@@ -112,3 +112,24 @@ def test_the_cli_fit_and_deploy_print_the_same_refusal():
     assert fit_run.exit_code == deploy_run.exit_code != 0
     assert "fits" not in fit_run.output and "--max-model-len" in fit_run.output
     assert " ".join(fit_run.output.split()) == " ".join(deploy_run.output.split())
+
+
+def test_a_trtllm_step_is_charged_whole_on_every_tensor_parallel_rank(catalog):
+    # TensorRT-LLM profiles the whole max_num_tokens step on each rank, whose hidden states are not split by TP
+    # (mr-trtllm-util-estimate-v1x, mr-trtllm-linear-tp-modes): the workspace does not shrink with TP
+    one = plan_memory(Deployment(**SWA, max_model_len=LONG, tensor_parallel_size=1), catalog)
+    two = plan_memory(Deployment(**SWA, max_model_len=LONG, tensor_parallel_size=2), catalog)
+    hidden = resolve_model(catalog, SWA["model"]).architecture.hidden_size
+    assert two.result.activation_bytes_per_gpu == one.result.activation_bytes_per_gpu == 16 * LONG * hidden
+
+
+def test_deepseek_v4_chunks_on_trtllm_as_its_own_feature_matrix_row_says(catalog):
+    # supported-models.md: DeepseekV4ForCausalLM, Chunked Prefill Yes (its window is CSA/HCA's 128 tokens, not
+    # a plain sliding-window model): the default step, and the launch turns chunked prefill on
+    d = Deployment(model="deepseek-v4-flash", gpu="b200", gpus=8, engine="trtllm")
+    assert plan_memory(d, catalog).settings.max_num_batched_tokens == 8192
+    assert "--max_num_tokens" not in launch_command(d, catalog).argv
+    flags, spec = engine_flags(catalog, "trtllm"), resolve_model(catalog, "deepseek-v4-flash")
+    assert planned_step_budget(d, spec, flags) == (None, None)
+    rowless = flags.model_copy(update={"prompt_budget": flags.prompt_budget.model_copy(update={"chunked_architectures": ()})})
+    assert planned_step_budget(d, spec, rowless)[0] == spec.context_tokens  # the generic sliding-window row otherwise

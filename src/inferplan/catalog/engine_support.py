@@ -8,6 +8,10 @@ architecture, one weight format (a quantizations.yaml id), or one format on one 
 release before a floor is refused (``check_engine_loads``, called by ``memory/fit.py`` for every plan), so a plan pinned
 to an old release does not print a launch command that fails at load. An architecture or format
 with no floor recorded is never refused.
+
+A ``GpuRefusal`` records GPU architectures on which an engine's releases do not run a model
+architecture at all, whatever the checkpoint's format (DeepSeek-V4 on TensorRT-LLM before Blackwell):
+``check_engine_runs_model_on`` refuses the plan, naming the engines and GPU architectures that remain.
 """
 
 from __future__ import annotations
@@ -84,6 +88,69 @@ def check_engine_loads(catalog, engine: str, engine_version: str | None, archite
     raise InvalidScenarioError(said, field="quantization", allowed=f"{loads}; or another quantization at {release}")
 
 
+class GpuRefusal(Frozen):
+    """Releases ``first_release``..``last_release`` of ``engine`` (inclusive; None: unbounded) do not run
+    ``architecture`` on a GPU of any of ``gpu_architectures`` (accelerators.yaml ``architecture``)."""
+
+    id: str = Field(pattern=SLUG)
+    engine: str  # engines.yaml id
+    architecture: str  # a Hugging Face architectures name ("DeepseekV4ForCausalLM")
+    gpu_architectures: tuple[str, ...] = Field(min_length=1)
+    first_release: str | None = None
+    last_release: str | None = None  # the newest release the sources cover
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Kind
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _releases(self) -> "GpuRefusal":
+        for release in (self.first_release, self.last_release):
+            if release is not None:
+                release_key(release)
+        return self
+
+    def applies(self, engine: str, release: str | None, architecture: str | None, gpu_architecture: str) -> bool:
+        """Whether the refusal covers ``release`` (None: the engine's unstated default, covered when the
+        range is open-ended above or states none)."""
+        if self.engine != engine or self.architecture != architecture or gpu_architecture not in self.gpu_architectures:
+            return False
+        if release is None:
+            return True
+        key = release_key(release)
+        return (self.first_release is None or key >= release_key(self.first_release)) and \
+            (self.last_release is None or key <= release_key(self.last_release))
+
+
+def gpu_refusal(catalog, engine: str, release: str | None, architecture: str | None, accel) -> GpuRefusal | None:
+    """The refusal of ``engine`` at ``release`` running ``architecture`` on ``accel`` (None: none recorded)."""
+    return next((r for r in catalog.gpu_refusals if r.applies(engine, release, architecture, accel.architecture)), None)
+
+
+def check_engine_runs_model_on(catalog, engine: str, engine_version: str | None, architecture: str | None,
+                               model_name: str, quant, accel) -> None:
+    """Raise InvalidScenarioError (field ``gpu``) when the engine's release does not run the model's
+    architecture on ``accel``'s GPU architecture, whatever the format; ``allowed`` names the other engines
+    that load the model's weights (``quant``) there and the GPU architectures of the same software stack
+    the refusal leaves."""
+    release = parse_engine_version(engine_version)[0] if engine_version else None
+    refusal = gpu_refusal(catalog, engine, release, architecture, accel)
+    if refusal is None:
+        return
+    engines = [e.id for e in catalog.engines if e.id != engine and (not e.runs_on or accel.software in e.runs_on)
+               and e.loads(quant, accel=accel) and gpu_refusal(catalog, e.id, None, architecture, accel) is None]
+    gpus = sorted({a.architecture for a in catalog.accelerators if a.software == accel.software}
+                  - set(refusal.gpu_architectures))
+    name = catalog.engines.records[engine].name
+    at = f" {release}" if release else ""
+    options = [f"another engine: {', '.join(engines)}"] if engines else []
+    options += [f"a GPU of architecture {', '.join(gpus)} with {engine}"] if gpus else []
+    raise InvalidScenarioError(
+        f"{name}{at} does not run {model_name} ({architecture}) on {accel.name} ({accel.architecture}), whatever "
+        f"the checkpoint's format (source {refusal.sources[0]})", field="gpu",
+        allowed="; or ".join(options) or "none in the catalogue")
+
+
 def check_engine_support(catalog) -> None:
     """Every floor names a known engine, quantization and sources; no two floors share a subject."""
     seen: dict[tuple[str, str | None, str | None], str] = {}
@@ -96,3 +163,11 @@ def check_engine_support(catalog) -> None:
         if subject in seen:
             raise CatalogError(f"{where}: the same subject as {seen[subject]}", field=floor.id)
         seen[subject] = floor.id
+    gpu_architectures = {a.architecture for a in catalog.accelerators}
+    for refusal in catalog.gpu_refusals:
+        where = f"gpu_refusals:{refusal.id}"
+        check_engine_and_sources(catalog, where, refusal.id, refusal.engine, refusal.sources)
+        unknown = set(refusal.gpu_architectures) - gpu_architectures
+        if unknown:
+            raise CatalogError(f"{where}: unknown GPU architectures {sorted(unknown)}", field=refusal.id,
+                               allowed=", ".join(sorted(gpu_architectures)))

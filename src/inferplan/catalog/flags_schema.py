@@ -143,11 +143,17 @@ class PromptBudget(Frozen):
     unsupported_with: tuple[ChunkingFeature, ...] = ()
     untested_with: tuple[ChunkingFeature, ...] = ()
     combination_source: str | None = None
+    # model architectures (config.json `architectures`) whose own row of the engine's model-feature matrix
+    # says chunked prefill runs, with its features: the generic combinations above do not rule on them
+    chunked_architectures: tuple[str, ...] = ()
+    chunked_source: str | None = None
 
     @model_validator(mode="after")
     def _combinations_sourced(self) -> "PromptBudget":
         if (self.unsupported_with or self.untested_with) and not self.combination_source:
             raise ValueError("unsupported_with / untested_with need combination_source")
+        if self.chunked_architectures and not self.chunked_source:
+            raise ValueError("chunked_architectures need chunked_source")
         if both := set(self.unsupported_with) & set(self.untested_with):
             raise ValueError(f"{', '.join(sorted(both))}: both unsupported_with and untested_with")
         return self
@@ -393,7 +399,8 @@ def check_engine_flags(catalog) -> None:
                  *((flags.speculative.source,) if flags.speculative else ()),
                  *((flags.disaggregation.source,) if flags.disaggregation else ()),
                  *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
-                    *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []))
+                    *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []),
+                    *([flags.prompt_budget.chunked_source] if flags.prompt_budget.chunked_source else []))
                    if flags.prompt_budget else ()),
                  *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file
                    else ()),

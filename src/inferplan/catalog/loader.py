@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.weight_rules import ExpertScaleRule
     from inferplan.catalog.admission_rules import AdmissionRule
     from inferplan.catalog.mtp_rules import MtpRule
-    from inferplan.catalog.engine_support import SupportFloor
+    from inferplan.catalog.engine_support import GpuRefusal, SupportFloor
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
@@ -88,6 +88,7 @@ SECTIONS: dict[str, str] = {
     "admission_rules": "admission_rules:AdmissionRule",  # engine_admission_rules.yaml
     "mtp_rules": "mtp_rules:MtpRule",  # engine_mtp_rules.yaml
     "engine_support": "engine_support:SupportFloor",  # engine_support.yaml
+    "gpu_refusals": "engine_support:GpuRefusal",
 }
 
 
@@ -128,6 +129,7 @@ class Catalog:
     admission_rules: Registry[AdmissionRule]
     mtp_rules: Registry[MtpRule]
     engine_support: Registry[SupportFloor]
+    gpu_refusals: Registry[GpuRefusal]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
     # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)

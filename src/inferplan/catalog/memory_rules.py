@@ -71,6 +71,9 @@ class ActivationProfile(Frozen):
     sampler_backends: tuple[SamplerBackend, ...] = ()
     # calibration.yaml id, bytes per (token × hidden / TP); forward_or_sampler: per (token × (hidden + MLP width / TP))
     forward_constant: str | None = None
+    # generic: False where the engine profiles the whole step on every tensor-parallel rank and the step's
+    # token × hidden tensors are whole there (the residual stream is not split), so the workspace is not / TP
+    hidden_split_by_tp: bool = True
     # the tokens of the profiled batch when max_num_batched_tokens is not stated: the engine's default
     # (engines.yaml), or the max_model_len, at least `profile_tokens_floor` (V0 without chunked prefill)
     profile_tokens: Literal["engine_default", "max_model_len"] = "engine_default"

@@ -33,7 +33,7 @@ def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
     entry: dict = {last: rule.option.value}
     for part in reversed(parents):
         entry = {part: entry}
-    untested = [f for f in rule.untested_with if f in features]
+    untested = [f for f in rule.untested_with if f in features] if not model_row_chunks(rule, spec) else []
     notes = (f"{rule.option.key}: {flags.engine}'s feature matrix marks chunked prefill with "
              f"{', '.join(FEATURE_NAMES[f] for f in untested)} untested ({rule.combination_source})",) if untested else ()
     return entry, notes

@@ -61,6 +61,9 @@ class Deployment(Input):
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
                             "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "
                             "allocates for them is counted (engine_mtp_rules.yaml)")
+    speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens the engine verifies per decode step "
+                                    "(--speculative-tokens, any draft method; 0: none): vLLM captures its CUDA graphs "
+                                    "for 1 + this many tokens per sequence")
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
         None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,

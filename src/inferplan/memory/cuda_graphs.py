@@ -3,8 +3,10 @@
 ``profile_cudagraph_memory`` (vLLM 0.20 and later, ``v1/worker/gpu_model_runner.py``) captures each
 cudagraph mode's two largest graphs and estimates the mode as first capture + the second's increase ×
 (graphs − 1); the modes share one pool, so it adds the largest first capture to every mode's increases.
-PIECEWISE graphs are captured at every capture size, FULL decode graphs at the sizes up to max_num_seqs
-(``v1/cudagraph_dispatcher.py``). The capture sizes and the bytes per graph are data
+PIECEWISE graphs are captured at every capture size, FULL decode graphs at the sizes from one decode
+query to max_num_seqs of them (``v1/cudagraph_dispatcher.py``). With speculative decoding a decode query
+is 1 + the draft tokens: the largest size scales by it, and with FULL decode graphs every size is rounded
+up to a multiple of it (``compilation.py`` ``adjust_cudagraph_sizes_for_spec_decode``). The capture sizes and the bytes per graph are data
 (``catalog/graph_rules.py``); a printed estimate gives only a total, so the first capture is taken as one
 more graph. Without a figure for the model the rule's flat constant is used.
 
@@ -19,29 +21,37 @@ from inferplan.catalog.graph_rules import CaptureSizes, CudaGraphEstimate, Model
 from inferplan.units import GiB
 
 
-def capture_sizes(sizes: CaptureSizes, max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
-    """The batch sizes vLLM captures graphs at by default (``config/vllm.py`` ``_set_cudagraph_sizes``)."""
-    largest = min(max_num_seqs * sizes.per_seq, sizes.limit, max_num_batched_tokens)
+def capture_sizes(sizes: CaptureSizes, max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int = 1,
+                  full_decode: bool = False) -> list[int]:
+    """The batch sizes vLLM captures graphs at by default (``config/vllm.py`` ``_set_cudagraph_sizes``), for
+    decode queries of ``decode_query_len`` tokens, rounded to multiples of it where FULL decode graphs run."""
+    largest = min(max_num_seqs * decode_query_len * sizes.per_seq, sizes.limit, max_num_batched_tokens)
     found = [s for s in sizes.small if s <= largest]
     found += range(sizes.step_below, min(largest + 1, sizes.boundary), sizes.step_below) if largest >= sizes.step_below else []
     found += range(sizes.boundary, largest + 1, sizes.step_from) if largest >= sizes.boundary else []
     if max_num_batched_tokens <= largest:
         found.append(max_num_batched_tokens)
+    if full_decode and decode_query_len > 1:
+        top = max(found)
+        rounded = {-(-s // decode_query_len) * decode_query_len for s in found}
+        found = [s for s in rounded if s <= top] or ([decode_query_len] if decode_query_len <= top else [])
     return sorted(set(found))
 
 
-def graphs_by_mode(estimate: CudaGraphEstimate, max_num_seqs: int, max_num_batched_tokens: int) -> dict[str, int]:
+def graphs_by_mode(estimate: CudaGraphEstimate, max_num_seqs: int, max_num_batched_tokens: int,
+                   decode_query_len: int = 1) -> dict[str, int]:
     """How many graphs each cudagraph mode captures: PIECEWISE at every size, FULL decode graphs at the
-    sizes up to max_num_seqs (one token per sequence)."""
-    sizes = capture_sizes(estimate.capture_sizes, max_num_seqs, max_num_batched_tokens)
-    decode = len([s for s in sizes if s <= max_num_seqs])
+    sizes from one decode query to max_num_seqs of them."""
+    sizes = capture_sizes(estimate.capture_sizes, max_num_seqs, max_num_batched_tokens, decode_query_len,
+                          full_decode=estimate.mode != "piecewise")
+    decode = len([s for s in sizes if decode_query_len <= s <= max_num_seqs * decode_query_len])
     return {"full_and_piecewise": {"PIECEWISE": len(sizes), "FULL": decode},
             "piecewise": {"PIECEWISE": len(sizes)},
             "full_decode_only": {"FULL": decode}}[estimate.mode]
 
 
 def estimated_graph_bytes(estimate: CudaGraphEstimate | None, arch: Architecture | None, max_num_seqs: int,
-                          max_num_batched_tokens: int) -> tuple[float, str] | None:
+                          max_num_batched_tokens: int, decode_query_len: int = 1) -> tuple[float, str] | None:
     """The engine's estimate per GPU and a note naming the figure used; None where no source gives the
     model's bytes per graph (the rule's flat constant applies)."""
     if estimate is None:
@@ -49,12 +59,12 @@ def estimated_graph_bytes(estimate: CudaGraphEstimate | None, arch: Architecture
     figure = estimate.bytes_for(arch.model_type if arch is not None else None)
     if figure is None:
         return None
-    counts = graphs_by_mode(estimate, max_num_seqs, max_num_batched_tokens)
+    counts = graphs_by_mode(estimate, max_num_seqs, max_num_batched_tokens, decode_query_len)
     per = figure.bytes_per_graph
     total = per + sum(per * (n - 1) for n in counts.values() if n)
     shown = ", ".join(f"{mode}={n}" for mode, n in counts.items())
     return total, (f"CUDA-graph estimate as the engine profiles it: {shown} graphs at max_num_seqs {max_num_seqs} "
-                   f"(max_num_batched_tokens {max_num_batched_tokens}); first capture + (graphs − 1) per mode × "
+                   f"(max_num_batched_tokens {max_num_batched_tokens}, {decode_query_len} token(s) per decode query); first capture + (graphs − 1) per mode × "
                    f"{per / GiB * 1024:.1f} MiB per graph ({', '.join(figure.sources)}, {figure.kind}) = "
                    f"{total / GiB:.2f} GiB")
 

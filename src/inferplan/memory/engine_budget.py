@@ -54,6 +54,7 @@ class EngineSettings:
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
     topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
     cuda_graphs: bool = True  # False: --enforce-eager, no graphs captured
+    decode_query_len: int = 1  # tokens per sequence in a decode step: 1 + speculative draft tokens
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
     release: str | None = None  # the engine release planned at (None: the rule's own releases, not one of them)
     model_runner: str | None = None  # vLLM: "V1" or "V2" as stated (VLLM_USE_V2_MODEL_RUNNER); None: the release's default
@@ -134,9 +135,11 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
         return per_tok * ubatch * vocab, (
             f"llama.cpp compute buffer ≈ {per_tok:g} B × n_ubatch {ubatch:g} × {vocab} vocab"
         )
-    return per_tok * settings.max_num_batched_tokens * hidden / tp, (
+    split = tp if profile.hidden_split_by_tp else 1  # the hidden states are whole on every rank otherwise
+    return per_tok * settings.max_num_batched_tokens * hidden / split, (
         f"{rule.engine} activation workspace assumed {per_tok:g} B × {settings.max_num_batched_tokens} "
-        f"tokens × {hidden} hidden / TP {tp}"
+        f"tokens × {hidden} hidden" + (f" / TP {tp}" if profile.hidden_split_by_tp else
+                                       f" on each of the {tp} tensor-parallel rank(s): the step's hidden states are not split")
     )
 
 
@@ -332,7 +335,7 @@ def cuda_graph_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
             not runner_counts_graphs(rule.model_runners, runner, settings.release):
         return 0.0, ""
     modelled = estimated_graph_bytes(rule.cuda_graph_estimate, arch, settings.max_num_seqs,
-                                     settings.max_num_batched_tokens)
+                                     settings.max_num_batched_tokens, settings.decode_query_len)
     if modelled is not None:
         return modelled
     return catalog.constant(rule.cuda_graph_constant), f"the flat estimate {rule.cuda_graph_constant}: no bytes per graph sourced for this model"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.engine_support import check_engine_loads
+from inferplan.catalog.engine_support import check_engine_loads, check_engine_runs_model_on
 from inferplan.catalog.memory_rules import checked_engine_version, memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.resolve import resolve_model
@@ -258,6 +258,8 @@ def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
 def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan, *, search_smallest: bool) -> MemoryPlan:
     d, release_notes = planned_release(catalog, d, spec.architecture)
     engine = checked_engine(catalog, d, spec, hw, plan.tensor_parallel_size, plan.pipeline_parallel_size)
+    check_engine_runs_model_on(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
+                               spec.name, planned_weight_format(catalog, d, spec), hw.accel)
     d, step_note = with_step_budget(d, catalog, spec)  # a step as long as the longest prompt the engine cannot chunk
     network = _network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)

@@ -131,7 +131,10 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     """The deployment as it runs ``speculative_tokens`` draft tokens per step: drafting with the model's
     own MTP layers where it has them and the engine drafts with them (its memory then counts them);
     unchanged otherwise (another draft, or none)."""
-    if not speculative_tokens or d.mtp_draft:
+    if not speculative_tokens:
+        return d
+    d = d.model_copy(update={"speculative_tokens": speculative_tokens})  # verified per decode step, whatever drafts them
+    if d.mtp_draft:
         return d
     spec = resolve_model(catalog, d.model)
     if not _has_mtp_layers(spec):  # before _refusal, which lists the catalogue's MTP models
@@ -151,6 +154,9 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
                                    allowed=", ".join(SPECULATIVE_METHODS))
+    speculative_tokens = speculative_tokens or d.speculative_tokens
+    if speculative_tokens:  # whatever drafts them, the engine verifies them in every decode step
+        d = d.model_copy(update={"speculative_tokens": speculative_tokens})
     if not speculative_tokens:
         if speculative_method is not None:
             raise InvalidScenarioError("a speculative method drafts speculative_tokens per step: state them",

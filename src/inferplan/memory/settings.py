@@ -50,6 +50,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
+                          decode_query_len=1 + d.speculative_tokens,
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
                           model_runner=d.model_runner)

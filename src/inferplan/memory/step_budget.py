@@ -14,7 +14,7 @@ A stated budget shorter than that prompt is refused, naming ``max_model_len``, b
 from __future__ import annotations
 
 from inferplan.catalog.architecture import LayerKind
-from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, flags_for
+from inferplan.catalog.flags_schema import ChunkingFeature, EngineFlags, PromptBudget, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.errors import InferplanError, UnsupportedSettingError
@@ -47,10 +47,20 @@ def chunking_features(spec: ModelSpec | None, mtp: bool) -> set[ChunkingFeature]
     return found
 
 
-def unchunked(flags: EngineFlags | None, features: set[ChunkingFeature]) -> list[ChunkingFeature]:
-    """The features of ``features`` the engine's feature matrix says chunked prefill does not run with."""
+def unchunked(flags: EngineFlags | None, features: set[ChunkingFeature], spec: ModelSpec | None = None) -> list[ChunkingFeature]:
+    """The features of ``features`` the engine's feature matrix says chunked prefill does not run with (none
+    for a model whose own row of the matrix says it chunks: ``PromptBudget.chunked_architectures``)."""
     rule = flags.prompt_budget if flags is not None else None
-    return [f for f in rule.unsupported_with if f in features] if rule is not None else []
+    if rule is None or model_row_chunks(rule, spec):
+        return []
+    return [f for f in rule.unsupported_with if f in features]
+
+
+def model_row_chunks(rule: PromptBudget, spec: ModelSpec | None) -> bool:
+    """Whether the engine's model-feature matrix has a row for ``spec``'s architecture saying chunked prefill
+    runs with it (``PromptBudget.chunked_architectures``): the generic combinations do not rule on it then."""
+    arch = spec.architecture if spec is not None and not spec.architecture_is_proxy else None
+    return arch is not None and arch.hf_architecture in rule.chunked_architectures
 
 
 def planned_step_budget(d: Deployment, spec: ModelSpec | None, flags: EngineFlags | None) -> tuple[int | None, str | None]:
@@ -61,7 +71,7 @@ def planned_step_budget(d: Deployment, spec: ModelSpec | None, flags: EngineFlag
     longest = longest_prompt(d, spec)
     if rule is None or d.max_num_batched_tokens is not None or longest is None or longest <= rule.default_tokens:
         return None, None
-    refused = unchunked(flags, chunking_features(spec, d.mtp_draft))
+    refused = unchunked(flags, chunking_features(spec, d.mtp_draft), spec)
     if not refused:
         return None, None
     flag = flags.settings.get("max_num_batched_tokens")
@@ -102,7 +112,7 @@ def needs_chunking(d: Deployment, spec: ModelSpec | None, flags: EngineFlags | N
     budget = d.max_num_batched_tokens or rule.default_tokens
     if longest is not None and longest <= budget:
         return False
-    if refused := unchunked(flags, chunking_features(spec, mtp)):
+    if refused := unchunked(flags, chunking_features(spec, mtp), spec):
         said = f"{longest:,}-token prompts" if longest is not None else "prompts as long as the model's context"
         raise UnsupportedSettingError(
             f"{flags.engine} runs {said} of {d.model} only with chunked prefill, which its feature matrix says does "
