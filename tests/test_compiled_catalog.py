@@ -89,3 +89,22 @@ def test_the_catalogue_carries_each_cards_imported_config_and_a_plan_reads_no_js
 
     monkeypatch.setattr(models, "_card_architecture", no_json)
     assert models.spec_from_card(catalog, card).architecture.num_layers == 32
+
+
+def test_a_copy_another_process_drops_while_this_one_prunes_is_passed_over(data, monkeypatch):
+    """Processes share the cache folder: a copy listed for pruning and gone before it is read (another
+    process dropped it) costs nothing, and the catalogue still loads."""
+    folder = compiled.cache_dir()
+    folder.mkdir(parents=True)
+    gone = folder / "catalog-gone.pickle"
+    gone.write_bytes(b"")
+    listed = type(folder).glob
+
+    def glob_then_drop(self, pattern):
+        found = list(listed(self, pattern))
+        gone.unlink(missing_ok=True)  # dropped between the listing and its stat
+        return iter(found)
+
+    monkeypatch.setattr(type(folder), "glob", glob_then_drop)
+    builds = []
+    assert h100_bandwidth(compiled.load_compiled(data, loader(data, builds))) == 3.35e12 and builds == [1]

@@ -104,5 +104,8 @@ def _store(folder: Path, path: Path, built: object) -> None:
     except OSError:
         return
     for old in folder.glob(f"{PREFIX}*.pickle"):
-        if old != path and old.stat().st_mtime < path.stat().st_mtime - 3600:
-            old.unlink(missing_ok=True)
+        try:  # another process may have dropped either copy since the listing
+            if old != path and old.stat().st_mtime < path.stat().st_mtime - 3600:
+                old.unlink(missing_ok=True)
+        except OSError:
+            continue
