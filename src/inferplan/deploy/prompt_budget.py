@@ -17,7 +17,7 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.step_budget import FEATURE_NAMES, chunking_features, model_spec, needs_chunking
+from inferplan.memory.step_budget import FEATURE_NAMES, chunking_features, model_row_chunks, model_spec, needs_chunking
 
 
 def chunked_prefill(d: Deployment, catalog: Catalog, flags: EngineFlags,
