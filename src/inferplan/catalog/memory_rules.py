@@ -311,6 +311,31 @@ def parse_engine_version(text: str) -> tuple[str, str | None]:
     return release, variant
 
 
+_RELEASE_WORD = re.compile(r"[vV]?\d+(?:\.\d+)+[\w.+-]*|[bB]\d+")  # 0.10.1, v0.10.1rc1, 0.11.0+cu128; b6935
+_VARIANT_WORD = re.compile(r"[vV]\d+")
+
+
+def stated_release(catalog, engine: str, text: str) -> str | None:
+    """The engine_version a free-text release names, as a deployment states it, where ``engine``'s memory rules
+    plan that release: the whole text where ``parse_engine_version`` reads it, else its first release number
+    with the variant it names ("V1, v0.10.1" -> "0.10.1 V1"; llama-bench's "b6935 (a1b2c3d)" -> "b6935").
+    None: the text names no release ("unstated", a commit alone) or one no rule plans."""
+    try:
+        number, variant = parse_engine_version(text)
+    except ValueError:
+        words = [w for w in re.split(r"[\s,;/()]+", text) if w]
+        number = next((w.lstrip("vV") for w in words if _RELEASE_WORD.fullmatch(w)), None)
+        variant = next((w.upper() for w in words if _VARIANT_WORD.fullmatch(w)), None)
+    if number is None or not _RELEASE_WORD.fullmatch(number):  # a commit that starts with a digit is no release
+        return None
+    release = f"{number} {variant}" if variant else number
+    try:
+        memory_rule(catalog, engine, release)
+    except InvalidScenarioError:
+        return None
+    return release
+
+
 def current_release(catalog, engine: str) -> CurrentRelease | None:
     """The engine's current release as the catalogue records it (None: none sourced; the newest rule applies)."""
     return next((r.current_release for r in catalog.memory_rules if r.engine == engine and r.current_release), None)

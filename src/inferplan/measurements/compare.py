@@ -1,6 +1,7 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
-for the same deployment and workload — the run's offload, host KV tier and host, and its draft tokens
-at its acceptance rate (``run_deployment``, ``run_workload``) — (no profile, no stored run — the model
+for the same deployment and workload — the run's offload, host KV tier and host, its engine settings and
+engine release (``run_release``), and its draft tokens at its acceptance rate (``run_deployment``,
+``run_workload``) — (no profile, no stored run — the model
 alone, as ``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
 where the point measured latency percentiles, the approximation's and the simulation's beside them
 (``tails.py``)."""
@@ -12,6 +13,7 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.memory_rules import stated_release
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.measurements.records import MeasuredRun
@@ -58,19 +60,33 @@ class RunComparison(BaseModel):
     median_abs_error: dict[str, float]  # per metric, over the points
     tail_median_abs_error: tuple[TailMedian, ...] = ()  # per percentile, over the points that measured it
     kv_cache_tokens: MetricComparison | None = None  # the KV cache the engine reported vs the memory plan's
+    memory_rule: str | None = None  # the memory rule that plan applied (the run's engine release's)
+    notes: tuple[str, ...] = ()  # how the run was predicted where its statements left a choice (its release)
 
 
-def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> MetricComparison | None:
+def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[MetricComparison | None, str | None]:
     """The KV cache tokens the engine reported beside what the memory plan of ``d``, the run's deployment,
-    gives (one instance)."""
+    gives (one instance), and the memory rule that plan applied."""
     if not run.kv_cache_tokens:
-        return None
+        return None, None
     try:
-        predicted = fit(d, catalog).kv_cache_tokens
+        result = fit(d, catalog)
     except InferplanError:
-        return None
+        return None, None
+    predicted = result.kv_cache_tokens
     return MetricComparison(metric="kv_cache_tokens", measured=run.kv_cache_tokens, predicted=predicted,
-                            error=predicted / run.kv_cache_tokens - 1)
+                            error=predicted / run.kv_cache_tokens - 1), result.memory_rule
+
+
+def run_release(run: MeasuredRun, catalog: Catalog) -> tuple[dict, tuple[str, ...]]:
+    """The engine release ``run`` is predicted at, as ``run_deployment`` takes it: the one its engine_version
+    names where the memory rules plan it (``stated_release``: "V1, v0.10.1" reads as 0.10.1 V1); else the
+    engine's default release, and a note that says so."""
+    release = stated_release(catalog, run.engine, run.engine_version)
+    if release is not None:
+        return {"engine_version": release}, ()
+    return {}, (f"engine version {run.engine_version!r} names no {run.engine} release the memory rules plan "
+                "(a release number such as 0.11.0): predicted at the engine's default release",)
 
 
 def _predict(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
@@ -108,14 +124,16 @@ def compare_point(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Ca
 
 def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparison:
     catalog = catalog or load_catalog()
-    d = run_deployment(run, max_model_len=run.max_model_len)
+    release, notes = run_release(run, catalog)
+    d = run_deployment(run, max_model_len=run.max_model_len, **release)
     points = tuple(compare_point(run, d, p, catalog) for p in run.points)
     by_metric: dict[str, list[float]] = {}
     for point in points:
         for m in point.metrics:
             if m.error is not None:
                 by_metric.setdefault(m.metric, []).append(abs(m.error))
-    return RunComparison(run=run, points=points, kv_cache_tokens=_kv_cache(run, d, catalog),
+    kv, rule = _kv_cache(run, d, catalog)
+    return RunComparison(run=run, points=points, kv_cache_tokens=kv, memory_rule=rule, notes=notes,
                          median_abs_error={k: statistics.median(v) for k, v in by_metric.items()},
                          tail_median_abs_error=tail_medians([p.tails for p in points if p.tails]))
 

@@ -1,6 +1,8 @@
 """The user's own measured runs, planned on: where a run of the same deployment (model, accelerator,
-GPUs, tensor parallel size, engine, weight format, and what it was launched to keep in host RAM) was
-measured without speculative decoding, its figures replace the model's.
+GPUs, tensor parallel size, engine, weight format, what it was launched to keep in host RAM, and the
+engine settings it ran with) was measured without speculative decoding, its figures replace the model's.
+A run of the same deployment launched with other engine settings is used only nearly matching: the
+model at the run's own launch is scaled to it, and the estimate says which settings differ.
 
 The runs come in as data (the shells read them from the store and pass them here). At the asked
 input/output lengths a run is interpolated across concurrency (linear in log concurrency, as the
@@ -18,11 +20,13 @@ from typing import TYPE_CHECKING, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.points_schema import ProfilePoint, ServingProfile
-
+from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
+    from inferplan.catalog.loader import Catalog
+    from inferplan.memory.fit import MemoryPlan
     from inferplan.performance.estimate import ServingEstimate
 
 SOURCE = "measured-local"
@@ -117,6 +121,19 @@ RUN_SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max
                 "moe_runner_backend")
 # the speculative decoding a run states (``measurements import`` takes them as deploy and perf name them)
 RUN_DRAFTS = ("speculative_tokens", "speculative_method", "draft_model", "acceptance_rate")
+# how the memory plan states each of RUN_SETTINGS as the engine runs it (stated, else its default): perf matches a run
+# on all of them, since each changes the speed at a concurrency or the concurrency reached — the KV cache dtype the
+# bytes a step reads and the sequences the cache holds, the memory fraction the sequences held, the sequence cap and
+# the step's token budget the batch and the prompts fused into it, llama.cpp's micro-batch and the MoE runner the
+# kernels a step runs
+RUN_SETTING_AS_RUN: dict[str, Callable[["MemoryPlan", Deployment], object]] = {
+    "kv_cache_dtype": lambda mp, d: mp.kv_dtype.id,
+    "gpu_memory_utilization": lambda mp, d: round(mp.settings.memory_fraction, 6),
+    "max_num_seqs": lambda mp, d: mp.settings.max_num_seqs,
+    "max_num_batched_tokens": lambda mp, d: mp.settings.max_num_batched_tokens,
+    "ubatch_size": lambda mp, d: mp.settings.prefill_micro_batch_tokens,
+    "moe_runner_backend": lambda mp, d: d.moe_runner_backend,
+}
 
 
 def run_deployment(run: UserRun, **settings) -> Deployment:
@@ -129,6 +146,39 @@ def run_deployment(run: UserRun, **settings) -> Deployment:
                       enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,
                       **{f: getattr(run, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS) if getattr(run, f) is not None}, **mtp,
                       **settings)
+
+
+def launched_settings(x: "UserRun | Deployment") -> dict[str, object]:
+    """The engine settings (``RUN_SETTINGS``) a run or deployment states (a KV cache dtype of auto states none)."""
+    return {f: v for f in RUN_SETTINGS if (v := getattr(x, f)) is not None and not (f == "kv_cache_dtype" and v == "auto")}
+
+
+def run_launch(d: Deployment, run: UserRun, release: str | None = None, *, stated: Deployment | None = None) -> Deployment:
+    """``d`` as ``run`` was launched: the engine settings it states where they differ from ``stated``'s (the
+    deployment as asked, before the planner filled any in; default ``d``), the engine's default where it states none,
+    and its engine release (``memory_rules.stated_release``; None: ``d``'s)."""
+    ran, asked = launched_settings(run), launched_settings(stated or d)
+    update = {f: ran.get(f, Deployment.model_fields[f].default) for f in RUN_SETTINGS if ran.get(f) != asked.get(f)}
+    return d.model_copy(update=update | ({"engine_version": release} if release else {}))
+
+
+def settings_differ(catalog: "Catalog", d: Deployment, run: UserRun, *, stated: Deployment | None = None) -> dict[str, tuple]:
+    """The engine settings ``run`` ran with that ``d`` is not planned with, each as (the run's, ``d``'s), as the engine
+    runs them (``RUN_SETTING_AS_RUN``: a stated default is no difference); where the memory plan of either
+    launch is refused, as stated (None: the engine's default). Empty: the same launch."""
+    from inferplan.memory.fit import plan_memory
+
+    ran, asked = launched_settings(run), launched_settings(stated or d)
+    named = [f for f in RUN_SETTINGS if ran.get(f) != asked.get(f)]
+    if not named:
+        return {}
+    launch = run_launch(d, run, stated=stated)
+    try:
+        mine, planned = plan_memory(launch, catalog), plan_memory(d, catalog)
+    except InferplanError:
+        return {f: (ran.get(f), asked.get(f)) for f in named}
+    pairs = {f: (RUN_SETTING_AS_RUN[f](mine, launch), RUN_SETTING_AS_RUN[f](planned, d)) for f in named}
+    return {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
 
 
 def run_workload(run: UserRun, p: MeasuredPoint) -> Workload:
@@ -208,32 +258,44 @@ def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: i
     return min((p for p in run.points if p.tpot_s or p.output_tokens_per_s_total), key=distance)
 
 
+ModelAt = Callable[[UserRun, MeasuredPoint], "ServingEstimate | None"]
+
+
 def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int, input_len: int, output_len: int,
-                   model_at: Callable[[MeasuredPoint], "ServingEstimate | None"], offload: tuple = NO_OFFLOAD,
-                   eager: bool = False) -> "ServingEstimate":
-    """``est`` from the newest matching run: interpolated at the asked lengths inside its concurrency
-    range, else the model scaled by measured/model at the nearest measured point (``model_at`` gives
-    the model's estimate at a measured point's workload)."""
+                   model_at: ModelAt, offload: tuple = NO_OFFLOAD, eager: bool = False,
+                   differ: Callable[[UserRun], dict[str, tuple]] = lambda run: {}) -> "ServingEstimate":
+    """``est`` from the newest matching run launched with the same engine settings (``differ`` gives the ones a run
+    ran with that ``est``'s deployment is not planned with, ``settings_differ``): interpolated at the asked lengths
+    inside its concurrency range, else the model scaled by measured/model at the nearest measured point
+    (``model_at`` gives the model's estimate at a measured point's workload, on the run's own launch). Where
+    every matching run ran with other settings, the newest of them (pooled with those launched as it was) is
+    used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
     found = matching_runs(runs, est, tp, offload, eager)
     if not found:
         return est
-    run = _pooled(found)
+    differs = {r.id: differ(r) for r in found}
+    same = [r for r in found if not differs[r.id]]
+    if same:
+        run, settings = _pooled(same), {}
+    else:
+        newest = _pooled(found)
+        run = _pooled([r for r in found if launched_settings(r) == launched_settings(newest)])
+        settings = differs[run.id]
     points = _same_lengths(run, input_len, output_len)
-    if points and points[0].concurrency <= est.concurrency <= points[-1].concurrency:
+    if not settings and points and points[0].concurrency <= est.concurrency <= points[-1].concurrency:
         result = _interpolated(est, run, points)
         return result if all(p.ttft_s for p in points) else _with_measured_prefill(result, run, input_len, model_at)
     near = _nearest(run, est, input_len, output_len)
-    model = model_at(near)
+    model = model_at(run, near)
     if model is None:  # the measured workload does not fit this deployment as the model sees it
         return est.model_copy(update={"assumptions": (*est.assumptions, (
             f"your run {run.id} measured this deployment at {near.input_tokens}/{near.output_tokens} tokens, concurrency "
             f"{near.concurrency}, which the model cannot place on it: the calibrated model stands"))})
-    result = _scaled(est, run, near, model, input_len, output_len)
+    result = _scaled(est, run, near, model, input_len, output_len, settings)
     return result if near.ttft_s else _with_measured_prefill(result, run, input_len, model_at)
 
 
-def _with_measured_prefill(est: "ServingEstimate", run: UserRun, input_len: int,
-                           model_at: Callable[[MeasuredPoint], "ServingEstimate | None"]) -> "ServingEstimate":
+def _with_measured_prefill(est: "ServingEstimate", run: UserRun, input_len: int, model_at: ModelAt) -> "ServingEstimate":
     """Where the run measured no TTFT but did measure prompt processing alone (llama-bench's pp rows),
     the prompt part of TTFT scaled by measured/model prompt time at the measured prompt length
     nearest the asked one; TTFT moves by the prompt time's change."""
@@ -241,7 +303,7 @@ def _with_measured_prefill(est: "ServingEstimate", run: UserRun, input_len: int,
     if not measured:
         return est
     near = min(measured, key=lambda p: (abs(math.log(p.input_tokens / max(input_len, 1))), p.concurrency))
-    model = model_at(near.model_copy(update={"output_tokens": 1}))
+    model = model_at(run, near.model_copy(update={"output_tokens": 1}))
     if model is None or model.prefill_s <= 0:
         return est
     r = near.input_tokens / near.prefill_tokens_per_s / model.prefill_s
@@ -272,8 +334,12 @@ def _interpolated(est: "ServingEstimate", run: UserRun, points: list[MeasuredPoi
     return est.model_copy(update={**update, "validated": (), "assumptions": (*est.assumptions, note)})
 
 
+def _setting(value: object) -> str:
+    return "the engine's default" if value is None else str(value)
+
+
 def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "ServingEstimate",
-            input_len: int, output_len: int) -> "ServingEstimate":
+            input_len: int, output_len: int, settings: dict[str, tuple] | None = None) -> "ServingEstimate":
     update: dict = {"source": SOURCE, "measured_record": run.id, "measured_label": _label(run)}
     ratios = []
     if near.tpot_s:
@@ -295,8 +361,11 @@ def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "S
         differs.append(f"measured at {near.input_tokens}/{near.output_tokens} tokens, asked {input_len}/{output_len}")
     if near.concurrency != est.concurrency:
         differs.append(f"measured at concurrency {near.concurrency}, asked {est.concurrency}")
+    differs += [f"launched with {f} {_setting(ran)}, planned with {_setting(planned)}"
+                for f, (ran, planned) in (settings or {}).items()]
+    launch = " (the model at your run's launch)" if settings else ""
     note = (f"{_label(run)}, nearly matching: your run {run.id} ({run.engine} {run.engine_version}) {'; '.join(differs)}; "
-            f"the calibrated model is scaled by measured/model there ({', '.join(ratios)})")
+            f"the calibrated model is scaled by measured/model there{launch} ({', '.join(ratios)})")
     return est.model_copy(update={**update, "assumptions": (*est.assumptions, note)})
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memo import per_catalog
+from inferplan.catalog.memory_rules import stated_release
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -27,7 +28,8 @@ from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
-from inferplan.performance.local_runs import MeasuredPoint, UserRun, launched_offload, with_user_runs
+from inferplan.performance.local_runs import (MeasuredPoint, UserRun, launched_offload, run_launch, settings_differ,
+                                              with_user_runs)
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
                                          unpack_note)
@@ -168,20 +170,25 @@ def with_profile(ctx: ServingContext, est: ServingEstimate, profile) -> ServingE
     return anchor(profile, est, estimate_at(ctx, edge))
 
 
-def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tuple[UserRun, ...]) -> ServingEstimate:
-    """``est`` from the user's own matching run, if any (``local_runs.py``)."""
-    def model_at(p: MeasuredPoint) -> ServingEstimate | None:
+def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tuple[UserRun, ...],
+                       stated: Deployment | None = None) -> ServingEstimate:
+    """``est`` from the user's own matching run, if any (``local_runs.py``); its engine settings compared with
+    ``stated``'s, the deployment as asked (default ``ctx.d``), and the model at a measured point taken at the run's
+    own launch: its settings and engine release."""
+    def model_at(run: UserRun, p: MeasuredPoint) -> ServingEstimate | None:
         try:
             w = ctx.w.model_copy(update={"input_len": max(p.input_tokens, 1), "output_len": max(p.output_tokens, 1),
                                          "concurrency": p.concurrency})
-            return estimate_at(ServingContext(ctx.catalog, ctx.d, w), p.concurrency)
+            launch = run_launch(ctx.d, run, stated_release(ctx.catalog, run.engine, run.engine_version), stated=stated)
+            return estimate_at(ServingContext(ctx.catalog, launch, w), p.concurrency)
         except InferplanError:
             return None
 
     par = ctx.mp.result.parallel
     return with_user_runs(est, user_runs, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
                           output_len=ctx.w.output_len, model_at=model_at, offload=launched_offload(ctx.d),
-                          eager=ctx.d.enforce_eager)
+                          eager=ctx.d.enforce_eager,
+                          differ=lambda run: settings_differ(ctx.catalog, ctx.d, run, stated=stated))
 
 
 MAX_SLOTS = 512  # the most llama.cpp slots 'max' concurrency tries
@@ -226,13 +233,14 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
     published points of this deployment quoted beside it. ``use_profiles=False``: the calibrated
     model alone, as validation scores it (no run, no profile, no quoted points)."""
     catalog = catalog or load_catalog()
-    d, slots_note = _slots_for_load(with_default_engine(d, catalog), w, catalog)
+    stated = with_default_engine(d, catalog)
+    d, slots_note = _slots_for_load(stated, w, catalog)
     ctx = ServingContext(catalog, d, w)
     model_estimate = estimate_at(ctx, concurrency_for(ctx, w))
     if slots_note:
         model_estimate = model_estimate.model_copy(update={"assumptions": (*model_estimate.assumptions, slots_note)})
     if use_profiles and user_runs and w.speculative_tokens == 0 and w.prefix_cache_hit_rate == 0:
-        local = _user_run_estimate(ctx, model_estimate, user_runs)
+        local = _user_run_estimate(ctx, model_estimate, user_runs, stated)
         if local.source == LOCAL_SOURCE:
             return with_measured_points(ctx, local)
     profile = find_profile(catalog, ctx.mp, w) if use_profiles else None

@@ -73,7 +73,10 @@ def print_comparison(console: Console, result) -> None:
             console.print(f"no prediction at concurrency {p.concurrency}, {p.input_tokens}/{p.output_tokens} tokens: "
                           f"{escape(p.problem)}", highlight=False)
     if (kv := result.kv_cache_tokens) is not None:
-        console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%})")
+        console.print(f"KV cache: {kv.measured:,.0f} tokens reported, the memory plan gives {kv.predicted:,.0f} ({kv.error:+.1%}; "
+                      f"{escape(result.memory_rule or '')})", highlight=False)
+    for note in result.notes:
+        console.print(f"[dim]{escape(note)}[/]", highlight=False)
     if result.median_abs_error:
         console.print("median |error|: " + ", ".join(f"{METRIC_LABELS[k]} {v:.1%}" for k, v in result.median_abs_error.items()))
     _print_tails(console, result)
