@@ -79,3 +79,11 @@ def test_validate_mine_predicts_the_kv_cache_at_the_runs_release(catalog):
     assert old.kv_cache_tokens.predicted != unstated.kv_cache_tokens.predicted
     assert "current release" in unstated.memory_rule and "names no vllm release" in unstated.notes[0]
     assert all(m.predicted is not None for p in unstated.points for m in p.metrics)
+
+
+def test_a_release_the_catalogue_says_cannot_run_the_model_is_predicted_at_the_default_one(catalog):
+    """vLLM 0.6.4 predates Qwen3 (first loaded by 0.8.4): the run is compared at the default release, and says so."""
+    (run,) = runs(catalog, model="qwen3-8b", engine_version="0.6.4", kv_cache_tokens=400_000)
+    result = compare_run(run, catalog)
+    assert result.kv_cache_tokens is not None and "current release" in result.memory_rule
+    assert "0.6.4" in result.notes[0] and all(p.problem is None for p in result.points)

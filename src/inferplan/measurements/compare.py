@@ -1,6 +1,6 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
 for the same deployment and workload — the run's offload, host KV tier and host, its engine settings and
-engine release (``run_release``), and its draft tokens at its acceptance rate (``run_deployment``,
+engine release (``predicted_deployment``), and its draft tokens at its acceptance rate (``run_deployment``,
 ``run_workload``) — (no profile, no stored run — the model
 alone, as ``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
 where the point measured latency percentiles, the approximation's and the simulation's beside them
@@ -13,14 +13,13 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import stated_release
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.measurements.records import MeasuredRun
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.local_runs import MeasuredPoint, run_deployment, run_workload
+from inferplan.performance.local_runs import MeasuredPoint, run_deployment, run_release, run_workload
 from inferplan.performance.serving import estimate
 
 # metric -> (the measured point's field, the estimate's figure)
@@ -78,15 +77,16 @@ def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[Metric
                             error=predicted / run.kv_cache_tokens - 1), result.memory_rule
 
 
-def run_release(run: MeasuredRun, catalog: Catalog) -> tuple[dict, tuple[str, ...]]:
-    """The engine release ``run`` is predicted at, as ``run_deployment`` takes it: the one its engine_version
-    names where the memory rules plan it (``stated_release``: "V1, v0.10.1" reads as 0.10.1 V1); else the
-    engine's default release, and a note that says so."""
-    release = stated_release(catalog, run.engine, run.engine_version)
+def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment, tuple[str, ...]]:
+    """The deployment ``run`` measured (``run_deployment``) at the engine release it ran: the one its engine_version
+    names where the memory rules plan it for this model (``local_runs.run_release``: "V1, v0.10.1" reads as
+    0.10.1 V1); else the engine's default release, and a note that says so."""
+    d = run_deployment(run, max_model_len=run.max_model_len)
+    release = run_release(catalog, d, run)
     if release is not None:
-        return {"engine_version": release}, ()
-    return {}, (f"engine version {run.engine_version!r} names no {run.engine} release the memory rules plan "
-                "(a release number such as 0.11.0): predicted at the engine's default release",)
+        return run_deployment(run, max_model_len=run.max_model_len, engine_version=release), ()
+    return d, (f"engine version {run.engine_version!r} names no {run.engine} release the memory rules plan for this "
+               "model (a release number such as 0.11.0): predicted at the engine's default release",)
 
 
 def _predict(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
@@ -124,8 +124,7 @@ def compare_point(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Ca
 
 def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparison:
     catalog = catalog or load_catalog()
-    release, notes = run_release(run, catalog)
-    d = run_deployment(run, max_model_len=run.max_model_len, **release)
+    d, notes = predicted_deployment(run, catalog)
     points = tuple(compare_point(run, d, p, catalog) for p in run.points)
     by_metric: dict[str, list[float]] = {}
     for point in points:

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from inferplan.catalog.memory_rules import stated_release
 from inferplan.catalog.points_schema import ProfilePoint, ServingProfile
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import MemoryPlan, plan_memory
 
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
-    from inferplan.memory.fit import MemoryPlan
     from inferplan.performance.estimate import ServingEstimate
 
 SOURCE = "measured-local"
@@ -126,7 +127,7 @@ RUN_DRAFTS = ("speculative_tokens", "speculative_method", "draft_model", "accept
 # bytes a step reads and the sequences the cache holds, the memory fraction the sequences held, the sequence cap and
 # the step's token budget the batch and the prompts fused into it, llama.cpp's micro-batch and the MoE runner the
 # kernels a step runs
-RUN_SETTING_AS_RUN: dict[str, Callable[["MemoryPlan", Deployment], object]] = {
+RUN_SETTING_AS_RUN: dict[str, Callable[[MemoryPlan, Deployment], object]] = {
     "kv_cache_dtype": lambda mp, d: mp.kv_dtype.id,
     "gpu_memory_utilization": lambda mp, d: round(mp.settings.memory_fraction, 6),
     "max_num_seqs": lambda mp, d: mp.settings.max_num_seqs,
@@ -156,18 +157,30 @@ def launched_settings(x: "UserRun | Deployment") -> dict[str, object]:
 def run_launch(d: Deployment, run: UserRun, release: str | None = None, *, stated: Deployment | None = None) -> Deployment:
     """``d`` as ``run`` was launched: the engine settings it states where they differ from ``stated``'s (the
     deployment as asked, before the planner filled any in; default ``d``), the engine's default where it states none,
-    and its engine release (``memory_rules.stated_release``; None: ``d``'s)."""
+    and its engine release (``run_release``; None: ``d``'s)."""
     ran, asked = launched_settings(run), launched_settings(stated or d)
     update = {f: ran.get(f, Deployment.model_fields[f].default) for f in RUN_SETTINGS if ran.get(f) != asked.get(f)}
     return d.model_copy(update=update | ({"engine_version": release} if release else {}))
+
+
+def run_release(catalog: "Catalog", d: Deployment, run: UserRun) -> str | None:
+    """The engine release ``run`` ran, as ``d`` (its deployment, or one planned like it) takes it: the one its
+    engine_version names where the memory rules plan it (``memory_rules.stated_release``) and the engine runs
+    ``d``'s model and weight format at it as the catalogue knows; None: ``d``'s own release."""
+    release = stated_release(catalog, run.engine, run.engine_version)
+    if release is None:
+        return None
+    try:
+        plan_memory(d.model_copy(update={"engine_version": release}), catalog)
+    except InferplanError as exc:
+        return None if exc.field == "engine_version" else release
+    return release
 
 
 def settings_differ(catalog: "Catalog", d: Deployment, run: UserRun, *, stated: Deployment | None = None) -> dict[str, tuple]:
     """The engine settings ``run`` ran with that ``d`` is not planned with, each as (the run's, ``d``'s), as the engine
     runs them (``RUN_SETTING_AS_RUN``: a stated default is no difference); where the memory plan of either
     launch is refused, as stated (None: the engine's default). Empty: the same launch."""
-    from inferplan.memory.fit import plan_memory
-
     ran, asked = launched_settings(run), launched_settings(stated or d)
     named = [f for f in RUN_SETTINGS if ran.get(f) != asked.get(f)]
     if not named:
@@ -273,14 +286,13 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int
     found = matching_runs(runs, est, tp, offload, eager)
     if not found:
         return est
-    differs = {r.id: differ(r) for r in found}
-    same = [r for r in found if not differs[r.id]]
+    same = [r for r in found if not differ(r)]
     if same:
         run, settings = _pooled(same), {}
     else:
         newest = _pooled(found)
         run = _pooled([r for r in found if launched_settings(r) == launched_settings(newest)])
-        settings = differs[run.id]
+        settings = differ(run)
     points = _same_lengths(run, input_len, output_len)
     if not settings and points and points[0].concurrency <= est.concurrency <= points[-1].concurrency:
         result = _interpolated(est, run, points)

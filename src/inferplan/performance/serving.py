@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memo import per_catalog
-from inferplan.catalog.memory_rules import stated_release
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -28,8 +27,8 @@ from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
-from inferplan.performance.local_runs import (MeasuredPoint, UserRun, launched_offload, run_launch, settings_differ,
-                                              with_user_runs)
+from inferplan.performance.local_runs import (MeasuredPoint, UserRun, launched_offload, run_launch, run_release,
+                                              settings_differ, with_user_runs)
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
                                          unpack_note)
@@ -179,7 +178,7 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
         try:
             w = ctx.w.model_copy(update={"input_len": max(p.input_tokens, 1), "output_len": max(p.output_tokens, 1),
                                          "concurrency": p.concurrency})
-            launch = run_launch(ctx.d, run, stated_release(ctx.catalog, run.engine, run.engine_version), stated=stated)
+            launch = run_launch(ctx.d, run, run_release(ctx.catalog, ctx.d, run), stated=stated)
             return estimate_at(ServingContext(ctx.catalog, launch, w), p.concurrency)
         except InferplanError:
             return None
