@@ -137,7 +137,7 @@ def test_the_speed_model_reserves_the_in_flight_tokens_once(catalog):
     """Decoding requests hold their windows; the tokens in flight across the batch are reserved once."""
     from inferplan.performance.context import ServingContext
 
-    d = _deployment(engine_version="0.26.0", max_model_len=16384)
+    d = _deployment(engine_version="0.26.0", max_model_len=16384, gpu_memory_utilization=0.96)
     mp = plan_memory(d, catalog)
     reserve = mp.layout.admission
     ctx = ServingContext(catalog, d, Workload(input_len=1024, output_len=1024))

@@ -124,3 +124,43 @@ def test_deepseek_v4_on_hopper_holds_no_second_copy_of_the_expert_scales():
     assert not any("extra copy of the expert block scales" in a for a in r.assumptions)
     triton = fit(d.model_copy(update={"moe_kernel": "triton"}), CATALOG)  # the gpt-oss path, named by hand
     assert triton.weights_bytes_per_gpu > r.weights_bytes_per_gpu + GiB
+
+
+def _catalog_without_moe_workspaces(tmp_path):
+    data = yaml.safe_load((DATA_DIR / "engine_moe_kernels.yaml").read_text())
+    for rule in data["moe_kernel_rules"]:
+        rule.pop("workspace", None)
+    path = tmp_path / "engine_moe_kernels.yaml"
+    path.write_text(yaml.safe_dump(data))
+    others = [p for p in DATA_DIR.glob("**/*.yaml") if p.name != "engine_moe_kernels.yaml"]
+    return load_files([*others, path])
+
+
+def test_deepseek_v4s_marlin_kernel_keeps_its_workspace_in_the_start_up_peak(tmp_path):
+    # vLLM 0.20-0.31: MarlinExperts.workspace_shapes asks (M x topk, max(N, K)) and (M x topk x max(2N, K),)
+    # bf16 elements of the workspace manager, which keeps them after the profile's dummy batch of
+    # max_num_batched_tokens tokens, so they sit under the sampler pass's peak: N = 2048 / TP 2, K = 4096
+    d = Deployment(model="deepseek-v4-flash", gpu="h20", tensor_parallel_size=2, kv_cache_dtype="fp8",
+                   max_model_len=121344, max_num_seqs=32, max_num_batched_tokens=8192, engine_version="0.26.0")
+    kept, unwired = fit(d, CATALOG), fit(d, _catalog_without_moe_workspaces(tmp_path))
+    workspace = 8192 * 6 * (max(1024, 4096) + max(2 * 1024, 4096)) * 2
+    assert kept.activation_bytes_per_gpu - unwired.activation_bytes_per_gpu == pytest.approx(workspace)
+    assert unwired.kv_cache_bytes_per_gpu - kept.kv_cache_bytes_per_gpu == pytest.approx(workspace)
+    assert any("keeps its workspace after the start-up profile" in a for a in kept.assumptions)
+
+
+def test_the_workspace_closes_the_gh200_start_that_printed_too_little_kv_cache():
+    # d06 (vllm-project/vllm issue #44376): 'To serve ... (30000), (6.66 GiB KV cache is needed, which is
+    # larger than the available KV cache memory (5.44 GiB)': the 16384-token profile batch's workspace
+    # (1.5 GiB per GPU) is what the plan lacked to refuse the start
+    from inferplan.validation.memory import check_point
+
+    check = check_point(CATALOG.memory_points.records["d06-deepseek-v4-flash-tp2-gh200-30k-fails"], CATALOG)
+    assert check.predicted_fits is False and check.measured_fits is False
+    assert abs(check.kv_error) < 0.05
+
+
+def test_a_kernel_rule_without_a_workspace_adds_none():
+    # gpt-oss on Hopper takes the vendored Triton kernel, whose rule states no kept workspace
+    r = fit(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=4096, engine_version="0.26.0"), CATALOG)
+    assert not any("keeps its workspace" in a for a in r.assumptions)

@@ -37,6 +37,21 @@ class MoeKernel(Frozen):
     note: str = ""
 
 
+class MoeWorkspace(Frozen):
+    """The scratch buffers a kernel's experts take in a forward pass where the engine keeps them after its
+    start-up profile (vLLM's modular MoE kernel holds them in one persistent workspace): counted on top of
+    the profile's sampler pass. ``shapes`` names the kernel's workspace_shapes: ``marlin`` holds
+    tokens x top-k x (max(I, H) + max(2I, H)) elements (I: an expert's intermediate share on the GPU, H: the
+    hidden size, both after the kernel's padding)."""
+
+    shapes: Literal["marlin"]
+    element_bytes: float = Field(gt=0)  # the activations' dtype (bf16: 2)
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+
 class MoeKernelRule(Frozen):
     """The kernel a range of an engine's releases picks on some GPU architectures, with the install
     the rule assumes (the release's default pip install)."""
@@ -51,6 +66,7 @@ class MoeKernelRule(Frozen):
     model_types: tuple[str, ...] = ()
     kernel: str  # a MoeKernel id
     install: str  # what the rule assumes is installed, and why that picks the kernel
+    workspace: MoeWorkspace | None = None  # held through the start-up profile (None: none described)
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -109,6 +125,9 @@ def check_moe_kernels(catalog) -> None:
     kernel of its format; two rules never cover one release on one architecture."""
     for item in (*catalog.moe_kernels, *catalog.moe_kernel_rules):
         check_engine_and_sources(catalog, f"moe_kernels:{item.id}", item.id, item.engine, item.sources)
+    for r in catalog.moe_kernel_rules:
+        if r.workspace is not None:
+            check_engine_and_sources(catalog, f"moe_kernel_rules:{r.id}.workspace", r.id, r.engine, r.workspace.sources)
     for k in catalog.moe_kernels:
         if k.extra_scale_copies_constant and k.extra_scale_copies_constant not in catalog.calibration:
             raise CatalogError(f"moe_kernels:{k.id}: unknown calibration constant {k.extra_scale_copies_constant!r}",

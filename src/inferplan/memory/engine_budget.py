@@ -244,11 +244,17 @@ def engine_budget(
     rule: MemoryRule | None = None,
     accel: Accelerator | None = None,
     weight_bits: float | None = None,
+    moe_workspace: tuple[float, str | None] = (0.0, None),
 ) -> EngineBudget:
     """What is left for the KV cache on each GPU of one engine instance, by the release's rule
-    (None: the engine's default rule); ``weight_bits`` is the weights' bits per parameter."""
+    (None: the engine's default rule); ``weight_bits`` is the weights' bits per parameter; ``moe_workspace``
+    the bytes and note of the workspace the MoE kernel keeps through the start-up profile (moe_layout),
+    which adds to the activation peak."""
     rule = rule or memory_rule(catalog, engine.id)
     act, act_note = activation_bytes(catalog, rule, arch, settings, tp, accel=accel, weight_bits=weight_bits)
+    if moe_workspace[1]:
+        act += moe_workspace[0]
+        act_note = f"{act_note}; {moe_workspace[1]}"
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held

@@ -18,7 +18,7 @@ from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.expert_split import expert_slot_share, redundant_experts, redundant_note
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.layout import ParallelPlan
-from inferplan.memory.moe_layout import extra_weight_bytes
+from inferplan.memory.moe_layout import extra_weight_bytes, workspace_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
 
@@ -104,11 +104,14 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
     """The engine's budget on the GPU with the least room for the KV cache, each pipeline stage's
     budget where the engine sizes every stage's cache by its own room (vLLM), and the notes."""
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
+    workspace = workspace_bytes(catalog, engine.id, quant.id, accel, settings.max_num_batched_tokens,
+                                arch=spec.architecture, tp=tp, expert_parallel=plan.expert_parallel,
+                                release=d.engine_version, kernel=d.moe_kernel)
 
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
                              arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule,
-                             accel=accel, weight_bits=quant.bits_per_weight.value)
+                             accel=accel, weight_bits=quant.bits_per_weight.value, moe_workspace=workspace)
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]

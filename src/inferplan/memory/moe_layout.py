@@ -57,3 +57,28 @@ def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acce
         parts.append(f"{copies:g} extra copy of the expert block scales")
     return extra, (f"{engine} runs the {fmt} experts on {accel.name} with {k.name} ({why}): "
                    f"{', '.join(parts)}: +{extra / GiB:.2f} GiB per GPU")
+
+
+def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Accelerator, tokens: int, *,
+                    arch: Architecture | None, tp: int = 1, expert_parallel: bool = False, release: str | None = None,
+                    kernel: str | None = None) -> tuple[float, str | None]:
+    """Bytes per GPU of the workspace the release's MoE kernel keeps after a forward pass of ``tokens``
+    tokens (its start-up profile: max_num_batched_tokens), where its rule describes one, and a note; 0
+    where the format runs natively, its rule states no workspace or ``kernel`` names another kernel."""
+    fmt = catalog.quantization(quant_id).native_format
+    if fmt is None or fmt in accel.native_formats or arch is None or arch.moe is None:
+        return 0.0, None
+    picked = moe_kernel(catalog, engine, fmt, accel.architecture, release, model_type=arch.model_type)
+    if picked is None or picked[1] is None or picked[1].workspace is None or kernel not in (None, picked[0].id):
+        return 0.0, None
+    k, rule = picked
+    ws = rule.workspace
+    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp), 1)
+    inter = math.ceil(share / k.intermediate_multiple) * k.intermediate_multiple
+    hidden = math.ceil(arch.hidden_size / k.hidden_multiple) * k.hidden_multiple
+    topk = arch.moe.experts_per_token
+    elements = tokens * topk * (max(inter, hidden) + max(2 * inter, hidden))
+    total = elements * ws.element_bytes
+    return total, (f"{engine}'s {k.name} MoE kernel keeps its workspace after the start-up profile ({rule.id}: "
+                   f"{tokens} tokens × top-{topk} × (max({inter}, {hidden}) + max(2 × {inter}, {hidden})) × "
+                   f"{ws.element_bytes:g} B, {', '.join(ws.sources)}): +{total / GiB:.2f} GiB in the activation peak")
