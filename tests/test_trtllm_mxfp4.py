@@ -102,3 +102,8 @@ def test_search_lists_the_refused_family_with_its_reason_and_never_picks_it(cata
     assert res.results and all(r.accelerator != "a100-80gb" for r in res.results)
     refused = [x for x in res.infeasible if "a100" in x.platform]
     assert refused and all(x.reason == "engine" and "mxfp4" in x.message for x in refused)
+
+
+def test_a_model_the_catalogue_cannot_resolve_still_gets_a_command_without_a_moe_backend(catalog):
+    command = launch_command(Deployment(model="someorg/some-model", gpu="H100", engine="trtllm"), catalog)
+    assert command.argv[:2] == ("trtllm-serve", "someorg/some-model") and "moe_config" not in _options(command)

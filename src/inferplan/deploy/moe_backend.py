@@ -13,7 +13,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.precision import planned_quantization
-from inferplan.memory.resolve import resolve_model
+from inferplan.memory.step_budget import model_spec
 
 
 def moe_backend(d: Deployment, catalog: Catalog, flags: EngineFlags) -> tuple[str, str, str] | None:
@@ -22,7 +22,9 @@ def moe_backend(d: Deployment, catalog: Catalog, flags: EngineFlags) -> tuple[st
     rules = flags.options_file.moe_backends if flags.options_file else ()
     if not rules or (d.gpu is None and d.system is None):
         return None
-    spec = resolve_model(catalog, d.model)
+    spec = model_spec(d, catalog)
+    if spec is None:  # a model the catalogue cannot resolve: its format is the engine's to read
+        return None
     quantization, arch = planned_quantization(catalog, d, spec, flags.engine), spec.architecture
     model_arch = arch.hf_architecture if arch else None
     gpu = resolve_hardware(catalog, d).accel.architecture
