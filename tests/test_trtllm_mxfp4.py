@@ -107,3 +107,11 @@ def test_search_lists_the_refused_family_with_its_reason_and_never_picks_it(cata
 def test_a_model_the_catalogue_cannot_resolve_still_gets_a_command_without_a_moe_backend(catalog):
     command = launch_command(Deployment(model="someorg/some-model", gpu="H100", engine="trtllm"), catalog)
     assert command.argv[:2] == ("trtllm-serve", "someorg/some-model") and "moe_config" not in _options(command)
+
+
+def test_the_api_refuses_it_naming_the_field_and_what_is_allowed():
+    from fastapi.testclient import TestClient
+    from inferplan.shells.api import create_app
+    r = TestClient(create_app()).post("/api/fit", json={"model": "gpt-oss-20b", "gpu": "L40S", "engine": "trtllm"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "gpu"
+    assert "vllm" in r.json()["error"]["allowed"] and "hopper" in r.json()["error"]["allowed"]
