@@ -10,8 +10,9 @@ to an old release does not print a launch command that fails at load. An archite
 with no floor recorded is never refused.
 
 A ``GpuRefusal`` records GPU architectures on which an engine's releases do not run a model
-architecture at all, whatever the checkpoint's format (DeepSeek-V4 on TensorRT-LLM before Blackwell):
-``check_engine_runs_model_on`` refuses the plan, naming the engines and GPU architectures that remain.
+architecture at all, whatever the checkpoint's format (DeepSeek-V4 on TensorRT-LLM before Blackwell), or
+do not run a weight format on any model (MXFP4 on TensorRT-LLM before Hopper, which has no MoE kernel for
+it there): ``check_engine_runs_model_on`` refuses the plan, naming the engines and GPU architectures that remain.
 """
 
 from __future__ import annotations
@@ -90,11 +91,13 @@ def check_engine_loads(catalog, engine: str, engine_version: str | None, archite
 
 class GpuRefusal(Frozen):
     """Releases ``first_release``..``last_release`` of ``engine`` (inclusive; None: unbounded) do not run
-    ``architecture`` on a GPU of any of ``gpu_architectures`` (accelerators.yaml ``architecture``)."""
+    ``architecture`` (whatever its format), or weights in ``quantization`` (whatever the model), on a GPU of
+    any of ``gpu_architectures`` (accelerators.yaml ``architecture``); one of the two is named."""
 
     id: str = Field(pattern=SLUG)
     engine: str  # engines.yaml id
-    architecture: str  # a Hugging Face architectures name ("DeepseekV4ForCausalLM")
+    architecture: str | None = None  # a Hugging Face architectures name ("DeepseekV4ForCausalLM")
+    quantization: str | None = None  # a quantizations.yaml id ("mxfp4")
     gpu_architectures: tuple[str, ...] = Field(min_length=1)
     first_release: str | None = None
     last_release: str | None = None  # the newest release the sources cover
@@ -105,15 +108,19 @@ class GpuRefusal(Frozen):
 
     @model_validator(mode="after")
     def _releases(self) -> "GpuRefusal":
+        if (self.architecture is None) == (self.quantization is None):
+            raise ValueError("a GPU refusal names a model architecture or a quantization, not both")
         for release in (self.first_release, self.last_release):
             if release is not None:
                 release_key(release)
         return self
 
-    def applies(self, engine: str, release: str | None, architecture: str | None, gpu_architecture: str) -> bool:
+    def applies(self, engine: str, release: str | None, architecture: str | None, gpu_architecture: str,
+                quantization: str | None = None) -> bool:
         """Whether the refusal covers ``release`` (None: the engine's unstated default, covered when the
-        range is open-ended above or states none)."""
-        if self.engine != engine or self.architecture != architecture or gpu_architecture not in self.gpu_architectures:
+        range is open-ended above or states none) of a model of ``architecture`` in ``quantization``."""
+        subject = self.architecture == architecture if self.quantization is None else self.quantization == quantization
+        if self.engine != engine or not subject or gpu_architecture not in self.gpu_architectures:
             return False
         if release is None:
             return True
@@ -122,33 +129,45 @@ class GpuRefusal(Frozen):
             (self.last_release is None or key <= release_key(self.last_release))
 
 
-def gpu_refusal(catalog, engine: str, release: str | None, architecture: str | None, accel) -> GpuRefusal | None:
-    """The refusal of ``engine`` at ``release`` running ``architecture`` on ``accel`` (None: none recorded)."""
-    return next((r for r in catalog.gpu_refusals if r.applies(engine, release, architecture, accel.architecture)), None)
+def gpu_refusal(catalog, engine: str, release: str | None, architecture: str | None, accel,
+                quantization: str | None = None) -> GpuRefusal | None:
+    """The refusal of ``engine`` at ``release`` running ``architecture`` in ``quantization`` on ``accel`` (None:
+    none recorded)."""
+    return next((r for r in catalog.gpu_refusals
+                 if r.applies(engine, release, architecture, accel.architecture, quantization)), None)
 
 
 def check_engine_runs_model_on(catalog, engine: str, engine_version: str | None, architecture: str | None,
                                model_name: str, quant, accel) -> None:
-    """Raise InvalidScenarioError (field ``gpu``) when the engine's release does not run the model's
-    architecture on ``accel``'s GPU architecture, whatever the format; ``allowed`` names the other engines
-    that load the model's weights (``quant``) there and the GPU architectures of the same software stack
-    the refusal leaves."""
+    """Raise ``engine_refusal``'s error, if any."""
+    refused = engine_refusal(catalog, engine, engine_version, architecture, model_name, quant, accel)
+    if refused is not None:
+        raise refused
+
+
+def engine_refusal(catalog, engine: str, engine_version: str | None, architecture: str | None,
+                   model_name: str, quant, accel) -> InvalidScenarioError | None:
+    """The error (field ``gpu``) when the engine's release does not run the model's architecture on
+    ``accel``'s GPU architecture, whatever the format, or its weights' format (``quant``), whatever the
+    model; ``allowed`` names the other engines that load the model's weights there and the GPU
+    architectures of the same software stack the refusal leaves. None: no refusal recorded."""
     release = parse_engine_version(engine_version)[0] if engine_version else None
-    refusal = gpu_refusal(catalog, engine, release, architecture, accel)
+    refusal = gpu_refusal(catalog, engine, release, architecture, accel, quant.id)
     if refusal is None:
-        return
+        return None
     engines = [e.id for e in catalog.engines if e.id != engine and (not e.runs_on or accel.software in e.runs_on)
-               and e.loads(quant, accel=accel) and gpu_refusal(catalog, e.id, None, architecture, accel) is None]
+               and e.loads(quant, accel=accel) and gpu_refusal(catalog, e.id, None, architecture, accel, quant.id) is None]
     gpus = sorted({a.architecture for a in catalog.accelerators if a.software == accel.software}
                   - set(refusal.gpu_architectures))
     name = catalog.engines.records[engine].name
     at = f" {release}" if release else ""
     options = [f"another engine: {', '.join(engines)}"] if engines else []
     options += [f"a GPU of architecture {', '.join(gpus)} with {engine}"] if gpus else []
-    raise InvalidScenarioError(
-        f"{name}{at} does not run {model_name} ({architecture}) on {accel.name} ({accel.architecture}), whatever "
-        f"the checkpoint's format (source {refusal.sources[0]})", field="gpu",
-        allowed="; or ".join(options) or "none in the catalogue")
+    what = (f"{model_name} ({architecture}) on {accel.name} ({accel.architecture}), whatever the checkpoint's format"
+            if refusal.quantization is None else
+            f"{quant.id} weights ({model_name}) on {accel.name} ({accel.architecture}), whatever the model")
+    return InvalidScenarioError(f"{name}{at} does not run {what} (source {refusal.sources[0]})", field="gpu",
+                                allowed="; or ".join(options) or "none in the catalogue")
 
 
 def check_engine_support(catalog) -> None:
@@ -167,6 +186,8 @@ def check_engine_support(catalog) -> None:
     for refusal in catalog.gpu_refusals:
         where = f"gpu_refusals:{refusal.id}"
         check_engine_and_sources(catalog, where, refusal.id, refusal.engine, refusal.sources)
+        if refusal.quantization is not None and refusal.quantization not in catalog.quantizations:
+            raise CatalogError(f"{where}: unknown quantization {refusal.quantization!r}", field=refusal.id)
         unknown = set(refusal.gpu_architectures) - gpu_architectures
         if unknown:
             raise CatalogError(f"{where}: unknown GPU architectures {sorted(unknown)}", field=refusal.id,

@@ -105,19 +105,35 @@ class OptionRule(Frozen):
     note: str | None = None
 
 
+class MoeBackendRule(Frozen):
+    """The MoE backend an options file names for experts in one weight format, by GPU architecture: where the
+    engine's default is not the path the plan counts (TensorRT-LLM's gpt-oss MXFP4 experts on Hopper run
+    OpenAI's Triton kernels, its recommended backend there, while its MoeConfig default was CUTLASS). A GPU
+    architecture not in ``backends`` gets no entry: the engine's default holds."""
+
+    quantization: str  # a quantizations.yaml id
+    model_architectures: tuple[str, ...] = ()  # config.json ``architectures`` it holds for (empty: every model)
+    key: str = Field(pattern=r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$")  # dotted path (moe_config.backend)
+    backends: dict[str, str] = Field(min_length=1)  # accelerators.yaml architecture -> the engine's backend name
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str
+
+
 class OptionsFile(Frozen):
     """A YAML file of engine options, named on the command line by ``flag``."""
 
     flag: str
     file_name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     settings: dict[Setting, OptionRule] = Field(min_length=1)
+    moe_backends: tuple[MoeBackendRule, ...] = ()
     accepted_keys: tuple[str, ...] = Field(min_length=1)  # the option model's top-level keys
     accepted_source: str
     source: str
 
     @model_validator(mode="after")
     def _keys_accepted(self) -> "OptionsFile":
-        unknown = sorted({rule.key.split(".")[0] for rule in self.settings.values()} - set(self.accepted_keys))
+        keys = [*(rule.key for rule in self.settings.values()), *(rule.key for rule in self.moe_backends)]
+        unknown = sorted({key.split(".")[0] for key in keys} - set(self.accepted_keys))
         if unknown:
             raise ValueError(f"option keys not in accepted_keys: {', '.join(unknown)}")
         return self
@@ -405,10 +421,16 @@ def check_engine_flags(catalog) -> None:
                  *((flags.disaggregation.router_file.source,) if flags.disaggregation and flags.disaggregation.router_file
                    else ()),
                  *((flags.options_file.source, flags.options_file.accepted_source,
-                    *(r.source for r in flags.options_file.settings.values())) if flags.options_file else ())]
+                    *(r.source for r in flags.options_file.settings.values()),
+                    *(s for r in flags.options_file.moe_backends for s in r.sources)) if flags.options_file else ())]
         for source in named:
             if source not in catalog.sources:
                 raise CatalogError(f"engine_flags:{flags.id}: unknown source {source!r}", field=flags.id)
+        gpu_architectures = {a.architecture for a in catalog.accelerators}
+        for rule in flags.options_file.moe_backends if flags.options_file else ():
+            if rule.quantization not in catalog.quantizations or set(rule.backends) - gpu_architectures:
+                raise CatalogError(f"engine_flags:{flags.id}: moe_backends names an unknown quantization or GPU "
+                                   f"architecture ({rule.quantization}; {', '.join(rule.backends)})", field=flags.id)
     for resource in catalog.gpu_resources:
         if resource.visible_devices_source is not None and resource.visible_devices_source not in catalog.sources:
             raise CatalogError(f"gpu_resources:{resource.id}: unknown source {resource.visible_devices_source!r}",

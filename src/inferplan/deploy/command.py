@@ -30,6 +30,7 @@ from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import runner_env, software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
+from inferplan.deploy.moe_backend import moe_backend
 from inferplan.deploy.prompt_budget import chunked_prefill
 from inferplan.deploy.stated import slot_context, stated_or_default
 from inferplan.deploy.router import role_args, router_notes, worker_ports
@@ -132,6 +133,9 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         argv += _emit(_rule(flags, "redundant_experts"), spare)
     argv += _quantization_args(served, flags)
     argv += _kv_args(d, catalog, flags, options)
+    moe = moe_backend(d, catalog, flags)  # TensorRT-LLM: gpt-oss's experts on Hopper
+    if moe is not None:
+        _set_option(options, moe[0], moe[1])
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
     d = slot_context(d, catalog, flags)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
@@ -191,7 +195,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                           [*(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
-                         notes=(*served.notes, *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
+                         notes=(*served.notes, *((moe[2],) if moe else ()), *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
                                 *spans, *(c.lstrip("# ") for c in cold)))
 
 

@@ -126,7 +126,7 @@ class Infeasible(_Frozen):
     platform: str
     engine: str
     quantization: str
-    reason: Literal["memory", "latency", "throughput", "budget", "power", "gpus", "price"]
+    reason: Literal["memory", "latency", "throughput", "budget", "power", "gpus", "price", "engine"]
     message: str
     # how far the family's best candidate lands from the request's cap or missed target, as a ratio of at
     # least 1 (budget: the least capex over the cap); families closest to the request are listed first

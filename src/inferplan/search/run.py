@@ -107,6 +107,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                    for f, m in space.excluded.items() if f not in stats]
     infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="price", message=m)
                    for f, m in space.unpriced.items()]
+    infeasible += [Infeasible(model=f[0], platform=f[1], engine=f[2], quantization=f[3], reason="engine", message=m)
+                   for f, m in space.refused.items()]
     if not results and not req.quantizations:
         infeasible = _with_smaller_formats(catalog, infeasible, space)
     return SearchResult(

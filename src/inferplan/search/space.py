@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from inferplan.catalog.engine_support import engine_refusal
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
@@ -99,6 +100,8 @@ class Space:
     unfitted: dict[tuple[str, str, str, str], Deployment] = field(default_factory=dict)  # one instance on all the GPUs
     # (model, accelerator, engines, "any format") -> why an accelerator the filters keep is no platform at all
     unpriced: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    # (model, platform, engine, quantization) -> why the engine does not run the model or its format on the GPU
+    refused: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
 
 
 def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
@@ -213,7 +216,7 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
                 for quant, label in _formats(catalog, spec, p.accelerator, engine, req):
                     _add_family(catalog, space, spec, p, engine, quant, label, req,
                                 context_for or (lambda _: input_len + output_len))
-    if not space.cells and not space.excluded:
+    if not space.cells and not space.excluded and not space.refused:
         raise InvalidScenarioError(
             f"no engine of {', '.join(e.id for e in engines)} runs on the platforms searched, or loads a weight format "
             "asked for", field="engines" if req.engines else "quantizations" if req.quantizations else "systems",
@@ -256,8 +259,13 @@ def _kv_dtypes(engine, req: SearchRequest, software) -> list[str]:
 def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, quant: str, label: str,
                 req: SearchRequest, context_for: Callable[[int | None], int]) -> None:
     key = (spec.id, p.id, engine.id, quant)
-    spec_tokens = [0]
     arch = spec.architecture
+    refused = engine_refusal(catalog, engine.id, None, arch and arch.hf_architecture, spec.name,
+                             catalog.quantization(quant), p.accelerator)
+    if refused is not None:  # engine_support.yaml gpu_refusals: whatever the layout
+        space.refused[key] = str(refused)
+        return
+    spec_tokens = [0]
     if req.speculative and arch is not None and arch.mtp_layers and serving_modes().drafts_with_mtp(engine.id):
         spec_tokens.append(int(serving_modes().mtp_draft_tokens.value))
     context = spec.context_tokens or (arch.max_position_embeddings if arch else None)
