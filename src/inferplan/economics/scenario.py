@@ -69,6 +69,16 @@ class Cell(Input):
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
 
+class PrefillPool(Input):
+    """Separate prefill and decode pools (a search's disaggregated pick): the prefill instances that run
+    beside the replica cells, which are then the decode pool. They run on the scenario's platform in
+    its model, format and engine; they are priced with the decode pool, and the users carried are the
+    decode pool's."""
+
+    instances: int = Field(ge=1, le=1_000_000, description="prefill engine instances")
+    cell: Cell = Field(description="one prefill instance's layout")
+
+
 class Speculative(Input):
     """Speculative decoding in every replica: draft tokens per step (MTP or EAGLE heads) and the
     chance each is accepted (docs/speed.md §1)."""
@@ -138,7 +148,19 @@ class Scenario(Input):
     rented: bool = Field(False, description=(
         "the deployment is rented (a search's rented pick): the rent route prices it, and owning is priced only "
         "where the catalogue has a purchase price for the platform"))
+    prefill_pool: PrefillPool | None = Field(None, description=(
+        "separate prefill and decode pools (a search's disaggregated pick): the prefill instances beside the `replicas` "
+        "cells, which are the decode pool; left out: one pool serves both phases"))
     money: MoneyInputs = MoneyInputs()
+
+    @field_validator("prefill_pool")
+    @classmethod
+    def _beside_stated_decode_pool(cls, pool: PrefillPool | None, info: ValidationInfo) -> PrefillPool | None:
+        missing = next((k for k in ("cell", "replicas") if info.data.get(k) is None), None)
+        if pool is not None and missing:
+            raise ValueError(f"a prefill pool runs beside a stated decode pool: give the scenario's `{missing}` "
+                             "too (the decode instances' layout and count)")
+        return pool
 
     @model_serializer(mode="wrap")
     def _engine_as_stated(self, handler: SerializerFunctionWrapHandler):  # unannotated: the schema stays the fields
