@@ -101,12 +101,21 @@ POOLS = dict(models=("qwen3-8b",), engines=("vllm",), speculative=False, top=200
              output_len=300, targets=Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04, e2e_p95_s=20))
 
 
-@pytest.mark.parametrize("space", [{"systems": ("hgx-h100",), "pricing": "buy"},
-                                   {"accelerators": ("h100-sxm",), "pricing": "rent"}])
-def test_a_disaggregated_pick_plans_to_both_pools_systems_capex_cost_and_usd_per_mtok(catalog, space):
+@pytest.fixture(scope="module")
+def pools_bought(catalog):
+    return search(SearchRequest(**POOLS, systems=("hgx-h100",), pricing="buy"), catalog)
+
+
+@pytest.fixture(scope="module")
+def pools_rented(catalog):
+    return search(SearchRequest(**POOLS, accelerators=("h100-sxm",), pricing="rent"), catalog)
+
+
+@pytest.mark.parametrize("found", ["pools_bought", "pools_rented"])
+def test_a_disaggregated_pick_plans_to_both_pools_systems_capex_cost_and_usd_per_mtok(catalog, found, request):
     """The scenario states the prefill pool beside the decode pool's replicas, so ``plan`` prices both: the same
     systems, capex, monthly cost and $/Mtok bought, the same rented instances and rent rented."""
-    res = search(SearchRequest(**POOLS, **space), catalog)
+    res = request.getfixturevalue(found)
     pools = [r for r in res.results if r.disaggregated]
     assert pools, "no disaggregated pick"
     monthly = lambda p: p.rent_usd_per_month if p.capex_usd is None else _owned_month(p)  # noqa: E731
@@ -123,6 +132,17 @@ def test_a_disaggregated_pick_plans_to_both_pools_systems_capex_cost_and_usd_per
         assert any("prefill pool" in n and "decode pool" in n for n in p.assumptions)
         dearer += monthly(p) > monthly(plan(s.model_copy(update={"prefill_pool": None}), catalog)) * (1 + 1e-9)
     assert dearer, "no pick whose prefill pool takes systems or instances of its own"
+
+
+def test_api_plan_of_a_disaggregated_pick_prices_both_pools(pools_bought, tmp_path):
+    r = next(r for r in pools_bought.results if r.disaggregated and r.systems > 1)
+    body = TestClient(create_app(tmp_path / "t.db")).post("/api/plan", json={"scenario": r.scenario, "draws": 0})
+    assert body.status_code == 200, body.text
+    out = body.json()["result"]
+    assert (out["prefill_instances"], out["stated_replicas"]) == (r.prefill_instances, r.decode_instances)
+    assert (out["loadouts"] + out["prefill_systems"], out["capex_usd"]) == (r.systems, pytest.approx(r.capex_usd, rel=1e-9))
+    card = next(c for c in body.json()["cards"] if c["key"] == "loadouts")
+    assert f"prefill pool of {r.prefill_instances} instance" in card["note"]
 
 
 @pytest.mark.parametrize("pool, field", [
