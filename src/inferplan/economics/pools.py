@@ -138,4 +138,3 @@ def _prefill_systems_per_instance(catalog: Catalog, base: Deployment, cell: Scen
         raise InvalidScenarioError(f"{base.model} does not fit in a prefill instance of {cell.gpus} GPU(s) of {base.gpu}",
                                    field=field, allowed="a larger tensor × pipeline parallel size")
     return spans
-

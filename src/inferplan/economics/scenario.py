@@ -1,5 +1,6 @@
 """The scenario a plan is asked about: one immutable object that says what to plan — model,
-platform, replica cell, workload, speculative decoding, target users and money inputs.
+platform, replica cell (and a prefill pool beside the cells), workload, speculative decoding, target
+users and money inputs.
 
 ``plan`` (``plan.py``) and ``simulate`` (``uncertainty.py``) take it; ``inferplan.scenario`` reads
 it from a YAML file and checks the catalogue ids it names.
