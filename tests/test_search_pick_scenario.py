@@ -177,3 +177,16 @@ def test_a_prefill_pool_needs_the_decode_pool_stated_and_a_layout_that_fits(cata
     with pytest.raises(InvalidScenarioError) as refused:
         plan(wide, catalog)
     assert refused.value.field == "prefill_pool.cell"
+
+
+def test_the_monte_carlo_of_separate_pools_draws_the_prefill_pools_systems_too(catalog):
+    """Each draw prices both pools' systems: its median owner cost sits by the plan's, not at the decode pool's alone."""
+    from inferplan.economics.uncertainty import simulate
+
+    s = Scenario.model_validate({"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 4},
+                                 "replicas": 2, "prefill_pool": {"instances": 3, "cell": {"tensor_parallel_size": 2}},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 500})
+    p = plan(s, catalog)
+    assert (p.loadouts, p.prefill_systems, p.systems) == (1, 1, 2)
+    u = simulate(p, s, draws=2000, catalog=catalog)
+    assert u.owner_cost_usd_per_mtok.p50 == pytest.approx(p.owner_cost_usd_per_mtok, rel=0.1)
