@@ -66,6 +66,25 @@ def test_find_the_cheapest_and_use_the_pick(page, server):
     assert cards["capex"] == f"${view['result']['results'][0]['capex_usd']:,.0f}"
 
 
+def test_a_disaggregated_pick_keeps_its_prefill_pool_in_the_simulator(page, server):
+    """A disaggregated pick's scenario, loaded as "Use this" loads it (``fillForm``), plans with its prefill pool:
+    both pools' systems in the capex, the pool named in the loadouts card."""
+    import json
+    import urllib.parse
+
+    pick = {"name": "pools", "model": "qwen3-8b", "engine": "vllm", "platform": {"system": "hgx-h100"},
+            "cell": {"tensor_parallel_size": 4}, "replicas": 2,
+            "prefill_pool": {"instances": 3, "cell": {"tensor_parallel_size": 2}},
+            "workload": {"preset": "chat-seat"}, "target_users": 500}
+    page.goto(server + "/?" + urllib.parse.urlencode({"s": json.dumps(pick), "c": "usd"}) + "#simulator")
+    planned(page)
+    sent = scenario_in_url(page)
+    assert (sent["prefill_pool"], sent["replicas"], sent["cell"]) == (pick["prefill_pool"], 2, pick["cell"])
+    capex = next(c["value"] for c in test_browser.api_view(server, pick)["cards"] if c["key"] == "capex")
+    assert test_browser.card_values(page)["capex"] == capex == "$760,000"  # 2 HGX H100: a decode and a prefill system
+    assert "prefill pool of 3 instances of 2 GPUs" in page.text_content("#cards")
+
+
 def test_an_impossible_target_explains_every_family(page, server):
     page.goto(server + "/")
     planned(page)

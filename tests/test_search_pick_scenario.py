@@ -95,3 +95,98 @@ def test_the_monte_carlo_of_a_pick_keeps_its_loadouts(catalog, bought):
     assert p.loadouts > 1 and p.capacity.supported_users > 10 * p.target_users  # one loadout would carry them
     u = simulate(p, s, draws=500, catalog=catalog)
     assert u.loadouts.p10 == u.loadouts.p90 == p.loadouts
+
+
+POOLS = dict(models=("qwen3-8b",), engines=("vllm",), speculative=False, top=200, request_rate_per_s=4.0, input_len=1500,
+             output_len=300, targets=Targets(ttft_p95_s=1.5, ttft_p99_s=3.0, tpot_p95_s=0.04, e2e_p95_s=20))
+
+
+@pytest.fixture(scope="module")
+def pools_bought(catalog):
+    return search(SearchRequest(**POOLS, systems=("hgx-h100",), pricing="buy"), catalog)
+
+
+@pytest.fixture(scope="module")
+def pools_rented(catalog):
+    return search(SearchRequest(**POOLS, accelerators=("h100-sxm",), pricing="rent"), catalog)
+
+
+@pytest.mark.parametrize("found", ["pools_bought", "pools_rented"])
+def test_a_disaggregated_pick_plans_to_both_pools_systems_capex_cost_and_usd_per_mtok(catalog, found, request):
+    """The scenario states the prefill pool beside the decode pool's replicas, so ``plan`` prices both: the same
+    systems, capex, monthly cost and $/Mtok bought, the same rented instances and rent rented."""
+    res = request.getfixturevalue(found)
+    pools = [r for r in res.results if r.disaggregated]
+    assert pools, "no disaggregated pick"
+    monthly = lambda p: p.rent_usd_per_month if p.capex_usd is None else _owned_month(p)  # noqa: E731
+    dearer = 0
+    for r in pools:
+        s = Scenario.model_validate(r.scenario)
+        assert (s.prefill_pool.instances, s.replicas) == (r.prefill_instances, r.decode_instances)
+        assert s.prefill_pool.cell.tensor_parallel_size == r.pools[0].tensor_parallel_size
+        p = plan(s, catalog)
+        _same_as_the_pick(r, p)
+        assert p.served_users == p.target_users  # the decode pool carries the load
+        if r.rent_or_buy == "rent":
+            assert p.rent_usd_per_month / (res.load.monthly_tokens / 1e6) == pytest.approx(r.usd_per_mtok, rel=1e-9)
+        assert any("prefill pool" in n and "decode pool" in n for n in p.assumptions)
+        dearer += monthly(p) > monthly(plan(s.model_copy(update={"prefill_pool": None}), catalog)) * (1 + 1e-9)
+    assert dearer, "no pick whose prefill pool takes systems or instances of its own"
+
+
+def test_api_plan_of_a_disaggregated_pick_prices_both_pools(pools_bought, tmp_path):
+    r = next(r for r in pools_bought.results if r.disaggregated and r.systems > 1)
+    body = TestClient(create_app(tmp_path / "t.db")).post("/api/plan", json={"scenario": r.scenario, "draws": 0})
+    assert body.status_code == 200, body.text
+    out = body.json()["result"]
+    assert (out["prefill_instances"], out["stated_replicas"]) == (r.prefill_instances, r.decode_instances)
+    assert (out["loadouts"] + out["prefill_systems"], out["capex_usd"]) == (r.systems, pytest.approx(r.capex_usd, rel=1e-9))
+    card = next(c for c in body.json()["cards"] if c["key"] == "loadouts")
+    assert f"prefill pool of {r.prefill_instances} instance" in card["note"]
+
+
+@pytest.mark.parametrize("pool, field", [
+    ({"instances": 0, "cell": {"tensor_parallel_size": 1}}, "prefill_pool.instances"),
+    ({"instances": 2}, "prefill_pool.cell"),
+    ({"instances": 2, "cell": {"tensor_parallel_size": 1}, "gpus": 3}, "prefill_pool.gpus"),
+    ({"instances": 2, "cell": {"data_parallel_size": 2}}, "prefill_pool.cell"),
+])
+def test_a_bad_prefill_pool_is_refused_naming_its_key(pool, field):
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.scenario import parse_scenario
+    import yaml
+
+    text = yaml.safe_dump({"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 2},
+                           "replicas": 2, "prefill_pool": pool})
+    with pytest.raises(InvalidScenarioError) as err:
+        parse_scenario(text)
+    assert err.value.field == field
+
+
+def test_a_prefill_pool_needs_the_decode_pool_stated_and_a_layout_that_fits(catalog):
+    from pydantic import ValidationError
+
+    from inferplan.errors import InvalidScenarioError
+
+    with pytest.raises(ValidationError) as err:
+        Scenario.model_validate({"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {},
+                                 "prefill_pool": {"instances": 1, "cell": {}}})
+    assert err.value.errors()[0]["loc"] == ("prefill_pool",) and "`replicas`" in err.value.errors()[0]["msg"]
+    wide = Scenario.model_validate({"model": "qwen3-8b", "platform": {"gpu": "h100-sxm", "gpus": 2}, "cell": {"tensor_parallel_size": 2},
+                                    "replicas": 1, "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 4}}})
+    with pytest.raises(InvalidScenarioError) as refused:
+        plan(wide, catalog)
+    assert refused.value.field == "prefill_pool.cell"
+
+
+def test_the_monte_carlo_of_separate_pools_draws_the_prefill_pools_systems_too(catalog):
+    """Each draw prices both pools' systems: its median owner cost sits by the plan's, not at the decode pool's alone."""
+    from inferplan.economics.uncertainty import simulate
+
+    s = Scenario.model_validate({"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 4},
+                                 "replicas": 2, "prefill_pool": {"instances": 3, "cell": {"tensor_parallel_size": 2}},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 500})
+    p = plan(s, catalog)
+    assert (p.loadouts, p.prefill_systems, p.systems) == (1, 1, 2)
+    u = simulate(p, s, draws=2000, catalog=catalog)
+    assert u.owner_cost_usd_per_mtok.p50 == pytest.approx(p.owner_cost_usd_per_mtok, rel=0.1)

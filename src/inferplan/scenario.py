@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -118,10 +119,11 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     for key in loc:
         field = model.model_fields.get(str(key))
         ann = getattr(field, "annotation", None) if field else None
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            model = ann
-        else:
+        # an optional section (``cell: Cell | None``) is its model
+        ann = next((a for a in (ann, *get_args(ann)) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if ann is None:
             return None
+        model = ann
     return model
 
 

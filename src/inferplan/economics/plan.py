@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell, units_for_target
+from inferplan.economics.pools import InstanceShape, PrefillSizing, prefill_sizing
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, capex,
                                              hardware, money_rates, nvaie_usd, platform_status, power_w,
                                              superseded_api_prices_note)
@@ -42,6 +43,9 @@ class PlanResult(BaseModel):
     loadouts: int  # auto-sized to carry the target, or holding the stated replica cells
     stated_replicas: int | None = None  # the scenario's replica cells (a search's pick); None: auto-sized
     systems_per_loadout: int = 1  # more than 1 when one replica of the model needs several systems
+    prefill_instances: int | None = None  # separate pools: the prefill instances beside the replica cells (the decode pool)
+    prefill_gpus_per_instance: int | None = None
+    prefill_systems: int = 0  # systems (or N-GPU units) the prefill pool adds to the loadouts
     gpus_per_system: int = 1
     gpus: int
     supported_users: int  # by all loadouts
@@ -101,8 +105,8 @@ class PlanResult(BaseModel):
 
     @property
     def systems(self) -> int:
-        """Systems bought: every loadout's (several when one replica spans them)."""
-        return self.loadouts * self.systems_per_loadout
+        """Systems bought: every loadout's (several when one replica spans them) and a prefill pool's."""
+        return self.loadouts * self.systems_per_loadout + self.prefill_systems
 
     @property
     def systems_per_cell(self) -> int:
@@ -143,7 +147,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
     # its operating cost without the staff
     rent = rent_route(catalog, s, hw.accelerator.id, size.space, rates.fx_usd_per_eur, costs.capex_usd,
-                      costs.operating_usd_per_month - costs.monthly.staff_usd)
+                      costs.operating_usd_per_month - costs.monthly.staff_usd, prefill=size.prefill)
     per_token = _per_token(w, size, rates, costs, quotes, s.money)
     return _assemble(s, hw, w, size, rates, costs, quotes, rent, per_token)
 
@@ -169,6 +173,11 @@ class _Sizing:
     served_users: int
     notes: tuple[str, ...]
     space: CellSpace  # what the loadout's cells were chosen from (the rent route sizes its own from it)
+    prefill: PrefillSizing | None = None  # separate pools: the prefill pool beside the cells (the decode pool)
+
+    @property
+    def systems(self) -> int:
+        return self.loadouts * self.systems_per_loadout + (self.prefill.systems if self.prefill else 0)
 
 
 def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
@@ -216,8 +225,13 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
                      + (f"; sizing for {s.target_users:,} users by speed alone would take {loadouts:,}"
                         if meets and stated != loadouts else ""))
         loadouts, supported = stated, math.floor(users_per_loadout * s.replicas / cap.cells) if meets else 0
+    prefill = prefill_sizing(catalog, s, base, system, hw.accelerator, unit_gpus=hw.gpus_per_system,
+                             decode=InstanceShape(cap.cell.gpus, per_loadout), decode_instances=s.replicas or 0,
+                             decode_systems=loadouts * per_loadout)
+    if prefill is not None:
+        notes.append(prefill.note)
     return _Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
-                   min(s.target_users, supported), tuple(notes), space)
+                   min(s.target_users, supported), tuple(notes), space, prefill)
 
 
 @dataclass(frozen=True)
@@ -227,6 +241,7 @@ class _Costs:
     capex_usd: float | None  # None: rented, and the catalogue has no purchase price (``_capex``)
     capex_basis: str
     power_w_per_loadout: float
+    power_w: float  # the maximum draw of every system bought
     power_note: str | None  # how power was assumed when no figure is stated or catalogued
     gpus: int
     monthly: money.MonthlyCosts
@@ -236,21 +251,21 @@ class _Costs:
 
 
 def _costs(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates) -> _Costs:
-    loadouts = size.loadouts
-    capex_usd, basis = _capex(catalog, s, hw, loadouts * size.systems_per_loadout)
-    watts, power_note = power_w(s, hw.system, hw.accelerator)
-    watts *= size.systems_per_loadout
-    gpus = size.loadout_gpus * loadouts
+    systems = size.systems
+    capex_usd, basis = _capex(catalog, s, hw, systems)
+    watts, power_note = power_w(s, hw.system, hw.accelerator)  # of one system
+    drawn_w = watts * systems
+    gpus = hw.gpus_per_system * systems
     monthly = money.MonthlyCosts(
-        power_usd=loadouts * money.power_cost_usd(watts, utilization=rates.utilization, pue=rates.pue,
-                                                  usd_per_kwh=rates.electricity_usd_per_kwh),
-        colocation_usd=loadouts * money.colocation_cost_usd(watts, rates.colocation_usd_per_kw_month),
+        power_usd=money.power_cost_usd(drawn_w, utilization=rates.utilization, pue=rates.pue,
+                                       usd_per_kwh=rates.electricity_usd_per_kwh),
+        colocation_usd=money.colocation_cost_usd(drawn_w, rates.colocation_usd_per_kw_month),
         software_usd=money.software_cost_usd(gpus, s.money.software, nvaie_usd(catalog), rates.amortization_years),
         support_usd=(capex_usd or 0.0) * rates.support_share_of_capex_per_year / 12,
         staff_usd=s.money.staff_usd_per_month,
     )
     owned = capex_usd is not None
-    return _Costs(capex_usd, basis, watts, power_note, gpus, monthly, monthly.operating_usd,
+    return _Costs(capex_usd, basis, watts * size.systems_per_loadout, drawn_w, power_note, gpus, monthly, monthly.operating_usd,
                   capex_usd / (rates.capital_recovery_years * 12) if owned else None,
                   capex_usd / (rates.amortization_years * 12) if owned else None)
 
@@ -338,7 +353,7 @@ def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Cos
     if costs.amortized_usd_per_month is None:  # not owned: no owner cost
         return _PerToken(None, None, None, None, None, capacity_tokens, None)
     owner_month = costs.operating_usd_per_month + costs.amortized_usd_per_month
-    mw = costs.power_w_per_loadout * size.loadouts * rates.pue / 1e6
+    mw = costs.power_w * rates.pue / 1e6
     alt_user = quotes.alternative_api_usd
     blended_api = (alt_user / w.monthly_tokens * 1e6) if alt_user is not None else None  # USD per Mtok
     own_mtok = owner_month / (monthly_tokens / 1e6) if monthly_tokens else None
@@ -363,6 +378,9 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
     return PlanResult(
         name=s.name, model=s.model, system=hw.label, accelerator=hw.accelerator.id, workload=w, capacity=size.capacity,
         target_users=s.target_users, loadouts=size.loadouts, stated_replicas=s.replicas, systems_per_loadout=size.systems_per_loadout,
+        prefill_instances=size.prefill.instances if size.prefill else None,
+        prefill_gpus_per_instance=size.prefill.shape.gpus if size.prefill else None,
+        prefill_systems=size.prefill.systems if size.prefill else 0,
         gpus_per_system=hw.gpus_per_system, gpus=costs.gpus, supported_users=size.supported_users, served_users=served,
         capex_usd=costs.capex_usd, capex_basis=costs.capex_basis, amortization_years=rates.amortization_years,
         capital_recovery_years=rates.capital_recovery_years, monthly_costs=costs.monthly,
@@ -431,7 +449,8 @@ def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, co
     notes += [
         f"capex: {costs.capex_basis}; {size.loadouts} loadout(s) of {size.loadout_gpus} GPUs"
         + (f" ({per_loadout} × {hw.label} each: one replica of {s.model} needs more GPUs than one system has; "
-           "a vendor quote or power figure counts per system)" if per_loadout > 1 else ""),
+           "a vendor quote or power figure counts per system)" if per_loadout > 1 else "")
+        + (f" and {size.prefill.systems} × {hw.label} more for the prefill pool" if size.prefill else ""),
         f"power {costs.power_w_per_loadout / 1000:,.1f} kW per loadout at {r.utilization:.0%} average draw × PUE "
         f"{r.pue:g} ({r.pue_note}) × ${r.electricity_usd_per_kwh:g}/kWh; "
         f"colocation ${r.colocation_usd_per_kw_month:g}/kW-month on the maximum draw",

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, candidate_loadouts, units_for_target
-from inferplan.economics.rental import Listing, RentedEngines, named_listing, on_demand_listings, rent_engine_instances
+from inferplan.economics.pools import PrefillSizing
+from inferplan.economics.rental import (Listing, RentedEngines, named_listing, on_demand_listings, rent_engine_instances,
+                                        rent_pools)
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InvalidScenarioError, LinkReachError
@@ -61,16 +63,30 @@ class _Cells:
     gpus: int  # of one cell
     cells: int
     users: int
+    prefill: PrefillSizing | None = None  # separate pools: the prefill pool rented beside the cells
 
     @property
     def text(self) -> str:
+        beside = (f", beside a prefill pool of {self.prefill.instances:,} instance(s) of {self.prefill.shape.gpus} GPU(s)"
+                  if self.prefill else "")
         return (f"{self.cells:,} replica cell{'s' if self.cells != 1 else ''} of {self.gpus} GPU{'s' if self.gpus != 1 else ''} "
-                f"carrying {self.users:,} users")
+                f"carrying {self.users:,} users{beside}")
+
+    @property
+    def all_gpus(self) -> int:
+        return self.cells * self.gpus + (self.prefill.gpus if self.prefill else 0)
+
+    def rented(self, listings: tuple[Listing, ...]) -> RentedEngines | None:
+        """These cells (and the prefill pool) on whole rented instances of the size that costs least."""
+        if self.prefill is None:
+            return rent_engine_instances(listings, self.gpus, self.cells)
+        pre = self.prefill
+        return rent_pools(listings, pre.instances, pre.shape.gpus, self.cells, self.gpus, one_host=pre.one_host)
 
     def at_rate(self, usd_per_gpu_hour: float) -> RentRoute:
         """These cells at your rate per GPU-hour."""
         return RentRoute(basis="your rate per GPU-hour",
-                         usd_per_month=usd_per_gpu_hour * self.cells * self.gpus * money.HOURS_PER_MONTH,
+                         usd_per_month=usd_per_gpu_hour * self.all_gpus * money.HOURS_PER_MONTH,
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
                          engine_instances=self.cells, cell_gpus=self.gpus, users=self.users)
 
@@ -82,14 +98,15 @@ class _Cells:
                          users=self.users)
 
 
-def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None) -> _Cells | None:
+def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None,
+                      prefill: PrefillSizing | None = None) -> _Cells | None:
     """The cells of a packed layout that carry ``target`` users (at least one), or the ``stated`` cells
     (a search's pick) and the users they carry; None: a cell misses the speed target and none is stated.
     Whole users per cell, as a loadout counts them; a user heavier than a cell takes several."""
     per_cell = t.users_at_limit / t.cells
     meets = t.cell.meets_target and per_cell > 0
     if stated is not None:
-        return _Cells(t.cell.gpus, stated, math.floor(per_cell * stated) if meets else 0)
+        return _Cells(t.cell.gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill)
     if not meets:
         return None
     return _Cells(t.cell.gpus, *units_for_target(per_cell, target))
@@ -111,32 +128,35 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
 
 
 def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,
-               capex_usd: float | None, operating_without_staff_usd: float) -> RentRoute:
+               capex_usd: float | None, operating_without_staff_usd: float, *,
+               prefill: PrefillSizing | None = None) -> RentRoute:
     """Your rate for the GPUs the target needs, else the target's cells on whole rented instances of the
-    size that costs least, priced as ``search`` prices them (``economics.rental``). The break-even
+    size that costs least, priced as ``search`` prices them (``economics.rental``), with a ``prefill``
+    pool beside the cells (a stated one: the cells are then the decode pool). The break-even
     compares the rent with owning's operating cost without staff, which either route pays."""
-    route = _rented(catalog, s, accel, space, fx_usd_per_eur)
+    route = _rented(catalog, s, accel, space, fx_usd_per_eur, prefill)
     month = route.usd_per_month
     even = (capex_usd / (month - operating_without_staff_usd)
             if capex_usd is not None and month and month > operating_without_staff_usd else None)
     return dataclasses.replace(route, break_even_months=even)
 
 
-def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float) -> RentRoute:
+def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,
+            prefill: PrefillSizing | None) -> RentRoute:
     """The rent route before its break-even: the target's cells at your rate, else on rented instances."""
     target = s.target_users
     if s.money.rent_usd_per_gpu_hour is not None:  # the user's own rate
-        options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target, s.replicas))]
+        options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target, s.replicas, prefill))]
         if not options:
             return RentRoute(note="rent: no replica cell meets the workload's speed target")
-        return min(options, key=lambda c: c.cells * c.gpus).at_rate(s.money.rent_usd_per_gpu_hour)
+        return min(options, key=lambda c: c.all_gpus).at_rate(s.money.rent_usd_per_gpu_hour)
     listings = (named_listing(catalog, accel, s.money.rental, fx_usd_per_eur) if s.money.rental
                 else on_demand_listings(catalog, accel, fx_usd_per_eur))
     if not listings:
         return RentRoute()
     host = max(x[2] for x in listings)
-    options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target, s.replicas))
-               if (rented := rent_engine_instances(listings, c.gpus, c.cells)) is not None]
+    options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target, s.replicas, prefill))
+               if (rented := c.rented(listings)) is not None]
     if not options:
         return _no_rent(catalog, s, accel, listings, host)
     rented, c = min(options, key=lambda o: (o[0].usd_per_month, o[0].gpus_paid))

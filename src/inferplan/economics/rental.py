@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.economics_schema import RentalPrice
 from inferplan.economics import money
@@ -55,6 +57,12 @@ class RentQuote:
         if g % prefill_width == 0 and g % decode_width == 0:
             return -(-(prefill * prefill_width + decode * decode_width) // g)
         return self.instances(prefill, prefill_width) + self.instances(decode, decode_width)
+
+    def pools_month(self, prefill, prefill_width: int, decode, decode_width: int, one_host):
+        """(rented instances, USD a month) of both pools (``pool_instances``); where their KV hand-over
+        runs on the fast link (``one_host``) they share one rented instance, so more is no option (inf)."""
+        rented = self.pool_instances(prefill, prefill_width, decode, decode_width)
+        return rented, np.where(one_host & (rented > 1), np.inf, rented * self.usd_per_instance_month)
 
 
 def hourly_usd(r: RentalPrice, fx: float) -> float | None:
@@ -124,6 +132,22 @@ def rent_engine_instances(listings: tuple[Listing, ...], width: int, engine_inst
         return None
     monthly, _, q = min(options, key=lambda o: (o[0], o[1]))
     return RentedEngines(q, q.instances(engine_instances), monthly)
+
+
+def rent_pools(listings: tuple[Listing, ...], prefill: int, prefill_width: int, decode: int, decode_width: int, *,
+               one_host: bool) -> RentedEngines | None:
+    """A prefill pool beside a decode pool rented on the instance size that costs least a month (the
+    smaller size on a tie), as ``search`` rents them (``RentQuote.pools_month``). None: no listing
+    hosts the wider instance, or none holds both pools in one host where ``one_host`` needs it."""
+    options = []
+    for i, q in enumerate(rent_quotes(listings, max(prefill_width, decode_width))):
+        rented, monthly = q.pools_month(prefill, prefill_width, decode, decode_width, one_host)
+        if np.isfinite(monthly):
+            options.append((float(monthly), i, q, int(rented)))
+    if not options:
+        return None
+    monthly, _, q, rented = min(options, key=lambda o: (o[0], o[1]))
+    return RentedEngines(q, rented, monthly)
 
 
 def named_listing(catalog: Catalog, accel_id: str, wanted: str, fx: float) -> tuple[Listing]:

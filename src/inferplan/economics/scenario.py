@@ -1,5 +1,6 @@
 """The scenario a plan is asked about: one immutable object that says what to plan — model,
-platform, replica cell, workload, speculative decoding, target users and money inputs.
+platform, replica cell (and a prefill pool beside the cells), workload, speculative decoding, target
+users and money inputs.
 
 ``plan`` (``plan.py``) and ``simulate`` (``uncertainty.py``) take it; ``inferplan.scenario`` reads
 it from a YAML file and checks the catalogue ids it names.
@@ -67,6 +68,16 @@ class Cell(Input):
     @property
     def gpus(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+
+class PrefillPool(Input):
+    """Separate prefill and decode pools (a search's disaggregated pick): the prefill instances that run
+    beside the replica cells, which are then the decode pool. They run on the scenario's platform in
+    its model, format and engine; they are priced with the decode pool, and the users carried are the
+    decode pool's."""
+
+    instances: int = Field(ge=1, le=1_000_000, description="prefill engine instances")
+    cell: Cell = Field(description="one prefill instance's layout")
 
 
 class Speculative(Input):
@@ -138,7 +149,19 @@ class Scenario(Input):
     rented: bool = Field(False, description=(
         "the deployment is rented (a search's rented pick): the rent route prices it, and owning is priced only "
         "where the catalogue has a purchase price for the platform"))
+    prefill_pool: PrefillPool | None = Field(None, description=(
+        "separate prefill and decode pools (a search's disaggregated pick): the prefill instances beside the `replicas` "
+        "cells, which are the decode pool; left out: one pool serves both phases"))
     money: MoneyInputs = MoneyInputs()
+
+    @field_validator("prefill_pool")
+    @classmethod
+    def _beside_stated_decode_pool(cls, pool: PrefillPool | None, info: ValidationInfo) -> PrefillPool | None:
+        missing = next((k for k in ("cell", "replicas") if info.data.get(k) is None), None)
+        if pool is not None and missing:
+            raise ValueError(f"a prefill pool runs beside a stated decode pool: give the scenario's `{missing}` "
+                             "too (the decode instances' layout and count)")
+        return pool
 
     @model_serializer(mode="wrap")
     def _engine_as_stated(self, handler: SerializerFunctionWrapHandler):  # unannotated: the schema stays the fields

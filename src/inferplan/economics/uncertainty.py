@@ -67,7 +67,8 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
         low = band.usd_low.value
         high = band.usd_high.value if band.usd_high else low
         per_system = rng.triangular(low, (low + high) / 2, high, draws) if high > low else np.full(draws, low)
-        capex_draw = per_system * result.systems_per_loadout  # a loadout may be several systems
+        # a loadout may be several systems, and a prefill pool's systems are spread over the loadouts
+        capex_draw = per_system * (result.systems / result.loadouts)
     sigma = catalog.constant("speed-capacity-log-sigma")
     users_per_loadout = result.capacity.supported_users * np.exp(rng.normal(0.0, sigma, draws))
     if result.stated_replicas is None:

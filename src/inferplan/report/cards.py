@@ -93,11 +93,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="loadouts", label="Auto-sized loadouts for target" if r.stated_replicas is None else
              f"Loadouts holding the {r.stated_replicas:,} stated replica cell{'s' if r.stated_replicas != 1 else ''}",
              value=f"{r.loadouts}" if r.supported_users else f"{r.loadouts} priced, none carries a user",
-             note=(f"no loadout carries a user ({c.binding} binds): {r.loadouts} × {r.system} ({r.gpus} GPUs) is priced"
-                   if not r.supported_users else
-                   f"{r.loadouts} × {r.system} ({r.gpus} GPUs) for {r.target_users:,} users" if r.systems_per_loadout == 1 else
-                   f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
-                   f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems) for {r.target_users:,} users")),
+             note=_loadouts_note(r)),
         Card(key="api_alternative", label="Selected API alternative / user / month", value=m(r.api_alternative_usd_per_user_month, 2),
              note=(f"list price until {r.api_alternative_valid_until.isoformat()}" if r.api_alternative_valid_until else
                    "" if r.api_alternative or r.api_alternative_usd_per_user_month is None else "at your API prices")),
@@ -129,6 +125,24 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     ]
 
 
+def _loadouts_note(r: PlanResult) -> str:
+    """What the loadouts are: systems and GPUs, a replica spanning systems, a prefill pool beside them."""
+    c = r.capacity
+    if r.prefill_instances is not None:
+        what = (f"{r.loadouts} × {r.system} for the replica cells (the decode pool) and {r.prefill_systems} more for a "
+                f"prefill pool of {r.prefill_instances:,} instance{'s' if r.prefill_instances != 1 else ''} of "
+                f"{r.prefill_gpus_per_instance} GPU{'s' if r.prefill_gpus_per_instance != 1 else ''} "
+                f"({r.systems} systems, {r.gpus} GPUs)")
+    elif r.systems_per_loadout == 1 or not r.supported_users:
+        what = f"{r.loadouts} × {r.system} ({r.gpus} GPUs)"
+    else:
+        what = (f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
+                f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems)")
+    if not r.supported_users:
+        return f"no loadout carries a user ({c.binding} binds): {what} is priced"
+    return f"{what} for {r.target_users:,} users"
+
+
 def _rented_cells(r: PlanResult) -> str:
     """What the rent is for: the replica cells the target needs (none: no rent)."""
     if r.rented_cells is None or r.rent_usd_per_month is None:
@@ -137,8 +151,16 @@ def _rented_cells(r: PlanResult) -> str:
     on = (f" on {r.rented_instances:,} rented {r.rented_instance_gpus}-GPU instance{'s' if r.rented_instances != 1 else ''}"
           if r.rented_instances else "")
     return (f"{r.rented_cells:,} replica cell{'s' if r.rented_cells != 1 else ''} of {r.rented_cell_gpus} GPU"
-            f"{'s' if r.rented_cell_gpus != 1 else ''} ({gpus:,} GPU{'s' if gpus != 1 else ''}){on}, carrying "
+            f"{'s' if r.rented_cell_gpus != 1 else ''} ({gpus:,} GPU{'s' if gpus != 1 else ''}){_prefill_pool(r)}{on}, carrying "
             f"{r.rented_users:,} users; ")
+
+
+def _prefill_pool(r: PlanResult) -> str:
+    """Separate pools: the prefill pool rented beside the replica cells, which are the decode pool (none: "")."""
+    if r.prefill_instances is None:
+        return ""
+    return (f" beside a prefill pool of {r.prefill_instances:,} instance{'s' if r.prefill_instances != 1 else ''} of "
+            f"{r.prefill_gpus_per_instance} GPU{'s' if r.prefill_gpus_per_instance != 1 else ''}")
 
 
 def _rental_note(r: PlanResult) -> str:

@@ -53,11 +53,17 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 
         return LaunchText(f"no launch command: {exc.describe()}")
 
 
+def _layout(cell: Cell) -> dict:
+    return {"tensor_parallel_size": cell.tensor_parallel_size, "pipeline_parallel_size": cell.pipeline_parallel_size,
+            "data_parallel_size": cell.data_parallel_size, "enable_expert_parallel": cell.expert_parallel}
+
+
 def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: int, rented: bool,
-                  speed_per_user: float) -> dict:
+                  speed_per_user: float, prefill: tuple[Cell, int] | None = None) -> dict:
     """A scenario (scenario.py) the Users + ROI simulator plans this pick with: this model, format, engine,
-    platform and replica cell, its ``replicas`` (the decode pool's, for separate pools, which a scenario
-    cannot hold), rented or bought, at the search's load and per-user speed. Users with a preset keep the
+    platform and replica cell, its ``replicas`` (for separate pools the decode pool's, with ``prefill`` — the
+    prefill cell and its instances — as its ``prefill_pool``), rented or bought, at the search's load and
+    per-user speed. Users with a preset keep the
     preset with the search's prefix-cache share and speed target; a request rate or a trace is
     ``RATE_LOAD_USERS`` equal users sharing its month of tokens, at the load's mean lengths. The speed is
     the search's target (mean tokens/s per user, or 1 / its TPOT p95), else ``speed_per_user``, the pick's own."""
@@ -66,10 +72,10 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     s = {
         "model": cell.model, "quantization": cell.quantization, "engine": cell.engine,
         "kv_cache_dtype": cell.kv_cache_dtype, "platform": platform,
-        "cell": {"tensor_parallel_size": cell.tensor_parallel_size, "pipeline_parallel_size": cell.pipeline_parallel_size,
-                 "data_parallel_size": cell.data_parallel_size, "enable_expert_parallel": cell.expert_parallel},
-        "replicas": replicas,
+        "cell": _layout(cell), "replicas": replicas,
     }
+    if prefill is not None:
+        s["prefill_pool"] = {"instances": prefill[1], "cell": _layout(prefill[0])}
     if rented:
         s["rented"] = True
     if cell.speculative_tokens:
@@ -86,12 +92,6 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
                          "peak_to_average": 1.0, "cache_hit_rate": rl.cache_hit_rate, "target_output_tokens_per_s": speed,
                          "input_tokens_per_request": rl.input_len, "output_tokens_per_request": rl.output_len}
     return s
-
-
-def pools_scenario_note(prefill_instances: int, decode_instances: int) -> str:
-    """What a disaggregated pick's scenario leaves out: a scenario holds one replica cell."""
-    return (f"the Users + ROI scenario plans the decode pool's {decode_instances:,} instance(s) alone: a scenario holds "
-            f"one replica cell, so the prefill pool's {prefill_instances:,} instance(s) are not in its cost")
 
 
 def simulate_query(d: Deployment, cell: Cell, rl: ResolvedLoad, *, instances: int,

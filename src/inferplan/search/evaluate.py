@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.catalog.loader import Catalog
+from inferplan.economics.pools import instance_units
+from inferplan.economics.pools import pool_units as economic_pool_units
 from inferplan.memory.fit import plan_memory
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -332,27 +334,14 @@ def link_name(cm: CellModel, gpus: int) -> str:
 def units(cell: Cell, instances: np.ndarray) -> np.ndarray:
     """Systems (or N-GPU accelerator units) that hold ``instances`` engine instances."""
     p = cell.platform
-    if p.system is None:
-        return instances
-    if cell.systems_per_instance > 1:
-        return instances * cell.systems_per_instance
-    return np.ceil(instances / max(p.gpus // cell.gpus, 1))
+    return instances if p.system is None else instance_units(cell, instances, p.gpus)
 
 
 def pool_units(dec: Cell, pre: Cell, prefill: np.ndarray, decode: np.ndarray) -> np.ndarray:
-    """Systems (or N-GPU units) that hold ``prefill`` instances of ``pre`` beside ``decode`` of ``dec``:
-    one layout packs as ``units``; two layouts whose widths both divide a system's GPUs share
-    systems GPU by GPU (powers of two pack without a gap), else each pool takes its own systems."""
+    """Systems (or N-GPU units) that hold ``prefill`` instances of ``pre`` beside ``decode`` of ``dec``
+    (``economics.pools.pool_units``; N of an accelerator: one unit each, both layouts being the N)."""
     p = dec.platform
-    if pre.gpus == dec.gpus and pre.systems_per_instance == dec.systems_per_instance:
-        return units(dec, prefill + decode)
-    if p.system is None:
-        return prefill + decode
-    if pre.systems_per_instance > 1 or dec.systems_per_instance > 1:
-        return prefill * pre.systems_per_instance + decode * dec.systems_per_instance
-    if p.gpus % pre.gpus == 0 and p.gpus % dec.gpus == 0:
-        return np.ceil((prefill * pre.gpus + decode * dec.gpus) / p.gpus)
-    return units(pre, prefill) + units(dec, decode)
+    return prefill + decode if p.system is None else economic_pool_units(pre, dec, prefill, decode, p.gpus)
 
 
 def _priced(cm: CellModel, pricing: str, *, replicas, cap, prefill, decode, tail: dict, kv_s,
@@ -390,13 +379,12 @@ def _rented(cm: CellModel, prefill_model: "CellModel | None", replicas, prefill,
         return np.full(len(replicas), np.nan), None, None, ()
     if prefill_model is None:
         rented = np.stack([q.instances(replicas) for q in quotes])
-    else:
-        rented = np.stack([q.pool_instances(prefill, prefill_model.cell.gpus, decode, cm.cell.gpus) for q in quotes])
-    cost = rented * np.array([q.usd_per_instance_month for q in quotes])[:, None]
-    if prefill_model is not None:  # a hand-over priced on the fast link needs one host
+        cost = rented * np.array([q.usd_per_instance_month for q in quotes])[:, None]
+    else:  # a hand-over priced on the fast link needs one host
         p = cm.cell.platform
         fast = handover.inside(p.accelerator, p.domain_gpus, gpus, cm.cell.systems_per_instance)
-        cost = np.where(fast[None, :] & (rented > 1), np.inf, cost)
+        rented, cost = (np.stack(x) for x in zip(*(q.pools_month(prefill, prefill_model.cell.gpus, decode, cm.cell.gpus, fast)
+                                                  for q in quotes)))
     choice = np.argmin(cost, axis=0)
     cols = np.arange(len(replicas))
     monthly = cost[choice, cols]

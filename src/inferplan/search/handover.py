@@ -3,7 +3,8 @@
 Both pools inside one scale-up domain (their GPUs together no more than the fast-link domain, each
 instance inside one system): the fast link in one direction (half its two-way figure); else the
 scale-out network between systems (or the accelerator's usual one). Every GPU of the narrower
-instance carries its share, so the hand-over runs at the per-GPU figure × those GPUs.
+instance carries its share, so the hand-over runs at the per-GPU figure × those GPUs. Whether the
+pools sit inside one domain is ``economics.pools.inside``, which renting them in one host follows.
 """
 
 from __future__ import annotations
@@ -11,15 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from inferplan.catalog.schema import Accelerator, System
+from inferplan.economics.pools import inside
 
 
 def _scale_out(accel: Accelerator, system: System | None):
     return system.scale_out if system is not None and system.scale_out else accel.scale_out
-
-
-def inside(accel: Accelerator, domain_gpus: int, gpus, systems_per_instance: int):
-    up = accel.scale_up
-    return (np.asarray(gpus) <= domain_gpus) & (systems_per_instance == 1) & bool(up and up.link != "none")
 
 
 def link_bytes_per_s(accel: Accelerator, system: System | None, domain_gpus: int, gpus, sending_gpus: int,

@@ -367,7 +367,7 @@ def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
 
 
 def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
-    from inferplan.search.deploying import launch_text, pools_scenario_note, scenario_dict, simulate_query
+    from inferplan.search.deploying import launch_text, scenario_dict, simulate_query
 
     cm, g, i = pick.cm, pick.grid, pick.index
     monthly, renting, capex = float(pick.monthly[i]), bool(pick.renting[i]), float(pick.capex[i])
@@ -388,8 +388,6 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     if q is not None:
         notes.append(rented_note(q, rented))
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
-    if disagg:
-        notes.append(pools_scenario_note(int(g.prefill[i]), int(g.decode[i])))
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
     launch = launch_text(catalog, d, cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
@@ -421,7 +419,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
         deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=int(g.decode[i]) if disagg else int(g.replicas[i]),
-                                               rented=renting, speed_per_user=values["tokens_per_s_per_user"]),
+                                               rented=renting, speed_per_user=values["tokens_per_s_per_user"],
+                                               prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
         simulation=pick.check,
         simulate=simulate_query(d, cell, rl, instances=int(g.decode[i]) if disagg else int(g.replicas[i]),
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),

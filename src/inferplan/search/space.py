@@ -25,9 +25,9 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
 from inferplan.economics.capacity import _smallest_fit, spanning_cell
+from inferplan.economics.pools import domain_gpus
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.hardware import system_domain_gpus
 from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
@@ -117,12 +117,12 @@ def platforms(catalog: Catalog, req: SearchRequest) -> list[Platform]:
             domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
             for n in ACCELERATOR_GPU_COUNTS:
                 if n == 1 or n <= domain or accel.form_factor in ("pcie", "workstation", "consumer"):
-                    out.append(Platform(f"{n}x-{accel.id}", accel, None, n, min(domain, n)))
+                    out.append(Platform(f"{n}x-{accel.id}", accel, None, n, domain_gpus(accel, None, n)))
     if not req.accelerators:
         systems = [catalog.system(s, field_name="systems") for s in req.systems] if req.systems else list(catalog.systems)
         for s in systems:
             accel = catalog.accelerators.records[s.accelerator]
-            out.append(Platform(s.id, accel, s, s.accelerator_count, system_domain_gpus(s, accel)))
+            out.append(Platform(s.id, accel, s, s.accelerator_count, domain_gpus(accel, s, s.accelerator_count)))
     _known_vendors(catalog, req.vendors)
     named = bool(req.systems or req.accelerators)
     kept = [p for p in out if _kept(p, req, named)]

@@ -135,7 +135,7 @@ function formScenario() {
   return scenario;
 }
 
-// What the form cannot show (a fixed cell and its replicas, rented or bought, a KV dtype, drafts, a vendor quote, workload and money
+// What the form cannot show (a fixed cell and its replicas, a prefill pool beside them, rented or bought, a KV dtype, drafts, a vendor quote, workload and money
 // overrides) stays as the loaded scenario had it, so a loaded scenario plans as it was saved — until
 // the form changes what it belongs to: the cell, KV dtype and drafts belong to the model, engine,
 // precision and system; a quote to the system; workload overrides to the preset. A control the user
@@ -146,7 +146,7 @@ function withLoadedFields(scenario) {
   if (!keep) return scenario;
   const same = ["model", "engine", "quantization"].every((k) => scenario[k] === atLoad[k])
     && platformKey(scenario.platform) === platformKey(atLoad.platform);
-  if (same) for (const key of ["cell", "kv_cache_dtype", "speculative", "replicas", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
+  if (same) for (const key of ["cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
   const platform = keep.platform || {};
   if (platformKey(scenario.platform) === platformKey(atLoad.platform)) {
     scenario.platform = { ...platform, ...scenario.platform };
