@@ -14,7 +14,8 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.performance.local_catalog import with_user_profiles
-from inferplan.performance.local_runs import as_profiles
+from inferplan.catalog.points_schema import ProfileLaunch
+from inferplan.performance.local_runs import as_profiles, layout_differs
 from inferplan.performance.serving import estimate
 from inferplan.shells.cli import app
 
@@ -63,6 +64,14 @@ def test_a_profile_at_another_tensor_parallel_size_is_not_used(catalog):
     assert tp2.source == "measured" and tp2.tpot_s == pytest.approx(0.00841)
     assert pp2.source != "measured"
     assert any("launched with tensor_parallel_size 2, planned with 1" in a for a in pp2.assumptions)
+
+
+def test_a_launch_with_experts_in_host_ram_is_another_launch():
+    """--n-cpu-moe keeps experts in host RAM: a profile measured so is of another launch than one on the GPUs alone."""
+    launch = ProfileLaunch(tensor_parallel_size=1, n_cpu_moe=20)
+    d = Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", engine="llamacpp", quantization="q4_k_m")
+    assert layout_differs(launch, d, 1) == {"n_cpu_moe": (20, None)}
+    assert layout_differs(launch, d.model_copy(update={"n_cpu_moe": 20}), 1) == {}
 
 
 def test_runs_of_two_launches_make_two_profiles_each_stating_its_launch(catalog):
