@@ -520,7 +520,7 @@ def test_a_measured_estimate_quotes_no_model_track_record():
     d = Deployment(model=profile.model, gpu=profile.accelerator, gpus=profile.gpus, tensor_parallel_size=min(profile.gpus, 8),
                    engine=profile.engine, quantization=profile.quantization,
                    max_model_len=profile.input_tokens + profile.output_tokens)
-    assert find_profile(CATALOG, ServingContext(CATALOG, d, w).mp, w) is not None
+    assert find_profile(ServingContext(CATALOG, d, w))[0] is not None
     measured = estimate(d, w, CATALOG)
     assert measured.source == "measured" and measured.validated == ()
     assert not any(a.startswith("track record") for a in measured.assumptions)

@@ -9,7 +9,7 @@ Real annotations, as in ``schema.py``.
 from enum import Enum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from inferplan.catalog.provenance import Bytes, BytesPerS, Count, Sourced
 from inferplan.catalog.schema import SLUG, Frozen
@@ -154,6 +154,40 @@ class ProfilePoint(Frozen):
     ttft_s: Sourced | None = None
 
 
+class LaunchFields(BaseModel):
+    """How an engine was launched, as a deployment states it (Deployment's fields of these names): its tensor parallel
+    size, CUDA graphs (enforce_eager: none captured), what it kept in host RAM — weights, a host KV-cache tier, the
+    KTransformers release — and the engine settings that change the prediction (None: not stated, so no offload and
+    the engine's default setting). A measured profile's launch and a stored run (``performance/local_runs.UserRun``)
+    state these."""
+
+    tensor_parallel_size: int
+    enforce_eager: bool = False
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int | None = None
+    cpu_offload_gb: float | None = None
+    kv_offloading_size: float | None = None
+    kv_offloading_backend: str | None = None
+    hicache_ratio: float | None = None
+    hicache_size: float | None = None
+    kt_num_gpu_experts: int | None = None
+    kt_method: str | None = None
+    kt_release: str | None = None
+    kv_cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    ubatch_size: int | None = None
+    moe_runner_backend: str | None = None
+
+
+class ProfileLaunch(Frozen, LaunchFields):
+    """How the engine of a measured serving profile was launched (``LaunchFields``): a profile that states one applies
+    only to a deployment launched the same way."""
+
+    tensor_parallel_size: int = Field(ge=1)
+
+
 class ServingProfile(Frozen):
     """A measured throughput-interactivity sweep for one (model, system, engine, precision, ISL/OSL) cell."""
 
@@ -169,6 +203,9 @@ class ServingProfile(Frozen):
     split: Literal["fit", "holdout"] = "holdout"  # fit: may calibrate the model's constants
     points: tuple[ProfilePoint, ...] = Field(min_length=1)
     caveats: tuple[str, ...] = ()
+    # how it was launched: it applies only to a deployment launched the same way (``performance/profiles.py``);
+    # None (the shipped profiles): as its source measured it, taken for any layout and settings of the cell
+    launch: ProfileLaunch | None = None
 
 
 BUILD_DATE = r"^\d{4}-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?$"

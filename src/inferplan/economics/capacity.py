@@ -156,9 +156,9 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
                      prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
     # llama.cpp serves the --parallel slots it is started with: a cell is started with the most that
     # fit, as a search starts it
-    cell = with_most_slots(cell, catalog, SLOT_LIMIT) if cell.max_model_len else cell
+    stated, cell = cell, with_most_slots(cell, catalog, SLOT_LIMIT) if cell.max_model_len else cell
     ctx = ServingContext(catalog, cell, shape)
-    profile = find_profile(catalog, ctx.mp, shape)
+    profile, skipped = find_profile(ctx, stated)  # a profile of another launch is not used, and said so
 
     def at(c: int) -> ServingEstimate:
         e = estimate_at(ctx, c)
@@ -187,7 +187,7 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source, assumptions=best.assumptions,
+        meets_target=meets, source=best.source, assumptions=(*best.assumptions, *skipped),
     )
 
 

@@ -8,7 +8,8 @@ The runs come in as data (the shells read them from the store and pass them here
 input/output lengths a run is interpolated across concurrency (linear in log concurrency, as the
 shipped profiles are, ``profiles.py``); outside its concurrency range, or at other lengths, the
 calibrated model's estimate is scaled by measured/model at the nearest measured point, and the
-estimate says what differs.
+estimate says what differs. As measured profiles (``as_profiles``, which ``plan`` and ``search`` interpolate) the
+runs state their launch, and apply only to a deployment launched the same way (``launch_differs``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.memory_rules import stated_release
-from inferplan.catalog.points_schema import ProfilePoint, ServingProfile
+from inferplan.catalog.points_schema import LaunchFields, ProfileLaunch, ProfilePoint, ServingProfile
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -59,8 +60,10 @@ class MeasuredPoint(BaseModel):
     lengths_uniform_scv: float | None = Field(None, ge=0, le=1 / 3)
 
 
-class UserRun(BaseModel):
-    """A stored run as the performance layer sees it: the deployment it measured and its points."""
+class UserRun(LaunchFields):
+    """A stored run as the performance layer sees it: the deployment it measured and its points; how it was launched
+    (``LaunchFields``: its TP size, CUDA graphs, offload — RUN_OFFLOAD — and engine settings — RUN_SETTINGS —, None
+    where not stated) and the host it ran on."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -68,7 +71,6 @@ class UserRun(BaseModel):
     model: str
     accelerator: str
     gpus: int
-    tensor_parallel_size: int
     pipeline_parallel_size: int = 1
     data_parallel_size: int | None = None  # None: the GPUs over TP × PP
     enable_expert_parallel: bool = False
@@ -77,30 +79,10 @@ class UserRun(BaseModel):
     quantization: str
     measured_on: dt.date
     points: tuple[MeasuredPoint, ...]
-    enforce_eager: bool = False  # ran without CUDA graphs (vLLM --enforce-eager): perf plans only an eager launch on it
-    # what it kept in host RAM — weights, a host KV-cache tier — the KTransformers release and the host
-    # (Deployment's fields of these names, RUN_OFFLOAD; None: not stated)
-    n_gpu_layers: int | None = None
-    n_cpu_moe: int | None = None
-    cpu_offload_gb: float | None = None
-    kv_offloading_size: float | None = None
-    kv_offloading_backend: str | None = None
-    hicache_ratio: float | None = None
-    hicache_size: float | None = None
-    kt_num_gpu_experts: int | None = None
-    kt_method: str | None = None
-    kt_release: str | None = None
+    # the host it ran on (Deployment's fields of these names, RUN_HOST; None: not stated)
     host_sockets: int | None = None
     host_memory_gb: float | None = None
     host_memory_bandwidth_gb_per_s: float | None = None
-    # the engine settings it was started with that change what is predicted (Deployment's fields of these
-    # names, RUN_SETTINGS; None: the engine's default, as a launch command that states none)
-    kv_cache_dtype: str | None = None
-    gpu_memory_utilization: float | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    ubatch_size: int | None = None
-    moe_runner_backend: str | None = None
     # the speculative decoding it ran with, as deploy launches it (0 draft tokens: none); the acceptance rate
     # per draft token it is predicted at (None: the workload's default)
     speculative_tokens: int = 0
@@ -116,6 +98,8 @@ RUN_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_siz
                "host_memory_bandwidth_gb_per_s")
 # of those, the host the run ran on: planned with, not matched (perf plans on a run of the same launch)
 RUN_HOST = ("host_sockets", "host_memory_gb", "host_memory_bandwidth_gb_per_s")
+# of those, what a run or profile is matched on (``launched_offload``)
+LAUNCH_OFFLOAD = tuple(f for f in RUN_OFFLOAD if f not in RUN_HOST)
 # the engine settings a launch command states beyond its layout, context and offload that change the prediction
 # (``measurements import`` and ``acceptance`` take them by deploy's and perf's flags)
 RUN_SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
@@ -149,15 +133,16 @@ def run_deployment(run: UserRun, **settings) -> Deployment:
                       **settings)
 
 
-def launched_settings(x: "UserRun | Deployment") -> dict[str, object]:
+def launched_settings(x: "UserRun | ProfileLaunch | Deployment") -> dict[str, object]:
     """The engine settings (``RUN_SETTINGS``) a run or deployment states (a KV cache dtype of auto states none)."""
     return {f: v for f in RUN_SETTINGS if (v := getattr(x, f)) is not None and not (f == "kv_cache_dtype" and v == "auto")}
 
 
-def run_launch(d: Deployment, run: UserRun, release: str | None = None, *, stated: Deployment | None = None) -> Deployment:
-    """``d`` as ``run`` was launched: the engine settings it states where they differ from ``stated``'s (the
-    deployment as asked, before the planner filled any in; default ``d``), the engine's default where it states none,
-    and its engine release (``run_release``; None: ``d``'s)."""
+def run_launch(d: Deployment, run: "UserRun | ProfileLaunch", release: str | None = None, *,
+               stated: Deployment | None = None) -> Deployment:
+    """``d`` as ``run`` (a run, or a profile's launch) was launched: the engine settings it states where they differ
+    from ``stated``'s (the deployment as asked, before the planner filled any in; default ``d``), the engine's default
+    where it states none, and its engine release (``run_release``; None: ``d``'s)."""
     ran, asked = launched_settings(run), launched_settings(stated or d)
     update = {f: ran.get(f, Deployment.model_fields[f].default) for f in RUN_SETTINGS if ran.get(f) != asked.get(f)}
     return d.model_copy(update=update | ({"engine_version": release} if release else {}))
@@ -177,10 +162,11 @@ def run_release(catalog: "Catalog", d: Deployment, run: UserRun) -> str | None:
     return release
 
 
-def settings_differ(catalog: "Catalog", d: Deployment, run: UserRun, *, stated: Deployment | None = None) -> dict[str, tuple]:
-    """The engine settings ``run`` ran with that ``d`` is not planned with, each as (the run's, ``d``'s), as the engine
-    runs them (``RUN_SETTING_AS_RUN``: a stated default is no difference); where the memory plan of either
-    launch is refused, as stated (None: the engine's default). Empty: the same launch."""
+def settings_differ(catalog: "Catalog", d: Deployment, run: "UserRun | ProfileLaunch", *,
+                    stated: Deployment | None = None) -> dict[str, tuple]:
+    """The engine settings ``run`` (a run, or a profile's launch) ran with that ``d`` is not planned with, each as
+    (the run's, ``d``'s), as the engine runs them (``RUN_SETTING_AS_RUN``: a stated default is no difference); where
+    the memory plan of either launch is refused, as stated (None: the engine's default). Empty: the same launch."""
     ran, asked = launched_settings(run), launched_settings(stated or d)
     named = [f for f in RUN_SETTINGS if ran.get(f) != asked.get(f)]
     if not named:
@@ -202,26 +188,50 @@ def run_workload(run: UserRun, p: MeasuredPoint) -> Workload:
     return Workload(input_len=max(p.input_tokens, 1), output_len=max(p.output_tokens, 1), concurrency=p.concurrency, **drafts)
 
 
-def launched_offload(x: "UserRun | Deployment") -> tuple:
-    """How a run or deployment was launched to use host RAM (``RUN_OFFLOAD`` but the host, ``RUN_HOST``)."""
-    return tuple(getattr(x, f) for f in RUN_OFFLOAD if f not in RUN_HOST)
+def launched_offload(x: "UserRun | ProfileLaunch | Deployment") -> tuple:
+    """How a run, profile launch or deployment was launched to use host RAM (``LAUNCH_OFFLOAD``)."""
+    return tuple(getattr(x, f) for f in LAUNCH_OFFLOAD)
 
 
-NO_OFFLOAD = (None,) * (len(RUN_OFFLOAD) - len(RUN_HOST))  # launched_offload of a run or deployment that states none
+NO_OFFLOAD = (None,) * len(LAUNCH_OFFLOAD)  # launched_offload of a run or deployment that states none
 
 
-def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", tp: int, offload: tuple = NO_OFFLOAD,
-                  eager: bool = False) -> list[UserRun]:
-    """The runs of ``est``'s deployment: its model, GPUs, layout, engine, weight format, offload
-    (``launched_offload``) and CUDA graphs (``eager``: none), without speculative decoding (an estimate with
+def layout_differs(x: "UserRun | ProfileLaunch", d: Deployment, tp: int) -> dict[str, tuple]:
+    """How ``x`` (a run, or a profile's launch) was laid out and launched to use host RAM where ``d``, planned at
+    tensor parallel size ``tp``, is not: its TP size, CUDA graphs (enforce_eager) and offload (``LAUNCH_OFFLOAD``),
+    each as (``x``'s, ``d``'s). Empty: the same layout and offload."""
+    pairs = {"tensor_parallel_size": (x.tensor_parallel_size, tp), "enforce_eager": (x.enforce_eager, d.enforce_eager),
+             **{f: (getattr(x, f), getattr(d, f)) for f in LAUNCH_OFFLOAD}}
+    return {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
+
+
+def launch_differs(catalog: "Catalog", d: Deployment, x: "UserRun | ProfileLaunch", tp: int, *,
+                   stated: Deployment | None = None) -> dict[str, tuple]:
+    """Every way ``x`` (a run, or a profile's launch) was launched that ``d`` is not planned with: its layout and
+    offload (``layout_differs``), else its engine settings as the engine runs them (``settings_differ``). Empty: the
+    same launch."""
+    return layout_differs(x, d, tp) or settings_differ(catalog, d, x, stated=stated)
+
+
+def differ_words(differs: dict[str, tuple]) -> list[str]:
+    """``launch_differs``' differences in words ("launched with max_num_seqs 8, planned with 1024")."""
+    def said(f: str, value: object) -> str:
+        return ("none" if f in LAUNCH_OFFLOAD else "the engine's default") if value is None else str(value)
+    return [f"launched with {f} {said(f, ran)}, planned with {said(f, planned)}"
+            for f, (ran, planned) in differs.items()]
+
+
+def matching_runs(runs: tuple[UserRun, ...], est: "ServingEstimate", d: Deployment, tp: int) -> list[UserRun]:
+    """The runs of ``est``'s deployment ``d``: its model, GPUs, engine and weight format, laid out and offloaded as
+    ``d`` at tensor parallel size ``tp`` (``layout_differs``), without speculative decoding (an estimate with
     drafts plans on no run)."""
-    return [r for r in runs if (r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization)
-            == (est.model, est.accelerator, est.gpus, tp, est.engine, est.quantization) and launched_offload(r) == offload
-            and r.enforce_eager == eager
+    return [r for r in runs if (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
+            == (est.model, est.accelerator, est.gpus, est.engine, est.quantization) and not layout_differs(r, d, tp)
             and not r.speculative_tokens and any(p.tpot_s or p.output_tokens_per_s_total for p in r.points)]
 
 
-def _interp(xs: list[float], ys: list[float], x: float) -> float:
+def interp_log(xs: list[float], ys: list[float], x: float) -> float:
+    """y at ``x``, linear in log x between the measured points ``xs`` (ascending; one point: its y)."""
     if len(xs) == 1:
         return ys[0]
     for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
@@ -274,16 +284,17 @@ def _nearest(run: UserRun, est: "ServingEstimate", input_len: int, output_len: i
 ModelAt = Callable[[UserRun, MeasuredPoint], "ServingEstimate | None"]
 
 
-def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, tp: int, input_len: int, output_len: int,
-                   model_at: ModelAt, offload: tuple = NO_OFFLOAD, eager: bool = False,
+def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Deployment, tp: int, input_len: int,
+                   output_len: int, model_at: ModelAt,
                    differ: Callable[[UserRun], dict[str, tuple]] = lambda run: {}) -> "ServingEstimate":
-    """``est`` from the newest matching run launched with the same engine settings (``differ`` gives the ones a run
-    ran with that ``est``'s deployment is not planned with, ``settings_differ``): interpolated at the asked lengths
+    """``est`` (of deployment ``d``, at tensor parallel size ``tp``) from the newest matching run (``matching_runs``)
+    launched with the same engine settings (``differ`` gives the ones a run ran with that ``est``'s deployment is not
+    planned with, ``settings_differ``): interpolated at the asked lengths
     inside its concurrency range, else the model scaled by measured/model at the nearest measured point
     (``model_at`` gives the model's estimate at a measured point's workload, on the run's own launch). Where
     every matching run ran with other settings, the newest of them (pooled with those launched as it was) is
     used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
-    found = matching_runs(runs, est, tp, offload, eager)
+    found = matching_runs(runs, est, d, tp)
     if not found:
         return est
     same = [r for r in found if not differ(r)]
@@ -331,23 +342,19 @@ def _interpolated(est: "ServingEstimate", run: UserRun, points: list[MeasuredPoi
     c = float(est.concurrency)
     update: dict = {"source": SOURCE, "bound": "measured", "measured_record": run.id, "measured_label": _label(run)}
     if all(p.tpot_s for p in points):
-        tpot = _interp(xs, [p.tpot_s for p in points], c)
+        tpot = interp_log(xs, [p.tpot_s for p in points], c)
         update |= {"tpot_s": tpot, "output_tokens_per_s_per_user": 1 / tpot}
     if all(p.output_tokens_per_s_total for p in points):
-        total = _interp(xs, [p.output_tokens_per_s_total for p in points], c)
+        total = interp_log(xs, [p.output_tokens_per_s_total for p in points], c)
         update |= {"output_tokens_per_s_total": total, "output_tokens_per_s_per_gpu": total / est.gpus,
                    "input_tokens_per_s_total": total * est.input_tokens_per_s_total / est.output_tokens_per_s_total}
     if all(p.ttft_s for p in points):
-        ttft = _interp(xs, [p.ttft_s for p in points], c)
+        ttft = interp_log(xs, [p.ttft_s for p in points], c)
         update |= {"ttft_s": ttft, "prefill_s": ttft * est.prefill_s / est.ttft_s}
     note = (f"{_label(run)}: your run {run.id} ({run.engine} {run.engine_version}), interpolated across its measured "
             f"concurrency {points[0].concurrency}–{points[-1].concurrency} at these lengths; figures it did not "
             "record stay the calibrated model's")
     return est.model_copy(update={**update, "validated": (), "assumptions": (*est.assumptions, note)})
-
-
-def _setting(value: object) -> str:
-    return "the engine's default" if value is None else str(value)
 
 
 def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "ServingEstimate",
@@ -373,27 +380,34 @@ def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "S
         differs.append(f"measured at {near.input_tokens}/{near.output_tokens} tokens, asked {input_len}/{output_len}")
     if near.concurrency != est.concurrency:
         differs.append(f"measured at concurrency {near.concurrency}, asked {est.concurrency}")
-    differs += [f"launched with {f} {_setting(ran)}, planned with {_setting(planned)}"
-                for f, (ran, planned) in (settings or {}).items()]
+    differs += differ_words(settings or {})
     launch = " (the model at your run's launch)" if settings else ""
     note = (f"{_label(run)}, nearly matching: your run {run.id} ({run.engine} {run.engine_version}) {'; '.join(differs)}; "
             f"the calibrated model is scaled by measured/model there{launch} ({', '.join(ratios)})")
     return est.model_copy(update={**update, "assumptions": (*est.assumptions, note)})
 
 
-def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
-    """The runs as measured serving profiles, one per deployment and request length (the runs of a
-    deployment pooled, as ``with_user_runs`` pools them), of the load levels with TPOT and output
-    tokens/s: what the planner's capacity search (``plan``) interpolates, as it does the shipped
-    profiles. Their ids (``user-run-<id>-<input>-<output>``) name the newest run.
+def run_as_launched(run: UserRun) -> ProfileLaunch:
+    """How ``run`` was launched, as a profile states it (its layout, CUDA graphs, offload and engine settings; a KV
+    cache dtype of auto as none stated, ``launched_settings``)."""
+    return ProfileLaunch(tensor_parallel_size=run.tensor_parallel_size, enforce_eager=run.enforce_eager,
+                         **{f: getattr(run, f) for f in LAUNCH_OFFLOAD}, **launched_settings(run))
 
-    A profile has no tensor parallel size: runs of two layouts on the same GPUs would both match. A run with
-    speculative decoding makes none (a profile states no draft tokens or acceptance rate)."""
+
+def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
+    """The runs as measured serving profiles, one per deployment, launch and request length (the runs of one
+    deployment launched the same way pooled, as ``with_user_runs`` pools them; the newest launch first), of the load
+    levels with TPOT and output tokens/s: what the planner's capacity search (``plan``) and ``search`` interpolate,
+    as they do the shipped profiles. Each states its launch (``run_as_launched``), so it applies only to a deployment
+    launched the same way (``profiles.find_profile``). Their ids (``user-run-<id>-<input>-<output>``) name the
+    newest run. A run with speculative decoding makes none (a profile states no draft tokens or acceptance rate)."""
     groups: dict[tuple, list[UserRun]] = {}
     for r in (r for r in runs if not r.speculative_tokens):
-        groups.setdefault((r.model, r.accelerator, r.gpus, r.tensor_parallel_size, r.engine, r.quantization), []).append(r)
+        launch = run_as_launched(r)
+        groups.setdefault((r.model, r.accelerator, r.gpus, r.engine, r.quantization, launch), []).append(r)
+    pooled = sorted((_pooled(group) for group in groups.values()), key=lambda r: (r.measured_on, r.id), reverse=True)
     profiles = []
-    for run in (_pooled(group) for group in groups.values()):  # named by the newest run of each deployment
+    for run in pooled:  # named by the newest run of each deployment and launch
         source = {"kind": "measured", "source": f"user-run-{run.id}", "checked": run.measured_on}
         lengths = sorted({(p.input_tokens, p.output_tokens) for p in run.points if p.input_tokens and p.output_tokens})
         for inp, out in lengths:
@@ -403,7 +417,7 @@ def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
             profiles.append(ServingProfile(
                 id=f"user-run-{run.id}-{inp}-{out}", model=run.model, accelerator=run.accelerator, gpus=run.gpus,
                 engine=run.engine, quantization=run.quantization, input_tokens=inp, output_tokens=out,
-                caveats=(f"{_label(run)}: {run.engine} {run.engine_version}",),
+                caveats=(f"{_label(run)}: {run.engine} {run.engine_version}",), launch=run_as_launched(run),
                 points=tuple(ProfilePoint(
                     concurrency=p.concurrency,
                     output_tokens_per_s_per_user={"value": 1 / p.tpot_s, **source},

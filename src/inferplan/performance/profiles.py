@@ -1,24 +1,31 @@
 """Measured serving profiles beat estimates: match a deployment to a measured sweep and
 interpolate it (linear in log concurrency), saying so. Outside the measured concurrency range
-the calibrated model's estimate stands, and says that instead."""
+the calibrated model's estimate stands, and says that instead. A profile that states how it was
+launched (the user's runs, ``local_runs.as_profiles``) matches only a deployment launched the same way."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
-from inferplan.catalog.loader import Catalog
 from inferplan.catalog.points_schema import ServingProfile
+from inferplan.performance.local_runs import differ_words, interp_log, launch_differs
 
 if TYPE_CHECKING:
-    from inferplan.memory.fit import MemoryPlan
+    from inferplan.inputs.deployment import Deployment
+    from inferplan.performance.context import ServingContext
     from inferplan.performance.estimate import ServingEstimate
-    from inferplan.inputs.workload import Workload
 
 
-def find_profile(catalog: Catalog, mp: "MemoryPlan", w: "Workload") -> ServingProfile | None:
-    fit = mp.result
-    for profile in catalog.serving_profiles:
+def find_profile(ctx: "ServingContext",
+                 stated: "Deployment | None" = None) -> tuple[ServingProfile | None, tuple[str, ...]]:
+    """The first measured profile of ``ctx``'s deployment (model, accelerator, GPU count, engine, weight format) at
+    its workload's lengths, launched as the deployment is planned (``local_runs.launch_differs``, its engine settings
+    compared with ``stated``'s, the deployment as asked; a profile that states no launch, as shipped ones, matches
+    any), and a note for each such profile launched otherwise, which is not used."""
+    fit, w = ctx.mp.result, ctx.w
+    tp = fit.parallel.tensor_parallel_size
+    notes: list[str] = []
+    for profile in ctx.catalog.serving_profiles:
         if (
             profile.model == fit.model
             and profile.accelerator == fit.accelerator
@@ -30,16 +37,12 @@ def find_profile(catalog: Catalog, mp: "MemoryPlan", w: "Workload") -> ServingPr
             and (profile.speculative is None) == (w.speculative_tokens == 0)
             and w.prefix_cache_hit_rate == 0
         ):
-            return profile
-    return None
-
-
-def _interp(xs: list[float], ys: list[float], x: float) -> float:
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if x0 <= x <= x1:
-            t = 0.0 if x1 == x0 else (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
-            return y0 + t * (y1 - y0)
-    raise ValueError("outside the measured range")
+            differs = launch_differs(ctx.catalog, ctx.d, profile.launch, tp, stated=stated) if profile.launch else {}
+            if not differs:
+                return profile, tuple(notes)
+            notes.append(f"measured profile {profile.id} is not used, being of another launch: "
+                         f"{'; '.join(differ_words(differs))}")
+    return None, tuple(notes)
 
 
 def anchor(profile: ServingProfile, est: "ServingEstimate", edge: "ServingEstimate") -> "ServingEstimate":
@@ -80,10 +83,10 @@ def interpolate(profile: ServingProfile, est: "ServingEstimate") -> "ServingEsti
         return est.model_copy(update={"assumptions": (*est.assumptions, (
             f"measured profile {profile.id} covers concurrency {xs[0]:g}–{xs[-1]:g}; at {c:g} the calibrated "
             "model is used, scaled to meet the profile's nearest measured point"))})
-    per_user = _interp(xs, [p.output_tokens_per_s_per_user.value for p in points], c)
-    per_gpu = _interp(xs, [p.output_tokens_per_s_per_gpu.value for p in points], c)
+    per_user = interp_log(xs, [p.output_tokens_per_s_per_user.value for p in points], c)
+    per_gpu = interp_log(xs, [p.output_tokens_per_s_per_gpu.value for p in points], c)
     ttfts = [p.ttft_s.value if p.ttft_s else None for p in points]
-    ttft = _interp(xs, ttfts, c) if all(t is not None for t in ttfts) else est.ttft_s
+    ttft = interp_log(xs, ttfts, c) if all(t is not None for t in ttfts) else est.ttft_s
     total = per_gpu * est.gpus
     return est.model_copy(update={
         "tpot_s": 1 / per_user,

@@ -27,8 +27,8 @@ from inferplan.memory.suggest import longest_context
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate, rate_note
 from inferplan.performance.local_runs import SOURCE as LOCAL_SOURCE
-from inferplan.performance.local_runs import (MeasuredPoint, UserRun, launched_offload, run_launch, run_release,
-                                              settings_differ, with_user_runs)
+from inferplan.performance.local_runs import (MeasuredPoint, UserRun, run_launch, run_release, settings_differ,
+                                              with_user_runs)
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
                                          unpack_note)
@@ -184,9 +184,8 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
             return None
 
     par = ctx.mp.result.parallel
-    return with_user_runs(est, user_runs, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
-                          output_len=ctx.w.output_len, model_at=model_at, offload=launched_offload(ctx.d),
-                          eager=ctx.d.enforce_eager,
+    return with_user_runs(est, user_runs, d=ctx.d, tp=par.tensor_parallel_size, input_len=ctx.w.input_len,
+                          output_len=ctx.w.output_len, model_at=model_at,
                           differ=lambda run: settings_differ(ctx.catalog, ctx.d, run, stated=stated))
 
 
@@ -242,8 +241,9 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
         local = _user_run_estimate(ctx, model_estimate, user_runs, stated)
         if local.source == LOCAL_SOURCE:
             return with_measured_points(ctx, local)
-    profile = find_profile(catalog, ctx.mp, w) if use_profiles else None
+    profile, skipped = find_profile(ctx, stated) if use_profiles else (None, ())
     result = model_estimate if profile is None else with_profile(ctx, model_estimate, profile)
+    result = result.model_copy(update={"assumptions": (*result.assumptions, *skipped)}) if skipped else result
     if result.source != "measured":
         result = with_track_record(catalog, ctx.rates.family, result, offloaded=ctx.mp.offload is not None)
     result = with_measured_points(ctx, result) if use_profiles else result
@@ -305,7 +305,7 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
     top = min(ctx.max_concurrency(), ctx.max_running * ctx.dp)
     levels = sorted({max(1, round(top ** (i / max(points - 1, 1)))) for i in range(points)})
     estimates = [estimate_at(ctx, c) for c in levels]
-    profile = find_profile(catalog, ctx.mp, w)
+    profile, skipped = find_profile(ctx)
     if profile is not None:
         estimates = [with_profile(ctx, e, profile) for e in estimates]
     if user_runs and w.speculative_tokens == 0:
@@ -319,6 +319,6 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
             for e in estimates
         ),
         source=_sources({e.source for e in estimates}),
-        assumptions=tuple(dict.fromkeys(a for e in estimates for a in e.assumptions)),
+        assumptions=tuple(dict.fromkeys([*(a for e in estimates for a in e.assumptions), *skipped])),
         layout_note=ctx.mp.result.layout_note,
     )
