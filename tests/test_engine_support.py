@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from inferplan.catalog.engine_support import check_engine_loads, check_engine_support, unsupported
+from inferplan.catalog.engine_support import check_engine_loads, check_engine_support, loading_release, unsupported
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.memory_rules import current_release
 from inferplan.catalog.registry import Registry
@@ -20,6 +20,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 from inferplan.validation.memory import planned_record_release
+from inferplan.validation.speed import check_point, point_scenario
 
 CATALOG = load_catalog()
 runner = CliRunner()
@@ -185,3 +186,31 @@ def test_a_gpu_refusal_holds_only_over_its_release_range():
     assert refusal.applies("trtllm", None, "DeepseekV4ForCausalLM", "ampere")
     assert not refusal.applies("trtllm", "1.4.0", "DeepseekV4ForCausalLM", "hopper")
     assert not refusal.applies("trtllm", "1.3.0", "DeepseekV4ForCausalLM", "blackwell")
+
+
+@pytest.mark.parametrize("release", ["0.19.1", "0.8.5"])
+def test_deepseek_v4_on_a_vllm_release_before_its_registry_entry_is_refused(release):
+    # DeepseekV4ForCausalLM is in the model registry from 0.20.0, not at 0.19.1 (es-vllm-wheels-dsv4-registry)
+    with pytest.raises(InvalidScenarioError) as e:
+        _dsv4(gpu="H100", gpus=8, engine_version=release)
+    assert e.value.field == "engine_version" and "0.20.0" in e.value.allowed
+    assert f"vLLM {release} cannot load DeepseekV4ForCausalLM" in str(e.value)
+    assert _dsv4(gpu="H100", gpus=8, engine_version="0.20.0").memory_rule_id
+
+
+def test_the_cli_refuses_deepseek_v4_at_vllm_0_19_1_naming_engine_version():
+    r = runner.invoke(app, ["fit", "--model", "deepseek-v4-flash", "--gpu", "h100-sxm", "--gpus", "8", "--engine",
+                            "vllm", "--engine-version", "0.19.1"])
+    assert r.exit_code == 2 and "--engine-version" in r.output and "0.20.0" in r.output
+
+
+def test_speed_points_are_planned_at_a_release_that_loads_their_model():
+    # points without a release are planned at 0.11.0's memory rule; DeepSeek-V4 at 0.20.0, never refused
+    v4 = [p for p in CATALOG.speed_points if p.engine == "vllm" and p.model.startswith("deepseek-v4")]
+    assert v4
+    for p in v4:
+        assert point_scenario(p, CATALOG)[0].engine_version == "0.20.0", p.id
+        assert check_point(p, CATALOG).predicted is not None, p.id
+    other = next(p for p in CATALOG.speed_points if p.engine == "vllm" and p.model == "llama-3.1-8b")
+    assert point_scenario(other, CATALOG)[0].engine_version == "0.11.0"
+    assert loading_release(CATALOG, "vllm", None, "DeepseekV4ForCausalLM", "mixed-fp4-fp8") is None

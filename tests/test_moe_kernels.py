@@ -146,7 +146,7 @@ def test_deepseek_v4s_marlin_kernel_keeps_its_workspace_in_the_start_up_peak(tmp
     workspace = 8192 * 6 * (max(1024, 4096) + max(2 * 1024, 4096)) * 2
     assert kept.activation_bytes_per_gpu - unwired.activation_bytes_per_gpu == pytest.approx(workspace)
     assert unwired.kv_cache_bytes_per_gpu - kept.kv_cache_bytes_per_gpu == pytest.approx(workspace)
-    assert any("keeps its workspace after the start-up profile" in a for a in kept.assumptions)
+    assert any("keeps one workspace after the start-up profile" in a for a in kept.assumptions)
 
 
 def test_the_workspace_closes_the_gh200_start_that_printed_too_little_kv_cache():
@@ -163,4 +163,4 @@ def test_the_workspace_closes_the_gh200_start_that_printed_too_little_kv_cache()
 def test_a_kernel_rule_without_a_workspace_adds_none():
     # gpt-oss on Hopper takes the vendored Triton kernel, whose rule states no kept workspace
     r = fit(Deployment(model="gpt-oss-120b", gpu="h100-sxm", max_model_len=4096, engine_version="0.26.0"), CATALOG)
-    assert not any("keeps its workspace" in a for a in r.assumptions)
+    assert not any("keeps one workspace" in a for a in r.assumptions)

@@ -69,6 +69,16 @@ def unsupported(catalog, engine: str, release: str, architecture: str | None,
     return tuple(sorted(above, key=lambda f: release_key(f.first_release), reverse=True))
 
 
+def loading_release(catalog, engine: str, release: str | None, architecture: str | None,
+                    quantization: str) -> str | None:
+    """``release``, or where it predates a floor for the checkpoint the first release that loads it (the
+    release a measurement with no release of its own is planned at; None stays None: the default)."""
+    if release is None:
+        return None
+    floors = unsupported(catalog, engine, parse_engine_version(release)[0], architecture, quantization)
+    return floors[0].first_release if floors else release
+
+
 def check_engine_loads(catalog, engine: str, engine_version: str | None, architecture: str | None,
                        quantization: str) -> None:
     """Raise InvalidScenarioError when the release planned (``engine_version``, a release with an

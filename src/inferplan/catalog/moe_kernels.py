@@ -37,15 +37,39 @@ class MoeKernel(Frozen):
     note: str = ""
 
 
+class SharedWorkspaceRequest(Frozen):
+    """Another request the model's layers make of the same persistent workspace in the start-up profile's
+    dummy run; the buffer kept is the largest request. ``shapes``: ``deepseek_v4_prefill_gather`` asks
+    ``rows`` x (ceil(context / CSA ratio) + window + batched tokens) x head_dim elements, with, from
+    ``index_table_from``, two int32 tables per batched token (round_up(index top-k + window, 128) entries
+    and one); ``deepseek_v4_indexer_gather`` asks the CSA indexer's key gather of ``rows`` x context / CSA
+    ratio keys (index_head_dim elements and a 4-byte scale each) and ``extra_bytes``."""
+
+    shapes: Literal["deepseek_v4_prefill_gather", "deepseek_v4_indexer_gather"]
+    rows: int = Field(ge=1)  # prefill gather: requests gathered at once; indexer: buffer tokens per context token
+    element_bytes: float = Field(gt=0)  # bf16: 2; FP8 keys: 1
+    extra_bytes: int = Field(default=0, ge=0)  # a fixed piece of the same request (the radix top-k workspace)
+    index_table_from: str | None = None  # the first release whose request adds the int32 index tables
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+
 class MoeWorkspace(Frozen):
     """The scratch buffers a kernel's experts take in a forward pass where the engine keeps them after its
     start-up profile (vLLM's modular MoE kernel holds them in one persistent workspace): counted on top of
     the profile's sampler pass. ``shapes`` names the kernel's workspace_shapes: ``marlin`` holds
     tokens x top-k x (max(I, H) + max(2I, H)) elements (I: an expert's intermediate share on the GPU, H: the
-    hidden size, both after the kernel's padding)."""
+    hidden size, both after the kernel's padding). ``data_parallel_gather``: the engine's default dispatch
+    hands the kernel the tokens of every data-parallel rank, so the profile's batch is DP x its own (and
+    without expert parallelism the experts' tensor-parallel group spans TP x DP GPUs). ``shared_with``: the
+    model's other requests of the same buffer."""
 
     shapes: Literal["marlin"]
     element_bytes: float = Field(gt=0)  # the activations' dtype (bf16: 2)
+    data_parallel_gather: bool = False
+    shared_with: tuple[SharedWorkspaceRequest, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -127,7 +151,8 @@ def check_moe_kernels(catalog) -> None:
         check_engine_and_sources(catalog, f"moe_kernels:{item.id}", item.id, item.engine, item.sources)
     for r in catalog.moe_kernel_rules:
         if r.workspace is not None:
-            check_engine_and_sources(catalog, f"moe_kernel_rules:{r.id}.workspace", r.id, r.engine, r.workspace.sources)
+            check_engine_and_sources(catalog, f"moe_kernel_rules:{r.id}.workspace", r.id, r.engine,
+                                     (*r.workspace.sources, *(q for req in r.workspace.shared_with for q in req.sources)))
     for k in catalog.moe_kernels:
         if k.extra_scale_copies_constant and k.extra_scale_copies_constant not in catalog.calibration:
             raise CatalogError(f"moe_kernels:{k.id}: unknown calibration constant {k.extra_scale_copies_constant!r}",

@@ -15,6 +15,7 @@ from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quant
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
+from inferplan.memory.fit_held import planned_length
 from inferplan.memory.expert_split import expert_slot_share, redundant_experts, redundant_note
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.layout import ParallelPlan
@@ -106,7 +107,8 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     workspace = workspace_bytes(catalog, engine.id, quant.id, accel, settings.max_num_batched_tokens,
                                 arch=spec.architecture, tp=tp, expert_parallel=plan.expert_parallel,
-                                release=d.engine_version, kernel=d.moe_kernel)
+                                release=d.engine_version, kernel=d.moe_kernel, data_parallel=plan.data_parallel_size,
+                                context_tokens=planned_length(d, spec, None))
 
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,

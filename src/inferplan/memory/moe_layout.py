@@ -14,7 +14,8 @@ import math
 
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.moe_kernels import moe_kernel
+from inferplan.catalog.memory_rules import parse_engine_version, release_key
+from inferplan.catalog.moe_kernels import SharedWorkspaceRequest, moe_kernel
 from inferplan.catalog.schema import Accelerator
 from inferplan.units import GiB
 
@@ -59,12 +60,41 @@ def extra_weight_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acce
                    f"{', '.join(parts)}: +{extra / GiB:.2f} GiB per GPU")
 
 
+def _aligned(*pieces: float) -> int:
+    """Bytes of one workspace request: each piece rounded up to 256 bytes (WorkspaceManager.get_simultaneous)."""
+    return sum(math.ceil(p / 256) * 256 for p in pieces)
+
+
+def shared_request_bytes(req: SharedWorkspaceRequest, arch: Architecture, *, context_tokens: int, tokens: int,
+                         release: str | None) -> tuple[int, str]:
+    """Bytes of one of the model's other requests of the kept workspace (SharedWorkspaceRequest), and its sum."""
+    c, window = arch.compressed, arch.sliding_window or 0
+    if c is None:
+        return 0, ""
+    if req.shapes == "deepseek_v4_prefill_gather":
+        rows = math.ceil(context_tokens / c.csa_ratio) + window + tokens
+        pieces = [req.rows * rows * arch.head_dim * req.element_bytes]
+        said = f"{req.rows} × ({rows - window - tokens} + {window} + {tokens}) × {arch.head_dim} × {req.element_bytes:g} B"
+        if req.index_table_from and (release is None or release_key(release) >= release_key(req.index_table_from)):
+            width = math.ceil((c.index_topk + window) / 128) * 128
+            pieces += [tokens * width * 4, tokens * 4]
+            said += f" + int32 index tables of {tokens} × ({width} + 1)"
+        return _aligned(*pieces), f"the attention's prefill gather {said}"
+    keys = req.rows * context_tokens // c.csa_ratio
+    total = _aligned(keys * c.index_head_dim * req.element_bytes, keys * 4, req.extra_bytes)
+    return total, (f"the indexer's key gather {keys:,} × ({c.index_head_dim} × {req.element_bytes:g} + 4) B + "
+                   f"{req.extra_bytes / 2**20:g} MiB")
+
+
 def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Accelerator, tokens: int, *,
                     arch: Architecture | None, tp: int = 1, expert_parallel: bool = False, release: str | None = None,
-                    kernel: str | None = None) -> tuple[float, str | None]:
+                    kernel: str | None = None, data_parallel: int = 1,
+                    context_tokens: int | None = None) -> tuple[float, str | None]:
     """Bytes per GPU of the workspace the release's MoE kernel keeps after a forward pass of ``tokens``
-    tokens (its start-up profile: max_num_batched_tokens), where its rule describes one, and a note; 0
-    where the format runs natively, its rule states no workspace or ``kernel`` names another kernel."""
+    tokens per data-parallel rank (its start-up profile: max_num_batched_tokens), where its rule describes
+    one, and a note; 0 where the format runs natively, its rule states no workspace or ``kernel`` names
+    another kernel. The buffer is one: where the model's attention asks it for more at ``context_tokens``
+    (the rule's shared_with), the largest request is kept."""
     fmt = catalog.quantization(quant_id).native_format
     if fmt is None or fmt in accel.native_formats or arch is None or arch.moe is None:
         return 0.0, None
@@ -73,12 +103,23 @@ def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acceler
         return 0.0, None
     k, rule = picked
     ws = rule.workspace
-    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp), 1)
+    dp = data_parallel if ws.data_parallel_gather and data_parallel > 1 else 1
+    # under expert parallelism each GPU holds whole experts; without it the experts' TP group spans the DP ranks
+    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp * dp), 1)
     inter = math.ceil(share / k.intermediate_multiple) * k.intermediate_multiple
     hidden = math.ceil(arch.hidden_size / k.hidden_multiple) * k.hidden_multiple
     topk = arch.moe.experts_per_token
-    elements = tokens * topk * (max(inter, hidden) + max(2 * inter, hidden))
-    total = elements * ws.element_bytes
-    return total, (f"{engine}'s {k.name} MoE kernel keeps its workspace after the start-up profile ({rule.id}: "
-                   f"{tokens} tokens × top-{topk} × (max({inter}, {hidden}) + max(2 × {inter}, {hidden})) × "
-                   f"{ws.element_bytes:g} B, {', '.join(ws.sources)}): +{total / GiB:.2f} GiB in the activation peak")
+    gathered = tokens * dp
+    moe = _aligned(gathered * topk * max(inter, hidden) * ws.element_bytes,
+                   gathered * topk * max(2 * inter, hidden) * ws.element_bytes)
+    batch = f"({dp} DP ranks × {tokens} tokens, all-gathered)" if dp > 1 else f"{tokens} tokens"
+    parts = [(moe, f"the {k.name} MoE kernel's {batch} × top-{topk} × (max({inter}, {hidden}) + "
+                   f"max(2 × {inter}, {hidden})) × {ws.element_bytes:g} B")]
+    number = parse_engine_version(release)[0] if release else None
+    for req in ws.shared_with if context_tokens else ():
+        parts.append(shared_request_bytes(req, arch, context_tokens=context_tokens, tokens=tokens, release=number))
+    total = max(size for size, _ in parts)
+    sources = ", ".join(dict.fromkeys((*ws.sources, *(q for r in ws.shared_with for q in r.sources))))
+    said = "; ".join(f"{what} = {size / GiB:.2f} GiB" for size, what in parts if what)
+    return float(total), (f"{engine} keeps one workspace after the start-up profile, as large as its largest request "
+                          f"({rule.id}: {said}; {sources}): +{total / GiB:.2f} GiB in the activation peak")

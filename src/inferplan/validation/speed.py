@@ -15,12 +15,15 @@ import statistics
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.engine_support import loading_release
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.memory_rules import unversioned_release
 from inferplan.catalog.points_schema import ServingProfile, SpeedAccuracy, SpeedMetric, SpeedPoint
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.precision import planned_quantization
+from inferplan.memory.resolve import resolve_model
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.measured import point_value
 from inferplan.performance.rates import calibration_family
@@ -111,8 +114,13 @@ def point_scenario(point: SpeedPoint, catalog: Catalog) -> tuple[Deployment, Wor
     limits = trtllm_bench_limits(catalog, point) if point.batch_limits_by == BENCH_TOOL else None
     d, w = scenario(point, context_of(catalog, point.model), limits)
     # the memory rule of the line the speed constants were fitted with, as for memory records that state no
-    # release (current_release's records_without_release), not the current release nor the point's own
-    return d.model_copy(update={"engine_version": unversioned_release(catalog, point.engine)}), w
+    # release (current_release's records_without_release), not the current release nor the point's own; a
+    # model that line cannot load (DeepSeek-V4 on vLLM) at the first release that loads it
+    spec = resolve_model(catalog, d.model)
+    arch = spec.architecture.hf_architecture if spec.architecture else None
+    release = loading_release(catalog, point.engine, unversioned_release(catalog, point.engine), arch,
+                              planned_quantization(catalog, d, spec, point.engine))
+    return d.model_copy(update={"engine_version": release}), w
 
 
 def scenario(point: SpeedPoint, context_tokens: int | None = None,
