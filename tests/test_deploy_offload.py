@@ -21,7 +21,7 @@ SGLANG = dict(model="llama-3.1-8b", gpu="L4", engine="sglang")
 # deployment -> the flags (and values) its command must carry
 CASES = {
     "llamacpp -ngl": (dict(LLAMACPP, n_gpu_layers=30), {"--n-gpu-layers": "30"}),
-    "llamacpp --n-cpu-moe": (dict(LLAMACPP, n_cpu_moe=20), {"--n-cpu-moe": "20", "--n-gpu-layers": "all"}),
+    "llamacpp --n-cpu-moe": (dict(LLAMACPP, n_cpu_moe=20), {"--n-cpu-moe": "20", "--n-gpu-layers": "999"}),
     "llamacpp both": (dict(LLAMACPP, n_cpu_moe=12, n_gpu_layers=40), {"--n-cpu-moe": "12", "--n-gpu-layers": "40"}),
     "vllm --cpu-offload-gb": (dict(VLLM, cpu_offload_gb=6), {"--cpu-offload-gb": 6.0}),
     "vllm native KV offload": (dict(VLLM, kv_offloading_size=40), {"--kv-offloading-size": 40.0,
@@ -65,8 +65,23 @@ def test_an_offload_deployments_command_parses_with_the_engines_flags_and_carrie
 def test_a_deployment_without_offload_emits_no_offload_flag(catalog):
     offload = {"--n-gpu-layers", "--n-cpu-moe", "--cpu-offload-gb", "--kv-offloading-size", "--kv-offloading-backend",
                "--enable-hierarchical-cache", "--hicache-ratio", "--hicache-size"}
-    for fields in (LLAMACPP, VLLM, SGLANG):
+    for fields in (VLLM, SGLANG):
         assert not offload & set(launch_command(Deployment(**fields), catalog).argv)
+    argv = launch_command(Deployment(**LLAMACPP), catalog).argv  # every layer on the GPU, as a number
+    assert not offload - {"--n-gpu-layers"} & set(argv) and argv[argv.index("--n-gpu-layers") + 1] == "999"
+
+
+def test_a_llamacpp_launch_that_fills_the_gpu_states_every_layer_so_fit_moves_none(catalog):
+    """The H200 Qwen3-235B Q4_K_M plan leaves ~218 MiB free, under --fit's 1024 MiB margin: left at its
+    default (auto), --fit would move layers to host RAM, so the launch states the layer count, as a
+    number every llama.cpp release parses (engine_flags.yaml n_gpu_layers)."""
+    d = Deployment(model="qwen3-235b-a22b-2507", gpu="h200-sxm", engine="llamacpp", quantization="gguf-q4_k_m",
+                   max_model_len=2500, max_num_seqs=12)
+    command = launch_command(d, catalog)
+    parsed = parse_with_accepted_flags(catalog, "llamacpp", command.argv)
+    assert int(parsed["--n-gpu-layers"]) >= 999 and "--fit" not in parsed
+    rule = engine_flags(catalog, "llamacpp").settings["n_gpu_layers"]
+    assert rule.default == "999" and rule.default_with is None
 
 
 def test_the_parser_refuses_a_flag_outside_the_list(catalog):

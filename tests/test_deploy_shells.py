@@ -104,7 +104,7 @@ def test_api_deploy_carries_llamacpp_offload_flags(client):
                                                         "host_memory_gb": 64}, "format": "k8s"})
     assert r.status_code == 200, r.text
     args = next(yaml.safe_load_all(r.json()["manifest"]))["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[args.index("--n-cpu-moe") + 1] == "20" and args[args.index("--n-gpu-layers") + 1] == "all"
+    assert args[args.index("--n-cpu-moe") + 1] == "20" and args[args.index("--n-gpu-layers") + 1] == "999"
 
 
 def test_cli_and_api_draft_as_perf_plans_when_no_method_is_given(client):

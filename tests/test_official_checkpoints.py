@@ -20,10 +20,16 @@ from inferplan.inputs.deployment import Deployment
      "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"),
     (dict(model="llama-3.3-70b", gpu="h100", gpus=2, quantization="fp8", engine="sglang"),
      "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"),
+    (dict(model="deepseek-v4-pro", gpu="b200", gpus=8, tensor_parallel_size=8, quantization="mixed-fp4-fp8",
+          engine="vllm", max_model_len=2500), "deepseek-ai/DeepSeek-V4-Pro"),
+    (dict(model="deepseek-v4-pro", gpu="b200", gpus=8, tensor_parallel_size=8, quantization="mixed-fp4-fp8",
+          engine="sglang", max_model_len=2500), "deepseek-ai/DeepSeek-V4-Pro"),
+    (dict(model="nemotron-3-super", gpu="b200", quantization="nvfp4", max_model_len=32768),
+     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"),
 ])
 def test_the_official_build_is_served_as_published(catalog, deployment, served):
     cmd = launch_command(Deployment(**deployment), catalog)
-    assert cmd.checkpoint == served
+    assert cmd.checkpoint == served and served in cmd.argv
     assert "--quantization" not in cmd.argv  # already in the format: nothing quantized at load
     assert not any("placeholder" in n or "replace <" in n or "at load" in n for n in cmd.notes), cmd.notes
 

@@ -69,7 +69,8 @@ class FlagRule(Frozen):
     switches: tuple[str, ...] = ()
     # ``default`` is emitted when this setting is unstated (and ``default_with``, where given, is
     # stated): what the plan assumes, where the engine's own default differs (llama.cpp --parallel 1,
-    # --n-gpu-layers all with --n-cpu-moe) or varies by release (vLLM --kv-offloading-backend native)
+    # --n-gpu-layers 999 where --fit would move layers) or varies by release (vLLM
+    # --kv-offloading-backend native with --kv-offloading-size)
     default: str | None = None
     default_with: Setting | None = None
     requires: Setting | None = None  # stated without that setting, the engine refuses it
