@@ -40,6 +40,24 @@ def test_two_3090s_are_offered_the_most_layers_that_fit_on_llama_70b():
     assert not fit(Deployment(**LLAMA_70B_Q4, n_gpu_layers=46, host_memory_gb=64)).fits
 
 
+@pytest.mark.parametrize("ngl, layers_on_fullest_gpu", [(32, 16), (33, 17)])
+def test_each_gpu_holds_the_weights_of_its_own_gpu_layers(ngl, layers_on_fullest_gpu):
+    """The same split for the weights: a GPU holds its layers' weights, the output layer staying on the CPU."""
+    one = fit(Deployment(**QWEN3_32B, gpus=1, n_gpu_layers=64))  # every layer, not the output
+    two = fit(Deployment(**QWEN3_32B, gpus=2, n_gpu_layers=ngl))
+    assert two.weights_bytes_per_gpu == pytest.approx(one.weights_bytes_per_gpu * layers_on_fullest_gpu / 64, rel=1e-9)
+
+
+def test_n_cpu_moe_frees_the_gpu_that_holds_those_layers_only():
+    """gpt-oss-120b's 36 layers over two GPUs, 18 each: --n-cpu-moe 18 keeps the first GPU's experts in host
+    RAM and leaves the second GPU, which holds layers 18 to 35 and the output layer, as full as without it."""
+    base = dict(model="gpt-oss-120b", gpu="rtx-3090", gpus=2, engine="llamacpp", max_model_len=32768)
+    whole = fit(Deployment(**base))
+    moved = fit(Deployment(**base, n_cpu_moe=18, host_memory_gb=128))
+    assert moved.weights_bytes_per_gpu == pytest.approx(whole.weights_bytes_per_gpu, rel=1e-9)
+    assert not moved.fits
+
+
 @pytest.mark.parametrize("model, hidden, gpus", [("llama-3.1-8b", 4096, 1), ("llama-3.3-70b", 8192, 2)])
 def test_cpu_offload_gb_leaves_the_embeddings_and_lm_head_on_the_gpu(model, hidden, gpus):
     """Asking for more GiB than the weights: the GPU keeps embed_tokens and lm_head (untied, vocab 128,256,

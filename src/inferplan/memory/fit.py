@@ -270,9 +270,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
     w = weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    fullest = max(w.stages, key=lambda s: s.bytes_per_gpu)
-    split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(
-        d, spec, w.estimate, gpus, w.per_gpu, fullest.lookup_bytes_per_gpu + fullest.output_bytes_per_gpu)
+    split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu,
+                                                                                w.stages)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)

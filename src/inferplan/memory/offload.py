@@ -22,7 +22,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.kt_host import KtHost
 from inferplan.memory.kv_cache import KvLayout
-from inferplan.memory.stages import stage_layer_counts
+from inferplan.memory.stages import StageWeights, stage_bounds, stage_layer_counts
 from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
@@ -40,7 +40,7 @@ class OffloadSplit:
     host_dense_bytes: float  # non-expert weights in host RAM (read whole every step)
     host_expert_bytes: float  # routed-expert weights in host RAM (a step reads the experts its tokens pick)
     host_kv_fraction: float  # share of the KV cache in host RAM (layers on the CPU)
-    gpu_bytes_freed: float  # weight bytes per GPU that stay off it
+    gpu_bytes_freed: float  # weight bytes that stay off the fullest GPU
     note: str
     host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
     expert_flops_per_token: float = 0.0  # kt: FLOPs of one token's routed experts the CPU runs
@@ -62,10 +62,12 @@ def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: En
 
 
 def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_instance: int,
-                  weights_per_gpu: float, ends_per_gpu: float = 0.0) -> OffloadSplit | None:
-    """The host share of the weights the offload fields ask for (None: no offload). ``ends_per_gpu``: the token
-    embeddings and lm_head the fullest GPU holds, which ``--cpu-offload-gb`` leaves on it."""
+                  weights_per_gpu: float, stages: tuple[StageWeights, ...]) -> OffloadSplit | None:
+    """The host share of the weights the offload fields ask for (None: no offload), ``stages`` the weights each
+    pipeline stage's GPU holds with none offloaded."""
+    fullest = max(stages, key=lambda s: s.bytes_per_gpu)
     if d.cpu_offload_gb:
+        ends_per_gpu = fullest.lookup_bytes_per_gpu + fullest.output_bytes_per_gpu  # left on the GPU
         decoder = max(weights_per_gpu - ends_per_gpu, 0.0)  # only the decoder layers' weights leave the GPU
         host = min(d.cpu_offload_gb * GIB, decoder)
         experts = host * gpus_in_instance * min(w.expert_bytes / body, 1.0) if (body := _body_bytes(w)) else 0.0
@@ -95,12 +97,18 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
     expert_layers = max(cpu_layers, moe_first)  # --n-cpu-moe's first layers overlap the CPU layers
     host_dense = cpu_layers * per_layer_dense + (w.head_bytes if head_on_host else 0.0)
     host_expert = expert_layers * per_layer_expert
+    pp = len(stages)
+    # each GPU's share of the GPU layers (the last on_gpu), the output layer on the last; experts of a layer
+    # below --n-cpu-moe's first ones stay in host RAM, whichever GPU holds the rest of that layer
+    held = max(((end - start) * per_layer_dense + max(cpu_layers + end - max(cpu_layers + start, moe_first), 0)
+                * per_layer_expert + (w.head_bytes if not head_on_host and i == pp - 1 else 0.0))
+               / (gpus_in_instance // pp) for i, (start, end) in enumerate(stage_bounds(on_gpu, pp)))
     parts = [f"-ngl {d.n_gpu_layers}: {on_gpu} of {layers} layers on the GPU" if d.n_gpu_layers is not None else "",
              f"--n-cpu-moe {d.n_cpu_moe}: the experts of the first {moe_first} layers in host RAM" if d.n_cpu_moe else ""]
     note = "; ".join(p for p in parts if p) + (f"; {(host_dense + host_expert) / GIB:.2f} GiB of weights and "
                                                f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
-    return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers,
-                        (host_dense + host_expert) / gpus_in_instance, note, _bandwidth(d))
+    return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers, fullest.bytes_per_gpu - held, note,
+                        _bandwidth(d))
 
 
 def _body_bytes(w: WeightEstimate) -> float:
