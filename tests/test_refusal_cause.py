@@ -36,7 +36,7 @@ def test_a_context_the_weights_leave_no_room_for_blames_the_context_not_the_gpus
                                  "--engine", "llamacpp"])
     assert r.exit_code == 2 and r.stderr.startswith("error: --max-model-len:"), r.output
     assert _shortfall_gib(r.stderr) > 0
-    longest = int(re.search(r"at most about ([\d,]+) tokens", r.stderr).group(1).replace(",", ""))
+    longest = int(re.search(r"at most ([\d,]+) tokens", r.stderr).group(1).replace(",", ""))
     ok = CliRunner().invoke(app, ["deploy", "--model", "qwen3-32b", "--gpu", "RTX 4090", "-q", "q4_k_m",
                                   "--engine", "llamacpp", "--max-model-len", str(longest)])
     assert ok.exit_code == 0, ok.output  # the context it names starts

@@ -43,4 +43,4 @@ def check_deployable(d: Deployment, catalog: Catalog) -> None:
     except UnknownModelError:
         check_runs_on(catalog, d, resolve_hardware(catalog, d))
         return
-    refuse_unfit(fit, d)
+    refuse_unfit(fit, d, catalog)

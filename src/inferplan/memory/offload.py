@@ -5,7 +5,9 @@ their KV cache with them (unless ``--no-kv-offload``); the output layer goes to 
 ``n_gpu_layers`` exceeds the repeating layers. ``--n-cpu-moe N`` keeps the routed-expert tensors of
 the first N layers in host RAM (llama.cpp PR #15077). vLLM's and SGLang's ``--cpu-offload-gb`` keep that many GiB
 of each GPU's weights in host RAM and copy them to the GPU in every forward pass (engines.yaml
-sources). Which engine takes which field is data: ``engines.yaml`` ``offload_settings``.
+sources); they take them from the decoder layers only (``make_layers`` hands the layers it builds to the
+offloader, and nothing else is), so the token embeddings and the lm_head stay on the GPU whatever the GiB
+asked. Which engine takes which field is data: ``engines.yaml`` ``offload_settings``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.kt_host import KtHost
 from inferplan.memory.kv_cache import KvLayout
+from inferplan.memory.stages import StageWeights, stage_bounds, stage_layer_counts
 from inferplan.memory.weights import WeightEstimate
 
 GIB = 2**30
@@ -37,7 +40,7 @@ class OffloadSplit:
     host_dense_bytes: float  # non-expert weights in host RAM (read whole every step)
     host_expert_bytes: float  # routed-expert weights in host RAM (a step reads the experts its tokens pick)
     host_kv_fraction: float  # share of the KV cache in host RAM (layers on the CPU)
-    gpu_bytes_freed: float  # weight bytes per GPU that stay off it
+    gpu_bytes_freed: float  # weight bytes that stay off the fullest GPU
     note: str
     host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
     expert_flops_per_token: float = 0.0  # kt: FLOPs of one token's routed experts the CPU runs
@@ -59,15 +62,20 @@ def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: En
 
 
 def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_instance: int,
-                  weights_per_gpu: float) -> OffloadSplit | None:
-    """The host share of the weights the offload fields ask for (None: no offload)."""
+                  weights_per_gpu: float, stages: tuple[StageWeights, ...]) -> OffloadSplit | None:
+    """The host share of the weights the offload fields ask for (None: no offload), ``stages`` the weights each
+    pipeline stage's GPU holds with none offloaded."""
+    fullest = max(stages, key=lambda s: s.bytes_per_gpu)
     if d.cpu_offload_gb:
-        host = min(d.cpu_offload_gb * GIB, weights_per_gpu)
-        share = host / weights_per_gpu if weights_per_gpu else 0.0
-        experts = w.expert_bytes * share * gpus_in_instance
+        ends_per_gpu = fullest.lookup_bytes_per_gpu + fullest.output_bytes_per_gpu  # left on the GPU
+        decoder = max(weights_per_gpu - ends_per_gpu, 0.0)  # only the decoder layers' weights leave the GPU
+        host = min(d.cpu_offload_gb * GIB, decoder)
+        experts = host * gpus_in_instance * min(w.expert_bytes / body, 1.0) if (body := _body_bytes(w)) else 0.0
+        capped = (f" (all of its decoder layers' weights; the embeddings and lm_head, {ends_per_gpu / GIB:.2f} GiB, "
+                  "stay on the GPU)" if d.cpu_offload_gb * GIB > decoder else "")
         return OffloadSplit("stream", host * gpus_in_instance - experts, experts, 0.0, host, note=
-                            f"--cpu-offload-gb {d.cpu_offload_gb:g}: {host / GIB:.2f} GiB of each GPU's weights in host RAM, "
-                            "copied to the GPU in every forward pass", host_bandwidth_bytes_per_s=_bandwidth(d))
+                            f"--cpu-offload-gb {d.cpu_offload_gb:g}: {host / GIB:.2f} GiB of each GPU's weights in host RAM"
+                            f"{capped}, copied to the GPU in every forward pass", host_bandwidth_bytes_per_s=_bandwidth(d))
     check_expert_layers(d, spec)
     if d.n_gpu_layers is None and not d.n_cpu_moe:
         return None
@@ -82,19 +90,30 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
     on_gpu = layers if d.n_gpu_layers is None else min(d.n_gpu_layers, layers)
     cpu_layers = layers - on_gpu  # the first ones: llama.cpp offloads the last n_gpu_layers
     head_on_host = d.n_gpu_layers is not None and d.n_gpu_layers <= layers
-    body = w.total_bytes - w.embedding_bytes - (0.0 if w.head_is_embedding else w.head_bytes)
+    body = _body_bytes(w)
     per_layer_expert = w.expert_bytes / layers
     per_layer_dense = (body - w.expert_bytes) / layers
     moe_first = min(d.n_cpu_moe or 0, layers)
     expert_layers = max(cpu_layers, moe_first)  # --n-cpu-moe's first layers overlap the CPU layers
     host_dense = cpu_layers * per_layer_dense + (w.head_bytes if head_on_host else 0.0)
     host_expert = expert_layers * per_layer_expert
+    pp = len(stages)
+    # each GPU's share of the GPU layers (the last on_gpu), the output layer on the last; experts of a layer
+    # below --n-cpu-moe's first ones stay in host RAM, whichever GPU holds the rest of that layer
+    held = max(((end - start) * per_layer_dense + max(cpu_layers + end - max(cpu_layers + start, moe_first), 0)
+                * per_layer_expert + (w.head_bytes if not head_on_host and i == pp - 1 else 0.0))
+               / (gpus_in_instance // pp) for i, (start, end) in enumerate(stage_bounds(on_gpu, pp)))
     parts = [f"-ngl {d.n_gpu_layers}: {on_gpu} of {layers} layers on the GPU" if d.n_gpu_layers is not None else "",
              f"--n-cpu-moe {d.n_cpu_moe}: the experts of the first {moe_first} layers in host RAM" if d.n_cpu_moe else ""]
     note = "; ".join(p for p in parts if p) + (f"; {(host_dense + host_expert) / GIB:.2f} GiB of weights and "
                                                f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
-    return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers,
-                        (host_dense + host_expert) / gpus_in_instance, note, _bandwidth(d))
+    return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers, fullest.bytes_per_gpu - held, note,
+                        _bandwidth(d))
+
+
+def _body_bytes(w: WeightEstimate) -> float:
+    """The decoder layers' weights: all but the token embeddings and an lm_head of its own."""
+    return w.total_bytes - w.embedding_bytes - (0.0 if w.head_is_embedding else w.head_bytes)
 
 
 def check_expert_layers(d: Deployment, spec: ModelSpec) -> None:
@@ -130,13 +149,29 @@ def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_ins
     return 0.0
 
 
-def host_kv_layout(layout: KvLayout, host_fraction: float) -> KvLayout:
-    """The GPU's share of a KV layout when ``host_fraction`` of the layers keep theirs in host RAM."""
-
+def host_kv_layout(layout: KvLayout, host_fraction: float, num_layers: int) -> KvLayout:
+    """The GPUs' share of a KV layout when ``host_fraction`` of the ``num_layers`` layers (the first ones) run
+    on the CPU and keep theirs in host RAM. llama.cpp puts each layer's cache on that layer's device
+    (src/llama-kv-cache.cpp: ``model.dev_layer(il)``), and under its layer split shares the GPU layers over the
+    GPUs in proportion to ``--tensor-split``, else to their free memory (src/llama-model.cpp ``load_tensors``):
+    on GPUs alike, as evenly as they go. So each pipeline stage keeps the cache of its own share of the GPU
+    layers (``stage_layer_counts``, as its weights are split), not of all of them."""
     keep = 1 - host_fraction
+    if not layout.stages:
+        return _kept(layout, keep)
+    pp = len(layout.stages)
+    on_gpu = round(num_layers * keep)
+    stages = tuple(_kept(stage, kept / held if held else 0.0) for stage, kept, held in
+                   zip(layout.stages, stage_layer_counts(on_gpu, pp), stage_layer_counts(num_layers, pp)))
+    busiest = max(stages, key=lambda s: s.bytes_per_token_per_gpu)  # the per-GPU figures: the fullest stage's
     return dataclasses.replace(
-        layout, growing_bytes_per_token_per_gpu=layout.growing_bytes_per_token_per_gpu * keep,
-        window_bytes_per_token_per_gpu=layout.window_bytes_per_token_per_gpu * keep,
-        state_bytes_per_seq_per_gpu=layout.state_bytes_per_seq_per_gpu * keep,
-        residual_extra_bytes_per_token_per_gpu=layout.residual_extra_bytes_per_token_per_gpu * keep,
-        sparse_bytes_per_token_per_gpu=layout.sparse_bytes_per_token_per_gpu * keep)
+        layout, stages=stages, **{f: getattr(busiest, f) for f in _PER_GPU})
+
+
+_PER_GPU = ("growing_bytes_per_token_per_gpu", "window_bytes_per_token_per_gpu", "state_bytes_per_seq_per_gpu",
+            "residual_extra_bytes_per_token_per_gpu", "sparse_bytes_per_token_per_gpu")
+
+
+def _kept(layout: KvLayout, keep: float) -> KvLayout:
+    """``layout``'s per-GPU figures times ``keep``, the share of its layers that stay on the GPU."""
+    return dataclasses.replace(layout, **{f: getattr(layout, f) * keep for f in _PER_GPU})

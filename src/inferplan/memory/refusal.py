@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import math
 
+from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.layout import describe_split
+from inferplan.memory.suggest import longest_context
 from inferplan.units import GiB
 
 OTHER_CHANGES = "a shorter context, smaller weights, a larger memory fraction or weights in host RAM, where the memory fit finds one that holds it"
 
 
-def refuse_unfit(fit: MemoryFit, d: Deployment) -> None:
+def refuse_unfit(fit: MemoryFit, d: Deployment, catalog: Catalog) -> None:
     """Raise when ``fit`` (``d``'s memory fit) does not fit, naming what is short and the field to change."""
     if fit.fits:
         return
@@ -44,7 +45,7 @@ def refuse_unfit(fit: MemoryFit, d: Deployment) -> None:
     where = (f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator}"
              f"{'' if d.gpus is not None or d.system is not None or fit.parallel.gpus > 1 else ' (no GPU count given: one)'}")
     if room > 0 and need > room:
-        _refuse_kv(fit, d, where, room, need)
+        _refuse_kv(fit, d, catalog, where, room, need)
     _refuse_hardware(fit, d, where)
 
 
@@ -56,9 +57,10 @@ def _kv_needed(fit: MemoryFit) -> float:
     return fit.kv_cache_needed_bytes_per_gpu or fit.sequence_bytes_per_gpu
 
 
-def _refuse_kv(fit: MemoryFit, d: Deployment, where: str, room: float, need: float) -> None:
+def _refuse_kv(fit: MemoryFit, d: Deployment, catalog: Catalog, where: str, room: float, need: float) -> None:
     """The weights fit and leave ``room``; the KV cache the plan asks for does not: too many sequences each
-    given a whole context at start-up, else too long a context."""
+    given a whole context at start-up, else too long a context, with the longest that fits as ``fit`` finds it
+    (``memory.suggest.longest_context``: what else shrinks with the context, llama.cpp's compute buffer, counted)."""
     short = f"short by {(need - room) / GiB:.1f} GiB per GPU"
     slots = d.max_num_seqs or 1
     if fit.kv_cache_allocated_bytes_per_gpu is not None and slots > 1 and need / slots <= room:
@@ -68,12 +70,12 @@ def _refuse_kv(fit: MemoryFit, d: Deployment, where: str, room: float, need: flo
             f"{fit.max_model_len:,} tokens ({slots * fit.max_model_len:,} tokens) needs {need / GiB:.1f} GiB per GPU "
             f"and the weights leave {room / GiB:.1f} GiB ({short})", field="max_num_seqs",
             allowed=f"at most {held:,} sequences of {fit.max_model_len:,} tokens, or a shorter context")
-    longest = int(fit.max_model_len * room / need) // CONTEXT_STEP_TOKENS * CONTEXT_STEP_TOKENS
+    longest = longest_context(d, catalog, fit.max_model_len)
     per = f" for each of {slots:,} sequences" if fit.kv_cache_allocated_bytes_per_gpu is not None and slots > 1 else ""
     raise InvalidScenarioError(
         f"{where} at max_model_len {fit.max_model_len:,}: the KV cache for that context{per} needs "
         f"{need / GiB:.1f} GiB per GPU and the weights leave {room / GiB:.1f} GiB ({short})", field="max_model_len",
-        allowed=(f"a context of at most about {longest:,} tokens" if longest else "a shorter context")
+        allowed=(f"a context of at most {longest:,} tokens" if longest else "a shorter context")
         + _more_gpus(fit, d, " or "))
 
 

@@ -41,6 +41,7 @@ class StageWeights:
     bytes_per_gpu: float  # everything it holds
     expert_bytes_per_gpu: float  # of which routed experts
     lookup_bytes_per_gpu: float = 0.0  # of which the token-embedding table, which a step does not read whole
+    output_bytes_per_gpu: float = 0.0  # of which the output projection (lm_head, or the tied table read as it)
 
 
 def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int, moe_layers: tuple[bool, ...] = (),
@@ -65,5 +66,5 @@ def stage_weights(w: WeightEstimate, *, tp: int, pp: int, expert_shards: int, mo
         if w.head_is_embedding and lookup and output:  # one stage at both ends: the table once, read as the lm_head
             lookup = 0.0
         held = body * share / tp + experts + replicated_extra * share + (lookup + output) / tp
-        stages.append(StageWeights(held, experts, lookup / tp))
+        stages.append(StageWeights(held, experts, lookup / tp, output / tp))
     return tuple(stages)

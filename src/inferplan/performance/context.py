@@ -54,7 +54,7 @@ class ServingContext:
         fit = self.mp.result
         if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
             self.d = d = d.model_copy(update={"engine": fit.engine})
-        refuse_unfit(fit, d)
+        refuse_unfit(fit, d, catalog)
         if fit.max_model_len < request:
             if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it
                 raise InvalidScenarioError(
