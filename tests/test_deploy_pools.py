@@ -105,3 +105,31 @@ def test_amd_workers_are_pinned_with_the_rocm_variable(catalog):
     pools = pools_launch(catalog, d, d, prefill_instances=1, decode_instances=1)
     assert [w.env.get("ROCR_VISIBLE_DEVICES") for w in pools.workers] == ["0", "1"]
     assert all("CUDA_VISIBLE_DEVICES" not in w.env for w in pools.workers)
+
+
+def test_vllm_workers_over_several_hosts_tell_the_nixl_handshake_their_hosts_address(catalog):
+    """vLLM's NIXL side channel host defaults to localhost and is set when prefiller and decoder are on
+    different machines (nixl_connector_usage.md); SGLang and TensorRT-LLM find their own addresses."""
+    pools = _pools(catalog, "vllm", prefill_instances=2, decode_instances=2, host_gpus=2)
+    hosts = [w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in pools.workers]
+    assert hosts == ["HOST0", "HOST0", "HOST1", "HOST1"]
+    lines = [line for line in pools.script.splitlines() if line.endswith(" &")]
+    assert all(f"VLLM_NIXL_SIDE_CHANNEL_HOST={h} " in line for h, line in zip(hosts, lines))
+    assert any("VLLM_NIXL_SIDE_CHANNEL_HOST" in n and "HOST0" in n for n in pools.notes)
+    one_host = _pools(catalog, "vllm", host_gpus=8)
+    assert {w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in one_host.workers} == {"localhost"}
+    for engine in ("sglang", "trtllm"):
+        assert not any("HOST" in k for w in _pools(catalog, engine, host_gpus=2).workers for k in w.env)
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_vllm_pool_pod_takes_its_own_ip_for_the_handshake_and_exposes_the_side_channel(catalog, role):
+    from inferplan.deploy.manifest import kubernetes_manifest
+
+    d = Deployment(model="qwen3-32b", gpu="h100-sxm", gpus=1, quantization="fp8-block", engine="vllm", max_model_len=8192)
+    docs = list(yaml.safe_load_all(kubernetes_manifest(d, catalog, role=role)))
+    container = next(x for x in docs if x["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
+    assert 5600 in [p["containerPort"] for p in container["ports"]]
+    shell = launch_command(d, catalog, role=role)
+    assert shell.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == f"{role.upper()}_HOST"  # as the router note names it
