@@ -133,3 +133,54 @@ def test_a_vllm_pool_pod_takes_its_own_ip_for_the_handshake_and_exposes_the_side
     assert 5600 in [p["containerPort"] for p in container["ports"]]
     shell = launch_command(d, catalog, role=role)
     assert shell.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == f"{role.upper()}_HOST"  # as the router note names it
+
+
+def test_separate_pools_on_an_engine_without_them_or_pool_flags_alone_are_refused_naming_the_flag_or_field():
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    base = ["deploy", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--max-model-len", "4096"]
+    out = CliRunner().invoke(app, [*base, "--engine", "llamacpp", "-q", "gguf-q4_k_m", "--prefill-instances", "1"])
+    assert out.exit_code == 2 and "--prefill-instances" in out.output and "vllm" in out.output
+    out = CliRunner().invoke(app, [*base, "--engine", "vllm", "--prefill-tensor-parallel-size", "2"])
+    assert out.exit_code == 2 and "--prefill-tensor-parallel-size" in out.output
+    out = CliRunner().invoke(app, [*base, "--engine", "vllm", "--prefill-instances", "1", "--role", "decode"])
+    assert out.exit_code == 2 and "--role" in out.output
+    client = TestClient(create_app())
+    dep = {"model": "qwen3-8b", "gpu": "h100-sxm", "max_model_len": 4096}
+    for body, field in (({"deployment": {**dep, "engine": "llamacpp", "quantization": "gguf-q4_k_m"}, "prefill_instances": 1},
+                         "prefill_instances"),
+                        ({"deployment": {**dep, "engine": "vllm"}, "replicas": 2}, "replicas"),
+                        ({"deployment": {**dep, "engine": "vllm"}, "prefill_instances": 1, "role": "prefill"}, "role")):
+        r = client.post("/api/deploy", json=body)
+        assert r.status_code == 422 and r.json()["error"]["field"] == field, r.json()
+
+
+def test_the_api_prints_both_pools_as_the_cli_does(catalog):
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    body = {"deployment": {"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "sglang", "max_model_len": 4096},
+            "prefill_instances": 2, "replicas": 3, "host_gpus": 4}
+    r = TestClient(create_app()).post("/api/deploy", json=body)
+    assert r.status_code == 200 and r.json()["gpus"] == 5
+    out = CliRunner().invoke(app, ["deploy", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "sglang",
+                                   "--max-model-len", "4096", "--prefill-instances", "2", "--replicas", "3",
+                                   "--host-gpus", "4"])
+    assert out.stdout.strip() == r.json()["launch"]["script"].strip()
+    assert r.json()["launch"]["script"].count("--disaggregation-mode decode") == 3 and "# on HOST1:" in out.stdout
+
+
+@pytest.mark.parametrize("engine", DISAGGREGATING)
+def test_the_routers_recorded_port_is_the_one_it_listens_on(catalog, engine):
+    rule = catalog_rule(catalog, engine)
+    pools = _pools(catalog, engine)
+    config = next((yaml.safe_load(f.text) for f in pools.files if f.path == "disagg_config.yaml"), None)
+    port = config["port"] if config else int(pools.router[pools.router.index("--port") + 1])
+    assert rule.router_port == port

@@ -267,6 +267,7 @@ class DisaggregationRule(Frozen):
     router: tuple[str | tuple[str, ...], ...] = ()
     router_file: RouterFile | None = None
     router_note: str | None = None
+    router_port: int = Field(ge=1, le=65535)  # where the router takes requests (its --port or its config's port)
     # what each worker listens on: the first worker's port (None: the engine's default port), the next
     # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag
     # (leading -) or an environment variable -> the first worker's value

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import Speculative, launch_command
 from inferplan.deploy.pools import pools_launch
+from inferplan.deploy.pools_plan import prefill_deployment
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.search.evaluate import ACCEPTANCE_RATE, workload
@@ -41,8 +42,12 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 
         return Speculative(method="mtp", tokens=c.speculative_tokens) if c.speculative_tokens else None
 
     try:
-        if prefill is not None:
-            pre, pre_cell, pre_instances = prefill
+        if prefill is not None:  # the prefill instance as `deploy --prefill-instances` derives it from the decode's
+            _, pre_cell, pre_instances = prefill
+            pre = prefill_deployment(d, tensor_parallel_size=pre_cell.tensor_parallel_size,
+                                     pipeline_parallel_size=pre_cell.pipeline_parallel_size,
+                                     data_parallel_size=pre_cell.data_parallel_size,
+                                     enable_expert_parallel=pre_cell.expert_parallel)
             system = cell.platform.system
             pools = pools_launch(catalog, pre, d, prefill_instances=pre_instances, decode_instances=decode_instances,
                                  prefill_speculative=drafts(pre_cell), decode_speculative=drafts(cell),
