@@ -133,6 +133,7 @@ def test_a_vllm_pool_pod_takes_its_own_ip_for_the_handshake_and_exposes_the_side
     assert 5600 in [p["containerPort"] for p in container["ports"]]
     shell = launch_command(d, catalog, role=role)
     assert shell.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == f"{role.upper()}_HOST"  # as the router note names it
+    assert any("--prefill-instances" in n for n in shell.notes)  # where both pools are printed as the plan runs them
 
 
 def test_separate_pools_on_an_engine_without_them_or_pool_flags_alone_are_refused_naming_the_flag_or_field():
