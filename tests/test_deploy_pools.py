@@ -105,3 +105,83 @@ def test_amd_workers_are_pinned_with_the_rocm_variable(catalog):
     pools = pools_launch(catalog, d, d, prefill_instances=1, decode_instances=1)
     assert [w.env.get("ROCR_VISIBLE_DEVICES") for w in pools.workers] == ["0", "1"]
     assert all("CUDA_VISIBLE_DEVICES" not in w.env for w in pools.workers)
+
+
+def test_vllm_workers_over_several_hosts_tell_the_nixl_handshake_their_hosts_address(catalog):
+    """vLLM's NIXL side channel host defaults to localhost and is set when prefiller and decoder are on
+    different machines (nixl_connector_usage.md); SGLang and TensorRT-LLM find their own addresses."""
+    pools = _pools(catalog, "vllm", prefill_instances=2, decode_instances=2, host_gpus=2)
+    hosts = [w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in pools.workers]
+    assert hosts == ["HOST0", "HOST0", "HOST1", "HOST1"]
+    lines = [line for line in pools.script.splitlines() if line.endswith(" &")]
+    assert all(f"VLLM_NIXL_SIDE_CHANNEL_HOST={h} " in line for h, line in zip(hosts, lines))
+    assert any("VLLM_NIXL_SIDE_CHANNEL_HOST" in n and "HOST0" in n for n in pools.notes)
+    one_host = _pools(catalog, "vllm", host_gpus=8)
+    assert {w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in one_host.workers} == {"localhost"}
+    for engine in ("sglang", "trtllm"):
+        assert not any("HOST" in k for w in _pools(catalog, engine, host_gpus=2).workers for k in w.env)
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_vllm_pool_pod_takes_its_own_ip_for_the_handshake_and_exposes_the_side_channel(catalog, role):
+    from inferplan.deploy.manifest import kubernetes_manifest
+
+    d = Deployment(model="qwen3-32b", gpu="h100-sxm", gpus=1, quantization="fp8-block", engine="vllm", max_model_len=8192)
+    docs = list(yaml.safe_load_all(kubernetes_manifest(d, catalog, role=role)))
+    container = next(x for x in docs if x["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
+    assert 5600 in [p["containerPort"] for p in container["ports"]]
+    shell = launch_command(d, catalog, role=role)
+    assert shell.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == f"{role.upper()}_HOST"  # as the router note names it
+    assert any("--prefill-instances" in n for n in shell.notes)  # where both pools are printed as the plan runs them
+
+
+def test_separate_pools_on_an_engine_without_them_or_pool_flags_alone_are_refused_naming_the_flag_or_field():
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    base = ["deploy", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--max-model-len", "4096"]
+    out = CliRunner().invoke(app, [*base, "--engine", "llamacpp", "-q", "gguf-q4_k_m", "--prefill-instances", "1"])
+    assert out.exit_code == 2 and "--prefill-instances" in out.output and "vllm" in out.output
+    out = CliRunner().invoke(app, [*base, "--engine", "vllm", "--prefill-tensor-parallel-size", "2"])
+    assert out.exit_code == 2 and "--prefill-tensor-parallel-size" in out.output
+    out = CliRunner().invoke(app, [*base, "--engine", "vllm", "--prefill-instances", "1", "--role", "decode"])
+    assert out.exit_code == 2 and "--role" in out.output
+    client = TestClient(create_app())
+    dep = {"model": "qwen3-8b", "gpu": "h100-sxm", "max_model_len": 4096}
+    for body, field in (({"deployment": {**dep, "engine": "llamacpp", "quantization": "gguf-q4_k_m"}, "prefill_instances": 1},
+                         "prefill_instances"),
+                        ({"deployment": {**dep, "engine": "vllm"}, "replicas": 2}, "replicas"),
+                        ({"deployment": {**dep, "engine": "vllm"}, "prefill_instances": 1, "role": "prefill"}, "role")):
+        r = client.post("/api/deploy", json=body)
+        assert r.status_code == 422 and r.json()["error"]["field"] == field, r.json()
+
+
+def test_the_api_prints_both_pools_as_the_cli_does(catalog):
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    body = {"deployment": {"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "sglang", "max_model_len": 4096},
+            "prefill_instances": 2, "replicas": 3, "host_gpus": 4}
+    r = TestClient(create_app()).post("/api/deploy", json=body)
+    assert r.status_code == 200 and r.json()["gpus"] == 5
+    out = CliRunner().invoke(app, ["deploy", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "sglang",
+                                   "--max-model-len", "4096", "--prefill-instances", "2", "--replicas", "3",
+                                   "--host-gpus", "4"])
+    assert out.stdout.strip() == r.json()["launch"]["script"].strip()
+    assert r.json()["launch"]["script"].count("--disaggregation-mode decode") == 3 and "# on HOST1:" in out.stdout
+
+
+@pytest.mark.parametrize("engine", DISAGGREGATING)
+def test_the_routers_recorded_port_is_the_one_it_listens_on(catalog, engine):
+    rule = catalog_rule(catalog, engine)
+    pools = _pools(catalog, engine)
+    config = next((yaml.safe_load(f.text) for f in pools.files if f.path == "disagg_config.yaml"), None)
+    port = config["port"] if config else int(pools.router[pools.router.index("--port") + 1])
+    assert rule.router_port == port

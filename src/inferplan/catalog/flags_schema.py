@@ -245,6 +245,16 @@ class RouterFile(Frozen):
     source: str
 
 
+class PeerAddress(Frozen):
+    """How a disaggregated worker tells its peers the address they reach it at: ``env``, the variable it is
+    started with (vLLM's NIXL side channel host, whose default is localhost), or None where the engine
+    finds its own routable address; with the source that says which."""
+
+    env: str | None = None
+    source: str
+    note: str | None = None
+
+
 class DisaggregationRule(Frozen):
     """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value.
 
@@ -258,12 +268,14 @@ class DisaggregationRule(Frozen):
     router: tuple[str | tuple[str, ...], ...] = ()
     router_file: RouterFile | None = None
     router_note: str | None = None
+    router_port: int = Field(ge=1, le=65535)  # where the router takes requests (its --port or its config's port)
     # what each worker listens on: the first worker's port (None: the engine's default port), the next
     # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag
     # (leading -) or an environment variable -> the first worker's value
     first_worker_port: int | None = Field(None, ge=1, le=65535)
     worker_ports: dict[str, int] = {}
     options: dict = {}  # options-file entries every worker needs (TensorRT-LLM cache_transceiver_config)
+    peer_address: PeerAddress
     source: str
     note: str | None = None
 
@@ -414,7 +426,7 @@ def check_engine_flags(catalog) -> None:
                  *(o.source for o in flags.software_launch),
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
-                 *((flags.disaggregation.source,) if flags.disaggregation else ()),
+                 *((flags.disaggregation.source, flags.disaggregation.peer_address.source) if flags.disaggregation else ()),
                  *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
                     *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []),
                     *([flags.prompt_budget.chunked_source] if flags.prompt_budget.chunked_source else []))

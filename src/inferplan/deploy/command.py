@@ -108,12 +108,15 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
                    speculative: Speculative | None = None, host: str = DEFAULT_HOST, port: int | None = None,
                    files_dir: str | None = None, worker: int | None = None,
-                   devices: tuple[int, ...] | None = None, target: Target = "shell") -> LaunchCommand:
+                   devices: tuple[int, ...] | None = None, target: Target = "shell",
+                   address: str | None = None) -> LaunchCommand:
     """The argv that starts one instance of ``d`` (TP × PP GPUs, times DP when it is stated); an
     options file is named by its bare name (a pool's side: prefixed by its role), or under ``files_dir``
     (where a container mounts it). ``worker``: the instance's index among a disaggregated deployment's
     workers on one host, which gives it its own further ports (``DisaggregationRule.worker_ports``);
-    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable). A setting the launcher
+    ``devices``: the host's GPUs it is pinned to (the vendor's visible-devices variable); ``address``: a pool
+    worker's address its peers reach it at, where the engine is told it (``DisaggregationRule.peer_address``;
+    default ``PREFILL_HOST`` / ``DECODE_HOST``, the router note's names). A setting the launcher
     has no flag for that only bounds the plan (``EngineFlags.plan_bounds``: MLX's context, which each request
     bounds) is said in a note, so the flags fit and perf took start the same deployment here."""
     catalog = catalog or load_catalog()
@@ -164,6 +167,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         _merge(options, flags.disaggregation.options)
         for name, value in ({} if worker is None else worker_ports(flags.disaggregation, worker)).items():
             argv, env = (argv + [name, str(value)], env) if name.startswith("-") else (argv, {**env, name: str(value)})
+        if flags.disaggregation.peer_address.env:  # vLLM's NIXL side channel: localhost unless told
+            env = {**env, flags.disaggregation.peer_address.env: address or f"{role.upper()}_HOST"}
     if devices:
         env = {**_visible_devices(d, catalog, devices), **env}
     listen = tuple(_emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port))

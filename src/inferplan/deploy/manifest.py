@@ -36,6 +36,9 @@ from inferplan.units import GiB, MiB
 READINESS_PERIOD_S = 10  # assumed: how often the probe asks once the pod runs
 OPTIONS_DIR = "/etc/inferplan"  # where a pod finds the command's options file
 READINESS_FAILURES = 180  # assumed: 30 minutes of failed probes (large checkpoints load slowly) before not-ready
+# the downward API's field of a pod's own IP, given to a container as an environment variable (Kubernetes docs,
+# https://kubernetes.io/docs/tasks/configure-pod-container/environment-variable-expose-pod-information/)
+POD_IP_FIELD = "status.podIP"
 
 
 def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
@@ -131,8 +134,8 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
         "image": image,
         "command": list(flags.image_launcher or argv[:launcher]),
         "args": list(argv[launcher:]),
-        **({"env": [{"name": k, "value": v} for k, v in command.env.items()]} if command.env else {}),
-        "ports": [{"name": "http", "containerPort": command.port}],
+        **({"env": _env(command.env, flags)} if command.env else {}),
+        "ports": [{"name": "http", "containerPort": command.port}, *_peer_ports(command, flags)],
         "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
         "volumeMounts": mounts,
         "readinessProbe": {"httpGet": {"path": flags.health_path, "port": "http"},
@@ -141,6 +144,27 @@ def _pod(command: LaunchCommand, flags, image: str, resource: str, gpus: int, op
     if not serves:
         del container["ports"], container["readinessProbe"]
     return {"containers": [container], "volumes": volumes}
+
+
+def _env(env: dict[str, str], flags) -> list[dict]:
+    """The container's environment; the variable that tells a pool's worker the address its peers reach it at
+    (``DisaggregationRule.peer_address``) is the pod's own IP, from the downward API (``POD_IP_FIELD``)."""
+    told = flags.disaggregation.peer_address.env if flags.disaggregation else None
+    return [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": POD_IP_FIELD}}} if k == told else {"name": k, "value": v}
+            for k, v in env.items()]
+
+
+def _peer_ports(command: LaunchCommand, flags) -> list[dict]:
+    """A pool worker's further ports its peers connect to (``DisaggregationRule.worker_ports``: vLLM's NIXL side
+    channel, SGLang's bootstrap port), each at the value the command starts it with, else the first worker's."""
+    rule = flags.disaggregation
+    if command.role == "both" or rule is None:
+        return []
+    out = []
+    for n, (name, first) in enumerate(rule.worker_ports.items()):
+        value = command.env.get(name) or (command.argv[command.argv.index(name) + 1] if name in command.argv else first)
+        out.append({"name": f"kv-{n}", "containerPort": int(value)})
+    return out
 
 
 def _quantity(size_bytes: float) -> str:

@@ -51,20 +51,25 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
     pools = [("prefill", prefill, prefill_instances, prefill_speculative),
              ("decode", decode, decode_instances, decode_speculative)]
     first_port = rule.first_worker_port or flags.default_port
-    commands: list[LaunchCommand] = []
-    workers: dict[str, list[Worker]] = {"prefill": [], "decode": []}
-    gpu, hosts = 0, set()
+    placed: list[tuple[str, Deployment, Speculative | None, int, int | None, int]] = []  # role, d, drafts, host, first GPU, GPUs
+    gpu = 0
     for role, d, instances, spec in pools:
         size = instance_gpus(as_planned(with_draft(d, catalog, planned_speculative(d, catalog, spec)), catalog))
         for _ in range(instances):
-            index = len(commands)
             host_index, first = _place(gpu, size, host_gpus)
-            gpu = host_index * (host_gpus or 0) + first + size
-            hosts.add(host_index)
-            command = launch_command(d, catalog, role=role, speculative=spec, port=first_port + index, worker=index,
-                                     devices=tuple(range(first, first + size)) if first is not None else None)
-            commands.append(command)
-            workers[role].append(Worker(_host(host_index), command.port, worker_ports(rule, index)))
+            gpu = host_index * (host_gpus or 0) + (first or 0) + size
+            placed.append((role, d, spec, host_index, first, size))
+    hosts = {p[3] for p in placed}
+    commands: list[LaunchCommand] = []
+    workers: dict[str, list[Worker]] = {"prefill": [], "decode": []}
+    for index, (role, d, spec, host_index, first, size) in enumerate(placed):
+        # peers on other hosts reach a worker at its host's address (HOST0 for the router's own host)
+        address = f"HOST{host_index}" if len(hosts) > 1 else LOCAL_HOST
+        command = launch_command(d, catalog, role=role, speculative=spec, port=first_port + index, worker=index,
+                                 devices=tuple(range(first, first + size)) if first is not None else None,
+                                 address=address)
+        commands.append(command)
+        workers[role].append(Worker(_host(host_index), command.port, worker_ports(rule, index)))
     return _assemble(commands, workers, rule, hosts)
 
 
@@ -104,8 +109,9 @@ def _assemble(commands: list[LaunchCommand], workers: dict[str, list[Worker]], r
     if rule.router_note:
         notes.append(f"router: {rule.router_note}")
     if len(hosts) > 1:
+        told = f" and the workers' {rule.peer_address.env}" if rule.peer_address.env else ""
         notes.append(f"the workers span {len(hosts)} hosts: start each line marked 'on HOSTn' on that host, with "
-                     "HOSTn replaced by its address in the router's command")
+                     f"HOSTn replaced by its address (HOST0: the host the router runs on) in the router's command{told}")
     return PoolsLaunch(workers=tuple(commands), router=router, files=tuple(files.values()), script="\n".join(lines),
                        notes=tuple(dict.fromkeys(notes)))
 

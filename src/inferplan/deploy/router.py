@@ -86,7 +86,9 @@ def router_notes(role: str, flags: EngineFlags) -> tuple[str, ...]:
     config = router_file(rule, workers)
     if config is not None:
         note += f", with {rule.router_file.name}: {json.dumps(config, separators=(', ', ': '))}"
-    return (note + (f" ({rule.router_note})" if rule.router_note else ""),)
+    note += f" ({rule.router_note})" if rule.router_note else ""
+    return (note + "; inferplan deploy --prefill-instances N --replicas M prints both pools and the router, "
+                   "as many instances as the plan runs",)
 
 
 def role_args(role: str, flags: EngineFlags) -> list[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import Speculative, launch_command
 from inferplan.deploy.pools import pools_launch
+from inferplan.deploy.pools_plan import prefill_deployment
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.search.evaluate import ACCEPTANCE_RATE, workload
@@ -30,21 +31,27 @@ class LaunchText:
 
 
 def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 1,
-                prefill: tuple[Deployment, Cell, int] | None = None, decode_instances: int = 1) -> LaunchText:
+                prefill: tuple[Deployment, Cell, int] | None = None, decode_instances: int = 1,
+                host_gpus: int | None = None) -> LaunchText:
     """The command that starts one of the ``replicas`` instances (``deploy.launch_command``); with separate
     pools (``prefill``: the prefill instances' own deployment, cell and count), every prefill and decode
-    worker pinned to its own GPUs and port, and the router (``deploy.pools_launch``). A setting the
+    worker pinned to its own GPUs and port on its host, and the router (``deploy.pools_launch``);
+    ``host_gpus``: the GPUs one host has (a rented instance's; default the pick's system's). A setting the
     engine's flags cannot express is said in words instead of a command."""
     def drafts(c: Cell) -> Speculative | None:
         return Speculative(method="mtp", tokens=c.speculative_tokens) if c.speculative_tokens else None
 
     try:
-        if prefill is not None:
-            pre, pre_cell, pre_instances = prefill
+        if prefill is not None:  # the prefill instance as `deploy --prefill-instances` derives it from the decode's
+            _, pre_cell, pre_instances = prefill
+            pre = prefill_deployment(d, tensor_parallel_size=pre_cell.tensor_parallel_size,
+                                     pipeline_parallel_size=pre_cell.pipeline_parallel_size,
+                                     data_parallel_size=pre_cell.data_parallel_size,
+                                     enable_expert_parallel=pre_cell.expert_parallel)
             system = cell.platform.system
             pools = pools_launch(catalog, pre, d, prefill_instances=pre_instances, decode_instances=decode_instances,
                                  prefill_speculative=drafts(pre_cell), decode_speculative=drafts(cell),
-                                 host_gpus=system.accelerator_count if system is not None else None)
+                                 host_gpus=host_gpus or (system.accelerator_count if system is not None else None))
             return LaunchText(pools.script, pools.notes)
         copies = d.model_copy(update={"gpus": cell.gpus * replicas}) if replicas > 1 and d.system is None else d
         command = launch_command(copies, catalog, speculative=drafts(cell))

@@ -53,7 +53,7 @@ class Deployed(_Frozen):
     data_parallel_size: int
     expert_parallel: bool
     speculative_tokens: int  # draft tokens per step (0: none)
-    replicas: int  # engine instances (aggregated), or prefill + decode instances
+    replicas: int  # engine instances (aggregated), or the decode pool's instances (separate pools; prefill_instances beside)
     max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated), all its DP ranks
     # each data-parallel rank's share of it, rounded up: the figure `deploy --max-num-seqs` and `perf` take
     max_num_seqs_per_rank: int = 0

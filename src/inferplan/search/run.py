@@ -375,6 +375,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     p = cell.platform
     disagg = bool(g.prefill[i] > 0)
     pre = g.prefill_model
+    replicas = int(g.decode[i]) if disagg else int(g.replicas[i])  # the decode pool's, beside a prefill pool
     values = {a: float(getattr(g, a)[i]) for a in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "tpot_p95_s", "e2e_p95_s",
                                                    "tokens_per_s_per_user", "p95_tokens_per_s_per_user")}
     # the cap is the instance's (its data-parallel ranks summed, as its serving curve runs them); a
@@ -392,7 +393,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
     launch = launch_text(catalog, d, cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
                          prefill=(evaluate.cell_deployment(pre.cell, rl), pre.cell,
-                                  int(g.prefill[i])) if disagg else None)
+                                  int(g.prefill[i])) if disagg else None, host_gpus=q.instance_gpus if q else None)
     return Deployed(
         rank=rank, model=cell.model, system=p.system.id if p.system else None, accelerator=p.accelerator.id,
         platform=platform_label(p, paid, renting), gpus=int(g.gpus[i]), gpus_paid=paid,
@@ -403,7 +404,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
-        speculative_tokens=cell.speculative_tokens, replicas=int(g.replicas[i]), max_num_seqs=int(g.cap[i]),
+        speculative_tokens=cell.speculative_tokens, replicas=replicas, max_num_seqs=int(g.cap[i]),
         max_num_seqs_per_rank=per_rank,
         max_model_len=context, longer_request_share=longer,
         context_at_mean_request=not rl.spread_sized and rl.load.trace is None, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
@@ -418,11 +419,11 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         output_tokens_per_s_per_user=values["tokens_per_s_per_user"], utilisation=float(g.utilisation[i]),
         users=rl.users, requests_per_s=rl.request_rate_per_s,
         binding=slack(values, targets, float(g.utilisation[i])),
-        deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=int(g.decode[i]) if disagg else int(g.replicas[i]),
+        deploy=launch.text, scenario=scenario_dict(cell, rl, targets, replicas=replicas,
                                                rented=renting, speed_per_user=values["tokens_per_s_per_user"],
                                                prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
         simulation=pick.check,
-        simulate=simulate_query(d, cell, rl, instances=int(g.decode[i]) if disagg else int(g.replicas[i]),
+        simulate=simulate_query(d, cell, rl, instances=replicas,
                                 prefill=(pre.cell, int(g.prefill[i])) if disagg else None),
         equivalent_quantizations=tuple(pick.alike),
         notes=tuple(dict.fromkeys([*notes, *launch.notes,

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter
+from pydantic import Field, model_validator
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.deploy import LaunchPlan, Speculative, launch_plan
-from inferplan.errors import InferplanError
+from inferplan.deploy.pools_plan import MAX_INSTANCES, PoolsPlan, PrefillLayout, pools_plan
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.shells.api_guard import refuse_server_path
@@ -17,16 +19,41 @@ router = APIRouter()
 
 
 class DeployRequest(Input):
-    deployment: Deployment
+    deployment: Deployment  # with prefill_instances: the decode instance
     format: Literal["shell", "k8s"] = "shell"
     role: Literal["both", "prefill", "decode"] = "both"
-    speculative: Speculative | None = None
+    speculative: Speculative | None = None  # with prefill_instances: the decode pool's
+    # separate pools, as POST /api/simulate takes them (deploy.pools_plan.PrefillLayout)
+    prefill_instances: int | None = Field(None, ge=1, le=MAX_INSTANCES)
+    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024)
+    prefill_pipeline_parallel_size: int | None = Field(None, ge=1, le=1024)
+    prefill_data_parallel_size: int | None = Field(None, ge=1, le=1024)
+    prefill_enable_expert_parallel: bool | None = None
+    replicas: int | None = Field(None, ge=1, le=MAX_INSTANCES)
+    host_gpus: int | None = Field(None, ge=1, le=1024)
+
+    @model_validator(mode="after")
+    def _pools(self) -> "DeployRequest":
+        stated = [k for k in POOL_FIELDS if getattr(self, k) is not None]
+        if stated and self.prefill_instances is None:
+            raise InvalidScenarioError("a setting of separate pools goes with prefill_instances", field=stated[0],
+                                       allowed="leave it out, or give prefill_instances")
+        if self.prefill_instances is not None and self.role != "both":
+            raise InvalidScenarioError("separate pools start both sides; role prints one worker of a side", field="role",
+                                       allowed="both, with prefill_instances")
+        return self
+
+
+POOL_FIELDS = tuple(PrefillLayout.model_fields)
 
 
 @router.post("/api/deploy", tags=["deploy"])
-def deploy_route(r: DeployRequest) -> LaunchPlan:
+def deploy_route(r: DeployRequest) -> LaunchPlan | PoolsPlan:
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
+        if r.prefill_instances is not None:
+            layout = PrefillLayout(**{k: getattr(r, k) for k in POOL_FIELDS if getattr(r, k) is not None})
+            return pools_plan(r.deployment, layout, load_catalog(), output_format=r.format, speculative=r.speculative)
         return launch_plan(r.deployment, load_catalog(), output_format=r.format, role=r.role, speculative=r.speculative)
     except InferplanError as exc:
         exc.field = _body_field(exc.field, r)

@@ -43,6 +43,13 @@ def deploy_cmd(
     speculative_tokens: int = DraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = DraftModelOpt,
+    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools, as simulate takes them: this many prefill instances ahead of the deployment, which is the decode instance (--replicas of it); prints every worker and the router (--format k8s: a Deployment per pool and the router's)."),
+    prefill_tensor_parallel_size: Optional[int] = typer.Option(None, "--prefill-tensor-parallel-size", help="With --prefill-instances: the prefill instance's TP size (default the deployment's)."),
+    prefill_pipeline_parallel_size: Optional[int] = typer.Option(None, "--prefill-pipeline-parallel-size", help="With --prefill-instances: its PP size (default the deployment's)."),
+    prefill_data_parallel_size: Optional[int] = typer.Option(None, "--prefill-data-parallel-size", help="With --prefill-instances and --prefill-enable-expert-parallel: its DP size."),
+    prefill_enable_expert_parallel: Optional[bool] = typer.Option(None, "--prefill-enable-expert-parallel/--prefill-no-expert-parallel", help="With --prefill-instances: whether the prefill instance runs expert parallelism (default the deployment's)."),
+    replicas: Optional[int] = typer.Option(None, "--replicas", help="With --prefill-instances: decode instances (default 1)."),
+    host_gpus: Optional[int] = typer.Option(None, "--host-gpus", help="With --prefill-instances: GPUs one host has, e.g. a rented instance's (default the --system's, else every worker on one host)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
@@ -56,6 +63,14 @@ def deploy_cmd(
     speculative = None
     if speculative_tokens:
         speculative = speculative_input(method=speculative_method, tokens=speculative_tokens, draft_model=draft_model)
+    pools = {"prefill_instances": prefill_instances, "prefill_tensor_parallel_size": prefill_tensor_parallel_size,
+             "prefill_pipeline_parallel_size": prefill_pipeline_parallel_size,
+             "prefill_data_parallel_size": prefill_data_parallel_size,
+             "prefill_enable_expert_parallel": prefill_enable_expert_parallel, "replicas": replicas, "host_gpus": host_gpus}
+    stated = {k: v for k, v in pools.items() if v is not None}
+    if stated:
+        _pools(d, stated, output_format, role, speculative, as_json)
+        return
     plan = _call(launch_plan, d, catalog_for(d), output_format=output_format, role=role, speculative=speculative)
     if as_json:
         emit_json(plan)
@@ -63,6 +78,43 @@ def deploy_cmd(
     for note in (*plan.command.notes, *plan.notes):
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.command.script, highlight=False)
+
+
+def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json: bool) -> None:
+    """Separate pools (``deploy.pools_plan``): the script of every worker and the router, or their manifests."""
+    from inferplan.deploy.pools_plan import pools_plan
+
+    if "prefill_instances" not in stated:
+        flag = _flag(next(iter(stated)))
+        fail(f"{flag}: a setting of separate pools goes with --prefill-instances", field=flag,
+             allowed="leave it out, or give --prefill-instances")
+    if role != "both":
+        fail("--role: separate pools start both sides; --role prints one worker of a side", field="--role",
+             allowed="leave --role out with --prefill-instances")
+    layout = _call(_layout, stated)
+    plan = _call(pools_plan, d, layout, catalog_for(d), output_format=output_format, speculative=speculative)
+    if as_json:
+        emit_json(plan)
+        return
+    for note in (*plan.launch.notes, *plan.notes):
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.launch.script, highlight=False)
+
+
+def _layout(stated: dict):
+    """The pools the flags state, or the flag at fault."""
+    from pydantic import ValidationError
+
+    from inferplan.deploy.pools_plan import PrefillLayout
+    from inferplan.shells.pydantic_errors import allowed_by
+
+    try:
+        return PrefillLayout(**stated)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = _flag(str(first["loc"][0]) if first["loc"] else None) or "--prefill-instances"
+        message = first["msg"].removeprefix("Value error, ")
+        fail(f"{flag}: {message}", field=flag, allowed=allowed_by(first), detail=message)
 
 
 def _call(fn, *args, **kwargs):

@@ -1,0 +1,162 @@
+"""How to launch a deployment of separate prefill and decode pools, as ``inferplan deploy --prefill-instances``
+and ``POST /api/deploy`` with ``prefill_instances`` state it: the shell script of every worker and the
+router (``deploy.pools_launch``) and, for ``k8s``, one Deployment + Service per pool (its instances as
+replicas, each pod requesting its instance's GPUs) and the router as a Deployment + Service pointed at
+the pools' Services.
+
+The deployment is the decode instance (``replicas`` of it); the prefill instance is the same deployment
+in the prefill layout (``prefill_deployment``), with no running-sequence cap and no drafts — the
+instance a search pick's prefill pool runs, so a pick's ``deploy`` field and ``inferplan deploy`` with
+its flags print the same launch.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import yaml
+from pydantic import Field, model_validator
+
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.checks import check_deployable
+from inferplan.deploy.command import Speculative, engine_flags, planned_speculative, with_draft
+from inferplan.deploy.manifest import OPTIONS_DIR, _Dumper, _manifest
+from inferplan.deploy.output import Output
+from inferplan.deploy.pools import PoolsLaunch, pools_launch
+from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
+from inferplan.inputs import Input
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import as_planned
+from inferplan.memory.hardware import resolve_hardware, with_default_engine
+from inferplan.memory.layout import instance_gpus
+
+MAX_INSTANCES = 4096  # as many instances of a pool as ``simulate`` runs
+
+
+class PrefillLayout(Input):
+    """A prefill pool's instances and layout; a size left out is the decode instance's."""
+
+    prefill_instances: int = Field(ge=1, le=MAX_INSTANCES, description="prefill instances")
+    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024)
+    prefill_pipeline_parallel_size: int | None = Field(None, ge=1, le=1024)
+    prefill_data_parallel_size: int | None = Field(None, ge=1, le=1024, description="with expert parallelism")
+    prefill_enable_expert_parallel: bool | None = None
+    replicas: int = Field(1, ge=1, le=MAX_INSTANCES, description="decode instances (the deployment's)")
+    host_gpus: int | None = Field(None, ge=1, le=1024, description=(
+        "GPUs one host has (a rented instance's); default the system's, else every worker on one host"))
+
+    @model_validator(mode="after")
+    def _dp_with_ep(self) -> "PrefillLayout":
+        if (self.prefill_data_parallel_size or 1) > 1 and self.prefill_enable_expert_parallel is False:
+            raise InvalidScenarioError("a prefill data-parallel size is run with expert parallelism",
+                                       field="prefill_data_parallel_size",
+                                       allowed="leave it out, or with prefill_enable_expert_parallel")
+        return self
+
+
+def prefill_deployment(decode: Deployment, *, tensor_parallel_size: int | None = None,
+                       pipeline_parallel_size: int | None = None, data_parallel_size: int | None = None,
+                       enable_expert_parallel: bool | None = None) -> Deployment:
+    """The prefill instance of separate pools beside ``decode``: its model, hardware, formats and context in
+    the prefill layout (a size left out: the decode's), on its own GPUs, with no cap and no drafts."""
+    tp = tensor_parallel_size or decode.tensor_parallel_size or 1
+    pp = pipeline_parallel_size or decode.pipeline_parallel_size or 1
+    ep = decode.enable_expert_parallel if enable_expert_parallel is None else enable_expert_parallel
+    dp = (data_parallel_size or 1) if ep else None
+    return decode.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                     "data_parallel_size": dp if dp and dp > 1 else None, "enable_expert_parallel": ep,
+                                     "gpus": tp * pp * (dp or 1), "max_num_seqs": None, "mtp_draft": False})
+
+
+class PoolsPlan(Output):
+    """How to launch separate pools: the script, and the Kubernetes manifest when one was asked for."""
+
+    launch: PoolsLaunch
+    prefill_instances: int
+    decode_instances: int
+    gpus: int  # every worker's GPUs, both pools
+    manifest: str | None = None
+    image: str | None = None
+    notes: tuple[str, ...] = ()  # about the manifest; the script's are in launch.notes
+
+
+def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = None, *,
+               output_format: Literal["shell", "k8s"] = "shell", speculative: Speculative | None = None) -> PoolsPlan:
+    """``pools.replicas`` decode instances of ``d`` behind ``pools.prefill_instances`` prefill instances
+    (``prefill_deployment``), each refused where ``fit`` or ``perf`` refuse it; ``speculative``: the decode
+    pool's drafts. An engine without prefill/decode disaggregation is refused naming ``prefill_instances``."""
+    catalog = catalog or load_catalog()
+    d = with_default_engine(d, catalog)
+    flags = engine_flags(catalog, d.engine)
+    if flags.disaggregation is None:
+        raise UnsupportedSettingError(f"{flags.engine} {flags.version} runs no separate prefill and decode pools",
+                                      field="prefill_instances", allowed="leave it out, or an engine with them: " + ", ".join(
+                                          f.engine for f in catalog.engine_flags if f.disaggregation))
+    speculative = planned_speculative(d, catalog, speculative)
+    host_gpus = pools.host_gpus
+    if d.system is not None:  # each worker runs its instance's GPUs of the system's hosts
+        host_gpus = host_gpus or catalog.system(d.system, "system").accelerator_count
+        d = as_planned(d, catalog)
+        d = d.model_copy(update={"gpus": instance_gpus(d)})
+    pre = prefill_deployment(d, tensor_parallel_size=pools.prefill_tensor_parallel_size,
+                             pipeline_parallel_size=pools.prefill_pipeline_parallel_size,
+                             data_parallel_size=pools.prefill_data_parallel_size,
+                             enable_expert_parallel=pools.prefill_enable_expert_parallel)
+    check_deployable(with_draft(d, catalog, speculative), catalog)
+    check_deployable(pre, catalog)
+    launch = pools_launch(catalog, pre, d, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas,
+                          decode_speculative=speculative, host_gpus=host_gpus)
+    gpus = pools.prefill_instances * instance_gpus(pre) + pools.replicas * instance_gpus(
+        as_planned(with_draft(d, catalog, speculative), catalog))
+    plan = PoolsPlan(launch=launch, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas, gpus=gpus)
+    if output_format != "k8s":
+        return plan
+    return plan.model_copy(update=_pools_manifest(catalog, pre, d, pools, speculative))
+
+
+def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools: PrefillLayout,
+                    speculative: Speculative | None) -> dict:
+    """Each pool's manifest (``deploy.manifest``: a Deployment of its instances, its Service), then the router's."""
+    flags = engine_flags(catalog, decode.engine)
+    rule = flags.disaggregation
+    texts, services, image = [], {}, None
+    for role, d, instances, spec in (("prefill", pre, pools.prefill_instances, None),
+                                     ("decode", decode, pools.replicas, speculative)):
+        one = as_planned(with_draft(d, catalog, spec), catalog)
+        text, image = _manifest(d.model_copy(update={"gpus": instances * instance_gpus(one), "system": None,
+                                                     "gpu": d.gpu or resolve_hardware(catalog, d).accel.id}),
+                                catalog, role=role, speculative=spec)
+        texts.append(text)
+        service = next(doc for doc in yaml.safe_load_all(text) if doc["kind"] == "Service")
+        services[role] = (service["metadata"]["name"], service["spec"]["ports"][0]["port"])
+    workers = {role: [Worker(name, port, worker_ports(rule, 0))] for role, (name, port) in services.items()}
+    app = services["decode"][0].removesuffix("-decode") + "-router"
+    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine), Dumper=_Dumper, sort_keys=False))
+    note = ("the router reaches each pool at its Service, which spreads requests over the pool's pods; "
+            f"{rule.router_note}" if rule.router_note else
+            "the router reaches each pool at its Service, which spreads requests over the pool's pods")
+    return {"manifest": "---\n".join(texts), "image": image.image, "notes": (*image.notes, note)}
+
+
+def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine: str) -> list[dict]:
+    """The router as a Deployment of one pod (no GPU) and a Service on its port; its config file, where it
+    reads one, from a ConfigMap in its working directory."""
+    labels = lambda: {"app.kubernetes.io/name": app, "app.kubernetes.io/component": "router"}  # noqa: E731
+    argv = router_argv(rule, workers)
+    config = router_file(rule, workers)
+    docs: list[dict] = []
+    container: dict = {"name": f"{engine}-router", "image": image, "command": list(argv[:1]), "args": list(argv[1:]),
+                       "ports": [{"name": "http", "containerPort": rule.router_port}]}
+    pod: dict = {"containers": [container]}
+    if config is not None:
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-config", "labels": labels()},
+                     "data": {rule.router_file.name: yaml.safe_dump(config, sort_keys=False)}})
+        container.update(workingDir=OPTIONS_DIR, volumeMounts=[{"name": "config", "mountPath": OPTIONS_DIR, "readOnly": True}])
+        pod["volumes"] = [{"name": "config", "configMap": {"name": f"{app}-config"}}]
+    docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": app, "labels": labels()},
+                 "spec": {"replicas": 1, "selector": {"matchLabels": labels()},
+                          "template": {"metadata": {"labels": labels()}, "spec": pod}}})
+    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app, "labels": labels()},
+                 "spec": {"selector": labels(), "ports": [{"name": "http", "port": rule.router_port, "targetPort": "http"}]}})
+    return docs
