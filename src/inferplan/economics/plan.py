@@ -25,7 +25,7 @@ from inferplan.economics.recommend import Recommendation, RouteFigures, recommen
 from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import InferplanError
 from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
