@@ -5,6 +5,8 @@ Stated replica cells count their own users per loadout, a prefill pool sharing t
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from inferplan.economics.plan import plan
@@ -12,6 +14,7 @@ from inferplan.economics.scenario import Scenario
 from inferplan.economics.uncertainty import simulate
 from inferplan.errors import InvalidScenarioError
 from inferplan.report.cards import plan_cards
+from inferplan.report.charts import capacity_by_constraint
 
 BASE = {"model": "qwen3-8b", "platform": {"system": "hgx-h100"}, "cell": {"tensor_parallel_size": 8}, "replicas": 1,
         "workload": {"preset": "chat-seat"}, "target_users": 500, "money": {"quote_multiplier": 3, "staff_usd_per_month": 1000}}
@@ -70,6 +73,8 @@ def test_one_loadout_of_stated_cells_beside_a_prefill_pool_carries_what_the_plan
     assert p.users_per_loadout == p.supported_users and p.capacity.supported_users >= 2 * p.supported_users
     note = {c.key: c for c in plan_cards(p)}["users"].note
     assert note.startswith(f"{p.supported_users:,} per loadout (the decode pool's 1 replica cell of the 2")
+    chart = capacity_by_constraint(p)["data"]["values"]  # the page's and the report's users-per-loadout chart
+    assert math.floor(min(v["users"] for v in chart)) == p.users_per_loadout
     # at capacity: the tokens the decode cell carries, not the whole loadout's
     assert p.capacity_tokens_per_month == pytest.approx(p.capacity.users_at_limit / 2 * p.workload.monthly_tokens)
 

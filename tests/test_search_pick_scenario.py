@@ -154,6 +154,7 @@ def test_api_plan_of_a_rented_pick_shows_the_renters_month_and_the_picks_usd_per
     assert out["operating_break_even_usd_per_user_month"] == pytest.approx(r.monthly_usd / out["served_users"], rel=1e-9)
     cards = {c["key"]: c for c in body.json()["cards"]}
     assert cards["operating_cost"]["value"] == f"${r.monthly_usd:,.0f}" and "includes power" in cards["operating_cost"]["note"]
+    assert cards["operating_cost"]["sources"] == cards["rent"]["sources"] != []  # the rental listings it rests on
     assert cards["break_even"]["value"] == f"${r.monthly_usd / out['served_users']:,.2f}"
     assert cards["cost_per_mtok"]["label"].startswith("Rented cost") and cards["cost_per_mtok"]["value"] == f"${r.usd_per_mtok:,.3f}"
     assert f"${r.usd_per_mtok:,.3f} per million tokens" in cards["rent"]["note"]

@@ -112,6 +112,15 @@ class PlanResult(BaseModel):
         return self.loadouts * self.systems_per_loadout + self.prefill_systems
 
     @property
+    def users_per_loadout_by_limit(self) -> dict[str, float]:
+        """Users one loadout's replica cells carry by each limit (token throughput, concurrency,
+        per-request memory): of stated cells, the fullest loadout's, as ``users_per_loadout`` counts them."""
+        c = self.capacity
+        share = 1.0 if self.stated_replicas is None else min(self.stated_replicas, c.cells) / c.cells
+        return {"token throughput": c.users_by_throughput * share, "concurrency": c.users_by_concurrency * share,
+                "per-request memory": c.users_by_memory * share}
+
+    @property
     def systems_per_cell(self) -> int:
         """Systems one replica cell spans."""
         return max(1, self.capacity.cell.gpus // self.gpus_per_system)

@@ -58,8 +58,7 @@ def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd
 
 def capacity_by_constraint(r: PlanResult) -> dict:
     c = r.capacity
-    values = [{"constraint": f"{k}: {v:,.0f}", "users": v} for k, v in (
-        ("token throughput", c.users_by_throughput), ("concurrency", c.users_by_concurrency), ("per-request memory", c.users_by_memory))]
+    values = [{"constraint": f"{k}: {v:,.0f}", "users": v} for k, v in r.users_per_loadout_by_limit.items()]
     # a linear scale, each bar's number in its label: a log scale without labels drew 19 as half of 550
     return _spec(["Users per loadout by constraint", f"binding: {c.binding}"], values, mark="bar", encoding={
         "y": {"field": "constraint", "type": "nominal", "sort": None, "title": None},
