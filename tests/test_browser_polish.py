@@ -262,4 +262,7 @@ def test_a_rented_pick_in_the_simulator_plans_on_its_rent_route(page, server):
     page.click("button[aria-label='Use deployment 1']")
     planned(page, before)
     assert page.locator("#error").is_hidden()
-    assert "not priced to own" in page.text_content("body")
+    body = page.text_content("body")
+    assert "not priced to own" in body
+    # the server's cards for a renter: the rent is the operating cost, and its $/Mtok is shown
+    assert "Rented cost / million tokens" in body and "the provider's price includes power" in body

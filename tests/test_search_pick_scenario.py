@@ -25,9 +25,17 @@ def _same_as_the_pick(r, p) -> None:
         assert _owned_month(p) == pytest.approx(r.monthly_usd, rel=1e-9)
         if p.served_users == p.target_users:  # the plan's speed model carries the whole load: the same $/Mtok
             assert p.owner_cost_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=1e-9)
-    else:
-        assert p.rented_instances == r.rented_instances
+    else:  # a renter's month is the rent: no power or colocation on top, and the pick's $/Mtok
+        assert p.rented_instances == r.rented_instances and p.rented
         assert p.rent_usd_per_month == pytest.approx(r.monthly_usd, rel=1e-9)
+        assert p.modeled_monthly_operating_cost_usd == pytest.approx(r.monthly_usd, rel=1e-9)
+        assert (p.monthly_costs.power_usd, p.monthly_costs.colocation_usd, p.monthly_costs.support_usd) == (0, 0, 0)
+        assert p.operating_break_even_usd_per_user_month == pytest.approx(r.monthly_usd / p.served_users, rel=1e-9)
+        assert p.monthly_operating_cash_usd == pytest.approx(p.monthly_billing_usd - r.monthly_usd, rel=1e-9)
+        assert p.simple_payback_months is None and p.target_payback_usd_per_user_month is None
+        if p.served_users == p.target_users:
+            assert p.rent_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=1e-9)
+            assert p.owner_cost_usd_per_mtok == pytest.approx(r.usd_per_mtok, rel=1e-9)
     assert p.capacity.cell.gpus == r.gpus_per_instance
 
 
@@ -132,6 +140,25 @@ def test_a_disaggregated_pick_plans_to_both_pools_systems_capex_cost_and_usd_per
         assert any("prefill pool" in n and "decode pool" in n for n in p.assumptions)
         dearer += monthly(p) > monthly(plan(s.model_copy(update={"prefill_pool": None}), catalog)) * (1 + 1e-9)
     assert dearer, "no pick whose prefill pool takes systems or instances of its own"
+
+
+def test_api_plan_of_a_rented_pick_shows_the_renters_month_and_the_picks_usd_per_mtok(catalog, pools_rented, tmp_path):
+    """``/api/plan`` and its cards (the page renders them) price a rented pick as its renter pays."""
+    r = next(r for r in pools_rented.results if r.rent_or_buy == "rent")
+    body = TestClient(create_app(tmp_path / "t.db")).post("/api/plan", json={"scenario": r.scenario, "draws": 500})
+    assert body.status_code == 200, body.text
+    out = body.json()["result"]
+    assert out["rented"] and out["served_users"] == out["target_users"]
+    assert out["modeled_monthly_operating_cost_usd"] == pytest.approx(r.monthly_usd, rel=1e-9)
+    assert out["rent_usd_per_mtok"] == pytest.approx(r.usd_per_mtok, rel=1e-9)
+    assert out["operating_break_even_usd_per_user_month"] == pytest.approx(r.monthly_usd / out["served_users"], rel=1e-9)
+    cards = {c["key"]: c for c in body.json()["cards"]}
+    assert cards["operating_cost"]["value"] == f"${r.monthly_usd:,.0f}" and "includes power" in cards["operating_cost"]["note"]
+    assert cards["operating_cost"]["sources"] == cards["rent"]["sources"] != []  # the rental listings it rests on
+    assert cards["break_even"]["value"] == f"${r.monthly_usd / out['served_users']:,.2f}"
+    assert cards["cost_per_mtok"]["label"].startswith("Rented cost") and cards["cost_per_mtok"]["value"] == f"${r.usd_per_mtok:,.3f}"
+    assert f"${r.usd_per_mtok:,.3f} per million tokens" in cards["rent"]["note"]
+    assert body.json()["uncertainty"] is None  # nothing owned to draw
 
 
 def test_api_plan_of_a_disaggregated_pick_prices_both_pools(pools_bought, tmp_path):

@@ -2,7 +2,8 @@
 
 Every amount is USD inside (``*_usd``); EUR is rendered with the catalogue's FX rate. The seed's
 two thresholds are kept apart on purpose: *operating cash* is private billing minus the recurring
-costs entered here (power, colocation, software, support, staff); the *capital-recovery target*
+costs entered here (power, colocation, software, support, staff — or, rented, the rent with the
+software and staff); the *capital-recovery target*
 also asks billing to return the capex within the chosen number of years.
 """
 
@@ -27,10 +28,11 @@ class MonthlyCosts(BaseModel):
     software_usd: float
     support_usd: float
     staff_usd: float
+    rent_usd: float = 0.0  # a rented deployment's rent: the provider's price, power and hosting included
 
     @property
     def operating_usd(self) -> float:
-        return self.power_usd + self.colocation_usd + self.software_usd + self.support_usd + self.staff_usd
+        return self.power_usd + self.colocation_usd + self.software_usd + self.support_usd + self.staff_usd + self.rent_usd
 
 
 def power_cost_usd(system_power_w: float, *, utilization: float, pue: float, usd_per_kwh: float) -> float:

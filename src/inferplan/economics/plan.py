@@ -18,14 +18,14 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell, units_for_target
 from inferplan.economics.pools import InstanceShape, PrefillSizing, prefill_sizing
-from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, capex,
-                                             hardware, money_rates, nvaie_usd, platform_status, power_w,
-                                             superseded_api_prices_note)
+from inferplan.economics.operating import Costs, owned_costs, rented_costs
+from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, hardware,
+                                             money_rates, platform_status, superseded_api_prices_note)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
 from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
-from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.errors import InferplanError
 from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
@@ -49,13 +49,15 @@ class PlanResult(BaseModel):
     gpus_per_system: int = 1
     gpus: int
     supported_users: int  # by all loadouts
+    users_per_loadout: int = 0  # by the replica cells one loadout runs (stated ones: the fullest loadout's, the decode pool's)
     served_users: int
     capex_usd: float | None  # None: a rented scenario on a platform the catalogue has no purchase price for
     capex_basis: str
     amortization_years: float
     capital_recovery_years: float
     monthly_costs: money.MonthlyCosts
-    modeled_monthly_operating_cost_usd: float
+    modeled_monthly_operating_cost_usd: float  # rented: the rent, with the software and staff stated
+    rented: bool = False  # the scenario's deployment is rented: its operating figures and $/Mtok are the rent's
     monthly_billing_usd: float
     monthly_operating_cash_usd: float
     simple_payback_months: float | None  # None = never (operating cash ≤ 0), or not owned (no capex)
@@ -70,7 +72,7 @@ class PlanResult(BaseModel):
     operating_break_even_usd_per_user_month: float | None
     target_payback_usd_per_user_month: float | None
     per_user_gap_usd_per_month: float | None
-    owner_cost_usd_per_mtok: float | None  # per million input + output tokens at the served load, capex amortized
+    owner_cost_usd_per_mtok: float | None  # per million input + output tokens at the served load, capex amortized (rented: the rent)
     owner_cost_usd_per_mtok_at_capacity: float | None  # per million input + output tokens the loadouts can carry
     owner_cost_usd_per_output_mtok_at_capacity: float | None = None  # per million output tokens (racks' and the seed's basis)
     output_tokens_per_s_per_mw: float | None
@@ -87,6 +89,7 @@ class PlanResult(BaseModel):
     api_alternative: str | None = None  # id of the API price compared with
     api_alternative_valid_until: date | None = None  # the last day that price was in force (None: current)
     rent_usd_per_month: float | None  # the cells the target needs rented around the clock, on whole instances
+    rent_usd_per_mtok: float | None = None  # that rent per million input + output tokens at the served load
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
@@ -107,6 +110,15 @@ class PlanResult(BaseModel):
     def systems(self) -> int:
         """Systems bought: every loadout's (several when one replica spans them) and a prefill pool's."""
         return self.loadouts * self.systems_per_loadout + self.prefill_systems
+
+    @property
+    def users_per_loadout_by_limit(self) -> dict[str, float]:
+        """Users one loadout's replica cells carry by each limit (token throughput, concurrency,
+        per-request memory): of stated cells, the fullest loadout's, as ``users_per_loadout`` counts them."""
+        c = self.capacity
+        share = 1.0 if self.stated_replicas is None else min(self.stated_replicas, c.cells) / c.cells
+        return {"token throughput": c.users_by_throughput * share, "concurrency": c.users_by_concurrency * share,
+                "per-request memory": c.users_by_memory * share}
 
     @property
     def systems_per_cell(self) -> int:
@@ -142,14 +154,15 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     w = _workload(catalog, s)
     size = _size(catalog, s, hw, w)
     rates = money_rates(catalog, s.money, hw.system)
-    costs = _costs(catalog, s, hw, size, rates)
-    quotes = _quotes(catalog, s, w, size.served_users, costs)
+    owned = owned_costs(catalog, s, hw, rates, systems=size.systems, systems_per_loadout=size.systems_per_loadout)
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
     # its operating cost without the staff
-    rent = rent_route(catalog, s, hw.accelerator.id, size.space, rates.fx_usd_per_eur, costs.capex_usd,
-                      costs.operating_usd_per_month - costs.monthly.staff_usd, prefill=size.prefill)
-    per_token = _per_token(w, size, rates, costs, quotes, s.money)
-    return _assemble(s, hw, w, size, rates, costs, quotes, rent, per_token)
+    rent = rent_route(catalog, s, hw.accelerator.id, size.space, rates.fx_usd_per_eur, owned.capex_usd,
+                      owned.operating_usd_per_month - owned.monthly.staff_usd, prefill=size.prefill)
+    costs = rented_costs(owned, rent) if s.rented else owned  # a renter pays the rent, not the power or space
+    quotes = _quotes(catalog, s, w, size.served_users, costs)
+    per_token = _per_token(w, size, rates, costs, quotes, s.money, rent.usd_per_month)
+    return _assemble(s, hw, w, size, rates, (owned, costs), quotes, rent, per_token)
 
 
 def _workload(catalog: Catalog, s: Scenario) -> WorkloadProfile:
@@ -174,10 +187,25 @@ class _Sizing:
     notes: tuple[str, ...]
     space: CellSpace  # what the loadout's cells were chosen from (the rent route sizes its own from it)
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool beside the cells (the decode pool)
+    stated_replicas: int | None = None  # the scenario's replica cells (None: auto-sized loadouts, each full)
 
     @property
     def systems(self) -> int:
         return self.loadouts * self.systems_per_loadout + (self.prefill.systems if self.prefill else 0)
+
+    @property
+    def loadouts_run(self) -> float:
+        """The loadouts' worth of replica cells run: stated cells (a search's pick, the decode pool of
+        separate pools) may leave a loadout's other cells to the prefill pool or idle."""
+        return self.loadouts if self.stated_replicas is None else self.stated_replicas / self.capacity.cells
+
+    @property
+    def users_per_loadout_run(self) -> int:
+        """Users the replica cells of one loadout carry: of stated cells, the fullest loadout's."""
+        c = self.capacity
+        if self.stated_replicas is None or self.stated_replicas >= c.cells or not c.supported_users:
+            return c.supported_users
+        return math.floor(self.users_per_loadout * self.stated_replicas / c.cells)
 
 
 def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
@@ -231,54 +259,7 @@ def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _S
     if prefill is not None:
         notes.append(prefill.note)
     return _Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
-                   min(s.target_users, supported), tuple(notes), space, prefill)
-
-
-@dataclass(frozen=True)
-class _Costs:
-    """What the loadouts cost: capex once, the rest per month."""
-
-    capex_usd: float | None  # None: rented, and the catalogue has no purchase price (``_capex``)
-    capex_basis: str
-    power_w_per_loadout: float
-    power_w: float  # the maximum draw of every system bought
-    power_note: str | None  # how power was assumed when no figure is stated or catalogued
-    gpus: int
-    monthly: money.MonthlyCosts
-    operating_usd_per_month: float
-    capital_recovery_usd_per_month: float | None
-    amortized_usd_per_month: float | None
-
-
-def _costs(catalog: Catalog, s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates) -> _Costs:
-    systems = size.systems
-    capex_usd, basis = _capex(catalog, s, hw, systems)
-    watts, power_note = power_w(s, hw.system, hw.accelerator)  # of one system
-    drawn_w = watts * systems
-    gpus = hw.gpus_per_system * systems
-    monthly = money.MonthlyCosts(
-        power_usd=money.power_cost_usd(drawn_w, utilization=rates.utilization, pue=rates.pue,
-                                       usd_per_kwh=rates.electricity_usd_per_kwh),
-        colocation_usd=money.colocation_cost_usd(drawn_w, rates.colocation_usd_per_kw_month),
-        software_usd=money.software_cost_usd(gpus, s.money.software, nvaie_usd(catalog), rates.amortization_years),
-        support_usd=(capex_usd or 0.0) * rates.support_share_of_capex_per_year / 12,
-        staff_usd=s.money.staff_usd_per_month,
-    )
-    owned = capex_usd is not None
-    return _Costs(capex_usd, basis, watts * size.systems_per_loadout, drawn_w, power_note, gpus, monthly, monthly.operating_usd,
-                  capex_usd / (rates.capital_recovery_years * 12) if owned else None,
-                  capex_usd / (rates.amortization_years * 12) if owned else None)
-
-
-def _capex(catalog: Catalog, s: Scenario, hw: Hardware, systems: int) -> tuple[float | None, str]:
-    """The systems' purchase price; a rented scenario on a platform with none is priced by its rent
-    route alone (None), and says so."""
-    try:
-        return capex(catalog, s, hw.system, systems)
-    except InvalidScenarioError as exc:
-        if not s.rented or exc.field != "platform.quote_usd_per_system":
-            raise
-        return None, f"not priced to own: {exc}; this scenario is rented, so the rent route prices it"
+                   min(s.target_users, supported), tuple(notes), space, prefill, s.replicas)
 
 
 @dataclass(frozen=True)
@@ -300,7 +281,14 @@ class _Quotes:
     alternative_api_valid_until: date | None = None
 
 
-def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, costs: _Costs) -> _Quotes:
+def _payback_months(costs: Costs, billing_usd: float) -> float | None:
+    """Months the owned capex takes to pay back out of operating cash (None: never, or not owned)."""
+    if costs.rented or costs.capex_usd is None:
+        return None
+    return money.payback_months(costs.capex_usd, billing_usd - costs.operating_usd_per_month)
+
+
+def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, costs: Costs) -> _Quotes:
     m = s.money
     same = api_price(catalog, s.model, None)
     alt = api_price(catalog, s.model, m.api_alternative) if m.api_alternative else same
@@ -322,7 +310,7 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
         operating / served if served else None,
         (operating + costs.capital_recovery_usd_per_month) / served
         if served and costs.capital_recovery_usd_per_month is not None else None,
-        money.payback_months(costs.capex_usd, billing - operating) if costs.capex_usd is not None else None,
+        _payback_months(costs, billing),
         served * alt_user if alt_user is not None else None,
         note,
         same.id if same else None,
@@ -333,7 +321,8 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
 
 @dataclass(frozen=True)
 class _PerToken:
-    """Owner cost per million tokens, tokens per MW, and the volumes where owning breaks even."""
+    """Owner cost per million tokens (rented: the renter's), tokens per MW, and the volumes where
+    owning breaks even."""
 
     owner_usd_per_mtok: float | None  # at the served load
     owner_usd_per_mtok_at_capacity: float | None
@@ -342,17 +331,19 @@ class _PerToken:
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float
     migration_break_even_tokens: float | None
+    rent_usd_per_mtok: float | None = None  # the rent route's month at the served load
 
 
-def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Costs, quotes: _Quotes,
-               m: MoneyInputs) -> _PerToken:
+def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
+               m: MoneyInputs, rent_usd_per_month: float | None) -> _PerToken:
     monthly_tokens = size.served_users * w.monthly_tokens
-    # the tokens the loadouts carry at capacity: the users their tightest limit allows (input tokens
-    # included), each with the workload's month
-    capacity_tokens = size.loadouts * size.users_per_loadout * w.monthly_tokens
-    if costs.amortized_usd_per_month is None:  # not owned: no owner cost
-        return _PerToken(None, None, None, None, None, capacity_tokens, None)
-    owner_month = costs.operating_usd_per_month + costs.amortized_usd_per_month
+    rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
+    # the tokens the replica cells run carry at capacity: the users their tightest limit allows (input
+    # tokens included), each with the workload's month
+    capacity_tokens = size.loadouts_run * size.users_per_loadout * w.monthly_tokens
+    owner_month = costs.usd_per_month  # owned: operating + amortized capex; rented: the rent (+ software, staff)
+    if owner_month is None:  # not owned, not rented: no owner cost
+        return _PerToken(None, None, None, None, None, capacity_tokens, None, rent_mtok)
     mw = costs.power_w * rates.pue / 1e6
     alt_user = quotes.alternative_api_usd
     blended_api = (alt_user / w.monthly_tokens * 1e6) if alt_user is not None else None  # USD per Mtok
@@ -365,15 +356,18 @@ def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Cos
         owner_usd_per_mtok_at_capacity=owner_month / (capacity_tokens / 1e6) if capacity_tokens else None,
         owner_usd_per_output_mtok_at_capacity=(owner_month / (capacity_tokens * w.output_share / 1e6)
                                                if capacity_tokens else None),
-        output_tokens_per_s_per_mw=size.loadouts * size.capacity.output_tokens_per_s / mw if mw else None,
+        output_tokens_per_s_per_mw=size.loadouts_run * size.capacity.output_tokens_per_s / mw if mw else None,
         api_break_even_tokens_per_month=(owner_month / blended_api * 1e6 if blended_api else None),
         capacity_tokens_per_month=capacity_tokens,
         migration_break_even_tokens=migration,
+        rent_usd_per_mtok=rent_mtok,
     )
 
 
-def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: _Costs,
+def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
               quotes: _Quotes, rent: RentRoute, per_token: _PerToken) -> PlanResult:
+    """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
+    owned, costs = both
     served, target_user, same_user = size.served_users, quotes.target_payback_usd, quotes.same_model_api_usd
     return PlanResult(
         name=s.name, model=s.model, system=hw.label, accelerator=hw.accelerator.id, workload=w, capacity=size.capacity,
@@ -382,6 +376,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         prefill_gpus_per_instance=size.prefill.shape.gpus if size.prefill else None,
         prefill_systems=size.prefill.systems if size.prefill else 0,
         gpus_per_system=hw.gpus_per_system, gpus=costs.gpus, supported_users=size.supported_users, served_users=served,
+        users_per_loadout=size.users_per_loadout_run, rented=costs.rented,
         capex_usd=costs.capex_usd, capex_basis=costs.capex_basis, amortization_years=rates.amortization_years,
         capital_recovery_years=rates.capital_recovery_years, monthly_costs=costs.monthly,
         modeled_monthly_operating_cost_usd=costs.operating_usd_per_month,
@@ -407,7 +402,8 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         rental=rent.rental, rental_listings=len(rent.listings), rental_ids=rent.listings, rental_basis=rent.basis,
         rented_instances=rent.instances, rented_instance_gpus=rent.instance_gpus, rented_cells=rent.engine_instances,
         rented_cell_gpus=rent.cell_gpus, rented_users=rent.users,
-        rent_usd_per_month=rent.usd_per_month, rent_vs_buy_break_even_months=rent.break_even_months,
+        rent_usd_per_month=rent.usd_per_month, rent_usd_per_mtok=per_token.rent_usd_per_mtok,
+        rent_vs_buy_break_even_months=rent.break_even_months,
         api_price=quotes.same_model_api_id, api_alternative=quotes.alternative_api_id,
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
@@ -416,18 +412,20 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),
         platform_assumed=assumed_platform_figures(hw, quoted=bool(s.platform.quote_usd_per_system)),
-        recommendation=recommend(_route_figures(s, size, costs, quotes, rent, rates)),
+        recommendation=recommend(_route_figures(s, size, owned, quotes, rent, rates)),
         assumptions=_assumptions(s, hw, size, rates, costs, quotes, rent),
     )
 
 
-def _route_figures(s: Scenario, size: _Sizing, costs: _Costs, quotes: _Quotes, rent: RentRoute,
+def _route_figures(s: Scenario, size: _Sizing, owned: Costs, quotes: _Quotes, rent: RentRoute,
                    rates: MoneyRates) -> RouteFigures:
+    """The routes compared: owning at ``owned``'s costs (a rented deployment's too), renting, the API."""
+    costs = owned
     return RouteFigures(
         served_users=size.served_users, target_users=s.target_users, supported_users=size.supported_users,
         loadouts=size.loadouts, capex_usd=costs.capex_usd, modeled_monthly_operating_cost_usd=costs.operating_usd_per_month,
         staff_usd_per_month=costs.monthly.staff_usd,
-        simple_payback_months=quotes.payback_months,
+        simple_payback_months=_payback_months(owned, quotes.billing_usd_per_month),
         api_cost_for_served_usd_per_month=quotes.api_cost_for_served_usd_per_month,
         rent_usd_per_month=rent.usd_per_month, hardware_cycle_years=rates.amortization_years,
     )
@@ -441,11 +439,18 @@ def _own_api_note(m: MoneyInputs) -> str | None:
             f"(${cached:,.4g} cached), ${m.api_output_usd_per_mtok:,.4g} output")
 
 
-def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: _Costs, quotes: _Quotes,
+def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
                  rent: RentRoute) -> tuple[str, ...]:
     """What the plan assumed, in the order its steps assumed it, each once."""
     per_loadout, r = size.systems_per_loadout, rates
     notes = [*size.notes, costs.power_note, quotes.note, _own_api_note(s.money), rent.note]
+    if costs.rented:
+        extra = costs.monthly.software_usd or costs.monthly.staff_usd
+        notes.append(f"rented: the monthly operating cost is the rent{' with the software and staff stated' if extra else ''}; "
+                     "a provider's price includes the GPUs' power, cooling and hosting (the listings name storage, egress "
+                     "or tax as extra where they are), so none is charged on top, and nothing owned needs support"
+                     + ("; the power, colocation and support below price owning the same systems"
+                        if costs.capex_usd is not None else ""))
     notes += [
         f"capex: {costs.capex_basis}; {size.loadouts} loadout(s) of {size.loadout_gpus} GPUs"
         + (f" ({per_loadout} × {hw.label} each: one replica of {s.model} needs more GPUs than one system has; "

@@ -147,8 +147,9 @@ class Scenario(Input):
     replicas: int | None = Field(None, ge=1, le=1_000_000, description=(
         "replica cells (engine instances) run, as a search's pick states them; left out: as many as carry target_users"))
     rented: bool = Field(False, description=(
-        "the deployment is rented (a search's rented pick): the rent route prices it, and owning is priced only "
-        "where the catalogue has a purchase price for the platform"))
+        "the deployment is rented (a search's rented pick): its monthly operating cost is the rent route's bill (the "
+        "provider's price includes power and hosting), and owning is priced beside it only where the catalogue has a "
+        "purchase price for the platform"))
     prefill_pool: PrefillPool | None = Field(None, description=(
         "separate prefill and decode pools (a search's disaggregated pick): the prefill instances beside the `replicas` "
         "cells, which are the decode pool; left out: one pool serves both phases"))

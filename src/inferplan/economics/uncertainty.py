@@ -46,8 +46,8 @@ def _band(x: np.ndarray) -> Band:
 
 def no_draws_reason(result: PlanResult) -> str:
     """Why ``simulate`` drew nothing for this plan."""
-    if result.capex_usd is None:
-        return "nothing is owned (a rented scenario with no purchase price), so there is no capex to draw"
+    if result.rented or result.capex_usd is None:
+        return "nothing is owned (a rented scenario: its rent is a listed price), so there is no capex to draw"
     return "no user is carried at the service target, so there is nothing to draw"
 
 
@@ -55,7 +55,7 @@ def simulate(result: PlanResult, scenario: Scenario, *, draws: int = 10_000, see
              catalog: Catalog | None = None) -> Uncertainty | None:
     """P10/P50/P90 of the plan's money outputs; None when the platform carries no user at the
     workload's speed target (every draw would need unboundedly many loadouts)."""
-    if result.capacity.supported_users == 0 or result.capex_usd is None:  # no user carried, or nothing owned
+    if result.capacity.supported_users == 0 or result.capex_usd is None or result.rented:  # no user carried, or nothing owned
         return None
     catalog = catalog or load_catalog()
     rng = np.random.default_rng(seed)

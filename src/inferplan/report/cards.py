@@ -39,7 +39,7 @@ def _beyond_capacity(r: PlanResult) -> str:
     if r.capacity_tokens_per_month <= 0:
         return "unreachable: the loadouts carry no user at the speed target"
     return (f"beyond the {r.capacity_tokens_per_month / 1e9:,.2f}B tokens / month these loadouts carry: even fully used, "
-            "owning costs more per token than the API")
+            f"{'renting' if r.rented else 'owning'} costs more per token than the API")
 
 
 def headline_notes(r: PlanResult) -> list[str]:
@@ -71,7 +71,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
     m = lambda usd, digits=0: _money(r, usd, currency, digits)  # noqa: E731
     c = r.capacity
     cycle_months = r.amortization_years * 12
-    payback = ("— (not owned)" if r.capex_usd is None else "never" if r.simple_payback_months is None else
+    payback = ("— (not owned)" if r.capex_usd is None or r.rented else "never" if r.simple_payback_months is None else
                f"{r.simple_payback_months:,.1f} months" if r.simple_payback_months <= cycle_months else
                f"{r.simple_payback_months:,.0f} months, beyond the {r.amortization_years:g}-year hardware cycle")
     required = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
@@ -85,11 +85,12 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="private_quote", label="Selected private quote / user / month", value=m(r.private_quote_usd_per_user_month, 2),
              note=f"same-model API × {r.quote_multiplier:g}"),
         Card(key="same_model_api", label="Same-model API / user / month", value=m(r.same_model_api_usd_per_user_month, 2)),
-        Card(key="break_even", label="Operating break-even / served user / month", value=m(r.operating_break_even_usd_per_user_month, 2)),
+        Card(key="break_even", label="Operating break-even / served user / month", value=m(r.operating_break_even_usd_per_user_month, 2),
+             note="modeled monthly operating cost ÷ served users"),
         Card(key="target_payback", label="Target-payback price / served user / month", value=m(r.target_payback_usd_per_user_month, 2)),
         Card(key="user_gap", label="Per-user gap to target-payback price", value=m(r.per_user_gap_usd_per_month, 2)),
         Card(key="users", label="Estimated supported users", value=f"{r.supported_users:,}",
-             note=f"{c.supported_users:,} per loadout; binding: {c.binding}"),
+             note=f"{_per_loadout(r)}; binding: {c.binding}"),
         Card(key="loadouts", label="Auto-sized loadouts for target" if r.stated_replicas is None else
              f"Loadouts holding the {r.stated_replicas:,} stated replica cell{'s' if r.stated_replicas != 1 else ''}",
              value=f"{r.loadouts}" if r.supported_users else f"{r.loadouts} priced, none carries a user",
@@ -100,17 +101,21 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),
         Card(key="multiplier_required", label="Quote multiplier required for target", value=required,
              note="rounded up to the next 0.25× step"),
-        Card(key="operating_cost", label="Modeled monthly operating cost", value=m(r.modeled_monthly_operating_cost_usd)),
+        Card(key="operating_cost", label="Modeled monthly operating cost", value=m(r.modeled_monthly_operating_cost_usd),
+             note=_operating_note(r)),
         Card(key="billing", label="Monthly private billing at selected price", value=m(r.monthly_billing_usd)),
         Card(key="api_cost", label="Selected API cost for served target", value=m(r.api_cost_for_served_usd_per_month)),
         Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
-        Card(key="cost_per_mtok", label="Owner cost / million tokens (input + output)", value=m(r.owner_cost_usd_per_mtok, 3),
+        Card(key="cost_per_mtok", label=f"{'Rented' if r.rented else 'Owner'} cost / million tokens (input + output)",
+             value=m(r.owner_cost_usd_per_mtok, 3),
              note=f"at capacity: {m(r.owner_cost_usd_per_mtok_at_capacity, 3)}; per million output tokens at capacity: "
                   f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
         Card(key="rent", label="Renting for the target / month", value=m(r.rent_usd_per_month),
-             note=_rented_cells(r) + (_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour")),
+             note=_rented_cells(r) + ("" if r.rent_usd_per_mtok is None else f"{m(r.rent_usd_per_mtok, 3)} per million tokens "
+                                                                               "(input + output) served; ")
+             + (_rental_note(r) if r.rental or r.rent_usd_per_month is None else "at your rate per GPU-hour")),
         Card(key="rent_break_even", label="Rent-vs-buy break-even",
              value="—" if r.rent_vs_buy_break_even_months is None else f"{r.rent_vs_buy_break_even_months:,.1f} months"),
         Card(key="api_break_even", label="API break-even volume",
@@ -123,6 +128,26 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="recommendation", label="Recommendation", value=r.recommendation.route,
              note="; ".join(recommendation_reasons(r, currency))),
     ]
+
+
+def _per_loadout(r: PlanResult) -> str:
+    """The users one loadout carries: stated replica cells that leave some of a loadout's cells to a
+    prefill pool (or idle) count only their own."""
+    c, k = r.capacity, r.stated_replicas
+    text = f"{r.users_per_loadout:,} per loadout"
+    if k is None or k >= c.cells or not r.supported_users:
+        return text
+    runs = "the decode pool's" if r.prefill_instances is not None else "the stated"
+    rest = "; the prefill pool shares its GPUs" if r.prefill_instances is not None and r.prefill_systems == 0 else ""
+    return f"{text} ({runs} {k:,} replica cell{'s' if k != 1 else ''} of the {c.cells} it has room for{rest})"
+
+
+def _operating_note(r: PlanResult) -> str:
+    """What the operating cost is made of when rented: the rent, no power or space on top."""
+    if not r.rented:
+        return ""
+    extra = " with the software and staff stated" if r.monthly_costs.software_usd or r.monthly_costs.staff_usd else ""
+    return f"rented: the rent{extra}; the provider's price includes power, cooling and hosting"
 
 
 def _loadouts_note(r: PlanResult) -> str:

@@ -47,7 +47,7 @@ def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd
     k, code, _ = _in(r, currency)
     months = months or int(max(12, r.amortization_years * 12))
     values = [{"month": m, "amount": k * (-r.capex_usd + m * r.monthly_operating_cash_usd),
-               "series": "cumulative operating cash − capex"} for m in range(months + 1)] if r.capex_usd is not None else []
+               "series": "cumulative operating cash − capex"} for m in range(months + 1)] if r.capex_usd is not None and not r.rented else []
     values += [{"month": m, "amount": 0.0, "series": "capex recovered"} for m in (0, months)]
     return _spec(f"Payback over time ({code})", values, mark="line", encoding={
         "x": {"field": "month", "type": "quantitative", "title": "months"},
@@ -58,8 +58,7 @@ def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd
 
 def capacity_by_constraint(r: PlanResult) -> dict:
     c = r.capacity
-    values = [{"constraint": f"{k}: {v:,.0f}", "users": v} for k, v in (
-        ("token throughput", c.users_by_throughput), ("concurrency", c.users_by_concurrency), ("per-request memory", c.users_by_memory))]
+    values = [{"constraint": f"{k}: {v:,.0f}", "users": v} for k, v in r.users_per_loadout_by_limit.items()]
     # a linear scale, each bar's number in its label: a log scale without labels drew 19 as half of 550
     return _spec(["Users per loadout by constraint", f"binding: {c.binding}"], values, mark="bar", encoding={
         "y": {"field": "constraint", "type": "nominal", "sort": None, "title": None},

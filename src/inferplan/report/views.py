@@ -97,9 +97,10 @@ def _card_sources(r: PlanResult, s: Scenario, catalog: Catalog) -> dict[str, lis
     band = system.price if system and not s.platform.quote_usd_per_system else None
     same, alt = notes("api_prices", r.api_price), notes("api_prices", r.api_alternative)
     host = (catalog.cost_defaults.records[band.host].usd,) if band and band.host else ()
+    rent = notes("rental_prices", *(r.rental_ids or (r.rental,)))  # every listing of the median
     return {"capex": source_notes(catalog, band.usd_low, band.usd_high, *host) if band else [],
             "same_model_api": same, "private_quote": same, "api_alternative": alt, "api_cost": alt,
-            "rent": notes("rental_prices", *(r.rental_ids or (r.rental,)))}  # every listing of the median
+            "rent": rent, "operating_cost": rent if r.rented else []}  # rented, the rent is the operating cost
 
 
 class ModelCardView(BaseModel):
