@@ -313,6 +313,10 @@ class EngineFlags(Frozen):
         """Every argument name some release of the engine that the record names accepts."""
         return frozenset((*self.accepted, *(f for later in self.accepted_later for f in later.flags)))
 
+    def takes(self, setting: str) -> bool:
+        """Whether the launcher takes ``setting`` as a flag or in its options file."""
+        return setting in self.settings or (self.options_file is not None and setting in self.options_file.settings)
+
     def later(self, flag: str) -> LaterFlags | None:
         """The later release a flag needs (None: the ``accepted`` release takes it)."""
         if flag in self.accepted:

@@ -82,7 +82,7 @@ def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment
     names where the memory rules plan it for this model (``local_runs.run_release``: "V1, v0.10.1" reads as
     0.10.1 V1); else the engine's default release, and a note that says so."""
     d = run_deployment(run, max_model_len=run.max_model_len)
-    release = run_release(catalog, d, run)
+    release = run_release(catalog, d, run.engine_version)
     if release is not None:
         return run_deployment(run, max_model_len=run.max_model_len, engine_version=release), ()
     return d, (f"engine version {run.engine_version!r} names no {run.engine} release the memory rules plan for this "
