@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.catalog.flags_schema import flags_for
+from inferplan.catalog.flags_schema import as_engine_runs, flags_for
 from inferplan.catalog.memory_rules import stated_release
 from inferplan.catalog.points_schema import LaunchFields, ProfileLaunch, ProfilePoint, ServingProfile
 from inferplan.errors import InferplanError
@@ -165,14 +165,15 @@ def run_release(catalog: "Catalog", d: Deployment, engine_version: str | None) -
 
 def settings_as_run(catalog: "Catalog", d: Deployment) -> dict[str, object] | None:
     """``d``'s engine settings (those of ``RUN_SETTINGS`` its engine's launcher takes, engine_flags.yaml) as the engine
-    runs them at its release: stated, else that release's default (``RUN_SETTING_AS_RUN``). None: the memory plan of
-    ``d`` is refused."""
+    runs them at its release: stated, else that release's default (``RUN_SETTING_AS_RUN``; a stated value that is the
+    engine's own default, ``flags_schema.as_engine_runs``, as none). None: the memory plan of ``d`` is refused."""
     try:
         mp = plan_memory(d, catalog)
     except InferplanError:
         return None
     flags = flags_for(catalog, d.engine)
-    return {f: RUN_SETTING_AS_RUN[f](mp, d) for f in RUN_SETTINGS if flags is None or flags.takes(f)}
+    return {f: as_engine_runs(catalog, d.engine, f, RUN_SETTING_AS_RUN[f](mp, d)) for f in RUN_SETTINGS
+            if flags is None or flags.takes(f)}
 
 
 def settings_differ(catalog: "Catalog", d: Deployment, run: "UserRun | ProfileLaunch", *,
