@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.flags_schema import as_engine_runs, flags_for
-from inferplan.catalog.memory_rules import stated_release
+from inferplan.catalog.memory_rules import read_release
 from inferplan.catalog.points_schema import LaunchFields, ProfileLaunch, ProfilePoint, ServingProfile
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -151,16 +151,25 @@ def run_launch(d: Deployment, run: "UserRun | ProfileLaunch", release: str | Non
 
 def run_release(catalog: "Catalog", d: Deployment, engine_version: str | None) -> str | None:
     """The engine release a run (or a profile's launch) of ``d``'s engine ran, as ``d`` (its deployment, or one planned
-    like it) takes it: the one ``engine_version`` names where the memory rules plan it (``memory_rules.stated_release``)
-    and the engine runs ``d``'s model and weight format at it as the catalogue knows; None: ``d``'s own release."""
-    release = stated_release(catalog, d.engine, engine_version) if engine_version else None
+    like it) takes it (``release_reading``); None: ``d``'s own release."""
+    return release_reading(catalog, d, engine_version)[0]
+
+
+def release_reading(catalog: "Catalog", d: Deployment, engine_version: str | None) -> tuple[str | None, str | None]:
+    """The release ``engine_version`` names where the memory rules plan it (``memory_rules.read_release``) and the
+    engine runs ``d``'s model and weight format at it as the catalogue knows, and None; else None and why not: the
+    text names no release, no memory rule covers it (the covered ranges named), it has no such variant (V0 named
+    on a release without V0), or ``d``'s memory plan is refused at it (a release that predates the model's
+    architecture, naming the first that loads it)."""
+    release, why = read_release(catalog, d.engine, engine_version) if engine_version else (None, "names no release")
     if release is None:
-        return None
+        return None, why
     try:
         plan_memory(d.model_copy(update={"engine_version": release}), catalog)
     except InferplanError as exc:
-        return None if exc.field == "engine_version" else release
-    return release
+        if exc.field == "engine_version":
+            return None, str(exc)
+    return release, None
 
 
 def settings_as_run(catalog: "Catalog", d: Deployment) -> dict[str, object] | None:
