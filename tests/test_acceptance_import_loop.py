@@ -111,10 +111,11 @@ def test_perf_and_plan_do_not_take_a_drafting_run_for_one_without_drafts(tmp_pat
     assert cli("measurements", "import", DATA / "vllm_bench_serve_c32.json", *deployment, "--db", db).exit_code == 0
     assert json.loads(cli("perf", *deployment, *at).stdout)["measured_record"] == 2  # the run without drafts
 
+    from inferplan.catalog.loader import load_catalog
     from inferplan.performance.local_runs import as_profiles
     from inferplan.store import Store
 
-    assert {p.id for p in as_profiles(Store(db).user_runs())} == {"user-run-2-1024-256"}
+    assert {p.id for p in as_profiles(Store(db).user_runs(), load_catalog())} == {"user-run-2-1024-256"}
 
 
 def test_the_api_stores_and_refuses_them_as_the_cli_does(tmp_path):

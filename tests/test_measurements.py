@@ -133,7 +133,7 @@ def _runs(catalog, tmp_path, *names, given=H100_VLLM):
     return store, tuple(r.as_user_run() for r in store.list_measurements())
 
 
-D = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm")
+D = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_version="0.11.0")  # the runs' release
 
 
 def test_perf_interpolates_the_users_runs(catalog, tmp_path):
@@ -157,7 +157,7 @@ def test_a_near_match_says_what_differs(catalog, tmp_path):
 
 def test_another_deployment_is_not_matched(catalog, tmp_path):
     _, runs = _runs(catalog, tmp_path, "vllm_bench_serve_c8.json")
-    est = estimate(D.model_copy(update={"engine": "sglang"}), Workload(input_len=1024, output_len=256, concurrency=8),
+    est = estimate(D.model_copy(update={"engine": "sglang", "engine_version": None}), Workload(input_len=1024, output_len=256, concurrency=8),
                    catalog, user_runs=runs)
     assert est.source != "measured-local" and est.measured_record is None
 

@@ -18,7 +18,7 @@ from inferplan.performance.serving import estimate
 
 DATA = Path(__file__).parent / "data" / "measurements"
 GIVEN = RunProvenance(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_version="0.11.0", measured_by="lab")
-D = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm")
+D = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_version="0.11.0")  # the runs' release
 W = Workload(input_len=1024, output_len=256, concurrency=8)  # the c8 file's own load level: 8.41 ms TPOT
 
 

@@ -21,7 +21,7 @@ from inferplan.shells.cli import app
 
 DATA = Path(__file__).parent / "data" / "measurements"
 GIVEN = RunProvenance(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_version="0.11.0", measured_by="lab")
-D = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm")
+D = Deployment(model="llama-3.1-8b", gpu="h100", engine="vllm", engine_version="0.11.0")  # the runs' release
 W = Workload(input_len=1024, output_len=256, concurrency=8)  # the c8 file's own load level: 8.41 ms TPOT
 H100 = ["--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm"]
 CSV = ("concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms,output_tokens_per_s\n"
@@ -77,7 +77,7 @@ def test_a_launch_with_experts_in_host_ram_is_another_launch():
 def test_runs_of_two_launches_make_two_profiles_each_stating_its_launch(catalog):
     plain = runs(catalog)
     capped = runs(catalog, "vllm_bench_serve_c32.json", id_=2, max_num_seqs=8)
-    profiles = {p.id: p for p in as_profiles(plain + capped)}
+    profiles = {p.id: p for p in as_profiles(plain + capped, catalog)}
     assert set(profiles) == {"user-run-1-1024-256", "user-run-2-1024-256"}
     assert profiles["user-run-1-1024-256"].launch.max_num_seqs is None
     assert profiles["user-run-2-1024-256"].launch.max_num_seqs == 8

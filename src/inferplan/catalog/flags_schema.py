@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.provenance import Bytes
 from inferplan.catalog.schema import SLUG, Frozen, Software
-from inferplan.errors import CatalogError
+from inferplan.errors import CatalogError, InvalidScenarioError
 
 
 # the Deployment fields (and launch-only settings) a flag rule may carry
@@ -62,6 +62,10 @@ class FlagRule(Frozen):
     whole_number: bool = False  # the engine parses the value as an integer (argparse type=int)
     # inferplan ids that need no flag: the engine's default ("auto"), or read from the checkpoint
     no_flag: tuple[str, ...] = ()
+    # the values the engine's parser accepts where it lists them (argparse choices; empty: any value it parses), and
+    # its own default among them: stated, that default is no setting (a run that states it ran as one that states none)
+    choices: tuple[str, ...] = ()
+    engine_default: str | None = None
     # quantization: the checkpoint precisions a load-time value is made from (bf16, fp16)
     quantize_from: tuple[str, ...] = ()
     # bare switches that turn the setting's feature on, emitted once before its flag (SGLang
@@ -82,6 +86,12 @@ class FlagRule(Frozen):
     data_parallel: RankScope | None = None  # max_num_seqs: per data-parallel rank or for the instance
     source: str
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _default_a_choice(self) -> "FlagRule":
+        if self.engine_default is not None and self.choices and self.engine_default not in self.choices:
+            raise ValueError(f"engine_default {self.engine_default!r} is not one of choices")
+        return self
 
 
 class PlanBound(Frozen):
@@ -326,6 +336,10 @@ class EngineFlags(Frozen):
         """Every argument name some release of the engine that the record names accepts."""
         return frozenset((*self.accepted, *(f for later in self.accepted_later for f in later.flags)))
 
+    def takes(self, setting: str) -> bool:
+        """Whether the launcher takes ``setting`` as a flag or in its options file."""
+        return setting in self.settings or (self.options_file is not None and setting in self.options_file.settings)
+
     def later(self, flag: str) -> LaterFlags | None:
         """The later release a flag needs (None: the ``accepted`` release takes it)."""
         if flag in self.accepted:
@@ -403,6 +417,24 @@ def flags_for(catalog, engine_id: str) -> EngineFlags | None:
     """The launch-flag record of an engine (by its id in engines.yaml) in a loaded catalogue, if there is one
     (``catalog`` untyped: the loader imports this module)."""
     return next((flags for flags in catalog.engine_flags if flags.engine == engine_id), None)
+
+
+def check_choice(catalog, engine_id: str, setting: str, value: object) -> None:
+    """Refuse a value of ``setting`` that ``engine_id``'s launcher does not accept (its rule's ``choices``), naming the
+    setting and the values it takes."""
+    flags = flags_for(catalog, engine_id)
+    rule = flags.settings.get(setting) if flags else None
+    if value is not None and rule is not None and rule.choices and value not in rule.choices:
+        raise InvalidScenarioError(f"{engine_id}'s {', '.join(rule.flags)} takes no value {value!r}", field=setting,
+                                   allowed=", ".join(rule.choices))
+
+
+def as_engine_runs(catalog, engine_id: str, setting: str, value: object) -> object:
+    """``value`` of ``setting`` as the engine runs it: None (the engine's default) where it is the engine's own default
+    (the rule's ``engine_default``), else ``value``."""
+    flags = flags_for(catalog, engine_id)
+    rule = flags.settings.get(setting) if flags else None
+    return None if rule is not None and rule.engine_default is not None and value == rule.engine_default else value
 
 
 def check_engine_flags(catalog) -> None:

@@ -316,24 +316,37 @@ _VARIANT_WORD = re.compile(r"[vV]\d+")
 
 
 def stated_release(catalog, engine: str, text: str) -> str | None:
-    """The engine_version a free-text release names, as a deployment states it, where ``engine``'s memory rules
-    plan that release: the whole text where ``parse_engine_version`` reads it, else its first release number
-    with the variant it names ("V1, v0.10.1" -> "0.10.1 V1"; llama-bench's "b6935 (a1b2c3d)" -> "b6935").
-    None: the text names no release ("unstated", a commit alone) or one no rule plans."""
+    """The engine_version a free-text release names where ``engine``'s memory rules plan it (``read_release``; None:
+    none)."""
+    return read_release(catalog, engine, text)[0]
+
+
+def read_release(catalog, engine: str, text: str) -> tuple[str | None, str | None]:
+    """The engine_version a free-text release names, as a deployment states it, and None; or None and why not.
+    The whole text where ``parse_engine_version`` reads it, else its first release number with the variant it names
+    ("V1, v0.10.1" -> "0.10.1 V1"; a Docker tag "vllm/vllm-openai:v0.11.0" -> "0.11.0"; llama-bench's
+    "b6935 (a1b2c3d)", llama-server's "version: 6935 (a1b2c3d)" or a bare 6935 -> "b6935" for an engine whose
+    releases are builds). Why not: the text names no release ("unstated", a commit alone), or ``memory_rule``'s
+    refusal (no rule covers the release, naming the covered ranges; a variant the release does not have)."""
+    builds = any(r.first_release.startswith("b") for r in engine_rules(catalog.memory_rules, engine))
     try:
         number, variant = parse_engine_version(text)
     except ValueError:
-        words = [w for w in re.split(r"[\s,;/()]+", text) if w]
+        words = [w for w in re.split(r"[\s,;/():]+", text) if w]
         number = next((w.lstrip("vV") for w in words if _RELEASE_WORD.fullmatch(w)), None)
         variant = next((w.upper() for w in words if _VARIANT_WORD.fullmatch(w)), None)
+        if number is None and builds:
+            number = next((w for w in words if w.isdigit()), None)
+    if builds and number is not None and number.isdigit():  # llama.cpp: a build number alone
+        number = f"b{number}"
     if number is None or not _RELEASE_WORD.fullmatch(number):  # a commit that starts with a digit is no release
-        return None
+        return None, f"names no {engine} release number"
     release = f"{number} {variant}" if variant else number
     try:
         memory_rule(catalog, engine, release)
-    except InvalidScenarioError:
-        return None
-    return release
+    except InvalidScenarioError as exc:
+        return None, f"{exc} (the memory rules cover {exc.allowed})" if exc.allowed else str(exc)
+    return release, None
 
 
 def current_release(catalog, engine: str) -> CurrentRelease | None:

@@ -183,9 +183,11 @@ class LaunchFields(BaseModel):
 
 class ProfileLaunch(Frozen, LaunchFields):
     """How the engine of a measured serving profile was launched (``LaunchFields``): a profile that states one applies
-    only to a deployment launched the same way."""
+    only to a deployment launched the same way. ``engine_version``: the release it ran, as its source names it, whose
+    defaults are the settings it left unstated (None: the deployment's release)."""
 
     tensor_parallel_size: int = Field(ge=1)
+    engine_version: str | None = Field(None, max_length=100)
 
 
 class ServingProfile(Frozen):

@@ -19,7 +19,7 @@ from inferplan.measurements.records import MeasuredRun
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.local_runs import MeasuredPoint, run_deployment, run_release, run_workload
+from inferplan.performance.local_runs import MeasuredPoint, release_reading, run_deployment, run_workload
 from inferplan.performance.serving import estimate
 
 # metric -> (the measured point's field, the estimate's figure)
@@ -79,14 +79,13 @@ def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[Metric
 
 def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment, tuple[str, ...]]:
     """The deployment ``run`` measured (``run_deployment``) at the engine release it ran: the one its engine_version
-    names where the memory rules plan it for this model (``local_runs.run_release``: "V1, v0.10.1" reads as
-    0.10.1 V1); else the engine's default release, and a note that says so."""
+    names where the memory rules plan it for this model (``local_runs.release_reading``: "V1, v0.10.1" reads as
+    0.10.1 V1, "vllm/vllm-openai:v0.11.0" as 0.11.0); else the engine's default release, and a note that says why."""
     d = run_deployment(run, max_model_len=run.max_model_len)
-    release = run_release(catalog, d, run)
+    release, why = release_reading(catalog, d, run.engine_version)
     if release is not None:
         return run_deployment(run, max_model_len=run.max_model_len, engine_version=release), ()
-    return d, (f"engine version {run.engine_version!r} names no {run.engine} release the memory rules plan for this "
-               "model (a release number such as 0.11.0): predicted at the engine's default release",)
+    return d, (f"engine version {run.engine_version!r}: {why}; predicted at the engine's default release",)
 
 
 def _predict(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:

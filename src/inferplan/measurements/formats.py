@@ -12,7 +12,8 @@ their keys (docs/measurements.md has the sources):
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
   and ``concurrency``, its mean requests in flight).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
-  ``test`` and ``t/s`` columns and the ``build:`` line under the table).
+  ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
+  ``LLAMA_LAUNCH_KEYS``, alike in all rows).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``).
@@ -61,6 +62,31 @@ def _llama_row(row: dict, where: str) -> MeasuredPoint:
     raise bad_field(f"{where}n_prompt", "a combined pp+tg test is not read; run pp and tg tests apart (-p N -n M)", "llama-bench")
 
 
+# the launch settings a llama-bench row records (JSON/CSV keys; the markdown table's column where it shows one): a
+# file's rows must agree on them, since rows that differ are several launches, not one run (``_llama_launch``)
+LLAMA_LAUNCH_KEYS = ("n_gpu_layers", "n_cpu_moe", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn", "no_kv_offload")
+_LLAMA_MD_COLUMNS = {"ngl": "n_gpu_layers", "n_cpu_moe": "n_cpu_moe", "n_batch": "n_batch", "n_ubatch": "n_ubatch",
+                     "type_k": "type_k", "type_v": "type_v", "fa": "flash_attn", "nkvo": "no_kv_offload"}
+
+
+def _llama_launch(rows: list[dict], wheres: list[str]) -> dict[str, str]:
+    """The launch settings every row records alike (``LLAMA_LAUNCH_KEYS``, as text), each with its key as
+    ``<key>_field``; rows that record one otherwise are refused naming the key: a sweep (-ngl 10,99) is one run per
+    value, so one file per value."""
+    found: dict[str, str] = {}
+    for key in LLAMA_LAUNCH_KEYS:
+        values = [(str(r[key]).strip().lower(), where) for r, where in zip(rows, wheres) if r.get(key) not in (None, "")]
+        if not values:
+            continue
+        first = values[0][0]
+        other = next(((v, where) for v, where in values if v != first), None)
+        if other is not None:
+            raise bad_field(f"{other[1]}{key}", f"{key} {other[0]!r} here, {first!r} in the first row: the rows are "
+                            "runs of several launches; import one file per launch (one value of each setting)", "llama-bench")
+        found |= {key: first, f"{key}_field": key}
+    return found
+
+
 def parse_llama_bench(text: str) -> Parsed:
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -69,6 +95,7 @@ def parse_llama_bench(text: str) -> Parsed:
             raise bad_field("line 1", "expected a non-empty list of tests", "llama-bench")
         points = [_llama_row(r if isinstance(r, dict) else {}, f"[{i}].") for i, r in enumerate(rows)]
         first = rows[0] if isinstance(rows[0], dict) else {}
+        wheres = [f"[{i}]." for i in range(len(rows))]
     elif stripped.startswith("|"):
         return _llama_markdown(text)
     else:
@@ -77,8 +104,10 @@ def parse_llama_bench(text: str) -> Parsed:
             raise bad_field("line 1", "expected llama-bench -o json, csv or md output", "llama-bench")
         points = [_llama_row(r, f"line {i + 2}: ") for i, r in enumerate(rows)]
         first = rows[0]
+        wheres = [f"line {i + 2}: " for i in range(len(rows))]
+    launch = _llama_launch([r if isinstance(r, dict) else {} for r in rows], wheres)
     return Parsed(points, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
-                  date=iso_date(first.get("test_time")))
+                  date=iso_date(first.get("test_time")), **launch)
 
 
 def _llama_model(row: dict) -> dict[str, str | None]:
@@ -100,7 +129,7 @@ def _llama_markdown(text: str) -> Parsed:
     header = [c.strip() for c in lines[0].strip().strip("|").split("|")]
     if "test" not in header or "t/s" not in header:
         raise bad_field("line 1", "the table has no 'test' and 't/s' columns", "llama-bench")
-    points, model = [], None
+    points, model, launches, wheres = [], None, [], []
     for n, line in enumerate(lines[2:], 3):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != len(header):
@@ -114,11 +143,14 @@ def _llama_markdown(text: str) -> Parsed:
         fields = {"n_prompt": tokens if kind == "pp" else 0, "n_gen": tokens if kind == "tg" else 0, "avg_ts": rate}
         points.append(_llama_row(fields, f"line {n}: "))
         model = model or row.get("model")
+        launches.append({key: row[column] for column, key in _LLAMA_MD_COLUMNS.items() if column in row})
+        wheres.append(f"line {n}: ")
     if not points:
         raise bad_field("line 3", "no test rows", "llama-bench")
     build = _MD_BUILD.search(text)  # the line llama-bench prints under its table: "build: 5210b8c2 (5210)"
     version = _build({"build_commit": build.group(1), "build_number": build.group(2)}) if build else None
-    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version)
+    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
+                  **_llama_launch(launches, wheres))
 
 
 def _stat(data: dict, key: str, fmt: str, *, required: bool = True, stat: str = "avg") -> float | None:

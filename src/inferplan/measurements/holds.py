@@ -11,6 +11,7 @@ prediction is made."""
 
 from __future__ import annotations
 
+from inferplan.catalog.flags_schema import check_choice
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError, UnsupportedSettingError
 from inferplan.memory.fit import fit
@@ -51,7 +52,8 @@ def check_stated(catalog: Catalog, run: UserRun) -> None:
 
 def check_settings(catalog: Catalog, run: UserRun) -> None:
     """Refuse an engine setting (``RUN_SETTINGS``) the run's engine cannot have been started with: a KV cache
-    dtype it does not run, or a setting its launcher has no flag for (``deploy``'s flag records)."""
+    dtype it does not run, a setting its launcher has no flag for, or a value its flag does not accept (``deploy``'s
+    flag records, ``flags_schema.check_choice``)."""
     if run.kv_cache_dtype is not None:
         check_kv_dtype(catalog, run.engine, run.kv_cache_dtype)
     engine = catalog.engine(run.engine)
@@ -60,6 +62,7 @@ def check_settings(catalog: Catalog, run: UserRun) -> None:
             takers = [e.id for e in catalog.engines if _takes(catalog, e.id, setting)]
             raise InvalidScenarioError(f"{engine.name} has no launch flag for {setting}", field=setting,
                                        allowed=f"leave it out, or engine {' | '.join(takers) or 'none'}")
+        check_choice(catalog, engine.id, setting, getattr(run, setting))
 
 
 def _takes(catalog: Catalog, engine: str, setting: str) -> bool:

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input, SafeName
@@ -24,6 +25,7 @@ from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
+from inferplan.memory.offload import all_layers_on_gpu
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
 
 MAX_FILE_BYTES = 20_000_000
@@ -149,7 +151,7 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
         first = exc.errors()[0]
         raise InvalidScenarioError(f"{name}: {first['msg']}", field=".".join(map(str, first["loc"]))) from None
     except InferplanError as exc:
-        if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")}:  # a key of the file: name the file too
+        if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")} | set(FILE_LAUNCH):  # name the file too
             raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
         raise
     check_stated(catalog, run)
@@ -192,7 +194,61 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points), enforce_eager=given.enforce_eager,
-                       **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)})
+                       **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
+                       | _file_launch(catalog, meta, given, engine, spec))
+
+
+# the run fields a llama-bench row's launch settings fill (``formats.LLAMA_LAUNCH_KEYS``): field -> the file's key
+FILE_LAUNCH = {"n_gpu_layers": "n_gpu_layers", "n_cpu_moe": "n_cpu_moe", "max_num_batched_tokens": "n_batch",
+               "ubatch_size": "n_ubatch", "kv_cache_dtype": "type_k"}
+
+
+def _file_launch(catalog: Catalog, meta: dict[str, str], given: RunProvenance, engine: str, spec) -> dict[str, object]:
+    """The launch settings the file records (llama-bench: -ngl, --n-cpu-moe, -b, -ub, the K and V cache types), as the
+    run's fields, where the user stated none; a stated one that is not what the file records is refused naming both.
+    -ngl past the model's layers (99) or negative (auto) is all on the GPU, as none stated; --n-cpu-moe 0 is none; the
+    cache types are llama.cpp's names of the engine's KV cache dtypes (engine_flags.yaml), one for K and V alike. A run
+    stated to be of another engine than the file's takes none (they are that engine's flags)."""
+    if engine != meta.get("engine"):
+        return {}
+    if meta.get("no_kv_offload") in ("1", "true"):
+        raise InvalidScenarioError("the file's no_kv_offload is on: the KV cache was kept in host RAM, which a run "
+                                   "cannot state", field="no_kv_offload", allowed="a run with the KV cache offloaded (0)")
+    if meta.get("type_k") is not None and meta.get("type_v", meta["type_k"]) != meta["type_k"]:
+        raise InvalidScenarioError(f"the file's type_k {meta['type_k']!r} and type_v {meta['type_v']!r} differ: a run "
+                                   "has one KV cache dtype", field="type_k", allowed="a run with type_k equal to type_v")
+    layers = spec.architecture.num_layers if spec.architecture else None
+    flags = flags_for(catalog, engine)
+    rule = flags.settings.get("kv_cache_dtype") if flags else None
+    kv_ids = {name: id_ for id_, name in (rule.values if rule else {}).items()}
+
+    def as_run(field: str, value: object) -> object:
+        if field == "n_gpu_layers":
+            value = int(value)
+            return None if value < 0 or (layers is not None and all_layers_on_gpu(value, layers)) else value
+        if field == "kv_cache_dtype":
+            return kv_ids.get(str(value), str(value))
+        value = int(value)
+        return None if field == "n_cpu_moe" and value == 0 else value
+
+    filled: dict[str, object] = {}
+    for field, key in FILE_LAUNCH.items():
+        if key not in meta:
+            continue
+        if field == "kv_cache_dtype" and meta[key] not in kv_ids:
+            raise InvalidScenarioError(f"the file's {key} {meta[key]!r} is no KV cache type {engine} plans", field=key,
+                                       allowed=", ".join(kv_ids) or "none")
+        try:
+            recorded = as_run(field, meta[key])
+        except ValueError:
+            raise InvalidScenarioError(f"the file's {key} {meta[key]!r} is not a whole number", field=key) from None
+        stated = getattr(given, field)
+        if stated is None:
+            filled[field] = recorded
+        elif as_run(field, stated) != recorded:
+            raise InvalidScenarioError(f"stated {field} {stated}, but the file's {key} is {meta[key]}", field=field,
+                                       allowed=f"leave it out, or what the file records ({meta[key]})")
+    return filled
 
 
 def _file_quantization(catalog: Catalog, meta: dict[str, str]) -> str | None:

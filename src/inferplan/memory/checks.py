@@ -4,7 +4,7 @@ widths the engine divides over its ranks, and a context past the model's is trea
 
 from __future__ import annotations
 
-from inferplan.catalog.flags_schema import flags_for
+from inferplan.catalog.flags_schema import check_choice, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults, Quantization
@@ -41,12 +41,14 @@ def _check_eager(catalog: Catalog, d: Deployment, engine) -> None:
 
 
 def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
-    """A MoE runner backend only for an engine whose launcher takes one (engine_flags.yaml)."""
+    """A MoE runner backend only for an engine whose launcher takes one, and one of the values it accepts
+    (engine_flags.yaml)."""
     flags = flags_for(catalog, engine.id)
     if d.moe_runner_backend and (flags is None or "moe_runner_backend" not in flags.settings):
         takers = [f.engine for f in catalog.engine_flags if "moe_runner_backend" in f.settings]
         raise InvalidScenarioError(f"{engine.name} has no MoE runner backend setting", field="moe_runner_backend",
                                    allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
+    check_choice(catalog, engine.id, "moe_runner_backend", d.moe_runner_backend)
 
 
 def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:

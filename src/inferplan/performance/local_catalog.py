@@ -13,6 +13,6 @@ from inferplan.performance.local_runs import UserRun, as_profiles
 def with_user_profiles(catalog: Catalog, runs: tuple[UserRun, ...]) -> Catalog:
     if not runs:
         return catalog
-    mine = {p.id: p for p in as_profiles(runs)}
+    mine = {p.id: p for p in as_profiles(runs, catalog)}
     records = {**mine, **catalog.serving_profiles.records}  # yours first: the first matching profile wins
     return dataclasses.replace(catalog, serving_profiles=Registry(catalog.serving_profiles.kind, records))

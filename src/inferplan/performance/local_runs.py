@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.catalog.memory_rules import stated_release
+from inferplan.catalog.flags_schema import as_engine_runs, flags_for
+from inferplan.catalog.memory_rules import read_release
 from inferplan.catalog.points_schema import LaunchFields, ProfileLaunch, ProfilePoint, ServingProfile
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -148,36 +149,56 @@ def run_launch(d: Deployment, run: "UserRun | ProfileLaunch", release: str | Non
     return d.model_copy(update=update | ({"engine_version": release} if release else {}))
 
 
-def run_release(catalog: "Catalog", d: Deployment, run: UserRun) -> str | None:
-    """The engine release ``run`` ran, as ``d`` (its deployment, or one planned like it) takes it: the one its
-    engine_version names where the memory rules plan it (``memory_rules.stated_release``) and the engine runs
-    ``d``'s model and weight format at it as the catalogue knows; None: ``d``'s own release."""
-    release = stated_release(catalog, run.engine, run.engine_version)
+def run_release(catalog: "Catalog", d: Deployment, engine_version: str | None) -> str | None:
+    """The engine release a run (or a profile's launch) of ``d``'s engine ran, as ``d`` (its deployment, or one planned
+    like it) takes it (``release_reading``); None: ``d``'s own release."""
+    return release_reading(catalog, d, engine_version)[0]
+
+
+def release_reading(catalog: "Catalog", d: Deployment, engine_version: str | None) -> tuple[str | None, str | None]:
+    """The release ``engine_version`` names where the memory rules plan it (``memory_rules.read_release``) and the
+    engine runs ``d``'s model and weight format at it as the catalogue knows, and None; else None and why not: the
+    text names no release, no memory rule covers it (the covered ranges named), it has no such variant (V0 named
+    on a release without V0), or ``d``'s memory plan is refused at it (a release that predates the model's
+    architecture, naming the first that loads it)."""
+    release, why = read_release(catalog, d.engine, engine_version) if engine_version else (None, "names no release")
     if release is None:
-        return None
+        return None, why
     try:
         plan_memory(d.model_copy(update={"engine_version": release}), catalog)
     except InferplanError as exc:
-        return None if exc.field == "engine_version" else release
-    return release
+        if exc.field == "engine_version":
+            return None, str(exc)
+    return release, None
+
+
+def settings_as_run(catalog: "Catalog", d: Deployment) -> dict[str, object] | None:
+    """``d``'s engine settings (those of ``RUN_SETTINGS`` its engine's launcher takes, engine_flags.yaml) as the engine
+    runs them at its release: stated, else that release's default (``RUN_SETTING_AS_RUN``; a stated value that is the
+    engine's own default, ``flags_schema.as_engine_runs``, as none). None: the memory plan of ``d`` is refused."""
+    try:
+        mp = plan_memory(d, catalog)
+    except InferplanError:
+        return None
+    flags = flags_for(catalog, d.engine)
+    return {f: as_engine_runs(catalog, d.engine, f, RUN_SETTING_AS_RUN[f](mp, d)) for f in RUN_SETTINGS
+            if flags is None or flags.takes(f)}
 
 
 def settings_differ(catalog: "Catalog", d: Deployment, run: "UserRun | ProfileLaunch", *,
                     stated: Deployment | None = None) -> dict[str, tuple]:
     """The engine settings ``run`` (a run, or a profile's launch) ran with that ``d`` is not planned with, each as
-    (the run's, ``d``'s), as the engine runs them (``RUN_SETTING_AS_RUN``: a stated default is no difference); where
-    the memory plan of either launch is refused, as stated (None: the engine's default). Empty: the same launch."""
-    ran, asked = launched_settings(run), launched_settings(stated or d)
-    named = [f for f in RUN_SETTINGS if ran.get(f) != asked.get(f)]
-    if not named:
-        return {}
-    launch = run_launch(d, run, stated=stated)
-    try:
-        mine, planned = plan_memory(launch, catalog), plan_memory(d, catalog)
-    except InferplanError:
-        return {f: (ran.get(f), asked.get(f)) for f in named}
-    pairs = {f: (RUN_SETTING_AS_RUN[f](mine, launch), RUN_SETTING_AS_RUN[f](planned, d)) for f in named}
-    return {f: pair for f, pair in pairs.items() if pair[0] != pair[1]}
+    (the run's, ``d``'s), as the engine runs them (``settings_as_run``): the run's unstated settings at the defaults
+    of its own release (``run_release``), ``d``'s at its own, so a launch is the same whether its defaults are written
+    out or not. Where the memory plan of either launch is refused, as stated (None: the engine's default). Empty:
+    the same launch. The one comparison of launches: perf's matching and pooling (``with_user_runs``) and the
+    profiles' (``as_profiles``, ``profiles.find_profile``) all use it."""
+    launch = run_launch(d, run, run_release(catalog, d, run.engine_version), stated=stated)
+    mine, planned = settings_as_run(catalog, launch), settings_as_run(catalog, d)
+    if mine is None or planned is None:
+        ran, asked = launched_settings(run), launched_settings(stated or d)
+        mine, planned = ({f: x.get(f) for f in RUN_SETTINGS} for x in (ran, asked))
+    return {f: (mine[f], planned[f]) for f in planned if mine[f] != planned[f]}
 
 
 def run_workload(run: UserRun, p: MeasuredPoint) -> Workload:
@@ -292,8 +313,8 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Depl
     planned with, ``settings_differ``): interpolated at the asked lengths
     inside its concurrency range, else the model scaled by measured/model at the nearest measured point
     (``model_at`` gives the model's estimate at a measured point's workload, on the run's own launch). Where
-    every matching run ran with other settings, the newest of them (pooled with those launched as it was) is
-    used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
+    every matching run ran with other settings, the newest of them (pooled with those ``differ`` finds launched as it
+    was) is used nearly matching, scaled at its nearest point, and the estimate names the settings that differ."""
     found = matching_runs(runs, est, d, tp)
     if not found:
         return est
@@ -301,9 +322,8 @@ def with_user_runs(est: "ServingEstimate", runs: tuple[UserRun, ...], *, d: Depl
     if same:
         run, settings = _pooled(same), {}
     else:
-        newest = _pooled(found)
-        run = _pooled([r for r in found if launched_settings(r) == launched_settings(newest)])
-        settings = differ(run)
+        settings = differ(_pooled(found))  # the newest run's launch: pooled with the runs launched as it was
+        run = _pooled([r for r in found if differ(r) == settings])
     points = _same_lengths(run, input_len, output_len)
     if not settings and points and points[0].concurrency <= est.concurrency <= points[-1].concurrency:
         result = _interpolated(est, run, points)
@@ -388,24 +408,40 @@ def _scaled(est: "ServingEstimate", run: UserRun, near: MeasuredPoint, model: "S
 
 
 def run_as_launched(run: UserRun) -> ProfileLaunch:
-    """How ``run`` was launched, as a profile states it (its layout, CUDA graphs, offload and engine settings; a KV
-    cache dtype of auto as none stated, ``launched_settings``)."""
+    """How ``run`` was launched, as a profile states it (its layout, CUDA graphs, offload, engine settings — a KV
+    cache dtype of auto as none stated, ``launched_settings`` — and the engine release it names)."""
     return ProfileLaunch(tensor_parallel_size=run.tensor_parallel_size, enforce_eager=run.enforce_eager,
-                         **{f: getattr(run, f) for f in LAUNCH_OFFLOAD}, **launched_settings(run))
+                         engine_version=run.engine_version, **{f: getattr(run, f) for f in LAUNCH_OFFLOAD},
+                         **launched_settings(run))
 
 
-def as_profiles(runs: tuple[UserRun, ...]) -> list[ServingProfile]:
+def run_planned(catalog: "Catalog", run: UserRun) -> Deployment:
+    """The deployment ``run`` measured (``run_deployment``) at the engine release it ran where the memory rules plan it
+    (``run_release``; else the engine's default)."""
+    d = run_deployment(run)
+    release = run_release(catalog, d, run.engine_version)
+    return d.model_copy(update={"engine_version": release}) if release else d
+
+
+def as_profiles(runs: tuple[UserRun, ...], catalog: "Catalog") -> list[ServingProfile]:
     """The runs as measured serving profiles, one per deployment, launch and request length (the runs of one
-    deployment launched the same way pooled, as ``with_user_runs`` pools them; the newest launch first), of the load
+    deployment launched the same way — laid out alike, and no engine setting apart as ``settings_differ`` compares
+    them, the comparison ``with_user_runs`` pools with — pooled; the newest launch first), of the load
     levels with TPOT and output tokens/s: what the planner's capacity search (``plan``) and ``search`` interpolate,
     as they do the shipped profiles. Each states its launch (``run_as_launched``), so it applies only to a deployment
     launched the same way (``profiles.find_profile``). Their ids (``user-run-<id>-<input>-<output>``) name the
     newest run. A run with speculative decoding makes none (a profile states no draft tokens or acceptance rate)."""
-    groups: dict[tuple, list[UserRun]] = {}
-    for r in (r for r in runs if not r.speculative_tokens):
-        launch = run_as_launched(r)
-        groups.setdefault((r.model, r.accelerator, r.gpus, r.engine, r.quantization, launch), []).append(r)
-    pooled = sorted((_pooled(group) for group in groups.values()), key=lambda r: (r.measured_on, r.id), reverse=True)
+    groups: list[list[UserRun]] = []
+    for r in sorted((r for r in runs if not r.speculative_tokens), key=lambda r: (r.measured_on, r.id), reverse=True):
+        group = next((g for g in groups if (g[0].model, g[0].accelerator, g[0].gpus, g[0].engine, g[0].quantization)
+                      == (r.model, r.accelerator, r.gpus, r.engine, r.quantization)
+                      and not layout_differs(r, run_deployment(g[0]), g[0].tensor_parallel_size)
+                      and not settings_differ(catalog, run_planned(catalog, g[0]), r)), None)
+        if group is None:
+            groups.append([r])
+        else:
+            group.append(r)
+    pooled = [_pooled(group) for group in groups]
     profiles = []
     for run in pooled:  # named by the newest run of each deployment and launch
         source = {"kind": "measured", "source": f"user-run-{run.id}", "checked": run.measured_on}

@@ -178,7 +178,7 @@ def _user_run_estimate(ctx: ServingContext, est: ServingEstimate, user_runs: tup
         try:
             w = ctx.w.model_copy(update={"input_len": max(p.input_tokens, 1), "output_len": max(p.output_tokens, 1),
                                          "concurrency": p.concurrency})
-            launch = run_launch(ctx.d, run, run_release(ctx.catalog, ctx.d, run), stated=stated)
+            launch = run_launch(ctx.d, run, run_release(ctx.catalog, ctx.d, run.engine_version), stated=stated)
             return estimate_at(ServingContext(ctx.catalog, launch, w), p.concurrency)
         except InferplanError:
             return None
