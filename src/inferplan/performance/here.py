@@ -193,13 +193,13 @@ def _engines_here(catalog: Catalog, accel: Accelerator, quantizations: list[str]
 
 
 def _runs_here(catalog: Catalog, accel: Accelerator, engine: str, cell: FitsCell) -> bool:
-    """Whether ``engine`` runs the cell's build on ``accel``: it loads the format there, natively or through a
-    fallback it has (``Engine.loads``), and an engine that serves GGUF files has a GGUF type for it
-    (``EngineFlags.gguf_tags``)."""
-    quant = catalog.quantization(cell.quantization)
+    """Whether ``engine`` runs the cell's build on ``accel``: the model's card lists it among the engines that
+    serve the model (where the card lists them), it loads the format there, natively or through a fallback it
+    has (``Engine.loads``), and an engine that serves GGUF files has a GGUF type for it (``EngineFlags.gguf_tags``)."""
+    quant, listed = catalog.quantization(cell.quantization), catalog.model(cell.model).serving_engines
     flags = flags_for(catalog, engine)
     serves = flags is None or flags.model_source != "gguf_file" or quant.id in flags.gguf_tags
-    return serves and catalog.engine(engine).loads(quant, accel=accel)
+    return (not listed or engine in listed) and serves and catalog.engine(engine).loads(quant, accel=accel)
 
 
 def _best_way(ways: list[tuple[str, FitsCell]], gpu: str, gpus: int, catalog: Catalog,
