@@ -113,17 +113,18 @@ def _offloads(r: WhatRuns) -> str:
 
 def _engines(r: WhatRuns, catalog: Catalog) -> str:
     if r.engine is not None:
-        return f"with {catalog.engine(r.engine).name}"
-    names = ", ".join(catalog.engine(e).name for e in r.engines)
-    return (f"each the best way of {names}: a build that fits the GPUs at the most bits per weight, then the "
-            "fastest; else the fastest weight offload the host RAM holds; else the fewest GPUs")
+        return f" with {catalog.engine(r.engine).name}"
+    names = [catalog.engine(e).name for e in r.engines]
+    engines = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return (f", each model on its best way of {engines}: a build the GPUs hold at the most bits per weight, then "
+            "the fastest; else the fastest weight offload the host RAM holds; else the fewest GPUs")
 
 
 def homelab_view(r: WhatRuns, catalog: Catalog | None = None) -> HomelabView:
     catalog = catalog or load_catalog()
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
-    summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} {_engines(r, catalog)}. "
+    summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator}{_engines(r, catalog)}. "
                f"Requests at once: how many of the row's context its KV cache holds together; TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
                + (f"; {layout}" if layout else "") + "." + _offloads(r) + _left_out(r.left_out))
