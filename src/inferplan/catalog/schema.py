@@ -349,6 +349,11 @@ class EngineDefaults(Frozen):
             return False
         return accel is None or quant.native_on(accel) or quant.falls_back(self.id, release)
 
+    def runs_measured_on(self, software: Software) -> bool:
+        """Whether the engine runs on ``software`` with a measured point checking its speed there: the
+        engines a question that names none compares (``runs_on``, less ``runs_on_unmeasured``)."""
+        return (not self.runs_on or software in self.runs_on) and software not in self.runs_on_unmeasured
+
     def kv_dtypes_on(self, software: Software | None = None) -> tuple[str, ...]:
         """The KV-cache element types the engine stores (on ``software``: an Apple GPU has its own list;
         empty: not restricted)."""

@@ -76,10 +76,12 @@ def fits_matrix(
     kv_cache_dtype: str = "auto",
     gpu_count: int = 1,
     all_models: bool = False,
+    every_build: bool = False,
     catalog: Catalog | None = None,
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
-    no ``quantizations`` each model shows its best published build (``_best_builds``). Each of
+    no ``quantizations`` each model shows its best published build (``_best_builds``), or with ``every_build``
+    each build the engine loads, for a caller that picks among them. Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
 or with ``all_models`` every catalogue model with a config."""
@@ -136,7 +138,8 @@ or with ``all_models`` every catalogue model with a config."""
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
-    return FitsMatrix(cells=tuple(cells if quantizations else _best_builds(catalog, cells)), left_out=left_out)
+    return FitsMatrix(cells=tuple(cells if quantizations or every_build else _best_builds(catalog, cells)),
+                      left_out=left_out)
 
 
 def _grid_models(catalog: Catalog, models: list[str] | None, all_models: bool) -> tuple[list[str], tuple[str, ...]]:

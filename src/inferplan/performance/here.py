@@ -3,13 +3,16 @@
 at ``SPEED_INPUT_TOKENS``/``SPEED_OUTPUT_TOKENS`` tokens, concurrency 1 — and the same for N GPUs of one
 kind (``what_runs_on``, the web page's box). A model the GPUs do not hold carries the weight offload
 ``fit`` suggests (``memory/offload_suggest.py``) and the host RAM it needs, priced at that setting
-when the host RAM is known (stated, or read by ``detect``) and holds it."""
+when the host RAM is known (stated, or read by ``detect``) and holds it. With no engine named, each
+model on N GPUs is answered with the best way it runs there across the engines that run on them
+(``_best_way``)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.detect import LocalMachine
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InferplanError, InvalidScenarioError
@@ -110,6 +113,7 @@ class ModelOnGpus(BaseModel):
 
     model: str
     quantization: str
+    engine: str  # the engine the row is planned on (the one named, or the best way's)
     fits: bool
     gpus_needed: int | None  # the fewest of these GPUs that hold it (None: no layout does)
     max_model_len: int | None  # the context it is sized for
@@ -126,7 +130,8 @@ class WhatRuns(BaseModel):
 
     accelerator: str
     gpus: int
-    engine: str
+    engine: str | None  # the engine named (None: each model on the engine of its best way, of ``engines``)
+    engines: tuple[str, ...] = ()  # the engines the rows were planned on
     input_len: int
     output_len: int
     host_memory_gb: float | None = None  # host RAM stated, GiB: offloads are priced against it
@@ -143,22 +148,91 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
     the sequences of the model's planned context held at once there (as the what-fits matrix counts them).
     The models are the what-fits matrix's default grid, or with ``all_models`` every catalogue model with a config.
     A model the GPUs do not hold carries the weight offload ``fit`` suggests on them and the host RAM it
-    needs; with ``host_memory_gb`` (GiB, as ``--host-memory-gb``) stated and holding it, its speed at it."""
+    needs; with ``host_memory_gb`` (GiB, as ``--host-memory-gb``) stated and holding it, its speed at it.
+    With ``engine`` named, each model is its best published build on it (the what-fits matrix's); with none,
+    each model is the best way it runs here of every build on every engine that runs on the accelerator
+    with a measured point (``_best_way``)."""
     accel = catalog.accelerator(gpu, "gpu")
     if host_memory_gb is not None and accel.unified_memory:
         raise InvalidScenarioError(f"{accel.name} has unified memory: its memory is the host RAM",
                                    field="host_memory_gb", allowed="leave it out (the accelerator's memory is the host RAM)")
-    engine = catalog.engine(engine or default_engine(accel)).id
-    for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
-        _check_loads(catalog, engine, name, accel)
-    matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=engine, all_models=all_models,
-                         catalog=catalog)
-    rows = [_on_gpus(cell, accel.id, gpus, engine, catalog, host_memory_gb) for cell in matrix.cells
-            if cell.result is not None]
+    engines = [catalog.engine(engine).id] if engine else _engines_here(catalog, accel, quantizations or ())
+    if engine:
+        for name in quantizations or ():  # a format the engine cannot load is the question's error, not an empty answer
+            _check_loads(catalog, engines[0], name, accel)
+    candidates: dict[str, list[tuple[str, FitsCell]]] = {}
+    left_out: tuple[str, ...] = ()
+    for e in engines:
+        matrix = fits_matrix(gpus=[accel.id], quantizations=quantizations, engine=e, all_models=all_models,
+                             every_build=engine is None, catalog=catalog)
+        left_out = matrix.left_out
+        for cell in matrix.cells:
+            if cell.result is not None:
+                candidates.setdefault(cell.model, []).append((e, cell))
+    rows = [_best_way([w for w in ways if _runs_here(catalog, accel, *w)] or ways, accel.id, gpus, catalog, host_memory_gb)
+            if engine is None else _on_gpus(ways[0][1], accel.id, gpus, ways[0][0], catalog, host_memory_gb)
+            for ways in candidates.values()]
     rows.sort(key=lambda r: (not r.fits, -_speed(r), r.model))
-    return WhatRuns(accelerator=accel.id, gpus=gpus, engine=engine, input_len=SPEED_INPUT_TOKENS,
-                    output_len=SPEED_OUTPUT_TOKENS, host_memory_gb=host_memory_gb, models=tuple(rows),
-                    left_out=matrix.left_out)
+    return WhatRuns(accelerator=accel.id, gpus=gpus, engine=engine and engines[0], engines=tuple(engines),
+                    input_len=SPEED_INPUT_TOKENS, output_len=SPEED_OUTPUT_TOKENS, host_memory_gb=host_memory_gb,
+                    models=tuple(rows), left_out=left_out)
+
+
+def _engines_here(catalog: Catalog, accel: Accelerator, quantizations: list[str]) -> list[str]:
+    """The engines a question naming none compares on ``accel``: those that run on its software stack with a
+    measured point there (``Engine.runs_measured_on``) and load every format asked for; the accelerator's
+    default engine first, so that it keeps the ties."""
+    first = default_engine(accel)
+    here = sorted((e for e in catalog.engines if e.runs_measured_on(accel.software)), key=lambda e: e.id != first)
+    loading = [e.id for e in here if all(e.loads(catalog.quantization(q), accel=accel) for q in quantizations)]
+    if not loading:
+        loadable = ", ".join(q.id for q in catalog.quantizations if any(e.loads(q, accel=accel) for e in here))
+        raise InvalidScenarioError(f"no engine that runs on {accel.name} loads {', '.join(quantizations)} weights",
+                                   field="quantization", allowed=loadable)
+    return loading
+
+
+def _runs_here(catalog: Catalog, accel: Accelerator, engine: str, cell: FitsCell) -> bool:
+    """Whether ``engine`` runs the cell's build on ``accel``: the model's card lists it among the engines that
+    serve the model (where the card lists them), it loads the format there, natively or through a fallback it
+    has (``Engine.loads``), and an engine that serves GGUF files has a GGUF type for it (``EngineFlags.gguf_tags``)."""
+    quant, listed = catalog.quantization(cell.quantization), catalog.model(cell.model).serving_engines
+    flags = flags_for(catalog, engine)
+    serves = flags is None or flags.model_source != "gguf_file" or quant.id in flags.gguf_tags
+    return (not listed or engine in listed) and serves and catalog.engine(engine).loads(quant, accel=accel)
+
+
+def _best_way(ways: list[tuple[str, FitsCell]], gpu: str, gpus: int, catalog: Catalog,
+              host_memory_gb: float | None) -> ModelOnGpus:
+    """The best of a model's (engine, build) ways on ``gpus`` GPUs: one that fits them, at the most bits per
+    weight that one request's speed is placed at there (a way counted as fitting that the plan on these GPUs
+    does not hold gives way to fewer bits), then the fastest; else, with the host RAM stated, the fastest weight offload it holds (decode
+    streams the offloaded weights from host RAM for every token, so the smaller build that keeps more on the
+    GPUs is the one worth running), then the most bits; else the way that needs the fewest GPUs, at the most
+    bits. Equals keep the engines' order (the accelerator's default engine first)."""
+    def needed(cell: FitsCell) -> int | None:
+        return cell.result.parallel.gpus if cell.result.fits else (cell.smallest_fit.gpus if cell.smallest_fit else None)
+
+    def bits(quantization: str) -> float:
+        return catalog.quantization(quantization).bits_per_weight.value
+
+    fitting = [(e, c) for e, c in ways if (needed(c) or gpus + 1) <= gpus]
+    first = None
+    for level in sorted({bits(c.quantization) for _, c in fitting}, reverse=True):
+        rows = [_on_gpus(c, gpu, gpus, e, catalog, host_memory_gb) for e, c in fitting if bits(c.quantization) == level]
+        first = first or rows
+        if any(r.output_tokens_per_s_per_user for r in rows):  # planned on these GPUs, not only counted as fitting
+            return max(rows, key=_speed)  # max keeps the first of equals
+    if first:
+        return first[0]
+    if host_memory_gb is not None:
+        rows = [_on_gpus(c, gpu, gpus, e, catalog, host_memory_gb) for e, c in ways]
+        held = [r for r in rows if r.offload is not None and r.offload.output_tokens_per_s_per_user is not None]
+        if held:
+            return max(held, key=lambda r: (r.offload.output_tokens_per_s_per_user, bits(r.quantization)))
+        return min(rows, key=lambda r: (r.gpus_needed or float("inf"), -bits(r.quantization)))
+    e, c = min(ways, key=lambda w: (needed(w[1]) or float("inf"), -bits(w[1].quantization)))
+    return _on_gpus(c, gpu, gpus, e, catalog, host_memory_gb)
 
 
 def _speed(m: ModelOnGpus) -> float:
@@ -177,7 +251,7 @@ def _check_loads(catalog: Catalog, engine_id: str, name: str, accel: Accelerator
 def _on_gpus(cell: FitsCell, gpu: str, gpus: int, engine: str, catalog: Catalog,
              host_memory_gb: float | None) -> ModelOnGpus:
     needed = cell.result.parallel.gpus if cell.result.fits else (cell.smallest_fit.gpus if cell.smallest_fit else None)
-    base = dict(model=cell.model, quantization=cell.quantization, gpus_needed=needed,
+    base = dict(model=cell.model, quantization=cell.quantization, engine=engine, gpus_needed=needed,
                 max_model_len=cell.result.max_model_len, ttft_s=None, output_tokens_per_s_per_user=None, source=None)
     d = Deployment(model=cell.model, gpu=gpu, gpus=gpus, engine=engine, quantization=cell.quantization,
                    max_model_len=cell.result.max_model_len)

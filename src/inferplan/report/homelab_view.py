@@ -1,12 +1,17 @@
 """'What runs on my GPUs?' as people read it: one row of short texts per catalogue model on the GPUs
 asked about (``performance/here.py``: whether it fits them, and one request's speed if it does; for one
 they do not hold, the weight offload that fits them, the host RAM it needs, and with the host RAM stated
-and holding it, one request's speed with it)."""
+and holding it, one request's speed with it), with the engine each row is planned on and the command that
+starts it (``deploy/command.py``)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.deploy.command import launch_command
+from inferplan.errors import InferplanError
+from inferplan.inputs.deployment import Deployment
 from inferplan.performance.here import ModelOnGpus, OffloadOnGpus, WhatRuns
 from inferplan.units import GiB
 
@@ -25,6 +30,8 @@ class HomelabRow(_Frozen):
     ttft: str
     speed: str  # output tokens/s for one user (a model the GPUs do not hold: with the offload, when priced)
     offload: str  # a model the GPUs do not hold: the weight offload that fits them, and the host RAM it needs
+    engine: str  # the engine the row is planned on, by name (llama.cpp)
+    command: str  # the command that starts the row's deployment (with its offload), "—" where none runs
 
 
 class HomelabView(_Frozen):
@@ -57,7 +64,21 @@ def _offload(o: OffloadOnGpus | None) -> str:
     return f"{held}; {o.note}" if o.note else held
 
 
-def _row(m: ModelOnGpus) -> HomelabRow:
+def _command(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> str:
+    """The launch command of the row as planned: on the GPUs asked about, with its weight offload where the
+    GPUs do not hold it and the host RAM is not known to fall short ("—": no way runs there)."""
+    runs_offloaded = m.offload is not None and m.offload.fits_host is not False
+    if not m.fits and not runs_offloaded:
+        return "—"
+    d = Deployment(model=m.model, gpu=r.accelerator, gpus=r.gpus, engine=m.engine, quantization=m.quantization,
+                   max_model_len=m.max_model_len, **({} if m.fits else m.offload.changes))
+    try:
+        return launch_command(d, catalog).text
+    except InferplanError as exc:
+        return f"no command: {exc}"
+
+
+def _row(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> HomelabRow:
     dash = "—"
     priced = m.offload if m.offload is not None and m.offload.output_tokens_per_s_per_user is not None else m
     held, ttft_s, speed = priced.concurrency, priced.ttft_s, priced.output_tokens_per_s_per_user
@@ -67,7 +88,7 @@ def _row(m: ModelOnGpus) -> HomelabRow:
         at_once=f"{held:,.1f}" if held is not None else dash,
         ttft=(f"{ttft_s * 1e3:,.0f} ms" if ttft_s < 1 else f"{ttft_s:,.2f} s") if ttft_s is not None else dash,
         speed=(f"{speed:,.1f} tok/s" if speed < 10 else f"{speed:,.0f} tok/s") if speed is not None else dash,
-        offload=_offload(m.offload))
+        offload=_offload(m.offload), engine=catalog.engine(m.engine).name, command=_command(m, r, catalog))
 
 
 def _left_out(left_out: tuple[str, ...]) -> str:
@@ -90,11 +111,21 @@ def _offloads(r: WhatRuns) -> str:
             "least setting that fits the GPUs; their requests at once, TTFT and tokens/s are with it.")
 
 
-def homelab_view(r: WhatRuns) -> HomelabView:
+def _engines(r: WhatRuns, catalog: Catalog) -> str:
+    if r.engine is not None:
+        return f" with {catalog.engine(r.engine).name}"
+    names = [catalog.engine(e).name for e in r.engines]
+    engines = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return (f", each model on its best way of {engines}: a build the GPUs hold at the most bits per weight, then "
+            "the fastest; else the fastest weight offload the host RAM holds; else the fewest GPUs")
+
+
+def homelab_view(r: WhatRuns, catalog: Catalog | None = None) -> HomelabView:
+    catalog = catalog or load_catalog()
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
-    summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator} with {r.engine}. "
+    summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator}{_engines(r, catalog)}. "
                f"Requests at once: how many of the row's context its KV cache holds together; TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
                + (f"; {layout}" if layout else "") + "." + _offloads(r) + _left_out(r.left_out))
-    return HomelabView(summary=summary, rows=tuple(_row(m) for m in r.models), result=r)
+    return HomelabView(summary=summary, rows=tuple(_row(m, r, catalog) for m in r.models), result=r)

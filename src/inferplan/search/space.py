@@ -229,7 +229,7 @@ def _searched_on(engine, accel: Accelerator, req: SearchRequest) -> bool:
     no measurement checks only when the engine is named."""
     if engine.runs_on and accel.software not in engine.runs_on:
         return False
-    return accel.software not in engine.runs_on_unmeasured or bool(req.engines)
+    return engine.runs_measured_on(accel.software) or bool(req.engines)
 
 
 def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req: SearchRequest):

@@ -14,7 +14,8 @@ from inferplan.report.homelab_view import HomelabView
 class HomelabRequest(Input):
     gpu: str = Field(min_length=1, max_length=200, description="accelerator id or alias (RTX 4090, H100 …)")
     gpus: int = Field(1, ge=1, le=64, description="GPUs of that kind, run as one instance")
-    engine: str | None = Field(None, max_length=40, description="default: llama.cpp on Apple silicon, else vLLM")
+    engine: str | None = Field(None, max_length=40, description="default: each model on the best way of the engines "
+                                                                "that run on the GPU (docs/api.md)")
     quantization: str | None = Field(None, max_length=40, description="one weight format; default: each model's own")
     all_models: bool = Field(False, description="every catalogue model with a config; default: the what-fits "
                                                 "grid's models (the summary names the ones it leaves out)")
@@ -37,7 +38,8 @@ def homelab_route(r: HomelabRequest) -> HomelabView:
     from inferplan.performance.here import what_runs_on
     from inferplan.report.homelab_view import homelab_view
 
-    result = what_runs_on(r.gpu, r.gpus, load_catalog(), engine=r.engine,
+    catalog = load_catalog()
+    result = what_runs_on(r.gpu, r.gpus, catalog, engine=r.engine,
                           quantizations=[r.quantization] if r.quantization else None, all_models=r.all_models,
                           host_memory_gb=r.host_memory_gb)
-    return homelab_view(result)
+    return homelab_view(result, catalog)

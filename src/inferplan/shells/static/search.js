@@ -162,7 +162,7 @@ async function runHomelab(event) {
       const tr = document.createElement("tr");
       if (!row.fits) tr.className = "no";
       const heads = [...$("homelab-table").tHead.rows[0].cells].map((th) => th.textContent);
-      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed, row.offload].forEach((text, i) => {
+      [row.model, row.quantization, row.verdict, row.context, row.at_once, row.ttft, row.speed, row.offload, row.engine, row.command].forEach((text, i) => {
         const td = document.createElement("td"); td.textContent = text; td.dataset.label = heads[i]; tr.append(td);
       });  // the column's name on each cell: a phone shows a row as a block, without the header row
       return tr;

@@ -1,0 +1,63 @@
+"""What runs on my GPUs with no engine named: each model answered with the best way it runs on the GPUs
+stated, across the engines that run there (performance/here.py ``_best_way``); an engine named stays binding."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.performance.here import what_runs_on
+from inferplan.shells.api import create_app
+
+CATALOG = load_catalog()
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    return TestClient(create_app(tmp_path_factory.mktemp("homelab") / "h.db"))
+
+
+def rows(client, **body) -> dict[str, dict]:
+    r = client.post("/api/views/homelab", json=body)
+    assert r.status_code == 200, r.text
+    return {row["model"]: row for row in r.json()["rows"]}
+
+
+def test_one_3090_runs_the_small_moes_at_q4_on_llamacpp_with_the_default_request(client):
+    got = rows(client, gpu="rtx-3090", gpus=1)
+    for model in ("qwen3-30b-a3b", "gemma-4-26b-a4b"):
+        row = got[model]
+        assert row["fits"] and row["verdict"] == "runs", row
+        assert row["quantization"].startswith("gguf-q4") and row["engine"].startswith("llama.cpp"), row
+        assert row["command"].startswith("llama-server ") and "Q4_K_M" in row["command"], row
+        assert row["speed"].endswith("tok/s"), row
+
+
+def test_two_3090s_run_llama_3_3_70b_at_q4_k_m(client):
+    row = rows(client, gpu="rtx-3090", gpus=2)["llama-3.3-70b"]
+    assert row["verdict"] == "runs" and row["quantization"] == "gguf-q4_k_m", row
+    assert "bartowski/Llama-3.3-70B-Instruct-GGUF:Q4_K_M" in row["command"], row
+
+
+def test_an_engine_named_keeps_its_answer(client):
+    row = rows(client, gpu="rtx-3090", gpus=1, engine="vllm")["qwen3-30b-a3b"]
+    assert row["engine"] == "vLLM" and row["quantization"] == "bf16" and row["verdict"] == "needs 3 GPUs", row
+    assert row["command"].startswith("vllm serve ") and "--cpu-offload-gb" in row["command"], row
+
+
+def test_with_host_ram_a_model_the_gpus_do_not_hold_takes_the_fastest_offload_it_holds():
+    r = what_runs_on("rtx-3090", 1, CATALOG, host_memory_gb=128)
+    m = next(m for m in r.models if m.model == "llama-3.3-70b")
+    assert not m.fits and m.offload is not None and m.offload.fits_host, m
+    assert m.engine == "llamacpp" and m.quantization == "gguf-q4_k_m", m
+    vllm = next(x for x in what_runs_on("rtx-3090", 1, CATALOG, engine="vllm", host_memory_gb=128).models
+                if x.model == "llama-3.3-70b")
+    assert m.offload.output_tokens_per_s_per_user > vllm.offload.output_tokens_per_s_per_user
+
+
+def test_a_format_named_without_an_engine_runs_on_the_engines_that_load_it(client):
+    got = rows(client, gpu="rtx-3090", quantization="gguf-q4_k_m")
+    assert got and {row["engine"] for row in got.values()} == {CATALOG.engine("llamacpp").name}
+    r = client.post("/api/views/homelab", json={"gpu": "rtx-3090", "quantization": "mlx-4bit"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "quantization", r.text
