@@ -62,3 +62,15 @@ def test_every_suggested_command_fits_when_run(args):
         r = runner.invoke(app, [*command, "--json"])
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["fits"], command
+
+
+@pytest.mark.parametrize("model", ["gemma-4-31b", "qwen3-32b"])
+def test_a_mixed_expert_format_is_refused_for_a_dense_model(model):
+    """mixed-fp4-fp8's 4.7 bits average FP4 routed experts and FP8 elsewhere: a dense model in it would be
+    all FP8, not 4.7 bits a weight (Gemma 4 31B: 18.65 GiB where FP8 is 29.90), so it is refused."""
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.memory.fit import fit
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(Deployment(model=model, gpu="rtx-5090", quantization="mixed-fp4-fp8"), CATALOG)
+    assert err.value.field == "quantization" and "mixed-fp4-fp8" not in err.value.allowed
+    assert fit(Deployment(model="deepseek-v4-flash", gpu="b200", gpus=8, quantization="mixed-fp4-fp8"), CATALOG)

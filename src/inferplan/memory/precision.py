@@ -21,6 +21,12 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
             f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
+    arch = None if spec.architecture_is_proxy else spec.architecture
+    if quant.needs_routed_experts and arch is not None and arch.moe is None:
+        raise InvalidScenarioError(f"{quant.id} ({quant.name}) gives the routed experts fewer bits than the other "
+                                   f"weights; {spec.name} has no routed experts", field="quantization",
+                                   allowed=", ".join(f for f in model_formats(catalog, spec, engine_id)
+                                                     if not catalog.quantization(f).needs_routed_experts))
     engine = catalog.engine(engine_id)
     if not engine.loads(quant, accel=accel, release=d.engine_version):
         loadable = ", ".join(q.id for q in catalog.quantizations
