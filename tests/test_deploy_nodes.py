@@ -130,11 +130,55 @@ def test_an_engine_without_a_multi_host_launch_says_its_one_host_command_does_no
     command = _command(engine, model="qwen3-30b-a3b", tensor_parallel_size=16, pipeline_parallel_size=1)
     assert command.hosts == 1 and command.host_commands == ()
     said = " ".join(command.notes)
-    assert "needs 2 hosts" in said and f"no multi-host launch for {engine}" in said and "(vllm, sglang)" in said
+    assert "needs 2 hosts" in said and f"no multi-host launch for {engine}" in said and "(vllm, sglang" in said
     with pytest.raises(UnsupportedSettingError) as err:  # one pod of 16 GPUs no node holds
         kubernetes_manifest(Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", engine=engine, tensor_parallel_size=16),
                             CATALOG)
     assert err.value.field == "engine" and "vllm" in err.value.allowed and "sglang" in err.value.allowed
+
+
+MACS = dict(model="qwen3-235b-a22b", gpu="apple-m3-ultra", engine="llamacpp")
+
+
+@pytest.mark.parametrize("hosts", (2, 3))
+def test_llamacpp_spreads_pipeline_stages_over_hosts_with_rpc_servers(hosts):
+    """llama.cpp tools/rpc: rpc-server on each other host (bound past 127.0.0.1, its default, on port 50052),
+    llama-server --rpc host:port,... on host 0, which splits the layers over its GPUs and theirs."""
+    command = launch_command(Deployment(**MACS, gpus=hosts, pipeline_parallel_size=hosts), CATALOG)
+    head, *workers = command.host_commands
+    assert command.hosts == hosts and head.argv[0] == "llama-server"
+    assert _value(head.argv, "--rpc") == ",".join(f"$HOST{i}_IP:50052" for i in range(1, hosts))
+    assert set(_options(head.argv[1:])) <= set(engine_flags(CATALOG, "llamacpp").accepted)
+    for w in workers:
+        assert w.argv == ("rpc-server", "--host", "0.0.0.0", "--port", "50052") and "--port" in head.argv
+    assert subprocess.run(["bash", "-n", "-c", command.script], check=False).returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOST")}
+    run = subprocess.run(["bash", "-c", head.script.replace(head.text, "echo started")], env=env,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode != 0 and "HOST1_IP" in run.stderr and "started" not in run.stdout
+    given = {f"HOST{i}_IP": f"10.0.0.{i}" for i in range(1, hosts)}
+    run = subprocess.run(["bash", "-c", head.script.replace(head.text, "echo started " + head.text.split("--rpc ")[1])],
+                         env={**env, **given}, capture_output=True, text=True, check=False)
+    assert run.stdout.startswith("started " + ",".join(f"10.0.0.{i}:50052" for i in range(1, hosts)))
+
+
+def test_llamacpp_over_hosts_is_refused_for_tensor_parallel_ranks_and_as_a_manifest():
+    with pytest.raises(UnsupportedSettingError) as err:
+        launch_command(Deployment(model="llama-3.1-70b", gpu="h100-sxm", engine="llamacpp", tensor_parallel_size=16),
+                       CATALOG)
+    assert err.value.field == "tensor_parallel_size"
+    with pytest.raises(UnsupportedSettingError) as err:
+        kubernetes_manifest(Deployment(**MACS, gpus=2, pipeline_parallel_size=2), CATALOG)
+    assert err.value.field == "format"
+
+
+def test_fits_two_macs_suggestion_is_the_rpc_launch_deploy_writes():
+    from inferplan.memory.suggest import fit_or_suggest
+    d = Deployment(**MACS)
+    more = next(s for s in fit_or_suggest(d, CATALOG).suggestions if s.kind == "gpus")
+    assert more.changes["pipeline_parallel_size"] == more.changes["gpus"] == 2
+    command = launch_command(d.model_copy(update=more.changes), CATALOG)
+    assert command.hosts == 2 and command.host_commands[1].argv[0] == "rpc-server"
 
 
 def test_gpus_that_do_not_split_evenly_over_hosts_are_refused():

@@ -71,7 +71,7 @@ def test_without_expert_deferral_the_cpu_time_adds_to_the_gpus():
     new = estimate(Deployment(**DSV3, kt_release="kt-kernel", kt_method="LLAMAFILE", host_sockets=2), DECODE,
                    use_profiles=False)
     mp = plan_memory(Deployment(**DSV3))
-    cpu_s = mp.weights.expert_bytes * 8 / 256 / (614.4e9 * 0.575)
+    cpu_s = mp.offload.host_expert_bytes * 8 / 256 / (614.4e9 * 0.575)  # the GGUF file's experts
     assert new.tpot_s == pytest.approx(cpu_s, rel=0.01)
     assert old.tpot_s > new.tpot_s * 1.05
 
@@ -90,7 +90,7 @@ def test_kt_kernel_picks_the_method_its_launch_command_gives_the_weight_format(c
 def test_a_copy_per_numa_node_holds_the_experts_once_per_socket():
     """v0.2 built with USE_NUMA=1 keeps a copy on each node (the tutorial: 382 GB DRAM on one socket,
     1 TB on two); kt-kernel's shards and a single socket hold one."""
-    experts = plan_memory(Deployment(**DSV3)).weights.expert_bytes
+    experts = plan_memory(Deployment(**DSV3)).offload.host_expert_bytes  # the GGUF file's
     assert fit(Deployment(**DSV3, kt_release="v0.2", host_sockets=2)).host_memory_bytes_used == pytest.approx(2 * experts)
     assert fit(Deployment(**DSV3, kt_release="v0.2")).host_memory_bytes_used == pytest.approx(experts)
     assert fit(Deployment(**DSV3, host_sockets=2)).host_memory_bytes_used == pytest.approx(experts)

@@ -104,3 +104,36 @@ def test_without_a_method_the_first_one_recorded_beside_the_format_is_planned_an
     assert argv[argv.index("--kt-method") + 1] == "LLAMAFILE"
     assert fit(d).host_memory_bytes_used == pytest.approx(fit(d.model_copy(update={"kt_method": "LLAMAFILE"}))
                                                           .host_memory_bytes_used)
+
+
+R1 = dict(model="deepseek-r1", gpu="rtx-4090", engine="ktransformers", host_memory_gb=512)
+
+
+def test_gguf_cpu_experts_run_beside_the_original_checkpoints_gpu_weights(catalog):
+    """kt-kernel's LLAMAFILE reads GGUF experts on the CPU; the GPU part is served from the original
+    checkpoint (kt-kernel README, Option C: --model the original, --kt-weight-path the GGUF directory), so
+    DeepSeek-R1's GPU weights are its FP8 non-expert weights, as the fp8-block fit prices them, and the
+    163,840-token context does not fit on one 4090; host RAM holds the GGUF file's experts."""
+    from inferplan.memory.weights import weight_bytes
+    from inferplan.memory.resolve import resolve_model
+    gguf = fit(Deployment(**R1, quantization="gguf-q3_k_m"))
+    fp8 = fit(Deployment(**R1, quantization="fp8-block"))
+    assert gguf.quantization == "gguf-q3_k_m"
+    assert gguf.weights_bytes_per_gpu == pytest.approx(fp8.weights_bytes_per_gpu, rel=1e-9)
+    assert not gguf.fits and gguf.kv_cache_tokens < 163840
+    spec = resolve_model(catalog, "deepseek-r1")
+    experts = weight_bytes(spec, catalog.quantization("gguf-q3_k_m")).expert_bytes
+    assert gguf.host_memory_bytes_used == pytest.approx(experts, rel=1e-9)
+    assert any("original fp8-block checkpoint" in a for a in gguf.assumptions)
+
+
+def test_the_gguf_launch_serves_the_original_checkpoint_and_reads_the_gguf_directory(catalog):
+    cmd = launch_command(Deployment(**R1, quantization="gguf-q3_k_m", max_model_len=16384), catalog)
+    argv = list(cmd.argv)
+    assert argv[argv.index("--model-path") + 1] == "deepseek-ai/DeepSeek-R1"
+    assert argv[argv.index("--kt-method") + 1] == "LLAMAFILE"
+    assert argv[argv.index("--kt-weight-path") + 1] == "<GGUF directory>"
+    qwen = launch_command(Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", engine="ktransformers",
+                                     host_memory_gb=128, quantization="gguf-q4_k_m", max_model_len=8192), catalog)
+    assert qwen.argv[qwen.argv.index("--model-path") + 1] == "Qwen/Qwen3-30B-A3B"
+    assert any("Qwen/Qwen3-30B-A3B-GGUF" in n for n in qwen.notes)

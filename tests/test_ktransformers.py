@@ -68,16 +68,18 @@ def test_decode_prices_the_cpu_experts_from_host_bandwidth():
     stream, the kernel kt-kernel runs GGUF experts on): 35.4 ms, longer than the GPU's part, which runs
     alongside it."""
     mp = plan_memory(Deployment(**DSV3))
-    assert mp.weights.expert_bytes == pytest.approx(58 * 256 * 3 * 7168 * 2048 * 4.8944 / 8, rel=1e-3)
+    assert mp.offload.host_expert_bytes == pytest.approx(58 * 256 * 3 * 7168 * 2048 * 4.8944 / 8, rel=1e-3)
     tpot = estimate(Deployment(**DSV3), ONE, use_profiles=False).tpot_s
-    assert tpot == pytest.approx(mp.weights.expert_bytes * 8 / 256 / (614.4e9 * 0.575), rel=0.01)
+    assert tpot == pytest.approx(mp.offload.host_expert_bytes * 8 / 256 / (614.4e9 * 0.575), rel=0.01)
     assert tpot == pytest.approx(0.0354, rel=0.01)
     half = estimate(Deployment(**{**DSV3, "host_memory_bandwidth_gb_per_s": 307.2}), ONE, use_profiles=False)
     assert half.tpot_s == pytest.approx(2 * tpot, rel=0.01)
 
 
 def test_experts_kept_on_the_gpu_take_their_share_off_the_cpu():
-    tpot = [estimate(Deployment(**{**DSV3, "kt_num_gpu_experts": g}), ONE, use_profiles=False).tpot_s for g in (0, 4)]
+    """Two GPUs: four FP8 experts per layer (the original checkpoint's, beside GGUF CPU experts) overfill one 4090."""
+    two = {**DSV3, "gpus": 2, "tensor_parallel_size": 2}
+    tpot = [estimate(Deployment(**{**two, "kt_num_gpu_experts": g}), ONE, use_profiles=False).tpot_s for g in (0, 4)]
     assert tpot[1] == pytest.approx(tpot[0] * 252 / 256, rel=0.002)
 
 

@@ -475,10 +475,11 @@ def test_among_equal_cost_candidates_the_tail_stays_short(catalog):
 
 
 def test_nothing_found_says_which_smaller_format_would_fit(catalog):
-    """Qwen3-30B-A3B's only published build on its card is BF16 (61 GB): on one RTX 4090 every
-    family of the engines that load published builds fails on memory. Each says the format fit
-    suggests, and searching with it finds picks."""
-    base = dict(models=("qwen3-30b-a3b",), users=5, accelerators=("rtx-4090",), max_gpus=1, engines=("vllm", "sglang"))
+    """DeepSeek-R1-Distill-Qwen-14B's only published build on its card is BF16 (30 GB): on one RTX 4090
+    every family of the engines that load published builds fails on memory. Each says the format fit
+    suggests (FP8, which vLLM and SGLang make from the BF16 build at load), and searching with it finds picks."""
+    base = dict(models=("deepseek-r1-distill-qwen-14b",), users=5, accelerators=("rtx-4090",), max_gpus=1,
+                engines=("vllm", "sglang"))
     res = search(SearchRequest(**base), catalog)
     assert not res.results
     hinted = {x.engine: x.fits_in_quantization for x in res.infeasible if x.reason == "memory"}

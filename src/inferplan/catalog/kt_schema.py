@@ -41,6 +41,10 @@ class KtExpertFormat(Frozen):
     weight_bits: Bits | None = None
     scale_bits_per_output_row: Bits | None = None
     gpu_formats: tuple[str, ...] = Field(min_length=1)
+    # deployment: the GPU part is served in the deployment's weight format; original-checkpoint: the files the
+    # CPU reads are not what SGLang serves (LLAMAFILE's GGUF), so the GPU part (attention, shared experts,
+    # dense layers) is served from the model's original checkpoint, in its format
+    gpu_weights: Literal["deployment", "original-checkpoint"] = "deployment"
     source: str
     note: str | None = None
 

@@ -5,7 +5,8 @@ head, serves the API; the others join it. An engine record lists the ways it doe
 prefers them; a launch takes the first one the planned release has (``since``) and the layout allows
 (``data_parallel``, ``whole_ranks``).
 An argument may hold ``{hosts}`` (how many), ``{node_rank}`` (this host's index), ``{head}`` (host 0's
-address), ``{local_ranks}`` and ``{start_rank}`` (the data-parallel ranks a host runs, and its first):
+address), ``{workers}`` (the other hosts' addresses, comma-separated, each with ``worker_port``: llama.cpp's
+``--rpc``), ``{local_ranks}`` and ``{start_rank}`` (the data-parallel ranks a host runs, and its first):
 ``deploy.nodes`` fills them for a shell (``$HEAD_IP``) or for a Kubernetes LeaderWorkerSet (the
 addresses LWS gives each pod).
 """
@@ -19,14 +20,14 @@ from pydantic import model_validator
 
 from inferplan.catalog.schema import Frozen
 
-PLACEHOLDERS = ("{hosts}", "{node_rank}", "{head}", "{local_ranks}", "{start_rank}")
+PLACEHOLDERS = ("{hosts}", "{node_rank}", "{head}", "{workers}", "{local_ranks}", "{start_rank}")
 
 
 class MultiHostLaunch(Frozen):
     """One way to start an instance over several hosts: arguments added to each host's engine command, or a
     command the other hosts run instead of the engine (Ray's ``ray start --address``)."""
 
-    method: Literal["native", "data_parallel", "ray"]
+    method: Literal["native", "data_parallel", "ray", "rpc"]
     since: str | None = None  # the first release that takes it (None: every release the record covers)
     data_parallel: bool = True  # whether it starts an instance with data-parallel ranks too
     data_parallel_refusal: str | None = None  # why not, and what to run instead (said when it is refused)
@@ -38,6 +39,10 @@ class MultiHostLaunch(Frozen):
     workers: tuple[str, ...] = ()  # added to the other hosts' engine commands only
     head_before: tuple[tuple[str, ...], ...] = ()  # commands the head runs before its engine
     worker_command: tuple[str, ...] = ()  # what the other hosts run instead of the engine (empty: the engine)
+    worker_port: int | None = None  # the port ``worker_command`` listens on, after each address in ``{workers}``
+    # it spreads layers (pipeline stages) over the hosts, not tensor-parallel ranks: an instance with TP above 1
+    # over hosts is refused
+    layers_only: bool = False
     source: str
     note: str | None = None
 
@@ -52,4 +57,6 @@ class MultiHostLaunch(Frozen):
         unknown = sorted({p for a in args for p in re.findall(r"\{[^}]*\}", a)} - set(PLACEHOLDERS))
         if unknown:
             raise ValueError(f"unknown placeholders: {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})")
+        if any("{workers}" in a for a in args) and self.worker_port is None:
+            raise ValueError("{workers} needs worker_port: the port each worker's address is written with")
         return self

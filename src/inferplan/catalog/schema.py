@@ -146,6 +146,9 @@ class Quantization(Frozen):
     native_software: tuple[Software, ...] = ()
     fallback_compute: str = "bf16"  # compute dtype when the hardware lacks the native format
     quantizes_embeddings: bool = False  # GGUF quantizes token embeddings; most GPU formats do not
+    # a format defined by its routed experts taking fewer bits than the rest (DeepSeek-V4's FP4 experts, FP8
+    # elsewhere), its bits a whole-checkpoint average: a model without routed experts is refused in it
+    needs_routed_experts: bool = False
     # weights quantized in square blocks of this many rows and columns, one scale each (FP8 128x128):
     # an engine whose tensor_parallel_splits include weight_block needs each rank's MLP width whole blocks
     weight_block: Count | None = None

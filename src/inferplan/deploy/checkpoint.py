@@ -9,6 +9,7 @@ brackets and a note saying what to put there; nothing is guessed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -18,6 +19,7 @@ from inferplan.catalog.models import ModelSpec, looks_like_path
 from inferplan.catalog.schema import Checkpoint, ModelCard
 from inferplan.errors import InferplanError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.kt_host import kt_expert_format
 from inferplan.memory.precision import planned_quantization
 from inferplan.memory.resolve import resolve_model
 
@@ -45,7 +47,25 @@ def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedM
     made_with = _made_with(catalog, flags.engine, quant)
     if card is None:
         return _hf_as_named(d, _spec(d, catalog), quant, flags, made_with)
-    return _hf_repo(d, card, quant, flags, made_with)
+    return _kt_original(d, catalog, card, quant, flags) or _hf_repo(d, card, quant, flags, made_with)
+
+
+def _kt_original(d: Deployment, catalog: Catalog, card: ModelCard, quant: str | None,
+                 flags: EngineFlags) -> ServedModel | None:
+    """KTransformers beside a ``--kt-method`` whose CPU files SGLang does not serve (kt_cpu_paths.yaml
+    ``gpu_weights``: LLAMAFILE's GGUF): the model's original checkpoint, which the GPU part is served from, as
+    fit plans it; the ``quant`` files go in ``--kt-weight-path`` (deploy/kt_args.py). None: another case."""
+    if "kt_weight_path" not in flags.settings or quant is None or not card.checkpoints:
+        return None
+    fmt = kt_expert_format(catalog, d.kt_release, d.kt_method, quant)
+    if fmt is None or fmt.gpu_weights != "original-checkpoint":
+        return None
+    original = card.checkpoints[0].quantization
+    served = _hf_repo(d, card, original, flags, "")
+    note = (f"{fmt.kt_method}: the GPU part (attention, shared experts, dense layers) is served from {card.name}'s "
+            f"original {original} checkpoint, {served.checkpoint}; the CPU reads the routed experts from the {quant} "
+            "files in the kt weight path")
+    return dataclasses.replace(served, quantization=quant, quantization_in_checkpoint=True, notes=(*served.notes, note))
 
 
 def _spec(d: Deployment, catalog: Catalog) -> ModelSpec | None:

@@ -30,13 +30,16 @@ def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
     quantization = quantization or _native(d, catalog)
     argv: list[str] = []
     method = flags.settings.get("kt_method")
-    notes = [f"replace {weights.value} with {weights.note}" if weights.note else f"replace {weights.value}"]
+    chosen = None
     if method is not None and (d.kt_method is not None or quantization is not None):
-        argv += _pair(method, kt_method(catalog, None, d.kt_method, quantization))  # as the plan priced it
-    elif method is not None:
+        chosen = kt_method(catalog, None, d.kt_method, quantization)  # as the plan priced it
+        argv += _pair(method, chosen)
+    path = weights.values.get(chosen, weights.value) if chosen else weights.value  # LLAMAFILE: a GGUF directory
+    notes = [f"replace {path} with {weights.note}" if weights.note else f"replace {path}", *_gguf_build(d, catalog, quantization, path)]
+    if method is not None and chosen is None:
         notes.append(f"no CPU expert backend is recorded for {quantization or 'the checkpoint format'}: "
                      f"{method.flags[0]} is left to the engine's default")
-    argv += _pair(weights, weights.value)
+    argv += _pair(weights, path)
     deferral = flags.settings.get("kt_max_deferred_experts_per_token")
     if deferral is not None and deferral.value is not None:
         argv += _pair(deferral, deferral.value)  # the overlap the plan prices
@@ -48,6 +51,19 @@ def kt_args(d: Deployment, catalog: Catalog, flags: EngineFlags,
 
 def _pair(rule: FlagRule, text: str) -> list[str]:
     return [part for flag in rule.flags for part in (flag, text)]
+
+
+def _gguf_build(d: Deployment, catalog: Catalog, quantization: str | None, path: str) -> list[str]:
+    """Where the catalogue names the model's published build in ``quantization`` with a GGUF file: a note
+    saying to download it into the directory ``path`` stands for."""
+    try:
+        card = catalog.model(d.model, field_name="model")
+    except UnknownModelError:
+        return []
+    build = next((c for c in card.checkpoints if c.quantization == quantization and c.repo and c.gguf_file), None)
+    if build is None:
+        return []
+    return [f"{path}: a directory holding {build.repo}'s {build.gguf_file.file} (and its other parts, if split)"]
 
 
 def _native(d: Deployment, catalog: Catalog) -> str | None:

@@ -5,15 +5,18 @@ record lists (``EngineFlags.multi_host``) that the planned release has and the l
 data-parallel ranks whole on each host with ``--data-parallel-size-local`` and ``--data-parallel-start-rank``
 (``--nnodes`` alone would lay every rank over all the hosts), and one rank wider than a host from 0.11.1 with
 ``--nnodes``/``--node-rank``/``--master-addr`` (``--headless`` off the head), before over a Ray cluster;
-SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``. An engine with no such way keeps its one-host command, with a note that says it does not hold the instance
-(``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
+SGLang with ``--nnodes``/``--node-rank``/``--dist-init-addr``; llama.cpp's pipeline stages with ``rpc-server`` on the
+other hosts and ``--rpc`` on host 0. An engine with no such way keeps its one-host command, with a note that says it
+does not hold the instance (``fit`` may plan such a layout; a Kubernetes manifest of it is refused).
 
 Host 0's address is a placeholder: ``$HEAD_IP`` in a shell script (each host's lines check it is set), the
-address a Kubernetes LeaderWorkerSet gives its pods in a manifest (``LEADER_WORKER_SET``).
+address a Kubernetes LeaderWorkerSet gives its pods in a manifest (``LEADER_WORKER_SET``); so are the other hosts'
+where host 0 names them (llama.cpp's ``--rpc``): ``$HOST1_IP`` … in a shell script.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Literal
@@ -31,6 +34,8 @@ from inferplan.memory.layout import host_gpus, instance_gpus
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 HEAD_VARIABLE = "HEAD_IP"
+WORKER_VARIABLE = "HOST{}_IP"  # host i's address, where host 0 names the others (llama.cpp's --rpc)
+_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d+)_IP")  # an argument the shell must expand: double-quoted
 Target = Literal["shell", "k8s"]  # what runs the hosts' commands: a shell on each, or a LeaderWorkerSet's pods
 
 
@@ -149,15 +154,18 @@ def hosts_launch(d: Deployment, catalog: Catalog, flags: EngineFlags, release: s
     commands = tuple(_host(i, split, launch, engine, listen, before, addressing, rank_gpus, env or {})
                      for i in range(split.hosts))
     where = "host 0 (the head) serves the API; every host runs its own lines"
-    if addressing is SHELL:
+    if addressing is SHELL and _names(launch, "{head}"):
         where += f", with {HEAD_VARIABLE} set to host 0's address"
+    if addressing is SHELL and _names(launch, "{workers}"):
+        where += (f", with {', '.join(WORKER_VARIABLE.format(i) for i in range(1, split.hosts))} set on host 0 to the "
+                  "other hosts' addresses")
     return HostsLaunch(split, commands, (f"{spans_hosts_note(split, d)}: {where}", *((launch.note,) if launch.note else ())))
 
 
 def _no_multi_host(d: Deployment, catalog: Catalog, flags: EngineFlags, split: HostSplit, target: Target) -> str:
-    """What to do about an instance past one host on an engine with no multi-host launch inferplan writes (llama.cpp's
-    RPC backend, TensorRT-LLM's MPI launch are not modelled): a note beside the one-host command; refused as a
-    manifest, whose one pod of all its GPUs no node holds."""
+    """What to do about an instance past one host on an engine with no multi-host launch inferplan writes
+    (TensorRT-LLM's MPI launch is not modelled): a note beside the one-host command; refused as a manifest, whose
+    one pod of all its GPUs no node holds."""
     engines = ", ".join(f.engine for f in catalog.engine_flags if f.multi_host)
     fix = f"at most {split.host_gpus} GPUs per instance (TP × PP × DP), or an engine that has one ({engines})"
     said = f"{spans_hosts_note(split, d)}, and inferplan writes no multi-host launch for {flags.engine}"
@@ -193,6 +201,11 @@ def _launch(d: Deployment, flags: EngineFlags, release: str | None, split: HostS
                 f"{who} starts an instance over hosts by {launch.method}, which inferplan does not write as a "
                 "LeaderWorkerSet",
                 field="format", allowed="shell"))
+        elif launch.layers_only and d.tensor_parallel_size > 1:
+            refusals.append(UnsupportedSettingError(
+                f"{who} spreads an instance over hosts by {launch.method}, layers (pipeline stages) only, not "
+                f"tensor-parallel ranks", field="tensor_parallel_size",
+                allowed=f"1 with pipeline stages over the hosts, or at most {split.host_gpus} GPUs per instance"))
         else:
             return launch
     first = refusals[0]
@@ -210,9 +223,12 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
     rank = str(i) if i == 0 or addressing.worker_rank is None else addressing.worker_rank
     local = split.gpus_per_host // rank_gpus  # data-parallel ranks per host, where they are whole on each
 
+    workers = ",".join(f"${WORKER_VARIABLE.format(j)}:{launch.worker_port}" for j in range(1, split.hosts))
+
     def fill(args: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(a.replace("{hosts}", str(split.hosts)).replace("{node_rank}", rank).replace("{head}", addressing.head)
-                     .replace("{local_ranks}", str(local)).replace("{start_rank}", str(i * local)) for a in args)
+                     .replace("{workers}", workers).replace("{local_ranks}", str(local))
+                     .replace("{start_rank}", str(i * local)) for a in args)
 
     if i == 0:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.head), *listen), \
@@ -221,7 +237,11 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
         argv, lines = fill(launch.worker_command), ()
     else:
         argv, lines = (*engine, *fill(launch.every_host), *fill(launch.workers)), before
-    lines = ((addressing.check,) if addressing.check else ()) + lines
+    checks = (addressing.check,) if addressing.check and _names(launch, "{head}") else ()
+    if addressing is SHELL and i == 0 and _names(launch, "{workers}"):  # host 0 names the others (--rpc)
+        checks += tuple(f': "${{{v}:?set {v} to the address of host {j}}}"'
+                        for j, v in ((j, WORKER_VARIABLE.format(j)) for j in range(1, split.hosts)))
+    lines = checks + lines
     text = shell_join(argv)
     runs_engine = i == 0 or not launch.worker_command  # a host that joins a cluster starts no engine
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items() if runs_engine), text])
@@ -232,7 +252,13 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
 def shell_join(argv: tuple[str, ...]) -> str:
     """``argv`` as one shell line: each argument quoted where the shell needs it, host 0's address variable
     left for the shell to expand."""
-    return " ".join(f'"{a}"' if f"${HEAD_VARIABLE}" in a else shlex.quote(a) for a in argv)
+    return " ".join(f'"{a}"' if _ADDRESS.search(a) else shlex.quote(a) for a in argv)
+
+
+def _names(launch: MultiHostLaunch, placeholder: str) -> bool:
+    """Whether some host's command of ``launch`` holds ``placeholder``."""
+    return any(placeholder in a for a in (*launch.every_host, *launch.head, *launch.workers, *launch.worker_command,
+                                          *(a for command in launch.head_before for a in command)))
 
 
 def hosts_script(launch: HostsLaunch) -> str:

@@ -37,7 +37,7 @@ from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split)
-from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_split
+from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
 from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, drafts_at_pipeline, kv_architecture
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
@@ -65,6 +65,12 @@ class MemoryPlan:
     stage_weights: tuple[StageWeights, ...]  # per GPU of each pipeline stage, before what the engine adds
     offload: OffloadSplit | None = None  # weights and KV cache in host RAM
     fraction_scale: float = 1.0  # what the engine multiplies the memory fraction it is given by
+    gpu_quantization: Quantization | None = None  # the GPU's weights' format where not ``quantization`` (kt LLAMAFILE)
+
+    @property
+    def gpu_format(self) -> Quantization:
+        """The format of the weights the GPU holds and computes with."""
+        return self.gpu_quantization or self.quantization
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
@@ -268,10 +274,12 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
-    w = weights_on_gpu(catalog, d, spec, quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
+    gpu_quant, kt_note = kt_gpu_quantization(catalog, d, spec, engine, quant)  # kt LLAMAFILE: the original checkpoint
+    w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
+    w = dataclasses.replace(w, notes=[kt_note, *w.notes]) if kt_note else w
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    split = kt_split(d, spec, w.estimate, engine, gpus, catalog) or offload_split(d, spec, w.estimate, gpus, w.per_gpu,
-                                                                                w.stages)
+    split = kt_split(d, spec, w.estimate, engine, gpus, catalog, quant) or offload_split(d, spec, w.estimate, gpus, w.per_gpu,
+                                                                                       w.stages)
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
@@ -287,7 +295,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     planned_length(d, spec, None) * slots))
-    budget, rooms, budget_notes = kv_room(catalog, d, engine, quant, hw.accel, spec, settings, plan, total, w, rule)
+    budget, rooms, budget_notes = kv_room(catalog, d, engine, gpu_quant, hw.accel, spec, settings, plan, total, w, rule)
     kv_arch = kv_architecture(spec.architecture, mtp)  # with the MTP layers where the pool holds them
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
@@ -358,7 +366,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         page_cache_bytes_per_gpu=cold and cold.page_cache_bytes, page_cache_note=cold and cold.note,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
-                      scale.scale.value if scale else 1.0)
+                      scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant)
 
 
 def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:

@@ -21,6 +21,12 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
             f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
         )
+    arch = None if spec.architecture_is_proxy else spec.architecture
+    if quant.needs_routed_experts and arch is not None and arch.moe is None:
+        raise InvalidScenarioError(f"{quant.id} ({quant.name}) gives the routed experts fewer bits than the other "
+                                   f"weights; {spec.name} has no routed experts", field="quantization",
+                                   allowed=", ".join(f for f in model_formats(catalog, spec, engine_id)
+                                                     if not catalog.quantization(f).needs_routed_experts))
     engine = catalog.engine(engine_id)
     if not engine.loads(quant, accel=accel, release=d.engine_version):
         loadable = ", ".join(q.id for q in catalog.quantizations
@@ -58,6 +64,27 @@ def planned_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, engin
     if flags is None or flags.model_source != "gguf_file" or native in flags.gguf_tags:
         return native
     return next((q for q in spec.builds if q in flags.gguf_tags), native)
+
+
+def model_formats(catalog: Catalog, spec: ModelSpec, engine_id: str, *, at_load: bool = True) -> dict[str, str]:
+    """The weight formats ``spec`` exists in for ``engine_id``, each with where it comes from: the model's
+    published builds (its card's; else its checkpoint's format, BF16 when unknown), then the formats the
+    engine's own tools make from one of them (``engines.yaml`` ``converts_to`` from ``converts_from``), then,
+    where ``at_load``, those its launcher quantizes one of them to when loading (``engine_flags.yaml``
+    ``quantization`` ``values`` from ``quantize_from``: vLLM's and SGLang's ``--quantization fp8``). A format
+    tied to another model (a build it alone is published in, a serving option of its own) is not among them."""
+    builds = spec.builds or (spec.native_quantization or "bf16",)
+    found = {b: "a published build" for b in builds}
+    engine = catalog.engine(engine_id)
+    base = next((b for b in builds if b in engine.converts_from), None)
+    for q in engine.converts_to if base is not None else ():
+        found.setdefault(q, f"converted from the {base} build")
+    flags = flags_for(catalog, engine_id)
+    rule = flags.settings.get("quantization") if flags is not None and at_load else None
+    base = next((b for b in builds if rule is not None and b in rule.quantize_from), None)
+    for q in rule.values if base is not None else ():
+        found.setdefault(q, f"quantized from the {base} build at load")
+    return found
 
 
 def planned_weight_format(catalog: Catalog, d: Deployment, spec: ModelSpec, engine_id: str | None = None) -> Quantization:

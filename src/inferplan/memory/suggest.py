@@ -28,6 +28,7 @@ from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.layout import describe_split
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
+from inferplan.memory.precision import model_formats
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.step_budget import check_step_budget
@@ -193,25 +194,31 @@ def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggesti
 
 def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
     """The largest weight format smaller than the planned one that fits at the planned context; when
-    none does, the largest that fits at a shorter one, with the longest context it holds."""
+    none does, the largest that fits at a shorter one, with the longest context it holds. Only formats the
+    model exists in for the engine (``model_formats``: its builds, the engine's conversions of one, what its
+    launcher quantizes one to at load), so a format tied to another model (DeepSeek-V4's mixed FP4/FP8, a
+    serving option of gpt-oss) is never offered."""
     bits = mp.quantization.bits_per_weight.value
     engine = catalog.engine(d.engine)
     has = set(mp.spec.builds)
+    formats = model_formats(catalog, mp.spec, engine.id)
     candidates = sorted(
-        (q for q in catalog.quantizations
+        (q for q in (catalog.quantization(f) for f in formats if f in catalog.quantizations)
          if q.bits_per_weight.value < bits and engine.loads(q, accel=mp.accelerator, release=d.engine_version)
          and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),
         key=lambda q: -q.bits_per_weight.value)
-    # fewer bits per weight on paper, not always for this model (MXFP4 experts on a dense model)
+    # fewer bits per weight on paper, not always fewer bytes for this model (a format's bits on its experts only)
     candidates = [q for q in candidates if _weights_bytes(d, q.id, catalog) < mp.result.weights_bytes]
+
+    def named(q) -> str:
+        how = "" if formats[q.id] == "a published build" else f", {formats[q.id]}"
+        return f"{q.name} ({q.bits_per_weight.value:.3g} bits per weight{how})"
     for q in candidates:
         if _fits(d, {"quantization": q.id}, catalog):
-            return FitSuggestion(kind="quantization", changes={"quantization": q.id},
-                                 summary=f"smaller weights: {q.name} ({q.bits_per_weight.value:.3g} bits per weight)")
+            return FitSuggestion(kind="quantization", changes={"quantization": q.id}, summary=f"smaller weights: {named(q)}")
     for q in candidates:
         tokens = _longest(d, {"quantization": q.id}, mp.result.max_model_len, catalog)
         if tokens:
             return FitSuggestion(kind="quantization", changes={"quantization": q.id, "max_model_len": tokens},
-                                 summary=f"smaller weights and a shorter context: {q.name} "
-                                         f"({q.bits_per_weight.value:.3g} bits per weight) at {tokens:,} tokens")
+                                 summary=f"smaller weights and a shorter context: {named(q)} at {tokens:,} tokens")
     return None

@@ -66,7 +66,7 @@ class ServingContext:
                 "the engine would refuse it", field="max_model_len", allowed=f"at least {request}")
         check_backend(d.engine, w.backend, self.mp.accelerator)
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
-        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.quantization, d.engine, backend,
+        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id)
         self.work: ModelWork = model_work(self.mp, catalog)
         self.network_notes = network_notes(self.mp, self.work, self.rates)

@@ -87,7 +87,7 @@ def unpack_note(ctx: ServingContext, step: StepTime, running: int) -> str:
     """How much of a decode step unpacking K-quant super-blocks costs (the ALU work that makes
     GPUs with few FLOP/s per byte, such as Apple M1, slower than their bandwidth with these formats)."""
     unpack = ctx.work.unpack_flops_per_gpu(ctx.work.weights_read_per_gpu(running), ctx.rates.unpack_flops_per_weight)
-    return (f"{ctx.mp.quantization.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
+    return (f"{ctx.mp.gpu_format.id} unpacks super-block scales: {ctx.rates.unpack_flops_per_weight:.1f} FLOP-equivalents "
             f"per weight (fitted), {unpack / ctx.rates.achievable_flop_per_s * 1e3:.2f} ms of compute per decode "
             f"step {_beside_memory(step)}")
 

@@ -233,7 +233,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         active = float(params.active) + (0.0 if params.lm_head else lm_head)
         routed_active, expert_params = float(params.experts_active), float(params.experts)
     else:
-        total = mp.spec.total_params or w.total_bytes * 8 / mp.quantization.bits_per_weight.value
+        total = mp.spec.total_params or w.total_bytes * 8 / mp.gpu_format.bits_per_weight.value
         active = mp.spec.active_params or total
         lm_head = 0.0
         notes.append("active parameters from the model card; attention FLOPs from the proxy layout" if arch else
@@ -256,7 +256,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         notes.append(f"expert weights sized from {mp.spec.active_params / 1e9:.0f}B active of "
                      f"{mp.spec.total_params / 1e9:.0f}B total, {top_k} of {num_experts} experts per token")
     if not expert_params and experts_gpu and num_experts:  # no parameter count: the experts' weights from their bytes
-        expert_params = experts_gpu * shards * 8 / mp.quantization.bits_per_weight.value
+        expert_params = experts_gpu * shards * 8 / mp.gpu_format.bits_per_weight.value
         routed_active = expert_params * top_k / num_experts
     # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it);
     # the embedding table a stage holds as a lookup is not read whole per step
@@ -270,7 +270,9 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     dense_gpu = max(held - experts_gpu - copies_gpu - mtp_experts_gpu - mtp_dense_gpu - lookup, 0.0)
     host = host_offload(mp, tp * pp, catalog)
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
-        dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - host.expert_bytes, 0.0)
+        # kt: the GPU's experts in its own format, which the CPU's copy need not share (AMX, GGUF)
+        gone = mp.offload.gpu_bytes_freed if host.mode == "kt" else host.expert_bytes
+        dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - gone, 0.0)
     dispatch = 0.0
     if moe is not None and exact:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state
@@ -299,7 +301,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         moe_dispatch_bytes_per_token=dispatch,
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
-        unpacked_weights_per_byte=8 / mp.quantization.bits_per_weight.value if mp.quantization.super_block_scales else 0.0,
+        unpacked_weights_per_byte=8 / mp.gpu_format.bits_per_weight.value if mp.gpu_format.super_block_scales else 0.0,
         head_bytes_per_gpu=w.head_bytes / tp,
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,

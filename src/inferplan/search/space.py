@@ -20,7 +20,7 @@ from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
-from inferplan.memory.precision import planned_weight_format
+from inferplan.memory.precision import model_formats, planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
@@ -236,18 +236,15 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
     """Weight formats of the model's published builds (or the ones asked for) that the engine loads,
     labelled native or fallback on this accelerator; unasked, also the formats the engine's own tools
     make from a build the model has (``converts_to`` from ``converts_from``), labelled converted."""
-    builds = spec.builds or (spec.native_quantization or "bf16",)
-    converted: tuple[str, ...] = ()
-    base = next((b for b in builds if b in engine.converts_from), None)
-    if not req.quantizations and base is not None:
-        converted = tuple(q for q in engine.converts_to if q not in builds)
-    for qid in req.quantizations or (*builds, *converted):
+    formats = model_formats(catalog, spec, engine.id, at_load=False)  # builds, then conversions
+    for qid in req.quantizations or formats:
         q = catalog.quantization(qid, field_name="quantizations")
         if not engine.loads(q, accel=accel):  # natively, or through a fallback the engine has on it
             continue
         native = q.native_on(accel)
         label = "native" if native else f"fallback to {q.fallback_compute} compute"
-        yield q.id, f"{label}; converted from the {base} build" if qid in converted else label
+        how = "" if req.quantizations else formats.get(qid, "")
+        yield q.id, f"{label}; {how}" if how.startswith("converted") else label
 
 
 def _kv_dtypes(engine, req: SearchRequest, software) -> list[str]:
