@@ -40,12 +40,15 @@ def _read(d: Deployment, catalog) -> tuple[float, float]:
     return work.dense_bytes_per_gpu, work.expert_bytes_per_gpu
 
 
-def test_ngl_reads_the_gpu_layers_on_the_gpu(catalog):
-    """Qwen3-32B -ngl 32: the last 32 of 64 layers on the GPU (about 8.9 GiB), the output layer on the CPU."""
+@pytest.mark.parametrize("build, layers, output_layer", [("b7437", 32, False), ("b7438", 31, True), (None, 31, True)])
+def test_ngl_reads_the_gpu_layers_on_the_gpu(catalog, build, layers, output_layer):
+    """Qwen3-32B -ngl 32: to b7437 the last 32 of 64 layers on the GPU (about 8.9 GiB) and the output layer on
+    the CPU; from b7438 (llama.cpp PR #18148) the output layer and the last 31 (about 9.1 GiB)."""
     d = Deployment(model="qwen3-32b", gpu="rtx-3090", engine="llamacpp", quantization="gguf-q4_k_m",
-                   host_memory_gb=64, max_model_len=32768, n_gpu_layers=32)
+                   host_memory_gb=64, max_model_len=32768, n_gpu_layers=32, engine_version=build)
     dense, experts = _read(d, catalog)
-    assert dense == pytest.approx(32 * (QWEN3_32B_LAYER * Q4 + QWEN3_32B_NORMS * 2), rel=1e-3)
+    output = (151936 * 5120 * Q4 + 5120 * 2) if output_layer else 0.0  # lm_head and the final norm
+    assert dense == pytest.approx(layers * (QWEN3_32B_LAYER * Q4 + QWEN3_32B_NORMS * 2) + output, rel=1e-3)
     assert experts == 0
 
 
