@@ -141,20 +141,25 @@ def test_the_launch_command_runs_the_method_the_plan_priced(catalog):
 V02_ROWS = [(1, 307.2, 382, 8.73), (2, 614.4, 1024, 12.208)]
 
 
-@pytest.mark.parametrize("sockets, bandwidth_gb_per_s, memory_gb, measured", V02_ROWS)
-def test_the_v02_layer_handover_is_what_the_socket_table_leaves_per_moe_layer(catalog, sockets, bandwidth_gb_per_s,
-                                                                           memory_gb, measured):
-    """Golden: each row's decode time less the planned step without the hand-over, over DeepSeek-V3's
-    58 MoE layers, is the stated per-layer time (0.337 and 0.385 ms against 0.36): the remainder is
-    the same on one socket and on two, so it does not come from DRAM bandwidth. Fails when the
-    hand-over is not priced (the implied time doubles) or is priced per token instead of per layer."""
+def _implied_handover_s(catalog, sockets, bandwidth_gb_per_s, memory_gb, measured) -> float:
+    """A V0.2 row's decode time less the planned step without the hand-over, over DeepSeek-V3's 58 MoE layers."""
     handover_s = catalog.kt_cpu_paths.records["v0-2-llamafile"].layer_handover_s.value
     d = Deployment(**{**DSV3, "host_memory_gb": memory_gb, "host_memory_bandwidth_gb_per_s": bandwidth_gb_per_s},
                    kt_release="v0.2", host_sockets=sockets)
     tpot_s = estimate(d, Workload(input_len=500, output_len=300, concurrency=1), use_profiles=False).tpot_s
     moe_layers = 58
-    implied_s = (1 / measured - (tpot_s - moe_layers * handover_s)) / moe_layers
-    assert implied_s == pytest.approx(handover_s, rel=0.08)
+    return (1 / measured - (tpot_s - moe_layers * handover_s)) / moe_layers
+
+
+def test_the_v02_layer_handover_is_what_the_socket_table_leaves_per_moe_layer(catalog):
+    """Golden: the stated per-layer time is the mean of what the two rows leave (0.197 and 0.244 ms against
+    0.22), rounded to 0.01 ms; the remainder is about the same on one socket and on two, so it does not come
+    from DRAM bandwidth. Fails when the hand-over is not priced (the implied time doubles), is priced per
+    token instead of per layer, or the planned step changes without the time being derived again."""
+    handover_s = catalog.kt_cpu_paths.records["v0-2-llamafile"].layer_handover_s.value
+    implied = [_implied_handover_s(catalog, *row) for row in V02_ROWS]
+    assert handover_s == pytest.approx(sum(implied) / len(implied), abs=0.005e-3)
+    assert all(i == pytest.approx(handover_s, rel=0.15) for i in implied)
 
 
 def test_only_a_path_that_states_a_handover_pays_one(catalog):

@@ -60,7 +60,7 @@ def _deploy_flags(r) -> list[str]:
     if r.expert_parallel:
         argv += ["-dp", str(r.data_parallel_size), "--enable-expert-parallel"]
     if pre.expert_parallel:
-        argv += ["--prefill-data-parallel-size", str(pre.data_parallel_size), "--prefill-enable-expert-parallel"]
+        argv += ["--prefill-data-parallel-size", str(pre.data_parallel_size), "--prefill-expert-parallel"]
     if r.speculative_tokens:
         argv += ["--speculative-tokens", str(r.speculative_tokens), "--speculative-method", "mtp"]
     if r.rented_instance_gpus:

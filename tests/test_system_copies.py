@@ -63,7 +63,7 @@ def test_the_hint_beyond_one_system_counts_whole_systems(catalog):
 
     d = Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280)
     with pytest.raises(InvalidScenarioError) as e:
-        refuse_unfit(fit(d, catalog), d)
+        refuse_unfit(fit(d, catalog), d, catalog)
     assert "needs 11 GPUs" in str(e.value)
     assert "(2 × hgx-h100: 16 GPUs, tensor parallel 8 × pipeline parallel 2)" in str(e.value)
     assert "short by 8.9 GiB per GPU" in str(e.value)

@@ -150,6 +150,15 @@ class CurrentRelease(Frozen):
     note: str = ""
 
 
+class GpuLayerOrder(Frozen):
+    """Which layers llama.cpp's ``-ngl N`` (``n_gpu_layers``) puts on the GPU, out of the repeating layers and the
+    output layer: ``last``, the last N repeating layers, the output layer only when N exceeds them; ``first``,
+    the output layer and then the last N - 1 repeating layers."""
+
+    output_layer: Literal["last", "first"]
+    sources: tuple[str, ...] = Field(min_length=1)
+
+
 class MemoryRule(Frozen):
     """One engine's memory-budgeting rule over a range of its releases."""
 
@@ -196,6 +205,7 @@ class MemoryRule(Frozen):
     # an engine that sizes its KV cache by the context, not by the memory left (llama.cpp, MLX)
     context_cache: ContextCache | None = None
     compute_graph: ComputeGraph | None = None  # llama.cpp's compute buffer, in place of `activation`
+    gpu_layer_order: GpuLayerOrder | None = None  # llama.cpp's -ngl placement (None: the engine takes no -ngl)
     prefill_working_set: InFlightPrefill | None = None  # MLX's, for an mlx_in_flight activation
     # what must still fit outside the fraction once the KV cache is sized (None: not checked)
     startup: StartupHeadroom | None = None
@@ -426,6 +436,7 @@ def check_memory_rules(catalog) -> None:
         check_engine_and_sources(catalog, where, rule.id, rule.engine, (
             *rule.sources, *(rule.context_cache.sources if rule.context_cache else ()),
             *(rule.compute_graph.sources if rule.compute_graph else ()), *(rule.startup.sources if rule.startup else ()),
+            *(rule.gpu_layer_order.sources if rule.gpu_layer_order else ()),
             *(rule.prefill_working_set.sources if rule.prefill_working_set else ()),
             *(rule.attention_workspace.sources if rule.attention_workspace else ()),
             *(rule.collective_buffers.sources if rule.collective_buffers else ()),

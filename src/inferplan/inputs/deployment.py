@@ -73,7 +73,7 @@ class Deployment(Input):
 
     # weight offload to host memory, named as the engines name their flags (engines.yaml offload_settings)
     n_gpu_layers: int | None = Field(None, ge=0, le=100_000,
-                                     description="llama.cpp -ngl: repeating layers on the GPU (the rest in host RAM, run by the CPU)")
+                                     description="llama.cpp -ngl: layers on the GPU, the output layer among them from PR #18148 (the rest in host RAM, run by the CPU)")
     n_cpu_moe: int | None = Field(None, ge=0, le=100_000,
                                   description="llama.cpp --n-cpu-moe: the routed experts of the first N layers in host RAM")
     cpu_offload_gb: float | None = Field(None, ge=0, le=1e6,

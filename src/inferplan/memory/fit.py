@@ -36,7 +36,7 @@ from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format,
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
-                                      offload_split)
+                                      offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
 from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, drafts_at_pipeline, kv_architecture
 from inferplan.memory.precision import check_metal_instance
@@ -278,8 +278,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
     w = dataclasses.replace(w, notes=[kt_note, *w.notes]) if kt_note else w
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    split = kt_split(d, spec, w.estimate, engine, gpus, catalog, quant) or offload_split(d, spec, w.estimate, gpus, w.per_gpu,
-                                                                                       w.stages)
+    split = kt_split(d, spec, w.estimate, engine, gpus, catalog, quant) or offload_split(
+        d, spec, w.estimate, gpus, w.per_gpu, w.stages, output_layer_first(catalog, engine.id, d.engine_version))
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
     rule = memory_rule(catalog, engine.id, d.engine_version)
@@ -300,7 +300,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
     if split is not None and split.host_kv_fraction:
-        layout = host_kv_layout(layout, split.host_kv_fraction, len(kv_arch.layer_kinds) if kv_arch else 0)
+        layout = host_kv_layout(layout, split.host_kv_fraction, len(kv_arch.layer_kinds) if kv_arch else 0,
+                                split.stage_gpu_layers)
     context_notes, capped = check_context(d, spec, engine)
     layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,

@@ -1,8 +1,10 @@
 """Weights (and KV cache) kept in host RAM: llama.cpp ``-ngl`` / ``--n-cpu-moe``, vLLM and SGLang ``--cpu-offload-gb``.
 
-llama.cpp puts the last ``n_gpu_layers`` repeating layers on the GPU and runs the others on the CPU,
-their KV cache with them (unless ``--no-kv-offload``); the output layer goes to the GPU only when
-``n_gpu_layers`` exceeds the repeating layers. ``--n-cpu-moe N`` keeps the routed-expert tensors of
+llama.cpp's ``-ngl N`` takes N of the n_layer + 1 slots (the repeating layers, then the output layer)
+from the end and runs the others on the CPU, their KV cache with them (unless ``--no-kv-offload``). Which
+layers those are is the build's (``memory_rules`` ``gpu_layer_order``): up to b7437 the last N repeating
+layers, the output layer only when N exceeds them; from PR #18148 the output layer first and the last
+N - 1 repeating layers. ``--n-cpu-moe N`` keeps the routed-expert tensors of
 the first N layers in host RAM (llama.cpp PR #15077). vLLM's and SGLang's ``--cpu-offload-gb`` keep that many GiB
 of each GPU's weights in host RAM and copy them to the GPU in every forward pass (engines.yaml
 sources); they take them from the decoder layers only (``make_layers`` hands the layers it builds to the
@@ -16,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.errors import InvalidScenarioError
@@ -45,6 +48,7 @@ class OffloadSplit:
     host_bandwidth_bytes_per_s: float | None = None  # the host's DRAM bandwidth, when the deployment states it
     expert_flops_per_token: float = 0.0  # kt: FLOPs of one token's routed experts the CPU runs
     kt_host: KtHost | None = None  # kt: the release, kernel method and sockets the CPU side runs with
+    stage_gpu_layers: tuple[int, ...] = ()  # cpu: the repeating layers each pipeline stage's GPUs hold
 
     @property
     def host_weight_bytes(self) -> float:
@@ -62,9 +66,11 @@ def check_offload_flags(d: Deployment, engines: list[EngineDefaults], engine: En
 
 
 def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_instance: int,
-                  weights_per_gpu: float, stages: tuple[StageWeights, ...]) -> OffloadSplit | None:
+                  weights_per_gpu: float, stages: tuple[StageWeights, ...],
+                  output_first: bool = False) -> OffloadSplit | None:
     """The host share of the weights the offload fields ask for (None: no offload), ``stages`` the weights each
-    pipeline stage's GPU holds with none offloaded."""
+    pipeline stage's GPU holds with none offloaded; ``output_first``: the llama.cpp build offloads the output
+    layer before the repeating layers (``GpuLayerOrder``)."""
     fullest = max(stages, key=lambda s: s.bytes_per_gpu)
     if d.cpu_offload_gb:
         ends_per_gpu = fullest.lookup_bytes_per_gpu + fullest.output_bytes_per_gpu  # left on the GPU
@@ -87,9 +93,8 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
     layers = arch.num_layers
     if all_layers_on_gpu(d.n_gpu_layers, layers) and not d.n_cpu_moe:
         return None  # -ngl 99: every layer and the output layer on the GPU, as with -ngl left out
-    on_gpu = layers if d.n_gpu_layers is None else min(d.n_gpu_layers, layers)
-    cpu_layers = layers - on_gpu  # the first ones: llama.cpp offloads the last n_gpu_layers
-    head_on_host = d.n_gpu_layers is not None and d.n_gpu_layers <= layers
+    on_gpu, head_on_host, slots = gpu_layers(d.n_gpu_layers, layers, output_first)
+    cpu_layers = layers - on_gpu  # the first ones: llama.cpp offloads from the end
     body = _body_bytes(w)
     per_layer_expert = w.expert_bytes / layers
     per_layer_dense = (body - w.expert_bytes) / layers
@@ -98,17 +103,39 @@ def offload_split(d: Deployment, spec: ModelSpec, w: WeightEstimate, gpus_in_ins
     host_dense = cpu_layers * per_layer_dense + (w.head_bytes if head_on_host else 0.0)
     host_expert = expert_layers * per_layer_expert
     pp = len(stages)
-    # each GPU's share of the GPU layers (the last on_gpu), the output layer on the last; experts of a layer
-    # below --n-cpu-moe's first ones stay in host RAM, whichever GPU holds the rest of that layer
+    # each GPU's share of the GPU slots, the output layer's the last one; experts of a layer below --n-cpu-moe's
+    # first ones stay in host RAM, whichever GPU holds the rest of that layer
+    bounds = stage_bounds(slots, pp)
+    head_stage = max(i for i, (start, end) in enumerate(bounds) if end > start) if slots else -1
+    bounds = tuple((start, min(end, on_gpu)) for start, end in bounds)  # the repeating layers of each stage
     held = max(((end - start) * per_layer_dense + max(cpu_layers + end - max(cpu_layers + start, moe_first), 0)
-                * per_layer_expert + (w.head_bytes if not head_on_host and i == pp - 1 else 0.0))
-               / (gpus_in_instance // pp) for i, (start, end) in enumerate(stage_bounds(on_gpu, pp)))
-    parts = [f"-ngl {d.n_gpu_layers}: {on_gpu} of {layers} layers on the GPU" if d.n_gpu_layers is not None else "",
+                * per_layer_expert + (w.head_bytes if not head_on_host and i == head_stage else 0.0))
+               / (gpus_in_instance // pp) for i, (start, end) in enumerate(bounds))
+    output = "" if head_on_host else " and the output layer"
+    parts = [f"-ngl {d.n_gpu_layers}: {on_gpu} of {layers} layers{output} on the GPU" if d.n_gpu_layers is not None else "",
              f"--n-cpu-moe {d.n_cpu_moe}: the experts of the first {moe_first} layers in host RAM" if d.n_cpu_moe else ""]
     note = "; ".join(p for p in parts if p) + (f"; {(host_dense + host_expert) / GIB:.2f} GiB of weights and "
                                                f"{cpu_layers}/{layers} of the KV cache in host RAM, run by the CPU")
     return OffloadSplit("cpu", host_dense, host_expert, cpu_layers / layers, fullest.bytes_per_gpu - held, note,
-                        _bandwidth(d))
+                        _bandwidth(d), stage_gpu_layers=tuple(end - start for start, end in bounds))
+
+
+def output_layer_first(catalog, engine: str, release: str | None) -> bool:
+    """Whether ``engine`` at ``release`` (None: its default) fills the GPU with the output layer before the
+    repeating layers under ``-ngl`` (the memory rule's ``gpu_layer_order``)."""
+    order = memory_rule(catalog, engine, release).gpu_layer_order
+    return order is not None and order.output_layer == "first"
+
+
+def gpu_layers(n_gpu_layers: int | None, layers: int, output_first: bool) -> tuple[int, bool, int]:
+    """llama.cpp's ``-ngl``: the repeating layers on the GPU (the last ones), whether the output layer stays on
+    the CPU, and the GPU slots the layer split shares out over the GPUs (the output layer's one last).
+    Left out or above ``layers``: every layer, split as the whole model's is."""
+    if n_gpu_layers is None or n_gpu_layers > layers:
+        return layers, False, layers
+    if output_first and n_gpu_layers:
+        return n_gpu_layers - 1, False, n_gpu_layers
+    return n_gpu_layers, True, n_gpu_layers
 
 
 def _body_bytes(w: WeightEstimate) -> float:
@@ -149,20 +176,21 @@ def host_kv_tier_bytes(d: Deployment, kv_cache_bytes_per_gpu: float, gpus_in_ins
     return 0.0
 
 
-def host_kv_layout(layout: KvLayout, host_fraction: float, num_layers: int) -> KvLayout:
+def host_kv_layout(layout: KvLayout, host_fraction: float, num_layers: int,
+                   stage_gpu_layers: tuple[int, ...] = ()) -> KvLayout:
     """The GPUs' share of a KV layout when ``host_fraction`` of the ``num_layers`` layers (the first ones) run
     on the CPU and keep theirs in host RAM. llama.cpp puts each layer's cache on that layer's device
     (src/llama-kv-cache.cpp: ``model.dev_layer(il)``), and under its layer split shares the GPU layers over the
     GPUs in proportion to ``--tensor-split``, else to their free memory (src/llama-model.cpp ``load_tensors``):
     on GPUs alike, as evenly as they go. So each pipeline stage keeps the cache of its own share of the GPU
-    layers (``stage_layer_counts``, as its weights are split), not of all of them."""
+    layers (``stage_gpu_layers``, as its weights are split; else as evenly as they go), not of all of them."""
     keep = 1 - host_fraction
     if not layout.stages:
         return _kept(layout, keep)
     pp = len(layout.stages)
-    on_gpu = round(num_layers * keep)
+    kept_counts = stage_gpu_layers if len(stage_gpu_layers) == pp else stage_layer_counts(round(num_layers * keep), pp)
     stages = tuple(_kept(stage, kept / held if held else 0.0) for stage, kept, held in
-                   zip(layout.stages, stage_layer_counts(on_gpu, pp), stage_layer_counts(num_layers, pp)))
+                   zip(layout.stages, kept_counts, stage_layer_counts(num_layers, pp)))
     busiest = max(stages, key=lambda s: s.bytes_per_token_per_gpu)  # the per-GPU figures: the fullest stage's
     return dataclasses.replace(
         layout, stages=stages, **{f: getattr(busiest, f) for f in _PER_GPU})

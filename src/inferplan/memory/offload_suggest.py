@@ -25,7 +25,7 @@ from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
-from inferplan.memory.offload import GIB
+from inferplan.memory.offload import GIB, gpu_layers, output_layer_first
 
 WEIGHT_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb")  # the settings the searches below find
 
@@ -186,8 +186,10 @@ def _most_gpu_layers(d: Deployment, catalog: Catalog, layers: int, experts_off: 
     n, fit = hit
     experts = " and every expert" if experts_off else ""
     flag = f"llama.cpp --n-gpu-layers {n}" + (f" --n-cpu-moe {layers}" if experts_off else "")
-    where = (f"keeps all {layers} repeating layers on the GPU, the output layer{experts} in host RAM" if n == layers else
-             f"keeps {n} of {layers} layers on the GPU, the others{experts} in host RAM, run by the CPU")
+    on_gpu, output_on_host, _ = gpu_layers(n, layers, output_layer_first(catalog, catalog.engine(d.engine).id, d.engine_version))
+    where = (f"keeps all {layers} repeating layers on the GPU, the output layer{experts} in host RAM" if on_gpu == layers else
+             f"keeps {on_gpu} of {layers} layers{'' if output_on_host else ' and the output layer'} on the GPU, "
+             f"the others{experts} in host RAM, run by the CPU")
     return _Found({**fixed, "n_gpu_layers": n}, fit, flag, where)
 
 

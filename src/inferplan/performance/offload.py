@@ -39,6 +39,14 @@ class HostOffload:
     expert_flops_per_token: float = 0.0
     expert_read_bytes_per_s: float | None = None  # the CPU streaming the routed experts a token picks (None: read_bytes_per_s)
     note: str = ""  # the host bandwidth used, where it came from, and the bytes kept in host RAM
+    # kt: the routed experts (in the GPU part's own format) each GPU does not hold; the host's copy may be in
+    # another format and is the whole instance's (None: expert_bytes, one GPU's share in the GPU's format)
+    kt_gpu_expert_bytes_freed: float | None = None
+
+    @property
+    def gpu_expert_bytes_freed(self) -> float:
+        """Routed-expert bytes of one GPU's share that its memory does not hold, so a step does not read there."""
+        return self.expert_bytes if self.kt_gpu_expert_bytes_freed is None else self.kt_gpu_expert_bytes_freed
 
     @property
     def overlapped(self) -> bool:
@@ -91,6 +99,7 @@ def host_offload(mp: MemoryPlan, gpus: int, catalog: Catalog) -> HostOffload | N
             read_bytes_per_s=dram * catalog.constant("host-memory-read-efficiency"),
             copy_bytes_per_s=copy, min_copy_tokens=float("inf"),
             kt=kt_cpu(split.kt_host, catalog, dram), expert_flops_per_token=split.expert_flops_per_token,
+            kt_gpu_expert_bytes_freed=split.gpu_bytes_freed,
             note=_note(split.host_expert_bytes, _read_per_token(mp, 0.0, split.host_expert_bytes), dram, origin))
     return HostOffload(
         mode=split.mode, dense_bytes=split.host_dense_bytes / gpus, expert_bytes=split.host_expert_bytes / gpus,

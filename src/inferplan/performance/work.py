@@ -261,7 +261,10 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     # a stage's average: the memory plan's figure is its fullest GPU's (plus what the engine adds to it);
     # the embedding table a stage holds as a lookup is not read whole per step
     fullest = max(mp.stage_weights, key=lambda s: s.bytes_per_gpu)
-    engine_extra = mp.result.weights_bytes_per_gpu - fullest.bytes_per_gpu
+    # the plan's figure is net of the weights an offload keeps off the fullest GPU: those are taken off once,
+    # below (host_offload), so what the engine adds is measured against the figure before the offload
+    freed = mp.offload.gpu_bytes_freed if mp.offload is not None else 0.0
+    engine_extra = mp.result.weights_bytes_per_gpu + freed - fullest.bytes_per_gpu
     if fullest.expert_bytes_per_gpu:  # what the engine adds follows the experts a GPU holds (vLLM's MXFP4 scales)
         engine_extra *= experts_gpu / fullest.expert_bytes_per_gpu
     lookup = sum(s.lookup_bytes_per_gpu for s in mp.stage_weights) / pp
@@ -270,9 +273,8 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     dense_gpu = max(held - experts_gpu - copies_gpu - mtp_experts_gpu - mtp_dense_gpu - lookup, 0.0)
     host = host_offload(mp, tp * pp, catalog)
     if host is not None:  # what stays in host RAM is not read from the GPU's memory
-        # kt: the GPU's experts in its own format, which the CPU's copy need not share (AMX, GGUF)
-        gone = mp.offload.gpu_bytes_freed if host.mode == "kt" else host.expert_bytes
-        dense_gpu, experts_gpu = max(dense_gpu - host.dense_bytes, 0.0), max(experts_gpu - gone, 0.0)
+        dense_gpu = max(dense_gpu - host.dense_bytes, 0.0)
+        experts_gpu = max(experts_gpu - host.gpu_expert_bytes_freed, 0.0)
     dispatch = 0.0
     if moe is not None and exact:
         width = moe.latent_size or arch.hidden_size  # LatentMoE dispatches the latent, not the hidden state

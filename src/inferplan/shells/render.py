@@ -4,6 +4,8 @@ GB = 10^9)."""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -170,11 +172,22 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         if r.suggestions and d is not None:
             console.print("[bold]To fit, run one of:[/]")
             for s in r.suggestions:
-                console.print(f"  # {s.summary}", highlight=False)
+                print_kept(console, f"  # {s.summary}")
                 console.print(f"  {command_line('fit', d, s.changes)}", highlight=False, soft_wrap=True)
         if r.offload_note:
             console.print(f"  {r.offload_note}", highlight=False)
     _assumptions_or_hint(console, [a for a in r.assumptions if a != r.page_cache_note], explain)
+
+
+_FIGURE_UNIT = re.compile(r"(\d) (?=(?:GiB|GB|MiB|KiB|tokens|tok/s|bits|GPUs?)\b)")
+
+
+def print_kept(console: Console, text: str) -> None:
+    """``text`` wrapped at the console's width, a figure never parted from its unit (rich would break
+    "120,320 tokens" across two lines)."""
+    glued = _FIGURE_UNIT.sub("\\1\x00", text)
+    for line in textwrap.wrap(glued, width=console.width, break_long_words=False, break_on_hyphens=False) or [""]:
+        console.print(line.replace("\x00", " "), highlight=False, soft_wrap=True)
 
 
 def _assumptions_or_hint(console: Console, assumptions, explain: bool, extra: str = "") -> None:
