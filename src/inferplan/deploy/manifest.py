@@ -87,7 +87,9 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": app, "labels": labels()},
-        "spec": {"selector": service_selector, "ports": [{"name": "http", "port": command.port, "targetPort": "http"}]},
+        "spec": {"selector": service_selector, "ports": [
+            {"name": "http", "port": command.port, "targetPort": "http"},
+            *({"name": p["name"], "port": p["containerPort"], "targetPort": p["name"]} for p in _peer_ports(command, flags))]},
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
@@ -156,7 +158,8 @@ def _env(env: dict[str, str], flags) -> list[dict]:
 
 def _peer_ports(command: LaunchCommand, flags) -> list[dict]:
     """A pool worker's further ports its peers connect to (``DisaggregationRule.worker_ports``: vLLM's NIXL side
-    channel, SGLang's bootstrap port), each at the value the command starts it with, else the first worker's."""
+    channel, SGLang's bootstrap port), each at the value the command starts it with, else the first worker's; the
+    pool's Service forwards them too, as a peer may reach the worker at the Service's address."""
     rule = flags.disaggregation
     if command.role == "both" or rule is None:
         return []

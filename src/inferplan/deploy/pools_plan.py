@@ -120,6 +120,12 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
     """Each pool's manifest (``deploy.manifest``: a Deployment of its instances, its Service), then the router's."""
     flags = engine_flags(catalog, decode.engine)
     rule = flags.disaggregation
+    if rule.peer_address.at_router_host and pools.prefill_instances > 1:
+        raise UnsupportedSettingError(
+            f"no Kubernetes manifest for {pools.prefill_instances} {flags.engine} prefill instances: the decode reaches "
+            "the prefill's bootstrap server at the host the router names, and the pool's Service may send the "
+            "router's request and the decode's lookup to different pods",
+            field="prefill_instances", allowed="1 with format k8s, or format shell")
     texts, services, image = [], {}, None
     for role, d, instances, spec in (("prefill", pre, pools.prefill_instances, None),
                                      ("decode", decode, pools.replicas, speculative)):
