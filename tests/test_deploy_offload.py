@@ -125,3 +125,16 @@ def test_an_offload_setting_the_engine_does_not_take_is_refused_naming_it(catalo
     with pytest.raises(UnsupportedSettingError) as err:
         launch_command(Deployment(**fields), catalog)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("gpus, layers, host_gb", ((1, 23, 62), (2, 45, 40)))
+def test_a_llamacpp_offload_launch_states_the_planned_context_so_fit_keeps_it(catalog, gpus, layers, host_gb):
+    """Left out, the context is automatic and --fit shortens it to keep its margin free; stated, it stays."""
+    from inferplan.memory.fit_held import planned_length
+    from inferplan.memory.resolve import resolve_model
+
+    d = Deployment(model="llama-3.3-70b", gpu="rtx-3090", gpus=gpus, quantization="q4_k_m", engine="llamacpp",
+                   n_gpu_layers=layers, host_memory_gb=host_gb)
+    argv = launch_command(d, catalog).argv
+    context = planned_length(d, resolve_model(catalog, d.model), None)
+    assert int(argv[argv.index("--ctx-size") + 1]) == context * int(argv[argv.index("--parallel") + 1]) == 131072

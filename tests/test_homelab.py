@@ -113,3 +113,21 @@ def test_host_ram_on_unified_memory_is_refused_naming_host_memory_gb(tmp_path):
     ok = client.post("/api/views/homelab", json={"gpu": "RTX 4090", "engine": "llamacpp", "host_memory_gb": 64})
     rows = {row["model"]: row for row in ok.json()["rows"]}
     assert ok.status_code == 200 and rows["gpt-oss-120b"]["offload"].startswith("llama.cpp --n-cpu-moe ")
+
+
+def test_a_llamacpp_rows_requests_at_once_are_the_parallel_slots_its_command_opens(tmp_path):
+    """llama-server serves the --parallel slots it is started with at once, whatever memory is left over (fit's
+    "at once"); a vLLM row keeps what its KV cache holds."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    rows = TestClient(create_app(tmp_path / "h.db")).post("/api/views/homelab", json={"gpu": "rtx-3090", "gpus": 1}).json()
+    llama = [r for r in rows["rows"] if r["command"].startswith("llama-server")]
+    assert llama and any(r["fits"] for r in llama)
+    for r in llama:
+        assert r["at_once"] == re.search(r"--parallel (\d+)", r["command"]).group(1), r
+    vllm = next(r for r in rows["rows"] if r["command"].startswith("vllm serve") and r["at_once"] != "—")
+    assert re.fullmatch(r"[\d,]+\.\d", vllm["at_once"]), vllm

@@ -261,6 +261,10 @@ class PeerAddress(Frozen):
     finds its own routable address; with the source that says which."""
 
     env: str | None = None
+    # the decode reaches the prefill at the host of the prefill URL the router hands over (SGLang's bootstrap
+    # server): behind a Service that spreads requests over several pods, the router's request and the decode's
+    # lookup may land on different pods
+    at_router_host: bool = False
     source: str
     note: str | None = None
 

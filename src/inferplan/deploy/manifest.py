@@ -49,8 +49,9 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
 
 
 def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
-              name: str | None = None) -> tuple[str, EngineImage]:
-    """The manifest's YAML, and the image its pods run (``deploy.image``)."""
+              name: str | None = None, pod_names: bool = False) -> tuple[str, EngineImage]:
+    """The manifest's YAML, and the image its pods run (``deploy.image``); ``pod_names``: the pods as a StatefulSet
+    behind a headless Service, so each is reached at its own stable name (``pod_address``)."""
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR,
@@ -82,30 +83,44 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
                                      leader=pod(head.argv, per_host), worker=pod(worker.argv, per_host, serves=False))
         service_selector = {**labels(), **LEADER_LABEL}
     else:
-        workload, service_selector = _deployment(app, labels, hw.gpus // per_pod, pod(command.argv, per_pod)), labels()
+        workload, service_selector = _deployment(app, labels, hw.gpus // per_pod, pod(command.argv, per_pod),
+                                                 pod_names), labels()
     service = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": app, "labels": labels()},
-        "spec": {"selector": service_selector, "ports": [{"name": "http", "port": command.port, "targetPort": "http"}]},
+        "spec": {"selector": service_selector, "ports": [
+            {"name": "http", "port": command.port, "targetPort": "http"},
+            *({"name": p["name"], "port": p["containerPort"], "targetPort": p["name"]} for p in _peer_ports(command, flags))],
+            **({"clusterIP": "None"} if pod_names else {})},
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
     return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image
 
 
-def _deployment(app: str, labels, replicas: int, pod: dict) -> dict:
-    """An apps/v1 Deployment of ``replicas`` pods like ``pod``."""
+def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = False) -> dict:
+    """An apps/v1 Deployment of ``replicas`` pods like ``pod``; ``pod_names``: a StatefulSet governed by the
+    Service ``app``, its pods started together."""
+    named = {"serviceName": app, "podManagementPolicy": "Parallel"} if pod_names else {}
     return {
         "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "kind": "StatefulSet" if pod_names else "Deployment",
         "metadata": {"name": app, "labels": labels()},
         "spec": {
+            **named,
             "replicas": replicas,
             "selector": {"matchLabels": labels()},
             "template": {"metadata": {"labels": labels()}, "spec": pod},
         },
     }
+
+
+def pod_address(app: str, index: int) -> str:
+    """The DNS name of pod ``index`` of the StatefulSet ``app`` behind its headless Service ``app``: each pod is
+    named ``<statefulset>-<index>`` and reached at ``<pod>.<service>`` (Kubernetes StatefulSet API,
+    https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/stateful-set-v1/ serviceName)."""
+    return f"{app}-{index}.{app}"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -156,7 +171,8 @@ def _env(env: dict[str, str], flags) -> list[dict]:
 
 def _peer_ports(command: LaunchCommand, flags) -> list[dict]:
     """A pool worker's further ports its peers connect to (``DisaggregationRule.worker_ports``: vLLM's NIXL side
-    channel, SGLang's bootstrap port), each at the value the command starts it with, else the first worker's."""
+    channel, SGLang's bootstrap port), each at the value the command starts it with, else the first worker's; the
+    pool's Service forwards them too, as a peer may reach the worker at the Service's address."""
     rule = flags.disaggregation
     if command.role == "both" or rule is None:
         return []

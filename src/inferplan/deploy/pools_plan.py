@@ -2,7 +2,8 @@
 and ``POST /api/deploy`` with ``prefill_instances`` state it: the shell script of every worker and the
 router (``deploy.pools_launch``) and, for ``k8s``, one Deployment + Service per pool (its instances as
 replicas, each pod requesting its instance's GPUs) and the router as a Deployment + Service pointed at
-the pools' Services.
+the pools' Services — or, where the decode reaches the prefill at the host the router names (SGLang's
+bootstrap server), at each prefill pod of a StatefulSet behind a headless Service.
 
 The deployment is the decode instance (``replicas`` of it); the prefill instance is the same deployment
 in the prefill layout (``prefill_deployment``), with no running-sequence cap and no drafts — the
@@ -20,7 +21,7 @@ from pydantic import Field, model_validator
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.command import Speculative, engine_flags, planned_speculative, with_draft
-from inferplan.deploy.manifest import OPTIONS_DIR, _Dumper, _manifest
+from inferplan.deploy.manifest import OPTIONS_DIR, _Dumper, _manifest, pod_address
 from inferplan.deploy.output import Output
 from inferplan.deploy.pools import PoolsLaunch, pools_launch
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
@@ -120,22 +121,28 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
     """Each pool's manifest (``deploy.manifest``: a Deployment of its instances, its Service), then the router's."""
     flags = engine_flags(catalog, decode.engine)
     rule = flags.disaggregation
-    texts, services, image = [], {}, None
+    texts, workers, image, named = [], {}, None, False
     for role, d, instances, spec in (("prefill", pre, pools.prefill_instances, None),
                                      ("decode", decode, pools.replicas, speculative)):
         one = as_planned(with_draft(d, catalog, spec), catalog)
+        # the decode reaches the prefill at the host the router names: each prefill pod by its own name
+        pod_names = role == "prefill" and instances > 1 and rule.peer_address.at_router_host
+        named = named or pod_names
         text, image = _manifest(d.model_copy(update={"gpus": instances * instance_gpus(one), "system": None,
                                                      "gpu": d.gpu or resolve_hardware(catalog, d).accel.id}),
-                                catalog, role=role, speculative=spec)
+                                catalog, role=role, speculative=spec, pod_names=pod_names)
         texts.append(text)
         service = next(doc for doc in yaml.safe_load_all(text) if doc["kind"] == "Service")
-        services[role] = (service["metadata"]["name"], service["spec"]["ports"][0]["port"])
-    workers = {role: [Worker(name, port, worker_ports(rule, 0))] for role, (name, port) in services.items()}
-    app = services["decode"][0].removesuffix("-decode") + "-router"
+        name, port = service["metadata"]["name"], service["spec"]["ports"][0]["port"]
+        hosts = [pod_address(name, i) for i in range(instances)] if pod_names else [name]
+        workers[role] = [Worker(host, port, worker_ports(rule, 0)) for host in hosts]
+    app = workers["decode"][0].host.removesuffix("-decode") + "-router"
     texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine), Dumper=_Dumper, sort_keys=False))
-    note = ("the router reaches each pool at its Service, which spreads requests over the pool's pods; "
-            f"{rule.router_note}" if rule.router_note else
+    note = ("the router reaches each prefill pod at its own name (a StatefulSet behind a headless Service, as the "
+            "decode reaches the prefill at the host the router names) and the decode pool at its Service, which "
+            "spreads requests over the pool's pods" if named else
             "the router reaches each pool at its Service, which spreads requests over the pool's pods")
+    note = f"{note}; {rule.router_note}" if rule.router_note else note
     return {"manifest": "---\n".join(texts), "image": image.image, "notes": (*image.notes, note)}
 
 

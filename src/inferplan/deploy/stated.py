@@ -21,14 +21,13 @@ def stated_or_default(d: Deployment, flags: EngineFlags, setting: str) -> object
 
 
 def slot_context(d: Deployment, catalog: Catalog, flags: EngineFlags) -> Deployment:
-    """``d`` with its planned context written in where the engine's context flag is shared by more than one
-    slot (``FlagRule.multiplied_by``: llama.cpp's --ctx-size over its --parallel slots) and ``d`` states none:
-    left out, the engine's default context (the model's own) would be split among the slots, while the plan
-    gives each the model's whole context (``planned_length``). A model the catalogue cannot resolve is left
-    to the engine."""
+    """``d`` with its planned context written in where the engine's context flag is shared by its slots
+    (``FlagRule.multiplied_by``: llama.cpp's --ctx-size over its --parallel slots) and ``d`` states none:
+    left out, the engine's default context (the model's own) would be split among the slots, and an automatic
+    context is one llama.cpp's --fit shortens to keep its margin free, while the plan gives each slot the
+    model's whole context (``planned_length``). A model the catalogue cannot resolve is left to the engine."""
     rule = flags.settings.get("max_model_len")
-    if d.max_model_len is not None or rule is None or rule.multiplied_by is None or \
-            int(stated_or_default(d, flags, rule.multiplied_by) or 1) < 2:
+    if d.max_model_len is not None or rule is None or rule.multiplied_by is None:
         return d
     try:
         spec = resolve_model(catalog, d.model)

@@ -12,6 +12,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.command import launch_command
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_cache import context_slots
 from inferplan.performance.here import ModelOnGpus, OffloadOnGpus, WhatRuns
 from inferplan.units import GiB
 
@@ -26,7 +27,7 @@ class HomelabRow(_Frozen):
     fits: bool
     verdict: str  # "runs", "needs 4 GPUs", "no layout holds it"
     context: str
-    at_once: str  # sequences of the row's context the KV cache holds at once (fit's "at once")
+    at_once: str  # requests of the row's context served at once (fit's "at once"): llama.cpp's --parallel slots
     ttft: str
     speed: str  # output tokens/s for one user (a model the GPUs do not hold: with the offload, when priced)
     offload: str  # a model the GPUs do not hold: the weight offload that fits them, and the host RAM it needs
@@ -64,31 +65,45 @@ def _offload(o: OffloadOnGpus | None) -> str:
     return f"{held}; {o.note}" if o.note else held
 
 
-def _command(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> str:
-    """The launch command of the row as planned: on the GPUs asked about, with its weight offload where the
-    GPUs do not hold it and the host RAM is not known to fall short ("—": no way runs there)."""
+def _deployment(m: ModelOnGpus, r: WhatRuns) -> Deployment | None:
+    """The row's deployment as planned: on the GPUs asked about, with its weight offload where the GPUs do not
+    hold it and the host RAM is not known to fall short (None: no way runs there)."""
     runs_offloaded = m.offload is not None and m.offload.fits_host is not False
     if not m.fits and not runs_offloaded:
+        return None
+    return Deployment(model=m.model, gpu=r.accelerator, gpus=r.gpus, engine=m.engine, quantization=m.quantization,
+                      max_model_len=m.max_model_len, **({} if m.fits else m.offload.changes))
+
+
+def _command(d: Deployment | None, catalog: Catalog) -> str:
+    """The launch command of the row's deployment ("—": no way runs there)."""
+    if d is None:
         return "—"
-    d = Deployment(model=m.model, gpu=r.accelerator, gpus=r.gpus, engine=m.engine, quantization=m.quantization,
-                   max_model_len=m.max_model_len, **({} if m.fits else m.offload.changes))
     try:
         return launch_command(d, catalog).text
     except InferplanError as exc:
         return f"no command: {exc}"
 
 
+def _at_once(held: float | None, d: Deployment | None, catalog: Catalog) -> str:
+    """The requests the row serves at once: on an engine with a context per slot (llama-server) the slots its
+    command opens (``context_slots``: its --parallel), as ``fit`` says; else the sequences its KV cache holds."""
+    slots = context_slots(catalog, d, d.engine) if d is not None else None
+    return f"{slots:,}" if slots is not None else f"{held:,.1f}" if held is not None else "—"
+
+
 def _row(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> HomelabRow:
     dash = "—"
     priced = m.offload if m.offload is not None and m.offload.output_tokens_per_s_per_user is not None else m
     held, ttft_s, speed = priced.concurrency, priced.ttft_s, priced.output_tokens_per_s_per_user
+    d = _deployment(m, r)
     return HomelabRow(
         model=m.model, quantization=m.quantization, fits=m.fits, verdict=_verdict(m),
         context=f"{m.max_model_len:,} tokens" if m.max_model_len else dash,
-        at_once=f"{held:,.1f}" if held is not None else dash,
+        at_once=_at_once(held, d, catalog),
         ttft=(f"{ttft_s * 1e3:,.0f} ms" if ttft_s < 1 else f"{ttft_s:,.2f} s") if ttft_s is not None else dash,
         speed=(f"{speed:,.1f} tok/s" if speed < 10 else f"{speed:,.0f} tok/s") if speed is not None else dash,
-        offload=_offload(m.offload), engine=catalog.engine(m.engine).name, command=_command(m, r, catalog))
+        offload=_offload(m.offload), engine=catalog.engine(m.engine).name, command=_command(d, catalog))
 
 
 def _left_out(left_out: tuple[str, ...]) -> str:
@@ -125,7 +140,8 @@ def homelab_view(r: WhatRuns, catalog: Catalog | None = None) -> HomelabView:
     runs = sum(1 for m in r.models if m.fits)
     layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator}{_engines(r, catalog)}. "
-               f"Requests at once: how many of the row's context its KV cache holds together; TTFT and tokens/s: "
+               f"Requests at once: how many of the row's context its KV cache holds together (on llama.cpp, the "
+               f"--parallel slots its command opens); TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
                + (f"; {layout}" if layout else "") + "." + _offloads(r) + _left_out(r.left_out))
     return HomelabView(summary=summary, rows=tuple(_row(m, r, catalog) for m in r.models), result=r)
