@@ -11,7 +11,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
-from inferplan.memory.precision import check_kv_dtype
+from inferplan.memory.precision import check_kv_dtype, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
 
@@ -81,7 +81,8 @@ def fits_matrix(
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
     no ``quantizations`` each model shows its best published build (``_best_builds``), or with ``every_build``
-    each build the engine loads, for a caller that picks among them. Each of
+    each build the engine loads and each format it makes from one (``model_formats``), for a caller that
+    picks among them. Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
 or with ``all_models`` every catalogue model with a config."""
@@ -112,7 +113,7 @@ or with ``all_models`` every catalogue model with a config."""
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
     for model, spec in specs:
-        for quant in quantizations or _loadable_builds(catalog, spec, engine):
+        for quant in quantizations or _loadable_builds(catalog, spec, engine, every_build):
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             for kind, name in hardware:
                 label = f"{gpu_count}× {name}" if kind == "gpu" and count else name  # the cell's hardware
@@ -157,10 +158,12 @@ def _grid_models(catalog: Catalog, models: list[str] | None, all_models: bool) -
     return [m.id for m in configured if m.in_default_grid], tuple(m.id for m in configured if not m.in_default_grid)
 
 
-def _loadable_builds(catalog: Catalog, spec, engine: str) -> list[str]:
+def _loadable_builds(catalog: Catalog, spec, engine: str, every_format: bool = False) -> list[str]:
     """The model's published builds the engine loads, in its card's order (its first alone when the
-    engine loads none of them, so the cell says why)."""
-    builds = spec.builds or (spec.native_quantization or "bf16",)
+    engine loads none of them, so the cell says why); with ``every_format``, also the formats the engine
+    makes from one (``memory.precision.model_formats``: its conversions, its quantization at load)."""
+    builds = tuple(model_formats(catalog, spec, engine)) if every_format else (
+        spec.builds or (spec.native_quantization or "bf16",))
     loads = [b for b in builds if b in catalog.quantizations
              and (not catalog.quantization(b).engines or engine in catalog.quantization(b).engines)]
     return loads or [builds[0]]
