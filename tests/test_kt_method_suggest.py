@@ -34,3 +34,9 @@ def test_the_kt_method_command_fit_prints_fits_when_re_run():
     line = next(x.strip() for x in out.splitlines() if x.strip().startswith("inferplan fit") and "--kt-method AMXINT4" in x)
     again = runner.invoke(app, shlex.split(line)[1:])
     assert again.exit_code == 0 and "does not fit" not in again.output and "fits" in again.output
+
+
+def test_the_note_that_nothing_fits_comes_when_no_method_holds_the_experts(catalog):
+    r = fit_or_suggest(Deployment(**{**SHORT, "host_memory_gb": 128}), catalog)  # AMXINT4's copy is over 300 GiB
+    assert not any(s.kind == "kt_method" for s in r.suggestions)
+    assert r.offload_note is not None and "nothing tried fits" in r.offload_note
