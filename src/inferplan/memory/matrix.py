@@ -113,8 +113,12 @@ or with ``all_models`` every catalogue model with a config."""
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
     for model, spec in specs:
+        held_bits = 0.0  # every_build: the most bits per weight of a format every column holds
         for quant in quantizations or _loadable_builds(catalog, spec, engine, every_build):
             q = spec.native_quantization or "bf16" if quant == "native" else quant
+            if _made_below(catalog, spec, q, held_bits):  # a caller picking the most bits never takes it
+                continue
+            start = len(cells)
             for kind, name in hardware:
                 label = f"{gpu_count}× {name}" if kind == "gpu" and count else name  # the cell's hardware
                 layout = {"tensor_parallel_size": 1}
@@ -139,6 +143,9 @@ or with ``all_models`` every catalogue model with a config."""
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
+            held = cells[start:]
+            if every_build and held and all(c.result is not None and c.result.fits for c in held):
+                held_bits = max(held_bits, catalog.quantization(q).bits_per_weight.value)
     return FitsMatrix(cells=tuple(cells if quantizations or every_build else _best_builds(catalog, cells)),
                       left_out=left_out)
 
@@ -161,12 +168,21 @@ def _grid_models(catalog: Catalog, models: list[str] | None, all_models: bool) -
 def _loadable_builds(catalog: Catalog, spec, engine: str, every_format: bool = False) -> list[str]:
     """The model's published builds the engine loads, in its card's order (its first alone when the
     engine loads none of them, so the cell says why); with ``every_format``, also the formats the engine
-    makes from one (``memory.precision.model_formats``: its conversions, its quantization at load)."""
-    builds = tuple(model_formats(catalog, spec, engine)) if every_format else (
-        spec.builds or (spec.native_quantization or "bf16",))
+    makes from one (``memory.precision.model_formats``: its conversions, its quantization at load), the most
+    bits first, those with fewer bits than a format every column holds left out (``fits_matrix``)."""
+    builds = (spec.builds or (spec.native_quantization or "bf16",))
+    if every_format:  # the builds, then the formats made from one, the most bits first
+        made = [f for f in model_formats(catalog, spec, engine) if f not in builds and f in catalog.quantizations]
+        builds = (*builds, *sorted(made, key=lambda f: -catalog.quantization(f).bits_per_weight.value))
     loads = [b for b in builds if b in catalog.quantizations
              and (not catalog.quantization(b).engines or engine in catalog.quantization(b).engines)]
     return loads or [builds[0]]
+
+
+def _made_below(catalog: Catalog, spec, quantization: str, bits: float) -> bool:
+    """A format the engine makes from a build (not published) with fewer bits per weight than ``bits``."""
+    published = spec.builds or (spec.native_quantization or "bf16",)
+    return quantization not in published and catalog.quantization(quantization).bits_per_weight.value < bits
 
 
 def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
