@@ -7,6 +7,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from inferplan.catalog.loader import load_catalog
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.memory.precision import model_formats
+from inferplan.memory.resolve import resolve_model
 from inferplan.performance.here import what_runs_on
 from inferplan.shells.api import create_app
 
@@ -24,14 +28,25 @@ def rows(client, **body) -> dict[str, dict]:
     return {row["model"]: row for row in r.json()["rows"]}
 
 
-def test_one_3090_runs_the_small_moes_at_q4_on_llamacpp_with_the_default_request(client):
-    got = rows(client, gpu="rtx-3090", gpus=1)
-    for model in ("qwen3-30b-a3b", "gemma-4-26b-a4b"):
-        row = got[model]
-        assert row["fits"] and row["verdict"] == "runs", row
-        assert row["quantization"].startswith("gguf-q4") and row["engine"].startswith("llama.cpp"), row
-        assert row["command"].startswith("llama-server ") and "Q4_K_M" in row["command"], row
-        assert row["speed"].endswith("tok/s"), row
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "gemma-4-26b-a4b", "qwen3-14b", "gemma-3-27b",
+                                   "mistral-small-3.2-24b"])
+def test_one_3090_runs_a_gguf_on_llamacpp_at_the_most_bits_it_holds_with_the_default_request(client, model):
+    row = rows(client, gpu="rtx-3090", gpus=1)[model]
+    assert row["fits"] and row["verdict"] == "runs", row
+    assert row["quantization"].startswith("gguf-q") and row["engine"].startswith("llama.cpp"), row
+    tag = CATALOG.quantization(row["quantization"]).name.split()[-1]
+    assert row["command"].startswith("llama-server ") and tag.upper() in row["command"].upper(), row
+    assert row["speed"].endswith("tok/s"), row
+    # the most bits: no format llama.cpp has for the model (builds, its conversions) with more bits fits one card
+    bits = CATALOG.quantization(row["quantization"]).bits_per_weight.value
+    spec = resolve_model(CATALOG, model)
+    more = [q for q in model_formats(CATALOG, spec, "llamacpp") if CATALOG.quantization(q).bits_per_weight.value > bits]
+    assert not any(fit(Deployment(model=model, gpu="rtx-3090", engine="llamacpp", quantization=q, max_model_len=8192),
+                       CATALOG).fits for q in more if _loads(q))
+
+
+def _loads(q: str) -> bool:
+    return CATALOG.engine("llamacpp").loads(CATALOG.quantization(q), accel=CATALOG.accelerator("rtx-3090"))
 
 
 def test_two_3090s_run_llama_3_3_70b_at_q4_k_m(client):

@@ -11,7 +11,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
-from inferplan.memory.precision import check_kv_dtype
+from inferplan.memory.precision import check_kv_dtype, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
 
@@ -81,7 +81,8 @@ def fits_matrix(
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
     no ``quantizations`` each model shows its best published build (``_best_builds``), or with ``every_build``
-    each build the engine loads, for a caller that picks among them. Each of
+    each build the engine loads and each format it makes from one (``model_formats``), for a caller that
+    picks among them. Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
 or with ``all_models`` every catalogue model with a config."""
@@ -112,8 +113,12 @@ or with ``all_models`` every catalogue model with a config."""
         hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
     cells = []
     for model, spec in specs:
-        for quant in quantizations or _loadable_builds(catalog, spec, engine):
+        held_bits = 0.0  # every_build: the most bits per weight of a format every column holds
+        for quant in quantizations or _loadable_builds(catalog, spec, engine, every_build):
             q = spec.native_quantization or "bf16" if quant == "native" else quant
+            if _made_below(catalog, spec, q, held_bits):  # a caller picking the most bits never takes it
+                continue
+            start = len(cells)
             for kind, name in hardware:
                 label = f"{gpu_count}× {name}" if kind == "gpu" and count else name  # the cell's hardware
                 layout = {"tensor_parallel_size": 1}
@@ -138,6 +143,9 @@ or with ``all_models`` every catalogue model with a config."""
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))
+            held = cells[start:]
+            if every_build and held and all(c.result is not None and c.result.fits for c in held):
+                held_bits = max(held_bits, catalog.quantization(q).bits_per_weight.value)
     return FitsMatrix(cells=tuple(cells if quantizations or every_build else _best_builds(catalog, cells)),
                       left_out=left_out)
 
@@ -157,13 +165,24 @@ def _grid_models(catalog: Catalog, models: list[str] | None, all_models: bool) -
     return [m.id for m in configured if m.in_default_grid], tuple(m.id for m in configured if not m.in_default_grid)
 
 
-def _loadable_builds(catalog: Catalog, spec, engine: str) -> list[str]:
+def _loadable_builds(catalog: Catalog, spec, engine: str, every_format: bool = False) -> list[str]:
     """The model's published builds the engine loads, in its card's order (its first alone when the
-    engine loads none of them, so the cell says why)."""
-    builds = spec.builds or (spec.native_quantization or "bf16",)
+    engine loads none of them, so the cell says why); with ``every_format``, also the formats the engine
+    makes from one (``memory.precision.model_formats``: its conversions, its quantization at load), the most
+    bits first, those with fewer bits than a format every column holds left out (``fits_matrix``)."""
+    builds = (spec.builds or (spec.native_quantization or "bf16",))
+    if every_format:  # the builds, then the formats made from one, the most bits first
+        made = [f for f in model_formats(catalog, spec, engine) if f not in builds and f in catalog.quantizations]
+        builds = (*builds, *sorted(made, key=lambda f: -catalog.quantization(f).bits_per_weight.value))
     loads = [b for b in builds if b in catalog.quantizations
              and (not catalog.quantization(b).engines or engine in catalog.quantization(b).engines)]
     return loads or [builds[0]]
+
+
+def _made_below(catalog: Catalog, spec, quantization: str, bits: float) -> bool:
+    """A format the engine makes from a build (not published) with fewer bits per weight than ``bits``."""
+    published = spec.builds or (spec.native_quantization or "bf16",)
+    return quantization not in published and catalog.quantization(quantization).bits_per_weight.value < bits
 
 
 def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:

@@ -25,6 +25,7 @@ from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_suggest import held_tier, host_note, smaller_kv_tier, tier_words
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
+from inferplan.memory.kt_suggest import smaller_kt_methods
 from inferplan.memory.layout import describe_split
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
@@ -82,7 +83,8 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
     found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
-             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *expert_offload_elsewhere(d, mp, catalog))
+             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *smaller_kt_methods(d, mp, catalog, longest_context),
+             *expert_offload_elsewhere(d, mp, catalog))
     return tuple(s for s in found if s is not None)
 
 

@@ -150,8 +150,9 @@ def what_runs_on(gpu: str, gpus: int, catalog: Catalog, *, engine: str | None = 
     A model the GPUs do not hold carries the weight offload ``fit`` suggests on them and the host RAM it
     needs; with ``host_memory_gb`` (GiB, as ``--host-memory-gb``) stated and holding it, its speed at it.
     With ``engine`` named, each model is its best published build on it (the what-fits matrix's); with none,
-    each model is the best way it runs here of every build on every engine that runs on the accelerator
-    with a measured point (``_best_way``)."""
+    each model is the best way it runs here of every build, and every format the engine makes from one
+    (``memory.precision.model_formats``: llama.cpp's GGUF conversions, a launcher's quantization at load), on
+    every engine that runs on the accelerator with a measured point (``_best_way``)."""
     accel = catalog.accelerator(gpu, "gpu")
     if host_memory_gb is not None and accel.unified_memory:
         raise InvalidScenarioError(f"{accel.name} has unified memory: its memory is the host RAM",
