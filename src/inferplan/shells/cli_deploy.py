@@ -72,12 +72,7 @@ def deploy_cmd(
         _pools(d, stated, output_format, role, speculative, as_json)
         return
     plan = _call(launch_plan, d, catalog_for(d), output_format=output_format, role=role, speculative=speculative)
-    if as_json:
-        emit_json(plan)
-        return
-    for note in (*plan.command.notes, *plan.notes):
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.command.script, highlight=False)
+    _show(plan, (*plan.command.notes, *plan.notes), plan.command.script, as_json)
 
 
 def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json: bool) -> None:
@@ -93,12 +88,17 @@ def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json:
              allowed="leave --role out with --prefill-instances")
     layout = _call(_layout, stated)
     plan = _call(pools_plan, d, layout, catalog_for(d), output_format=output_format, speculative=speculative)
+    _show(plan, (*plan.launch.notes, *plan.notes), plan.launch.script, as_json)
+
+
+def _show(plan, notes: tuple[str, ...], script: str, as_json: bool) -> None:
+    """The plan as JSON, or its notes on stderr and its manifest (for k8s) or script on stdout."""
     if as_json:
         emit_json(plan)
         return
-    for note in (*plan.launch.notes, *plan.notes):
+    for note in notes:
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else plan.launch.script, highlight=False)
+    console.out(plan.manifest.rstrip("\n") if plan.manifest is not None else script, highlight=False)
 
 
 def _layout(stated: dict):
