@@ -298,6 +298,11 @@ class EngineDefaults(Frozen):
     # copies that divide (SGLang --ep-num-redundant-experts); None: the remainder goes to some ranks
     expert_parallel_redundant: bool | None = None
     expert_parallel_redundant_source: str | None = None
+    # without expert parallelism the MoE layers shard the routed experts over one tensor-parallel group of
+    # TP x DP GPUs (vLLM: FusedMoEParallelConfig flattens TP across DP), so each GPU holds 1/(TP x DP) of
+    # them; None: each data-parallel rank holds its own TP-split copy
+    moe_tp_spans_data_parallel: bool | None = None
+    moe_tp_spans_data_parallel_source: str | None = None
     # how it spreads one model over several GPUs when no parallel sizes are given: tensor parallel
     # over the GPUs that reach each other, pipeline stages beyond ("tensor", also when not stated), or
     # each GPU a slice of the layers ("layer": llama.cpp's default split mode)

@@ -32,7 +32,9 @@ def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engin
     arch = None if spec.architecture_is_proxy else spec.architecture
     tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
     layers = arch.num_layers if arch else 0
-    ranks = tp * (dp if plan.expert_parallel else 1)
+    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks, shards
+    # the routed experts over TP x DP GPUs; otherwise each data-parallel rank holds a TP-split copy
+    ranks = tp * (dp if plan.expert_parallel or engine.moe_tp_spans_data_parallel else 1)
     redundant = redundant_experts(spec, engine, ranks=ranks) if plan.expert_parallel else 0
     stages = stage_weights(w, tp=tp, pp=pp, expert_shards=ranks,
                            moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
