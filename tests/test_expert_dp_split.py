@@ -1,8 +1,8 @@
 """vLLM with data parallelism and no expert parallelism (``-dp N`` without ``--enable-expert-parallel``)
 shards the routed experts over one tensor-parallel group of TP x DP GPUs (engines.yaml
 ``moe_tp_spans_data_parallel``, eng-moe-tp-dp-vllm: FusedMoEParallelConfig.make flattens TP across
-DP), so each GPU holds a quarter of them at TP 2 DP 2, not the half a TP-2 copy would hold. SGLang's
-data-parallel copies keep their own TP-split experts."""
+DP), so each GPU holds a quarter of them at TP 2 DP 2, not the half a TP-2 copy would hold. Copies the
+planner lays out itself are launched apart, and SGLang's data-parallel copies keep their own TP split."""
 
 import pytest
 
@@ -30,3 +30,10 @@ def test_vllm_without_data_parallel_splits_experts_over_tp():
 def test_sglang_data_parallel_copies_keep_a_tp_split_each():
     per_gpu, whole = _experts_per_gpu("qwen3-30b-a3b", "sglang", dp=2)
     assert per_gpu == pytest.approx(whole / 2)
+
+
+def test_copies_the_planner_lays_out_are_launched_apart_with_a_tp_split_each():
+    """No data-parallel size given: the copies are separate launches, each holding its own TP-split experts."""
+    plan = plan_memory(Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=4, engine="vllm", tensor_parallel_size=2))
+    assert plan.result.parallel.data_parallel_size == 2
+    assert plan.stage_weights[0].expert_bytes_per_gpu == pytest.approx(plan.weights.expert_bytes / 2)

@@ -213,7 +213,9 @@ def _copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, inst
     tp, pp, size = instance.tensor_parallel_size, instance.pipeline_parallel_size, instance.gpus
     used = _copies_gpus(hw, size)  # a GPU count below the hardware's: the copies on part of it
     copies = used // size
-    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": copies,
+    # the copies are launched apart, so no data-parallel size is stated (it follows from the GPUs): an engine's
+    # data-parallel ranks that share the experts (moe_tp_spans_data_parallel) are those a launch states
+    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": None,
                                  **({"gpus": used} if used < hw.gpus else {})})
     mp = _fit(catalog, sized, spec, dataclasses.replace(hw, gpus=used), stated_plan(sized, used), search_smallest=False)
     idle = f" ({used} GPUs; {hw.gpus - used} left idle)" if used < hw.gpus else ""

@@ -25,16 +25,16 @@ from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
-                   embeddings_on_host: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+                   embeddings_on_host: bool, dp_launched: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
     parallelism they differ (the first holds the embeddings, unless the engine keeps them in host
     memory; the last the lm_head)."""
     arch = None if spec.architecture_is_proxy else spec.architecture
     tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
     layers = arch.num_layers if arch else 0
-    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks, shards
-    # the routed experts over TP x DP GPUs; otherwise each data-parallel rank holds a TP-split copy
-    ranks = tp * (dp if plan.expert_parallel or engine.moe_tp_spans_data_parallel else 1)
+    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch
+    # states (``dp_launched``), shards the routed experts over TP x DP GPUs; else each copy holds a TP split
+    ranks = tp * (dp if plan.expert_parallel or engine.moe_tp_spans_data_parallel and dp_launched else 1)
     redundant = redundant_experts(spec, engine, ranks=ranks) if plan.expert_parallel else 0
     stages = stage_weights(w, tp=tp, pp=pp, expert_shards=ranks,
                            moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
@@ -82,7 +82,7 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
     notes = list(weights.assumptions)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host)
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host, d.data_parallel_size is not None)
     per_gpu = fullest.bytes_per_gpu
     if stages_note:
         notes.append(stages_note)
