@@ -27,19 +27,25 @@ from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 
-class SupportFloor(Frozen):
-    """The first release of ``engine`` that loads ``architecture``, ``quantization``, or that
-    quantization on that architecture (both given)."""
+class EngineReleaseRecord(Frozen):
+    """What both kinds of record hold: the engine, the model architecture and/or weight format they are
+    about, and their provenance."""
 
     id: str = Field(pattern=SLUG)
     engine: str  # engines.yaml id
     architecture: str | None = None  # a Hugging Face architectures name ("Qwen3ForCausalLM")
     quantization: str | None = None  # a quantizations.yaml id ("fp8-block")
-    first_release: str  # inclusive
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Kind
     note: str = ""
+
+
+class SupportFloor(EngineReleaseRecord):
+    """The first release of ``engine`` that loads ``architecture``, ``quantization``, or that
+    quantization on that architecture (both given)."""
+
+    first_release: str  # inclusive
 
     @model_validator(mode="after")
     def _subject(self) -> "SupportFloor":
@@ -99,22 +105,14 @@ def check_engine_loads(catalog, engine: str, engine_version: str | None, archite
     raise InvalidScenarioError(said, field="quantization", allowed=f"{loads}; or another quantization at {release}")
 
 
-class GpuRefusal(Frozen):
+class GpuRefusal(EngineReleaseRecord):
     """Releases ``first_release``..``last_release`` of ``engine`` (inclusive; None: unbounded) do not run
     ``architecture`` (whatever its format), or weights in ``quantization`` (whatever the model), on a GPU of
     any of ``gpu_architectures`` (accelerators.yaml ``architecture``); one of the two is named."""
 
-    id: str = Field(pattern=SLUG)
-    engine: str  # engines.yaml id
-    architecture: str | None = None  # a Hugging Face architectures name ("DeepseekV4ForCausalLM")
-    quantization: str | None = None  # a quantizations.yaml id ("mxfp4")
     gpu_architectures: tuple[str, ...] = Field(min_length=1)
     first_release: str | None = None
     last_release: str | None = None  # the newest release the sources cover
-    sources: tuple[str, ...] = Field(min_length=1)
-    checked: dt.date
-    kind: Kind
-    note: str = ""
 
     @model_validator(mode="after")
     def _releases(self) -> "GpuRefusal":
