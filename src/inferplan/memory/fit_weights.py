@@ -16,7 +16,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.fit_held import planned_length
-from inferplan.memory.expert_split import expert_slot_share, redundant_experts, redundant_note
+from inferplan.memory.expert_split import expert_data_parallel, expert_slot_share, redundant_experts, redundant_note
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.moe_layout import extra_weight_bytes, workspace_bytes
@@ -25,16 +25,14 @@ from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
-                   embeddings_on_host: bool, dp_launched: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+                   embeddings_on_host: bool, expert_dp: int) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
     parallelism they differ (the first holds the embeddings, unless the engine keeps them in host
     memory; the last the lm_head)."""
     arch = None if spec.architecture_is_proxy else spec.architecture
-    tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
+    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     layers = arch.num_layers if arch else 0
-    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch
-    # states (``dp_launched``), shards the routed experts over TP x DP GPUs; else each copy holds a TP split
-    ranks = tp * (dp if plan.expert_parallel or engine.moe_tp_spans_data_parallel and dp_launched else 1)
+    ranks = tp * expert_dp  # the routed experts' GPUs: TP x the data-parallel ranks that share them (expert_split.py)
     redundant = redundant_experts(spec, engine, ranks=ranks) if plan.expert_parallel else 0
     stages = stage_weights(w, tp=tp, pp=pp, expert_shards=ranks,
                            moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
@@ -67,6 +65,7 @@ class GpuWeights:
     per_gpu: float
     notes: list[str]
     moe_runner_backend: str | None = None  # as stated (None: the engine's default kernel path)
+    expert_data_parallel: int = 1  # data-parallel ranks that split the routed experts beside TP (expert_split.py)
 
 
 def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
@@ -82,7 +81,11 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
     notes = list(weights.assumptions)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host, d.data_parallel_size is not None)
+    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch
+    # states, shards the routed experts over TP x DP GPUs; else each copy holds a TP split
+    expert_dp = expert_data_parallel(engine, data_parallel=plan.data_parallel_size, expert_parallel=plan.expert_parallel,
+                                     launched=d.data_parallel_size is not None)
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host, expert_dp)
     per_gpu = fullest.bytes_per_gpu
     if stages_note:
         notes.append(stages_note)
@@ -98,7 +101,7 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     if scales_note:
         per_gpu += scales
         notes.append(scales_note)
-    return GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend)
+    return GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend, expert_dp)
 
 
 def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
