@@ -69,10 +69,11 @@ class GpuWeights:
 
 
 def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
-               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float) -> tuple[float, str | None]:
-    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout)."""
+               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float, expert_dp: int) -> tuple[float, str | None]:
+    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout), each
+    expert's width split over the TP x ``expert_dp`` GPUs of the MoE layers' group."""
     return extra_weight_bytes(catalog, engine.id, quant.id, accel, expert_bytes_per_gpu, arch=spec.architecture,
-                              tp=plan.tensor_parallel_size, expert_parallel=plan.expert_parallel,
+                              tp=plan.tensor_parallel_size * expert_dp, expert_parallel=plan.expert_parallel,
                               release=d.engine_version, kernel=d.moe_kernel)
 
 
@@ -92,7 +93,7 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     if on_host and weights.embedding_bytes and not weights.head_is_embedding:
         notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
                      "memory, not on a GPU")
-    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu)
+    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu, expert_dp)
     if extra_note:
         per_gpu += extra
         notes.append(extra_note)
@@ -112,7 +113,7 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     workspace = workspace_bytes(catalog, engine.id, quant.id, accel, settings.max_num_batched_tokens,
                                 arch=spec.architecture, tp=tp, expert_parallel=plan.expert_parallel,
-                                release=d.engine_version, kernel=d.moe_kernel, data_parallel=plan.data_parallel_size,
+                                release=d.engine_version, kernel=d.moe_kernel, data_parallel=w.expert_data_parallel,
                                 context_tokens=planned_length(d, spec, None))
 
     def room(weights_gpu: float) -> EngineBudget:
@@ -121,7 +122,8 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
                              accel=accel, weight_bits=quant.bits_per_weight.value, moe_workspace=workspace)
 
     budget = room(w.per_gpu)
-    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]
+    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu,
+                                                w.expert_data_parallel)[0]
                   + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu,
                                        d.moe_runner_backend)[0])
              for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []
