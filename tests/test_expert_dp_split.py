@@ -37,3 +37,24 @@ def test_copies_the_planner_lays_out_are_launched_apart_with_a_tp_split_each():
     plan = plan_memory(Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=4, engine="vllm", tensor_parallel_size=2))
     assert plan.result.parallel.data_parallel_size == 2
     assert plan.stage_weights[0].expert_bytes_per_gpu == pytest.approx(plan.weights.expert_bytes / 2)
+
+
+def test_vllm_pads_each_gpus_share_of_an_expert_split_over_tp_times_dp():
+    """Marlin pads each GPU's expert width to its tiles: gpt-oss-120b's 2,880 over TP 2 x DP 8 is 180, padded
+    to 256, where a TP-2 copy's 1,440 pads to 1,536 (the hidden 2,880 to 3,072 in both)."""
+    common = dict(model="gpt-oss-120b", gpu="h100-sxm", engine="vllm", moe_kernel="marlin", tensor_parallel_size=2)
+    shared = plan_memory(Deployment(**common, gpus=16, data_parallel_size=8)).result.assumptions
+    copy = plan_memory(Deployment(**common)).result.assumptions
+    assert any(f"experts padded x{3072 / 2880 * 256 / 180:.4f}" in a for a in shared)
+    assert any(f"experts padded x{3072 / 2880 * 1536 / 1440:.4f}" in a for a in copy)
+
+
+def test_copies_the_planner_lays_out_gather_no_tokens_into_the_moe_workspace():
+    """DeepSeek-V4-Flash's Marlin workspace holds the batch the kernel gets: every stated DP rank's tokens,
+    all-gathered; a copy launched apart gets its own."""
+    def activation(**kw) -> float:
+        d = Deployment(model="deepseek-v4-flash", gpu="h100-sxm", engine="vllm", tensor_parallel_size=2, **kw)
+        return plan_memory(d).result.activation_bytes_per_gpu
+
+    alone, copies, ranks = activation(), activation(gpus=4), activation(data_parallel_size=2)
+    assert copies == pytest.approx(alone) and ranks > alone

@@ -77,3 +77,26 @@ def test_the_search_offers_trtllm_tp8_qwen3_235b_fp8_block_only_with_expert_para
     sizes = {c.tensor_parallel_size for c in cells if not c.expert_parallel}
     assert 4 in sizes and 8 not in sizes
     assert any(c.expert_parallel and c.gpus == 8 for c in cells)
+
+
+def test_vllm_data_parallel_without_expert_parallelism_splits_the_expert_blocks_over_tp_times_dp(catalog):
+    """vLLM's MoE layers without expert parallelism run one tensor-parallel group of TP x DP GPUs
+    (eng-moe-tp-dp-vllm), and its block-FP8 MoE method checks each GPU's expert width against the block
+    (fp8.py create_weights): TP 4 x DP 2 leaves 1536 / 8 = 192, not whole blocks, where TP 4 alone starts."""
+    spec, quant = resolve_model(catalog, "qwen3-235b-a22b"), catalog.quantization("fp8-block")
+    refused = tp_refusal(spec, catalog.engine("vllm"), 4, quant=quant, expert_tp=8)
+    assert refused is not None and refused.experts and refused.count == 12
+    assert tp_refusal(spec, catalog.engine("vllm"), 4, quant=quant) is None
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(Deployment(**Q235_FP8, engine="vllm", tensor_parallel_size=4, data_parallel_size=2), catalog)
+    assert e.value.field == "data_parallel_size" and "8 GPUs" in str(e.value)
+    assert e.value.allowed.startswith("TP x DP one of 1, 2, 3, 4, 6, 12")
+
+
+@pytest.mark.parametrize("engine, tp, dp, ep", [("vllm", 2, 2, False), ("vllm", 4, 2, True), ("sglang", 4, 2, False)])
+def test_layouts_whose_experts_split_into_whole_blocks_start(catalog, engine, tp, dp, ep):
+    """TP 2 x DP 2 leaves 384 (three blocks); expert parallelism keeps the experts whole; SGLang's
+    data-parallel ranks without it are copies, each with its own TP-4 split."""
+    r = fit(Deployment(**Q235_FP8, engine=engine, tensor_parallel_size=tp, data_parallel_size=dp,
+                       enable_expert_parallel=ep), catalog)
+    assert r.parallel.data_parallel_size == dp

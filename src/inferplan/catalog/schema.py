@@ -300,7 +300,8 @@ class EngineDefaults(Frozen):
     expert_parallel_redundant_source: str | None = None
     # without expert parallelism the MoE layers shard the routed experts over one tensor-parallel group of
     # TP x DP GPUs (vLLM: FusedMoEParallelConfig flattens TP across DP), so each GPU holds 1/(TP x DP) of
-    # them; None: each data-parallel rank holds its own TP-split copy
+    # them (their widths split that far), for the tokens of every rank, all-gathered to it and reduce-scattered
+    # back per MoE layer; None: each data-parallel rank holds its own TP-split copy
     moe_tp_spans_data_parallel: bool | None = None
     moe_tp_spans_data_parallel_source: str | None = None
     # how it spreads one model over several GPUs when no parallel sizes are given: tensor parallel

@@ -10,6 +10,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import EngineDefaults, Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.expert_split import expert_data_parallel
 from inferplan.memory.hardware import Hardware
 from inferplan.memory.precision import planned_weight_format
 from inferplan.memory.tp_split import allowed_tp_sizes, tp_refusal
@@ -97,7 +98,10 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
     _check_eager(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)
-    _check_tp_split(spec, engine, tp, d.enable_expert_parallel, planned_weight_format(catalog, d, spec))
+    dp = d.data_parallel_size or 1  # the routed experts split over TP x the ranks that share them (expert_split.py)
+    experts_tp = tp * expert_data_parallel(engine, data_parallel=dp, expert_parallel=d.enable_expert_parallel,
+                                           launched=d.data_parallel_size is not None)
+    _check_tp_split(spec, engine, tp, d.enable_expert_parallel, planned_weight_format(catalog, d, spec), experts_tp)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else 0
     if layers and pp > layers:
         raise InvalidScenarioError(f"{spec.id} has {layers} layers: a pipeline stage needs at least one",
@@ -125,9 +129,17 @@ def check_context(d: Deployment, spec: ModelSpec, engine: EngineDefaults) -> tup
 
 
 def _check_tp_split(spec: ModelSpec, engine: EngineDefaults, tp: int, expert_parallel: bool,
-                    quant: Quantization) -> None:
-    """The engine divides the model's widths evenly over the tensor-parallel ranks (memory/tp_split.py)."""
-    refused = tp_refusal(spec, engine, tp, expert_parallel=expert_parallel, quant=quant)
+                    quant: Quantization, experts_tp: int) -> None:
+    """The engine divides the model's widths evenly over the tensor-parallel ranks, the routed experts'
+    over the ``experts_tp`` GPUs of its MoE layers' tensor-parallel group (memory/tp_split.py)."""
+    refused = tp_refusal(spec, engine, tp, expert_parallel=expert_parallel, quant=quant, expert_tp=experts_tp)
+    if refused is not None and refused.experts and experts_tp != tp:
+        sizes = ", ".join(str(n) for n in allowed_tp_sizes(spec, engine, quant=quant, experts_only=True))
+        raise InvalidScenarioError(
+            f"{spec.name} has {refused.count} {refused.what}, which {engine.id} cannot split over {experts_tp} GPUs: "
+            f"without expert parallelism its MoE layers' tensor-parallel group spans the {experts_tp // tp} "
+            f"data-parallel ranks (TP {tp} x DP {experts_tp // tp}, {engine.moe_tp_spans_data_parallel_source})",
+            field="data_parallel_size", allowed=f"TP x DP one of {sizes}, or --enable-expert-parallel")
     if refused is not None:
         how = " (a size must divide them, or be a multiple of them)" if refused.replicates else ""
         raise InvalidScenarioError(

@@ -18,6 +18,14 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.resolve import resolve_model
 
 
+def expert_data_parallel(engine: EngineDefaults, *, data_parallel: int, expert_parallel: bool, launched: bool) -> int:
+    """The data-parallel ranks whose GPUs split the routed experts between them, beside tensor parallelism,
+    and whose tokens meet on every GPU's share of them: all ``data_parallel`` ranks under expert
+    parallelism, or those one launch states (``launched``) on an engine whose MoE tensor-parallel group
+    spans them (engines.yaml ``moe_tp_spans_data_parallel``); else 1, each rank a copy with its own TP split."""
+    return data_parallel if expert_parallel or engine.moe_tp_spans_data_parallel and launched else 1
+
+
 def redundant_experts(spec: ModelSpec, engine: EngineDefaults, *, ranks: int) -> int:
     """The fewest redundant expert copies that make ``spec``'s routed experts plus the copies divide by
     ``ranks`` expert-parallel ranks, where ``engine`` needs the slots to divide; 0 where the experts

@@ -66,6 +66,7 @@ class MemoryPlan:
     offload: OffloadSplit | None = None  # weights and KV cache in host RAM
     fraction_scale: float = 1.0  # what the engine multiplies the memory fraction it is given by
     gpu_quantization: Quantization | None = None  # the GPU's weights' format where not ``quantization`` (kt LLAMAFILE)
+    expert_data_parallel: int = 1  # data-parallel ranks that split the routed experts beside TP (memory/expert_split.py)
 
     @property
     def gpu_format(self) -> Quantization:
@@ -369,7 +370,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         page_cache_bytes_per_gpu=cold and cold.page_cache_bytes, page_cache_note=cold and cold.note,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
-                      scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant)
+                      scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant, w.expert_data_parallel)
 
 
 def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:

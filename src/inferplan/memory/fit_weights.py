@@ -16,7 +16,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineBudget, EngineSettings, engine_budget
 from inferplan.memory.expert_scales import expert_scale_bytes
 from inferplan.memory.fit_held import planned_length
-from inferplan.memory.expert_split import expert_slot_share, redundant_experts, redundant_note
+from inferplan.memory.expert_split import expert_data_parallel, expert_slot_share, redundant_experts, redundant_note
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.moe_layout import extra_weight_bytes, workspace_bytes
@@ -25,16 +25,14 @@ from inferplan.memory.weights import WeightEstimate, weight_bytes
 
 
 def _stage_weights(w: WeightEstimate, plan: ParallelPlan, spec: ModelSpec, engine: EngineDefaults,
-                   embeddings_on_host: bool, dp_launched: bool) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
+                   embeddings_on_host: bool, expert_dp: int) -> tuple[tuple[StageWeights, ...], StageWeights, str]:
     """The weights a GPU of each pipeline stage holds, the fullest, and a note on them: under pipeline
     parallelism they differ (the first holds the embeddings, unless the engine keeps them in host
     memory; the last the lm_head)."""
     arch = None if spec.architecture_is_proxy else spec.architecture
-    tp, pp, dp = plan.tensor_parallel_size, plan.pipeline_parallel_size, plan.data_parallel_size
+    tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     layers = arch.num_layers if arch else 0
-    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch
-    # states (``dp_launched``), shards the routed experts over TP x DP GPUs; else each copy holds a TP split
-    ranks = tp * (dp if plan.expert_parallel or engine.moe_tp_spans_data_parallel and dp_launched else 1)
+    ranks = tp * expert_dp  # the routed experts' GPUs: TP x the data-parallel ranks that share them (expert_split.py)
     redundant = redundant_experts(spec, engine, ranks=ranks) if plan.expert_parallel else 0
     stages = stage_weights(w, tp=tp, pp=pp, expert_shards=ranks,
                            moe_layers=arch.moe.moe_layers if arch and arch.moe else (), num_layers=layers,
@@ -67,13 +65,15 @@ class GpuWeights:
     per_gpu: float
     notes: list[str]
     moe_runner_backend: str | None = None  # as stated (None: the engine's default kernel path)
+    expert_data_parallel: int = 1  # data-parallel ranks that split the routed experts beside TP (expert_split.py)
 
 
 def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator,
-               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float) -> tuple[float, str | None]:
-    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout)."""
+               spec: ModelSpec, plan: ParallelPlan, expert_bytes_per_gpu: float, expert_dp: int) -> tuple[float, str | None]:
+    """What the release's MoE kernel allocates beyond the checkpoint's experts on one GPU (moe_layout), each
+    expert's width split over the TP x ``expert_dp`` GPUs of the MoE layers' group."""
     return extra_weight_bytes(catalog, engine.id, quant.id, accel, expert_bytes_per_gpu, arch=spec.architecture,
-                              tp=plan.tensor_parallel_size, expert_parallel=plan.expert_parallel,
+                              tp=plan.tensor_parallel_size * expert_dp, expert_parallel=plan.expert_parallel,
                               release=d.engine_version, kernel=d.moe_kernel)
 
 
@@ -82,14 +82,18 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
     notes = list(weights.assumptions)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
-    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host, d.data_parallel_size is not None)
+    # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch
+    # states, shards the routed experts over TP x DP GPUs; else each copy holds a TP split
+    expert_dp = expert_data_parallel(engine, data_parallel=plan.data_parallel_size, expert_parallel=plan.expert_parallel,
+                                     launched=d.data_parallel_size is not None)
+    stages, fullest, stages_note = _stage_weights(weights, plan, spec, engine, on_host, expert_dp)
     per_gpu = fullest.bytes_per_gpu
     if stages_note:
         notes.append(stages_note)
     if on_host and weights.embedding_bytes and not weights.head_is_embedding:
         notes.append(f"{engine.id} keeps the token-embedding table ({weights.embedding_bytes / 2**30:.2f} GiB) in host "
                      "memory, not on a GPU")
-    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu)
+    extra, extra_note = _moe_extra(catalog, d, engine, quant, accel, spec, plan, fullest.expert_bytes_per_gpu, expert_dp)
     if extra_note:
         per_gpu += extra
         notes.append(extra_note)
@@ -98,7 +102,7 @@ def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quan
     if scales_note:
         per_gpu += scales
         notes.append(scales_note)
-    return GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend)
+    return GpuWeights(weights, stages, per_gpu, notes, d.moe_runner_backend, expert_dp)
 
 
 def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quantization, accel: Accelerator, spec: ModelSpec,
@@ -109,7 +113,7 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     workspace = workspace_bytes(catalog, engine.id, quant.id, accel, settings.max_num_batched_tokens,
                                 arch=spec.architecture, tp=tp, expert_parallel=plan.expert_parallel,
-                                release=d.engine_version, kernel=d.moe_kernel, data_parallel=plan.data_parallel_size,
+                                release=d.engine_version, kernel=d.moe_kernel, data_parallel=w.expert_data_parallel,
                                 context_tokens=planned_length(d, spec, None))
 
     def room(weights_gpu: float) -> EngineBudget:
@@ -118,7 +122,8 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
                              accel=accel, weight_bits=quant.bits_per_weight.value, moe_workspace=workspace)
 
     budget = room(w.per_gpu)
-    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu)[0]
+    rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu,
+                                                w.expert_data_parallel)[0]
                   + expert_scale_bytes(catalog, engine.id, spec, quant, accel, st.expert_bytes_per_gpu,
                                        d.moe_runner_backend)[0])
              for st in w.stages] if pp > 1 and engine.pp_kv_room == "per_stage" else []

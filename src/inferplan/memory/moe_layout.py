@@ -91,8 +91,8 @@ def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acceler
                     kernel: str | None = None, data_parallel: int = 1,
                     context_tokens: int | None = None) -> tuple[float, str | None]:
     """Bytes per GPU of the workspace the release's MoE kernel keeps after a forward pass of ``tokens``
-    tokens per data-parallel rank (its start-up profile: max_num_batched_tokens), where its rule describes
-    one, and a note; 0 where the format runs natively, its rule states no workspace or ``kernel`` names
+    tokens per data-parallel rank (its start-up profile: max_num_batched_tokens; ``data_parallel``: the ranks
+    whose tokens meet on the experts, memory/expert_split.py), where its rule describes one, and a note; 0 where the format runs natively, its rule states no workspace or ``kernel`` names
     another kernel. The buffer is one: where the model's attention asks it for more at ``context_tokens``
     (the rule's shared_with), the largest request is kept."""
     fmt = catalog.quantization(quant_id).native_format

@@ -8,7 +8,10 @@ shared-expert MLP width, and the routed experts' width unless expert parallelism
 experts; for a block-quantized weight format (``quantizations.yaml`` ``weight_block``, FP8 128x128)
 an engine whose rules include ``weight_block`` also needs each rank's share of those MLP widths to
 be whole blocks (the block count divided evenly); ``expert_weight_block``, of the routed experts'
-width only. A layout the engine would refuse is refused here, naming the width and the sizes it takes.
+width only. The routed experts' widths split over the GPUs of the MoE layers' tensor-parallel group:
+TP, or TP × DP where the engine's group spans the data-parallel ranks a launch states
+(``moe_tp_spans_data_parallel``, memory/expert_split.py). A layout the engine would refuse is refused
+here, naming the width and the sizes it takes.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ MAX_LISTED_TP = 1024  # the largest size an error lists
 @dataclass(frozen=True)
 class SplitWidth:
     """A width tensor parallelism splits: ``count`` of ``what``; ``replicates``: a size that is a
-    multiple of ``count`` also starts (each one held whole by several ranks)."""
+    multiple of ``count`` also starts (each one held whole by several ranks); ``experts``: the routed
+    experts' width, split over the MoE layers' tensor-parallel group."""
 
     what: str
     count: int
     replicates: bool = False
+    experts: bool = False
 
     def takes(self, tp: int) -> bool:
         return self.count % tp == 0 or (self.replicates and tp % self.count == 0)
@@ -56,7 +61,8 @@ def _block_widths(arch: Architecture, expert_parallel: bool, quant: Quantization
     if quant is None or quant.weight_block is None:
         return []
     block = int(quant.weight_block.value)
-    return [SplitWidth(f"{block}-wide {quant.id} weight blocks across its {name} MLP width", n // block)
+    return [SplitWidth(f"{block}-wide {quant.id} weight blocks across its {name} MLP width", n // block,
+                       experts=name == "expert")
             for name, n in _mlp_widths(arch, expert_parallel) if n % block == 0 and only in (None, name)]
 
 
@@ -76,7 +82,7 @@ def _widths(arch: Architecture, rule: str, expert_parallel: bool, quant: Quantiz
         shared = moe.shared_intermediate_size if moe is not None else 0
         return [SplitWidth(f"{name} MLP width", n) for name, n in (("dense", dense), ("shared-expert", shared)) if n]
     if rule == "expert_intermediate" and moe is not None and not expert_parallel and moe.expert_intermediate_size:
-        return [SplitWidth("expert MLP width", moe.expert_intermediate_size)]
+        return [SplitWidth("expert MLP width", moe.expert_intermediate_size, experts=True)]
     return []
 
 
@@ -91,24 +97,28 @@ def split_widths(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bo
 
 
 def tp_refusal(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False,
-               quant: Quantization | None = None) -> SplitWidth | None:
-    """The first width ``engine`` cannot split over ``tp`` ranks for ``spec``; None when it starts."""
-    if tp == 1:
+               quant: Quantization | None = None, expert_tp: int | None = None) -> SplitWidth | None:
+    """The first width ``engine`` cannot split over ``tp`` ranks for ``spec`` (the routed experts' over
+    ``expert_tp``, the MoE layers' tensor-parallel group, where it is wider); None when it starts."""
+    experts = expert_tp or tp
+    if tp == 1 and experts == 1:
         return None
     return next((w for w in split_widths(spec, engine, expert_parallel=expert_parallel, quant=quant)
-                 if not w.takes(tp)), None)
+                 if not w.takes(experts if w.experts else tp)), None)
 
 
 def tp_splits(spec: ModelSpec, engine: EngineDefaults, tp: int, *, expert_parallel: bool = False,
-              quant: Quantization | None = None) -> bool:
-    """Whether ``engine`` starts ``spec`` at tensor parallel ``tp`` (weights in ``quant``)."""
-    return tp_refusal(spec, engine, tp, expert_parallel=expert_parallel, quant=quant) is None
+              quant: Quantization | None = None, expert_tp: int | None = None) -> bool:
+    """Whether ``engine`` starts ``spec`` at tensor parallel ``tp`` (weights in ``quant``; the routed
+    experts split over ``expert_tp`` GPUs where not ``tp``)."""
+    return tp_refusal(spec, engine, tp, expert_parallel=expert_parallel, quant=quant, expert_tp=expert_tp) is None
 
 
 def allowed_tp_sizes(spec: ModelSpec, engine: EngineDefaults, *, expert_parallel: bool = False,
-                     quant: Quantization | None = None) -> list[int]:
+                     quant: Quantization | None = None, experts_only: bool = False) -> list[int]:
     """The tensor-parallel sizes ``engine`` starts ``spec`` at, up to the largest width split (and
-    MAX_LISTED_TP)."""
-    widths = split_widths(spec, engine, expert_parallel=expert_parallel, quant=quant)
+    MAX_LISTED_TP); ``experts_only``: the widths of the MoE layers' group the routed experts split over."""
+    widths = [w for w in split_widths(spec, engine, expert_parallel=expert_parallel, quant=quant)
+              if w.experts or not experts_only]
     top = min(MAX_LISTED_TP, max((w.count for w in widths), default=1))
     return [n for n in range(1, top + 1) if all(w.takes(n) for w in widths)]

@@ -1,5 +1,6 @@
 """What a deployment's collectives cross, said in its assumptions — or refused when tensor or
-expert parallelism would cross a network the catalogue does not know."""
+expert parallelism (or a MoE group over the data-parallel ranks) would cross a network the catalogue
+does not know."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from inferplan.units import to_gbit_per_s
 
 def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, ...]:
     hw, domain = mp.hardware, rates.domain_gpus
-    groups = {"tensor parallelism": work.tp, "expert parallelism": work.expert_parallel}
+    gathered = work.tp * work.expert_data_parallel if work.expert_parallel == 1 < work.expert_data_parallel else 1
+    groups = {"tensor parallelism": work.tp, "expert parallelism": work.expert_parallel,
+              "the MoE layers' TP x DP group": gathered}
     spans = {name: size for name, size in groups.items() if size > domain}
     where = hw.system.name if hw.system else hw.accel.name
     link = hw.accel.scale_up.link if hw.accel.scale_up else "none"
@@ -53,22 +56,23 @@ def network_notes(mp: MemoryPlan, work: ModelWork, rates: Rates) -> tuple[str, .
 
 
 def _refuse(name: str, size: int, *, where: str, reach: int, in_server: bool, link: str) -> None:
-    tp = name == "tensor parallelism"
+    tp, ep = name == "tensor parallelism", name == "expert parallelism"
     joined = ("in one PCIe server" if in_server else
               "over its scale-up link" if link != "none" else "(it has no link to another device)")
     raise LinkReachError(
         f"{name} over {size} GPUs goes past the {reach} GPU(s) {where} joins {joined}, and the catalogue has no "
-        f"network between {'servers' if in_server else 'them'} to price the {'all-reduces' if tp else 'expert all-to-alls'} "
+        f"network between {'servers' if in_server else 'them'} to price the "
+        f"{'all-reduces' if tp else 'expert all-to-alls' if ep else 'all-gathers and reduce-scatters'} "
         "on; pipeline parallelism across nodes is priced instead",
         field="tensor_parallel_size" if tp else "data_parallel_size",
         allowed=f"1..{reach} (then --pipeline-parallel-size across nodes)" if tp else
-        f"TP x DP <= {reach} with --enable-expert-parallel (then --pipeline-parallel-size across nodes)",
+        f"TP x DP <= {reach}{' with --enable-expert-parallel' if ep else ''} (then --pipeline-parallel-size across nodes)",
     )
 
 
 def _latency_notes(work: ModelWork, link: str, rates: Rates) -> tuple[str, ...]:
     """Say where a collective's latency is an assumption rather than a measurement."""
-    if work.tp == 1 and work.expert_parallel == 1:
+    if work.tp == 1 and work.expert_parallel == 1 and work.expert_data_parallel == 1:
         return ()
     if link.startswith("connectx"):
         return (f"all-reduces over the {link} cable between the devices priced at the two-node scale-out latency "

@@ -3,7 +3,8 @@
 A step takes the time of moving its bytes and of doing its FLOPs (unpacking super-block weights
 included) at the engine's achievable rates, combined as their power mean of a fitted order (about
 the longer far from the ridge, more than either near it: ``overlapped``), plus communication — tensor-parallel all-reduces (two per layer: a ring over the scale-up
-link, hierarchical once the group spans domains), expert all-to-alls and pipeline-stage hops, over
+link, hierarchical once the group spans domains), expert all-to-alls (or, for a MoE tensor-parallel group over
+the data-parallel ranks, an all-gather and a reduce-scatter per MoE layer) and pipeline-stage hops, over
 the scale-out network where they leave the scale-up domain — and a fixed per-step overhead (kernel launches, sampling, scheduling) that dominates small
 models on fast GPUs.
 """
@@ -99,24 +100,43 @@ def all_to_all_s(work: ModelWork, rates: Rates, tokens: float) -> float:
     return work.moe_layers * 2 * per
 
 
-def allreduce_one_s(tp: int, message: float, rates: Rates) -> float:
+def allreduce_one_s(tp: int, message: float, rates: Rates, span: int | None = None) -> float:
     """One all-reduce of ``message`` bytes over ``tp`` GPUs: a ring over the scale-up link inside
     one domain; across domains hierarchical — reduce-scatter inside each domain, an all-reduce of
-    each GPU's shard over the scale-out network, all-gather inside — paying the scale-out latency."""
+    each GPU's shard over the scale-out network, all-gather inside — paying the scale-out latency.
+    ``span``: the GPUs a strided group's members are spread evenly over (None: ``tp`` side by side)."""
     if tp == 1:
         return 0.0
-    smallest, domains = _crossing(tp, rates)
+    smallest, domains = _crossing(span or tp, rates)
     inside = min(tp, max(rates.domain_gpus, 1))
+    if span is not None and domains > 1:  # a strided group: its members spread evenly over the domains
+        inside = smallest = max(tp // domains, 1)
     local = 2 * (inside - 1) / inside * _over(message, rates.link_bytes_per_s) if inside > 1 else 0.0
     if domains == 1:
         return local_latency_s(rates, inside) + local
     return scale_out_latency_s(rates, tp) + local + 2 * (domains - 1) / domains * _over(message / smallest, rates.scale_out_bytes_per_s)
 
 
+def gather_scatter_s(work: ModelWork, rates: Rates, tokens: float) -> float:
+    """A MoE tensor-parallel group spanning the data-parallel ranks without expert parallelism (vLLM's
+    default all-gather/reduce-scatter dispatch): per MoE layer each GPU all-gathers the hidden states of
+    every rank's tokens (each rank taken to be as busy as this one) from the GPUs of its tensor-parallel
+    rank in the other data-parallel ranks, and reduce-scatters the experts' partial outputs back. The
+    two move what one ring all-reduce of the gathered batch moves, in as many steps: priced as that,
+    over the ranks, which sit one tensor-parallel group apart. The hidden states move in 16 bits (a
+    modular kernel that quantizes them before its dispatch moves less; the router's outputs are left out)."""
+    dp = work.expert_data_parallel
+    if dp == 1 or work.expert_parallel > 1 or not work.moe_layers:
+        return 0.0
+    gathered = tokens * dp * work.hidden_size * ACTIVATION_BYTES
+    return work.moe_layers * allreduce_one_s(dp, gathered, rates, span=work.tp * dp)
+
+
 def allreduce_s(work: ModelWork, rates: Rates, tokens: float) -> float:
-    """Two all-reduces of the hidden state per layer of this stage (plus expert all-to-alls)."""
+    """Two all-reduces of the hidden state per layer of this stage (plus expert all-to-alls, or the
+    all-gathers and reduce-scatters of a MoE group spanning the data-parallel ranks)."""
     one = allreduce_one_s(work.tp, tokens * work.hidden_size * ACTIVATION_BYTES, rates)
-    return 2 * (work.num_layers / work.pp) * one + all_to_all_s(work, rates, tokens)
+    return 2 * (work.num_layers / work.pp) * one + all_to_all_s(work, rates, tokens) + gather_scatter_s(work, rates, tokens)
 
 
 def stage_hop_s(work: ModelWork, rates: Rates, tokens: float) -> float:

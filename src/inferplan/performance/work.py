@@ -6,7 +6,9 @@
   full-attention layer (``min(c, window)`` for sliding layers; MLA in decode works in the latent
   space: ``2 · heads · (2 · kv_lora_rank + rope_dim) · c``).
 - Weights read per step: every dense weight once; of each MoE layer's experts, the expected number
-  of distinct experts a step's T tokens touch, ``E · (1 − (1 − k/E)^T)``.
+  of distinct experts a step's T tokens touch, ``E · (1 − (1 − k/E)^T)`` — T counting the tokens of
+  every data-parallel rank where the ranks' GPUs split the experts (expert parallelism, or vLLM's MoE
+  tensor-parallel group over TP × DP GPUs, which all-gathers every rank's tokens).
 - KV read per step: every sequence's cache once (sliding layers capped at the window).
 - Hyper-connections (DeepSeek-V4's mHC): each sublayer's input is mixed from, and its output mixed
   back into, ``n`` residual streams — small kernels on every tensor-parallel rank, a sourced time per
@@ -52,6 +54,9 @@ class ModelWork:
     indexer_flops_per_token_ctx: float = 0.0  # DSA indexers: replicated, so not split by tensor parallelism
     moe_dispatch_bytes_per_token: float = 0.0  # activation copies MoE routing moves per token (this GPU)
     expert_parallel: int = 1  # GPUs the experts are spread over with --enable-expert-parallel
+    # data-parallel ranks whose tokens every GPU's share of the routed experts serves (expert parallelism, or
+    # a MoE tensor-parallel group that spans the stated ranks: memory/expert_split.py expert_data_parallel)
+    expert_data_parallel: int = 1
     moe_layers: int = 0
     unpacked_weights_per_byte: float = 0.0  # weights per byte of a super-block format (K-quants); 0: none unpacked
     head_bytes_per_gpu: float = 0.0  # the lm_head a GPU of the last pipeline stage holds (read every step)
@@ -85,9 +90,10 @@ class ModelWork:
 
     def weights_read_per_gpu(self, tokens_in_step: float) -> float:
         """Bytes of weights one GPU reads in a step of ``tokens_in_step`` tokens of its instance.
-        Under expert parallelism a GPU's experts serve the tokens of every data-parallel rank of
-        the group, which step together; every rank is taken to be as busy as this one (the
-        serving model spreads requests evenly over the ranks)."""
+        Where the experts are split over the data-parallel ranks (expert parallelism's whole experts,
+        or slices of every expert in a MoE tensor-parallel group spanning the ranks) a GPU's experts
+        serve the tokens of every rank, which step together; every rank is taken to be as busy as this
+        one (the serving model spreads requests evenly over the ranks)."""
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu
         return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * self._routing(tokens_in_step)[1]
@@ -98,7 +104,7 @@ class ModelWork:
 
     def _routing(self, tokens_in_step: float) -> tuple[float, float]:
         """(tokens routed to this GPU's experts, the share of its experts they touch)."""
-        routed = max(tokens_in_step, 1) * max(self.expert_parallel // self.tp, 1)
+        routed = max(tokens_in_step, 1) * self.expert_data_parallel
         return routed, 1 - (1 - self.experts_per_token / self.num_experts) ** routed
 
     def padding_flops_per_gpu(self, tokens_in_step: float, min_rows: float) -> float:
@@ -238,7 +244,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         lm_head = 0.0
         notes.append("active parameters from the model card; attention FLOPs from the proxy layout" if arch else
                      "active parameters from the model card; attention FLOPs not counted (no architecture)")
-    shards = tp * pp * (par.data_parallel_size if par.expert_parallel else 1)
+    shards = tp * pp * mp.expert_data_parallel  # the GPUs that split the routed experts (memory/expert_split.py)
     # the MTP layers a draft loads are held but not read by the target's step (draft_cost_ratio prices them)
     mtp_experts_gpu = w.mtp_expert_bytes / shards
     mtp_dense_gpu = (w.mtp_bytes - w.mtp_expert_bytes) / (tp * pp)
@@ -302,6 +308,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         indexer_flops_per_token_ctx=coef.indexer / pp,
         moe_dispatch_bytes_per_token=dispatch,
         expert_parallel=tp * par.data_parallel_size if par.expert_parallel and moe else 1,
+        expert_data_parallel=mp.expert_data_parallel if moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         unpacked_weights_per_byte=8 / mp.gpu_format.bits_per_weight.value if mp.gpu_format.super_block_scales else 0.0,
         head_bytes_per_gpu=w.head_bytes / tp,
