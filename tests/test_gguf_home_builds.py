@@ -77,3 +77,20 @@ def test_what_runs_on_one_4090_plans_deepseek_r1_from_its_smallest_gguf_with_exp
     assert row.quantization == "gguf-q2_k"
     assert row.offload is not None and row.offload.flag.startswith("llama.cpp --n-cpu-moe")
     assert row.offload.host_memory_bytes_needed < 256 * GIB
+
+
+def test_glm_4_5_air_runs_unsloths_q4_k_m_at_its_llama_bench_size_less_the_mtp_layer():
+    """The file holds GLM-4.5-Air's MTP layer, which llama.cpp does not run: its share is taken out."""
+    spec = resolve_model(CATALOG, "glm-4.5-air")
+    w = weight_bytes(spec, CATALOG.quantization("gguf-q4_k_m"))
+    assert 0.97 * 67.96 * GIB < w.total_bytes < 67.96 * GIB
+    d = Deployment(model="glm-4.5-air", gpu="rtx-4090", engine="llamacpp", quantization="q4_k_m", n_cpu_moe=40,
+                   host_memory_gb=96, max_model_len=32768)
+    argv = launch_command(d, CATALOG).argv
+    assert argv[argv.index("--hf-repo") + 1] == "unsloth/GLM-4.5-Air-GGUF:Q4_K_M"
+    assert fit_or_suggest(d, CATALOG).fits
+
+
+def test_qwen3_30b_a3b_q4_k_m_is_sized_by_its_published_file_not_the_formats_mean_bits():
+    w = weight_bytes(resolve_model(CATALOG, "qwen3-30b-a3b"), CATALOG.quantization("gguf-q4_k_m"))
+    assert w.total_bytes == pytest.approx(18.6e9, rel=1e-9)
