@@ -20,8 +20,9 @@ GIB = 2**30
 R1_KT = dict(model="deepseek-r1", gpu="rtx-4090", engine="ktransformers", host_memory_gb=512)
 
 
-@pytest.mark.parametrize(("model", "quant", "gib"), [
-    ("deepseek-r1", "gguf-q4_k_m", 376.65), ("deepseek-r1", "gguf-q2_k", 211.03), ("deepseek-v3", "gguf-q4_k_m", 376.65)])
+@pytest.mark.parametrize(("model", "quant", "gib"), [("deepseek-r1", "gguf-q4_k_m", 376.65),
+                                                    ("deepseek-r1", "gguf-q2_k", 211.03),
+                                                    ("deepseek-v3", "gguf-q4_k_m", 376.65)])
 def test_a_deepseek_gguf_weighs_what_llama_bench_prints_with_no_mtp_layers_taken_out(model, quant, gib):
     """llama-bench prints 671.03 B parameters for these files: the MTP module is not in them, so the whole
     published size is the main model's (the FP8 checkpoint's MTP share is taken out of its size)."""
