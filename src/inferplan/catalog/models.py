@@ -27,6 +27,7 @@ class CheckpointSize:
     name: str
     source: str  # a source id, or where a local import read it
     non_expert_bits_per_weight: float | None = None  # the build keeps non-expert weights at other bits
+    mtp_layers: bool = True  # False: the build holds none of the model's multi-token-prediction layers
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
             )
     checkpoints = tuple(
         CheckpointSize(c.quantization, c.size_bytes.value, c.name, c.size_bytes.source,
-                       c.non_expert_bits_per_weight.value if c.non_expert_bits_per_weight else None)
+                       c.non_expert_bits_per_weight.value if c.non_expert_bits_per_weight else None, c.mtp_layers)
         for c in card.checkpoints
         if c.size_bytes is not None
     )

@@ -79,6 +79,9 @@ class Checkpoint(Frozen):
     non_expert_bits_per_weight: Bits | None = None
     keeps_unquantized: KeepsUnquantized | None = None
     gguf_file: GgufFile | None = None  # GGUF builds: the file llama.cpp's --hf-repo picks and its tag
+    # False: the build leaves out the model's multi-token-prediction layers, so size_bytes holds none of them
+    # (llama.cpp's DeepSeek-V3 GGUFs: the main model's 671.03 B parameters)
+    mtp_layers: bool = True
     # the engines this build is meant for: they choose it before a build naming no engine, and other engines
     # never choose it (empty: any engine)
     engines: tuple[str, ...] = ()

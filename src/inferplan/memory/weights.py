@@ -154,9 +154,16 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
             parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size),
                                  groups, expert_bits)
             assumptions += _kept_notes(kept)
-            mtp = params.mtp * total / (params.total + params.mtp)  # the checkpoint's MTP layers, pro rata
+            if mtp_loaded and not ckpt.mtp_layers:
+                raise InvalidScenarioError(f"{spec.name}'s {ckpt.name} build holds no multi-token-prediction layers "
+                                           "to draft with", field="mtp_draft", allowed="no MTP draft with this build")
+            # the checkpoint's MTP layers, pro rata (none in a build that leaves them out)
+            mtp = params.mtp * total / (params.total + params.mtp) if ckpt.mtp_layers else 0.0
             total -= mtp
-            assumptions += _mtp_notes(params, mtp_loaded, mtp)
+            if ckpt.mtp_layers:
+                assumptions += _mtp_notes(params, mtp_loaded, mtp)
+            elif params.mtp:
+                assumptions.append(f"the {ckpt.name} build holds none of the model's multi-token-prediction layers")
             # the checkpoint fixes the total; the computed parts share it out
             expert = total * parts.expert / parts.total if parts.total else 0.0
             embedding = total * parts.embedding / parts.total if parts.total else 0.0

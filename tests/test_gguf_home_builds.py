@@ -1,0 +1,97 @@
+"""The GGUF builds home users run a large MoE model from are catalogue builds: DeepSeek-R1's unsloth Q4_K_M
+and dynamic UD-Q2_K_XL files and DeepSeek-V3's Q4_K_M. Their sizes are the llama-bench sizes of the files,
+which hold the main model without its multi-token-prediction layers; fit offers KTransformers' LLAMAFILE
+method with them, deploy serves them, and what runs on one 24 GB card plans DeepSeek-R1 from its smallest
+published file with llama.cpp's --n-cpu-moe."""
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.deploy import launch_command
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.resolve import resolve_model
+from inferplan.memory.suggest import fit_or_suggest
+from inferplan.memory.weights import weight_bytes
+from inferplan.performance.here import what_runs_on
+
+CATALOG = load_catalog()
+GIB = 2**30
+R1_KT = dict(model="deepseek-r1", gpu="rtx-4090", engine="ktransformers", host_memory_gb=512)
+
+
+@pytest.mark.parametrize(("model", "quant", "gib"), [("deepseek-r1", "gguf-q4_k_m", 376.65),
+                                                    ("deepseek-r1", "gguf-q2_k", 211.03),
+                                                    ("deepseek-v3", "gguf-q4_k_m", 376.65)])
+def test_a_deepseek_gguf_weighs_what_llama_bench_prints_with_no_mtp_layers_taken_out(model, quant, gib):
+    """llama-bench prints 671.03 B parameters for these files: the MTP module is not in them, so the whole
+    published size is the main model's (the FP8 checkpoint's MTP share is taken out of its size)."""
+    w = weight_bytes(resolve_model(CATALOG, model), CATALOG.quantization(quant))
+    assert w.total_bytes == pytest.approx(gib * GIB, rel=1e-9)
+    assert any("holds none of the model's multi-token-prediction layers" in a for a in w.assumptions)
+    fp8 = weight_bytes(resolve_model(CATALOG, model), CATALOG.quantization("fp8-block"))
+    assert fp8.total_bytes < 688586727753 * 0.99
+
+
+def test_an_mtp_draft_is_refused_on_a_build_without_mtp_layers():
+    with pytest.raises(InvalidScenarioError) as e:
+        weight_bytes(resolve_model(CATALOG, "deepseek-r1"), CATALOG.quantization("gguf-q4_k_m"), mtp_loaded=True)
+    assert e.value.field == "mtp_draft"
+
+
+def test_ktransformers_short_of_host_ram_is_offered_llamafile_beside_the_published_q4_k_m():
+    """KTransformers' flagship case: DeepSeek-R1's FP8 experts do not fit 512 GiB of host RAM; the unsloth
+    Q4_K_M GGUF's experts do, read by LLAMAFILE while the GPU part stays the original checkpoint."""
+    r = fit_or_suggest(Deployment(**R1_KT), CATALOG)
+    llamafile = [s for s in r.suggestions if s.changes.get("kt_method") == "LLAMAFILE"]
+    assert llamafile and llamafile[0].changes["quantization"] == "gguf-q4_k_m"
+    there = fit_or_suggest(Deployment(**R1_KT, **llamafile[0].changes), CATALOG)
+    assert there.fits
+    experts = weight_bytes(resolve_model(CATALOG, "deepseek-r1"), CATALOG.quantization("gguf-q4_k_m")).expert_bytes
+    assert there.host_memory_bytes_used == pytest.approx(experts, rel=1e-9)
+    assert 360 * GIB < experts < 376.65 * GIB
+
+
+def test_the_llamafile_launch_serves_the_original_and_names_the_gguf_repo_for_the_weight_path():
+    cmd = launch_command(Deployment(**R1_KT, quantization="gguf-q4_k_m", kt_method="LLAMAFILE", max_model_len=16384),
+                         CATALOG)
+    argv = list(cmd.argv)
+    assert argv[argv.index("--model-path") + 1] == "deepseek-ai/DeepSeek-R1"
+    assert argv[argv.index("--kt-weight-path") + 1] == "<GGUF directory>"
+    assert any("unsloth/DeepSeek-R1-GGUF" in n and "DeepSeek-R1-Q4_K_M-00001-of-00009.gguf" in n for n in cmd.notes)
+
+
+@pytest.mark.parametrize(("model", "quant", "repo_tag"), [
+    ("deepseek-r1", "q2_k", "unsloth/DeepSeek-R1-GGUF:UD-Q2_K_XL"),
+    ("deepseek-r1", "q4_k_m", "unsloth/DeepSeek-R1-GGUF:Q4_K_M"),
+    ("deepseek-v3", "q4_k_m", "unsloth/DeepSeek-V3-GGUF:Q4_K_M")])
+def test_llama_server_fetches_the_published_file_with_experts_in_host_ram(model, quant, repo_tag):
+    d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, n_cpu_moe=61,
+                   host_memory_gb=512, max_model_len=16384)
+    argv = launch_command(d, CATALOG).argv
+    assert argv[argv.index("--hf-repo") + 1] == repo_tag
+    assert fit_or_suggest(d, CATALOG).fits
+
+
+def test_what_runs_on_one_4090_plans_deepseek_r1_from_its_smallest_gguf_with_experts_in_host_ram():
+    row = next(m for m in what_runs_on("rtx-4090", 1, CATALOG, host_memory_gb=256).models if m.model == "deepseek-r1")
+    assert row.quantization == "gguf-q2_k"
+    assert row.offload is not None and row.offload.flag.startswith("llama.cpp --n-cpu-moe")
+    assert row.offload.host_memory_bytes_needed < 256 * GIB
+
+
+def test_glm_4_5_air_runs_unsloths_q4_k_m_at_its_llama_bench_size_less_the_mtp_layer():
+    """The file holds GLM-4.5-Air's MTP layer, which llama.cpp does not run: its share is taken out."""
+    spec = resolve_model(CATALOG, "glm-4.5-air")
+    w = weight_bytes(spec, CATALOG.quantization("gguf-q4_k_m"))
+    assert 0.97 * 67.96 * GIB < w.total_bytes < 67.96 * GIB
+    d = Deployment(model="glm-4.5-air", gpu="rtx-4090", engine="llamacpp", quantization="q4_k_m", n_cpu_moe=40,
+                   host_memory_gb=96, max_model_len=32768)
+    argv = launch_command(d, CATALOG).argv
+    assert argv[argv.index("--hf-repo") + 1] == "unsloth/GLM-4.5-Air-GGUF:Q4_K_M"
+    assert fit_or_suggest(d, CATALOG).fits
+
+
+def test_qwen3_30b_a3b_q4_k_m_is_sized_by_its_published_file_not_the_formats_mean_bits():
+    w = weight_bytes(resolve_model(CATALOG, "qwen3-30b-a3b"), CATALOG.quantization("gguf-q4_k_m"))
+    assert w.total_bytes == pytest.approx(18.6e9, rel=1e-9)
