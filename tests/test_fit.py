@@ -131,8 +131,8 @@ def test_sglang_reserves_less_for_kv_than_full_memory():
         (dict(model="llama-3.1-8b", gpu="H100", engine="ollama"), Exception, "engine"),
         (dict(model="qwen3-8b", gpu="H100", quantization="mlx-4bit", engine="vllm"), InvalidScenarioError, "quantization"),
         (dict(model="llama-3.1-8b", gpu="RTX 4090", quantization="fp8", engine="llamacpp"), InvalidScenarioError, "quantization"),
-        # no --quantization: DeepSeek-V3's native FP8 checkpoint is not something llama.cpp loads
-        (dict(model="deepseek-v3", gpu="M3 Ultra", engine="llamacpp"), InvalidScenarioError, "quantization"),
+        # no --quantization: DeepSeek-V3.2's only build, native FP8, is not something llama.cpp loads
+        (dict(model="deepseek-v3.2", gpu="M3 Ultra", engine="llamacpp"), InvalidScenarioError, "quantization"),
     ],
 )
 def test_bad_input_names_the_field(kwargs, error, field):

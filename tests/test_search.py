@@ -506,12 +506,12 @@ def test_llamacpp_families_include_the_gguf_types_it_converts_to(catalog):
 
 
 def test_no_conversion_without_a_build_it_converts_from(catalog):
-    """DeepSeek-V3's only build is FP8 block-scaled (not in llama.cpp's ``converts_from``): nothing is
+    """DeepSeek-V3.2's only build is FP8 block-scaled (not in llama.cpp's ``converts_from``): nothing is
     converted, so llama.cpp has no family to search unless a GGUF type is named."""
     from inferplan.errors import InvalidScenarioError
     from inferplan.search.space import build_space
 
-    req = dict(models=("deepseek-v3",), users=5, engines=("llamacpp",), accelerators=("h200",))
+    req = dict(models=("deepseek-v3.2",), users=5, engines=("llamacpp",), accelerators=("h200",))
     with pytest.raises(InvalidScenarioError):
         build_space(catalog, SearchRequest(**req), input_len=1000, output_len=100)
     named = build_space(catalog, SearchRequest(**req, quantizations=("gguf-q4_k_m",)), input_len=1000, output_len=100)
