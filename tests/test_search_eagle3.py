@@ -55,3 +55,13 @@ def test_a_search_returns_an_eagle3_pick_whose_command_names_the_draft(catalog, 
     repo = drafts_for(catalog, "gpt-oss-20b")[0].repo
     assert picks[0].draft_model == repo and repo in picks[0].deploy and flag in picks[0].deploy
     assert picks[0].scenario["speculative"]["acceptance_rate"] == pytest.approx(acceptance_rate(drafts_for(catalog, "gpt-oss-20b")[0]))
+
+
+def test_trtllm_launches_the_draft_from_its_options_file(catalog):
+    cells = _space(catalog, models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("trtllm", "llamacpp"))
+    assert {c.engine for c in cells if c.speculative_method == "eagle3"} == {"trtllm"}  # llama.cpp places no draft memory
+    req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("trtllm",), targets=TARGETS,
+                        top=50, **LOAD)
+    picks = [r for r in search(req, catalog).results if r.speculative_method == "eagle3"]
+    assert picks and "decoding_type: Eagle3" in picks[0].deploy
+    assert f"speculative_model: {drafts_for(catalog, 'gpt-oss-20b')[0].repo}" in picks[0].deploy

@@ -30,6 +30,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.catalog.eagle3_drafts import Eagle3Draft, drafts_for
+from inferplan.catalog.mtp_rules import mtp_rule
 from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
@@ -299,9 +300,10 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
 
 
 def _takes_eagle3(catalog, engine: str) -> bool:
-    """Whether the engine's launch flags start an EAGLE-3 draft (engine_flags.yaml speculative methods)."""
+    """Whether the engine's launch flags start an EAGLE-3 draft (engine_flags.yaml speculative methods) and
+    the memory model knows where it holds one (its draft rule, engine_mtp_rules.yaml)."""
     flags = flags_for(catalog, engine)
-    return bool(flags and flags.speculative and "eagle3" in flags.speculative.methods)
+    return bool(flags and flags.speculative and "eagle3" in flags.speculative.methods and mtp_rule(catalog, engine))
 
 
 def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest) -> list[tuple[int, int, int, bool, int]]:
