@@ -103,3 +103,20 @@ def test_a_draft_for_a_model_the_catalogue_lacks_is_refused():
 
     with pytest.raises(CatalogError):
         check_eagle3_drafts(Fake())
+
+
+def test_deploy_launches_the_catalogued_draft_and_plans_its_memory():
+    """eagle3 without --draft-model launches the model's one catalogued draft; a model without one still
+    needs it named."""
+    from inferplan.deploy.command import Speculative, launch_command, with_draft, planned_speculative
+
+    catalog = load_catalog()
+    d = Deployment(model="llama-3.1-8b", gpu="H100")
+    spec = planned_speculative(d, catalog, Speculative(method="eagle3", tokens=2))
+    repo = drafts_for(catalog, "llama-3.1-8b")[0].repo
+    assert spec.draft_model == repo and repo in launch_command(d, catalog, speculative=spec).script
+    assert with_draft(d, catalog, spec).eagle3_draft == repo
+    assert planned_speculative(Deployment(model="qwen3-8b", gpu="H100"), catalog,
+                               Speculative(method="eagle3", tokens=2)).draft_model is None
+    with pytest.raises(InvalidScenarioError):  # a plan counting a draft the command would not start
+        with_draft(d.model_copy(update={"eagle3_draft": repo}), catalog, Speculative(method="ngram", tokens=2))
