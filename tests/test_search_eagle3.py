@@ -9,6 +9,7 @@ import pytest
 from inferplan.catalog.eagle3_drafts import drafts_for
 from inferplan.catalog.loader import load_catalog
 from inferplan.memory.eagle3 import acceptance_rate
+from inferplan.report.search_view import layout_text
 from inferplan.search import evaluate
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.run import search
@@ -54,6 +55,7 @@ def test_a_search_returns_an_eagle3_pick_whose_command_names_the_draft(catalog, 
     assert picks, "no eagle3 candidate"
     repo = drafts_for(catalog, "gpt-oss-20b")[0].repo
     assert picks[0].draft_model == repo and repo in picks[0].deploy and flag in picks[0].deploy
+    assert f"EAGLE-3 {repo} 2 draft" in layout_text(picks[0])  # the table and the web page say which draft
     assert picks[0].scenario["speculative"]["acceptance_rate"] == pytest.approx(acceptance_rate(drafts_for(catalog, "gpt-oss-20b")[0]))
 
 
