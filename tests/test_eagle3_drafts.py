@@ -120,3 +120,17 @@ def test_deploy_launches_the_catalogued_draft_and_plans_its_memory():
                                Speculative(method="eagle3", tokens=2)).draft_model is None
     with pytest.raises(InvalidScenarioError):  # a plan counting a draft the command would not start
         with_draft(d.model_copy(update={"eagle3_draft": repo}), catalog, Speculative(method="ngram", tokens=2))
+
+
+def test_the_fit_route_takes_the_draft(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "api.db"))
+    body = {"model": "llama-3.1-8b", "gpu": "H100"}
+    plain = client.post("/api/fit?speculative_tokens=2&speculative_method=ngram", json=body).json()["kv_cache_tokens"]
+    default = client.post("/api/fit?speculative_tokens=2&speculative_method=eagle3", json=body).json()["kv_cache_tokens"]
+    repo = drafts_for(load_catalog(), "llama-3.1-8b")[0].repo
+    named = client.post(f"/api/fit?speculative_tokens=2&speculative_method=eagle3&draft_model={repo}", json=body)
+    assert named.status_code == 200 and named.json()["kv_cache_tokens"] == default < plain
