@@ -67,3 +67,18 @@ def test_trtllm_launches_the_draft_from_its_options_file(catalog):
     picks = [r for r in search(req, catalog).results if r.speculative_method == "eagle3"]
     assert picks and "decoding_type: Eagle3" in picks[0].deploy
     assert f"speculative_model: {drafts_for(catalog, 'gpt-oss-20b')[0].repo}" in picks[0].deploy
+
+
+def test_an_eagle3_picks_scenario_plans_the_draft_the_search_priced(catalog):
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+
+    req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("vllm",), targets=TARGETS,
+                        top=50, **LOAD)
+    pick = next(r for r in search(req, catalog).results if r.speculative_method == "eagle3")
+    assert pick.scenario["speculative"]["draft_model"] == pick.draft_model
+    drafted = plan(Scenario.model_validate(pick.scenario), catalog)
+    assert drafted.rent_usd_per_month == pytest.approx(pick.monthly_usd, rel=1e-9)
+    undrafted = {**pick.scenario, "speculative": {k: v for k, v in pick.scenario["speculative"].items() if k != "draft_model"}}
+    plain = plan(Scenario.model_validate(undrafted), catalog)
+    assert drafted.capacity.cell.kv_max_concurrency < plain.capacity.cell.kv_max_concurrency  # the draft's memory

@@ -87,7 +87,8 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     if rented:
         s["rented"] = True
     if cell.speculative_tokens:
-        s["speculative"] = {"tokens": cell.speculative_tokens, "acceptance_rate": draft_acceptance(cell)}
+        s["speculative"] = {"tokens": cell.speculative_tokens, "acceptance_rate": draft_acceptance(cell),
+                            **({"draft_model": cell.draft_model} if cell.draft_model else {})}
     speed = (targets.min_output_tokens_per_s_per_user
              or (1 / targets.tpot_p95_s if targets.tpot_p95_s else None) or speed_per_user)
     if rl.users is not None and rl.workload is not None:
