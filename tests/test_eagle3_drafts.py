@@ -134,3 +134,20 @@ def test_the_fit_route_takes_the_draft(tmp_path):
     repo = drafts_for(load_catalog(), "llama-3.1-8b")[0].repo
     named = client.post(f"/api/fit?speculative_tokens=2&speculative_method=eagle3&draft_model={repo}", json=body)
     assert named.status_code == 200 and named.json()["kv_cache_tokens"] == default < plain
+
+
+def test_separate_pools_draft_on_the_decode_instances_only():
+    result = CliRunner().invoke(app, ["deploy", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "2",
+                                      "--prefill-instances", "1", "--speculative-tokens", "2",
+                                      "--speculative-method", "eagle3"])
+    assert result.exit_code == 0, result.output
+    repo = drafts_for(load_catalog(), "llama-3.1-8b")[0].repo
+    lines = [line for line in result.stdout.splitlines() if "vllm serve" in line]
+    assert [repo in line for line in lines] == [False, True]  # the prefill instance, then the decode one
+
+
+def test_a_prefill_instance_derived_from_a_drafting_decode_one_drafts_nothing():
+    from inferplan.deploy.pools_plan import prefill_deployment
+
+    d = Deployment(model="llama-3.1-8b", gpu="H100", eagle3_draft="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", speculative_tokens=2)
+    assert prefill_deployment(d).eagle3_draft is None
