@@ -151,3 +151,8 @@ def test_a_prefill_instance_derived_from_a_drafting_decode_one_drafts_nothing():
 
     d = Deployment(model="llama-3.1-8b", gpu="H100", eagle3_draft="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", speculative_tokens=2)
     assert prefill_deployment(d).eagle3_draft is None
+
+
+def test_a_draft_checkpoint_without_a_method_that_drafts_with_one_names_the_flag():
+    result = CliRunner().invoke(app, [*L70, "--draft-model", "nvidia/Llama-3.3-70B-Instruct-Eagle3"])
+    assert result.exit_code == 2 and "--draft-model" in result.output

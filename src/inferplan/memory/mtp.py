@@ -157,6 +157,9 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
                                    allowed=", ".join(SPECULATIVE_METHODS))
+    if draft_model is not None and speculative_method not in ("eagle3", "draft_model"):
+        raise InvalidScenarioError("a draft checkpoint drafts by the eagle3 or draft_model method", field="draft_model",
+                                   allowed="with speculative_method eagle3 (or draft_model), or leave it out")
     speculative_tokens = speculative_tokens or d.speculative_tokens
     if speculative_tokens:  # whatever drafts them, the engine verifies them in every decode step
         d = d.model_copy(update={"speculative_tokens": speculative_tokens})
