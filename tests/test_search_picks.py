@@ -15,7 +15,8 @@ from inferplan.shells.api import create_app
 
 # a search whose TensorRT-LLM disaggregated picks have launch scripts longer than an input text
 LONG_SCRIPT_SEARCH = {"models": ["llama-3.3-70b"], "users": 500, "workload": "coding-developer-p90", "systems": ["dell-xe9680l"],
-                      "targets": {"ttft_p95_s": 2, "min_output_tokens_per_s_per_user": 30}, "top": 4}
+                      "targets": {"ttft_p95_s": 2, "min_output_tokens_per_s_per_user": 30}, "top": 4,
+                      "speculative": False}  # its EAGLE-3 draft's picks do not run disaggregated
 
 
 def test_a_launch_script_longer_than_an_input_text_is_an_output_not_refused(catalog):
@@ -53,7 +54,7 @@ def test_the_default_search_rents_gpus_one_by_one_where_that_is_cheapest(catalog
     outright costs less a month than a rented B200, so the cap keeps it out)."""
     req = SearchRequest(models=("llama-3.3-70b",), request_rate_per_s=0.3, input_len=2000, output_len=400,
                         targets=Targets(ttft_p95_s=1, tpot_p95_s=0.04), engines=("vllm",), disaggregated=False, top=1,
-                        max_capex_usd=4000.0)
+                        max_capex_usd=4000.0, speculative=False)  # buying against renting, without drafts
     both = search(req, catalog).results[0]
     rent = search(req.model_copy(update={"pricing": "rent"}), catalog).results[0]
     assert both.system is None and both.rent_or_buy == "rent"

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.weight_rules import ExpertScaleRule
     from inferplan.catalog.admission_rules import AdmissionRule
     from inferplan.catalog.mtp_rules import MtpRule
+    from inferplan.catalog.eagle3_drafts import Eagle3Draft
     from inferplan.catalog.engine_support import GpuRefusal, SupportFloor
     from inferplan.catalog.schema import (
         Accelerator,
@@ -87,6 +88,7 @@ SECTIONS: dict[str, str] = {
     "weight_rules": "weight_rules:ExpertScaleRule",  # engine_weight_rules.yaml
     "admission_rules": "admission_rules:AdmissionRule",  # engine_admission_rules.yaml
     "mtp_rules": "mtp_rules:MtpRule",  # engine_mtp_rules.yaml
+    "eagle3_drafts": "eagle3_drafts:Eagle3Draft",  # eagle3_drafts.yaml
     "engine_support": "engine_support:SupportFloor",  # engine_support.yaml
     "gpu_refusals": "engine_support:GpuRefusal",
 }
@@ -128,6 +130,7 @@ class Catalog:
     weight_rules: Registry[ExpertScaleRule]
     admission_rules: Registry[AdmissionRule]
     mtp_rules: Registry[MtpRule]
+    eagle3_drafts: Registry[Eagle3Draft]
     engine_support: Registry[SupportFloor]
     gpu_refusals: Registry[GpuRefusal]
     data_dir: Path = field(default=DATA_DIR)
@@ -253,6 +256,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     from inferplan.catalog.weight_rules import check_weight_rules
     from inferplan.catalog.admission_rules import check_admission_rules
     from inferplan.catalog.mtp_rules import check_mtp_rules
+    from inferplan.catalog.eagle3_drafts import check_eagle3_drafts
     from inferplan.catalog.engine_support import check_engine_support
 
     models = {key: section_model(key) for key in SECTIONS}
@@ -291,6 +295,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_weight_rules(catalog)
     check_admission_rules(catalog)
     check_mtp_rules(catalog)
+    check_eagle3_drafts(catalog)
     check_engine_support(catalog)
     return catalog
 

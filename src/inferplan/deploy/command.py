@@ -20,6 +20,7 @@ from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, Op
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.eagle3 import default_draft
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
@@ -422,7 +423,14 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict)
 def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Speculative | None:
     """``spec`` with its method filled where it states none, by the rule perf plans a draft with
     (``memory.mtp.with_mtp_draft``): mtp where the model ships MTP layers and the engine drafts with them,
-    else ``OTHER_METHOD``. A model the catalogue cannot resolve drafts by ``OTHER_METHOD``."""
+    else ``OTHER_METHOD``. A model the catalogue cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` without
+    a draft checkpoint takes the model's one catalogued draft (``memory.eagle3.default_draft``)."""
+    if spec is not None and spec.method == "eagle3" and not spec.draft_model:
+        try:
+            draft = default_draft(catalog, resolve_model(catalog, d.model))
+        except UnknownModelError:
+            draft = None
+        return spec.model_copy(update={"draft_model": draft.repo}) if draft else spec
     if spec is None or spec.method is not None:
         return spec
     try:
@@ -440,6 +448,12 @@ def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Dep
         raise InvalidScenarioError("the plan counts an MTP draft the launch command starts only with speculative "
                                    "decoding by the mtp method", field="mtp_draft",
                                    allowed="speculative decoding with method mtp and its draft tokens, or no MTP draft")
+    if d.eagle3_draft and (spec is None or spec.method != "eagle3" or spec.draft_model != d.eagle3_draft):
+        raise InvalidScenarioError("the plan counts an EAGLE-3 draft the launch command starts only with speculative "
+                                   "decoding by the eagle3 method and that draft", field="eagle3_draft",
+                                   allowed=f"method eagle3 with draft_model {d.eagle3_draft}, or no eagle3_draft")
+    if spec is not None and spec.method == "eagle3" and spec.draft_model:
+        return d.model_copy(update={"eagle3_draft": spec.draft_model, "speculative_tokens": spec.tokens})
     if spec is None or spec.method != "mtp":
         return d
     _check_drafts(d, catalog, spec)

@@ -221,6 +221,7 @@ def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: Workloa
         data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel else None,
         enable_expert_parallel=cell.enable_expert_parallel,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
+        eagle3_draft=s.speculative.draft_model if s.speculative else None,
     ), catalog)
 
 

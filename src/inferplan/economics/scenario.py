@@ -86,6 +86,9 @@ class Speculative(Input):
 
     tokens: int = Field(ge=1, le=32, description="draft tokens proposed per step")
     acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
+    draft_model: str | None = Field(None, min_length=3, max_length=300, description="an EAGLE-3 draft checkpoint that "
+                                    "drafts them (its memory counted where the catalogue lists it); left out: the "
+                                    "model's MTP layers where it has them")
 
 
 class MoneyInputs(Input):

@@ -61,6 +61,9 @@ class Deployment(Input):
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
                             "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "
                             "allocates for them is counted (engine_mtp_rules.yaml)")
+    eagle3_draft: str | None = Field(None, min_length=3, max_length=300, description="speculative decoding with this "
+                                     "EAGLE-3 draft checkpoint (a Hugging Face repo): the memory the engine holds for "
+                                     "it is counted where the catalogue lists it (eagle3_drafts.yaml)")
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens the engine verifies per decode step "
                                     "(--speculative-tokens, any draft method; 0: none): vLLM captures its CUDA graphs "
                                     "for 1 + this many tokens per sequence")

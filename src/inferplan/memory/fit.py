@@ -39,6 +39,7 @@ from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_off
                                       offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
 from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, drafts_at_pipeline, kv_architecture
+from inferplan.memory.eagle3 import eagle3_kv_architecture, eagle3_memory, eagle3_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
@@ -278,7 +279,11 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
     gpu_quant, kt_note = kt_gpu_quantization(catalog, d, spec, engine, quant)  # kt LLAMAFILE: the original checkpoint
+    eagle = eagle3_memory(catalog, d, spec, engine.id)  # a draft head: held where the engine holds MTP layers
     w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
+    if eagle is not None:
+        w = dataclasses.replace(w, per_gpu=w.per_gpu + eagle.weight_bytes_per_gpu(plan.tensor_parallel_size),
+                                notes=[*w.notes, *eagle3_notes(eagle, plan.tensor_parallel_size)])
     w = dataclasses.replace(w, notes=[kt_note, *w.notes]) if kt_note else w
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog, quant) or offload_split(
@@ -293,13 +298,13 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
-                               draft_reserve_bytes=draft_reserve_bytes(mtp))
+                               draft_reserve_bytes=draft_reserve_bytes(mtp) or (eagle.reserve_bytes if eagle else 0.0))
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     planned_length(d, spec, None) * slots))
     budget, rooms, budget_notes = kv_room(catalog, d, engine, gpu_quant, hw.accel, spec, settings, plan, total, w, rule)
-    kv_arch = kv_architecture(spec.architecture, mtp)  # with the MTP layers where the pool holds them
+    kv_arch = eagle3_kv_architecture(kv_architecture(spec.architecture, mtp), eagle)  # with the draft's layers where the pool holds them
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
     if split is not None and split.host_kv_fraction:

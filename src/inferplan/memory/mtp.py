@@ -134,7 +134,7 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     if not speculative_tokens:
         return d
     d = d.model_copy(update={"speculative_tokens": speculative_tokens})  # verified per decode step, whatever drafts them
-    if d.mtp_draft:
+    if d.mtp_draft or d.eagle3_draft:
         return d
     spec = resolve_model(catalog, d.model)
     if not _has_mtp_layers(spec):  # before _refusal, which lists the catalogue's MTP models
@@ -146,14 +146,20 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
 SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made (deploy.command.Speculative)
 
 
-def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None) -> Deployment:
+def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None,
+                     draft_model: str | None = None) -> Deployment:
     """The deployment as it runs ``speculative_tokens`` draft tokens per step made by ``speculative_method``,
     as ``deploy`` launches it: ``mtp`` drafts with the model's MTP layers (``mtp_draft``: the memory counts
-    them), refused naming ``speculative_method`` where the model or engine has none; left out, the draft
-    ``perf`` plans (``with_mtp_draft``); another method holds nothing more in the memory planned here."""
+    them), refused naming ``speculative_method`` where the model or engine has none; ``eagle3`` with
+    ``draft_model`` (left out: the model's one catalogued draft) as ``eagle3_draft`` (``memory.eagle3``: the
+    memory counts a catalogued draft); left out, the draft ``perf`` plans (``with_mtp_draft``); another
+    method holds nothing more in the memory planned here."""
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
                                    allowed=", ".join(SPECULATIVE_METHODS))
+    if draft_model is not None and speculative_method not in ("eagle3", "draft_model"):
+        raise InvalidScenarioError("a draft checkpoint drafts by the eagle3 or draft_model method", field="draft_model",
+                                   allowed="with speculative_method eagle3 (or draft_model), or leave it out")
     speculative_tokens = speculative_tokens or d.speculative_tokens
     if speculative_tokens:  # whatever drafts them, the engine verifies them in every decode step
         d = d.model_copy(update={"speculative_tokens": speculative_tokens})
@@ -164,6 +170,8 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
         return d
     if speculative_method is None:
         return with_mtp_draft(catalog, d, speculative_tokens)
+    if speculative_method == "eagle3":
+        return _with_eagle3(catalog, d, draft_model)
     if speculative_method != "mtp":
         if d.mtp_draft:
             raise InvalidScenarioError(f"mtp_draft drafts with the MTP layers, not by {speculative_method}",
@@ -174,3 +182,17 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
         refused.field = "speculative_method"
         raise refused
     return d.model_copy(update={"mtp_draft": True})
+
+
+def _with_eagle3(catalog, d: Deployment, draft_model: str | None) -> Deployment:
+    """``d`` drafting with an EAGLE-3 head: ``draft_model``, else the model's one catalogued draft (none: as
+    before, nothing more counted); an MTP draft beside it is refused."""
+    from inferplan.memory.eagle3 import default_draft
+
+    if d.mtp_draft:
+        raise InvalidScenarioError("mtp_draft drafts with the MTP layers, not by eagle3", field="speculative_method",
+                                   allowed="mtp, or leave mtp_draft out")
+    if draft_model is None:
+        draft = default_draft(catalog, resolve_model(catalog, d.model))
+        draft_model = draft.repo if draft else None
+    return d.model_copy(update={"eagle3_draft": draft_model}) if draft_model else d

@@ -38,11 +38,11 @@ from inferplan.memory.offload_suggest import expert_offload_elsewhere
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
-                   speculative_method: str | None = None) -> MemoryFit:
+                   speculative_method: str | None = None, draft_model: str | None = None) -> MemoryFit:
     """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit; with speculative decoding
     (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
     catalog = catalog or load_catalog()
-    d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method)
+    d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method, draft_model)
     check_step_budget(d, catalog)  # a longest prompt the engine refuses is refused as the launch command refuses it
     mp = plan_memory(d, catalog)
     if mp.result.fits:

@@ -24,7 +24,8 @@ def _cell_text(tp: int, pp: int, dp: int, expert_parallel: bool, gpus: int) -> s
 
 
 def layout_text(d: Deployed) -> str:
-    spec = f", MTP {d.speculative_tokens} draft" if d.speculative_tokens else ""
+    drafter = f"EAGLE-3 {d.draft_model}" if d.speculative_method == "eagle3" else "MTP"
+    spec = f", {drafter} {d.speculative_tokens} draft" if d.speculative_tokens else ""
     if d.pools:  # separate pools, each in its own layout
         pools = " + ".join(f"{p.role} {_cell_text(p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size, p.expert_parallel, p.gpus_per_instance)}"
                            f" × {p.instances}" for p in d.pools)

@@ -10,7 +10,7 @@ from inferplan.deploy.pools import pools_launch
 from inferplan.deploy.pools_plan import prefill_deployment
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.search.evaluate import ACCEPTANCE_RATE, workload
+from inferplan.search.evaluate import draft_acceptance, workload
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.request import Targets
 from inferplan.search.sim_check import CHECK_REQUESTS, CHECK_SEED
@@ -39,7 +39,8 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 
     ``host_gpus``: the GPUs one host has (a rented instance's; default the pick's system's). A setting the
     engine's flags cannot express is said in words instead of a command."""
     def drafts(c: Cell) -> Speculative | None:
-        return Speculative(method="mtp", tokens=c.speculative_tokens) if c.speculative_tokens else None
+        return (Speculative(method=c.speculative_method, tokens=c.speculative_tokens, draft_model=c.draft_model)
+                if c.speculative_tokens else None)
 
     try:
         if prefill is not None:  # the prefill instance as `deploy --prefill-instances` derives it from the decode's
@@ -86,7 +87,8 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     if rented:
         s["rented"] = True
     if cell.speculative_tokens:
-        s["speculative"] = {"tokens": cell.speculative_tokens, "acceptance_rate": ACCEPTANCE_RATE}
+        s["speculative"] = {"tokens": cell.speculative_tokens, "acceptance_rate": draft_acceptance(cell),
+                            **({"draft_model": cell.draft_model} if cell.draft_model else {})}
     speed = (targets.min_output_tokens_per_s_per_user
              or (1 / targets.tpot_p95_s if targets.tpot_p95_s else None) or speed_per_user)
     if rl.users is not None and rl.workload is not None:

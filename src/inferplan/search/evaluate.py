@@ -68,8 +68,14 @@ class CellModel:
 
 def workload(cell: Cell, rl: ResolvedLoad) -> Workload:
     """The request shape the speed model takes (the load's mean lengths, the cell's drafts)."""
-    drafts = {"speculative_tokens": cell.speculative_tokens, "acceptance_rate": ACCEPTANCE_RATE} if cell.speculative_tokens else {}
+    drafts = {"speculative_tokens": cell.speculative_tokens, "acceptance_rate": draft_acceptance(cell)} if cell.speculative_tokens else {}
     return Workload(input_len=rl.input_len, output_len=rl.output_len, prefix_cache_hit_rate=rl.cache_hit_rate, **drafts)
+
+
+def draft_acceptance(cell: Cell) -> float:
+    """The acceptance rate per draft token the cell's drafts are priced at: a catalogued EAGLE-3 draft's
+    measured one, else the scenario default."""
+    return ACCEPTANCE_RATE if cell.draft_acceptance_rate is None else cell.draft_acceptance_rate
 
 
 def cell_deployment(cell: Cell, rl: ResolvedLoad) -> Deployment:

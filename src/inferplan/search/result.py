@@ -25,6 +25,8 @@ class PoolLayout(_Frozen):
     data_parallel_size: int
     expert_parallel: bool
     speculative_tokens: int  # draft tokens per step (0: none)
+    speculative_method: str | None = None  # how drafts are made: mtp (the model's MTP layers) or eagle3 (draft_model)
+    draft_model: str | None = None  # the EAGLE-3 draft checkpoint (eagle3_drafts.yaml)
 
 
 class Deployed(_Frozen):
@@ -53,6 +55,8 @@ class Deployed(_Frozen):
     data_parallel_size: int
     expert_parallel: bool
     speculative_tokens: int  # draft tokens per step (0: none)
+    speculative_method: str | None = None  # how drafts are made: mtp (the model's MTP layers) or eagle3 (draft_model)
+    draft_model: str | None = None  # the EAGLE-3 draft checkpoint (eagle3_drafts.yaml)
     replicas: int  # engine instances (aggregated), or the decode pool's instances (separate pools; prefill_instances beside)
     max_num_seqs: int  # running-sequence cap per instance (decode instances when disaggregated), all its DP ranks
     # each data-parallel rank's share of it, rounded up: the figure `deploy --max-num-seqs` and `perf` take

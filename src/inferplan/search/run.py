@@ -265,7 +265,7 @@ def _what_is_run(pick: _Pick) -> tuple:
     c, g, i = pick.cm.cell, pick.grid, pick.index
     return (c.model, c.platform.accelerator.id, int(g.gpus[i]), c.engine, c.quantization, c.kv_cache_dtype,
             c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size, c.expert_parallel,
-            c.speculative_tokens, bool(pick.renting[i]), round(float(pick.monthly[i]), 2))
+            c.speculative_tokens, c.draft_model, bool(pick.renting[i]), round(float(pick.monthly[i]), 2))
 
 
 def _same_as(pick: _Pick, out: list[_Pick]) -> bool:
@@ -404,7 +404,8 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
         quantization_label=cell.quantization_label, kv_cache_dtype=cell.kv_cache_dtype, engine=cell.engine,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
         data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
-        speculative_tokens=cell.speculative_tokens, replicas=replicas, max_num_seqs=int(g.cap[i]),
+        speculative_tokens=cell.speculative_tokens, speculative_method=cell.speculative_method,
+        draft_model=cell.draft_model, replicas=replicas, max_num_seqs=int(g.cap[i]),
         max_num_seqs_per_rank=per_rank,
         max_model_len=context, longer_request_share=longer,
         context_at_mean_request=not rl.spread_sized and rl.load.trace is None, disaggregated=disagg, prefill_instances=int(g.prefill[i]) if disagg else None,
@@ -448,7 +449,8 @@ def _pool(role: str, cell: Cell, instances: int) -> PoolLayout:
     return PoolLayout(role=role, instances=instances, gpus_per_instance=cell.gpus,
                       tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
                       data_parallel_size=cell.data_parallel_size, expert_parallel=cell.expert_parallel,
-                      speculative_tokens=cell.speculative_tokens)
+                      speculative_tokens=cell.speculative_tokens, speculative_method=cell.speculative_method,
+                      draft_model=cell.draft_model)
 
 
 def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:

@@ -1,5 +1,6 @@
-"""Which engines run disaggregated prefill/decode and which draft with a model's MTP heads
-(``search/data/serving_modes.yaml``, every claim with its source)."""
+"""Which engines run disaggregated prefill/decode and which draft with a model's MTP heads, and how many
+tokens an MTP or a published EAGLE-3 draft drafts per step (``search/data/serving_modes.yaml``, every
+claim with its source)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class ServingModes(Input):
     sources: tuple[Source, ...]
     engines: tuple[EngineModes, ...]
     mtp_draft_tokens: Count
+    eagle3_draft_tokens: Count
 
     def disaggregates(self, engine: str) -> bool:
         return any(e.engine == engine and e.disaggregated for e in self.engines)
@@ -41,7 +43,7 @@ def serving_modes() -> ServingModes:
     modes = ServingModes.model_validate(yaml.safe_load(DATA.read_text(encoding="utf-8")))
     known = {s.id for s in modes.sources}
     named = {e.disaggregated_source for e in modes.engines} | {e.mtp_draft_source for e in modes.engines}
-    named.add(modes.mtp_draft_tokens.source)
+    named |= {modes.mtp_draft_tokens.source, modes.eagle3_draft_tokens.source}
     if missing := named - known:
         raise CatalogError(f"{DATA.name}: unknown sources {sorted(missing)}", field=DATA.name)
     return modes

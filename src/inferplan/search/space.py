@@ -29,6 +29,9 @@ from inferplan.economics.pools import domain_gpus
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.layout import cell_widths, instance_gpus
+from inferplan.catalog.eagle3_drafts import Eagle3Draft, drafts_for
+from inferplan.catalog.mtp_rules import mtp_rule
+from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
@@ -70,6 +73,13 @@ class Cell:
     speculative_tokens: int = 0
     systems_per_instance: int = 1  # >1 when one instance spans several systems
     context_tokens: int | None = None  # the model's own context, where a spread's long requests stop
+    draft_model: str | None = None  # an EAGLE-3 draft checkpoint that drafts (None: the model's MTP layers, if any)
+    draft_acceptance_rate: float | None = None  # its measured rate per draft token (None: the default)
+
+    @property
+    def speculative_method(self) -> str | None:
+        """How drafts are made: eagle3 with ``draft_model``, else mtp where the cell drafts, else None."""
+        return ("eagle3" if self.draft_model else "mtp") if self.speculative_tokens else None
 
     @property
     def gpus(self) -> int:
@@ -89,7 +99,7 @@ class Cell:
             pipeline_parallel_size=self.pipeline_parallel_size,
             data_parallel_size=self.data_parallel_size if self.expert_parallel else None,
             enable_expert_parallel=self.expert_parallel, max_model_len=max_model_len,
-            mtp_draft=bool(self.speculative_tokens))  # a search drafts only with the model's MTP layers
+            mtp_draft=self.speculative_method == "mtp", eagle3_draft=self.draft_model)
 
 
 @dataclass
@@ -262,9 +272,11 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
     if refused is not None:  # engine_support.yaml gpu_refusals: whatever the layout
         space.refused[key] = str(refused)
         return
-    spec_tokens = [0]
+    spec_tokens: list[tuple[int, Eagle3Draft | None]] = [(0, None)]
     if req.speculative and arch is not None and arch.mtp_layers and serving_modes().drafts_with_mtp(engine.id):
-        spec_tokens.append(int(serving_modes().mtp_draft_tokens.value))
+        spec_tokens.append((int(serving_modes().mtp_draft_tokens.value), None))
+    if req.speculative and _takes_eagle3(catalog, engine.id):
+        spec_tokens += [(int(serving_modes().eagle3_draft_tokens.value), r) for r in drafts_for(catalog, spec.id)]
     context = spec.context_tokens or (arch.max_position_embeddings if arch else None)
     max_model_len = context_for(context)
     for kv in _kv_dtypes(engine, req, p.accelerator.software):
@@ -282,8 +294,16 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
             continue
         most = engine.max_instance_gpus(p.accelerator.software)  # one Apple GPU an instance under MLX
         for tp, pp, dp, ep, systems in (c for c in layouts if most is None or c[0] * c[1] <= most):
-            for k in (t for t in spec_tokens if not t or drafts_at_pipeline(catalog, engine.id, pp)):
-                space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context))
+            for k, draft in (t for t in spec_tokens if not t[0] or drafts_at_pipeline(catalog, engine.id, pp)):
+                space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context,
+                                        draft.repo if draft else None, acceptance_rate(draft)))
+
+
+def _takes_eagle3(catalog, engine: str) -> bool:
+    """Whether the engine's launch flags start an EAGLE-3 draft (engine_flags.yaml speculative methods) and
+    the memory model knows where it holds one (its draft rule, engine_mtp_rules.yaml)."""
+    flags = flags_for(catalog, engine)
+    return bool(flags and flags.speculative and "eagle3" in flags.speculative.methods and mtp_rule(catalog, engine))
 
 
 def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest) -> list[tuple[int, int, int, bool, int]]:

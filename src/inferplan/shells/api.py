@@ -269,9 +269,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
     @app.post("/api/fit", tags=["memory"])
     def fit_route(d: Deployment, speculative_tokens: int = Query(0, ge=0, le=32),
-                  speculative_method: Literal["ngram", "draft_model", "eagle3", "mtp"] | None = Query(None)) -> MemoryFit:
+                  speculative_method: Literal["ngram", "draft_model", "eagle3", "mtp"] | None = Query(None),
+                  draft_model: str | None = Query(None, min_length=3, max_length=300)) -> MemoryFit:
         catalogue_model(d.model, "model")
-        return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method)
+        return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method,
+                              draft_model=draft_model)
 
     @app.post("/api/fits", tags=["memory"])
     def fits_route(r: FitsRequest) -> FitsMatrix:

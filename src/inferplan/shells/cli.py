@@ -15,6 +15,7 @@ import typer
 from inferplan.shells.cli_catalog import catalog_app, gpus_cmd, model_app, models_cmd
 from inferplan.shells.cli_common import (
     AcceptanceRateOpt,
+    DraftCheckpointOpt,
     LazyModule,
     EngineOpt,
     ExplainOpt,
@@ -65,6 +66,7 @@ def fit_cmd(
     flags: dict,
     speculative_tokens: int = SpeculativeTokensOpt,
     speculative_method: Optional[str] = SpeculativeMethodOpt,
+    draft_model: Optional[str] = DraftCheckpointOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
 ) -> None:
@@ -73,7 +75,7 @@ def fit_cmd(
 
     d = deployment_from(flags)
     result = run(fit_or_suggest, d, catalog_for(d), speculative_tokens=speculative_tokens,
-                 speculative_method=speculative_method)
+                 speculative_method=speculative_method, draft_model=draft_model)
     if as_json:
         emit_json(result)
     else:
@@ -134,6 +136,8 @@ def perf_cmd(
     output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
     concurrency: str = typer.Option("1", "--concurrency", help="Requests in flight, or 'max'."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
+    speculative_method: Optional[str] = SpeculativeMethodOpt,
+    draft_model: Optional[str] = DraftCheckpointOpt,
     acceptance_rate: Optional[float] = AcceptanceRateOpt,
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (not prefilled again)."),
     prefix_cache_host_share: float = typer.Option(0.0, "--prefix-cache-host-share", help="Of the cached tokens, the share found in the host KV tier (loaded over PCIe)."),
@@ -148,7 +152,10 @@ def perf_cmd(
                   speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate,
                   prefix_cache_hit_rate=prefix_cache_hit_rate, prefix_cache_host_share=prefix_cache_host_share,
                   backend=backend.strip().lower() if backend else backend)
+    from inferplan.performance.drafts import with_drafts
+
     d = deployment_from(flags)
+    d, w = run(with_drafts, catalog_for(d), d, w, speculative_method, draft_model, acceptance_rate)
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)

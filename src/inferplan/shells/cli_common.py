@@ -37,7 +37,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
     "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
     "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "moe_kernel", "topk_topp_sampler",
-    "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "other_gpu_memory_gb", "speculative_method", "all_models", "db",
+    "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "other_gpu_memory_gb", "speculative_method", "draft_model", "all_models", "db",
 )}
 
 
@@ -63,6 +63,9 @@ SpeculativeTokensOpt = typer.Option(0, "--speculative-tokens", min=0, max=32, he
 SpeculativeMethodOpt = typer.Option(
     None, "--speculative-method", help="ngram | draft_model | eagle3 | mtp, with --speculative-tokens (default: mtp where the model "
                                        "has MTP layers and the engine drafts with them, as perf plans it; else ngram).")
+DraftCheckpointOpt = typer.Option(
+    None, "--draft-model", help="EAGLE-3 draft checkpoint, with --speculative-method eagle3 (default: the model's one "
+                                "catalogued draft; one not catalogued: its memory is not counted).")
 AcceptanceRateOpt = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7).")
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")

@@ -1,0 +1,118 @@
+"""Speculative decoding with a published EAGLE-3 draft head (``catalog/data/eagle3_drafts.yaml``): what
+the engine holds for it. Each engine places a draft head's weights and KV where it places a model's
+own MTP layers (``engine_mtp_rules.yaml``, the same code paths: vLLM V1's EAGLE proposer loads either
+drafter before sizing the KV cache and gives its attention layers entries in the target's pool;
+SGLang's EAGLE draft worker loads it and a draft pool of the target's token count after the target's
+pool is sized, with 2 GiB more kept outside the default fraction; TensorRT-LLM's one-model mode builds
+the draft layers into the model and the KV-cache manager gives them layers after the target's). A
+draft checkpoint the catalogue does not list is launched as named, its memory not counted."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.eagle3_drafts import Eagle3Draft, draft_by_repo, drafts_for
+from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.mtp_rules import MtpRule, mtp_rule
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+
+FIELD = "draft_model"
+
+
+@dataclass(frozen=True)
+class Eagle3Memory:
+    """An EAGLE-3 draft the deployment runs: the catalogued checkpoint (None: one the catalogue does not
+    list) and the engine's placement rule (None: the engine has none)."""
+
+    repo: str
+    draft: Eagle3Draft | None
+    rule: MtpRule | None
+
+    def weight_bytes_per_gpu(self, tensor_parallel_size: int) -> float:
+        """The draft's weights on each GPU where the engine loads them before sizing its KV cache: split
+        over the tensor-parallel ranks as the target's layers are (assumed)."""
+        if self.draft is None or self.rule is None or not self.rule.weights_in_pool:
+            return 0.0
+        return self.draft.weight_bytes / tensor_parallel_size
+
+    @property
+    def reserve_bytes(self) -> float:
+        """What the engine keeps outside its default fraction while the draft runs."""
+        rule = self.rule
+        return rule.fraction_reserve_bytes.value if rule and rule.fraction_reserve_bytes else 0.0
+
+
+def default_draft(catalog, spec: ModelSpec) -> Eagle3Draft | None:
+    """The model's one catalogued EAGLE-3 draft (None: it has none); several are refused naming
+    ``draft_model`` with the ones to pick from."""
+    drafts = drafts_for(catalog, spec.id)
+    if len(drafts) > 1:
+        raise InvalidScenarioError(f"{spec.name} has {len(drafts)} catalogued EAGLE-3 drafts: name one", field=FIELD,
+                                   allowed=", ".join(r.repo for r in drafts))
+    return drafts[0] if drafts else None
+
+
+def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str) -> Eagle3Memory | None:
+    """The EAGLE-3 draft ``d`` runs (``eagle3_draft``) as ``engine`` holds it; None: it runs none."""
+    if not d.eagle3_draft:
+        return None
+    return Eagle3Memory(d.eagle3_draft, draft_by_repo(catalog, spec.id, d.eagle3_draft), mtp_rule(catalog, engine))
+
+
+def eagle3_kv_architecture(arch: Architecture | None, plan: Eagle3Memory | None) -> Architecture | None:
+    """The layers whose KV the target's pool holds: the draft's decoder layers after the target's (on the
+    last pipeline stage), each as one of the target's full-attention layers, where the engine gives
+    them entries there."""
+    if arch is None or plan is None or plan.draft is None or plan.rule is None or not plan.rule.kv_layers_in_pool:
+        return arch
+    return _with_draft_layers(arch, plan.draft.decoder_layers)
+
+
+@functools.lru_cache(maxsize=256)  # one object per model and draft: the layout caches find it by identity
+def _with_draft_layers(arch: Architecture, layers: int) -> Architecture:
+    kind = LayerKind.FULL if LayerKind.FULL in arch.layer_kinds else arch.layer_kinds[-1]
+    return dataclasses.replace(arch, layer_kinds=arch.layer_kinds + (kind,) * layers)
+
+
+def eagle3_notes(plan: Eagle3Memory | None, tensor_parallel_size: int) -> list[str]:
+    if plan is None:
+        return []
+    if plan.draft is None:
+        return [f"EAGLE-3 draft {plan.repo} is not in the catalogue (eagle3_drafts.yaml): its weights and KV are "
+                "not counted"]
+    draft, rule = plan.draft, plan.rule
+    if rule is None:
+        return [f"EAGLE-3 draft {draft.repo}: the engine has no rule for where a draft head's memory goes; not counted"]
+    gib = draft.weight_bytes / 2**30
+    weights = (f"its weights ({draft.parameters.value / 1e9:.2f}B parameters at {draft.dtype}, {gib:.2f} GiB, "
+               f"{gib / tensor_parallel_size:.2f} GiB per tensor-parallel rank) are loaded before the KV cache is sized"
+               if rule.weights_in_pool else f"its weights ({gib:.2f} GiB) load after the KV cache is sized, outside the fraction")
+    kv = (f"its {draft.decoder_layers} layer(s) hold KV entries in the pool as one of the target's full-attention "
+          "layers (assumed: an EAGLE-3 head copies the target's attention shape)" if rule.kv_layers_in_pool
+          else "its KV is a draft pool of its own, outside the fraction")
+    rate = acceptance_rate(draft)
+    accepted = (f"; its stated acceptance length {draft.acceptance.length.value:g} at {draft.acceptance.draft_tokens} "
+                f"draft tokens is {rate:.3f} per draft token (one rate at every position assumed)") if rate is not None else ""
+    return [f"EAGLE-3 speculative decoding on {rule.engine} with {draft.repo}: {weights}; {kv}{accepted}"]
+
+
+def acceptance_rate(draft: Eagle3Draft | None) -> float | None:
+    """The per-draft-token acceptance rate that gives the draft's stated acceptance length at the draft
+    tokens it was measured at (length = (1 - a^(k+1)) / (1 - a)); None: the draft states none."""
+    if draft is None or draft.acceptance is None:
+        return None
+    target, k = draft.acceptance.length.value, draft.acceptance.draft_tokens
+    if target >= k + 1:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(60):  # the length rises with the rate: bisect
+        mid = (low + high) / 2
+        if (1 - mid ** (k + 1)) / (1 - mid) < target:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2

@@ -1,0 +1,158 @@
+"""EAGLE-3 draft checkpoints as catalogue data (eagle3_drafts.yaml): fit and perf with
+--speculative-method eagle3 count a catalogued draft's weights and KV where the engine holds them,
+say when a named draft is not catalogued, and price a draft at its publisher's acceptance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.eagle3_drafts import Eagle3Draft, check_eagle3_drafts, drafts_for
+from inferplan.catalog.loader import load_catalog
+from inferplan.errors import CatalogError, InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.eagle3 import acceptance_rate
+from inferplan.memory.suggest import fit_or_suggest
+from inferplan.performance.context import tokens_per_step
+from inferplan.shells.cli import app
+
+L70 = ["fit", "--model", "llama-3.3-70b", "--gpu", "H100", "--gpus", "2", "--engine", "vllm", "--json",
+       "--speculative-tokens", "2"]
+
+
+def _draft(draft_id: str) -> Eagle3Draft:
+    return next(d for d in load_catalog().eagle3_drafts if d.id == draft_id)
+
+
+def _fit(*extra: str) -> dict:
+    result = CliRunner().invoke(app, [*L70, *extra])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def test_at_least_five_catalogue_models_have_a_sourced_draft():
+    catalog = load_catalog()
+    models = {d.model for d in catalog.eagle3_drafts}
+    assert len(models) >= 5 and all(m in catalog.models for m in models)
+    for d in catalog.eagle3_drafts:
+        assert d.parameters.source in catalog.sources and d.sources
+
+
+def test_a_catalogued_draft_takes_its_weights_and_kv_from_the_pool():
+    """vLLM loads the draft before sizing the KV cache and gives its layer entries in the same pool: the
+    tokens drop by the draft's weights per GPU over the KV per token with its layer added."""
+    plain, drafted = _fit("--speculative-method", "ngram"), _fit("--speculative-method", "eagle3")
+    draft = drafts_for(load_catalog(), "llama-3.3-70b")[0]
+    per_gpu = draft.weight_bytes / 2
+    layers = 80
+    kv_bytes = plain["kv_cache_tokens"] * 2 * 1024 * layers  # bf16, 1 KV head of 128 per layer and rank at TP 2
+    expected = (kv_bytes - per_gpu) / (2 * 1024 * (layers + 1))
+    assert drafted["kv_cache_tokens"] < plain["kv_cache_tokens"]
+    assert drafted["kv_cache_tokens"] == pytest.approx(expected, rel=0.02)
+    assert any(draft.repo in note for note in drafted["assumptions"])
+
+
+def test_the_one_catalogued_draft_is_the_default_and_an_unlisted_one_is_not_counted():
+    catalog = load_catalog()
+    repo = drafts_for(catalog, "llama-3.3-70b")[0].repo
+    named = _fit("--speculative-method", "eagle3", "--draft-model", repo.upper())
+    assert named["kv_cache_tokens"] == _fit("--speculative-method", "eagle3")["kv_cache_tokens"]
+    unlisted = _fit("--speculative-method", "eagle3", "--draft-model", "someone/llama-eagle3")
+    assert unlisted["kv_cache_tokens"] == _fit("--speculative-method", "ngram")["kv_cache_tokens"]
+    assert any("someone/llama-eagle3" in n and "not counted" in n for n in unlisted["assumptions"])
+
+
+def test_sglang_keeps_its_reserve_outside_the_fraction_for_a_draft():
+    d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")
+    plain = fit_or_suggest(d, speculative_tokens=2, speculative_method="ngram")
+    drafted = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3")
+    assert drafted.kv_cache_tokens < plain.kv_cache_tokens
+
+
+@pytest.mark.parametrize("draft_id", [d.id for d in load_catalog().eagle3_drafts if d.acceptance])
+def test_the_rate_gives_back_the_stated_acceptance_length(draft_id):
+    draft = _draft(draft_id)
+    rate = acceptance_rate(draft)
+    assert tokens_per_step(draft.acceptance.draft_tokens, rate) == pytest.approx(draft.acceptance.length.value, rel=1e-6)
+
+
+def test_perf_prices_the_draft_at_its_measured_acceptance_unless_one_is_stated():
+    args = ["perf", "--model", "gpt-oss-20b", "--gpu", "H100", "--speculative-tokens", "3", "--json"]
+    draft = drafts_for(load_catalog(), "gpt-oss-20b")[0]
+    eagle = json.loads(CliRunner().invoke(app, [*args, "--speculative-method", "eagle3"]).stdout)
+    assert eagle["tokens_per_step"] == pytest.approx(tokens_per_step(3, acceptance_rate(draft)), rel=1e-3)
+    stated = json.loads(CliRunner().invoke(app, [*args, "--speculative-method", "eagle3", "--acceptance-rate", "0.5"]).stdout)
+    assert stated["tokens_per_step"] == pytest.approx(tokens_per_step(3, 0.5), rel=1e-3)
+
+
+def test_an_mtp_draft_beside_an_eagle3_one_is_refused():
+    d = Deployment(model="deepseek-v3", system="hgx-h200", mtp_draft=True)
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d, speculative_tokens=1, speculative_method="eagle3")
+    assert exc.value.field == "speculative_method"
+
+
+def test_a_draft_for_a_model_the_catalogue_lacks_is_refused():
+    catalog = load_catalog()
+    bad = Eagle3Draft.model_validate({**_draft("eagle3-gpt-oss-20b-nebius").model_dump(), "model": "no-such"})
+
+    class Fake:
+        eagle3_drafts, models, sources = (bad,), catalog.models, catalog.sources
+
+    with pytest.raises(CatalogError):
+        check_eagle3_drafts(Fake())
+
+
+def test_deploy_launches_the_catalogued_draft_and_plans_its_memory():
+    """eagle3 without --draft-model launches the model's one catalogued draft; a model without one still
+    needs it named."""
+    from inferplan.deploy.command import Speculative, launch_command, with_draft, planned_speculative
+
+    catalog = load_catalog()
+    d = Deployment(model="llama-3.1-8b", gpu="H100")
+    spec = planned_speculative(d, catalog, Speculative(method="eagle3", tokens=2))
+    repo = drafts_for(catalog, "llama-3.1-8b")[0].repo
+    assert spec.draft_model == repo and repo in launch_command(d, catalog, speculative=spec).script
+    assert with_draft(d, catalog, spec).eagle3_draft == repo
+    assert planned_speculative(Deployment(model="qwen3-8b", gpu="H100"), catalog,
+                               Speculative(method="eagle3", tokens=2)).draft_model is None
+    with pytest.raises(InvalidScenarioError):  # a plan counting a draft the command would not start
+        with_draft(d.model_copy(update={"eagle3_draft": repo}), catalog, Speculative(method="ngram", tokens=2))
+
+
+def test_the_fit_route_takes_the_draft(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    client = TestClient(create_app(tmp_path / "api.db"))
+    body = {"model": "llama-3.1-8b", "gpu": "H100"}
+    plain = client.post("/api/fit?speculative_tokens=2&speculative_method=ngram", json=body).json()["kv_cache_tokens"]
+    default = client.post("/api/fit?speculative_tokens=2&speculative_method=eagle3", json=body).json()["kv_cache_tokens"]
+    repo = drafts_for(load_catalog(), "llama-3.1-8b")[0].repo
+    named = client.post(f"/api/fit?speculative_tokens=2&speculative_method=eagle3&draft_model={repo}", json=body)
+    assert named.status_code == 200 and named.json()["kv_cache_tokens"] == default < plain
+
+
+def test_separate_pools_draft_on_the_decode_instances_only():
+    result = CliRunner().invoke(app, ["deploy", "--model", "llama-3.1-8b", "--gpu", "H100", "--gpus", "2",
+                                      "--prefill-instances", "1", "--speculative-tokens", "2",
+                                      "--speculative-method", "eagle3"])
+    assert result.exit_code == 0, result.output
+    repo = drafts_for(load_catalog(), "llama-3.1-8b")[0].repo
+    lines = [line for line in result.stdout.splitlines() if "vllm serve" in line]
+    assert [repo in line for line in lines] == [False, True]  # the prefill instance, then the decode one
+
+
+def test_a_prefill_instance_derived_from_a_drafting_decode_one_drafts_nothing():
+    from inferplan.deploy.pools_plan import prefill_deployment
+
+    d = Deployment(model="llama-3.1-8b", gpu="H100", eagle3_draft="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", speculative_tokens=2)
+    assert prefill_deployment(d).eagle3_draft is None
+
+
+def test_a_draft_checkpoint_without_a_method_that_drafts_with_one_names_the_flag():
+    result = CliRunner().invoke(app, [*L70, "--draft-model", "nvidia/Llama-3.3-70B-Instruct-Eagle3"])
+    assert result.exit_code == 2 and "--draft-model" in result.output

@@ -1,0 +1,84 @@
+"""With speculative decoding on, the search also tries a catalogued EAGLE-3 draft (eagle3_drafts.yaml) on
+engines whose launch flags take eagle3, priced at the draft's measured acceptance, its memory counted, and
+its pick's launch command naming the draft; a model without a catalogued draft gets no eagle3 candidate."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.catalog.eagle3_drafts import drafts_for
+from inferplan.catalog.loader import load_catalog
+from inferplan.memory.eagle3 import acceptance_rate
+from inferplan.report.search_view import layout_text
+from inferplan.search import evaluate
+from inferplan.search.request import SearchRequest, Targets
+from inferplan.search.run import search
+from inferplan.search.serving_modes import serving_modes
+from inferplan.search.space import build_space
+
+LOAD = dict(request_rate_per_s=2.0, input_len=1000, output_len=300, disaggregated=False, pricing="rent")
+TARGETS = Targets(ttft_p95_s=3.0, tpot_p95_s=0.1)
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def _space(catalog, **kw):
+    return build_space(catalog, SearchRequest(**{**LOAD, **kw}), input_len=1000, output_len=300).cells
+
+
+def test_the_space_tries_the_catalogued_draft_at_its_sourced_token_count(catalog):
+    cells = _space(catalog, models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("vllm", "sglang"))
+    draft = drafts_for(catalog, "gpt-oss-20b")[0]
+    eagle = [c for c in cells if c.speculative_method == "eagle3"]
+    assert eagle and {c.engine for c in eagle} == {"vllm", "sglang"}
+    assert {(c.draft_model, c.speculative_tokens) for c in eagle} == {(draft.repo, int(serving_modes().eagle3_draft_tokens.value))}
+    assert all(evaluate.draft_acceptance(c) == pytest.approx(acceptance_rate(draft)) for c in eagle)
+    assert all(c.deployment(4096).eagle3_draft == draft.repo and not c.deployment(4096).mtp_draft for c in eagle)
+    assert not [c for c in _space(catalog, models=("gpt-oss-20b",), accelerators=("h100-sxm",), speculative=False)
+                if c.speculative_tokens]
+
+
+def test_a_model_without_a_catalogued_draft_gets_no_eagle3_candidate(catalog):
+    assert not drafts_for(catalog, "qwen3-8b")
+    cells = _space(catalog, models=("qwen3-8b",), accelerators=("h100-sxm",), engines=("vllm",))
+    assert cells and not [c for c in cells if c.speculative_tokens]
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", '"method":"eagle3"'), ("sglang", "--speculative-algorithm EAGLE3")])
+def test_a_search_returns_an_eagle3_pick_whose_command_names_the_draft(catalog, engine, flag):
+    req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=(engine,), targets=TARGETS,
+                        top=50, **LOAD)
+    picks = [r for r in search(req, catalog).results if r.speculative_method == "eagle3"]
+    assert picks, "no eagle3 candidate"
+    repo = drafts_for(catalog, "gpt-oss-20b")[0].repo
+    assert picks[0].draft_model == repo and repo in picks[0].deploy and flag in picks[0].deploy
+    assert f"EAGLE-3 {repo} 2 draft" in layout_text(picks[0])  # the table and the web page say which draft
+    assert picks[0].scenario["speculative"]["acceptance_rate"] == pytest.approx(acceptance_rate(drafts_for(catalog, "gpt-oss-20b")[0]))
+
+
+def test_trtllm_launches_the_draft_from_its_options_file(catalog):
+    cells = _space(catalog, models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("trtllm", "llamacpp"))
+    assert {c.engine for c in cells if c.speculative_method == "eagle3"} == {"trtllm"}  # llama.cpp places no draft memory
+    req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("trtllm",), targets=TARGETS,
+                        top=50, **LOAD)
+    picks = [r for r in search(req, catalog).results if r.speculative_method == "eagle3"]
+    assert picks and "decoding_type: Eagle3" in picks[0].deploy
+    assert f"speculative_model: {drafts_for(catalog, 'gpt-oss-20b')[0].repo}" in picks[0].deploy
+
+
+def test_an_eagle3_picks_scenario_plans_the_draft_the_search_priced(catalog):
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+
+    req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("vllm",), targets=TARGETS,
+                        top=50, **LOAD)
+    pick = next(r for r in search(req, catalog).results if r.speculative_method == "eagle3")
+    assert pick.scenario["speculative"]["draft_model"] == pick.draft_model
+    drafted = plan(Scenario.model_validate(pick.scenario), catalog)
+    assert drafted.rent_usd_per_month == pytest.approx(pick.monthly_usd, rel=1e-9)
+    undrafted = {**pick.scenario, "speculative": {k: v for k, v in pick.scenario["speculative"].items() if k != "draft_model"}}
+    plain = plan(Scenario.model_validate(undrafted), catalog)
+    assert drafted.capacity.cell.kv_max_concurrency < plain.capacity.cell.kv_max_concurrency  # the draft's memory
