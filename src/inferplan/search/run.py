@@ -24,6 +24,7 @@ from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.memory.resolve import resolve_model
 from inferplan.search import evaluate
+from inferplan.search.arrivals import check_burst_spells
 from inferplan.search.budget import Budget
 from inferplan.search.defaults import search_defaults
 from inferplan.search.equivalent import FIGURES, equivalence_note, same_figures, support_key
@@ -32,8 +33,8 @@ from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import unit_costs
 from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
-from inferplan.search.sim_check import (MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, pick_deployment,
-                                        too_large)
+from inferplan.search.sim_check import (CHECK_REQUESTS, MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve,
+                                        pick_deployment, too_large)
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.trace import trace_label
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
@@ -81,6 +82,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         req = req.model_copy(update={"pricing": "buy"})
     req = check_names(catalog, req)  # the names resolved, each id once
     rl = resolve_load(catalog, req)
+    check_burst_spells(rl.load, CHECK_REQUESTS)  # the picks' simulations draw these arrivals
     targets = effective_targets(req.targets, rl)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
     picks, fronts, candidates, limit = [], [], 0, InstanceLimit()
