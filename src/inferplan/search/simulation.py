@@ -43,26 +43,32 @@ def _stated(model: BaseModel, names: tuple[str, ...]) -> list[str]:
 class SimulationQuery(Input):
     """A deployment, the requests' shape, and one way of saying how many arrive."""
 
-    deployment: Deployment
-    workload: Workload = Workload()  # input_len / output_len are the mean lengths; concurrency is unused
-    request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
+    deployment: Deployment = Field(description="the engine instance simulated (with prefill_instances: the decode one)")
+    workload: Workload = Field(Workload(), description="input_len / output_len: the mean lengths of a rate or clients "
+                               "(concurrency is unused)")
+    request_rate_per_s: float | None = Field(None, gt=0, le=1e6, description="the load as mean requests per second")
     users: int | None = Field(None, ge=1, le=100_000_000, description="users of workload_preset: its busiest-hour rate "
                               "per user and its lengths")
     workload_preset: str | None = Field(None, description="a workload preset id for users (chat-seat, agent-worker ...); "
                                         "default chat-seat")
     clients: int | None = Field(None, ge=1, le=1_000_000, description="a closed loop of this many clients")
-    arrival: Literal["poisson", "bursty"] = "poisson"
-    peak_to_average: float = Field(1.0, ge=1, le=100)
-    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6)
-    input_tokens_scv: float = Field(0.0, ge=0, le=100)
-    output_tokens_scv: float = Field(0.0, ge=0, le=100)
+    arrival: Literal["poisson", "bursty"] = Field("poisson", description="how a rate's or users' requests arrive: "
+                                                  "independently at the mean rate, or in busy and quiet spells")
+    peak_to_average: float = Field(1.0, ge=1, le=100, description="bursty: the busy spells' rate over the mean (above 1)")
+    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6,
+                                  description="bursty: mean seconds of one busy and one quiet spell together")
+    input_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of prompt lengths around the mean: their "
+                                    "squared coefficient of variation (0: every prompt the mean)")
+    output_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of output lengths (squared coefficient of "
+                                     "variation)")
     lengths: Literal["lognormal", "uniform"] = Field(
         "lognormal", description="how lengths spread around their means: log-normal, or uniform (a benchmark's random "
         "dataset, e.g. SGLang bench_serving's at its default range ratio: SCV 1/3)")
-    requests: int = Field(20_000, ge=1, le=MAX_REQUESTS)
-    seed: int = Field(0, ge=0, le=2**32 - 1)
-    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
-    router: Literal["least-loaded", "round-robin"] = "least-loaded"
+    requests: int = Field(20_000, ge=1, le=MAX_REQUESTS, description="requests simulated")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="the random draws' seed: one seed, one answer")
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="instances of the deployment sharing the load")
+    router: Literal["least-loaded", "round-robin"] = Field("least-loaded", description="how requests are spread over "
+                                                           "the replicas")
     prefill_instances: int | None = Field(None, ge=1, le=MAX_REPLICAS, description=(
         "separate prefill and decode pools: this many prefill instances ahead of the deployment, which is then "
         "the decode instance (replicas: decode instances); on a system the prefill GPUs come out of it and each "
