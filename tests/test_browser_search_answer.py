@@ -71,3 +71,16 @@ def test_the_burst_period_reaches_the_search_and_a_too_short_one_is_named(page, 
     assert sent.value.post_data_json["burst_period_s"] == 120
     assert page.locator("#search-error").is_hidden(), page.text_content("#search-error")
     assert "a busy and a quiet spell per 120 s" in page.text_content("#search-summary")
+
+
+def test_use_this_takes_keyboard_focus_to_the_simulator(page, server):
+    page.goto(server + "/")
+    stamp = planned(page)
+    _small_search(page)
+    page.click("#search-run")
+    searched(page)
+    page.focus("button[aria-label='Use deployment 1']")
+    page.keyboard.press("Enter")
+    planned(page, stamp)
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'sim-title'", timeout=10000)
+    assert page.evaluate("document.activeElement.closest('#simulator') !== null")

@@ -22,6 +22,7 @@ from inferplan.search.load import trace_lengths
 from inferplan.performance.notes import graphs_note
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.queueing import approximate
+from inferplan.search.request import SearchRequest
 from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate_pools import simulate_pools
@@ -40,6 +41,11 @@ def _stated(model: BaseModel, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if getattr(model, n) != type(model).model_fields[n].default]
 
 
+def _as_searched(name: str) -> str | None:
+    """A load key's description, as a search takes the same key."""
+    return SearchRequest.model_fields[name].description
+
+
 class SimulationQuery(Input):
     """A deployment, the requests' shape, and one way of saying how many arrive."""
 
@@ -52,15 +58,11 @@ class SimulationQuery(Input):
     workload_preset: str | None = Field(None, description="a workload preset id for users (chat-seat, agent-worker ...); "
                                         "default chat-seat")
     clients: int | None = Field(None, ge=1, le=1_000_000, description="a closed loop of this many clients")
-    arrival: Literal["poisson", "bursty"] = Field("poisson", description="how a rate's or users' requests arrive: "
-                                                  "independently at the mean rate, or in busy and quiet spells")
-    peak_to_average: float = Field(1.0, ge=1, le=100, description="bursty: the busy spells' rate over the mean (above 1)")
-    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6,
-                                  description="bursty: mean seconds of one busy and one quiet spell together")
-    input_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of prompt lengths around the mean: their "
-                                    "squared coefficient of variation (0: every prompt the mean)")
-    output_tokens_scv: float = Field(0.0, ge=0, le=100, description="spread of output lengths (squared coefficient of "
-                                     "variation)")
+    arrival: Literal["poisson", "bursty"] = Field("poisson", description=_as_searched("arrival"))
+    peak_to_average: float = Field(1.0, ge=1, le=100, description=_as_searched("peak_to_average"))
+    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6, description=_as_searched("burst_period_s"))
+    input_tokens_scv: float = Field(0.0, ge=0, le=100, description=_as_searched("input_tokens_scv"))
+    output_tokens_scv: float = Field(0.0, ge=0, le=100, description=_as_searched("output_tokens_scv"))
     lengths: Literal["lognormal", "uniform"] = Field(
         "lognormal", description="how lengths spread around their means: log-normal, or uniform (a benchmark's random "
         "dataset, e.g. SGLang bench_serving's at its default range ratio: SCV 1/3)")

@@ -77,9 +77,9 @@ async function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
   await update();
-  // a pick the simulator refuses as it stands: to the control to fill
+  // keyboard focus follows the pick to the simulator; a pick it refuses as it stands: to the control to fill
   const refused = $("scenario-form").querySelector("[aria-invalid]");
-  if (refused) refused.focus();
+  (refused || $("sim-title")).focus();
 }
 
 // What a pick rests on (an assumed power draw, the simulation that checked it, a file to supply), as
