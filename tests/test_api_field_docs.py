@@ -43,3 +43,9 @@ def test_every_body_field_is_described(schema):
                   for key, prop in schema["components"]["schemas"][name].get("properties", {}).items()
                   if not prop.get("description"))
     assert not bare, bare
+
+
+def test_the_search_simulate_and_deploy_routes_say_what_they_answer(schema):
+    for route in ROUTES:
+        post = schema["paths"][route]["post"]
+        assert not post["summary"].endswith(" Route") and post.get("description"), (route, post["summary"])

@@ -57,8 +57,10 @@ class DeployRequest(Input):
 POOL_FIELDS = tuple(PrefillLayout.model_fields)
 
 
-@router.post("/api/deploy", tags=["deploy"])
+@router.post("/api/deploy", tags=["deploy"], summary="The command (and Kubernetes manifest) that launches a deployment")
 def deploy_route(r: DeployRequest) -> LaunchPlan | PoolsPlan:
+    """Each engine's own flags, checked against its flag list; with prefill_instances, every worker of
+    separate prefill and decode pools and their router."""
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
         if r.prefill_instances is not None:

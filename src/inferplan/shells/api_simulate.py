@@ -39,8 +39,10 @@ class SimulateRequest(SimulationQuery):
         return preset_in_workload(data)  # "workload": "chat-seat", as /api/search takes it
 
 
-@router.post("/api/simulate", tags=["speed"])
+@router.post("/api/simulate", tags=["speed"], summary="Tail latency of one deployment under a load")
 def simulate_route(r: SimulateRequest) -> SimulationReport:
+    """p50/p95/p99 TTFT, TPOT and end-to-end latency: the discrete-event simulation beside the queueing
+    approximation the search ranks by (docs/search.md)."""
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
         query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
