@@ -1,6 +1,7 @@
 """The "Find the cheapest" answer in headless Chromium: a search that fails replaces the earlier answer
 (no row, reason or chart of it stays beside the error), a search that finds nothing shows the reasons
-and no empty table, and the bursty arrivals' spell length reaches the search from the form."""
+and no empty table, the bursty arrivals' spell length reaches the search from the form, the chart has
+an accessible name, and "Use this" takes the keyboard focus to the simulator."""
 
 import pytest
 
@@ -26,6 +27,8 @@ def test_a_failed_search_leaves_no_answer_of_the_one_before(page, server):
     page.click("#search-run")
     stamp = searched(page)
     assert page.locator("#search-table tbody tr").count() >= 1 and page.text_content("#search-summary")
+    # the chart's accessible name says what it plots, not "Vega visualization"
+    assert page.get_attribute("#chart-search", "aria-label").startswith("Cost against interactivity: USD per million")
     page.fill("#search-ttft-p95", "0")  # the form lets 0 through; the server wants more than 0
     page.click("#search-run")
     searched(page, stamp)
