@@ -1,4 +1,5 @@
-"""A family left out by a small power or capex cap says the cap as stated (1 W is not "0.0 kW")."""
+"""A family left out by a small power or capex cap says the cap as stated (1 W is not "0.0 kW"), and a
+capex cap beside renting says that rentals, which commit no capital, pass it."""
 
 from __future__ import annotations
 
@@ -19,3 +20,10 @@ def test_a_small_cap_is_named_as_stated(cap, reason, said):
     capped = [f for f in result.infeasible if f.reason == reason]
     assert not result.results and capped
     assert all(said in f.message for f in capped), capped[0].message
+
+
+@pytest.mark.parametrize(("pricing", "noted"), [("both", True), ("rent", True), ("buy", False)])
+def test_a_capex_cap_beside_renting_says_rentals_pass_it(pricing, noted):
+    result = search(SearchRequest(**{**BASE, "pricing": pricing}, max_capex_usd=0.4))
+    said = [n for n in result.notes if n.startswith("max_capex_usd caps what is bought")]
+    assert bool(said) == noted, result.notes

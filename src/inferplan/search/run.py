@@ -31,7 +31,7 @@ from inferplan.search.equivalent import FIGURES, equivalence_note, same_figures,
 from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
-from inferplan.search.pricing import unit_costs
+from inferplan.search.pricing import pricing_notes, unit_costs
 from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
 from inferplan.search.sim_check import (CHECK_REQUESTS, MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve,
                                         pick_deployment, too_large)
@@ -67,8 +67,6 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
     return models, errors
 
 
-CAPEX_BUYS_ONLY = ("ranked by capex: purchases only, since renting commits no capital (rank by monthly or "
-                   "usd-per-mtok to weigh renting against buying)")
 
 
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None,
@@ -483,7 +481,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
 
 def _notes(req: SearchRequest, targets: Targets, rl: ResolvedLoad) -> tuple[str, ...]:
     assumed = search_defaults().max_utilisation.reason if utilisation_assumed(req.targets) else None
-    notes = [*targets_text(targets, assumed), *([CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else [])]
+    notes = [*targets_text(targets, assumed), *pricing_notes(req.objective, req.pricing, req.max_capex_usd)]
     if not rl.spread_sized and rl.load.trace is None:
         notes.append(f"every request is planned at the mean lengths ({rl.input_len:,} + {rl.output_len:,} tokens), so each "
                      f"pick's context is {rl.max_model_len:,} tokens and its engine refuses a longer request; a spread "
