@@ -105,3 +105,11 @@ def test_rows_that_are_not_objects_or_a_file_without_its_text_are_refused_naming
     r = client.post("/api/search", json={**SEARCH, "trace": {"name": "t.csv"}})
     assert r.status_code == 422 and r.json()["error"]["field"] == "trace.text", r.text
     assert "{name, text}" in r.json()["error"]["allowed"]
+
+
+def test_a_json_file_holding_an_array_of_rows_is_told_to_hold_one_object_per_line(client):
+    import json
+
+    r = client.post("/api/search", json={**SEARCH, "trace": {"name": "t.json", "text": json.dumps(ROWS)}})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "trace.0", r.text
+    assert "a JSON array" in r.json()["error"]["message"] and "no enclosing array" in r.json()["error"]["allowed"]

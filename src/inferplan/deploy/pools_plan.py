@@ -39,10 +39,13 @@ class PrefillLayout(Input):
     """A prefill pool's instances and layout; a size left out is the decode instance's."""
 
     prefill_instances: int = Field(ge=1, le=MAX_INSTANCES, description="prefill instances")
-    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024)
-    prefill_pipeline_parallel_size: int | None = Field(None, ge=1, le=1024)
-    prefill_data_parallel_size: int | None = Field(None, ge=1, le=1024, description="with expert parallelism")
-    prefill_enable_expert_parallel: bool | None = None
+    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024, description="the prefill instance's tensor "
+                                                     "parallel size")
+    prefill_pipeline_parallel_size: int | None = Field(None, ge=1, le=1024, description="the prefill instance's "
+                                                       "pipeline parallel size")
+    prefill_data_parallel_size: int | None = Field(None, ge=1, le=1024, description="the prefill instance's data "
+                                                   "parallel size, with expert parallelism")
+    prefill_enable_expert_parallel: bool | None = Field(None, description="expert parallelism in the prefill instance")
     replicas: int = Field(1, ge=1, le=MAX_INSTANCES, description="decode instances (the deployment's)")
     host_gpus: int | None = Field(None, ge=1, le=1024, description=(
         "GPUs one host has (a rented instance's); default the system's, else every worker on one host"))

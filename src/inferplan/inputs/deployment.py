@@ -24,21 +24,25 @@ class Deployment(Input):
                             description="accelerator id or alias (e.g. H100, RTX 4090); accelerator is taken too")
     system: str | None = Field(None, description="system id (e.g. hgx-b200); sets the GPU and count")
     gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs in the whole deployment")
-    tensor_parallel_size: int = Field(1, ge=1, le=1024)
-    pipeline_parallel_size: int = Field(1, ge=1, le=1024)
-    data_parallel_size: int | None = Field(None, ge=1, le=MAX_GPUS)
-    enable_expert_parallel: bool = False
+    tensor_parallel_size: int = Field(1, ge=1, le=1024, description="GPUs each layer is split over")
+    pipeline_parallel_size: int = Field(1, ge=1, le=1024, description="pipeline stages the layers are split into")
+    data_parallel_size: int | None = Field(None, ge=1, le=MAX_GPUS, description="ranks the engine runs side by side "
+                                           "(default: gpus ÷ (tensor × pipeline) parallel size)")
+    enable_expert_parallel: bool = Field(False, description="spread a mixture of experts' experts over the GPUs")
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="fraction of GPU memory the engine may use")
-    max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
-    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS)
+    max_model_len: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS, description="context tokens (prompt + "
+                                      "output) one request may hold (default: the model's context)")
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS, description="tokens one engine "
+                                               "step schedules (default: the engine's)")
     ubatch_size: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS,
                                     description="llama.cpp n_ubatch: the micro-batch a prompt chunk runs in (default 512)")
     flash_attention: bool | None = Field(None, description="llama.cpp -fa on/off (default: the release's rule: auto, i.e. on, "
                                          "from b6935; off before)")
-    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
-    kv_cache_dtype: str = "auto"
-    quantization: str | None = None
-    engine: str = "vllm"
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description="sequences running at once, per "
+                                     "data-parallel rank (default: the engine's)")
+    kv_cache_dtype: str = Field("auto", description="KV-cache type id (auto: the model's own)")
+    quantization: str | None = Field(None, description="weight format id (default: the model's own build)")
+    engine: str = Field("vllm", description="engine id: vllm, sglang, trtllm, llamacpp, mlx, ktransformers")
     moe_runner_backend: str | None = Field(
         None, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$",
         description="SGLang --moe-runner-backend: the routed experts' kernel path, e.g. marlin (default: the engine's own choice)")

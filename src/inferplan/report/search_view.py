@@ -154,6 +154,8 @@ def pareto_chart(r: SearchResult) -> dict | None:
                              f"{gpus_text(p.gpus, p.gpus_paid, p.systems, p.whole_rack)}"
                              + (" (disaggregated)" if p.disaggregated else "")} for p in r.pareto]
     return {"$schema": SCHEMA, "title": ["Cost against interactivity", "no deployment is both cheaper and faster per user"],
+            "description": "Cost against interactivity: USD per million tokens (log scale) against output tokens/s per "
+                           "user of the deployments no other is both cheaper and faster than",  # the chart's accessible name
             "width": 420, "height": 220, "data": {"values": values}, "config": TITLE_CONFIG,
             "mark": {"type": "line", "point": True, "interpolate": "step-after"},
             "encoding": {"x": {"field": "tokens/s per user", "type": "quantitative"},

@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.search.trace import Trace
 
@@ -39,6 +40,7 @@ DEFAULT_BURST_PERIOD_S = 60.0  # assumed: one busy and one quiet spell per minut
 BURSTY_NEEDS_A_PEAK = "bursty arrivals need a peak above the mean rate (at 1 they are Poisson arrivals)"
 BURSTY_PEAK_ALLOWED = "above 1 (at most 100) with arrival bursty"
 UNIFORM_MAX_SCV = 1 / 3  # a length drawn evenly from 0 to twice its mean spreads no wider
+MAX_BURST_SPELLS = 2_000_000  # busy and quiet spells one simulation draws, one at a time (about 2 s)
 
 
 class Load(Input):
@@ -192,7 +194,25 @@ def length_nodes(mean: float, scv: float, nodes: int, shape: str = "lognormal") 
     return length_quantiles(mean, scv, (np.arange(nodes) + 0.5) / nodes, shape)
 
 
+def check_burst_spells(load: Load, requests: int) -> None:
+    """Bursty arrivals are drawn spell by spell: refuse a burst period so short next to the gaps between
+    arrivals that ``requests`` of them would take more than ``MAX_BURST_SPELLS`` spells."""
+    if load.arrival != "bursty":
+        return
+    rate = load.request_rate_per_s
+    spells = 2 * requests / (rate * load.burst_period_s)  # a busy and a quiet spell hold rate × period arrivals
+    if spells <= MAX_BURST_SPELLS:
+        return
+    shortest = 2 * requests / (rate * MAX_BURST_SPELLS)
+    raise InvalidScenarioError(
+        f"a burst period of {load.burst_period_s:g} s at {rate_text(rate)} requests/s holds {rate * load.burst_period_s:.3g} "
+        f"requests: {plural(requests, 'request')} would take {spells:,.0f} busy and quiet spells to draw, past the "
+        f"{MAX_BURST_SPELLS:,} one simulation draws", field="burst_period_s",
+        allowed=f"at least {shortest:.3g} s at {rate_text(rate)} requests/s, or Poisson arrivals")
+
+
 def _bursty_times(rng: np.random.Generator, load: Load, n: int) -> np.ndarray:
+    check_burst_spells(load, n)
     (share_busy, busy), (_, quiet) = load.states()
     x = load.peak_to_average
     dwell = {True: load.burst_period_s / (x + 1), False: load.burst_period_s * x / (x + 1)}

@@ -21,6 +21,18 @@ from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.space import Platform
 
+CAPEX_BUYS_ONLY = ("ranked by capex: purchases only, since renting commits no capital (rank by monthly or "
+                   "usd-per-mtok to weigh renting against buying)")
+CAPEX_CAP_BUYS_ONLY = ("max_capex_usd caps what is bought: renting commits no capital, so rented deployments pass it "
+                       "(pricing buy searches purchases only)")
+
+
+def pricing_notes(objective: str, pricing: str, max_capex_usd: float | None) -> list[str]:
+    """What a capex ranking and a capex cap mean when renting is searched too."""
+    if objective == "capex":  # purchases only (``run.search``): the cap then caps every pick
+        return [CAPEX_BUYS_ONLY] if pricing == "both" else []
+    return [CAPEX_CAP_BUYS_ONLY] if max_capex_usd is not None and pricing != "buy" else []
+
 
 @dataclass(frozen=True)
 class UnitCosts:

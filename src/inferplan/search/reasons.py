@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from inferplan.search.arrivals import rate_text
 from inferplan.search.request import Targets
 from inferplan.search.result import Infeasible
 
@@ -139,10 +140,12 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
         route = {"buy": "purchase price", "rent": "rental listing"}.get(pricing, "purchase price or rental listing")
         return out("price", f"the catalogue has no {route} for {platform}")
     if max_capex_usd is not None and pricing != "rent" and s.least_capex > max_capex_usd:
-        return out("budget", f"meeting the targets costs at least ${s.least_capex:,.0f} to buy; the cap is ${max_capex_usd:,.0f}",
+        return out("budget", f"meeting the targets costs at least ${rate_text(s.least_capex)} to buy; the cap is "
+                   f"${rate_text(max_capex_usd)}",
                    s.least_capex / max_capex_usd)
     if max_power_w is not None and s.least_power > max_power_w:
-        return out("power", f"meeting the targets draws at least {s.least_power / 1000:,.1f} kW; the cap is {max_power_w / 1000:,.1f} kW",
+        return out("power", f"meeting the targets draws at least {rate_text(s.least_power / 1000)} kW; the cap is "
+                   f"{rate_text(max_power_w / 1000)} kW",
                    s.least_power / max_power_w)
     return out("budget", "no candidate meeting the targets fits every cap at once (GPUs, capex, power)")
 

@@ -29,12 +29,16 @@ MAX_FILTER_ITEMS = 128
 class Targets(Input):
     """Service targets; each one left out is not checked."""
 
-    ttft_p50_s: float | None = Field(None, gt=0, le=3600)
-    ttft_p95_s: float | None = Field(None, gt=0, le=3600)
-    ttft_p99_s: float | None = Field(None, gt=0, le=3600)
-    tpot_p95_s: float | None = Field(None, gt=0, le=60)
-    min_output_tokens_per_s_per_user: float | None = Field(None, gt=0, le=100_000)
-    e2e_p95_s: float | None = Field(None, gt=0, le=86_400)
+    ttft_p50_s: float | None = Field(None, gt=0, le=3600, description="time to first token at the median, seconds at most")
+    ttft_p95_s: float | None = Field(None, gt=0, le=3600, description="time to first token at p95, seconds at most")
+    ttft_p99_s: float | None = Field(None, gt=0, le=3600, description="time to first token at p99, seconds at most")
+    tpot_p95_s: float | None = Field(None, gt=0, le=60, description="seconds per output token at p95 at most "
+                                     "(or min_output_tokens_per_s_per_user, not both)")
+    min_output_tokens_per_s_per_user: float | None = Field(
+        None, gt=0, le=100_000, description="output tokens/s each user sees at p95, at least (1 / TPOT p95; default "
+        "with users: the workload preset's)")
+    e2e_p95_s: float | None = Field(None, gt=0, le=86_400, description="end-to-end latency of a request at p95, "
+                                    "seconds at most")
     max_utilisation: float | None = Field(
         None, gt=0, le=1, description="the busiest instance's load factor at most (arrivals × service time ÷ "
         "servers); with no TTFT target the search applies a default (search/data/defaults.yaml)")
@@ -50,12 +54,14 @@ class SearchRequest(Input):
     """One search: exactly one way of stating the load (users with a workload preset, a request
     rate with input and output lengths, or a trace file)."""
 
-    models: tuple[str, ...] = Field(min_length=1, max_length=8)
-    users: int | None = Field(None, ge=1, le=1_000_000_000)
+    models: tuple[str, ...] = Field(min_length=1, max_length=8, description="catalogue model ids; each is searched")
+    users: int | None = Field(None, ge=1, le=1_000_000_000, description="the load as users of a workload preset "
+                              "(its busiest-hour rate per user and its lengths)")
     workload: str | None = Field(None, description="workload preset id (with users)")
-    request_rate_per_s: float | None = Field(None, gt=0, le=1_000_000)
-    input_len: int | None = Field(None, ge=1, le=10_000_000)
-    output_len: int | None = Field(None, ge=1, le=10_000_000)
+    request_rate_per_s: float | None = Field(None, gt=0, le=1_000_000, description="the load as mean requests per "
+                                             "second (with input_len and output_len)")
+    input_len: int | None = Field(None, ge=1, le=10_000_000, description="mean prompt tokens per request (with a rate)")
+    output_len: int | None = Field(None, ge=1, le=10_000_000, description="mean output tokens per request (with a rate)")
     trace: str | TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
         None, description="a CSV/JSONL trace file of arrival time, input and output tokens (its path; or its name "
         "and text, as {name, text}), or its rows inline (objects of arrival_s, input_tokens, output_tokens)")
@@ -75,22 +81,29 @@ class SearchRequest(Input):
     prefix_cache_hit_rate: float | None = Field(
         None, ge=0, le=1, description="share of prompt tokens served from the prefix cache, not prefilled again "
         "(default: the workload preset's with users, else 0)")
-    targets: Targets = Targets()
-    systems: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    accelerators: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    engines: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    quantizations: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    kv_cache_dtypes: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    vendors: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
+    targets: Targets = Field(Targets(), description="service targets; each one left out is not checked")
+    systems: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS,
+                                            description="only these catalogue systems (leave out: every one)")
+    accelerators: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS, description="only "
+                                                 "these accelerators, bought in systems or rented alone (not with systems)")
+    engines: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS,
+                                            description="only these engines (leave out: each that runs on the hardware)")
+    quantizations: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS,
+                                                  description="only these weight formats")
+    kv_cache_dtypes: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS,
+                                                    description="only these KV-cache types")
+    vendors: tuple[str, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS,
+                                            description="only accelerators made by these vendors")
     statuses: tuple[Status, ...] = Field(
-        ("shipping",), min_length=1, max_length=MAX_FILTER_ITEMS)
-    form_factors: tuple[FormFactor, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS)
-    max_gpus: int | None = Field(None, ge=1, le=100_000)
-    max_capex_usd: float | None = Field(None, gt=0, le=1e12)
-    max_power_w: float | None = Field(None, gt=0, le=1e10)
-    pricing: Pricing = "both"
-    objective: Objective = "usd-per-mtok"
-    top: int = Field(10, ge=1, le=1000)
+        ("shipping",), min_length=1, max_length=MAX_FILTER_ITEMS, description="only hardware of these statuses")
+    form_factors: tuple[FormFactor, ...] | None = Field(None, min_length=1, max_length=MAX_FILTER_ITEMS, description=(
+        "only systems of these form factors (leave out: every one, and GPUs rented alone)"))
+    max_gpus: int | None = Field(None, ge=1, le=100_000, description="GPUs of a deployment, at most")
+    max_capex_usd: float | None = Field(None, gt=0, le=1e12, description="a bought deployment's capital cost, USD at most")
+    max_power_w: float | None = Field(None, gt=0, le=1e10, description="a deployment's power draw, watts at most")
+    pricing: Pricing = Field("both", description="price bought hardware, rented hardware, or both")
+    objective: Objective = Field("usd-per-mtok", description="what the results are ranked by, lowest first")
+    top: int = Field(10, ge=1, le=1000, description="how many ranked deployments to return")
     speculative: bool = Field(True, description="also try speculative decoding where the model and engine offer a draft")
     disaggregated: bool = Field(True, description="also try separate prefill and decode pools where the engine runs them")
 

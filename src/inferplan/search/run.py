@@ -24,16 +24,17 @@ from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.memory.resolve import resolve_model
 from inferplan.search import evaluate
+from inferplan.search.arrivals import check_burst_spells
 from inferplan.search.budget import Budget
 from inferplan.search.defaults import search_defaults
 from inferplan.search.equivalent import FIGURES, equivalence_note, same_figures, support_key
 from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
-from inferplan.search.pricing import unit_costs
+from inferplan.search.pricing import pricing_notes, unit_costs
 from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
-from inferplan.search.sim_check import (MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, pick_deployment,
-                                        too_large)
+from inferplan.search.sim_check import (CHECK_REQUESTS, MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve,
+                                        pick_deployment, too_large)
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.trace import trace_label
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
@@ -66,8 +67,6 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
     return models, errors
 
 
-CAPEX_BUYS_ONLY = ("ranked by capex: purchases only, since renting commits no capital (rank by monthly or "
-                   "usd-per-mtok to weigh renting against buying)")
 
 
 def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Progress | None = None,
@@ -81,6 +80,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         req = req.model_copy(update={"pricing": "buy"})
     req = check_names(catalog, req)  # the names resolved, each id once
     rl = resolve_load(catalog, req)
+    check_burst_spells(rl.load, CHECK_REQUESTS)  # the picks' simulations draw these arrivals
     targets = effective_targets(req.targets, rl)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
     picks, fronts, candidates, limit = [], [], 0, InstanceLimit()
@@ -483,7 +483,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
 
 def _notes(req: SearchRequest, targets: Targets, rl: ResolvedLoad) -> tuple[str, ...]:
     assumed = search_defaults().max_utilisation.reason if utilisation_assumed(req.targets) else None
-    notes = [*targets_text(targets, assumed), *([CAPEX_BUYS_ONLY] if req.objective == "capex" and req.pricing == "both" else [])]
+    notes = [*targets_text(targets, assumed), *pricing_notes(req.objective, req.pricing, req.max_capex_usd)]
     if not rl.spread_sized and rl.load.trace is None:
         notes.append(f"every request is planned at the mean lengths ({rl.input_len:,} + {rl.output_len:,} tokens), so each "
                      f"pick's context is {rl.max_model_len:,} tokens and its engine refuses a longer request; a spread "

@@ -22,6 +22,7 @@ from inferplan.search.load import trace_lengths
 from inferplan.performance.notes import graphs_note
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.queueing import approximate
+from inferplan.search.request import SearchRequest
 from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate_pools import simulate_pools
@@ -40,29 +41,36 @@ def _stated(model: BaseModel, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if getattr(model, n) != type(model).model_fields[n].default]
 
 
+def _as_searched(name: str) -> str | None:
+    """A load key's description, as a search takes the same key."""
+    return SearchRequest.model_fields[name].description
+
+
 class SimulationQuery(Input):
     """A deployment, the requests' shape, and one way of saying how many arrive."""
 
-    deployment: Deployment
-    workload: Workload = Workload()  # input_len / output_len are the mean lengths; concurrency is unused
-    request_rate_per_s: float | None = Field(None, gt=0, le=1e6)
+    deployment: Deployment = Field(description="the engine instance simulated (with prefill_instances: the decode one)")
+    workload: Workload = Field(Workload(), description="input_len / output_len: the mean lengths of a rate or clients "
+                               "(concurrency is unused)")
+    request_rate_per_s: float | None = Field(None, gt=0, le=1e6, description="the load as mean requests per second")
     users: int | None = Field(None, ge=1, le=100_000_000, description="users of workload_preset: its busiest-hour rate "
                               "per user and its lengths")
     workload_preset: str | None = Field(None, description="a workload preset id for users (chat-seat, agent-worker ...); "
                                         "default chat-seat")
     clients: int | None = Field(None, ge=1, le=1_000_000, description="a closed loop of this many clients")
-    arrival: Literal["poisson", "bursty"] = "poisson"
-    peak_to_average: float = Field(1.0, ge=1, le=100)
-    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6)
-    input_tokens_scv: float = Field(0.0, ge=0, le=100)
-    output_tokens_scv: float = Field(0.0, ge=0, le=100)
+    arrival: Literal["poisson", "bursty"] = Field("poisson", description=_as_searched("arrival"))
+    peak_to_average: float = Field(1.0, ge=1, le=100, description=_as_searched("peak_to_average"))
+    burst_period_s: float = Field(DEFAULT_BURST_PERIOD_S, gt=0, le=1e6, description=_as_searched("burst_period_s"))
+    input_tokens_scv: float = Field(0.0, ge=0, le=100, description=_as_searched("input_tokens_scv"))
+    output_tokens_scv: float = Field(0.0, ge=0, le=100, description=_as_searched("output_tokens_scv"))
     lengths: Literal["lognormal", "uniform"] = Field(
         "lognormal", description="how lengths spread around their means: log-normal, or uniform (a benchmark's random "
         "dataset, e.g. SGLang bench_serving's at its default range ratio: SCV 1/3)")
-    requests: int = Field(20_000, ge=1, le=MAX_REQUESTS)
-    seed: int = Field(0, ge=0, le=2**32 - 1)
-    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
-    router: Literal["least-loaded", "round-robin"] = "least-loaded"
+    requests: int = Field(20_000, ge=1, le=MAX_REQUESTS, description="requests simulated")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="the random draws' seed: one seed, one answer")
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="instances of the deployment sharing the load")
+    router: Literal["least-loaded", "round-robin"] = Field("least-loaded", description="how requests are spread over "
+                                                           "the replicas")
     prefill_instances: int | None = Field(None, ge=1, le=MAX_REPLICAS, description=(
         "separate prefill and decode pools: this many prefill instances ahead of the deployment, which is then "
         "the decode instance (replicas: decode instances); on a system the prefill GPUs come out of it and each "

@@ -136,6 +136,10 @@ def _rows_from_jsonl(text: str) -> list[tuple[tuple[int, str], dict]]:
         except json.JSONDecodeError as exc:
             raise InvalidScenarioError(f"trace {row[1]}: not JSON ({exc.msg})", field=row_field(row[0]),
                                        allowed="one JSON object per line") from None
+        if isinstance(record, list):  # a .json file holding an array of the rows: say what the file should hold
+            raise InvalidScenarioError(f"trace {row[1]}: a JSON array, where a trace file holds one request's JSON "
+                                       "object per line (JSONL)", field=row_field(row[0]),
+                                       allowed="one JSON object per line, no enclosing array")
         rows.append((row, _record(record, row, "one JSON object per line")))
     return rows
 

@@ -41,7 +41,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
-from inferplan.shells.api_keys import accepted_keys, body_model
+from inferplan.shells.api_keys import accepted_keys, as_sent, body_model
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
@@ -151,7 +151,7 @@ def _location(field: str | None, request: Request | None) -> list[str]:
             return ["query", field]
         if field == "id" and len(path) == 1:  # the store names a saved item's id whatever the route calls it
             return ["path", next(iter(path))]
-    return _json_field(field)
+    return as_sent(_json_field(field), request)
 
 
 def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[str] | None = None,

@@ -72,6 +72,9 @@ def late_body(deadline_s: float):
                       headers={"connection": "close"})
 
 
+BODY_STATE = "body"  # the request's body bytes, kept in the scope's state for its errors (``api_keys.as_sent``)
+
+
 class JsonBody:
     """The checks above on every request with a body; the body then reaches the route as it came.
     ``deadline_s``: how long the whole body may take to arrive (``BODY_DEADLINE_S``)."""
@@ -97,6 +100,7 @@ class JsonBody:
         except TimeoutError:
             return await late_body(self.deadline_s)(scope, receive, send)
         body = b"".join(chunks)
+        scope.setdefault("state", {})[BODY_STATE] = body  # an error names a key as the body sent it (api_keys.as_sent)
         refusal = self._refusal(scope, body)
         if refusal is not None:
             return await refusal(scope, receive, send)

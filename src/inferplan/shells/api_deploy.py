@@ -18,19 +18,29 @@ from inferplan.shells.api_guard import refuse_server_path
 router = APIRouter()
 
 
+def _pool_said(name: str) -> str:
+    return f"with prefill_instances: {PrefillLayout.model_fields[name].description}"
+
+
 class DeployRequest(Input):
-    deployment: Deployment  # with prefill_instances: the decode instance
-    format: Literal["shell", "k8s"] = "shell"
-    role: Literal["both", "prefill", "decode"] = "both"
-    speculative: Speculative | None = None  # with prefill_instances: the decode pool's
+    deployment: Deployment = Field(description="the engine instance launched (with prefill_instances: the decode one)")
+    format: Literal["shell", "k8s"] = Field("shell", description="the launch command, or with it a Kubernetes "
+                                            "Deployment + Service")
+    role: Literal["both", "prefill", "decode"] = Field("both", description="one worker of separate pools: prefill or "
+                                                       "decode (both: an instance that does both)")
+    speculative: Speculative | None = Field(None, description="speculative decoding settings (with prefill_instances: "
+                                            "the decode pool's)")
     # separate pools, as POST /api/simulate takes them (deploy.pools_plan.PrefillLayout)
-    prefill_instances: int | None = Field(None, ge=1, le=MAX_INSTANCES)
-    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024)
-    prefill_pipeline_parallel_size: int | None = Field(None, ge=1, le=1024)
-    prefill_data_parallel_size: int | None = Field(None, ge=1, le=1024)
-    prefill_enable_expert_parallel: bool | None = None
-    replicas: int | None = Field(None, ge=1, le=MAX_INSTANCES)
-    host_gpus: int | None = Field(None, ge=1, le=1024)
+    prefill_instances: int | None = Field(None, ge=1, le=MAX_INSTANCES, description=(
+        "separate pools: this many prefill instances ahead of the deployment's decode instances"))
+    prefill_tensor_parallel_size: int | None = Field(None, ge=1, le=1024,
+                                                     description=_pool_said("prefill_tensor_parallel_size"))
+    prefill_pipeline_parallel_size: int | None = Field(None, ge=1, le=1024,
+                                                       description=_pool_said("prefill_pipeline_parallel_size"))
+    prefill_data_parallel_size: int | None = Field(None, ge=1, le=1024, description=_pool_said("prefill_data_parallel_size"))
+    prefill_enable_expert_parallel: bool | None = Field(None, description=_pool_said("prefill_enable_expert_parallel"))
+    replicas: int | None = Field(None, ge=1, le=MAX_INSTANCES, description=_pool_said("replicas"))
+    host_gpus: int | None = Field(None, ge=1, le=1024, description=_pool_said("host_gpus"))
 
     @model_validator(mode="after")
     def _pools(self) -> "DeployRequest":
@@ -47,8 +57,10 @@ class DeployRequest(Input):
 POOL_FIELDS = tuple(PrefillLayout.model_fields)
 
 
-@router.post("/api/deploy", tags=["deploy"])
+@router.post("/api/deploy", tags=["deploy"], summary="The command (and Kubernetes manifest) that launches a deployment")
 def deploy_route(r: DeployRequest) -> LaunchPlan | PoolsPlan:
+    """Each engine's own flags, checked against its flag list; with prefill_instances, every worker of
+    separate prefill and decode pools and their router."""
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
         if r.prefill_instances is not None:

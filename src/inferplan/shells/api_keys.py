@@ -9,6 +9,7 @@ answered with the keys it does take (``accepted_keys``), read from the route's b
 
 from __future__ import annotations
 
+import json
 import typing
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import AliasChoices, BaseModel, Field
 from starlette.requests import Request
 
 from inferplan.search.request import SearchRequest
+from inferplan.shells.api_body import BODY_STATE
 from inferplan.shells.pydantic_errors import field_keys, model_at
 
 
@@ -34,6 +36,25 @@ def preset_in_workload(data: Any) -> Any:
         data = {**data, "workload_preset": data["workload"]}
         del data["workload"]
     return data
+
+
+ALIASES = {"gpu": "accelerator"}  # a key the library names its field by -> the other key a body may send it under
+
+
+def as_sent(loc: list, request: Request | None) -> list:
+    """``loc`` (``["body", "deployment", "gpu"]``) with its last key as the body sent it: ``accelerator``
+    where the object there has that key and not ``gpu``, as pydantic's own errors name it."""
+    other = ALIASES.get(loc[-1]) if loc and loc[0] == "body" else None
+    body = request.scope.get("state", {}).get(BODY_STATE) if request is not None and other else None
+    if not body:
+        return loc
+    try:
+        node = json.loads(body)
+        for key in loc[1:-1]:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        return loc
+    return [*loc[:-1], other] if isinstance(node, dict) and other in node and loc[-1] not in node else loc
 
 
 def accepted_keys(body: type[BaseModel] | None, loc: tuple | list) -> str | None:

@@ -21,9 +21,11 @@ from inferplan.shells.api_work import until_disconnected
 router = APIRouter()
 
 
-@router.post("/api/search", tags=["search"])
+@router.post("/api/search", tags=["search"], summary="The cheapest deployments that meet a service target")
 async def search_route(request: SearchBody, http: Request) -> SearchResult:
-    """Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does.
+    """The ranked deployments (what to run, its cost, its tail latency, its launch command), why each failed
+    family failed, the cost/interactivity front and the model at an API beside them (docs/search.md).
+    Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does.
     Runs in a worker thread, stopped when the client goes or at the search's deadline (``api_work``)."""
     for i, name in enumerate(request.models):
         refuse_server_path(name, f"models.{i}")

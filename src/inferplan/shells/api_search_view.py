@@ -16,15 +16,17 @@ from inferplan.shells.api_search import search_route
 router = APIRouter()
 
 
-@router.post("/api/views/search", tags=["search"])
+@router.post("/api/views/search", tags=["search"], summary="A search's answer as the web page shows it")
 async def search_view_route(request: SearchBody, http: Request) -> SearchView:
+    """The body of POST /api/search; the answer worded per row, with the chart's Vega-Lite spec."""
     from inferplan.report.search_view import search_view
 
     return await run_in_threadpool(search_view, await search_route(request, http))
 
 
-@router.get("/api/views/search-choices", tags=["search"])
+@router.get("/api/views/search-choices", tags=["search"], summary="What the search form's filters take")
 def search_choices_route() -> SearchChoices:
+    """The catalogue's vendors and engines, the statuses (and those searched by default), the form factors."""
     from inferplan.catalog.loader import load_catalog
     from inferplan.report.search_choices import search_choices
 

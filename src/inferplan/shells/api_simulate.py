@@ -22,7 +22,7 @@ router = APIRouter()
 
 
 class SimulateRequest(SimulationQuery):
-    requests: int = Field(20_000, ge=1, le=MAX_API_REQUESTS)
+    requests: int = Field(20_000, ge=1, le=MAX_API_REQUESTS, description="requests simulated")
     trace: TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
         None, description="requests to replay, in time order: objects of arrival_s (or timestamp), input_tokens, "
         "output_tokens; or a trace file's {name, text} (CSV, or JSONL when the name ends in .jsonl or .json)")
@@ -39,8 +39,10 @@ class SimulateRequest(SimulationQuery):
         return preset_in_workload(data)  # "workload": "chat-seat", as /api/search takes it
 
 
-@router.post("/api/simulate", tags=["speed"])
+@router.post("/api/simulate", tags=["speed"], summary="Tail latency of one deployment under a load")
 def simulate_route(r: SimulateRequest) -> SimulationReport:
+    """p50/p95/p99 TTFT, TPOT and end-to-end latency: the discrete-event simulation beside the queueing
+    approximation the search ranks by (docs/search.md)."""
     refuse_server_path(r.deployment.model, "deployment.model")
     try:
         query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})

@@ -25,7 +25,10 @@ async function searchRequest() {
   }
   if (!trace) {  // how the users' or the rate's requests arrive; a trace brings its own
     request.arrival = $("search-arrival").value;
-    if (request.arrival === "bursty") request.peak_to_average = number("search-peak");
+    if (request.arrival === "bursty") {
+      request.peak_to_average = number("search-peak");
+      if ($("search-burst-period").value !== "") request.burst_period_s = number("search-burst-period");
+    }
     for (const [id, key] of [["search-input-scv", "input_tokens_scv"], ["search-output-scv", "output_tokens_scv"]]) {
       if ($(id).value !== "") request[key] = number(id);
     }
@@ -63,7 +66,8 @@ function searchControlsInUse() {
   const trace = $("search-trace").files.length > 0, rate = !trace && $("search-rate").value !== "";
   const off = { "search-users": trace || rate, "search-preset": trace || rate, "search-rate": trace,
     "search-input-len": !rate, "search-output-len": !rate, "search-arrival": trace,
-    "search-peak": trace || $("search-arrival").value !== "bursty", "search-input-scv": trace,
+    "search-peak": trace || $("search-arrival").value !== "bursty",
+    "search-burst-period": trace || $("search-arrival").value !== "bursty", "search-input-scv": trace,
     "search-output-scv": trace, "search-lengths": trace, "search-speed": $("search-tpot-p95").value !== "",
     "search-tpot-p95": $("search-speed").value !== "" };
   for (const [id, disabled] of Object.entries(off)) $(id).disabled = disabled;
@@ -73,9 +77,9 @@ async function useThis(scenario) {
   fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
   location.hash = "#simulator";
   await update();
-  // a pick the simulator refuses as it stands: to the control to fill
+  // keyboard focus follows the pick to the simulator; a pick it refuses as it stands: to the control to fill
   const refused = $("scenario-form").querySelector("[aria-invalid]");
-  if (refused) refused.focus();
+  (refused || $("sim-title")).focus();
 }
 
 // What a pick rests on (an assumed power draw, the simulation that checked it, a file to supply), as
@@ -93,6 +97,16 @@ function pickNotes(row) {
   return box;
 }
 
+// A search that fails replaces the answer, as a plan that fails does: no row, chart or reason of an
+// earlier search stays beside the error.
+function clearSearchAnswer() {
+  state.lastSearch = null;
+  for (const id of ["search-notes", "search-api", "search-infeasible", "chart-search"]) $(id).replaceChildren();
+  $("search-table").tBodies[0].replaceChildren();
+  $("search-summary").textContent = "";
+  $("search-table").hidden = $("search-infeasible-box").hidden = true;
+}
+
 async function runSearch(event) {
   event.preventDefault();
   $("search-error").hidden = true;
@@ -103,7 +117,7 @@ async function runSearch(event) {
     const view = await api("POST", "/api/views/search", await searchRequest());
     state.lastSearch = view;
     refusal($("search-form"));
-    $("search-table").hidden = false;
+    $("search-table").hidden = view.rows.length === 0;  // nothing meets every target: the reasons below say why
     $("search-infeasible-box").hidden = view.infeasible.length === 0;
     $("search-summary").textContent = view.summary;
     $("search-notes").replaceChildren(...view.notes.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
@@ -134,6 +148,7 @@ async function runSearch(event) {
     document.body.dataset.searched = String(Date.now());
   } catch (err) {
     $("search-status").textContent = "";
+    clearSearchAnswer();
     $("search-error").textContent = refusal($("search-form"), err);
     $("search-error").hidden = false;
     document.body.dataset.searched = String(Date.now());
