@@ -223,23 +223,45 @@ def test_spells_the_replica_cannot_serve_are_a_fluid_queue():
     assert all(np.array_equal(a, b) for a, b in zip(same, (p[:, :1], w[:, :1], stable[:, :1])))
 
 
-@pytest.mark.parametrize("mean_load", [0.6, 0.8])
-def test_bursts_err_long_against_the_simulation(catalog, mean_load):
-    """Bursts of 1.5×: at 60 % mean load the busy spells run at 90 % (served, the queue built over
-    the spell), at 80 % they overload the replica (the quiet spells drain the backlog, as the
-    simulation does). Either way the approximation is stable and its TTFT p95/p99 are not below
-    the simulated ones."""
+def test_bursts_err_long_against_the_simulation_where_spells_are_served(catalog):
+    """Bursts of 1.5× at 60 % mean load: the busy spells run at 90 % and are served, the queue built
+    over each spell. The approximation is stable and its TTFT p99 is above the simulated one (0.25 s
+    against about 0.20 s in every seed); its p95 lies within 10 % of the simulation's."""
     from inferplan.search.queueing import approximate
     from inferplan.search.simulate import simulate
 
-    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100"), Workload(input_len=1024, output_len=256), catalog)
-    unit = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1024, output_tokens=256)).utilisation
-    load = Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=mean_load / unit, input_tokens=1024,
-                output_tokens=256)
+    curve, load = _bursty_llama_8b(catalog, 0.6)
     a, s = approximate(curve, load), simulate(curve, load, requests=30_000, seed=1)
     assert a.stable and math.isfinite(a.ttft_p99_s)
-    assert a.ttft_p95_s >= s.ttft_p95_s and a.ttft_p99_s >= s.ttft_p99_s
-    assert a.ttft_p99_s < 4 * s.ttft_p99_s
+    assert a.ttft_p99_s >= 1.1 * s.ttft_p99_s
+    assert a.ttft_p95_s == pytest.approx(s.ttft_p95_s, rel=0.1)
+
+
+def test_overloaded_bursts_match_the_simulations_average_not_one_run(catalog):
+    """Bursts of 1.5× at 80 % mean load overload the replica in every busy spell (120 %) and the quiet
+    spells drain the backlog. One run of 30,000 requests sees only a few dozen spells, so its TTFT
+    percentiles scatter (p95 from 8.6 to 29.4 s over eight seeds); the approximation, which prices the
+    spells' long-run mixture, lies within 25 % of the mean over seeds at p95 and p99."""
+    from inferplan.search.queueing import approximate
+    from inferplan.search.simulate import simulate
+
+    curve, load = _bursty_llama_8b(catalog, 0.8)
+    a = approximate(curve, load)
+    runs = [simulate(curve, load, requests=30_000, seed=seed) for seed in range(8)]
+    assert a.stable and math.isfinite(a.ttft_p99_s)
+    assert max(r.ttft_p95_s for r in runs) > 2 * min(r.ttft_p95_s for r in runs)  # one run is no yardstick
+    assert a.ttft_p95_s == pytest.approx(np.mean([r.ttft_p95_s for r in runs]), rel=0.25)
+    assert a.ttft_p99_s == pytest.approx(np.mean([r.ttft_p99_s for r in runs]), rel=0.25)
+
+
+def _bursty_llama_8b(catalog, mean_load: float):
+    """Llama 3.1 8B on an H100, 1024/256 tokens, bursts of 1.5× at ``mean_load`` of a full batch."""
+    from inferplan.search.queueing import approximate
+
+    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100"), Workload(input_len=1024, output_len=256), catalog)
+    unit = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1024, output_tokens=256)).utilisation
+    return curve, Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=mean_load / unit, input_tokens=1024,
+                       output_tokens=256)
 
 
 def test_uniform_lengths_keep_their_mean_and_spread_and_stop_at_a_third():
