@@ -213,3 +213,11 @@ def test_a_draft_states_no_acceptance_measured_on_another_target():
     draft = _draft("eagle3-llama-3.1-8b-yuhuili")
     assert draft.acceptance is None
     assert "e3-nebius-llama-3.3-70b" not in draft.sources
+
+
+def test_a_draft_with_its_own_embeddings_says_the_count_is_an_upper_bound():
+    draft = _draft("eagle3-llama-3.3-70b-nvidia")
+    assert draft.embedding_parameters is not None and draft.embedding_parameters.value < draft.parameters.value * 1e9
+    d = Deployment(model="llama-3.3-70b", gpu="H100", gpus=2, engine="trtllm")
+    notes = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3").assumptions
+    assert any(draft.repo in n and "upper bound" in n for n in notes)

@@ -30,6 +30,7 @@ class Eagle3Draft(Frozen):
     model: str  # the catalogue model it drafts for
     repo: str = Field(min_length=3)  # its Hugging Face repository, as --draft-model names it
     parameters: Count  # the checkpoint's own weights (the target's embeddings where it has none)
+    embedding_parameters: Count | None = None  # its own token embeddings, counted in parameters (None: it has none)
     dtype: Literal["bf16", "fp16", "fp32"]
     decoder_layers: int = Field(1, ge=1, le=8)
     draft_vocab_size: int | None = Field(None, ge=1)  # its own lm_head's vocabulary, where smaller

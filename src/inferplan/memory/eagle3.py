@@ -118,6 +118,9 @@ def eagle3_notes(plan: Eagle3Memory | None, tensor_parallel_size: int) -> list[s
     kv = (f"its {draft.decoder_layers} layer(s) hold KV entries in the pool as one of the target's full-attention "
           "layers (assumed: an EAGLE-3 head copies the target's attention shape)" if rule.kv_layers_in_pool
           else "its KV is a draft pool of its own, outside the fraction")
+    if draft.embedding_parameters is not None:
+        weights += (f", its own token embeddings ({draft.embedding_parameters.value / 1e9:.2f}B parameters) "
+                    "included: an upper bound where the engine shares the target's table instead (not confirmed)")
     rate = acceptance_rate(draft)
     accepted = (f"; its stated acceptance length {draft.acceptance.length.value:g} at {draft.acceptance.draft_tokens} "
                 f"draft tokens is {rate:.3f} per draft token (one rate at every position assumed)") if rate is not None else ""
