@@ -221,3 +221,26 @@ def test_a_draft_with_its_own_embeddings_says_the_count_is_an_upper_bound():
     d = Deployment(model="llama-3.3-70b", gpu="H100", gpus=2, engine="trtllm")
     notes = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3").assumptions
     assert any(draft.repo in n and "upper bound" in n for n in notes)
+
+
+def _on_sglang(parameters_billion: float):
+    """The catalogue with gpt-oss-20b's draft also on SGLang, at ``parameters_billion``."""
+    import dataclasses
+
+    from inferplan.catalog.registry import Registry
+
+    catalog = load_catalog()
+    draft = _draft("eagle3-gpt-oss-20b-nebius")
+    params = draft.parameters.model_copy(update={"value": parameters_billion * 1e9})
+    bigger = draft.model_copy(update={"engines": ("vllm", "sglang"), "parameters": params})
+    return dataclasses.replace(catalog, eagle3_drafts=Registry("eagle3 drafts", {bigger.id: bigger}))
+
+
+def test_sglang_refuses_a_draft_that_does_not_fit_outside_its_fraction():
+    """SGLang loads the draft's weights and its own pool after its fraction is sized: a 6B-parameter head
+    at TP 1 does not fit in what a 0.9 fraction of an H100 leaves beyond the draft reserve."""
+    d = Deployment(model="gpt-oss-20b", gpu="H100", engine="sglang", gpu_memory_utilization=0.9)
+    assert fit_or_suggest(d, _on_sglang(0.4), speculative_tokens=2, speculative_method="eagle3").kv_cache_tokens
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d, _on_sglang(6.0), speculative_tokens=2, speculative_method="eagle3")
+    assert exc.value.field == "draft_model" and "outside the memory fraction" in str(exc.value)

@@ -87,6 +87,28 @@ def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline
     return Eagle3Memory(d.eagle3_draft, draft, rule)
 
 
+def check_draft_headroom(plan: Eagle3Memory | None, total_bytes: float, memory_fraction: float,
+                         target_kv_bytes_per_gpu: float, target_layers: int, tensor_parallel_size: int) -> None:
+    """Where the engine loads a catalogued draft's weights and a draft pool of its own after its fraction
+    is sized (SGLang), they must fit in what the fraction leaves beyond the draft reserve: the weights per
+    tensor-parallel rank and a pool of the target's tokens over the draft's layers (each as one of the
+    target's). More is an error naming ``draft_model``."""
+    if plan is None or plan.draft is None or plan.rule is None or not target_layers:
+        return
+    draft, rule = plan.draft, plan.rule
+    if rule.weights_in_pool and rule.kv_layers_in_pool:
+        return  # both inside the fraction: the pool has already lost them
+    need = (0.0 if rule.weights_in_pool else draft.weight_bytes / tensor_parallel_size) + (
+        0.0 if rule.kv_layers_in_pool else target_kv_bytes_per_gpu * draft.decoder_layers / target_layers)
+    room = total_bytes * (1 - memory_fraction) - plan.reserve_bytes
+    if need > room:
+        raise InvalidScenarioError(
+            f"EAGLE-3 draft {draft.repo} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory "
+            f"fraction (its weights and a draft pool of the target's tokens), {max(room, 0) / 2**30:.2f} GiB is left "
+            "there beyond the draft reserve", field=FIELD,
+            allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
+
+
 def eagle3_kv_architecture(arch: Architecture | None, plan: Eagle3Memory | None) -> Architecture | None:
     """The layers whose KV the target's pool holds: the draft's decoder layers after the target's (on the
     last pipeline stage), each as one of the target's full-attention layers, where the engine gives

@@ -40,7 +40,7 @@ from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_off
                                       offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
 from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
-from inferplan.memory.eagle3 import eagle3_kv_architecture, eagle3_memory, eagle3_notes
+from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
@@ -316,6 +316,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
     held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+    check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
+                         plan.tensor_parallel_size)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
