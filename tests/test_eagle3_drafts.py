@@ -18,8 +18,8 @@ from inferplan.memory.suggest import fit_or_suggest
 from inferplan.performance.context import tokens_per_step
 from inferplan.shells.cli import app
 
-L70 = ["fit", "--model", "llama-3.3-70b", "--gpu", "H100", "--gpus", "2", "--engine", "vllm", "--json",
-       "--speculative-tokens", "2"]
+L8 = ["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--tensor-parallel-size", "2", "--engine", "vllm", "--json",
+      "--speculative-tokens", "2"]
 
 
 def _draft(draft_id: str) -> Eagle3Draft:
@@ -27,7 +27,7 @@ def _draft(draft_id: str) -> Eagle3Draft:
 
 
 def _fit(*extra: str) -> dict:
-    result = CliRunner().invoke(app, [*L70, *extra])
+    result = CliRunner().invoke(app, [*L8, *extra])
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.stdout)
 
@@ -44,10 +44,10 @@ def test_a_catalogued_draft_takes_its_weights_and_kv_from_the_pool():
     """vLLM loads the draft before sizing the KV cache and gives its layer entries in the same pool: the
     tokens drop by the draft's weights per GPU over the KV per token with its layer added."""
     plain, drafted = _fit("--speculative-method", "ngram"), _fit("--speculative-method", "eagle3")
-    draft = drafts_for(load_catalog(), "llama-3.3-70b")[0]
+    draft = drafts_for(load_catalog(), "llama-3.1-8b")[0]
     per_gpu = draft.weight_bytes / 2
-    layers = 80
-    kv_bytes = plain["kv_cache_tokens"] * 2 * 1024 * layers  # bf16, 1 KV head of 128 per layer and rank at TP 2
+    layers = 32
+    kv_bytes = plain["kv_cache_tokens"] * 2 * 1024 * layers  # bf16, K and V of 4 KV heads of 128 per layer and rank at TP 2
     expected = (kv_bytes - per_gpu) / (2 * 1024 * (layers + 1))
     assert drafted["kv_cache_tokens"] < plain["kv_cache_tokens"]
     assert drafted["kv_cache_tokens"] == pytest.approx(expected, rel=0.02)
@@ -56,7 +56,7 @@ def test_a_catalogued_draft_takes_its_weights_and_kv_from_the_pool():
 
 def test_the_one_catalogued_draft_is_the_default_and_an_unlisted_one_is_not_counted():
     catalog = load_catalog()
-    repo = drafts_for(catalog, "llama-3.3-70b")[0].repo
+    repo = drafts_for(catalog, "llama-3.1-8b")[0].repo
     named = _fit("--speculative-method", "eagle3", "--draft-model", repo.upper())
     assert named["kv_cache_tokens"] == _fit("--speculative-method", "eagle3")["kv_cache_tokens"]
     unlisted = _fit("--speculative-method", "eagle3", "--draft-model", "someone/llama-eagle3")
@@ -67,8 +67,8 @@ def test_the_one_catalogued_draft_is_the_default_and_an_unlisted_one_is_not_coun
 def test_sglang_keeps_its_reserve_outside_the_fraction_for_a_draft():
     d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")
     plain = fit_or_suggest(d, speculative_tokens=2, speculative_method="ngram")
-    drafted = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3")
-    assert drafted.kv_cache_tokens < plain.kv_cache_tokens
+    drafted = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3", draft_model="lmsys/sglang-eagle3")
+    assert drafted.kv_cache_tokens < plain.kv_cache_tokens  # a draft the catalogue lacks: the reserve alone
 
 
 @pytest.mark.parametrize("draft_id", [d.id for d in load_catalog().eagle3_drafts if d.acceptance])
@@ -154,5 +154,93 @@ def test_a_prefill_instance_derived_from_a_drafting_decode_one_drafts_nothing():
 
 
 def test_a_draft_checkpoint_without_a_method_that_drafts_with_one_names_the_flag():
-    result = CliRunner().invoke(app, [*L70, "--draft-model", "nvidia/Llama-3.3-70B-Instruct-Eagle3"])
+    result = CliRunner().invoke(app, [*L8, "--draft-model", "nvidia/Llama-3.3-70B-Instruct-Eagle3"])
     assert result.exit_code == 2 and "--draft-model" in result.output
+
+
+@pytest.mark.parametrize("draft_id", [d.id for d in load_catalog().eagle3_drafts])
+def test_each_draft_names_the_engines_its_publisher_shows_it_on(draft_id):
+    draft = _draft(draft_id)
+    assert draft.engines and all(e in load_catalog().engines for e in draft.engines)
+    if draft.repo.startswith("nvidia/"):  # a Model Optimizer head: the card lists TensorRT-LLM as its runtime
+        assert draft.engines == ("trtllm",)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_a_draft_on_an_engine_its_publisher_does_not_show_is_refused_naming_the_draft(engine):
+    repo = "nvidia/Llama-3.3-70B-Instruct-Eagle3"
+    d = Deployment(model="llama-3.3-70b", gpu="H100", gpus=2, engine=engine)
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3", draft_model=repo)
+    assert exc.value.field == "draft_model" and "trtllm" in exc.value.allowed
+    result = CliRunner().invoke(app, ["deploy", "--model", "gpt-oss-20b", "--gpu", "H100", "--engine", "sglang",
+                                      "--speculative-tokens", "2", "--speculative-method", "eagle3"])
+    assert result.exit_code != 0 and "--draft-model" in result.output and "vllm" in result.output
+
+
+def test_an_unknown_engine_on_a_draft_is_a_catalogue_error():
+    catalog = load_catalog()
+    bad = Eagle3Draft.model_validate({**_draft("eagle3-gpt-oss-20b-nebius").model_dump(), "engines": ("no-such",)})
+
+    class Fake:
+        eagle3_drafts, models, sources, engines = (bad,), catalog.models, catalog.sources, catalog.engines
+
+    with pytest.raises(CatalogError, match="no-such"):
+        check_eagle3_drafts(Fake())
+
+
+@pytest.mark.parametrize("engine, draft", [("vllm", None), ("sglang", "someone/gpt-oss-eagle3")])
+def test_an_eagle3_draft_under_pipeline_parallelism_is_refused_where_the_engine_refuses_it(engine, draft):
+    d = Deployment(model="gpt-oss-20b", gpu="H100", engine=engine, tensor_parallel_size=1, pipeline_parallel_size=2)
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3", draft_model=draft)
+    assert exc.value.field == "pipeline_parallel_size" and "at most 1" in exc.value.allowed
+
+
+def test_eagle3_without_a_draft_named_or_catalogued_is_refused_naming_draft_model():
+    d = Deployment(model="qwen3-8b", gpu="H100", engine="vllm")
+    assert not drafts_for(load_catalog(), "qwen3-8b")
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3")
+    assert exc.value.field == "draft_model" and "nebius/EAGLE3-gpt-oss-20b" in exc.value.allowed
+    result = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "H100", "--speculative-tokens", "2",
+                                      "--speculative-method", "eagle3"])
+    assert result.exit_code != 0 and "--draft-model" in result.output
+
+
+def test_a_draft_states_no_acceptance_measured_on_another_target():
+    """The Llama-3.3-70B card's comparison row measures a head on the 70B target, not the 8B draft on its own."""
+    draft = _draft("eagle3-llama-3.1-8b-yuhuili")
+    assert draft.acceptance is None
+    assert "e3-nebius-llama-3.3-70b" not in draft.sources
+
+
+def test_a_draft_with_its_own_embeddings_says_the_count_is_an_upper_bound():
+    draft = _draft("eagle3-llama-3.3-70b-nvidia")
+    assert draft.embedding_parameters is not None and draft.embedding_parameters.value < draft.parameters.value * 1e9
+    d = Deployment(model="llama-3.3-70b", gpu="H100", gpus=2, engine="trtllm")
+    notes = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3").assumptions
+    assert any(draft.repo in n and "upper bound" in n for n in notes)
+
+
+def _on_sglang(parameters_billion: float):
+    """The catalogue with gpt-oss-20b's draft also on SGLang, at ``parameters_billion``."""
+    import dataclasses
+
+    from inferplan.catalog.registry import Registry
+
+    catalog = load_catalog()
+    draft = _draft("eagle3-gpt-oss-20b-nebius")
+    params = draft.parameters.model_copy(update={"value": parameters_billion * 1e9})
+    bigger = draft.model_copy(update={"engines": ("vllm", "sglang"), "parameters": params})
+    return dataclasses.replace(catalog, eagle3_drafts=Registry("eagle3 drafts", {bigger.id: bigger}))
+
+
+def test_sglang_refuses_a_draft_that_does_not_fit_outside_its_fraction():
+    """SGLang loads the draft's weights and its own pool after its fraction is sized: a 6B-parameter head
+    at TP 1 does not fit in what a 0.9 fraction of an H100 leaves beyond the draft reserve."""
+    d = Deployment(model="gpt-oss-20b", gpu="H100", engine="sglang", gpu_memory_utilization=0.9)
+    assert fit_or_suggest(d, _on_sglang(0.4), speculative_tokens=2, speculative_method="eagle3").kv_cache_tokens
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d, _on_sglang(6.0), speculative_tokens=2, speculative_method="eagle3")
+    assert exc.value.field == "draft_model" and "outside the memory fraction" in str(exc.value)

@@ -1,5 +1,5 @@
 """With speculative decoding on, the search also tries a catalogued EAGLE-3 draft (eagle3_drafts.yaml) on
-engines whose launch flags take eagle3, priced at the draft's measured acceptance, its memory counted, and
+the engines its publisher shows it running on whose launch flags take eagle3, priced at the draft's measured acceptance, its memory counted, and
 its pick's launch command naming the draft; a model without a catalogued draft gets no eagle3 candidate."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_the_space_tries_the_catalogued_draft_at_its_sourced_token_count(catalog
     cells = _space(catalog, models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("vllm", "sglang"))
     draft = drafts_for(catalog, "gpt-oss-20b")[0]
     eagle = [c for c in cells if c.speculative_method == "eagle3"]
-    assert eagle and {c.engine for c in eagle} == {"vllm", "sglang"}
+    assert eagle and {c.engine for c in eagle} == {"vllm"} == set(draft.engines)  # its card shows vLLM only
     assert {(c.draft_model, c.speculative_tokens) for c in eagle} == {(draft.repo, int(serving_modes().eagle3_draft_tokens.value))}
     assert all(evaluate.draft_acceptance(c) == pytest.approx(acceptance_rate(draft)) for c in eagle)
     assert all(c.deployment(4096).eagle3_draft == draft.repo and not c.deployment(4096).mtp_draft for c in eagle)
@@ -47,7 +47,7 @@ def test_a_model_without_a_catalogued_draft_gets_no_eagle3_candidate(catalog):
     assert cells and not [c for c in cells if c.speculative_tokens]
 
 
-@pytest.mark.parametrize("engine, flag", [("vllm", '"method":"eagle3"'), ("sglang", "--speculative-algorithm EAGLE3")])
+@pytest.mark.parametrize("engine, flag", [("vllm", '"method":"eagle3"')])
 def test_a_search_returns_an_eagle3_pick_whose_command_names_the_draft(catalog, engine, flag):
     req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=(engine,), targets=TARGETS,
                         top=50, **LOAD)
@@ -60,13 +60,16 @@ def test_a_search_returns_an_eagle3_pick_whose_command_names_the_draft(catalog, 
 
 
 def test_trtllm_launches_the_draft_from_its_options_file(catalog):
-    cells = _space(catalog, models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("trtllm", "llamacpp"))
-    assert {c.engine for c in cells if c.speculative_method == "eagle3"} == {"trtllm"}  # llama.cpp places no draft memory
-    req = SearchRequest(models=("gpt-oss-20b",), accelerators=("h100-sxm",), engines=("trtllm",), targets=TARGETS,
+    """NVIDIA's Llama-3.3-70B head lists TensorRT-LLM as its one runtime: tried there, not on vLLM or SGLang."""
+    draft = drafts_for(catalog, "llama-3.3-70b")[0]
+    cells = _space(catalog, models=("llama-3.3-70b",), accelerators=("h100-sxm",),
+                   engines=("trtllm", "vllm", "sglang", "llamacpp"))
+    assert {c.engine for c in cells if c.speculative_method == "eagle3"} == {"trtllm"} == set(draft.engines)
+    req = SearchRequest(models=("llama-3.3-70b",), accelerators=("h100-sxm",), engines=("trtllm",), targets=TARGETS,
                         top=50, **LOAD)
     picks = [r for r in search(req, catalog).results if r.speculative_method == "eagle3"]
     assert picks and "decoding_type: Eagle3" in picks[0].deploy
-    assert f"speculative_model: {drafts_for(catalog, 'gpt-oss-20b')[0].repo}" in picks[0].deploy
+    assert f"speculative_model: {draft.repo}" in picks[0].deploy
 
 
 def test_an_eagle3_picks_scenario_plans_the_draft_the_search_priced(catalog):

@@ -30,10 +30,12 @@ class Eagle3Draft(Frozen):
     model: str  # the catalogue model it drafts for
     repo: str = Field(min_length=3)  # its Hugging Face repository, as --draft-model names it
     parameters: Count  # the checkpoint's own weights (the target's embeddings where it has none)
+    embedding_parameters: Count | None = None  # its own token embeddings, counted in parameters (None: it has none)
     dtype: Literal["bf16", "fp16", "fp32"]
     decoder_layers: int = Field(1, ge=1, le=8)
     draft_vocab_size: int | None = Field(None, ge=1)  # its own lm_head's vocabulary, where smaller
     acceptance: DraftAcceptance | None = None  # None: the planner's default acceptance rate
+    engines: tuple[str, ...] = Field(min_length=1)  # the engines its publisher shows it running on (sources)
     sources: tuple[str, ...] = Field(min_length=1)
     note: str
 
@@ -53,7 +55,8 @@ def draft_by_repo(catalog, model: str, repo: str) -> Eagle3Draft | None:
 
 
 def check_eagle3_drafts(catalog) -> None:
-    """Every draft names a catalogue model and known sources; an acceptance length above 1 token."""
+    """Every draft names a catalogue model, known engines and known sources; an acceptance length above
+    1 token."""
     for draft in catalog.eagle3_drafts:
         where = f"eagle3_drafts:{draft.id}"
         if draft.model not in catalog.models:
@@ -61,5 +64,8 @@ def check_eagle3_drafts(catalog) -> None:
         for source in draft.sources:
             if source not in catalog.sources:
                 raise CatalogError(f"{where}: unknown source {source!r}", field=draft.id)
+        for engine in draft.engines:
+            if engine not in catalog.engines:
+                raise CatalogError(f"{where}: unknown engine {engine!r}", field=draft.id)
         if draft.acceptance is not None and draft.acceptance.length.value <= 1:
             raise CatalogError(f"{where}: an acceptance length counts the bonus token: more than 1", field=draft.id)

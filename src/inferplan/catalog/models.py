@@ -28,6 +28,7 @@ class CheckpointSize:
     source: str  # a source id, or where a local import read it
     non_expert_bits_per_weight: float | None = None  # the build keeps non-expert weights at other bits
     mtp_layers: bool = True  # False: the build holds none of the model's multi-token-prediction layers
+    mtp_extra_parameters: float = 0.0  # held with the MTP layers beyond the config's count of them
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
             )
     checkpoints = tuple(
         CheckpointSize(c.quantization, c.size_bytes.value, c.name, c.size_bytes.source,
-                       c.non_expert_bits_per_weight.value if c.non_expert_bits_per_weight else None, c.mtp_layers)
+                       c.non_expert_bits_per_weight.value if c.non_expert_bits_per_weight else None, c.mtp_layers,
+                       c.mtp_extra_parameters.value if c.mtp_extra_parameters else 0.0)
         for c in card.checkpoints
         if c.size_bytes is not None
     )

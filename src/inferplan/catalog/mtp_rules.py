@@ -37,6 +37,14 @@ def mtp_rule(catalog, engine: str) -> MtpRule | None:
     return next((r for r in catalog.mtp_rules if r.engine == engine), None)
 
 
+def drafts_at_pipeline(catalog, engine: str, pipeline_parallel_size: int) -> bool:
+    """Whether the engine starts an MTP or EAGLE-3 draft at this pipeline-parallel size (its rule's
+    ``max_pipeline_parallel_size``; no rule or no bound: yes)."""
+    rule = mtp_rule(catalog, engine)
+    bound = rule.max_pipeline_parallel_size if rule else None
+    return bound is None or pipeline_parallel_size <= bound
+
+
 def check_mtp_rules(catalog) -> None:
     """Every rule names a known engine and known sources; one rule per engine."""
     seen: set[str] = set()

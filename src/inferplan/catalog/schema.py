@@ -82,6 +82,9 @@ class Checkpoint(Frozen):
     # False: the build leaves out the model's multi-token-prediction layers, so size_bytes holds none of them
     # (llama.cpp's DeepSeek-V3 GGUFs: the main model's 671.03 B parameters)
     mtp_layers: bool = True
+    # parameters the build's file holds with its MTP layers beyond the config's count of them (GLM's GGUF
+    # MTP layer keeps its own copies of the embeddings and output head): left out with them, pro rata
+    mtp_extra_parameters: Count | None = None
     # the engines this build is meant for: they choose it before a build naming no engine, and other engines
     # never choose it (empty: any engine)
     engines: tuple[str, ...] = ()

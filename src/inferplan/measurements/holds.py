@@ -47,7 +47,7 @@ def check_stated(catalog: Catalog, run: UserRun) -> None:
     check_settings(catalog, run)
     if run.kt_release is not None or run.kt_method is not None:
         kt_expert_format(catalog, run.kt_release, run.kt_method, run.quantization)
-    with_speculative(catalog, d, run.speculative_tokens, run.speculative_method)
+    with_speculative(catalog, d, run.speculative_tokens, run.speculative_method, run.draft_model)
 
 
 def check_settings(catalog: Catalog, run: UserRun) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.eagle3_drafts import Eagle3Draft, draft_by_repo, drafts_for
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.mtp_rules import MtpRule, mtp_rule
+from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 
@@ -56,11 +56,57 @@ def default_draft(catalog, spec: ModelSpec) -> Eagle3Draft | None:
     return drafts[0] if drafts else None
 
 
-def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str) -> Eagle3Memory | None:
-    """The EAGLE-3 draft ``d`` runs (``eagle3_draft``) as ``engine`` holds it; None: it runs none."""
+def missing_draft(catalog, spec: ModelSpec) -> InvalidScenarioError:
+    """The error for EAGLE-3 drafting of ``spec`` with no draft named and none catalogued: it names
+    ``draft_model`` and the catalogue's drafts."""
+    listed = ", ".join(f"{r.repo} ({r.model})" for r in catalog.eagle3_drafts)
+    return InvalidScenarioError(f"the catalogue lists no EAGLE-3 draft for {spec.name}: name the draft checkpoint",
+                                field=FIELD, allowed=f"a Hugging Face repo of an EAGLE-3 draft for {spec.name}; "
+                                                     f"catalogued drafts: {listed}")
+
+
+def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline_parallel_size: int) -> Eagle3Memory | None:
+    """The EAGLE-3 draft ``d`` runs (``eagle3_draft``) as ``engine`` holds it; None: it runs none. A
+    catalogued draft on an engine its publisher does not show it running on is an error naming
+    ``draft_model``; a pipeline the engine starts no draft under, one naming ``pipeline_parallel_size``."""
     if not d.eagle3_draft:
         return None
-    return Eagle3Memory(d.eagle3_draft, draft_by_repo(catalog, spec.id, d.eagle3_draft), mtp_rule(catalog, engine))
+    draft = draft_by_repo(catalog, spec.id, d.eagle3_draft)
+    if draft is not None and engine not in draft.engines:
+        raise InvalidScenarioError(f"EAGLE-3 draft {draft.repo} runs on {', '.join(draft.engines)} as its publisher "
+                                   f"shows it, not on {engine}", field=FIELD,
+                                   allowed=f"engine {' or '.join(draft.engines)} with {draft.repo}, or another "
+                                           "draft_model, or another speculative_method")
+    rule = mtp_rule(catalog, engine)
+    if not drafts_at_pipeline(catalog, engine, pipeline_parallel_size):
+        raise InvalidScenarioError(
+            f"{engine} does not start an EAGLE-3 draft at pipeline_parallel_size {pipeline_parallel_size}: "
+            f"{rule.pipeline_parallel_note}", field="pipeline_parallel_size",
+            allowed=f"at most {rule.max_pipeline_parallel_size} with an EAGLE-3 draft on {engine} (tensor "
+                    "parallelism over more GPUs), or no EAGLE-3 draft")
+    return Eagle3Memory(d.eagle3_draft, draft, rule)
+
+
+def check_draft_headroom(plan: Eagle3Memory | None, total_bytes: float, memory_fraction: float,
+                         target_kv_bytes_per_gpu: float, target_layers: int, tensor_parallel_size: int) -> None:
+    """Where the engine loads a catalogued draft's weights and a draft pool of its own after its fraction
+    is sized (SGLang), they must fit in what the fraction leaves beyond the draft reserve: the weights per
+    tensor-parallel rank and a pool of the target's tokens over the draft's layers (each as one of the
+    target's). More is an error naming ``draft_model``."""
+    if plan is None or plan.draft is None or plan.rule is None or not target_layers:
+        return
+    draft, rule = plan.draft, plan.rule
+    if rule.weights_in_pool and rule.kv_layers_in_pool:
+        return  # both inside the fraction: the pool has already lost them
+    need = (0.0 if rule.weights_in_pool else draft.weight_bytes / tensor_parallel_size) + (
+        0.0 if rule.kv_layers_in_pool else target_kv_bytes_per_gpu * draft.decoder_layers / target_layers)
+    room = total_bytes * (1 - memory_fraction) - plan.reserve_bytes
+    if need > room:
+        raise InvalidScenarioError(
+            f"EAGLE-3 draft {draft.repo} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory "
+            f"fraction (its weights and a draft pool of the target's tokens), {max(room, 0) / 2**30:.2f} GiB is left "
+            "there beyond the draft reserve", field=FIELD,
+            allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
 
 
 def eagle3_kv_architecture(arch: Architecture | None, plan: Eagle3Memory | None) -> Architecture | None:
@@ -94,6 +140,9 @@ def eagle3_notes(plan: Eagle3Memory | None, tensor_parallel_size: int) -> list[s
     kv = (f"its {draft.decoder_layers} layer(s) hold KV entries in the pool as one of the target's full-attention "
           "layers (assumed: an EAGLE-3 head copies the target's attention shape)" if rule.kv_layers_in_pool
           else "its KV is a draft pool of its own, outside the fraction")
+    if draft.embedding_parameters is not None:
+        weights += (f", its own token embeddings ({draft.embedding_parameters.value / 1e9:.2f}B parameters) "
+                    "included: an upper bound where the engine shares the target's table instead (not confirmed)")
     rate = acceptance_rate(draft)
     accepted = (f"; its stated acceptance length {draft.acceptance.length.value:g} at {draft.acceptance.draft_tokens} "
                 f"draft tokens is {rate:.3f} per draft token (one rate at every position assumed)") if rate is not None else ""

@@ -17,6 +17,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.engine_support import check_engine_loads, check_engine_runs_model_on
 from inferplan.catalog.memory_rules import checked_engine_version, memory_rule
 from inferplan.catalog.models import ModelSpec
+from inferplan.catalog.mtp_rules import drafts_at_pipeline
 from inferplan.memory.resolve import resolve_model
 from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.errors import InferplanError
@@ -38,8 +39,8 @@ from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
-from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, drafts_at_pipeline, kv_architecture
-from inferplan.memory.eagle3 import eagle3_kv_architecture, eagle3_memory, eagle3_notes
+from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
+from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
@@ -279,7 +280,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
     gpu_quant, kt_note = kt_gpu_quantization(catalog, d, spec, engine, quant)  # kt LLAMAFILE: the original checkpoint
-    eagle = eagle3_memory(catalog, d, spec, engine.id)  # a draft head: held where the engine holds MTP layers
+    eagle = eagle3_memory(catalog, d, spec, engine.id, plan.pipeline_parallel_size)  # a draft head: held where the engine holds MTP layers
     w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
     if eagle is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu + eagle.weight_bytes_per_gpu(plan.tensor_parallel_size),
@@ -315,6 +316,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
     held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+    check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
+                         plan.tensor_parallel_size)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
@@ -428,8 +431,8 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
         if most is not None and gpus > most:
             return None  # the engine's Metal back end runs one Apple GPU an instance
         for tp, pp in splits(gpus):
-            if d.mtp_draft and not drafts_at_pipeline(catalog, engine_spec.id, pp):
-                continue  # the engine does not start its MTP draft under this pipeline
+            if (d.mtp_draft or d.eagle3_draft) and not drafts_at_pipeline(catalog, engine_spec.id, pp):
+                continue  # the engine does not start its draft under this pipeline
             plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
                                 expert_parallel=d.enable_expert_parallel, gpus=gpus)
             trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus,

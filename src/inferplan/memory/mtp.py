@@ -12,7 +12,7 @@ import functools
 from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.mtp_rules import MtpRule, mtp_rule
+from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.resolve import resolve_model
@@ -65,14 +65,6 @@ def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpR
         return None, InvalidScenarioError(f"an MTP draft on {release.label}: {rule.unplanned_note}", field=FIELD,
                                           allowed="no MTP draft, or a release of another line")
     return rule, None
-
-
-def drafts_at_pipeline(catalog, engine: str, pipeline_parallel_size: int) -> bool:
-    """Whether the engine starts an MTP draft at this pipeline-parallel size (its rule's
-    ``max_pipeline_parallel_size``; no rule or no bound: yes)."""
-    rule = mtp_rule(catalog, engine)
-    bound = rule.max_pipeline_parallel_size if rule else None
-    return bound is None or pipeline_parallel_size <= bound
 
 
 def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline_parallel_size: int) -> MtpRule | None:
@@ -185,14 +177,18 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
 
 
 def _with_eagle3(catalog, d: Deployment, draft_model: str | None) -> Deployment:
-    """``d`` drafting with an EAGLE-3 head: ``draft_model``, else the model's one catalogued draft (none: as
-    before, nothing more counted); an MTP draft beside it is refused."""
-    from inferplan.memory.eagle3 import default_draft
+    """``d`` drafting with an EAGLE-3 head: ``draft_model``, else the model's one catalogued draft; a model
+    with none and no ``draft_model`` is refused naming ``draft_model``, as is an MTP draft beside it
+    (naming ``speculative_method``)."""
+    from inferplan.memory.eagle3 import default_draft, missing_draft
 
     if d.mtp_draft:
         raise InvalidScenarioError("mtp_draft drafts with the MTP layers, not by eagle3", field="speculative_method",
                                    allowed="mtp, or leave mtp_draft out")
     if draft_model is None:
-        draft = default_draft(catalog, resolve_model(catalog, d.model))
-        draft_model = draft.repo if draft else None
-    return d.model_copy(update={"eagle3_draft": draft_model}) if draft_model else d
+        spec = resolve_model(catalog, d.model)
+        draft = default_draft(catalog, spec)
+        if draft is None:
+            raise missing_draft(catalog, spec)
+        draft_model = draft.repo
+    return d.model_copy(update={"eagle3_draft": draft_model})

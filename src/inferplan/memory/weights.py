@@ -157,8 +157,10 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
             if mtp_loaded and not ckpt.mtp_layers:
                 raise InvalidScenarioError(f"{spec.name}'s {ckpt.name} build holds no multi-token-prediction layers "
                                            "to draft with", field="mtp_draft", allowed="no MTP draft with this build")
-            # the checkpoint's MTP layers, pro rata (none in a build that leaves them out)
-            mtp = params.mtp * total / (params.total + params.mtp) if ckpt.mtp_layers else 0.0
+            # the checkpoint's MTP layers, with what its file holds beside them, pro rata (none in a build that
+            # leaves them out)
+            held = params.mtp + ckpt.mtp_extra_parameters
+            mtp = held * total / (params.total + held) if ckpt.mtp_layers else 0.0
             total -= mtp
             if ckpt.mtp_layers:
                 assumptions += _mtp_notes(params, mtp_loaded, mtp)

@@ -30,9 +30,8 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.catalog.eagle3_drafts import Eagle3Draft, drafts_for
-from inferplan.catalog.mtp_rules import mtp_rule
+from inferplan.catalog.mtp_rules import drafts_at_pipeline, mtp_rule
 from inferplan.memory.eagle3 import acceptance_rate
-from inferplan.memory.mtp import drafts_at_pipeline
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes
@@ -276,7 +275,8 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
     if req.speculative and arch is not None and arch.mtp_layers and serving_modes().drafts_with_mtp(engine.id):
         spec_tokens.append((int(serving_modes().mtp_draft_tokens.value), None))
     if req.speculative and _takes_eagle3(catalog, engine.id):
-        spec_tokens += [(int(serving_modes().eagle3_draft_tokens.value), r) for r in drafts_for(catalog, spec.id)]
+        spec_tokens += [(int(serving_modes().eagle3_draft_tokens.value), r) for r in drafts_for(catalog, spec.id)
+                        if engine.id in r.engines]  # where its publisher shows it running
     context = spec.context_tokens or (arch.max_position_embeddings if arch else None)
     max_model_len = context_for(context)
     for kv in _kv_dtypes(engine, req, p.accelerator.software):

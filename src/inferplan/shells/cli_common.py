@@ -65,7 +65,8 @@ SpeculativeMethodOpt = typer.Option(
                                        "has MTP layers and the engine drafts with them, as perf plans it; else ngram).")
 DraftCheckpointOpt = typer.Option(
     None, "--draft-model", help="EAGLE-3 draft checkpoint, with --speculative-method eagle3 (default: the model's one "
-                                "catalogued draft; one not catalogued: its memory is not counted).")
+                                "catalogued draft, on the engines its publisher shows; a model with none needs it; "
+                                "one not catalogued: its memory is not counted).")
 AcceptanceRateOpt = typer.Option(None, "--acceptance-rate", help="Per draft token, with --speculative-tokens (default 0.7).")
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
