@@ -155,7 +155,7 @@ def perf_cmd(
     from inferplan.performance.drafts import with_drafts
 
     d = deployment_from(flags)
-    d, w = run(with_drafts, catalog_for(d), d, w, speculative_method, draft_model, acceptance_rate)
+    d = run(with_drafts, catalog_for(d), d, w, speculative_method, draft_model)
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
