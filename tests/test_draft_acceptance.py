@@ -52,6 +52,7 @@ def test_the_api_and_the_cli_price_an_eagle3_draft_alike(tmp_path, draft, sent):
     api = r.json()
     assert api["tokens_per_step"] == pytest.approx(cli["tokens_per_step"], rel=1e-12)
     assert api["tokens_per_step"] == pytest.approx(tokens_per_step(3, acceptance_rate(draft)), rel=1e-9)
+    assert api["acceptance_rate"] == pytest.approx(acceptance_rate(draft)) == cli["acceptance_rate"]  # the rate used
     line = _spec_line(api["assumptions"])
     assert f"acceptance {acceptance_rate(draft):.3g} from {draft.repo}" in line and draft.acceptance.length.source in line
     assert "assumed" not in line.split("→")[0]

@@ -148,7 +148,8 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         output_tokens_per_s_per_user=1 / tpot, output_tokens_per_s_total=total,
         output_tokens_per_s_per_gpu=total / ctx.gpus,
         input_tokens_per_s_total=total * w.input_len / w.output_len,
-        tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
+        tokens_per_step=ctx.tau, acceptance_rate=ctx.acceptance.rate if ctx.acceptance else None,
+        bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
     )
 
