@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, SerializerFunctionWrapHandler, Validat
 from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.inputs import Input, SafeName, stored
 from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
+from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE
 
 
 class Platform(Input):
@@ -85,7 +86,9 @@ class Speculative(Input):
     chance each is accepted (docs/speed.md §1)."""
 
     tokens: int = Field(ge=1, le=32, description="draft tokens proposed per step")
-    acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
+    acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
+        "probability each draft token is accepted; left out: the catalogued draft_model's published rate, else "
+        f"{DEFAULT_ACCEPTANCE_RATE} (assumed; the plan's assumptions say which)"))
     draft_model: str | None = Field(None, min_length=3, max_length=300, description="an EAGLE-3 draft checkpoint that "
                                     "drafts them (its memory counted where the catalogue lists it); left out: the "
                                     "model's MTP layers where it has them")

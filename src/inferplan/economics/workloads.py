@@ -37,7 +37,7 @@ class WorkloadProfile(BaseModel):
     input_tokens_per_request: int
     output_tokens_per_request: int
     speculative_tokens: int = 0  # draft tokens per step in the serving replicas (the scenario's `speculative`)
-    acceptance_rate: float = 0.7
+    acceptance_rate: float | None = None  # per draft token (None: as the estimate resolves it, performance.drafts)
 
     @property
     def monthly_output_tokens(self) -> float:

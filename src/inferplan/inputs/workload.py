@@ -8,13 +8,20 @@ from pydantic_core import PydanticCustomError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS
 
+# per draft token where no rate is stated and the draft publishes none (an EAGLE-3 head without a
+# published acceptance length, a model's MTP layers): assumed, and every answer priced at it says so
+# (performance.drafts.resolve_acceptance)
+DEFAULT_ACCEPTANCE_RATE = 0.7
+
 
 class Workload(Input):
     input_len: int = Field(1024, ge=1, le=MAX_CONTEXT_TOKENS, description="prompt tokens per request")
     output_len: int = Field(256, ge=1, le=MAX_CONTEXT_TOKENS, description="generated tokens per request")
     concurrency: int | Literal["max"] = Field(1, description="requests in flight across the deployment, or 'max' (what memory allows)")
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens proposed per step")
-    acceptance_rate: float = Field(0.7, ge=0, le=1, description="probability each draft token is accepted")
+    acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
+        "probability each draft token is accepted; left out: a catalogued EAGLE-3 draft's published rate, else "
+        f"{DEFAULT_ACCEPTANCE_RATE} (assumed)"))
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1, description="share of input tokens served from the prefix cache")
     prefix_cache_host_share: float = Field(
         0.0, ge=0, le=1, description="of those cached tokens, the share found in the host-RAM KV tier (loaded over PCIe)")
@@ -30,8 +37,8 @@ class Workload(Input):
 
     @field_validator("acceptance_rate")
     @classmethod
-    def _only_with_drafts(cls, value: float, info: ValidationInfo) -> float:
-        if not info.data.get("speculative_tokens"):
+    def _only_with_drafts(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and not info.data.get("speculative_tokens"):
             raise PydanticCustomError("acceptance_without_drafts",
                                       "an acceptance rate applies only with speculative decoding (draft tokens per step)",
                                       {"allowed": "no acceptance rate, or 1 or more draft tokens per step beside it"})

@@ -32,6 +32,7 @@ from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.layout import ParallelPlan
 from inferplan.memory.slots import most_slots
 from inferplan.memory.resolve import resolve_model
+from inferplan.performance.drafts import resolve_acceptance
 from inferplan.performance.local_runs import NO_OFFLOAD, launched_offload
 from inferplan.performance.serving import estimate
 
@@ -189,7 +190,9 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     spec = resolve_model(catalog, d.model)
     d, copies = launched_instance(d.model_copy(update={"max_model_len": d.max_model_len or inp + out}), catalog)
     speculative = planned_speculative(d, catalog, speculative)
-    rate = {} if acceptance_rate is None else {"acceptance_rate": acceptance_rate}
+    if speculative:  # the rate the predictions take, as perf resolves it
+        acceptance_rate = resolve_acceptance(catalog, with_draft(d, catalog, speculative), acceptance_rate).rate
+    rate = {} if acceptance_rate is None else {"acceptance_rate": acceptance_rate}  # without drafts: refused
     w = Workload(input_len=inp, output_len=out, concurrency=1, speculative_tokens=speculative.tokens if speculative else 0, **rate)
     data = clients()
     levels = _levels(with_draft(d, catalog, speculative), w, tuple(data["concurrency_sweep"]), catalog)

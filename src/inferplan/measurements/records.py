@@ -23,7 +23,7 @@ from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights, check_stated
 from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import Workload
+from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE, Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.offload import all_layers_on_gpu
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
@@ -170,7 +170,7 @@ def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
 
     method = run.speculative_method or planned_speculative(run_deployment(run), catalog,
                                                            Speculative(tokens=run.speculative_tokens)).method
-    rate = run.acceptance_rate if run.acceptance_rate is not None else Workload.model_fields["acceptance_rate"].default
+    rate = run.acceptance_rate if run.acceptance_rate is not None else DEFAULT_ACCEPTANCE_RATE
     return run.model_copy(update={"speculative_method": method, "acceptance_rate": rate})
 
 

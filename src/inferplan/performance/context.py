@@ -14,6 +14,7 @@ from inferplan.memory.fit import MemoryPlan, plan_memory
 from inferplan.memory.mtp import with_mtp_draft
 from inferplan.memory.refusal import refuse_unfit
 from inferplan.memory.step_budget import check_step_budget
+from inferplan.performance.drafts import Acceptance, resolve_acceptance
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
@@ -42,6 +43,8 @@ class ServingContext:
         if sized_for_request:  # no max_model_len stated: the engine is sized for this request
             d = d.model_copy(update={"max_model_len": request})
         d = with_mtp_draft(catalog, d, w.speculative_tokens)  # an MTP model drafts with its MTP layers
+        # the drafts' acceptance rate: the stated one, else the draft's published one, else the default
+        self.acceptance: Acceptance | None = resolve_acceptance(catalog, d, w.acceptance_rate) if w.speculative_tokens else None
         self.catalog, self.d, self.w = catalog, d, w
         try:
             check_step_budget(d, catalog)  # a longest prompt the engine refuses, as fit and the launch refuse it
@@ -72,7 +75,7 @@ class ServingContext:
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
         self.host_kv_load_s = host_kv_load_s(self.mp, w, catalog, d.host_memory_bandwidth_gb_per_s)  # from a host KV tier
-        self.tau = tokens_per_step(w.speculative_tokens, w.acceptance_rate)
+        self.tau = tokens_per_step(w.speculative_tokens, self.acceptance.rate) if self.acceptance else 1.0
         par = fit.parallel
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
         self.kv_limit = self.mp.layout.sequences_held(fit.kv_cache_bytes_per_gpu, w.input_len + w.output_len,

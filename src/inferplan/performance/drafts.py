@@ -1,30 +1,62 @@
-"""The speculative decoding ``perf`` plans from the flags ``deploy`` launches it with: the method and
-draft checkpoint (``memory.mtp.with_speculative``: an MTP or catalogued EAGLE-3 draft's memory is
-counted) and, for a catalogued EAGLE-3 draft, the acceptance rate its publisher measured where the
-user states none (``memory.eagle3.acceptance_rate``)."""
+"""Speculative decoding as the speed model prices it: the flags ``deploy`` launches it with (the method
+and draft checkpoint, ``memory.mtp.with_speculative``: an MTP or catalogued EAGLE-3 draft's memory is
+counted) and the acceptance rate per draft token every estimate takes (``resolve_acceptance``): the one
+stated, else a catalogued EAGLE-3 draft's published one, else the default (assumed, and said so)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from inferplan.catalog.eagle3_drafts import draft_by_repo
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import Workload
+from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE, Workload
 from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.resolve import resolve_model
 
 
+@dataclass(frozen=True)
+class Acceptance:
+    """The acceptance rate per draft token drafts are priced at, and where it comes from."""
+
+    rate: float
+    basis: str  # "stated", "from <repo>'s …" (a published figure) or "assumed: …"
+
+    @property
+    def assumed(self) -> bool:
+        return self.basis.startswith("assumed")
+
+    @property
+    def text(self) -> str:
+        return f"acceptance {self.rate:.3g} {self.basis}"
+
+
+def resolve_acceptance(catalog: Catalog, d: Deployment, stated: float | None) -> Acceptance:
+    """The rate ``d``'s drafts are priced at: ``stated`` where given; else the one that gives its catalogued
+    EAGLE-3 draft's published acceptance length (``memory.eagle3.acceptance_rate``); else the default,
+    assumed because the draft (or the model's MTP layers) publishes none."""
+    if stated is not None:
+        return Acceptance(stated, "stated")
+    if d.eagle3_draft:
+        draft = draft_by_repo(catalog, resolve_model(catalog, d.model).id, d.eagle3_draft)
+        rate = acceptance_rate(draft)
+        if rate is not None:
+            a = draft.acceptance
+            return Acceptance(rate, f"from {draft.repo}'s published acceptance length {a.length.value:g} at "
+                                    f"{a.draft_tokens} draft tokens ({a.length.source})")
+        return Acceptance(DEFAULT_ACCEPTANCE_RATE, f"assumed: {d.eagle3_draft} publishes none")
+    if d.mtp_draft:
+        return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: the model's MTP layers publish none")
+    return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: none stated")
+
+
 def with_drafts(catalog: Catalog | None, d: Deployment, w: Workload, speculative_method: str | None,
-                draft_model: str | None = None, stated_rate: float | None = None) -> tuple[Deployment, Workload]:
-    """``d`` and ``w`` as they run ``w.speculative_tokens`` drafts per step made by ``speculative_method``
-    (``draft_model``: the EAGLE-3 checkpoint); ``stated_rate``: the acceptance rate the user gave (None:
-    a catalogued draft's measured one, else the workload's)."""
+                draft_model: str | None = None) -> Deployment:
+    """``d`` as it runs ``w.speculative_tokens`` drafts per step made by ``speculative_method``
+    (``draft_model``: the EAGLE-3 checkpoint); the estimate prices them (``resolve_acceptance``)."""
     if not w.speculative_tokens and speculative_method is None:
-        return d, w
+        return d
     catalog = catalog or load_catalog()
-    d = with_speculative(catalog, with_default_engine(d, catalog), w.speculative_tokens, speculative_method, draft_model)
-    rate = None
-    if d.eagle3_draft and stated_rate is None:
-        rate = acceptance_rate(draft_by_repo(catalog, resolve_model(catalog, d.model).id, d.eagle3_draft))
-    return d, (w if rate is None else w.model_copy(update={"acceptance_rate": rate}))
+    return with_speculative(catalog, with_default_engine(d, catalog), w.speculative_tokens, speculative_method, draft_model)

@@ -41,6 +41,8 @@ class ServingEstimate(BaseModel):
     output_tokens_per_s_per_gpu: float
     input_tokens_per_s_total: float
     tokens_per_step: float  # accepted tokens per sequence per step (1 without speculation)
+    # per draft token, as the drafts are priced (performance/drafts.py: stated, published or assumed); None: no drafts
+    acceptance_rate: float | None = None
     bound: str  # memory | compute | communication | overhead | measured
     source: str  # measured | calibrated-model
     compute_dtype: str

@@ -114,7 +114,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         assumptions.append("speculative decoding with pipeline parallelism: every micro-batch drafts on the last stage; "
                            "engine support for the combination varies by build (check yours)")
     if w.speculative_tokens:
-        assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at acceptance {w.acceptance_rate:g} → "
+        assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at {ctx.acceptance.text} → "
                            f"{ctx.tau:.2f} tokens per step; each draft token costs {ctx.work.draft_cost_ratio:.3f} of a step "
                            "(one decoder layer and the lm_head, as MTP and EAGLE heads are built)")
     assumptions.extend(ctx.network_notes)
@@ -148,7 +148,8 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         output_tokens_per_s_per_user=1 / tpot, output_tokens_per_s_total=total,
         output_tokens_per_s_per_gpu=total / ctx.gpus,
         input_tokens_per_s_total=total * w.input_len / w.output_len,
-        tokens_per_step=ctx.tau, bound=step.bound, source="calibrated-model",
+        tokens_per_step=ctx.tau, acceptance_rate=ctx.acceptance.rate if ctx.acceptance else None,
+        bound=step.bound, source="calibrated-model",
         compute_dtype=ctx.rates.compute_dtype, assumptions=tuple(dict.fromkeys(assumptions)),
     )
 

@@ -10,7 +10,7 @@ from inferplan.deploy.pools import pools_launch
 from inferplan.deploy.pools_plan import prefill_deployment
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.search.evaluate import draft_acceptance, workload
+from inferplan.search.evaluate import workload
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.request import Targets
 from inferplan.search.sim_check import CHECK_REQUESTS, CHECK_SEED
@@ -87,8 +87,8 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
     if rented:
         s["rented"] = True
     if cell.speculative_tokens:
-        s["speculative"] = {"tokens": cell.speculative_tokens, "acceptance_rate": draft_acceptance(cell),
-                            **({"draft_model": cell.draft_model} if cell.draft_model else {})}
+        # no rate: the plan resolves it as the search priced it (the draft's published one, else the default)
+        s["speculative"] = {"tokens": cell.speculative_tokens, **({"draft_model": cell.draft_model} if cell.draft_model else {})}
     speed = (targets.min_output_tokens_per_s_per_user
              or (1 / targets.tpot_p95_s if targets.tpot_p95_s else None) or speed_per_user)
     if rl.users is not None and rl.workload is not None:

@@ -18,6 +18,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.economics.pools import instance_units
 from inferplan.economics.pools import pool_units as economic_pool_units
 from inferplan.memory.fit import plan_memory
+from inferplan.performance.drafts import Acceptance, resolve_acceptance
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search import handover
@@ -37,7 +38,6 @@ REPLICA_STEPS = np.arange(8)  # replicas above the fewest that carry the load â€
 REPLICA_FACTORS = np.array([1.5, 2.0, 3.0, 4.0])  # â€¦ and multiples of it, for latency-bound targets
 POOL_STEPS = np.arange(6)
 POOL_FACTORS = np.array([2.0, 3.0])
-ACCEPTANCE_RATE = 0.7  # per draft token: the scenario default (scenario.Speculative)
 CURVE_POINTS = 8  # running batches a cell's serving curve is read at (log-spaced, 1..slots)
 VERIFY_NODES = 64  # length nodes of the single-deployment check a pick passes (``queueing.approximate``'s)
 
@@ -68,14 +68,20 @@ class CellModel:
 
 def workload(cell: Cell, rl: ResolvedLoad) -> Workload:
     """The request shape the speed model takes (the load's mean lengths, the cell's drafts)."""
-    drafts = {"speculative_tokens": cell.speculative_tokens, "acceptance_rate": draft_acceptance(cell)} if cell.speculative_tokens else {}
+    drafts = {"speculative_tokens": cell.speculative_tokens} if cell.speculative_tokens else {}  # the rate as perf resolves it
     return Workload(input_len=rl.input_len, output_len=rl.output_len, prefix_cache_hit_rate=rl.cache_hit_rate, **drafts)
 
 
-def draft_acceptance(cell: Cell) -> float:
-    """The acceptance rate per draft token the cell's drafts are priced at: a catalogued EAGLE-3 draft's
-    measured one, else the scenario default."""
-    return ACCEPTANCE_RATE if cell.draft_acceptance_rate is None else cell.draft_acceptance_rate
+def draft_acceptance(catalog: Catalog, cell: Cell) -> Acceptance:
+    """The acceptance rate per draft token the cell's drafts are priced at, as every estimate resolves it
+    (``performance.drafts.resolve_acceptance``: a catalogued EAGLE-3 draft's published one, else the default)."""
+    return resolve_acceptance(catalog, cell.deployment(None), None)
+
+
+def draft_notes(catalog: Catalog, cell: Cell) -> list[str]:
+    """What a pick that drafts is priced at: the acceptance rate and where it comes from (a published
+    figure, or assumed because the draft publishes none)."""
+    return [f"drafts priced at {draft_acceptance(catalog, cell).text}"] if cell.speculative_tokens else []
 
 
 def cell_deployment(cell: Cell, rl: ResolvedLoad) -> Deployment:

@@ -384,7 +384,7 @@ def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, target
     context, per_rank = d.max_model_len, d.max_num_seqs
     paid, watts = int(g.paid(pick.renting)[i]), g.power(pick.renting)[i]
     rented = int(g.rent_units[i]) if renting else None
-    notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))]
+    notes = [n for n in cm.costs.notes if not (renting and n.startswith("capex: "))] + evaluate.draft_notes(catalog, cell)
     q = g.rent_quote(i) if renting else None
     if q is not None:
         notes.append(rented_note(q, rented))

@@ -31,7 +31,6 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.catalog.eagle3_drafts import Eagle3Draft, drafts_for
 from inferplan.catalog.mtp_rules import drafts_at_pipeline, mtp_rule
-from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes
@@ -73,7 +72,6 @@ class Cell:
     systems_per_instance: int = 1  # >1 when one instance spans several systems
     context_tokens: int | None = None  # the model's own context, where a spread's long requests stop
     draft_model: str | None = None  # an EAGLE-3 draft checkpoint that drafts (None: the model's MTP layers, if any)
-    draft_acceptance_rate: float | None = None  # its measured rate per draft token (None: the default)
 
     @property
     def speculative_method(self) -> str | None:
@@ -296,7 +294,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
         for tp, pp, dp, ep, systems in (c for c in layouts if most is None or c[0] * c[1] <= most):
             for k, draft in (t for t in spec_tokens if not t[0] or drafts_at_pipeline(catalog, engine.id, pp)):
                 space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context,
-                                        draft.repo if draft else None, acceptance_rate(draft)))
+                                        draft.repo if draft else None))
 
 
 def _takes_eagle3(catalog, engine: str) -> bool:

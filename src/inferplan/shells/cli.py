@@ -14,7 +14,7 @@ import typer
 
 from inferplan.shells.cli_catalog import catalog_app, gpus_cmd, model_app, models_cmd
 from inferplan.shells.cli_common import (
-    AcceptanceRateOpt,
+    DraftAcceptanceOpt,
     DraftCheckpointOpt,
     LazyModule,
     EngineOpt,
@@ -138,7 +138,7 @@ def perf_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     speculative_method: Optional[str] = SpeculativeMethodOpt,
     draft_model: Optional[str] = DraftCheckpointOpt,
-    acceptance_rate: Optional[float] = AcceptanceRateOpt,
+    acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     prefix_cache_hit_rate: float = typer.Option(0.0, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (not prefilled again)."),
     prefix_cache_host_share: float = typer.Option(0.0, "--prefix-cache-host-share", help="Of the cached tokens, the share found in the host KV tier (loaded over PCIe)."),
     db: Optional[Path] = DbOpt,
@@ -155,7 +155,7 @@ def perf_cmd(
     from inferplan.performance.drafts import with_drafts
 
     d = deployment_from(flags)
-    d, w = run(with_drafts, catalog_for(d), d, w, speculative_method, draft_model, acceptance_rate)
+    d = run(with_drafts, catalog_for(d), d, w, speculative_method, draft_model)
     result = run(estimate, d, w, catalog_for(d), user_runs=user_runs(db))
     if as_json:
         emit_json(result)
@@ -170,7 +170,7 @@ def frontier_cmd(
     input_len: int = typer.Option(1024, "--input-len"),
     output_len: int = typer.Option(1024, "--output-len"),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
-    acceptance_rate: Optional[float] = AcceptanceRateOpt,
+    acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
     db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,

@@ -7,7 +7,7 @@ import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
-    AcceptanceRateOpt,
+    DraftAcceptanceOpt,
     catalog_for,
     JsonOpt,
     console,
@@ -38,7 +38,7 @@ def simulate_cmd(
     output_scv: float = typer.Option(0.0, "--output-scv", help="Spread of output lengths (squared coefficient of variation)."),
     lengths: str = typer.Option("lognormal", "--lengths", help="lognormal | uniform: how lengths spread (uniform: a benchmark's random dataset, SCV at most 1/3)."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
-    acceptance_rate: Optional[float] = AcceptanceRateOpt,
+    acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     prefix_cache_hit_rate: Optional[float] = typer.Option(None, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (not prefilled again; default 0, or the --workload preset's with --users)."),
     request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Mean requests per second."),
     users: Optional[int] = typer.Option(None, "--users", help="Users of --workload: their busiest-hour request rate and lengths."),
