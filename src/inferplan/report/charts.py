@@ -19,9 +19,11 @@ def _in(r: PlanResult, currency: str) -> tuple[float, str, str]:
 TITLE_CONFIG = {"title": {"anchor": "start", "frame": "bounds"}}
 
 
-def _spec(title: str | list[str], values: list[dict], **body) -> dict:  # a list: one title line each
-    return {"$schema": SCHEMA, "title": title, "width": 420, "height": 220, "data": {"values": values},
-            "config": TITLE_CONFIG, **body}
+def _spec(title: str | list[str], description: str, values: list[dict], **body) -> dict:  # a list: one title line each
+    """``description``: what the chart plots, its accessible name (the page's screen readers say it, not a
+    generic "Vega visualization")."""
+    return {"$schema": SCHEMA, "title": title, "description": description, "width": 420, "height": 220,
+            "data": {"values": values}, "config": TITLE_CONFIG, **body}
 
 
 def cost_per_user(r: PlanResult, u: Uncertainty | None = None, currency: str = "usd") -> dict:
@@ -35,7 +37,8 @@ def cost_per_user(r: PlanResult, u: Uncertainty | None = None, currency: str = "
     ]
     values = [{"price": name, "amount": k * v, "p10": k * (b.p10 if b else v), "p90": k * (b.p90 if b else v)}
               for name, v, b in rows if v is not None]
-    return _spec(f"Price per user per month ({code})", values, layer=[
+    return _spec(f"Price per user per month ({code})", f"Price per user per month in {code}: the APIs, the private "
+                 "quote, the operating break-even and the target-payback price, with their P10–P90 ranges", values, layer=[
         {"mark": "bar", "encoding": {"y": {"field": "price", "type": "nominal", "sort": None, "title": None},
                                      "x": {"field": "amount", "type": "quantitative", "title": f"{code} per user per month"}}},
         {"mark": {"type": "rule", "color": "black"}, "encoding": {"y": {"field": "price", "type": "nominal", "sort": None},
@@ -49,7 +52,8 @@ def payback_curve(r: PlanResult, months: int | None = None, currency: str = "usd
     values = [{"month": m, "amount": k * (-r.capex_usd + m * r.monthly_operating_cash_usd),
                "series": "cumulative operating cash − capex"} for m in range(months + 1)] if r.capex_usd is not None and not r.rented else []
     values += [{"month": m, "amount": 0.0, "series": "capex recovered"} for m in (0, months)]
-    return _spec(f"Payback over time ({code})", values, mark="line", encoding={
+    return _spec(f"Payback over time ({code})", f"Payback over time: cumulative operating cash less capex in {code} "
+                 "against months, beside the line where the capex is recovered", values, mark="line", encoding={
         "x": {"field": "month", "type": "quantitative", "title": "months"},
         "y": {"field": "amount", "type": "quantitative", "title": code},
         "color": {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom", "direction": "vertical"}},  # one entry a line: fits a phone
@@ -60,7 +64,9 @@ def capacity_by_constraint(r: PlanResult) -> dict:
     c = r.capacity
     values = [{"constraint": f"{k}: {v:,.0f}", "users": v} for k, v in r.users_per_loadout_by_limit.items()]
     # a linear scale, each bar's number in its label: a log scale without labels drew 19 as half of 550
-    return _spec(["Users per loadout by constraint", f"binding: {c.binding}"], values, mark="bar", encoding={
+    return _spec(["Users per loadout by constraint", f"binding: {c.binding}"],
+                 f"Users per loadout by constraint, each limit's number of users; the binding one: {c.binding}",
+                 values, mark="bar", encoding={
         "y": {"field": "constraint", "type": "nominal", "sort": None, "title": None},
         "x": {"field": "users", "type": "quantitative", "title": "users per loadout"},
     })
@@ -73,7 +79,9 @@ def uncertainty_bands(u: Uncertainty, r: PlanResult | None = None, currency: str
                        (f"operating break-even {sym}/user/month", u.operating_break_even_usd_per_user_month),
                        (f"owner cost {sym}/M total tokens", u.owner_cost_usd_per_mtok)):
         values.append({"metric": name, "p10": k * band.p10, "p50": k * band.p50, "p90": k * band.p90})
-    return _spec(f"P10–P90 over {u.draws:,} draws (seed {u.seed})", values, layer=[
+    return _spec(f"P10–P90 over {u.draws:,} draws (seed {u.seed})", f"Uncertainty in {code}: the P10–P90 range and "
+                 f"median of the target-payback price, the operating break-even and the owner cost per million tokens "
+                 f"over {u.draws:,} draws", values, layer=[
         {"mark": {"type": "rule", "strokeWidth": 3}, "encoding": {"y": {"field": "metric", "type": "nominal", "title": None},
                                                                  "x": {"field": "p10", "type": "quantitative", "title": code, "scale": {"type": "log"}},
                                                                  "x2": {"field": "p90"}}},
@@ -98,7 +106,9 @@ def memory_breakdown(fit) -> dict:
              ("runtime", fit.overhead_bytes_per_gpu), ("KV cache", fit.kv_cache_bytes_per_gpu),
              ("outside the engine's budget", max(fit.gpu_memory_bytes - fit.usable_bytes_per_gpu, 0.0))]
     values = [{"part": name, "GiB": value / gib, "gpu": fit.accelerator} for name, value in parts]
-    return _spec(["Memory per GPU (GiB = 2^30 bytes)", f"{fit.model} on {fit.accelerator}"], values, height=80, mark="bar", encoding={
+    return _spec(["Memory per GPU (GiB = 2^30 bytes)", f"{fit.model} on {fit.accelerator}"],
+                 f"Memory per GPU of {fit.model} on {fit.accelerator} in GiB: weights, activations, runtime, KV cache "
+                 "and what lies outside the engine's budget", values, height=80, mark="bar", encoding={
         "y": {"field": "gpu", "type": "nominal", "title": None},
         "x": {"field": "GiB", "type": "quantitative", "stack": "zero", "title": "GiB per GPU"},
         "color": {"field": "part", "type": "nominal", "sort": [p[0] for p in parts], "title": None},
@@ -109,7 +119,9 @@ def memory_breakdown(fit) -> dict:
 def frontier_chart(f) -> dict:
     values = [{"tokens/s per user": p.output_tokens_per_s_per_user, "tokens/s per GPU": p.output_tokens_per_s_per_gpu,
                "concurrency": p.concurrency} for p in f.points]
-    return _spec(["Throughput–interactivity frontier", f"{f.input_len}/{f.output_len} tokens, {f.source}"], values,
+    return _spec(["Throughput–interactivity frontier", f"{f.input_len}/{f.output_len} tokens, {f.source}"],
+                 f"Throughput–interactivity frontier: output tokens/s per GPU against tokens/s per user at "
+                 f"{f.input_len} input and {f.output_len} output tokens", values,
                  mark={"type": "line", "point": True}, encoding={
                      "x": {"field": "tokens/s per user", "type": "quantitative"},
                      "y": {"field": "tokens/s per GPU", "type": "quantitative"},

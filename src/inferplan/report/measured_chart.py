@@ -34,7 +34,9 @@ def predicted_vs_measured(comparisons: list[RunComparison]) -> dict:
     values = chart_values(comparisons)
     axis = {"type": "quantitative", "scale": {"type": "log", "zero": False}}
     return {
-        "$schema": SCHEMA, "title": "Your runs: predicted vs measured", "data": {"values": values},
+        "$schema": SCHEMA, "title": "Your runs: predicted vs measured",
+        "description": "Your runs: the planner's predicted figures against the measured ones, one panel per figure",
+        "data": {"values": values},
         "facet": {"field": "figure", "type": "nominal", "title": None}, "columns": 2,
         "resolve": {"scale": {"x": "independent", "y": "independent"}},
         "spec": {"width": 220, "height": 180, "layer": [

@@ -12,8 +12,9 @@ async function traceFile(file) {
 
 async function searchRequest() {
   const number = (id) => ($(id).value === "" ? undefined : Number($(id).value));
-  const request = { models: [$("search-model").value], objective: $("search-objective").value,
-    pricing: $("search-pricing").value, top: number("search-top") ?? 10, targets: {} };
+  const request = { models: [...$("search-model").selectedOptions].map((o) => o.value), objective: $("search-objective").value,
+    pricing: $("search-pricing").value, top: number("search-top") ?? 10, targets: {},
+    speculative: $("search-speculative").checked, disaggregated: $("search-disaggregated").checked };
   const trace = $("search-trace").files[0];
   if (trace) {
     request.trace = await traceFile(trace);
@@ -36,32 +37,38 @@ async function searchRequest() {
   }
   for (const [id, key] of [["search-ttft-p50", "ttft_p50_s"], ["search-ttft-p95", "ttft_p95_s"],
     ["search-ttft-p99", "ttft_p99_s"], ["search-speed", "min_output_tokens_per_s_per_user"],
-    ["search-tpot-p95", "tpot_p95_s"], ["search-e2e-p95", "e2e_p95_s"]]) if ($(id).value !== "") request.targets[key] = number(id);
+    ["search-tpot-p95", "tpot_p95_s"], ["search-e2e-p95", "e2e_p95_s"], ["search-max-utilisation", "max_utilisation"]]) {
+    if ($(id).value !== "") request.targets[key] = number(id);
+  }
   for (const [id, key] of [["search-max-gpus", "max_gpus"], ["search-max-capex", "max_capex_usd"],
-    ["search-max-power", "max_power_w"]]) if ($(id).value !== "") request[key] = number(id);
-  for (const [id, key] of [["search-vendors", "vendors"], ["search-statuses", "statuses"],
-    ["search-form-factors", "form_factors"], ["search-engines", "engines"]]) {
-    const chosen = [...$(id).selectedOptions].map((o) => o.value);
+    ["search-max-power", "max_power_w"], ["search-prefix-cache", "prefix_cache_hit_rate"]]) if ($(id).value !== "") request[key] = number(id);
+  for (const [id, key] of SEARCH_FILTERS) {
+    const chosen = $(id).disabled ? [] : [...$(id).selectedOptions].map((o) => o.value);
     if (chosen.length) request[key] = chosen;  // none chosen: the server's default
   }
   return request;
 }
 
-// The filters' choices come from the server (GET /api/views/search-choices: the catalogue's vendors
-// and engines, the statuses with the ones searched by default, the form factors); the page lists them.
+// The multi-select filters: each control and its request field, which names its list in the choices too.
+const SEARCH_FILTERS = [["search-vendors", "vendors"], ["search-statuses", "statuses"], ["search-form-factors", "form_factors"],
+  ["search-systems", "systems"], ["search-accelerators", "accelerators"], ["search-engines", "engines"],
+  ["search-quantizations", "quantizations"], ["search-kv-cache-dtypes", "kv_cache_dtypes"]];
+
+// The filters' choices come from the server (GET /api/views/search-choices: the catalogue's vendors, systems,
+// accelerators, engines, weight formats and KV-cache types, the statuses with the ones searched by default,
+// the form factors, the switches' defaults); the page lists them.
 async function fillSearchChoices() {
   const choices = await api("GET", "/api/views/search-choices");
-  for (const [id, key] of [["search-vendors", "vendors"], ["search-statuses", "statuses"],
-    ["search-form-factors", "form_factors"], ["search-engines", "engines"]]) {
-    fillSelect($(id), choices[key].map((c) => [c.id, c.label]));
-  }
+  for (const [id, key] of SEARCH_FILTERS) fillSelect($(id), choices[key].map((c) => [c.id, c.label]));
   for (const o of $("search-statuses").options) o.selected = choices.default_statuses.includes(o.value);
+  $("search-speculative").checked = choices.speculative;
+  $("search-disaggregated").checked = choices.disaggregated;
 }
 
 // Controls count only with others (the request above reads them so): the lengths with a rate; users
 // and preset without a rate or trace; arrivals and spreads without a trace (it brings its own); the
-// burst ratio when bursty; one speed target, tokens/s or TPOT. The rest are greyed out, so a typed
-// value is never silently ignored.
+// burst ratio when bursty; one speed target, tokens/s or TPOT; systems or accelerators. The rest are
+// greyed out, so a typed value or a choice is never silently ignored.
 function searchControlsInUse() {
   const trace = $("search-trace").files.length > 0, rate = !trace && $("search-rate").value !== "";
   const off = { "search-users": trace || rate, "search-preset": trace || rate, "search-rate": trace,
@@ -69,7 +76,9 @@ function searchControlsInUse() {
     "search-peak": trace || $("search-arrival").value !== "bursty",
     "search-burst-period": trace || $("search-arrival").value !== "bursty", "search-input-scv": trace,
     "search-output-scv": trace, "search-lengths": trace, "search-speed": $("search-tpot-p95").value !== "",
-    "search-tpot-p95": $("search-speed").value !== "" };
+    "search-tpot-p95": $("search-speed").value !== "",
+    "search-systems": $("search-accelerators").selectedOptions.length > 0,  // systems or accelerators, not both
+    "search-accelerators": $("search-systems").selectedOptions.length > 0 };
   for (const [id, disabled] of Object.entries(off)) $(id).disabled = disabled;
 }
 
@@ -151,6 +160,8 @@ async function runSearch(event) {
     clearSearchAnswer();
     $("search-error").textContent = refusal($("search-form"), err);
     $("search-error").hidden = false;
+    const refused = $("search-form").querySelector("[aria-invalid]");  // an advanced setting refused: shown
+    if (refused && refused.closest("details")) refused.closest("details").open = true;
     document.body.dataset.searched = String(Date.now());
   } finally {
     $("search-run").disabled = false;
