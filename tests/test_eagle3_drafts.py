@@ -249,7 +249,7 @@ def test_sglang_refuses_a_draft_that_does_not_fit_outside_its_fraction():
 
 ANGELSLIM = {"qwen3-1.7b": "AngelSlim/Qwen3-1.7B_eagle3", "qwen3-4b": "AngelSlim/Qwen3-4B_eagle3",
              "qwen3-8b": "AngelSlim/Qwen3-8B_eagle3", "qwen3-14b": "AngelSlim/Qwen3-14B_eagle3",
-             "qwen3-30b-a3b": "AngelSlim/Qwen3-a3B_eagle3"}
+             "qwen3-30b-a3b": "AngelSlim/Qwen3-a3B_eagle3", "qwen3-32b": "AngelSlim/Qwen3-32B_eagle3"}
 
 
 @pytest.mark.parametrize("model, repo", ANGELSLIM.items())
