@@ -78,7 +78,7 @@ def test_api_deploy_returns_the_command_and_manifest(client):
 @pytest.mark.parametrize(("body", "loc"), [
     ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "engine": "llamacpp", "enable_expert_parallel": True}},
      ["body", "deployment", "enable_expert_parallel"]),
-    ({"deployment": {"model": "qwen3-8b", "gpu": "H100"}, "speculative": {"method": "eagle3", "tokens": 3}},
+    ({"deployment": {"model": "qwen2.5-7b", "gpu": "H100"}, "speculative": {"method": "eagle3", "tokens": 3}},
      ["body", "speculative", "draft_model"]),  # no catalogued EAGLE-3 draft to default to
     ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "engine": "llamacpp"}, "role": "decode"}, ["body", "role"]),
     ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, "format": "pdf"}, ["body", "format"]),

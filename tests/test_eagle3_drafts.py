@@ -14,6 +14,7 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.errors import CatalogError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.eagle3 import acceptance_rate
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.performance.context import tokens_per_step
 from inferplan.shells.cli import app
@@ -116,7 +117,7 @@ def test_deploy_launches_the_catalogued_draft_and_plans_its_memory():
     repo = drafts_for(catalog, "llama-3.1-8b")[0].repo
     assert spec.draft_model == repo and repo in launch_command(d, catalog, speculative=spec).script
     assert with_draft(d, catalog, spec).eagle3_draft == repo
-    assert planned_speculative(Deployment(model="qwen3-8b", gpu="H100"), catalog,
+    assert planned_speculative(Deployment(model="qwen2.5-7b", gpu="H100"), catalog,
                                Speculative(method="eagle3", tokens=2)).draft_model is None
     with pytest.raises(InvalidScenarioError):  # a plan counting a draft the command would not start
         with_draft(d.model_copy(update={"eagle3_draft": repo}), catalog, Speculative(method="ngram", tokens=2))
@@ -198,12 +199,12 @@ def test_an_eagle3_draft_under_pipeline_parallelism_is_refused_where_the_engine_
 
 
 def test_eagle3_without_a_draft_named_or_catalogued_is_refused_naming_draft_model():
-    d = Deployment(model="qwen3-8b", gpu="H100", engine="vllm")
-    assert not drafts_for(load_catalog(), "qwen3-8b")
+    d = Deployment(model="qwen2.5-7b", gpu="H100", engine="vllm")
+    assert not drafts_for(load_catalog(), "qwen2.5-7b")
     with pytest.raises(InvalidScenarioError) as exc:
         fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3")
     assert exc.value.field == "draft_model" and "nebius/EAGLE3-gpt-oss-20b" in exc.value.allowed
-    result = CliRunner().invoke(app, ["perf", "--model", "qwen3-8b", "--gpu", "H100", "--speculative-tokens", "2",
+    result = CliRunner().invoke(app, ["perf", "--model", "qwen2.5-7b", "--gpu", "H100", "--speculative-tokens", "2",
                                       "--speculative-method", "eagle3"])
     assert result.exit_code != 0 and "--draft-model" in result.output
 
@@ -244,3 +245,33 @@ def test_sglang_refuses_a_draft_that_does_not_fit_outside_its_fraction():
     with pytest.raises(InvalidScenarioError) as exc:
         fit_or_suggest(d, _on_sglang(6.0), speculative_tokens=2, speculative_method="eagle3")
     assert exc.value.field == "draft_model" and "outside the memory fraction" in str(exc.value)
+
+
+ANGELSLIM = {"qwen3-1.7b": "AngelSlim/Qwen3-1.7B_eagle3", "qwen3-4b": "AngelSlim/Qwen3-4B_eagle3",
+             "qwen3-8b": "AngelSlim/Qwen3-8B_eagle3", "qwen3-14b": "AngelSlim/Qwen3-14B_eagle3",
+             "qwen3-30b-a3b": "AngelSlim/Qwen3-a3B_eagle3", "qwen3-32b": "AngelSlim/Qwen3-32B_eagle3"}
+
+
+@pytest.mark.parametrize("model, repo", ANGELSLIM.items())
+def test_angelslim_qwen3_drafts_load_with_their_configs_shape_and_vllm_acceptance(model, repo):
+    """Each AngelSlim Qwen3 draft: one layer over a 32,000-token draft vocabulary, its weights the training
+    config's shape (well under a tenth of the target's), measured on vLLM at two draft tokens, run on vLLM only."""
+    catalog = load_catalog()
+    (draft,) = drafts_for(catalog, model)
+    assert draft.repo == repo and draft.engines == ("vllm",) and draft.draft_vocab_size == 32000
+    assert draft.decoder_layers == 1 and draft.dtype == "bf16" and draft.embedding_parameters is None
+    assert draft.parameters.kind == "derived" and draft.parameters.source.startswith("e3-angelslim-")
+    assert 1e8 < draft.parameters.value < 0.1 * resolve_model(catalog, model).total_params
+    assert draft.acceptance.draft_tokens == 2 and 1 < draft.acceptance.length.value < 3
+    assert draft.acceptance.length.source == "e3-angelslim-benchmarks"
+
+
+def test_the_qwen3_8b_draft_is_the_default_and_refused_on_trtllm():
+    d = Deployment(model="qwen3-8b", gpu="H100", engine="vllm")
+    plain = fit_or_suggest(d, speculative_tokens=2, speculative_method="ngram")
+    drafted = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3")
+    assert drafted.kv_cache_tokens < plain.kv_cache_tokens
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit_or_suggest(d.model_copy(update={"engine": "trtllm"}), speculative_tokens=2, speculative_method="eagle3",
+                       draft_model=ANGELSLIM["qwen3-8b"])
+    assert exc.value.field == "draft_model" and "vllm" in exc.value.allowed

@@ -42,8 +42,8 @@ def test_the_space_tries_the_catalogued_draft_at_its_sourced_token_count(catalog
 
 
 def test_a_model_without_a_catalogued_draft_gets_no_eagle3_candidate(catalog):
-    assert not drafts_for(catalog, "qwen3-8b")
-    cells = _space(catalog, models=("qwen3-8b",), accelerators=("h100-sxm",), engines=("vllm",))
+    assert not drafts_for(catalog, "qwen2.5-7b")
+    cells = _space(catalog, models=("qwen2.5-7b",), accelerators=("h100-sxm",), engines=("vllm",))
     assert cells and not [c for c in cells if c.speculative_tokens]
 
 
@@ -86,3 +86,17 @@ def test_an_eagle3_picks_scenario_plans_the_draft_the_search_priced(catalog):
     undrafted = {**pick.scenario, "speculative": {k: v for k, v in pick.scenario["speculative"].items() if k != "draft_model"}}
     plain = plan(Scenario.model_validate(undrafted), catalog)
     assert drafted.capacity.cell.kv_max_concurrency < plain.capacity.cell.kv_max_concurrency  # the draft's memory
+
+
+def test_a_search_on_qwen3_8b_drafts_with_angelslims_head_on_vllm_only(catalog):
+    """AngelSlim measured its Qwen3-8B draft with vLLM: the search tries it there, not on SGLang or TensorRT-LLM."""
+    draft = drafts_for(catalog, "qwen3-8b")[0]
+    cells = _space(catalog, models=("qwen3-8b",), accelerators=("h100-sxm",), engines=("vllm", "sglang", "trtllm"))
+    assert {c.engine for c in cells} == {"vllm", "sglang", "trtllm"}
+    assert {c.engine for c in cells if c.speculative_method == "eagle3"} == {"vllm"}
+    req = SearchRequest(models=("qwen3-8b",), accelerators=("h100-sxm",), engines=("vllm",), targets=TARGETS,
+                        top=50, **LOAD)
+    picks = [r for r in search(req, catalog).results if r.speculative_method == "eagle3"]
+    assert picks and picks[0].draft_model == draft.repo and draft.repo in picks[0].deploy
+    assert any(n.startswith(f"drafts priced at acceptance {acceptance_rate(draft):.3g} from {draft.repo}")
+               for n in picks[0].notes)
