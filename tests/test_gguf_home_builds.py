@@ -1,8 +1,11 @@
-"""The GGUF builds home users run a large MoE model from are catalogue builds: DeepSeek-R1's unsloth Q4_K_M
-and dynamic UD-Q2_K_XL files and DeepSeek-V3's Q4_K_M. Their sizes are the llama-bench sizes of the files,
-which hold the main model without its multi-token-prediction layers; fit offers KTransformers' LLAMAFILE
-method with them, deploy serves them, and what runs on one 24 GB card plans DeepSeek-R1 from its smallest
-published file with llama.cpp's --n-cpu-moe."""
+"""The GGUF builds home users run a large MoE model from are catalogue builds: DeepSeek-R1's unsloth Q4_K_M,
+Q8_0 and dynamic UD-Q2_K_XL and UD-IQ1_S files, DeepSeek-V3's Q4_K_M, Qwen3-235B-A22B-Instruct-2507's
+UD-Q4_K_XL and IQ4_XS and Qwen3-Coder-480B-A35B's Q4_K_M. Their sizes are the sizes llama-bench, the loader
+or gguf-parser print for the files (DeepSeek's hold the main model without its multi-token-prediction
+layers); fit offers KTransformers' LLAMAFILE method with them, deploy serves them, each plans on one 24 GB
+card with llama.cpp's --n-cpu-moe, and what runs on that card plans DeepSeek-R1 from its smallest file."""
+
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +25,8 @@ R1_KT = dict(model="deepseek-r1", gpu="rtx-4090", engine="ktransformers", host_m
 
 @pytest.mark.parametrize(("model", "quant", "gib"), [("deepseek-r1", "gguf-q4_k_m", 376.65),
                                                     ("deepseek-r1", "gguf-q2_k", 211.03),
+                                                    ("deepseek-r1", "gguf-q8_0", 664.29),
+                                                    ("deepseek-r1", "gguf-iq1_s", 130.60),
                                                     ("deepseek-v3", "gguf-q4_k_m", 376.65)])
 def test_a_deepseek_gguf_weighs_what_llama_bench_prints_with_no_mtp_layers_taken_out(model, quant, gib):
     """llama-bench prints 671.03 B parameters for these files: the MTP module is not in them, so the whole
@@ -64,18 +69,21 @@ def test_the_llamafile_launch_serves_the_original_and_names_the_gguf_repo_for_th
 @pytest.mark.parametrize(("model", "quant", "repo_tag"), [
     ("deepseek-r1", "q2_k", "unsloth/DeepSeek-R1-GGUF:UD-Q2_K_XL"),
     ("deepseek-r1", "q4_k_m", "unsloth/DeepSeek-R1-GGUF:Q4_K_M"),
+    ("deepseek-r1", "q8_0", "unsloth/DeepSeek-R1-GGUF:Q8_0"),
+    ("deepseek-r1", "iq1_s", "unsloth/DeepSeek-R1-GGUF:UD-IQ1_S"),
     ("deepseek-v3", "q4_k_m", "unsloth/DeepSeek-V3-GGUF:Q4_K_M")])
 def test_llama_server_fetches_the_published_file_with_experts_in_host_ram(model, quant, repo_tag):
     d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, n_cpu_moe=61,
-                   host_memory_gb=512, max_model_len=16384)
+                   host_memory_gb=768, max_model_len=16384)
     argv = launch_command(d, CATALOG).argv
     assert argv[argv.index("--hf-repo") + 1] == repo_tag
     assert fit_or_suggest(d, CATALOG).fits
 
 
 def test_what_runs_on_one_4090_plans_deepseek_r1_from_its_smallest_gguf_with_experts_in_host_ram():
+    """The dynamic 1.58-bit file keeps the most on the GPU and streams the fewest expert bytes per token."""
     row = next(m for m in what_runs_on("rtx-4090", 1, CATALOG, host_memory_gb=256).models if m.model == "deepseek-r1")
-    assert row.quantization == "gguf-q2_k"
+    assert row.quantization == "gguf-iq1_s"
     assert row.offload is not None and row.offload.flag.startswith("llama.cpp --n-cpu-moe")
     assert row.offload.host_memory_bytes_needed < 256 * GIB
 
@@ -98,3 +106,62 @@ def test_glm_4_5_air_runs_unsloths_q4_k_m_at_its_llama_bench_size_less_the_mtp_l
 def test_qwen3_30b_a3b_q4_k_m_is_sized_by_its_published_file_not_the_formats_mean_bits():
     w = weight_bytes(resolve_model(CATALOG, "qwen3-30b-a3b"), CATALOG.quantization("gguf-q4_k_m"))
     assert w.total_bytes == pytest.approx(18.6e9, rel=1e-9)
+
+
+@pytest.mark.parametrize(("model", "quant", "gib"), [("qwen3-235b-a22b-2507", "gguf-q4_k_m", 125.098),
+                                                    ("qwen3-235b-a22b-2507", "gguf-iq4_xs", 116.86),
+                                                    ("qwen3-coder-480b-a35b", "gguf-q4_k_m", 270.13)])
+def test_a_qwen3_moe_gguf_weighs_what_its_loader_or_llama_bench_prints(model, quant, gib):
+    """Qwen3's MoE models have no multi-token-prediction layers: the whole printed size is loaded."""
+    w = weight_bytes(resolve_model(CATALOG, model), CATALOG.quantization(quant))
+    assert w.total_bytes == pytest.approx(gib * GIB, rel=1e-9)
+    assert not any("multi-token-prediction" in a for a in w.assumptions)
+
+
+@pytest.mark.parametrize(("model", "quant", "layers", "host_gb", "repo_tag"), [
+    ("qwen3-235b-a22b-2507", "q4_k_m", 94, 160, "unsloth/Qwen3-235B-A22B-Instruct-2507-GGUF:UD-Q4_K_XL"),
+    ("qwen3-235b-a22b-2507", "iq4_xs", 94, 160, "unsloth/Qwen3-235B-A22B-Instruct-2507-GGUF:IQ4_XS"),
+    ("qwen3-coder-480b-a35b", "q4_k_m", 62, 320, "unsloth/Qwen3-Coder-480B-A35B-Instruct-GGUF:Q4_K_M"),
+    ("deepseek-r1", "iq1_s", 61, 160, "unsloth/DeepSeek-R1-GGUF:UD-IQ1_S"),
+    ("deepseek-r1", "q8_0", 61, 768, "unsloth/DeepSeek-R1-GGUF:Q8_0")])
+def test_each_new_build_plans_on_one_24_gb_card_with_its_experts_in_host_ram(model, quant, layers, host_gb,
+                                                                             repo_tag):
+    """Every MoE layer's experts in host RAM (--n-cpu-moe): the rest fits a 24 GB card, the experts the stated
+    host RAM, and llama-server fetches the catalogued file."""
+    d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, n_cpu_moe=layers,
+                   host_memory_gb=host_gb, max_model_len=16384)
+    r = fit_or_suggest(d, CATALOG)
+    assert r.fits
+    experts = weight_bytes(resolve_model(CATALOG, model), CATALOG.quantization(quant)).expert_bytes
+    assert r.host_memory_bytes_used >= experts
+    argv = launch_command(d, CATALOG).argv
+    assert argv[argv.index("--hf-repo") + 1] == repo_tag
+    assert argv[argv.index("--n-cpu-moe") + 1] == str(layers)
+
+
+def test_the_iq1_s_format_is_llama_cpps_file_type_with_its_bits_as_data():
+    """unsloth's UD-IQ1_S is a file of llama.cpp type IQ1_S: the format resolves by either name, takes the
+    whole-model bits llama.cpp's quantize table measures (above the block's 1.5625) and loads on llama.cpp only."""
+    q = CATALOG.quantization("gguf-iq1")
+    assert q.id == "gguf-iq1_s" and CATALOG.quantization("iq1_s") is q
+    assert 1.5625 < q.bits_per_weight.value < 2.5 and q.bits_per_weight.source == "q-llamacpp-quantize"
+    assert q.engines == ("llamacpp",)
+    with pytest.raises(InvalidScenarioError) as e:
+        fit_or_suggest(Deployment(**R1_KT, quantization="gguf-iq1_s"), CATALOG)
+    assert e.value.field == "quantization"
+
+
+def test_the_offload_doc_lists_every_sized_gguf_build_of_a_moe_model():
+    """docs/offload.md's table names each catalogued GGUF build of a mixture-of-experts model by its
+    --hf-repo REPO:TAG, on a row that gives its catalogued size."""
+    rows = [line for line in (Path(__file__).resolve().parents[1] / "docs" / "offload.md").read_text(
+        encoding="utf-8").splitlines() if line.startswith("| ")]
+    builds = [(card.id, c) for card in CATALOG.models for c in card.checkpoints
+              if c.gguf_file and c.size_bytes and resolve_model(CATALOG, card.id).architecture.moe]
+    assert len(builds) >= 13
+    for model, c in builds:
+        row = next((r for r in rows if f"`{c.repo}:{c.gguf_file.tag}`" in r), None)
+        assert row is not None, (model, c.name)
+        size = float(row.split("|")[4].split()[0])
+        gib = c.size_bytes.value / GIB
+        assert size == pytest.approx(gib, abs=0.006) or size == pytest.approx(c.size_bytes.value / 1e9, abs=0.06)
