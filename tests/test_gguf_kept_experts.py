@@ -40,8 +40,10 @@ def test_gpt_oss_gguf_sizes_match_the_published_files(model, quant, published_gi
 
 
 @pytest.mark.parametrize("quant", ["gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q4_0",
-                                   "gguf-q3_k_m", "gguf-q2_k"])
-def test_every_gguf_k_quant_and_q8_0_keeps_gpt_oss_experts_at_mxfp4(quant):
+                                   "gguf-q3_k_m", "gguf-q2_k", "gguf-iq4_xs", "gguf-iq1_s"])
+def test_every_gguf_type_made_by_llama_quantize_keeps_gpt_oss_experts_at_mxfp4(quant):
+    """llama-quantize re-quantizes no tensor already quantized (the converter's MXFP4 experts) unless told to
+    (--allow-requantize), whatever type it writes."""
     spec = resolve_model(CATALOG, "gpt-oss-120b")
     q = CATALOG.quantization(quant)
     w = weight_bytes(spec, q)

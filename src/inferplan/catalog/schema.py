@@ -163,7 +163,7 @@ class Quantization(Frozen):
     # ALU work per weight that GPUs with few FLOP/s per byte of bandwidth feel (docs/speed.md)
     super_block_scales: bool = False
     # routed experts a checkpoint ships in another format that this format's builds keep as they are
-    # (GGUF K-quants and Q8_0 of gpt-oss: MXFP4); the other weights take this format's bits
+    # (GGUF K-quants, i-quants and Q8_0 of gpt-oss: MXFP4); the other weights take this format's bits
     keeps_checkpoint_experts: tuple[KeptCheckpointExperts, ...] = ()
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     # the engines of ``engines`` that run it where the accelerator does not run it natively (None: all of them)
