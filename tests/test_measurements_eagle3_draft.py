@@ -21,6 +21,7 @@ from inferplan.measurements.compare import compare_run
 from inferplan.measurements.records import RunProvenance, read_runs
 from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.memory.fit import fit
+from inferplan.performance.local_runs import run_deployment
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 from inferplan.store import SCHEMA_VERSION, Store
@@ -157,6 +158,8 @@ def test_a_run_stored_by_an_earlier_release_keeps_its_draft_and_is_predicted_wit
     assert all((r.speculative_method, r.draft_model, r.acceptance_rate) == ("eagle3", REPO, 0.6) for r in (first, second))
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    drafting = run_deployment(first)  # the deployment the run measured: its draft and its draft tokens per step
+    assert (drafting.eagle3_draft, drafting.speculative_tokens) == (REPO, 2)
     compared = compare_run(first)
     assert compared.kv_cache_tokens.predicted == _kv_tokens(eagle3_draft=REPO)
     assert any("acceptance 0.6 as the run states it" in n for n in compared.notes)
