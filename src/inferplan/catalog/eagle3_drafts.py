@@ -50,8 +50,10 @@ def drafts_for(catalog, model: str) -> tuple[Eagle3Draft, ...]:
 
 
 def draft_by_repo(catalog, model: str, repo: str) -> Eagle3Draft | None:
-    """The catalogued draft for ``model`` published as ``repo`` (case-insensitive), or None."""
-    return next((r for r in drafts_for(catalog, model) if r.repo.lower() == repo.strip().lower()), None)
+    """The catalogued draft for ``model`` published as ``repo`` or catalogued under that id (case-insensitive), or
+    None."""
+    name = repo.strip().lower()
+    return next((r for r in drafts_for(catalog, model) if name in (r.repo.lower(), r.id)), None)
 
 
 def check_eagle3_drafts(catalog) -> None:

@@ -20,7 +20,7 @@ from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, Op
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
-from inferplan.memory.eagle3 import default_draft
+from inferplan.memory.eagle3 import planned_draft
 from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
@@ -423,11 +423,11 @@ def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict)
 def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Speculative | None:
     """``spec`` with its method filled where it states none, by the rule perf plans a draft with
     (``memory.mtp.with_mtp_draft``): mtp where the model ships MTP layers and the engine drafts with them,
-    else ``OTHER_METHOD``. A model the catalogue cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` without
-    a draft checkpoint takes the model's one catalogued draft (``memory.eagle3.default_draft``)."""
-    if spec is not None and spec.method == "eagle3" and not spec.draft_model:
+    else ``OTHER_METHOD``. A model the catalogue cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` takes the
+    model's one catalogued draft where none is named, a catalogued draft's repo where its id is (``planned_draft``)."""
+    if spec is not None and spec.method == "eagle3":
         try:
-            draft = default_draft(catalog, resolve_model(catalog, d.model))
+            draft = planned_draft(catalog, resolve_model(catalog, d.model), spec.draft_model)
         except UnknownModelError:
             draft = None
         return spec.model_copy(update={"draft_model": draft.repo}) if draft else spec

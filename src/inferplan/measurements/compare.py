@@ -1,7 +1,7 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
 for the same deployment and workload — the run's offload, host KV tier and host, its engine settings and
-engine release (``predicted_deployment``), and its draft tokens at its acceptance rate (``run_deployment``,
-``run_workload``) — (no profile, no stored run — the model
+engine release (``predicted_deployment``), its EAGLE-3 draft's memory, and its draft tokens at its acceptance rate
+(``run_deployment``, ``run_workload``; the notes say where that rate comes from) — (no profile, no stored run — the model
 alone, as ``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
 where the point measured latency percentiles, the approximation's and the simulation's beside them
 (``tails.py``)."""
@@ -18,6 +18,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.measurements.records import MeasuredRun
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
+from inferplan.performance.drafts import resolve_acceptance
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.local_runs import MeasuredPoint, release_reading, run_deployment, run_workload
 from inferplan.performance.serving import estimate
@@ -88,6 +89,19 @@ def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment
     return d, (f"engine version {run.engine_version!r}: {why}; predicted at the engine's default release",)
 
 
+def _draft_notes(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[str, ...]:
+    """Where the acceptance rate the run's drafts are predicted at comes from: the one perf resolves for its draft
+    (``resolve_acceptance``: an EAGLE-3 draft's published one, else the default, assumed), else the run's own; and
+    that an EAGLE-3 run naming no draft (one an earlier release stored) is predicted without a draft's memory."""
+    if not run.speculative_tokens or run.acceptance_rate is None:
+        return ()
+    resolved = resolve_acceptance(catalog, d, None)
+    basis = resolved.text if run.acceptance_rate == resolved.rate else f"acceptance {run.acceptance_rate:.3g} as the run states it"
+    unnamed = run.speculative_method == "eagle3" and not run.draft_model
+    return (f"{run.speculative_tokens} draft tokens per step ({run.speculative_method}) predicted at {basis}",
+            *(["the run names no EAGLE-3 draft: predicted without a draft's memory"] if unnamed else []))
+
+
 def _predict(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> ServingEstimate:
     return estimate(d, run_workload(run, p), catalog, use_profiles=False)
 
@@ -131,6 +145,7 @@ def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparis
             if m.error is not None:
                 by_metric.setdefault(m.metric, []).append(abs(m.error))
     kv, rule = _kv_cache(run, d, catalog)
+    notes += _draft_notes(run, d, catalog)
     return RunComparison(run=run, points=points, kv_cache_tokens=kv, memory_rule=rule, notes=notes,
                          median_abs_error={k: statistics.median(v) for k, v in by_metric.items()},
                          tail_median_abs_error=tail_medians([p.tails for p in points if p.tails]))

@@ -4,8 +4,9 @@ format) fit in a GPU's memory. A run whose stated deployment cannot hold its wei
 another one (a tensor parallel size or a weight format left unstated), and every comparison with it
 would be wrong, so it is refused naming what to state; so is a setting its engine does not take (a host KV
 tier or offload flag of another engine, a KV cache dtype it cannot run, an engine setting its launcher has no flag
-for), a KTransformers release or ``--kt-method`` with no CPU path, and a
-speculative method the model or engine cannot draft with (``check_stated``). A deployment the planner
+for), a KTransformers release or ``--kt-method`` with no CPU path, a
+speculative method the model or engine cannot draft with, and an EAGLE-3 run whose draft is neither named nor
+catalogued, or cannot run on its engine or pipeline (``check_stated``). A deployment the planner
 reckons too tight for its KV cache is stored: the run says it served, and ``compare`` shows why no
 prediction is made."""
 
@@ -16,7 +17,9 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError, UnsupportedSettingError
 from inferplan.memory.fit import fit
 from inferplan.memory.kt_host import kt_expert_format
+from inferplan.memory.eagle3 import eagle3_memory
 from inferplan.memory.mtp import with_speculative
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.offload import check_offload_flags
 from inferplan.memory.precision import check_kv_dtype
 from inferplan.performance.local_runs import RUN_SETTINGS, UserRun, run_deployment
@@ -41,13 +44,17 @@ def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
 
 def check_stated(catalog: Catalog, run: UserRun) -> None:
     """Refuse what the run states that its engine, model or KTransformers release cannot have run, naming
-    the field (``speculative_method``, ``hicache_ratio``, ``kt_release``, ``max_num_seqs`` …) and what is allowed."""
+    the field (``speculative_method``, ``draft_model``, ``hicache_ratio``, ``kt_release``, ``max_num_seqs`` …) and
+    what is allowed: an EAGLE-3 run names its draft, or its model has one catalogued draft, which runs on its engine."""
     d = run_deployment(run.model_copy(update={"speculative_method": None}))
     check_offload_flags(d, list(catalog.engines), catalog.engine(run.engine))
     check_settings(catalog, run)
     if run.kt_release is not None or run.kt_method is not None:
         kt_expert_format(catalog, run.kt_release, run.kt_method, run.quantization)
-    with_speculative(catalog, d, run.speculative_tokens, run.speculative_method, run.draft_model)
+    drafted = with_speculative(catalog, d, run.speculative_tokens, run.speculative_method, run.draft_model)
+    if drafted.eagle3_draft:  # a catalogued draft on an engine its publisher does not show it on, or under a pipeline
+        spec = resolve_model(catalog, run.model)
+        eagle3_memory(catalog, drafted, spec, catalog.engine(run.engine).id, run.pipeline_parallel_size)
 
 
 def check_settings(catalog: Catalog, run: UserRun) -> None:

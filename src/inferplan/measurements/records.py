@@ -23,9 +23,10 @@ from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights, check_stated
 from inferplan.measurements.naming import ftype_quantization, run_model
 from inferplan.inputs.deployment import Deployment
-from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE, Workload
+from inferplan.inputs.workload import Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.offload import all_layers_on_gpu
+from inferplan.performance.drafts import resolve_acceptance
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
 
 MAX_FILE_BYTES = 20_000_000
@@ -85,8 +86,11 @@ class RunProvenance(Input):
     # checkpoint, and the acceptance rate per draft token it is predicted at (the engine's logged rate)
     speculative_tokens: int = Workload.model_fields["speculative_tokens"]
     speculative_method: str | None = Field(None, max_length=40, description=f"one of {', '.join(SPECULATIVE_METHODS)}")
-    draft_model: str | None = Field(None, min_length=1, max_length=300)
-    acceptance_rate: float | None = Field(None, ge=0, le=1, description="per draft token (default 0.7)")
+    draft_model: str | None = Field(None, min_length=3, max_length=300, description=(
+        "the EAGLE-3 or draft_model checkpoint: a repo path, or a catalogued draft's id (default with eagle3: the "
+        "model's one catalogued draft)"))
+    acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
+        "per draft token (default: a catalogued EAGLE-3 draft's published rate, else 0.7, assumed)"))
 
     @field_validator("kv_cache_dtype")
     @classmethod
@@ -161,17 +165,22 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
 
 
 def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
-    """A run with draft tokens states how they were made and the acceptance rate it is predicted at: where the
-    user left them out, as deploy launches a draft (``planned_speculative``: mtp where the model drafts with its
-    own layers, else ngram) and the workload's default rate."""
+    """A run with draft tokens states how they were made, its EAGLE-3 draft and the acceptance rate it is predicted
+    at: where the user left them out, as deploy launches a draft (``planned_speculative``: mtp where the model drafts
+    with its own layers, else ngram; eagle3 with the model's one catalogued draft, and a catalogued draft named by
+    its id as its repo) and the rate perf prices that draft at (``resolve_acceptance``: the draft's published one,
+    else the default)."""
     if not run.speculative_tokens:
         return run
     from inferplan.deploy.command import Speculative, planned_speculative
 
-    method = run.speculative_method or planned_speculative(run_deployment(run), catalog,
-                                                           Speculative(tokens=run.speculative_tokens)).method
-    rate = run.acceptance_rate if run.acceptance_rate is not None else DEFAULT_ACCEPTANCE_RATE
-    return run.model_copy(update={"speculative_method": method, "acceptance_rate": rate})
+    spec = planned_speculative(run_deployment(run.model_copy(update={"speculative_method": None})), catalog,
+                               Speculative(tokens=run.speculative_tokens, method=run.speculative_method,
+                                           draft_model=run.draft_model))
+    run = run.model_copy(update={"speculative_method": spec.method, "draft_model": spec.draft_model})
+    if run.acceptance_rate is not None:
+        return run
+    return run.model_copy(update={"acceptance_rate": resolve_acceptance(catalog, run_deployment(run), None).rate})
 
 
 def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProvenance, today: dt.date | None) -> MeasuredRun:

@@ -56,13 +56,20 @@ def default_draft(catalog, spec: ModelSpec) -> Eagle3Draft | None:
     return drafts[0] if drafts else None
 
 
+def planned_draft(catalog, spec: ModelSpec, draft_model: str | None) -> Eagle3Draft | None:
+    """The catalogued draft ``draft_model`` names for ``spec`` (by its repo or its catalogue id); with none named,
+    the model's one catalogued draft (``default_draft``). None: a draft the catalogue does not list, or none."""
+    return draft_by_repo(catalog, spec.id, draft_model) if draft_model else default_draft(catalog, spec)
+
+
 def missing_draft(catalog, spec: ModelSpec) -> InvalidScenarioError:
     """The error for EAGLE-3 drafting of ``spec`` with no draft named and none catalogued: it names
-    ``draft_model`` and the catalogue's drafts."""
-    listed = ", ".join(f"{r.repo} ({r.model})" for r in catalog.eagle3_drafts)
+    ``draft_model``, what it takes and the catalogue's drafts (each by its id and repo, for its own model)."""
+    listed = ", ".join(f"{r.id} = {r.repo} ({r.model})" for r in catalog.eagle3_drafts)
     return InvalidScenarioError(f"the catalogue lists no EAGLE-3 draft for {spec.name}: name the draft checkpoint",
-                                field=FIELD, allowed=f"a Hugging Face repo of an EAGLE-3 draft for {spec.name}; "
-                                                     f"catalogued drafts: {listed}")
+                                field=FIELD, allowed=f"the repo path of the EAGLE-3 draft for {spec.name} (a Hugging Face "
+                                                     f"owner/name, or a local directory), or a catalogued draft's id or "
+                                                     f"repo for its own model: {listed}")
 
 
 def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline_parallel_size: int) -> Eagle3Memory | None:

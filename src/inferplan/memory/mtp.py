@@ -13,7 +13,7 @@ from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
-from inferplan.errors import InvalidScenarioError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.resolve import resolve_model
 
@@ -177,18 +177,21 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
 
 
 def _with_eagle3(catalog, d: Deployment, draft_model: str | None) -> Deployment:
-    """``d`` drafting with an EAGLE-3 head: ``draft_model``, else the model's one catalogued draft; a model
-    with none and no ``draft_model`` is refused naming ``draft_model``, as is an MTP draft beside it
-    (naming ``speculative_method``)."""
-    from inferplan.memory.eagle3 import default_draft, missing_draft
+    """``d`` drafting with an EAGLE-3 head: ``draft_model`` (a catalogued draft of the model, named by its id or
+    repo, as its repo), else the model's one catalogued draft; a model with none and no ``draft_model`` is refused
+    naming ``draft_model``, as is an MTP draft beside it (naming ``speculative_method``)."""
+    from inferplan.memory.eagle3 import missing_draft, planned_draft
 
     if d.mtp_draft:
         raise InvalidScenarioError("mtp_draft drafts with the MTP layers, not by eagle3", field="speculative_method",
                                    allowed="mtp, or leave mtp_draft out")
-    if draft_model is None:
+    try:
         spec = resolve_model(catalog, d.model)
-        draft = default_draft(catalog, spec)
-        if draft is None:
-            raise missing_draft(catalog, spec)
-        draft_model = draft.repo
-    return d.model_copy(update={"eagle3_draft": draft_model})
+    except InferplanError:
+        if draft_model is None:
+            raise
+        return d.model_copy(update={"eagle3_draft": draft_model})  # no catalogued draft: launched as named
+    draft = planned_draft(catalog, spec, draft_model)
+    if draft is None and draft_model is None:
+        raise missing_draft(catalog, spec)
+    return d.model_copy(update={"eagle3_draft": draft.repo if draft else draft_model})

@@ -124,9 +124,12 @@ RUN_SETTING_AS_RUN: dict[str, Callable[[MemoryPlan, Deployment], object]] = {
 
 def run_deployment(run: UserRun, **settings) -> Deployment:
     """The deployment ``run`` measured (its GPUs, layout, engine, weight format, offload, host and engine settings;
-    drafting with the model's MTP layers where its speculative method is mtp), with ``settings`` beside."""
-    mtp = {"mtp_draft": True} if run.speculative_tokens and run.speculative_method == "mtp" else {}
-    mtp |= {"enforce_eager": True} if run.enforce_eager else {}
+    its draft tokens per step, drafted with the model's MTP layers where its speculative method is mtp, with its
+    EAGLE-3 draft where it is eagle3), with ``settings`` beside."""
+    method = run.speculative_method if run.speculative_tokens else None
+    mtp = {"mtp_draft": True} if method == "mtp" else {"eagle3_draft": run.draft_model} if method == "eagle3" and run.draft_model else {}
+    mtp |= ({"speculative_tokens": run.speculative_tokens} if run.speculative_tokens else {}) | (
+        {"enforce_eager": True} if run.enforce_eager else {})
     return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
                       pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,
                       enable_expert_parallel=run.enable_expert_parallel, engine=run.engine, quantization=run.quantization,

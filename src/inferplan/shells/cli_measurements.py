@@ -6,10 +6,14 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import (AcceptanceRateOpt, DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
+from inferplan.shells.cli_common import (DpOpt, DraftAcceptanceOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
                                          err_console, fail, run)
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
+
+RunDraftOpt = typer.Option(None, "--draft-model", help=(
+    "The draft checkpoint the run drafted with (draft_model, eagle3): a repo path, or a catalogued EAGLE-3 draft's id "
+    "(eagle3 default: the model's one catalogued draft; a model with none needs it)."))
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
 
 render_local = LazyModule("inferplan.shells.render_local")
@@ -98,8 +102,8 @@ def import_cmd(
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
     speculative_tokens: int = DraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
-    draft_model: Optional[str] = DraftModelOpt,
-    acceptance_rate: Optional[float] = AcceptanceRateOpt,
+    draft_model: Optional[str] = RunDraftOpt,
+    acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
