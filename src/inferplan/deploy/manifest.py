@@ -49,8 +49,8 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
 
 
 def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
-              name: str | None = None, pod_names: bool = False) -> tuple[str, EngineImage]:
-    """The manifest's YAML, and the image its pods run (``deploy.image``); ``pod_names``: the pods as a StatefulSet
+              name: str | None = None, pod_names: bool = False) -> tuple[str, EngineImage, LaunchCommand]:
+    """The manifest's YAML, the image its pods run (``deploy.image``) and the command they run; ``pod_names``: the pods as a StatefulSet
     behind a headless Service, so each is reached at its own stable name (``pod_address``)."""
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
@@ -96,7 +96,7 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
-    return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image
+    return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image, command
 
 
 def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = False) -> dict:
@@ -218,5 +218,5 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     if output_format != "k8s":
         return LaunchPlan(command=command)
-    manifest, image = _manifest(d, catalog, role=role, speculative=speculative)
+    manifest, image, _ = _manifest(d, catalog, role=role, speculative=speculative)
     return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

@@ -88,7 +88,8 @@ def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json:
              allowed="leave --role out with --prefill-instances")
     layout = _call(_layout, stated)
     plan = _call(pools_plan, d, layout, catalog_for(d), output_format=output_format, speculative=speculative)
-    _show(plan, (*plan.launch.notes, *plan.notes), plan.launch.script, as_json)
+    script = plan.launch  # the shell script; under k8s the manifest, whose notes are the plan's
+    _show(plan, (*(script.notes if script else ()), *plan.notes), script.script if script else "", as_json)
 
 
 def _show(plan, notes: tuple[str, ...], script: str, as_json: bool) -> None:
