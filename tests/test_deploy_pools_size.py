@@ -78,13 +78,13 @@ def test_a_script_whose_router_would_name_too_many_workers_is_refused_naming_the
     assert out.exit_code == 2 and flag in out.output
 
 
-def test_sglang_prefill_pods_the_router_names_one_by_one_are_bounded(catalog):
+def test_thousands_of_sglang_prefill_pods_are_found_by_the_router_not_listed(catalog):
     d = Deployment(engine="sglang", **DEP)
-    plan = pools_plan(d, PrefillLayout(prefill_instances=MAX_LISTED_WORKERS, replicas=4096, host_gpus=1), catalog,
-                      output_format="k8s")
-    router = next(x for x in yaml.safe_load_all(plan.manifest) if x["metadata"]["name"].endswith("-router")
-                  and x["kind"] == "Deployment")
-    assert router["spec"]["template"]["spec"]["containers"][0]["args"].count("--prefill") == MAX_LISTED_WORKERS
-    r = TestClient(create_app()).post("/api/deploy", json={"deployment": {**DEP, "engine": "sglang"}, "format": "k8s",
-                                                           "prefill_instances": MAX_LISTED_WORKERS + 1})
-    assert r.status_code == 422 and r.json()["error"]["field"] == "prefill_instances", r.json()
+    plan = pools_plan(d, PrefillLayout(prefill_instances=4096, replicas=4096, host_gpus=1), catalog, output_format="k8s")
+    few = pools_plan(d, PrefillLayout(prefill_instances=2, replicas=2, host_gpus=1), catalog, output_format="k8s")
+    docs = list(yaml.safe_load_all(plan.manifest))
+    assert [x["kind"] for x in docs] == [x["kind"] for x in yaml.safe_load_all(few.manifest)]
+    router = next(x for x in docs if x["metadata"]["name"].endswith("-router") and x["kind"] == "Deployment")
+    args = router["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--prefill" not in args and "--service-discovery" in args
+    assert plan.manifest.count("http://") == 0  # no pod is named one by one
