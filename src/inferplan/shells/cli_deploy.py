@@ -43,7 +43,7 @@ def deploy_cmd(
     speculative_tokens: int = DraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = DraftModelOpt,
-    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools, as simulate takes them: this many prefill instances ahead of the deployment, which is the decode instance (--replicas of it); prints every worker and the router (--format k8s: a Deployment per pool and the router's)."),
+    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools, as simulate takes them: this many prefill instances ahead of the deployment, which is the decode instance (--replicas of it); prints every worker, hosts that run the same ones once, and the router that names each (at most 512 instances a pool); --format k8s: a Deployment per pool with its replicas, and the router's."),
     prefill_tensor_parallel_size: Optional[int] = typer.Option(None, "--prefill-tensor-parallel-size", help="With --prefill-instances: the prefill instance's TP size (default the deployment's)."),
     prefill_pipeline_parallel_size: Optional[int] = typer.Option(None, "--prefill-pipeline-parallel-size", help="With --prefill-instances: its PP size (default the deployment's)."),
     prefill_data_parallel_size: Optional[int] = typer.Option(None, "--prefill-data-parallel-size", help="With --prefill-instances and --prefill-expert-parallel: its DP size."),
