@@ -111,11 +111,13 @@ def test_vllm_workers_over_several_hosts_tell_the_nixl_handshake_their_hosts_add
     """vLLM's NIXL side channel host defaults to localhost and is set when prefiller and decoder are on
     different machines (nixl_connector_usage.md); SGLang and TensorRT-LLM find their own addresses."""
     pools = _pools(catalog, "vllm", prefill_instances=2, decode_instances=2, host_gpus=2)
-    hosts = [w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in pools.workers]
-    assert hosts == ["HOST0", "HOST0", "HOST1", "HOST1"]
-    lines = [line for line in pools.script.splitlines() if line.endswith(" &")]
-    assert all(f"VLLM_NIXL_SIDE_CHANNEL_HOST={h} " in line for h, line in zip(hosts, lines))
-    assert any("VLLM_NIXL_SIDE_CHANNEL_HOST" in n and "HOST0" in n for n in pools.notes)
+    assert {w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in pools.workers} == {"$HOST_IP"}  # each host's own address
+    lines = pools.script.splitlines()
+    for host in range(2):  # each host checks HOST_IP is set before its workers start, and the shell expands it
+        part = lines[lines.index(f"# on HOST{host}:") + 1:]
+        assert part[0].startswith(': "${HOST_IP:?') and all(
+            'VLLM_NIXL_SIDE_CHANNEL_HOST="$HOST_IP" ' in line for line in part[1:3]), part
+    assert any("VLLM_NIXL_SIDE_CHANNEL_HOST" in n and "HOST_IP" in n for n in pools.notes)
     one_host = _pools(catalog, "vllm", host_gpus=8)
     assert {w.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for w in one_host.workers} == {"localhost"}
     for engine in ("sglang", "trtllm"):

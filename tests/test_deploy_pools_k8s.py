@@ -34,9 +34,50 @@ def test_the_prefill_service_forwards_the_bootstrap_port_the_router_hands_over(c
     assert named[target] == bootstrap
 
 
-def test_several_sglang_prefill_pods_are_each_named_to_the_router_with_its_bootstrap_port(catalog):
+def test_several_sglang_prefill_pods_are_each_found_by_the_router_with_its_bootstrap_port(catalog):
     """Behind one balancing Service the router's request and the decode's bootstrap lookup could land on different
-    prefill pods: each prefill pod is a StatefulSet pod behind a headless Service, named to the router alone."""
+    prefill pods: SGLang's router finds each pool's pods itself (service discovery by label), each prefill pod's
+    bootstrap port from its annotation, under a ServiceAccount allowed to watch the namespace's pods."""
+    plan = pools_plan(DEP, PrefillLayout(prefill_instances=3, replicas=2), catalog, output_format="k8s")
+    docs = list(yaml.safe_load_all(plan.manifest))
+    by_kind = {}
+    for x in docs:
+        by_kind.setdefault(x["kind"], []).append(x)
+    pools = {x["metadata"]["labels"]["app.kubernetes.io/component"]: x for x in by_kind["Deployment"]}
+    prefill, decode, router = pools["prefill"], pools["decode"], pools["router"]
+    assert prefill["spec"]["replicas"] == 3 and decode["spec"]["replicas"] == 2
+    assert sum(p["spec"]["replicas"] * p["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+               ["nvidia.com/gpu"] for p in (prefill, decode)) == plan.gpus == 5  # each pool in its instance's layout
+    bootstrap = prefill["spec"]["template"]["metadata"]["annotations"]["sglang.ai/bootstrap-port"]
+    container = prefill["spec"]["template"]["spec"]["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert int(bootstrap) == ports["kv-0"] != ports["http"]  # the bootstrap server the pod starts
+    args = router["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--prefill" not in args and "--service-discovery" in args
+    for role, pool in (("prefill", prefill), ("decode", decode)):  # each selector matches its pool's pods' label
+        key, value = args[args.index(f"--{role}-selector") + 1].split("=")
+        assert pool["spec"]["template"]["metadata"]["labels"][key] == value
+    port = int(args[args.index("--service-discovery-port") + 1])
+    assert all(p["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == port for p in (prefill, decode))
+    assert args[args.index("--service-discovery-namespace") + 1] == "$(POD_NAMESPACE)"
+    pod = router["spec"]["template"]["spec"]
+    assert pod["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    role = by_kind["Role"][0]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    binding = by_kind["RoleBinding"][0]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"][0]["name"] == pod["serviceAccountName"] == by_kind["ServiceAccount"][0]["metadata"]["name"]
+    assert "StatefulSet" not in by_kind
+
+
+def test_without_pod_discovery_the_router_names_each_prefill_pod_of_a_statefulset_within_a_bound(catalog, monkeypatch):
+    import inferplan.deploy.pools_plan as module
+    from inferplan.deploy.pools import MAX_LISTED_WORKERS
+    from inferplan.errors import InvalidScenarioError
+
+    flags = module.engine_flags(catalog, "sglang")
+    bare = flags.model_copy(update={"disaggregation": flags.disaggregation.model_copy(update={"pod_discovery": None})})
+    monkeypatch.setattr(module, "engine_flags", lambda c, e: bare)
     plan = pools_plan(DEP, PrefillLayout(prefill_instances=3, replicas=2), catalog, output_format="k8s")
     docs = list(yaml.safe_load_all(plan.manifest))
     prefill = _services(plan.manifest)["prefill"]
@@ -52,6 +93,9 @@ def test_several_sglang_prefill_pods_are_each_named_to_the_router_with_its_boots
     assert all(port in ports for _, port in named)
     decode = _services(plan.manifest)["decode"]
     assert "clusterIP" not in decode["spec"] and f"http://{decode['metadata']['name']}:30000" in args
+    with pytest.raises(InvalidScenarioError) as refused:
+        pools_plan(DEP, PrefillLayout(prefill_instances=MAX_LISTED_WORKERS + 1), catalog, output_format="k8s")
+    assert refused.value.field == "prefill_instances"
 
 
 @pytest.mark.parametrize("engine", ("vllm", "trtllm"))

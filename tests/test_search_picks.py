@@ -13,7 +13,7 @@ from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.run import search
 from inferplan.shells.api import create_app
 
-# a search whose TensorRT-LLM disaggregated picks have launch scripts longer than an input text
+# a search whose picks include TensorRT-LLM separate pools, each with its launch script
 LONG_SCRIPT_SEARCH = {"models": ["llama-3.3-70b"], "users": 500, "workload": "coding-developer-p90", "systems": ["dell-xe9680l"],
                       "targets": {"ttft_p95_s": 2, "min_output_tokens_per_s_per_user": 30}, "top": 4,
                       "speculative": False}  # its EAGLE-3 draft's picks do not run disaggregated
@@ -23,15 +23,17 @@ def test_a_launch_script_longer_than_an_input_text_is_an_output_not_refused(cata
     d = Deployment(model="llama-3.3-70b", gpu="b200", quantization="bf16", engine="trtllm", max_model_len=9216,
                    tensor_parallel_size=2)
     pools = pools_launch(catalog, d, d.model_copy(update={"max_num_seqs": 64}), prefill_instances=8,
-                         decode_instances=8, host_gpus=8)
+                         decode_instances=8)  # 16 workers on one host: a line each
     assert len(pools.script) > MAX_TEXT_CHARS
 
 
-def test_a_search_whose_pick_has_a_long_launch_script_answers_with_it(tmp_path):
+def test_a_search_whose_pick_runs_separate_pools_answers_with_its_launch_script(tmp_path):
     client = TestClient(create_app(tmp_path / "t.db"))
     r = client.post("/api/search", json=LONG_SCRIPT_SEARCH)
     assert r.status_code == 200, r.text[:400]
-    assert any(p["disaggregated"] and len(p["deploy"]) > MAX_TEXT_CHARS for p in r.json()["results"])
+    scripts = [p["deploy"] for p in r.json()["results"] if p["disaggregated"]]
+    assert scripts and all("--server_role context" in s and "--server_role generation" in s
+                           and s.endswith("trtllm-serve disaggregated -c disagg_config.yaml") for s in scripts), scripts
 
 
 @pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)

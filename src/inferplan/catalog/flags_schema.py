@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from inferplan.catalog.discovery_schema import PodDiscovery
 from inferplan.catalog.multihost_schema import MultiHostLaunch
 from inferplan.catalog.provenance import Bytes
 from inferplan.catalog.schema import SLUG, Frozen, Software
@@ -290,6 +291,7 @@ class DisaggregationRule(Frozen):
     worker_ports: dict[str, int] = {}
     options: dict = {}  # options-file entries every worker needs (TensorRT-LLM cache_transceiver_config)
     peer_address: PeerAddress
+    pod_discovery: PodDiscovery | None = None  # on Kubernetes, a router that finds the pools' pods itself
     source: str
     note: str | None = None
 

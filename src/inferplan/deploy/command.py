@@ -26,7 +26,7 @@ from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.copies import copies_note
-from inferplan.deploy.nodes import HostCommand, Target, hosts_launch, hosts_script, pool_spans_note
+from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import ServedModel, served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import runner_env, software_launch, variant_env
@@ -193,7 +193,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     release = () if later is None else (f"{', '.join(f for f in later.flags if f in argv_t)}: "
                                         f"needs {flags.engine} {later.version} or later",)
     text = spread.commands[0].text if spread else shlex.join(argv_t)
-    line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), text])
+    line = " ".join([*env_words(env), text])
     cold = _cold_start_comment(d, catalog, release_planned)
     return LaunchCommand(engine=flags.engine, engine_version=release_planned,
                          flags_checked_against=version, role=role, argv=argv_t, text=text, files=files,

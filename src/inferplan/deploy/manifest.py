@@ -49,9 +49,11 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
 
 
 def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
-              name: str | None = None, pod_names: bool = False) -> tuple[str, EngineImage]:
-    """The manifest's YAML, and the image its pods run (``deploy.image``); ``pod_names``: the pods as a StatefulSet
-    behind a headless Service, so each is reached at its own stable name (``pod_address``)."""
+              name: str | None = None, pod_names: bool = False,
+              annotations: dict[str, str] | None = None) -> tuple[str, EngineImage, LaunchCommand]:
+    """The manifest's YAML, the image its pods run (``deploy.image``) and the command they run; ``pod_names``: the pods as a StatefulSet
+    behind a headless Service, so each is reached at its own stable name (``pod_address``); ``annotations``: on
+    each pod (what a router that finds the pods reads from them)."""
     speculative = planned_speculative(d, catalog, speculative)
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     command = launch_command(d, catalog, role=role, speculative=speculative, host=DEFAULT_HOST, files_dir=OPTIONS_DIR,
@@ -84,7 +86,7 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
         service_selector = {**labels(), **LEADER_LABEL}
     else:
         workload, service_selector = _deployment(app, labels, hw.gpus // per_pod, pod(command.argv, per_pod),
-                                                 pod_names), labels()
+                                                 pod_names, annotations or {}), labels()
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -96,12 +98,13 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
-    return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image
+    return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image, command
 
 
-def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = False) -> dict:
-    """An apps/v1 Deployment of ``replicas`` pods like ``pod``; ``pod_names``: a StatefulSet governed by the
-    Service ``app``, its pods started together."""
+def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = False,
+                annotations: dict[str, str] | None = None) -> dict:
+    """An apps/v1 Deployment of ``replicas`` pods like ``pod`` (with ``annotations``); ``pod_names``: a
+    StatefulSet governed by the Service ``app``, its pods started together."""
     named = {"serviceName": app, "podManagementPolicy": "Parallel"} if pod_names else {}
     return {
         "apiVersion": "apps/v1",
@@ -111,7 +114,8 @@ def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = Fa
             **named,
             "replicas": replicas,
             "selector": {"matchLabels": labels()},
-            "template": {"metadata": {"labels": labels()}, "spec": pod},
+            "template": {"metadata": {"labels": labels(), **({"annotations": annotations} if annotations else {})},
+                         "spec": pod},
         },
     }
 
@@ -218,5 +222,5 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     if output_format != "k8s":
         return LaunchPlan(command=command)
-    manifest, image = _manifest(d, catalog, role=role, speculative=speculative)
+    manifest, image, _ = _manifest(d, catalog, role=role, speculative=speculative)
     return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

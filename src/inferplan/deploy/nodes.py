@@ -35,7 +35,8 @@ from inferplan.memory.layout import host_gpus, instance_gpus
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 HEAD_VARIABLE = "HEAD_IP"
 WORKER_VARIABLE = "HOST{}_IP"  # host i's address, where host 0 names the others (llama.cpp's --rpc)
-_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d+)_IP")  # an argument the shell must expand: double-quoted
+OWN_VARIABLE = "HOST_IP"  # the address of the host a line runs on (a pool worker's, told to its peers)
+_ADDRESS = re.compile(r"\$\{?(HEAD|HOST\d*)_IP")  # an argument the shell must expand: double-quoted
 Target = Literal["shell", "k8s"]  # what runs the hosts' commands: a shell on each, or a LeaderWorkerSet's pods
 
 
@@ -244,7 +245,7 @@ def _host(i: int, split: HostSplit, launch: MultiHostLaunch, engine: tuple[str, 
     lines = checks + lines
     text = shell_join(argv)
     runs_engine = i == 0 or not launch.worker_command  # a host that joins a cluster starts no engine
-    line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items() if runs_engine), text])
+    line = " ".join([*(env_words(env) if runs_engine else ()), text])
     return HostCommand(host=i, role="head" if i == 0 else "worker", argv=argv, text=text, before=lines,
                        script="\n".join((*lines, line)))
 
@@ -253,6 +254,11 @@ def shell_join(argv: tuple[str, ...]) -> str:
     """``argv`` as one shell line: each argument quoted where the shell needs it, host 0's address variable
     left for the shell to expand."""
     return " ".join(f'"{a}"' if _ADDRESS.search(a) else shlex.quote(a) for a in argv)
+
+
+def env_words(env: dict[str, str]) -> tuple[str, ...]:
+    """``env`` as the shell's ``NAME=value`` words before a command, a host's address variable left to expand."""
+    return tuple(f'{k}="{v}"' if _ADDRESS.search(v) else f"{k}={shlex.quote(v)}" for k, v in env.items())
 
 
 def _names(launch: MultiHostLaunch, placeholder: str) -> bool:

@@ -2,10 +2,15 @@
 its own GPUs with its own port, options file and per-worker ports, then the router that joins them.
 
 Workers are laid out on consecutive GPUs of a host (``host_gpus`` each; a worker that would cross a
-host's last GPU starts on the next host, named ``HOST1``, ``HOST2`` ...), each listening on the
-engine's first worker port plus its index, and run in the background; the router, started last,
-stays in the foreground. Flag names, ports, options and the router's command and config file are the
-engine's data (``DisaggregationRule`` in engine_flags.yaml).
+host's last GPU starts on the next host, ``HOST1``, ``HOST2`` ...), each listening on the engine's first
+worker port plus its place on its host, and run in the background; the router, started last, stays in the
+foreground. Hosts that run the same workers are written once, with the range of hosts that run them
+(``HostGroup``: a pool of 1-GPU hosts is one line "on each of HOST0–HOST4095"), each worker told its own
+host's address as ``$HOST_IP`` where the engine needs it. The router's command (or config file) names every
+worker by its host and port, so a script holds at most ``MAX_LISTED_WORKERS`` instances of a pool; the
+Kubernetes manifest (``deploy.pools_plan``) reaches a pool at its Service instead. Flag names, ports,
+options and the router's command and config file are the engine's data (``DisaggregationRule`` in
+engine_flags.yaml).
 """
 
 from __future__ import annotations
@@ -17,24 +22,56 @@ import yaml
 from inferplan.catalog.loader import Catalog
 from inferplan.deploy.command import (LaunchCommand, LaunchFile, Speculative, engine_flags, here_document,
                                       launch_command, planned_speculative, with_draft)
+from inferplan.deploy.nodes import OWN_VARIABLE, env_words
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
-from inferplan.errors import UnsupportedSettingError
+from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.fit import as_planned
 from inferplan.memory.layout import instance_gpus
 
 LOCAL_HOST = "localhost"  # where the router reaches workers on its own host
+# the most instances of one pool a launch script starts: its router's command names each by host and port
+# (a design bound, so an answer stays proportionate to what a person runs by hand; more run under --format k8s)
+MAX_LISTED_WORKERS = 512
+POOL_FIELDS = {"prefill": "prefill_instances", "decode": "replicas"}  # each pool's instances, as stated
+
+
+class HostGroup(Output):
+    """Hosts ``first_host`` to ``last_host`` (``HOSTn``; host 0 the router's), each running ``workers``."""
+
+    first_host: int
+    last_host: int
+    workers: tuple[LaunchCommand, ...]  # on each of the hosts, on its own GPUs and port
 
 
 class PoolsLaunch(Output):
     """The commands that start a disaggregated deployment, as one script."""
 
-    workers: tuple[LaunchCommand, ...]
+    hosts: tuple[HostGroup, ...]  # every worker, hosts that run the same ones as one group
     router: tuple[str, ...]
     files: tuple[LaunchFile, ...]  # the workers' options files and the router's config, each once
     script: str
     notes: tuple[str, ...] = ()
+
+    @property
+    def workers(self) -> tuple[LaunchCommand, ...]:
+        """Each group's worker commands, in order (a command shared by a group's hosts once)."""
+        return tuple(w for group in self.hosts for w in group.workers)
+
+
+def check_listed(role: str, instances: int, *, why: str = "a launch script's router names each worker by its host "
+                 "and port", instead: str = ", or the Kubernetes format, whose router reaches each pool at its Service") -> None:
+    """Refuse more instances of a pool than a router lists one by one (``MAX_LISTED_WORKERS``)."""
+    if instances > MAX_LISTED_WORKERS:
+        raise InvalidScenarioError(f"{instances} {role} instances: {why}, for at most {MAX_LISTED_WORKERS} instances "
+                                   "of a pool", field=POOL_FIELDS[role], allowed=f"at most {MAX_LISTED_WORKERS}{instead}")
+
+
+def worker_notes(commands) -> tuple[str, ...]:
+    """The notes of a pool's worker commands, each once, less the one-side router note (the router is written)."""
+    return tuple(dict.fromkeys(n for c in commands for n in c.notes
+                               if not n.startswith("the prefill and decode pools are joined by")))
 
 
 def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, prefill_instances: int = 1,
@@ -50,6 +87,8 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
                                                                         if f.disaggregation))
     pools = [("prefill", prefill, prefill_instances, prefill_speculative),
              ("decode", decode, decode_instances, decode_speculative)]
+    for role, _, instances, _ in pools:
+        check_listed(role, instances)
     first_port = rule.first_worker_port or flags.default_port
     placed: list[tuple[str, Deployment, Speculative | None, int, int | None, int]] = []  # role, d, drafts, host, first GPU, GPUs
     gpu = 0
@@ -59,18 +98,34 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
             host_index, first = _place(gpu, size, host_gpus)
             gpu = host_index * (host_gpus or 0) + (first or 0) + size
             placed.append((role, d, spec, host_index, first, size))
-    hosts = {p[3] for p in placed}
-    commands: list[LaunchCommand] = []
+    several = len({p[3] for p in placed}) > 1
+    # peers on other hosts reach a worker at its own host's address, set on each host as $HOST_IP
+    address = f"${OWN_VARIABLE}" if several else LOCAL_HOST
+    made: dict[tuple, LaunchCommand] = {}  # one command per distinct worker: hosts that run the same share it
+    on_host: dict[int, list[LaunchCommand]] = {}
     workers: dict[str, list[Worker]] = {"prefill": [], "decode": []}
-    for index, (role, d, spec, host_index, first, size) in enumerate(placed):
-        # peers on other hosts reach a worker at its host's address (HOST0 for the router's own host)
-        address = f"HOST{host_index}" if len(hosts) > 1 else LOCAL_HOST
-        command = launch_command(d, catalog, role=role, speculative=spec, port=first_port + index, worker=index,
-                                 devices=tuple(range(first, first + size)) if first is not None else None,
-                                 address=address)
-        commands.append(command)
-        workers[role].append(Worker(_host(host_index), command.port, worker_ports(rule, index)))
-    return _assemble(commands, workers, rule, hosts)
+    for role, d, spec, host_index, first, size in placed:
+        slot = len(on_host.setdefault(host_index, []))  # its place on its host: its port and further ports
+        key = (role, slot, first, size)
+        if key not in made:
+            made[key] = launch_command(d, catalog, role=role, speculative=spec, port=first_port + slot, worker=slot,
+                                       devices=tuple(range(first, first + size)) if first is not None else None,
+                                       address=address)
+        on_host[host_index].append(made[key])
+        workers[role].append(Worker(_host(host_index), made[key].port, worker_ports(rule, slot)))
+    return _assemble(_groups(on_host), workers, rule, several)
+
+
+def _groups(on_host: dict[int, list[LaunchCommand]]) -> tuple[HostGroup, ...]:
+    """Consecutive hosts that run the same workers, as one group each."""
+    groups: list[HostGroup] = []
+    for index, commands in sorted(on_host.items()):
+        last = groups[-1] if groups else None
+        if last is not None and last.last_host == index - 1 and list(last.workers) == commands:
+            groups[-1] = last.model_copy(update={"last_host": index})
+        else:
+            groups.append(HostGroup(first_host=index, last_host=index, workers=tuple(commands)))
+    return tuple(groups)
 
 
 def _place(gpu: int, size: int, host_gpus: int | None) -> tuple[int, int | None]:
@@ -90,28 +145,43 @@ def _host(index: int) -> str:
     return LOCAL_HOST if index == 0 else f"HOST{index}"
 
 
-def _assemble(commands: list[LaunchCommand], workers: dict[str, list[Worker]], rule, hosts: set[int]) -> PoolsLaunch:
+def _where(group: HostGroup) -> str:
+    """The comment over a group's lines: the host, or the range of hosts, that runs each of them."""
+    if group.first_host == group.last_host:
+        return f"# on HOST{group.first_host}:"
+    return f"# on each of HOST{group.first_host}–HOST{group.last_host} ({group.last_host - group.first_host + 1} hosts):"
+
+
+def _assemble(groups: tuple[HostGroup, ...], workers: dict[str, list[Worker]], rule, several: bool) -> PoolsLaunch:
     files: dict[str, LaunchFile] = {}
     lines: list[str] = []
-    for command, worker in zip(commands, [w for role in ("prefill", "decode") for w in workers[role]]):
-        lines += [here_document(f) for f in command.files if f.path not in files]
-        files.update({f.path: f for f in command.files})
-        where = "" if worker.host == LOCAL_HOST else f"# on {worker.host}:\n"
-        lines.append(f"{where}{command.script.splitlines()[-1]} &")
+    told = rule.peer_address.env if several else None  # the engine is told its worker's own address
+    for group in groups:
+        if several:
+            lines.append(_where(group))
+        if told:
+            lines.append(f': "${{{OWN_VARIABLE}:?set {OWN_VARIABLE} to the address of this host}}"')
+        for command in group.workers:
+            lines += [here_document(f) for f in command.files if f.path not in files]
+            files.update({f.path: f for f in command.files})
+            lines.append(" ".join([*env_words(command.env), command.text, "&"]))
     config = router_file(rule, workers)
     if config is not None:
         router_config = LaunchFile(path=rule.router_file.name, text=yaml.safe_dump(config, sort_keys=False))
         files[router_config.path] = router_config
         lines.append(here_document(router_config))
     router = router_argv(rule, workers)
+    if several:
+        lines.append("# on HOST0:")
     lines.append(shlex.join(router))
-    notes = [n for c in commands for n in c.notes if not n.startswith("the prefill and decode pools are joined by")]
+    commands = [w for g in groups for w in g.workers]
+    notes = list(worker_notes(commands))
     if rule.router_note:
         notes.append(f"router: {rule.router_note}")
-    if len(hosts) > 1:
-        told = f" and the workers' {rule.peer_address.env}" if rule.peer_address.env else ""
-        notes.append(f"the workers span {len(hosts)} hosts: start each line marked 'on HOSTn' on that host, with "
-                     f"HOSTn replaced by its address (HOST0: the host the router runs on) in the router's command{told}")
-    return PoolsLaunch(workers=tuple(commands), router=router, files=tuple(files.values()), script="\n".join(lines),
+    if several:
+        hosts = groups[-1].last_host + 1
+        set_own = f", with {OWN_VARIABLE} set on each host to its own address ({told})" if told else ""
+        notes.append(f"the workers span {hosts} hosts: start each part on the hosts its comment names{set_own}, and "
+                     f"replace HOSTn in the router's command (or config file) by host n's address (HOST0: the host the router runs on)")
+    return PoolsLaunch(hosts=groups, router=router, files=tuple(files.values()), script="\n".join(lines),
                        notes=tuple(dict.fromkeys(notes)))
-

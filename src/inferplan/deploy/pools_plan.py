@@ -1,9 +1,10 @@
 """How to launch a deployment of separate prefill and decode pools, as ``inferplan deploy --prefill-instances``
 and ``POST /api/deploy`` with ``prefill_instances`` state it: the shell script of every worker and the
-router (``deploy.pools_launch``) and, for ``k8s``, one Deployment + Service per pool (its instances as
+router (``deploy.pools_launch``) or, for ``k8s`` instead, one Deployment + Service per pool (its instances as
 replicas, each pod requesting its instance's GPUs) and the router as a Deployment + Service pointed at
 the pools' Services — or, where the decode reaches the prefill at the host the router names (SGLang's
-bootstrap server), at each prefill pod of a StatefulSet behind a headless Service.
+bootstrap server), at each prefill pod of a StatefulSet behind a headless Service (at most
+``MAX_LISTED_WORKERS`` of them, as the router names each).
 
 The deployment is the decode instance (``replicas`` of it); the prefill instance is the same deployment
 in the prefill layout (``prefill_deployment``), with no running-sequence cap and no drafts — the
@@ -20,10 +21,12 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
+from inferplan.deploy.copies import copies_note
 from inferplan.deploy.command import Speculative, engine_flags, planned_speculative, with_draft
 from inferplan.deploy.manifest import OPTIONS_DIR, _Dumper, _manifest, pod_address
 from inferplan.deploy.output import Output
-from inferplan.deploy.pools import PoolsLaunch, pools_launch
+from inferplan.deploy.pod_discovery import access_docs, discovering_pod, discovery_argv, prefill_annotations
+from inferplan.deploy.pools import PoolsLaunch, check_listed, pools_launch, worker_notes
 from inferplan.deploy.router import Worker, router_argv, router_file, worker_ports
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs import Input
@@ -75,15 +78,15 @@ def prefill_deployment(decode: Deployment, *, tensor_parallel_size: int | None =
 
 
 class PoolsPlan(Output):
-    """How to launch separate pools: the script, and the Kubernetes manifest when one was asked for."""
+    """How to launch separate pools: the script, or the Kubernetes manifest when one was asked for."""
 
-    launch: PoolsLaunch
+    launch: PoolsLaunch | None = None  # the shell script (None under k8s: the manifest is what runs)
     prefill_instances: int
     decode_instances: int
     gpus: int  # every worker's GPUs, both pools
     manifest: str | None = None
     image: str | None = None
-    notes: tuple[str, ...] = ()  # about the manifest; the script's are in launch.notes
+    notes: tuple[str, ...] = ()  # about the manifest and the commands its pods run; the script's are in launch.notes
 
 
 def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = None, *,
@@ -110,13 +113,13 @@ def pools_plan(d: Deployment, pools: PrefillLayout, catalog: Catalog | None = No
                              enable_expert_parallel=pools.prefill_enable_expert_parallel)
     check_deployable(with_draft(d, catalog, speculative), catalog)
     check_deployable(pre, catalog)
-    launch = pools_launch(catalog, pre, d, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas,
-                          decode_speculative=speculative, host_gpus=host_gpus)
     gpus = pools.prefill_instances * instance_gpus(pre) + pools.replicas * instance_gpus(
         as_planned(with_draft(d, catalog, speculative), catalog))
-    plan = PoolsPlan(launch=launch, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas, gpus=gpus)
+    plan = PoolsPlan(prefill_instances=pools.prefill_instances, decode_instances=pools.replicas, gpus=gpus)
     if output_format != "k8s":
-        return plan
+        return plan.model_copy(update={"launch": pools_launch(
+            catalog, pre, d, prefill_instances=pools.prefill_instances, decode_instances=pools.replicas,
+            decode_speculative=speculative, host_gpus=host_gpus)})
     return plan.model_copy(update=_pools_manifest(catalog, pre, d, pools, speculative))
 
 
@@ -125,41 +128,68 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
     """Each pool's manifest (``deploy.manifest``: a Deployment of its instances, its Service), then the router's."""
     flags = engine_flags(catalog, decode.engine)
     rule = flags.disaggregation
-    texts, workers, image, named = [], {}, None, False
+    # the decode reaches the prefill at the host the router names: each prefill pod is named to the router, by the
+    # router itself where it finds the pods (pod_discovery), else by a StatefulSet's stable pod names
+    named = pools.prefill_instances > 1 and rule.peer_address.at_router_host
+    discovery = rule.pod_discovery if named else None
+    texts, workers, image, commands, copies = [], {}, None, [], set()
     for role, d, instances, spec in (("prefill", pre, pools.prefill_instances, None),
                                      ("decode", decode, pools.replicas, speculative)):
         one = as_planned(with_draft(d, catalog, spec), catalog)
-        # the decode reaches the prefill at the host the router names: each prefill pod by its own name
-        pod_names = role == "prefill" and instances > 1 and rule.peer_address.at_router_host
-        named = named or pod_names
-        text, image = _manifest(d.model_copy(update={"gpus": instances * instance_gpus(one), "system": None,
-                                                     "gpu": d.gpu or resolve_hardware(catalog, d).accel.id}),
-                                catalog, role=role, speculative=spec, pod_names=pod_names)
+        # the pool's GPUs in its instance's layout (left out, fit would lay them out as one larger instance)
+        pool = d.model_copy(update={"gpus": instances * instance_gpus(one), "system": None,
+                                    "gpu": d.gpu or resolve_hardware(catalog, d).accel.id,
+                                    **{k: getattr(one, k) for k in ("tensor_parallel_size", "pipeline_parallel_size",
+                                                                    "data_parallel_size")}})
+        copies.update(copies_note(as_planned(with_draft(pool, catalog, spec), catalog), catalog))  # the replicas say it
+        pod_names = role == "prefill" and named and discovery is None
+        if pod_names:
+            check_listed(role, instances, why=f"{flags.engine}'s router names each prefill pod (its decode reaches the "
+                         "prefill at the host the router names)", instead="")
+        annotations = prefill_annotations(rule, discovery) if discovery and role == "prefill" else None
+        text, image, command = _manifest(pool, catalog, role=role, speculative=spec, pod_names=pod_names,
+                                         annotations=annotations)
         texts.append(text)
+        commands.append(command)
         service = next(doc for doc in yaml.safe_load_all(text) if doc["kind"] == "Service")
         name, port = service["metadata"]["name"], service["spec"]["ports"][0]["port"]
         hosts = [pod_address(name, i) for i in range(instances)] if pod_names else [name]
         workers[role] = [Worker(host, port, worker_ports(rule, 0)) for host in hosts]
+    if discovery and workers["prefill"][0].port != workers["decode"][0].port:  # one port for every discovered pod
+        raise UnsupportedSettingError(f"{flags.engine}'s router finds the pools' pods on one port, and its prefill and "
+                                      "decode pods serve on different ones", field="format", allowed="shell")
     app = workers["decode"][0].host.removesuffix("-decode") + "-router"
-    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine), Dumper=_Dumper, sort_keys=False))
-    note = ("the router reaches each prefill pod at its own name (a StatefulSet behind a headless Service, as the "
-            "decode reaches the prefill at the host the router names) and the decode pool at its Service, which "
-            "spreads requests over the pool's pods" if named else
-            "the router reaches each pool at its Service, which spreads requests over the pool's pods")
+    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine, discovery), Dumper=_Dumper,
+                               sort_keys=False))
+    if discovery:
+        note = ("the router finds each pool's pods itself through the Kubernetes API (by their app.kubernetes.io/name "
+                "label, as the decode reaches the prefill at the host the router names), under its own ServiceAccount "
+                "with a Role that may get, list and watch the namespace's pods; each prefill pod's annotation gives its "
+                "bootstrap port")
+    elif named:
+        note = ("the router reaches each prefill pod at its own name (a StatefulSet behind a headless Service, as the "
+                "decode reaches the prefill at the host the router names) and the decode pool at its Service, which "
+                "spreads requests over the pool's pods")
+    else:
+        note = "the router reaches each pool at its Service, which spreads requests over the pool's pods"
     note = f"{note}; {rule.router_note}" if rule.router_note else note
-    return {"manifest": "---\n".join(texts), "image": image.image, "notes": (*image.notes, note)}
+    return {"manifest": "---\n".join(texts), "image": image.image,
+            "notes": tuple(dict.fromkeys((*(n for n in worker_notes(commands) if n not in copies), *image.notes, note)))}
 
 
-def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine: str) -> list[dict]:
+def _router(app: str, rule, workers: dict[str, list[Worker]], image: str, engine: str, discovery=None) -> list[dict]:
     """The router as a Deployment of one pod (no GPU) and a Service on its port; its config file, where it
-    reads one, from a ConfigMap in its working directory."""
+    reads one, from a ConfigMap in its working directory; with ``discovery``, finding the pools' pods itself
+    under its own ServiceAccount (``deploy.pod_discovery``)."""
     labels = lambda: {"app.kubernetes.io/name": app, "app.kubernetes.io/component": "router"}  # noqa: E731
-    argv = router_argv(rule, workers)
+    argv = discovery_argv(rule, discovery, workers) if discovery else router_argv(rule, workers)
     config = router_file(rule, workers)
-    docs: list[dict] = []
+    docs: list[dict] = access_docs(app, labels) if discovery else []
     container: dict = {"name": f"{engine}-router", "image": image, "command": list(argv[:1]), "args": list(argv[1:]),
                        "ports": [{"name": "http", "containerPort": rule.router_port}]}
     pod: dict = {"containers": [container]}
+    if discovery:
+        discovering_pod(pod, app)
     if config is not None:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-config", "labels": labels()},
                      "data": {rule.router_file.name: yaml.safe_dump(config, sort_keys=False)}})

@@ -39,11 +39,12 @@ def _fill(text: str, role: str, worker: Worker | None, workers: dict[str, list[W
     return text.format(**{**counts, role: worker}) if worker is not None else text.format(**counts)
 
 
-def router_argv(rule: DisaggregationRule, workers: dict[str, list[Worker]]) -> tuple[str, ...]:
-    """The router's argv for these workers: an argument naming one role's worker written once per
-    worker, a nested group once per worker."""
+def router_argv(rule: DisaggregationRule, workers: dict[str, list[Worker]],
+                template: tuple[str | tuple[str, ...], ...] | None = None) -> tuple[str, ...]:
+    """The router's argv for these workers (from ``template``, default the rule's router): an argument naming
+    one role's worker written once per worker, a nested group once per worker."""
     argv: list[str] = []
-    for item in rule.router:
+    for item in rule.router if template is None else template:
         group = (item,) if isinstance(item, str) else item
         role = next((r for part in group if (r := _role(part))), None)
         if role is None:
@@ -67,6 +68,11 @@ def _filled(value: object, workers: dict[str, list[Worker]]) -> object:
         text = _fill(value, "prefill", None, workers)
         return int(text) if text.isdigit() else text
     return value
+
+
+def filled(text: str, role: str, worker: Worker) -> str:
+    """``text`` with one ``role`` worker's placeholders filled in."""
+    return _fill(text, role, worker, {r: [worker] for r in ROLES})
 
 
 def router_file(rule: DisaggregationRule, workers: dict[str, list[Worker]]) -> dict | None:

@@ -43,7 +43,7 @@ def deploy_cmd(
     speculative_tokens: int = DraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = DraftModelOpt,
-    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools, as simulate takes them: this many prefill instances ahead of the deployment, which is the decode instance (--replicas of it); prints every worker and the router (--format k8s: a Deployment per pool and the router's)."),
+    prefill_instances: Optional[int] = typer.Option(None, "--prefill-instances", help="Separate pools, as simulate takes them: this many prefill instances ahead of the deployment, which is the decode instance (--replicas of it); prints every worker, hosts that run the same ones once, and the router that names each (at most 512 instances a pool); --format k8s: a Deployment per pool with its replicas, and the router's."),
     prefill_tensor_parallel_size: Optional[int] = typer.Option(None, "--prefill-tensor-parallel-size", help="With --prefill-instances: the prefill instance's TP size (default the deployment's)."),
     prefill_pipeline_parallel_size: Optional[int] = typer.Option(None, "--prefill-pipeline-parallel-size", help="With --prefill-instances: its PP size (default the deployment's)."),
     prefill_data_parallel_size: Optional[int] = typer.Option(None, "--prefill-data-parallel-size", help="With --prefill-instances and --prefill-expert-parallel: its DP size."),
@@ -88,7 +88,8 @@ def _pools(d, stated: dict, output_format: str, role: str, speculative, as_json:
              allowed="leave --role out with --prefill-instances")
     layout = _call(_layout, stated)
     plan = _call(pools_plan, d, layout, catalog_for(d), output_format=output_format, speculative=speculative)
-    _show(plan, (*plan.launch.notes, *plan.notes), plan.launch.script, as_json)
+    script = plan.launch  # the shell script; under k8s the manifest, whose notes are the plan's
+    _show(plan, (*(script.notes if script else ()), *plan.notes), script.script if script else "", as_json)
 
 
 def _show(plan, notes: tuple[str, ...], script: str, as_json: bool) -> None:
