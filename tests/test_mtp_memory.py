@@ -83,6 +83,23 @@ def test_sglang_keeps_room_outside_its_default_fraction_for_the_draft():
     assert drop == pytest.approx(reserve, abs=0.001 * plain.result.gpu_memory_bytes)  # the fraction's 3 decimals
 
 
+def test_sglang_refuses_an_mtp_draft_that_does_not_fit_outside_its_fraction():
+    """SGLang's EAGLE draft worker (NEXTN runs as EAGLE) loads the MTP layers and a draft pool of the
+    target's tokens after its fraction is sized: at 0.98 of an H200 the 2.8 GiB left outside, less the
+    2 GiB draft reserve, cannot hold DeepSeek-V3's MTP layer per TP rank and its pool; at 0.9 it can."""
+    kw = dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang", mtp_draft=True)
+    fits = fit(Deployment(**kw, gpu_memory_utilization=0.9), CATALOG)
+    spec = resolve_model(CATALOG, "deepseek-v3")
+    mtp_per_gpu = weight_bytes(spec, CATALOG.quantization(fits.quantization), mtp_loaded=True).mtp_bytes / 8
+    pool = fits.kv_cache_bytes_per_gpu / spec.architecture.num_layers  # MLA: one more layer of the same latent
+    room = fits.gpu_memory_bytes * (1 - 0.9) - mtp_rule(CATALOG, "sglang").fraction_reserve_bytes.value
+    assert fits.fits and 1 * GIB < mtp_per_gpu + pool < room
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(**kw, gpu_memory_utilization=0.98), CATALOG)
+    assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
+    fit(Deployment(**{**kw, "mtp_draft": False}, gpu_memory_utilization=0.98), CATALOG)  # no draft: no check
+
+
 def test_parameters_times_bits_counts_the_mtp_layers_when_drafting():
     spec = dataclasses.replace(resolve_model(CATALOG, "deepseek-v3"), checkpoints=())
     quant = CATALOG.quantization("fp8")

@@ -19,6 +19,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.draft_headroom import check_outside_fraction, draft_reserve_bytes
 
 FIELD = "draft_model"
 
@@ -42,8 +43,7 @@ class Eagle3Memory:
     @property
     def reserve_bytes(self) -> float:
         """What the engine keeps outside its default fraction while the draft runs."""
-        rule = self.rule
-        return rule.fraction_reserve_bytes.value if rule and rule.fraction_reserve_bytes else 0.0
+        return draft_reserve_bytes(self.rule)
 
 
 def default_draft(catalog, spec: ModelSpec) -> Eagle3Draft | None:
@@ -92,21 +92,15 @@ def check_draft_headroom(plan: Eagle3Memory | None, total_bytes: float, memory_f
     """Where the engine loads a catalogued draft's weights and a draft pool of its own after its fraction
     is sized (SGLang), they must fit in what the fraction leaves beyond the draft reserve: the weights per
     tensor-parallel rank and a pool of the target's tokens over the draft's layers (each as one of the
-    target's). More is an error naming ``draft_model``."""
+    target's). More is an error naming ``draft_model`` (``memory.draft_headroom``)."""
     if plan is None or plan.draft is None or plan.rule is None or not target_layers:
         return
-    draft, rule = plan.draft, plan.rule
-    if rule.weights_in_pool and rule.kv_layers_in_pool:
-        return  # both inside the fraction: the pool has already lost them
-    need = (0.0 if rule.weights_in_pool else draft.weight_bytes / tensor_parallel_size) + (
-        0.0 if rule.kv_layers_in_pool else target_kv_bytes_per_gpu * draft.decoder_layers / target_layers)
-    room = total_bytes * (1 - memory_fraction) - plan.reserve_bytes
-    if need > room:
-        raise InvalidScenarioError(
-            f"EAGLE-3 draft {draft.repo} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory "
-            f"fraction (its weights and a draft pool of the target's tokens), {max(room, 0) / 2**30:.2f} GiB is left "
-            "there beyond the draft reserve", field=FIELD,
-            allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
+    draft = plan.draft
+    check_outside_fraction(plan.rule, f"EAGLE-3 draft {draft.repo}",
+                           weight_bytes_per_gpu=draft.weight_bytes / tensor_parallel_size,
+                           pool_bytes_per_gpu=target_kv_bytes_per_gpu * draft.decoder_layers / target_layers,
+                           total_bytes=total_bytes, memory_fraction=memory_fraction, field=FIELD,
+                           allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
 
 
 def eagle3_kv_architecture(arch: Architecture | None, plan: Eagle3Memory | None) -> Architecture | None:

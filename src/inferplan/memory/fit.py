@@ -39,7 +39,8 @@ from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
-from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
+from inferplan.memory.draft_headroom import draft_reserve_bytes
+from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture
 from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
@@ -299,7 +300,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
-                               draft_reserve_bytes=draft_reserve_bytes(mtp) or (eagle.reserve_bytes if eagle else 0.0))
+                               draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)))
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
@@ -318,6 +319,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
     check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
                          plan.tensor_parallel_size)
+    check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
+                       settings.memory_fraction, held.kv_gpu)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
