@@ -32,8 +32,10 @@ def _pair(**kw):
 
 def test_vllm_loads_the_mtp_layers_before_sizing_the_pool():
     """vLLM V1 loads the drafter inside the load window the KV budget subtracts: the pool loses the MTP
-    layer's share of the checkpoint, split over the tensor-parallel GPUs."""
-    plain, drafting = _pair(**V4)
+    layer's share of the checkpoint, split over the tensor-parallel GPUs (the plain plan verifies the one
+    draft token the MTP draft makes by default, so both capture the same CUDA graphs)."""
+    plain = fit(Deployment(**V4, speculative_tokens=1), CATALOG)
+    drafting = fit(Deployment(**V4, mtp_draft=True), CATALOG)
     spec = resolve_model(CATALOG, "deepseek-v4-flash")
     params = count_params(spec.architecture)
     ckpt = spec.checkpoint("mixed-fp4-fp8").size_bytes
@@ -98,6 +100,22 @@ def test_sglang_refuses_an_mtp_draft_that_does_not_fit_outside_its_fraction():
         fit(Deployment(**kw, gpu_memory_utilization=0.98), CATALOG)
     assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
     fit(Deployment(**{**kw, "mtp_draft": False}, gpu_memory_utilization=0.98), CATALOG)  # no draft: no check
+
+
+def test_an_mtp_draft_without_stated_tokens_captures_graphs_for_the_engines_default():
+    """vLLM drafts num_nextn_predict_layers tokens when none are stated (config/speculative.py), so its
+    CUDA-graph capture sizes count two-token decode queries for DeepSeek-V4's one MTP layer; without the
+    rule's default the plan captured for one-token queries."""
+    from inferplan.catalog.registry import Registry
+
+    default = fit(Deployment(**V4, mtp_draft=True), CATALOG)
+    stated = fit(Deployment(**V4, mtp_draft=True, speculative_tokens=1), CATALOG)
+    assert default.cuda_graph_bytes_per_gpu == stated.cuda_graph_bytes_per_gpu > 0
+    assert any("num_nextn_predict_layers" in n for n in default.assumptions)
+    rules = {r.id: (r.model_copy(update={"default_draft_tokens": None}) if r.engine == "vllm" else r)
+             for r in CATALOG.mtp_rules}
+    unwired = fit(Deployment(**V4, mtp_draft=True), dataclasses.replace(CATALOG, mtp_rules=Registry("mtp rules", rules)))
+    assert unwired.cuda_graph_bytes_per_gpu != default.cuda_graph_bytes_per_gpu
 
 
 def test_parameters_times_bits_counts_the_mtp_layers_when_drafting():

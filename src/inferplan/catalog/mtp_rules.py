@@ -6,6 +6,8 @@ what the engine keeps outside its default memory fraction for the draft. The ari
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from inferplan.catalog.provenance import Bytes
@@ -28,6 +30,10 @@ class MtpRule(Frozen):
     max_pipeline_parallel_size: int | None = Field(None, ge=1)
     pipeline_parallel_sources: tuple[str, ...] = ()
     pipeline_parallel_note: str | None = None
+    # the draft tokens per step the engine drafts when none are stated: "mtp_layers", the checkpoint's
+    # MTP layer count (num_nextn_predict_layers); None: not known, planned as stated (0: none)
+    default_draft_tokens: Literal["mtp_layers"] | None = None
+    default_draft_tokens_sources: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     note: str
 
@@ -50,7 +56,10 @@ def check_mtp_rules(catalog) -> None:
     seen: set[str] = set()
     for rule in catalog.mtp_rules:
         where = f"mtp_rules:{rule.id}"
-        check_engine_and_sources(catalog, where, rule.id, rule.engine, (*rule.sources, *rule.pipeline_parallel_sources))
+        check_engine_and_sources(catalog, where, rule.id, rule.engine,
+                                 (*rule.sources, *rule.pipeline_parallel_sources, *rule.default_draft_tokens_sources))
+        if rule.default_draft_tokens is not None and not rule.default_draft_tokens_sources:
+            raise CatalogError(f"{where}: default_draft_tokens needs default_draft_tokens_sources", field=rule.id)
         if rule.max_pipeline_parallel_size is not None and not rule.pipeline_parallel_sources:
             raise CatalogError(f"{where}: max_pipeline_parallel_size needs pipeline_parallel_sources", field=rule.id)
         if rule.engine in seen:

@@ -110,6 +110,20 @@ def _with_mtp_layers(arch: Architecture) -> Architecture:
     return dataclasses.replace(arch, layer_kinds=arch.layer_kinds + mtp_kinds(arch))
 
 
+def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Architecture | None) -> tuple[Deployment, list[str]]:
+    """``d`` drafting with its MTP layers as the engine launches it when no draft tokens are stated: the
+    rule's default (``mtp_layers``: vLLM's num_speculative_tokens defaults to num_nextn_predict_layers),
+    which sets the decode query the engine captures CUDA graphs for; unchanged where tokens are stated,
+    no MTP draft runs, or the engine's default is not known. With the note saying so."""
+    if rule is None or d.speculative_tokens or rule.default_draft_tokens != "mtp_layers" or arch is None \
+            or not arch.mtp_layers:
+        return d, []
+    note = (f"MTP draft on {rule.engine} with no speculative_tokens stated: {arch.mtp_layers} draft token(s) per step, "
+            "the engine's default (num_nextn_predict_layers), so a decode query is "
+            f"{1 + arch.mtp_layers} tokens")
+    return d.model_copy(update={"speculative_tokens": arch.mtp_layers}), [note]
+
+
 def check_mtp_headroom(rule: MtpRule | None, spec: ModelSpec, quant: Quantization, kv_bits: float,
                        tensor_parallel_size: int, total_bytes: float, memory_fraction: float,
                        target_kv_bytes_per_gpu: float) -> None:
