@@ -1,9 +1,9 @@
 """A speculative draft the engine loads after sizing its memory fraction (``engine_mtp_rules.yaml``:
-``weights_in_pool`` or ``kv_layers_in_pool`` false, SGLang): what it holds outside the fraction must fit
-in what the fraction leaves beyond the engine's draft reserve. SGLang runs an EAGLE-3 head and a model's
-own MTP layers (NEXTN, an alias of EAGLE) through the same EAGLE draft worker, built after the target's
-pool is sized, with a draft pool of the target's token count; so one check serves both drafts
-(``memory.eagle3``, ``memory.mtp``)."""
+``weights_in_pool`` or ``kv_layers_in_pool`` false, SGLang through 0.5.13): what it holds outside the
+fraction must fit in what the fraction leaves beyond the engine's draft reserve. Those releases run an
+EAGLE-3 head and a model's own MTP layers (NEXTN, an alias of EAGLE) through the same EAGLE draft worker,
+built after the target's pool is sized, with a draft pool of the target's token count; so one check
+serves both drafts (``memory.eagle3``, ``memory.mtp``)."""
 
 from __future__ import annotations
 

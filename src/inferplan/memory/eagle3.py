@@ -2,8 +2,9 @@
 the engine holds for it. Each engine places a draft head's weights and KV where it places a model's
 own MTP layers (``engine_mtp_rules.yaml``, the same code paths: vLLM V1's EAGLE proposer loads either
 drafter before sizing the KV cache and gives its attention layers entries in the target's pool;
-SGLang's EAGLE draft worker loads it and a draft pool of the target's token count after the target's
-pool is sized, with 2 GiB more kept outside the default fraction; TensorRT-LLM's one-model mode builds
+SGLang through 0.5.13 loads it and a draft pool of the target's token count after the target's pool is
+sized, with 2 or 4 GiB more kept outside the default fraction, and from 0.5.14 inside the fraction as vLLM
+does; TensorRT-LLM's one-model mode builds
 the draft layers into the model and the KV-cache manager gives them layers after the target's). A
 draft checkpoint the catalogue does not list is launched as named, its memory not counted."""
 
@@ -77,7 +78,7 @@ def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline
                                    f"shows it, not on {engine}", field=FIELD,
                                    allowed=f"engine {' or '.join(draft.engines)} with {draft.repo}, or another "
                                            "draft_model, or another speculative_method")
-    rule = mtp_rule(catalog, engine)
+    rule = mtp_rule(catalog, engine, d.engine_version)
     if not drafts_at_pipeline(catalog, engine, pipeline_parallel_size):
         raise InvalidScenarioError(
             f"{engine} does not start an EAGLE-3 draft at pipeline_parallel_size {pipeline_parallel_size}: "
@@ -90,7 +91,7 @@ def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline
 def check_draft_headroom(plan: Eagle3Memory | None, total_bytes: float, memory_fraction: float,
                          target_kv_bytes_per_gpu: float, target_layers: int, tensor_parallel_size: int) -> None:
     """Where the engine loads a catalogued draft's weights and a draft pool of its own after its fraction
-    is sized (SGLang), they must fit in what the fraction leaves beyond the draft reserve: the weights per
+    is sized (SGLang through 0.5.13), they must fit in what the fraction leaves beyond the draft reserve: the weights per
     tensor-parallel rank and a pool of the target's tokens over the draft's layers (each as one of the
     target's). More is an error naming ``draft_model`` (``memory.draft_headroom``)."""
     if plan is None or plan.draft is None or plan.rule is None or not target_layers:

@@ -1,9 +1,10 @@
 """Speculative decoding with a model's own multi-token-prediction (MTP) layers: which of them the
 engine holds where (``catalog/data/engine_mtp_rules.yaml``). vLLM V1 and TensorRT-LLM load the MTP
 layers before sizing the KV cache (the pool loses their weights) and give their attention entries in
-the target's pool, on the last pipeline stage; SGLang's draft worker loads them and a draft pool of its
-own after the target's pool is sized, and its default fraction keeps room outside for them; the plan
-checks they fit there (``check_mtp_headroom``)."""
+the target's pool, on the last pipeline stage, as SGLang does from 0.5.14; through 0.5.13 SGLang's draft
+worker loads them and a draft pool of its own after the target's pool is sized, and its default fraction
+keeps room outside for them; the plan checks they fit there (``check_mtp_headroom``). The rule is the
+engine release's (``mtp_rule``)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpR
     no_layers = _no_layers(catalog, spec)
     if no_layers is not None:
         return None, no_layers
-    rule = mtp_rule(catalog, engine)
+    rule = mtp_rule(catalog, engine, d.engine_version)
     if rule is None:
         engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
         return None, InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
@@ -128,7 +129,7 @@ def check_mtp_headroom(rule: MtpRule | None, spec: ModelSpec, quant: Quantizatio
                        tensor_parallel_size: int, total_bytes: float, memory_fraction: float,
                        target_kv_bytes_per_gpu: float) -> None:
     """Where the engine's draft worker loads the MTP layers and a draft pool of its own after its fraction is
-    sized (SGLang), they must fit in what the fraction leaves beyond the draft reserve: the MTP layers'
+    sized (SGLang through 0.5.13), they must fit in what the fraction leaves beyond the draft reserve: the MTP layers'
     weights (the embeddings and lm_head are the target's) per tensor-parallel rank, and a pool of the
     target's tokens over the MTP layers (their KV per token as the config states their attention). More is
     an error naming ``mtp_draft`` (``memory.draft_headroom``, the check an EAGLE-3 draft gets)."""
