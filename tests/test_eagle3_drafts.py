@@ -66,7 +66,7 @@ def test_the_one_catalogued_draft_is_the_default_and_an_unlisted_one_is_not_coun
 
 
 def test_sglang_keeps_its_reserve_outside_the_fraction_for_a_draft():
-    d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang")
+    d = Deployment(model="llama-3.1-8b", gpu="H100", engine="sglang", engine_version="0.5.9")  # drafts outside until 0.5.13
     plain = fit_or_suggest(d, speculative_tokens=2, speculative_method="ngram")
     drafted = fit_or_suggest(d, speculative_tokens=2, speculative_method="eagle3", draft_model="lmsys/sglang-eagle3")
     assert drafted.kv_cache_tokens < plain.kv_cache_tokens  # a draft the catalogue lacks: the reserve alone
@@ -238,9 +238,9 @@ def _on_sglang(parameters_billion: float):
 
 
 def test_sglang_refuses_a_draft_that_does_not_fit_outside_its_fraction():
-    """SGLang loads the draft's weights and its own pool after its fraction is sized: a 6B-parameter head
+    """SGLang through 0.5.13 loads the draft's weights and its own pool after its fraction is sized: a 6B-parameter head
     at TP 1 does not fit in what a 0.9 fraction of an H100 leaves beyond the draft reserve."""
-    d = Deployment(model="gpt-oss-20b", gpu="H100", engine="sglang", gpu_memory_utilization=0.9)
+    d = Deployment(model="gpt-oss-20b", gpu="H100", engine="sglang", gpu_memory_utilization=0.9, engine_version="0.5.9")
     assert fit_or_suggest(d, _on_sglang(0.4), speculative_tokens=2, speculative_method="eagle3").kv_cache_tokens
     with pytest.raises(InvalidScenarioError) as exc:
         fit_or_suggest(d, _on_sglang(6.0), speculative_tokens=2, speculative_method="eagle3")

@@ -32,8 +32,10 @@ def _pair(**kw):
 
 def test_vllm_loads_the_mtp_layers_before_sizing_the_pool():
     """vLLM V1 loads the drafter inside the load window the KV budget subtracts: the pool loses the MTP
-    layer's share of the checkpoint, split over the tensor-parallel GPUs."""
-    plain, drafting = _pair(**V4)
+    layer's share of the checkpoint, split over the tensor-parallel GPUs (the plain plan verifies the one
+    draft token the MTP draft makes by default, so both capture the same CUDA graphs)."""
+    plain = fit(Deployment(**V4, speculative_tokens=1), CATALOG)
+    drafting = fit(Deployment(**V4, mtp_draft=True), CATALOG)
     spec = resolve_model(CATALOG, "deepseek-v4-flash")
     params = count_params(spec.architecture)
     ckpt = spec.checkpoint("mixed-fp4-fp8").size_bytes
@@ -67,20 +69,71 @@ def test_trtllm_gives_the_mtp_layer_its_own_kv_entries():
     assert drafting.weights_bytes_per_gpu > plain.weights_bytes_per_gpu
 
 
-def test_sglang_keeps_room_outside_its_default_fraction_for_the_draft():
-    """SGLang's draft worker allocates its weights and pool after the target's: the target's pool keeps
-    its size for a stated fraction, and the default fraction reserves 2 GiB more (server_args.py)."""
-    stated, stated_mtp = _pair(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang",
-                               max_model_len=32768, gpu_memory_utilization=0.85)
+@pytest.mark.parametrize(("release", "reserve_gib"), [("0.5.9", 2), ("0.5.13", 4)])
+def test_sglang_keeps_room_outside_its_default_fraction_for_the_draft(release, reserve_gib):
+    """Through 0.5.13 SGLang's draft worker allocates its weights and pool after the target's: the target's
+    pool keeps its size for a stated fraction, and the default fraction reserves 2 GiB more (4 GiB from
+    0.5.10; server_args.py)."""
+    v3 = dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang", max_model_len=32768,
+              engine_version=release)
+    stated, stated_mtp = _pair(**v3, gpu_memory_utilization=0.85)
     assert stated_mtp.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
     assert stated_mtp.weights_bytes_per_gpu == stated.weights_bytes_per_gpu
-    plain = plan_memory(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang",
-                                   max_model_len=32768), CATALOG)
-    drafting = plan_memory(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang",
-                                      max_model_len=32768, mtp_draft=True), CATALOG)
-    reserve = mtp_rule(CATALOG, "sglang").fraction_reserve_bytes.value
+    plain = plan_memory(Deployment(**v3), CATALOG)
+    drafting = plan_memory(Deployment(**v3, mtp_draft=True), CATALOG)
+    assert mtp_rule(CATALOG, "sglang", release).fraction_reserve_bytes.value == reserve_gib * GIB
     drop = (plain.settings.memory_fraction - drafting.settings.memory_fraction) * plain.result.gpu_memory_bytes
-    assert drop == pytest.approx(reserve, abs=0.001 * plain.result.gpu_memory_bytes)  # the fraction's 3 decimals
+    assert drop == pytest.approx(reserve_gib * GIB, abs=0.001 * plain.result.gpu_memory_bytes)  # 3 decimals
+
+
+def test_sglang_from_0514_holds_the_mtp_draft_inside_its_fraction():
+    """From 0.5.14 SGLang loads the draft before sizing the target's pool and adds the MTP layers to its
+    cell size (pool_configurator.py): the pool loses the MTP layer's weights and holds fewer tokens, the
+    default fraction keeps nothing more, and no headroom check outside the fraction applies."""
+    v3 = dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang", max_model_len=32768,
+              engine_version="0.5.21", gpu_memory_utilization=0.98)
+    plain, drafting = _pair(**v3)  # 0.98: refused at 0.5.9 (the test below), planned here
+    assert drafting.weights_bytes_per_gpu > plain.weights_bytes_per_gpu
+    assert drafting.kv_cache_bytes_per_gpu < plain.kv_cache_bytes_per_gpu
+    assert drafting.kv_cache_tokens < plain.kv_cache_tokens * 61 / 62 * 1.001  # 61 layers + the MTP layer's KV
+    default = dict(v3, gpu_memory_utilization=None)
+    assert plan_memory(Deployment(**default), CATALOG).settings.memory_fraction == \
+        plan_memory(Deployment(**default, mtp_draft=True), CATALOG).settings.memory_fraction
+    assert mtp_rule(CATALOG, "sglang").id == mtp_rule(CATALOG, "sglang", "0.5.21").id  # the current release
+
+
+def test_sglang_refuses_an_mtp_draft_that_does_not_fit_outside_its_fraction():
+    """Through 0.5.13 SGLang's EAGLE draft worker (NEXTN runs as EAGLE) loads the MTP layers and a draft
+    pool of the target's tokens after its fraction is sized: at 0.98 of an H200 the 2.8 GiB left outside,
+    less 0.5.9's 2 GiB draft reserve, cannot hold DeepSeek-V3's MTP layer per TP rank and its pool; at 0.9 it can."""
+    kw = dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang", mtp_draft=True,
+              engine_version="0.5.9")
+    fits = fit(Deployment(**kw, gpu_memory_utilization=0.9), CATALOG)
+    spec = resolve_model(CATALOG, "deepseek-v3")
+    mtp_per_gpu = weight_bytes(spec, CATALOG.quantization(fits.quantization), mtp_loaded=True).mtp_bytes / 8
+    pool = fits.kv_cache_bytes_per_gpu / spec.architecture.num_layers  # MLA: one more layer of the same latent
+    room = fits.gpu_memory_bytes * (1 - 0.9) - mtp_rule(CATALOG, "sglang", "0.5.9").fraction_reserve_bytes.value
+    assert fits.fits and 1 * GIB < mtp_per_gpu + pool < room
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(**kw, gpu_memory_utilization=0.98), CATALOG)
+    assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
+    fit(Deployment(**{**kw, "mtp_draft": False}, gpu_memory_utilization=0.98), CATALOG)  # no draft: no check
+
+
+def test_an_mtp_draft_without_stated_tokens_captures_graphs_for_the_engines_default():
+    """vLLM drafts num_nextn_predict_layers tokens when none are stated (config/speculative.py), so its
+    CUDA-graph capture sizes count two-token decode queries for DeepSeek-V4's one MTP layer; without the
+    rule's default the plan captured for one-token queries."""
+    from inferplan.catalog.registry import Registry
+
+    default = fit(Deployment(**V4, mtp_draft=True), CATALOG)
+    stated = fit(Deployment(**V4, mtp_draft=True, speculative_tokens=1), CATALOG)
+    assert default.cuda_graph_bytes_per_gpu == stated.cuda_graph_bytes_per_gpu > 0
+    assert any("num_nextn_predict_layers" in n for n in default.assumptions)
+    rules = {r.id: (r.model_copy(update={"default_draft_tokens": None}) if r.engine == "vllm" else r)
+             for r in CATALOG.mtp_rules}
+    unwired = fit(Deployment(**V4, mtp_draft=True), dataclasses.replace(CATALOG, mtp_rules=Registry("mtp rules", rules)))
+    assert unwired.cuda_graph_bytes_per_gpu != default.cuda_graph_bytes_per_gpu
 
 
 def test_parameters_times_bits_counts_the_mtp_layers_when_drafting():
@@ -225,3 +278,15 @@ def test_a_bad_mtp_block_pattern_names_its_own_key():
     with pytest.raises(ConfigImportError) as exc:
         mtp_layer_kinds({"mtp_hybrid_override_pattern": "*X"}, 88, 1)
     assert exc.value.field == "mtp_hybrid_override_pattern" and exc.value.allowed == "M * - E"
+
+
+def test_an_engines_mtp_rules_cover_disjoint_releases():
+    from inferplan.catalog.mtp_rules import check_mtp_rules
+    from inferplan.catalog.registry import Registry
+    from inferplan.errors import CatalogError
+
+    rules = {r.id: r for r in CATALOG.mtp_rules}
+    rules["mtp-sglang"] = rules["mtp-sglang"].model_copy(update={"last_release": "0.5.10"})
+    with pytest.raises(CatalogError) as exc:
+        check_mtp_rules(dataclasses.replace(CATALOG, mtp_rules=Registry("mtp rules", rules)))
+    assert "overlap" in str(exc.value)

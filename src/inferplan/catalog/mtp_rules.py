@@ -6,9 +6,12 @@ what the engine keeps outside its default memory fraction for the draft. The ari
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from inferplan.catalog.provenance import Bytes
+from inferplan.catalog.memory_rules import check_release_range, current_release, parse_engine_version
+from inferplan.catalog.provenance import Bytes, release_key
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.errors import CatalogError
 
@@ -18,6 +21,9 @@ class MtpRule(Frozen):
 
     id: str = Field(pattern=SLUG)
     engine: str
+    # the releases the rule holds for, inclusive (None: every earlier / every later release)
+    first_release: str | None = None
+    last_release: str | None = None
     weights_in_pool: bool  # loaded before the KV cache is sized: the pool loses their bytes
     kv_layers_in_pool: bool  # their attention has KV entries in the target's pool, on the last stage
     fraction_reserve_bytes: Bytes | None = None  # kept outside the default fraction while a draft runs
@@ -28,13 +34,38 @@ class MtpRule(Frozen):
     max_pipeline_parallel_size: int | None = Field(None, ge=1)
     pipeline_parallel_sources: tuple[str, ...] = ()
     pipeline_parallel_note: str | None = None
+    # the draft tokens per step the engine drafts when none are stated: "mtp_layers", the checkpoint's
+    # MTP layer count (num_nextn_predict_layers); None: not known, planned as stated (0: none)
+    default_draft_tokens: Literal["mtp_layers"] | None = None
+    default_draft_tokens_sources: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     note: str
 
 
-def mtp_rule(catalog, engine: str) -> MtpRule | None:
-    """The engine's MTP rule (None: the engine does not draft with MTP layers)."""
-    return next((r for r in catalog.mtp_rules if r.engine == engine), None)
+def _covers(rule: MtpRule, release: str) -> bool:
+    key = release_key(release)
+    return (rule.first_release is None or release_key(rule.first_release) <= key) and (
+        rule.last_release is None or key <= release_key(rule.last_release))
+
+
+def mtp_rule(catalog, engine: str, engine_version: str | None = None) -> MtpRule | None:
+    """The engine's MTP rule at ``engine_version`` (None: the release planned by default, the engine's
+    current release where the catalogue records one); None: the engine does not draft with MTP layers."""
+    rules = [r for r in catalog.mtp_rules if r.engine == engine]
+    if len(rules) < 2:
+        return rules[0] if rules else None
+    release = None
+    if engine_version is not None:
+        try:
+            release = parse_engine_version(engine_version)[0]
+        except ValueError:
+            release = None  # refused naming engine_version by the memory rule
+    if release is None:
+        current = current_release(catalog, engine)
+        release = current.release if current else None
+    if release is None:
+        return next((r for r in rules if r.last_release is None), rules[-1])
+    return next((r for r in rules if _covers(r, release)), None)
 
 
 def drafts_at_pipeline(catalog, engine: str, pipeline_parallel_size: int) -> bool:
@@ -50,9 +81,19 @@ def check_mtp_rules(catalog) -> None:
     seen: set[str] = set()
     for rule in catalog.mtp_rules:
         where = f"mtp_rules:{rule.id}"
-        check_engine_and_sources(catalog, where, rule.id, rule.engine, (*rule.sources, *rule.pipeline_parallel_sources))
+        check_engine_and_sources(catalog, where, rule.id, rule.engine,
+                                 (*rule.sources, *rule.pipeline_parallel_sources, *rule.default_draft_tokens_sources))
+        if rule.default_draft_tokens is not None and not rule.default_draft_tokens_sources:
+            raise CatalogError(f"{where}: default_draft_tokens needs default_draft_tokens_sources", field=rule.id)
         if rule.max_pipeline_parallel_size is not None and not rule.pipeline_parallel_sources:
             raise CatalogError(f"{where}: max_pipeline_parallel_size needs pipeline_parallel_sources", field=rule.id)
-        if rule.engine in seen:
-            raise CatalogError(f"{where}: a second rule for {rule.engine}", field=rule.id)
+        if rule.first_release is not None or rule.last_release is not None:
+            check_release_range(rule.first_release or "0", rule.last_release)
         seen.add(rule.engine)
+    for engine in seen:  # an engine's rules cover disjoint release ranges
+        ranged = sorted((r for r in catalog.mtp_rules if r.engine == engine),
+                        key=lambda r: release_key(r.first_release or "0"))
+        for before, after in zip(ranged, ranged[1:]):
+            if before.last_release is None or after.first_release is None or \
+                    release_key(after.first_release) <= release_key(before.last_release):
+                raise CatalogError(f"mtp_rules:{after.id}: its releases overlap {before.id}'s", field=after.id)

@@ -2,8 +2,9 @@
 the engine holds for it. Each engine places a draft head's weights and KV where it places a model's
 own MTP layers (``engine_mtp_rules.yaml``, the same code paths: vLLM V1's EAGLE proposer loads either
 drafter before sizing the KV cache and gives its attention layers entries in the target's pool;
-SGLang's EAGLE draft worker loads it and a draft pool of the target's token count after the target's
-pool is sized, with 2 GiB more kept outside the default fraction; TensorRT-LLM's one-model mode builds
+SGLang through 0.5.13 loads it and a draft pool of the target's token count after the target's pool is
+sized, with 2 or 4 GiB more kept outside the default fraction, and from 0.5.14 inside the fraction as vLLM
+does; TensorRT-LLM's one-model mode builds
 the draft layers into the model and the KV-cache manager gives them layers after the target's). A
 draft checkpoint the catalogue does not list is launched as named, its memory not counted."""
 
@@ -19,6 +20,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.draft_headroom import check_outside_fraction, draft_reserve_bytes
 
 FIELD = "draft_model"
 
@@ -42,8 +44,7 @@ class Eagle3Memory:
     @property
     def reserve_bytes(self) -> float:
         """What the engine keeps outside its default fraction while the draft runs."""
-        rule = self.rule
-        return rule.fraction_reserve_bytes.value if rule and rule.fraction_reserve_bytes else 0.0
+        return draft_reserve_bytes(self.rule)
 
 
 def default_draft(catalog, spec: ModelSpec) -> Eagle3Draft | None:
@@ -84,7 +85,7 @@ def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline
                                    f"shows it, not on {engine}", field=FIELD,
                                    allowed=f"engine {' or '.join(draft.engines)} with {draft.repo}, or another "
                                            "draft_model, or another speculative_method")
-    rule = mtp_rule(catalog, engine)
+    rule = mtp_rule(catalog, engine, d.engine_version)
     if not drafts_at_pipeline(catalog, engine, pipeline_parallel_size):
         raise InvalidScenarioError(
             f"{engine} does not start an EAGLE-3 draft at pipeline_parallel_size {pipeline_parallel_size}: "
@@ -97,23 +98,17 @@ def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline
 def check_draft_headroom(plan: Eagle3Memory | None, total_bytes: float, memory_fraction: float,
                          target_kv_bytes_per_gpu: float, target_layers: int, tensor_parallel_size: int) -> None:
     """Where the engine loads a catalogued draft's weights and a draft pool of its own after its fraction
-    is sized (SGLang), they must fit in what the fraction leaves beyond the draft reserve: the weights per
+    is sized (SGLang through 0.5.13), they must fit in what the fraction leaves beyond the draft reserve: the weights per
     tensor-parallel rank and a pool of the target's tokens over the draft's layers (each as one of the
-    target's). More is an error naming ``draft_model``."""
+    target's). More is an error naming ``draft_model`` (``memory.draft_headroom``)."""
     if plan is None or plan.draft is None or plan.rule is None or not target_layers:
         return
-    draft, rule = plan.draft, plan.rule
-    if rule.weights_in_pool and rule.kv_layers_in_pool:
-        return  # both inside the fraction: the pool has already lost them
-    need = (0.0 if rule.weights_in_pool else draft.weight_bytes / tensor_parallel_size) + (
-        0.0 if rule.kv_layers_in_pool else target_kv_bytes_per_gpu * draft.decoder_layers / target_layers)
-    room = total_bytes * (1 - memory_fraction) - plan.reserve_bytes
-    if need > room:
-        raise InvalidScenarioError(
-            f"EAGLE-3 draft {draft.repo} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory "
-            f"fraction (its weights and a draft pool of the target's tokens), {max(room, 0) / 2**30:.2f} GiB is left "
-            "there beyond the draft reserve", field=FIELD,
-            allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
+    draft = plan.draft
+    check_outside_fraction(plan.rule, f"EAGLE-3 draft {draft.repo}",
+                           weight_bytes_per_gpu=draft.weight_bytes / tensor_parallel_size,
+                           pool_bytes_per_gpu=target_kv_bytes_per_gpu * draft.decoder_layers / target_layers,
+                           total_bytes=total_bytes, memory_fraction=memory_fraction, field=FIELD,
+                           allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
 
 
 def eagle3_kv_architecture(arch: Architecture | None, plan: Eagle3Memory | None) -> Architecture | None:

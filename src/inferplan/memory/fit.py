@@ -39,7 +39,8 @@ from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
-from inferplan.memory.mtp import draft_notes, draft_reserve_bytes, draft_rule, kv_architecture
+from inferplan.memory.draft_headroom import draft_reserve_bytes
+from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
 from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
@@ -279,6 +280,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     total, total_note = device_total_bytes(catalog, hw.accel, engine)
     check_offload_flags(d, list(catalog.engines), engine)
     mtp = draft_rule(catalog, d, spec, engine.id, plan.pipeline_parallel_size)
+    d, draft_token_notes = with_default_draft_tokens(d, mtp, spec.architecture)  # the decode query it captures graphs for
     gpu_quant, kt_note = kt_gpu_quantization(catalog, d, spec, engine, quant)  # kt LLAMAFILE: the original checkpoint
     eagle = eagle3_memory(catalog, d, spec, engine.id, plan.pipeline_parallel_size)  # a draft head: held where the engine holds MTP layers
     w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
@@ -299,7 +301,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
-                               draft_reserve_bytes=draft_reserve_bytes(mtp) or (eagle.reserve_bytes if eagle else 0.0))
+                               draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)))
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
@@ -318,12 +320,14 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
     check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
                          plan.tensor_parallel_size)
+    check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
+                       settings.memory_fraction, held.kv_gpu)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *draft_notes(mtp, spec.architecture), *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
+                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
                    *([step_note] if step_note else [])]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes, host_pool = host_memory_use(catalog, d, hw, split, full_layout, held.max_len, w.estimate, engine, tier, gpus=gpus, gpu_kv_bytes_per_gpu=held.kv_gpu, gpu_bytes_per_gpu=w.per_gpu + budget.activation_bytes_per_gpu

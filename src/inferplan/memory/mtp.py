@@ -1,8 +1,10 @@
 """Speculative decoding with a model's own multi-token-prediction (MTP) layers: which of them the
 engine holds where (``catalog/data/engine_mtp_rules.yaml``). vLLM V1 and TensorRT-LLM load the MTP
 layers before sizing the KV cache (the pool loses their weights) and give their attention entries in
-the target's pool, on the last pipeline stage; SGLang's draft worker loads them and a draft pool of its
-own after the target's pool is sized, and its default fraction keeps room outside for them."""
+the target's pool, on the last pipeline stage, as SGLang does from 0.5.14; through 0.5.13 SGLang's draft
+worker loads them and a draft pool of its own after the target's pool is sized, and its default fraction
+keeps room outside for them; the plan checks they fit there (``check_mtp_headroom``). The rule is the
+engine release's (``mtp_rule``)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,13 @@ from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
+from inferplan.catalog.schema import Quantization
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.draft_headroom import check_outside_fraction
+from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.resolve import resolve_model
+from inferplan.memory.weights import weight_bytes
 
 FIELD = "mtp_draft"
 
@@ -55,7 +61,7 @@ def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpR
     no_layers = _no_layers(catalog, spec)
     if no_layers is not None:
         return None, no_layers
-    rule = mtp_rule(catalog, engine)
+    rule = mtp_rule(catalog, engine, d.engine_version)
     if rule is None:
         engines = ", ".join(sorted(r.engine for r in catalog.mtp_rules))
         return None, InvalidScenarioError(f"{engine} does not draft with a model's MTP layers", field=FIELD,
@@ -105,9 +111,39 @@ def _with_mtp_layers(arch: Architecture) -> Architecture:
     return dataclasses.replace(arch, layer_kinds=arch.layer_kinds + mtp_kinds(arch))
 
 
-def draft_reserve_bytes(rule: MtpRule | None) -> float:
-    """What the engine keeps outside its default fraction while an MTP draft runs."""
-    return rule.fraction_reserve_bytes.value if rule and rule.fraction_reserve_bytes else 0.0
+def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Architecture | None) -> tuple[Deployment, list[str]]:
+    """``d`` drafting with its MTP layers as the engine launches it when no draft tokens are stated: the
+    rule's default (``mtp_layers``: vLLM's num_speculative_tokens defaults to num_nextn_predict_layers),
+    which sets the decode query the engine captures CUDA graphs for; unchanged where tokens are stated,
+    no MTP draft runs, or the engine's default is not known. With the note saying so."""
+    if rule is None or d.speculative_tokens or rule.default_draft_tokens != "mtp_layers" or arch is None \
+            or not arch.mtp_layers:
+        return d, []
+    note = (f"MTP draft on {rule.engine} with no speculative_tokens stated: {arch.mtp_layers} draft token(s) per step, "
+            "the engine's default (num_nextn_predict_layers), so a decode query is "
+            f"{1 + arch.mtp_layers} tokens")
+    return d.model_copy(update={"speculative_tokens": arch.mtp_layers}), [note]
+
+
+def check_mtp_headroom(rule: MtpRule | None, spec: ModelSpec, quant: Quantization, kv_bits: float,
+                       tensor_parallel_size: int, total_bytes: float, memory_fraction: float,
+                       target_kv_bytes_per_gpu: float) -> None:
+    """Where the engine's draft worker loads the MTP layers and a draft pool of its own after its fraction is
+    sized (SGLang through 0.5.13), they must fit in what the fraction leaves beyond the draft reserve: the MTP layers'
+    weights (the embeddings and lm_head are the target's) per tensor-parallel rank, and a pool of the
+    target's tokens over the MTP layers (their KV per token as the config states their attention). More is
+    an error naming ``mtp_draft`` (``memory.draft_headroom``, the check an EAGLE-3 draft gets)."""
+    arch = spec.architecture
+    if rule is None or arch is None or not arch.mtp_layers or (rule.weights_in_pool and rule.kv_layers_in_pool):
+        return
+    weights = weight_bytes(spec, quant, mtp_loaded=True).mtp_bytes / tensor_parallel_size
+    target = kv_layout(arch, kv_bits=kv_bits, tp=tensor_parallel_size).bytes_per_token_per_gpu
+    drafted = kv_layout(_with_mtp_layers(arch), kv_bits=kv_bits, tp=tensor_parallel_size).bytes_per_token_per_gpu
+    pool = target_kv_bytes_per_gpu * (drafted - target) / target if target else 0.0
+    check_outside_fraction(rule, f"the MTP draft ({arch.mtp_layers} layer(s) of {spec.name})",
+                           weight_bytes_per_gpu=weights, pool_bytes_per_gpu=pool, total_bytes=total_bytes,
+                           memory_fraction=memory_fraction, field=FIELD,
+                           allowed="a smaller memory fraction, more tensor parallelism, or no MTP draft")
 
 
 def draft_notes(rule: MtpRule | None, arch: Architecture | None) -> list[str]:
