@@ -141,3 +141,12 @@ def test_the_api_stores_the_servers_acceptance_and_refuses_an_accept_length_with
 
     r = client.post("/api/measurements", json={"files": files, "provenance": LLAMA_SGLANG})
     assert r.status_code == 422 and r.json()["error"]["field"] == "provenance.speculative_tokens", r.text
+
+
+def test_export_says_what_the_server_measured():
+    from inferplan.measurements.export import run_as_catalogue
+
+    run = _read(VLLM, **QWEN, speculative_tokens=3).model_copy(update={"id": 1})
+    (source,) = run_as_catalogue(run)["sources"]
+    assert "the server measured 0.717: spec_decode_acceptance_length 2.6 at 3 draft tokens per step" in source["note"]
+    assert {p["acceptance_rate"] for p in run_as_catalogue(run)["speed_points"]} == {run.acceptance_rate}
