@@ -1,10 +1,10 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
 for the same deployment and workload — the run's offload, host KV tier and host, its engine settings and
 engine release (``predicted_deployment``), its EAGLE-3 draft's memory, and its draft tokens at its acceptance rate
-(``run_deployment``, ``run_workload``; the notes say where that rate comes from) — (no profile, no stored run — the model
-alone, as ``inferplan validate`` scores it) beside what was measured, and the error (predicted/measured − 1);
-where the point measured latency percentiles, the approximation's and the simulation's beside them
-(``tails.py``)."""
+(``run_deployment``, ``run_workload``; the notes say where that rate comes from: the server's measurement, stated,
+published or assumed) — (no profile, no stored run — the model alone, as ``inferplan validate`` scores it) beside
+what was measured, and the error (predicted/measured − 1); where the point measured latency percentiles, the
+approximation's and the simulation's beside them (``tails.py``)."""
 
 from __future__ import annotations
 
@@ -90,13 +90,22 @@ def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment
 
 
 def _draft_notes(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[str, ...]:
-    """Where the acceptance rate the run's drafts are predicted at comes from: the one perf resolves for its draft
-    (``resolve_acceptance``: an EAGLE-3 draft's published one, else the default, assumed), else the run's own; and
-    that an EAGLE-3 run naming no draft (one an earlier release stored) is predicted without a draft's memory."""
+    """Where the acceptance rate the run's drafts are predicted at comes from: the acceptance its server measured
+    (``measured_acceptance``, as its result file saves it) unless the run states another rate, which wins; else the one
+    perf resolves for its draft (``resolve_acceptance``: an EAGLE-3 draft's published one, else the default, assumed),
+    else the run's own; and that an EAGLE-3 run naming no draft (one an earlier release stored) is predicted without a
+    draft's memory."""
     if not run.speculative_tokens or run.acceptance_rate is None:
         return ()
-    resolved = resolve_acceptance(catalog, d, None)
-    basis = resolved.text if run.acceptance_rate == resolved.rate else f"acceptance {run.acceptance_rate:.3g} as the run states it"
+    measured, rate = run.measured_acceptance, run.acceptance_rate
+    if measured is not None and rate == measured.rate:
+        basis = f"acceptance {rate:.3g} as the server measured it ({measured.text})"
+    elif measured is not None:
+        basis = (f"acceptance {rate:.3g} as the run states it (--acceptance-rate, over the {measured.rate:.3g} the server "
+                 f"measured: {measured.text})")
+    else:
+        resolved = resolve_acceptance(catalog, d, None)
+        basis = resolved.text if rate == resolved.rate else f"acceptance {rate:.3g} as the run states it"
     unnamed = run.speculative_method == "eagle3" and not run.draft_model
     return (f"{run.speculative_tokens} draft tokens per step ({run.speculative_method}) predicted at {basis}",
             *(["the run names no EAGLE-3 draft: predicted without a draft's memory"] if unnamed else []))

@@ -42,8 +42,10 @@ def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dic
                 "concurrency": p.concurrency, "metric": metric, "measured": measured,
                 "split": "holdout", **stated,
             })
+    server = run.measured_acceptance  # the acceptance rate's origin where the server measured it
+    said = f"acceptance_rate {run.acceptance_rate:.3g}, the server measured {server.rate:.3g}: {server.text}" if server else ""
     note = "; ".join(x for x in (f"measured by {run.measured_by}", run.note, f"driver {run.driver}" if run.driver else "",
-                                  f"{run.format} result file {run.file}") if x)
+                                  f"{run.format} result file {run.file}", said) if x)
     return {
         "sources": [{"id": source, "title": f"{run.engine} {run.engine_version} benchmark of {run.model} on "
                      f"{run.gpus}x {run.accelerator} ({run.measured_on.isoformat()})",

@@ -8,9 +8,10 @@ their keys (docs/measurements.md has the sources):
   flight or every request at once, ``serving_formats._concurrency`` — ``completed``,
   ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``,
   ``output_throughput``, ``request_throughput``; percentiles ``median_ttft_ms``, ``p99_ttft_ms``,
-  ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``).
+  ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``; the acceptance the
+  server measured, ``spec_decode_acceptance_length``, ``spec_decode_draft_tokens``, ``spec_decode_num_drafts``).
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
-  and ``concurrency``, its mean requests in flight).
+  and ``concurrency``, its mean requests in flight; ``accept_length``, the server's acceptance length).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
   ``LLAMA_LAUNCH_KEYS``, alike in all rows).

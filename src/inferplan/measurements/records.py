@@ -22,6 +22,7 @@ from inferplan.measurements.formats import FORMATS, guess_format, parse
 from inferplan.measurements.result_fields import Parsed
 from inferplan.measurements.holds import check_holds_weights, check_stated
 from inferplan.measurements.naming import ftype_quantization, run_model
+from inferplan.measurements.server_acceptance import FILE_DRAFTS, MeasuredAcceptance, file_acceptance
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
@@ -83,14 +84,16 @@ class RunProvenance(Input):
     moe_runner_backend: str | None = Deployment.model_fields["moe_runner_backend"]
     # its speculative decoding (RUN_DRAFTS): draft tokens per step as the workload bounds them, how drafts were
     # made (SPECULATIVE_METHODS, checked with the model and engine by ``holds.check_stated``), the draft
-    # checkpoint, and the acceptance rate per draft token it is predicted at (the engine's logged rate)
+    # checkpoint, and the acceptance rate per draft token it is predicted at (the engine's logged rate; it wins over the
+    # acceptance the server measured that a vLLM or SGLang result file saves)
     speculative_tokens: int = Workload.model_fields["speculative_tokens"]
     speculative_method: str | None = Field(None, max_length=40, description=f"one of {', '.join(SPECULATIVE_METHODS)}")
     draft_model: str | None = Field(None, min_length=3, max_length=300, description=(
         "the EAGLE-3 or draft_model checkpoint: a repo path, or a catalogued draft's id (default with eagle3: the "
         "model's one catalogued draft)"))
     acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
-        "per draft token (default: a catalogued EAGLE-3 draft's published rate, else 0.7, assumed)"))
+        "per draft token (default: the one the acceptance length a vllm or sglang result file saves gives, else a "
+        "catalogued EAGLE-3 draft's published rate, else 0.7, assumed)"))
 
     @field_validator("kv_cache_dtype")
     @classmethod
@@ -117,6 +120,7 @@ class MeasuredRun(UserRun):
     note: str = ""
     kv_cache_tokens: int | None = None
     max_model_len: int | None = None
+    measured_acceptance: MeasuredAcceptance | None = None  # the acceptance its server measured, as its file saves it
     points: tuple[MeasuredPoint, ...] = Field(min_length=1)
 
     def as_user_run(self) -> UserRun:
@@ -155,7 +159,7 @@ def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, 
         first = exc.errors()[0]
         raise InvalidScenarioError(f"{name}: {first['msg']}", field=".".join(map(str, first["loc"]))) from None
     except InferplanError as exc:
-        if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")} | set(FILE_LAUNCH):  # name the file too
+        if exc.field in {v for k, v in parsed.meta.items() if k.endswith("_field")} | {*FILE_LAUNCH, *FILE_DRAFTS}:  # name the file
             raise InvalidScenarioError(f"{name}: {exc}", field=exc.field, allowed=exc.allowed) from None
         raise
     check_stated(catalog, run)
@@ -168,8 +172,8 @@ def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
     """A run with draft tokens states how they were made, its EAGLE-3 draft and the acceptance rate it is predicted
     at: where the user left them out, as deploy launches a draft (``planned_speculative``: mtp where the model drafts
     with its own layers, else ngram; eagle3 with the model's one catalogued draft, and a catalogued draft named by
-    its id as its repo) and the rate perf prices that draft at (``resolve_acceptance``: the draft's published one,
-    else the default)."""
+    its id as its repo) and the rate of the acceptance its server measured (``measured_acceptance``), else the rate
+    perf prices that draft at (``resolve_acceptance``: the draft's published one, else the default)."""
     if not run.speculative_tokens:
         return run
     from inferplan.deploy.command import Speculative, planned_speculative
@@ -180,6 +184,8 @@ def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
     run = run.model_copy(update={"speculative_method": spec.method, "draft_model": spec.draft_model})
     if run.acceptance_rate is not None:
         return run
+    if run.measured_acceptance is not None:
+        return run.model_copy(update={"acceptance_rate": run.measured_acceptance.rate})
     return run.model_copy(update={"acceptance_rate": resolve_acceptance(catalog, run_deployment(run), None).rate})
 
 
@@ -204,7 +210,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points), enforce_eager=given.enforce_eager,
                        **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
-                       | _file_launch(catalog, meta, given, engine, spec))
+                       | _file_launch(catalog, meta, given, engine, spec) | file_acceptance(meta, given.speculative_tokens))
 
 
 # the run fields a llama-bench row's launch settings fill (``formats.LLAMA_LAUNCH_KEYS``): field -> the file's key

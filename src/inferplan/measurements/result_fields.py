@@ -18,9 +18,10 @@ MS = 1e-3
 
 
 class Parsed:
-    """What a file says: its points and what it names of the run (model, engine version, date)."""
+    """What a file says: its points and what it names of the run (model, engine version, date, the acceptance its
+    server measured)."""
 
-    def __init__(self, points: list[MeasuredPoint], **meta: str | None):
+    def __init__(self, points: list[MeasuredPoint], **meta: object):
         self.points = points
         self.meta = {k: v for k, v in meta.items() if v}
 

@@ -1,6 +1,7 @@
 """The serving benchmarks' result parsers: ``vllm bench serve --save-result`` JSON and SGLang's
 ``bench_serving --output-file`` JSON lines (keys in ``formats.py``'s docstring; sources in
-docs/measurements.md)."""
+docs/measurements.md), with the acceptance the server measured where the file saves it (its keys are data:
+``clients.yaml`` ``measured_acceptance``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from inferplan.measurements.result_fields import Parsed, bad_field, from_ms, iso_date, measured_point, read_json, read_number, text_of
 from inferplan.performance.local_runs import MeasuredPoint
@@ -108,7 +110,7 @@ def parse_vllm(text: str) -> Parsed:
     run = read_json(text, "vllm")
     point = _serving_point(run, "vllm", "")
     return Parsed([point], model=text_of(run.get("model_id")), model_field="model_id", date=iso_date(run.get("date")),
-                  **_stated_deployment(run))
+                  **_stated_deployment(run), **measured_acceptance(run, "vllm", ""))
 
 
 # keys ``vllm bench serve --metadata KEY=VALUE ...`` adds to the result for the server's settings
@@ -127,15 +129,56 @@ def _stated_deployment(run: dict) -> dict[str, str | None]:
 
 
 @functools.cache
+def _clients() -> dict:
+    return yaml.safe_load(Path(__file__).with_name("clients.yaml").read_text(encoding="utf-8"))
+
+
 def _client_backends() -> dict[str, str]:
     """The engine behind each bench_serving backend (``clients.yaml``)."""
-    path = Path(__file__).with_name("clients.yaml")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))["client_backends"]
+    return _clients()["client_backends"]
+
+
+class AcceptanceKeys(BaseModel):
+    """Where a format's result file saves the acceptance the server measured (``clients.yaml`` ``measured_acceptance``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    length: str  # the acceptance length: tokens a verify step keeps, the bonus token counted
+    draft_tokens: str | None = None  # draft tokens proposed, and
+    drafts: str | None = None  # draft steps: their quotient is the draft tokens per step (None: the file saves none)
+    over: str  # what the figure is an average over
+    source: str
+
+
+@functools.cache
+def acceptance_keys() -> dict[str, AcceptanceKeys]:
+    return {fmt: AcceptanceKeys.model_validate(keys) for fmt, keys in _clients()["measured_acceptance"].items()}
+
+
+def measured_acceptance(run: dict, fmt: str, where: str) -> dict[str, object]:
+    """The acceptance the server measured as ``run`` saves it: its length (with its key, and what it is an average
+    over) and, where the file saves them, the draft tokens per step it was measured at; {} where it saves none (a run
+    without speculative decoding, or an engine the client read none from)."""
+    keys = acceptance_keys().get(fmt)
+    if keys is None or run.get(keys.length) is None:
+        return {}
+    length = read_number(run, keys.length, fmt, where)
+    if length < 1:
+        raise bad_field(f"{where}{keys.length}", f"{length!r}: an acceptance length counts the bonus token, so 1 or more", fmt)
+    found: dict[str, object] = {"acceptance_length": length, "acceptance_length_field": keys.length, "acceptance_over": keys.over}
+    if keys.draft_tokens and keys.drafts:
+        drafts = read_number(run, keys.drafts, fmt, where)
+        if not drafts:
+            raise bad_field(f"{where}{keys.drafts}", "no draft step counted beside an acceptance length", fmt)
+        found |= {"draft_tokens_per_step": read_number(run, keys.draft_tokens, fmt, where) / drafts,
+                  "draft_tokens_per_step_field": f"{keys.draft_tokens} / {keys.drafts}"}
+    return found
 
 
 def parse_sglang(text: str) -> Parsed:
-    """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names."""
-    points, model, backend = [], None, None
+    """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
+    measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
+    points, model, backend, acceptance = [], None, None, {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -146,6 +189,7 @@ def parse_sglang(text: str) -> Parsed:
         points.append(_serving_point(run, "sglang", f"line {n}: "))
         model = model or text_of(run.get("model_id") or run.get("model"))
         backend = backend or text_of(run.get("backend"))
+        acceptance = measured_acceptance(run, "sglang", f"line {n}: ") or acceptance  # the server's since it started
     if not points:
         raise bad_field("line 1", "no run in the file", "sglang")
-    return Parsed(points, model=model, model_field="model_id", engine=_client_backends().get(backend or ""))
+    return Parsed(points, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)

@@ -153,10 +153,17 @@ def eagle3_notes(plan: Eagle3Memory | None, tensor_parallel_size: int) -> list[s
 
 def acceptance_rate(draft: Eagle3Draft | None) -> float | None:
     """The per-draft-token acceptance rate that gives the draft's stated acceptance length at the draft
-    tokens it was measured at (length = (1 - a^(k+1)) / (1 - a)); None: the draft states none."""
+    tokens it was measured at (``rate_for_length``); None: the draft states none."""
     if draft is None or draft.acceptance is None:
         return None
-    target, k = draft.acceptance.length.value, draft.acceptance.draft_tokens
+    return rate_for_length(draft.acceptance.length.value, draft.acceptance.draft_tokens)
+
+
+def rate_for_length(length: float, draft_tokens: float) -> float:
+    """The per-draft-token acceptance rate ``a`` that gives an acceptance length (tokens a verify step keeps,
+    the bonus token counted) at ``draft_tokens`` drafted per step: length = (1 - a^(k+1)) / (1 - a), one rate at
+    every position; a length of k + 1 or more is every draft accepted."""
+    target, k = length, draft_tokens
     if target >= k + 1:
         return 1.0
     low, high = 0.0, 1.0

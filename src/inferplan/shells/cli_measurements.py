@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import (DpOpt, DraftAcceptanceOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
+from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
                                          err_console, fail, run)
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
@@ -14,6 +14,12 @@ from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftToke
 RunDraftOpt = typer.Option(None, "--draft-model", help=(
     "The draft checkpoint the run drafted with (draft_model, eagle3): a repo path, or a catalogued EAGLE-3 draft's id "
     "(eagle3 default: the model's one catalogued draft; a model with none needs it)."))
+RunAcceptanceOpt = typer.Option(None, "--acceptance-rate", help=(
+    "Per draft token, with --speculative-tokens; wins over the acceptance the server measured (default: the rate the "
+    "acceptance length a vllm or sglang result saves gives, else a catalogued EAGLE-3 draft's published rate, else "
+    "0.7, assumed)."))
+RunDraftTokensOpt = typer.Option(0, "--speculative-tokens", min=0, help=(
+    "Draft tokens per step (0: none, or as a vllm result's spec_decode_draft_tokens / spec_decode_num_drafts give)."))
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
 
 render_local = LazyModule("inferplan.shells.render_local")
@@ -100,10 +106,10 @@ def import_cmd(
     note: str = typer.Option("", "--note", help="Free text."),
     kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens')."),
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
-    speculative_tokens: int = DraftTokensOpt,
+    speculative_tokens: int = RunDraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = RunDraftOpt,
-    acceptance_rate: Optional[float] = DraftAcceptanceOpt,
+    acceptance_rate: Optional[float] = RunAcceptanceOpt,
     db: Optional[Path] = DbOpt,
     as_json: bool = JsonOpt,
 ) -> None:
