@@ -1,6 +1,8 @@
 """The Find the cheapest view's progress bar, in headless Chromium: shown while the search runs with the
 server's figures (the stage it names, done of total), hidden when the answer is in."""
 
+import json
+
 import pytest
 
 import test_browser
@@ -55,9 +57,10 @@ def test_a_search_refused_mid_way_shows_its_error_and_no_bar(page, server):
     search does: the error, no table, no bar."""
     page.goto(server + "/")
     planned(page)
-    body = ('{"progress": {"done": 1, "total": 4, "stage": "modelling the cells"}}\n'
-            '{"error": {"field": "users", "message": "too many", "allowed": "at most 10"}, "detail": '
-            '[{"loc": ["body", "users"], "msg": "too many", "type": "InvalidScenarioError", "allowed": "at most 10"}]}\n')
+    error = {"error": {"field": "users", "message": "too many", "allowed": "at most 10"},
+             "detail": [{"loc": ["body", "users"], "msg": "too many", "type": "InvalidScenarioError",
+                         "allowed": "at most 10"}]}
+    body = json.dumps({"progress": {"done": 1, "total": 4, "stage": MODEL_STAGE}}) + "\n" + json.dumps(error) + "\n"
     page.route("**/api/views/search", lambda route: route.fulfill(status=200, content_type="application/x-ndjson",
                                                                   body=body))
     page.evaluate(WATCH)

@@ -8,9 +8,10 @@ answers without that header — the answer, or the error body (``{"error", "deta
 app's own exception handlers, so its ``detail[0].type`` names the error as a plain reply's does). A
 request refused before the search starts (its body, a path, a trace row) is answered as without the
 header, with its status, and so is an error the search meets before its first progress (a name the
-catalogue lacks); once the stream has begun the status is 200 and the last line says how it ended. The search runs in a worker thread with the route's ``Budget`` (its time limit); a client
-that goes cancels it. Progress is sent at most every ``PROGRESS_EVERY_S``, the latest figures each
-time, and the last figures before the answer.
+catalogue lacks); once the stream has begun the status is 200 and the last line says how it ended.
+The search runs in a worker thread with the route's ``Budget`` (its time limit); a client that goes
+cancels it. Progress is sent at most every ``PROGRESS_EVERY_S``, the latest figures each time, and
+the last figures before the answer.
 """
 
 from __future__ import annotations
@@ -62,9 +63,8 @@ def stream_responses(answer: type[BaseModel]) -> dict[int | str, dict[str, Any]]
     """The route's 200 as OpenAPI says it: JSON, or with ``Accept: application/x-ndjson`` the stream,
     each line (``itemSchema``, as FastAPI's own JSON Lines routes say it) a progress line, then the
     answer or an error body."""
-    line = ProgressLine.model_json_schema()
     progress = {"title": "ProgressLine", "type": "object", "required": ["progress"], "additionalProperties": False,
-                "properties": {"progress": {**line["$defs"]["SearchProgress"]}}}
+                "properties": {"progress": SearchProgress.model_json_schema()}}  # inline: no component to refer to
     refs = [{"$ref": f"#/components/schemas/{name}"} for name in (answer.__name__, "Error")]
     return {200: {"description": "the answer; or, asked for with Accept: application/x-ndjson, one JSON object a "
                                  "line: progress lines, then the answer or the error body the plain request answers",
