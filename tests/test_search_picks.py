@@ -174,17 +174,19 @@ def test_the_targets_applied_are_echoed_with_units_and_an_absurd_one_is_flagged(
 
 def test_a_search_of_several_models_reports_its_progress_over_every_cell(catalog):
     """The CLI's progress bar (shown once modelling has run for a second) is fed for every model searched."""
-    from inferplan.search.run import CHECK_STAGE
+    from inferplan.search.run import CHECK_STAGE, MODEL_STAGE
 
     calls: list[tuple] = []
     req = SearchRequest(models=("qwen3-8b", "qwen3-32b"), request_rate_per_s=1.0, input_len=500, output_len=100,
                         systems=("hgx-h100",), engines=("vllm",), kv_cache_dtypes=("auto",), disaggregated=False, top=2)
     res = search(req, catalog, progress=lambda *call: calls.append(call))
-    cells = [c for c in calls if len(c) == 2]
+    assert {len(c) for c in calls} == {3}  # each call names its stage, as a progress bar (CLI, API stream) says it
+    cells = [c[:2] for c in calls if c[2] == MODEL_STAGE]
     assert cells[-1] == (res.cells, res.cells) and len(cells) == res.cells + 1
     assert [d for d, _ in cells] == sorted(d for d, _ in cells)
-    checks = [c for c in calls if len(c) == 3]  # then the simulation's check of each pick, as its own stage
+    checks = [c for c in calls if c[2] != MODEL_STAGE]  # then the simulation's check of each pick, as its own stage
     assert checks and all(stage == CHECK_STAGE and total == 2 for _, total, stage in checks)
+    assert calls.index(checks[0]) > calls.index((res.cells, res.cells, MODEL_STAGE))
 
 
 def test_a_one_gpu_system_rented_per_gpu_and_that_gpu_rented_are_one_pick(catalog):

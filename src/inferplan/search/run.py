@@ -41,8 +41,9 @@ from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadS
                                      SearchResult)
 from inferplan.search.space import Cell, Space, build_space, check_names
 
-# (done, total) of modelling the cells; (done, total, stage) of a later stage (``CHECK_STAGE``)
-Progress = Callable[..., None]
+# (done, total, stage): how far a stage has gone, each stage named as a progress bar says it
+Progress = Callable[[int, int, str], None]
+MODEL_STAGE = "modelling the cells"
 CHECK_STAGE = "simulating the picks"
 VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is given up
 
@@ -54,7 +55,7 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
     models, errors, costs, curves = [], defaultdict(list), {}, {}
     for i, cell in enumerate(space.cells):
         if progress:
-            progress(i, len(space.cells))
+            progress(i, len(space.cells), MODEL_STAGE)
         key = (cell.platform.id, cell.model)
         if key not in costs:
             costs[key] = unit_costs(catalog, cell.platform, cell.model)
@@ -63,7 +64,7 @@ def model_cells(catalog: Catalog, space: Space, rl: ResolvedLoad, *, disaggregat
         except InferplanError as exc:
             errors[cell.family].append(str(exc))
     if progress:
-        progress(len(space.cells), len(space.cells))
+        progress(len(space.cells), len(space.cells), MODEL_STAGE)
     return models, errors
 
 

@@ -11,16 +11,22 @@ from starlette.concurrency import run_in_threadpool
 from inferplan.report.search_choices import SearchChoices
 from inferplan.report.search_view import SearchView
 from inferplan.shells.api_keys import SearchBody
-from inferplan.shells.api_search import search_route
+from inferplan.shells.api_search import search_route, search_work
+from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
 
 router = APIRouter()
 
 
-@router.post("/api/views/search", tags=["search"], summary="A search's answer as the web page shows it")
+@router.post("/api/views/search", tags=["search"], summary="A search's answer as the web page shows it",
+             responses=stream_responses(SearchView))
 async def search_view_route(request: SearchBody, http: Request) -> SearchView:
-    """The body of POST /api/search; the answer worded per row, with the chart's Vega-Lite spec."""
+    """The body of POST /api/search; the answer worded per row, with the chart's Vega-Lite spec. With
+    ``Accept: application/x-ndjson``, the search's progress line by line, then this answer (``api_stream``)."""
     from inferplan.report.search_view import search_view
 
+    if wants_stream(http):
+        work = search_work(request, http)
+        return await progress_stream(http, lambda budget, progress: search_view(work(budget, progress)))
     return await run_in_threadpool(search_view, await search_route(request, http))
 
 

@@ -163,7 +163,7 @@ class _LateProgress:
     def __enter__(self):
         return self
 
-    def __call__(self, done: int, total: int, stage: str = "modelling replica cells") -> None:
+    def __call__(self, done: int, total: int, stage: str) -> None:
         if self.bar is None:
             if time.perf_counter() - self.start < 1.0:
                 return

@@ -8,15 +8,15 @@ const $ = (id) => document.getElementById(id);
 const state = { lastPlan: null, timer: null, ready: false, loaded: null, request: 0 };
 window.inferplan = state;
 
-async function api(method, path, body) {
+async function api(method, path, body, onProgress) {  // onProgress: asks for the route's progress (progress.js)
   const response = await fetch(path, {
     method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    headers: body === undefined ? {} : { "Content-Type": "application/json", ...(onProgress && { Accept: NDJSON }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (response.status === 204) return null;
-  const data = await response.json().catch(() => null);
-  if (!response.ok) {
+  const data = onProgress && response.ok ? await streamed(response, onProgress) : await response.json().catch(() => null);
+  if (!response.ok || (onProgress && data.error)) {  // a stream ends with the error body a plain reply would carry
     const detail = data && data.detail ? data.detail : [{ msg: response.statusText }];
     const first = Array.isArray(detail) ? detail[0] : { msg: String(detail) };
     const where = first.loc ? first.loc.filter((p) => p !== "body").join(".") : "";

@@ -122,8 +122,9 @@ async function runSearch(event) {
   $("search-status").textContent = "searching…";
   $("search-run").disabled = true;  // one search at a time: a second click would race the first
   $("search-form").setAttribute("aria-busy", "true");
+  const progress = searchProgress();  // progress.js: the bar, once the search has run a moment
   try {
-    const view = await api("POST", "/api/views/search", await searchRequest());
+    const view = await api("POST", "/api/views/search", await searchRequest(), progress.update);
     state.lastSearch = view;
     refusal($("search-form"));
     $("search-table").hidden = view.rows.length === 0;  // nothing meets every target: the reasons below say why
@@ -164,6 +165,7 @@ async function runSearch(event) {
     if (refused && refused.closest("details")) refused.closest("details").open = true;
     document.body.dataset.searched = String(Date.now());
   } finally {
+    progress.end();
     $("search-run").disabled = false;
     $("search-form").removeAttribute("aria-busy");
   }
