@@ -5,7 +5,10 @@ figures, loads into the Users + ROI simulator as the same cell, and is labelled 
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from typer.testing import CliRunner
 
 from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
@@ -19,6 +22,7 @@ from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.run import search
 from inferplan.search.service import service_curve
 from inferplan.search.space import build_space
+from inferplan.shells.cli import app
 from test_search import _meets, approximate
 
 LOAD = dict(request_rate_per_s=4.0, input_len=1500, output_len=300)
@@ -56,11 +60,7 @@ def test_every_shared_experts_pick_meets_every_target_reevaluated_one_by_one(cat
     rl = resolve_load(catalog, SearchRequest(models=("qwen3-30b-a3b",), **LOAD))
     for r in picks:  # the deployment rebuilt from the result's own fields, as `perf -dp N` takes it
         assert not r.disaggregated and r.gpus_per_instance == r.tensor_parallel_size * r.data_parallel_size
-        dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
-                         engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
-                         data_parallel_size=r.data_parallel_size, max_model_len=rl.max_model_len)
-        curve = service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog,
-                              points=evaluate.CURVE_POINTS)
+        curve = curve_of(catalog, r, rl)
         assert curve.data_parallel == r.data_parallel_size
         t = approximate(curve, rl.load, r.replicas, slot_cap=r.max_num_seqs)
         assert t.stable
@@ -76,6 +76,29 @@ def test_every_shared_experts_pick_meets_every_target_reevaluated_one_by_one(cat
                                       "data_parallel_size": r.data_parallel_size, "enable_expert_parallel": False}
         cell = plan(Scenario.model_validate({"name": "pick", **r.scenario}), catalog).capacity.cell
         assert (cell.gpus, cell.data_parallel_size, cell.expert_parallel) == (r.gpus_per_instance, r.data_parallel_size, False)
+
+    # `perf` with the first pick's launch flags (-dp N, each rank's cap, no expert parallelism) at a batch the
+    # search's serving curve was read at gives that curve's figures
+    r = picks[0]
+    batch = max(n for n in curve_of(catalog, r, rl).concurrency if n <= r.max_num_seqs)
+    out = CliRunner().invoke(app, [
+        "perf", "--model", r.model, "--gpu", r.accelerator, "--gpus", str(r.gpus_per_instance), "--engine", r.engine,
+        "--quantization", r.quantization, "--kv-cache-dtype", r.kv_cache_dtype, "-tp", str(r.tensor_parallel_size),
+        "-dp", str(r.data_parallel_size), "--max-model-len", str(r.max_model_len),
+        "--max-num-seqs", str(r.max_num_seqs_per_rank), "--input-len", str(rl.input_len), "--output-len", str(rl.output_len),
+        "--concurrency", str(batch), "--json"])
+    assert out.exit_code == 0, out.output
+    perf, curve = json.loads(out.stdout), curve_of(catalog, r, rl)
+    k = curve.concurrency.index(batch)
+    assert (perf["tpot_s"], perf["ttft_s"]) == (pytest.approx(curve.tpot_s[k], rel=1e-9), pytest.approx(curve.ttft_s[k], rel=1e-9))
+
+
+def curve_of(catalog, r, rl):
+    """The serving curve of a pick's instance, rebuilt from the result's own fields."""
+    dep = Deployment(model=r.model, gpu=r.accelerator, gpus=r.gpus_per_instance, quantization=r.quantization,
+                     engine=r.engine, kv_cache_dtype=r.kv_cache_dtype, tensor_parallel_size=r.tensor_parallel_size,
+                     data_parallel_size=r.data_parallel_size, max_model_len=rl.max_model_len)
+    return service_curve(dep, Workload(input_len=rl.input_len, output_len=rl.output_len), catalog, points=evaluate.CURVE_POINTS)
 
 
 def test_the_layout_is_labelled_apart_from_replicas_and_expert_parallelism(l40s):
