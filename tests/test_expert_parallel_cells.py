@@ -82,6 +82,7 @@ def test_data_parallel_ranks_in_a_cell_share_experts_or_are_refused():
                                           cell={"data_parallel_size": 4}, target_users=10)), CATALOG)
     c = r.capacity.cell
     assert (c.gpus, c.tensor_parallel_size, c.data_parallel_size, c.expert_parallel) == (4, 1, 4, False)
+    assert any("data-parallel over 4 ranks of TP1, each expert split over all 4" in n for n in r.capacity.assumptions)
     for model, engine in (("qwen3-32b", "vllm"), ("qwen3-30b-a3b", "sglang")):
         with pytest.raises(InvalidScenarioError) as err:
             plan(Scenario.model_validate(dict(name="x", model=model, engine=engine, platform={"system": "hgx-h100"},
