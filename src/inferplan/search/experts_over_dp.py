@@ -28,7 +28,7 @@ def experts_over_dp_layouts(engine, moe: bool, *, narrowest_tp: int, pipeline: i
     included, at most ``budget``), each split as TP × DP with TP a power of two up to
     ``narrowest_tp`` (the smallest TP that holds the model alone: a wider TP per rank buys per-user
     speed another rank or replica gives cheaper) and DP at least 2. ``whole_platform``: an instance
-    is the platform's every GPU (N of an accelerator). None for a dense model, a cell that needs
+    is the platform's every GPU (N of an accelerator). No cell for a dense model, a cell that needs
     pipeline stages, or an engine whose data-parallel ranks are copies."""
     if not moe or not engine.moe_tp_spans_data_parallel or pipeline != 1:
         return []
