@@ -75,10 +75,22 @@ def test_a_stated_expert_parallel_cell_is_kept_as_stated():
     assert (c.gpus, c.data_parallel_size, c.expert_parallel, r.capacity.cells) == (4, 4, True, 2)
 
 
-def test_data_parallel_ranks_in_a_cell_need_expert_parallelism():
-    with pytest.raises(ValueError, match="needs enable_expert_parallel"):
-        Scenario.model_validate(dict(name="x", model="qwen3-235b-a22b", platform={"system": "hgx-b200"},
-                                     cell={"data_parallel_size": 4}))
+def test_data_parallel_ranks_in_a_cell_share_experts_or_are_refused():
+    """Ranks without expert parallelism are one cell only where vLLM's MoE layers split the experts over
+    TP x DP; a dense model's, or another engine's, are copies the loadout packs as separate cells."""
+    r = plan(Scenario.model_validate(dict(name="dp", model="qwen3-30b-a3b", engine="vllm", platform={"system": "hgx-h100"},
+                                          cell={"data_parallel_size": 4}, target_users=10)), CATALOG)
+    c = r.capacity.cell
+    assert (c.gpus, c.tensor_parallel_size, c.data_parallel_size, c.expert_parallel) == (4, 1, 4, False)
+    assert any("data-parallel over 4 ranks of TP1, each expert split over all 4" in n for n in r.capacity.assumptions)
+    for model, engine in (("qwen3-32b", "vllm"), ("qwen3-30b-a3b", "sglang")):
+        with pytest.raises(InvalidScenarioError) as err:
+            plan(Scenario.model_validate(dict(name="x", model=model, engine=engine, platform={"system": "hgx-h100"},
+                                              cell={"data_parallel_size": 4})), CATALOG)
+        assert err.value.field == "cell.data_parallel_size" and "vllm" in err.value.allowed
+    with pytest.raises(ValueError, match="prefill instance's data_parallel_size above 1 needs enable_expert_parallel"):
+        Scenario.model_validate(dict(name="x", model="qwen3-30b-a3b", platform={"system": "hgx-h100"},
+                                     prefill_pool={"instances": 1, "cell": {"data_parallel_size": 2}}))
 
 
 def test_expert_parallelism_is_refused_on_an_engine_that_has_none():

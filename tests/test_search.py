@@ -110,14 +110,20 @@ def test_disaggregated_picks_meet_the_targets_by_a_scalar_rederivation(catalog):
         assert rl.request_rate_per_s * prefill / r.prefill_instances < 1
 
 
-@pytest.mark.parametrize("space, expert_widths", [
-    ({}, set()),  # whole systems: several instances share one
-    ({"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0}, set()),  # each instance rented
-    # a 72-GPU rack: expert-parallel cells of every width plan tries, the whole rack's 72 included
-    ({"models": ("qwen3-30b-a3b",), "systems": ("gb200-nvl72",), "pricing": "buy"}, {2, 4, 8, 16, 32, 64, 72}),
+@pytest.mark.parametrize("space, expert_widths, shared", [
+    ({}, set(), set()),  # whole systems: several instances share one
+    ({"systems": None, "accelerators": ("h100-sxm",), "pricing": "rent", "request_rate_per_s": 20.0}, set(), set()),  # each instance rented
+    # a 72-GPU rack: expert-parallel cells of every width plan tries, the whole rack's 72 included, and
+    # vLLM data-parallel ranks sharing the experts without expert parallelism at those widths but 72
+    # (its 768-wide experts do not split over 72 GPUs: memory/tp_split.py)
+    ({"models": ("qwen3-30b-a3b",), "systems": ("gb200-nvl72",), "pricing": "buy"}, {2, 4, 8, 16, 32, 64, 72},
+     {(1, 2), (1, 4), (1, 8), (1, 16), (1, 32), (1, 64)}),
+    # N rented L40S: TP 1 does not hold Qwen3-30B-A3B, ranks sharing its experts do (the cheapest here)
+    ({"models": ("qwen3-30b-a3b",), "systems": None, "accelerators": ("l40s",), "pricing": "rent"}, {2, 4, 8},
+     {(1, 2), (2, 2), (1, 4), (2, 4), (1, 8)}),
 ])
 @pytest.mark.slow  # a search over many cells (CI runs it; the fast tier leaves it out)
-def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space, expert_widths):
+def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, space, expert_widths, shared):
     """Over the same cells, every cap and replica count: the cheapest that meets the targets by the
     approximation and by the simulation's check (``sim_check``) is what the search ranks first."""
     from inferplan.search.sim_check import check_pick, launched_curve
@@ -128,6 +134,9 @@ def test_the_cheapest_equals_a_brute_force_minimum_over_the_same_cells(catalog, 
     best = math.inf
     cells = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len).cells
     assert {c.gpus for c in cells if c.expert_parallel} == expert_widths
+    assert {(c.tensor_parallel_size, c.data_parallel_size) for c in cells if c.experts_over_data_parallel} == shared
+    if "accelerators" in space and shared:
+        assert found.results[0].data_parallel_size > 1 and not found.results[0].expert_parallel
     for cell in cells:
         costs = unit_costs(catalog, cell.platform, cell.model)
         try:

@@ -308,8 +308,10 @@ class EngineDefaults(Frozen):
     # TP x DP GPUs (vLLM: FusedMoEParallelConfig flattens TP across DP), so each GPU holds 1/(TP x DP) of
     # them (their widths split that far), for the tokens of every rank, all-gathered to it and reduce-scattered
     # back per MoE layer; None: each data-parallel rank holds its own TP-split copy
+    # (the search offers such ranks as a layout of their own: search/experts_over_dp.py)
     moe_tp_spans_data_parallel: bool | None = None
     moe_tp_spans_data_parallel_source: str | None = None
+    moe_tp_spans_data_parallel_note: str | None = None
     # how it spreads one model over several GPUs when no parallel sizes are given: tensor parallel
     # over the GPUs that reach each other, pipeline stages beyond ("tensor", also when not stated), or
     # each GPU a slice of the layers ("layer": llama.cpp's default split mode)

@@ -316,7 +316,9 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
     if not cap.meets_target:
         binding, supported = "service target", 0
     layout = (f" (attention data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, experts spread over all {n})"
-              if cell_d.enable_expert_parallel else "")
+              if cell_d.enable_expert_parallel else
+              f" (data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, each expert split over all {n}: "
+              "its MoE layers' TP × DP group)" if dp > 1 else "")
     notes = [
         f"{cells} replica cell(s) of {n} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
         f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})",

@@ -26,6 +26,7 @@ from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
 from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
 from inferplan.errors import InferplanError
+from inferplan.memory.checks import check_ranks_share_experts
 from inferplan.memory.hardware import with_default_engine
 from inferplan.inputs.deployment import Deployment
 
@@ -213,16 +214,18 @@ def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: Workloa
     its engine the scenario's, else its platform's own, written in for the cell packing that reads it
     (llama.cpp's slots)."""
     cell = s.cell or Cell()
-    return with_default_engine(Deployment(
+    d = with_default_engine(Deployment(
         model=s.model, gpu=accelerator, quantization=s.quantization, **s.stated_engine, engine_version=s.engine_version,
         kv_cache_dtype=s.kv_cache_dtype,
         kv_bytes_per_token=s.kv_bytes_per_token,
         tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
-        data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel else None,
+        data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel or cell.data_parallel_size > 1 else None,
         enable_expert_parallel=cell.enable_expert_parallel,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
         eagle3_draft=s.speculative.draft_model if s.speculative else None,
     ), catalog)
+    check_ranks_share_experts(catalog, d)  # ranks without expert parallelism: vLLM's MoE group over TP x DP
+    return d
 
 
 def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _Sizing:

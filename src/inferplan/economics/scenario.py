@@ -56,15 +56,10 @@ class Cell(Input):
 
     tensor_parallel_size: int = Field(1, ge=1, le=1024)
     pipeline_parallel_size: int = Field(1, ge=1, le=1024)
-    data_parallel_size: int = Field(1, ge=1, le=1024, description="attention data-parallel ranks inside the cell (with expert parallelism)")
+    data_parallel_size: int = Field(1, ge=1, le=1024, description=(
+        "attention data-parallel ranks inside the cell: with expert parallelism, or sharing a mixture-of-experts "
+        "model's experts over TP x DP where the engine's MoE layers do (vLLM)"))
     enable_expert_parallel: bool = Field(False, description="a mixture-of-experts model's experts spread over all the cell's GPUs")
-
-    @model_validator(mode="after")
-    def _ranks_share_experts(self) -> "Cell":
-        if self.data_parallel_size > 1 and not self.enable_expert_parallel:
-            raise ValueError("data_parallel_size above 1 needs enable_expert_parallel: true (ranks that share no "
-                             "experts are separate cells, which the loadout packs by itself)")
-        return self
 
     @property
     def gpus(self) -> int:
@@ -79,6 +74,13 @@ class PrefillPool(Input):
 
     instances: int = Field(ge=1, le=1_000_000, description="prefill engine instances")
     cell: Cell = Field(description="one prefill instance's layout")
+
+    @field_validator("cell")
+    @classmethod
+    def _prefill_ranks_expert_parallel(cls, cell: Cell) -> Cell:
+        if cell.data_parallel_size > 1 and not cell.enable_expert_parallel:  # as deploy/pools_plan.py launches it
+            raise ValueError("a prefill instance's data_parallel_size above 1 needs enable_expert_parallel: true")
+        return cell
 
 
 class Speculative(Input):

@@ -13,6 +13,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.expert_split import expert_data_parallel
 from inferplan.memory.hardware import Hardware
 from inferplan.memory.precision import planned_weight_format
+from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import allowed_tp_sizes, tp_refusal
 
 
@@ -154,3 +155,23 @@ def check_runs_on(catalog: Catalog, d: Deployment, hw: Hardware) -> None:
     """The deployment's engine runs on its accelerator (what a plan checks first, for a model the
     catalogue cannot resolve too)."""
     _check_runs_on(catalog, catalog.engine(d.engine), hw.accel)
+
+
+def check_ranks_share_experts(catalog: Catalog, d: Deployment) -> None:
+    """A replica cell's data-parallel ranks (``d.data_parallel_size`` above 1) are one cell only where
+    they share a mixture-of-experts model's experts: with expert parallelism, or on an engine whose MoE
+    tensor-parallel group spans the ranks one launch states (engines.yaml ``moe_tp_spans_data_parallel``,
+    vLLM's default); else they are copies, separate cells the loadout packs by itself."""
+    if (d.data_parallel_size or 1) < 2 or d.enable_expert_parallel:
+        return
+    engine = catalog.engine(d.engine)
+    spec = resolve_model(catalog, d.model)
+    if has_experts(spec) and engine.moe_tp_spans_data_parallel:
+        return
+    takers = ", ".join(e.id for e in catalog.engines if e.moe_tp_spans_data_parallel)
+    why = (f"{spec.name} is a dense model" if not has_experts(spec)
+           else f"{engine.name}'s data-parallel ranks are copies that share no experts")
+    raise InvalidScenarioError(f"data_parallel_size above 1 without expert parallelism: {why}, so each rank is a separate "
+                               "replica cell, which the loadout packs by itself", field="data_parallel_size",
+                               allowed=f"1, or enable_expert_parallel: true, or a mixture-of-experts model on {takers} "
+                                       "(its MoE layers split the experts over TP x DP)")

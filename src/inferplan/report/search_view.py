@@ -17,21 +17,13 @@ def duration(seconds: float) -> str:
     return f"{seconds * 1e3:,.0f} ms" if seconds < 1 else f"{seconds:,.2f} s"
 
 
-def _cell_text(tp: int, pp: int, dp: int, expert_parallel: bool, gpus: int) -> str:
-    if expert_parallel:
-        return f"DP{dp} + EP{gpus}"
-    return f"TP{tp}" + (f" PP{pp}" if pp > 1 else "")
-
-
 def layout_text(d: Deployed) -> str:
     drafter = f"EAGLE-3 {d.draft_model}" if d.speculative_method == "eagle3" else "MTP"
     spec = f", {drafter} {d.speculative_tokens} draft" if d.speculative_tokens else ""
     if d.pools:  # separate pools, each in its own layout
-        pools = " + ".join(f"{p.role} {_cell_text(p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size, p.expert_parallel, p.gpus_per_instance)}"
-                           f" × {p.instances}" for p in d.pools)
+        pools = " + ".join(f"{p.role} {p.layout} × {p.instances}" for p in d.pools)
         return f"{pools}, ≤ {d.max_num_seqs} running per decode instance{spec}"
-    cell = _cell_text(d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.expert_parallel,
-                      d.gpus_per_instance)
+    cell = d.layout
     ranks = f" ({d.max_num_seqs_per_rank} per rank)" if d.data_parallel_size > 1 else ""
     return f"{cell} × {plural(d.replicas, 'instance')}, ≤ {d.max_num_seqs} running each{ranks}{spec}"
 

@@ -22,6 +22,7 @@ from inferplan.performance.serving import Frontier, frontier
 from inferplan.report.cards import Card, headline_notes, plan_cards
 from inferplan.report.sources import SourceNote, source_notes
 from inferplan.report.charts import frontier_chart, memory_breakdown, plan_charts
+from inferplan.search.experts_over_dp import EXPERTS_OVER_DP
 
 
 class PlanRequest(Input):
@@ -67,6 +68,8 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     layout = f"TP{cell.tensor_parallel_size}" + (f" × PP{cell.pipeline_parallel_size}" if cell.pipeline_parallel_size > 1 else "")
     if cell.expert_parallel:
         layout = f"attention DP{cell.data_parallel_size} × {layout}, experts over all {cell.gpus}"
+    elif cell.data_parallel_size > 1:  # ranks that share the experts without expert parallelism
+        layout = f"{layout} × DP{cell.data_parallel_size}, {EXPERTS_OVER_DP}"
     if spans:
         layout += f", over {result.systems_per_cell} {s.platform.system} systems"
     summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "

@@ -102,8 +102,10 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
         if curves is not None:
             curves[key] = curve
     kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * rl.input_len
-    return CellModel(cell, curve, CurveTable.of([curve]), disaggregate and serving_modes().disaggregates(cell.engine),
-                     kv, costs)
+    # separate pools run replicas or expert-parallel instances: a prefill instance's data-parallel ranks are
+    # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned
+    pools = disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
+    return CellModel(cell, curve, CurveTable.of([curve]), pools, kv, costs)
 
 
 @dataclass

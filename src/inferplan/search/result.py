@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from inferplan.search.experts_over_dp import layout_label
 from inferplan.search.request import Objective, Targets
 from inferplan.search.sim_check import SimulatedCheck
 
@@ -27,6 +28,13 @@ class PoolLayout(_Frozen):
     speculative_tokens: int  # draft tokens per step (0: none)
     speculative_method: str | None = None  # how drafts are made: mtp (the model's MTP layers) or eagle3 (draft_model)
     draft_model: str | None = None  # the EAGLE-3 draft checkpoint (eagle3_drafts.yaml)
+
+    @computed_field
+    @property
+    def layout(self) -> str:
+        """The pool's instance layout as the table names it (``experts_over_dp.layout_label``)."""
+        return layout_label(self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size,
+                            self.expert_parallel, self.gpus_per_instance)
 
 
 class Deployed(_Frozen):
@@ -95,6 +103,17 @@ class Deployed(_Frozen):
     # ``search/equivalent.py``): one row stands for them, in the better-supported build
     equivalent_quantizations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+
+    @computed_field
+    @property
+    def layout(self) -> str:
+        """One instance's layout as the table names it: "TP2", "DP8 + EP8" (expert parallel), or "TP1 × DP2
+        (experts over TP×DP)" (vLLM's data-parallel ranks sharing the experts without expert parallelism);
+        separate pools: each pool's."""
+        if self.pools:
+            return " + ".join(f"{p.role} {p.layout}" for p in self.pools)
+        return layout_label(self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size,
+                            self.expert_parallel, self.gpus_per_instance)
 
     @computed_field
     @property

@@ -7,7 +7,9 @@ is a grid over each cell (``evaluate.py``). Layouts reuse the economics layer's 
 smallest cell that fits (``_smallest_fit``, ``spanning_cell``), tensor-parallel widths in powers of
 two inside the fast-link domain, and expert-parallel widths for a mixture-of-experts model on an
 engine that spreads experts: the widths plan tries (``memory.layout.cell_widths``), powers of two,
-the fast-link domain and the whole system.
+the fast-link domain and the whole system; and, on an engine whose MoE layers' tensor-parallel group
+spans the data-parallel ranks of one launch (vLLM), the same widths as TP × DP ranks that share the
+routed experts without expert parallelism (``experts_over_dp.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.catalog.eagle3_drafts import Eagle3Draft, drafts_for
 from inferplan.catalog.mtp_rules import drafts_at_pipeline, mtp_rule
+from inferplan.search.experts_over_dp import experts_over_dp, experts_over_dp_layouts
 from inferplan.search.names import resolved_request
 from inferplan.search.request import FORM_FACTOR_TIERS, SearchRequest
 from inferplan.search.serving_modes import serving_modes
@@ -83,6 +86,11 @@ class Cell:
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
     @property
+    def experts_over_data_parallel(self) -> bool:
+        """Data-parallel ranks in one launch that share the routed experts without expert parallelism."""
+        return experts_over_dp(self.data_parallel_size, self.expert_parallel)
+
+    @property
     def family(self) -> tuple[str, str, str, str]:
         return (self.model, self.platform.id, self.engine, self.quantization)
 
@@ -94,7 +102,7 @@ class Cell:
             model=self.model, **where, gpus=self.gpus, quantization=self.quantization, engine=self.engine,
             kv_cache_dtype=self.kv_cache_dtype, tensor_parallel_size=self.tensor_parallel_size,
             pipeline_parallel_size=self.pipeline_parallel_size,
-            data_parallel_size=self.data_parallel_size if self.expert_parallel else None,
+            data_parallel_size=self.data_parallel_size if self.expert_parallel or self.data_parallel_size > 1 else None,
             enable_expert_parallel=self.expert_parallel, max_model_len=max_model_len,
             mtp_draft=self.speculative_method == "mtp", eagle3_draft=self.draft_model)
 
@@ -291,7 +299,7 @@ def _add_family(catalog, space: Space, spec: ModelSpec, p: Platform, engine, qua
             space.unfitted.setdefault(key, base.model_copy(update={"gpus": p.gpus}))
             continue
         most = engine.max_instance_gpus(p.accelerator.software)  # one Apple GPU an instance under MLX
-        for tp, pp, dp, ep, systems in (c for c in layouts if most is None or c[0] * c[1] <= most):
+        for tp, pp, dp, ep, systems in (c for c in layouts if most is None or c[0] * c[1] * (1 if c[3] else c[2]) <= most):
             for k, draft in (t for t in spec_tokens if not t[0] or drafts_at_pipeline(catalog, engine.id, pp)):
                 space.cells.append(Cell(spec.id, p, quant, label, kv, engine.id, tp, pp, dp, ep, k, systems, context,
                                         draft.repo if draft else None))
@@ -334,11 +342,16 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
         for width in cell_widths(2, budget, fills=(p.domain_gpus, p.gpus)):
             if p.system is not None or width == p.gpus:
                 out.append((1, 1, width, True, 1))
+    if systems == 1:  # vLLM's DP ranks that share the experts without expert parallelism (experts_over_dp.py)
+        out += experts_over_dp_layouts(engine, _has_experts(base, catalog), narrowest_tp=tp0, pipeline=pp,
+                                       budget=budget, gpus=p.gpus, domain_gpus=p.domain_gpus,
+                                       whole_platform=p.system is None)
     spec = resolve_model(catalog, base.model)  # sizes the engine divides the model's widths by (memory/tp_split.py)
     quant = planned_weight_format(catalog, base, spec, engine.id)
-    return _launchable(catalog, [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3], quant=quant)],
-                       engine.id, p,
-                       systems)
+    # the routed experts split over the MoE layers' group: TP, or TP × DP where the ranks share them
+    splits = [c for c in out if tp_splits(spec, engine, c[0], expert_parallel=c[3], quant=quant,
+                                          expert_tp=None if c[3] else c[0] * c[2])]
+    return _launchable(catalog, splits, engine.id, p, systems)
 
 
 def _launchable(catalog, layouts: list[tuple[int, int, int, bool, int]], engine: str, p: Platform,
