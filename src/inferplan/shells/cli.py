@@ -17,6 +17,7 @@ from inferplan.shells.cli_common import (
     DraftAcceptanceOpt,
     DraftCheckpointOpt,
     LazyModule,
+    RequestMaxLenOpt,
     EngineOpt,
     ExplainOpt,
     JsonOpt,
@@ -128,7 +129,7 @@ app.command("gpus")(gpus_cmd)
 
 
 @app.command("perf")
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST)
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST, options={"max_model_len": RequestMaxLenOpt})
 def perf_cmd(
     flags: dict,
     backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
