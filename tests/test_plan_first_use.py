@@ -2,6 +2,7 @@
 monthly bills show their cents."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from inferplan.economics.plan import plan
 from inferplan.economics.scenario import Scenario
 from inferplan.errors import InvalidScenarioError
 from inferplan.report.cards import plan_cards, recommendation_reasons
+from inferplan.scenario import load_scenario
 
 CATALOG = load_catalog()
 HOME = {"name": "home", "model": "qwen3-32b", "workload": {"preset": "chat-seat"}, "target_users": 5}
@@ -49,3 +51,26 @@ def test_a_monthly_bill_under_ten_shows_its_cents_in_the_recommendation_and_the_
         assert re.search(rf"API {symbol}0\.\d+", recommendation_reasons(r, currency)[0])
     cards = {c.key: c.value for c in plan_cards(r)}
     assert re.fullmatch(r"\$0\.\d+", cards["api_cost"]) and re.fullmatch(r"\$0\.\d+", cards["billing"])
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _loadouts(path: Path, engine: str, users: int) -> int:
+    s = load_scenario(path)
+    return plan(s.model_copy(update={"engine": engine, "target_users": users}), CATALOG).loadouts
+
+
+def test_the_engine_gap_the_example_and_the_api_doc_state_is_what_plan_computes():
+    example = ROOT / "examples" / "coding-developers-b200.yaml"
+    said = re.search(r"(\d+) users need (\d+) systems; SGLang carries them on (\d+)", example.read_text())
+    users, vllm, sglang = map(int, said.groups())
+    assert (_loadouts(example, "vllm", users), _loadouts(example, "sglang", users)) == (vllm, sglang)
+    # docs/api.md describes the page's default scenario, at the page's default target users
+    page = (ROOT / "src/inferplan/shells/static/index.html").read_text()
+    default_users = int(re.search(r'id="target_users"[^>]*value="(\d+)"', page).group(1))
+    doc = " ".join((ROOT / "docs" / "api.md").read_text().split())
+    said = re.search(r"its (\d+) users need (\d+) systems where SGLang needs (\d+)", doc)
+    users, vllm, sglang = map(int, said.groups())
+    assert users == default_users
+    assert (_loadouts(example, "vllm", users), _loadouts(example, "sglang", users)) == (vllm, sglang)
