@@ -321,3 +321,12 @@ def test_scenario_errors_name_the_scenario_key(tmp_path):
     plan_refuses(tmp_path / "q.yaml", base + "quantization: q4_k_m\n", "error: quantization:")
     plan_refuses(tmp_path / "rent.yaml", base + "money: {rental: rent-lambda-8x-b200}\n", "money.rental: rent-lambda")
     plan_refuses(tmp_path / "yaml.yaml", "name: t\nmodel: [\n", "yaml.yaml:3: not valid YAML")
+
+
+def test_catalog_show_prints_large_numbers_in_full_not_in_exponent_notation():
+    r = runner.invoke(app, ["catalog", "show", "qwen3-32b"], terminal_width=200)
+    assert r.exit_code == 0
+    assert "32.7621 G" in r.output and "40,960" in r.output  # total_params with its SI prefix; the context as it is
+    assert "e+" not in r.output
+    h100 = runner.invoke(app, ["catalog", "show", "h100-sxm"], terminal_width=200).output
+    assert "3.35 T" in h100 and "80 G" in h100 and "e+" not in h100  # bandwidth in bytes/s, memory in bytes
