@@ -74,3 +74,23 @@ def test_the_engine_gap_the_example_and_the_api_doc_state_is_what_plan_computes(
     users, vllm, sglang = map(int, said.groups())
     assert users == default_users
     assert (_loadouts(example, "vllm", users), _loadouts(example, "sglang", users)) == (vllm, sglang)
+
+
+def test_a_scenario_file_refused_by_a_keys_type_says_what_the_key_takes(tmp_path):
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    def refusal(text: str) -> str:
+        path = tmp_path / "s.yaml"
+        path.write_text(text)
+        result = CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=400)
+        assert result.exit_code == 2
+        return " ".join(result.output.split())
+
+    base = "name: x\nmodel: qwen3-8b\nplatform: {system: rtx-4090-workstation}\nworkload: {preset: chat-seat}\n"
+    section = refusal(base.replace("{preset: chat-seat}", "chat-seat"))
+    assert "s.yaml:4: workload: a section of keys" in section and "not 'chat-seat'" in section
+    assert "(allowed: an object with the keys" in section and "preset" in section and "WorkloadOverrides" not in section
+    point = refusal(base.replace("}\nworkload", ", price_point: median}\nworkload"))
+    assert "platform.price_point" in point and "(allowed: low, mid, high)" in point

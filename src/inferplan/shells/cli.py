@@ -190,6 +190,25 @@ def frontier_cmd(
         render.print_frontier(console, result, explain)
 
 
+def _scenario_file(path: Path):
+    """The scenario in ``path``; a key refused by its type or bounds says what it takes, as the API does."""
+    from pydantic import ValidationError
+
+    from inferplan.economics.scenario import Scenario
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.scenario import load_scenario
+    from inferplan.shells.pydantic_errors import allowed_by
+
+    try:
+        return load_scenario(path)
+    except InvalidScenarioError as exc:
+        if exc.allowed is None and isinstance(exc.__cause__, ValidationError):
+            first = exc.__cause__.errors()[0]
+            loc = tuple(p for p in first["loc"] if not str(p).startswith("function-"))
+            exc.allowed = allowed_by(first, Scenario, loc)
+        raise
+
+
 @app.command("plan")
 def plan_cmd(
     scenario: Path = typer.Argument(..., help="A scenario YAML file (see examples/)."),
@@ -204,12 +223,11 @@ def plan_cmd(
     """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison (capacity from your own runs where they match)."""
     from inferplan.economics.plan import plan
     from inferplan.economics.uncertainty import no_draws_reason, simulate
-    from inferplan.scenario import load_scenario
 
     currency = currency.strip().lower()
     if currency not in ("usd", "eur"):
         fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)", field="--currency", allowed="usd, eur")
-    s = run_naming({}, load_scenario, scenario)  # errors name the scenario's keys
+    s = run_naming({}, _scenario_file, scenario)  # errors name the scenario's keys
     catalog = user_catalog(db)
     result = run_naming({}, plan, s, catalog)
     uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed, catalog=catalog) if draws else None
