@@ -31,3 +31,17 @@ def test_perf_plans_the_request_context_its_help_names_and_fit_plans_the_models_
     assert "default: the mean request's input + output, or a trace's longest request" in _help("simulate")
     for command in ("fit", "deploy"):
         assert "(default: the model's own)" in _help(command)
+
+
+def test_every_option_of_every_command_says_what_it_is():
+    import typer
+
+    def commands(group, path: str = ""):
+        for name, command in getattr(group, "commands", {}).items():
+            yield from commands(command, f"{path} {name}") if hasattr(command, "commands") else [(f"{path} {name}", command)]
+
+    found = list(commands(typer.main.get_command(app)))
+    assert any(path == " frontier" for path, _ in found) and any(path == " catalog show" for path, _ in found)
+    bare = [f"inferplan{path} {p.opts[0]}" for path, command in found
+            for p in command.params if p.param_type_name == "option" and not (p.help or "").strip()]
+    assert not bare, bare

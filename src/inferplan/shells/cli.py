@@ -169,8 +169,8 @@ def perf_cmd(
 @deployment_flags(*LAYOUT, *FORMAT)
 def frontier_cmd(
     flags: dict,
-    input_len: int = typer.Option(1024, "--input-len"),
-    output_len: int = typer.Option(1024, "--output-len"),
+    input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
+    output_len: int = typer.Option(1024, "--output-len", help="Generated tokens per request."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
