@@ -51,6 +51,9 @@ def test_a_monthly_bill_under_ten_shows_its_cents_in_the_recommendation_and_the_
         assert re.search(rf"API {symbol}0\.\d+", recommendation_reasons(r, currency)[0])
     cards = {c.key: c.value for c in plan_cards(r)}
     assert re.fullmatch(r"\$0\.\d+", cards["api_cost"]) and re.fullmatch(r"\$0\.\d+", cards["billing"])
+    notes = {c.key: c.note for c in plan_cards(r)}
+    assert "1 × rtx-4090-workstation (1 GPU) for 5 users" in notes["loadouts"]
+    assert any(a.endswith("1 loadout(s) of 1 GPU") for a in r.assumptions)
 
 
 ROOT = Path(__file__).resolve().parents[1]

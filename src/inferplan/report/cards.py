@@ -166,7 +166,7 @@ def _loadouts_note(r: PlanResult) -> str:
                 f"{r.prefill_gpus_per_instance} GPU{'s' if r.prefill_gpus_per_instance != 1 else ''} "
                 f"({r.systems} systems, {r.gpus} GPUs)")
     elif r.systems_per_loadout == 1 or not r.supported_users:
-        what = f"{r.loadouts} × {r.system} ({r.gpus} GPUs)"
+        what = f"{r.loadouts} × {r.system} ({r.gpus} GPU{'s' if r.gpus != 1 else ''})"
     else:
         what = (f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                 f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems)")
