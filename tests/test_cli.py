@@ -298,9 +298,16 @@ def test_a_stated_cell_is_kept_even_at_tp1(tmp_path):
 def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_twice(tmp_path):
     assert_refused([(("fits", "--engine", "nope"), "--engine"), (("fits", "--max-model-len", "0"), "--max-model-len"),
                     (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models"),
-                    (("fits", "--models", "llama-3.1-8b,./nope/config.json"), "--models: no config.json")])
+                    (("fits", "--models", "llama-3.1-8b,./nope/config.json"), "--models: ./nope/config.json: no such file or folder")])
     plan_refuses(tmp_path / "twice.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\n"
                  "workload: {preset: chat-seat}\ntarget_users: 5\ntarget_users: 7\n", "given twice")
+
+
+def test_a_model_path_to_nothing_says_so_and_a_folder_without_a_config_says_that(tmp_path):
+    missing = invoke("fit", "--model", str(tmp_path / "nope" / "config.json"), "--gpu", "H100")
+    assert missing.exit_code == 2 and "no such file or folder" in missing.output and "(allowed: a config.json" in missing.output
+    empty = invoke("fit", "--model", str(tmp_path), "--gpu", "H100")
+    assert empty.exit_code == 2 and "no config.json (or Mistral params.json) in" in empty.output
 
 
 def test_a_request_past_the_models_context_names_its_length():
