@@ -148,6 +148,30 @@ def test_serve_checks_hosts_on_loopback_only_and_runs_workers(monkeypatch, tmp_p
     assert "[::1]:8" in server.allowed_hosts("::1", 8) and "127.0.0.2:8" in server.allowed_hosts("127.0.0.2", 8)
 
 
+def test_serve_on_a_port_another_server_holds_is_one_line_naming_the_port(monkeypatch, tmp_path):
+    import socket
+
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    started = []
+    monkeypatch.setattr(uvicorn, "run", lambda target, **kw: started.append(target))
+    with socket.socket() as other:  # another server (vLLM listens on 8000 too) holds the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "--port", str(port), "--db", str(tmp_path / "s.db")],
+                                    terminal_width=400)
+    assert result.exit_code == 2 and not started
+    said = " ".join(result.output.split())
+    assert f"error: --port: cannot listen on 127.0.0.1:{port}" in said and "(allowed: a free port" in said
+    assert "open http" not in said  # the calculator's address is printed only when it will answer there
+    bad = CliRunner().invoke(app, ["serve", "--host", "nosuchhost.invalid", "--db", str(tmp_path / "s.db")])
+    assert bad.exit_code == 2 and "--host" in bad.output and not started
+
+
 # --- security headers
 @pytest.mark.parametrize("path", ["/", "/static/app.js", "/api/catalog", "/openapi.json", "/nope", "/docs"])
 def test_every_response_carries_the_security_headers(client, path):

@@ -298,9 +298,16 @@ def test_a_stated_cell_is_kept_even_at_tp1(tmp_path):
 def test_fits_refuses_what_every_cell_shares_and_scenarios_refuse_a_key_given_twice(tmp_path):
     assert_refused([(("fits", "--engine", "nope"), "--engine"), (("fits", "--max-model-len", "0"), "--max-model-len"),
                     (("fits", "--gpus", "nope"), "--gpus"), (("fits", "--models", ","), "--models"),
-                    (("fits", "--models", "llama-3.1-8b,./nope/config.json"), "--models: no config.json")])
+                    (("fits", "--models", "llama-3.1-8b,./nope/config.json"), "--models: ./nope/config.json: no such file or folder")])
     plan_refuses(tmp_path / "twice.yaml", "name: t\nmodel: gpt-oss-120b\nplatform: {system: hgx-h100}\n"
                  "workload: {preset: chat-seat}\ntarget_users: 5\ntarget_users: 7\n", "given twice")
+
+
+def test_a_model_path_to_nothing_says_so_and_a_folder_without_a_config_says_that(tmp_path):
+    missing = invoke("fit", "--model", str(tmp_path / "nope" / "config.json"), "--gpu", "H100")
+    assert missing.exit_code == 2 and "no such file or folder" in missing.output and "(allowed: a config.json" in missing.output
+    empty = invoke("fit", "--model", str(tmp_path), "--gpu", "H100")
+    assert empty.exit_code == 2 and "no config.json (or Mistral params.json) in" in empty.output
 
 
 def test_a_request_past_the_models_context_names_its_length():
@@ -321,3 +328,12 @@ def test_scenario_errors_name_the_scenario_key(tmp_path):
     plan_refuses(tmp_path / "q.yaml", base + "quantization: q4_k_m\n", "error: quantization:")
     plan_refuses(tmp_path / "rent.yaml", base + "money: {rental: rent-lambda-8x-b200}\n", "money.rental: rent-lambda")
     plan_refuses(tmp_path / "yaml.yaml", "name: t\nmodel: [\n", "yaml.yaml:3: not valid YAML")
+
+
+def test_catalog_show_prints_large_numbers_in_full_not_in_exponent_notation():
+    r = runner.invoke(app, ["catalog", "show", "qwen3-32b"], terminal_width=200)
+    assert r.exit_code == 0
+    assert "32.7621 G" in r.output and "40,960" in r.output  # total_params with its SI prefix; the context as it is
+    assert "e+" not in r.output
+    h100 = runner.invoke(app, ["catalog", "show", "h100-sxm"], terminal_width=200).output
+    assert "3.35 T" in h100 and "80 G" in h100 and "e+" not in h100  # bandwidth in bytes/s, memory in bytes

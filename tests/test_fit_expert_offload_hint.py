@@ -59,3 +59,16 @@ def test_fit_prints_the_expert_offload_as_a_ready_command():
     assert "experts in host RAM, run by the CPU: llama.cpp --n-cpu-moe" in out
     line = next(x for x in out.splitlines() if "--engine llamacpp" in x)
     assert line.strip().startswith("inferplan fit --model gpt-oss-120b") and "--n-cpu-moe" in line
+
+
+def test_an_engine_whose_build_holds_the_model_on_the_gpus_is_offered_without_an_offload(catalog):
+    # DeepSeek-R1's FP8 weights overflow 8 H100s on vLLM; llama.cpp's GGUF Q4_K_M build fits them whole,
+    # so no --n-cpu-moe is asked for (nor host RAM), while KTransformers still keeps its experts on the host
+    d = Deployment(model="deepseek-r1", gpu="h100-sxm", gpus=8, host_memory_gb=2000)
+    r = fit_or_suggest(d, catalog)
+    assert not r.fits
+    llama = _engine_switches(r)["llamacpp"]
+    assert "n_cpu_moe" not in llama.changes and "no weights in host RAM" in llama.summary
+    moved = plan_memory(d.model_copy(update=llama.changes), catalog).result
+    assert moved.fits and moved.host_memory_bytes_used == 0 and moved.quantization == llama.changes["quantization"]
+    assert "host RAM" in _engine_switches(r)["ktransformers"].summary.split(":")[0]

@@ -106,12 +106,19 @@ def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
         key = ".".join(str(p) for p in loc) or "scenario"
         line = _line_of(root, loc)
         msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's message
+        if err["type"] in SECTION_ERRORS:  # a section written as one value (workload: chat-seat)
+            msg = f"a section of keys ({key.rsplit('.', 1)[-1]}: {{key: value, …}}), not {err['input']!r}"
         if err["type"] == "extra_forbidden":
             parent = _model_at(loc[:-1])
             allowed = ", ".join(parent.model_fields) if parent else None
             raise InvalidScenarioError(f"{where}:{line}: {key}: unknown key", field=key, allowed=allowed,
                                        located=True) from None
-        raise InvalidScenarioError(f"{where}:{line}: {key}: {msg}", field=key, located=True) from None
+        # chained: a shell reads what the field takes from the pydantic error (shells/pydantic_errors.py)
+        raise InvalidScenarioError(f"{where}:{line}: {key}: {msg}", field=key, located=True) from exc
+
+
+# pydantic's error types for a section (a model) given as something else than a mapping
+SECTION_ERRORS = ("model_type", "model_attributes_type", "dict_type")
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:

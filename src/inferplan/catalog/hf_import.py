@@ -321,6 +321,9 @@ def import_model(location: str) -> ImportedModel:
         )
     if not config_path.is_file() and config_path.name == "config.json" and (folder / "params.json").is_file():
         config_path = folder / "params.json"  # Mistral's own format (Mistral Large 3 ships no config.json)
+    if not folder.is_dir():  # a path to nothing: say so, not that the missing folder lacks a config
+        raise ConfigImportError(f"{location}: no such file or folder", field="model",
+                                allowed="a config.json, a model folder holding one, or a repo id in the local Hugging Face cache")
     if not config_path.is_file():
         raise ConfigImportError(f"no config.json (or Mistral params.json) in {folder}", field="model")
     raw = read_config(config_path)

@@ -26,6 +26,7 @@ from inferplan.memory.hardware import system_domain_gpus, system_scale_out
 from inferplan.memory.layout import cell_widths, instance_gpus
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
+from inferplan.memory.suggest import smaller_weights
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.profiles import find_profile
@@ -101,10 +102,20 @@ def _smallest_fit(catalog: Catalog, base: Deployment, gpus: int) -> Deployment |
 
 
 def _smallest_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment:
+    """The smallest replica cell of ``base`` in a bare-GPU loadout of ``gpus`` GPUs; refused naming the
+    loadout's GPU count, with the count that holds the model and the smaller weights that fit these GPUs."""
     cell = _smallest_fit(catalog, base, gpus)
     if cell is None:
+        one = base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1})
+        needed = plan_memory(one, catalog).result.smallest_fit
+        stated = {k: getattr(base, k) for k in base.model_fields_set - {"tensor_parallel_size", "pipeline_parallel_size"}}
+        smaller = smaller_weights(Deployment(**{**stated, "gpus": gpus}), catalog)  # laid out as the engine launches
+        ways = [f"at least {needed.gpus} GPUs" if needed else "",
+                f"quantization {smaller.changes['quantization']}" if smaller and "max_model_len" not in smaller.changes else ""]
         raise InvalidScenarioError(
-            f"{base.model} does not fit in {gpus} GPUs of {base.gpu} at {base.max_model_len} tokens", field="platform.system",
+            f"{base.model} ({base.quantization or 'its own checkpoint'}) does not fit on "
+            f"{gpus} × {base.gpu} at {base.max_model_len:,} tokens (the workload's request)",
+            field="platform.gpus", allowed=", or ".join(w for w in ways if w) or "GPUs with more memory",
         )
     return cell
 

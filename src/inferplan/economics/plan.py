@@ -456,7 +456,7 @@ def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, co
                      + ("; the power, colocation and support below price owning the same systems"
                         if costs.capex_usd is not None else ""))
     notes += [
-        f"capex: {costs.capex_basis}; {size.loadouts} loadout(s) of {size.loadout_gpus} GPUs"
+        f"capex: {costs.capex_basis}; {size.loadouts} loadout(s) of {size.loadout_gpus} GPU{'s' if size.loadout_gpus != 1 else ''}"
         + (f" ({per_loadout} × {hw.label} each: one replica of {s.model} needs more GPUs than one system has; "
            "a vendor quote or power figure counts per system)" if per_loadout > 1 else "")
         + (f" and {size.prefill.systems} × {hw.label} more for the prefill pool" if size.prefill else ""),

@@ -121,7 +121,8 @@ def capex(catalog: Catalog, s: Scenario, system: System | None, systems: int) ->
                 f"a bare GPU platform ({s.platform.gpus or 1} × {s.platform.gpu}) has no purchase price in the catalogue, "
                 "which prices whole systems")
         raise InvalidScenarioError(
-            f"{what}; give a vendor quote for one loadout, or name a priced catalogue system (platform.system)",
+            f"{what}; give a vendor quote for one loadout, or name a priced catalogue system (platform.system"
+            f"{_priced_systems(catalog, system.accelerator if system else s.platform.gpu or '')})",
             field="platform.quote_usd_per_system", allowed="a price in USD above 0 (what you paid or were quoted)",
         )
     low = band.usd_low.value
@@ -133,6 +134,14 @@ def capex(catalog: Catalog, s: Scenario, system: System | None, systems: int) ->
         value += host.value
         basis += f" + ${host.value:,.0f} for the rest of the machine ({band.host}, {host.kind.value})"
     return value * systems, basis
+
+
+def _priced_systems(catalog: Catalog, gpu: str) -> str:
+    """The priced catalogue systems built on the accelerator ``gpu`` names, as ": id (N × gpu), …" ("": none)."""
+    accel = catalog.accelerator(gpu).id
+    named = [f"{x.id} ({x.accelerator_count} × {accel})" for x in catalog.systems
+             if x.accelerator == accel and x.price is not None and x.price.usd_low is not None]
+    return f": {', '.join(named)}" if named else ""
 
 
 def power_w(s: Scenario, system: System | None, accel: Accelerator) -> tuple[float, str | None]:

@@ -121,7 +121,7 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
     except LinkReachError:  # a tensor- or expert-parallel cell wider than the host's GPUs' links carry
         return ()
     except InvalidScenarioError as exc:
-        if exc.field not in ("cell", "platform.system"):  # a cell wider than the host, or no cell fits in it
+        if exc.field not in ("cell", "platform.gpus"):  # a cell wider than the host, or no cell fits in it
             raise
         return ()
     return trials

@@ -216,7 +216,8 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
     RAM: each engine that can (``offload_settings`` naming ``n_cpu_moe`` or ``kt_num_gpu_experts``), with
     the setting that fits the GPU and the host RAM it needs, checked against the host RAM known — the
     routed experts run where they sit, so decode reads only the active experts from host RAM rather than
-    copying offloaded weights to the GPU every step."""
+    copying offloaded weights to the GPU every step. An engine whose build holds the whole model on the GPUs
+    (llama.cpp's GGUF Q4_K_M of DeepSeek-R1 on 8 H100s) is offered as that engine and build, with no offload."""
     takes = set(catalog.engine(d.engine).offload_settings)
     arch = None if mp.spec.architecture_is_proxy else mp.spec.architecture
     if (mp.accelerator.unified_memory or mp.weights.expert_bytes <= 0 or arch is None or takes & set(EXPERT_OFFLOAD)
@@ -229,6 +230,13 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
         if moved is None:
             continue
         there, switch = moved
+        whole = _fits(there, {}, catalog, host_gb=None)
+        if whole is not None and not whole.host_memory_bytes_used:  # its build holds the model on these GPUs alone
+            built = catalog.quantization(whole.quantization)
+            found.append(FitSuggestion(kind="quantization", changes={**switch, "quantization": whole.quantization},
+                                       summary=f"another engine: {engine.name} holds it on these GPUs in {built.name}, "
+                                               "with no weights in host RAM"))
+            continue
 
         def least(at: Deployment, offloads=offloads, name=engine.name) -> _Found | None:
             return (_fewest_expert_layers(at, catalog, arch.num_layers) if "n_cpu_moe" in offloads else

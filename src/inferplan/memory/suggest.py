@@ -26,7 +26,7 @@ from inferplan.memory.host_suggest import held_tier, host_note, smaller_kv_tier,
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.kt_suggest import smaller_kt_methods
-from inferplan.memory.layout import describe_split
+from inferplan.memory.layout import describe_split, host_gpus
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
 from inferplan.memory.precision import model_formats
@@ -181,9 +181,15 @@ def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
 
 
 def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
+    """The fewest GPUs that hold the model; beyond one host, the smallest instance laid out as the vLLM
+    guide lays one out over nodes (``smallest_fit``: tensor parallel within a host, pipeline stages
+    across them: DeepSeek-R1 in FP8 on H100s is 16 GPUs, TP8 × PP2, not 11 single-GPU stages)."""
     s = mp.result.fewest_gpus_fit
     if s is None:
         return None
+    host = host_gpus(mp.hardware)
+    if s.gpus > host and mp.result.smallest_fit is not None:
+        s = mp.result.smallest_fit
     changes = {"gpus": s.gpus, "tensor_parallel_size": s.tensor_parallel_size,
                "pipeline_parallel_size": s.pipeline_parallel_size, "data_parallel_size": None}
     if not _fits(d, changes, catalog):
@@ -191,7 +197,8 @@ def _fewest_gpus(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggesti
     split = describe_split(s.tensor_parallel_size, s.pipeline_parallel_size)
     if s.gpus == mp.result.parallel.gpus:  # the same GPUs, split another way
         return FitSuggestion(kind="gpus", changes=changes, summary=f"another layout of the same {s.gpus} GPUs: {split}")
-    return FitSuggestion(kind="gpus", changes=changes, summary=f"more GPUs: {s.gpus} × {mp.accelerator.id}, {split}")
+    hosts = f" in {-(-s.gpus // host)} hosts of {host}" if s.gpus > host else ""
+    return FitSuggestion(kind="gpus", changes=changes, summary=f"more GPUs: {s.gpus} × {mp.accelerator.id}{hosts}, {split}")
 
 
 def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:

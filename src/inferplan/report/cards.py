@@ -10,7 +10,7 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.plan_inputs import NOT_SHIPPING
 from inferplan.economics.uncertainty import Uncertainty
-from inferplan.report.money import money_text
+from inferplan.report.money import money_text, monthly_text
 from inferplan.report.sources import SourceNote
 
 
@@ -29,6 +29,13 @@ def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> 
         return "—"
     amount, symbol = (r.eur(usd), "€") if currency == "eur" else (usd, "$")
     return money_text(amount, symbol, digits)
+
+
+def _monthly(r: PlanResult, usd: float | None, currency: str) -> str:
+    """A monthly amount: whole units from 10, cents below (a $0.20 API bill is not "$0")."""
+    if usd is None:
+        return "—"
+    return monthly_text(*((r.eur(usd), "€") if currency == "eur" else (usd, "$")))
 
 
 def _beyond_capacity(r: PlanResult) -> str:
@@ -59,7 +66,7 @@ def headline_notes(r: PlanResult) -> list[str]:
 def recommendation_reasons(r: PlanResult, currency: str = "usd") -> list[str]:
     """The recommendation's reasons, each route's monthly cost first, in ``currency``."""
     rec = r.recommendation
-    costs = ", ".join(f"{_ROUTE_COSTS.get(route, route)} {_money(r, usd, currency)}" for route, usd in rec.monthly_usd.items())
+    costs = ", ".join(f"{_ROUTE_COSTS.get(route, route)} {_monthly(r, usd, currency)}" for route, usd in rec.monthly_usd.items())
     return [f"monthly cost of each route: {costs}", *rec.reasons] if costs else list(rec.reasons)
 
 
@@ -76,7 +83,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                f"{r.simple_payback_months:,.0f} months, beyond the {r.amortization_years:g}-year hardware cycle")
     required = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
     return [
-        Card(key="operating_cash", label="Monthly operating cash", value=m(r.monthly_operating_cash_usd),
+        Card(key="operating_cash", label="Monthly operating cash", value=_monthly(r, r.monthly_operating_cash_usd, currency),
              note="private billing minus modeled monthly operating cost"),
         Card(key="payback", label="Simple capex payback", value=payback,
              note="capex ÷ positive monthly operating cash; excludes financing and demand ramp"),
@@ -101,10 +108,10 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="multiplier", label="Selected private quote multiplier", value=f"{r.quote_multiplier:g}×"),
         Card(key="multiplier_required", label="Quote multiplier required for target", value=required,
              note="rounded up to the next 0.25× step"),
-        Card(key="operating_cost", label="Modeled monthly operating cost", value=m(r.modeled_monthly_operating_cost_usd),
+        Card(key="operating_cost", label="Modeled monthly operating cost", value=_monthly(r, r.modeled_monthly_operating_cost_usd, currency),
              note=_operating_note(r)),
-        Card(key="billing", label="Monthly private billing at selected price", value=m(r.monthly_billing_usd)),
-        Card(key="api_cost", label="Selected API cost for served target", value=m(r.api_cost_for_served_usd_per_month)),
+        Card(key="billing", label="Monthly private billing at selected price", value=_monthly(r, r.monthly_billing_usd, currency)),
+        Card(key="api_cost", label="Selected API cost for served target", value=_monthly(r, r.api_cost_for_served_usd_per_month, currency)),
         Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
         Card(key="cost_per_mtok", label=f"{'Rented' if r.rented else 'Owner'} cost / million tokens (input + output)",
              value=m(r.owner_cost_usd_per_mtok, 3),
@@ -159,7 +166,7 @@ def _loadouts_note(r: PlanResult) -> str:
                 f"{r.prefill_gpus_per_instance} GPU{'s' if r.prefill_gpus_per_instance != 1 else ''} "
                 f"({r.systems} systems, {r.gpus} GPUs)")
     elif r.systems_per_loadout == 1 or not r.supported_users:
-        what = f"{r.loadouts} × {r.system} ({r.gpus} GPUs)"
+        what = f"{r.loadouts} × {r.system} ({r.gpus} GPU{'s' if r.gpus != 1 else ''})"
     else:
         what = (f"{r.loadouts} × {r.systems_per_loadout} {r.system} ({r.systems} systems, "
                 f"{r.gpus} GPUs; one replica spans {r.systems_per_loadout} systems)")

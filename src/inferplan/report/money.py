@@ -23,6 +23,6 @@ def money_text(amount: float, symbol: str = "$", digits: int = 0) -> str:
     return f"{sign}{symbol}{text}"
 
 
-def monthly_text(usd: float) -> str:
-    """A monthly bill: whole dollars from $10, below that to the cent or three significant digits."""
-    return money_text(usd, digits=0 if usd >= 10 else 2)
+def monthly_text(amount: float, symbol: str = "$") -> str:
+    """A monthly bill: whole units from 10, below that to the cent or three significant digits."""
+    return money_text(amount, symbol, digits=0 if abs(amount) >= 10 else 2)

@@ -7,6 +7,7 @@ The ``cli*`` modules do not postpone annotations: typer reads every command's pa
 it builds the app, and would compile each from a string on every start.
 """
 
+import errno
 from pathlib import Path
 from typing import Optional
 
@@ -17,6 +18,7 @@ from inferplan.shells.cli_common import (
     DraftAcceptanceOpt,
     DraftCheckpointOpt,
     LazyModule,
+    RequestMaxLenOpt,
     EngineOpt,
     ExplainOpt,
     JsonOpt,
@@ -128,7 +130,7 @@ app.command("gpus")(gpus_cmd)
 
 
 @app.command("perf")
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST)
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, *HOST, options={"max_model_len": RequestMaxLenOpt})
 def perf_cmd(
     flags: dict,
     backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
@@ -167,8 +169,8 @@ def perf_cmd(
 @deployment_flags(*LAYOUT, *FORMAT)
 def frontier_cmd(
     flags: dict,
-    input_len: int = typer.Option(1024, "--input-len"),
-    output_len: int = typer.Option(1024, "--output-len"),
+    input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
+    output_len: int = typer.Option(1024, "--output-len", help="Generated tokens per request."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),
@@ -189,6 +191,25 @@ def frontier_cmd(
         render.print_frontier(console, result, explain)
 
 
+def _scenario_file(path: Path):
+    """The scenario in ``path``; a key refused by its type or bounds says what it takes, as the API does."""
+    from pydantic import ValidationError
+
+    from inferplan.economics.scenario import Scenario
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.scenario import load_scenario
+    from inferplan.shells.pydantic_errors import allowed_by
+
+    try:
+        return load_scenario(path)
+    except InvalidScenarioError as exc:
+        if exc.allowed is None and isinstance(exc.__cause__, ValidationError):
+            first = exc.__cause__.errors()[0]
+            loc = tuple(p for p in first["loc"] if not str(p).startswith("function-"))
+            exc.allowed = allowed_by(first, Scenario, loc)
+        raise
+
+
 @app.command("plan")
 def plan_cmd(
     scenario: Path = typer.Argument(..., help="A scenario YAML file (see examples/)."),
@@ -203,12 +224,11 @@ def plan_cmd(
     """The Users + ROI simulator: users, loadouts, costs, payback, quote and API comparison (capacity from your own runs where they match)."""
     from inferplan.economics.plan import plan
     from inferplan.economics.uncertainty import no_draws_reason, simulate
-    from inferplan.scenario import load_scenario
 
     currency = currency.strip().lower()
     if currency not in ("usd", "eur"):
         fail(f"--currency: {currency!r} is not allowed (allowed: usd, eur)", field="--currency", allowed="usd, eur")
-    s = run_naming({}, load_scenario, scenario)  # errors name the scenario's keys
+    s = run_naming({}, _scenario_file, scenario)  # errors name the scenario's keys
     catalog = user_catalog(db)
     result = run_naming({}, plan, s, catalog)
     uncertainty = run_naming({}, simulate, result, s, draws=draws, seed=seed, catalog=catalog) if draws else None
@@ -255,10 +275,17 @@ def serve_cmd(
     """Serve the web calculator and the HTTP API."""
     from inferplan.catalog.loader import load_catalog
     from inferplan.shells.api import create_app
-    from inferplan.shells.server import default_workers, serve
+    from inferplan.shells.server import bind_error, default_workers, serve
 
     run(create_app, db)  # a bad --db or catalogue is one line here, not a traceback in every worker
     run(load_catalog)
+    problem = bind_error(host, port)
+    if problem is not None:
+        taken = getattr(problem, "errno", None) == errno.EADDRINUSE
+        flag = "--port" if taken else "--host"
+        fail(f"{flag}: cannot listen on {host}:{port}: {problem.strerror or problem}", field=flag,
+             allowed=f"a free port (another server holds {port}), e.g. --port {port + 1 if port < 65535 else 8000}"
+             if taken else "an address of this machine, e.g. 127.0.0.1 or 0.0.0.0")
     err_console.print(f"inferplan calculator: open http://{host}:{port}/  (API docs: http://{host}:{port}/docs)")
     serve(host, port, db, workers or default_workers())
 

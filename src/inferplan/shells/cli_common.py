@@ -56,6 +56,9 @@ DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances
 EpOpt = typer.Option(False, "--enable-expert-parallel", help="Spread a mixture-of-experts model's experts over the GPUs.")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization", help="Share of each GPU's memory the engine may use (engine default when left out).")
 MaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the model's own).")
+# perf and simulate size the engine for the requests they are asked about where no context is stated
+RequestMaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the request's, input + output; fit and deploy plan the model's own).")
+SimulatedMaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the mean request's input + output, or a trace's longest request; fit and deploy plan the model's own).")
 BatchedOpt = typer.Option(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens; default: the engine's, or the longest prompt where it cannot chunk the model).")
 UbatchOpt = typer.Option(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
 SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")

@@ -119,15 +119,17 @@ HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt
         "host_memory_gb", "host_memory_bandwidth_gb_per_s", "kv_offloading_size", "hicache_ratio", "hicache_size")
 
 
-def deployment_flags(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Give a command the named deployment flags (see the module docstring)."""
-    unknown = [n for n in names if n not in FLAGS]
+def deployment_flags(*names: str, options: dict[str, Any] | None = None) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command the named deployment flags (see the module docstring); ``options`` replaces the
+    option (its help) of a named flag whose default differs in this command."""
+    unknown = [n for n in (*names, *(options or {})) if n not in FLAGS]
     if unknown:
         raise ValueError(f"no deployment flag {unknown}")
+    declared = {n: (options or {}).get(n, FLAGS[n][1]) for n in names}
 
     def decorate(fn: Callable[..., None]) -> Callable[..., None]:
         own = [p for p in inspect.signature(fn).parameters.values() if p.name != "flags"]
-        shared = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=FLAGS[n][1], annotation=FLAGS[n][0])
+        shared = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=declared[n], annotation=FLAGS[n][0])
                   for n in names]
 
         @functools.wraps(fn)

@@ -8,6 +8,7 @@ import typer
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
     DraftAcceptanceOpt,
+    SimulatedMaxLenOpt,
     catalog_for,
     JsonOpt,
     console,
@@ -29,7 +30,7 @@ FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_p
          "prefill_tensor_parallel_size": "--prefill-tensor-parallel-size", "kv_transfer_s": "--kv-transfer-s"}
 
 
-@deployment_flags(*LAYOUT, *LIMITS, *FORMAT)
+@deployment_flags(*LAYOUT, *LIMITS, *FORMAT, options={"max_model_len": SimulatedMaxLenOpt})
 def simulate_cmd(
     flags: dict,
     input_len: int = typer.Option(1024, "--input-len", help="Mean prompt tokens per request."),

@@ -3,6 +3,8 @@ figures, and a model imported from a Hugging Face config."""
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -60,6 +62,18 @@ def _formats(checkpoints) -> str:
     return ", ".join(formats) + more
 
 
+SI_PREFIXES = " kMGTPE"
+
+
+def si_text(value: float) -> str:
+    """A catalogue number as stored (SI units) to six significant digits, from a million with its SI
+    prefix ("32.7621 G" parameters, "3.35 T" bytes/s), never in exponent notation ("3.27621e+10")."""
+    if abs(value) < 1e6:
+        return f"{value:,.6g}"
+    power = min(int(math.log10(abs(value))) // 3, len(SI_PREFIXES) - 1)
+    return f"{value / 1000 ** power:,.6g} {SI_PREFIXES[power]}"
+
+
 def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
     console.print(f"[bold]{kind}[/]: {entry.id}")
     for key, value in entry.model_dump(mode="json", exclude_none=True).items():
@@ -67,7 +81,7 @@ def print_entry(console: Console, kind: str, entry: BaseModel) -> None:
             console.print(f"  {key}: {value}")
     table = Table("field", "value (SI)", "kind", "source")
     for path, q in iter_sourced(entry):
-        table.add_row(path, f"{q.value:,.6g}", q.kind.value, q.source)
+        table.add_row(path, si_text(q.value), q.kind.value, q.source)
     if table.row_count:
         console.print(table)
 

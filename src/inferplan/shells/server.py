@@ -9,6 +9,7 @@ not from an app object. The store is safe across processes (store.py: WAL, ``BEG
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -41,6 +42,20 @@ def app_from_env() -> FastAPI:
     app = create_app(os.environ.get(ENV_DB) or None, allowed_hosts=hosts.split(",") if hosts else None)
     load_catalog()  # read the catalogue before the first request, not during it
     return app
+
+
+def bind_error(host: str, port: int) -> OSError | None:
+    """Why ``host:port`` cannot be listened on (another server holds the port — vLLM's default is 8000
+    too —, or the address is not this machine's), else None: tried before the workers start, so the
+    refusal is one line instead of uvicorn's log after the calculator's address was printed."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
+            probe.bind((host, port))
+    except OSError as exc:  # socket.gaierror included: a host name that does not resolve
+        return exc
+    return None
 
 
 def serve(host: str, port: int, db: Path | None, workers: int) -> None:
