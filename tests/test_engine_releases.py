@@ -65,7 +65,9 @@ def _sglang_fraction(release: str | None, accel_id: str = "rtx-4090", **kw) -> f
 @pytest.mark.parametrize("release", ["0.5.22", "0.5.23", None])
 def test_sglang_from_0522_caps_the_graph_batch_its_fraction_reserves_for_at_the_running_requests(release):
     reserve, engine = CATALOG.engine("sglang").memory_fraction_reserve, CATALOG.engine("sglang")
-    tier = next(t for t in engine.defaults_by_gpu_memory if t.below_gib and 24 < t.below_gib)
+    rule = memory_rule(CATALOG, "sglang", release)
+    tiers = rule.gpu_memory_defaults.tiers_at(rule.planned_release(release), engine.defaults_by_gpu_memory)
+    tier = next(t for t in tiers if t.below_gib and 24 < t.below_gib)
     assert tier.graph_batch(1) > 4  # the 24 GiB tier captures past 4 requests
     capped = reserve.fraction(24 * GiB, tier.max_num_batched_tokens, 4, 1)
     assert _sglang_fraction(release, max_num_seqs=4) == capped > _sglang_fraction(release)
@@ -75,7 +77,7 @@ def test_sglang_from_0522_caps_the_graph_batch_its_fraction_reserves_for_at_the_
 
 
 def test_sglang_before_0522_reserves_for_the_tier_graph_batch_whatever_the_running_requests():
-    assert not memory_rule(CATALOG, "sglang", "0.5.21").caps_graph_batch("0.5.21")
+    assert not memory_rule(CATALOG, "sglang", "0.5.21").gpu_memory_defaults.caps_graph_batch("0.5.21")
     assert _sglang_fraction("0.5.21", max_num_seqs=4) == _sglang_fraction("0.5.21")
 
 

@@ -21,20 +21,6 @@ from inferplan.catalog.provenance import release_key
 from inferplan.catalog.schema import Frozen
 
 
-class GraphBatchCap(Frozen):
-    """From ``first_release`` on, a stated max_num_seqs (SGLang ``--max-running-requests``) caps the largest decode
-    CUDA-graph batch the engine picks by GPU memory, and with it the graph memory its own default fraction leaves
-    out (SGLang 0.5.22 ``arg_groups/memory_hook.py`` ``handle_gpu_memory_settings``)."""
-
-    first_release: str  # inclusive, inside the rule's range
-    sources: tuple[str, ...] = Field(min_length=1)
-    note: str = ""
-
-    def applies(self, release: str | None) -> bool:
-        """At ``release`` (a release number; None: the rule's open end, which is past the first)."""
-        return release is None or release_key(self.first_release) <= release_key(release)
-
-
 class CaptureSizes(Frozen):
     """The default capture-size list: ``small`` sizes, then steps of ``step_below`` up to ``boundary``
     (excluded), then steps of ``step_from`` up to the largest size, min(max_num_seqs × ``per_seq``,

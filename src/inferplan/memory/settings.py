@@ -3,7 +3,7 @@ of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM
 SGLang's tiers and the fraction it derives from them, lowered where its default attention backend on
 the GPU's software stack asks for it) — except where the engine release's memory rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
 sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size; SGLang
-from 0.5.22 caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs)."""
+changes its tiers from 0.5.20 and caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.record_id not in engine.small_default_accelerators
     )
-    tier = tier_for(engine.defaults_by_gpu_memory, total_bytes)
+    at, defaults = (rule.planned_release(d.engine_version), rule.gpu_memory_defaults) if rule else (None, None)
+    tier = tier_for(defaults.tiers_at(at, engine.defaults_by_gpu_memory) if defaults else engine.defaults_by_gpu_memory,
+                    total_bytes)
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
@@ -42,8 +44,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
     # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under
     # data parallelism the flag may be the total over the ranks, and the tier's batch is kept)
-    seqs_cap = d.max_num_seqs if rule and rule.caps_graph_batch(d.engine_version) and (d.data_parallel_size or 1) == 1 \
-        else None
+    seqs_cap = d.max_num_seqs if defaults and defaults.caps_graph_batch(at) and (d.data_parallel_size or 1) == 1 else None
     frac = d.gpu_memory_utilization or (reported.value if reported is not None else release_frac or
                                         _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes,
                                                           seqs_cap))
