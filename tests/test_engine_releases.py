@@ -51,11 +51,37 @@ def test_sglang_before_pr7054_takes_a_fixed_fraction_by_tp_size(tp, fraction):
 
 def test_sglang_current_release_uses_the_pr10975_heuristic():
     old, new = _fit(engine="sglang", engine_version="0.4.6"), _fit(engine="sglang")
-    assert new.memory_rule_id == "sglang-static-fraction" and "planned at 0.5.21" in new.memory_rule
+    assert new.memory_rule_id == "sglang-static-fraction" and "planned at 0.5.23" in new.memory_rule
     assert old.usable_bytes_per_gpu != new.usable_bytes_per_gpu
 
 
-@pytest.mark.parametrize(("engine", "release"), [("sglang", "99.9"), ("sglang", "0.5.0"), ("sglang", "0.1.13"),
+def _sglang_fraction(release: str | None, accel_id: str = "rtx-4090", **kw) -> float:
+    from inferplan.memory.settings import engine_settings
+    d = Deployment(model="llama-3.1-8b", gpu=accel_id, engine="sglang", engine_version=release, **kw)
+    accel, engine = CATALOG.accelerators.records[accel_id], CATALOG.engine("sglang")
+    return engine_settings(d, engine, accel, 24 * GiB, memory_rule(CATALOG, "sglang", release)).memory_fraction
+
+
+@pytest.mark.parametrize("release", ["0.5.22", "0.5.23", None])
+def test_sglang_from_0522_caps_the_graph_batch_its_fraction_reserves_for_at_the_running_requests(release):
+    reserve, engine = CATALOG.engine("sglang").memory_fraction_reserve, CATALOG.engine("sglang")
+    rule = memory_rule(CATALOG, "sglang", release)
+    tiers = rule.gpu_memory_defaults.tiers_at(rule.planned_release(release), engine.defaults_by_gpu_memory)
+    tier = next(t for t in tiers if t.below_gib and 24 < t.below_gib)
+    assert tier.graph_batch(1) > 4  # the 24 GiB tier captures past 4 requests
+    capped = reserve.fraction(24 * GiB, tier.max_num_batched_tokens, 4, 1)
+    assert _sglang_fraction(release, max_num_seqs=4) == capped > _sglang_fraction(release)
+    assert _sglang_fraction(release, max_num_seqs=tier.graph_batch(1) + 8) == _sglang_fraction(release)
+    # whole data-parallel ranks: the flag may be the total over them, so the tier's batch is kept
+    assert _sglang_fraction(release, max_num_seqs=4, data_parallel_size=2) == _sglang_fraction(release)
+
+
+def test_sglang_before_0522_reserves_for_the_tier_graph_batch_whatever_the_running_requests():
+    assert not memory_rule(CATALOG, "sglang", "0.5.21").gpu_memory_defaults.caps_graph_batch("0.5.21")
+    assert _sglang_fraction("0.5.21", max_num_seqs=4) == _sglang_fraction("0.5.21")
+
+
+@pytest.mark.parametrize(("engine", "release"), [("sglang", "99.9"), ("sglang", "0.5.24"), ("sglang", "0.5.0"), ("sglang", "0.1.13"),
                                                  ("vllm", "0.40"), ("vllm", "99.9")])
 def test_a_release_no_rule_states_is_refused(engine, release):
     with pytest.raises(InvalidScenarioError) as e:

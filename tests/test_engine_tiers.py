@@ -2,13 +2,15 @@
 the chunk, the CUDA-graph batch and mem_fraction_static it picks on each GPU, as the plan uses them.
 
 Golden numbers from SGLang 0.5.6 server_args._handle_gpu_memory_settings (source
-eng-sglang-gpu-memory-defaults-v056) and a printed fraction (memory record d05: 0.911 on an MI355X at
-TP 1)."""
+eng-sglang-gpu-memory-defaults-v056; the same through 0.5.19), the 20-35 GiB tier from 0.5.20 (the memory
+rule's gpu_memory_defaults, mr-sglang-wheels-tiers-v0520) and a printed fraction (memory record d05: 0.911
+on an MI355X at TP 1)."""
 
 import pytest
 from pydantic import ValidationError
 
 from inferplan.catalog.engine_tiers import GpuMemoryTier, MemoryFractionReserve, tier_for
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.schema import EngineDefaults
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -16,7 +18,7 @@ from inferplan.memory.fit import plan_memory
 from inferplan.search.service import service_curve
 from inferplan.units import GiB, MiB
 
-# (GPU, TP) -> (chunked_prefill_size, cuda_graph_max_bs) in SGLang 0.5.6
+# (GPU, TP) -> (chunked_prefill_size, cuda_graph_max_bs) in SGLang 0.5.6 (to 0.5.19)
 TIERS = {
     ("rtx-4090", 1): (2048, 24),
     ("rtx-4090", 4): (2048, 80),
@@ -31,17 +33,30 @@ TIERS = {
 }
 
 
+# from 0.5.20 the 20-35 GiB tier takes a larger chunk and graph batch; the others stay
+TIERS_0520 = {**TIERS, ("rtx-4090", 1): (4096, 48), ("rtx-4090", 4): (4096, 160)}
+
+
 def _plan(catalog, gpu: str, tp: int = 1, engine: str = "sglang", **stated):
     return plan_memory(Deployment(model="qwen3-8b", gpu=gpu, tensor_parallel_size=tp, engine=engine, **stated), catalog)
 
 
+@pytest.mark.parametrize(("release", "tiers"), [("0.5.6", TIERS), ("0.5.19", TIERS), ("0.5.20", TIERS_0520),
+                                                (None, TIERS_0520)])
 @pytest.mark.parametrize(("gpu", "tp"), list(TIERS))
-def test_the_plan_takes_sglangs_chunk_for_the_gpus_memory(catalog, gpu, tp):
-    chunk, graph = TIERS[(gpu, tp)]
-    mp = _plan(catalog, gpu, tp)
+def test_the_plan_takes_sglangs_chunk_for_the_gpus_memory(catalog, gpu, tp, release, tiers):
+    chunk, graph = tiers[(gpu, tp)]
+    mp = _plan(catalog, gpu, tp, engine_version=release)
     assert mp.settings.max_num_batched_tokens == chunk
-    tier = tier_for(catalog.engine("sglang").defaults_by_gpu_memory, mp.result.gpu_memory_bytes)
+    rule = memory_rule(catalog, "sglang", release)
+    tier = tier_for(rule.gpu_memory_defaults.tiers_at(rule.planned_release(release), catalog.engine("sglang").
+                                                      defaults_by_gpu_memory), mp.result.gpu_memory_bytes)
     assert tier.graph_batch(tp) == graph
+    # the fraction follows the release's tier (no 10 GiB floor below 60 GiB, where the tiers differ), times
+    # AITER's factor on ROCm
+    reserve = catalog.engine("sglang").memory_fraction_reserve
+    picked = reserve.fraction(mp.result.gpu_memory_bytes, chunk, graph, tp) * (mp.fraction_scale or 1.0)
+    assert mp.settings.memory_fraction == pytest.approx(picked)
 
 
 def test_ktransformers_inherits_sglangs_tiers(catalog):
@@ -82,7 +97,7 @@ def test_the_plan_picks_the_fraction_sglang_printed_on_an_mi355x(catalog):
 
 def test_the_speed_layers_step_budget_is_the_tiers_chunk(catalog):
     w = Workload(input_len=1000, output_len=100)
-    for gpu, chunk in (("b200", 16384), ("h100-sxm", 8192), ("rtx-4090", 2048)):
+    for gpu, chunk in (("b200", 16384), ("h100-sxm", 8192), ("rtx-4090", 4096)):  # 0.5.23's tiers
         curve = service_curve(Deployment(model="qwen3-8b", gpu=gpu, engine="sglang"), w, catalog, points=2)
         assert curve.token_budget == chunk
 

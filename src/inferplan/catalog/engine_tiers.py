@@ -13,6 +13,8 @@ then reserves memory outside ``mem_fraction_static`` from those two numbers:
 ``fraction_scales`` lower the fraction further where the engine does so for the attention backend it
 picks on a software stack (SGLang 0.5.6: AITER on ROCm, x 0.85 above a context of 8,192 tokens). The numbers are in the
 engine's own units (GiB thresholds, MiB terms) and become bytes through the properties here.
+``ReleaseDefaults``, on an engine release's memory rule, changes them from a release on: other tiers
+(SGLang 0.5.20's for 20-35 GiB GPUs) and a stated max_num_seqs capping the graph batch (SGLang 0.5.22).
 
 No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
 """
@@ -21,7 +23,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field
 
-from inferplan.catalog.provenance import Count, Ratio
+from inferplan.catalog.provenance import Count, Ratio, release_key
 from inferplan.inputs import Input
 from inferplan.units import GiB, MiB
 
@@ -121,3 +123,57 @@ class MemoryFractionReserve(Input):
         ``extra_bytes``: what it reserves besides for a speculative draft (engine_mtp_rules.yaml)."""
         reserved = self.reserved_bytes(total_bytes, chunk_tokens, graph_batch, gpus) + extra_bytes
         return round((total_bytes - reserved) / total_bytes, self.fraction_decimals)
+
+
+def _from(release: str | None, first_release: str) -> bool:
+    """Whether ``release`` (None: the rule's open end, past every first release) is ``first_release`` or later."""
+    return release is None or release_key(first_release) <= release_key(release)
+
+
+class ReleaseTiers(Input):
+    """The tiers the engine picks by GPU memory from ``first_release`` on, in place of engines.yaml's."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    first_release: str  # inclusive, inside the rule's range
+    tiers: GpuMemoryTiers
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str = ""
+
+
+class GraphBatchCap(Input):
+    """From ``first_release`` on, a stated max_num_seqs (SGLang ``--max-running-requests``) caps the largest decode
+    CUDA-graph batch the tier gives, and with it the graph memory the engine's own default fraction leaves out."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    first_release: str  # inclusive, inside the rule's range
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str = ""
+
+
+class ReleaseDefaults(Input):
+    """How an engine's releases change the defaults it picks by GPU memory (None on a rule: engines.yaml's hold)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    tiers: tuple[ReleaseTiers, ...] = ()  # each from its first_release to the next's
+    graph_batch_capped_by_seqs: GraphBatchCap | None = None
+
+    def first_releases(self) -> tuple[str, ...]:
+        cap = self.graph_batch_capped_by_seqs
+        return (*(t.first_release for t in self.tiers), *((cap.first_release,) if cap else ()))
+
+    def source_ids(self) -> tuple[str, ...]:
+        cap = self.graph_batch_capped_by_seqs
+        return (*(s for t in self.tiers for s in t.sources), *(cap.sources if cap else ()))
+
+    def tiers_at(self, release: str | None, stated: tuple[GpuMemoryTier, ...]) -> tuple[GpuMemoryTier, ...]:
+        """The tiers at ``release`` (a release number; None: the newest): the latest entry reached, else ``stated``."""
+        reached = [t for t in self.tiers if _from(release, t.first_release)]
+        return max(reached, key=lambda t: release_key(t.first_release)).tiers if reached else stated
+
+    def caps_graph_batch(self, release: str | None) -> bool:
+        """Whether a stated max_num_seqs caps the graph batch at ``release`` (None: the newest)."""
+        cap = self.graph_batch_capped_by_seqs
+        return cap is not None and _from(release, cap.first_release)

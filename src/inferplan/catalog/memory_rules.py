@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.free_memory import FreeMemoryQuery
+from inferplan.catalog.engine_tiers import ReleaseDefaults
 from inferplan.catalog.graph_rules import CudaGraphEstimate, ModelRunners
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import _RELEASE, release_key
@@ -176,6 +177,8 @@ class MemoryRule(Frozen):
     # the default memory fraction by release, where the rule's releases change it (else engines.yaml's)
     memory_fraction_defaults: tuple[ReleaseFraction, ...] = ()
     memory_fraction_by_tp: tuple[TpFraction, ...] = ()  # a fixed fraction by TP size (else engines.yaml's rule)
+    # the defaults the releases pick by GPU memory where they change engines.yaml's (SGLang: tiers, graph-batch cap)
+    gpu_memory_defaults: ReleaseDefaults | None = None
     # the free-memory figure the releases read on an integrated GPU (catalog/free_memory.py; empty: not stated)
     free_memory_queries: tuple[FreeMemoryQuery, ...] = ()
     max_num_seqs_default: int | None = Field(None, ge=1)  # None: engines.yaml's default
@@ -245,6 +248,7 @@ class MemoryRule(Frozen):
             raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
         for release in (*(f.first_release for f in self.memory_fraction_defaults),
                         *(q.first_release for q in self.free_memory_queries),
+                        *(self.gpu_memory_defaults.first_releases() if self.gpu_memory_defaults else ()),
                         *((r.first_release for r in self.model_runners.defaults) if self.model_runners else ()),
                         *((self.model_runners.v2_estimates_from,) if self.model_runners and
                           self.model_runners.v2_estimates_from else ()),
@@ -270,6 +274,10 @@ class MemoryRule(Frozen):
         key = release_key(parse_engine_version(release)[0] if release else self.first_release)
         named = [f for f in self.memory_fraction_defaults if release_key(f.first_release) <= key]
         return max(named, key=lambda f: release_key(f.first_release)).value if named else None
+
+    def planned_release(self, release: str | None) -> str | None:
+        """The release number an engine_version names (None: the current release, else the rule's open end)."""
+        return parse_engine_version(release)[0] if release else getattr(self.current_release, "release", None)
 
     def free_memory_query(self, release: str | None) -> FreeMemoryQuery | None:
         """What the release reads as free memory on an integrated GPU (None: not stated). ``release`` None: the
@@ -448,6 +456,7 @@ def check_memory_rules(catalog) -> None:
             *(rule.current_release.sources if rule.current_release else ()),
             *(s for f in rule.memory_fraction_defaults for s in f.sources),
             *(s for q in rule.free_memory_queries for s in q.sources),
+            *(rule.gpu_memory_defaults.source_ids() if rule.gpu_memory_defaults else ()),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ())))
         block = catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):

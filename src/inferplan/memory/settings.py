@@ -2,7 +2,8 @@
 of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM's 70 GiB switch,
 SGLang's tiers and the fraction it derives from them, lowered where its default attention backend on
 the GPU's software stack asks for it) — except where the engine release's memory rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
-sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size)."""
+sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size; SGLang
+changes its tiers from 0.5.20 and caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.record_id not in engine.small_default_accelerators
     )
-    tier = tier_for(engine.defaults_by_gpu_memory, total_bytes)
+    at, defaults = (rule.planned_release(d.engine_version), rule.gpu_memory_defaults) if rule else (None, None)
+    tier = tier_for(defaults.tiers_at(at, engine.defaults_by_gpu_memory) if defaults else engine.defaults_by_gpu_memory,
+                    total_bytes)
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     default_seqs = rule.max_num_seqs_default if rule and rule.max_num_seqs_default else \
@@ -39,8 +42,12 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
+    # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under
+    # data parallelism the flag may be the total over the ranks, and the tier's batch is kept)
+    seqs_cap = d.max_num_seqs if defaults and defaults.caps_graph_batch(at) and (d.data_parallel_size or 1) == 1 else None
     frac = d.gpu_memory_utilization or (reported.value if reported is not None else release_frac or
-                                        _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes))
+                                        _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes,
+                                                          seqs_cap))
     if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
@@ -68,13 +75,15 @@ def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | Non
 
 
 def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: int, pp: int,
-                      draft_reserve_bytes: float = 0.0) -> float:
+                      draft_reserve_bytes: float = 0.0, seqs_cap: int | None = None) -> float:
     """The fraction the engine picks itself: from its reserve for the chunk and CUDA-graph batch it
-    runs on this GPU (SGLang's mem_fraction_static), else its one stated default."""
+    runs on this GPU (SGLang's mem_fraction_static), else its one stated default. ``seqs_cap``: the
+    running requests that cap the graph batch, where the release caps it."""
     reserve = engine.memory_fraction_reserve
     if reserve is None or tier is None:
         return _value(engine.memory_fraction, 1.0)
-    return reserve.fraction(total_bytes, chunk_tokens, tier.graph_batch(tp), tp * pp, draft_reserve_bytes)
+    batch = min(tier.graph_batch(tp), seqs_cap or tier.graph_batch(tp))
+    return reserve.fraction(total_bytes, chunk_tokens, batch, tp * pp, draft_reserve_bytes)
 
 
 def fraction_scale(engine, accel: Accelerator, context_tokens: int | None,
