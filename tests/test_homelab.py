@@ -131,3 +131,19 @@ def test_a_llamacpp_rows_requests_at_once_are_the_parallel_slots_its_command_ope
         assert r["at_once"] == re.search(r"--parallel (\d+)", r["command"]).group(1), r
     vllm = next(r for r in rows["rows"] if r["command"].startswith("vllm serve") and r["at_once"] != "—")
     assert re.fullmatch(r"[\d,]+\.\d", vllm["at_once"]), vllm
+
+
+def test_the_summary_says_the_layout_each_engines_rows_run():
+    """On 2 × RTX 3090 the rows run on several engines: llama.cpp's with its layer split (pipeline parallel),
+    the others' tensor parallel; the summary names each layout with the engines whose rows run it."""
+    r = what_runs_on("rtx-3090", 2, CATALOG)
+    view = homelab_view(r, CATALOG)
+    rows = {row.model: row for row in view.rows}
+    laid_out = [m for m in r.models if m.fits and m.ttft_s is not None and m.note]
+    assert {m.engine for m in laid_out} >= {"llamacpp", "vllm"} or {m.engine for m in laid_out} >= {"llamacpp", "trtllm"}
+    parts = view.summary.split("; ")
+    for m in laid_out:
+        name = CATALOG.engine(m.engine).name
+        assert any(m.note in part and name in part for part in parts), (m.model, m.note)
+        if m.engine == "llamacpp":
+            assert "--split-mode layer" in rows[m.model].command and "pipeline parallel 2" in m.note

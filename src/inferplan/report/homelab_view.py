@@ -129,16 +129,33 @@ def _offloads(r: WhatRuns) -> str:
 def _engines(r: WhatRuns, catalog: Catalog) -> str:
     if r.engine is not None:
         return f" with {catalog.engine(r.engine).name}"
-    names = [catalog.engine(e).name for e in r.engines]
-    engines = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    engines = _names([catalog.engine(e).name for e in r.engines])
     return (f", each model on its best way of {engines}: a build the GPUs hold at the most bits per weight, then "
             "the fastest; else the fastest weight offload the host RAM holds; else the fewest GPUs")
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _layouts(r: WhatRuns, catalog: Catalog) -> str | None:
+    """The layouts the rows that run are planned in (their layout notes), each with the engines whose rows
+    run it where the rows do not all share one (None: no row states one)."""
+    engines: dict[str, list[str]] = {}
+    for m in r.models:
+        if m.fits and m.ttft_s is not None and m.note:
+            names = engines.setdefault(m.note, [])
+            if (name := catalog.engine(m.engine).name) not in names:
+                names.append(name)
+    if len(engines) <= 1:
+        return next(iter(engines), None)
+    return "; ".join(f"{note} on {_names(names)}" for note, names in engines.items())
 
 
 def homelab_view(r: WhatRuns, catalog: Catalog | None = None) -> HomelabView:
     catalog = catalog or load_catalog()
     runs = sum(1 for m in r.models if m.fits)
-    layout = next((m.note for m in r.models if m.fits and m.ttft_s is not None and m.note), None)
+    layout = _layouts(r, catalog)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator}{_engines(r, catalog)}. "
                f"Requests at once: how many of the row's context its KV cache holds together (on llama.cpp, the "
                f"--parallel slots its command opens); TTFT and tokens/s: "
