@@ -53,3 +53,18 @@ def test_the_api_and_the_page_box_name_what_they_left_out(tmp_path):
     assert OUT not in {r["model"] for r in view["rows"]}
     every = client.post("/api/views/homelab", json={**box, "all_models": True}).json()
     assert OUT in {r["model"] for r in every["rows"]} and OUT not in every["summary"]
+
+
+def test_the_default_grid_lists_one_model_per_published_checkpoint():
+    """Two cards of the same weights (gpt-oss-120b and the source guide's seed line) would give two answers
+    for one build: the grid lists the reference card, and the seed line is reachable by id."""
+    held: dict[tuple[str, str], str] = {}
+    for m in CATALOG.models:
+        if not (m.config and m.in_default_grid):
+            continue
+        for c in m.checkpoints:
+            if c.repo is not None:
+                assert held.setdefault((c.repo, c.quantization), m.id) == m.id, (c.repo, held[(c.repo, c.quantization)], m.id)
+    assert "gpt-oss-120b-seedline" in KEPT_OUT and "gpt-oss-120b" not in KEPT_OUT
+    named = fits_matrix(gpus=["h100-sxm"], models=["gpt-oss-120b-seedline"], catalog=CATALOG)
+    assert {c.model for c in named.cells} == {"gpt-oss-120b-seedline"}
