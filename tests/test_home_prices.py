@@ -29,6 +29,9 @@ def test_a_card_only_band_adds_the_host_pc_default_once_per_system(catalog):
         value, basis = _capex(catalog, system)
         assert value == pytest.approx(2 * ((band.usd_low.value + band.usd_high.value) / 2 + host.value))
         assert "host-pc-one-gpu, assumed" in basis
+        # the host is added once, by capex: the band's own basis prices the card and names no host cost
+        assert "host-pc" not in band.basis and basis.count("host-pc-one-gpu") == 1
+        assert basis.count("rest of the") == 1 and "without the PC around it" in basis
     assert _capex(catalog, "rtx-5090-workstation")[0] == pytest.approx(2 * (1999 + host.value))
 
 
