@@ -86,6 +86,19 @@ def test_sglang_keeps_room_outside_its_default_fraction_for_the_draft(release, r
     assert drop == pytest.approx(reserve_gib * GIB, abs=0.001 * plain.result.gpu_memory_bytes)  # 3 decimals
 
 
+@pytest.mark.parametrize("release", ["0.5.9", "0.5.13"])
+def test_sglang_through_0513_notes_the_mtp_layers_loaded_outside_the_fraction(release):
+    """The draft worker loads the MTP layers after the target's pool is sized: the weights note says they load
+    outside the fraction, as the draft note does, not that they are not loaded (which it says without a draft)."""
+    v3 = dict(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="sglang", max_model_len=32768,
+              engine_version=release)
+    plain, drafting = _pair(**v3)
+    weights = [n for n in drafting.assumptions if n.startswith("multi-token-prediction layers")]
+    assert len(weights) == 1 and "outside the fraction" in weights[0] and "not loaded" not in weights[0]
+    assert any("MTP speculative decoding on sglang" in n and "outside the fraction" in n for n in drafting.assumptions)
+    assert any("not loaded without speculative decoding" in n for n in plain.assumptions)
+
+
 def test_sglang_from_0514_holds_the_mtp_draft_inside_its_fraction():
     """From 0.5.14 SGLang loads the draft before sizing the target's pool and adds the MTP layers to its
     cell size (pool_configurator.py): the pool loses the MTP layer's weights and holds fewer tokens, the

@@ -283,7 +283,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     d, draft_token_notes = with_default_draft_tokens(d, mtp, spec.architecture)  # the decode query it captures graphs for
     gpu_quant, kt_note = kt_gpu_quantization(catalog, d, spec, engine, quant)  # kt LLAMAFILE: the original checkpoint
     eagle = eagle3_memory(catalog, d, spec, engine.id, plan.pipeline_parallel_size)  # a draft head: held where the engine holds MTP layers
-    w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool))
+    w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool),
+                       bool(mtp and not mtp.weights_in_pool))  # loaded by the draft worker, outside the fraction
     if eagle is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu + eagle.weight_bytes_per_gpu(plan.tensor_parallel_size),
                                 notes=[*w.notes, *eagle3_notes(eagle, plan.tensor_parallel_size)])

@@ -78,8 +78,9 @@ def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Q
 
 
 def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
-                   engine: EngineDefaults, accel: Accelerator, mtp_loaded: bool = False) -> GpuWeights:
-    weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded)
+                   engine: EngineDefaults, accel: Accelerator, mtp_loaded: bool = False,
+                   mtp_outside: bool = False) -> GpuWeights:
+    weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded, mtp_outside=mtp_outside)
     notes = list(weights.assumptions)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
     # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch

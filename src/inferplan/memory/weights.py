@@ -126,19 +126,26 @@ def _layer_expert_share(parts: _Parts) -> float:
     return parts.expert / layers if layers > 0 else 0.0
 
 
-def _mtp_notes(params: ParamBreakdown, loaded: bool, mtp_bytes: float) -> list[str]:
+def _mtp_notes(params: ParamBreakdown, loaded: bool, mtp_bytes: float, outside: bool = False) -> list[str]:
     if not params.mtp:
         return []
     if loaded:
         return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters, {mtp_bytes / 2**30:.2f} GiB) "
                 "loaded to draft with them (mtp_draft); they share the embeddings and lm_head"]
+    if outside:
+        return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters, {mtp_bytes / 2**30:.2f} GiB) "
+                "loaded by the draft worker after the KV cache is sized, outside the fraction (mtp_draft): not in "
+                "these weights; the MTP draft's note says where they must fit"]
     return [f"multi-token-prediction layers ({params.mtp / 1e9:.1f}B parameters) are in the checkpoint but not "
             "loaded without speculative decoding (mtp_draft)"]
 
 
-def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = False) -> WeightEstimate:
+def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = False,
+                 mtp_outside: bool = False) -> WeightEstimate:
     """Bytes of weights for one copy of ``spec`` at ``quant``; ``mtp_loaded``: with its
-    multi-token-prediction layers, which the engine loads to draft with them."""
+    multi-token-prediction layers, which the engine loads to draft with them; ``mtp_outside``: without
+    them, as the engine's draft worker loads them outside the fraction after the KV cache is sized (the notes
+    say so, not that they are not loaded)."""
     arch = None if spec.architecture_is_proxy else spec.architecture
     params = count_params(arch) if arch else None
     ckpt = spec.checkpoint(quant.id)
@@ -163,7 +170,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
             mtp = held * total / (params.total + held) if ckpt.mtp_layers else 0.0
             total -= mtp
             if ckpt.mtp_layers:
-                assumptions += _mtp_notes(params, mtp_loaded, mtp)
+                assumptions += _mtp_notes(params, mtp_loaded, mtp, mtp_outside)
             elif params.mtp:
                 assumptions.append(f"the {ckpt.name} build holds none of the model's multi-token-prediction layers")
             # the checkpoint fixes the total; the computed parts share it out
@@ -198,12 +205,14 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
         )
         assumptions = [note, *_kept_notes(kept)]
         mtp = mtp_expert = 0.0
-        if params.mtp and mtp_loaded:  # the MTP layers at the mean bits of the decoder layers they copy
+        if params.mtp and (mtp_loaded or mtp_outside):  # the MTP layers at the mean bits of the decoder layers they copy
             layers = parts.total - parts.embedding - parts.head
-            mtp = params.mtp * layers / max(params.total - params.embedding - params.lm_head, 1)
+            drafted = params.mtp * layers / max(params.total - params.embedding - params.lm_head, 1)
+            assumptions += _mtp_notes(params, mtp_loaded, drafted, mtp_outside)
+        if params.mtp and mtp_loaded:
+            mtp = drafted
             mtp_expert = mtp * _layer_expert_share(parts)
             parts = _Parts(parts.total + mtp, parts.expert + mtp_expert, parts.embedding, parts.head)
-            assumptions += _mtp_notes(params, True, mtp)
         if spec.architecture and spec.architecture.has_vision_tower:
             assumptions.append("vision encoder not counted: config.json does not size it")
         replicated = params.norms * 2 + params.indexer * quant.bits_per_weight.value / 8
