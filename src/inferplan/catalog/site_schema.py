@@ -4,17 +4,10 @@ colocation when the scenario states none, and the system tiers and GPU form fact
 there; every tier and form factor in the catalogue belongs to exactly one site.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from inferplan.catalog.schema import SLUG, Frozen
 from inferplan.errors import CatalogError
-
-if TYPE_CHECKING:
-    from inferplan.catalog.loader import Catalog
 
 
 class Site(Frozen):
@@ -32,7 +25,7 @@ class Site(Frozen):
 _AMOUNTS = {"electricity": "usd", "pue": "ratio", "colocation": "usd"}
 
 
-def check_sites(catalog: Catalog) -> None:
+def check_sites(catalog) -> None:  # a Catalog (loader.py imports this module)
     """Each site names cost defaults that carry the right amount; each system tier and GPU form factor
     in the catalogue stands at exactly one site."""
     if not catalog.sites:
@@ -53,7 +46,7 @@ def check_sites(catalog: Catalog) -> None:
                                    "it must stand at exactly one", field=attr)
 
 
-def site_of(catalog: Catalog, tier: str | None, form_factor: str) -> Site:
+def site_of(catalog, tier: str | None, form_factor: str) -> Site:
     """The site of a catalogue system of ``tier``, or (tier None) of a bare-GPU platform of ``form_factor``."""
     attr, value = ("system_tiers", tier) if tier is not None else ("gpu_form_factors", form_factor)
     return next(s for s in catalog.sites if value in getattr(s, attr))
