@@ -59,9 +59,13 @@ KNOWN_DECODE_MISSES = {
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-8k1k-cookbook": "the same at 8k/1k (-33 %)",
     "s-hb-sglang-b200x8-qwen3-next-80b-a3b-bf16-tpot-cookbook": "SGLang (Dec 2025) Qwen3-Next-80B BF16 on 8x B200 (-30.4 %)",
     # SGLang 0.4.6 on H20: its GEMMs pad to 32-row tiles, which on the H20's 148 TFLOP/s of BF16 cost about as
-    # long as reading the weights (AWQ -19 %, BF16 8B +20 %, FP8 within 4 %); its Qwen3-32B BF16 run stays just
-    # past the line
+    # long as reading the weights (BF16 8B +20 %, FP8 within 4 %); its Qwen3-32B BF16 run stays just past the
+    # line. Its AWQ runs are slower than Marlin's 8-row blocks allow (-18 and -8 % at the 32-row tile, +24 %
+    # at 16 rows): that build called vLLM's Marlin from before its 8-row kernels, whose mma.sync instructions
+    # reach less of Hopper's peak than the WGMMA rate the model prices
     "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16 (+30.1 % with the tiles; +75 % without)",
+    "s-hb-sglang-h20x1-qwen3-32b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ through Marlin (+61 %)",
+    "s-hb-sglang-h20x1-qwen3-8b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ through Marlin (+46 %)",
     # vLLM builds drift: a 2026 build runs Qwen3-30B-A3B faster than the family; older builds
     # (Marlin MoE AWQ, 0.7.2 on H20) slower
     "s-rb-vllm-h200x1-qwen3-30b-a3b-bf16-tpot-c1-4k4k-emmy": "vLLM 0.17 Qwen3-30B-A3B BF16 on H200",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.mtp_rules import MtpRule
     from inferplan.catalog.eagle3_drafts import Eagle3Draft
     from inferplan.catalog.engine_support import GpuRefusal, SupportFloor
+    from inferplan.catalog.site_schema import Site
     from inferplan.catalog.schema import (
         Accelerator,
         CalibrationConstant,
@@ -76,6 +77,7 @@ SECTIONS: dict[str, str] = {
     "workload_presets": "economics_schema:WorkloadPreset",
     "cost_defaults": "economics_schema:CostDefault",
     "rack_profiles": "economics_schema:RackEfficiencyProfile",
+    "sites": "site_schema:Site",  # economics/sites.yaml
     "engine_builds": "points_schema:EngineBuild",
     "speed_accuracy": "points_schema:SpeedAccuracy",
     "engine_flags": "flags_schema:EngineFlags",
@@ -118,6 +120,7 @@ class Catalog:
     workload_presets: Registry[WorkloadPreset]
     cost_defaults: Registry[CostDefault]
     rack_profiles: Registry[RackEfficiencyProfile]
+    sites: Registry[Site]
     engine_builds: Registry[EngineBuild]
     speed_accuracy: Registry[SpeedAccuracy]
     engine_flags: Registry[EngineFlags]
@@ -258,6 +261,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     from inferplan.catalog.mtp_rules import check_mtp_rules
     from inferplan.catalog.eagle3_drafts import check_eagle3_drafts
     from inferplan.catalog.engine_support import check_engine_support
+    from inferplan.catalog.site_schema import check_sites
 
     models = {key: section_model(key) for key in SECTIONS}
     records: dict[str, dict[str, BaseModel]] = {key: {} for key in SECTIONS}
@@ -297,6 +301,7 @@ def load_files(paths: list[Path], data_dir: Path = DATA_DIR) -> Catalog:
     check_mtp_rules(catalog)
     check_eagle3_drafts(catalog)
     check_engine_support(catalog)
+    check_sites(catalog)
     return catalog
 
 
@@ -326,7 +331,7 @@ def is_count(name: str) -> bool:
 # engines.yaml rules that are stated only with a source (``<rule>_source``): any value but the default
 ENGINE_SOURCED_RULES = ("runs_on", "kv_cache_dtypes", "context_beyond_model", "embeddings_on_host", "pp_kv_room",
                         "pp_batch_limits", "expert_parallel", "expert_parallel_redundant", "moe_tp_spans_data_parallel",
-                        "pads_gemm_rows", "multi_gpu_split",
+                        "pads_gemm_rows", "weight_only_gemm_row_blocks", "multi_gpu_split",
                         "tensor_parallel_splits", "offload_settings", "defaults_by_gpu_memory", "memory_fraction_reserve",
                         "reads_page_cache_as_used", "converts_to", "kv_cache_dtype_default", "metal_formats",
                         "metal_max_instance_gpus", "metal_kv_cache_dtypes")

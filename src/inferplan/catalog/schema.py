@@ -335,6 +335,16 @@ class EngineDefaults(Frozen):
     pads_gemm_rows: bool | None = None
     pads_gemm_rows_source: str | None = None
     pads_gemm_rows_note: str | None = None
+    # the row blocks the weight-only kernels (Marlin: weights of the storage dtypes ``_weights``
+    # dequantized to 16-bit maths) pick from on CUDA, smallest first, read from their source in place
+    # of the calibrated tile: fewer rows than the largest block compute the smallest block that holds
+    # them; ``_by_architecture`` where another kernel runs them (vLLM's Machete on Hopper); empty:
+    # the calibrated tile
+    weight_only_gemm_row_blocks: tuple[float, ...] = ()
+    weight_only_gemm_row_blocks_weights: tuple[str, ...] = ()
+    weight_only_gemm_row_blocks_by_architecture: dict[str, tuple[float, ...]] = Field(default_factory=dict)
+    weight_only_gemm_row_blocks_source: str | None = None
+    weight_only_gemm_row_blocks_note: str | None = None
     # hardware calibrated apart (else the family is the engine's id, with llama.cpp's back end or a
     # software stack other than CUDA and Metal appended: llamacpp-vulkan, vllm-rocm)
     calibration_families: tuple[CalibrationFamilyRule, ...] = ()

@@ -99,6 +99,7 @@ class PlanResult(BaseModel):
     fx_basis: str = ""  # the FX rate's source and checked date, printed wherever EUR is shown
     platform_status: str = "shipping"  # the catalogue status of the system (or its GPU when that is roadmap or ramp)
     platform_assumed: tuple[str, ...] = ()  # the platform's figures the plan uses that the catalogue marks assumed
+    rates: MoneyRates  # the money inputs used: the scenario's, else its site's and the catalogue's defaults
     recommendation: Recommendation
     assumptions: tuple[str, ...]
 
@@ -154,7 +155,7 @@ def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     hw = hardware(catalog, s)
     w = _workload(catalog, s)
     size = _size(catalog, s, hw, w)
-    rates = money_rates(catalog, s.money, hw.system)
+    rates = money_rates(catalog, s.money, hw.system, hw.accelerator)
     owned = owned_costs(catalog, s, hw, rates, systems=size.systems, systems_per_loadout=size.systems_per_loadout)
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
     # its operating cost without the staff
@@ -416,7 +417,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),
         platform_assumed=assumed_platform_figures(hw, quoted=bool(s.platform.quote_usd_per_system)),
-        recommendation=recommend(_route_figures(s, size, owned, quotes, rent, rates)),
+        rates=rates, recommendation=recommend(_route_figures(s, size, owned, quotes, rent, rates)),
         assumptions=_assumptions(s, hw, size, rates, costs, quotes, rent),
     )
 
@@ -461,8 +462,9 @@ def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, co
            "a vendor quote or power figure counts per system)" if per_loadout > 1 else "")
         + (f" and {size.prefill.systems} × {hw.label} more for the prefill pool" if size.prefill else ""),
         f"power {costs.power_w_per_loadout / 1000:,.1f} kW per loadout at {r.utilization:.0%} average draw × PUE "
-        f"{r.pue:g} ({r.pue_note}) × ${r.electricity_usd_per_kwh:g}/kWh; "
-        f"colocation ${r.colocation_usd_per_kw_month:g}/kW-month on the maximum draw",
+        f"{r.pue:g} ({r.pue_note}) × ${r.electricity_usd_per_kwh:g}/kWh ({r.electricity_note}); "
+        f"colocation ${r.colocation_usd_per_kw_month:g}/kW-month on the maximum draw ({r.colocation_note}); "
+        f"{hw.label} stands at the site {r.site} (its defaults: data/economics/sites.yaml)",
         f"amortization {r.amortization_years:g} years; capital-recovery target {r.capital_recovery_years:g} years; "
         f"support {r.support_share_of_capex_per_year:.0%} of capex a year",
         f"FX €1 = ${r.fx_usd_per_eur:g} ({r.fx_basis}); all prices ex VAT",

@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from inferplan.catalog.economics_schema import ApiPrice
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.schema import Accelerator, System
+from inferplan.catalog.site_schema import site_of
 from inferplan.economics.scenario import MoneyInputs, Scenario
 from inferplan.errors import InvalidScenarioError
 
-# cost_defaults ids used when a scenario leaves a money input out
+# cost_defaults ids used when a scenario leaves a money input out (electricity, PUE and colocation:
+# the platform's site, data/economics/sites.yaml)
 DEFAULTS = {
     "fx": "fx-eur-usd",
-    "electricity": "electricity-us-industrial",
-    "pue": "pue-global-average",
-    "colocation": "colocation-us-primary",
     "support": "hardware-support-share",
     "amortization": "amortization-years",
     "recovery": "capital-recovery-years",
@@ -52,23 +51,32 @@ class MoneyRates:
     pue_note: str  # "stated", or which default and why
     colocation_usd_per_kw_month: float
     support_share_of_capex_per_year: float
+    site: str  # where the platform stands (sites.yaml): its electricity, PUE and colocation defaults
+    electricity_note: str  # "stated", or the cost default taken
+    colocation_note: str
 
 
-def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None) -> MoneyRates:
-    """The scenario's money inputs with the catalogue's defaults where it leaves one out."""
-    pue, pue_note = (m.pue, "stated") if m.pue else _default_pue(catalog, system)
+def money_rates(catalog: Catalog, m: MoneyInputs, system: System | None, accelerator: Accelerator) -> MoneyRates:
+    """The scenario's money inputs with the catalogue's defaults where it leaves one out: electricity,
+    PUE and colocation are those of the site the platform stands at (a workstation at a desk, a node in
+    a data centre)."""
+    site = site_of(catalog, system.tier if system else None, accelerator.form_factor)
+    pue, pue_note = (m.pue, "stated") if m.pue else _default_pue(catalog, system, site.pue)
+    electricity = ((m.electricity_usd_per_kwh, "stated") if m.electricity_usd_per_kwh is not None
+                   else (_cost(catalog, site.electricity, "usd"), site.electricity))
+    colocation = ((m.colocation_usd_per_kw_month, "stated") if m.colocation_usd_per_kw_month is not None
+                  else (_cost(catalog, site.colocation, "usd"), site.colocation))
     return MoneyRates(
         fx_usd_per_eur=_cost(catalog, "fx", "usd_per_eur"), fx_basis=fx_basis(catalog),
         amortization_years=m.amortization_years or _cost(catalog, "amortization", "count"),
         capital_recovery_years=m.capital_recovery_years or _cost(catalog, "recovery", "count"),
         utilization=m.utilization or _cost(catalog, "utilization", "ratio"),
-        electricity_usd_per_kwh=(m.electricity_usd_per_kwh if m.electricity_usd_per_kwh is not None
-                                 else _cost(catalog, "electricity", "usd")),
+        electricity_usd_per_kwh=electricity[0], electricity_note=electricity[1],
         pue=pue, pue_note=pue_note,
-        colocation_usd_per_kw_month=(m.colocation_usd_per_kw_month if m.colocation_usd_per_kw_month is not None
-                                     else _cost(catalog, "colocation", "usd")),
+        colocation_usd_per_kw_month=colocation[0], colocation_note=colocation[1],
         support_share_of_capex_per_year=(m.support_share_of_capex_per_year if m.support_share_of_capex_per_year is not None
                                          else _cost(catalog, "support", "ratio")),
+        site=site.id,
     )
 
 
@@ -89,13 +97,14 @@ def _cost(catalog: Catalog, key: str, attr: str) -> float:
     return getattr(record, attr).value
 
 
-def _default_pue(catalog: Catalog, system: System | None) -> tuple[float, str]:
+def _default_pue(catalog: Catalog, system: System | None, site_pue: str) -> tuple[float, str]:
     """The PUE a plan assumes when the scenario states none: a direct-liquid-cooled system needs a
     facility built for it (the seed lists CDUs as required), planned at the liquid-cooled figure;
-    anything else at the survey's global average, which legacy air-cooled sites dominate."""
+    anything else at its site's (a data centre's survey average, which legacy air-cooled sites
+    dominate; no facility at a desk)."""
     if system is not None and (system.cooling or "").startswith("direct-liquid"):
         return _cost(catalog, "pue-liquid-cooled", "ratio"), f"{system.id} is direct-liquid-cooled: pue-liquid-cooled"
-    return _cost(catalog, "pue", "ratio"), "pue-global-average"
+    return _cost(catalog, site_pue, "ratio"), site_pue
 
 
 def hardware(catalog: Catalog, s: Scenario) -> Hardware:

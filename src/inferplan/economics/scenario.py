@@ -101,9 +101,11 @@ class MoneyInputs(Input):
     amortization_years: float | None = Field(None, ge=0.5, le=20)
     capital_recovery_years: float | None = Field(None, ge=0.5, le=20)
     utilization: float | None = Field(None, gt=0, le=1, description="average power draw as a share of the maximum")
-    electricity_usd_per_kwh: float | None = Field(None, ge=0, le=10)
-    pue: float | None = Field(None, ge=1, le=4)
-    colocation_usd_per_kw_month: float | None = Field(None, ge=0, le=10_000)
+    # left out: the default of the site the platform stands at, a desk or a data centre (data/economics/sites.yaml)
+    electricity_usd_per_kwh: float | None = Field(None, ge=0, le=10, description="left out: the platform's site's default")
+    pue: float | None = Field(None, ge=1, le=4, description="left out: the platform's site's default (1 at a desk)")
+    colocation_usd_per_kw_month: float | None = Field(None, ge=0, le=10_000,
+                                                      description="left out: the platform's site's default (none at a desk)")
     software: Literal["none", "nvaie-1-year", "nvaie-5-year", "nvaie-perpetual"] = "none"
     support_share_of_capex_per_year: float | None = Field(None, ge=0, le=1)
     staff_usd_per_month: float = Field(0.0, ge=0, le=1e9)

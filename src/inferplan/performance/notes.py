@@ -98,9 +98,13 @@ def padding_note(ctx: ServingContext, step: StepTime) -> str | None:
     bandwidth); None when its rows fill the tiles or the engine's kernels do not pad."""
     if not step.padding_s:
         return None
-    return (f"{ctx.d.engine}'s weight GEMMs run tensor-core tiles of at least {ctx.rates.gemm_min_rows:g} rows (an "
-            f"expert's rows are the tokens routed to it; calibrated): {step.padding_s * 1e3:.2f} ms of padded compute "
-            f"per step{' of a stage' if ctx.pp > 1 else ''} {_beside_memory(step)}")
+    tile = f"at least {ctx.rates.gemm_min_rows:g} rows (an expert's rows are the tokens routed to it; calibrated)"
+    if ctx.rates.weight_gemm_row_blocks:
+        blocks = " or ".join(f"{b:g}" for b in ctx.rates.weight_gemm_row_blocks)
+        tile = (f"{blocks} rows for the {ctx.mp.gpu_format.id} weights (the weight-only kernel's blocks, read from its source) and at "
+                f"least {ctx.rates.gemm_min_rows:g} for the 16-bit lm_head (calibrated)")
+    return (f"{ctx.d.engine}'s weight GEMMs run tensor-core tiles of {tile}: {step.padding_s * 1e3:.2f} ms of padded "
+            f"compute per step{' of a stage' if ctx.pp > 1 else ''} {_beside_memory(step)}")
 
 
 def _beside_memory(step: StepTime) -> str:

@@ -204,7 +204,7 @@ def host_s(work: ModelWork, parts: list[tuple[float, float]], kv_bytes: float) -
 
 def padding_flops(work: ModelWork, rates: Rates, parts: list[tuple[float, float]]) -> float:
     """FLOPs the weight GEMMs of a step run as ``parts`` micro-batches pad to their tiles."""
-    return sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows) for t, n in parts)
+    return sum(n * work.padding_flops_per_gpu(t, rates.gemm_min_rows, rates.weight_gemm_row_blocks) for t, n in parts)
 
 
 def micro_batch_overhead_s(work: ModelWork, rates: Rates, sequences: float, parts: list[tuple[float, float]]) -> float:

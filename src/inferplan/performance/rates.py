@@ -52,6 +52,9 @@ class Rates:
     pipeline_hop_s_per_request: float = 0.0
     pipeline_hop_fitted: bool = False
     gemm_min_rows: float = 1.0  # rows a weight GEMM computes at the least (tensor-core tiles; 1: none padded)
+    # the row blocks the kernel running the quantized weights picks from, when read apart from the
+    # calibrated tile (Marlin's 8 and 16; empty: gemm_min_rows covers every weight GEMM)
+    weight_gemm_row_blocks: tuple[float, ...] = ()
     overlap_exponent: float = math.inf  # power mean of a step's memory and compute time (phases.overlapped)
     hc_seam_s: float = 0.0  # per hyper-connection seam per step (mHC's small kernels; read, not fitted)
 
@@ -212,6 +215,24 @@ def gemm_min_rows(catalog: Catalog, engine: str, accel: Accelerator) -> float:
     return rows
 
 
+def weight_gemm_row_blocks(catalog: Catalog, engine: str, accel: Accelerator, quant: Quantization,
+                           dtype: str) -> tuple[float, ...]:
+    """The row blocks the kernel ``engine`` runs ``quant``'s weights with picks from, when it is a
+    weight-only kernel read apart from the calibrated tile (engines.yaml ``weight_only_gemm_row_blocks``:
+    Marlin's 8 and 16 rows for 4-bit weights beside 16-bit activations, on CUDA; vLLM's Machete 16
+    on Hopper); empty: the calibrated tile (``gemm_min_rows``) covers every weight GEMM."""
+    spec = catalog.engine(engine)
+    blocks = spec.weight_only_gemm_row_blocks_by_architecture.get(accel.architecture, spec.weight_only_gemm_row_blocks)
+    if (not blocks or not pads_gemm_rows(catalog, engine, accel) or accel.software.value != "cuda"
+            or quant.weight_dtype not in spec.weight_only_gemm_row_blocks_weights or dtype not in ("bf16", "fp16")):
+        return ()
+    if blocks[0] < 1 or list(blocks) != sorted(set(blocks)):
+        raise CatalogError(f"{engine}'s weight-only row blocks are {list(blocks)}",
+                           field=f"engines.yaml {engine} weight_only_gemm_row_blocks",
+                           allowed="rows of 1 or more, smallest first, each once")
+    return blocks
+
+
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
               hardware: Hardware | None = None, kv_dtype: str | None = None) -> Rates:
     """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
@@ -266,6 +287,7 @@ def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine:
         pipeline_hop_fitted=hop is not None,
         overlap_exponent=overlap_exponent(catalog),
         gemm_min_rows=gemm_min_rows(catalog, engine, accel),
+        weight_gemm_row_blocks=weight_gemm_row_blocks(catalog, engine, accel, quant, dtype),
         hc_seam_s=catalog.constant("hc-seam-s"),
         family=key,
         notes=notes,

@@ -107,19 +107,24 @@ class ModelWork:
         routed = max(tokens_in_step, 1) * self.expert_data_parallel
         return routed, 1 - (1 - self.experts_per_token / self.num_experts) ** routed
 
-    def padding_flops_per_gpu(self, tokens_in_step: float, min_rows: float) -> float:
+    def padding_flops_per_gpu(self, tokens_in_step: float, min_rows: float,
+                              weight_row_blocks: tuple[float, ...] = ()) -> float:
         """FLOPs a step's weight GEMMs spend on rows they pad: a tensor-core GEMM computes at least
         ``min_rows`` rows of every weight matrix it reads (a dense layer's rows are the step's tokens,
-        an expert's the tokens routed to it), so a step with fewer does that much work anyway."""
+        an expert's the tokens routed to it), so a step with fewer does that much work anyway. With
+        ``weight_row_blocks`` a weight-only kernel runs the quantized layers and experts: fewer rows
+        than its largest block compute the smallest block that holds them; the lm_head, kept at 16
+        bits, still takes ``min_rows``."""
         if min_rows <= 1:
             return 0.0
         rows = max(tokens_in_step, 1.0)
-        dense = (self.active_params - self.routed_active_params) / (self.tp * self.pp)  # the lm_head included
-        padded = dense * max(min_rows - rows, 0.0)
+        head = self.lm_head_params if weight_row_blocks else 0.0
+        dense = (self.active_params - self.routed_active_params - head) / (self.tp * self.pp)
+        padded = dense * _padding(rows, min_rows, weight_row_blocks) + head / (self.tp * self.pp) * max(min_rows - rows, 0.0)
         if self.num_experts and self.expert_params_per_gpu:
             routed, touched = self._routing(rows)
             per_expert = routed * self.experts_per_token / (self.num_experts * touched)
-            padded += self.expert_params_per_gpu * touched * max(min_rows - per_expert, 0.0)
+            padded += self.expert_params_per_gpu * touched * _padding(per_expert, min_rows, weight_row_blocks)
         return 2 * padded
 
     def unpack_flops_per_gpu(self, weight_bytes: float, flops_per_weight: float) -> float:
@@ -219,6 +224,14 @@ def _redundant_copy_bytes(mp: MemoryPlan, catalog: Catalog, experts_per_gpu: flo
     spare = redundant_experts(mp.spec, catalog.engine(mp.result.engine),
                               ranks=par.tensor_parallel_size * par.data_parallel_size)
     return experts_per_gpu * (expert_slot_share(mp.spec, spare) - 1)
+
+
+def _padding(rows: float, min_rows: float, blocks: tuple[float, ...]) -> float:
+    """Rows a GEMM of ``rows`` rows computes beyond them: up to the smallest of ``blocks`` that holds
+    them (none past the largest), or up to ``min_rows`` when no blocks are given."""
+    if not blocks:
+        return max(min_rows - rows, 0.0)
+    return next((b - rows for b in blocks if b >= rows), 0.0)
 
 
 def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:

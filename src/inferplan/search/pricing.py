@@ -71,7 +71,7 @@ def unit_costs(catalog: Catalog, p: Platform, model: str) -> UnitCosts:
         power_w, note = None, f"{p.id}: no power figure in the catalogue, so it cannot be priced to own"
     if note:
         notes.append(note)
-    rates = money_rates(catalog, s.money, p.system)
+    rates = money_rates(catalog, s.money, p.system, p.accelerator)
     capex = owner = None
     if p.system is not None:
         try:

@@ -5,7 +5,8 @@ family constants fitted at that value. Held-out points take no part. Two constan
 - ``roofline-overlap-exponent``, the order ``p`` of the power mean a step's memory and compute
   time combine by (``phases.overlapped``; ``inf`` is the plain roofline, the larger of the two);
 - ``gemm-min-rows``, the rows a small-batch weight GEMM computes at the least on engines whose
-  kernels pad to tensor-core tiles (``work.ModelWork.padding_flops_per_gpu``; 1 is no padding).
+  kernels pad to tensor-core tiles (``work.ModelWork.padding_flops_per_gpu``; 1 is no padding); the
+  weight-only kernels' row blocks (``Rates.weight_gemm_row_blocks``) are read, not moved.
 
 ``python -m inferplan.validation.overlap_grid [P,P,...] [--jobs N]`` prints the objective at each
 order (default ``GRID``); ``--gemm-rows [M,M,...]`` scans the tile instead (default ``ROWS_GRID``).

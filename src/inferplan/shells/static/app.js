@@ -108,6 +108,10 @@ function formPlatform() {
   return platform;
 }
 
+// money controls whose blank means the default of the site the platform stands at (a desk, a data
+// centre): control id, and the field of the scenario's money and of the plan's rates
+const SITE_RATES = [["electricity", "electricity_usd_per_kwh"], ["pue", "pue"], ["colocation", "colocation_usd_per_kw_month"]];
+
 // The scenario the form's controls describe (nothing kept from a loaded one).
 function formScenario() {
   const value = (id) => $(id).value;
@@ -130,7 +134,7 @@ function formScenario() {
   };
   if (value("quantization")) scenario.quantization = value("quantization");
   if (value("target_speed")) scenario.workload.target_output_tokens_per_s = number("target_speed");
-  if (value("electricity")) scenario.money.electricity_usd_per_kwh = number("electricity");
+  for (const [id, key] of SITE_RATES) if (value(id)) scenario.money[key] = number(id);
   if (value("kv_bytes_per_token")) scenario.kv_bytes_per_token = number("kv_bytes_per_token");
   return scenario;
 }
@@ -198,7 +202,7 @@ function fillForm(s) {
   set("utilization", m.utilization);
   set("capital_recovery_years", m.capital_recovery_years);
   set("amortization_years", m.amortization_years);
-  optional("electricity", m.electricity_usd_per_kwh);
+  for (const [id, key] of SITE_RATES) optional(id, m[key]);
   set("software", m.software);
   state.atLoad = formScenario();
   showOutputs();
@@ -263,6 +267,7 @@ async function update() {
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     $("memory-summary").textContent = view.memory_summary;
+    for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
     await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
     setStatus("up to date");
