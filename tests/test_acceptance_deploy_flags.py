@@ -56,8 +56,9 @@ def test_a_deepseek_r1_search_pick_drafting_with_mtp_is_acceptance_tested_as_pla
     pick = json.loads(found.stdout)["results"][0]
     assert pick["speculative_tokens"] >= 1  # the pick drafts
     flags = ["--model", "deepseek-r1", "--system", pick["system"], "--gpus", pick["gpus_per_instance"],
-             "-tp", pick["tensor_parallel_size"], "-pp", pick["pipeline_parallel_size"], "-q", pick["quantization"],
-             "--kv-cache-dtype", pick["kv_cache_dtype"], "--engine", pick["engine"], "--max-num-seqs", pick["max_num_seqs"],
+             "-tp", pick["tensor_parallel_size"], "-pp", pick["pipeline_parallel_size"], "-dp", pick["data_parallel_size"],
+             *(["--enable-expert-parallel"] if pick["expert_parallel"] else []), "-q", pick["quantization"],
+             "--kv-cache-dtype", pick["kv_cache_dtype"], "--engine", pick["engine"], "--max-num-seqs", pick["max_num_seqs_per_rank"],
              "--max-model-len", pick["max_model_len"]]
     _, launch, predictions, imported, comment = _pack(tmp_path, *flags, "--speculative-tokens", pick["speculative_tokens"],
                                                       "--workload", "coding-developer-median")
@@ -70,11 +71,11 @@ def test_a_deepseek_r1_search_pick_drafting_with_mtp_is_acceptance_tested_as_pla
     assert _flag(imported, "--max-model-len") == str(pick["max_model_len"]) and _flag(imported, "-tp") == str(pick["tensor_parallel_size"])
     assert not comment and _flag(imported, "--speculative-tokens") == str(pick["speculative_tokens"])
     assert (_flag(imported, "--kv-cache-dtype"), _flag(imported, "--max-num-seqs")) == \
-        (pick["kv_cache_dtype"], str(pick["max_num_seqs"]))
+        (pick["kv_cache_dtype"], str(pick["max_num_seqs_per_rank"]))
     run = run_the_import_line(tmp_path / "pack", predictions, imported, tmp_path / "runs.db")
     assert (run["tensor_parallel_size"], run["max_model_len"], run["engine"], run["speculative_method"], run["kv_cache_dtype"],
             run["max_num_seqs"]) == (pick["tensor_parallel_size"], pick["max_model_len"], pick["engine"], "mtp",
-                                     pick["kv_cache_dtype"], pick["max_num_seqs"])
+                                     pick["kv_cache_dtype"], pick["max_num_seqs_per_rank"])
     assert compared(tmp_path / "runs.db") == predicted(predictions)  # validate --mine predicts the run as the pack did
 
 
