@@ -172,6 +172,35 @@ def test_serve_on_a_port_another_server_holds_is_one_line_naming_the_port(monkey
     assert bad.exit_code == 2 and "--host" in bad.output and not started
 
 
+
+def test_serve_on_a_privileged_port_names_the_port_and_the_first_one_a_user_may_take(monkeypatch, tmp_path):
+    import errno
+
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from inferplan.errors import InvalidScenarioError
+    from inferplan.listen import check_listen, next_port
+    from inferplan.shells import server
+    from inferplan.shells.cli import app
+
+    denied = PermissionError(errno.EACCES, "Permission denied")  # bind() below ip_unprivileged_port_start, not root
+    with pytest.raises(InvalidScenarioError) as exc:
+        check_listen("127.0.0.1", 80, denied, first_unprivileged=1024)
+    assert exc.value.field == "port" and exc.value.allowed.startswith("a port from 1024 up") and "e.g. 8000" in exc.value.allowed
+    with pytest.raises(InvalidScenarioError) as exc:
+        check_listen("10.255.255.1", 8000, OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address"))
+    assert exc.value.field == "host"
+    assert (next_port(8000), next_port(65535)) == (8001, 8000)
+    started = []
+    monkeypatch.setattr(uvicorn, "run", lambda target, **kw: started.append(target))
+    monkeypatch.setattr(server, "bind_error", lambda host, port: denied)
+    result = CliRunner().invoke(app, ["serve", "--port", "80", "--db", str(tmp_path / "s.db")], terminal_width=400)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and not started
+    assert "error: --port: cannot listen on 127.0.0.1:80: Permission denied (allowed: a port from" in said, said
+
+
 # --- security headers
 @pytest.mark.parametrize("path", ["/", "/static/app.js", "/api/catalog", "/openapi.json", "/nope", "/docs"])
 def test_every_response_carries_the_security_headers(client, path):

@@ -88,3 +88,23 @@ def test_thousands_of_sglang_prefill_pods_are_found_by_the_router_not_listed(cat
     args = router["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--prefill" not in args and "--service-discovery" in args
     assert plan.manifest.count("http://") == 0  # no pod is named one by one
+
+
+@pytest.mark.parametrize("engine", ("vllm", "sglang", "trtllm"))
+def test_over_several_hosts_the_router_names_host_0_like_the_others(catalog, engine):
+    # SGLang's router hands a prefill URL's host to the decode as the bootstrap host: localhost would be the decode's own
+    d = Deployment(engine=engine, **DEP)
+    several = pools_plan(d, PrefillLayout(prefill_instances=2, replicas=3, host_gpus=1), catalog).launch
+    listed = " ".join(several.router) + " ".join(f.text for f in several.files)
+    assert "HOST0" in listed and "localhost" not in listed
+    one = pools_plan(d, PrefillLayout(prefill_instances=2, replicas=3), catalog).launch
+    assert "localhost" in " ".join(one.router) + " ".join(f.text for f in one.files)  # every worker on the router's host
+
+
+def test_the_module_s_host_ranges_are_ones_a_script_can_write():
+    import re
+
+    from inferplan.deploy import pools
+    # a script's two pools hold at most MAX_LISTED_WORKERS instances each, so its hosts end before HOST1024
+    hosts = [int(n) for n in re.findall(r"HOST(\d+)", pools.__doc__)]
+    assert hosts and max(hosts) < 2 * MAX_LISTED_WORKERS

@@ -150,3 +150,27 @@ def test_export_says_what_the_server_measured():
     (source,) = run_as_catalogue(run)["sources"]
     assert "the server measured 0.717: spec_decode_acceptance_length 2.6 at 3 draft tokens per step" in source["note"]
     assert {p["acceptance_rate"] for p in run_as_catalogue(run)["speed_points"]} == {run.acceptance_rate}
+
+
+def test_the_draft_a_file_with_draft_tokens_ran_is_taken_without_restating_its_count(tmp_path):
+    # the file's spec_decode_draft_tokens / spec_decode_num_drafts give 3 draft tokens per step: the method, draft
+    # and rate stated beside them apply, in the library, the CLI and the API alike
+    run = _read(VLLM, **QWEN, speculative_method="eagle3", draft_model=REPO, acceptance_rate=0.6)
+    assert (run.speculative_tokens, run.speculative_method, run.draft_model, run.acceptance_rate) == (3, "eagle3", REPO, 0.6)
+    with pytest.raises(InvalidScenarioError) as exc:  # a file without draft tokens, and none stated: refused
+        _read(PLAIN, **QWEN, speculative_method="eagle3")
+    assert exc.value.field == "speculative_method" and "1 or more speculative_tokens" in exc.value.allowed
+    db = tmp_path / "runs.db"
+    r = runner.invoke(app, ["measurements", "import", str(DATA / VLLM), "--model", "qwen3-8b", "--gpu", "h100",
+                            "--speculative-method", "eagle3", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    (mine,) = json.loads(runner.invoke(app, ["validate", "--mine", "--db", str(db), "--json"]).stdout)["mine"]
+    assert (mine["run"]["speculative_tokens"], mine["run"]["speculative_method"]) == (3, "eagle3")
+    client = TestClient(create_app(tmp_path / "api.db"))
+    body = {"files": [{"name": VLLM, "content": (DATA / VLLM).read_text()}],
+            "provenance": {**QWEN, "speculative_method": "eagle3"}}
+    r = client.post("/api/measurements", json=body)
+    assert r.status_code == 201 and r.json()[0]["speculative_method"] == "eagle3", r.text
+    body["files"] = [{"name": PLAIN, "content": (DATA / PLAIN).read_text()}]
+    r = client.post("/api/measurements", json=body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "provenance.speculative_method", r.text

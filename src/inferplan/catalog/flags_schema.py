@@ -266,6 +266,7 @@ class PeerAddress(Frozen):
     # server): behind a Service that spreads requests over several pods, the router's request and the decode's
     # lookup may land on different pods
     at_router_host: bool = False
+    router_source: str | None = None  # where the router hands the decode its prefill URL's host
     source: str
     note: str | None = None
 
@@ -464,7 +465,8 @@ def check_engine_flags(catalog) -> None:
                  *(o.source for o in flags.software_launch),
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),
-                 *((flags.disaggregation.source, flags.disaggregation.peer_address.source) if flags.disaggregation else ()),
+                 *((flags.disaggregation.source, flags.disaggregation.peer_address.source,
+                    *filter(None, [flags.disaggregation.peer_address.router_source])) if flags.disaggregation else ()),
                  *((flags.prompt_budget.source, flags.prompt_budget.refusal_source, flags.prompt_budget.option.source,
                     *([flags.prompt_budget.combination_source] if flags.prompt_budget.combination_source else []),
                     *([flags.prompt_budget.chunked_source] if flags.prompt_budget.chunked_source else []))

@@ -5,9 +5,10 @@ Workers are laid out on consecutive GPUs of a host (``host_gpus`` each; a worker
 host's last GPU starts on the next host, ``HOST1``, ``HOST2`` ...), each listening on the engine's first
 worker port plus its place on its host, and run in the background; the router, started last, stays in the
 foreground. Hosts that run the same workers are written once, with the range of hosts that run them
-(``HostGroup``: a pool of 1-GPU hosts is one line "on each of HOST0–HOST4095"), each worker told its own
+(``HostGroup``: a pool of 64 1-GPU hosts is one line "on each of HOST0–HOST63"), each worker told its own
 host's address as ``$HOST_IP`` where the engine needs it. The router's command (or config file) names every
-worker by its host and port, so a script holds at most ``MAX_LISTED_WORKERS`` instances of a pool; the
+worker by its host and port (host 0 too, as ``HOST0``, once the workers span several hosts), so a script holds
+at most ``MAX_LISTED_WORKERS`` instances of a pool; the
 Kubernetes manifest (``deploy.pools_plan``) reaches a pool at its Service instead. Flag names, ports,
 options and the router's command and config file are the engine's data (``DisaggregationRule`` in
 engine_flags.yaml).
@@ -30,7 +31,7 @@ from inferplan.deploy.output import Output
 from inferplan.memory.fit import as_planned
 from inferplan.memory.layout import instance_gpus
 
-LOCAL_HOST = "localhost"  # where the router reaches workers on its own host
+LOCAL_HOST = "localhost"  # where the router reaches the workers when every one runs on its host
 # the most instances of one pool a launch script starts: its router's command names each by host and port
 # (a design bound, so an answer stays proportionate to what a person runs by hand; more run under --format k8s)
 MAX_LISTED_WORKERS = 512
@@ -112,7 +113,7 @@ def pools_launch(catalog: Catalog, prefill: Deployment, decode: Deployment, *, p
                                        devices=tuple(range(first, first + size)) if first is not None else None,
                                        address=address)
         on_host[host_index].append(made[key])
-        workers[role].append(Worker(_host(host_index), made[key].port, worker_ports(rule, slot)))
+        workers[role].append(Worker(_host(host_index, several), made[key].port, worker_ports(rule, slot)))
     return _assemble(_groups(on_host), workers, rule, several)
 
 
@@ -141,8 +142,11 @@ def _place(gpu: int, size: int, host_gpus: int | None) -> tuple[int, int | None]
     return host, first
 
 
-def _host(index: int) -> str:
-    return LOCAL_HOST if index == 0 else f"HOST{index}"
+def _host(index: int, several: bool) -> str:
+    """The router's name for host ``index``: over several hosts every worker is named by the host it runs on, its
+    own host included (SGLang's router hands a prefill's URL host to the decode as its bootstrap host, so a
+    decode on another host would reach ``localhost``: its own)."""
+    return f"HOST{index}" if several else LOCAL_HOST
 
 
 def _where(group: HostGroup) -> str:

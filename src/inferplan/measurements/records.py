@@ -11,8 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, ValidationError, field_validator
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
@@ -99,14 +98,6 @@ class RunProvenance(Input):
     @classmethod
     def _auto_is_the_default(cls, value: str | None) -> str | None:
         return None if value is not None and value.strip().lower() == "auto" else value
-
-    @field_validator("speculative_method", "draft_model", "acceptance_rate")
-    @classmethod
-    def _only_with_drafts(cls, value: object, info: ValidationInfo) -> object:
-        if value is not None and not info.data.get("speculative_tokens"):
-            raise PydanticCustomError("drafts_missing", "applies only with speculative decoding (draft tokens per step)",
-                                      {"allowed": "leave it out, or 1 or more speculative_tokens beside it"})
-        return value
 
 
 class MeasuredRun(UserRun):
@@ -209,8 +200,22 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
                        quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points), enforce_eager=given.enforce_eager,
-                       **{f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
-                       | _file_launch(catalog, meta, given, engine, spec) | file_acceptance(meta, given.speculative_tokens))
+                       **_with_drafts(name, {f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}
+                                      | _file_launch(catalog, meta, given, engine, spec)
+                                      | file_acceptance(meta, given.speculative_tokens)))
+
+
+def _with_drafts(name: str, fields: dict[str, object]) -> dict[str, object]:
+    """A run's fields, once stated and read from its file: how drafts were made, the draft and its acceptance rate
+    apply only to a run with draft tokens per step — stated, or read from the file (a vLLM result's
+    ``spec_decode_draft_tokens`` / ``spec_decode_num_drafts``)."""
+    if not fields.get("speculative_tokens"):
+        for field in ("speculative_method", "draft_model", "acceptance_rate"):
+            if fields.get(field) is not None:
+                raise InvalidScenarioError(f"{name}: {field} applies only with speculative decoding (draft tokens per "
+                                           "step), and neither the run nor its file states any", field=field,
+                                           allowed="leave it out, or 1 or more speculative_tokens beside it")
+    return fields
 
 
 # the run fields a llama-bench row's launch settings fill (``formats.LLAMA_LAUNCH_KEYS``): field -> the file's key

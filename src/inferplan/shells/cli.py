@@ -7,7 +7,6 @@ The ``cli*`` modules do not postpone annotations: typer reads every command's pa
 it builds the app, and would compile each from a string on every start.
 """
 
-import errno
 from pathlib import Path
 from typing import Optional
 
@@ -275,17 +274,12 @@ def serve_cmd(
     """Serve the web calculator and the HTTP API."""
     from inferplan.catalog.loader import load_catalog
     from inferplan.shells.api import create_app
+    from inferplan.listen import check_listen
     from inferplan.shells.server import bind_error, default_workers, serve
 
     run(create_app, db)  # a bad --db or catalogue is one line here, not a traceback in every worker
     run(load_catalog)
-    problem = bind_error(host, port)
-    if problem is not None:
-        taken = getattr(problem, "errno", None) == errno.EADDRINUSE
-        flag = "--port" if taken else "--host"
-        fail(f"{flag}: cannot listen on {host}:{port}: {problem.strerror or problem}", field=flag,
-             allowed=f"a free port (another server holds {port}), e.g. --port {port + 1 if port < 65535 else 8000}"
-             if taken else "an address of this machine, e.g. 127.0.0.1 or 0.0.0.0")
+    run_naming({"host": "--host", "port": "--port"}, check_listen, host, port, bind_error(host, port))
     err_console.print(f"inferplan calculator: open http://{host}:{port}/  (API docs: http://{host}:{port}/docs)")
     serve(host, port, db, workers or default_workers())
 

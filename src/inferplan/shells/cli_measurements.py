@@ -15,7 +15,7 @@ RunDraftOpt = typer.Option(None, "--draft-model", help=(
     "The draft checkpoint the run drafted with (draft_model, eagle3): a repo path, or a catalogued EAGLE-3 draft's id "
     "(eagle3 default: the model's one catalogued draft; a model with none needs it)."))
 RunAcceptanceOpt = typer.Option(None, "--acceptance-rate", help=(
-    "Per draft token, with --speculative-tokens; wins over the acceptance the server measured (default: the rate the "
+    "Per draft token, with draft tokens (--speculative-tokens, or a vllm result's); wins over the acceptance the server measured (default: the rate the "
     "acceptance length a vllm or sglang result saves gives, else a catalogued EAGLE-3 draft's published rate, else "
     "0.7, assumed)."))
 RunDraftTokensOpt = typer.Option(0, "--speculative-tokens", min=0, help=(

@@ -3,14 +3,13 @@ figures, and a model imported from a Hugging Face config."""
 
 from __future__ import annotations
 
-import math
-
 from pydantic import BaseModel
 from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
 from inferplan.catalog.provenance import Sourced, iter_sourced
+from inferplan.report.numbers import si_text
 from inferplan.shells.render import Col, gb, layout, print_assumptions
 from inferplan.units import GB
 
@@ -60,18 +59,6 @@ def _formats(checkpoints) -> str:
     formats = list(dict.fromkeys(c.quantization for c in checkpoints))
     more = f" ({len(checkpoints)} checkpoints)" if len(checkpoints) > len(formats) else ""
     return ", ".join(formats) + more
-
-
-SI_PREFIXES = " kMGTPE"
-
-
-def si_text(value: float) -> str:
-    """A catalogue number as stored (SI units) to six significant digits, from a million with its SI
-    prefix ("32.7621 G" parameters, "3.35 T" bytes/s), never in exponent notation ("3.27621e+10")."""
-    if abs(value) < 1e6:
-        return f"{value:,.6g}"
-    power = min(int(math.log10(abs(value))) // 3, len(SI_PREFIXES) - 1)
-    return f"{value / 1000 ** power:,.6g} {SI_PREFIXES[power]}"
 
 
 def print_entry(console: Console, kind: str, entry: BaseModel) -> None:

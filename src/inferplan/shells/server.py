@@ -46,8 +46,9 @@ def app_from_env() -> FastAPI:
 
 def bind_error(host: str, port: int) -> OSError | None:
     """Why ``host:port`` cannot be listened on (another server holds the port — vLLM's default is 8000
-    too —, or the address is not this machine's), else None: tried before the workers start, so the
-    refusal is one line instead of uvicorn's log after the calculator's address was printed."""
+    too —, a privileged port, or the address is not this machine's), else None: tried before the workers start,
+    so the refusal (``listen.check_listen``) is one line instead of uvicorn's log after the calculator's address
+    was printed."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         with socket.socket(family, socket.SOCK_STREAM) as probe:
