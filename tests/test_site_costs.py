@@ -15,6 +15,7 @@ COSTS = CATALOG.cost_defaults.records
 DATA_CENTRE = {"electricity_usd_per_kwh": COSTS["electricity-us-industrial"].usd.value,
                "pue": COSTS["pue-global-average"].ratio.value,
                "colocation_usd_per_kw_month": COSTS["colocation-us-primary"].usd.value}
+DESK_PRICE = COSTS["electricity-us-residential"].usd.value  # USD/kWh, EIA US residential average
 # one RTX 4090 at home serving five chat users with llama.cpp
 HOME = {"model": "qwen3-8b", "engine": "llama.cpp", "quantization": "q4_k_m",
         "platform": {"system": "rtx-4090-workstation"}, "workload": {"preset": "chat-seat"}, "target_users": 5}
@@ -25,7 +26,7 @@ def _plan(money=None, **changes):
 
 
 def test_a_workstation_pays_no_colocation_and_no_facility_overhead():
-    home, as_if_hosted = _plan(), _plan(DATA_CENTRE)
+    home, as_if_hosted = _plan(), _plan({**DATA_CENTRE, "electricity_usd_per_kwh": DESK_PRICE})
     assert (home.rates.site, home.rates.pue, home.rates.colocation_usd_per_kw_month) == ("desk", 1.0, 0.0)
     assert home.monthly_costs.colocation_usd == 0
     assert as_if_hosted.monthly_costs.colocation_usd > 0
@@ -34,6 +35,18 @@ def test_a_workstation_pays_no_colocation_and_no_facility_overhead():
     assert home.modeled_monthly_operating_cost_usd == pytest.approx(
         as_if_hosted.modeled_monthly_operating_cost_usd - as_if_hosted.monthly_costs.colocation_usd - pue_share)
     assert any("PUE 1 (pue-no-facility)" in a and "(colocation-none)" in a and "site desk" in a for a in home.assumptions)
+
+
+def test_a_desk_machine_pays_the_household_electricity_price():
+    home, at_industrial = _plan(), _plan({"electricity_usd_per_kwh": DATA_CENTRE["electricity_usd_per_kwh"]})
+    assert (home.rates.electricity_usd_per_kwh, home.rates.electricity_note) == (DESK_PRICE, "electricity-us-residential")
+    assert DESK_PRICE > DATA_CENTRE["electricity_usd_per_kwh"]  # households pay more than industry
+    # the same draw, billed at the desk price: the power line scales by the price ratio, nothing else moves
+    assert home.monthly_costs.power_usd == pytest.approx(
+        at_industrial.monthly_costs.power_usd * DESK_PRICE / DATA_CENTRE["electricity_usd_per_kwh"])
+    assert home.modeled_monthly_operating_cost_usd - at_industrial.modeled_monthly_operating_cost_usd == pytest.approx(
+        home.monthly_costs.power_usd - at_industrial.monthly_costs.power_usd)
+    assert any(f"${DESK_PRICE}/kWh (electricity-us-residential)" in a for a in home.assumptions)
 
 
 def test_a_bare_consumer_gpu_stands_at_a_desk_and_a_bare_datacentre_gpu_in_a_data_centre():
@@ -75,4 +88,4 @@ def test_the_api_returns_the_rates_the_web_form_shows(tmp_path):
     client = TestClient(create_app(tmp_path / "t.db"))
     rates = client.post("/api/plan", json={"scenario": HOME, "draws": 0}).json()["result"]["rates"]
     assert (rates["site"], rates["pue"], rates["colocation_usd_per_kw_month"]) == ("desk", 1.0, 0.0)
-    assert rates["electricity_usd_per_kwh"] == DATA_CENTRE["electricity_usd_per_kwh"]
+    assert rates["electricity_usd_per_kwh"] == DESK_PRICE
