@@ -24,16 +24,16 @@ def _fit(**kw):
 
 def test_the_default_vllm_release_is_the_current_one_and_fit_says_so():
     current = current_release(CATALOG, "vllm")
-    assert current.release == "0.31.0"  # sourced: mr-vllm-v031-release
+    assert current.release == "0.33.0"  # sourced: mr-vllm-v033-release (0.34.0 sizes the KV cache otherwise)
     default, stated = _fit(), _fit(engine_version=current.release)
     assert default.memory_rule_id == stated.memory_rule_id == memory_rule(CATALOG, "vllm").id
     assert memory_rule(CATALOG, "vllm").covers(current.release)
     assert default.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
-    assert "planned at 0.31.0, the default: the current release" in default.memory_rule
+    assert "planned at 0.33.0, the default: the current release" in default.memory_rule
     assert "the default" not in stated.memory_rule
 
 
-@pytest.mark.parametrize(("release", "fraction"), [("0.19.0", 0.9), ("0.20.0", 0.92), ("0.21.0", 0.92), ("0.31.0", 0.92),
+@pytest.mark.parametrize(("release", "fraction"), [("0.19.0", 0.9), ("0.20.0", 0.92), ("0.21.0", 0.92), ("0.31.0", 0.92), ("0.33.0", 0.92),
                                                    ("0.11.0", 0.9)])
 def test_vllm_default_gpu_memory_utilization_follows_the_release(release, fraction):
     r = _fit(engine_version=release)
@@ -53,6 +53,13 @@ def test_sglang_current_release_uses_the_pr10975_heuristic():
     old, new = _fit(engine="sglang", engine_version="0.4.6"), _fit(engine="sglang")
     assert new.memory_rule_id == "sglang-static-fraction" and "planned at 0.5.21" in new.memory_rule
     assert old.usable_bytes_per_gpu != new.usable_bytes_per_gpu
+
+
+def test_vllm_034_is_past_the_current_release():
+    # 0.34.0 sizes the KV cache from the memory measured after warm-up (extensible KV cache), stated by no rule
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="0.34.0")
+    assert e.value.field == "engine_version" and "newer than 0.33.0" in str(e.value)
 
 
 @pytest.mark.parametrize(("engine", "release"), [("sglang", "99.9"), ("sglang", "0.5.0"), ("sglang", "0.1.13"),
