@@ -73,7 +73,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
                                           "(default: the release's own).")),
     "model_runner": (Optional[str], typer.Option(
         None, "--model-runner", help="vLLM from 0.20: V1 | V2, the GPU model runner (VLLM_USE_V2_MODEL_RUNNER); V2 counts "
-                                     "no CUDA-graph estimate before 0.29 (default: the release's choice for the model).")),
+                                     "no CUDA-graph estimate before 0.29; V2 only from 0.34 (default: the release's choice for the model).")),
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, one of its parser's choices, e.g. marlin (default: auto, the engine's).")),
     "enforce_eager": (bool, typer.Option(
