@@ -44,6 +44,8 @@ class MeasuredSizing(Frozen):
 
     margin_floor_bytes: int = Field(ge=0)  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
     margin_activation_fraction: float = Field(ge=0)  # KV_CACHE_MARGIN_FRACTION
+    # the default fraction where the engine cannot use it (off CUDA and ROCm: an Apple GPU) and sizes as before
+    fraction_where_off: float = Field(gt=0, le=1)
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]

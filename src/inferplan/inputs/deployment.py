@@ -50,7 +50,7 @@ class Deployment(Input):
                                        "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release, "
                                        "engine_memory_rules.yaml current_release)")
     moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "
-                                   "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin or triton; default: "
+                                   "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin, triton or humming; default: "
                                    "what the release's pip install picks, engine_moe_kernels.yaml)")
     topk_topp_sampler: Literal["flashinfer", "pytorch"] | None = Field(
         None, description="vLLM V1: the top-k/top-p sampler the install runs, as its log names it ('Using FlashInfer for "

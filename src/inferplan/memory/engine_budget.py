@@ -302,7 +302,7 @@ def engine_budget(
                          f"{free / GiB:.2f} GiB free beside the CUDA context and other processes: the KV cache "
                          "gets what is free")
             usable = free
-        sized = rule.measured_sizing
+        sized = rule.measured_sizing if captures_cuda_graphs(accel) else None
         if sized is not None:  # measured after warm-up: the memory free at start-up, less a margin, caps it too
             margin = sized.margin_bytes(act)
             if free - margin < usable:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from inferplan.catalog.engine_tiers import FractionScale, tier_for
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
-from inferplan.catalog.schema import Accelerator
+from inferplan.catalog.schema import Accelerator, Software
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
@@ -42,6 +42,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
+    if rule and rule.measured_sizing and accel.software == Software.METAL:  # no extensible KV cache there
+        release_frac = rule.measured_sizing.fraction_where_off
     frac = d.gpu_memory_utilization or (reported.value if reported is not None else release_frac or
                                         _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes))
     if scale is not None:  # the engine lowers the fraction it is given as well as its own

@@ -66,7 +66,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "engine": (Optional[str], DeploymentEngineOpt),
     "engine_version": (Optional[str], EngineVersionOpt),
     "moe_kernel": (Optional[str], typer.Option(
-        None, "--moe-kernel", help="vLLM MXFP4 experts without native MXFP4: marlin | triton, the kernel the install runs "
+        None, "--moe-kernel", help="vLLM MXFP4 experts without native MXFP4: marlin | triton | humming, the kernel the install runs "
                                    "(default: what the release's pip install picks).")),
     "topk_topp_sampler": (Optional[str], typer.Option(
         None, "--topk-topp-sampler", help="vLLM V1: flashinfer | pytorch, the top-k/top-p sampler the install runs "
