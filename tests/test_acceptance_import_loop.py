@@ -56,8 +56,8 @@ def test_a_release_the_launch_command_does_not_start_is_refused_by_its_flag(tmp_
 
 
 @pytest.mark.parametrize("flags", [
-    ["--engine", "vllm", "--kv-offloading-size", 64, "--kv-offloading-backend", "lmcache", "--speculative-tokens", 3,
-     "--speculative-method", "ngram", "--acceptance-rate", 0.6123456789],
+    ["--engine", "vllm", "--engine-version", "0.33.0", "--kv-offloading-size", 64, "--kv-offloading-backend", "lmcache",
+     "--speculative-tokens", 3, "--speculative-method", "ngram", "--acceptance-rate", 0.6123456789],
     ["--engine", "sglang", "--hicache-ratio", 2, "--speculative-tokens", 3, "--speculative-method", "eagle3",
      "--draft-model", "Tengyunw/qwen3_30b_moe_eagle3"],
 ])

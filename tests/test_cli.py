@@ -24,7 +24,7 @@ def test_fit_json_has_the_documented_keys():
         assert key in data
     assert data["kv_cache_bytes_per_token"] == 131072
     assert data["fits"] is True
-    assert data["engine_release"] == "0.31.0"  # the current release, which the human output names too
+    assert data["engine_release"] == "0.34.0"  # the current release, which the human output names too
     old = json.loads(invoke("fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--engine-version", "0.8.5", "--json").stdout)
     assert old["engine_release"] == "0.8.5"
 

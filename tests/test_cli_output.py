@@ -72,7 +72,7 @@ def test_every_example_plan_fits_one_screen():
 
 
 @pytest.mark.parametrize("args, assumption", [
-    (("fit", "--model", "llama-3.1-8b", "--gpu", "h100"), "KV = total × 0.9"),
+    (("fit", "--model", "llama-3.1-8b", "--gpu", "h100"), "free at start-up − margin"),
     (("perf", "--model", "llama-3.1-8b", "--gpu", "h100"), "track record, vllm"),
     (("frontier", "--model", "llama-3.1-8b", "--gpu", "h100", "--points", "3"), "rates:"),
     (("plan", str(EXAMPLES / "coding-developers-b200.yaml"), "--draws", "200"), "amortization 4 years"),

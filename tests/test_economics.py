@@ -420,7 +420,9 @@ def test_the_web_view_plans_a_cell_across_systems_on_those_systems():
 def test_monte_carlo_has_nothing_to_draw_when_no_user_is_carried():
     from inferplan.economics.uncertainty import simulate
 
-    s = scenario(model="qwen3-235b-a22b", quantization="fp8", target_users=5, platform={"system": "dgx-spark"})
+    # at vLLM 0.33's 0.92 two GB10s do not hold it (0.34's measured sizing does)
+    s = scenario(model="qwen3-235b-a22b", quantization="fp8", target_users=5, platform={"system": "dgx-spark"},
+                 engine_version="0.33.0")
     r = plan(s, CATALOG)
     assert r.supported_users == 0 and r.systems_per_loadout > 1
     assert simulate(r, s, draws=100, catalog=CATALOG) is None  # not 5e9 loadouts

@@ -12,6 +12,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import CUDA_CONTEXT, EngineSettings, engine_budget
 from inferplan.memory.fit import fit
+from inferplan.memory.settings import engine_settings
 from inferplan.shells.cli import app
 
 GiB = 2**30
@@ -24,16 +25,16 @@ def _fit(**kw):
 
 def test_the_default_vllm_release_is_the_current_one_and_fit_says_so():
     current = current_release(CATALOG, "vllm")
-    assert current.release == "0.31.0"  # sourced: mr-vllm-v031-release
+    assert current.release == "0.34.0"  # sourced: mr-vllm-v034-release
     default, stated = _fit(), _fit(engine_version=current.release)
     assert default.memory_rule_id == stated.memory_rule_id == memory_rule(CATALOG, "vllm").id
     assert memory_rule(CATALOG, "vllm").covers(current.release)
     assert default.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
-    assert "planned at 0.31.0, the default: the current release" in default.memory_rule
+    assert "planned at 0.34.0, the default: the current release" in default.memory_rule
     assert "the default" not in stated.memory_rule
 
 
-@pytest.mark.parametrize(("release", "fraction"), [("0.19.0", 0.9), ("0.20.0", 0.92), ("0.21.0", 0.92), ("0.31.0", 0.92),
+@pytest.mark.parametrize(("release", "fraction"), [("0.19.0", 0.9), ("0.20.0", 0.92), ("0.21.0", 0.92), ("0.31.0", 0.92), ("0.33.0", 0.92),
                                                    ("0.11.0", 0.9)])
 def test_vllm_default_gpu_memory_utilization_follows_the_release(release, fraction):
     r = _fit(engine_version=release)
@@ -79,6 +80,37 @@ def test_sglang_from_0522_caps_the_graph_batch_its_fraction_reserves_for_at_the_
 def test_sglang_before_0522_reserves_for_the_tier_graph_batch_whatever_the_running_requests():
     assert not memory_rule(CATALOG, "sglang", "0.5.21").gpu_memory_defaults.caps_graph_batch("0.5.21")
     assert _sglang_fraction("0.5.21", max_num_seqs=4) == _sglang_fraction("0.5.21")
+
+
+def test_vllm_034_sizes_the_kv_cache_from_the_memory_free_at_start_up_less_its_margin():
+    # extensible KV cache (mr-vllm-wheel-0340-extensible-kv): the fraction is 1.0, and the memory free at start-up
+    # (total - CUDA context - other processes) less max(1 GiB, 0.75 x the activation peak) caps it
+    new, old = _fit(engine_version="0.34.0"), _fit(engine_version="0.33.0")
+    free = new.gpu_memory_bytes - CATALOG.constant(CUDA_CONTEXT)
+    margin = max(GiB, 0.75 * new.activation_bytes_per_gpu)
+    assert new.memory_rule_id == "vllm-extensible-kv-cache" != old.memory_rule_id
+    assert new.usable_bytes_per_gpu == pytest.approx(free - margin)
+    assert old.usable_bytes_per_gpu == pytest.approx(0.92 * old.gpu_memory_bytes)
+    busy = _fit(engine_version="0.34.0", other_gpu_memory_gb=2.0)
+    assert busy.usable_bytes_per_gpu == pytest.approx(free - 2 * GiB - margin)
+    stated = _fit(engine_version="0.34.0", gpu_memory_utilization=0.8)
+    assert stated.usable_bytes_per_gpu == pytest.approx(0.8 * stated.gpu_memory_bytes)
+
+
+def engine_settings_block(**kw):
+    d = Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=8192, **kw)
+    rule = memory_rule(CATALOG, "vllm", kw["engine_version"])
+    accel = CATALOG.accelerators.records["h100-sxm"]
+    return engine_settings(d, CATALOG.engines.records["vllm"], accel, 80 * GiB, rule).block_tokens
+
+
+def test_vllm_034_has_no_model_runner_v1_and_blocks_of_64_tokens():
+    with pytest.raises(InvalidScenarioError) as e:
+        _fit(engine_version="0.34.0", model_runner="V1")
+    assert e.value.field == "model_runner"
+    assert _fit(engine_version="0.34.0", model_runner="V2").fits
+    assert memory_rule(CATALOG, "vllm", "0.34.0").block_tokens == 64
+    assert engine_settings_block(engine_version="0.34.0") == 64 and engine_settings_block(engine_version="0.33.0") == 16
 
 
 @pytest.mark.parametrize(("engine", "release"), [("sglang", "99.9"), ("sglang", "0.5.24"), ("sglang", "0.5.0"), ("sglang", "0.1.13"),
@@ -131,7 +163,7 @@ def test_the_cuda_context_is_inside_the_fraction_only_where_the_rule_counts_it()
 def test_a_display_fails_start_up_where_it_fills_the_headroom():
     rule = memory_rule(CATALOG, "vllm", "0.31.0")
     assert rule.startup is not None and "other_processes" not in rule.counted
-    free, busy = _fit(gpu="4090"), _fit(gpu="4090", other_gpu_memory_gb=2.0)
+    free, busy = _fit(gpu="4090", engine_version="0.31.0"), _fit(gpu="4090", engine_version="0.31.0", other_gpu_memory_gb=2.0)
     assert free.fits and not busy.fits and busy.startup_shortfall_bytes_per_gpu > 0
 
 

@@ -167,7 +167,7 @@ def test_deepseek_v4_on_blackwell_with_trtllm_is_planned():
 
 
 def test_deepseek_v4_on_ampere_with_vllm_is_refused_naming_the_gpu_and_what_remains():
-    # no vLLM release to 0.31.0 has a sparse-attention back end for compute capability 8.x (vllm#50576, #40851)
+    # no vLLM release to 0.34.0 has a sparse-attention back end for compute capability 8.x (vllm#50576, #40851)
     with pytest.raises(InvalidScenarioError) as e:
         _dsv4(gpu="A100", gpus=4)
     assert e.value.field == "gpu" and "A100" in str(e.value)
@@ -179,7 +179,8 @@ def test_a_gpu_refusal_holds_only_over_its_release_range():
     refusal = CATALOG.gpu_refusals.records["vllm-deepseek-v4-pre-hopper"]
     assert refusal.applies("vllm", "0.31.0", "DeepseekV4ForCausalLM", "ampere")
     assert refusal.applies("vllm", None, "DeepseekV4ForCausalLM", "ada")
-    assert not refusal.applies("vllm", "0.32.0", "DeepseekV4ForCausalLM", "ampere")
+    assert refusal.applies("vllm", "0.34.0", "DeepseekV4ForCausalLM", "ampere")
+    assert not refusal.applies("vllm", "0.35.0", "DeepseekV4ForCausalLM", "ampere")
     assert not refusal.applies("vllm", "0.31.0", "DeepseekV4ForCausalLM", "hopper")
     refusal = CATALOG.gpu_refusals.records["trtllm-deepseek-v4-pre-blackwell"]
     assert refusal.applies("trtllm", "1.3.0rc23", "DeepseekV4ForCausalLM", "hopper")

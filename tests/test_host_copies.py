@@ -39,8 +39,9 @@ def test_a_model_one_host_does_not_hold_pipelines_across_hosts_only_as_far_as_it
 
 
 def test_a_model_one_host_holds_does_not_span_hosts_for_want_of_a_second_copy(catalog):
-    """Llama 3.1 70B in BF16 fits on 8 L40S: on 9, one copy of TP 8 and an idle GPU, not 9 pipeline stages."""
-    r = fit(Deployment(model="llama-3.1-70b", gpu="l40s", gpus=9), catalog)
+    """Llama 3.1 70B in BF16 fits on 8 L40S at vLLM 0.33's 0.92 (not on 4): on 9, one copy of TP 8 and an idle
+    GPU, not 9 pipeline stages."""
+    r = fit(Deployment(model="llama-3.1-70b", gpu="l40s", gpus=9, engine_version="0.33.0"), catalog)
     assert r.fits and _layout(r) == (8, 1, 1) and r.parallel.gpus == 8 and "1 left idle" in r.layout_note
 
 

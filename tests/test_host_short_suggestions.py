@@ -87,7 +87,7 @@ def test_a_host_nothing_fits_is_said_once_with_its_figures(tmp_path):
 
 # a tier larger than the host RAM and a GPU short at the stated context: only a smaller tier with a GPU change fits
 TIER_AND_GPU_SHORT = ["fit", "--model", "qwen3-8b", "--gpu", "RTX 4090", "--kv-offloading-size", "64",
-                      "--host-memory-gb", "32"]
+                      "--host-memory-gb", "32", "--engine-version", "0.33.0"]
 
 
 def _ready_commands(argv: list[str]) -> list[list[str]]:
@@ -112,7 +112,7 @@ def test_a_host_tier_with_the_gpu_short_too_gets_ready_commands_that_fit_when_ru
 
 
 def test_with_both_short_the_answers_are_sought_at_the_largest_tier_the_host_ram_holds(catalog):
-    d = Deployment(model="qwen3-8b", gpu="rtx-4090", kv_offloading_size=64, host_memory_gb=32)
+    d = Deployment(model="qwen3-8b", gpu="rtx-4090", kv_offloading_size=64, host_memory_gb=32, engine_version="0.33.0")
     r = fit_or_suggest(d, catalog)
     assert r.shortfall_bytes > 0 and r.host_shortfall_bytes > 0
     kinds = {s.kind for s in r.suggestions}

@@ -31,6 +31,7 @@ EXPECTED = {
     "0.8.5": "vllm-v1-nccl-in-profile", "0.10.2": "vllm-v1-nccl-in-profile", "0.11.0": "vllm-v1-graphs-after-kv", "0.14.1": "vllm-v1-graphs-after-kv",
     "0.16.0": "vllm-v1-graphs-after-kv", "0.17.0": "vllm-v1-triton-sampler", "0.19.1": "vllm-v1-triton-sampler",
     "0.20.0": "vllm-v1-graphs-estimated", "0.20.2": "vllm-v1-graphs-estimated", "0.21.0": "vllm-v1-graphs-estimated", "0.27.1": "vllm-v1-graphs-estimated",
+    "0.33.0": "vllm-v1-graphs-estimated", "0.34.0": "vllm-extensible-kv-cache",
 }
 
 
@@ -47,16 +48,16 @@ def test_every_rule_is_selected_at_both_ends_of_its_range(catalog):
 
 
 def test_without_a_version_each_engine_takes_its_default_rule(catalog):
-    assert memory_rule(catalog, "vllm").id == "vllm-v1-graphs-estimated"  # the rule of the current release
+    assert memory_rule(catalog, "vllm").id == "vllm-extensible-kv-cache"  # the rule of the current release
     for engine in catalog.engines:
         assert memory_rule(catalog, engine.id).is_default
 
 
 def test_the_default_rule_is_the_current_release_s(catalog):
     d = Deployment(model="llama-3.1-8b", gpu="h100", max_model_len=16000)
-    default, stated = fit(d, catalog), fit(d.model_copy(update={"engine_version": "0.31.0"}), catalog)
+    default, stated = fit(d, catalog), fit(d.model_copy(update={"engine_version": "0.34.0"}), catalog)
     assert default.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
-    assert default.memory_rule_id == "vllm-v1-graphs-estimated" and "V1" in default.memory_rule
+    assert default.memory_rule_id == "vllm-extensible-kv-cache" and "V1" in default.memory_rule
 
 
 def test_release_numbers_compare_as_numbers():
@@ -159,7 +160,7 @@ def test_the_cli_names_the_rule_and_refuses_a_bad_version_in_one_line():
     assert ok.exit_code in (0, 1) and "memory rule: vLLM 0.6.4 (V0" in ok.output  # 1: the answer is "does not fit"
     bad = runner.invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine-version", "0.1.0"])
     assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1
-    assert bad.output.startswith("error: --engine-version:") and "0.20.0 and later V1" in bad.output
+    assert bad.output.startswith("error: --engine-version:") and "0.20.0-0.33.0 V1, 0.34.0 and later V1" in bad.output
 
 
 def test_the_api_takes_engine_version_and_answers_422_naming_it(tmp_path):

@@ -92,7 +92,8 @@ def test_a_stated_runner_is_launched_and_refused_where_no_rule_models_it():
 
 def test_a_rule_that_picks_a_model_runner_names_both_in_its_label_and_says_the_v2_sampler_bytes_are_assumed():
     for rule in (r for r in CATALOG.memory_rules if r.model_runners is not None):
-        assert "Model Runner V1 or V2" in rule.label  # "V1" alone would read as the model runner, not the engine
+        # "V1" alone would read as the model runner, not the engine
+        assert ("Model Runner V2" if rule.model_runners.v2_only else "Model Runner V1 or V2") in rule.label
         assert rule.activation.sampler_constant in rule.model_runners.note and "kind assumed" in rule.model_runners.note
         assert "mr-vllm-wheels-mrv2-sampler-ops" in rule.model_runners.sources  # V2 runs V1's top-k/top-p ops
     plan = _fit("qwen3-8b", "0.31.0")

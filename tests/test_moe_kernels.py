@@ -37,7 +37,7 @@ def test_a_named_kernel_overrides_the_release_rule_and_an_unknown_one_is_refused
 
 
 @pytest.mark.parametrize("architecture, named, allowed", [
-    ("hopper", "triton-rocm-cdna3", "marlin, triton"), ("ampere", "triton", "marlin")])
+    ("hopper", "triton-rocm-cdna3", "humming, marlin, triton"), ("ampere", "triton", "marlin")])
 def test_a_named_kernel_no_release_runs_on_the_gpu_generation_is_refused(architecture, named, allowed):
     with pytest.raises(InvalidScenarioError) as err:
         moe_kernel(CATALOG, "vllm", "mxfp4", architecture, None, named)
@@ -107,7 +107,7 @@ def test_a_moe_kernel_on_a_dense_model_is_refused_as_it_would_change_nothing():
     assert err.value.field == "moe_kernel" and "dense" in str(err.value)
 
 
-@pytest.mark.parametrize("release", ["0.20.0", "0.22.0", "0.26.0", None])
+@pytest.mark.parametrize("release", ["0.20.0", "0.22.0", "0.26.0", "0.31.0"])
 def test_deepseek_v4_experts_run_on_marlin_on_hopper_while_gpt_oss_takes_triton(release):
     # vLLM 0.20.0-0.26.0 wheels: DeepSeek-V4's Mxfp4MoEMethod lists no Triton kernel and its Blackwell
     # kernels skip SM90, so Marlin runs; gpt-oss's GptOssMxfp4MoEMethod takes the vendored Triton kernel
@@ -147,6 +147,24 @@ def test_deepseek_v4s_marlin_kernel_keeps_its_workspace_in_the_start_up_peak(tmp
     assert kept.activation_bytes_per_gpu - unwired.activation_bytes_per_gpu == pytest.approx(workspace)
     assert unwired.kv_cache_bytes_per_gpu - kept.kv_cache_bytes_per_gpu == pytest.approx(workspace)
     assert any("keeps one workspace after the start-up profile" in a for a in kept.assumptions)
+
+
+@pytest.mark.parametrize("release", ["0.32.0", "0.33.0", "0.34.0", None])
+def test_deepseek_v4_experts_run_on_humming_on_hopper_from_0_32(release):
+    # the 0.32.0 wheel requires humming-kernels and prioritize_humming ranks it ahead of Marlin on SM 9.0
+    picked, rule = moe_kernel(CATALOG, "vllm", "mxfp4", "hopper", release, model_type="deepseek_v4")
+    assert (picked.id, rule.id) == ("humming", "vllm-mxfp4-deepseek-v4-hopper-humming")
+
+
+def test_deepseek_v4s_humming_kernel_keeps_its_buffers_in_two_workspaces(tmp_path):
+    # Humming's _workspace_shapes: output (M, K) | quanted_down_input (M x topk, N) | quanted input (M, K),
+    # and down_output (M x topk, K) | gate_up_output (M x topk, 2N), bf16: N = 2048 / TP 2, K = 4096
+    d = Deployment(model="deepseek-v4-flash", gpu="h20", tensor_parallel_size=2, kv_cache_dtype="fp8",
+                   max_model_len=16384, max_num_seqs=32, max_num_batched_tokens=8192, engine_version="0.33.0")
+    kept, unwired = fit(d, CATALOG), fit(d, _catalog_without_moe_workspaces(tmp_path))
+    workspace = 8192 * max(4096, 6 * 1024, 4096) * 2 + 8192 * 6 * max(4096, 2 * 1024) * 2
+    assert kept.activation_bytes_per_gpu - unwired.activation_bytes_per_gpu == pytest.approx(workspace)
+    assert any("Humming" in a and "keeps one workspace" in a for a in kept.assumptions)
 
 
 def test_the_workspace_closes_the_gh200_start_that_printed_too_little_kv_cache():

@@ -233,8 +233,9 @@ def test_deploy_launches_the_layout_planned_with_the_mtp_draft():
     from inferplan.deploy.command import Speculative, launch_command
     from inferplan.deploy.manifest import kubernetes_manifest
 
-    # at the default fraction (0.92), beside the CUDA-graph estimate of 51 + 51 graphs at the default 1,024 sequences
-    d = Deployment(model="deepseek-v4-flash", system="gb200-nvl72")
+    # at vLLM 0.33's default fraction (0.92), beside the CUDA-graph estimate of 51 + 51 graphs at the default 1,024
+    # sequences
+    d = Deployment(model="deepseek-v4-flash", system="gb200-nvl72", engine_version="0.33.0")
     assert fit(d, CATALOG).parallel.tensor_parallel_size == 1
     assert fit(d.model_copy(update={"mtp_draft": True}), CATALOG).parallel.tensor_parallel_size == 2
     mtp = Speculative(method="mtp", tokens=1)

@@ -258,7 +258,9 @@ def _bursty_llama_8b(catalog, mean_load: float):
     """Llama 3.1 8B on an H100, 1024/256 tokens, bursts of 1.5× at ``mean_load`` of a full batch."""
     from inferplan.search.queueing import approximate
 
-    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100"), Workload(input_len=1024, output_len=256), catalog)
+    # at vLLM 0.33's 0.92: the batch these loads are tuned to
+    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100", engine_version="0.33.0"),
+                          Workload(input_len=1024, output_len=256), catalog)
     unit = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1024, output_tokens=256)).utilisation
     return curve, Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=mean_load / unit, input_tokens=1024,
                        output_tokens=256)
@@ -333,7 +335,9 @@ def test_bursts_just_past_capacity_are_not_optimistic_against_the_simulation(cat
     from inferplan.search.queueing import approximate
     from inferplan.search.simulate import simulate
 
-    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100"), Workload(input_len=1024, output_len=256), catalog)
+    # at vLLM 0.33's 0.92: the batch these loads are tuned to
+    curve = service_curve(Deployment(model="llama-3.1-8b", gpu="H100", engine_version="0.33.0"),
+                          Workload(input_len=1024, output_len=256), catalog)
     unit = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1024, output_tokens=256)).utilisation
     load = Load(arrival="bursty", peak_to_average=1.5, request_rate_per_s=(1.0002 / 1.5) / unit, input_tokens=1024,
                 output_tokens=256)

@@ -47,8 +47,10 @@ def test_a_model_no_instance_within_the_system_holds_is_planned_on_the_whole_sys
 def test_the_shortfall_on_a_system_is_the_one_of_all_its_gpus(catalog):
     """DeepSeek-V3 FP8 on an HGX H100 at 1,280 tokens: 630.4 GiB of weights / 8 = 78.8 GiB per GPU
     against 72.85 usable; the system alone reports what --gpus 8 reports, not 560 GiB per GPU."""
-    alone = fit(Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280), catalog)
-    eight = fit(Deployment(model="deepseek-v3", gpu="h100-sxm", gpus=8, max_model_len=1280), catalog)
+    # at vLLM 0.33's 0.92 (0.34 sizes from the memory free at start-up)
+    alone = fit(Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280, engine_version="0.33.0"), catalog)
+    eight = fit(Deployment(model="deepseek-v3", gpu="h100-sxm", gpus=8, max_model_len=1280, engine_version="0.33.0"),
+                catalog)
     assert not alone.fits and _layout(alone) == (8, 1, 1)
     assert alone.shortfall_bytes == pytest.approx(eight.shortfall_bytes)
     assert 6 * 2**30 < alone.shortfall_bytes < 10 * 2**30
@@ -61,7 +63,7 @@ def test_the_hint_beyond_one_system_counts_whole_systems(catalog):
     from inferplan.errors import InvalidScenarioError
     from inferplan.memory.refusal import refuse_unfit
 
-    d = Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280)
+    d = Deployment(model="deepseek-v3", system="hgx-h100", max_model_len=1280, engine_version="0.33.0")
     with pytest.raises(InvalidScenarioError) as e:
         refuse_unfit(fit(d, catalog), d, catalog)
     assert "needs 11 GPUs" in str(e.value)
@@ -99,7 +101,8 @@ def test_deploy_launches_one_copy_of_a_split_instance(catalog, engine):
 def test_the_manifest_runs_each_copy_in_a_pod_of_its_own(catalog):
     """DeepSeek-R1 on a GB200 NVL72 is nine copies of tensor parallel 8: nine replicas, not one pod asking
     for the rack's 72; each copy spans two 4-GPU compute trays (OS hosts), a LeaderWorkerSet of two pods."""
-    manifest = kubernetes_manifest(Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm"), catalog)
+    d = Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm", engine_version="0.33.0")  # at 0.92
+    manifest = kubernetes_manifest(d, catalog)
     lws = next(doc for doc in yaml.safe_load_all(manifest) if doc["kind"] == "LeaderWorkerSet")
     container = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     assert lws["spec"]["replicas"] == 9 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
@@ -119,7 +122,7 @@ def test_copies_that_do_not_divide_the_system_run_on_part_of_it(catalog):
     """DeepSeek-R1 in BF16 needs tensor parallel 16 of a GB200 NVL72's 72 GPUs: four copies on 64 of
     them, 8 idle (not 72 one-GPU copies that cannot load); deploy gives four 16-GPU replicas, each over
     four 4-GPU compute trays."""
-    d = Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm", quantization="bf16")
+    d = Deployment(model="deepseek-r1", system="gb200-nvl72", engine="vllm", quantization="bf16", engine_version="0.33.0")
     r = fit(d, catalog)
     assert r.fits and _layout(r) == (16, 1, 4) and r.parallel.gpus == 64 and "8 left idle" in r.layout_note
     lws = next(doc for doc in yaml.safe_load_all(kubernetes_manifest(d, catalog)) if doc["kind"] == "LeaderWorkerSet")

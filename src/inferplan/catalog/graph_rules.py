@@ -99,6 +99,7 @@ class ModelRunners(Frozen):
 
     defaults: tuple[RunnerDefault, ...] = Field(min_length=1)  # oldest first_release first
     v2_estimates_from: str | None = None  # None: no release of the rule's range estimates under V2
+    v2_only: bool = False  # the releases ship no V1 runner (a stated model_runner V1 is refused)
     # calibration.yaml ids (one GPU, several GPUs): the CUDA-graph pool V2 captures after the KV cache where it
     # estimates none, checked with the start-up headroom (memory/startup.py)
     after_kv_graph_constants: tuple[str, str] | None = None

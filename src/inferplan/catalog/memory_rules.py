@@ -25,7 +25,7 @@ from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import _RELEASE, release_key
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
-from inferplan.catalog.startup_rules import AttentionWorkspace, StartupHeadroom
+from inferplan.catalog.startup_rules import AttentionWorkspace, MeasuredSizing, StartupHeadroom
 from inferplan.errors import CatalogError, InvalidScenarioError
 
 # what may count against the engine's memory fraction (or, with no fraction, against the device)
@@ -212,6 +212,8 @@ class MemoryRule(Frozen):
     prefill_working_set: InFlightPrefill | None = None  # MLX's, for an mlx_in_flight activation
     # what must still fit outside the fraction once the KV cache is sized (None: not checked)
     startup: StartupHeadroom | None = None
+    measured_sizing: MeasuredSizing | None = None  # the KV cache sized after warm-up from measured memory
+    block_tokens: int | None = Field(None, ge=1)  # the releases' default block size (None: engines.yaml's)
     # the attention backend's buffers allocated after the pool, out of the same headroom (None: none)
     attention_workspace: AttentionWorkspace | None = None
     sources: tuple[str, ...] = Field(min_length=1)
@@ -244,6 +246,8 @@ class MemoryRule(Frozen):
             raise ValueError("activation_peak is counted exactly when the activation is not outside the fraction")
         if self.startup and self.startup.sampler_warmup and self.activation.sampler_constant is None:
             raise ValueError("a start-up sampler warm-up is sized by the activation's sampler_constant")
+        if self.measured_sizing and (self.startup is not None or self.budget != "of_total"):
+            raise ValueError("a measured sizing is an of_total budget with nothing checked after it (no startup)")
         if self.startup and (self.startup.graph_constants is not None) != (self.cuda_graphs == "after_kv"):
             raise ValueError("start-up graph_constants are named exactly when the CUDA graphs are captured after_kv")
         for release in (*(f.first_release for f in self.memory_fraction_defaults),
@@ -457,8 +461,9 @@ def check_memory_rules(catalog) -> None:
             *(s for f in rule.memory_fraction_defaults for s in f.sources),
             *(s for q in rule.free_memory_queries for s in q.sources),
             *(rule.gpu_memory_defaults.source_ids() if rule.gpu_memory_defaults else ()),
-            *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ())))
-        block = catalog.engines.records[rule.engine].block_tokens.value
+            *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ()),
+            *(rule.measured_sizing.sources if rule.measured_sizing else ())))
+        block = rule.block_tokens or catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "
                                f"block_tokens {block:g} in engines.yaml", field=rule.id)

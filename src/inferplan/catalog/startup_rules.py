@@ -11,6 +11,9 @@ which of these parts the headroom must hold; the arithmetic is ``memory/startup.
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Literal
+
 from pydantic import Field
 
 from inferplan.catalog.schema import Frozen
@@ -30,6 +33,27 @@ class StartupHeadroom(Frozen):
 
     def constant_ids(self) -> tuple[str, ...]:
         return (self.context_constant, *(self.graph_constants or ()))
+
+
+class MeasuredSizing(Frozen):
+    """A KV cache sized from the memory measured after warm-up and CUDA-graph capture (vLLM's extensible KV
+    cache, on by default from 0.34.0), not from a profile estimate: the cache gets the smaller of the fraction's
+    budget and the memory free at start-up, each less what the engine holds (weights, runtime, CUDA graphs)
+    and the activation peak, the second also less a margin of ``max(margin_floor_bytes, margin_activation_fraction
+    × activation peak)``. Nothing is checked after the sizing: it runs after the warm-up and capture."""
+
+    margin_floor_bytes: int = Field(ge=0)  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
+    margin_activation_fraction: float = Field(ge=0)  # KV_CACHE_MARGIN_FRACTION
+    # the default fraction where the engine cannot use it (off CUDA and ROCm: an Apple GPU) and sizes as before
+    fraction_where_off: float = Field(gt=0, le=1)
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    def margin_bytes(self, activation_bytes: float) -> float:
+        """The memory kept free beside the activation peak."""
+        return max(float(self.margin_floor_bytes), self.margin_activation_fraction * activation_bytes)
 
 
 class AttentionWorkspace(Frozen):

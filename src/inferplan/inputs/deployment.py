@@ -50,7 +50,7 @@ class Deployment(Input):
                                        "applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release, "
                                        "engine_memory_rules.yaml current_release)")
     moe_kernel: str | None = Field(None, max_length=40, description="the kernel the install runs quantized experts with where "
-                                   "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin or triton; default: "
+                                   "the engine has a choice (vLLM MXFP4 on GPUs without native MXFP4: marlin, triton or humming; default: "
                                    "what the release's pip install picks, engine_moe_kernels.yaml)")
     topk_topp_sampler: Literal["flashinfer", "pytorch"] | None = Field(
         None, description="vLLM V1: the top-k/top-p sampler the install runs, as its log names it ('Using FlashInfer for "
@@ -58,8 +58,8 @@ class Deployment(Input):
                           "vocabulary in the start-up profile (default: the release's own, engine_memory_rules.yaml)")
     model_runner: Literal["V1", "V2"] | None = Field(
         None, description="vLLM from 0.20: the GPU model runner, set with VLLM_USE_V2_MODEL_RUNNER (1: V2, 0: V1) in the "
-                          "launch command's environment; V2 counts no CUDA-graph estimate before 0.29.0 (default: the "
-                          "release's own choice for the model, engine_memory_rules.yaml model_runners)")
+                          "launch command's environment; V2 counts no CUDA-graph estimate before 0.29.0, and "
+                          "0.34.0 has no V1 (default: the release's own choice for the model, engine_memory_rules.yaml model_runners)")
     enforce_eager: bool = Field(False, description="vLLM --enforce-eager: no CUDA graphs are captured, so none are estimated "
                                 "at start-up or reserved after the KV cache is sized")
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "

@@ -302,9 +302,19 @@ def engine_budget(
                          f"{free / GiB:.2f} GiB free beside the CUDA context and other processes: the KV cache "
                          "gets what is free")
             usable = free
+        sized = rule.measured_sizing if captures_cuda_graphs(accel) else None
+        if sized is not None:  # measured after warm-up: the memory free at start-up, less a margin, caps it too
+            margin = sized.margin_bytes(act)
+            if free - margin < usable:
+                usable = free - margin
+            notes.append(f"{rule.label}: the KV cache is sized from the memory measured after warm-up and CUDA-graph "
+                         f"capture: total × {frac:g} and the {free / GiB:.2f} GiB free at start-up less a "
+                         f"{margin / GiB:.2f} GiB margin (the larger of {sized.margin_floor_bytes / GiB:g} GiB and "
+                         f"{sized.margin_activation_fraction:g} × the activation peak) each cap it")
         kv = _less(usable, parts)
         base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"
-        notes.append(f"{engine.name}: KV = {base} × {frac:g} − {shown}")
+        base = f"min({base} × {frac:g}, free at start-up − margin)" if sized is not None else f"{base} × {frac:g}"
+        notes.append(f"{engine.name}: KV = {base} − {shown}")
     elif rule.budget == "of_free_after_weights":
         usable = total_bytes
         kv = _less(total_bytes - uncounted_other, parts) * frac

@@ -110,11 +110,18 @@ def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acceler
     hidden = math.ceil(arch.hidden_size / k.hidden_multiple) * k.hidden_multiple
     topk = arch.moe.experts_per_token
     gathered = tokens * dp
-    moe = _aligned(gathered * topk * max(inter, hidden) * ws.element_bytes,
-                   gathered * topk * max(2 * inter, hidden) * ws.element_bytes)
     batch = f"({dp} DP ranks × {tokens} tokens, all-gathered)" if dp > 1 else f"{tokens} tokens"
-    parts = [(moe, f"the {k.name} MoE kernel's {batch} × top-{topk} × (max({inter}, {hidden}) + "
-                   f"max(2 × {inter}, {hidden})) × {ws.element_bytes:g} B")]
+    if ws.shapes == "humming":  # output, down_output, quanted_down_input, gate_up_output, quanted input, alternating
+        grouped = topk if expert_parallel else 1
+        moe = _aligned(gathered * max(hidden, topk * inter, grouped * hidden) * ws.element_bytes,
+                       gathered * topk * max(hidden, 2 * inter) * ws.element_bytes)
+        shown = f"(max({hidden}, {topk} × {inter}, {grouped} × {hidden}) + top-{topk} × max({hidden}, 2 × {inter}))"
+        parts = [(moe, f"the {k.name} MoE kernel's {batch} × {shown} × {ws.element_bytes:g} B")]
+    else:
+        moe = _aligned(gathered * topk * max(inter, hidden) * ws.element_bytes,
+                       gathered * topk * max(2 * inter, hidden) * ws.element_bytes)
+        parts = [(moe, f"the {k.name} MoE kernel's {batch} × top-{topk} × (max({inter}, {hidden}) + "
+                       f"max(2 × {inter}, {hidden})) × {ws.element_bytes:g} B")]
     number = parse_engine_version(release)[0] if release else None
     for req in ws.shared_with if context_tokens else ():
         parts.append(shared_request_bytes(req, arch, context_tokens=context_tokens, tokens=tokens, release=number))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from inferplan.catalog.engine_tiers import FractionScale, tier_for
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
-from inferplan.catalog.schema import Accelerator
+from inferplan.catalog.schema import Accelerator, Software
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
@@ -28,6 +28,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
         raise InvalidScenarioError(f"{engine.name}'s memory rule {rule.label if rule else ''} names no model-runner choice: "
                                    "the runner is modelled for vLLM 0.20.0 and later", field="model_runner",
                                    allowed="leave it out, or an engine_version of vLLM 0.20.0 or later")
+    if d.model_runner is not None and d.model_runner.upper() == "V1" and rule.model_runners.v2_only:
+        raise InvalidScenarioError(f"{rule.label} has no Model Runner V1", field="model_runner",
+                                   allowed="leave it out, V2, or an engine_version of vLLM 0.20.0-0.33.0")
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.record_id not in engine.small_default_accelerators
     )
@@ -42,6 +45,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
+    if rule and rule.measured_sizing and accel.software == Software.METAL:  # no extensible KV cache there
+        release_frac = rule.measured_sizing.fraction_where_off
     # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under
     # data parallelism the flag may be the total over the ranks, and the tier's batch is kept)
     seqs_cap = d.max_num_seqs if defaults and defaults.caps_graph_batch(at) and (d.data_parallel_size or 1) == 1 else None
@@ -54,7 +59,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
         raise InvalidScenarioError(f"{engine.name} runs a prompt chunk as one batch: --ubatch-size is llama.cpp's n_ubatch",
                                    field="ubatch_size", allowed="leave it out, or --max-num-batched-tokens for the chunk")
     micro = min(int(d.ubatch_size or _value(engine.prefill_micro_batch_tokens, mnbt)), int(mnbt))  # n_ubatch <= n_batch
-    return EngineSettings(frac, int(mnbt), int(seqs), int(engine.block_tokens.value), micro,
+    block = rule.block_tokens if rule and rule.block_tokens else engine.block_tokens.value
+    return EngineSettings(frac, int(mnbt), int(seqs), int(block), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
                           decode_query_len=1 + d.speculative_tokens,

@@ -66,14 +66,14 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "engine": (Optional[str], DeploymentEngineOpt),
     "engine_version": (Optional[str], EngineVersionOpt),
     "moe_kernel": (Optional[str], typer.Option(
-        None, "--moe-kernel", help="vLLM MXFP4 experts without native MXFP4: marlin | triton, the kernel the install runs "
+        None, "--moe-kernel", help="vLLM MXFP4 experts without native MXFP4: marlin | triton | humming, the kernel the install runs "
                                    "(default: what the release's pip install picks).")),
     "topk_topp_sampler": (Optional[str], typer.Option(
         None, "--topk-topp-sampler", help="vLLM V1: flashinfer | pytorch, the top-k/top-p sampler the install runs "
                                           "(default: the release's own).")),
     "model_runner": (Optional[str], typer.Option(
         None, "--model-runner", help="vLLM from 0.20: V1 | V2, the GPU model runner (VLLM_USE_V2_MODEL_RUNNER); V2 counts "
-                                     "no CUDA-graph estimate before 0.29 (default: the release's choice for the model).")),
+                                     "no CUDA-graph estimate before 0.29; V2 only from 0.34 (default: the release's choice for the model).")),
     "moe_runner_backend": (Optional[str], typer.Option(
         None, "--moe-runner-backend", help="SGLang: the routed experts' kernel path, one of its parser's choices, e.g. marlin (default: auto, the engine's).")),
     "enforce_eager": (bool, typer.Option(
