@@ -97,6 +97,43 @@ def test_vllm_034_sizes_the_kv_cache_from_the_memory_free_at_start_up_less_its_m
     assert stated.usable_bytes_per_gpu == pytest.approx(0.8 * stated.gpu_memory_bytes)
 
 
+def _qwen_moe(release: str, **kw):
+    return fit(Deployment(model="qwen3-30b-a3b", gpu="H100", engine="vllm", engine_version=release, max_model_len=2500,
+                          host_memory_gb=256, **kw), CATALOG)
+
+
+def test_vllm_034_with_the_lmcache_connector_sizes_the_kv_cache_as_0_33_does():
+    # mr-vllm-wheel-0340-extensible-off: LMCacheMPConnector shares the cache through legacy CUDA IPC, so vLLM 0.34 turns
+    # the extensible KV cache off and sizes at 0.92 from the profile; the native backend keeps it on
+    lmcache = dict(kv_offloading_size=64, kv_offloading_backend="lmcache")
+    off, before = _qwen_moe("0.34.0", **lmcache), _qwen_moe("0.33.0", **lmcache)
+    on, native = _qwen_moe("0.34.0"), _qwen_moe("0.34.0", kv_offloading_size=64, kv_offloading_backend="native")
+    assert off.memory_rule_id == "vllm-extensible-kv-cache"
+    assert off.usable_bytes_per_gpu == pytest.approx(0.92 * off.gpu_memory_bytes)
+    assert off.kv_cache_bytes_per_gpu == pytest.approx(before.kv_cache_bytes_per_gpu)
+    assert off.kv_cache_bytes_per_gpu < on.kv_cache_bytes_per_gpu == pytest.approx(native.kv_cache_bytes_per_gpu)
+    assert any("kv_offloading_backend lmcache switches the extensible KV cache off" in a for a in off.assumptions)
+
+
+def test_the_inputs_that_switch_the_measured_sizing_off_are_deployment_fields():
+    sized = memory_rule(CATALOG, "vllm", "0.34.0").measured_sizing
+    assert [o.field for o in sized.off_with] == ["kv_offloading_backend"]
+    for off in sized.off_with:
+        assert {off.field, *off.also_stated} <= set(Deployment.model_fields)
+    # without kv_offloading_size vLLM makes no connector: the backend alone leaves the cache on
+    assert sized.switched_off_by(Deployment(model="llama-3.1-8b", gpu="H100", kv_offloading_backend="lmcache")) is None
+
+
+def test_vllm_034_keeps_a_3_gib_margin_floor_on_rocm():
+    # KV_CACHE_MARGIN_FLOOR_BYTES = 3 GiB on ROCm, 1 GiB on CUDA (mr-vllm-wheel-0340-extensible-kv)
+    r = fit(Deployment(model="llama-3.1-8b", gpu="mi300x", engine="vllm", engine_version="0.34.0", max_model_len=8192),
+            CATALOG)
+    free = r.gpu_memory_bytes - CATALOG.constant(CUDA_CONTEXT)
+    assert 0.75 * r.activation_bytes_per_gpu < 3 * GiB
+    assert r.usable_bytes_per_gpu == pytest.approx(free - 3 * GiB)
+    assert any("the larger of 3 GiB" in a for a in r.assumptions)
+
+
 def engine_settings_block(**kw):
     d = Deployment(model="llama-3.1-8b", gpu="H100", max_model_len=8192, **kw)
     rule = memory_rule(CATALOG, "vllm", kw["engine_version"])

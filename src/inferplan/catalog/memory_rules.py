@@ -462,7 +462,7 @@ def check_memory_rules(catalog) -> None:
             *(s for q in rule.free_memory_queries for s in q.sources),
             *(rule.gpu_memory_defaults.source_ids() if rule.gpu_memory_defaults else ()),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ()),
-            *(rule.measured_sizing.sources if rule.measured_sizing else ())))
+            *(rule.measured_sizing.source_ids() if rule.measured_sizing else ())))
         block = rule.block_tokens or catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.schema import Frozen
+from inferplan.catalog.schema_base import Software
 
 
 class StartupHeadroom(Frozen):
@@ -35,25 +36,61 @@ class StartupHeadroom(Frozen):
         return (self.context_constant, *(self.graph_constants or ()))
 
 
-class MeasuredSizing(Frozen):
-    """A KV cache sized from the memory measured after warm-up and CUDA-graph capture (vLLM's extensible KV
-    cache, on by default from 0.34.0), not from a profile estimate: the cache gets the smaller of the fraction's
-    budget and the memory free at start-up, each less what the engine holds (weights, runtime, CUDA graphs)
-    and the activation peak, the second also less a margin of ``max(margin_floor_bytes, margin_activation_fraction
-    × activation peak)``. Nothing is checked after the sizing: it runs after the warm-up and capture."""
+class MeasuredSizingOff(Frozen):
+    """A deployment input with which the engine cannot size the KV cache from measured memory and sizes it as
+    before the measured sizing (at ``MeasuredSizing.fraction_where_off``, from the profile estimate): e.g. vLLM
+    0.34's LMCache connector, which shares the cache through legacy CUDA IPC."""
 
-    margin_floor_bytes: int = Field(ge=0)  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
-    margin_activation_fraction: float = Field(ge=0)  # KV_CACHE_MARGIN_FRACTION
-    # the default fraction where the engine cannot use it (off CUDA and ROCm: an Apple GPU) and sizes as before
-    fraction_where_off: float = Field(gt=0, le=1)
+    field: str  # a Deployment field (inputs/deployment.py)
+    values: tuple[str, ...] = ()  # the stated values that turn it off (empty: any stated value)
+    also_stated: tuple[str, ...] = ()  # Deployment fields that must be stated too for the input to take effect
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
 
-    def margin_bytes(self, activation_bytes: float) -> float:
-        """The memory kept free beside the activation peak."""
-        return max(float(self.margin_floor_bytes), self.margin_activation_fraction * activation_bytes)
+    def applies(self, deployment) -> bool:
+        """Whether ``deployment`` states this input (a field name no deployment has is an AttributeError)."""
+        value = getattr(deployment, self.field)
+        return value is not None and (not self.values or str(value) in self.values) and \
+            all(getattr(deployment, f) is not None for f in self.also_stated)
+
+
+class MeasuredSizing(Frozen):
+    """A KV cache sized from the memory measured after warm-up and CUDA-graph capture (vLLM's extensible KV
+    cache, on by default from 0.34.0), not from a profile estimate: the cache gets the smaller of the fraction's
+    budget and the memory free at start-up, each less what the engine holds (weights, runtime, CUDA graphs)
+    and the activation peak, the second also less a margin of ``max(margin floor, margin_activation_fraction
+    × activation peak)``. Nothing is checked after the sizing: it runs after the warm-up and capture. The
+    inputs in ``off_with`` switch it off: the cache is then sized at ``fraction_where_off`` as before."""
+
+    margin_floor_bytes: int = Field(ge=0)  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
+    # the floor on other software stacks (ROCm), where it differs
+    margin_floor_bytes_by_software: dict[Software, int] = Field(default_factory=dict)
+    margin_activation_fraction: float = Field(ge=0)  # KV_CACHE_MARGIN_FRACTION
+    # the default fraction where the engine cannot use it (off CUDA and ROCm, or an off_with input) and sizes as before
+    fraction_where_off: float = Field(gt=0, le=1)
+    off_with: tuple[MeasuredSizingOff, ...] = ()
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    def margin_floor(self, software: Software | None) -> int:
+        """The margin's floor on a software stack (None: CUDA's)."""
+        return self.margin_floor_bytes_by_software.get(software, self.margin_floor_bytes) if software else \
+            self.margin_floor_bytes
+
+    def margin_bytes(self, activation_bytes: float, software: Software | None = None) -> float:
+        """The memory kept free beside the activation peak on ``software`` (None: CUDA)."""
+        return max(float(self.margin_floor(software)), self.margin_activation_fraction * activation_bytes)
+
+    def switched_off_by(self, deployment) -> MeasuredSizingOff | None:
+        """The stated input that switches the measured sizing off for ``deployment``, if any."""
+        return next((o for o in self.off_with if o.applies(deployment)), None)
+
+    def source_ids(self) -> tuple[str, ...]:
+        return (*self.sources, *(s for o in self.off_with for s in o.sources))
 
 
 class AttentionWorkspace(Frozen):

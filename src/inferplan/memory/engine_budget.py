@@ -58,6 +58,8 @@ class EngineSettings:
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
     release: str | None = None  # the engine release planned at (None: the rule's own releases, not one of them)
     model_runner: str | None = None  # vLLM: "V1" or "V2" as stated (VLLM_USE_V2_MODEL_RUNNER); None: the release's default
+    # the stated input that switches a rule's measured KV sizing off (MeasuredSizing.off_with), None: none does
+    measured_sizing_off: str | None = None
 
 
 @dataclass(frozen=True)
@@ -302,14 +304,18 @@ def engine_budget(
                          f"{free / GiB:.2f} GiB free beside the CUDA context and other processes: the KV cache "
                          "gets what is free")
             usable = free
-        sized = rule.measured_sizing if captures_cuda_graphs(accel) else None
+        sized = rule.measured_sizing if captures_cuda_graphs(accel) and not settings.measured_sizing_off else None
+        if rule.measured_sizing and settings.measured_sizing_off:
+            notes.append(f"{rule.label}: {settings.measured_sizing_off} switches the extensible KV cache off: the cache "
+                         f"is sized from the start-up profile at a fraction of {frac:g}, as before")
         if sized is not None:  # measured after warm-up: the memory free at start-up, less a margin, caps it too
-            margin = sized.margin_bytes(act)
+            software = accel.software if accel is not None else None
+            margin = sized.margin_bytes(act, software)
             if free - margin < usable:
                 usable = free - margin
             notes.append(f"{rule.label}: the KV cache is sized from the memory measured after warm-up and CUDA-graph "
                          f"capture: total × {frac:g} and the {free / GiB:.2f} GiB free at start-up less a "
-                         f"{margin / GiB:.2f} GiB margin (the larger of {sized.margin_floor_bytes / GiB:g} GiB and "
+                         f"{margin / GiB:.2f} GiB margin (the larger of {sized.margin_floor(software) / GiB:g} GiB and "
                          f"{sized.margin_activation_fraction:g} × the activation peak) each cap it")
         kv = _less(usable, parts)
         base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"

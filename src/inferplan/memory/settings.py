@@ -45,7 +45,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
-    if rule and rule.measured_sizing and accel.software == Software.METAL:  # no extensible KV cache there
+    sized_off = rule.measured_sizing.switched_off_by(d) if rule and rule.measured_sizing else None
+    if rule and rule.measured_sizing and (accel.software == Software.METAL or sized_off):  # no extensible KV cache
         release_frac = rule.measured_sizing.fraction_where_off
     # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under
     # data parallelism the flag may be the total over the ranks, and the tier's batch is kept)
@@ -66,7 +67,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           decode_query_len=1 + d.speculative_tokens,
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
-                          model_runner=d.model_runner)
+                          model_runner=d.model_runner,
+                          measured_sizing_off=f"{sized_off.field} {getattr(d, sized_off.field)}" if sized_off else None)
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
