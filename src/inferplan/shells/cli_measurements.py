@@ -104,7 +104,7 @@ def import_cmd(
     measured_on: Optional[str] = typer.Option(None, "--measured-on", help="YYYY-MM-DD (default: the file's date, else today)."),
     driver: Optional[str] = typer.Option(None, "--driver", help="GPU driver version."),
     note: str = typer.Option("", "--note", help="Free text."),
-    kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens')."),
+    kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens', after 'Memory after warmup' from 0.34)."),
     max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
     speculative_tokens: int = RunDraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
