@@ -178,7 +178,9 @@ def _with_slots(d: Deployment, w: Workload, catalog: Catalog) -> Deployment:
     """``d`` started with as many slots as fit where the engine allocates its context per slot and
     ``d`` states none (llama.cpp): what it serves at once is the slots its launch opens."""
     sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
-    return d.model_copy(update={"max_num_seqs": with_most_slots(sized, catalog, SLOT_LIMIT).max_num_seqs})
+    started = with_most_slots(sized, catalog, SLOT_LIMIT)
+    # ``d`` itself when nothing changes: the same fields stated, so its memory plan is the one made already
+    return d if started is sized else d.model_copy(update={"max_num_seqs": started.max_num_seqs})
 
 
 def _data_parallel(full: ServingEstimate) -> int:
