@@ -245,15 +245,20 @@ class EstimateSweep:
 
     def __init__(self, catalog: Catalog, *, use_profiles: bool = True):
         self.catalog, self.use_profiles = catalog, use_profiles
-        self._contexts: dict = {}
+        self._started: dict[tuple[int, int | str], tuple] = {}  # by (deployment asked, concurrency); each object held
+        self._contexts: dict[int, tuple[Deployment, ServingContext]] = {}  # by deployment started
 
     def at(self, d: Deployment, w: Workload) -> ServingEstimate:
-        stated = with_default_engine(d, self.catalog)
-        started, slots_note = _slots_for_load(stated, w, self.catalog)
-        key = (started, frozenset(started.model_fields_set))
-        base = self._contexts.get(key)
-        ctx = ServingContext(self.catalog, started, w) if base is None else base.with_workload(w)
-        self._contexts.setdefault(key, ctx)
+        key = (id(d), w.concurrency)
+        if key not in self._started:  # the engine as asked and as started depend on the concurrency alone
+            stated = with_default_engine(d, self.catalog)
+            self._started[key] = (d, stated, *_slots_for_load(stated, w, self.catalog))
+        _, stated, started, slots_note = self._started[key]
+        if id(started) in self._contexts:
+            ctx = self._contexts[id(started)][1].with_workload(w)
+        else:
+            ctx = ServingContext(self.catalog, started, w)
+            self._contexts[id(started)] = (started, ctx)
         return _estimate_in(ctx, stated, slots_note, self.use_profiles, ())
 
 

@@ -160,7 +160,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
         extra = _cycle_s(e, w.output_len) - _cycle_s(bare, w.output_len)
         per_token.append(max(extra, 0.0) / (c * uncached) if uncached >= 1 else 0.0)
     lone = sweep.at(d, w.model_copy(update={"concurrency": 1}))
-    sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
+    sized = d if d.max_model_len else d.model_copy(update={"max_model_len": w.input_len + w.output_len})
     settings = plan_memory(sized, catalog).settings
     budget = settings.max_num_batched_tokens * ranks
     prompt_tokens, prompt_s = _lone_prompts(sized, w, sweep, settings.max_num_batched_tokens)
