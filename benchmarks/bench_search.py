@@ -19,6 +19,8 @@ from inferplan.search.run import model_cells, search
 from inferplan.search.space import build_space
 
 CASES = {
+    "Qwen3-32B, every shipping system, 200 chat-seat users (the README's search)": SearchRequest(
+        models=("qwen3-32b",), users=200, workload="chat-seat", targets=Targets(ttft_p95_s=2.0), top=3),
     "Qwen3-32B, every shipping system, 5 req/s of 2,000 + 500 tokens": SearchRequest(
         models=("qwen3-32b",), request_rate_per_s=5, input_len=2000, output_len=500,
         targets=Targets(ttft_p95_s=2.0, tpot_p95_s=0.05)),

@@ -5,6 +5,8 @@ words its figures; ``economics`` and ``validation`` reuse one across many concur
 
 from __future__ import annotations
 
+import copy
+
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -38,8 +40,9 @@ class ServingContext:
     follow from them, with the step and round times built from those pieces."""
 
     def __init__(self, catalog: Catalog, d: Deployment, w: Workload):
+        self._asked = d
         request = w.input_len + w.output_len
-        sized_for_request = d.max_model_len is None
+        self._sized_for_request = sized_for_request = d.max_model_len is None
         if sized_for_request:  # no max_model_len stated: the engine is sized for this request
             d = d.model_copy(update={"max_model_len": request})
         d = with_mtp_draft(catalog, d, w.speculative_tokens)  # an MTP model drafts with its MTP layers
@@ -58,8 +61,42 @@ class ServingContext:
         if d.engine != fit.engine:  # a name such as "SGLang" or "llama.cpp": carry the catalogue id
             self.d = d = d.model_copy(update={"engine": fit.engine})
         refuse_unfit(fit, d, catalog)
+        self._check_request()
+        check_backend(d.engine, w.backend, self.mp.accelerator)
+        self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
+        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
+                                     self.mp.hardware, self.mp.kv_dtype.id)
+        self.work: ModelWork = model_work(self.mp, catalog)
+        self.network_notes = network_notes(self.mp, self.work, self.rates)
+        par = fit.parallel
+        self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
+        # micro-batches of a round that each get the engine's batch limits: every one of the pp under
+        # an engine that holds each micro-batch to them (TensorRT-LLM), else the round shares one set
+        self.limited_batches = self.pp if self.mp.settings.limits_per_micro_batch else 1
+        # llama.cpp runs the --parallel slots it is started with (max_num_seqs, else one), each holding
+        # max_model_len of the cache: those, not the memory left over, are what it serves at once
+        self.started_slots = context_slots(catalog, d, fit.engine)
+        self._fill_workload()
+
+    def with_workload(self, w: Workload) -> ServingContext:
+        """The context of the same deployment under ``w``, as ``ServingContext(catalog, d, w)`` builds it: the
+        deployment's pieces (memory plan, rates, model work) reused where ``w`` drafts, picks its back end and
+        sizes the engine's context as this one's workload does, else built anew."""
+        same = (w.speculative_tokens, w.acceptance_rate, w.backend) == \
+            (self.w.speculative_tokens, self.w.acceptance_rate, self.w.backend)
+        if not same or (self._sized_for_request and w.input_len + w.output_len != self.w.input_len + self.w.output_len):
+            return ServingContext(self.catalog, self._asked, w)
+        ctx = copy.copy(self)
+        ctx.w = w
+        ctx._check_request()
+        ctx._fill_workload()
+        return ctx
+
+    def _check_request(self) -> None:
+        """Refuse a request longer than the context the engine serves the model at."""
+        w, fit, request = self.w, self.mp.result, self.w.input_len + self.w.output_len
         if fit.max_model_len < request:
-            if sized_for_request or fit.max_model_len < d.max_model_len:  # the engine caps its context below it
+            if self._sized_for_request or fit.max_model_len < self.d.max_model_len:  # the engine caps its context below it
                 raise InvalidScenarioError(
                     f"a request of {w.input_len:,} + {w.output_len:,} tokens is longer than the {fit.max_model_len:,} "
                     f"tokens {fit.engine} serves {fit.model} at", field="input_len",
@@ -67,25 +104,16 @@ class ServingContext:
             raise InvalidScenarioError(
                 f"max_model_len {fit.max_model_len} is shorter than one request ({w.input_len} + {w.output_len} tokens): "
                 "the engine would refuse it", field="max_model_len", allowed=f"at least {request}")
-        check_backend(d.engine, w.backend, self.mp.accelerator)
-        self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
-        self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
-                                     self.mp.hardware, self.mp.kv_dtype.id)
-        self.work: ModelWork = model_work(self.mp, catalog)
-        self.network_notes = network_notes(self.mp, self.work, self.rates)
+
+    def _fill_workload(self) -> None:
+        """The pieces that follow the workload: uncached prompt, host-tier loads, tokens per step, batch limits."""
+        w, d = self.w, self.d
         self.uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
-        self.host_kv_load_s = host_kv_load_s(self.mp, w, catalog, d.host_memory_bandwidth_gb_per_s)  # from a host KV tier
+        self.host_kv_load_s = host_kv_load_s(self.mp, w, self.catalog, d.host_memory_bandwidth_gb_per_s)  # from a host KV tier
         self.tau = tokens_per_step(w.speculative_tokens, self.acceptance.rate) if self.acceptance else 1.0
-        par = fit.parallel
-        self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
-        self.kv_limit = self.mp.layout.sequences_held(fit.kv_cache_bytes_per_gpu, w.input_len + w.output_len,
+        self.kv_limit = self.mp.layout.sequences_held(self.mp.result.kv_cache_bytes_per_gpu, w.input_len + w.output_len,
                                                       self.mp.settings.block_tokens)
-        # micro-batches of a round that each get the engine's batch limits: every one of the pp under
-        # an engine that holds each micro-batch to them (TensorRT-LLM), else the round shares one set
-        self.limited_batches = self.pp if self.mp.settings.limits_per_micro_batch else 1
-        # llama.cpp runs the --parallel slots it is started with (max_num_seqs, else one), each holding
-        # max_model_len of the cache: those, not the memory left over, are what it serves at once
-        self.started_slots = started = context_slots(catalog, d, fit.engine)
+        started = self.started_slots
         if started is not None:
             self.kv_limit = started
         slots = started or self.mp.settings.max_num_seqs * self.limited_batches

@@ -234,7 +234,38 @@ def estimate(d: Deployment, w: Workload, catalog: Catalog | None = None, *, use_
     catalog = catalog or load_catalog()
     stated = with_default_engine(d, catalog)
     d, slots_note = _slots_for_load(stated, w, catalog)
-    ctx = ServingContext(catalog, d, w)
+    return _estimate_in(ServingContext(catalog, d, w), stated, slots_note, use_profiles, user_runs)
+
+
+class EstimateSweep:
+    """``estimate`` (without the user's own runs) of one deployment under many workloads, each answer as
+    ``estimate`` gives it: the deployment's pieces (memory plan, rates, model work) built once for each
+    deployment the engine runs — the slots it is started with follow the concurrency on an engine that sizes
+    its context per slot — and reused for every workload that changes only the request (``with_workload``)."""
+
+    def __init__(self, catalog: Catalog, *, use_profiles: bool = True):
+        self.catalog, self.use_profiles = catalog, use_profiles
+        self._started: dict[tuple[int, int | str], tuple] = {}  # by (deployment asked, concurrency); each object held
+        self._contexts: dict[int, tuple[Deployment, ServingContext]] = {}  # by deployment started
+
+    def at(self, d: Deployment, w: Workload) -> ServingEstimate:
+        key = (id(d), w.concurrency)
+        if key not in self._started:  # the engine as asked and as started depend on the concurrency alone
+            stated = with_default_engine(d, self.catalog)
+            self._started[key] = (d, stated, *_slots_for_load(stated, w, self.catalog))
+        _, stated, started, slots_note = self._started[key]
+        if id(started) in self._contexts:
+            ctx = self._contexts[id(started)][1].with_workload(w)
+        else:
+            ctx = ServingContext(self.catalog, started, w)
+            self._contexts[id(started)] = (started, ctx)
+        return _estimate_in(ctx, stated, slots_note, self.use_profiles, ())
+
+
+def _estimate_in(ctx: ServingContext, stated: Deployment, slots_note: str | None, use_profiles: bool,
+                 user_runs: tuple[UserRun, ...]) -> ServingEstimate:
+    """``estimate``'s answer from its context: ``stated`` is the deployment as asked, its engine named."""
+    catalog, w = ctx.catalog, ctx.w
     model_estimate = estimate_at(ctx, concurrency_for(ctx, w))
     if slots_note:
         model_estimate = model_estimate.model_copy(update={"assumptions": (*model_estimate.assumptions, slots_note)})

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from inferplan.catalog.memo import per_catalog
+
 if TYPE_CHECKING:  # pragma: no cover
     from inferplan.catalog.loader import Catalog
     from inferplan.catalog.points_schema import SpeedAccuracy
@@ -29,6 +31,13 @@ def with_track_record(catalog: Catalog, family: str, est: ServingEstimate, *, of
     are scored apart from the GPU-only ones."""
     kinds = ("offload-decode", "offload-prefill") if offloaded else \
         ("decode", "prefill") if est.concurrency == 1 else ("decode-concurrent", "throughput", "prefill")
+    records, notes = _record(catalog, family, kinds, est.model)
+    return est.model_copy(update={"validated": records, "assumptions": (*est.assumptions, *notes)})
+
+
+@per_catalog(maxsize=256)  # a search's service curves quote the same few families' records thousands of times
+def _record(catalog: Catalog, family: str, kinds: tuple[str, ...], model: str) -> tuple[tuple, tuple[str, ...]]:
+    """The family's (and the model's own) records of ``kinds`` and the notes that quote them."""
     records, notes = [], []
     for kind in kinds:
         r = catalog.speed_accuracy.records.get(f"{family} {kind}")
@@ -38,12 +47,12 @@ def with_track_record(catalog: Catalog, family: str, est: ServingEstimate, *, of
             continue
         records.append(r)
         notes.append(f"track record, {family} {KIND_LABELS[kind]}: {_summary(r)}")
-        own = catalog.speed_accuracy.records.get(f"{family} {kind} {est.model}")
+        own = catalog.speed_accuracy.records.get(f"{family} {kind} {model}")
         if own is not None:
             records.append(own)
-            notes.append(f"track record on {est.model} itself, {family} {KIND_LABELS[kind]}: {_summary(own)}; "
+            notes.append(f"track record on {model} itself, {family} {KIND_LABELS[kind]}: {_summary(own)}; "
                          f"{_lean(own.median_speed_bias)}")
-    return est.model_copy(update={"validated": tuple(records), "assumptions": (*est.assumptions, *notes)})
+    return tuple(records), tuple(notes)
 
 
 def _summary(r: SpeedAccuracy) -> str:

@@ -318,14 +318,18 @@ def evaluate_cells(models: list[CellModel], rl: ResolvedLoad, *, pricing: str) -
         out.append([_priced(cm, pricing, replicas=replicas[part], cap=cap[part], prefill=zero, decode=replicas[part],
                             tail=tail, kv_s=zero)])
     partners = prefill_partners(models)
-    decode_sides = {k: _decode_side(models[k], rl) for k, ps in enumerate(partners) if ps}
+    # a pool's waits follow from its serving curve alone: cells sharing a curve (systems built on one
+    # accelerator) share them
+    decode_sides: dict[int, dict] = {}
     prefill_sides: dict[int, dict] = {}
     for k, ps in enumerate(partners):
+        if ps and id(models[k].curve) not in decode_sides:
+            decode_sides[id(models[k].curve)] = _decode_side(models[k], rl)
         for pre in ps:
-            if id(pre) not in prefill_sides:
-                prefill_sides[id(pre)] = _prefill_side(pre, rl)
-            f = prefill_sides[id(pre)]
-            cols, tail = _pool_grid(models[k], pre, decode_sides[k], f, rl)
+            if id(pre.curve) not in prefill_sides:
+                prefill_sides[id(pre.curve)] = _prefill_side(pre, rl)
+            f = prefill_sides[id(pre.curve)]
+            cols, tail = _pool_grid(models[k], pre, decode_sides[id(models[k].curve)], f, rl)
             out[k].append(_priced(models[k], pricing, replicas=cols["prefill"] + cols["decode"], cap=cols["cap"],
                                   prefill=cols["prefill"], decode=cols["decode"], tail=tail, kv_s=cols["kv_s"],
                                   prefill_model=pre))

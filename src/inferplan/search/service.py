@@ -37,7 +37,7 @@ from inferplan.memory.fit import plan_memory
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.serving import estimate
+from inferplan.performance.serving import EstimateSweep
 from inferplan.inputs.workload import Workload
 from inferplan.search.scheduling import scheduling
 
@@ -143,7 +143,8 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     longer than the context ...)."""
     catalog = catalog or load_catalog()
     d = _with_slots(with_default_engine(d, catalog), w, catalog)
-    full = estimate(d, w.model_copy(update={"concurrency": "max"}), catalog, use_profiles=use_profiles)
+    sweep = EstimateSweep(catalog, use_profiles=use_profiles)  # one memory plan, rates and model work for all
+    full = sweep.at(d, w.model_copy(update={"concurrency": "max"}))
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
     cached_w = w.model_copy(update={"prefix_cache_hit_rate": 1.0})
@@ -151,18 +152,18 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     levels = sorted({min(ranks * n, slots) for n in _levels(math.ceil(slots / ranks), points)})
     tpot, step, per_token, ttft = [], [], [], []
     for c in levels:
-        e = estimate(d, w.model_copy(update={"concurrency": c}), catalog, use_profiles=use_profiles)
-        bare = estimate(d, cached_w.model_copy(update={"concurrency": c}), catalog, use_profiles=use_profiles)
+        e = sweep.at(d, w.model_copy(update={"concurrency": c}))
+        bare = sweep.at(d, cached_w.model_copy(update={"concurrency": c}))
         tpot.append(e.tpot_s)
         ttft.append(e.ttft_s)
         step.append(bare.tpot_s * bare.tokens_per_step)
         extra = _cycle_s(e, w.output_len) - _cycle_s(bare, w.output_len)
         per_token.append(max(extra, 0.0) / (c * uncached) if uncached >= 1 else 0.0)
-    lone = estimate(d, w.model_copy(update={"concurrency": 1}), catalog, use_profiles=use_profiles)
-    sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
+    lone = sweep.at(d, w.model_copy(update={"concurrency": 1}))
+    sized = d if d.max_model_len else d.model_copy(update={"max_model_len": w.input_len + w.output_len})
     settings = plan_memory(sized, catalog).settings
     budget = settings.max_num_batched_tokens * ranks
-    prompt_tokens, prompt_s = _lone_prompts(sized, w, catalog, settings.max_num_batched_tokens, use_profiles)
+    prompt_tokens, prompt_s = _lone_prompts(sized, w, sweep, settings.max_num_batched_tokens)
     return ServiceCurve(
         slots=slots, concurrency=tuple(levels), tpot_s=tuple(tpot), decode_step_s=tuple(step),
         prefill_s_per_token=tuple(per_token), ttft_s=tuple(ttft), prompt_tokens=prompt_tokens, prompt_s=prompt_s,
@@ -177,7 +178,9 @@ def _with_slots(d: Deployment, w: Workload, catalog: Catalog) -> Deployment:
     """``d`` started with as many slots as fit where the engine allocates its context per slot and
     ``d`` states none (llama.cpp): what it serves at once is the slots its launch opens."""
     sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
-    return d.model_copy(update={"max_num_seqs": with_most_slots(sized, catalog, SLOT_LIMIT).max_num_seqs})
+    started = with_most_slots(sized, catalog, SLOT_LIMIT)
+    # ``d`` itself when nothing changes: the same fields stated, so its memory plan is the one made already
+    return d if started is sized else d.model_copy(update={"max_num_seqs": started.max_num_seqs})
 
 
 def _data_parallel(full: ServingEstimate) -> int:
@@ -186,8 +189,7 @@ def _data_parallel(full: ServingEstimate) -> int:
     return max(round(full.concurrency / max(full.running_per_instance, 1)), 1)
 
 
-def _lone_prompts(d: Deployment, w: Workload, catalog: Catalog, budget: int,
-                  use_profiles: bool) -> tuple[tuple[int, ...], tuple[float, ...]]:
+def _lone_prompts(d: Deployment, w: Workload, sweep: EstimateSweep, budget: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """A lone prompt step's time at lengths from 1 token to one step's budget or the deployment's
     context less one token, the shorter, and at the workload's prompt (no cache hits): a step of
     prompt chunks alone, as a burst of arrivals or a prefill-first engine runs it."""
@@ -196,5 +198,5 @@ def _lone_prompts(d: Deployment, w: Workload, catalog: Catalog, budget: int,
     times = []
     for n in lengths:
         one = w.model_copy(update={"input_len": n, "output_len": 1, "concurrency": 1, "prefix_cache_hit_rate": 0.0})
-        times.append(estimate(d, one, catalog, use_profiles=use_profiles).prefill_s)
+        times.append(sweep.at(d, one).prefill_s)
     return tuple(lengths), tuple(times)
