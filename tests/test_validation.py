@@ -46,26 +46,24 @@ KNOWN_DECODE_MISSES = {
     "s-small-mlx-m3ultra-qwen3-0.6b-mlx4-tg-rmlx633": "M3 Ultra, MLX Qwen3-0.6B (fixed costs only)",
     "s-small-vllm-a100-qwen3-0.6b-bf16-tg-tt340": "A100, vLLM Qwen3-0.6B (fixed costs only; on the line: +30.5 %)",
     # SGLang batch 1: thin gpt-oss layers on B200 run faster than the family's per-layer overhead
-    # allows (three sources agree on ~2.4 ms; on 4x B200 -28.5 %, just within); sources
+    # allows (three sources agree on ~2.4 ms; on 4x B200 on the line: -31.1 %); sources
     # disagree with each other (Qwen3-235B BF16 on 8x B200: 6.70 ms in one sweep, 10.12 ms in the cookbook)
     "s-sglang-b200x8-gptoss120b-mxfp4-tpot-c1-gist": "SGLang gpt-oss-120b on 8x B200",
     "s-hb-sglang-b200x8-gpt-oss-120b-mxfp4-tpot-cookbook": "SGLang gpt-oss-120b on 8x B200",
+    "s-sglang-4xb200-gptoss120b-mxfp4-bs1-tg": "SGLang gpt-oss-120b on 4x B200 (on the line: -31.1 %)",
     "s-sglang-b200x8-qwen3-235b-bf16-tpot-c1-gist": "SGLang Qwen3-235B on 8x B200 (cookbook: 10.12 ms, within 1 %)",
-    # the SGLang cookbook on 8x B200 (Dec 2025 / Jan 2026 builds), -30 to -33 %: these builds run DeepSeek-R1's
-    # 61 layers and Qwen3-Next's 48 faster than the family's per-layer cost (fitted with the H20 points'
-    # compute padded to tiles) allows
+    # the SGLang cookbook on 8x B200 (Jan 2026 builds), -33 %: these builds run DeepSeek-R1's 61 layers
+    # faster than the family's per-layer cost (fitted with the H20 points' compute padded to tiles) allows;
+    # Qwen3-Next-80B from the same cookbook sits just within (-27 %)
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-1k1k-cookbook": "SGLang (Jan 2026) DeepSeek-R1 FP8 on 8x B200 (-33 %)",
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-1k8k-cookbook": "the same at 1k/8k (-33 %)",
     "s-hb-sglang-b200x8-deepseek-r1-fp8-block-tpot-8k1k-cookbook": "the same at 8k/1k (-33 %)",
-    "s-hb-sglang-b200x8-qwen3-next-80b-a3b-bf16-tpot-cookbook": "SGLang (Dec 2025) Qwen3-Next-80B BF16 on 8x B200 (-30.4 %)",
     # SGLang 0.4.6 on H20: its GEMMs pad to 32-row tiles, which on the H20's 148 TFLOP/s of BF16 cost about as
-    # long as reading the weights (BF16 8B +20 %, FP8 within 4 %); its Qwen3-32B BF16 run stays just past the
-    # line. Its AWQ runs are slower than Marlin's 8-row blocks allow (-18 and -8 % at the 32-row tile, +24 %
+    # long as reading the weights (BF16 8B +20 %, FP8 within 4 %, Qwen3-32B BF16 +27 %). Its AWQ runs are slower than Marlin's 8-row blocks allow (-18 and -8 % at the 32-row tile, +24 %
     # at 16 rows): that build called vLLM's Marlin from before its 8-row kernels, whose mma.sync instructions
     # reach less of Hopper's peak than the WGMMA rate the model prices
-    "s-hb-sglang-h20x1-qwen3-32b-bf16-tg-qwendoc": "SGLang 0.4.6 on H20, BF16 (+30.1 % with the tiles; +75 % without)",
-    "s-hb-sglang-h20x1-qwen3-32b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ through Marlin (+61 %)",
-    "s-hb-sglang-h20x1-qwen3-8b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ through Marlin (+46 %)",
+    "s-hb-sglang-h20x1-qwen3-32b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ through Marlin (+55 %)",
+    "s-hb-sglang-h20x1-qwen3-8b-int4-awq-tg-qwendoc": "SGLang 0.4.6 on H20, AWQ through Marlin (+39 %)",
     # vLLM builds drift: a 2026 build runs Qwen3-30B-A3B faster than the family; older builds
     # (Marlin MoE AWQ, 0.7.2 on H20) slower
     "s-rb-vllm-h200x1-qwen3-30b-a3b-bf16-tpot-c1-4k4k-emmy": "vLLM 0.17 Qwen3-30B-A3B BF16 on H200",
