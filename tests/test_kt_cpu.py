@@ -152,8 +152,8 @@ def _implied_handover_s(catalog, sockets, bandwidth_gb_per_s, memory_gb, measure
 
 
 def test_the_v02_layer_handover_is_what_the_socket_table_leaves_per_moe_layer(catalog):
-    """Golden: the stated per-layer time is the mean of what the two rows leave (0.218 and 0.256 ms against
-    0.24), rounded to 0.01 ms; the remainder is about the same on one socket and on two, so it does not come
+    """Golden: the stated per-layer time is the mean of what the two rows leave (0.180 and 0.218 ms against
+    0.20), rounded to 0.01 ms; the remainder is about the same on one socket and on two, so it does not come
     from DRAM bandwidth. Fails when the hand-over is not priced (the implied time doubles), is priced per
     token instead of per layer, or the planned step changes without the time being derived again."""
     handover_s = catalog.kt_cpu_paths.records["v0-2-llamafile"].layer_handover_s.value
