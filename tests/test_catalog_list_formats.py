@@ -17,8 +17,8 @@ def _row(model_id: str) -> str:
 
 
 def test_builds_that_share_a_format_are_counted_not_repeated():
-    text = _row("qwen3-30b-a3b-2507")  # Instruct and Thinking, each in bf16 and fp8-block
-    assert "bf16, fp8-block (4 checkpoints)" in text and "bf16, fp8-block, bf16" not in text
+    text = _row("qwen3-30b-a3b-2507")  # Instruct and Thinking, each in bf16 and fp8-block; two GGUF files
+    assert "bf16, fp8-block, gguf-q4_k_m, gguf-q8_0 (6 checkpoints)" in text and "bf16, fp8-block, bf16" not in text
 
 
 def test_distinct_formats_are_listed_without_a_count():

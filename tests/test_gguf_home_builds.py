@@ -1,9 +1,11 @@
 """The GGUF builds home users run a large MoE model from are catalogue builds: DeepSeek-R1's unsloth Q4_K_M,
 Q8_0 and dynamic UD-Q2_K_XL and UD-IQ1_S files, DeepSeek-V3's Q4_K_M, Qwen3-235B-A22B-Instruct-2507's
-UD-Q4_K_XL and IQ4_XS and Qwen3-Coder-480B-A35B's Q4_K_M. Their sizes are the sizes llama-bench, the loader
-or gguf-parser print for the files (DeepSeek's hold the main model without its multi-token-prediction
-layers); fit offers KTransformers' LLAMAFILE method with them, deploy serves them, each plans on one 24 GB
-card with llama.cpp's --n-cpu-moe, and what runs on that card plans DeepSeek-R1 from its smallest file."""
+UD-Q4_K_XL and IQ4_XS, Qwen3-Coder-480B-A35B's Q4_K_M, Qwen3-30B-A3B-Instruct-2507's Q4_K_M and Q8_0 and
+ggml-org's Gemma 4 Q8_0 (26B-A4B) and Q4_K_M and Q8_0 (31B) files. Their sizes are the sizes llama-bench, the
+loader or gguf-parser print for the files (DeepSeek's hold the main model without its multi-token-prediction
+layers), else the files' bytes; fit offers KTransformers' LLAMAFILE method with them, deploy serves them, each
+plans on one 24 GB card with llama.cpp's --n-cpu-moe (the dense 31B with --n-gpu-layers), and what runs on that
+card plans DeepSeek-R1 from its smallest file."""
 
 from pathlib import Path
 
@@ -158,10 +160,66 @@ def test_the_offload_doc_lists_every_sized_gguf_build_of_a_moe_model():
         encoding="utf-8").splitlines() if line.startswith("| ")]
     builds = [(card.id, c) for card in CATALOG.models for c in card.checkpoints
               if c.gguf_file and c.size_bytes and resolve_model(CATALOG, card.id).architecture.moe]
-    assert len(builds) >= 13
+    assert len(builds) >= 16
     for model, c in builds:
-        row = next((r for r in rows if f"`{c.repo}:{c.gguf_file.tag}`" in r), None)
+        hf_repo = f"{c.repo}:{c.gguf_file.tag}" if c.gguf_file.tag else c.repo
+        row = next((r for r in rows if f"`{hf_repo}`" in r), None)
         assert row is not None, (model, c.name)
         size = float(row.split("|")[4].split()[0])
         gib = c.size_bytes.value / GIB
         assert size == pytest.approx(gib, abs=0.006) or size == pytest.approx(c.size_bytes.value / 1e9, abs=0.06)
+
+
+# the files' bytes as ggml-org's LlamaBarn catalogue lists them (gguf-llamabarn-qwen3-30b-2507,
+# g4-llamabarn-gemma-4-ggufs)
+HOME_FILES = [("qwen3-30b-a3b-2507", "gguf-q4_k_m", 18556686752), ("qwen3-30b-a3b-2507", "gguf-q8_0", 32483932576),
+              ("gemma-4-26b-a4b", "gguf-q8_0", 26859854048), ("gemma-4-31b", "gguf-q4_k_m", 18687057376),
+              ("gemma-4-31b", "gguf-q8_0", 32635669984)]
+
+
+@pytest.mark.parametrize(("model", "quant", "size"), HOME_FILES)
+def test_a_home_sized_gguf_weighs_its_files_bytes_and_says_what_the_file_leaves_out(model, quant, size):
+    """A Gemma 4 file holds the text model alone: the vision projector is a file of its own, said so rather than
+    counted as in the file; Qwen3's text-only files need no such note."""
+    spec = resolve_model(CATALOG, model)
+    w = weight_bytes(spec, CATALOG.quantization(quant))
+    assert w.total_bytes == pytest.approx(size, rel=1e-9)
+    separate = [a for a in w.assumptions if "vision projector (mmproj)" in a]
+    assert bool(separate) == model.startswith("gemma")
+    assert not any("includes the vision encoder" in a for a in w.assumptions)
+
+
+@pytest.mark.parametrize(("model", "quant", "offload", "repo_tag"), [
+    ("qwen3-30b-a3b-2507", "q4_k_m", {"n_cpu_moe": 48}, "unsloth/Qwen3-30B-A3B-Instruct-2507-GGUF:Q4_K_M"),
+    ("qwen3-30b-a3b-2507", "q8_0", {"n_cpu_moe": 48}, "ggml-org/Qwen3-30B-A3B-Instruct-2507-Q8_0-GGUF"),
+    ("gemma-4-26b-a4b", "q8_0", {"n_cpu_moe": 30}, "ggml-org/gemma-4-26B-A4B-it-GGUF:Q8_0"),
+    ("gemma-4-31b", "q4_k_m", {}, "ggml-org/gemma-4-31B-it-GGUF:Q4_K_M"),
+    ("gemma-4-31b", "q8_0", {"n_gpu_layers": 40}, "ggml-org/gemma-4-31B-it-GGUF:Q8_0")])
+def test_each_home_build_plans_on_one_24_gb_card(model, quant, offload, repo_tag):
+    """The MoE files with every layer's experts in host RAM, the dense 31B whole (Q4_K_M) or with 40 of its 60
+    layers on the GPU (Q8_0): each fits a 24 GB card and 64 GB of host RAM, and llama-server fetches the file."""
+    d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, host_memory_gb=64,
+                   max_model_len=16384, **offload)
+    r = fit_or_suggest(d, CATALOG)
+    assert r.fits
+    w = weight_bytes(resolve_model(CATALOG, model), CATALOG.quantization(quant))
+    if "n_cpu_moe" in offload:
+        assert r.host_memory_bytes_used >= w.expert_bytes > 0
+    elif "n_gpu_layers" in offload:
+        assert 0 < r.host_memory_bytes_used < w.total_bytes
+    argv = launch_command(d, CATALOG).argv
+    assert argv[argv.index("--hf-repo") + 1] == repo_tag
+
+
+def test_fit_on_the_cli_plans_the_qwen3_2507_q8_0_with_its_experts_in_host_ram():
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    out = CliRunner().invoke(app, ["fit", "--model", "qwen3-30b-a3b-2507", "--gpu", "rtx-4090", "--engine", "llamacpp",
+                                   "-q", "q8_0", "--n-cpu-moe", "48", "--host-memory-gb", "64",
+                                   "--max-model-len", "16384", "--explain"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "at 16,384 tokens: fits" in out.output
+    assert "published GGUF Q8_0 Instruct-2507 (ggml-org) checkpoint size" in out.output
+    assert "host RAM: 29.02 GiB used of 60.00 GiB" in out.output

@@ -29,6 +29,7 @@ class CheckpointSize:
     non_expert_bits_per_weight: float | None = None  # the build keeps non-expert weights at other bits
     mtp_layers: bool = True  # False: the build holds none of the model's multi-token-prediction layers
     mtp_extra_parameters: float = 0.0  # held with the MTP layers beyond the config's count of them
+    vision_encoder: bool = True  # False: the file holds the text model alone (the projector is a file apart)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
     checkpoints = tuple(
         CheckpointSize(c.quantization, c.size_bytes.value, c.name, c.size_bytes.source,
                        c.non_expert_bits_per_weight.value if c.non_expert_bits_per_weight else None, c.mtp_layers,
-                       c.mtp_extra_parameters.value if c.mtp_extra_parameters else 0.0)
+                       c.mtp_extra_parameters.value if c.mtp_extra_parameters else 0.0, c.vision_encoder)
         for c in card.checkpoints
         if c.size_bytes is not None
     )

@@ -85,6 +85,9 @@ class Checkpoint(Frozen):
     # parameters the build's file holds with its MTP layers beyond the config's count of them (GLM's GGUF
     # MTP layer keeps its own copies of the embeddings and output head): left out with them, pro rata
     mtp_extra_parameters: Count | None = None
+    # False: the build's file holds the text model alone; llama.cpp writes a vision model's encoder to a projector
+    # file of its own (mmproj), which size_bytes leaves out
+    vision_encoder: bool = True
     # the engines this build is meant for: they choose it before a build naming no engine, and other engines
     # never choose it (empty: any engine)
     engines: tuple[str, ...] = ()

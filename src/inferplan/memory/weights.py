@@ -181,7 +181,10 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
                 mtp_expert = mtp * _layer_expert_share(parts)
                 total, expert = total + mtp, expert + mtp_expert
         if spec.architecture and spec.architecture.has_vision_tower:
-            assumptions.append("checkpoint size includes the vision encoder, which the engine also loads")
+            assumptions.append("checkpoint size includes the vision encoder, which the engine also loads"
+                               if ckpt.vision_encoder else
+                               f"the {ckpt.name} file holds the text model alone: the vision projector (mmproj) "
+                               "llama-server fetches with --hf-repo is a file of its own, not in these weights")
         replicated = (params.norms * 2 + params.indexer * total / max(params.total, 1)) if params else 0.0
         tied = params is not None and not params.lm_head
         loaded = params is not None and mtp_loaded
