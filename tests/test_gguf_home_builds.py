@@ -1,7 +1,7 @@
 """The GGUF builds home users run a large MoE model from are catalogue builds: DeepSeek-R1's unsloth Q4_K_M,
 Q8_0 and dynamic UD-Q2_K_XL and UD-IQ1_S files, DeepSeek-V3's Q4_K_M, Qwen3-235B-A22B-Instruct-2507's
 UD-Q4_K_XL and IQ4_XS, Qwen3-Coder-480B-A35B's Q4_K_M, Qwen3-30B-A3B-Instruct-2507's Q4_K_M and Q8_0 and
-ggml-org's Gemma 4 Q8_0 (26B-A4B) and Q4_K_M and Q8_0 (31B) files. Their sizes are the sizes llama-bench, the
+ggml-org's Gemma 4 Q8_0 (26B-A4B) and Q4_K_M and Q8_0 (31B) files, and bartowski's GLM-4.5-Air Q8_0. Their sizes are the sizes llama-bench, the
 loader or gguf-parser print for the files (DeepSeek's hold the main model without its multi-token-prediction
 layers), else the files' bytes; fit offers KTransformers' LLAMAFILE method with them, deploy serves them, each
 plans on one 24 GB card with llama.cpp's --n-cpu-moe (the dense 31B with --n-gpu-layers), and what runs on that
@@ -160,7 +160,7 @@ def test_the_offload_doc_lists_every_sized_gguf_build_of_a_moe_model():
         encoding="utf-8").splitlines() if line.startswith("| ")]
     builds = [(card.id, c) for card in CATALOG.models for c in card.checkpoints
               if c.gguf_file and c.size_bytes and resolve_model(CATALOG, card.id).architecture.moe]
-    assert len(builds) >= 16
+    assert len(builds) >= 17
     for model, c in builds:
         hf_repo = f"{c.repo}:{c.gguf_file.tag}" if c.gguf_file.tag else c.repo
         row = next((r for r in rows if f"`{hf_repo}`" in r), None)
@@ -194,11 +194,12 @@ def test_a_home_sized_gguf_weighs_its_files_bytes_and_says_what_the_file_leaves_
     ("qwen3-30b-a3b-2507", "q8_0", {"n_cpu_moe": 48}, "ggml-org/Qwen3-30B-A3B-Instruct-2507-Q8_0-GGUF"),
     ("gemma-4-26b-a4b", "q8_0", {"n_cpu_moe": 30}, "ggml-org/gemma-4-26B-A4B-it-GGUF:Q8_0"),
     ("gemma-4-31b", "q4_k_m", {}, "ggml-org/gemma-4-31B-it-GGUF:Q4_K_M"),
-    ("gemma-4-31b", "q8_0", {"n_gpu_layers": 40}, "ggml-org/gemma-4-31B-it-GGUF:Q8_0")])
+    ("gemma-4-31b", "q8_0", {"n_gpu_layers": 40}, "ggml-org/gemma-4-31B-it-GGUF:Q8_0"),
+    ("glm-4.5-air", "q8_0", {"n_cpu_moe": 46}, "bartowski/zai-org_GLM-4.5-Air-GGUF:Q8_0")])
 def test_each_home_build_plans_on_one_24_gb_card(model, quant, offload, repo_tag):
     """The MoE files with every layer's experts in host RAM, the dense 31B whole (Q4_K_M) or with 40 of its 60
-    layers on the GPU (Q8_0): each fits a 24 GB card and 64 GB of host RAM, and llama-server fetches the file."""
-    d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, host_memory_gb=64,
+    layers on the GPU (Q8_0): each fits a 24 GB card and 128 GB of host RAM, and llama-server fetches the file."""
+    d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, host_memory_gb=128,
                    max_model_len=16384, **offload)
     r = fit_or_suggest(d, CATALOG)
     assert r.fits
@@ -223,3 +224,13 @@ def test_fit_on_the_cli_plans_the_qwen3_2507_q8_0_with_its_experts_in_host_ram()
     assert "at 16,384 tokens: fits" in out.output
     assert "published GGUF Q8_0 Instruct-2507 (ggml-org) checkpoint size" in out.output
     assert "host RAM: 29.02 GiB used of 60.00 GiB" in out.output
+
+
+def test_glm_4_5_air_q8_0_weighs_its_quant_table_size_less_the_mtp_layer_with_its_copies():
+    """bartowski's Q8_0 holds the MTP layer as unsloth's file of the same converter does: the layer and its
+    embedding and head copies are taken out pro rata, leaving the main model's 106.85 B of 110.47 B."""
+    spec = resolve_model(CATALOG, "glm-4.5-air")
+    ckpt = spec.checkpoint("gguf-q8_0")
+    assert ckpt.size_bytes == pytest.approx(117.46e9) and ckpt.mtp_extra_parameters == pytest.approx(1.24e9)
+    w = weight_bytes(spec, CATALOG.quantization("gguf-q8_0"))
+    assert w.total_bytes == pytest.approx(117.46e9 * 106.852245504e9 / 110.47e9, rel=1e-3)
