@@ -11,7 +11,7 @@ from starlette.requests import Request
 
 from inferplan.errors import InvalidScenarioError, OutOfTimeError
 from inferplan.search import run
-from inferplan.search.budget import Budget
+from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE, Budget
 from inferplan.shells.api import create_app
 from inferplan.shells.api_stream import NDJSON, progress_stream, wants_stream
 
@@ -55,7 +55,7 @@ def test_a_streamed_search_sends_its_progress_then_exactly_the_plain_answer(clie
     assert progress and all(list(line) == ["progress"] for line in progress)
     assert figures == [c for c in calls if c in figures]  # the callback's figures, in their order
     assert figures[-1] == calls[-1]  # the last figures before the answer
-    assert {stage for _, _, stage in figures} <= {run.MODEL_STAGE, run.CHECK_STAGE}
+    assert {stage for _, _, stage in figures} <= {MODEL_STAGE, CHECK_STAGE}
     assert all(0 <= done <= total for done, total, _ in figures)
     plain = client.post("/api/search", json=BODY)
     assert plain.status_code == 200 and plain.headers["content-type"] == "application/json"
@@ -83,14 +83,14 @@ def test_the_page_s_view_streams_its_worded_answer(client):
 def test_an_error_after_the_stream_began_is_its_last_line_as_the_plain_reply_s_body(client, monkeypatch, error, status):
     def failing(request, catalog, *, budget, progress):
         if progress:  # None for the plain request
-            progress(1, 4, run.MODEL_STAGE)
+            progress(1, 4, MODEL_STAGE)
         raise error
 
     monkeypatch.setattr(run, "search", failing)
     reply = client.post("/api/search", json=BODY, headers=STREAM)
     assert reply.status_code == 200
     lines = lines_of(reply)
-    assert lines[0] == {"progress": {"done": 1, "total": 4, "stage": run.MODEL_STAGE}}
+    assert lines[0] == {"progress": {"done": 1, "total": 4, "stage": MODEL_STAGE}}
     plain = client.post("/api/search", json=BODY)
     assert plain.status_code == status
     assert lines[-1] == plain.json() and lines[-1]["detail"][0]["type"] == type(error).__name__
@@ -99,7 +99,7 @@ def test_an_error_after_the_stream_began_is_its_last_line_as_the_plain_reply_s_b
 def test_an_error_the_stream_meets_unforeseen_ends_it_as_a_500_body(client, monkeypatch):
     def broken(request, catalog, *, budget, progress):
         if progress:
-            progress(0, 4, run.MODEL_STAGE)
+            progress(0, 4, MODEL_STAGE)
         raise RuntimeError("a defect")
 
     monkeypatch.setattr(run, "search", broken)
@@ -125,7 +125,7 @@ def test_the_client_going_stops_the_search():
 
     def work(budget, progress):
         started.set()
-        progress(0, 2, run.MODEL_STAGE)
+        progress(0, 2, MODEL_STAGE)
         try:
             while not budget.stopped.wait(0.01):
                 pass
@@ -142,7 +142,7 @@ def test_the_client_going_stops_the_search():
         reply = await progress_stream(http, work, budget)
         lines = reply.body_iterator
         first = await lines.__anext__()
-        assert json.loads(first) == {"progress": {"done": 0, "total": 2, "stage": run.MODEL_STAGE}}
+        assert json.loads(first) == {"progress": {"done": 0, "total": 2, "stage": MODEL_STAGE}}
         assert started.is_set() and not budget.stopped.is_set()
         await lines.aclose()
         return budget
@@ -186,7 +186,7 @@ def test_a_client_that_leaves_a_served_stream_stops_its_search(tmp_path, monkeyp
         try:
             for done in range(10**9):
                 if progress:
-                    progress(done, 10**9, run.MODEL_STAGE)
+                    progress(done, 10**9, MODEL_STAGE)
                 if budget.stopped.wait(0.01):
                     budget.check()
         finally:
@@ -196,5 +196,5 @@ def test_a_client_that_leaves_a_served_stream_stops_its_search(tmp_path, monkeyp
     with live_server.serving(lambda port: create_app(tmp_path / "t.db")) as base:
         with httpx.stream("POST", base + "/api/search", json=BODY, headers=STREAM, timeout=30) as reply:
             first = next(reply.iter_lines())
-            assert json.loads(first)["progress"]["stage"] == run.MODEL_STAGE
+            assert json.loads(first)["progress"]["stage"] == MODEL_STAGE
         assert ended.wait(30)  # stopped by the client's going, not by the search's 120 s limit

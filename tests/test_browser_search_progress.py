@@ -9,7 +9,7 @@ import test_browser
 from test_browser import planned
 from test_browser_search import searched
 
-from inferplan.search.run import CHECK_STAGE, MODEL_STAGE
+from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 pytestmark = pytest.mark.slow

@@ -174,7 +174,7 @@ def test_the_targets_applied_are_echoed_with_units_and_an_absurd_one_is_flagged(
 
 def test_a_search_of_several_models_reports_its_progress_over_every_cell(catalog):
     """The CLI's progress bar (shown once modelling has run for a second) is fed for every model searched."""
-    from inferplan.search.run import CHECK_STAGE, MODEL_STAGE
+    from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE
 
     calls: list[tuple] = []
     req = SearchRequest(models=("qwen3-8b", "qwen3-32b"), request_rate_per_s=1.0, input_len=500, output_len=100,

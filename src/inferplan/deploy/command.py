@@ -1,7 +1,8 @@
 """The command that starts one serving instance of a planned deployment.
 
-Every flag name and value mapping comes from ``catalog/data/engine_flags.yaml``; this module only
-chooses which settings a deployment states. A setting the engine takes only from its options file
+Every flag name and value mapping comes from ``catalog/data/engine_flags.yaml``, and ``flag_args.py`` turns each
+group of settings into arguments by it; this module chooses which settings a deployment states and puts the
+command together. A setting the engine takes only from its options file
 (TensorRT-LLM's ``--extra_llm_api_options`` YAML) is written there, and the command carries the
 file (``LaunchFile``) and a ``script`` that writes it before starting the engine. A setting the
 engine cannot take raises ``UnsupportedSettingError`` naming the setting and the engine.
@@ -16,7 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import Field
 
-from inferplan.catalog.flags_schema import EngineFlags, FlagRule, LaterFlags, OptionRule, flags_for
+from inferplan.catalog.flags_schema import EngineFlags, LaterFlags, flags_for
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
@@ -26,8 +27,10 @@ from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.copies import copies_note
+from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options, offload_args, option_rule, parallel_args,
+                                        per_rank_value, quantization_args, runs_attention_dp, set_option)
 from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
-from inferplan.deploy.checkpoint import ServedModel, served_model
+from inferplan.deploy.checkpoint import served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import runner_env, software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
@@ -40,7 +43,6 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.expert_split import planned_redundant_experts
-from inferplan.memory.precision import check_kv_dtype
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.step_budget import with_step_budget
 
@@ -103,7 +105,7 @@ def engine_takes(catalog: Catalog, engine: str, setting: str) -> bool:
         return flags.speculative is not None
     if setting == "disaggregation":
         return flags.disaggregation is not None
-    return setting in flags.settings or _option_rule(flags, setting) is not None
+    return setting in flags.settings or option_rule(flags, setting) is not None
 
 
 def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role = "both",
@@ -132,14 +134,14 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     port = port or flags.default_port
     argv = [*flags.launcher, *served.argv]
     options: dict = {}  # what goes to the engine's options file
-    argv += _parallel_args(d, flags, options)
+    argv += parallel_args(d, flags, options)
     if spare := planned_redundant_experts(d, catalog):  # SGLang: expert slots that divide by the ranks
-        argv += _emit(_rule(flags, "redundant_experts"), spare)
-    argv += _quantization_args(served, flags)
-    argv += _kv_args(d, catalog, flags, options)
+        argv += emit(flag_rule(flags, "redundant_experts"), spare)
+    argv += quantization_args(served, flags)
+    argv += kv_args(d, catalog, flags, options)
     moe = moe_backend(d, catalog, flags)  # TensorRT-LLM: gpt-oss's experts on Hopper
     if moe is not None:
-        _set_option(options, moe[0], moe[1])
+        set_option(options, moe[0], moe[1])
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
     d = slot_context(d, catalog, flags)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
@@ -148,14 +150,14 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
         if value is not None and setting in flags.plan_bounds:
             bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")
         elif value is not None:
-            rule = _rule(flags, setting)
+            rule = flag_rule(flags, setting)
             value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
-            argv += _emit(rule, _per_rank_value(d, flags, rule, value))
+            argv += emit(rule, per_rank_value(d, flags, rule, value))
     if d.enforce_eager:  # no CUDA graphs, as the plan counts none
-        argv += _emit(_rule(flags, "enforce_eager"), True)
+        argv += emit(flag_rule(flags, "enforce_eager"), True)
     chunked, chunked_notes = chunked_prefill(d, catalog, flags, speculative.method if speculative else None)
-    _merge(options, chunked)  # TensorRT-LLM refuses a longer prompt without it
-    argv += _offload_args(d, flags)
+    merge_options(options, chunked)  # TensorRT-LLM refuses a longer prompt without it
+    argv += offload_args(d, flags)
     kt_argv, kt_notes = kt_args(d, catalog, flags, served.quantization)  # KTransformers' CPU experts
     argv += kt_argv
     if speculative is not None:
@@ -165,14 +167,14 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     env = {**stack_env, **variant_env(d, flags, catalog), **runner_env(d, flags)}  # VLLM_USE_V1=0, VLLM_USE_V2_MODEL_RUNNER
     if role != "both":
         argv += role_args(role, flags)
-        _merge(options, flags.disaggregation.options)
+        merge_options(options, flags.disaggregation.options)
         for name, value in ({} if worker is None else worker_ports(flags.disaggregation, worker)).items():
             argv, env = (argv + [name, str(value)], env) if name.startswith("-") else (argv, {**env, name: str(value)})
         if flags.disaggregation.peer_address.env:  # vLLM's NIXL side channel: localhost unless told
             env = {**env, flags.disaggregation.peer_address.env: address or f"{role.upper()}_HOST"}
     if devices:
         env = {**_visible_devices(d, catalog, devices), **env}
-    listen = tuple(_emit(_rule(flags, "host"), host) + _emit(_rule(flags, "port"), port))
+    listen = tuple(emit(flag_rule(flags, "host"), host) + emit(flag_rule(flags, "port"), port))
     files = ()
     if options:
         name = flags.options_file.file_name if role == "both" else f"{role}_{flags.options_file.file_name}"
@@ -183,7 +185,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     release_planned = planned_engine_release(d, catalog)
     spread = hosts_launch(d, catalog, flags, release_planned, engine=tuple(str(a) for a in (*argv, *named)), listen=listen,
                           before=tuple(here_document(f) for f in files), target=target, env=env,
-                          attention_dp=_runs_attention_dp(d, flags)) if role == "both" else None
+                          attention_dp=runs_attention_dp(d, flags)) if role == "both" else None
     spans = spread.notes if spread else pool_spans_note(d, catalog) if role != "both" else ()
     spread = spread if spread and spread.commands else None  # commands only where the engine has a multi-host launch
     argv_t = spread.commands[0].argv if spread else argv_t
@@ -218,37 +220,6 @@ def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) ->
     return (comment,) if comment else ()
 
 
-def _per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
-    """``value`` as the flag takes it under ``d``'s data parallelism: the plan's cap is each data-parallel
-    rank's (as the memory and speed models run it), given as it is where the engine applies the flag to
-    each rank, and times the data-parallel size where the flag is the instance's total
-    (``FlagRule.data_parallel``)."""
-    dp = d.data_parallel_size or 1
-    if rule.data_parallel is None or dp < 2 or not isinstance(value, int):
-        return value
-    scope = rule.data_parallel.attention_dp if _runs_attention_dp(d, flags) else rule.data_parallel.copies
-    return value * dp if scope == "instance" else value
-
-
-def _runs_attention_dp(d: Deployment, flags: EngineFlags) -> bool:
-    """Whether the launcher runs ``d``'s data-parallel ranks as attention data parallelism (the DP flag folds
-    into the tensor-parallel ranks: SGLang with expert parallelism, TensorRT-LLM always), not whole copies."""
-    rule = flags.settings.get("data_parallel_size")
-    if rule is not None:
-        return rule.folds_into is not None and (rule.folds_with is None or bool(getattr(d, rule.folds_with)))
-    option = _option_rule(flags, "data_parallel_size")
-    return option is not None and option.folds_into is not None
-
-
-def _merge(options: dict, extra: dict) -> None:
-    """``extra``'s entries into ``options``, nested mappings merged."""
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(options.get(key), dict):
-            _merge(options[key], value)
-        else:
-            options[key] = value
-
-
 def _visible_devices(d: Deployment, catalog: Catalog, devices: tuple[int, ...]) -> dict[str, str]:
     """The environment that pins a process to ``devices`` of its host (the GPU vendor's variable)."""
     vendor = resolve_hardware(catalog, d).accel.vendor
@@ -267,157 +238,6 @@ def here_document(f: LaunchFile) -> str:
 def later_release(argv: tuple[str, ...], flags: EngineFlags) -> LaterFlags | None:
     """The later release an argv's flags need (None: the release ``accepted`` was read at takes them all)."""
     return next((later for later in flags.accepted_later if any(f in later.flags for f in argv)), None)
-
-
-def _rule(flags: EngineFlags, setting: str) -> FlagRule:
-    rule = flags.settings.get(setting)
-    if rule is None:
-        _no_launch(flags, setting)
-    return rule
-
-
-def _option_rule(flags: EngineFlags, setting: str) -> OptionRule | None:
-    """The options-file entry of a setting the launcher has no flag for."""
-    if setting in flags.settings or flags.options_file is None:
-        return None
-    return flags.options_file.settings.get(setting)
-
-
-def _set_option(options: dict, key: str, value: object) -> None:
-    """Write ``value`` at a dotted ``key`` of the nested options."""
-    *parents, last = key.split(".")
-    for part in parents:
-        options = options.setdefault(part, {})
-    options[last] = value
-
-
-def _no_launch(flags: EngineFlags, setting: str) -> None:
-    raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
-                                  allowed=f"leave {setting} out, or an engine that takes it")
-
-
-def _emit(rule: FlagRule, value: object) -> list[str]:
-    """The flag(s) of a rule given ``value`` (a switch: the bare flag when true)."""
-    if rule.switch:
-        return list(rule.flags) if value else []
-    text = rule.value if rule.value is not None else rule.values.get(str(value), _number(value))
-    return [part for flag in rule.flags for part in (flag, text)]
-
-
-def _number(value: object) -> str:
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _parallel_args(d: Deployment, flags: EngineFlags, options: dict) -> list[str]:
-    argv: list[str] = []
-    sizes = {s: getattr(d, s) or 1 for s in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")}
-    folded = _option_rule(flags, "data_parallel_size")
-    if folded is not None and folded.folds_into and sizes["data_parallel_size"] > 1:  # TensorRT-LLM attention DP
-        if sizes[folded.folds_into] > 1:
-            raise UnsupportedSettingError(
-                f"{flags.engine} runs data-parallel ranks as {folded.folds_into} ranks ({folded.key}), so it cannot also "
-                f"split each rank {sizes[folded.folds_into]} ways", field="data_parallel_size",
-                allowed=f"{folded.folds_into} 1 with data_parallel_size, or no data parallelism")
-        _set_option(options, folded.key, folded.value)
-        sizes[folded.folds_into] *= sizes.pop("data_parallel_size")
-    attention_dp = _attention_dp(d, flags, sizes)  # SGLang: --tp-size N --dp-size N --enable-dp-attention
-    for setting, value in sizes.items():
-        if value > 1:
-            argv += _emit(_rule(flags, setting), value)
-    argv += attention_dp
-    if d.enable_expert_parallel:
-        rule = _rule(flags, "enable_expert_parallel")
-        argv += _emit(rule, sizes.get(rule.value_from, getattr(d, rule.value_from, None)) if rule.value_from else True)
-    _one_value_per_flag(argv, flags)
-    return argv
-
-
-def _attention_dp(d: Deployment, flags: EngineFlags, sizes: dict[str, int]) -> list[str]:
-    """Where the engine's data-parallel flag folds into another size (``FlagRule.folds_into``): that size
-    multiplied by the data-parallel size in ``sizes``, and the switches the layout needs, to write after."""
-    rule = flags.settings.get("data_parallel_size")
-    if rule is None or rule.folds_into is None or sizes.get("data_parallel_size", 1) < 2 or \
-            (rule.folds_with is not None and not getattr(d, rule.folds_with)):
-        return []
-    sizes[rule.folds_into] *= sizes["data_parallel_size"]
-    return list(rule.switches)
-
-
-def _one_value_per_flag(argv: list[str], flags: EngineFlags) -> None:
-    """Two settings that map to one flag with different values cannot both be planned."""
-    seen: dict[str, str] = {}
-    for flag, value in zip(argv, argv[1:]):
-        if flag.startswith("-") and not value.startswith("-"):
-            if seen.setdefault(flag, value) != value:
-                raise UnsupportedSettingError(
-                    f"{flags.engine} takes one {flag}: it cannot be both {seen[flag]} and {value}",
-                    field="pipeline_parallel_size", allowed="tensor or pipeline parallelism, not both")
-
-
-# weights and KV cache in host RAM (memory/offload.py), in the order the flags are written
-OFFLOAD_SETTINGS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend",
-                    "hicache_ratio", "hicache_size")
-
-
-def _offload_args(d: Deployment, flags: EngineFlags) -> list[str]:
-    """The engine's own flags for the offload settings ``d`` states; a rule's switches once, before its flag."""
-    argv: list[str] = []
-    for setting in OFFLOAD_SETTINGS:
-        value, rule = getattr(d, setting), flags.settings.get(setting)
-        if rule is not None and value is not None and rule.requires and getattr(d, rule.requires) is None:
-            raise UnsupportedSettingError(f"{flags.engine} takes {setting} only with {rule.requires}", field=setting,
-                                          allowed=f"state {rule.requires} too, or leave {setting} out")
-        value = stated_or_default(d, flags, setting)
-        if value is None:
-            continue
-        rule = _rule(flags, setting)
-        if rule.whole_number and isinstance(value, float):
-            value = _whole(flags, setting, value)
-        argv += [switch for switch in rule.switches if switch not in argv] + _emit(rule, value)
-    return argv
-
-
-def _whole(flags: EngineFlags, setting: str, value: float) -> int:
-    """``value`` as the integer an engine that parses it with ``type=int`` takes."""
-    if not value.is_integer():
-        raise UnsupportedSettingError(f"{flags.engine} takes {setting} as a whole number, not {value:g}", field=setting,
-                                      allowed="a whole number")
-    return int(value)
-
-
-def _quantization_args(served: ServedModel, flags: EngineFlags) -> list[str]:
-    """A flag only where the engine quantizes at load; a pre-quantized checkpoint carries its format."""
-    if served.quantization is None or served.quantization_in_checkpoint:
-        return []
-    rule = flags.settings.get("quantization")
-    if rule is None or served.quantization not in rule.values:
-        if rule is not None and served.quantization in rule.no_flag:
-            return []
-        raise UnsupportedSettingError(
-            f"{flags.engine} cannot quantize {served.checkpoint} to {served.quantization} at load, and the catalogue "
-            f"names no {served.quantization} checkpoint of it", field="quantization",
-            allowed=", ".join(sorted(rule.values)) if rule and rule.values else "a pre-quantized checkpoint")
-    return _emit(rule, served.quantization)
-
-
-def _kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict) -> list[str]:
-    if d.kv_cache_dtype == "auto":
-        return []
-    kv = check_kv_dtype(catalog, d.engine, d.kv_cache_dtype)
-    option = _option_rule(flags, "kv_cache_dtype")
-    if option is not None and kv.id not in option.no_flag:
-        if kv.id not in option.values:
-            raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no option value for a {kv.id} KV cache",
-                                          field="kv_cache_dtype", allowed="auto, " + ", ".join(sorted(option.values)))
-        _set_option(options, option.key, option.values[kv.id])
-        return []
-    rule = _rule(flags, "kv_cache_dtype")
-    if kv.id in rule.no_flag:
-        return []
-    if kv.id not in rule.values:
-        raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch value for a {kv.id} KV cache",
-                                      field="kv_cache_dtype", allowed="auto, " + ", ".join(sorted(rule.values)))
-    return _emit(rule, kv.id)
 
 
 def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Speculative | None:
@@ -491,7 +311,7 @@ def _speculative_args(spec: Speculative, flags: EngineFlags, options: dict) -> l
              "draft_model": spec.draft_model, "one": 1}
     values = {key: given[what] for key, what in fields.items() if given[what] is not None}
     if rule.options_key:
-        _set_option(options, rule.options_key, values)
+        set_option(options, rule.options_key, values)
         return []
     if rule.json_flag:
         return [rule.json_flag, json.dumps(values, separators=(",", ":"))]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from inferplan.catalog.discovery_schema import PodDiscovery
-from inferplan.catalog.flags_schema import DisaggregationRule
+from inferplan.catalog.launch_modes_schema import DisaggregationRule
 from inferplan.deploy.router import Worker, filled, router_argv, worker_ports
 
 NAMESPACE_VARIABLE = "POD_NAMESPACE"

@@ -8,7 +8,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from inferplan.catalog.flags_schema import DisaggregationRule, EngineFlags
+from inferplan.catalog.flags_schema import EngineFlags
+from inferplan.catalog.launch_modes_schema import DisaggregationRule
 from inferplan.errors import UnsupportedSettingError
 
 ROLES = ("prefill", "decode")

@@ -1,6 +1,7 @@
 """``plan(scenario)``: the Users + ROI simulator's outputs for one scenario.
 
-Capacity comes from the memory and speed models (``capacity.py``); money from the catalogue's
+Capacity comes from the memory and speed models (``capacity.py``), the loadouts that carry the
+target from ``sizing.py``; money from the catalogue's
 price bands, cost defaults, API and rental prices (``money.py``). Every output the seed's
 simulator shows is here, plus cost per million tokens, tokens/s per MW, rent-vs-buy and API
 break-even volumes, and a route recommendation with the figures that decide it.
@@ -8,7 +9,6 @@ break-even volumes, and a route recommendation with the figures that decide it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import date
 
@@ -16,19 +16,16 @@ from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
-from inferplan.economics.capacity import LoadoutCapacity, loadout_capacity, spanning_cell, units_for_target
-from inferplan.economics.pools import InstanceShape, PrefillSizing, prefill_sizing
+from inferplan.economics.capacity import LoadoutCapacity
 from inferplan.economics.operating import Costs, owned_costs, rented_costs
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, hardware,
                                              money_rates, platform_status, superseded_api_prices_note)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
-from inferplan.economics.rent_route import CellSpace, RentRoute, rent_route
-from inferplan.economics.scenario import Cell, MoneyInputs, Scenario
+from inferplan.economics.rent_route import RentRoute, rent_route
+from inferplan.economics.scenario import MoneyInputs, Scenario
+from inferplan.economics.sizing import Sizing, size_loadouts
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
 from inferplan.errors import InferplanError
-from inferplan.memory.checks import check_ranks_share_experts
-from inferplan.memory.hardware import with_default_engine
-from inferplan.inputs.deployment import Deployment
 
 
 class PlanResult(BaseModel):
@@ -154,7 +151,7 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
 def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
     hw = hardware(catalog, s)
     w = _workload(catalog, s)
-    size = _size(catalog, s, hw, w)
+    size = size_loadouts(catalog, s, hw, w)
     rates = money_rates(catalog, s.money, hw.system, hw.accelerator)
     owned = owned_costs(catalog, s, hw, rates, systems=size.systems, systems_per_loadout=size.systems_per_loadout)
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against
@@ -173,98 +170,6 @@ def _workload(catalog: Catalog, s: Scenario) -> WorkloadProfile:
     if s.speculative is None:
         return w
     return w.model_copy(update={"speculative_tokens": s.speculative.tokens, "acceptance_rate": s.speculative.acceptance_rate})
-
-
-@dataclass(frozen=True)
-class _Sizing:
-    """How many loadouts carry the target, and how many users they serve."""
-
-    capacity: LoadoutCapacity
-    systems_per_loadout: int
-    loadout_gpus: int
-    users_per_loadout: float  # at the tightest limit (throughput, concurrency or memory)
-    loadouts: int
-    supported_users: int
-    served_users: int
-    notes: tuple[str, ...]
-    space: CellSpace  # what the loadout's cells were chosen from (the rent route sizes its own from it)
-    prefill: PrefillSizing | None = None  # separate pools: the prefill pool beside the cells (the decode pool)
-    stated_replicas: int | None = None  # the scenario's replica cells (None: auto-sized loadouts, each full)
-
-    @property
-    def systems(self) -> int:
-        return self.loadouts * self.systems_per_loadout + (self.prefill.systems if self.prefill else 0)
-
-    @property
-    def loadouts_run(self) -> float:
-        """The loadouts' worth of replica cells run: stated cells (a search's pick, the decode pool of
-        separate pools) may leave a loadout's other cells to the prefill pool or idle."""
-        return self.loadouts if self.stated_replicas is None else self.stated_replicas / self.capacity.cells
-
-    @property
-    def users_per_loadout_run(self) -> int:
-        """Users the replica cells of one loadout carry: of stated cells, the fullest loadout's."""
-        c = self.capacity
-        if self.stated_replicas is None or self.stated_replicas >= c.cells or not c.supported_users:
-            return c.supported_users
-        return math.floor(self.users_per_loadout * self.stated_replicas / c.cells)
-
-
-def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
-    """One replica cell as the scenario states it (one GPU when it states none), sized for a request;
-    its engine the scenario's, else its platform's own, written in for the cell packing that reads it
-    (llama.cpp's slots)."""
-    cell = s.cell or Cell()
-    d = with_default_engine(Deployment(
-        model=s.model, gpu=accelerator, quantization=s.quantization, **s.stated_engine, engine_version=s.engine_version,
-        kv_cache_dtype=s.kv_cache_dtype,
-        kv_bytes_per_token=s.kv_bytes_per_token,
-        tensor_parallel_size=cell.tensor_parallel_size, pipeline_parallel_size=cell.pipeline_parallel_size,
-        data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel or cell.data_parallel_size > 1 else None,
-        enable_expert_parallel=cell.enable_expert_parallel,
-        max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
-        eagle3_draft=s.speculative.draft_model if s.speculative else None,
-    ), catalog)
-    check_ranks_share_experts(catalog, d)  # ranks without expert parallelism: vLLM's MoE group over TP x DP
-    return d
-
-
-def _size(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfile) -> _Sizing:
-    """One loadout's capacity (the fewest systems one replica needs, when no single system holds the
-    model), then the loadouts the target needs."""
-    base = _base_deployment(catalog, s, hw.accelerator.id, w)
-    fixed = s.cell is not None  # a stated cell is kept as stated, TP 1 included
-    system = hw.system
-    start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)
-    loadout_gpus = hw.gpus_per_system * per_loadout
-    label = hw.label if per_loadout == 1 else f"{per_loadout}× {hw.label}"
-    space = CellSpace(base, w, label, loadout_gpus, fixed, start,
-                      (system.id, hw.gpus_per_system) if system and per_loadout > 1 else None)
-    cap = loadout_capacity(catalog, base, w, system_gpus=loadout_gpus, system=label, cell_fixed=fixed,
-                           nodes=space.nodes, start=start)
-    users_per_loadout = cap.users_at_limit
-    notes = list(cap.assumptions)
-    meets = cap.cell.meets_target and users_per_loadout > 0
-    if meets:
-        loadouts, supported = units_for_target(users_per_loadout, s.target_users)
-        if not cap.supported_users:  # a user heavier than one loadout: several carry each
-            notes.append(f"one user's traffic needs {1 / users_per_loadout:,.1f} loadouts ({cap.binding} binds): "
-                         f"{loadouts:,} carry {s.target_users:,}")
-    else:
-        loadouts, supported = 1, 0
-    if s.replicas is not None:  # the replica cells as stated (a search's pick), packed into whole loadouts
-        stated = math.ceil(s.replicas / cap.cells)
-        notes.append(f"{s.replicas:,} replica cell(s) as stated, in {stated:,} loadout(s)"
-                     + (f"; sizing for {s.target_users:,} users by speed alone would take {loadouts:,}"
-                        if meets and stated != loadouts else ""))
-        loadouts, supported = stated, math.floor(users_per_loadout * s.replicas / cap.cells) if meets else 0
-    prefill = prefill_sizing(catalog, s, base, system, hw.accelerator, unit_gpus=hw.gpus_per_system,
-                             decode=InstanceShape(cap.cell.gpus, per_loadout), decode_instances=s.replicas or 0,
-                             decode_systems=loadouts * per_loadout)
-    if prefill is not None:
-        notes.append(prefill.note)
-    return _Sizing(cap, per_loadout, loadout_gpus, users_per_loadout, loadouts, supported,
-                   min(s.target_users, supported), tuple(notes), space, prefill, s.replicas)
 
 
 @dataclass(frozen=True)
@@ -339,7 +244,7 @@ class _PerToken:
     rent_usd_per_mtok: float | None = None  # the rent route's month at the served load
 
 
-def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
+def _per_token(w: WorkloadProfile, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
                m: MoneyInputs, rent_usd_per_month: float | None) -> _PerToken:
     monthly_tokens = size.served_users * w.monthly_tokens
     rent_mtok = rent_usd_per_month / (monthly_tokens / 1e6) if rent_usd_per_month is not None and monthly_tokens else None
@@ -369,7 +274,7 @@ def _per_token(w: WorkloadProfile, size: _Sizing, rates: MoneyRates, costs: Cost
     )
 
 
-def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
+def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates: MoneyRates, both: tuple[Costs, Costs],
               quotes: _Quotes, rent: RentRoute, per_token: _PerToken) -> PlanResult:
     """The result; ``both`` is owning's costs (the recommendation's own route) and the deployment's (rented: the rent's)."""
     owned, costs = both
@@ -422,7 +327,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: _Sizing, rate
     )
 
 
-def _route_figures(s: Scenario, size: _Sizing, owned: Costs, quotes: _Quotes, rent: RentRoute,
+def _route_figures(s: Scenario, size: Sizing, owned: Costs, quotes: _Quotes, rent: RentRoute,
                    rates: MoneyRates) -> RouteFigures:
     """The routes compared: owning at ``owned``'s costs (a rented deployment's too), renting, the API."""
     costs = owned
@@ -444,7 +349,7 @@ def _own_api_note(m: MoneyInputs) -> str | None:
             f"(${cached:,.4g} cached), ${m.api_output_usd_per_mtok:,.4g} output")
 
 
-def _assumptions(s: Scenario, hw: Hardware, size: _Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
+def _assumptions(s: Scenario, hw: Hardware, size: Sizing, rates: MoneyRates, costs: Costs, quotes: _Quotes,
                  rent: RentRoute) -> tuple[str, ...]:
     """What the plan assumed, in the order its steps assumed it, each once."""
     per_loadout, r = size.systems_per_loadout, rates

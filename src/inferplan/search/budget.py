@@ -1,8 +1,9 @@
-"""How long a search may run, and a way to stop it from outside.
+"""How long a search may run, a way to stop it from outside, and the stages its progress names.
 
 A search checks its ``Budget`` between cells (and before each simulation of a pick): past the
 deadline, or once ``cancel()`` is called (the HTTP client has gone), it stops with
-``OutOfTimeError`` instead of computing an answer nobody will read.
+``OutOfTimeError`` instead of computing an answer nobody will read. The same checks report its
+progress (``Progress``), each stage named as a progress bar says it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ SEARCH_DEADLINE_S = 120.0
 NARROWER = ("name fewer models, systems, accelerators, engines, quantizations or kv_cache_dtypes, or fewer "
             "statuses and form factors")
 
+# (done, total, stage): how far a stage has gone, each stage named as a progress bar says it
+Progress = Callable[[int, int, str], None]
+MODEL_STAGE = "modelling the cells"
+CHECK_STAGE = "simulating the picks"
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -31,7 +37,7 @@ class Budget:
         """Stop the search at its next check (from another thread)."""
         self.stopped.set()
 
-    def check(self, done: int = 0, total: int = 0, stage: str = "modelling the cells") -> None:
+    def check(self, done: int = 0, total: int = 0, stage: str = MODEL_STAGE) -> None:
         if self.stopped.is_set():
             raise OutOfTimeError("the search was stopped: whoever asked for it has gone")
         elapsed = time.monotonic() - self.started_s

@@ -2,17 +2,15 @@
 
 Steps: resolve the load; build the space of cells (``space.py``); model each cell once
 (``evaluate.model_cell``); evaluate its candidates as arrays (``evaluate``); keep each cell's best
-candidate that meets every target and cap; rank those by the objective; explain every family with
-none (``reasons.py``); and trace the front of cost against tokens/s per user.
+candidate that meets every target and cap; rank those by the objective, each re-checked as it comes
+up (``ranking.py``); explain every family with none (``reasons.py``); and trace the front of cost
+against tokens/s per user.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -22,29 +20,24 @@ from inferplan.economics.plan_inputs import api_comparison_notes
 from inferplan.economics.rental import rented_note
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
-from inferplan.memory.resolve import resolve_model
 from inferplan.search import evaluate
 from inferplan.search.arrivals import check_burst_spells
-from inferplan.search.budget import Budget
+from inferplan.search.budget import MODEL_STAGE, Budget, Progress
 from inferplan.search.defaults import search_defaults
-from inferplan.search.equivalent import FIGURES, equivalence_note, same_figures, support_key
+from inferplan.search.equivalent import equivalence_note
 from inferplan.search.instance_limit import InstanceLimit
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
 from inferplan.search.pricing import pricing_notes, unit_costs
 from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
-from inferplan.search.sim_check import (CHECK_REQUESTS, MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve,
-                                        pick_deployment, too_large)
+from inferplan.search.ranking import Pick, top_picks
+from inferplan.search.sim_check import CHECK_REQUESTS, MAX_CHECKS, SimulatedCheck, pick_deployment
 from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.trace import trace_label
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
 from inferplan.search.space import Cell, Space, build_space, check_names
 
-# (done, total, stage): how far a stage has gone, each stage named as a progress bar says it
-Progress = Callable[[int, int, str], None]
-MODEL_STAGE = "modelling the cells"
-CHECK_STAGE = "simulating the picks"
 VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is given up
 
 
@@ -99,7 +92,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
                 picks.append(pick)
             fronts.extend(front)
     results = tuple(_deployed(catalog, rank, p, rl, targets)
-                    for rank, p in enumerate(_ranked(catalog, picks, rl, targets, req.top, progress), start=1))
+                    for rank, p in enumerate(top_picks(catalog, picks, rl, targets, req.top, progress), start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
@@ -192,7 +185,7 @@ def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
                int(paid[idx[j]]), None if renting[idx[j]] else int(grid.units[idx[j]])) for j in front]
     keys = [(float(value[i]), float(monthly[i]), float(paid[i]), float(slow[i]), -float(grid.tokens_per_s_per_user[i]))
             for i in ranked[:VERIFY_TRIES]]
-    return _Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
+    return Pick(keys, cm, grid, [int(i) for i in ranked[:VERIFY_TRIES]], monthly, renting, capex), points
 
 
 def slow_request_s(grid, rl: ResolvedLoad) -> np.ndarray:
@@ -200,128 +193,6 @@ def slow_request_s(grid, rl: ResolvedLoad) -> np.ndarray:
     deployments that cost the same, the ranking prefers the one where it is shortest (a running cap
     cut to gain a little TPOT can cost whole seconds of TTFT at the tail), then the faster per user."""
     return grid.ttft_p99_s + rl.output_len * grid.tpot_p95_s
-
-
-@dataclass
-class _Pick:
-    """A cell's candidates that meet everything, best first; the head stands for the cell."""
-
-    keys: list[tuple]
-    cm: evaluate.CellModel
-    grid: evaluate.Grid
-    order: list[int]
-    monthly: np.ndarray
-    renting: np.ndarray
-    capex: np.ndarray
-    at: int = 0
-    check: SimulatedCheck | None = None  # the simulation's check of the head (None: not simulated)
-    unsimulated: str | None = None  # why the head is not simulated, when it is too large to be
-    alike: list[str] = field(default_factory=list)  # other builds that run the head the same (``equivalent.py``)
-
-    def __lt__(self, other: "_Pick") -> bool:
-        return self.keys[self.at] < other.keys[other.at]
-
-    @property
-    def index(self) -> int:
-        return self.order[self.at]
-
-
-def _ranked(catalog: Catalog, picks: list[_Pick], rl: ResolvedLoad, targets: Targets, top: int,
-            progress: Progress | None = None) -> list[_Pick]:
-    """The ``top`` cheapest cells' picks, each re-checked as it comes up — by the approximation at
-    a single deployment's precision (``_verified``), then by the simulation (``sim_check``, while
-    the search's ``MAX_CHECKS`` last); a pick that fails gives way to its cell's next candidate."""
-    heap, out, checks = list(picks), [], 0
-    heapq.heapify(heap)
-    while heap and len(out) < top:
-        pick = heapq.heappop(heap)
-        if _same_as(pick, out):  # a one-GPU system rented per GPU is that GPU rented: one family, one pick
-            continue
-        twin = next((o for o in out if _equivalent(pick, o)), None)  # another build, the same deployment
-        if twin is not None and _support(catalog, pick) >= _support(catalog, twin):
-            twin.alike.append(pick.cm.cell.quantization)
-            continue
-        ok = _verified(pick.cm, pick.grid, pick.index, rl, targets)
-        pick.unsimulated = too_large(_engines(pick))
-        if ok and checks < MAX_CHECKS and rl.load.arrival != "closed" and pick.unsimulated is None:
-            checks += 1
-            if progress:
-                progress(len(out), top, CHECK_STAGE)
-            pick.check = _simulated(catalog, pick, rl, targets)
-            ok = pick.check.meets
-        if ok and twin is not None:  # the better-supported build takes its twin's row
-            pick.alike = [*twin.alike, twin.cm.cell.quantization]
-            out[out.index(twin)] = pick
-        elif ok:
-            out.append(pick)
-        elif pick.at + 1 < len(pick.order):
-            pick.at += 1
-            pick.check = None
-            heapq.heappush(heap, pick)
-    return out
-
-
-def _what_is_run(pick: _Pick) -> tuple:
-    """What a pick's family runs and pays, whatever its platform is called (its cap and replicas aside)."""
-    c, g, i = pick.cm.cell, pick.grid, pick.index
-    return (c.model, c.platform.accelerator.id, int(g.gpus[i]), c.engine, c.quantization, c.kv_cache_dtype,
-            c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size, c.expert_parallel,
-            c.speculative_tokens, c.draft_model, bool(pick.renting[i]), round(float(pick.monthly[i]), 2))
-
-
-def _same_as(pick: _Pick, out: list[_Pick]) -> bool:
-    return any(_what_is_run(pick) == _what_is_run(o) for o in out)
-
-
-def _equivalent(a: _Pick, b: _Pick) -> bool:
-    """The same deployment in another build of the model: all it runs and pays alike but the weight
-    format, as many instances, and the same figures (``equivalent.same_figures``)."""
-    def shape(p: _Pick) -> tuple:
-        run, pre = _what_is_run(p), p.grid.prefill_model
-        layout = (pre.cell.tensor_parallel_size, pre.cell.pipeline_parallel_size, pre.cell.data_parallel_size,
-                  pre.cell.expert_parallel) if pre is not None else None  # separate pools: the prefill layout too
-        return (*run[:4], *run[5:], p.cm.cell.quantization_label, layout,
-                *(int(getattr(p.grid, k)[p.index]) for k in ("replicas", "prefill", "decode")))
-
-    figures = lambda p: {k: float(getattr(p.grid, k)[p.index]) for k in FIGURES}  # noqa: E731
-    return (a.cm.cell.quantization != b.cm.cell.quantization and shape(a) == shape(b)
-            and same_figures(figures(a), figures(b)))
-
-
-def _support(catalog: Catalog, pick: _Pick) -> tuple:
-    return support_key(resolve_model(catalog, pick.cm.cell.model, field_name="models"), pick.cm.cell.quantization)
-
-
-def _engines(pick: _Pick) -> int:
-    """The engines a pick's simulation steps: replicas × data-parallel ranks, or both pools' instances."""
-    g, i = pick.grid, pick.index
-    if g.prefill[i] == 0:
-        return int(g.replicas[i]) * pick.cm.curve.data_parallel
-    return int(g.prefill[i]) + int(g.decode[i])
-
-
-def _simulated(catalog: Catalog, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> SimulatedCheck:
-    """The simulation's check of a pick as launched (``sim_check.launched_curve``)."""
-    g, i, cell = pick.grid, pick.index, pick.cm.cell
-    curve, cap = launched_curve(catalog, cell, int(g.cap[i]), rl, evaluate.workload(cell, rl), pick.cm.curve)
-    if g.prefill[i] == 0:
-        return check_pick(curve, rl.load, targets, cap=cap, replicas=int(g.replicas[i]))
-    pools = Pools(prefill=g.prefill_model.curve, prefill_instances=int(g.prefill[i]), transfer_s=float(g.kv_transfer_s[i]))
-    return check_pick(curve, rl.load, targets, cap=cap, replicas=int(g.decode[i]), pools=pools)
-
-
-def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:
-    """A pick meets every target again at the single-deployment precision of
-    ``queueing.approximate`` (the grid integrates fewer length nodes when lengths spread; with
-    every request at the mean lengths one node is exact and there is nothing to refine)."""
-    if grid.prefill[i] > 0 or evaluate.length_nodes(rl) == 1:  # separate pools: closed formulas, no nodes
-        return True
-    t = evaluate.approximate_many(cm.table, rl.load, curve_index=np.zeros(1, np.int64), replicas=grid.replicas[i:i + 1],
-                                  slots=grid.cap[i:i + 1], nodes=evaluate.VERIFY_NODES).row(0)
-    return t.stable and all(getattr(t, k) <= v * (1 + 1e-9) for k, v in targets if v is not None and k.endswith("_s")) and (
-        targets.max_utilisation is None or t.utilisation <= targets.max_utilisation * (1 + 1e-9)) and (
-        targets.min_output_tokens_per_s_per_user is None
-        or 1 / t.tpot_p95_s >= targets.min_output_tokens_per_s_per_user * (1 - 1e-9))
 
 
 def _front(cost: np.ndarray, speed: np.ndarray) -> np.ndarray:
@@ -367,7 +238,7 @@ def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
     return p.id if p.system is not None and not renting else f"{gpus_paid}x-{p.accelerator.id}"
 
 
-def _deployed(catalog: Catalog, rank: int, pick: _Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
+def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
     from inferplan.search.deploying import launch_text, scenario_dict, simulate_query
 
     cm, g, i = pick.cm, pick.grid, pick.index

@@ -1,0 +1,92 @@
+"""How an engine's launcher turns on its two serving modes, as data (``engine_flags.yaml``: ``speculative``
+and ``disaggregation`` of an engine's record).
+
+Speculative decoding (``SpeculativeRule``) is JSON under one flag, one flag per field or a mapping in the
+engine's options file, each field filled from the planned draft. Prefill/decode disaggregation
+(``DisaggregationRule``) is each role's flags, the router that joins the pools (its command and, where it
+reads one, its config file, ``RouterFile``), the ports each worker needs its own of, and how a worker
+tells its peers its address (``PeerAddress``); a router that finds the pools' pods itself on Kubernetes
+is ``discovery_schema.py``.
+"""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from inferplan.catalog.discovery_schema import PodDiscovery
+from inferplan.catalog.schema import Frozen
+
+
+# what a speculative-decoding field is filled with
+SpeculativeValue = Literal["method", "tokens", "tokens_plus_one", "draft_model", "one"]
+
+
+class SpeculativeRule(Frozen):
+    """Speculative decoding: JSON under one flag (``json_flag``), one flag per field, or a mapping at
+    ``options_key`` of the engine's options file."""
+
+    json_flag: str | None = None
+    options_key: str | None = None
+    fields: dict[str, SpeculativeValue]  # JSON key or flag -> what it is given
+    fields_by_method: dict[str, dict[str, SpeculativeValue]] = {}  # a method whose fields differ (SGLang NGRAM)
+    methods: dict[str, str]  # inferplan method (ngram, draft_model, eagle3, mtp) -> the engine's name
+    draft_required: tuple[str, ...] = ()  # methods that need a separate draft checkpoint on this engine
+    source: str
+    note: str | None = None
+
+
+    @model_validator(mode="after")
+    def _methods_known(self) -> "SpeculativeRule":
+        unknown = sorted({*self.fields_by_method, *self.draft_required} - set(self.methods))
+        if unknown:
+            raise ValueError(f"speculative methods not in methods: {', '.join(unknown)}")
+        return self
+
+
+class RouterFile(Frozen):
+    """A file the router reads (TensorRT-LLM's disaggregated-server config), as a YAML template."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    template: dict  # placeholders as in ``DisaggregationRule.router``; a list item with one expands per worker
+    source: str
+
+
+class PeerAddress(Frozen):
+    """How a disaggregated worker tells its peers the address they reach it at: ``env``, the variable it is
+    started with (vLLM's NIXL side channel host, whose default is localhost), or None where the engine
+    finds its own routable address; with the source that says which."""
+
+    env: str | None = None
+    # the decode reaches the prefill at the host of the prefill URL the router hands over (SGLang's bootstrap
+    # server): behind a Service that spreads requests over several pods, the router's request and the decode's
+    # lookup may land on different pods
+    at_router_host: bool = False
+    router_source: str | None = None  # where the router hands the decode its prefill URL's host
+    source: str
+    note: str | None = None
+
+
+class DisaggregationRule(Frozen):
+    """Prefill/decode disaggregation: per role, JSON under ``json_flag`` or flag -> value.
+
+    ``router`` is the command that joins the pools. An argument holding ``{prefill.host}``,
+    ``{prefill.port}``, ``{prefill.ports[NAME]}`` (or the decode ones) is written once per worker of
+    that role; a nested list is a group of arguments written once per worker (SGLang's
+    ``--prefill URL BOOTSTRAP_PORT``). ``{prefill.count}`` is the role's worker count."""
+
+    json_flag: str | None = None
+    roles: dict[Literal["prefill", "decode"], dict[str, str]]
+    router: tuple[str | tuple[str, ...], ...] = ()
+    router_file: RouterFile | None = None
+    router_note: str | None = None
+    router_port: int = Field(ge=1, le=65535)  # where the router takes requests (its --port or its config's port)
+    # what each worker listens on: the first worker's port (None: the engine's default port), the next
+    # worker's one more; ``worker_ports``: further ports each worker needs its own of on one host, a flag
+    # (leading -) or an environment variable -> the first worker's value
+    first_worker_port: int | None = Field(None, ge=1, le=65535)
+    worker_ports: dict[str, int] = {}
+    options: dict = {}  # options-file entries every worker needs (TensorRT-LLM cache_transceiver_config)
+    peer_address: PeerAddress
+    pod_discovery: PodDiscovery | None = None  # on Kubernetes, a router that finds the pools' pods itself
+    source: str
+    note: str | None = None
