@@ -5,12 +5,14 @@ import shutil
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit, plan_memory
 from inferplan.memory.startup import startup_check, startup_fix
+from inferplan.shells.cli import app
 
 CATALOG = load_catalog()
 RULES = DATA_DIR / "engine_memory_rules.yaml"
@@ -100,9 +102,15 @@ def test_on_rocm_fit_states_the_kv_cache_of_the_hip_runtimes_that_fall_back(tmp_
     assert "at a fraction of 0.92" in note
     assert f"{before.kv_cache_bytes_per_gpu / GiB:.2f} GiB of KV cache per GPU instead of " \
            f"{r.kv_cache_bytes_per_gpu / GiB:.2f} GiB" in note
+    assert r.kv_cache_fallback_bytes_per_gpu == pytest.approx(before.kv_cache_bytes_per_gpu)
+    assert r.kv_cache_fallback_note in note
+    shown = CliRunner().invoke(app, ["fit", "--model", "llama-3.3-70b", "--gpu", "mi300x", "--engine", "vllm",
+                                     "--max-model-len", "16384"], env={"COLUMNS": "400"})
+    assert "KV cache fallback: on a HIP runtime" in shown.output and "TheRock 7.12" in shown.output
     stated = _fit(model="llama-3.3-70b", gpu="mi300x", engine="vllm", engine_version="0.34.0", gpu_memory_utilization=0.85)
     assert "at a fraction of 0.85" in next(a for a in stated.assumptions if "TheRock 7.12" in a)
-    assert not any("TheRock" in a for a in _fit(model="llama-3.3-70b", engine_version="0.34.0").assumptions)  # CUDA
+    cuda = _fit(model="llama-3.3-70b", engine_version="0.34.0")
+    assert not any("TheRock" in a for a in cuda.assumptions) and cuda.kv_cache_fallback_note is None
     unwired = _unwired(tmp_path, _without("runtime_fallbacks", "measured_sizing"))
     assert not any("TheRock" in a for a in _fit(unwired, model="llama-3.3-70b", gpu="mi300x", engine="vllm",
                                                  engine_version="0.34.0").assumptions)

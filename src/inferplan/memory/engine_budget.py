@@ -78,6 +78,9 @@ class EngineBudget:
     rule: MemoryRule | None = None  # the engine release's budgeting rule applied
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized (0: not counted)
     model_runner: str | None = None  # vLLM's model runner the plan assumes ("V1"/"V2"; None: the rule names none)
+    # a runtime on which the engine cannot size the cache from measured memory, and the KV cache it gets there
+    fallback_kv_bytes_per_gpu: float | None = None
+    fallback_note: str | None = None
 
 
 def device_total_bytes(catalog: Catalog, accel: Accelerator,
@@ -300,6 +303,7 @@ def engine_budget(
     # memory other processes hold is not free to the engine whatever its rule counts: a fraction of the free
     # memory shrinks with it, a device-wide reading sees it, and a fraction of the total cannot take it
     uncounted_other = 0.0 if "other_processes" in rule.counted else other
+    fallback = None  # a runtime on which the measured sizing falls back (rule.measured_sizing.runtime_fallbacks)
     if rule.budget == "of_total":
         start = (catalog.constant(rule.start_constant) + other) if rule.start_constant else 0.0
         usable = (total_bytes - start) * frac
@@ -332,9 +336,10 @@ def engine_budget(
         if fallback is not None:  # the runtime is no input: what the engine's fallback to the profile estimate leaves
             off_frac = frac if settings.fraction_stated else sized.fraction_where_off
             off_kv = _less(min(total_bytes * off_frac, free), parts)
-            notes.append(f"{rule.label}: on {fallback.runtime}, vLLM turns the extensible KV cache off and sizes it "
-                         f"from the start-up profile at a fraction of {off_frac:g}: {max(off_kv, 0.0) / GiB:.2f} GiB of "
-                         f"KV cache per GPU instead of {max(kv, 0.0) / GiB:.2f} GiB ({', '.join(fallback.sources)})")
+            off_note = (f"on {fallback.runtime}, vLLM turns the extensible KV cache off and sizes it from the start-up "
+                        f"profile at a fraction of {off_frac:g}: {max(off_kv, 0.0) / GiB:.2f} GiB of KV cache per GPU "
+                        f"instead of {max(kv, 0.0) / GiB:.2f} GiB ({', '.join(fallback.sources)})")
+            notes.append(f"{rule.label}: {off_note}")
         base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"
         base = f"min({base} × {frac:g}, free at start-up − margin)" if sized is not None else f"{base} × {frac:g}"
         notes.append(f"{engine.name}: KV = {base} − {shown}")
@@ -362,6 +367,8 @@ def engine_budget(
         rule=rule,
         cuda_graph_bytes_per_gpu=graphs,
         model_runner=runner,
+        fallback_kv_bytes_per_gpu=off_kv if fallback is not None else None,
+        fallback_note=off_note if fallback is not None else None,
     )
 
 
