@@ -27,6 +27,7 @@ from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
+from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.memory.context_cache import compute_buffer_bytes
 from inferplan.memory.cuda_graphs import estimated_graph_bytes, model_runner, runner_counts_graphs
 from inferplan.memory.mlx_prefill import prefill_working_set_bytes
@@ -372,7 +373,7 @@ def engine_budget(
     )
 
 
-def _granule_rounded(sized, kv: float, arch: Architecture, pp: int, label: str) -> tuple[float, str]:
+def _granule_rounded(sized: MeasuredSizing, kv: float, arch: Architecture, pp: int, label: str) -> tuple[float, str]:
     """The KV bytes left once every layer's segment on the fullest pipeline stage is mapped in whole granules."""
     segments = max(stage_layer_counts(arch.num_layers, max(pp, 1)))
     kept = sized.granule_rounded(kv, segments)
