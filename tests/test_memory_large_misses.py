@@ -69,8 +69,10 @@ def test_vllm_counts_nccls_nvls_buffers_on_an_nvswitch_group_of_more_than_two(ca
 
 @pytest.mark.parametrize("version", [None, "0.11.0", "0.18.0", "0.26.0"])
 def test_from_011_the_nccl_buffers_are_set_up_before_the_snapshot_and_not_counted(catalog, version):
-    """vLLM PR #25359: the distributed environment is initialised before the memory snapshot."""
-    assert _overhead_gib(catalog, "h100-sxm", 8, version=version) < 1.0
+    """vLLM PR #25359: the distributed environment is initialised before the memory snapshot. NVLS would add 4.5 GiB
+    at TP 8; besides the runtime only Model Runner V2's penalty arrays count (about 0.5 GiB for Llama's vocabulary at
+    1,024 sequences, from 0.27)."""
+    assert _overhead_gib(catalog, "h100-sxm", 8, version=version) < catalog.constant("runtime-overhead-bytes-multi-gpu") / GiB + 1.0
 
 
 @pytest.mark.parametrize(("gpu", "engine"), [("a100-80gb", "vllm"), ("h100-pcie", "vllm"), ("h100-sxm", "sglang")])

@@ -68,7 +68,7 @@ def test_the_hint_beyond_one_system_counts_whole_systems(catalog):
         refuse_unfit(fit(d, catalog), d, catalog)
     assert "needs 11 GPUs" in str(e.value)
     assert "(2 × hgx-h100: 16 GPUs, tensor parallel 8 × pipeline parallel 2)" in str(e.value)
-    assert "short by 8.9 GiB per GPU" in str(e.value)
+    assert "short by 9.4 GiB per GPU" in str(e.value)  # with Model Runner V2's 0.51 GiB of penalty arrays
 
 
 @pytest.mark.parametrize(("gpus", "tp"), [(None, "8"), (8, "8")])

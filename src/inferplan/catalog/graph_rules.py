@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.provenance import release_key
+from inferplan.catalog.runner_buffers import RunnerBuffers
 from inferplan.catalog.schema import Frozen
 
 
@@ -103,8 +104,13 @@ class ModelRunners(Frozen):
     # calibration.yaml ids (one GPU, several GPUs): the CUDA-graph pool V2 captures after the KV cache where it
     # estimates none, checked with the start-up headroom (memory/startup.py)
     after_kv_graph_constants: tuple[str, str] | None = None
+    v2_buffers: RunnerBuffers | None = None  # Model Runner V2's per-slot vocabulary arrays (None: not stated)
     sources: tuple[str, ...] = Field(min_length=1)
     note: str = ""
+
+    def source_ids(self) -> tuple[str, ...]:
+        return (*self.sources, *(s for r in self.defaults for s in r.sources),
+                *(self.v2_buffers.source_ids() if self.v2_buffers else ()))
 
     def default_at(self, release: str) -> RunnerDefault | None:
         """The entry in force at ``release`` (None: before the first)."""

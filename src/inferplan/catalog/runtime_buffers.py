@@ -24,12 +24,10 @@ class SlotVocabArray(Frozen):
     source: str  # a source id of engine_memory_rules.yaml
 
 
-class RuntimeBuffers(Frozen):
-    """What is on the device besides weights and activations when the engine reads its free memory."""
+class SlotVocabArrays(Frozen):
+    """Device arrays of ``slots × vocab`` entries an engine allocates at start-up, whatever the requests ask."""
 
-    context_constant: str  # calibration.yaml id: the CUDA context, in use before anything is loaded
     slot_vocab_arrays: tuple[SlotVocabArray, ...] = Field(min_length=1)
-    note: str = ""
 
     @property
     def bytes_per_slot_vocab_entry(self) -> float:
@@ -38,6 +36,13 @@ class RuntimeBuffers(Frozen):
     def slot_vocab_bytes(self, slots: int, vocab: int) -> float:
         """The arrays' bytes for ``slots`` sequence slots of a ``vocab``-entry vocabulary."""
         return self.bytes_per_slot_vocab_entry * slots * vocab
+
+
+class RuntimeBuffers(SlotVocabArrays):
+    """What is on the device besides weights and activations when the engine reads its free memory."""
+
+    context_constant: str  # calibration.yaml id: the CUDA context, in use before anything is loaded
+    note: str = ""
 
     def constant_ids(self) -> tuple[str, ...]:
         return (self.context_constant,)

@@ -56,6 +56,19 @@ class MeasuredSizingOff(Frozen):
             all(getattr(deployment, f) is not None for f in self.also_stated)
 
 
+class SizingFallback(Frozen):
+    """A runtime of one software stack on which the engine finds the driver mapping the measured sizing needs
+    unusable at start-up and sizes the cache as before (at ``MeasuredSizing.fraction_where_off``, from the
+    profile estimate). The runtime's release is no deployment input, so ``fit`` states what the fallback costs."""
+
+    software: Software
+    runtime: str  # the runtimes it happens on, in words
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+
 class MeasuredSizing(Frozen):
     """A KV cache sized from the memory measured after warm-up and CUDA-graph capture (vLLM's extensible KV
     cache, on by default from 0.34.0), not from a profile estimate: the cache gets the smaller of the fraction's
@@ -70,7 +83,11 @@ class MeasuredSizing(Frozen):
     margin_activation_fraction: float = Field(ge=0)  # KV_CACHE_MARGIN_FRACTION
     # the default fraction where the engine cannot use it (off CUDA and ROCm, or an off_with input) and sizes as before
     fraction_where_off: float = Field(gt=0, le=1)
+    # the cache maps each layer's segment in whole granules of this size, dropping blocks until the rounded segments
+    # fit the measured budget (0: not rounded)
+    granule_bytes: int = Field(0, ge=0)
     off_with: tuple[MeasuredSizingOff, ...] = ()
+    runtime_fallbacks: tuple[SizingFallback, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -85,12 +102,25 @@ class MeasuredSizing(Frozen):
         """The memory kept free beside the activation peak on ``software`` (None: CUDA)."""
         return max(float(self.margin_floor(software)), self.margin_activation_fraction * activation_bytes)
 
+    def granule_rounded(self, kv_bytes: float, segments: int) -> float:
+        """The KV bytes ``segments`` equal per-layer segments keep of ``kv_bytes`` once each is mapped in whole
+        granules: a block fits while every segment's blocks stay within its whole granules."""
+        if not self.granule_bytes or segments < 1 or kv_bytes <= 0:
+            return kv_bytes
+        step = segments * self.granule_bytes
+        return (kv_bytes // step) * step
+
     def switched_off_by(self, deployment) -> MeasuredSizingOff | None:
         """The stated input that switches the measured sizing off for ``deployment``, if any."""
         return next((o for o in self.off_with if o.applies(deployment)), None)
 
+    def fallback_on(self, software: Software | None) -> SizingFallback | None:
+        """The runtimes of ``software`` on which the engine falls back to sizing as before (None: none stated)."""
+        return next((f for f in self.runtime_fallbacks if f.software == software), None)
+
     def source_ids(self) -> tuple[str, ...]:
-        return (*self.sources, *(s for o in self.off_with for s in o.sources))
+        return (*self.sources, *(s for o in self.off_with for s in o.sources),
+                *(s for f in self.runtime_fallbacks for s in f.sources))
 
 
 class AttentionWorkspace(Frozen):

@@ -27,9 +27,12 @@ from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
+from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.memory.context_cache import compute_buffer_bytes
 from inferplan.memory.cuda_graphs import estimated_graph_bytes, model_runner, runner_counts_graphs
 from inferplan.memory.mlx_prefill import prefill_working_set_bytes
+from inferplan.memory.runner_buffers import runner_arrays
+from inferplan.memory.stages import stage_layer_counts
 from inferplan.units import GiB, MiB
 
 
@@ -60,6 +63,7 @@ class EngineSettings:
     model_runner: str | None = None  # vLLM: "V1" or "V2" as stated (VLLM_USE_V2_MODEL_RUNNER); None: the release's default
     # the stated input that switches a rule's measured KV sizing off (MeasuredSizing.off_with), None: none does
     measured_sizing_off: str | None = None
+    fraction_stated: bool = False  # the memory fraction is the deployment's own, not the release's default
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class EngineBudget:
     rule: MemoryRule | None = None  # the engine release's budgeting rule applied
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized (0: not counted)
     model_runner: str | None = None  # vLLM's model runner the plan assumes ("V1"/"V2"; None: the rule names none)
+    # a runtime on which the engine cannot size the cache from measured memory, and the KV cache it gets there
+    fallback_kv_bytes_per_gpu: float | None = None
+    fallback_note: str | None = None
 
 
 def device_total_bytes(catalog: Catalog, accel: Accelerator,
@@ -261,6 +268,9 @@ def engine_budget(
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
     runner, runner_note = model_runner(rule.model_runners, settings.release, arch, settings.model_runner)
+    arrays = runner_arrays(rule, arch.vocab_size if arch else ASSUMED_VOCAB, settings.max_num_seqs, settings.release, runner)
+    if arrays is not None and arrays.counted:  # held beside the KV cache like the runtime's memory
+        overhead += arrays.bytes_per_gpu
     graphs, graphs_note = cuda_graph_bytes(catalog, rule, arch, settings, accel, runner)
     other = settings.other_gpu_memory_bytes
     # the CUDA context, where a rule counts it, is inside its non-torch figure (measured with it): nothing more
@@ -269,7 +279,8 @@ def engine_budget(
                "cuda_context": 0.0, "other_processes": other}
     parts = [counted[part] for part in rule.counted]
     frac = settings.memory_fraction
-    notes = [f"memory rule: {rule.label}", act_note] + [n for n in (runner_note, nvls_note, held_note) if n]
+    notes = [f"memory rule: {rule.label}", act_note] + [n for n in (runner_note, nvls_note, held_note,
+                                                                     arrays and arrays.note) if n]
     if arch is None:
         notes.append(f"activations sized for an assumed vocab of {ASSUMED_VOCAB:,} and hidden size {ASSUMED_HIDDEN:,}")
     if rule.cuda_graph_constant and captures_cuda_graphs(accel) and not settings.cuda_graphs:
@@ -293,6 +304,7 @@ def engine_budget(
     # memory other processes hold is not free to the engine whatever its rule counts: a fraction of the free
     # memory shrinks with it, a device-wide reading sees it, and a fraction of the total cannot take it
     uncounted_other = 0.0 if "other_processes" in rule.counted else other
+    fallback = None  # a runtime on which the measured sizing falls back (rule.measured_sizing.runtime_fallbacks)
     if rule.budget == "of_total":
         start = (catalog.constant(rule.start_constant) + other) if rule.start_constant else 0.0
         usable = (total_bytes - start) * frac
@@ -318,6 +330,17 @@ def engine_budget(
                          f"{margin / GiB:.2f} GiB margin (the larger of {sized.margin_floor(software) / GiB:g} GiB and "
                          f"{sized.margin_activation_fraction:g} × the activation peak) each cap it")
         kv = _less(usable, parts)
+        if sized is not None and sized.granule_bytes and arch is not None:
+            kv, granule_note = _granule_rounded(sized, kv, arch, gpus_in_instance // tp, rule.label)
+            notes.append(granule_note)
+        fallback = sized.fallback_on(accel.software) if sized is not None and accel is not None else None
+        if fallback is not None:  # the runtime is no input: what the engine's fallback to the profile estimate leaves
+            off_frac = frac if settings.fraction_stated else sized.fraction_where_off
+            off_kv = _less(min(total_bytes * off_frac, free), parts)
+            off_note = (f"on {fallback.runtime}, vLLM turns the extensible KV cache off and sizes it from the start-up "
+                        f"profile at a fraction of {off_frac:g}: {max(off_kv, 0.0) / GiB:.2f} GiB of KV cache per GPU "
+                        f"instead of {max(kv, 0.0) / GiB:.2f} GiB ({', '.join(fallback.sources)})")
+            notes.append(f"{rule.label}: {off_note}")
         base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"
         base = f"min({base} × {frac:g}, free at start-up − margin)" if sized is not None else f"{base} × {frac:g}"
         notes.append(f"{engine.name}: KV = {base} − {shown}")
@@ -345,7 +368,18 @@ def engine_budget(
         rule=rule,
         cuda_graph_bytes_per_gpu=graphs,
         model_runner=runner,
+        fallback_kv_bytes_per_gpu=off_kv if fallback is not None else None,
+        fallback_note=off_note if fallback is not None else None,
     )
+
+
+def _granule_rounded(sized: MeasuredSizing, kv: float, arch: Architecture, pp: int, label: str) -> tuple[float, str]:
+    """The KV bytes left once every layer's segment on the fullest pipeline stage is mapped in whole granules."""
+    segments = max(stage_layer_counts(arch.num_layers, max(pp, 1)))
+    kept = sized.granule_rounded(kv, segments)
+    return kept, (f"{label}: each of the {segments} layers' segments is mapped in {sized.granule_bytes / MiB:g} MiB "
+                  f"granules and blocks are dropped until they fit: {(kv - kept) / MiB:.0f} MiB of the budget stays "
+                  f"unmapped (at most {segments} × {sized.granule_bytes / MiB:g} MiB)")
 
 
 def cuda_graph_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,

@@ -381,6 +381,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_range_low_bytes_per_gpu=cold and cold.low_bytes_per_gpu,
         kv_cache_range_high_bytes_per_gpu=cold and cold.high_bytes_per_gpu,
         page_cache_bytes_per_gpu=cold and cold.page_cache_bytes, page_cache_note=cold and cold.note,
+        kv_cache_fallback_bytes_per_gpu=budget.fallback_kv_bytes_per_gpu, kv_cache_fallback_note=budget.fallback_note,
     )
     return MemoryPlan(result, spec, hw.accel, quant, kv_dtype, w.estimate, layout, settings, hw, w.stages, split,
                       scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant, w.expert_data_parallel)

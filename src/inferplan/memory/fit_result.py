@@ -107,3 +107,7 @@ class MemoryFit(BaseModel):
     kv_cache_range_high_bytes_per_gpu: float | None = None
     page_cache_bytes_per_gpu: float | None = None
     page_cache_note: str | None = None
+    # a runtime on which the engine release cannot size the KV cache from measured memory and sizes it from its
+    # profile (vLLM 0.34 on a HIP runtime before TheRock 7.12): the KV cache per GPU there, and the runtime named
+    kv_cache_fallback_bytes_per_gpu: float | None = None
+    kv_cache_fallback_note: str | None = None

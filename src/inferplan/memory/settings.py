@@ -68,7 +68,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
                           model_runner=d.model_runner,
-                          measured_sizing_off=f"{sized_off.field} {getattr(d, sized_off.field)}" if sized_off else None)
+                          measured_sizing_off=f"{sized_off.field} {getattr(d, sized_off.field)}" if sized_off else None,
+                          fraction_stated=d.gpu_memory_utilization is not None)
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:

@@ -19,6 +19,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.memory.cuda_graphs import model_runner, runner_counts_graphs
 from inferplan.memory.engine_budget import ASSUMED_VOCAB, EngineSettings
+from inferplan.memory.runner_buffers import runner_arrays
 from inferplan.units import GiB
 
 FRACTION_STEP = 0.01  # a suggested memory fraction is a whole number of hundredths
@@ -49,10 +50,18 @@ class StartupCheck(HeadroomCheck):
     sampler_bytes_per_gpu: float  # the sampler warm-up over max_num_seqs rows
     sampler_bytes_per_seq: float  # one row of it
     other_bytes_per_gpu: float = 0.0  # other processes' memory, where the rule does not count it in the fraction
+    # Model Runner V2's per-slot vocabulary arrays over max_num_seqs slots, where the profile does not count them
+    runner_bytes_per_gpu: float = 0.0
+    runner_bytes_per_seq: float = 0.0  # one slot of them
+
+    @property
+    def fixed_bytes_per_gpu(self) -> float:
+        """What start-up needs whatever max_num_seqs is."""
+        return self.context_bytes_per_gpu + self.other_bytes_per_gpu + self.graph_bytes_per_gpu
 
     @property
     def needed_bytes_per_gpu(self) -> float:
-        return self.context_bytes_per_gpu + self.other_bytes_per_gpu + self.graph_bytes_per_gpu + self.sampler_bytes_per_gpu
+        return self.fixed_bytes_per_gpu + self.sampler_bytes_per_gpu + self.runner_bytes_per_gpu
 
     def note(self, rule: MemoryRule, settings: EngineSettings) -> str:
         parts = [f"CUDA context {self.context_bytes_per_gpu / GiB:.2f} GiB"]
@@ -60,6 +69,8 @@ class StartupCheck(HeadroomCheck):
             parts.append(f"other processes {self.other_bytes_per_gpu / GiB:.2f} GiB")
         if self.graph_bytes_per_gpu:
             parts.append(f"CUDA graphs {self.graph_bytes_per_gpu / GiB:.2f} GiB")
+        if self.runner_bytes_per_gpu:
+            parts.append(f"Model Runner V2's penalty arrays {self.runner_bytes_per_gpu / GiB:.2f} GiB")
         parts.append(f"sampler warm-up over {settings.max_num_seqs:,} sequences {self.sampler_bytes_per_gpu / GiB:.2f} GiB")
         outcome = "fit" if self.starts else f"do not fit: start-up fails after the KV cache is sized, " \
             f"{self.shortfall_bytes_per_gpu / GiB:.2f} GiB per GPU short"
@@ -86,11 +97,15 @@ def startup_check(catalog: Catalog, rule: MemoryRule, settings: EngineSettings, 
         vocab = arch.vocab_size if arch else ASSUMED_VOCAB
         per_seq = catalog.constant(sampler) * vocab
     rows = min(settings.max_num_seqs, settings.max_num_batched_tokens)
+    runner, _ = model_runner(rule.model_runners, settings.release, arch, settings.model_runner)
+    arrays = runner_arrays(rule, arch.vocab_size if arch else ASSUMED_VOCAB, settings.max_num_seqs, settings.release, runner)
+    outside = arrays.bytes_per_gpu if arrays is not None and not arrays.counted else 0.0
     return StartupCheck(headroom_bytes_per_gpu=total_bytes * (1 - settings.memory_fraction),
                         context_bytes_per_gpu=catalog.constant(startup.context_constant),
                         graph_bytes_per_gpu=graphs, sampler_bytes_per_gpu=per_seq * rows,
                         sampler_bytes_per_seq=per_seq, other_bytes_per_gpu=(
-                            0.0 if "other_processes" in rule.counted else settings.other_gpu_memory_bytes))
+                            0.0 if "other_processes" in rule.counted else settings.other_gpu_memory_bytes),
+                        runner_bytes_per_gpu=outside, runner_bytes_per_seq=outside / settings.max_num_seqs)
 
 
 @dataclass(frozen=True)
@@ -105,11 +120,13 @@ def startup_fix(check: StartupCheck, total_bytes: float) -> StartupFix:
     """The largest fraction whose headroom holds what start-up needs, and the most warm-up rows the
     stated fraction's headroom holds."""
     fraction = math.floor((1 - check.needed_bytes_per_gpu / total_bytes) / FRACTION_STEP) * FRACTION_STEP
-    room = check.headroom_bytes_per_gpu - check.context_bytes_per_gpu - check.other_bytes_per_gpu - check.graph_bytes_per_gpu
-    seqs = int(room // check.sampler_bytes_per_seq) if check.sampler_bytes_per_seq else 0
-    if check.sampler_bytes_per_seq:  # the quotient's rounding can land one row off the limit either way:
+    room = check.headroom_bytes_per_gpu - check.fixed_bytes_per_gpu
+    per_seq = check.sampler_bytes_per_seq + check.runner_bytes_per_seq
+    seqs = int(room // per_seq) if per_seq else 0
+    if per_seq:  # the quotient's rounding can land one row off the limit either way:
         def starts(rows: int) -> bool:  # settled by the check itself, at that many rows
-            return replace(check, sampler_bytes_per_gpu=check.sampler_bytes_per_seq * rows).starts
+            return replace(check, sampler_bytes_per_gpu=check.sampler_bytes_per_seq * rows,
+                           runner_bytes_per_gpu=check.runner_bytes_per_seq * rows).starts
         seqs += starts(seqs + 1)
         seqs -= seqs > 0 and not starts(seqs)
     return StartupFix(memory_fraction=round(fraction, 2) if fraction > 0 else None,

@@ -151,6 +151,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  KV cache after a cold start: {gib(r.kv_cache_range_low_bytes_per_gpu)} to "
                       f"{gib(r.kv_cache_range_high_bytes_per_gpu)} per GPU", style="bold yellow", highlight=False)
         console.print(f"  page cache: {r.page_cache_note}", highlight=False)
+    if r.kv_cache_fallback_note:  # a runtime the plan cannot know of sizes the cache otherwise
+        console.print(f"  KV cache fallback: {r.kv_cache_fallback_note}", style="yellow", highlight=False)
     if r.host_memory_budget_bytes is not None:
         console.print(f"  {'unified memory (GPU and CPU)' if r.host_memory_origin == 'unified' else 'host RAM'}: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
                       + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
