@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.buyer_order import buyer_order
 from inferplan.catalog.loader import SECTIONS, load_catalog
 from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
@@ -30,6 +31,8 @@ def list_entries(kind: str) -> list[BaseModel]:
     key = _kind(kind)
     if key == "sources":
         return list(catalog.sources.values())
+    if key == "accelerators":
+        return list(buyer_order(catalog.accelerators))  # a buyer's order, not the files' (catalog/buyer_order.py)
     return list(getattr(catalog, key))
 
 
