@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.catalog.buyer_order import buyer_order
+from inferplan.catalog.list_order import buyer_order, model_order
 from inferplan.catalog.loader import SECTIONS, load_catalog
 from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
@@ -32,7 +32,9 @@ def list_entries(kind: str) -> list[BaseModel]:
     if key == "sources":
         return list(catalog.sources.values())
     if key == "accelerators":
-        return list(buyer_order(catalog.accelerators))  # a buyer's order, not the files' (catalog/buyer_order.py)
+        return buyer_order(catalog.accelerators)  # a buyer's order, not the files' (catalog/list_order.py)
+    if key == "models":
+        return model_order(catalog.models)
     return list(getattr(catalog, key))
 
 

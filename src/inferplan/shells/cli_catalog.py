@@ -34,7 +34,7 @@ def catalog_list(
 
 
 def models_cmd(as_json: bool = JsonOpt) -> None:
-    """List the catalogue's models (as `catalog list models`)."""
+    """List the catalogue's models (as `catalog list models`): by family, then size."""
     catalog_list("models", as_json)
 
 

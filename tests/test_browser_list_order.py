@@ -1,10 +1,10 @@
 """The page's GPU lists (the "What runs on my GPUs?" box and the simulator's platform control) run
-the way a buyer scans them — by vendor, then class, then memory (catalog/buyer_order.py) — not in the
-catalogue files' order; driven in headless Chromium."""
+the way a buyer scans them — by vendor, then class, then memory — and its model lists by family, then
+size (catalog/list_order.py), not in the catalogue files' order; driven in headless Chromium."""
 
 import pytest
 
-from inferplan.catalog.buyer_order import buyer_order
+from inferplan.catalog.list_order import buyer_order, model_order
 from inferplan.catalog.loader import load_catalog
 
 import test_browser
@@ -27,3 +27,14 @@ def test_the_gpu_lists_run_by_vendor_class_and_memory(page, server):
     assert [p.removeprefix("gpu:") for p in platforms if p.startswith("gpu:")] == wanted
     # a home card is met before a data-centre part of its vendor
     assert homelab.index("rtx-3090") < homelab.index("rtx-4090") < homelab.index("rtx-5090") < homelab.index("h100-sxm")
+
+
+
+def test_the_model_lists_run_by_family_then_size(page, server):
+    page.goto(server + "/")
+    planned(page)
+    ordered = [m.id for m in model_order(load_catalog().models)]
+    shown = page.eval_on_selector_all("#model option", "os => os.map(o => o.value)")
+    assert shown == [m for m in ordered if m in shown] and len(shown) > 40
+    assert page.eval_on_selector("#model", "s => s.value") == "qwen3-235b-a22b"
+    assert page.eval_on_selector_all("#search-model option", "os => os.map(o => o.value)") == shown

@@ -1,7 +1,8 @@
-"""Accelerators are listed the way a buyer scans them: by vendor, then class (desk before data
-centre), then memory — in `inferplan gpus`, `catalog list accelerators` and GET /api/catalog/accelerators."""
+"""The catalogue's lists run in a reader's order, not the files': accelerators the way a buyer scans
+them (vendor, class — desk before data centre —, memory), models by family then size — in `inferplan
+gpus`/`models`, `catalog list` and GET /api/catalog/KIND."""
 
-from inferplan.catalog.buyer_order import CLASS_RANK, buyer_order, class_rank
+from inferplan.catalog.list_order import CLASS_RANK, buyer_order, class_rank, model_order
 from inferplan.catalog.query import list_entries
 
 
@@ -30,3 +31,20 @@ def test_a_form_factor_without_a_class_comes_last_of_its_vendor(catalog):
     b200 = catalog.accelerator("b200")
     odd = b200.model_copy(update={"id": "odd", "form_factor": "module-of-the-future"})
     assert [a.id for a in buyer_order([odd, b200])] == ["b200", "odd"]
+
+
+def test_models_run_by_family_then_size(catalog):
+    listed = list_entries("models")
+    assert {m.id for m in listed} == {m.id for m in catalog.models}
+    families = [m.family for m in listed]
+    assert families == sorted(families)  # each family together
+    ids = [m.id for m in listed]
+    # in the files Qwen3-30B-A3B comes after Qwen3-32B and Gemma 2 after Gemma 4
+    assert ids.index("qwen3-0.6b") < ids.index("qwen3-8b") < ids.index("qwen3-30b-a3b") < ids.index("qwen3-32b") \
+        < ids.index("qwen3-235b-a22b") < ids.index("qwen3.8-2.4t-a95b")
+    assert ids.index("gemma-3-12b") < ids.index("gemma-2-27b") < ids.index("gemma-4-31b")
+
+
+def test_a_model_without_a_parameter_count_comes_last_of_its_family(catalog):
+    ids = [m.id for m in model_order(catalog.models) if m.family == "deepseek"]
+    assert ids[-1] == "deepseek-v4-pro" and all(m.total_params is None for m in catalog.models if m.id == "deepseek-v4-pro")
