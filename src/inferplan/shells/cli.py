@@ -116,6 +116,9 @@ def fits_cmd(
         emit_json(matrix)
     else:
         console.print(render_fits.fits_table(matrix, console.width, explain))
+        hint = None if quantizations else render_fits.smaller_build_line(matrix, engine)
+        if hint is not None:
+            console.print(hint)
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py
