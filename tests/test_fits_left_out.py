@@ -79,3 +79,5 @@ def test_a_model_that_fits_nowhere_in_its_published_builds_gets_a_next_step():
     assert "qwen3-30b-a3b" in asked and "fewer bits" not in asked
     held = " ".join(CliRunner().invoke(cli, ["fits", "--gpus", "h200-sxm", "--models", "qwen3-8b"]).output.split())
     assert "fewer bits" not in held
+    racks = " ".join(CliRunner().invoke(cli, ["fits", "--systems", "hgx-h100", "--models", "kimi-k3"]).output.split())
+    assert "kimi-k3" in racks and "fewer bits" not in racks  # a server's buyer is not sent to a 4-bit GGUF
