@@ -1,7 +1,7 @@
 """The order the catalogue's lists are shown in (``inferplan gpus``/``models``, GET /api/catalog/KIND, the
 page's lists): accelerators as a buyer scans them — by vendor, then by class (a card for a desktop
-before a workstation card, a unified-memory machine, a server's PCIe card, a baseboard module, a
-superchip and a cloud-only part), then by memory; models by family, then size."""
+before a workstation card, a unified-memory machine, a desktop superchip, a server's PCIe card, a
+baseboard module, a superchip and a cloud-only part), then by memory; models by family, then size."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ def models_cmd(as_json: bool = JsonOpt) -> None:
 
 def gpus_cmd(as_json: bool = JsonOpt) -> None:
     """List the catalogue's GPUs and other accelerators (as `catalog list accelerators`): by vendor, then class
-    (desktop, workstation, unified memory, server PCIe, baseboard module, superchip, cloud-only), then memory."""
+    (desktop, workstation, unified memory, desktop superchip, server PCIe, baseboard module, superchip,
+    cloud-only), then memory."""
     catalog_list("accelerators", as_json)
 
 
