@@ -72,3 +72,19 @@ def test_an_engine_whose_build_holds_the_model_on_the_gpus_is_offered_without_an
     moved = plan_memory(d.model_copy(update=llama.changes), catalog).result
     assert moved.fits and moved.host_memory_bytes_used == 0 and moved.quantization == llama.changes["quantization"]
     assert "host RAM" in _engine_switches(r)["ktransformers"].summary.split(":")[0]
+
+
+def test_a_smaller_build_of_another_engine_that_holds_the_model_whole_is_offered(catalog):
+    # Qwen3-30B-A3B's BF16 and FP8 builds overflow one RTX 4090 on vLLM; llama.cpp's 4-bit GGUF holds it whole,
+    # which beats keeping experts in host RAM: offered beside --n-cpu-moe, the most bits that fit
+    d = Deployment(model="qwen3-30b-a3b", gpu="rtx-4090")
+    r = fit_or_suggest(d, catalog)
+    whole = [s for s in r.suggestions if s.changes.get("engine") == "llamacpp" and "n_cpu_moe" not in s.changes]
+    assert len(whole) == 1 and "fewer bits" in whole[0].summary and "no weights in host RAM" in whole[0].summary
+    moved = plan_memory(d.model_copy(update=whole[0].changes), catalog).result
+    assert moved.fits and moved.host_memory_bytes_used == 0
+    more_bits = [q for q in ("gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m")
+                 if catalog.quantization(q).bits_per_weight.value > catalog.quantization(moved.quantization).bits_per_weight.value]
+    assert more_bits and not any(plan_memory(d.model_copy(update={**whole[0].changes, "quantization": q}), catalog).result.fits
+                                 for q in more_bits)
+    assert any("n_cpu_moe" in s.changes for s in r.suggestions)  # the 16-bit offload is still offered

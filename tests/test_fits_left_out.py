@@ -68,3 +68,16 @@ def test_the_default_grid_lists_one_model_per_published_checkpoint():
     assert "gpt-oss-120b-seedline" in KEPT_OUT and "gpt-oss-120b" not in KEPT_OUT
     named = fits_matrix(gpus=["h100-sxm"], models=["gpt-oss-120b-seedline"], catalog=CATALOG)
     assert {c.model for c in named.cells} == {"gpt-oss-120b-seedline"}
+
+
+def test_a_model_that_fits_nowhere_in_its_published_builds_gets_a_next_step():
+    # Qwen3-30B-A3B's published builds (BF16, FP8) fit no RTX 5090 on vLLM: the grid names the 4-bit flags
+    said = " ".join(CliRunner().invoke(cli, ["fits", "--gpus", "rtx-5090"]).output.split())
+    assert "A model that fits none may fit in fewer bits: --quantizations q4_k_m --engine llamacpp" in said
+    asked = " ".join(CliRunner().invoke(cli, ["fits", "--gpus", "rtx-5090", "--engine", "llamacpp",
+                                              "--quantizations", "q4_k_m", "--models", "qwen3-30b-a3b"]).output.split())
+    assert "qwen3-30b-a3b" in asked and "fewer bits" not in asked
+    held = " ".join(CliRunner().invoke(cli, ["fits", "--gpus", "h200-sxm", "--models", "qwen3-8b"]).output.split())
+    assert "fewer bits" not in held
+    racks = " ".join(CliRunner().invoke(cli, ["fits", "--systems", "hgx-h100", "--models", "kimi-k3"]).output.split())
+    assert "kimi-k3" in racks and "fewer bits" not in racks  # a server's buyer is not sent to a 4-bit GGUF

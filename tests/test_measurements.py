@@ -305,3 +305,21 @@ def test_a_measured_prompt_rate_sets_ttft_where_the_run_has_no_ttft(catalog, tmp
     assert est.prefill_s == pytest.approx(512 / 8797.03, rel=1e-6)
     assert est.ttft_s - est.prefill_s == pytest.approx(model.ttft_s - model.prefill_s, rel=1e-6)
     assert "prompt processing" in est.assumptions[-1]
+
+
+def test_a_run_whose_import_names_no_one_is_not_said_to_be_by_unstated(catalog, tmp_path):
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    nameless = RunProvenance(model="llama-3.1-8b", gpu="rtx-4090")
+    (run,) = read_runs(catalog, files("llama_bench.json"), nameless)
+    assert run.measured_by == "unstated" and "by unstated" not in str(run_as_catalogue(run.model_copy(update={"id": 1})))
+    (named,) = read_runs(catalog, files("llama_bench.json"), nameless.model_copy(update={"measured_by": "lab"}))
+    assert "measured by lab" in str(run_as_catalogue(named.model_copy(update={"id": 2})))
+    db, file = str(tmp_path / "m.db"), str(DATA / "llama_bench.json")
+    for extra in ([], ["--measured-by", "lab"]):
+        assert CliRunner().invoke(app, ["measurements", "import", file, "--gpu", "rtx-4090", "--db", db, *extra]).exit_code == 0
+    shown = [" ".join(CliRunner().invoke(app, ["measurements", "show", i, "--db", db]).output.split()) for i in ("1", "2")]
+    assert "by unstated" not in shown[0] and "measured 2026-11-02 (llama-bench" in shown[0]
+    assert "measured 2026-11-02 by lab (llama-bench" in shown[1]

@@ -116,3 +116,13 @@ def test_trtllm_runs_gpt_oss_mxfp4_on_hopper_weight_only(catalog):
     notes = " ".join(catalog.quantization("mxfp4").notes)
     assert "q-trtllm-mxfp4-below-sm100" in notes and "q-trtllm-gptoss-hopper-triton" in notes
     assert {"q-trtllm-mxfp4-below-sm100", "q-trtllm-gptoss-hopper-triton"} <= set(catalog.sources)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_rubin_lut3_weights_run_on_rubin_only(catalog, engine):
+    # no engine has a LUT-B kernel for other silicon: an RTX 4090 or an H100 is refused, not planned in bf16
+    for gpu in ("rtx-4090", "h100-sxm"):
+        with pytest.raises(InvalidScenarioError) as refused:
+            plan_memory(Deployment(model="qwen3-8b", gpu=gpu, quantization="lut3", engine=engine), catalog)
+        assert refused.value.field == "quantization" and "lut3" not in refused.value.allowed.split(", ")
+    plan_memory(Deployment(model="qwen3-8b", gpu="rubin", quantization="lut3", engine=engine), catalog)

@@ -259,3 +259,21 @@ def test_separate_pools_under_a_closed_loop_are_refused_naming_clients(client):
     assert res.exit_code == 2 and res.output.startswith("error: --clients:"), res.output
     api = client.post("/api/simulate", json={"deployment": DEPLOYMENT, "clients": 8, "prefill_instances": 1})
     assert api.status_code == 422 and api.json()["error"]["field"] == "clients"
+
+
+def test_an_overload_names_the_fewest_replicas_that_keep_up(client):
+    def post(replicas):
+        r = client.post("/api/simulate", json={"deployment": DEPLOYMENT, "workload": {"input_len": 2048, "output_len": 512},
+                                               "request_rate_per_s": 300, "requests": 300, "replicas": replicas})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    over = post(1)
+    assert not over["approximation"]["stable"]
+    said = [n for n in over["notes"] if n.startswith("overloaded:")]
+    needed = int(re.search(r"at least ([\d,]+) replicas keep up", said[0]).group(1).replace(",", ""))
+    assert needed > 1 and not post(needed - 1)["approximation"]["stable"]
+    kept_up = post(needed)
+    assert kept_up["approximation"]["stable"] and not any(n.startswith("overloaded:") for n in kept_up["notes"])
+    cli = _run([*SIM, "--input-len", "2048", "--output-len", "512", "--request-rate", "300", "--requests", "300"])
+    assert cli.exit_code == 0 and f"at least {needed:,} replicas keep up" in " ".join(cli.output.split())

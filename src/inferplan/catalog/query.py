@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.list_order import buyer_order, model_order
 from inferplan.catalog.loader import SECTIONS, load_catalog
 from inferplan.errors import AmbiguousNameError, CatalogError, InferplanError
 
@@ -30,6 +31,10 @@ def list_entries(kind: str) -> list[BaseModel]:
     key = _kind(kind)
     if key == "sources":
         return list(catalog.sources.values())
+    if key == "accelerators":
+        return buyer_order(catalog.accelerators)  # a buyer's order, not the files' (catalog/list_order.py)
+    if key == "models":
+        return model_order(catalog.models)
     return list(getattr(catalog, key))
 
 

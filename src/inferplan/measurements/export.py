@@ -8,7 +8,7 @@ import datetime as dt
 
 import yaml
 
-from inferplan.measurements.records import MeasuredRun, run_settings
+from inferplan.measurements.records import MeasuredRun, by_whom, run_settings
 
 # the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint)
 POINT_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",
@@ -44,7 +44,7 @@ def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dic
             })
     server = run.measured_acceptance  # the acceptance rate's origin where the server measured it
     said = f"acceptance_rate {run.acceptance_rate:.3g}, the server measured {server.rate:.3g}: {server.text}" if server else ""
-    note = "; ".join(x for x in (f"measured by {run.measured_by}", run.note, f"driver {run.driver}" if run.driver else "",
+    note = "; ".join(x for x in (f"measured{by_whom(run)}" if by_whom(run) else "", run.note, f"driver {run.driver}" if run.driver else "",
                                   f"{run.format} result file {run.file}", said) if x)
     return {
         "sources": [{"id": source, "title": f"{run.engine} {run.engine_version} benchmark of {run.model} on "

@@ -33,6 +33,13 @@ MAX_FILE_BYTES = 20_000_000
 MAX_FILES = 100
 DEFAULT_ENGINE = "vllm"  # the engine of a run whose file and user name none
 
+UNSTATED = "unstated"  # who ran it, where the import names no one
+
+
+def by_whom(run: "MeasuredRun") -> str:
+    """The words " by NAME" for a run whose import named who ran it, else none (no "by unstated")."""
+    return "" if run.measured_by == UNSTATED else f" by {run.measured_by}"
+
 
 class RunProvenance(Input):
     """What the user says about the runs being imported (the deployment, who measured, when)."""
@@ -197,7 +204,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     return MeasuredRun(file=name[-200:], format=fmt, model=spec.id, accelerator=accel.id, gpus=gpus,
                        tensor_parallel_size=tp, **layout, engine=engine,
                        engine_version=given.engine_version or meta.get("engine_version") or "unstated",
-                       quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or "unstated",
+                       quantization=catalog.quantization(quant).id, measured_on=date, measured_by=given.measured_by or UNSTATED,
                        driver=given.driver, note=given.note, kv_cache_tokens=given.kv_cache_tokens,
                        max_model_len=given.max_model_len, points=tuple(parsed.points), enforce_eager=given.enforce_eager,
                        **_with_drafts(name, {f: getattr(given, f) for f in (*RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS)}

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.schema import Quantization
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
+from inferplan.memory.precision import model_formats, planned_weight_format
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
@@ -237,6 +239,11 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
                                        summary=f"another engine: {engine.name} holds it on these GPUs in {built.name}, "
                                                "with no weights in host RAM"))
             continue
+        fewer = _fewer_bits_whole(there, mp, catalog)
+        if fewer is not None:  # a smaller build of that engine's holds it all (Qwen3-30B-A3B's Q4_K_M on one RTX 4090)
+            found.append(FitSuggestion(kind="quantization", changes={**switch, "quantization": fewer.id},
+                                       summary=f"another engine, fewer bits: {engine.name} holds it on these GPUs in "
+                                               f"{fewer.name}, with no weights in host RAM"))
 
         def least(at: Deployment, offloads=offloads, name=engine.name) -> _Found | None:
             return (_fewest_expert_layers(at, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
@@ -248,6 +255,20 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
             s = answer.suggestion
             found.append(s.model_copy(update={"changes": {**switch, **s.changes}}))
     return tuple(found)
+
+
+def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> Quantization | None:
+    """The largest weight format ``there``'s engine makes of the model (``model_formats``: its builds and its
+    conversions of one) that has fewer bits than the one it plans and holds the whole model on the GPUs."""
+    planned = planned_weight_format(catalog, there, mp.spec)
+    formats = [catalog.quantization(f) for f in model_formats(catalog, mp.spec, there.engine, at_load=False)
+               if f in catalog.quantizations]
+    for q in sorted((q for q in formats if q.bits_per_weight.value < planned.bits_per_weight.value),
+                    key=lambda q: -q.bits_per_weight.value):
+        whole = _fits(there, {"quantization": q.id}, catalog, host_gb=None)
+        if whole is not None and not whole.host_memory_bytes_used:
+            return q
+    return None
 
 
 def _on_engine(d: Deployment, engine: str, catalog: Catalog) -> tuple[Deployment, dict] | None:

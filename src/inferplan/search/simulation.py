@@ -3,6 +3,7 @@ simulated and approximated side by side."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -220,9 +221,25 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     if q.prefill_instances is not None:
         return _pools_report(q, catalog, load, w, curve)
     sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
+    approx = approximate(curve, load, q.replicas)
+    cache = _cache(q, w, catalog)
+    notes = cache.pop("notes") + tuple(n for n in (overload_note(approx, q.replicas),) if n)
     return SimulationReport(load=_describe(load, q.replicas, q.requests), request_rate_per_s=load.request_rate_per_s,
                             input_tokens=load.input_tokens, output_tokens=load.output_tokens, slots=curve.slots,
-                            simulation=sim, approximation=approximate(curve, load, q.replicas), **_cache(q, w, catalog))
+                            simulation=sim, approximation=approx, notes=notes, **cache)
+
+
+def overload_note(approx: TailLatency, replicas: int) -> str | None:
+    """For a load past what the replicas serve at a full batch: the fewest replicas that keep up with it
+    (the offered load over one replica's capacity, rounded up), the next step from a queue that only grows."""
+    if approx.stable or not 1 < approx.utilisation < float("inf"):
+        return None
+    needed = math.ceil(round(approx.utilisation * replicas, 9))
+    serve = "serves" if replicas == 1 else "serve"
+    return (f"overloaded: the load is {approx.utilisation:,.3g} × what {plural(replicas, 'replica')} {serve} at a "
+            "full batch, so the queue grows without end and the simulated waits are only how long this run lasted; "
+            f"at least {needed:,} replicas keep up with it (more to meet a latency target: a search finds the "
+            "cheapest deployment that meets one)")
 
 
 def _cache(q: SimulationQuery, w: Workload, catalog: Catalog) -> dict:

@@ -116,6 +116,10 @@ def fits_cmd(
         emit_json(matrix)
     else:
         console.print(render_fits.fits_table(matrix, console.width, explain))
+        # the cards named (a home GPU, say) and each model in its published builds: a 4-bit build is the next step
+        hint = render_fits.smaller_build_line(matrix, engine) if gpus and not (quantizations or systems) else None
+        if hint is not None:
+            console.print(hint)
 
 
 app.command("validate")(validate_cmd)  # inferplan/shells/cli_validate.py

@@ -34,12 +34,14 @@ def catalog_list(
 
 
 def models_cmd(as_json: bool = JsonOpt) -> None:
-    """List the catalogue's models (as `catalog list models`)."""
+    """List the catalogue's models (as `catalog list models`): by family, then size."""
     catalog_list("models", as_json)
 
 
 def gpus_cmd(as_json: bool = JsonOpt) -> None:
-    """List the catalogue's GPUs and other accelerators (as `catalog list accelerators`)."""
+    """List the catalogue's GPUs and other accelerators (as `catalog list accelerators`): by vendor, then class
+    (desktop, workstation, unified memory, desktop superchip, server PCIe, baseboard module, superchip,
+    cloud-only), then memory."""
     catalog_list("accelerators", as_json)
 
 

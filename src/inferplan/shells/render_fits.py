@@ -144,6 +144,19 @@ def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], hea
     return Text.from_markup(f"[red]Fits none[/], fewest GPUs per column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
 
 
+def smaller_build_line(matrix, engine: str | None) -> Text | None:
+    """Where a model fits no column in the builds planned (each model's best published one, the formats
+    not stated): the flags that plan a 4-bit GGUF instead, and the page's box that tries every engine and
+    format each model has (None: every model fits somewhere)."""
+    fits_somewhere = {c.model for c in matrix.cells if c.result and c.result.fits}
+    if all(c.model in fits_somewhere for c in matrix.cells):
+        return None
+    flags = "--quantizations q4_k_m" + ("" if engine == "llamacpp" else " --engine llamacpp")
+    return Text(f"A model that fits none may fit in fewer bits: {flags} plans 4-bit GGUF builds; the web page's What "
+                "runs on my GPUs? (inferplan serve) tries every engine and format each model has, and weights in host "
+                "RAM", style="dim")
+
+
 def left_out_line(matrix) -> Text | None:
     """The catalogue models the default grid leaves out, and the flags that add them (None: none left out)."""
     if not matrix.left_out:

@@ -46,11 +46,12 @@ def print_runs(console: Console, runs) -> None:
 
 
 def print_comparison(console: Console, result) -> None:
+    from inferplan.measurements.records import by_whom, run_settings
+
     r = result.run
     console.print(f"run {r.id}: {r.model} on {r.gpus}× {r.accelerator}, {escape(r.engine)} {escape(r.engine_version)}, "
-                  f"{r.quantization}; measured {r.measured_on} by {escape(r.measured_by)} ({r.format}: {escape(r.file)})",
+                  f"{r.quantization}; measured {r.measured_on}{escape(by_whom(r))} ({r.format}: {escape(r.file)})",
                   highlight=False)
-    from inferplan.measurements.records import run_settings
 
     stated = run_settings(r)
     if stated:
