@@ -3,8 +3,8 @@ the chunk, the CUDA-graph batch and mem_fraction_static it picks on each GPU, as
 
 Golden numbers from SGLang 0.5.6 server_args._handle_gpu_memory_settings (source
 eng-sglang-gpu-memory-defaults-v056; the same through 0.5.19), the 20-35 GiB tier from 0.5.20 (the memory
-rule's gpu_memory_defaults, mr-sglang-wheels-tiers-v0520) and a printed fraction (memory record d05: 0.911
-on an MI355X at TP 1)."""
+rule's gpu_memory_defaults, mr-sglang-wheels-tiers-v0520), the prefill CUDA graphs' term from 0.5.10
+(tests/test_prefill_graphs.py) and a printed fraction (memory record d05: 0.911 on an MI355X at TP 1)."""
 
 import pytest
 from pydantic import ValidationError
@@ -36,6 +36,9 @@ TIERS = {
 # from 0.5.20 the 20-35 GiB tier takes a larger chunk and graph batch; the others stay
 TIERS_0520 = {**TIERS, ("rtx-4090", 1): (4096, 48), ("rtx-4090", 4): (4096, 160)}
 
+# token counts SGLang captures prefill CUDA graphs at, by chunk
+PREFILL_SIZES = {2048: 42, 4096: 50, 8192: 58, 16384: 74}
+
 
 def _plan(catalog, gpu: str, tp: int = 1, engine: str = "sglang", **stated):
     return plan_memory(Deployment(model="qwen3-8b", gpu=gpu, tensor_parallel_size=tp, engine=engine, **stated), catalog)
@@ -52,10 +55,12 @@ def test_the_plan_takes_sglangs_chunk_for_the_gpus_memory(catalog, gpu, tp, rele
     tier = tier_for(rule.gpu_memory_defaults.tiers_at(rule.planned_release(release), catalog.engine("sglang").
                                                       defaults_by_gpu_memory), mp.result.gpu_memory_bytes)
     assert tier.graph_batch(tp) == graph
-    # the fraction follows the release's tier (no 10 GiB floor below 60 GiB, where the tiers differ), times
+    # the fraction follows the release's tier (no 10 GiB floor below 60 GiB, where the tiers differ), with the
+    # prefill CUDA graphs' 8 MiB per captured size on CUDA from 0.5.10 (tests/test_prefill_graphs.py), times
     # AITER's factor on ROCm
     reserve = catalog.engine("sglang").memory_fraction_reserve
-    picked = reserve.fraction(mp.result.gpu_memory_bytes, chunk, graph, tp) * (mp.fraction_scale or 1.0)
+    prefill = 0 if release == "0.5.6" or gpu.startswith("mi") else 8 * PREFILL_SIZES[chunk] * MiB
+    picked = reserve.fraction(mp.result.gpu_memory_bytes, chunk, graph, tp, 0.0, prefill) * (mp.fraction_scale or 1.0)
     assert mp.settings.memory_fraction == pytest.approx(picked)
 
 
@@ -91,8 +96,12 @@ def test_the_plan_picks_the_fraction_sglang_printed_on_an_mi355x(catalog):
     # assumed from the datasheet less a driver reserve, so the third decimal may differ); at 8,192
     # tokens of context, where the AITER factor (tests/test_qwen2507.py) does not lower it
     assert _plan(catalog, "mi355x", max_model_len=8192).settings.memory_fraction == pytest.approx(0.911, abs=0.002)
-    assert _plan(catalog, "h100-sxm").settings.memory_fraction == pytest.approx(0.835, abs=0.002)
-    assert _plan(catalog, "h100-sxm", 8).settings.memory_fraction == pytest.approx(0.818, abs=0.002)
+    # on an H100 before prefill CUDA graphs (0.5.9), and with their 58 sizes' 464 MiB (0.5.23)
+    assert _plan(catalog, "h100-sxm", engine_version="0.5.9").settings.memory_fraction == pytest.approx(0.835, abs=0.002)
+    assert _plan(catalog, "h100-sxm", 8, engine_version="0.5.9").settings.memory_fraction == \
+        pytest.approx(0.818, abs=0.002)
+    assert _plan(catalog, "h100-sxm").settings.memory_fraction == pytest.approx(0.830, abs=0.002)
+    assert _plan(catalog, "h100-sxm", 8).settings.memory_fraction == pytest.approx(0.812, abs=0.002)
 
 
 def test_the_speed_layers_step_budget_is_the_tiers_chunk(catalog):

@@ -113,10 +113,11 @@ def test_a_context_sized_cache_is_what_the_context_needs(engine):
 
 def test_sglang_reserves_less_for_kv_than_full_memory():
     v = run(model="llama-3.1-8b", gpu="H100", engine="sglang")
-    # the fraction is of the memory free at start-up: the device total less the CUDA context; SGLang's
-    # 0.835 on an H100 is of nvidia-smi's 81,559 MiB, the 79.18 GiB CUDA reports give 0.834
+    # the fraction is of the memory free at start-up: the device total less the CUDA context; SGLang 0.5.23's
+    # 0.830 on an H100 (13,440 MiB reserved and 464 MiB for its prefill CUDA graphs) is of nvidia-smi's
+    # 81,559 MiB, the 79.18 GiB CUDA reports give 0.829
     free_at_start = v.gpu_memory_bytes - 0.61 * GiB
-    assert v.kv_cache_bytes_per_gpu == pytest.approx(free_at_start * 0.834 - v.weights_bytes_per_gpu, rel=1e-4)
+    assert v.kv_cache_bytes_per_gpu == pytest.approx(free_at_start * 0.829 - v.weights_bytes_per_gpu, rel=1e-4)
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,9 @@ def test_sglang_lowers_its_fraction_for_aiter_on_rocm_above_8192_tokens(catalog)
 
 def test_the_aiter_factor_stays_off_nvidia(catalog):
     b200 = 0.857  # SGLang 0.5.6 on a B200 at TP 1 (tests/test_engine_tiers.py)
-    assert _fraction(catalog, "b200", max_model_len=262144) == pytest.approx(b200, abs=0.002)
+    assert _fraction(catalog, "b200", max_model_len=262144, engine_version="0.5.6") == pytest.approx(b200, abs=0.002)
+    # 0.5.23 keeps 592 MiB more out for the prefill CUDA graphs of its 16,384-token chunk (74 sizes)
+    assert _fraction(catalog, "b200", max_model_len=262144) == pytest.approx(0.853, abs=0.002)
     assert _fraction(catalog, "b200", max_model_len=262144, gpu_memory_utilization=0.9) == 0.9
 
 

@@ -6,7 +6,7 @@ then reserves memory outside ``mem_fraction_static`` from those two numbers:
 
     mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3)
     reserved = base + per_token x max(chunk, floor_tokens) + per_graph_batch x cuda_graph_max_bs
-               + per_eight_gpus x tp x pp / 8, at least floor when gpu_mem is above floor_above
+               + per_eight_gpus x tp x pp / 8 + prefill graphs, at least floor when gpu_mem is above floor_above
 
 ``defaults_by_gpu_memory`` holds the tiers (ordered by ``below_gib``, the last one open) and
 ``memory_fraction_reserve`` the reserve; ``memory/settings.py`` applies both. The reserve's
@@ -14,7 +14,8 @@ then reserves memory outside ``mem_fraction_static`` from those two numbers:
 picks on a software stack (SGLang 0.5.6: AITER on ROCm, x 0.85 above a context of 8,192 tokens). The numbers are in the
 engine's own units (GiB thresholds, MiB terms) and become bytes through the properties here.
 ``ReleaseDefaults``, on an engine release's memory rule, changes them from a release on: other tiers
-(SGLang 0.5.20's for 20-35 GiB GPUs) and a stated max_num_seqs capping the graph batch (SGLang 0.5.22).
+(SGLang 0.5.20's for 20-35 GiB GPUs), a stated max_num_seqs capping the graph batch (SGLang 0.5.22) and the
+prefill CUDA graphs captured by default (SGLang from 0.5.10: ``catalog/prefill_graphs.py``).
 
 No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
 """
@@ -23,6 +24,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field
 
+from inferplan.catalog.prefill_graphs import PrefillGraphs
 from inferplan.catalog.provenance import Count, Ratio, release_key
 from inferplan.inputs import Input
 from inferplan.units import GiB, MiB
@@ -95,7 +97,8 @@ class FractionScale(Input):
 
 class MemoryFractionReserve(Input):
     """The memory an engine keeps outside its static fraction, from its chunk and graph batch (SGLang
-    0.5.x without DP attention, speculative decoding or piecewise CUDA graphs)."""
+    0.5.x without DP attention; the prefill-graph term comes from the release's ``prefill_graphs``, the
+    speculative one from engine_mtp_rules.yaml)."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -109,19 +112,21 @@ class MemoryFractionReserve(Input):
     fraction_decimals: int = Field(ge=1)  # the fraction is rounded to this many decimals
     fraction_scales: tuple[FractionScale, ...] = ()  # applied after the rounding, as the engine does
 
-    def reserved_bytes(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int) -> float:
-        """Bytes reserved on a GPU of ``total_bytes`` for one instance of ``gpus`` (tp x pp) GPUs."""
+    def reserved_bytes(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int,
+                       prefill_graph_bytes: float = 0.0) -> float:
+        """Bytes reserved on a GPU of ``total_bytes`` for one instance of ``gpus`` (tp x pp) GPUs;
+        ``prefill_graph_bytes``: kept for prefill CUDA graphs, added before the floor as the engine adds it."""
         mib = (self.base_mib + self.mib_per_chunk_token * max(chunk_tokens, self.chunk_floor_tokens)
-               + self.mib_per_graph_batch * graph_batch + self.mib_per_eight_gpus * gpus / 8)
+               + self.mib_per_graph_batch * graph_batch + self.mib_per_eight_gpus * gpus / 8 + prefill_graph_bytes / MiB)
         if total_bytes > self.floor_above_gib * GiB:
             mib = max(mib, self.floor_mib)
         return mib * MiB
 
     def fraction(self, total_bytes: float, chunk_tokens: int, graph_batch: int, gpus: int,
-                 extra_bytes: float = 0.0) -> float:
+                 extra_bytes: float = 0.0, prefill_graph_bytes: float = 0.0) -> float:
         """The static fraction the engine picks: (total - reserved) / total, rounded as it rounds it;
-        ``extra_bytes``: what it reserves besides for a speculative draft (engine_mtp_rules.yaml)."""
-        reserved = self.reserved_bytes(total_bytes, chunk_tokens, graph_batch, gpus) + extra_bytes
+        ``extra_bytes``: what it reserves besides, after the floor, for a speculative draft (engine_mtp_rules.yaml)."""
+        reserved = self.reserved_bytes(total_bytes, chunk_tokens, graph_batch, gpus, prefill_graph_bytes) + extra_bytes
         return round((total_bytes - reserved) / total_bytes, self.fraction_decimals)
 
 
@@ -159,14 +164,22 @@ class ReleaseDefaults(Input):
 
     tiers: tuple[ReleaseTiers, ...] = ()  # each from its first_release to the next's
     graph_batch_capped_by_seqs: GraphBatchCap | None = None
+    prefill_graphs: tuple[PrefillGraphs, ...] = ()  # each from its first_release to the next's (before the first: none)
 
     def first_releases(self) -> tuple[str, ...]:
         cap = self.graph_batch_capped_by_seqs
-        return (*(t.first_release for t in self.tiers), *((cap.first_release,) if cap else ()))
+        return (*(t.first_release for t in self.tiers), *((cap.first_release,) if cap else ()),
+                *(p.first_release for p in self.prefill_graphs))
 
     def source_ids(self) -> tuple[str, ...]:
         cap = self.graph_batch_capped_by_seqs
-        return (*(s for t in self.tiers for s in t.sources), *(cap.sources if cap else ()))
+        return (*(s for t in self.tiers for s in t.sources), *(cap.sources if cap else ()),
+                *(s for p in self.prefill_graphs for s in p.sources))
+
+    def prefill_graphs_at(self, release: str | None) -> PrefillGraphs | None:
+        """The prefill graphs captured by default at ``release`` (None: the newest), None before the first entry."""
+        reached = [p for p in self.prefill_graphs if _from(release, p.first_release)]
+        return max(reached, key=lambda p: release_key(p.first_release)) if reached else None
 
     def tiers_at(self, release: str | None, stated: tuple[GpuMemoryTier, ...]) -> tuple[GpuMemoryTier, ...]:
         """The tiers at ``release`` (a release number; None: the newest): the latest entry reached, else ``stated``."""

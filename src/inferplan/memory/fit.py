@@ -36,6 +36,7 @@ from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
+from inferplan.memory.prefill_graphs import prefill_capture, prefill_notes
 from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split, output_layer_first)
 from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
@@ -300,9 +301,11 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     profile_len = planned_length(d, spec, None) if rule.activation.profile_tokens == "max_model_len" else None
     scale = fraction_scale(engine, hw.accel, d.max_model_len or spec.context_tokens,
                            latent_kv_heads_per_gpu(spec, plan.tensor_parallel_size))
+    prefill, prefill_off = prefill_capture(rule, engine.name, d, spec.architecture, hw.accel.software.value,
+                                           plan.pipeline_parallel_size)  # the prefill graphs its own fraction keeps out
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
-                               draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)))
+                               draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)), prefill=prefill)
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
@@ -328,7 +331,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([_scale_note(engine, scale, settings)] if scale else []), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
+                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([_scale_note(engine, scale, settings)] if scale else []),
+                   *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
                    *([step_note] if step_note else [])]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes, host_pool = host_memory_use(catalog, d, hw, split, full_layout, held.max_len, w.estimate, engine, tier, gpus=gpus, gpu_kv_bytes_per_gpu=held.kv_gpu, gpu_bytes_per_gpu=w.per_gpu + budget.activation_bytes_per_gpu

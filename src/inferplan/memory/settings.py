@@ -3,7 +3,8 @@ of ``engines.yaml`` — by the GPU's memory where the engine picks them so (vLLM
 SGLang's tiers and the fraction it derives from them, lowered where its default attention backend on
 the GPU's software stack asks for it) — except where the engine release's memory rule sets them (vLLM V0 profiles a batch of the whole ``max_model_len`` and defaults to 256
 sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size; SGLang
-changes its tiers from 0.5.20 and caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22)."""
+changes its tiers from 0.5.20, keeps memory out for the prefill CUDA graphs it captures by default from 0.5.10
+(``memory/prefill_graphs.py``) and caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ from inferplan.catalog.schema import Accelerator, Software
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
+from inferplan.memory.prefill_graphs import PrefillCapture
 from inferplan.units import GiB
 
 
 def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
                      max_len: int | None = None, *, tp: int = 1, pp: int = 1,
-                     scale: FractionScale | None = None, draft_reserve_bytes: float = 0.0) -> EngineSettings:
+                     scale: FractionScale | None = None, draft_reserve_bytes: float = 0.0,
+                     prefill: PrefillCapture | None = None) -> EngineSettings:
     """The engine's batch limits and fraction: stated, else the defaults of engines.yaml for a GPU of
     ``total_bytes`` in an instance of ``tp`` x ``pp`` GPUs (times ``scale``, the factor its attention
     backend applies: ``fraction_scale``), except where the release's rule sets them (a V0 profile batch
     of max_model_len tokens, V0's 256 sequences); ``draft_reserve_bytes``: what the engine keeps besides
-    outside a fraction it picks while a speculative draft runs."""
+    outside a fraction it picks while a speculative draft runs; ``prefill``: the prefill CUDA graphs it captures
+    by default, whose memory a fraction it picks keeps out."""
     if d.model_runner is not None and (rule is None or rule.model_runners is None):
         raise InvalidScenarioError(f"{engine.name}'s memory rule {rule.label if rule else ''} names no model-runner choice: "
                                    "the runner is modelled for vLLM 0.20.0 and later", field="model_runner",
@@ -53,7 +57,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     seqs_cap = d.max_num_seqs if defaults and defaults.caps_graph_batch(at) and (d.data_parallel_size or 1) == 1 else None
     frac = d.gpu_memory_utilization or (reported.value if reported is not None else release_frac or
                                         _default_fraction(engine, tier, total_bytes, int(mnbt), tp, pp, draft_reserve_bytes,
-                                                          seqs_cap))
+                                                          seqs_cap, prefill.reserve_bytes(int(mnbt)) if prefill else 0.0))
     if scale is not None:  # the engine lowers the fraction it is given as well as its own
         frac *= scale.scale.value
     if d.ubatch_size and engine.prefill_micro_batch_tokens is None:
@@ -84,15 +88,15 @@ def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | Non
 
 
 def _default_fraction(engine, tier, total_bytes: float, chunk_tokens: int, tp: int, pp: int,
-                      draft_reserve_bytes: float = 0.0, seqs_cap: int | None = None) -> float:
+                      draft_reserve_bytes: float = 0.0, seqs_cap: int | None = None, prefill_bytes: float = 0.0) -> float:
     """The fraction the engine picks itself: from its reserve for the chunk and CUDA-graph batch it
     runs on this GPU (SGLang's mem_fraction_static), else its one stated default. ``seqs_cap``: the
-    running requests that cap the graph batch, where the release caps it."""
+    running requests that cap the graph batch, where the release caps it; ``prefill_bytes``: its prefill graphs' term."""
     reserve = engine.memory_fraction_reserve
     if reserve is None or tier is None:
         return _value(engine.memory_fraction, 1.0)
     batch = min(tier.graph_batch(tp), seqs_cap or tier.graph_batch(tp))
-    return reserve.fraction(total_bytes, chunk_tokens, batch, tp * pp, draft_reserve_bytes)
+    return reserve.fraction(total_bytes, chunk_tokens, batch, tp * pp, draft_reserve_bytes, prefill_bytes)
 
 
 def fraction_scale(engine, accel: Accelerator, context_tokens: int | None,
