@@ -256,3 +256,14 @@ def test_a_saved_scenarios_links_name_operations_that_exist(client):
     ids = {op["operationId"] for methods in schema["paths"].values() for op in methods.values()}
     links = schema["paths"]["/api/scenarios"]["post"]["responses"]["201"]["links"]
     assert len(links) == 4 and {link["operationId"] for link in links.values()} <= ids
+
+
+@pytest.mark.parametrize("path, status", [("/", 200), ("/api/catalog", 200), ("/api/catalog/models/qwen3-8b", 200),
+                                          ("/api/catalog/nope", 404), ("/static/index.html", 200), ("/api/fit", 405)])
+def test_head_is_answered_as_get_without_the_body(client, path, status):
+    got = client.get(path)
+    r = client.head(path)
+    assert (r.status_code, r.content) == (status, b""), r.text
+    assert r.headers["content-length"] == got.headers["content-length"]
+    assert r.headers["content-type"] == got.headers["content-type"]
+    assert r.headers["x-frame-options"] == "DENY"

@@ -56,8 +56,9 @@ from inferplan.shells.api_search_view import router as search_view_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
+from inferplan.shells.api_work import long_json, until_disconnected
 from inferplan.shells.api_guard import (
-    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HeadAsGet, HostCheck,
     ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
@@ -163,6 +164,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
     app.add_middleware(JsonBody, deadline_s=body_deadline_s)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
+    app.add_middleware(HeadAsGet)
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(SecurityHeaders)
@@ -314,7 +316,10 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return Response(view(r).model_dump_json(), media_type="application/json")
 
     @app.post("/api/report", tags=["economics"], response_class=HTMLResponse, responses=ERROR_RESPONSES_BESIDE_HTML)
-    def report_route(r: PlanRequest) -> HTMLResponse:
+    async def report_route(r: PlanRequest, http: Request) -> HTMLResponse:
+        return await until_disconnected(http, lambda _budget: report(r))  # 100,000 draws take seconds
+
+    def report(r: PlanRequest) -> HTMLResponse:
         from inferplan.report.files import render_html
 
         v = view(r)
@@ -324,10 +329,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         disposition = f"attachment; filename=\"{ascii_name}.html\"; filename*=UTF-8''{quote(name)}.html"
         return HTMLResponse(render_html(v.result, v.uncertainty, r.currency), headers={"Content-Disposition": disposition})
 
-    @app.get("/api/validate", tags=["validation"])
-    def validate_route(kind: Literal["all", "memory", "speed"] = "all") -> Validation:
-        return Validation(memory=validate_memory() if kind in ("all", "memory") else None,
-                          speed=validate_speed() if kind in ("all", "speed") else None)
+    @app.get("/api/validate", tags=["validation"], response_model=Validation)
+    async def validate_route(http: Request, kind: Literal["all", "memory", "speed"] = "all") -> Response:
+        return await long_json(http, lambda _budget: Validation(  # every shipped measurement: a second or two
+            memory=validate_memory() if kind in ("all", "memory") else None,
+            speed=validate_speed() if kind in ("all", "speed") else None))
 
     @app.get("/api/scenarios", tags=["scenarios"])
     def scenarios_list() -> list[SavedScenario]:

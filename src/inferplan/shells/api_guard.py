@@ -187,7 +187,8 @@ def http_exception_response(exc: HTTPException) -> JSONResponse:
     if isinstance(exc, BodyTooLarge):
         return _too_large(exc.limit_bytes)
     where = ("body",) if exc.status_code == 400 else ()
-    return http_error(exc.status_code, str(exc.detail), loc=where, headers=getattr(exc, "headers", None))
+    return http_error(exc.status_code, str(exc.detail), loc=where, allowed=getattr(exc, "allowed", None),
+                      headers=getattr(exc, "headers", None))
 
 
 class BodyTooLarge(HTTPException):
@@ -262,6 +263,27 @@ class HostCheck:
                 return await http_error(400, "this server answers only requests addressed to it on loopback",
                                         loc=("header", "host"), allowed=", ".join(sorted(self.allowed)))(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+class HeadAsGet:
+    """Answer HEAD as GET without the body (RFC 9110 9.3.2): FastAPI's GET routes take no HEAD, so a
+    monitor's or ``curl -I``'s check of the page or the catalogue would get a 405."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return  # the body is left out; its headers (Content-Length included) are kept
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class SecurityHeaders:
