@@ -60,13 +60,22 @@ def import_measurements(r: MeasurementImport, request: Request) -> list[Measured
     try:
         runs = read_runs(load_catalog(), [(f.name, f.content.encode()) for f in r.files], r.provenance)
     except InferplanError as exc:
-        exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else f"files.{exc.field or 'content'}"
+        exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else _file_field(exc, r.files)
         raise
     try:
         return _store(request).add_measurements(runs)
     except ConflictError as exc:  # the store names the file; the body holds it under files
         exc.field = "files"
         raise
+
+
+def _file_field(exc: InferplanError, files: list[ResultFile]) -> str:
+    """A refusal inside a result file (its key or line, which the message says after the file's name) at
+    the JSON path of that file's content, ``files.1.content``; ``files`` for the list itself."""
+    if exc.field == "files":
+        return "files"
+    index = next((i for i, f in enumerate(files) if str(exc).startswith(f"{f.name}: ")), 0)
+    return f"files.{index}.content"
 
 
 @router.get("/api/measurements/view")
