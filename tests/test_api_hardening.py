@@ -267,3 +267,12 @@ def test_head_is_answered_as_get_without_the_body(client, path, status):
     assert r.headers["content-length"] == got.headers["content-length"]
     assert r.headers["content-type"] == got.headers["content-type"]
     assert r.headers["x-frame-options"] == "DENY"
+
+
+@pytest.mark.parametrize("path, field, bound", [("/api/catalog/models/" + "a" * 60_000, "name", 300),
+                                                ("/api/catalog/" + "k" * 5_000, "kind", 200)])
+def test_a_long_name_in_a_path_is_a_short_422_not_a_404_quoting_it(client, path, field, bound):
+    r = client.get(path)
+    err = assert_error_shape(r, 422)
+    assert err["detail"][0]["loc"] == ["path", field] and err["error"]["allowed"] == f"at most {bound} characters"
+    assert len(r.content) < 1000

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path as PathParam, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -63,17 +63,30 @@ from inferplan.shells.api_guard import (
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router
-from inferplan.shells.pydantic_errors import allowed_by
+from inferplan.shells.pydantic_errors import allowed_by, takes
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
 
 STATIC = Path(__file__).parent / "static"
+# a name in a path is as long as a name in a body may be: a 404 quotes it, so 100 kB of it made a 200 kB reply
+CatalogKind = Annotated[str, PathParam(max_length=200)]
+CatalogName = Annotated[str, PathParam(max_length=300, description="id or alias (a repo id alias holds a slash)")]
 
-def _allowed(error: dict, model) -> str | None:
-    """What a request error's place takes: in the body, read from the body's model too."""
+def _allowed(error: dict, model, request: Request) -> str | None:
+    """What a request error's place takes: in the body, read from the body's model too; a query or path
+    parameter's from the route's declaration of it (``?days=NaN``: "a whole number at least 0 and at most 100000")."""
     in_body = list(error["loc"])[1:] if error["loc"] and error["loc"][0] == "body" else None
-    return allowed_by(error, model if in_body is not None else None, in_body)
+    return allowed_by(error, model if in_body is not None else None, in_body) or _param_takes(error["loc"], request)
+
+
+def _param_takes(loc, request: Request) -> str | None:
+    route = request.scope.get("route")
+    if len(loc) != 2 or loc[0] not in ("query", "path") or route is None or not hasattr(route, "dependant"):
+        return None
+    params = route.dependant.query_params if loc[0] == "query" else route.dependant.path_params
+    info = next((p.field_info for p in params if p.alias == loc[1]), None)
+    return None if info is None else takes(info.annotation, info)
 
 
 def _json_field(field: str | None) -> list[str]:
@@ -184,7 +197,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         model = body_model(request)  # the field at each error's place says what it takes
         return error_response(422, [error_item(e["loc"], e["msg"], e["type"], (
             accepted_keys(model, e["loc"]) if e["type"] == "extra_forbidden" else None)
-            or _allowed(e, model),
+            or _allowed(e, model, request),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
 
     @app.exception_handler(StarletteHTTPException)
@@ -233,7 +246,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return sorted(KINDS)
 
     @app.get("/api/catalog/{kind}", tags=["catalogue"])
-    def catalog_list(kind: str) -> list[dict[str, Any]]:
+    def catalog_list(kind: CatalogKind) -> list[dict[str, Any]]:
         try:
             entries = list_entries(kind)
         except CatalogError as exc:
@@ -241,7 +254,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return [e.model_dump(mode="json") for e in entries]
 
     @app.get("/api/catalog/{kind}/{name:path}", tags=["catalogue"])  # a repo id alias holds a slash
-    def catalog_show(kind: str, name: str) -> dict[str, Any]:
+    def catalog_show(kind: CatalogKind, name: CatalogName) -> dict[str, Any]:
         try:
             _, entry = show_entry(name, kind)
         except AmbiguousNameError:
