@@ -50,6 +50,9 @@ def test_a_long_route_is_a_503_while_too_many_wait(client, monkeypatch, method, 
     assert "busy" in error["message"] and "again" in error["allowed"], error
     assert r.headers["retry-after"] == str(api_work.RETRY_AFTER_S)
     assert client.get("/api/catalog").status_code == 200  # the other routes answer meanwhile
+    path, verb = route.split("?")[0], method
+    declared = client.get("/openapi.json").json()["paths"][path][verb]["responses"]["503"]
+    assert declared["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
 
 
 def test_long_work_holds_none_of_the_threads_other_routes_use():

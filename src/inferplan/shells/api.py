@@ -56,7 +56,7 @@ from inferplan.shells.api_search_view import router as search_view_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
-from inferplan.shells.api_work import long_json, until_disconnected
+from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HeadAsGet, HostCheck,
     ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
@@ -328,7 +328,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         # written by the model itself: FastAPI's re-validation of a 37 KB view took longer than planning it
         return Response(view(r).model_dump_json(), media_type="application/json")
 
-    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse, responses=ERROR_RESPONSES_BESIDE_HTML)
+    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse,
+              responses={**ERROR_RESPONSES_BESIDE_HTML, **LONG_RESPONSES})
     async def report_route(r: PlanRequest, http: Request) -> HTMLResponse:
         return await until_disconnected(http, lambda _budget: report(r))  # 100,000 draws take seconds
 
@@ -342,7 +343,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         disposition = f"attachment; filename=\"{ascii_name}.html\"; filename*=UTF-8''{quote(name)}.html"
         return HTMLResponse(render_html(v.result, v.uncertainty, r.currency), headers={"Content-Disposition": disposition})
 
-    @app.get("/api/validate", tags=["validation"], response_model=Validation)
+    @app.get("/api/validate", tags=["validation"], response_model=Validation, responses=LONG_RESPONSES)
     async def validate_route(http: Request, kind: Literal["all", "memory", "speed"] = "all") -> Response:
         return await long_json(http, lambda _budget: Validation(  # every shipped measurement: a second or two
             memory=validate_memory() if kind in ("all", "memory") else None,

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from inferplan.inputs import Input, not_blank
 from inferplan.report.homelab_view import HomelabView
-from inferplan.shells.api_work import long_json
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 
 class HomelabRequest(Input):
@@ -33,7 +33,7 @@ class HomelabRequest(Input):
 router = APIRouter()
 
 
-@router.post("/api/views/homelab", tags=["views"], response_model=HomelabView)
+@router.post("/api/views/homelab", tags=["views"], response_model=HomelabView, responses=LONG_RESPONSES)
 async def homelab_route(r: HomelabRequest, http: Request) -> Response:
     """Run as a long request (``api_work``): every model on the GPUs takes a few seconds."""
     from inferplan.catalog.loader import load_catalog

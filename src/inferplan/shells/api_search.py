@@ -21,13 +21,13 @@ from inferplan.search.trace import trace_of
 from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
-from inferplan.shells.api_work import long_json
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter()
 
 
 @router.post("/api/search", tags=["search"], summary="The cheapest deployments that meet a service target",
-             response_model=SearchResult, responses=stream_responses(SearchResult))
+             response_model=SearchResult, responses={**stream_responses(SearchResult), **LONG_RESPONSES})
 async def search_route(request: SearchBody, http: Request) -> Response:
     """The ranked deployments (what to run, its cost, its tail latency, its launch command), why each failed
     family failed, the cost/interactivity front and the model at an API beside them (docs/search.md).

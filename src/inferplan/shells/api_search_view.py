@@ -12,13 +12,13 @@ from inferplan.report.search_view import SearchView
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_search import search_work
 from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
-from inferplan.shells.api_work import long_json
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter()
 
 
 @router.post("/api/views/search", tags=["search"], summary="A search's answer as the web page shows it",
-             response_model=SearchView, responses=stream_responses(SearchView))
+             response_model=SearchView, responses={**stream_responses(SearchView), **LONG_RESPONSES})
 async def search_view_route(request: SearchBody, http: Request) -> Response:
     """The body of POST /api/search; the answer worded per row, with the chart's Vega-Lite spec. With
     ``Accept: application/x-ndjson``, the search's progress line by line, then this answer (``api_stream``)."""

@@ -16,7 +16,7 @@ from inferplan.search.simulation import SimulationQuery, SimulationReport, simul
 from inferplan.search.trace import MAX_TRACE_ROWS, TraceFile, as_trace_file, trace_of
 from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import preset_in_workload
-from inferplan.shells.api_work import long_json
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
 
@@ -42,7 +42,7 @@ class SimulateRequest(SimulationQuery):
 
 
 @router.post("/api/simulate", tags=["speed"], summary="Tail latency of one deployment under a load",
-             response_model=SimulationReport)
+             response_model=SimulationReport, responses=LONG_RESPONSES)
 async def simulate_route(r: SimulateRequest, http: Request) -> Response:
     """p50/p95/p99 TTFT, TPOT and end-to-end latency: the discrete-event simulation beside the queueing
     approximation the search ranks by (docs/search.md). Run as a long request (``api_work``)."""

@@ -52,6 +52,12 @@ class _Turns:
 _turns: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns]" = weakref.WeakKeyDictionary()
 
 
+# how OpenAPI declares a long route's 503 (the Error model: api_guard.ERROR_RESPONSES)
+LONG_RESPONSES: dict[int | str, dict] = {503: {"description": f"more than {LONG_WAITING} long requests wait already "
+                                               "(Retry-After says when to ask again), or a search ran past its time limit",
+                                               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}
+
+
 class ServerBusy(HTTPException):
     """Too many long requests wait already: a 503 saying so, and when to ask again."""
 
