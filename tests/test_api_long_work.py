@@ -1,4 +1,5 @@
-"""Long requests (searches, simulations, the what-runs view, validation, the HTML report) run in a few
+"""Long requests (searches, simulations, the what-runs view, validation, the HTML report, separate pools'
+launch scripts) run in a few
 threads of their own, wait their turn, are refused with a 503 when too many wait, and stop before
 starting when their client has gone (shells/api_work.py)."""
 
@@ -25,6 +26,7 @@ LONG_ROUTES = [
     ("post", "/api/views/homelab", {"gpu": "rtx-4090"}),
     ("post", "/api/report", {"scenario": SCENARIO, "draws": 0}),
     ("get", "/api/validate?kind=memory", None),
+    ("post", "/api/deploy", {"deployment": {"model": "qwen3-8b", "gpu": "h100"}, "prefill_instances": 1}),
 ]
 
 
@@ -53,6 +55,12 @@ def test_a_long_route_is_a_503_while_too_many_wait(client, monkeypatch, method, 
     path, verb = route.split("?")[0], method
     declared = client.get("/openapi.json").json()["paths"][path][verb]["responses"]["503"]
     assert declared["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+
+
+def test_one_instance_s_launch_command_is_not_a_long_request(client, monkeypatch):
+    monkeypatch.setattr(api_work, "LONG_WAITING", 0)
+    r = client.post("/api/deploy", json={"deployment": {"model": "qwen3-8b", "gpu": "h100"}})
+    assert r.status_code == 200 and r.json()["command"]["argv"][:2] == ["vllm", "serve"], r.text
 
 
 def test_long_work_holds_none_of_the_threads_other_routes_use():
