@@ -276,3 +276,21 @@ def test_a_long_name_in_a_path_is_a_short_422_not_a_404_quoting_it(client, path,
     err = assert_error_shape(r, 422)
     assert err["detail"][0]["loc"] == ["path", field] and err["error"]["allowed"] == f"at most {bound} characters"
     assert len(r.content) < 1000
+
+
+@pytest.mark.parametrize("method, path, allow", [
+    ("options", "/api/scenarios/1", "DELETE, GET, HEAD, PATCH"),  # Starlette named only the first route's GET
+    ("post", "/api/measurements/3", "DELETE, GET, HEAD"),
+    ("put", "/api/scenarios", "GET, HEAD, POST"),
+    ("put", "/api/fit", "POST"),
+    ("post", "/", "GET, HEAD"),
+])
+def test_a_405_names_every_method_the_path_takes(client, method, path, allow):
+    r = client.request(method, path)
+    err = assert_error_shape(r, 405)
+    assert r.headers["allow"] == allow and err["error"]["allowed"] == allow
+
+
+def test_a_404_says_which_paths_are_served(client):
+    err = assert_error_shape(client.get("/nope"), 404)
+    assert "/openapi.json" in err["error"]["allowed"]

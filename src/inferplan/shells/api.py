@@ -22,6 +22,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
@@ -202,7 +203,17 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 405:  # Starlette's Allow names the first route at the path; list every route's
+            said = {m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()}
+            methods = said | {m.upper() for pattern, ms in _schema_paths() if pattern.match(request.url.path) for m in ms}
+            methods = sorted(methods | ({"HEAD"} if "GET" in methods else set()))  # HEAD: api_guard.HeadAsGet
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(methods)}
         return http_exception_response(exc)
+
+    def _schema_paths() -> list[tuple[Any, list[str]]]:
+        if not hasattr(app.state, "schema_paths"):  # each path of the schema as a pattern, with its methods
+            app.state.schema_paths = [(compile_path(path)[0], list(ops)) for path, ops in app.openapi()["paths"].items()]
+        return app.state.schema_paths
 
     @app.exception_handler(ValidationError)
     async def library_validation_error(request: Request, exc: ValidationError):

@@ -41,6 +41,7 @@ from inferplan.shells.pydantic_errors import plain_message
 # largest fits request its limits admit (160 names of 200 characters) 33 KB; 64 KiB is above all.
 MAX_BODY_BYTES = 64 * 1024
 ECHO_CHARS = 120  # how much of a bad input an error quotes back
+NOT_FOUND_ALLOWED = "a path /openapi.json lists, the page at /, or a file under /static"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 CONTENT_SECURITY_POLICY = "; ".join((
@@ -187,8 +188,13 @@ def http_exception_response(exc: HTTPException) -> JSONResponse:
     if isinstance(exc, BodyTooLarge):
         return _too_large(exc.limit_bytes)
     where = ("body",) if exc.status_code == 400 else ()
-    return http_error(exc.status_code, str(exc.detail), loc=where, allowed=getattr(exc, "allowed", None),
-                      headers=getattr(exc, "headers", None))
+    headers = getattr(exc, "headers", None) or {}
+    allowed = getattr(exc, "allowed", None)
+    if allowed is None and exc.status_code == 405 and headers.get("Allow"):
+        allowed = headers["Allow"]  # the methods the path takes, as the Allow header says them
+    elif allowed is None and exc.status_code == 404:
+        allowed = NOT_FOUND_ALLOWED
+    return http_error(exc.status_code, str(exc.detail), loc=where, allowed=allowed, headers=headers or None)
 
 
 class BodyTooLarge(HTTPException):
