@@ -27,6 +27,7 @@ LONG_ROUTES = [
     ("post", "/api/report", {"scenario": SCENARIO, "draws": 0}),
     ("get", "/api/validate?kind=memory", None),
     ("post", "/api/deploy", {"deployment": {"model": "qwen3-8b", "gpu": "h100"}, "prefill_instances": 1}),
+    ("post", "/api/fits", {"models": ["qwen3-8b"]}),
 ]
 
 

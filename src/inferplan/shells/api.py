@@ -41,7 +41,6 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.suggest import fit_or_suggest
-from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.shells.api_keys import accepted_keys, as_sent, body_model
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
@@ -54,6 +53,7 @@ from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
+from inferplan.shells.api_fits import router as fits_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
@@ -301,23 +301,6 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method,
                               draft_model=draft_model)
 
-    @app.post("/api/fits", tags=["memory"])
-    def fits_route(r: FitsRequest) -> FitsMatrix:
-        for i, model in enumerate(r.models):
-            catalogue_model(model, f"models.{i}")
-        matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
-                             quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
-                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count, all_models=r.all_models)
-
-        def addressed(cell):  # a cell's error names a request key, or none where the matrix chose the input
-            key = cell.error_field
-            if key not in Deployment.model_fields or key in FitsRequest.model_fields:
-                return cell
-            # a layout the matrix chose (TP across a system's GPUs): no key to name
-            return cell.model_copy(update={"error_field": None, "error": cell.error.removeprefix(f"{key}: ")})
-
-        return matrix.model_copy(update={"cells": tuple(addressed(c) for c in matrix.cells)})
-
     @app.post("/api/perf", tags=["speed"])
     def perf_route(r: PerfRequest) -> ServingEstimate:
         catalogue_model(r.deployment.model, "deployment.model")
@@ -442,6 +425,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
     app.include_router(search_router)  # POST /api/search (shells/api_search.py)
     app.include_router(search_view_router)  # POST /api/views/search (shells/api_search_view.py)
+    app.include_router(fits_router)  # POST /api/fits (shells/api_fits.py)
     app.include_router(homelab_router)  # POST /api/views/homelab (shells/api_homelab.py)
     app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
