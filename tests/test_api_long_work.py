@@ -58,6 +58,14 @@ def test_a_long_route_is_a_503_while_too_many_wait(client, monkeypatch, method, 
     assert declared["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
 
 
+@pytest.mark.parametrize("route", ["/api/search", "/api/views/search"])
+def test_a_search_asked_as_a_stream_is_the_same_503_before_any_line(client, monkeypatch, route):
+    monkeypatch.setattr(api_work, "LONG_WAITING", 0)
+    r = client.post(route, json=SEARCH, headers={"accept": "application/x-ndjson"})
+    assert (r.status_code, r.headers["content-type"]) == (503, "application/json"), r.text
+    assert "busy" in r.json()["error"]["message"] and r.headers["retry-after"] == str(api_work.RETRY_AFTER_S)
+
+
 def test_one_instance_s_launch_command_is_not_a_long_request(client, monkeypatch):
     monkeypatch.setattr(api_work, "LONG_WAITING", 0)
     r = client.post("/api/deploy", json={"deployment": {"model": "qwen3-8b", "gpu": "h100"}})
