@@ -28,6 +28,7 @@ LONG_ROUTES = [
     ("get", "/api/validate?kind=memory", None),
     ("post", "/api/deploy", {"deployment": {"model": "qwen3-8b", "gpu": "h100"}, "prefill_instances": 1}),
     ("post", "/api/fits", {"models": ["qwen3-8b"]}),
+    ("get", "/api/measurements/view", None),
 ]
 
 
