@@ -18,7 +18,9 @@ from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import preset_in_workload
 from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
-MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
+# simulated requests one call may ask for: about 1.5 s of one core on one engine; over many engines the
+# simulation's own cap of requests × engines (search/simulate.py) holds a run to about 11 s (4,096 replicas)
+MAX_API_REQUESTS = 200_000
 
 router = APIRouter()
 

@@ -14,7 +14,8 @@ client gave up (``curl -m 2``). So a long request:
 - asks every ``DISCONNECT_POLL_S`` whether its client is still there; once it has gone, the work's
   ``Budget`` is cancelled: a search stops at its next check between cells, and work still waiting
   for its turn stops as soon as it gets one, before computing anything. The budget's own deadline
-  stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503).
+  stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503); other long
+  work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``api_fits.MAX_FITS_CELLS`` …).
 
 Its answer is written as JSON in the worker thread too (``long_json``): validating and encoding a
 large answer (a search's is 0.8 MB) in the event loop would hold every other request up meanwhile.
@@ -84,8 +85,9 @@ async def in_long_thread(work: Callable[[Budget], T], budget: Budget) -> T:
         raise ServerBusy(turns.waiting)
 
     def turn() -> T:
-        budget.check()  # the client went (or the deadline passed) while this waited: stop before starting
-        return work(budget)
+        if budget.stopped.is_set():  # the client went while this waited: stop before starting
+            budget.check()
+        return work(budget)  # a search checks its deadline (the wait counted in it) at its first cell
 
     turns.waiting += 1  # counted at once: requests arriving together each see the ones before them
     try:
