@@ -129,7 +129,13 @@ def test_the_api_refuses_a_bad_file_with_the_key(tmp_path):
             "provenance": {"model": "llama-3.1-8b", "gpu": "h100"}}
     r = client.post("/api/measurements", json=body)
     assert r.status_code == 422
-    assert r.json()["detail"][0]["loc"] == ["body", "files", "total_input_tokens"]
+    assert r.json()["detail"][0]["loc"] == ["body", "files", "0", "content"]  # the JSON path of the file's text
+    assert r.json()["error"]["message"] == "run.json: total_input_tokens: missing"  # the place in it
+    second = {**body, "files": [{"name": "good.json", "content": (DATA / "vllm_bench_serve_c8.json").read_text()},
+                                {"name": "bad.jsonl", "content": '{"a": 1}'}]}
+    r = client.post("/api/measurements", json=second)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "files.1.content", r.text
+    assert r.json()["error"]["message"].startswith("bad.jsonl: line 1: ")
     no_gpu = client.post("/api/measurements", json={"files": body["files"], "provenance": {"model": "llama-3.1-8b"}})
     assert no_gpu.status_code == 422
     assert client.get("/api/measurements").json() == []

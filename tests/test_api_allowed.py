@@ -75,3 +75,16 @@ def test_without_the_model_the_error_type_says_it(kind, allowed):
 def test_an_unknown_place_says_only_what_the_type_of_error_does():
     assert allowed_by({"type": "finite_number", "loc": ("nowhere",)}, _Shape) == "a finite number"
     assert takes(object) is None
+
+
+@pytest.mark.parametrize(("method", "url", "loc", "allowed"), [
+    ("get", "/api/catalog/stale?days=NaN", ["query", "days"], "a whole number at least 0 and at most 100000"),
+    ("get", "/api/views/models?include_reference=maybe", ["query", "include_reference"], "true or false"),
+    ("get", "/api/scenarios/compare?a=1&b=1&draws=1.5", ["query", "draws"], "a whole number at least 0 and at most 100000"),
+    ("post", "/api/fit?speculative_tokens=x", ["query", "speculative_tokens"], "a whole number at least 0 and at most 32"),
+    ("get", "/api/scenarios/abc", ["path", "scenario_id"], "a whole number at least 1 and at most 4.61169e+18"),
+])
+def test_a_query_or_path_parameter_that_does_not_read_says_what_it_takes(client, method, url, loc, allowed):
+    r = client.request(method, url, json={"model": "qwen3-8b", "gpu": "h100"} if method == "post" else None)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == loc and r.json()["error"]["allowed"] == allowed, r.text

@@ -1,5 +1,6 @@
 """A request body that is not plainly JSON (shells/api_body.py, inputs.text_problem): a body nested
-deeper than input files may be, a body sent as another type, a key given twice."""
+deeper than input files may be, a body sent as another type, a key given twice, a body that is not
+UTF-8, a number written with more digits than Python reads."""
 
 import json
 
@@ -72,3 +73,21 @@ def test_a_key_given_twice_is_refused_naming_it_and_where_it_sits(client):
 def test_a_body_that_is_not_json_is_still_a_400_saying_where(client):
     r = client.post("/api/fit", content='{"model": "qwen3-8b",', headers=JSON)
     assert r.status_code == 400 and "not JSON" in r.json()["error"]["message"]
+
+
+def test_a_body_that_is_not_utf8_is_a_400_naming_the_byte(client):
+    r = client.post("/api/fit", content=b'{"model":"\xff\xfe","gpu":"h100-sxm"}', headers=JSON)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == {"field": None, "message": "the body is not UTF-8 (byte 0xff at position 10)",
+                                 "allowed": "JSON in UTF-8"}
+
+
+@pytest.mark.parametrize("route, body, field", [
+    ("/api/fit", '{"model":"qwen3-8b","gpu":"h100-sxm","gpus":%s}', "gpus"),
+    ("/api/fits", '{"models":["qwen3-8b",-%s]}', "models.1"),
+])
+def test_a_number_of_more_digits_than_python_reads_is_a_422_at_its_place(client, route, body, field):
+    r = client.post(route, content=body % ("9" * 5000), headers=JSON)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == {"field": field, "message": "a number written with 5,000 digits",
+                                 "allowed": "a number of at most 4,300 digits"}

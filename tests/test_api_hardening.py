@@ -256,3 +256,52 @@ def test_a_saved_scenarios_links_name_operations_that_exist(client):
     ids = {op["operationId"] for methods in schema["paths"].values() for op in methods.values()}
     links = schema["paths"]["/api/scenarios"]["post"]["responses"]["201"]["links"]
     assert len(links) == 4 and {link["operationId"] for link in links.values()} <= ids
+
+
+@pytest.mark.parametrize("path, status", [("/", 200), ("/api/catalog", 200), ("/api/catalog/models/qwen3-8b", 200),
+                                          ("/api/catalog/nope", 404), ("/static/index.html", 200), ("/api/fit", 405)])
+def test_head_is_answered_as_get_without_the_body(client, path, status):
+    got = client.get(path)
+    r = client.head(path)
+    assert (r.status_code, r.content) == (status, b""), r.text
+    assert r.headers["content-length"] == got.headers["content-length"]
+    assert r.headers["content-type"] == got.headers["content-type"]
+    assert r.headers["x-frame-options"] == "DENY"
+
+
+@pytest.mark.parametrize("path, field, bound", [("/api/catalog/models/" + "a" * 60_000, "name", 300),
+                                                ("/api/catalog/" + "k" * 5_000, "kind", 200)])
+def test_a_long_name_in_a_path_is_a_short_422_not_a_404_quoting_it(client, path, field, bound):
+    r = client.get(path)
+    err = assert_error_shape(r, 422)
+    assert err["detail"][0]["loc"] == ["path", field] and err["error"]["allowed"] == f"at most {bound} characters"
+    assert len(r.content) < 1000
+
+
+@pytest.mark.parametrize("method, path, allow", [
+    ("options", "/api/scenarios/1", "DELETE, GET, HEAD, PATCH"),  # Starlette named only the first route's GET
+    ("post", "/api/measurements/3", "DELETE, GET, HEAD"),
+    ("put", "/api/scenarios", "GET, HEAD, POST"),
+    ("put", "/api/fit", "POST"),
+    ("post", "/", "GET, HEAD"),
+])
+def test_a_405_names_every_method_the_path_takes(client, method, path, allow):
+    r = client.request(method, path)
+    err = assert_error_shape(r, 405)
+    assert r.headers["allow"] == allow and err["error"]["allowed"] == allow
+
+
+def test_a_404_says_which_paths_are_served(client):
+    err = assert_error_shape(client.get("/nope"), 404)
+    assert "/openapi.json" in err["error"]["allowed"]
+
+
+def test_a_fits_matrix_of_more_cells_than_one_request_computes_is_refused_before_any(client):
+    """60 models × 60 GPUs × 10 quantizations in a 1.4 KB body was 143 s of one core and a 159 MB reply."""
+    from inferplan.shells.api_fits import MAX_FITS_CELLS
+
+    gpus = [a["id"] for a in client.get("/api/catalog/accelerators").json()][:17]
+    err = assert_error_shape(client.post("/api/fits", json={"all_models": True, "gpus": gpus}), 422)
+    assert err["error"]["field"] == "gpus" and f"at most {MAX_FITS_CELLS:,} cells" in err["error"]["allowed"]
+    assert "× 17 GPUs or systems × 1 quantization is" in err["error"]["message"]
+    assert client.post("/api/fits", json={"all_models": True}).status_code == 200  # the default grid, every model

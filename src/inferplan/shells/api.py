@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path as PathParam, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from inferplan import __version__
 from inferplan.catalog.loader import load_catalog
@@ -40,7 +41,6 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.suggest import fit_or_suggest
-from inferplan.memory.matrix import FitsMatrix, FitsRequest, fits_matrix
 from inferplan.shells.api_keys import accepted_keys, as_sent, body_model
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
@@ -53,26 +53,41 @@ from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
 from inferplan.shells.api_search import router as search_router
 from inferplan.shells.api_search_view import router as search_view_router
+from inferplan.shells.api_fits import router as fits_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
+from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
-    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HostCheck,
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HeadAsGet, HostCheck,
     ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router
-from inferplan.shells.pydantic_errors import allowed_by
+from inferplan.shells.pydantic_errors import allowed_by, takes
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
 
 STATIC = Path(__file__).parent / "static"
+# a name in a path is as long as a name in a body may be: a 404 quotes it, so 100 kB of it made a 200 kB reply
+CatalogKind = Annotated[str, PathParam(max_length=200)]
+CatalogName = Annotated[str, PathParam(max_length=300, description="id or alias (a repo id alias holds a slash)")]
 
-def _allowed(error: dict, model) -> str | None:
-    """What a request error's place takes: in the body, read from the body's model too."""
+def _allowed(error: dict, model, request: Request) -> str | None:
+    """What a request error's place takes: in the body, read from the body's model too; a query or path
+    parameter's from the route's declaration of it (``?days=NaN``: "a whole number at least 0 and at most 100000")."""
     in_body = list(error["loc"])[1:] if error["loc"] and error["loc"][0] == "body" else None
-    return allowed_by(error, model if in_body is not None else None, in_body)
+    return allowed_by(error, model if in_body is not None else None, in_body) or _param_takes(error["loc"], request)
+
+
+def _param_takes(loc, request: Request) -> str | None:
+    route = request.scope.get("route")
+    if len(loc) != 2 or loc[0] not in ("query", "path") or route is None or not hasattr(route, "dependant"):
+        return None
+    params = route.dependant.query_params if loc[0] == "query" else route.dependant.path_params
+    info = next((p.field_info for p in params if p.alias == loc[1]), None)
+    return None if info is None else takes(info.annotation, info)
 
 
 def _json_field(field: str | None) -> list[str]:
@@ -163,6 +178,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
     app.add_middleware(JsonBody, deadline_s=body_deadline_s)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
+    app.add_middleware(HeadAsGet)
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(SecurityHeaders)
@@ -182,12 +198,22 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         model = body_model(request)  # the field at each error's place says what it takes
         return error_response(422, [error_item(e["loc"], e["msg"], e["type"], (
             accepted_keys(model, e["loc"]) if e["type"] == "extra_forbidden" else None)
-            or _allowed(e, model),
+            or _allowed(e, model, request),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 405:  # Starlette's Allow names the first route at the path; list every route's
+            said = {m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip()}
+            methods = said | {m.upper() for pattern, ms in _schema_paths() if pattern.match(request.url.path) for m in ms}
+            methods = sorted(methods | ({"HEAD"} if "GET" in methods else set()))  # HEAD: api_guard.HeadAsGet
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(methods)}
         return http_exception_response(exc)
+
+    def _schema_paths() -> list[tuple[Any, list[str]]]:
+        if not hasattr(app.state, "schema_paths"):  # each path of the schema as a pattern, with its methods
+            app.state.schema_paths = [(compile_path(path)[0], list(ops)) for path, ops in app.openapi()["paths"].items()]
+        return app.state.schema_paths
 
     @app.exception_handler(ValidationError)
     async def library_validation_error(request: Request, exc: ValidationError):
@@ -231,7 +257,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return sorted(KINDS)
 
     @app.get("/api/catalog/{kind}", tags=["catalogue"])
-    def catalog_list(kind: str) -> list[dict[str, Any]]:
+    def catalog_list(kind: CatalogKind) -> list[dict[str, Any]]:
         try:
             entries = list_entries(kind)
         except CatalogError as exc:
@@ -239,7 +265,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return [e.model_dump(mode="json") for e in entries]
 
     @app.get("/api/catalog/{kind}/{name:path}", tags=["catalogue"])  # a repo id alias holds a slash
-    def catalog_show(kind: str, name: str) -> dict[str, Any]:
+    def catalog_show(kind: CatalogKind, name: CatalogName) -> dict[str, Any]:
         try:
             _, entry = show_entry(name, kind)
         except AmbiguousNameError:
@@ -275,23 +301,6 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method,
                               draft_model=draft_model)
 
-    @app.post("/api/fits", tags=["memory"])
-    def fits_route(r: FitsRequest) -> FitsMatrix:
-        for i, model in enumerate(r.models):
-            catalogue_model(model, f"models.{i}")
-        matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
-                             quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
-                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count, all_models=r.all_models)
-
-        def addressed(cell):  # a cell's error names a request key, or none where the matrix chose the input
-            key = cell.error_field
-            if key not in Deployment.model_fields or key in FitsRequest.model_fields:
-                return cell
-            # a layout the matrix chose (TP across a system's GPUs): no key to name
-            return cell.model_copy(update={"error_field": None, "error": cell.error.removeprefix(f"{key}: ")})
-
-        return matrix.model_copy(update={"cells": tuple(addressed(c) for c in matrix.cells)})
-
     @app.post("/api/perf", tags=["speed"])
     def perf_route(r: PerfRequest) -> ServingEstimate:
         catalogue_model(r.deployment.model, "deployment.model")
@@ -313,8 +322,12 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         # written by the model itself: FastAPI's re-validation of a 37 KB view took longer than planning it
         return Response(view(r).model_dump_json(), media_type="application/json")
 
-    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse, responses=ERROR_RESPONSES_BESIDE_HTML)
-    def report_route(r: PlanRequest) -> HTMLResponse:
+    @app.post("/api/report", tags=["economics"], response_class=HTMLResponse,
+              responses={**ERROR_RESPONSES_BESIDE_HTML, **LONG_RESPONSES})
+    async def report_route(r: PlanRequest, http: Request) -> HTMLResponse:
+        return await until_disconnected(http, lambda _budget: report(r))  # 100,000 draws take seconds
+
+    def report(r: PlanRequest) -> HTMLResponse:
         from inferplan.report.files import render_html
 
         v = view(r)
@@ -324,10 +337,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
         disposition = f"attachment; filename=\"{ascii_name}.html\"; filename*=UTF-8''{quote(name)}.html"
         return HTMLResponse(render_html(v.result, v.uncertainty, r.currency), headers={"Content-Disposition": disposition})
 
-    @app.get("/api/validate", tags=["validation"])
-    def validate_route(kind: Literal["all", "memory", "speed"] = "all") -> Validation:
-        return Validation(memory=validate_memory() if kind in ("all", "memory") else None,
-                          speed=validate_speed() if kind in ("all", "speed") else None)
+    @app.get("/api/validate", tags=["validation"], response_model=Validation, responses=LONG_RESPONSES)
+    async def validate_route(http: Request, kind: Literal["all", "memory", "speed"] = "all") -> Response:
+        return await long_json(http, lambda _budget: Validation(  # every shipped measurement: a second or two
+            memory=validate_memory() if kind in ("all", "memory") else None,
+            speed=validate_speed() if kind in ("all", "speed") else None))
 
     @app.get("/api/scenarios", tags=["scenarios"])
     def scenarios_list() -> list[SavedScenario]:
@@ -411,6 +425,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
     app.include_router(search_router)  # POST /api/search (shells/api_search.py)
     app.include_router(search_view_router)  # POST /api/views/search (shells/api_search_view.py)
+    app.include_router(fits_router)  # POST /api/fits (shells/api_fits.py)
     app.include_router(homelab_router)  # POST /api/views/homelab (shells/api_homelab.py)
     app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -7,6 +7,9 @@
   DeepSeek-V3 (scenario files refuse duplicate keys the same way).
 - Lists and objects nested more than ``MAX_NESTING_DEPTH`` levels (the bound input files have) get a
   400 naming it; the check walks the body without recursing.
+- A body that is not UTF-8 gets a 400 naming the first byte that is not; a whole number written with more
+  digits than Python reads (``sys.get_int_max_str_digits``, 4,300) a 422 at its place: either would
+  otherwise be FastAPI's "There was an error parsing the body", naming nothing.
 - A body that has not arrived in full ``BODY_DEADLINE_S`` after the request's headers gets a 408 and
   the connection is closed: a client announcing ``Content-Length: 1000`` and sending 9 bytes would
   otherwise hold a connection and a request task open for ever (uvicorn sets no such limit).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,11 +52,25 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
     return twice
 
 
+class _LongNumber(str):
+    """A whole number written with more digits than Python reads, kept as its text."""
+
+
+def _whole_number(text: str) -> int | _LongNumber:
+    limit = sys.get_int_max_str_digits()
+    return _LongNumber(text) if limit and len(text.lstrip("-")) > limit else int(text)
+
+
 def body_problem(data: Any) -> tuple[int, list, str, str] | None:
-    """(status, where, message, allowed) for a body nested too deeply or with a key given twice, else None."""
+    """(status, where, message, allowed) for a body nested too deeply, with a key given twice or a number
+    too long to read, else None."""
     stack: list[tuple[Any, list]] = [(data, [])]
     while stack:
         value, path = stack.pop()
+        if isinstance(value, _LongNumber):
+            limit = sys.get_int_max_str_digits()
+            return 422, path, f"a number written with {len(value.lstrip('-')):,} digits", (
+                f"a number of at most {limit:,} digits")
         if not isinstance(value, (dict, list)):
             continue
         if len(path) >= MAX_NESTING_DEPTH:
@@ -124,14 +142,17 @@ class JsonBody:
             return http_error(415, f"the body is sent as {media or 'no Content-Type'}: the API reads JSON",
                               loc=("header", "content-type"), allowed=JSON_TYPE)
         try:
-            data = json.loads(body, object_pairs_hook=_pairs)
+            data = json.loads(body, object_pairs_hook=_pairs, parse_int=_whole_number)
         except RecursionError:
             return http_error(400, TOO_DEEP, loc=("body",), allowed=DEPTH_ALLOWED)
+        except UnicodeDecodeError as exc:
+            return http_error(400, f"the body is not UTF-8 (byte 0x{exc.object[exc.start]:02x} at position "
+                                   f"{exc.start})", loc=("body",), allowed="JSON in UTF-8")
         except ValueError:
             return None  # not JSON: the route's parser says where it stops being JSON
         problem = body_problem(data)
         if problem is None:
             return None
         status, where, message, allowed = problem
-        return error_response(status, [error_item(["body", *where], message, f"http_{status}" if status == 400
-                                                  else "duplicate_key", allowed)])
+        kind = "http_400" if status == 400 else "duplicate_key" if message.startswith("the key") else "number_too_long"
+        return error_response(status, [error_item(["body", *where], message, kind, allowed)])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from pydantic import Field, model_validator
+from starlette.concurrency import run_in_threadpool
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.deploy import LaunchPlan, Speculative, launch_plan
@@ -14,6 +15,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.shells.api_guard import refuse_server_path
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter()
 
@@ -57,19 +59,28 @@ class DeployRequest(Input):
 POOL_FIELDS = tuple(PrefillLayout.model_fields)
 
 
-@router.post("/api/deploy", tags=["deploy"], summary="The command (and Kubernetes manifest) that launches a deployment")
-def deploy_route(r: DeployRequest) -> LaunchPlan | PoolsPlan:
+@router.post("/api/deploy", tags=["deploy"], summary="The command (and Kubernetes manifest) that launches a deployment",
+             response_model=LaunchPlan | PoolsPlan, responses=LONG_RESPONSES)
+async def deploy_route(r: DeployRequest, http: Request) -> Response:
     """Each engine's own flags, checked against its flag list; with prefill_instances, every worker of
-    separate prefill and decode pools and their router."""
+    separate prefill and decode pools and their router — up to 1,024 workers' scripts, seconds of work, so
+    such a request runs as a long one (``api_work``)."""
     refuse_server_path(r.deployment.model, "deployment.model")
-    try:
-        if r.prefill_instances is not None:
-            layout = PrefillLayout(**{k: getattr(r, k) for k in POOL_FIELDS if getattr(r, k) is not None})
-            return pools_plan(r.deployment, layout, load_catalog(), output_format=r.format, speculative=r.speculative)
-        return launch_plan(r.deployment, load_catalog(), output_format=r.format, role=r.role, speculative=r.speculative)
-    except InferplanError as exc:
-        exc.field = _body_field(exc.field, r)
-        raise
+
+    def work(_budget: object) -> LaunchPlan | PoolsPlan:
+        try:
+            if r.prefill_instances is not None:
+                layout = PrefillLayout(**{k: getattr(r, k) for k in POOL_FIELDS if getattr(r, k) is not None})
+                return pools_plan(r.deployment, layout, load_catalog(), output_format=r.format, speculative=r.speculative)
+            return launch_plan(r.deployment, load_catalog(), output_format=r.format, role=r.role, speculative=r.speculative)
+        except InferplanError as exc:
+            exc.field = _body_field(exc.field, r)
+            raise
+
+    if r.prefill_instances is not None:
+        return await long_json(http, work)
+    plan = await run_in_threadpool(lambda: work(None).model_dump_json().encode())  # one instance: milliseconds
+    return Response(plan, media_type="application/json")
 
 
 def _body_field(field: str | None, r: DeployRequest) -> str | None:

@@ -41,6 +41,7 @@ from inferplan.shells.pydantic_errors import plain_message
 # largest fits request its limits admit (160 names of 200 characters) 33 KB; 64 KiB is above all.
 MAX_BODY_BYTES = 64 * 1024
 ECHO_CHARS = 120  # how much of a bad input an error quotes back
+NOT_FOUND_ALLOWED = "a path /openapi.json lists, the page at /, or a file under /static"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 CONTENT_SECURITY_POLICY = "; ".join((
@@ -187,7 +188,13 @@ def http_exception_response(exc: HTTPException) -> JSONResponse:
     if isinstance(exc, BodyTooLarge):
         return _too_large(exc.limit_bytes)
     where = ("body",) if exc.status_code == 400 else ()
-    return http_error(exc.status_code, str(exc.detail), loc=where, headers=getattr(exc, "headers", None))
+    headers = getattr(exc, "headers", None) or {}
+    allowed = getattr(exc, "allowed", None)
+    if allowed is None and exc.status_code == 405 and headers.get("Allow"):
+        allowed = headers["Allow"]  # the methods the path takes, as the Allow header says them
+    elif allowed is None and exc.status_code == 404:
+        allowed = NOT_FOUND_ALLOWED
+    return http_error(exc.status_code, str(exc.detail), loc=where, allowed=allowed, headers=headers or None)
 
 
 class BodyTooLarge(HTTPException):
@@ -262,6 +269,27 @@ class HostCheck:
                 return await http_error(400, "this server answers only requests addressed to it on loopback",
                                         loc=("header", "host"), allowed=", ".join(sorted(self.allowed)))(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+class HeadAsGet:
+    """Answer HEAD as GET without the body (RFC 9110 9.3.2): FastAPI's GET routes take no HEAD, so a
+    monitor's or ``curl -I``'s check of the page or the catalogue would get a 405."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return  # the body is left out; its headers (Content-Length included) are kept
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class SecurityHeaders:

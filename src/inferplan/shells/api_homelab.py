@@ -4,11 +4,12 @@ for a person with a GPU or two."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from pydantic import Field, field_validator
 
 from inferplan.inputs import Input, not_blank
 from inferplan.report.homelab_view import HomelabView
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 
 class HomelabRequest(Input):
@@ -32,14 +33,18 @@ class HomelabRequest(Input):
 router = APIRouter()
 
 
-@router.post("/api/views/homelab", tags=["views"])
-def homelab_route(r: HomelabRequest) -> HomelabView:
+@router.post("/api/views/homelab", tags=["views"], response_model=HomelabView, responses=LONG_RESPONSES)
+async def homelab_route(r: HomelabRequest, http: Request) -> Response:
+    """Run as a long request (``api_work``): every model on the GPUs takes a few seconds."""
     from inferplan.catalog.loader import load_catalog
     from inferplan.performance.here import what_runs_on
     from inferplan.report.homelab_view import homelab_view
 
-    catalog = load_catalog()
-    result = what_runs_on(r.gpu, r.gpus, catalog, engine=r.engine,
-                          quantizations=[r.quantization] if r.quantization else None, all_models=r.all_models,
-                          host_memory_gb=r.host_memory_gb)
-    return homelab_view(result, catalog)
+    def work(_budget: object) -> HomelabView:
+        catalog = load_catalog()
+        result = what_runs_on(r.gpu, r.gpus, catalog, engine=r.engine,
+                              quantizations=[r.quantization] if r.quantization else None, all_models=r.all_models,
+                              host_memory_gb=r.host_memory_gb)
+        return homelab_view(result, catalog)
+
+    return await long_json(http, work)

@@ -15,6 +15,7 @@ from inferplan.measurements.export import run_as_catalogue
 from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance, read_runs
 from inferplan.report.measured_chart import predicted_vs_measured, run_text
 from inferplan.shells.api_guard import ItemId
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter(tags=["measurements"])
 # One result file as text: a detailed `vllm bench serve --save-result` JSON of 1,000 prompts (per-request
@@ -60,7 +61,7 @@ def import_measurements(r: MeasurementImport, request: Request) -> list[Measured
     try:
         runs = read_runs(load_catalog(), [(f.name, f.content.encode()) for f in r.files], r.provenance)
     except InferplanError as exc:
-        exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else f"files.{exc.field or 'content'}"
+        exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else _file_field(exc, r.files)
         raise
     try:
         return _store(request).add_measurements(runs)
@@ -69,11 +70,24 @@ def import_measurements(r: MeasurementImport, request: Request) -> list[Measured
         raise
 
 
-@router.get("/api/measurements/view")
-def measurements_view(request: Request) -> MeasurementsView:
-    """Every run with predicted vs measured, and the chart of them."""
-    runs = compare_runs(_store(request).list_measurements())
-    return MeasurementsView(runs=runs, texts=[run_text(r) for r in runs], chart=predicted_vs_measured(runs))
+def _file_field(exc: InferplanError, files: list[ResultFile]) -> str:
+    """A refusal inside a result file (its key or line, which the message says after the file's name) at
+    the JSON path of that file's content, ``files.1.content``; ``files`` for the list itself."""
+    if exc.field == "files":
+        return "files"
+    index = next((i for i, f in enumerate(files) if str(exc).startswith(f"{f.name}: ")), 0)
+    return f"files.{index}.content"
+
+
+@router.get("/api/measurements/view", response_model=MeasurementsView, responses=LONG_RESPONSES)
+async def measurements_view(request: Request) -> Response:
+    """Every run with predicted vs measured, and the chart of them: a long request (``api_work``), each
+    stored run planned again (60 runs, 2 s)."""
+    def work(_budget: object) -> MeasurementsView:
+        runs = compare_runs(_store(request).list_measurements())
+        return MeasurementsView(runs=runs, texts=[run_text(r) for r in runs], chart=predicted_vs_measured(runs))
+
+    return await long_json(request, work)
 
 
 @router.get("/api/measurements/choices")

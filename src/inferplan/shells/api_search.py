@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from inferplan.search.budget import Budget
 from inferplan.search.result import SearchResult
@@ -21,23 +21,23 @@ from inferplan.search.trace import trace_of
 from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import SearchBody
 from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
-from inferplan.shells.api_work import until_disconnected
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter()
 
 
 @router.post("/api/search", tags=["search"], summary="The cheapest deployments that meet a service target",
-             responses=stream_responses(SearchResult))
-async def search_route(request: SearchBody, http: Request) -> SearchResult:
+             response_model=SearchResult, responses={**stream_responses(SearchResult), **LONG_RESPONSES})
+async def search_route(request: SearchBody, http: Request) -> Response:
     """The ranked deployments (what to run, its cost, its tail latency, its launch command), why each failed
     family failed, the cost/interactivity front and the model at an API beside them (docs/search.md).
     Plans on the server's stored runs (POST /api/measurements) as measured profiles, as ``plan`` does.
-    Runs in a worker thread, stopped when the client goes or at the search's deadline (``api_work``).
+    Runs in a long request's thread, stopped when the client goes or at the search's deadline (``api_work``).
     With ``Accept: application/x-ndjson``, its progress line by line, then this answer (``api_stream``)."""
     work = search_work(request, http)
     if wants_stream(http):
         return await progress_stream(http, work)
-    return await until_disconnected(http, work)
+    return await long_json(http, work)
 
 
 def search_work(request: SearchBody, http: Request) -> Callable[..., SearchResult]:

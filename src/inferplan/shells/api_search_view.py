@@ -5,29 +5,29 @@ simulator loads, the failed families' reasons, the API beside them and the cost/
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
+from fastapi import APIRouter, Request, Response
 
 from inferplan.report.search_choices import SearchChoices
 from inferplan.report.search_view import SearchView
 from inferplan.shells.api_keys import SearchBody
-from inferplan.shells.api_search import search_route, search_work
+from inferplan.shells.api_search import search_work
 from inferplan.shells.api_stream import progress_stream, stream_responses, wants_stream
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter()
 
 
 @router.post("/api/views/search", tags=["search"], summary="A search's answer as the web page shows it",
-             responses=stream_responses(SearchView))
-async def search_view_route(request: SearchBody, http: Request) -> SearchView:
+             response_model=SearchView, responses={**stream_responses(SearchView), **LONG_RESPONSES})
+async def search_view_route(request: SearchBody, http: Request) -> Response:
     """The body of POST /api/search; the answer worded per row, with the chart's Vega-Lite spec. With
     ``Accept: application/x-ndjson``, the search's progress line by line, then this answer (``api_stream``)."""
     from inferplan.report.search_view import search_view
 
+    work = search_work(request, http)
     if wants_stream(http):
-        work = search_work(request, http)
         return await progress_stream(http, lambda budget, progress: search_view(work(budget, progress)))
-    return await run_in_threadpool(search_view, await search_route(request, http))
+    return await long_json(http, lambda budget: search_view(work(budget)))
 
 
 @router.get("/api/views/search-choices", tags=["search"], summary="What the search form's filters take")

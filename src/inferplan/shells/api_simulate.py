@@ -5,18 +5,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from pydantic import Field, field_validator, model_validator
 
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.search.budget import Budget
 from inferplan.search.simulation import SimulationQuery, SimulationReport, simulate_deployment
 from inferplan.search.trace import MAX_TRACE_ROWS, TraceFile, as_trace_file, trace_of
 from inferplan.shells.api_guard import refuse_server_path, refuse_trace_path
 from inferplan.shells.api_keys import preset_in_workload
+from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
-MAX_API_REQUESTS = 200_000  # simulated requests one call may ask for (about 2 s of the server's time)
+# simulated requests one call may ask for: about 1.5 s of one core on one engine; over many engines the
+# simulation's own cap of requests × engines (search/simulate.py) holds a run to about 11 s (4,096 replicas)
+MAX_API_REQUESTS = 200_000
 
 router = APIRouter()
 
@@ -39,16 +43,21 @@ class SimulateRequest(SimulationQuery):
         return preset_in_workload(data)  # "workload": "chat-seat", as /api/search takes it
 
 
-@router.post("/api/simulate", tags=["speed"], summary="Tail latency of one deployment under a load")
-def simulate_route(r: SimulateRequest) -> SimulationReport:
+@router.post("/api/simulate", tags=["speed"], summary="Tail latency of one deployment under a load",
+             response_model=SimulationReport, responses=LONG_RESPONSES)
+async def simulate_route(r: SimulateRequest, http: Request) -> Response:
     """p50/p95/p99 TTFT, TPOT and end-to-end latency: the discrete-event simulation beside the queueing
-    approximation the search ranks by (docs/search.md)."""
+    approximation the search ranks by (docs/search.md). Run as a long request (``api_work``)."""
     refuse_server_path(r.deployment.model, "deployment.model")
-    try:
-        query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
-        return simulate_deployment(query, trace=trace_of(r.trace) if r.trace is not None else None)
-    except InferplanError as exc:
-        raise _addressed(exc) from None
+
+    def work(_budget: Budget) -> SimulationReport:
+        try:
+            query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
+            return simulate_deployment(query, trace=trace_of(r.trace) if r.trace is not None else None)
+        except InferplanError as exc:
+            raise _addressed(exc) from None
+
+    return await long_json(http, work)
 
 
 def _addressed(exc: InferplanError) -> InferplanError:

@@ -1,31 +1,110 @@
-"""A long computation run for an HTTP request: in a worker thread, stopped when its client goes.
+"""A long computation run for an HTTP request: in a worker thread of its own pool, stopped when its client goes.
 
-A search can take a minute. Run in the event loop's threadpool as a plain route, it would go on to
-the end after the client gave up (``curl -m 2``), holding a worker. ``until_disconnected`` runs it
-in a thread with a ``Budget`` and asks every ``DISCONNECT_POLL_S`` whether the client is still
-there; once it has gone, the budget is cancelled and the search stops at its next check between
-cells. The budget's own deadline stops it as well (``search/budget.py``: a 503).
+A search can take a minute, a simulation of the most requests allowed over the most replicas ten
+seconds, the what-runs view of every model a few. Run in the event loop's threadpool as plain routes,
+40 of them at once would hold all of its 40 threads, and every other route of the server (a catalogue
+read, the page's plan) would wait behind them for minutes; and each would go on to the end after its
+client gave up (``curl -m 2``). So a long request:
+
+- runs in at most ``LONG_AT_ONCE`` threads of its own per worker process (``long_work``), never in the
+  threadpool the other routes use, waiting its turn in arrival order; the work is CPU-bound Python, so
+  more at once in one process would only share one core more thinly;
+- is refused at once with a 503 (``ServerBusy``, with ``Retry-After``) while ``LONG_WAITING`` others
+  wait already, rather than queued for many minutes;
+- asks every ``DISCONNECT_POLL_S`` whether its client is still there; once it has gone, the work's
+  ``Budget`` is cancelled: a search stops at its next check between cells, and work still waiting
+  for its turn stops as soon as it gets one, before computing anything. The budget's own deadline
+  stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503); other long
+  work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``api_fits.MAX_FITS_CELLS`` …).
+
+Its answer is written as JSON in the worker thread too (``long_json``): validating and encoding a
+large answer (a search's is 0.8 MB) in the event loop would hold every other request up meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Callable, TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import Response
 
 from inferplan.search.budget import Budget
 
 T = TypeVar("T")
 DISCONNECT_POLL_S = 0.5  # how often a running request asks whether its client is still there
+LONG_AT_ONCE = 2  # long requests one worker process computes at once
+LONG_WAITING = 32  # long requests that may wait for a turn; one more is a 503
+RETRY_AFTER_S = 10  # what the 503 tells a client to wait before asking again
+
+
+class _Turns:
+    """One event loop's turns for long requests, and how many wait for one."""
+
+    def __init__(self) -> None:
+        self.limiter, self.waiting = anyio.CapacityLimiter(LONG_AT_ONCE), 0
+        self.threads = anyio.CapacityLimiter(LONG_AT_ONCE)  # the threads they run in: one for each turn taken
+
+
+_turns: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns]" = weakref.WeakKeyDictionary()
+
+
+# how OpenAPI declares a long route's 503 (the Error model: api_guard.ERROR_RESPONSES)
+LONG_RESPONSES: dict[int | str, dict] = {503: {"description": f"more than {LONG_WAITING} long requests wait already "
+                                               "(Retry-After says when to ask again), or a search ran past its time limit",
+                                               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}
+
+
+class ServerBusy(HTTPException):
+    """Too many long requests wait already: a 503 saying so, and when to ask again."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(503, f"the server is busy: {LONG_AT_ONCE} long requests (searches, simulations) are running "
+                              f"and {waiting} are waiting", headers={"Retry-After": str(RETRY_AFTER_S)})
+        self.allowed = f"the same request again in {RETRY_AFTER_S} s or later"
+
+
+def long_work() -> _Turns:
+    """The running event loop's turns for long requests (one set per loop: a worker process has one)."""
+    loop = asyncio.get_running_loop()
+    turns = _turns.get(loop)
+    if turns is None:
+        turns = _turns[loop] = _Turns()
+    return turns
+
+
+async def in_long_thread(work: Callable[[Budget], T], budget: Budget) -> T:
+    """``work(budget)`` in one of the long requests' threads once a turn is free; a 503 (``ServerBusy``)
+    while ``LONG_WAITING`` wait already; nothing computed if the budget was cancelled meanwhile."""
+    turns = long_work()
+    if turns.waiting >= LONG_WAITING:
+        raise ServerBusy(turns.waiting)
+
+    def turn() -> T:
+        if budget.stopped.is_set():  # the client went while this waited: stop before starting
+            budget.check()
+        return work(budget)  # a search checks its deadline (the wait counted in it) at its first cell
+
+    turns.waiting += 1  # counted at once: requests arriving together each see the ones before them
+    try:
+        await turns.limiter.acquire()
+    finally:
+        turns.waiting -= 1
+    try:
+        return await anyio.to_thread.run_sync(turn, limiter=turns.threads)
+    finally:
+        turns.limiter.release()
 
 
 async def until_disconnected(http: Request, work: Callable[[Budget], T], budget: Budget | None = None) -> T:
-    """``work(budget)`` in a worker thread; the budget cancelled when the client disconnects (or this
-    request is cancelled, as when the server stops)."""
+    """``work(budget)`` in a long request's thread (``in_long_thread``); the budget cancelled when the
+    client disconnects (or this request is cancelled, as when the server stops)."""
     budget = budget or Budget()
-    task = asyncio.ensure_future(run_in_threadpool(work, budget))
+    task = asyncio.ensure_future(in_long_thread(work, budget))
     try:
         while not task.done():
             await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
@@ -35,3 +114,10 @@ async def until_disconnected(http: Request, work: Callable[[Budget], T], budget:
         if not task.done():
             budget.cancel()
     return task.result()
+
+
+async def long_json(http: Request, work: Callable[[Budget], BaseModel], budget: Budget | None = None) -> Response:
+    """``work``'s answer as a JSON reply, computed and encoded in a long request's thread (``until_disconnected``)."""
+    body = await until_disconnected(http, lambda b: work(b).model_dump_json().encode(), budget)
+    return Response(body, media_type="application/json")
+
