@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from inferplan.units import plain_number
+
 SI_PREFIXES = " kMGTPE"  # 10^0, 10^3 … 10^18: a larger number counts in E ("1,000 E")
 SIGNIFICANT_DIGITS = 6
 PREFIXED_FROM_POWER = 6  # a million and up carry a prefix; below it, the plain number with thousands separators
@@ -20,6 +22,6 @@ def si_text(value: float) -> str:
     if rounded == 0:
         return "0"
     if rounded.adjusted() < PREFIXED_FROM_POWER:
-        return format(rounded, ",f")
+        return plain_number(rounded)
     power = min(rounded.adjusted() // 3, len(SI_PREFIXES) - 1)
-    return f"{format(rounded.scaleb(-3 * power), ',f')} {SI_PREFIXES[power]}"
+    return f"{plain_number(rounded.scaleb(-3 * power))} {SI_PREFIXES[power]}"
