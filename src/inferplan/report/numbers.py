@@ -25,3 +25,20 @@ def si_text(value: float) -> str:
         return plain_number(rounded)
     power = min(rounded.adjusted() // 3, len(SI_PREFIXES) - 1)
     return f"{plain_number(rounded.scaleb(-3 * power))} {SI_PREFIXES[power]}"
+
+
+UNBOUNDED = "unbounded"  # a latency that is infinite: the queue in front of it grows without end
+UNBOUNDED_NOTE = "unbounded: the load exceeds what the deployment serves, so its queue and the waits grow without end"
+
+
+def milliseconds_text(seconds: float) -> str:
+    """A latency in milliseconds to a tenth ("173,626.7"); an infinite one (a queue that grows without end) as
+    "unbounded", which ``UNBOUNDED_NOTE`` explains."""
+    return UNBOUNDED if math.isinf(seconds) else f"{seconds * 1e3:,.1f}"
+
+
+def whole_count_text(count: float) -> str:
+    """A count a model gives as a fraction (the sequences of the full context a KV cache holds: 18.9) as the whole
+    ones it holds together ("18"); less than one as that share of one ("0.62 of one")."""
+    whole = math.floor(round(count, 6))  # 23.0 computed as 22.9999999 is still 23
+    return f"{whole:,}" if whole >= 1 else f"{count:.2f} of one"
