@@ -8,9 +8,10 @@ either as ``allowed`` like every other refusal; a validator raising ``PydanticCu
 
 Any other error is answered from the field at its place, when the shell passes the model that was
 validated (``model``): what the field's type takes, with its bounds (``users`` given 1e30 or
-``NaN``: "a whole number at least 1 and at most 1e+09"); a missing field as "required: " and that;
+``NaN``: "a whole number at least 1 and at most 1,000,000,000"); a missing field as "required: " and that;
 an object given as another type (``model_attributes_type``, ``dict_type``) as the keys it takes.
 Without the field, the error type alone says it ("a finite number", "a whole number", "an object").
+A number in either part is written as every other message writes it (``units.plain_number``).
 """
 
 from __future__ import annotations
