@@ -55,3 +55,25 @@ def test_every_token_count_flag_takes_the_forms(flag):
 def test_the_help_says_the_forms():
     done = runner.invoke(app, ["fit", "--help"], prog_name="inferplan", env={"COLUMNS": "400"})
     assert "128k (128,000)" in done.output
+
+
+TOKEN_FLAGS = {"--max-model-len", "--input-len", "--output-len", "--max-num-batched-tokens", "--ubatch-size",
+               "--kv-cache-tokens"}
+
+
+def _commands(command, path=()):
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_every_command_reads_its_token_count_flags_the_same_way():
+    import typer
+
+    seen = []
+    for path, command in _commands(typer.main.get_command(app)):
+        for param in command.params:
+            if TOKEN_FLAGS & set(param.opts):
+                seen.append((" ".join(path), param.opts[0]))
+                assert param.metavar == "TOKENS", (path, param.opts)  # TokensOpt's: parsed by parse_token_count
+    assert {flag for _, flag in seen} == TOKEN_FLAGS and len(seen) > 20, seen
