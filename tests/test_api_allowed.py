@@ -22,14 +22,14 @@ RATE = '"models":["llama-3.3-70b"],"input_len":10,"output_len":10'
 
 
 @pytest.mark.parametrize(("route", "body", "loc", "kind", "allowed"), [
-    ("/api/search", f'{{{SEARCH},"users":1e30}}', ["users"], "int_parsing_size", "a whole number at least 1 and at most 1e+09"),
+    ("/api/search", f'{{{SEARCH},"users":1e30}}', ["users"], "int_parsing_size", "a whole number at least 1 and at most 1,000,000,000"),
     ("/api/search", f'{{{RATE},"request_rate_per_s":NaN}}', ["request_rate_per_s"], "finite_number",
-     "a number more than 0 and at most 1e+06"),
+     "a number more than 0 and at most 1,000,000"),
     ("/api/search", f'{{{SEARCH},"users":3,"max_capex_usd":Infinity}}', ["max_capex_usd"], "finite_number",
-     "a number more than 0 and at most 1e+12"),
+     "a number more than 0 and at most 1,000,000,000,000"),
     ("/api/simulate", '{"deployment":{"model":"qwen3-8b","gpu":"h100"},"request_rate_per_s":1,'
      '"workload":{"input_len":100000000,"output_len":10}}', ["workload", "output_len"], "value_error",
-     "a whole number at least 1 and at most 1e+08"),
+     "a whole number at least 1 and at most 100,000,000"),
     ("/api/deploy", "{}", ["deployment"], "missing", "required: an object with the key model and up to 41 optional ones"),
     ("/api/deploy", '{"deployment":{"model":"qwen3-8b","gpu":"h100"},"speculative":"yes"}', ["speculative"],
      "model_attributes_type", "an object with the keys draft_model, method, tokens (tokens required)"),
@@ -78,13 +78,24 @@ def test_an_unknown_place_says_only_what_the_type_of_error_does():
 
 
 @pytest.mark.parametrize(("method", "url", "loc", "allowed"), [
-    ("get", "/api/catalog/stale?days=NaN", ["query", "days"], "a whole number at least 0 and at most 100000"),
+    ("get", "/api/catalog/stale?days=NaN", ["query", "days"], "a whole number at least 0 and at most 100,000"),
     ("get", "/api/views/models?include_reference=maybe", ["query", "include_reference"], "true or false"),
-    ("get", "/api/scenarios/compare?a=1&b=1&draws=1.5", ["query", "draws"], "a whole number at least 0 and at most 100000"),
+    ("get", "/api/scenarios/compare?a=1&b=1&draws=1.5", ["query", "draws"], "a whole number at least 0 and at most 100,000"),
     ("post", "/api/fit?speculative_tokens=x", ["query", "speculative_tokens"], "a whole number at least 0 and at most 32"),
-    ("get", "/api/scenarios/abc", ["path", "scenario_id"], "a whole number at least 1 and at most 4.61169e+18"),
+    ("get", "/api/scenarios/abc", ["path", "scenario_id"], "a whole number at least 1 and at most 4,611,686,018,427,387,904"),
 ])
 def test_a_query_or_path_parameter_that_does_not_read_says_what_it_takes(client, method, url, loc, allowed):
     r = client.request(method, url, json={"model": "qwen3-8b", "gpu": "h100"} if method == "post" else None)
     assert r.status_code == 422, r.text
     assert r.json()["detail"][0]["loc"] == loc and r.json()["error"]["allowed"] == allowed, r.text
+
+
+def test_one_refusal_writes_its_numbers_one_way(client):
+    """The bound in the message and in what is allowed is written as every other number is: 100,000,000,
+    neither 1e+08 nor 100000000."""
+    for workload in ('{"input_len":100000000,"output_len":10}', '{"input_len":1e9,"output_len":10}'):
+        answer = client.post("/api/perf", content='{"deployment":{"model":"qwen3-8b","gpu":"h100"},"workload":'
+                             + workload + "}", headers={"content-type": "application/json"})
+        error = answer.json()["error"]
+        assert answer.status_code == 422 and "100,000,000" in error["message"] and "100,000,000" in error["allowed"]
+        assert not any(s in error["message"] + error["allowed"] for s in ("e+", "100000000"))

@@ -67,6 +67,10 @@ USAGE_ERRORS = [  # what the option parser refuses -> the flag the one line name
     (["frontier", "--model", "llama-3.1-8b", "--gpu", "H100", "--points", "1000"], "--points", "at most 256"),
     (["deploy", "--model", "llama-3.1-8b", "--gpu", "H100", "--speculative-tokens", "-1"], "--speculative-tokens",
      "at least 0"),  # 0: no speculative decoding
+    (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "12x"], "--max-model-len", "128k = 128,000"),
+    (["fit", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-model-len", "-5"], "--max-model-len", "128k = 128,000"),
+    (["perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-num-batched-tokens", "1.0001k"], "--max-num-batched-tokens",
+     "128K = 131,072"),
 ]
 
 

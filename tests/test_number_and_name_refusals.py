@@ -19,7 +19,7 @@ def test_text_in_a_whole_number_field_says_what_the_field_takes(value, kind, sai
     assert r.status_code == 422
     error = r.json()["error"]
     assert error["field"] == "tensor_parallel_size" and error["message"].startswith(said)
-    assert error["allowed"] == "a whole number at least 1 and at most 1024"
+    assert error["allowed"] == "a whole number at least 1 and at most 1,024"
     assert r.json()["detail"][0]["type"] == kind
 
 
@@ -38,7 +38,7 @@ def test_an_unknown_catalogue_name_lists_the_closest_ids():
 def test_a_fraction_or_a_yes_in_a_whole_number_field_says_what_it_takes(value, said):
     r = CLIENT.post("/api/fit", json={**BASE, "gpus": value})
     assert r.status_code == 422 and r.json()["error"]["message"].startswith(said)
-    assert r.json()["error"]["allowed"] == "a whole number at least 1 and at most 100000"
+    assert r.json()["error"]["allowed"] == "a whole number at least 1 and at most 100,000"
 
 
 def test_the_closest_ids_are_found_by_alias_and_a_repo_id_reaches_its_entry():

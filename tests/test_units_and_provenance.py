@@ -45,3 +45,11 @@ def test_negative_and_infinite_values_are_rejected():
         Bytes(value=-1, kind="spec", source="x")
     with pytest.raises(ValidationError):
         Bytes(value=float("inf"), kind="spec", source="x")
+
+
+@pytest.mark.parametrize(("value", "text"), [(100_000_000, "100,000,000"), (1e8, "100,000,000"), (1e12, "1,000,000,000,000"),
+                                             (0.5, "0.5"), (1e-7, "0.0000001"), (40960, "40,960"), (2.50, "2.5")])
+def test_a_number_is_written_one_way_never_in_exponent_notation(value, text):
+    from inferplan.units import plain_number
+
+    assert plain_number(value) == text

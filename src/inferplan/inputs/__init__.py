@@ -19,7 +19,7 @@ differently from what it is), and lone UTF-16 surrogates (no UTF-8 encoder write
 The package sits under every layer, beside ``errors`` and ``units``, and holds the stated inputs
 the layers above share: ``deployment.Deployment`` (the model, hardware, parallelism and engine a
 memory or speed question is about) and ``workload.Workload`` (the requests a speed question
-serves). It imports nothing from the rest of inferplan.
+serves). It imports nothing from the rest of inferplan but ``units`` (numbers are written as everywhere else).
 """
 
 import functools
@@ -30,6 +30,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
+
+from inferplan.units import plain_number
 
 
 class WrittenFloat(float):
@@ -91,7 +93,7 @@ def _number_wanted(cls: type[BaseModel], name: str) -> str:
 def number_wanted(field: Any) -> str:
     """What a numeric field (its pydantic ``FieldInfo``) takes: "a whole number at least 1", "a number
     more than 0 and at most 1"."""
-    bounds = [f"{word} {getattr(m, attr):g}" for m in field.metadata for attr, word in _BOUND_WORDS
+    bounds = [f"{word} {plain_number(getattr(m, attr))}" for m in field.metadata for attr, word in _BOUND_WORDS
               if getattr(m, attr, None) is not None]
     kind = "a whole number" if _holds_only(field.annotation, (int,)) else "a number"
     return " ".join([kind, " and ".join(bounds)]).strip()

@@ -14,6 +14,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.performance.here import ModelOnGpus, OffloadOnGpus, WhatRuns
+from inferplan.report.numbers import whole_count_text
 from inferplan.units import GiB
 
 
@@ -87,9 +88,10 @@ def _command(d: Deployment | None, catalog: Catalog) -> str:
 
 def _at_once(held: float | None, d: Deployment | None, catalog: Catalog) -> str:
     """The requests the row serves at once: on an engine with a context per slot (llama-server) the slots its
-    command opens (``context_slots``: its --parallel), as ``fit`` says; else the sequences its KV cache holds."""
+    command opens (``context_slots``: its --parallel), as ``fit`` says; else the whole sequences of the row's context
+    its KV cache holds together (18, where it holds 18.9 of them)."""
     slots = context_slots(catalog, d, d.engine) if d is not None else None
-    return f"{slots:,}" if slots is not None else f"{held:,.1f}" if held is not None else "—"
+    return f"{slots:,}" if slots is not None else whole_count_text(held) if held is not None else "—"
 
 
 def _row(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> HomelabRow:
@@ -157,7 +159,7 @@ def homelab_view(r: WhatRuns, catalog: Catalog | None = None) -> HomelabView:
     runs = sum(1 for m in r.models if m.fits)
     layout = _layouts(r, catalog)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator}{_engines(r, catalog)}. "
-               f"Requests at once: how many of the row's context its KV cache holds together (on llama.cpp, the "
+               f"Requests at once: how many whole requests of the row's context its KV cache holds together (on llama.cpp, the "
                f"--parallel slots its command opens); TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
                + (f"; {layout}" if layout else "") + "." + _offloads(r) + _left_out(r.left_out))

@@ -64,7 +64,7 @@ from inferplan.shells.api_guard import (
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router
-from inferplan.shells.pydantic_errors import allowed_by, takes
+from inferplan.shells.pydantic_errors import allowed_by, error_message, takes
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
 from inferplan.validation.speed import SpeedValidation, validate_speed
@@ -196,7 +196,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             reason = f"the body is not JSON: {e.get('ctx', {}).get('error', e['msg'])} at character {e['loc'][-1]}"
             return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
         model = body_model(request)  # the field at each error's place says what it takes
-        return error_response(422, [error_item(e["loc"], e["msg"], e["type"], (
+        return error_response(422, [error_item(e["loc"], error_message(e), e["type"], (
             accepted_keys(model, e["loc"]) if e["type"] == "extra_forbidden" else None)
             or _allowed(e, model, request),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
@@ -219,7 +219,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     async def library_validation_error(request: Request, exc: ValidationError):
         # a domain object the library builds from valid request parts turned out inconsistent
         first = exc.errors()[0]
-        return error_response(422, [error_item(["body", *first["loc"]], first["msg"], first["type"], allowed_by(first))])
+        return error_response(422, [error_item(["body", *first["loc"]], error_message(first), first["type"], allowed_by(first))])
 
     @app.exception_handler(InferplanError)
     async def inferplan_error(request: Request, exc: InferplanError):

@@ -24,6 +24,7 @@ from inferplan.shells.cli_common import (
     KvOpt,
     SpeculativeMethodOpt,
     SpeculativeTokensOpt,
+    TokensOpt,
     catalog_for,
     console,
     deployment_from,
@@ -94,7 +95,7 @@ def fits_cmd(
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's first checkpoint (default: each model's best published build)."),
     engine: str = EngineOpt,
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
+    max_model_len: Optional[int] = TokensOpt(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
     kv_cache_dtype: str = KvOpt,
     as_json: bool = JsonOpt,
     explain: bool = ExplainOpt,
@@ -137,8 +138,8 @@ app.command("gpus")(gpus_cmd)
 def perf_cmd(
     flags: dict,
     backend: Optional[str] = typer.Option(None, "--backend", help="llama.cpp back end: cuda | metal | vulkan | rocm"),
-    input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
-    output_len: int = typer.Option(256, "--output-len", help="Generated tokens per request."),
+    input_len: int = TokensOpt(1024, "--input-len", help="Prompt tokens per request."),
+    output_len: int = TokensOpt(256, "--output-len", help="Generated tokens per request."),
     concurrency: str = typer.Option("1", "--concurrency", help="Requests in flight, or 'max'."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     speculative_method: Optional[str] = SpeculativeMethodOpt,
@@ -172,8 +173,8 @@ def perf_cmd(
 @deployment_flags(*LAYOUT, *FORMAT)
 def frontier_cmd(
     flags: dict,
-    input_len: int = typer.Option(1024, "--input-len", help="Prompt tokens per request."),
-    output_len: int = typer.Option(1024, "--output-len", help="Generated tokens per request."),
+    input_len: int = TokensOpt(1024, "--input-len", help="Prompt tokens per request."),
+    output_len: int = TokensOpt(1024, "--output-len", help="Generated tokens per request."),
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     points: int = typer.Option(24, "--points", min=2, max=256, help="Concurrency levels to sweep."),

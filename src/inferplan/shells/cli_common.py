@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from inferplan.errors import InferplanError
+from inferplan.units import parse_token_count
 
 class LazyModule:
     """A module imported on first use: ``inferplan --help`` and a command that never renders a table
@@ -41,6 +42,24 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
 )}
 
 
+TOKENS_HELP = "Tokens as vLLM reads them: 131072, 128k (128,000), 128K (131,072) or 25.6k."
+
+
+def token_count(value):
+    """typer's parser for a token-count option: ``units.parse_token_count``, its refusal a usage error."""
+    if value is None or isinstance(value, int):  # the option's default
+        return value
+    try:
+        return parse_token_count(value)
+    except InferplanError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def TokensOpt(default, *names: str, help: str):
+    """An option that takes a token count (``--max-model-len 128k``), saying the forms in its help."""
+    return typer.Option(default, *names, parser=token_count, metavar="TOKENS", help=f"{help} {TOKENS_HELP}")
+
+
 # options shared by several commands
 ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...; a Mac's size: 'M4 Max 64GB'), or local: this machine's (inferplan detect).")
@@ -55,12 +74,12 @@ PpOpt = typer.Option(None, "--pipeline-parallel-size", "-pp", help="Consecutive 
 DpOpt = typer.Option(None, "--data-parallel-size", "-dp", help="Engine instances side by side (data-parallel copies; default: the GPUs left; with --gpus alone, 1 within one host; beyond one host, or with --system alone, as many copies of the smallest instance that holds the model as fill the GPUs; vLLM's ranks of a stated size split the routed experts between them, with or without --enable-expert-parallel).")
 EpOpt = typer.Option(False, "--enable-expert-parallel", help="Spread a mixture-of-experts model's experts over the GPUs.")
 UtilOpt = typer.Option(None, "--gpu-memory-utilization", help="Share of each GPU's memory the engine may use (engine default when left out).")
-MaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the model's own).")
+MaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the model's own).")
 # perf and simulate size the engine for the requests they are asked about where no context is stated
-RequestMaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the request's, input + output; fit and deploy plan the model's own).")
-SimulatedMaxLenOpt = typer.Option(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the mean request's input + output, or a trace's longest request; fit and deploy plan the model's own).")
-BatchedOpt = typer.Option(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens; default: the engine's, or the longest prompt where it cannot chunk the model).")
-UbatchOpt = typer.Option(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
+RequestMaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the request's, input + output; fit and deploy plan the model's own).")
+SimulatedMaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the mean request's input + output, or a trace's longest request; fit and deploy plan the model's own).")
+BatchedOpt = TokensOpt(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens; default: the engine's, or the longest prompt where it cannot chunk the model).")
+UbatchOpt = TokensOpt(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
 SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
 SpeculativeTokensOpt = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding).")
 SpeculativeMethodOpt = typer.Option(
@@ -129,7 +148,7 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
     names it, e.g. a scenario file's keys)."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
-    from inferplan.shells.pydantic_errors import allowed_by
+    from inferplan.shells.pydantic_errors import allowed_by, error_message
 
     try:
         return fn(*args, **kwargs)
@@ -138,7 +157,7 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         fail(exc.describe(), field=exc.field, allowed=exc.allowed, detail=str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
-        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's message
+        message = error_message(first)
         loc = ".".join(str(p) for p in first["loc"])
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)

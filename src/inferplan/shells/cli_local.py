@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, run, split_list
+from inferplan.shells.cli_common import LazyModule, JsonOpt, console, emit_json, run, split_list, TokensOpt
 
 render_fits = LazyModule("inferplan.shells.render_fits")
 render_local = LazyModule("inferplan.shells.render_local")
@@ -15,7 +15,7 @@ def detect_cmd(
     models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: the default grid, every model with a config but those the catalogue keeps out of it to hold it to one screen; the output names them)."),
     all_models: bool = typer.Option(False, "--all-models", help="Every catalogue model with a config, the ones the default grid leaves out too."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Engine to plan with (default: llamacpp on Apple silicon, else vllm)."),
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Context length of every cell (default 8192)."),
+    max_model_len: Optional[int] = TokensOpt(None, "--max-model-len", help="Context length of every cell (default 8192)."),
     db: Optional[Path] = typer.Option(None, "--db", help="SQLite file of your runs (inferplan measurements import), used for the speeds."),
     as_json: bool = JsonOpt,
 ) -> None:

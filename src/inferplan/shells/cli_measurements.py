@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from inferplan.shells.cli_common import (DpOpt, EpOpt, LazyModule, JsonOpt, PpOpt, console, emit_json,
-                                         err_console, fail, run)
+                                         err_console, fail, run, TokensOpt)
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS
 from inferplan.shells.cli_deploy import DraftMethodOpt, DraftModelOpt, DraftTokensOpt
 
@@ -104,8 +104,8 @@ def import_cmd(
     measured_on: Optional[str] = typer.Option(None, "--measured-on", help="YYYY-MM-DD (default: the file's date, else today)."),
     driver: Optional[str] = typer.Option(None, "--driver", help="GPU driver version."),
     note: str = typer.Option("", "--note", help="Free text."),
-    kv_cache_tokens: Optional[int] = typer.Option(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens', after 'Memory after warmup' from 0.34)."),
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="The context length the engine ran with."),
+    kv_cache_tokens: Optional[int] = TokensOpt(None, "--kv-cache-tokens", help="KV cache the engine reported at start-up (vLLM: 'GPU KV cache size: N tokens', after 'Memory after warmup' from 0.34)."),
+    max_model_len: Optional[int] = TokensOpt(None, "--max-model-len", help="The context length the engine ran with."),
     speculative_tokens: int = RunDraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = RunDraftOpt,
@@ -192,14 +192,14 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(None, metavar="[ID]..."
 @deployment_flags(*LAYOUT, *(f for f in LIMITS if f != "max_model_len"), *FORMAT, *RUN_OFFLOAD)
 def acceptance_cmd(
     flags: dict,
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the workload's input + output."),
+    max_model_len: Optional[int] = TokensOpt(None, "--max-model-len", help="Default: the workload's input + output."),
     speculative_tokens: int = DraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = DraftModelOpt,
     acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, for the predictions, with --speculative-tokens (default 0.7)."),
     workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
-    input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
-    output_len: Optional[int] = typer.Option(None, "--output-len", help="Output tokens per request (default: the preset's)."),
+    input_len: Optional[int] = TokensOpt(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
+    output_len: Optional[int] = TokensOpt(None, "--output-len", help="Output tokens per request (default: the preset's)."),
     out: Path = typer.Option(..., "--out", help="Folder to write the pack into."),
     as_json: bool = JsonOpt,
 ) -> None:

@@ -14,7 +14,7 @@ import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_measurements import DbOpt, user_catalog
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, split_list
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, split_list, TokensOpt
 
 # the request's domain fields -> the flag a user typed
 SEARCH_FLAGS = {
@@ -41,8 +41,8 @@ def search_cmd(
     users: Optional[int] = typer.Option(None, "--users", help="Users to carry (with --workload)."),
     workload: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (default chat-seat)."),
     request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Requests per second to carry (with --input-len, --output-len)."),
-    input_len: Optional[int] = typer.Option(None, "--input-len", help="Prompt tokens per request."),
-    output_len: Optional[int] = typer.Option(None, "--output-len", help="Generated tokens per request."),
+    input_len: Optional[int] = TokensOpt(None, "--input-len", help="Prompt tokens per request."),
+    output_len: Optional[int] = TokensOpt(None, "--output-len", help="Generated tokens per request."),
     trace: Optional[str] = typer.Option(None, "--trace", help="CSV/JSONL trace: arrival time, input tokens, output tokens."),
     arrival: Optional[str] = typer.Option(None, "--arrival", help="poisson | bursty: how the users' or the rate's requests arrive (default poisson)."),
     peak_to_average: Optional[float] = typer.Option(None, "--peak-to-average", help="Bursty: busy-spell rate over the mean (above 1)."),
@@ -135,7 +135,7 @@ def _checked(build, *, in_flags: bool = False):
     ``in_flags`` (the request's own checks) the fields its message names said as flags too."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
-    from inferplan.shells.pydantic_errors import allowed_by, plain_message
+    from inferplan.shells.pydantic_errors import allowed_by, error_message
 
     try:
         return build()
@@ -150,7 +150,7 @@ def _checked(build, *, in_flags: bool = False):
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         flag = SEARCH_FLAGS.get(loc, SEARCH_FLAGS.get(loc.split(".")[0], loc))
-        message = plain_message(first["msg"])
+        message = error_message(first)
         fail(f"{flag}: {message}" if loc else message, field=flag or None, allowed=allowed_by(first), detail=message)
 
 

@@ -7,6 +7,7 @@ import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import (
+    TokensOpt,
     DraftAcceptanceOpt,
     SimulatedMaxLenOpt,
     catalog_for,
@@ -33,8 +34,8 @@ FLAGS = {"request_rate_per_s": "--request-rate", "users": "--users", "workload_p
 @deployment_flags(*LAYOUT, *LIMITS, *FORMAT, options={"max_model_len": SimulatedMaxLenOpt})
 def simulate_cmd(
     flags: dict,
-    input_len: int = typer.Option(1024, "--input-len", help="Mean prompt tokens per request."),
-    output_len: int = typer.Option(256, "--output-len", help="Mean generated tokens per request."),
+    input_len: int = TokensOpt(1024, "--input-len", help="Mean prompt tokens per request."),
+    output_len: int = TokensOpt(256, "--output-len", help="Mean generated tokens per request."),
     input_scv: float = typer.Option(0.0, "--input-scv", help="Spread of prompt lengths: squared coefficient of variation (0: all the mean)."),
     output_scv: float = typer.Option(0.0, "--output-scv", help="Spread of output lengths (squared coefficient of variation)."),
     lengths: str = typer.Option("lognormal", "--lengths", help="lognormal | uniform: how lengths spread (uniform: a benchmark's random dataset, SCV at most 1/3)."),

@@ -13,6 +13,7 @@ import importlib
 
 import typer
 
+from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import fail
 from inferplan.shells.pydantic_errors import ALLOWED_BY_BOUND, allowed_by
 
@@ -65,6 +66,9 @@ def describe(exc) -> tuple[str, str | None, str | None]:
     if isinstance(exc, click_errors.MissingParameter):
         return f"required by '{command}'", flag, None
     if isinstance(exc, click_errors.BadParameter):
+        if isinstance(exc.__cause__, InferplanError):  # a parser the library gives (a token count)
+            cause = exc.__cause__
+            return cause.describe() if cause.field is None else str(cause), flag, cause.allowed
         error = _first_conversion_error(exc)
         if error is not None and error["type"] in ALLOWED_BY_ERROR_TYPE:
             allowed = ALLOWED_BY_ERROR_TYPE[error["type"]]

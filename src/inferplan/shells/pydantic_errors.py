@@ -8,9 +8,10 @@ either as ``allowed`` like every other refusal; a validator raising ``PydanticCu
 
 Any other error is answered from the field at its place, when the shell passes the model that was
 validated (``model``): what the field's type takes, with its bounds (``users`` given 1e30 or
-``NaN``: "a whole number at least 1 and at most 1e+09"); a missing field as "required: " and that;
+``NaN``: "a whole number at least 1 and at most 1,000,000,000"); a missing field as "required: " and that;
 an object given as another type (``model_attributes_type``, ``dict_type``) as the keys it takes.
 Without the field, the error type alone says it ("a finite number", "a whole number", "an object").
+A number in either part is written as every other message writes it (``units.plain_number``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel
 
 from inferplan.inputs import number_wanted, numeric, only_bool
+from inferplan.units import plain_number
 
 # pydantic's error type for a value outside a field's min/max -> what the field takes ({} is the bound)
 ALLOWED_BY_BOUND = {
@@ -57,7 +59,7 @@ def allowed_by(error: dict, model: type[BaseModel] | None = None, loc: tuple | l
         bound = ctx.get("max_length", ctx.get("min_length"))
         return f"{'at most' if kind == 'too_long' else 'at least'} {bound} item{'' if bound == 1 else 's'}"
     if kind in ALLOWED_BY_BOUND and ctx:
-        return ALLOWED_BY_BOUND[kind].format(_number(next(iter(ctx.values()))))
+        return ALLOWED_BY_BOUND[kind].format(plain_number(next(iter(ctx.values()))))
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         values = [v.strip().strip("'\"") for v in re.split(r",| or ", expected) if v.strip()]
@@ -152,14 +154,19 @@ def _object_of(model: type[BaseModel]) -> str:
     return f"an object with the key{'s' if len(required) > 1 else ''} {', '.join(required)} and up to {optional} optional ones"
 
 
+def error_message(error: dict) -> str:
+    """pydantic's message for ``error`` as a person reads it (``plain_message``), the bound it names written as
+    every other message writes a number ("less than or equal to 100,000,000", not 100000000)."""
+    message = plain_message(error.get("msg", ""))
+    ctx = error.get("ctx") or {}
+    bound = next(iter(ctx.values()), None)
+    if error.get("type") in ALLOWED_BY_BOUND and isinstance(bound, (int, float)) and not isinstance(bound, bool):
+        written = str(int(bound)) if isinstance(bound, float) and bound.is_integer() else str(bound)  # as pydantic writes it
+        message = re.sub(rf"(?<![\d.]){re.escape(written)}(?![\d.]*\d)", plain_number(bound), message)
+    return message
+
+
 def plain_message(msg: object) -> str:
     """pydantic's message as a person reads it: a validator's own words without pydantic's "Value
     error, " before them, and a tuple (a list in JSON and on the command line) called a list."""
     return str(msg).removeprefix("Value error, ").replace("Tuple should", "The list should")
-
-
-def _number(bound) -> str:
-    """A bound as a user would type it: 1e6 as 1000000, 0.5 as 0.5."""
-    if isinstance(bound, float) and bound.is_integer():
-        return str(int(bound))
-    return str(bound)

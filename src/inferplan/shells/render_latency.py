@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from inferplan.shells.render import Col, layout
+from inferplan.report.numbers import UNBOUNDED, UNBOUNDED_NOTE, milliseconds_text
 from inferplan.search.arrivals import plural
 
 
-def _ms(seconds: float) -> str:
-    return "inf" if seconds == float("inf") else f"{seconds * 1e3:,.1f}"
-
-
 def _pct(error: float) -> str:
-    return "inf" if error == float("inf") else f"{error:+.0%}"
+    return UNBOUNDED if math.isinf(error) else f"{error:+.0%}"
 
 
 def print_latency_validation(console: Console, v) -> None:
     cols = [Col("point", key=True), Col("split"), Col("load", False), Col("metric"), Col("measured"),
             Col("approximation"), Col("err"), Col("simulation"), Col("err")]
-    rows = [[c.id, c.split, escape(c.load), c.metric, _ms(c.measured), _ms(c.approximation), _pct(c.approximation_error),
-             _ms(c.simulation), _pct(c.simulation_error)] for c in v.checks]
+    rows = [[c.id, c.split, escape(c.load), c.metric, milliseconds_text(c.measured), milliseconds_text(c.approximation), _pct(c.approximation_error),
+             milliseconds_text(c.simulation), _pct(c.simulation_error)] for c in v.checks]
     console.print(layout("Latency under load: predicted vs measured (ms; error = predicted / measured - 1)", cols, rows,
                          console.width))
+    if any(math.isinf(x) for c in v.checks for x in (c.approximation, c.simulation)):
+        console.print(UNBOUNDED_NOTE, highlight=False)
     medians = Table(title="Median |error| per split")
     for col in ("split", "metric", "points", "approximation", "simulation"):
         medians.add_column(col)
@@ -54,9 +55,11 @@ def print_simulation(console: Console, result) -> None:
         table.add_column(metric.upper(), justify="right", overflow="fold")
     for q in ("p50", "p95", "p99"):
         for source, figures in (("sim", result.simulation), ("approx", result.approximation)):
-            table.add_row(f"{q} {source}", *(_ms(getattr(figures, f"{metric}_{q}_s")) for metric in METRICS))
+            table.add_row(f"{q} {source}", *(milliseconds_text(getattr(figures, f"{metric}_{q}_s")) for metric in METRICS))
     console.print(table)
     a = result.approximation
+    if any(math.isinf(getattr(a, f"{metric}_{q}_s")) for metric in METRICS for q in ("p50", "p95", "p99")):
+        console.print(UNBOUNDED_NOTE, highlight=False)
     console.print(f"utilisation {_utilisation(a.utilisation)} ({'stable' if a.stable else 'UNSTABLE: the queue grows'}); "
                   f"mean running per replica: simulated {result.simulation.mean_running:.1f}, approximated {a.mean_running:.1f}; "
                   f"{result.simulation.requests_per_s:.2f} requests/s served in the simulation", highlight=False)
@@ -69,11 +72,11 @@ def _print_pools(console: Console, result) -> None:
     for metric in METRICS:
         table.add_column(metric.upper(), justify="right", overflow="fold")
     for q in ("p50", "p95", "p99"):
-        table.add_row(q, *(_ms(getattr(sim, f"{metric}_{q}_s")) for metric in METRICS))
+        table.add_row(q, *(milliseconds_text(getattr(sim, f"{metric}_{q}_s")) for metric in METRICS))
     console.print(table)
     link = f" over {pools.kv_transfer_link}" if pools.kv_transfer_link else " (as given)"
     console.print(f"prefill TP{pools.prefill_tensor_parallel_size} × {pools.prefill_instances}, decode × "
-                  f"{pools.decode_instances}; KV hand-over {_ms(pools.kv_transfer_s)} ms{link}; mean running per decode "
+                  f"{pools.decode_instances}; KV hand-over {milliseconds_text(pools.kv_transfer_s)} ms{link}; mean running per decode "
                   f"instance {sim.mean_running:.1f}; {sim.requests_per_s:.2f} requests/s served. The search prices "
                   "separate pools with its own approximation (docs/search.md)", highlight=False)
 
