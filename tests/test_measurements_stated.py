@@ -134,7 +134,7 @@ def test_the_api_takes_a_result_file_larger_than_a_note(tmp_path):
 def test_the_api_refuses_a_larger_upload_saying_the_limit(tmp_path):
     client = TestClient(create_app(tmp_path / "api.db"))
     long = _upload(client, "x" * (MAX_CONTENT_CHARS + 1))
-    assert long.status_code == 422 and long.json()["error"]["allowed"] == f"at most {MAX_CONTENT_CHARS} characters"
+    assert long.status_code == 422 and long.json()["error"]["allowed"] == f"at most {MAX_CONTENT_CHARS:,} characters"
     r = _upload(client, "x" * (MAX_UPLOAD_BYTES + 1))
     assert r.status_code == 413 and r.json()["error"]["allowed"] == f"at most {MAX_UPLOAD_BYTES} bytes"
     other = client.post("/api/fit", json={"model": "x" * (70 * 1024)})
