@@ -179,10 +179,10 @@ class NearMiss(_Frozen):
     accelerator: str
     engine: str
     quantization: str
-    layout: str  # one instance's layout, as a pick's
-    gpus: int
+    layout: str  # one instance's layout, as a pick's (separate pools: the decode pool's)
+    gpus: int  # the engine instances run on, both pools' when separate
     gpus_paid: int
-    replicas: int
+    replicas: int  # engine instances (separate pools: the decode pool's)
     rent_or_buy: Literal["buy", "rent"]
     monthly_usd: float
     usd_per_mtok: float
