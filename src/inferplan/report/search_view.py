@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.report.charts import SCHEMA, TITLE_CONFIG
 from inferplan.report.money import monthly_text
 from inferplan.search.arrivals import plural, rate_text
-from inferplan.search.result import ApiAlternative, Deployed, Infeasible, ParetoPoint, SearchResult
+from inferplan.search.reasons import miss_text, unit_of
+from inferplan.search.result import ApiAlternative, Deployed, Infeasible, NearMiss, ParetoPoint, SearchResult, TargetMiss
 
 
 def duration(seconds: float) -> str:
@@ -85,6 +86,36 @@ def infeasible_text(x: Infeasible) -> str:
     return f"{x.model} on {x.platform} · {x.engine} · {x.quantization}: {x.reason} — {x.message}{hint}"
 
 
+# how a near miss beats the top pick, by the objective
+CHEAPER_WORDS = {"usd-per-mtok": "cheaper", "monthly": "cheaper", "capex": "less capex", "gpus": "fewer GPUs",
+                 "power": "less power"}
+
+
+def near_misses_title(r: SearchResult) -> str:
+    first = "cheaper than #1, " if r.results else ""
+    return (f"Near misses ({first}each missing a target by at most {r.near_miss_margin:.0%}, inside the speed model's "
+            "error; docs/search.md)")
+
+
+def relaxed_text(m: TargetMiss, names: dict[str, str] | None = None) -> str:
+    """The relaxed target as a flag (``names``: target field -> flag) or in words: "--min-tokens-per-s-per-user
+    69.8", "tokens/s per user (p95) ≥ 69.8 tok/s"."""
+    if names:
+        return f"{names[m.target]} {m.relaxed:.12g}"
+    unit = f" {unit_of(m.target)}" if unit_of(m.target) else ""
+    return f"{m.label} {'≥' if unit_of(m.target) == 'tok/s' else '≤'} {m.relaxed:.12g}{unit}"
+
+
+def near_miss_text(n: NearMiss, objective: str, names: dict[str, str] | None = None) -> str:
+    """One near miss: the relaxed targets that admit it, what it is and costs, and each target it misses."""
+    cheaper = f", {n.times_cheaper:,.3g}× {CHEAPER_WORDS[objective]} than #1" if n.times_cheaper else ""
+    misses = "; ".join(miss_text(m.label, m.value, m.limit, unit_of(m.target), "under" if unit_of(m.target) == "tok/s"
+                                 else "over", lead="reaches") for m in n.misses)
+    return (f"{' and '.join(relaxed_text(m, names) for m in n.misses)} admits {n.model} on {n.platform} · {n.engine} · "
+            f"{n.quantization} ({n.layout} × {n.replicas}, {plural(n.gpus_paid, 'GPU')}) at {monthly_text(n.monthly_usd)}"
+            f"/month ({n.rent_or_buy}){cheaper}: {misses}")
+
+
 def pareto_text(p: ParetoPoint) -> str:
     return (f"${p.usd_per_mtok:,.3f}/Mtok at {p.output_tokens_per_s_per_user:,.0f} tok/s per user: "
             f"{p.platform} · {p.engine} · {p.quantization}, {gpus_text(p.gpus, p.gpus_paid, p.systems, p.whole_rack)}"
@@ -133,6 +164,8 @@ class SearchView(_Frozen):
     notes: tuple[str, ...]
     rows: tuple[SearchRow, ...]
     infeasible: tuple[str, ...]  # one line per family that has no deployment that works
+    near_misses_title: str = ""  # what the near misses are, said above them
+    near_misses: tuple[str, ...] = ()  # one line per near miss: the relaxed target that admits it, its cost
     api: tuple[str, ...]
     chart: dict | None  # the cost/interactivity front; None when nothing is feasible
     result: SearchResult
@@ -162,4 +195,5 @@ def search_view(r: SearchResult) -> SearchView:
     infeasible = tuple(infeasible_text(x) for x in r.infeasible)
     api = tuple(api_text(a) for a in r.api)
     return SearchView(summary=summary_text(r), notes=r.notes, rows=rows, infeasible=infeasible, api=api,
-                      chart=pareto_chart(r), result=r)
+                      near_misses_title=near_misses_title(r),
+                      near_misses=tuple(near_miss_text(n, r.objective) for n in r.near_misses), chart=pareto_chart(r), result=r)

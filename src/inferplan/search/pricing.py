@@ -98,3 +98,9 @@ def _rented_gpu_power_w(model: str, p: Platform) -> float | None:
         return rated_power_w(one, None, p.accelerator)[0]
     except InvalidScenarioError:  # no TDP in the catalogue
         return None
+
+
+def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
+    """The system's id when bought, or the GPUs rented (in whole listing instances) as
+    ``<n>x-<accelerator>`` (all of them, not one unit)."""
+    return p.id if p.system is not None and not renting else f"{gpus_paid}x-{p.accelerator.id}"

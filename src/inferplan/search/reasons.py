@@ -25,6 +25,11 @@ CHECKS = {
 UNITLESS = ("max_utilisation",)
 
 
+def unit_of(name: str) -> str:
+    """A target's unit as the answer prints it: tok/s for the speed floor, s for a time, none for the utilisation."""
+    return "tok/s" if not CHECKS[name][1] else "" if name in UNITLESS else "s"
+
+
 def target_mask(grid, targets: Targets) -> np.ndarray:
     ok = np.ones(len(grid), bool)
     for name, (attr, lower, _) in CHECKS.items():
@@ -88,14 +93,14 @@ class FamilyStats:
         self.feasible |= bool(feasible.any())
 
 
-def miss_text(label: str, best: float, limit: float, unit: str, side: str) -> str:
+def miss_text(label: str, best: float, limit: float, unit: str, side: str, lead: str = "at best") -> str:
     """A missed target with as many digits as it takes to tell the best reached from the limit: "TTFT
     p99 at best 3.004 s against 3 s (0.13% over)", never "3 s against 3 s (0% over)"."""
     digits = next((n for n in range(3, 10) if f"{best:.{n}g}" != f"{limit:.{n}g}"), 10)
     gap = abs(best / limit - 1)
     share = f"{gap:.0%}" if gap >= 0.01 else f"{gap:.2%}" if gap >= 1e-4 else "less than 0.01%"
     u = f" {unit}" if unit else ""
-    return f"{label} at best {best:.{digits}g}{u} against {limit:g}{u} ({share} {side})"
+    return f"{label} {lead} {best:.{digits}g}{u} against {limit:g}{u} ({share} {side})"
 
 
 def closest_first(x: Infeasible) -> tuple:
@@ -123,8 +128,7 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
             if limit is None or best is None:
                 continue
             if (best > limit) if lower else (best < limit):
-                unit = "tok/s" if not lower else "" if name in UNITLESS else "s"
-                misses.append(miss_text(label, best, limit, unit, "over" if lower else "under"))
+                misses.append(miss_text(label, best, limit, unit_of(name), "over" if lower else "under"))
                 gaps.append(best / limit if lower else limit / best)
         if misses:
             return out("latency", "; ".join(misses), max(gaps))

@@ -158,6 +158,40 @@ class Infeasible(_Frozen):
     fits_at_max_model_len: int | None = None  # ... at this shorter context (None: at the load's)
 
 
+class TargetMiss(_Frozen):
+    """One service target a near miss misses: what it reaches, the limit, and the relaxed limit that admits it."""
+
+    target: str  # the Targets field, e.g. min_output_tokens_per_s_per_user
+    label: str  # as the targets are named in the answer, e.g. "tokens/s per user (p95)"
+    value: float  # what the deployment reaches (the queueing approximation's figure)
+    limit: float  # the target stated (or applied by default)
+    relaxed: float  # the nearest round limit past ``value``: stated instead of ``limit``, it admits the deployment
+    miss: float  # |value / limit - 1|: at most the search's near-miss margin
+
+
+class NearMiss(_Frozen):
+    """A deployment cheaper than the top pick (by the objective) that fits every cap and misses only
+    service targets, each by at most the near-miss margin (``search/data/defaults.yaml``): the cheapest
+    such in its family, re-checked as a pick is against the relaxed targets."""
+
+    model: str
+    platform: str  # as a pick's: the system id, or "<n>x-<accelerator>" rented
+    accelerator: str
+    engine: str
+    quantization: str
+    layout: str  # one instance's layout, as a pick's (separate pools: the decode pool's)
+    gpus: int  # the engine instances run on, both pools' when separate
+    gpus_paid: int
+    replicas: int  # engine instances (separate pools: the decode pool's)
+    rent_or_buy: Literal["buy", "rent"]
+    monthly_usd: float
+    usd_per_mtok: float
+    capex_usd: float | None
+    misses: tuple[TargetMiss, ...]
+    relaxed_targets: Targets  # the search's targets with each missed one relaxed: a search with them admits it
+    times_cheaper: float | None  # the top pick's objective figure over this one's (None: no pick met the targets)
+
+
 class ParetoPoint(_Frozen):
     usd_per_mtok: float
     output_tokens_per_s_per_user: float
@@ -203,6 +237,9 @@ class SearchResult(_Frozen):
     load: LoadSummary
     results: tuple[Deployed, ...]
     infeasible: tuple[Infeasible, ...]
+    # cheaper deployments that miss only service targets, each by at most the near-miss margin, cheapest first
+    near_misses: tuple[NearMiss, ...] = ()
+    near_miss_margin: float = 0.0  # how far past a target a near miss may land (search/data/defaults.yaml)
     pareto: tuple[ParetoPoint, ...]
     api: tuple[ApiAlternative, ...]
     candidates: int  # deployments priced and checked against the targets

@@ -3,8 +3,9 @@
 Steps: resolve the load; build the space of cells (``space.py``); model each cell once
 (``evaluate.model_cell``); evaluate its candidates as arrays (``evaluate``); keep each cell's best
 candidate that meets every target and cap; rank those by the objective, each re-checked as it comes
-up (``ranking.py``); explain every family with none (``reasons.py``); and trace the front of cost
-against tokens/s per user.
+up (``ranking.py``); explain every family with none (``reasons.py``); name the cheaper deployments
+that miss a service target by little (``near_miss.py``); and trace the front of cost against tokens/s
+per user.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from inferplan.search.budget import MODEL_STAGE, Budget, Progress
 from inferplan.search.defaults import search_defaults
 from inferplan.search.equivalent import equivalence_note
 from inferplan.search.instance_limit import InstanceLimit
+from inferplan.search.near_miss import NearMisses
 from inferplan.search.prefix_cache import prefix_cache_text
 from inferplan.search.load import ResolvedLoad, resolve_load
-from inferplan.search.pricing import pricing_notes, unit_costs
+from inferplan.search.pricing import platform_label, pricing_notes, unit_costs
 from inferplan.search.reasons import FamilyStats, closest_first, explain, slack, target_mask, targets_text
 from inferplan.search.ranking import Pick, top_picks
 from inferplan.search.sim_check import CHECK_REQUESTS, MAX_CHECKS, SimulatedCheck, pick_deployment
@@ -78,6 +80,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     targets = effective_targets(req.targets, rl)
     stats: dict[tuple, FamilyStats] = defaultdict(FamilyStats)
     picks, fronts, candidates, limit = [], [], 0, InstanceLimit()
+    near = NearMisses(targets, margin := search_defaults().near_miss_margin.value)
     space = build_space(catalog, req, input_len=rl.input_len, output_len=rl.output_len, context_for=rl.context_for)
     models, errors = model_cells(catalog, space, rl, disaggregate=req.disaggregated, progress=progress)
     for family, messages in errors.items():
@@ -87,12 +90,12 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         for grid in grids:
             grid = limit.keep(cm.cell.family, grid)
             candidates += len(grid)
-            pick, front = _judge(cm, grid, rl, targets, req, stats[cm.cell.family])
+            pick, front = _judge(cm, grid, rl, targets, req, stats[cm.cell.family], near)
             if pick is not None:
                 picks.append(pick)
             fronts.extend(front)
-    results = tuple(_deployed(catalog, rank, p, rl, targets)
-                    for rank, p in enumerate(top_picks(catalog, picks, rl, targets, req.top, progress), start=1))
+    top = top_picks(catalog, picks, rl, targets, req.top, progress)
+    results = tuple(_deployed(catalog, rank, p, rl, targets) for rank, p in enumerate(top, start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
@@ -108,6 +111,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     return SearchResult(
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=closest_first)),
+        near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
         notes=(*_notes(asked, targets, rl), *(n for m in req.models for n in api_comparison_notes(catalog, m))))
@@ -158,26 +162,29 @@ def objective_values(req: SearchRequest, monthly, capex, paid, power) -> np.ndar
     return np.where(np.isnan(value), np.inf, value)  # no figure (a platform's power): ranked last
 
 
-def _judge(cm, grid, rl, targets, req, fam: FamilyStats):
-    """The cell's best candidate that meets every target and cap, and its share of the front."""
+def _judge(cm, grid, rl, targets, req, fam: FamilyStats, near: NearMisses):
+    """The cell's best candidate that meets every target and cap, and its share of the front; its
+    candidates that miss a service target by little are offered to ``near``."""
     monthly, renting, capex = evaluate.route(grid, req.max_capex_usd)
     paid, power = grid.paid(renting), grid.power(renting)
     met = grid.stable & target_mask(grid, targets)
-    feasible = met & np.isfinite(monthly)
+    capped = grid.stable & np.isfinite(monthly)  # priced, and within every cap the request set
     if req.max_gpus is not None:
-        feasible &= paid <= req.max_gpus
+        capped &= paid <= req.max_gpus
     if req.max_power_w is not None:
-        feasible &= power <= req.max_power_w
+        capped &= power <= req.max_power_w
     if req.max_capex_usd is not None and req.pricing == "buy":
-        feasible &= capex <= req.max_capex_usd
+        capped &= capex <= req.max_capex_usd
+    feasible = met & capped
     fam.add(grid, met, np.fmin(grid.buy_usd_per_month, grid.rent_usd_per_month), feasible, paid, power)
     if req.pricing != "buy" and not grid.rent_quotes and cm.costs.listings:
         fam.note_unrentable(cm.cell.gpus, cm.costs.largest_rent_instance_gpus, cm.cell.platform.accelerator.id)
+    value = objective_values(req, monthly, capex, paid, power)
+    slow = slow_request_s(grid, rl)
+    near.add(cm, grid, capped, value, monthly, renting, capex, paid, slow)
     if not feasible.any():
         return None, []
     idx = np.flatnonzero(feasible)
-    value = objective_values(req, monthly, capex, paid, power)
-    slow = slow_request_s(grid, rl)
     ranked = idx[np.lexsort((-grid.tokens_per_s_per_user[idx], slow[idx], paid[idx], monthly[idx], value[idx]))]
     mtok = monthly[idx] / (rl.monthly_tokens / 1e6)
     front = _front(mtok, grid.tokens_per_s_per_user[idx])
@@ -230,12 +237,6 @@ def _point(point: tuple) -> ParetoPoint:
                        systems=units if p.system else None,
                        whole_rack=bool(p.system and p.system.tier == "rack" and units is not None),
                        disaggregated=disaggregated)
-
-
-def platform_label(p, gpus_paid: int, renting: bool = False) -> str:
-    """The system's id when bought, or the GPUs rented (in whole listing instances) as
-    ``<n>x-<accelerator>`` (all of them, not one unit)."""
-    return p.id if p.system is not None and not renting else f"{gpus_paid}x-{p.accelerator.id}"
 
 
 def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:

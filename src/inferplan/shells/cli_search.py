@@ -119,7 +119,8 @@ def search_cmd(
                    "candidates": result.candidates, "elapsed_s": result.elapsed_s,
                    "pareto": [p.model_dump(mode="json") for p in result.pareto],
                    "api": [a.model_dump(mode="json") for a in result.api],
-                   **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes"})})
+                   **result.model_dump(mode="json", include={"cells", "objective", "targets", "load", "notes",
+                                                             "near_misses", "near_miss_margin"})})
         return
     with _LateProgress() as progress:
         result = _checked(lambda: search(request, catalog, progress=progress, budget=unlimited))
@@ -127,7 +128,7 @@ def search_cmd(
 
     said = {k: SEARCH_FLAGS[k] for k in NOTE_SETTINGS}  # the settings a note tells the user to change, as flags
     print_search(console, result.model_copy(update={"notes": tuple(flags_in(n, said) for n in result.notes)}),
-                 show_deploy=show_deploy)
+                 show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()})
 
 
 def _checked(build, *, in_flags: bool = False):

@@ -1,5 +1,5 @@
 """Rendering a ``SearchResult`` for the terminal: a list layout (every id whole within 100
-columns), the families that failed and why, the cost/interactivity front and the API beside."""
+columns), the cheaper near misses and the relaxed target that admits each, the families that failed and why, the cost/interactivity front and the API beside."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferplan.report.search_view import (api_text, cost_text, deployment_text, infeasible_text, latency_text, pareto_text,
-                                          summary_text)
+from inferplan.report.search_view import (api_text, cost_text, deployment_text, infeasible_text, latency_text,
+                                          near_miss_text, near_misses_title, pareto_text, summary_text)
 from inferplan.search.result import SearchResult
 
 
-def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False) -> None:
+def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False,
+                 flags: dict[str, str] | None = None) -> None:
+    """``flags``: each target's command-line flag, to say a near miss's relaxed target as one."""
     console.print(f"[bold]{escape(summary_text(r))}[/]")
     for note in r.notes:
         console.print(f"[dim]{escape(note)}[/]")
@@ -28,6 +30,10 @@ def print_search(console: Console, r: SearchResult, *, show_deploy: bool = False
         _print_picks(console, r, show_deploy=show_deploy)
     else:
         console.print("[bold red]No deployment meets every target.[/] Why, family by family:")
+    if r.near_misses:
+        console.print(f"[bold]{escape(near_misses_title(r))}:[/]")
+        for n in r.near_misses:
+            console.print(f"  {near_miss_text(n, r.objective, flags)}", highlight=False, markup=False)
     if r.infeasible:
         shown = r.infeasible if not r.results else r.infeasible[:12]
         console.print(f"[bold]{len(r.infeasible)} families with no deployment that works[/]"

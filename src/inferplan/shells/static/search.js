@@ -110,10 +110,10 @@ function pickNotes(row) {
 // earlier search stays beside the error.
 function clearSearchAnswer() {
   state.lastSearch = null;
-  for (const id of ["search-notes", "search-api", "search-infeasible", "chart-search"]) $(id).replaceChildren();
+  for (const id of ["search-notes", "search-api", "search-infeasible", "search-near", "chart-search"]) $(id).replaceChildren();
   $("search-table").tBodies[0].replaceChildren();
   $("search-summary").textContent = "";
-  $("search-table").hidden = $("search-infeasible-box").hidden = true;
+  $("search-table").hidden = $("search-infeasible-box").hidden = $("search-near-box").hidden = true;
 }
 
 async function runSearch(event) {
@@ -149,6 +149,12 @@ async function runSearch(event) {
     }));
     $("search-api").replaceChildren(...view.api.map((text) => { const li = document.createElement("li"); li.textContent = text; return li; }));
     $("search-infeasible").replaceChildren(...view.infeasible.map((text) => {
+      const li = document.createElement("li"); li.textContent = text; return li;
+    }));
+    // cheaper deployments that miss a target by little, each with the relaxed target that admits it
+    $("search-near-box").hidden = view.near_misses.length === 0;
+    $("search-near-title").textContent = view.near_misses_title;
+    $("search-near").replaceChildren(...view.near_misses.map((text) => {
       const li = document.createElement("li"); li.textContent = text; return li;
     }));
     $("search-infeasible-box").open = view.rows.length === 0;
