@@ -118,3 +118,34 @@ def test_work_whose_client_went_while_it_waited_never_starts(monkeypatch):
 
     asyncio.run(go())
     assert not started
+
+
+def test_a_client_that_went_while_it_waited_leaves_the_queue_at_once(monkeypatch):
+    """Abandoned requests hold no place: with both turns busy, 32 waiters whose clients gave up are out of
+    the queue at the next poll, and a new request is queued, not refused with a 503."""
+    monkeypatch.setattr(api_work, "DISCONNECT_POLL_S", 0.01)
+    release = threading.Event()
+
+    def busy(budget) -> str:
+        release.wait(60)
+        return "done"
+
+    async def go():
+        running = [asyncio.ensure_future(api_work.until_disconnected(_Client(gone=False), busy))
+                   for _ in range(api_work.LONG_AT_ONCE)]
+        await asyncio.sleep(0.05)
+        gone = [asyncio.ensure_future(api_work.until_disconnected(_Client(gone=True), busy))
+                for _ in range(api_work.LONG_WAITING)]
+        await asyncio.sleep(0.2)
+        assert api_work.long_work().waiting == 0
+        for g in gone:
+            with pytest.raises(OutOfTimeError, match="gone"):
+                await g
+        later = asyncio.ensure_future(api_work.until_disconnected(_Client(gone=False), lambda b: "later"))
+        await asyncio.sleep(0.05)
+        assert api_work.long_work().waiting == 1
+        release.set()
+        assert [await r for r in running] == ["done"] * api_work.LONG_AT_ONCE
+        assert await later == "later"
+
+    asyncio.run(go())

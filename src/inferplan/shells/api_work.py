@@ -13,7 +13,7 @@ client gave up (``curl -m 2``). So a long request:
   wait already, rather than queued for many minutes;
 - asks every ``DISCONNECT_POLL_S`` whether its client is still there; once it has gone, the work's
   ``Budget`` is cancelled: a search stops at its next check between cells, and work still waiting
-  for its turn stops as soon as it gets one, before computing anything. The budget's own deadline
+  for its turn leaves the queue at once, so a client that gave up holds no place in it. The budget's own deadline
   stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503); other long
   work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``api_fits.MAX_FITS_CELLS`` …).
 
@@ -77,9 +77,11 @@ def long_work() -> _Turns:
     return turns
 
 
-async def in_long_thread(work: Callable[[Budget], T], budget: Budget) -> T:
-    """``work(budget)`` in one of the long requests' threads once a turn is free; a 503 (``ServerBusy``)
-    while ``LONG_WAITING`` wait already; nothing computed if the budget was cancelled meanwhile."""
+async def in_long_thread(work: Callable[[Budget], T], budget: Budget,
+                         on_turn: Callable[[], None] = lambda: None) -> T:
+    """``work(budget)`` in one of the long requests' threads once a turn is free (``on_turn`` called as it is
+    taken); a 503 (``ServerBusy``) while ``LONG_WAITING`` wait already; nothing computed if the budget was
+    cancelled meanwhile."""
     turns = long_work()
     if turns.waiting >= LONG_WAITING:
         raise ServerBusy(turns.waiting)
@@ -94,6 +96,7 @@ async def in_long_thread(work: Callable[[Budget], T], budget: Budget) -> T:
         await turns.limiter.acquire()
     finally:
         turns.waiting -= 1
+    on_turn()
     try:
         return await anyio.to_thread.run_sync(turn, limiter=turns.threads)
     finally:
@@ -102,17 +105,23 @@ async def in_long_thread(work: Callable[[Budget], T], budget: Budget) -> T:
 
 async def until_disconnected(http: Request, work: Callable[[Budget], T], budget: Budget | None = None) -> T:
     """``work(budget)`` in a long request's thread (``in_long_thread``); the budget cancelled when the
-    client disconnects (or this request is cancelled, as when the server stops)."""
+    client disconnects (or this request is cancelled, as when the server stops), and a request still
+    waiting for its turn then taken out of the queue."""
     budget = budget or Budget()
-    task = asyncio.ensure_future(in_long_thread(work, budget))
+    running: list[bool] = []
+    task = asyncio.ensure_future(in_long_thread(work, budget, on_turn=lambda: running.append(True)))
     try:
         while not task.done():
             await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
             if not task.done() and await http.is_disconnected():
                 budget.cancel()
+                if not running:  # still queued: give its place up now, not when a turn comes
+                    task.cancel()
     finally:
         if not task.done():
             budget.cancel()
+    if task.cancelled():
+        budget.check()  # the stop as a search's: whoever asked has gone
     return task.result()
 
 
