@@ -210,6 +210,8 @@ def test_each_home_build_plans_on_one_24_gb_card(model, quant, offload, repo_tag
         assert 0 < r.host_memory_bytes_used < w.total_bytes
     argv = launch_command(d, CATALOG).argv
     assert argv[argv.index("--hf-repo") + 1] == repo_tag
+    # a file planned without its vision projector is launched without it: --hf-repo alone loads it too
+    assert ("--no-mmproj" in argv) == model.startswith("gemma")
 
 
 def test_fit_on_the_cli_plans_the_qwen3_2507_q8_0_with_its_experts_in_host_ram():

@@ -233,6 +233,10 @@ class EngineFlags(Frozen):
     model_flag: str | None = None  # None: the model is the first positional argument
     model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
     hf_repo_flag: str | None = None  # gguf_file engines: the flag that fetches REPO:TAG from Hugging Face
+    # gguf_file engines: the switch that keeps hf_repo_flag from also loading a repo's multimodal projector,
+    # given for a build planned without it (Checkpoint.vision_encoder false)
+    text_only_flag: str | None = None
+    text_only_source: str | None = None
     # gguf_file engines: quantization id -> llama-quantize type name, the tag of a build whose file the catalogue
     # does not state (Checkpoint.gguf_file) or of a repo as given
     gguf_tags: dict[str, str] = {}
@@ -294,7 +298,7 @@ class EngineFlags(Frozen):
     def named_flags(self) -> tuple[str, ...]:
         """Every option name this record can emit."""
         named = [f for rule in self.settings.values() for f in (*rule.switches, *rule.flags)]
-        named += [f for f in (self.model_flag, self.hf_repo_flag) if f]
+        named += [f for f in (self.model_flag, self.hf_repo_flag, self.text_only_flag) if f]
         if self.options_file:
             named.append(self.options_file.flag)
         if self.speculative and not self.speculative.options_key:
@@ -384,6 +388,7 @@ def check_engine_flags(catalog) -> None:
         named = [flags.launcher_source, flags.port_source, *([flags.image_source] if flags.images else []),
                  *([flags.release_images_source] if flags.release_images else []),
                  *([flags.gguf_tags_source] if flags.gguf_tags else []),
+                 *([flags.text_only_source] if flags.text_only_flag else []),
                  *([flags.image_launcher_source] if flags.image_launcher else []), flags.health_source, flags.accepted_source,
                  *(r.source for r in flags.settings.values()),
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),

@@ -170,7 +170,11 @@ def _gguf_repo(build: Checkpoint, quant: str, flags: EngineFlags) -> ServedModel
         return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
     tag = file.tag if file is not None else _gguf_tag(quant, flags)
     source = f"{build.repo}:{tag}" if tag else build.repo
-    return ServedModel((flags.hf_repo_flag, source), source, quant, True)
+    if build.vision_encoder or not flags.text_only_flag:
+        return ServedModel((flags.hf_repo_flag, source), source, quant, True)
+    note = (f"{build.repo}'s file holds the text model alone, as the plan sizes it: {flags.text_only_flag} keeps "
+            f"{flags.hf_repo_flag} from also loading the repo's vision projector onto the GPU (no image input)")
+    return ServedModel((flags.hf_repo_flag, source, flags.text_only_flag), source, quant, True, (note,))
 
 
 def _gguf_as_named(d: Deployment, spec: ModelSpec | None, quant: str | None, flags: EngineFlags,
