@@ -99,3 +99,10 @@ def test_one_refusal_writes_its_numbers_one_way(client):
         error = answer.json()["error"]
         assert answer.status_code == 422 and "100,000,000" in error["message"] and "100,000,000" in error["allowed"]
         assert not any(s in error["message"] + error["allowed"] for s in ("e+", "100000000"))
+
+
+def test_a_date_bound_is_written_as_the_date(client):
+    """A bound that is not a number (a quote's earliest date) is said as pydantic gives it, not read as one."""
+    r = client.post("/api/quotes", json={"system": "hgx-h100", "vendor": "v", "price_usd": 250000, "quoted_on": 0})
+    assert r.status_code == 422, r.text
+    assert [d["allowed"] for d in r.json()["detail"] if d["loc"][-1] == "quoted_on"] == ["at least 2000-01-01"]

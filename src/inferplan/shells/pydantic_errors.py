@@ -17,6 +17,7 @@ A number in either part is written as every other message writes it (``units.pla
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 import types
 import typing
 from typing import Any, Literal
@@ -59,7 +60,9 @@ def allowed_by(error: dict, model: type[BaseModel] | None = None, loc: tuple | l
         bound = ctx.get("max_length", ctx.get("min_length"))
         return f"{'at most' if kind == 'too_long' else 'at least'} {bound} item{'' if bound == 1 else 's'}"
     if kind in ALLOWED_BY_BOUND and ctx:
-        return ALLOWED_BY_BOUND[kind].format(plain_number(next(iter(ctx.values()))))
+        bound = next(iter(ctx.values()))  # a number, or a date's bound as pydantic writes it
+        numeric = isinstance(bound, (int, float, Decimal)) and not isinstance(bound, bool)
+        return ALLOWED_BY_BOUND[kind].format(plain_number(bound) if numeric else bound)
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         values = [v.strip().strip("'\"") for v in re.split(r",| or ", expected) if v.strip()]
