@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.suggest import fit_or_suggest
@@ -88,3 +89,19 @@ def test_a_smaller_build_of_another_engine_that_holds_the_model_whole_is_offered
     assert more_bits and not any(plan_memory(d.model_copy(update={**whole[0].changes, "quantization": q}), catalog).result.fits
                                  for q in more_bits)
     assert any("n_cpu_moe" in s.changes for s in r.suggestions)  # the 16-bit offload is still offered
+
+
+def test_a_smaller_build_that_holds_the_model_whole_only_at_a_shorter_context_is_offered_at_the_longest(catalog):
+    # Qwen3-30B-A3B-2507 at its own 262,144 tokens: no smaller llama.cpp build holds it on one RTX 4090, but
+    # Q4_K_M does at a shorter context: offered with the longest context it holds, one step more does not fit
+    d = Deployment(model="qwen3-30b-a3b-2507", gpu="rtx-4090")
+    r = fit_or_suggest(d, catalog)
+    shorter = [s for s in r.suggestions if "shorter context" in s.summary]
+    assert len(shorter) == 1
+    changes = shorter[0].changes
+    assert changes["engine"] == "llamacpp" and changes["quantization"] == "gguf-q4_k_m"
+    moved = plan_memory(d.model_copy(update=changes), catalog).result
+    assert moved.fits and moved.host_memory_bytes_used == 0 and changes["max_model_len"] < r.max_model_len
+    longer = plan_memory(d.model_copy(update={**changes, "max_model_len": changes["max_model_len"] + CONTEXT_STEP_TOKENS}), catalog).result
+    assert not longer.fits or longer.host_memory_bytes_used
+    assert f"{changes['max_model_len']:,} tokens" in shorter[0].summary

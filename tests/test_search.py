@@ -168,6 +168,7 @@ def test_impossible_targets_give_a_reason_for_every_family(catalog):
     assert {x.reason for x in res.infeasible} <= {"latency", "memory"}
     latency = [x for x in res.infeasible if x.reason == "latency"]
     assert latency and all("TTFT p95 at best" in x.message and "0.001" in x.message for x in latency)
+    assert all(x.message.endswith("(each the best over every replica count searched)") for x in latency)
 
 
 def test_a_model_too_large_for_a_platform_is_a_memory_reason(catalog):

@@ -244,6 +244,14 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
             found.append(FitSuggestion(kind="quantization", changes={**switch, "quantization": fewer.id},
                                        summary=f"another engine, fewer bits: {engine.name} holds it on these GPUs in "
                                                f"{fewer.name}, with no weights in host RAM"))
+        else:  # one at a shorter context (Qwen3-30B-A3B-2507's Q4_K_M on one RTX 4090 below its 262,144 tokens)
+            shorter = _fewer_bits_shorter(there, mp, catalog)
+            if shorter is not None:
+                q, tokens = shorter
+                found.append(FitSuggestion(
+                    kind="quantization", changes={**switch, "quantization": q.id, "max_model_len": tokens},
+                    summary=f"another engine, fewer bits, shorter context: {engine.name} holds it on these GPUs in "
+                            f"{q.name} at {tokens:,} tokens of context (the longest it holds), with no weights in host RAM"))
 
         def least(at: Deployment, offloads=offloads, name=engine.name) -> _Found | None:
             return (_fewest_expert_layers(at, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
@@ -269,6 +277,25 @@ def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> Qu
         if whole is not None and not whole.host_memory_bytes_used:
             return q
     return None
+
+
+def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Quantization, int] | None:
+    """Where no smaller format holds the whole model at ``there``'s context: of ``_fewer_bits_whole``'s formats,
+    the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits
+    among equals), with that context. The longest rather than the most bits: Q6_K may hold a 30B MoE on
+    24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
+    planned = planned_weight_format(catalog, there, mp.spec)
+    formats = [catalog.quantization(f) for f in model_formats(catalog, mp.spec, there.engine, at_load=False)
+               if f in catalog.quantizations]
+    best: tuple[Quantization, int] | None = None
+    for q in (q for q in formats if q.bits_per_weight.value < planned.bits_per_weight.value):
+        def whole_at(tokens: int, q=q) -> MemoryFit | None:
+            r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
+            return r if r is not None and not r.host_memory_bytes_used else None
+        hit = longest_steps(whole_at, mp.result.max_model_len)
+        if hit is not None and (best is None or (hit[0], q.bits_per_weight.value) > (best[1], best[0].bits_per_weight.value)):
+            best = (q, hit[0])
+    return best
 
 
 def _on_engine(d: Deployment, engine: str, catalog: Catalog) -> tuple[Deployment, dict] | None:

@@ -130,8 +130,8 @@ def explain(family: tuple[str, str, str, str], s: FamilyStats, targets: Targets,
             if (best > limit) if lower else (best < limit):
                 misses.append(miss_text(label, best, limit, unit_of(name), "over" if lower else "under"))
                 gaps.append(best / limit if lower else limit / best)
-        if misses:
-            return out("latency", "; ".join(misses), max(gaps))
+        if misses:  # each target's best on its own, over every replica count: not one deployment's figures
+            return out("latency", "; ".join(misses) + " (each the best over every replica count searched)", max(gaps))
         return out("latency", "each target is met by some candidate, but no candidate meets them all at once")
     if max_gpus is not None and s.least_gpus > max_gpus:
         return out("gpus", f"meeting the targets takes at least {s.least_gpus:.0f} GPUs; the cap is {max_gpus}",
