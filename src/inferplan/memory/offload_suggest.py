@@ -265,14 +265,20 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
     return tuple(found)
 
 
-def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> Quantization | None:
-    """The largest weight format ``there``'s engine makes of the model (``model_formats``: its builds and its
-    conversions of one) that has fewer bits than the one it plans and holds the whole model on the GPUs."""
+def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> list[Quantization]:
+    """The weight formats ``there``'s engine makes of the model (``model_formats``: its builds and its
+    conversions of one) with fewer bits than the one it plans, the most bits first."""
     planned = planned_weight_format(catalog, there, mp.spec)
     formats = [catalog.quantization(f) for f in model_formats(catalog, mp.spec, there.engine, at_load=False)
                if f in catalog.quantizations]
-    for q in sorted((q for q in formats if q.bits_per_weight.value < planned.bits_per_weight.value),
-                    key=lambda q: -q.bits_per_weight.value):
+    return sorted((q for q in formats if q.bits_per_weight.value < planned.bits_per_weight.value),
+                  key=lambda q: -q.bits_per_weight.value)
+
+
+def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> Quantization | None:
+    """The largest weight format ``there``'s engine makes of the model (``model_formats``: its builds and its
+    conversions of one) that has fewer bits than the one it plans and holds the whole model on the GPUs."""
+    for q in _smaller_formats(there, mp, catalog):
         whole = _fits(there, {"quantization": q.id}, catalog, host_gb=None)
         if whole is not None and not whole.host_memory_bytes_used:
             return q
@@ -284,11 +290,8 @@ def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> 
     the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits
     among equals), with that context. The longest rather than the most bits: Q6_K may hold a 30B MoE on
     24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
-    planned = planned_weight_format(catalog, there, mp.spec)
-    formats = [catalog.quantization(f) for f in model_formats(catalog, mp.spec, there.engine, at_load=False)
-               if f in catalog.quantizations]
     best: tuple[Quantization, int] | None = None
-    for q in (q for q in formats if q.bits_per_weight.value < planned.bits_per_weight.value):
+    for q in _smaller_formats(there, mp, catalog):
         def whole_at(tokens: int, q=q) -> MemoryFit | None:
             r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
             return r if r is not None and not r.host_memory_bytes_used else None

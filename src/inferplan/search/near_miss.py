@@ -18,27 +18,16 @@ from inferplan.search.experts_over_dp import layout_label
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.pricing import platform_label
 from inferplan.search.ranking import Pick, top_picks
-from inferplan.search.reasons import CHECKS, target_mask
+from inferplan.search.reasons import CHECKS, target_mask, telling_digits
 from inferplan.search.request import Targets
 from inferplan.search.result import NearMiss, TargetMiss
-
-
-def within(grid, targets: Targets, margin: float) -> np.ndarray:
-    """The candidates within ``margin`` of every stated target (a ceiling × (1 + margin), a floor × (1 − margin))."""
-    ok = np.ones(len(grid), bool)
-    for name, (attr, lower, _) in CHECKS.items():
-        limit = getattr(targets, name)
-        if limit is not None:
-            value = getattr(grid, attr)
-            ok &= value <= limit * (1 + margin) if lower else value >= limit * (1 - margin)
-    return ok
 
 
 def relaxed_limit(value: float, limit: float, lower: bool) -> float:
     """The nearest round limit on the reached side of ``value``, with as many significant digits as it
     takes to tell ``value`` from ``limit`` (as ``reasons.miss_text`` prints them): 69.88 against a
     70 floor gives 69.8; 3.0041 s against a 3 s ceiling gives 3.005 s."""
-    digits = next((n for n in range(3, 10) if f"{value:.{n}g}" != f"{limit:.{n}g}"), 10)
+    digits = telling_digits(value, limit)
     step = 10.0 ** (math.floor(math.log10(abs(value))) - digits + 1)
     out = float(f"{(math.ceil if lower else math.floor)(value / step) * step:.12g}")
     if lower and out < value:  # the float rounding landed on the wrong side
@@ -58,7 +47,7 @@ class NearMisses:
 
     def add(self, cm, grid, capped: np.ndarray, value: np.ndarray, monthly, renting, capex, paid, slow) -> None:
         """``capped``: the candidates stable, priced and within every cap; ``value``: their objective figure."""
-        near = capped & within(grid, self.targets, self.margin) & ~target_mask(grid, self.targets)
+        near = capped & target_mask(grid, self.targets, self.margin) & ~target_mask(grid, self.targets)
         if not near.any():
             return
         idx = np.flatnonzero(near)

@@ -30,13 +30,15 @@ def unit_of(name: str) -> str:
     return "tok/s" if not CHECKS[name][1] else "" if name in UNITLESS else "s"
 
 
-def target_mask(grid, targets: Targets) -> np.ndarray:
+def target_mask(grid, targets: Targets, margin: float = 0.0) -> np.ndarray:
+    """The candidates that meet every stated target, each loosened by ``margin`` (a ceiling × (1 + margin),
+    a floor × (1 − margin); 0: the targets as stated)."""
     ok = np.ones(len(grid), bool)
     for name, (attr, lower, _) in CHECKS.items():
         limit = getattr(targets, name)
         if limit is not None:
             value = getattr(grid, attr)
-            ok &= value <= limit if lower else value >= limit
+            ok &= value <= limit * (1 + margin) if lower else value >= limit * (1 - margin)
     return ok
 
 
@@ -93,10 +95,15 @@ class FamilyStats:
         self.feasible |= bool(feasible.any())
 
 
+def telling_digits(value: float, limit: float) -> int:
+    """The fewest significant digits (at least 3) that write ``value`` apart from ``limit``."""
+    return next((n for n in range(3, 10) if f"{value:.{n}g}" != f"{limit:.{n}g}"), 10)
+
+
 def miss_text(label: str, best: float, limit: float, unit: str, side: str, lead: str = "at best") -> str:
     """A missed target with as many digits as it takes to tell the best reached from the limit: "TTFT
     p99 at best 3.004 s against 3 s (0.13% over)", never "3 s against 3 s (0% over)"."""
-    digits = next((n for n in range(3, 10) if f"{best:.{n}g}" != f"{limit:.{n}g}"), 10)
+    digits = telling_digits(best, limit)
     gap = abs(best / limit - 1)
     share = f"{gap:.0%}" if gap >= 0.01 else f"{gap:.2%}" if gap >= 1e-4 else "less than 0.01%"
     u = f" {unit}" if unit else ""

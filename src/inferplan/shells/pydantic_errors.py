@@ -61,8 +61,7 @@ def allowed_by(error: dict, model: type[BaseModel] | None = None, loc: tuple | l
         return f"{'at most' if kind == 'too_long' else 'at least'} {bound} item{'' if bound == 1 else 's'}"
     if kind in ALLOWED_BY_BOUND and ctx:
         bound = next(iter(ctx.values()))  # a number, or a date's bound as pydantic writes it
-        numeric = isinstance(bound, (int, float, Decimal)) and not isinstance(bound, bool)
-        return ALLOWED_BY_BOUND[kind].format(plain_number(bound) if numeric else bound)
+        return ALLOWED_BY_BOUND[kind].format(plain_number(bound) if _numeric(bound) else bound)
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         values = [v.strip().strip("'\"") for v in re.split(r",| or ", expected) if v.strip()]
@@ -163,10 +162,15 @@ def error_message(error: dict) -> str:
     message = plain_message(error.get("msg", ""))
     ctx = error.get("ctx") or {}
     bound = next(iter(ctx.values()), None)
-    if error.get("type") in ALLOWED_BY_BOUND and isinstance(bound, (int, float)) and not isinstance(bound, bool):
+    if error.get("type") in ALLOWED_BY_BOUND and _numeric(bound):
         written = str(int(bound)) if isinstance(bound, float) and bound.is_integer() else str(bound)  # as pydantic writes it
         message = re.sub(rf"(?<![\d.]){re.escape(written)}(?![\d.]*\d)", plain_number(bound), message)
     return message
+
+
+def _numeric(value: object) -> bool:
+    """A bound written as a number (not a date, not a truth value)."""
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
 
 
 def plain_message(msg: object) -> str:
