@@ -56,6 +56,7 @@ import numpy as np
 from inferplan.search.arrivals import Load, length_nodes
 from inferplan.search.bursts import spell_waits
 from inferplan.search.mgc import mgc_wait
+from inferplan.search.prompt_steps import prompt_cycle_s, prompt_step_variance
 from inferplan.search.service import ServiceCurve
 from inferplan.search.tail_types import CurveTable, TailArrays, TailLatency
 from inferplan.search.transient import run_batch, settled_share
@@ -99,12 +100,20 @@ class _State:
     start_step_s: np.ndarray | None = None  # a closed loop's start: one step full of prompt tokens
 
 
-def _service(t: CurveTable, batch: np.ndarray, output_mean: float):
+def _service(t: CurveTable, batch: np.ndarray, output_mean: float, rate: np.ndarray | None = None,
+             prompt_tokens: float = 0.0):
     """(tpot, own prompt, E[S]) at ``batch``, one curve row per candidate; an engine that runs prompts
-    first prefills a request's prompt alone, whatever the batch."""
+    first prefills a request's prompt alone, whatever the batch, and (given the instance's arrival
+    ``rate`` of prompts of ``prompt_tokens``) pauses the running sequences for others' prompt steps
+    (``prompt_steps.py``) in place of the fused chunks the curve's TPOT holds."""
     tpot = _interp_rows(batch, t.concurrency, t.tpot_s)
+    alone = t.prefill_first > 0
+    if rate is not None and alone.any():
+        step = _interp_rows(batch, t.concurrency, t.decode_step_s)
+        cycle = prompt_cycle_s(step, rate / t.data_parallel, t.lone_fixed_s, t.lone_slope_s_per_token, prompt_tokens)
+        tpot = np.where(alone, cycle / t.tokens_per_step, tpot)
     fused = _interp_rows(batch, t.concurrency, t.ttft_s) - t.request_overhead_s
-    prompt = np.where(t.prefill_first > 0, t.prefill_s, fused)
+    prompt = np.where(alone, t.prefill_s, fused)
     return tpot, prompt, prompt + (output_mean - 1) * tpot
 
 
@@ -124,18 +133,18 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
         full = service
     else:
         lam = rate
-        tpot, prompt, service = _service(t, np.ones_like(lam), out_mean)
+        tpot, prompt, service = _service(t, np.ones_like(lam), out_mean, lam, in_mean)
         running = np.minimum(lam * service, slots)
         for _ in range(FIXED_POINT_STEPS):  # the smallest fixed point, from below
-            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
+            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean, lam, in_mean)
             running = np.minimum(lam * service, slots)
-        _, _, full = _service(t, slots, out_mean)
+        _, _, full = _service(t, slots, out_mean, lam, in_mean)
         offered = lam * full  # the slots' load at the full-batch service time
         if span_s is not None:  # a run that ends before its batch settles
-            mean_run, end_run = run_batch(lambda b: _service(t, b, out_mean)[2], span_s, lam, slots)
+            mean_run, end_run = run_batch(lambda b: _service(t, b, out_mean, lam, in_mean)[2], span_s, lam, slots)
             running = np.minimum(running, mean_run)
             offered = np.minimum(offered, end_run)  # the slots fill no further than the run's last batch
-            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean)
+            tpot, prompt, service = _service(t, np.minimum(1 + running, slots), out_mean, lam, in_mean)
         batch = np.minimum(1 + running, slots)
         cs2 = _service_scv(tpot, prompt, load)
         p_slot, w_slot = mgc_wait(lam, offered / np.maximum(lam, 1e-300), cs2, slots, ca2)
@@ -155,6 +164,10 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     work = in_mean / free * full_step  # a prompt's share of its rank's steps, in seconds
     if load.arrival == "closed":  # a closed loop slows to what its slots or its prompt budget pass
         lam = np.minimum(running / cycle, ranks / work)
+        for _ in range(FIXED_POINT_STEPS):  # prompt steps that pause the batch slow the loop they come from
+            tpot, prompt, full = _service(t, batch, out_mean, lam, in_mean)
+            cycle = full + t.request_overhead_s
+            lam = np.minimum(running / cycle, ranks / work)
         slot_wait = np.maximum(rate / lam - cycle, 0.0)  # clients beyond what passes wait their turn
     rho_p = lam / ranks * work
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -171,8 +184,12 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     utilisation = np.maximum(lam * full / slots, rho_p)
     closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
     stable = ((utilisation < 1) | closed) & np.isfinite(w_slot) & np.isfinite(w_prompt)
-    mixed_sd = np.sqrt(_mixed_step_variance(t, load, lam / ranks, step, per_token, free, in_mean))
-    at_batch = lambda z: _interp_rows(np.clip(batch + z * sigma, 1.0, slots), t.concurrency, t.tpot_s)  # noqa: E731
+    mixed_sd = np.sqrt(np.where(alone, prompt_step_variance(tpot * t.tokens_per_step, lam / ranks, t.lone_fixed_s,
+                                                             t.lone_slope_s_per_token, in_mean, load.input_tokens_scv)
+                                / t.tokens_per_step,
+                                _mixed_step_variance(t, load, lam / ranks, step, per_token, free, in_mean)))
+    paused = tpot - _interp_rows(batch, t.concurrency, t.tpot_s)  # prompt steps in place of fused chunks
+    at_batch = lambda z: _interp_rows(np.clip(batch + z * sigma, 1.0, slots), t.concurrency, t.tpot_s) + paused  # noqa: E731
     tpot_q = tuple(at_batch(NormalDist().inv_cdf(q)) + _over_lengths_quantile(load, q) * mixed_sd
                    for q in map(load.run_quantile_level, QUANTILES))
     return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,

@@ -122,6 +122,16 @@ class ServiceCurve:
         slope = (self.prompt_s[-1] - self.prompt_s[-2]) / (top - self.prompt_tokens[-2])
         return self.prompt_s[-1] + (tokens - top) * slope
 
+    def lone_prompt_affine(self) -> tuple[float, float]:
+        """A lone prompt step as ``fixed + slope × tokens`` (seconds, seconds per token): the slope of
+        ``lone_prompt_s`` past its longest sample, the fixed part what makes it exact at the workload's
+        uncached prompt (a sampled length) — what a step of several prompts costs over one."""
+        top = self.prompt_tokens[-1]
+        slope = ((self.prompt_s[-1] - self.prompt_s[-2]) / (top - self.prompt_tokens[-2]) if len(self.prompt_tokens) > 1
+                 else self.prompt_s[-1] / top)
+        at = min(max(self.input_tokens * self.uncached_share, 1.0), top)
+        return max(self.lone_prompt_s(at) - slope * at, 0.0), slope
+
     def lone_prompt_s_per_token(self) -> float:
         """A lone prompt step's seconds per token when it fills the step's token budget."""
         return self.lone_prompt_s(self.token_budget) / self.token_budget

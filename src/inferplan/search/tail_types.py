@@ -79,6 +79,8 @@ class CurveTable:
     uncached_share: np.ndarray  # of a prompt's tokens, those the prefix cache does not serve
     prefill_first: np.ndarray  # 1: prompts run in steps of their own, the running sequences paused
     lone_s_per_token: np.ndarray  # a lone prompt step's seconds per token (one data-parallel rank's budget)
+    lone_fixed_s: np.ndarray  # a lone prompt step as fixed + slope × tokens (one rank's, ``lone_prompt_affine``)
+    lone_slope_s_per_token: np.ndarray
     prefill_s: np.ndarray  # the workload's prompt alone
     data_parallel: np.ndarray  # engine ranks side by side, each prefilling its own requests' prompts
 
@@ -99,6 +101,8 @@ class CurveTable:
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
                    uncached_share=col("uncached_share"), prefill_first=col("prefill_first"),
                    lone_s_per_token=np.array([c.rank().lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"),
+                   lone_fixed_s=np.array([c.rank().lone_prompt_affine()[0] for c in curves]),
+                   lone_slope_s_per_token=np.array([c.rank().lone_prompt_affine()[1] for c in curves]),
                    data_parallel=col("data_parallel"))
 
     def take(self, rows: np.ndarray) -> "CurveTable":
