@@ -1,8 +1,9 @@
 """The latency validation tables of docs/search.md, rendered afresh from ``validate_latency``.
 
-The document holds three blocks between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
-(as docs/speed.md does, ``docs_tables``): the median errors per split (``latency-medians``), every
-point with both predictions (``latency-points``) and the points not scored (``latency-skipped``).
+The document holds four blocks between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
+(as docs/speed.md does, ``docs_tables``): the median errors per split (``latency-medians``), the
+sentence that reads the held-out medians against their targets (``latency-summary``), every point
+with both predictions (``latency-points``) and the points not scored (``latency-skipped``).
 ``python -m inferplan.validation.docs_latency --write`` rewrites them; without ``--write`` it exits 1
 and names the blocks that differ. A (slow) test keeps the document equal to a fresh render.
 """
@@ -17,7 +18,10 @@ from inferplan.validation.docs_tables import DOCS_DIR, markdown_row, write_or_ch
 from inferplan.validation.latency import METRICS, LatencyCheck, LatencyValidation, validate_latency
 
 DOC = DOCS_DIR / "search.md"
-BLOCKS = ("latency-medians", "latency-points", "latency-skipped")
+BLOCKS = ("latency-medians", "latency-summary", "latency-points", "latency-skipped")
+# the accuracy asked of a held-out median |predicted / measured − 1|: 20 % at p50, 30 % at p99
+TARGETS = {"p50": 0.20, "p99": 0.30}
+NAMES = {"ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99", "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99"}
 
 
 def medians_table(v: LatencyValidation) -> str:
@@ -26,6 +30,23 @@ def medians_table(v: LatencyValidation) -> str:
         lines.append(markdown_row([m.split, m.metric, str(m.points), f"{m.approximation_abs_error:.0%}",
                            f"{m.simulation_abs_error:.0%}"]))
     return "\n".join(lines) + "\n"
+
+
+def summary(v: LatencyValidation) -> str:
+    """The held-out medians (approximation / simulation) against the target for their percentile."""
+    rows = [m for m in v.medians if m.split == "holdout"]
+    if not rows:
+        return "No point is held out.\n"
+
+    def said(m) -> str:
+        target = TARGETS[m.metric.split("_")[1]]
+        met = [who for who, e in (("approximation", m.approximation_abs_error), ("simulation", m.simulation_abs_error))
+               if e <= target]
+        verdict = "both within" if len(met) == 2 else f"the {met[0]} within" if met else "neither within"
+        return (f"{NAMES[m.metric]} {m.approximation_abs_error:.0%} / {m.simulation_abs_error:.0%} "
+                f"({verdict} {target:.0%})")
+    return ("Held out (approximation / simulation, median |predicted / measured − 1| against the target for "
+            "its percentile): " + "; ".join(said(m) for m in rows) + ".\n")
 
 
 def _cell(c: LatencyCheck) -> str:
@@ -52,7 +73,8 @@ def skipped_list(v: LatencyValidation) -> str:
 def render_tables(catalog: Catalog | None = None) -> dict[str, str]:
     """Every generated block of docs/search.md, by name."""
     v = validate_latency(catalog)
-    return {"latency-medians": medians_table(v), "latency-points": points_table(v), "latency-skipped": skipped_list(v)}
+    return {"latency-medians": medians_table(v), "latency-summary": summary(v), "latency-points": points_table(v),
+            "latency-skipped": skipped_list(v)}
 
 
 def main(args: list[str] | None = None) -> int:  # pragma: no cover - a maintenance script
