@@ -65,6 +65,7 @@ from inferplan.search.wait_quantiles import sum_quantile
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
 FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
+CLOSED_BISECTION_STEPS = 30  # a closed loop's rate beside its prompt steps: the bracket narrowed 10^9-fold
 MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prompt-carrying steps
 
 
@@ -164,10 +165,16 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     work = in_mean / free * full_step  # a prompt's share of its rank's steps, in seconds
     if load.arrival == "closed":  # a closed loop slows to what its slots or its prompt budget pass
         lam = np.minimum(running / cycle, ranks / work)
-        for _ in range(FIXED_POINT_STEPS):  # prompt steps that pause the batch slow the loop they come from
+        if alone.any():  # prompt steps that pause the batch slow the loop they come from: the rate where
+            lo, hi = np.zeros_like(lam), lam  # what the loop sends meets what it passes (decreasing in the rate)
+            for _ in range(CLOSED_BISECTION_STEPS):
+                mid = (lo + hi) / 2
+                _, _, passing = _service(t, batch, out_mean, mid, in_mean)
+                below = mid < np.minimum(running / (passing + t.request_overhead_s), ranks / work)
+                lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+            lam = lo
             tpot, prompt, full = _service(t, batch, out_mean, lam, in_mean)
             cycle = full + t.request_overhead_s
-            lam = np.minimum(running / cycle, ranks / work)
         slot_wait = np.maximum(rate / lam - cycle, 0.0)  # clients beyond what passes wait their turn
     rho_p = lam / ranks * work
     with np.errstate(divide="ignore", invalid="ignore"):
