@@ -67,6 +67,8 @@ LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged o
 FIXED_POINT_STEPS = 8  # Little's law iterations for the mean running batch (from below)
 CLOSED_BISECTION_STEPS = 30  # a closed loop's rate beside its prompt steps: the bracket narrowed 10^9-fold
 MIXED_STEP_NODES = 16  # output-length nodes averaging a request's share of prompt-carrying steps
+START_BISECTION_STEPS = 30  # a stated closed loop's TPOT quantile: the bracket narrowed 10^9-fold
+_PHI = np.vectorize(NormalDist().cdf, otypes=[float])
 
 
 def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
@@ -99,6 +101,11 @@ class _State:
     tpot_mixed_sd_s: np.ndarray  # ... and from the prompt chunks its steps carry, per 1/√(o − 1)
     start_queue_s: np.ndarray | None = None  # a closed loop's start: the last of its clients' prompts sent together
     start_step_s: np.ndarray | None = None  # a closed loop's start: one step full of prompt tokens
+    start_chunk_s: np.ndarray | None = None  # a closed loop's start: what a step's full budget of prompt adds
+    start_steps: np.ndarray | None = None  # ... and the steps its admitted requests' prompts take on a rank
+    start_tokens_per_step: np.ndarray | None = None
+    start_admitted: np.ndarray | None = None  # of the requests sent at the start, the share the slots admit at once
+    prefill_first: np.ndarray | None = None
 
 
 def _service(t: CurveTable, batch: np.ndarray, output_mean: float, rate: np.ndarray | None = None,
@@ -204,7 +211,9 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q, tpot_batch_sd_s=(at_batch(1.0) - at_batch(-1.0)) / 2, tpot_mixed_sd_s=mixed_sd,
                   start_queue_s=rate / ranks * work if start else None,
-                  start_step_s=full_step if start else None)
+                  start_step_s=full_step if start else None, start_chunk_s=free * per_token if start else None,
+                  start_steps=running / ranks * in_mean / free if start else None, prefill_first=alone,
+                  start_tokens_per_step=t.tokens_per_step, start_admitted=running / rate if start else None)
 
 
 def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
@@ -321,7 +330,8 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
         result[f"ttft_{name}_s"] = sum_quantile(ttft_base, weights, p_wait, mean_wait, level)
         result[f"e2e_{name}_s"] = sum_quantile(e2e_base + NormalDist().inv_cdf(level) * e2e_sd, weights, p_wait,
                                                mean_wait, level)
-        result[f"tpot_{name}_s"] = _tpot_quantile(solved, weights, which)
+        result[f"tpot_{name}_s"] = (_start_tpot_quantile(solved, weights, load, level, cached)
+                                    if solved[-1].start_steps is not None else _tpot_quantile(solved, weights, which))
     for key in list(result):
         result[key] = np.where(stable, result[key], np.inf)
     mean_tpot = (tpot * weights).sum(axis=1)
@@ -339,6 +349,49 @@ def _tpot_quantile(solved: list[_State], weights: np.ndarray, which: int) -> np.
     request-weighted mean at it."""
     values = np.stack([s.tpot_quantiles_s[which] for s in solved], axis=1)
     return values.max(axis=1) if len(solved) > 1 and QUANTILES[which] > 0.5 else (values * weights).sum(axis=1)
+
+
+def _start_tpot_quantile(solved: list[_State], weights: np.ndarray, load: Load, level: float,
+                         cached: float) -> np.ndarray:
+    """A stated closed loop's TPOT quantile, its start-up requests apart: the running batch is its
+    clients' (no spread), each request's TPOT normal about the mean with the prompt-carrying steps'
+    spread over ``√(o − 1)`` at ``MIXED_STEP_NODES`` output lengths ``o``. The steady loop charges each
+    request its clients' prompts evenly, ``B·(o − 1)/(ō − 1)`` over its life, ``B = S·E`` the cost of
+    one round of them: ``S`` steps full of prompt chunks, each adding ``E`` (the budget's prompt
+    tokens at their cost). A request the clients send together at the start and admitted at once
+    (weight ``min(C, slots)/N``), at place ``u`` of the start-up queue (the cached prompts first),
+    instead decodes beside the prompts behind its own, ``(1 − max(u, cached))·S`` steps of ``E`` (an
+    engine that fuses them: only its first ``(o − 1)/τ`` steps; one that runs prompts first: all of
+    them, before its first decode step), and then sees only the next prompts of the clients whose
+    first request ends before its own (shorter, or as long and ahead of it), ``B·F`` with ``F`` that
+    share. Its TPOT differs from the steady one by the difference over ``o − 1``. The quantile of the
+    mixture over 16 places and 16 lengths, by bisection."""
+    steady, start = solved
+    outputs = length_nodes(load.output_tokens, load.output_tokens_scv, MIXED_STEP_NODES, load.lengths)
+    tokens = np.maximum(outputs - 1, 1.0)  # (k,)
+    place = (np.arange(MIXED_STEP_NODES) + 0.5) / MIXED_STEP_NODES
+    behind = (1 - np.maximum(place, cached))[None, :, None] * start.start_steps[:, None, None]  # (i, u, 1)
+    steps = np.where(start.prefill_first[:, None, None] > 0, behind,
+                     np.minimum(behind, tokens[None, None, :] / start.start_tokens_per_step[:, None, None]))
+    # the others' next prompts it sees: those whose first request ends before its own (shorter, or as
+    # long and ahead of it in the queue), where the steady loop charges its clients' prompts evenly
+    shorter = (outputs[None, :] < outputs[:, None]).mean(axis=1)
+    tied = (outputs[None, :] == outputs[:, None]).mean(axis=1)
+    seen = shorter[None, :] + tied[None, :] * place[:, None] - tokens[None, :] / max(load.output_tokens - 1, 1.0)  # (u, k)
+    burst = start.start_steps[:, None, None] * start.start_chunk_s[:, None, None]  # its clients' prompts, in seconds
+    extra = (steps * start.start_chunk_s[:, None, None] + burst * seen[None]) / tokens[None, None, :]  # (i, u, k)
+    means = [steady.tpot_s[:, None, None] + np.zeros((1, 1, len(tokens))), start.tpot_s[:, None, None] + extra]
+    sds = [s.tpot_mixed_sd_s[:, None, None] / np.sqrt(tokens)[None, None, :] for s in solved]
+    share = weights[1] * start.start_admitted  # those beyond the slots start later, as in the steady loop
+    cdf = lambda x: sum(w * _PHI((x[:, None, None] - m) / np.maximum(sd, 1e-300)).mean(axis=(1, 2))  # noqa: E731
+                        for w, m, sd in zip((1 - share, share), means, sds))
+    lo = np.minimum(means[0].min(axis=(1, 2)), means[1].min(axis=(1, 2))) - 10 * sds[0].max(axis=(1, 2))
+    hi = np.maximum(means[0].max(axis=(1, 2)), means[1].max(axis=(1, 2))) + 10 * sds[0].max(axis=(1, 2))
+    for _ in range(START_BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        below = cdf(mid) < level
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return hi
 
 
 def approximate(curve: ServiceCurve, load: Load, replicas: int = 1) -> TailLatency:
