@@ -17,7 +17,9 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    ``P(base + W ≤ t) = q`` with the base over log-normal length nodes.
 5. TPOT at the batch a request sees: its time average over a lifetime ≈ one service time has
    variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
-   the spread of how many of its steps carry another request's prompt chunk (binomial).
+   the spread of how many of its steps carry another request's prompt chunk (binomial). An engine
+   that runs prompts first pauses the batch for whole prompt steps instead: their mean and spread
+   from the arrivals during each cycle (``prompt_steps.py``), which also lengthen the service time.
 
 A run of stated length (``open_loop_requests`` N, a benchmark's ``num_prompts``) starts empty and
 may end before it settles: its running batch follows ``dn/dt = λ − n / E[S](1 + n)`` over the
@@ -41,7 +43,9 @@ requests its clients send together at the start (a share C/N) queue for the prom
 behind the other, the k-th after k prompts; the ``cached_first_requests`` among them (prompts the
 prefix cache holds) go first, their first token at the end of the first step (full of the others'
 prompt chunks). Cached requests after the start are taken as uncached (the simulation runs them as
-one-token prompts).
+one-token prompts). The start's requests decode beside the prompts queued behind theirs and then
+see fewer of the others' next prompts than the steady loop charges: their TPOT is a mixture apart
+(``_start_tpot_quantile``).
 """
 
 from __future__ import annotations
