@@ -59,8 +59,8 @@ from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
 from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
-    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HeadAsGet, HostCheck,
-    ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, FULL_RESPONSE, SAVE_RESPONSE, SAVED_SCENARIO_LINKS, BodyLimit,
+    HeadAsGet, HostCheck, ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
 from inferplan.shells.api_measurements import router as measurements_router
@@ -347,7 +347,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def scenarios_list() -> list[SavedScenario]:
         return store.list_scenarios()
 
-    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**CONFLICT_RESPONSE, **SAVED_SCENARIO_LINKS})
+    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**SAVE_RESPONSE, **SAVED_SCENARIO_LINKS})
     def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
         catalogue_model(r.scenario.model, "scenario.model")
         try:
@@ -395,7 +395,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def quotes_list() -> list[SavedQuote]:
         return store.list_quotes()
 
-    @app.post("/api/quotes", tags=["quotes"], status_code=201)
+    @app.post("/api/quotes", tags=["quotes"], status_code=201, responses=FULL_RESPONSE)
     def quotes_add(q: VendorQuote) -> SavedQuote:
         # a quote is money for one exact system: its id or an alias of that system, never a part of
         # a name (h100-sxm, a GPU, once matched the HGX H100 node and priced it at one GPU's quote)

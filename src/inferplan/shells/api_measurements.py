@@ -14,7 +14,7 @@ from inferplan.measurements.compare import RunComparison, compare_run, compare_r
 from inferplan.measurements.export import run_as_catalogue
 from inferplan.measurements.records import MAX_FILES, MeasuredRun, RunProvenance, read_runs
 from inferplan.report.measured_chart import predicted_vs_measured, run_text
-from inferplan.shells.api_guard import ItemId
+from inferplan.shells.api_guard import RUNS_RESPONSE, ItemId
 from inferplan.shells.api_work import LONG_RESPONSES, long_json
 
 router = APIRouter(tags=["measurements"])
@@ -54,10 +54,10 @@ def list_measurements(request: Request) -> list[MeasuredRun]:
     return _store(request).list_measurements()
 
 
-@router.post("/api/measurements", status_code=201)
+@router.post("/api/measurements", status_code=201, responses=RUNS_RESPONSE)
 def import_measurements(r: MeasurementImport, request: Request) -> list[MeasuredRun]:
     """Import result files: every file, or none (422 naming the key or line of the first refused; 409
-    when a file's run is stored already)."""
+    when a file's run is stored already, or the store would hold more than its most runs)."""
     try:
         runs = read_runs(load_catalog(), [(f.name, f.content.encode()) for f in r.files], r.provenance)
     except InferplanError as exc:
