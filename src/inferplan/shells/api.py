@@ -63,7 +63,7 @@ from inferplan.shells.api_guard import (
     HeadAsGet, HostCheck, ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
-from inferplan.shells.api_measurements import router as measurements_router
+from inferplan.shells.api_measurements import router as measurements_router, upload_schemas
 from inferplan.shells.pydantic_errors import allowed_by, error_message, takes
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
@@ -430,4 +430,13 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
+    schema = app.openapi
+
+    def openapi() -> dict[str, Any]:  # with the upload's body, which its route reads itself (api_measurements)
+        if app.openapi_schema is None:
+            for name, part in upload_schemas().items():
+                schema()["components"]["schemas"].setdefault(name, part)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
