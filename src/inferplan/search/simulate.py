@@ -67,8 +67,8 @@ def every(engines: int) -> int:
 
 
 def drain(engines: list["Engine"], check: Check | None) -> None:
-    """Every engine run until its requests have all finished; ``check`` called every ``CHECK_VISITS``
-    requests finished (an overloaded engine may hold most of a run's requests at its last arrival)."""
+    """Every engine run until its requests have all finished; ``check`` called every ``CHECK_VISITS`` steps
+    that finish requests (an overloaded engine may hold most of a run's requests at its last arrival)."""
     if check is None:
         for e in engines:
             e.run_until(math.inf)
