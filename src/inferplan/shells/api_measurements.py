@@ -13,7 +13,7 @@ import re
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from inferplan.catalog.loader import load_catalog
@@ -64,15 +64,18 @@ def list_measurements(request: Request) -> list[MeasuredRun]:
     return _store(request).list_measurements()
 
 
+_STORED = TypeAdapter(list[MeasuredRun])
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"application/json": {
     "schema": {"$ref": "#/components/schemas/MeasurementImport"}}}}}  # the schema api.py adds to the components
 
 
-@router.post("/api/measurements", status_code=201, responses=RUNS_RESPONSE, openapi_extra=UPLOAD_BODY)
-async def import_measurements(request: Request) -> list[MeasuredRun]:
+@router.post("/api/measurements", status_code=201, response_model=list[MeasuredRun], responses=RUNS_RESPONSE,
+             openapi_extra=UPLOAD_BODY)
+async def import_measurements(request: Request) -> Response:
     """Import result files (the body is a ``MeasurementImport``): every file, or none (422 naming the key or
     line of the first refused; 409 when a file's run is stored already, or the store would hold more than its
-    most runs). The body is parsed and checked in the route threadpool, not in the event loop."""
+    most runs). The body is parsed and checked, and the answer written, in the route threadpool, not in the
+    event loop."""
     body = await request.body()  # read already (api_body.JsonBody): no wait here
     return await run_in_threadpool(_import, body, request)
 
@@ -80,8 +83,9 @@ async def import_measurements(request: Request) -> list[MeasuredRun]:
 import_measurements.body_model = MeasurementImport  # what its errors are explained by (api_keys.body_model)
 
 
-def _import(body: bytes, request: Request) -> list[MeasuredRun]:
-    return _stored(_upload(body), request)
+def _import(body: bytes, request: Request) -> Response:
+    stored = _STORED.dump_json(_stored(_upload(body), request))
+    return Response(stored, status_code=201, media_type="application/json")
 
 
 def _upload(body: bytes) -> MeasurementImport:
