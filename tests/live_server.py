@@ -10,14 +10,15 @@ import httpx
 
 
 @contextlib.contextmanager
-def serving(make_app):
-    """The base URL of ``make_app(port)`` served on a free loopback port, for as long as the block runs."""
+def serving(make_app, **config):
+    """The base URL of ``make_app(port)`` served on a free loopback port, for as long as the block runs
+    (``config``: more of uvicorn's settings)."""
     import uvicorn
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(make_app(port), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(make_app(port), host="127.0.0.1", port=port, log_level="warning", **config))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"

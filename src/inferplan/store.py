@@ -5,6 +5,9 @@ Each thread has its own connection, so the API can serve concurrent requests; wr
 nothing. A vendor quote overrides the catalogue's price band wherever its system is used. The
 database records its version (``PRAGMA user_version``); one an earlier release wrote is migrated when
 opened (``MIGRATIONS``), one a later release wrote is refused.
+
+Each kind holds at most ``MAX_SAVED`` items: a save past the bound is refused (``StoreFullError``, naming
+the kind, the bound and how to delete one), never made room for by dropping an older item.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -74,9 +78,21 @@ RUN_DEFAULT_SETTINGS = {**{f: None for f in RUN_SETTINGS}, "enforce_eager": Fals
 MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS))  # MIGRATIONS[v]: a store of version v to v + 1
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# items of each kind (its table) one store holds: many times what a person keeps, and a bound on what clients of
+# the HTTP API can write to its disk (a scenario is at most a 64 KiB body, a quote 2.4 KB, a run its parsed points)
+MAX_SAVED = {"scenarios": 1_000, "quotes": 1_000, "measurements": 1_000}
+# each kind as a message names it, and how to delete one of it
+SAVED_KINDS = {"scenarios": ("saved scenarios", "DELETE /api/scenarios/{id}"),
+               "quotes": ("vendor quotes", "DELETE /api/quotes/{id}"),
+               "measurements": ("stored runs", "DELETE /api/measurements/{id}, or inferplan measurements delete ID")}
+
 
 class NotFoundError(InferplanError):
     """No saved scenario or quote with that id."""
+
+
+class StoreFullError(ConflictError):
+    """A kind holds its most items already (``MAX_SAVED``): one has to be deleted before another is saved."""
 
 
 class SavedScenario(BaseModel):
@@ -129,8 +145,9 @@ def _now() -> str:
 
 
 class Store:
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, max_saved: Mapping[str, int] | None = None):
         self.path = Path(path) if path else default_db_path()
+        self.max_saved = {**MAX_SAVED, **(max_saved or {})}  # a test lowers a bound
         self._local = threading.local()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
@@ -177,6 +194,16 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
 
+    def _room(self, db: sqlite3.Connection, kind: str, adding: int = 1) -> None:
+        """Refuse, inside the write's transaction, a save of ``adding`` more ``kind`` past its bound."""
+        held = db.execute(f"SELECT COUNT(*) FROM {kind}").fetchone()[0]
+        bound = self.max_saved[kind]
+        if held + adding > bound:
+            what, delete = SAVED_KINDS[kind]
+            more = f"{adding:,} more" if adding > 1 else "another"
+            raise StoreFullError(f"{held:,} {what} are stored, and the store holds at most {bound:,}: {more} is not saved",
+                                 allowed=f"delete {what} not needed any more first ({delete}); nothing is deleted unasked")
+
     # --- scenarios
     def save_scenario(self, name: str, scenario: Scenario, *, replace: bool = False) -> SavedScenario:
         """Save under ``name``; an existing name is refused unless ``replace`` (nothing is lost unasked)."""
@@ -186,6 +213,8 @@ class Store:
             if not replace and db.execute("SELECT 1 FROM scenarios WHERE name = ?", (name,)).fetchone():
                 raise ConflictError(f"a scenario called {name!r} is saved already", field="name",
                                     allowed="another name, or replace: true to replace it")
+            if not db.execute("SELECT 1 FROM scenarios WHERE name = ?", (name,)).fetchone():
+                self._room(db, "scenarios")  # replacing one takes no room
             db.execute(
                 "INSERT INTO scenarios (name, body, created, updated) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET body = excluded.body, updated = excluded.updated",
@@ -226,6 +255,7 @@ class Store:
     # --- vendor quotes
     def add_quote(self, quote: VendorQuote) -> SavedQuote:
         with self._write() as db:
+            self._room(db, "quotes")
             cur = db.execute(
                 "INSERT INTO quotes (system, price_usd, quoted_on, vendor, note, created) VALUES (?, ?, ?, ?, ?, ?)",
                 (quote.system, quote.price_usd, quote.quoted_on.isoformat(), quote.vendor, quote.note, _now()),
@@ -269,6 +299,7 @@ class Store:
         saved = []
         given: dict[str, str] = {}  # identity -> the file that gave it earlier in this import
         with self._write() as db:
+            self._room(db, "measurements", len(runs))
             for run in runs:
                 key = _run_identity(run)
                 if key in given:  # rolled back with the rest: no stored run to name

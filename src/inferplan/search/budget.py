@@ -1,6 +1,6 @@
 """How long a search may run, a way to stop it from outside, and the stages its progress names.
 
-A search checks its ``Budget`` between cells (and before each simulation of a pick): past the
+A search checks its ``Budget`` between cells (and as it simulates each pick): past the
 deadline, or once ``cancel()`` is called (the HTTP client has gone), it stops with
 ``OutOfTimeError`` instead of computing an answer nobody will read. The same checks report its
 progress (``Progress``), each stage named as a progress bar says it.
@@ -37,9 +37,14 @@ class Budget:
         """Stop the search at its next check (from another thread)."""
         self.stopped.set()
 
-    def check(self, done: int = 0, total: int = 0, stage: str = MODEL_STAGE) -> None:
+    def check_cancelled(self) -> None:
+        """Stop once ``cancel()`` was called, whatever the deadline: the check of work its inputs bound
+        (a simulation, ``search/simulate.py``)."""
         if self.stopped.is_set():
-            raise OutOfTimeError("the search was stopped: whoever asked for it has gone")
+            raise OutOfTimeError("the work was stopped: whoever asked for it has gone")
+
+    def check(self, done: int = 0, total: int = 0, stage: str = MODEL_STAGE) -> None:
+        self.check_cancelled()
         elapsed = time.monotonic() - self.started_s
         if elapsed > self.deadline_s:
             where = f" ({stage}, {done:,} of {total:,})" if total else ""

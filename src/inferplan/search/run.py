@@ -23,7 +23,7 @@ from inferplan.economics.workloads import WorkloadProfile
 from inferplan.errors import InferplanError
 from inferplan.search import evaluate
 from inferplan.search.arrivals import check_burst_spells
-from inferplan.search.budget import MODEL_STAGE, Budget, Progress
+from inferplan.search.budget import CHECK_STAGE, MODEL_STAGE, Budget, Progress
 from inferplan.search.defaults import search_defaults
 from inferplan.search.equivalent import equivalence_note
 from inferplan.search.instance_limit import InstanceLimit
@@ -94,7 +94,8 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
             if pick is not None:
                 picks.append(pick)
             fronts.extend(front)
-    top = top_picks(catalog, picks, rl, targets, req.top, progress)
+    top = top_picks(catalog, picks, rl, targets, req.top, progress,
+                    check=lambda: budget.check(stage=CHECK_STAGE))  # within each pick's simulation too
     results = tuple(_deployed(catalog, rank, p, rl, targets) for rank, p in enumerate(top, start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)

@@ -29,7 +29,7 @@ from inferplan.search.load import ResolvedLoad
 from inferplan.search.request import Targets
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.space import Cell
-from inferplan.search.simulate import SIM_WORK_LIMIT, simulate
+from inferplan.search.simulate import SIM_WORK_LIMIT, Check, simulate
 from inferplan.search.simulate_pools import simulate_pools
 
 CHECK_REQUESTS = 20_000  # requests each check simulates (``inferplan simulate``'s default)
@@ -94,17 +94,17 @@ def launched_curve(catalog: Catalog, cell: Cell, cap: int, rl: ResolvedLoad, w: 
 
 
 def check_pick(curve: ServiceCurve, load: Load, targets: Targets, *, cap: int, replicas: int,
-               pools: Pools | None = None) -> SimulatedCheck:
+               pools: Pools | None = None, check: Check | None = None) -> SimulatedCheck:
     """``replicas`` instances of ``curve`` running at most ``cap`` sequences each (with ``pools``:
     the decode instances, behind the prefill pool), simulated under ``load``; each stated target
-    checked on the simulated percentiles."""
+    checked on the simulated percentiles. ``check`` (the search's budget) is called as the simulation runs."""
     capped = dataclasses.replace(curve, slots=max(1, min(int(cap), curve.slots)))
     if pools is None:
-        sim = simulate(capped, load, requests=CHECK_REQUESTS, seed=CHECK_SEED, replicas=int(replicas))
+        sim = simulate(capped, load, requests=CHECK_REQUESTS, seed=CHECK_SEED, replicas=int(replicas), check=check)
     else:
         sim = simulate_pools(pools.prefill, capped, load, requests=CHECK_REQUESTS, seed=CHECK_SEED,
                              prefill_instances=pools.prefill_instances, decode_instances=int(replicas),
-                             transfer_s=pools.transfer_s)
+                             transfer_s=pools.transfer_s, check=check)
     limits = {name: value for name, value in targets if value is not None and name.endswith("_s")}
     if targets.min_output_tokens_per_s_per_user is not None:
         limits["tpot_p95_s"] = min(limits.get("tpot_p95_s", float("inf")), 1 / targets.min_output_tokens_per_s_per_user)

@@ -26,6 +26,11 @@ priced on the rank that prefills it); the replica hands a request to one of its 
 engine's own front end does (``curve.dp_routing``: the rank with the fewest requests in it, or
 ranks in turn). A closed loop's clients are spread over replicas (their ranks) in turn, each
 sending its next request when the last one ends.
+
+A run given a ``check`` calls it every ``CHECK_VISITS`` engine visits (arrivals routed × engines a
+router looks at), every ``CHECK_VISITS`` requests a closed loop's clients send, and every ``CHECK_VISITS``
+steps that finish requests once the last request has arrived; ``check`` raises to stop the run (a
+search's ``Budget.check``: its deadline, or a client that has gone).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -50,6 +55,31 @@ MAX_REPLICAS = 4096
 # second on the 2-core machine the benchmarks run on, so this bounds a run to about 12 s there
 SIM_WORK_LIMIT = 20_000_000
 ROUTERS = ("least-loaded", "round-robin")
+# engine visits between two calls of a run's ``check``: a few milliseconds of one core (1.6 million visits a
+# second, above), so a stopped run ends at once whatever its size, for a check's cost of well under 1 %
+CHECK_VISITS = 4096
+Check = Callable[[], None]  # raises to stop a run
+
+
+def every(engines: int) -> int:
+    """Arrivals routed between two checks when each visits ``engines`` engines (``CHECK_VISITS``)."""
+    return max(CHECK_VISITS // max(engines, 1), 1)
+
+
+def drain(engines: list["Engine"], check: Check | None) -> None:
+    """Every engine run until its requests have all finished; ``check`` called every ``CHECK_VISITS`` steps
+    that finish requests (an overloaded engine may hold most of a run's requests at its last arrival)."""
+    if check is None:
+        for e in engines:
+            e.run_until(math.inf)
+        return
+    done = 0
+    for e in engines:
+        while not e.idle():
+            e.run_until(math.inf, stop_on_finish=True)
+            done += 1
+            if done % CHECK_VISITS == 0:
+                check()
 
 
 @dataclass(frozen=True)
@@ -223,8 +253,9 @@ def _check(load: Load, requests: int, replicas: int, router: str) -> None:
 
 
 def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: int = 0, replicas: int = 1,
-                      router: Literal["least-loaded", "round-robin"] = "least-loaded") -> RequestTimes:
-    """Every request's times under ``load`` on ``replicas`` copies of ``curve``."""
+                      router: Literal["least-loaded", "round-robin"] = "least-loaded",
+                      check: Check | None = None) -> RequestTimes:
+    """Every request's times under ``load`` on ``replicas`` copies of ``curve`` (``check``: see the module text)."""
     _check(load, requests, replicas, router)
     rng = np.random.default_rng(seed)
     arrival, inputs, outputs = sample_requests(load, requests, rng)
@@ -233,7 +264,7 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
     overhead = curve.request_overhead_s
     if load.arrival == "closed":
         units = min(replicas * curve.data_parallel, load.clients)  # every rank of every replica, one client each at least
-        engines = _closed_loop(curve.rank(), load, arrival, inputs, outputs, times, owner, units)
+        engines = _closed_loop(curve.rank(), load, arrival, inputs, outputs, times, owner, units, check)
         owner //= curve.data_parallel  # the rank's replica
     else:
         cached = np.arange(requests) < load.cached_first_requests
@@ -242,7 +273,10 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
         groups = [[Engine(rank, lists, times) for _ in range(ranks)] for _ in range(replicas)]
         engines = [e for g in groups for e in g]
         turns = [0] * replicas  # requests each replica has handed out, for ranks in turn
+        period = every(len(engines) if router == "least-loaded" else ranks)
         for r, a in enumerate(arrival.tolist()):
+            if check is not None and r % period == 0:
+                check()
             at = a + overhead
             if router == "round-robin":
                 g = r % replicas
@@ -261,15 +295,14 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
             group[pick].run_until(at)
             owner[r] = g
             group[pick].push(r, at)
-        for e in engines:
-            e.run_until(math.inf)
+        drain(engines, check)
     return RequestTimes(arrival_s=arrival, admitted_s=times["admitted"], first_token_s=times["first"],
                         finish_s=times["finish"], input_tokens=inputs, output_tokens=outputs, replica=owner,
                         request_overhead_s=overhead, busy_s=sum(e.busy_s for e in engines),
                         running_area=sum(e.area for e in engines))
 
 
-def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[Engine]:
+def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas, check=None) -> list[Engine]:
     """Clients spread over ``replicas`` engines in turn; each sends at once, then again when its request
     ends. Each engine's requests are sent in index order, its share of ``cached_first_requests`` first."""
     n = len(arrival)
@@ -282,7 +315,7 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
     for start, c, m in zip(starts, clients, quota):
         cached[start:start + min(load.cached_first_requests * c // load.clients, m)] = True
     lists = request_lists(inputs, outputs, cached, curve.uncached_share)
-    engines = []
+    engines, sends = [], 0
     for i, (start, c, m) in enumerate(zip(starts, clients, quota)):
         ids = list(range(start, start + m))
         owner[ids] = i
@@ -299,6 +332,9 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
         for _ in range(min(c, m)):
             send(-1, 0.0)
         while pending:
+            sends += 1
+            if check is not None and sends % CHECK_VISITS == 0:
+                check()
             at, r = heapq.heappop(pending)
             engine.run_until(at, stop_on_finish=True)
             if pending and pending[0][0] < at:  # a request ended and its client sent earlier than this one
@@ -307,15 +343,15 @@ def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) 
             engine.push(r, at)
             if not pending:  # the last request sent: run until one ends (its client may send again)
                 engine.run_until(math.inf, stop_on_finish=True)
-        engine.run_until(math.inf)
+        drain([engine], check)
         engines.append(engine)
     return engines
 
 
 def simulate(curve: ServiceCurve, load: Load, *, requests: int, seed: int = 0, replicas: int = 1,
-             router: Literal["least-loaded", "round-robin"] = "least-loaded") -> SimulationResult:
+             router: Literal["least-loaded", "round-robin"] = "least-loaded", check: Check | None = None) -> SimulationResult:
     """p50/p95/p99 TTFT, TPOT and E2E of ``requests`` simulated requests (see the module text)."""
-    t = simulate_requests(curve, load, requests=requests, seed=seed, replicas=replicas, router=router)
+    t = simulate_requests(curve, load, requests=requests, seed=seed, replicas=replicas, router=router, check=check)
     return summarise(t, replicas=replicas, router=router, seed=seed, step_s=max(curve.decode_step_s))
 
 

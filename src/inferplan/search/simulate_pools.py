@@ -25,28 +25,31 @@ import numpy as np
 from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
 from inferplan.search.service import ServiceCurve
-from inferplan.search.simulate import (MAX_REPLICAS, MAX_REQUESTS, Engine, RequestTimes, SimulationResult, request_lists,
-                                       summarise)
+from inferplan.search.simulate import (MAX_REPLICAS, MAX_REQUESTS, Check, Engine, RequestTimes, SimulationResult, drain,
+                                       every, request_lists, summarise)
 
 
-def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray) -> None:
-    """Each request of ``order`` to the engine with the fewest requests in it when it arrives at ``at``."""
-    for r in order.tolist():
+def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray, check: Check | None) -> None:
+    """Each request of ``order`` to the engine with the fewest requests in it when it arrives at ``at``
+    (``check`` called as ``simulate.py`` calls it)."""
+    period = every(len(engines))
+    for n, r in enumerate(order.tolist()):
+        if check is not None and n % period == 0:
+            check()
         t = float(at[r])
         for e in engines:
             e.run_until(t)
         pick = min(range(len(engines)), key=lambda i: engines[i].load())
         owner[r] = pick
         engines[pick].push(r, t)
-    for e in engines:
-        e.run_until(math.inf)
+    drain(engines, check)
 
 
 def simulate_pools_requests(prefill: ServiceCurve, decode: ServiceCurve, load: Load, *, requests: int,
                             prefill_instances: int, decode_instances: int, transfer_s: float,
-                            seed: int = 0) -> RequestTimes:
+                            seed: int = 0, check: Check | None = None) -> RequestTimes:
     """Every request's times under ``load`` on ``prefill_instances`` prefill and ``decode_instances``
-    decode instances (see the module text)."""
+    decode instances (see the module text); ``check`` is called as ``simulate.py`` calls it, and raises to stop."""
     if load.arrival == "closed":
         raise InvalidScenarioError("separate prefill and decode pools are simulated under open arrivals only",
                                    field="arrival", allowed="poisson, bursty or a trace")
@@ -64,12 +67,12 @@ def simulate_pools_requests(prefill: ServiceCurve, decode: ServiceCurve, load: L
     pre = [Engine(prefill, prompts, first) for _ in range(prefill_instances)]
     owner = np.zeros(requests, np.int64)
     reached = arrival + overhead
-    _route(pre, reached, np.argsort(reached, kind="stable"), owner)
+    _route(pre, reached, np.argsort(reached, kind="stable"), owner, check)
     ready = first["finish"] + transfer_s
     second = {k: np.full(requests, np.nan) for k in ("admitted", "first", "finish")}
     handed = request_lists(inputs, outputs, np.ones(requests, bool), decode.uncached_share)
     dec = [Engine(decode, handed, second) for _ in range(decode_instances)]
-    _route(dec, ready, np.argsort(ready, kind="stable"), owner)
+    _route(dec, ready, np.argsort(ready, kind="stable"), owner, check)
     waited = (first["admitted"] - reached) + (second["admitted"] - ready)  # for a prefill slot, then a decode slot
     return RequestTimes(arrival_s=arrival, admitted_s=reached + waited, first_token_s=second["first"],
                         finish_s=second["finish"], input_tokens=inputs, output_tokens=outputs, replica=owner,
@@ -78,9 +81,9 @@ def simulate_pools_requests(prefill: ServiceCurve, decode: ServiceCurve, load: L
 
 
 def simulate_pools(prefill: ServiceCurve, decode: ServiceCurve, load: Load, *, requests: int, prefill_instances: int,
-                   decode_instances: int, transfer_s: float, seed: int = 0) -> SimulationResult:
+                   decode_instances: int, transfer_s: float, seed: int = 0, check: Check | None = None) -> SimulationResult:
     """p50/p95/p99 TTFT, TPOT and E2E of ``requests`` simulated requests on separate pools; the
     replicas, wait and running figures are the decode pool's."""
     t = simulate_pools_requests(prefill, decode, load, requests=requests, prefill_instances=prefill_instances,
-                                decode_instances=decode_instances, transfer_s=transfer_s, seed=seed)
+                                decode_instances=decode_instances, transfer_s=transfer_s, seed=seed, check=check)
     return summarise(t, replicas=decode_instances, router="least-loaded", seed=seed, step_s=max(decode.decode_step_s))

@@ -27,7 +27,7 @@ from inferplan.search.request import SearchRequest
 from inferplan.search.tail_types import TailLatency
 from inferplan.search.service import ServiceCurve, service_curve
 from inferplan.search.simulate_pools import simulate_pools
-from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SIM_WORK_LIMIT, SimulationResult, simulate
+from inferplan.search.simulate import MAX_REPLICAS, MAX_REQUESTS, SIM_WORK_LIMIT, Check, SimulationResult, simulate
 from inferplan.search.trace import Trace, row_field
 
 LOAD_SOURCES = ("request_rate_per_s", "users", "clients", "trace")
@@ -208,8 +208,10 @@ def _describe(load: Load, replicas: int, requests: int) -> str:
     return f"{rate_text(load.request_rate_per_s)} requests/s ({kind}){spread}"
 
 
-def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, trace: Trace | None = None) -> SimulationReport:
-    """Simulate ``q`` (its trace, when given) and approximate it beside."""
+def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, trace: Trace | None = None,
+                        check: Check | None = None) -> SimulationReport:
+    """Simulate ``q`` (its trace, when given) and approximate it beside; ``check`` is called as the simulation runs
+    (``simulate.py``) and raises to stop it."""
     catalog = catalog or load_catalog()
     load, w = _load_and_workload(q, catalog, trace)
     if q.prefill_instances is not None:
@@ -219,8 +221,8 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
     curve = service_curve(q.deployment, w, catalog)
     _check_work(q, curve)
     if q.prefill_instances is not None:
-        return _pools_report(q, catalog, load, w, curve)
-    sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router)
+        return _pools_report(q, catalog, load, w, curve, check)
+    sim = simulate(curve, load, requests=q.requests, seed=q.seed, replicas=q.replicas, router=q.router, check=check)
     approx = approximate(curve, load, q.replicas)
     cache = _cache(q, w, catalog)
     notes = cache.pop("notes") + tuple(n for n in (overload_note(approx, q.replicas),) if n)
@@ -313,7 +315,8 @@ def _decode_side(q: SimulationQuery, catalog: Catalog) -> Deployment:
     return d.model_copy(update={"gpus": gpus})
 
 
-def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload, decode: ServiceCurve) -> SimulationReport:
+def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload, decode: ServiceCurve,
+                  check: Check | None) -> SimulationReport:
     """Separate pools: the deployment is the decode instance (``_decode_side``), ``prefill_instances`` of
     its layout at ``prefill_tensor_parallel_size`` run the prompts, and the KV cache crosses the link
     between them, priced as the search prices it (``handover.py``: both pools' GPUs)."""
@@ -336,7 +339,7 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
                                        allowed="a hand-over time in seconds")
         transfer, link = kv / bw, link_name(hw.accel, hw.system, hw.domain_gpus, gpus)
     sim = simulate_pools(prefill, decode, load, requests=q.requests, seed=q.seed, prefill_instances=q.prefill_instances,
-                         decode_instances=q.replicas, transfer_s=transfer)
+                         decode_instances=q.replicas, transfer_s=transfer, check=check)
     pools = PoolsSimulated(prefill_instances=q.prefill_instances, prefill_tensor_parallel_size=tp,
                            decode_instances=q.replicas, kv_transfer_s=transfer, kv_transfer_link=link)
     described = _describe(load, q.replicas, q.requests).replace(

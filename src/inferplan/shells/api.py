@@ -59,11 +59,11 @@ from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
 from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
-    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, SAVED_SCENARIO_LINKS, BodyLimit, HeadAsGet, HostCheck,
-    ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
+    CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, FULL_RESPONSE, SAVE_RESPONSE, SAVED_SCENARIO_LINKS, BodyLimit,
+    HeadAsGet, HostCheck, ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
 )
 from inferplan.shells.api_measurements import MAX_UPLOAD_BYTES as MEASUREMENTS_BODY_BYTES, UPLOAD_ROUTE as MEASUREMENTS_UPLOAD
-from inferplan.shells.api_measurements import router as measurements_router
+from inferplan.shells.api_measurements import router as measurements_router, upload_schemas
 from inferplan.shells.pydantic_errors import allowed_by, error_message, takes
 from inferplan.store import NotFoundError, SavedQuote, SavedScenario, Store, VendorQuote
 from inferplan.validation.memory import MemoryValidation, validate_memory
@@ -347,7 +347,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def scenarios_list() -> list[SavedScenario]:
         return store.list_scenarios()
 
-    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**CONFLICT_RESPONSE, **SAVED_SCENARIO_LINKS})
+    @app.post("/api/scenarios", tags=["scenarios"], status_code=201, responses={**SAVE_RESPONSE, **SAVED_SCENARIO_LINKS})
     def scenarios_save(r: SaveScenarioRequest) -> SavedScenario:
         catalogue_model(r.scenario.model, "scenario.model")
         try:
@@ -395,7 +395,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def quotes_list() -> list[SavedQuote]:
         return store.list_quotes()
 
-    @app.post("/api/quotes", tags=["quotes"], status_code=201)
+    @app.post("/api/quotes", tags=["quotes"], status_code=201, responses=FULL_RESPONSE)
     def quotes_add(q: VendorQuote) -> SavedQuote:
         # a quote is money for one exact system: its id or an alias of that system, never a part of
         # a name (h100-sxm, a GPU, once matched the HGX H100 node and priced it at one GPU's quote)
@@ -430,4 +430,13 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     app.include_router(simulate_router)  # POST /api/simulate: shells/api_simulate.py
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
+    schema = app.openapi
+
+    def openapi() -> dict[str, Any]:  # with the upload's body, which its route reads itself (api_measurements)
+        if app.openapi_schema is None:
+            for name, part in upload_schemas().items():
+                schema()["components"]["schemas"].setdefault(name, part)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -22,10 +22,12 @@ import json
 import sys
 from typing import Any
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from inferplan.input_files import MAX_NESTING_DEPTH
-from inferplan.shells.api_guard import BodyTooLarge, error_item, error_response, http_error, http_exception_response
+from inferplan.shells.api_guard import (MAX_BODY_BYTES, BodyTooLarge, error_item, error_response, http_error,
+                                       http_exception_response)
 
 # Every client of the API sends its body at once (the page's fetch, curl, a script); the largest body
 # taken, a 16 MiB measurements upload (api_measurements.MAX_UPLOAD_BYTES), arrives within 30 s over
@@ -119,7 +121,10 @@ class JsonBody:
             return await late_body(self.deadline_s)(scope, receive, send)
         body = b"".join(chunks)
         scope.setdefault("state", {})[BODY_STATE] = body  # an error names a key as the body sent it (api_keys.as_sent)
-        refusal = self._refusal(scope, body)
+        # a body past the ordinary limit (only the measurements upload takes one: up to 16 MiB, 0.2 s to read
+        # here) is read in the threadpool, not in the event loop every other request waits on
+        big = len(body) > MAX_BODY_BYTES
+        refusal = await anyio.to_thread.run_sync(self._refusal, scope, body) if big else self._refusal(scope, body)
         if refusal is not None:
             return await refusal(scope, receive, send)
         sent = False

@@ -92,6 +92,12 @@ ERROR_RESPONSES_BESIDE_HTML: dict[int | str, dict[str, Any]] = {
            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     for code, doc in ERROR_RESPONSES.items()}
 CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc("another saved scenario has that name")}
+# a save past the store's bound for its kind (store.MAX_SAVED): the 409 names the bound and how to delete one
+FULL_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc("the store holds its most items of this kind: delete one first")}
+SAVE_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc(
+    "another saved scenario has that name, or the store holds its most saved scenarios: delete one first")}
+RUNS_RESPONSE: dict[int | str, dict[str, Any]] = {409: _error_doc(
+    "a file's run is stored already, or the store would hold more than its most runs: delete some first")}
 _SAVED_ID = {"scenario_id": "$response.body#/id"}
 # OpenAPI links from a saved scenario to what can be done with it (clients and stateful fuzzers follow them)
 SAVED_SCENARIO_LINKS: dict[int | str, dict[str, Any]] = {201: {"description": "the saved scenario, with its id", "links": {

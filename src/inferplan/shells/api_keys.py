@@ -67,11 +67,14 @@ def accepted_keys(body: type[BaseModel] | None, loc: tuple | list) -> str | None
 
 
 def body_model(request: Request) -> type[BaseModel] | None:
-    """The model the route validates its body with, if it has one."""
+    """The model the route validates its body with, if it has one (a route that reads its body itself
+    names it as its endpoint's ``body_model``)."""
     route = request.scope.get("route")
     endpoint = getattr(route, "endpoint", None)
     if endpoint is None:
         return None
+    if isinstance(getattr(endpoint, "body_model", None), type):
+        return endpoint.body_model
     hints = typing.get_type_hints(endpoint)
     hints.pop("return", None)
     models = [h for h in hints.values() if isinstance(h, type) and issubclass(h, BaseModel)]

@@ -47,13 +47,15 @@ class SimulateRequest(SimulationQuery):
              response_model=SimulationReport, responses=LONG_RESPONSES)
 async def simulate_route(r: SimulateRequest, http: Request) -> Response:
     """p50/p95/p99 TTFT, TPOT and end-to-end latency: the discrete-event simulation beside the queueing
-    approximation the search ranks by (docs/search.md). Run as a long request (``api_work``)."""
+    approximation the search ranks by (docs/search.md). Run as a long request (``api_work``), stopped when its
+    client goes."""
     refuse_server_path(r.deployment.model, "deployment.model")
 
-    def work(_budget: Budget) -> SimulationReport:
+    def work(budget: Budget) -> SimulationReport:
         try:
             query = SimulationQuery(**{k: getattr(r, k) for k in SimulationQuery.model_fields})
-            return simulate_deployment(query, trace=trace_of(r.trace) if r.trace is not None else None)
+            return simulate_deployment(query, trace=trace_of(r.trace) if r.trace is not None else None,
+                                       check=budget.check_cancelled)  # stops within milliseconds once the client goes
         except InferplanError as exc:
             raise _addressed(exc) from None
 

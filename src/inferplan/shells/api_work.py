@@ -12,8 +12,9 @@ client gave up (``curl -m 2``). So a long request:
 - is refused at once with a 503 (``ServerBusy``, with ``Retry-After``) while ``LONG_WAITING`` others
   wait already, rather than queued for many minutes;
 - asks every ``DISCONNECT_POLL_S`` whether its client is still there; once it has gone, the work's
-  ``Budget`` is cancelled: a search stops at its next check between cells, and work still waiting
-  for its turn leaves the queue at once, so a client that gave up holds no place in it. The budget's own deadline
+  ``Budget`` is cancelled: a search stops at its next check between cells, a simulation (``/api/simulate``'s,
+  or a search's of its picks) within a few thousand engine visits (``search/simulate.py``), and work still
+  waiting for its turn leaves the queue at once, so a client that gave up holds no place in it. The budget's own deadline
   stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503); other long
   work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``api_fits.MAX_FITS_CELLS`` …).
 

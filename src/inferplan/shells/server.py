@@ -18,6 +18,7 @@ from inferplan.shells.api_guard import is_loopback, loopback_hosts
 
 ENV_DB = "INFERPLAN_SERVE_DB"
 ENV_HOSTS = "INFERPLAN_SERVE_ALLOWED_HOSTS"  # comma-separated; absent: any Host
+HTTP_PROTOCOL = "inferplan.shells.server_protocol:JsonErrorsH11"  # uvicorn's h11, its 400 before the app as JSON
 
 
 def default_workers() -> int:
@@ -69,4 +70,4 @@ def serve(host: str, port: int, db: Path | None, workers: int) -> None:
     else:
         os.environ.pop(ENV_HOSTS, None)
     uvicorn.run("inferplan.shells.server:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="warning")
+                log_level="warning", http=HTTP_PROTOCOL)
