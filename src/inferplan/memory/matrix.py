@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
 from inferplan.catalog.loader import Catalog, is_count, load_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
@@ -19,6 +19,7 @@ from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
 from inferplan.memory.precision import check_kv_dtype, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
+from inferplan.units import whole_count
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
 MAX_FITS_CELLS = 1_000  # about 3 s of one core and a 3 MB answer; every model on the default GPUs is 236
@@ -36,6 +37,18 @@ class FitsCell(BaseModel):
     # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
     # one instance across the node, which says nothing about how few GPUs it needs)
     smallest_fit: ParallelPlan | None = None
+
+    @computed_field
+    @property
+    def requests_at_once(self) -> int | None:
+        """Whole requests of the cell's context one instance (× its data-parallel copies) admits together where
+        it fits: on an engine with a context per slot the most slots whose cache fits (``most_slots``), else the
+        whole sequences its KV cache holds (``units.whole_count`` of ``total_max_concurrency``: 3 where it holds
+        3.7). None where the cell does not fit or could not be planned."""
+        r = self.result
+        if r is None or not r.fits:
+            return None
+        return r.most_slots if r.most_slots is not None else whole_count(r.total_max_concurrency)
 
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
