@@ -298,7 +298,7 @@ def test_a_404_says_which_paths_are_served(client):
 
 def test_a_fits_matrix_of_more_cells_than_one_request_computes_is_refused_before_any(client):
     """60 models × 60 GPUs × 10 quantizations in a 1.4 KB body was 143 s of one core and a 159 MB reply."""
-    from inferplan.shells.api_fits import MAX_FITS_CELLS
+    from inferplan.memory.matrix import MAX_FITS_CELLS
 
     gpus = [a["id"] for a in client.get("/api/catalog/accelerators").json()][:17]
     err = assert_error_shape(client.post("/api/fits", json={"all_models": True, "gpus": gpus}), 422)

@@ -7,6 +7,7 @@ The constants below are the only place binary and decimal prefixes are defined.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -74,6 +75,12 @@ def plain_number(value: int | float | Decimal) -> str:
     if not exact.is_finite():
         return str(value)
     return format(exact.normalize(), ",f")
+
+
+def whole_count(count: float) -> int:
+    """The whole items in a count a model gives as a fraction: the requests of a context a KV cache holding 18.9
+    of them admits together (18); a count computed as 22.9999999 for 23 is 23."""
+    return math.floor(round(count, 6))
 
 
 def to_gbit_per_s(bytes_per_s: float) -> float:

@@ -1,10 +1,15 @@
-"""The what-fits matrix: models × hardware × precisions, one ``fit`` per cell."""
+"""The what-fits matrix: models × hardware × precisions, one ``fit`` per cell.
+
+A cell is one memory fit (about 3 ms of one core on a 2-core machine) and about 3 KB of answer, and
+the lists a question may name (60 models, 60 GPUs, 30 systems, 10 quantizations) multiply to 54,000
+cells: 143 s and a 159 MB answer. So a matrix of more than ``MAX_FITS_CELLS`` cells is refused, counted
+from the question before any cell is computed (``check_size``), naming the longest list to shorten."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
 from inferplan.catalog.loader import Catalog, is_count, load_catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
@@ -14,8 +19,10 @@ from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
 from inferplan.memory.precision import check_kv_dtype, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
+from inferplan.units import whole_count
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
+MAX_FITS_CELLS = 1_000  # about 3 s of one core and a 3 MB answer; every model on the default GPUs is 236
 
 
 class FitsCell(BaseModel):
@@ -30,6 +37,18 @@ class FitsCell(BaseModel):
     # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
     # one instance across the node, which says nothing about how few GPUs it needs)
     smallest_fit: ParallelPlan | None = None
+
+    @computed_field
+    @property
+    def requests_at_once(self) -> int | None:
+        """Whole requests of the cell's context one instance (× its data-parallel copies) admits together where
+        it fits: on an engine with a context per slot the most slots whose cache fits (``most_slots``), else the
+        whole sequences its KV cache holds (``units.whole_count`` of ``total_max_concurrency``: 3 where it holds
+        3.7). None where the cell does not fit or could not be planned."""
+        r = self.result
+        if r is None or not r.fits:
+            return None
+        return r.most_slots if r.most_slots is not None else whole_count(r.total_max_concurrency)
 
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -87,6 +106,7 @@ def fits_matrix(
     its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
 or with ``all_models`` every catalogue model with a config."""
     catalog = catalog or load_catalog()
+    check_size(catalog, models=models, gpus=gpus, systems=systems, quantizations=quantizations, all_models=all_models)
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
     catalog.engine(engine, field_name="engine")
     if kv_cache_dtype != "auto":
@@ -110,7 +130,7 @@ or with ``all_models`` every catalogue model with a config."""
     hardware = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []]
     count = {"gpus": gpu_count} if gpu_count > 1 else {}
     if not hardware:
-        hardware = [("gpu", g) for g in DEFAULT_GPUS if g in catalog.accelerators]
+        hardware = [("gpu", g) for g in _default_gpus(catalog)]
     cells = []
     for model, spec in specs:
         held_bits = 0.0  # every_build: the most bits per weight of a format every column holds
@@ -148,6 +168,35 @@ or with ``all_models`` every catalogue model with a config."""
                 held_bits = max(held_bits, catalog.quantization(q).bits_per_weight.value)
     return FitsMatrix(cells=tuple(cells if quantizations or every_build else _best_builds(catalog, cells)),
                       left_out=left_out)
+
+
+def check_size(catalog: Catalog, *, models: list[str] | None = None, gpus: list[str] | None = None,
+               systems: list[str] | None = None, quantizations: list[str] | None = None, all_models: bool = False) -> None:
+    """Refuse a matrix of more than ``MAX_FITS_CELLS`` cells, counted from the question alone: its models
+    (``_grid_models``) × its GPUs and systems (none: ``DEFAULT_GPUS``) × its quantizations (none: one build
+    per model; ``every_build``'s further formats are not counted). The error names the longest list given
+    (``all_models`` where none is)."""
+    sizes = {"models": len(_grid_models(catalog, models, all_models)[0]),
+             "gpus": len(gpus or []) + len(systems or []) or len(_default_gpus(catalog)),
+             "quantizations": len(quantizations or []) or 1}
+    cells = sizes["models"] * sizes["gpus"] * sizes["quantizations"]
+    if cells <= MAX_FITS_CELLS:
+        return
+    named = {"models": len(models or []), "gpus": len(gpus or []), "systems": len(systems or []),
+             "quantizations": len(quantizations or [])}
+    field = max(named, key=named.get) if any(named.values()) else "all_models"
+    raise InvalidScenarioError(
+        f"{_count(sizes['models'], 'model')} × {_count(sizes['gpus'], 'GPU or system', 'GPUs or systems')} × "
+        f"{_count(sizes['quantizations'], 'quantization')} is {cells:,} cells, more than one request computes",
+        field=field, allowed=f"at most {MAX_FITS_CELLS:,} cells: name fewer models, gpus, systems or quantizations")
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def _default_gpus(catalog: Catalog) -> list[str]:
+    return [g for g in DEFAULT_GPUS if g in catalog.accelerators]
 
 
 def _grid_models(catalog: Catalog, models: list[str] | None, all_models: bool) -> tuple[list[str], tuple[str, ...]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
-from inferplan.units import plain_number
+from inferplan.units import plain_number, whole_count
 
 SI_PREFIXES = " kMGTPE"  # 10^0, 10^3 … 10^18: a larger number counts in E ("1,000 E")
 SIGNIFICANT_DIGITS = 6
@@ -39,6 +39,6 @@ def milliseconds_text(seconds: float) -> str:
 
 def whole_count_text(count: float) -> str:
     """A count a model gives as a fraction (the sequences of the full context a KV cache holds: 18.9) as the whole
-    ones it holds together ("18"); less than one as that share of one ("0.62 of one")."""
-    whole = math.floor(round(count, 6))  # 23.0 computed as 22.9999999 is still 23
+    ones it holds together ("18", ``units.whole_count``); less than one as that share of one ("0.62 of one")."""
+    whole = whole_count(count)
     return f"{whole:,}" if whole >= 1 else f"{count:.2f} of one"

@@ -16,7 +16,7 @@ client gave up (``curl -m 2``). So a long request:
   or a search's of its picks) within a few thousand engine visits (``search/simulate.py``), and work still
   waiting for its turn leaves the queue at once, so a client that gave up holds no place in it. The budget's own deadline
   stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503); other long
-  work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``api_fits.MAX_FITS_CELLS`` …).
+  work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``memory.matrix.MAX_FITS_CELLS`` …).
 
 Its answer is written as JSON in the worker thread too (``long_json``): validating and encoding a
 large answer (a search's is 0.8 MB) in the event loop would hold every other request up meanwhile.

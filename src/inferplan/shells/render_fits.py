@@ -25,8 +25,9 @@ def _plan(p) -> str:
 
 
 def fits_grid(matrix, width: int = 200) -> RenderableType | None:
-    """One row per model (and precision), one column per hardware: the sequences of the cell's
-    context one instance holds at once where it fits, else the fewest GPUs that would hold it.
+    """One row per model (and precision), one column per hardware: the whole requests of the cell's
+    context one instance admits at once where it fits (``FitsCell.requests_at_once``), else the fewest
+    GPUs that would hold it.
     A long grid lists the models no column holds below it, one line each no longer; where the
     grid is too wide a no-fit cell says "needs N" for "no (needs N GPUs)" ("as TP4 PP2" for "no at TP8
     (fits TP4 PP2)", the column's GPUs split another way) and, if that is not enough,
@@ -88,7 +89,7 @@ def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/]{context}: sequences held, or [red]no[/] (needs N GPUs)"),
+        Text.from_markup(f"[bold]What fits[/]{context}: requests at once, or [red]no[/] (needs N GPUs)"),
         table,
         *reasons,
         note,
@@ -112,7 +113,7 @@ def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
     if r is None:
         return "n/a"
     if r.fits:
-        return f"[green]{_held(r)}[/]"
+        return f"[green]{c.requests_at_once:,}[/]"
     s = c.smallest_fit
     if s is None:
         return "[red]no[/]"
@@ -123,12 +124,6 @@ def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
 
 def _split(p) -> str:
     return f"TP{p.tensor_parallel_size}" + (f" PP{p.pipeline_parallel_size}" if p.pipeline_parallel_size > 1 else "")
-
-
-def _held(r) -> str:
-    """What a fitting cell holds at once: an engine with a context per slot, the most slots that fit
-    (whole); any other, the sequences its KV cache holds."""
-    return f"{r.most_slots:,}" if r.most_slots is not None else f"{r.total_max_concurrency:,.1f}"
 
 
 def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
@@ -176,7 +171,7 @@ def fits_table(matrix, width: int = 200, explain: bool = False) -> RenderableTyp
 
 def _cells_table(matrix, width: int) -> RenderableType:
     cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
-            Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("concurrency"), Col("fits"),
+            Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("at once"), Col("fits"),
             Col("smallest fit", False)]
     rows = []
     for c in matrix.cells:
@@ -186,6 +181,13 @@ def _cells_table(matrix, width: int) -> RenderableType:
             continue
         rows.append([c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
                      gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}",
-                     f"{_held(r)} slots" if r.most_slots is not None else _held(r),
+                     _at_once(c),
                      "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
-    return layout("what fits (KV left per GPU, concurrency at each cell's context)", cols, rows, width)
+    return layout("what fits (KV left per GPU, requests at once at each cell's context)", cols, rows, width)
+
+
+def _at_once(c: FitsCell) -> str:
+    """A cell's whole requests at once (slots on an engine with a context per slot); "—" where it does not fit."""
+    if c.requests_at_once is None:
+        return "—"
+    return f"{c.requests_at_once:,} slots" if c.result.most_slots is not None else f"{c.requests_at_once:,}"
