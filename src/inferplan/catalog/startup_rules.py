@@ -44,10 +44,15 @@ class MeasuredSizingOff(Frozen):
     field: str  # a Deployment field (inputs/deployment.py)
     values: tuple[str, ...] = ()  # the stated values that turn it off (empty: any stated value)
     also_stated: tuple[str, ...] = ()  # Deployment fields that must be stated too for the input to take effect
+    said_as: str | None = None  # how a plan's notes name the input (None: the field and its value)
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
+
+    def named(self, deployment) -> str:
+        """The input as ``deployment`` states it, in a plan's notes."""
+        return self.said_as or f"{self.field} {getattr(deployment, self.field)}"
 
     def applies(self, deployment) -> bool:
         """Whether ``deployment`` states this input (a field name no deployment has is an AttributeError)."""
@@ -77,6 +82,9 @@ class MeasuredSizing(Frozen):
     × activation peak)``. Nothing is checked after the sizing: it runs after the warm-up and capture. The
     inputs in ``off_with`` switch it off: the cache is then sized at ``fraction_where_off`` as before."""
 
+    # the software stacks the engine sizes the cache this way on (vLLM: CUDA and ROCm, is_cuda_alike); elsewhere it
+    # sizes as before, at fraction_where_off, and refuses a deployment that asks for it
+    software: tuple[Software, ...] = Field(min_length=1)
     margin_floor_bytes: int = Field(ge=0)  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
     # the floor on other software stacks (ROCm), where it differs
     margin_floor_bytes_by_software: dict[Software, int] = Field(default_factory=dict)
@@ -110,9 +118,14 @@ class MeasuredSizing(Frozen):
         step = segments * self.granule_bytes
         return (kv_bytes // step) * step
 
-    def switched_off_by(self, deployment) -> MeasuredSizingOff | None:
-        """The stated input that switches the measured sizing off for ``deployment``, if any."""
-        return next((o for o in self.off_with if o.applies(deployment)), None)
+    def used_on(self, software: Software | None) -> bool:
+        """Whether the engine sizes the cache from measured memory on ``software`` (None: CUDA)."""
+        return software is None or software in self.software
+
+    def switched_off_by(self, deployment, *, besides: str | None = None) -> MeasuredSizingOff | None:
+        """The stated input that switches the measured sizing off for ``deployment``, if any (``besides``: a field
+        not to count)."""
+        return next((o for o in self.off_with if o.field != besides and o.applies(deployment)), None)
 
     def fallback_on(self, software: Software | None) -> SizingFallback | None:
         """The runtimes of ``software`` on which the engine falls back to sizing as before (None: none stated)."""
