@@ -116,3 +116,13 @@ def test_the_api_takes_the_field(tmp_path):
     assert off["kv_cache_fallback_note"] is None
     refused = client.post("/api/fit", json={**body, FIELD: True, "engine": "sglang"})
     assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", FIELD]
+
+
+def test_off_cuda_and_rocm_vllm_0_34_sizes_as_before_and_refuses_the_switch():
+    # config/vllm.py line 3201: only a CUDA-alike platform (CUDA, ROCm) has the extensible KV cache
+    gaudi = _fit(gpu="gaudi3", model="llama-3.1-8b")
+    assert gaudi.usable_bytes_per_gpu == pytest.approx(0.92 * gaudi.gpu_memory_bytes)
+    assert _fit(gpu="gaudi3", model="llama-3.1-8b", enable_extensible_kv_cache=False).kv_cache_bytes_per_gpu == \
+        pytest.approx(gaudi.kv_cache_bytes_per_gpu)
+    with pytest.raises(InvalidScenarioError, match="only on cuda and rocm"):
+        _fit(gpu="gaudi3", model="llama-3.1-8b", enable_extensible_kv_cache=True)

@@ -314,7 +314,7 @@ def engine_budget(
         notes += [f"{rule.label}: {capped_note}"] if capped_note else []
         measured = rule.measured_sizing is not None and rule.measured_sizing.used_on(accel.software if accel else None)
         sized = rule.measured_sizing if measured and not settings.measured_sizing_off else None
-        if rule.measured_sizing and settings.measured_sizing_off:
+        if measured and settings.measured_sizing_off:
             notes.append(f"{rule.label}: {settings.measured_sizing_off} switches the extensible KV cache off: the cache "
                          f"is sized from the start-up profile at a fraction of {frac:g}, as before")
         if sized is not None:  # measured after warm-up: the memory free at start-up, less a margin, caps it too
