@@ -126,3 +126,15 @@ def test_off_cuda_and_rocm_vllm_0_34_sizes_as_before_and_refuses_the_switch():
         pytest.approx(gaudi.kv_cache_bytes_per_gpu)
     with pytest.raises(InvalidScenarioError, match="only on cuda and rocm"):
         _fit(gpu="gaudi3", model="llama-3.1-8b", enable_extensible_kv_cache=True)
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_rocm_pool_over_nixl_refuses_the_switch_on_and_a_cuda_pool_takes_it(role):
+    # config/vllm.py lines 3231-3238: on ROCm a connector that registers the cache (NIXL) cannot use it
+    rocm = Deployment(model="llama-3.3-70b", gpu="mi300x", max_model_len=16384, enable_extensible_kv_cache=True)
+    with pytest.raises(InvalidScenarioError, match="with NixlConnector on AMD Instinct MI300X") as refused:
+        launch_command(rocm, CATALOG, role=role)
+    assert refused.value.field == FIELD
+    assert "--no-enable-extensible-kv-cache" in launch_command(rocm.model_copy(update={FIELD: False}), CATALOG, role=role).argv
+    cuda = rocm.model_copy(update={"gpu": "H100", "model": "llama-3.1-8b"})
+    assert "--enable-extensible-kv-cache" in launch_command(cuda, CATALOG, role=role).argv

@@ -74,6 +74,19 @@ class SizingFallback(Frozen):
     note: str = ""
 
 
+class ConnectorRefusal(Frozen):
+    """KV connectors with which the engine cannot size the cache from measured memory on one software stack: it
+    turns the measured sizing off unless asked for it, and refuses it when asked (vLLM 0.34 on ROCm: connectors
+    that register the cache with UCX or RDMA, which cannot register driver-mapped memory there)."""
+
+    software: Software
+    connectors: tuple[str, ...] = Field(min_length=1)  # the engine's kv_connector names
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+
 class MeasuredSizing(Frozen):
     """A KV cache sized from the memory measured after warm-up and CUDA-graph capture (vLLM's extensible KV
     cache, on by default from 0.34.0), not from a profile estimate: the cache gets the smaller of the fraction's
@@ -96,6 +109,7 @@ class MeasuredSizing(Frozen):
     granule_bytes: int = Field(0, ge=0)
     off_with: tuple[MeasuredSizingOff, ...] = ()
     runtime_fallbacks: tuple[SizingFallback, ...] = ()
+    connector_refusals: tuple[ConnectorRefusal, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -131,9 +145,14 @@ class MeasuredSizing(Frozen):
         """The runtimes of ``software`` on which the engine falls back to sizing as before (None: none stated)."""
         return next((f for f in self.runtime_fallbacks if f.software == software), None)
 
+    def refused_with(self, software: Software | None, connector: str | None) -> ConnectorRefusal | None:
+        """The refusal of ``connector`` (a kv_connector name; None: none) on ``software``, if any."""
+        return next((r for r in self.connector_refusals if r.software == software and connector in r.connectors), None)
+
     def source_ids(self) -> tuple[str, ...]:
         return (*self.sources, *(s for o in self.off_with for s in o.sources),
-                *(s for f in self.runtime_fallbacks for s in f.sources))
+                *(s for f in self.runtime_fallbacks for s in f.sources),
+                *(s for r in self.connector_refusals for s in r.sources))
 
 
 class AttentionWorkspace(Frozen):
