@@ -117,7 +117,7 @@ def test_vllm_034_with_the_lmcache_connector_sizes_the_kv_cache_as_0_33_does():
 
 def test_the_inputs_that_switch_the_measured_sizing_off_are_deployment_fields():
     sized = memory_rule(CATALOG, "vllm", "0.34.0").measured_sizing
-    assert [o.field for o in sized.off_with] == ["kv_offloading_backend"]
+    assert [o.field for o in sized.off_with] == ["enable_extensible_kv_cache", "kv_offloading_backend"]
     for off in sized.off_with:
         assert {off.field, *off.also_stated} <= set(Deployment.model_fields)
     # without kv_offloading_size vLLM makes no connector: the backend alone leaves the cache on

@@ -33,6 +33,7 @@ Setting = Literal[
     "kt_num_gpu_experts", "kt_method", "kt_weight_path", "kt_max_deferred_experts_per_token",  # KTransformers' CPU experts
     "moe_runner_backend",  # the routed experts' kernel path (memory/expert_scales.py)
     "enforce_eager",  # no CUDA graphs (memory/cuda_graphs.py)
+    "enable_extensible_kv_cache",  # the KV cache sized from measured memory, or from the profile (memory/extensible.py)
     "redundant_experts",  # expert copies that make the expert slots divide by the ranks (memory/expert_split.py)
 ]
 
@@ -53,6 +54,8 @@ class FlagRule(Frozen):
 
     flags: tuple[str, ...] = Field(min_length=1)  # each flag is given the value (llama.cpp: K and V caches)
     switch: bool = False  # a bare flag, emitted when the setting is true
+    # a switch's negative form (argparse.BooleanOptionalAction's --no-...), emitted when the setting is stated false
+    off_flags: tuple[str, ...] = ()
     value: str | None = None  # the flag always takes this value (llama.cpp --split-mode row for TP)
     value_from: Setting | None = None  # the flag takes another setting's value (SGLang --ep-size = TP size)
     # the flag takes the value times another setting's, when that one is stated (llama.cpp --ctx-size is
@@ -297,7 +300,7 @@ class EngineFlags(Frozen):
 
     def named_flags(self) -> tuple[str, ...]:
         """Every option name this record can emit."""
-        named = [f for rule in self.settings.values() for f in (*rule.switches, *rule.flags)]
+        named = [f for rule in self.settings.values() for f in (*rule.switches, *rule.flags, *rule.off_flags)]
         named += [f for f in (self.model_flag, self.hf_repo_flag, self.text_only_flag) if f]
         if self.options_file:
             named.append(self.options_file.flag)

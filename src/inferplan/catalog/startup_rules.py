@@ -44,10 +44,15 @@ class MeasuredSizingOff(Frozen):
     field: str  # a Deployment field (inputs/deployment.py)
     values: tuple[str, ...] = ()  # the stated values that turn it off (empty: any stated value)
     also_stated: tuple[str, ...] = ()  # Deployment fields that must be stated too for the input to take effect
+    said_as: str | None = None  # how a plan's notes name the input (None: the field and its value)
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
+
+    def named(self, deployment) -> str:
+        """The input as ``deployment`` states it, in a plan's notes."""
+        return self.said_as or f"{self.field} {getattr(deployment, self.field)}"
 
     def applies(self, deployment) -> bool:
         """Whether ``deployment`` states this input (a field name no deployment has is an AttributeError)."""
@@ -69,6 +74,19 @@ class SizingFallback(Frozen):
     note: str = ""
 
 
+class ConnectorRefusal(Frozen):
+    """KV connectors with which the engine cannot size the cache from measured memory on one software stack: it
+    turns the measured sizing off unless asked for it, and refuses it when asked (vLLM 0.34 on ROCm: connectors
+    that register the cache with UCX or RDMA, which cannot register driver-mapped memory there)."""
+
+    software: Software
+    connectors: tuple[str, ...] = Field(min_length=1)  # the engine's kv_connector names
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+
 class MeasuredSizing(Frozen):
     """A KV cache sized from the memory measured after warm-up and CUDA-graph capture (vLLM's extensible KV
     cache, on by default from 0.34.0), not from a profile estimate: the cache gets the smaller of the fraction's
@@ -77,6 +95,9 @@ class MeasuredSizing(Frozen):
     × activation peak)``. Nothing is checked after the sizing: it runs after the warm-up and capture. The
     inputs in ``off_with`` switch it off: the cache is then sized at ``fraction_where_off`` as before."""
 
+    # the software stacks the engine sizes the cache this way on (vLLM: CUDA and ROCm, is_cuda_alike); elsewhere it
+    # sizes as before, at fraction_where_off, and refuses a deployment that asks for it
+    software: tuple[Software, ...] = Field(min_length=1)
     margin_floor_bytes: int = Field(ge=0)  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
     # the floor on other software stacks (ROCm), where it differs
     margin_floor_bytes_by_software: dict[Software, int] = Field(default_factory=dict)
@@ -88,6 +109,7 @@ class MeasuredSizing(Frozen):
     granule_bytes: int = Field(0, ge=0)
     off_with: tuple[MeasuredSizingOff, ...] = ()
     runtime_fallbacks: tuple[SizingFallback, ...] = ()
+    connector_refusals: tuple[ConnectorRefusal, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -110,17 +132,27 @@ class MeasuredSizing(Frozen):
         step = segments * self.granule_bytes
         return (kv_bytes // step) * step
 
-    def switched_off_by(self, deployment) -> MeasuredSizingOff | None:
-        """The stated input that switches the measured sizing off for ``deployment``, if any."""
-        return next((o for o in self.off_with if o.applies(deployment)), None)
+    def used_on(self, software: Software | None) -> bool:
+        """Whether the engine sizes the cache from measured memory on ``software`` (None: CUDA)."""
+        return software is None or software in self.software
+
+    def switched_off_by(self, deployment, *, besides: str | None = None) -> MeasuredSizingOff | None:
+        """The stated input that switches the measured sizing off for ``deployment``, if any (``besides``: a field
+        not to count)."""
+        return next((o for o in self.off_with if o.field != besides and o.applies(deployment)), None)
 
     def fallback_on(self, software: Software | None) -> SizingFallback | None:
         """The runtimes of ``software`` on which the engine falls back to sizing as before (None: none stated)."""
         return next((f for f in self.runtime_fallbacks if f.software == software), None)
 
+    def refused_with(self, software: Software | None, connector: str | None) -> ConnectorRefusal | None:
+        """The refusal of ``connector`` (a kv_connector name; None: none) on ``software``, if any."""
+        return next((r for r in self.connector_refusals if r.software == software and connector in r.connectors), None)
+
     def source_ids(self) -> tuple[str, ...]:
         return (*self.sources, *(s for o in self.off_with for s in o.sources),
-                *(s for f in self.runtime_fallbacks for s in f.sources))
+                *(s for f in self.runtime_fallbacks for s in f.sources),
+                *(s for r in self.connector_refusals for s in r.sources))
 
 
 class AttentionWorkspace(Frozen):

@@ -43,6 +43,7 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
 from inferplan.memory.expert_split import planned_redundant_experts
+from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.step_budget import with_step_budget
 
@@ -155,6 +156,10 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
             argv += emit(rule, per_rank_value(d, flags, rule, value))
     if d.enforce_eager:  # no CUDA graphs, as the plan counts none
         argv += emit(flag_rule(flags, "enforce_eager"), True)
+    if d.enable_extensible_kv_cache is not None:  # the KV cache sized as the plan sizes it
+        connector = flags.disaggregation.roles[role].get("kv_connector") if role != "both" and flags.disaggregation else None
+        check_extensible_kv_cache(catalog, d, resolve_hardware(catalog, d).accel, connector)
+        argv += emit(flag_rule(flags, "enable_extensible_kv_cache"), d.enable_extensible_kv_cache)
     chunked, chunked_notes = chunked_prefill(d, catalog, flags, speculative.method if speculative else None)
     merge_options(options, chunked)  # TensorRT-LLM refuses a longer prompt without it
     argv += offload_args(d, flags)

@@ -47,9 +47,9 @@ def _no_launch(flags: EngineFlags, setting: str) -> None:
 
 
 def emit(rule: FlagRule, value: object) -> list[str]:
-    """The flag(s) of a rule given ``value`` (a switch: the bare flag when true)."""
+    """The flag(s) of a rule given ``value`` (a switch: the bare flag when true, its negative form when false)."""
     if rule.switch:
-        return list(rule.flags) if value else []
+        return list(rule.flags) if value else list(rule.off_flags) if value is False else []
     text = rule.value if rule.value is not None else rule.values.get(str(value), _number(value))
     return [part for flag in rule.flags for part in (flag, text)]
 

@@ -62,6 +62,11 @@ class Deployment(Input):
                           "0.34.0 has no V1 (default: the release's own choice for the model, engine_memory_rules.yaml model_runners)")
     enforce_eager: bool = Field(False, description="vLLM --enforce-eager: no CUDA graphs are captured, so none are estimated "
                                 "at start-up or reserved after the KV cache is sized")
+    enable_extensible_kv_cache: bool | None = Field(
+        None, description="vLLM from 0.34.0 --enable-extensible-kv-cache / --no-enable-extensible-kv-cache: the KV cache "
+                          "sized from the memory measured after warm-up (on) or from the start-up profile at "
+                          "gpu_memory_utilization 0.92 where none is stated (off) (default: the release's own choice, "
+                          "on for CUDA and ROCm)")
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
                             "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "
                             "allocates for them is counted (engine_mtp_rules.yaml)")

@@ -307,17 +307,14 @@ def engine_budget(
     fallback = None  # a runtime on which the measured sizing falls back (rule.measured_sizing.runtime_fallbacks)
     if rule.budget == "of_total":
         start = (catalog.constant(rule.start_constant) + other) if rule.start_constant else 0.0
-        usable = (total_bytes - start) * frac
         # stated other processes leave the device with less free than the fraction asks for: beside them the
         # CUDA context, where the rule does not count it inside the fraction
         free = total_bytes - uncounted_other - (0.0 if "cuda_context" in rule.counted else catalog.constant(CUDA_CONTEXT))
-        if other and not start and usable > free:
-            notes.append(f"{rule.label}: total × {frac:g} = {usable / GiB:.2f} GiB is more than the "
-                         f"{free / GiB:.2f} GiB free beside the CUDA context and other processes: the KV cache "
-                         "gets what is free")
-            usable = free
-        sized = rule.measured_sizing if captures_cuda_graphs(accel) and not settings.measured_sizing_off else None
-        if rule.measured_sizing and settings.measured_sizing_off:
+        usable, capped_note = _of_total(total_bytes, start, frac, free, other)
+        notes += [f"{rule.label}: {capped_note}"] if capped_note else []
+        measured = rule.measured_sizing is not None and rule.measured_sizing.used_on(accel.software if accel else None)
+        sized = rule.measured_sizing if measured and not settings.measured_sizing_off else None
+        if measured and settings.measured_sizing_off:
             notes.append(f"{rule.label}: {settings.measured_sizing_off} switches the extensible KV cache off: the cache "
                          f"is sized from the start-up profile at a fraction of {frac:g}, as before")
         if sized is not None:  # measured after warm-up: the memory free at start-up, less a margin, caps it too
@@ -336,7 +333,7 @@ def engine_budget(
         fallback = sized.fallback_on(accel.software) if sized is not None and accel is not None else None
         if fallback is not None:  # the runtime is no input: what the engine's fallback to the profile estimate leaves
             off_frac = frac if settings.fraction_stated else sized.fraction_where_off
-            off_kv = _less(min(total_bytes * off_frac, free), parts)
+            off_kv = _less(_of_total(total_bytes, start, off_frac, free, other)[0], parts)  # as the plan with it off
             off_note = (f"on {fallback.runtime}, vLLM turns the extensible KV cache off and sizes it from the start-up "
                         f"profile at a fraction of {off_frac:g}: {max(off_kv, 0.0) / GiB:.2f} GiB of KV cache per GPU "
                         f"instead of {max(kv, 0.0) / GiB:.2f} GiB ({', '.join(fallback.sources)})")
@@ -371,6 +368,16 @@ def engine_budget(
         fallback_kv_bytes_per_gpu=off_kv if fallback is not None else None,
         fallback_note=off_note if fallback is not None else None,
     )
+
+
+def _of_total(total_bytes: float, start: float, frac: float, free: float, other: float) -> tuple[float, str | None]:
+    """What a fraction of the total leaves the engine (``start``: in use at start-up), and the note where stated
+    other processes leave less free than that, which the KV cache then gets."""
+    usable = (total_bytes - start) * frac
+    if other and not start and usable > free:
+        return free, (f"total × {frac:g} = {usable / GiB:.2f} GiB is more than the {free / GiB:.2f} GiB free beside "
+                      "the CUDA context and other processes: the KV cache gets what is free")
+    return usable, None
 
 
 def _granule_rounded(sized: MeasuredSizing, kv: float, arch: Architecture, pp: int, label: str) -> tuple[float, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from inferplan.catalog.engine_tiers import FractionScale, tier_for
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
-from inferplan.catalog.schema import Accelerator, Software
+from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
@@ -50,7 +50,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
     sized_off = rule.measured_sizing.switched_off_by(d) if rule and rule.measured_sizing else None
-    if rule and rule.measured_sizing and (accel.software == Software.METAL or sized_off):  # no extensible KV cache
+    if rule and rule.measured_sizing and (not rule.measured_sizing.used_on(accel.software) or sized_off):  # not measured
         release_frac = rule.measured_sizing.fraction_where_off
     # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under
     # data parallelism the flag may be the total over the ranks, and the tier's batch is kept)
@@ -72,7 +72,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
                           model_runner=d.model_runner,
-                          measured_sizing_off=f"{sized_off.field} {getattr(d, sized_off.field)}" if sized_off else None,
+                          measured_sizing_off=sized_off.named(d) if sized_off else None,
                           fraction_stated=d.gpu_memory_utilization is not None)
 
 

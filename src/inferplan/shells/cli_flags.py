@@ -79,6 +79,10 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "enforce_eager": (bool, typer.Option(
         False, "--enforce-eager", help="vLLM: capture no CUDA graphs, so none are estimated or reserved (speed "
                                       "figures still assume CUDA graphs, and say so).")),
+    "enable_extensible_kv_cache": (Optional[bool], typer.Option(
+        None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache",
+        help="vLLM from 0.34: size the KV cache from the memory measured after warm-up (on) or from the start-up "
+             "profile at gpu_memory_utilization 0.92 unless stated (off) (default: vLLM's choice, on for CUDA and ROCm).")),
     "mtp_draft": (bool, typer.Option(
         False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
                                    "TensorRT-LLM MTP): count the memory the engine allocates for them.")),
@@ -110,7 +114,7 @@ LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_pa
 FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler",
           "model_runner")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
-          "other_gpu_memory_gb", "enforce_eager")
+          "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
 # these, the KTransformers release and the host perf prices: performance/local_runs.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",

@@ -1,0 +1,57 @@
+"""The user's switch of vLLM's extensible KV cache (``Deployment.enable_extensible_kv_cache``), checked as the
+engine checks it before anything is planned or launched.
+
+The switch exists where a release's memory rule sizes the cache from measured memory (``MeasuredSizing`` in
+``engine_memory_rules.yaml``: vLLM from 0.34.0); turned off, it is one of the rule's ``off_with`` inputs, so the
+plan sizes the cache as the engine then does (``memory/settings.py``, ``memory/engine_budget.py``). Turned on, it is
+refused where the engine refuses it: on a software stack the rule does not size this way, beside another
+``off_with`` input, which the engine cannot combine with it, and in a pool whose KV connector the rule refuses it
+with on the GPU's software stack (``connector_refusals``).
+"""
+
+from __future__ import annotations
+
+from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.catalog.schema import Accelerator
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+
+FIELD = "enable_extensible_kv_cache"
+
+
+def check_extensible_kv_cache(catalog: Catalog, d: Deployment, accel: Accelerator, connector: str | None = None) -> None:
+    """Refuse a stated ``enable_extensible_kv_cache`` the planned engine release has no switch for, or one it
+    refuses on: on where the release cannot size the cache from measured memory (``accel``'s software stack,
+    another input that turns the measured sizing off, or the KV connector ``connector`` a pool's launch names)."""
+    wanted = d.enable_extensible_kv_cache
+    if wanted is None:
+        return
+    engine = catalog.engine(d.engine, field_name="engine")
+    sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
+    if sized is None:
+        releases = sorted({r.first_release for r in catalog.memory_rules if r.measured_sizing is not None})
+        takers = sorted({r.engine for r in catalog.memory_rules if r.measured_sizing is not None})
+        release = f" at {d.engine_version}" if d.engine_version and engine.id in takers else ""
+        raise InvalidScenarioError(
+            f"{engine.name}{release} has no extensible KV cache, so no --enable-extensible-kv-cache switch",
+            field=FIELD, allowed=f"leave it out, or {' / '.join(takers)} from {' / '.join(releases)} (engine_version)")
+    if not wanted:
+        return
+    if not sized.used_on(accel.software):
+        raise InvalidScenarioError(
+            f"{engine.name} has no extensible KV cache on {accel.name} ({accel.software.value}): only on "
+            f"{' and '.join(s.value for s in sized.software)}, and --enable-extensible-kv-cache is refused elsewhere", field=FIELD,
+            allowed="leave it out, or --no-enable-extensible-kv-cache")
+    other = sized.switched_off_by(d, besides=FIELD)
+    if other is not None:
+        raise InvalidScenarioError(
+            f"{engine.name} cannot size the KV cache from measured memory with {other.named(d)}, and refuses "
+            "--enable-extensible-kv-cache beside it",
+            field=FIELD, allowed=f"leave it out, --no-enable-extensible-kv-cache, or leave {other.field} out")
+    refused = sized.refused_with(accel.software, connector)
+    if refused is not None:
+        raise InvalidScenarioError(
+            f"{engine.name} cannot size the KV cache from measured memory with {connector} on {accel.name} "
+            f"({accel.software.value}), and refuses --enable-extensible-kv-cache there", field=FIELD,
+            allowed="leave it out (vLLM then turns it off), or --no-enable-extensible-kv-cache")
