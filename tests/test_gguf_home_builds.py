@@ -1,7 +1,7 @@
 """The GGUF builds home users run a large MoE model from are catalogue builds: DeepSeek-R1's unsloth Q4_K_M,
 Q8_0 and dynamic UD-Q2_K_XL and UD-IQ1_S files, DeepSeek-V3's Q4_K_M, Qwen3-235B-A22B-Instruct-2507's
 UD-Q4_K_XL and IQ4_XS, Qwen3-Coder-480B-A35B's Q4_K_M, Qwen3-30B-A3B-Instruct-2507's Q4_K_M and Q8_0 and
-ggml-org's Gemma 4 Q8_0 (26B-A4B) and Q4_K_M and Q8_0 (31B) files, and bartowski's GLM-4.5-Air Q8_0. Their sizes are the sizes llama-bench, the
+ggml-org's Gemma 4 Q4_K_M and Q8_0 files (26B-A4B and 31B), and bartowski's GLM-4.5-Air Q8_0. Their sizes are the sizes llama-bench, the
 loader or gguf-parser print for the files (DeepSeek's hold the main model without its multi-token-prediction
 layers), else the files' bytes; fit offers KTransformers' LLAMAFILE method with them, deploy serves them, each
 plans on one 24 GB card with llama.cpp's --n-cpu-moe (the dense 31B with --n-gpu-layers), and what runs on that
@@ -173,7 +173,8 @@ def test_the_offload_doc_lists_every_sized_gguf_build_of_a_moe_model():
 # the files' bytes as ggml-org's LlamaBarn catalogue lists them (gguf-llamabarn-qwen3-30b-2507,
 # g4-llamabarn-gemma-4-ggufs)
 HOME_FILES = [("qwen3-30b-a3b-2507", "gguf-q4_k_m", 18556686752), ("qwen3-30b-a3b-2507", "gguf-q8_0", 32483932576),
-              ("gemma-4-26b-a4b", "gguf-q8_0", 26859854048), ("gemma-4-31b", "gguf-q4_k_m", 18687057376),
+              ("gemma-4-26b-a4b", "gguf-q4_k_m", 16796010720), ("gemma-4-26b-a4b", "gguf-q8_0", 26859854048),
+              ("gemma-4-31b", "gguf-q4_k_m", 18687057376),
               ("gemma-4-31b", "gguf-q8_0", 32635669984)]
 
 
@@ -192,12 +193,14 @@ def test_a_home_sized_gguf_weighs_its_files_bytes_and_says_what_the_file_leaves_
 @pytest.mark.parametrize(("model", "quant", "offload", "repo_tag"), [
     ("qwen3-30b-a3b-2507", "q4_k_m", {"n_cpu_moe": 48}, "unsloth/Qwen3-30B-A3B-Instruct-2507-GGUF:Q4_K_M"),
     ("qwen3-30b-a3b-2507", "q8_0", {"n_cpu_moe": 48}, "ggml-org/Qwen3-30B-A3B-Instruct-2507-Q8_0-GGUF"),
+    ("gemma-4-26b-a4b", "q4_k_m", {}, "ggml-org/gemma-4-26B-A4B-it-GGUF:Q4_K_M"),
     ("gemma-4-26b-a4b", "q8_0", {"n_cpu_moe": 30}, "ggml-org/gemma-4-26B-A4B-it-GGUF:Q8_0"),
     ("gemma-4-31b", "q4_k_m", {}, "ggml-org/gemma-4-31B-it-GGUF:Q4_K_M"),
     ("gemma-4-31b", "q8_0", {"n_gpu_layers": 40}, "ggml-org/gemma-4-31B-it-GGUF:Q8_0"),
     ("glm-4.5-air", "q8_0", {"n_cpu_moe": 46}, "bartowski/zai-org_GLM-4.5-Air-GGUF:Q8_0")])
 def test_each_home_build_plans_on_one_24_gb_card(model, quant, offload, repo_tag):
-    """The MoE files with every layer's experts in host RAM, the dense 31B whole (Q4_K_M) or with 40 of its 60
+    """The MoE files with every layer's experts in host RAM (the Gemma 26B-A4B Q4_K_M whole), the dense 31B whole
+    (Q4_K_M) or with 40 of its 60
     layers on the GPU (Q8_0): each fits a 24 GB card and 128 GB of host RAM, and llama-server fetches the file."""
     d = Deployment(model=model, gpu="rtx-4090", engine="llamacpp", quantization=quant, host_memory_gb=128,
                    max_model_len=16384, **offload)
@@ -236,3 +239,21 @@ def test_glm_4_5_air_q8_0_weighs_its_quant_table_size_less_the_mtp_layer_with_it
     assert ckpt.size_bytes == pytest.approx(117.46e9) and ckpt.mtp_extra_parameters == pytest.approx(1.24e9)
     w = weight_bytes(spec, CATALOG.quantization("gguf-q8_0"))
     assert w.total_bytes == pytest.approx(117.46e9 * 106.852245504e9 / 110.47e9, rel=1e-3)
+
+
+def test_gemma_4_26b_q4_k_m_launches_ggml_orgs_file_and_fit_sizes_that_file_not_ollamas_blob():
+    """Two builds of Q4_K_M: ggml-org's text-only file, which llama-server fetches, and Ollama's blob with the
+    vision encoder inside (no repo to launch). The plan sizes and launches the first, at its bytes."""
+    card = CATALOG.model("gemma-4-26b-a4b")
+    q4 = [c for c in card.checkpoints if c.quantization == "gguf-q4_k_m"]
+    assert [c.repo for c in q4] == ["ggml-org/gemma-4-26B-A4B-it-GGUF", None]
+    assert q4[1].size_bytes.value == 18e9 and q4[1].vision_encoder
+    d = Deployment(model="gemma-4-26b-a4b", gpu="rtx-4090", engine="llamacpp", quantization="q4_k_m")
+    cmd = launch_command(d, CATALOG)
+    argv = list(cmd.argv)
+    assert "-m" not in argv and not any("<" in a for a in argv)
+    assert argv[argv.index("--hf-repo") + 1] == "ggml-org/gemma-4-26B-A4B-it-GGUF:Q4_K_M"
+    assert "--no-mmproj" in argv
+    r = fit_or_suggest(d, CATALOG)
+    assert r.fits
+    assert r.weights_bytes == pytest.approx(16796010720, rel=1e-9)
