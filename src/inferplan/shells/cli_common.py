@@ -40,6 +40,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "moe_kernel", "topk_topp_sampler",
     "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "enable_extensible_kv_cache", "other_gpu_memory_gb", "speculative_method", "draft_model", "all_models", "db",
 )}
+FLAGS["enable_extensible_kv_cache"] = "--no-enable-extensible-kv-cache"  # the CLI's one spelling of it (cli_flags)
 
 
 TOKENS_HELP = "Tokens as vLLM reads them: 131072, 128k (128,000), 128K (131,072) or 25.6k."
