@@ -275,8 +275,8 @@ def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, cata
 
 
 def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
-    """For a dense model that does not fit: each other engine's build in a format ``d``'s engine does not run
-    that holds the model on the GPUs alone, at its context or at the longest shorter one (llama.cpp's GGUF
+    """For a dense model that does not fit: each other engine's build in a format ``d``'s engine does not run,
+    with fewer weight bytes than ``d``'s, that holds the model on the GPUs alone, at its context or at the longest shorter one (llama.cpp's GGUF
     Q4_K_M of Qwen3-32B on one RTX 4090, which vLLM does not load); of the engines with a measured point on the
     accelerator's software stack. A mixture-of-experts model is answered by ``expert_offload_elsewhere``."""
     if mp.weights.expert_bytes > 0 or not mp.result.shortfall_bytes:
@@ -287,11 +287,22 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
     def not_here(q: str) -> bool:  # a format the asked engine does not run (its formats are suggested as its own)
         return q not in formats or q not in catalog.quantizations or not here.loads(
             catalog.quantization(q), accel=mp.accelerator, release=d.engine_version)
+
+    def smaller(there: Deployment, q: str) -> bool:  # fewer weight bytes than the asked deployment's
+        try:
+            weights = plan_memory(there.model_copy(update={"quantization": q}), catalog).result.weights_bytes
+        except InferplanError:
+            return False
+        return weights < mp.result.weights_bytes
     found = []
     for engine in catalog.engines:  # the engines a question naming none compares there (``runs_measured_on``)
         other = engine.id != d.engine and engine.runs_measured_on(mp.accelerator.software)
         moved = _on_engine(d, engine.id, catalog) if other else None
-        held = _held_there(*moved, engine.name, mp, catalog, not_here)[0] if moved else None
+        if moved is None:
+            continue
+        there, switch = moved
+        held, _ = _held_there(there, switch, engine.name, mp, catalog,
+                              lambda q, at=there: not_here(q) and smaller(at, q))
         found += [held] if held else []
     return tuple(found)
 
