@@ -442,7 +442,7 @@ def test_a_draft_without_a_method_is_the_one_perf_plans(catalog, model, gpus, en
 def test_a_converted_format_says_how_to_make_the_checkpoint():
     """A format the engine's tools make (engines.yaml ``converts_with``) names those tools in the
     placeholder's note; a published build needs no such note."""
-    gguf = launch_command(Deployment(model="qwen3-32b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
+    gguf = launch_command(Deployment(model="qwen3-4b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
                                      max_model_len=8192))
     assert any("convert_hf_to_gguf.py and llama-quantize" in n for n in gguf.notes), gguf.notes
     mlx = launch_command(Deployment(model="qwen3-32b", gpu="m4-max", engine="mlx", quantization="mlx-4bit"))

@@ -87,7 +87,7 @@ def _cell(catalog, engine: str, model: str, quantization: str, gpus: int = 1) ->
 
 
 def test_a_search_pick_carries_the_notes_deploy_prints(catalog):
-    cell = _cell(catalog, "llamacpp", "qwen3-8b", "gguf-q4_k_m", gpus=2)
+    cell = _cell(catalog, "llamacpp", "qwen3-4b", "gguf-q4_k_m", gpus=2)
     launch = launch_text(catalog, cell.deployment(4096), cell, replicas=2)
     assert any("placeholder" in n or "replace <" in n for n in launch.notes), launch.notes
     assert any("one of 2 copies" in n for n in launch.notes), launch.notes

@@ -120,6 +120,9 @@ def test_with_both_short_the_answers_are_sought_at_the_largest_tier_the_host_ram
     for s in r.suggestions:
         assert fit(d.model_copy(update=s.changes), catalog).fits
         tier = s.changes["kv_offloading_size"]
+        if "engine" in s.changes:  # another engine's build that holds it on the GPU: vLLM's tier left out
+            assert tier is None
+            continue
         # the largest tier: one GiB more overfills the host RAM with the same GPU change
         assert fit(d.model_copy(update={**s.changes, "kv_offloading_size": tier + 1}), catalog).host_shortfall_bytes > 0
     assert r.offload_note is None  # no figure driven by the tier the host RAM cannot hold

@@ -16,6 +16,11 @@ Q4 = 4.8944 / 8  # bytes per linear weight
 # Qwen3-32B: hidden 5120, 64 layers, 64 query and 8 KV heads of 128, MLP 25600, q/k norms of 128
 QWEN3_32B_LAYER = 5120 * (8192 + 2 * 1024) + 8192 * 5120 + 3 * 5120 * 25600
 QWEN3_32B_NORMS = 2 * 5120 + 2 * 128
+QWEN3_32B_HEAD = 151936 * 5120  # lm_head (untied; the embedding table is as large)
+# Qwen's own Q4_K_M file is 19,762,149,024 bytes: each part takes its share of it, its bytes at the format's bits
+# scaled by the file over the whole model at those bits (embedding table, layers, lm_head and final norm)
+QWEN3_32B_Q4_SCALE = 19_762_149_024 / (64 * (QWEN3_32B_LAYER * Q4 + QWEN3_32B_NORMS * 2) + 2 * QWEN3_32B_HEAD * Q4
+                                       + 5120 * 2)
 # Llama 3.1 8B: hidden 4096, 32 layers, 32 query and 8 KV heads of 128, MLP 14336, vocabulary 128256
 LLAMA_8B_LAYER = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096
 LLAMA_8B_HEAD = 128256 * 4096 + 4096  # lm_head and the final norm
@@ -42,13 +47,14 @@ def _read(d: Deployment, catalog) -> tuple[float, float]:
 
 @pytest.mark.parametrize("build, layers, output_layer", [("b7437", 32, False), ("b7438", 31, True), (None, 31, True)])
 def test_ngl_reads_the_gpu_layers_on_the_gpu(catalog, build, layers, output_layer):
-    """Qwen3-32B -ngl 32: to b7437 the last 32 of 64 layers on the GPU (about 8.9 GiB) and the output layer on
-    the CPU; from b7438 (llama.cpp PR #18148) the output layer and the last 31 (about 9.1 GiB)."""
+    """Qwen3-32B -ngl 32: to b7437 the last 32 of 64 layers on the GPU (about 8.8 GiB) and the output layer on
+    the CPU; from b7438 (llama.cpp PR #18148) the output layer and the last 31 (about 8.9 GiB)."""
     d = Deployment(model="qwen3-32b", gpu="rtx-3090", engine="llamacpp", quantization="gguf-q4_k_m",
                    host_memory_gb=64, max_model_len=32768, n_gpu_layers=32, engine_version=build)
     dense, experts = _read(d, catalog)
-    output = (151936 * 5120 * Q4 + 5120 * 2) if output_layer else 0.0  # lm_head and the final norm
-    assert dense == pytest.approx(layers * (QWEN3_32B_LAYER * Q4 + QWEN3_32B_NORMS * 2) + output, rel=1e-3)
+    output = (QWEN3_32B_HEAD * Q4 + 5120 * 2) if output_layer else 0.0  # lm_head and the final norm
+    at_bits = layers * (QWEN3_32B_LAYER * Q4 + QWEN3_32B_NORMS * 2) + output
+    assert dense == pytest.approx(QWEN3_32B_Q4_SCALE * at_bits, rel=1e-3)
     assert experts == 0
 
 

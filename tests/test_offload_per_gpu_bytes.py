@@ -61,7 +61,11 @@ def test_the_output_layer_takes_the_last_gpu_slot_from_b7438():
     layer = old.weights_bytes_per_gpu / 64
     every = fit(Deployment(**QWEN3_32B, gpus=1, n_gpu_layers=64, engine_version="b7438"))
     head = every.weights_bytes_per_gpu - 63 * layer
-    assert head == pytest.approx(151936 * 5120 * 4.8944 / 8 + 5120 * 2, rel=1e-3)
+    q4 = 4.8944 / 8
+    layer_at_bits = (5120 * (8192 + 2 * 1024) + 8192 * 5120 + 3 * 5120 * 25600) * q4 + (2 * 5120 + 2 * 128) * 2
+    whole_at_bits = 64 * layer_at_bits + 2 * 151936 * 5120 * q4 + 5120 * 2  # embedding table and lm_head
+    scale = 19_762_149_024 / whole_at_bits  # Qwen's own file: each part takes its share of the file's bytes
+    assert head == pytest.approx(scale * (151936 * 5120 * q4 + 5120 * 2), rel=1e-3)
     two = fit(Deployment(**QWEN3_32B, gpus=2, n_gpu_layers=32, engine_version="b7438"))
     assert two.weights_bytes_per_gpu == pytest.approx(15 * layer + head, rel=1e-9)
 

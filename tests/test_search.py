@@ -503,13 +503,16 @@ def test_nothing_found_says_which_smaller_format_would_fit(catalog):
 
 def test_llamacpp_families_include_the_gguf_types_it_converts_to(catalog):
     """llama.cpp makes GGUF files from a 16-bit checkpoint (engines.yaml ``converts_to``): unasked, a
-    search tries them for Qwen3-32B (BF16 and FP8 builds, no GGUF), labelled converted, and one RTX
-    4090 serves it as Q4_K_M (32.8 B weights × 4.9 bits ≈ 20 GB), where its BF16 build needs 66 GB."""
+    search tries them for Qwen3-32B beside its published GGUF builds (Qwen's own Q4_K_M and Q8_0), the
+    conversions labelled converted, and one RTX 4090 serves it as the published Q4_K_M (19.8 GB) or a
+    converted Q5_K_M, where its BF16 build needs 66 GB."""
     res = search(SearchRequest(models=("qwen3-32b",), users=5, accelerators=("rtx-4090",), engines=("llamacpp",),
                                max_gpus=1), catalog)
     assert res.results, res.infeasible
-    assert {r.quantization for r in res.results} == {"gguf-q4_k_m", "gguf-q5_k_m"} & {r.quantization for r in res.results}
-    assert all(r.quantization_label.endswith("converted from the bf16 build") for r in res.results)
+    labels = {r.quantization: r.quantization_label for r in res.results}
+    assert "gguf-q5_k_m" in labels and set(labels) <= {"gguf-q4_k_m", "gguf-q5_k_m"}
+    assert labels["gguf-q5_k_m"].endswith("converted from the bf16 build")
+    assert "converted" not in labels.get("gguf-q4_k_m", "")  # Qwen's own file, a published build
     asked = search(SearchRequest(models=("qwen3-32b",), users=5, accelerators=("rtx-4090",), engines=("llamacpp",),
                                  max_gpus=1, quantizations=("bf16",)), catalog)
     assert not asked.results  # named formats are the only ones tried

@@ -31,9 +31,11 @@ TIED = {"mixed-fp4-fp8", "mxfp4-all-linear"}
 def test_smaller_weights_are_formats_the_model_exists_in(d):
     r = fit_or_suggest(d, CATALOG)
     assert not r.fits
-    offered = {s.changes["quantization"] for s in r.suggestions if "quantization" in s.changes}
-    assert not offered & TIED
-    assert offered <= set(model_formats(CATALOG, resolve_model(CATALOG, d.model), "vllm"))
+    offered = {(s.changes.get("engine", "vllm"), s.changes["quantization"]) for s in r.suggestions
+               if "quantization" in s.changes}
+    assert not {q for _, q in offered} & TIED
+    spec = resolve_model(CATALOG, d.model)
+    assert all(q in model_formats(CATALOG, spec, engine) for engine, q in offered)  # another engine's: its formats
 
 
 def test_the_formats_a_model_exists_in():

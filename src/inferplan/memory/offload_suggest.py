@@ -232,26 +232,10 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
         if moved is None:
             continue
         there, switch = moved
-        whole = _fits(there, {}, catalog, host_gb=None)
-        if whole is not None and not whole.host_memory_bytes_used:  # its build holds the model on these GPUs alone
-            built = catalog.quantization(whole.quantization)
-            found.append(FitSuggestion(kind="quantization", changes={**switch, "quantization": whole.quantization},
-                                       summary=f"another engine: {engine.name} holds it on these GPUs in {built.name}, "
-                                               "with no weights in host RAM"))
+        held, as_planned = _held_there(there, switch, engine.name, mp, catalog)
+        found += [held] if held else []
+        if as_planned:  # its build holds the model as asked: no expert offload is needed there
             continue
-        fewer = _fewer_bits_whole(there, mp, catalog)
-        if fewer is not None:  # a smaller build of that engine's holds it all (Qwen3-30B-A3B's Q4_K_M on one RTX 4090)
-            found.append(FitSuggestion(kind="quantization", changes={**switch, "quantization": fewer.id},
-                                       summary=f"another engine, fewer bits: {engine.name} holds it on these GPUs in "
-                                               f"{fewer.name}, with no weights in host RAM"))
-        else:  # one at a shorter context (Qwen3-30B-A3B-2507's Q4_K_M on one RTX 4090 below its 262,144 tokens)
-            shorter = _fewer_bits_shorter(there, mp, catalog)
-            if shorter is not None:
-                q, tokens = shorter
-                found.append(FitSuggestion(
-                    kind="quantization", changes={**switch, "quantization": q.id, "max_model_len": tokens},
-                    summary=f"another engine, fewer bits, shorter context: {engine.name} holds it on these GPUs in "
-                            f"{q.name} at {tokens:,} tokens of context (the longest it holds), with no weights in host RAM"))
 
         def least(at: Deployment, offloads=offloads, name=engine.name) -> _Found | None:
             return (_fewest_expert_layers(at, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
@@ -265,6 +249,64 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
     return tuple(found)
 
 
+def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
+                keep: Callable[[str], bool] = lambda q: True) -> tuple[FitSuggestion | None, bool]:
+    """``there`` (the deployment on engine ``name``, by the changes ``switch``) in the build of that engine's that
+    holds the model on the GPUs alone: its own build as planned (then True), else its largest smaller one, else
+    the one that holds it at the longest shorter context; only formats ``keep`` lets through."""
+    whole = _fits(there, {}, catalog, host_gb=None)
+    if whole is not None and not whole.host_memory_bytes_used and keep(whole.quantization):
+        built = catalog.quantization(whole.quantization)
+        return FitSuggestion(kind="quantization", changes={**switch, "quantization": whole.quantization},
+                             summary=f"another engine: {name} holds it on these GPUs in {built.name}, "
+                                     "with no weights in host RAM"), True
+    fewer = _fewer_bits_whole(there, mp, catalog, keep)
+    if fewer is not None:  # a smaller build of that engine's holds it all (Qwen3-30B-A3B's Q4_K_M on one RTX 4090)
+        return FitSuggestion(kind="quantization", changes={**switch, "quantization": fewer.id},
+                             summary=f"another engine, fewer bits: {name} holds it on these GPUs in "
+                                     f"{fewer.name}, with no weights in host RAM"), False
+    shorter = _fewer_bits_shorter(there, mp, catalog, keep)
+    if shorter is None:  # else one at a shorter context (Qwen3-32B's Q4_K_M on one RTX 4090 below 40,960 tokens)
+        return None, False
+    q, tokens = shorter
+    return FitSuggestion(kind="quantization", changes={**switch, "quantization": q.id, "max_model_len": tokens},
+                         summary=f"another engine, fewer bits, shorter context: {name} holds it on these GPUs in "
+                                 f"{q.name} at {tokens:,} tokens of context (the longest it holds), with no weights in host RAM"), False
+
+
+def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
+    """For a dense model that does not fit: each other engine's build in a format ``d``'s engine does not run,
+    with fewer weight bytes than ``d``'s, that holds the model on the GPUs alone, at its context or at the longest shorter one (llama.cpp's GGUF
+    Q4_K_M of Qwen3-32B on one RTX 4090, which vLLM does not load); of the engines with a measured point on the
+    accelerator's software stack. A mixture-of-experts model is answered by ``expert_offload_elsewhere``."""
+    if mp.weights.expert_bytes > 0 or not mp.result.shortfall_bytes:
+        return ()
+    here = catalog.engine(d.engine)
+    formats = model_formats(catalog, mp.spec, d.engine)
+
+    def not_here(q: str) -> bool:  # a format the asked engine does not run (its formats are suggested as its own)
+        return q not in formats or q not in catalog.quantizations or not here.loads(
+            catalog.quantization(q), accel=mp.accelerator, release=d.engine_version)
+
+    def smaller(there: Deployment, q: str) -> bool:  # fewer weight bytes than the asked deployment's
+        try:
+            weights = plan_memory(there.model_copy(update={"quantization": q}), catalog).result.weights_bytes
+        except InferplanError:
+            return False
+        return weights < mp.result.weights_bytes
+    found = []
+    for engine in catalog.engines:  # the engines a question naming none compares there (``runs_measured_on``)
+        other = engine.id != d.engine and engine.runs_measured_on(mp.accelerator.software)
+        moved = _on_engine(d, engine.id, catalog) if other else None
+        if moved is None:
+            continue
+        there, switch = moved
+        held, _ = _held_there(there, switch, engine.name, mp, catalog,
+                              lambda q, at=there: not_here(q) and smaller(at, q))
+        found += [held] if held else []
+    return tuple(found)
+
+
 def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> list[Quantization]:
     """The weight formats ``there``'s engine makes of the model (``model_formats``: its builds and its
     conversions of one) with fewer bits than the one it plans, the most bits first."""
@@ -275,23 +317,25 @@ def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> lis
                   key=lambda q: -q.bits_per_weight.value)
 
 
-def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> Quantization | None:
+def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog,
+                      keep: Callable[[str], bool] = lambda q: True) -> Quantization | None:
     """The largest weight format ``there``'s engine makes of the model (``model_formats``: its builds and its
     conversions of one) that has fewer bits than the one it plans and holds the whole model on the GPUs."""
-    for q in _smaller_formats(there, mp, catalog):
+    for q in (q for q in _smaller_formats(there, mp, catalog) if keep(q.id)):
         whole = _fits(there, {"quantization": q.id}, catalog, host_gb=None)
         if whole is not None and not whole.host_memory_bytes_used:
             return q
     return None
 
 
-def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Quantization, int] | None:
+def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog,
+                        keep: Callable[[str], bool] = lambda q: True) -> tuple[Quantization, int] | None:
     """Where no smaller format holds the whole model at ``there``'s context: of ``_fewer_bits_whole``'s formats,
     the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits
     among equals), with that context. The longest rather than the most bits: Q6_K may hold a 30B MoE on
     24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
     best: tuple[Quantization, int] | None = None
-    for q in _smaller_formats(there, mp, catalog):
+    for q in (q for q in _smaller_formats(there, mp, catalog) if keep(q.id)):
         def whole_at(tokens: int, q=q) -> MemoryFit | None:
             r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
             return r if r is not None and not r.host_memory_bytes_used else None

@@ -7,7 +7,9 @@ model, not only fewer bits a weight on paper) that holds it at its context —
 or, when none does, the largest smaller one that holds it at a shorter context, with that context
 (one the model has a checkpoint in, or one the accelerator runs: weight-only formats run anywhere,
 the others where it has their number format; and one the engine loads). A fourth, the weight offload
-that fits (memory/offload_suggest.py), is checked against the host RAM too; where the host RAM is
+that fits (memory/offload_suggest.py), is checked against the host RAM too; another engine's build that
+holds the model on the GPUs is offered (a dense model's in a format the asked engine does not run; a
+mixture-of-experts model's beside that engine's expert offload, where the asked one keeps none); where the host RAM is
 short by a host KV tier, the first answer is the largest tier it holds (memory/host_suggest.py). Where the KV cache fits
 but start-up fails after it is sized (memory/startup.py), the first answers are the largest
 ``gpu_memory_utilization`` and the most ``max_num_seqs`` with which start-up fits; where the KV
@@ -34,7 +36,7 @@ from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.step_budget import check_step_budget
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
-from inferplan.memory.offload_suggest import expert_offload_elsewhere
+from inferplan.memory.offload_suggest import build_elsewhere, expert_offload_elsewhere
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
@@ -62,7 +64,10 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
 
 
 def _with_tier(d: Deployment, tier: dict, s: FitSuggestion, catalog: Catalog) -> FitSuggestion:
-    """A GPU answer found at a smaller host KV tier, with that tier (the answer was fitted with it)."""
+    """A GPU answer found at a smaller host KV tier, with that tier (the answer was fitted with it); an answer
+    that sets the tier's setting itself (another engine's, which leaves the asked engine's tier out) as it is."""
+    if tier.keys() & s.changes.keys():
+        return s
     changes = {**tier, **s.changes}
     words = tier_words(d, tier, catalog, plan_memory(d.model_copy(update=changes), catalog).result)
     return FitSuggestion(kind=s.kind, changes=changes, summary=f"{words}; and {s.summary}")
@@ -84,7 +89,7 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
     found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
              _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *smaller_kt_methods(d, mp, catalog, longest_context),
-             *expert_offload_elsewhere(d, mp, catalog))
+             *expert_offload_elsewhere(d, mp, catalog), *build_elsewhere(d, mp, catalog))
     return tuple(s for s in found if s is not None)
 
 
