@@ -118,6 +118,7 @@ class Engine:
         self.prefilling: deque[list[int]] = deque()
         self.decoding: list[tuple[int, int]] = []  # (last step, request)
         self.busy_s = self.area = 0.0
+        self.lone_s: dict[int, float] = {}  # curve.lone_prompt_s by prompt tokens, as the steps ask for them
 
     def load(self) -> int:
         return len(self.decoding) + len(self.prefilling) + len(self.waiting)
@@ -168,7 +169,7 @@ class Engine:
             self.prefilling.append([r, self.prompt[r] - take])
             free -= take
             tokens += take
-        delta = self.step_s[n] + tokens * self.per_token_s[n] if n and not alone else self.curve.lone_prompt_s(tokens)
+        delta = self.step_s[n] + tokens * self.per_token_s[n] if n and not alone else self._lone_prompt_s(tokens)
         end = self.now + delta
         self.busy_s += delta
         self.area += delta * n
@@ -187,6 +188,14 @@ class Engine:
         if not alone:
             self.k += 1
         return finished
+
+    def _lone_prompt_s(self, tokens: int) -> float:
+        """``curve.lone_prompt_s(tokens)``, worked out once per token count: a run asks for a few hundred
+        counts (at most the token budget) at every prompt-only step, and each answer is an interpolation."""
+        s = self.lone_s.get(tokens)
+        if s is None:
+            s = self.lone_s[tokens] = self.curve.lone_prompt_s(tokens)
+        return s
 
     def _finish(self, step: int) -> bool:
         finished = False

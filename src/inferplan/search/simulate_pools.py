@@ -31,11 +31,14 @@ from inferplan.search.simulate import (MAX_REPLICAS, MAX_REQUESTS, Engine, Reque
 
 def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray) -> None:
     """Each request of ``order`` to the engine with the fewest requests in it when it arrives at ``at``."""
+    times = at.tolist()
     for r in order.tolist():
-        t = float(at[r])
+        t = times[r]
         for e in engines:
-            e.run_until(t)
-        pick = min(range(len(engines)), key=lambda i: engines[i].load())
+            if e.now < t:  # an engine already at ``t`` (or past it, mid-step) has nothing to run
+                e.run_until(t)
+        loads = [e.load() for e in engines]
+        pick = loads.index(min(loads))  # the first of the least loaded
         owner[r] = pick
         engines[pick].push(r, t)
     for e in engines:
