@@ -101,3 +101,10 @@ def test_the_pools_route_every_request_as_one_engine_at_a_time_does(monkeypatch)
     assert (fast.busy_s, fast.running_area) == (slow.busy_s, slow.running_area)
     assert len(set(fast.replica.tolist())) == 3  # the routing spread the requests, so the test could tell orders apart
 
+
+
+def test_the_least_loaded_is_the_first_of_the_smallest():
+    from inferplan.search.simulate import _least
+
+    assert _least(iter([3, 1, 2, 1])) == 1
+    assert _least([0]) == 0

@@ -132,23 +132,26 @@ class Engine:
         self.waiting.append(request)
 
     def run_until(self, t: float, stop_on_finish: bool = False) -> None:
-        while not self.idle() and self.now < t:
-            steady = not self.prefilling and (not self.waiting or len(self.decoding) >= self.slots)
-            finished = self._jump(t) if steady and self.decoding else self._step()
+        decoding, prefilling, waiting = self.decoding, self.prefilling, self.waiting
+        while (decoding or prefilling or waiting) and self.now < t:
+            steady = not prefilling and (not waiting or len(decoding) >= self.slots)
+            finished = self._jump(t) if steady and decoding else self._step()
             if finished and stop_on_finish:
                 return
 
     def _jump(self, t: float) -> bool:
-        n = len(self.decoding)
+        decoding = self.decoding
+        n = len(decoding)
         delta = self.step_s[n]
-        steps = self.decoding[0][0] - self.k + 1
-        if math.isfinite(t) and delta > 0:
+        steps = decoding[0][0] - self.k + 1
+        if delta > 0 and math.isfinite(t):
             steps = max(min(steps, math.ceil((t - self.now) / delta)), 1)
-        self.now += steps * delta
-        self.busy_s += steps * delta
-        self.area += steps * delta * n
+        span = steps * delta
+        self.now += span
+        self.busy_s += span
+        self.area += span * n
         self.k += steps
-        return self._finish(self.k - 1)
+        return decoding[0][0] == self.k - 1 and self._finish(self.k - 1)
 
     def _step(self) -> bool:
         n = len(self.decoding)
@@ -257,15 +260,17 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                 g = r % replicas
             else:
                 for e in engines:
-                    e.run_until(at)
-                g = min(range(replicas), key=lambda i: sum(e.load() for e in groups[i]))
+                    if e.now < at:  # an engine already at ``at`` (or past it, mid-step) has nothing to run
+                        e.run_until(at)
+                g = 0 if replicas == 1 else _least(sum(e.load() for e in group) for group in groups)
             group = groups[g]
             if curve.dp_routing == "round-robin":
                 pick = turns[g] % ranks
             else:
-                for e in group:
-                    e.run_until(at)
-                pick = min(range(ranks), key=lambda j: group[j].load())
+                if router == "round-robin":  # the least-loaded router has run every engine to ``at`` already
+                    for e in group:
+                        e.run_until(at)
+                pick = 0 if ranks == 1 else _least(e.load() for e in group)
             turns[g] += 1
             group[pick].run_until(at)
             owner[r] = g
@@ -276,6 +281,12 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                         finish_s=times["finish"], input_tokens=inputs, output_tokens=outputs, replica=owner,
                         request_overhead_s=overhead, busy_s=sum(e.busy_s for e in engines),
                         running_area=sum(e.area for e in engines))
+
+
+def _least(loads) -> int:
+    """The index of the first of the smallest loads."""
+    loads = list(loads)
+    return loads.index(min(loads))
 
 
 def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas) -> list[Engine]:
