@@ -133,25 +133,26 @@ class Engine:
 
     def run_until(self, t: float, stop_on_finish: bool = False) -> None:
         decoding, prefilling, waiting = self.decoding, self.prefilling, self.waiting
+        bounded = math.isfinite(t)
         while (decoding or prefilling or waiting) and self.now < t:
-            steady = not prefilling and (not waiting or len(decoding) >= self.slots)
-            finished = self._jump(t) if steady and decoding else self._step()
+            if decoding and not prefilling and (not waiting or len(decoding) >= self.slots):
+                # every sequence decoding, no prompt to run or admit: the steps up to the next completion
+                # (or up to ``t``) at once, the step loop's hottest path, so written out here
+                n = len(decoding)
+                delta = self.step_s[n]
+                steps = decoding[0][0] - self.k + 1
+                if delta > 0 and bounded:
+                    steps = max(min(steps, math.ceil((t - self.now) / delta)), 1)
+                span = steps * delta
+                self.now += span
+                self.busy_s += span
+                self.area += span * n
+                self.k += steps
+                finished = decoding[0][0] == self.k - 1 and self._finish(self.k - 1)
+            else:
+                finished = self._step()
             if finished and stop_on_finish:
                 return
-
-    def _jump(self, t: float) -> bool:
-        decoding = self.decoding
-        n = len(decoding)
-        delta = self.step_s[n]
-        steps = decoding[0][0] - self.k + 1
-        if delta > 0 and math.isfinite(t):
-            steps = max(min(steps, math.ceil((t - self.now) / delta)), 1)
-        span = steps * delta
-        self.now += span
-        self.busy_s += span
-        self.area += span * n
-        self.k += steps
-        return decoding[0][0] == self.k - 1 and self._finish(self.k - 1)
 
     def _step(self) -> bool:
         n = len(self.decoding)
