@@ -116,8 +116,8 @@ def check_pick(curve: ServiceCurve, load: Load, targets: Targets, *, cap: int, r
 
 class Checks:
     """One search's checks (``check_pick`` under its load and targets), each distinct one simulated once:
-    picks that launch the same curve, cap, replicas and pools (a system bought and the same system rented)
-    run the same seeded simulation, so a repeat is answered from the first."""
+    picks that launch the same curve, cap, replicas and pools (two systems built on one accelerator, which
+    share its serving curves) run the same seeded simulation, so a repeat is answered from the first."""
 
     def __init__(self, load: Load, targets: Targets):
         self.load, self.targets = load, targets
