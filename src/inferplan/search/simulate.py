@@ -140,9 +140,13 @@ class Engine:
                 # (or up to ``t``) at once, the step loop's hottest path, so written out here
                 n = len(decoding)
                 delta = self.step_s[n]
-                steps = decoding[0][0] - self.k + 1
-                if delta > 0 and bounded:
-                    steps = max(min(steps, math.ceil((t - self.now) / delta)), 1)
+                steps = decoding[0][0] - self.k + 1  # to the next completion
+                if delta > 0 and bounded:  # or to the first step ending at ``t`` or later, the sooner; 1 at least
+                    upto = math.ceil((t - self.now) / delta)
+                    if upto < steps:
+                        steps = upto
+                    if steps < 1:
+                        steps = 1
                 span = steps * delta
                 self.now += span
                 self.busy_s += span
