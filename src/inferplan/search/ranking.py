@@ -21,7 +21,7 @@ from inferplan.search.budget import CHECK_STAGE, Progress
 from inferplan.search.equivalent import FIGURES, same_figures, support_key
 from inferplan.search.load import ResolvedLoad
 from inferplan.search.request import Targets
-from inferplan.search.sim_check import MAX_CHECKS, Pools, SimulatedCheck, check_pick, launched_curve, too_large
+from inferplan.search.sim_check import MAX_CHECKS, Checks, Pools, SimulatedCheck, launched_curve, too_large
 from inferplan.search.simulate import Check
 
 
@@ -56,6 +56,7 @@ def top_picks(catalog: Catalog, picks: list[Pick], rl: ResolvedLoad, targets: Ta
     the search's ``MAX_CHECKS`` last, each calling ``check`` as it runs); a pick that fails gives way to its
     cell's next candidate."""
     heap, out, checks = list(picks), [], 0
+    checked = Checks(rl.load, targets, check)
     heapq.heapify(heap)
     while heap and len(out) < top:
         pick = heapq.heappop(heap)
@@ -71,7 +72,7 @@ def top_picks(catalog: Catalog, picks: list[Pick], rl: ResolvedLoad, targets: Ta
             checks += 1
             if progress:
                 progress(len(out), top, CHECK_STAGE)
-            pick.check = _simulated(catalog, pick, rl, targets, check)
+            pick.check = _simulated(catalog, pick, rl, checked)
             ok = pick.check.meets
         if ok and twin is not None:  # the better-supported build takes its twin's row
             pick.alike = [*twin.alike, twin.cm.cell.quantization]
@@ -124,14 +125,14 @@ def _engines(pick: Pick) -> int:
     return int(g.prefill[i]) + int(g.decode[i])
 
 
-def _simulated(catalog: Catalog, pick: Pick, rl: ResolvedLoad, targets: Targets, check: Check | None) -> SimulatedCheck:
+def _simulated(catalog: Catalog, pick: Pick, rl: ResolvedLoad, checks: Checks) -> SimulatedCheck:
     """The simulation's check of a pick as launched (``sim_check.launched_curve``)."""
     g, i, cell = pick.grid, pick.index, pick.cm.cell
     curve, cap = launched_curve(catalog, cell, int(g.cap[i]), rl, evaluate.workload(cell, rl), pick.cm.curve)
     if g.prefill[i] == 0:
-        return check_pick(curve, rl.load, targets, cap=cap, replicas=int(g.replicas[i]), check=check)
+        return checks(curve, cap=cap, replicas=int(g.replicas[i]))
     pools = Pools(prefill=g.prefill_model.curve, prefill_instances=int(g.prefill[i]), transfer_s=float(g.kv_transfer_s[i]))
-    return check_pick(curve, rl.load, targets, cap=cap, replicas=int(g.decode[i]), pools=pools, check=check)
+    return checks(curve, cap=cap, replicas=int(g.decode[i]), pools=pools)
 
 
 def _verified(cm, grid, i: int, rl: ResolvedLoad, targets: Targets) -> bool:

@@ -112,3 +112,21 @@ def check_pick(curve: ServiceCurve, load: Load, targets: Targets, *, cap: int, r
                    if not getattr(sim, name) <= limit * (1 + 1e-9))
     return SimulatedCheck(requests=CHECK_REQUESTS, seed=CHECK_SEED, ttft_p50_s=sim.ttft_p50_s, ttft_p95_s=sim.ttft_p95_s,
                           ttft_p99_s=sim.ttft_p99_s, tpot_p95_s=sim.tpot_p95_s, e2e_p95_s=sim.e2e_p95_s, misses=misses)
+
+
+class Checks:
+    """One search's checks (``check_pick`` under its load and targets), each distinct one simulated once:
+    picks that launch the same curve, cap, replicas and pools (two systems built on one accelerator, which
+    share its serving curves) run the same seeded simulation, so a repeat is answered from the first;
+    ``check`` (the search's budget) is called as each runs."""
+
+    def __init__(self, load: Load, targets: Targets, check: Check | None = None):
+        self.load, self.targets, self.check = load, targets, check
+        self._done: dict[tuple, SimulatedCheck] = {}
+
+    def __call__(self, curve: ServiceCurve, *, cap: int, replicas: int, pools: Pools | None = None) -> SimulatedCheck:
+        key = (curve, int(cap), int(replicas), pools)
+        if key not in self._done:
+            self._done[key] = check_pick(curve, self.load, self.targets, cap=cap, replicas=replicas, pools=pools,
+                                         check=self.check)
+        return self._done[key]

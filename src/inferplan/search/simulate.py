@@ -148,6 +148,7 @@ class Engine:
         self.prefilling: deque[list[int]] = deque()
         self.decoding: list[tuple[int, int]] = []  # (last step, request)
         self.busy_s = self.area = 0.0
+        self.lone_s: dict[int, float] = {}  # curve.lone_prompt_s by prompt tokens, as the steps ask for them
 
     def load(self) -> int:
         return len(self.decoding) + len(self.prefilling) + len(self.waiting)
@@ -161,23 +162,31 @@ class Engine:
         self.waiting.append(request)
 
     def run_until(self, t: float, stop_on_finish: bool = False) -> None:
-        while not self.idle() and self.now < t:
-            steady = not self.prefilling and (not self.waiting or len(self.decoding) >= self.slots)
-            finished = self._jump(t) if steady and self.decoding else self._step()
+        decoding, prefilling, waiting = self.decoding, self.prefilling, self.waiting
+        bounded = math.isfinite(t)
+        while (decoding or prefilling or waiting) and self.now < t:
+            if decoding and not prefilling and (not waiting or len(decoding) >= self.slots):
+                # every sequence decoding, no prompt to run or admit: the steps up to the next completion
+                # (or up to ``t``) at once, the step loop's hottest path, so written out here
+                n = len(decoding)
+                delta = self.step_s[n]
+                steps = decoding[0][0] - self.k + 1  # to the next completion
+                if delta > 0 and bounded:  # or to the first step ending at ``t`` or later, the sooner; 1 at least
+                    upto = math.ceil((t - self.now) / delta)
+                    if upto < steps:
+                        steps = upto
+                    if steps < 1:
+                        steps = 1
+                span = steps * delta
+                self.now += span
+                self.busy_s += span
+                self.area += span * n
+                self.k += steps
+                finished = decoding[0][0] == self.k - 1 and self._finish(self.k - 1)
+            else:
+                finished = self._step()
             if finished and stop_on_finish:
                 return
-
-    def _jump(self, t: float) -> bool:
-        n = len(self.decoding)
-        delta = self.step_s[n]
-        steps = self.decoding[0][0] - self.k + 1
-        if math.isfinite(t) and delta > 0:
-            steps = max(min(steps, math.ceil((t - self.now) / delta)), 1)
-        self.now += steps * delta
-        self.busy_s += steps * delta
-        self.area += steps * delta * n
-        self.k += steps
-        return self._finish(self.k - 1)
 
     def _step(self) -> bool:
         n = len(self.decoding)
@@ -198,7 +207,7 @@ class Engine:
             self.prefilling.append([r, self.prompt[r] - take])
             free -= take
             tokens += take
-        delta = self.step_s[n] + tokens * self.per_token_s[n] if n and not alone else self.curve.lone_prompt_s(tokens)
+        delta = self.step_s[n] + tokens * self.per_token_s[n] if n and not alone else self._lone_prompt_s(tokens)
         end = self.now + delta
         self.busy_s += delta
         self.area += delta * n
@@ -217,6 +226,14 @@ class Engine:
         if not alone:
             self.k += 1
         return finished
+
+    def _lone_prompt_s(self, tokens: int) -> float:
+        """``curve.lone_prompt_s(tokens)``, worked out once per token count: a run asks for a few hundred
+        counts (at most the token budget) at every prompt-only step, and each answer is an interpolation."""
+        s = self.lone_s.get(tokens)
+        if s is None:
+            s = self.lone_s[tokens] = self.curve.lone_prompt_s(tokens)
+        return s
 
     def _finish(self, step: int) -> bool:
         finished = False
@@ -282,15 +299,17 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                 g = r % replicas
             else:
                 for e in engines:
-                    e.run_until(at)
-                g = min(range(replicas), key=lambda i: sum(e.load() for e in groups[i]))
+                    if e.now < at:  # an engine already at ``at`` (or past it, mid-step) has nothing to run
+                        e.run_until(at)
+                g = 0 if replicas == 1 else _least(sum(e.load() for e in group) for group in groups)
             group = groups[g]
             if curve.dp_routing == "round-robin":
                 pick = turns[g] % ranks
             else:
-                for e in group:
-                    e.run_until(at)
-                pick = min(range(ranks), key=lambda j: group[j].load())
+                if router == "round-robin":  # the least-loaded router has run every engine to ``at`` already
+                    for e in group:
+                        e.run_until(at)
+                pick = 0 if ranks == 1 else _least(e.load() for e in group)
             turns[g] += 1
             group[pick].run_until(at)
             owner[r] = g
@@ -300,6 +319,12 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                         finish_s=times["finish"], input_tokens=inputs, output_tokens=outputs, replica=owner,
                         request_overhead_s=overhead, busy_s=sum(e.busy_s for e in engines),
                         running_area=sum(e.area for e in engines))
+
+
+def _least(loads) -> int:
+    """The index of the first of the smallest loads."""
+    loads = list(loads)
+    return loads.index(min(loads))
 
 
 def _closed_loop(curve, load, arrival, inputs, outputs, times, owner, replicas, check=None) -> list[Engine]:

@@ -33,13 +33,16 @@ def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.n
     """Each request of ``order`` to the engine with the fewest requests in it when it arrives at ``at``
     (``check`` called as ``simulate.py`` calls it)."""
     period = every(len(engines))
+    times = at.tolist()
     for n, r in enumerate(order.tolist()):
         if check is not None and n % period == 0:
             check()
-        t = float(at[r])
+        t = times[r]
         for e in engines:
-            e.run_until(t)
-        pick = min(range(len(engines)), key=lambda i: engines[i].load())
+            if e.now < t:  # an engine already at ``t`` (or past it, mid-step) has nothing to run
+                e.run_until(t)
+        loads = [e.load() for e in engines]
+        pick = loads.index(min(loads))  # the first of the least loaded
         owner[r] = pick
         engines[pick].push(r, t)
     drain(engines, check)
