@@ -77,7 +77,7 @@ def test_an_engine_prices_each_lone_prompt_as_its_curve_does():
             assert engine._lone_prompt_s(tokens) == curve.lone_prompt_s(tokens)
 
 
-def _route_one_by_one(engines, at, order, owner):
+def _route_one_by_one(engines, at, order, owner, check=None):
     """The pools' routing as first written: every engine run to each arrival, then the least loaded."""
     for r in order.tolist():
         t = float(at[r])
