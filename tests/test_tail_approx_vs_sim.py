@@ -62,3 +62,13 @@ def test_closed_loop_start_up_widens_the_tpot_tail(catalog):
                          arrival="closed", clients=256, closed_loop_requests=REQUESTS)
     _close(approx, sims, "tpot_p50_s", 0.03)
     _close(approx, sims, "tpot_p99_s", 0.12)
+
+
+@pytest.mark.parametrize("clients, input_tokens, output_tokens", [(64, 30_000, 2), (200, 2_000, 1)])
+def test_prefill_first_closed_loop_bound_by_its_prompts_waits_only_its_turn(catalog, clients, input_tokens, output_tokens):
+    # long prompts, one or two new tokens: the loop runs at what its prompt budget passes (utilisation 1),
+    # so a client's wait is its turn behind the others' prompts, not an open queue's 1/(1 − ρ) near ρ = 1
+    approx, sims = _both(Deployment(model="qwen3-8b", gpu="H100", engine="sglang"), input_tokens, output_tokens,
+                         catalog, arrival="closed", clients=clients, closed_loop_requests=500)
+    sim = statistics.fmean(s.ttft_p50_s for s in sims)
+    assert 0.5 < approx.ttft_p50_s / sim < 2, (approx.ttft_p50_s, sim)

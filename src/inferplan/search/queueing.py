@@ -183,7 +183,10 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
                 _, _, passing = _service(t, batch, out_mean, mid, in_mean)
                 below = mid < np.minimum(running / (passing + t.request_overhead_s), ranks / work)
                 lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-            lam = lo
+            # where the prompt budget still binds at ``hi`` the loop runs at that bound itself (rho_p = 1: the
+            # closed loop's fixed wait, no queue term), which bisection from below only approaches
+            _, _, passing = _service(t, batch, out_mean, hi, in_mean)
+            lam = np.where(running / (passing + t.request_overhead_s) >= ranks / work, np.minimum(hi, ranks / work), lo)
             tpot, prompt, full = _service(t, batch, out_mean, lam, in_mean)
             cycle = full + t.request_overhead_s
         slot_wait = np.maximum(rate / lam - cycle, 0.0)  # clients beyond what passes wait their turn
@@ -191,7 +194,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     with np.errstate(divide="ignore", invalid="ignore"):
         w_prompt = np.where(rho_p < 1, rho_p / (1 - rho_p) * work * (ca2 + load.input_tokens_scv) / 2, np.inf)
     if load.arrival == "closed":  # a saturated prompt budget's queue is the closed loop's fixed wait
-        w_prompt = np.where(rho_p < 1, w_prompt, 0.0)
+        # (saturated where the loop runs at the budget's own rate: ``lam / ranks * work`` may round below 1)
+        w_prompt = np.where((rho_p < 1) & (lam < ranks / work), w_prompt, 0.0)
         rho_p = np.minimum(rho_p, np.nextafter(1.0, 0.0))
     if span_s is not None and load.arrival != "closed":  # a run too short to settle
         w_slot = w_slot * settled_share(span_s, w_slot, lam * full / slots)
