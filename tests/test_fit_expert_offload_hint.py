@@ -47,9 +47,11 @@ def test_too_little_host_ram_offers_no_expert_offload(catalog):
     assert "llamacpp" not in _engine_switches(fit_or_suggest(Deployment(**GPT_OSS, host_memory_gb=16), catalog))
 
 
-def test_no_engine_switch_for_a_dense_model_or_on_an_engine_that_offloads_experts_itself(catalog):
+def test_no_expert_offload_for_a_dense_model_nor_engine_switch_on_an_engine_that_offloads_experts_itself(catalog):
     dense = fit_or_suggest(Deployment(model="llama-3.3-70b", gpu="rtx-4090", max_model_len=8192, host_memory_gb=128), catalog)
-    assert not dense.fits and not _engine_switches(dense)
+    switches = _engine_switches(dense).values()  # a dense model's other engine splits it by layers
+    assert not dense.fits and switches and all(s.changes.get("n_gpu_layers") and not s.changes.get("n_cpu_moe")
+                                               for s in switches)
     own = fit_or_suggest(Deployment(**GPT_OSS, engine="llamacpp", host_memory_gb=64), catalog)
     assert not own.fits and not _engine_switches(own) and any(s.changes.get("n_cpu_moe") for s in own.suggestions)
 

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
-from inferplan.memory.offload_suggest import UNBOUNDED_HOST_GB
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS
+from inferplan.memory.offload_suggest import UNBOUNDED_HOST_GB, context_floor
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
@@ -157,6 +158,7 @@ def test_where_one_sequence_overfills_the_gpu_the_offload_is_offered_at_the_long
     assert 0 < kt.changes["max_model_len"] < r.max_model_len and fit(d.model_copy(update=kt.changes), catalog).fits
 
 
-def test_where_no_context_leaves_room_in_the_host_the_note_gives_the_least_any_context_needs(catalog):
+def test_where_no_context_leaves_room_in_the_host_the_note_gives_the_least_the_shortest_offered_context_needs(catalog):
     r = fit_or_suggest(Deployment(model="glm-4.5-air", gpu="rtx-4090", quantization="fp8", host_memory_gb=64), catalog)
-    assert _offload(r) is None and "at 256 tokens of context" in r.offload_note and "64 GiB" in r.offload_note
+    shortest = -(-context_floor(catalog) // CONTEXT_STEP_TOKENS) * CONTEXT_STEP_TOKENS
+    assert _offload(r) is None and f"at {shortest:,} tokens of context" in r.offload_note and "64 GiB" in r.offload_note

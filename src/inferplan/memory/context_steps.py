@@ -10,11 +10,13 @@ CONTEXT_STEP_TOKENS = 256  # suggested context lengths are whole multiples of th
 T = TypeVar("T")
 
 
-def longest_steps(fits_at: Callable[[int], T | None], below: int) -> tuple[int, T] | None:
-    """The longest context under ``below`` tokens, in whole steps, at which ``fits_at`` answers (not None),
-    with that answer (None: not even one step)."""
-    low, high = 1, (below - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
-    best = fits_at(CONTEXT_STEP_TOKENS) if high else None
+def longest_steps(fits_at: Callable[[int], T | None], below: int,
+                  floor: int = CONTEXT_STEP_TOKENS) -> tuple[int, T] | None:
+    """The longest context under ``below`` tokens, in whole steps of at least ``floor`` tokens, at which
+    ``fits_at`` answers (not None), with that answer (None: not even the shortest such step)."""
+    first = max(1, -(-floor // CONTEXT_STEP_TOKENS))  # the fewest steps tried
+    low, high = first, (below - 1) // CONTEXT_STEP_TOKENS  # steps known to fit / to try
+    best = fits_at(first * CONTEXT_STEP_TOKENS) if high >= first else None
     if best is None:
         return None
     while low < high:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import Quantization
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -106,8 +107,19 @@ def _at_shorter_context(d: Deployment, mp: MemoryPlan, catalog: Catalog,
         return _Found({**f.changes, "max_model_len": tokens}, f.fit, f"{f.flag} at {tokens:,} tokens of context ({why})",
                       f.what)
 
-    hit = longest_steps(at, mp.result.max_model_len)
-    return hit[1] if hit else at(CONTEXT_STEP_TOKENS, host=False) if known is not None else None
+    floor = context_floor(catalog)
+    hit = longest_steps(at, mp.result.max_model_len, floor)
+    return hit[1] if hit else at(_whole_steps(floor), host=False) if known is not None else None
+
+
+def context_floor(catalog: Catalog) -> int:
+    """The shortest context a shorter-context offer is made at (``offload.yaml`` ``offered-context-floor-tokens``)."""
+    return int(catalog.constant("offered-context-floor-tokens"))
+
+
+def _whole_steps(tokens: int) -> int:
+    """``tokens`` rounded up to whole context steps."""
+    return -(-tokens // CONTEXT_STEP_TOKENS) * CONTEXT_STEP_TOKENS
 
 
 def _host_needed(found: _Found, catalog: Catalog) -> float:
@@ -264,14 +276,28 @@ def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, cata
     if fewer is not None:  # a smaller build of that engine's holds it all (Qwen3-30B-A3B's Q4_K_M on one RTX 4090)
         return FitSuggestion(kind="quantization", changes={**switch, "quantization": fewer.id},
                              summary=f"another engine, fewer bits: {name} holds it on these GPUs in "
-                                     f"{fewer.name}, with no weights in host RAM"), False
+                                     f"{fewer.name} ({_origin(there, mp, catalog, fewer.id)}), with no weights in host RAM"), False
     shorter = _fewer_bits_shorter(there, mp, catalog, keep)
     if shorter is None:  # else one at a shorter context (Qwen3-32B's Q4_K_M on one RTX 4090 below 40,960 tokens)
         return None, False
     q, tokens = shorter
     return FitSuggestion(kind="quantization", changes={**switch, "quantization": q.id, "max_model_len": tokens},
                          summary=f"another engine, fewer bits, shorter context: {name} holds it on these GPUs in "
-                                 f"{q.name} at {tokens:,} tokens of context (the longest it holds), with no weights in host RAM"), False
+                                 f"{q.name} ({_origin(there, mp, catalog, q.id)}) at {tokens:,} tokens of context "
+                                 "(the longest it holds), with no weights in host RAM"), False
+
+
+def _has_file(spec: ModelSpec, quantization: str) -> bool:
+    """The catalogue names a published file of the model in ``quantization`` (its card's build with a repo)."""
+    return spec.card is not None and any(c.quantization == quantization and c.repo for c in spec.card.checkpoints)
+
+
+def _origin(there: Deployment, mp: MemoryPlan, catalog: Catalog, quantization: str) -> str:
+    """Where ``there``'s engine gets the model in ``quantization``: a file the catalogue names, else how it is made."""
+    if _has_file(mp.spec, quantization):
+        return "a published file"
+    made = model_formats(catalog, mp.spec, there.engine, at_load=False).get(quantization, "a build")
+    return f"{made}; the catalogue names no file of it"
 
 
 def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
@@ -301,10 +327,36 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
         if moved is None:
             continue
         there, switch = moved
-        held, _ = _held_there(there, switch, engine.name, mp, catalog,
-                              lambda q, at=there: not_here(q) and smaller(at, q))
-        found += [held] if held else []
+        keep = lambda q, at=there: not_here(q) and smaller(at, q)  # noqa: E731
+        held, _ = _held_there(there, switch, engine.name, mp, catalog, keep)
+        split = None if held else _layer_split(there, switch, engine.name, mp, catalog, keep)
+        found += [s for s in (held, split) if s]
     return tuple(found)
+
+
+def _layer_split(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
+                 keep: Callable[[str], bool]) -> FitSuggestion | None:
+    """Where no build of ``there``'s engine holds the dense model on the GPUs alone: its smallest build the
+    catalogue names a file of, split by layers between the GPUs and host RAM (an engine taking ``n_gpu_layers``,
+    llama.cpp's -ngl, whose layers in host RAM run on the CPU rather than being copied to the GPU every step),
+    with the offload ``offload_answer`` finds for it and the host RAM that needs (Qwen3-32B's Q4_K_M on a 12 GB card)."""
+    if "n_gpu_layers" not in catalog.engine(there.engine).offload_settings:
+        return None
+    files = [catalog.quantization(q) for q in model_formats(catalog, mp.spec, there.engine, at_load=False)
+             if q in catalog.quantizations and keep(q) and _has_file(mp.spec, q)]
+    if not files:
+        return None
+    q = min(files, key=lambda q: q.bits_per_weight.value)
+    at = there.model_copy(update={"quantization": q.id})
+    try:
+        answer = offload_answer(at, plan_memory(at, catalog), catalog)
+    except InferplanError:
+        return None
+    if answer.suggestion is None:
+        return None
+    s = answer.suggestion
+    return s.model_copy(update={"changes": {**switch, "quantization": q.id, **s.changes},
+                                "summary": f"another engine, fewer bits: {name} in {q.name} (a published file), {s.summary}"})
 
 
 def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> list[Quantization]:
@@ -320,8 +372,11 @@ def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> lis
 def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog,
                       keep: Callable[[str], bool] = lambda q: True) -> Quantization | None:
     """The largest weight format ``there``'s engine makes of the model (``model_formats``: its builds and its
-    conversions of one) that has fewer bits than the one it plans and holds the whole model on the GPUs."""
-    for q in (q for q in _smaller_formats(there, mp, catalog) if keep(q.id)):
+    conversions of one) that has fewer bits than the one it plans and holds the whole model on the GPUs; a build
+    the catalogue names a file of before any conversion (Qwen3-32B's published Q4_K_M on an RTX 5090 rather than
+    a Q5_K_M made from the 65 GB BF16 checkpoint)."""
+    formats = [q for q in _smaller_formats(there, mp, catalog) if keep(q.id)]
+    for q in sorted(formats, key=lambda q: not _has_file(mp.spec, q.id)):  # stable: the most bits first within each
         whole = _fits(there, {"quantization": q.id}, catalog, host_gb=None)
         if whole is not None and not whole.host_memory_bytes_used:
             return q
@@ -339,7 +394,7 @@ def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog,
         def whole_at(tokens: int, q=q) -> MemoryFit | None:
             r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
             return r if r is not None and not r.host_memory_bytes_used else None
-        hit = longest_steps(whole_at, mp.result.max_model_len)
+        hit = longest_steps(whole_at, mp.result.max_model_len, context_floor(catalog))
         if hit is not None and (best is None or (hit[0], q.bits_per_weight.value) > (best[1], best[0].bits_per_weight.value)):
             best = (q, hit[0])
     return best

@@ -1,0 +1,75 @@
+"""What ``fit`` offers a dense model that does not fit one home card (memory/offload_suggest.py): another
+engine's build split by layers where none holds it on the GPU alone, no offer at a context below the floor,
+and a published file before a conversion; every offered command fits when run."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
+from inferplan.memory.fit import fit
+from inferplan.memory.offload_suggest import context_floor
+from inferplan.memory.suggest import fit_or_suggest
+
+
+def _offers(model: str, gpu: str, catalog) -> tuple[Deployment, list]:
+    d = Deployment(model=model, gpu=gpu)
+    r = fit_or_suggest(d, catalog)
+    assert not r.fits
+    return d, list(r.suggestions)
+
+
+def _llamacpp(offers: list) -> list:
+    return [s for s in offers if s.changes.get("engine") == "llamacpp"]
+
+
+def _fits(d: Deployment, changes: dict, catalog) -> bool:
+    return fit(d.model_copy(update=changes), catalog).fits
+
+
+@pytest.mark.parametrize("model, gpu", [("qwen3:32b", "rtx-4070"), ("gemma3:27b", "rtx-4080")])
+def test_a_dense_model_no_build_holds_on_the_card_is_offered_the_layer_split_of_the_smallest_published_file(
+        model, gpu, catalog):
+    d, offers = _offers(model, gpu, catalog)
+    split = [s for s in _llamacpp(offers) if s.changes.get("n_gpu_layers")]
+    assert len(split) == 1, [s.summary for s in offers]
+    changes = split[0].changes
+    assert changes["quantization"] == "gguf-q4_k_m" and "max_model_len" not in changes  # at the asked context
+    assert "a published file" in split[0].summary and "--n-gpu-layers" in split[0].summary
+    assert changes["host_memory_gb"] > 0 and _fits(d, changes, catalog)
+    offload = next(s for s in offers if s.changes.get("cpu_offload_gb"))  # vLLM's own offload needs more host RAM
+    assert changes["host_memory_gb"] < offload.changes["host_memory_gb"]
+
+
+def test_no_offer_is_made_at_a_context_below_the_floor(catalog):
+    floor = context_floor(catalog)
+    assert CONTEXT_STEP_TOKENS < floor
+    for model, gpu in [("gemma3:27b", "rtx-4080"), ("qwen3:32b", "rtx-4090"), ("qwen3:14b", "rtx-4070")]:
+        d, offers = _offers(model, gpu, catalog)
+        for s in offers:
+            assert s.changes.get("max_model_len", floor) >= floor, s.summary
+            assert _fits(d, s.changes, catalog), s.summary
+
+
+def test_the_longest_steps_start_at_the_floor():
+    holds_512 = lambda tokens: tokens if tokens <= 512 else None  # noqa: E731
+    assert longest_steps(holds_512, 40960) == (512, 512)
+    assert longest_steps(holds_512, 40960, floor=2500) is None
+    assert longest_steps(lambda tokens: tokens, 40960, floor=2500) == (40704, 40704)
+    assert longest_steps(lambda tokens: tokens, 2560, floor=2500) is None  # no whole step at the floor below 2,560
+
+
+@pytest.mark.parametrize("model, gpu", [("qwen3:32b", "rtx-5090"), ("gemma3:27b", "rtx-5090")])
+def test_a_published_file_that_holds_the_context_is_offered_before_a_conversion(model, gpu, catalog):
+    d, offers = _offers(model, gpu, catalog)
+    (other,) = _llamacpp(offers)
+    assert other.changes["quantization"] == "gguf-q4_k_m" and "max_model_len" not in other.changes
+    assert "a published file" in other.summary and _fits(d, other.changes, catalog)
+
+
+def test_a_conversion_says_the_catalogue_names_no_file_of_it(catalog):
+    d, offers = _offers("mistral-7b", "rtx-3070", catalog)
+    (other,) = _llamacpp(offers)
+    assert "converted from the bf16 build; the catalogue names no file of it" in other.summary
+    assert _fits(d, other.changes, catalog)
