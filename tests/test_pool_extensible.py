@@ -80,3 +80,16 @@ def test_the_search_sizes_a_decode_pool_as_the_pool_launches(catalog, gpu, small
         pool = cm.pool_curve("decode")
         assert (pool.slots < cm.curve.slots) is smaller and (pool.slots == cm.curve.slots) is not smaller
         assert max(g.cap.max() for g in gs[1:]) == pool.slots  # a decode pool's running cap: its own slots
+
+
+@pytest.mark.parametrize("gpu, smaller", [("mi300x", True), ("h100-sxm", False)])
+def test_a_scenario_s_decode_pool_carries_the_users_its_sizing_holds(catalog, gpu, smaller):
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+
+    base = {"model": "qwen3-32b", "platform": {"gpu": gpu, "gpus": 2, "quote_usd_per_system": 50000},
+            "cell": {"tensor_parallel_size": 1}, "replicas": 1, "workload": {"preset": "chat-seat"}, "target_users": 100}
+    alone, pooled = (plan(Scenario.model_validate({**base, "prefill_pool": pool}), catalog).users_per_loadout_by_limit
+                     for pool in (None, {"instances": 1, "cell": {"tensor_parallel_size": 1}}))
+    assert (pooled["per-request memory"] < alone["per-request memory"]) is smaller
+    assert (pooled["per-request memory"] == alone["per-request memory"]) is not smaller
