@@ -90,3 +90,7 @@ class DisaggregationRule(Frozen):
     pod_discovery: PodDiscovery | None = None  # on Kubernetes, a router that finds the pools' pods itself
     source: str
     note: str | None = None
+
+    def connector(self, role: str) -> str | None:
+        """The KV connector a ``role`` worker launches with (its ``kv_connector``; None: none named)."""
+        return self.roles[role].get("kv_connector") if role in self.roles else None

@@ -157,7 +157,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     if d.enforce_eager:  # no CUDA graphs, as the plan counts none
         argv += emit(flag_rule(flags, "enforce_eager"), True)
     if d.enable_extensible_kv_cache is not None:  # the KV cache sized as the plan sizes it
-        connector = flags.disaggregation.roles[role].get("kv_connector") if role != "both" and flags.disaggregation else None
+        connector = flags.disaggregation.connector(role) if role != "both" and flags.disaggregation else None
         check_extensible_kv_cache(catalog, d, resolve_hardware(catalog, d).accel, connector)
         argv += emit(flag_rule(flags, "enable_extensible_kv_cache"), d.enable_extensible_kv_cache)
     chunked, chunked_notes = chunked_prefill(d, catalog, flags, speculative.method if speculative else None)

@@ -19,6 +19,7 @@ from inferplan.economics.rent_route import CellSpace
 from inferplan.economics.scenario import Cell, Scenario
 from inferplan.economics.workloads import WorkloadProfile
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.extensible import pool_sized
 from inferplan.memory.checks import check_ranks_share_experts
 from inferplan.memory.hardware import with_default_engine
 
@@ -81,6 +82,8 @@ def size_loadouts(catalog: Catalog, s: Scenario, hw: Hardware, w: WorkloadProfil
     """One loadout's capacity (the fewest systems one replica needs, when no single system holds the
     model), then the loadouts the target needs."""
     base = _base_deployment(catalog, s, hw.accelerator.id, w)
+    if s.prefill_pool is not None:  # the cells are a decode pool, sized as its KV connector lets the engine size it
+        base = pool_sized(catalog, base, "decode")
     fixed = s.cell is not None  # a stated cell is kept as stated, TP 1 included
     system = hw.system
     start, per_loadout = spanning_cell(catalog, base, system, cell_fixed=fixed) if system else (None, 1)

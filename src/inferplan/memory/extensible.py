@@ -6,16 +6,19 @@ The switch exists where a release's memory rule sizes the cache from measured me
 plan sizes the cache as the engine then does (``memory/settings.py``, ``memory/engine_budget.py``). Turned on, it is
 refused where the engine refuses it: on a software stack the rule does not size this way, beside another
 ``off_with`` input, which the engine cannot combine with it, and in a pool whose KV connector the rule refuses it
-with on the GPU's software stack (``connector_refusals``).
+with on the GPU's software stack (``connector_refusals``). Left unset in such a pool, the engine turns it off
+itself, and ``pool_sized`` plans the pool's instance with it off.
 """
 
 from __future__ import annotations
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.hardware import resolve_hardware
 
 FIELD = "enable_extensible_kv_cache"
 
@@ -55,3 +58,21 @@ def check_extensible_kv_cache(catalog: Catalog, d: Deployment, accel: Accelerato
             f"{engine.name} cannot size the KV cache from measured memory with {connector} on {accel.name} "
             f"({accel.software.value}), and refuses --enable-extensible-kv-cache there", field=FIELD,
             allowed="leave it out (vLLM then turns it off), or --no-enable-extensible-kv-cache")
+
+
+def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
+    """``d`` as one instance of a disaggregated pool of ``role`` (prefill or decode) is sized: with the extensible
+    KV cache off where ``d`` leaves the switch unset and the engine release refuses it with the KV connector the
+    role launches with on the GPU's software stack (``connector_refusals``: the engine then turns it off itself,
+    vLLM 0.34 with NixlConnector on ROCm); a stated switch the engine refuses there is refused naming it."""
+    engine = catalog.engine(d.engine, field_name="engine")
+    flags = flags_for(catalog, engine.id)
+    connector = flags.disaggregation.connector(role) if flags and flags.disaggregation else None
+    if connector is None:
+        return d
+    accel = resolve_hardware(catalog, d).accel
+    check_extensible_kv_cache(catalog, d, accel, connector)
+    sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
+    if d.enable_extensible_kv_cache is not None or sized is None or sized.refused_with(accel.software, connector) is None:
+        return d
+    return d.model_copy(update={FIELD: False})  # sized as with --no-enable-extensible-kv-cache

@@ -17,6 +17,7 @@ import numpy as np
 from inferplan.catalog.loader import Catalog
 from inferplan.economics.pools import instance_units
 from inferplan.economics.pools import pool_units as economic_pool_units
+from inferplan.memory.extensible import pool_sized
 from inferplan.memory.fit import plan_memory
 from inferplan.performance.drafts import Acceptance, resolve_acceptance
 from inferplan.inputs.deployment import Deployment
@@ -51,7 +52,8 @@ def length_nodes(rl: ResolvedLoad) -> int:
 @dataclass(frozen=True)
 class CellModel:
     """The per-cell work, done once: the serving curve, one request's KV-cache bytes, the unit
-    costs, and whether the engine runs separate prefill and decode pools."""
+    costs, and whether the engine runs separate prefill and decode pools (with the curves of a pool's
+    instances where the engine sizes them otherwise: ``pool_sized``)."""
 
     cell: Cell
     curve: ServiceCurve
@@ -59,10 +61,15 @@ class CellModel:
     disaggregates: bool
     kv_bytes_per_request: float
     costs: UnitCosts
+    pool_curves: tuple[tuple[str, ServiceCurve], ...] = ()  # (role, curve) of a pool's instance, where not ``curve``
+
+    def pool_curve(self, role: str) -> ServiceCurve:
+        """The serving curve of the cell's instance in a pool of ``role`` (prefill or decode)."""
+        return dict(self.pool_curves).get(role, self.curve)
 
     def decode_tpot_s(self, batch: np.ndarray) -> np.ndarray:
         """A decode pool's TPOT at ``batch``: the decode-only step (no prompt rides it) per token advanced."""
-        c = self.curve
+        c = self.pool_curve("decode")
         return np.interp(batch, c.concurrency, c.decode_step_s) / c.tokens_per_step
 
 
@@ -94,18 +101,25 @@ def model_cell(catalog: Catalog, cell: Cell, rl: ResolvedLoad, costs: UnitCosts,
     """Model one cell; ``curves`` caches serving curves by deployment (systems built on the same
     accelerator share them)."""
     d = cell_deployment(cell, rl)
-    key = (d.model_dump_json(), cell.speculative_tokens)
-    if curves is not None and key in curves:
-        curve = curves[key]
-    else:
-        curve = service_curve(d, workload(cell, rl), catalog, points=CURVE_POINTS)
-        if curves is not None:
-            curves[key] = curve
+    curve = _curve(catalog, cell, rl, d, curves)
     kv = plan_memory(d, catalog).result.kv_cache_bytes_per_token * rl.input_len
     # separate pools run replicas or expert-parallel instances: a prefill instance's data-parallel ranks are
     # expert parallel (deploy/pools_plan.py), and ranks sharing the experts without it are no decode pool planned
     pools = disaggregate and serving_modes().disaggregates(cell.engine) and not cell.experts_over_data_parallel
-    return CellModel(cell, curve, CurveTable.of([curve]), pools, kv, costs)
+    sized = {role: pool_sized(catalog, d, role) for role in ("prefill", "decode")} if pools else {}
+    pool_curves = tuple((role, _curve(catalog, cell, rl, p, curves)) for role, p in sized.items() if p != d)
+    return CellModel(cell, curve, CurveTable.of([curve]), pools, kv, costs, pool_curves)
+
+
+def _curve(catalog: Catalog, cell: Cell, rl: ResolvedLoad, d: Deployment, curves: dict | None) -> ServiceCurve:
+    """The serving curve of ``d``, the instance of ``cell``, from ``curves`` where it is there."""
+    key = (d.model_dump_json(), cell.speculative_tokens)
+    if curves is not None and key in curves:
+        return curves[key]
+    curve = service_curve(d, workload(cell, rl), catalog, points=CURVE_POINTS)
+    if curves is not None:
+        curves[key] = curve
+    return curve
 
 
 @dataclass
@@ -178,8 +192,8 @@ def _caps(curve: ServiceCurve) -> np.ndarray:
 def _most_per_instance(cm: CellModel, caps: np.ndarray, *, prefill: bool = True) -> np.ndarray:
     """Requests/s one instance completes with ``caps`` running (Little's law at the cap)."""
     c = cm.curve
-    if not prefill:
-        return caps / (c.output_tokens * cm.decode_tpot_s(caps))
+    if not prefill:  # a decode pool's instance
+        return caps / (cm.pool_curve("decode").output_tokens * cm.decode_tpot_s(caps))
     return caps / (c.output_tokens * np.interp(caps, c.concurrency, c.tpot_s) + np.interp(caps, c.concurrency, c.ttft_s))
 
 
@@ -230,7 +244,7 @@ def _decode_side(cm: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
     out = rl.output_len
     states = rl.load.states()
     weights = np.array([share for share, _ in states])
-    caps = _caps(cm.curve)
+    caps = _caps(cm.pool_curve("decode"))
     q_least = np.maximum(np.ceil(_peak_rate(rl) / _most_per_instance(cm, caps, prefill=False) * (1 + 1e-9)), 1)
     q_counts = _counts(q_least, POOL_STEPS, POOL_FACTORS)  # per cap
     cap, q = np.unique(np.stack([np.repeat(caps, q_counts.shape[1]), q_counts.ravel()], axis=1), axis=0).T
@@ -251,7 +265,7 @@ def _prefill_side(pre: CellModel, rl: ResolvedLoad) -> dict[str, np.ndarray]:
     """A prefill pool of cell ``pre`` over its instance counts: a lone prompt at ``pre``'s speed, and
     the wait for an instance at each quantile (M/G/c per arrival state, ``_state_waits``)."""
     states = rl.load.states()
-    prefill_s = float(pre.curve.ttft_s[0])
+    prefill_s = float(pre.pool_curve("prefill").ttft_s[0])
     p = np.unique(_counts(np.array([max(np.ceil(_peak_rate(rl) * prefill_s * (1 + 1e-9)), 1.0)]), POOL_STEPS, POOL_FACTORS))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         side = _state_waits([rate for _, rate in states], [prefill_s] * len(states), rl.load.input_tokens_scv, p, rl,
@@ -323,13 +337,14 @@ def evaluate_cells(models: list[CellModel], rl: ResolvedLoad, *, pricing: str) -
     decode_sides: dict[int, dict] = {}
     prefill_sides: dict[int, dict] = {}
     for k, ps in enumerate(partners):
-        if ps and id(models[k].curve) not in decode_sides:
-            decode_sides[id(models[k].curve)] = _decode_side(models[k], rl)
+        dec = id(models[k].pool_curve("decode"))
+        if ps and dec not in decode_sides:
+            decode_sides[dec] = _decode_side(models[k], rl)
         for pre in ps:
-            if id(pre.curve) not in prefill_sides:
-                prefill_sides[id(pre.curve)] = _prefill_side(pre, rl)
-            f = prefill_sides[id(pre.curve)]
-            cols, tail = _pool_grid(models[k], pre, decode_sides[id(models[k].curve)], f, rl)
+            if id(pre.pool_curve("prefill")) not in prefill_sides:
+                prefill_sides[id(pre.pool_curve("prefill"))] = _prefill_side(pre, rl)
+            f = prefill_sides[id(pre.pool_curve("prefill"))]
+            cols, tail = _pool_grid(models[k], pre, decode_sides[dec], f, rl)
             out[k].append(_priced(models[k], pricing, replicas=cols["prefill"] + cols["decode"], cap=cols["cap"],
                                   prefill=cols["prefill"], decode=cols["decode"], tail=tail, kv_s=cols["kv_s"],
                                   prefill_model=pre))

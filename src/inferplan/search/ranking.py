@@ -128,10 +128,12 @@ def _engines(pick: Pick) -> int:
 def _simulated(catalog: Catalog, pick: Pick, rl: ResolvedLoad, checks: Checks) -> SimulatedCheck:
     """The simulation's check of a pick as launched (``sim_check.launched_curve``)."""
     g, i, cell = pick.grid, pick.index, pick.cm.cell
-    curve, cap = launched_curve(catalog, cell, int(g.cap[i]), rl, evaluate.workload(cell, rl), pick.cm.curve)
-    if g.prefill[i] == 0:
+    pooled = g.prefill[i] > 0
+    curve, cap = launched_curve(catalog, cell, int(g.cap[i]), rl, evaluate.workload(cell, rl),
+                                pick.cm.pool_curve("decode") if pooled else pick.cm.curve, role="decode" if pooled else None)
+    if not pooled:
         return checks(curve, cap=cap, replicas=int(g.replicas[i]))
-    pools = Pools(prefill=g.prefill_model.curve, prefill_instances=int(g.prefill[i]), transfer_s=float(g.kv_transfer_s[i]))
+    pools = Pools(prefill=g.prefill_model.pool_curve("prefill"), prefill_instances=int(g.prefill[i]), transfer_s=float(g.kv_transfer_s[i]))
     return checks(curve, cap=cap, replicas=int(g.decode[i]), pools=pools)
 
 

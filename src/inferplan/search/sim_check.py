@@ -23,6 +23,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
+from inferplan.memory.extensible import pool_sized
 from inferplan.search.arrivals import Load
 from inferplan.search.evaluate import cell_deployment
 from inferplan.search.load import ResolvedLoad
@@ -82,13 +83,14 @@ def pick_deployment(cell: Cell, cap: int, rl: ResolvedLoad) -> Deployment:
 
 
 def launched_curve(catalog: Catalog, cell: Cell, cap: int, rl: ResolvedLoad, w: Workload,
-                   searched: ServiceCurve) -> tuple[ServiceCurve, int]:
-    """The serving curve ``simulate`` reads for the pick started with its cap (``pick_deployment``), and the
-    running sequences it holds (the ranks' shares in all); the search's curve of the cell capped at ``cap`` where
-    the started instance cannot be estimated (the check then rests on the cell's curve, as the ranking did)."""
+                   searched: ServiceCurve, role: str | None = None) -> tuple[ServiceCurve, int]:
+    """The serving curve ``simulate`` reads for the pick started with its cap (``pick_deployment``; ``role``: as
+    an instance of that pool, ``pool_sized``), and the running sequences it holds (the ranks' shares in all); the
+    search's curve of the cell capped at ``cap`` where the started instance cannot be estimated (the check then
+    rests on the cell's curve, as the ranking did)."""
     d = pick_deployment(cell, cap, rl)
     try:
-        return service_curve(d, w, catalog), d.max_num_seqs * cell.data_parallel_size
+        return service_curve(pool_sized(catalog, d, role) if role else d, w, catalog), d.max_num_seqs * cell.data_parallel_size
     except InferplanError:
         return searched, int(cap)
 

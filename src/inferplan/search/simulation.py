@@ -15,6 +15,7 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
+from inferplan.memory.extensible import pool_sized
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware, with_default_engine
 from inferplan.memory.layout import instance_gpus
@@ -218,7 +219,9 @@ def simulate_deployment(q: SimulationQuery, catalog: Catalog | None = None, *, t
         q = q.model_copy(update={"deployment": _decode_side(q, catalog)})
     if trace is not None:
         q = q.model_copy(update={"deployment": _sized_for_trace(q.deployment, trace, catalog)})
-    curve = service_curve(q.deployment, w, catalog)
+    # a pool's instance is sized as its KV connector lets the engine size it (``pool_sized``)
+    curve = service_curve(q.deployment if q.prefill_instances is None else pool_sized(catalog, q.deployment, "decode"),
+                          w, catalog)
     _check_work(q, curve)
     if q.prefill_instances is not None:
         return _pools_report(q, catalog, load, w, curve, check)
@@ -324,7 +327,7 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
     tp = q.prefill_tensor_parallel_size or d.tensor_parallel_size
     pre_d = d.model_copy(update={"tensor_parallel_size": tp, "gpus": tp * d.pipeline_parallel_size, "data_parallel_size": None,
                                  "enable_expert_parallel": False, "max_num_seqs": None})
-    prefill = service_curve(pre_d, w.model_copy(update={"speculative_tokens": 0}), catalog)
+    prefill = service_curve(pool_sized(catalog, pre_d, "prefill"), w.model_copy(update={"speculative_tokens": 0}), catalog)
     link = None
     transfer = q.kv_transfer_s
     if transfer is None:
