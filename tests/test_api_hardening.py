@@ -303,5 +303,5 @@ def test_a_fits_matrix_of_more_cells_than_one_request_computes_is_refused_before
     gpus = [a["id"] for a in client.get("/api/catalog/accelerators").json()][:17]
     err = assert_error_shape(client.post("/api/fits", json={"all_models": True, "gpus": gpus}), 422)
     assert err["error"]["field"] == "gpus" and f"at most {MAX_FITS_CELLS:,} cells" in err["error"]["allowed"]
-    assert "× 17 GPUs or systems × 1 quantization is" in err["error"]["message"]
+    assert "builds) × 17 GPUs or systems is" in err["error"]["message"]
     assert client.post("/api/fits", json={"all_models": True}).status_code == 200  # the default grid, every model

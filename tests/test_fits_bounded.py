@@ -68,3 +68,58 @@ def test_the_api_names_the_key_of_the_longest_list(tmp_path):
     error = r.json()["error"]
     assert error["field"] == "models" and "is 1,200 cells" in error["message"]
     assert f"at most {MAX_FITS_CELLS:,} cells" in error["allowed"]
+
+
+def _computed(monkeypatch, **question) -> int:
+    """The cells ``fits_matrix`` computes for ``question``, the bound lifted: one ``fit`` a cell on single GPUs."""
+    calls = []
+    planned = matrix.fit
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return planned(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(matrix, "fit", counting)
+        m.setattr(matrix, "MAX_FITS_CELLS", 10**6)
+        fits_matrix(catalog=CATALOG, **question)
+    return len(calls)
+
+
+def test_with_no_quantizations_every_build_computed_is_counted(monkeypatch):
+    # qwen3-32b and gemma-3-27b are computed in several builds each before one a model is kept
+    question = {"models": ["qwen3-32b", "gemma-3-27b", "llama-3.1-8b"], "gpus": ["rtx-4090", "h100-sxm"]}
+    computed = _computed(monkeypatch, **question)
+    assert computed > 3 * 2  # more builds than models: one build a model would under-count
+    monkeypatch.setattr(matrix, "MAX_FITS_CELLS", computed)  # at the bound: computed
+    assert len(fits_matrix(catalog=CATALOG, **question).cells) == 3 * 2
+    monkeypatch.setattr(matrix, "MAX_FITS_CELLS", computed - 1)  # one cell past it: refused, naming the longest list
+    with pytest.raises(InvalidScenarioError) as err:
+        check_size(CATALOG, models=question["models"], gpus=question["gpus"])
+    assert err.value.field == "models" and f"× 2 GPUs or systems is {computed:,} cells" in str(err.value)
+    with pytest.raises(InvalidScenarioError):
+        fits_matrix(catalog=CATALOG, **question)
+
+
+def test_every_model_on_sixteen_gpus_is_refused_by_the_builds_it_computes(monkeypatch):
+    """60 models × 16 GPUs is 960, under the bound; the matrix computes every build of each: refused unplanned."""
+    gpus = ["rtx-4090", "rtx-3090", "rtx-5090", "h100-sxm", "a100-80gb", "l40s", "h200-sxm", "b200", "mi300x", "l4",
+            "a10", "t4", "rtx-4080", "rtx-4070", "rtx-3080", "rtx-3070"]
+
+    def planned(*_args, **_kwargs):
+        raise AssertionError("a cell was planned")
+
+    monkeypatch.setattr(matrix, "fit", planned)
+    with pytest.raises(InvalidScenarioError) as err:
+        fits_matrix(all_models=True, gpus=gpus, catalog=CATALOG)
+    assert err.value.field == "gpus" and "× 16 GPUs or systems is" in str(err.value)
+
+
+def test_every_format_counted_is_at_least_what_is_computed(monkeypatch):
+    """``every_build`` (the homelab view's matrix): the engine's own formats counted before any is left out."""
+    model = ["qwen3-32b"]
+    computed = _computed(monkeypatch, models=model, gpus=["rtx-4090"], engine="llamacpp", every_build=True)
+    monkeypatch.setattr(matrix, "MAX_FITS_CELLS", computed - 1)
+    with pytest.raises(InvalidScenarioError) as err:
+        check_size(CATALOG, models=model, gpus=["rtx-4090"], engine="llamacpp", every_build=True)
+    assert err.value.field == "models"  # the longest list given, the first of equals

@@ -1,9 +1,12 @@
-"""The what-fits matrix: models × hardware × precisions, one ``fit`` per cell.
+"""The what-fits matrix: models × hardware × builds, one ``fit`` per cell.
 
-A cell is one memory fit (about 3 ms of one core on a 2-core machine) and about 3 KB of answer, and
-the lists a question may name (60 models, 60 GPUs, 30 systems, 10 quantizations) multiply to 54,000
-cells: 143 s and a 159 MB answer. So a matrix of more than ``MAX_FITS_CELLS`` cells is refused, counted
-from the question before any cell is computed (``check_size``), naming the longest list to shorten."""
+A cell is one memory fit and about 5 KB of answer. A cold cell (its model, hardware and build not yet planned
+in the process) takes 8-11 ms of one core on a 2-core machine: every model with a config on 16 GPUs computes
+1,392 cells in 15.4 s, on four of them 348 in 2.7 s (a repeat, memoised, 0.1 s and 0.02 s).
+The lists a question may name (60 models, 60 GPUs, 30 systems, 10 quantizations) multiply to 54,000 cells, about
+10 minutes and 250 MB. So a matrix of more than ``MAX_FITS_CELLS`` cells is refused, counted as they are computed
+before any is (``check_size``: with no quantizations named, every build a model is computed in), naming the
+longest list to shorten."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from inferplan.memory.slots import with_slots
 from inferplan.units import whole_count
 
 DEFAULT_GPUS = ("h100-sxm", "rtx-pro-6000-blackwell", "h200-sxm", "b300")  # 80 / 96 / 141 / 288 GB
-MAX_FITS_CELLS = 1_000  # about 3 s of one core and a 3 MB answer; every model on the default GPUs is 236
+MAX_FITS_CELLS = 1_000  # about 11 s of one core cold and a 5 MB answer; the default grid on the default GPUs is 304
 
 
 class FitsCell(BaseModel):
@@ -106,7 +109,8 @@ def fits_matrix(
     its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
 or with ``all_models`` every catalogue model with a config."""
     catalog = catalog or load_catalog()
-    check_size(catalog, models=models, gpus=gpus, systems=systems, quantizations=quantizations, all_models=all_models)
+    check_size(catalog, models=models, gpus=gpus, systems=systems, quantizations=quantizations, all_models=all_models,
+               engine=engine, every_build=every_build)
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
     catalog.engine(engine, field_name="engine")
     if kv_cache_dtype != "auto":
@@ -171,24 +175,43 @@ or with ``all_models`` every catalogue model with a config."""
 
 
 def check_size(catalog: Catalog, *, models: list[str] | None = None, gpus: list[str] | None = None,
-               systems: list[str] | None = None, quantizations: list[str] | None = None, all_models: bool = False) -> None:
-    """Refuse a matrix of more than ``MAX_FITS_CELLS`` cells, counted from the question alone: its models
-    (``_grid_models``) × its GPUs and systems (none: ``DEFAULT_GPUS``) × its quantizations (none: one build
-    per model; ``every_build``'s further formats are not counted). The error names the longest list given
-    (``all_models`` where none is)."""
-    sizes = {"models": len(_grid_models(catalog, models, all_models)[0]),
-             "gpus": len(gpus or []) + len(systems or []) or len(_default_gpus(catalog)),
-             "quantizations": len(quantizations or []) or 1}
-    cells = sizes["models"] * sizes["gpus"] * sizes["quantizations"]
+               systems: list[str] | None = None, quantizations: list[str] | None = None, all_models: bool = False,
+               engine: str = "vllm", every_build: bool = False) -> None:
+    """Refuse a matrix of more than ``MAX_FITS_CELLS`` cells, counted before any is computed as ``fits_matrix``
+    computes them: its models (``_grid_models``) × its GPUs and systems (none: ``DEFAULT_GPUS``) × its
+    quantizations, or with none each model's builds ``engine`` loads (``_loadable_builds``: all computed before
+    one per model is kept; with ``every_build`` the formats it makes from one too, counted before the matrix
+    leaves out those below a format every column holds, so at most what it computes). Named quantizations are
+    counted from the names alone; without them the models are looked up (one that is not found counts one
+    build: the matrix refuses it). The error names the longest list given (``all_models`` where none is)."""
+    model_ids = _grid_models(catalog, models, all_models)[0]
+    hardware = len(gpus or []) + len(systems or []) or len(_default_gpus(catalog))
+    if quantizations:
+        builds = len(model_ids) * len(quantizations)
+        counted = f"{_count(len(model_ids), 'model')} × {_count(hardware, 'GPU or system', 'GPUs or systems')} × " \
+                  f"{_count(len(quantizations), 'quantization')}"
+    else:
+        catalog.engine(engine, field_name="engine")  # the builds counted are the ones it loads
+        builds = sum(_build_count(catalog, m, engine, every_build) for m in model_ids)
+        counted = f"{_count(len(model_ids), 'model')} ({_count(builds, 'build')}) × " \
+                  f"{_count(hardware, 'GPU or system', 'GPUs or systems')}"
+    cells = builds * hardware
     if cells <= MAX_FITS_CELLS:
         return
     named = {"models": len(models or []), "gpus": len(gpus or []), "systems": len(systems or []),
              "quantizations": len(quantizations or [])}
     field = max(named, key=named.get) if any(named.values()) else "all_models"
     raise InvalidScenarioError(
-        f"{_count(sizes['models'], 'model')} × {_count(sizes['gpus'], 'GPU or system', 'GPUs or systems')} × "
-        f"{_count(sizes['quantizations'], 'quantization')} is {cells:,} cells, more than one request computes",
-        field=field, allowed=f"at most {MAX_FITS_CELLS:,} cells: name fewer models, gpus, systems or quantizations")
+        f"{counted} is {cells:,} cells, more than one request computes", field=field,
+        allowed=f"at most {MAX_FITS_CELLS:,} cells: name fewer models, gpus, systems or quantizations")
+
+
+def _build_count(catalog: Catalog, model: str, engine: str, every_build: bool) -> int:
+    """The builds of ``model`` the matrix computes a cell of on each column; 1 for a name it cannot resolve."""
+    try:
+        return len(_loadable_builds(catalog, resolve_model(catalog, model, field_name="models"), engine, every_build))
+    except InferplanError:
+        return 1
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

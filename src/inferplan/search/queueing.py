@@ -38,14 +38,14 @@ the quiet spell drains it), and the percentiles are those of the mixture (reques
 their state's arrivals). A load above what the replica serves on average is unstable.
 
 A closed loop of C clients runs at a batch of ``min(C, c)``, clients beyond the slots waiting
-``C / throughput − cycle``; when the run's length is stated (``closed_loop_requests`` N), the C
-requests its clients send together at the start (a share C/N) queue for the prompt budget one
-behind the other, the k-th after k prompts; the ``cached_first_requests`` among them (prompts the
-prefix cache holds) go first, their first token at the end of the first step (full of the others'
-prompt chunks). Cached requests after the start are taken as uncached (the simulation runs them as
-one-token prompts). The start's requests decode beside the prompts queued behind theirs and then
-see fewer of the others' next prompts than the steady loop charges: their TPOT is a mixture apart
-(``_start_tpot_quantile``).
+``C / throughput − cycle``, and serves that throughput (its ``requests_per_s``); when the run's length is
+stated (``closed_loop_requests`` N), the C requests its clients send together at the start (a share
+C/N) queue for the prompt budget one behind the other, the k-th after k prompts; the
+``cached_first_requests`` among them (prompts the prefix cache holds) go first, their first token
+at the end of the first step (full of the others' prompt chunks). Cached requests after the start
+are taken as uncached (the simulation runs them as one-token prompts). The start's requests decode
+beside the prompts queued behind theirs and then see fewer of the others' next prompts than the
+steady loop charges: their TPOT is a mixture apart (``_start_tpot_quantile``).
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ class _State:
     """One arrival state solved for every candidate (arrays over candidates)."""
 
     running: np.ndarray  # mean sequences running per replica
+    served_per_s: np.ndarray  # requests a replica serves a second: its arrivals, or the rate a closed loop runs at
     batch: np.ndarray  # the batch a request runs in
     tpot_s: np.ndarray
     prefill_s: np.ndarray  # own prompt at the mean length beside the batch
@@ -214,7 +215,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     at_batch = lambda z: _interp_rows(np.clip(batch + z * sigma, 1.0, slots), t.concurrency, t.tpot_s) + paused  # noqa: E731
     tpot_q = tuple(at_batch(NormalDist().inv_cdf(q)) + _over_lengths_quantile(load, q) * mixed_sd
                    for q in map(load.run_quantile_level, QUANTILES))
-    return _State(running=running, batch=batch, tpot_s=tpot, prefill_s=prompt, prefill_slope_s=per_token * t.uncached_share,
+    return _State(running=running, served_per_s=lam, batch=batch, tpot_s=tpot, prefill_s=prompt,
+                  prefill_slope_s=per_token * t.uncached_share,
                   base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
                   mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q, tpot_batch_sd_s=(at_batch(1.0) - at_batch(-1.0)) / 2, tpot_mixed_sd_s=mixed_sd,
@@ -343,8 +345,8 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     for key in list(result):
         result[key] = np.where(stable, result[key], np.inf)
     mean_tpot = (tpot * weights).sum(axis=1)
-    served = mean_rate if mean_rate is not None else stack("running")[:, 0] * reps / (
-        prompt[:, 0] + load.output_tokens * tpot[:, 0] + base[:, 0])
+    # a closed loop serves what it runs at: its clients over a cycle, their wait beyond the slots included
+    served = mean_rate if mean_rate is not None else solved[0].served_per_s * reps
     return TailArrays(**result, utilisation=stack("utilisation").max(axis=1), stable=stable,
                       requests_per_s=np.asarray(served, float), output_tokens_per_s_per_user=1 / mean_tpot,
                       mean_running=(stack("running") * weights).sum(axis=1),

@@ -24,7 +24,7 @@ async def fits_route(r: FitsRequest, http: Request) -> Response:
     for i, model in enumerate(r.models):
         refuse_server_path(model, f"models.{i}")
     check_size(load_catalog(), models=r.models, gpus=r.gpus, systems=r.systems, quantizations=r.quantizations,
-               all_models=r.all_models)
+               all_models=r.all_models, engine=r.engine)
 
     def work(_budget: object) -> FitsMatrix:
         matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
