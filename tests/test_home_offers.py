@@ -1,6 +1,7 @@
-"""What ``fit`` offers a dense model that does not fit one home card (memory/offload_suggest.py): another
+"""What ``fit`` offers a model that does not fit one home card (memory/offload_suggest.py, memory/suggest.py): another
 engine's build split by layers where none holds it on the GPU alone, no offer at a context below the floor,
-and a published file before a conversion; every offered command fits when run."""
+and a published file before a conversion or the planned format (a MoE model's expert offload too); every offered
+command fits when run."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import pytest
 
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
-from inferplan.memory.fit import fit
-from inferplan.memory.offload_suggest import context_floor
-from inferplan.memory.suggest import fit_or_suggest
+from inferplan.memory.fit import fit, resolve_model
+from inferplan.memory.offload_suggest import _has_file, context_floor
+from inferplan.memory.suggest import fit_or_suggest, longest_context
 
 
 def _offers(model: str, gpu: str, catalog) -> tuple[Deployment, list]:
@@ -45,7 +46,8 @@ def test_a_dense_model_no_build_holds_on_the_card_is_offered_the_layer_split_of_
 def test_no_offer_is_made_at_a_context_below_the_floor(catalog):
     floor = context_floor(catalog)
     assert CONTEXT_STEP_TOKENS < floor
-    for model, gpu in [("gemma3:27b", "rtx-4080"), ("qwen3:32b", "rtx-4090"), ("qwen3:14b", "rtx-4070")]:
+    for model, gpu in [("gemma3:27b", "rtx-4080"), ("qwen3:32b", "rtx-4090"), ("qwen3:14b", "rtx-4070"),
+                       ("qwen3:8b", "rtx-4070")]:  # the last: the asked engine's own smaller weights at 1,024 tokens
         d, offers = _offers(model, gpu, catalog)
         for s in offers:
             assert s.changes.get("max_model_len", floor) >= floor, s.summary
@@ -73,3 +75,28 @@ def test_a_conversion_says_the_catalogue_names_no_file_of_it(catalog):
     (other,) = _llamacpp(offers)
     assert "converted from the bf16 build; the catalogue names no file of it" in other.summary
     assert _fits(d, other.changes, catalog)
+
+
+def test_the_offers_floor_leaves_longest_context_to_its_other_callers_at_any_step(catalog):
+    d = Deployment(model="qwen3:8b", gpu="rtx-4070", quantization="fp8")  # holds 1,024 tokens, below the floor
+    assert 0 < longest_context(d, catalog, 40960) < context_floor(catalog)
+
+
+@pytest.mark.parametrize("model, gpu", [("glm-4.5-air", "rtx-4090"), ("qwen3-coder:30b", "rtx-4090")])
+def test_an_expert_offload_elsewhere_runs_a_published_file_before_the_planned_format(model, gpu, catalog):
+    d, offers = _offers(model, gpu, catalog)
+    (moe,) = [s for s in _llamacpp(offers) if s.changes.get("n_cpu_moe")]
+    q = moe.changes["quantization"]
+    assert _has_file(resolve_model(catalog, model), q) and q != "bf16", moe.summary
+    assert "published" in moe.summary and _fits(d, moe.changes, catalog)
+    planned = {k: v for k, v in moe.changes.items() if k not in ("quantization", "host_memory_gb")}
+    as_planned = fit(d.model_copy(update={**planned, "host_memory_gb": 1e6}), catalog)  # the same experts in bf16
+    assert as_planned.quantization == "bf16"
+    assert moe.changes["host_memory_gb"] * 2**30 < as_planned.host_memory_bytes_used
+
+
+def test_an_expert_offload_with_no_smaller_published_build_keeps_the_planned_one(catalog):
+    d, offers = _offers("gpt-oss:120b", "rtx-4090", catalog)
+    (moe,) = [s for s in _llamacpp(offers) if s.changes.get("n_cpu_moe")]
+    assert "quantization" not in moe.changes and "published" not in moe.summary
+    assert _fits(d, moe.changes, catalog)

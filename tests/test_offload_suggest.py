@@ -161,4 +161,9 @@ def test_where_one_sequence_overfills_the_gpu_the_offload_is_offered_at_the_long
 def test_where_no_context_leaves_room_in_the_host_the_note_gives_the_least_the_shortest_offered_context_needs(catalog):
     r = fit_or_suggest(Deployment(model="glm-4.5-air", gpu="rtx-4090", quantization="fp8", host_memory_gb=64), catalog)
     shortest = -(-context_floor(catalog) // CONTEXT_STEP_TOKENS) * CONTEXT_STEP_TOKENS
-    assert _offload(r) is None and f"at {shortest:,} tokens of context" in r.offload_note and "64 GiB" in r.offload_note
+    own = [s for s in r.suggestions if s.kind == "offload" and "engine" not in s.changes]
+    assert not own and f"at {shortest:,} tokens of context" in r.offload_note and "64 GiB" in r.offload_note
+    # llama.cpp's published Q4_K_M keeps the experts in the 64 GiB stated, where FP8 or BF16 would not
+    (moe,) = [s for s in r.suggestions if s.changes.get("engine") == "llamacpp" and s.changes.get("n_cpu_moe")]
+    assert moe.changes["quantization"] == "gguf-q4_k_m" and fit(Deployment(**{
+        "model": "glm-4.5-air", "gpu": "rtx-4090", "host_memory_gb": 64, **moe.changes}), catalog).fits

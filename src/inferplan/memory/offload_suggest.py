@@ -253,12 +253,37 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
             return (_fewest_expert_layers(at, catalog, arch.num_layers) if "n_cpu_moe" in offloads else
                     _all_experts_on_host(at, catalog, name))
 
-        hit = least(there) or _at_shorter_context(there, mp, catalog, least)
-        answer = _with_host(there, hit, catalog, lead="experts in host RAM, run by the CPU") if hit else None
-        if answer and answer.suggestion:
-            s = answer.suggestion
-            found.append(s.model_copy(update={"changes": {**switch, **s.changes}}))
+        whole = held.changes["quantization"] if held and "max_model_len" not in held.changes else None
+        offer = _published_expert_offload(there, mp, catalog, least, whole) or _expert_offload(there, mp, catalog, least)
+        found += [offer[0].model_copy(update={"changes": {**switch, **offer[0].changes}})] if offer else []
     return tuple(found)
+
+
+def _expert_offload(at: Deployment, mp: MemoryPlan, catalog: Catalog, least: Callable[[Deployment], _Found | None],
+                    built: Quantization | None = None) -> tuple[FitSuggestion, int, float] | None:
+    """``least``'s expert offload of ``at`` (in ``built``, a published file, when given), at its context or the
+    longest shorter one, with that context and the host RAM it needs (None: none fits the GPU and the host RAM)."""
+    hit = least(at) or _at_shorter_context(at, mp, catalog, least)
+    how = f", in the published {built.name} build" if built else ""
+    answer = _with_host(at, hit, catalog, lead=f"experts in host RAM, run by the CPU{how}") if hit else None
+    if answer is None or answer.suggestion is None or answer.host_bytes_needed is None:
+        return None
+    s = answer.suggestion
+    s = s.model_copy(update={"changes": {"quantization": built.id, **s.changes}}) if built else s
+    return s, hit.fit.max_model_len, answer.host_bytes_needed
+
+
+def _published_expert_offload(there: Deployment, mp: MemoryPlan, catalog: Catalog, least: Callable[[Deployment], _Found | None],
+                              whole: str | None) -> tuple[FitSuggestion, int, float] | None:
+    """Of ``there``'s planned build and those with fewer bits, the ones the catalogue names a file of (less ``whole``,
+    a build already offered holding the model on the GPUs alone), the expert offload that holds the longest context
+    with the least host RAM: GLM-4.5-Air's published Q4_K_M on llama.cpp with about 66 GiB, not a BF16 GGUF no one
+    publishes with 191 GiB; None: no such build's offload fits."""
+    planned = planned_weight_format(catalog, there, mp.spec)
+    builds = [q for q in (planned, *_smaller_formats(there, mp, catalog)) if q.id != whole and _has_file(mp.spec, q.id)]
+    offers = [_expert_offload(there.model_copy(update={"quantization": q.id}), mp, catalog, least, q) if q != planned
+              else _expert_offload(there, mp, catalog, least) for q in builds]
+    return max((o for o in offers if o), key=lambda o: (o[1], -o[2]), default=None)
 
 
 def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,

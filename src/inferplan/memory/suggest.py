@@ -22,7 +22,7 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.context_steps import longest_steps
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_suggest import held_tier, host_note, smaller_kv_tier, tier_words
 from inferplan.memory.fit import MemoryPlan, fits_changed, plan_memory
@@ -30,7 +30,7 @@ from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.kt_suggest import smaller_kt_methods
 from inferplan.memory.layout import describe_split, host_gpus
 from inferplan.memory.mtp import with_speculative
-from inferplan.memory.offload_suggest import OffloadAnswer, offload_answer
+from inferplan.memory.offload_suggest import OffloadAnswer, context_floor, offload_answer
 from inferplan.memory.precision import model_formats
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
@@ -88,7 +88,7 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
     found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
-             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *smaller_kt_methods(d, mp, catalog, longest_context),
+             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *smaller_kt_methods(d, mp, catalog, _offered_context),
              *expert_offload_elsewhere(d, mp, catalog), *build_elsewhere(d, mp, catalog))
     return tuple(s for s in found if s is not None)
 
@@ -144,7 +144,7 @@ def _larger_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     why = f"{top:g}, the most a deployment guide runs {engine.name} at"
     if _fits(d, raised, catalog):
         return FitSuggestion(kind="fraction", changes=raised, summary=f"a larger memory fraction: {why}")
-    tokens = _longest(d, raised, mp.result.max_model_len, catalog)
+    tokens = _longest(d, raised, mp.result.max_model_len, catalog, context_floor(catalog))
     if not tokens:
         return None
     return FitSuggestion(kind="fraction", changes={**raised, "max_model_len": tokens},
@@ -166,7 +166,7 @@ def _longest_context(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     """The longest context, in whole steps, that fits on the same hardware and layout."""
     if mp.result.kv_cache_bytes_per_gpu <= 0:  # the weights leave no room: no context fits
         return None
-    tokens = _longest(d, {}, mp.result.max_model_len, catalog)
+    tokens = _longest(d, {}, mp.result.max_model_len, catalog, context_floor(catalog))
     if not tokens:
         return None
     return FitSuggestion(kind="context", changes={"max_model_len": tokens},
@@ -178,10 +178,16 @@ def longest_context(d: Deployment, catalog: Catalog, below: int) -> int:
     return _longest(d, {}, below, catalog)
 
 
-def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog) -> int:
-    """The longest context under ``below`` tokens, in whole steps, at which ``d`` with ``changes``
-    fits (0: not even one step)."""
-    found = longest_steps(lambda tokens: _fits(d, {**changes, "max_model_len": tokens}, catalog), below)
+def _offered_context(d: Deployment, catalog: Catalog, below: int) -> int:
+    """``longest_context`` for an offer: 0 below the shortest context one is made at (``context_floor``)."""
+    return _longest(d, {}, below, catalog, context_floor(catalog))
+
+
+def _longest(d: Deployment, changes: dict, below: int, catalog: Catalog, floor: int = CONTEXT_STEP_TOKENS) -> int:
+    """The longest context under ``below`` tokens, in whole steps of at least ``floor`` tokens, at which ``d``
+    with ``changes`` fits (0: none); the offers pass ``context_floor``, the other callers of ``longest_context``
+    (a refusal's or a speed estimate's longest context) take any whole step."""
+    found = longest_steps(lambda tokens: _fits(d, {**changes, "max_model_len": tokens}, catalog), below, floor)
     return found[0] if found else 0
 
 
@@ -231,7 +237,7 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
         if _fits(d, {"quantization": q.id}, catalog):
             return FitSuggestion(kind="quantization", changes={"quantization": q.id}, summary=f"smaller weights: {named(q)}")
     for q in candidates:
-        tokens = _longest(d, {"quantization": q.id}, mp.result.max_model_len, catalog)
+        tokens = _longest(d, {"quantization": q.id}, mp.result.max_model_len, catalog, context_floor(catalog))
         if tokens:
             return FitSuggestion(kind="quantization", changes={"quantization": q.id, "max_model_len": tokens},
                                  summary=f"smaller weights and a shorter context: {named(q)} at {tokens:,} tokens")
