@@ -301,7 +301,7 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                 for e in engines:
                     if e.now < at:  # an engine already at ``at`` (or past it, mid-step) has nothing to run
                         e.run_until(at)
-                g = 0 if replicas == 1 else _least(sum(e.load() for e in group) for group in groups)
+                g = 0 if replicas == 1 else least_loaded(sum(e.load() for e in group) for group in groups)
             group = groups[g]
             if curve.dp_routing == "round-robin":
                 pick = turns[g] % ranks
@@ -309,7 +309,7 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                 if router == "round-robin":  # the least-loaded router has run every engine to ``at`` already
                     for e in group:
                         e.run_until(at)
-                pick = 0 if ranks == 1 else _least(e.load() for e in group)
+                pick = 0 if ranks == 1 else least_loaded(e.load() for e in group)
             turns[g] += 1
             group[pick].run_until(at)
             owner[r] = g
@@ -321,8 +321,8 @@ def simulate_requests(curve: ServiceCurve, load: Load, *, requests: int, seed: i
                         running_area=sum(e.area for e in engines))
 
 
-def _least(loads) -> int:
-    """The index of the first of the smallest loads."""
+def least_loaded(loads) -> int:
+    """The index of the first of the smallest loads (the engine a least-loaded router picks)."""
     loads = list(loads)
     return loads.index(min(loads))
 

@@ -26,7 +26,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.search.arrivals import Load, sample_requests
 from inferplan.search.service import ServiceCurve
 from inferplan.search.simulate import (MAX_REPLICAS, MAX_REQUESTS, Check, Engine, RequestTimes, SimulationResult, drain,
-                                       every, request_lists, summarise)
+                                       every, least_loaded, request_lists, summarise)
 
 
 def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.ndarray, check: Check | None) -> None:
@@ -41,8 +41,7 @@ def _route(engines: list[Engine], at: np.ndarray, order: np.ndarray, owner: np.n
         for e in engines:
             if e.now < t:  # an engine already at ``t`` (or past it, mid-step) has nothing to run
                 e.run_until(t)
-        loads = [e.load() for e in engines]
-        pick = loads.index(min(loads))  # the first of the least loaded
+        pick = least_loaded(e.load() for e in engines)
         owner[r] = pick
         engines[pick].push(r, t)
     drain(engines, check)
