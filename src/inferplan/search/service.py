@@ -119,17 +119,22 @@ class ServiceCurve:
             return float(np.interp(tokens, self.prompt_tokens, self.prompt_s))
         if len(self.prompt_tokens) < 2:
             return self.prompt_s[-1] * tokens / top
-        slope = (self.prompt_s[-1] - self.prompt_s[-2]) / (top - self.prompt_tokens[-2])
-        return self.prompt_s[-1] + (tokens - top) * slope
+        return self.prompt_s[-1] + (tokens - top) * self._tail_slope_s_per_token()
+
+    def _tail_slope_s_per_token(self) -> float:
+        """What a lone prompt step's token costs past the longest sample: its cost between the two longest
+        samples (one sample: its own mean)."""
+        top = self.prompt_tokens[-1]
+        if len(self.prompt_tokens) < 2:
+            return self.prompt_s[-1] / top
+        return (self.prompt_s[-1] - self.prompt_s[-2]) / (top - self.prompt_tokens[-2])
 
     def lone_prompt_affine(self) -> tuple[float, float]:
         """A lone prompt step as ``fixed + slope × tokens`` (seconds, seconds per token): the slope of
         ``lone_prompt_s`` past its longest sample, the fixed part what makes it exact at the workload's
         uncached prompt (a sampled length) — what a step of several prompts costs over one."""
-        top = self.prompt_tokens[-1]
-        slope = ((self.prompt_s[-1] - self.prompt_s[-2]) / (top - self.prompt_tokens[-2]) if len(self.prompt_tokens) > 1
-                 else self.prompt_s[-1] / top)
-        at = min(max(self.input_tokens * self.uncached_share, 1.0), top)
+        slope = self._tail_slope_s_per_token()
+        at = min(max(self.input_tokens * self.uncached_share, 1.0), self.prompt_tokens[-1])
         return max(self.lone_prompt_s(at) - slope * at, 0.0), slope
 
     def lone_prompt_s_per_token(self) -> float:
