@@ -341,10 +341,10 @@ def evaluate_cells(models: list[CellModel], rl: ResolvedLoad, *, pricing: str) -
         if ps and dec not in decode_sides:
             decode_sides[dec] = _decode_side(models[k], rl)
         for pre in ps:
-            if id(pre.pool_curve("prefill")) not in prefill_sides:
-                prefill_sides[id(pre.pool_curve("prefill"))] = _prefill_side(pre, rl)
-            f = prefill_sides[id(pre.pool_curve("prefill"))]
-            cols, tail = _pool_grid(models[k], pre, decode_sides[dec], f, rl)
+            key = id(pre.pool_curve("prefill"))
+            if key not in prefill_sides:
+                prefill_sides[key] = _prefill_side(pre, rl)
+            cols, tail = _pool_grid(models[k], pre, decode_sides[dec], prefill_sides[key], rl)
             out[k].append(_priced(models[k], pricing, replicas=cols["prefill"] + cols["decode"], cap=cols["cap"],
                                   prefill=cols["prefill"], decode=cols["decode"], tail=tail, kv_s=cols["kv_s"],
                                   prefill_model=pre))
