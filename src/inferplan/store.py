@@ -210,10 +210,11 @@ class Store:
         name = _clean_name(name)
         now, body = _now(), scenario.model_dump_json()
         with self._write() as db:
-            if not replace and db.execute("SELECT 1 FROM scenarios WHERE name = ?", (name,)).fetchone():
+            saved = db.execute("SELECT 1 FROM scenarios WHERE name = ?", (name,)).fetchone() is not None
+            if saved and not replace:
                 raise ConflictError(f"a scenario called {name!r} is saved already", field="name",
                                     allowed="another name, or replace: true to replace it")
-            if not db.execute("SELECT 1 FROM scenarios WHERE name = ?", (name,)).fetchone():
+            if not saved:
                 self._room(db, "scenarios")  # replacing one takes no room
             db.execute(
                 "INSERT INTO scenarios (name, body, created, updated) VALUES (?, ?, ?, ?) "
