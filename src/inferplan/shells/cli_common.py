@@ -38,7 +38,7 @@ FLAGS = {name: "--" + name.replace("_", "-") for name in (
     "n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "host_memory_gb", "host_memory_bandwidth_gb_per_s",
     "kv_offloading_size", "hicache_ratio", "hicache_size", "prefix_cache_host_share", "engine_version",
     "kt_num_gpu_experts", "kt_method", "kt_release", "host_sockets", "moe_kernel", "topk_topp_sampler",
-    "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "enable_extensible_kv_cache", "other_gpu_memory_gb", "speculative_method", "draft_model", "all_models", "db",
+    "moe_runner_backend", "model_runner", "mtp_draft", "enforce_eager", "other_gpu_memory_gb", "speculative_method", "draft_model", "all_models", "db",
 )}
 FLAGS["enable_extensible_kv_cache"] = "--no-enable-extensible-kv-cache"  # the CLI's one spelling of it (cli_flags)
 
