@@ -95,14 +95,16 @@ class CurveTable:
         def col(name: str) -> np.ndarray:
             return np.array([float(getattr(c, name)) for c in curves])
 
+        ranks = [c.rank() for c in curves]  # one data-parallel rank's curve: its lone prompt steps
+        affine = [r.lone_prompt_affine() for r in ranks]  # (fixed s, s per token) each, worked out once
         return cls(concurrency=pad("concurrency"), tpot_s=pad("tpot_s"), ttft_s=pad("ttft_s"),
                    decode_step_s=pad("decode_step_s"), prefill_s_per_token=pad("prefill_s_per_token"),
                    slots=col("slots"), request_overhead_s=col("request_overhead_s"), token_budget=col("token_budget"),
                    tokens_per_step=col("tokens_per_step"), input_tokens=col("input_tokens"),
                    uncached_share=col("uncached_share"), prefill_first=col("prefill_first"),
-                   lone_s_per_token=np.array([c.rank().lone_prompt_s_per_token() for c in curves]), prefill_s=col("prefill_s"),
-                   lone_fixed_s=np.array([c.rank().lone_prompt_affine()[0] for c in curves]),
-                   lone_slope_s_per_token=np.array([c.rank().lone_prompt_affine()[1] for c in curves]),
+                   lone_s_per_token=np.array([r.lone_prompt_s_per_token() for r in ranks]), prefill_s=col("prefill_s"),
+                   lone_fixed_s=np.array([fixed for fixed, _ in affine]),
+                   lone_slope_s_per_token=np.array([slope for _, slope in affine]),
                    data_parallel=col("data_parallel"))
 
     def take(self, rows: np.ndarray) -> "CurveTable":
