@@ -138,3 +138,15 @@ def test_a_rocm_pool_over_nixl_refuses_the_switch_on_and_a_cuda_pool_takes_it(ro
     assert "--no-enable-extensible-kv-cache" in launch_command(rocm.model_copy(update={FIELD: False}), CATALOG, role=role).argv
     cuda = rocm.model_copy(update={"gpu": "H100", "model": "llama-3.1-8b"})
     assert "--enable-extensible-kv-cache" in launch_command(cuda, CATALOG, role=role).argv
+
+
+def test_a_suggested_command_keeps_the_stated_off_switch():
+    from inferplan.shells.render import command_line
+
+    d = Deployment(model="llama-3.3-70b", gpu="mi300x", max_model_len=16384, enable_extensible_kv_cache=False)
+    assert "--no-enable-extensible-kv-cache" in command_line("fit", d, {}).split()
+    assert "--enable-expert-parallel" in command_line("fit", d.model_copy(update={"enable_expert_parallel": True}), {}).split()
+    args = ["fit", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--no-enable-extensible-kv-cache"]
+    shown = CliRunner().invoke(app, args, env={"COLUMNS": "400"}).output
+    offers = [line for line in shown.splitlines() if line.strip().startswith("inferplan fit")]
+    assert offers and all("--no-enable-extensible-kv-cache" in line for line in offers if "--engine" not in line)

@@ -84,8 +84,8 @@ def command_line(command: str, d, changes: dict) -> str:
             continue
         if value == info.default and not (field in LAYOUT_FIELDS and field not in changes):
             continue
-        if isinstance(value, bool):
-            words += [FLAGS[field]] if value else []
+        if isinstance(value, bool):  # a switch the CLI takes only off ("--no-...") is written when False
+            words += [FLAGS[field]] if value != FLAGS[field].startswith("--no-") else []
             continue
         words += [FLAGS[field], shlex.quote(f"{value:g}" if isinstance(value, float) else str(value))]
     return " ".join(words)
