@@ -104,7 +104,7 @@ def test_the_pools_route_every_request_as_one_engine_at_a_time_does(monkeypatch)
 
 
 def test_the_least_loaded_is_the_first_of_the_smallest():
-    from inferplan.search.simulate import _least
+    from inferplan.search.simulate import least_loaded
 
-    assert _least(iter([3, 1, 2, 1])) == 1
-    assert _least([0]) == 0
+    assert least_loaded(iter([3, 1, 2, 1])) == 1
+    assert least_loaded([0]) == 0
