@@ -50,7 +50,8 @@ def test_a_cuda_pool_keeps_the_extensible_cache():
 @pytest.mark.parametrize("role", ["prefill", "decode"])
 def test_pool_sized_turns_it_off_only_where_the_connector_is_refused_and_the_switch_unset(catalog, role):
     rocm = Deployment(model="qwen3-32b", gpu="mi300x")
-    assert pool_sized(catalog, rocm, role).enable_extensible_kv_cache is False
+    sized = pool_sized(catalog, rocm, role)
+    assert (sized.kv_connector, sized.enable_extensible_kv_cache) == ("NixlConnector", None)  # the engine's doing
     for same in (rocm.model_copy(update={"gpu": "h100-sxm"}), rocm.model_copy(update={"engine": "sglang"}),
                  rocm.model_copy(update={"engine_version": "0.33.0"}),
                  rocm.model_copy(update={"enable_extensible_kv_cache": False})):
@@ -93,3 +94,16 @@ def test_a_scenario_s_decode_pool_carries_the_users_its_sizing_holds(catalog, gp
                      for pool in (None, {"instances": 1, "cell": {"tensor_parallel_size": 1}}))
     assert (pooled["per-request memory"] < alone["per-request memory"]) is smaller
     assert (pooled["per-request memory"] == alone["per-request memory"]) is not smaller
+
+
+def test_a_rocm_pool_s_plan_names_its_connector_as_the_cause_not_a_switch_never_stated(catalog):
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+
+    base = {"model": "qwen3-32b", "platform": {"gpu": "mi300x", "gpus": 2, "quote_usd_per_system": 50000},
+            "cell": {"tensor_parallel_size": 1}, "replicas": 1, "workload": {"preset": "chat-seat"}, "target_users": 100,
+            "prefill_pool": {"instances": 1, "cell": {"tensor_parallel_size": 1}}}
+    notes = plan(Scenario.model_validate(base), catalog).model_dump_json()
+    assert "NixlConnector (the KV connector of a disaggregated pool's instance) on rocm switches the extensible KV " \
+           "cache off" in notes
+    assert OFF not in notes

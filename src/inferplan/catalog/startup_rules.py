@@ -64,10 +64,12 @@ class MeasuredSizingOff(Frozen):
 class SizingFallback(Frozen):
     """A runtime of one software stack on which the engine finds the driver mapping the measured sizing needs
     unusable at start-up and sizes the cache as before (at ``MeasuredSizing.fraction_where_off``, from the
-    profile estimate). The runtime's release is no deployment input, so ``fit`` states what the fallback costs."""
+    profile estimate). The runtime's release is no deployment input, so ``fit`` states what the fallback costs.
+    ``connectors``: only for an instance launching with one of these KV connectors (empty: any instance)."""
 
     software: Software
-    runtime: str  # the runtimes it happens on, in words
+    runtime: str  # the runtimes it happens on, in words, with how to check for them
+    connectors: tuple[str, ...] = ()  # the engine's kv_connector names it is limited to
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -85,6 +87,10 @@ class ConnectorRefusal(Frozen):
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
+
+    def named(self, connector: str) -> str:
+        """The refusal as the cause of a cache sized from the profile: the connector, on its software stack."""
+        return f"{connector} (the KV connector of a disaggregated pool's instance) on {self.software.value}"
 
 
 class MeasuredSizing(Frozen):
@@ -141,9 +147,11 @@ class MeasuredSizing(Frozen):
         not to count)."""
         return next((o for o in self.off_with if o.field != besides and o.applies(deployment)), None)
 
-    def fallback_on(self, software: Software | None) -> SizingFallback | None:
-        """The runtimes of ``software`` on which the engine falls back to sizing as before (None: none stated)."""
-        return next((f for f in self.runtime_fallbacks if f.software == software), None)
+    def fallback_on(self, software: Software | None, connector: str | None = None) -> SizingFallback | None:
+        """The runtimes of ``software`` on which the engine falls back to sizing as before (None: none stated), for
+        an instance launching with the KV connector ``connector`` (None: none)."""
+        return next((f for f in self.runtime_fallbacks if f.software == software and
+                     (not f.connectors or connector in f.connectors)), None)
 
     def refused_with(self, software: Software | None, connector: str | None) -> ConnectorRefusal | None:
         """The refusal of ``connector`` (a kv_connector name; None: none) on ``software``, if any."""

@@ -38,6 +38,7 @@ from inferplan.deploy.moe_backend import moe_backend
 from inferplan.deploy.prompt_budget import chunked_prefill
 from inferplan.deploy.stated import slot_context, stated_or_default
 from inferplan.deploy.router import role_args, router_notes, worker_ports
+from inferplan.deploy.pool_kv import check_launch_connector, pool_kv_notes
 from inferplan.errors import InferplanError, InvalidScenarioError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -129,6 +130,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     d, step_note = with_step_budget(d, catalog)  # the step fit plans where the engine cannot chunk the longest prompt
     flags = engine_flags(catalog, d.engine)
+    check_launch_connector(d, flags, role)
     served = served_model(d, catalog, flags)
     if role != "both" and flags.disaggregation is not None:  # a pool's worker listens where the router looks
         port = port or flags.disaggregation.first_worker_port
@@ -209,7 +211,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
                          notes=(*served.notes, *((moe[2],) if moe else ()), *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
-                                *spans, *(c.lstrip("# ") for c in cold)))
+                                *spans, *(c.lstrip("# ") for c in cold), *pool_kv_notes(catalog, d, role)))
 
 
 def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) -> tuple[str, ...]:

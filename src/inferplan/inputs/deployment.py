@@ -67,6 +67,11 @@ class Deployment(Input):
                           "sized from the memory measured after warm-up (on) or from the start-up profile at "
                           "gpu_memory_utilization 0.92 where none is stated (off) (default: the release's own choice, "
                           "on for CUDA and ROCm)")
+    kv_connector: str | None = Field(
+        None, max_length=80, description="the KV connector the instance launches with as one instance of a disaggregated "
+                                         "pool (vLLM --kv-transfer-config kv_connector: NixlConnector); it can turn the "
+                                         "extensible KV cache off (engine_memory_rules.yaml connector_refusals) "
+                                         "(default: none, a whole instance)")
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
                             "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "
                             "allocates for them is counted (engine_mtp_rules.yaml)")
@@ -119,7 +124,7 @@ class Deployment(Input):
         None, gt=0, le=1e5, description="the host's DRAM bandwidth, GB/s (default: offload.yaml's assumed desktop figure)")
 
     @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", "engine_version", "moe_kernel",
-                     mode="before")
+                     "kv_connector", mode="before")
     @classmethod
     def _not_blank(cls, value: object) -> object:
         return not_blank(value)

@@ -64,6 +64,7 @@ class EngineSettings:
     # the stated input that switches a rule's measured KV sizing off (MeasuredSizing.off_with), None: none does
     measured_sizing_off: str | None = None
     fraction_stated: bool = False  # the memory fraction is the deployment's own, not the release's default
+    kv_connector: str | None = None  # the KV connector a disaggregated pool's instance launches with (None: none)
 
 
 @dataclass(frozen=True)
@@ -330,12 +331,14 @@ def engine_budget(
         if sized is not None and sized.granule_bytes and arch is not None:
             kv, granule_note = _granule_rounded(sized, kv, arch, gpus_in_instance // tp, rule.label)
             notes.append(granule_note)
-        fallback = sized.fallback_on(accel.software) if sized is not None and accel is not None else None
+        fallback = sized.fallback_on(accel.software, settings.kv_connector) if sized is not None and accel is not None \
+            else None
         if fallback is not None:  # the runtime is no input: what the engine's fallback to the profile estimate leaves
             off_frac = frac if settings.fraction_stated else sized.fraction_where_off
             off_kv = _less(_of_total(total_bytes, start, off_frac, free, other)[0], parts)  # as the plan with it off
-            off_note = (f"on {fallback.runtime}, vLLM turns the extensible KV cache off and sizes it from the start-up "
-                        f"profile at a fraction of {off_frac:g}: {max(off_kv, 0.0) / GiB:.2f} GiB of KV cache per GPU "
+            named = f"with {settings.kv_connector} " if fallback.connectors else ""  # a connector's fallback
+            off_note = (f"{named}on {fallback.runtime}, vLLM turns the extensible KV cache off and sizes it from the "
+                        f"start-up profile at a fraction of {off_frac:g}: {max(off_kv, 0.0) / GiB:.2f} GiB of KV cache per GPU "
                         f"instead of {max(kv, 0.0) / GiB:.2f} GiB ({', '.join(fallback.sources)})")
             notes.append(f"{rule.label}: {off_note}")
         base = f"(total − {start / GiB:.2f} GiB in use at start-up)" if start else "total"

@@ -7,7 +7,10 @@ plan sizes the cache as the engine then does (``memory/settings.py``, ``memory/e
 refused where the engine refuses it: on a software stack the rule does not size this way, beside another
 ``off_with`` input, which the engine cannot combine with it, and in a pool whose KV connector the rule refuses it
 with on the GPU's software stack (``connector_refusals``). Left unset in such a pool, the engine turns it off
-itself, and ``pool_sized`` plans the pool's instance with it off.
+itself: ``pool_sized`` plans the pool's instance with its connector (``Deployment.kv_connector``), which sizes the
+cache from the profile and names the connector as the cause. A connector the engine falls back with on a runtime
+the plan cannot see (vLLM 0.34's NixlConnector on CUDA without an IMEX channel: ``runtime_fallbacks``) is stated
+beside the plan of ``pool_instance``.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ FIELD = "enable_extensible_kv_cache"
 def check_extensible_kv_cache(catalog: Catalog, d: Deployment, accel: Accelerator, connector: str | None = None) -> None:
     """Refuse a stated ``enable_extensible_kv_cache`` the planned engine release has no switch for, or one it
     refuses on: on where the release cannot size the cache from measured memory (``accel``'s software stack,
-    another input that turns the measured sizing off, or the KV connector ``connector`` a pool's launch names)."""
+    another input that turns the measured sizing off, or the KV connector ``connector`` a pool's launch names;
+    default: ``d.kv_connector``, refused where the engine launches no pool with it)."""
+    engine = catalog.engine(d.engine, field_name="engine")
+    check_kv_connector(catalog, d)
+    connector = connector or d.kv_connector
     wanted = d.enable_extensible_kv_cache
     if wanted is None:
         return
-    engine = catalog.engine(d.engine, field_name="engine")
     sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
     if sized is None:
         releases = sorted({r.first_release for r in catalog.memory_rules if r.measured_sizing is not None})
@@ -60,19 +66,44 @@ def check_extensible_kv_cache(catalog: Catalog, d: Deployment, accel: Accelerato
             allowed="leave it out (vLLM then turns it off), or --no-enable-extensible-kv-cache")
 
 
-def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
-    """``d`` as one instance of a disaggregated pool of ``role`` (prefill or decode) is sized: with the extensible
-    KV cache off where ``d`` leaves the switch unset and the engine release refuses it with the KV connector the
-    role launches with on the GPU's software stack (``connector_refusals``: the engine then turns it off itself,
-    vLLM 0.34 with NixlConnector on ROCm); a stated switch the engine refuses there is refused naming it."""
+def pool_connectors(catalog: Catalog, engine: str) -> tuple[str, ...]:
+    """The KV connectors ``engine``'s disaggregated pools launch with (``engine_flags.yaml`` disaggregation)."""
+    flags = flags_for(catalog, engine)
+    rule = flags.disaggregation if flags else None
+    return tuple(sorted({c for role in (rule.roles if rule else {}) if (c := rule.connector(role))}))
+
+
+def check_kv_connector(catalog: Catalog, d: Deployment) -> None:
+    """Refuse a stated ``kv_connector`` the engine launches no disaggregated pool with."""
+    if d.kv_connector is None or d.kv_connector in (named := pool_connectors(catalog, d.engine)):
+        return
     engine = catalog.engine(d.engine, field_name="engine")
-    flags = flags_for(catalog, engine.id)
+    raise InvalidScenarioError(
+        f"{engine.name}'s disaggregated pools launch with no KV connector {d.kv_connector!r}", field="kv_connector",
+        allowed=f"leave it out{''.join(f', or {c}' for c in named)}")
+
+
+def pool_instance(catalog: Catalog, d: Deployment, role: str) -> Deployment:
+    """``d`` as one instance of a disaggregated pool of ``role`` (prefill or decode): with the KV connector the
+    role launches with (none where the engine names none)."""
+    flags = flags_for(catalog, catalog.engine(d.engine, field_name="engine").id)
     connector = flags.disaggregation.connector(role) if flags and flags.disaggregation else None
-    if connector is None:
+    return d if connector is None or d.kv_connector == connector else d.model_copy(update={"kv_connector": connector})
+
+
+def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
+    """``d`` as one instance of a disaggregated pool of ``role`` (prefill or decode) is sized: with the KV
+    connector the role launches with (``pool_instance``) where ``d`` leaves the switch unset and the engine release
+    refuses the extensible KV cache with it on the GPU's software stack (``connector_refusals``: the engine then
+    turns it off itself, vLLM 0.34 with NixlConnector on ROCm), else as ``d``; a stated switch the engine refuses
+    there is refused naming it."""
+    pooled = pool_instance(catalog, d, role)
+    if pooled.kv_connector is None:
         return d
     accel = resolve_hardware(catalog, d).accel
-    check_extensible_kv_cache(catalog, d, accel, connector)
-    sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
-    if d.enable_extensible_kv_cache is not None or sized is None or sized.refused_with(accel.software, connector) is None:
+    check_extensible_kv_cache(catalog, d, accel, pooled.kv_connector)
+    sized = memory_rule(catalog, catalog.engine(d.engine, field_name="engine").id, d.engine_version).measured_sizing
+    if d.enable_extensible_kv_cache is not None or sized is None or \
+            sized.refused_with(accel.software, pooled.kv_connector) is None:
         return d
-    return d.model_copy(update={FIELD: False})  # sized as with --no-enable-extensible-kv-cache
+    return pooled  # sized as the engine sizes it with the connector: from the start-up profile

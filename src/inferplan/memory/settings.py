@@ -49,9 +49,13 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
     release_frac = rule.default_fraction(d.engine_version, tp) if rule else None
-    sized_off = rule.measured_sizing.switched_off_by(d) if rule and rule.measured_sizing else None
-    if rule and rule.measured_sizing and (not rule.measured_sizing.used_on(accel.software) or sized_off):  # not measured
-        release_frac = rule.measured_sizing.fraction_where_off
+    sizing = rule.measured_sizing if rule else None
+    sized_off = sizing.switched_off_by(d) if sizing else None
+    # a pool's KV connector the engine turns the measured sizing off with, where the switch is left to it
+    refused = sizing.refused_with(accel.software, d.kv_connector) if sizing and d.enable_extensible_kv_cache is None \
+        and d.kv_connector else None
+    if sizing and (not sizing.used_on(accel.software) or sized_off or refused):  # not measured
+        release_frac = sizing.fraction_where_off
     # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under
     # data parallelism the flag may be the total over the ranks, and the tier's batch is kept)
     seqs_cap = d.max_num_seqs if defaults and defaults.caps_graph_batch(at) and (d.data_parallel_size or 1) == 1 else None
@@ -72,7 +76,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
                           model_runner=d.model_runner,
-                          measured_sizing_off=sized_off.named(d) if sized_off else None,
+                          measured_sizing_off=sized_off.named(d) if sized_off else
+                          refused.named(d.kv_connector) if refused else None,
+                          kv_connector=d.kv_connector,
                           fraction_stated=d.gpu_memory_utilization is not None)
 
 
