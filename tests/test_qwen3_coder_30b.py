@@ -1,6 +1,6 @@
 """Qwen3-Coder 30B-A3B Instruct is a catalogue model: its config.json imports to the parameters Qwen publishes
-(30.5B total, 3.3B activated), its GGUF builds weigh their files' bytes, and fit, perf, deploy and search take
-``--model qwen3-coder-30b-a3b`` (or its Hugging Face name)."""
+(30.5B total, 3.3B activated), its GGUF builds weigh their files' bytes, fit, perf, deploy and search take
+``--model qwen3-coder-30b-a3b`` (or its Hugging Face name), and the measurements of its runs are filed under it."""
 
 from __future__ import annotations
 
@@ -77,3 +77,30 @@ def test_search_plans_the_model():
     res = search(SearchRequest(models=("qwen3-coder-30b-a3b",), request_rate_per_s=0.5, input_len=2000, output_len=300,
                                accelerators=("h100-sxm",), engines=("vllm",), top=1), CATALOG)
     assert res.candidates > 0 and res.results and res.results[0].model == "qwen3-coder-30b-a3b"
+
+
+# the measured runs of Qwen3-Coder-30B-A3B-Instruct, with the split each was declared in
+CODER_RUNS = {"s-llamacpp-gb10-qwen3-30b-a3b-q80-tg": "fit", "s-llamacpp-gb10-qwen3-30b-a3b-q80-pp": "holdout",
+              "s-amoe-mlx-m2ultra-qwen3-30b-a3b-mlx4-tg-mlxstudio": "holdout",
+              "l26-02-qwen3-coder-30b-apple-m1max-ollama-32k": "holdout",
+              "c01-qwen3-coder-30b-fp8-rtx5090-16k-fails": "development"}
+
+
+def test_every_measured_coder_run_is_filed_under_the_coder_card_in_its_declared_split():
+    points = {p.id: p for p in [*CATALOG.speed_points, *CATALOG.memory_points]}
+    for point_id, split in CODER_RUNS.items():
+        assert (points[point_id].model, points[point_id].split) == ("qwen3-coder-30b-a3b", split), point_id
+    named = {p.id for p in points.values()
+             if "coder-30b" in p.id or any("Coder-30B" in c or "coder:30b" in c for c in p.caveats)}
+    assert named == set(CODER_RUNS)
+
+
+def test_the_mlx_run_plans_and_launches_lm_studios_4_bit_build():
+    d = Deployment(model="qwen3-coder-30b-a3b", gpu="apple-m2-ultra", engine="mlx", quantization="mlx-4bit",
+                   max_model_len=32768)
+    argv = list(launch_command(d, CATALOG).argv)
+    assert argv[argv.index("--model") + 1] == "lmstudio-community/Qwen3-Coder-30B-A3B-Instruct-MLX-4bit"
+    # no published byte count: sized by the format's bits per weight, as the general model's MLX build is
+    coder = weight_bytes(resolve_model(CATALOG, "qwen3-coder-30b-a3b"), CATALOG.quantization("mlx-4bit"))
+    general = weight_bytes(resolve_model(CATALOG, "qwen3-30b-a3b"), CATALOG.quantization("mlx-4bit"))
+    assert coder.total_bytes == general.total_bytes
