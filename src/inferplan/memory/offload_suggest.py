@@ -329,7 +329,9 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
     """For a dense model that does not fit: each other engine's build in a format ``d``'s engine does not run,
     with fewer weight bytes than ``d``'s, that holds the model on the GPUs alone, at its context or at the longest shorter one (llama.cpp's GGUF
     Q4_K_M of Qwen3-32B on one RTX 4090, which vLLM does not load); of the engines with a measured point on the
-    accelerator's software stack. A mixture-of-experts model is answered by ``expert_offload_elsewhere``."""
+    accelerator's software stack; beside a build that holds it only at a shorter context, and where none holds it,
+    the engine's layer split (``_layer_split``; beside a shorter build, only at the asked context). A
+    mixture-of-experts model is answered by ``expert_offload_elsewhere``."""
     if mp.weights.expert_bytes > 0 or not mp.result.shortfall_bytes:
         return ()
     here = catalog.engine(d.engine)
@@ -354,14 +356,17 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
         there, switch = moved
         keep = lambda q, at=there: not_here(q) and smaller(at, q)  # noqa: E731
         held, _ = _held_there(there, switch, engine.name, mp, catalog, keep)
-        split = None if held else _layer_split(there, switch, engine.name, mp, catalog, keep)
+        shorter = held is not None and "max_model_len" in held.changes  # the whole-GPU build shortens the context
+        split = _layer_split(there, switch, engine.name, mp, catalog, keep) if held is None or shorter else None
+        if shorter and split is not None and "max_model_len" in split.changes:
+            split = None  # beside a shorter whole-GPU build, a split is offered for the asked context only
         found += [s for s in (held, split) if s]
     return tuple(found)
 
 
 def _layer_split(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
                  keep: Callable[[str], bool]) -> FitSuggestion | None:
-    """Where no build of ``there``'s engine holds the dense model on the GPUs alone: its smallest build the
+    """Where no build of ``there``'s engine holds the dense model on the GPUs alone at its context: its smallest build the
     catalogue names a file of, split by layers between the GPUs and host RAM (an engine taking ``n_gpu_layers``,
     llama.cpp's -ngl, whose layers in host RAM run on the CPU rather than being copied to the GPU every step),
     with the offload ``offload_answer`` finds for it and the host RAM that needs (Qwen3-32B's Q4_K_M on a 12 GB card)."""
