@@ -118,3 +118,17 @@ def test_no_layer_split_is_offered_beside_a_shorter_build_where_the_host_ram_is_
     d = Deployment(model="qwen3:32b", gpu="rtx-4090", host_memory_gb=8)  # the split needs about 10 GiB
     offers = fit_or_suggest(d, catalog).suggestions
     assert [s.changes.get("max_model_len") for s in _llamacpp(offers)] == [22528]
+
+
+def test_an_engine_that_splits_by_layers_offers_its_own_published_file_split_beside_its_shorter_smaller_weights(catalog):
+    d = Deployment(model="qwen3:32b", gpu="rtx-4090", engine="llamacpp", quantization="bf16")
+    offers = list(fit_or_suggest(d, catalog).suggestions)
+    smaller = next(s for s in offers if s.kind == "quantization" and "engine" not in s.changes)
+    assert smaller.changes["max_model_len"] < 40960  # a Q5_K_M conversion at 9,216 tokens
+    split, planned = [s for s in offers if s.changes.get("n_gpu_layers")]
+    assert split.changes["quantization"] == "gguf-q4_k_m" and "a published file" in split.summary
+    assert "max_model_len" not in split.changes and "quantization" not in planned.changes
+    assert _fits(d, split.changes, catalog) and split.changes["host_memory_gb"] < planned.changes["host_memory_gb"]
+    assert offers.index(smaller) < offers.index(split) < offers.index(planned)
+    as_file = fit_or_suggest(d.model_copy(update={"quantization": "gguf-q4_k_m"}), catalog).suggestions
+    assert len([s for s in as_file if s.changes.get("n_gpu_layers")]) == 1  # its own offload is that file's split

@@ -341,12 +341,6 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
         return q not in formats or q not in catalog.quantizations or not here.loads(
             catalog.quantization(q), accel=mp.accelerator, release=d.engine_version)
 
-    def smaller(there: Deployment, q: str) -> bool:  # fewer weight bytes than the asked deployment's
-        try:
-            weights = plan_memory(there.model_copy(update={"quantization": q}), catalog).result.weights_bytes
-        except InferplanError:
-            return False
-        return weights < mp.result.weights_bytes
     found = []
     for engine in catalog.engines:  # the engines a question naming none compares there (``runs_measured_on``)
         other = engine.id != d.engine and engine.runs_measured_on(mp.accelerator.software)
@@ -354,22 +348,49 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
         if moved is None:
             continue
         there, switch = moved
-        keep = lambda q, at=there: not_here(q) and smaller(at, q)  # noqa: E731
+        keep = lambda q, at=there: not_here(q) and weights_bytes(at, q, catalog) < mp.result.weights_bytes  # noqa: E731
         held, _ = _held_there(there, switch, engine.name, mp, catalog, keep)
-        shorter = held is not None and "max_model_len" in held.changes  # the whole-GPU build shortens the context
-        split = _layer_split(there, switch, engine.name, mp, catalog, keep) if held is None or shorter else None
-        if shorter and split is not None and "max_model_len" in split.changes:
-            split = None  # beside a shorter whole-GPU build, a split is offered for the asked context only
-        found += [s for s in (held, split) if s]
+        found += _split_beside(held, lambda: _layer_split(there, switch, f"another engine, fewer bits: {engine.name} in",
+                                                          mp, catalog, keep))
     return tuple(found)
 
 
-def _layer_split(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
+def layer_split_here(d: Deployment, mp: MemoryPlan, catalog: Catalog, smaller: FitSuggestion | None) -> tuple[FitSuggestion, ...]:
+    """For a dense model that does not fit an engine that splits it by layers: beside ``smaller``, the engine's own
+    smaller weights (None: none holds the model on the GPUs), the layer split of its smallest published file with
+    fewer weight bytes than the planned format, as ``build_elsewhere`` pairs another engine's (Qwen3-32B in BF16 on
+    llama.cpp on one RTX 4090: Q4_K_M with --n-gpu-layers 54 in 10 GiB of host RAM, beside Q5_K_M at 9,216 tokens)."""
+    if mp.weights.expert_bytes > 0 or not mp.result.shortfall_bytes:
+        return ()
+    keep = lambda q: q != mp.quantization.id and weights_bytes(d, q, catalog) < mp.result.weights_bytes  # noqa: E731
+    return tuple(s for s in _split_beside(smaller, lambda: _layer_split(d, {}, "fewer bits:", mp, catalog, keep))
+                 if s is not smaller)
+
+
+def _split_beside(held: FitSuggestion | None, split: Callable[[], FitSuggestion | None]) -> tuple[FitSuggestion, ...]:
+    """``held`` (a build holding the model on the GPUs alone), then the layer split ``split`` finds where none holds
+    it or ``held`` holds only a shorter context; beside a shorter ``held``, the split at the asked context only."""
+    shorter = held is not None and "max_model_len" in held.changes
+    found = split() if held is None or shorter else None
+    if shorter and found is not None and "max_model_len" in found.changes:
+        found = None
+    return tuple(s for s in (held, found) if s)
+
+
+def weights_bytes(d: Deployment, quantization: str, catalog: Catalog) -> float:
+    """The weights ``d`` holds in ``quantization`` (infinite: the format is refused)."""
+    try:
+        return plan_memory(d.model_copy(update={"quantization": quantization}), catalog).result.weights_bytes
+    except InferplanError:
+        return float("inf")
+
+
+def _layer_split(there: Deployment, switch: dict, lead: str, mp: MemoryPlan, catalog: Catalog,
                  keep: Callable[[str], bool]) -> FitSuggestion | None:
-    """Where no build of ``there``'s engine holds the dense model on the GPUs alone at its context: its smallest build the
-    catalogue names a file of, split by layers between the GPUs and host RAM (an engine taking ``n_gpu_layers``,
-    llama.cpp's -ngl, whose layers in host RAM run on the CPU rather than being copied to the GPU every step),
-    with the offload ``offload_answer`` finds for it and the host RAM that needs (Qwen3-32B's Q4_K_M on a 12 GB card)."""
+    """``there``'s smallest build the catalogue names a file of (of the formats ``keep`` lets through), split by layers
+    between the GPUs and host RAM (an engine taking ``n_gpu_layers``, llama.cpp's -ngl, whose layers in host RAM run
+    on the CPU rather than being copied to the GPU every step), with the offload ``offload_answer`` finds for it and
+    the host RAM that needs (Qwen3-32B's Q4_K_M on a 12 GB card); ``lead`` opens its summary."""
     if "n_gpu_layers" not in catalog.engine(there.engine).offload_settings:
         return None
     files = [catalog.quantization(q) for q in model_formats(catalog, mp.spec, there.engine, at_load=False)
@@ -386,7 +407,7 @@ def _layer_split(there: Deployment, switch: dict, name: str, mp: MemoryPlan, cat
         return None
     s = answer.suggestion
     return s.model_copy(update={"changes": {**switch, "quantization": q.id, **s.changes},
-                                "summary": f"another engine, fewer bits: {name} in {q.name} (a published file), {s.summary}"})
+                                "summary": f"{lead} {q.name} (a published file), {s.summary}"})
 
 
 def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> list[Quantization]:
