@@ -1,16 +1,18 @@
 """What ``fit`` offers a model that does not fit one home card (memory/offload_suggest.py, memory/suggest.py): another
 engine's build split by layers where none holds it on the GPU alone, no offer at a context below the floor,
-and a published file before a conversion or the planned format (a MoE model's expert offload too); every offered
-command fits when run."""
+and a published file before a conversion or the planned format (a MoE model's expert offload and its fewer bits at a
+shorter context too); every offered command fits when run."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
-from inferplan.memory.fit import fit, resolve_model
-from inferplan.memory.offload_suggest import _has_file, context_floor
+from inferplan.memory.fit import fit, plan_memory, resolve_model
+from inferplan.memory.offload_suggest import _fewer_bits_shorter, _has_file, _on_engine, context_floor
 from inferplan.memory.suggest import fit_or_suggest, longest_context
 
 
@@ -132,3 +134,27 @@ def test_an_engine_that_splits_by_layers_offers_its_own_published_file_split_bes
     assert offers.index(smaller) < offers.index(split) < offers.index(planned)
     as_file = fit_or_suggest(d.model_copy(update={"quantization": "gguf-q4_k_m"}), catalog).suggestions
     assert len([s for s in as_file if s.changes.get("n_gpu_layers")]) == 1  # its own offload is that file's split
+
+
+def _on_llamacpp(model: str, gpu: str, catalog, drop_file: str | None = None):
+    """``model`` on ``gpu`` moved to llama.cpp, with its plan; ``drop_file``: a build whose published file is left out."""
+    d = Deployment(model=model, gpu=gpu)
+    mp = plan_memory(d, catalog)
+    card = mp.spec.card
+    kept = tuple(k.model_copy(update={"repo": None}) if k.quantization == drop_file else k for k in card.checkpoints)
+    mp = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, card=card.model_copy(update={"checkpoints": kept})))
+    return _on_engine(d, "llamacpp", catalog)[0], mp
+
+
+def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversion_holding_as_long(catalog):
+    there, mp = _on_llamacpp("gemma-4-26b-a4b", "rtx-4090", catalog)  # Q5_K_M holds the longest step too
+    q, tokens = _fewer_bits_shorter(there, mp, catalog)
+    assert q.id == "gguf-q4_k_m" and _has_file(mp.spec, q.id) and tokens == 262144 - CONTEXT_STEP_TOKENS
+
+
+def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversion_holding_longer(catalog):
+    there, mp = _on_llamacpp("qwen3-coder-30b-a3b", "rtx-5090", catalog, drop_file="gguf-q4_k_m")
+    q, tokens = _fewer_bits_shorter(there, mp, catalog)  # Q8_0 a download; Q4_K_M now a conversion holding more
+    assert q.id == "gguf-q8_0" and context_floor(catalog) <= tokens
+    converted = _fewer_bits_shorter(there, mp, catalog, keep=lambda f: f == "gguf-q4_k_m")
+    assert converted[0].id == "gguf-q4_k_m" and converted[1] > tokens

@@ -437,18 +437,25 @@ def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog,
 def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog,
                         keep: Callable[[str], bool] = lambda q: True) -> tuple[Quantization, int] | None:
     """Where no smaller format holds the whole model at ``there``'s context: of ``_fewer_bits_whole``'s formats,
-    the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits
-    among equals), with that context. The longest rather than the most bits: Q6_K may hold a 30B MoE on
-    24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
-    best: tuple[Quantization, int] | None = None
-    for q in (q for q in _smaller_formats(there, mp, catalog) if keep(q.id)):
-        def whole_at(tokens: int, q=q) -> MemoryFit | None:
-            r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
-            return r if r is not None and not r.host_memory_bytes_used else None
-        hit = longest_steps(whole_at, mp.result.max_model_len, context_floor(catalog))
-        if hit is not None and (best is None or (hit[0], q.bits_per_weight.value) > (best[1], best[0].bits_per_weight.value)):
-            best = (q, hit[0])
-    return best
+    the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits among
+    equals), with that context; as the other offers rank them, a build the catalogue names a file of before any
+    conversion (a download rather than a conversion from the 16-bit checkpoint). The longest rather than the most
+    bits: Q6_K may hold a 30B MoE on 24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
+    formats = [q for q in _smaller_formats(there, mp, catalog) if keep(q.id)]
+    for group in ([q for q in formats if _has_file(mp.spec, q.id)], [q for q in formats if not _has_file(mp.spec, q.id)]):
+        found = [(q, hit[0]) for q in group if (hit := longest_steps(_whole_at(there, q, catalog), mp.result.max_model_len,
+                                                                     context_floor(catalog)))]
+        if found:
+            return max(found, key=lambda f: (f[1], f[0].bits_per_weight.value))
+    return None
+
+
+def _whole_at(there: Deployment, q: Quantization, catalog: Catalog) -> Callable[[int], MemoryFit | None]:
+    """The fit of ``there`` in ``q`` at a context, when it holds the model on the GPUs alone (None: it does not)."""
+    def at(tokens: int) -> MemoryFit | None:
+        r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
+        return r if r is not None and not r.host_memory_bytes_used else None
+    return at
 
 
 def _on_engine(d: Deployment, engine: str, catalog: Catalog) -> tuple[Deployment, dict] | None:
