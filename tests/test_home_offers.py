@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps, whole_steps
 from inferplan.memory.fit import fit, plan_memory, resolve_model
 from inferplan.memory.offload_suggest import _fewer_bits_shorter, _has_file, _on_engine, context_floor
 from inferplan.memory.suggest import fit_or_suggest, longest_context
@@ -62,6 +62,7 @@ def test_the_longest_steps_start_at_the_floor():
     assert longest_steps(holds_512, 40960, floor=2500) is None
     assert longest_steps(lambda tokens: tokens, 40960, floor=2500) == (40704, 40704)
     assert longest_steps(lambda tokens: tokens, 2560, floor=2500) is None  # no whole step at the floor below 2,560
+    assert (whole_steps(2500), whole_steps(2560), whole_steps(0)) == (2560, 2560, CONTEXT_STEP_TOKENS)
 
 
 @pytest.mark.parametrize("model, gpu", [("qwen3:32b", "rtx-5090"), ("gemma3:27b", "rtx-5090")])
@@ -158,3 +159,16 @@ def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversi
     assert q.id == "gguf-q8_0" and context_floor(catalog) <= tokens
     converted = _fewer_bits_shorter(there, mp, catalog, keep=lambda f: f == "gguf-q4_k_m")
     assert converted[0].id == "gguf-q4_k_m" and converted[1] > tokens
+
+
+def test_an_expert_offload_search_runs_once_per_build_where_none_fits_the_host_ram(catalog, monkeypatch):
+    import inferplan.memory.offload_suggest as offload_suggest
+    searched, search = [], offload_suggest._expert_offload
+
+    def counted(at, mp, cat, least, built=None):
+        searched.append((at.engine, at.quantization, built and built.id))
+        return search(at, mp, cat, least, built)
+    monkeypatch.setattr(offload_suggest, "_expert_offload", counted)
+    d = Deployment(model="gpt-oss:120b", gpu="rtx-4090", host_memory_gb=16)  # its published file's offload needs more
+    assert not [s for s in fit_or_suggest(d, catalog).suggestions if s.changes.get("n_cpu_moe")]
+    assert searched and len(searched) == len(set(searched)), searched

@@ -93,3 +93,11 @@ def test_a_scenario_s_decode_pool_carries_the_users_its_sizing_holds(catalog, gp
                      for pool in (None, {"instances": 1, "cell": {"tensor_parallel_size": 1}}))
     assert (pooled["per-request memory"] < alone["per-request memory"]) is smaller
     assert (pooled["per-request memory"] == alone["per-request memory"]) is not smaller
+
+
+def test_pool_sized_looks_its_memory_rule_up_once(catalog, monkeypatch):
+    import inferplan.memory.extensible as extensible
+    looked, lookup = [], extensible.memory_rule
+    monkeypatch.setattr(extensible, "memory_rule", lambda *a: looked.append(a) or lookup(*a))
+    d = Deployment(model="qwen3-32b", gpu="mi300x", enable_extensible_kv_cache=False)  # a switch stated: checked too
+    assert pool_sized(catalog, d, "decode") is d and len(looked) == 1

@@ -15,7 +15,8 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.catalog.schema import Accelerator
+from inferplan.catalog.schema import Accelerator, EngineDefaults
+from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
@@ -27,11 +28,17 @@ def check_extensible_kv_cache(catalog: Catalog, d: Deployment, accel: Accelerato
     """Refuse a stated ``enable_extensible_kv_cache`` the planned engine release has no switch for, or one it
     refuses on: on where the release cannot size the cache from measured memory (``accel``'s software stack,
     another input that turns the measured sizing off, or the KV connector ``connector`` a pool's launch names)."""
+    if d.enable_extensible_kv_cache is not None:
+        engine = catalog.engine(d.engine, field_name="engine")
+        _check_switch(catalog, d, engine, memory_rule(catalog, engine.id, d.engine_version).measured_sizing, accel, connector)
+
+
+def _check_switch(catalog: Catalog, d: Deployment, engine: EngineDefaults, sized: MeasuredSizing | None, accel: Accelerator,
+                  connector: str | None) -> None:
+    """``check_extensible_kv_cache`` with the release's measured sizing ``sized`` looked up (None: it has none)."""
     wanted = d.enable_extensible_kv_cache
     if wanted is None:
         return
-    engine = catalog.engine(d.engine, field_name="engine")
-    sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
     if sized is None:
         releases = sorted({r.first_release for r in catalog.memory_rules if r.measured_sizing is not None})
         takers = sorted({r.engine for r in catalog.memory_rules if r.measured_sizing is not None})
@@ -71,8 +78,8 @@ def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
     if connector is None:
         return d
     accel = resolve_hardware(catalog, d).accel
-    check_extensible_kv_cache(catalog, d, accel, connector)
     sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
+    _check_switch(catalog, d, engine, sized, accel, connector)
     if d.enable_extensible_kv_cache is not None or sized is None or sized.refused_with(accel.software, connector) is None:
         return d
     return d.model_copy(update={FIELD: False})  # sized as with --no-enable-extensible-kv-cache

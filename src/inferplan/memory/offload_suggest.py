@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable
 
 from inferplan.catalog.loader import Catalog
@@ -25,7 +26,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.precision import model_formats, planned_weight_format
-from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
+from inferplan.memory.context_steps import longest_steps, whole_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.offload import GIB, gpu_layers, output_layer_first
@@ -109,17 +110,12 @@ def _at_shorter_context(d: Deployment, mp: MemoryPlan, catalog: Catalog,
 
     floor = context_floor(catalog)
     hit = longest_steps(at, mp.result.max_model_len, floor)
-    return hit[1] if hit else at(_whole_steps(floor), host=False) if known is not None else None
+    return hit[1] if hit else at(whole_steps(floor), host=False) if known is not None else None
 
 
 def context_floor(catalog: Catalog) -> int:
     """The shortest context a shorter-context offer is made at (``offload.yaml`` ``offered-context-floor-tokens``)."""
     return int(catalog.constant("offered-context-floor-tokens"))
-
-
-def _whole_steps(tokens: int) -> int:
-    """``tokens`` rounded up to whole context steps."""
-    return -(-tokens // CONTEXT_STEP_TOKENS) * CONTEXT_STEP_TOKENS
 
 
 def _host_needed(found: _Found, catalog: Catalog) -> float:
@@ -254,7 +250,7 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
                     _all_experts_on_host(at, catalog, name))
 
         whole = held.changes["quantization"] if held and "max_model_len" not in held.changes else None
-        offer = _published_expert_offload(there, mp, catalog, least, whole) or _expert_offload(there, mp, catalog, least)
+        offer = _build_expert_offload(there, mp, catalog, least, whole)
         found += [offer[0].model_copy(update={"changes": {**switch, **offer[0].changes}})] if offer else []
     return tuple(found)
 
@@ -273,17 +269,18 @@ def _expert_offload(at: Deployment, mp: MemoryPlan, catalog: Catalog, least: Cal
     return s, hit.fit.max_model_len, answer.host_bytes_needed
 
 
-def _published_expert_offload(there: Deployment, mp: MemoryPlan, catalog: Catalog, least: Callable[[Deployment], _Found | None],
-                              whole: str | None) -> tuple[FitSuggestion, int, float] | None:
+def _build_expert_offload(there: Deployment, mp: MemoryPlan, catalog: Catalog, least: Callable[[Deployment], _Found | None],
+                          whole: str | None) -> tuple[FitSuggestion, int, float] | None:
     """Of ``there``'s planned build and those with fewer bits, the ones the catalogue names a file of (less ``whole``,
     a build already offered holding the model on the GPUs alone), the expert offload that holds the longest context
     with the least host RAM: GLM-4.5-Air's published Q4_K_M on llama.cpp with about 66 GiB, not a BF16 GGUF no one
-    publishes with 191 GiB; None: no such build's offload fits."""
+    publishes with 191 GiB; where no such build's offload fits, the planned build's (searched once; None: none fits)."""
     planned = planned_weight_format(catalog, there, mp.spec)
+    as_planned = cache(lambda: _expert_offload(there, mp, catalog, least))
     builds = [q for q in (planned, *_smaller_formats(there, mp, catalog)) if q.id != whole and _has_file(mp.spec, q.id)]
     offers = [_expert_offload(there.model_copy(update={"quantization": q.id}), mp, catalog, least, q) if q != planned
-              else _expert_offload(there, mp, catalog, least) for q in builds]
-    return max((o for o in offers if o), key=lambda o: (o[1], -o[2]), default=None)
+              else as_planned() for q in builds]
+    return max((o for o in offers if o), key=lambda o: (o[1], -o[2]), default=None) or as_planned()
 
 
 def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
