@@ -123,3 +123,14 @@ def test_every_format_counted_is_at_least_what_is_computed(monkeypatch):
     with pytest.raises(InvalidScenarioError) as err:
         check_size(CATALOG, models=model, gpus=["rtx-4090"], engine="llamacpp", every_build=True)
     assert err.value.field == "models"  # the longest list given, the first of equals
+
+
+def test_the_api_checks_a_matrix_size_once_before_any_work(tmp_path, monkeypatch):
+    from inferplan.shells import api_fits
+    checked, check = [], matrix.check_size
+    counting = lambda *a, **k: checked.append(k) or check(*a, **k)  # noqa: E731
+    monkeypatch.setattr(matrix, "check_size", counting)
+    monkeypatch.setattr(api_fits, "check_size", counting)
+    client = TestClient(create_app(tmp_path / "t.db"))
+    r = client.post("/api/fits", json={"models": ["qwen3-8b"], "gpus": ["rtx-4090"], "quantizations": ["native"]})
+    assert r.status_code == 200 and len(r.json()["cells"]) == 1 and len(checked) == 1

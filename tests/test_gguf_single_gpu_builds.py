@@ -72,7 +72,7 @@ def test_fit_on_vllm_offers_llama_cpps_q4_k_m_of_a_dense_model_with_the_command_
     d = Deployment(model="qwen3-32b", gpu="rtx-4090")
     r = fit_or_suggest(d, CATALOG)
     assert not r.fits
-    gguf = [s for s in r.suggestions if s.changes.get("engine") == "llamacpp"]
+    gguf = [s for s in r.suggestions if s.changes.get("engine") == "llamacpp" and "n_gpu_layers" not in s.changes]
     assert len(gguf) == 1 and gguf[0].changes["quantization"] == "gguf-q4_k_m"
     tokens = gguf[0].changes["max_model_len"]
     assert 16384 <= tokens < 40960

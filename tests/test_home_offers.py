@@ -1,16 +1,18 @@
 """What ``fit`` offers a model that does not fit one home card (memory/offload_suggest.py, memory/suggest.py): another
 engine's build split by layers where none holds it on the GPU alone, no offer at a context below the floor,
-and a published file before a conversion or the planned format (a MoE model's expert offload too); every offered
-command fits when run."""
+and a published file before a conversion or the planned format (a MoE model's expert offload and its fewer bits at a
+shorter context too); every offered command fits when run."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
-from inferplan.memory.fit import fit, resolve_model
-from inferplan.memory.offload_suggest import _has_file, context_floor
+from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps, whole_steps
+from inferplan.memory.fit import fit, plan_memory, resolve_model
+from inferplan.memory.offload_suggest import _fewer_bits_shorter, _has_file, _on_engine, context_floor
 from inferplan.memory.suggest import fit_or_suggest, longest_context
 
 
@@ -60,6 +62,7 @@ def test_the_longest_steps_start_at_the_floor():
     assert longest_steps(holds_512, 40960, floor=2500) is None
     assert longest_steps(lambda tokens: tokens, 40960, floor=2500) == (40704, 40704)
     assert longest_steps(lambda tokens: tokens, 2560, floor=2500) is None  # no whole step at the floor below 2,560
+    assert (whole_steps(2500), whole_steps(2560), whole_steps(0)) == (2560, 2560, CONTEXT_STEP_TOKENS)
 
 
 @pytest.mark.parametrize("model, gpu", [("qwen3:32b", "rtx-5090"), ("gemma3:27b", "rtx-5090")])
@@ -100,3 +103,72 @@ def test_an_expert_offload_with_no_smaller_published_build_keeps_the_planned_one
     (moe,) = [s for s in _llamacpp(offers) if s.changes.get("n_cpu_moe")]
     assert "quantization" not in moe.changes and "published" not in moe.summary
     assert _fits(d, moe.changes, catalog)
+
+
+def test_a_build_that_holds_only_a_shorter_context_is_offered_beside_its_layer_split_at_the_asked_one(catalog):
+    d, offers = _offers("qwen3:32b", "rtx-4090", catalog)  # Q4_K_M holds 22,528 of its 40,960 tokens whole
+    held, split = _llamacpp(offers)
+    assert held.changes["quantization"] == split.changes["quantization"] == "gguf-q4_k_m"
+    assert held.changes["max_model_len"] < 40960 and "n_gpu_layers" not in held.changes
+    assert "max_model_len" not in split.changes and split.changes["n_gpu_layers"] > 0  # at the asked context
+    assert _fits(d, split.changes, catalog) and split.changes["host_memory_gb"] > 0
+    offload = next(s for s in offers if s.changes.get("cpu_offload_gb"))
+    assert split.changes["host_memory_gb"] < offload.changes["host_memory_gb"]
+    assert offers.index(held) < offers.index(split) < offers.index(offload)
+
+
+def test_no_layer_split_is_offered_beside_a_shorter_build_where_the_host_ram_is_short(catalog):
+    d = Deployment(model="qwen3:32b", gpu="rtx-4090", host_memory_gb=8)  # the split needs about 10 GiB
+    offers = fit_or_suggest(d, catalog).suggestions
+    assert [s.changes.get("max_model_len") for s in _llamacpp(offers)] == [22528]
+
+
+def test_an_engine_that_splits_by_layers_offers_its_own_published_file_split_beside_its_shorter_smaller_weights(catalog):
+    d = Deployment(model="qwen3:32b", gpu="rtx-4090", engine="llamacpp", quantization="bf16")
+    offers = list(fit_or_suggest(d, catalog).suggestions)
+    smaller = next(s for s in offers if s.kind == "quantization" and "engine" not in s.changes)
+    assert smaller.changes["max_model_len"] < 40960  # a Q5_K_M conversion at 9,216 tokens
+    split, planned = [s for s in offers if s.changes.get("n_gpu_layers")]
+    assert split.changes["quantization"] == "gguf-q4_k_m" and "a published file" in split.summary
+    assert "max_model_len" not in split.changes and "quantization" not in planned.changes
+    assert _fits(d, split.changes, catalog) and split.changes["host_memory_gb"] < planned.changes["host_memory_gb"]
+    assert offers.index(smaller) < offers.index(split) < offers.index(planned)
+    as_file = fit_or_suggest(d.model_copy(update={"quantization": "gguf-q4_k_m"}), catalog).suggestions
+    assert len([s for s in as_file if s.changes.get("n_gpu_layers")]) == 1  # its own offload is that file's split
+
+
+def _on_llamacpp(model: str, gpu: str, catalog, drop_file: str | None = None):
+    """``model`` on ``gpu`` moved to llama.cpp, with its plan; ``drop_file``: a build whose published file is left out."""
+    d = Deployment(model=model, gpu=gpu)
+    mp = plan_memory(d, catalog)
+    card = mp.spec.card
+    kept = tuple(k.model_copy(update={"repo": None}) if k.quantization == drop_file else k for k in card.checkpoints)
+    mp = dataclasses.replace(mp, spec=dataclasses.replace(mp.spec, card=card.model_copy(update={"checkpoints": kept})))
+    return _on_engine(d, "llamacpp", catalog)[0], mp
+
+
+def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversion_holding_as_long(catalog):
+    there, mp = _on_llamacpp("gemma-4-26b-a4b", "rtx-4090", catalog)  # Q5_K_M holds the longest step too
+    q, tokens = _fewer_bits_shorter(there, mp, catalog)
+    assert q.id == "gguf-q4_k_m" and _has_file(mp.spec, q.id) and tokens == 262144 - CONTEXT_STEP_TOKENS
+
+
+def test_fewer_bits_at_a_shorter_context_take_a_published_file_before_a_conversion_holding_longer(catalog):
+    there, mp = _on_llamacpp("qwen3-coder-30b-a3b", "rtx-5090", catalog, drop_file="gguf-q4_k_m")
+    q, tokens = _fewer_bits_shorter(there, mp, catalog)  # Q8_0 a download; Q4_K_M now a conversion holding more
+    assert q.id == "gguf-q8_0" and context_floor(catalog) <= tokens
+    converted = _fewer_bits_shorter(there, mp, catalog, keep=lambda f: f == "gguf-q4_k_m")
+    assert converted[0].id == "gguf-q4_k_m" and converted[1] > tokens
+
+
+def test_an_expert_offload_search_runs_once_per_build_where_none_fits_the_host_ram(catalog, monkeypatch):
+    import inferplan.memory.offload_suggest as offload_suggest
+    searched, search = [], offload_suggest._expert_offload
+
+    def counted(at, mp, cat, least, built=None):
+        searched.append((at.engine, at.quantization, built and built.id))
+        return search(at, mp, cat, least, built)
+    monkeypatch.setattr(offload_suggest, "_expert_offload", counted)
+    d = Deployment(model="gpt-oss:120b", gpu="rtx-4090", host_memory_gb=16)  # its published file's offload needs more
+    assert not [s for s in fit_or_suggest(d, catalog).suggestions if s.changes.get("n_cpu_moe")]
+    assert searched and len(searched) == len(set(searched)), searched

@@ -107,3 +107,11 @@ def test_a_rocm_pool_s_plan_names_its_connector_as_the_cause_not_a_switch_never_
     assert "NixlConnector (the KV connector of a disaggregated pool's instance) on rocm switches the extensible KV " \
            "cache off" in notes
     assert OFF not in notes
+
+
+def test_pool_sized_looks_its_memory_rule_up_once(catalog, monkeypatch):
+    import inferplan.memory.extensible as extensible
+    looked, lookup = [], extensible.memory_rule
+    monkeypatch.setattr(extensible, "memory_rule", lambda *a: looked.append(a) or lookup(*a))
+    d = Deployment(model="qwen3-32b", gpu="mi300x", enable_extensible_kv_cache=False)  # a switch stated: checked too
+    assert pool_sized(catalog, d, "decode") is d and len(looked) == 1

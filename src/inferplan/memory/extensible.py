@@ -18,7 +18,8 @@ from __future__ import annotations
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.catalog.schema import Accelerator
+from inferplan.catalog.schema import Accelerator, EngineDefaults
+from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import resolve_hardware
@@ -31,13 +32,19 @@ def check_extensible_kv_cache(catalog: Catalog, d: Deployment, accel: Accelerato
     refuses on: on where the release cannot size the cache from measured memory (``accel``'s software stack,
     another input that turns the measured sizing off, or the KV connector ``connector`` a pool's launch names;
     default: ``d.kv_connector``, refused where the engine launches no pool with it)."""
-    engine = catalog.engine(d.engine, field_name="engine")
     check_kv_connector(catalog, d)
-    connector = connector or d.kv_connector
+    if d.enable_extensible_kv_cache is not None:
+        engine = catalog.engine(d.engine, field_name="engine")
+        _check_switch(catalog, d, engine, memory_rule(catalog, engine.id, d.engine_version).measured_sizing, accel,
+                      connector or d.kv_connector)
+
+
+def _check_switch(catalog: Catalog, d: Deployment, engine: EngineDefaults, sized: MeasuredSizing | None, accel: Accelerator,
+                  connector: str | None) -> None:
+    """``check_extensible_kv_cache`` with the release's measured sizing ``sized`` looked up (None: it has none)."""
     wanted = d.enable_extensible_kv_cache
     if wanted is None:
         return
-    sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
     if sized is None:
         releases = sorted({r.first_release for r in catalog.memory_rules if r.measured_sizing is not None})
         takers = sorted({r.engine for r in catalog.memory_rules if r.measured_sizing is not None})
@@ -101,8 +108,10 @@ def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
     if pooled.kv_connector is None:
         return d
     accel = resolve_hardware(catalog, d).accel
-    check_extensible_kv_cache(catalog, d, accel, pooled.kv_connector)
-    sized = memory_rule(catalog, catalog.engine(d.engine, field_name="engine").id, d.engine_version).measured_sizing
+    engine = catalog.engine(d.engine, field_name="engine")
+    check_kv_connector(catalog, d)
+    sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
+    _check_switch(catalog, d, engine, sized, accel, pooled.kv_connector)
     if d.enable_extensible_kv_cache is not None or sized is None or \
             sized.refused_with(accel.software, pooled.kv_connector) is None:
         return d

@@ -100,6 +100,7 @@ def fits_matrix(
     all_models: bool = False,
     every_build: bool = False,
     catalog: Catalog | None = None,
+    size_checked: bool = False,
 ) -> FitsMatrix:
     """Every model × hardware × quantization cell; ``native`` means each model's own checkpoint, and with
     no ``quantizations`` each model shows its best published build (``_best_builds``), or with ``every_build``
@@ -107,10 +108,12 @@ def fits_matrix(
     picks among them. Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
     its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
-or with ``all_models`` every catalogue model with a config."""
+or with ``all_models`` every catalogue model with a config. ``size_checked``: the caller has run ``check_size`` on
+these same lists (the API, before the request waits for a turn), so it is not run again."""
     catalog = catalog or load_catalog()
-    check_size(catalog, models=models, gpus=gpus, systems=systems, quantizations=quantizations, all_models=all_models,
-               engine=engine, every_build=every_build)
+    if not size_checked:
+        check_size(catalog, models=models, gpus=gpus, systems=systems, quantizations=quantizations, all_models=all_models,
+                   engine=engine, every_build=every_build)
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
     catalog.engine(engine, field_name="engine")
     if kv_cache_dtype != "auto":

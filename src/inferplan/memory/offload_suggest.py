@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable
 
 from inferplan.catalog.loader import Catalog
@@ -25,7 +26,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
 from inferplan.memory.precision import model_formats, planned_weight_format
-from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
+from inferplan.memory.context_steps import longest_steps, whole_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
 from inferplan.memory.offload import GIB, gpu_layers, output_layer_first
@@ -109,17 +110,12 @@ def _at_shorter_context(d: Deployment, mp: MemoryPlan, catalog: Catalog,
 
     floor = context_floor(catalog)
     hit = longest_steps(at, mp.result.max_model_len, floor)
-    return hit[1] if hit else at(_whole_steps(floor), host=False) if known is not None else None
+    return hit[1] if hit else at(whole_steps(floor), host=False) if known is not None else None
 
 
 def context_floor(catalog: Catalog) -> int:
     """The shortest context a shorter-context offer is made at (``offload.yaml`` ``offered-context-floor-tokens``)."""
     return int(catalog.constant("offered-context-floor-tokens"))
-
-
-def _whole_steps(tokens: int) -> int:
-    """``tokens`` rounded up to whole context steps."""
-    return -(-tokens // CONTEXT_STEP_TOKENS) * CONTEXT_STEP_TOKENS
 
 
 def _host_needed(found: _Found, catalog: Catalog) -> float:
@@ -254,7 +250,7 @@ def expert_offload_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) ->
                     _all_experts_on_host(at, catalog, name))
 
         whole = held.changes["quantization"] if held and "max_model_len" not in held.changes else None
-        offer = _published_expert_offload(there, mp, catalog, least, whole) or _expert_offload(there, mp, catalog, least)
+        offer = _build_expert_offload(there, mp, catalog, least, whole)
         found += [offer[0].model_copy(update={"changes": {**switch, **offer[0].changes}})] if offer else []
     return tuple(found)
 
@@ -273,17 +269,18 @@ def _expert_offload(at: Deployment, mp: MemoryPlan, catalog: Catalog, least: Cal
     return s, hit.fit.max_model_len, answer.host_bytes_needed
 
 
-def _published_expert_offload(there: Deployment, mp: MemoryPlan, catalog: Catalog, least: Callable[[Deployment], _Found | None],
-                              whole: str | None) -> tuple[FitSuggestion, int, float] | None:
+def _build_expert_offload(there: Deployment, mp: MemoryPlan, catalog: Catalog, least: Callable[[Deployment], _Found | None],
+                          whole: str | None) -> tuple[FitSuggestion, int, float] | None:
     """Of ``there``'s planned build and those with fewer bits, the ones the catalogue names a file of (less ``whole``,
     a build already offered holding the model on the GPUs alone), the expert offload that holds the longest context
     with the least host RAM: GLM-4.5-Air's published Q4_K_M on llama.cpp with about 66 GiB, not a BF16 GGUF no one
-    publishes with 191 GiB; None: no such build's offload fits."""
+    publishes with 191 GiB; where no such build's offload fits, the planned build's (searched once; None: none fits)."""
     planned = planned_weight_format(catalog, there, mp.spec)
+    as_planned = cache(lambda: _expert_offload(there, mp, catalog, least))
     builds = [q for q in (planned, *_smaller_formats(there, mp, catalog)) if q.id != whole and _has_file(mp.spec, q.id)]
     offers = [_expert_offload(there.model_copy(update={"quantization": q.id}), mp, catalog, least, q) if q != planned
-              else _expert_offload(there, mp, catalog, least) for q in builds]
-    return max((o for o in offers if o), key=lambda o: (o[1], -o[2]), default=None)
+              else as_planned() for q in builds]
+    return max((o for o in offers if o), key=lambda o: (o[1], -o[2]), default=None) or as_planned()
 
 
 def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
@@ -329,7 +326,9 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
     """For a dense model that does not fit: each other engine's build in a format ``d``'s engine does not run,
     with fewer weight bytes than ``d``'s, that holds the model on the GPUs alone, at its context or at the longest shorter one (llama.cpp's GGUF
     Q4_K_M of Qwen3-32B on one RTX 4090, which vLLM does not load); of the engines with a measured point on the
-    accelerator's software stack. A mixture-of-experts model is answered by ``expert_offload_elsewhere``."""
+    accelerator's software stack; beside a build that holds it only at a shorter context, and where none holds it,
+    the engine's layer split (``_layer_split``; beside a shorter build, only at the asked context). A
+    mixture-of-experts model is answered by ``expert_offload_elsewhere``."""
     if mp.weights.expert_bytes > 0 or not mp.result.shortfall_bytes:
         return ()
     here = catalog.engine(d.engine)
@@ -339,12 +338,6 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
         return q not in formats or q not in catalog.quantizations or not here.loads(
             catalog.quantization(q), accel=mp.accelerator, release=d.engine_version)
 
-    def smaller(there: Deployment, q: str) -> bool:  # fewer weight bytes than the asked deployment's
-        try:
-            weights = plan_memory(there.model_copy(update={"quantization": q}), catalog).result.weights_bytes
-        except InferplanError:
-            return False
-        return weights < mp.result.weights_bytes
     found = []
     for engine in catalog.engines:  # the engines a question naming none compares there (``runs_measured_on``)
         other = engine.id != d.engine and engine.runs_measured_on(mp.accelerator.software)
@@ -352,19 +345,49 @@ def build_elsewhere(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[Fi
         if moved is None:
             continue
         there, switch = moved
-        keep = lambda q, at=there: not_here(q) and smaller(at, q)  # noqa: E731
+        keep = lambda q, at=there: not_here(q) and weights_bytes(at, q, catalog) < mp.result.weights_bytes  # noqa: E731
         held, _ = _held_there(there, switch, engine.name, mp, catalog, keep)
-        split = None if held else _layer_split(there, switch, engine.name, mp, catalog, keep)
-        found += [s for s in (held, split) if s]
+        found += _split_beside(held, lambda: _layer_split(there, switch, f"another engine, fewer bits: {engine.name} in",
+                                                          mp, catalog, keep))
     return tuple(found)
 
 
-def _layer_split(there: Deployment, switch: dict, name: str, mp: MemoryPlan, catalog: Catalog,
+def layer_split_here(d: Deployment, mp: MemoryPlan, catalog: Catalog, smaller: FitSuggestion | None) -> tuple[FitSuggestion, ...]:
+    """For a dense model that does not fit an engine that splits it by layers: beside ``smaller``, the engine's own
+    smaller weights (None: none holds the model on the GPUs), the layer split of its smallest published file with
+    fewer weight bytes than the planned format, as ``build_elsewhere`` pairs another engine's (Qwen3-32B in BF16 on
+    llama.cpp on one RTX 4090: Q4_K_M with --n-gpu-layers 54 in 10 GiB of host RAM, beside Q5_K_M at 9,216 tokens)."""
+    if mp.weights.expert_bytes > 0 or not mp.result.shortfall_bytes:
+        return ()
+    keep = lambda q: q != mp.quantization.id and weights_bytes(d, q, catalog) < mp.result.weights_bytes  # noqa: E731
+    return tuple(s for s in _split_beside(smaller, lambda: _layer_split(d, {}, "fewer bits:", mp, catalog, keep))
+                 if s is not smaller)
+
+
+def _split_beside(held: FitSuggestion | None, split: Callable[[], FitSuggestion | None]) -> tuple[FitSuggestion, ...]:
+    """``held`` (a build holding the model on the GPUs alone), then the layer split ``split`` finds where none holds
+    it or ``held`` holds only a shorter context; beside a shorter ``held``, the split at the asked context only."""
+    shorter = held is not None and "max_model_len" in held.changes
+    found = split() if held is None or shorter else None
+    if shorter and found is not None and "max_model_len" in found.changes:
+        found = None
+    return tuple(s for s in (held, found) if s)
+
+
+def weights_bytes(d: Deployment, quantization: str, catalog: Catalog) -> float:
+    """The weights ``d`` holds in ``quantization`` (infinite: the format is refused)."""
+    try:
+        return plan_memory(d.model_copy(update={"quantization": quantization}), catalog).result.weights_bytes
+    except InferplanError:
+        return float("inf")
+
+
+def _layer_split(there: Deployment, switch: dict, lead: str, mp: MemoryPlan, catalog: Catalog,
                  keep: Callable[[str], bool]) -> FitSuggestion | None:
-    """Where no build of ``there``'s engine holds the dense model on the GPUs alone: its smallest build the
-    catalogue names a file of, split by layers between the GPUs and host RAM (an engine taking ``n_gpu_layers``,
-    llama.cpp's -ngl, whose layers in host RAM run on the CPU rather than being copied to the GPU every step),
-    with the offload ``offload_answer`` finds for it and the host RAM that needs (Qwen3-32B's Q4_K_M on a 12 GB card)."""
+    """``there``'s smallest build the catalogue names a file of (of the formats ``keep`` lets through), split by layers
+    between the GPUs and host RAM (an engine taking ``n_gpu_layers``, llama.cpp's -ngl, whose layers in host RAM run
+    on the CPU rather than being copied to the GPU every step), with the offload ``offload_answer`` finds for it and
+    the host RAM that needs (Qwen3-32B's Q4_K_M on a 12 GB card); ``lead`` opens its summary."""
     if "n_gpu_layers" not in catalog.engine(there.engine).offload_settings:
         return None
     files = [catalog.quantization(q) for q in model_formats(catalog, mp.spec, there.engine, at_load=False)
@@ -381,7 +404,7 @@ def _layer_split(there: Deployment, switch: dict, name: str, mp: MemoryPlan, cat
         return None
     s = answer.suggestion
     return s.model_copy(update={"changes": {**switch, "quantization": q.id, **s.changes},
-                                "summary": f"another engine, fewer bits: {name} in {q.name} (a published file), {s.summary}"})
+                                "summary": f"{lead} {q.name} (a published file), {s.summary}"})
 
 
 def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> list[Quantization]:
@@ -411,18 +434,25 @@ def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog,
 def _fewer_bits_shorter(there: Deployment, mp: MemoryPlan, catalog: Catalog,
                         keep: Callable[[str], bool] = lambda q: True) -> tuple[Quantization, int] | None:
     """Where no smaller format holds the whole model at ``there``'s context: of ``_fewer_bits_whole``'s formats,
-    the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits
-    among equals), with that context. The longest rather than the most bits: Q6_K may hold a 30B MoE on
-    24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
-    best: tuple[Quantization, int] | None = None
-    for q in (q for q in _smaller_formats(there, mp, catalog) if keep(q.id)):
-        def whole_at(tokens: int, q=q) -> MemoryFit | None:
-            r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
-            return r if r is not None and not r.host_memory_bytes_used else None
-        hit = longest_steps(whole_at, mp.result.max_model_len, context_floor(catalog))
-        if hit is not None and (best is None or (hit[0], q.bits_per_weight.value) > (best[1], best[0].bits_per_weight.value)):
-            best = (q, hit[0])
-    return best
+    the one that holds it on the GPUs alone at the longest shorter context (in whole steps; the most bits among
+    equals), with that context; as the other offers rank them, a build the catalogue names a file of before any
+    conversion (a download rather than a conversion from the 16-bit checkpoint). The longest rather than the most
+    bits: Q6_K may hold a 30B MoE on 24 GB at a few thousand tokens, where Q4_K_M holds tens of thousands."""
+    formats = [q for q in _smaller_formats(there, mp, catalog) if keep(q.id)]
+    for group in ([q for q in formats if _has_file(mp.spec, q.id)], [q for q in formats if not _has_file(mp.spec, q.id)]):
+        found = [(q, hit[0]) for q in group if (hit := longest_steps(_whole_at(there, q, catalog), mp.result.max_model_len,
+                                                                     context_floor(catalog)))]
+        if found:
+            return max(found, key=lambda f: (f[1], f[0].bits_per_weight.value))
+    return None
+
+
+def _whole_at(there: Deployment, q: Quantization, catalog: Catalog) -> Callable[[int], MemoryFit | None]:
+    """The fit of ``there`` in ``q`` at a context, when it holds the model on the GPUs alone (None: it does not)."""
+    def at(tokens: int) -> MemoryFit | None:
+        r = _fits(there, {"quantization": q.id, "max_model_len": tokens}, catalog, host_gb=None)
+        return r if r is not None and not r.host_memory_bytes_used else None
+    return at
 
 
 def _on_engine(d: Deployment, engine: str, catalog: Catalog) -> tuple[Deployment, dict] | None:

@@ -20,7 +20,6 @@ cache is short, the engine's memory fraction raised to the most a deployment gui
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_steps import CONTEXT_STEP_TOKENS, longest_steps
 from inferplan.memory.hardware import with_default_engine
@@ -36,7 +35,7 @@ from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.step_budget import check_step_budget
 from inferplan.memory.attention_workspace import fraction_fix, latent_attention, workspace_check
-from inferplan.memory.offload_suggest import build_elsewhere, expert_offload_elsewhere
+from inferplan.memory.offload_suggest import build_elsewhere, expert_offload_elsewhere, layer_split_here, weights_bytes
 
 
 def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative_tokens: int = 0,
@@ -87,8 +86,10 @@ def smaller_weights(d: Deployment, catalog: Catalog) -> FitSuggestion | None:
 
 
 def suggest(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> tuple[FitSuggestion, ...]:
+    smaller = _smaller_weights(d, mp, catalog)
     found = (*_startup_settings(d, mp, catalog), _larger_fraction(d, mp, catalog), _longest_context(d, mp, catalog),
-             _fewest_gpus(d, mp, catalog), _smaller_weights(d, mp, catalog), *smaller_kt_methods(d, mp, catalog, _offered_context),
+             _fewest_gpus(d, mp, catalog), smaller, *layer_split_here(d, mp, catalog, smaller),
+             *smaller_kt_methods(d, mp, catalog, _offered_context),
              *expert_offload_elsewhere(d, mp, catalog), *build_elsewhere(d, mp, catalog))
     return tuple(s for s in found if s is not None)
 
@@ -152,14 +153,6 @@ def _larger_fraction(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
 
 
 _fits = fits_changed
-
-
-def _weights_bytes(d: Deployment, quantization: str, catalog: Catalog) -> float:
-    """The weights ``d`` holds in ``quantization`` (infinite: the format is refused)."""
-    try:
-        return plan_memory(d.model_copy(update={"quantization": quantization}), catalog).result.weights_bytes
-    except InferplanError:
-        return float("inf")
 
 
 def _longest_context(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSuggestion | None:
@@ -228,7 +221,7 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
          and (q.id in has or q.native_format is None or q.native_format in mp.accelerator.native_formats)),
         key=lambda q: -q.bits_per_weight.value)
     # fewer bits per weight on paper, not always fewer bytes for this model (a format's bits on its experts only)
-    candidates = [q for q in candidates if _weights_bytes(d, q.id, catalog) < mp.result.weights_bytes]
+    candidates = [q for q in candidates if weights_bytes(d, q.id, catalog) < mp.result.weights_bytes]
 
     def named(q) -> str:
         how = "" if formats[q.id] == "a published build" else f", {formats[q.id]}"

@@ -29,7 +29,8 @@ async def fits_route(r: FitsRequest, http: Request) -> Response:
     def work(_budget: object) -> FitsMatrix:
         matrix = fits_matrix(models=r.models or None, gpus=r.gpus or None, systems=r.systems or None,
                              quantizations=r.quantizations or None, engine=r.engine, max_model_len=r.max_model_len,
-                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count, all_models=r.all_models)
+                             kv_cache_dtype=r.kv_cache_dtype, gpu_count=r.gpu_count, all_models=r.all_models,
+                             size_checked=True)  # checked above, before any work
         return matrix.model_copy(update={"cells": tuple(_addressed(c) for c in matrix.cells)})
 
     return await long_json(http, work)
