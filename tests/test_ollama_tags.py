@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
 from inferplan.errors import CatalogError, UnknownModelError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.search.request import SearchRequest
@@ -142,3 +143,13 @@ def test_a_search_for_a_tag_searches_its_build_unless_the_request_names_others()
 def test_deploy_refuses_a_build_only_ollamas_own_blob_holds_naming_the_files_llama_server_launches():
     out = CliRunner().invoke(app, ["deploy", "--model", "gpt-oss:20b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"})
     assert out.exit_code == 2 and "--quantization" in out.output and "(allowed: gguf-mxfp4-moe)" in out.output
+
+
+@pytest.mark.parametrize(("tag", "gpu"), [("qwen3:32b", "rtx-4090"), ("llama3.3:70b", "rtx-4090")])
+def test_every_offer_for_a_tag_fits_when_run_at_the_context_it_was_found_at(tag, gpu):
+    """More GPUs raise Ollama's default context (2 x 24 GiB is its 256k tier): an offer keeps the context it fits at."""
+    d = Deployment(model=tag, gpu=gpu)
+    r = fit_or_suggest(d, CATALOG)
+    assert not r.fits and r.suggestions
+    for s in r.suggestions:
+        assert "max_model_len" in s.changes and fit(d.model_copy(update=s.changes), CATALOG).fits, s.summary
