@@ -26,7 +26,6 @@ class NamedBuild:
     model: str  # the card's id
     quantization: str
     engine: str
-    source: str
 
 
 def named_build(catalog, name: str) -> NamedBuild | None:
@@ -38,7 +37,7 @@ def named_build(catalog, name: str) -> NamedBuild | None:
         for tag in card.ollama_tags:
             if normalise_name(tag.tag) == wanted:
                 runner = catalog.ollama_runners.records[OLLAMA]
-                return NamedBuild(tag.tag, card.id, tag.quantization, runner.engine, tag.source)
+                return NamedBuild(tag.tag, card.id, tag.quantization, runner.engine)
     return None
 
 
@@ -54,8 +53,8 @@ def refuse_unlisted_tag(catalog, name: str, field_name: str) -> None:
         return
     card = max(matches, key=lambda m: m[0])[1]
     listed = ", ".join(t.tag for t in card.ollama_tags)
-    raise UnknownModelError(f"{name!r} is an Ollama tag of {card.name} whose build the catalogue does not list; "
-                            f"the tags it plans pull the card's builds", field=field_name, allowed=listed)
+    raise UnknownModelError(f"{name!r} is an Ollama tag of {card.name} in a build the catalogue does not list for it",
+                            field=field_name, allowed=listed)
 
 
 def tag_note(catalog, name: str) -> str | None:

@@ -108,15 +108,16 @@ def with_named_build(d: Deployment, named: NamedBuild, catalog: Catalog) -> Depl
     planned (stated or the tag's) loads it; and, run so, the context Ollama gives the model where none is stated
     (``ollama_context_tokens``). A stated engine, weight format or context wins."""
     update: dict[str, object] = {}
-    engine = catalog.engine(named.engine)
-    if "engine" not in d.model_fields_set and (d.quantization is None or engine.loads(catalog.quantization(d.quantization))):
+    stated = catalog.quantization(d.quantization) if d.quantization is not None else None
+    if "engine" not in d.model_fields_set and (stated is None or catalog.engine(named.engine).loads(stated)):
         update["engine"] = named.engine
     planned = catalog.engine(update.get("engine", d.engine))
     if d.quantization is None and "engine" in (d.model_fields_set | update.keys()) and \
             planned.loads(catalog.quantizations.records[named.quantization]):
         update["quantization"] = named.quantization
     d = d.model_copy(update=update) if update else d
-    if d.max_model_len is None and (d.engine, d.quantization) == (named.engine, named.quantization) and (d.gpu or d.system):
+    if d.max_model_len is None and (d.engine, d.quantization) == (named.engine, named.quantization) and \
+            (d.gpu or d.system):
         d = d.model_copy(update={"max_model_len": ollama_context_tokens(catalog, d)})
     return d
 
