@@ -1,8 +1,8 @@
 """The GGUF files a person with one 24 GB card runs through llama.cpp or Ollama are catalogue builds: Qwen's own
 Q4_K_M and Q8_0 of Qwen3-8B, -14B and -32B, unsloth's Q4_K_M of Gemma 3 27B and Q4_K_M and Q8_0 of Mistral Small
-3.2 (text model alone, the vision projector a file of its own), each weighing its file's bytes; Ollama's names
-pick the model (not the precision); and fit on vLLM offers llama.cpp's GGUF build of a dense model vLLM does not
-load, with the command that plans it."""
+3.2 (text model alone, the vision projector a file of its own), each weighing its file's bytes; and fit on vLLM
+offers llama.cpp's GGUF build of a dense model vLLM does not load, with the command that plans it (Ollama's names
+plan their own build: tests/test_ollama_tags.py)."""
 
 from __future__ import annotations
 
@@ -52,20 +52,6 @@ def test_a_vision_models_gguf_is_its_text_model_and_llama_server_leaves_the_proj
     assert "--no-mmproj" in launch_command(d, CATALOG).argv
 
 
-@pytest.mark.parametrize(("name", "model"), [
-    ("llama3.1:8b", "llama-3.1-8b"), ("llama3.1:70b", "llama-3.1-70b"), ("llama3.3:70b", "llama-3.3-70b"),
-    ("qwen3:8b", "qwen3-8b"), ("qwen3:14b", "qwen3-14b"), ("qwen3:32b", "qwen3-32b"),
-    ("qwen3:30b-a3b", "qwen3-30b-a3b"), ("gpt-oss:20b", "gpt-oss-20b"), ("gpt-oss:120b", "gpt-oss-120b"),
-    ("gemma3:27b", "gemma-3-27b"), ("mistral-small3.2:24b", "mistral-small-3.2-24b"),
-    ("deepseek-r1:671b", "deepseek-r1"),
-])
-def test_an_ollama_name_picks_its_model_and_leaves_the_precision_to_the_plan(name, model):
-    assert CATALOG.model(name).id == model
-    asked = fit_or_suggest(Deployment(model=name, gpu="h100"), CATALOG)
-    assert (asked.model, asked.quantization) == (model, fit_or_suggest(Deployment(model=model, gpu="h100"),
-                                                                       CATALOG).quantization)
-
-
 def test_fit_on_vllm_offers_llama_cpps_q4_k_m_of_a_dense_model_with_the_command_that_plans_it():
     """Qwen3-32B in BF16 does not fit one RTX 4090 on vLLM, and vLLM does not load GGUF: llama.cpp's Q4_K_M
     is offered at the longest context it holds, as its own engine and build, and that plan fits."""
@@ -79,8 +65,8 @@ def test_fit_on_vllm_offers_llama_cpps_q4_k_m_of_a_dense_model_with_the_command_
     assert fit_or_suggest(d.model_copy(update=gguf[0].changes), CATALOG).fits
     argv = launch_command(d.model_copy(update=gguf[0].changes), CATALOG).argv
     assert argv[argv.index("--hf-repo") + 1] == "Qwen/Qwen3-32B-GGUF:Q4_K_M"
-    out = CliRunner().invoke(app, ["fit", "--model", "qwen3:32b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"}).output
-    assert (f"inferplan fit --model qwen3:32b --gpu rtx-4090 --max-model-len {tokens} --quantization gguf-q4_k_m "
+    out = CliRunner().invoke(app, ["fit", "--model", "qwen3-32b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"}).output
+    assert (f"inferplan fit --model qwen3-32b --gpu rtx-4090 --max-model-len {tokens} --quantization gguf-q4_k_m "
             "--engine llamacpp") in out
 
 

@@ -1,7 +1,8 @@
-"""What ``fit`` offers a model that does not fit one home card (memory/offload_suggest.py, memory/suggest.py): another
-engine's build split by layers where none holds it on the GPU alone, no offer at a context below the floor,
-and a published file before a conversion or the planned format (a MoE model's expert offload and its fewer bits at a
-shorter context too); every offered command fits when run."""
+"""What ``fit`` offers a model named by its catalogue id that does not fit one home card (memory/offload_suggest.py,
+memory/suggest.py): another engine's build split by layers where none holds it on the GPU alone, no offer at a
+context below the floor, and a published file before a conversion or the planned format (a MoE model's expert
+offload and its fewer bits at a shorter context too); every offered command fits when run. (An Ollama tag plans its
+own build: test_ollama_tags.py.)"""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _fits(d: Deployment, changes: dict, catalog) -> bool:
     return fit(d.model_copy(update=changes), catalog).fits
 
 
-@pytest.mark.parametrize("model, gpu", [("qwen3:32b", "rtx-4070"), ("gemma3:27b", "rtx-4080")])
+@pytest.mark.parametrize("model, gpu", [("qwen3-32b", "rtx-4070"), ("gemma-3-27b", "rtx-4080")])
 def test_a_dense_model_no_build_holds_on_the_card_is_offered_the_layer_split_of_the_smallest_published_file(
         model, gpu, catalog):
     d, offers = _offers(model, gpu, catalog)
@@ -48,8 +49,8 @@ def test_a_dense_model_no_build_holds_on_the_card_is_offered_the_layer_split_of_
 def test_no_offer_is_made_at_a_context_below_the_floor(catalog):
     floor = context_floor(catalog)
     assert CONTEXT_STEP_TOKENS < floor
-    for model, gpu in [("gemma3:27b", "rtx-4080"), ("qwen3:32b", "rtx-4090"), ("qwen3:14b", "rtx-4070"),
-                       ("qwen3:8b", "rtx-4070")]:  # the last: the asked engine's own smaller weights at 1,024 tokens
+    for model, gpu in [("gemma-3-27b", "rtx-4080"), ("qwen3-32b", "rtx-4090"), ("qwen3-14b", "rtx-4070"),
+                       ("qwen3-8b", "rtx-4070")]:  # the last: the asked engine's own smaller weights at 1,024 tokens
         d, offers = _offers(model, gpu, catalog)
         for s in offers:
             assert s.changes.get("max_model_len", floor) >= floor, s.summary
@@ -65,7 +66,7 @@ def test_the_longest_steps_start_at_the_floor():
     assert (whole_steps(2500), whole_steps(2560), whole_steps(0)) == (2560, 2560, CONTEXT_STEP_TOKENS)
 
 
-@pytest.mark.parametrize("model, gpu", [("qwen3:32b", "rtx-5090"), ("gemma3:27b", "rtx-5090")])
+@pytest.mark.parametrize("model, gpu", [("qwen3-32b", "rtx-5090"), ("gemma-3-27b", "rtx-5090")])
 def test_a_published_file_that_holds_the_context_is_offered_before_a_conversion(model, gpu, catalog):
     d, offers = _offers(model, gpu, catalog)
     (other,) = _llamacpp(offers)
@@ -81,11 +82,11 @@ def test_a_conversion_says_the_catalogue_names_no_file_of_it(catalog):
 
 
 def test_the_offers_floor_leaves_longest_context_to_its_other_callers_at_any_step(catalog):
-    d = Deployment(model="qwen3:8b", gpu="rtx-4070", quantization="fp8")  # holds 1,024 tokens, below the floor
+    d = Deployment(model="qwen3-8b", gpu="rtx-4070", quantization="fp8")  # holds 1,024 tokens, below the floor
     assert 0 < longest_context(d, catalog, 40960) < context_floor(catalog)
 
 
-@pytest.mark.parametrize("model, gpu", [("glm-4.5-air", "rtx-4090"), ("qwen3-coder:30b", "rtx-4090")])
+@pytest.mark.parametrize("model, gpu", [("glm-4.5-air", "rtx-4090"), ("qwen3-coder-30b-a3b", "rtx-4090")])
 def test_an_expert_offload_elsewhere_runs_a_published_file_before_the_planned_format(model, gpu, catalog):
     d, offers = _offers(model, gpu, catalog)
     (moe,) = [s for s in _llamacpp(offers) if s.changes.get("n_cpu_moe")]
@@ -99,7 +100,7 @@ def test_an_expert_offload_elsewhere_runs_a_published_file_before_the_planned_fo
 
 
 def test_an_expert_offload_with_no_smaller_published_build_keeps_the_planned_one(catalog):
-    d, offers = _offers("gpt-oss:120b", "rtx-4090", catalog)
+    d, offers = _offers("gpt-oss-120b", "rtx-4090", catalog)
     (moe,) = [s for s in _llamacpp(offers) if s.changes.get("n_cpu_moe")]
     assert "quantization" not in moe.changes and "published" not in moe.summary
     assert _fits(d, moe.changes, catalog)

@@ -48,3 +48,4 @@ class KeptCheckpointExperts(Input):
     bits_per_weight: Bits  # the kept experts' bits, scales included
     source: str  # where the converter (or the builds) keep them
     note: str | None = None
+

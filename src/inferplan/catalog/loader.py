@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from inferplan.catalog.compiled import load_compiled, loads_paused
 from inferplan.catalog.memory_config import sized_accelerator
+from inferplan.catalog.ollama import refuse_unlisted_tag
 from inferplan.catalog.provenance import Source, iter_sourced
 from inferplan.catalog.registry import Registry
 from inferplan.catalog.schema import EngineDefaults
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from inferplan.catalog.admission_rules import AdmissionRule
     from inferplan.catalog.mtp_rules import MtpRule
     from inferplan.catalog.eagle3_drafts import Eagle3Draft
+    from inferplan.catalog.ollama_schema import OllamaRunner
     from inferplan.catalog.engine_support import GpuRefusal, SupportFloor
     from inferplan.catalog.site_schema import Site
     from inferplan.catalog.schema import (
@@ -94,6 +96,7 @@ SECTIONS: dict[str, str] = {
     "eagle3_drafts": "eagle3_drafts:Eagle3Draft",  # eagle3_drafts.yaml
     "engine_support": "engine_support:SupportFloor",  # engine_support.yaml
     "gpu_refusals": "engine_support:GpuRefusal",
+    "ollama_runners": "ollama_schema:OllamaRunner",  # ollama.yaml
 }
 
 
@@ -137,6 +140,7 @@ class Catalog:
     eagle3_drafts: Registry[Eagle3Draft]
     engine_support: Registry[SupportFloor]
     gpu_refusals: Registry[GpuRefusal]
+    ollama_runners: Registry[OllamaRunner]
     data_dir: Path = field(default=DATA_DIR)
     # each card's config.json (its path under data_dir) imported once, when the catalogue is built: a
     # compiled catalogue carries them, so a plan reads no JSON (catalog/models.py reads one that is missing)
@@ -169,7 +173,11 @@ class Catalog:
         return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)
 
     def model(self, name: str, field_name: str = "model") -> ModelCard:
-        return self.models.get(name, field_name=field_name, error=UnknownModelError)
+        try:
+            return self.models.get(name, field_name=field_name, error=UnknownModelError)
+        except UnknownModelError:
+            refuse_unlisted_tag(self, name, field_name)  # an Ollama tag the card lacks: its tags named
+            raise
 
     def quantization(self, name: str, field_name: str = "quantization") -> Quantization:
         return self.quantizations.get(name, field_name=field_name, error=CatalogError)

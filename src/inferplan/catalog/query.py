@@ -103,7 +103,7 @@ class SearchHit(BaseModel):
 
 def search(query: str, limit: int = 50) -> list[SearchHit]:
     """Catalogue entries whose id, name or an alias contains ``query`` (normalised)."""
-    from inferplan.catalog.registry import normalise_name
+    from inferplan.catalog.registry import normalise_name, record_aliases
 
     catalog = load_catalog()
     wanted = normalise_name(query)
@@ -112,7 +112,7 @@ def search(query: str, limit: int = 50) -> list[SearchHit]:
     hits = []
     for key in SECTIONS:
         for record in getattr(catalog, key):
-            names = [record.id, getattr(record, "name", record.id), *getattr(record, "aliases", ())]
+            names = [record.id, getattr(record, "name", record.id), *record_aliases(record)]
             if any(wanted in normalise_name(n) for n in names):
                 hits.append(SearchHit(kind=key.replace("_", "-"), id=record.id, name=str(getattr(record, "name", record.id))))
     return hits[:limit]

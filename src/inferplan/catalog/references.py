@@ -9,6 +9,7 @@ naming the record.
 
 from __future__ import annotations
 
+from inferplan.catalog.ollama import OLLAMA
 from inferplan.catalog.schema import BENCH_TUNED_FORMATS, EngineDefaults
 from inferplan.errors import CatalogError
 
@@ -79,6 +80,8 @@ def check_references(catalog) -> None:
             raise CatalogError(f"models:{model.id}: config_source must name a known source", field=model.id)
         if model.kv_proxy and model.kv_proxy not in catalog.models:
             raise CatalogError(f"models:{model.id}: unknown kv_proxy {model.kv_proxy!r}", field=model.id)
+        _check_ollama(catalog, model)
+    check_ollama_runners(catalog)
 
 
     for engine in catalog.engines:
@@ -138,3 +141,39 @@ def check_references(catalog) -> None:
                 raise CatalogError(
                     f"{type(point).__name__}:{point.id}: unknown {attr} {getattr(point, attr)!r}", field=point.id
                 )
+
+
+def _check_ollama(catalog, model) -> None:
+    """A card's Ollama tags each pull a build the card lists and Ollama's engine (ollama.yaml) loads, with known
+    sources; a name spelt as a tag (``name:tag``) is listed among them, not as a plain alias (it would plan no
+    build)."""
+    if stray := [a for a in model.aliases if ":" in a]:
+        raise CatalogError(f"models:{model.id}: {', '.join(stray)} is spelt as an Ollama tag: list it under "
+                           "ollama_tags with the build it pulls", field=f"{model.id}.aliases")
+    runner = catalog.ollama_runners.records.get(OLLAMA)
+    if model.ollama_tags and runner is None:
+        raise CatalogError(f"models:{model.id}: lists Ollama tags but the catalogue has no ollama runner "
+                           "(ollama.yaml)", field=f"{model.id}.ollama_tags")
+    builds = list(dict.fromkeys(cp.quantization for cp in model.checkpoints))
+    for tag in model.ollama_tags:
+        if tag.quantization not in builds:
+            raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r} pulls {tag.quantization!r}, which is no "
+                               "checkpoint of the card", field=f"{model.id}.ollama_tags", allowed=", ".join(builds))
+        if tag.source not in catalog.sources:
+            raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r}: unknown source {tag.source!r}",
+                               field=f"{model.id}.ollama_tags")
+        if not catalog.engines.records[runner.engine].loads(catalog.quantizations.records[tag.quantization]):
+            raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r}: {runner.engine} does not load "
+                               f"{tag.quantization!r}", field=f"{model.id}.ollama_tags")
+
+
+def check_ollama_runners(catalog) -> None:
+    """Each Ollama runner names a known engine and source, its context tiers largest first."""
+    for runner in catalog.ollama_runners:
+        if runner.engine not in catalog.engines or runner.engine_source not in catalog.sources:
+            raise CatalogError(f"ollama_runners:{runner.id}: unknown engine {runner.engine!r} or source "
+                               f"{runner.engine_source!r}", field=runner.id)
+        floors = [t.total_vram_bytes.value for t in runner.default_context]
+        if floors != sorted(floors, reverse=True):
+            raise CatalogError(f"ollama_runners:{runner.id}: default_context tiers go from the most VRAM down",
+                               field=runner.id)

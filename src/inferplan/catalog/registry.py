@@ -110,9 +110,14 @@ def word_list(text: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD_SEPARATORS.split(text.strip().lower()) if w)
 
 
+def record_aliases(record: BaseModel) -> tuple[str, ...]:
+    """A record's aliases, a model card's Ollama tags among them (each tag names the model)."""
+    return (*getattr(record, "aliases", ()), *(t.tag for t in getattr(record, "ollama_tags", ())))
+
+
 def _word_lists(record: BaseModel) -> list[tuple[str, ...]]:
     """The words of a record's id, name and each alias, in order."""
-    return [word_list(t) for t in (record.id, getattr(record, "name", ""), *getattr(record, "aliases", ()))]
+    return [word_list(t) for t in (record.id, getattr(record, "name", ""), *record_aliases(record))]
 
 
 def _contains_run(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
@@ -124,5 +129,5 @@ def _names(record: BaseModel) -> set[str]:
     names = {normalise_name(record.id)}
     if hasattr(record, "name"):
         names.add(normalise_name(record.name))
-    names.update(normalise_name(a) for a in getattr(record, "aliases", ()))
+    names.update(normalise_name(a) for a in record_aliases(record))
     return names

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.checkpoint_schema import GgufFile, KeptCheckpointExperts
+from inferplan.catalog.ollama_schema import OllamaTag
 from inferplan.catalog.engine_tiers import GpuMemoryTiers, MemoryFractionReserve
 from inferplan.catalog.keep_schema import KeepsUnquantized
 from inferplan.catalog.provenance import (
@@ -110,6 +111,9 @@ class ModelCard(Frozen):
     active_params: Count | None = None
     context_tokens: Count | None = None
     checkpoints: tuple[Checkpoint, ...] = ()
+    # the model's Ollama library tags: each names the card and selects one of its builds, run as Ollama runs it
+    # (ollama.yaml; catalog/ollama.py)
+    ollama_tags: tuple[OllamaTag, ...] = ()
     first_node: str | None = None
     serving_engines: tuple[str, ...] = ()
     config: str | None = None  # hf_configs/<file>.json, kept verbatim

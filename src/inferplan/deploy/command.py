@@ -18,7 +18,7 @@ import yaml
 from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, LaterFlags, flags_for
-from inferplan.memory.hardware import with_default_engine
+from inferplan.memory.hardware import build_note, with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
@@ -210,7 +210,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                                           [*(here_document(f) for f in files), *cold, line]),
                          checkpoint=served.checkpoint, port=port, env=env,
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
-                         notes=(*served.notes, *((moe[2],) if moe else ()), *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
+                         notes=(*filter(None, (build_note(catalog, d),)), *served.notes, *((moe[2],) if moe else ()), *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
                                 *spans, *(c.lstrip("# ") for c in cold), *pool_kv_notes(catalog, d, role)))
 
 

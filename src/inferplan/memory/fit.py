@@ -29,7 +29,7 @@ from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
-from inferplan.memory.hardware import Hardware, resolve_hardware, with_default_engine
+from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
                                      parallel_plan, stated_plan, tp_reach)
@@ -332,7 +332,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
-    assumptions = [*spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
+    named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
+    assumptions = [*([named] if named else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([_scale_note(engine, scale, settings)] if scale else []),
                    *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
                    *([step_note] if step_note else [])]
@@ -379,7 +380,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule_label(rule, release_notes, d.engine_version, budget.model_runner),
-        model_runner=budget.model_runner,
+        model_runner=budget.model_runner, build_note=named,
         engine_release=d.engine_version, cuda_graph_bytes_per_gpu=budget.cuda_graph_bytes_per_gpu,
         kv_cache_allocated_bytes_per_gpu=ctx and ctx.bytes_per_gpu,
         startup_shortfall_bytes_per_gpu=start.shortfall_bytes_per_gpu if start else 0.0,

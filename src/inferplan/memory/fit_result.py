@@ -92,6 +92,8 @@ class MemoryFit(BaseModel):
     # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
     memory_rule_id: str = ""
     memory_rule: str = ""
+    # the build an Ollama tag naming the model selected and whether the plan runs it (catalog/ollama.py)
+    build_note: str | None = None
     engine_release: str | None = None  # the engine release the memory rule is planned at (stated or current)
     cuda_graph_bytes_per_gpu: float = 0.0  # reserved before the KV cache is sized, where the rule counts it
     # vLLM's model runner the plan assumes, V1 or V2 (VLLM_USE_V2_MODEL_RUNNER; the release's default for the

@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.ollama import OLLAMA, NamedBuild, named_build, tag_note
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.engine_budget import device_total_bytes
+from inferplan.memory.resolve import resolve_model
 from inferplan.units import to_gbit_per_s
 
 
@@ -58,7 +61,11 @@ def default_engine(accel: Accelerator) -> str:
 
 
 def with_default_engine(d: Deployment, catalog: Catalog) -> Deployment:
-    """``d`` with the engine its hardware runs by default where it names none."""
+    """``d`` with the engine and weight format its model's Ollama tag selects where it states neither
+    (``with_named_build``), else with the engine its hardware runs by default where it names none."""
+    named = named_build(catalog, d.model)
+    if named is not None:
+        d = with_named_build(d, named, catalog)
     if "engine" in d.model_fields_set or not (d.gpu or d.system):
         return d
     engine = default_engine(resolve_hardware(catalog, d).accel)
@@ -93,3 +100,52 @@ def resolve_hardware(catalog: Catalog, d: Deployment) -> Hardware:
     domain = accel.scale_up.max_domain_gpus if accel.scale_up else 1
     pcie_server = PCIE_SERVER_GPUS if accel.form_factor in PCIE_FORM_FACTORS and accel.scale_up else 0
     return Hardware(accel, gpus, domain, accel.scale_out, pcie_server_gpus=pcie_server)
+
+
+def with_named_build(d: Deployment, named: NamedBuild, catalog: Catalog) -> Deployment:
+    """``d`` planned as the build an Ollama tag selects (catalog/ollama.py): its engine where none is stated and
+    the stated weight format (if any) is one it loads; its weight format where none is stated and the engine
+    planned (stated or the tag's) loads it; and, run so, the context Ollama gives the model where none is stated
+    (``ollama_context_tokens``). A stated engine, weight format or context wins."""
+    update: dict[str, object] = {}
+    stated = catalog.quantization(d.quantization) if d.quantization is not None else None
+    if "engine" not in d.model_fields_set and (stated is None or catalog.engine(named.engine).loads(stated)):
+        update["engine"] = named.engine
+    planned = catalog.engine(update.get("engine", d.engine))
+    if d.quantization is None and "engine" in (d.model_fields_set | update.keys()) and \
+            planned.loads(catalog.quantizations.records[named.quantization]):
+        update["quantization"] = named.quantization
+    d = d.model_copy(update=update) if update else d
+    if d.max_model_len is None and (d.engine, d.quantization) == (named.engine, named.quantization) and \
+            (d.gpu or d.system):
+        d = d.model_copy(update={"max_model_len": ollama_context_tokens(catalog, d)})
+    return d
+
+
+def ollama_context_tokens(catalog: Catalog, d: Deployment) -> int:
+    """The context Ollama gives ``d``'s model with no num_ctx set: its tier for the VRAM of the GPUs planned (each
+    GPU's total as the driver reports it), capped at the model's context (ollama.yaml)."""
+    hw = resolve_hardware(catalog, d)
+    per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine))
+    return catalog.ollama_runners.records[OLLAMA].default_context_tokens(
+        per_gpu * hw.gpus, resolve_model(catalog, d.model).context_tokens)
+
+
+def build_note(catalog: Catalog, d: Deployment) -> str | None:
+    """One line saying which build the Ollama tag naming ``d``'s model selected and whether the plan runs it
+    (``d`` as planned, after ``with_default_engine``); None: the model is named otherwise."""
+    named = named_build(catalog, d.model)
+    if named is None:
+        return None
+    if (d.engine, d.quantization) == (named.engine, named.quantization):
+        if not (d.gpu or d.system) or d.max_model_len is None:
+            return f"{tag_note(catalog, d.model)}; a stated engine or quantization plans another"
+        tokens = ollama_context_tokens(catalog, d)
+        context = "the context Ollama gives it on these GPUs" if d.max_model_len == tokens else \
+            f"not the {tokens:,} Ollama gives it on these GPUs"
+        return (f"{tag_note(catalog, d.model)}, at {d.max_model_len:,} tokens, {context}; a stated engine, "
+                "quantization or context plans another")
+    quant = catalog.quantizations.records[named.quantization].name
+    engine = catalog.engines.records[named.engine].name
+    planned = d.quantization or "the engine's own build"
+    return f"{named.tag} names Ollama's {quant} build on {engine}; planned as stated: {d.engine}, {planned}"

@@ -43,6 +43,7 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     """``fit``'s answer, with ``suggestions`` filled when the deployment does not fit; with speculative decoding
     (``speculative_tokens`` per step by ``speculative_method``) as ``memory.mtp.with_speculative`` plans it."""
     catalog = catalog or load_catalog()
+    asked = d
     d = with_speculative(catalog, with_default_engine(d, catalog), speculative_tokens, speculative_method, draft_model)
     check_step_budget(d, catalog)  # a longest prompt the engine refuses is refused as the launch command refuses it
     mp = plan_memory(d, catalog)
@@ -59,6 +60,9 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
         found, note = _answers(d, mp, catalog)
         found = (tier, *found) if tier else found
     note = note or (None if found else host_note(mp.result))
+    if asked.max_model_len is None and d.max_model_len is not None:  # an Ollama tag's context, which more GPUs raise
+        found = tuple(s if "max_model_len" in s.changes else
+                      s.model_copy(update={"changes": {**s.changes, "max_model_len": d.max_model_len}}) for s in found)
     return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
 
 

@@ -56,6 +56,8 @@ class ServingEstimate(BaseModel):
     measured_points: tuple[MeasuredQuote, ...] = ()
     # how the layout was chosen when the deployment states GPUs but no parallel sizes (memory/layout.py)
     layout_note: str | None = None
+    # the build an Ollama tag naming the model selected (catalog/ollama.py): the memory plan's line
+    build_note: str | None = None
     # why tokens/s per user is above the total, when it is (``rate_note``)
     rate_note: str | None = None
     # the user's own stored run this estimate comes from (source "measured-local"; performance/local_runs.py)

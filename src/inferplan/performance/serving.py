@@ -279,7 +279,7 @@ def _estimate_in(ctx: ServingContext, stated: Deployment, slots_note: str | None
     if result.source != "measured":
         result = with_track_record(catalog, ctx.rates.family, result, offloaded=ctx.mp.offload is not None)
     result = with_measured_points(ctx, result) if use_profiles else result
-    result = result.model_copy(update={"layout_note": ctx.mp.result.layout_note})
+    result = result.model_copy(update={"layout_note": ctx.mp.result.layout_note, "build_note": ctx.mp.result.build_note})
     return result.model_copy(update={"rate_note": rate_note(result, ctx.dp)})
 
 
@@ -321,6 +321,7 @@ class Frontier(BaseModel):
     source: str
     assumptions: tuple[str, ...]
     layout_note: str | None = None  # how the layout was chosen when only a GPU count was given
+    build_note: str | None = None  # the build an Ollama tag naming the model selected (catalog/ollama.py)
 
 
 def _sources(found: set[str]) -> str:
@@ -352,5 +353,5 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
         ),
         source=_sources({e.source for e in estimates}),
         assumptions=tuple(dict.fromkeys([*(a for e in estimates for a in e.assumptions), *skipped])),
-        layout_note=ctx.mp.result.layout_note,
+        layout_note=ctx.mp.result.layout_note, build_note=ctx.mp.result.build_note,
     )

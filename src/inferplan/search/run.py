@@ -16,6 +16,7 @@ from collections import defaultdict
 import numpy as np
 
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.catalog.ollama import tag_note
 from inferplan.economics import money
 from inferplan.economics.plan_inputs import api_comparison_notes
 from inferplan.economics.rental import rented_note
@@ -115,7 +116,9 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
         pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
-        notes=(*_notes(asked, targets, rl), *(n for m in req.models for n in api_comparison_notes(catalog, m))))
+        notes=(*_notes(asked, targets, rl), *(f"{n}, where the search names no engine or quantization" for m in req.models
+                 if (n := tag_note(catalog, m))),
+               *(n for m in req.models for n in api_comparison_notes(catalog, m))))
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would

@@ -17,7 +17,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
 from inferplan.memory.extensible import pool_sized
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.hardware import resolve_hardware, with_default_engine
+from inferplan.memory.hardware import build_note, resolve_hardware, with_default_engine
 from inferplan.memory.layout import instance_gpus
 from inferplan.search.handover import link_bytes_per_s, link_name
 from inferplan.search.load import trace_lengths
@@ -249,12 +249,14 @@ def overload_note(approx: TailLatency, replicas: int) -> str | None:
 
 def _cache(q: SimulationQuery, w: Workload, catalog: Catalog) -> dict:
     """The prefix-cache share simulated, and the header line that says it (``prefix_cache_text``); for an
-    eager launch, the note that its speeds still assume CUDA graphs (``graphs_note``)."""
+    eager launch, the note that its speeds still assume CUDA graphs (``graphs_note``); for a model named by an
+    Ollama tag, the build the tag selected (``build_note``)."""
     stated = "prefix_cache_hit_rate" in q.workload.model_fields_set
     text = prefix_cache_text(w.prefix_cache_hit_rate, preset=q.preset() if q.users is not None else None, stated=stated)
     d = with_default_engine(q.deployment, catalog)
     eager = graphs_note(d.engine, True) if d.enforce_eager else None
-    return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate, "notes": tuple(n for n in (text, eager) if n)}
+    return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate,
+            "notes": tuple(n for n in (build_note(catalog, d), text, eager) if n)}
 
 
 def _sized_for_trace(d: Deployment, trace: Trace, catalog: Catalog) -> Deployment:

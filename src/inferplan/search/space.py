@@ -20,6 +20,7 @@ from typing import Callable
 from inferplan.catalog.engine_support import engine_refusal
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.ollama import NamedBuild, named_build
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
 from inferplan.memory.precision import model_formats, planned_weight_format
@@ -222,13 +223,15 @@ def build_space(catalog: Catalog, req: SearchRequest, *, input_len: int, output_
     for model in req.models:
         spec = resolve_model(catalog, model, field_name="models")
         searched = platforms(catalog, req)
+        named = named_build(catalog, model)  # an Ollama tag: its engine and build unless the request names others
+        model_engines = [catalog.engine(named.engine)] if named and not req.engines else engines
         for accel, message in unpriced(catalog, req, searched):
-            runs = [e.id for e in engines if _searched_on(e, accel, req)]
+            runs = [e.id for e in model_engines if _searched_on(e, accel, req)]
             if runs:
                 space.unpriced[(spec.id, accel.id, ", ".join(runs), "any format")] = message
         for p in searched:
-            for engine in (e for e in engines if _searched_on(e, p.accelerator, req)):
-                for quant, label in _formats(catalog, spec, p.accelerator, engine, req):
+            for engine in (e for e in model_engines if _searched_on(e, p.accelerator, req)):
+                for quant, label in _formats(catalog, spec, p.accelerator, engine, req, named):
                     _add_family(catalog, space, spec, p, engine, quant, label, req,
                                 context_for or (lambda _: input_len + output_len))
     if not space.cells and not space.excluded and not space.refused:
@@ -247,11 +250,15 @@ def _searched_on(engine, accel: Accelerator, req: SearchRequest) -> bool:
     return engine.runs_measured_on(accel.software) or bool(req.engines)
 
 
-def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req: SearchRequest):
+def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req: SearchRequest,
+             named: NamedBuild | None = None):
     """Weight formats of the model's published builds (or the ones asked for) that the engine loads,
     labelled native or fallback on this accelerator; unasked, also the formats the engine's own tools
-    make from a build the model has (``converts_to`` from ``converts_from``), labelled converted."""
+    make from a build the model has (``converts_to`` from ``converts_from``), labelled converted. A model
+    named by an Ollama tag, unasked, takes the tag's build where the engine loads it."""
     formats = model_formats(catalog, spec, engine.id, at_load=False)  # builds, then conversions
+    if named is not None and not req.quantizations and engine.loads(catalog.quantization(named.quantization)):
+        formats = {named.quantization: formats.get(named.quantization, "")}
     for qid in req.quantizations or formats:
         q = catalog.quantization(qid, field_name="quantizations")
         if not engine.loads(q, accel=accel):  # natively, or through a fallback the engine has on it

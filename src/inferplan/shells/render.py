@@ -118,6 +118,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     if r.layout_note:
         console.print(r.layout_note, highlight=False)
     console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine", highlight=False)
+    if r.build_note:
+        console.print(f"  build: {r.build_note}", highlight=False)
     if r.memory_rule:
         console.print(f"  memory rule: {r.memory_rule}", highlight=False)
     parts = [Text(f"weights {gib(r.weights_bytes_per_gpu)}"), Text(f"activations {gib(r.activation_bytes_per_gpu)}"),
@@ -214,6 +216,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
                   f"[bold]{e.output_tokens_per_s_per_user:,.1f} tok/s per user[/], TTFT {e.ttft_s * 1e3:,.0f} ms ({source})")
     if e.layout_note:
         console.print(e.layout_note, highlight=False)
+    if e.build_note:
+        console.print(f"build: {e.build_note}", highlight=False)
     if e.measured_label:  # the user's own run (measurements import)
         console.print(f"{e.measured_label}: run {e.measured_record} (inferplan measurements show {e.measured_record})")
     table = Table("metric", "value", show_header=True)
@@ -246,6 +250,8 @@ def print_frontier(console: Console, f, explain: bool = False) -> None:
     console.print(table)
     if f.layout_note:
         console.print(f.layout_note, highlight=False)
+    if f.build_note:
+        console.print(f"build: {f.build_note}", highlight=False)
     _assumptions_or_hint(console, f.assumptions, explain)
 
 
