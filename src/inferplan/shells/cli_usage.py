@@ -54,7 +54,10 @@ def describe(exc) -> tuple[str, str | None, str | None]:
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "inferplan"
     if isinstance(exc, click_errors.NoSuchOption):
-        closest = sorted(exc.possibilities or ())
+        from inferplan.shells.cli_option_names import closest_options
+
+        options = [o for p in (ctx.command.params if ctx is not None else ()) for o in (*p.opts, *p.secondary_opts)]
+        closest = closest_options(exc.option_name, command.partition(" ")[2], options)
         allowed = f"the options '{command} --help' lists" + (f"; closest: {', '.join(closest)}" if closest else "")
         return f"no such option of '{command}' (allowed: {allowed})", exc.option_name, allowed
     if isinstance(exc, click_errors.BadOptionUsage):
