@@ -87,3 +87,13 @@ def test_the_model_is_taken_as_the_argument_as_it_is_as_model():
 def test_no_model_or_two_models_are_refused_naming_model(args, says):
     done = runner.invoke(app, args, prog_name="inferplan")
     assert done.exit_code == 2 and done.output.startswith("error: --model: ") and says in done.output
+
+
+@pytest.mark.parametrize(("args", "allowed"), [
+    (["fit", "--host-memory-gb", "80GB"], "a number without its unit, e.g. 80"),
+    (["search", "--ttft-p95", "2s"], "a number without its unit, e.g. 2"),
+    (["fit", "--gpus", "2k"], "a whole number"),  # a multiplier, not a unit: no number to offer
+])
+def test_a_number_given_with_its_unit_is_refused_with_the_number_alone(args, allowed):
+    message, flag, said = refused(args)
+    assert flag == args[-2] and said == allowed and message.startswith(f"cannot read {args[-1]!r}")
