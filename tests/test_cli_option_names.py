@@ -80,8 +80,17 @@ def test_the_model_is_taken_as_the_argument_as_it_is_as_model():
     assert as_argument.output == as_option.output
 
 
+def test_search_takes_its_model_as_the_argument_too():
+    as_option = runner.invoke(app, ["search", "--model", "qwen3-32b", "--users", "10", "--top", "0"], prog_name="inferplan")
+    as_argument = runner.invoke(app, ["search", "qwen3-32b", "--users", "10", "--top", "0"], prog_name="inferplan")
+    assert as_argument.exit_code == as_option.exit_code == 2  # the same refusal of --top: the model is taken either way
+    assert as_argument.output == as_option.output and as_option.output.startswith("error: --top: ")
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["perf", "--gpu", "H100"], "--model: required by 'inferplan perf'"),
+    (["search", "--users", "10"], "name a model"),
+    (["search", "qwen3-32b", "--model", "llama-3.1-8b", "--users", "10"], "give the model once"),
     (["deploy", "qwen3-32b", "--model", "llama-3.1-8b", "--gpu", "H100"], "give the model once"),
 ])
 def test_no_model_or_two_models_are_refused_naming_model(args, says):

@@ -165,14 +165,14 @@ ModelArgument = typer.Argument(None, metavar="MODEL", show_default=False,
                                help="The model, as --model takes it (give one of the two).")
 
 
-def model_given(argument: str | None, option: str | None) -> str:
-    """The model a command is given as its argument or ``--model``; neither, or two different ones,
-    is refused naming ``--model``."""
+def model_given(argument: str | None, option: str | None, *, required: bool = True) -> str | None:
+    """The model a command is given as its argument or ``--model``; two different ones, or neither
+    where it is ``required``, is refused naming ``--model``."""
     if argument is not None and option is not None and argument.strip() != option.strip():
         fail(f"--model: {option!r}, and {argument!r} as the argument: give the model once",
              field="--model", allowed="one model, as the argument or --model")
     model = option if option is not None else argument
-    if model is None:
+    if model is None and required:
         ctx = current_context()
         fail(f"--model: required by '{ctx.command_path if ctx is not None else 'inferplan'}'", field="--model",
              allowed="a model id, as the argument or --model")

@@ -1,0 +1,26 @@
+"""What a first-time user's slips get on the command line: each refusal names the flag and says what it
+takes, and never offers what the field does not have (a default model)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from inferplan.shells.cli import app
+
+runner = CliRunner()
+
+
+def error_of(args: list[str]) -> dict:
+    done = runner.invoke(app, [*args, "--json"], prog_name="inferplan")
+    assert done.exit_code == 2, done.output
+    return json.loads(done.stdout.splitlines()[-1])["error"]
+
+
+def test_a_plan_without_hardware_says_what_names_it():
+    error = error_of(["perf", "--model", "qwen3-32b"])
+    assert error["field"] == "--gpu" and error["allowed"] == "an accelerator id or alias, or a system id"
+
+
+def test_a_blank_model_is_not_offered_a_default_it_lacks():
+    error = error_of(["fit", "--model", " ", "--gpu", "h100"])
+    assert error["field"] == "--model" and "default" not in error["message"]
