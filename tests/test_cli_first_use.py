@@ -24,3 +24,16 @@ def test_a_plan_without_hardware_says_what_names_it():
 def test_a_blank_model_is_not_offered_a_default_it_lacks():
     error = error_of(["fit", "--model", " ", "--gpu", "h100"])
     assert error["field"] == "--model" and "default" not in error["message"]
+
+
+def test_dash_h_is_help_everywhere_and_the_root_says_its_version():
+    import subprocess
+    import sys
+    from importlib.metadata import version
+    from pathlib import Path
+
+    for args in (["fit"], ["catalog", "list"], []):
+        short, long = (runner.invoke(app, [*args, flag], prog_name="inferplan") for flag in ("-h", "--help"))
+        assert short.exit_code == long.exit_code == 0 and short.output == long.output and "Usage:" in short.output
+    done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == f"inferplan {version('inferplan')}\n"
