@@ -37,3 +37,15 @@ def test_dash_h_is_help_everywhere_and_the_root_says_its_version():
         assert short.exit_code == long.exit_code == 0 and short.output == long.output and "Usage:" in short.output
     done = subprocess.run([str(Path(sys.executable).parent / "inferplan"), "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == f"inferplan {version('inferplan')}\n"
+
+
+def test_a_stray_argument_is_told_what_the_command_takes_as_arguments():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inferplan = str(Path(sys.executable).parent / "inferplan")
+    for args, allowed in ((["fit", "qwen3-32b", "rtx-4090"], "MODEL as its argument, and every other input by its flag"),
+                          (["racks", "100"], "no arguments: every input by its flag")):
+        done = subprocess.run([inferplan, *args, "--json"], capture_output=True, text=True)
+        assert done.returncode == 2 and json.loads(done.stdout)["error"]["allowed"] == allowed, done.stderr

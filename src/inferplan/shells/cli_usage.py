@@ -92,6 +92,11 @@ def describe(exc) -> tuple[str, str | None, str | None]:
     if group is not None and hasattr(group, "list_commands"):  # a group: an unknown sub-command
         allowed = ", ".join(group.list_commands(ctx))
         return f"{exc.format_message()} (allowed: {allowed})", None, allowed
+    if group is not None and exc.format_message().startswith("Got unexpected extra argument"):
+        names = [_flag(p) for p in group.params if getattr(p, "param_type_name", None) == "argument"]
+        allowed = (f"{', '.join(names)} as {'its argument' if len(names) == 1 else 'its arguments'}, and every other "
+                   "input by its flag") if names else "no arguments: every input by its flag"
+        return f"{exc.format_message()}; '{command} --help' lists what it takes (allowed: {allowed})", None, allowed
     return f"{exc.format_message()}; '{command} --help' lists what it takes", None, None
 
 
