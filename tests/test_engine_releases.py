@@ -216,6 +216,13 @@ def test_the_other_gpu_memory_flag_reaches_the_plan():
     assert bad.exit_code == 2 and "--other-gpu-memory-gb" in bad.output
 
 
+@pytest.mark.parametrize("held_gib", [24.0, 200.0])
+def test_other_processes_holding_the_whole_gpu_are_refused_not_planned(held_gib):
+    with pytest.raises(InvalidScenarioError) as info:  # an RTX 4090 has under 24 GiB
+        _fit(gpu="4090", other_gpu_memory_gb=held_gib)
+    assert info.value.field == "other_gpu_memory_gb" and info.value.allowed.startswith("less than 23.")
+
+
 def test_records_without_a_release_are_planned_at_the_stated_fallback():
     from inferplan.validation.memory import deployment_for
     point = CATALOG.memory_points.records["m04-gptoss-20b-l4-128k"]

@@ -210,10 +210,12 @@ class Input(BaseModel):
         return value
 
 
-def not_blank(value: Any) -> Any:
-    """``value``, unless it is a name left blank ("" or spaces): refused, rather than read as the default."""
+def not_blank(value: Any, *, required: bool = False) -> Any:
+    """``value``, unless it is a name left blank ("" or spaces): refused, rather than read as the default
+    (a ``required`` field has none to offer)."""
     if isinstance(value, str) and not value.strip():
-        raise ValueError("must not be empty: name one, or leave the field out for its default")
+        raise ValueError("must not be empty: name one" if required else
+                         "must not be empty: name one, or leave the field out for its default")
     return value
 
 

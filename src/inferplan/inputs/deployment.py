@@ -6,7 +6,7 @@ CLI, an API request and a scenario file all describe the same thing the same way
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from inferplan.inputs import Input, not_blank
@@ -126,8 +126,8 @@ class Deployment(Input):
     @field_validator("model", "gpu", "system", "quantization", "engine", "kv_cache_dtype", "engine_version", "moe_kernel",
                      "kv_connector", mode="before")
     @classmethod
-    def _not_blank(cls, value: object) -> object:
-        return not_blank(value)
+    def _not_blank(cls, value: object, info: ValidationInfo) -> object:
+        return not_blank(value, required=cls.model_fields[info.field_name].is_required())
 
     @field_validator("model_runner", mode="before")
     @classmethod
@@ -138,6 +138,8 @@ class Deployment(Input):
     def _hardware_named(self) -> "Deployment":
         if not (self.gpu or self.system):  # located at gpu, so each shell names its own flag or JSON key
             raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
-                type=PydanticCustomError("hardware_missing", "name a GPU, or a system in its place"), loc=("gpu",),
+                type=PydanticCustomError("hardware_missing", "name a GPU, or a system in its place",
+                                         {"allowed": "an accelerator id or alias, or a system id"}),
+                loc=("gpu",),
                 input=None)])
         return self

@@ -35,6 +35,10 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     if d.model_runner is not None and d.model_runner.upper() == "V1" and rule.model_runners.v2_only:
         raise InvalidScenarioError(f"{rule.label} has no Model Runner V1", field="model_runner",
                                    allowed="leave it out, V2, or an engine_version of vLLM 0.20.0-0.33.0")
+    if (d.other_gpu_memory_gb or 0.0) * GiB >= total_bytes:  # nothing would be left for the engine at all
+        raise InvalidScenarioError(f"{d.other_gpu_memory_gb:g} GiB held by other processes leaves nothing of {accel.name}'s "
+                                   f"{total_bytes / GiB:.2f} GiB", field="other_gpu_memory_gb",
+                                   allowed=f"less than {total_bytes / GiB:.2f}, each GPU's memory in GiB")
     large = (engine.large_gpu_bytes is None or total_bytes >= engine.large_gpu_bytes.value) and (
         accel.record_id not in engine.small_default_accelerators
     )

@@ -52,7 +52,8 @@ render_fits = LazyModule("inferplan.shells.render_fits")
 # puts the help under a long flag where the line is short, so every flag name stays whole at any width
 # (the panels cut them at 80 columns). Sub-command groups take the app's mode.
 HELP_MARKUP = None
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=HELP_MARKUP,
+HELP_NAMES = {"help_option_names": ["-h", "--help"]}  # sub-commands and groups take the root's
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=HELP_MARKUP, context_settings=HELP_NAMES,
                   help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
@@ -300,12 +301,26 @@ def app_for(args: list[str]) -> typer.Typer:
     groups = [g for g in app.registered_groups if g.name == name]
     if not commands and not groups:
         return app
-    lean = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP, help=app.info.help)
+    lean = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP, context_settings=HELP_NAMES, help=app.info.help)
     lean.registered_commands = commands
     lean.registered_groups = groups
-    lean.callback()(_no_options)  # a group with a callback keeps `inferplan NAME …` a sub-command
+    lean.callback()(_root)  # a group with a callback keeps `inferplan NAME …` a sub-command
     return lean
 
 
-def _no_options() -> None:
+def _print_version(given: bool) -> None:
+    if given:
+        from importlib.metadata import version
+
+        typer.echo(f"inferplan {version('inferplan')}")
+        raise typer.Exit()
+
+
+def _root(
+    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                      help="Print inferplan's version and exit."),
+) -> None:
     """Plan self-hosted open-weight LLM deployments."""
+
+
+app.callback()(_root)

@@ -62,7 +62,7 @@ def TokensOpt(default, *names: str, help: str):
 
 
 # options shared by several commands
-ModelOpt = typer.Option(..., "--model", help="Catalogue id/alias, config.json path, model folder or cached repo id.")
+ModelOpt = typer.Option(None, "--model", show_default=False, help="Catalogue id/alias, config.json path, model folder or cached repo id (or the command's argument).")
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...; a Mac's size: 'M4 Max 64GB'), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
 EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
@@ -111,17 +111,23 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 ExplainOpt = typer.Option(False, "--explain", help="Also print the assumptions and the track record behind the answer.")
 
 
-def _json_requested() -> bool:
-    """Whether the running command was given ``--json``: its parsed flags (typer 0.2x runs a vendored
-    click, older ones click itself), else the command line."""
+def current_context():
+    """The running command's click context (typer 0.2x runs a vendored click, older ones click
+    itself), None outside a command."""
     for module in ("typer._click.globals", "click"):
         try:
             ctx = importlib.import_module(module).get_current_context(silent=True)
         except (ImportError, AttributeError):
             continue
         if ctx is not None:
-            return bool(ctx.params.get("as_json"))
-    return "--json" in sys.argv[1:]
+            return ctx
+    return None
+
+
+def _json_requested() -> bool:
+    """Whether the running command was given ``--json``: its parsed flags, else the command line."""
+    ctx = current_context()
+    return bool(ctx.params.get("as_json")) if ctx is not None else "--json" in sys.argv[1:]
 
 
 def fail(message: str, *, field: str | None = None, allowed: str | None = None, detail: str | None = None) -> None:

@@ -49,9 +49,8 @@ def _name(param: object) -> str:
 
 
 def _usage(path: list[str], command: object) -> str:
-    args = " ".join(
-        (p.name or "").upper() if p.required else f"[{(p.name or '').upper()}]"
-        for p in command.params if _is_argument(p))
+    labels = [(p, (p.metavar if (p.metavar or "").isidentifier() else p.name) or "") for p in command.params if _is_argument(p)]
+    args = " ".join(label.upper() if p.required else f"[{label.upper()}]" for p, label in labels)
     options = " [OPTIONS]" if any(not _is_argument(p) for p in command.params) else ""
     return " ".join(["inferplan", *path]) + options + (f" {args}" if args else "")
 

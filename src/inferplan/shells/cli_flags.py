@@ -5,6 +5,9 @@ parameter ``flags``; the decorator puts the named deployment flags in the signat
 (before the command's own) and passes their values to the command as ``flags``, a dict keyed like
 ``Deployment``'s fields (``cli_common.deployment_from`` turns it into the deployment). A new
 deployment flag is added here, and to the groups of the commands that take it.
+
+A command given ``model`` also takes the model as its one argument (``inferplan fit qwen3-32b``,
+as ``vllm serve MODEL`` does), or as ``--model``; one of the two is required.
 """
 
 import functools
@@ -15,6 +18,8 @@ from typing import Any, Optional
 import typer
 
 from inferplan.shells.cli_common import (
+    current_context,
+    fail,
     BatchedOpt,
     CpuOffloadOpt,
     DpOpt,
@@ -48,7 +53,7 @@ from inferplan.shells.cli_common import (
 
 # Deployment field -> (type, typer option)
 FLAGS: dict[str, tuple[Any, Any]] = {
-    "model": (str, ModelOpt),
+    "model": (Optional[str], ModelOpt),
     "gpu": (Optional[str], GpuOpt),
     "system": (Optional[str], SystemOpt),
     "gpus": (Optional[int], GpusOpt),
@@ -133,18 +138,42 @@ def deployment_flags(*names: str, options: dict[str, Any] | None = None) -> Call
         raise ValueError(f"no deployment flag {unknown}")
     declared = {n: (options or {}).get(n, FLAGS[n][1]) for n in names}
 
+    subject = {MODEL_ARGUMENT: (Optional[str], ModelArgument)} if "model" in names else {}
+
     def decorate(fn: Callable[..., None]) -> Callable[..., None]:
         own = [p for p in inspect.signature(fn).parameters.values() if p.name != "flags"]
-        shared = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=declared[n], annotation=FLAGS[n][0])
-                  for n in names]
+        shared = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind)
+                  for n, (kind, default) in {**subject, **{n: (FLAGS[n][0], declared[n]) for n in names}}.items()]
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
-            return fn(flags={n: kwargs.pop(n) for n in names}, **kwargs)
+            given = {n: kwargs.pop(n) for n in names}
+            if subject:
+                given["model"] = model_given(kwargs.pop(MODEL_ARGUMENT), given["model"])
+            return fn(flags=given, **kwargs)
 
         command.__signature__ = inspect.Signature([*shared, *own])  # type: ignore[attr-defined]
-        command.__annotations__ = {**{n: FLAGS[n][0] for n in names},
+        command.__annotations__ = {**{n: kind for n, (kind, _) in subject.items()}, **{n: FLAGS[n][0] for n in names},
                                    **{k: v for k, v in fn.__annotations__.items() if k != "flags"}}
         return command
 
     return decorate
+
+
+MODEL_ARGUMENT = "model_argument"  # the parameter holding the model given as the command's argument
+ModelArgument = typer.Argument(None, metavar="MODEL", show_default=False,
+                               help="The model, as --model takes it (give one of the two).")
+
+
+def model_given(argument: str | None, option: str | None, *, required: bool = True) -> str | None:
+    """The model a command is given as its argument or ``--model``; two different ones, or neither
+    where it is ``required``, is refused naming ``--model``."""
+    if argument is not None and option is not None and argument.strip() != option.strip():
+        fail(f"--model: {option!r}, and {argument!r} as the argument: give the model once",
+             field="--model", allowed="one model, as the argument or --model")
+    model = option if option is not None else argument
+    if model is None and required:
+        ctx = current_context()
+        fail(f"--model: required by '{ctx.command_path if ctx is not None else 'inferplan'}'", field="--model",
+             allowed="a model id, as the argument or --model")
+    return model

@@ -14,6 +14,7 @@ import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_measurements import DbOpt, user_catalog
+from inferplan.shells.cli_flags import ModelArgument, model_given
 from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, split_list, TokensOpt
 
 # the request's domain fields -> the flag a user typed
@@ -36,7 +37,8 @@ NOTE_SETTINGS = ("max_utilisation", "prefix_cache_hit_rate")
 
 
 def search_cmd(
-    model: Optional[str] = typer.Option(None, "--model", help="Catalogue model id or alias."),
+    model_argument: Optional[str] = ModelArgument,
+    model: Optional[str] = typer.Option(None, "--model", help="Catalogue model id or alias (or the command's argument)."),
     models: Optional[str] = typer.Option(None, "--models", help="Several models, comma-separated (instead of --model)."),
     users: Optional[int] = typer.Option(None, "--users", help="Users to carry (with --workload)."),
     workload: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (default chat-seat)."),
@@ -84,13 +86,15 @@ def search_cmd(
     from inferplan.search.budget import Budget
     from inferplan.search.run import search
 
+    model = model_given(model_argument, model, required=False)
     if model and models:
         fail("--model and --models: give one (--models takes a comma-separated list)", field="--model")
     if rent and buy:
         fail("--rent and --buy: give one, or neither to price both", field="--rent/--buy", allowed="--rent | --buy | neither")
     names = split_list(models, "--models") if models else ([model] if model else None)
     if not names:
-        fail("--model: name a model to search for", field="--model")
+        fail("--model: name a model to search for", field="--model",
+             allowed="a model id, as the argument or --model, or several as --models")
     fields = dict(
         models=names, users=users, workload=workload, request_rate_per_s=request_rate, input_len=input_len,
         output_len=output_len, trace=trace, arrival=arrival.strip().lower() if arrival else None,

@@ -10,6 +10,7 @@ person reads one contract. A bare group (``inferplan catalog``) still shows its 
 from __future__ import annotations
 
 import importlib
+import re
 
 import typer
 
@@ -35,6 +36,10 @@ ALLOWED_BY_ERROR_TYPE = {
     "bool_parsing": "true or false",
 }
 
+# a number written with its unit (80GB, 300W, 2s); a multiplier suffix (128k) is not taken for a unit
+UNIT_GIVEN = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%$/]+)\s*$")
+MULTIPLIERS = {"k", "m", "b", "t"}
+
 
 def refuse(exc: click_errors.ClickException) -> int:
     """Print ``exc`` as one line (or the group's help for a bare group) and return the exit status."""
@@ -54,7 +59,10 @@ def describe(exc) -> tuple[str, str | None, str | None]:
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "inferplan"
     if isinstance(exc, click_errors.NoSuchOption):
-        closest = sorted(exc.possibilities or ())
+        from inferplan.shells.cli_option_names import closest_options
+
+        options = [o for p in (ctx.command.params if ctx is not None else ()) for o in (*p.opts, *p.secondary_opts)]
+        closest = closest_options(exc.option_name, command.partition(" ")[2], options)
         allowed = f"the options '{command} --help' lists" + (f"; closest: {', '.join(closest)}" if closest else "")
         return f"no such option of '{command}' (allowed: {allowed})", exc.option_name, allowed
     if isinstance(exc, click_errors.BadOptionUsage):
@@ -72,6 +80,9 @@ def describe(exc) -> tuple[str, str | None, str | None]:
         error = _first_conversion_error(exc)
         if error is not None and error["type"] in ALLOWED_BY_ERROR_TYPE:
             allowed = ALLOWED_BY_ERROR_TYPE[error["type"]]
+            unit = UNIT_GIVEN.match(str(error["input"]))
+            if unit and unit[2].lower() not in MULTIPLIERS:  # '80GB': the unit is the flag's own (its --help says it)
+                allowed = f"{allowed} without its unit, e.g. {unit[1]}"
             return f"cannot read {error['input']!r} (allowed: {allowed})", flag, allowed
         allowed = allowed_by(error) if error is not None and error["type"] in ALLOWED_BY_BOUND else None
         if allowed:  # outside the option's min/max
@@ -81,6 +92,11 @@ def describe(exc) -> tuple[str, str | None, str | None]:
     if group is not None and hasattr(group, "list_commands"):  # a group: an unknown sub-command
         allowed = ", ".join(group.list_commands(ctx))
         return f"{exc.format_message()} (allowed: {allowed})", None, allowed
+    if group is not None and exc.format_message().startswith("Got unexpected extra argument"):
+        names = [_flag(p) for p in group.params if getattr(p, "param_type_name", None) == "argument"]
+        allowed = (f"{', '.join(names)} as {'its argument' if len(names) == 1 else 'its arguments'}, and every other "
+                   "input by its flag") if names else "no arguments: every input by its flag"
+        return f"{exc.format_message()}; '{command} --help' lists what it takes (allowed: {allowed})", None, allowed
     return f"{exc.format_message()}; '{command} --help' lists what it takes", None, None
 
 
