@@ -109,9 +109,54 @@ def test_fit_names_the_build_and_context_the_tag_selected():
     out = CliRunner().invoke(app, ["fit", "--model", "qwen3:32b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"}).output
     first = out.splitlines()[0]
     assert "(llamacpp, gguf-q4_k_m," in first and "at 32,768 tokens" in first
-    assert ("build: qwen3:32b is Ollama's GGUF Q4_K_M build of Qwen3 32B, on llama.cpp (llama-server) as Ollama "
-            "runs it, at 32,768 tokens, the context Ollama gives it on these GPUs") in out
+    assert ("build: qwen3:32b is Ollama's GGUF Q4_K_M build of Qwen3 32B, planned on llama.cpp (llama-server), at "
+            "32,768 tokens, the context Ollama gives it on these GPUs") in out
     assert "bf16" not in out
+
+
+def test_the_build_line_says_where_the_plan_runs_the_tag_unlike_ollama():
+    """Ollama states no --n-gpu-layers (llama-server's --fit places the layers) and loads a vision model's projector:
+    the plan, every layer on the GPU and the text model alone, says so rather than claim it runs as Ollama does."""
+    def note(model, **stated):
+        return fit_or_suggest(Deployment(model=model, gpu="rtx-4090", **stated), CATALOG).build_note
+    qwen = note("qwen3:32b")
+    assert "as Ollama runs it" not in qwen and "with every layer on the GPU, where Ollama leaves their placement to " \
+        "llama-server's --fit" in qwen and "text only" not in qwen
+    assert "with the layers stated on the GPU" in note("qwen3:32b", n_gpu_layers=40, host_memory_gb=64)
+    for tag in ("gemma3:27b", "gemma4:31b", "mistral-small3.2:24b"):  # Ollama's llm/llama_server.go allowlist
+        assert "text only, where Ollama also loads the vision projector on the GPU" in note(tag), tag
+
+
+def test_a_refusal_at_ollamas_context_says_where_the_context_came_from():
+    run = CliRunner().invoke
+    perf = run(app, ["perf", "--model", "qwen3:32b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"})
+    assert perf.exit_code == 2 and "at max_model_len 32,768, the context Ollama gives qwen3:32b on these GPUs " \
+        "(--max-model-len states another)" in perf.output
+    sim = run(app, ["simulate", "--model", "qwen3:32b", "--gpu", "rtx-4090", "--request-rate", "0.1"], env={"COLUMNS": "250"})
+    assert sim.exit_code == 2 and "the context Ollama gives qwen3:32b" in sim.output
+    same = run(app, ["perf", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--quantization",
+                     "gguf-q4_k_m", "--max-model-len", "32768"], env={"COLUMNS": "250"})
+    assert same.exit_code == 2 and "at max_model_len 32,768: the KV cache" in same.output and "Ollama" not in same.output
+
+
+@pytest.mark.parametrize(("name", "listed"), [
+    ("qwen3:30b", "qwen3:30b-a3b"),  # another size tag of a library the catalogue lists tags for
+    ("qwen3", "qwen3:32b"),  # a bare library name: Ollama's latest tag
+    ("mistral-small3.2", "mistral-small3.2:24b"),  # reads like the alias Mistral Small 3.2, spelt as Ollama's name
+    ("gpt-oss", "gpt-oss:20b"),
+])
+def test_an_unlisted_tag_or_bare_name_of_a_listed_library_is_refused_naming_its_tags(name, listed):
+    with pytest.raises(UnknownModelError) as exc:
+        CATALOG.model(name)
+    assert exc.value.field == "model" and listed in exc.value.allowed
+    out = CliRunner().invoke(app, ["fit", "--model", name, "--gpu", "rtx-4090"], env={"COLUMNS": "250"})
+    assert out.exit_code == 2 and "vllm" not in out.output and listed in out.output
+
+
+@pytest.mark.parametrize(("name", "model"), [("Mistral Small 3.2", "mistral-small-3.2-24b"),
+                                             ("deepseek-r1", "deepseek-r1"), ("Qwen/Qwen3-8B", "qwen3-8b")])
+def test_a_catalogue_name_that_is_also_a_library_name_still_names_its_card(name, model):
+    assert CATALOG.model(name).id == model
 
 
 def test_perf_and_deploy_plan_the_tags_build():

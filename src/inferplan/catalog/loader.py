@@ -173,11 +173,8 @@ class Catalog:
         return self.systems.get(name, field_name=field_name, error=UnknownHardwareError)
 
     def model(self, name: str, field_name: str = "model") -> ModelCard:
-        try:
-            return self.models.get(name, field_name=field_name, error=UnknownModelError)
-        except UnknownModelError:
-            refuse_unlisted_tag(self, name, field_name)  # an Ollama tag the card lacks: its tags named
-            raise
+        refuse_unlisted_tag(self, name, field_name)  # an Ollama tag the catalogue lacks: the tags it lists named
+        return self.models.get(name, field_name=field_name, error=UnknownModelError)
 
     def quantization(self, name: str, field_name: str = "quantization") -> Quantization:
         return self.quantizations.get(name, field_name=field_name, error=CatalogError)

@@ -4,8 +4,8 @@ A person who types ``qwen3:32b`` runs Ollama, which serves the tag's GGUF file t
 ``llama-server`` (``data/ollama.yaml``). So a tag resolves to the model and to a build: the card's checkpoint
 in the tag's quantization, on the catalogue engine Ollama's runner is, at the context Ollama gives it.
 ``memory.hardware`` plans that build where the deployment states no engine, weight format or context; a
-stated one wins. A name spelt as a further tag of a model the catalogue has tags for (``qwen3:32b-fp16``) is
-refused naming the tags it lists.
+stated one wins. A name spelt as another tag of a library the catalogue has tags for (``qwen3:32b-fp16``,
+``qwen3:30b``, bare ``qwen3``) is refused naming the tags it lists.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class NamedBuild:
     model: str  # the card's id
     quantization: str
     engine: str
+    vision_projector: bool = False  # Ollama loads a vision projector with it, which the plan leaves out
 
 
 def named_build(catalog, name: str) -> NamedBuild | None:
@@ -37,24 +38,41 @@ def named_build(catalog, name: str) -> NamedBuild | None:
         for tag in card.ollama_tags:
             if normalise_name(tag.tag) == wanted:
                 runner = catalog.ollama_runners.records[OLLAMA]
-                return NamedBuild(tag.tag, card.id, tag.quantization, runner.engine)
+                return NamedBuild(tag.tag, card.id, tag.quantization, runner.engine,
+                                  tag.vision_projector_source is not None)
     return None
 
 
+def library(tag: str) -> str:
+    """The Ollama library a tag belongs to (``qwen3`` of ``qwen3:32b``; a bare library name is its own)."""
+    return tag.strip().lower().partition(":")[0]
+
+
 def refuse_unlisted_tag(catalog, name: str, field_name: str) -> None:
-    """Raise ``UnknownModelError`` naming the tags the catalogue lists when ``name`` is spelt as a further tag of a
-    model it has Ollama tags for (``qwen3:32b-fp16``: a build the card does not list); else return."""
+    """Raise ``UnknownModelError`` naming the tags the catalogue lists when ``name`` is no catalogue name but is
+    spelt as a tag (or, bare, the name) of an Ollama library the catalogue lists tags for: a further tag of a
+    listed one (``qwen3:32b-fp16``: a build the card does not list) names that card's tags; another tag of the
+    library (``qwen3:30b``) or the bare library name (``qwen3``, which Ollama reads as its ``latest`` tag) names
+    the library's (``mistral-small3.2``, though it reads like the alias Mistral Small 3.2, as that alias is not
+    spelt so). Such a name selects a build of Ollama's the catalogue cannot say, so it is never planned as the
+    card's own build. Else return."""
     spelt = name.strip().lower()
-    if ":" not in spelt:
-        return
+    found = catalog.models.exact(name)
+    if found and (":" in spelt or any(spelt in {n.lower() for n in (c.id, c.name, *c.aliases)} for c in found)):
+        return  # a tag or a name of a card (deepseek-r1 is a card's id and a library's name), not a look-alike
     matches = [(len(tag.tag), card) for card in catalog.models
                for tag in card.ollama_tags if spelt.startswith(tag.tag.lower() + "-")]
-    if not matches:
+    if matches:
+        card = max(matches, key=lambda m: m[0])[1]
+        raise UnknownModelError(f"{name!r} is an Ollama tag of {card.name} in a build the catalogue does not "
+                                "list for it", field=field_name, allowed=", ".join(t.tag for t in card.ollama_tags))
+    listed = [tag.tag for card in catalog.models for tag in card.ollama_tags if library(tag.tag) == library(spelt)]
+    if not listed:
         return
-    card = max(matches, key=lambda m: m[0])[1]
-    listed = ", ".join(t.tag for t in card.ollama_tags)
-    raise UnknownModelError(f"{name!r} is an Ollama tag of {card.name} in a build the catalogue does not list for it",
-                            field=field_name, allowed=listed)
+    which = "tag" if ":" in spelt else "latest tag"
+    raise UnknownModelError(f"{name!r} names an Ollama {which} of the {library(spelt)} library the catalogue "
+                            "does not list, so which build it pulls is not known here", field=field_name,
+                            allowed=", ".join(listed))
 
 
 def tag_note(catalog, name: str) -> str | None:
@@ -63,5 +81,4 @@ def tag_note(catalog, name: str) -> str | None:
     if named is None:
         return None
     return (f"{named.tag} is Ollama's {catalog.quantizations.records[named.quantization].name} build of "
-            f"{catalog.models.records[named.model].name}, on {catalog.engines.records[named.engine].name} as Ollama "
-            "runs it")
+            f"{catalog.models.records[named.model].name}, planned on {catalog.engines.records[named.engine].name}")

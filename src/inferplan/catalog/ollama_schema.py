@@ -17,6 +17,9 @@ class OllamaTag(Frozen):
     tag: str = Field(min_length=3, pattern=r"^[a-z0-9][a-z0-9._-]*:[A-Za-z0-9][A-Za-z0-9._-]*$")
     quantization: str  # the quantization id of the card's checkpoint the tag's file is (references.py checks it)
     source: str  # where the tag and its quantization are stated
+    # where it is stated that Ollama loads a vision projector with the tag's model (None: a text model), which the
+    # plan of the tag does not count: it plans the card's GGUF text model alone
+    vision_projector_source: str | None = None
     note: str | None = None
 
 

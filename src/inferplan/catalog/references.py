@@ -159,8 +159,9 @@ def _check_ollama(catalog, model) -> None:
         if tag.quantization not in builds:
             raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r} pulls {tag.quantization!r}, which is no "
                                "checkpoint of the card", field=f"{model.id}.ollama_tags", allowed=", ".join(builds))
-        if tag.source not in catalog.sources:
-            raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r}: unknown source {tag.source!r}",
+        if tag.source not in catalog.sources or tag.vision_projector_source not in (None, *catalog.sources):
+            raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r}: unknown source {tag.source!r} or "
+                               f"{tag.vision_projector_source!r}",
                                field=f"{model.id}.ollama_tags")
         if not catalog.engines.records[runner.engine].loads(catalog.quantizations.records[tag.quantization]):
             raise CatalogError(f"models:{model.id}: Ollama tag {tag.tag!r}: {runner.engine} does not load "

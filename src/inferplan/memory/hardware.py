@@ -131,9 +131,17 @@ def ollama_context_tokens(catalog: Catalog, d: Deployment) -> int:
         per_gpu * hw.gpus, resolve_model(catalog, d.model).context_tokens)
 
 
+def ollama_default_context(catalog: Catalog, d: Deployment) -> bool:
+    """Whether ``d`` (as planned, after ``with_default_engine``) runs an Ollama tag's build at the context Ollama
+    gives the model with no num_ctx set, rather than at one a person stated."""
+    named = named_build(catalog, d.model)
+    return named is not None and (d.engine, d.quantization) == (named.engine, named.quantization) and \
+        bool(d.gpu or d.system) and d.max_model_len == ollama_context_tokens(catalog, d)
+
+
 def build_note(catalog: Catalog, d: Deployment) -> str | None:
-    """One line saying which build the Ollama tag naming ``d``'s model selected and whether the plan runs it
-    (``d`` as planned, after ``with_default_engine``); None: the model is named otherwise."""
+    """One line saying which build the Ollama tag naming ``d``'s model selected and how the plan runs it, unlike
+    Ollama where it does (``d`` as planned, after ``with_default_engine``); None: the model is named otherwise."""
     named = named_build(catalog, d.model)
     if named is None:
         return None
@@ -143,9 +151,23 @@ def build_note(catalog: Catalog, d: Deployment) -> str | None:
         tokens = ollama_context_tokens(catalog, d)
         context = "the context Ollama gives it on these GPUs" if d.max_model_len == tokens else \
             f"not the {tokens:,} Ollama gives it on these GPUs"
-        return (f"{tag_note(catalog, d.model)}, at {d.max_model_len:,} tokens, {context}; a stated engine, "
-                "quantization or context plans another")
+        return (f"{tag_note(catalog, d.model)}, at {d.max_model_len:,} tokens, {context}, {_unlike_ollama(d, named)}; "
+                "a stated engine, quantization or context plans another")
     quant = catalog.quantizations.records[named.quantization].name
     engine = catalog.engines.records[named.engine].name
     planned = d.quantization or "the engine's own build"
     return f"{named.tag} names Ollama's {quant} build on {engine}; planned as stated: {d.engine}, {planned}"
+
+
+def _unlike_ollama(d: Deployment, named: NamedBuild) -> str:
+    """How the plan of an Ollama tag's build runs it where Ollama does not: every layer on the GPUs (or the layers
+    stated), where Ollama states no --n-gpu-layers and llama-server's --fit keeps a margin free on each GPU and
+    moves layers to host RAM where it is short (engine_flags.yaml's n_gpu_layers); and the text model alone, where
+    Ollama also loads the model's vision projector (ollama.yaml)."""
+    stated = d.n_gpu_layers is not None or d.n_cpu_moe is not None
+    layers = "with the layers stated on the GPU" if stated else \
+        "with every layer on the GPU, where Ollama leaves their placement to llama-server's --fit (a margin kept " \
+        "free on each GPU, layers moved to host RAM where it is short)"
+    if not named.vision_projector:
+        return layers
+    return f"{layers}; text only, where Ollama also loads the vision projector on the GPU"

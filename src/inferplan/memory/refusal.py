@@ -16,6 +16,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.hardware import ollama_default_context
 from inferplan.memory.layout import describe_split
 from inferplan.memory.suggest import longest_context
 from inferplan.units import GiB
@@ -44,9 +45,12 @@ def refuse_unfit(fit: MemoryFit, d: Deployment, catalog: Catalog) -> None:
     need = _kv_needed(fit)
     where = (f"{fit.model} does not fit on {fit.parallel.gpus}× {fit.accelerator}"
              f"{'' if d.gpus is not None or d.system is not None or fit.parallel.gpus > 1 else ' (no GPU count given: one)'}")
+    at = f"at max_model_len {fit.max_model_len:,}" + (
+        f", the context Ollama gives {d.model} on these GPUs (--max-model-len states another)"
+        if ollama_default_context(catalog, d) else "")
     if room > 0 and need > room:
-        _refuse_kv(fit, d, catalog, where, room, need)
-    _refuse_hardware(fit, d, where)
+        _refuse_kv(fit, d, catalog, where, at, room, need)
+    _refuse_hardware(fit, d, where, at)
 
 
 def _kv_needed(fit: MemoryFit) -> float:
@@ -57,7 +61,7 @@ def _kv_needed(fit: MemoryFit) -> float:
     return fit.kv_cache_needed_bytes_per_gpu or fit.sequence_bytes_per_gpu
 
 
-def _refuse_kv(fit: MemoryFit, d: Deployment, catalog: Catalog, where: str, room: float, need: float) -> None:
+def _refuse_kv(fit: MemoryFit, d: Deployment, catalog: Catalog, where: str, at: str, room: float, need: float) -> None:
     """The weights fit and leave ``room``; the KV cache the plan asks for does not: too many sequences each
     given a whole context at start-up, else too long a context, with the longest that fits as ``fit`` finds it
     (``memory.suggest.longest_context``: what else shrinks with the context, llama.cpp's compute buffer, counted)."""
@@ -73,7 +77,7 @@ def _refuse_kv(fit: MemoryFit, d: Deployment, catalog: Catalog, where: str, room
     longest = longest_context(d, catalog, fit.max_model_len)
     per = f" for each of {slots:,} sequences" if fit.kv_cache_allocated_bytes_per_gpu is not None and slots > 1 else ""
     raise InvalidScenarioError(
-        f"{where} at max_model_len {fit.max_model_len:,}: the KV cache for that context{per} needs "
+        f"{where} {at}: the KV cache for that context{per} needs "
         f"{need / GiB:.1f} GiB per GPU and the weights leave {room / GiB:.1f} GiB ({short})", field="max_model_len",
         allowed=(f"a context of at most {longest:,} tokens" if longest else "a shorter context")
         + _more_gpus(fit, d, " or "))
@@ -98,7 +102,7 @@ def _in_systems(fit: MemoryFit, d: Deployment, gpus: int) -> str:
     return f" ({systems} × {d.system}: {systems * node} GPUs, {split})"
 
 
-def _refuse_hardware(fit: MemoryFit, d: Deployment, where: str) -> None:
+def _refuse_hardware(fit: MemoryFit, d: Deployment, where: str, at: str) -> None:
     """The weights (or start-up's own allocations) leave no room: more or larger GPUs, or smaller weights."""
     smallest = fit.fewest_gpus_fit
     system_alone = d.system is not None and d.gpus is None  # the GPUs are the system's: name what was given
@@ -112,5 +116,5 @@ def _refuse_hardware(fit: MemoryFit, d: Deployment, where: str) -> None:
     what = f"short by {short / GiB:.1f} GiB per GPU" if short > 0 else "its memory plan cannot start"
     if fit.startup_note and fit.startup_shortfall_bytes_per_gpu > 0:
         what += f": {fit.startup_note}"
-    raise InvalidScenarioError(f"{where} at max_model_len {fit.max_model_len:,} ({what}{needs})",
+    raise InvalidScenarioError(f"{where} {at} ({what}{needs})",
                                field=field, allowed=more + OTHER_CHANGES)
