@@ -69,10 +69,10 @@ def refuse_unlisted_tag(catalog, name: str, field_name: str) -> None:
     listed = [tag.tag for card in catalog.models for tag in card.ollama_tags if library(tag.tag) == library(spelt)]
     if not listed:
         return
-    which = "tag" if ":" in spelt else "latest tag"
-    raise UnknownModelError(f"{name!r} names an Ollama {which} of the {library(spelt)} library the catalogue "
-                            "does not list, so which build it pulls is not known here", field=field_name,
-                            allowed=", ".join(listed))
+    which = f"is a tag of Ollama's {library(spelt)} library that" if ":" in spelt else \
+        f"names Ollama's {library(spelt)} library, whose latest tag it pulls, and that tag"
+    raise UnknownModelError(f"{name!r} {which} is not one the catalogue lists, so the build it pulls is not "
+                            "known here", field=field_name, allowed=", ".join(listed))
 
 
 def tag_note(catalog, name: str) -> str | None:
