@@ -53,6 +53,9 @@ def test_sweep_figures_are_estimates_numbers(d):
     for w in [*WORKLOADS, *reversed(WORKLOADS)]:
         expected = _answer(lambda: Figures.of(estimate(d, w, CATALOG)))
         assert _answer(lambda: sweep.figures(d, w)) == expected, w
+        if w.concurrency == 1:  # a lone request: its prompt alone timed
+            assert _answer(lambda: sweep.lone_prefill_s(d, w)) == (expected if isinstance(expected, tuple) else
+                                                                  expected.prefill_s), w
 
 
 def test_sweep_figures_from_a_measured_profile():
@@ -62,6 +65,8 @@ def test_sweep_figures_from_a_measured_profile():
     est = estimate(d, w, CATALOG)
     assert est.source == "measured"
     assert EstimateSweep(CATALOG).figures(d, w) == Figures.of(est)
+    lone = w.model_copy(update={"concurrency": 1})
+    assert EstimateSweep(CATALOG).lone_prefill_s(d, lone) == estimate(d, lone, CATALOG).prefill_s
 
 
 def test_remembered_steps_are_the_steps():

@@ -57,6 +57,18 @@ def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[flo
     return [(cached + i * budget, min(budget, tokens - i * budget)) for i in range(n)]
 
 
+def _lone_prompt_s(ctx: ServingContext) -> float:
+    """A request's prompt with nothing else running: its chunks of the whole budget, each attending to what came before."""
+    return sum(_lone_chunk_s(ctx, start, tokens) for start, tokens in
+               prompt_chunks(ctx.uncached, ctx.w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
+
+
+def _first_token_s(ctx: ServingContext, prompt_s: float) -> float:
+    """TTFT of a prompt that runs for ``prompt_s``: receiving, tokenising and scheduling it first, and loading its
+    host-tier hits."""
+    return prompt_s + (ctx.rates.request_overhead_s + ctx.host_kv_load_s)
+
+
 @dataclass(frozen=True)
 class Figures:
     """The numbers of ``estimate_at``'s answer without its wording (assumptions, track record, quoted points),
@@ -111,14 +123,13 @@ def _core(ctx: ServingContext, concurrency: int) -> tuple[int, int, float, float
     seen = min(mixed_iters * (running - 1) / running, decode_iters)
     tpot = (seen * t_mixed + (decode_iters - seen) * t_decode) / decode_iters / ctx.tau
     # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
-    if running == 1:  # alone: its prompt in chunks of the whole budget (nothing else decodes), each attending to what came before
-        ttft = sum(_lone_chunk_s(ctx, start, tokens)
-                   for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
+    if running == 1:  # alone: its prompt in chunks of the whole budget (nothing else decodes)
+        ttft = _lone_prompt_s(ctx)
     else:  # whole chunks of the budget, then what is left in one more iteration
         chunk = ctx.chunk_budget(running)
         whole, rest = divmod(max(ctx.uncached, 1.0), chunk)
         ttft = whole * ctx.chunk_round_s(running - 1, chunk) + (ctx.chunk_round_s(running - 1, rest) if rest > 1e-6 else 0.0)
-    ttft += ctx.rates.request_overhead_s + ctx.host_kv_load_s  # receiving, tokenising and scheduling; host-tier hits
+    ttft = _first_token_s(ctx, ttft)
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)
     if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)
@@ -299,6 +310,14 @@ class EstimateSweep:
         if key not in self._figures:
             self._figures[key] = figures_at(ctx, concurrency)
         return self._figures[key]
+
+    def lone_prefill_s(self, d: Deployment, w: Workload) -> float:
+        """``figures(d, w).prefill_s`` of a workload of one request in flight, its prompt alone timed: what a lone
+        prompt takes, read without the request's decode steps."""
+        ctx, stated, _, _ = self._context(d, w)
+        if concurrency_for(ctx, w) != 1 or self.use_profiles and find_profile(ctx, stated)[0] is not None:
+            return self.figures(d, w).prefill_s
+        return _first_token_s(ctx, _lone_prompt_s(ctx)) - ctx.rates.request_overhead_s
 
     def _context(self, d: Deployment, w: Workload) -> tuple[ServingContext, Deployment, Deployment, str | None]:
         """The context of ``d`` under ``w`` as the engine starts it, the deployment as asked, as started and the

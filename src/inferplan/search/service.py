@@ -212,5 +212,5 @@ def _lone_prompts(d: Deployment, w: Workload, sweep: EstimateSweep, budget: int)
     times = []
     for n in lengths:
         one = w.model_copy(update={"input_len": n, "output_len": 1, "concurrency": 1, "prefix_cache_hit_rate": 0.0})
-        times.append(sweep.figures(d, one).prefill_s)
+        times.append(sweep.lone_prefill_s(d, one))
     return tuple(lengths), tuple(times)
