@@ -7,7 +7,8 @@ from inferplan.catalog.loader import load_catalog
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
-from inferplan.performance.serving import EstimateSweep, estimate
+from inferplan.performance.context import ServingContext
+from inferplan.performance.serving import EstimateSweep, Figures, estimate, estimate_at
 
 CATALOG = load_catalog()
 
@@ -42,6 +43,41 @@ def test_sweep_answers_as_estimate(d):
     sweep = EstimateSweep(CATALOG)
     for w in WORKLOADS:
         assert _answer(lambda: sweep.at(d, w)) == _answer(lambda: estimate(d, w, CATALOG)), w
+
+
+@pytest.mark.parametrize("d", DEPLOYMENTS, ids=lambda d: f"{d.model}-{d.gpu}-{d.engine}")
+def test_sweep_figures_are_estimates_numbers(d):
+    """The figures alone are the estimate's numbers, each float the same, asked twice and in any order ('max'
+    first, then the number it comes to), and every refusal the estimate's."""
+    sweep = EstimateSweep(CATALOG)
+    for w in [*WORKLOADS, *reversed(WORKLOADS)]:
+        expected = _answer(lambda: Figures.of(estimate(d, w, CATALOG)))
+        assert _answer(lambda: sweep.figures(d, w)) == expected, w
+        if w.concurrency == 1:  # a lone request: its prompt alone timed
+            assert _answer(lambda: sweep.lone_prefill_s(d, w)) == (expected if isinstance(expected, tuple) else
+                                                                  expected.prefill_s), w
+
+
+def test_sweep_figures_from_a_measured_profile():
+    """Where a measured profile of the deployment answers, the figures are the profile's, not the model's."""
+    d = Deployment(model="deepseek-r1", gpu="b200", gpus=8, engine="sglang", quantization="fp8-block")
+    w = Workload(input_len=1024, output_len=1024, concurrency=16)
+    est = estimate(d, w, CATALOG)
+    assert est.source == "measured"
+    assert EstimateSweep(CATALOG).figures(d, w) == Figures.of(est)
+    lone = w.model_copy(update={"concurrency": 1})
+    assert EstimateSweep(CATALOG).lone_prefill_s(d, lone) == estimate(d, lone, CATALOG).prefill_s
+
+
+def test_remembered_steps_are_the_steps():
+    """A context that keeps its iterations answers each as one that times it afresh, across workloads made of it."""
+    d = DEPLOYMENTS[3]  # pipeline parallel: the round is more than one stage's step
+    fresh = ServingContext(CATALOG, d, BASE)
+    kept = ServingContext(CATALOG, d, BASE).remember_steps()
+    for w in (BASE, BASE.model_copy(update={"prefix_cache_hit_rate": 1.0}), BASE.model_copy(update={"output_len": 100})):
+        for c in (1, 3, 8, 3):
+            assert estimate_at(kept.with_workload(w), c) == estimate_at(fresh.with_workload(w), c), (w, c)
+    assert kept._steps and fresh._steps is None
 
 
 def test_sweep_refuses_as_estimate():

@@ -107,8 +107,8 @@ def plan_memory(d: Deployment, catalog: Catalog | None = None) -> MemoryPlan:
 
 
 def memory_fits(d: Deployment, catalog: Catalog) -> bool:
-    """Whether ``d`` fits: ``plan_memory``'s verdict (``verdict_plan``), for a caller after the verdict alone:
-    the most slots an engine starts with, bisected over many plans that do not fit."""
+    """Whether ``d`` fits: ``plan_memory``'s verdict (``verdict_plan``), for a caller after the verdict alone,
+    probing many plans that may not fit."""
     return verdict_plan(d, catalog).result.fits
 
 

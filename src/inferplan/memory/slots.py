@@ -10,7 +10,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
-from inferplan.memory.fit import memory_fits, plan_memory
+from inferplan.memory.fit import plan_memory, verdict_plan
 from inferplan.memory.fit_result import MemoryFit
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
@@ -21,7 +21,22 @@ def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
     does not allocate its context per slot, or ``d`` states its slots."""
     if d.max_num_seqs is not None or context_slots(catalog, d, catalog.engine(d.engine).id) is None:
         return None
-    low, high = 0, limit  # slot counts known to fit / to try
+    one = _plan(d, 1, catalog)
+    if one is None or not one.fits or limit < 1:
+        return 0
+    low, high = 1, limit  # slot counts known to fit / to try
+    # the slots whose caches the room left at one slot holds: near the answer (each slot's compute buffer is left
+    # out), so it and the next one bracket it in two plans where a bisection over ``limit`` takes ten; any
+    # bracket leads the bisection below to the one largest count that fits
+    guess = min(int(one.kv_cache_bytes_per_gpu // one.kv_cache_needed_bytes_per_gpu), limit) \
+        if one.kv_cache_needed_bytes_per_gpu > 0 else 1
+    if guess > 1:
+        if _fits(d, guess, catalog):
+            low = guess
+            if guess < high and not _fits(d, guess + 1, catalog):
+                high = guess
+        else:
+            high = guess - 1
     while low < high:
         mid = (low + high + 1) // 2
         if _fits(d, mid, catalog):
@@ -31,11 +46,16 @@ def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
     return low
 
 
-def _fits(d: Deployment, slots: int, catalog: Catalog) -> bool:
+def _plan(d: Deployment, slots: int, catalog: Catalog) -> MemoryFit | None:
+    """The verdict's plan of ``d`` started with ``slots`` slots (None: refused)."""
     try:
-        return memory_fits(d.model_copy(update={"max_num_seqs": slots}), catalog)
+        return verdict_plan(d.model_copy(update={"max_num_seqs": slots}), catalog).result
     except InferplanError:
-        return False
+        return None
+
+
+def _fits(d: Deployment, slots: int, catalog: Catalog) -> bool:
+    return (plan := _plan(d, slots, catalog)) is not None and plan.fits
 
 
 def with_most_slots(d: Deployment, catalog: Catalog, limit: int) -> Deployment:

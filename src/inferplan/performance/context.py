@@ -76,6 +76,7 @@ class ServingContext:
         # llama.cpp runs the --parallel slots it is started with (max_num_seqs, else one), each holding
         # max_model_len of the cache: those, not the memory left over, are what it serves at once
         self.started_slots = context_slots(catalog, d, fit.engine)
+        self._steps: dict | None = None  # iterations already timed, once ``remember_steps`` turns it on
         self._fill_workload()
 
     def with_workload(self, w: Workload) -> ServingContext:
@@ -133,6 +134,14 @@ class ServingContext:
         ``pp`` micro-batches, and the round takes the longer of one micro-batch passing every stage
         (its ``pp − 1`` stage boundaries included: ``boundary_host_s``) and the slowest stage (the last: it runs
         the lm_head) working through all of them."""
+        if self._steps is None:
+            return self._iteration(batch, prefill_tokens)
+        key = (batch, prefill_tokens, self.w.input_len + self.w.output_len / 2, self.w.speculative_tokens)
+        if key not in self._steps:
+            self._steps[key] = self._iteration(batch, prefill_tokens)
+        return self._steps[key]
+
+    def _iteration(self, batch: int, prefill_tokens: float) -> tuple[StepTime, float]:
         shape = self._step_shape(max(batch / self.pp, 1e-9), prefill_tokens / self.pp)
         step = decode_step(self.work, self.mp.layout, self.rates, **shape)
         if self.pp == 1:
@@ -140,6 +149,13 @@ class ServingContext:
         last = decode_step(self.work.last_stage(), self.mp.layout, self.rates, **shape)
         trip = self.pp * step.seconds + self.boundary_host_s(self.requests_per_micro_batch(batch))
         return step, max(trip, self.micro_batches_in_flight(batch) * last.seconds)
+
+    def remember_steps(self) -> ServingContext:
+        """This context, its ``iteration`` answers kept from now on and shared by the contexts ``with_workload``
+        makes of it (a step is a pure function of the deployment's pieces and the step's shape): for a sweep
+        that asks the same step of several workloads, and changes none of the pieces (``rates``, ``work``)."""
+        self._steps = {}
+        return self
 
     def _step_shape(self, sequences: float, prefill_tokens: float) -> dict:
         """decode_step's workload for one micro-batch of ``sequences`` fusing ``prefill_tokens``."""

@@ -10,6 +10,7 @@ tokens. Concurrency beyond what the KV cache holds is an error; beyond the engin
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,7 +33,7 @@ from inferplan.performance.local_runs import (MeasuredPoint, UserRun, run_launch
 from inferplan.performance.measured import MAX_QUOTES, matching_points, measured_quotes, quote_note
 from inferplan.performance.notes import (FIXED_COST_CAVEAT, fixed_costs, graphs_note, hop_note, padding_note, prompt_note,
                                          unpack_note)
-from inferplan.performance.phases import micro_batches, prefill
+from inferplan.performance.phases import StepTime, micro_batches, prefill
 from inferplan.performance.profiles import anchor, find_profile, interpolate, profile_range
 from inferplan.performance.track_record import with_track_record
 
@@ -56,8 +57,41 @@ def prompt_chunks(uncached: float, cached: float, budget: int) -> list[tuple[flo
     return [(cached + i * budget, min(budget, tokens - i * budget)) for i in range(n)]
 
 
-def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
-    w, d, fit = ctx.w, ctx.d, ctx.mp.result
+def _lone_prompt_s(ctx: ServingContext) -> float:
+    """A request's prompt with nothing else running: its chunks of the whole budget, each attending to what came before."""
+    return sum(_lone_chunk_s(ctx, start, tokens) for start, tokens in
+               prompt_chunks(ctx.uncached, ctx.w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
+
+
+def _first_token_s(ctx: ServingContext, prompt_s: float) -> float:
+    """TTFT of a prompt that runs for ``prompt_s``: receiving, tokenising and scheduling it first, and loading its
+    host-tier hits."""
+    return prompt_s + (ctx.rates.request_overhead_s + ctx.host_kv_load_s)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The numbers of ``estimate_at``'s answer without its wording (assumptions, track record, quoted points),
+    each the same float the estimate carries: what a serving curve reads off the speed model."""
+
+    concurrency: int
+    running_per_instance: int
+    ttft_s: float
+    tpot_s: float
+    prefill_s: float
+    output_tokens_per_s_total: float
+    tokens_per_step: float
+    engine: str
+
+    @classmethod
+    def of(cls, e: ServingEstimate) -> Figures:
+        return cls(e.concurrency, e.running_per_instance, e.ttft_s, e.tpot_s, e.prefill_s, e.output_tokens_per_s_total,
+                   e.tokens_per_step, e.engine)
+
+
+def _core(ctx: ServingContext, concurrency: int) -> tuple[int, int, float, float, float, StepTime]:
+    """(requests per instance, running, TTFT, TPOT, output tokens/s in all, the cycle's telling step) at ``concurrency``."""
+    w = ctx.w
     if concurrency > ctx.max_concurrency():
         raise InvalidScenarioError(
             f"concurrency {concurrency} does not fit: the KV cache holds {ctx.max_concurrency()} requests of "
@@ -89,14 +123,13 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
     seen = min(mixed_iters * (running - 1) / running, decode_iters)
     tpot = (seen * t_mixed + (decode_iters - seen) * t_decode) / decode_iters / ctx.tau
     # TTFT: the new request's uncached input in chunks of the batch budget, alongside the others
-    if running == 1:  # alone: its prompt in chunks of the whole budget (nothing else decodes), each attending to what came before
-        ttft = sum(_lone_chunk_s(ctx, start, tokens)
-                   for start, tokens in prompt_chunks(ctx.uncached, w.input_len - ctx.uncached, ctx.mp.settings.max_num_batched_tokens))
+    if running == 1:  # alone: its prompt in chunks of the whole budget (nothing else decodes)
+        ttft = _lone_prompt_s(ctx)
     else:  # whole chunks of the budget, then what is left in one more iteration
         chunk = ctx.chunk_budget(running)
         whole, rest = divmod(max(ctx.uncached, 1.0), chunk)
         ttft = whole * ctx.chunk_round_s(running - 1, chunk) + (ctx.chunk_round_s(running - 1, rest) if rest > 1e-6 else 0.0)
-    ttft += ctx.rates.request_overhead_s + ctx.host_kv_load_s  # receiving, tokenising and scheduling; host-tier hits
+    ttft = _first_token_s(ctx, ttft)
     # each sequence also spends that time before its prompt runs, so a closed loop's cycle is longer by it
     output_instance = running * w.output_len / (cycle + ctx.rates.request_overhead_s)
     if per_instance > running:  # queued requests wait their turn (closed loop, Little's law)
@@ -105,6 +138,19 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
     # the requests that exist, each at the busiest instance's rate: fewer requests than instances
     # leave some idle (DP ranks in lock-step run at the busiest one's pace anyway)
     total = output_instance * concurrency / per_instance
+    return per_instance, running, ttft, tpot, total, step
+
+
+def figures_at(ctx: ServingContext, concurrency: int) -> Figures:
+    """``estimate_at(ctx, concurrency)``'s numbers alone (``Figures``), its wording left out."""
+    _, running, ttft, tpot, total, _ = _core(ctx, concurrency)
+    return Figures(concurrency, running, ttft, tpot, ttft - ctx.rates.request_overhead_s, total, ctx.tau,
+                   ctx.mp.result.engine)
+
+
+def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
+    w, d, fit = ctx.w, ctx.d, ctx.mp.result
+    per_instance, running, ttft, tpot, total, step = _core(ctx, concurrency)
     assumptions = [*fit.assumptions, *ctx.rates.notes, *ctx.work.notes]
     if per_instance > running:
         assumptions.append(f"{per_instance:,} requests per instance, {running:,} running at once (the engine's limit): the "
@@ -247,8 +293,35 @@ class EstimateSweep:
         self.catalog, self.use_profiles = catalog, use_profiles
         self._started: dict[tuple[int, int | str], tuple] = {}  # by (deployment asked, concurrency); each object held
         self._contexts: dict[int, tuple[Deployment, ServingContext]] = {}  # by deployment started
+        self._figures: dict[tuple, Figures] = {}  # by deployment started, concurrency and the rest of the workload
 
     def at(self, d: Deployment, w: Workload) -> ServingEstimate:
+        ctx, stated, _, slots_note = self._context(d, w)
+        return _estimate_in(ctx, stated, slots_note, self.use_profiles, ())
+
+    def figures(self, d: Deployment, w: Workload) -> Figures:
+        """``at(d, w)``'s numbers (``Figures``): the calibrated model's without building its wording, unless a
+        measured profile of the deployment answers (then the profile's, from the whole estimate)."""
+        ctx, stated, started, slots_note = self._context(d, w)
+        if self.use_profiles and find_profile(ctx, stated)[0] is not None:
+            return Figures.of(_estimate_in(ctx, stated, slots_note, True, ()))
+        concurrency = concurrency_for(ctx, w)  # 'max' and the number it comes to are one answer
+        key = (id(started), concurrency, *(value for name, value in w if name != "concurrency"))
+        if key not in self._figures:
+            self._figures[key] = figures_at(ctx, concurrency)
+        return self._figures[key]
+
+    def lone_prefill_s(self, d: Deployment, w: Workload) -> float:
+        """``figures(d, w).prefill_s`` of a workload of one request in flight, its prompt alone timed: what a lone
+        prompt takes, read without the request's decode steps."""
+        ctx, stated, _, _ = self._context(d, w)
+        if concurrency_for(ctx, w) != 1 or self.use_profiles and find_profile(ctx, stated)[0] is not None:
+            return self.figures(d, w).prefill_s
+        return _first_token_s(ctx, _lone_prompt_s(ctx)) - ctx.rates.request_overhead_s
+
+    def _context(self, d: Deployment, w: Workload) -> tuple[ServingContext, Deployment, Deployment, str | None]:
+        """The context of ``d`` under ``w`` as the engine starts it, the deployment as asked, as started and the
+        slots' note."""
         key = (id(d), w.concurrency)
         if key not in self._started:  # the engine as asked and as started depend on the concurrency alone
             stated = with_default_engine(d, self.catalog)
@@ -257,9 +330,9 @@ class EstimateSweep:
         if id(started) in self._contexts:
             ctx = self._contexts[id(started)][1].with_workload(w)
         else:
-            ctx = ServingContext(self.catalog, started, w)
+            ctx = ServingContext(self.catalog, started, w).remember_steps()
             self._contexts[id(started)] = (started, ctx)
-        return _estimate_in(ctx, stated, slots_note, self.use_profiles, ())
+        return ctx, stated, started, slots_note
 
 
 def _estimate_in(ctx: ServingContext, stated: Deployment, slots_note: str | None, use_profiles: bool,

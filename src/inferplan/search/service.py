@@ -36,8 +36,7 @@ from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
-from inferplan.performance.estimate import ServingEstimate
-from inferplan.performance.serving import EstimateSweep
+from inferplan.performance.serving import EstimateSweep, Figures
 from inferplan.inputs.workload import Workload
 from inferplan.search.scheduling import scheduling
 
@@ -146,7 +145,7 @@ def _levels(top: int, points: int) -> list[int]:
     return sorted({max(1, round(top ** (i / max(points - 1, 1)))) for i in range(points)})
 
 
-def _cycle_s(e: ServingEstimate, output_tokens: int) -> float:
+def _cycle_s(e: Figures, output_tokens: int) -> float:
     """One instance's cycle (each running sequence's prompt and output once), request overhead included."""
     return e.concurrency * output_tokens / e.output_tokens_per_s_total
 
@@ -159,7 +158,7 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     catalog = catalog or load_catalog()
     d = _with_slots(with_default_engine(d, catalog), w, catalog)
     sweep = EstimateSweep(catalog, use_profiles=use_profiles)  # one memory plan, rates and model work for all
-    full = sweep.at(d, w.model_copy(update={"concurrency": "max"}))
+    full = sweep.figures(d, w.model_copy(update={"concurrency": "max"}))
     slots = full.concurrency
     uncached = w.input_len * (1 - w.prefix_cache_hit_rate)
     cached_w = w.model_copy(update={"prefix_cache_hit_rate": 1.0})
@@ -167,14 +166,14 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
     levels = sorted({min(ranks * n, slots) for n in _levels(math.ceil(slots / ranks), points)})
     tpot, step, per_token, ttft = [], [], [], []
     for c in levels:
-        e = sweep.at(d, w.model_copy(update={"concurrency": c}))
-        bare = sweep.at(d, cached_w.model_copy(update={"concurrency": c}))
+        e = sweep.figures(d, w.model_copy(update={"concurrency": c}))
+        bare = sweep.figures(d, cached_w.model_copy(update={"concurrency": c}))
         tpot.append(e.tpot_s)
         ttft.append(e.ttft_s)
         step.append(bare.tpot_s * bare.tokens_per_step)
         extra = _cycle_s(e, w.output_len) - _cycle_s(bare, w.output_len)
         per_token.append(max(extra, 0.0) / (c * uncached) if uncached >= 1 else 0.0)
-    lone = sweep.at(d, w.model_copy(update={"concurrency": 1}))
+    lone = sweep.figures(d, w.model_copy(update={"concurrency": 1}))
     sized = d if d.max_model_len else d.model_copy(update={"max_model_len": w.input_len + w.output_len})
     settings = plan_memory(sized, catalog).settings
     budget = settings.max_num_batched_tokens * ranks
@@ -198,7 +197,7 @@ def _with_slots(d: Deployment, w: Workload, catalog: Catalog) -> Deployment:
     return d if started is sized else d.model_copy(update={"max_num_seqs": started.max_num_seqs})
 
 
-def _data_parallel(full: ServingEstimate) -> int:
+def _data_parallel(full: Figures) -> int:
     """Engine instances stepping side by side (data-parallel ranks): the deployment's running
     sequences over one instance's."""
     return max(round(full.concurrency / max(full.running_per_instance, 1)), 1)
@@ -213,5 +212,5 @@ def _lone_prompts(d: Deployment, w: Workload, sweep: EstimateSweep, budget: int)
     times = []
     for n in lengths:
         one = w.model_copy(update={"input_len": n, "output_len": 1, "concurrency": 1, "prefix_cache_hit_rate": 0.0})
-        times.append(sweep.at(d, one).prefill_s)
+        times.append(sweep.lone_prefill_s(d, one))
     return tuple(lengths), tuple(times)
