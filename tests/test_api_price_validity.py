@@ -75,3 +75,15 @@ def test_the_2507_qwen3_235b_has_its_own_api_price_and_a_model_without_one_says_
                                systems=("hgx-h100",), engines=("vllm",), top=1), catalog)
     assert res.api == ()
     assert "no current API price is catalogued for qwen3-4b: nothing to compare with at an API" in res.notes
+
+
+@pytest.mark.parametrize("name", ["qwen3:8b", "Qwen/Qwen3-8B"])
+def test_a_model_named_by_tag_or_repo_compares_with_its_cards_api_price(catalog, name):
+    """The price belongs to the model card: an Ollama tag or a Hugging Face repo finds the card's price, in a
+    search and in a plan, as the card id does."""
+    res = search(SearchRequest(models=(name,), users=20, accelerators=("rtx-4090",), top=1), catalog)
+    assert "api-openrouter-qwen3-8b" in {a.id for a in res.api}
+    assert not any("no current API price" in n for n in res.notes)
+    s = Scenario.model_validate({"model": name, "platform": {"gpu": "rtx-4090", "gpus": 1, "quote_usd_per_system": 3000},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 20})
+    assert plan(s, catalog).api_price == "api-openrouter-qwen3-8b"

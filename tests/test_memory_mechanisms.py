@@ -51,6 +51,16 @@ def test_cards_carry_the_totals_their_development_records_printed(catalog):
         assert note is None and all(abs(reported / t - 1) < 0.005 for t in totals), (accel_id, reported, totals)
 
 
+@pytest.mark.parametrize("accel_id, gib", [("l4", 22.03), ("l40s", 44.53)])
+def test_a_datacenter_gddr6_card_plans_the_total_its_ecc_leaves(catalog, accel_id, gib):
+    """L4 and L40S keep ECC on by default, as the A10 does: CUDA reports 22.03 and 44.53 GiB, 7-8 % under their
+    24 and 48 GiB, and the plan's total is that, not the marketed size less the generic reserve."""
+    from inferplan.memory.engine_budget import device_total_bytes
+
+    reported, note = device_total_bytes(catalog, catalog.accelerators.records[accel_id])
+    assert note is None and reported == pytest.approx(gib * 2**30)
+
+
 def test_a_desktop_cards_measured_total_sets_its_kv_budget(catalog):
     """RTX 3090 under vLLM 0.6.4: 23.58 x 0.90 - 17.06 - 0.35 = 3.81 GiB printed; planned within 2 %."""
     assert abs(_check(catalog, "f01-llama31-8b-rtx3090-20k").kv_error) < 0.02

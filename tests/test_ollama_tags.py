@@ -59,6 +59,8 @@ def test_a_stated_engine_or_weight_format_wins():
     ("llama3.1:8b", "rtx-4070", 1, 4096),  # 12 GiB: below 23 GiB
     ("qwen3:32b", "h100", 1, 40960),  # 256k tier, capped at the model's trained context
     ("qwen3:32b", "rtx-4090", 2, 40960),  # the VRAM of every GPU counts: 2 x 24 GiB is past 47 GiB
+    ("qwen3:8b", "l4", 1, 4096),  # ECC on: 22.03 GiB reported, below 23 GiB
+    ("qwen3:8b", "l40s", 1, 32768),  # ECC on: 44.53 GiB reported, below 47 GiB
 ])
 def test_the_context_is_the_one_ollama_gives_the_model_on_those_gpus(tag, gpu, gpus, tokens):
     d = with_default_engine(Deployment(model=tag, gpu=gpu, gpus=gpus), CATALOG)

@@ -1,7 +1,8 @@
 """A disaggregated pool's instance is sized as the engine sizes it with the KV connector the pool launches with:
-vLLM 0.34's NixlConnector on ROCm turns the extensible KV cache off when the switch is unset (``connector_refusals``),
-so the pool holds the slots of --no-enable-extensible-kv-cache; a CUDA pool and a ROCm instance without pools keep
-the extensible cache; a stated switch on is refused there, as the launch refuses it."""
+vLLM 0.34's NixlConnector turns the extensible KV cache off when the switch is unset, on ROCm always
+(``connector_refusals``) and on CUDA with no IMEX channel, as the driver comes (``runtime_fallbacks`` by_default), so
+the pool holds the slots of --no-enable-extensible-kv-cache; an instance without pools keeps the extensible cache; a
+stated switch on is refused on ROCm, as the launch refuses it, and kept on CUDA."""
 
 from __future__ import annotations
 
@@ -42,17 +43,20 @@ def test_a_rocm_pool_over_nixl_holds_the_slots_of_the_cache_switched_off(model, 
     assert _slots(*model, "--gpu", "mi300x") > slots  # the same instance without pools: the extensible cache
 
 
-def test_a_cuda_pool_keeps_the_extensible_cache():
-    assert _slots(*QWEN, "--gpu", "h100-sxm", *POOLS) == _slots(*QWEN, "--gpu", "h100-sxm") > \
-        _slots(*QWEN, "--gpu", "h100-sxm", *POOLS, OFF)
+def test_a_cuda_pool_holds_the_slots_of_the_cache_off_unless_it_is_stated_on():
+    on = _slots(*QWEN, "--gpu", "h100-sxm", *POOLS, "--enable-extensible-kv-cache")
+    assert _slots(*QWEN, "--gpu", "h100-sxm", *POOLS) == _slots(*QWEN, "--gpu", "h100-sxm", *POOLS, OFF) < on
+    assert on == _slots(*QWEN, "--gpu", "h100-sxm")  # stated on: the slots of the instance without pools
 
 
 @pytest.mark.parametrize("role", ["prefill", "decode"])
-def test_pool_sized_turns_it_off_only_where_the_connector_is_refused_and_the_switch_unset(catalog, role):
+def test_pool_sized_turns_it_off_only_where_the_engine_does_and_the_switch_unset(catalog, role):
     rocm = Deployment(model="qwen3-32b", gpu="mi300x")
-    sized = pool_sized(catalog, rocm, role)
-    assert (sized.kv_connector, sized.enable_extensible_kv_cache) == ("NixlConnector", None)  # the engine's doing
-    for same in (rocm.model_copy(update={"gpu": "h100-sxm"}), rocm.model_copy(update={"engine": "sglang"}),
+    for gpu in ("mi300x", "h100-sxm"):  # refused on ROCm; on CUDA, no IMEX channel as the driver comes
+        sized = pool_sized(catalog, rocm.model_copy(update={"gpu": gpu}), role)
+        assert (sized.kv_connector, sized.enable_extensible_kv_cache) == ("NixlConnector", None)  # the engine's doing
+    for same in (rocm.model_copy(update={"gpu": "h100-sxm", "enable_extensible_kv_cache": True}),
+                 rocm.model_copy(update={"engine": "sglang"}),
                  rocm.model_copy(update={"engine_version": "0.33.0"}),
                  rocm.model_copy(update={"enable_extensible_kv_cache": False})):
         assert pool_sized(catalog, same, role) is same
@@ -67,7 +71,7 @@ def test_a_rocm_pool_refuses_the_switch_stated_on(catalog):
     assert refused.value.field == "enable_extensible_kv_cache"
 
 
-@pytest.mark.parametrize("gpu, smaller", [("mi300x", True), ("h100-sxm", False)])
+@pytest.mark.parametrize("gpu, smaller", [("mi300x", True), ("h100-sxm", True)])
 def test_the_search_sizes_a_decode_pool_as_the_pool_launches(catalog, gpu, smaller):
     req = SearchRequest(models=("qwen3-32b",), request_rate_per_s=4.0, input_len=16000, output_len=200,
                         accelerators=(gpu,), engines=("vllm",), speculative=False, disaggregated=True,
@@ -83,7 +87,7 @@ def test_the_search_sizes_a_decode_pool_as_the_pool_launches(catalog, gpu, small
         assert max(g.cap.max() for g in gs[1:]) == pool.slots  # a decode pool's running cap: its own slots
 
 
-@pytest.mark.parametrize("gpu, smaller", [("mi300x", True), ("h100-sxm", False)])
+@pytest.mark.parametrize("gpu, smaller", [("mi300x", True), ("h100-sxm", True)])
 def test_a_scenario_s_decode_pool_carries_the_users_its_sizing_holds(catalog, gpu, smaller):
     from inferplan.economics.plan import plan
     from inferplan.economics.scenario import Scenario
@@ -115,3 +119,17 @@ def test_pool_sized_looks_its_memory_rule_up_once(catalog, monkeypatch):
     monkeypatch.setattr(extensible, "memory_rule", lambda *a: looked.append(a) or lookup(*a))
     d = Deployment(model="qwen3-32b", gpu="mi300x", enable_extensible_kv_cache=False)  # a switch stated: checked too
     assert pool_sized(catalog, d, "decode") is d and len(looked) == 1
+
+
+def test_simulate_states_the_slots_an_imex_channel_keeps_and_the_tcp_hand_over_when_stated_on():
+    def notes(*extra: str) -> tuple[int, list[str]]:
+        out = CliRunner().invoke(app, ["simulate", *QWEN, "--gpu", "h100-sxm", *POOLS, *extra, "--json"])
+        assert out.exit_code == 0, out.output
+        report = json.loads(out.output)
+        return report["slots"], [n for n in report["notes"] if n.startswith("decode pool:")]
+
+    off, said = notes()
+    on, stated = notes("--enable-extensible-kv-cache")
+    assert off < on and len(said) == 1 and f"{off:,} slots, as planned" in said[0] and f"{on:,} slots" in said[0]
+    assert len(stated) == 1 and "fall back to TCP" in stated[0] and "priced on nvlink" in stated[0]
+    assert notes(OFF)[1] == []  # stated off: the plan is what vLLM runs, nothing to add

@@ -70,10 +70,22 @@ class SizingFallback(Frozen):
     software: Software
     runtime: str  # the runtimes it happens on, in words, with how to check for them
     connectors: tuple[str, ...] = ()  # the engine's kv_connector names it is limited to
+    # the runtime as its platform comes unless an administrator changes it, in a few words (empty: a runtime the
+    # platform does not come as): the engine's default then turns the cache off, so the plan sizes it off unless
+    # the switch is stated on
+    by_default: str = ""
+    other_runtime: str = ""  # the runtime an administrator can give it instead, on which the cache stays on
+    # what the engine does on the runtime when the switch is stated on (empty: nothing said)
+    stated_on: str = ""
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
+
+    def named(self, connector: str | None) -> str:
+        """The default runtime as the cause of a cache sized from the profile: the connector, on its software stack."""
+        on = f"{connector} (the KV connector of a disaggregated pool's instance) on " if connector else "on "
+        return f"{on}{self.software.value} {self.by_default}"
 
 
 class ConnectorRefusal(Frozen):
@@ -152,6 +164,12 @@ class MeasuredSizing(Frozen):
         an instance launching with the KV connector ``connector`` (None: none)."""
         return next((f for f in self.runtime_fallbacks if f.software == software and
                      (not f.connectors or connector in f.connectors)), None)
+
+    def off_by_default(self, software: Software | None, connector: str | None) -> SizingFallback | None:
+        """The fallback runtime of ``software`` for ``connector`` that is the platform's default (``by_default``),
+        on which the engine turns the cache off where the switch is left to it, if any."""
+        fallback = self.fallback_on(software, connector) if connector else None
+        return fallback if fallback is not None and fallback.by_default else None
 
     def refused_with(self, software: Software | None, connector: str | None) -> ConnectorRefusal | None:
         """The refusal of ``connector`` (a kv_connector name; None: none) on ``software``, if any."""

@@ -12,6 +12,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.extensible import pool_instance
 from inferplan.memory.fit import plan_memory
+from inferplan.memory.pool_channel import channel_note
 
 
 def check_launch_connector(d: Deployment, flags: EngineFlags, role: str) -> None:
@@ -32,6 +33,9 @@ def pool_kv_notes(catalog: Catalog, d: Deployment, role: str) -> tuple[str, ...]
     size it otherwise with the pool's KV connector (none: no such runtime, or a whole instance)."""
     if role == "both":
         return ()
+    channel = channel_note(catalog, d, role)
+    if channel:  # the runtime the platform comes as turns the cache off: the other runtime beside it
+        return (channel,)
     pooled = pool_instance(catalog, d, role)
     note = plan_memory(pooled, catalog).result.kv_cache_fallback_note if pooled.kv_connector else None
     return (f"{role} pool: {note}",) if note else ()

@@ -18,6 +18,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.economics import money
 from inferplan.economics.capacity import LoadoutCapacity
 from inferplan.economics.operating import Costs, owned_costs, rented_costs
+from inferplan.memory.resolve import resolve_model
 from inferplan.economics.plan_inputs import (Hardware, MoneyRates, api_price, assumed_platform_figures, hardware,
                                              money_rates, platform_status, superseded_api_prices_note)
 from inferplan.economics.recommend import Recommendation, RouteFigures, recommend
@@ -200,8 +201,9 @@ def _payback_months(costs: Costs, billing_usd: float) -> float | None:
 
 def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, costs: Costs) -> _Quotes:
     m = s.money
-    same = api_price(catalog, s.model, None)
-    alt = api_price(catalog, s.model, m.api_alternative) if m.api_alternative else same
+    card = resolve_model(catalog, s.model).id  # API prices are the model card's, whatever name the scenario gives
+    same = api_price(catalog, card, None)
+    alt = api_price(catalog, card, m.api_alternative) if m.api_alternative else same
     same_user = money.api_cost_per_user_usd(w, same) if same else None
     alt_user = money.api_cost_per_user_usd(w, alt) if alt else None
     if m.api_input_usd_per_mtok is not None and m.api_output_usd_per_mtok is not None:  # the user's own API prices
@@ -209,7 +211,7 @@ def _quotes(catalog: Catalog, s: Scenario, w: WorkloadProfile, served: int, cost
         alt, alt_user = None, money.api_cost_per_user_at(w, m.api_input_usd_per_mtok, cached, m.api_output_usd_per_mtok)
     note = "; ".join(n for n in (
         f"no API price for {s.model} in the catalogue: quote-based outputs are left empty" if same is None else None,
-        superseded_api_prices_note(catalog, s.model, m.api_alternative),
+        superseded_api_prices_note(catalog, card, m.api_alternative),
         f"API compared with: {alt.id} is {alt.provider}'s {alt.validity_label}" if alt and alt.superseded else None,
     ) if n) or None
     quote_user = same_user * m.quote_multiplier if same_user is not None else None

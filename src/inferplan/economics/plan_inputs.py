@@ -167,7 +167,8 @@ def power_w(s: Scenario, system: System | None, accel: Accelerator) -> tuple[flo
 
 
 def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | None:
-    """The API price named, else the model's current one to compare with: an OpenRouter listing first,
+    """The API price named, else the current one of the model card ``model`` (its id, resolved from the name
+    the user gave: ``resolve_model``) to compare with: an OpenRouter listing first,
     then the cheapest output price. A price past its ``valid_until`` is used only when named."""
     if wanted:
         return catalog.api_prices.get(wanted, field_name="money.api_alternative", error=InvalidScenarioError)
@@ -176,23 +177,23 @@ def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | No
 
 
 def current_api_prices(catalog: Catalog, model: str) -> tuple[ApiPrice, ...]:
-    """The model's API prices still in force (none past its ``valid_until``)."""
+    """The API prices still in force (none past its ``valid_until``) of the model card ``model`` (its id)."""
     return tuple(p for p in catalog.api_prices if p.model == model and not p.superseded)
 
 
 def superseded_api_prices_note(catalog: Catalog, model: str, named: str | None = None) -> str | None:
-    """The model's API prices past their ``valid_until``, which comparisons leave out unless one is
-    ``named`` (None: none left out)."""
+    """The API prices of the model card ``model`` (its id) past their ``valid_until``, which comparisons leave
+    out unless one is ``named`` (None: none left out)."""
     old = [p for p in catalog.api_prices if p.model == model and p.superseded and p.id != named]
     if not old:
         return None
     return "left out of API comparisons: " + ", ".join(f"{p.id} ({p.provider}'s {p.validity_label})" for p in old)
 
 
-def api_comparison_notes(catalog: Catalog, model: str) -> tuple[str, ...]:
-    """What a comparison with ``model`` at an API leaves out: superseded list prices, or every price
-    when the catalogue holds no current one."""
-    missing = (f"no current API price is catalogued for {model}: nothing to compare with at an API"
+def api_comparison_notes(catalog: Catalog, model: str, name: str | None = None) -> tuple[str, ...]:
+    """What a comparison with the model card ``model`` (its id; ``name``: the name the user gave it) at an API
+    leaves out: superseded list prices, or every price when the catalogue holds no current one."""
+    missing = (f"no current API price is catalogued for {name or model}: nothing to compare with at an API"
                if not current_api_prices(catalog, model) else None)
     return tuple(n for n in (superseded_api_prices_note(catalog, model), missing) if n)
 

@@ -66,11 +66,13 @@ class Deployment(Input):
         None, description="vLLM from 0.34.0 --enable-extensible-kv-cache / --no-enable-extensible-kv-cache: the KV cache "
                           "sized from the memory measured after warm-up (on) or from the start-up profile at "
                           "gpu_memory_utilization 0.92 where none is stated (off) (default: the release's own choice, "
-                          "on for CUDA and ROCm)")
+                          "on for CUDA and ROCm, off in a NixlConnector pool on ROCm and on CUDA with no IMEX "
+                          "channel, as the driver comes)")
     kv_connector: str | None = Field(
         None, max_length=80, description="the KV connector the instance launches with as one instance of a disaggregated "
                                          "pool (vLLM --kv-transfer-config kv_connector: NixlConnector); it can turn the "
-                                         "extensible KV cache off (engine_memory_rules.yaml connector_refusals) "
+                                         "extensible KV cache off (engine_memory_rules.yaml connector_refusals, "
+                                         "runtime_fallbacks) "
                                          "(default: none, a whole instance)")
     mtp_draft: bool = Field(False, description="speculative decoding with the model's own multi-token-prediction layers "
                             "(vLLM --speculative-config method=mtp, SGLang NEXTN, TensorRT-LLM MTP): the memory the engine "

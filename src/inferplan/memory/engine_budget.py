@@ -306,6 +306,7 @@ def engine_budget(
     # memory shrinks with it, a device-wide reading sees it, and a fraction of the total cannot take it
     uncounted_other = 0.0 if "other_processes" in rule.counted else other
     fallback = None  # a runtime on which the measured sizing falls back (rule.measured_sizing.runtime_fallbacks)
+    off_note = None  # what that runtime, or the switch stated on there, does to the KV cache
     if rule.budget == "of_total":
         start = (catalog.constant(rule.start_constant) + other) if rule.start_constant else 0.0
         # stated other processes leave the device with less free than the fraction asks for: beside them the
@@ -333,6 +334,11 @@ def engine_budget(
             notes.append(granule_note)
         fallback = sized.fallback_on(accel.software, settings.kv_connector) if sized is not None and accel is not None \
             else None
+        if fallback is not None and fallback.by_default:  # stated on, on the runtime the platform comes as
+            off_note = (f"--enable-extensible-kv-cache with {settings.kv_connector} on {accel.software.value} "
+                        f"{fallback.by_default}: {fallback.stated_on} ({', '.join(fallback.sources)})")
+            notes.append(f"{rule.label}: {off_note}")
+            off_kv, fallback = None, None
         if fallback is not None:  # the runtime is no input: what the engine's fallback to the profile estimate leaves
             off_frac = frac if settings.fraction_stated else sized.fraction_where_off
             off_kv = _less(_of_total(total_bytes, start, off_frac, free, other)[0], parts)  # as the plan with it off
@@ -369,7 +375,7 @@ def engine_budget(
         cuda_graph_bytes_per_gpu=graphs,
         model_runner=runner,
         fallback_kv_bytes_per_gpu=off_kv if fallback is not None else None,
-        fallback_note=off_note if fallback is not None else None,
+        fallback_note=off_note,
     )
 
 

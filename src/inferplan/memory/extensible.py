@@ -8,9 +8,9 @@ refused where the engine refuses it: on a software stack the rule does not size 
 ``off_with`` input, which the engine cannot combine with it, and in a pool whose KV connector the rule refuses it
 with on the GPU's software stack (``connector_refusals``). Left unset in such a pool, the engine turns it off
 itself: ``pool_sized`` plans the pool's instance with its connector (``Deployment.kv_connector``), which sizes the
-cache from the profile and names the connector as the cause. A connector the engine falls back with on a runtime
-the plan cannot see (vLLM 0.34's NixlConnector on CUDA without an IMEX channel: ``runtime_fallbacks``) is stated
-beside the plan of ``pool_instance``.
+cache from the profile and names the connector as the cause. So does a connector the engine falls back with on the
+runtime the platform comes as (vLLM 0.34's NixlConnector on CUDA, where the driver creates no IMEX channel:
+``runtime_fallbacks`` with ``by_default``); ``memory/pool_channel.py`` states the other runtime beside it.
 """
 
 from __future__ import annotations
@@ -112,7 +112,8 @@ def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
     check_kv_connector(catalog, d)
     sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
     _check_switch(catalog, d, engine, sized, accel, pooled.kv_connector)
-    if d.enable_extensible_kv_cache is not None or sized is None or \
-            sized.refused_with(accel.software, pooled.kv_connector) is None:
+    if d.enable_extensible_kv_cache is not None or sized is None or (
+            sized.refused_with(accel.software, pooled.kv_connector) or
+            sized.off_by_default(accel.software, pooled.kv_connector)) is None:
         return d
     return pooled  # sized as the engine sizes it with the connector: from the start-up profile

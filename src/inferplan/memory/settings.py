@@ -56,8 +56,9 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     sizing = rule.measured_sizing if rule else None
     sized_off = sizing.switched_off_by(d) if sizing else None
     # a pool's KV connector the engine turns the measured sizing off with, where the switch is left to it
-    refused = sizing.refused_with(accel.software, d.kv_connector) if sizing and d.enable_extensible_kv_cache is None \
-        and d.kv_connector else None
+    # (refused with it on the software stack, or falling back with it on the runtime the platform comes as)
+    refused = (sizing.refused_with(accel.software, d.kv_connector) or sizing.off_by_default(accel.software, d.kv_connector)) \
+        if sizing and d.enable_extensible_kv_cache is None and d.kv_connector else None
     if sizing and (not sizing.used_on(accel.software) or sized_off or refused):  # not measured
         release_frac = sizing.fraction_where_off
     # SGLang from 0.5.22 captures no decode graph past a stated --max-running-requests (whole servers only: under

@@ -47,6 +47,11 @@ def resolved_request(catalog: Catalog, req: SearchRequest) -> SearchRequest:
     return req.model_copy(update=update)
 
 
+def model_cards(catalog: Catalog, req: SearchRequest) -> dict[str, str]:
+    """Each model name of a resolved request (``resolved_request``: one per card) and its model card id."""
+    return {name: resolve_model(catalog, name, field_name=f"models.{i}").id for i, name in enumerate(req.models)}
+
+
 def _id(entry: object) -> str:
     return entry if isinstance(entry, str) else entry.id  # type: ignore[attr-defined]
 

@@ -39,6 +39,7 @@ from inferplan.search.request import SearchRequest, Targets
 from inferplan.search.trace import trace_label
 from inferplan.search.result import (ApiAlternative, Deployed, Infeasible, LoadSummary, ParetoPoint, PoolLayout,
                                      SearchResult)
+from inferplan.search.names import model_cards
 from inferplan.search.space import Cell, Space, build_space, check_names
 
 VERIFY_TRIES = 8  # a cell's best candidates re-checked in turn before it is given up
@@ -76,6 +77,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
     if req.objective == "capex" and req.pricing == "both":  # every rental's capex is 0: it would rank first
         req = req.model_copy(update={"pricing": "buy"})
     req = check_names(catalog, req)  # the names resolved, each id once
+    cards = model_cards(catalog, req)  # each name's model card id: API prices are the card's
     rl = resolve_load(catalog, req)
     check_burst_spells(rl.load, CHECK_REQUESTS)  # the picks' simulations draw these arrivals
     targets = effective_targets(req.targets, rl)
@@ -114,11 +116,11 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
         objective=req.objective, targets=targets, load=_summary(rl, req), results=results,
         infeasible=tuple(sorted(infeasible, key=closest_first)),
         near_misses=near.results(catalog, rl, top, req.top), near_miss_margin=margin,
-        pareto=_pareto(fronts), api=_api(catalog, req, rl), candidates=candidates, cells=len(space.cells),
+        pareto=_pareto(fronts), api=_api(catalog, cards, rl), candidates=candidates, cells=len(space.cells),
         elapsed_s=time.perf_counter() - start,
         notes=(*_notes(asked, targets, rl), *(f"{n}, where the search names no engine or quantization" for m in req.models
                  if (n := tag_note(catalog, m))),
-               *(n for m in req.models for n in api_comparison_notes(catalog, m))))
+               *(n for m, card in cards.items() for n in api_comparison_notes(catalog, card, m))))
 
 
 HINTED_FAMILIES = 12  # families that do not fit, nothing found, checked for a smaller format that would
@@ -341,9 +343,9 @@ def _summary(rl: ResolvedLoad, req: SearchRequest) -> LoadSummary:
                        prefix_cache_hit_rate=rl.cache_hit_rate)
 
 
-def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:
-    """The same models at an API, priced on the load's month of tokens (``money.api_cost_per_user_usd``
-    with the whole load as one user)."""
+def _api(catalog: Catalog, cards: dict[str, str], rl: ResolvedLoad) -> tuple[ApiAlternative, ...]:
+    """The same models at an API (``cards``: each name searched and its model card id), priced on the load's
+    month of tokens (``money.api_cost_per_user_usd`` with the whole load as one user)."""
     whole = rl.workload or WorkloadProfile(
         preset="request-rate", name="stated request rate", monthly_tokens=rl.monthly_tokens,
         output_share=rl.output_len / (rl.input_len + rl.output_len), cache_hit_rate=0.0, peak_to_average=1.0,
@@ -351,7 +353,7 @@ def _api(catalog: Catalog, req: SearchRequest, rl: ResolvedLoad) -> tuple[ApiAlt
     users = rl.users or 1
     out = []
     for price in catalog.api_prices:
-        if price.model in req.models and not price.superseded:  # a list price no longer in force compares with nothing
+        if price.model in cards.values() and not price.superseded:  # a list price no longer in force compares with nothing
             monthly = money.api_cost_per_user_usd(whole, price) * users
             out.append(ApiAlternative(id=price.id, provider=price.provider, monthly_usd=monthly,
                                       usd_per_mtok=monthly / (rl.monthly_tokens / 1e6)))

@@ -15,7 +15,8 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
-from inferplan.memory.extensible import pool_sized
+from inferplan.memory.extensible import pool_instance, pool_sized
+from inferplan.memory.pool_channel import channel_note, stated_on_fallback, with_channel
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import build_note, resolve_hardware, with_default_engine
 from inferplan.memory.layout import instance_gpus
@@ -343,6 +344,7 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
             raise InvalidScenarioError("no link between the pools is known for this hardware", field="kv_transfer_s",
                                        allowed="a hand-over time in seconds")
         transfer, link = kv / bw, link_name(hw.accel, hw.system, hw.domain_gpus, gpus)
+    notes = _pool_notes(q, catalog, w, decode, link)
     sim = simulate_pools(prefill, decode, load, requests=q.requests, seed=q.seed, prefill_instances=q.prefill_instances,
                          decode_instances=q.replicas, transfer_s=transfer, check=check)
     pools = PoolsSimulated(prefill_instances=q.prefill_instances, prefill_tensor_parallel_size=tp,
@@ -351,5 +353,25 @@ def _pools_report(q: SimulationQuery, catalog: Catalog, load: Load, w: Workload,
         f" over {q.replicas} replicas", "") + f" on {q.prefill_instances} prefill + {q.replicas} decode instances"
     return SimulationReport(load=described, request_rate_per_s=load.request_rate_per_s, input_tokens=load.input_tokens,
                             output_tokens=load.output_tokens, slots=decode.slots, simulation=sim, approximation=None,
-                            **_cache(q, w, catalog),
-                            pools=pools)
+                            **_with_notes(_cache(q, w, catalog), notes), pools=pools)
+
+
+def _with_notes(cache: dict, notes: tuple[str, ...]) -> dict:
+    return {**cache, "notes": cache["notes"] + notes}
+
+
+def _pool_notes(q: SimulationQuery, catalog: Catalog, w: Workload, decode: ServiceCurve, link: str | None) -> tuple[str, ...]:
+    """The decode pool as planned on the runtime its platform comes as, beside the KV cache and slots the other
+    runtime keeps (``pool_channel.py``); and where the switch is stated on there, that the hand-over priced on
+    ``link`` within a host then runs over TCP."""
+    d = q.deployment
+    other = with_channel(catalog, d, "decode")
+    if other is not None:
+        return (channel_note(catalog, d, "decode", (decode.slots, service_curve(other, w, catalog).slots)),)
+    stated = stated_on_fallback(catalog, d, "decode")
+    hw = resolve_hardware(catalog, d)
+    if stated is None or link is None or hw.accel.scale_up is None or link != hw.accel.scale_up.link:
+        return ()
+    return (f"decode pool: --enable-extensible-kv-cache with {pool_instance(catalog, d, 'decode').kv_connector} on "
+            f"{stated.software.value} {stated.by_default}: {stated.stated_on}, but the hand-over here is priced on "
+            f"{link}; state --kv-transfer-s for the time it takes on this host ({', '.join(stated.sources)})",)

@@ -84,12 +84,11 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "enforce_eager": (bool, typer.Option(
         False, "--enforce-eager", help="vLLM: capture no CUDA graphs, so none are estimated or reserved (speed "
                                       "figures still assume CUDA graphs, and say so).")),
-    # only the off switch: on is vLLM's own default where it can be (the API's field also takes true)
     "enable_extensible_kv_cache": (Optional[bool], typer.Option(
-        None, "--no-enable-extensible-kv-cache", callback=lambda given: False if given else None,
-        help="vLLM from 0.34: size the KV cache from the start-up profile at gpu_memory_utilization 0.92 "
-             "unless stated, not from the memory measured after warm-up (default: vLLM's choice, the "
-             "measured size on CUDA and ROCm).")),
+        None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache",
+        help="vLLM from 0.34: size the KV cache from the memory measured after warm-up (on) or from the start-up "
+             "profile at gpu_memory_utilization 0.92 unless stated (off) (default: vLLM's choice, on for CUDA and "
+             "ROCm, off for a NixlConnector pool on CUDA with no IMEX channel, as the driver comes).")),
     "mtp_draft": (bool, typer.Option(
         False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
                                    "TensorRT-LLM MTP): count the memory the engine allocates for them.")),

@@ -75,7 +75,7 @@ def command_line(command: str, d, changes: dict) -> str:
     import shlex
 
     from inferplan.memory.layout import LAYOUT_FIELDS
-    from inferplan.shells.cli_common import FLAGS
+    from inferplan.shells.cli_common import FLAGS, PAIRED
 
     words = ["inferplan", command]
     for field, info in type(d).model_fields.items():
@@ -84,8 +84,9 @@ def command_line(command: str, d, changes: dict) -> str:
             continue
         if value == info.default and not (field in LAYOUT_FIELDS and field not in changes):
             continue
-        if isinstance(value, bool):  # a switch the CLI takes only off ("--no-...") is written when False
-            words += [FLAGS[field]] if value != FLAGS[field].startswith("--no-") else []
+        if isinstance(value, bool):  # a switch the CLI takes both ways is written as stated, one only on when True
+            on = FLAGS[field]
+            words += [on if value else on.replace("--", "--no-", 1)] if field in PAIRED else [on] if value else []
             continue
         words += [FLAGS[field], shlex.quote(f"{value:g}" if isinstance(value, float) else str(value))]
     return " ".join(words)
