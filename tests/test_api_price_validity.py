@@ -75,3 +75,14 @@ def test_the_2507_qwen3_235b_has_its_own_api_price_and_a_model_without_one_says_
                                systems=("hgx-h100",), engines=("vllm",), top=1), catalog)
     assert res.api == ()
     assert "no current API price is catalogued for qwen3-4b: nothing to compare with at an API" in res.notes
+
+
+@pytest.mark.parametrize("name", ["qwen3:32b", "Qwen/Qwen3-32B"])
+def test_a_model_named_by_an_ollama_tag_or_an_alias_compares_with_its_cards_api_price(catalog, name):
+    s = Scenario.model_validate({"model": name, "platform": {"system": "rtx-4090-workstation"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 5})
+    by_id = api_price(catalog, "qwen3-32b", None)
+    assert by_id is not None and api_price(catalog, name, None) == by_id
+    r = plan(s.model_copy(update={"quantization": "gguf-q4_k_m", "engine": "llamacpp"}), catalog)
+    assert r.api_price == by_id.id  # not "no API price": the recommendation weighs the same API as for qwen3-32b
+    assert not any("no API price" in a for a in r.assumptions)

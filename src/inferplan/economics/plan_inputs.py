@@ -175,15 +175,24 @@ def api_price(catalog: Catalog, model: str, wanted: str | None) -> ApiPrice | No
     return min(same, key=lambda p: (p.provider != "openrouter", p.output_usd_per_mtok.value), default=None)
 
 
+def priced_model(catalog: Catalog, model: str) -> str:
+    """The catalogue id whose API prices a plan naming ``model`` compares with: an alias's or an Ollama tag's
+    card (``qwen3:32b``: qwen3-32b), else ``model`` as named (an imported config.json)."""
+    cards = catalog.models.exact(model)
+    return cards[0].id if len(cards) == 1 else model
+
+
 def current_api_prices(catalog: Catalog, model: str) -> tuple[ApiPrice, ...]:
     """The model's API prices still in force (none past its ``valid_until``)."""
-    return tuple(p for p in catalog.api_prices if p.model == model and not p.superseded)
+    card = priced_model(catalog, model)
+    return tuple(p for p in catalog.api_prices if p.model == card and not p.superseded)
 
 
 def superseded_api_prices_note(catalog: Catalog, model: str, named: str | None = None) -> str | None:
     """The model's API prices past their ``valid_until``, which comparisons leave out unless one is
     ``named`` (None: none left out)."""
-    old = [p for p in catalog.api_prices if p.model == model and p.superseded and p.id != named]
+    card = priced_model(catalog, model)
+    old = [p for p in catalog.api_prices if p.model == card and p.superseded and p.id != named]
     if not old:
         return None
     return "left out of API comparisons: " + ", ".join(f"{p.id} ({p.provider}'s {p.validity_label})" for p in old)
