@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 import test_browser
-from test_browser import api_view, planned
+from test_browser import api_view, planned, scenario_in_url
 
 # the browser test module's fixtures, shared
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
@@ -81,3 +81,14 @@ def test_on_a_phone_the_ranked_deployments_wrap_in_its_width(browser, server):
         .map((td) => Math.round(td.getBoundingClientRect().right)).filter((right) => right > 375)""")
     context.close()
     assert beyond == []  # a launch command or a pick's notes ran 170 px past the right edge before
+
+
+def test_a_links_scenario_keeps_its_name_until_its_deployment_changes(page, server):
+    page.goto(server + "/?" + urllib.parse.urlencode({"s": json.dumps(OLLAMA)}))
+    stamp = planned(page)
+    page.fill("#target_users", "7")
+    stamp = planned(page, stamp)
+    assert scenario_in_url(page)["name"] == "Ollama on a 4090"  # the report and a saved copy carry it
+    page.select_option("#model", "gpt-oss-20b")
+    planned(page, stamp)
+    assert scenario_in_url(page)["name"] == "gpt-oss-20b on rtx-4090-workstation"

@@ -150,7 +150,8 @@ function withLoadedFields(scenario) {
   if (!keep) return scenario;
   const same = ["model", "engine", "quantization"].every((k) => scenario[k] === atLoad[k])
     && platformKey(scenario.platform) === platformKey(atLoad.platform);
-  if (same) for (const key of ["cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
+  // the name too (a shared link's "Coding team on B200" titles its report), until the deployment changes
+  if (same) for (const key of ["name", "cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
   const platform = keep.platform || {};
   if (platformKey(scenario.platform) === platformKey(atLoad.platform)) {
     scenario.platform = { ...platform, ...scenario.platform };
