@@ -87,3 +87,14 @@ def test_a_model_named_by_tag_or_repo_compares_with_its_cards_api_price(catalog,
     s = Scenario.model_validate({"model": name, "platform": {"gpu": "rtx-4090", "gpus": 1, "quote_usd_per_system": 3000},
                                  "workload": {"preset": "chat-seat"}, "target_users": 20})
     assert plan(s, catalog).api_price == "api-openrouter-qwen3-8b"
+
+
+@pytest.mark.parametrize("name", ["qwen3:32b", "Qwen/Qwen3-32B"])
+def test_a_model_named_by_an_ollama_tag_or_an_alias_compares_with_its_cards_api_price(catalog, name):
+    s = Scenario.model_validate({"model": name, "platform": {"system": "rtx-4090-workstation"},
+                                 "workload": {"preset": "chat-seat"}, "target_users": 5})
+    by_id = api_price(catalog, "qwen3-32b", None)
+    assert by_id is not None
+    r = plan(s.model_copy(update={"quantization": "gguf-q4_k_m", "engine": "llamacpp"}), catalog)
+    assert r.api_price == by_id.id  # not "no API price": the recommendation weighs the same API as for qwen3-32b
+    assert not any("no API price" in a for a in r.assumptions)

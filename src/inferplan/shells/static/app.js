@@ -69,7 +69,7 @@ function refusal(form, err) {
 function clearAnswer() {
   state.lastPlan = null;
   for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
-  $("memory-summary").textContent = $("answer-size").textContent = "";
+  $("memory-summary").textContent = $("answer-size").textContent = $("build-note").textContent = "";
   for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
 }
 
@@ -150,7 +150,8 @@ function withLoadedFields(scenario) {
   if (!keep) return scenario;
   const same = ["model", "engine", "quantization"].every((k) => scenario[k] === atLoad[k])
     && platformKey(scenario.platform) === platformKey(atLoad.platform);
-  if (same) for (const key of ["cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
+  // the name too (a shared link's "Coding team on B200" titles its report), until the deployment changes
+  if (same) for (const key of ["name", "cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
   const platform = keep.platform || {};
   if (platformKey(scenario.platform) === platformKey(atLoad.platform)) {
     scenario.platform = { ...platform, ...scenario.platform };
@@ -183,6 +184,11 @@ function fillForm(s) {
   const key = platform.system || platform.gpu ? platform.system || `${GPU_PREFIX}${accel}` : undefined;
   if (key && ![...$("system").options].some((o) => o.value === key)) {  // not in the catalogue's lists
     $("system").append(option(key, `${key} (not in the catalogue)`));
+  }
+  // a model the list does not hold (an Ollama tag such as qwen3:32b, an alias, an imported id) is offered
+  // as named, so the scenario plans what it names instead of a blank model
+  if (s.model && ![...$("model").options].some((o) => o.value === s.model)) {
+    $("model").append(option(s.model, `${s.model} (as the scenario names it)`));
   }
   set("model", s.model);
   optional("engine", s.engine);  // left out: the platform's own, as the CLI plans it
@@ -267,6 +273,8 @@ async function update() {
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
     $("memory-summary").textContent = view.memory_summary;
+    // the build an Ollama tag selected (its weights, engine and context), as `inferplan fit` prints it
+    $("build-note").textContent = view.memory.build_note ? `Build: ${view.memory.build_note}` : "";
     for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
     await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
@@ -382,8 +390,9 @@ async function init() {
     try { fillForm(JSON.parse(params.get("s"))); } catch (err) { showError("the link's scenario could not be read"); }
   }
   showOutputs();
-  $("scenario-form").addEventListener("input", scheduleUpdate);
-  $("scenario-form").addEventListener("change", scheduleUpdate);
+  for (const kind of ["input", "change"]) {  // the name typed to save under plans nothing: no new plan for it
+    $("scenario-form").addEventListener(kind, (event) => { if (event.target.id !== "scenario-name") scheduleUpdate(); });
+  }
   $("download-report").addEventListener("click", downloadReport);
   $("save-scenario").addEventListener("click", saveScenario);
   $("copy-link").addEventListener("click", async () => {
