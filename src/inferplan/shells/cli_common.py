@@ -161,7 +161,7 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except InferplanError as exc:
         exc.field = names.get(exc.field or "", exc.field)
-        fail(exc.describe(), field=exc.field, allowed=exc.allowed, detail=str(exc))
+        fail_naming(names, exc)
     except ValidationError as exc:
         first = exc.errors()[0]
         message = error_message(first)
@@ -259,6 +259,20 @@ def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
     if not items:
         fail(f"{flag or 'list'}: {value!r} names nothing; give comma-separated ids or leave it out for the default", field=flag or None)
     return items
+
+
+def fail_naming(names: dict[str, str], exc: InferplanError, field: str | None = None, *, own: dict[str, str] | None = None) -> None:
+    """``fail`` with a library error whose message and allowed text say the inputs they name (the
+    error's ``names``) as ``names`` gives them, e.g. flags; ``field``: the flag at fault, if not the
+    error's own (already said as a flag); ``own``: a command's own inputs, said wherever they stand."""
+    field = field or exc.field
+    named = names if exc.names is None else {k: v for k, v in names.items() if k in exc.names}
+    said = {k: v for k, v in named.items() if exc.names is not None or "_" in k}  # "model" is also a word
+    said = {**said, **(own or {})}
+    exc.field, exc.allowed = field, flags_in(exc.allowed, said) if exc.allowed else None
+    message = flags_in(str(exc), said)
+    line = f"{field}: {message}" if field and not exc.located else message
+    fail(line + (f" (allowed: {exc.allowed})" if exc.allowed else ""), field=field, allowed=exc.allowed, detail=message)
 
 
 def flags_in(message: str, names: dict[str, str]) -> str:

@@ -1,0 +1,57 @@
+"""A library refusal whose prose names inputs reads, on every command, with the flags a user types:
+the words the error names as inputs become flags, a value spelled like an input stays as written."""
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.shells.cli import app
+from inferplan.shells.cli_common import FLAGS
+
+runner = CliRunner()
+OLD_RULE = ("--model", "llama-3.1-8b", "--gpu", "h100", "--model-runner", "V1", "--engine-version", "0.6.4")
+
+
+def refusal(*args):
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 2, r.output
+    return json.loads(r.stdout)["error"], r.stderr if hasattr(r, "stderr") else r.output
+
+
+def fields_named(text):
+    """The Deployment inputs a text names as the library spells them (with an underscore)."""
+    return {f for f in Deployment.model_fields if "_" in f and f in FLAGS and re.search(rf"(?<![\w-]){f}\b", text)}
+
+
+@pytest.mark.parametrize("command", [("fit",), ("perf",), ("deploy",), ("simulate", "--request-rate", "1")])
+def test_every_command_says_the_inputs_a_refusal_names_as_flags(command):
+    error, _ = refusal(*command, *OLD_RULE)
+    said = f"{error['message']} (allowed: {error['allowed']})"
+    assert fields_named("an engine_version of") == {"engine_version"}  # the check below can fail
+    assert error["field"] == "--model-runner" and "--engine-version" in error["allowed"]
+    assert not fields_named(said), said
+
+
+@pytest.mark.parametrize("command", ["fit", "perf"])
+def test_a_refusal_about_a_speculative_method_names_the_tokens_flag(command):
+    error, _ = refusal(command, "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-method", "ngram")
+    assert "--speculative-tokens" in error["message"] and "--speculative-tokens" in error["allowed"]
+    assert "speculative_tokens" not in error["message"] + error["allowed"]
+
+
+def test_a_value_spelled_like_an_input_stays_a_value():
+    # draft_model is both the speculative method and the checkpoint's input: the error lists its inputs
+    error, _ = refusal("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "2",
+                       "--speculative-method", "ngram", "--draft-model", "some/draft")
+    assert error["field"] == "--draft-model"
+    assert "eagle3 or draft_model method" in error["message"]
+    assert error["allowed"] == "with --speculative-method eagle3 (or draft_model), or leave it out"
+
+
+def test_an_error_lists_the_inputs_its_prose_names():
+    listed = InvalidScenarioError("x", field="draft_model", names=("speculative_method",))
+    assert listed.names == ("speculative_method",) and InvalidScenarioError("x").names is None
