@@ -19,7 +19,7 @@ OLD_RULE = ("--model", "llama-3.1-8b", "--gpu", "h100", "--model-runner", "V1", 
 def refusal(*args):
     r = runner.invoke(app, [*args, "--json"])
     assert r.exit_code == 2, r.output
-    return json.loads(r.stdout)["error"], r.stderr if hasattr(r, "stderr") else r.output
+    return json.loads(r.stdout)["error"]
 
 
 def fields_named(text):
@@ -29,7 +29,7 @@ def fields_named(text):
 
 @pytest.mark.parametrize("command", [("fit",), ("perf",), ("deploy",), ("simulate", "--request-rate", "1")])
 def test_every_command_says_the_inputs_a_refusal_names_as_flags(command):
-    error, _ = refusal(*command, *OLD_RULE)
+    error = refusal(*command, *OLD_RULE)
     said = f"{error['message']} (allowed: {error['allowed']})"
     assert fields_named("an engine_version of") == {"engine_version"}  # the check below can fail
     assert error["field"] == "--model-runner" and "--engine-version" in error["allowed"]
@@ -38,14 +38,14 @@ def test_every_command_says_the_inputs_a_refusal_names_as_flags(command):
 
 @pytest.mark.parametrize("command", ["fit", "perf"])
 def test_a_refusal_about_a_speculative_method_names_the_tokens_flag(command):
-    error, _ = refusal(command, "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-method", "ngram")
+    error = refusal(command, "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-method", "ngram")
     assert "--speculative-tokens" in error["message"] and "--speculative-tokens" in error["allowed"]
     assert "speculative_tokens" not in error["message"] + error["allowed"]
 
 
 def test_a_value_spelled_like_an_input_stays_a_value():
     # draft_model is both the speculative method and the checkpoint's input: the error lists its inputs
-    error, _ = refusal("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "2",
+    error = refusal("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "2",
                        "--speculative-method", "ngram", "--draft-model", "some/draft")
     assert error["field"] == "--draft-model"
     assert "eagle3 or draft_model method" in error["message"]
@@ -55,3 +55,25 @@ def test_a_value_spelled_like_an_input_stays_a_value():
 def test_an_error_lists_the_inputs_its_prose_names():
     listed = InvalidScenarioError("x", field="draft_model", names=("speculative_method",))
     assert listed.names == ("speculative_method",) and InvalidScenarioError("x").names is None
+
+
+@pytest.mark.parametrize("field", sorted(f for f in Deployment.model_fields if "_" in f and f in FLAGS))
+def test_each_deployment_input_a_message_names_is_said_as_its_flag(field, capsys):
+    import typer
+
+    from inferplan.shells.cli_common import run
+
+    def refuse():
+        raise InvalidScenarioError(f"{field} 2 is refused beside {field}", field=field, allowed=f"leave {field} out")
+
+    with pytest.raises(typer.Exit):
+        run(refuse)
+    line = capsys.readouterr().err.replace("\n", " ")
+    flag = FLAGS[field]
+    assert line.count(flag) == 4 and not re.search(rf"(?<![\w-]){field}\b", line), line
+
+
+def test_a_what_fits_cell_says_the_inputs_its_refusal_names_as_flags():
+    r = runner.invoke(app, ["fits", "--models", "llama-3.1-8b", "--gpus", "h100", "--max-model-len", "1000000"],
+                      env={"COLUMNS": "300"})
+    assert "--max-model-len 1,000,000 is longer" in r.output and "max_model_len" not in r.output

@@ -164,7 +164,7 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         fail_naming(names, exc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        message = error_message(first)
+        message = flags_in(error_message(first), named_in(names, None))
         loc = ".".join(str(p) for p in first["loc"])
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)
@@ -176,9 +176,11 @@ def flagged_cells(matrix):
     """A what-fits matrix whose cell errors name the flag (--max-model-len) instead of the field."""
     def flagged(cell):
         flag = FLAGS.get(cell.error_field or "")
-        if flag is None:
+        if cell.error is None:
             return cell
-        return cell.model_copy(update={"error_field": flag, "error": cell.error.replace(f"{cell.error_field}: ", f"{flag}: ", 1)})
+        error = cell.error.replace(f"{cell.error_field}: ", f"{flag}: ", 1) if flag else cell.error
+        return cell.model_copy(update={"error_field": flag or cell.error_field,
+                                       "error": flags_in(error, named_in(FLAGS, cell.error_names))})
 
     return matrix.model_copy(update={"cells": tuple(flagged(c) for c in matrix.cells)})
 
@@ -266,13 +268,19 @@ def fail_naming(names: dict[str, str], exc: InferplanError, field: str | None = 
     error's ``names``) as ``names`` gives them, e.g. flags; ``field``: the flag at fault, if not the
     error's own (already said as a flag); ``own``: a command's own inputs, said wherever they stand."""
     field = field or exc.field
-    named = names if exc.names is None else {k: v for k, v in names.items() if k in exc.names}
-    said = {k: v for k, v in named.items() if exc.names is not None or "_" in k}  # "model" is also a word
-    said = {**said, **(own or {})}
+    said = {**named_in(names, exc.names), **(own or {})}
     exc.field, exc.allowed = field, flags_in(exc.allowed, said) if exc.allowed else None
     message = flags_in(str(exc), said)
     line = f"{field}: {message}" if field and not exc.located else message
     fail(line + (f" (allowed: {exc.allowed})" if exc.allowed else ""), field=field, allowed=exc.allowed, detail=message)
+
+
+def named_in(names: dict[str, str], listed: tuple[str, ...] | None) -> dict[str, str]:
+    """Of ``names``, the inputs an error's prose names: those it lists (``InferplanError.names``), or
+    where it lists none, each spelled with an underscore ("model" is also a word)."""
+    if listed is not None:
+        return {k: v for k, v in names.items() if k in listed}
+    return {k: v for k, v in names.items() if "_" in k}
 
 
 def flags_in(message: str, names: dict[str, str]) -> str:
