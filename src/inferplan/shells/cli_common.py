@@ -266,9 +266,10 @@ def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
 def fail_naming(names: dict[str, str], exc: InferplanError, field: str | None = None, *, own: dict[str, str] | None = None) -> None:
     """``fail`` with a library error whose message and allowed text say the inputs they name (the
     error's ``names``) as ``names`` gives them, e.g. flags; ``field``: the flag at fault, if not the
-    error's own (already said as a flag); ``own``: a command's own inputs, said wherever they stand."""
+    error's own (already said as a flag); ``own``: a command's own inputs, said wherever they stand.
+    A located error (a file's place) names the file's keys: they stay as the file spells them."""
     field = field or exc.field
-    said = {**named_in(names, exc.names), **(own or {})}
+    said = {**(named_in(names, exc.names) if exc.names is not None or not exc.located else {}), **(own or {})}
     exc.field, exc.allowed = field, flags_in(exc.allowed, said) if exc.allowed else None
     message = flags_in(str(exc), said)
     line = f"{field}: {message}" if field and not exc.located else message
