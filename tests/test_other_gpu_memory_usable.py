@@ -23,6 +23,6 @@ def test_no_usable_memory_is_zero_with_the_shortfall():
 def test_the_cli_and_the_api_show_no_negative_usable_memory(tmp_path):
     out = CliRunner().invoke(app, ["fit", "--model", "llama-3.1-8b", "--gpu", "h100", "--other-gpu-memory-gb", "79"],
                              env={"COLUMNS": "200"}).output
-    assert "0.00 GiB usable by the engine (1.85 GiB short)" in out and "-1" not in out
+    assert "0.00 GiB usable by the engine (1.85 GiB short of any)" in out and "-1" not in out
     body = TestClient(create_app(tmp_path / "api.db")).post("/api/fit", json=CROWDED).json()
     assert body["usable_bytes_per_gpu"] == 0.0 and body["usable_short_bytes_per_gpu"] > 1e9
