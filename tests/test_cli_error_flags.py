@@ -77,3 +77,17 @@ def test_a_what_fits_cell_says_the_inputs_its_refusal_names_as_flags():
     r = runner.invoke(app, ["fits", "--models", "llama-3.1-8b", "--gpus", "h100", "--max-model-len", "1000000"],
                       env={"COLUMNS": "300"})
     assert "--max-model-len 1,000,000 is longer" in r.output and "max_model_len" not in r.output
+
+
+def test_the_speculative_methods_an_error_allows_stay_values():
+    error = refusal("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "2",
+                    "--speculative-method", "medusa")
+    assert error["field"] == "--speculative-method" and error["allowed"] == "ngram, draft_model, eagle3, mtp"
+
+
+def test_a_quoted_word_is_a_value_and_stays_as_written():
+    from inferplan.shells.cli_common import flags_in
+
+    said = flags_in("'draft_model' is refused; draft_model and max_model_len", {"draft_model": "--draft-model",
+                                                                                "max_model_len": "--max-model-len"})
+    assert said == "'draft_model' is refused; --draft-model and --max-model-len"

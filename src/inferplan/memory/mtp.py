@@ -184,7 +184,7 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     method holds nothing more in the memory planned here."""
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
-                                   allowed=", ".join(SPECULATIVE_METHODS))
+                                   allowed=", ".join(SPECULATIVE_METHODS), names=())  # draft_model: a method
     if draft_model is not None and speculative_method not in ("eagle3", "draft_model"):
         raise InvalidScenarioError("a draft checkpoint drafts by the eagle3 or draft_model method", field="draft_model",
                                    allowed="with speculative_method eagle3 (or draft_model), or leave it out",

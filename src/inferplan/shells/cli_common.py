@@ -286,8 +286,9 @@ def named_in(names: dict[str, str], listed: tuple[str, ...] | None) -> dict[str,
 
 def flags_in(message: str, names: dict[str, str]) -> str:
     """``message`` with each domain field it names as a whole word (``request_rate_per_s``) said as the
-    flag ``names`` gives it (``--request-rate``); a flag already in it is left as it is."""
+    flag ``names`` gives it (``--request-rate``); a flag already in it, or a quoted word (a value:
+    ``'draft_model'``), is left as it is."""
     if not names:
         return message
     fields = "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
-    return re.sub(rf"(?<![\w.-])({fields})(?!\w|\.\w)", lambda m: names[m.group(1)], message)
+    return re.sub(rf"(?<![\w.'-])({fields})(?!\w|\.\w|')", lambda m: names[m.group(1)], message)
