@@ -142,7 +142,7 @@ def test_perf_concurrency_max_and_bad_values():
     bad = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--concurrency", "lots")
     assert bad.exit_code == 2 and "--concurrency" in bad.output
     too_long = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "99999999")
-    assert too_long.exit_code == 2 and "--output-len" in too_long.output and "input_len + output_len" in too_long.output
+    assert too_long.exit_code == 2 and "--output-len" in too_long.output and "--input-len + --output-len" in too_long.output
     for value in ("0", "-3"):  # named, never silently read as 1
         bad = invoke("perf", "--model", "llama-3.1-8b", "--gpu", "H100", "--concurrency", value)
         assert bad.exit_code == 2 and "--concurrency" in bad.output and "between 1 and" in bad.output, value

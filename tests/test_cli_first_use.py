@@ -49,3 +49,16 @@ def test_a_stray_argument_is_told_what_the_command_takes_as_arguments():
                           (["racks", "100"], "no arguments: every input by its flag")):
         done = subprocess.run([inferplan, *args, "--json"], capture_output=True, text=True)
         assert done.returncode == 2 and json.loads(done.stdout)["error"]["allowed"] == allowed, done.stderr
+
+
+def test_every_command_answers_version_as_the_root_does_and_keeps_it_out_of_its_help():
+    from importlib.metadata import version
+
+    from inferplan.shells.cli import app_for
+
+    said = f"inferplan {version('inferplan')}\n"
+    for args in (["fit"], ["fit", "--model", "llama-3.1-8b"], ["catalog", "list"], ["catalog"], ["measurements", "list"]):
+        for cli in (app, app_for(args[:1])):  # the whole app, and the one a start builds for the command
+            done = runner.invoke(cli, [*args, "--version"], prog_name="inferplan")
+            assert done.exit_code == 0 and done.output == said, (args, done.output)
+    assert "--version" not in runner.invoke(app, ["fit", "--help"]).output

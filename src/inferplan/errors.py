@@ -9,11 +9,18 @@ class InferplanError(Exception):
     ``field`` names the input at fault as the domain knows it (a Deployment or Workload field such
     as ``max_model_len``, a config key, a scenario path) so that a shell can say exactly what to
     change, in its own terms (a CLI flag, a JSON path); ``allowed`` says what would be accepted.
+
+    ``names`` lists the inputs the message and ``allowed`` name in their prose, as the domain spells
+    them, for a shell to say each in its terms (``speculative_tokens`` as ``--speculative-tokens``).
+    Left out, every word spelled as an input with an underscore is one; a message where such a word
+    is a value (the speculative method ``draft_model``) lists its inputs, and only they are said so.
     """
 
-    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None, located: bool = False):
+    def __init__(self, message: str, *, field: str | None = None, allowed: str | None = None, located: bool = False,
+                 names: tuple[str, ...] | None = None):
         self.field = field
         self.allowed = allowed
+        self.names = names
         self.located = located  # the message already says where (file:line: key:)
         super().__init__(message)
 
@@ -40,7 +47,12 @@ class UnknownHardwareError(InferplanError):
 
 
 class AmbiguousNameError(InferplanError):
-    """A name matches more than one catalogue entry; the candidates are listed."""
+    """A name matches more than one catalogue entry; the candidates are listed (``candidates``: all of
+    their ids, where the message cuts the list short)."""
+
+    def __init__(self, message: str, *, candidates: tuple[str, ...] = (), **kwargs):
+        super().__init__(message, **kwargs)
+        self.candidates = candidates
 
 
 class ConfigImportError(InferplanError):

@@ -66,10 +66,7 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
             continue
     if ambiguous and not any(e.id == name for _, e in found):
         # several models called 'gpt-oss…' outweigh one engine build whose text mentions it
-        # each kind's candidates are listed (and cut short) in the message once; allowed says how to narrow
-        kinds = dict.fromkeys(_spelling(k) for k, _ in [*ambiguous, *found])
-        raise AmbiguousNameError("; ".join([str(a) for _, a in ambiguous] + [f"also {_spelling(k)}: {e.id}" for k, e in found]),
-                                 field="name", allowed=f"an exact id, or one kind: {', '.join(kinds)}")
+        raise _in_several_kinds(name, ambiguous, found)
     if not found and kind:
         raise CatalogError(f"nothing among {_spelling(keys[0])} is called {name!r}", field="name",
                            allowed=missed.allowed)
@@ -86,6 +83,23 @@ def show_entry(name: str, kind: str | None = None) -> tuple[str, BaseModel]:
             allowed=", ".join(_spelling(k) for k, _ in found),
         )
     return found[0]
+
+
+def _in_several_kinds(name: str, ambiguous: list, found: list) -> AmbiguousNameError:
+    """The refusal of a name matching several entries of several kinds: the candidates of the kind
+    most likely meant (models, then GPUs, then systems, else the first), the other kinds counted, with
+    how to list theirs (``kind``); allowed says how to narrow."""
+    matches = {key: exc.candidates for key, exc in ambiguous} | {key: (entry.id,) for key, entry in found}
+    kinds = sorted(matches, key=lambda k: (LIKELY_MEANT.index(k) if k in LIKELY_MEANT else len(LIKELY_MEANT)))
+    lead = dict(ambiguous).get(kinds[0])
+    said = str(lead) if lead is not None else f"{name!r} is one of the {_spelling(kinds[0])}: {matches[kinds[0]][0]}"
+    others = ", ".join(f"{len(matches[k])} {_spelling(k)}" for k in kinds[1:])
+    return AmbiguousNameError(f"{said}; it also matches {others}: kind {_spelling(kinds[1])} (or another of them) "
+                              "lists those", field="name", names=("kind",),
+                              allowed=f"an exact id, or one kind: {', '.join(_spelling(k) for k in kinds)}")
+
+
+LIKELY_MEANT = ("models", "accelerators", "systems")  # the kinds a name typed at a planning command names
 
 
 def _spelling(key: str) -> str:

@@ -90,8 +90,8 @@ class Registry(Generic[T]):
             matched = sorted(r.id for r in partial)
             ids = ", ".join(matched[:AMBIGUOUS_LISTED]) + (f", … ({len(matched)} in all)" if len(matched) > AMBIGUOUS_LISTED else "")
             raise AmbiguousNameError(
-                f"{name!r} matches several {self.kind}: {ids}", field=field_name, allowed=ids
-            )
+                f"{name!r} matches several {self.kind}: {ids}", field=field_name, allowed=ids,
+                candidates=tuple(matched))
         kind = self.kind[:-1] if self.kind.endswith('s') else self.kind
         close = self.closest(name)
         listed = close or sorted(self.records)[:MAX_LISTED]

@@ -71,7 +71,7 @@ class EngineSettings:
 class EngineBudget:
     engine: str
     total_bytes_per_gpu: float  # what the driver reports
-    usable_bytes_per_gpu: float  # what the engine lets itself use
+    usable_bytes_per_gpu: float  # what the engine lets itself use (0 when nothing is left to it)
     weights_bytes_per_gpu: float
     activation_bytes_per_gpu: float
     overhead_bytes_per_gpu: float  # non-torch: CUDA context, NCCL buffers, runtime
@@ -83,6 +83,7 @@ class EngineBudget:
     # a runtime on which the engine cannot size the cache from measured memory, and the KV cache it gets there
     fallback_kv_bytes_per_gpu: float | None = None
     fallback_note: str | None = None
+    usable_short_bytes_per_gpu: float = 0.0  # where nothing is usable: how far below nothing the budget falls
 
 
 def device_total_bytes(catalog: Catalog, accel: Accelerator,
@@ -365,7 +366,8 @@ def engine_budget(
     return EngineBudget(
         engine=engine.id,
         total_bytes_per_gpu=total_bytes,
-        usable_bytes_per_gpu=usable,
+        usable_bytes_per_gpu=max(usable, 0.0),
+        usable_short_bytes_per_gpu=max(-usable, 0.0),
         weights_bytes_per_gpu=weights_bytes_per_gpu,
         activation_bytes_per_gpu=act,
         overhead_bytes_per_gpu=overhead,

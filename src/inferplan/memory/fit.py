@@ -361,7 +361,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     result = MemoryFit(
         fits=held.fits, model=spec.id, accelerator=hw.accel.id, engine=engine.id, quantization=quant.id,
         kv_cache_dtype=kv_dtype.id, parallel=plan, max_model_len=held.max_len, gpu_memory_bytes=total,
-        usable_bytes_per_gpu=budget.usable_bytes_per_gpu, weights_bytes=w.estimate.total_bytes,
+        usable_bytes_per_gpu=budget.usable_bytes_per_gpu, usable_short_bytes_per_gpu=budget.usable_short_bytes_per_gpu,
+        weights_bytes=w.estimate.total_bytes,
         weights_bytes_per_gpu=w.per_gpu, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, kv_cache_bytes_per_gpu=held.kv_gpu,
         kv_cache_bytes_per_token=layout.bytes_per_token, kv_cache_copies=copies,

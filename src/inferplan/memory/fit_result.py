@@ -34,7 +34,9 @@ class MemoryFit(BaseModel):
     parallel: ParallelPlan
     max_model_len: int
     gpu_memory_bytes: float  # total per GPU as the driver reports it
-    usable_bytes_per_gpu: float
+    usable_bytes_per_gpu: float  # what the engine lets itself use, never below 0
+    # where nothing is usable: how far below nothing the budget falls (other processes, a start-up margin)
+    usable_short_bytes_per_gpu: float = 0.0
     weights_bytes: float  # one full copy of the model
     weights_bytes_per_gpu: float
     activation_bytes_per_gpu: float

@@ -37,6 +37,7 @@ class FitsCell(BaseModel):
     result: MemoryFit | None  # None when the cell could not be planned
     error: str | None = None
     error_field: str | None = None  # the input the error names, as a Deployment field (max_model_len)
+    error_names: tuple[str, ...] | None = None  # the inputs its prose names (InferplanError.names)
     # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
     # one instance across the node, which says nothing about how few GPUs it needs)
     smallest_fit: ParallelPlan | None = None
@@ -166,7 +167,7 @@ these same lists (the API, before the request waits for a turn), so it is not ru
                                           smallest_fit=_smallest(catalog, d, result)))
                 except InferplanError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None, error=exc.describe(),
-                                          error_field=exc.field))
+                                          error_field=exc.field, error_names=exc.names))
                 except ValidationError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
                                           error=exc.errors()[0]["msg"]))

@@ -184,10 +184,11 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     method holds nothing more in the memory planned here."""
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
-                                   allowed=", ".join(SPECULATIVE_METHODS))
+                                   allowed=", ".join(SPECULATIVE_METHODS), names=())  # draft_model: a method
     if draft_model is not None and speculative_method not in ("eagle3", "draft_model"):
         raise InvalidScenarioError("a draft checkpoint drafts by the eagle3 or draft_model method", field="draft_model",
-                                   allowed="with speculative_method eagle3 (or draft_model), or leave it out")
+                                   allowed="with speculative_method eagle3 (or draft_model), or leave it out",
+                                   names=("speculative_method",))
     speculative_tokens = speculative_tokens or d.speculative_tokens
     if speculative_tokens:  # whatever drafts them, the engine verifies them in every decode step
         d = d.model_copy(update={"speculative_tokens": speculative_tokens})
@@ -203,7 +204,8 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     if speculative_method != "mtp":
         if d.mtp_draft:
             raise InvalidScenarioError(f"mtp_draft drafts with the MTP layers, not by {speculative_method}",
-                                       field="speculative_method", allowed="mtp, or leave mtp_draft out")
+                                       field="speculative_method", allowed="mtp, or leave mtp_draft out",
+                                       names=("mtp_draft",))
         return d
     _, refused = _refusal(catalog, d, resolve_model(catalog, d.model), catalog.engine(d.engine).id)
     if refused is not None:

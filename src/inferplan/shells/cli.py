@@ -7,10 +7,12 @@ The ``cli*`` modules do not postpone annotations: typer reads every command's pa
 it builds the app, and would compile each from a string on every start.
 """
 
+import copy
 from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from inferplan.shells.cli_catalog import catalog_app, gpus_cmd, model_app, models_cmd
 from inferplan.shells.cli_common import (
@@ -48,13 +50,43 @@ from inferplan.shells.cli_validate import validate_cmd
 render = LazyModule("inferplan.shells.render")
 render_fits = LazyModule("inferplan.shells.render_fits")
 
+
+def _print_version(given: bool) -> None:
+    if given:
+        from importlib.metadata import version
+
+        typer.echo(f"inferplan {version('inferplan')}")
+        raise typer.Exit()
+
+
+class _VersionedGroup(TyperGroup):
+    """The root group: every command under it, however deep, answers ``--version`` as the root does
+    (the root's flag, hidden there, so each command's help lists its own options only)."""
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        version = next((p for p in self.params if "--version" in p.opts), None)
+        if command is not None and version is not None:
+            hidden = copy.copy(version)
+            hidden.hidden, hidden.expose_value = True, False  # the command's own parameters are what it is called with
+            _answers_version(command, hidden)
+        return command
+
+
+def _answers_version(command, version) -> None:
+    if not any("--version" in p.opts for p in command.params):
+        command.params.append(version)
+    for sub in getattr(command, "commands", {}).values():
+        _answers_version(sub, version)
+
+
 # Help in click's own layout (typer's documented ``rich_markup_mode=None``), not rich's boxed panels: click
 # puts the help under a long flag where the line is short, so every flag name stays whole at any width
 # (the panels cut them at 80 columns). Sub-command groups take the app's mode.
 HELP_MARKUP = None
 HELP_NAMES = {"help_option_names": ["-h", "--help"]}  # sub-commands and groups take the root's
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=HELP_MARKUP, context_settings=HELP_NAMES,
-                  help="Plan self-hosted open-weight LLM deployments.")
+                  cls=_VersionedGroup, help="Plan self-hosted open-weight LLM deployments.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(model_app, name="model")
 app.add_typer(measurements_app, name="measurements")  # inferplan/shells/cli_measurements.py
@@ -301,19 +333,12 @@ def app_for(args: list[str]) -> typer.Typer:
     groups = [g for g in app.registered_groups if g.name == name]
     if not commands and not groups:
         return app
-    lean = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP, context_settings=HELP_NAMES, help=app.info.help)
+    lean = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP, context_settings=HELP_NAMES, cls=_VersionedGroup,
+                       help=app.info.help)
     lean.registered_commands = commands
     lean.registered_groups = groups
     lean.callback()(_root)  # a group with a callback keeps `inferplan NAME …` a sub-command
     return lean
-
-
-def _print_version(given: bool) -> None:
-    if given:
-        from importlib.metadata import version
-
-        typer.echo(f"inferplan {version('inferplan')}")
-        raise typer.Exit()
 
 
 def _root(

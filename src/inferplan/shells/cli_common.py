@@ -162,10 +162,10 @@ def run_naming(names: dict[str, str], fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except InferplanError as exc:
         exc.field = names.get(exc.field or "", exc.field)
-        fail(exc.describe(), field=exc.field, allowed=exc.allowed, detail=str(exc))
+        fail_naming(names, exc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        message = error_message(first)
+        message = flags_in(error_message(first), named_in(names, None))
         loc = ".".join(str(p) for p in first["loc"])
         if not loc:  # a rule over several inputs (a GPU or a system): its message names the flags
             fail(message)
@@ -177,9 +177,11 @@ def flagged_cells(matrix):
     """A what-fits matrix whose cell errors name the flag (--max-model-len) instead of the field."""
     def flagged(cell):
         flag = FLAGS.get(cell.error_field or "")
-        if flag is None:
+        if cell.error is None:
             return cell
-        return cell.model_copy(update={"error_field": flag, "error": cell.error.replace(f"{cell.error_field}: ", f"{flag}: ", 1)})
+        error = cell.error.replace(f"{cell.error_field}: ", f"{flag}: ", 1) if flag else cell.error
+        return cell.model_copy(update={"error_field": flag or cell.error_field,
+                                       "error": flags_in(error, named_in(FLAGS, cell.error_names))})
 
     return matrix.model_copy(update={"cells": tuple(flagged(c) for c in matrix.cells)})
 
@@ -262,10 +264,32 @@ def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
     return items
 
 
+def fail_naming(names: dict[str, str], exc: InferplanError, field: str | None = None, *, own: dict[str, str] | None = None) -> None:
+    """``fail`` with a library error whose message and allowed text say the inputs they name (the
+    error's ``names``) as ``names`` gives them, e.g. flags; ``field``: the flag at fault, if not the
+    error's own (already said as a flag); ``own``: a command's own inputs, said wherever they stand.
+    A located error (a file's place) names the file's keys: they stay as the file spells them."""
+    field = field or exc.field
+    said = {**(named_in(names, exc.names) if exc.names is not None or not exc.located else {}), **(own or {})}
+    exc.field, exc.allowed = field, flags_in(exc.allowed, said) if exc.allowed else None
+    message = flags_in(str(exc), said)
+    line = f"{field}: {message}" if field and not exc.located else message
+    fail(line + (f" (allowed: {exc.allowed})" if exc.allowed else ""), field=field, allowed=exc.allowed, detail=message)
+
+
+def named_in(names: dict[str, str], listed: tuple[str, ...] | None) -> dict[str, str]:
+    """Of ``names``, the inputs an error's prose names: those it lists (``InferplanError.names``), or
+    where it lists none, each spelled with an underscore ("model" is also a word)."""
+    if listed is not None:
+        return {k: v for k, v in names.items() if k in listed}
+    return {k: v for k, v in names.items() if "_" in k}
+
+
 def flags_in(message: str, names: dict[str, str]) -> str:
     """``message`` with each domain field it names as a whole word (``request_rate_per_s``) said as the
-    flag ``names`` gives it (``--request-rate``); a flag already in it is left as it is."""
+    flag ``names`` gives it (``--request-rate``); a flag already in it, or a quoted word (a value:
+    ``'draft_model'``), is left as it is."""
     if not names:
         return message
     fields = "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
-    return re.sub(rf"(?<![\w.-])({fields})(?!\w|\.\w)", lambda m: names[m.group(1)], message)
+    return re.sub(rf"(?<![\w.'-])({fields})(?!\w|\.\w|')", lambda m: names[m.group(1)], message)

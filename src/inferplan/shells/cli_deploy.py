@@ -14,6 +14,7 @@ from inferplan.shells.cli_common import (
     emit_json,
     err_console,
     fail,
+    fail_naming,
 )
 from inferplan.shells.cli_flags import FORMAT, LAUNCHED_HOST, LAYOUT, LIMITS, deployment_flags
 
@@ -123,9 +124,7 @@ def _call(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except InferplanError as exc:
-        flag = _flag(exc.field)
-        fail(f"{flag}: {exc}" + (f" (allowed: {exc.allowed})" if exc.allowed else ""), field=flag,
-             allowed=exc.allowed, detail=str(exc))
+        fail_naming(DEPLOY_FLAGS, exc, _flag(exc.field))
 
 
 def speculative_input(**kwargs):

@@ -15,7 +15,7 @@ import typer
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_measurements import DbOpt, user_catalog
 from inferplan.shells.cli_flags import ModelArgument, model_given
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, split_list, TokensOpt
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, named_in, split_list, TokensOpt
 
 # the request's domain fields -> the flag a user typed
 SEARCH_FLAGS = {
@@ -148,7 +148,8 @@ def _checked(build, *, in_flags: bool = False):
         field = exc.field or ""
         flag = SEARCH_FLAGS.get(field, SEARCH_FLAGS.get(field.split(".")[0], exc.field))
         exc.field = flag
-        said = (lambda text: flags_in(text, SEARCH_FLAGS)) if in_flags else (lambda text: text)
+        listed = SEARCH_FLAGS if exc.names is None else named_in(SEARCH_FLAGS, exc.names)
+        said = (lambda text: flags_in(text, listed)) if in_flags else (lambda text: text)
         exc.allowed = said(exc.allowed) if exc.allowed else None
         fail(said(exc.describe()), field=flag, allowed=exc.allowed, detail=str(exc))
     except ValidationError as exc:

@@ -15,7 +15,9 @@ from inferplan.shells.cli_common import (
     console,
     deployment_from,
     emit_json,
+    FLAGS as COMMON_FLAGS,
     fail,
+    fail_naming,
     flags_in,
     workload,
 )
@@ -86,9 +88,7 @@ def simulate_cmd(
         flag = _flag(key) if key else None
         fail(f"{flag}: {message}" if flag else message, field=flag, allowed=allowed_by(first), detail=message)
     except InferplanError as exc:
-        exc.field = _flag(exc.field) if exc.field else None
-        exc.allowed = flags_in(exc.allowed, {**FLAGS, "trace": "--trace"}) if exc.allowed else None
-        fail(_flags_in(exc.describe()), field=exc.field, allowed=exc.allowed, detail=str(exc))
+        fail_naming(COMMON_FLAGS, exc, _flag(exc.field) if exc.field else None, own={**FLAGS, "trace": "--trace"})
     if as_json:
         emit_json(result)
     else:

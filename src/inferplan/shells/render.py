@@ -118,7 +118,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                   f"at {r.max_model_len:,} tokens: {verdict}")
     if r.layout_note:
         console.print(r.layout_note, highlight=False)
-    console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine", highlight=False)
+    short = f" ({gib(r.usable_short_bytes_per_gpu)} short of any)" if r.usable_short_bytes_per_gpu else ""
+    console.print(f"  per GPU: {gib(r.gpu_memory_bytes)} total, {gib(r.usable_bytes_per_gpu)} usable by the engine{short}",
+                  highlight=False)
     if r.build_note:
         console.print(f"  build: {r.build_note}", highlight=False)
     if r.memory_rule:
