@@ -40,7 +40,12 @@ def with_channel(catalog: Catalog, d: Deployment, role: str) -> Deployment | Non
     the platform's default runtime turns it off (``default_fallback``); None elsewhere."""
     if default_fallback(catalog, d, role) is None:
         return None
-    return pool_instance(catalog, d, role).model_copy(update={"enable_extensible_kv_cache": True})
+    return _kept_on(pool_instance(catalog, d, role))
+
+
+def _kept_on(pooled: Deployment) -> Deployment:
+    """A pool's instance ``pooled`` on the runtime that keeps the extensible KV cache on."""
+    return pooled.model_copy(update={"enable_extensible_kv_cache": True})
 
 
 def channel_note(catalog: Catalog, d: Deployment, role: str, slots: tuple[int, int] | None = None) -> str | None:
@@ -52,7 +57,7 @@ def channel_note(catalog: Catalog, d: Deployment, role: str, slots: tuple[int, i
         return None
     pooled = pool_instance(catalog, d, role)
     off = plan_memory(pooled, catalog).result.kv_cache_bytes_per_gpu
-    on = plan_memory(with_channel(catalog, d, role), catalog).result.kv_cache_bytes_per_gpu
+    on = plan_memory(_kept_on(pooled), catalog).result.kv_cache_bytes_per_gpu
     off_slots, on_slots = (f", {slots[0]:,} slots", f", {slots[1]:,} slots") if slots else ("", "")
     return (f"{role} pool: with {pooled.kv_connector} on {fallback.software.value} {fallback.by_default}, vLLM turns the "
             f"extensible KV cache off and sizes it from the start-up profile: {max(off, 0.0) / GiB:.2f} GiB of KV cache "
