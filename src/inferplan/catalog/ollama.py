@@ -78,7 +78,10 @@ def refuse_unlisted_tag(catalog, name: str, field_name: str) -> None:
 def tag_note(catalog, name: str) -> str | None:
     """One line naming the build the Ollama tag ``name`` selects (None: ``name`` is no tag)."""
     named = named_build(catalog, name)
-    if named is None:
-        return None
+    return build_line(catalog, named) if named is not None else None
+
+
+def build_line(catalog, named: NamedBuild) -> str:
+    """One line naming the build ``named`` (an Ollama tag's) selects."""
     return (f"{named.tag} is Ollama's {catalog.quantizations.records[named.quantization].name} build of "
             f"{catalog.models.records[named.model].name}, planned on {catalog.engines.records[named.engine].name}")

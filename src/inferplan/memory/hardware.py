@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.ollama import OLLAMA, NamedBuild, named_build, tag_note
+from inferplan.catalog.ollama import OLLAMA, NamedBuild, build_line, named_build
 from inferplan.catalog.schema import Accelerator, ScaleOut, System
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -116,8 +116,7 @@ def with_named_build(d: Deployment, named: NamedBuild, catalog: Catalog) -> Depl
             planned.loads(catalog.quantizations.records[named.quantization]):
         update["quantization"] = named.quantization
     d = d.model_copy(update=update) if update else d
-    if d.max_model_len is None and (d.engine, d.quantization) == (named.engine, named.quantization) and \
-            (d.gpu or d.system):
+    if d.max_model_len is None and _runs_named(d, named) and (d.gpu or d.system):
         d = d.model_copy(update={"max_model_len": ollama_context_tokens(catalog, d)})
     return d
 
@@ -135,8 +134,8 @@ def ollama_default_context(catalog: Catalog, d: Deployment) -> bool:
     """Whether ``d`` (as planned, after ``with_default_engine``) runs an Ollama tag's build at the context Ollama
     gives the model with no num_ctx set, rather than at one a person stated."""
     named = named_build(catalog, d.model)
-    return named is not None and (d.engine, d.quantization) == (named.engine, named.quantization) and \
-        bool(d.gpu or d.system) and d.max_model_len == ollama_context_tokens(catalog, d)
+    return named is not None and _runs_named(d, named) and bool(d.gpu or d.system) and \
+        d.max_model_len == ollama_context_tokens(catalog, d)
 
 
 def build_note(catalog: Catalog, d: Deployment) -> str | None:
@@ -145,18 +144,23 @@ def build_note(catalog: Catalog, d: Deployment) -> str | None:
     named = named_build(catalog, d.model)
     if named is None:
         return None
-    if (d.engine, d.quantization) == (named.engine, named.quantization):
+    if _runs_named(d, named):
         if not (d.gpu or d.system) or d.max_model_len is None:
-            return f"{tag_note(catalog, d.model)}; a stated engine or quantization plans another"
+            return f"{build_line(catalog, named)}; a stated engine or quantization plans another"
         tokens = ollama_context_tokens(catalog, d)
         context = "the context Ollama gives it on these GPUs" if d.max_model_len == tokens else \
             f"not the {tokens:,} Ollama gives it on these GPUs"
-        return (f"{tag_note(catalog, d.model)}, at {d.max_model_len:,} tokens, {context}, {_unlike_ollama(d, named)}; "
+        return (f"{build_line(catalog, named)}, at {d.max_model_len:,} tokens, {context}, {_unlike_ollama(d, named)}; "
                 "a stated engine, quantization or context plans another")
     quant = catalog.quantizations.records[named.quantization].name
     engine = catalog.engines.records[named.engine].name
     planned = d.quantization or "the engine's own build"
     return f"{named.tag} names Ollama's {quant} build on {engine}; planned as stated: {d.engine}, {planned}"
+
+
+def _runs_named(d: Deployment, named: NamedBuild) -> bool:
+    """Whether ``d`` runs the build ``named`` selects: its engine and weight format."""
+    return (d.engine, d.quantization) == (named.engine, named.quantization)
 
 
 def _unlike_ollama(d: Deployment, named: NamedBuild) -> str:
