@@ -175,6 +175,13 @@ class MeasuredSizing(Frozen):
         """The refusal of ``connector`` (a kv_connector name; None: none) on ``software``, if any."""
         return next((r for r in self.connector_refusals if r.software == software and connector in r.connectors), None)
 
+    def off_with_connector(self, software: Software | None,
+                           connector: str | None) -> ConnectorRefusal | SizingFallback | None:
+        """What turns the measured sizing off for an instance launching with ``connector`` on ``software`` where the
+        switch is left to the engine: its refusal there (``refused_with``), else the platform's default runtime
+        (``off_by_default``); None: neither."""
+        return self.refused_with(software, connector) or self.off_by_default(software, connector)
+
     def source_ids(self) -> tuple[str, ...]:
         return (*self.sources, *(s for o in self.off_with for s in o.sources),
                 *(s for f in self.runtime_fallbacks for s in f.sources),

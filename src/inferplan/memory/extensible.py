@@ -112,8 +112,7 @@ def pool_sized(catalog: Catalog, d: Deployment, role: str) -> Deployment:
     check_kv_connector(catalog, d)
     sized = memory_rule(catalog, engine.id, d.engine_version).measured_sizing
     _check_switch(catalog, d, engine, sized, accel, pooled.kv_connector)
-    if d.enable_extensible_kv_cache is not None or sized is None or (
-            sized.refused_with(accel.software, pooled.kv_connector) or
-            sized.off_by_default(accel.software, pooled.kv_connector)) is None:
+    if d.enable_extensible_kv_cache is not None or sized is None or \
+            sized.off_with_connector(accel.software, pooled.kv_connector) is None:
         return d
     return pooled  # sized as the engine sizes it with the connector: from the start-up profile

@@ -57,7 +57,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     sized_off = sizing.switched_off_by(d) if sizing else None
     # a pool's KV connector the engine turns the measured sizing off with, where the switch is left to it
     # (refused with it on the software stack, or falling back with it on the runtime the platform comes as)
-    refused = (sizing.refused_with(accel.software, d.kv_connector) or sizing.off_by_default(accel.software, d.kv_connector)) \
+    refused = sizing.off_with_connector(accel.software, d.kv_connector) \
         if sizing and d.enable_extensible_kv_cache is None and d.kv_connector else None
     if sizing and (not sizing.used_on(accel.software) or sized_off or refused):  # not measured
         release_frac = sizing.fraction_where_off
