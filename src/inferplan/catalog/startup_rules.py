@@ -87,6 +87,10 @@ class SizingFallback(Frozen):
         on = f"{connector} (the KV connector of a disaggregated pool's instance) on " if connector else "on "
         return f"{on}{self.software.value} {self.by_default}"
 
+    def stated_on_said(self, connector: str | None) -> str:
+        """What the engine does on the default runtime with the switch stated on for ``connector``, in a few words."""
+        return f"--enable-extensible-kv-cache with {connector} on {self.software.value} {self.by_default}: {self.stated_on}"
+
 
 class ConnectorRefusal(Frozen):
     """KV connectors with which the engine cannot size the cache from measured memory on one software stack: it

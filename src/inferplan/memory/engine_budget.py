@@ -336,8 +336,7 @@ def engine_budget(
         fallback = sized.fallback_on(accel.software, settings.kv_connector) if sized is not None and accel is not None \
             else None
         if fallback is not None and fallback.by_default:  # stated on, on the runtime the platform comes as
-            off_note = (f"--enable-extensible-kv-cache with {settings.kv_connector} on {accel.software.value} "
-                        f"{fallback.by_default}: {fallback.stated_on} ({', '.join(fallback.sources)})")
+            off_note = f"{fallback.stated_on_said(settings.kv_connector)} ({', '.join(fallback.sources)})"
             notes.append(f"{rule.label}: {off_note}")
             off_kv, fallback = None, None
         if fallback is not None:  # the runtime is no input: what the engine's fallback to the profile estimate leaves

@@ -372,6 +372,5 @@ def _pool_notes(q: SimulationQuery, catalog: Catalog, w: Workload, decode: Servi
     hw = resolve_hardware(catalog, d)
     if stated is None or link is None or hw.accel.scale_up is None or link != hw.accel.scale_up.link:
         return ()
-    return (f"decode pool: --enable-extensible-kv-cache with {pool_instance(catalog, d, 'decode').kv_connector} on "
-            f"{stated.software.value} {stated.by_default}: {stated.stated_on}, but the hand-over here is priced on "
-            f"{link}; state --kv-transfer-s for the time it takes on this host ({', '.join(stated.sources)})",)
+    return (f"decode pool: {stated.stated_on_said(pool_instance(catalog, d, 'decode').kv_connector)}, but the hand-over "
+            f"here is priced on {link}; state --kv-transfer-s for the time it takes on this host ({', '.join(stated.sources)})",)
