@@ -84,8 +84,7 @@ class SizingFallback(Frozen):
 
     def named(self, connector: str | None) -> str:
         """The default runtime as the cause of a cache sized from the profile: the connector, on its software stack."""
-        on = f"{connector} (the KV connector of a disaggregated pool's instance) on " if connector else "on "
-        return f"{on}{self.software.value} {self.by_default}"
+        return f"{_connector_on(connector, self.software)} {self.by_default}"
 
     def stated_on_said(self, connector: str | None) -> str:
         """What the engine does on the default runtime with the switch stated on for ``connector``, in a few words."""
@@ -106,7 +105,13 @@ class ConnectorRefusal(Frozen):
 
     def named(self, connector: str) -> str:
         """The refusal as the cause of a cache sized from the profile: the connector, on its software stack."""
-        return f"{connector} (the KV connector of a disaggregated pool's instance) on {self.software.value}"
+        return _connector_on(connector, self.software)
+
+
+def _connector_on(connector: str | None, software: Software) -> str:
+    """A pool's KV connector (None: none named) on ``software``, as the cause of a cache sized from the profile."""
+    on = f"{connector} (the KV connector of a disaggregated pool's instance) on" if connector else "on"
+    return f"{on} {software.value}"
 
 
 class MeasuredSizing(Frozen):
