@@ -132,13 +132,13 @@ def test_the_build_line_says_where_the_plan_runs_the_tag_unlike_ollama():
 def test_a_refusal_at_ollamas_context_says_where_the_context_came_from():
     run = CliRunner().invoke
     perf = run(app, ["perf", "--model", "qwen3:32b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"})
-    assert perf.exit_code == 2 and "at max_model_len 32,768, the context Ollama gives qwen3:32b on these GPUs " \
+    assert perf.exit_code == 2 and "at --max-model-len 32,768, the context Ollama gives qwen3:32b on these GPUs " \
         "(--max-model-len states another)" in perf.output
     sim = run(app, ["simulate", "--model", "qwen3:32b", "--gpu", "rtx-4090", "--request-rate", "0.1"], env={"COLUMNS": "250"})
     assert sim.exit_code == 2 and "the context Ollama gives qwen3:32b" in sim.output
     same = run(app, ["perf", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--quantization",
                      "gguf-q4_k_m", "--max-model-len", "32768"], env={"COLUMNS": "250"})
-    assert same.exit_code == 2 and "at max_model_len 32,768: the KV cache" in same.output and "Ollama" not in same.output
+    assert same.exit_code == 2 and "at --max-model-len 32,768: the KV cache" in same.output and "Ollama" not in same.output
 
 
 @pytest.mark.parametrize(("name", "listed"), [
