@@ -80,6 +80,10 @@ class Deployment(Input):
     eagle3_draft: str | None = Field(None, min_length=3, max_length=300, description="speculative decoding with this "
                                      "EAGLE-3 draft checkpoint (a Hugging Face repo): the memory the engine holds for "
                                      "it is counted where the catalogue lists it (eagle3_drafts.yaml)")
+    draft_checkpoint: str | None = Field(None, min_length=3, max_length=300, description="speculative decoding by the "
+                                         "draft_model method with this smaller model (a catalogue id or alias, a repo, or "
+                                         "a config.json path): vLLM's draft weights and its layers' KV entries in the "
+                                         "target's pool are counted (memory.draft_model)")
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens the engine verifies per decode step "
                                     "(--speculative-tokens, any draft method; 0: none): vLLM captures its CUDA graphs "
                                     "for 1 + this many tokens per sequence")

@@ -44,6 +44,7 @@ from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, 
 from inferplan.memory.draft_headroom import draft_reserve_bytes
 from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
 from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
+from inferplan.memory.draft_model import draft_model_kv_architecture, draft_model_memory, draft_model_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
@@ -291,6 +292,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if eagle is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu + eagle.weight_bytes_per_gpu(plan.tensor_parallel_size),
                                 notes=[*w.notes, *eagle3_notes(eagle, plan.tensor_parallel_size)])
+    small = draft_model_memory(catalog, d, spec, engine.id)  # a separate draft model: its weights and KV layers
+    if small is not None:
+        w = dataclasses.replace(w, per_gpu=w.per_gpu + small.weight_bytes_per_gpu(plan.tensor_parallel_size),
+                                notes=[*w.notes, *draft_model_notes(small, plan.tensor_parallel_size)])
     w = dataclasses.replace(w, notes=[kt_note, *w.notes]) if kt_note else w
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog, quant) or offload_split(
@@ -313,7 +318,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     planned_length(d, spec, None) * slots))
     budget, rooms, budget_notes = kv_room(catalog, d, engine, gpu_quant, hw.accel, spec, settings, plan, total, w, rule)
-    kv_arch = eagle3_kv_architecture(kv_architecture(spec.architecture, mtp), eagle)  # with the draft's layers where the pool holds them
+    kv_arch = draft_model_kv_architecture(eagle3_kv_architecture(kv_architecture(spec.architecture, mtp), eagle), small)  # with the draft's layers where the pool holds them
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
     if split is not None and split.host_kv_fraction:

@@ -180,8 +180,9 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     as ``deploy`` launches it: ``mtp`` drafts with the model's MTP layers (``mtp_draft``: the memory counts
     them), refused naming ``speculative_method`` where the model or engine has none; ``eagle3`` with
     ``draft_model`` (left out: the model's one catalogued draft) as ``eagle3_draft`` (``memory.eagle3``: the
-    memory counts a catalogued draft); left out, the draft ``perf`` plans (``with_mtp_draft``); another
-    method holds nothing more in the memory planned here."""
+    memory counts a catalogued draft); ``draft_model`` with the smaller model ``draft_model`` names as
+    ``draft_checkpoint`` (``memory.draft_model``: refused without one); left out, the draft ``perf`` plans
+    (``with_mtp_draft``); ngram holds nothing more in the memory planned here."""
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
                                    allowed=", ".join(SPECULATIVE_METHODS), names=())  # draft_model: a method
@@ -201,6 +202,10 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
         return with_mtp_draft(catalog, d, speculative_tokens)
     if speculative_method == "eagle3":
         return _with_eagle3(catalog, d, draft_model)
+    if speculative_method == "draft_model":
+        from inferplan.memory.draft_model import with_draft_model
+
+        return with_draft_model(catalog, d, draft_model)
     if speculative_method != "mtp":
         if d.mtp_draft:
             raise InvalidScenarioError(f"mtp_draft drafts with the MTP layers, not by {speculative_method}",

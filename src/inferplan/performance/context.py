@@ -21,7 +21,7 @@ from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
 from inferplan.performance.rates import Rates, check_backend, default_backend, rates_for
-from inferplan.performance.work import ModelWork, model_work
+from inferplan.performance.work import ModelWork, model_work, with_draft_model
 
 
 def tokens_per_step(k: int, acceptance: float) -> float:
@@ -66,7 +66,7 @@ class ServingContext:
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
                                      self.mp.hardware, self.mp.kv_dtype.id)
-        self.work: ModelWork = model_work(self.mp, catalog)
+        self.work: ModelWork = with_draft_model(model_work(self.mp, catalog), catalog, d.draft_checkpoint)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         par = fit.parallel
         self.dp, self.pp, self.gpus = par.data_parallel_size, par.pipeline_parallel_size, par.gpus
@@ -206,8 +206,13 @@ class ServingContext:
     def draft_s(self, step: StepTime, batch: float = 1) -> float:
         """The draft tokens' time per round: each costs a share of a whole-model step, which under
         pipeline parallelism is every stage's (``step`` is one stage's), and every micro-batch of the
-        round drafts its own on the last stage."""
+        round drafts its own on the last stage. A separate draft model's token costs its share of the step's
+        maths and the kernel launches of its own decoder layers (not the step's fixed and per-sequence costs)."""
         if not self.w.speculative_tokens:
             return 0.0
         in_flight = self.micro_batches_in_flight(batch)
+        if self.work.draft_active_params:  # a draft model's forward: its share of the maths, its own layers' launches
+            per_token = ((step.seconds - step.overhead_s) * self.work.draft_cost_ratio * self.pp
+                         + self.rates.layer_overhead_s * self.work.draft_layers)
+            return self.w.speculative_tokens * per_token * in_flight
         return self.w.speculative_tokens * self.work.draft_cost_ratio * self.pp * step.seconds * in_flight

@@ -162,7 +162,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
     if w.speculative_tokens:
         assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at {ctx.acceptance.text} → "
                            f"{ctx.tau:.2f} tokens per step; each draft token costs {ctx.work.draft_cost_ratio:.3f} of a step "
-                           "(one decoder layer and the lm_head, as MTP and EAGLE heads are built)")
+                           f"({_draft_cost_basis(ctx)})")
     assumptions.extend(ctx.network_notes)
     if ctx.pp > 1:
         assumptions.append(hop_note(ctx, running))
@@ -428,3 +428,13 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
         assumptions=tuple(dict.fromkeys([*(a for e in estimates for a in e.assumptions), *skipped])),
         layout_note=ctx.mp.result.layout_note, build_note=ctx.mp.result.build_note,
     )
+
+
+def _draft_cost_basis(ctx: ServingContext) -> str:
+    """What a draft token's share of a step stands for, as ``ModelWork.draft_cost_ratio`` prices it."""
+    work = ctx.work
+    if work.draft_active_params:
+        return (f"of its maths: a forward of draft model {ctx.d.draft_checkpoint}, {work.draft_active_params / 1e9:.2f}B "
+                f"active parameters over the target's {work.active_params / 1e9:.2f}B; and the kernel launches of its "
+                f"{work.draft_layers} decoder layers")
+    return "one decoder layer and the lm_head, as MTP and EAGLE heads are built"

@@ -66,6 +66,8 @@ class ModelWork:
     hc_bytes_per_token: float = 0.0  # activations those seams move per token (replicated on every TP rank)
     residual_streams: int = 1  # hidden-state vectors per token a pipeline stage hands to the next (mHC: n)
     notes: tuple[str, ...] = ()
+    draft_active_params: float = 0.0  # a separate draft model's (draft_model method): one forward of it per draft token
+    draft_layers: int = 0  # its decoder layers (each launches its kernels in every draft forward)
     host: HostOffload | None = None  # weights (and KV cache) in host RAM: memory/offload.py
 
     def last_stage(self) -> ModelWork:
@@ -84,8 +86,11 @@ class ModelWork:
 
     @property
     def draft_cost_ratio(self) -> float:
-        """A draft token's cost as a share of a target step: an MTP or EAGLE head is one decoder
-        layer plus the (shared) lm_head."""
+        """A draft token's cost as a share of a target step: a separate draft model's forward, its active
+        parameters (its own lm_head among them) over the target's; an MTP or EAGLE head is one decoder layer
+        plus the (shared) lm_head."""
+        if self.draft_active_params and self.active_params:
+            return self.draft_active_params / self.active_params
         return 1 / self.num_layers + (self.lm_head_params / self.active_params if self.active_params else 0.0)
 
     def weights_read_per_gpu(self, tokens_in_step: float) -> float:
@@ -347,3 +352,22 @@ def hc_bytes_per_token(arch: Architecture) -> float:
     sublayer's output and the ``n`` streams and writes the streams back, pre reads them again and
     writes the next sublayer's input — ``(3n + 2)`` hidden-size vectors."""
     return hc_seams(arch) * (3 * arch.residual_streams + 2) * arch.hidden_size * ACTIVATION_BYTES
+
+
+def with_draft_model(work: ModelWork, catalog: Catalog, draft_checkpoint: str | None) -> ModelWork:
+    """``work`` drafting with the separate model ``draft_checkpoint`` names (None: as it is): the draft's active
+    parameters, the lm_head a step multiplies by among them (the model card's where its architecture is not
+    published), scale a step's maths for each draft token (``draft_cost_ratio``), and its decoder layers add their
+    kernel launches (``ServingContext.draft_s``)."""
+    if not draft_checkpoint:
+        return work
+    from inferplan.memory.resolve import resolve_model
+
+    draft = resolve_model(catalog, draft_checkpoint, "draft_model")
+    layers = len(draft.architecture.layer_kinds) if draft.architecture is not None else 0
+    if draft.architecture is not None and not draft.architecture_is_proxy:
+        params = count_params(draft.architecture)
+        active = float(params.active) + (0.0 if params.lm_head else float(params.embedding))
+    else:
+        active = float(draft.active_params or draft.total_params or 0.0)
+    return replace(work, draft_active_params=active, draft_layers=layers)

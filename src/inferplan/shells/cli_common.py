@@ -87,10 +87,11 @@ SpeculativeMethodOpt = typer.Option(
     None, "--speculative-method", help="ngram | draft_model | eagle3 | mtp, with --speculative-tokens (default: mtp where the model "
                                        "has MTP layers and the engine drafts with them, as perf plans it; else ngram).")
 DraftCheckpointOpt = typer.Option(
-    None, "--draft-model", help="EAGLE-3 draft checkpoint (a repo path, or a catalogued draft's id), with "
-                                "--speculative-method eagle3 (default: the model's one "
-                                "catalogued draft, on the engines its publisher shows; a model with none needs it; "
-                                "one not catalogued: its memory is not counted).")
+    None, "--draft-model", help="Draft checkpoint. With --speculative-method eagle3: an EAGLE-3 draft (a repo path, "
+                                "or a catalogued draft's id; default: the model's one catalogued draft, on the engines "
+                                "its publisher shows; one not catalogued: its memory is not counted). With draft_model "
+                                "(required): a smaller model (a catalogue id, repo or config.json path), its weights "
+                                "and KV counted on vLLM.")
 DraftAcceptanceOpt = typer.Option(None, "--acceptance-rate", help=(
     "Per draft token, with --speculative-tokens (default: a catalogued EAGLE-3 draft's published rate, else 0.7, assumed)."))
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
