@@ -78,3 +78,13 @@ def test_perf_prices_the_draft_models_forward_passes():
     notes = " ".join(small["assumptions"])
     assert "a forward of draft model qwen3-0.6b" in notes and "28 decoder layers" in notes
 
+
+
+def test_deploy_plans_its_layout_with_the_draft_model_counted():
+    from inferplan.deploy.command import Speculative, with_draft
+
+    catalog = load_catalog()
+    spec = Speculative(method="draft_model", tokens=3, draft_model="Qwen/Qwen3-0.6B")
+    assert with_draft(QWEN, catalog, spec).draft_checkpoint == "Qwen/Qwen3-0.6B"
+    eagle = Speculative(method="eagle3", tokens=3, draft_model="AngelSlim/Qwen3-8B_eagle3")
+    assert with_draft(QWEN, catalog, eagle).draft_checkpoint is None

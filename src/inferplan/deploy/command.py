@@ -281,6 +281,8 @@ def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Dep
                                    allowed=f"method eagle3 with draft_model {d.eagle3_draft}, or no eagle3_draft")
     if spec is not None and spec.method == "eagle3" and spec.draft_model:
         return d.model_copy(update={"eagle3_draft": spec.draft_model, "speculative_tokens": spec.tokens})
+    if spec is not None and spec.method == "draft_model" and spec.draft_model:  # counted where fit can (memory.draft_model)
+        return d.model_copy(update={"draft_checkpoint": spec.draft_model, "speculative_tokens": spec.tokens})
     if spec is None or spec.method != "mtp":
         return d
     _check_drafts(d, catalog, spec)

@@ -74,7 +74,7 @@ def prefill_deployment(decode: Deployment, *, tensor_parallel_size: int | None =
     return decode.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
                                      "data_parallel_size": dp if dp and dp > 1 else None, "enable_expert_parallel": ep,
                                      "gpus": tp * pp * (dp or 1), "max_num_seqs": None, "mtp_draft": False,
-                                     "eagle3_draft": None})
+                                     "eagle3_draft": None, "draft_checkpoint": None})
 
 
 class PoolsPlan(Output):
