@@ -43,8 +43,8 @@ class DraftModelMemory:
 
 def with_draft_model(catalog, d: Deployment, draft_model: str | None) -> Deployment:
     """``d`` drafting with the model ``draft_model`` names (``draft_checkpoint``): none named is refused naming
-    ``draft_model`` (vLLM refuses it too), as is one the catalogue, the local cache or a config.json path does not
-    give, and an MTP draft beside it (naming ``speculative_method``)."""
+    ``draft_model`` (vLLM refuses it too), and an MTP draft beside it (naming ``speculative_method``). The plan
+    (``draft_model_memory``) refuses a name the catalogue, the local cache or a config.json path does not give."""
     if d.mtp_draft:
         raise InvalidScenarioError("mtp_draft drafts with the MTP layers, not by draft_model", field="speculative_method",
                                    allowed="mtp, or leave mtp_draft out", names=("mtp_draft",))
@@ -52,7 +52,6 @@ def with_draft_model(catalog, d: Deployment, draft_model: str | None) -> Deploym
         raise InvalidScenarioError("the draft_model method drafts with a separate smaller model: name it",
                                    field=FIELD, allowed=f"{ALLOWED}; or another speculative_method (ngram, eagle3, mtp)",
                                    names=("speculative_method",))
-    resolve_model(catalog, draft_model, FIELD)
     return d.model_copy(update={"draft_checkpoint": draft_model})
 
 
