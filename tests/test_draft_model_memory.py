@@ -88,3 +88,10 @@ def test_deploy_plans_its_layout_with_the_draft_model_counted():
     assert with_draft(QWEN, catalog, spec).draft_checkpoint == "Qwen/Qwen3-0.6B"
     eagle = Speculative(method="eagle3", tokens=3, draft_model="AngelSlim/Qwen3-8B_eagle3")
     assert with_draft(QWEN, catalog, eagle).draft_checkpoint is None
+
+
+def test_a_draft_model_beside_another_draft_is_refused():
+    both = QWEN.model_copy(update={"draft_checkpoint": "qwen3-0.6b", "eagle3_draft": "AngelSlim/Qwen3-8B_eagle3"})
+    with pytest.raises(InvalidScenarioError) as e:
+        fit_or_suggest(both, load_catalog())
+    assert e.value.field == "draft_model"

@@ -62,6 +62,9 @@ def draft_model_memory(catalog, d: Deployment, spec: ModelSpec, engine: str) -> 
     modelled) is refused naming ``draft_model``."""
     if not d.draft_checkpoint:
         return None
+    if d.mtp_draft or d.eagle3_draft:
+        raise InvalidScenarioError("one draft per deployment: a draft model beside an MTP or EAGLE-3 draft", field=FIELD,
+                                   allowed="no draft_checkpoint with mtp_draft or eagle3_draft", names=("mtp_draft", "eagle3_draft"))
     draft = resolve_model(catalog, d.draft_checkpoint, FIELD)
     if engine not in COUNTED_ON:
         return DraftModelMemory(d.draft_checkpoint, draft, engine, 0.0, 0)
