@@ -99,10 +99,21 @@ def test_no_model_or_two_models_are_refused_naming_model(args, says):
 
 
 @pytest.mark.parametrize(("args", "allowed"), [
-    (["fit", "--host-memory-gb", "80GB"], "a number without its unit, e.g. 80"),
-    (["search", "--ttft-p95", "2s"], "a number without its unit, e.g. 2"),
+    (["fit", "--host-memory-gb", "80GiB"], "a number of GiB (2^30 bytes) without a unit, e.g. 80 (80GiB in GiB)"),
+    (["fit", "--host-memory-gb", "80GB"],
+     "a number of GiB (2^30 bytes) without a unit, e.g. 74.51 (80GB in GiB; 80 if they are GiB)"),
+    (["search", "--ttft-p95", "2s"], "a number of seconds without a unit, e.g. 2 (2s in seconds)"),
+    (["search", "--ttft-p95", "500ms"], "a number of seconds without a unit, e.g. 0.5 (500ms in seconds)"),
+    (["search", "--e2e-p95", "1500ms"], "a number of seconds without a unit, e.g. 1.5 (1500ms in seconds)"),
+    (["simulate", "--burst-period", "2e"], "a number of seconds, without a unit"),
+    (["fit", "--gpu-memory-utilization", "90%"], "a fraction (0.5 for 50%) without a unit, e.g. 0.9 (90% as a fraction)"),
+    (["search", "--prefix-cache-hit-rate", "50%"], "a fraction (0.5 for 50%) without a unit, e.g. 0.5 (50% as a fraction)"),
+    (["search", "--ttft-p95", "2xyz"], "a number of seconds, without a unit"),  # a unit it cannot convert: no number
+    (["search", "--ttft-p95", "80GB"], "a number of seconds, without a unit"),
+    (["search", "--request-rate", "2rps"], "a number per second, without a unit"),
+    (["fit", "--kv-offloading-size", "8GB"], "a number without a unit, in the unit its --help names"),
     (["fit", "--gpus", "2k"], "a whole number"),  # a multiplier, not a unit: no number to offer
 ])
-def test_a_number_given_with_its_unit_is_refused_with_the_number_alone(args, allowed):
+def test_a_number_given_with_a_unit_is_refused_with_it_in_the_flag_s_own_unit(args, allowed):
     message, flag, said = refused(args)
     assert flag == args[-2] and said == allowed and message.startswith(f"cannot read {args[-1]!r}")

@@ -150,3 +150,14 @@ def test_a_suggested_command_keeps_the_stated_off_switch():
     shown = CliRunner().invoke(app, args, env={"COLUMNS": "400"}).output
     offers = [line for line in shown.splitlines() if line.strip().startswith("inferplan fit")]
     assert offers and all("--no-enable-extensible-kv-cache" in line for line in offers if "--engine" not in line)
+
+
+def test_the_switch_s_help_says_where_its_default_is_off_as_the_field_does():
+    # a NixlConnector pool is planned off on ROCm (vLLM refuses the cache there) and on CUDA with no IMEX channel
+    from inferplan.shells.cli_flags import FLAGS
+
+    field = " ".join(Deployment.model_fields[FIELD].description.split())
+    shown = " ".join(FLAGS[FIELD][1].help.split())
+    for said in (field, shown):
+        default = said[said.index("(default:"):]
+        assert "NixlConnector pool on ROCm and on CUDA with no IMEX channel" in default, said

@@ -61,6 +61,15 @@ def test_a_datacenter_gddr6_card_plans_the_total_its_ecc_leaves(catalog, accel_i
     assert note is None and reported == pytest.approx(gib * 2**30)
 
 
+def test_the_rtx_4090_plans_the_total_cuda_reports_not_the_generic_reserve(catalog):
+    """PyTorch's out-of-memory text on an RTX 4090 reads a 23.65 GiB total (other captures 23.61-23.68): the plan
+    takes that measured total, with no note that the driver's share is assumed."""
+    from inferplan.memory.engine_budget import device_total_bytes
+
+    reported, note = device_total_bytes(catalog, catalog.accelerators.records["rtx-4090"])
+    assert note is None and reported == pytest.approx(23.65 * 2**30)
+
+
 def test_a_desktop_cards_measured_total_sets_its_kv_budget(catalog):
     """RTX 3090 under vLLM 0.6.4: 23.58 x 0.90 - 17.06 - 0.35 = 3.81 GiB printed; planned within 2 %."""
     assert abs(_check(catalog, "f01-llama31-8b-rtx3090-20k").kv_error) < 0.02

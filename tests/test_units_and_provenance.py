@@ -53,3 +53,39 @@ def test_a_number_is_written_one_way_never_in_exponent_notation(value, text):
     from inferplan.units import plain_number
 
     assert plain_number(value) == text
+
+
+@pytest.mark.parametrize(("name", "unit"), [
+    ("ttft_p95_s", "s"), ("request_rate_per_s", "/s"), ("host_memory_gb", "GiB"),
+    ("host_memory_bandwidth_gb_per_s", "GB/s"), ("gpu_memory_utilization", "ratio"), ("prefix_cache_hit_rate", "ratio"),
+    ("max_power_w", "W"), ("users", None), ("kv_offloading_size", None),
+])
+def test_a_name_s_unit_is_the_longest_suffix_it_ends_in(name, unit):
+    from inferplan.units import name_unit
+
+    assert name_unit(name) == unit
+
+
+@pytest.mark.parametrize(("number", "typed", "unit", "value"), [
+    (500, "ms", "s", 0.5), (90, "percent", "ratio", 0.9), (80, "GB", "GiB", 74.51), (80, "GiB", "GiB", 80),
+    (1, "kW", "W", 1000), (80, "GB", "s", None), (2, "W", "/s", None),
+])
+def test_a_typed_number_converts_only_between_units_of_one_kind(number, typed, unit, value):
+    from inferplan.units import in_unit
+
+    assert in_unit(number, typed, unit) == value
+
+
+@pytest.mark.parametrize(("written", "unit"), [("ms", "ms"), ("MS", "ms"), ("gib", "GiB"), ("%", "percent"),
+                                               ("gb/s", None), ("parsecs", None)])
+def test_a_unit_as_typed_is_read_in_any_case_unless_that_is_ambiguous(written, unit):
+    from inferplan.units import typed_unit
+
+    assert typed_unit(written) == unit
+
+
+def test_a_written_number_with_no_unit_or_a_multiplier_gets_no_unit_hint():
+    from inferplan.units import unit_hint
+
+    assert unit_hint("128k", "max_model_len") is None and unit_hint("0.5", "ttft_p95_s") is None
+    assert unit_hint("300W", "max_power_w").endswith("e.g. 300 (300W in W)")

@@ -121,3 +121,68 @@ def parse_token_count(text: str, field: str | None = None) -> int:
         raise InvalidScenarioError(f"{text!r} is {tokens.normalize():f} tokens, not a whole number", field=field,
                                    allowed=TOKEN_COUNT_FORMS)
     return int(tokens)
+
+
+# The unit a name ends in, as names inside inferplan carry it (ttft_p95_s, host_memory_gb, max_power_w): suffix ->
+# its UNITS spelling; the longest suffix a name ends in counts (request_rate_per_s is a rate, not seconds). A
+# share of a whole (gpu_memory_utilization, prefix_cache_hit_rate, hicache_ratio) is a ratio. The `_gb` inputs
+# are GiB, as vLLM's --cpu-offload-gb is.
+NAME_UNITS = {"_s": "s", "_per_s": "/s", "_gb": "GiB", "_gb_per_s": "GB/s", "_bytes": "bytes", "_w": "W",
+              "_usd": "USD", "_utilization": "ratio", "_utilisation": "ratio", "_share": "ratio", "_rate": "ratio",
+              "_ratio": "ratio"}
+UNIT_NAMES = {"s": "a number of seconds", "/s": "a number per second", "GiB": "a number of GiB (2^30 bytes)",
+              "GB/s": "a number of GB/s (10^9 bytes a second)", "bytes": "a number of bytes", "W": "a number of watts",
+              "USD": "a number of US dollars", "ratio": "a fraction (0.5 for 50%)"}  # what a name's unit takes
+TYPED_UNITS = {"%": "percent", "sec": "s", "secs": "s", "seconds": "s"}  # spellings people type beyond UNITS'
+# a number written with a unit (80GB, 500ms, 90%); a multiplier suffix (128k, 2m) is not taken for a unit
+_WITH_UNIT = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%$/]+)\s*")
+_MULTIPLIERS = {"k", "m", "b", "t"}
+_AS_UNIT = {"s": "in seconds", "ratio": "as a fraction"}
+
+
+def name_unit(name: str) -> str | None:
+    """The unit a field or parameter name ends in (``ttft_p95_s`` -> ``s``), or None when it names none."""
+    ends = [suffix for suffix in NAME_UNITS if name.endswith(suffix)]
+    return NAME_UNITS[max(ends, key=len)] if ends else None
+
+
+def typed_unit(text: str) -> str | None:
+    """A unit as a person types it (``ms``, ``gb``, ``%``) as its UNITS spelling, or None when unknown or
+    ambiguous in its case (``gb/s``: GB/s or Gb/s)."""
+    if text in UNITS:
+        return text
+    if text.lower() in TYPED_UNITS:
+        return TYPED_UNITS[text.lower()]
+    same = [unit for unit in UNITS if unit.lower() == text.lower()]
+    return same[0] if len(same) == 1 else None
+
+
+def in_unit(number: float, typed: str, unit: str) -> float | None:
+    """``number`` of the UNITS unit ``typed`` as a number of ``unit`` (500 ms -> 0.5 s), or None when the two do
+    not measure the same thing."""
+    (given, given_factor), (wanted, wanted_factor) = UNITS.get(typed, (None, 0)), UNITS.get(unit, ("", 0))
+    if given != wanted:
+        return None
+    exact = Decimal(repr(number)) * Decimal(repr(given_factor)) / Decimal(repr(wanted_factor))
+    return float(f"{exact:.4g}")  # an example to type, not a figure to plan with
+
+
+def unit_hint(written: str, name: str) -> str | None:
+    """What to type for a value written with a unit (``500ms``) where the input ``name`` takes a bare number: the
+    number in the input's own unit where the two convert (``--ttft-p95 500ms``: 0.5), else the unit it is read in;
+    None when ``written`` carries no unit (a multiplier such as 128k is not one)."""
+    match = _WITH_UNIT.fullmatch(written)
+    if match is None or match[2].lower() in _MULTIPLIERS:
+        return None
+    number, typed = float(match[1]), typed_unit(match[2])
+    unit = name_unit(name)
+    if unit is None:
+        return "a number without a unit, in the unit its --help names"
+    converted = in_unit(number, typed, unit) if typed is not None else None
+    what = UNIT_NAMES[unit]
+    if converted is None:
+        return f"{what}, without a unit"
+    example = f"{format(Decimal(repr(converted)).normalize(), 'f')} ({match[1]}{match[2]} {_AS_UNIT.get(unit, 'in ' + unit)}"
+    if typed == "GB" and unit == "GiB":  # a memory size is often written GB and meant GiB
+        example += f"; {match[1]} if they are GiB"
+    return f"{what} without a unit, e.g. {example})"

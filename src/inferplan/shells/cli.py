@@ -8,6 +8,7 @@ it builds the app, and would compile each from a string on every start.
 """
 
 import copy
+import functools
 from pathlib import Path
 from typing import Optional
 
@@ -70,7 +71,27 @@ class _VersionedGroup(TyperGroup):
             hidden = copy.copy(version)
             hidden.hidden, hidden.expose_value = True, False  # the command's own parameters are what it is called with
             _answers_version(command, hidden)
+        if command is not None:
+            _fold_pairs(command)
         return command
+
+
+def _fold_pairs(command) -> None:
+    """A switch's on/off pair on two lines of the help (``--enable-extensible-kv-cache /`` over
+    ``--no-enable-extensible-kv-cache``): on one, the pair is 64 columns, wider than a 60-column terminal."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "secondary_opts", None) and "get_help_record" not in vars(param):
+            param.get_help_record = functools.partial(_folded_record, type(param).get_help_record.__get__(param))
+    for sub in getattr(command, "commands", {}).values():
+        _fold_pairs(sub)
+
+
+def _folded_record(record, ctx):
+    found = record(ctx)
+    if found is None or " / " not in found[0]:
+        return found
+    on, off = found[0].split(" / ", 1)
+    return f"{on} /\n  {off}", found[1]  # click's option list is indented two columns
 
 
 def _answers_version(command, version) -> None:

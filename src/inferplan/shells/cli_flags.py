@@ -88,7 +88,7 @@ FLAGS: dict[str, tuple[Any, Any]] = {
         None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache",
         help="vLLM from 0.34: size the KV cache from the memory measured after warm-up (on) or from the start-up "
              "profile at gpu_memory_utilization 0.92 unless stated (off) (default: vLLM's choice, on for CUDA and "
-             "ROCm, off for a NixlConnector pool on CUDA with no IMEX channel, as the driver comes).")),
+             "ROCm, off for a NixlConnector pool on ROCm and on CUDA with no IMEX channel, as the driver comes).")),
     "mtp_draft": (bool, typer.Option(
         False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
                                    "TensorRT-LLM MTP): count the memory the engine allocates for them.")),

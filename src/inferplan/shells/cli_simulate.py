@@ -44,14 +44,14 @@ def simulate_cmd(
     speculative_tokens: int = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding)."),
     acceptance_rate: Optional[float] = DraftAcceptanceOpt,
     prefix_cache_hit_rate: Optional[float] = typer.Option(None, "--prefix-cache-hit-rate", help="Share of prompt tokens served from the prefix cache, 0 to 1 (not prefilled again; default 0, or the --workload preset's with --users)."),
-    request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Mean requests per second."),
+    request_rate_per_s: Optional[float] = typer.Option(None, "--request-rate", help="Mean requests per second."),
     users: Optional[int] = typer.Option(None, "--users", help="Users of --workload: their busiest-hour request rate and lengths."),
     workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (default chat-seat; agent-worker ...)."),
     clients: Optional[int] = typer.Option(None, "--clients", help="A closed loop: this many clients, each sending when its last request ends."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL of arrival_s (or timestamp), input_tokens, output_tokens; replayed end to end up to --requests."),
     arrival: str = typer.Option("poisson", "--arrival", help="poisson | bursty"),
     peak_to_average: float = typer.Option(1.0, "--peak-to-average", help="Bursty: busy-state rate over the mean (above 1)."),
-    burst_period: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),
+    burst_period_s: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),
     requests: int = typer.Option(20_000, "--requests", help="Requests to simulate."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     replicas: int = typer.Option(1, "--replicas", help="Copies of the deployment behind the router."),
@@ -73,9 +73,9 @@ def simulate_cmd(
                  acceptance_rate=acceptance_rate, prefix_cache_hit_rate=prefix_cache_hit_rate)
     try:
         query = SimulationQuery(
-            deployment=d, workload=w, request_rate_per_s=request_rate, users=users, workload_preset=workload_preset,
+            deployment=d, workload=w, request_rate_per_s=request_rate_per_s, users=users, workload_preset=workload_preset,
             clients=clients, arrival=arrival.strip().lower(), peak_to_average=peak_to_average,
-            **({"burst_period_s": burst_period} if burst_period is not None else {}), input_tokens_scv=input_scv, output_tokens_scv=output_scv,
+            **({"burst_period_s": burst_period_s} if burst_period_s is not None else {}), input_tokens_scv=input_scv, output_tokens_scv=output_scv,
             lengths=lengths.strip().lower(), requests=requests,
             seed=seed, replicas=replicas, router=router.strip().lower(), prefill_instances=prefill_instances,
             prefill_tensor_parallel_size=prefill_tensor_parallel_size, kv_transfer_s=kv_transfer_s)

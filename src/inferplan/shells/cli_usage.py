@@ -10,13 +10,13 @@ person reads one contract. A bare group (``inferplan catalog``) still shows its 
 from __future__ import annotations
 
 import importlib
-import re
 
 import typer
 
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_common import fail
 from inferplan.shells.pydantic_errors import ALLOWED_BY_BOUND, allowed_by
+from inferplan.units import unit_hint
 
 def _click_errors():
     """click's exception classes as typer raises them: a vendored click from typer 0.2x, click itself before."""
@@ -35,10 +35,6 @@ ALLOWED_BY_ERROR_TYPE = {
     "float_parsing": "a number",
     "bool_parsing": "true or false",
 }
-
-# a number written with its unit (80GB, 300W, 2s); a multiplier suffix (128k) is not taken for a unit
-UNIT_GIVEN = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%$/]+)\s*$")
-MULTIPLIERS = {"k", "m", "b", "t"}
 
 
 def refuse(exc: click_errors.ClickException) -> int:
@@ -80,9 +76,8 @@ def describe(exc) -> tuple[str, str | None, str | None]:
         error = _first_conversion_error(exc)
         if error is not None and error["type"] in ALLOWED_BY_ERROR_TYPE:
             allowed = ALLOWED_BY_ERROR_TYPE[error["type"]]
-            unit = UNIT_GIVEN.match(str(error["input"]))
-            if unit and unit[2].lower() not in MULTIPLIERS:  # '80GB': the unit is the flag's own (its --help says it)
-                allowed = f"{allowed} without its unit, e.g. {unit[1]}"
+            # '500ms' for a seconds flag: the number in the unit its parameter's name ends in (ttft_p95_s)
+            allowed = unit_hint(str(error["input"]), getattr(param, "name", None) or "") or allowed
             return f"cannot read {error['input']!r} (allowed: {allowed})", flag, allowed
         allowed = allowed_by(error) if error is not None and error["type"] in ALLOWED_BY_BOUND else None
         if allowed:  # outside the option's min/max
