@@ -406,9 +406,9 @@ def test_uniform_lengths_size_the_cells_at_the_uniforms_own_tail(catalog):
 def test_an_apis_price_does_not_move_with_the_spread_of_lengths(catalog):
     """The API alternative is priced on the load's output share, output / (input + output): it was
     divided by the context planned, so spread lengths made output tokens look rarer and the API cheaper."""
-    from inferplan.search.run import _api
+    from inferplan.search.run import _api, model_cards
 
-    prices = [_api(catalog, r, resolve_load(catalog, r))
+    prices = [_api(catalog, model_cards(catalog, r), resolve_load(catalog, r))
               for r in (_request(), _request(input_tokens_scv=4.0, output_tokens_scv=4.0))]
     assert prices[0] and [a.usd_per_mtok for a in prices[0]] == pytest.approx([a.usd_per_mtok for a in prices[1]])
 
