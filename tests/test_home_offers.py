@@ -107,7 +107,7 @@ def test_an_expert_offload_with_no_smaller_published_build_keeps_the_planned_one
 
 
 def test_a_build_that_holds_only_a_shorter_context_is_offered_beside_its_layer_split_at_the_asked_one(catalog):
-    d, offers = _offers("qwen3-32b", "rtx-4090", catalog)  # Q4_K_M holds 22,528 of its 40,960 tokens whole
+    d, offers = _offers("qwen3-32b", "rtx-4090", catalog)  # Q4_K_M holds 22,016 of its 40,960 tokens whole
     held, split = _llamacpp(offers)
     assert held.changes["quantization"] == split.changes["quantization"] == "gguf-q4_k_m"
     assert held.changes["max_model_len"] < 40960 and "n_gpu_layers" not in held.changes
@@ -121,7 +121,7 @@ def test_a_build_that_holds_only_a_shorter_context_is_offered_beside_its_layer_s
 def test_no_layer_split_is_offered_beside_a_shorter_build_where_the_host_ram_is_short(catalog):
     d = Deployment(model="qwen3-32b", gpu="rtx-4090", host_memory_gb=8)  # the split needs about 10 GiB
     offers = fit_or_suggest(d, catalog).suggestions
-    assert [s.changes.get("max_model_len") for s in _llamacpp(offers)] == [22528]
+    assert [s.changes.get("max_model_len") for s in _llamacpp(offers)] == [22016]
 
 
 def test_an_engine_that_splits_by_layers_offers_its_own_published_file_split_beside_its_shorter_smaller_weights(catalog):

@@ -72,7 +72,7 @@ def test_both_shortfalls_are_in_the_answer_and_printed(catalog):
     shown = CliRunner().invoke(app, ["fit", "--model", "llama-3.3-70b", "--gpu", "rtx-4090", "--engine", "llamacpp",
                                      "-q", "q4_k_m", "-ngl", "60", "--host-memory-gb", "8", "--max-model-len", "32768"])
     out = " ".join(shown.stdout.split())
-    assert "shortfall: 12.85 GiB per GPU" in out and "host RAM short by 9.30 GiB" in out  # -ngl 60: 59 layers and the output layer
+    assert "shortfall: 12.95 GiB per GPU" in out and "host RAM short by 9.30 GiB" in out  # -ngl 60: 59 layers and the output layer
 
 
 def test_a_host_nothing_fits_is_said_once_with_its_figures(tmp_path):
