@@ -51,10 +51,10 @@ def test_cards_carry_the_totals_their_development_records_printed(catalog):
         assert note is None and all(abs(reported / t - 1) < 0.005 for t in totals), (accel_id, reported, totals)
 
 
-@pytest.mark.parametrize("accel_id, gib", [("l4", 22.03), ("l40s", 44.53)])
+@pytest.mark.parametrize("accel_id, gib", [("l4", 22.03), ("l40s", 44.53), ("t4", 14.56)])
 def test_a_datacenter_gddr6_card_plans_the_total_its_ecc_leaves(catalog, accel_id, gib):
-    """L4 and L40S keep ECC on by default, as the A10 does: CUDA reports 22.03 and 44.53 GiB, 7-8 % under their
-    24 and 48 GiB, and the plan's total is that, not the marketed size less the generic reserve."""
+    """L4, L40S and T4 keep ECC on by default, as the A10 does: CUDA reports 22.03, 44.53 and 14.56 GiB, 7-9 % under
+    their 24, 48 and 16 GiB, and the plan's total is that, not the marketed size less the generic reserve."""
     from inferplan.memory.engine_budget import device_total_bytes
 
     reported, note = device_total_bytes(catalog, catalog.accelerators.records[accel_id])
@@ -68,6 +68,16 @@ def test_the_rtx_4090_plans_the_total_cuda_reports_not_the_generic_reserve(catal
 
     reported, note = device_total_bytes(catalog, catalog.accelerators.records["rtx-4090"])
     assert note is None and reported == pytest.approx(23.65 * 2**30)
+
+
+@pytest.mark.parametrize("accel_id", ["rtx-pro-6000-blackwell", "rtx-pro-6000-blackwell-maxq"])
+def test_both_rtx_pro_6000_cards_plan_the_total_cuda_reports(catalog, accel_id):
+    """The 600 W card and the Max-Q hold the same 96 GB of GDDR7; CUDA reports 94.97 GiB on both, so neither
+    plans the marketed size less the generic reserve (95.02 GiB) with a note that the total is assumed."""
+    from inferplan.memory.engine_budget import device_total_bytes
+
+    reported, note = device_total_bytes(catalog, catalog.accelerators.records[accel_id])
+    assert note is None and reported == pytest.approx(94.97 * 2**30)
 
 
 def test_a_desktop_cards_measured_total_sets_its_kv_budget(catalog):
