@@ -162,7 +162,7 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     if not speculative_tokens:
         return d
     d = d.model_copy(update={"speculative_tokens": speculative_tokens})  # verified per decode step, whatever drafts them
-    if d.mtp_draft or d.eagle3_draft:
+    if d.mtp_draft or d.eagle3_draft or d.draft_checkpoint:
         return d
     spec = resolve_model(catalog, d.model)
     if not _has_mtp_layers(spec):  # before _refusal, which lists the catalogue's MTP models
