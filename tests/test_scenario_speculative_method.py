@@ -100,3 +100,24 @@ def test_bad_combinations_are_refused_naming_the_scenario_key(base, speculative,
         plan(Scenario(**base, speculative=speculative))
     assert e.value.field == field
     assert e.value.allowed
+
+
+def test_a_scenario_file_and_the_api_take_the_method(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from inferplan.scenario import load_scenario
+    from inferplan.shells.api import create_app
+
+    path = tmp_path / "draft.yaml"
+    path.write_text("model: qwen3-8b\nplatform: {gpu: l40s, gpus: 1, quote_usd_per_system: 12000}\n"
+                    "workload: {preset: chat-seat}\ntarget_users: 200\n"
+                    "speculative: {tokens: 3, method: draft_model, draft_model: qwen3-0.6b}\n")
+    from_file = plan(load_scenario(path))
+    client = TestClient(create_app())
+    body = {"scenario": {**QWEN, "speculative": {"tokens": 3, "method": "draft_model", "draft_model": "qwen3-0.6b"}},
+            "draws": 0}
+    answer = client.post("/api/plan", json=body)
+    assert answer.status_code == 200
+    assert answer.json()["result"]["supported_users"] == from_file.supported_users
+    refused = client.post("/api/plan", json={**body, "scenario": {**body["scenario"], "speculative": {"tokens": 3, "method": "mtp"}}})
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "scenario.speculative.method"

@@ -171,7 +171,7 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     return d if refused is not None else d.model_copy(update={"mtp_draft": True})
 
 
-SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made (deploy.command.Speculative)
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made: deploy, fit, perf and a scenario
 
 
 def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None,
