@@ -121,3 +121,14 @@ def test_a_scenario_file_and_the_api_take_the_method(tmp_path):
     assert answer.json()["result"]["supported_users"] == from_file.supported_users
     refused = client.post("/api/plan", json={**body, "scenario": {**body["scenario"], "speculative": {"tokens": 3, "method": "mtp"}}})
     assert refused.status_code == 422 and refused.json()["error"]["field"] == "scenario.speculative.method"
+
+
+
+def test_the_speed_model_adds_no_mtp_draft_beside_a_draft_model():
+    """An estimate adds the model's MTP layers only where no other draft is named (``with_mtp_draft``): a draft
+    model of a model with MTP layers is planned as a draft model, not as a second draft beside MTP."""
+    from inferplan.memory.mtp import with_mtp_draft
+
+    d = Deployment(model="glm-4.5-air", gpu="h100", draft_checkpoint="some/draft")
+    assert with_mtp_draft(load_catalog(), d, 3).mtp_draft is False
+    assert with_mtp_draft(load_catalog(), d.model_copy(update={"draft_checkpoint": None}), 3).mtp_draft is True
