@@ -81,9 +81,11 @@ def test_an_eagle3_picks_scenario_plans_the_draft_the_search_priced(catalog):
                         top=50, **LOAD)
     pick = next(r for r in search(req, catalog).results if r.speculative_method == "eagle3")
     assert pick.scenario["speculative"]["draft_model"] == pick.draft_model
+    assert pick.scenario["speculative"]["method"] == "eagle3"
     drafted = plan(Scenario.model_validate(pick.scenario), catalog)
     assert drafted.rent_usd_per_month == pytest.approx(pick.monthly_usd, rel=1e-9)
-    undrafted = {**pick.scenario, "speculative": {k: v for k, v in pick.scenario["speculative"].items() if k != "draft_model"}}
+    undrafted = {**pick.scenario, "speculative": {k: v for k, v in pick.scenario["speculative"].items()
+                                              if k not in ("draft_model", "method")}}
     plain = plan(Scenario.model_validate(undrafted), catalog)
     assert drafted.capacity.cell.kv_max_concurrency < plain.capacity.cell.kv_max_concurrency  # the draft's memory
 

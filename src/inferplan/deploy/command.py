@@ -22,7 +22,7 @@ from inferplan.memory.hardware import build_note, with_default_engine
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
-from inferplan.memory.mtp import check_mtp_layers, with_mtp_draft
+from inferplan.memory.mtp import SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
@@ -57,7 +57,7 @@ OTHER_METHOD = "ngram"  # the method of a Speculative that states none, where no
 class Speculative(Input):
     """Speculative decoding to switch on: how drafts are made and how many tokens per step."""
 
-    method: Literal["ngram", "draft_model", "eagle3", "mtp"] | None = Field(
+    method: Literal[SPECULATIVE_METHODS] | None = Field(
         None, description="how drafts are made; left out: mtp where the model ships MTP layers and the engine drafts "
                           "with them (as perf plans the draft), else ngram")
     tokens: int = Field(ge=1, le=MAX_DRAFT_TOKENS, description="draft tokens proposed per step")

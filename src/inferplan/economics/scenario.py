@@ -16,6 +16,7 @@ from inferplan.economics.workloads import WorkloadOverrides
 from inferplan.inputs import Input, SafeName, stored
 from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
 from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE
+from inferplan.memory.mtp import SPECULATIVE_METHODS
 
 
 class Platform(Input):
@@ -84,16 +85,26 @@ class PrefillPool(Input):
 
 
 class Speculative(Input):
-    """Speculative decoding in every replica: draft tokens per step (MTP or EAGLE heads) and the
-    chance each is accepted (docs/speed.md §1)."""
+    """Speculative decoding in every replica: draft tokens per step, made by ``method``, and the chance
+    each is accepted (docs/speed.md §1). Planned as ``deploy`` launches it (``memory.mtp.with_speculative``)."""
 
     tokens: int = Field(ge=1, le=32, description="draft tokens proposed per step")
+    method: Literal[SPECULATIVE_METHODS] | None = Field(None, description=(
+        "how the drafts are made: ngram, draft_model (a separate smaller model), eagle3 (an EAGLE-3 head) or mtp (the "
+        "model's multi-token-prediction layers); left out: eagle3 with a draft_model, else mtp where the model and "
+        "engine draft with MTP layers"))
     acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
         "probability each draft token is accepted; left out: the catalogued draft_model's published rate, else "
         f"{DEFAULT_ACCEPTANCE_RATE} (assumed; the plan's assumptions say which)"))
-    draft_model: str | None = Field(None, min_length=3, max_length=300, description="an EAGLE-3 draft checkpoint that "
-                                    "drafts them (its memory counted where the catalogue lists it); left out: the "
-                                    "model's MTP layers where it has them")
+    draft_model: str | None = Field(None, min_length=3, max_length=300, description=(
+        "the draft checkpoint: with eagle3 an EAGLE-3 head (its memory counted where the catalogue lists it; left out: "
+        "the model's one catalogued draft), with draft_model the smaller model (a catalogue id, repo or config.json "
+        "path; its weights and KV counted on vLLM)"))
+
+    @property
+    def planned_method(self) -> str | None:
+        """The method as planned: the stated one, else eagle3 with a draft checkpoint (None: as ``perf`` plans it)."""
+        return self.method or ("eagle3" if self.draft_model else None)
 
 
 class MoneyInputs(Input):
@@ -152,7 +163,7 @@ class Scenario(Input):
     platform: Platform
     cell: Cell | None = Field(None, description="the replica cell as stated; left out: the layout carrying the most users (docs/economics.md)")
     workload: WorkloadOverrides = WorkloadOverrides()
-    speculative: Speculative | None = Field(None, description="speculative decoding (MTP/EAGLE drafts); left out: none")
+    speculative: Speculative | None = Field(None, description="speculative decoding (n-gram, draft-model, EAGLE-3 or MTP drafts); left out: none")
     target_users: int = Field(100, ge=1, le=1_000_000_000)
     replicas: int | None = Field(None, ge=1, le=1_000_000, description=(
         "replica cells (engine instances) run, as a search's pick states them; left out: as many as carry target_users"))

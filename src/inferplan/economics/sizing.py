@@ -22,6 +22,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.extensible import pool_sized
 from inferplan.memory.checks import check_ranks_share_experts
 from inferplan.memory.hardware import with_default_engine
+from inferplan.memory.mtp import with_speculative
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,10 @@ def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: Workloa
         data_parallel_size=cell.data_parallel_size if cell.enable_expert_parallel or cell.data_parallel_size > 1 else None,
         enable_expert_parallel=cell.enable_expert_parallel,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
-        eagle3_draft=s.speculative.draft_model if s.speculative else None,
     ), catalog)
+    if s.speculative is not None:  # the drafts as deploy launches them: the memory counts what they hold
+        spec = s.speculative
+        d = with_speculative(catalog, d, spec.tokens, spec.planned_method, spec.draft_model)
     check_ranks_share_experts(catalog, d)  # ranks without expert parallelism: vLLM's MoE group over TP x DP
     return d
 

@@ -162,7 +162,7 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     if not speculative_tokens:
         return d
     d = d.model_copy(update={"speculative_tokens": speculative_tokens})  # verified per decode step, whatever drafts them
-    if d.mtp_draft or d.eagle3_draft:
+    if d.mtp_draft or d.eagle3_draft or d.draft_checkpoint:
         return d
     spec = resolve_model(catalog, d.model)
     if not _has_mtp_layers(spec):  # before _refusal, which lists the catalogue's MTP models
@@ -171,7 +171,7 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     return d if refused is not None else d.model_copy(update={"mtp_draft": True})
 
 
-SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made (deploy.command.Speculative)
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made: deploy, fit, perf and a scenario
 
 
 def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None,

@@ -88,7 +88,9 @@ def scenario_dict(cell: Cell, rl: ResolvedLoad, targets: Targets, *, replicas: i
         s["rented"] = True
     if cell.speculative_tokens:
         # no rate: the plan resolves it as the search priced it (the draft's published one, else the default)
-        s["speculative"] = {"tokens": cell.speculative_tokens, **({"draft_model": cell.draft_model} if cell.draft_model else {})}
+        s["speculative"] = {"tokens": cell.speculative_tokens,
+                            **({"method": cell.speculative_method} if cell.speculative_method else {}),
+                            **({"draft_model": cell.draft_model} if cell.draft_model else {})}
     speed = (targets.min_output_tokens_per_s_per_user
              or (1 / targets.tpot_p95_s if targets.tpot_p95_s else None) or speed_per_user)
     if rl.users is not None and rl.workload is not None:

@@ -40,6 +40,7 @@ from inferplan.errors import (
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
+from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.shells.api_keys import accepted_keys, as_sent, body_model
 from inferplan.performance.local_catalog import with_user_profiles
@@ -295,7 +296,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
 
     @app.post("/api/fit", tags=["memory"])
     def fit_route(d: Deployment, speculative_tokens: int = Query(0, ge=0, le=32),
-                  speculative_method: Literal["ngram", "draft_model", "eagle3", "mtp"] | None = Query(None),
+                  speculative_method: Literal[SPECULATIVE_METHODS] | None = Query(None),
                   draft_model: str | None = Query(None, min_length=3, max_length=300)) -> MemoryFit:
         catalogue_model(d.model, "model")
         return fit_or_suggest(d, speculative_tokens=speculative_tokens, speculative_method=speculative_method,
