@@ -8,7 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
+from test_ollama_tags import _load_with
+
+from inferplan.catalog.loader import load_catalog
 from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.suggest import fit_or_suggest
@@ -20,21 +22,6 @@ GEMMA3_PROJECTOR = 857_739_168  # ggml-org/gemma-3-27b-it-GGUF mmproj-model-f16.
 GEMMA3_TAG = '{tag: "gemma3:27b", quantization: gguf-q4_k_m, source: ollama-default-tags-q4-k-m, ' \
     'vision_projector_source: ollama-vision-projector-arches,\n         vision_projector_bytes: {value: 857739168, ' \
     'kind: spec, source: ggml-org-gemma-3-27b-mmproj}}'
-
-
-def _load_with(tmp_path, old: str, new: str):
-    """The shipped catalogue with one card's text changed."""
-    paths = []
-    for path in sorted(DATA_DIR.rglob("*.yaml")):
-        if path.parent.name == "hf_configs":
-            continue
-        text = path.read_text(encoding="utf-8")
-        if old in text:
-            text = text.replace(old, new, 1)
-            path = tmp_path / path.name
-            path.write_text(text, encoding="utf-8")
-        paths.append(path)
-    return load_files(paths, DATA_DIR)
 
 
 def _same_build_by_card(catalog):
