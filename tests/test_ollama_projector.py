@@ -74,3 +74,12 @@ def test_the_cli_and_api_show_the_projector_as_its_own_line(tmp_path):
     assert body["vision_projector_bytes_per_gpu"] == GEMMA3_PROJECTOR
     qwen = fit_or_suggest(Deployment(model="qwen3:32b", gpu="rtx-4090"), CATALOG)  # a text model: nothing added
     assert qwen.vision_projector_bytes_per_gpu == 0
+
+
+def test_deploy_loads_the_projector_the_plan_counts():
+    run = CliRunner().invoke
+    counted = run(app, ["deploy", "--model", "gemma3:27b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"}).output
+    assert "--hf-repo unsloth/gemma-3-27b-it-GGUF:Q4_K_M --ctx-size" in counted and "--no-mmproj" not in counted
+    assert "as Ollama does and as the plan counts it" in counted
+    text_only = run(app, ["deploy", "--model", "gemma4:31b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"}).output
+    assert "--no-mmproj" in text_only
