@@ -118,15 +118,18 @@ def test_fit_names_the_build_and_context_the_tag_selected():
 
 def test_the_build_line_says_where_the_plan_runs_the_tag_unlike_ollama():
     """Ollama states no --n-gpu-layers (llama-server's --fit places the layers) and loads a vision model's projector:
-    the plan, every layer on the GPU and the text model alone, says so rather than claim it runs as Ollama does."""
+    the plan, every layer on the GPU and the text model alone unless the projector's size is known, says so rather
+    than claim it runs as Ollama does."""
     def note(model, **stated):
         return fit_or_suggest(Deployment(model=model, gpu="rtx-4090", **stated), CATALOG).build_note
     qwen = note("qwen3:32b")
     assert "as Ollama runs it" not in qwen and "with every layer on the GPU, where Ollama leaves their placement to " \
         "llama-server's --fit" in qwen and "text only" not in qwen
     assert "with the layers stated on the GPU" in note("qwen3:32b", n_gpu_layers=40, host_memory_gb=64)
-    for tag in ("gemma3:27b", "gemma4:31b", "mistral-small3.2:24b"):  # Ollama's llm/llama_server.go allowlist
-        assert "text only, where Ollama also loads the vision projector on the GPU" in note(tag), tag
+    # Ollama's llm/llama_server.go allowlist: the projector counted where the tag states its size, else text only
+    for tag in ("gemma3:27b", "gemma4:26b", "mistral-small3.2:24b"):
+        assert "the vision projector Ollama loads on the GPU counted there" in note(tag) and "text only" not in note(tag)
+    assert "text only, where Ollama also loads the vision projector on the GPU" in note("gemma4:31b")
 
 
 def test_a_refusal_at_ollamas_context_says_where_the_context_came_from():

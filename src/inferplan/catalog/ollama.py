@@ -26,7 +26,12 @@ class NamedBuild:
     model: str  # the card's id
     quantization: str
     engine: str
-    vision_projector: bool = False  # Ollama loads a vision projector with it, which the plan leaves out
+    vision_projector: bool = False  # Ollama loads a vision projector with it
+    vision_projector_bytes: float = 0.0  # its size where the catalogue has one (0: not known, so not counted)
+
+    def runs(self, engine: str, quantization: str | None) -> bool:
+        """Whether a deployment on ``engine`` in ``quantization`` runs this build."""
+        return (engine, quantization) == (self.engine, self.quantization)
 
 
 def named_build(catalog, name: str) -> NamedBuild | None:
@@ -38,8 +43,9 @@ def named_build(catalog, name: str) -> NamedBuild | None:
         for tag in card.ollama_tags:
             if normalise_name(tag.tag) == wanted:
                 runner = catalog.ollama_runners.records[OLLAMA]
+                projector = tag.vision_projector_bytes
                 return NamedBuild(tag.tag, card.id, tag.quantization, runner.engine,
-                                  tag.vision_projector_source is not None)
+                                  tag.vision_projector_source is not None, projector.value if projector else 0.0)
     return None
 
 

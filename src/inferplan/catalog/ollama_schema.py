@@ -5,7 +5,7 @@ model when none is set. ``catalog/ollama.py`` resolves a tag; ``memory/hardware.
 The pydantic modules of ``catalog`` keep real annotations (no postponed ones), as ``schema.py`` says.
 """
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from inferplan.catalog.provenance import Bytes
 from inferplan.catalog.schema_base import SLUG, Frozen
@@ -17,10 +17,19 @@ class OllamaTag(Frozen):
     tag: str = Field(min_length=3, pattern=r"^[a-z0-9][a-z0-9._-]*:[A-Za-z0-9][A-Za-z0-9._-]*$")
     quantization: str  # the quantization id of the card's checkpoint the tag's file is (references.py checks it)
     source: str  # where the tag and its quantization are stated
-    # where it is stated that Ollama loads a vision projector with the tag's model (None: a text model), which the
-    # plan of the tag does not count: it plans the card's GGUF text model alone
+    # where it is stated that Ollama loads a vision projector with the tag's model (None: a text model)
     vision_projector_source: str | None = None
+    # the projector's bytes, which Ollama keeps on the GPU beside the text model and the plan of the tag's build counts
+    # there (memory/vision_projector.py); None: no sourced size, and the plan counts the text model alone
+    vision_projector_bytes: Bytes | None = None
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _projector_loaded(self) -> "OllamaTag":
+        if self.vision_projector_bytes is not None and self.vision_projector_source is None:
+            raise ValueError(f"{self.tag}: vision_projector_bytes needs vision_projector_source, the source stating "
+                             "that Ollama loads a projector with the model")
+        return self
 
 
 class ContextTier(Frozen):

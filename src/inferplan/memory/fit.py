@@ -45,6 +45,7 @@ from inferplan.memory.draft_headroom import draft_reserve_bytes
 from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
 from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
 from inferplan.memory.draft_model import draft_model_kv_architecture, draft_model_memory, draft_model_notes
+from inferplan.memory.vision_projector import vision_projector_bytes, vision_projector_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
@@ -302,6 +303,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         d, spec, w.estimate, gpus, w.per_gpu, w.stages, output_layer_first(catalog, engine.id, d.engine_version))
     if split is not None:
         w = dataclasses.replace(w, per_gpu=w.per_gpu - split.gpu_bytes_freed, notes=[*w.notes, split.note])
+    projector = vision_projector_bytes(catalog, d)  # an Ollama tag's vision projector: on the GPU, beside the weights
+    w = dataclasses.replace(w, per_gpu=w.per_gpu + projector, notes=[*w.notes, *vision_projector_notes(catalog, d, projector)])
     rule = memory_rule(catalog, engine.id, d.engine_version)
     check_engine_loads(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
                        quant.id)
@@ -368,7 +371,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_dtype=kv_dtype.id, parallel=plan, max_model_len=held.max_len, gpu_memory_bytes=total,
         usable_bytes_per_gpu=budget.usable_bytes_per_gpu, usable_short_bytes_per_gpu=budget.usable_short_bytes_per_gpu,
         weights_bytes=w.estimate.total_bytes,
-        weights_bytes_per_gpu=w.per_gpu, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
+        weights_bytes_per_gpu=w.per_gpu - projector, vision_projector_bytes_per_gpu=projector, activation_bytes_per_gpu=budget.activation_bytes_per_gpu,
         overhead_bytes_per_gpu=budget.overhead_bytes_per_gpu, kv_cache_bytes_per_gpu=held.kv_gpu,
         kv_cache_bytes_per_token=layout.bytes_per_token, kv_cache_copies=copies,
         kv_cache_bytes_per_token_one_copy=layout.bytes_per_token / copies, state_bytes_per_sequence=layout.state_bytes_per_seq,

@@ -38,7 +38,9 @@ class MemoryFit(BaseModel):
     # where nothing is usable: how far below nothing the budget falls (other processes, a start-up margin)
     usable_short_bytes_per_gpu: float = 0.0
     weights_bytes: float  # one full copy of the model
-    weights_bytes_per_gpu: float
+    weights_bytes_per_gpu: float  # the model's weights (a vision projector apart)
+    # an Ollama tag's vision projector, held on the GPU beside the weights (memory/vision_projector.py; 0: none counted)
+    vision_projector_bytes_per_gpu: float = 0.0
     activation_bytes_per_gpu: float
     overhead_bytes_per_gpu: float
     kv_cache_bytes_per_gpu: float  # memory each GPU has for the KV cache (0 when none)

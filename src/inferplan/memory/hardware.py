@@ -167,11 +167,14 @@ def _unlike_ollama(d: Deployment, named: NamedBuild) -> str:
     """How the plan of an Ollama tag's build runs it where Ollama does not: every layer on the GPUs (or the layers
     stated), where Ollama states no --n-gpu-layers and llama-server's --fit keeps a margin free on each GPU and
     moves layers to host RAM where it is short (engine_flags.yaml's n_gpu_layers); and the text model alone, where
-    Ollama also loads the model's vision projector (ollama.yaml)."""
+    Ollama also loads the model's vision projector (ollama.yaml), unless the tag states the projector's size, which
+    the plan then counts on the GPU (memory/vision_projector.py)."""
     stated = d.n_gpu_layers is not None or d.n_cpu_moe is not None
     layers = "with the layers stated on the GPU" if stated else \
         "with every layer on the GPU, where Ollama leaves their placement to llama-server's --fit (a margin kept " \
         "free on each GPU, layers moved to host RAM where it is short)"
     if not named.vision_projector:
         return layers
+    if named.vision_projector_bytes:
+        return f"{layers}; the vision projector Ollama loads on the GPU counted there"
     return f"{layers}; text only, where Ollama also loads the vision projector on the GPU"

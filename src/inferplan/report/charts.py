@@ -102,7 +102,9 @@ def plan_charts(r: PlanResult, u: Uncertainty | None, currency: str = "usd") -> 
 def memory_breakdown(fit) -> dict:
     """Per-GPU memory of a fit: weights, activations, runtime, KV cache, and what the engine leaves unused."""
     gib = 2**30
-    parts = [("weights", fit.weights_bytes_per_gpu), ("activations", fit.activation_bytes_per_gpu),
+    parts = [("weights", fit.weights_bytes_per_gpu),
+             *([("vision projector", fit.vision_projector_bytes_per_gpu)] if fit.vision_projector_bytes_per_gpu else []),
+             ("activations", fit.activation_bytes_per_gpu),
              ("runtime", fit.overhead_bytes_per_gpu), ("KV cache", fit.kv_cache_bytes_per_gpu),
              ("outside the engine's budget", max(fit.gpu_memory_bytes - fit.usable_bytes_per_gpu, 0.0))]
     values = [{"part": name, "GiB": value / gib, "gpu": fit.accelerator} for name, value in parts]

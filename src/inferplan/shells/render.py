@@ -125,8 +125,10 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  build: {r.build_note}", highlight=False)
     if r.memory_rule:
         console.print(f"  memory rule: {r.memory_rule}", highlight=False)
-    parts = [Text(f"weights {gib(r.weights_bytes_per_gpu)}"), Text(f"activations {gib(r.activation_bytes_per_gpu)}"),
-             Text(f"runtime {gib(r.overhead_bytes_per_gpu)}")]
+    parts = [Text(f"weights {gib(r.weights_bytes_per_gpu)}")]
+    if r.vision_projector_bytes_per_gpu:
+        parts.append(Text(f"vision projector {gib(r.vision_projector_bytes_per_gpu)}"))
+    parts += [Text(f"activations {gib(r.activation_bytes_per_gpu)}"), Text(f"runtime {gib(r.overhead_bytes_per_gpu)}")]
     if r.cuda_graph_bytes_per_gpu:
         parts.append(Text(f"CUDA graphs {gib(r.cuda_graph_bytes_per_gpu)}"))
     parts.append(Text(f"KV cache {gib(r.kv_cache_bytes_per_gpu)}", style="bold"))
