@@ -28,6 +28,10 @@ class NamedBuild:
     engine: str
     vision_projector: bool = False  # Ollama loads a vision projector with it, which the plan leaves out
 
+    def run_by(self, engine: str, quantization: str | None) -> bool:
+        """Whether a deployment on ``engine`` (an id) in ``quantization`` runs this build."""
+        return (engine, quantization) == (self.engine, self.quantization)
+
 
 def named_build(catalog, name: str) -> NamedBuild | None:
     """The build the Ollama tag ``name`` selects (None: ``name`` is no tag of a catalogue model)."""
