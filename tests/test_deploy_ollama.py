@@ -11,9 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from inferplan.catalog.loader import load_catalog
+from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
 from inferplan.deploy import Speculative, kubernetes_manifest, launch_command, launch_plan
 from inferplan.deploy.ollama_launch import MODELFILE
+from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
 from inferplan.shells.cli import app
 
@@ -119,3 +120,19 @@ def test_the_manifest_runs_ollamas_image_with_the_gpus_env_and_a_pull_at_start()
     assert docs[1]["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"] == DATA.default_port
     plan = launch_plan(d, CATALOG, output_format="k8s")
     assert plan.image == container["image"] and plan.command.runner == "ollama"
+
+
+@pytest.mark.parametrize(("old", "new", "says"), [
+    ("env_source: ollama-envconfig", "env_source: nosuch-source", "unknown sources nosuch-source"),
+    ("kv_cache_types: {fp16: f16,", "kv_cache_types: {fp9: f16,", "unknown KV-cache dtypes fp9"),
+])
+def test_a_launch_record_naming_unknown_sources_or_kv_types_does_not_load(tmp_path, old, new, says):
+    paths = []
+    for path in sorted(DATA_DIR.rglob("*.yaml")):
+        if path.name == "ollama.yaml":
+            (tmp_path / path.name).write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+            path = tmp_path / path.name
+        if path.parent.name != "hf_configs":
+            paths.append(path)
+    with pytest.raises(CatalogError, match=says):
+        load_files(paths, DATA_DIR)

@@ -232,7 +232,8 @@ def _ollama_command(d: Deployment, catalog: Catalog, flags: EngineFlags, start, 
     return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
                          flags_checked_against=start.release, role="both", argv=start.argv, text=shlex.join(start.argv),
                          files=files, script=script, checkpoint=start.served, port=start.port, env=env,
-                         notes=(*filter(None, (build_note(catalog, d),)), *start.notes, f"call it: {start.call}"),
+                         notes=(*filter(None, (build_note(catalog, d),)), *start.notes, *copies_note(d, catalog),
+                                f"call it: {start.call}"),
                          runner="ollama", then=start.steps)
 
 

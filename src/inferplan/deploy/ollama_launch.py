@@ -97,8 +97,8 @@ def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: Eng
     call = (f"{shlex.join((*data.run, served))}, or the OpenAI-compatible API at "
             f"http://localhost:{port}{data.openai_path} with model {served}")
     return OllamaStart(argv=tuple(data.server), env=env, ready=tuple(data.ready), steps=tuple(steps),
-                       modelfile=modelfile, served=served, port=port, host_env=data.host_env, release=data.release, call=call,
-                       notes=tuple(notes))
+                       modelfile=modelfile, served=served, port=port, host_env=data.host_env, release=data.release,
+                       call=call, notes=tuple(notes))
 
 
 def _kv_env(d: Deployment, catalog: Catalog, data: OllamaLaunch, notes: list[str]) -> dict[str, str]:
@@ -118,7 +118,8 @@ def ollama_script(start: OllamaStart, env_words: list[str], modelfile_here: str 
     Modelfile written before its create) and keep the server in the foreground."""
     address = f"export {start.host_env}={shlex.quote(start.env[start.host_env])}"  # the server's and the clients'
     words = [w for w in env_words if not w.startswith(f"{start.host_env}=")]
-    lines = [address, f"{' '.join([*words, shlex.join(start.argv)])} &", *client_steps(start.ready, start.steps, modelfile_here)]
+    lines = [address, f"{' '.join([*words, shlex.join(start.argv)])} &",
+             *client_steps(start.ready, start.steps, modelfile_here)]
     return "\n".join([*lines, f"# call it: {start.call}", "wait"])
 
 
