@@ -16,6 +16,8 @@ from inferplan.deploy import Speculative, kubernetes_manifest, launch_command, l
 from inferplan.deploy.ollama_launch import MODELFILE
 from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
+from inferplan.search.request import SearchRequest
+from inferplan.search.run import search
 from inferplan.shells.cli import app
 
 CATALOG = load_catalog()
@@ -136,3 +138,14 @@ def test_a_launch_record_naming_unknown_sources_or_kv_types_does_not_load(tmp_pa
             paths.append(path)
     with pytest.raises(CatalogError, match=says):
         load_files(paths, DATA_DIR)
+
+
+def test_a_search_for_a_tag_launches_its_build_with_ollama_and_another_format_with_llama_server():
+    req = SearchRequest(models=("qwen3:8b",), accelerators=("rtx-4090",), request_rate_per_s=0.5, input_len=1000,
+                        output_len=200)
+    (tagged, *_) = search(req, CATALOG).results
+    assert shlex.join((*DATA.pull, "qwen3:8b")) in tagged.deploy and "llama-server" not in tagged.deploy
+    env, _ = _server_env(tagged.deploy)
+    assert env[DATA.env["max_num_seqs"]] == str(tagged.max_num_seqs)
+    (q8, *_) = search(req.model_copy(update={"quantizations": ("gguf-q8_0",)}), CATALOG).results
+    assert q8.deploy.startswith("llama-server") and "ollama" not in q8.deploy
