@@ -33,6 +33,10 @@ class NamedBuild:
         """Whether a deployment on ``engine`` in ``quantization`` runs this build."""
         return (engine, quantization) == (self.engine, self.quantization)
 
+    def run_by(self, engine: str, quantization: str | None) -> bool:
+        """Whether a deployment on ``engine`` (an id) in ``quantization`` runs this build."""
+        return (engine, quantization) == (self.engine, self.quantization)
+
 
 def named_build(catalog, name: str) -> NamedBuild | None:
     """The build the Ollama tag ``name`` selects (None: ``name`` is no tag of a catalogue model)."""

@@ -39,6 +39,46 @@ class ContextTier(Frozen):
     tokens: int = Field(ge=1)
 
 
+class OllamaLaunch(Frozen):
+    """How Ollama is started for a tag's build (``deploy/ollama_launch.py``): its commands, and the environment
+    variables and Modelfile parameters that carry the plan's settings, each group with its source."""
+
+    release: str  # the release whose names these are, and whose image a manifest runs
+    server: tuple[str, ...] = Field(min_length=1)  # starts the server (ollama serve)
+    ready: tuple[str, ...] = Field(min_length=1)  # a client command that succeeds once the server answers
+    pull: tuple[str, ...] = Field(min_length=1)  # fetches a tag's files
+    create: tuple[str, ...] = Field(min_length=1)  # makes a model from a Modelfile
+    modelfile_flag: str  # the create command's flag naming the Modelfile
+    run: tuple[str, ...] = Field(min_length=1)  # chats with a model
+    command_source: str
+    default_port: int = Field(ge=1, le=65535)
+    health_path: str  # answers once the server runs
+    openai_path: str  # the OpenAI-compatible API's base path
+    openai_source: str
+    host_env: str  # the variable holding the address and port the server listens on
+    env: dict[str, str]  # a Deployment setting -> the server's variable that takes it
+    env_source: str
+    kv_cache_types: dict[str, str]  # a catalogue KV-cache dtype id -> the KV-cache variable's value
+    kv_cache_env: dict[str, str]  # variables a quantized KV cache needs besides (Flash Attention on)
+    kv_cache_source: str
+    modelfile_parameters: dict[str, str]  # a Deployment setting -> the Modelfile PARAMETER that takes it
+    modelfile_source: str
+    by_itself: dict[str, str] = {}  # a setting Ollama takes no value for but does as planned on its own -> how
+    by_itself_source: str | None = None
+    images: dict[str, str] = {}  # a GPU vendor -> the container image, {release} replaced by ``release``
+    image_source: str
+    models_dir: str  # where the server keeps pulled models (a container's volume)
+
+    def image(self, vendor: str) -> str | None:
+        """The container image of ``release`` for ``vendor``'s GPUs (None: none recorded)."""
+        pattern = self.images.get(vendor)
+        return pattern.replace("{release}", self.release) if pattern else None
+
+    def sources(self) -> tuple[str | None, ...]:
+        return (self.command_source, self.openai_source, self.env_source, self.kv_cache_source, self.modelfile_source,
+                self.by_itself_source, self.image_source)
+
+
 class OllamaRunner(Frozen):
     """How Ollama runs a library tag: on which catalogue engine, and at what context by default."""
 
@@ -49,6 +89,7 @@ class OllamaRunner(Frozen):
     # num_ctx when none is set, by the total VRAM of the GPUs Ollama sees, largest first; capped at the model's
     # trained context
     default_context: tuple[ContextTier, ...] = Field(min_length=1)
+    launch: OllamaLaunch | None = None  # how a deployment of a tag's build is started (None: as its engine is)
     note: str | None = None
 
     def default_context_tokens(self, total_vram_bytes: float, model_tokens: int | None) -> int:

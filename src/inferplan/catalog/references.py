@@ -174,6 +174,15 @@ def check_ollama_runners(catalog) -> None:
         if runner.engine not in catalog.engines or runner.engine_source not in catalog.sources:
             raise CatalogError(f"ollama_runners:{runner.id}: unknown engine {runner.engine!r} or source "
                                f"{runner.engine_source!r}", field=runner.id)
+        if runner.launch is not None and (unknown := [s for s in runner.launch.sources() if s is not None
+                                                      and s not in catalog.sources]):
+            raise CatalogError(f"ollama_runners:{runner.id}: launch names unknown sources {', '.join(unknown)}",
+                               field=f"{runner.id}.launch")
+        kv_types = set(runner.launch.kv_cache_types) if runner.launch is not None else set()
+        if stray := kv_types - set(catalog.kv_cache_dtypes.records):
+            raise CatalogError(f"ollama_runners:{runner.id}: launch kv_cache_types names unknown KV-cache dtypes "
+                               f"{', '.join(sorted(stray))}", field=f"{runner.id}.launch",
+                               allowed=", ".join(catalog.kv_cache_dtypes.records))
         floors = [t.total_vram_bytes.value for t in runner.default_context]
         if floors != sorted(floors, reverse=True):
             raise CatalogError(f"ollama_runners:{runner.id}: default_context tiers go from the most VRAM down",

@@ -16,7 +16,6 @@ from pathlib import PurePath
 from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec, looks_like_path
-from inferplan.catalog.ollama import named_build
 from inferplan.catalog.schema import Checkpoint, ModelCard
 from inferplan.errors import InferplanError, UnknownModelError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
@@ -45,7 +44,7 @@ def served_model(d: Deployment, catalog: Catalog, flags: EngineFlags) -> ServedM
         spec = _spec(d, catalog)
         quant = quant or (planned_quantization(catalog, d, spec, flags.engine) if spec else None)  # as fit plans it
         made_with = _made_with(catalog, flags.engine, quant)
-        return _gguf(d, catalog, card, quant, flags, made_with) if card else _gguf_as_named(d, spec, quant, flags, made_with)
+        return _gguf(card, quant, flags, made_with) if card else _gguf_as_named(d, spec, quant, flags, made_with)
     made_with = _made_with(catalog, flags.engine, quant)
     if card is None:
         return _hf_as_named(d, _spec(d, catalog), quant, flags, made_with)
@@ -145,18 +144,12 @@ def _hf_repo(d: Deployment, card: ModelCard, quant: str | None, flags: EngineFla
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 
-def _gguf(d: Deployment, catalog: Catalog, card: ModelCard, quant: str | None, flags: EngineFlags,
-          made_with: str) -> ServedModel:
+def _gguf(card: ModelCard, quant: str | None, flags: EngineFlags, made_with: str) -> ServedModel:
     quant = quant or (card.checkpoints[0].quantization if card.checkpoints else None)  # the plan's own precision
     if quant is None:
         placeholder = f"<{card.id}.gguf>"
         note = f"the catalogue names no checkpoint of {card.name}: replace {placeholder} with a GGUF file's path"
         return ServedModel(_model_args(flags, placeholder), placeholder, None, True, (note,))
-    if quant not in flags.gguf_tags and (named := named_build(catalog, d.model)) and named.quantization == quant:
-        files = [c.quantization for c in _with_repo(card) if c.quantization in flags.gguf_tags]
-        raise UnsupportedSettingError(f"{d.model} is Ollama's {quant} build, a file Ollama serves itself: {flags.engine} "
-                                      f"has no GGUF file of it to launch; name one of {card.name}'s",
-                                      field="quantization", allowed=", ".join(dict.fromkeys(files)))
     tag = _gguf_tag(quant, flags)
     build = next((c for c in _with_repo(card) if c.quantization == quant and quant.startswith(GGUF_PREFIX)), None)
     if build and flags.hf_repo_flag:

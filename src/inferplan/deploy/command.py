@@ -34,6 +34,7 @@ from inferplan.deploy.checkpoint import served_model
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import runner_env, software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
+from inferplan.deploy.ollama_launch import MODELFILE, ollama_build, ollama_script, ollama_start
 from inferplan.deploy.moe_backend import moe_backend
 from inferplan.deploy.prompt_budget import chunked_prefill
 from inferplan.deploy.stated import slot_context, stated_or_default
@@ -86,6 +87,9 @@ class LaunchCommand(Output):
     notes: tuple[str, ...] = ()
     hosts: int = 1  # hosts one instance runs over; above 1, argv is host 0's and script every host's
     host_commands: tuple[HostCommand, ...] = ()  # what each host runs, host 0 (the head) first
+    runner: str | None = None  # what argv starts where it is not the engine's launcher: ollama, for an Ollama tag
+    # client commands run once the server answers (runner ollama: pull the tag, create a model from the Modelfile)
+    then: tuple[tuple[str, ...], ...] = ()
 
 
 def engine_flags(catalog: Catalog, engine: str) -> EngineFlags:
@@ -130,6 +134,10 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     d = as_planned(with_draft(d, catalog, speculative), catalog)  # --gpus or a system alone: fit's layout
     d, step_note = with_step_budget(d, catalog)  # the step fit plans where the engine cannot chunk the longest prompt
     flags = engine_flags(catalog, d.engine)
+    named = ollama_build(d, catalog) if role == "both" else None
+    if named is not None:  # an Ollama tag's build: Ollama's own commands
+        return _ollama_command(d, catalog, flags, ollama_start(d, catalog, named, flags, host=host, port=port,
+                                                               speculative=speculative is not None), devices)
     check_launch_connector(d, flags, role)
     served = served_model(d, catalog, flags)
     if role != "both" and flags.disaggregation is not None:  # a pool's worker listens where the router looks
@@ -212,6 +220,21 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
                          hosts=spread.split.hosts if spread else 1, host_commands=spread.commands if spread else (),
                          notes=(*filter(None, (build_note(catalog, d),)), *served.notes, *((moe[2],) if moe else ()), *bounds, *((step_note,) if step_note else ()), *chunked_notes, *release, *kt_notes, *router_notes(role, flags), *copies_note(d, catalog),
                                 *spans, *(c.lstrip("# ") for c in cold), *pool_kv_notes(catalog, d, role)))
+
+
+def _ollama_command(d: Deployment, catalog: Catalog, flags: EngineFlags, start, devices: tuple[int, ...] | None
+                    ) -> LaunchCommand:
+    """The ``LaunchCommand`` of Ollama's launch ``start`` (``deploy.ollama_launch``): the server's argv and
+    environment (pinned to ``devices``), the Modelfile as its file, and a script that runs it all."""
+    env = {**(_visible_devices(d, catalog, devices) if devices else {}), **start.env}
+    files = (LaunchFile(path=MODELFILE, text=start.modelfile + "\n"),) if start.modelfile else ()
+    script = ollama_script(start, list(env_words(env)), here_document(files[0]) if files else None)
+    return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
+                         flags_checked_against=start.release, role="both", argv=start.argv, text=shlex.join(start.argv),
+                         files=files, script=script, checkpoint=start.served, port=start.port, env=env,
+                         notes=(*filter(None, (build_note(catalog, d),)), *start.notes, *copies_note(d, catalog),
+                                f"call it: {start.call}"),
+                         runner="ollama", then=start.steps)
 
 
 def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) -> tuple[str, ...]:

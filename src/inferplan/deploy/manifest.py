@@ -24,8 +24,9 @@ from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.image import EngineImage, engine_image
 from inferplan.deploy.lws import LEADER_LABEL, leader_worker_set
 from inferplan.deploy.model_name import unchecked_model_note
-from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, later_release,
-                                      launch_command, planned_speculative, with_draft)
+from inferplan.deploy.command import (DEFAULT_HOST, LaunchCommand, Role, Speculative, engine_flags, here_document,
+                                      later_release, launch_command, planned_speculative, with_draft)
+from inferplan.deploy.ollama_launch import client_steps, ollama_launch_data, ollama_pod
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.deploy.output import Output
@@ -61,11 +62,14 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
     flags = engine_flags(catalog, d.engine)
     hw = resolve_hardware(catalog, d)
     resource = catalog.gpu_resources.records.get(hw.accel.vendor)
-    image = engine_image(flags, hw.accel.vendor, command.engine_version, later_release(command.argv, flags))
+    ollama = ollama_launch_data(catalog) if command.runner == "ollama" else None
+    image = EngineImage(image=ollama.image(hw.accel.vendor)) if ollama and ollama.image(hw.accel.vendor) else \
+        None if ollama else engine_image(flags, hw.accel.vendor, command.engine_version, later_release(command.argv, flags))
     if resource is None or image is None:
+        what = command.runner or flags.engine
         missing = f"{hw.accel.vendor} GPUs have no Kubernetes device-plugin resource here" if resource is None \
-            else f"no {flags.engine} container image for {hw.accel.vendor} GPUs is recorded"
-        raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {flags.engine}: {missing}",
+            else f"no {what} container image for {hw.accel.vendor} GPUs is recorded"
+        raise UnsupportedSettingError(f"no Kubernetes manifest for {hw.accel.name} with {what}: {missing}",
                                       field="format", allowed="shell")
     per_pod = instance_gpus(d)
     if hw.gpus % per_pod:
@@ -76,6 +80,10 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
         return {"app.kubernetes.io/name": app, "app.kubernetes.io/component": role}
 
     def pod(argv: tuple[str, ...], gpus: int, serves: bool = True) -> dict:
+        if ollama is not None:  # Ollama's server, the tag pulled once it answers
+            steps = client_steps(ollama.ready, command.then, here_document(command.files[0]) if command.files else None)
+            return ollama_pod("\n".join(steps), argv, _env(command.env, flags), image.image, resource.resource, gpus,
+                              command.port, ollama)
         return _pod(command, flags, image.image, resource.resource, gpus, f"{app}-options", argv, serves)
 
     if command.hosts > 1:  # one pod per host, as a LeaderWorkerSet group
@@ -97,7 +105,7 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
             **({"clusterIP": "None"} if pod_names else {})},
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
-                "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files else []
+                "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files and not ollama else []
     return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image, command
 
 
@@ -194,7 +202,7 @@ def _quantity(size_bytes: float) -> str:
 
 def _name(command: LaunchCommand, d: Deployment) -> str:
     """A DNS-1035 label (lower case, digits, '-'; at most 63; starts with a letter) from engine and model."""
-    base = re.sub(r"[^a-z0-9]+", "-", f"{command.engine}-{d.model.rsplit('/', 1)[-1]}".lower()).strip("-")
+    base = re.sub(r"[^a-z0-9]+", "-", f"{command.runner or command.engine}-{d.model.rsplit('/', 1)[-1]}".lower()).strip("-")
     suffix = "" if command.role == "both" else f"-{command.role}"
     return (base[: 63 - len(suffix)].rstrip("-") or "inferplan") + suffix
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.ollama import named_build
 from inferplan.deploy.command import Speculative, launch_command
 from inferplan.deploy.pools import pools_launch
 from inferplan.deploy.pools_plan import prefill_deployment
@@ -59,6 +60,16 @@ def launch_text(catalog: Catalog, d: Deployment, cell: Cell, *, replicas: int = 
         return LaunchText(command.script, command.notes)
     except InferplanError as exc:
         return LaunchText(f"no launch command: {exc.describe()}")
+
+
+def named_by_tag(catalog: Catalog, d: Deployment, names: tuple[str, ...]) -> Deployment:
+    """``d`` named by the Ollama tag among ``names`` (the models a search was asked for) whose build it runs — the
+    tag's model, engine and weight format — so its launch is Ollama's (``deploy.ollama_launch``); else ``d``."""
+    for name in names:
+        named = named_build(catalog, name)
+        if named is not None and named.model == d.model and named.run_by(d.engine, d.quantization):
+            return d.model_copy(update={"model": name})
+    return d
 
 
 def _layout(cell: Cell) -> dict:

@@ -99,7 +99,7 @@ def search(req: SearchRequest, catalog: Catalog | None = None, *, progress: Prog
             fronts.extend(front)
     top = top_picks(catalog, picks, rl, targets, req.top, progress,
                     check=lambda: budget.check(stage=CHECK_STAGE))  # within each pick's simulation too
-    results = tuple(_deployed(catalog, rank, p, rl, targets) for rank, p in enumerate(top, start=1))
+    results = tuple(_deployed(catalog, rank, p, rl, targets, req.models) for rank, p in enumerate(top, start=1))
     infeasible = [explain(f, s, targets, max_gpus=req.max_gpus, max_capex_usd=req.max_capex_usd,
                           max_power_w=req.max_power_w, pricing=req.pricing)
                   for f, s in stats.items() if not s.feasible]
@@ -245,8 +245,11 @@ def _point(point: tuple) -> ParetoPoint:
                        disaggregated=disaggregated)
 
 
-def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets: Targets) -> Deployed:
-    from inferplan.search.deploying import launch_text, scenario_dict, simulate_query
+def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets: Targets,
+              names: tuple[str, ...] = ()) -> Deployed:
+    """A pick as its result; ``names``: the models as the search was asked for them (an Ollama tag's build is
+    launched as the tag, with Ollama's commands)."""
+    from inferplan.search.deploying import launch_text, named_by_tag, scenario_dict, simulate_query
 
     cm, g, i = pick.cm, pick.grid, pick.index
     monthly, renting, capex = float(pick.monthly[i]), bool(pick.renting[i]), float(pick.capex[i])
@@ -270,7 +273,7 @@ def _deployed(catalog: Catalog, rank: int, pick: Pick, rl: ResolvedLoad, targets
     longer = rl.share_longer_than(context) if context < rl.max_model_len else 0.0  # the model's context cut it
     if cell.quantization_label != "native":
         notes.append(f"{cell.quantization} on {p.accelerator.name}: {cell.quantization_label}")
-    launch = launch_text(catalog, d, cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
+    launch = launch_text(catalog, named_by_tag(catalog, d, names), cell, replicas=int(g.replicas[i]), decode_instances=int(g.decode[i]),
                          prefill=(evaluate.cell_deployment(pre.cell, rl), pre.cell,
                                   int(g.prefill[i])) if disagg else None, host_gpus=q.instance_gpus if q else None)
     return Deployed(

@@ -53,7 +53,7 @@ def deploy_cmd(
     host_gpus: Optional[int] = typer.Option(None, "--host-gpus", help="With --prefill-instances: GPUs one host has, e.g. a rented instance's (default the --system's, else every worker on one host)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server."""
+    """The command that launches a deployment: vllm serve, SGLang (KTransformers too), trtllm-serve, llama-server, mlx_lm.server; Ollama's own for an Ollama tag's build."""
     from inferplan.deploy import launch_plan
 
     if output_format not in FORMATS:
