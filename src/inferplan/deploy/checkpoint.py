@@ -22,7 +22,6 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.kt_host import kt_expert_format
 from inferplan.memory.precision import planned_quantization
 from inferplan.memory.resolve import resolve_model
-from inferplan.memory.vision_projector import vision_projector_bytes
 
 
 GGUF_PREFIX = "gguf-"  # quantization ids of GGUF files (quantizations.yaml)
@@ -153,17 +152,16 @@ def _gguf(card: ModelCard, quant: str | None, flags: EngineFlags, made_with: str
     tag = _gguf_tag(quant, flags)
     build = next((c for c in _with_repo(card) if c.quantization == quant and quant.startswith(GGUF_PREFIX)), None)
     if build and flags.hf_repo_flag:
-        return _gguf_repo(build, quant, flags, bool(vision_projector_bytes(catalog, d)))
+        return _gguf_repo(build, quant, flags)
     placeholder = f"<{card.id}-{tag}.gguf>"
     note = f"the catalogue names no {tag} GGUF of {card.name}: replace {placeholder} with the file's path{made_with}"
     return ServedModel(_model_args(flags, placeholder), placeholder, quant, True, (note,))
 
 
-def _gguf_repo(build: Checkpoint, quant: str, flags: EngineFlags, projector: bool = False) -> ServedModel:
+def _gguf_repo(build: Checkpoint, quant: str, flags: EngineFlags) -> ServedModel:
     """A published GGUF build fetched as ``REPO:TAG``, the tag its file names carry (``Checkpoint.gguf_file``;
     no tag where the data says the repo is served without one), else the llama-quantize type name; a build
-    split into byte parts ``--hf-repo`` does not load is served from the joined file, a placeholder. A text-only
-    file is served text only unless the plan counts the vision projector (``projector``: an Ollama vision tag's)."""
+    split into byte parts ``--hf-repo`` does not load is served from the joined file, a placeholder."""
     file = build.gguf_file
     if file is not None and not file.hf_loadable:
         placeholder = f"<{file.file}>"
@@ -174,10 +172,6 @@ def _gguf_repo(build: Checkpoint, quant: str, flags: EngineFlags, projector: boo
     source = f"{build.repo}:{tag}" if tag else build.repo
     if build.vision_encoder or not flags.text_only_flag:
         return ServedModel((flags.hf_repo_flag, source), source, quant, True)
-    if projector:
-        note = (f"{build.repo}'s file holds the text model alone: {flags.hf_repo_flag} also loads the repo's vision "
-                "projector onto the GPU, as Ollama does and as the plan counts it")
-        return ServedModel((flags.hf_repo_flag, source), source, quant, True, (note,))
     note = (f"{build.repo}'s file holds the text model alone, as the plan sizes it: {flags.text_only_flag} keeps "
             f"{flags.hf_repo_flag} from also loading the repo's vision projector onto the GPU (no image input)")
     return ServedModel((flags.hf_repo_flag, source, flags.text_only_flag), source, quant, True, (note,))
