@@ -23,7 +23,7 @@ from inferplan.catalog.graph_rules import CudaGraphEstimate, ModelRunners
 from inferplan.catalog.memory_rule_parts import (ActivationProfile, CollectiveBuffers, CurrentRelease, GpuLayerOrder,
                                                  ReleaseFraction, TpFraction)
 from inferplan.catalog.mlx_rules import InFlightPrefill
-from inferplan.catalog.provenance import _RELEASE, release_key
+from inferplan.catalog.provenance import RELEASE_NUMBER, release_key
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import AttentionWorkspace, MeasuredSizing, StartupHeadroom
@@ -209,7 +209,7 @@ def parse_engine_version(text: str) -> tuple[str, str | None]:
             continue
         if re.fullmatch(r"[vV]\d+", token) and variant is None and release is None and "." not in token:
             variant = token.upper()
-        elif _RELEASE.match(token) and release is None:
+        elif RELEASE_NUMBER.match(token) and release is None:
             release = token.lstrip("vV")
         elif re.fullmatch(r"[vV]\d+", token) and variant is None:
             variant = token.upper()
