@@ -528,10 +528,10 @@ def test_an_oem_server_on_the_hgx_b200_board_draws_the_hgx_b200_ceiling(oem):
     (1e-12, "usd", 2, "<$0.00000001"),
 ])
 def test_money_is_shown_to_the_digits_it_has(usd, currency, digits, shown):
-    from inferplan.report.cards import _money
+    from inferplan.report.cards import plan_money
 
     r = plan(scenario(), CATALOG)
-    assert _money(r, usd, currency, digits) == shown
+    assert plan_money(r, usd, currency, digits) == shown
 
 
 def test_your_own_rental_rate_and_api_prices_replace_the_catalogues():

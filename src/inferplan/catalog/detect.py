@@ -129,7 +129,7 @@ def match_name(catalog: Catalog, name: str) -> Accelerator | None:
     """The catalogue accelerator whose name or alias is the longest run of words in ``name``."""
     words = word_list(name)
     best: tuple[int, Accelerator] | None = None
-    for record, lists in catalog.accelerators._word_lists:
+    for record, lists in catalog.accelerators.word_lists:
         for ws in lists:
             n = len(ws)
             if n and any(words[i:i + n] == ws for i in range(len(words) - n + 1)) and (best is None or n > best[0]):

@@ -166,14 +166,15 @@ def iter_sourced(obj: Any, path: str = ""):
             yield from iter_sourced(value, f"{path}[{i}]")
 
 
-_RELEASE = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")  # b: a llama.cpp build ("b6934")
+# the dotted release number a release starts with (b: a llama.cpp build, "b6934")
+RELEASE_NUMBER = re.compile(r"^[vVbB]?(\d+(?:\.\d+)*)")
 
 
 @functools.lru_cache(maxsize=1024)  # rules are ordered by release for every plan: parse each number once
 def release_key(release: str) -> tuple[int, ...]:
     """A release number's sort key: its leading dotted integers ("0.6.5.dev3" -> (0, 6, 5)),
     trailing zeros dropped so that 0.11 and 0.11.0 compare equal."""
-    match = _RELEASE.match(release.strip())
+    match = RELEASE_NUMBER.match(release.strip())
     if not match:
         raise ValueError(f"{release!r} is not a release number")
     parts = [int(p) for p in match.group(1).split(".")]

@@ -61,7 +61,7 @@ class Registry(Generic[T]):
         return {n: tuple(rs) for n, rs in built.items()}
 
     @functools.cached_property
-    def _word_lists(self) -> tuple[tuple[T, list[tuple[str, ...]]], ...]:
+    def word_lists(self) -> tuple[tuple[T, list[tuple[str, ...]]], ...]:
         """Each record with its id, name and aliases split into words, built once per registry."""
         return tuple((r, _word_lists(r)) for r in self.records.values())
 
@@ -83,7 +83,7 @@ class Registry(Generic[T]):
         # whole words of a name find it (H100 -> h100-sxm, m3 -> minimax-m3, q8 -> q8_0); a part of a
         # word does not (fp3 is not fp32, qwen3-2 not qwen3-235b-a22b, x not fx-eur-usd)
         words = word_list(name)
-        partial = exact or [r for r, lists in self._word_lists if any(_contains_run(ws, words) for ws in lists)]
+        partial = exact or [r for r, lists in self.word_lists if any(_contains_run(ws, words) for ws in lists)]
         if len(partial) == 1:
             return partial[0]
         if partial:

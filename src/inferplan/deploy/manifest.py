@@ -46,10 +46,10 @@ def kubernetes_manifest(d: Deployment, catalog: Catalog | None = None, *, role: 
                         speculative: Speculative | None = None, name: str | None = None) -> str:
     """YAML documents for ``d``: an apps/v1 Deployment and a v1 Service, after a v1 ConfigMap holding
     the command's options file when it has one."""
-    return _manifest(d, catalog or load_catalog(), role=role, speculative=speculative, name=name)[0]
+    return manifest_parts(d, catalog or load_catalog(), role=role, speculative=speculative, name=name)[0]
 
 
-def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
+def manifest_parts(d: Deployment, catalog: Catalog, *, role: Role, speculative: Speculative | None,
               name: str | None = None, pod_names: bool = False,
               annotations: dict[str, str] | None = None) -> tuple[str, EngineImage, LaunchCommand]:
     """The manifest's YAML, the image its pods run (``deploy.image``) and the command they run; ``pod_names``: the pods as a StatefulSet
@@ -106,7 +106,7 @@ def _manifest(d: Deployment, catalog: Catalog, *, role: Role, speculative: Specu
     }
     options = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-options", "labels": labels()},
                 "data": {f.path.rsplit("/", 1)[-1]: f.text for f in command.files}}] if command.files and not ollama else []
-    return yaml.dump_all([*options, workload, service], Dumper=_Dumper, sort_keys=False), image, command
+    return yaml.dump_all([*options, workload, service], Dumper=ManifestDumper, sort_keys=False), image, command
 
 
 def _deployment(app: str, labels, replicas: int, pod: dict, pod_names: bool = False,
@@ -135,11 +135,11 @@ def pod_address(app: str, index: int) -> str:
     return f"{app}-{index}.{app}"
 
 
-class _Dumper(yaml.SafeDumper):
+class ManifestDumper(yaml.SafeDumper):
     """``yaml.safe_dump`` with a text of several lines (a ConfigMap's file) as a literal block."""
 
 
-_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+ManifestDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
     "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
 
 
@@ -230,5 +230,5 @@ def launch_plan(d: Deployment, catalog: Catalog | None = None, *, output_format:
         command = command.model_copy(update={"notes": (*command.notes, unchecked)})
     if output_format != "k8s":
         return LaunchPlan(command=command)
-    manifest, image, _ = _manifest(d, catalog, role=role, speculative=speculative)
+    manifest, image, _ = manifest_parts(d, catalog, role=role, speculative=speculative)
     return LaunchPlan(command=command, manifest=manifest, image=image.image, notes=image.notes)

@@ -23,7 +23,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.checks import check_deployable
 from inferplan.deploy.copies import copies_note
 from inferplan.deploy.command import Speculative, engine_flags, planned_speculative, with_draft
-from inferplan.deploy.manifest import OPTIONS_DIR, _Dumper, _manifest, pod_address
+from inferplan.deploy.manifest import OPTIONS_DIR, ManifestDumper, manifest_parts, pod_address
 from inferplan.deploy.output import Output
 from inferplan.deploy.pod_discovery import access_docs, discovering_pod, discovery_argv, prefill_annotations
 from inferplan.deploy.pools import PoolsLaunch, check_listed, pools_launch, worker_notes
@@ -147,7 +147,7 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
             check_listed(role, instances, why=f"{flags.engine}'s router names each prefill pod (its decode reaches the "
                          "prefill at the host the router names)", instead="")
         annotations = prefill_annotations(rule, discovery) if discovery and role == "prefill" else None
-        text, image, command = _manifest(pool, catalog, role=role, speculative=spec, pod_names=pod_names,
+        text, image, command = manifest_parts(pool, catalog, role=role, speculative=spec, pod_names=pod_names,
                                          annotations=annotations)
         texts.append(text)
         commands.append(command)
@@ -159,7 +159,7 @@ def _pools_manifest(catalog: Catalog, pre: Deployment, decode: Deployment, pools
         raise UnsupportedSettingError(f"{flags.engine}'s router finds the pools' pods on one port, and its prefill and "
                                       "decode pods serve on different ones", field="format", allowed="shell")
     app = workers["decode"][0].host.removesuffix("-decode") + "-router"
-    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine, discovery), Dumper=_Dumper,
+    texts.append(yaml.dump_all(_router(app, rule, workers, image.image, flags.engine, discovery), Dumper=ManifestDumper,
                                sort_keys=False))
     if discovery:
         note = ("the router finds each pool's pods itself through the Kubernetes API (by their app.kubernetes.io/name "

@@ -89,7 +89,7 @@ def units_for_target(users_per_unit: float, target: int) -> tuple[int, int]:
 MAX_SYSTEMS_PER_CELL = 8  # a replica spread over more systems than this is out of scope
 
 
-def _smallest_fit(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
+def smallest_fitting_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
     """The smallest replica cell of ``base`` that fits in at most ``gpus`` GPUs (None: none does)."""
     fit = plan_memory(base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1}), catalog).result
     if fit.fits:
@@ -104,7 +104,7 @@ def _smallest_fit(catalog: Catalog, base: Deployment, gpus: int) -> Deployment |
 def _smallest_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment:
     """The smallest replica cell of ``base`` in a bare-GPU loadout of ``gpus`` GPUs; refused naming the
     loadout's GPU count, with the count that holds the model and the smaller weights that fit these GPUs."""
-    cell = _smallest_fit(catalog, base, gpus)
+    cell = smallest_fitting_cell(catalog, base, gpus)
     if cell is None:
         one = base.model_copy(update={"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpus": 1})
         needed = plan_memory(one, catalog).result.smallest_fit
@@ -130,7 +130,7 @@ def spanning_cell(catalog: Catalog, base: Deployment, system: System, *, cell_fi
     if cell_fixed:
         cell = base
     else:
-        cell = _smallest_fit(catalog, base, node * MAX_SYSTEMS_PER_CELL)
+        cell = smallest_fitting_cell(catalog, base, node * MAX_SYSTEMS_PER_CELL)
         if cell is None:
             raise InvalidScenarioError(
                 f"{base.model} does not fit in {MAX_SYSTEMS_PER_CELL} {system.id} systems ({node * MAX_SYSTEMS_PER_CELL} GPUs) "

@@ -14,7 +14,7 @@ from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.models import ModelSpec
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.eagle3 import _with_draft_layers
+from inferplan.memory.eagle3 import with_draft_layers
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
 
@@ -97,7 +97,7 @@ def draft_model_kv_architecture(arch: Architecture | None, plan: DraftModelMemor
     """The target's layers with the draft's after them, where the pool holds the draft's KV."""
     if arch is None or plan is None or not plan.kv_layers:
         return arch
-    return _with_draft_layers(arch, plan.kv_layers)
+    return with_draft_layers(arch, plan.kv_layers)
 
 
 def draft_model_notes(plan: DraftModelMemory | None, tensor_parallel_size: int) -> list[str]:

@@ -117,11 +117,14 @@ def eagle3_kv_architecture(arch: Architecture | None, plan: Eagle3Memory | None)
     them entries there."""
     if arch is None or plan is None or plan.draft is None or plan.rule is None or not plan.rule.kv_layers_in_pool:
         return arch
-    return _with_draft_layers(arch, plan.draft.decoder_layers)
+    return with_draft_layers(arch, plan.draft.decoder_layers)
 
 
 @functools.lru_cache(maxsize=256)  # one object per model and draft: the layout caches find it by identity
-def _with_draft_layers(arch: Architecture, layers: int) -> Architecture:
+def with_draft_layers(arch: Architecture, layers: int) -> Architecture:
+    """The target's architecture ``arch`` with a draft's ``layers`` after its own, each as one of the target's
+    full-attention layers (its last layer kind where it has none), for a KV pool that holds the draft's entries
+    beside the target's (an EAGLE-3 head's, a draft model's). Cached, so one model and draft give one object."""
     kind = LayerKind.FULL if LayerKind.FULL in arch.layer_kinds else arch.layer_kinds[-1]
     return dataclasses.replace(arch, layer_kinds=arch.layer_kinds + (kind,) * layers)
 

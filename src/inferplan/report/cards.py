@@ -24,7 +24,8 @@ class Card(BaseModel):
     sources: list[SourceNote] = []  # catalogue records the figure rests on (a price band, an API or rental price)
 
 
-def _money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:
+def plan_money(r: PlanResult, usd: float | None, currency: str, digits: int = 0) -> str:
+    """An amount in US dollars shown in ``currency`` ("eur": at the plan's rate) to ``digits`` decimals; "—" for None."""
     if usd is None:
         return "—"
     amount, symbol = (r.eur(usd), "€") if currency == "eur" else (usd, "$")
@@ -75,7 +76,7 @@ _ROUTE_COSTS = {"stay on an API": "API", "own": "owning", "rent dedicated capaci
 
 
 def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
-    m = lambda usd, digits=0: _money(r, usd, currency, digits)  # noqa: E731
+    m = lambda usd, digits=0: plan_money(r, usd, currency, digits)  # noqa: E731
     c = r.capacity
     cycle_months = r.amortization_years * 12
     payback = ("— (not owned)" if r.capex_usd is None or r.rented else "never" if r.simple_payback_months is None else
@@ -223,7 +224,7 @@ class BandRow(BaseModel):
 def uncertainty_rows(u: Uncertainty, r: PlanResult, currency: str = "usd") -> list[BandRow]:
     """The uncertainty bands, each figure formatted as the cards format it; an output with no draw
     (payback where none pays back) is absent."""
-    money = lambda digits: lambda usd: _money(r, usd, currency, digits)  # noqa: E731
+    money = lambda digits: lambda usd: plan_money(r, usd, currency, digits)  # noqa: E731
     bands = (
         ("Target-payback price / user / month", u.target_payback_usd_per_user_month, money(2)),
         ("Operating break-even / user / month", u.operating_break_even_usd_per_user_month, money(2)),

@@ -10,7 +10,7 @@ from pathlib import Path
 from inferplan.economics.plan import PlanResult
 from inferplan.economics.uncertainty import Uncertainty
 from inferplan.errors import InvalidScenarioError
-from inferplan.report.cards import _money, headline_notes, plan_cards
+from inferplan.report.cards import headline_notes, plan_cards, plan_money
 from inferplan.report.charts import plan_charts
 
 
@@ -30,7 +30,7 @@ def _amounts(r: PlanResult, currency: str) -> str:
 
 def _monte_carlo(r: PlanResult, u: Uncertainty, currency: str) -> str:
     b = u.target_payback_usd_per_user_month
-    bands = " / ".join(_money(r, v, currency, 2) for v in (b.p10, b.p50, b.p90))
+    bands = " / ".join(plan_money(r, v, currency, 2) for v in (b.p10, b.p50, b.p90))
     return (f"Monte Carlo ({u.draws:,} draws): target-payback price P10/P50/P90 {bands} per user per month; "
             f"{u.never_pays_back_share:.0%} of draws never pay back.")
 

@@ -4,8 +4,8 @@ A cell is a model on a platform — a whole catalogue system, or N of an acceler
 weight format, KV-cache type, engine and parallel layout, with or without speculative decoding.
 Everything cheaper to vary (replicas, running-sequence cap, load share, prefill/decode pool split)
 is a grid over each cell (``evaluate.py``). Layouts reuse the economics layer's rules: the
-smallest cell that fits (``_smallest_fit``, ``spanning_cell``), tensor-parallel widths in powers of
-two inside the fast-link domain, and expert-parallel widths for a mixture-of-experts model on an
+smallest cell that fits (``smallest_fitting_cell``, ``spanning_cell``), tensor-parallel widths in powers
+of two inside the fast-link domain, and expert-parallel widths for a mixture-of-experts model on an
 engine that spreads experts: the widths plan tries (``memory.layout.cell_widths``), powers of two,
 the fast-link domain and the whole system; and, on an engine whose MoE layers' tensor-parallel group
 spans the data-parallel ranks of one launch (vLLM), the same widths as TP × DP ranks that share the
@@ -27,7 +27,7 @@ from inferplan.memory.precision import model_formats, planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
-from inferplan.economics.capacity import _smallest_fit, spanning_cell
+from inferplan.economics.capacity import smallest_fitting_cell, spanning_cell
 from inferplan.economics.pools import domain_gpus
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -325,7 +325,7 @@ def _layouts(catalog, base: Deployment, p: Platform, engine, req: SearchRequest)
         start, systems = spanning_cell(catalog, base, p.system)
         budget = p.gpus if systems == 1 else instance_gpus(start)
     else:
-        start = _smallest_fit(catalog, base, p.gpus)
+        start = smallest_fitting_cell(catalog, base, p.gpus)
         if start is None:
             return []
         systems, budget = 1, p.gpus

@@ -80,7 +80,7 @@ def closest_options(typed: str, command: str, options: list[str]) -> list[str]:
     """The options of ``command`` (as named after ``inferplan``) that ``typed`` most likely meant,
     likeliest first, at most ``CLOSEST_AT_MOST``; ``options``: every name the command takes."""
     name = normal(typed)
-    takes = {normal(o): o for o in options if o.startswith("--")} | {normal(o): o for o in options}
+    takes = {normal(o): o for o in options}  # a name -> the command's last spelling of it
     found: list[str] = []
     for alias in option_aliases().aliases:
         if (alias.commands is None or command in alias.commands) and name in {normal(n) for n in alias.names}:
@@ -88,7 +88,8 @@ def closest_options(typed: str, command: str, options: list[str]) -> list[str]:
     ours = engine_spellings().get(name)
     if ours is not None and normal(ours) in takes:
         found.append(takes[normal(ours)])
-    longs = [n for n in takes if takes[n].startswith("--")]
+    # the names spelled as long options, in the order the command lists its long options
+    longs = [n for n in dict.fromkeys(normal(o) for o in options if o.startswith("--")) if takes[n].startswith("--")]
     found += [takes[n] for n in difflib.get_close_matches(name, longs, n=CLOSEST_AT_MOST, cutoff=SIMILAR_RATIO)]
     if len(name) >= PREFIX_LETTERS:
         found += [takes[n] for n in longs if n.startswith(name)]

@@ -15,7 +15,7 @@ import typer
 from inferplan.errors import InferplanError
 from inferplan.shells.cli_measurements import DbOpt, user_catalog
 from inferplan.shells.cli_flags import ModelArgument, model_given
-from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, flags_in, named_in, split_list, TokensOpt
+from inferplan.shells.cli_common import JsonOpt, console, emit_json, err_console, fail, fail_naming, flags_in, split_list, TokensOpt
 
 # the request's domain fields -> the flag a user typed
 SEARCH_FLAGS = {
@@ -111,7 +111,7 @@ def search_cmd(
                    min_output_tokens_per_s_per_user=min_tps, e2e_p95_s=e2e_p95_s, max_utilisation=max_utilisation)
     request = _checked(lambda: SearchRequest(**{k: v for k, v in fields.items() if v is not None},
                                              targets={k: v for k, v in targets.items() if v is not None}),
-                       in_flags=True)
+                       own=SEARCH_FLAGS)
     catalog = user_catalog(db)  # your stored runs as measured profiles (measurements import); None: the shipped one
     # no wall-clock limit at a terminal: the same search on a busier machine must not fail where it passed
     # on an idle one, and the person watching the progress bar stops it with Ctrl-C (the API keeps its limit)
@@ -135,9 +135,10 @@ def search_cmd(
                  show_deploy=show_deploy, flags={k.removeprefix("targets."): v for k, v in SEARCH_FLAGS.items()})
 
 
-def _checked(build, *, in_flags: bool = False):
-    """Run ``build``; a library or validation error becomes one line naming the flag (exit 2), and with
-    ``in_flags`` (the request's own checks) the fields its message names said as flags too."""
+def _checked(build, *, own: dict[str, str] | None = None):
+    """Run ``build``; a library or validation error becomes one line naming the flag (exit 2), the inputs
+    its message names said as flags (``fail_naming``); ``own``: the request's own checks, whose every
+    field is a flag wherever it stands."""
     from pydantic import ValidationError  # loaded already by whatever raises it
 
     from inferplan.shells.pydantic_errors import allowed_by, error_message
@@ -146,12 +147,7 @@ def _checked(build, *, in_flags: bool = False):
         return build()
     except InferplanError as exc:
         field = exc.field or ""
-        flag = SEARCH_FLAGS.get(field, SEARCH_FLAGS.get(field.split(".")[0], exc.field))
-        exc.field = flag
-        listed = SEARCH_FLAGS if exc.names is None else named_in(SEARCH_FLAGS, exc.names)
-        said = (lambda text: flags_in(text, listed)) if in_flags else (lambda text: text)
-        exc.allowed = said(exc.allowed) if exc.allowed else None
-        fail(said(exc.describe()), field=flag, allowed=exc.allowed, detail=str(exc))
+        fail_naming(SEARCH_FLAGS, exc, SEARCH_FLAGS.get(field, SEARCH_FLAGS.get(field.split(".")[0], exc.field)), own=own)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.validation.calibrate_speed import PIPELINE_ENGINES, Prepared, _golden, log_error, prepare
+from inferplan.validation.calibrate_speed import PIPELINE_ENGINES, Prepared, golden_section_minimum, log_error, prepare
 
 FIELD = "pipeline_hop_s_per_request"
 CONSTANT_ID = "pipeline-hop-s-per-request-{}"
@@ -53,7 +53,8 @@ def fit_hop(points: list[Prepared], family: Callable[[Prepared], dict[str, float
     each point's family constants from ``family`` (else those it was planned with: the shipped ones)."""
     if not points:
         return 0.0
-    return _golden(lambda v: statistics.fmean(abs(e) for e in _errors(points, v, family)), *BOUNDS, iterations=60)
+    return golden_section_minimum(lambda v: statistics.fmean(abs(e) for e in _errors(points, v, family)), *BOUNDS,
+                                  iterations=60)
 
 
 def fit_pipeline(catalog: Catalog, engine: str) -> PipelineFit:

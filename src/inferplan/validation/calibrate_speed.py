@@ -150,7 +150,9 @@ def objective(points: list[Prepared], params: dict[str, float], prior: dict[str,
     return error + PRIOR_WEIGHT * sum(((params[n] - prior[n]) / (hi - lo)) ** 2 for n, (lo, hi) in BOUNDS.items())
 
 
-def _golden(f, lo: float, hi: float, iterations: int = 40) -> float:
+def golden_section_minimum(f, lo: float, hi: float, iterations: int = 40) -> float:
+    """Where in ``lo``..``hi`` the one-argument function ``f`` is least (one minimum there), by ``iterations``
+    steps of golden-section search."""
     g = (math.sqrt(5) - 1) / 2
     a, b = lo, hi
     c, d = b - g * (b - a), a + g * (b - a)
@@ -176,7 +178,7 @@ def fit_params(points: list[Prepared], start: dict[str, float], prior: dict[str,
     for _ in range(MAX_SWEEPS):
         for name in free:
             lo, hi = BOUNDS[name]
-            params[name] = _golden(lambda v: objective(points, {**params, name: v}, prior), lo, hi)
+            params[name] = golden_section_minimum(lambda v: objective(points, {**params, name: v}, prior), lo, hi)
         now = objective(points, params, prior)
         if best - now < CONVERGED:
             break
