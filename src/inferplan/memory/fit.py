@@ -32,15 +32,15 @@ from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room,
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
-                                     parallel_plan, stated_plan, tp_reach)
+                                     parallel_plan, stated_plan)
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.prefill_graphs import prefill_capture, prefill_notes
-from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+from inferplan.memory.offload import (OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split, output_layer_first)
-from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
+from inferplan.memory.kt_offload import kt_gpu_quantization, kt_split
 from inferplan.memory.draft_headroom import draft_reserve_bytes
 from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
 from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
@@ -50,8 +50,9 @@ from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.step_budget import with_step_budget
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
-from inferplan.memory.weights import WeightEstimate, weight_bytes
+from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -277,7 +278,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_engine_runs_model_on(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
                                spec.name, planned_weight_format(catalog, d, spec), hw.accel)
     d, step_note = with_step_budget(d, catalog, spec)  # a step as long as the longest prompt the engine cannot chunk
-    network = _network_note(hw, plan)
+    network = network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     check_metal_instance(engine, hw.accel, kv_dtype, plan.tensor_parallel_size, plan.pipeline_parallel_size)
@@ -339,7 +340,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([_scale_note(engine, scale, settings)] if scale else []),
+                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),
                    *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
                    *([step_note] if step_note else [])]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
@@ -400,23 +401,6 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                       scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant, w.expert_data_parallel)
 
 
-def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
-    """A note when tensor parallelism reaches past the GPUs the hardware joins and no network between
-    them is known: a memory answer for a layout `perf` refuses."""
-    reach = tp_reach(hw)
-    if hw.scale_out is not None or plan.tensor_parallel_size <= reach:
-        return []
-    return [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
-            f"{hw.system.name if hw.system else hw.accel.name} joins, and the catalogue knows no network between "
-            "them: this is the memory answer only; `inferplan perf` refuses the layout"]
-
-
-def _scale_note(engine, scale, settings) -> str:
-    return (f"{engine.name} runs the {scale.attention_backend} attention backend by default on {scale.software} and "
-            f"lowers its memory fraction (its own, or the one it is given) x {scale.scale.value:g} above "
-            f"{scale.above_context_tokens.value:,.0f} tokens of context: {settings.memory_fraction:.3f} planned")
-
-
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
                   between: bool = True) -> tuple[ParallelPlan | None, ParallelPlan | None]:
     """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
@@ -429,7 +413,7 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
     engine_spec = catalog.engine(d.engine)
-    floor = _weights_floor_bytes(catalog, d, spec, hw)
+    floor = weights_floor_bytes(catalog, d, spec, hw)
     total, _ = device_total_bytes(catalog, hw.accel, engine_spec)
     flags = flags_for(catalog, engine_spec.id)  # None: no launch record, every split stands
     quant = planned_weight_format(catalog, d, spec)
@@ -468,16 +452,3 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
             return found, next((p for p in fewer if p is not None), found)
         gpus *= 2
     return None, None
-
-
-def _weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> float:
-    """Weight bytes that some GPU of any layout holds at least ``1/gpus`` of: every weight but the
-    embedding table (an engine may keep it on the host); 0 when weights may be offloaded to host RAM."""
-    engine = catalog.engine(d.engine)
-    arch = None if spec.architecture_is_proxy else spec.architecture
-    ngl_offloads = d.n_gpu_layers is not None and (arch is None or not all_layers_on_gpu(d.n_gpu_layers, arch.num_layers))
-    if ngl_offloads or d.n_cpu_moe or d.cpu_offload_gb or KT_FIELD in engine.offload_settings:
-        return 0.0
-    quant, _ = weight_quantization(catalog, d, spec, hw.accel, engine.id)
-    w = weight_bytes(spec, quant)
-    return w.total_bytes - w.embedding_bytes
