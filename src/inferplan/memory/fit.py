@@ -53,6 +53,7 @@ from inferplan.memory.attention_workspace import latent_attention, latent_kv_hea
 from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
+from inferplan.memory.fit_placement import fit_placement, with_placement
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -128,16 +129,18 @@ def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                             planned_weight_format(catalog, d, spec))
-    return _fit(catalog, d, spec, hw, plan, search_smallest=False)
+    mp = _fit(catalog, d, spec, hw, plan, search_smallest=False)
+    return dataclasses.replace(mp, result=with_placement(mp.result, d, mp.offload, catalog))
 
 
 def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with its engine (``with_default_engine``), its engine_version checked to name a release before
-    anything reads it (a stated "latest" or "nightly" is refused naming the field)."""
+    anything reads it (a stated "latest" or "nightly" is refused naming the field), its weights placed where the
+    engine places them and none is stated (``fit_placement``)."""
     d = with_default_engine(d, catalog)
     if d.engine_version is not None:
         checked_engine_version(catalog, d.engine, d.engine_version)
-    return d
+    return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))  # an Ollama tag's: as --fit places it
 
 
 def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
@@ -152,9 +155,8 @@ def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
-    if note is None:
-        return mp
-    return dataclasses.replace(mp, result=mp.result.model_copy(update={"layout_note": note}))
+    result = with_placement(mp.result, d, mp.offload, catalog)
+    return dataclasses.replace(mp, result=result if note is None else result.model_copy(update={"layout_note": note}))
 
 
 def _laid_out(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> tuple[MemoryPlan, str | None]:
@@ -384,7 +386,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_shortfall_bytes=max(host_used - host_budget, 0.0) if host_budget is not None else 0.0, host_memory_origin=host_pool and host_pool.origin,
-        host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
+        host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool.total_bytes if host_pool and host_pool.origin != "unstated" else None,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule_label(rule, release_notes, d.engine_version, budget.model_runner),
         model_runner=budget.model_runner, build_note=named,

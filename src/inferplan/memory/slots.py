@@ -11,6 +11,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import plan_memory, verdict_plan
+from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
@@ -69,11 +70,11 @@ def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
     """``result`` of an engine started with a context per slot: the slots ``d`` starts it with are what it
     holds at once, whatever memory is left over, so they are its whole ``max_concurrency`` (× data-parallel
     copies: ``total_max_concurrency``); ``most_slots`` is the most whose cache fits (None where ``d`` states
-    its slots). Any other engine's ``result`` as it is."""
+    its slots), at the weight placement ``result`` runs (``as_placed``). Any other engine's ``result`` as it is."""
     started = context_slots(catalog, d, result.engine)
     if started is None:
         return result
-    most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
+    most = most_slots(as_placed(d, result), catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
     return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(started),
                                      "total_max_concurrency": float(started * result.parallel.data_parallel_size)})
 
@@ -82,5 +83,5 @@ def sequences_held(d: Deployment, catalog: Catalog) -> float:
     """The ``max_model_len`` sequences ``d`` holds at once as the what-fits matrix counts them: on an engine
     with a context per slot the most slots that fit (whole), else the KV cache's ``total_max_concurrency``."""
     result = plan_memory(d, catalog).result
-    most = most_slots(d, catalog, SLOT_LIMIT) if result.fits else None
+    most = most_slots(as_placed(d, result), catalog, SLOT_LIMIT) if result.fits else None
     return float(most) if most is not None else result.total_max_concurrency
