@@ -143,6 +143,11 @@ def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
     return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))  # an Ollama tag's: as --fit places it
 
 
+def placed_deployment(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` as its plan runs it: its engine, and its weights where the engine places them and none is stated."""
+    return _engine_stated(d, catalog)
+
+
 def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
     """The fit of ``d`` with ``changes``, when it fits (None: it does not, or the change is refused)."""
     try:

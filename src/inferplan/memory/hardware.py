@@ -188,7 +188,7 @@ def _unlike_ollama(catalog: Catalog, d: Deployment, named: NamedBuild) -> str:
         layers = "with every layer on the GPU, whose memory is the host RAM too"
     else:
         layers = (f"with every layer on the GPU, where Ollama leaves their placement to llama-server's --fit ({margin}, "
-                  "layers moved to host RAM where it is short), which finds none that fits here")
+                  "layers moved to host RAM where it is short)")
     if not named.vision_projector:
         return layers
     return f"{layers}; text only, where Ollama also loads the vision projector on the GPU"

@@ -18,13 +18,14 @@ SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
 
 
 def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
-    """The largest slot count up to ``limit`` at which ``d`` fits (0: not even one); None: the engine
-    does not allocate its context per slot, or ``d`` states its slots."""
+    """The largest slot count up to ``limit`` at which ``d`` fits (0: not even one), its weights placed as with one
+    slot; None: the engine does not allocate its context per slot, or ``d`` states its slots."""
     if d.max_num_seqs is not None or context_slots(catalog, d, catalog.engine(d.engine).id) is None:
         return None
     one = _plan(d, 1, catalog)
     if one is None or not one.fits or limit < 1:
         return 0
+    d = as_placed(d, one)  # more slots at the placement one slot runs (an Ollama tag's: where --fit put it), not their own
     low, high = 1, limit  # slot counts known to fit / to try
     # the slots whose caches the room left at one slot holds: near the answer (each slot's compute buffer is left
     # out), so it and the next one bracket it in two plans where a bisection over ``limit`` takes ten; any
@@ -70,11 +71,11 @@ def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
     """``result`` of an engine started with a context per slot: the slots ``d`` starts it with are what it
     holds at once, whatever memory is left over, so they are its whole ``max_concurrency`` (× data-parallel
     copies: ``total_max_concurrency``); ``most_slots`` is the most whose cache fits (None where ``d`` states
-    its slots), at the weight placement ``result`` runs (``as_placed``). Any other engine's ``result`` as it is."""
+    its slots). Any other engine's ``result`` as it is."""
     started = context_slots(catalog, d, result.engine)
     if started is None:
         return result
-    most = most_slots(as_placed(d, result), catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
+    most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
     return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(started),
                                      "total_max_concurrency": float(started * result.parallel.data_parallel_size)})
 
@@ -83,5 +84,5 @@ def sequences_held(d: Deployment, catalog: Catalog) -> float:
     """The ``max_model_len`` sequences ``d`` holds at once as the what-fits matrix counts them: on an engine
     with a context per slot the most slots that fit (whole), else the KV cache's ``total_max_concurrency``."""
     result = plan_memory(d, catalog).result
-    most = most_slots(as_placed(d, result), catalog, SLOT_LIMIT) if result.fits else None
+    most = most_slots(d, catalog, SLOT_LIMIT) if result.fits else None
     return float(most) if most is not None else result.total_max_concurrency
