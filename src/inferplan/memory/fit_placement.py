@@ -102,6 +102,8 @@ def with_placement(result: MemoryFit, d: Deployment, offload: OffloadSplit | Non
         note = f"{runner.name} ({d.placement_chosen_by}) " + (
             f"places the weights as {offload.note}" if offload is not None else
             f"keeps every layer on the GPU, {margin:g} GiB of each GPU left free")
+        if d.n_cpu_moe:  # fit.cpp moves the experts of the last layers, --n-cpu-moe those of the first: the same bytes
+            note += f" (--fit keeps the experts of the last {d.n_cpu_moe} layers there instead, as many bytes)"
         if result.host_memory_origin == "unstated":
             note += (f"; it needs {(result.host_memory_bytes_used + result.host_memory_reserved_bytes) / GiB:.1f} GiB "
                      "of host RAM with what the OS and the engine keep (--host-memory-gb not stated: check the "
