@@ -67,7 +67,8 @@ def test_a_mixture_of_experts_keeps_the_experts_of_the_fewest_layers_in_host_ram
 
 def test_a_stated_placement_wins():
     r = fit(Deployment(model="qwen3:32b", gpu="rtx-4090", n_gpu_layers=40, host_memory_gb=64), CATALOG)
-    assert r.n_gpu_layers == 40 and r.placement_chosen_by is None and r.placement_note is None
+    assert r.placement_chosen_by is None and r.n_gpu_layers is None and r.placement_note is None
+    assert "-ngl 40: 39 of 64 layers" in " ".join(r.assumptions) and "with the layers stated on the GPU" in r.build_note
 
 
 def test_too_little_host_ram_for_any_split_does_not_fit_and_offers_what_does():

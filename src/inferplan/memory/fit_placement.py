@@ -91,23 +91,22 @@ def _placed(d: Deployment, catalog: Catalog, rule: FitPlacement, fits: Callable[
 
 
 def with_placement(result: MemoryFit, d: Deployment, offload: OffloadSplit | None, catalog: Catalog) -> MemoryFit:
-    """``result`` (the fit of ``d``, ``offload`` its weights in host RAM) with the placement it runs and, where
-    chosen rather than stated, what chose it and a line saying where it put the weights."""
-    if d.placement_chosen_by is None and d.n_gpu_layers is None and d.n_cpu_moe is None:
+    """``result`` (the fit of ``d``, ``offload`` its weights in host RAM) with the placement it runs where the engine
+    chose it rather than a person stating it: the -ngl / --n-cpu-moe, what chose them and a line saying where it put
+    the weights (a stated placement: ``result`` as it is; the deployment states it)."""
+    if d.placement_chosen_by is None:
         return result
-    note = None
-    if d.placement_chosen_by is not None:
-        runner = catalog.ollama_runners.records[OLLAMA]
-        margin = runner.placement.margin_bytes.value / GiB if runner.placement else 0.0
-        note = f"{runner.name} ({d.placement_chosen_by}) " + (
-            f"places the weights as {offload.note}" if offload is not None else
-            f"keeps every layer on the GPU, {margin:g} GiB of each GPU left free")
-        if d.n_cpu_moe:  # fit.cpp moves the experts of the last layers, --n-cpu-moe those of the first: the same bytes
-            note += f" (--fit keeps the experts of the last {d.n_cpu_moe} layers there instead, as many bytes)"
-        if result.host_memory_origin == "unstated":
-            note += (f"; it needs {(result.host_memory_bytes_used + result.host_memory_reserved_bytes) / GiB:.1f} GiB "
-                     "of host RAM with what the OS and the engine keep (--host-memory-gb not stated: check the "
-                     "machine has it)")
+    runner = catalog.ollama_runners.records[OLLAMA]
+    margin = runner.placement.margin_bytes.value / GiB if runner.placement else 0.0
+    note = f"{runner.name} ({d.placement_chosen_by}) " + (
+        f"places the weights as {offload.note}" if offload is not None else
+        f"keeps every layer on the GPU, {margin:g} GiB of each GPU left free")
+    if d.n_cpu_moe:  # fit.cpp moves the experts of the last layers, --n-cpu-moe those of the first: the same bytes
+        note += f" (--fit keeps the experts of the last {d.n_cpu_moe} layers there instead, as many bytes)"
+    if result.host_memory_origin == "unstated":
+        note += (f"; it needs {(result.host_memory_bytes_used + result.host_memory_reserved_bytes) / GiB:.1f} GiB "
+                 "of host RAM with what the OS and the engine keep (--host-memory-gb not stated: check the "
+                 "machine has it)")
     return result.model_copy(update={"n_gpu_layers": d.n_gpu_layers, "n_cpu_moe": d.n_cpu_moe,
                                      "placement_chosen_by": d.placement_chosen_by, "placement_note": note})
 

@@ -91,9 +91,9 @@ class MemoryFit(BaseModel):
     host_memory_origin: Literal["stated", "system", "unified", "unstated"] | None = None
     host_memory_total_bytes: float | None = None  # the RAM stated, on the system card, or the unified pool
     host_memory_reserved_bytes: float = 0.0  # of that RAM, kept for the OS and the engine process (not in the budget)
-    # the weight placement planned: llama.cpp's -ngl and --n-cpu-moe (None: every layer, every expert on the GPUs),
-    # and where it was chosen rather than stated, the engine setting that chose it (an Ollama tag's build:
-    # llama-server --fit, memory/fit_placement.py)
+    # the weight placement the engine chose where none is stated (an Ollama tag's build: llama-server --fit,
+    # memory/fit_placement.py): llama.cpp's -ngl and --n-cpu-moe (None: every layer, every expert on the GPUs) and
+    # the setting that chose them (None: nothing chosen, the placement is the one stated or every layer on the GPUs)
     n_gpu_layers: int | None = None
     n_cpu_moe: int | None = None
     placement_chosen_by: str | None = None
