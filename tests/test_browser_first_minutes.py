@@ -27,6 +27,8 @@ def test_a_link_naming_an_ollama_tag_plans_the_tag_and_shows_its_build(page, ser
     note = api_view(server, OLLAMA)["memory"]["build_note"]
     assert "Ollama's GGUF Q4_K_M" in note  # the line `inferplan fit qwen3:32b` prints as "build: ..."
     assert page.text_content("#build-note") == f"Build: {note}"
+    placed = api_view(server, OLLAMA)["memory"]["placement_note"]  # where llama-server --fit keeps its layers
+    assert "Ollama (llama-server --fit)" in placed and page.text_content("#placement-note") == f"Placement: {placed}"
 
 
 def test_a_catalogue_id_has_no_build_line(page, server):

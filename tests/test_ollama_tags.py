@@ -123,8 +123,11 @@ def test_the_build_line_says_where_the_plan_runs_the_tag_unlike_ollama():
     def note(model, **stated):
         return fit_or_suggest(Deployment(model=model, gpu="rtx-4090", **stated), CATALOG).build_note
     qwen = note("qwen3:32b")
-    assert "as Ollama runs it" not in qwen and "with every layer on the GPU, where Ollama leaves their placement to " \
-        "llama-server's --fit" in qwen and "text only" not in qwen
+    assert "as Ollama runs it" not in qwen and "with the layers where llama-server --fit places them, Ollama stating " \
+        "no --n-gpu-layers (a 1 GiB margin kept free on each GPU)" in qwen and "text only" not in qwen
+    assert "with every layer on the GPU, where llama-server --fit keeps them" in note("qwen3:8b")
+    assert "with every layer on the GPU, where Ollama leaves their placement to llama-server's --fit" in \
+        note("qwen3:32b", host_memory_gb=4)  # too little host RAM for any split --fit tries
     assert "with the layers stated on the GPU" in note("qwen3:32b", n_gpu_layers=40, host_memory_gb=64)
     # Ollama's llm/llama_server.go allowlist: the projector counted where the tag states its size, else text only
     for tag in ("gemma3:27b", "gemma4:26b", "mistral-small3.2:24b"):
@@ -133,12 +136,13 @@ def test_the_build_line_says_where_the_plan_runs_the_tag_unlike_ollama():
 
 
 def test_a_refusal_at_ollamas_context_says_where_the_context_came_from():
-    run = CliRunner().invoke
-    perf = run(app, ["perf", "--model", "qwen3:32b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"})
+    run = CliRunner().invoke  # 4 GiB of host RAM: too little for the layers --fit would move there
+    perf = run(app, ["perf", "--model", "qwen3:32b", "--gpu", "rtx-4090", "--host-memory-gb", "4"], env={"COLUMNS": "250"})
     assert perf.exit_code == 2 and "at --max-model-len 32,768, the context Ollama gives qwen3:32b on these GPUs " \
         "(--max-model-len states another)" in perf.output
-    sim = run(app, ["simulate", "--model", "qwen3:32b", "--gpu", "rtx-4090", "--request-rate", "0.1"], env={"COLUMNS": "250"})
-    assert sim.exit_code == 2 and "the context Ollama gives qwen3:32b" in sim.output
+    sim = run(app, ["simulate", "--model", "qwen3:32b", "--gpu", "rtx-4090", "--request-rate", "0.01"], env={"COLUMNS": "250"})
+    assert sim.exit_code == 0 and "the context Ollama gives it on these GPUs, with the layers where llama-server --fit " \
+        "places them" in sim.output  # placed as in fit and perf (simulate takes no host RAM)
     same = run(app, ["perf", "--model", "qwen3-32b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--quantization",
                      "gguf-q4_k_m", "--max-model-len", "32768"], env={"COLUMNS": "250"})
     assert same.exit_code == 2 and "at --max-model-len 32,768: the KV cache" in same.output and "Ollama" not in same.output
@@ -192,8 +196,9 @@ def test_a_search_for_a_tag_searches_its_build_unless_the_request_names_others()
 
 @pytest.mark.parametrize(("tag", "gpu"), [("qwen3:32b", "rtx-4090"), ("llama3.3:70b", "rtx-4090")])
 def test_every_offer_for_a_tag_fits_when_run_at_the_context_it_was_found_at(tag, gpu):
-    """More GPUs raise Ollama's default context (2 x 24 GiB is its 256k tier): an offer keeps the context it fits at."""
-    d = Deployment(model=tag, gpu=gpu)
+    """More GPUs raise Ollama's default context (2 x 24 GiB is its 256k tier): an offer keeps the context it fits at.
+    4 GiB of host RAM: too little for the layers --fit would move there, so it does not fit as Ollama starts it."""
+    d = Deployment(model=tag, gpu=gpu, host_memory_gb=4)
     r = fit_or_suggest(d, CATALOG)
     assert not r.fits and r.suggestions
     for s in r.suggestions:

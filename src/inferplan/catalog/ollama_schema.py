@@ -5,6 +5,8 @@ model when none is set. ``catalog/ollama.py`` resolves a tag; ``memory/hardware.
 The pydantic modules of ``catalog`` keep real annotations (no postponed ones), as ``schema.py`` says.
 """
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from inferplan.catalog.provenance import Bytes
@@ -79,6 +81,21 @@ class OllamaLaunch(Frozen):
                 self.by_itself_source, self.image_source)
 
 
+class FitPlacement(Frozen):
+    """Where the runner's engine places the weights when none is stated: everything on the GPUs if that keeps
+    ``margin_bytes`` free on each, else the first of ``steps`` (in the order the engine tries them) that does:
+    ``expert_layers`` keeps the routed experts of the fewest layers in host RAM (a mixture of experts whose other
+    weights fit with every expert in host RAM), ``gpu_layers`` the most layers on the GPUs (every expert of a
+    mixture of experts in host RAM)."""
+
+    chosen_by: str = Field(min_length=1)  # the engine's setting that chooses it (llama-server --fit)
+    source: str  # where it is stated that the runner leaves placement to it
+    margin_bytes: Bytes  # kept free on each GPU
+    steps: tuple[Literal["expert_layers", "gpu_layers"], ...] = Field(min_length=1)
+    steps_source: str  # where the order is stated
+    note: str | None = None
+
+
 class OllamaRunner(Frozen):
     """How Ollama runs a library tag: on which catalogue engine, and at what context by default."""
 
@@ -90,6 +107,7 @@ class OllamaRunner(Frozen):
     # trained context
     default_context: tuple[ContextTier, ...] = Field(min_length=1)
     launch: OllamaLaunch | None = None  # how a deployment of a tag's build is started (None: as its engine is)
+    placement: FitPlacement | None = None  # None: the plan keeps every layer on the GPUs, as stated
     note: str | None = None
 
     def default_context_tokens(self, total_vram_bytes: float, model_tokens: int | None) -> int:

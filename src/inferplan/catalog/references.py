@@ -169,7 +169,7 @@ def _check_ollama(catalog, model) -> None:
 
 
 def check_ollama_runners(catalog) -> None:
-    """Each Ollama runner names a known engine and source, its context tiers largest first."""
+    """Each Ollama runner names a known engine and sources, its context tiers largest first."""
     for runner in catalog.ollama_runners:
         if runner.engine not in catalog.engines or runner.engine_source not in catalog.sources:
             raise CatalogError(f"ollama_runners:{runner.id}: unknown engine {runner.engine!r} or source "
@@ -183,6 +183,10 @@ def check_ollama_runners(catalog) -> None:
             raise CatalogError(f"ollama_runners:{runner.id}: launch kv_cache_types names unknown KV-cache dtypes "
                                f"{', '.join(sorted(stray))}", field=f"{runner.id}.launch",
                                allowed=", ".join(catalog.kv_cache_dtypes.records))
+        placed = runner.placement
+        if placed is not None and {placed.source, placed.steps_source} - set(catalog.sources):
+            raise CatalogError(f"ollama_runners:{runner.id}: placement: unknown source {placed.source!r} or "
+                               f"{placed.steps_source!r}", field=f"{runner.id}.placement")
         floors = [t.total_vram_bytes.value for t in runner.default_context]
         if floors != sorted(floors, reverse=True):
             raise CatalogError(f"ollama_runners:{runner.id}: default_context tiers go from the most VRAM down",

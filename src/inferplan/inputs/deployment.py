@@ -6,7 +6,7 @@ CLI, an API request and a scenario file all describe the same thing the same way
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import AliasChoices, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from inferplan.inputs import Input, not_blank
@@ -149,3 +149,20 @@ class Deployment(Input):
                 loc=("gpu",),
                 input=None)])
         return self
+
+    # the engine setting that chose n_gpu_layers / n_cpu_moe where none was stated (llama-server --fit, for an Ollama
+    # tag's build: memory/fit_placement.py); None: the placement is the one stated, or the engine's own. Not an input:
+    # a plan sets it on its copy, and two deployments differing in it are planned apart
+    _placement_chosen_by: str | None = PrivateAttr(None)
+
+    @property
+    def placement_chosen_by(self) -> str | None:
+        """The engine setting that chose this deployment's weight placement (None: stated, or the engine's own)."""
+        return self._placement_chosen_by
+
+    def placed(self, chosen_by: str, changes: dict[str, int | None] | None = None) -> "Deployment":
+        """A copy with the weight placement ``changes`` (n_gpu_layers, n_cpu_moe; none: every layer on the GPUs)
+        marked as chosen by ``chosen_by`` rather than stated."""
+        copy = self.model_copy(update=changes or {})
+        copy._placement_chosen_by = chosen_by
+        return copy

@@ -32,15 +32,15 @@ from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room,
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
-                                     parallel_plan, stated_plan, tp_reach)
+                                     parallel_plan, stated_plan)
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.prefill_graphs import prefill_capture, prefill_notes
-from inferplan.memory.offload import (OffloadSplit, all_layers_on_gpu, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
+from inferplan.memory.offload import (OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
                                       offload_split, output_layer_first)
-from inferplan.memory.kt_offload import FIELD as KT_FIELD, kt_gpu_quantization, kt_split
+from inferplan.memory.kt_offload import kt_gpu_quantization, kt_split
 from inferplan.memory.draft_headroom import draft_reserve_bytes
 from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
 from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
@@ -51,8 +51,10 @@ from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.step_budget import with_step_budget
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
-from inferplan.memory.weights import WeightEstimate, weight_bytes
+from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
+from inferplan.memory.fit_placement import fit_placement, with_placement
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -128,16 +130,23 @@ def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     plan, _ = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                             planned_weight_format(catalog, d, spec))
-    return _fit(catalog, d, spec, hw, plan, search_smallest=False)
+    mp = _fit(catalog, d, spec, hw, plan, search_smallest=False)
+    return dataclasses.replace(mp, result=with_placement(mp.result, d, mp.offload, catalog))
 
 
 def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with its engine (``with_default_engine``), its engine_version checked to name a release before
-    anything reads it (a stated "latest" or "nightly" is refused naming the field)."""
+    anything reads it (a stated "latest" or "nightly" is refused naming the field), its weights placed where the
+    engine places them and none is stated (``fit_placement``)."""
     d = with_default_engine(d, catalog)
     if d.engine_version is not None:
         checked_engine_version(catalog, d.engine, d.engine_version)
-    return d
+    return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))  # an Ollama tag's: as --fit places it
+
+
+def placed_deployment(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` as its plan runs it: its engine, and its weights where the engine places them and none is stated."""
+    return _engine_stated(d, catalog)
 
 
 def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | None:
@@ -152,9 +161,8 @@ def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
-    if note is None:
-        return mp
-    return dataclasses.replace(mp, result=mp.result.model_copy(update={"layout_note": note}))
+    result = with_placement(mp.result, d, mp.offload, catalog)
+    return dataclasses.replace(mp, result=result if note is None else result.model_copy(update={"layout_note": note}))
 
 
 def _laid_out(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> tuple[MemoryPlan, str | None]:
@@ -278,7 +286,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_engine_runs_model_on(catalog, engine.id, d.engine_version, spec.architecture and spec.architecture.hf_architecture,
                                spec.name, planned_weight_format(catalog, d, spec), hw.accel)
     d, step_note = with_step_budget(d, catalog, spec)  # a step as long as the longest prompt the engine cannot chunk
-    network = _network_note(hw, plan)
+    network = network_note(hw, plan)
     quant, quant_notes = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     kv_dtype = kv_cache_dtype_of(catalog, d, spec)
     check_metal_instance(engine, hw.accel, kv_dtype, plan.tensor_parallel_size, plan.pipeline_parallel_size)
@@ -342,7 +350,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
-                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([_scale_note(engine, scale, settings)] if scale else []),
+                   *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),
                    *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
                    *([step_note] if step_note else [])]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
@@ -386,7 +394,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),
         host_memory_bytes_used=host_used, host_memory_budget_bytes=host_budget,
         host_shortfall_bytes=max(host_used - host_budget, 0.0) if host_budget is not None else 0.0, host_memory_origin=host_pool and host_pool.origin,
-        host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool and host_pool.total_bytes,
+        host_memory_reserved_bytes=host_pool.reserved_bytes if host_pool else 0.0, host_memory_total_bytes=host_pool.total_bytes if host_pool and host_pool.origin != "unstated" else None,
         host_kv_cache_tokens=int(tier // full_layout.bytes_per_token) if full_layout.bytes_per_token else 0,
         memory_rule_id=rule.id, memory_rule=rule_label(rule, release_notes, d.engine_version, budget.model_runner),
         model_runner=budget.model_runner, build_note=named,
@@ -403,23 +411,6 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                       scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant, w.expert_data_parallel)
 
 
-def _network_note(hw: Hardware, plan: ParallelPlan) -> list[str]:
-    """A note when tensor parallelism reaches past the GPUs the hardware joins and no network between
-    them is known: a memory answer for a layout `perf` refuses."""
-    reach = tp_reach(hw)
-    if hw.scale_out is not None or plan.tensor_parallel_size <= reach:
-        return []
-    return [f"tensor parallelism over {plan.tensor_parallel_size} GPUs goes past the {reach} that "
-            f"{hw.system.name if hw.system else hw.accel.name} joins, and the catalogue knows no network between "
-            "them: this is the memory answer only; `inferplan perf` refuses the layout"]
-
-
-def _scale_note(engine, scale, settings) -> str:
-    return (f"{engine.name} runs the {scale.attention_backend} attention backend by default on {scale.software} and "
-            f"lowers its memory fraction (its own, or the one it is given) x {scale.scale.value:g} above "
-            f"{scale.above_context_tokens.value:,.0f} tokens of context: {settings.memory_fraction:.3f} planned")
-
-
 def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
                   between: bool = True) -> tuple[ParallelPlan | None, ParallelPlan | None]:
     """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
@@ -432,7 +423,7 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
     engine_spec = catalog.engine(d.engine)
-    floor = _weights_floor_bytes(catalog, d, spec, hw)
+    floor = weights_floor_bytes(catalog, d, spec, hw)
     total, _ = device_total_bytes(catalog, hw.accel, engine_spec)
     flags = flags_for(catalog, engine_spec.id)  # None: no launch record, every split stands
     quant = planned_weight_format(catalog, d, spec)
@@ -471,16 +462,3 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
             return found, next((p for p in fewer if p is not None), found)
         gpus *= 2
     return None, None
-
-
-def _weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> float:
-    """Weight bytes that some GPU of any layout holds at least ``1/gpus`` of: every weight but the
-    embedding table (an engine may keep it on the host); 0 when weights may be offloaded to host RAM."""
-    engine = catalog.engine(d.engine)
-    arch = None if spec.architecture_is_proxy else spec.architecture
-    ngl_offloads = d.n_gpu_layers is not None and (arch is None or not all_layers_on_gpu(d.n_gpu_layers, arch.num_layers))
-    if ngl_offloads or d.n_cpu_moe or d.cpu_offload_gb or KT_FIELD in engine.offload_settings:
-        return 0.0
-    quant, _ = weight_quantization(catalog, d, spec, hw.accel, engine.id)
-    w = weight_bytes(spec, quant)
-    return w.total_bytes - w.embedding_bytes

@@ -88,10 +88,18 @@ class MemoryFit(BaseModel):
     host_memory_budget_bytes: float | None = None  # what may be used: the RAM less what the OS and engine keep
     host_shortfall_bytes: float = 0.0  # host RAM the instance lacks beyond that budget (0: it holds it)
     # where the RAM figure came from: stated (host_memory_gb), system (the system card), unified (the
-    # accelerator's own memory, GPU side counted in host_memory_bytes_used); None: nothing in host RAM
-    host_memory_origin: Literal["stated", "system", "unified"] | None = None
+    # accelerator's own memory, GPU side counted in host_memory_bytes_used), unstated (weights the engine placed in
+    # host RAM of a machine whose RAM is not known: host_memory_bytes_used is what it needs); None: nothing in host RAM
+    host_memory_origin: Literal["stated", "system", "unified", "unstated"] | None = None
     host_memory_total_bytes: float | None = None  # the RAM stated, on the system card, or the unified pool
     host_memory_reserved_bytes: float = 0.0  # of that RAM, kept for the OS and the engine process (not in the budget)
+    # the weight placement the engine chose where none is stated (an Ollama tag's build: llama-server --fit,
+    # memory/fit_placement.py): llama.cpp's -ngl and --n-cpu-moe (None: every layer, every expert on the GPUs) and
+    # the setting that chose them (None: nothing chosen, the placement is the one stated or every layer on the GPUs)
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int | None = None
+    placement_chosen_by: str | None = None
+    placement_note: str | None = None  # where the setting that chose the placement put the weights
     host_kv_cache_tokens: int = 0  # tokens of context the host-RAM KV tier holds per instance (vLLM / LMCache, HiCache)
     # the engine release's memory-budgeting rule applied (engine_memory_rules.yaml): id and label
     memory_rule_id: str = ""

@@ -16,7 +16,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.resolve import resolve_model
-from inferplan.units import to_gbit_per_s
+from inferplan.units import GiB, to_gbit_per_s
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def build_note(catalog: Catalog, d: Deployment) -> str | None:
         tokens = ollama_context_tokens(catalog, d)
         context = "the context Ollama gives it on these GPUs" if d.max_model_len == tokens else \
             f"not the {tokens:,} Ollama gives it on these GPUs"
-        return (f"{build_line(catalog, named)}, at {d.max_model_len:,} tokens, {context}, {_unlike_ollama(d, named)}; "
+        return (f"{build_line(catalog, named)}, at {d.max_model_len:,} tokens, {context}, {_unlike_ollama(catalog, d, named)}; "
                 "a stated engine, quantization or context plans another")
     quant = catalog.quantizations.records[named.quantization].name
     engine = catalog.engines.records[named.engine].name
@@ -158,21 +158,38 @@ def build_note(catalog: Catalog, d: Deployment) -> str | None:
     return f"{named.tag} names Ollama's {quant} build on {engine}; planned as stated: {d.engine}, {planned}"
 
 
+def runs_named_build(catalog: Catalog, d: Deployment) -> NamedBuild | None:
+    """The Ollama tag's build ``d`` (after ``with_default_engine``) runs on named GPUs (None: it runs another build,
+    or names no tag or GPUs)."""
+    named = named_build(catalog, d.model)
+    return named if named is not None and _runs_named(d, named) and bool(d.gpu or d.system) else None
+
+
 def _runs_named(d: Deployment, named: NamedBuild) -> bool:
     """Whether ``d`` runs the build ``named`` selects: its engine and weight format."""
     return (d.engine, d.quantization) == (named.engine, named.quantization)
 
 
-def _unlike_ollama(d: Deployment, named: NamedBuild) -> str:
-    """How the plan of an Ollama tag's build runs it where Ollama does not: every layer on the GPUs (or the layers
-    stated), where Ollama states no --n-gpu-layers and llama-server's --fit keeps a margin free on each GPU and
-    moves layers to host RAM where it is short (engine_flags.yaml's n_gpu_layers); and the text model alone, where
-    Ollama also loads the model's vision projector (ollama.yaml), unless the tag states the projector's size, which
-    the plan then counts on the GPU (memory/vision_projector.py)."""
-    stated = d.n_gpu_layers is not None or d.n_cpu_moe is not None
-    layers = "with the layers stated on the GPU" if stated else \
-        "with every layer on the GPU, where Ollama leaves their placement to llama-server's --fit (a margin kept " \
-        "free on each GPU, layers moved to host RAM where it is short)"
+def _unlike_ollama(catalog: Catalog, d: Deployment, named: NamedBuild) -> str:
+    """How the plan of an Ollama tag's build places its layers and how it runs it where Ollama does not. Ollama states
+    no --n-gpu-layers, so llama-server's --fit places them (memory/fit_placement.py, ollama.yaml ``placement``): the
+    plan says where it did, the layers stated where a person states them, else that no placement --fit tries fits
+    and every layer is planned on the GPU. It plans the text model alone, where Ollama also loads the model's vision
+    projector (ollama.yaml), unless the tag states the projector's size, which the plan then counts on the
+    GPU (memory/vision_projector.py)."""
+    rule = catalog.ollama_runners.records[OLLAMA].placement
+    margin = f"a {rule.margin_bytes.value / GiB:g} GiB margin kept free on each GPU" if rule else "a margin kept free on each GPU"
+    if d.placement_chosen_by and d.n_gpu_layers is None and d.n_cpu_moe is None:
+        layers = f"with every layer on the GPU, where {d.placement_chosen_by} keeps them ({margin})"
+    elif d.placement_chosen_by:
+        layers = f"with the layers where {d.placement_chosen_by} places them, Ollama stating no --n-gpu-layers ({margin})"
+    elif d.n_gpu_layers is not None or d.n_cpu_moe is not None:
+        layers = "with the layers stated on the GPU"
+    elif resolve_hardware(catalog, d).accel.unified_memory:
+        layers = "with every layer on the GPU, whose memory is the host RAM too"
+    else:
+        layers = (f"with every layer on the GPU, where Ollama leaves their placement to llama-server's --fit ({margin}, "
+                  "layers moved to host RAM where it is short)")
     if not named.vision_projector:
         return layers
     if named.vision_projector_bytes:

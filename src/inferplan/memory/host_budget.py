@@ -30,9 +30,9 @@ from inferplan.units import GiB
 class HostPool:
     """The host RAM an instance may fill: where it comes from, and what is kept back."""
 
-    total_bytes: float  # the RAM stated, on the system card, or the unified pool
+    total_bytes: float  # the RAM stated, on the system card, or the unified pool (0: unstated, not known)
     reserved_bytes: float  # kept for the OS and the engine process
-    origin: str  # "stated" | "system" | "unified"
+    origin: str  # "stated" | "system" | "unified" | "unstated" (weights the engine placed, on a machine of unknown RAM)
 
     @property
     def available_bytes(self) -> float:
@@ -62,6 +62,8 @@ def host_pool(catalog: Catalog, d: Deployment, hw: Hardware, hicache: bool) -> H
     if d.host_memory_gb is not None:
         return HostPool(d.host_memory_gb * GiB, reserve, "stated")
     card = hw.system.host_memory_bytes if hw.system is not None else None
+    if card is None and d.placement_chosen_by:  # the engine placed weights in host RAM: say what it needs
+        return HostPool(0.0, reserve, "unstated")
     if card is None:
         where = f"{hw.system.name} states no host RAM" if hw.system is not None else "no system was given"
         raise InvalidScenarioError(f"weights or KV cache offloaded to host RAM: state how much host memory there is ({where})",
@@ -109,6 +111,10 @@ def host_memory_use(catalog: Catalog, d: Deployment, hw: Hardware, split: Offloa
              f"{weights / GiB:.2f} GiB of offloaded weights" if split else "",
              f"{kv / GiB:.2f} GiB of the CPU layers' KV cache" if kv else "",
              f"{kv_tier / GiB:.2f} GiB of host KV tier" if kv_tier else ""]
+    if pool.origin == "unstated":
+        return used, None, [f"host memory: {used / GiB:.2f} GiB used, {(used + pool.reserved_bytes) / GiB:.2f} GiB with what "
+                            f"the OS and the engine process keep: {', '.join(p for p in parts if p)}; the machine's host RAM "
+                            "is not stated (host_memory_gb): check it has that much"], pool
     where = {"stated": "host_memory_gb", "system": f"the {hw.system.name if hw.system else ''} system card",
              "unified": f"{hw.accel.name}'s unified memory, one pool for the GPU and the CPU"}[pool.origin]
     notes = [f"host memory: {used / GiB:.2f} GiB of {pool.available_bytes / GiB:.2f} GiB used ({pool.total_bytes / GiB:.2f} GiB "

@@ -29,6 +29,7 @@ from inferplan.memory.precision import model_formats, planned_weight_format
 from inferplan.memory.context_steps import longest_steps, whole_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
+from inferplan.memory.monotone import monotone_search
 from inferplan.memory.offload import GIB, gpu_layers, output_layer_first
 
 WEIGHT_OFFLOAD = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb")  # the settings the searches below find
@@ -158,29 +159,8 @@ def _fits(d: Deployment, changes: dict, catalog: Catalog, *, host_gb: float | No
     return r if r.fits else None
 
 
-def _search(lowest: int, highest: int, fits_at: Callable[[int], MemoryFit | None], *,
-            smallest: bool) -> tuple[int, MemoryFit] | None:
-    """The smallest (or largest) value in [lowest, highest] that fits, fitting being monotone in it."""
-    low, high = lowest, highest
-    best = fits_at(high if smallest else low)  # the end that frees the most GPU memory
-    if best is None:
-        return None
-    while low < high:
-        mid = (low + high) // 2 if smallest else (low + high + 1) // 2
-        r = fits_at(mid)
-        if smallest and r is not None:
-            high, best = mid, r
-        elif smallest:
-            low = mid + 1
-        elif r is not None:
-            low, best = mid, r
-        else:
-            high = mid - 1
-    return low, best
-
-
 def _fewest_expert_layers(d: Deployment, catalog: Catalog, layers: int) -> _Found | None:
-    hit = _search(1, layers, lambda n: _fits(d, {"n_cpu_moe": n, "n_gpu_layers": None}, catalog), smallest=True)
+    hit = monotone_search(1, layers, lambda n: _fits(d, {"n_cpu_moe": n, "n_gpu_layers": None}, catalog), smallest=True)
     if hit is None:
         return None
     n, fit = hit
@@ -190,7 +170,7 @@ def _fewest_expert_layers(d: Deployment, catalog: Catalog, layers: int) -> _Foun
 
 def _most_gpu_layers(d: Deployment, catalog: Catalog, layers: int, experts_off: bool) -> _Found | None:
     fixed = {"n_cpu_moe": layers} if experts_off else {"n_cpu_moe": None}
-    hit = _search(0, layers, lambda n: _fits(d, {**fixed, "n_gpu_layers": n}, catalog), smallest=False)
+    hit = monotone_search(0, layers, lambda n: _fits(d, {**fixed, "n_gpu_layers": n}, catalog), smallest=False)
     if hit is None:
         return None
     n, fit = hit
@@ -204,7 +184,7 @@ def _most_gpu_layers(d: Deployment, catalog: Catalog, layers: int, experts_off: 
 
 
 def _least_offload_gb(d: Deployment, catalog: Catalog, weights_bytes: float) -> _Found | None:
-    hit = _search(1, max(1, math.ceil(weights_bytes / GIB)),
+    hit = monotone_search(1, max(1, math.ceil(weights_bytes / GIB)),
                   lambda g: _fits(d, {"cpu_offload_gb": float(g)}, catalog), smallest=True)
     if hit is None:
         return None

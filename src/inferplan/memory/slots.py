@@ -11,19 +11,21 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import plan_memory, verdict_plan
+from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
 
 
 def most_slots(d: Deployment, catalog: Catalog, limit: int) -> int | None:
-    """The largest slot count up to ``limit`` at which ``d`` fits (0: not even one); None: the engine
-    does not allocate its context per slot, or ``d`` states its slots."""
+    """The largest slot count up to ``limit`` at which ``d`` fits (0: not even one), its weights placed as with one
+    slot; None: the engine does not allocate its context per slot, or ``d`` states its slots."""
     if d.max_num_seqs is not None or context_slots(catalog, d, catalog.engine(d.engine).id) is None:
         return None
     one = _plan(d, 1, catalog)
     if one is None or not one.fits or limit < 1:
         return 0
+    d = as_placed(d, one)  # more slots at the placement one slot runs (an Ollama tag's: where --fit put it), not their own
     low, high = 1, limit  # slot counts known to fit / to try
     # the slots whose caches the room left at one slot holds: near the answer (each slot's compute buffer is left
     # out), so it and the next one bracket it in two plans where a bisection over ``limit`` takes ten; any

@@ -58,6 +58,12 @@ class ServingEstimate(BaseModel):
     layout_note: str | None = None
     # the build an Ollama tag naming the model selected (catalog/ollama.py): the memory plan's line
     build_note: str | None = None
+    # the weight placement the engine chose where none is stated (memory/fit_result.py MemoryFit): -ngl, --n-cpu-moe
+    # (None: every layer on the GPUs), the setting that chose them (None: nothing chosen) and where it put the weights
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int | None = None
+    placement_chosen_by: str | None = None
+    placement_note: str | None = None
     # why tokens/s per user is above the total, when it is (``rate_note``)
     rate_note: str | None = None
     # the user's own stored run this estimate comes from (source "measured-local"; performance/local_runs.py)

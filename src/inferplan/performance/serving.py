@@ -352,7 +352,10 @@ def _estimate_in(ctx: ServingContext, stated: Deployment, slots_note: str | None
     if result.source != "measured":
         result = with_track_record(catalog, ctx.rates.family, result, offloaded=ctx.mp.offload is not None)
     result = with_measured_points(ctx, result) if use_profiles else result
-    result = result.model_copy(update={"layout_note": ctx.mp.result.layout_note, "build_note": ctx.mp.result.build_note})
+    m = ctx.mp.result  # its notes, and the weight placement it runs (chosen by llama-server --fit for an Ollama tag)
+    result = result.model_copy(update={"layout_note": m.layout_note, "build_note": m.build_note, "n_gpu_layers": m.n_gpu_layers,
+                                       "n_cpu_moe": m.n_cpu_moe, "placement_chosen_by": m.placement_chosen_by,
+                                       "placement_note": m.placement_note})
     return result.model_copy(update={"rate_note": rate_note(result, ctx.dp)})
 
 

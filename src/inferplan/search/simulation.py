@@ -17,8 +17,8 @@ from inferplan.inputs.workload import Workload
 from inferplan.search.arrivals import BURSTY_NEEDS_A_PEAK, BURSTY_PEAK_ALLOWED, DEFAULT_BURST_PERIOD_S, Load, plural, rate_text
 from inferplan.memory.extensible import pool_instance, pool_sized
 from inferplan.memory.pool_channel import channel_note, stated_on_fallback, with_channel
-from inferplan.memory.fit import plan_memory
-from inferplan.memory.hardware import build_note, resolve_hardware, with_default_engine
+from inferplan.memory.fit import placed_deployment, plan_memory
+from inferplan.memory.hardware import build_note, resolve_hardware
 from inferplan.memory.layout import instance_gpus
 from inferplan.search.handover import link_bytes_per_s, link_name
 from inferplan.search.load import trace_lengths
@@ -254,7 +254,7 @@ def _cache(q: SimulationQuery, w: Workload, catalog: Catalog) -> dict:
     Ollama tag, the build the tag selected (``build_note``)."""
     stated = "prefix_cache_hit_rate" in q.workload.model_fields_set
     text = prefix_cache_text(w.prefix_cache_hit_rate, preset=q.preset() if q.users is not None else None, stated=stated)
-    d = with_default_engine(q.deployment, catalog)
+    d = placed_deployment(q.deployment, catalog)  # an Ollama tag's build: where --fit places its weights
     eager = graphs_note(d.engine, True) if d.enforce_eager else None
     return {"prefix_cache_hit_rate": w.prefix_cache_hit_rate,
             "notes": tuple(n for n in (build_note(catalog, d), text, eager) if n)}

@@ -160,6 +160,8 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  page cache: {r.page_cache_note}", highlight=False)
     if r.kv_cache_fallback_note:  # a runtime the plan cannot know of sizes the cache otherwise
         console.print(f"  KV cache fallback: {r.kv_cache_fallback_note}", style="yellow", highlight=False)
+    if r.placement_note:  # weights placed by the engine where none is stated (an Ollama tag: llama-server --fit)
+        console.print(f"  placement: {r.placement_note}", highlight=False)
     if r.host_memory_budget_bytes is not None:
         console.print(f"  {'unified memory (GPU and CPU)' if r.host_memory_origin == 'unified' else 'host RAM'}: {gib(r.host_memory_bytes_used)} used of {gib(r.host_memory_budget_bytes)}"
                       + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
@@ -223,6 +225,8 @@ def print_perf(console: Console, e, explain: bool = False) -> None:
         console.print(e.layout_note, highlight=False)
     if e.build_note:
         console.print(f"build: {e.build_note}", highlight=False)
+    if e.placement_note:
+        console.print(f"placement: {e.placement_note}", highlight=False)
     if e.measured_label:  # the user's own run (measurements import)
         console.print(f"{e.measured_label}: run {e.measured_record} (inferplan measurements show {e.measured_record})")
     table = Table("metric", "value", show_header=True)

@@ -70,6 +70,7 @@ function clearAnswer() {
   state.lastPlan = null;
   for (const id of ["cards", "headline-notes", "recommendation", "assumptions"]) $(id).replaceChildren();
   $("memory-summary").textContent = $("answer-size").textContent = $("build-note").textContent = "";
+  $("placement-note").textContent = "";
   for (const figure of document.querySelectorAll("#simulator figure, #memory figure")) figure.replaceChildren();
 }
 
@@ -275,6 +276,8 @@ async function update() {
     $("memory-summary").textContent = view.memory_summary;
     // the build an Ollama tag selected (its weights, engine and context), as `inferplan fit` prints it
     $("build-note").textContent = view.memory.build_note ? `Build: ${view.memory.build_note}` : "";
+    // where the engine placed the weights when none is stated (an Ollama tag's: llama-server --fit), as fit prints it
+    $("placement-note").textContent = view.memory.placement_note ? `Placement: ${view.memory.placement_note}` : "";
     for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
     await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
