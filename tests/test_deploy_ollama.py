@@ -149,3 +149,12 @@ def test_a_search_for_a_tag_launches_its_build_with_ollama_and_another_format_wi
     assert env[DATA.env["max_num_seqs"]] == str(tagged.max_num_seqs)
     (q8, *_) = search(req.model_copy(update={"quantizations": ("gguf-q8_0",)}), CATALOG).results
     assert q8.deploy.startswith("llama-server") and "ollama" not in q8.deploy
+
+
+def test_a_split_placed_by_fit_is_said_and_left_to_ollama():
+    """No layer count stated: Ollama leaves the placement to llama-server --fit, so the launch states no num_gpu and
+    its notes carry the split the plan found, not "every layer on the GPU"."""
+    command = launch_command(Deployment(model="qwen3:32b", gpu="rtx-4090"))
+    assert command.files == () and "num_gpu" not in (command.script or "")
+    assert any(n.startswith("Ollama (llama-server --fit) places the weights as -ngl") for n in command.notes)
+    assert not any("with every layer on the GPU" in n for n in command.notes)

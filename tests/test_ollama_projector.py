@@ -80,3 +80,11 @@ def test_a_vision_tag_whose_projector_is_counted_launches_with_ollama():
     """Ollama loads the projector it counts itself (its blob holds it), so the tag's launch is Ollama's."""
     out = CliRunner().invoke(app, ["deploy", "--model", "gemma3:27b", "--gpu", "rtx-4090"], env={"COLUMNS": "250"}).output
     assert "ollama pull gemma3:27b" in out and "--hf-repo" not in out
+
+
+def test_a_stated_layer_count_below_every_layer_runs_the_projector_on_the_cpu():
+    """Ollama passes --no-mmproj-offload when num_gpu leaves text layers on the CPU (ollama.yaml)."""
+    partial = fit_or_suggest(Deployment(model="gemma3:27b", gpu="rtx-4090", n_gpu_layers=40, host_memory_gb=64), CATALOG)
+    whole = fit_or_suggest(Deployment(model="gemma3:27b", gpu="rtx-4090", n_gpu_layers=999, host_memory_gb=64), CATALOG)
+    assert partial.vision_projector_bytes_per_gpu == 0 and "vision projector on the CPU" in partial.build_note
+    assert whole.vision_projector_bytes_per_gpu == GEMMA3_PROJECTOR

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from inferplan.catalog.flags_schema import EngineFlags, LaterFlags, flags_for
 from inferplan.memory.hardware import build_note, with_default_engine
-from inferplan.memory.fit import as_planned
+from inferplan.memory.fit import as_planned, plan_memory
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
 from inferplan.memory.mtp import SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft
@@ -31,6 +31,7 @@ from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options,
                                         per_rank_value, quantization_args, runs_attention_dp, set_option)
 from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import served_model
+from inferplan.deploy.checks import one_instance
 from inferplan.deploy.image import planned_engine_release
 from inferplan.deploy.variant_env import runner_env, software_launch, variant_env
 from inferplan.deploy.kt_args import kt_args
@@ -232,9 +233,18 @@ def _ollama_command(d: Deployment, catalog: Catalog, flags: EngineFlags, start, 
     return LaunchCommand(engine=flags.engine, engine_version=planned_engine_release(d, catalog),
                          flags_checked_against=start.release, role="both", argv=start.argv, text=shlex.join(start.argv),
                          files=files, script=script, checkpoint=start.served, port=start.port, env=env,
-                         notes=(*filter(None, (build_note(catalog, d),)), *start.notes, *copies_note(d, catalog),
+                         notes=(*_ollama_build_notes(d, catalog), *start.notes, *copies_note(d, catalog),
                                 f"call it: {start.call}"),
                          runner="ollama", then=start.steps)
+
+
+def _ollama_build_notes(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
+    """The build line of an Ollama tag's launch and, where llama-server's --fit places its weights (no layer count
+    stated, so the launch states none either), the placement the plan found for it: the memory fit's own lines."""
+    if d.gpu is None and d.system is None:
+        return tuple(filter(None, (build_note(catalog, d),)))
+    fit = plan_memory(one_instance(d), catalog).result
+    return tuple(filter(None, (fit.build_note, fit.placement_note)))
 
 
 def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import device_total_bytes
 from inferplan.memory.resolve import resolve_model
+from inferplan.memory.vision_projector import vision_projector_bytes
 from inferplan.units import GiB, to_gbit_per_s
 
 
@@ -192,6 +193,8 @@ def _unlike_ollama(catalog: Catalog, d: Deployment, named: NamedBuild) -> str:
                   "layers moved to host RAM where it is short)")
     if not named.vision_projector:
         return layers
+    if named.vision_projector_bytes and not vision_projector_bytes(catalog, d):
+        return f"{layers}; the vision projector on the CPU, where Ollama runs it with text layers in host RAM"
     if named.vision_projector_bytes:
         return f"{layers}; the vision projector Ollama loads on the GPU counted there"
     return f"{layers}; text only, where Ollama also loads the vision projector on the GPU"
