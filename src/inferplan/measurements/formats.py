@@ -31,7 +31,8 @@ import re
 from typing import Any, Callable
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.measurements.result_fields import (MS, Parsed, bad_field, from_ms, iso_date, measured_point, read_json,
+from inferplan.measurements.result_fields import (MS, Parsed, bad_field, from_ms, iso_date, measured_point, read_count,
+                                                  read_json,
                                                   read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
 from inferplan.performance.local_runs import MeasuredPoint
@@ -42,6 +43,9 @@ CSV_REQUIRED = ("concurrency", "input_tokens", "output_tokens")
 # optional columns: percentiles (ms) and the offered load (request rate, empty for no limit; requests in the run)
 CSV_TAILS = {"ttft_p50_s": "ttft_p50_ms", "ttft_p99_s": "ttft_p99_ms", "tpot_p50_s": "tpot_p50_ms", "tpot_p99_s": "tpot_p99_ms"}
 CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests")
+# the columns that measure something (a row needs one); the point's field -> its column, to name a bad figure
+CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests"))
+CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total": "output_tokens_per_s", **CSV_TAILS}
 MAX_POINTS = 10_000
 
 
@@ -197,7 +201,12 @@ def parse_genai_perf(text: str) -> Parsed:
     concurrency = _find(data.get("input_config", {}), "concurrency")
     if concurrency is None:
         raise bad_field("input_config.concurrency", "missing: profile with --concurrency so the load is known", "genai-perf")
-    point = measured_point("", "genai-perf", concurrency=int(read_number({"c": concurrency}, "c", "genai-perf", "input_config.")),
+    keys = {"concurrency": "input_config.concurrency", "input_tokens": "input_sequence_length",
+            "output_tokens": "output_sequence_length", "ttft_s": "time_to_first_token", "tpot_s": "inter_token_latency",
+            "output_tokens_per_s_total": "output_token_throughput", "requests_per_s": "request_throughput",
+            **{field: f"{key}.{stat}" for field, (key, stat) in GENAI_PERF_TAILS.items()}}
+    point = measured_point("", "genai-perf", keys,
+                           concurrency=read_count({"concurrency": concurrency}, "concurrency", "genai-perf", "input_config."),
                            input_tokens=round(_stat(data, "input_sequence_length", "genai-perf")),
                            output_tokens=round(_stat(data, "output_sequence_length", "genai-perf")),
                            ttft_s=_stat(data, "time_to_first_token", "genai-perf"),
@@ -230,6 +239,16 @@ GUIDELLM_TAILS = {"ttft_p50_s": ("time_to_first_token_ms", "median"), "ttft_p99_
                   "tpot_p50_s": ("time_per_output_token_ms", "median"), "tpot_p99_s": ("time_per_output_token_ms", "p99")}
 
 
+# the point's field -> the figure it is read from, to name one out of the point's range
+GUIDELLM_KEYS = {"concurrency": "args.strategy.streams", "input_tokens": "prompt_token_count.successful.mean",
+                 "output_tokens": "output_token_count.successful.mean",
+                 **{field: f"{key}.successful.mean" for field, key in (
+                     ("ttft_s", "time_to_first_token_ms"), ("tpot_s", "time_per_output_token_ms"),
+                     ("output_tokens_per_s_total", "output_tokens_per_second"), ("requests_per_s", "requests_per_second"))},
+                 **{field: f"{key}.successful.{'percentiles.p99' if stat == 'p99' else stat}"
+                    for field, (key, stat) in GUIDELLM_TAILS.items()}}
+
+
 def _guidellm_tails(b: dict, metrics: dict, where: str) -> dict[str, Any]:
     strategy = b.get("args", {}).get("strategy") if isinstance(b.get("args"), dict) else None
     if not isinstance(strategy, dict) or strategy.get("type_") not in ("concurrent", "synchronous"):
@@ -251,8 +270,8 @@ def parse_guidellm(text: str) -> Parsed:
         streams = _find(b.get("args", {}), "streams")
         if streams is None:
             streams = _mean(metrics, "request_concurrency", where)
-        concurrency = max(1, round(read_number({"s": streams}, "s", "guidellm", f"{where}args.strategy.")))
-        points.append(measured_point(where, "guidellm", concurrency=concurrency,
+        concurrency = max(1, round(read_number({"streams": streams}, "streams", "guidellm", f"{where}args.strategy.")))
+        points.append(measured_point(where, "guidellm", GUIDELLM_KEYS, concurrency=concurrency,
                                      input_tokens=round(_mean(metrics, "prompt_token_count", where)),
                                      output_tokens=round(_mean(metrics, "output_token_count", where)),
                                      ttft_s=from_ms(_mean(metrics, "time_to_first_token_ms", where)),
@@ -279,18 +298,24 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
     unknown = [c for c in reader.fieldnames or [] if c not in CSV_COLUMNS]
     if unknown:
         raise bad_field("line 1", f"unknown columns {', '.join(map(repr, unknown))} (columns: {', '.join(CSV_COLUMNS)})", "csv")
+    twice = sorted({c for c in reader.fieldnames if reader.fieldnames.count(c) > 1})
+    if twice:  # csv.DictReader keeps the last cell of a repeated column: one of two figures would be dropped
+        raise bad_field("line 1", f"columns named twice: {', '.join(map(repr, twice))} (one column per figure)", "csv")
     points = []
-    for n, row in enumerate(reader, 2):
+    for row in reader:
+        n = reader.line_num  # the row's own line: blank lines are skipped, not rows
         if None in row or any(v is None for v in row.values()):
             raise bad_field(f"line {n}", "a row has a different number of cells from the header", "csv")
         where = f"line {n}: "
         value = lambda key, required=False: read_number(row, key, "csv", where, required=required)  # noqa: E731
-        points.append(measured_point(where, "csv", concurrency=int(value("concurrency", True)),
-                                     input_tokens=int(value("input_tokens", True)),
-                                     output_tokens=int(value("output_tokens", True)), ttft_s=from_ms(value("ttft_ms")),
+        if not any(row.get(c, "").strip() for c in CSV_FIGURES):
+            raise bad_field(f"line {n}", f"no measured figure (give at least one of {', '.join(CSV_FIGURES)})", "csv")
+        points.append(measured_point(where, "csv", CSV_KEYS, concurrency=read_count(row, "concurrency", "csv", where),
+                                     input_tokens=read_count(row, "input_tokens", "csv", where),
+                                     output_tokens=read_count(row, "output_tokens", "csv", where), ttft_s=from_ms(value("ttft_ms")),
                                      tpot_s=from_ms(value("tpot_ms")), output_tokens_per_s_total=value("output_tokens_per_s"),
                                      requests_per_s=value("requests_per_s"), request_rate_per_s=value("request_rate_per_s"),
-                                     requests=_whole(value("requests")),
+                                     requests=read_count(row, "requests", "csv", where, required=False),
                                      **{field: from_ms(value(column)) for field, column in CSV_TAILS.items()}))
     if not points:
         raise bad_field("line 2", "no rows", "csv")
@@ -328,10 +353,6 @@ def parse(text: str, fmt: str) -> Parsed:
     if len(parsed.points) > MAX_POINTS:
         raise bad_field("points", f"more than {MAX_POINTS:,} points", fmt)
     return parsed
-
-
-def _whole(value: float | None) -> int | None:
-    return None if value is None else round(value)
 
 
 def _build(row: dict) -> str | None:

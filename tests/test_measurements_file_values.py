@@ -1,0 +1,58 @@
+"""A result file's value that would be rounded, dropped or overwritten into another run is refused naming
+the file's own key (or the CSV's line and column), never stored as a different load."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferplan.errors import InvalidScenarioError
+from inferplan.measurements.formats import PARSERS
+
+DATA = Path(__file__).parent / "data" / "measurements"
+VLLM = json.loads((DATA / "vllm_bench_serve_c8.json").read_text())
+
+
+def _refused(fmt: str, text: str) -> InvalidScenarioError:
+    with pytest.raises(InvalidScenarioError) as info:
+        PARSERS[fmt](text)
+    return info.value
+
+
+@pytest.mark.parametrize(("key", "value"), [("max_concurrency", 8.5), ("completed", 399.5), ("num_prompts", 400.5)])
+def test_a_fractional_count_in_a_vllm_result_is_refused_naming_its_key(key, value):
+    error = _refused("vllm", json.dumps({**VLLM, key: value}))
+    assert error.field == key and "not a whole number" in str(error)
+
+
+@pytest.mark.parametrize(("key", "value"), [("output_throughput", 1e13), ("mean_ttft_ms", 2e12), ("p99_tpot_ms", 2e12)])
+def test_a_figure_out_of_range_names_the_files_key_not_the_stored_field(key, value):
+    error = _refused("vllm", json.dumps({**VLLM, key: value}))
+    assert error.field == key and "out of range" in str(error)
+
+
+def test_a_genai_perf_concurrency_is_named_by_its_key():
+    data = json.loads((DATA / "profile_export_genai_perf.json").read_text())
+    data["input_config"] = {"concurrency": 2.5, "model": data["input_config"].get("model")}
+    assert _refused("genai-perf", json.dumps(data)).field == "input_config.concurrency"
+
+
+HEADER = "concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms"
+
+
+@pytest.mark.parametrize(("text", "field", "words"), [
+    (f"{HEADER}\n4.5,1024,256,40,8\n", "line 2: concurrency", "not a whole number"),
+    (f"{HEADER}\n4,1024.5,256,40,8\n", "line 2: input_tokens", "not a whole number"),
+    (f"{HEADER},requests\n4,1024,256,40,8,99.5\n", "line 2: requests", "not a whole number"),
+    ("concurrency,input_tokens,output_tokens,ttft_ms,ttft_ms\n4,1024,256,40,8\n", "line 1", "named twice: 'ttft_ms'"),
+    (f"{HEADER}\n4,1024,256,40,8\n8,1024,256,,\n", "line 3", "no measured figure"),
+    (f"{HEADER}\n4,1024,256,40,8\n\n8,1024,256,,\n", "line 4", "no measured figure"),
+    (f"{HEADER}\n4,1024,256,4000000000000,8\n", "line 2: ttft_ms", "out of range"),
+])
+def test_a_csv_row_that_would_be_rounded_or_dropped_is_refused_naming_its_line(text, field, words):
+    error = _refused("csv", text)
+    assert error.field == field and words in str(error)
+
+
+def test_a_csv_row_with_only_a_percentile_is_a_figure():
+    assert len(PARSERS["csv"]("concurrency,input_tokens,output_tokens,ttft_p99_ms\n4,1024,256,70\n").points) == 1
