@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.measurements.formats import PARSERS
+from inferplan.measurements.formats import parse
 
 DATA = Path(__file__).parent / "data" / "measurements"
 VLLM = json.loads((DATA / "vllm_bench_serve_c8.json").read_text())
@@ -15,7 +15,7 @@ VLLM = json.loads((DATA / "vllm_bench_serve_c8.json").read_text())
 
 def _refused(fmt: str, text: str) -> InvalidScenarioError:
     with pytest.raises(InvalidScenarioError) as info:
-        PARSERS[fmt](text)
+        parse(text, fmt)
     return info.value
 
 
@@ -55,4 +55,31 @@ def test_a_csv_row_that_would_be_rounded_or_dropped_is_refused_naming_its_line(t
 
 
 def test_a_csv_row_with_only_a_percentile_is_a_figure():
-    assert len(PARSERS["csv"]("concurrency,input_tokens,output_tokens,ttft_p99_ms\n4,1024,256,70\n").points) == 1
+    assert len(parse("concurrency,input_tokens,output_tokens,ttft_p99_ms\n4,1024,256,70\n", "csv").points) == 1
+
+
+@pytest.mark.parametrize(("fmt", "text", "field"), [
+    ("csv", f"{HEADER}\n1,1024,256,50,7\n8,1024,256,60,9\n\n1,1024,256,80,12\n", "line 5"),
+    ("sglang", "\n".join([json.dumps({**VLLM, "max_concurrency": 4})] * 2) + "\n", "line 2"),
+    ("llama-bench", json.dumps([{"n_prompt": 64, "n_gen": 0, "avg_ts": 30.0, "n_threads": t} for t in (8, 16)]), "[1]"),
+])
+def test_two_points_of_one_file_at_one_load_level_are_refused_naming_both(fmt, text, field):
+    error = _refused(fmt, text)
+    assert error.field == field and "measures the load level of" in str(error)
+
+
+@pytest.mark.parametrize(("fmt", "text", "field"), [
+    ("llama-bench", json.dumps([{"n_prompt": 0, "n_gen": 128, "n_depth": d, "avg_ts": 120.0 - d / 100} for d in (0, 512)]),
+     "[1].n_depth"),
+    ("llama-bench", "| model | ngl | test | t/s |\n| --- | --: | --: | --: |\n| qwen2 7B Q4_K - Medium | 99 | tg128 | 120.6 ± 0.5 |\n"
+     "| qwen2 7B Q4_K - Medium | 99 | tg128 @ d512 | 116.7 ± 0.6 |\n", "line 4: test"),
+])
+def test_a_llama_bench_test_at_a_prefilled_depth_is_refused_not_read_as_depth_zero(fmt, text, field):
+    error = _refused(fmt, text)
+    assert error.field == field and "prefilled context depth (512 tokens" in str(error)
+
+
+def test_a_llama_bench_file_at_depth_zero_reads():
+    text = json.dumps([{"n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ts": 7000.0},
+                       {"n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 120.0}])
+    assert len(parse(text, "llama-bench").points) == 2

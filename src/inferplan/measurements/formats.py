@@ -47,6 +47,9 @@ CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests")
 CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests"))
 CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total": "output_tokens_per_s", **CSV_TAILS}
 MAX_POINTS = 10_000
+# the formats whose clients state each point's load level (guidellm's rate strategies give a mean in flight, which
+# two rates may round alike): two points of one file at one level are refused (``_one_point_per_level``)
+ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench")
 
 
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
@@ -57,6 +60,8 @@ def _llama_row(row: dict, where: str) -> MeasuredPoint:
     n_prompt = int(read_number(row, "n_prompt", "llama-bench", where))
     n_gen = int(read_number(row, "n_gen", "llama-bench", where))
     rate = read_number(row, "avg_ts", "llama-bench", where)
+    if read_number(row, "n_depth", "llama-bench", where, required=False):  # -d N: the KV cache prefilled first
+        raise _at_depth(f"{where}n_depth", row["n_depth"])
     if not rate:
         raise bad_field(f"{where}avg_ts", "zero tokens/s", "llama-bench")
     if n_gen == 0 and n_prompt:  # a prompt-processing test (pp512)
@@ -92,6 +97,11 @@ def _llama_launch(rows: list[dict], wheres: list[str]) -> dict[str, str]:
     return found
 
 
+def _at_depth(where: str, depth: object) -> InvalidScenarioError:
+    return bad_field(where, f"a test at a prefilled context depth ({depth} tokens, llama-bench -d) is not read as a "
+                     "request's figures; import the tests at depth 0 (-d 0) in a file of their own", "llama-bench")
+
+
 def parse_llama_bench(text: str) -> Parsed:
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -111,7 +121,7 @@ def parse_llama_bench(text: str) -> Parsed:
         first = rows[0]
         wheres = [f"line {i + 2}: " for i in range(len(rows))]
     launch = _llama_launch([r if isinstance(r, dict) else {} for r in rows], wheres)
-    return Parsed(points, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
+    return Parsed(points, places=wheres, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
                   date=iso_date(first.get("test_time")), **launch)
 
 
@@ -145,6 +155,8 @@ def _llama_markdown(text: str) -> Parsed:
             raise bad_field(f"line {n}: test", f"{row['test']!r} is not ppN or tgN", "llama-bench")
         kind, tokens = m.group(1), m.group(2)
         rate = row["t/s"].split("±")[0]
+        if int(m.group(3) or 0):
+            raise _at_depth(f"line {n}: test", m.group(3))
         fields = {"n_prompt": tokens if kind == "pp" else 0, "n_gen": tokens if kind == "tg" else 0, "avg_ts": rate}
         points.append(_llama_row(fields, f"line {n}: "))
         model = model or row.get("model")
@@ -154,7 +166,7 @@ def _llama_markdown(text: str) -> Parsed:
         raise bad_field("line 3", "no test rows", "llama-bench")
     build = _MD_BUILD.search(text)  # the line llama-bench prints under its table: "build: 5210b8c2 (5210)"
     version = _build({"build_commit": build.group(1), "build_number": build.group(2)}) if build else None
-    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
+    return Parsed(points, places=wheres, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
                   **_llama_launch(launches, wheres))
 
 
@@ -301,12 +313,13 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
     twice = sorted({c for c in reader.fieldnames if reader.fieldnames.count(c) > 1})
     if twice:  # csv.DictReader keeps the last cell of a repeated column: one of two figures would be dropped
         raise bad_field("line 1", f"columns named twice: {', '.join(map(repr, twice))} (one column per figure)", "csv")
-    points = []
+    points, places = [], []
     for row in reader:
         n = reader.line_num  # the row's own line: blank lines are skipped, not rows
         if None in row or any(v is None for v in row.values()):
             raise bad_field(f"line {n}", "a row has a different number of cells from the header", "csv")
         where = f"line {n}: "
+        places.append(where)
         value = lambda key, required=False: read_number(row, key, "csv", where, required=required)  # noqa: E731
         if not any(row.get(c, "").strip() for c in CSV_FIGURES):
             raise bad_field(f"line {n}", f"no measured figure (give at least one of {', '.join(CSV_FIGURES)})", "csv")
@@ -319,7 +332,7 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
                                      **{field: from_ms(value(column)) for field, column in CSV_TAILS.items()}))
     if not points:
         raise bad_field("line 2", "no rows", "csv")
-    return Parsed(points)
+    return Parsed(points, places=places)
 
 
 PARSERS: dict[str, Callable[[str], Parsed]] = {
@@ -352,7 +365,23 @@ def parse(text: str, fmt: str) -> Parsed:
     parsed = PARSERS[fmt](text)
     if len(parsed.points) > MAX_POINTS:
         raise bad_field("points", f"more than {MAX_POINTS:,} points", fmt)
+    if fmt in ONE_POINT_PER_LEVEL:
+        _one_point_per_level(parsed, fmt)
     return parsed
+
+
+def _one_point_per_level(parsed: Parsed, fmt: str) -> None:
+    """Two points of one file at the same load level (an SGLang file a rerun appended to, a llama-bench thread sweep)
+    would be one figure kept and the other dropped unread wherever the run is planned on: refused naming both."""
+    seen: dict[tuple, int] = {}
+    for i, p in enumerate(parsed.points):
+        level = (p.concurrency, p.input_tokens, p.output_tokens, p.request_rate_per_s)
+        if level in seen:
+            rate = f", {p.request_rate_per_s:g} requests/s" if p.request_rate_per_s else ""
+            raise bad_field(parsed.places[i], f"measures the load level of {parsed.places[seen[level]]} again (concurrency "
+                            f"{p.concurrency}, {p.input_tokens}/{p.output_tokens} tokens{rate}): one point per load level; "
+                            "import each run of it in a file of its own", fmt)
+        seen[level] = i
 
 
 def _build(row: dict) -> str | None:

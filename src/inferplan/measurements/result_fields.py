@@ -21,8 +21,10 @@ class Parsed:
     """What a file says: its points and what it names of the run (model, engine version, date, the acceptance its
     server measured)."""
 
-    def __init__(self, points: list[MeasuredPoint], **meta: object):
+    def __init__(self, points: list[MeasuredPoint], places: list[str] | None = None, **meta: object):
         self.points = points
+        # where each point is in the file ("line 3", "benchmarks[1]"), to name it
+        self.places = [p.rstrip(" .:") for p in places] if places else [f"points[{i}]" for i in range(len(points))]
         self.meta = {k: v for k, v in meta.items() if v}
 
 

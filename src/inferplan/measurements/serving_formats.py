@@ -197,7 +197,7 @@ def measured_acceptance(run: dict, fmt: str, where: str) -> dict[str, object]:
 def parse_sglang(text: str) -> Parsed:
     """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
     measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
-    points, model, backend, acceptance = [], None, None, {}
+    points, places, model, backend, acceptance = [], [], None, None, {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -206,9 +206,10 @@ def parse_sglang(text: str) -> Parsed:
         except (json.JSONDecodeError, RecursionError):
             raise bad_field(f"line {n}", "not a JSON object (one run per line)", "sglang") from None
         points.append(_serving_point(run, "sglang", f"line {n}: "))
+        places.append(f"line {n}")
         model = model or text_of(run.get("model_id") or run.get("model"))
         backend = backend or text_of(run.get("backend"))
         acceptance = measured_acceptance(run, "sglang", f"line {n}: ") or acceptance  # the server's since it started
     if not points:
         raise bad_field("line 1", "no run in the file", "sglang")
-    return Parsed(points, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)
+    return Parsed(points, places=places, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)
