@@ -112,3 +112,13 @@ def test_a_row_with_both_arrival_keys_is_refused_naming_it(jsonl):
     with pytest.raises(InvalidScenarioError) as info:
         parse_trace(text, jsonl=jsonl)
     assert info.value.field == f"trace.{1 if jsonl else 0}.arrival_s" and "both arrival_s and timestamp" in str(info.value)
+
+
+@pytest.mark.parametrize(("value", "words"), [(True, "True is not a number"), ("many", "'many' is not a number"),
+                                              (200.7, "200.7 is not a whole number"), (None, "missing"), (0, "0 is out of range")])
+def test_every_refused_token_count_says_what_the_column_takes(value, words):
+    rows = [{"arrival_s": 0, "input_tokens": 1, "output_tokens": 1}, {"arrival_s": 1, "input_tokens": 1, "output_tokens": value}]
+    with pytest.raises(InvalidScenarioError) as info:
+        trace_from_rows(rows)
+    assert info.value.field == "trace.1.output_tokens" and words in str(info.value)
+    assert info.value.allowed == "a whole number of at least 1 and at most 100,000,000"

@@ -86,19 +86,21 @@ def _number(raw: object, row: tuple[int, str], column: str, *, whole: bool, mini
             maximum: float = math.inf) -> float:
     index, label = row
     where, field = f"{label}, column {column}", row_field(index, column)
+    kind = "a whole number" if whole else "a number"
+    most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
+    allowed = f"{kind} of at least {minimum:g}{most}"  # every refusal of the cell says it
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise InvalidScenarioError(f"trace {where}: missing", field=field, allowed="a number" if not whole else "a whole number")
-    if isinstance(raw, bool):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field)
+        raise InvalidScenarioError(f"trace {where}: missing", field=field, allowed=allowed)
     try:
-        value = float(raw)
+        value = math.nan if isinstance(raw, bool) else float(raw)  # true is no count of anything
     except (TypeError, ValueError):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field, allowed="a number") from None
-    if not math.isfinite(value) or not minimum <= value <= maximum or (whole and value != int(value)):
-        kind = "a whole number" if whole else "a number"
-        most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=field,
-                                   allowed=f"{kind} of at least {minimum:g}{most}")
+        value = math.nan
+    if math.isnan(value) and not (isinstance(raw, str) and raw.strip().lower() == "nan"):
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field, allowed=allowed)
+    if whole and math.isfinite(value) and value != int(value):
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a whole number", field=field, allowed=allowed)
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=field, allowed=allowed)
     return value
 
 
