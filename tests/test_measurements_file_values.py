@@ -48,6 +48,9 @@ HEADER = "concurrency,input_tokens,output_tokens,ttft_ms,tpot_ms"
     (f"{HEADER}\n4,1024,256,40,8\n8,1024,256,,\n", "line 3", "no measured figure"),
     (f"{HEADER}\n4,1024,256,40,8\n\n8,1024,256,,\n", "line 4", "no measured figure"),
     (f"{HEADER}\n4,1024,256,4000000000000,8\n", "line 2: ttft_ms", "out of range"),
+    (f"{HEADER}\n4,1024,256,0,8\n", "line 2: ttft_ms", "'0' is no measured figure"),
+    (f"{HEADER},request_rate_per_s\n4,1024,256,40,8,0\n", "line 2: request_rate_per_s", "for no rate limit too"),
+    (f"{HEADER},request_rate_per_s\n4,1024,256,40,8,inf\n", "line 2: request_rate_per_s", "write no rate limit as an empty"),
 ])
 def test_a_csv_row_that_would_be_rounded_or_dropped_is_refused_naming_its_line(text, field, words):
     error = _refused("csv", text)

@@ -320,7 +320,7 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
             raise bad_field(f"line {n}", "a row has a different number of cells from the header", "csv")
         where = f"line {n}: "
         places.append(where)
-        value = lambda key, required=False: read_number(row, key, "csv", where, required=required)  # noqa: E731
+        value = lambda key: _csv_figure(row, key, where)  # noqa: E731
         if not any(row.get(c, "").strip() for c in CSV_FIGURES):
             raise bad_field(f"line {n}", f"no measured figure (give at least one of {', '.join(CSV_FIGURES)})", "csv")
         points.append(measured_point(where, "csv", CSV_KEYS, concurrency=read_count(row, "concurrency", "csv", where),
@@ -333,6 +333,19 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
     if not points:
         raise bad_field("line 2", "no rows", "csv")
     return Parsed(points, places=places)
+
+
+def _csv_figure(row: dict, key: str, where: str) -> float | None:
+    """A CSV cell's figure; an empty cell is none. A 0 is refused rather than read as none (a request rate of 0 would
+    be taken for no rate limit), and so is an unlimited rate written out, which the CSV writes as an empty cell."""
+    cell = str(row.get(key) or "").strip()
+    if key == "request_rate_per_s" and cell.lower().lstrip("+") in ("inf", "infinity"):
+        raise bad_field(f"{where}{key}", f"{cell!r}: write no rate limit as an empty cell", "csv")
+    figure = read_number(row, key, "csv", where, required=False)
+    if figure == 0:
+        raise bad_field(f"{where}{key}", f"{cell!r} is no measured figure: leave the cell empty where nothing was "
+                        "measured" + (" (for no rate limit too)" if key == "request_rate_per_s" else ""), "csv")
+    return figure
 
 
 PARSERS: dict[str, Callable[[str], Parsed]] = {
