@@ -86,3 +86,21 @@ def test_a_llama_bench_file_at_depth_zero_reads():
     text = json.dumps([{"n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ts": 7000.0},
                        {"n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 120.0}])
     assert len(parse(text, "llama-bench").points) == 2
+
+
+@pytest.mark.parametrize(("flags", "field", "words"), [
+    (["--gpus", "2", "-tp", "3"], "--gpus", "TP 3 × PP 1 needs 3 GPUs"),
+    (["--engine", "llamacpp", "--quantization", "fp8"], "--quantization", "llamacpp does not load fp8 weights"),
+    (["--max-model-len", "1000"], "--max-model-len", "shorter than a measured request (1,024 + 256 tokens"),
+])
+def test_a_stated_deployment_no_engine_could_have_launched_for_the_run_is_refused(tmp_path, flags, field, words):
+    from typer.testing import CliRunner
+
+    from inferplan.shells.cli import app
+
+    argv = ["measurements", "import", str(DATA / "measured.csv"), "--model", "llama-3.1-8b", "--gpu", "h100",
+            "--db", str(tmp_path / "m.db"), "--json"]
+    done = CliRunner().invoke(app, [*argv, *flags], prog_name="inferplan")
+    assert done.exit_code == 2, done.stdout
+    assert json.loads(done.stdout)["error"]["field"] == field and words in done.stderr
+    assert CliRunner().invoke(app, [*argv, "--max-model-len", "1280"], prog_name="inferplan").exit_code == 0
