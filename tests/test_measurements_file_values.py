@@ -104,3 +104,21 @@ def test_a_stated_deployment_no_engine_could_have_launched_for_the_run_is_refuse
     assert done.exit_code == 2, done.stdout
     assert json.loads(done.stdout)["error"]["field"] == field and words in done.stderr
     assert CliRunner().invoke(app, [*argv, "--max-model-len", "1280"], prog_name="inferplan").exit_code == 0
+
+
+def test_a_run_dated_after_today_is_refused_naming_where_the_date_came_from():
+    import datetime as dt
+
+    from inferplan.catalog.loader import load_catalog
+    from inferplan.measurements.records import RunProvenance, read_run
+
+    today = dt.date(2026, 12, 7)
+    data = json.dumps({**VLLM, "date": "20270101-101500"}).encode()
+    with pytest.raises(InvalidScenarioError) as info:
+        read_run(load_catalog(), "r.json", data, RunProvenance(gpu="h100"), today=today)
+    assert info.value.field == "date" and "r.json: the file's date 2027-01-01 is after today" in str(info.value)
+    with pytest.raises(InvalidScenarioError) as info:
+        read_run(load_catalog(), "r.json", data, RunProvenance(gpu="h100", measured_on="2026-12-10"), today=today)
+    assert info.value.field == "measured_on" and info.value.allowed == "a date up to 2026-12-08"
+    stated = read_run(load_catalog(), "r.json", data, RunProvenance(gpu="h100", measured_on="2026-12-06"), today=today)
+    assert stated.measured_on == dt.date(2026, 12, 6)
