@@ -122,3 +122,12 @@ def test_a_run_dated_after_today_is_refused_naming_where_the_date_came_from():
     assert info.value.field == "measured_on" and info.value.allowed == "a date up to 2026-12-08"
     stated = read_run(load_catalog(), "r.json", data, RunProvenance(gpu="h100", measured_on="2026-12-06"), today=today)
     assert stated.measured_on == dt.date(2026, 12, 6)
+
+
+def test_an_sglang_result_named_json_is_read_as_sglang_not_as_a_vllm_run():
+    from inferplan.measurements.formats import guess_format
+
+    lines = (DATA / "sglang_bench_serving.jsonl").read_text()
+    assert guess_format("sglang_run.json", lines.splitlines()[0]) == "sglang"
+    assert guess_format("sglang_run.json", lines) == "sglang"
+    assert guess_format("run.json", (DATA / "vllm_bench_serve_c8.json").read_text()) == "vllm"

@@ -354,6 +354,10 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
 }
 
 
+# keys SGLang's bench_serving result writes and vLLM's does not (vLLM: ``mean_e2el_ms``; python/sglang/bench_serving.py)
+SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
+
+
 def guess_format(name: str, text: str) -> str:
     """The format a file is in, from its name and first bytes (``--format`` says it outright)."""
     lower, head = name.lower(), text.lstrip()[:4000]
@@ -365,6 +369,8 @@ def guess_format(name: str, text: str) -> str:
         return "guidellm"
     if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
         return "llama-bench"
+    if head.startswith("{") and any(f'"{key}"' in head for key in SGLANG_ONLY_KEYS):
+        return "sglang"  # whatever the file is named: a .json SGLang file would pass for a vLLM run
     if head.startswith("{") and ('"mean_ttft_ms"' in head or '"output_throughput"' in head):
         return "vllm"
     if lower.endswith(".csv"):
