@@ -106,3 +106,14 @@ def test_a_date_bound_is_written_as_the_date(client):
     r = client.post("/api/quotes", json={"system": "hgx-h100", "vendor": "v", "price_usd": 250000, "quoted_on": 0})
     assert r.status_code == 422, r.text
     assert [d["allowed"] for d in r.json()["detail"] if d["loc"][-1] == "quoted_on"] == ["at least 2000-01-01"]
+
+
+@pytest.mark.parametrize("measured_on", ["2026-13-01", "yesterday", 3.5])
+def test_a_date_that_does_not_read_says_how_to_write_one(client, measured_on):
+    r = client.post("/api/measurements", json={"files": [{"name": "r.csv", "content": "concurrency,input_tokens,output_tokens,"
+                                                          "ttft_ms\n1,10,10,5\n"}],
+                                               "provenance": {"model": "llama-3.1-8b", "gpu": "h100", "measured_on": measured_on}})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == ["body", "provenance", "measured_on"]
+    assert r.json()["error"]["allowed"] == "a date, YYYY-MM-DD"
+    assert allowed_by({"type": "date_from_datetime_parsing", "loc": ("x",)}) == "a date, YYYY-MM-DD"

@@ -86,7 +86,7 @@ def test_a_csv_with_carriage_return_line_ends_is_read(catalog):
 
 
 def test_a_csv_the_csv_module_cannot_read_is_refused_naming_the_line(catalog):
-    text = "concurrency,input_tokens,output_tokens\n1,1024,256\n" + "x" * 140_000 + "\n"
+    text = "concurrency,input_tokens,output_tokens,tpot_ms\n1,1024,256,12\n" + "x" * 140_000 + "\n"
     with pytest.raises(InvalidScenarioError) as info:
         read_runs(catalog, [("m.csv", text.encode())], H100_VLLM)
     assert info.value.field == "line 3" and "m.csv" in str(info.value)

@@ -46,9 +46,9 @@ def test_a_llama_bench_file_is_a_llamacpp_run_in_the_weight_type_it_states():
     named = _read("lb.json", _llama_bench("qwen3moe 30B.A3B Q4_K - Medium"), gpu="RTX 4090")
     assert named.model == "qwen3-30b-a3b"  # from model_filename, its -Q4_K_M suffix read as the format
     assert _read("lb.json", _llama_bench("llama 8B BF16", None), gpu="h100", model="llama-3.1-8b").quantization == "bf16"
-    stated = _read("lb.json", _llama_bench("qwen3moe 30B.A3B Q4_K - Medium"), gpu="RTX 4090", engine="vllm",
-                   quantization="q4_0", model="qwen3-30b-a3b")
-    assert (stated.engine, stated.quantization) == ("vllm", "gguf-q4_0")  # what the user states wins
+    stated = _read("lb.json", _llama_bench("qwen3moe 30B.A3B Q4_K - Medium"), gpu="h100", engine="vllm",
+                   quantization="bf16", model="qwen3-30b-a3b")
+    assert (stated.engine, stated.quantization) == ("vllm", "bf16")  # what the user states wins
 
 
 def test_llama_bench_markdown_names_its_model_by_model_type_and_its_build_by_the_line_under_the_table():

@@ -94,3 +94,31 @@ def test_a_trace_larger_than_the_bound_is_refused(tmp_path, monkeypatch):
     with pytest.raises(InvalidScenarioError, match="too large") as info:
         read_trace(path)
     assert info.value.field == "trace"
+
+
+def test_a_header_naming_a_column_twice_is_refused_rather_than_reading_the_last():
+    text = "arrival_s,input_tokens,output_tokens,arrival_s\n0,100,50,5\n0.5,200,60,6\n"
+    with pytest.raises(InvalidScenarioError) as info:
+        parse_trace(text, jsonl=False)
+    assert info.value.field == "trace" and "'arrival_s' twice" in str(info.value)
+    assert len(parse_trace("arrival_s,input_tokens,output_tokens,user,user\n0,1,1,a,b\n1,1,1,c,d\n", jsonl=False)) == 2
+
+
+@pytest.mark.parametrize("jsonl", [True, False])
+def test_a_row_with_both_arrival_keys_is_refused_naming_it(jsonl):
+    text = ('{"arrival_s": 0, "input_tokens": 1, "output_tokens": 1}\n'
+            '{"arrival_s": 1, "timestamp": 9, "input_tokens": 1, "output_tokens": 1}\n') if jsonl else \
+        "arrival_s,timestamp,input_tokens,output_tokens\n0,0,1,1\n1,9,1,1\n"
+    with pytest.raises(InvalidScenarioError) as info:
+        parse_trace(text, jsonl=jsonl)
+    assert info.value.field == f"trace.{1 if jsonl else 0}.arrival_s" and "both arrival_s and timestamp" in str(info.value)
+
+
+@pytest.mark.parametrize(("value", "words"), [(True, "True is not a number"), ("many", "'many' is not a number"),
+                                              (200.7, "200.7 is not a whole number"), (None, "missing"), (0, "0 is out of range")])
+def test_every_refused_token_count_says_what_the_column_takes(value, words):
+    rows = [{"arrival_s": 0, "input_tokens": 1, "output_tokens": 1}, {"arrival_s": 1, "input_tokens": 1, "output_tokens": value}]
+    with pytest.raises(InvalidScenarioError) as info:
+        trace_from_rows(rows)
+    assert info.value.field == "trace.1.output_tokens" and words in str(info.value)
+    assert info.value.allowed == "a whole number of at least 1 and at most 100,000,000"

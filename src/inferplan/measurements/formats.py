@@ -31,7 +31,8 @@ import re
 from typing import Any, Callable
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.measurements.result_fields import (MS, Parsed, bad_field, from_ms, iso_date, measured_point, read_json,
+from inferplan.measurements.result_fields import (MS, Parsed, bad_field, from_ms, iso_date, measured_point, read_count,
+                                                  read_json,
                                                   read_number, text_of)
 from inferplan.measurements.serving_formats import parse_sglang, parse_vllm
 from inferplan.performance.local_runs import MeasuredPoint
@@ -42,7 +43,13 @@ CSV_REQUIRED = ("concurrency", "input_tokens", "output_tokens")
 # optional columns: percentiles (ms) and the offered load (request rate, empty for no limit; requests in the run)
 CSV_TAILS = {"ttft_p50_s": "ttft_p50_ms", "ttft_p99_s": "ttft_p99_ms", "tpot_p50_s": "tpot_p50_ms", "tpot_p99_s": "tpot_p99_ms"}
 CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests")
+# the columns that measure something (a row needs one); the point's field -> its column, to name a bad figure
+CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests"))
+CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total": "output_tokens_per_s", **CSV_TAILS}
 MAX_POINTS = 10_000
+# the formats whose clients state each point's load level (guidellm's rate strategies give a mean in flight, which
+# two rates may round alike): two points of one file at one level are refused (``_one_point_per_level``)
+ONE_POINT_PER_LEVEL = ("csv", "sglang", "llama-bench")
 
 
 _LLAMA_TEST = re.compile(r"^(pp|tg)(\d+)(?: @ d(\d+))?$")
@@ -53,6 +60,8 @@ def _llama_row(row: dict, where: str) -> MeasuredPoint:
     n_prompt = int(read_number(row, "n_prompt", "llama-bench", where))
     n_gen = int(read_number(row, "n_gen", "llama-bench", where))
     rate = read_number(row, "avg_ts", "llama-bench", where)
+    if read_number(row, "n_depth", "llama-bench", where, required=False):  # -d N: the KV cache prefilled first
+        raise _at_depth(f"{where}n_depth", row["n_depth"])
     if not rate:
         raise bad_field(f"{where}avg_ts", "zero tokens/s", "llama-bench")
     if n_gen == 0 and n_prompt:  # a prompt-processing test (pp512)
@@ -88,6 +97,11 @@ def _llama_launch(rows: list[dict], wheres: list[str]) -> dict[str, str]:
     return found
 
 
+def _at_depth(where: str, depth: object) -> InvalidScenarioError:
+    return bad_field(where, f"a test at a prefilled context depth ({depth} tokens, llama-bench -d) is not read as a "
+                     "request's figures; import the tests at depth 0 (-d 0) in a file of their own", "llama-bench")
+
+
 def parse_llama_bench(text: str) -> Parsed:
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -107,7 +121,7 @@ def parse_llama_bench(text: str) -> Parsed:
         first = rows[0]
         wheres = [f"line {i + 2}: " for i in range(len(rows))]
     launch = _llama_launch([r if isinstance(r, dict) else {} for r in rows], wheres)
-    return Parsed(points, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
+    return Parsed(points, places=wheres, engine="llamacpp", **_llama_model(first), engine_version=_build(first),
                   date=iso_date(first.get("test_time")), **launch)
 
 
@@ -141,6 +155,8 @@ def _llama_markdown(text: str) -> Parsed:
             raise bad_field(f"line {n}: test", f"{row['test']!r} is not ppN or tgN", "llama-bench")
         kind, tokens = m.group(1), m.group(2)
         rate = row["t/s"].split("±")[0]
+        if int(m.group(3) or 0):
+            raise _at_depth(f"line {n}: test", m.group(3))
         fields = {"n_prompt": tokens if kind == "pp" else 0, "n_gen": tokens if kind == "tg" else 0, "avg_ts": rate}
         points.append(_llama_row(fields, f"line {n}: "))
         model = model or row.get("model")
@@ -150,7 +166,7 @@ def _llama_markdown(text: str) -> Parsed:
         raise bad_field("line 3", "no test rows", "llama-bench")
     build = _MD_BUILD.search(text)  # the line llama-bench prints under its table: "build: 5210b8c2 (5210)"
     version = _build({"build_commit": build.group(1), "build_number": build.group(2)}) if build else None
-    return Parsed(points, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
+    return Parsed(points, places=wheres, engine="llamacpp", **_llama_model({"model_type": model}), engine_version=version,
                   **_llama_launch(launches, wheres))
 
 
@@ -197,7 +213,12 @@ def parse_genai_perf(text: str) -> Parsed:
     concurrency = _find(data.get("input_config", {}), "concurrency")
     if concurrency is None:
         raise bad_field("input_config.concurrency", "missing: profile with --concurrency so the load is known", "genai-perf")
-    point = measured_point("", "genai-perf", concurrency=int(read_number({"c": concurrency}, "c", "genai-perf", "input_config.")),
+    keys = {"concurrency": "input_config.concurrency", "input_tokens": "input_sequence_length",
+            "output_tokens": "output_sequence_length", "ttft_s": "time_to_first_token", "tpot_s": "inter_token_latency",
+            "output_tokens_per_s_total": "output_token_throughput", "requests_per_s": "request_throughput",
+            **{field: f"{key}.{stat}" for field, (key, stat) in GENAI_PERF_TAILS.items()}}
+    point = measured_point("", "genai-perf", keys,
+                           concurrency=read_count({"concurrency": concurrency}, "concurrency", "genai-perf", "input_config."),
                            input_tokens=round(_stat(data, "input_sequence_length", "genai-perf")),
                            output_tokens=round(_stat(data, "output_sequence_length", "genai-perf")),
                            ttft_s=_stat(data, "time_to_first_token", "genai-perf"),
@@ -230,6 +251,16 @@ GUIDELLM_TAILS = {"ttft_p50_s": ("time_to_first_token_ms", "median"), "ttft_p99_
                   "tpot_p50_s": ("time_per_output_token_ms", "median"), "tpot_p99_s": ("time_per_output_token_ms", "p99")}
 
 
+# the point's field -> the figure it is read from, to name one out of the point's range
+GUIDELLM_KEYS = {"concurrency": "args.strategy.streams", "input_tokens": "prompt_token_count.successful.mean",
+                 "output_tokens": "output_token_count.successful.mean",
+                 **{field: f"{key}.successful.mean" for field, key in (
+                     ("ttft_s", "time_to_first_token_ms"), ("tpot_s", "time_per_output_token_ms"),
+                     ("output_tokens_per_s_total", "output_tokens_per_second"), ("requests_per_s", "requests_per_second"))},
+                 **{field: f"{key}.successful.{'percentiles.p99' if stat == 'p99' else stat}"
+                    for field, (key, stat) in GUIDELLM_TAILS.items()}}
+
+
 def _guidellm_tails(b: dict, metrics: dict, where: str) -> dict[str, Any]:
     strategy = b.get("args", {}).get("strategy") if isinstance(b.get("args"), dict) else None
     if not isinstance(strategy, dict) or strategy.get("type_") not in ("concurrent", "synchronous"):
@@ -251,8 +282,8 @@ def parse_guidellm(text: str) -> Parsed:
         streams = _find(b.get("args", {}), "streams")
         if streams is None:
             streams = _mean(metrics, "request_concurrency", where)
-        concurrency = max(1, round(read_number({"s": streams}, "s", "guidellm", f"{where}args.strategy.")))
-        points.append(measured_point(where, "guidellm", concurrency=concurrency,
+        concurrency = max(1, round(read_number({"streams": streams}, "streams", "guidellm", f"{where}args.strategy.")))
+        points.append(measured_point(where, "guidellm", GUIDELLM_KEYS, concurrency=concurrency,
                                      input_tokens=round(_mean(metrics, "prompt_token_count", where)),
                                      output_tokens=round(_mean(metrics, "output_token_count", where)),
                                      ttft_s=from_ms(_mean(metrics, "time_to_first_token_ms", where)),
@@ -279,28 +310,52 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
     unknown = [c for c in reader.fieldnames or [] if c not in CSV_COLUMNS]
     if unknown:
         raise bad_field("line 1", f"unknown columns {', '.join(map(repr, unknown))} (columns: {', '.join(CSV_COLUMNS)})", "csv")
-    points = []
-    for n, row in enumerate(reader, 2):
+    twice = sorted({c for c in reader.fieldnames if reader.fieldnames.count(c) > 1})
+    if twice:  # csv.DictReader keeps the last cell of a repeated column: one of two figures would be dropped
+        raise bad_field("line 1", f"columns named twice: {', '.join(map(repr, twice))} (one column per figure)", "csv")
+    points, places = [], []
+    for row in reader:
+        n = reader.line_num  # the row's own line: blank lines are skipped, not rows
         if None in row or any(v is None for v in row.values()):
             raise bad_field(f"line {n}", "a row has a different number of cells from the header", "csv")
         where = f"line {n}: "
-        value = lambda key, required=False: read_number(row, key, "csv", where, required=required)  # noqa: E731
-        points.append(measured_point(where, "csv", concurrency=int(value("concurrency", True)),
-                                     input_tokens=int(value("input_tokens", True)),
-                                     output_tokens=int(value("output_tokens", True)), ttft_s=from_ms(value("ttft_ms")),
+        places.append(where)
+        value = lambda key: _csv_figure(row, key, where)  # noqa: E731
+        if not any(row.get(c, "").strip() for c in CSV_FIGURES):
+            raise bad_field(f"line {n}", f"no measured figure (give at least one of {', '.join(CSV_FIGURES)})", "csv")
+        points.append(measured_point(where, "csv", CSV_KEYS, concurrency=read_count(row, "concurrency", "csv", where),
+                                     input_tokens=read_count(row, "input_tokens", "csv", where),
+                                     output_tokens=read_count(row, "output_tokens", "csv", where), ttft_s=from_ms(value("ttft_ms")),
                                      tpot_s=from_ms(value("tpot_ms")), output_tokens_per_s_total=value("output_tokens_per_s"),
                                      requests_per_s=value("requests_per_s"), request_rate_per_s=value("request_rate_per_s"),
-                                     requests=_whole(value("requests")),
+                                     requests=read_count(row, "requests", "csv", where, required=False),
                                      **{field: from_ms(value(column)) for field, column in CSV_TAILS.items()}))
     if not points:
         raise bad_field("line 2", "no rows", "csv")
-    return Parsed(points)
+    return Parsed(points, places=places)
+
+
+def _csv_figure(row: dict, key: str, where: str) -> float | None:
+    """A CSV cell's figure; an empty cell is none. A 0 is refused rather than read as none (a request rate of 0 would
+    be taken for no rate limit), and so is an unlimited rate written out, which the CSV writes as an empty cell."""
+    cell = str(row.get(key) or "").strip()
+    if key == "request_rate_per_s" and cell.lower().lstrip("+") in ("inf", "infinity"):
+        raise bad_field(f"{where}{key}", f"{cell!r}: write no rate limit as an empty cell", "csv")
+    figure = read_number(row, key, "csv", where, required=False)
+    if figure == 0:
+        raise bad_field(f"{where}{key}", f"{cell!r} is no measured figure: leave the cell empty where nothing was "
+                        "measured" + (" (for no rate limit too)" if key == "request_rate_per_s" else ""), "csv")
+    return figure
 
 
 PARSERS: dict[str, Callable[[str], Parsed]] = {
     "vllm": parse_vllm, "sglang": parse_sglang, "llama-bench": parse_llama_bench,
     "genai-perf": parse_genai_perf, "guidellm": parse_guidellm, "csv": parse_csv,
 }
+
+
+# keys SGLang's bench_serving result writes and vLLM's does not (vLLM: ``mean_e2el_ms``; python/sglang/bench_serving.py)
+SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
 
 
 def guess_format(name: str, text: str) -> str:
@@ -314,6 +369,8 @@ def guess_format(name: str, text: str) -> str:
         return "guidellm"
     if '"n_prompt"' in head or "avg_ts" in head or head.startswith("| model"):
         return "llama-bench"
+    if head.startswith("{") and any(f'"{key}"' in head for key in SGLANG_ONLY_KEYS):
+        return "sglang"  # whatever the file is named: a .json SGLang file would pass for a vLLM run
     if head.startswith("{") and ('"mean_ttft_ms"' in head or '"output_throughput"' in head):
         return "vllm"
     if lower.endswith(".csv"):
@@ -327,11 +384,23 @@ def parse(text: str, fmt: str) -> Parsed:
     parsed = PARSERS[fmt](text)
     if len(parsed.points) > MAX_POINTS:
         raise bad_field("points", f"more than {MAX_POINTS:,} points", fmt)
+    if fmt in ONE_POINT_PER_LEVEL:
+        _one_point_per_level(parsed, fmt)
     return parsed
 
 
-def _whole(value: float | None) -> int | None:
-    return None if value is None else round(value)
+def _one_point_per_level(parsed: Parsed, fmt: str) -> None:
+    """Two points of one file at the same load level (an SGLang file a rerun appended to, a llama-bench thread sweep)
+    would be one figure kept and the other dropped unread wherever the run is planned on: refused naming both."""
+    seen: dict[tuple, int] = {}
+    for i, p in enumerate(parsed.points):
+        level = (p.concurrency, p.input_tokens, p.output_tokens, p.request_rate_per_s)
+        if level in seen:
+            rate = f", {p.request_rate_per_s:g} requests/s" if p.request_rate_per_s else ""
+            raise bad_field(parsed.places[i], f"measures the load level of {parsed.places[seen[level]]} again (concurrency "
+                            f"{p.concurrency}, {p.input_tokens}/{p.output_tokens} tokens{rate}): one point per load level; "
+                            "import each run of it in a file of its own", fmt)
+        seen[level] = i
 
 
 def _build(row: dict) -> str | None:

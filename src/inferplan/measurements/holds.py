@@ -6,7 +6,9 @@ would be wrong, so it is refused naming what to state; so is a setting its engin
 tier or offload flag of another engine, a KV cache dtype it cannot run, an engine setting its launcher has no flag
 for), a KTransformers release or ``--kt-method`` with no CPU path, a
 speculative method the model or engine cannot draft with, and an EAGLE-3 run whose draft is neither named nor
-catalogued, or cannot run on its engine or pipeline (``check_stated``). A deployment the planner
+catalogued, or cannot run on its engine or pipeline (``check_stated``), a deployment ``fit`` refuses (tensor
+parallel over more GPUs than stated, a weight format the engine does not load), and a context shorter than a
+measured request. A deployment the planner
 reckons too tight for its KV cache is stored: the run says it served, and ``compare`` shows why no
 prediction is made."""
 
@@ -26,12 +28,21 @@ from inferplan.performance.local_runs import RUN_SETTINGS, UserRun, run_deployme
 from inferplan.units import GB
 
 
+# the fields of a deployment ``fit`` refuses that no engine launches (tensor parallel over more GPUs than stated, a
+# weight format the engine does not load), unlike one the planner lacks a figure for (the host's memory)
+UNLAUNCHABLE = frozenset({"gpus", "quantization"})
+
+
 def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
+    _check_context(run)
     d = run_deployment(run)
     try:
         planned = fit(d, catalog)
-    except InferplanError:  # a deployment the planner cannot reason about: compare says why
-        return
+    except InferplanError as exc:
+        if isinstance(exc, InvalidScenarioError) and exc.field in UNLAUNCHABLE:  # refused as fit refuses it
+            raise InvalidScenarioError(f"the stated deployment cannot have served the run: {exc}", field=exc.field,
+                                       allowed=exc.allowed) from None
+        return  # a deployment the planner cannot reason about (an offload with no host memory stated): compare says why
     if planned.weights_bytes_per_gpu <= planned.gpu_memory_bytes:
         return
     raise InvalidScenarioError(
@@ -40,6 +51,19 @@ def check_holds_weights(catalog: Catalog, run: UserRun) -> None:
         f"{planned.gpu_memory_bytes / GB:.1f} GB: the run cannot have been served so; state the tensor parallel "
         "size and the quantization it ran with", field="tensor_parallel_size",
         allowed="the tensor parallel size and weight format the run used")
+
+
+def _check_context(run: UserRun) -> None:
+    """A stated context shorter than a measured request's mean lengths: the engine would have refused those requests."""
+    if run.max_model_len is None:
+        return
+    longest = max(run.points, key=lambda p: p.input_tokens + p.output_tokens)
+    if longest.input_tokens + longest.output_tokens > run.max_model_len:
+        raise InvalidScenarioError(
+            f"max_model_len {run.max_model_len:,} is shorter than a measured request ({longest.input_tokens:,} + "
+            f"{longest.output_tokens:,} tokens at concurrency {longest.concurrency}): the engine would have refused it",
+            field="max_model_len", allowed=f"at least {longest.input_tokens + longest.output_tokens:,} tokens: the context "
+            "the run was launched with")
 
 
 def check_stated(catalog: Catalog, run: UserRun) -> None:

@@ -198,6 +198,7 @@ def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProven
     quant = given.quantization or _file_quantization(catalog, meta) or named_format or spec.native_quantization or "bf16"
     tp = given.tensor_parallel_size or _file_int(meta, "tensor_parallel_size") or 1
     date = given.measured_on or _file_date(meta.get("date")) or (today or dt.date.today())
+    _not_after_today(name, date, bool(given.measured_on), today or dt.date.today())
     layout = {"pipeline_parallel_size": given.pipeline_parallel_size, "data_parallel_size": given.data_parallel_size,
               "enable_expert_parallel": given.enable_expert_parallel}
     gpus = given.gpus or tp * given.pipeline_parallel_size * (given.data_parallel_size or 1)
@@ -296,6 +297,15 @@ def _file_int(meta: dict[str, str], key: str) -> int | None:
         raise InvalidScenarioError(f"the file's {field} {text!r} is not a whole number of GPUs", field=field,
                                    allowed="a whole number, 1 or more")
     return int(text)
+
+
+def _not_after_today(name: str, date: dt.date, stated: bool, today: dt.date) -> None:
+    """A run dated after today (a day's grace for the time zones) would be taken for the newest measurement."""
+    latest = today + dt.timedelta(days=1)
+    if date > latest:
+        said = f"measured_on {date}" if stated else f"{name}: the file's date {date}"
+        raise InvalidScenarioError(f"{said} is after today: a run is dated the day it was measured",
+                                   field="measured_on" if stated else "date", allowed=f"a date up to {latest}")
 
 
 def _file_date(text: str | None) -> dt.date | None:

@@ -21,8 +21,10 @@ class Parsed:
     """What a file says: its points and what it names of the run (model, engine version, date, the acceptance its
     server measured)."""
 
-    def __init__(self, points: list[MeasuredPoint], **meta: object):
+    def __init__(self, points: list[MeasuredPoint], places: list[str] | None = None, **meta: object):
         self.points = points
+        # where each point is in the file ("line 3", "benchmarks[1]"), to name it
+        self.places = [p.rstrip(" .:") for p in places] if places else [f"points[{i}]" for i in range(len(points))]
         self.meta = {k: v for k, v in meta.items() if v}
 
 
@@ -47,14 +49,30 @@ def read_number(obj: dict, key: str, fmt: str, where: str = "", *, required: boo
     return number
 
 
-def measured_point(where: str, fmt: str, **fields: Any) -> MeasuredPoint:
+def read_count(obj: dict, key: str, fmt: str, where: str = "", *, required: bool = True) -> int | None:
+    """A count the client writes as a whole number (requests, clients, tokens): a fraction is refused naming the
+    key, never rounded into another load."""
+    number = read_number(obj, key, fmt, where, required=required)
+    if number is None:
+        return None
+    if not number.is_integer():
+        raise bad_field(f"{where}{key}", f"{obj[key]!r} is not a whole number", fmt)
+    return int(number)
+
+
+def measured_point(where: str, fmt: str, keys: dict[str, str] | None = None, **fields: Any) -> MeasuredPoint:
+    """The point of the figures read; a figure out of the point's range is refused naming the file's key for it
+    (``keys``: the point's field -> the file's key; a field read under its own name is left out)."""
     fields = {k: (v if v else None) if k not in ("concurrency", "input_tokens", "output_tokens") else v
               for k, v in fields.items()}
     try:
         return MeasuredPoint(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise bad_field(f"{where}{first['loc'][0] if first['loc'] else ''}", first["msg"], fmt) from None
+        field = str(first["loc"][0]) if first["loc"] else ""
+        key = (keys or {}).get(field, field)
+        held = "" if key == field else f", held as {field}"  # a file's key in ms or another unit: name the SI bound's field
+        raise bad_field(f"{where}{key}", f"out of range ({first['msg']}{held})", fmt) from None
 
 
 def read_json(text: str, fmt: str) -> Any:

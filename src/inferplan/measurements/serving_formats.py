@@ -14,25 +14,31 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from inferplan.measurements.result_fields import Parsed, bad_field, from_ms, iso_date, measured_point, read_json, read_number, text_of
+from inferplan.measurements.result_fields import (Parsed, bad_field, from_ms, iso_date, measured_point, read_count, read_json,
+                                                  read_number, text_of)
 from inferplan.performance.local_runs import MeasuredPoint
 
 # the point's percentile -> vLLM's and SGLang's result key (vLLM: ``p{percentile}_{metric}_ms`` for each
 # of --metric-percentiles, 99 by default)
 SERVING_TAILS = {"ttft_p50_s": "median_ttft_ms", "ttft_p99_s": "p99_ttft_ms", "tpot_p50_s": "median_tpot_ms",
                  "tpot_p99_s": "p99_tpot_ms"}
+# the point's field -> the key it is read from, to name a figure out of the point's range
+SERVING_KEYS = {"input_tokens": "total_input_tokens", "output_tokens": "total_output_tokens", "ttft_s": "mean_ttft_ms",
+                "tpot_s": "mean_tpot_ms", "output_tokens_per_s_total": "output_throughput",
+                "requests_per_s": "request_throughput", "request_rate_per_s": "request_rate", **SERVING_TAILS}
 
 
 def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
     """A vLLM or SGLang serving run: per-request lengths are the totals over completed requests."""
     if not isinstance(run, dict):
         raise bad_field(where or "line 1", "expected a JSON object", fmt)
-    completed = read_number(run, "completed", fmt, where)
+    completed = read_count(run, "completed", fmt, where)
     if not completed:
         raise bad_field(f"{where}completed", "no request completed", fmt)
     input_tokens = round(read_number(run, "total_input_tokens", fmt, where) / completed)
     output_tokens = round(read_number(run, "total_output_tokens", fmt, where) / completed)
-    return measured_point(where, fmt, concurrency=_concurrency(run, fmt, where, completed, output_tokens),
+    keys = {**SERVING_KEYS, "concurrency": _concurrency_key(run), "requests": _requests_key(run)}
+    return measured_point(where, fmt, keys, concurrency=_concurrency(run, fmt, where, completed, output_tokens),
                           input_tokens=input_tokens, output_tokens=output_tokens,
                           ttft_s=from_ms(read_number(run, "mean_ttft_ms", fmt, where)),
                           tpot_s=from_ms(read_number(run, "mean_tpot_ms", fmt, where)),
@@ -48,7 +54,20 @@ def _unlimited(rate: Any) -> bool:
 
 def _requests(run: dict, fmt: str, where: str, completed: float) -> float:
     """The requests the run sent: vLLM's ``num_prompts``; SGLang writes none, so its ``completed``."""
-    return read_number(run, "num_prompts", fmt, where, required=False) or completed
+    return read_count(run, "num_prompts", fmt, where, required=False) or completed
+
+
+def _requests_key(run: dict) -> str:
+    return "num_prompts" if run.get("num_prompts") else "completed"
+
+
+def _concurrency_key(run: dict) -> str:
+    """The key the point's concurrency is read from (``_concurrency``)."""
+    if run.get("max_concurrency"):
+        return "max_concurrency"
+    if _unlimited(run.get("request_rate")):
+        return _requests_key(run)
+    return "concurrency" if run.get("concurrency") is not None else "request_throughput"
 
 
 def _concurrency(run: dict, fmt: str, where: str, completed: float, output_tokens: int) -> int:
@@ -59,7 +78,7 @@ def _concurrency(run: dict, fmt: str, where: str, completed: float, output_token
     end-to-end latency (vLLM's ``mean_e2el_ms``; without it mean TTFT + mean TPOT × (output tokens − 1),
     exact when every request has the same output length). Neither a cap nor a rate: refused."""
     if run.get("max_concurrency"):  # 0 or null: no cap, as the clients read it
-        return int(read_number(run, "max_concurrency", fmt, where))
+        return read_count(run, "max_concurrency", fmt, where)
     if run.get("request_rate") is None:
         raise bad_field(f"{where}request_rate", "missing, and no max_concurrency: the load the client offered is unknown", fmt)
     if _unlimited(run.get("request_rate")):
@@ -178,7 +197,7 @@ def measured_acceptance(run: dict, fmt: str, where: str) -> dict[str, object]:
 def parse_sglang(text: str) -> Parsed:
     """SGLang bench_serving's JSON lines; the engine is the one its ``backend`` names, and the acceptance the server
     measured the last line's that saves one (the server's average since it started, which covers the runs before)."""
-    points, model, backend, acceptance = [], None, None, {}
+    points, places, model, backend, acceptance = [], [], None, None, {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -187,9 +206,10 @@ def parse_sglang(text: str) -> Parsed:
         except (json.JSONDecodeError, RecursionError):
             raise bad_field(f"line {n}", "not a JSON object (one run per line)", "sglang") from None
         points.append(_serving_point(run, "sglang", f"line {n}: "))
+        places.append(f"line {n}")
         model = model or text_of(run.get("model_id") or run.get("model"))
         backend = backend or text_of(run.get("backend"))
         acceptance = measured_acceptance(run, "sglang", f"line {n}: ") or acceptance  # the server's since it started
     if not points:
         raise bad_field("line 1", "no run in the file", "sglang")
-    return Parsed(points, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)
+    return Parsed(points, places=places, model=model, model_field="model_id", engine=_client_backends().get(backend or ""), **acceptance)

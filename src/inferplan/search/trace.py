@@ -1,7 +1,8 @@
 """A request trace: arrival time, prompt tokens and output tokens per request, read from CSV or JSONL.
 
 CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``
-(other columns are ignored; a header without them is refused naming the columns it has). JSONL: one
+(other columns are ignored; a header without them is refused naming the columns it has, one naming them
+twice or a row with both time keys is refused too). JSONL: one
 object per line with the same keys. Times are seconds from any origin and must not decrease, and at
 least two must differ (the trace's span gives its rate); token counts are whole numbers from 1 to
 ``MAX_TRACE_TOKENS``; a CSV row with more values than its header has columns is refused.
@@ -85,19 +86,21 @@ def _number(raw: object, row: tuple[int, str], column: str, *, whole: bool, mini
             maximum: float = math.inf) -> float:
     index, label = row
     where, field = f"{label}, column {column}", row_field(index, column)
+    kind = "a whole number" if whole else "a number"
+    most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
+    allowed = f"{kind} of at least {minimum:g}{most}"  # every refusal of the cell says it
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        raise InvalidScenarioError(f"trace {where}: missing", field=field, allowed="a number" if not whole else "a whole number")
-    if isinstance(raw, bool):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field)
+        raise InvalidScenarioError(f"trace {where}: missing", field=field, allowed=allowed)
     try:
-        value = float(raw)
+        value = math.nan if isinstance(raw, bool) else float(raw)  # true is no count of anything
     except (TypeError, ValueError):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field, allowed="a number") from None
-    if not math.isfinite(value) or not minimum <= value <= maximum or (whole and value != int(value)):
-        kind = "a whole number" if whole else "a number"
-        most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=field,
-                                   allowed=f"{kind} of at least {minimum:g}{most}")
+        value = math.nan
+    if math.isnan(value) and not (isinstance(raw, str) and raw.strip().lower() == "nan"):
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field, allowed=allowed)
+    if whole and math.isfinite(value) and value != int(value):
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a whole number", field=field, allowed=allowed)
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is out of range", field=field, allowed=allowed)
     return value
 
 
@@ -114,6 +117,10 @@ def _rows_from_csv(text: str) -> list[tuple[tuple[int, str], dict]]:
     if missing:
         raise InvalidScenarioError(f"trace: the header row (line 1) names {', '.join(map(repr, found))}: no "
                                    f"{' and no '.join(missing)} column", field="trace", allowed=HEADER_ALLOWED)
+    twice = sorted({c for c in found if found.count(c) > 1 and c in (*TIME_KEYS, *COLUMNS)})
+    if twice:  # csv.DictReader keeps a repeated column's last value: the first would be dropped unread
+        raise InvalidScenarioError(f"trace: the header row (line 1) names {', '.join(map(repr, twice))} twice",
+                                   field="trace", allowed="each column once")
     rows = []
     for index, record in enumerate(reader):
         row = (index, _row(index, reader.line_num))
@@ -173,6 +180,9 @@ def _trace_of(rows: list[tuple[tuple[int, str], dict]]) -> Trace:
     times, inputs, outputs = [], [], []
     for row, record in rows:
         key = next((k for k in TIME_KEYS if k in record), TIME_KEYS[0])
+        if all(k in record for k in TIME_KEYS):  # two arrival times: reading one would drop the other unread
+            raise InvalidScenarioError(f"trace {row[1]}: both {' and '.join(TIME_KEYS)} given", field=row_field(row[0], key),
+                                       allowed=f"one arrival time per row: {' or '.join(TIME_KEYS)}")
         t = _number(record.get(key), row, key, whole=False, minimum=0.0)
         if times and t < times[-1]:
             raise InvalidScenarioError(f"trace {row[1]}, column {key}: {t:g} is earlier than the row before ({times[-1]:g})",

@@ -16,6 +16,7 @@ A number in either part is written as every other message writes it (``units.pla
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from decimal import Decimal
 import types
@@ -44,6 +45,9 @@ ALLOWED_BY_TYPE = {
     "model_attributes_type": "an object",
     "model_type": "an object",
     "dict_type": "an object",
+    "date_from_datetime_parsing": "a date, YYYY-MM-DD",
+    "date_parsing": "a date, YYYY-MM-DD",
+    "date_type": "a date, YYYY-MM-DD",
 }
 
 
@@ -138,7 +142,7 @@ def takes(annotation: Any, field: Any = None) -> str | None:
     return _SIMPLE.get(annotation) or ("true or false" if only_bool(annotation) else None)
 
 
-_SIMPLE = {int: "a whole number", float: "a number", str: "a text"}
+_SIMPLE = {int: "a whole number", float: "a number", str: "a text", dt.date: "a date, YYYY-MM-DD"}
 KEYS_LISTED = 12  # an object of more keys is said by its required ones and a count of the rest
 
 
