@@ -210,7 +210,7 @@ class TraceFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=255, description="the file's name: .jsonl / .json is read as JSONL, else CSV")
-    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text")
+    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text (a gzip file's, decompressed)")
 
 
 def as_trace_file(value: object) -> object:

@@ -40,7 +40,7 @@ class TraceFormat(Input):
         return lacks + [c for c in (self.input_column, self.output_column) if c not in found]
 
     def time_words(self) -> str:
-        unit = "seconds" if self.time_unit_s == 1 else f"{self.time_unit_s:g} s units"
+        unit = {1: "seconds", 1e-3: "milliseconds"}.get(self.time_unit_s, f"units of {self.time_unit_s:g} s")
         return f"{' or '.join(self.time_columns)} ({unit} or dates and times), {self.input_column}, {self.output_column}"
 
 
@@ -75,7 +75,7 @@ def formats_allowed() -> str:
     """What a header may name, for a refusal's ``allowed``."""
     own, *published = trace_formats()
     return (f"a header row naming {' or '.join(own.time_columns)}, {own.input_column} and {own.output_column} (other "
-            f"columns are ignored), or a published trace's: " + "; ".join(f"{f.time_words()} ({f.name})" for f in published))
+            f"columns are ignored), or a published trace's: " + "; ".join(f"{f.name}: {f.time_words()}" for f in published))
 
 
 def _form(t: dt.datetime | float) -> str:
