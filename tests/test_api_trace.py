@@ -113,3 +113,16 @@ def test_a_json_file_holding_an_array_of_rows_is_told_to_hold_one_object_per_lin
     r = client.post("/api/search", json={**SEARCH, "trace": {"name": "t.json", "text": json.dumps(ROWS)}})
     assert r.status_code == 422 and r.json()["error"]["field"] == "trace.0", r.text
     assert "a JSON array" in r.json()["error"]["message"] and "no enclosing array" in r.json()["error"]["allowed"]
+
+
+def test_an_azure_trace_file_is_simulated_and_its_gzip_bytes_sent_as_text_are_named(client):
+    import gzip
+
+    azure = "TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(
+        f"2023-11-16 18:15:{10 + i // 4}.{25 * (i % 4):02d}00000,1500,300\n" for i in range(40))
+    r = client.post("/api/simulate", json={**SIMULATE, "trace": {"name": "AzureLLMInferenceTrace_conv.csv", "text": azure}})
+    assert r.status_code == 200, r.text
+    sent = gzip.compress(azure.encode(), mtime=0).decode("utf-8", errors="replace")  # a browser's file.text()
+    r = client.post("/api/simulate", json={**SIMULATE, "trace": {"name": "t.csv.gz", "text": sent}})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "trace", r.text
+    assert "gzip-compressed file's bytes sent as text" in r.json()["error"]["message"]

@@ -5,13 +5,21 @@ Every such read goes through ``read_text`` (a regular file of at most ``MAX_FILE
 and its parse through ``parse_json`` or ``check_yaml_depth`` (at most ``MAX_NESTING_DEPTH`` levels
 of lists and mappings), so that ``/dev/zero`` is refused instead of read for ever and
 ``[[[[…]]]]`` gets one line naming the file instead of a RecursionError traceback.
+
+A request trace and a benchmark's result file may come compressed with gzip (``FILE.csv.gz``): ``text_of``
+reads such bytes decompressed, told by gzip's first two bytes rather than the file's name, and refuses what
+does not decompress to text; ``refuse_compressed_text`` names a gzip file whose bytes reached it as text (a
+browser's or an API client's upload), since the bytes it would take are lost by then.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +59,48 @@ def read_text(path: Path, *, field: str, error: type[InferplanError], max_bytes:
         return read_bytes(path, field=field, error=error, max_bytes=max_bytes).decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path} is not UTF-8 text", field=field, allowed="a UTF-8 text file") from None
+
+
+GZIP_MAGIC = b"\x1f\x8b"  # RFC 1952, 2.3.1: ID1 ID2, the first bytes of every gzip member
+# GZIP_MAGIC's 0x8b is no UTF-8 character: a gzip file read as UTF-8 text starts with 0x1f and the replacement character
+GZIP_AS_TEXT = "\x1f\ufffd"
+GUNZIP = "decompress it first (gunzip FILE.gz)"
+
+
+def text_of(data: bytes, *, where: str, field: str, error: type[InferplanError], max_bytes: int,
+            encoding: str = "utf-8") -> str:
+    """A file's bytes as text: decompressed first when they are gzip's (at most ``max_bytes`` of text, so a small
+    file that inflates to gigabytes is refused, not read); text holding NUL bytes, as an archive does, is no text."""
+    compressed = data.startswith(GZIP_MAGIC)
+    if compressed:
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+                data = fh.read(max_bytes + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise error(f"{where}: starts as gzip but does not decompress ({exc})", field=field,
+                        allowed="a whole gzip file, or the text uncompressed") from None
+        if len(data) > max_bytes:
+            raise error(f"{where}: decompresses to more than {max_bytes:,} bytes", field=field,
+                        allowed=f"at most {max_bytes:,} bytes of text once decompressed")
+    what = "its gzip content" if compressed else "it"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: {what} is not UTF-8 text (byte {exc.start} is not)", field=field,
+                    allowed="UTF-8 text, or that text compressed with gzip") from None
+    refuse_compressed_text(text, where=where, field=field, error=error)  # before its gzip header's NUL bytes
+    if "\x00" in text:
+        raise error(f"{where}: {what} holds NUL bytes, not text (an archive such as .tar.gz is not read: extract the "
+                    "file from it)", field=field, allowed="UTF-8 text, or that text compressed with gzip")
+    return text
+
+
+def refuse_compressed_text(text: str, *, where: str, field: str, error: type[InferplanError]) -> None:
+    """Refuse text that is a gzip file's bytes read as UTF-8 (its first bytes lost to the replacement character)."""
+    if text.startswith(GZIP_AS_TEXT):
+        raise error(f"{where}: a gzip-compressed file's bytes sent as text, which cannot be decompressed: {GUNZIP} "
+                    "and send its text, or give the file to the command line, which reads gzip", field=field,
+                    allowed="the file's text, uncompressed")
 
 
 def _too_deep(where: str, field: str, error: type[InferplanError]) -> InferplanError:

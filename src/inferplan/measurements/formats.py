@@ -359,8 +359,9 @@ SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
 
 
 def guess_format(name: str, text: str) -> str:
-    """The format a file is in, from its name and first bytes (``--format`` says it outright)."""
-    lower, head = name.lower(), text.lstrip()[:4000]
+    """The format a file is in, from its name and first bytes (``--format`` says it outright); a ``.gz`` ending
+    is passed over, its text being the decompressed file's."""
+    lower, head = name.lower().removesuffix(".gz"), text.lstrip()[:4000]
     if lower.endswith(".jsonl"):
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, field_validator
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError, InvalidScenarioError
+from inferplan.input_files import text_of
 from inferplan.inputs import Input, SafeName
 from inferplan.measurements.formats import FORMATS, guess_format, parse
 from inferplan.measurements.result_fields import Parsed
@@ -126,17 +127,11 @@ class MeasuredRun(UserRun):
 
 
 def _decode(name: str, data: bytes) -> str:
+    """A result file's text: its bytes, or their gzip content (told by the bytes, not the name), as UTF-8."""
     if len(data) > MAX_FILE_BYTES:
         raise InvalidScenarioError(f"{name}: {len(data):,} bytes is more than a result file holds", field="file",
                                    allowed=f"at most {MAX_FILE_BYTES:,} bytes")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidScenarioError(f"{name}: byte {exc.start} is not UTF-8 text", field="file",
-                                   allowed="a UTF-8 text result file") from None
-    if "\x00" in text:
-        raise InvalidScenarioError(f"{name}: holds NUL bytes, not a text result file", field="file")
-    return text
+    return text_of(data, where=name, field="file", error=InvalidScenarioError, max_bytes=MAX_FILE_BYTES, encoding="utf-8-sig")
 
 
 def read_run(catalog: Catalog, name: str, data: bytes, given: RunProvenance, *, today: dt.date | None = None) -> MeasuredRun:

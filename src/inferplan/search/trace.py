@@ -1,11 +1,14 @@
 """A request trace: arrival time, prompt tokens and output tokens per request, read from CSV or JSONL.
 
-CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``
-(other columns are ignored; a header without them is refused naming the columns it has, one naming them
-twice or a row with both time keys is refused too). JSONL: one
-object per line with the same keys. Times are seconds from any origin and must not decrease, and at
+CSV: a header row naming ``arrival_s`` (or ``timestamp``), ``input_tokens`` and ``output_tokens``, or a
+published trace's columns (``search/data/trace_formats.yaml``: the Azure LLM inference traces, BurstGPT,
+Mooncake); other columns are ignored; a header without them is refused naming the columns it has, one naming them
+twice or a row with both time keys is refused too. JSONL: one object per line with the same keys (the first
+row's tell the format). Times are numbers from any origin (seconds, or the format's unit) or dates and times
+(ISO 8601, read as seconds after the first row's; every row in the first row's form) and must not decrease, and at
 least two must differ (the trace's span gives its rate); token counts are whole numbers from 1 to
-``MAX_TRACE_TOKENS``; a CSV row with more values than its header has columns is refused.
+``MAX_TRACE_TOKENS``; a CSV row with more values than its header has columns is refused. A file compressed with
+gzip is read decompressed (told by its first bytes, not its name).
 
 A bad row is refused naming it one way wherever the trace comes from: ``row N`` counts the trace's
 requests from 1 (a CSV's header and blank lines are not rows), with the file's line beside it
@@ -27,14 +30,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.errors import InvalidScenarioError
+from inferplan.input_files import refuse_compressed_text, text_of
+from inferplan.search.trace_columns import ArrivalClock, TraceFormat, format_of, formats_allowed, trace_formats
 
 MAX_TRACE_BYTES = 64 * 2**20  # a trace file larger than this is refused (about a million rows)
 MAX_TRACE_ROWS = 100_000  # rows a trace given inline (not as a file) may carry
 # tokens one request may have of each kind: the most a load's mean lengths take (arrivals.Load), far
 # past any model's context
 MAX_TRACE_TOKENS = 100_000_000
-TIME_KEYS = ("arrival_s", "timestamp")
-COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,12 @@ def _row(index: int, line: int | None = None) -> str:
 
 
 def _number(raw: object, row: tuple[int, str], column: str, *, whole: bool, minimum: float,
-            maximum: float = math.inf) -> float:
+            maximum: float = math.inf, allowed: str | None = None, kind: str = "a number") -> float:
     index, label = row
     where, field = f"{label}, column {column}", row_field(index, column)
-    kind = "a whole number" if whole else "a number"
     most = f" and at most {maximum:,.0f}" if math.isfinite(maximum) else ""
-    allowed = f"{kind} of at least {minimum:g}{most}"  # every refusal of the cell says it
+    # every refusal of the cell says what it takes
+    allowed = allowed or f"{'a whole number' if whole else 'a number'} of at least {minimum:g}{most}"
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         raise InvalidScenarioError(f"trace {where}: missing", field=field, allowed=allowed)
     try:
@@ -96,7 +99,7 @@ def _number(raw: object, row: tuple[int, str], column: str, *, whole: bool, mini
     except (TypeError, ValueError):
         value = math.nan
     if math.isnan(value) and not (isinstance(raw, str) and raw.strip().lower() == "nan"):
-        raise InvalidScenarioError(f"trace {where}: {raw!r} is not a number", field=field, allowed=allowed)
+        raise InvalidScenarioError(f"trace {where}: {raw!r} is not {kind}", field=field, allowed=allowed)
     if whole and math.isfinite(value) and value != int(value):
         raise InvalidScenarioError(f"trace {where}: {raw!r} is not a whole number", field=field, allowed=allowed)
     if not math.isfinite(value) or not minimum <= value <= maximum:
@@ -104,20 +107,16 @@ def _number(raw: object, row: tuple[int, str], column: str, *, whole: bool, mini
     return value
 
 
-HEADER_ALLOWED = f"a header row naming {' or '.join(TIME_KEYS)}, input_tokens and output_tokens (other columns are ignored)"
-
-
-def _rows_from_csv(text: str) -> list[tuple[tuple[int, str], dict]]:
+def _rows_from_csv(text: str) -> tuple[TraceFormat, list[tuple[tuple[int, str], dict]]]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         raise InvalidScenarioError("trace: the file is empty", field="trace", allowed="a header row and one row per request")
     found = list(reader.fieldnames)
-    missing = [" or ".join(TIME_KEYS)] if not set(TIME_KEYS) & set(found) else []
-    missing += [c for c in COLUMNS[1:] if c not in found]
+    fmt, missing = format_of(found)
     if missing:
         raise InvalidScenarioError(f"trace: the header row (line 1) names {', '.join(map(repr, found))}: no "
-                                   f"{' and no '.join(missing)} column", field="trace", allowed=HEADER_ALLOWED)
-    twice = sorted({c for c in found if found.count(c) > 1 and c in (*TIME_KEYS, *COLUMNS)})
+                                   f"{' and no '.join(missing)} column", field="trace", allowed=formats_allowed())
+    twice = sorted({c for c in found if found.count(c) > 1 and c in fmt.columns})
     if twice:  # csv.DictReader keeps a repeated column's last value: the first would be dropped unread
         raise InvalidScenarioError(f"trace: the header row (line 1) names {', '.join(map(repr, twice))} twice",
                                    field="trace", allowed="each column once")
@@ -129,7 +128,7 @@ def _rows_from_csv(text: str) -> list[tuple[tuple[int, str], dict]]:
                                        f"{len(found)} columns ({', '.join(found)})", field=row_field(index),
                                        allowed="at most one value per header column")
         rows.append((row, record))
-    return rows
+    return fmt, rows
 
 
 def _rows_from_jsonl(text: str) -> list[tuple[tuple[int, str], dict]]:
@@ -159,10 +158,11 @@ def _record(record: object, row: tuple[int, str], allowed: str) -> dict:
 
 def parse_trace(text: str, *, jsonl: bool) -> Trace:
     """A ``Trace`` from the text of a CSV (``jsonl=False``) or JSONL file."""
-    rows = _rows_from_jsonl(text) if jsonl else _rows_from_csv(text)
+    refuse_compressed_text(text, where="trace", field="trace", error=InvalidScenarioError)
+    fmt, rows = (None, _rows_from_jsonl(text)) if jsonl else _rows_from_csv(text)
     if not rows:
         raise InvalidScenarioError("trace: no requests in the file", field="trace", allowed="one row per request")
-    return _trace_of(rows)
+    return _trace_of(rows, fmt)
 
 
 def trace_from_rows(rows: Sequence[object]) -> Trace:
@@ -176,21 +176,28 @@ def trace_from_rows(rows: Sequence[object]) -> Trace:
                       for i, r in enumerate(rows)])
 
 
-def _trace_of(rows: list[tuple[tuple[int, str], dict]]) -> Trace:
-    times, inputs, outputs = [], [], []
+def _trace_of(rows: list[tuple[tuple[int, str], dict]], fmt: TraceFormat | None = None) -> Trace:
+    """The rows read by ``fmt`` (a CSV header's), else by the format the first row's keys name (inferplan's
+    own when they name none: each row then refused at the column it lacks)."""
+    fmt = fmt or (format_of(rows[0][1])[0] if rows else trace_formats()[0])
+    clock, times, raws, inputs, outputs = ArrivalClock(fmt), [], [], [], []
     for row, record in rows:
-        key = next((k for k in TIME_KEYS if k in record), TIME_KEYS[0])
-        if all(k in record for k in TIME_KEYS):  # two arrival times: reading one would drop the other unread
-            raise InvalidScenarioError(f"trace {row[1]}: both {' and '.join(TIME_KEYS)} given", field=row_field(row[0], key),
-                                       allowed=f"one arrival time per row: {' or '.join(TIME_KEYS)}")
-        t = _number(record.get(key), row, key, whole=False, minimum=0.0)
+        key = next((k for k in fmt.time_columns if k in record), fmt.time_columns[0])
+        if sum(k in record for k in fmt.time_columns) > 1:  # two arrival times: reading one would drop the other unread
+            given = [k for k in fmt.time_columns if k in record]
+            raise InvalidScenarioError(f"trace {row[1]}: both {' and '.join(given)} given", field=row_field(row[0], key),
+                                       allowed=f"one arrival time per row: {' or '.join(fmt.time_columns)}")
+        raw = record.get(key)
+        t = clock.seconds(raw, row, key, row_field(row[0], key), _number)
         if times and t < times[-1]:
-            raise InvalidScenarioError(f"trace {row[1]}, column {key}: {t:g} is earlier than the row before ({times[-1]:g})",
-                                       field=row_field(row[0], key), allowed="arrival times that do not decrease")
+            raise InvalidScenarioError(f"trace {row[1]}, column {key}: {raw} is earlier than the row before "
+                                       f"({raws[-1]})", field=row_field(row[0], key),
+                                       allowed="arrival times that do not decrease")
         times.append(t)
-        inputs.append(int(_number(record.get("input_tokens"), row, "input_tokens", whole=True, minimum=1,
+        raws.append(raw)
+        inputs.append(int(_number(record.get(fmt.input_column), row, fmt.input_column, whole=True, minimum=1,
                                   maximum=MAX_TRACE_TOKENS)))
-        outputs.append(int(_number(record.get("output_tokens"), row, "output_tokens", whole=True, minimum=1,
+        outputs.append(int(_number(record.get(fmt.output_column), row, fmt.output_column, whole=True, minimum=1,
                                    maximum=MAX_TRACE_TOKENS)))
     start = times[0]
     return Trace(arrival_s=tuple(t - start for t in times), input_tokens=tuple(inputs), output_tokens=tuple(outputs))
@@ -203,7 +210,7 @@ class TraceFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=255, description="the file's name: .jsonl / .json is read as JSONL, else CSV")
-    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text")
+    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text (a gzip file's, decompressed)")
 
 
 def as_trace_file(value: object) -> object:
@@ -222,8 +229,10 @@ def as_trace_file(value: object) -> object:
 
 
 def is_jsonl(name: str) -> bool:
-    """Whether a trace file of this name is read as JSONL (else as CSV)."""
-    return Path(name).suffix.lower() in (".jsonl", ".json")
+    """Whether a trace file of this name is read as JSONL (else as CSV); a ``.gz`` after the name's own suffix
+    is passed over (whether a file is compressed is told by its bytes)."""
+    path = Path(name)
+    return (path.with_suffix("") if path.suffix.lower() == ".gz" else path).suffix.lower() in (".jsonl", ".json")
 
 
 def trace_of(given: "str | Sequence[object] | TraceFile") -> Trace:
@@ -253,7 +262,8 @@ def read_trace(path: Path | str) -> Trace:
         raise InvalidScenarioError(f"trace {path}: {size:,} bytes is too large", field="trace",
                                    allowed=f"at most {MAX_TRACE_BYTES:,} bytes")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidScenarioError(f"trace {path}: cannot be read as UTF-8 text ({exc})", field="trace") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidScenarioError(f"trace {path}: cannot be read ({exc.strerror})", field="trace") from None
+    text = text_of(data, where=f"trace {path}", field="trace", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES)
     return parse_trace(text, jsonl=is_jsonl(path.name))

@@ -40,7 +40,7 @@ class ResultFile(Input):
     documents = frozenset({"content"})
 
     name: str = Field(min_length=1, max_length=200, description="the file's name (tells its format when none is given)")
-    content: str = Field(max_length=MAX_CONTENT_CHARS, description="the file's text")
+    content: str = Field(max_length=MAX_CONTENT_CHARS, description="the file's text (a gzip file's, decompressed)")
 
 
 class MeasurementImport(Input):
