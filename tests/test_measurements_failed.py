@@ -37,6 +37,7 @@ def _flat(output: str) -> str:
 
 def test_a_vllm_run_keeps_its_failed_requests_and_every_view_says_them(catalog, tmp_path):
     (run,) = read_runs(catalog, [("vllm_c8_failed.json", _vllm(300, 100))], GIVEN)
+    (tmp_path / "vllm_c8_failed.json").write_bytes(_vllm(300, 100))
     assert run.points[0].failed_requests == 100 and failed_requests(run) == 100
     assert run.points[0].requests == 400 and run.points[0].input_tokens == 1024  # lengths over the completed ones
     db = tmp_path / "runs.db"
@@ -48,6 +49,9 @@ def test_a_vllm_run_keeps_its_failed_requests_and_every_view_says_them(catalog, 
     assert all("100 requests failed" in c for p in exported["speed_points"] for c in p["caveats"][-1:])
 
     cli = CliRunner()
+    imported = cli.invoke(app, ["measurements", "import", str(tmp_path / "vllm_c8_failed.json"), "--gpu", "h100",
+                                "--model", "llama-3.1-8b", "--db", str(tmp_path / "imported.db")])
+    assert imported.exit_code == 0 and SAID in _flat(imported.output)  # said at import too
     for command in (["measurements", "show", "1"], ["measurements", "list"], ["validate", "--mine"]):
         shown = cli.invoke(app, [*command, "--db", str(db)], env={"COLUMNS": "80"})
         assert shown.exit_code == 0, shown.output
