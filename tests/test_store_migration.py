@@ -1,6 +1,7 @@
 """A database written before runs stated their speculative decoding, host KV tier, KTransformers release and
-host (version 0), or before they stated the engine settings they were started with (version 1), opens migrated:
-every run reads as what it was (none of them; the engine's defaults), nothing it held is lost, a re-import of the
+host (version 0), before they stated the engine settings they were started with (version 1), or before a point
+counted the requests that failed (version 2), opens migrated: every run reads as what it was (none of them; the
+engine's defaults; failures not counted), nothing it held is lost, a re-import of the
 same file is still the same run, and a database of a later release is refused rather than misread."""
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ SETTINGS = ("kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num
 
 def _old_database(path: Path, version: int = 0) -> dict:
     (run,) = read_runs(load_catalog(), [(FILE, (DATA / FILE).read_bytes())], GIVEN)
-    left_out = (*(BEFORE if version < 1 else ()), *SETTINGS)
+    left_out = (*(BEFORE if version < 1 else ()), *(SETTINGS if version < 2 else ()))
     body = {k: v for k, v in run.model_dump(mode="json", exclude={"id"}).items() if k not in left_out}
+    body["points"] = [{k: v for k, v in p.items() if k != "failed_requests"} for p in body["points"]]
     body["kept_by_an_older_release"] = "stays"
     db = sqlite3.connect(path)
     db.executescript("CREATE TABLE measurements (id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, "
@@ -45,7 +47,7 @@ def _old_database(path: Path, version: int = 0) -> dict:
     return body
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_an_older_database_opens_migrated_and_loses_nothing(tmp_path, version):
     path = tmp_path / "old.db"
     body = _old_database(path, version)
@@ -55,9 +57,11 @@ def test_an_older_database_opens_migrated_and_loses_nothing(tmp_path, version):
     assert run.enforce_eager is False  # a run of before stated no eager launch: the engines' default, with graphs
     assert run.points[0].tpot_s == pytest.approx(0.00841) and compare_run(run).points[0].metrics
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         stored = json.loads(db.execute("SELECT body FROM measurements").fetchone()[0])
-    assert {k: stored[k] for k in body} == body  # every key kept as it was
+    assert {k: stored[k] for k in body if k != "points"} == {k: v for k, v in body.items() if k != "points"}
+    assert [{k: p[k] for k in old} for p, old in zip(stored["points"], body["points"])] == body["points"]  # every key kept
+    assert all(p["failed_requests"] is None for p in stored["points"]) and run.points[0].failed_requests is None
     assert stored["speculative_tokens"] == 0 and all(stored[k] is None for k in BEFORE if k != "speculative_tokens")
     assert stored["enforce_eager"] is False and all(stored[k] is None for k in SETTINGS if k != "enforce_eager") and run.kv_cache_dtype is None and run.max_num_seqs is None
     with pytest.raises(ConflictError, match="stored already as run 1"):  # the same file is still the same run

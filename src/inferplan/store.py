@@ -69,13 +69,29 @@ def _runs_stating(added: dict):
     return step
 
 
+def _points_stating(added: dict):
+    """A migration step: every point of every stored run states the fields ``added`` as one stored before them
+    recorded them; every key a point held stays as it was."""
+    def step(db: sqlite3.Connection) -> None:
+        for row in db.execute("SELECT id, body FROM measurements").fetchall():
+            body = json.loads(row["body"])
+            points = [{**added, **p} for p in body.get("points", [])]
+            if points != body.get("points", []):
+                db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps({**body, "points": points}), row["id"]))
+    return step
+
+
 # version 1: a run states its speculative decoding, host KV tier, KTransformers release and host (one stored
 # before recorded none: no draft tokens, every other field null)
 RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "speculative_tokens": 0}
 # version 2: a run states the engine settings it was started with (one stored before: the engine's defaults, null)
 # and whether it ran without CUDA graphs (one stored before: with them, the engines' default)
 RUN_DEFAULT_SETTINGS = {**{f: None for f in RUN_SETTINGS}, "enforce_eager": False}
-MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS))  # MIGRATIONS[v]: a store of version v to v + 1
+# version 3: a point states the requests that failed (one stored before: null, not counted; a release before this one
+# would refuse the key, so the version tells it the store is a later one's)
+POINT_UNCOUNTED_FAILURES = {"failed_requests": None}
+MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS),
+              _points_stating(POINT_UNCOUNTED_FAILURES))  # MIGRATIONS[v]: a store of version v to v + 1
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # items of each kind (its table) one store holds: many times what a person keeps, and a bound on what clients of

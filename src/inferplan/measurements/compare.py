@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.measurements.records import MeasuredRun
+from inferplan.measurements.records import MeasuredRun, failure_text
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
 from inferplan.performance.drafts import resolve_acceptance
@@ -61,7 +61,9 @@ class RunComparison(BaseModel):
     tail_median_abs_error: tuple[TailMedian, ...] = ()  # per percentile, over the points that measured it
     kv_cache_tokens: MetricComparison | None = None  # the KV cache the engine reported vs the memory plan's
     memory_rule: str | None = None  # the memory rule that plan applied (the run's engine release's)
-    notes: tuple[str, ...] = ()  # how the run was predicted where its statements left a choice (its release)
+    # requests of the run that failed (``records.failure_text``), and how the run was predicted where its statements
+    # left a choice (its release, its drafts' acceptance)
+    notes: tuple[str, ...] = ()
 
 
 def _kv_cache(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[MetricComparison | None, str | None]:
@@ -154,7 +156,8 @@ def compare_run(run: MeasuredRun, catalog: Catalog | None = None) -> RunComparis
             if m.error is not None:
                 by_metric.setdefault(m.metric, []).append(abs(m.error))
     kv, rule = _kv_cache(run, d, catalog)
-    notes += _draft_notes(run, d, catalog)
+    failed = failure_text(run)  # said first: the run offered another load than it states
+    notes = (*([failed] if failed else []), *notes, *_draft_notes(run, d, catalog))
     return RunComparison(run=run, points=points, kv_cache_tokens=kv, memory_rule=rule, notes=notes,
                          median_abs_error={k: statistics.median(v) for k, v in by_metric.items()},
                          tail_median_abs_error=tail_medians([p.tails for p in points if p.tails]))

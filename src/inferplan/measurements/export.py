@@ -8,7 +8,7 @@ import datetime as dt
 
 import yaml
 
-from inferplan.measurements.records import MeasuredRun, by_whom, run_settings
+from inferplan.measurements.records import MeasuredRun, by_whom, failure_text, run_settings
 
 # the run's fields a speed point states under the same name (catalog/points_schema.py SpeedPoint)
 POINT_FIELDS = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kt_num_gpu_experts", "kt_release", "kt_method", "host_sockets",
@@ -29,6 +29,9 @@ def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dic
     stated |= {"caveats": [f"launched with {settings}"]} if settings else {}
     points = []
     for p in run.points:
+        # a point whose requests failed says so: its figures are over the requests that completed
+        failed = {"caveats": [*stated.get("caveats", []), f"{p.failed_requests:,} requests failed: the figures are over "
+                              "the requests that completed"]} if p.failed_requests else {}
         for field, metric in FIELD_METRICS:
             value = getattr(p, field)
             if not value:
@@ -40,12 +43,12 @@ def run_as_catalogue(run: MeasuredRun, *, checked: dt.date | None = None) -> dic
                 "tensor_parallel_size": run.tensor_parallel_size, "engine": run.engine, "engine_version": run.engine_version,
                 "quantization": run.quantization, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens,
                 "concurrency": p.concurrency, "metric": metric, "measured": measured,
-                "split": "holdout", **stated,
+                "split": "holdout", **stated, **failed,
             })
     server = run.measured_acceptance  # the acceptance rate's origin where the server measured it
     said = f"acceptance_rate {run.acceptance_rate:.3g}, the server measured {server.rate:.3g}: {server.text}" if server else ""
     note = "; ".join(x for x in (f"measured{by_whom(run)}" if by_whom(run) else "", run.note, f"driver {run.driver}" if run.driver else "",
-                                  f"{run.format} result file {run.file}", said) if x)
+                                  f"{run.format} result file {run.file}", said, failure_text(run)) if x)
     return {
         "sources": [{"id": source, "title": f"{run.engine} {run.engine_version} benchmark of {run.model} on "
                      f"{run.gpus}x {run.accelerator} ({run.measured_on.isoformat()})",

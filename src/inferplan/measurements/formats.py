@@ -9,9 +9,11 @@ their keys (docs/measurements.md has the sources):
   ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``,
   ``output_throughput``, ``request_throughput``; percentiles ``median_ttft_ms``, ``p99_ttft_ms``,
   ``median_tpot_ms``, ``p99_tpot_ms`` and the offered load ``request_rate``, ``num_prompts``; the acceptance the
-  server measured, ``spec_decode_acceptance_length``, ``spec_decode_draft_tokens``, ``spec_decode_num_drafts``).
+  server measured, ``spec_decode_acceptance_length``, ``spec_decode_draft_tokens``, ``spec_decode_num_drafts``; the
+  requests that failed, ``failed``).
 - ``sglang``: ``python -m sglang.bench_serving --output-file`` JSONL, one run a line (same keys,
-  and ``concurrency``, its mean requests in flight; ``accept_length``, the server's acceptance length).
+  and ``concurrency``, its mean requests in flight; ``accept_length``, the server's acceptance length; no count of
+  failed requests, but with ``--output-details`` ``errors``, one per request sent).
 - ``llama-bench``: ``llama-bench -o json|csv|md`` (``n_prompt``, ``n_gen``, ``avg_ts``; md: the
   ``test`` and ``t/s`` columns and the ``build:`` line under the table; the launch settings every row records,
   ``LLAMA_LAUNCH_KEYS``, alike in all rows).
@@ -19,7 +21,7 @@ their keys (docs/measurements.md has the sources):
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
   p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``).
 - ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``: ``mean``,
-  ``median``, ``percentiles.p99``).
+  ``median``, ``percentiles.p99``; ``request_totals``: ``errored`` and ``incomplete`` requests failed).
 - ``csv``: the documented CSV (``CSV_COLUMNS``).
 """
 
@@ -279,6 +281,7 @@ def parse_guidellm(text: str) -> Parsed:
         metrics = b.get("metrics") if isinstance(b, dict) else None
         if not isinstance(metrics, dict):
             raise bad_field(f"{where}metrics", "missing", "guidellm")
+        failed = _guidellm_failed(b, where)
         streams = _find(b.get("args", {}), "streams")
         if streams is None:
             streams = _mean(metrics, "request_concurrency", where)
@@ -290,8 +293,22 @@ def parse_guidellm(text: str) -> Parsed:
                                      tpot_s=from_ms(_mean(metrics, "time_per_output_token_ms", where)),
                                      output_tokens_per_s_total=_mean(metrics, "output_tokens_per_second", where),
                                      requests_per_s=_mean(metrics, "requests_per_second", where, required=False),
-                                     **_guidellm_tails(b, metrics, where)))
+                                     failed_requests=failed, **_guidellm_tails(b, metrics, where)))
     return Parsed(points)
+
+
+def _guidellm_failed(b: dict, where: str) -> int | None:
+    """A benchmark's requests that failed, ``request_totals.errored`` + ``incomplete`` (None: the report counts none); a
+    benchmark with none ``successful`` is refused naming it: it measured nothing."""
+    totals = b.get("request_totals")
+    if not isinstance(totals, dict):
+        return None
+    at = f"{where}request_totals."
+    failed = sum(read_count(totals, key, "guidellm", at, required=False) or 0 for key in ("errored", "incomplete"))
+    if read_count(totals, "successful", "guidellm", at, required=False) == 0:
+        raise bad_field(f"{at}successful", f"no request completed ({failed} errored or incomplete): a benchmark none of "
+                        "whose requests completed measured nothing", "guidellm")
+    return failed
 
 
 def parse_csv(text: str) -> Parsed:

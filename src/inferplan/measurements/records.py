@@ -42,6 +42,27 @@ def by_whom(run: "MeasuredRun") -> str:
     return "" if run.measured_by == UNSTATED else f" by {run.measured_by}"
 
 
+def failed_requests(run: UserRun) -> int | None:
+    """The requests of ``run`` that failed, over its points that count them (None: its file counts none)."""
+    counted = [p.failed_requests for p in run.points if p.failed_requests is not None]
+    return sum(counted) if counted else None
+
+
+def failure_text(run: UserRun) -> str | None:
+    """What every view of a run whose requests failed says of it (None: none failed, or none counted). Such a run is
+    stored and planned on as measured, since its figures are what the requests that completed measured on the
+    deployment; but it offered another load than it states (fewer requests in flight, its percentiles over the
+    successes), so it is said wherever the run is shown, to be judged or deleted. A run none of whose requests
+    completed is refused at import naming the client's key (it measured nothing)."""
+    failed = [p for p in run.points if p.failed_requests]
+    if not failed:
+        return None
+    where = ", ".join(f"{p.failed_requests:,}{f' of {p.requests:,}' if p.requests else ''} at concurrency {p.concurrency}"
+                      for p in failed)
+    return (f"requests failed ({where}): its figures are over the requests that completed, a different load from the "
+            "one it states")
+
+
 class RunProvenance(Input):
     """What the user says about the runs being imported (the deployment, who measured, when)."""
 

@@ -63,8 +63,8 @@ def read_count(obj: dict, key: str, fmt: str, where: str = "", *, required: bool
 def measured_point(where: str, fmt: str, keys: dict[str, str] | None = None, **fields: Any) -> MeasuredPoint:
     """The point of the figures read; a figure out of the point's range is refused naming the file's key for it
     (``keys``: the point's field -> the file's key; a field read under its own name is left out)."""
-    fields = {k: (v if v else None) if k not in ("concurrency", "input_tokens", "output_tokens") else v
-              for k, v in fields.items()}
+    fields = {k: (v if v else None) if k not in ("concurrency", "input_tokens", "output_tokens", "failed_requests") else v
+              for k, v in fields.items()}  # a figure of 0 is none measured; 0 failed requests is a count
     try:
         return MeasuredPoint(**fields)
     except ValidationError as exc:

@@ -33,18 +33,32 @@ def _serving_point(run: dict, fmt: str, where: str) -> MeasuredPoint:
     if not isinstance(run, dict):
         raise bad_field(where or "line 1", "expected a JSON object", fmt)
     completed = read_count(run, "completed", fmt, where)
+    failed = _failed(run, fmt, where)
     if not completed:
-        raise bad_field(f"{where}completed", "no request completed", fmt)
+        raise bad_field(f"{where}completed", "no request completed" + (f" ({failed} failed)" if failed else "")
+                        + ": a run none of whose requests completed measured nothing", fmt)
     input_tokens = round(read_number(run, "total_input_tokens", fmt, where) / completed)
     output_tokens = round(read_number(run, "total_output_tokens", fmt, where) / completed)
     keys = {**SERVING_KEYS, "concurrency": _concurrency_key(run), "requests": _requests_key(run)}
-    return measured_point(where, fmt, keys, concurrency=_concurrency(run, fmt, where, completed, output_tokens),
+    sent = completed + (failed or 0)
+    return measured_point(where, fmt, keys, concurrency=_concurrency(run, fmt, where, sent, output_tokens),
                           input_tokens=input_tokens, output_tokens=output_tokens,
                           ttft_s=from_ms(read_number(run, "mean_ttft_ms", fmt, where)),
                           tpot_s=from_ms(read_number(run, "mean_tpot_ms", fmt, where)),
                           output_tokens_per_s_total=read_number(run, "output_throughput", fmt, where),
                           requests_per_s=read_number(run, "request_throughput", fmt, where, required=False),
-                          **_serving_tails(run, fmt, where, completed))
+                          failed_requests=failed, **_serving_tails(run, fmt, where, sent))
+
+
+def _failed(run: dict, fmt: str, where: str) -> int | None:
+    """The requests that failed: vLLM's ``failed``; SGLang writes no count, but with ``--output-details`` its
+    ``errors``, one per request sent, empty for one that completed; None where the file says neither."""
+    if run.get("failed") is not None:
+        return read_count(run, "failed", fmt, where)
+    errors = run.get("errors")
+    if isinstance(errors, list):
+        return sum(1 for e in errors if isinstance(e, str) and e.strip())
+    return None
 
 
 def _unlimited(rate: Any) -> bool:
@@ -52,9 +66,10 @@ def _unlimited(rate: Any) -> bool:
     return rate is None or rate == "inf" or (isinstance(rate, float) and math.isinf(rate) and rate > 0)
 
 
-def _requests(run: dict, fmt: str, where: str, completed: float) -> float:
-    """The requests the run sent: vLLM's ``num_prompts``; SGLang writes none, so its ``completed``."""
-    return read_count(run, "num_prompts", fmt, where, required=False) or completed
+def _requests(run: dict, fmt: str, where: str, sent: float) -> float:
+    """The requests the run sent: vLLM's ``num_prompts``; SGLang writes none, so ``sent``, its ``completed`` and
+    the requests that failed (``_failed``)."""
+    return read_count(run, "num_prompts", fmt, where, required=False) or sent
 
 
 def _requests_key(run: dict) -> str:
@@ -70,7 +85,7 @@ def _concurrency_key(run: dict) -> str:
     return "concurrency" if run.get("concurrency") is not None else "request_throughput"
 
 
-def _concurrency(run: dict, fmt: str, where: str, completed: float, output_tokens: int) -> int:
+def _concurrency(run: dict, fmt: str, where: str, sent: float, output_tokens: int) -> int:
     """The requests in flight the point stands for: the client's ``max_concurrency``; without a cap,
     a run with no rate limit sends every request at once (one in flight per request), and a run at a
     request rate has its mean in flight by Little's law — SGLang's own ``concurrency`` (the summed
@@ -82,7 +97,7 @@ def _concurrency(run: dict, fmt: str, where: str, completed: float, output_token
     if run.get("request_rate") is None:
         raise bad_field(f"{where}request_rate", "missing, and no max_concurrency: the load the client offered is unknown", fmt)
     if _unlimited(run.get("request_rate")):
-        return round(_requests(run, fmt, where, completed))
+        return round(_requests(run, fmt, where, sent))
     if run.get("concurrency") is not None:
         in_flight = read_number(run, "concurrency", fmt, where)
     else:
@@ -93,7 +108,7 @@ def _concurrency(run: dict, fmt: str, where: str, completed: float, output_token
     return max(1, round(in_flight))
 
 
-def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[str, Any]:
+def _serving_tails(run: dict, fmt: str, where: str, sent: float) -> dict[str, Any]:
     """The percentiles and the offered load of a vLLM or SGLang run, when the load is one the
     planner models: no rate limit ("inf"), or Poisson arrivals at a finite rate (burstiness 1, no
     ramp-up). A run replaying a trace's timestamps (SGLang "trace"), with gamma arrivals or a
@@ -109,7 +124,7 @@ def _serving_tails(run: dict, fmt: str, where: str, completed: float) -> dict[st
             raise bad_field(f"{where}request_rate", "zero requests per second", fmt)
         if run.get("burstiness", 1.0) != 1.0 or run.get("ramp_up_strategy"):
             return {}
-    requests = _requests(run, fmt, where, completed)
+    requests = _requests(run, fmt, where, sent)
     return {"request_rate_per_s": rate, "requests": round(requests), "lengths_uniform_scv": _random_lengths_scv(run, fmt, where),
             **{field: from_ms(read_number(run, key, fmt, where, required=False)) for field, key in SERVING_TAILS.items()}}
 

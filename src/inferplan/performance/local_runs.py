@@ -59,6 +59,9 @@ class MeasuredPoint(BaseModel):
     # how prompt and output lengths spread, when the file says: uniform, with this squared coefficient
     # of variation (SGLang's random dataset); None: every request the mean length
     lengths_uniform_scv: float | None = Field(None, ge=0, le=1 / 3)
+    # requests that failed (an error, or cut off unfinished) where the client counts them (None: it does not say):
+    # the figures above are over the requests that completed only
+    failed_requests: int | None = Field(None, ge=0, le=100_000_000)
 
 
 class UserRun(LaunchFields):

@@ -140,9 +140,13 @@ def import_cmd(
     if as_json:
         emit_json({"imported": [r.model_dump(mode="json") for r in saved]})
         return
+    from inferplan.measurements.records import failure_text
+
     for r in saved:
         console.print(f"imported run {r.id}: {r.file} ({r.format}, {len(r.points)} points) — {r.model} on "
                       f"{r.gpus}× {r.accelerator}, {r.engine} {r.engine_version}", highlight=False)
+        if failed := failure_text(r):
+            err_console.print(f"[yellow]note:[/] run {r.id}: {failed}", highlight=False)
 
 
 @measurements_app.command("list")

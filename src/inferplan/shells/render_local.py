@@ -33,6 +33,8 @@ def _figure(metric: str, value: float) -> str:
 
 
 def print_runs(console: Console, runs) -> None:
+    from inferplan.measurements.records import failure_text
+
     if not runs:
         console.print("no stored measurements: `inferplan measurements import FILE …` adds some")
         return
@@ -43,6 +45,9 @@ def print_runs(console: Console, runs) -> None:
              escape(f"{r.engine} {r.engine_version}"), r.quantization, str(len(r.points)), escape(r.file),
              escape(r.measured_by)] for r in runs]
     console.print(layout("your measurements", cols, rows, console.width))
+    for r in runs:  # at any width: the run offered another load than it states
+        if failed := failure_text(r):
+            console.print(f"[yellow]run {r.id}:[/] {escape(failed)}", highlight=False)
 
 
 def print_comparison(console: Console, result) -> None:

@@ -12,9 +12,12 @@ function measurementRow(comparison, text) {
   del.type = "button";
   del.textContent = "Delete";
   del.setAttribute("aria-label", `Delete run ${r.id}`);
+  // the list is read again whether or not the delete went through; a refusal of either shows next to the form
   del.addEventListener("click", async () => {
-    try { await api("DELETE", `/api/measurements/${r.id}`); } catch (error) { showMeasurementError(error); }
-    await refreshMeasurements();
+    let refused = null;
+    try { await api("DELETE", `/api/measurements/${r.id}`); } catch (error) { refused = error; }
+    try { await refreshMeasurements(); } catch (error) { refused = refused || error; }
+    showMeasurementError(refused);
   });
   li.append(del);
   return li;
