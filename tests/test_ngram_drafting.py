@@ -70,3 +70,20 @@ def test_a_draft_of_another_method_is_refused_naming_the_method():
     error = e.value.errors()[0]
     assert error["loc"] == ("speculative_method",) and error["ctx"]["allowed"] == "mtp with mtp_draft, or leave mtp_draft out"
     assert Deployment(model="glm-4.5-air", gpu="h100", mtp_draft=True, speculative_method="mtp").mtp_draft
+
+
+def test_deploy_launches_the_method_the_deployment_names():
+    import json
+
+    from inferplan.deploy import Speculative, launch_command
+
+    catalog = load_catalog()
+    d = Deployment(model="glm-4.5-air", gpu="h100-sxm", gpus=4, engine="vllm", speculative_method="ngram")
+    argv = launch_command(d, catalog, speculative=Speculative(tokens=3)).argv
+    config = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert config == {"method": "ngram", "num_speculative_tokens": 3}
+    as_before = launch_command(d.model_copy(update={"speculative_method": None}), catalog, speculative=Speculative(tokens=3)).argv
+    assert json.loads(as_before[as_before.index("--speculative-config") + 1])["method"] == "mtp"  # no method: MTP
+    with pytest.raises(InferplanError) as e:
+        launch_command(d, catalog, speculative=Speculative(tokens=3, method="mtp"))
+    assert e.value.field == "speculative_method"
