@@ -44,6 +44,7 @@ def _deployment_side(base: dict, r, method: str | None, draft_model: str | None)
     (QWEN, "draft_model", "qwen3-0.6b"),
     (QWEN, "eagle3", None),  # the model's one catalogued draft
     (GLM, "mtp", None),
+    (GLM, "ngram", None),  # a model with MTP layers drafting by ngram: no MTP draft on either side
 ])
 def test_each_method_plans_as_the_deployment_side(base, method, draft_model):
     r = plan(_scenario(base, tokens=3, method=method, **({"draft_model": draft_model} if draft_model else {})))
@@ -132,3 +133,13 @@ def test_the_speed_model_adds_no_mtp_draft_beside_a_draft_model():
     d = Deployment(model="glm-4.5-air", gpu="h100", draft_checkpoint="some/draft")
     assert with_mtp_draft(load_catalog(), d, 3).mtp_draft is False
     assert with_mtp_draft(load_catalog(), d.model_copy(update={"draft_checkpoint": None}), 3).mtp_draft is True
+
+
+def test_ngram_on_a_model_with_mtp_layers_holds_no_mtp_draft():
+    """GLM-4.5-Air ships MTP layers: a scenario drafting by ngram plans the memory of one without speculative
+    decoding (no MTP weights or KV) and serves more users than MTP drafting at the same assumed acceptance."""
+    ngram = plan(_scenario(GLM, tokens=3, method="ngram"))
+    mtp, plain = plan(_scenario(GLM, tokens=3, method="mtp")), plan(Scenario(**GLM))
+    assert ngram.capacity.cell.kv_max_concurrency == plain.capacity.cell.kv_max_concurrency
+    assert ngram.capacity.cell.kv_max_concurrency > mtp.capacity.cell.kv_max_concurrency
+    assert ngram.supported_users > mtp.supported_users

@@ -293,6 +293,8 @@ def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | Non
         return spec.model_copy(update={"draft_model": draft.repo}) if draft else spec
     if spec is None or spec.method is not None:
         return spec
+    if d.speculative_method is not None:  # the method the deployment names
+        return spec.model_copy(update={"method": d.speculative_method})
     try:
         mtp = with_mtp_draft(catalog, d, spec.tokens).mtp_draft
     except UnknownModelError:
@@ -312,6 +314,12 @@ def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Dep
         raise InvalidScenarioError("the plan counts an EAGLE-3 draft the launch command starts only with speculative "
                                    "decoding by the eagle3 method and that draft", field="eagle3_draft",
                                    allowed=f"method eagle3 with draft_model {d.eagle3_draft}, or no eagle3_draft")
+    if d.speculative_method is not None and (spec is None or spec.method != d.speculative_method):
+        raise InvalidScenarioError(f"the deployment drafts by {d.speculative_method}; the launch command starts it only "
+                                   "with speculative decoding by that method", field="speculative_method",
+                                   allowed=f"speculative decoding with method {d.speculative_method}, or leave it out")
+    if spec is not None and spec.method:  # the speed model prices the method's drafts (no MTP draft beside ngram)
+        d = d.model_copy(update={"speculative_method": spec.method})
     if spec is not None and spec.method == "eagle3" and spec.draft_model:
         return d.model_copy(update={"eagle3_draft": spec.draft_model, "speculative_tokens": spec.tokens})
     if spec is not None and spec.method == "draft_model" and spec.draft_model:  # counted where fit can (memory.draft_model)

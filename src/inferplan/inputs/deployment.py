@@ -16,6 +16,9 @@ MAX_GPUS = 100_000
 # the smallest KV bytes per token a stated figure may have: a model with a handful of attention
 # layers at a 2-bit cache still needs several KiB, so less is a typo (1 byte made 55 billion tokens)
 MIN_KV_BYTES_PER_TOKEN = 1024
+SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made: deploy, fit, perf and a scenario
+# the draft field each method fills (ngram drafts from the tokens already seen and holds none)
+METHOD_DRAFT_FIELDS = {"mtp": "mtp_draft", "eagle3": "eagle3_draft", "draft_model": "draft_checkpoint"}
 
 
 class Deployment(Input):
@@ -87,6 +90,10 @@ class Deployment(Input):
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens the engine verifies per decode step "
                                     "(--speculative-tokens, any draft method; 0: none): vLLM captures its CUDA graphs "
                                     "for 1 + this many tokens per sequence")
+    speculative_method: Literal[SPECULATIVE_METHODS] | None = Field(
+        None, description="how the speculative_tokens are drafted: ngram (from the tokens already seen: no draft "
+                          "weights or KV), draft_model, eagle3 or mtp; left out: mtp where the model ships MTP layers "
+                          "and the engine drafts with them (as perf plans it), else ngram")
     concurrency: int | None = Field(None, ge=1, le=10_000_000, description="sequences served at once, for the largest-context answer")
     kv_bytes_per_token: float | None = Field(
         None, ge=MIN_KV_BYTES_PER_TOKEN, le=1e9,
@@ -139,6 +146,20 @@ class Deployment(Input):
     @classmethod
     def _runner_upper(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_draft_method(self) -> "Deployment":
+        method = self.speculative_method
+        other = [(m, f) for m, f in METHOD_DRAFT_FIELDS.items() if m != method and getattr(self, f)]
+        if method is not None and other:  # located at speculative_method, the field that names the method
+            own, field = other[0]
+            raise ValidationError.from_exception_data(type(self).__name__, [InitErrorDetails(
+                type=PydanticCustomError("draft_method", "{field} drafts by {own}, not {method}",
+                                         {"field": field, "own": own, "method": method,
+                                          "allowed": f"{own} with {field}, or leave {field} out"}),
+                loc=("speculative_method",),
+                input=method)])
+        return self
 
     @model_validator(mode="after")
     def _hardware_named(self) -> "Deployment":

@@ -205,9 +205,9 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     model_file = _model_file(started, card)
     values = {"served_model": served_name(started, data), "tokenizer": _tokenizer(started, repo, catalog),
               "model_file": model_file, "input_len": inp, "output_len": out, "port": started.port}
-    predictions = []
+    predictions, drafted = [], with_draft(d, catalog, speculative)  # priced by its method (ngram: no draft forward)
     for c in levels:
-        e = estimate(d, w.model_copy(update={"concurrency": c}), catalog, use_profiles=False)
+        e = estimate(drafted, w.model_copy(update={"concurrency": c}), catalog, use_profiles=False)
         predictions.append(Prediction(concurrency=c, input_tokens=inp, output_tokens=out, ttft_s=e.ttft_s, tpot_s=e.tpot_s,
                                       output_tokens_per_s_total=e.output_tokens_per_s_total, source=e.source))
     return AcceptancePack(deployment=d, accelerator=resolve_hardware(catalog, d).accel.id,

@@ -17,7 +17,7 @@ from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
 from inferplan.catalog.schema import Quantization
 from inferplan.errors import InferplanError, InvalidScenarioError
-from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.deployment import SPECULATIVE_METHODS, Deployment
 from inferplan.memory.draft_headroom import check_outside_fraction
 from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.resolve import resolve_model
@@ -157,21 +157,18 @@ def draft_notes(rule: MtpRule | None, arch: Architecture | None) -> list[str]:
 
 def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deployment:
     """The deployment as it runs ``speculative_tokens`` draft tokens per step: drafting with the model's
-    own MTP layers where it has them and the engine drafts with them (its memory then counts them);
-    unchanged otherwise (another draft, or none)."""
+    own MTP layers where it has them, the engine drafts with them and ``d`` names no other method (its memory
+    then counts them); unchanged otherwise (another draft or method, such as ngram, or none)."""
     if not speculative_tokens:
         return d
     d = d.model_copy(update={"speculative_tokens": speculative_tokens})  # verified per decode step, whatever drafts them
-    if d.mtp_draft or d.eagle3_draft or d.draft_checkpoint:
+    if d.mtp_draft or d.eagle3_draft or d.draft_checkpoint or d.speculative_method not in (None, "mtp"):
         return d
     spec = resolve_model(catalog, d.model)
     if not _has_mtp_layers(spec):  # before _refusal, which lists the catalogue's MTP models
         return d
     _, refused = _refusal(catalog, d, spec, catalog.engine(d.engine).id)
     return d if refused is not None else d.model_copy(update={"mtp_draft": True})
-
-
-SPECULATIVE_METHODS = ("ngram", "draft_model", "eagle3", "mtp")  # how drafts are made: deploy, fit, perf and a scenario
 
 
 def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None,
@@ -182,7 +179,14 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     ``draft_model`` (left out: the model's one catalogued draft) as ``eagle3_draft`` (``memory.eagle3``: the
     memory counts a catalogued draft); ``draft_model`` with the smaller model ``draft_model`` names as
     ``draft_checkpoint`` (``memory.draft_model``: refused without one); left out, the draft ``perf`` plans
-    (``with_mtp_draft``); ngram holds nothing more in the memory planned here."""
+    (``with_mtp_draft``); ngram holds nothing more in the memory planned here. The method is the
+    deployment's ``speculative_method`` from then on (the speed model adds no MTP draft to another method);
+    left out, the one ``d`` states."""
+    if speculative_method is None:
+        speculative_method = d.speculative_method
+    elif d.speculative_method not in (None, speculative_method):
+        raise InvalidScenarioError(f"the deployment drafts by {d.speculative_method}, not {speculative_method}",
+                                   field="speculative_method", allowed=f"{d.speculative_method}, or leave one out")
     if speculative_method is not None and speculative_method not in SPECULATIVE_METHODS:
         raise InvalidScenarioError(f"{speculative_method!r} is not a speculative method", field="speculative_method",
                                    allowed=", ".join(SPECULATIVE_METHODS), names=())  # draft_model: a method
@@ -200,6 +204,7 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
         return d
     if speculative_method is None:
         return with_mtp_draft(catalog, d, speculative_tokens)
+    d = d.model_copy(update={"speculative_method": speculative_method})
     if speculative_method == "eagle3":
         return _with_eagle3(catalog, d, draft_model)
     if speculative_method == "draft_model":

@@ -207,8 +207,10 @@ class ServingContext:
         """The draft tokens' time per round: each costs a share of a whole-model step, which under
         pipeline parallelism is every stage's (``step`` is one stage's), and every micro-batch of the
         round drafts its own on the last stage. A separate draft model's token costs its share of the step's
-        maths and the kernel launches of its own decoder layers (not the step's fixed and per-sequence costs)."""
-        if not self.w.speculative_tokens:
+        maths and the kernel launches of its own decoder layers (not the step's fixed and per-sequence costs). N-gram
+        drafting runs no model: it matches the sequence's last tokens against its earlier ones on the host
+        (vllm-project/vllm vllm/v1/spec_decode/ngram_proposer.py, numba over token arrays), so no GPU time."""
+        if not self.w.speculative_tokens or self.d.speculative_method == "ngram":
             return 0.0
         in_flight = self.micro_batches_in_flight(batch)
         if self.work.draft_active_params:  # a draft model's forward: its share of the maths, its own layers' launches

@@ -49,6 +49,8 @@ def resolve_acceptance(catalog: Catalog, d: Deployment, stated: float | None) ->
         return Acceptance(DEFAULT_ACCEPTANCE_RATE, f"assumed: {d.eagle3_draft} publishes none")
     if d.mtp_draft:
         return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: the model's MTP layers publish none")
+    if d.speculative_method == "ngram":
+        return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: the catalogue has no n-gram drafting acceptance")
     return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: none stated")
 
 

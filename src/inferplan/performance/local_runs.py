@@ -131,7 +131,7 @@ def run_deployment(run: UserRun, **settings) -> Deployment:
     EAGLE-3 draft where it is eagle3), with ``settings`` beside."""
     method = run.speculative_method if run.speculative_tokens else None
     mtp = {"mtp_draft": True} if method == "mtp" else {"eagle3_draft": run.draft_model} if method == "eagle3" and run.draft_model else {}
-    mtp |= ({"speculative_tokens": run.speculative_tokens} if run.speculative_tokens else {}) | (
+    mtp |= ({"speculative_tokens": run.speculative_tokens, "speculative_method": method} if run.speculative_tokens else {}) | (
         {"enforce_eager": True} if run.enforce_eager else {})
     return Deployment(model=run.model, gpu=run.accelerator, gpus=run.gpus, tensor_parallel_size=run.tensor_parallel_size,
                       pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=run.data_parallel_size,

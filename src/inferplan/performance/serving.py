@@ -161,8 +161,7 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
                            "engine support for the combination varies by build (check yours)")
     if w.speculative_tokens:
         assumptions.append(f"speculative decoding: {w.speculative_tokens} draft tokens at {ctx.acceptance.text} → "
-                           f"{ctx.tau:.2f} tokens per step; each draft token costs {ctx.work.draft_cost_ratio:.3f} of a step "
-                           f"({_draft_cost_basis(ctx)})")
+                           f"{ctx.tau:.2f} tokens per step; {_draft_cost(ctx)}")
     assumptions.extend(ctx.network_notes)
     if ctx.pp > 1:
         assumptions.append(hop_note(ctx, running))
@@ -433,11 +432,15 @@ def frontier(d: Deployment, w: Workload, catalog: Catalog | None = None, *, poin
     )
 
 
-def _draft_cost_basis(ctx: ServingContext) -> str:
-    """What a draft token's share of a step stands for, as ``ModelWork.draft_cost_ratio`` prices it."""
+def _draft_cost(ctx: ServingContext) -> str:
+    """What a draft token costs, as ``ServingContext.draft_s`` prices it: nothing for n-gram matching, else its
+    share of a step (``ModelWork.draft_cost_ratio``) and what that share stands for."""
+    if ctx.d.speculative_method == "ngram":
+        return "n-gram drafts cost no GPU time (matched over the sequence's own tokens on the host, no draft model)"
     work = ctx.work
+    share = f"each draft token costs {work.draft_cost_ratio:.3f} of a step"
     if work.draft_active_params:
-        return (f"of its maths: a forward of draft model {ctx.d.draft_checkpoint}, {work.draft_active_params / 1e9:.2f}B "
+        return (f"{share} (of its maths: a forward of draft model {ctx.d.draft_checkpoint}, {work.draft_active_params / 1e9:.2f}B "
                 f"active parameters over the target's {work.active_params / 1e9:.2f}B; and the kernel launches of its "
-                f"{work.draft_layers} decoder layers")
-    return "one decoder layer and the lm_head, as MTP and EAGLE heads are built"
+                f"{work.draft_layers} decoder layers)")
+    return f"{share} (one decoder layer and the lm_head, as MTP and EAGLE heads are built)"
