@@ -158,3 +158,18 @@ def test_a_split_placed_by_fit_is_said_and_left_to_ollama():
     assert command.files == () and "num_gpu" not in (command.script or "")
     assert any(n.startswith("Ollama (llama-server --fit) places the weights as -ngl") for n in command.notes)
     assert not any("with every layer on the GPU" in n for n in command.notes)
+
+
+def test_stated_experts_in_host_ram_reach_llama_server_through_ollamas_environment():
+    """Ollama passes its own environment on to llama-server, which reads --n-cpu-moe from LLAMA_ARG_N_CPU_MOE: the
+    stated split runs (not --fit's), and a note says every model that server loads gets it."""
+    d = Deployment(model="gpt-oss:120b", gpu="rtx-4090", n_cpu_moe=30, host_memory_gb=128)
+    command = launch_command(d, CATALOG)
+    env, argv = _server_env(command.script)
+    assert DATA.engine_env["n_cpu_moe"] == "LLAMA_ARG_N_CPU_MOE" and env["LLAMA_ARG_N_CPU_MOE"] == "30"
+    assert argv == list(DATA.server) and MODELFILE not in command.script
+    assert any(n.startswith("n_cpu_moe 30 as LLAMA_ARG_N_CPU_MOE") and "every model that server loads" in n
+               for n in command.notes)
+    assert not any("Ollama takes no setting" in n for n in command.notes)
+    (container,) = next(yaml.safe_load_all(kubernetes_manifest(d, CATALOG)))["spec"]["template"]["spec"]["containers"]
+    assert {"name": "LLAMA_ARG_N_CPU_MOE", "value": "30"} in container["env"]
