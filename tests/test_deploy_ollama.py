@@ -173,3 +173,11 @@ def test_stated_experts_in_host_ram_reach_llama_server_through_ollamas_environme
     assert not any("Ollama takes no setting" in n for n in command.notes)
     (container,) = next(yaml.safe_load_all(kubernetes_manifest(d, CATALOG)))["spec"]["template"]["spec"]["containers"]
     assert {"name": "LLAMA_ARG_N_CPU_MOE", "value": "30"} in container["env"]
+
+
+def test_the_image_is_the_newest_release_the_names_were_read_at():
+    """The launch's names were read at fb307609 (v0.33.0-rc2); v0.32.15 is the newest release among its ancestors
+    (v0.32.9 is not one) and builds llama-server from the same llama.cpp tag, b10488."""
+    assert DATA.release == "0.32.15" and DATA.image("nvidia") == "ollama/ollama:0.32.15"
+    note = CATALOG.sources[DATA.image_source].note
+    assert "v0.32.15" in note and "b10488" in note and "v0.32.9 and v0.32.12" in note
