@@ -181,3 +181,13 @@ def test_the_image_is_the_newest_release_the_names_were_read_at():
     assert DATA.release == "0.32.15" and DATA.image("nvidia") == "ollama/ollama:0.32.15"
     note = CATALOG.sources[DATA.image_source].note
     assert "v0.32.15" in note and "b10488" in note and "v0.32.9 and v0.32.12" in note
+
+
+def test_a_stated_split_on_unknown_host_ram_is_launched_with_the_ram_it_needs_said():
+    """The -ngl --fit chooses, stated back without the host RAM: launched as the chosen one is, the RAM it needs said."""
+    chosen = launch_command(Deployment(model="qwen3:32b", gpu="rtx-4090"), CATALOG)
+    placed = next(n for n in chosen.notes if n.startswith("Ollama (llama-server --fit) places the weights as -ngl"))
+    n = int(placed.split("-ngl ")[1].split(":")[0])
+    stated = launch_command(Deployment(model="qwen3:32b", gpu="rtx-4090", n_gpu_layers=n), CATALOG)
+    assert f"PARAMETER num_gpu {n}" in stated.script
+    assert f"the split stated: {placed[placed.index('it needs'):]}" in stated.notes, stated.notes
