@@ -158,3 +158,36 @@ def test_a_split_placed_by_fit_is_said_and_left_to_ollama():
     assert command.files == () and "num_gpu" not in (command.script or "")
     assert any(n.startswith("Ollama (llama-server --fit) places the weights as -ngl") for n in command.notes)
     assert not any("with every layer on the GPU" in n for n in command.notes)
+
+
+def test_stated_experts_in_host_ram_reach_llama_server_through_ollamas_environment():
+    """Ollama passes its own environment on to llama-server, which reads --n-cpu-moe from LLAMA_ARG_N_CPU_MOE: the
+    stated split runs (not --fit's), and a note says every model that server loads gets it."""
+    d = Deployment(model="gpt-oss:120b", gpu="rtx-4090", n_cpu_moe=30, host_memory_gb=128)
+    command = launch_command(d, CATALOG)
+    env, argv = _server_env(command.script)
+    assert DATA.engine_env["n_cpu_moe"] == "LLAMA_ARG_N_CPU_MOE" and env["LLAMA_ARG_N_CPU_MOE"] == "30"
+    assert argv == list(DATA.server) and MODELFILE not in command.script
+    assert any(n.startswith("n_cpu_moe 30 as LLAMA_ARG_N_CPU_MOE") and "every model that server loads" in n
+               for n in command.notes)
+    assert not any("Ollama takes no setting" in n for n in command.notes)
+    (container,) = next(yaml.safe_load_all(kubernetes_manifest(d, CATALOG)))["spec"]["template"]["spec"]["containers"]
+    assert {"name": "LLAMA_ARG_N_CPU_MOE", "value": "30"} in container["env"]
+
+
+def test_the_image_is_the_newest_release_the_names_were_read_at():
+    """The launch's names were read at fb307609 (v0.33.0-rc2); v0.32.15 is the newest release among its ancestors
+    (v0.32.9 is not one) and builds llama-server from the same llama.cpp tag, b10488."""
+    assert DATA.release == "0.32.15" and DATA.image("nvidia") == "ollama/ollama:0.32.15"
+    note = CATALOG.sources[DATA.image_source].note
+    assert "v0.32.15" in note and "b10488" in note and "v0.32.9 and v0.32.12" in note
+
+
+def test_a_stated_split_on_unknown_host_ram_is_launched_with_the_ram_it_needs_said():
+    """The -ngl --fit chooses, stated back without the host RAM: launched as the chosen one is, the RAM it needs said."""
+    chosen = launch_command(Deployment(model="qwen3:32b", gpu="rtx-4090"), CATALOG)
+    placed = next(n for n in chosen.notes if n.startswith("Ollama (llama-server --fit) places the weights as -ngl"))
+    n = int(placed.split("-ngl ")[1].split(":")[0])
+    stated = launch_command(Deployment(model="qwen3:32b", gpu="rtx-4090", n_gpu_layers=n), CATALOG)
+    assert f"PARAMETER num_gpu {n}" in stated.script
+    assert f"the split stated: {placed[placed.index('it needs'):]}" in stated.notes, stated.notes

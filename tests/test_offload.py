@@ -29,10 +29,24 @@ def test_short_host_memory_does_not_fit_and_names_it():
     assert any("host_memory_gb" in note for note in short.assumptions)
 
 
-def test_offloading_needs_the_host_memory_stated():
-    with pytest.raises(InvalidScenarioError) as err:
-        fit(Deployment(**BASE, n_cpu_moe=10))
-    assert err.value.field == "host_memory_gb"
+def test_a_llamacpp_split_on_unknown_host_ram_says_what_it_needs():
+    """As for the split llama-server's --fit chooses: planned, the host RAM it needs said and not assumed there."""
+    unknown = fit(Deployment(**BASE, n_cpu_moe=10))
+    known = fit(Deployment(**BASE, n_cpu_moe=10, host_memory_gb=64))
+    assert unknown.fits and unknown.host_memory_origin == "unstated" and unknown.host_memory_budget_bytes is None
+    assert unknown.host_memory_bytes_used == known.host_memory_bytes_used > 0
+    assert any("not stated (host_memory_gb): check it has that much" in a for a in unknown.assumptions)
+
+
+def test_other_offloads_need_the_host_memory_stated():
+    """A weight stream (vLLM --cpu-offload-gb), KTransformers' experts and a host KV tier are not planned against
+    RAM nobody stated: they ask for it."""
+    for d in (Deployment(model="llama-3.1-70b", gpu="h100-sxm", gpus=8, cpu_offload_gb=4),
+              Deployment(model="qwen3-30b-a3b", gpu="rtx-4090", engine="ktransformers", kt_num_gpu_experts=0),
+              Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="vllm", kv_offloading_size=8)):
+        with pytest.raises(InvalidScenarioError) as err:
+            fit(d)
+        assert err.value.field == "host_memory_gb", d
 
 
 @pytest.mark.parametrize("field, engine", [("n_gpu_layers", "vllm"), ("n_cpu_moe", "sglang"), ("cpu_offload_gb", "llamacpp")])

@@ -84,6 +84,22 @@ def test_perf_prices_the_split_as_a_stated_one():
     assert placed.tpot_s == stated.tpot_s and placed.ttft_s == stated.ttft_s
 
 
+def test_the_split_chosen_on_unknown_host_ram_gets_the_same_answer_stated_back():
+    """Host RAM unknown: the split --fit chooses is priced with what it needs said, and so is the same -ngl stated."""
+    placed = estimate(Deployment(model="qwen3:32b", gpu="rtx-4090"), Workload(), CATALOG)
+    n = placed.n_gpu_layers
+    stated = estimate(Deployment(model="qwen3:32b", gpu="rtx-4090", n_gpu_layers=n), Workload(), CATALOG)
+    assert placed.placement_chosen_by == "llama-server --fit" and stated.placement_chosen_by is None
+    assert placed.tpot_s == stated.tpot_s and placed.ttft_s == stated.ttft_s
+    said = fit(Deployment(model="qwen3:32b", gpu="rtx-4090", n_gpu_layers=n), CATALOG)
+    assert said.fits and said.host_memory_origin == "unstated" and said.host_memory_budget_bytes is None
+    assert any("host memory:" in a and "not stated (host_memory_gb)" in a for a in said.assumptions)
+    client = TestClient(create_app())
+    chosen = client.post("/api/perf", json={"deployment": {"model": "qwen3:32b", "gpu": "rtx-4090"}}).json()
+    p = client.post("/api/perf", json={"deployment": {"model": "qwen3:32b", "gpu": "rtx-4090", "n_gpu_layers": n}})
+    assert p.status_code == 200 and p.json()["tpot_s"] == chosen["tpot_s"] and chosen["n_gpu_layers"] == n
+
+
 def test_the_api_answers_with_the_placement_chosen():
     client = TestClient(create_app())
     r = client.post("/api/fit", json={"model": "qwen3:32b", "gpu": "rtx-4090"}).json()

@@ -48,14 +48,12 @@ def test_a_tag_without_a_projector_size_keeps_the_text_model_alone(tmp_path):
     assert r.vision_projector_bytes_per_gpu == 0
     assert r.kv_cache_bytes_per_gpu == pytest.approx(_same_build_by_card(unwired).kv_cache_bytes_per_gpu)
     assert "text only, where Ollama also loads the vision projector on the GPU" in r.build_note
-    gemma4 = fit_or_suggest(Deployment(model="gemma4:31b", gpu="rtx-4090"), CATALOG)  # no size sourced for it
-    assert gemma4.vision_projector_bytes_per_gpu == 0 and "text only" in gemma4.build_note
 
 
 def test_every_vision_tag_with_a_size_carries_a_sourced_one():
     sized = {t.tag: t.vision_projector_bytes for card in CATALOG.models for t in card.ollama_tags
              if t.vision_projector_bytes is not None}
-    assert {"gemma3:27b", "gemma3:27b-it-q4_K_M", "gemma4:26b", "mistral-small3.2:24b"} <= sized.keys()
+    assert {"gemma3:27b", "gemma3:27b-it-q4_K_M", "gemma4:26b", "gemma4:31b", "mistral-small3.2:24b"} <= sized.keys()
     for tag, size in sized.items():
         assert size.source in CATALOG.sources and size.kind.value == "spec", tag
 
@@ -88,3 +86,19 @@ def test_a_stated_layer_count_below_every_layer_runs_the_projector_on_the_cpu():
     whole = fit_or_suggest(Deployment(model="gemma3:27b", gpu="rtx-4090", n_gpu_layers=999, host_memory_gb=64), CATALOG)
     assert partial.vision_projector_bytes_per_gpu == 0 and "vision projector on the CPU" in partial.build_note
     assert whole.vision_projector_bytes_per_gpu == GEMMA3_PROJECTOR
+
+
+def test_gemma4_31bs_projector_is_counted_and_fit_keeps_fewer_layers_for_it(tmp_path):
+    """Ollama asks --fit to keep the projector free beside its margin: with the F16 projector counted (1.12 GB, as
+    rounded by its source), the split --fit chooses on a T4 holds fewer layers than the text model alone would."""
+    tag = next(t for card in CATALOG.models for t in card.ollama_tags if t.tag == "gemma4:31b")
+    assert tag.vision_projector_bytes.value == pytest.approx(1.12e9) and "rounded to 0.01 GB" in tag.vision_projector_bytes.note
+    counted = fit_or_suggest(Deployment(model="gemma4:31b", gpu="t4"), CATALOG)
+    assert counted.vision_projector_bytes_per_gpu == pytest.approx(1.12e9) and "text only" not in counted.build_note
+    line = '{tag: "gemma4:31b", quantization: gguf-q4_k_m, source: ollama-default-tags-q4-k-m, ' \
+        "vision_projector_source: ollama-vision-projector-arches"
+    sized = line + ',\n         vision_projector_bytes: {value: 1.12, unit: GB, kind: spec, source: gemma-4-31b-mmproj, ' \
+        'note: "mmproj-gemma-4-31B-it-f16.gguf, rounded to 0.01 GB"}}'
+    text_only = fit_or_suggest(Deployment(model="gemma4:31b", gpu="t4"), _load_with(tmp_path, sized, line + "}"))
+    assert text_only.vision_projector_bytes_per_gpu == 0
+    assert 0 < counted.n_gpu_layers < text_only.n_gpu_layers

@@ -67,9 +67,20 @@ class OllamaLaunch(Frozen):
     modelfile_source: str
     by_itself: dict[str, str] = {}  # a setting Ollama takes no value for but does as planned on its own -> how
     by_itself_source: str | None = None
+    # a Deployment setting -> the engine's variable the server passes on to every engine process it starts
+    engine_env: dict[str, str] = {}
+    engine_env_source: str | None = None
+    engine_env_note: str | None = None  # what setting it there means (every model the server loads gets it)
     images: dict[str, str] = {}  # a GPU vendor -> the container image, {release} replaced by ``release``
     image_source: str
     models_dir: str  # where the server keeps pulled models (a container's volume)
+
+    @model_validator(mode="after")
+    def _engine_env_said(self) -> "OllamaLaunch":
+        if self.engine_env and (self.engine_env_source is None or not self.engine_env_note):
+            raise ValueError("engine_env needs engine_env_source and engine_env_note (what setting it means for "
+                             "every model the server loads)")
+        return self
 
     def image(self, vendor: str) -> str | None:
         """The container image of ``release`` for ``vendor``'s GPUs (None: none recorded)."""
@@ -78,7 +89,7 @@ class OllamaLaunch(Frozen):
 
     def sources(self) -> tuple[str | None, ...]:
         return (self.command_source, self.openai_source, self.env_source, self.kv_cache_source, self.modelfile_source,
-                self.by_itself_source, self.image_source)
+                self.by_itself_source, self.engine_env_source, self.image_source)
 
 
 class FitPlacement(Frozen):

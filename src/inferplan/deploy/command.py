@@ -20,6 +20,7 @@ from pydantic import Field
 from inferplan.catalog.flags_schema import EngineFlags, LaterFlags, flags_for
 from inferplan.memory.hardware import build_note, with_default_engine
 from inferplan.memory.fit import as_planned, plan_memory
+from inferplan.memory.host_budget import unstated_host_note
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
 from inferplan.memory.mtp import SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft
@@ -240,11 +241,15 @@ def _ollama_command(d: Deployment, catalog: Catalog, flags: EngineFlags, start, 
 
 def _ollama_build_notes(d: Deployment, catalog: Catalog) -> tuple[str, ...]:
     """The build line of an Ollama tag's launch and, where llama-server's --fit places its weights (no layer count
-    stated, so the launch states none either), the placement the plan found for it: the memory fit's own lines."""
+    stated, so the launch states none either), the placement the plan found for it: the memory fit's own lines; a
+    stated split on a machine whose host RAM is not known says the RAM it needs."""
     if d.gpu is None and d.system is None:
         return tuple(filter(None, (build_note(catalog, d),)))
     fit = plan_memory(one_instance(d), catalog).result
-    return tuple(filter(None, (fit.build_note, fit.placement_note)))
+    host = None  # a stated split on a machine of unknown host RAM: what it needs (a chosen one's placement says it)
+    if fit.placement_note is None and fit.host_memory_origin == "unstated":
+        host = f"the split stated: {unstated_host_note(fit.host_memory_bytes_used, fit.host_memory_reserved_bytes)}"
+    return tuple(filter(None, (fit.build_note, fit.placement_note, host)))
 
 
 def _cold_start_comment(d: Deployment, catalog: Catalog, release: str | None) -> tuple[str, ...]:

@@ -63,7 +63,8 @@ def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: Eng
     """Ollama's launch of ``d`` (running ``named``, the tag's build): the variables of ``OllamaLaunch.env`` for the
     settings the plan states (the running-sequence cap at the engine's planned default where none is stated),
     the KV-cache type with the variables it needs, the listen address, and a stated layer count as a Modelfile
-    parameter. ``engine``: the flag record of the engine Ollama runs, whose settings say what the plan states."""
+    parameter, and a setting only the engine takes (``OllamaLaunch.engine_env``) as the engine's variable in the
+    server's environment, said for every model it loads. ``engine``: the flag record of the engine Ollama runs, whose settings say what the plan states."""
     data = ollama_launch_data(catalog)
     port = port or data.default_port
     env = {data.host_env: f"{host}:{port}"}
@@ -81,6 +82,9 @@ def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: Eng
         elif setting in data.modelfile_parameters:
             parameters[data.modelfile_parameters[setting]] = value
             stated.append(f"{setting} {value} as PARAMETER {data.modelfile_parameters[setting]}")
+        elif setting in data.engine_env:
+            env[data.engine_env[setting]] = str(value)
+            notes.append(f"{setting} {value} as {data.engine_env[setting]}: {data.engine_env_note}")
         elif setting in data.by_itself:
             notes.append(f"{setting} {value}: not set, {data.by_itself[setting]}")
         else:

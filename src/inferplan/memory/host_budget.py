@@ -32,7 +32,7 @@ class HostPool:
 
     total_bytes: float  # the RAM stated, on the system card, or the unified pool (0: unstated, not known)
     reserved_bytes: float  # kept for the OS and the engine process
-    origin: str  # "stated" | "system" | "unified" | "unstated" (weights the engine placed, on a machine of unknown RAM)
+    origin: str  # "stated" | "system" | "unified" | "unstated" (llama.cpp's split, on a machine of unknown RAM)
 
     @property
     def available_bytes(self) -> float:
@@ -45,9 +45,13 @@ def unified_pool_bytes(catalog: Catalog, accel: Accelerator) -> float:
     return device_total_bytes(catalog, accel, None)[0]
 
 
-def host_pool(catalog: Catalog, d: Deployment, hw: Hardware, hicache: bool) -> HostPool:
+def host_pool(catalog: Catalog, d: Deployment, hw: Hardware, hicache: bool, layers_on_cpu: bool = False) -> HostPool:
     """The host RAM of the deployment's machine, and the share kept back; raises naming
-    ``host_memory_gb`` where it is needed and not known, or stated where it is the GPU's memory."""
+    ``host_memory_gb`` where it is needed and not known, or stated where it is the GPU's memory.
+    ``layers_on_cpu``: what is in host RAM is llama.cpp's split alone (layers or experts the CPU runs, no host KV
+    tier), which on a machine of unknown RAM is planned as the split ``--fit`` chooses is: the pool is "unstated"
+    and the notes say what it needs. Other offloads (a weight stream, KTransformers' experts, a host KV tier) ask
+    for the RAM, so that nothing is planned against RAM taken as unlimited."""
     reserve = catalog.constant("host-memory-reserve-bytes")
     if hicache:  # SGLang sizes its host pool against the available memory less its own reserve
         reserve = max(reserve, catalog.constant("sglang-hicache-host-reserve-bytes"))
@@ -62,13 +66,19 @@ def host_pool(catalog: Catalog, d: Deployment, hw: Hardware, hicache: bool) -> H
     if d.host_memory_gb is not None:
         return HostPool(d.host_memory_gb * GiB, reserve, "stated")
     card = hw.system.host_memory_bytes if hw.system is not None else None
-    if card is None and d.placement_chosen_by:  # the engine placed weights in host RAM: say what it needs
+    if card is None and (d.placement_chosen_by or layers_on_cpu):  # llama.cpp's split: say what it needs
         return HostPool(0.0, reserve, "unstated")
     if card is None:
         where = f"{hw.system.name} states no host RAM" if hw.system is not None else "no system was given"
         raise InvalidScenarioError(f"weights or KV cache offloaded to host RAM: state how much host memory there is ({where})",
                                    field="host_memory_gb", allowed="host RAM in GiB, e.g. 64")
     return HostPool(card.capacity_gib * GiB, reserve, "system")
+
+
+def unstated_host_note(used_bytes: float, reserved_bytes: float) -> str:
+    """What a split on a machine of unknown host RAM needs, with what the OS and the engine keep."""
+    return (f"it needs {(used_bytes + reserved_bytes) / GiB:.1f} GiB of host RAM with what the OS and the engine keep "
+            "(--host-memory-gb not stated: check the machine has it)")
 
 
 def known_host_bytes(catalog: Catalog, d: Deployment) -> tuple[float, str] | None:
@@ -100,7 +110,8 @@ def host_memory_use(catalog: Catalog, d: Deployment, hw: Hardware, split: Offloa
     if split is None and not kv_tier:
         return 0.0, None, [], None
     check_hicache_tier(d, kv_tier / gpus, gpu_kv_bytes_per_gpu)
-    pool = host_pool(catalog, d, hw, bool(kv_tier and (d.hicache_ratio or d.hicache_size)))
+    pool = host_pool(catalog, d, hw, bool(kv_tier and (d.hicache_ratio or d.hicache_size)),
+                     layers_on_cpu=split is not None and split.mode == "cpu" and not kv_tier)
     lookup = w.embedding_bytes if engine.embeddings_on_host and not hw.accel.unified_memory else 0.0
     kv = split.host_kv_fraction * layout.sequence_bytes_per_gpu(max_len, 1) * _layout_gpus(layout) if split else 0.0
     weights = split.host_weight_bytes if split else 0.0

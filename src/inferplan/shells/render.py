@@ -167,6 +167,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                       + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
                       + (f"; host KV tier {r.host_kv_cache_tokens:,} tokens per instance" if r.host_kv_cache_tokens else ""),
                       highlight=False)
+    elif r.host_memory_origin == "unstated" and not r.placement_note:  # a stated split, host RAM not known
+        console.print(f"  host RAM: {gib(r.host_memory_bytes_used)} used, and {gib(r.host_memory_reserved_bytes)} kept for the OS "
+                      "and the engine (--host-memory-gb not stated: check the machine has both)", highlight=False)
     if not r.fits:
         if r.shortfall_bytes:
             console.print(f"  shortfall: {gib(r.shortfall_bytes)} per GPU")
