@@ -106,7 +106,9 @@ def test_perf_and_plan_do_not_take_a_drafting_run_for_one_without_drafts(tmp_pat
     at = ["--input-len", 1024, "--output-len", 256, "--concurrency", 8, "--db", db, "--json"]
     deployment = ["--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm"]
     assert cli("measurements", "import", DATA / "vllm_bench_serve_c8.json", *deployment, "--speculative-tokens", 2,
-               "--db", db).exit_code == 0
+               "--db", db, "--json").exit_code == 2  # ngram drafts (deploy's method here) have no default acceptance
+    assert cli("measurements", "import", DATA / "vllm_bench_serve_c8.json", *deployment, "--speculative-tokens", 2,
+               "--acceptance-rate", 0.7, "--db", db).exit_code == 0
     assert json.loads(cli("perf", *deployment, *at).stdout)["source"] == "calibrated-model"
     assert cli("measurements", "import", DATA / "vllm_bench_serve_c32.json", *deployment, "--db", db).exit_code == 0
     assert json.loads(cli("perf", *deployment, *at).stdout)["measured_record"] == 2  # the run without drafts

@@ -1,7 +1,7 @@
 """N-gram drafting on a model that ships MTP layers is planned as n-gram drafting, not MTP: the deployment
 names its method (``speculative_method``), so the memory holds no draft weights or KV, the drafts cost no
-GPU time and their acceptance is the default, said to be assumed; MTP is added only where MTP is the method,
-stated or the default where no other is named."""
+GPU time and their acceptance is the one stated (none is assumed: it is the workload's, and left out it is refused
+naming ``acceptance_rate``); MTP is added only where MTP is the method, stated or the default where no other is named."""
 
 import pytest
 from pydantic import ValidationError
@@ -18,9 +18,11 @@ from inferplan.performance.serving import estimate_at
 GLM = Deployment(model="glm-4.5-air", gpu="h100-sxm", gpus=4)
 
 
-def _context(method: str | None, tokens: int = 3) -> ServingContext:
+def _context(method: str | None, tokens: int = 3, rate: float | None = None) -> ServingContext:
     catalog = load_catalog()
-    w = Workload(input_len=1024, output_len=256, speculative_tokens=tokens)
+    if method == "ngram" and rate is None:
+        rate = 0.7  # the rate MTP is priced at here, stated
+    w = Workload(input_len=1024, output_len=256, speculative_tokens=tokens, acceptance_rate=rate if tokens else None)
     return ServingContext(catalog, with_drafts(catalog, GLM, w, method), w)
 
 
@@ -39,11 +41,20 @@ def test_ngram_holds_what_a_plan_without_speculative_decoding_holds():
     assert ngram.mp.result.weights_bytes == plain.mp.result.weights_bytes
 
 
-def test_ngram_drafts_cost_no_gpu_time_and_their_acceptance_is_said_to_be_assumed():
-    ngram = _context("ngram")
-    assert ngram.acceptance.assumed and "n-gram" in ngram.acceptance.basis
+def test_ngram_drafts_cost_no_gpu_time_at_the_stated_acceptance():
+    ngram = _context("ngram", rate=0.55)
+    assert (ngram.acceptance.rate, ngram.acceptance.basis) == (0.55, "stated")
     text = " ".join(estimate_at(ngram, 1).assumptions)
-    assert "n-gram drafts cost no GPU time" in text and "MTP" not in ngram.acceptance.basis
+    assert "n-gram drafts cost no GPU time" in text
+
+
+def test_ngram_without_a_stated_acceptance_is_refused_naming_the_field():
+    catalog = load_catalog()
+    w = Workload(input_len=1024, output_len=256, speculative_tokens=3)
+    with pytest.raises(InferplanError) as e:
+        ServingContext(catalog, with_drafts(catalog, GLM, w, "ngram"), w)
+    assert e.value.field == "acceptance_rate" and "no default" in str(e.value)
+    assert ServingContext(catalog, with_drafts(catalog, GLM, w, "mtp"), w).acceptance.assumed  # MTP keeps its default
 
 
 def test_the_speed_model_adds_mtp_only_where_mtp_is_the_method():
@@ -87,3 +98,22 @@ def test_deploy_launches_the_method_the_deployment_names():
     with pytest.raises(InferplanError) as e:
         launch_command(d, catalog, speculative=Speculative(tokens=3, method="mtp"))
     assert e.value.field == "speculative_method"
+
+
+def test_perf_refuses_ngram_without_a_stated_acceptance_naming_the_field_in_each_shell():
+    import json
+
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from inferplan.shells.api import create_app
+    from inferplan.shells.cli import app
+
+    args = ["perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "3", "--speculative-method", "ngram"]
+    r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == 2 and json.loads(r.stdout)["error"]["field"] == "--acceptance-rate"
+    assert CliRunner().invoke(app, [*args, "--acceptance-rate", "0.5"]).exit_code == 0
+    client, d = TestClient(create_app()), {"model": "llama-3.1-8b", "gpu": "h100", "speculative_method": "ngram"}
+    refused = client.post("/api/perf", json={"deployment": d, "workload": {"speculative_tokens": 3}})
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "workload.acceptance_rate"
+    assert client.post("/api/perf", json={"deployment": d, "workload": {"speculative_tokens": 3, "acceptance_rate": 0.5}}).status_code == 200

@@ -20,7 +20,12 @@ GLM = {"model": "glm-4.5-air", "quantization": "fp8", "platform": {"system": "hg
        "workload": {"preset": "chat-seat"}, "target_users": 2000}
 
 
+NGRAM_RATE = 0.7  # ngram has no default acceptance: these plans state the one MTP is assumed to have
+
+
 def _scenario(base: dict, **speculative) -> Scenario:
+    if speculative.get("method") == "ngram":
+        speculative.setdefault("acceptance_rate", NGRAM_RATE)
     return Scenario(**base, speculative=speculative)
 
 
@@ -29,7 +34,8 @@ def _deployment_side(base: dict, r, method: str | None, draft_model: str | None)
     catalog = load_catalog()
     c, w = r.capacity.cell, r.workload
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
-                     prefix_cache_hit_rate=w.cache_hit_rate, speculative_tokens=w.speculative_tokens)
+                     prefix_cache_hit_rate=w.cache_hit_rate, speculative_tokens=w.speculative_tokens,
+                     acceptance_rate=NGRAM_RATE if method == "ngram" else None)
     d = Deployment(model=base["model"], gpu=r.accelerator, quantization=base.get("quantization"),
                    tensor_parallel_size=c.tensor_parallel_size, pipeline_parallel_size=c.pipeline_parallel_size,
                    data_parallel_size=c.data_parallel_size if c.data_parallel_size > 1 else None,
@@ -92,7 +98,7 @@ def test_an_unknown_method_is_refused_naming_the_field_and_the_methods():
 @pytest.mark.parametrize("base, speculative, field", [
     (QWEN, {"tokens": 3, "method": "mtp"}, "speculative.method"),  # qwen3-8b ships no MTP layers
     (QWEN, {"tokens": 3, "method": "draft_model"}, "speculative.draft_model"),  # no draft named
-    (QWEN, {"tokens": 3, "method": "ngram", "draft_model": "qwen3-0.6b"}, "speculative.draft_model"),
+    (QWEN, {"tokens": 3, "method": "ngram", "acceptance_rate": 0.5, "draft_model": "qwen3-0.6b"}, "speculative.draft_model"),
     (QWEN, {"tokens": 3, "method": "draft_model", "draft_model": "llama-3.1-8b"}, "speculative.draft_model"),  # vocabulary
     (QWEN, {"tokens": 3, "method": "draft_model", "draft_model": "no-such-draft-model"}, "speculative.draft_model"),
 ])
@@ -137,9 +143,28 @@ def test_the_speed_model_adds_no_mtp_draft_beside_a_draft_model():
 
 def test_ngram_on_a_model_with_mtp_layers_holds_no_mtp_draft():
     """GLM-4.5-Air ships MTP layers: a scenario drafting by ngram plans the memory of one without speculative
-    decoding (no MTP weights or KV) and serves more users than MTP drafting at the same assumed acceptance."""
+    decoding (no MTP weights or KV) and serves more users than MTP drafting at the same acceptance (stated for ngram)."""
     ngram = plan(_scenario(GLM, tokens=3, method="ngram"))
     mtp, plain = plan(_scenario(GLM, tokens=3, method="mtp")), plan(Scenario(**GLM))
     assert ngram.capacity.cell.kv_max_concurrency == plain.capacity.cell.kv_max_concurrency
     assert ngram.capacity.cell.kv_max_concurrency > mtp.capacity.cell.kv_max_concurrency
     assert ngram.supported_users > mtp.supported_users
+
+
+def test_ngram_without_a_stated_acceptance_is_refused_naming_the_scenario_key():
+    """N-gram drafting has no default acceptance (it is the workload's): a scenario file and the API refuse it
+    naming speculative.acceptance_rate, and plan it with one stated."""
+    from fastapi.testclient import TestClient
+
+    from inferplan.shells.api import create_app
+
+    text = ("model: qwen3-8b\nplatform: {gpu: l40s, gpus: 1, quote_usd_per_system: 12000}\n"
+            "workload: {preset: chat-seat}\ntarget_users: 200\nspeculative: {tokens: 3, method: ngram}\n")
+    with pytest.raises(InferplanError) as e:
+        parse_scenario(text)
+    assert "speculative.acceptance_rate" in e.value.describe() and "no default" in e.value.describe()
+    stated = plan(parse_scenario(text.replace("method: ngram}", "method: ngram, acceptance_rate: 0.4}")))
+    assert stated.supported_users > 0
+    client = TestClient(create_app())
+    refused = client.post("/api/plan", json={"scenario": {**QWEN, "speculative": {"tokens": 3, "method": "ngram"}}, "draws": 0})
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "scenario.speculative.acceptance_rate"

@@ -102,3 +102,15 @@ def test_a_search_on_qwen3_8b_drafts_with_angelslims_head_on_vllm_only(catalog):
     assert picks and picks[0].draft_model == draft.repo and draft.repo in picks[0].deploy
     assert any(n.startswith(f"drafts priced at acceptance {acceptance_rate(draft):.3g} from {draft.repo}")
                for n in picks[0].notes)
+
+
+def test_the_space_adds_no_drafts_it_cannot_price_without_a_stated_acceptance(catalog):
+    """A search states no acceptance rate, so it tries no method that has no default one (n-gram: the rate is the
+    workload's); each speculative candidate's acceptance resolves (a published or the assumed default rate)."""
+    from inferplan.performance.drafts import NO_DEFAULT_ACCEPTANCE_METHODS
+
+    cells = _space(catalog, models=("qwen3-8b", "glm-4.5-air"), accelerators=("h100-sxm",), speculative=True)
+    drafted = [c for c in cells if c.speculative_tokens]
+    assert {c.speculative_method for c in drafted} == {"eagle3", "mtp"}  # the check below can fail
+    assert not [c for c in drafted if c.speculative_method in NO_DEFAULT_ACCEPTANCE_METHODS]
+    assert all(evaluate.draft_acceptance(catalog, c).rate > 0 for c in drafted[:4])

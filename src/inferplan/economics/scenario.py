@@ -17,6 +17,7 @@ from inferplan.inputs import Input, SafeName, stored
 from inferplan.inputs.deployment import MIN_KV_BYTES_PER_TOKEN
 from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE
 from inferplan.memory.mtp import SPECULATIVE_METHODS
+from inferplan.performance.drafts import NO_DEFAULT_ACCEPTANCE_METHODS, no_default_acceptance
 
 
 class Platform(Input):
@@ -93,13 +94,22 @@ class Speculative(Input):
         "how the drafts are made: ngram, draft_model (a separate smaller model), eagle3 (an EAGLE-3 head) or mtp (the "
         "model's multi-token-prediction layers); left out: eagle3 with a draft_model, else mtp where the model and "
         "engine draft with MTP layers"))
-    acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
+    acceptance_rate: float | None = Field(None, ge=0, le=1, validate_default=True, description=(
         "probability each draft token is accepted; left out: the catalogued draft_model's published rate, else "
-        f"{DEFAULT_ACCEPTANCE_RATE} (assumed; the plan's assumptions say which)"))
+        f"{DEFAULT_ACCEPTANCE_RATE} (assumed; the plan's assumptions say which); required with ngram (no default)"))
     draft_model: str | None = Field(None, min_length=3, max_length=300, description=(
         "the draft checkpoint: with eagle3 an EAGLE-3 head (its memory counted where the catalogue lists it; left out: "
         "the model's one catalogued draft), with draft_model the smaller model (a catalogue id, repo or config.json "
         "path; its weights and KV counted on vLLM)"))
+
+    @field_validator("acceptance_rate")
+    @classmethod
+    def _stated_where_no_default(cls, value: float | None, info: ValidationInfo) -> float | None:
+        """A method whose acceptance is the workload's alone (``NO_DEFAULT_ACCEPTANCE_METHODS``) takes a stated rate."""
+        method = info.data.get("method")
+        if value is None and method in NO_DEFAULT_ACCEPTANCE_METHODS:
+            raise ValueError(no_default_acceptance(method))
+        return value
 
     @property
     def planned_method(self) -> str | None:

@@ -21,7 +21,7 @@ class Workload(Input):
     speculative_tokens: int = Field(0, ge=0, le=32, description="draft tokens proposed per step")
     acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
         "probability each draft token is accepted; left out: a catalogued EAGLE-3 draft's published rate, else "
-        f"{DEFAULT_ACCEPTANCE_RATE} (assumed)"))
+        f"{DEFAULT_ACCEPTANCE_RATE} (assumed); none with ngram drafts: state it"))
     prefix_cache_hit_rate: float = Field(0.0, ge=0, le=1, description="share of input tokens served from the prefix cache")
     prefix_cache_host_share: float = Field(
         0.0, ge=0, le=1, description="of those cached tokens, the share found in the host-RAM KV tier (loaded over PCIe)")

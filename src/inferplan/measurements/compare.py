@@ -18,7 +18,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.measurements.records import MeasuredRun, failure_text
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
-from inferplan.performance.drafts import resolve_acceptance
+from inferplan.performance.drafts import NO_DEFAULT_ACCEPTANCE_METHODS, resolve_acceptance
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.local_runs import MeasuredPoint, release_reading, run_deployment, run_workload
 from inferplan.performance.serving import estimate
@@ -94,8 +94,8 @@ def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment
 def _draft_notes(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[str, ...]:
     """Where the acceptance rate the run's drafts are predicted at comes from: the acceptance its server measured
     (``measured_acceptance``, as its result file saves it) unless the run states another rate, which wins; else the one
-    perf resolves for its draft (``resolve_acceptance``: an EAGLE-3 draft's published one, else the default, assumed),
-    else the run's own; and that an EAGLE-3 run naming no draft (one an earlier release stored) is predicted without a
+    perf resolves for its draft (``resolve_acceptance``: an EAGLE-3 draft's published one, else the default, assumed;
+    ngram has none), else the run's own; and that an EAGLE-3 run naming no draft (one an earlier release stored) is predicted without a
     draft's memory."""
     if not run.speculative_tokens or run.acceptance_rate is None:
         return ()
@@ -106,8 +106,8 @@ def _draft_notes(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[str
         basis = (f"acceptance {rate:.3g} as the run states it (--acceptance-rate, over the {measured.rate:.3g} the server "
                  f"measured: {measured.text})")
     else:
-        resolved = resolve_acceptance(catalog, d, None)
-        basis = resolved.text if rate == resolved.rate else f"acceptance {rate:.3g} as the run states it"
+        resolved = None if d.speculative_method in NO_DEFAULT_ACCEPTANCE_METHODS else resolve_acceptance(catalog, d, None)
+        basis = resolved.text if resolved and rate == resolved.rate else f"acceptance {rate:.3g} as the run states it"
     unnamed = run.speculative_method == "eagle3" and not run.draft_model
     return (f"{run.speculative_tokens} draft tokens per step ({run.speculative_method}) predicted at {basis}",
             *(["the run names no EAGLE-3 draft: predicted without a draft's memory"] if unnamed else []))

@@ -121,7 +121,7 @@ class RunProvenance(Input):
         "model's one catalogued draft)"))
     acceptance_rate: float | None = Field(None, ge=0, le=1, description=(
         "per draft token (default: the one the acceptance length a vllm or sglang result file saves gives, else a "
-        "catalogued EAGLE-3 draft's published rate, else 0.7, assumed)"))
+        "catalogued EAGLE-3 draft's published rate, else 0.7, assumed; none with ngram drafts: state it)"))
 
     @field_validator("kv_cache_dtype")
     @classmethod
@@ -187,7 +187,8 @@ def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
     at: where the user left them out, as deploy launches a draft (``planned_speculative``: mtp where the model drafts
     with its own layers, else ngram; eagle3 with the model's one catalogued draft, and a catalogued draft named by
     its id as its repo) and the rate of the acceptance its server measured (``measured_acceptance``), else the rate
-    perf prices that draft at (``resolve_acceptance``: the draft's published one, else the default)."""
+    perf prices that draft at (``resolve_acceptance``: the draft's published one, else the default; ngram drafts have
+    none and are refused naming ``acceptance_rate``)."""
     if not run.speculative_tokens:
         return run
     from inferplan.deploy.command import Speculative, planned_speculative

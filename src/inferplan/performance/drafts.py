@@ -1,7 +1,8 @@
 """Speculative decoding as the speed model prices it: the flags ``deploy`` launches it with (the method
 and draft checkpoint, ``memory.mtp.with_speculative``: an MTP or catalogued EAGLE-3 draft's memory is
 counted) and the acceptance rate per draft token every estimate takes (``resolve_acceptance``): the one
-stated, else a catalogued EAGLE-3 draft's published one, else the default (assumed, and said so)."""
+stated, else a catalogued EAGLE-3 draft's published one, else the default (assumed, and said so), except for a
+method in ``NO_DEFAULT_ACCEPTANCE_METHODS``, which is refused without a stated rate."""
 
 from __future__ import annotations
 
@@ -9,12 +10,25 @@ from dataclasses import dataclass
 
 from inferplan.catalog.eagle3_drafts import draft_by_repo
 from inferplan.catalog.loader import Catalog, load_catalog
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import DEFAULT_ACCEPTANCE_RATE, Workload
 from inferplan.memory.eagle3 import acceptance_rate
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.resolve import resolve_model
+
+# Methods no rate is assumed for: their acceptance is the workload's alone. N-gram (prompt lookup) drafts only where
+# the output repeats the context: vllm-project/vllm#16258 finds it Pareto-worse than no drafting on code generation,
+# vllm-project/vllm#24344 measures 821 of 5,376 tokens of an edit set generated with no draft proposed, and vLLM's
+# docs (docs/features/speculative_decoding) call its speedups modest (docs/errors.md "acceptance_rate").
+NO_DEFAULT_ACCEPTANCE_METHODS = ("ngram",)
+
+
+def no_default_acceptance(method: str) -> str:
+    """Why ``method`` (one of ``NO_DEFAULT_ACCEPTANCE_METHODS``) is refused without a stated rate."""
+    return (f"{method} drafting has no default acceptance_rate: it drafts only where the output repeats the prompt, "
+            "so the rate is the workload's: state it (docs/errors.md)")
 
 
 @dataclass(frozen=True)
@@ -36,7 +50,8 @@ class Acceptance:
 def resolve_acceptance(catalog: Catalog, d: Deployment, stated: float | None) -> Acceptance:
     """The rate ``d``'s drafts are priced at: ``stated`` where given; else the one that gives its catalogued
     EAGLE-3 draft's published acceptance length (``memory.eagle3.acceptance_rate``); else the default,
-    assumed because the draft (or the model's MTP layers) publishes none."""
+    assumed because the draft (or the model's MTP layers) publishes none; a method in
+    ``NO_DEFAULT_ACCEPTANCE_METHODS`` without ``stated`` is refused naming ``acceptance_rate``."""
     if stated is not None:
         return Acceptance(stated, "stated")
     if d.eagle3_draft:
@@ -49,8 +64,9 @@ def resolve_acceptance(catalog: Catalog, d: Deployment, stated: float | None) ->
         return Acceptance(DEFAULT_ACCEPTANCE_RATE, f"assumed: {d.eagle3_draft} publishes none")
     if d.mtp_draft:
         return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: the model's MTP layers publish none")
-    if d.speculative_method == "ngram":
-        return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: the catalogue has no n-gram drafting acceptance")
+    if d.speculative_method in NO_DEFAULT_ACCEPTANCE_METHODS:
+        raise InvalidScenarioError(no_default_acceptance(d.speculative_method), field="acceptance_rate",
+                                   allowed="the rate measured on this workload, 0 to 1", names=("acceptance_rate",))
     return Acceptance(DEFAULT_ACCEPTANCE_RATE, "assumed: none stated")
 
 

@@ -17,7 +17,7 @@ RunDraftOpt = typer.Option(None, "--draft-model", help=(
 RunAcceptanceOpt = typer.Option(None, "--acceptance-rate", help=(
     "Per draft token, with draft tokens (--speculative-tokens, or a vllm result's); wins over the acceptance the server measured (default: the rate the "
     "acceptance length a vllm or sglang result saves gives, else a catalogued EAGLE-3 draft's published rate, else "
-    "0.7, assumed)."))
+    "0.7, assumed; none with ngram drafts: state it)."))
 RunDraftTokensOpt = typer.Option(0, "--speculative-tokens", min=0, help=(
     "Draft tokens per step (0: none, or as a vllm result's spec_decode_draft_tokens / spec_decode_num_drafts give)."))
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
