@@ -234,7 +234,7 @@ def test_fits_at_100_columns_is_one_row_per_model_with_every_id_whole():
 
 
 def test_the_per_user_note_names_speculative_decoding_and_idle_replicas():
-    spec = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "3")
+    spec = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--speculative-tokens", "3", "--acceptance-rate", "0.7")
     assert "accepted tokens per step with speculative decoding" in spec["rate_note"]
     replicas = as_json("perf", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--data-parallel-size", "4")
     assert replicas["rate_note"].endswith("3 of 4 replicas have no request")

@@ -73,7 +73,6 @@ def test_a_standalone_draft_model_is_counted_and_differs_from_an_eagle3_head_of_
 GOLDEN = [
     (QWEN, {"tokens": 3, "draft_model": "AngelSlim/Qwen3-8B_eagle3"}, "eagle3", 16919, 70, 36),
     (GLM, {"tokens": 2}, "mtp", 382218, 928, 816),
-    (QWEN, {"tokens": 3}, None, 20651, 74, 44),
 ]
 
 
@@ -84,6 +83,16 @@ def test_scenarios_without_a_method_plan_as_before(base, speculative, default, u
     if default is not None:  # the default is the method that plans the same
         stated = plan(Scenario(**base, speculative={**speculative, "method": default}))
         assert stated.supported_users == users
+
+
+def test_no_method_on_a_model_without_mtp_layers_drafts_by_ngram_which_needs_its_rate():
+    """What deploy launches there (memory.mtp.OTHER_METHOD): so the rate is the workload's, stated, not assumed."""
+    with pytest.raises(InferplanError) as e:
+        plan(Scenario(**QWEN, speculative={"tokens": 3}))
+    assert e.value.field == "speculative.acceptance_rate"
+    unnamed = plan(Scenario(**QWEN, speculative={"tokens": 3, "acceptance_rate": 0.6}))
+    named = plan(Scenario(**QWEN, speculative={"tokens": 3, "acceptance_rate": 0.6, "method": "ngram"}))
+    assert unnamed.supported_users == named.supported_users
 
 
 def test_an_unknown_method_is_refused_naming_the_field_and_the_methods():

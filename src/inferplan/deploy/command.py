@@ -23,7 +23,7 @@ from inferplan.memory.fit import as_planned, plan_memory
 from inferplan.memory.host_budget import unstated_host_note
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
-from inferplan.memory.mtp import SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft
+from inferplan.memory.mtp import OTHER_METHOD, SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
@@ -54,7 +54,6 @@ from inferplan.memory.step_budget import with_step_budget
 Role = Literal["both", "prefill", "decode"]
 DEFAULT_HOST = "0.0.0.0"  # listen on every interface: a container's port is reached from outside it
 MAX_DRAFT_TOKENS = 64  # far above the 1-16 drafts engines are run with; guards against a typo
-OTHER_METHOD = "ngram"  # the method of a Speculative that states none, where no MTP draft is planned
 
 
 class Speculative(Input):

@@ -137,7 +137,7 @@ SCENARIO_KEYS = {
     "data_parallel_size": "cell.data_parallel_size", "enable_expert_parallel": "cell.enable_expert_parallel",
     "system": "platform.system", "max_model_len": "workload", "input_len": "workload",
     "speculative_method": "speculative.method", "mtp_draft": "speculative.method", "draft_model": "speculative.draft_model",
-    "speculative_tokens": "speculative.tokens",
+    "speculative_tokens": "speculative.tokens", "acceptance_rate": "speculative.acceptance_rate",
 }
 
 

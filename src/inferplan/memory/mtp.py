@@ -24,6 +24,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
 
 FIELD = "mtp_draft"
+OTHER_METHOD = "ngram"  # the method of speculative decoding that names none, where no MTP draft is planned
 
 
 def _has_mtp_layers(spec: ModelSpec) -> bool:
@@ -179,7 +180,8 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     ``draft_model`` (left out: the model's one catalogued draft) as ``eagle3_draft`` (``memory.eagle3``: the
     memory counts a catalogued draft); ``draft_model`` with the smaller model ``draft_model`` names as
     ``draft_checkpoint`` (``memory.draft_model``: refused without one); left out, the draft ``perf`` plans
-    (``with_mtp_draft``); ngram holds nothing more in the memory planned here. The method is the
+    (``with_mtp_draft``), else ``OTHER_METHOD`` as ``deploy`` launches it; ngram holds nothing more in the
+    memory planned here. The method is the
     deployment's ``speculative_method`` from then on (the speed model adds no MTP draft to another method);
     left out, the one ``d`` states."""
     if speculative_method is None:
@@ -202,8 +204,9 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
             raise InvalidScenarioError("a speculative method drafts speculative_tokens per step: state them",
                                        field="speculative_method", allowed="with speculative_tokens of 1 or more")
         return d
-    if speculative_method is None:
-        return with_mtp_draft(catalog, d, speculative_tokens)
+    if speculative_method is None:  # the draft deploy launches: the MTP layers where planned, else OTHER_METHOD
+        d = with_mtp_draft(catalog, d, speculative_tokens)
+        return d if d.mtp_draft else d.model_copy(update={"speculative_method": OTHER_METHOD})
     d = d.model_copy(update={"speculative_method": speculative_method})
     if speculative_method == "eagle3":
         return _with_eagle3(catalog, d, draft_model)

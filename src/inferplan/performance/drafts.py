@@ -27,8 +27,9 @@ NO_DEFAULT_ACCEPTANCE_METHODS = ("ngram",)
 
 def no_default_acceptance(method: str) -> str:
     """Why ``method`` (one of ``NO_DEFAULT_ACCEPTANCE_METHODS``) is refused without a stated rate."""
-    return (f"{method} drafting has no default acceptance_rate: it drafts only where the output repeats the prompt, "
-            "so the rate is the workload's: state it (docs/errors.md)")
+    return (f"{method} drafting (also what runs where no method is named and the model has no MTP layers) has no "
+            "default acceptance_rate: it drafts only where the output repeats the prompt, so the rate is the "
+            "workload's: state it (docs/errors.md)")
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ DraftCheckpointOpt = typer.Option(
                                 "and KV counted on vLLM.")
 DraftAcceptanceOpt = typer.Option(None, "--acceptance-rate", help=(
     "Per draft token, with --speculative-tokens (default: a catalogued EAGLE-3 draft's published rate, else 0.7, assumed; "
-    "none with --speculative-method ngram: state it)."))
+    "none for ngram, stated or run on a model without MTP layers: state it)."))
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
 NglOpt = typer.Option(None, "--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU; the others' weights and KV cache in host RAM, run by the CPU.")

@@ -200,7 +200,7 @@ def acceptance_cmd(
     speculative_tokens: int = DraftTokensOpt,
     speculative_method: Optional[str] = DraftMethodOpt,
     draft_model: Optional[str] = DraftModelOpt,
-    acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, for the predictions, with --speculative-tokens (default 0.7)."),
+    acceptance_rate: Optional[float] = typer.Option(None, "--acceptance-rate", help="Per draft token, for the predictions, with --speculative-tokens (default as perf's)."),
     workload_preset: str = typer.Option(..., "--workload", help="Workload preset (chat-seat, coding-developer-median, agent-worker …)."),
     input_len: Optional[int] = TokensOpt(None, "--input-len", help="Prompt tokens per request (default: the preset's)."),
     output_len: Optional[int] = TokensOpt(None, "--output-len", help="Output tokens per request (default: the preset's)."),
