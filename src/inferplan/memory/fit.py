@@ -54,7 +54,7 @@ from inferplan.memory.attention_workspace import latent_attention, latent_kv_hea
 from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
-from inferplan.memory.fit_placement import fit_placement, with_placement
+from inferplan.memory.fit_placement import fit_placement, kept_free_bytes, with_placement
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -324,6 +324,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
                                draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)), prefill=prefill)
+    if kept := kept_free_bytes(catalog, d):  # --fit's margin, kept free at any -np / -c: no room for the KV cache
+        settings = dataclasses.replace(settings, kept_free_bytes=kept, kept_free_by=d.placement_chosen_by)
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
