@@ -68,3 +68,10 @@ def test_tiers_out_of_order_are_refused():
     data["tiers"] = list(reversed(data["tiers"]))
     with pytest.raises(ValidationError, match="largest batch first"):
         GenerationBatch.model_validate(data)
+
+
+def test_of_several_gpus_a_model_one_holds_counts_that_gpus_memory_alone():
+    # qwen3:8b at 32,768 tokens predicts 9.2 GiB: one RTX 4090 holds it, so 23.6 GiB are available, not 47.2
+    one = placed_deployment(Deployment(model="qwen3:8b", gpu="rtx-4090"), CATALOG)
+    two = placed_deployment(Deployment(model="qwen3:8b", gpu="rtx-4090", gpus=2, max_model_len=32768), CATALOG)
+    assert one.ubatch_size == two.ubatch_size and "of the 23.6 GiB available" in two.batch_chosen_by

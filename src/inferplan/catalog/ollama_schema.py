@@ -118,6 +118,9 @@ class GenerationBatch(Frozen):
     source: str
     default_tokens: int = Field(ge=1)
     fits_fraction: float = Field(gt=0, le=1)
+    # of several GPUs, Ollama loads on one alone where the predicted VRAM is at most this share of its memory, and
+    # then counts that GPU's memory alone as available
+    single_gpu_fraction: float = Field(gt=0, le=1)
     tiers: tuple[BatchTier, ...] = Field(min_length=1)  # the largest batch first
     predicted_kv_bytes_per_element: float = Field(gt=0)
     small_gpu_bytes: Bytes

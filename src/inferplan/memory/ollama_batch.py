@@ -35,12 +35,14 @@ def with_ollama_batch(d: Deployment, catalog: Catalog) -> Deployment:
     hw = resolve_hardware(catalog, d)
     context = d.max_model_len * (context_slots(catalog, d, d.engine) or 1)
     per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine))
-    available = (per_gpu - (d.other_gpu_memory_gb or 0.0) * GiB) * hw.gpus  # every GPU Ollama sees: it sums them
     kv_heads = min(arch.layer_kv_heads(kind) for kind in arch.layer_kinds)
     kv = 2 * arch.num_layers * kv_heads * (arch.hidden_size // arch.num_attention_heads) * context \
         * rule.predicted_kv_bytes_per_element
     file = weight_bytes(spec, catalog.quantizations.records[d.quantization]).total_bytes + vision_projector_bytes(catalog, d)
     predicted = file + kv
+    free = per_gpu - (d.other_gpu_memory_gb or 0.0) * GiB
+    # of several GPUs Ollama loads on one where it holds the prediction (its memory alone available), else on all
+    available = free if predicted <= free * rule.single_gpu_fraction else free * hw.gpus
     tokens, why = _chosen(rule, context, predicted, available, flash_off_on_cuda=d.flash_attention is False
                           and hw.accel.software.value in ("cuda",), small_gpu=per_gpu <= rule.small_gpu_bytes.value)
     return d.batched(f"-b / -ub {tokens}: the generation batch Ollama chooses with no num_batch set, at a context of "
