@@ -13,6 +13,8 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory import fit_placement
 from inferplan.memory.fit import fit
+from inferplan.memory.hardware import with_default_engine
+from inferplan.memory.slots import SLOT_LIMIT, most_slots
 from inferplan.memory.suggest import fit_or_suggest
 from inferplan.performance.serving import estimate
 from inferplan.shells.api import create_app
@@ -106,3 +108,23 @@ def test_the_api_answers_with_the_placement_chosen():
     assert r["fits"] and r["placement_chosen_by"] == "llama-server --fit" and r["n_gpu_layers"] > 0
     p = client.post("/api/perf", json={"deployment": {"model": "qwen3:32b", "gpu": "rtx-4090"}}).json()
     assert p["placement_chosen_by"] == "llama-server --fit" and p["n_gpu_layers"] == r["n_gpu_layers"]
+
+
+def test_the_slots_offered_keep_the_placement_fit_chose():
+    # --fit keeps its margin at whatever -np Ollama starts it with: the most slots offered are the most at which it
+    # still keeps every layer (every expert) on the GPU, and one more moves weights to host RAM
+    for tag in ("qwen3:8b", "gpt-oss:20b"):
+        most = most_slots(with_default_engine(Deployment(model=tag, gpu="t4"), CATALOG), CATALOG, SLOT_LIMIT)
+        at_most = fit(Deployment(model=tag, gpu="t4", max_num_seqs=most), CATALOG)
+        beyond = fit(Deployment(model=tag, gpu="t4", max_num_seqs=most + 1), CATALOG)
+        assert at_most.n_gpu_layers is None and at_most.n_cpu_moe is None, tag
+        assert beyond.n_gpu_layers is not None or beyond.n_cpu_moe is not None, tag
+
+
+def test_the_kv_room_of_a_placed_tag_leaves_the_margin_free():
+    placed = fit(Deployment(model="qwen3:32b", gpu="rtx-4090", host_memory_gb=64), CATALOG)
+    stated = fit(Deployment(model="qwen3:32b", gpu="rtx-4090", host_memory_gb=64, n_gpu_layers=placed.n_gpu_layers,
+                            other_gpu_memory_gb=RULE.margin_bytes.value / 2**30), CATALOG)
+    assert placed.kv_cache_bytes_per_gpu == stated.kv_cache_bytes_per_gpu
+    assert placed.kv_cache_tokens == stated.kv_cache_tokens
+    assert any("llama-server --fit keeps 1.00 GiB of each GPU free" in a for a in placed.assumptions)

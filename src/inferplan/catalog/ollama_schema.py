@@ -107,6 +107,45 @@ class FitPlacement(Frozen):
     note: str | None = None
 
 
+class BatchTier(Frozen):
+    """One batch Ollama may choose: for a context above ``above_context_tokens`` where the predicted VRAM is at most
+    ``headroom_fraction`` of the memory available and ``surcharge_bytes`` fits beside it below the fits fraction."""
+
+    above_context_tokens: int = Field(ge=0)
+    tokens: int = Field(ge=1)
+    headroom_fraction: float = Field(gt=0, le=1)
+    surcharge_bytes: Bytes
+
+
+class GenerationBatch(Frozen):
+    """The generation batch Ollama passes llama-server as both -b and -ub when no num_batch is set: the largest of
+    ``tiers`` whose context threshold the context (num_ctx x parallel) passes and whose headroom checks the
+    predicted VRAM meets (``fits_fraction`` of the memory available, then the tier's own), else
+    ``default_tokens``. The predicted VRAM is the model file plus a KV cache of ``predicted_kv_bytes_per_element``
+    for every layer at the whole context, as Ollama estimates it; with flash attention off on CUDA the batch is
+    ``default_tokens``, or ``small_gpu_tokens`` above ``small_gpu_above_context_tokens`` on a GPU of at most
+    ``small_gpu_bytes``. A stated num_batch (``--ubatch-size``) turns the choice off."""
+
+    source: str
+    default_tokens: int = Field(ge=1)
+    fits_fraction: float = Field(gt=0, le=1)
+    # of several GPUs, Ollama loads on one alone where the predicted VRAM is at most this share of its memory, and
+    # then counts that GPU's memory alone as available
+    single_gpu_fraction: float = Field(gt=0, le=1)
+    tiers: tuple[BatchTier, ...] = Field(min_length=1)  # the largest batch first
+    predicted_kv_bytes_per_element: float = Field(gt=0)
+    small_gpu_bytes: Bytes
+    small_gpu_tokens: int = Field(ge=1)
+    small_gpu_above_context_tokens: int = Field(ge=0)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _largest_first(self) -> "GenerationBatch":
+        if [t.tokens for t in self.tiers] != sorted((t.tokens for t in self.tiers), reverse=True):
+            raise ValueError("generation_batch.tiers: list the largest batch first")
+        return self
+
+
 class OllamaRunner(Frozen):
     """How Ollama runs a library tag: on which catalogue engine, and at what context by default."""
 
@@ -119,6 +158,7 @@ class OllamaRunner(Frozen):
     default_context: tuple[ContextTier, ...] = Field(min_length=1)
     launch: OllamaLaunch | None = None  # how a deployment of a tag's build is started (None: as its engine is)
     placement: FitPlacement | None = None  # None: the plan keeps every layer on the GPUs, as stated
+    generation_batch: GenerationBatch | None = None  # None: planned at the engine's default -b / -ub
     note: str | None = None
 
     def default_context_tokens(self, total_vram_bytes: float, model_tokens: int | None) -> int:

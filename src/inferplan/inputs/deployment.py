@@ -181,6 +181,21 @@ class Deployment(Input):
         """The engine setting that chose this deployment's weight placement (None: stated, or the engine's own)."""
         return self._placement_chosen_by
 
+    # why the runner chose the -b / -ub it is planned at where none was stated (Ollama's automatic generation
+    # batch: memory/ollama_batch.py); None: the batch is the one stated, or the engine's default. Not an input either
+    _batch_chosen_by: str | None = PrivateAttr(None)
+
+    @property
+    def batch_chosen_by(self) -> str | None:
+        """Why the runner chose this deployment's -b / -ub (None: stated, or the engine's default)."""
+        return self._batch_chosen_by
+
+    def batched(self, chosen_by: str, tokens: int) -> "Deployment":
+        """A copy run at a -b and -ub of ``tokens``, marked as chosen (``chosen_by`` says why) rather than stated."""
+        copy = self.model_copy(update={"ubatch_size": tokens, "max_num_batched_tokens": tokens})
+        copy._batch_chosen_by = chosen_by
+        return copy
+
     def placed(self, chosen_by: str, changes: dict[str, int | None] | None = None) -> "Deployment":
         """A copy with the weight placement ``changes`` (n_gpu_layers, n_cpu_moe; none: every layer on the GPUs)
         marked as chosen by ``chosen_by`` rather than stated."""

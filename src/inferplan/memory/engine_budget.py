@@ -59,6 +59,9 @@ class EngineSettings:
     cuda_graphs: bool = True  # False: --enforce-eager, no graphs captured
     decode_query_len: int = 1  # tokens per sequence in a decode step: 1 + speculative draft tokens
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
+    # kept free on each GPU by the setting that placed the weights (llama-server --fit's margin), and that setting
+    kept_free_bytes: float = 0.0
+    kept_free_by: str | None = None
     release: str | None = None  # the engine release planned at (None: the rule's own releases, not one of them)
     model_runner: str | None = None  # vLLM: "V1" or "V2" as stated (VLLM_USE_V2_MODEL_RUNNER); None: the release's default
     # the stated input that switches a rule's measured KV sizing off (MeasuredSizing.off_with), None: none does
@@ -274,7 +277,7 @@ def engine_budget(
     if arrays is not None and arrays.counted:  # held beside the KV cache like the runtime's memory
         overhead += arrays.bytes_per_gpu
     graphs, graphs_note = cuda_graph_bytes(catalog, rule, arch, settings, accel, runner)
-    other = settings.other_gpu_memory_bytes
+    other = settings.other_gpu_memory_bytes + settings.kept_free_bytes  # neither is free to the engine
     # the CUDA context, where a rule counts it, is inside its non-torch figure (measured with it): nothing more
     # to take; other processes' memory counts where the rule's profile reads the whole device
     counted = {"weights": weights_bytes_per_gpu, "activation_peak": act, "non_torch": overhead, "cuda_graphs": graphs,
@@ -358,8 +361,11 @@ def engine_budget(
         usable = total_bytes
         kv = _less(total_bytes - uncounted_other, parts)
         notes.append(f"{engine.name}: no memory fraction; KV may use what weights and buffers leave")
-    if other:
-        notes.append(f"{rule.label}: other processes hold {other / GiB:.2f} GiB per GPU, "
+    if settings.kept_free_bytes:
+        notes.append(f"{settings.kept_free_by} keeps {settings.kept_free_bytes / GiB:.2f} GiB of each GPU free at "
+                     "whatever context and slots it is given: left out of the KV room, as it is out of the placement")
+    if settings.other_gpu_memory_bytes:
+        notes.append(f"{rule.label}: other processes hold {settings.other_gpu_memory_bytes / GiB:.2f} GiB per GPU, "
                      + ("counted against the fraction" if "other_processes" in rule.counted else
                         "outside the fraction: they only limit the memory free to the engine"))
     return EngineBudget(

@@ -54,7 +54,8 @@ from inferplan.memory.attention_workspace import latent_attention, latent_kv_hea
 from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
-from inferplan.memory.fit_placement import fit_placement, with_placement
+from inferplan.memory.fit_placement import fit_placement, kept_free_bytes, with_placement
+from inferplan.memory.ollama_batch import with_ollama_batch
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -136,12 +137,14 @@ def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
 
 def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with its engine (``with_default_engine``), its engine_version checked to name a release before
-    anything reads it (a stated "latest" or "nightly" is refused naming the field), its weights placed where the
-    engine places them and none is stated (``fit_placement``)."""
+    anything reads it (a stated "latest" or "nightly" is refused naming the field), an Ollama tag's build at the
+    batch Ollama chooses where none is stated (``with_ollama_batch``), its weights placed where the engine places
+    them and none is stated (``fit_placement``)."""
     d = with_default_engine(d, catalog)
     if d.engine_version is not None:
         checked_engine_version(catalog, d.engine, d.engine_version)
-    return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))  # an Ollama tag's: as --fit places it
+    d = with_ollama_batch(d, catalog)  # an Ollama tag's: at the -b / -ub Ollama chooses, then as --fit places it
+    return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))
 
 
 def placed_deployment(d: Deployment, catalog: Catalog) -> Deployment:
@@ -324,6 +327,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
                                draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)), prefill=prefill)
+    if kept := kept_free_bytes(catalog, d):  # --fit's margin, kept free at any -np / -c: no room for the KV cache
+        settings = dataclasses.replace(settings, kept_free_bytes=kept, kept_free_by=d.placement_chosen_by)
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
@@ -349,7 +354,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
-    assumptions = [*([named] if named else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
+    assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),
                    *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
                    *([step_note] if step_note else [])]

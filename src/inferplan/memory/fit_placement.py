@@ -5,8 +5,11 @@ Ollama starts llama-server with no ``--n-gpu-layers``, so ``--fit`` (on by defau
 where that leaves its margin free on each, else moves weights to host RAM in its order (the rule's ``steps``): for
 a mixture of experts the routed experts of the fewest layers, where its other weights fit with every expert in
 host RAM; else the fewest whole layers, every expert of a mixture of experts with them. Each step is probed as the
-stated ``--n-cpu-moe`` / ``--n-gpu-layers`` it amounts to is planned, with the margin held back as memory other
-processes use, and the first that fits is planned, marked as chosen (``Deployment.placement_chosen_by``). Where
+stated ``--n-cpu-moe`` / ``--n-gpu-layers`` it amounts to is planned, marked as chosen
+(``Deployment.placement_chosen_by``), and the first that fits is planned. The plan of a deployment so marked keeps
+the margin free of everything it counts (``kept_free_bytes``), the KV room too: ``--fit`` runs again at whatever
+``-np`` / ``-c`` Ollama starts it with and keeps the margin then as well, so slots or context counted into the
+margin would move weights to host RAM rather than fit beside the planned split. Where
 none fits (host RAM short, or the GPU short with every layer in host RAM) every layer stays on the GPU and the
 answer offers what fits instead. A stated ``--n-gpu-layers`` or ``--n-cpu-moe`` wins.
 """
@@ -66,11 +69,10 @@ def _placed(d: Deployment, catalog: Catalog, rule: FitPlacement, fits: Callable[
     if arch is None or "n_gpu_layers" not in takes:
         return d
     layers = arch.num_layers
-    held = d.model_copy(update={"other_gpu_memory_gb": (d.other_gpu_memory_gb or 0.0) + rule.margin_bytes.value / GiB})
 
     def probe(changes: dict[str, int | None]) -> bool | None:
-        try:
-            return fits(held.placed(rule.chosen_by, changes)) or None
+        try:  # planned as chosen: with the margin kept free (kept_free_bytes)
+            return fits(d.placed(rule.chosen_by, changes)) or None
         except InferplanError:
             return None
 
@@ -88,6 +90,13 @@ def _placed(d: Deployment, catalog: Catalog, rule: FitPlacement, fits: Callable[
             if hit is not None:
                 return d.placed(rule.chosen_by, {**experts, "n_gpu_layers": hit[0]})
     return d
+
+
+def kept_free_bytes(catalog: Catalog, d: Deployment) -> float:
+    """The memory each GPU keeps free for the setting that chose ``d``'s placement: Ollama's runner's ``--fit``
+    margin (ollama.yaml ``placement.margin_bytes``) where it chose it, else 0."""
+    rule = catalog.ollama_runners.records[OLLAMA].placement
+    return rule.margin_bytes.value if rule is not None and d.placement_chosen_by == rule.chosen_by else 0.0
 
 
 def with_placement(result: MemoryFit, d: Deployment, offload: OffloadSplit | None, catalog: Catalog) -> MemoryFit:
