@@ -148,7 +148,7 @@ def test_export_says_what_the_server_measured():
 
     run = _read(VLLM, **QWEN, speculative_tokens=3).model_copy(update={"id": 1})
     (source,) = run_as_catalogue(run)["sources"]
-    assert "the server measured 0.717: spec_decode_acceptance_length 2.6 at 3 draft tokens per step" in source["note"]
+    assert "acceptance 0.717 as the server measured it (spec_decode_acceptance_length 2.6 at 3 draft tokens per step" in source["note"]
     assert {p["acceptance_rate"] for p in run_as_catalogue(run)["speed_points"]} == {run.acceptance_rate}
 
 

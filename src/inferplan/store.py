@@ -57,14 +57,14 @@ CREATE TABLE IF NOT EXISTS measurements (
 
 
 
-def _runs_stating(added: dict):
-    """A migration step: every stored run states the fields ``added`` as a run stored before them recorded them
-    (their values there); every key the run held stays as it was."""
+def _runs_stating(added: dict, *, drafted_only: bool = False):
+    """A migration step: every stored run (``drafted_only``: every one with draft tokens) states the fields ``added`` as a
+    run stored before them recorded them (their values there); every key the run held stays as it was."""
     def step(db: sqlite3.Connection) -> None:
         for row in db.execute("SELECT id, body FROM measurements").fetchall():
             body = json.loads(row["body"])
             stated = {**added, **body}
-            if stated != body:
+            if stated != body and (body.get("speculative_tokens") or not drafted_only):
                 db.execute("UPDATE measurements SET body = ? WHERE id = ?", (json.dumps(stated), row["id"]))
     return step
 
@@ -87,11 +87,24 @@ RUN_NONE = {**{f: None for f in RUN_OFFLOAD}, **{f: None for f in RUN_DRAFTS}, "
 # version 2: a run states the engine settings it was started with (one stored before: the engine's defaults, null)
 # and whether it ran without CUDA graphs (one stored before: with them, the engines' default)
 RUN_DEFAULT_SETTINGS = {**{f: None for f in RUN_SETTINGS}, "enforce_eager": False}
-# version 3: a point states the requests that failed (one stored before: null, not counted; a release before this one
-# would refuse the key, so the version tells it the store is a later one's)
+# version 3: a point states the requests that failed (one stored before: null, not counted), and a run with draft
+# tokens where its acceptance rate came from (one stored before: unknown)
 POINT_UNCOUNTED_FAILURES = {"failed_requests": None}
+RUN_UNKNOWN_ACCEPTANCE = {"acceptance_origin": "unknown"}
+
+
+def _to_version_3(db: sqlite3.Connection) -> None:
+    """Version 2 to 3, one step for both records version 3 adds: every point counts its failed requests as one stored
+    before did (``POINT_UNCOUNTED_FAILURES``), and every run with draft tokens says where its acceptance rate came from
+    as one stored before can (``RUN_UNKNOWN_ACCEPTANCE``: its rate may have been stated, measured, published or the
+    default an import assumed, which ngram drafting no longer takes: ``measurements/draft_origin.py``). A release of
+    version 2 would refuse either key, so the version tells it the store is a later one's."""
+    _points_stating(POINT_UNCOUNTED_FAILURES)(db)
+    _runs_stating(RUN_UNKNOWN_ACCEPTANCE, drafted_only=True)(db)
+
+
 MIGRATIONS = (_runs_stating(RUN_NONE), _runs_stating(RUN_DEFAULT_SETTINGS),
-              _points_stating(POINT_UNCOUNTED_FAILURES))  # MIGRATIONS[v]: a store of version v to v + 1
+              _to_version_3)  # MIGRATIONS[v]: a store of version v to v + 1
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # items of each kind (its table) one store holds: many times what a person keeps, and a bound on what clients of
@@ -364,8 +377,9 @@ IDENTITY_POINT_FIELDS = {"concurrency", "input_tokens", "output_tokens", "ttft_s
 
 
 def _run_identity(run: MeasuredRun) -> str:
-    """What makes two imports the same run: its file, provenance and the points' means."""
-    return json.dumps({**run.model_dump(mode="json", exclude={"id", "points"}, exclude_none=True),
+    """What makes two imports the same run: its file, provenance and the points' means (not where its acceptance rate
+    came from: a run stored before that was recorded, imported again, is the same run)."""
+    return json.dumps({**run.model_dump(mode="json", exclude={"id", "points", "acceptance_origin"}, exclude_none=True),
                        "points": [p.model_dump(mode="json", include=IDENTITY_POINT_FIELDS) for p in run.points]},
                       sort_keys=True)
 

@@ -76,6 +76,7 @@ class AcceptancePack(BaseModel):
     system_host: dict[str, float] = {}
     speculative: Speculative | None = None  # the speculative decoding it launches with (method filled as deploy fills it)
     acceptance_rate: float | None = None  # per draft token, as the predictions take it (with ``speculative``)
+    acceptance_rate_stated: bool = False  # the user stated it (else a draft's published rate, or the default, assumed)
     workload_preset: str
     input_tokens: int
     output_tokens: int
@@ -190,6 +191,7 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     spec = resolve_model(catalog, d.model)
     d, copies = launched_instance(d.model_copy(update={"max_model_len": d.max_model_len or inp + out}), catalog)
     speculative = planned_speculative(d, catalog, speculative)
+    stated = acceptance_rate is not None
     if speculative:  # the rate the predictions take, as perf resolves it
         acceptance_rate = resolve_acceptance(catalog, with_draft(d, catalog, speculative), acceptance_rate).rate
     rate = {} if acceptance_rate is None else {"acceptance_rate": acceptance_rate}  # without drafts: refused
@@ -213,7 +215,7 @@ def acceptance_pack(d: Deployment, workload_preset: str, catalog: Catalog | None
     return AcceptancePack(deployment=d, accelerator=resolve_hardware(catalog, d).accel.id,
                           layout=plan_memory(with_draft(d, catalog, speculative), catalog).result.parallel,
                           notes=(*started.notes, *copies), system_host=_system_host(d, catalog), speculative=speculative,
-                          acceptance_rate=w.acceptance_rate if speculative else None,
+                          acceptance_rate=w.acceptance_rate if speculative else None, acceptance_rate_stated=stated,
                           workload_preset=preset.id, input_tokens=inp, output_tokens=out, concurrencies=levels,
                           launch=launch, launch_from=LAUNCH_FROM, benchmarks=tuple(_benchmarks(values, levels, data, started.engine)),
                           checklist=tuple(data["checklist"]), predictions=tuple(predictions))

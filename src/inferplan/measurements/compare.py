@@ -1,10 +1,11 @@
 """Predicted vs measured, per imported run: at each measured point, the calibrated model's figure
 for the same deployment and workload — the run's offload, host KV tier and host, its engine settings and
 engine release (``predicted_deployment``), its EAGLE-3 draft's memory, and its draft tokens at its acceptance rate
-(``run_deployment``, ``run_workload``; the notes say where that rate comes from: the server's measurement, stated,
-published or assumed) — (no profile, no stored run — the model alone, as ``inferplan validate`` scores it) beside
-what was measured, and the error (predicted/measured − 1); where the point measured latency percentiles, the
-approximation's and the simulation's beside them (``tails.py``)."""
+(``run_deployment``, ``run_workload``; the notes say where that rate comes from, as the import recorded it,
+``draft_origin.py``; a rate assumed for a method that has no default now is not predicted at) — (no profile, no
+stored run — the model alone, as ``inferplan validate`` scores it) beside what was measured, and the error
+(predicted/measured − 1); where the point measured latency percentiles, the approximation's and the simulation's
+beside them (``tails.py``)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.measurements.draft_origin import needs_restating, origin_text, restate_text
 from inferplan.measurements.records import MeasuredRun, failure_text
 from inferplan.measurements.tails import PointTails, TailMedian, compare_tails, tail_medians
 from inferplan.memory.fit import fit
-from inferplan.performance.drafts import NO_DEFAULT_ACCEPTANCE_METHODS, resolve_acceptance
 from inferplan.performance.estimate import ServingEstimate
 from inferplan.performance.local_runs import MeasuredPoint, release_reading, run_deployment, run_workload
 from inferplan.performance.serving import estimate
@@ -92,24 +93,18 @@ def predicted_deployment(run: MeasuredRun, catalog: Catalog) -> tuple[Deployment
 
 
 def _draft_notes(run: MeasuredRun, d: Deployment, catalog: Catalog) -> tuple[str, ...]:
-    """Where the acceptance rate the run's drafts are predicted at comes from: the acceptance its server measured
-    (``measured_acceptance``, as its result file saves it) unless the run states another rate, which wins; else the one
-    perf resolves for its draft (``resolve_acceptance``: an EAGLE-3 draft's published one, else the default, assumed;
-    ngram has none), else the run's own; and that an EAGLE-3 run naming no draft (one an earlier release stored) is predicted without a
-    draft's memory."""
+    """The acceptance rate the run's drafts are predicted at and where it comes from, as its import recorded it
+    (``draft_origin.origin_text``: stated, the server's measurement, its draft's published one, assumed, or unknown for a
+    run stored before the record) — or, where that rate is the default assumed for a method that has none now, that
+    they are not predicted and how to state the run's rate (``draft_origin.restate_text``); and that an EAGLE-3 run
+    naming no draft (one an earlier release stored) is predicted without a draft's memory."""
     if not run.speculative_tokens or run.acceptance_rate is None:
         return ()
-    measured, rate = run.measured_acceptance, run.acceptance_rate
-    if measured is not None and rate == measured.rate:
-        basis = f"acceptance {rate:.3g} as the server measured it ({measured.text})"
-    elif measured is not None:
-        basis = (f"acceptance {rate:.3g} as the run states it (--acceptance-rate, over the {measured.rate:.3g} the server "
-                 f"measured: {measured.text})")
-    else:
-        resolved = None if d.speculative_method in NO_DEFAULT_ACCEPTANCE_METHODS else resolve_acceptance(catalog, d, None)
-        basis = resolved.text if resolved and rate == resolved.rate else f"acceptance {rate:.3g} as the run states it"
+    drafts = f"{run.speculative_tokens} draft tokens per step ({run.speculative_method})"
+    if needs_restating(run):
+        return (f"{drafts} {restate_text(run)}",)
     unnamed = run.speculative_method == "eagle3" and not run.draft_model
-    return (f"{run.speculative_tokens} draft tokens per step ({run.speculative_method}) predicted at {basis}",
+    return (f"{drafts} predicted at {origin_text(run, d, catalog)}",
             *(["the run names no EAGLE-3 draft: predicted without a draft's memory"] if unnamed else []))
 
 
@@ -127,8 +122,13 @@ def _unpredicted(where: dict, p: MeasuredPoint, exc: InferplanError, tails: Poin
 def compare_point(run: MeasuredRun, d: Deployment, p: MeasuredPoint, catalog: Catalog) -> PointComparison:
     """The figures predicted at ``p``, a point of ``run`` of ``d`` (its deployment), beside the measured ones. A load the
     steady-state model refuses for the means (every request of a run sent at once, more than the KV cache
-    holds) still has its percentiles queued and simulated."""
+    holds) still has its percentiles queued and simulated. A run whose drafts' rate has to be restated
+    (``draft_origin.needs_restating``) is not predicted at all."""
     where = {"concurrency": p.concurrency, "input_tokens": p.input_tokens, "output_tokens": p.output_tokens}
+    if needs_restating(run):
+        return _unpredicted(where, p, InvalidScenarioError(
+            "its drafts have no acceptance rate to be predicted at (the run's notes say how to state it)",
+            field="acceptance_rate"))
     try:
         tails = compare_tails(d, run_workload(run, p), p, catalog)
     except InferplanError as exc:

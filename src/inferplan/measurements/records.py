@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
@@ -27,7 +27,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.offload import all_layers_on_gpu
-from inferplan.performance.drafts import resolve_acceptance
+from inferplan.performance.drafts import Acceptance, resolve_acceptance
 from inferplan.performance.local_runs import RUN_DRAFTS, RUN_OFFLOAD, RUN_SETTINGS, MeasuredPoint, UserRun, run_deployment
 
 MAX_FILE_BYTES = 20_000_000
@@ -35,6 +35,14 @@ MAX_FILES = 100
 DEFAULT_ENGINE = "vllm"  # the engine of a run whose file and user name none
 
 UNSTATED = "unstated"  # who ran it, where the import names no one
+# where a run's acceptance rate comes from (``draft_origin.py``): stated by the user, measured by the server, published
+# for its draft, assumed by inferplan; unknown for a run stored before the record
+AcceptanceOrigin = Literal["stated", "measured", "published", "assumed", "unknown"]
+
+
+def origin_of(acceptance: Acceptance) -> AcceptanceOrigin:
+    """The origin of a rate ``resolve_acceptance`` gave an import that stated none."""
+    return "stated" if acceptance.basis == "stated" else "assumed" if acceptance.assumed else "published"
 
 
 def by_whom(run: "MeasuredRun") -> str:
@@ -141,7 +149,20 @@ class MeasuredRun(UserRun):
     kv_cache_tokens: int | None = None
     max_model_len: int | None = None
     measured_acceptance: MeasuredAcceptance | None = None  # the acceptance its server measured, as its file saves it
+    # where its acceptance rate comes from, as its import records it (``draft_origin.py``; None: no draft tokens; a
+    # run stored before the record reads as unknown)
+    acceptance_origin: AcceptanceOrigin | None = None
     points: tuple[MeasuredPoint, ...] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _origin_unrecorded(cls, data: object) -> object:
+        """A run with draft tokens and a rate but no record of where the rate came from (one stored before the record)
+        reads as unknown; an import records it (``_drafted``)."""
+        if isinstance(data, dict) and data.get("speculative_tokens") and data.get("acceptance_rate") is not None \
+                and data.get("acceptance_origin") is None:
+            return {**data, "acceptance_origin": "unknown"}
+        return data
 
     def as_user_run(self) -> UserRun:
         return UserRun.model_validate({**self.model_dump(include=set(UserRun.model_fields)), "id": self.id or 0})
@@ -188,7 +209,7 @@ def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
     with its own layers, else ngram; eagle3 with the model's one catalogued draft, and a catalogued draft named by
     its id as its repo) and the rate of the acceptance its server measured (``measured_acceptance``), else the rate
     perf prices that draft at (``resolve_acceptance``: the draft's published one, else the default; ngram drafts have
-    none and are refused naming ``acceptance_rate``)."""
+    none and are refused naming ``acceptance_rate``); and which of these the rate is (``acceptance_origin``)."""
     if not run.speculative_tokens:
         return run
     from inferplan.deploy.command import Speculative, planned_speculative
@@ -198,10 +219,11 @@ def _drafted(catalog: Catalog, run: MeasuredRun) -> MeasuredRun:
                                            draft_model=run.draft_model))
     run = run.model_copy(update={"speculative_method": spec.method, "draft_model": spec.draft_model})
     if run.acceptance_rate is not None:
-        return run
+        return run.model_copy(update={"acceptance_origin": "stated"})
     if run.measured_acceptance is not None:
-        return run.model_copy(update={"acceptance_rate": run.measured_acceptance.rate})
-    return run.model_copy(update={"acceptance_rate": resolve_acceptance(catalog, run_deployment(run), None).rate})
+        return run.model_copy(update={"acceptance_rate": run.measured_acceptance.rate, "acceptance_origin": "measured"})
+    resolved = resolve_acceptance(catalog, run_deployment(run), None)
+    return run.model_copy(update={"acceptance_rate": resolved.rate, "acceptance_origin": origin_of(resolved)})
 
 
 def _run(catalog: Catalog, name: str, fmt: str, parsed: Parsed, given: RunProvenance, today: dt.date | None) -> MeasuredRun:
@@ -341,11 +363,13 @@ def read_runs(catalog: Catalog, files: list[tuple[str, bytes]], given: RunProven
     return [read_run(catalog, name, data, given) for name, data in files]
 
 
-def run_settings(run: UserRun) -> str:
+def run_settings(run: MeasuredRun) -> str:
     """What a run states of its CUDA graphs, host RAM, its host, its engine settings and its speculative decoding, as the flags that
-    stated them (none: "")."""
+    stated them (none: ""); its acceptance rate only where the user stated it (else the comparison's notes say where
+    it comes from, ``draft_origin.py``)."""
     stated = [(f, v) for f in ("enforce_eager", *RUN_OFFLOAD, *RUN_SETTINGS, *RUN_DRAFTS) if (v := getattr(run, f)) is not None
-              and v is not False and not (f == "speculative_tokens" and v == 0)]  # 0 draft tokens: none; 0 experts: stated
+              and v is not False and not (f == "speculative_tokens" and v == 0)  # 0 draft tokens: none; 0 experts: stated
+              and not (f == "acceptance_rate" and run.acceptance_origin != "stated")]
     return " ".join(_flag_text(f, v) for f, v in stated)
 
 

@@ -83,12 +83,14 @@ def _layout_text(lay) -> str:
 def import_flags(p: AcceptancePack) -> str:
     """The flags that import the pack's results as the instance it launched (its resolved layout, the engine
     settings its launch command states, what it keeps in host RAM, its host — a system card's too — and its
-    speculative decoding at the predictions' acceptance rate), quoted as a shell reads them."""
+    speculative decoding; its acceptance rate where the user stated it, else the import takes the one the server
+    measured where the result file saves it, or the same published or assumed one as the predictions, and records
+    which: ``measurements/draft_origin.py``), quoted as a shell reads them."""
     d, lay, q = p.deployment, p.layout, shlex.quote
     spec, host = p.speculative, {**{f: getattr(d, f) for f in RUN_OFFLOAD}, **p.system_host}
     drafts = ([f"--speculative-tokens {spec.tokens}", f"--speculative-method {q(spec.method)}",
                *([f"--draft-model {q(spec.draft_model)}"] if spec.draft_model else []),
-               f"--acceptance-rate {p.acceptance_rate}"] if spec else [])  # as written, so the import predicts alike
+               *([f"--acceptance-rate {p.acceptance_rate}"] if p.acceptance_rate_stated else [])] if spec else [])
     return " ".join([f"--model {q(d.model)}", f"--gpu {q(p.accelerator)}", f"--gpus {lay.gpus}",
                      f"-tp {lay.tensor_parallel_size}", f"-pp {lay.pipeline_parallel_size}",
                      f"-dp {lay.data_parallel_size}{' --enable-expert-parallel' if lay.expert_parallel else ''}",
