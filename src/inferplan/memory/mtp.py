@@ -181,7 +181,7 @@ def check_launch_drafts(catalog, d: Deployment) -> None:
     if named is not None and d.speculative_tokens:
         raise InvalidScenarioError(
             f"{named.tag} runs under Ollama, whose runner takes no speculative-decoding setting: its launch runs no "
-            "draft, so none is priced", field="speculative_tokens",
+            "draft, so none is planned", field="speculative_tokens",
             allowed=f"0 on an Ollama tag, or the model by its catalogue id ({named.model}) on an engine with a "
                     "speculative_method its launch runs")
 
