@@ -435,8 +435,11 @@ def test_a_draft_without_a_method_is_the_one_perf_plans(catalog, model, gpus, en
     argv = launch_command(d, catalog, speculative=Speculative(tokens=2)).argv
     explicit = Speculative(method="mtp" if drafts_with_mtp else "ngram", tokens=2)
     assert argv == launch_command(d, catalog, speculative=explicit).argv
-    perf = ServingContext(catalog, d, Workload(input_len=1024, output_len=256, concurrency=1, speculative_tokens=2))
+    rate = None if drafts_with_mtp else 0.5  # ngram has no default acceptance rate
+    perf = ServingContext(catalog, d, Workload(input_len=1024, output_len=256, concurrency=1, speculative_tokens=2,
+                                               acceptance_rate=rate))
     assert perf.d.mtp_draft is drafts_with_mtp
+    assert perf.d.speculative_method == (None if drafts_with_mtp else "ngram")
 
 
 def test_a_converted_format_says_how_to_make_the_checkpoint():

@@ -188,8 +188,8 @@ def test_perf_drafts_with_the_mtp_layers_of_an_mtp_model():
     assert drafting.d.mtp_draft and not plain.d.mtp_draft
     assert drafting.kv_limit < plain.kv_limit
     llama = ServingContext(CATALOG, Deployment(model="llama-3.1-8b", gpu="h100"),
-                           Workload(input_len=2000, output_len=500, speculative_tokens=2))
-    assert not llama.d.mtp_draft
+                           Workload(input_len=2000, output_len=500, speculative_tokens=2, acceptance_rate=0.5))
+    assert not llama.d.mtp_draft and llama.d.speculative_method == "ngram"
 
 
 def test_search_mtp_candidates_carry_the_draft():

@@ -688,11 +688,13 @@ def test_the_speed_bias_reads_times_and_rates_the_same_way(metric):
 def test_draft_tokens_cost_a_share_of_the_whole_model_under_pipeline_parallelism():
     # an MTP head is one decoder layer and the lm_head of the whole model; with two stages a stage's
     # step is half the model's, so the draft's share is of both stages' time
+    # (an EAGLE-3 head, named: with no method named vLLM drafts this model by ngram, which costs no GPU time)
     w = Workload(input_len=1024, output_len=256, speculative_tokens=2, acceptance_rate=0.7)
+    head = {"speculative_method": "eagle3"}
     one = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="h100-sxm", gpus=2, tensor_parallel_size=2,
-                                       quantization="fp8", max_model_len=2048), w)
+                                       quantization="fp8", max_model_len=2048, **head), w)
     two = ServingContext(CATALOG, Deployment(model="llama-3.3-70b", gpu="h100-sxm", gpus=2, pipeline_parallel_size=2,
-                                       quantization="fp8", max_model_len=2048), w)
+                                       quantization="fp8", max_model_len=2048, **head), w)
     for ctx in (one, two):
         step, whole = ctx.iteration(1, 0.0)  # a lone sequence's round: every stage once
         assert ctx.draft_s(step) == pytest.approx(2 * ctx.work.draft_cost_ratio * whole)

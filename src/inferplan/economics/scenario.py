@@ -93,7 +93,7 @@ class Speculative(Input):
     method: Literal[SPECULATIVE_METHODS] | None = Field(None, description=(
         "how the drafts are made: ngram, draft_model (a separate smaller model), eagle3 (an EAGLE-3 head) or mtp (the "
         "model's multi-token-prediction layers); left out: eagle3 with a draft_model, else mtp where the model and "
-        "engine draft with MTP layers"))
+        "engine draft with MTP layers, else ngram where the engine's launch has it (refused where not)"))
     acceptance_rate: float | None = Field(None, ge=0, le=1, validate_default=True, description=(
         "probability each draft token is accepted; left out: the catalogued draft_model's published rate, else "
         f"{DEFAULT_ACCEPTANCE_RATE} (assumed; the plan's assumptions say which); required with ngram (no default)"))

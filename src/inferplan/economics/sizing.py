@@ -60,6 +60,15 @@ class Sizing:
         return math.floor(self.users_per_loadout * self.stated_replicas / c.cells)
 
 
+def with_scenario_drafts(catalog: Catalog, s: Scenario, d: Deployment) -> Deployment:
+    """``d`` running the scenario's drafts as deploy launches them (``memory.mtp.with_speculative``: the memory counts
+    what they hold, the speed model prices them by their method); unchanged where it states none."""
+    if s.speculative is None:
+        return d
+    spec = s.speculative
+    return with_speculative(catalog, with_default_engine(d, catalog), spec.tokens, spec.planned_method, spec.draft_model)
+
+
 def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: WorkloadProfile) -> Deployment:
     """One replica cell as the scenario states it (one GPU when it states none), sized for a request;
     its engine the scenario's, else its platform's own, written in for the cell packing that reads it
@@ -74,9 +83,7 @@ def _base_deployment(catalog: Catalog, s: Scenario, accelerator: str, w: Workloa
         enable_expert_parallel=cell.enable_expert_parallel,
         max_model_len=w.input_tokens_per_request + w.output_tokens_per_request,
     ), catalog)
-    if s.speculative is not None:  # the drafts as deploy launches them: the memory counts what they hold
-        spec = s.speculative
-        d = with_speculative(catalog, d, spec.tokens, spec.planned_method, spec.draft_model)
+    d = with_scenario_drafts(catalog, s, d)
     check_ranks_share_experts(catalog, d)  # ranks without expert parallelism: vLLM's MoE group over TP x DP
     return d
 

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 
 from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
@@ -19,6 +20,7 @@ from inferplan.catalog.schema import Quantization
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import SPECULATIVE_METHODS, Deployment
 from inferplan.memory.draft_headroom import check_outside_fraction
+from inferplan.memory.hardware import runs_named_build
 from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.weights import weight_bytes
@@ -172,6 +174,72 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
     return d if refused is not None else d.model_copy(update={"mtp_draft": True})
 
 
+def check_launch_drafts(catalog, d: Deployment) -> None:
+    """Refuse drafts the launch of ``d`` (after ``with_default_engine``) does not run, naming ``speculative_tokens``:
+    an Ollama tag's build, whose runner takes no speculative-decoding setting (``deploy`` starts it without one)."""
+    named = runs_named_build(catalog, d)
+    if named is not None and d.speculative_tokens:
+        raise InvalidScenarioError(
+            f"{named.tag} runs under Ollama, whose runner takes no speculative-decoding setting: its launch runs no "
+            "draft, so none is planned", field="speculative_tokens",
+            allowed=f"0 on an Ollama tag, or the model by its catalogue id ({named.model}) on an engine with a "
+                    "speculative_method its launch runs")
+
+
+def unnamed_method(catalog, d: Deployment) -> str:
+    """The method that drafts ``d``'s tokens where none is named and no MTP draft is planned, as ``deploy`` launches
+    it: ``OTHER_METHOD``, which needs no draft checkpoint, where the engine's launch flags list it
+    (``engine_flags.yaml`` speculative methods; an engine with no flag record is left to it); refused naming
+    ``speculative_method`` and the engine's methods where they do not, as ``deploy`` refuses it."""
+    engine = catalog.engine(d.engine).id
+    flags = flags_for(catalog, engine)
+    if flags is None:
+        return OTHER_METHOD
+    methods = sorted(flags.speculative.methods) if flags.speculative else []
+    if OTHER_METHOD in methods:
+        return OTHER_METHOD
+    spec = resolve_model(catalog, d.model)
+    if not _has_mtp_layers(spec):  # mtp drafts with the model's own MTP layers
+        methods = [m for m in methods if m != "mtp"]
+    drafted = [m for m in methods if m in flags.speculative.draft_required] if flags.speculative else []
+    needs = f" ({', '.join(drafted)} with a draft checkpoint)" if drafted else ""
+    if not methods:
+        raise InvalidScenarioError(f"{engine}'s launch has no speculative method {spec.name} drafts by",
+                                   field="speculative_method", allowed="no speculative_tokens, or another engine")
+    raise InvalidScenarioError(
+        f"{engine}'s launch has no speculative method {OTHER_METHOD}, which drafts where no method is named and no MTP "
+        f"draft is planned, so {spec.name}'s drafts need their method named{needs}", field="speculative_method",
+        allowed=f"a method {engine} launches: {', '.join(methods)}")
+
+
+def with_unnamed_drafts(catalog, d: Deployment, speculative_tokens: int) -> Deployment:
+    """``d`` as it runs ``speculative_tokens`` draft tokens per step, as ``deploy`` launches them: a launch that runs
+    no draft is refused (``check_launch_drafts``), as is a named method the engine does not launch
+    (``check_engine_method``); where ``d`` names no method, no draft checkpoint and no MTP draft, the model's MTP
+    layers where they are planned (``with_mtp_draft``), else ``unnamed_method``."""
+    d = with_mtp_draft(catalog, d, speculative_tokens)
+    if not speculative_tokens:
+        return d
+    check_launch_drafts(catalog, d)
+    if d.speculative_method is not None:
+        check_engine_method(catalog, d)
+    if d.mtp_draft or d.eagle3_draft or d.draft_checkpoint or d.speculative_method is not None:
+        return d
+    return d.model_copy(update={"speculative_method": unnamed_method(catalog, d)})
+
+
+def check_engine_method(catalog, d: Deployment) -> None:
+    """Refuse the ``speculative_method`` ``d`` names where the engine's launch flags list no such method
+    (``engine_flags.yaml`` speculative methods; an engine with no flag record is left to it), as ``deploy`` refuses it."""
+    engine = catalog.engine(d.engine).id
+    flags = flags_for(catalog, engine)
+    methods = sorted(flags.speculative.methods) if flags and flags.speculative else []
+    if flags is not None and d.speculative_method not in methods:
+        raise InvalidScenarioError(f"{engine}'s launch has no speculative method {d.speculative_method}",
+                                   field="speculative_method",
+                                   allowed=", ".join(methods) or "no speculative_tokens, or another engine")
+
+
 def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculative_method: str | None,
                      draft_model: str | None = None) -> Deployment:
     """The deployment as it runs ``speculative_tokens`` draft tokens per step made by ``speculative_method``,
@@ -180,8 +248,9 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
     ``draft_model`` (left out: the model's one catalogued draft) as ``eagle3_draft`` (``memory.eagle3``: the
     memory counts a catalogued draft); ``draft_model`` with the smaller model ``draft_model`` names as
     ``draft_checkpoint`` (``memory.draft_model``: refused without one); left out, the draft ``perf`` plans
-    (``with_mtp_draft``), else ``OTHER_METHOD`` as ``deploy`` launches it; ngram holds nothing more in the
-    memory planned here. The method is the
+    (``with_unnamed_drafts``: the MTP layers, else the engine's method without a draft checkpoint, ngram, or a
+    refusal); ngram holds nothing more in the memory planned here. A launch that runs no draft (an Ollama tag) is
+    refused (``check_launch_drafts``). The method is the
     deployment's ``speculative_method`` from then on (the speed model adds no MTP draft to another method);
     left out, the one ``d`` states."""
     if speculative_method is None:
@@ -204,9 +273,9 @@ def with_speculative(catalog, d: Deployment, speculative_tokens: int, speculativ
             raise InvalidScenarioError("a speculative method drafts speculative_tokens per step: state them",
                                        field="speculative_method", allowed="with speculative_tokens of 1 or more")
         return d
-    if speculative_method is None:  # the draft deploy launches: the MTP layers where planned, else OTHER_METHOD
-        d = with_mtp_draft(catalog, d, speculative_tokens)
-        return d if d.mtp_draft else d.model_copy(update={"speculative_method": OTHER_METHOD})
+    if speculative_method is None:  # the draft deploy launches: the MTP layers where planned, else unnamed_method
+        return with_unnamed_drafts(catalog, d, speculative_tokens)
+    check_launch_drafts(catalog, d)
     d = d.model_copy(update={"speculative_method": speculative_method})
     if speculative_method == "eagle3":
         return _with_eagle3(catalog, d, draft_model)

@@ -13,10 +13,10 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import MemoryPlan, plan_memory
-from inferplan.memory.mtp import with_mtp_draft
+from inferplan.memory.mtp import with_unnamed_drafts
 from inferplan.memory.refusal import refuse_unfit
 from inferplan.memory.step_budget import check_step_budget
-from inferplan.performance.drafts import Acceptance, resolve_acceptance
+from inferplan.performance.drafts import Acceptance, check_drafts_priced, resolve_acceptance
 from inferplan.performance.network import network_notes
 from inferplan.performance.phases import StepTime, decode_step
 from inferplan.performance.offload import host_kv_load_s
@@ -45,7 +45,8 @@ class ServingContext:
         self._sized_for_request = sized_for_request = d.max_model_len is None
         if sized_for_request:  # no max_model_len stated: the engine is sized for this request
             d = d.model_copy(update={"max_model_len": request})
-        d = with_mtp_draft(catalog, d, w.speculative_tokens)  # an MTP model drafts with its MTP layers
+        check_drafts_priced(d, w)
+        d = with_unnamed_drafts(catalog, d, w.speculative_tokens)  # as deploy launches them: MTP layers, else ngram
         # the drafts' acceptance rate: the stated one, else the draft's published one, else the default
         self.acceptance: Acceptance | None = resolve_acceptance(catalog, d, w.acceptance_rate) if w.speculative_tokens else None
         self.catalog, self.d, self.w = catalog, d, w

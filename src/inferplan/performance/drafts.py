@@ -26,10 +26,23 @@ NO_DEFAULT_ACCEPTANCE_METHODS = ("ngram",)
 
 
 def no_default_acceptance(method: str) -> str:
-    """Why ``method`` (one of ``NO_DEFAULT_ACCEPTANCE_METHODS``) is refused without a stated rate."""
-    return (f"{method} drafting (also what runs where no method is named and the model has no MTP layers) has no "
-            "default acceptance_rate: it drafts only where the output repeats the prompt, so the rate is the "
-            "workload's: state it (docs/errors.md)")
+    """Why ``method`` (one of ``NO_DEFAULT_ACCEPTANCE_METHODS``) is refused without a stated rate: said of the drafts
+    that run by it, named or as the engine's launch runs them where no method is named (``memory.mtp.unnamed_method``)."""
+    return (f"the drafts run by {method} (the engine's launch runs it where no method is named and no MTP draft is "
+            "planned), which has no default acceptance_rate: it drafts only where the output repeats the prompt, so "
+            "the rate is the workload's: state it, or name another method (docs/errors.md)")
+
+
+def check_drafts_priced(d: Deployment, w: Workload) -> None:
+    """Refuse a deployment stating ``speculative_tokens`` under a workload that states none, naming the workload's
+    ``speculative_tokens``: the estimate prices the workload's drafts at its ``acceptance_rate``, which is stated only
+    beside them (an ngram draft has no default rate), so drafts the deployment alone states would go unpriced."""
+    if d.speculative_tokens and not w.speculative_tokens:
+        raise InvalidScenarioError(
+            f"the deployment drafts {d.speculative_tokens} speculative_tokens per step but the workload states none: "
+            "the estimate prices the workload's draft tokens, at the acceptance_rate stated beside them",
+            field="speculative_tokens", allowed=f"{d.speculative_tokens} in the workload too (with its acceptance_rate), "
+                                                "or none in the deployment")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from inferplan.economics.capacity import drafts
 from inferplan.economics.plan import PlanResult, plan
 from inferplan.economics.plan_inputs import DEFAULTS, fx_basis
 from inferplan.economics.scenario import Scenario
+from inferplan.economics.sizing import with_scenario_drafts
 from inferplan.economics.uncertainty import Uncertainty, simulate
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
@@ -58,6 +59,7 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
                    pipeline_parallel_size=cell.pipeline_parallel_size, data_parallel_size=cell.data_parallel_size,
                    enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus,
                    max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
+    d = with_scenario_drafts(catalog, s, d)  # the frontier prices the drafts the cells were sized with
     memory = fit(d, catalog)
     w = Workload(**drafts(result.workload), input_len=result.workload.input_tokens_per_request,
                  output_len=result.workload.output_tokens_per_request,

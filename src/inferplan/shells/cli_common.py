@@ -85,7 +85,8 @@ SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (Tenso
 SpeculativeTokensOpt = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding).")
 SpeculativeMethodOpt = typer.Option(
     None, "--speculative-method", help="ngram | draft_model | eagle3 | mtp, with --speculative-tokens (default: mtp where the model "
-                                       "has MTP layers and the engine drafts with them, as perf plans it; else ngram).")
+                                       "has MTP layers and the engine drafts with them, as perf plans it; else ngram where the engine's "
+                                       "launch has it, and no default on one whose launch has not).")
 DraftCheckpointOpt = typer.Option(
     None, "--draft-model", help="Draft checkpoint. With --speculative-method eagle3: an EAGLE-3 draft (a repo path, "
                                 "or a catalogued draft's id; default: the model's one catalogued draft, on the engines "
@@ -94,7 +95,7 @@ DraftCheckpointOpt = typer.Option(
                                 "and KV counted on vLLM.")
 DraftAcceptanceOpt = typer.Option(None, "--acceptance-rate", help=(
     "Per draft token, with --speculative-tokens (default: a catalogued EAGLE-3 draft's published rate, else 0.7, assumed; "
-    "none for ngram, stated or run on a model without MTP layers: state it)."))
+    "none for ngram, stated or run where no method is named: state it)."))
 KvOpt = typer.Option("auto", "--kv-cache-dtype", help="auto | bf16 | fp16 | fp8 | int8 | int4 | q8_0 | q4_0 | int2-kivi: each engine takes the ones it runs (engines.yaml kv_cache_dtypes).")
 QuantOpt = typer.Option(None, "--quantization", "-q", help="bf16 | fp8 | int8 | awq | gptq | nvfp4 | mxfp4 | q4_k_m | q8_0 ...")
 NglOpt = typer.Option(None, "--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU; the others' weights and KV cache in host RAM, run by the CPU.")

@@ -32,7 +32,7 @@ DEPLOY_FLAGS = {**FLAGS, "speculative": "--speculative-tokens", "speculative.tok
 DraftTokensOpt = typer.Option(0, "--speculative-tokens", min=0, help="Draft tokens per step (0: no speculative decoding).")
 DraftMethodOpt = typer.Option(
     None, "--speculative-method",
-    help="ngram | draft_model | eagle3 | mtp (default: mtp where the model has MTP layers and the engine drafts with them, as perf plans it; else ngram).")
+    help="ngram | draft_model | eagle3 | mtp (default: mtp where the model has MTP layers and the engine drafts with them, as perf plans it; else ngram, refused on an engine whose launch has no ngram).")
 DraftModelOpt = typer.Option(None, "--draft-model", help="Draft checkpoint for draft_model and eagle3.")
 
 
