@@ -37,6 +37,9 @@ def test_a_tag_past_the_share_of_one_gpu_stays_spread():
     spread = fit(Deployment(model="qwen3:32b", gpu="rtx-4090", gpus=2), CATALOG)
     assert (spread.parallel.gpus, spread.parallel.pipeline_parallel_size) == (2, 2)
     assert "Ollama loads" not in (spread.layout_note or "")
+    # qwen3:8b with 3 slots: 122,880 tokens of context predict 21.6 GiB, past 80 % of one GPU's 23.6
+    slots = fit(TWO.model_copy(update={"max_num_seqs": 3}), CATALOG)
+    assert (slots.parallel.gpus, slots.parallel.pipeline_parallel_size) == (2, 2)
 
 
 def test_a_stated_layout_is_planned_as_stated():
