@@ -117,6 +117,16 @@ class BatchTier(Frozen):
     surcharge_bytes: Bytes
 
 
+class SingleGpuPlacement(Frozen):
+    """Of several GPUs, Ollama loads a model on one alone (llama-server started with that GPU only) where its
+    predicted VRAM (``GenerationBatch``'s prediction) is at most ``fraction`` of that GPU's free memory; else it
+    spreads the layers over the GPUs."""
+
+    source: str
+    fraction: float = Field(gt=0, le=1)
+    note: str | None = None
+
+
 class GenerationBatch(Frozen):
     """The generation batch Ollama passes llama-server as both -b and -ub when no num_batch is set: the largest of
     ``tiers`` whose context threshold the context (num_ctx x parallel) passes and whose headroom checks the
@@ -129,9 +139,6 @@ class GenerationBatch(Frozen):
     source: str
     default_tokens: int = Field(ge=1)
     fits_fraction: float = Field(gt=0, le=1)
-    # of several GPUs, Ollama loads on one alone where the predicted VRAM is at most this share of its memory, and
-    # then counts that GPU's memory alone as available
-    single_gpu_fraction: float = Field(gt=0, le=1)
     tiers: tuple[BatchTier, ...] = Field(min_length=1)  # the largest batch first
     predicted_kv_bytes_per_element: float = Field(gt=0)
     small_gpu_bytes: Bytes
@@ -159,6 +166,8 @@ class OllamaRunner(Frozen):
     launch: OllamaLaunch | None = None  # how a deployment of a tag's build is started (None: as its engine is)
     placement: FitPlacement | None = None  # None: the plan keeps every layer on the GPUs, as stated
     generation_batch: GenerationBatch | None = None  # None: planned at the engine's default -b / -ub
+    # None: a tag's build on several GPUs is planned over all of them (needs generation_batch's VRAM prediction)
+    single_gpu: SingleGpuPlacement | None = None
     note: str | None = None
 
     def default_context_tokens(self, total_vram_bytes: float, model_tokens: int | None) -> int:

@@ -187,6 +187,9 @@ def check_ollama_runners(catalog) -> None:
         if placed is not None and {placed.source, placed.steps_source} - set(catalog.sources):
             raise CatalogError(f"ollama_runners:{runner.id}: placement: unknown source {placed.source!r} or "
                                f"{placed.steps_source!r}", field=f"{runner.id}.placement")
+        if runner.single_gpu is not None and runner.single_gpu.source not in catalog.sources:
+            raise CatalogError(f"ollama_runners:{runner.id}: single_gpu: unknown source {runner.single_gpu.source!r}",
+                               field=f"{runner.id}.single_gpu")
         floors = [t.total_vram_bytes.value for t in runner.default_context]
         if floors != sorted(floors, reverse=True):
             raise CatalogError(f"ollama_runners:{runner.id}: default_context tiers go from the most VRAM down",

@@ -89,6 +89,8 @@ def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: Eng
             notes.append(f"{setting} {value}: not set, {data.by_itself[setting]}")
         else:
             notes.append(f"{setting} {value}: Ollama takes no setting for it, so it runs as Ollama chooses")
+    if d.gpus_chosen_by:  # the one GPU of several Ollama loads the tag on, as planned
+        notes.append(d.gpus_chosen_by)
     if speculative:
         notes.append("speculative decoding: not set, Ollama's launch takes no draft here; it runs without one")
     served, steps, modelfile = named.tag, [(*data.pull, named.tag)], None

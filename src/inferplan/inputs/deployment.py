@@ -190,6 +190,27 @@ class Deployment(Input):
         """Why the runner chose this deployment's -b / -ub (None: stated, or the engine's default)."""
         return self._batch_chosen_by
 
+    # why the runner runs the model on fewer of the GPUs given than the layout would span (Ollama loads a tag that
+    # fits one GPU on that GPU alone: memory/ollama_batch.py); None: the GPUs given. Not an input either
+    _gpus_chosen_by: str | None = PrivateAttr(None)
+    _gpus_given: int | None = PrivateAttr(None)  # the GPU count given where the runner chose fewer (all it sees)
+
+    @property
+    def gpus_chosen_by(self) -> str | None:
+        """Why the runner runs this deployment on its ``gpus`` rather than all the GPUs given (None: as given)."""
+        return self._gpus_chosen_by
+
+    @property
+    def gpus_given(self) -> int | None:
+        """The GPUs given, where the runner runs the deployment on fewer of them (None: it runs on ``gpus``)."""
+        return self._gpus_given
+
+    def on_gpus(self, chosen_by: str, gpus: int) -> "Deployment":
+        """A copy on ``gpus`` of the GPUs given, marked as the runner's choice (``chosen_by`` says why)."""
+        copy = self.model_copy(update={"gpus": gpus})
+        copy._gpus_chosen_by, copy._gpus_given = chosen_by, self.gpus
+        return copy
+
     def batched(self, chosen_by: str, tokens: int) -> "Deployment":
         """A copy run at a -b and -ub of ``tokens``, marked as chosen (``chosen_by`` says why) rather than stated."""
         copy = self.model_copy(update={"ubatch_size": tokens, "max_num_batched_tokens": tokens})

@@ -55,7 +55,7 @@ from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
 from inferplan.memory.fit_placement import fit_placement, kept_free_bytes, with_placement
-from inferplan.memory.ollama_batch import with_ollama_batch
+from inferplan.memory.ollama_batch import on_ollama_gpu, with_ollama_batch
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -137,13 +137,14 @@ def verdict_plan(d: Deployment, catalog: Catalog) -> MemoryPlan:
 
 def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with its engine (``with_default_engine``), its engine_version checked to name a release before
-    anything reads it (a stated "latest" or "nightly" is refused naming the field), an Ollama tag's build at the
-    batch Ollama chooses where none is stated (``with_ollama_batch``), its weights placed where the engine places
+    anything reads it (a stated "latest" or "nightly" is refused naming the field), an Ollama tag's build on the
+    one GPU Ollama loads it on (``on_ollama_gpu``) at the batch Ollama chooses where none is stated
+    (``with_ollama_batch``), its weights placed where the engine places
     them and none is stated (``fit_placement``)."""
     d = with_default_engine(d, catalog)
     if d.engine_version is not None:
         checked_engine_version(catalog, d.engine, d.engine_version)
-    d = with_ollama_batch(d, catalog)  # an Ollama tag's: at the -b / -ub Ollama chooses, then as --fit places it
+    d = with_ollama_batch(on_ollama_gpu(d, catalog), catalog)  # an Ollama tag's: at the -b / -ub Ollama chooses, then as --fit places it
     return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))
 
 
@@ -164,6 +165,7 @@ def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
+    note = note or d.gpus_chosen_by  # of the GPUs given, the runner's own choice of fewer
     result = with_placement(mp.result, d, mp.offload, catalog)
     return dataclasses.replace(mp, result=result if note is None else result.model_copy(update={"layout_note": note}))
 
@@ -269,6 +271,8 @@ def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
     are launched one instance each, as its one-GPU copies are (the data-parallel size is left to fill the
     system): one launch of all of them would need the engine to run data-parallel ranks of a split
     instance, which TensorRT-LLM does not, and one pod to hold a rack's GPUs."""
+    if (one := on_ollama_gpu(d, catalog)) is not d:
+        return one  # an Ollama tag's build on the one GPU Ollama loads it on
     hw = None if layout_stated(d) or (d.gpus is None and d.system is None) else resolve_hardware(catalog, d)
     if hw is None or d.gpus is not None and hw.gpus <= host_gpus(hw):
         return as_launched(d, catalog)

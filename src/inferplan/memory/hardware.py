@@ -124,11 +124,12 @@ def with_named_build(d: Deployment, named: NamedBuild, catalog: Catalog) -> Depl
 
 def ollama_context_tokens(catalog: Catalog, d: Deployment) -> int:
     """The context Ollama gives ``d``'s model with no num_ctx set: its tier for the VRAM of the GPUs planned (each
-    GPU's total as the driver reports it), capped at the model's context (ollama.yaml)."""
+    GPU's total as the driver reports it; all the GPUs given where Ollama loads the model on fewer, as it sees them
+    all), capped at the model's context (ollama.yaml)."""
     hw = resolve_hardware(catalog, d)
     per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine))
     return catalog.ollama_runners.records[OLLAMA].default_context_tokens(
-        per_gpu * hw.gpus, resolve_model(catalog, d.model).context_tokens)
+        per_gpu * (d.gpus_given or hw.gpus), resolve_model(catalog, d.model).context_tokens)
 
 
 def ollama_default_context(catalog: Catalog, d: Deployment) -> bool:

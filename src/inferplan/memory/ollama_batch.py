@@ -5,17 +5,22 @@ parallel) and how much of the GPUs' memory its rough VRAM prediction leaves, and
 ``-ub``: llama-server's compute buffer and activations are those of that batch, not of its own default n_ubatch.
 A deployment of a tag's build, run as the tag selects it with no ``--ubatch-size`` stated, is planned at it, marked
 as chosen (``Deployment.batch_chosen_by``); a stated ``--ubatch-size`` is Ollama's ``num_batch`` and wins.
+
+The same prediction chooses the GPUs (``single_gpu``): of several GPUs, Ollama loads a tag on one alone where the
+prediction is at most a share of that GPU's memory, starting llama-server on it only; a deployment of a tag's build
+on a GPU count with no parallel sizes is then planned on that one GPU (``on_ollama_gpu``), the others idle for it.
 """
 
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA
-from inferplan.catalog.ollama_schema import GenerationBatch
+from inferplan.catalog.ollama_schema import GenerationBatch, OllamaRunner
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.engine_budget import device_total_bytes
-from inferplan.memory.hardware import resolve_hardware, runs_named_build
+from inferplan.memory.hardware import Hardware, resolve_hardware, runs_named_build
+from inferplan.memory.layout import host_gpus, layout_stated
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.vision_projector import vision_projector_bytes
 from inferplan.memory.weights import weight_bytes
@@ -25,13 +30,54 @@ from inferplan.units import GiB
 def with_ollama_batch(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` (after ``with_default_engine``) at the -b / -ub Ollama chooses for it, where it runs an Ollama tag's
     build as the tag selects it and states no ``ubatch_size``; else ``d`` as it is."""
-    rule = catalog.ollama_runners.records[OLLAMA].generation_batch if OLLAMA in catalog.ollama_runners.records else None
-    if rule is None or d.ubatch_size is not None or d.batch_chosen_by or runs_named_build(catalog, d) is None:
+    runner = catalog.ollama_runners.records.get(OLLAMA)
+    rule = runner.generation_batch if runner is not None else None
+    if rule is None or d.ubatch_size is not None or d.batch_chosen_by or (seen := _prediction(d, catalog)) is None:
         return d
+    hw, per_gpu, context, predicted, free = seen
+    # of several GPUs Ollama loads on one where it holds the prediction (its memory alone available), else on all
+    available = free if hw.gpus == 1 or _one_gpu(runner, predicted, free) else free * hw.gpus
+    tokens, why = _chosen(rule, context, predicted, available, flash_off_on_cuda=d.flash_attention is False
+                          and hw.accel.software.value in ("cuda",), small_gpu=per_gpu <= rule.small_gpu_bytes.value)
+    return d.batched(f"-b / -ub {tokens}: the generation batch Ollama chooses with no num_batch set, at a context of "
+                     f"{context:,} tokens (num_ctx × parallel) and a predicted {predicted / GiB:.1f} GiB of the "
+                     f"{available / GiB:.1f} GiB available ({why}); a stated --ubatch-size (PARAMETER num_batch) wins",
+                     tokens)
+
+
+def on_ollama_gpu(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` (after ``with_default_engine``) on the one GPU Ollama loads its tag's build on, where it gives several
+    GPUs of one host and no parallel sizes and the predicted VRAM is at most ``single_gpu``'s fraction of one GPU's
+    memory (the other GPUs idle for it, said in ``Deployment.gpus_chosen_by``); else ``d`` as it is."""
+    runner = catalog.ollama_runners.records.get(OLLAMA)
+    if runner is None or runner.single_gpu is None or runner.generation_batch is None or d.gpus is None \
+            or d.gpus < 2 or layout_stated(d) or d.gpus_chosen_by:
+        return d
+    seen = _prediction(d, catalog)
+    if seen is None or seen[0].gpus > host_gpus(seen[0]) or not _one_gpu(runner, seen[3], seen[4]):
+        return d
+    predicted, free, rule = seen[3], seen[4], runner.single_gpu
+    return d.on_gpus(f"{d.gpus} GPUs given: Ollama loads {d.model} on one of them alone (its predicted "
+                     f"{predicted / GiB:.1f} GiB is at most {rule.fraction:.0%} of one GPU's {free / GiB:.1f} GiB), "
+                     f"so the plan runs one GPU and leaves {d.gpus - 1} idle for it; a model past that share is "
+                     "spread over all of them", 1)
+
+
+def _one_gpu(runner: OllamaRunner, predicted: float, free: float) -> bool:
+    """Whether Ollama loads a model of ``predicted`` VRAM on one GPU of ``free`` memory alone."""
+    return runner.single_gpu is not None and predicted <= free * runner.single_gpu.fraction
+
+
+def _prediction(d: Deployment, catalog: Catalog) -> tuple[Hardware, float, int, float, float] | None:
+    """(hardware, per-GPU memory, context, predicted VRAM, one GPU's free memory) of ``d`` as Ollama predicts
+    them (``GenerationBatch``), where it runs an Ollama tag's build at a known context; None otherwise."""
+    rule = catalog.ollama_runners.records[OLLAMA].generation_batch
+    if runs_named_build(catalog, d) is None:
+        return None
     spec = resolve_model(catalog, d.model)
     arch = None if spec.architecture_is_proxy else spec.architecture
     if arch is None or d.max_model_len is None:
-        return d
+        return None
     hw = resolve_hardware(catalog, d)
     context = d.max_model_len * (context_slots(catalog, d, d.engine) or 1)
     per_gpu, _ = device_total_bytes(catalog, hw.accel, catalog.engine(d.engine))
@@ -39,16 +85,7 @@ def with_ollama_batch(d: Deployment, catalog: Catalog) -> Deployment:
     kv = 2 * arch.num_layers * kv_heads * (arch.hidden_size // arch.num_attention_heads) * context \
         * rule.predicted_kv_bytes_per_element
     file = weight_bytes(spec, catalog.quantizations.records[d.quantization]).total_bytes + vision_projector_bytes(catalog, d)
-    predicted = file + kv
-    free = per_gpu - (d.other_gpu_memory_gb or 0.0) * GiB
-    # of several GPUs Ollama loads on one where it holds the prediction (its memory alone available), else on all
-    available = free if predicted <= free * rule.single_gpu_fraction else free * hw.gpus
-    tokens, why = _chosen(rule, context, predicted, available, flash_off_on_cuda=d.flash_attention is False
-                          and hw.accel.software.value in ("cuda",), small_gpu=per_gpu <= rule.small_gpu_bytes.value)
-    return d.batched(f"-b / -ub {tokens}: the generation batch Ollama chooses with no num_batch set, at a context of "
-                     f"{context:,} tokens (num_ctx × parallel) and a predicted {predicted / GiB:.1f} GiB of the "
-                     f"{available / GiB:.1f} GiB available ({why}); a stated --ubatch-size (PARAMETER num_batch) wins",
-                     tokens)
+    return hw, per_gpu, context, file + kv, per_gpu - (d.other_gpu_memory_gb or 0.0) * GiB
 
 
 def _chosen(rule: GenerationBatch, context: int, predicted: float, available: float, *, flash_off_on_cuda: bool,
