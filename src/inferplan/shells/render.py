@@ -167,7 +167,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
                       + (f" ({gib(r.host_memory_total_bytes)} less {gib(r.host_memory_reserved_bytes)} kept for the OS and the engine)" if r.host_memory_reserved_bytes else "")
                       + (f"; host KV tier {r.host_kv_cache_tokens:,} tokens per instance" if r.host_kv_cache_tokens else ""),
                       highlight=False)
-    elif r.host_memory_origin == "unstated" and not r.placement_note:  # a stated split, host RAM not known
+    elif r.host_memory_origin == "unstated":  # a stated split, host RAM not known
         console.print(f"  host RAM: {gib(r.host_memory_bytes_used)} used, and {gib(r.host_memory_reserved_bytes)} kept for the OS "
                       "and the engine (--host-memory-gb not stated: check the machine has both)", highlight=False)
     if not r.fits:
