@@ -33,6 +33,7 @@ def test_a_system_named_alone_spreads_a_large_tag_over_all_its_gpus():
     # llama3.3:70b at 131,072 tokens predicts 79.6 GiB, past 80 % of 94.97 GiB (75.98): one server over all four
     spread = fit(Deployment(model="llama3.3:70b", system=BOX), CATALOG)
     assert (spread.parallel.gpus, spread.parallel.pipeline_parallel_size, spread.parallel.data_parallel_size) == (4, 4, 1)
+    assert "Ollama runs one server on them and spreads llama3.3:70b over all of them" in spread.layout_note
     cmd = launch_command(Deployment(model="llama3.3:70b", system=BOX), CATALOG)
     assert any(n.startswith(f"{BOX}'s 4 GPUs (the system named alone): Ollama runs one server") for n in cmd.notes)
     assert any(n.startswith("pipeline_parallel_size 4: not set") for n in cmd.notes)

@@ -166,7 +166,7 @@ def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
-    note = note or d.gpus_chosen_by  # of the GPUs given, the runner's own choice of fewer
+    note = "; ".join(n for n in (note, d.gpus_chosen_by) if n) or None  # and the runner's own choice of GPUs
     result = with_placement(mp.result, d, mp.offload, catalog)
     return dataclasses.replace(mp, result=result if note is None else result.model_copy(update={"layout_note": note}))
 
