@@ -89,7 +89,9 @@ def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: Eng
             notes.append(f"{setting} {value}: not set, {data.by_itself[setting]}")
         else:
             notes.append(f"{setting} {value}: Ollama takes no setting for it, so it runs as Ollama chooses")
-    if d.gpus_chosen_by:  # the one GPU of several Ollama loads the tag on, as planned
+    if d.sched_spread and "sched_spread" in data.env:  # a switch: Ollama reads it with strconv.ParseBool
+        env[data.env["sched_spread"]] = "1"
+    if d.gpus_chosen_by:  # the GPUs Ollama loads the tag on, as planned
         notes.append(d.gpus_chosen_by)
     if speculative:
         notes.append("speculative decoding: not set, Ollama's launch takes no draft here; it runs without one")

@@ -124,6 +124,8 @@ class Deployment(Input):
         None, ge=0, le=1e6, description="GiB of each GPU's memory other processes hold when the engine starts (a desktop's "
                                         "display and compositor, another server); each release's rule counts it as its "
                                         "budgeting does (default 0)")
+    sched_spread: bool = Field(False, description="Ollama OLLAMA_SCHED_SPREAD: spread an Ollama tag's model over all the GPUs "
+                               "even where one would hold it (default: on one GPU where its predicted VRAM is at most 80 % of it)")
     # KV cache in a host-RAM tier (engines.yaml offload_settings): vLLM native/LMCache, SGLang HiCache
     kv_offloading_size: float | None = Field(None, gt=0, le=1e6,
                                              description="vLLM --kv-offloading-size: GiB of host RAM for the KV cache, whole instance")
@@ -190,25 +192,28 @@ class Deployment(Input):
         """Why the runner chose this deployment's -b / -ub (None: stated, or the engine's default)."""
         return self._batch_chosen_by
 
-    # why the runner runs the model on fewer of the GPUs given than the layout would span (Ollama loads a tag that
-    # fits one GPU on that GPU alone: memory/ollama_batch.py); None: the GPUs given. Not an input either
+    # why the runner chose the GPUs the model runs on where the layout would span others (Ollama loads a tag that
+    # fits one GPU on that GPU alone, and one server spreads a tag over all of a system named alone, or over all the
+    # GPUs with OLLAMA_SCHED_SPREAD: memory/ollama_batch.py); None: as the layout plans. Not an input either
     _gpus_chosen_by: str | None = PrivateAttr(None)
-    _gpus_given: int | None = PrivateAttr(None)  # the GPU count given where the runner chose fewer (all it sees)
+    _gpus_given: int | None = PrivateAttr(None)  # the GPU count given where the runner chose its GPUs (all it sees)
 
     @property
     def gpus_chosen_by(self) -> str | None:
-        """Why the runner runs this deployment on its ``gpus`` rather than all the GPUs given (None: as given)."""
+        """Why the runner runs this deployment on its ``gpus`` rather than as the layout plans the GPUs given
+        (None: as given)."""
         return self._gpus_chosen_by
 
     @property
     def gpus_given(self) -> int | None:
-        """The GPUs given, where the runner runs the deployment on fewer of them (None: it runs on ``gpus``)."""
+        """The GPUs given, where the runner chose the ones the deployment runs on (None: it runs on ``gpus``)."""
         return self._gpus_given
 
-    def on_gpus(self, chosen_by: str, gpus: int) -> "Deployment":
-        """A copy on ``gpus`` of the GPUs given, marked as the runner's choice (``chosen_by`` says why)."""
+    def on_gpus(self, chosen_by: str, gpus: int, given: int | None = None) -> "Deployment":
+        """A copy on ``gpus`` of the GPUs given (``given``; default: its ``gpus``), marked as the runner's choice
+        (``chosen_by`` says why)."""
         copy = self.model_copy(update={"gpus": gpus})
-        copy._gpus_chosen_by, copy._gpus_given = chosen_by, self.gpus
+        copy._gpus_chosen_by, copy._gpus_given = chosen_by, given or self.gpus
         return copy
 
     def batched(self, chosen_by: str, tokens: int) -> "Deployment":

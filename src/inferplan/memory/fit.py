@@ -55,7 +55,7 @@ from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
 from inferplan.memory.fit_placement import fit_placement, kept_free_bytes, with_placement
-from inferplan.memory.ollama_batch import on_ollama_gpu, with_ollama_batch
+from inferplan.memory.ollama_batch import check_sched_spread, on_ollama_gpu, with_ollama_batch
 from inferplan.memory.tp_split import tp_splits
 
 
@@ -144,6 +144,7 @@ def _engine_stated(d: Deployment, catalog: Catalog) -> Deployment:
     d = with_default_engine(d, catalog)
     if d.engine_version is not None:
         checked_engine_version(catalog, d.engine, d.engine_version)
+    check_sched_spread(d, catalog)
     d = with_ollama_batch(on_ollama_gpu(d, catalog), catalog)  # an Ollama tag's: at the -b / -ub Ollama chooses, then as --fit places it
     return fit_placement(d, catalog, lambda probe: memory_fits(probe, catalog))
 
@@ -165,7 +166,7 @@ def fits_changed(d: Deployment, changes: dict, catalog: Catalog) -> MemoryFit | 
 def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
     spec = resolve_model(catalog, d.model)
     mp, note = _laid_out(catalog, d, spec, resolve_hardware(catalog, d))
-    note = note or d.gpus_chosen_by  # of the GPUs given, the runner's own choice of fewer
+    note = "; ".join(n for n in (note, d.gpus_chosen_by) if n) or None  # and the runner's own choice of GPUs
     result = with_placement(mp.result, d, mp.offload, catalog)
     return dataclasses.replace(mp, result=result if note is None else result.model_copy(update={"layout_note": note}))
 
@@ -271,8 +272,8 @@ def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
     are launched one instance each, as its one-GPU copies are (the data-parallel size is left to fill the
     system): one launch of all of them would need the engine to run data-parallel ranks of a split
     instance, which TensorRT-LLM does not, and one pod to hold a rack's GPUs."""
-    if (one := on_ollama_gpu(d, catalog)) is not d:
-        return one  # an Ollama tag's build on the one GPU Ollama loads it on
+    if (chosen := on_ollama_gpu(d, catalog)) is not d:  # an Ollama tag's build on the GPUs Ollama loads it on
+        return chosen if chosen.gpus == 1 else as_launched(chosen, catalog)
     hw = None if layout_stated(d) or (d.gpus is None and d.system is None) else resolve_hardware(catalog, d)
     if hw is None or d.gpus is not None and hw.gpus <= host_gpus(hw):
         return as_launched(d, catalog)

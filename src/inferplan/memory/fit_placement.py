@@ -26,6 +26,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.hardware import resolve_hardware, runs_named_build
+from inferplan.memory.host_budget import unstated_host_note
 from inferplan.memory.monotone import monotone_search
 from inferplan.memory.offload import OffloadSplit
 from inferplan.memory.resolve import resolve_model
@@ -113,9 +114,7 @@ def with_placement(result: MemoryFit, d: Deployment, offload: OffloadSplit | Non
     if d.n_cpu_moe:  # fit.cpp moves the experts of the last layers, --n-cpu-moe those of the first: the same bytes
         note += f" (--fit keeps the experts of the last {d.n_cpu_moe} layers there instead, as many bytes)"
     if result.host_memory_origin == "unstated":
-        note += (f"; it needs {(result.host_memory_bytes_used + result.host_memory_reserved_bytes) / GiB:.1f} GiB "
-                 "of host RAM with what the OS and the engine keep (--host-memory-gb not stated: check the "
-                 "machine has it)")
+        note += f"; {unstated_host_note(result.host_memory_bytes_used, result.host_memory_reserved_bytes)}"
     return result.model_copy(update={"n_gpu_layers": d.n_gpu_layers, "n_cpu_moe": d.n_cpu_moe,
                                      "placement_chosen_by": d.placement_chosen_by, "placement_note": note})
 

@@ -8,7 +8,10 @@ as chosen (``Deployment.batch_chosen_by``); a stated ``--ubatch-size`` is Ollama
 
 The same prediction chooses the GPUs (``single_gpu``): of several GPUs, Ollama loads a tag on one alone where the
 prediction is at most a share of that GPU's memory, starting llama-server on it only; a deployment of a tag's build
-on a GPU count with no parallel sizes is then planned on that one GPU (``on_ollama_gpu``), the others idle for it.
+on a GPU count (or a system named alone) with no parallel sizes is then planned on that one GPU (``on_ollama_gpu``),
+the others idle for it. ``OLLAMA_SCHED_SPREAD`` (``Deployment.sched_spread``) turns that choice off, and Ollama
+spreads every model over all the GPUs; a system named alone is one Ollama server, so a model it spreads is planned
+as one instance over all the system's GPUs, never as copies.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA
 from inferplan.catalog.ollama_schema import GenerationBatch, OllamaRunner
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_slots
 from inferplan.memory.engine_budget import device_total_bytes
@@ -36,7 +40,7 @@ def with_ollama_batch(d: Deployment, catalog: Catalog) -> Deployment:
         return d
     hw, per_gpu, context, predicted, free = seen
     # of several GPUs Ollama loads on one where it holds the prediction (its memory alone available), else on all
-    available = free if hw.gpus == 1 or _one_gpu(runner, predicted, free) else free * hw.gpus
+    available = free if hw.gpus == 1 or _one_gpu(runner, d, predicted, free) else free * hw.gpus
     tokens, why = _chosen(rule, context, predicted, available, flash_off_on_cuda=d.flash_attention is False
                           and hw.accel.software.value in ("cuda",), small_gpu=per_gpu <= rule.small_gpu_bytes.value)
     return d.batched(f"-b / -ub {tokens}: the generation batch Ollama chooses with no num_batch set, at a context of "
@@ -46,26 +50,50 @@ def with_ollama_batch(d: Deployment, catalog: Catalog) -> Deployment:
 
 
 def on_ollama_gpu(d: Deployment, catalog: Catalog) -> Deployment:
-    """``d`` (after ``with_default_engine``) on the one GPU Ollama loads its tag's build on, where it gives several
-    GPUs of one host and no parallel sizes and the predicted VRAM is at most ``single_gpu``'s fraction of one GPU's
-    memory (the other GPUs idle for it, said in ``Deployment.gpus_chosen_by``); else ``d`` as it is."""
+    """``d`` (after ``with_default_engine``) on the GPUs Ollama loads its tag's build on, where it gives several GPUs
+    of one host (``--gpus``, or a system named alone) and no parallel sizes: on one GPU where the predicted VRAM is at
+    most ``single_gpu``'s fraction of one GPU's memory and ``sched_spread`` is not set (the others idle for it), else,
+    for a system named alone, over all its GPUs as the one server Ollama runs spreads it (not copies of smaller
+    instances); said in ``Deployment.gpus_chosen_by``. Else ``d`` as it is."""
     runner = catalog.ollama_runners.records.get(OLLAMA)
-    if runner is None or runner.single_gpu is None or runner.generation_batch is None or d.gpus is None \
-            or d.gpus < 2 or layout_stated(d) or d.gpus_chosen_by:
+    if runner is None or runner.single_gpu is None or runner.generation_batch is None or layout_stated(d) \
+            or d.gpus_chosen_by or (seen := _prediction(d, catalog)) is None:
         return d
-    seen = _prediction(d, catalog)
-    if seen is None or seen[0].gpus > host_gpus(seen[0]) or not _one_gpu(runner, seen[3], seen[4]):
+    hw, predicted, free = seen[0], seen[3], seen[4]
+    given = d.gpus or (hw.gpus if hw.system is not None else 1)
+    if given < 2 or hw.gpus > host_gpus(hw):
         return d
-    predicted, free, rule = seen[3], seen[4], runner.single_gpu
-    return d.on_gpus(f"{d.gpus} GPUs given: Ollama loads {d.model} on one of them alone (its predicted "
-                     f"{predicted / GiB:.1f} GiB is at most {rule.fraction:.0%} of one GPU's {free / GiB:.1f} GiB), "
-                     f"so the plan runs one GPU and leaves {d.gpus - 1} idle for it; a model past that share is "
-                     "spread over all of them", 1)
+    where = f"{given} GPUs given" if d.gpus else f"{hw.system.id if hw.system else ''}'s {given} GPUs"
+    share = (f"its predicted {predicted / GiB:.1f} GiB is at most {runner.single_gpu.fraction:.0%} of one GPU's "
+             f"{free / GiB:.1f} GiB")
+    if _one_gpu(runner, d, predicted, free):
+        return d.on_gpus(f"{where}: Ollama loads {d.model} on one of them alone ({share}), so the plan "
+                         f"runs one GPU and leaves {given - 1} idle for it; a model past that share is spread over "
+                         "all of them", 1, given)
+    if d.sched_spread and predicted <= free * runner.single_gpu.fraction:
+        return d.on_gpus(f"{where}: OLLAMA_SCHED_SPREAD set, so Ollama spreads {d.model} over all of "
+                         f"them, though {share} and it would load on one alone", given, given)
+    if d.gpus is None:
+        return d.on_gpus(f"{where} (the system named alone): Ollama runs one server on them and spreads "
+                         f"{d.model} over all of them (its predicted {predicted / GiB:.1f} GiB is past "
+                         f"{runner.single_gpu.fraction:.0%} of one GPU's {free / GiB:.1f} GiB)", given, given)
+    return d
 
 
-def _one_gpu(runner: OllamaRunner, predicted: float, free: float) -> bool:
-    """Whether Ollama loads a model of ``predicted`` VRAM on one GPU of ``free`` memory alone."""
-    return runner.single_gpu is not None and predicted <= free * runner.single_gpu.fraction
+def check_sched_spread(d: Deployment, catalog: Catalog) -> None:
+    """Refuse ``sched_spread`` (Ollama's OLLAMA_SCHED_SPREAD) on ``d`` (after ``with_default_engine``) where it
+    does not run an Ollama tag's build, which alone Ollama's scheduler places."""
+    if d.sched_spread and runs_named_build(catalog, d) is None:
+        raise InvalidScenarioError(
+            f"sched_spread is Ollama's OLLAMA_SCHED_SPREAD, and {d.model} on {d.engine} is not an Ollama tag's build",
+            field="sched_spread", allowed="an Ollama tag (e.g. qwen3:32b) on the engine and weight format it selects, "
+                                          "or leave it out")
+
+
+def _one_gpu(runner: OllamaRunner, d: Deployment, predicted: float, free: float) -> bool:
+    """Whether Ollama loads ``d``'s model of ``predicted`` VRAM on one GPU of ``free`` memory alone: never with
+    OLLAMA_SCHED_SPREAD set (``sched_spread``)."""
+    return runner.single_gpu is not None and not d.sched_spread and predicted <= free * runner.single_gpu.fraction
 
 
 def _prediction(d: Deployment, catalog: Catalog) -> tuple[Hardware, float, int, float, float] | None:

@@ -84,6 +84,9 @@ FLAGS: dict[str, tuple[Any, Any]] = {
     "enforce_eager": (bool, typer.Option(
         False, "--enforce-eager", help="vLLM: capture no CUDA graphs, so none are estimated or reserved (speed "
                                       "figures still assume CUDA graphs, and say so).")),
+    "sched_spread": (bool, typer.Option(
+        False, "--sched-spread", help="Ollama: OLLAMA_SCHED_SPREAD set, an Ollama tag spread over all the GPUs even where "
+                                      "one holds it (default: on one GPU where its predicted VRAM is at most 80 % of it).")),
     "enable_extensible_kv_cache": (Optional[bool], typer.Option(
         None, "--enable-extensible-kv-cache/--no-enable-extensible-kv-cache",
         help="vLLM from 0.34: size the KV cache from the memory measured after warm-up (on) or from the start-up "
@@ -120,7 +123,7 @@ LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_pa
 FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler",
           "model_runner")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
-          "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache")
+          "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache", "sched_spread")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
 # these, the KTransformers release and the host perf prices: performance/local_runs.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",
