@@ -33,6 +33,7 @@ import re
 from typing import Any, Callable
 
 from inferplan.errors import InvalidScenarioError
+from inferplan.input_codecs import uncompressed_name
 from inferplan.measurements.result_fields import (MS, Parsed, bad_field, from_ms, iso_date, measured_point, read_count,
                                                   read_json,
                                                   read_number, text_of)
@@ -376,9 +377,9 @@ SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
 
 
 def guess_format(name: str, text: str) -> str:
-    """The format a file is in, from its name and first bytes (``--format`` says it outright); a ``.gz`` ending
-    is passed over, its text being the decompressed file's."""
-    lower, head = name.lower().removesuffix(".gz"), text.lstrip()[:4000]
+    """The format a file is in, from its name and first bytes (``--format`` says it outright); a compression's
+    ending (``.gz``, ``.xz`` …) is passed over, its text being the decompressed file's."""
+    lower, head = uncompressed_name(name).lower(), text.lstrip()[:4000]
     if lower.endswith(".jsonl"):
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:
