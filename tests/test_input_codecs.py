@@ -9,6 +9,7 @@ import bz2
 import gzip
 import io
 import lzma
+import struct
 import zipfile
 from pathlib import Path
 
@@ -60,6 +61,14 @@ def test_a_cut_file_is_refused_naming_its_compression(codec):
     with pytest.raises(InvalidScenarioError, match=f"starts as {codec} but does not decompress") as info:
         _read(data[: len(data) // 2])
     assert info.value.field == "trace"
+
+
+def test_a_zip_whose_directory_points_before_the_file_is_refused():
+    data = bytearray(_zip(("t.csv", TEXT.encode())))
+    end = data.index(b"PK\x05\x06")  # APPNOTE 4.3.16: the central directory's offset at byte 16 of its end record
+    struct.pack_into("<I", data, end + 16, struct.unpack_from("<I", data, end + 16)[0] + 1000)
+    with pytest.raises(InvalidScenarioError, match="starts as zip but does not decompress"):
+        _read(bytes(data))
 
 
 def test_a_zip_of_several_files_is_refused_naming_them():

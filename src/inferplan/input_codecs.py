@@ -69,8 +69,10 @@ CODECS = (
     Codec("zstd", ".zst", (b"\x28\xb5\x2f\xfd",), None, "unzstd FILE.zst"),
 )
 COMPRESSIONS = "gzip, xz, bzip2 or a zip of one file"  # the codecs read, as errors name them
-# what a file may not decompress with: the codecs' and their containers' own errors
-_BROKEN = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, NotImplementedError, RuntimeError)
+# what a broken file raises: the codecs' and their containers' own errors (zip: a bad offset as ValueError, an
+# unsupported method as NotImplementedError, encryption as RuntimeError)
+_BROKEN = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+           ValueError)
 
 
 def uncompressed_name(name: str) -> str:
