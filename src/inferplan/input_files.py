@@ -21,7 +21,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from inferplan.errors import InferplanError
 from inferplan.input_codecs import CODECS, COMPRESSIONS, codec_of, decompressed
@@ -92,6 +92,12 @@ def refuse_compressed_text(text: str, *, where: str, field: str, error: type[Inf
                     f"send the file's bytes base64-encoded, or decompress it first ({codec.command}) and send its "
                     "text, or give the file to the command line, which reads it", field=field,
                     allowed="the file's text, uncompressed, or its bytes base64-encoded")
+
+
+# how an upload holds a file (its ``encoding``): its text, or its bytes base64-encoded, as a compressed file is sent
+SentAs = Literal["text", "base64"]
+SENT_AS = "how the file is held: its text, or its bytes base64-encoded (RFC 4648), compressed or not"
+COMPRESSED_BYTES = f"the file's text, or with encoding base64 its bytes (a compressed file's: {COMPRESSIONS})"
 
 
 def bytes_of_base64(text: str, *, where: str, field: str, error: type[InferplanError]) -> bytes:

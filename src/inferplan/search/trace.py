@@ -26,14 +26,14 @@ import math
 from dataclasses import dataclass
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.errors import InvalidScenarioError
 from inferplan.input_codecs import uncompressed_name
-from inferplan.input_files import bytes_of_base64, refuse_compressed_text, text_of
+from inferplan.input_files import (COMPRESSED_BYTES, SENT_AS, SentAs, bytes_of_base64, refuse_compressed_text,
+                                   text_of)
 from inferplan.search.trace_columns import ArrivalClock, TraceFormat, format_of, formats_allowed, trace_formats
 
 MAX_TRACE_BYTES = 64 * 2**20  # a trace file larger than this is refused (about a million rows)
@@ -213,18 +213,16 @@ class TraceFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=255, description="the file's name: .jsonl / .json is read as JSONL, else CSV")
-    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text, or with encoding base64 its bytes (a "
-                      "compressed file's as they are: gzip, xz, bzip2, a zip of one file)")
-    encoding: Literal["text", "base64"] = Field("text", description="how text holds the file: its text, or its bytes "
-                                                "base64-encoded (RFC 4648)")
+    text: str = Field(max_length=MAX_TRACE_BYTES, description=COMPRESSED_BYTES)
+    encoding: SentAs = Field("text", description=SENT_AS)
 
     def content(self) -> str:
         """The file's text, from its bytes decompressed when it was sent base64-encoded."""
         if self.encoding == "text":
             return self.text
-        data = bytes_of_base64(self.text, where=f"trace {self.name}", field="trace.text", error=InvalidScenarioError)
-        return text_of(data, where=f"trace {self.name}", field="trace.text", error=InvalidScenarioError,
-                       max_bytes=MAX_TRACE_BYTES)
+        where = f"trace {self.name}"
+        data = bytes_of_base64(self.text, where=where, field="trace.text", error=InvalidScenarioError)
+        return text_of(data, where=where, field="trace.text", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES)
 
 
 def as_trace_file(value: object) -> object:

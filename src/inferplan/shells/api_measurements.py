@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -19,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
-from inferplan.input_files import bytes_of_base64
+from inferplan.input_files import COMPRESSED_BYTES, SENT_AS, SentAs, bytes_of_base64
 from inferplan.inputs import Input
 from inferplan.measurements.choices import UploadChoices, upload_choices
 from inferplan.measurements.compare import RunComparison, compare_run, compare_runs
@@ -42,16 +41,14 @@ class ResultFile(Input):
     documents = frozenset({"content"})
 
     name: str = Field(min_length=1, max_length=200, description="the file's name (tells its format when none is given)")
-    content: str = Field(max_length=MAX_CONTENT_CHARS, description="the file's text, or with encoding base64 its bytes "
-                         "(a compressed file's as they are: gzip, xz, bzip2, a zip of one file)")
-    encoding: Literal["text", "base64"] = Field("text", description="how content holds the file: its text, or its "
-                                                "bytes base64-encoded (RFC 4648)")
+    content: str = Field(max_length=MAX_CONTENT_CHARS, description=COMPRESSED_BYTES)
+    encoding: SentAs = Field("text", description=SENT_AS)
 
     def data(self) -> bytes:
-        """The file's bytes (their decompression and decoding are ``read_runs``')."""
-        if self.encoding == "base64":
-            return bytes_of_base64(self.content, where=self.name, field="file", error=InvalidScenarioError)
-        return self.content.encode()
+        """The file's bytes (``read_runs`` decompresses and decodes them)."""
+        if self.encoding == "text":
+            return self.content.encode()
+        return bytes_of_base64(self.content, where=self.name, field="file", error=InvalidScenarioError)
 
 
 class MeasurementImport(Input):
