@@ -102,3 +102,35 @@ def test_guidellm_failures_are_its_errored_and_incomplete_requests(catalog):
     with pytest.raises(InvalidScenarioError) as refused:
         read_runs(catalog, [("report.json", _guidellm(successful=0))], GIVEN)
     assert refused.value.field == "benchmarks[0].request_totals.successful" and "10 errored or incomplete" in str(refused.value)
+
+
+def _aiperf(**blocks) -> bytes:
+    report = json.loads((DATA / "profile_export_genai_perf.json").read_text())
+    report.update({key: {"unit": "requests", "avg": value} for key, value in blocks.items()})
+    return json.dumps(report).encode()
+
+
+def test_aiperf_failures_are_its_error_request_count(catalog):
+    (run,) = read_runs(catalog, [("profile_export_aiperf.json", _aiperf(request_count=90, error_request_count=10))],
+                       GIVEN)
+    assert run.points[0].failed_requests == 10
+    assert compare_run(run).notes[0].startswith("requests failed (10 at concurrency 16)")
+    (run,) = read_runs(catalog, [("profile_export_genai_perf.json", _aiperf())], GIVEN)
+    assert run.points[0].failed_requests is None  # genai-perf counts none
+    for blocks, field, said in [({"error_request_count": 2.5}, "error_request_count.avg", "not a whole number"),
+                                ({"error_request_count": -1}, "error_request_count.avg", "non-negative"),
+                                ({"request_count": 0, "error_request_count": 40}, "request_count.avg",
+                                 "no request completed (40 failed)")]:
+        with pytest.raises(InvalidScenarioError) as refused:
+            read_runs(catalog, [("profile_export_aiperf.json", _aiperf(**blocks))], GIVEN)
+        assert refused.value.field == field and said in str(refused.value), blocks
+
+
+def test_a_csv_level_keeps_its_failed_requests_and_a_bad_count_is_named_by_line(catalog):
+    text = "concurrency,input_tokens,output_tokens,tpot_ms,requests,failed_requests\n8,1024,256,9.1,400,25\n16,1024,256,11.0,400,\n"
+    (run,) = read_runs(catalog, [("mine.csv", text.encode())], GIVEN)
+    assert [p.failed_requests for p in run.points] == [25, None]
+    assert compare_run(run).notes[0].startswith("requests failed (25 of 400 at concurrency 8)")
+    with pytest.raises(InvalidScenarioError) as refused:
+        read_runs(catalog, [("mine.csv", text.replace(",25\n", ",2.5\n").encode())], GIVEN)
+    assert refused.value.field == "line 2: failed_requests" and "not a whole number" in str(refused.value)

@@ -6,24 +6,25 @@ and its parse through ``parse_json`` or ``check_yaml_depth`` (at most ``MAX_NEST
 of lists and mappings), so that ``/dev/zero`` is refused instead of read for ever and
 ``[[[[…]]]]`` gets one line naming the file instead of a RecursionError traceback.
 
-A request trace and a benchmark's result file may come compressed with gzip (``FILE.csv.gz``): ``text_of``
-reads such bytes decompressed, told by gzip's first two bytes rather than the file's name, and refuses what
-does not decompress to text; ``refuse_compressed_text`` names a gzip file whose bytes reached it as text (a
-browser's or an API client's upload), since the bytes it would take are lost by then.
+A request trace and a benchmark's result file may come compressed (``FILE.csv.gz``, ``.xz``, ``.bz2``, a ``.zip``
+of one file; ``input_codecs``): ``text_of`` reads such bytes decompressed, told by their first bytes rather than
+the file's name, and refuses what does not decompress to text; ``refuse_compressed_text`` names a compressed file
+whose bytes reached it as text (an API client's upload), since the bytes it would take are lost by then: a page or
+client sends such a file's bytes base64-encoded (``bytes_of_base64``).
 """
 
 from __future__ import annotations
 
-import gzip
-import io
+import base64
+import binascii
 import json
 import os
 import stat
-import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from inferplan.errors import InferplanError
+from inferplan.input_codecs import CODECS, COMPRESSIONS, codec_of, decompressed
 
 # The largest shipped catalogue file is 0.14 MB and a config.json a few kB; 4 MiB leaves room for
 # a config that lists every module it leaves unquantized and stops a multi-gigabyte mistake.
@@ -61,46 +62,51 @@ def read_text(path: Path, *, field: str, error: type[InferplanError], max_bytes:
         raise error(f"{path} is not UTF-8 text", field=field, allowed="a UTF-8 text file") from None
 
 
-GZIP_MAGIC = b"\x1f\x8b"  # RFC 1952, 2.3.1: ID1 ID2, the first bytes of every gzip member
-# GZIP_MAGIC's 0x8b is no UTF-8 character: a gzip file read as UTF-8 text starts with 0x1f and the replacement character
-GZIP_AS_TEXT = "\x1f\ufffd"
-GUNZIP = "decompress it first (gunzip FILE.gz)"
-
-
 def text_of(data: bytes, *, where: str, field: str, error: type[InferplanError], max_bytes: int,
             encoding: str = "utf-8") -> str:
-    """A file's bytes as text: decompressed first when they are gzip's (at most ``max_bytes`` of text, so a small
-    file that inflates to gigabytes is refused, not read); text holding NUL bytes, as an archive does, is no text."""
-    compressed = data.startswith(GZIP_MAGIC)
-    if compressed:
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-                data = fh.read(max_bytes + 1)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise error(f"{where}: starts as gzip but does not decompress ({exc})", field=field,
-                        allowed="a whole gzip file, or the text uncompressed") from None
-        if len(data) > max_bytes:
-            raise error(f"{where}: decompresses to more than {max_bytes:,} bytes", field=field,
-                        allowed=f"at most {max_bytes:,} bytes of text once decompressed")
-    what = "its gzip content" if compressed else "it"
+    """A file's bytes as text: decompressed first when they open as a compressed file's (``input_codecs``; at most
+    ``max_bytes`` of text, so a small file that inflates to gigabytes is refused, not read); text holding NUL bytes,
+    as an archive does, is no text."""
+    codec = codec_of(data)
+    if codec is not None:
+        data = decompressed(data, codec, where=where, field=field, error=error, max_bytes=max_bytes)
+    what = f"its {codec.name} content" if codec else "it"
+    allowed = f"UTF-8 text, or that text compressed with {COMPRESSIONS}"
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise error(f"{where}: {what} is not UTF-8 text (byte {exc.start} is not)", field=field,
-                    allowed="UTF-8 text, or that text compressed with gzip") from None
-    refuse_compressed_text(text, where=where, field=field, error=error)  # before its gzip header's NUL bytes
+        raise error(f"{where}: {what} is not UTF-8 text (byte {exc.start} is not)", field=field, allowed=allowed) from None
+    refuse_compressed_text(text, where=where, field=field, error=error)  # before its header's NUL bytes
     if "\x00" in text:
         raise error(f"{where}: {what} holds NUL bytes, not text (an archive such as .tar.gz is not read: extract the "
-                    "file from it)", field=field, allowed="UTF-8 text, or that text compressed with gzip")
+                    "file from it)", field=field, allowed=allowed)
     return text
 
 
 def refuse_compressed_text(text: str, *, where: str, field: str, error: type[InferplanError]) -> None:
-    """Refuse text that is a gzip file's bytes read as UTF-8 (its first bytes lost to the replacement character)."""
-    if text.startswith(GZIP_AS_TEXT):
-        raise error(f"{where}: a gzip-compressed file's bytes sent as text, which cannot be decompressed: {GUNZIP} "
-                    "and send its text, or give the file to the command line, which reads gzip", field=field,
-                    allowed="the file's text, uncompressed")
+    """Refuse text that is a compressed file's bytes read as UTF-8 (its invalid bytes lost to the replacement
+    character, as a browser's ``file.text()`` reads them)."""
+    codec = next((c for c in CODECS if c.starts_as_text(text)), None)
+    if codec is not None:
+        raise error(f"{where}: a {codec.name}-compressed file's bytes sent as text, which cannot be decompressed: "
+                    f"send the file's bytes base64-encoded, or decompress it first ({codec.command}) and send its "
+                    "text, or give the file to the command line, which reads it", field=field,
+                    allowed="the file's text, uncompressed, or its bytes base64-encoded")
+
+
+# how an upload holds a file (its ``encoding``): its text, or its bytes base64-encoded, as a compressed file is sent
+SentAs = Literal["text", "base64"]
+SENT_AS = "how the file is held: its text, or its bytes base64-encoded (RFC 4648), compressed or not"
+COMPRESSED_BYTES = f"the file's text, or with encoding base64 its bytes (a compressed file's: {COMPRESSIONS})"
+
+
+def bytes_of_base64(text: str, *, where: str, field: str, error: type[InferplanError]) -> bytes:
+    """A file's bytes sent base64-encoded (RFC 4648, section 4), as a page or an API client sends a compressed file."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise error(f"{where}: not base64 ({exc})", field=field,
+                    allowed="the file's bytes in base64 (RFC 4648: A-Z a-z 0-9 + /, padded with =)") from None
 
 
 def _too_deep(where: str, field: str, error: type[InferplanError]) -> InferplanError:

@@ -19,10 +19,11 @@ their keys (docs/measurements.md has the sources):
   ``LLAMA_LAUNCH_KEYS``, alike in all rows).
 - ``genai-perf``: ``profile_export_genai_perf.json`` of genai-perf or AIPerf (``time_to_first_token``,
   ``inter_token_latency``, ``output_token_throughput``, ``request_throughput``, each ``{unit, avg,
-  p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``).
+  p50, p99}``: the mean and the percentiles; lengths from ``input_sequence_length``/``output_sequence_length``;
+  AIPerf's ``error_request_count``, the requests that failed).
 - ``guidellm``: ``guidellm benchmark --output-path report.json`` (``benchmarks[].metrics``: ``mean``,
   ``median``, ``percentiles.p99``; ``request_totals``: ``errored`` and ``incomplete`` requests failed).
-- ``csv``: the documented CSV (``CSV_COLUMNS``).
+- ``csv``: the documented CSV (``CSV_COLUMNS``; ``failed_requests``, the requests of a level that failed).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import re
 from typing import Any, Callable
 
 from inferplan.errors import InvalidScenarioError
+from inferplan.input_codecs import uncompressed_name
 from inferplan.measurements.result_fields import (MS, Parsed, bad_field, from_ms, iso_date, measured_point, read_count,
                                                   read_json,
                                                   read_number, text_of)
@@ -44,9 +46,10 @@ CSV_COLUMNS = ("concurrency", "input_tokens", "output_tokens", "ttft_ms", "tpot_
 CSV_REQUIRED = ("concurrency", "input_tokens", "output_tokens")
 # optional columns: percentiles (ms) and the offered load (request rate, empty for no limit; requests in the run)
 CSV_TAILS = {"ttft_p50_s": "ttft_p50_ms", "ttft_p99_s": "ttft_p99_ms", "tpot_p50_s": "tpot_p50_ms", "tpot_p99_s": "tpot_p99_ms"}
-CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests")
+# and the requests of the level that failed (its figures being over the ones that completed)
+CSV_COLUMNS += (*CSV_TAILS.values(), "request_rate_per_s", "requests", "failed_requests")
 # the columns that measure something (a row needs one); the point's field -> its column, to name a bad figure
-CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests"))
+CSV_FIGURES = tuple(c for c in CSV_COLUMNS if c not in (*CSV_REQUIRED, "request_rate_per_s", "requests", "failed_requests"))
 CSV_KEYS = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "output_tokens_per_s_total": "output_tokens_per_s", **CSV_TAILS}
 MAX_POINTS = 10_000
 # the formats whose clients state each point's load level (guidellm's rate strategies give a mean in flight, which
@@ -218,6 +221,7 @@ def parse_genai_perf(text: str) -> Parsed:
     keys = {"concurrency": "input_config.concurrency", "input_tokens": "input_sequence_length",
             "output_tokens": "output_sequence_length", "ttft_s": "time_to_first_token", "tpot_s": "inter_token_latency",
             "output_tokens_per_s_total": "output_token_throughput", "requests_per_s": "request_throughput",
+            "failed_requests": "error_request_count.avg",
             **{field: f"{key}.{stat}" for field, (key, stat) in GENAI_PERF_TAILS.items()}}
     point = measured_point("", "genai-perf", keys,
                            concurrency=read_count({"concurrency": concurrency}, "concurrency", "genai-perf", "input_config."),
@@ -227,9 +231,30 @@ def parse_genai_perf(text: str) -> Parsed:
                            tpot_s=_stat(data, "inter_token_latency", "genai-perf"),
                            output_tokens_per_s_total=_stat(data, "output_token_throughput", "genai-perf"),
                            requests_per_s=_stat(data, "request_throughput", "genai-perf", required=False),
+                           failed_requests=_genai_perf_failed(data),
                            **{field: _stat(data, key, "genai-perf", required=False, stat=stat)
                               for field, (key, stat) in GENAI_PERF_TAILS.items()})
     return Parsed([point], model=text_of(_find(data.get("input_config", {}), "model")), model_field="input_config.model")
+
+
+def _genai_perf_failed(data: dict) -> int | None:
+    """The requests that failed: AIPerf's ``error_request_count`` (``{unit, avg}``, the count in ``avg``), which it
+    writes only when a request failed; genai-perf counts none (None). A run whose ``request_count`` (AIPerf: the
+    requests that completed) is 0 is refused naming it: it measured nothing."""
+    failed = _count_block(data, "error_request_count")
+    if failed is not None and _count_block(data, "request_count") == 0:
+        raise bad_field("request_count.avg", f"no request completed ({failed} failed): a run none of whose requests "
+                        "completed measured nothing", "genai-perf")
+    return failed
+
+
+def _count_block(data: dict, key: str) -> int | None:
+    block = data.get(key)
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        raise bad_field(key, "expected {unit, avg}", "genai-perf")
+    return read_count(block, "avg", "genai-perf", f"{key}.")
 
 
 def _mean(metrics: dict, key: str, where: str, *, required: bool = True, stat: str = "mean") -> float | None:
@@ -346,6 +371,7 @@ def _csv_points(reader: csv.DictReader) -> Parsed:
                                      tpot_s=from_ms(value("tpot_ms")), output_tokens_per_s_total=value("output_tokens_per_s"),
                                      requests_per_s=value("requests_per_s"), request_rate_per_s=value("request_rate_per_s"),
                                      requests=read_count(row, "requests", "csv", where, required=False),
+                                     failed_requests=read_count(row, "failed_requests", "csv", where, required=False),
                                      **{field: from_ms(value(column)) for field, column in CSV_TAILS.items()}))
     if not points:
         raise bad_field("line 2", "no rows", "csv")
@@ -376,9 +402,9 @@ SGLANG_ONLY_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms")
 
 
 def guess_format(name: str, text: str) -> str:
-    """The format a file is in, from its name and first bytes (``--format`` says it outright); a ``.gz`` ending
-    is passed over, its text being the decompressed file's."""
-    lower, head = name.lower().removesuffix(".gz"), text.lstrip()[:4000]
+    """The format a file is in, from its name and first bytes (``--format`` says it outright); a compression's
+    ending (``.gz``, ``.xz`` …) is passed over, its text being the decompressed file's."""
+    lower, head = uncompressed_name(name).lower(), text.lstrip()[:4000]
     if lower.endswith(".jsonl"):
         return "sglang"
     if "genai_perf" in lower or "aiperf" in lower or '"time_to_first_token"' in head:

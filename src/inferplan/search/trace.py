@@ -8,7 +8,8 @@ row's tell the format). Times are numbers from any origin (seconds, or the forma
 (ISO 8601, read as seconds after the first row's; every row in the first row's form) and must not decrease, and at
 least two must differ (the trace's span gives its rate); token counts are whole numbers from 1 to
 ``MAX_TRACE_TOKENS``; a CSV row with more values than its header has columns is refused. A file compressed with
-gzip is read decompressed (told by its first bytes, not its name).
+gzip, xz, bzip2 or as a zip of one file is read decompressed (told by its first bytes, not its name); a file given
+inline comes as its text or, compressed, as its bytes base64-encoded.
 
 A bad row is refused naming it one way wherever the trace comes from: ``row N`` counts the trace's
 requests from 1 (a CSV's header and blank lines are not rows), with the file's line beside it
@@ -30,7 +31,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.errors import InvalidScenarioError
-from inferplan.input_files import refuse_compressed_text, text_of
+from inferplan.input_codecs import uncompressed_name
+from inferplan.input_files import (COMPRESSED_BYTES, SENT_AS, SentAs, bytes_of_base64, refuse_compressed_text,
+                                   text_of)
 from inferplan.search.trace_columns import ArrivalClock, TraceFormat, format_of, formats_allowed, trace_formats
 
 MAX_TRACE_BYTES = 64 * 2**20  # a trace file larger than this is refused (about a million rows)
@@ -210,7 +213,16 @@ class TraceFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=255, description="the file's name: .jsonl / .json is read as JSONL, else CSV")
-    text: str = Field(max_length=MAX_TRACE_BYTES, description="the file's text (a gzip file's, decompressed)")
+    text: str = Field(max_length=MAX_TRACE_BYTES, description=COMPRESSED_BYTES)
+    encoding: SentAs = Field("text", description=SENT_AS)
+
+    def content(self) -> str:
+        """The file's text, from its bytes decompressed when it was sent base64-encoded."""
+        if self.encoding == "text":
+            return self.text
+        where = f"trace {self.name}"
+        data = bytes_of_base64(self.text, where=where, field="trace.text", error=InvalidScenarioError)
+        return text_of(data, where=where, field="trace.text", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES)
 
 
 def as_trace_file(value: object) -> object:
@@ -229,16 +241,15 @@ def as_trace_file(value: object) -> object:
 
 
 def is_jsonl(name: str) -> bool:
-    """Whether a trace file of this name is read as JSONL (else as CSV); a ``.gz`` after the name's own suffix
-    is passed over (whether a file is compressed is told by its bytes)."""
-    path = Path(name)
-    return (path.with_suffix("") if path.suffix.lower() == ".gz" else path).suffix.lower() in (".jsonl", ".json")
+    """Whether a trace file of this name is read as JSONL (else as CSV); a compression's ending (``.gz``, ``.xz``
+    …) after the name's own suffix is passed over (whether a file is compressed is told by its bytes)."""
+    return Path(uncompressed_name(name)).suffix.lower() in (".jsonl", ".json")
 
 
 def trace_of(given: "str | Sequence[object] | TraceFile") -> Trace:
     """The trace a request gives: a file's path (read from disk), a file's text, or its rows inline."""
     if isinstance(given, TraceFile):
-        return parse_trace(given.text, jsonl=is_jsonl(given.name))
+        return parse_trace(given.content(), jsonl=is_jsonl(given.name))
     if isinstance(given, str):
         return read_trace(given)
     return trace_from_rows(given)

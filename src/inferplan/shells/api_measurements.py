@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from inferplan.catalog.loader import load_catalog
-from inferplan.errors import ConflictError, InferplanError
+from inferplan.errors import ConflictError, InferplanError, InvalidScenarioError
+from inferplan.input_files import COMPRESSED_BYTES, SENT_AS, SentAs, bytes_of_base64
 from inferplan.inputs import Input
 from inferplan.measurements.choices import UploadChoices, upload_choices
 from inferplan.measurements.compare import RunComparison, compare_run, compare_runs
@@ -40,7 +41,14 @@ class ResultFile(Input):
     documents = frozenset({"content"})
 
     name: str = Field(min_length=1, max_length=200, description="the file's name (tells its format when none is given)")
-    content: str = Field(max_length=MAX_CONTENT_CHARS, description="the file's text (a gzip file's, decompressed)")
+    content: str = Field(max_length=MAX_CONTENT_CHARS, description=COMPRESSED_BYTES)
+    encoding: SentAs = Field("text", description=SENT_AS)
+
+    def data(self) -> bytes:
+        """The file's bytes (``read_runs`` decompresses and decodes them)."""
+        if self.encoding == "text":
+            return self.content.encode()
+        return bytes_of_base64(self.content, where=self.name, field="file", error=InvalidScenarioError)
 
 
 class MeasurementImport(Input):
@@ -123,7 +131,7 @@ def upload_schemas() -> dict:
 
 def _stored(r: MeasurementImport, request: Request) -> list[MeasuredRun]:
     try:
-        runs = read_runs(load_catalog(), [(f.name, f.content.encode()) for f in r.files], r.provenance)
+        runs = read_runs(load_catalog(), [(f.name, f.data()) for f in r.files], r.provenance)
     except InferplanError as exc:
         exc.field = f"provenance.{exc.field}" if exc.field in RunProvenance.model_fields else _file_field(exc, r.files)
         raise

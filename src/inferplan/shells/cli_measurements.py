@@ -88,7 +88,7 @@ def _in_file(fn):
 @deployment_flags(*RUN_OFFLOAD, *RUN_SETTINGS, "enforce_eager")
 def import_cmd(
     flags: dict,
-    files: list[Path] = typer.Argument(..., metavar="FILE", help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV."),
+    files: list[Path] = typer.Argument(..., metavar="FILE", help="Result files: vllm bench serve JSON, SGLang bench_serving JSONL, llama-bench json/csv/md, genai-perf/AIPerf export JSON, guidellm report JSON, or the documented CSV; gzip, xz, bzip2 or a one-file zip of any."),
     model: Optional[str] = typer.Option(None, "--model", help="Model (default: the one the file names)."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Accelerator the run used (or local)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs in the run (default: the tensor parallel size)."),

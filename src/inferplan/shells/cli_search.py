@@ -45,7 +45,7 @@ def search_cmd(
     request_rate_per_s: Optional[float] = typer.Option(None, "--request-rate", help="Requests per second to carry (with --input-len, --output-len)."),
     input_len: Optional[int] = TokensOpt(None, "--input-len", help="Prompt tokens per request."),
     output_len: Optional[int] = TokensOpt(None, "--output-len", help="Generated tokens per request."),
-    trace: Optional[str] = typer.Option(None, "--trace", help="CSV/JSONL trace (gzip too): arrival time, input tokens, output tokens; the Azure, BurstGPT and Mooncake traces' columns are read as published."),
+    trace: Optional[str] = typer.Option(None, "--trace", help="CSV/JSONL trace (gzip, xz, bzip2 or zip too): arrival time, input tokens, output tokens; the Azure, BurstGPT and Mooncake traces' columns are read as published."),
     arrival: Optional[str] = typer.Option(None, "--arrival", help="poisson | bursty: how the users' or the rate's requests arrive (default poisson)."),
     peak_to_average: Optional[float] = typer.Option(None, "--peak-to-average", help="Bursty: busy-spell rate over the mean (above 1)."),
     burst_period_s: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),

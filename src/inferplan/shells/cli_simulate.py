@@ -48,7 +48,7 @@ def simulate_cmd(
     users: Optional[int] = typer.Option(None, "--users", help="Users of --workload: their busiest-hour request rate and lengths."),
     workload_preset: Optional[str] = typer.Option(None, "--workload", help="Workload preset for --users (default chat-seat; agent-worker ...)."),
     clients: Optional[int] = typer.Option(None, "--clients", help="A closed loop: this many clients, each sending when its last request ends."),
-    trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL (gzip too) of arrival_s (or timestamp), input_tokens, output_tokens, or the Azure, BurstGPT or Mooncake trace's columns; replayed end to end up to --requests."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="CSV or JSONL (gzip, xz, bzip2 or zip too) of arrival_s (or timestamp), input_tokens, output_tokens, or the Azure, BurstGPT or Mooncake trace's columns; replayed end to end up to --requests."),
     arrival: str = typer.Option("poisson", "--arrival", help="poisson | bursty"),
     peak_to_average: float = typer.Option(1.0, "--peak-to-average", help="Bursty: busy-state rate over the mean (above 1)."),
     burst_period_s: Optional[float] = typer.Option(None, "--burst-period", help="Bursty: mean seconds of one busy and one quiet spell (default 60)."),

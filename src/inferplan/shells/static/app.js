@@ -30,6 +30,18 @@ async function api(method, path, body, onProgress) {  // onProgress: asks for th
   return data;
 }
 
+// a chosen file's bytes base64-encoded, as an upload sends them (encoding "base64"), so that a compressed
+// file (gzip, xz, bzip2, a zip of one file) reaches the server whole; the server decompresses it
+async function fileBase64(file) {
+  const url = await new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+  return url.includes(",") ? url.slice(url.indexOf(",") + 1) : "";  // an empty file's URL is "data:"
+}
+
 function option(value, text) {
   const o = document.createElement("option");
   o.value = value;

@@ -56,7 +56,9 @@ async function uploadMeasurement(event) {
   }
   $("measurement-status").textContent = "importing…";
   try {
-    const runs = await api("POST", "/api/measurements", { files: [{ name: file.name, content: await file.text() }], provenance });
+    // the file's bytes, so that a compressed one is decompressed by the server
+    const sent = { name: file.name, content: await fileBase64(file), encoding: "base64" };
+    const runs = await api("POST", "/api/measurements", { files: [sent], provenance });
     $("measurement-status").textContent = `imported run ${runs.map((r) => r.id).join(", ")}`;
     await refreshMeasurements();
   } catch (error) {
