@@ -92,3 +92,27 @@ def test_unwired_split_data_changes_the_plan():
     with_split, without = fit(_qwen3_next("sglang"), catalog), fit(_qwen3_next("sglang"), unwired)
     assert with_split.kv_cache_tokens < without.kv_cache_tokens
     assert not any("recurrent-state slots" in a for a in without.assumptions)
+
+
+def test_stated_slots_set_the_state_pool():
+    r = fit(_qwen3_next("sglang").model_copy(update={"max_mamba_cache_size": 100}))
+    state, per_tok = r.state_bytes_per_sequence / 4, r.kv_cache_bytes_per_token / 4
+    assert r.kv_cache_tokens == int((r.kv_cache_bytes_per_gpu - 101 * state) // per_tok)
+    assert any("100 recurrent-state slots" in a and "as stated" in a and "at 20 per instance" in a for a in r.assumptions)
+
+
+def test_a_stated_ratio_moves_memory_between_the_pools():
+    low, high = (fit(_qwen3_next("sglang").model_copy(update={"mamba_full_memory_ratio": x})) for x in (0.1, 2.0))
+    assert low.kv_cache_tokens > high.kv_cache_tokens
+    assert any("0.1 x the KV pool's memory" in a for a in low.assumptions)
+
+
+@pytest.mark.parametrize("field,value", [("max_mamba_cache_size", 64), ("mamba_full_memory_ratio", 0.5)])
+def test_state_pool_settings_are_refused_off_sglang_and_off_hybrid_models(field, value):
+    from inferplan.errors import InvalidScenarioError
+    with pytest.raises(InvalidScenarioError) as off_engine:
+        fit(_qwen3_next("vllm").model_copy(update={field: value}))
+    assert off_engine.value.field == field and "sglang" in off_engine.value.allowed
+    with pytest.raises(InvalidScenarioError) as off_model:
+        fit(Deployment(model="qwen3-32b", accelerator="h100-sxm", engine="sglang", **{field: value}))
+    assert off_model.value.field == field and "no Mamba or linear-attention layers" in str(off_model.value)

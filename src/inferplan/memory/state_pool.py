@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at
 from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit_held import Held
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.units import GiB
@@ -37,29 +39,42 @@ class StatePool:
 
 
 def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_per_seq_per_gpu: float,
-               hf_architecture: str | None) -> StatePool:
-    """The split of ``room_bytes_per_gpu`` at the release's default ratio, as the engine solves it."""
-    budget = max(room_bytes_per_gpu, 0.0) * split.state_to_kv_ratio / (1 + split.state_to_kv_ratio)
+               hf_architecture: str | None, *, ratio: float | None = None, slots: int | None = None) -> StatePool:
+    """The split of ``room_bytes_per_gpu`` as the engine solves it: ``slots`` where stated, else the most whole
+    slots in the state pool's share at ``ratio`` (None: the release's default)."""
     pad = 1 if split.padding_slot else 0
-    slots = max(int((budget - pad * state_bytes_per_seq_per_gpu) // state_bytes_per_seq_per_gpu), 0)
+    if slots is None:
+        r = ratio or split.state_to_kv_ratio
+        budget = max(room_bytes_per_gpu, 0.0) * r / (1 + r)
+        slots = max(int((budget - pad * state_bytes_per_seq_per_gpu) // state_bytes_per_seq_per_gpu), 0)
     state = (slots + pad) * state_bytes_per_seq_per_gpu
     return StatePool(slots, split.slots_per_request(hf_architecture), state, room_bytes_per_gpu - state)
 
 
-def release_split(rule: MemoryRule, engine_version: str | None, layout: KvLayout) -> HybridStateSplit | None:
-    """The release's split where it applies: a model with recurrent state on one pipeline stage (None otherwise)."""
-    if not rule.hybrid_state_split or layout.state_bytes_per_seq_per_gpu <= 0 or layout.stages:
-        return None
-    return hybrid_split_at(rule.hybrid_state_split, rule.planned_release(engine_version))
+def release_split(rule: MemoryRule, d: Deployment, layout: KvLayout) -> HybridStateSplit | None:
+    """The release's split where it applies: a model with recurrent state on one pipeline stage (None otherwise;
+    a stated state-pool setting where it does not apply is refused)."""
+    applies = layout.state_bytes_per_seq_per_gpu > 0 and not layout.stages
+    split = hybrid_split_at(rule.hybrid_state_split, rule.planned_release(d.engine_version)) if applies else None
+    for field in ("max_mamba_cache_size", "mamba_full_memory_ratio"):
+        if getattr(d, field) is not None and split is None:
+            why = ("the model has no Mamba or linear-attention layers" if layout.state_bytes_per_seq_per_gpu <= 0 else
+                   "the split is planned on one pipeline stage only" if layout.stages else
+                   "the engine release keeps no separate state pool")
+            raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
+                                       allowed="leave it out, or a hybrid model on one pipeline stage under SGLang 0.5.3 or later")
+    return split
 
 
-def with_state_pool(held: Held, split: HybridStateSplit | None, layout: KvLayout, block: int,
-                    hf_architecture: str | None, instances: int, sequences: int | None) -> tuple[Held, list[str]]:
-    """``held`` with the KV tokens of the attention pool and the sequences capped by the state slots;
-    ``sequences``: the concurrent sequences stated, across the ``instances``."""
+def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
+                    hf_architecture: str | None, instances: int) -> tuple[Held, list[str]]:
+    """``held`` with the KV tokens of the attention pool and the sequences capped by the state slots, for ``d``
+    on ``instances`` instances."""
     if split is None:
         return held, []
-    pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture)
+    pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
+                      ratio=d.mamba_full_memory_ratio, slots=d.max_mamba_cache_size)
+    sequences = d.concurrency
     per_tok = layout.bytes_per_token_per_gpu
     kv_room = max(pool.kv_pool_bytes_per_gpu, 0.0)
     tokens = int(kv_room // (block * per_tok)) * block if per_tok else 0
@@ -70,9 +85,10 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, layout: KvLayout
     largest = held.largest
     if sequences and per_tok:  # each of the stated sequences' share of the attention pool
         largest = int(kv_room / math.ceil(sequences / instances) // per_tok)
+    how = ("as stated" if d.max_mamba_cache_size else
+           f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
     note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
-            f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {split.state_to_kv_ratio:g} of the KV pool's "
-            f"memory) and {tokens:,} tokens of attention KV cache; the state pool caps the running sequences at "
-            f"{pool.running_cap:,} per instance ({pool.slots_per_request} slots each)"
+            f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
+            f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance ({pool.slots_per_request} slots each)"
             + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
     return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), [note]
