@@ -116,3 +116,11 @@ def test_state_pool_settings_are_refused_off_sglang_and_off_hybrid_models(field,
     with pytest.raises(InvalidScenarioError) as off_model:
         fit(Deployment(model="qwen3-32b", accelerator="h100-sxm", engine="sglang", **{field: value}))
     assert off_model.value.field == field and "no Mamba or linear-attention layers" in str(off_model.value)
+
+
+def test_deepseek_v4_compressor_state_stays_in_the_kv_pool():
+    # its compressor state is per-sequence state too, but SGLang keeps no state slots for it
+    r = fit(Deployment(model="deepseek-v4-flash", accelerator="b200", engine="sglang", tensor_parallel_size=8,
+                       max_model_len=131072))
+    assert r.state_bytes_per_sequence > 0
+    assert not any("recurrent-state slots" in a for a in r.assumptions)

@@ -14,6 +14,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.errors import InvalidScenarioError
@@ -21,6 +22,9 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit_held import Held
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.units import GiB
+
+
+RECURRENT = {LayerKind.MAMBA, LayerKind.LINEAR}  # the layers whose state the engine keeps in slots
 
 
 @dataclass(frozen=True)
@@ -51,18 +55,22 @@ def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_p
     return StatePool(slots, split.slots_per_request(hf_architecture), state, room_bytes_per_gpu - state)
 
 
-def release_split(rule: MemoryRule, d: Deployment, layout: KvLayout) -> HybridStateSplit | None:
-    """The release's split where it applies: a model with recurrent state on one pipeline stage (None otherwise;
-    a stated state-pool setting where it does not apply is refused)."""
-    applies = layout.state_bytes_per_seq_per_gpu > 0 and not layout.stages
+def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
+                  layout: KvLayout) -> HybridStateSplit | None:
+    """The release's split where it applies: a model with Mamba or linear-attention layers on one pipeline stage
+    (None otherwise; a stated state-pool setting where it does not apply is refused). Other per-sequence state
+    (DeepSeek-V4's compressor state) stays in the KV pool."""
+    recurrent = arch is not None and bool(RECURRENT & set(arch.layer_kinds))
+    applies = recurrent and layout.state_bytes_per_seq_per_gpu > 0 and not layout.stages
     split = hybrid_split_at(rule.hybrid_state_split, rule.planned_release(d.engine_version)) if applies else None
     for field in ("max_mamba_cache_size", "mamba_full_memory_ratio"):
         if getattr(d, field) is not None and split is None:
-            why = ("the model has no Mamba or linear-attention layers" if layout.state_bytes_per_seq_per_gpu <= 0 else
+            why = ("the model has no Mamba or linear-attention layers" if not recurrent else
                    "the split is planned on one pipeline stage only" if layout.stages else
                    "the engine release keeps no separate state pool")
             raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
-                                       allowed="leave it out, or a hybrid model on one pipeline stage under SGLang 0.5.3 or later")
+                                       allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
+                                               "0.5.3 or later")
     return split
 
 
@@ -89,6 +97,7 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
            f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
     note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
             f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
-            f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance ({pool.slots_per_request} slots each)"
+            f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
+            f"({pool.slots_per_request} slots each)"
             + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
     return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), [note]
