@@ -124,3 +124,20 @@ def test_deepseek_v4_compressor_state_stays_in_the_kv_pool():
                        max_model_len=131072))
     assert r.state_bytes_per_sequence > 0
     assert not any("recurrent-state slots" in a for a in r.assumptions)
+
+
+def test_the_hybrid_field_file_loads_and_keeps_its_split_rule():
+    from pathlib import Path
+
+    import yaml
+
+    from inferplan.catalog.loader import DATA_DIR
+    from inferplan.memory.resolve import resolve_model
+    from inferplan.memory.state_pool import RECURRENT
+
+    catalog = load_catalog()
+    data = yaml.safe_load((Path(DATA_DIR) / "measurements" / "memory_field_hybrid.yaml").read_text())
+    points = data["memory_points"]
+    assert {p["id"] for p in points} <= set(catalog.memory_points.records)
+    assert [p["split"] for p in points] == ["development" if i % 2 == 0 else "holdout" for i in range(len(points))]
+    assert all(RECURRENT & set(resolve_model(catalog, p["model"]).architecture.layer_kinds) for p in points)
