@@ -71,6 +71,7 @@ def test_the_running_sequences_are_capped_by_the_state_slots():
     cap = int(note.split("running sequences at ")[1].split(" ")[0].replace(",", ""))
     assert r.kv_cache_tokens / 1024 > cap
     assert r.max_concurrency == cap
+    assert r.state_running_cap == cap and r.state_slots >= 5 * cap
 
 
 def test_an_older_release_plans_three_slots_a_request():

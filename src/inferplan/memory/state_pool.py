@@ -75,11 +75,11 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
 
 
 def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
-                    hf_architecture: str | None, instances: int) -> tuple[Held, list[str]]:
+                    hf_architecture: str | None, instances: int) -> tuple[Held, StatePool | None, list[str]]:
     """``held`` with the KV tokens of the attention pool and the sequences capped by the state slots, for ``d``
     on ``instances`` instances."""
     if split is None:
-        return held, []
+        return held, None, []
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
                       ratio=d.mamba_full_memory_ratio, slots=d.max_mamba_cache_size)
     sequences = d.concurrency
@@ -100,4 +100,4 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
             f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
             f"({pool.slots_per_request} slots each)"
             + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
-    return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), [note]
+    return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool, [note]
