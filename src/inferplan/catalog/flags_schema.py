@@ -35,6 +35,7 @@ Setting = Literal[
     "enforce_eager",  # no CUDA graphs (memory/cuda_graphs.py)
     "enable_extensible_kv_cache",  # the KV cache sized from measured memory, or from the profile (memory/extensible.py)
     "redundant_experts",  # expert copies that make the expert slots divide by the ranks (memory/expert_split.py)
+    "max_mamba_cache_size", "mamba_full_memory_ratio",  # a hybrid model's recurrent-state pool (memory/state_pool.py)
 ]
 
 

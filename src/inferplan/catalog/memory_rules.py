@@ -20,6 +20,7 @@ from inferplan.catalog.context_rules import ComputeGraph, ContextCache
 from inferplan.catalog.free_memory import FreeMemoryQuery
 from inferplan.catalog.engine_tiers import ReleaseDefaults
 from inferplan.catalog.graph_rules import CudaGraphEstimate, ModelRunners
+from inferplan.catalog.hybrid_split import HybridStateSplit
 from inferplan.catalog.memory_rule_parts import (ActivationProfile, CollectiveBuffers, CurrentRelease, GpuLayerOrder,
                                                  ReleaseFraction, TpFraction)
 from inferplan.catalog.mlx_rules import InFlightPrefill
@@ -103,6 +104,8 @@ class MemoryRule(Frozen):
     block_tokens: int | None = Field(None, ge=1)  # the releases' default block size (None: engines.yaml's)
     # the attention backend's buffers allocated after the pool, out of the same headroom (None: none)
     attention_workspace: AttentionWorkspace | None = None
+    # a hybrid model's cache memory split into recurrent-state slots and an attention KV pool, by release
+    hybrid_state_split: tuple[HybridStateSplit, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -143,6 +146,7 @@ class MemoryRule(Frozen):
                         *((r.first_release for r in self.model_runners.defaults) if self.model_runners else ()),
                         *((self.model_runners.v2_estimates_from,) if self.model_runners and
                           self.model_runners.v2_estimates_from else ()),
+                        *(h.first_release for h in self.hybrid_state_split),
                         *((self.current_release.release,) if self.current_release else ())):
             if not self.covers(release):
                 raise ValueError(f"release {release} is outside the rule's releases {self.releases}")
@@ -348,7 +352,8 @@ def check_memory_rules(catalog) -> None:
             *(s for q in rule.free_memory_queries for s in q.sources),
             *(rule.gpu_memory_defaults.source_ids() if rule.gpu_memory_defaults else ()),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ()),
-            *(rule.measured_sizing.source_ids() if rule.measured_sizing else ())))
+            *(rule.measured_sizing.source_ids() if rule.measured_sizing else ()),
+            *(s for h in rule.hybrid_state_split for s in h.sources)))
         block = rule.block_tokens or catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "

@@ -157,7 +157,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     bounds: list[str] = []  # the plan's bounds the launcher takes no flag for
     d = slot_context(d, catalog, flags)
     for setting in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "ubatch_size",
-                    "moe_runner_backend"):
+                    "moe_runner_backend", "max_mamba_cache_size", "mamba_full_memory_ratio"):
         value = stated_or_default(d, flags, setting)
         if value is not None and setting in flags.plan_bounds:
             bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")

@@ -135,6 +135,11 @@ class Deployment(Input):
     hicache_ratio: float | None = Field(None, gt=0, le=1e3,
                                         description="SGLang --hicache-ratio: host KV pool as a multiple of the GPU KV pool")
     hicache_size: float | None = Field(None, gt=0, le=1e6, description="SGLang --hicache-size: host KV pool per GPU, GB (overrides the ratio)")
+    # a hybrid (Mamba / linear-attention) model's recurrent-state pool (memory/state_pool.py)
+    max_mamba_cache_size: int | None = Field(None, ge=1, le=10_000_000, description="SGLang --max-mamba-cache-size: "
+                                             "recurrent-state slots of a hybrid model (default: solved from the ratio)")
+    mamba_full_memory_ratio: float | None = Field(None, gt=0, le=1e3, description="SGLang --mamba-full-memory-ratio: "
+                                                  "a hybrid model's state pool : attention KV pool memory (default 0.9)")
     host_memory_bandwidth_gb_per_s: float | None = Field(
         None, gt=0, le=1e5, description="the host's DRAM bandwidth, GB/s (default: offload.yaml's assumed desktop figure)")
 

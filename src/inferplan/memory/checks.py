@@ -51,6 +51,12 @@ def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
         raise InvalidScenarioError(f"{engine.name} has no MoE runner backend setting", field="moe_runner_backend",
                                    allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
     check_choice(catalog, engine.id, "moe_runner_backend", d.moe_runner_backend)
+    for field in ("max_mamba_cache_size", "mamba_full_memory_ratio"):  # a hybrid model's state pool (memory/state_pool.py)
+        if getattr(d, field) is not None and (flags is None or field not in flags.settings):
+            takers = [f.engine for f in catalog.engine_flags if field in f.settings]
+            raise InvalidScenarioError(f"{engine.name} has no {field} setting: it keeps a hybrid model's recurrent state "
+                                       "inside its one KV pool", field=field,
+                                       allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
 
 
 def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:

@@ -28,6 +28,7 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
+from inferplan.memory.state_pool import release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
@@ -350,6 +351,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
     held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+    held, states, state_notes = with_state_pool(held, release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens,
+                                        kv_arch and kv_arch.hf_architecture, plan.data_parallel_size)
     check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
                          plan.tensor_parallel_size)
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
@@ -361,7 +364,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),
-                   *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *context_notes,
+                   *prefill_notes(prefill, prefill_off, d, engine.name, settings.max_num_batched_tokens), *budget_notes, *layout_notes, *release_notes, *admission_notes, *state_notes, *context_notes,
                    *([step_note] if step_note else [])]
     tier = host_kv_tier_bytes(d, held.kv_gpu, plan.tensor_parallel_size * plan.pipeline_parallel_size)
     host_used, host_budget, host_notes, host_pool = host_memory_use(catalog, d, hw, split, full_layout, held.max_len, w.estimate, engine, tier, gpus=gpus, gpu_kv_bytes_per_gpu=held.kv_gpu, gpu_bytes_per_gpu=w.per_gpu + budget.activation_bytes_per_gpu
@@ -399,6 +402,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         kv_cache_needed_bytes_per_gpu=needed,
         largest_context_tokens=held.largest, concurrency=d.concurrency,
+        state_slots=states and states.slots, state_running_cap=states and states.running_cap,
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
             layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),

@@ -68,6 +68,10 @@ class MemoryFit(BaseModel):
     # blocks the release charges it (memory/admission.py)
     kv_cache_needed_bytes_per_gpu: float = 0.0
     largest_context_tokens: int | None  # at `concurrency`, per sequence
+    # a hybrid model on an engine that keeps its recurrent state in slots apart from the KV pool (SGLang,
+    # memory/state_pool.py): the slots per instance and the running sequences they allow (None: one shared pool)
+    state_slots: int | None = None
+    state_running_cap: int | None = None
     concurrency: int | None
     shortfall_bytes: float  # per GPU, 0 when it fits
     # the smallest instance of a power-of-two GPU count that holds the model (tiles a system's 8 or 72 GPUs:

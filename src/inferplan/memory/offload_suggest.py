@@ -197,7 +197,7 @@ def _least_offload_gb(d: Deployment, catalog: Catalog, weights_bytes: float) -> 
 ENGINE_FIELDS = ("engine_version", "gpu_memory_utilization", "moe_runner_backend", "moe_kernel", "topk_topp_sampler",
                  "max_num_batched_tokens", "ubatch_size", "flash_attention", "mtp_draft", "n_gpu_layers", "n_cpu_moe",
                  "cpu_offload_gb", "kt_num_gpu_experts", "kt_method", "kt_release", "kv_offloading_size",
-                 "kv_offloading_backend", "hicache_ratio", "hicache_size")
+                 "kv_offloading_backend", "hicache_ratio", "hicache_size", "max_mamba_cache_size", "mamba_full_memory_ratio")
 EXPERT_OFFLOAD = ("n_cpu_moe", "kt_num_gpu_experts")  # offload_settings that keep routed experts in host RAM
 
 

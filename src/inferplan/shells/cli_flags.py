@@ -113,6 +113,12 @@ FLAGS: dict[str, tuple[Any, Any]] = {
         None, "--kv-offloading-backend", help="vLLM: native | lmcache, what keeps the host KV tier (default native).")),
     "hicache_ratio": (Optional[float], HiCacheRatioOpt),
     "hicache_size": (Optional[float], HiCacheSizeOpt),
+    "max_mamba_cache_size": (Optional[int], typer.Option(
+        None, "--max-mamba-cache-size", help="SGLang: a hybrid model's recurrent-state slots (default: solved from the "
+                                             "memory ratio).")),
+    "mamba_full_memory_ratio": (Optional[float], typer.Option(
+        None, "--mamba-full-memory-ratio", help="SGLang: a hybrid model's state pool memory : attention KV pool memory "
+                                                "(default 0.9).")),
     "other_gpu_memory_gb": (Optional[float], typer.Option(
         None, "--other-gpu-memory-gb", help="GiB of each GPU other processes hold when the engine starts (a desktop's "
                                             "display, another server); counted as the release's rule counts it (default 0).")),
@@ -123,7 +129,8 @@ LAYOUT = ("model", "gpu", "system", "gpus", "tensor_parallel_size", "pipeline_pa
 FORMAT = ("kv_cache_dtype", "quantization", "engine", "engine_version", "moe_kernel", "moe_runner_backend", "topk_topp_sampler",
           "model_runner")
 LIMITS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "ubatch_size", "max_num_seqs",
-          "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache", "sched_spread")
+          "other_gpu_memory_gb", "enforce_eager", "enable_extensible_kv_cache", "sched_spread", "max_mamba_cache_size",
+          "mamba_full_memory_ratio")
 # the offload and host-memory flags a launch command takes (deploy; acceptance and measurements import take
 # these, the KTransformers release and the host perf prices: performance/local_runs.py RUN_OFFLOAD)
 LAUNCHED_HOST = ("n_gpu_layers", "n_cpu_moe", "cpu_offload_gb", "kv_offloading_size", "kv_offloading_backend", "hicache_ratio",

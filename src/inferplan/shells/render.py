@@ -152,6 +152,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
                       + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
                       highlight=False)
+    if r.state_running_cap is not None:  # SGLang's state pool caps the running sequences of a hybrid model
+        console.print(f"  state pool: {r.state_slots:,} recurrent-state slots, at most {r.state_running_cap:,} "
+                      "sequences running per instance", highlight=False)
     if r.largest_context_tokens is not None:
         console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
     if r.page_cache_note:  # an integrated GPU whose engine reads the device's free memory: a range, not a figure

@@ -1,0 +1,51 @@
+"""How an engine release splits its cache memory for a hybrid (Mamba / linear-attention) model, as data.
+
+SGLang keeps a hybrid model's recurrent state apart from its attention KV cache: the memory left for the
+cache is split into a state pool of a whole number of request slots and a KV pool for the full-attention
+layers, the state pool taking ``state_to_kv_ratio / (1 + state_to_kv_ratio)`` of it
+(``--mamba-full-memory-ratio``). A running request holds ``state_slots_per_request`` slots (its own and the
+radix cache's copies), more under the extra-buffer strategy the release picks for the architectures it
+lists, so the state pool caps the running requests. Each entry holds one release's rule, from its
+``first_release`` to the next entry's. ``memory/state_pool.py`` applies it; the entries live on a memory
+rule's ``hybrid_state_split``.
+
+No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
+"""
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from inferplan.catalog.provenance import release_key
+from inferplan.inputs import Input
+
+
+class HybridStateSplit(Input):
+    """One release's split of the cache memory between the recurrent-state slots and the attention KV pool."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    first_release: str  # inclusive, inside the rule's range; holds to the next entry's
+    state_to_kv_ratio: float = Field(gt=0)  # state pool bytes : KV pool bytes, the default --mamba-full-memory-ratio
+    # one slot more is allocated than the count the budget is solved for (the pool's padding slot)
+    padding_slot: bool
+    state_slots_per_request: int = Field(ge=1)  # slots a running request holds with the radix cache on
+    extra_buffer_slots: int = Field(0, ge=0)  # more per request under the extra-buffer strategy
+    # HF architectures the release gives the extra-buffer strategy by default (overlap schedule on, CUDA)
+    extra_buffer_architectures: tuple[str, ...] = ()
+    sources: tuple[str, ...] = Field(min_length=1)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    def slots_per_request(self, hf_architecture: str | None) -> int:
+        """State slots one running request holds for a model of ``hf_architecture``."""
+        extra = self.extra_buffer_slots if hf_architecture in self.extra_buffer_architectures else 0
+        return self.state_slots_per_request + extra
+
+
+def hybrid_split_at(entries: tuple[HybridStateSplit, ...], release: str | None) -> HybridStateSplit | None:
+    """The split at ``release`` (None: the newest entry), None before the first entry or with none stated."""
+    reached = [e for e in entries if release is None or release_key(e.first_release) <= release_key(release)]
+    return max(reached, key=lambda e: release_key(e.first_release)) if reached else None

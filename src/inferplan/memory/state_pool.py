@@ -1,0 +1,103 @@
+"""A hybrid model's cache memory split into recurrent-state slots and an attention KV pool, where the
+engine release splits it (SGLang: ``catalog/hybrid_split.py``, the rule's ``hybrid_state_split``).
+
+The room left for the cache on each GPU is split: the state pool takes ``ratio / (1 + ratio)`` of it in
+whole slots of one sequence's state (one slot more where the release pads the pool), the attention KV pool
+the rest. The KV tokens are what the attention layers' bytes per token make of the KV pool, and the
+running sequences are capped at the slots over the slots each request holds. Without the split the plan
+charges each sequence its state inside the one pool (``fit_held.kv_held``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from inferplan.catalog.architecture import Architecture, LayerKind
+from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at
+from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit_held import Held
+from inferplan.memory.kv_cache import KvLayout
+from inferplan.units import GiB
+
+
+RECURRENT = {LayerKind.MAMBA, LayerKind.LINEAR}  # the layers whose state the engine keeps in slots
+
+
+@dataclass(frozen=True)
+class StatePool:
+    """One GPU's split of the cache room: the state slots, the bytes they take and the KV pool left."""
+
+    slots: int
+    slots_per_request: int
+    state_bytes_per_gpu: float
+    kv_pool_bytes_per_gpu: float
+
+    @property
+    def running_cap(self) -> int:
+        """The most requests that run at once: the slots over the slots each holds."""
+        return self.slots // self.slots_per_request
+
+
+def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_per_seq_per_gpu: float,
+               hf_architecture: str | None, *, ratio: float | None = None, slots: int | None = None) -> StatePool:
+    """The split of ``room_bytes_per_gpu`` as the engine solves it: ``slots`` where stated, else the most whole
+    slots in the state pool's share at ``ratio`` (None: the release's default)."""
+    pad = 1 if split.padding_slot else 0
+    if slots is None:
+        r = ratio or split.state_to_kv_ratio
+        budget = max(room_bytes_per_gpu, 0.0) * r / (1 + r)
+        slots = max(int((budget - pad * state_bytes_per_seq_per_gpu) // state_bytes_per_seq_per_gpu), 0)
+    state = (slots + pad) * state_bytes_per_seq_per_gpu
+    return StatePool(slots, split.slots_per_request(hf_architecture), state, room_bytes_per_gpu - state)
+
+
+def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
+                  layout: KvLayout) -> HybridStateSplit | None:
+    """The release's split where it applies: a model with Mamba or linear-attention layers on one pipeline stage
+    (None otherwise; a stated state-pool setting where it does not apply is refused). Other per-sequence state
+    (DeepSeek-V4's compressor state) stays in the KV pool."""
+    recurrent = arch is not None and bool(RECURRENT & set(arch.layer_kinds))
+    applies = recurrent and layout.state_bytes_per_seq_per_gpu > 0 and not layout.stages
+    split = hybrid_split_at(rule.hybrid_state_split, rule.planned_release(d.engine_version)) if applies else None
+    for field in ("max_mamba_cache_size", "mamba_full_memory_ratio"):
+        if getattr(d, field) is not None and split is None:
+            why = ("the model has no Mamba or linear-attention layers" if not recurrent else
+                   "the split is planned on one pipeline stage only" if layout.stages else
+                   "the engine release keeps no separate state pool")
+            raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
+                                       allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
+                                               "0.5.3 or later")
+    return split
+
+
+def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
+                    hf_architecture: str | None, instances: int) -> tuple[Held, StatePool | None, list[str]]:
+    """``held`` with the KV tokens of the attention pool and the sequences capped by the state slots, for ``d``
+    on ``instances`` instances."""
+    if split is None:
+        return held, None, []
+    pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
+                      ratio=d.mamba_full_memory_ratio, slots=d.max_mamba_cache_size)
+    sequences = d.concurrency
+    per_tok = layout.bytes_per_token_per_gpu
+    kv_room = max(pool.kv_pool_bytes_per_gpu, 0.0)
+    tokens = int(kv_room // (block * per_tok)) * block if per_tok else 0
+    seq = math.ceil(held.max_len / block) * block * per_tok
+    by_kv = kv_room / seq if seq else float(pool.running_cap)
+    concurrency = min(by_kv, float(pool.running_cap))
+    fits = held.fits and kv_room >= seq and pool.running_cap >= 1
+    largest = held.largest
+    if sequences and per_tok:  # each of the stated sequences' share of the attention pool
+        largest = int(kv_room / math.ceil(sequences / instances) // per_tok)
+    how = ("as stated" if d.max_mamba_cache_size else
+           f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
+    note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
+            f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
+            f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
+            f"({pool.slots_per_request} slots each)"
+            + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
+    return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool, [note]
