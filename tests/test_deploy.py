@@ -228,7 +228,7 @@ def test_disaggregation_roles(catalog):
     ("llamacpp", {"pipeline_parallel_size": 2}, {}, "pipeline_parallel_size"),
     ("trtllm", {"data_parallel_size": 2, "tensor_parallel_size": 2}, {}, "data_parallel_size"),
     ("trtllm", {"kv_cache_dtype": "bf16"}, {}, "kv_cache_dtype"),
-    ("trtllm", {}, {"speculative": Speculative(tokens=3)}, "speculative.method"),
+    ("trtllm", {}, {"speculative": Speculative(method="ngram", tokens=3)}, "speculative.method"),
     ("mlx", {"tensor_parallel_size": 2}, {}, "tensor_parallel_size"),
     ("mlx", {"gpu_memory_utilization": 0.9}, {}, "gpu_memory_utilization"),
     ("sglang", {"kv_cache_dtype": "fp16"}, {}, "kv_cache_dtype"),

@@ -82,6 +82,12 @@ def test_api_deploy_returns_the_command_and_manifest(client):
      ["body", "speculative", "draft_model"]),  # no catalogued EAGLE-3 draft to default to
     ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100", "engine": "llamacpp"}, "role": "decode"}, ["body", "role"]),
     ({"deployment": {"model": "llama-3.1-8b", "gpu": "H100"}, "format": "pdf"}, ["body", "format"]),
+    # drafts with no method, refused as perf refuses them: the engine's launch has no n-gram drafting ...
+    ({"deployment": {"model": "qwen3-8b", "gpu": "H100", "engine": "trtllm"}, "speculative": {"tokens": 3}},
+     ["body", "speculative", "method"]),
+    # ... and an Ollama tag's runner takes no draft
+    ({"deployment": {"model": "qwen3:8b", "gpu": "RTX 4090"}, "speculative": {"tokens": 3}},
+     ["body", "speculative", "tokens"]),
 ])
 def test_api_deploy_errors_name_the_body_path(client, body, loc):
     r = client.post("/api/deploy", json=body)

@@ -23,7 +23,7 @@ from inferplan.memory.fit import as_planned, plan_memory
 from inferplan.memory.host_budget import unstated_host_note
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
-from inferplan.memory.mtp import OTHER_METHOD, SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft
+from inferplan.memory.mtp import OTHER_METHOD, SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft, with_unnamed_drafts
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
@@ -285,9 +285,11 @@ def later_release(argv: tuple[str, ...], flags: EngineFlags) -> LaterFlags | Non
 
 
 def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Speculative | None:
-    """``spec`` with its method filled where it states none, by the rule perf plans a draft with
-    (``memory.mtp.with_mtp_draft``): mtp where the model ships MTP layers and the engine drafts with them,
-    else ``OTHER_METHOD``. A model the catalogue cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` takes the
+    """``spec`` with its method filled where it states none: the deployment's named method, else the draft perf
+    plans (``memory.mtp.with_unnamed_drafts``, the one rule: mtp where the model ships MTP layers and the engine
+    drafts with them, else ``OTHER_METHOD`` where the engine's launch has it, else refused naming
+    ``speculative_method``; drafts on an Ollama tag's launch, which takes none, refused naming
+    ``speculative_tokens``). A model the catalogue cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` takes the
     model's one catalogued draft where none is named, a catalogued draft's repo where its id is (``planned_draft``)."""
     if spec is not None and spec.method == "eagle3":
         try:
@@ -300,10 +302,21 @@ def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | Non
     if d.speculative_method is not None:  # the method the deployment names
         return spec.model_copy(update={"method": d.speculative_method})
     try:
-        mtp = with_mtp_draft(catalog, d, spec.tokens).mtp_draft
+        drafted = with_unnamed_drafts(catalog, d, spec.tokens)
     except UnknownModelError:
-        mtp = False
-    return spec.model_copy(update={"method": "mtp" if mtp else OTHER_METHOD})
+        return spec.model_copy(update={"method": OTHER_METHOD})
+    return spec.model_copy(update=_drafted_by(drafted))
+
+
+def _drafted_by(d: Deployment) -> dict[str, str | None]:
+    """The launch's method (and draft checkpoint) of a deployment whose drafts ``with_unnamed_drafts`` planned."""
+    if d.mtp_draft:
+        return {"method": "mtp"}
+    if d.eagle3_draft:
+        return {"method": "eagle3", "draft_model": d.eagle3_draft}
+    if d.draft_checkpoint:
+        return {"method": "draft_model", "draft_model": d.draft_checkpoint}
+    return {"method": d.speculative_method}
 
 
 def with_draft(d: Deployment, catalog: Catalog, spec: Speculative | None) -> Deployment:

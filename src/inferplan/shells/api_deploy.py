@@ -85,11 +85,12 @@ async def deploy_route(r: DeployRequest, http: Request) -> Response:
 
 def _body_field(field: str | None, r: DeployRequest) -> str | None:
     """A library field (kv_cache_dtype, speculative.draft_model, role) as its path in the request body;
-    ``mtp_draft`` is the body's speculative.method where the deployment does not state an MTP draft."""
+    ``mtp_draft`` and ``speculative_method`` are the body's speculative.method, ``speculative_tokens`` its
+    speculative.tokens, where the deployment does not state them."""
     if not field:
         return field
-    if field == "mtp_draft" and not r.deployment.mtp_draft:
-        return "speculative.method"
+    if field in ("mtp_draft", "speculative_method", "speculative_tokens") and not getattr(r.deployment, field):
+        return "speculative.tokens" if field == "speculative_tokens" else "speculative.method"
     key = field.lstrip("-").replace("-", "_")
     if key.split(".")[0] in DeployRequest.model_fields:
         return key

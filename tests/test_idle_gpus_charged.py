@@ -1,0 +1,40 @@
+"""A plan charges every GPU the platform states, whichever of them serve: capex, power, operating cost and
+$/Mtok are the stated loadout's, while the users carried come from the replica cells that run. One replica of
+an Ollama tag one GPU holds (ollama.yaml ``single_gpu``) on two stated GPUs leaves the other GPU idle: it is
+still paid for and powered (at the plan's average draw; the catalogue has no idle-power figure, so an idle
+GPU is charged as a busy one is)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.economics.plan import plan
+from inferplan.economics.scenario import Scenario
+
+CATALOG = load_catalog()
+TWO = dict(model="qwen3:8b", engine="llamacpp", target_users=5,
+           platform={"gpu": "rtx-4090", "gpus": 2, "quote_usd_per_system": 5000})
+
+
+def _plan(**changes):
+    return plan(Scenario(**{**TWO, **changes}), CATALOG)
+
+
+def test_one_serving_cell_of_two_stated_gpus_pays_for_both():
+    one = _plan(cell={"tensor_parallel_size": 1}, replicas=1)
+    both = _plan(cell={"tensor_parallel_size": 1}, replicas=2)
+    assert one.gpus == both.gpus == 2
+    assert one.capex_usd == both.capex_usd == 5000
+    assert one.monthly_costs.power_usd == pytest.approx(both.monthly_costs.power_usd)
+    assert one.monthly_costs.operating_usd == pytest.approx(both.monthly_costs.operating_usd)
+    # the throughput is the one serving cell's: half the users, so each token costs twice as much
+    assert one.supported_users == pytest.approx(both.supported_users / 2, abs=1)
+    assert one.owner_cost_usd_per_mtok_at_capacity == pytest.approx(2 * both.owner_cost_usd_per_mtok_at_capacity, rel=1e-3)
+
+
+def test_the_idle_gpu_draws_power_beside_the_serving_one():
+    alone = plan(Scenario(**{**TWO, "platform": {"gpu": "rtx-4090", "gpus": 1, "quote_usd_per_system": 2500}}), CATALOG)
+    idle_beside = _plan(cell={"tensor_parallel_size": 1}, replicas=1)
+    assert idle_beside.supported_users == alone.supported_users
+    assert idle_beside.monthly_costs.power_usd == pytest.approx(2 * alone.monthly_costs.power_usd)
