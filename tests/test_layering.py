@@ -1,7 +1,7 @@
 """The layers point one way: a module imports only modules of its own layer or the layers under it,
 and no two modules import each other, directly or round a loop.
 
-Layers, bottom up: ``errors``, ``units``, ``inputs``, ``input_files``, ``listen`` (0) < ``catalog`` (1) < ``memory`` (2) <
+Layers, bottom up: ``errors``, ``units``, ``inputs``, ``input_files``, ``input_codecs``, ``listen`` (0) < ``catalog`` (1) < ``memory`` (2) <
 ``performance`` (3) < ``economics`` (4) < ``search``, ``scenario``, ``deploy``, ``measurements`` (5) < ``report``,
 ``store`` (6) < ``shells`` (7). ``validation`` is the maintenance layer beside them: it may import
 ``catalog`` … ``economics`` (and the bottom), and only ``shells`` import it (tests may too).
@@ -23,7 +23,7 @@ SRC = Path(inferplan.__file__).resolve().parent
 PACKAGE = "inferplan"
 
 LAYERS = {
-    "errors": 0, "units": 0, "inputs": 0, "input_files": 0, "listen": 0,
+    "errors": 0, "units": 0, "inputs": 0, "input_files": 0, "input_codecs": 0, "listen": 0,
     "catalog": 1,
     "memory": 2,
     "performance": 3,
