@@ -56,17 +56,18 @@ def test_the_parameters_count_to_the_published_48b():
     assert p.experts == moe_layers * cfg["num_experts"] * expert
     assert p.shared_experts == moe_layers * cfg["num_shared_experts"] * expert
     assert p.dense_mlp == 3 * h * cfg["intermediate_size"]
-    # by hand, with Kimi Linear's low-rank KDA gate and decay (rank head_dim): 49.12B; the importer
-    # counts those two as Gated DeltaNet's (full-rank gate, one decay per head), 0.3 % more
-    kda, heads, d = cfg["linear_attn_config"], cfg["num_attention_heads"], cfg["linear_attn_config"]["head_dim"]
-    width = kda["num_heads"] * d
-    kda_layer = 4 * h * width + 2 * (h * d + d * width) + h * kda["num_heads"] + 3 * width * 4 + kda["num_heads"] + width + d
+    # KDA layer (vLLM 0.11.1 layers/kda.py): q, k, v, o; decay f and output gate g through head_dim
+    # (f_a/f_b, g_a/g_b); b per head; q/k/v short convolutions; A_log per head, dt_bias per channel, o_norm
+    kda, heads = cfg["linear_attn_config"], cfg["num_attention_heads"]
+    d, width, kernel = kda["head_dim"], kda["num_heads"] * kda["head_dim"], kda["short_conv_kernel_size"]
+    kda_layer = (4 * h * width + 2 * (h * d + d * width) + h * kda["num_heads"] + 3 * width * kernel
+                 + kda["num_heads"] + width + d)
     mla_layer = (h * heads * (cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"])
                  + h * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) + cfg["kv_lora_rank"]
                  + cfg["kv_lora_rank"] * heads * (cfg["qk_nope_head_dim"] + cfg["v_head_dim"]) + heads * cfg["v_head_dim"] * h)
-    by_hand = (2 * vocab * h + p.experts + p.shared_experts + p.dense_mlp + moe_layers * cfg["num_experts"] * h
-               + len(kda["kda_layers"]) * kda_layer + len(kda["full_attn_layers"]) * mla_layer)
-    assert p.total == pytest.approx(by_hand, rel=0.004)
+    assert p.attention == len(kda["kda_layers"]) * kda_layer + len(kda["full_attn_layers"]) * mla_layer
+    assert p.router == moe_layers * cfg["num_experts"] * h
+    assert p.total == 49_122_675_072
     assert p.total == pytest.approx(48e9, rel=0.03)  # the README's "48B total parameters"
 
 
