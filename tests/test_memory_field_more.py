@@ -11,7 +11,8 @@ from inferplan.catalog.loader import DATA_DIR
 MEASUREMENTS = Path(DATA_DIR) / "measurements"
 MORE = MEASUREMENTS / "memory_field_more.yaml"
 # the field files the set is made of; a file missing here or on disk fails the count below
-FIELD_FILES = ("memory_field.yaml", "memory_field_datacenter.yaml", "memory_field_more.yaml", "memory_field_2026.yaml")
+FIELD_FILES = ("memory_field.yaml", "memory_field_datacenter.yaml", "memory_field_more.yaml", "memory_field_2026.yaml",
+               "memory_field_hybrid.yaml")
 TARGET_RECORDS, TARGET_GPU_KINDS = 60, 12  # issue #25, item 1
 
 

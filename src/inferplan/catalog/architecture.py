@@ -109,6 +109,9 @@ class LinearAttnDims:
     value_head_dim: int
     conv_kernel: int
     recurrent_state_bytes: int = 2  # per element of the heads x key x value state (vLLM keeps KDA's in FP32: 4)
+    # Kimi Linear's KDA: the decay (f_a/f_b) and the output gate (g_a/g_b) are projections through this rank;
+    # None: Gated DeltaNet's weights (a full-rank output gate z, one decay per head), as Kimi-K3's full-rank gate
+    gate_rank: int | None = None
 
 
 @dataclass(frozen=True)

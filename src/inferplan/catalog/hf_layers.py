@@ -264,8 +264,11 @@ def kda_dims(cfg: dict) -> LinearAttnDims:
     if not _whole(kernel, 1):
         raise ConfigImportError(f"linear_attn_config.short_conv_kernel_size is {kernel!r}, not a whole number of at least 1",
                                 field="short_conv_kernel_size", allowed="an integer of at least 1")
+    # without use_full_rank_gate the decay and output gate go through head_dim (vLLM 0.11.1 layers/kda.py
+    # f_a_proj/f_b_proj, g_a_proj/g_b_proj)
+    rank = None if kda.get("use_full_rank_gate") else dim
     return LinearAttnDims(num_key_heads=heads, num_value_heads=heads, key_head_dim=dim, value_head_dim=dim,
-                          conv_kernel=kernel, recurrent_state_bytes=4)  # vLLM's kda_state_dtype: float32
+                          conv_kernel=kernel, recurrent_state_bytes=4, gate_rank=rank)  # vLLM's kda_state_dtype: float32
 
 
 # the recurrent state's dtype as configs name it (``mamba_ssm_dtype``), in bytes per element

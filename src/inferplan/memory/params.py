@@ -78,8 +78,12 @@ def _attention_params(arch: Architecture, kind: LayerKind) -> int:
         assert d is not None
         k_width = d.num_key_heads * d.key_head_dim
         v_width = d.num_value_heads * d.value_head_dim
-        in_proj = h * (2 * k_width + 2 * v_width + 2 * d.num_value_heads)  # q, k, v, z, b, a
         conv = (2 * k_width + v_width) * d.conv_kernel
+        if d.gate_rank:  # KDA: q, k, v, b; decay f and gate g through the rank; A_log per head, dt_bias per channel
+            r = d.gate_rank
+            in_proj = h * (2 * k_width + v_width + d.num_value_heads) + 2 * h * r + r * (k_width + v_width)
+            return in_proj + conv + v_width * h + d.value_head_dim + d.num_value_heads + k_width
+        in_proj = h * (2 * k_width + 2 * v_width + 2 * d.num_value_heads)  # q, k, v, z, b, a
         return in_proj + conv + v_width * h + d.value_head_dim + 2 * d.num_value_heads
     if kind is LayerKind.MAMBA:
         m = arch.mamba
