@@ -109,6 +109,7 @@ class LinearAttnDims:
     value_head_dim: int
     conv_kernel: int
     recurrent_state_bytes: int = 2  # per element of the heads x key x value state (vLLM keeps KDA's in FP32: 4)
+    config_state_bytes: int | None = None  # per element as the config's mamba_ssm_dtype names it (None: it names none)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ class MambaDims:
     n_groups: int
     conv_kernel: int
     ssm_state_bytes: int = 2  # per element of the SSM state (config mamba_ssm_cache_dtype float32: 4)
+    config_state_bytes: int | None = None  # per element as the config's mamba_ssm_dtype names it (None: it names none)
 
     @property
     def inner_size(self) -> int:

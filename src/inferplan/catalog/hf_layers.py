@@ -287,6 +287,7 @@ def gated_delta_dims(cfg: dict) -> LinearAttnDims:
         value_head_dim=int(req(cfg, "linear_value_head_dim", "linear attention")),
         conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
         recurrent_state_bytes=SSM_STATE_BYTES[dtype] if dtype else 2,
+        config_state_bytes=SSM_STATE_BYTES[dtype] if dtype else None,
     )
 
 

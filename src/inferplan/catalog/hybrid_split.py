@@ -34,6 +34,10 @@ class HybridStateSplit(Input):
     extra_buffer_slots: int = Field(0, ge=0)  # more per request under the extra-buffer strategy
     # HF architectures the release gives the extra-buffer strategy by default (overlap schedule on, CUDA)
     extra_buffer_architectures: tuple[str, ...] = ()
+    # bytes per element the release keeps the recurrent (temporal) state in where the config names no
+    # mamba_ssm_dtype (None: the model's own); ``config_state_dtype``: whether a named one is followed
+    state_dtype_bytes: int | None = Field(None, ge=1)
+    config_state_dtype: bool = True
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]

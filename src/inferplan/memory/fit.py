@@ -28,7 +28,7 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
-from inferplan.memory.state_pool import release_split, with_state_pool
+from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
@@ -340,7 +340,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     planned_length(d, spec, None) * slots))
     budget, rooms, budget_notes = kv_room(catalog, d, engine, gpu_quant, hw.accel, spec, settings, plan, total, w, rule)
-    kv_arch = draft_model_kv_architecture(eagle3_kv_architecture(kv_architecture(spec.architecture, mtp), eagle), small)  # with the draft's layers where the pool holds them
+    kv_arch = engine_state_architecture(rule, d, draft_model_kv_architecture(eagle3_kv_architecture(
+        kv_architecture(spec.architecture, mtp), eagle), small))  # with the draft's layers where the pool holds them; the engine's state dtype
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
     if split is not None and split.host_kv_fraction:
@@ -463,7 +464,7 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
             plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
                                 expert_parallel=d.enable_expert_parallel, gpus=gpus)
             trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus,
-                                         "data_parallel_size": 1})
+                                         "data_parallel_size": 1, **probe_pool_settings(pp)})
             if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
                 return plan
         return None

@@ -55,6 +55,23 @@ def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_p
     return StatePool(slots, split.slots_per_request(hf_architecture), state, room_bytes_per_gpu - state)
 
 
+def engine_state_architecture(rule: MemoryRule, d: Deployment, arch: Architecture | None) -> Architecture | None:
+    """``arch`` with its recurrent state in the dtype the engine release keeps it in (the split entry's
+    ``state_dtype_bytes``, the config's ``mamba_ssm_dtype`` where the release follows one); the conv state
+    keeps the model's 16 bits."""
+    entry = hybrid_split_at(rule.hybrid_state_split, rule.planned_release(d.engine_version))
+    if arch is None or entry is None or entry.state_dtype_bytes is None:
+        return arch
+    linear, mamba = arch.linear, arch.mamba
+    if linear is not None:
+        named = linear.config_state_bytes if entry.config_state_dtype else None
+        linear = dataclasses.replace(linear, recurrent_state_bytes=named or entry.state_dtype_bytes)
+    if mamba is not None:
+        named = mamba.config_state_bytes if entry.config_state_dtype else None
+        mamba = dataclasses.replace(mamba, ssm_state_bytes=named or entry.state_dtype_bytes)
+    return dataclasses.replace(arch, linear=linear, mamba=mamba)
+
+
 def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
                   layout: KvLayout) -> HybridStateSplit | None:
     """The release's split where it applies: a model with Mamba or linear-attention layers on one pipeline stage
@@ -72,6 +89,13 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
     return split
+
+
+def probe_pool_settings(pipeline_parallel_size: int) -> dict:
+    """The state-pool settings a smallest-fit probe at ``pipeline_parallel_size`` stages drops: the split is
+    planned on one stage, so a probe over stages plans none (a stated setting is checked against the
+    deployment's own layout only)."""
+    return {} if pipeline_parallel_size == 1 else {"max_mamba_cache_size": None, "mamba_full_memory_ratio": None}
 
 
 def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
