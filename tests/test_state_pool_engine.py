@@ -25,3 +25,20 @@ def test_sglang_keeps_the_recurrent_state_in_float32_where_the_config_names_none
     sglang, vllm = fit(_qwen3_next()), fit(_qwen3_next("vllm"))
     assert sglang.state_bytes_per_sequence > 1.9 * vllm.state_bytes_per_sequence
     assert sglang.state_slots == pytest.approx(713, abs=3) and sglang.state_running_cap == sglang.state_slots // 5
+
+
+def test_stated_slots_are_divided_over_dp_attention_ranks():
+    # SGLang divides a stated --max-mamba-cache-size by the DP attention ranks before sizing each rank's pool
+    d = _qwen3_next(max_mamba_cache_size=100).model_copy(update={"tensor_parallel_size": 2, "data_parallel_size": 2,
+                                                                  "enable_expert_parallel": True})
+    r = fit(d)
+    assert r.state_slots == 50 and r.state_running_cap == 10
+    assert any("100 as stated over 2 DP attention ranks" in a for a in r.assumptions)
+
+
+def test_concurrency_above_the_state_pool_cap_runs_the_cap_and_queues_the_rest():
+    capped, at_cap = fit(_qwen3_next(concurrency=1000)), fit(_qwen3_next(concurrency=142))
+    assert capped.state_running_cap == 142
+    assert capped.largest_context_tokens == at_cap.largest_context_tokens  # the 858 above the cap hold no KV
+    assert any("concurrency 1,000 is above the 142 sequences" in a and "queue" in a for a in capped.assumptions)
+    assert not any("wait in the queue" in a for a in at_cap.assumptions)

@@ -38,6 +38,7 @@ class HybridStateSplit(Input):
     # mamba_ssm_dtype (None: the model's own); ``config_state_dtype``: whether a named one is followed
     state_dtype_bytes: int | None = Field(None, ge=1)
     config_state_dtype: bool = True
+    stated_slots_over_attention_dp: bool = False  # a stated --max-mamba-cache-size is divided over DP attention ranks
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]

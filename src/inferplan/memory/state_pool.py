@@ -104,8 +104,10 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     on ``instances`` instances."""
     if split is None:
         return held, None, []
+    ranks = attention_dp_ranks(d) if split.stated_slots_over_attention_dp else 1
+    stated = d.max_mamba_cache_size and max(d.max_mamba_cache_size // ranks, 0)  # per rank, as the engine divides it
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
-                      ratio=d.mamba_full_memory_ratio, slots=d.max_mamba_cache_size)
+                      ratio=d.mamba_full_memory_ratio, slots=stated)
     sequences = d.concurrency
     per_tok = layout.bytes_per_token_per_gpu
     kv_room = max(pool.kv_pool_bytes_per_gpu, 0.0)
@@ -114,14 +116,25 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     by_kv = kv_room / seq if seq else float(pool.running_cap)
     concurrency = min(by_kv, float(pool.running_cap))
     fits = held.fits and kv_room >= seq and pool.running_cap >= 1
-    largest = held.largest
-    if sequences and per_tok:  # each of the stated sequences' share of the attention pool
-        largest = int(kv_room / math.ceil(sequences / instances) // per_tok)
-    how = ("as stated" if d.max_mamba_cache_size else
+    largest, queued = held.largest, []
+    if sequences and per_tok:  # each running sequence's share of the attention pool; those above the cap queue
+        running = min(math.ceil(sequences / instances), pool.running_cap)
+        largest = int(kv_room / max(running, 1) // per_tok)
+        queued = [f"concurrency {sequences:,} is above the {pool.running_cap * instances:,} sequences the state pool "
+                  f"runs at once: the largest context is each running sequence's share, the rest wait in the queue"
+                  ] if running < math.ceil(sequences / instances) else []
+    how = (f"{d.max_mamba_cache_size:,} as stated" + (f" over {ranks} DP attention ranks" if ranks > 1 else "")
+           if d.max_mamba_cache_size else
            f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
     note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
             f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
             f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
             f"({pool.slots_per_request} slots each)"
             + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
-    return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool, [note]
+    return (dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool,
+            [note, *queued])
+
+
+def attention_dp_ranks(d: Deployment) -> int:
+    """The data-parallel attention ranks SGLang runs (the plan's DP with expert parallelism: DP attention), 1 without."""
+    return (d.data_parallel_size or 1) if d.enable_expert_parallel else 1
