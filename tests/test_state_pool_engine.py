@@ -42,3 +42,32 @@ def test_concurrency_above_the_state_pool_cap_runs_the_cap_and_queues_the_rest()
     assert capped.largest_context_tokens == at_cap.largest_context_tokens  # the 858 above the cap hold no KV
     assert any("concurrency 1,000 is above the 142 sequences" in a and "queue" in a for a in capped.assumptions)
     assert not any("wait in the queue" in a for a in at_cap.assumptions)
+
+
+def test_early_releases_keep_a_fixed_pool_with_the_radix_cache_off():
+    # 0.5.3: Qwen3-Next runs with the radix cache off, 512 slots, one a request
+    early = fit(_qwen3_next(version="0.5.3"))
+    assert early.state_slots == 512 and early.state_running_cap == 512
+    assert fit(_qwen3_next(version="0.5.3", max_num_seqs=64)).state_slots == 64  # --max-running-requests sets them
+    # 0.5.4 to 0.5.6: Nemotron-H with the radix cache off (512 slots, cap ratio 1), Qwen3-Next on the ratio
+    nano = Deployment(model="nemotron-nano-9b-v2", accelerator="h100-sxm", engine="sglang", max_model_len=32768)
+    assert fit(nano.model_copy(update={"engine_version": "0.5.6"})).state_running_cap == 512
+    assert fit(nano.model_copy(update={"engine_version": "0.5.13"})).state_running_cap < 512
+    assert fit(_qwen3_next(version="0.5.6")).state_slots != 512
+
+
+def test_a_stated_slot_count_is_refused_where_the_release_solves_it_from_the_ratio():
+    from inferplan.errors import InvalidScenarioError
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(_qwen3_next(version="0.5.6", max_mamba_cache_size=100))
+    assert e.value.field == "max_mamba_cache_size"
+    assert fit(_qwen3_next(version="0.5.13", max_mamba_cache_size=100)).state_slots == 100
+
+
+def test_deploy_writes_no_state_pool_flag_the_planned_release_lacks():
+    from inferplan.deploy import launch_command
+    from inferplan.errors import UnsupportedSettingError
+    with pytest.raises(UnsupportedSettingError) as e:  # --mamba-full-memory-ratio is first in 0.5.4
+        launch_command(_qwen3_next(version="0.5.3", mamba_full_memory_ratio=0.5))
+    assert e.value.field == "mamba_full_memory_ratio" and "0.5.4" in e.value.allowed
+    assert "--mamba-full-memory-ratio" in launch_command(_qwen3_next(version="0.5.6", mamba_full_memory_ratio=0.5)).argv

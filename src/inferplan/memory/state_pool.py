@@ -105,7 +105,14 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     if split is None:
         return held, None, []
     ranks = attention_dp_ranks(d) if split.stated_slots_over_attention_dp else 1
-    stated = d.max_mamba_cache_size and max(d.max_mamba_cache_size // ranks, 0)  # per rank, as the engine divides it
+    radix_off = hf_architecture in split.radix_off_architectures
+    if d.max_mamba_cache_size and not (radix_off or split.stated_slots_with_radix):
+        raise InvalidScenarioError(f"SGLang {split.first_release} and the releases up to the next rule's solve the "
+                                   f"state slots from the memory ratio with the radix cache on, whatever "
+                                   f"--max-mamba-cache-size says", field="max_mamba_cache_size",
+                                   allowed="leave it out, or a later release (--engine-version)")
+    stated = d.max_mamba_cache_size or (radix_off or None) and (d.max_num_seqs or split.radix_off_slots)
+    stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
                       ratio=d.mamba_full_memory_ratio, slots=stated)
     sequences = d.concurrency
@@ -124,12 +131,12 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
                   f"runs at once: the largest context is each running sequence's share, the rest wait in the queue"
                   ] if running < math.ceil(sequences / instances) else []
     how = (f"{d.max_mamba_cache_size:,} as stated" + (f" over {ranks} DP attention ranks" if ranks > 1 else "")
-           if d.max_mamba_cache_size else
+           if d.max_mamba_cache_size else "the radix cache off: a fixed pool" if radix_off and stated else
            f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
     note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
             f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
             f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
-            f"({pool.slots_per_request} slots each)"
+            f"({pool.slots_per_request} slot{'s' if pool.slots_per_request > 1 else ''} each)"
             + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
     return (dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool,
             [note, *queued])
