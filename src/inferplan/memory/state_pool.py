@@ -88,6 +88,11 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
             raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
+    if split is not None and (d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint):
+        raise InvalidScenarioError(  # the engine solves the slots with each draft token's intermediate state (0.5.13 on)
+            "a speculative draft on SGLang with a hybrid model is not planned: the engine sizes its state pool with "
+            "an intermediate state per draft token and running request, which the plan does not model",
+            field="speculative_tokens", allowed="0 (no draft) for this model under SGLang, or vLLM")
     return split
 
 
