@@ -4,8 +4,11 @@ engine release splits it (SGLang: ``catalog/hybrid_split.py``, the rule's ``hybr
 The room left for the cache on each GPU is split: the state pool takes ``ratio / (1 + ratio)`` of it in
 whole slots of one sequence's state (one slot more where the release pads the pool), the attention KV pool
 the rest. The KV tokens are what the attention layers' bytes per token make of the KV pool, and the
-running sequences are capped at the slots over the slots each request holds. Without the split the plan
-charges each sequence its state inside the one pool (``fit_held.kv_held``).
+running sequences are capped at the slots over the slots each request holds. Where the release runs an
+architecture with the radix cache off, a request holds one slot and the pool may be a fixed count (0.5.3 to
+0.5.12: 512, or the running requests stated). The recurrent state is in the release's dtype
+(``engine_state_architecture``). Without the split the plan charges each sequence its state inside the one
+pool (``fit_held.kv_held``).
 """
 
 from __future__ import annotations
