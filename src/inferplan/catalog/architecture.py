@@ -112,6 +112,7 @@ class LinearAttnDims:
     # Kimi Linear's KDA: the decay (f_a/f_b) and the output gate (g_a/g_b) are projections through this rank;
     # None: Gated DeltaNet's weights (a full-rank output gate z, one decay per head), as Kimi-K3's full-rank gate
     gate_rank: int | None = None
+    config_state_bytes: int | None = None  # per element as the config's mamba_ssm_dtype names it (None: it names none)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class MambaDims:
     n_groups: int
     conv_kernel: int
     ssm_state_bytes: int = 2  # per element of the SSM state (config mamba_ssm_cache_dtype float32: 4)
+    config_state_bytes: int | None = None  # per element as the config's mamba_ssm_dtype names it (None: it names none)
 
     @property
     def inner_size(self) -> int:

@@ -88,6 +88,9 @@ class FlagRule(Frozen):
     folds_into: Setting | None = None
     folds_with: Setting | None = None
     data_parallel: RankScope | None = None  # max_num_seqs: per data-parallel rank or for the instance
+    # the earliest engine release the flag exists in, where it is younger than the releases the plan names
+    # (a command for an earlier planned release is refused); None: every planned release has it
+    first_release: str | None = None
     source: str
     note: str | None = None
 

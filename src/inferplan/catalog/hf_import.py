@@ -38,6 +38,7 @@ from inferplan.catalog.hf_layers import (
     own_indexer_share,
     req,
     req_any,
+    SSM_STATE_BYTES,
 )
 from inferplan.catalog.hf_quant import quant_config
 from inferplan.catalog.hf_required import dense_width
@@ -199,6 +200,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
             n_groups=int(first(cfg, "n_groups", "mamba_n_groups", default=1)),
             conv_kernel=int(first(cfg, "conv_kernel", "mamba_d_conv", default=4)),
             ssm_state_bytes=4 if str(cfg.get("mamba_ssm_cache_dtype", "")) in ("float32", "fp32") else 2,
+            config_state_bytes=SSM_STATE_BYTES.get(str(cfg.get("mamba_ssm_dtype"))),  # the key SGLang reads
         )
     window = first(cfg, "sliding_window", "attention_chunk_size") if LayerKind.SLIDING in kinds or compressed else None
     mtp = int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)

@@ -278,7 +278,8 @@ SSM_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 def gated_delta_dims(cfg: dict) -> LinearAttnDims:
     """Gated DeltaNet sizes (Qwen3-Next, Qwen3.5). The recurrent state is kept in the config's
     ``mamba_ssm_dtype`` where it names one: vLLM (Qwen3.5's config hook) and SGLang both follow it,
-    and Qwen3.5's configs ask for float32; without it, the model's 16 bits."""
+    and Qwen3.5's configs ask for float32; without it, the model's 16 bits (SGLang's float32 is applied per
+    release, ``memory/state_pool.py`` ``engine_state_architecture``)."""
     dtype = cfg.get("mamba_ssm_dtype")
     if dtype is not None and dtype not in SSM_STATE_BYTES:
         raise ConfigImportError(f"mamba_ssm_dtype is {dtype!r}, which the importer does not know",
@@ -290,6 +291,7 @@ def gated_delta_dims(cfg: dict) -> LinearAttnDims:
         value_head_dim=int(req(cfg, "linear_value_head_dim", "linear attention")),
         conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
         recurrent_state_bytes=SSM_STATE_BYTES[dtype] if dtype else 2,
+        config_state_bytes=SSM_STATE_BYTES[dtype] if dtype else None,
     )
 
 

@@ -34,6 +34,18 @@ class HybridStateSplit(Input):
     extra_buffer_slots: int = Field(0, ge=0)  # more per request under the extra-buffer strategy
     # HF architectures the release gives the extra-buffer strategy by default (overlap schedule on, CUDA)
     extra_buffer_architectures: tuple[str, ...] = ()
+    # bytes per element the release keeps the recurrent (temporal) state in where the config names no
+    # mamba_ssm_dtype (None: the model's own); ``config_state_dtype``: whether a named one is followed
+    state_dtype_bytes: int | None = Field(None, ge=1)
+    config_state_dtype: bool = True
+    stated_slots_over_attention_dp: bool = False  # a stated --max-mamba-cache-size is divided over DP attention ranks
+    # HF architectures the release runs with the radix cache off: a running request holds one slot
+    radix_off_architectures: tuple[str, ...] = ()
+    # with the radix cache off, the slots when neither --max-mamba-cache-size nor --max-running-requests is
+    # stated (None: the ratio split sizes them)
+    radix_off_slots: int | None = Field(None, ge=1)
+    # whether a stated --max-mamba-cache-size sets the slots with the radix cache on (else the ratio solve does)
+    stated_slots_with_radix: bool = True
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -41,6 +53,8 @@ class HybridStateSplit(Input):
 
     def slots_per_request(self, hf_architecture: str | None) -> int:
         """State slots one running request holds for a model of ``hf_architecture``."""
+        if hf_architecture in self.radix_off_architectures:
+            return 1
         extra = self.extra_buffer_slots if hf_architecture in self.extra_buffer_architectures else 0
         return self.state_slots_per_request + extra
 

@@ -28,7 +28,7 @@ from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.copies import copies_note
-from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options, offload_args, option_rule, parallel_args,
+from inferplan.deploy.flag_args import (check_flag_release, emit, flag_rule, kv_args, merge_options, offload_args, option_rule, parallel_args,
                                         per_rank_value, quantization_args, runs_attention_dp, set_option)
 from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import served_model
@@ -163,6 +163,7 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
             bounds.append(f"{setting} {value}: {flags.plan_bounds[setting].note}")
         elif value is not None:
             rule = flag_rule(flags, setting)
+            check_flag_release(rule, setting, planned_engine_release(d, catalog))
             value = value * (getattr(d, rule.multiplied_by) or 1) if rule.multiplied_by else value
             argv += emit(rule, per_rank_value(d, flags, rule, value))
     if d.enforce_eager:  # no CUDA graphs, as the plan counts none

@@ -28,7 +28,7 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
-from inferplan.memory.state_pool import release_split, with_state_pool
+from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale
@@ -44,8 +44,8 @@ from inferplan.memory.offload import (OffloadSplit, check_offload_flags, host_kv
 from inferplan.memory.kt_offload import kt_gpu_quantization, kt_split
 from inferplan.memory.draft_headroom import draft_reserve_bytes
 from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
-from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory, eagle3_notes
-from inferplan.memory.draft_model import draft_model_kv_architecture, draft_model_memory, draft_model_notes
+from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture, eagle3_memory
+from inferplan.memory.draft_model import draft_model_kv_architecture, draft_model_memory
 from inferplan.memory.vision_projector import vision_projector_bytes, vision_projector_notes
 from inferplan.memory.precision import check_metal_instance
 from inferplan.memory.stages import StageWeights
@@ -54,7 +54,7 @@ from inferplan.memory.step_budget import with_step_budget
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
 from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
-from inferplan.memory.fit_parts import network_note, scale_note, weights_floor_bytes
+from inferplan.memory.fit_parts import copies_gpus, network_note, scale_note, weights_floor_bytes, with_draft_weights
 from inferplan.memory.fit_placement import fit_placement, kept_free_bytes, with_placement
 from inferplan.memory.ollama_batch import check_sched_spread, on_ollama_gpu, with_ollama_batch
 from inferplan.memory.tp_split import tp_splits
@@ -214,7 +214,7 @@ def _host_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware)
     if d.gpus is None or hw.gpus <= host or layout_stated(d):
         return None
     smallest, _ = _smallest_fit(catalog, d, spec, hw, between=False)
-    if smallest is None or smallest.gpus > host and 2 * smallest.gpus > hw.gpus or hw.system is not None and _copies_gpus(hw, smallest.gpus) % host:
+    if smallest is None or smallest.gpus > host and 2 * smallest.gpus > hw.gpus or hw.system is not None and copies_gpus(hw, smallest.gpus) % host:
         return None
     what = f"one {hw.system.name}" if hw.system is not None else "one host"
     return _copies(catalog, d, spec, hw, smallest, f"{hw.gpus} GPUs, more than {what} holds ({host}):",
@@ -222,19 +222,12 @@ def _host_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware)
                    "for another layout")
 
 
-def _copies_gpus(hw: Hardware, size: int) -> int:
-    """GPUs that copies of a ``size``-GPU instance take on ``hw``: each within one host where one holds it."""
-    host = host_gpus(hw)
-    copies = hw.gpus // size if size > host else hw.gpus // host * (host // size) + hw.gpus % host // size
-    return copies * size
-
-
 def _copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, instance: ParallelPlan, lead: str,
             tail: str) -> tuple[MemoryPlan, str]:
     """The plan of data-parallel copies of ``instance`` on ``hw``, each within one host where one host holds
     it (``host_gpus``), the GPUs fewer than one more copy left idle; and the note that says so."""
     tp, pp, size = instance.tensor_parallel_size, instance.pipeline_parallel_size, instance.gpus
-    used = _copies_gpus(hw, size)  # a GPU count below the hardware's: the copies on part of it
+    used = copies_gpus(hw, size)  # a GPU count below the hardware's: the copies on part of it
     copies = used // size
     # the copies are launched apart, so no data-parallel size is stated (it follows from the GPUs): an engine's
     # data-parallel ranks that share the experts (moe_tp_spans_data_parallel) are those a launch states
@@ -305,15 +298,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     d, draft_token_notes = with_default_draft_tokens(d, mtp, spec.architecture)  # the decode query it captures graphs for
     gpu_quant, kt_note = kt_gpu_quantization(catalog, d, spec, engine, quant)  # kt LLAMAFILE: the original checkpoint
     eagle = eagle3_memory(catalog, d, spec, engine.id, plan.pipeline_parallel_size)  # a draft head: held where the engine holds MTP layers
-    w = weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool),
-                       bool(mtp and not mtp.weights_in_pool))  # loaded by the draft worker, outside the fraction
-    if eagle is not None:
-        w = dataclasses.replace(w, per_gpu=w.per_gpu + eagle.weight_bytes_per_gpu(plan.tensor_parallel_size),
-                                notes=[*w.notes, *eagle3_notes(eagle, plan.tensor_parallel_size)])
     small = draft_model_memory(catalog, d, spec, engine.id)  # a separate draft model: its weights and KV layers
-    if small is not None:
-        w = dataclasses.replace(w, per_gpu=w.per_gpu + small.weight_bytes_per_gpu(plan.tensor_parallel_size),
-                                notes=[*w.notes, *draft_model_notes(small, plan.tensor_parallel_size)])
+    w = with_draft_weights(weights_on_gpu(catalog, d, spec, gpu_quant, plan, engine, hw.accel, bool(mtp and mtp.weights_in_pool),
+                                          bool(mtp and not mtp.weights_in_pool)), eagle, small, plan.tensor_parallel_size)  # MTP layers outside the pool: loaded by the draft worker, outside the fraction
     w = dataclasses.replace(w, notes=[kt_note, *w.notes]) if kt_note else w
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     split = kt_split(d, spec, w.estimate, engine, gpus, catalog, quant) or offload_split(
@@ -340,7 +327,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     planned_length(d, spec, None) * slots))
     budget, rooms, budget_notes = kv_room(catalog, d, engine, gpu_quant, hw.accel, spec, settings, plan, total, w, rule)
-    kv_arch = draft_model_kv_architecture(eagle3_kv_architecture(kv_architecture(spec.architecture, mtp), eagle), small)  # with the draft's layers where the pool holds them
+    kv_arch = engine_state_architecture(rule, d, draft_model_kv_architecture(eagle3_kv_architecture(
+        kv_architecture(spec.architecture, mtp), eagle), small))  # with the draft's layers where the pool holds them; the engine's state dtype
     layout, layout_notes = instance_kv_layout(d, kv_arch, kv_dtype, plan, rooms, budget.kv_bytes_per_gpu)
     full_layout, copies = layout, kv_copies(d, kv_arch, kv_dtype, plan, layout)
     if split is not None and split.host_kv_fraction:
@@ -463,7 +451,7 @@ def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
             plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
                                 expert_parallel=d.enable_expert_parallel, gpus=gpus)
             trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus,
-                                         "data_parallel_size": 1})
+                                         "data_parallel_size": 1, **probe_pool_settings(pp)})
             if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
                 return plan
         return None

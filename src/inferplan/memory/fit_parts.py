@@ -5,12 +5,17 @@ of the model can keep off its GPUs.
 
 from __future__ import annotations
 
+import dataclasses
+
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware
 from inferplan.memory.kt_offload import FIELD as KT_FIELD
-from inferplan.memory.layout import ParallelPlan, tp_reach
+from inferplan.memory.draft_model import DraftModelMemory, draft_model_notes
+from inferplan.memory.eagle3 import Eagle3Memory, eagle3_notes
+from inferplan.memory.fit_weights import GpuWeights
+from inferplan.memory.layout import ParallelPlan, host_gpus, tp_reach
 from inferplan.memory.offload import all_layers_on_gpu
 from inferplan.memory.precision import weight_quantization
 from inferplan.memory.weights import weight_bytes
@@ -45,3 +50,20 @@ def weights_floor_bytes(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Ha
     quant, _ = weight_quantization(catalog, d, spec, hw.accel, engine.id)
     w = weight_bytes(spec, quant)
     return w.total_bytes - w.embedding_bytes
+
+
+def copies_gpus(hw: Hardware, size: int) -> int:
+    """GPUs that copies of a ``size``-GPU instance take on ``hw``: each within one host where one holds it."""
+    host = host_gpus(hw)
+    copies = hw.gpus // size if size > host else hw.gpus // host * (host // size) + hw.gpus % host // size
+    return copies * size
+
+
+def with_draft_weights(w: GpuWeights, eagle: Eagle3Memory | None, small: DraftModelMemory | None, tp: int) -> GpuWeights:
+    """``w`` with a draft head's (EAGLE-3) and a separate draft model's weights per GPU of ``tp``, and their notes."""
+    if eagle is not None:
+        w = dataclasses.replace(w, per_gpu=w.per_gpu + eagle.weight_bytes_per_gpu(tp), notes=[*w.notes, *eagle3_notes(eagle, tp)])
+    if small is not None:
+        w = dataclasses.replace(w, per_gpu=w.per_gpu + small.weight_bytes_per_gpu(tp),
+                                notes=[*w.notes, *draft_model_notes(small, tp)])
+    return w

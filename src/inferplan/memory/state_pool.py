@@ -4,8 +4,11 @@ engine release splits it (SGLang: ``catalog/hybrid_split.py``, the rule's ``hybr
 The room left for the cache on each GPU is split: the state pool takes ``ratio / (1 + ratio)`` of it in
 whole slots of one sequence's state (one slot more where the release pads the pool), the attention KV pool
 the rest. The KV tokens are what the attention layers' bytes per token make of the KV pool, and the
-running sequences are capped at the slots over the slots each request holds. Without the split the plan
-charges each sequence its state inside the one pool (``fit_held.kv_held``).
+running sequences are capped at the slots over the slots each request holds. Where the release runs an
+architecture with the radix cache off, a request holds one slot and the pool may be a fixed count (0.5.3 to
+0.5.12: 512, or the running requests stated). The recurrent state is in the release's dtype
+(``engine_state_architecture``). Without the split the plan charges each sequence its state inside the one
+pool (``fit_held.kv_held``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,23 @@ def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_p
     return StatePool(slots, split.slots_per_request(hf_architecture), state, room_bytes_per_gpu - state)
 
 
+def engine_state_architecture(rule: MemoryRule, d: Deployment, arch: Architecture | None) -> Architecture | None:
+    """``arch`` with its recurrent state in the dtype the engine release keeps it in (the split entry's
+    ``state_dtype_bytes``, the config's ``mamba_ssm_dtype`` where the release follows one); the conv state
+    keeps the model's 16 bits."""
+    entry = hybrid_split_at(rule.hybrid_state_split, rule.planned_release(d.engine_version))
+    if arch is None or entry is None or entry.state_dtype_bytes is None:
+        return arch
+    linear, mamba = arch.linear, arch.mamba
+    if linear is not None:
+        named = linear.config_state_bytes if entry.config_state_dtype else None
+        linear = dataclasses.replace(linear, recurrent_state_bytes=named or entry.state_dtype_bytes)
+    if mamba is not None:
+        named = mamba.config_state_bytes if entry.config_state_dtype else None
+        mamba = dataclasses.replace(mamba, ssm_state_bytes=named or entry.state_dtype_bytes)
+    return dataclasses.replace(arch, linear=linear, mamba=mamba)
+
+
 def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
                   layout: KvLayout) -> HybridStateSplit | None:
     """The release's split where it applies: a model with Mamba or linear-attention layers on one pipeline stage
@@ -71,7 +91,19 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
             raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
+    if split is not None and (d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint):
+        raise InvalidScenarioError(  # the engine solves the slots with each draft token's intermediate state (0.5.13 on)
+            "a speculative draft on SGLang with a hybrid model is not planned: the engine sizes its state pool with "
+            "an intermediate state per draft token and running request, which the plan does not model",
+            field="speculative_tokens", allowed="0 (no draft) for this model under SGLang, or vLLM")
     return split
+
+
+def probe_pool_settings(pipeline_parallel_size: int) -> dict:
+    """The state-pool settings a smallest-fit probe at ``pipeline_parallel_size`` stages drops: the split is
+    planned on one stage, so a probe over stages plans none (a stated setting is checked against the
+    deployment's own layout only)."""
+    return {} if pipeline_parallel_size == 1 else {"max_mamba_cache_size": None, "mamba_full_memory_ratio": None}
 
 
 def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
@@ -80,8 +112,17 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     on ``instances`` instances."""
     if split is None:
         return held, None, []
+    ranks = attention_dp_ranks(d) if split.stated_slots_over_attention_dp else 1
+    radix_off = hf_architecture in split.radix_off_architectures
+    if d.max_mamba_cache_size and not (radix_off or split.stated_slots_with_radix):
+        raise InvalidScenarioError(f"SGLang {split.first_release} and the releases up to the next rule's solve the "
+                                   f"state slots from the memory ratio with the radix cache on, whatever "
+                                   f"--max-mamba-cache-size says", field="max_mamba_cache_size",
+                                   allowed="leave it out, or a later release (--engine-version)")
+    stated = d.max_mamba_cache_size or (radix_off or None) and (d.max_num_seqs or split.radix_off_slots)
+    stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
-                      ratio=d.mamba_full_memory_ratio, slots=d.max_mamba_cache_size)
+                      ratio=d.mamba_full_memory_ratio, slots=stated)
     sequences = d.concurrency
     per_tok = layout.bytes_per_token_per_gpu
     kv_room = max(pool.kv_pool_bytes_per_gpu, 0.0)
@@ -90,14 +131,25 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     by_kv = kv_room / seq if seq else float(pool.running_cap)
     concurrency = min(by_kv, float(pool.running_cap))
     fits = held.fits and kv_room >= seq and pool.running_cap >= 1
-    largest = held.largest
-    if sequences and per_tok:  # each of the stated sequences' share of the attention pool
-        largest = int(kv_room / math.ceil(sequences / instances) // per_tok)
-    how = ("as stated" if d.max_mamba_cache_size else
+    largest, queued = held.largest, []
+    if sequences and per_tok:  # each running sequence's share of the attention pool; those above the cap queue
+        running = min(math.ceil(sequences / instances), pool.running_cap)
+        largest = int(kv_room / max(running, 1) // per_tok)
+        queued = [f"concurrency {sequences:,} is above the {pool.running_cap * instances:,} sequences the state pool "
+                  f"runs at once: the largest context is each running sequence's share, the rest wait in the queue"
+                  ] if running < math.ceil(sequences / instances) else []
+    how = (f"{d.max_mamba_cache_size:,} as stated" + (f" over {ranks} DP attention ranks" if ranks > 1 else "")
+           if d.max_mamba_cache_size else "the radix cache off: a fixed pool" if radix_off and stated else
            f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
     note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
             f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
             f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
-            f"({pool.slots_per_request} slots each)"
+            f"({pool.slots_per_request} slot{'s' if pool.slots_per_request > 1 else ''} each)"
             + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
-    return dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool, [note]
+    return (dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool,
+            [note, *queued])
+
+
+def attention_dp_ranks(d: Deployment) -> int:
+    """The data-parallel attention ranks SGLang runs (the plan's DP with expert parallelism: DP attention), 1 without."""
+    return (d.data_parallel_size or 1) if d.enable_expert_parallel else 1
