@@ -115,10 +115,16 @@ class ServingContext:
         self.tau = tokens_per_step(w.speculative_tokens, self.acceptance.rate) if self.acceptance else 1.0
         self.kv_limit = self.mp.layout.sequences_held(self.mp.result.kv_cache_bytes_per_gpu, w.input_len + w.output_len,
                                                       self.mp.settings.block_tokens)
+        fit = self.mp.result
+        if fit.state_running_cap is not None:  # a hybrid model's state slots apart (memory/state_pool.py): the
+            block = self.mp.settings.block_tokens  # attention pool's tokens hold the sequences
+            self.kv_limit = fit.kv_cache_tokens // (-(-(w.input_len + w.output_len) // block) * block)
         started = self.started_slots
         if started is not None:
             self.kv_limit = started
         slots = started or self.mp.settings.max_num_seqs * self.limited_batches
+        if fit.state_running_cap is not None:  # ... and the state slots cap how many run: the rest queue
+            slots = min(slots, fit.state_running_cap)
         self.max_running = min(self.kv_limit, slots)
         if self.max_running < 1:
             raise InvalidScenarioError(
