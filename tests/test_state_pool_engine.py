@@ -4,6 +4,7 @@ early releases' fixed pools, data-parallel attention, drafts, and the smallest-f
 
 import pytest
 
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 
@@ -16,8 +17,15 @@ def _qwen3_next(engine: str = "sglang", version: str | None = None, **more) -> D
 def test_stated_slots_do_not_refuse_the_smallest_fit_probes_over_pipeline_stages():
     # at its full context the deployment does not fit; the probes try pipeline layouts without the split
     r = fit(Deployment(model="qwen3-next-80b-a3b", accelerator="h100-sxm", engine="sglang", tensor_parallel_size=4,
-                       max_mamba_cache_size=4))
-    assert r.state_slots == 4
+                       max_mamba_cache_size=5))
+    assert not r.fits and r.state_slots == 5
+
+
+def test_a_stated_state_pool_that_runs_no_request_is_refused_at_its_flag():
+    # 4 slots, 5 a running request holds (Qwen3-Next's extra buffer): no request runs, which is no memory shortfall
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(_qwen3_next(max_mamba_cache_size=4))
+    assert err.value.field == "max_mamba_cache_size" and "at least 5" in err.value.allowed
 
 
 def test_sglang_keeps_the_recurrent_state_in_float32_where_the_config_names_none():

@@ -123,6 +123,12 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
                       ratio=d.mamba_full_memory_ratio, slots=stated)
+    if d.max_mamba_cache_size and pool.running_cap < 1:  # a stated pool that runs no request is no memory shortfall
+        raise InvalidScenarioError(
+            f"--max-mamba-cache-size {d.max_mamba_cache_size:,} leaves {pool.slots:,} state slot(s) per rank"
+            + (f" over {ranks} DP attention ranks" if ranks > 1 else "") + f", and a running request holds "
+            f"{pool.slots_per_request}: no request runs", field="max_mamba_cache_size",
+            allowed=f"at least {pool.slots_per_request * ranks:,}, or leave it out")
     sequences = d.concurrency
     per_tok = layout.bytes_per_token_per_gpu
     kv_room = max(pool.kv_pool_bytes_per_gpu, 0.0)
