@@ -16,7 +16,7 @@ def _qwen3_next(engine: str = "sglang", version: str | None = None, **more) -> D
 
 def test_stated_slots_do_not_refuse_the_smallest_fit_probes_over_pipeline_stages():
     # at its full context the deployment does not fit; the probes try pipeline layouts without the split
-    r = fit(Deployment(model="qwen3-next-80b-a3b", accelerator="h100-sxm", engine="sglang", tensor_parallel_size=4,
+    r = fit(Deployment(model="qwen3-next-80b-a3b", accelerator="h100-sxm", engine="sglang", tensor_parallel_size=2,
                        max_mamba_cache_size=5))
     assert not r.fits and r.state_slots == 5
 
