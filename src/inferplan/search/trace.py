@@ -237,8 +237,9 @@ def as_trace_file(value: object) -> object:
         e = exc.errors()[0]
         key = ".".join(map(str, e["loc"]))
         raise InvalidScenarioError(f"trace: {key}: {e['msg']}", field=f"trace.{key}",
-                                   allowed="a trace file's {name, text}: its name (.jsonl / .json: JSONL, else CSV) "
-                                   "and its text") from None
+                                   allowed="a trace file's {name, text, encoding}: its name (.jsonl / .json: JSONL, "
+                                   "else CSV), its text, and encoding text (the default) or base64 (text: its bytes "
+                                   "base64-encoded, compressed or not)") from None
 
 
 def is_jsonl(name: str) -> bool:
