@@ -22,8 +22,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.hardware import system_domain_gpus, system_scale_out
-from inferplan.memory.hardware import resolve_hardware, runs_named_build
+from inferplan.memory.hardware import resolve_hardware, runs_named_build, system_domain_gpus, system_scale_out
 from inferplan.memory.layout import LAYOUT_FIELDS, cell_widths, host_gpus, instance_gpus
 from inferplan.memory.ollama_batch import on_ollama_gpu
 from inferplan.memory.slots import with_most_slots
@@ -313,7 +312,7 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
               if cell_d.enable_expert_parallel else
               f" (data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, each expert split over all {n}: "
               "its MoE layers' TP × DP group)" if dp > 1 else "")
-    return _packed(cap, w, cells=system_gpus // n, system=system, system_gpus=system_gpus, layout=layout)
+    return _packed(cap, w, cells=system_gpus // n, cell_gpus=n, system=system, system_gpus=system_gpus, layout=layout)
 
 
 def ollama_server_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
@@ -337,14 +336,14 @@ def _ollama_loadout(catalog: Catalog, server: Deployment, w: WorkloadProfile, *,
                                     f"{server.model} over all of them")
     more = (f"one `ollama serve` per GPU behind a router (each with its own CUDA_VISIBLE_DEVICES and port) would run "
             f"{system_gpus} copies and carry more" if cap.gpus < system_gpus else "")
-    return _packed(cap, w, cells=1, system=system, system_gpus=system_gpus,
+    return _packed(cap, w, cells=1, cell_gpus=cap.gpus, system=system, system_gpus=system_gpus,
                    layout=" (one Ollama server)", extra=tuple(n for n in (why, more) if n))
 
 
-def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, system: str, system_gpus: int, layout: str,
-            extra: tuple[str, ...] = ()) -> LoadoutCapacity:
-    """The users ``cells`` replica cells of capacity ``cap`` carry in a loadout of ``system_gpus`` GPUs."""
-    n = cap.gpus
+def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, cell_gpus: int, system: str, system_gpus: int,
+            layout: str, extra: tuple[str, ...] = ()) -> LoadoutCapacity:
+    """The users ``cells`` replica cells of ``cell_gpus`` GPUs and capacity ``cap`` carry in a loadout of
+    ``system_gpus`` GPUs."""
     # a user's requests in flight: its busiest-hour output rate over what one request delivers at the
     # cell's operating point — its output over the time it holds a slot, prompt included (the target
     # when even one request misses it)
@@ -366,7 +365,7 @@ def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, system: str, s
     if not cap.meets_target:
         binding, supported = "service target", 0
     notes = [
-        f"{cells} replica cell(s) of {n} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
+        f"{cells} replica cell(s) of {cell_gpus} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
         f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})", *extra,
         f"a user generates {w.peak_output_tokens_per_s:.3f} output tok/s in the busiest hour "
         f"({w.monthly_output_tokens:,.0f} output tokens a month × peak/average {w.peak_to_average:g}), "
