@@ -104,7 +104,7 @@ def test_rows_that_are_not_objects_or_a_file_without_its_text_are_refused_naming
     assert "arrival_s" in r.json()["error"]["allowed"]
     r = client.post("/api/search", json={**SEARCH, "trace": {"name": "t.csv"}})
     assert r.status_code == 422 and r.json()["error"]["field"] == "trace.text", r.text
-    assert "{name, text}" in r.json()["error"]["allowed"]
+    assert "{name, text, encoding}" in r.json()["error"]["allowed"]
 
 
 def test_a_json_file_holding_an_array_of_rows_is_told_to_hold_one_object_per_line(client):

@@ -5,6 +5,7 @@ drafting, an Ollama tag whose runner takes no draft) ``deploy`` refuses with the
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.deploy import launch_command
@@ -15,6 +16,7 @@ from inferplan.inputs.workload import Workload
 from inferplan.memory.hardware import with_default_engine
 from inferplan.performance.context import ServingContext
 from inferplan.performance.serving import estimate
+from inferplan.shells.cli import app
 
 CATALOG = load_catalog()
 DRAFTS = Workload(input_len=1000, output_len=200, concurrency=1, speculative_tokens=3, acceptance_rate=0.6)
@@ -49,3 +51,21 @@ def test_deploy_refuses_as_perf_refuses(d):
         launch_command(d, CATALOG, speculative=Speculative(tokens=3))
     assert (deploy.value.field, deploy.value.allowed) == (perf.value.field, perf.value.allowed)
     assert str(deploy.value) == str(perf.value)
+
+
+@pytest.mark.parametrize("method", ["ngram", "mtp", "eagle3", "draft_model"])
+def test_deploy_refuses_a_named_method_on_an_ollama_tag_as_perf_refuses(method):
+    d = Deployment(model="qwen3:8b", gpu="rtx-4090", speculative_method=method)
+    with pytest.raises(InferplanError) as perf:
+        estimate(d, DRAFTS, CATALOG)
+    with pytest.raises(InferplanError) as deploy:
+        launch_command(d, CATALOG, speculative=Speculative(tokens=3, method=method))
+    assert (deploy.value.field, deploy.value.allowed) == (perf.value.field, perf.value.allowed)
+    assert str(deploy.value) == str(perf.value) and perf.value.field == "speculative_tokens"
+
+
+def test_the_cli_deploy_refuses_a_named_method_as_perf_does():
+    flags = ["--model", "qwen3:8b", "--gpu", "rtx-4090", "--speculative-tokens", "3", "--speculative-method", "ngram"]
+    perf, deploy = (CliRunner().invoke(app, [command, *flags]) for command in ("perf", "deploy"))
+    assert (perf.exit_code, deploy.exit_code) == (2, 2), deploy.output
+    assert "runs without one" not in deploy.output

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from inferplan.catalog.loader import DATA_DIR, load_catalog, load_files
-from inferplan.deploy import Speculative, kubernetes_manifest, launch_command, launch_plan
+from inferplan.deploy import kubernetes_manifest, launch_command, launch_plan
 from inferplan.deploy.ollama_launch import MODELFILE
 from inferplan.errors import CatalogError
 from inferplan.inputs.deployment import Deployment
@@ -80,9 +80,6 @@ def test_settings_ollama_cannot_take_are_said():
     kv = launch_command(Deployment(model="qwen3:8b", gpu="rtx-4090", kv_cache_dtype="bf16"), CATALOG)
     assert any(n.startswith("kv_cache_dtype bf16: Ollama's KV-cache types") for n in kv.notes)
     assert DATA.env["kv_cache_dtype"] not in _server_env(kv.script)[0]
-    draft = launch_command(Deployment(model="qwen3:8b", gpu="rtx-4090"), CATALOG,
-                           speculative=Speculative(method="ngram", tokens=3))
-    assert any(n.startswith("speculative decoding: not set") for n in draft.notes)
 
 
 def test_gpt_oss_tags_get_ollamas_launch():

@@ -20,7 +20,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.input_files import text_of
 from inferplan.measurements.formats import guess_format
 from inferplan.measurements.records import RunProvenance, read_runs
-from inferplan.search.trace import TraceFile, is_jsonl, trace_of
+from inferplan.search.trace import TraceFile, as_trace_file, is_jsonl, trace_of
 from inferplan.shells.api import create_app
 
 DATA = Path(__file__).parent / "data" / "measurements"
@@ -112,6 +112,22 @@ def test_a_base64_trace_file_is_decompressed():
     with pytest.raises(InvalidScenarioError, match="trace t.csv: not base64") as info:
         trace_of(TraceFile(name="t.csv", text="not base64!", encoding="base64"))
     assert info.value.field == "trace.text"
+
+
+def test_wrapped_base64_is_refused_saying_to_send_it_on_one_line():
+    wrapped = base64.encodebytes(gzip.compress(TEXT.encode() * 20)).decode()  # 76-character lines, as base64 FILE writes
+    assert "\n" in wrapped.strip()
+    with pytest.raises(InvalidScenarioError, match="wrapped over several lines") as info:
+        trace_of(TraceFile(name="t.csv.gz", text=wrapped, encoding="base64"))
+    assert "base64 on one line (base64 -w0 FILE" in info.value.allowed
+
+
+def test_a_bad_trace_file_key_and_the_simulate_schema_name_the_encoding(client):
+    with pytest.raises(InvalidScenarioError) as info:
+        as_trace_file({"name": "t.csv", "text": TEXT, "encodng": "base64"})
+    assert info.value.field == "trace.encodng" and "{name, text, encoding}" in info.value.allowed
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["SimulateRequest"]["properties"]["trace"]
+    assert "{name, text, encoding}" in schema["description"]
 
 
 @pytest.fixture(scope="module")

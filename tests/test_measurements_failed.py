@@ -126,6 +126,18 @@ def test_aiperf_failures_are_its_error_request_count(catalog):
         assert refused.value.field == field and said in str(refused.value), blocks
 
 
+def test_an_aiperf_run_whose_every_request_failed_is_refused_at_request_count(catalog):
+    """AIPerf leaves ``request_count`` (the requests that completed) and every per-request figure out of a run whose
+    every request failed, and writes ``error_request_count`` and ``completed_request_count`` (successes plus
+    errors: ai-dynamo/aiperf src/aiperf/metrics/types/completed_request_count_metric.py)."""
+    report = {key: value for key, value in json.loads((DATA / "profile_export_genai_perf.json").read_text()).items()
+              if key == "input_config"}
+    report.update({key: {"unit": "requests", "avg": 40} for key in ("error_request_count", "completed_request_count")})
+    with pytest.raises(InvalidScenarioError) as refused:
+        read_runs(catalog, [("profile_export_aiperf.json", json.dumps(report).encode())], GIVEN)
+    assert refused.value.field == "request_count" and "no request completed (40 failed)" in str(refused.value)
+
+
 def test_a_csv_level_keeps_its_failed_requests_and_a_bad_count_is_named_by_line(catalog):
     text = "concurrency,input_tokens,output_tokens,tpot_ms,requests,failed_requests\n8,1024,256,9.1,400,25\n16,1024,256,11.0,400,\n"
     (run,) = read_runs(catalog, [("mine.csv", text.encode())], GIVEN)

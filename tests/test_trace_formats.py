@@ -3,6 +3,7 @@ as arrival times (search/data/trace_formats.yaml), and gzip-compressed files rea
 
 from __future__ import annotations
 
+import base64
 import gzip
 from pathlib import Path
 
@@ -90,6 +91,15 @@ def test_a_gzip_jsonl_trace_is_read_as_jsonl(tmp_path):
     text = '{"arrival_s": 0, "input_tokens": 3, "output_tokens": 2}\n{"arrival_s": 2, "input_tokens": 4, "output_tokens": 1}\n'
     (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(text.encode()))
     assert read_trace(tmp_path / "t.jsonl.gz").arrival_s == (0.0, 2.0)
+
+
+@pytest.mark.parametrize("name", ["excel.csv", "excel.csv.gz"])
+def test_a_trace_with_a_utf8_bom_is_read_as_excel_writes_it(tmp_path, name):
+    data = b"\xef\xbb\xbf" + AZURE_2023.encode()  # Excel's "CSV UTF-8" opens with a byte-order mark
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    assert read_trace(tmp_path / name) == parse_trace(AZURE_2023, jsonl=False)
+    sent = TraceFile(name=name, text=base64.b64encode(data).decode(), encoding="base64")
+    assert trace_of(sent) == parse_trace(AZURE_2023, jsonl=False)
 
 
 @pytest.mark.parametrize(("data", "words"), [

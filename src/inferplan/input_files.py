@@ -105,8 +105,10 @@ def bytes_of_base64(text: str, *, where: str, field: str, error: type[InferplanE
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise error(f"{where}: not base64 ({exc})", field=field,
-                    allowed="the file's bytes in base64 (RFC 4648: A-Z a-z 0-9 + /, padded with =)") from None
+        wrapped = " (wrapped over several lines)" if "\n" in text.strip() else ""
+        raise error(f"{where}: not base64{wrapped} ({exc})", field=field,
+                    allowed="the file's bytes as base64 on one line (base64 -w0 FILE; RFC 4648: A-Z a-z 0-9 + /, "
+                            "padded with =)") from None
 
 
 def _too_deep(where: str, field: str, error: type[InferplanError]) -> InferplanError:

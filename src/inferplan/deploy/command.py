@@ -23,7 +23,8 @@ from inferplan.memory.fit import as_planned, plan_memory
 from inferplan.memory.host_budget import unstated_host_note
 from inferplan.memory.hardware import resolve_hardware
 from inferplan.memory.eagle3 import planned_draft
-from inferplan.memory.mtp import OTHER_METHOD, SPECULATIVE_METHODS, check_mtp_layers, with_mtp_draft, with_unnamed_drafts
+from inferplan.memory.mtp import (OTHER_METHOD, SPECULATIVE_METHODS, check_launch_drafts, check_mtp_layers, with_mtp_draft,
+                                  with_unnamed_drafts)
 from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
@@ -137,8 +138,8 @@ def launch_command(d: Deployment, catalog: Catalog | None = None, *, role: Role 
     flags = engine_flags(catalog, d.engine)
     named = ollama_build(d, catalog) if role == "both" else None
     if named is not None:  # an Ollama tag's build: Ollama's own commands
-        return _ollama_command(d, catalog, flags, ollama_start(d, catalog, named, flags, host=host, port=port,
-                                                               speculative=speculative is not None), devices)
+        return _ollama_command(d, catalog, flags, ollama_start(d, catalog, named, flags, host=host, port=port),
+                               devices)
     check_launch_connector(d, flags, role)
     served = served_model(d, catalog, flags)
     if role != "both" and flags.disaggregation is not None:  # a pool's worker listens where the router looks
@@ -290,8 +291,12 @@ def planned_speculative(d: Deployment, catalog: Catalog, spec: Speculative | Non
     plans (``memory.mtp.with_unnamed_drafts``, the one rule: mtp where the model ships MTP layers and the engine
     drafts with them, else ``OTHER_METHOD`` where the engine's launch has it, else refused naming
     ``speculative_method``; drafts on an Ollama tag's launch, which takes none, refused naming
-    ``speculative_tokens``). A model the catalogue cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` takes the
-    model's one catalogued draft where none is named, a catalogued draft's repo where its id is (``planned_draft``)."""
+    ``speculative_tokens``, whatever the method, as perf refuses them: ``check_launch_drafts``). A model the catalogue
+    cannot resolve drafts by ``OTHER_METHOD``. ``eagle3`` takes the model's one catalogued draft where none is named,
+    a catalogued draft's repo where its id is (``planned_draft``)."""
+    tokens = spec.tokens if spec is not None else d.speculative_tokens
+    if tokens:
+        check_launch_drafts(catalog, d.model_copy(update={"speculative_tokens": tokens}))
     if spec is not None and spec.method == "eagle3":
         try:
             draft = planned_draft(catalog, resolve_model(catalog, d.model), spec.draft_model)

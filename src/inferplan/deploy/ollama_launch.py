@@ -59,7 +59,7 @@ def ollama_build(d: Deployment, catalog: Catalog) -> NamedBuild | None:
 
 
 def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: EngineFlags, *, host: str,
-                 port: int | None, speculative: bool = False) -> OllamaStart:
+                 port: int | None) -> OllamaStart:
     """Ollama's launch of ``d`` (running ``named``, the tag's build): the variables of ``OllamaLaunch.env`` for the
     settings the plan states (the running-sequence cap at the engine's planned default where none is stated),
     the KV-cache type with the variables it needs, the listen address, and a stated layer count as a Modelfile
@@ -93,8 +93,6 @@ def ollama_start(d: Deployment, catalog: Catalog, named: NamedBuild, engine: Eng
         env[data.env["sched_spread"]] = "1"
     if d.gpus_chosen_by:  # the GPUs Ollama loads the tag on, as planned
         notes.append(d.gpus_chosen_by)
-    if speculative:
-        notes.append("speculative decoding: not set, Ollama's launch takes no draft here; it runs without one")
     served, steps, modelfile = named.tag, [(*data.pull, named.tag)], None
     if parameters:
         served = f"{named.tag}-" + "-".join(f"{k.replace('_', '')}{v}" for k, v in parameters.items())

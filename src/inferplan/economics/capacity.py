@@ -22,8 +22,9 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.hardware import system_domain_gpus, system_scale_out
-from inferplan.memory.layout import cell_widths, instance_gpus
+from inferplan.memory.hardware import resolve_hardware, runs_named_build, system_domain_gpus, system_scale_out
+from inferplan.memory.layout import LAYOUT_FIELDS, cell_widths, host_gpus, instance_gpus
+from inferplan.memory.ollama_batch import on_ollama_gpu
 from inferplan.memory.slots import with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.memory.suggest import smaller_weights
@@ -233,6 +234,8 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
     no layout from ``start`` up fits in ``system_gpus`` GPUs."""
     if cell_fixed:
         return (_loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes),), None
+    if nodes is None and (server := ollama_server_cell(catalog, base, system_gpus)) is not None:
+        return (_ollama_loadout(catalog, server, w, system_gpus=system_gpus, system=system),), None
     smallest = start or _smallest_cell(catalog, base, system_gpus)
     trials: list[LoadoutCapacity] = []
     note = None
@@ -305,7 +308,42 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
         # a replica cell (fixed in the scenario, or tried by the sweep) too small for the model
         raise InvalidScenarioError(str(exc), field="cell",
                                    allowed="a larger tensor × pipeline parallel size, or omit `cell` to size it") from exc
-    cells = system_gpus // n
+    layout = (f" (attention data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, experts spread over all {n})"
+              if cell_d.enable_expert_parallel else
+              f" (data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, each expert split over all {n}: "
+              "its MoE layers' TP × DP group)" if dp > 1 else "")
+    return _packed(cap, w, cells=system_gpus // n, cell_gpus=n, system=system, system_gpus=system_gpus, layout=layout)
+
+
+def ollama_server_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
+    """The one instance Ollama runs of an Ollama tag's build on one host's ``gpus`` GPUs, as fit plans it
+    (``memory.ollama_batch.on_ollama_gpu``): one server, which loads the tag on one GPU alone where Ollama's
+    prediction holds it there (the others idle), else spreads it over all of them. None where ``base`` runs no tag's
+    build, or the GPUs are one or span hosts: the cells are packed as for any engine."""
+    if gpus < 2:
+        return None
+    d = Deployment(**{k: getattr(base, k) for k in base.model_fields_set - set(LAYOUT_FIELDS)}, gpus=gpus)
+    if runs_named_build(catalog, d) is None or gpus > host_gpus(resolve_hardware(catalog, d)):
+        return None
+    return on_ollama_gpu(d, catalog)
+
+
+def _ollama_loadout(catalog: Catalog, server: Deployment, w: WorkloadProfile, *, system_gpus: int,
+                    system: str) -> LoadoutCapacity:
+    """A loadout of one host running one Ollama server (``ollama_server_cell``): one replica cell, every GPU paid for."""
+    cap = cell_capacity(catalog, server, w)
+    why = server.gpus_chosen_by or (f"{system_gpus} GPUs given: Ollama runs one server on them and spreads "
+                                    f"{server.model} over all of them")
+    more = (f"one `ollama serve` per GPU behind a router (each with its own CUDA_VISIBLE_DEVICES and port) would run "
+            f"{system_gpus} copies and carry more" if cap.gpus < system_gpus else "")
+    return _packed(cap, w, cells=1, cell_gpus=cap.gpus, system=system, system_gpus=system_gpus,
+                   layout=" (one Ollama server)", extra=tuple(n for n in (why, more) if n))
+
+
+def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, cell_gpus: int, system: str, system_gpus: int,
+            layout: str, extra: tuple[str, ...] = ()) -> LoadoutCapacity:
+    """The users ``cells`` replica cells of ``cell_gpus`` GPUs and capacity ``cap`` carry in a loadout of
+    ``system_gpus`` GPUs."""
     # a user's requests in flight: its busiest-hour output rate over what one request delivers at the
     # cell's operating point — its output over the time it holds a slot, prompt included (the target
     # when even one request misses it)
@@ -326,13 +364,9 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
     supported = math.floor(least)
     if not cap.meets_target:
         binding, supported = "service target", 0
-    layout = (f" (attention data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, experts spread over all {n})"
-              if cell_d.enable_expert_parallel else
-              f" (data-parallel over {dp} ranks of TP{cell_d.tensor_parallel_size}, each expert split over all {n}: "
-              "its MoE layers' TP × DP group)" if dp > 1 else "")
     notes = [
-        f"{cells} replica cell(s) of {n} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
-        f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})",
+        f"{cells} replica cell(s) of {cell_gpus} GPU(s){layout} in {system}; each runs {cap.concurrency_at_target} requests "
+        f"at ≥ {w.target_output_tokens_per_s:g} output tok/s per user ({cap.source})", *extra,
         f"a user generates {w.peak_output_tokens_per_s:.3f} output tok/s in the busiest hour "
         f"({w.monthly_output_tokens:,.0f} output tokens a month × peak/average {w.peak_to_average:g}), "
         f"i.e. {per_user_requests:.3f} requests in flight at {speed:,.1f} tok/s each",

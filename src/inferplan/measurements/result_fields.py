@@ -94,3 +94,16 @@ def text_of(value: Any) -> str | None:
 def iso_date(value: Any) -> str | None:
     m = re.match(r"^(\d{4})-?(\d{2})-?(\d{2})", value) if isinstance(value, str) else None
     return f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else None
+
+
+def find_key(obj: Any, key: str, depth: int = 0) -> Any:
+    """The first value of ``key`` anywhere in nested objects (genai-perf moves its input config)."""
+    if depth > 8:
+        return None
+    if isinstance(obj, dict):
+        if key in obj and not isinstance(obj[key], (dict, list)):
+            return obj[key]
+        for v in obj.values():
+            if (found := find_key(v, key, depth + 1)) is not None:
+                return found
+    return None

@@ -64,7 +64,8 @@ class SearchRequest(Input):
     output_len: int | None = Field(None, ge=1, le=10_000_000, description="mean output tokens per request (with a rate)")
     trace: str | TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
         None, description="a CSV/JSONL trace file of arrival time, input and output tokens (its path; or its name "
-        "and text, as {name, text}), or its rows inline (objects of arrival_s, input_tokens, output_tokens)")
+        "and text, as {name, text, encoding}: encoding base64 for its bytes base64-encoded), or its rows inline "
+        "(objects of arrival_s, input_tokens, output_tokens)")
     arrival: Literal["poisson", "bursty"] = Field(
         "poisson", description="how requests arrive (users or a request rate; a trace brings its own): independent "
         "arrivals at the mean rate, or busy and quiet spells around it")

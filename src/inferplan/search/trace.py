@@ -222,7 +222,8 @@ class TraceFile(BaseModel):
             return self.text
         where = f"trace {self.name}"
         data = bytes_of_base64(self.text, where=where, field="trace.text", error=InvalidScenarioError)
-        return text_of(data, where=where, field="trace.text", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES)
+        return text_of(data, where=where, field="trace.text", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES,
+                       encoding="utf-8-sig")
 
 
 def as_trace_file(value: object) -> object:
@@ -236,8 +237,9 @@ def as_trace_file(value: object) -> object:
         e = exc.errors()[0]
         key = ".".join(map(str, e["loc"]))
         raise InvalidScenarioError(f"trace: {key}: {e['msg']}", field=f"trace.{key}",
-                                   allowed="a trace file's {name, text}: its name (.jsonl / .json: JSONL, else CSV) "
-                                   "and its text") from None
+                                   allowed="a trace file's {name, text, encoding}: its name (.jsonl / .json: JSONL, "
+                                   "else CSV), its text, and encoding text (the default) or base64 (text: its bytes "
+                                   "base64-encoded, compressed or not)") from None
 
 
 def is_jsonl(name: str) -> bool:
@@ -276,5 +278,6 @@ def read_trace(path: Path | str) -> Trace:
         data = path.read_bytes()
     except OSError as exc:
         raise InvalidScenarioError(f"trace {path}: cannot be read ({exc.strerror})", field="trace") from None
-    text = text_of(data, where=f"trace {path}", field="trace", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES)
+    text = text_of(data, where=f"trace {path}", field="trace", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES,
+                       encoding="utf-8-sig")
     return parse_trace(text, jsonl=is_jsonl(path.name))

@@ -117,7 +117,7 @@ def refuse_trace_path(trace: object) -> None:
     if isinstance(trace, str):
         raise InvalidScenarioError("the API does not read files on the server's disk; give the trace's rows inline",
                                    field="trace", allowed="a list of {arrival_s, input_tokens, output_tokens}, or the "
-                                   "file's {name, text} (CSV, or JSONL when the name ends in .jsonl or .json)")
+                                   "file's {name, text, encoding} (CSV, or JSONL when the name ends in .jsonl or .json)")
 
 
 def refuse_server_path(name: str, field: str) -> None:

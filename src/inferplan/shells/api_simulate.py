@@ -29,7 +29,8 @@ class SimulateRequest(SimulationQuery):
     requests: int = Field(20_000, ge=1, le=MAX_API_REQUESTS, description="requests simulated")
     trace: TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
         None, description="requests to replay, in time order: objects of arrival_s (or timestamp), input_tokens, "
-        "output_tokens; or a trace file's {name, text} (CSV, or JSONL when the name ends in .jsonl or .json)")
+        "output_tokens; or a trace file's {name, text, encoding} (CSV, or JSONL when the name ends in .jsonl or .json; "
+        "encoding base64: text is its bytes base64-encoded, compressed or not)")
 
     @field_validator("trace", mode="before")
     @classmethod

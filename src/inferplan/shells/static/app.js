@@ -30,8 +30,17 @@ async function api(method, path, body, onProgress) {  // onProgress: asks for th
   return data;
 }
 
-// a chosen file's bytes base64-encoded, as an upload sends them (encoding "base64"), so that a compressed
-// file (gzip, xz, bzip2, a zip of one file) reaches the server whole; the server decompresses it
+// a chosen file as an upload holds it ({data, encoding}): its text as file.text() reads it (a UTF-8 BOM dropped),
+// the smaller body under the server's size limits; when that text holds U+FFFD or NUL (the bytes are not UTF-8
+// text: a compressed file's, gzip, xz, bzip2, a zip of one file), the bytes base64-encoded, which the server
+// decompresses
+async function fileSent(file) {
+  const text = await file.text();
+  if (!text.includes("\uFFFD") && !text.includes("\u0000")) return { data: text, encoding: "text" };
+  return { data: await fileBase64(file), encoding: "base64" };
+}
+
+// a chosen file's bytes base64-encoded (an empty file's are "")
 async function fileBase64(file) {
   const url = await new Promise((resolve, reject) => {
     const reader = new FileReader();

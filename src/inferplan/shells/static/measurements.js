@@ -56,8 +56,9 @@ async function uploadMeasurement(event) {
   }
   $("measurement-status").textContent = "importing…";
   try {
-    // the file's bytes, so that a compressed one is decompressed by the server
-    const sent = { name: file.name, content: await fileBase64(file), encoding: "base64" };
+    // the file's text, or a compressed one's bytes (base64), which the server decompresses (fileSent)
+    const held = await fileSent(file);
+    const sent = { name: file.name, content: held.data, encoding: held.encoding };
     const runs = await api("POST", "/api/measurements", { files: [sent], provenance });
     $("measurement-status").textContent = `imported run ${runs.map((r) => r.id).join(", ")}`;
     await refreshMeasurements();

@@ -4,10 +4,11 @@
 
 // "Find the cheapest": the form becomes a search request; the server ranks, prices and words the
 // answer (report/search_view.py); "Use this" loads a pick into the Users + ROI simulator above.
-// A trace file goes to the server as its name and bytes (base64; compressed or not): the server reads it
-// as the CLI's --trace reads the file (CSV, or JSONL by its name) and names a bad row and its line.
+// A trace file goes to the server as its name and text (a compressed one as its bytes, base64: fileSent): the
+// server reads it as the CLI's --trace reads the file (CSV, or JSONL by its name) and names a bad row and its line.
 async function traceFile(file) {
-  return { name: file.name, text: await fileBase64(file), encoding: "base64" };
+  const sent = await fileSent(file);
+  return { name: file.name, text: sent.data, encoding: sent.encoding };
 }
 
 async function searchRequest() {
