@@ -176,7 +176,7 @@ def with_mtp_draft(catalog, d: Deployment, speculative_tokens: int) -> Deploymen
 
 def check_launch_drafts(catalog, d: Deployment) -> None:
     """Refuse drafts the launch of ``d`` (after ``with_default_engine``) does not run, naming ``speculative_tokens``:
-    an Ollama tag's build, whose runner takes no speculative-decoding setting (``deploy`` starts it without one)."""
+    an Ollama tag's build, whose runner takes no speculative-decoding setting (``perf`` and ``deploy`` both refuse)."""
     named = runs_named_build(catalog, d)
     if named is not None and d.speculative_tokens:
         raise InvalidScenarioError(
