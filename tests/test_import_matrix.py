@@ -67,6 +67,8 @@ def test_config_imports_with_the_kv_cache_worked_out_by_hand_and_consistent_weig
     # at least the count times the format's bits, at most 16 bits a weight (what a format keeps
     # unquantized stays at 16)
     assert params.total * bits / 8 * 0.99 <= weights.total_bytes <= params.total * 16 / 8 * 1.01
+    if "weight_bytes" in expected:  # a format per module: the bytes worked out by hand from its listing
+        assert weights.total_bytes == pytest.approx(arithmetic(expected["weight_bytes"]), rel=expected["weight_rel_tol"])
 
 
 COUNTS = {"total": lambda p: p.total, "total_with_mtp": lambda p: p.total + p.mtp,

@@ -141,6 +141,9 @@ class QuantConfig:
     unquantized_modules: tuple[str, ...] = ()
     kept_unquantized: KeptGroups = KeptGroups()  # what ``unquantized_modules`` keeps, by counted group
     kv_cache_dtype: str | None = None  # KV quantization the checkpoint asks for ("auto" resolves to it)
+    # (group, quantization id, share of the group's layers) a config naming a format per module lists
+    # (ModelOpt MIXED_PRECISION); what it does not list is unquantized. Empty: one format throughout
+    layer_formats: tuple[tuple[str, str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ def listed_modules(qc: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _group(pattern: str) -> str | None:
+def group_of(pattern: str) -> str | None:
+    """The counted parameter group a module name or pattern names, or None."""
     text = pattern.lower().removeprefix("re:")
     for group, words in _GROUP_WORDS:
         if any(_names(text, word) for word in words):
@@ -72,6 +73,17 @@ def _names(text: str, word: str) -> bool:
     return word in text
 
 
+def layer_of(pattern: str) -> int | None:
+    """The decoder layer a module name or pattern names, or None (a whole-model module or pattern)."""
+    found = _LAYER.search(pattern.lower())
+    return int(found.group(1)) if found else None
+
+
+def names_no_counted_part(pattern: str) -> bool:
+    """A module formats leave alone by their own rule or the estimate does not count (vision, MTP)."""
+    return any(word in pattern.lower() for word in _NO_EFFECT)
+
+
 def kept_groups(patterns: tuple[str, ...], n_layers: int) -> KeptGroups:
     """Map ``patterns`` onto the counted parameter groups; ``n_layers`` sizes a per-layer share."""
     layers: dict[str, set[int]] = {}
@@ -79,7 +91,7 @@ def kept_groups(patterns: tuple[str, ...], n_layers: int) -> KeptGroups:
     unmapped: list[str] = []
     for pattern in patterns:
         text = pattern.lower().removeprefix("re:")
-        group = _group(pattern)
+        group = group_of(pattern)
         if group is None or (group == "experts" and _EXPERT_INDEX.search(text)):
             if not any(word in text for word in _NO_EFFECT):
                 unmapped.append(pattern)  # a single expert, or a module the estimate does not count

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from inferplan.catalog.architecture import QuantConfig
 from inferplan.catalog.hf_keep import kept_groups, listed_modules
+from inferplan.catalog.hf_mixed import MIXED, mixed_formats, modelopt_algo, modelopt_quantization
 from inferplan.errors import ConfigImportError
 
 
@@ -16,6 +17,7 @@ def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
         return None
     method = str(qc.get("quant_method", "")).lower()
     ignore = listed_modules(qc)
+    formats: tuple[tuple[str, str, float], ...] = ()
     if method == "fp8" and (cfg.get("expert_dtype") == "fp4" or cfg.get("model_type") == "deepseek_v4"):
         qid = "mixed-fp4-fp8"  # DeepSeek-V4 ships FP4 routed experts and FP8 elsewhere (Pro's config omits expert_dtype)
     elif method == "fbgemm_fp8":
@@ -28,9 +30,10 @@ def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
         qid = "int4-awq"
     elif method == "gptq":
         qid = "int4-gptq" if int(qc.get("bits", 4)) == 4 else "int8-w8a8"
+    elif method in ("modelopt", "modelopt_fp4") and modelopt_algo(qc) == MIXED:
+        qid, formats = mixed_formats(qc, n_layers)
     elif method in ("modelopt", "modelopt_fp4"):
-        algo = str(qc.get("quant_algo", "")).upper()
-        qid = "nvfp4" if "FP4" in algo else "fp8"
+        qid = modelopt_quantization(qc, method)
     elif method == "compressed-tensors":
         qid = _compressed_tensors(qc)
     elif method == "quark":
@@ -43,7 +46,8 @@ def quant_config(cfg: dict, n_layers: int = 0) -> QuantConfig | None:
             allowed="fp8, fbgemm_fp8, mxfp4, awq, gptq, modelopt, compressed-tensors, quark",
         )
     return QuantConfig(method=method, quantization=qid, unquantized_modules=ignore,
-                       kept_unquantized=kept_groups(ignore, n_layers), kv_cache_dtype=_kv_quant(qc))
+                       kept_unquantized=kept_groups(ignore, n_layers), kv_cache_dtype=_kv_quant(qc),
+                       layer_formats=formats)
 
 
 # AMD Quark's (weight dtype, input dtype) as written in global_quant_config; None: no activation

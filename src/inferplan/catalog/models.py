@@ -42,6 +42,17 @@ class KeptUnquantized:
 
 
 @dataclass(frozen=True)
+class LayerFormats:
+    """A build at ``quantization`` that names a format per module (ModelOpt MIXED_PRECISION): each
+    (group, quantization id, its bits per weight, share of the group's layers) listed; the rest of
+    a group, and every group not listed, unquantized."""
+
+    quantization: str
+    formats: tuple[tuple[str, str, float, float], ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     id: str
     name: str
@@ -55,6 +66,7 @@ class ModelSpec:
     assumptions: tuple[str, ...] = ()
     card: ModelCard | None = None
     kept_unquantized: tuple[KeptUnquantized, ...] = ()
+    layer_formats: tuple[LayerFormats, ...] = ()
 
     def checkpoint(self, quantization: str) -> CheckpointSize | None:
         return next((c for c in self.checkpoints if c.quantization == quantization), None)
@@ -69,6 +81,9 @@ class ModelSpec:
     def kept(self, quantization: str) -> KeptUnquantized | None:
         return next((k for k in self.kept_unquantized if k.quantization == quantization), None)
 
+    def formats(self, quantization: str) -> LayerFormats | None:
+        return next((f for f in self.layer_formats if f.quantization == quantization), None)
+
 
 def kept_from_config(arch: Architecture) -> tuple[KeptUnquantized, ...]:
     """What an imported config.json's quantization_config leaves unquantized, for its own format."""
@@ -76,6 +91,17 @@ def kept_from_config(arch: Architecture) -> tuple[KeptUnquantized, ...]:
     if quant is None or not (quant.kept_unquantized.shares or quant.kept_unquantized.unmapped):
         return ()
     return (KeptUnquantized(quant.quantization, quant.kept_unquantized, "config.json quantization_config"),)
+
+
+def formats_from_config(catalog: Catalog, arch: Architecture | None) -> tuple[LayerFormats, ...]:
+    """The per-module formats an imported config.json's quantization_config lists, each with the
+    catalogue's bits for its format."""
+    quant = arch.quant if arch else None
+    if quant is None or not quant.layer_formats:
+        return ()
+    formats = tuple((group, qid, catalog.quantization(qid).bits_per_weight.value, share)
+                    for group, qid, share in quant.layer_formats)
+    return (LayerFormats(quant.quantization, formats, "config.json quantization_config.quantized_layers"),)
 
 
 @functools.lru_cache(maxsize=256)
@@ -134,6 +160,7 @@ def spec_from_card(catalog: Catalog, card: ModelCard) -> ModelSpec:
         assumptions=tuple(assumptions),
         card=card,
         kept_unquantized=kept,
+        layer_formats=formats_from_config(catalog, None if proxy else arch),
     )
 
 

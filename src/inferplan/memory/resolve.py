@@ -12,11 +12,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.hf_import import ImportedModel, hf_cache_snapshot, import_model
-from inferplan.catalog.loader import Catalog
+from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.models import (
     CheckpointSize,
     ModelSpec,
     config_context,
+    formats_from_config,
     kept_from_config,
     looks_like_path,
     spec_from_card,
@@ -31,12 +32,12 @@ def resolve_model(catalog: Catalog, name: str, field_name: str = "model") -> Mod
     """A catalogue id/alias, a config.json or model folder, or a repo id in the local HF cache."""
     try:
         if looks_like_path(name):
-            return spec_from_import(name)
+            return spec_from_import(name, catalog)
         try:
             return _card_spec(catalog, name, field_name)
         except UnknownModelError:
             if "/" in name and hf_cache_snapshot(name) is not None:
-                return spec_from_import(name)
+                return spec_from_import(name, catalog)
             raise
     except InferplanError as exc:
         if exc.field == "model":  # the import names the usual field; this caller's may differ (models)
@@ -69,7 +70,9 @@ def import_name(location: str, imported: ImportedModel) -> str:
     return location
 
 
-def spec_from_import(location: str) -> ModelSpec:
+def spec_from_import(location: str, catalog: Catalog | None = None) -> ModelSpec:
+    """The spec of an imported config; ``catalog`` (the packaged one if not given) sizes the formats
+    a mixed-precision quantization_config names per module."""
     imported = import_model(location)
     arch = imported.architecture
     params = count_params(arch)
@@ -89,6 +92,7 @@ def spec_from_import(location: str) -> ModelSpec:
         context_tokens=config_context(arch, proxy=False),
         assumptions=("parameter counts computed from config.json",),
         kept_unquantized=kept_from_config(arch),
+        layer_formats=formats_from_config(catalog or load_catalog(), arch) if arch.quant and arch.quant.layer_formats else (),
     )
 
 

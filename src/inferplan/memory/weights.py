@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from inferplan.catalog.checkpoint_schema import KeptCheckpointExperts
 from inferplan.catalog.hf_keep import KeptGroups
-from inferplan.catalog.models import KeptUnquantized, ModelSpec
+from inferplan.catalog.models import KeptUnquantized, LayerFormats, ModelSpec
 from inferplan.catalog.schema import Quantization
 from inferplan.errors import InvalidScenarioError
 from inferplan.memory.params import ParamBreakdown, count_params
@@ -66,13 +66,16 @@ def kept_expert_bits(spec: ModelSpec, quant: Quantization) -> KeptCheckpointExpe
 
 def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: float | None = None,
                  head_bits: float | None = None, kept: KeptGroups = KeptGroups(),
-                 expert_bits: float | None = None) -> _Parts:
+                 expert_bits: float | None = None, formats: LayerFormats | None = None) -> _Parts:
     """Bytes by part computed from the parameter breakdown: routed experts at the format's bits
     (``expert_bits`` where the build keeps the checkpoint's own expert format), the other linear
     layers at its non-expert bits when it has them, edges at 16 bits unless the format quantizes
     them too; the output projection at ``head_bits`` when the format gives it a type of its own (a
     tied table is written in that type at both ends). The groups the build keeps unquantized
-    (``kept``: each with the share of its layers kept) are at 16 bits."""
+    (``kept``: each with the share of its layers kept) are at 16 bits. A build that names a format
+    per module (``formats``) sets every group's bits from its listing alone."""
+    if formats is not None:
+        return _listed_parts_bytes(params, formats)
     bits = quant.bits_per_weight.value
     if non_expert_bits is None:
         non_expert_bits = quant.non_expert_bits_per_weight.value if quant.non_expert_bits_per_weight else None
@@ -99,6 +102,28 @@ def _parts_bytes(params: ParamBreakdown, quant: Quantization, non_expert_bits: f
     embedding = params.embedding * embedding_bits / 8
     head = params.lm_head * head_bits / 8
     return _Parts(embedding + head + small + linear, expert, embedding, head)
+
+
+def _listed_parts_bytes(params: ParamBreakdown, formats: LayerFormats) -> _Parts:
+    """Bytes by part where each group's layers are in the formats the config lists for them, the
+    layers it does not list at 16 bits (norms and routers too, as no format quantizes them)."""
+    def bits(group: str) -> float:
+        listed = [(b, s) for g, _, b, s in formats.formats if g == group]
+        return sum(b * s for b, s in listed) + (1 - sum(s for _, s in listed)) * UNQUANTIZED_BITS
+
+    expert = params.experts * bits("experts") / 8
+    embedding = params.embedding * bits("embeddings") / 8
+    head = params.lm_head * bits("lm_head") / 8
+    linear = expert + (params.attention * bits("attention") + params.dense_mlp * bits("mlp")
+                       + params.shared_experts * bits("shared_experts")) / 8
+    small = (params.norms + params.router) * UNQUANTIZED_BITS / 8
+    return _Parts(embedding + head + small + linear, expert, embedding, head)
+
+
+def _formats_note(formats: LayerFormats) -> str:
+    listed = ", ".join(f"{g} {q} ({b:g} bits" + (f", {s:.0%} of layers)" if s < 1 else ")")
+                       for g, q, b, s in formats.formats)
+    return f"formats by module: {listed}; modules not listed at 16 bits ({formats.source})"
 
 
 def _kept_bits(bits: float, share: float) -> float:
@@ -151,6 +176,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
     ckpt = spec.checkpoint(quant.id)
     kept = spec.kept(quant.id)
     groups = kept.groups if kept else KeptGroups()
+    formats = spec.formats(quant.id)
     native_experts = kept_expert_bits(spec, quant)
     expert_bits = native_experts.bits_per_weight.value if native_experts else None
     if ckpt is not None:
@@ -159,8 +185,8 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
         expert = embedding = head = 0.0
         if params is not None:
             parts = _parts_bytes(params, quant, ckpt.non_expert_bits_per_weight, output_bits(quant, arch.hidden_size),
-                                 groups, expert_bits)
-            assumptions += _kept_notes(kept)
+                                 groups, expert_bits, formats)
+            assumptions += [_formats_note(formats)] if formats else _kept_notes(kept)
             if mtp_loaded and not ckpt.mtp_layers:
                 raise InvalidScenarioError(f"{spec.name}'s {ckpt.name} build holds no multi-token-prediction layers "
                                            "to draft with", field="mtp_draft", allowed="no MTP draft with this build")
@@ -192,7 +218,7 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
                               embedding if tied else head, tied, mtp if loaded else 0.0, mtp_expert if loaded else 0.0)
     if params is not None:
         head_bits = output_bits(quant, arch.hidden_size)
-        parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups, expert_bits=expert_bits)
+        parts = _parts_bytes(params, quant, head_bits=head_bits, kept=groups, expert_bits=expert_bits, formats=formats)
         other = quant.non_expert_bits_per_weight
         note = (
             f"weights = {params.total / 1e9:.2f}B parameters: "
@@ -206,7 +232,8 @@ def weight_bytes(spec: ModelSpec, quant: Quantization, *, mtp_loaded: bool = Fal
             + (f"; the output projection at {head_bits:g} bits" + ("" if params.lm_head else " (tied: the embedding table too)")
                if head_bits is not None else "")
         )
-        assumptions = [note, *_kept_notes(kept)]
+        assumptions = ([f"weights = {params.total / 1e9:.2f}B parameters: {_formats_note(formats)}"] if formats
+                       else [note, *_kept_notes(kept)])
         mtp = mtp_expert = 0.0
         if params.mtp and (mtp_loaded or mtp_outside):  # the MTP layers at the mean bits of the decoder layers they copy
             layers = parts.total - parts.embedding - parts.head
