@@ -1,13 +1,14 @@
 """The intermediate buffers a release's fused-MoE kernels allocate in the start-up profile's dummy forward,
 as data on a memory rule's activation profile (``ActivationProfile.moe_buffers``).
 
-vLLM's fused-MoE paths of the 0.9-0.11 wheels take three intermediate caches per MoE layer call and free
-them when it returns: the gate/up output (tokens x top-k x 2I, I the GPU's share of an expert's
+vLLM's fused-MoE paths (read in the 0.9.2-0.16.0 wheels) take three intermediate caches per MoE layer call
+and free them when it returns: the gate/up output (tokens x top-k x 2I, I the GPU's share of an expert's
 intermediate size) sharing one buffer with the down projection's output (tokens x top-k x H, H the hidden
 size), and the activated half (tokens x top-k x I), so tokens x top-k x (max(2I, H) + I) elements of the
 activations' dtype. The Triton path (``fused_experts_impl``) sizes them for at most
-``VLLM_FUSED_MOE_CHUNK_SIZE`` tokens at a time and writes its output in place; Marlin (``fused_marlin_moe``,
-INT4 weight-only experts) sizes them for every token at once and returns a new tokens x H output.
+``VLLM_FUSED_MOE_CHUNK_SIZE`` tokens at a time, writing its output in place under PyTorch before 2.9;
+Marlin (``fused_marlin_moe``, INT4 weight-only experts) sizes them for every token at once and returns a new
+tokens x H output.
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
 """
 
