@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from inferplan.catalog.moe_profile import MoeProfileBuffers
+from inferplan.catalog.provenance import release_key
 from inferplan.catalog.schema import Frozen
 
 class SamplerBackend(Frozen):
@@ -53,6 +55,8 @@ class ActivationProfile(Frozen):
     # `chunked_prefill_tokens` (None: the engine never turns it on by itself)
     chunked_prefill_above_tokens: int | None = Field(None, ge=1)
     chunked_prefill_tokens: int | None = Field(None, ge=1)
+    # sampler_and_forward: the fused-MoE kernels' intermediate caches in the dummy forward, by release
+    moe_buffers: tuple[MoeProfileBuffers, ...] = ()
 
     def sampler_constant_for(self, backend: str | None) -> str | None:
         """The calibration id of the sampler pass's bytes per (row × vocab entry) with ``backend``
@@ -66,6 +70,9 @@ class ActivationProfile(Frozen):
             raise ValueError(f"a {self.model} profile names its sampler_constant and forward_constant")
         if (self.chunked_prefill_above_tokens is None) != (self.chunked_prefill_tokens is None):
             raise ValueError("chunked_prefill_above_tokens and chunked_prefill_tokens come together")
+        ranges = [(release_key(m.first_release), release_key(m.last_release)) for m in self.moe_buffers]
+        if any(lo > hi for lo, hi in ranges) or any(a[1] >= b[0] for a, b in zip(ranges, ranges[1:])):
+            raise ValueError("moe_buffers entries name ascending, non-overlapping release ranges")
         return self
 
 

@@ -347,6 +347,7 @@ def check_memory_rules(catalog) -> None:
             *(s for g in (rule.cuda_graph_estimate.per_graph if rule.cuda_graph_estimate else ()) for s in g.sources),
             *(rule.model_runners.source_ids() if rule.model_runners else ()),
             *(s for b in rule.activation.sampler_backends for s in b.sources),
+            *(s for m in rule.activation.moe_buffers for s in m.source_ids()),
             *(rule.current_release.sources if rule.current_release else ()),
             *(s for f in rule.memory_fraction_defaults for s in f.sources),
             *(s for q in rule.free_memory_queries for s in q.sources),
@@ -364,6 +365,9 @@ def check_memory_rules(catalog) -> None:
         for constant in rule.constant_ids():
             if constant not in catalog.calibration:
                 raise CatalogError(f"{where}: unknown calibration constant {constant!r}", field=rule.id)
+        for quant in (q for m in rule.activation.moe_buffers for k in m.kernels for q in k.quantizations):
+            if quant not in catalog.quantizations.records:
+                raise CatalogError(f"{where}: unknown quantization {quant!r} in moe_buffers", field=rule.id)
     for engine in (e.id for e in catalog.engines):
         rules = engine_rules(catalog.memory_rules, engine)
         if sum(r.is_default for r in rules) != 1:

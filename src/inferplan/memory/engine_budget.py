@@ -120,9 +120,12 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator,
 
 
 def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
-                     tp: int, *, accel: Accelerator | None = None, weight_bits: float | None = None) -> tuple[float, str]:
+                     tp: int, *, accel: Accelerator | None = None, weight_bits: float | None = None,
+                     moe_caches: tuple[float, str | None] = (0.0, None)) -> tuple[float, str]:
     """Peak activation memory the engine sizes outside the KV cache, per GPU, by the release's rule
-    (``accel`` and ``weight_bits``, the weights' bits per parameter, size MLX's prefill working set)."""
+    (``accel`` and ``weight_bits``, the weights' bits per parameter, size MLX's prefill working set;
+    ``moe_caches``, the bytes and note of one MoE layer's intermediate caches in the dummy forward,
+    memory/moe_buffers.py, meet the sampler pass in the larger of the two)."""
     vocab = arch.vocab_size if arch else ASSUMED_VOCAB
     hidden = arch.hidden_size if arch else ASSUMED_HIDDEN
     profile = rule.activation
@@ -135,11 +138,15 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
         per_cell = catalog.constant(profile.sampler_constant_for(settings.topk_topp_sampler))
         sampler = per_cell * settings.max_num_seqs * vocab
         forward = per_tok * settings.max_num_batched_tokens * hidden / tp
-        return sampler + forward, (
-            f"{rule.label}: activation peak = {_sampler_name(settings)}sampler profile ({per_cell:g} B × {settings.max_num_seqs} seqs × "
-            f"{vocab} vocab) + forward ({per_tok:g} B × {settings.max_num_batched_tokens} tokens × "
-            f"{hidden} hidden / TP {tp})"
-        )
+        note = (f"{rule.label}: activation peak = {_sampler_name(settings)}sampler profile ({per_cell:g} B × "
+                f"{settings.max_num_seqs} seqs × {vocab} vocab) + forward ({per_tok:g} B × "
+                f"{settings.max_num_batched_tokens} tokens × {hidden} hidden / TP {tp})")
+        moe, moe_note = moe_caches
+        if moe_note is None or moe <= sampler:
+            return sampler + forward, note + (f"; {moe_note}, freed before the sampler pass, which is larger"
+                                              if moe_note else "")
+        return forward + moe, (f"{note}, with one MoE layer's caches in place of the smaller sampler pass "
+                               f"({sampler / GiB:.2f} GiB): {moe_note}")
     if rule.compute_graph is not None and arch is not None and settings.context_tokens:
         return compute_buffer_bytes(rule.compute_graph, catalog, arch, context_tokens=settings.context_tokens,
                                     ubatch_tokens=settings.prefill_micro_batch_tokens,
@@ -259,13 +266,15 @@ def engine_budget(
     accel: Accelerator | None = None,
     weight_bits: float | None = None,
     moe_workspace: tuple[float, str | None] = (0.0, None),
+    moe_caches: tuple[float, str | None] = (0.0, None),
 ) -> EngineBudget:
     """What is left for the KV cache on each GPU of one engine instance, by the release's rule
     (None: the engine's default rule); ``weight_bits`` is the weights' bits per parameter; ``moe_workspace``
     the bytes and note of the workspace the MoE kernel keeps through the start-up profile (moe_layout),
-    which adds to the activation peak."""
+    which adds to the activation peak; ``moe_caches`` those of the caches it frees after each layer (moe_buffers)."""
     rule = rule or memory_rule(catalog, engine.id)
-    act, act_note = activation_bytes(catalog, rule, arch, settings, tp, accel=accel, weight_bits=weight_bits)
+    act, act_note = activation_bytes(catalog, rule, arch, settings, tp, accel=accel, weight_bits=weight_bits,
+                                     moe_caches=moe_caches)
     if moe_workspace[1]:
         act += moe_workspace[0]
         act_note = f"{act_note}; {moe_workspace[1]}"

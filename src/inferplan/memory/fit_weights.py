@@ -19,6 +19,7 @@ from inferplan.memory.fit_held import planned_length
 from inferplan.memory.expert_split import expert_data_parallel, expert_slot_share, redundant_experts, redundant_note
 from inferplan.memory.kv_cache import KvLayout, kv_layout, stated_layout
 from inferplan.memory.layout import ParallelPlan
+from inferplan.memory.moe_buffers import moe_profile_bytes
 from inferplan.memory.moe_layout import extra_weight_bytes, workspace_bytes
 from inferplan.memory.stages import StageWeights, stage_layer_counts, stage_weights
 from inferplan.memory.weights import WeightEstimate, weight_bytes
@@ -117,10 +118,14 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
                                 release=d.engine_version, kernel=d.moe_kernel, data_parallel=w.expert_data_parallel,
                                 context_tokens=planned_length(d, spec, None))
 
+    caches = moe_profile_bytes(rule, spec.architecture, tokens=settings.max_num_batched_tokens, tp=tp,
+                               release=settings.release, quant_id=quant.id, expert_parallel=plan.expert_parallel)
+
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,
                              arch=spec.architecture, settings=settings, tp=tp, gpus_in_instance=tp * pp, rule=rule,
-                             accel=accel, weight_bits=quant.bits_per_weight.value, moe_workspace=workspace)
+                             accel=accel, weight_bits=quant.bits_per_weight.value, moe_workspace=workspace,
+                             moe_caches=caches)
 
     budget = room(w.per_gpu)
     rooms = [room(st.bytes_per_gpu + _moe_extra(catalog, d, engine, quant, accel, spec, plan, st.expert_bytes_per_gpu,

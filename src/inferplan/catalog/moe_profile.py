@@ -1,0 +1,50 @@
+"""The intermediate buffers a release's fused-MoE kernels allocate in the start-up profile's dummy forward,
+as data on a memory rule's activation profile (``ActivationProfile.moe_buffers``).
+
+vLLM's fused-MoE paths (read in the 0.9.2-0.16.0 wheels) take three intermediate caches per MoE layer call
+and free them when it returns: the gate/up output (tokens x top-k x 2I, I the GPU's share of an expert's
+intermediate size) sharing one buffer with the down projection's output (tokens x top-k x H, H the hidden
+size), and the activated half (tokens x top-k x I), so tokens x top-k x (max(2I, H) + I) elements of the
+activations' dtype. The Triton path (``fused_experts_impl``) sizes them for at most
+``VLLM_FUSED_MOE_CHUNK_SIZE`` tokens at a time, writing its output in place under PyTorch before 2.9;
+Marlin (``fused_marlin_moe``, INT4 weight-only experts) sizes them for every token at once and returns a new
+tokens x H output.
+``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field
+
+from inferplan.catalog.schema import Frozen
+
+
+class MoeKernelBuffers(Frozen):
+    """One fused-MoE kernel's intermediate caches, for the expert quantizations that run on it."""
+
+    kernel: str  # a name for notes ("Marlin", "Triton fused_experts")
+    quantizations: tuple[str, ...] = Field(min_length=1)  # quantizations.yaml ids whose experts run it
+    chunk_tokens: int | None = Field(None, ge=1)  # tokens per call at most (None: the whole batch at once)
+    output_copy: bool  # a new tokens x hidden output tensor beside the caches (not written in place)
+    sources: tuple[str, ...] = Field(min_length=1)
+
+
+class MoeProfileBuffers(Frozen):
+    """The fused-MoE kernels' intermediate caches over a range of releases: tokens x top-k x (max(2I, H) + I)
+    elements (plus tokens x H where the kernel returns a new output), live inside one MoE layer's call of the
+    dummy forward and freed before the sampler pass."""
+
+    first_release: str  # inclusive
+    last_release: str  # inclusive: the newest release read
+    element_bytes: float = Field(gt=0)  # the activations' dtype (bf16/fp16: 2)
+    kernels: tuple[MoeKernelBuffers, ...] = Field(min_length=1)
+    composition: Literal["forward_beside_sampler"]  # held hidden states + max(sampler pass, MoE caches)
+    checked: dt.date
+    kind: Literal["spec", "measured", "derived", "assumed"]
+    note: str = ""
+
+    def source_ids(self) -> tuple[str, ...]:
+        return tuple(s for k in self.kernels for s in k.sources)
