@@ -25,6 +25,10 @@ class LatencyPoint(Frozen):
     expert_parallel: bool = False
     engine: str
     engine_version: str
+    # the release an undated build is planned at: the last the engine published before the run's source was
+    # dated (``engine_version`` names the build; a caveat says how the release was read), None: the number
+    # ``engine_version`` names, else the engine's default release
+    engine_release: str | None = None
     quantization: str
     kv_cache_dtype: str = "auto"
     dataset: str  # sharegpt | random: how the benchmark drew prompt and output lengths
