@@ -346,9 +346,10 @@ def ollama_servers(catalog: Catalog, base: Deployment, gpus: int, system: str) -
 
 def _started(catalog: Catalog, d: Deployment) -> tuple[Deployment, ...]:
     """``d`` started with the most slots that fit (as ``cell_capacity`` starts a cell) on the GPUs Ollama loads it on
-    at those slots: Ollama predicts at the num_parallel it is started with (OLLAMA_NUM_PARALLEL), so a tag one GPU
-    holds at one slot is spread over every GPU where the most slots one GPU holds pass the share. Then also the
-    server on one GPU at the most slots that keep it there (the fewer slots it runs, the other launch)."""
+    at those slots: Ollama predicts at the num_parallel it is started with (OLLAMA_NUM_PARALLEL; ``server/sched.go``
+    predicts at num_ctx × num_parallel before it places the model), so a tag one GPU holds at one slot is spread
+    over every GPU where the most slots one GPU holds pass the share. Then also the server on one GPU at the most
+    slots that keep it there (the fewer slots it runs, the other launch)."""
     one = on_ollama_gpu(d, catalog)
     if d.max_num_seqs is not None or not one.gpus_chosen_by or not (slots := most_slots(one, catalog, SLOT_LIMIT)):
         return (one,)
