@@ -114,6 +114,16 @@ def test_a_base64_trace_file_is_decompressed():
     assert info.value.field == "trace.text"
 
 
+def test_base64_ending_in_a_newline_is_read_as_base64_file_writes_it():
+    one_line = base64.b64encode(gzip.compress(TEXT.encode())).decode() + "\n"  # base64 -w0 FILE > f, or echo
+    assert trace_of(TraceFile(name="t.csv.gz", text=f"  {one_line}", encoding="base64")).input_tokens == (10, 12)
+
+
+def test_a_trace_sent_as_text_with_a_byte_order_mark_reads_as_the_file_does():
+    sent = TraceFile(name="t.csv", text="\ufeff" + TEXT)
+    assert trace_of(sent) == trace_of(TraceFile(name="t.csv", text=TEXT))
+
+
 def test_wrapped_base64_is_refused_saying_to_send_it_on_one_line():
     wrapped = base64.encodebytes(gzip.compress(TEXT.encode() * 20)).decode()  # 76-character lines, as base64 FILE writes
     assert "\n" in wrapped.strip()

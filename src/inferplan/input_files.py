@@ -101,9 +101,10 @@ COMPRESSED_BYTES = f"the file's text, or with encoding base64 its bytes (a compr
 
 
 def bytes_of_base64(text: str, *, where: str, field: str, error: type[InferplanError]) -> bytes:
-    """A file's bytes sent base64-encoded (RFC 4648, section 4), as a page or an API client sends a compressed file."""
+    """A file's bytes sent base64-encoded (RFC 4648, section 4), as a page or an API client sends a compressed file:
+    whitespace around it (the newline ``base64 -w0 FILE > f`` ends its line with) is dropped, inside it refused."""
     try:
-        return base64.b64decode(text, validate=True)
+        return base64.b64decode(text.strip(), validate=True)
     except (binascii.Error, ValueError) as exc:
         wrapped = " (wrapped over several lines)" if "\n" in text.strip() else ""
         raise error(f"{where}: not base64{wrapped} ({exc})", field=field,

@@ -25,12 +25,11 @@ from inferplan.catalog.flags_schema import EngineFlags
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import release_key
 from inferplan.catalog.multihost_schema import MultiHostLaunch
-from inferplan.catalog.schema import System
 from inferplan.deploy.output import Output
 from inferplan.errors import InvalidScenarioError, UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.hardware import Hardware, resolve_hardware
-from inferplan.memory.layout import host_gpus, instance_gpus
+from inferplan.memory.hardware import resolve_hardware
+from inferplan.memory.layout import host_gpus, instance_gpus, rack_of
 
 HOST_TIERS = ("node", "server", "workstation", "desktop", "lab-box", "single-gpu")  # one host each
 HEAD_VARIABLE = "HEAD_IP"
@@ -91,7 +90,7 @@ def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
     NVL72's 4 GPUs), though the speed model lays an instance over its whole NVLink domain."""
     hw = resolve_hardware(catalog, d)
     gpus = instance_gpus(d)
-    rack = hw.system if hw.system is not None else _rack_of(hw, catalog)
+    rack = hw.system if hw.system is not None else rack_of(catalog, hw)
     tray = rack.os_host_gpus if rack is not None else None
     if hw.system is not None and hw.system.tier not in HOST_TIERS and tray is None:
         return None
@@ -106,13 +105,6 @@ def host_split(d: Deployment, catalog: Catalog) -> HostSplit | None:
         return None
     hosts = -(-gpus // host)
     return HostSplit(gpus, hosts, -(-gpus // hosts), host, what)
-
-
-def _rack_of(hw: Hardware, catalog: Catalog) -> System | None:
-    """The rack a bare GPU's scale-up domain is, where that rack records its OS hosts (a GB200 with the 72-GPU
-    domain sits in an NVL72, whose OS hosts are its compute trays); None: its domain is one host's."""
-    return next((s for s in catalog.systems if s.os_host_gpus is not None
-                 and s.accelerator == hw.accel.id and s.scale_up_domain_gpus == hw.domain_gpus), None)
 
 
 def pool_spans_note(d: Deployment, catalog: Catalog) -> tuple[str, ...]:

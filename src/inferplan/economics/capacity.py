@@ -23,10 +23,9 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware, runs_named_build, system_domain_gpus, system_scale_out
-from inferplan.memory.layout import LAYOUT_FIELDS, cell_widths, host_gpus, instance_gpus
+from inferplan.memory.layout import LAYOUT_FIELDS, cell_widths, instance_gpus, os_host_gpus
 from inferplan.memory.ollama_batch import on_ollama_gpu
-from inferplan.memory.slots import with_most_slots
-from inferplan.memory.slots import SLOT_LIMIT
+from inferplan.memory.slots import SLOT_LIMIT, most_slots, with_most_slots
 from inferplan.memory.suggest import smaller_weights
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
@@ -68,6 +67,7 @@ class LoadoutCapacity(BaseModel):
     binding: str  # token throughput | concurrency | per-request memory | service target
     output_tokens_per_s: float
     assumptions: tuple[str, ...]
+    cell_host_gpus: int | None = None  # an Ollama server's: its host's GPUs, idle ones included (None: the cell's)
 
     @property
     def users_at_limit(self) -> float:
@@ -230,12 +230,16 @@ def candidate_loadouts(catalog: Catalog, base: Deployment, w: WorkloadProfile, *
     loadout (``memory.layout.cell_widths``) is tried, and for a mixture-of-experts model on an engine that runs
     expert parallelism every expert-parallel cell too (``expert_parallel_cells``). ``nodes`` —
     (system id, GPUs per system) — makes the loadout several such systems: a cell wider than one
-    runs over their network; ``start`` is the narrowest cell to try (see ``spanning_cell``). Empty:
+    runs over their network; ``start`` is the narrowest cell to try (see ``spanning_cell``). An Ollama tag's
+    build is instead one server per host, on the GPUs Ollama loads it on (``ollama_servers``). Empty:
     no layout from ``start`` up fits in ``system_gpus`` GPUs."""
     if cell_fixed:
         return (_loadout(catalog, base, w, system_gpus=system_gpus, system=system, nodes=nodes),), None
-    if nodes is None and (server := ollama_server_cell(catalog, base, system_gpus)) is not None:
-        return (_ollama_loadout(catalog, server, w, system_gpus=system_gpus, system=system),), None
+    if nodes is None and (servers := ollama_servers(catalog, base, system_gpus, system)) is not None:
+        loadouts = tuple(_ollama_loadout(catalog, server, w, host_gpus=servers[1], system_gpus=system_gpus, system=system)
+                         for server in servers[0])
+        if all(t.cell.data_parallel_size == 1 for t in loadouts):  # copies of an instance are no one server
+            return loadouts, None
     smallest = start or _smallest_cell(catalog, base, system_gpus)
     trials: list[LoadoutCapacity] = []
     note = None
@@ -315,29 +319,66 @@ def _loadout(catalog: Catalog, cell_d: Deployment, w: WorkloadProfile, *, system
     return _packed(cap, w, cells=system_gpus // n, cell_gpus=n, system=system, system_gpus=system_gpus, layout=layout)
 
 
-def ollama_server_cell(catalog: Catalog, base: Deployment, gpus: int) -> Deployment | None:
-    """The one instance Ollama runs of an Ollama tag's build on one host's ``gpus`` GPUs, as fit plans it
-    (``memory.ollama_batch.on_ollama_gpu``): one server, which loads the tag on one GPU alone where Ollama's
-    prediction holds it there (the others idle), else spreads it over all of them. None where ``base`` runs no tag's
-    build, or the GPUs are one or span hosts: the cells are packed as for any engine."""
-    if gpus < 2:
+def ollama_servers(catalog: Catalog, base: Deployment, gpus: int, system: str) -> tuple[tuple[Deployment, ...], int] | None:
+    """The instances Ollama may run of an Ollama tag's build on each host of a loadout of ``gpus`` GPUs, as fit plans
+    them (``memory.ollama_batch.on_ollama_gpu``), and the GPUs of that host: one ``ollama serve`` per operating-system
+    host (a rack's compute tray, ``memory.layout.os_host_gpus``), on the GPUs Ollama loads the tag on at the slots
+    the server is started with (``_started``). None where ``base`` runs no tag's build, or a host has one GPU: the
+    cells are packed as for any engine. Refused naming ``platform.gpus`` where the GPUs are not whole hosts."""
+    stated = {k: getattr(base, k) for k in base.model_fields_set - set(LAYOUT_FIELDS) - {"gpus"}}
+    d = Deployment(**stated, gpus=gpus)
+    if runs_named_build(catalog, d) is None:
         return None
-    d = Deployment(**{k: getattr(base, k) for k in base.model_fields_set - set(LAYOUT_FIELDS)}, gpus=gpus)
-    if runs_named_build(catalog, d) is None or gpus > host_gpus(resolve_hardware(catalog, d)):
+    host = min(gpus, os_host_gpus(catalog, resolve_hardware(catalog, d)))
+    if host < 2:
         return None
-    return on_ollama_gpu(d, catalog)
+    if gpus % host:
+        raise InvalidScenarioError(f"{base.model} is an Ollama tag: one `ollama serve` runs on each host of {host} GPUs, "
+                                   f"and {gpus} GPUs are not whole hosts", field="platform.gpus",
+                                   allowed=f"a multiple of {host} GPUs, or a stated `cell` to plan copies of it")
+    named = catalog.systems.records.get(system)
+    if named is not None and named.accelerator_count == host:  # a system named alone, as fit is given it
+        d = Deployment(**{k: v for k, v in stated.items() if k != "gpu"}, system=system)
+    else:
+        d = d.model_copy(update={"gpus": host})
+    return _started(catalog, d), host
 
 
-def _ollama_loadout(catalog: Catalog, server: Deployment, w: WorkloadProfile, *, system_gpus: int,
+def _started(catalog: Catalog, d: Deployment) -> tuple[Deployment, ...]:
+    """``d`` started with the most slots that fit (as ``cell_capacity`` starts a cell) on the GPUs Ollama loads it on
+    at those slots: Ollama predicts at the num_parallel it is started with (OLLAMA_NUM_PARALLEL; ``server/sched.go``
+    predicts at num_ctx × num_parallel before it places the model), so a tag one GPU holds at one slot is spread
+    over every GPU where the most slots one GPU holds pass the share. Then also the server on one GPU at the most
+    slots that keep it there (the fewer slots it runs, the other launch)."""
+    one = on_ollama_gpu(d, catalog)
+    if d.max_num_seqs is not None or not one.gpus_chosen_by or not (slots := most_slots(one, catalog, SLOT_LIMIT)):
+        return (one,)
+    at = on_ollama_gpu(d.model_copy(update={"max_num_seqs": slots}), catalog)
+    if at.gpus == one.gpus:
+        return (at,)
+    spread = most_slots(at.model_copy(update={"max_num_seqs": None}), catalog, SLOT_LIMIT) or slots
+    servers = [on_ollama_gpu(d.model_copy(update={"max_num_seqs": spread}), catalog)]
+    lo, hi = 0, slots - 1  # the most slots at which Ollama still loads the tag on one GPU
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if on_ollama_gpu(d.model_copy(update={"max_num_seqs": mid}), catalog).gpus == 1 else (lo, mid - 1)
+    if lo:
+        servers.append(on_ollama_gpu(d.model_copy(update={"max_num_seqs": lo}), catalog))
+    return tuple(servers)
+
+
+def _ollama_loadout(catalog: Catalog, server: Deployment, w: WorkloadProfile, *, host_gpus: int, system_gpus: int,
                     system: str) -> LoadoutCapacity:
-    """A loadout of one host running one Ollama server (``ollama_server_cell``): one replica cell, every GPU paid for."""
+    """A loadout of hosts of ``host_gpus`` GPUs, each running one Ollama server (``ollama_servers``): one
+    replica cell per host, every GPU paid for."""
     cap = cell_capacity(catalog, server, w)
-    why = server.gpus_chosen_by or (f"{system_gpus} GPUs given: Ollama runs one server on them and spreads "
-                                    f"{server.model} over all of them")
     more = (f"one `ollama serve` per GPU behind a router (each with its own CUDA_VISIBLE_DEVICES and port) would run "
-            f"{system_gpus} copies and carry more" if cap.gpus < system_gpus else "")
-    return _packed(cap, w, cells=1, cell_gpus=cap.gpus, system=system, system_gpus=system_gpus,
-                   layout=" (one Ollama server)", extra=tuple(n for n in (why, more) if n))
+            f"{host_gpus} copies per host and carry more" if cap.gpus < host_gpus else "")
+    where = f" on each host of {host_gpus} GPUs" if system_gpus > host_gpus else ""
+    loadout = _packed(cap, w, cells=system_gpus // host_gpus, cell_gpus=cap.gpus, system=system,
+                      system_gpus=system_gpus, layout=f" (one Ollama server{where})",
+                      extra=tuple(n for n in (server.gpus_chosen_by, more) if n))
+    return loadout.model_copy(update={"cell_host_gpus": host_gpus})
 
 
 def _packed(cap: CellCapacity, w: WorkloadProfile, *, cells: int, cell_gpus: int, system: str, system_gpus: int,

@@ -105,11 +105,12 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     Whole users per cell, as a loadout counts them; a user heavier than a cell takes several."""
     per_cell = t.users_at_limit / t.cells
     meets = t.cell.meets_target and per_cell > 0
+    gpus = t.cell_host_gpus or t.cell.gpus  # an Ollama server holds its host's GPUs, as an owned loadout's does
     if stated is not None:
-        return _Cells(t.cell.gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill)
+        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill)
     if not meets:
         return None
-    return _Cells(t.cell.gpus, *units_for_target(per_cell, target))
+    return _Cells(gpus, *units_for_target(per_cell, target))
 
 
 def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple[LoadoutCapacity, ...]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.schema import EngineDefaults, Quantization
+from inferplan.catalog.schema import EngineDefaults, Quantization, System
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import Hardware, resolve_hardware
@@ -59,6 +59,21 @@ def host_gpus(hw: Hardware) -> int:
     if hw.system is not None:
         return hw.system.accelerator_count
     return max(hw.domain_gpus, hw.pcie_server_gpus, 1)
+
+
+def rack_of(catalog: Catalog, hw: Hardware) -> System | None:
+    """The rack a bare GPU's scale-up domain is, where that rack records its OS hosts (a GB200 with the 72-GPU
+    domain sits in an NVL72, whose OS hosts are its compute trays); None: its domain is one host's."""
+    return next((s for s in catalog.systems if s.os_host_gpus is not None
+                 and s.accelerator == hw.accel.id and s.scale_up_domain_gpus == hw.domain_gpus), None)
+
+
+def os_host_gpus(catalog: Catalog, hw: Hardware) -> int:
+    """GPUs one operating-system host sees, the most one process (an ``ollama serve``) runs on: a rack's compute
+    tray where the catalogue records it (``os_host_gpus``), else ``host_gpus``."""
+    rack = hw.system if hw.system is not None else rack_of(catalog, hw)
+    tray = rack.os_host_gpus if rack is not None else None
+    return int(tray.value) if tray is not None else host_gpus(hw)
 
 
 def layout_stated(d: Deployment) -> bool:

@@ -52,19 +52,20 @@ def with_ollama_batch(d: Deployment, catalog: Catalog) -> Deployment:
 def on_ollama_gpu(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` (after ``with_default_engine``) on the GPUs Ollama loads its tag's build on, where it gives several GPUs
     of one host (``--gpus``, or a system named alone) and no parallel sizes: on one GPU where the predicted VRAM is at
-    most ``single_gpu``'s fraction of one GPU's memory and ``sched_spread`` is not set (the others idle for it), else,
-    for a system named alone, over all its GPUs as the one server Ollama runs spreads it (not copies of smaller
-    instances); said in ``Deployment.gpus_chosen_by``. Else ``d`` as it is."""
+    most ``single_gpu``'s fraction of one GPU's memory and ``sched_spread`` is not set (the others idle for it), else
+    over all of them as the one server Ollama runs spreads it (for a system named alone, not copies of smaller
+    instances); said in ``Deployment.gpus_chosen_by``. The prediction is at ``d``'s slots (``max_num_seqs``, Ollama's
+    OLLAMA_NUM_PARALLEL; one unstated), as Ollama makes it at the num_parallel it loads with. Else ``d`` as it is."""
     runner = catalog.ollama_runners.records.get(OLLAMA)
     if runner is None or runner.single_gpu is None or runner.generation_batch is None or layout_stated(d) \
             or d.gpus_chosen_by or (seen := _prediction(d, catalog)) is None:
         return d
-    hw, predicted, free = seen[0], seen[3], seen[4]
+    hw, context, predicted, free = seen[0], seen[2], seen[3], seen[4]
     given = d.gpus or (hw.gpus if hw.system is not None else 1)
     if given < 2 or hw.gpus > host_gpus(hw):
         return d
     where = f"{given} GPUs given" if d.gpus else f"{hw.system.id if hw.system else ''}'s {given} GPUs"
-    share = (f"its predicted {predicted / GiB:.1f} GiB is at most {runner.single_gpu.fraction:.0%} of one GPU's "
+    share = (f"its predicted {predicted / GiB:.1f} GiB at a context of {context:,} tokens is at most {runner.single_gpu.fraction:.0%} of one GPU's "
              f"{free / GiB:.1f} GiB")
     if _one_gpu(runner, d, predicted, free):
         return d.on_gpus(f"{where}: Ollama loads {d.model} on one of them alone ({share}), so the plan "
@@ -73,11 +74,10 @@ def on_ollama_gpu(d: Deployment, catalog: Catalog) -> Deployment:
     if d.sched_spread and predicted <= free * runner.single_gpu.fraction:
         return d.on_gpus(f"{where}: OLLAMA_SCHED_SPREAD set, so Ollama spreads {d.model} over all of "
                          f"them, though {share} and it would load on one alone", given, given)
-    if d.gpus is None:
-        return d.on_gpus(f"{where} (the system named alone): Ollama runs one server on them and spreads "
-                         f"{d.model} over all of them (its predicted {predicted / GiB:.1f} GiB is past "
-                         f"{runner.single_gpu.fraction:.0%} of one GPU's {free / GiB:.1f} GiB)", given, given)
-    return d
+    alone = "" if d.gpus else " (the system named alone)"
+    return d.on_gpus(f"{where}{alone}: Ollama runs one server on them and spreads {d.model} over all of them (its "
+                     f"predicted {predicted / GiB:.1f} GiB at a context of {context:,} tokens is past {runner.single_gpu.fraction:.0%} of one GPU's "
+                     f"{free / GiB:.1f} GiB)", given, given)
 
 
 def check_sched_spread(d: Deployment, catalog: Catalog) -> None:

@@ -217,9 +217,10 @@ class TraceFile(BaseModel):
     encoding: SentAs = Field("text", description=SENT_AS)
 
     def content(self) -> str:
-        """The file's text, from its bytes decompressed when it was sent base64-encoded."""
+        """The file's text (a leading byte-order mark dropped, as a file's bytes are read), from its bytes
+        decompressed when it was sent base64-encoded."""
         if self.encoding == "text":
-            return self.text
+            return self.text.removeprefix("\ufeff")
         where = f"trace {self.name}"
         data = bytes_of_base64(self.text, where=where, field="trace.text", error=InvalidScenarioError)
         return text_of(data, where=where, field="trace.text", error=InvalidScenarioError, max_bytes=MAX_TRACE_BYTES,
