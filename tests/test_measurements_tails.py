@@ -164,7 +164,7 @@ def test_the_comparison_is_what_validate_latency_computes_for_the_same_run(catal
     base = next(iter(catalog.latency_points))
     shipped = type(base).model_validate({**base.model_dump(), **dict(
         model=run.model, accelerator=run.accelerator, gpus=1, tensor_parallel_size=1, pipeline_parallel_size=1,
-        expert_parallel=False, engine=engine, quantization=run.quantization, kv_cache_dtype="auto", dataset="random",
+        expert_parallel=False, engine=engine, engine_version="unknown", engine_release=None, quantization=run.quantization, kv_cache_dtype="auto", dataset="random",
         input_tokens=p.input_tokens, output_tokens=p.output_tokens, request_rate_per_s=None, max_concurrency=clients,
         num_prompts=requests, max_num_seqs=None, max_num_batched_tokens=None, prompts_cached_at_start=None,
         measured={m: {"value": getattr(p, m), "kind": "measured", "source": "fixture", "checked": "2026-12-05"}
