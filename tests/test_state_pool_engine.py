@@ -87,3 +87,12 @@ def test_a_draft_on_sglang_with_a_hybrid_model_is_refused_naming_the_draft_token
         fit(_qwen3_next(speculative_tokens=3, speculative_method="ngram"))
     assert e.value.field == "speculative_tokens"
     assert fit(_qwen3_next("vllm", speculative_tokens=3, speculative_method="ngram")).fits
+
+
+def test_sglang_0_5_3_refuses_a_hybrid_model_outside_its_fixed_pool_list():
+    # the 0.5.3 wheel ships only Qwen3-Next and Falcon-H1 hybrids; Kimi Linear loads from a later release
+    d = Deployment(model="kimi-linear-48b-a3b", gpu="h100-sxm", engine="sglang", engine_version="0.5.3")
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(d)
+    assert err.value.field == "engine_version" and err.value.allowed == "0.5.4 or later"
+    assert fit(d.model_copy(update={"engine_version": "0.5.4"})).state_slots

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
-from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at
+from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at, next_split_release
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -91,6 +91,12 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
             raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
+    if split is not None and split.architectures and arch is not None and arch.hf_architecture not in split.architectures:
+        later = next_split_release(rule.hybrid_state_split, split)
+        raise InvalidScenarioError(
+            f"SGLang {split.first_release} runs no hybrid model of architecture {arch.hf_architecture}: its hybrid "
+            f"models are {', '.join(split.architectures)}", field="engine_version",
+            allowed=f"{later} or later" if later else "another engine")
     if split is not None and (d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint):
         raise InvalidScenarioError(  # the engine solves the slots with each draft token's intermediate state (0.5.13 on)
             "a speculative draft on SGLang with a hybrid model is not planned: the engine sizes its state pool with "
