@@ -3,7 +3,9 @@ early releases' fixed pools, data-parallel attention, drafts, and the smallest-f
 (memory/state_pool.py, engine_memory_rules.yaml's hybrid_state_split)."""
 
 import pytest
+import yaml
 
+from inferplan.catalog.loader import DATA_DIR, load_files
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
@@ -96,3 +98,21 @@ def test_sglang_0_5_3_refuses_a_hybrid_model_outside_its_fixed_pool_list():
         fit(d)
     assert err.value.field == "engine_version" and err.value.allowed == "0.5.4 or later"
     assert fit(d.model_copy(update={"engine_version": "0.5.4"})).state_slots
+
+
+def test_sglang_0_5_4_divides_qwen3_nexts_solved_slots_over_dp_attention_ranks(tmp_path):
+    # 0.5.4-0.5.12 model_runner.py: a Gated DeltaNet model's ratio-solved max_mamba_cache_size // dp_size under
+    # DP attention; the state memory so freed goes to the KV pool
+    name = "engine_memory_rules.yaml"
+    data = yaml.safe_load((DATA_DIR / name).read_text())
+    for rule in data["memory_rules"]:
+        for entry in rule.get("hybrid_state_split", ()):
+            entry.pop("solved_slots_over_attention_dp_architectures", None)
+    (tmp_path / name).write_text(yaml.safe_dump(data))
+    undivided_catalog = load_files([*(p for p in DATA_DIR.glob("**/*.yaml") if p.name != name), tmp_path / name])
+    d = _qwen3_next(version="0.5.6").model_copy(update={"tensor_parallel_size": 2, "data_parallel_size": 2,
+                                                         "enable_expert_parallel": True})
+    divided, undivided = fit(d), fit(d, undivided_catalog)
+    assert divided.state_slots == undivided.state_slots // 2 > 0
+    assert divided.kv_cache_tokens > undivided.kv_cache_tokens
+    assert any("divided over 2 DP attention ranks" in a for a in divided.assumptions)

@@ -41,6 +41,8 @@ class HybridStateSplit(Input):
     state_dtype_bytes: int | None = Field(None, ge=1)
     config_state_dtype: bool = True
     stated_slots_over_attention_dp: bool = False  # a stated --max-mamba-cache-size is divided over DP attention ranks
+    # HF architectures whose slots solved from the ratio the release divides over the DP attention ranks again
+    solved_slots_over_attention_dp_architectures: tuple[str, ...] = ()
     # HF architectures the release runs with the radix cache off: a running request holds one slot
     radix_off_architectures: tuple[str, ...] = ()
     # with the radix cache off, the slots when neither --max-mamba-cache-size nor --max-running-requests is
