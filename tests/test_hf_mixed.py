@@ -80,3 +80,17 @@ def test_a_modelopt_config_it_cannot_count_is_refused_naming_the_key(qc, field):
         architecture_from_config(_config(qc))
     assert err.value.field == field
     assert "FP8" in err.value.allowed and "NVFP4" in err.value.allowed
+
+
+@pytest.mark.parametrize(("algo", "qid"), [("MXFP8", "mxfp8"), ("FP8_PB_WO", "fp8-block"), ("fp8_pb_wo", "fp8-block")])
+def test_modelopt_mxfp8_and_per_block_fp8_are_read_alone(algo, qid):
+    # vLLM 0.16.0 modelopt.py QUANT_ALGOS accepts both (ModelOpt may write FP8_PB_WO in lower case)
+    assert architecture_from_config(_config({"quant_method": "modelopt", "quant_algo": algo})).quant.quantization == qid
+
+
+def test_modelopt_mxfp8_and_per_block_fp8_are_read_inside_a_mixed_config():
+    layers = {**{f"model.layers.{i}.self_attn.{p}_proj": {"quant_algo": "FP8_PB_WO"} for i in range(2) for p in "qkvo"},
+              **{f"model.layers.{i}.mlp.{p}_proj": {"quant_algo": "MXFP8"} for i in range(2) for p in ("gate", "up", "down")}}
+    quant = architecture_from_config(_config({**MIXED, "quantized_layers": layers})).quant
+    assert quant.quantization == "mxfp8"
+    assert quant.layer_formats == (("attention", "fp8-block", 1.0), ("mlp", "mxfp8", 1.0))

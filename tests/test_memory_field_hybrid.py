@@ -92,3 +92,11 @@ def test_the_record_is_scored_and_one_request_takes_what_the_log_printed(catalog
     # pool / concurrency: 2.30 GiB / 2.48 = 0.93 GiB a 120k request, the MLA latent and the KDA state
     # (per GPU at TP 2); without the state the plan would charge 0.90
     assert check.request_error == pytest.approx(0.0, abs=0.02)
+
+
+def test_docs_memory_states_the_pool_h01_is_planned(catalog):
+    # the hybrid paragraph of docs/memory.md quotes the planned pool; it must be the one the code plans
+    check = {c.id: c for c in validate_memory(catalog).checks}[RECORD]
+    text = " ".join((Path(__file__).parents[1] / "docs" / "memory.md").read_text().split())
+    assert "h01: Kimi Linear" in text
+    assert f"plans {check.predicted_kv_bytes / 2**30:.2f} GiB of pool where the log printed 2.30" in text

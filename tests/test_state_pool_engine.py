@@ -3,7 +3,9 @@ early releases' fixed pools, data-parallel attention, drafts, and the smallest-f
 (memory/state_pool.py, engine_memory_rules.yaml's hybrid_state_split)."""
 
 import pytest
+import yaml
 
+from inferplan.catalog.loader import DATA_DIR, load_files
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
@@ -87,3 +89,30 @@ def test_a_draft_on_sglang_with_a_hybrid_model_is_refused_naming_the_draft_token
         fit(_qwen3_next(speculative_tokens=3, speculative_method="ngram"))
     assert e.value.field == "speculative_tokens"
     assert fit(_qwen3_next("vllm", speculative_tokens=3, speculative_method="ngram")).fits
+
+
+def test_sglang_0_5_3_refuses_a_hybrid_model_outside_its_fixed_pool_list():
+    # the 0.5.3 wheel ships only Qwen3-Next and Falcon-H1 hybrids; Kimi Linear loads from a later release
+    d = Deployment(model="kimi-linear-48b-a3b", gpu="h100-sxm", engine="sglang", engine_version="0.5.3")
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(d)
+    assert err.value.field == "engine_version" and err.value.allowed == "0.5.4 or later"
+    assert fit(d.model_copy(update={"engine_version": "0.5.4"})).state_slots
+
+
+def test_sglang_0_5_4_divides_qwen3_nexts_solved_slots_over_dp_attention_ranks(tmp_path):
+    # 0.5.4-0.5.12 model_runner.py: a Gated DeltaNet model's ratio-solved max_mamba_cache_size // dp_size under
+    # DP attention; the state memory so freed goes to the KV pool
+    name = "engine_memory_rules.yaml"
+    data = yaml.safe_load((DATA_DIR / name).read_text())
+    for rule in data["memory_rules"]:
+        for entry in rule.get("hybrid_state_split", ()):
+            entry.pop("solved_slots_over_attention_dp_architectures", None)
+    (tmp_path / name).write_text(yaml.safe_dump(data))
+    undivided_catalog = load_files([*(p for p in DATA_DIR.glob("**/*.yaml") if p.name != name), tmp_path / name])
+    d = _qwen3_next(version="0.5.6").model_copy(update={"tensor_parallel_size": 2, "data_parallel_size": 2,
+                                                         "enable_expert_parallel": True})
+    divided, undivided = fit(d), fit(d, undivided_catalog)
+    assert divided.state_slots == undivided.state_slots // 2 > 0
+    assert divided.kv_cache_tokens > undivided.kv_cache_tokens
+    assert any("divided over 2 DP attention ranks" in a for a in divided.assumptions)

@@ -3,10 +3,13 @@ whole model, or ``MIXED_PRECISION`` with a ``quantized_layers`` mapping that nam
 module and its own ``quant_algo`` (NVIDIA's Qwen3.6 NVFP4 builds: FP8 attention, NVFP4 MLP, experts
 and lm_head).
 
-vLLM's ModelOptMixedPrecisionConfig (vllm/model_executor/layers/quantization/modelopt.py) builds
-each listed module with its algorithm's method and leaves every module the mapping does not list
-unquantized; the per-layer formats here follow that reading: a counted group's share of layers in
-each listed format, the rest of it at 16 bits.
+vLLM's ModelOptMixedPrecisionConfig (vllm/model_executor/layers/quantization/modelopt.py, first
+shipped in 0.17.0; source q-vllm-modelopt-mixed-precision in quantizations.yaml) builds each listed
+module with its algorithm's method and leaves every module the mapping does not list unquantized; the
+per-layer formats here follow that reading: a counted group's share of layers in each listed format,
+the rest of it at 16 bits. The algorithms are those vLLM's ModelOpt config accepts alone (0.16.0's
+QUANT_ALGOS); a mixed config takes MXFP8 layers from 0.26.0 and FP8_PB_WO layers by 0.34.0 (earlier
+releases read leave such a layer unquantized).
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from inferplan.catalog.hf_keep import group_of, layer_of, names_no_counted_part
 from inferplan.errors import ConfigImportError
 
 # ModelOpt quant_algo -> catalogue quantization id (weight bytes only: W4A16_NVFP4 stores NVFP4
-# weights as NVFP4 does and leaves the activations at 16 bits)
-MODELOPT_ALGOS = {"FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4"}
+# weights as NVFP4 does and leaves the activations at 16 bits; FP8_PB_WO is FP8 with one scale per
+# 128x128 weight block, run with per-token-group FP8 activations; MXFP8 one E8M0 scale per 32 weights)
+MODELOPT_ALGOS = {"FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_PB_WO": "fp8-block", "MXFP8": "mxfp8",
+                  "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4"}
 MIXED = "MIXED_PRECISION"
-# a mixed build's own id is its narrowest format: its kernels set the hardware the build needs
-_NARROWEST_FIRST = ("nvfp4", "fp8")
+# a mixed build's own id is its narrowest format, then the one asking most of the hardware: its
+# kernels set the hardware the build needs (MXFP8 needs Blackwell's block scaling)
+_NARROWEST_FIRST = ("nvfp4", "mxfp8", "fp8-block", "fp8")
 _WHOLE_MODEL = ("lm_head", "embeddings")
 
 

@@ -30,6 +30,8 @@ class HybridStateSplit(Input):
     state_to_kv_ratio: float = Field(gt=0)  # state pool bytes : KV pool bytes, the default --mamba-full-memory-ratio
     # one slot more is allocated than the count the budget is solved for (the pool's padding slot)
     padding_slot: bool
+    # HF architectures of the hybrid models the release runs (empty: every one); another is refused there
+    architectures: tuple[str, ...] = ()
     state_slots_per_request: int = Field(ge=1)  # slots a running request holds with the radix cache on
     extra_buffer_slots: int = Field(0, ge=0)  # more per request under the extra-buffer strategy
     # HF architectures the release gives the extra-buffer strategy by default (overlap schedule on, CUDA)
@@ -39,6 +41,8 @@ class HybridStateSplit(Input):
     state_dtype_bytes: int | None = Field(None, ge=1)
     config_state_dtype: bool = True
     stated_slots_over_attention_dp: bool = False  # a stated --max-mamba-cache-size is divided over DP attention ranks
+    # HF architectures whose slots solved from the ratio the release divides over the DP attention ranks again
+    solved_slots_over_attention_dp_architectures: tuple[str, ...] = ()
     # HF architectures the release runs with the radix cache off: a running request holds one slot
     radix_off_architectures: tuple[str, ...] = ()
     # with the radix cache off, the slots when neither --max-mamba-cache-size nor --max-running-requests is
@@ -57,6 +61,12 @@ class HybridStateSplit(Input):
             return 1
         extra = self.extra_buffer_slots if hf_architecture in self.extra_buffer_architectures else 0
         return self.state_slots_per_request + extra
+
+
+def next_split_release(entries: tuple[HybridStateSplit, ...], split: HybridStateSplit) -> str | None:
+    """The first release of the entry after ``split`` (None: ``split`` is the newest)."""
+    later = [e.first_release for e in entries if release_key(e.first_release) > release_key(split.first_release)]
+    return min(later, key=release_key) if later else None
 
 
 def hybrid_split_at(entries: tuple[HybridStateSplit, ...], release: str | None) -> HybridStateSplit | None:

@@ -368,6 +368,11 @@ def check_memory_rules(catalog) -> None:
         for quant in (q for m in rule.activation.moe_buffers for k in m.kernels for q in k.quantizations):
             if quant not in catalog.quantizations.records:
                 raise CatalogError(f"{where}: unknown quantization {quant!r} in moe_buffers", field=rule.id)
+        gpu_architectures = {a.architecture for a in catalog.accelerators}
+        for name in (a for m in rule.activation.moe_buffers for k in m.kernels for a in k.architectures):
+            if name not in gpu_architectures:
+                raise CatalogError(f"{where}: unknown GPU architecture {name!r} in moe_buffers", field=rule.id,
+                                   allowed=", ".join(sorted(gpu_architectures)))
     for engine in (e.id for e in catalog.engines):
         rules = engine_rules(catalog.memory_rules, engine)
         if sum(r.is_default for r in rules) != 1:

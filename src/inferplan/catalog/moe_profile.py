@@ -7,8 +7,10 @@ intermediate size) sharing one buffer with the down projection's output (tokens 
 size), and the activated half (tokens x top-k x I), so tokens x top-k x (max(2I, H) + I) elements of the
 activations' dtype. The Triton path (``fused_experts_impl``) sizes them for at most
 ``VLLM_FUSED_MOE_CHUNK_SIZE`` tokens at a time, writing its output in place under PyTorch before 2.9;
-Marlin (``fused_marlin_moe``, INT4 weight-only experts) sizes them for every token at once and returns a new
-tokens x H output.
+Marlin (``fused_marlin_moe``: INT4 weight-only experts, and FP8 or NVFP4 experts on GPUs without native FP8 or
+FP4) sizes them for every token at once and returns a new tokens x H output. A kernel entry may be bounded to
+GPU architectures and software stacks (vLLM 0.11.1 takes Marlin for FP8 experts below compute capability 8.9
+and never on ROCm).
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
 """
 
@@ -20,6 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from inferplan.catalog.schema import Frozen
+from inferplan.catalog.schema_base import Software
 
 
 class MoeKernelBuffers(Frozen):
@@ -29,7 +32,14 @@ class MoeKernelBuffers(Frozen):
     quantizations: tuple[str, ...] = Field(min_length=1)  # quantizations.yaml ids whose experts run it
     chunk_tokens: int | None = Field(None, ge=1)  # tokens per call at most (None: the whole batch at once)
     output_copy: bool  # a new tokens x hidden output tensor beside the caches (not written in place)
+    architectures: tuple[str, ...] = ()  # accelerators' architectures on which these experts run it (empty: every one)
+    software: tuple[Software, ...] = ()  # the accelerators' software stacks on which they run it (empty: every one)
     sources: tuple[str, ...] = Field(min_length=1)
+
+    def runs_on(self, architecture: str, software: Software) -> bool:
+        """Whether the experts take this kernel on a GPU of ``architecture`` under ``software``."""
+        return ((not self.architectures or architecture in self.architectures)
+                and (not self.software or software in self.software))
 
 
 class MoeProfileBuffers(Frozen):

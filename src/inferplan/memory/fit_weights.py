@@ -118,7 +118,7 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
                                 release=d.engine_version, kernel=d.moe_kernel, data_parallel=w.expert_data_parallel,
                                 context_tokens=planned_length(d, spec, None))
 
-    caches = moe_profile_bytes(rule, spec.architecture, tokens=settings.max_num_batched_tokens, tp=tp,
+    caches = moe_profile_bytes(rule, spec.architecture, accel=accel, tokens=settings.max_num_batched_tokens, tp=tp,
                                release=settings.release, quant_id=quant.id, expert_parallel=plan.expert_parallel)
 
     def room(weights_gpu: float) -> EngineBudget:

@@ -9,6 +9,7 @@ place. They are freed when the layer returns, so they meet the sampler pass only
 
 from __future__ import annotations
 
+from inferplan.catalog.accelerator_schema import Accelerator
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version, release_key
 from inferplan.catalog.moe_profile import MoeKernelBuffers, MoeProfileBuffers
@@ -29,19 +30,20 @@ def _covering(rule: MemoryRule, release: str | None) -> MoeProfileBuffers | None
     return None
 
 
-def _kernel(entry: MoeProfileBuffers, quant_id: str | None) -> MoeKernelBuffers | None:
-    return next((k for k in entry.kernels if quant_id in k.quantizations), None)
+def _kernel(entry: MoeProfileBuffers, quant_id: str | None, accel: Accelerator) -> MoeKernelBuffers | None:
+    return next((k for k in entry.kernels
+                 if quant_id in k.quantizations and k.runs_on(accel.architecture, accel.software)), None)
 
 
-def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, tokens: int, tp: int, release: str | None,
-                      quant_id: str | None, expert_parallel: bool = False) -> tuple[float, str | None]:
+def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, accel: Accelerator, tokens: int, tp: int,
+                      release: str | None, quant_id: str | None, expert_parallel: bool = False) -> tuple[float, str | None]:
     """Bytes per GPU of one MoE layer's intermediate caches in the profile's dummy forward of ``tokens``
     tokens, and a note; 0 and None where the model has no experts, the release is not covered or the
-    experts' quantization runs a kernel the rule does not describe."""
+    experts' quantization runs a kernel the rule does not describe on ``accel``."""
     if arch is None or arch.moe is None or not arch.moe.expert_intermediate_size:
         return 0.0, None
     entry = _covering(rule, release)
-    kernel = _kernel(entry, quant_id) if entry is not None else None
+    kernel = _kernel(entry, quant_id, accel) if entry is not None else None
     if kernel is None:
         return 0.0, None
     share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp), 1)

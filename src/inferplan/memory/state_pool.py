@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture, LayerKind
-from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at
+from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at, next_split_release
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
@@ -91,6 +91,12 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
             raise InvalidScenarioError(f"{field} sizes a hybrid model's recurrent-state pool, but {why}", field=field,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
+    if split is not None and split.architectures and arch is not None and arch.hf_architecture not in split.architectures:
+        later = next_split_release(rule.hybrid_state_split, split)
+        raise InvalidScenarioError(
+            f"SGLang {split.first_release} runs no hybrid model of architecture {arch.hf_architecture}: its hybrid "
+            f"models are {', '.join(split.architectures)}", field="engine_version",
+            allowed=f"{later} or later" if later else "another engine")
     if split is not None and (d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint):
         raise InvalidScenarioError(  # the engine solves the slots with each draft token's intermediate state (0.5.13 on)
             "a speculative draft on SGLang with a hybrid model is not planned: the engine sizes its state pool with "
@@ -121,6 +127,11 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
                                    allowed="leave it out, or a later release (--engine-version)")
     stated = d.max_mamba_cache_size or (radix_off or None) and (d.max_num_seqs or split.radix_off_slots)
     stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
+    over = attention_dp_ranks(d) if hf_architecture in split.solved_slots_over_attention_dp_architectures else 1
+    divided = over > 1 and not stated and d.max_mamba_cache_size is None
+    if divided:  # the slots solved from the ratio, divided once more
+        stated = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
+                            ratio=d.mamba_full_memory_ratio).slots // over
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
                       ratio=d.mamba_full_memory_ratio, slots=stated)
     if d.max_mamba_cache_size and pool.running_cap < 1:  # a stated pool that runs no request is no memory shortfall
@@ -146,7 +157,8 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
                   ] if running < math.ceil(sequences / instances) else []
     how = (f"{d.max_mamba_cache_size:,} as stated" + (f" over {ranks} DP attention ranks" if ranks > 1 else "")
            if d.max_mamba_cache_size else "the radix cache off: a fixed pool" if radix_off and stated else
-           f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory")
+           f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory"
+           + (f", the slots so solved divided over {over} DP attention ranks" if divided else ""))
     note = (f"the cache room is split as the engine release does for a hybrid model: {pool.slots:,} recurrent-state "
             f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
             f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
