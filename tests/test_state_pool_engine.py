@@ -1,5 +1,5 @@
 """How SGLang's release keeps a hybrid model's state pool beyond the split itself: the state dtype, the
-early releases' fixed pools, data-parallel attention, drafts, and the smallest-fit probes
+early releases' fixed pools, data-parallel attention and the smallest-fit probes
 (memory/state_pool.py, engine_memory_rules.yaml's hybrid_state_split)."""
 
 import pytest
@@ -81,14 +81,6 @@ def test_deploy_writes_no_state_pool_flag_the_planned_release_lacks():
         launch_command(_qwen3_next(version="0.5.3", mamba_full_memory_ratio=0.5))
     assert e.value.field == "mamba_full_memory_ratio" and "0.5.4" in e.value.allowed
     assert "--mamba-full-memory-ratio" in launch_command(_qwen3_next(version="0.5.6", mamba_full_memory_ratio=0.5)).argv
-
-
-def test_a_draft_on_sglang_with_a_hybrid_model_is_refused_naming_the_draft_tokens():
-    from inferplan.errors import InvalidScenarioError
-    with pytest.raises(InvalidScenarioError) as e:
-        fit(_qwen3_next(speculative_tokens=3, speculative_method="ngram"))
-    assert e.value.field == "speculative_tokens"
-    assert fit(_qwen3_next("vllm", speculative_tokens=3, speculative_method="ngram")).fits
 
 
 def test_sglang_0_5_3_refuses_a_hybrid_model_outside_its_fixed_pool_list():

@@ -21,6 +21,26 @@ from inferplan.catalog.provenance import release_key
 from inferplan.inputs import Input
 
 
+class DraftStateSolve(Input):
+    """How a release sizes the state pool with a speculative draft: each running request keeps an intermediate
+    state per verified token beside its slot. With D verified tokens, s bytes per slot and the slots per
+    request as ``ratio``, the slots are ``(budget - pad x s x (1 + D)) // (s x (1 + D / ratio))`` and
+    ``(min(running, slots // ratio) + pad) x D x s`` of intermediate state comes out of the KV pool's room
+    (``pad``: the entry's ``padding_slot``)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    # --max-running-requests the release sets with any draft when none is stated (per engine, before DP division)
+    running_requests: int = Field(ge=1)
+    # D over the draft tokens (--speculative-num-draft-tokens = steps + 1 for a chain of drafts), by method
+    verified_over_drafts: int = Field(ge=0)
+    verified_over_drafts_by_method: dict[str, int] = Field(default_factory=dict)
+
+    def verified_tokens(self, draft_tokens: int, method: str) -> int:
+        """The verified tokens D the release solves with for ``draft_tokens`` drafted by ``method``."""
+        return draft_tokens + self.verified_over_drafts_by_method.get(method, self.verified_over_drafts)
+
+
 class HybridStateSplit(Input):
     """One release's split of the cache memory between the recurrent-state slots and the attention KV pool."""
 
@@ -50,6 +70,8 @@ class HybridStateSplit(Input):
     radix_off_slots: int | None = Field(None, ge=1)
     # whether a stated --max-mamba-cache-size sets the slots with the radix cache on (else the ratio solve does)
     stated_slots_with_radix: bool = True
+    # the solve with a speculative draft (None: the release's is not read, and a draft is refused)
+    draft_state: DraftStateSolve | None = None
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]

@@ -7,8 +7,10 @@ the rest. The KV tokens are what the attention layers' bytes per token make of t
 running sequences are capped at the slots over the slots each request holds. Where the release runs an
 architecture with the radix cache off, a request holds one slot and the pool may be a fixed count (0.5.3 to
 0.5.12: 512, or the running requests stated). The recurrent state is in the release's dtype
-(``engine_state_architecture``). Without the split the plan charges each sequence its state inside the one
-pool (``fit_held.kv_held``).
+(``engine_state_architecture``). With a speculative draft the release solves the slots with each running
+request's intermediate state per verified token, which leaves the KV pool (the entry's ``draft_state``; a
+release whose solve is not read refuses the draft). Without the split the plan charges each sequence its
+state inside the one pool (``fit_held.kv_held``).
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ RECURRENT = {LayerKind.MAMBA, LayerKind.LINEAR}  # the layers whose state the en
 
 @dataclass(frozen=True)
 class StatePool:
-    """One GPU's split of the cache room: the state slots, the bytes they take and the KV pool left."""
+    """One GPU's split of the cache room: the state slots, the bytes they take (and a draft's intermediate
+    state) and the KV pool left."""
 
     slots: int
     slots_per_request: int
     state_bytes_per_gpu: float
     kv_pool_bytes_per_gpu: float
+    draft_state_bytes_per_gpu: float = 0.0
 
     @property
     def running_cap(self) -> int:
@@ -45,17 +49,33 @@ class StatePool:
         return self.slots // self.slots_per_request
 
 
+@dataclass(frozen=True)
+class DraftPlan:
+    """A speculative draft as the state pool is solved for it: the verified tokens per step and the running
+    requests each rank reserves intermediate state for."""
+
+    verified_tokens: int
+    running_requests_per_rank: int
+
+
 def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_per_seq_per_gpu: float,
-               hf_architecture: str | None, *, ratio: float | None = None, slots: int | None = None) -> StatePool:
+               hf_architecture: str | None, *, ratio: float | None = None, slots: int | None = None,
+               draft: DraftPlan | None = None) -> StatePool:
     """The split of ``room_bytes_per_gpu`` as the engine solves it: ``slots`` where stated, else the most whole
-    slots in the state pool's share at ``ratio`` (None: the release's default)."""
+    slots in the state pool's share at ``ratio`` (None: the release's default), with ``draft``'s intermediate
+    state where one is planned (``HybridStateSplit.draft_state``)."""
     pad = 1 if split.padding_slot else 0
+    s = state_bytes_per_seq_per_gpu
+    per_request = split.slots_per_request(hf_architecture)
+    verified = draft.verified_tokens if draft else 0
     if slots is None:
         r = ratio or split.state_to_kv_ratio
         budget = max(room_bytes_per_gpu, 0.0) * r / (1 + r)
-        slots = max(int((budget - pad * state_bytes_per_seq_per_gpu) // state_bytes_per_seq_per_gpu), 0)
-    state = (slots + pad) * state_bytes_per_seq_per_gpu
-    return StatePool(slots, split.slots_per_request(hf_architecture), state, room_bytes_per_gpu - state)
+        slots = max(int((budget - pad * s * (1 + verified)) // (s * (1 + verified / per_request))), 0)
+    capped = min(draft.running_requests_per_rank, slots // per_request) if draft else 0
+    intermediate = (capped + pad) * verified * s if draft else 0.0
+    state = (slots + pad) * s
+    return StatePool(slots, per_request, state, room_bytes_per_gpu - state - intermediate, intermediate)
 
 
 def engine_state_architecture(rule: MemoryRule, d: Deployment, arch: Architecture | None) -> Architecture | None:
@@ -97,12 +117,31 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
             f"SGLang {split.first_release} runs no hybrid model of architecture {arch.hf_architecture}: its hybrid "
             f"models are {', '.join(split.architectures)}", field="engine_version",
             allowed=f"{later} or later" if later else "another engine")
-    if split is not None and (d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint):
-        raise InvalidScenarioError(  # the engine solves the slots with each draft token's intermediate state (0.5.13 on)
-            "a speculative draft on SGLang with a hybrid model is not planned: the engine sizes its state pool with "
-            "an intermediate state per draft token and running request, which the plan does not model",
-            field="speculative_tokens", allowed="0 (no draft) for this model under SGLang, or vLLM")
+    if split is not None and draft_named(d) and (split.draft_state is None or not d.speculative_tokens):
+        solved = [e.first_release for e in rule.hybrid_state_split if e.draft_state is not None]
+        why = ("states no speculative_tokens, the verified tokens the engine sizes its state pool with"
+               if split.draft_state else f"the state pool's solve with a draft's intermediate state at SGLang "
+               f"{split.first_release} is not read")
+        raise InvalidScenarioError(f"a speculative draft with a hybrid model on SGLang {why}", field="speculative_tokens",
+                                   allowed=f"0 (no draft), or draft tokens under SGLang {solved[0]} or later" if solved else "0 (no draft) for this model under SGLang")
     return split
+
+
+def draft_named(d: Deployment) -> bool:
+    """Whether ``d`` plans a speculative draft."""
+    return bool(d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint)
+
+
+def draft_plan(split: HybridStateSplit, d: Deployment, arch: Architecture | None, ranks: int) -> DraftPlan | None:
+    """The draft the state pool is solved for (None without one): the verified tokens by the method (left out:
+    mtp where the model has MTP layers or a draft is named, else ngram) and the running requests, stated or the
+    release's default with a draft, per DP attention rank."""
+    if not d.speculative_tokens or split.draft_state is None:
+        return None
+    named = d.mtp_draft or d.eagle3_draft or d.draft_checkpoint or (arch is not None and arch.mtp_layers)
+    method = d.speculative_method or ("mtp" if named else "ngram")
+    running = d.max_num_seqs or split.draft_state.running_requests
+    return DraftPlan(split.draft_state.verified_tokens(d.speculative_tokens, method), max(1, running // ranks))
 
 
 def probe_pool_settings(pipeline_parallel_size: int) -> dict:
@@ -113,27 +152,30 @@ def probe_pool_settings(pipeline_parallel_size: int) -> dict:
 
 
 def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
-                    hf_architecture: str | None, instances: int) -> tuple[Held, StatePool | None, list[str]]:
+                    arch: Architecture | None, instances: int) -> tuple[Held, StatePool | None, list[str]]:
     """``held`` with the KV tokens of the attention pool and the sequences capped by the state slots, for ``d``
     on ``instances`` instances."""
     if split is None:
         return held, None, []
+    hf_architecture = arch and arch.hf_architecture
     ranks = attention_dp_ranks(d) if split.stated_slots_over_attention_dp else 1
+    draft = draft_plan(split, d, arch, attention_dp_ranks(d))
     radix_off = hf_architecture in split.radix_off_architectures
     if d.max_mamba_cache_size and not (radix_off or split.stated_slots_with_radix):
         raise InvalidScenarioError(f"SGLang {split.first_release} and the releases up to the next rule's solve the "
                                    f"state slots from the memory ratio with the radix cache on, whatever "
                                    f"--max-mamba-cache-size says", field="max_mamba_cache_size",
                                    allowed="leave it out, or a later release (--engine-version)")
-    stated = d.max_mamba_cache_size or (radix_off or None) and (d.max_num_seqs or split.radix_off_slots)
+    fixed = d.max_num_seqs or (draft and split.draft_state.running_requests) or split.radix_off_slots
+    stated = d.max_mamba_cache_size or (radix_off or None) and fixed
     stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
     over = attention_dp_ranks(d) if hf_architecture in split.solved_slots_over_attention_dp_architectures else 1
     divided = over > 1 and not stated and d.max_mamba_cache_size is None
     if divided:  # the slots solved from the ratio, divided once more
         stated = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
-                            ratio=d.mamba_full_memory_ratio).slots // over
+                            ratio=d.mamba_full_memory_ratio, draft=draft).slots // over
     pool = state_pool(split, held.kv_gpu, layout.state_bytes_per_seq_per_gpu, hf_architecture,
-                      ratio=d.mamba_full_memory_ratio, slots=stated)
+                      ratio=d.mamba_full_memory_ratio, slots=stated, draft=draft)
     if d.max_mamba_cache_size and pool.running_cap < 1:  # a stated pool that runs no request is no memory shortfall
         raise InvalidScenarioError(
             f"--max-mamba-cache-size {d.max_mamba_cache_size:,} leaves {pool.slots:,} state slot(s) per rank"
@@ -163,7 +205,9 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
             f"slots ({pool.state_bytes_per_gpu / GiB:.2f} GiB per GPU, {how}) and {tokens:,} tokens of attention KV "
             f"cache; the state pool caps the running sequences at {pool.running_cap:,} per instance "
             f"({pool.slots_per_request} slot{'s' if pool.slots_per_request > 1 else ''} each)"
-            + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else ""))
+            + (f", {pool.running_cap * instances:,} across {instances} instances" if instances > 1 else "")
+            + (f"; the draft's intermediate state for {draft.verified_tokens} verified tokens takes "
+               f"{pool.draft_state_bytes_per_gpu / GiB:.2f} GiB per GPU from the KV pool" if draft else ""))
     return (dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool,
             [note, *queued])
 
