@@ -85,9 +85,11 @@ class HybridStateSplit(Input):
         return self.state_slots_per_request + extra
 
 
-def next_split_release(entries: tuple[HybridStateSplit, ...], split: HybridStateSplit) -> str | None:
-    """The first release of the entry after ``split`` (None: ``split`` is the newest)."""
-    later = [e.first_release for e in entries if release_key(e.first_release) > release_key(split.first_release)]
+def next_split_release(entries: tuple[HybridStateSplit, ...], split: HybridStateSplit,
+                       hf_architecture: str | None = None) -> str | None:
+    """The first release of an entry after ``split`` that runs ``hf_architecture`` (None: no later one does)."""
+    later = [e.first_release for e in entries if release_key(e.first_release) > release_key(split.first_release)
+             and (not e.architectures or hf_architecture is None or hf_architecture in e.architectures)]
     return min(later, key=release_key) if later else None
 
 

@@ -112,7 +112,7 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
     if split is not None and split.architectures and arch is not None and arch.hf_architecture not in split.architectures:
-        later = next_split_release(rule.hybrid_state_split, split)
+        later = next_split_release(rule.hybrid_state_split, split, arch.hf_architecture)
         raise InvalidScenarioError(
             f"SGLang {split.first_release} runs no hybrid model of architecture {arch.hf_architecture}: its hybrid "
             f"models are {', '.join(split.architectures)}", field="engine_version",
