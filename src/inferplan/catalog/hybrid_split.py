@@ -32,6 +32,9 @@ class DraftStateSolve(Input):
 
     # --max-running-requests the release sets with any draft when none is stated (per engine, before DP division)
     running_requests: int = Field(ge=1)
+    # the fewest running requests per DP attention rank it reserves intermediate state for (0: none, the
+    # running requests over the ranks as they divide)
+    running_requests_floor_per_rank: int = Field(0, ge=0)
     # D over the draft tokens (--speculative-num-draft-tokens = steps + 1 for a chain of drafts), by method
     verified_over_drafts: int = Field(ge=0)
     verified_over_drafts_by_method: dict[str, int] = Field(default_factory=dict)
