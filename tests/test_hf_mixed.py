@@ -12,6 +12,7 @@ import pytest
 
 from inferplan.catalog.hf_import import architecture_from_config
 from inferplan.errors import ConfigImportError
+from inferplan.memory.fit_weights import mixed_release_notes
 from inferplan.memory.resolve import spec_from_import
 from inferplan.memory.weights import weight_bytes
 
@@ -94,3 +95,18 @@ def test_modelopt_mxfp8_and_per_block_fp8_are_read_inside_a_mixed_config():
     quant = architecture_from_config(_config({**MIXED, "quantized_layers": layers})).quant
     assert quant.quantization == "mxfp8"
     assert quant.layer_formats == (("attention", "fp8-block", 1.0), ("mlp", "mxfp8", 1.0))
+
+
+@pytest.mark.parametrize(("release", "unbuilt"), [("0.25.0", ["fp8-block", "mxfp8"]), ("0.26.0", ["fp8-block"]),
+                                                  ("0.34.0", []), (None, [])])
+def test_a_release_that_builds_no_module_of_a_listed_format_says_it_runs_unquantized(tmp_path, catalog, release, unbuilt):
+    # vLLM's mixed config builds MXFP8 modules from 0.26.0, FP8_PB_WO modules from 0.34.0
+    layers = {**{f"model.layers.{i}.self_attn.{p}_proj": {"quant_algo": "FP8_PB_WO"} for i in range(2) for p in "qkvo"},
+              **{f"model.layers.{i}.mlp.{p}_proj": {"quant_algo": "MXFP8"} for i in range(2) for p in ("gate", "up", "down")}}
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(_config({**MIXED, "quantized_layers": layers})))
+    spec = spec_from_import(str(path), catalog)
+    notes = mixed_release_notes(catalog, spec, catalog.quantization("mxfp8"), "vllm", release)
+    assert [n.split(" module")[0].split()[-1] for n in notes] == unbuilt
+    assert all("run unquantized there" in n for n in notes)
+    assert mixed_release_notes(catalog, spec, catalog.quantization("mxfp8"), "sglang", "0.5.4") == []

@@ -112,7 +112,7 @@ def test_marlin_is_not_charged_on_rocm():
 
 
 def test_fp8_on_an_a100_plans_the_same_activations_as_int4():
-    # the reviewer's case: qwen3-30b-a3b on an A100 at 32,768 batched tokens, fp8 and int4-gptq share Marlin
+    # qwen3-30b-a3b on an A100 at 32,768 batched tokens, fp8 and int4-gptq share Marlin
     plans = [fit(Deployment(model="qwen3-30b-a3b", gpu="a100-80gb", quantization=q, engine_version="0.11.1",
                             max_num_batched_tokens=32768, max_num_seqs=16), CATALOG) for q in ("fp8", "int4-gptq")]
     assert plans[0].activation_bytes_per_gpu == pytest.approx(plans[1].activation_bytes_per_gpu)

@@ -28,6 +28,18 @@ def test_gpus_spanning_hosts_run_one_ollama_server_per_host():
     assert one_host.capacity.cell.gpus == two_hosts.capacity.cell.gpus == 8
     assert two_hosts.supported_users == pytest.approx(2 * one_host.supported_users, abs=2)
     assert any("one Ollama server on each host of 8 GPUs" in a for a in two_hosts.assumptions)
+    assert any("this plan prices 2 servers of 8 GPUs" in a for a in two_hosts.assumptions)
+    assert not any("this plan prices" in a for a in one_host.assumptions)
+
+
+def test_a_plan_across_hosts_says_fit_lays_the_gpus_out_otherwise():
+    # 16 RTX 4090s: the plan prices 2 servers of 8 GPUs, fit lays llama3.3:70b out as 4 copies of 4 GPUs
+    p = plan(Scenario(model="llama3.3:70b", platform={"gpu": "rtx-4090", "gpus": 16, "quote_usd_per_system": 5000}),
+             CATALOG)
+    fitted = plan_memory(Deployment(model="llama3.3:70b", gpu="rtx-4090", gpus=16), CATALOG).result
+    assert (p.capacity.cells, p.capacity.cell.gpus) == (2, 8)
+    assert (fitted.parallel.pipeline_parallel_size, fitted.parallel.data_parallel_size) == (4, 4)
+    assert any("`fit` and `deploy` of the tag with 16 GPUs lay it out over all of them" in a for a in p.assumptions)
 
 
 def test_gpus_that_are_not_whole_hosts_are_refused_naming_the_platform_gpus():

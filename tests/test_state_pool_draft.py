@@ -14,7 +14,7 @@ from inferplan.catalog.registry import Registry
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
-from inferplan.memory.state_pool import DraftPlan, state_pool
+from inferplan.memory.state_pool import DraftPlan, draft_plan, state_pool
 from inferplan.units import GiB
 
 MiB = 2**20
@@ -86,3 +86,26 @@ def test_a_draft_at_a_release_whose_solve_is_not_read_is_refused():
     with pytest.raises(InvalidScenarioError) as e:
         fit(_qwen3_next("0.5.6"))
     assert e.value.field == "speculative_tokens" and "0.5.13" in e.value.allowed
+
+
+def test_a_draft_refusal_names_the_planned_release():
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(_qwen3_next("0.5.10"))
+    assert "SGLang 0.5.10" in str(e.value) and "0.5.4" not in str(e.value)
+    assert e.value.allowed == "0 (no draft), or draft tokens under SGLang 0.5.13 or later"
+
+
+def test_a_named_draft_without_draft_tokens_asks_for_them_where_the_release_solves_it():
+    with pytest.raises(InvalidScenarioError) as e:
+        fit(Deployment(model="qwen3.5-397b-a17b", accelerator="h100-sxm", engine="sglang", tensor_parallel_size=8,
+                       engine_version="0.5.23", mtp_draft=True))
+    assert "SGLang 0.5.23" in str(e.value)
+    assert e.value.field == "speculative_tokens" and e.value.allowed == "state --speculative-tokens N (the draft tokens)"
+
+
+@pytest.mark.parametrize("release, per_rank", [("0.5.13", 0), ("0.5.18", 0), ("0.5.23", 1)])
+def test_the_running_requests_per_rank_are_floored_at_one_from_0_5_23(release, per_rank):
+    # 2 running requests over 4 DP attention ranks: 2 // 4 = 0 as 0.5.13 and 0.5.18 divide, max(1, 0) at 0.5.23
+    entry = hybrid_split_at(memory_rule(CATALOG, "sglang").hybrid_state_split, release)
+    plan = draft_plan(entry, _qwen3_next(release, max_num_seqs=2), None, ranks=4)
+    assert plan.running_requests_per_rank == per_rank

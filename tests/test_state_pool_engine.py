@@ -84,12 +84,20 @@ def test_deploy_writes_no_state_pool_flag_the_planned_release_lacks():
 
 
 def test_sglang_0_5_3_refuses_a_hybrid_model_outside_its_fixed_pool_list():
-    # the 0.5.3 wheel ships only Qwen3-Next and Falcon-H1 hybrids; Kimi Linear loads from a later release
+    # the 0.5.3 wheel ships only Qwen3-Next and Falcon-H1 hybrids; Kimi Linear loads from 0.5.5
     d = Deployment(model="kimi-linear-48b-a3b", gpu="h100-sxm", engine="sglang", engine_version="0.5.3")
     with pytest.raises(InvalidScenarioError) as err:
         fit(d)
-    assert err.value.field == "engine_version" and err.value.allowed == "0.5.4 or later"
-    assert fit(d.model_copy(update={"engine_version": "0.5.4"})).state_slots
+    assert err.value.field == "engine_version" and err.value.allowed == "0.5.5 or later"
+    assert fit(d.model_copy(update={"engine_version": "0.5.5"})).state_slots
+
+
+def test_sglang_0_5_4_refuses_kimi_linear_which_its_wheel_does_not_ship():
+    # the 0.5.4 wheel's hybrids are Qwen3-Next, Falcon-H1 and Nemotron-H; kimi_linear.py is first in 0.5.5
+    d = Deployment(model="kimi-linear-48b-a3b", gpu="h100-sxm", engine="sglang", engine_version="0.5.4")
+    with pytest.raises(InvalidScenarioError) as err:
+        fit(d)
+    assert err.value.field == "engine_version" and err.value.allowed == "0.5.5 or later"
 
 
 def test_sglang_0_5_4_divides_qwen3_nexts_solved_slots_over_dp_attention_ranks(tmp_path):

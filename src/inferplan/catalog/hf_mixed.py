@@ -8,8 +8,9 @@ shipped in 0.17.0; source q-vllm-modelopt-mixed-precision in quantizations.yaml)
 module with its algorithm's method and leaves every module the mapping does not list unquantized; the
 per-layer formats here follow that reading: a counted group's share of layers in each listed format,
 the rest of it at 16 bits. The algorithms are those vLLM's ModelOpt config accepts alone (0.16.0's
-QUANT_ALGOS); a mixed config takes MXFP8 layers from 0.26.0 and FP8_PB_WO layers by 0.34.0 (earlier
-releases read leave such a layer unquantized).
+QUANT_ALGOS); a mixed config builds MXFP8 modules from 0.26.0 and FP8_PB_WO modules from 0.34.0 (each
+format's ``mixed_modules_since``); an earlier release leaves them unquantized, which a plan at that
+release notes (memory/fit_weights.py mixed_release_notes).
 """
 
 from __future__ import annotations

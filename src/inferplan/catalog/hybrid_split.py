@@ -32,6 +32,9 @@ class DraftStateSolve(Input):
 
     # --max-running-requests the release sets with any draft when none is stated (per engine, before DP division)
     running_requests: int = Field(ge=1)
+    # the fewest running requests per DP attention rank it reserves intermediate state for (0: none, the
+    # running requests over the ranks as they divide)
+    running_requests_floor_per_rank: int = Field(0, ge=0)
     # D over the draft tokens (--speculative-num-draft-tokens = steps + 1 for a chain of drafts), by method
     verified_over_drafts: int = Field(ge=0)
     verified_over_drafts_by_method: dict[str, int] = Field(default_factory=dict)
@@ -85,9 +88,11 @@ class HybridStateSplit(Input):
         return self.state_slots_per_request + extra
 
 
-def next_split_release(entries: tuple[HybridStateSplit, ...], split: HybridStateSplit) -> str | None:
-    """The first release of the entry after ``split`` (None: ``split`` is the newest)."""
-    later = [e.first_release for e in entries if release_key(e.first_release) > release_key(split.first_release)]
+def next_split_release(entries: tuple[HybridStateSplit, ...], split: HybridStateSplit,
+                       hf_architecture: str | None = None) -> str | None:
+    """The first release of an entry after ``split`` that runs ``hf_architecture`` (None: no later one does)."""
+    later = [e.first_release for e in entries if release_key(e.first_release) > release_key(split.first_release)
+             and (not e.architectures or hf_architecture is None or hf_architecture in e.architectures)]
     return min(later, key=release_key) if later else None
 
 

@@ -135,6 +135,15 @@ class FallbackRule(Frozen):
     note: str | None = None
 
 
+class MixedModuleRule(Frozen):
+    """The first release of an engine that builds a module a ModelOpt MIXED_PRECISION config lists in this
+    format (earlier releases leave it unquantized)."""
+
+    engine: str  # an engine id from engines.yaml
+    since: str
+    source: str
+
+
 class Quantization(Frozen):
     """A weight format: how many bits one quantized weight costs, scales included."""
 
@@ -175,6 +184,8 @@ class Quantization(Frozen):
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     # the engines of ``engines`` that run it where the accelerator does not run it natively (None: all of them)
     fallback_engines: tuple[FallbackRule, ...] | None = None
+    # engines whose ModelOpt MIXED_PRECISION config builds modules listed in this format only from a release
+    mixed_modules_since: tuple[MixedModuleRule, ...] = ()
     notes: tuple[str, ...] = ()
 
     def native_on(self, accel: Accelerator) -> bool:

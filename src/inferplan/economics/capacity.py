@@ -375,9 +375,14 @@ def _ollama_loadout(catalog: Catalog, server: Deployment, w: WorkloadProfile, *,
     more = (f"one `ollama serve` per GPU behind a router (each with its own CUDA_VISIBLE_DEVICES and port) would run "
             f"{host_gpus} copies per host and carry more" if cap.gpus < host_gpus else "")
     where = f" on each host of {host_gpus} GPUs" if system_gpus > host_gpus else ""
+    # fit and deploy lay a deployment of all the GPUs out as one engine's copies and stages, across hosts
+    spans = (f"`fit` and `deploy` of the tag with {system_gpus} GPUs lay it out over all of them (the engine's copies "
+             f"and pipeline stages, which may span hosts), not as one Ollama server per host; this plan prices "
+             f"{system_gpus // host_gpus} servers of {host_gpus} GPUs, as Ollama runs on one host"
+             if system_gpus > host_gpus else "")
     loadout = _packed(cap, w, cells=system_gpus // host_gpus, cell_gpus=cap.gpus, system=system,
                       system_gpus=system_gpus, layout=f" (one Ollama server{where})",
-                      extra=tuple(n for n in (server.gpus_chosen_by, more) if n))
+                      extra=tuple(n for n in (server.gpus_chosen_by, more, spans) if n))
     return loadout.model_copy(update={"cell_host_gpus": host_gpus})
 
 

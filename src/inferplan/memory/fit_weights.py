@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.memory_rules import MemoryRule
+from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
+from inferplan.catalog.provenance import release_key
 from inferplan.catalog.models import ModelSpec
 from inferplan.catalog.schema import Accelerator, EngineDefaults, KvDtype, Quantization
 from inferplan.inputs.deployment import Deployment
@@ -78,11 +79,30 @@ def _moe_extra(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Q
                               release=d.engine_version, kernel=d.moe_kernel)
 
 
+def mixed_release_notes(catalog: Catalog, spec: ModelSpec, quant: Quantization, engine: str,
+                        release: str | None) -> list[str]:
+    """Where the release builds no module of a format a ModelOpt mixed-precision build lists (the format's
+    ``mixed_modules_since``): those modules run unquantized there; their weights are counted as stored."""
+    formats = spec.formats(quant.id)
+    if formats is None or release is None:
+        return []
+    planned = parse_engine_version(release)[0]
+    notes = []
+    for qid in dict.fromkeys(q for _, q, _, _ in formats.formats):
+        rule = next((r for r in catalog.quantization(qid).mixed_modules_since if r.engine == engine), None)
+        if rule is not None and release_key(planned) < release_key(rule.since):
+            groups = ", ".join(dict.fromkeys(g for g, q, _, _ in formats.formats if q == qid))
+            notes.append(f"{engine} {planned} builds no {qid} module of a ModelOpt mixed-precision config ({rule.since} "
+                         f"or later does): the {groups} modules listed in {qid} run unquantized there, their weights "
+                         f"counted as the checkpoint stores them ({rule.source})")
+    return notes
+
+
 def weights_on_gpu(catalog: Catalog, d: Deployment, spec: ModelSpec, quant: Quantization, plan: ParallelPlan,
                    engine: EngineDefaults, accel: Accelerator, mtp_loaded: bool = False,
                    mtp_outside: bool = False) -> GpuWeights:
     weights = weight_bytes(spec, quant, mtp_loaded=mtp_loaded, mtp_outside=mtp_outside)
-    notes = list(weights.assumptions)
+    notes = list(weights.assumptions) + mixed_release_notes(catalog, spec, quant, engine.id, d.engine_version)
     on_host = engine.embeddings_on_host and not accel.unified_memory  # one pool: host memory is the same memory
     # expert parallelism, or an engine whose MoE tensor-parallel group spans the data-parallel ranks one launch
     # states, shards the routed experts over TP x DP GPUs; else each copy holds a TP split

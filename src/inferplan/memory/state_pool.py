@@ -112,18 +112,23 @@ def release_split(rule: MemoryRule, d: Deployment, arch: Architecture | None,
                                        allowed="leave it out, or a hybrid model on one pipeline stage under SGLang "
                                                "0.5.3 or later")
     if split is not None and split.architectures and arch is not None and arch.hf_architecture not in split.architectures:
-        later = next_split_release(rule.hybrid_state_split, split)
+        later = next_split_release(rule.hybrid_state_split, split, arch.hf_architecture)
         raise InvalidScenarioError(
             f"SGLang {split.first_release} runs no hybrid model of architecture {arch.hf_architecture}: its hybrid "
             f"models are {', '.join(split.architectures)}", field="engine_version",
             allowed=f"{later} or later" if later else "another engine")
     if split is not None and draft_named(d) and (split.draft_state is None or not d.speculative_tokens):
+        planned = rule.planned_release(d.engine_version) or split.first_release
         solved = [e.first_release for e in rule.hybrid_state_split if e.draft_state is not None]
-        why = ("states no speculative_tokens, the verified tokens the engine sizes its state pool with"
-               if split.draft_state else f"the state pool's solve with a draft's intermediate state at SGLang "
-               f"{split.first_release} is not read")
-        raise InvalidScenarioError(f"a speculative draft with a hybrid model on SGLang {why}", field="speculative_tokens",
-                                   allowed=f"0 (no draft), or draft tokens under SGLang {solved[0]} or later" if solved else "0 (no draft) for this model under SGLang")
+        if split.draft_state:
+            raise InvalidScenarioError(f"SGLang {planned} sizes a hybrid model's state pool with a speculative draft's "
+                                       f"verified tokens, and the draft states no speculative_tokens",
+                                       field="speculative_tokens", allowed="state --speculative-tokens N (the draft tokens)")
+        raise InvalidScenarioError(f"a speculative draft with a hybrid model is not planned on SGLang {planned}: the "
+                                   f"release's solve of the state pool with a draft's intermediate state is not read",
+                                   field="speculative_tokens",
+                                   allowed=f"0 (no draft), or draft tokens under SGLang {solved[0]} or later" if solved
+                                   else "0 (no draft) for this model under SGLang")
     return split
 
 
@@ -141,7 +146,8 @@ def draft_plan(split: HybridStateSplit, d: Deployment, arch: Architecture | None
     named = d.mtp_draft or d.eagle3_draft or d.draft_checkpoint or (arch is not None and arch.mtp_layers)
     method = d.speculative_method or ("mtp" if named else "ngram")
     running = d.max_num_seqs or split.draft_state.running_requests
-    return DraftPlan(split.draft_state.verified_tokens(d.speculative_tokens, method), max(1, running // ranks))
+    floor = split.draft_state.running_requests_floor_per_rank
+    return DraftPlan(split.draft_state.verified_tokens(d.speculative_tokens, method), max(floor, running // ranks))
 
 
 def probe_pool_settings(pipeline_parallel_size: int) -> dict:
