@@ -22,14 +22,13 @@ model cannot price (the model does not fit, an unknown name) are listed with the
 
 from __future__ import annotations
 
-import re
 import statistics
 
 from pydantic import BaseModel, ConfigDict
 
 from inferplan.catalog.latency_schema import LatencyPoint
 from inferplan.catalog.loader import Catalog, load_catalog
-from inferplan.catalog.memory_rules import parse_engine_version
+from inferplan.catalog.memory_rules import stated_release
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -97,23 +96,16 @@ class LatencyValidation(BaseModel):
     medians: tuple[LatencyMedian, ...]
 
 
-def planned_release(p: LatencyPoint) -> str | None:
-    """The release a run is planned at: its ``engine_release``, else the release number its ``engine_version``
-    names, else None (the engine's default release)."""
-    if p.engine_release:
-        return p.engine_release
-    for token in re.findall(r"v?\d+(?:\.\d+)+(?:\.post\d+)?", p.engine_version):
-        try:
-            return parse_engine_version(token)[0]
-        except ValueError:
-            continue
-    return None
+def planned_release(p: LatencyPoint, catalog: Catalog) -> str | None:
+    """The release a run is planned at: its ``engine_release``, else the release its ``engine_version`` text names
+    (``stated_release``), else None (the engine's default release)."""
+    return p.engine_release or stated_release(catalog, p.engine, p.engine_version)
 
 
-def _deployment(p: LatencyPoint) -> Deployment:
+def _deployment(p: LatencyPoint, catalog: Catalog) -> Deployment:
     dp = p.gpus // (p.tensor_parallel_size * p.pipeline_parallel_size)
     return Deployment(model=p.model, gpu=p.accelerator, gpus=p.gpus, tensor_parallel_size=p.tensor_parallel_size,
-                      engine_version=planned_release(p),
+                      engine_version=planned_release(p, catalog),
                       pipeline_parallel_size=p.pipeline_parallel_size, data_parallel_size=dp if dp > 1 else None,
                       enable_expert_parallel=p.expert_parallel, quantization=p.quantization,
                       kv_cache_dtype=p.kv_cache_dtype, engine=p.engine, max_num_seqs=p.max_num_seqs,
@@ -141,7 +133,7 @@ def _workload(p: LatencyPoint) -> Workload:
 
 def check_point(p: LatencyPoint, catalog: Catalog) -> list[LatencyCheck]:
     """The approximation's and the simulation's percentiles beside each measured one of ``p``."""
-    curve = service_curve(_deployment(p), _workload(p), catalog, use_profiles=False)
+    curve = service_curve(_deployment(p, catalog), _workload(p), catalog, use_profiles=False)
     tails = predict_tails(curve, _load(p), requests=p.num_prompts, simulated_requests=SIMULATED_REQUESTS)
     return [LatencyCheck(id=p.id, split=p.split, load=tails.load, metric=m, measured=p.measured[m].value,
                          approximation=getattr(tails.approximation, m), simulation=getattr(tails.simulation, m))
