@@ -72,21 +72,21 @@ def points():
 def test_a_curve_carries_its_engines_policy_and_lone_steps_up_to_the_budget(points):
     catalog, by_id = points
     p = by_id["l-sglcb-q3-235b-b200-1k1k-c16"]
-    curve = service_curve(_deployment(p), _workload(p), catalog, use_profiles=False)
+    curve = service_curve(_deployment(p, catalog), _workload(p), catalog, use_profiles=False)
     assert curve.prefill_first
     top, budget = curve.prompt_tokens[-1], curve.token_budget
     assert top == round(p.input_tokens) + round(p.output_tokens) - 1 < budget  # sampled up to the context
     # a step of many prompts pays the step's fixed cost once: cheaper per token than the longest sampled prompt
     assert curve.lone_prompt_s(budget) / budget < curve.prompt_s[-1] / top
     vllm = by_id["l-llmk8s-l33-a100-tp8-qps16"]
-    assert not service_curve(_deployment(vllm), _workload(vllm), catalog, use_profiles=False).prefill_first
+    assert not service_curve(_deployment(vllm, catalog), _workload(vllm), catalog, use_profiles=False).prefill_first
 
 
 def test_a_runs_stated_step_budget_reaches_the_curve(points):
     catalog, by_id = points
     p = by_id["l-vrecipes-l33-mi355x-fp8-c64"]
     assert p.max_num_batched_tokens == 32768
-    curve = service_curve(_deployment(p), _workload(p), catalog, use_profiles=False)
+    curve = service_curve(_deployment(p, catalog), _workload(p), catalog, use_profiles=False)
     assert curve.token_budget == 32768
 
 
