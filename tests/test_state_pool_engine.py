@@ -50,8 +50,9 @@ def test_concurrency_above_the_state_pool_cap_runs_the_cap_and_queues_the_rest()
     capped, at_cap = fit(_qwen3_next(concurrency=1000)), fit(_qwen3_next(concurrency=142))
     assert capped.state_running_cap == 142
     assert capped.largest_context_tokens == at_cap.largest_context_tokens  # the 858 above the cap hold no KV
-    assert any("concurrency 1,000 is above the 142 sequences" in a and "queue" in a for a in capped.assumptions)
-    assert not any("wait in the queue" in a for a in at_cap.assumptions)
+    assert "concurrency 1,000 is above the 142 sequences the state pool" in capped.concurrency_note
+    assert capped.queued_sequences == 858 and capped.running_cap_flag == "--max-mamba-cache-size"
+    assert at_cap.queued_sequences == 0 and "wait in the queue" not in at_cap.concurrency_note
 
 
 def test_early_releases_keep_a_fixed_pool_with_the_radix_cache_off():

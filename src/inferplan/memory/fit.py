@@ -28,6 +28,7 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
+from inferplan.memory.running_cap import concurrency_answer, running_cap, running_sequences
 from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
@@ -323,6 +324,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if kept := kept_free_bytes(catalog, d):  # --fit's margin, kept free at any -np / -c: no room for the KV cache
         settings = dataclasses.replace(settings, kept_free_bytes=kept, kept_free_by=d.placement_chosen_by)
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
+    started = slots if rule.context_cache is not None and rule.context_cache.per_sequence else None  # --parallel
+    engine_cap = running_sequences(settings, plan.pipeline_parallel_size, started)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
                                                                     planned_length(d, spec, None) * slots))
@@ -338,9 +341,11 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
-    held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped)
+    held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, engine_cap)
     held, states, state_notes = with_state_pool(held, release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens,
-                                        kv_arch, plan.data_parallel_size)
+                                        kv_arch, plan.data_parallel_size, engine_cap)
+    cap = running_cap(catalog, d, engine.id, engine_cap, started or settings.max_num_seqs, states and states.running_cap,
+                      states and states.slots)
     check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
                          plan.tensor_parallel_size)
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
@@ -349,6 +354,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
+    answer = concurrency_answer(cap, d.concurrency, plan.data_parallel_size, held.largest, settings.block_tokens,
+                                ctx.tokens // slots if ctx and started else None)
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),
@@ -389,8 +396,10 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         kv_cache_tokens=held.tokens, max_concurrency=held.concurrency,
         total_max_concurrency=held.concurrency * plan.data_parallel_size, sequence_bytes_per_gpu=held.seq_gpu,
         kv_cache_needed_bytes_per_gpu=needed,
-        largest_context_tokens=held.largest, concurrency=d.concurrency,
+        largest_context_tokens=answer.largest_tokens, concurrency=d.concurrency,
         state_slots=states and states.slots, state_running_cap=states and states.running_cap,
+        running_cap=cap.sequences, running_cap_flag=cap.flag, queued_sequences=answer.queued,
+        concurrency_note=answer.note,
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
             layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),
         smallest_fit=fewer_gpus, fewest_gpus_fit=fewest, assumptions=tuple(dict.fromkeys(assumptions)),

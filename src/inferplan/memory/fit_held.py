@@ -27,7 +27,9 @@ class Held:
 
 
 def kv_held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, room: float, block: int,
-            capped: int | None) -> Held:
+            capped: int | None, running_cap: int) -> Held:
+    """What ``room`` bytes per GPU hold at the planned length, and the largest context at ``d``'s concurrency: each
+    running sequence's share, at most ``running_cap`` running per instance (the rest queue, holding none)."""
     max_len = planned_length(d, spec, capped)
     kv_gpu = max(room, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
@@ -39,12 +41,12 @@ def kv_held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout
     tokens = int(kv_gpu // (block * per_tok_gpu)) * block if per_tok_gpu else 0
     fits = room > 0 and kv_gpu >= layout.needed_bytes_per_sequence(max_len, block)
     largest = None
-    if d.concurrency:  # sequences across the deployment, as perf counts them: each instance holds its share
-        per_instance = math.ceil(d.concurrency / plan.data_parallel_size)
+    if d.concurrency:  # sequences across the deployment, as perf counts them: each instance runs its share
+        per_instance = min(math.ceil(d.concurrency / plan.data_parallel_size), running_cap)
         largest = layout.max_tokens_per_sequence(kv_gpu, per_instance, block)
         if fits and largest < 1:
             raise InvalidScenarioError(
-                f"{d.concurrency:,} sequences leave no room for even one token of context each: the KV cache holds "
+                f"{d.concurrency:,} sequences ({per_instance:,} running at once per instance) leave no room for even one token of context each: the KV cache holds "
                 f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
                 allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
     return Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)

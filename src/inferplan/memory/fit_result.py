@@ -72,6 +72,14 @@ class MemoryFit(BaseModel):
     # memory/state_pool.py): the slots per instance and the running sequences they allow (None: one shared pool)
     state_slots: int | None = None
     state_running_cap: int | None = None
+    # the sequences one instance runs at once (memory/running_cap.py): the engine's own cap (max_num_seqs, or
+    # llama-server's --parallel slots), or the state pool's where lower; the launch flag that sets it
+    running_cap: int = 0
+    running_cap_flag: str = ""
+    # at `concurrency`: the sequences above the running cap, which wait in the engine's queue holding no KV cache,
+    # and what the concurrency answer rests on (None: no concurrency stated)
+    queued_sequences: int = 0
+    concurrency_note: str | None = None
     concurrency: int | None
     shortfall_bytes: float  # per GPU, 0 when it fits
     # the smallest instance of a power-of-two GPU count that holds the model (tiles a system's 8 or 72 GPUs:

@@ -158,9 +158,10 @@ def probe_pool_settings(pipeline_parallel_size: int) -> dict:
 
 
 def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, layout: KvLayout, block: int,
-                    arch: Architecture | None, instances: int) -> tuple[Held, StatePool | None, list[str]]:
+                    arch: Architecture | None, instances: int, running_cap: int) -> tuple[Held, StatePool | None, list[str]]:
     """``held`` with the KV tokens of the attention pool and the sequences capped by the state slots, for ``d``
-    on ``instances`` instances."""
+    on ``instances`` instances; the largest context at ``d``'s concurrency is each running sequence's share of the
+    attention pool, at most the state slots' cap and the engine's own ``running_cap`` running per instance."""
     if split is None:
         return held, None, []
     hf_architecture = arch and arch.hf_architecture
@@ -196,13 +197,10 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
     by_kv = kv_room / seq if seq else float(pool.running_cap)
     concurrency = min(by_kv, float(pool.running_cap))
     fits = held.fits and kv_room >= seq and pool.running_cap >= 1
-    largest, queued = held.largest, []
+    largest = held.largest
     if sequences and per_tok:  # each running sequence's share of the attention pool; those above the cap queue
-        running = min(math.ceil(sequences / instances), pool.running_cap)
+        running = min(math.ceil(sequences / instances), pool.running_cap, running_cap)
         largest = int(kv_room / max(running, 1) // per_tok)
-        queued = [f"concurrency {sequences:,} is above the {pool.running_cap * instances:,} sequences the state pool "
-                  f"runs at once: the largest context is each running sequence's share, the rest wait in the queue"
-                  ] if running < math.ceil(sequences / instances) else []
     how = (f"{d.max_mamba_cache_size:,} as stated" + (f" over {ranks} DP attention ranks" if ranks > 1 else "")
            if d.max_mamba_cache_size else "the radix cache off: a fixed pool" if radix_off and stated else
            f"{d.mamba_full_memory_ratio or split.state_to_kv_ratio:g} x the KV pool's memory"
@@ -215,7 +213,7 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
             + (f"; the draft's intermediate state for {draft.verified_tokens} verified tokens takes "
                f"{pool.draft_state_bytes_per_gpu / GiB:.2f} GiB per GPU from the KV pool" if draft else ""))
     return (dataclasses.replace(held, tokens=tokens, concurrency=concurrency, fits=fits, largest=largest), pool,
-            [note, *queued])
+            [note])
 
 
 def attention_dp_ranks(d: Deployment) -> int:

@@ -122,10 +122,8 @@ class ServingContext:
         started = self.started_slots
         if started is not None:
             self.kv_limit = started
-        slots = started or self.mp.settings.max_num_seqs * self.limited_batches
-        if fit.state_running_cap is not None:  # ... and the state slots cap how many run: the rest queue
-            slots = min(slots, fit.state_running_cap)
-        self.max_running = min(self.kv_limit, slots)
+        # the engine's running cap, or the state slots' where lower (memory/running_cap.py): the rest queue
+        self.max_running = min(self.kv_limit, fit.running_cap)
         if self.max_running < 1:
             raise InvalidScenarioError(
                 f"no room in the KV cache for one request of {w.input_len}+{w.output_len} tokens",

@@ -96,7 +96,8 @@ FLAGS: dict[str, tuple[Any, Any]] = {
         False, "--mtp-draft", help="Speculative decoding with the model's own MTP layers (vLLM method=mtp, SGLang NEXTN, "
                                    "TensorRT-LLM MTP): count the memory the engine allocates for them.")),
     "concurrency": (Optional[int], typer.Option(
-        None, "--concurrency", help="Report the largest context at this many concurrent sequences.")),
+        None, "--concurrency", help="Report the largest context at this many concurrent "
+                                       "sequences (past the engine's running cap the rest queue).")),
     "kv_bytes_per_token": (Optional[float], typer.Option(
         None, "--kv-bytes-per-token", help="State the KV size per token for a model whose architecture is unpublished.")),
     "n_gpu_layers": (Optional[int], NglOpt),

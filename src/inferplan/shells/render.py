@@ -156,7 +156,10 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  state pool: {r.state_slots:,} recurrent-state slots, at most {r.state_running_cap:,} "
                       "sequences running per instance", highlight=False)
     if r.largest_context_tokens is not None:
-        console.print(f"  largest context at {r.concurrency} concurrent sequences: {r.largest_context_tokens:,} tokens")
+        console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens",
+                      highlight=False)
+    if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it
+        console.print(f"  {r.concurrency_note}", highlight=False)
     if r.page_cache_note:  # an integrated GPU whose engine reads the device's free memory: a range, not a figure
         console.print(f"  KV cache after a cold start: {gib(r.kv_cache_range_low_bytes_per_gpu)} to "
                       f"{gib(r.kv_cache_range_high_bytes_per_gpu)} per GPU", style="bold yellow", highlight=False)
