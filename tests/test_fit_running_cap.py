@@ -8,8 +8,11 @@ import json
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
+from inferplan.performance.context import ServingContext
 from inferplan.shells.api import create_app
 from inferplan.shells.cli import app
 
@@ -45,6 +48,20 @@ def test_the_cap_is_per_data_parallel_instance():
     assert at_cap.running_cap == 1024 and at_cap.queued_sequences == 0
     assert over.queued_sequences == 952 and over.largest_context_tokens == at_cap.largest_context_tokens
     assert "above the 2,048 sequences" in over.concurrency_note and "--max-num-seqs 1024 per instance" in over.concurrency_note
+
+
+def test_tensorrt_llm_caps_each_pipeline_micro_batch():
+    # trtllm-serve's --max_batch_size (2048) holds for each of the pipeline's micro-batches: two stages run 4,096
+    r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="trtllm", gpus=2, pipeline_parallel_size=2,
+                       max_model_len=8192, concurrency=5000))
+    assert r.running_cap == 4096 and r.running_cap_flag == "--max_batch_size" and r.queued_sequences == 904
+    assert "(--max_batch_size 2048 per micro-batch)" in r.concurrency_note
+
+
+def test_perf_runs_the_cap_fit_reports():
+    d = _vllm(max_num_seqs=64)
+    ctx = ServingContext(load_catalog(), d, Workload(input_len=100, output_len=100))
+    assert ctx.max_running == fit(d).running_cap == 64
 
 
 def test_sglang_max_running_requests_caps_a_hybrid_model_below_its_state_pool():
