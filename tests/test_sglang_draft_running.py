@@ -81,6 +81,16 @@ def test_deepseek_r1_on_8_b200_with_mtp_runs_48_of_100():
     assert stated.running_per_instance == 100 and stated.ttft_s < e.ttft_s  # the 52 queued wait
 
 
+def test_dp_attention_ranks_share_the_48():
+    # with --enable-dp-attention the flag is the server's total, each rank running 48 // 8 = 6 (PR #20063), as a
+    # stated total is (deploy writes --max-running-requests 48 for --max-num-seqs 6 here)
+    d = _r1(tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True)
+    e = estimate(d, Workload(input_len=1024, output_len=256, concurrency=100, speculative_tokens=3))
+    assert e.running_per_instance == 6
+    assert any("6 on each of 8 DP attention ranks" in a for a in fit(d).assumptions)
+    assert "--max-running-requests 48" in launch_command(d.model_copy(update={"max_num_seqs": 6}), CATALOG).text
+
+
 def test_fit_says_the_release_runs_48_with_a_draft():
     notes = fit(_r1()).assumptions
     assert any("--max-running-requests 48" in a for a in notes)

@@ -16,7 +16,7 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
-from inferplan.memory.state_pool import draft_named
+from inferplan.memory.state_pool import attention_dp_ranks, draft_named
 from inferplan.units import GiB
 
 
@@ -49,8 +49,10 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                     total_bytes)
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
-    # SGLang sets its running requests itself while a speculative draft runs (48), after the tier's graph batch
+    # SGLang sets its running requests itself while a speculative draft runs (48 over the server, divided over
+    # its DP attention ranks as a stated total is), after the tier's graph batch
     with_draft = defaults.draft_running_requests(at) if defaults and draft_named(d) else None
+    with_draft = with_draft and max(1, with_draft // attention_dp_ranks(d))
     default_seqs = with_draft or (rule.max_num_seqs_default if rule and rule.max_num_seqs_default else
                                   _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256))
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
@@ -88,16 +90,19 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           measured_sizing_off=sized_off.named(d) if sized_off else
                           refused.named(d.kv_connector) if refused else None,
                           kv_connector=d.kv_connector,
-                          running_note=draft_running_note(engine.name, rule, at, seqs) if with_draft and not d.max_num_seqs else None,
+                          running_note=draft_running_note(engine.name, rule, at, int(seqs), attention_dp_ranks(d))
+                          if with_draft and not d.max_num_seqs else None,
                           fraction_stated=d.gpu_memory_utilization is not None)
 
 
-def draft_running_note(engine_name: str, rule: MemoryRule, release: str | None, seqs: int) -> str:
-    """Why the planned release runs ``seqs`` requests at most: it sets them itself with a speculative draft."""
+def draft_running_note(engine_name: str, rule: MemoryRule, release: str | None, seqs: int, ranks: int) -> str:
+    """Why the planned release runs ``seqs`` requests at most on each of ``ranks`` DP attention ranks: it sets
+    them itself with a speculative draft."""
     cap = rule.gpu_memory_defaults.running_requests_with_draft
-    return (f"{engine_name} {release or cap.first_release} sets --max-running-requests {seqs} itself with a speculative "
-            f"draft when none is given: at most {seqs} requests run at once, the rest queue "
-            f"({', '.join(cap.sources)}); --max-num-seqs states another cap")
+    each = f" ({seqs} on each of {ranks} DP attention ranks)" if ranks > 1 else ""
+    return (f"{engine_name} {release or cap.first_release} sets --max-running-requests {cap.running_requests} itself "
+            f"with a speculative draft when none is given: at most {cap.running_requests} requests run at once{each}, "
+            f"the rest queue ({', '.join(cap.sources)}); --max-num-seqs states another cap")
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
