@@ -50,7 +50,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
     # SGLang sets its running requests itself while a speculative draft runs (48 over the server, divided over
-    # its DP attention ranks as a stated total is), after the tier's graph batch
+    # its DP attention ranks as a stated total is; at least one a rank), after the tier's graph batch
     with_draft = defaults.draft_running_requests(at) if defaults and draft_named(d) else None
     with_draft = with_draft and max(1, with_draft // attention_dp_ranks(d))
     default_seqs = with_draft or (rule.max_num_seqs_default if rule and rule.max_num_seqs_default else
