@@ -105,7 +105,14 @@ def test_a_named_draft_without_draft_tokens_asks_for_them_where_the_release_solv
 
 @pytest.mark.parametrize("release, per_rank", [("0.5.13", 0), ("0.5.18", 0), ("0.5.23", 1)])
 def test_the_running_requests_per_rank_are_floored_at_one_from_0_5_23(release, per_rank):
-    # 2 running requests over 4 DP attention ranks: 2 // 4 = 0 as 0.5.13 and 0.5.18 divide, max(1, 0) at 0.5.23
+    # the 48 set with a draft over 64 DP attention ranks: 48 // 64 = 0 as 0.5.13 and 0.5.18 divide, max(1, 0) at 0.5.23
     entry = hybrid_split_at(memory_rule(CATALOG, "sglang").hybrid_state_split, release)
-    plan = draft_plan(entry, _qwen3_next(release, max_num_seqs=2), None, ranks=4)
+    plan = draft_plan(entry, _qwen3_next(release), None, ranks=64)
     assert plan.running_requests_per_rank == per_rank
+
+
+@pytest.mark.parametrize("release", ["0.5.13", "0.5.18", "0.5.23"])
+def test_a_stated_running_cap_is_each_ranks(release):
+    # max_num_seqs 2 on each of 4 ranks: deploy writes --max-running-requests 8, which SGLang divides back to 2
+    entry = hybrid_split_at(memory_rule(CATALOG, "sglang").hybrid_state_split, release)
+    assert draft_plan(entry, _qwen3_next(release, max_num_seqs=2), None, ranks=4).running_requests_per_rank == 2

@@ -67,6 +67,13 @@ def test_early_releases_keep_a_fixed_pool_with_the_radix_cache_off():
     assert fit(_qwen3_next(version="0.5.6")).state_slots != 512
 
 
+def test_a_stated_running_cap_sets_each_dp_attention_ranks_fixed_pool():
+    # 0.5.3, radix cache off: max_num_seqs 64 on each of 2 DP attention ranks is --max-running-requests 128, which
+    # SGLang divides over the ranks: 64 slots a rank
+    d = _qwen3_next(version="0.5.3", max_num_seqs=64, data_parallel_size=2, enable_expert_parallel=True)
+    assert fit(d).state_slots == 64
+
+
 def test_a_stated_slot_count_is_refused_where_the_release_solves_it_from_the_ratio():
     from inferplan.errors import InvalidScenarioError
     with pytest.raises(InvalidScenarioError) as e:

@@ -68,6 +68,7 @@ class EngineSettings:
     measured_sizing_off: str | None = None
     fraction_stated: bool = False  # the memory fraction is the deployment's own, not the release's default
     kv_connector: str | None = None  # the KV connector a disaggregated pool's instance launches with (None: none)
+    running_note: str | None = None  # where the release sets the running requests itself (SGLang with a draft), why
 
 
 @dataclass(frozen=True)
@@ -377,6 +378,8 @@ def engine_budget(
         notes.append(f"{rule.label}: other processes hold {settings.other_gpu_memory_bytes / GiB:.2f} GiB per GPU, "
                      + ("counted against the fraction" if "other_processes" in rule.counted else
                         "outside the fraction: they only limit the memory free to the engine"))
+    if settings.running_note:
+        notes.append(settings.running_note)
     return EngineBudget(
         engine=engine.id,
         total_bytes_per_gpu=total_bytes,

@@ -137,17 +137,23 @@ def draft_named(d: Deployment) -> bool:
     return bool(d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint)
 
 
+def flag_running_requests(d: Deployment) -> int | None:
+    """The --max-running-requests ``d`` is launched with (None: not stated): its max_num_seqs, each DP attention
+    rank's, times the ranks (the flag is the server's total there: ``max_num_seqs`` in engine_flags.yaml)."""
+    return d.max_num_seqs * attention_dp_ranks(d) if d.max_num_seqs else None
+
+
 def draft_plan(split: HybridStateSplit, d: Deployment, arch: Architecture | None, ranks: int) -> DraftPlan | None:
     """The draft the state pool is solved for (None without one): the verified tokens by the method (left out:
-    mtp where the model has MTP layers or a draft is named, else ngram) and the running requests, stated or the
-    release's default with a draft, per DP attention rank."""
+    mtp where the model has MTP layers or a draft is named, else ngram) and the running requests per DP attention
+    rank (of ``ranks``): stated (max_num_seqs is each rank's), else the release's default with a draft over the ranks."""
     if not d.speculative_tokens or split.draft_state is None:
         return None
     named = d.mtp_draft or d.eagle3_draft or d.draft_checkpoint or (arch is not None and arch.mtp_layers)
     method = d.speculative_method or ("mtp" if named else "ngram")
-    running = d.max_num_seqs or split.draft_state.running_requests
     floor = split.draft_state.running_requests_floor_per_rank
-    return DraftPlan(split.draft_state.verified_tokens(d.speculative_tokens, method), max(floor, running // ranks))
+    per_rank = d.max_num_seqs or max(floor, split.draft_state.running_requests // ranks)  # a stated cap is a rank's
+    return DraftPlan(split.draft_state.verified_tokens(d.speculative_tokens, method), per_rank)
 
 
 def probe_pool_settings(pipeline_parallel_size: int) -> dict:
@@ -173,7 +179,7 @@ def with_state_pool(held: Held, split: HybridStateSplit | None, d: Deployment, l
                                    f"state slots from the memory ratio with the radix cache on, whatever "
                                    f"--max-mamba-cache-size says", field="max_mamba_cache_size",
                                    allowed="leave it out, or a later release (--engine-version)")
-    fixed = d.max_num_seqs or (draft and split.draft_state.running_requests) or split.radix_off_slots
+    fixed = flag_running_requests(d) or (draft and split.draft_state.running_requests) or split.radix_off_slots
     stated = d.max_mamba_cache_size or (radix_off or None) and fixed
     stated = stated and max(stated // ranks, 0)  # per rank, as the engine divides it; a fixed pool with the radix off
     over = attention_dp_ranks(d) if hf_architecture in split.solved_slots_over_attention_dp_architectures else 1
