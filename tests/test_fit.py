@@ -338,15 +338,22 @@ def test_under_pipeline_parallelism_each_stage_has_the_room_its_own_weights_leav
     # smallest any stage affords, so the concurrency is the smaller of the two stages' own
     from inferplan.catalog.loader import load_catalog
     from inferplan.memory.engine_budget import engine_budget
+    from inferplan.catalog.memory_rules import memory_rule
     from inferplan.memory.fit import plan_memory
+    from inferplan.memory.moe_buffers import moe_profile_bytes
 
     catalog = load_catalog()
     mp = plan_memory(Deployment(model="deepseek-r1", gpu="h200-sxm", gpus=16, tensor_parallel_size=8,
                                 pipeline_parallel_size=2, quantization="fp8-block", max_model_len=32768), catalog)
     r = mp.result
+    # block FP8 experts on Hopper without expert parallelism keep the Triton modular kernel's workspaces
+    caches = moe_profile_bytes(memory_rule(catalog, "vllm"), mp.spec.architecture, accel=catalog.accelerator("h200-sxm"),
+                               tokens=mp.settings.max_num_batched_tokens, tp=8, release=mp.settings.release,
+                               quant_id="fp8-block")
+    assert caches.kept
     rooms = [engine_budget(catalog, catalog.engine("vllm"), total_bytes=r.gpu_memory_bytes, weights_bytes_per_gpu=st.bytes_per_gpu,
                            arch=mp.spec.architecture, settings=mp.settings, tp=8, gpus_in_instance=16,
-                           accel=catalog.accelerator("h200-sxm")).kv_bytes_per_gpu
+                           accel=catalog.accelerator("h200-sxm"), moe_caches=caches).kv_bytes_per_gpu
              for st in mp.stage_weights]
     per_stage = [room / layout.sequence_bytes_per_gpu(32768, mp.settings.block_tokens)
                  for room, layout in zip(rooms, mp.layout.stages)]

@@ -11,6 +11,11 @@ Marlin (``fused_marlin_moe``: INT4 weight-only experts, and FP8 or NVFP4 experts
 FP4) sizes them for every token at once and returns a new tokens x H output. A kernel entry may be bounded to
 GPU architectures and software stacks (vLLM 0.11.1 takes Marlin for FP8 experts below compute capability 8.9
 and never on ROCm).
+From 0.17 the modular MoE kernel (``FusedMoEKernel``) takes its scratch from the worker's workspace
+manager, one buffer that only grows and is kept after the profile: workspace13 (tokens x top-k x max(I, H),
+sharing storage with the tokens x H output) beside workspace2 (tokens x top-k x max(2I, H)) for Marlin's and
+Triton's experts alike (``MarlinExperts``/``TritonExperts.workspace_shapes``), so those bytes add to the
+profile's peak instead of meeting the sampler pass in the larger of the two (``shapes: modular_workspaces``).
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
 """
 
@@ -19,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from inferplan.catalog.schema import Frozen
 from inferplan.catalog.schema_base import Software
@@ -32,20 +37,38 @@ class MoeKernelBuffers(Frozen):
     quantizations: tuple[str, ...] = Field(min_length=1)  # quantizations.yaml ids whose experts run it
     chunk_tokens: int | None = Field(None, ge=1)  # tokens per call at most (None: the whole batch at once)
     output_copy: bool  # a new tokens x hidden output tensor beside the caches (not written in place)
+    # intermediate_caches: tokens x top-k x (max(2I, H) + I), freed when the layer returns; modular_workspaces:
+    # tokens x top-k x (max(I, H) + max(2I, H)) in the workspace manager's buffer, kept after the profile
+    shapes: Literal["intermediate_caches", "modular_workspaces"] = "intermediate_caches"
+    without_expert_parallel: bool = False  # the experts take this kernel only without expert parallelism
     architectures: tuple[str, ...] = ()  # accelerators' architectures on which these experts run it (empty: every one)
     software: tuple[Software, ...] = ()  # the accelerators' software stacks on which they run it (empty: every one)
     sources: tuple[str, ...] = Field(min_length=1)
 
-    def runs_on(self, architecture: str, software: Software) -> bool:
+    @model_validator(mode="after")
+    def _workspaces_hold_the_output(self) -> MoeKernelBuffers:
+        if self.shapes == "modular_workspaces" and (self.output_copy or self.chunk_tokens):
+            raise ValueError("modular_workspaces hold the output in workspace13, unchunked: output_copy must be "
+                             "false and chunk_tokens unset")
+        return self
+
+    @property
+    def kept(self) -> bool:
+        """Whether the buffers stay allocated after the layer's call (the workspace manager's)."""
+        return self.shapes == "modular_workspaces"
+
+    def runs_on(self, architecture: str, software: Software, *, expert_parallel: bool = False) -> bool:
         """Whether the experts take this kernel on a GPU of ``architecture`` under ``software``."""
         return ((not self.architectures or architecture in self.architectures)
-                and (not self.software or software in self.software))
+                and (not self.software or software in self.software)
+                and not (self.without_expert_parallel and expert_parallel))
 
 
 class MoeProfileBuffers(Frozen):
-    """The fused-MoE kernels' intermediate caches over a range of releases: tokens x top-k x (max(2I, H) + I)
-    elements (plus tokens x H where the kernel returns a new output), live inside one MoE layer's call of the
-    dummy forward and freed before the sampler pass."""
+    """The fused-MoE kernels' buffers over a range of releases: intermediate caches of tokens x top-k x
+    (max(2I, H) + I) elements (plus tokens x H where the kernel returns a new output), live inside one MoE
+    layer's call of the dummy forward and freed before the sampler pass, or the modular kernel's workspaces,
+    kept through it (``MoeKernelBuffers.shapes``)."""
 
     first_release: str  # inclusive
     last_release: str  # inclusive: the newest release read

@@ -31,6 +31,7 @@ from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.memory.context_cache import compute_buffer_bytes
 from inferplan.memory.cuda_graphs import estimated_graph_bytes, model_runner, runner_counts_graphs
 from inferplan.memory.mlx_prefill import prefill_working_set_bytes
+from inferplan.memory.moe_buffers import MoeCaches
 from inferplan.memory.runner_buffers import runner_arrays
 from inferplan.memory.stages import stage_layer_counts
 from inferplan.units import GiB, MiB
@@ -122,11 +123,11 @@ def device_total_bytes(catalog: Catalog, accel: Accelerator,
 
 def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | None, settings: EngineSettings,
                      tp: int, *, accel: Accelerator | None = None, weight_bits: float | None = None,
-                     moe_caches: tuple[float, str | None] = (0.0, None)) -> tuple[float, str]:
+                     moe_caches: MoeCaches = MoeCaches()) -> tuple[float, str]:
     """Peak activation memory the engine sizes outside the KV cache, per GPU, by the release's rule
     (``accel`` and ``weight_bits``, the weights' bits per parameter, size MLX's prefill working set;
-    ``moe_caches``, the bytes and note of one MoE layer's intermediate caches in the dummy forward,
-    memory/moe_buffers.py, meet the sampler pass in the larger of the two)."""
+    ``moe_caches``, one MoE layer's buffers in the dummy forward, memory/moe_buffers.py: freed ones meet the
+    sampler pass in the larger of the two, kept ones add to it)."""
     vocab = arch.vocab_size if arch else ASSUMED_VOCAB
     hidden = arch.hidden_size if arch else ASSUMED_HIDDEN
     profile = rule.activation
@@ -142,7 +143,9 @@ def activation_bytes(catalog: Catalog, rule: MemoryRule, arch: Architecture | No
         note = (f"{rule.label}: activation peak = {_sampler_name(settings)}sampler profile ({per_cell:g} B × "
                 f"{settings.max_num_seqs} seqs × {vocab} vocab) + forward ({per_tok:g} B × "
                 f"{settings.max_num_batched_tokens} tokens × {hidden} hidden / TP {tp})")
-        moe, moe_note = moe_caches
+        moe, moe_note, kept = moe_caches
+        if moe_note is not None and kept:
+            return sampler + forward + moe, f"{note}; {moe_note}, held through the sampler pass"
         if moe_note is None or moe <= sampler:
             return sampler + forward, note + (f"; {moe_note}, freed before the sampler pass, which is larger"
                                               if moe_note else "")
@@ -267,12 +270,12 @@ def engine_budget(
     accel: Accelerator | None = None,
     weight_bits: float | None = None,
     moe_workspace: tuple[float, str | None] = (0.0, None),
-    moe_caches: tuple[float, str | None] = (0.0, None),
+    moe_caches: MoeCaches = MoeCaches(),
 ) -> EngineBudget:
     """What is left for the KV cache on each GPU of one engine instance, by the release's rule
     (None: the engine's default rule); ``weight_bits`` is the weights' bits per parameter; ``moe_workspace``
     the bytes and note of the workspace the MoE kernel keeps through the start-up profile (moe_layout),
-    which adds to the activation peak; ``moe_caches`` those of the caches it frees after each layer (moe_buffers)."""
+    which adds to the activation peak; ``moe_caches`` one MoE layer's buffers in the profile (moe_buffers)."""
     rule = rule or memory_rule(catalog, engine.id)
     act, act_note = activation_bytes(catalog, rule, arch, settings, tp, accel=accel, weight_bits=weight_bits,
                                      moe_caches=moe_caches)
