@@ -48,10 +48,9 @@ def test_figures_a_tenth_of_a_percent_apart_read_the_same_and_a_percent_apart_do
 
 
 def test_a_simulated_row_shows_the_simulated_percentiles_labelled(twins):
-    """Few requests wait here, so the approximation's TTFT p50, p95 and p99 are one figure (the step
-    under way and the batch joined at their means); the row shows the simulation's spread instead."""
+    """The row shows the simulation's TTFT percentiles, labelled, where the approximation's differ."""
     d = twins.results[0]
-    assert d.ttft_p50_s == d.ttft_p99_s and d.simulation.ttft_p50_s < d.simulation.ttft_p99_s
+    assert d.ttft_p99_s != d.simulation.ttft_p99_s and d.simulation.ttft_p50_s < d.simulation.ttft_p99_s
     text = latency_text(d)
     sim = d.simulation
     assert (f"TTFT {duration(sim.ttft_p50_s)} / {duration(sim.ttft_p95_s)} / {duration(sim.ttft_p99_s)} "

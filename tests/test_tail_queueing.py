@@ -130,6 +130,15 @@ def test_the_exact_one_state_quantile_agrees_with_bisection():
         assert np.allclose(exact, bisected, atol=1e-4)
 
 
+def test_a_quantile_reached_only_at_the_next_node_is_that_node():
+    # q·K whole (a median over an even number of nodes) and a wait short beside the nodes' spacing: the
+    # CDF just before the second node rounds to q, where the root's logarithm divides by zero
+    from inferplan.search.wait_quantiles import _one_state_quantile
+
+    got = _one_state_quantile(np.array([[0.0, 1.0]]), np.array([0.2]), np.array([0.2 * 1e-3]), 0.5)
+    assert got[0] == pytest.approx(1.0)
+
+
 def test_approximate_many_rows_are_approximate_of_each_candidate():
     from inferplan.search.queueing import approximate_many
     from inferplan.search.tail_types import CurveTable

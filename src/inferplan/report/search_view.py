@@ -68,9 +68,9 @@ def cost_text(d: Deployed) -> str:
 
 def latency_text(d: Deployed) -> str:
     """The percentiles of the pick's simulation where it has one (JSON ``simulated_ttft_p95_s`` …), else
-    the queueing approximation's (``ttft_p95_s`` …), labelled which: the approximation takes the step under
-    way and the batch a newcomer joins at their means, so while few requests wait its TTFT p50, p95 and
-    p99 are one figure (docs/search.md). The end-to-end p95 is shown beside the TPOT p95, from the same."""
+    the queueing approximation's (``ttft_p95_s`` …), labelled which: the approximation takes the batch a
+    newcomer joins at its mean, so while few requests wait its TTFT p50, p95 and p99 differ by the step
+    under way alone (docs/search.md). The end-to-end p95 is shown beside the TPOT p95, from the same."""
     t, how = (d.simulation, "simulated") if d.simulation is not None else (d, "approximated")
     return (f"TTFT {duration(t.ttft_p50_s)} / {duration(t.ttft_p95_s)} / {duration(t.ttft_p99_s)} (p50/95/99, {how})\n"
             f"TPOT p95 {duration(t.tpot_p95_s)}; end-to-end p95 {duration(t.e2e_p95_s)} ({how}); "

@@ -14,7 +14,9 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
    that rank's budget and cost per token (the running batch and the slots stay the instance's).
 4. The two waits as one: an atom at zero and an exponential tail with their summed mean (the
    exponential tail of the M/M/c wait, Allen–Cunneen's scaling); TTFT and E2E quantiles solve
-   ``P(base + W ≤ t) = q`` with the base over log-normal length nodes.
+   ``P(base + R + W ≤ t) = q`` with the base over log-normal length nodes and ``R`` what is left of
+   the decode step an arrival finds in progress: none when the engine is idle (``e⁻ⁿ``, the chance an
+   M/M/∞ count is zero), else uniform over the step (``wait_quantiles.StepResidual``).
 5. TPOT at the batch a request sees: its time average over a lifetime ≈ one service time has
    variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
    the spread of how many of its steps carry another request's prompt chunk (binomial). An engine
@@ -64,7 +66,7 @@ from inferplan.search.prompt_steps import prompt_cycle_s, prompt_step_variance
 from inferplan.search.service import ServiceCurve
 from inferplan.search.tail_types import CurveTable, TailArrays, TailLatency
 from inferplan.search.transient import run_batch, settled_share
-from inferplan.search.wait_quantiles import sum_quantile
+from inferplan.search.wait_quantiles import StepResidual, sum_quantile
 
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
@@ -96,7 +98,9 @@ class _State:
     tpot_s: np.ndarray
     prefill_s: np.ndarray  # own prompt at the mean length beside the batch
     prefill_slope_s: np.ndarray  # per prompt token more or less than the mean (its uncached share prefilled)
-    base_s: np.ndarray  # overhead, residual step and fixed waits before the prompt
+    base_s: np.ndarray  # overhead and fixed waits before the prompt
+    busy: np.ndarray  # the chance an arrival finds a step in progress
+    residual_step_s: np.ndarray  # ... and that step's length (what is left of it: uniform up to it)
     p_wait: np.ndarray
     mean_wait_s: np.ndarray
     utilisation: np.ndarray
@@ -201,8 +205,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     if span_s is not None and load.arrival != "closed":  # a run too short to settle
         w_slot = w_slot * settled_share(span_s, w_slot, lam * full / slots)
         w_prompt = w_prompt * settled_share(span_s, w_prompt, rho_p)
-    busy = 1 - np.exp(-running)
-    residual = busy * step / 2
+    busy = np.zeros_like(running) if start else 1 - np.exp(-running)  # the start's requests find the engine idle
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
     closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
@@ -217,8 +220,8 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
                    for q in map(load.run_quantile_level, QUANTILES))
     return _State(running=running, served_per_s=lam, batch=batch, tpot_s=tpot, prefill_s=prompt,
                   prefill_slope_s=per_token * t.uncached_share,
-                  base_s=t.request_overhead_s + residual + slot_wait, p_wait=p_wait,
-                  mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
+                  base_s=t.request_overhead_s + slot_wait, busy=busy, residual_step_s=step,
+                  p_wait=p_wait, mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q, tpot_batch_sd_s=(at_batch(1.0) - at_batch(-1.0)) / 2, tpot_mixed_sd_s=mixed_sd,
                   start_queue_s=rate / ranks * work if start else None,
                   start_step_s=full_step if start else None, start_chunk_s=free * per_token if start else None,
@@ -315,6 +318,7 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     out_nodes = length_nodes(load.output_tokens, load.output_tokens_scv, nodes, load.lengths) - 1
     tpot, prompt, slope, base = stack("tpot_s"), stack("prefill_s"), stack("prefill_slope_s"), stack("base_s")
     p_wait, mean_wait = stack("p_wait"), stack("mean_wait_s")
+    residual = StepResidual(busy=stack("busy"), step_s=stack("residual_step_s"))
     own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)
     ttft_base = base[..., None] + own
     e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes
@@ -337,9 +341,9 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     result = {}
     for which, q in enumerate(QUANTILES):
         name, level = f"p{round(q * 100)}", load.run_quantile_level(q)
-        result[f"ttft_{name}_s"] = sum_quantile(ttft_base, weights, p_wait, mean_wait, level)
+        result[f"ttft_{name}_s"] = sum_quantile(ttft_base, weights, p_wait, mean_wait, level, residual)
         result[f"e2e_{name}_s"] = sum_quantile(e2e_base + NormalDist().inv_cdf(level) * e2e_sd, weights, p_wait,
-                                               mean_wait, level)
+                                               mean_wait, level, residual)
         result[f"tpot_{name}_s"] = (_start_tpot_quantile(solved, weights, load, level, cached)
                                     if solved[-1].start_steps is not None else _tpot_quantile(solved, weights, which))
     for key in list(result):

@@ -1,13 +1,31 @@
 """Quantiles of a latency that is a base time plus a queueing wait, per candidate: the wait an atom at
 zero and an exponential tail (``mgc.py``'s M/G/c wait), the base over equally likely length nodes, for one
-arrival state (solved exactly) or a mixture of states (by bisection). Used by ``queueing.py`` and the
+arrival state (solved exactly) or a mixture of states (by bisection), optionally plus the residual of
+the engine step an arrival finds in progress (``StepResidual``). Used by ``queueing.py`` and the
 search's separate prefill and decode pools (``evaluate.py``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 BISECTION_STEPS = 20  # the bracket narrowed 10^6-fold
+RESIDUAL_BISECTION_STEPS = 14  # one step's bracket narrowed 16,000-fold (a 30 ms step: to 2 µs)
+
+
+@dataclass(frozen=True)
+class StepResidual:
+    """What is left of the engine step an arrival finds in progress (candidates × states): with
+    probability ``1 − busy`` the engine is idle and nothing is left, else uniform on ``[0, step_s]``.
+    A Poisson arrival sees the time average (PASTA); it lands in a step with probability in
+    proportion to the step's length, and the time left of a step of length ``L`` it lands in is
+    uniform on ``[0, L]``, so the residual of steps of length ``L`` has density ``(1 − F(x)) / E[L]``
+    (the equilibrium distribution of renewal theory; Kleinrock, Queueing Systems Vol. 1, §5.2): for
+    steps of one length ``d``, uniform on ``[0, d]`` with mean ``d / 2``."""
+
+    busy: np.ndarray
+    step_s: np.ndarray
 
 
 def mixture_wait_quantile(weights, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
@@ -23,14 +41,36 @@ def mixture_wait_quantile(weights, p_wait: np.ndarray, mean_wait: np.ndarray, q:
 
 
 def sum_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
-                 q: float) -> np.ndarray:
-    """The ``q`` quantile of ``B + W`` per candidate, where ``B`` takes the equally likely node
-    values ``base[i, s, k]`` in state ``s`` (probability ``weights[s]``) and ``W`` is 0 with
-    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``.
-    One state: solved exactly node interval by node interval; a mixture of states: by bisection."""
+                 q: float, residual: StepResidual | None = None) -> np.ndarray:
+    """The ``q`` quantile of ``B + R + W`` per candidate, where ``B`` takes the equally likely node
+    values ``base[i, s, k]`` in state ``s`` (probability ``weights[s]``), ``W`` is 0 with
+    probability ``1 − p_wait[i, s]``, else exponential with mean ``mean_wait[i, s] / p_wait``, and
+    ``R`` is the ``residual`` step (none: 0). One state without a residual: solved exactly node
+    interval by node interval; with one, bisected between that quantile and it plus the longest
+    step (``R`` lies in between); a mixture of states: by bisection."""
     if base.shape[1] == 1:
-        return _one_state_quantile(np.sort(base[:, 0, :], axis=1), p_wait[:, 0], mean_wait[:, 0], q)
-    return _bisected_quantile(base, weights, p_wait, mean_wait, q)
+        exact = _one_state_quantile(np.sort(base[:, 0, :], axis=1), p_wait[:, 0], mean_wait[:, 0], q)
+        if residual is None:
+            return exact
+        finite = np.isfinite(exact)
+        lo = np.where(finite, exact, 0.0)
+        hi = lo + residual.step_s.max(axis=1) + 1e-12
+        answer = _bisect(base, weights, p_wait, mean_wait, q, residual, lo, hi, RESIDUAL_BISECTION_STEPS)
+        return np.where(finite, answer, np.inf)
+    return _bisected_quantile(base, weights, p_wait, mean_wait, q, residual)
+
+
+def _bisected_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
+                       q: float, residual: StepResidual | None = None) -> np.ndarray:
+    """``sum_quantile`` by bisection from the lowest node to the highest plus the longest wait tail
+    any state reaches at ``q`` and the longest step."""
+    cond = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)
+    tail = np.where(p_wait > 0, cond * np.log(np.maximum(p_wait / (1 - q), 1.0)), 0.0).max(axis=1)
+    lo = base.min(axis=(1, 2))
+    hi = base.max(axis=(1, 2)) + tail + (0.0 if residual is None else residual.step_s.max(axis=1)) + 1e-12
+    finite = np.isfinite(hi)
+    hi = np.where(finite, hi, lo + 1.0)
+    return np.where(finite, _bisect(base, weights, p_wait, mean_wait, q, residual, lo, hi, BISECTION_STEPS), np.inf)
 
 
 def _one_state_quantile(base: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
@@ -51,30 +91,41 @@ def _one_state_quantile(base: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndar
             after_node = (j - pw * s_j) / k  # the CDF just past node j - 1
             right = base[:, j] if j < k else np.full(n, np.inf)
             before_next = (j - pw * s_j * np.exp(-(right - left) * inv_m)) / k
-            root = left + m * np.log(pw * s_j / (j - q * k))
+            # no later than the next node: where the CDF reaches q only there (q·K = j), ``before_next``
+            # may round to q and the logarithm's argument divide by zero
+            root = np.minimum(left + m * np.log(pw * s_j / (j - q * k)), right)
             here = np.where(after_node >= q, left, np.where(before_next >= q, root, np.nan))
             answer = np.where(np.isnan(answer), here, answer)
     return np.where(np.isfinite(mean_wait), answer, np.inf)
 
 
-def _bisected_quantile(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray,
-                       q: float) -> np.ndarray:
-    cond = np.where(p_wait > 0, mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
-    pw = p_wait[..., None]
-    lo = base.min(axis=(1, 2))
-    tail = np.where(p_wait > 0, cond[..., 0] * np.log(np.maximum(p_wait / (1 - q), 1.0)), 0.0).max(axis=1)
-    hi = base.max(axis=(1, 2)) + tail + 1e-12
-    finite = np.isfinite(hi)
-    hi = np.where(finite, hi, lo + 1.0)
+def _bisect(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait: np.ndarray, q: float,
+            residual: StepResidual | None, lo: np.ndarray, hi: np.ndarray, steps: int) -> np.ndarray:
+    """The ``q`` quantile of ``B + R + W`` in ``[lo, hi]`` by ``steps`` halvings (``hi`` returned).
+    Past a node by ``x``, ``W`` alone is below ``x`` with probability ``G(x) = 1 − p e^{−x/m}``, and
+    ``U + W`` (``U`` uniform on ``[0, d]``) with probability ``(1/d) ∫₀^{min(x, d)} G(x − u) du``
+    ``= (a − p m (e^{−(x − a)/m} − e^{−x/m})) / d``, ``a = min(x, d)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond = np.where((p_wait > 0) & np.isfinite(mean_wait), mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
     rate = np.where(cond > 0, 1 / np.where(cond > 0, cond, 1.0), 0.0)
-    pw = np.where(cond > 0, pw, 0.0)  # no wait to speak of
-    for _ in range(BISECTION_STEPS):
+    pw = np.where(cond > 0, p_wait[..., None], 0.0)  # no wait to speak of
+    if residual is not None:
+        d = residual.step_s[..., None]
+        busy = np.where(d > 0, residual.busy[..., None], 0.0)
+        inv_d = np.where(d > 0, 1 / np.where(d > 0, d, 1.0), 0.0)
+        pwm = pw * cond
+    for _ in range(steps):
         mid = (lo + hi) / 2
         x = mid[:, None, None] - base
+        xp = np.maximum(x, 0.0)
         with np.errstate(over="ignore", invalid="ignore"):
-            g = 1 - pw * np.exp(-np.maximum(x, 0.0) * rate)
+            tail = np.exp(-xp * rate)
+            g = 1 - pw * tail
+            if residual is not None:
+                a = np.minimum(xp, d)
+                g += busy * ((a - pwm * (np.exp(-(xp - a) * rate) - tail)) * inv_d - g)
         g[x < 0] = 0.0
         cdf = g.mean(axis=2) @ weights if g.shape[1] > 1 else g[:, 0].mean(axis=1)
         below = cdf < q
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return np.where(finite, hi, np.inf)
+    return hi
