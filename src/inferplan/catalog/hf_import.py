@@ -34,6 +34,7 @@ from inferplan.catalog.hf_layers import (
     kda_dims,
     layer_kinds,
     moe_dims,
+    mtp_layer_count,
     mtp_layer_kinds,
     own_indexer_share,
     req,
@@ -49,9 +50,12 @@ from inferplan.input_files import MAX_INDEX_BYTES, parse_json, read_json
 # Keys read from text_config when a multimodal wrapper nests the language model.
 _NESTED = ("text_config", "llm_config", "language_config")
 
-# Defaults of transformers' config classes that upstream config.json files leave out
-# (transformers Gemma2Config / Gemma3TextConfig): applied only where the key is missing.
+# Defaults that upstream config.json files leave out, applied only where the key is missing: those
+# of transformers Gemma2Config / Gemma3TextConfig, and Qwen3-Next's gated attention (vLLM 0.11.1
+# qwen3_next.py reads getattr(config, "attn_output_gate", True), a q_proj twice as wide;
+# https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/model_executor/models/qwen3_next.py, checked 2026-12-07).
 _MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "qwen3_next": {"attn_output_gate": True},
     "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "sliding_window": 4096},
     "gemma3_text": {
         "tie_word_embeddings": True, "head_dim": 256, "vocab_size": 262_208,
@@ -203,7 +207,7 @@ def _architecture_from_config(raw: dict) -> Architecture:
             config_state_bytes=SSM_STATE_BYTES.get(str(cfg.get("mamba_ssm_dtype"))),  # the key SGLang reads
         )
     window = first(cfg, "sliding_window", "attention_chunk_size") if LayerKind.SLIDING in kinds or compressed else None
-    mtp = int(first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", default=0) or 0)
+    mtp = mtp_layer_count(cfg, model_type)
     moe = moe_dims(cfg, n_layers, intermediate, model_type)
     return Architecture(
         hf_architecture=str(archs[0]),

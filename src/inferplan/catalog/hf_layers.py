@@ -331,6 +331,33 @@ def _block(cfg: dict, key: str) -> dict:
     return value
 
 
+# Model types whose config class has no key for the multi-token-prediction layers its checkpoints ship
+# (``mtp.*`` tensors), with the count the engines build from them when none is stated:
+# - qwen3_next: transformers Qwen3NextConfig has no MTP key and Qwen3NextForCausalLM ignores ``^mtp.*``
+#   on load; vLLM 0.11.1 qwen3_next_mtp.py builds getattr(config, "num_nextn_predict_layers", 1)
+#   full-attention decoder layers, and SGLang 0.5.5 configs/model_config.py sets
+#   num_nextn_predict_layers = 1 for the Qwen3NextForCausalLMMTP draft (one layer)
+#   https://github.com/huggingface/transformers/blob/main/src/transformers/models/qwen3_next/configuration_qwen3_next.py
+#   https://github.com/vllm-project/vllm/blob/v0.11.1/vllm/model_executor/models/qwen3_next_mtp.py
+#   https://github.com/sgl-project/sglang/blob/v0.5.5/python/sglang/srt/configs/model_config.py
+# (all checked 2026-12-07)
+MTP_LAYERS_UNSTATED = {"qwen3_next": 1}
+MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+
+
+def mtp_layer_count(cfg: dict, model_type: str) -> int:
+    """The multi-token-prediction layers the checkpoint ships: ``num_nextn_predict_layers`` (DeepSeek
+    and others) or ``mtp_num_hidden_layers`` (Qwen3.5), else the count the engines build for a model
+    type whose config class states none (``MTP_LAYERS_UNSTATED``), else 0."""
+    key = next((k for k in MTP_LAYER_KEYS if cfg.get(k) is not None), None)
+    if key is None:
+        return MTP_LAYERS_UNSTATED.get(model_type, 0)
+    if not _whole(cfg[key], 0):
+        raise ConfigImportError(f"config.json {key} must be a whole number of at least 0, not {cfg[key]!r}",
+                                field=key, allowed="a whole number of at least 0")
+    return int(cfg[key])
+
+
 def mtp_layer_kinds(cfg: dict, n_layers: int, mtp_layers: int) -> tuple[LayerKind, ...]:
     """The MTP layers' attention where the config states it: DeepSeek-V4's compress_ratios entries past
     the decoder layers (0: window only), or Nemotron-H's MTP block pattern (its token mixers, the MLP

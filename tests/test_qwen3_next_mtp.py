@@ -1,0 +1,80 @@
+"""Qwen3-Next's multi-token-prediction layer: its config.json states no count, the engines build one
+(vLLM qwen3_next_mtp.py, SGLang NEXTN), so the importer plans one and an MTP draft of it plans."""
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.hf_import import architecture_from_config, read_config
+from inferplan.catalog.loader import load_catalog
+from inferplan.deploy.command import Speculative, launch_command
+from inferplan.errors import ConfigImportError, InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.memory.params import count_params
+from inferplan.memory.resolve import resolve_model
+from inferplan.shells.cli import app
+
+CATALOG = load_catalog()
+MODEL = "qwen3-next-80b-a3b"
+
+
+def _config() -> dict:
+    return read_config(CATALOG.data_dir / CATALOG.models.records[MODEL].config)
+
+
+def test_the_config_states_no_mtp_key_and_the_importer_plans_the_one_layer_engines_build():
+    cfg = _config()
+    assert "num_nextn_predict_layers" not in cfg and "mtp_num_hidden_layers" not in cfg
+    assert architecture_from_config(cfg).mtp_layers == 1
+
+
+def test_a_stated_count_wins_and_a_bad_one_names_its_key():
+    assert architecture_from_config({**_config(), "num_nextn_predict_layers": 0}).mtp_layers == 0
+    assert architecture_from_config({**_config(), "mtp_num_hidden_layers": 2}).mtp_layers == 2
+    with pytest.raises(ConfigImportError) as exc:
+        architecture_from_config({**_config(), "mtp_num_hidden_layers": "one"})
+    assert exc.value.field == "mtp_num_hidden_layers"
+
+
+def test_parameters_count_the_gated_attention_and_the_mtp_layer_apart():
+    """The main model matches the card's count (q_proj twice as wide in the 12 gated full-attention
+    layers); the MTP layer, one gated full-attention layer with its 512 experts, is counted apart."""
+    params = count_params(resolve_model(CATALOG, MODEL).architecture)
+    card = CATALOG.models.records[MODEL].total_params.value
+    assert params.total == pytest.approx(card, rel=1e-5)
+    assert params.mtp / 1e9 == pytest.approx(1.65, abs=0.01)
+    assert (params.total + params.mtp) / 1e9 == pytest.approx(81.3, abs=0.05)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_an_mtp_draft_loads_the_mtp_layer_once(engine):
+    d = Deployment(model=MODEL, gpu="h100-sxm", tensor_parallel_size=4, engine=engine)
+    plain = fit(d, CATALOG)
+    drafting = fit(d.model_copy(update={"mtp_draft": True, "speculative_tokens": 3}), CATALOG)
+    mtp = count_params(resolve_model(CATALOG, MODEL).architecture).mtp * 2  # BF16
+    assert drafting.weights_bytes - plain.weights_bytes == pytest.approx(mtp, rel=1e-3)
+    assert drafting.weights_bytes_per_gpu - plain.weights_bytes_per_gpu == pytest.approx(mtp / 4, rel=1e-3)
+    assert drafting.kv_cache_bytes_per_gpu < plain.kv_cache_bytes_per_gpu
+
+
+def test_the_perf_command_plans_the_sglang_nextn_draft():
+    result = CliRunner().invoke(app, [
+        "perf", "--model", MODEL, "--gpu", "h100-sxm", "--gpus", "4", "--tensor-parallel-size", "4",
+        "--engine", "sglang", "--speculative-method", "mtp", "--speculative-tokens", "3"])
+    assert result.exit_code == 0, result.output
+    assert "tok/s per user" in result.output
+
+
+@pytest.mark.parametrize(("engine", "words"), [("vllm", ['"method":"mtp"', '"num_speculative_tokens":2']),
+                                               ("sglang", ["NEXTN"])])
+def test_deploy_launches_the_mtp_draft(engine, words):
+    d = Deployment(model=MODEL, gpu="h100-sxm", tensor_parallel_size=4, engine=engine)
+    text = " ".join(launch_command(d, CATALOG, speculative=Speculative(method="mtp", tokens=2)).argv)
+    assert all(w in text.replace(" ", "") for w in words), text
+
+
+def test_a_model_type_without_the_key_is_still_refused_naming_it():
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(Deployment(model="llama-3.1-8b", gpu="h100", mtp_draft=True), CATALOG)
+    assert exc.value.field == "mtp_draft" and "num_nextn_predict_layers" in str(exc.value)
+    assert MODEL in exc.value.allowed
