@@ -1,16 +1,18 @@
 """SGLang sets --max-running-requests 48 itself when a speculative draft runs and none is stated
-(mr-sglang-wheels-draft-running-requests; ``running_requests_with_draft`` on the SGLang rule's
-gpu_memory_defaults, applied by memory/settings.py): perf runs 48 and queues the rest, fit says so, deploy
-writes no flag for it, and the tier's graph batch and default fraction stay as without a draft."""
+(mr-sglang-wheels-draft-running-requests; 32 and 48 from 0.4.4 for its EAGLE-family drafts; the SGLang rules'
+``running_requests_with_draft``, applied by memory/release_running.py): perf runs 48 and queues the rest, fit
+says so, deploy writes no flag for it, and the 48 neither lowers the graph batch nor raises the default fraction.
+DeepSeek-V4 runs 256 from 0.5.12, draft or not (``running_requests_by_architecture``)."""
 
 import pytest
 
-from inferplan.catalog.engine_tiers import DraftRunningCap
 from inferplan.catalog.hybrid_split import hybrid_split_at
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.memory_rules import memory_rule
+from inferplan.catalog.running_requests import DraftRunningCap, running_entry_at
 from inferplan.deploy.command import launch_command
-from inferplan.inputs.deployment import Deployment
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import METHOD_DRAFT_FIELDS, Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
 from inferplan.memory.settings import engine_settings
@@ -20,44 +22,55 @@ from inferplan.units import GiB
 CATALOG = load_catalog()
 
 
-def _settings(release: str | None, rule=None, accel_id: str = "h100-sxm", **kw):
+def _settings(release: str | None, rule=None, accel_id: str = "h100-sxm", arch=None, **kw):
     d = Deployment(model="llama-3.1-8b", gpu=accel_id, engine="sglang", engine_version=release, **kw)
     accel, engine = CATALOG.accelerators.records[accel_id], CATALOG.engine("sglang")
-    return engine_settings(d, engine, accel, 80 * GiB, rule or memory_rule(CATALOG, "sglang", release))
+    return engine_settings(d, engine, accel, 80 * GiB, rule or memory_rule(CATALOG, "sglang", release), arch=arch)
+
+
+def _drafted(release: str | None, method: str, **kw):
+    """The settings with ``method`` drafting 3 tokens, its draft named as the method needs."""
+    draft = {"mtp_draft": True} if method == "mtp" else {METHOD_DRAFT_FIELDS[method]: "org/some-draft"} \
+        if method in METHOD_DRAFT_FIELDS else {}
+    return _settings(release, speculative_tokens=3, speculative_method=method, **draft, **kw)
 
 
 def _r1(**kw) -> Deployment:
     return Deployment(model="deepseek-r1", gpu="b200", gpus=8, engine="sglang", **{"speculative_tokens": 3, **kw})
 
 
+def _v4(**kw) -> Deployment:
+    return Deployment(model="deepseek-v4-flash", gpu="b200", gpus=8, engine="sglang", **kw)
+
+
 @pytest.mark.parametrize("release", ["0.5.3", "0.5.6", "0.5.9", "0.5.13", "0.5.18", "0.5.23", None])
 @pytest.mark.parametrize("method", ["ngram", "mtp", "eagle3", "draft_model"])
 def test_every_read_release_runs_48_requests_with_any_draft(release, method):
-    rule = memory_rule(CATALOG, "sglang", release)
-    assert rule.gpu_memory_defaults.draft_running_requests(rule.planned_release(release)) == 48
-    if method == "ngram":  # the other methods name their drafts: the memory plan checks them
-        assert _settings(release, speculative_tokens=3, speculative_method=method).max_num_seqs == 48
+    assert _drafted(release, method).max_num_seqs == 48
+
+
+@pytest.mark.parametrize("release, method, running", [
+    ("0.4.3", "mtp", None),  # no cap yet
+    ("0.4.4", "mtp", 32), ("0.4.4", "eagle3", None),  # NEXTN runs as EAGLE, capped at 32; no EAGLE3 algorithm yet
+    ("0.4.5", "mtp", 48), ("0.4.5", "eagle3", 48), ("0.4.6", "mtp", 48), ("0.4.6", "eagle3", 48),
+    ("0.4.6", "ngram", None), ("0.4.6", "draft_model", None),  # no NGRAM or STANDALONE algorithm in 0.4
+])
+def test_sglang_0_4_caps_its_eagle_drafts(release, method, running):
+    s = _drafted(release, method)
+    assert (s.max_num_seqs == running) if running else s.max_num_seqs == _settings(release).max_num_seqs
+    assert (s.running_note is not None) == bool(running)
 
 
 def test_without_a_draft_the_default_holds():
     assert _settings("0.5.23").max_num_seqs not in (None, 48)
 
 
-def test_before_0_5_3_no_running_cap_with_a_draft_is_planned():
-    # SGLang 0.2-0.4.6's rule carries no such default (those releases are not read for it)
-    assert _settings("0.4.6", speculative_tokens=3, speculative_method="ngram").max_num_seqs != 48
-
-
 def test_the_running_requests_come_from_the_data():
     rule = memory_rule(CATALOG, "sglang", "0.5.23")
-    changed = rule.gpu_memory_defaults.model_copy(update={"running_requests_with_draft": DraftRunningCap(
-        first_release="0.5.3", running_requests=32, sources=("mr-sglang-wheels-draft-running-requests",))})
-    s = _settings("0.5.23", rule.model_copy(update={"gpu_memory_defaults": changed}), speculative_tokens=3,
-                  speculative_method="ngram")
+    changed = (DraftRunningCap(first_release="0.5.3", running_requests=32, sources=("mr-sglang-wheels-draft-running-requests",)),)
+    s = _drafted("0.5.23", "ngram", rule=rule.model_copy(update={"running_requests_with_draft": changed}))
     assert s.max_num_seqs == 32
-    unwired = rule.gpu_memory_defaults.model_copy(update={"running_requests_with_draft": None})
-    s = _settings("0.5.23", rule.model_copy(update={"gpu_memory_defaults": unwired}), speculative_tokens=3,
-                  speculative_method="ngram")
+    s = _drafted("0.5.23", "ngram", rule=rule.model_copy(update={"running_requests_with_draft": ()}))
     assert s.max_num_seqs == _settings("0.5.23").max_num_seqs
 
 
@@ -65,7 +78,7 @@ def test_a_stated_max_num_seqs_wins():
     assert _settings("0.5.23", speculative_tokens=3, speculative_method="ngram", max_num_seqs=100).max_num_seqs == 100
 
 
-def test_the_graph_batch_and_default_fraction_stay_as_without_a_draft():
+def test_the_48_neither_lowers_the_graph_batch_nor_raises_the_fraction():
     # the 48 is set after the GPU-memory defaults (0.5.23 arg_groups/pipeline.py lines 218 then 306), so 0.5.22's
     # graph-batch cap, which reads a stated --max-running-requests, does not see it
     drafted = _settings("0.5.23", speculative_tokens=3, speculative_method="ngram")
@@ -107,6 +120,40 @@ def test_the_hybrid_draft_solve_runs_the_same_default():
     rule = memory_rule(CATALOG, "sglang", "0.5.23")
     for entry in rule.hybrid_state_split:
         if entry.draft_state is not None:
-            assert entry.draft_state.running_requests == rule.gpu_memory_defaults.draft_running_requests(
-                entry.first_release)
+            cap = running_entry_at(rule.running_requests_with_draft, entry.first_release)
+            assert (entry.draft_state.running_requests, entry.draft_state.running_requests_floor_per_rank) == \
+                (cap.running_requests, cap.running_requests_floor_per_rank)
     assert hybrid_split_at(rule.hybrid_state_split, "0.5.23").draft_state.running_requests == 48
+
+
+@pytest.mark.parametrize("release", ["0.5.3", "0.5.18", "0.5.22"])
+def test_more_dp_attention_ranks_than_48_are_refused_before_the_floor(release):
+    # 48 // 72 = 0 a rank: SGLang stops at start-up ("max_running_request is zero") before 0.5.23's max(1, ...)
+    with pytest.raises(InvalidScenarioError) as e:
+        _drafted(release, "ngram", data_parallel_size=72, enable_expert_parallel=True)
+    assert e.value.field == "data_parallel_size" and "0.5.23 or later" in e.value.allowed
+    assert _drafted(release, "ngram", data_parallel_size=48, enable_expert_parallel=True).max_num_seqs == 1
+    assert _drafted(release, "ngram", data_parallel_size=72, enable_expert_parallel=True, max_num_seqs=2).max_num_seqs == 2
+
+
+def test_from_0_5_23_each_of_72_ranks_runs_one_and_the_note_says_72():
+    s = _drafted("0.5.23", "ngram", data_parallel_size=72, enable_expert_parallel=True)
+    assert s.max_num_seqs == 1
+    assert "at most 72 requests run at once (1 on each of 72 DP attention ranks)" in s.running_note
+
+
+def test_deepseek_v4_runs_256_with_or_without_a_draft():
+    # apply_deepseek_v4_defaults sets 256 before the speculative hook, which then leaves it (0.5.12 and later)
+    w = dict(input_len=1024, output_len=256, concurrency=300)
+    drafted = estimate(_v4(speculative_tokens=3), Workload(**w, speculative_tokens=3))
+    assert drafted.running_per_instance == 256
+    assert estimate(_v4(), Workload(**w)).running_per_instance == 256
+    notes = fit(_v4()).assumptions
+    assert any("--max-running-requests 256 itself for DeepseekV4ForCausalLM" in a for a in notes)
+    older = estimate(_v4(speculative_tokens=3, engine_version="0.5.11"), Workload(**w, speculative_tokens=3))
+    assert older.running_per_instance == 48
+
+
+def test_deepseek_v4_divides_its_256_over_the_dp_attention_ranks():
+    d = _v4(tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True, speculative_tokens=3)
+    assert any("at most 256 requests run at once (32 on each of 8 DP attention ranks)" in a for a in fit(d).assumptions)

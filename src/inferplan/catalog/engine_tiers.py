@@ -14,9 +14,8 @@ then reserves memory outside ``mem_fraction_static`` from those two numbers:
 picks on a software stack (SGLang 0.5.6: AITER on ROCm, x 0.85 above a context of 8,192 tokens). The numbers are in the
 engine's own units (GiB thresholds, MiB terms) and become bytes through the properties here.
 ``ReleaseDefaults``, on an engine release's memory rule, changes them from a release on: other tiers
-(SGLang 0.5.20's for 20-35 GiB GPUs), a stated max_num_seqs capping the graph batch (SGLang 0.5.22), the
-prefill CUDA graphs captured by default (SGLang from 0.5.10: ``catalog/prefill_graphs.py``) and the running
-requests set with a speculative draft (SGLang's 48).
+(SGLang 0.5.20's for 20-35 GiB GPUs), a stated max_num_seqs capping the graph batch (SGLang 0.5.22) and the
+prefill CUDA graphs captured by default (SGLang from 0.5.10: ``catalog/prefill_graphs.py``).
 
 No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
 """
@@ -158,45 +157,24 @@ class GraphBatchCap(Input):
     note: str = ""
 
 
-class DraftRunningCap(Input):
-    """From ``first_release`` on, the running requests the engine sets itself while a speculative draft runs and
-    no max_num_seqs is stated (SGLang's ``max_running_requests``, over the whole server before any DP division).
-    It is set after the GPU-memory defaults, so the tier's graph batch and the fraction it reserves for stay."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    first_release: str  # inclusive, inside the rule's range
-    running_requests: int = Field(ge=1)
-    sources: tuple[str, ...] = Field(min_length=1)
-    note: str = ""
-
-
 class ReleaseDefaults(Input):
-    """How an engine's releases change the defaults it picks by GPU memory or with a speculative draft
-    (None on a rule: engines.yaml's hold)."""
+    """How an engine's releases change the defaults it picks by GPU memory (None on a rule: engines.yaml's hold)."""
 
     model_config = ConfigDict(defer_build=True)
 
     tiers: tuple[ReleaseTiers, ...] = ()  # each from its first_release to the next's
     graph_batch_capped_by_seqs: GraphBatchCap | None = None
     prefill_graphs: tuple[PrefillGraphs, ...] = ()  # each from its first_release to the next's (before the first: none)
-    running_requests_with_draft: DraftRunningCap | None = None
 
     def first_releases(self) -> tuple[str, ...]:
-        cap, draft = self.graph_batch_capped_by_seqs, self.running_requests_with_draft
+        cap = self.graph_batch_capped_by_seqs
         return (*(t.first_release for t in self.tiers), *((cap.first_release,) if cap else ()),
-                *(p.first_release for p in self.prefill_graphs), *((draft.first_release,) if draft else ()))
+                *(p.first_release for p in self.prefill_graphs))
 
     def source_ids(self) -> tuple[str, ...]:
-        cap, draft = self.graph_batch_capped_by_seqs, self.running_requests_with_draft
+        cap = self.graph_batch_capped_by_seqs
         return (*(s for t in self.tiers for s in t.sources), *(cap.sources if cap else ()),
-                *(s for p in self.prefill_graphs for s in p.sources), *(draft.sources if draft else ()))
-
-    def draft_running_requests(self, release: str | None) -> int | None:
-        """The running requests the engine sets with a speculative draft at ``release`` (None: the newest), where
-        it sets them (None: its usual default holds)."""
-        draft = self.running_requests_with_draft
-        return draft.running_requests if draft is not None and _from(release, draft.first_release) else None
+                *(s for p in self.prefill_graphs for s in p.sources))
 
     def prefill_graphs_at(self, release: str | None) -> PrefillGraphs | None:
         """The prefill graphs captured by default at ``release`` (None: the newest), None before the first entry."""

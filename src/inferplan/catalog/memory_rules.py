@@ -25,6 +25,7 @@ from inferplan.catalog.memory_rule_parts import (ActivationProfile, CollectiveBu
                                                  ReleaseFraction, TpFraction)
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import RELEASE_NUMBER, release_key
+from inferplan.catalog.running_requests import ArchitectureRunningRequests, DraftRunningCap
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
 from inferplan.catalog.startup_rules import AttentionWorkspace, MeasuredSizing, StartupHeadroom
@@ -106,6 +107,10 @@ class MemoryRule(Frozen):
     attention_workspace: AttentionWorkspace | None = None
     # a hybrid model's cache memory split into recurrent-state slots and an attention KV pool, by release
     hybrid_state_split: tuple[HybridStateSplit, ...] = ()
+    # the running requests the releases set themselves with no max_num_seqs stated, by first release
+    # (catalog/running_requests.py): with a speculative draft; for an architecture, whether or not a draft runs
+    running_requests_with_draft: tuple[DraftRunningCap, ...] = ()
+    running_requests_by_architecture: tuple[ArchitectureRunningRequests, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
@@ -147,6 +152,8 @@ class MemoryRule(Frozen):
                         *((self.model_runners.v2_estimates_from,) if self.model_runners and
                           self.model_runners.v2_estimates_from else ()),
                         *(h.first_release for h in self.hybrid_state_split),
+                        *(r.first_release for r in (*self.running_requests_with_draft,
+                                                    *self.running_requests_by_architecture)),
                         *((self.current_release.release,) if self.current_release else ())):
             if not self.covers(release):
                 raise ValueError(f"release {release} is outside the rule's releases {self.releases}")
@@ -354,7 +361,8 @@ def check_memory_rules(catalog) -> None:
             *(rule.gpu_memory_defaults.source_ids() if rule.gpu_memory_defaults else ()),
             *(rule.runtime_buffers.source_ids() if rule.runtime_buffers else ()),
             *(rule.measured_sizing.source_ids() if rule.measured_sizing else ()),
-            *(s for h in rule.hybrid_state_split for s in h.sources)))
+            *(s for h in rule.hybrid_state_split for s in h.sources),
+            *(s for r in (*rule.running_requests_with_draft, *rule.running_requests_by_architecture) for s in r.sources)))
         block = rule.block_tokens or catalog.engines.records[rule.engine].block_tokens.value
         if (rule.block_rounding == "none") != (block == 1):
             raise CatalogError(f"{where}: block_rounding {rule.block_rounding} disagrees with {rule.engine}'s "

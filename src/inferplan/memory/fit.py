@@ -320,7 +320,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                            plan.pipeline_parallel_size)  # the prefill graphs its own fraction keeps out
     settings = engine_settings(d, engine, hw.accel, total, rule, profile_len,
                                tp=plan.tensor_parallel_size, pp=plan.pipeline_parallel_size, scale=scale,
-                               draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)), prefill=prefill)
+                               draft_reserve_bytes=draft_reserve_bytes(mtp or (eagle.rule if eagle else None)), prefill=prefill,
+                               arch=spec.architecture)
     if kept := kept_free_bytes(catalog, d):  # --fit's margin, kept free at any -np / -c: no room for the KV cache
         settings = dataclasses.replace(settings, kept_free_bytes=kept, kept_free_by=d.placement_chosen_by)
     slots = context_sequences(rule.context_cache, d.max_num_seqs)

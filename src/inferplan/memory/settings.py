@@ -5,10 +5,12 @@ the GPU's software stack asks for it) — except where the engine release's memo
 sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 took a fixed fraction by TP size; SGLang
 changes its tiers from 0.5.20, keeps memory out for the prefill CUDA graphs it captures by default from 0.5.10
 (``memory/prefill_graphs.py``), caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22
-and runs 48 requests at most with a speculative draft when none is stated)."""
+and sets the running requests itself with a speculative draft or for an architecture when none is stated:
+``memory/release_running.py``)."""
 
 from __future__ import annotations
 
+from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.engine_tiers import FractionScale, tier_for
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
 from inferplan.catalog.schema import Accelerator
@@ -16,20 +18,21 @@ from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
-from inferplan.memory.state_pool import attention_dp_ranks, draft_named
+from inferplan.memory.release_running import release_running, release_running_note
 from inferplan.units import GiB
 
 
 def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: float, rule: MemoryRule | None = None,
                      max_len: int | None = None, *, tp: int = 1, pp: int = 1,
                      scale: FractionScale | None = None, draft_reserve_bytes: float = 0.0,
-                     prefill: PrefillCapture | None = None) -> EngineSettings:
+                     prefill: PrefillCapture | None = None, arch: Architecture | None = None) -> EngineSettings:
     """The engine's batch limits and fraction: stated, else the defaults of engines.yaml for a GPU of
     ``total_bytes`` in an instance of ``tp`` x ``pp`` GPUs (times ``scale``, the factor its attention
     backend applies: ``fraction_scale``), except where the release's rule sets them (a V0 profile batch
     of max_model_len tokens, V0's 256 sequences); ``draft_reserve_bytes``: what the engine keeps besides
     outside a fraction it picks while a speculative draft runs; ``prefill``: the prefill CUDA graphs it captures
-    by default, whose memory a fraction it picks keeps out."""
+    by default, whose memory a fraction it picks keeps out; ``arch``: the model's, whose running requests a release
+    may set."""
     if d.model_runner is not None and (rule is None or rule.model_runners is None):
         raise InvalidScenarioError(f"{engine.name}'s memory rule {rule.label if rule else ''} names no model-runner choice: "
                                    "the runner is modelled for vLLM 0.20.0 and later", field="model_runner",
@@ -49,12 +52,12 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                     total_bytes)
     mnbt = d.max_num_batched_tokens or rule_batch_tokens(rule, max_len) or (tier and tier.max_num_batched_tokens) or \
         _value(engine.max_num_batched_tokens if large else engine.small_gpu_max_num_batched_tokens, 2048)
-    # SGLang sets its running requests itself while a speculative draft runs (48 over the server, divided over
-    # its DP attention ranks as a stated total is; at least one a rank), after the tier's graph batch
-    with_draft = defaults.draft_running_requests(at) if defaults and draft_named(d) else None
-    with_draft = with_draft and max(1, with_draft // attention_dp_ranks(d))
-    default_seqs = with_draft or (rule.max_num_seqs_default if rule and rule.max_num_seqs_default else
-                                  _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256))
+    # SGLang sets its running requests itself while a speculative draft runs, or for an architecture, draft or not
+    # (the server's total, divided over its DP attention ranks as a stated total is), after the tier's graph batch
+    released = release_running(d, engine.name, rule, at, arch)
+    default_seqs = (released and released.per_rank) or (rule.max_num_seqs_default if rule and rule.max_num_seqs_default
+                                                         else _value(engine.max_num_seqs if large else
+                                                                     engine.small_gpu_max_num_seqs, 256))
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
@@ -90,19 +93,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           measured_sizing_off=sized_off.named(d) if sized_off else
                           refused.named(d.kv_connector) if refused else None,
                           kv_connector=d.kv_connector,
-                          running_note=draft_running_note(engine.name, rule, at, int(seqs), attention_dp_ranks(d))
-                          if with_draft and not d.max_num_seqs else None,
+                          running_note=release_running_note(engine.name, at, released) if released else None,
                           fraction_stated=d.gpu_memory_utilization is not None)
-
-
-def draft_running_note(engine_name: str, rule: MemoryRule, release: str | None, seqs: int, ranks: int) -> str:
-    """Why the planned release runs ``seqs`` requests at most on each of ``ranks`` DP attention ranks: it sets
-    them itself with a speculative draft."""
-    cap = rule.gpu_memory_defaults.running_requests_with_draft
-    each = f" ({seqs} on each of {ranks} DP attention ranks)" if ranks > 1 else ""
-    return (f"{engine_name} {release or cap.first_release} sets --max-running-requests {cap.running_requests} itself "
-            f"with a speculative draft when none is given: at most {cap.running_requests} requests run at once{each}, "
-            f"the rest queue ({', '.join(cap.sources)}); --max-num-seqs states another cap")
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:

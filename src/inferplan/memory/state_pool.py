@@ -23,7 +23,7 @@ from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.hybrid_split import HybridStateSplit, hybrid_split_at, next_split_release
 from inferplan.catalog.memory_rules import MemoryRule
 from inferplan.errors import InvalidScenarioError
-from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.deployment import METHOD_DRAFT_FIELDS, Deployment
 from inferplan.memory.fit_held import Held
 from inferplan.memory.kv_cache import KvLayout
 from inferplan.units import GiB
@@ -137,6 +137,13 @@ def draft_named(d: Deployment) -> bool:
     return bool(d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint)
 
 
+def draft_method(d: Deployment, arch: Architecture | None) -> str:
+    """The method drafting ``d``'s tokens: the one named, else the one whose draft ``d`` names, else mtp where the
+    model has MTP layers, else ngram (as ``memory.mtp.with_unnamed_drafts`` plans an unnamed draft)."""
+    by_draft = next((method for method, field in METHOD_DRAFT_FIELDS.items() if getattr(d, field)), None)
+    return d.speculative_method or by_draft or ("mtp" if arch is not None and arch.mtp_layers else "ngram")
+
+
 def flag_running_requests(d: Deployment) -> int | None:
     """The --max-running-requests ``d`` is launched with (None: not stated): its max_num_seqs, each DP attention
     rank's, times the ranks (the flag is the server's total there: ``max_num_seqs`` in engine_flags.yaml)."""
@@ -144,13 +151,12 @@ def flag_running_requests(d: Deployment) -> int | None:
 
 
 def draft_plan(split: HybridStateSplit, d: Deployment, arch: Architecture | None, ranks: int) -> DraftPlan | None:
-    """The draft the state pool is solved for (None without one): the verified tokens by the method (left out:
-    mtp where the model has MTP layers or a draft is named, else ngram) and the running requests per DP attention
+    """The draft the state pool is solved for (None without one): the verified tokens by the method
+    (``draft_method``) and the running requests per DP attention
     rank (of ``ranks``): stated (max_num_seqs is each rank's), else the release's default with a draft over the ranks."""
     if not d.speculative_tokens or split.draft_state is None:
         return None
-    named = d.mtp_draft or d.eagle3_draft or d.draft_checkpoint or (arch is not None and arch.mtp_layers)
-    method = d.speculative_method or ("mtp" if named else "ngram")
+    method = draft_method(d, arch)
     floor = split.draft_state.running_requests_floor_per_rank
     per_rank = d.max_num_seqs or max(floor, split.draft_state.running_requests // ranks)  # a stated cap is a rank's
     return DraftPlan(split.draft_state.verified_tokens(d.speculative_tokens, method), per_rank)
