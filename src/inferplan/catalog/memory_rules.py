@@ -25,6 +25,7 @@ from inferplan.catalog.memory_rule_parts import (ActivationProfile, CollectiveBu
                                                  ReleaseFraction, TpFraction)
 from inferplan.catalog.mlx_rules import InFlightPrefill
 from inferplan.catalog.provenance import RELEASE_NUMBER, release_key
+from inferplan.catalog.running_defaults import RunningDefault, running_default_at
 from inferplan.catalog.running_requests import ArchitectureRunningRequests, DraftRunningCap
 from inferplan.catalog.runtime_buffers import RuntimeBuffers
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
@@ -71,6 +72,8 @@ class MemoryRule(Frozen):
     # the free-memory figure the releases read on an integrated GPU (catalog/free_memory.py; empty: not stated)
     free_memory_queries: tuple[FreeMemoryQuery, ...] = ()
     max_num_seqs_default: int | None = Field(None, ge=1)  # None: engines.yaml's default
+    # the requests the releases run at once without a stated max_num_seqs, by release (catalog/running_defaults.py)
+    running_defaults: tuple[RunningDefault, ...] = ()
     budget: Literal["of_total", "of_free_after_weights", "no_fraction"]
     # what an of_total fraction is taken of: the device total, or the memory free when the engine reads it
     # at start-up (SGLang: after the CUDA context and the distributed init, before the weights load)
@@ -154,9 +157,12 @@ class MemoryRule(Frozen):
                         *(h.first_release for h in self.hybrid_state_split),
                         *(r.first_release for r in (*self.running_requests_with_draft,
                                                     *self.running_requests_by_architecture)),
+                        *(r.first_release for r in self.running_defaults),
                         *((self.current_release.release,) if self.current_release else ())):
             if not self.covers(release):
                 raise ValueError(f"release {release} is outside the rule's releases {self.releases}")
+        if self.running_defaults and self.max_num_seqs_default:
+            raise ValueError("a rule states its running requests by running_defaults or max_num_seqs_default, not both")
         if self.current_release and self.default:
             raise ValueError("a rule carrying the current_release is the default: drop default: true")
         if [t.min_tp for t in self.memory_fraction_by_tp] != sorted({t.min_tp for t in self.memory_fraction_by_tp}) or \
@@ -180,6 +186,11 @@ class MemoryRule(Frozen):
     def planned_release(self, release: str | None) -> str | None:
         """The release number an engine_version names (None: the current release, else the rule's open end)."""
         return parse_engine_version(release)[0] if release else getattr(self.current_release, "release", None)
+
+    def running_default(self, release: str | None) -> RunningDefault | None:
+        """The requests run at once without a stated max_num_seqs at ``release`` (an engine_version; None: the
+        current release, else the newest entry), where the rule states them."""
+        return running_default_at(self.running_defaults, self.planned_release(release))
 
     def free_memory_query(self, release: str | None) -> FreeMemoryQuery | None:
         """What the release reads as free memory on an integrated GPU (None: not stated). ``release`` None: the

@@ -27,6 +27,7 @@ from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.memory_rules import MemoryRule, memory_rule
 from inferplan.catalog.schema import Accelerator, EngineDefaults, Software
+from inferplan.catalog.running_defaults import RunningDefault
 from inferplan.catalog.startup_rules import MeasuredSizing
 from inferplan.memory.context_cache import compute_buffer_bytes
 from inferplan.memory.cuda_graphs import estimated_graph_bytes, model_runner, runner_counts_graphs
@@ -70,6 +71,8 @@ class EngineSettings:
     fraction_stated: bool = False  # the memory fraction is the deployment's own, not the release's default
     kv_connector: str | None = None  # the KV connector a disaggregated pool's instance launches with (None: none)
     running_note: str | None = None  # where the release sets the running requests itself (SGLang with a draft), why
+    # the release's running requests as it derives them from the KV pool, applied once the pool is sized (SGLang)
+    running_from_pool: RunningDefault | None = None
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from inferplan.memory.running_cap import concurrency_answer, running_cap, runnin
 from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
-from inferplan.memory.settings import engine_settings, fraction_scale
+from inferplan.memory.settings import engine_settings, fraction_scale, pool_running_note, pool_running_requests
 from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
                                      parallel_plan, stated_plan)
 from inferplan.memory.kv_cache import KvLayout
@@ -342,9 +342,16 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
-    held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, engine_cap)
-    held, states, state_notes = with_state_pool(held, release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens,
-                                        kv_arch, plan.data_parallel_size, engine_cap)
+    def held_at(running: int):  # the cache at the planned length, each of ``running`` sequences' share at a concurrency
+        return with_state_pool(kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, running),
+                               release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens, kv_arch,
+                               plan.data_parallel_size, running)
+    held, states, state_notes = held_at(engine_cap)
+    if (pooled := pool_running_requests(settings, held.tokens, held.max_len)) is not None:  # SGLang's, from its pool
+        settings = dataclasses.replace(settings, max_num_seqs=pooled)
+        engine_cap = running_sequences(settings, plan.pipeline_parallel_size, started)
+        held, states, state_notes = held_at(engine_cap)
+        state_notes = [*state_notes, pool_running_note(engine.name, settings, held.tokens, held.max_len)]
     cap = running_cap(catalog, d, engine.id, engine_cap, started or settings.max_num_seqs, states and states.running_cap,
                       states and states.slots)
     check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,

@@ -6,7 +6,10 @@ sequences; vLLM from 0.20 defaults to a fraction of 0.92; SGLang before 0.4.7 to
 changes its tiers from 0.5.20, keeps memory out for the prefill CUDA graphs it captures by default from 0.5.10
 (``memory/prefill_graphs.py``), caps the CUDA-graph batch its fraction reserves for at a stated max_num_seqs from 0.5.22
 and sets the running requests itself with a speculative draft or for an architecture when none is stated:
-``memory/release_running.py``)."""
+``memory/release_running.py``). Without a stated max_num_seqs, or one a release sets itself, the requests a release
+runs at once are its rule's ``running_defaults`` where it states them (mlx-lm's 32, one at a time before its batching
+and with a draft; SGLang's from the KV pool it sized, ``pool_running_requests``, applied by ``fit`` once the pool is
+known).
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.engine_budget import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
 from inferplan.memory.release_running import release_running, release_running_note
+from inferplan.memory.state_pool import draft_named
 from inferplan.units import GiB
 
 
@@ -55,9 +59,14 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     # SGLang sets its running requests itself while a speculative draft runs, or for an architecture, draft or not
     # (the server's total, divided over its DP attention ranks as a stated total is), after the tier's graph batch
     released = release_running(d, engine.name, rule, at, arch)
-    default_seqs = (released and released.per_rank) or (rule.max_num_seqs_default if rule and rule.max_num_seqs_default
-                                                         else _value(engine.max_num_seqs if large else
-                                                                     engine.small_gpu_max_num_seqs, 256))
+    # else the release's own running default (MLX's batch of 32, one at a time with a draft; SGLang's from the
+    # pool it sizes: running_from_pool, applied once the pool is known)
+    running = rule.running_default(d.engine_version) if rule and not d.max_num_seqs and not released else None
+    fixed = running and not running.from_pool and (running.with_draft if draft_named(d) and running.with_draft
+                                                   else running.running_requests)
+    default_seqs = (released and released.per_rank) or fixed or (
+        rule.max_num_seqs_default if rule and rule.max_num_seqs_default
+        else _value(engine.max_num_seqs if large else engine.small_gpu_max_num_seqs, 256))
     seqs = d.max_num_seqs or min(default_seqs, mnbt)
     # a reported total the engine's cap is read from (MLX: the measured Metal working set) takes its own fraction
     reported = engine.memory_fraction_of_reported if accel.memory_reported_bytes is not None else None
@@ -94,7 +103,27 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           refused.named(d.kv_connector) if refused else None,
                           kv_connector=d.kv_connector,
                           running_note=release_running_note(engine.name, at, released) if released else None,
+                          running_from_pool=running if running and running.from_pool else None,
                           fraction_stated=d.gpu_memory_utilization is not None)
+
+
+def pool_running_requests(settings: EngineSettings, pool_tokens: int, context_tokens: int) -> int | None:
+    """The requests the engine runs at once per instance (each DP attention rank) where its release derives them
+    from the KV pool it sized (``running_from_pool``: SGLang without a stated --max-running-requests): the pool's
+    ``pool_tokens`` over the tokens per request, at most the request table for ``context_tokens``; None elsewhere."""
+    running = settings.running_from_pool
+    return running.pool_requests(pool_tokens, context_tokens) if running is not None and context_tokens else None
+
+
+def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: int, context_tokens: int) -> str:
+    """How the release derived its running requests from the pool (``pool_running_requests``)."""
+    running = settings.running_from_pool
+    table = running.request_table
+    return (f"{engine_name} runs at most {settings.max_num_seqs:,} requests at once per instance when "
+            f"--max-running-requests is not given: min({pool_tokens:,} pool tokens // "
+            f"{running.pool_tokens_per_request}, a request table of {table.requests(pool_tokens, context_tokens):,} "
+            f"rows = min(max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, "
+            f"{table.requests_floor}), {table.requests_cap})) ({', '.join(running.sources)}); the rest queue")
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
