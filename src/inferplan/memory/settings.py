@@ -9,7 +9,7 @@ and sets the running requests itself with a speculative draft or for an architec
 ``memory/release_running.py``). Without a stated max_num_seqs, or one a release sets itself, the requests a release
 runs at once are its rule's ``running_defaults`` where it states them (mlx-lm's 32, one at a time before its batching
 and with a draft; SGLang's from the KV pool it sized, ``pool_running_requests``, applied by ``fit`` once the pool is
-known).
+known)."""
 
 from __future__ import annotations
 
