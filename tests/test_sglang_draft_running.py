@@ -157,3 +157,20 @@ def test_deepseek_v4_runs_256_with_or_without_a_draft():
 def test_deepseek_v4_divides_its_256_over_the_dp_attention_ranks():
     d = _v4(tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True, speculative_tokens=3)
     assert any("at most 256 requests run at once (32 on each of 8 DP attention ranks)" in a for a in fit(d).assumptions)
+
+
+def test_a_search_or_plan_states_the_cap_the_release_runs_without_the_draft():
+    from inferplan.memory.fit import verdict_plan
+    from inferplan.memory.slots import with_draft_running_stated
+    drafted = Deployment(model="deepseek-r1", gpu="b200", gpus=8, tensor_parallel_size=8, engine="sglang",
+                         max_model_len=9216, mtp_draft=True, speculative_tokens=3)
+    plain = drafted.model_copy(update={"mtp_draft": False, "speculative_tokens": 0})
+    started = with_draft_running_stated(drafted, CATALOG)
+    assert verdict_plan(drafted, CATALOG).settings.max_num_seqs == 48
+    assert started.max_num_seqs == verdict_plan(plain, CATALOG).settings.max_num_seqs > 48
+    # nothing to state: no draft, a stated cap, or an engine that sets none with a draft
+    assert with_draft_running_stated(plain, CATALOG) is plain
+    stated = drafted.model_copy(update={"max_num_seqs": 64})
+    assert with_draft_running_stated(stated, CATALOG) is stated
+    vllm = drafted.model_copy(update={"engine": "vllm"})
+    assert with_draft_running_stated(vllm, CATALOG) is vllm

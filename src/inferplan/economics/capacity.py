@@ -25,7 +25,7 @@ from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware, runs_named_build, system_domain_gpus, system_scale_out
 from inferplan.memory.layout import LAYOUT_FIELDS, cell_widths, instance_gpus, os_host_gpus
 from inferplan.memory.ollama_batch import on_ollama_gpu
-from inferplan.memory.slots import SLOT_LIMIT, most_slots, with_most_slots
+from inferplan.memory.slots import SLOT_LIMIT, most_slots, with_draft_running_stated, with_most_slots
 from inferplan.memory.suggest import smaller_weights
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
@@ -167,8 +167,10 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
     shape = Workload(input_len=w.input_tokens_per_request, output_len=w.output_tokens_per_request,
                      prefix_cache_hit_rate=w.cache_hit_rate, **drafts(w))
     # llama.cpp serves the --parallel slots it is started with: a cell is started with the most that
-    # fit, as a search starts it
+    # fit, as a search starts it; a release that caps its running requests itself while a draft runs is
+    # started with the cap it runs without one
     stated, cell = cell, with_most_slots(cell, catalog, SLOT_LIMIT) if cell.max_model_len else cell
+    cell = with_draft_running_stated(cell, catalog)
     ctx = ServingContext(catalog, cell, shape)
     profile, skipped = find_profile(ctx, stated)  # a profile of another launch is not used, and said so
 

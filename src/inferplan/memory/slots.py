@@ -2,7 +2,10 @@
 slot ``max_model_len`` of the ``--ctx-size`` cells) can be started with: the largest ``max_num_seqs``
 whose whole cache still fits. A search or a benchmark pack that wants many requests in flight on such
 an engine states that many slots, so the launch command opens them and the plan allocates for them.
-``fit`` and the what-fits matrix give such an engine's concurrency in whole slots (``with_slots``)."""
+``fit`` and the what-fits matrix give such an engine's concurrency in whole slots (``with_slots``). Where a release
+sets a lower running cap itself because a speculative draft runs (SGLang's 48: ``memory/release_running.py``), a
+search or a plan states the requests the release runs without the draft (``with_draft_running_stated``), as the
+launches of published rack benchmarks state ``--max-running-requests``."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import plan_memory, verdict_plan
 from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.state_pool import draft_named
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
 
@@ -86,3 +90,22 @@ def sequences_held(d: Deployment, catalog: Catalog) -> float:
     result = plan_memory(d, catalog).result
     most = most_slots(d, catalog, SLOT_LIMIT) if result.fits else None
     return float(most) if most is not None else result.total_max_concurrency
+
+
+def with_draft_running_stated(d: Deployment, catalog: Catalog) -> Deployment:
+    """``d`` with ``max_num_seqs`` stated at the requests its release runs at once without a draft, where ``d`` states
+    none, drafts, and its release sets a lower cap itself because of the draft (``EngineSettings.running_note``);
+    else ``d``. The launch then states that cap (SGLang ``--max-running-requests``, the ranks' total) in place of the
+    one the release would set."""
+    if d.max_num_seqs is not None or not draft_named(d):
+        return d
+    try:
+        drafted = verdict_plan(d, catalog)
+        if drafted.settings.running_note is None:
+            return d
+        plain = verdict_plan(d.model_copy(update={"speculative_tokens": 0, "speculative_method": None, "mtp_draft": False,
+                                                  "eagle3_draft": None, "draft_checkpoint": None}), catalog)
+    except InferplanError:
+        return d
+    more = plain.settings.max_num_seqs
+    return d.model_copy(update={"max_num_seqs": more}) if more > drafted.settings.max_num_seqs else d

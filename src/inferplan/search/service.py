@@ -34,7 +34,7 @@ from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.fit import plan_memory
-from inferplan.memory.slots import with_most_slots
+from inferplan.memory.slots import with_draft_running_stated, with_most_slots
 from inferplan.memory.slots import SLOT_LIMIT
 from inferplan.performance.serving import EstimateSweep, Figures
 from inferplan.inputs.workload import Workload
@@ -190,9 +190,10 @@ def service_curve(d: Deployment, w: Workload, catalog: Catalog | None = None, *,
 
 def _with_slots(d: Deployment, w: Workload, catalog: Catalog) -> Deployment:
     """``d`` started with as many slots as fit where the engine allocates its context per slot and
-    ``d`` states none (llama.cpp): what it serves at once is the slots its launch opens."""
+    ``d`` states none (llama.cpp): what it serves at once is the slots its launch opens; and with the running
+    requests its release runs without a draft where a draft would lower them (``with_draft_running_stated``)."""
     sized = d.model_copy(update={"max_model_len": d.max_model_len or w.input_len + w.output_len})
-    started = with_most_slots(sized, catalog, SLOT_LIMIT)
+    started = with_draft_running_stated(with_most_slots(sized, catalog, SLOT_LIMIT), catalog)
     # ``d`` itself when nothing changes: the same fields stated, so its memory plan is the one made already
     return d if started is sized else d.model_copy(update={"max_num_seqs": started.max_num_seqs})
 
