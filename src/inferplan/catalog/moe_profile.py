@@ -14,7 +14,8 @@ and never on ROCm).
 From 0.17 the modular MoE kernel (``FusedMoEKernel``) takes its scratch from the worker's workspace
 manager, one buffer that only grows and is kept after the profile: workspace13 (tokens x top-k x max(I, H),
 sharing storage with the tokens x H output) beside workspace2 (tokens x top-k x max(2I, H)) for Marlin's and
-Triton's experts alike (``MarlinExperts``/``TritonExperts.workspace_shapes``), so those bytes add to the
+gated Triton experts (``MarlinExperts``/``TritonExperts.workspace_shapes``; ``workspace_shapes`` names which,
+H there the experts' input width, a LatentMoE model's latent width), so those bytes add to the
 profile's peak instead of meeting the sampler pass in the larger of the two (``shapes: modular_workspaces``).
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
 """
@@ -40,6 +41,8 @@ class MoeKernelBuffers(Frozen):
     # intermediate_caches: tokens x top-k x (max(2I, H) + I), freed when the layer returns; modular_workspaces:
     # tokens x top-k x (max(I, H) + max(2I, H)) in the workspace manager's buffer, kept after the profile
     shapes: Literal["intermediate_caches", "modular_workspaces"] = "intermediate_caches"
+    # the modular kernel's experts' workspace_shapes (memory/moe_layout.py modular_workspace); with modular_workspaces only
+    workspace_shapes: Literal["marlin", "triton", "humming"] | None = None
     without_expert_parallel: bool = False  # the experts take this kernel only without expert parallelism
     architectures: tuple[str, ...] = ()  # accelerators' architectures on which these experts run it (empty: every one)
     software: tuple[Software, ...] = ()  # the accelerators' software stacks on which they run it (empty: every one)
@@ -50,6 +53,9 @@ class MoeKernelBuffers(Frozen):
         if self.shapes == "modular_workspaces" and (self.output_copy or self.chunk_tokens):
             raise ValueError("modular_workspaces hold the output in workspace13, unchunked: output_copy must be "
                              "false and chunk_tokens unset")
+        if (self.shapes == "modular_workspaces") != (self.workspace_shapes is not None):
+            raise ValueError("workspace_shapes (marlin, triton or humming) names the experts' modular_workspaces, "
+                             "and only those")
         return self
 
     @property
