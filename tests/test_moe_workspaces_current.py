@@ -88,3 +88,13 @@ def test_a_modular_workspace_entry_cannot_claim_an_output_copy_or_a_chunk():
         with pytest.raises(ValidationError, match="modular_workspaces"):
             MoeKernelBuffers(kernel="Marlin", quantizations=("int4-awq",), shapes="modular_workspaces", sources=("x",),
                              **extra)
+
+
+def test_data_parallel_ranks_tokens_are_all_gathered_into_the_kept_workspaces():
+    # allgather_reducescatter, the default dispatch: each GPU's experts get both DP ranks' 8,192 tokens
+    assert _buffers("0.34.0", "int4-awq", expert_parallel=True, data_parallel=2)[0] == 2 * MODULAR_8192
+    assert _buffers("0.34.0", "int4-awq", data_parallel=2)[0] == 2 * MODULAR_8192  # I/2 = 384: the hidden size binds
+    assert _buffers("0.19.1", "int4-awq", data_parallel=2)[0] == FUSED_8192  # no gather described before 0.20
+    d = Deployment(model="qwen3-30b-a3b", gpu="a100-80gb", quantization="int4-awq", engine_version="0.34.0",
+                   max_num_batched_tokens=8192, gpus=2, data_parallel_size=2, enable_expert_parallel=True)
+    assert any("(2 DP ranks × 8,192 tokens, all-gathered)" in a and "= 1.00 GiB" in a for a in fit(d, CATALOG).assumptions)

@@ -81,9 +81,19 @@ class MoeProfileBuffers(Frozen):
     element_bytes: float = Field(gt=0)  # the activations' dtype (bf16/fp16: 2)
     kernels: tuple[MoeKernelBuffers, ...] = Field(min_length=1)
     composition: Literal["forward_beside_sampler"]  # held hidden states + max(sampler pass, MoE caches)
+    # the default dispatch hands every GPU's experts the tokens of all data-parallel ranks, by these sources
+    # (false: not described)
+    data_parallel_gather: bool = False
+    gather_sources: tuple[str, ...] = ()
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
 
+    @model_validator(mode="after")
+    def _a_gather_has_sources(self) -> MoeProfileBuffers:
+        if self.data_parallel_gather != bool(self.gather_sources):
+            raise ValueError("data_parallel_gather takes gather_sources, and gather_sources only with it")
+        return self
+
     def source_ids(self) -> tuple[str, ...]:
-        return tuple(s for k in self.kernels for s in k.sources)
+        return (*(s for k in self.kernels for s in k.sources), *self.gather_sources)

@@ -19,7 +19,7 @@ from inferplan.catalog.accelerator_schema import Accelerator
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version, release_key
 from inferplan.catalog.moe_profile import MoeKernelBuffers, MoeProfileBuffers
-from inferplan.memory.moe_layout import expert_input_width, modular_workspace
+from inferplan.memory.moe_layout import expert_batch, expert_input_width, modular_workspace
 from inferplan.units import GiB
 
 
@@ -53,20 +53,24 @@ def _kernel(entry: MoeProfileBuffers, quant_id: str | None, accel: Accelerator,
 
 
 def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, accel: Accelerator, tokens: int, tp: int,
-                      release: str | None, quant_id: str | None, expert_parallel: bool = False) -> MoeCaches:
-    """Bytes per GPU of one MoE layer's buffers in the profile's dummy forward of ``tokens`` tokens, a note,
-    and whether they are kept; 0 and None where the model has no experts, the release is not covered or the
-    experts' quantization runs a kernel the rule does not describe on ``accel``."""
+                      release: str | None, quant_id: str | None, expert_parallel: bool = False,
+                      data_parallel: int = 1) -> MoeCaches:
+    """Bytes per GPU of one MoE layer's buffers in the profile's dummy forward of ``tokens`` tokens per
+    data-parallel rank (``data_parallel``: the ranks whose tokens meet on the experts, memory/expert_split.py;
+    gathered where the release's entry says its dispatch all-gathers them), a note, and whether they are kept;
+    0 and None where the model has no experts, the release is not covered or the experts' quantization runs a
+    kernel the rule does not describe on ``accel``."""
     if arch is None or arch.moe is None or not arch.moe.expert_intermediate_size:
         return MoeCaches()
     entry = _covering(rule, release)
     kernel = _kernel(entry, quant_id, accel, expert_parallel) if entry is not None else None
     if kernel is None:
         return MoeCaches()
-    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp), 1)
+    gathered, share, said = expert_batch(arch, tokens=tokens, tp=tp, expert_parallel=expert_parallel,
+                                         data_parallel=data_parallel if entry.data_parallel_gather else 1)
     width, topk = expert_input_width(arch), arch.moe.experts_per_token
-    batch = min(tokens, kernel.chunk_tokens) if kernel.chunk_tokens else tokens
-    chunk = f"a chunk of {batch:,} of {tokens:,} tokens" if batch < tokens else f"{tokens:,} tokens at once"
+    batch = min(gathered, kernel.chunk_tokens) if kernel.chunk_tokens else gathered
+    chunk = f"a chunk of {batch:,} of {said}" if batch < gathered else f"{said} at once"
     if kernel.kept:
         total, shown = modular_workspace(kernel.workspace_shapes, tokens=batch, topk=topk, inter=share, width=width,
                                          element_bytes=entry.element_bytes, gate_rows=arch.mlp_projections - 1,
@@ -74,8 +78,8 @@ def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, accel: Acc
         return MoeCaches(total, f"{kernel.kernel} MoE workspaces kept after the profile, for {chunk}: {batch:,} × "
                                 f"{shown} = {total / GiB:.2f} GiB", True)
     caches = batch * topk * (max(2 * share, width) + share)
-    output = tokens * width if kernel.output_copy else 0
+    output = gathered * width if kernel.output_copy else 0
     total = entry.element_bytes * (caches + output)
-    shown = f" + {tokens:,} × {width} output" if output else ""
+    shown = f" + {gathered:,} × {width} output" if output else ""
     return MoeCaches(total, f"{kernel.kernel} MoE caches for {chunk}: ({batch:,} × top-{topk} × (max(2 × {share}, "
                             f"{width}) + {share}){shown}) × {entry.element_bytes:g} B = {total / GiB:.2f} GiB")

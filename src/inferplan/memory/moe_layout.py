@@ -71,6 +71,18 @@ def expert_input_width(arch: Architecture) -> int:
     return arch.moe.latent_size if arch.moe is not None and arch.moe.latent_size else arch.hidden_size
 
 
+def expert_batch(arch: Architecture, *, tokens: int, tp: int, expert_parallel: bool,
+                 data_parallel: int = 1) -> tuple[int, int, str]:
+    """The tokens one MoE layer's kernel gets from a batch of ``tokens`` per data-parallel rank, the GPU's share
+    of an expert's intermediate size, and how the batch was taken. ``data_parallel``: the ranks whose tokens the
+    dispatch all-gathers onto every GPU's experts (1: none); under expert parallelism each GPU holds whole
+    experts, without it the experts' tensor-parallel group spans TP x those ranks."""
+    dp = max(data_parallel, 1)
+    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp * dp), 1)
+    said = f"({dp} DP ranks × {tokens:,} tokens, all-gathered)" if dp > 1 else f"{tokens:,} tokens"
+    return tokens * dp, share, said
+
+
 def modular_workspace(shapes: str, *, tokens: int, topk: int, inter: int, width: int, element_bytes: float,
                       gate_rows: int = 2, grouped: int = 1) -> tuple[int, str]:
     """Bytes of vLLM's modular MoE kernel's two workspaces for ``tokens`` tokens, by the experts'
@@ -129,13 +141,10 @@ def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acceler
         return 0.0, None
     k, rule = picked
     ws = rule.workspace
-    dp = data_parallel if ws.data_parallel_gather and data_parallel > 1 else 1
-    # under expert parallelism each GPU holds whole experts; without it the experts' TP group spans the DP ranks
-    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp * dp), 1)
+    gathered, share, batch = expert_batch(arch, tokens=tokens, tp=tp, expert_parallel=expert_parallel,
+                                          data_parallel=data_parallel if ws.data_parallel_gather else 1)
     inter = math.ceil(share / k.intermediate_multiple) * k.intermediate_multiple
     topk = arch.moe.experts_per_token
-    gathered = tokens * dp
-    batch = f"({dp} DP ranks × {tokens} tokens, all-gathered)" if dp > 1 else f"{tokens} tokens"
     width = math.ceil(expert_input_width(arch) / k.hidden_multiple) * k.hidden_multiple
     moe, shown = modular_workspace(ws.shapes, tokens=gathered, topk=topk, inter=inter, width=width,
                                    element_bytes=ws.element_bytes, grouped=topk if expert_parallel else 1)
