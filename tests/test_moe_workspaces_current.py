@@ -98,3 +98,14 @@ def test_data_parallel_ranks_tokens_are_all_gathered_into_the_kept_workspaces():
     d = Deployment(model="qwen3-30b-a3b", gpu="a100-80gb", quantization="int4-awq", engine_version="0.34.0",
                    max_num_batched_tokens=8192, gpus=2, data_parallel_size=2, enable_expert_parallel=True)
     assert any("(2 DP ranks × 8,192 tokens, all-gathered)" in a and "= 1.00 GiB" in a for a in fit(d, CATALOG).assumptions)
+
+
+def test_group_128_awq_and_gptq_experts_run_marlin_on_blackwell():
+    # FlashInfer's MXINT4 kernel takes symmetric group-32 INT4 on compute capability 10.x only; 0.22's WNA16
+    # oracle lists Marlin alone: AWQ/GPTQ (group 128) keep Marlin's workspaces on an RTX 5090 and a B200
+    for accel in (CATALOG.accelerators.records["rtx-5090"], CATALOG.accelerators.records["b200"]):
+        for release in ("0.22.0", "0.24.0", "0.34.0"):
+            for quant in ("int4-awq", "int4-gptq"):
+                size, note, kept = _buffers(release, quant, accel)
+                assert (size, kept) == (MODULAR_8192, True) and note.startswith("Marlin (modular)"), (release, quant)
+        assert _buffers("0.34.0", "int4-w4a16", accel) == (0.0, None, False)  # group 32 possible: not described
