@@ -62,7 +62,13 @@ def test_int4_experts_leave_fused_marlin_moe_one_checkpoint_format_at_a_time():
 
 def test_hoppers_int4_experts_leave_marlin_for_humming_at_0_32():
     assert _buffers("0.31.0", "int4-awq", H100)[0] == MODULAR_8192
-    assert _buffers("0.32.0", "int4-awq", H100) == (0.0, None, False)
+    # Humming's indexed GEMM: 8192 x max(2048, 8 x 768, 2048) + 8192 x 8 x max(2048, 2 x 768) bf16 elements
+    for quant in ("int4-awq", "int4-gptq", "int4-w4a16"):
+        size, note, kept = _buffers("0.32.0", quant, H100)
+        assert (size, kept) == (2 * (8192 * 6144 + 8192 * 8 * 2048), True) and note.startswith("Humming (modular)")
+    # its grouped GEMM under expert parallelism: the first workspace holds 8192 x top-8 x 2048
+    size, *_ = _buffers("0.34.0", "int4-awq", H100, expert_parallel=True)
+    assert size == 2 * (8192 * 8 * 2048 + 8192 * 8 * 2048)
 
 
 def test_0_16_keeps_its_unchunked_fused_marlin_caches():

@@ -90,13 +90,13 @@ def modular_workspace(shapes: str, *, tokens: int, topk: int, inter: int, width:
     ``width``: the experts' input width K, expert_input_width). ``marlin`` holds top-k x (max(I, K) +
     max(2I, K)) elements per token whatever the activation; ``triton`` top-k x (max(I, K) + max(gI, K)), g the
     gate/up rows per intermediate row (``gate_rows``: 2 gated, 1 for a plain activation, whose output is as
-    wide as its input); ``humming`` max(K, top-k x I, ``grouped`` x K) + top-k x max(K, 2I), ``grouped`` the
+    wide as its input); ``humming`` max(K, top-k x I, ``grouped`` x K) + top-k x max(K, gI), ``grouped`` the
     top-k under expert parallelism (its grouped GEMM) and 1 otherwise. Each piece is rounded up to 256 bytes."""
     if shapes == "humming":  # output, down_output, quanted_down_input, gate_up_output, quanted input, alternating
         total = _aligned(tokens * max(width, topk * inter, grouped * width) * element_bytes,
-                         tokens * topk * max(width, 2 * inter) * element_bytes)
+                         tokens * topk * max(width, gate_rows * inter) * element_bytes)
         return total, (f"(max({width}, {topk} × {inter}, {grouped} × {width}) + top-{topk} × max({width}, "
-                       f"2 × {inter})) × {element_bytes:g} B")
+                       f"{gate_rows} × {inter})) × {element_bytes:g} B")
     rows = gate_rows if shapes == "triton" else 2  # MarlinExperts sizes workspace2 by 2N for every activation
     total = _aligned(tokens * topk * max(inter, width) * element_bytes, tokens * topk * max(rows * inter, width) * element_bytes)
     up = f"{rows} × {inter}" if rows > 1 else f"{inter}"
@@ -147,7 +147,8 @@ def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acceler
     topk = arch.moe.experts_per_token
     width = math.ceil(expert_input_width(arch) / k.hidden_multiple) * k.hidden_multiple
     moe, shown = modular_workspace(ws.shapes, tokens=gathered, topk=topk, inter=inter, width=width,
-                                   element_bytes=ws.element_bytes, grouped=topk if expert_parallel else 1)
+                                   element_bytes=ws.element_bytes, gate_rows=arch.mlp_projections - 1,
+                                   grouped=topk if expert_parallel else 1)
     parts = [(moe, f"the {k.name} MoE kernel's {batch} × {shown}")]
     number = parse_engine_version(release)[0] if release else None
     for req in ws.shared_with if context_tokens else ():
