@@ -31,7 +31,7 @@ def test_data_parallel_expert_parallel_gathers_every_ranks_tokens_into_the_moe_k
                    enable_expert_parallel=True, max_model_len=65536)
     extra, kept = _kept(d, tmp_path)
     assert extra == pytest.approx(8 * 8192 * 6 * (4096 + 4096) * 2)  # 6 GiB, not one rank's 0.75 GiB
-    assert any("(8 DP ranks × 8192 tokens, all-gathered)" in a for a in kept.assumptions)
+    assert any("(8 DP ranks × 8,192 tokens, all-gathered)" in a for a in kept.assumptions)
 
 
 def test_data_parallel_without_expert_parallel_gathers_too(tmp_path):
@@ -48,7 +48,7 @@ def test_at_a_long_context_the_indexers_request_is_the_buffer_kept(tmp_path):
     extra, kept = _kept(d, tmp_path)
     assert extra == pytest.approx(10_000_000 * 128 + 10_000_000 * 4 + 2**20)
     note = next(a for a in kept.assumptions if "keeps one workspace" in a)
-    assert "MoE kernel's 8192 tokens" in note and "prefill gather" in note and "indexer's key gather" in note
+    assert "MoE kernel's 8,192 tokens" in note and "prefill gather" in note and "indexer's key gather" in note
 
 
 def test_at_a_short_context_the_moe_kernels_request_is_kept(tmp_path):

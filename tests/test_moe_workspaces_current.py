@@ -62,7 +62,13 @@ def test_int4_experts_leave_fused_marlin_moe_one_checkpoint_format_at_a_time():
 
 def test_hoppers_int4_experts_leave_marlin_for_humming_at_0_32():
     assert _buffers("0.31.0", "int4-awq", H100)[0] == MODULAR_8192
-    assert _buffers("0.32.0", "int4-awq", H100) == (0.0, None, False)
+    # Humming's indexed GEMM: 8192 x max(2048, 8 x 768, 2048) + 8192 x 8 x max(2048, 2 x 768) bf16 elements
+    for quant in ("int4-awq", "int4-gptq", "int4-w4a16"):
+        size, note, kept = _buffers("0.32.0", quant, H100)
+        assert (size, kept) == (2 * (8192 * 6144 + 8192 * 8 * 2048), True) and note.startswith("Humming (modular)")
+    # its grouped GEMM under expert parallelism: the first workspace holds 8192 x top-8 x 2048
+    size, *_ = _buffers("0.34.0", "int4-awq", H100, expert_parallel=True)
+    assert size == 2 * (8192 * 8 * 2048 + 8192 * 8 * 2048)
 
 
 def test_0_16_keeps_its_unchunked_fused_marlin_caches():
@@ -88,3 +94,24 @@ def test_a_modular_workspace_entry_cannot_claim_an_output_copy_or_a_chunk():
         with pytest.raises(ValidationError, match="modular_workspaces"):
             MoeKernelBuffers(kernel="Marlin", quantizations=("int4-awq",), shapes="modular_workspaces", sources=("x",),
                              **extra)
+
+
+def test_data_parallel_ranks_tokens_are_all_gathered_into_the_kept_workspaces():
+    # allgather_reducescatter, the default dispatch: each GPU's experts get both DP ranks' 8,192 tokens
+    assert _buffers("0.34.0", "int4-awq", expert_parallel=True, data_parallel=2)[0] == 2 * MODULAR_8192
+    assert _buffers("0.34.0", "int4-awq", data_parallel=2)[0] == 2 * MODULAR_8192  # I/2 = 384: the hidden size binds
+    assert _buffers("0.19.1", "int4-awq", data_parallel=2)[0] == FUSED_8192  # no gather described before 0.20
+    d = Deployment(model="qwen3-30b-a3b", gpu="a100-80gb", quantization="int4-awq", engine_version="0.34.0",
+                   max_num_batched_tokens=8192, gpus=2, data_parallel_size=2, enable_expert_parallel=True)
+    assert any("(2 DP ranks × 8,192 tokens, all-gathered)" in a and "= 1.00 GiB" in a for a in fit(d, CATALOG).assumptions)
+
+
+def test_group_128_awq_and_gptq_experts_run_marlin_on_blackwell():
+    # FlashInfer's MXINT4 kernel takes symmetric group-32 INT4 on compute capability 10.x only; 0.22's WNA16
+    # oracle lists Marlin alone: AWQ/GPTQ (group 128) keep Marlin's workspaces on an RTX 5090 and a B200
+    for accel in (CATALOG.accelerators.records["rtx-5090"], CATALOG.accelerators.records["b200"]):
+        for release in ("0.22.0", "0.24.0", "0.34.0"):
+            for quant in ("int4-awq", "int4-gptq"):
+                size, note, kept = _buffers(release, quant, accel)
+                assert (size, kept) == (MODULAR_8192, True) and note.startswith("Marlin (modular)"), (release, quant)
+        assert _buffers("0.34.0", "int4-w4a16", accel) == (0.0, None, False)  # group 32 possible: not described

@@ -14,7 +14,8 @@ and never on ROCm).
 From 0.17 the modular MoE kernel (``FusedMoEKernel``) takes its scratch from the worker's workspace
 manager, one buffer that only grows and is kept after the profile: workspace13 (tokens x top-k x max(I, H),
 sharing storage with the tokens x H output) beside workspace2 (tokens x top-k x max(2I, H)) for Marlin's and
-Triton's experts alike (``MarlinExperts``/``TritonExperts.workspace_shapes``), so those bytes add to the
+gated Triton experts (``MarlinExperts``/``TritonExperts.workspace_shapes``; ``workspace_shapes`` names which,
+H there the experts' input width, a LatentMoE model's latent width), so those bytes add to the
 profile's peak instead of meeting the sampler pass in the larger of the two (``shapes: modular_workspaces``).
 ``memory/moe_buffers.py`` computes the bytes; the rule says how they meet the sampler pass.
 """
@@ -40,6 +41,8 @@ class MoeKernelBuffers(Frozen):
     # intermediate_caches: tokens x top-k x (max(2I, H) + I), freed when the layer returns; modular_workspaces:
     # tokens x top-k x (max(I, H) + max(2I, H)) in the workspace manager's buffer, kept after the profile
     shapes: Literal["intermediate_caches", "modular_workspaces"] = "intermediate_caches"
+    # the modular kernel's experts' workspace_shapes (memory/moe_layout.py modular_workspace); with modular_workspaces only
+    workspace_shapes: Literal["marlin", "triton", "humming"] | None = None
     without_expert_parallel: bool = False  # the experts take this kernel only without expert parallelism
     architectures: tuple[str, ...] = ()  # accelerators' architectures on which these experts run it (empty: every one)
     software: tuple[Software, ...] = ()  # the accelerators' software stacks on which they run it (empty: every one)
@@ -50,6 +53,9 @@ class MoeKernelBuffers(Frozen):
         if self.shapes == "modular_workspaces" and (self.output_copy or self.chunk_tokens):
             raise ValueError("modular_workspaces hold the output in workspace13, unchunked: output_copy must be "
                              "false and chunk_tokens unset")
+        if (self.shapes == "modular_workspaces") != (self.workspace_shapes is not None):
+            raise ValueError("workspace_shapes (marlin, triton or humming) names the experts' modular_workspaces, "
+                             "and only those")
         return self
 
     @property
@@ -75,9 +81,19 @@ class MoeProfileBuffers(Frozen):
     element_bytes: float = Field(gt=0)  # the activations' dtype (bf16/fp16: 2)
     kernels: tuple[MoeKernelBuffers, ...] = Field(min_length=1)
     composition: Literal["forward_beside_sampler"]  # held hidden states + max(sampler pass, MoE caches)
+    # the default dispatch hands every GPU's experts the tokens of all data-parallel ranks, by these sources
+    # (false: not described)
+    data_parallel_gather: bool = False
+    gather_sources: tuple[str, ...] = ()
     checked: dt.date
     kind: Literal["spec", "measured", "derived", "assumed"]
     note: str = ""
 
+    @model_validator(mode="after")
+    def _a_gather_has_sources(self) -> MoeProfileBuffers:
+        if self.data_parallel_gather != bool(self.gather_sources):
+            raise ValueError("data_parallel_gather takes gather_sources, and gather_sources only with it")
+        return self
+
     def source_ids(self) -> tuple[str, ...]:
-        return tuple(s for k in self.kernels for s in k.sources)
+        return (*(s for k in self.kernels for s in k.sources), *self.gather_sources)

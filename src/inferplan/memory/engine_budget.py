@@ -285,6 +285,8 @@ def engine_budget(
     if moe_workspace[1]:
         act += moe_workspace[0]
         act_note = f"{act_note}; {moe_workspace[1]}"
+    # the workspace manager's buffer stays allocated after the profile: resident, not transient
+    kept = (moe_workspace[0] if moe_workspace[1] else 0.0) + (moe_caches.bytes_per_gpu if moe_caches.kept else 0.0)
     nvls, nvls_note = collective_bytes(catalog, rule, accel, tp)
     held, held_note = runtime_buffer_bytes(catalog, rule, arch, settings)
     overhead = overhead_bytes(catalog, rule, gpus_in_instance) + nvls + held
@@ -341,13 +343,14 @@ def engine_budget(
                          f"is sized from the start-up profile at a fraction of {frac:g}, as before")
         if sized is not None:  # measured after warm-up: the memory free at start-up, less a margin, caps it too
             software = accel.software if accel is not None else None
-            margin = sized.margin_bytes(act, software)
+            margin = sized.margin_bytes(act - kept, software)  # the allocator's peak less what stays allocated
             if free - margin < usable:
                 usable = free - margin
             notes.append(f"{rule.label}: the KV cache is sized from the memory measured after warm-up and CUDA-graph "
                          f"capture: total × {frac:g} and the {free / GiB:.2f} GiB free at start-up less a "
                          f"{margin / GiB:.2f} GiB margin (the larger of {sized.margin_floor(software) / GiB:g} GiB and "
-                         f"{sized.margin_activation_fraction:g} × the activation peak) each cap it")
+                         f"{sized.margin_activation_fraction:g} × the activation peak"
+                         f"{f' less the {kept / GiB:.2f} GiB MoE workspace kept after it' if kept else ''}) each cap it")
         kv = _less(usable, parts)
         if sized is not None and sized.granule_bytes and arch is not None:
             kv, granule_note = _granule_rounded(sized, kv, arch, gpus_in_instance // tp, rule.label)

@@ -139,7 +139,8 @@ def kv_room(catalog: Catalog, d: Deployment, engine: EngineDefaults, quant: Quan
                                 context_tokens=planned_length(d, spec, None))
 
     caches = moe_profile_bytes(rule, spec.architecture, accel=accel, tokens=settings.max_num_batched_tokens, tp=tp,
-                               release=settings.release, quant_id=quant.id, expert_parallel=plan.expert_parallel)
+                               release=settings.release, quant_id=quant.id, expert_parallel=plan.expert_parallel,
+                               data_parallel=w.expert_data_parallel)
 
     def room(weights_gpu: float) -> EngineBudget:
         return engine_budget(catalog, engine, total_bytes=total, weights_bytes_per_gpu=weights_gpu,

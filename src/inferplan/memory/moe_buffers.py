@@ -2,11 +2,13 @@
 (``ActivationProfile.moe_buffers``, schema in ``catalog/moe_profile.py``).
 
 One MoE layer's call holds tokens x top-k x (max(2I, H) + I) elements of the activations' dtype (I the
-GPU's share of an expert's intermediate size, whole experts under expert parallelism; H the hidden size),
+GPU's share of an expert's intermediate size, whole experts under expert parallelism; H the experts' input
+width: the hidden size, or a LatentMoE model's latent width),
 for at most the kernel's chunk of tokens, plus a tokens x H output where the kernel does not write in
 place. They are freed when the layer returns, so they meet the sampler pass only in the larger of the two.
-The modular kernel's workspaces (vLLM 0.17 on) hold tokens x top-k x (max(I, H) + max(2I, H)) elements, the
-output inside workspace13, in the workspace manager's buffer, which is kept: they add to the peak.
+The modular kernel's workspaces (vLLM 0.17 on) hold tokens x top-k x (max(I, H) + max(2I, H)) elements for
+Marlin's and gated Triton experts (max(I, H) twice for Triton's plain activations; moe_layout.modular_workspace),
+the output inside workspace13, in the workspace manager's buffer, which is kept: they add to the peak.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from inferplan.catalog.accelerator_schema import Accelerator
 from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version, release_key
 from inferplan.catalog.moe_profile import MoeKernelBuffers, MoeProfileBuffers
+from inferplan.memory.moe_layout import expert_batch, expert_input_width, modular_workspace
 from inferplan.units import GiB
 
 
@@ -50,28 +53,33 @@ def _kernel(entry: MoeProfileBuffers, quant_id: str | None, accel: Accelerator,
 
 
 def moe_profile_bytes(rule: MemoryRule, arch: Architecture | None, *, accel: Accelerator, tokens: int, tp: int,
-                      release: str | None, quant_id: str | None, expert_parallel: bool = False) -> MoeCaches:
-    """Bytes per GPU of one MoE layer's buffers in the profile's dummy forward of ``tokens`` tokens, a note,
-    and whether they are kept; 0 and None where the model has no experts, the release is not covered or the
-    experts' quantization runs a kernel the rule does not describe on ``accel``."""
+                      release: str | None, quant_id: str | None, expert_parallel: bool = False,
+                      data_parallel: int = 1) -> MoeCaches:
+    """Bytes per GPU of one MoE layer's buffers in the profile's dummy forward of ``tokens`` tokens per
+    data-parallel rank (``data_parallel``: the ranks whose tokens meet on the experts, memory/expert_split.py;
+    gathered where the release's entry says its dispatch all-gathers them), a note, and whether they are kept;
+    0 and None where the model has no experts, the release is not covered or the experts' quantization runs a
+    kernel the rule does not describe on ``accel``."""
     if arch is None or arch.moe is None or not arch.moe.expert_intermediate_size:
         return MoeCaches()
     entry = _covering(rule, release)
     kernel = _kernel(entry, quant_id, accel, expert_parallel) if entry is not None else None
     if kernel is None:
         return MoeCaches()
-    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp), 1)
-    hidden, topk = arch.hidden_size, arch.moe.experts_per_token
-    batch = min(tokens, kernel.chunk_tokens) if kernel.chunk_tokens else tokens
-    chunk = f"a chunk of {batch:,} of {tokens:,} tokens" if batch < tokens else f"{tokens:,} tokens at once"
+    gathered, share, said = expert_batch(arch, tokens=tokens, tp=tp, expert_parallel=expert_parallel,
+                                         data_parallel=data_parallel if entry.data_parallel_gather else 1)
+    width, topk = expert_input_width(arch), arch.moe.experts_per_token
+    batch = min(gathered, kernel.chunk_tokens) if kernel.chunk_tokens else gathered
+    chunk = f"a chunk of {batch:,} of {said}" if batch < gathered else f"{said} at once"
     if kernel.kept:
-        total = entry.element_bytes * batch * topk * (max(share, hidden) + max(2 * share, hidden))
-        return MoeCaches(total, f"{kernel.kernel} MoE workspaces kept after the profile, for {chunk}: ({batch:,} × "
-                                f"top-{topk} × (max({share}, {hidden}) + max(2 × {share}, {hidden}))) × "
-                                f"{entry.element_bytes:g} B = {total / GiB:.2f} GiB", True)
-    caches = batch * topk * (max(2 * share, hidden) + share)
-    output = tokens * hidden if kernel.output_copy else 0
+        total, shown = modular_workspace(kernel.workspace_shapes, tokens=batch, topk=topk, inter=share, width=width,
+                                         element_bytes=entry.element_bytes, gate_rows=arch.mlp_projections - 1,
+                                         grouped=topk if expert_parallel else 1)
+        return MoeCaches(total, f"{kernel.kernel} MoE workspaces kept after the profile, for {chunk}: {batch:,} × "
+                                f"{shown} = {total / GiB:.2f} GiB", True)
+    caches = batch * topk * (max(2 * share, width) + share)
+    output = gathered * width if kernel.output_copy else 0
     total = entry.element_bytes * (caches + output)
-    shown = f" + {tokens:,} × {hidden} output" if output else ""
+    shown = f" + {gathered:,} × {width} output" if output else ""
     return MoeCaches(total, f"{kernel.kernel} MoE caches for {chunk}: ({batch:,} × top-{topk} × (max(2 × {share}, "
-                            f"{hidden}) + {share}){shown}) × {entry.element_bytes:g} B = {total / GiB:.2f} GiB")
+                            f"{width}) + {share}){shown}) × {entry.element_bytes:g} B = {total / GiB:.2f} GiB")

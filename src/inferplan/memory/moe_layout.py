@@ -65,6 +65,44 @@ def _aligned(*pieces: float) -> int:
     return sum(math.ceil(p / 256) * 256 for p in pieces)
 
 
+def expert_input_width(arch: Architecture) -> int:
+    """The width of the activations the routed experts take and return (the fused-MoE kernel's K): the latent
+    width of a LatentMoE model, whose experts work behind a hidden -> latent projection, else the hidden size."""
+    return arch.moe.latent_size if arch.moe is not None and arch.moe.latent_size else arch.hidden_size
+
+
+def expert_batch(arch: Architecture, *, tokens: int, tp: int, expert_parallel: bool,
+                 data_parallel: int = 1) -> tuple[int, int, str]:
+    """The tokens one MoE layer's kernel gets from a batch of ``tokens`` per data-parallel rank, the GPU's share
+    of an expert's intermediate size, and how the batch was taken. ``data_parallel``: the ranks whose tokens the
+    dispatch all-gathers onto every GPU's experts (1: none); under expert parallelism each GPU holds whole
+    experts, without it the experts' tensor-parallel group spans TP x those ranks."""
+    dp = max(data_parallel, 1)
+    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp * dp), 1)
+    said = f"({dp} DP ranks × {tokens:,} tokens, all-gathered)" if dp > 1 else f"{tokens:,} tokens"
+    return tokens * dp, share, said
+
+
+def modular_workspace(shapes: str, *, tokens: int, topk: int, inter: int, width: int, element_bytes: float,
+                      gate_rows: int = 2, grouped: int = 1) -> tuple[int, str]:
+    """Bytes of vLLM's modular MoE kernel's two workspaces for ``tokens`` tokens, by the experts'
+    workspace_shapes, and how they were sized (``inter``: the GPU's share I of an expert's intermediate size;
+    ``width``: the experts' input width K, expert_input_width). ``marlin`` holds top-k x (max(I, K) +
+    max(2I, K)) elements per token whatever the activation; ``triton`` top-k x (max(I, K) + max(gI, K)), g the
+    gate/up rows per intermediate row (``gate_rows``: 2 gated, 1 for a plain activation, whose output is as
+    wide as its input); ``humming`` max(K, top-k x I, ``grouped`` x K) + top-k x max(K, gI), ``grouped`` the
+    top-k under expert parallelism (its grouped GEMM) and 1 otherwise. Each piece is rounded up to 256 bytes."""
+    if shapes == "humming":  # output, down_output, quanted_down_input, gate_up_output, quanted input, alternating
+        total = _aligned(tokens * max(width, topk * inter, grouped * width) * element_bytes,
+                         tokens * topk * max(width, gate_rows * inter) * element_bytes)
+        return total, (f"(max({width}, {topk} × {inter}, {grouped} × {width}) + top-{topk} × max({width}, "
+                       f"{gate_rows} × {inter})) × {element_bytes:g} B")
+    rows = gate_rows if shapes == "triton" else 2  # MarlinExperts sizes workspace2 by 2N for every activation
+    total = _aligned(tokens * topk * max(inter, width) * element_bytes, tokens * topk * max(rows * inter, width) * element_bytes)
+    up = f"{rows} × {inter}" if rows > 1 else f"{inter}"
+    return total, f"top-{topk} × (max({inter}, {width}) + max({up}, {width})) × {element_bytes:g} B"
+
+
 def shared_request_bytes(req: SharedWorkspaceRequest, arch: Architecture, *, context_tokens: int, tokens: int,
                          release: str | None) -> tuple[int, str]:
     """Bytes of one of the model's other requests of the kept workspace (SharedWorkspaceRequest), and its sum."""
@@ -103,25 +141,15 @@ def workspace_bytes(catalog: Catalog, engine: str, quant_id: str, accel: Acceler
         return 0.0, None
     k, rule = picked
     ws = rule.workspace
-    dp = data_parallel if ws.data_parallel_gather and data_parallel > 1 else 1
-    # under expert parallelism each GPU holds whole experts; without it the experts' TP group spans the DP ranks
-    share = max(arch.moe.expert_intermediate_size // (1 if expert_parallel else tp * dp), 1)
+    gathered, share, batch = expert_batch(arch, tokens=tokens, tp=tp, expert_parallel=expert_parallel,
+                                          data_parallel=data_parallel if ws.data_parallel_gather else 1)
     inter = math.ceil(share / k.intermediate_multiple) * k.intermediate_multiple
-    hidden = math.ceil(arch.hidden_size / k.hidden_multiple) * k.hidden_multiple
     topk = arch.moe.experts_per_token
-    gathered = tokens * dp
-    batch = f"({dp} DP ranks × {tokens} tokens, all-gathered)" if dp > 1 else f"{tokens} tokens"
-    if ws.shapes == "humming":  # output, down_output, quanted_down_input, gate_up_output, quanted input, alternating
-        grouped = topk if expert_parallel else 1
-        moe = _aligned(gathered * max(hidden, topk * inter, grouped * hidden) * ws.element_bytes,
-                       gathered * topk * max(hidden, 2 * inter) * ws.element_bytes)
-        shown = f"(max({hidden}, {topk} × {inter}, {grouped} × {hidden}) + top-{topk} × max({hidden}, 2 × {inter}))"
-        parts = [(moe, f"the {k.name} MoE kernel's {batch} × {shown} × {ws.element_bytes:g} B")]
-    else:
-        moe = _aligned(gathered * topk * max(inter, hidden) * ws.element_bytes,
-                       gathered * topk * max(2 * inter, hidden) * ws.element_bytes)
-        parts = [(moe, f"the {k.name} MoE kernel's {batch} × top-{topk} × (max({inter}, {hidden}) + "
-                       f"max(2 × {inter}, {hidden})) × {ws.element_bytes:g} B")]
+    width = math.ceil(expert_input_width(arch) / k.hidden_multiple) * k.hidden_multiple
+    moe, shown = modular_workspace(ws.shapes, tokens=gathered, topk=topk, inter=inter, width=width,
+                                   element_bytes=ws.element_bytes, gate_rows=arch.mlp_projections - 1,
+                                   grouped=topk if expert_parallel else 1)
+    parts = [(moe, f"the {k.name} MoE kernel's {batch} × {shown}")]
     number = parse_engine_version(release)[0] if release else None
     for req in ws.shared_with if context_tokens else ():
         parts.append(shared_request_bytes(req, arch, context_tokens=context_tokens, tokens=tokens, release=number))
