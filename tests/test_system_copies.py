@@ -53,7 +53,8 @@ def test_the_shortfall_on_a_system_is_the_one_of_all_its_gpus(catalog):
                 catalog)
     assert not alone.fits and _layout(alone) == (8, 1, 1)
     assert alone.shortfall_bytes == pytest.approx(eight.shortfall_bytes)
-    assert 6 * 2**30 < alone.shortfall_bytes < 10 * 2**30
+    # with Model Runner V2's penalty arrays and the 1.75 GiB of Triton MoE workspaces at 8,192 tokens
+    assert 10 * 2**30 < alone.shortfall_bytes < 12 * 2**30
     assert alone.fewest_gpus_fit.gpus == 11
 
 
@@ -68,7 +69,8 @@ def test_the_hint_beyond_one_system_counts_whole_systems(catalog):
         refuse_unfit(fit(d, catalog), d, catalog)
     assert "needs 11 GPUs" in str(e.value)
     assert "(2 × hgx-h100: 16 GPUs, tensor parallel 8 × pipeline parallel 2)" in str(e.value)
-    assert "short by 9.4 GiB per GPU" in str(e.value)  # with Model Runner V2's 0.51 GiB of penalty arrays
+    # with Model Runner V2's 0.51 GiB of penalty arrays and 1.75 GiB of Triton MoE workspaces
+    assert "short by 11.2 GiB per GPU" in str(e.value)
 
 
 @pytest.mark.parametrize(("gpus", "tp"), [(None, "8"), (8, "8")])
