@@ -20,3 +20,15 @@ def test_the_over_cap_note_points_at_a_command_that_runs_at_that_concurrency():
     assert runner.invoke(app, ["perf", *RTX_4090_8K, "--concurrency", "2000"]).exit_code == 2
     ran = runner.invoke(app, ["simulate", *RTX_4090_8K, "--clients", "2000", "--requests", "2000"])
     assert ran.exit_code == 0, ran.stdout
+
+
+def test_the_cap_under_sglang_dp_attention_is_said_as_the_launch_writes_it():
+    # --max-running-requests is the total over the DP attention ranks: 20 per rank is launched as 40
+    d = Deployment(model="qwen3-next-80b-a3b", gpu="h100-sxm", gpus=4, engine="sglang", tensor_parallel_size=2,
+                   data_parallel_size=2, enable_expert_parallel=True, max_model_len=32768, max_num_seqs=20)
+    note = fit(d.model_copy(update={"concurrency": 100})).concurrency_note
+    assert "(--max-running-requests 40 over 2 DP attention ranks)" in note
+    launch = runner.invoke(app, ["deploy", "--model", "qwen3-next-80b-a3b", "--gpu", "h100-sxm", "--gpus", "4",
+                                 "--engine", "sglang", "-tp", "2", "-dp", "2", "--enable-expert-parallel",
+                                 "--max-model-len", "32768", "--max-num-seqs", "20"]).stdout
+    assert "--max-running-requests 40" in launch

@@ -28,7 +28,7 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
-from inferplan.memory.running_cap import concurrency_answer, running_cap, running_sequences
+from inferplan.memory.running_cap import concurrency_answer, launched_cap, running_cap, running_sequences
 from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
@@ -354,8 +354,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                             budget.kv_bytes_per_gpu)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
-    answer = concurrency_answer(cap, d.concurrency, plan.data_parallel_size, held.largest, settings.block_tokens,
-                                ctx.tokens // slots if ctx and started else None)
+    answer = concurrency_answer(cap, launched_cap(catalog, d, engine.id, cap), d.concurrency, plan.data_parallel_size,
+                                held.largest, settings.block_tokens, ctx.tokens // slots if ctx and started else None)
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inferplan.catalog.flag_scope import per_rank_value, ranks_in_value
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA
@@ -65,6 +66,26 @@ def setting_flag(catalog: Catalog, d: Deployment, engine: str, setting: str) -> 
 
 
 @dataclass(frozen=True)
+class LaunchedCap:
+    """The cap's setting as the launch of a deployment writes it: ``value`` for its flag, the total over ``ranks``
+    data-parallel ranks where the flag is the instance's (SGLang's --max-running-requests under DP attention),
+    else the per-rank value with ``ranks`` 1."""
+
+    value: int
+    ranks: int
+
+
+def launched_cap(catalog: Catalog, d: Deployment, engine: str, cap: RunningCap) -> LaunchedCap:
+    """``cap``'s value as ``deploy`` writes its flag for ``d`` (``catalog.flag_scope.per_rank_value``); an Ollama
+    tag's server variable, or a setting with no flag record, as it is."""
+    flags = None if runs_named_build(catalog, d) is not None else flags_for(catalog, engine)
+    rule = flags.settings.get(cap.setting) if flags is not None else None
+    if rule is None:
+        return LaunchedCap(cap.value, 1)
+    return LaunchedCap(per_rank_value(d, flags, rule, cap.value), ranks_in_value(d, flags, rule))
+
+
+@dataclass(frozen=True)
 class ConcurrencyAnswer:
     """The largest context at a stated concurrency, the sequences above the running cap that queue, and a note."""
 
@@ -73,19 +94,21 @@ class ConcurrencyAnswer:
     note: str | None
 
 
-def concurrency_answer(cap: RunningCap, concurrency: int | None, instances: int, largest: int | None,
-                       block_tokens: int, slot_cells: int | None) -> ConcurrencyAnswer:
+def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int | None, instances: int,
+                       largest: int | None, block_tokens: int, slot_cells: int | None) -> ConcurrencyAnswer:
     """The answer to "how long can contexts be at ``concurrency`` sequences" over ``instances`` instances: each
     running sequence's share (``largest``, in whole ``block_tokens`` blocks of the cache), or on an engine started
     with a context per slot the ``slot_cells`` each slot holds whatever the concurrency; above the cap the rest
-    queue. None without a concurrency."""
+    queue. The cap's flag is said with its value as ``launched``. None without a concurrency."""
     if not concurrency:
         return ConcurrencyAnswer(largest, 0, None)
     total = cap.sequences * instances
     running, queued = min(concurrency, total), max(concurrency - total, 0)
     state = cap.setting == "max_mamba_cache_size"
-    how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {cap.value}"
-           + (" per micro-batch" if cap.sequences != cap.value else "")) + (" per instance" if instances > 1 else "")
+    over = (f" over {launched.ranks} DP attention ranks" if launched.ranks > 1
+            else " per instance" if instances > 1 else "")
+    how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {launched.value}"
+           + (" per micro-batch" if cap.sequences != cap.value else "")) + over
     if slot_cells is not None:
         largest = slot_cells
         share = f"each slot holds {slot_cells:,} tokens of the context, however many sequences run"
