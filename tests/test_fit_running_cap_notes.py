@@ -4,8 +4,10 @@ cap's flag as the launch writes it, what runs at once, and the context each runn
 
 from typer.testing import CliRunner
 
+from inferplan.catalog.loader import load_catalog
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
+from inferplan.memory.matrix import fits_matrix
 from inferplan.shells.cli import app
 
 runner = CliRunner()
@@ -32,3 +34,17 @@ def test_the_cap_under_sglang_dp_attention_is_said_as_the_launch_writes_it():
                                  "--engine", "sglang", "-tp", "2", "-dp", "2", "--enable-expert-parallel",
                                  "--max-model-len", "32768", "--max-num-seqs", "20"]).stdout
     assert "--max-running-requests 40" in launch
+
+
+H100_256 = ["fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-model-len", "256"]
+
+
+def test_at_once_is_at_most_the_running_cap_where_the_kv_cache_holds_more():
+    # 1,892 sequences of 256 tokens fit the KV cache; vLLM runs 1,024 on an H100: fit says the cap, JSON keeps both
+    out = " ".join(runner.invoke(app, [*H100_256, "--concurrency", "3000"], env={"COLUMNS": "200"}).stdout.split())
+    assert "at once: 1,024 sequences of 256 tokens, the engine's cap (--max-num-seqs); the KV cache holds 1,892.00" in out
+    r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=256))
+    assert (r.total_max_concurrency, r.running_cap, r.sequences_at_once) == (1892.0, 1024, 1024.0)
+    assert "sequences_at_once" not in r.model_dump()
+    cell = fits_matrix(models=["llama-3.1-8b"], gpus=["h100-sxm"], max_model_len=256, catalog=load_catalog()).cells[0]
+    assert cell.requests_at_once == 1024
