@@ -2,9 +2,11 @@
 cap's flag as the launch writes it, what runs at once, and the context each running sequence may reach
 (memory/running_cap.py, memory/fit_held.py)."""
 
+import pytest
 from typer.testing import CliRunner
 
 from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import fit
 from inferplan.memory.matrix import fits_matrix
@@ -48,3 +50,14 @@ def test_at_once_is_at_most_the_running_cap_where_the_kv_cache_holds_more():
     assert "sequences_at_once" not in r.model_dump()
     cell = fits_matrix(models=["llama-3.1-8b"], gpus=["h100-sxm"], max_model_len=256, catalog=load_catalog()).cells[0]
     assert cell.requests_at_once == 1024
+
+
+def test_the_refusal_of_too_many_sequences_offers_the_running_cap_that_works():
+    # 6,656 tokens hold 104 blocks of 64: at 2,000 sequences 256 running get none, but a cap of 104 runs each a block
+    d = Deployment(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=2048, gpu_memory_utilization=0.72,
+                   concurrency=2000)
+    with pytest.raises(InvalidScenarioError) as refused:
+        fit(d)
+    assert "or --max-num-seqs at most 104" in refused.value.allowed
+    r = fit(d.model_copy(update={"max_num_seqs": 104}))
+    assert (r.largest_context_tokens, r.queued_sequences) == (64, 1896)

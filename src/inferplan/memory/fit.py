@@ -28,7 +28,8 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
-from inferplan.memory.running_cap import concurrency_answer, launched_cap, running_cap, running_sequences
+from inferplan.memory.running_cap import (concurrency_answer, launched_cap, max_num_seqs_at_most, running_cap,
+                                          running_sequences)
 from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
@@ -341,7 +342,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
-    held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, engine_cap)
+    held = kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, engine_cap,
+                   lambda n: max_num_seqs_at_most(catalog, d, engine.id, n))
     held, states, state_notes = with_state_pool(held, release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens,
                                         kv_arch, plan.data_parallel_size, engine_cap)
     cap = running_cap(catalog, d, engine.id, engine_cap, started or settings.max_num_seqs, states and states.running_cap,

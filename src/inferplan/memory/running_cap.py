@@ -78,11 +78,22 @@ class LaunchedCap:
 def launched_cap(catalog: Catalog, d: Deployment, engine: str, cap: RunningCap) -> LaunchedCap:
     """``cap``'s value as ``deploy`` writes its flag for ``d`` (``catalog.flag_scope.per_rank_value``); an Ollama
     tag's server variable, or a setting with no flag record, as it is."""
+    return launched_value(catalog, d, engine, cap.setting, cap.value)
+
+
+def launched_value(catalog: Catalog, d: Deployment, engine: str, setting: str, value: int) -> LaunchedCap:
+    """A per-rank ``value`` of ``setting`` as ``deploy`` writes its flag for ``d`` (``launched_cap``)."""
     flags = None if runs_named_build(catalog, d) is not None else flags_for(catalog, engine)
-    rule = flags.settings.get(cap.setting) if flags is not None else None
+    rule = flags.settings.get(setting) if flags is not None else None
     if rule is None:
-        return LaunchedCap(cap.value, 1)
-    return LaunchedCap(per_rank_value(d, flags, rule, cap.value), ranks_in_value(d, flags, rule))
+        return LaunchedCap(value, 1)
+    return LaunchedCap(per_rank_value(d, flags, rule, value), ranks_in_value(d, flags, rule))
+
+
+def max_num_seqs_at_most(catalog: Catalog, d: Deployment, engine: str, per_instance: int) -> str:
+    """"--max-num-seqs at most N": the engine's flag for the running cap and ``per_instance`` as its launch writes it."""
+    launched = launched_value(catalog, d, engine, "max_num_seqs", per_instance)
+    return f"{setting_flag(catalog, d, engine, 'max_num_seqs')} at most {launched.value:,}"
 
 
 @dataclass(frozen=True)
