@@ -61,3 +61,14 @@ def test_the_refusal_of_too_many_sequences_offers_the_running_cap_that_works():
     assert "or --max-num-seqs at most 104" in refused.value.allowed
     r = fit(d.model_copy(update={"max_num_seqs": 104}))
     assert (r.largest_context_tokens, r.queued_sequences) == (64, 1896)
+
+
+def test_llamacpp_pads_each_slot_to_256_cells():
+    # llama.cpp at 001d906a: n_ctx 24,000 pads to 24,064; each of 3 slots' 8,021 pads to 8,192, n_ctx 3 × 8,192
+    d = Deployment(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
+                   max_model_len=8000, max_num_seqs=3)
+    r, one = fit(d.model_copy(update={"concurrency": 5})), fit(d.model_copy(update={"max_num_seqs": 1}))
+    assert r.largest_context_tokens == 8192 and r.queued_sequences == 2
+    assert r.kv_cache_allocated_bytes_per_gpu == 3 * 8192 * r.kv_cache_bytes_per_token
+    assert one.kv_cache_allocated_bytes_per_gpu == 8192 * one.kv_cache_bytes_per_token  # 8,000 pads to 8,192
+    assert any("24,000 tokens → 24,576 cells (3 slots of 8,192, each a multiple of 256)" in a for a in r.assumptions)
