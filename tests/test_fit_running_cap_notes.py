@@ -72,3 +72,11 @@ def test_llamacpp_pads_each_slot_to_256_cells():
     assert r.kv_cache_allocated_bytes_per_gpu == 3 * 8192 * r.kv_cache_bytes_per_token
     assert one.kv_cache_allocated_bytes_per_gpu == 8192 * one.kv_cache_bytes_per_token  # 8,000 pads to 8,192
     assert any("24,000 tokens → 24,576 cells (3 slots of 8,192, each a multiple of 256)" in a for a in r.assumptions)
+
+
+def test_the_largest_context_is_at_most_max_model_len():
+    # one sequence's share of an H100's cache is 484,352 tokens, but vLLM refuses one longer than 256
+    r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=256, concurrency=1))
+    assert r.largest_context_tokens == 256 and "at most the 256-token max_model_len" in r.concurrency_note
+    out = " ".join(runner.invoke(app, [*H100_256, "--concurrency", "1"], env={"COLUMNS": "200"}).stdout.split())
+    assert "largest context at 1 concurrent sequences: 256 tokens, the max_model_len" in out

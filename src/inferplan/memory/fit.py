@@ -357,7 +357,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     answer = concurrency_answer(cap, launched_cap(catalog, d, engine.id, cap), d.concurrency, plan.data_parallel_size,
-                                held.largest, settings.block_tokens, ctx.slot_tokens if ctx and started else None)
+                                held.largest, settings.block_tokens, ctx.slot_tokens if ctx and started else None, held.max_len)
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),

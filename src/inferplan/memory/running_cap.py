@@ -106,11 +106,13 @@ class ConcurrencyAnswer:
 
 
 def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int | None, instances: int,
-                       largest: int | None, block_tokens: int, slot_cells: int | None) -> ConcurrencyAnswer:
+                       largest: int | None, block_tokens: int, slot_cells: int | None,
+                       max_len: int) -> ConcurrencyAnswer:
     """The answer to "how long can contexts be at ``concurrency`` sequences" over ``instances`` instances: each
-    running sequence's share (``largest``, in whole ``block_tokens`` blocks of the cache), or on an engine started
-    with a context per slot the ``slot_cells`` each slot holds whatever the concurrency; above the cap the rest
-    queue. The cap's flag is said with its value as ``launched``. None without a concurrency."""
+    running sequence's share (``largest``, in whole ``block_tokens`` blocks of the cache), at most ``max_len``
+    (the engine refuses a longer sequence), or on an engine started with a context per slot the ``slot_cells``
+    each slot holds whatever the concurrency; above the cap the rest queue. The cap's flag is said with its value
+    as ``launched``. None without a concurrency."""
     if not concurrency:
         return ConcurrencyAnswer(largest, 0, None)
     total = cap.sequences * instances
@@ -126,6 +128,8 @@ def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int 
     else:
         whole = f", in whole {block_tokens}-token blocks" if block_tokens > 1 and not state else ""
         share = f"the largest context is each running sequence's share of the {'attention pool' if state else 'KV cache'}{whole}"
+        if largest is not None and largest > max_len:
+            largest, share = max_len, f"{share}, at most the {max_len:,}-token max_model_len (the engine refuses a longer sequence)"
     if not queued:
         return ConcurrencyAnswer(largest, 0, f"{running:,} running of at most {total:,} at once ({how}): {share}")
     return ConcurrencyAnswer(largest, queued, (

@@ -161,7 +161,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  state pool: {r.state_slots:,} recurrent-state slots, at most {r.state_running_cap:,} "
                       "sequences running per instance", highlight=False)
     if r.largest_context_tokens is not None:
-        console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens",
+        at_len = r.started_slots is None and r.largest_context_tokens == r.max_model_len  # a longer one is refused
+        console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens"
+                      + (", the max_model_len" if at_len else ""),
                       highlight=False)
     if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it
         console.print(f"  {r.concurrency_note}", highlight=False)
