@@ -33,7 +33,9 @@ def test_the_held_out_split_follows_the_rule_declared_in_the_file():
 def test_the_release_picks_the_padding_llama_cpp_used(catalog):
     old = memory_rule(catalog, "llamacpp", OLD).context_cache
     new = memory_rule(catalog, "llamacpp", NEW).context_cache
-    assert memory_rule(catalog, "llamacpp").context_cache == new  # the default is the current rule
+    current = memory_rule(catalog, "llamacpp").context_cache  # the default pads as the builds after PR #17046
+    assert current.model_copy(update={"slot_padding_tokens": None}) == new
+    assert current.slot_padding_tokens == 256  # and each slot's share (src/llama-context.cpp at 001d906a)
     # src/llama-kv-cache-unified.cpp: 256 with flash attention, 32 without; src/llama-context.cpp: 256 always
     assert padded_context(old, 70000, flash_attention=False) == 70016
     assert padded_context(old, 70000, flash_attention=True) == 70144

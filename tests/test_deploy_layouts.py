@@ -64,12 +64,14 @@ def test_llamacpp_without_slots_asks_for_max_model_len_in_one_stated_slot(catalo
 
 @pytest.mark.parametrize("slots", [2, 4])
 def test_llamacpp_memory_allocates_the_context_the_command_asks_for(catalog, slots):
-    """The memory plan's cache is the command's --ctx-size (padded to 256 cells), not one sequence's."""
+    """The memory plan's cache is the command's --ctx-size (padded to 256 cells, then each slot's share padded to
+    256 and the cache the slots × that: llama.cpp's n_ctx_seq), not one sequence's."""
     one = fit(Deployment(**LLAMA), catalog)
     many = fit(Deployment(**LLAMA, max_num_seqs=slots), catalog)
     per_cell = one.kv_cache_bytes_per_token
     ctx = int(_value(launch_command(Deployment(**LLAMA, max_num_seqs=slots), catalog).argv, "--ctx-size"))
-    assert many.kv_cache_allocated_bytes_per_gpu == pytest.approx(-(-ctx // 256) * 256 * per_cell)
+    per_slot = -(-(-(-ctx // 256) * 256 // slots) // 256) * 256
+    assert many.kv_cache_allocated_bytes_per_gpu == pytest.approx(per_slot * slots * per_cell)
     assert many.kv_cache_allocated_bytes_per_gpu > one.kv_cache_allocated_bytes_per_gpu
 
 

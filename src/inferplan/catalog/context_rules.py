@@ -32,6 +32,9 @@ class ContextCache(Frozen):
     # the context is allocated for every running sequence: n_ctx = max_model_len × max_num_seqs when
     # max_num_seqs is stated (llama-server splits n_ctx over its --parallel slots)
     per_sequence: bool = False
+    # each slot's share of the padded context rounded up to a multiple of this, the context then the slots ×
+    # that (llama.cpp's n_ctx_seq without a unified cache); None: the share as the context divides
+    slot_padding_tokens: int | None = Field(None, ge=1)
     sources: tuple[str, ...] = Field(min_length=1)
 
     def padding(self, flash_attention: bool) -> int:

@@ -9,7 +9,8 @@ A setting the launcher cannot take raises ``UnsupportedSettingError`` naming the
 
 from __future__ import annotations
 
-from inferplan.catalog.flags_schema import EngineFlags, FlagRule, OptionRule
+from inferplan.catalog.flag_scope import option_rule
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.provenance import release_key
 from inferplan.deploy.checkpoint import ServedModel
@@ -27,11 +28,6 @@ def flag_rule(flags: EngineFlags, setting: str) -> FlagRule:
     return rule
 
 
-def option_rule(flags: EngineFlags, setting: str) -> OptionRule | None:
-    """The options-file entry of a setting the launcher has no flag for."""
-    if setting in flags.settings or flags.options_file is None:
-        return None
-    return flags.options_file.settings.get(setting)
 
 
 def set_option(options: dict, key: str, value: object) -> None:
@@ -182,26 +178,8 @@ def kv_args(d: Deployment, catalog: Catalog, flags: EngineFlags, options: dict) 
     return emit(rule, kv.id)
 
 
-def per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
-    """``value`` as the flag takes it under ``d``'s data parallelism: the plan's cap is each data-parallel
-    rank's (as the memory and speed models run it), given as it is where the engine applies the flag to
-    each rank, and times the data-parallel size where the flag is the instance's total
-    (``FlagRule.data_parallel``)."""
-    dp = d.data_parallel_size or 1
-    if rule.data_parallel is None or dp < 2 or not isinstance(value, int):
-        return value
-    scope = rule.data_parallel.attention_dp if runs_attention_dp(d, flags) else rule.data_parallel.copies
-    return value * dp if scope == "instance" else value
 
 
-def runs_attention_dp(d: Deployment, flags: EngineFlags) -> bool:
-    """Whether the launcher runs ``d``'s data-parallel ranks as attention data parallelism (the DP flag folds
-    into the tensor-parallel ranks: SGLang with expert parallelism, TensorRT-LLM always), not whole copies."""
-    rule = flags.settings.get("data_parallel_size")
-    if rule is not None:
-        return rule.folds_into is not None and (rule.folds_with is None or bool(getattr(d, rule.folds_with)))
-    option = option_rule(flags, "data_parallel_size")
-    return option is not None and option.folds_into is not None
 
 
 def merge_options(options: dict, extra: dict) -> None:

@@ -26,6 +26,7 @@ class ContextKv:
     """The cache an engine holds for one context, per GPU."""
 
     tokens: int  # the context after the engine's rounding (llama.cpp prints it as the cache's cells)
+    slot_tokens: int  # the cells each of its slots holds (llama.cpp's n_ctx_seq)
     bytes_per_gpu: float
     fits: bool  # the room weights, buffers and runtime leave holds it
     note: str
@@ -56,19 +57,31 @@ def context_settings(rule: ContextCache, flash_attention: bool | None, tokens: i
     return {"flash_attention": fa, "context_tokens": padded_context(rule, tokens, fa)}
 
 
+def slot_cells(rule: ContextCache, tokens: int, slots: int, flash_attention: bool) -> int:
+    """The cells each of ``slots`` slots holds of a context of ``tokens``: its share of the padded context,
+    rounded up to the rule's slot padding where it has one (llama.cpp's n_ctx_seq)."""
+    share = padded_context(rule, tokens, flash_attention) // slots
+    pad = rule.slot_padding_tokens
+    return math.ceil(share / pad) * pad if pad else share
+
+
 def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attention: bool,
-               room_bytes: float = math.inf) -> ContextKv:
-    """The KV cache allocated for a context of ``tokens`` on each GPU (llama.cpp's slots share one
-    cache of n_ctx cells), and whether the ``room_bytes`` the rest of the memory leaves holds it."""
-    cells = padded_context(rule, tokens, flash_attention)
+               room_bytes: float = math.inf, slots: int = 1) -> ContextKv:
+    """The KV cache allocated for a context of ``tokens`` over ``slots`` slots on each GPU (llama.cpp's slots
+    share one cache of n_ctx cells: where each slot's share is padded, the slots × that), and whether the
+    ``room_bytes`` the rest of the memory leaves holds it."""
+    per_slot = slot_cells(rule, tokens, slots, flash_attention)
+    cells = per_slot * slots if rule.slot_padding_tokens else padded_context(rule, tokens, flash_attention)
     per_gpu = layout.sequence_bytes_per_gpu(cells)
     how = "allocated at start-up" if rule.allocated == "at_start" else f"grown in {rule.padding_tokens}-token steps"
     fits = per_gpu <= room_bytes
     room = "" if math.isinf(room_bytes) else \
         f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
-    return ContextKv(cells, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} cells "
-                                           f"(a multiple of {rule.padding(flash_attention)}), "
-                                           f"{per_gpu / MiB:,.2f} MiB per GPU{room}", room_bytes)
+    padding = (f"{slots} slots of {per_slot:,}, each a multiple of {rule.slot_padding_tokens}"
+               if rule.slot_padding_tokens and slots > 1 else f"a multiple of {rule.padding(flash_attention)}")
+    return ContextKv(cells, per_slot, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} "
+                                                     f"cells ({padding}), {per_gpu / MiB:,.2f} MiB per GPU{room}",
+                     room_bytes)
 
 
 def context_slots(catalog: Catalog, d: Deployment, engine: str) -> int | None:

@@ -28,7 +28,8 @@ from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
-from inferplan.memory.running_cap import concurrency_answer, running_cap, running_sequences
+from inferplan.memory.running_cap import (concurrency_answer, launched_cap, max_num_seqs_at_most, running_cap,
+                                          running_sequences)
 from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
@@ -343,7 +344,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
     def held_at(running: int):  # the cache at the planned length, each of ``running`` sequences' share at a concurrency
-        return with_state_pool(kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, running),
+        return with_state_pool(kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, running,
+                                       lambda n: max_num_seqs_at_most(catalog, d, engine.id, n)),
                                release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens, kv_arch,
                                plan.data_parallel_size, running)
     held, states, state_notes = held_at(engine_cap)
@@ -359,11 +361,11 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
                        settings.memory_fraction, held.kv_gpu)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
-                                            budget.kv_bytes_per_gpu)
+                                            budget.kv_bytes_per_gpu, slots)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
-    answer = concurrency_answer(cap, d.concurrency, plan.data_parallel_size, held.largest, settings.block_tokens,
-                                ctx.tokens // slots if ctx and started else None)
+    answer = concurrency_answer(cap, launched_cap(catalog, d, engine.id, cap), d.concurrency, plan.data_parallel_size,
+                                held.largest, settings.block_tokens, ctx.slot_tokens if ctx and started else None, held.max_len)
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),

@@ -4,6 +4,7 @@ stage lacks for one sequence when it does not fit (the host RAM offloads take: `
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from inferplan.catalog.models import ModelSpec
@@ -27,9 +28,11 @@ class Held:
 
 
 def kv_held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout, room: float, block: int,
-            capped: int | None, running_cap: int) -> Held:
+            capped: int | None, running_cap: int, cap_launch: Callable[[int], str]) -> Held:
     """What ``room`` bytes per GPU hold at the planned length, and the largest context at ``d``'s concurrency: each
-    running sequence's share, at most ``running_cap`` running per instance (the rest queue, holding none)."""
+    running sequence's share, at most ``running_cap`` running per instance (the rest queue, holding none). Where
+    none gets a block, the refusal names the running cap at which each does, as ``cap_launch`` writes its flag
+    for a per-instance value."""
     max_len = planned_length(d, spec, capped)
     kv_gpu = max(room, 0.0)
     seq_gpu = layout.sequence_bytes_per_gpu(max_len, block)
@@ -48,7 +51,8 @@ def kv_held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout
             raise InvalidScenarioError(
                 f"{d.concurrency:,} sequences ({per_instance:,} running at once per instance) leave no room for even one token of context each: the KV cache holds "
                 f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
-                allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each)")
+                allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each), "
+                        f"or {cap_launch(tokens // block)} (the rest queue)")
     return Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
 
 

@@ -137,3 +137,16 @@ class MemoryFit(BaseModel):
     # profile (vLLM 0.34 on a HIP runtime before TheRock 7.12): the KV cache per GPU there, and the runtime named
     kv_cache_fallback_bytes_per_gpu: float | None = None
     kv_cache_fallback_note: str | None = None
+
+    @property
+    def total_running_cap(self) -> int | None:
+        """The sequences the engine runs at once across its data-parallel instances (``running_cap`` per
+        instance); None where no cap was worked out."""
+        return self.running_cap * self.parallel.data_parallel_size if self.running_cap else None
+
+    @property
+    def sequences_at_once(self) -> float:
+        """The ``max_model_len`` sequences that run together across the instances: those the KV cache holds
+        (``total_max_concurrency``), at most the engine's running cap."""
+        cap = self.total_running_cap
+        return self.total_max_concurrency if cap is None else min(self.total_max_concurrency, float(cap))

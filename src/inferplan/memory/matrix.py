@@ -47,12 +47,13 @@ class FitsCell(BaseModel):
     def requests_at_once(self) -> int | None:
         """Whole requests of the cell's context one instance (× its data-parallel copies) admits together where
         it fits: on an engine with a context per slot the most slots whose cache fits (``most_slots``), else the
-        whole sequences its KV cache holds (``units.whole_count`` of ``total_max_concurrency``: 3 where it holds
-        3.7). None where the cell does not fit or could not be planned."""
+        whole sequences its KV cache holds, at most the engine's running cap (``units.whole_count`` of
+        ``MemoryFit.sequences_at_once``: 3 where it holds 3.7). None where the cell does not fit or could not be
+        planned."""
         r = self.result
         if r is None or not r.fits:
             return None
-        return r.most_slots if r.most_slots is not None else whole_count(r.total_max_concurrency)
+        return r.most_slots if r.most_slots is not None else whole_count(r.sequences_at_once)
 
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inferplan.catalog.flag_scope import per_rank_value, ranks_in_value
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA
@@ -65,6 +66,37 @@ def setting_flag(catalog: Catalog, d: Deployment, engine: str, setting: str) -> 
 
 
 @dataclass(frozen=True)
+class LaunchedCap:
+    """The cap's setting as the launch of a deployment writes it: ``value`` for its flag, the total over ``ranks``
+    data-parallel ranks where the flag is the instance's (SGLang's --max-running-requests under DP attention),
+    else the per-rank value with ``ranks`` 1."""
+
+    value: int
+    ranks: int
+
+
+def launched_cap(catalog: Catalog, d: Deployment, engine: str, cap: RunningCap) -> LaunchedCap:
+    """``cap``'s value as ``deploy`` writes its flag for ``d`` (``catalog.flag_scope.per_rank_value``); an Ollama
+    tag's server variable, or a setting with no flag record, as it is."""
+    return launched_value(catalog, d, engine, cap.setting, cap.value)
+
+
+def launched_value(catalog: Catalog, d: Deployment, engine: str, setting: str, value: int) -> LaunchedCap:
+    """A per-rank ``value`` of ``setting`` as ``deploy`` writes its flag for ``d`` (``launched_cap``)."""
+    flags = None if runs_named_build(catalog, d) is not None else flags_for(catalog, engine)
+    rule = flags.settings.get(setting) if flags is not None else None
+    if rule is None:
+        return LaunchedCap(value, 1)
+    return LaunchedCap(per_rank_value(d, flags, rule, value), ranks_in_value(d, flags, rule))
+
+
+def max_num_seqs_at_most(catalog: Catalog, d: Deployment, engine: str, per_instance: int) -> str:
+    """"--max-num-seqs at most N": the engine's flag for the running cap and ``per_instance`` as its launch writes it."""
+    launched = launched_value(catalog, d, engine, "max_num_seqs", per_instance)
+    return f"{setting_flag(catalog, d, engine, 'max_num_seqs')} at most {launched.value:,}"
+
+
+@dataclass(frozen=True)
 class ConcurrencyAnswer:
     """The largest context at a stated concurrency, the sequences above the running cap that queue, and a note."""
 
@@ -73,28 +105,35 @@ class ConcurrencyAnswer:
     note: str | None
 
 
-def concurrency_answer(cap: RunningCap, concurrency: int | None, instances: int, largest: int | None,
-                       block_tokens: int, slot_cells: int | None) -> ConcurrencyAnswer:
+def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int | None, instances: int,
+                       largest: int | None, block_tokens: int, slot_cells: int | None,
+                       max_len: int) -> ConcurrencyAnswer:
     """The answer to "how long can contexts be at ``concurrency`` sequences" over ``instances`` instances: each
-    running sequence's share (``largest``, in whole ``block_tokens`` blocks of the cache), or on an engine started
-    with a context per slot the ``slot_cells`` each slot holds whatever the concurrency; above the cap the rest
-    queue. None without a concurrency."""
+    running sequence's share (``largest``, in whole ``block_tokens`` blocks of the cache), at most ``max_len``
+    (the engine refuses a longer sequence), or on an engine started with a context per slot the ``slot_cells``
+    each slot holds whatever the concurrency; above the cap the rest queue. The cap's flag is said with its value
+    as ``launched``. None without a concurrency."""
     if not concurrency:
         return ConcurrencyAnswer(largest, 0, None)
     total = cap.sequences * instances
     running, queued = min(concurrency, total), max(concurrency - total, 0)
     state = cap.setting == "max_mamba_cache_size"
-    how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {cap.value}"
-           + (" per micro-batch" if cap.sequences != cap.value else "")) + (" per instance" if instances > 1 else "")
+    over = (f" over {launched.ranks} DP attention ranks" if launched.ranks > 1
+            else " per instance" if instances > 1 else "")
+    how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {launched.value}"
+           + (" per micro-batch" if cap.sequences != cap.value else "")) + over
     if slot_cells is not None:
         largest = slot_cells
         share = f"each slot holds {slot_cells:,} tokens of the context, however many sequences run"
     else:
         whole = f", in whole {block_tokens}-token blocks" if block_tokens > 1 and not state else ""
         share = f"the largest context is each running sequence's share of the {'attention pool' if state else 'KV cache'}{whole}"
+        if largest is not None and largest > max_len:
+            largest, share = max_len, f"{share}, at most the {max_len:,}-token max_model_len (the engine refuses a longer sequence)"
     if not queued:
         return ConcurrencyAnswer(largest, 0, f"{running:,} running of at most {total:,} at once ({how}): {share}")
     return ConcurrencyAnswer(largest, queued, (
         f"concurrency {concurrency:,} is above the {total:,} sequence{'s' if total != 1 else ''} "
         f"{'the state pool' if state else 'the engine'} runs at once ({how}): {share}; the other {queued:,} wait in "
-        f"the queue, holding no KV cache, a cost in latency (inferplan perf --concurrency {concurrency}, inferplan simulate)"))
+        f"the queue, holding no KV cache, a cost in latency that a closed loop of as many clients prices "
+        f"(inferplan simulate --clients {concurrency})"))

@@ -148,6 +148,11 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
         console.print(f"  at once: {r.started_slots:,} sequence{'s' if r.started_slots != 1 else ''} of "
                       f"{r.max_model_len:,} tokens, the --parallel slots it is started with{most}", highlight=False)
+    elif r.sequences_at_once < r.total_max_concurrency:  # the engine's running cap binds before the KV cache
+        console.print(f"  at once: {r.total_running_cap:,} sequences of {r.max_model_len:,} tokens, the engine's "
+                      f"cap ({r.running_cap_flag}); the KV cache holds {r.total_max_concurrency:,.2f}"
+                      + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
+                      highlight=False)
     else:
         console.print(f"  at once: {r.total_max_concurrency:,.2f} sequences of {r.max_model_len:,} tokens"
                       + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
@@ -156,7 +161,9 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         console.print(f"  state pool: {r.state_slots:,} recurrent-state slots, at most {r.state_running_cap:,} "
                       "sequences running per instance", highlight=False)
     if r.largest_context_tokens is not None:
-        console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens",
+        at_len = r.started_slots is None and r.largest_context_tokens == r.max_model_len  # a longer one is refused
+        console.print(f"  largest context at {r.concurrency:,} concurrent sequences: {r.largest_context_tokens:,} tokens"
+                      + (", the max_model_len" if at_len else ""),
                       highlight=False)
     if r.concurrency_note:  # the running cap, its flag, and the sequences that queue above it
         console.print(f"  {r.concurrency_note}", highlight=False)

@@ -1,0 +1,45 @@
+"""Whom a setting's launch value holds for under data parallelism, by the engine's flag record.
+
+The plan's running cap is each data-parallel rank's (as the memory and speed models run it); where the
+engine's flag is the instance's total over its ranks (``RankScope``: SGLang's --max-running-requests under
+DP attention) the launch writes it times the ranks. ``deploy`` writes the value so and ``fit`` says it so.
+"""
+
+from __future__ import annotations
+
+from inferplan.catalog.flags_schema import EngineFlags, FlagRule, OptionRule
+from inferplan.inputs.deployment import Deployment
+
+
+def option_rule(flags: EngineFlags, setting: str) -> OptionRule | None:
+    """The options-file entry of a setting the launcher has no flag for."""
+    if setting in flags.settings or flags.options_file is None:
+        return None
+    return flags.options_file.settings.get(setting)
+
+
+def runs_attention_dp(d: Deployment, flags: EngineFlags) -> bool:
+    """Whether the launcher runs ``d``'s data-parallel ranks as attention data parallelism (the DP flag folds
+    into the tensor-parallel ranks: SGLang with expert parallelism, TensorRT-LLM always), not whole copies."""
+    rule = flags.settings.get("data_parallel_size")
+    if rule is not None:
+        return rule.folds_into is not None and (rule.folds_with is None or bool(getattr(d, rule.folds_with)))
+    option = option_rule(flags, "data_parallel_size")
+    return option is not None and option.folds_into is not None
+
+
+def ranks_in_value(d: Deployment, flags: EngineFlags, rule: FlagRule) -> int:
+    """The data-parallel ranks whose caps the flag of ``rule`` totals under ``d``: the data-parallel size where
+    the flag is the instance's total (``FlagRule.data_parallel``), else 1 (each rank takes the value as it is)."""
+    dp = d.data_parallel_size or 1
+    if rule.data_parallel is None or dp < 2:
+        return 1
+    scope = rule.data_parallel.attention_dp if runs_attention_dp(d, flags) else rule.data_parallel.copies
+    return dp if scope == "instance" else 1
+
+
+def per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: object) -> object:
+    """``value`` as the flag takes it under ``d``'s data parallelism: the plan's cap is each data-parallel
+    rank's, given as it is where the engine applies the flag to each rank, and times the data-parallel size
+    where the flag is the instance's total (``ranks_in_value``)."""
+    return value * ranks_in_value(d, flags, rule) if isinstance(value, int) else value

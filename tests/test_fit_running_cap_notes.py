@@ -1,0 +1,82 @@
+"""What fit says about the sequences above the engine's running cap: the command that prices their wait, the
+cap's flag as the launch writes it, what runs at once, and the context each running sequence may reach
+(memory/running_cap.py, memory/fit_held.py)."""
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.fit import fit
+from inferplan.memory.matrix import fits_matrix
+from inferplan.shells.cli import app
+
+runner = CliRunner()
+RTX_4090_8K = ["--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--max-model-len", "8192"]
+
+
+def test_the_over_cap_note_points_at_a_command_that_runs_at_that_concurrency():
+    # perf refuses a concurrency above what the KV cache holds at its workload (37 here); a closed loop of
+    # 2,000 clients in simulate runs
+    note = fit(Deployment(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=8192, concurrency=2000)).concurrency_note
+    assert "inferplan simulate --clients 2000" in note and "perf --concurrency" not in note
+    assert runner.invoke(app, ["perf", *RTX_4090_8K, "--concurrency", "2000"]).exit_code == 2
+    ran = runner.invoke(app, ["simulate", *RTX_4090_8K, "--clients", "2000", "--requests", "2000"])
+    assert ran.exit_code == 0, ran.stdout
+
+
+def test_the_cap_under_sglang_dp_attention_is_said_as_the_launch_writes_it():
+    # --max-running-requests is the total over the DP attention ranks: 20 per rank is launched as 40
+    d = Deployment(model="qwen3-next-80b-a3b", gpu="h100-sxm", gpus=4, engine="sglang", tensor_parallel_size=2,
+                   data_parallel_size=2, enable_expert_parallel=True, max_model_len=32768, max_num_seqs=20)
+    note = fit(d.model_copy(update={"concurrency": 100})).concurrency_note
+    assert "(--max-running-requests 40 over 2 DP attention ranks)" in note
+    launch = runner.invoke(app, ["deploy", "--model", "qwen3-next-80b-a3b", "--gpu", "h100-sxm", "--gpus", "4",
+                                 "--engine", "sglang", "-tp", "2", "-dp", "2", "--enable-expert-parallel",
+                                 "--max-model-len", "32768", "--max-num-seqs", "20"]).stdout
+    assert "--max-running-requests 40" in launch
+
+
+H100_256 = ["fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-model-len", "256"]
+
+
+def test_at_once_is_at_most_the_running_cap_where_the_kv_cache_holds_more():
+    # 1,892 sequences of 256 tokens fit the KV cache; vLLM runs 1,024 on an H100: fit says the cap, JSON keeps both
+    out = " ".join(runner.invoke(app, [*H100_256, "--concurrency", "3000"], env={"COLUMNS": "200"}).stdout.split())
+    assert "at once: 1,024 sequences of 256 tokens, the engine's cap (--max-num-seqs); the KV cache holds 1,892.00" in out
+    r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=256))
+    assert (r.total_max_concurrency, r.running_cap, r.sequences_at_once) == (1892.0, 1024, 1024.0)
+    assert "sequences_at_once" not in r.model_dump()
+    cell = fits_matrix(models=["llama-3.1-8b"], gpus=["h100-sxm"], max_model_len=256, catalog=load_catalog()).cells[0]
+    assert cell.requests_at_once == 1024
+
+
+def test_the_refusal_of_too_many_sequences_offers_the_running_cap_that_works():
+    # 6,656 tokens hold 104 blocks of 64: at 2,000 sequences 256 running get none, but a cap of 104 runs each a block
+    d = Deployment(model="llama-3.1-8b", gpu="rtx-4090", max_model_len=2048, gpu_memory_utilization=0.72,
+                   concurrency=2000)
+    with pytest.raises(InvalidScenarioError) as refused:
+        fit(d)
+    assert "or --max-num-seqs at most 104" in refused.value.allowed
+    r = fit(d.model_copy(update={"max_num_seqs": 104}))
+    assert (r.largest_context_tokens, r.queued_sequences) == (64, 1896)
+
+
+def test_llamacpp_pads_each_slot_to_256_cells():
+    # llama.cpp at 001d906a: n_ctx 24,000 pads to 24,064; each of 3 slots' 8,021 pads to 8,192, n_ctx 3 × 8,192
+    d = Deployment(model="llama-3.1-8b", gpu="rtx-4090", engine="llamacpp", quantization="gguf-q4_k_m",
+                   max_model_len=8000, max_num_seqs=3)
+    r, one = fit(d.model_copy(update={"concurrency": 5})), fit(d.model_copy(update={"max_num_seqs": 1}))
+    assert r.largest_context_tokens == 8192 and r.queued_sequences == 2
+    assert r.kv_cache_allocated_bytes_per_gpu == 3 * 8192 * r.kv_cache_bytes_per_token
+    assert one.kv_cache_allocated_bytes_per_gpu == 8192 * one.kv_cache_bytes_per_token  # 8,000 pads to 8,192
+    assert any("24,000 tokens → 24,576 cells (3 slots of 8,192, each a multiple of 256)" in a for a in r.assumptions)
+
+
+def test_the_largest_context_is_at_most_max_model_len():
+    # one sequence's share of an H100's cache is 484,352 tokens, but vLLM refuses one longer than 256
+    r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", max_model_len=256, concurrency=1))
+    assert r.largest_context_tokens == 256 and "at most the 256-token max_model_len" in r.concurrency_note
+    out = " ".join(runner.invoke(app, [*H100_256, "--concurrency", "1"], env={"COLUMNS": "200"}).stdout.split())
+    assert "largest context at 1 concurrent sequences: 256 tokens, the max_model_len" in out
