@@ -78,3 +78,21 @@ def test_a_model_type_without_the_key_is_still_refused_naming_it():
         fit(Deployment(model="llama-3.1-8b", gpu="h100", mtp_draft=True), CATALOG)
     assert exc.value.field == "mtp_draft" and "num_nextn_predict_layers" in str(exc.value)
     assert MODEL in exc.value.allowed
+
+
+def test_the_importer_keeps_which_key_states_the_count():
+    assert architecture_from_config(_config()).mtp_layers_key is None
+    assert architecture_from_config({**_config(), "num_nextn_predict_layers": 1}).mtp_layers_key == "num_nextn_predict_layers"
+    assert resolve_model(CATALOG, "qwen3.5-397b-a17b").architecture.mtp_layers_key == "mtp_num_hidden_layers"
+
+
+def test_vllm_without_stated_draft_tokens_is_refused_where_the_config_states_no_count():
+    """vLLM 0.11.1 reads num_nextn_predict_layers for a qwen3_next draft (None here) and starts without
+    num_speculative_tokens only when that count is stated; a stated count takes its default."""
+    d = Deployment(model=MODEL, gpu="h100-sxm", tensor_parallel_size=4, engine="vllm", mtp_draft=True)
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(d, CATALOG)
+    assert exc.value.field == "speculative_tokens" and "at least 1" in exc.value.allowed
+    assert fit(d.model_copy(update={"speculative_tokens": 1}), CATALOG).kv_cache_bytes_per_gpu > 0
+    stated = fit(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="vllm", mtp_draft=True), CATALOG)
+    assert any("num_nextn_predict_layers" in n for n in stated.assumptions)

@@ -116,12 +116,19 @@ def _with_mtp_layers(arch: Architecture) -> Architecture:
 
 def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Architecture | None) -> tuple[Deployment, list[str]]:
     """``d`` drafting with its MTP layers as the engine launches it when no draft tokens are stated: the
-    rule's default (``mtp_layers``: vLLM's num_speculative_tokens defaults to num_nextn_predict_layers),
-    which sets the decode query the engine captures CUDA graphs for; unchanged where tokens are stated,
-    no MTP draft runs, or the engine's default is not known. With the note saying so."""
+    rule's default (``mtp_layers``: vLLM's num_speculative_tokens defaults to the MTP layer count its config
+    states), which sets the decode query the engine captures CUDA graphs for; unchanged where tokens are
+    stated, no MTP draft runs, or the engine's default is not known. With the note saying so. Where the
+    config states no count (``Architecture.mtp_layers_key``) the engine has no default and refuses to start:
+    an error naming ``speculative_tokens``."""
     if rule is None or d.speculative_tokens or rule.default_draft_tokens != "mtp_layers" or arch is None \
             or not arch.mtp_layers:
         return d, []
+    if arch.mtp_layers_key is None:
+        raise InvalidScenarioError(
+            f"an MTP draft on {rule.engine} with no speculative_tokens stated takes the MTP layer count the config "
+            f"states as its draft tokens per step, and {arch.hf_architecture}'s config states none, so the engine "
+            "refuses to start", field="speculative_tokens", allowed="speculative_tokens of at least 1 with the MTP draft")
     note = (f"MTP draft on {rule.engine} with no speculative_tokens stated: {arch.mtp_layers} draft token(s) per step, "
             "the engine's default (num_nextn_predict_layers), so a decode query is "
             f"{1 + arch.mtp_layers} tokens")
