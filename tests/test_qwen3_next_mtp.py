@@ -78,3 +78,71 @@ def test_a_model_type_without_the_key_is_still_refused_naming_it():
         fit(Deployment(model="llama-3.1-8b", gpu="h100", mtp_draft=True), CATALOG)
     assert exc.value.field == "mtp_draft" and "num_nextn_predict_layers" in str(exc.value)
     assert MODEL in exc.value.allowed
+
+
+def test_the_importer_keeps_which_key_states_the_count():
+    assert architecture_from_config(_config()).mtp_layers_key is None
+    assert architecture_from_config({**_config(), "num_nextn_predict_layers": 1}).mtp_layers_key == "num_nextn_predict_layers"
+    assert resolve_model(CATALOG, "qwen3.5-397b-a17b").architecture.mtp_layers_key == "mtp_num_hidden_layers"
+
+
+def test_vllm_without_stated_draft_tokens_is_refused_where_the_config_states_no_count():
+    """vLLM 0.11.1 reads num_nextn_predict_layers for a qwen3_next draft (None here) and starts without
+    num_speculative_tokens only when that count is stated; a stated count takes its default."""
+    d = Deployment(model=MODEL, gpu="h100-sxm", tensor_parallel_size=4, engine="vllm", mtp_draft=True)
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(d, CATALOG)
+    assert exc.value.field == "speculative_tokens" and "at least 1" in exc.value.allowed
+    assert fit(d.model_copy(update={"speculative_tokens": 1}), CATALOG).kv_cache_bytes_per_gpu > 0
+    stated = fit(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="vllm", mtp_draft=True), CATALOG)
+    assert any("num_nextn_predict_layers" in n for n in stated.assumptions)
+
+
+def _sglang(model: str, version: str, **kw) -> Deployment:
+    return Deployment(model=model, gpu="h100-sxm" if model == MODEL else "h200", engine="sglang", engine_version=version,
+                      tensor_parallel_size=4 if model == MODEL else 8, max_model_len=32000, **kw)
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.23"])
+def test_sglang_plans_the_nextn_draft_pool_the_launch_allocates(version):
+    """deploy launches NEXTN with no draft path; SGLang then knows no MTP layer count for Qwen3NextForCausalLM
+    (not in its auto-path list, no num_nextn_predict_layers in the config), so its pool holds the target's
+    layers alone and the draft worker allocates a pool of its own outside the fraction."""
+    d = _sglang(MODEL, version)
+    argv = launch_command(d, CATALOG, speculative=Speculative(method="mtp", tokens=3)).argv
+    assert "NEXTN" in argv and "--speculative-draft-model-path" not in argv
+    drafting_d = d.model_copy(update={"mtp_draft": True, "speculative_tokens": 3})
+    plain, drafting = fit(d, CATALOG), fit(drafting_d, CATALOG)
+    assert drafting.kv_cache_bytes_per_token == plain.kv_cache_bytes_per_token
+    assert any("draft pool of its own, outside the fraction" in n for n in drafting.assumptions)
+    full = {"gpu_memory_utilization": 0.98}  # leaves 1.6 GiB per GPU, under the 2.2 GiB draft pool
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(drafting_d.model_copy(update=full), CATALOG)
+    assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
+    fit(d.model_copy(update=full), CATALOG)
+
+
+@pytest.mark.parametrize(("model", "version", "in_pool"), [
+    ("deepseek-v3", "0.5.18", True), ("deepseek-v3", "0.5.23", True),  # listed: SGLang sets the draft path
+    ("nemotron-3-super", "0.5.18", False), ("nemotron-3-super", "0.5.23", True),  # from 0.5.20: the config's key
+    ("qwen3.5-397b-a17b", "0.5.23", False),  # its count is mtp_num_hidden_layers, which SGLang's target does not read
+])
+def test_sglang_counts_the_mtp_layers_in_the_pool_where_it_knows_their_count(model, version, in_pool):
+    d = _sglang(model, version)
+    plain, drafting = fit(d, CATALOG), fit(d.model_copy(update={"mtp_draft": True, "speculative_tokens": 3}), CATALOG)
+    assert (drafting.kv_cache_bytes_per_token > plain.kv_cache_bytes_per_token) is in_pool
+
+
+def test_a_rule_counting_the_mtp_layers_for_some_models_needs_its_sources_and_the_other_plan():
+    import dataclasses
+
+    from inferplan.catalog.mtp_rules import check_mtp_rules
+    from inferplan.catalog.registry import Registry
+    from inferplan.errors import CatalogError
+
+    for update in ({"kv_in_pool_sources": ()}, {"kv_outside_note": None}, {"kv_layers_in_pool": False}):
+        rules = {r.id: r for r in CATALOG.mtp_rules}
+        rules["mtp-sglang-in-fraction"] = rules["mtp-sglang-in-fraction"].model_copy(update=update)
+        with pytest.raises(CatalogError) as exc:
+            check_mtp_rules(dataclasses.replace(CATALOG, mtp_rules=Registry("mtp rules", rules)))
+        assert exc.value.field == "mtp-sglang-in-fraction"

@@ -174,6 +174,9 @@ class Architecture:
     qk_norm: bool = False
     mlp_projections: int = 3  # gated MLPs (SwiGLU/GeGLU): gate, up, down; plain (ReLU²): up, down
     mtp_layers: int = 0  # DeepSeek multi-token-prediction layers shipped in the checkpoint
+    # the config.json key stating mtp_layers (num_nextn_predict_layers, mtp_num_hidden_layers); None: the
+    # config states none (the count the engines build for its model type, or 0), and an engine reading the key finds none
+    mtp_layers_key: str | None = None
     # the MTP layers' attention where the config states it (DeepSeek-V4: compress_ratios past the
     # layers); empty: as the last decoder layer's
     mtp_layer_kinds: tuple[LayerKind, ...] = ()

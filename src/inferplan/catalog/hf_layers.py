@@ -345,11 +345,16 @@ MTP_LAYERS_UNSTATED = {"qwen3_next": 1}
 MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 
 
+def mtp_layer_key(cfg: dict) -> str | None:
+    """The config key stating the multi-token-prediction layer count (None: the config states none)."""
+    return next((k for k in MTP_LAYER_KEYS if cfg.get(k) is not None), None)
+
+
 def mtp_layer_count(cfg: dict, model_type: str) -> int:
     """The multi-token-prediction layers the checkpoint ships: ``num_nextn_predict_layers`` (DeepSeek
     and others) or ``mtp_num_hidden_layers`` (Qwen3.5), else the count the engines build for a model
     type whose config class states none (``MTP_LAYERS_UNSTATED``), else 0."""
-    key = next((k for k in MTP_LAYER_KEYS if cfg.get(k) is not None), None)
+    key = mtp_layer_key(cfg)
     if key is None:
         return MTP_LAYERS_UNSTATED.get(model_type, 0)
     if not _whole(cfg[key], 0):

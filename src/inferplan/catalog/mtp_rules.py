@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from inferplan.catalog.architecture import Architecture
 from inferplan.catalog.memory_rules import check_release_range, current_release, parse_engine_version
 from inferplan.catalog.provenance import Bytes, release_key
 from inferplan.catalog.schema import SLUG, Frozen, check_engine_and_sources
@@ -26,6 +27,14 @@ class MtpRule(Frozen):
     last_release: str | None = None
     weights_in_pool: bool  # loaded before the KV cache is sized: the pool loses their bytes
     kv_layers_in_pool: bool  # their attention has KV entries in the target's pool, on the last stage
+    # where the engine counts them in the pool only when it knows their count: for these architectures
+    # (config.json architectures[0]) or a config stating the count under one of these keys; any other
+    # model's MTP layers get a draft pool of their own outside the fraction (kv_outside_note says so).
+    # Both empty: every model's, as kv_layers_in_pool says
+    kv_in_pool_architectures: tuple[str, ...] = ()
+    kv_in_pool_config_keys: tuple[str, ...] = ()
+    kv_in_pool_sources: tuple[str, ...] = ()
+    kv_outside_note: str | None = None
     fraction_reserve_bytes: Bytes | None = None  # kept outside the default fraction while a draft runs
     # memory-rule variants (engine_memory_rules.yaml) whose releases budget the draft otherwise: not planned
     unplanned_variants: tuple[str, ...] = ()
@@ -68,6 +77,18 @@ def mtp_rule(catalog, engine: str, engine_version: str | None = None) -> MtpRule
     return next((r for r in rules if _covers(r, release)), None)
 
 
+def rule_for_architecture(rule: MtpRule | None, arch: Architecture | None) -> MtpRule | None:
+    """``rule`` as it holds for a model of ``arch``: where the engine counts the MTP layers in the target's
+    pool only when it knows their count (``kv_in_pool_architectures``, ``kv_in_pool_config_keys``) and
+    ``arch`` is neither listed nor states its count under a listed key, their KV is a draft pool of its own
+    outside the fraction (``kv_layers_in_pool`` false, with ``kv_outside_note``)."""
+    if rule is None or arch is None or not (rule.kv_in_pool_architectures or rule.kv_in_pool_config_keys):
+        return rule
+    if arch.hf_architecture in rule.kv_in_pool_architectures or arch.mtp_layers_key in rule.kv_in_pool_config_keys:
+        return rule
+    return rule.model_copy(update={"kv_layers_in_pool": False, "note": rule.kv_outside_note})
+
+
 def drafts_at_pipeline(catalog, engine: str, pipeline_parallel_size: int) -> bool:
     """Whether the engine starts an MTP or EAGLE-3 draft at this pipeline-parallel size (its rule's
     ``max_pipeline_parallel_size``; no rule or no bound: yes)."""
@@ -82,7 +103,12 @@ def check_mtp_rules(catalog) -> None:
     for rule in catalog.mtp_rules:
         where = f"mtp_rules:{rule.id}"
         check_engine_and_sources(catalog, where, rule.id, rule.engine,
-                                 (*rule.sources, *rule.pipeline_parallel_sources, *rule.default_draft_tokens_sources))
+                                 (*rule.sources, *rule.pipeline_parallel_sources, *rule.default_draft_tokens_sources,
+                                  *rule.kv_in_pool_sources))
+        if (rule.kv_in_pool_architectures or rule.kv_in_pool_config_keys) and not (
+                rule.kv_layers_in_pool and rule.kv_in_pool_sources and rule.kv_outside_note):
+            raise CatalogError(f"{where}: kv_in_pool_architectures or kv_in_pool_config_keys need kv_layers_in_pool, "
+                               "kv_in_pool_sources and kv_outside_note", field=rule.id)
         if rule.default_draft_tokens is not None and not rule.default_draft_tokens_sources:
             raise CatalogError(f"{where}: default_draft_tokens needs default_draft_tokens_sources", field=rule.id)
         if rule.max_pipeline_parallel_size is not None and not rule.pipeline_parallel_sources:

@@ -1,5 +1,6 @@
 """A speculative draft the engine loads after sizing its memory fraction (``engine_mtp_rules.yaml``:
-``weights_in_pool`` or ``kv_layers_in_pool`` false, SGLang through 0.5.13): what it holds outside the
+``weights_in_pool`` or ``kv_layers_in_pool`` false: SGLang through 0.5.13, and from 0.5.14 an MTP draft
+whose layer count SGLang does not know when it sizes the target's pool): what it holds outside the
 fraction must fit in what the fraction leaves beyond the engine's draft reserve. Those releases run an
 EAGLE-3 head and a model's own MTP layers (NEXTN, an alias of EAGLE) through the same EAGLE draft worker,
 built after the target's pool is sized, with a draft pool of the target's token count; so one check

@@ -1,10 +1,12 @@
 """Speculative decoding with a model's own multi-token-prediction (MTP) layers: which of them the
 engine holds where (``catalog/data/engine_mtp_rules.yaml``). vLLM V1 and TensorRT-LLM load the MTP
 layers before sizing the KV cache (the pool loses their weights) and give their attention entries in
-the target's pool, on the last pipeline stage, as SGLang does from 0.5.14; through 0.5.13 SGLang's draft
+the target's pool, on the last pipeline stage, as SGLang does from 0.5.14 where it knows their count (for
+some architectures, or from a config key: ``rule_for_architecture``; for other models its draft worker
+allocates a pool of its own after the target's, outside the fraction); through 0.5.13 SGLang's draft
 worker loads them and a draft pool of its own after the target's pool is sized, and its default fraction
-keeps room outside for them; the plan checks they fit there (``check_mtp_headroom``). The rule is the
-engine release's (``mtp_rule``)."""
+keeps room outside for them; the plan checks what is outside fits there (``check_mtp_headroom``). The
+rule is the engine release's (``mtp_rule``) as it holds for the model."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from inferplan.catalog.architecture import Architecture, LayerKind
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
+from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule, rule_for_architecture
 from inferplan.catalog.schema import Quantization
 from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs.deployment import SPECULATIVE_METHODS, Deployment
@@ -58,7 +60,8 @@ def check_mtp_layers(catalog, spec: ModelSpec) -> None:
 
 
 def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpRule | None, InvalidScenarioError | None]:
-    """The engine's rule for drafting with ``spec``'s MTP layers, or why no such draft is planned (an
+    """The engine's rule for drafting with ``spec``'s MTP layers, as it holds for its architecture, or why
+    no such draft is planned (an
     error naming ``mtp_draft``): the model ships none, the engine does not draft with them, or the
     release line's memory rule does not count the draft."""
     no_layers = _no_layers(catalog, spec)
@@ -73,7 +76,7 @@ def _refusal(catalog, d: Deployment, spec: ModelSpec, engine: str) -> tuple[MtpR
     if release.variant in rule.unplanned_variants:
         return None, InvalidScenarioError(f"an MTP draft on {release.label}: {rule.unplanned_note}", field=FIELD,
                                           allowed="no MTP draft, or a release of another line")
-    return rule, None
+    return rule_for_architecture(rule, spec.architecture), None
 
 
 def draft_rule(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline_parallel_size: int) -> MtpRule | None:
@@ -116,12 +119,19 @@ def _with_mtp_layers(arch: Architecture) -> Architecture:
 
 def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Architecture | None) -> tuple[Deployment, list[str]]:
     """``d`` drafting with its MTP layers as the engine launches it when no draft tokens are stated: the
-    rule's default (``mtp_layers``: vLLM's num_speculative_tokens defaults to num_nextn_predict_layers),
-    which sets the decode query the engine captures CUDA graphs for; unchanged where tokens are stated,
-    no MTP draft runs, or the engine's default is not known. With the note saying so."""
+    rule's default (``mtp_layers``: vLLM's num_speculative_tokens defaults to the MTP layer count its config
+    states), which sets the decode query the engine captures CUDA graphs for; unchanged where tokens are
+    stated, no MTP draft runs, or the engine's default is not known. With the note saying so. Where the
+    config states no count (``Architecture.mtp_layers_key``) the engine has no default and refuses to start:
+    an error naming ``speculative_tokens``."""
     if rule is None or d.speculative_tokens or rule.default_draft_tokens != "mtp_layers" or arch is None \
             or not arch.mtp_layers:
         return d, []
+    if arch.mtp_layers_key is None:
+        raise InvalidScenarioError(
+            f"an MTP draft on {rule.engine} with no speculative_tokens stated takes the MTP layer count the config "
+            f"states as its draft tokens per step, and {arch.hf_architecture}'s config states none, so the engine "
+            "refuses to start", field="speculative_tokens", allowed="speculative_tokens of at least 1 with the MTP draft")
     note = (f"MTP draft on {rule.engine} with no speculative_tokens stated: {arch.mtp_layers} draft token(s) per step, "
             "the engine's default (num_nextn_predict_layers), so a decode query is "
             f"{1 + arch.mtp_layers} tokens")
@@ -131,8 +141,9 @@ def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Archite
 def check_mtp_headroom(rule: MtpRule | None, spec: ModelSpec, quant: Quantization, kv_bits: float,
                        tensor_parallel_size: int, total_bytes: float, memory_fraction: float,
                        target_kv_bytes_per_gpu: float) -> None:
-    """Where the engine's draft worker loads the MTP layers and a draft pool of its own after its fraction is
-    sized (SGLang through 0.5.13), they must fit in what the fraction leaves beyond the draft reserve: the MTP layers'
+    """Where the engine's draft worker loads the MTP layers or a draft pool of its own after its fraction is
+    sized (SGLang through 0.5.13; from 0.5.14 the pool of a model whose MTP layer count it does not know),
+    what it holds there must fit in what the fraction leaves beyond the draft reserve: the MTP layers'
     weights (the embeddings and lm_head are the target's) per tensor-parallel rank, and a pool of the
     target's tokens over the MTP layers (their KV per token as the config states their attention). More is
     an error naming ``mtp_draft`` (``memory.draft_headroom``, the check an EAGLE-3 draft gets)."""
