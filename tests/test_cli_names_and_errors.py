@@ -71,8 +71,10 @@ def test_perf_counts_only_the_requests_that_exist_across_replicas():
 
 
 def test_fit_concurrency_that_leaves_no_context_is_refused():
-    r = invoke("fit", "--model", "llama-3.3-70b", "--gpu", "H100", "-tp", "2", "-q", "fp8", "--concurrency", "100000")
-    assert r.exit_code == 2 and "--concurrency" in r.output
+    # 1,000 sequences, all running at once (below the engine's 1,024), share a 4,096-token cache: none holds a block
+    r = invoke("fit", "--model", "llama-3.3-70b", "--gpu", "H100", "-tp", "2", "-q", "fp8", "--concurrency", "1000",
+               "--gpu-memory-utilization", "0.48", "--max-model-len", "1024")
+    assert r.exit_code == 2 and "--concurrency" in r.output and "--max-num-seqs at most 64" in r.output
 
 
 def test_fits_sizes_a_short_context_model_at_its_own_context_unless_told():
