@@ -174,3 +174,39 @@ def test_a_search_or_plan_states_the_cap_the_release_runs_without_the_draft():
     assert with_draft_running_stated(stated, CATALOG) is stated
     vllm = drafted.model_copy(update={"engine": "vllm"})
     assert with_draft_running_stated(vllm, CATALOG) is vllm
+
+
+def test_a_plan_launches_a_drafted_sglang_cell_with_the_cap_it_states_and_says_so():
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+    s = Scenario.model_validate(dict(
+        name="ngram", model="llama-3.1-8b", engine="sglang", platform={"system": "hgx-h100"},
+        workload={"preset": "chat-seat"}, speculative={"method": "ngram", "tokens": 3, "acceptance_rate": 0.5},
+        target_users=100))
+    cell = plan(s, CATALOG).capacity.cell
+    assert cell.stated_max_num_seqs is not None and cell.stated_max_num_seqs > 48
+    assert cell.engine_slots > 48 * cell.data_parallel_size
+    assert any(a.startswith(f"launched with --max-running-requests {cell.stated_max_num_seqs:,}")
+               for a in cell.assumptions)
+
+
+def test_a_search_curve_of_a_drafted_sglang_deployment_runs_more_than_48():
+    from inferplan.search.service import service_curve
+    d = Deployment(model="deepseek-r1", gpu="b200", gpus=8, tensor_parallel_size=8, engine="sglang",
+                   mtp_draft=True, speculative_tokens=3)
+    w = Workload(input_len=1000, output_len=1000, speculative_tokens=3, acceptance_rate=0.7)
+    assert service_curve(d, w, CATALOG).slots > 48
+
+
+def test_a_hybrid_models_state_pool_keeps_the_releases_cap_with_a_draft():
+    from inferplan.memory.slots import with_draft_running_stated
+    d = Deployment(model="qwen3-next-80b-a3b", gpu="h100-sxm", gpus=4, tensor_parallel_size=4, engine="sglang",
+                   max_model_len=32768, mtp_draft=True, speculative_tokens=3)
+    assert with_draft_running_stated(d, CATALOG) is d
+
+
+def test_sglangs_pool_default_is_at_most_a_hybrids_state_slots():
+    r = fit(Deployment(model="qwen3-next-80b-a3b", gpu="h100-sxm", gpus=4, tensor_parallel_size=4, engine="sglang",
+                       concurrency=3000), CATALOG)
+    assert r.running_cap == r.state_running_cap == 142
+    assert r.running_cap_flag == "--max-mamba-cache-size" and r.largest_context_tokens > 0

@@ -25,7 +25,8 @@ from inferplan.memory.fit import plan_memory
 from inferplan.memory.hardware import resolve_hardware, runs_named_build, system_domain_gpus, system_scale_out
 from inferplan.memory.layout import LAYOUT_FIELDS, cell_widths, instance_gpus, os_host_gpus
 from inferplan.memory.ollama_batch import on_ollama_gpu
-from inferplan.memory.slots import SLOT_LIMIT, most_slots, with_draft_running_stated, with_most_slots
+from inferplan.memory.slots import (SLOT_LIMIT, most_slots, running_stated_note, with_draft_running_stated,
+                                   with_most_slots)
 from inferplan.memory.suggest import smaller_weights
 from inferplan.performance.context import ServingContext
 from inferplan.performance.estimate import ServingEstimate
@@ -51,6 +52,9 @@ class CellCapacity(BaseModel):
     meets_target: bool
     source: str
     assumptions: tuple[str, ...] = ()  # of the memory and speed models behind the cell
+    # the running cap per rank the cell's launch states where the plan states one (memory/slots.py
+    # with_draft_running_stated: SGLang with a draft); None: the engine's own
+    stated_max_num_seqs: int | None = None
 
 
 class LoadoutCapacity(BaseModel):
@@ -170,7 +174,8 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
     # fit, as a search starts it; a release that caps its running requests itself while a draft runs is
     # started with the cap it runs without one
     stated, cell = cell, with_most_slots(cell, catalog, SLOT_LIMIT) if cell.max_model_len else cell
-    cell = with_draft_running_stated(cell, catalog)
+    drafted, cell = cell, with_draft_running_stated(cell, catalog)
+    launch = (running_stated_note(catalog, cell),) if cell is not drafted else ()
     ctx = ServingContext(catalog, cell, shape)
     profile, skipped = find_profile(ctx, stated)  # a profile of another launch is not used, and said so
 
@@ -201,7 +206,8 @@ def cell_capacity(catalog: Catalog, cell: Deployment, w: WorkloadProfile) -> Cel
         output_tokens_per_s=best.output_tokens_per_s_total if meets else 0.0,
         input_tokens_per_s=best.input_tokens_per_s_total if meets else 0.0,
         kv_max_concurrency=ctx.max_concurrency(), engine_slots=ctx.max_running * ctx.dp,
-        meets_target=meets, source=best.source, assumptions=(*best.assumptions, *skipped),
+        meets_target=meets, source=best.source, assumptions=(*launch, *best.assumptions, *skipped),
+        stated_max_num_seqs=cell.max_num_seqs if launch else None,
     )
 
 

@@ -349,7 +349,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens, kv_arch,
                                plan.data_parallel_size, running)
     held, states, state_notes = held_at(engine_cap)
-    if (pooled := pool_running_requests(settings, held.tokens, held.max_len)) is not None:  # SGLang's, from its pool
+    if (pooled := pool_running_requests(settings, held.tokens, held.max_len)) is not None:  # SGLang's, from its pool,
+        pooled = min(pooled, states.running_cap) if states is not None else pooled  # at most its state slots' requests
         settings = dataclasses.replace(settings, max_num_seqs=pooled)
         engine_cap = running_sequences(settings, plan.pipeline_parallel_size, started)
         held, states, state_notes = held_at(engine_cap)

@@ -46,8 +46,9 @@ def running_cap(catalog: Catalog, d: Deployment, engine: str, sequences: int, va
                 state_cap: int | None, state_slots: int | None) -> RunningCap:
     """The cap per instance: the engine's own ``sequences`` (``running_sequences``, from ``value``: max_num_seqs or
     the slots as it runs them), or a hybrid model's state pool of ``state_slots`` where it runs fewer
-    (``state_cap``), with the setting behind it."""
-    if state_cap is not None and state_cap < sequences:
+    (``state_cap``; where they are equal and no max_num_seqs is stated, the release took its default from the
+    slots: SGLang's), with the setting behind it."""
+    if state_cap is not None and (state_cap < sequences or (state_cap == sequences and not d.max_num_seqs)):
         return RunningCap(state_cap, "max_mamba_cache_size", setting_flag(catalog, d, engine, "max_mamba_cache_size"),
                           state_slots or 0)
     return RunningCap(sequences, "max_num_seqs", setting_flag(catalog, d, engine, "max_num_seqs"), value)

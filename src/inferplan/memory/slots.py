@@ -16,6 +16,7 @@ from inferplan.memory.context_cache import context_slots
 from inferplan.memory.fit import plan_memory, verdict_plan
 from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
+from inferplan.memory.running_cap import launched_value, setting_flag
 from inferplan.memory.state_pool import draft_named
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
@@ -95,17 +96,30 @@ def sequences_held(d: Deployment, catalog: Catalog) -> float:
 def with_draft_running_stated(d: Deployment, catalog: Catalog) -> Deployment:
     """``d`` with ``max_num_seqs`` stated at the requests its release runs at once without a draft, where ``d`` states
     none, drafts, and its release sets a lower cap itself because of the draft (``EngineSettings.running_note``);
-    else ``d``. The launch then states that cap (SGLang ``--max-running-requests``, the ranks' total) in place of the
-    one the release would set."""
+    else ``d``. The value is the release's own default on the pool ``d`` sizes with its draft (SGLang's from the
+    pool: a stated value above it is clamped there), else the one it runs without the draft. A hybrid model's
+    state pool is left as the release sizes it: its draft state is reserved for the requests it runs
+    (``memory/state_pool.py``), so a larger stated cap would move the memory. The launch then states that cap
+    (``running_stated_note``)."""
     if d.max_num_seqs is not None or not draft_named(d):
         return d
     try:
         drafted = verdict_plan(d, catalog)
-        if drafted.settings.running_note is None:
+        if drafted.settings.running_note is None or drafted.result.state_running_cap is not None:
             return d
         plain = verdict_plan(d.model_copy(update={"speculative_tokens": 0, "speculative_method": None, "mtp_draft": False,
                                                   "eagle3_draft": None, "draft_checkpoint": None}), catalog)
     except InferplanError:
         return d
-    more = plain.settings.max_num_seqs
+    pool = plain.settings.running_from_pool
+    more = pool.pool_requests(drafted.result.kv_cache_tokens, drafted.result.max_model_len) if pool is not None \
+        else plain.settings.max_num_seqs
     return d.model_copy(update={"max_num_seqs": more}) if more > drafted.settings.max_num_seqs else d
+
+
+def running_stated_note(catalog: Catalog, d: Deployment) -> str:
+    """What a launch of ``d`` started by ``with_draft_running_stated`` states, and why."""
+    engine = catalog.engine(d.engine).id
+    launched = launched_value(catalog, d, engine, "max_num_seqs", d.max_num_seqs or 0)
+    return (f"launched with {setting_flag(catalog, d, engine, 'max_num_seqs')} {launched.value:,}, the requests the "
+            f"release runs at once without a draft: with a draft and none stated it sets a lower cap itself")
