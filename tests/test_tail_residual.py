@@ -98,14 +98,16 @@ def test_the_sum_with_a_residual_between_two_bounds_or_of_one_value_reaches_its_
         low = residual.step_s[i:i + 1] * rng.uniform(0, 1)
         p, m, busy = p_wait[i, 0], mean_wait[i, 0] / p_wait[i, 0], residual.busy[i, 0]
         wait_cdf = lambda x: np.where(x < 0, 0.0, 1 - p * np.exp(-np.maximum(x, 0.0) / m))  # noqa: E731
+
+        def cdf(x, steps, i=i, busy=busy, wait_cdf=wait_cdf):
+            return np.mean([(1 - busy) * wait_cdf(x - b) + busy * wait_cdf(x - b - steps).mean() for b in base[i, 0]])
+
         for high in (residual.step_s[i:i + 1], low):  # uniform between, or the one value
             steps = np.linspace(low[0, 0], high[0, 0], 20_001)
             for q in (0.5, 0.95, 0.99):
                 t = sum_quantile(base[i:i + 1], np.array([1.0]), p_wait[i:i + 1], mean_wait[i:i + 1], q,
                                  StepResidual(busy=residual.busy[i:i + 1], step_s=high, least_s=low))[0]
-                cdf = lambda x: np.mean([(1 - busy) * wait_cdf(x - b) + busy * wait_cdf(x - b - steps).mean()  # noqa: E731
-                                         for b in base[i, 0]])
-                assert cdf(t + 2e-4) > q - 1e-4 and cdf(t - 2e-4) < q + 1e-4, (i, q)  # where it reaches q
+                assert cdf(t + 2e-4, steps) > q - 1e-4 and cdf(t - 2e-4, steps) < q + 1e-4, (i, q)  # where it reaches q
 
 
 def test_one_closed_loop_client_finds_the_engine_idle():
