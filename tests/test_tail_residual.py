@@ -1,8 +1,10 @@
 """The residual of the engine step an arrival finds in progress, in the approximation's quantiles:
-none when the engine is idle, else uniform over the step (``wait_quantiles.StepResidual``)."""
+none when its rank is idle, else uniform over the step, or for a closed loop what is left of the
+step the request overhead after one ended (``wait_quantiles.StepResidual``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -86,3 +88,60 @@ def test_an_idle_engine_or_a_zero_step_adds_nothing():
     for none in (StepResidual(busy=np.zeros_like(residual.busy), step_s=residual.step_s),
                  StepResidual(busy=residual.busy, step_s=np.zeros_like(residual.step_s))):
         assert np.allclose(sum_quantile(base, weights, p_wait, mean_wait, 0.99, none), plain, atol=1e-5)
+
+
+def test_the_sum_with_a_residual_between_two_bounds_or_of_one_value_reaches_its_level():
+    # the quantile is where the CDF, integrated over the residual on a fine grid, reaches the level
+    rng = np.random.default_rng(6)
+    base, p_wait, mean_wait, residual = _random_case(rng, 4, 1)
+    for i in range(len(base)):
+        low = residual.step_s[i:i + 1] * rng.uniform(0, 1)
+        p, m, busy = p_wait[i, 0], mean_wait[i, 0] / p_wait[i, 0], residual.busy[i, 0]
+        wait_cdf = lambda x: np.where(x < 0, 0.0, 1 - p * np.exp(-np.maximum(x, 0.0) / m))  # noqa: E731
+
+        def cdf(x, steps, i=i, busy=busy, wait_cdf=wait_cdf):
+            return np.mean([(1 - busy) * wait_cdf(x - b) + busy * wait_cdf(x - b - steps).mean() for b in base[i, 0]])
+
+        for high in (residual.step_s[i:i + 1], low):  # uniform between, or the one value
+            steps = np.linspace(low[0, 0], high[0, 0], 20_001)
+            for q in (0.5, 0.95, 0.99):
+                t = sum_quantile(base[i:i + 1], np.array([1.0]), p_wait[i:i + 1], mean_wait[i:i + 1], q,
+                                 StepResidual(busy=residual.busy[i:i + 1], step_s=high, least_s=low))[0]
+                assert cdf(t + 2e-4, steps) > q - 1e-4 and cdf(t - 2e-4, steps) < q + 1e-4, (i, q)  # where it reaches q
+
+
+def test_one_closed_loop_client_finds_the_engine_idle():
+    # nothing else runs when a lone client's request arrives: its TTFT is its own prompt step
+    load = Load(arrival="closed", clients=1, input_tokens=1, output_tokens=100)
+    approx, sim = approximate(_flat_step_curve(), load), simulate(_flat_step_curve(), load, requests=500, seed=0)
+    for metric in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s"):
+        assert getattr(approx, metric) == pytest.approx(STEP_S, rel=1e-3) == getattr(sim, metric), metric
+
+
+def test_closed_loop_clients_arrive_the_request_overhead_into_a_step():
+    # a client sends when its request ends, at a step's end, and reaches the engine 3 ms later: with
+    # the other clients' requests running (output lengths spread, so they do not end together) the
+    # step under way has 7 ms left, every time
+    overhead = 0.003
+    curve = dataclasses.replace(_flat_step_curve(), request_overhead_s=overhead, ttft_s=(STEP_S + overhead,) * 2)
+    load = Load(arrival="closed", clients=4, input_tokens=1, output_tokens=100, output_tokens_scv=1.0)
+    approx, sim = approximate(curve, load), simulate(curve, load, requests=4000, seed=0)
+    for metric in ("ttft_p50_s", "ttft_p99_s"):
+        assert getattr(approx, metric) == pytest.approx(2 * STEP_S, rel=0.01)
+        assert getattr(approx, metric) == pytest.approx(getattr(sim, metric), rel=0.01), metric
+
+
+@pytest.mark.parametrize("routing", ["least-loaded", "round-robin"])
+def test_a_data_parallel_arrival_waits_out_a_step_only_on_a_busy_rank(routing):
+    # 8 independent ranks: at 1 request a second (one running) a rank is always idle to take it; at 6
+    # the chosen rank is busy as often as 8 arrivals fall within a service time (P(N ≥ 8))
+    ranks = 8
+    flat = _flat_step_curve()
+    curve = dataclasses.replace(flat, slots=64 * ranks, concurrency=(ranks, 64 * ranks), token_budget=10**6 * ranks,
+                                data_parallel=ranks, dp_routing=routing)
+    idle = approximate(curve, Load(request_rate_per_s=1.0, input_tokens=1, output_tokens=100))
+    assert idle.ttft_p99_s == pytest.approx(STEP_S, rel=1e-3)
+    load = Load(request_rate_per_s=6.0, input_tokens=1, output_tokens=100)
+    approx, sim = approximate(curve, load), simulate(curve, load, requests=20_000, seed=0)
+    for metric in ("ttft_p50_s", "ttft_p95_s", "ttft_p99_s"):
+        assert getattr(approx, metric) == pytest.approx(getattr(sim, metric), rel=0.04), metric

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from inferplan.catalog.loader import load_catalog
@@ -52,9 +54,11 @@ def test_a_run_whose_every_prompt_an_earlier_run_sent_hits_the_prefix_cache_thro
 def test_the_approximations_ttft_tail_under_poisson_load_tracks_the_simulation(result):
     # runs of short prompts at 1 to 16 requests a second (most of them with every prompt cached): much
     # of a TTFT's spread is the rest of the decode step a request finds in progress, uniform over it
-    # when the engine is busy; that step at its mean puts the approximation's p99 18 % under the
-    # simulation's (median)
+    # when the engine is busy; the six such runs' p99 lie under 1 % to 7 % from the simulation's (median
+    # 6 %). A load the approximation finds beyond what the deployment serves (an infinite p99, which
+    # a simulated run of finite length still ends) is no gap to take the median of
     gaps = sorted(abs(c.approximation / c.simulation - 1) for c in result.checks
-                  if c.metric == "ttft_p99_s" and c.load.startswith("poisson") and c.simulation != float("inf"))
+                  if c.metric == "ttft_p99_s" and c.load.startswith("poisson")
+                  and math.isfinite(c.simulation) and math.isfinite(c.approximation))
     assert len(gaps) >= 6
     assert gaps[len(gaps) // 2] < 0.08, gaps

@@ -15,8 +15,9 @@ Per replica (requests split evenly over ``replicas``), for each state of the arr
 4. The two waits as one: an atom at zero and an exponential tail with their summed mean (the
    exponential tail of the M/M/c wait, Allen–Cunneen's scaling); TTFT and E2E quantiles solve
    ``P(base + R + W ≤ t) = q`` with the base over log-normal length nodes and ``R`` what is left of
-   the decode step an arrival finds in progress: none when the engine is idle (``e⁻ⁿ``, the chance an
-   M/M/∞ count is zero), else uniform over the step (``wait_quantiles.StepResidual``).
+   the decode step an arrival finds in progress on its rank: none when the rank is idle, else
+   uniform over the step (``wait_quantiles.StepResidual``); a closed loop's arrival comes the
+   request overhead after a step's end, so what is left is one value (``_step_busy``).
 5. TPOT at the batch a request sees: its time average over a lifetime ≈ one service time has
    variance ``2e⁻¹ · n`` (the number in an M/M/∞ system averaged over its mean service time); plus
    the spread of how many of its steps carry another request's prompt chunk (binomial). An engine
@@ -66,7 +67,7 @@ from inferplan.search.prompt_steps import prompt_cycle_s, prompt_step_variance
 from inferplan.search.service import ServiceCurve
 from inferplan.search.tail_types import CurveTable, TailArrays, TailLatency
 from inferplan.search.transient import run_batch, settled_share
-from inferplan.search.wait_quantiles import StepResidual, sum_quantile
+from inferplan.search.wait_quantiles import StepResidual, poisson_at_least, sum_quantile
 
 QUANTILES = (0.5, 0.95, 0.99)
 LIFETIME_BATCH_VARIANCE = 2 * math.exp(-1)  # Var of an M/M/∞ count averaged over one mean service time, per unit mean
@@ -99,8 +100,9 @@ class _State:
     prefill_s: np.ndarray  # own prompt at the mean length beside the batch
     prefill_slope_s: np.ndarray  # per prompt token more or less than the mean (its uncached share prefilled)
     base_s: np.ndarray  # overhead and fixed waits before the prompt
-    busy: np.ndarray  # the chance an arrival finds a step in progress
+    busy: np.ndarray  # the chance an arrival finds a step in progress on its rank
     residual_step_s: np.ndarray  # ... and that step's length (what is left of it: uniform up to it)
+    residual_least_s: np.ndarray  # ... from this much (a closed loop's: one value, what is left of it)
     p_wait: np.ndarray
     mean_wait_s: np.ndarray
     utilisation: np.ndarray
@@ -205,7 +207,7 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
     if span_s is not None and load.arrival != "closed":  # a run too short to settle
         w_slot = w_slot * settled_share(span_s, w_slot, lam * full / slots)
         w_prompt = w_prompt * settled_share(span_s, w_prompt, rho_p)
-    busy = np.zeros_like(running) if start else 1 - np.exp(-running)  # the start's requests find the engine idle
+    busy, least, most = _step_busy(t, load, running, rate, lam, step, start)
     p_wait = 1 - (1 - p_slot) * (1 - np.minimum(rho_p, 1.0))
     utilisation = np.maximum(lam * full / slots, rho_p)
     closed = load.arrival == "closed"  # a closed loop slows to what it is served: full slots are not an overload
@@ -220,13 +222,40 @@ def _solve_state(t: CurveTable, load: Load, rate: np.ndarray, slots: np.ndarray,
                    for q in map(load.run_quantile_level, QUANTILES))
     return _State(running=running, served_per_s=lam, batch=batch, tpot_s=tpot, prefill_s=prompt,
                   prefill_slope_s=per_token * t.uncached_share,
-                  base_s=t.request_overhead_s + slot_wait, busy=busy, residual_step_s=step,
+                  base_s=t.request_overhead_s + slot_wait, busy=busy, residual_step_s=most,
+                  residual_least_s=least,
                   p_wait=p_wait, mean_wait_s=w_slot + w_prompt, utilisation=utilisation, stable=stable,
                   tpot_quantiles_s=tpot_q, tpot_batch_sd_s=(at_batch(1.0) - at_batch(-1.0)) / 2, tpot_mixed_sd_s=mixed_sd,
                   start_queue_s=rate / ranks * work if start else None,
                   start_step_s=full_step if start else None, start_chunk_s=free * per_token if start else None,
                   start_steps=running / ranks * in_mean / free if start else None, prefill_first=alone,
                   start_tokens_per_step=t.tokens_per_step, start_admitted=running / rate if start else None)
+
+
+def _step_busy(t: CurveTable, load: Load, running: np.ndarray, rate: np.ndarray, lam: np.ndarray,
+               step: np.ndarray, start: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chance an arrival finds a step under way on the rank that serves it, and the least and the
+    most that is left of that step (uniform between). A Poisson arrival finds the ``n`` running in an M/M/∞
+    count; on one of ``k`` independent ranks it waits only when its rank is busy: handed requests in
+    turn, when one of its own earlier requests, ``k``, ``2k``, … arrivals back, still runs (for one
+    service length: ``k`` arrivals within it), handed to the least-loaded rank only when every rank
+    is busy, which needs ``k`` running (an upper bound); both ``P(N ≥ k)``, ``1 − e⁻ⁿ`` for one rank.
+    A closed loop's client sends when its own request ends, at a step's end, and reaches the engine
+    the request overhead ``h`` later: a step is under way when another client of its rank has a
+    request in the engine (each is away ``h`` of its ``C/λ`` cycle, independently), and ``h mod d``
+    of it is gone (none left at a whole number of steps). The start's requests find the engine idle."""
+    ranks = t.data_parallel
+    none = np.zeros_like(running)
+    if start:
+        return none, none, step
+    if load.arrival != "closed":
+        return poisson_at_least(running, ranks), none, step
+    overhead = t.request_overhead_s
+    others = np.maximum(rate / ranks - 1, 0.0)  # ``rate`` carries a replica's clients
+    away = np.clip(overhead * lam / np.maximum(rate, 1e-300), 0.0, 1.0)
+    gone = np.mod(overhead, np.where(step > 0, step, 1.0))
+    left = np.where((step > 0) & (gone > 0), step - gone, 0.0)
+    return np.where(left > 0, 1 - away**others, 0.0), left, left
 
 
 def _mixed_step_variance(t: CurveTable, load: Load, lam: np.ndarray, step: np.ndarray, per_token: np.ndarray,
@@ -318,7 +347,7 @@ def _assemble(solved: list[_State], weights: np.ndarray, load: Load, mean_rate: 
     out_nodes = length_nodes(load.output_tokens, load.output_tokens_scv, nodes, load.lengths) - 1
     tpot, prompt, slope, base = stack("tpot_s"), stack("prefill_s"), stack("prefill_slope_s"), stack("base_s")
     p_wait, mean_wait = stack("p_wait"), stack("mean_wait_s")
-    residual = StepResidual(busy=stack("busy"), step_s=stack("residual_step_s"))
+    residual = StepResidual(busy=stack("busy"), step_s=stack("residual_step_s"), least_s=stack("residual_least_s"))
     own = np.maximum(prompt[..., None] + slope[..., None] * in_nodes, 1e-9)
     ttft_base = base[..., None] + own
     e2e_base = base[..., None] + prompt[..., None] + tpot[..., None] * out_nodes

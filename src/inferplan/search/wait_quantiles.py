@@ -17,15 +17,28 @@ RESIDUAL_BISECTION_STEPS = 14  # one step's bracket narrowed 16,000-fold (a 30 m
 @dataclass(frozen=True)
 class StepResidual:
     """What is left of the engine step an arrival finds in progress (candidates × states): with
-    probability ``1 − busy`` the engine is idle and nothing is left, else uniform on ``[0, step_s]``.
-    A Poisson arrival sees the time average (PASTA); it lands in a step with probability in
-    proportion to the step's length, and the time left of a step of length ``L`` it lands in is
-    uniform on ``[0, L]``, so the residual of steps of length ``L`` has density ``(1 − F(x)) / E[L]``
-    (the equilibrium distribution of renewal theory; Kleinrock, Queueing Systems Vol. 1, §5.2): for
-    steps of one length ``d``, uniform on ``[0, d]`` with mean ``d / 2``."""
+    probability ``1 − busy`` the engine is idle and nothing is left, else uniform on
+    ``[least_s, step_s]`` (``least_s`` none: from 0). A Poisson arrival sees the time average
+    (PASTA); it lands in a step with probability in proportion to the step's length, and the time
+    left of a step of length ``L`` it lands in is uniform on ``[0, L]``, so the residual of steps of
+    length ``L`` has density ``(1 − F(x)) / E[L]`` (the equilibrium distribution of renewal theory;
+    Kleinrock, Queueing Systems Vol. 1, §5.2): for steps of one length ``d``, uniform on ``[0, d]``
+    with mean ``d / 2``. A closed loop's arrival instead comes a fixed time after a step ended (its
+    own request's last): ``least_s = step_s``, what is left of the step at that time."""
 
     busy: np.ndarray
     step_s: np.ndarray
+    least_s: np.ndarray | None = None
+
+
+def poisson_at_least(mean: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``P(N ≥ count)`` for ``N`` Poisson with ``mean`` (elementwise; ``count`` whole, at least 1)."""
+    mean, count = np.asarray(mean, float), np.asarray(count)
+    term, below = np.exp(-mean), np.zeros(np.broadcast(mean, count).shape)
+    for k in range(int(np.max(count))):
+        below = below + np.where(k < count, term, 0.0)
+        term = term * mean / (k + 1)
+    return np.clip(1 - below, 0.0, 1.0)
 
 
 def mixture_wait_quantile(weights, p_wait: np.ndarray, mean_wait: np.ndarray, q: float) -> np.ndarray:
@@ -104,15 +117,18 @@ def _bisect(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait
     """The ``q`` quantile of ``B + R + W`` in ``[lo, hi]`` by ``steps`` halvings (``hi`` returned).
     Past a node by ``x``, ``W`` alone is below ``x`` with probability ``G(x) = 1 − p e^{−x/m}``, and
     ``U + W`` (``U`` uniform on ``[0, d]``) with probability ``(1/d) ∫₀^{min(x, d)} G(x − u) du``
-    ``= (a − p m (e^{−(x − a)/m} − e^{−x/m})) / d``, ``a = min(x, d)``."""
+    ``= (a − p m (e^{−(x − a)/m} − e^{−x/m})) / d``, ``a = min(x, d)``; a residual uniform on
+    ``[l, u]`` is that at ``x − l`` and ``d = u − l``, and one of a single value ``l`` is ``G(x − l)``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         cond = np.where((p_wait > 0) & np.isfinite(mean_wait), mean_wait / np.maximum(p_wait, 1e-300), 0.0)[..., None]
     rate = np.where(cond > 0, 1 / np.where(cond > 0, cond, 1.0), 0.0)
     pw = np.where(cond > 0, p_wait[..., None], 0.0)  # no wait to speak of
     if residual is not None:
         d = residual.step_s[..., None]
+        least = np.zeros_like(d) if residual.least_s is None else residual.least_s[..., None]
         busy = np.where(d > 0, residual.busy[..., None], 0.0)
-        inv_d = np.where(d > 0, 1 / np.where(d > 0, d, 1.0), 0.0)
+        width = d - least
+        inv_w = np.where(width > 0, 1 / np.where(width > 0, width, 1.0), 0.0)
         pwm = pw * cond
     for _ in range(steps):
         mid = (lo + hi) / 2
@@ -121,9 +137,13 @@ def _bisect(base: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, mean_wait
         with np.errstate(over="ignore", invalid="ignore"):
             tail = np.exp(-xp * rate)
             g = 1 - pw * tail
-            if residual is not None:
-                a = np.minimum(xp, d)
-                g += busy * ((a - pwm * (np.exp(-(xp - a) * rate) - tail)) * inv_d - g)
+            if residual is not None:  # past the residual's lower end by ``y``: uniform over the rest, or one value
+                y = xp - least
+                yp = np.maximum(y, 0.0)
+                a = np.minimum(yp, width)
+                rest = np.exp(-yp * rate)
+                spread = (a - pwm * (np.exp(-(yp - a) * rate) - rest)) * inv_w
+                g += busy * (np.where(width > 0, spread, np.where(y >= 0, 1 - pw * rest, 0.0)) - g)
         g[x < 0] = 0.0
         cdf = g.mean(axis=2) @ weights if g.shape[1] > 1 else g[:, 0].mean(axis=1)
         below = cdf < q
