@@ -85,3 +85,12 @@ def test_a_running_default_is_fixed_or_from_the_pool():
         RunningDefault(first_release="1.0", pool_tokens_per_request=2, sources=("s",))
     pooled = RunningDefault(first_release="1.0", pool_tokens_per_request=2, request_table=table, sources=("s",))
     assert pooled.pool_requests(100_000, 8192) == 4096 and pooled.pool_requests(1, 8192) == 1
+
+
+def test_sglang_0_4_runs_its_request_table_with_one_row_more():
+    # 0.3.6-0.4.6 size the same table from the pool and keep max_num_reqs + 1 rows: 2,397 + 1 run
+    for release in ("0.4.6", "0.4.0", "0.3.6"):
+        r = fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version=release))
+        assert r.kv_cache_tokens == 9588 and r.running_cap == 2398, release
+    # before 0.3.6 (not read) the engine's generic default stands
+    assert fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version="0.3.5")).running_cap == 256
