@@ -7,6 +7,8 @@ from pydantic import ValidationError
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.running_defaults import RequestTable, RunningDefault
+from inferplan.deploy import launch_command
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
@@ -66,6 +68,24 @@ def test_mlx_before_its_batch_generator_serves_one_request_at_a_time():
     assert fit(_mlx(engine_version="0.28.3")).running_cap == 1
     assert fit(_mlx(engine_version="0.20.4")).running_cap == 1
     assert fit(_mlx(engine_version="0.28.4")).running_cap == 32
+
+
+def test_mlx_names_no_decode_concurrency_flag_before_0_30_6():
+    # the BatchGenerator's 32 (and 0.28.3's one at a time) run with no flag to set them before 0.30.6
+    for release, running in (("0.28.3", 1), ("0.29.1", 32), ("0.30.5", 32)):
+        r = fit(_mlx(engine_version=release))
+        assert (r.running_cap, r.running_cap_flag) == (running, "max_num_seqs"), release
+        assert not any("--decode-concurrency" in a for a in r.assumptions), release
+    assert fit(_mlx(engine_version="0.30.6")).running_cap_flag == "--decode-concurrency"
+
+
+def test_a_stated_max_num_seqs_on_mlx_before_0_30_6_is_refused_by_fit_and_deploy():
+    old = _mlx(engine_version="0.29.1", max_num_seqs=64)
+    for refuse in (fit, launch_command):
+        with pytest.raises(UnsupportedSettingError) as err:
+            refuse(old)
+        assert err.value.field == "max_num_seqs" and "0.30.6 or later" in err.value.allowed
+    assert "--decode-concurrency" in launch_command(old.model_copy(update={"engine_version": "0.30.6"})).argv
 
 
 def test_mlx_with_a_draft_model_serves_one_request_at_a_time():
