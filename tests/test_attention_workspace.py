@@ -5,7 +5,7 @@ it reproduces the workspace a start-up printed and makes a long-context start-up
 import pytest
 
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.attention_workspace import workspace_bytes, workspace_requests
+from inferplan.memory.attention_workspace import workspace_bytes
 from inferplan.memory.fit import fit
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.suggest import fit_or_suggest
@@ -23,7 +23,7 @@ def test_the_workspace_sglang_printed_for_a_pool_of_1669816_tokens_is_reproduced
     # sglang PR #18263 (record d05): 'KV Cache is allocated ... #tokens: 1669816', then a 51.75 GB
     # (SGLang's GB: 2^30 bytes) AITER workspace for Qwen3-30B-A3B at 262,144 positions on one GPU
     ws, arch = _workspace(catalog), resolve_model(catalog, "qwen3-30b-a3b-2507").architecture
-    requests = workspace_requests(ws, 1_669_816, 262_144)
+    requests = ws.request_table.requests(1_669_816, 262_144)
     assert requests == 3261
     got = workspace_bytes(ws, requests, arch.num_attention_heads, arch.head_dim, 262_144)
     assert got / GiB == pytest.approx(51.75, abs=0.005)
@@ -31,8 +31,14 @@ def test_the_workspace_sglang_printed_for_a_pool_of_1669816_tokens_is_reproduced
 
 def test_the_request_count_is_clamped_to_sglangs_bounds(catalog):
     ws = _workspace(catalog)
-    assert workspace_requests(ws, 10_000, 262_144) == 2048
-    assert workspace_requests(ws, 100_000_000, 262_144) == 4096
+    assert ws.request_table.requests(10_000, 262_144) == 2048
+    assert ws.request_table.requests(100_000_000, 262_144) == 4096
+
+
+def test_the_workspace_and_the_running_requests_share_one_request_table(catalog):
+    # the table is stated once in the rule: the workspace's rows are the ones that cap the running requests
+    rule = catalog.memory_rules.records["sglang-static-fraction"]
+    assert rule.attention_workspace.request_table == rule.running_default("0.5.6").request_table
 
 
 def test_a_long_context_on_mi355x_fails_at_start_up_after_the_pool_and_says_what_starts(catalog):

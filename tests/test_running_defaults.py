@@ -7,6 +7,8 @@ from pydantic import ValidationError
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.running_defaults import RequestTable, RunningDefault
+from inferplan.deploy import launch_command
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
@@ -68,6 +70,24 @@ def test_mlx_before_its_batch_generator_serves_one_request_at_a_time():
     assert fit(_mlx(engine_version="0.28.4")).running_cap == 32
 
 
+def test_mlx_names_no_decode_concurrency_flag_before_0_30_6():
+    # the BatchGenerator's 32 (and 0.28.3's one at a time) run with no flag to set them before 0.30.6
+    for release, running in (("0.28.3", 1), ("0.29.1", 32), ("0.30.5", 32)):
+        r = fit(_mlx(engine_version=release))
+        assert (r.running_cap, r.running_cap_flag) == (running, "max_num_seqs"), release
+        assert not any("--decode-concurrency" in a for a in r.assumptions), release
+    assert fit(_mlx(engine_version="0.30.6")).running_cap_flag == "--decode-concurrency"
+
+
+def test_a_stated_max_num_seqs_on_mlx_before_0_30_6_is_refused_by_fit_and_deploy():
+    old = _mlx(engine_version="0.29.1", max_num_seqs=64)
+    for refuse in (fit, launch_command):
+        with pytest.raises(UnsupportedSettingError) as err:
+            refuse(old)
+        assert err.value.field == "max_num_seqs" and "0.30.6 or later" in err.value.allowed
+    assert "--decode-concurrency" in launch_command(old.model_copy(update={"engine_version": "0.30.6"})).argv
+
+
 def test_mlx_with_a_draft_model_serves_one_request_at_a_time():
     d = Deployment(model="qwen3-8b", gpu="apple-m2-ultra", engine="mlx", max_model_len=8192, concurrency=100)
     assert fit(d).running_cap == 32
@@ -85,3 +105,12 @@ def test_a_running_default_is_fixed_or_from_the_pool():
         RunningDefault(first_release="1.0", pool_tokens_per_request=2, sources=("s",))
     pooled = RunningDefault(first_release="1.0", pool_tokens_per_request=2, request_table=table, sources=("s",))
     assert pooled.pool_requests(100_000, 8192) == 4096 and pooled.pool_requests(1, 8192) == 1
+
+
+def test_sglang_0_4_runs_its_request_table_with_one_row_more():
+    # 0.3.6-0.4.6 size the same table from the pool and keep max_num_reqs + 1 rows: 2,397 + 1 run
+    for release in ("0.4.6", "0.4.0", "0.3.6"):
+        r = fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version=release))
+        assert r.kv_cache_tokens == 9588 and r.running_cap == 2398, release
+    # before 0.3.6 (not read) the engine's generic default stands
+    assert fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version="0.3.5")).running_cap == 256

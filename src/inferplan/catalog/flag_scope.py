@@ -3,11 +3,15 @@
 The plan's running cap is each data-parallel rank's (as the memory and speed models run it); where the
 engine's flag is the instance's total over its ranks (``RankScope``: SGLang's --max-running-requests under
 DP attention) the launch writes it times the ranks. ``deploy`` writes the value so and ``fit`` says it so.
+A flag younger than the stated release (``FlagRule.first_release``) is neither named nor taken.
 """
 
 from __future__ import annotations
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, OptionRule
+from inferplan.catalog.memory_rules import parse_engine_version
+from inferplan.catalog.provenance import release_key
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 
 
@@ -43,3 +47,24 @@ def per_rank_value(d: Deployment, flags: EngineFlags, rule: FlagRule, value: obj
     rank's, given as it is where the engine applies the flag to each rank, and times the data-parallel size
     where the flag is the instance's total (``ranks_in_value``)."""
     return value * ranks_in_value(d, flags, rule) if isinstance(value, int) else value
+
+
+def stated_release(d: Deployment) -> str | None:
+    """The release number ``d``'s engine_version names (None: none stated, or none readable there)."""
+    try:
+        return parse_engine_version(d.engine_version)[0] if d.engine_version else None
+    except ValueError:  # refused, naming engine_version, where the release is planned
+        return None
+
+
+def flag_at(rule: FlagRule, release: str | None) -> bool:
+    """Whether the engine has ``rule``'s flag at ``release`` (None: the newest release): from its ``first_release``."""
+    return not (rule.first_release and release and release_key(release) < release_key(rule.first_release))
+
+
+def check_flag_release(rule: FlagRule, setting: str, release: str | None) -> None:
+    """Refuse ``setting`` where its flag is younger than the planned ``release`` (``FlagRule.first_release``)."""
+    if not flag_at(rule, release):
+        raise UnsupportedSettingError(f"{setting} is {rule.flags[0]}, which the engine has from {rule.first_release} on, "
+                                      f"and the plan is at {release}", field=setting,
+                                      allowed=f"none stated, or engine_version {rule.first_release} or later")

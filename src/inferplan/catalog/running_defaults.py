@@ -4,7 +4,7 @@
 An engine either fixes the count (mlx-lm's BatchGenerator decodes 32 requests together; a server without
 batching serves one request at a time) or derives it from the KV pool it sized: SGLang runs
 ``min(pool tokens // pool_tokens_per_request, its request table)``, the table holding
-``min(max(int(pool tokens / context x requests_per_pool_context), requests_floor), requests_cap)`` rows
+``min(max(int(pool tokens / context x requests_per_pool_context), requests_floor), requests_cap) + extra_rows`` rows
 (each data-parallel attention rank from its own pool). ``memory/settings.py`` applies the entry; a
 speculative draft's own cap (SGLang's 48, ``engine_tiers.DraftRunningCap``) and a stated max_num_seqs win.
 
@@ -22,12 +22,13 @@ class RequestTable(Frozen):
 
     requests_per_pool_context: int = Field(ge=1)  # int(pool tokens / context x this) ...
     requests_floor: int = Field(ge=1)  # ... at least this ...
-    requests_cap: int = Field(ge=1)  # ... at most this
+    requests_cap: int = Field(ge=1)  # ... at most this ...
+    extra_rows: int = Field(0, ge=0)  # ... and this many rows more (SGLang 0.3.6-0.4.6: size=max_num_reqs + 1)
 
     def requests(self, pool_tokens: int, context_tokens: int) -> int:
         """The table's rows for a pool of ``pool_tokens`` at a context of ``context_tokens``."""
         return min(max(int(pool_tokens / context_tokens * self.requests_per_pool_context), self.requests_floor),
-                   self.requests_cap)
+                   self.requests_cap) + self.extra_rows
 
 
 class RunningDefault(Frozen):

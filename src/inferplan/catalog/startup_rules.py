@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from inferplan.catalog.running_defaults import RequestTable
 from inferplan.catalog.schema import Frozen
 from inferplan.catalog.schema_base import Software
 
@@ -201,9 +202,9 @@ class AttentionWorkspace(Frozen):
     """The buffers an attention backend allocates once the KV pool is sized, out of the memory the fraction
     leaves free (SGLang 0.5.6 with AITER on ROCm, models without latent attention).
 
-    SGLang sizes its request table from the pool: ``requests = min(max(floor(pool_tokens / context x
-    requests_per_pool_context), requests_floor), requests_cap)``, one int32 row of ``context`` token slots
-    each (``request_table_bytes_per_slot``); the backend then keeps a paged-attention workspace of
+    SGLang sizes its request table from the pool (``request_table``, the ``RequestTable`` its running
+    requests are capped by), one int32 row of ``context`` token slots each (``request_table_bytes_per_slot``);
+    the backend then keeps a paged-attention workspace of
     ``requests x query heads per GPU x ceil(context / partition_tokens) x (head_dim x
     bytes_per_output_element + bytes_per_partition_stats)`` bytes. ``memory/attention_workspace.py``
     does the arithmetic."""
@@ -213,8 +214,6 @@ class AttentionWorkspace(Frozen):
     partition_tokens: int = Field(ge=1)  # _AITER_PARTITION_SIZE_ROCM
     bytes_per_output_element: int = Field(ge=1)  # the partial outputs are float32
     bytes_per_partition_stats: int = Field(ge=0)  # two float32 per (request, head, partition): max and sum
-    requests_per_pool_context: int = Field(ge=1)  # max_num_reqs = pool tokens / context x this ...
-    requests_floor: int = Field(ge=1)  # ... at least this ...
-    requests_cap: int = Field(ge=1)  # ... at most this
+    request_table: RequestTable  # max_num_reqs, sized from the pool as for the running requests
     request_table_bytes_per_slot: int = Field(ge=0)  # req_to_token: int32 per (request, context position)
     sources: tuple[str, ...] = Field(min_length=1)

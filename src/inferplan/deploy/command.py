@@ -29,8 +29,8 @@ from inferplan.memory.page_cache import cold_start_comment
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.deploy.copies import copies_note
-from inferplan.catalog.flag_scope import option_rule, per_rank_value, runs_attention_dp
-from inferplan.deploy.flag_args import (check_flag_release, emit, flag_rule, kv_args, merge_options, offload_args, parallel_args,
+from inferplan.catalog.flag_scope import check_flag_release, option_rule, per_rank_value, runs_attention_dp
+from inferplan.deploy.flag_args import (emit, flag_rule, kv_args, merge_options, offload_args, parallel_args,
                                         quantization_args, set_option)
 from inferplan.deploy.nodes import HostCommand, Target, env_words, hosts_launch, hosts_script, pool_spans_note
 from inferplan.deploy.checkpoint import served_model

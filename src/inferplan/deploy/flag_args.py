@@ -12,7 +12,6 @@ from __future__ import annotations
 from inferplan.catalog.flag_scope import option_rule
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule
 from inferplan.catalog.loader import Catalog
-from inferplan.catalog.provenance import release_key
 from inferplan.deploy.checkpoint import ServedModel
 from inferplan.deploy.stated import stated_or_default
 from inferplan.errors import UnsupportedSettingError
@@ -41,14 +40,6 @@ def set_option(options: dict, key: str, value: object) -> None:
 def _no_launch(flags: EngineFlags, setting: str) -> None:
     raise UnsupportedSettingError(f"{flags.engine} {flags.version} has no launch flag for {setting}", field=setting,
                                   allowed=f"leave {setting} out, or an engine that takes it")
-
-
-def check_flag_release(rule: FlagRule, setting: str, release: str | None) -> None:
-    """Refuse ``setting`` where its flag is younger than the planned ``release`` (``FlagRule.first_release``)."""
-    if rule.first_release and release and release_key(release) < release_key(rule.first_release):
-        raise UnsupportedSettingError(f"{setting} is {rule.flags[0]}, which the engine has from {rule.first_release} on, "
-                                      f"and the plan is at {release}", field=setting,
-                                      allowed=f"leave it out, or an engine release from {rule.first_release} (--engine-version)")
 
 
 def emit(rule: FlagRule, value: object) -> list[str]:

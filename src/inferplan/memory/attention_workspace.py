@@ -61,12 +61,6 @@ def latent_kv_heads_per_gpu(spec, tensor_parallel_size: int) -> int | None:
     return max(1, spec.architecture.num_kv_heads // tensor_parallel_size)
 
 
-def workspace_requests(ws: AttentionWorkspace, pool_tokens: int, context_tokens: int) -> int:
-    """The requests SGLang sizes its request table (and so the workspace) for."""
-    return min(max(int(pool_tokens / context_tokens * ws.requests_per_pool_context), ws.requests_floor),
-               ws.requests_cap)
-
-
 def workspace_bytes(ws: AttentionWorkspace, requests: int, query_heads_per_gpu: int, head_dim: int,
                     context_tokens: int) -> int:
     """The backend's paged-attention workspace: float32 partial outputs and two statistics per
@@ -85,7 +79,7 @@ def workspace_check(catalog: Catalog, rule: MemoryRule, software: str, arch: Arc
     ws = rule.attention_workspace
     if ws is None or software != ws.software or latent_attention or arch is None or context_tokens <= 0:
         return None
-    requests = workspace_requests(ws, pool_tokens, context_tokens)
+    requests = ws.request_table.requests(pool_tokens, context_tokens)
     free_at_start_bytes = total_bytes - (catalog.constant(rule.start_constant) if rule.start_constant else 0.0)
     heads = arch.num_attention_heads // attention_tp
     return WorkspaceCheck(

@@ -4,6 +4,7 @@ widths the engine divides over its ranks, and a context past the model's is trea
 
 from __future__ import annotations
 
+from inferplan.catalog.flag_scope import check_flag_release, stated_release
 from inferplan.catalog.flags_schema import check_choice, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
@@ -59,6 +60,14 @@ def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
                                        allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
 
 
+def _check_flag_releases(catalog: Catalog, d: Deployment, engine) -> None:
+    """A setting stated for a release older than its flag (engine_flags.yaml ``first_release``) is refused."""
+    flags = flags_for(catalog, engine.id)
+    for setting, rule in flags.settings.items() if flags is not None else ():
+        if getattr(d, setting, None) is not None:
+            check_flag_release(rule, setting, stated_release(d))
+
+
 def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:
     """A named MoE kernel is one the engine has (engine_moe_kernels.yaml), whatever the model: a name
     that only applies to other experts is checked where it applies (catalog.moe_kernels)."""
@@ -102,6 +111,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts for an MoE kernel to run",
                                    field="moe_kernel", allowed="leave it out for a dense model")
     _check_runner(catalog, d, engine)
+    _check_flag_releases(catalog, d, engine)
     _check_eager(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)

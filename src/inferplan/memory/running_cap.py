@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inferplan.catalog.flag_scope import per_rank_value, ranks_in_value
+from inferplan.catalog.flag_scope import flag_at, per_rank_value, ranks_in_value, stated_release
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import OLLAMA
@@ -56,14 +56,14 @@ def running_cap(catalog: Catalog, d: Deployment, engine: str, sequences: int, va
 
 def setting_flag(catalog: Catalog, d: Deployment, engine: str, setting: str) -> str:
     """How the launch of ``d`` takes ``setting``: the Ollama server's variable for a tag's build, else the engine's
-    flag (engine_flags.yaml), else the setting's own name."""
+    flag (engine_flags.yaml) where its stated release has it, else the setting's own name."""
     if runs_named_build(catalog, d) is not None:
         runner = catalog.ollama_runners.records.get(OLLAMA)
         if runner is not None and runner.launch is not None and setting in runner.launch.env:
             return runner.launch.env[setting]
     flags = flags_for(catalog, engine)
     rule = flags.settings.get(setting) if flags is not None else None
-    return rule.flags[0] if rule is not None else setting
+    return rule.flags[0] if rule is not None and flag_at(rule, stated_release(d)) else setting
 
 
 @dataclass(frozen=True)

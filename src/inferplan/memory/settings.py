@@ -123,7 +123,8 @@ def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: i
             f"--max-running-requests is not given: min({pool_tokens:,} pool tokens // "
             f"{running.pool_tokens_per_request}, a request table of {table.requests(pool_tokens, context_tokens):,} "
             f"rows = min(max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, "
-            f"{table.requests_floor}), {table.requests_cap})) ({', '.join(running.sources)}); the rest queue")
+            f"{table.requests_floor}), {table.requests_cap}){f' + {table.extra_rows}' if table.extra_rows else ''}) "
+            f"({', '.join(running.sources)}); the rest queue")
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:
