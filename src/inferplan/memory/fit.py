@@ -343,9 +343,11 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     layout, admission_notes = with_admission(catalog, engine.id, d.engine_version, kv_arch, layout,
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
+    micro = plan.pipeline_parallel_size if settings.limits_per_micro_batch else 1  # the cap holds each micro-batch
+
     def held_at(running: int):  # the cache at the planned length, each of ``running`` sequences' share at a concurrency
         return with_state_pool(kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, running,
-                                       lambda n: max_num_seqs_at_most(catalog, d, engine.id, n)),
+                                       lambda n: max_num_seqs_at_most(catalog, d, engine.id, n // micro)),
                                release_split(rule, d, kv_arch, layout), d, layout, settings.block_tokens, kv_arch,
                                plan.data_parallel_size, running)
     held, states, state_notes = held_at(engine_cap)

@@ -48,12 +48,23 @@ def kv_held(d: Deployment, spec: ModelSpec, plan: ParallelPlan, layout: KvLayout
         per_instance = min(math.ceil(d.concurrency / plan.data_parallel_size), running_cap)
         largest = layout.max_tokens_per_sequence(kv_gpu, per_instance, block)
         if fits and largest < 1:
+            most = most_running(layout, kv_gpu, block, tokens // block)
             raise InvalidScenarioError(
                 f"{d.concurrency:,} sequences ({per_instance:,} running at once per instance) leave no room for even one token of context each: the KV cache holds "
                 f"{tokens:,} tokens per instance ({plan.data_parallel_size} instance(s))", field="concurrency",
-                allowed=f"fewer sequences, at most {plan.data_parallel_size * (tokens // block):,} (one {block}-token block each), "
-                        f"or {cap_launch(tokens // block)} (the rest queue)")
+                allowed=f"fewer sequences, at most {plan.data_parallel_size * most:,} (a {block}-token block each), "
+                        f"or {cap_launch(most)} (the rest queue)")
     return Held(max_len, kv_gpu, seq_gpu, tokens, kv_gpu / seq_room if seq_room else 0.0, fits, largest)
+
+
+def most_running(layout: KvLayout, kv_gpu: float, block: int, upper: int) -> int:
+    """The most sequences running at once per instance that each still get a block of ``kv_gpu`` bytes per GPU, what
+    each also holds apart from its tokens (a recurrent state, a window) counted: at most ``upper``."""
+    low, high = 0, max(upper, 0)
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if layout.max_tokens_per_sequence(kv_gpu, mid, block) >= 1 else (low, mid - 1)
+    return low
 
 
 def planned_length(d: Deployment, spec: ModelSpec, capped: int | None) -> int:

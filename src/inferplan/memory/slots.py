@@ -105,16 +105,21 @@ def with_draft_running_stated(d: Deployment, catalog: Catalog) -> Deployment:
         return d
     try:
         drafted = verdict_plan(d, catalog)
-        if drafted.settings.running_note is None or drafted.result.state_running_cap is not None:
+    except InferplanError as e:  # the release's own cap is 0 a DP attention rank: it would not start, a stated one does
+        if e.field != "data_parallel_size":
             return d
+        drafted = None
+    if drafted is not None and (drafted.settings.running_note is None or drafted.result.state_running_cap is not None):
+        return d
+    try:
         plain = verdict_plan(d.model_copy(update={"speculative_tokens": 0, "speculative_method": None, "mtp_draft": False,
                                                   "eagle3_draft": None, "draft_checkpoint": None}), catalog)
     except InferplanError:
         return d
     pool = plain.settings.running_from_pool
-    more = pool.pool_requests(drafted.result.kv_cache_tokens, drafted.result.max_model_len) if pool is not None \
-        else plain.settings.max_num_seqs
-    return d.model_copy(update={"max_num_seqs": more}) if more > drafted.settings.max_num_seqs else d
+    more = pool.pool_requests(drafted.result.kv_cache_tokens, drafted.result.max_model_len) \
+        if pool is not None and drafted is not None else plain.settings.max_num_seqs
+    return d.model_copy(update={"max_num_seqs": more}) if drafted is None or more > drafted.settings.max_num_seqs else d
 
 
 def running_stated_note(catalog: Catalog, d: Deployment) -> str:

@@ -148,7 +148,7 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
         most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
         console.print(f"  at once: {r.started_slots:,} sequence{'s' if r.started_slots != 1 else ''} of "
                       f"{r.max_model_len:,} tokens, the --parallel slots it is started with{most}", highlight=False)
-    elif r.sequences_at_once < r.total_max_concurrency:  # the engine's running cap binds before the KV cache
+    elif r.fits and r.sequences_at_once < r.total_max_concurrency:  # the engine's running cap binds before the KV cache
         console.print(f"  at once: {r.total_running_cap:,} sequences of {r.max_model_len:,} tokens, the engine's "
                       f"cap ({r.running_cap_flag}); the KV cache holds {r.total_max_concurrency:,.2f}"
                       + (f" ({r.max_concurrency:,.2f} per instance)" if p.data_parallel_size > 1 else ""),
