@@ -115,11 +115,15 @@ def test_sglang_plans_the_nextn_draft_pool_the_launch_allocates(version):
     plain, drafting = fit(d, CATALOG), fit(drafting_d, CATALOG)
     assert drafting.kv_cache_bytes_per_token == plain.kv_cache_bytes_per_token
     assert any("draft pool of its own, outside the fraction" in n for n in drafting.assumptions)
-    full = {"gpu_memory_utilization": 0.98}  # leaves 1.6 GiB per GPU, under the 2.2 GiB draft pool
+    full = {"gpu_memory_utilization": 0.98}  # leaves 1.6 GiB per GPU, under the 2.2M tokens x 1 KiB draft pool
     with pytest.raises(InvalidScenarioError) as exc:
         fit(drafting_d.model_copy(update=full), CATALOG)
     assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
+    assert "needs 2.11 GiB" in str(exc.value)  # the target's tokens x the MTP layer's bytes per token per GPU
     fit(d.model_copy(update=full), CATALOG)
+    # 0.97 leaves 2.4 GiB: the 2.16M-token draft pool (2.06 GiB) fits; the state slots of the
+    # hybrid pool's bytes do not scale it
+    assert fit(drafting_d.model_copy(update={"gpu_memory_utilization": 0.97}), CATALOG).kv_cache_tokens > 2_000_000
 
 
 @pytest.mark.parametrize(("model", "version", "in_pool"), [

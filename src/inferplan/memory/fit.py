@@ -362,7 +362,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
                          plan.tensor_parallel_size)
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
-                       settings.memory_fraction, held.kv_gpu)
+                       settings.memory_fraction, held.tokens)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
                                             budget.kv_bytes_per_gpu, slots)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c

@@ -140,12 +140,13 @@ def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Archite
 
 def check_mtp_headroom(rule: MtpRule | None, spec: ModelSpec, quant: Quantization, kv_bits: float,
                        tensor_parallel_size: int, total_bytes: float, memory_fraction: float,
-                       target_kv_bytes_per_gpu: float) -> None:
+                       pool_tokens: int) -> None:
     """Where the engine's draft worker loads the MTP layers or a draft pool of its own after its fraction is
     sized (SGLang through 0.5.13; from 0.5.14 the pool of a model whose MTP layer count it does not know),
     what it holds there must fit in what the fraction leaves beyond the draft reserve: the MTP layers'
     weights (the embeddings and lm_head are the target's) per tensor-parallel rank, and a pool of the
-    target's tokens over the MTP layers (their KV per token as the config states their attention). More is
+    target's ``pool_tokens`` over the MTP layers (their KV per token per GPU as the config states their attention;
+    SGLang's draft pool reuses the target's token count, so a hybrid model's state slots do not scale it). More is
     an error naming ``mtp_draft`` (``memory.draft_headroom``, the check an EAGLE-3 draft gets)."""
     arch = spec.architecture
     if rule is None or arch is None or not arch.mtp_layers or (rule.weights_in_pool and rule.kv_layers_in_pool):
@@ -153,7 +154,7 @@ def check_mtp_headroom(rule: MtpRule | None, spec: ModelSpec, quant: Quantizatio
     weights = weight_bytes(spec, quant, mtp_loaded=True).mtp_bytes / tensor_parallel_size
     target = kv_layout(arch, kv_bits=kv_bits, tp=tensor_parallel_size).bytes_per_token_per_gpu
     drafted = kv_layout(_with_mtp_layers(arch), kv_bits=kv_bits, tp=tensor_parallel_size).bytes_per_token_per_gpu
-    pool = target_kv_bytes_per_gpu * (drafted - target) / target if target else 0.0
+    pool = pool_tokens * (drafted - target)
     check_outside_fraction(rule, f"the MTP draft ({arch.mtp_layers} layer(s) of {spec.name})",
                            weight_bytes_per_gpu=weights, pool_bytes_per_gpu=pool, total_bytes=total_bytes,
                            memory_fraction=memory_fraction, field=FIELD,
