@@ -96,6 +96,9 @@ def test_vllm_without_stated_draft_tokens_is_refused_where_the_config_states_no_
     assert fit(d.model_copy(update={"speculative_tokens": 1}), CATALOG).kv_cache_bytes_per_gpu > 0
     stated = fit(Deployment(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, engine="vllm", mtp_draft=True), CATALOG)
     assert any("num_nextn_predict_layers" in n for n in stated.assumptions)
+    qwen35 = fit(Deployment(model="qwen3.5-397b-a17b", gpu="h200", tensor_parallel_size=8, engine="vllm", mtp_draft=True), CATALOG)
+    default = [n for n in qwen35.assumptions if "no speculative_tokens stated" in n]
+    assert default and "(mtp_num_hidden_layers)" in default[0] and "num_nextn_predict_layers" not in default[0]
 
 
 def _sglang(model: str, version: str, **kw) -> Deployment:

@@ -133,7 +133,7 @@ def with_default_draft_tokens(d: Deployment, rule: MtpRule | None, arch: Archite
             f"states as its draft tokens per step, and {arch.hf_architecture}'s config states none, so the engine "
             "refuses to start", field="speculative_tokens", allowed="speculative_tokens of at least 1 with the MTP draft")
     note = (f"MTP draft on {rule.engine} with no speculative_tokens stated: {arch.mtp_layers} draft token(s) per step, "
-            "the engine's default (num_nextn_predict_layers), so a decode query is "
+            f"the engine's default ({arch.mtp_layers_key}), so a decode query is "
             f"{1 + arch.mtp_layers} tokens")
     return d.model_copy(update={"speculative_tokens": arch.mtp_layers}), [note]
 
