@@ -130,6 +130,7 @@ def test_sglang_refuses_an_mtp_draft_that_does_not_fit_outside_its_fraction():
     with pytest.raises(InvalidScenarioError) as exc:
         fit(Deployment(**kw, gpu_memory_utilization=0.98), CATALOG)
     assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
+    assert "(its weights and a draft pool of the target's tokens)" in str(exc.value)  # both outside through 0.5.13
     fit(Deployment(**{**kw, "mtp_draft": False}, gpu_memory_utilization=0.98), CATALOG)  # no draft: no check
 
 

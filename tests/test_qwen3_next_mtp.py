@@ -123,6 +123,7 @@ def test_sglang_plans_the_nextn_draft_pool_the_launch_allocates(version):
         fit(drafting_d.model_copy(update=full), CATALOG)
     assert exc.value.field == "mtp_draft" and "outside the memory fraction" in str(exc.value)
     assert "needs 2.11 GiB" in str(exc.value)  # the target's tokens x the MTP layer's bytes per token per GPU
+    assert "fraction (a draft pool of the target's tokens)" in str(exc.value)  # its weights are inside the fraction
     fit(d.model_copy(update=full), CATALOG)
     # 0.97 leaves 2.4 GiB: the 2.16M-token draft pool (2.06 GiB) fits; the state slots of the
     # hybrid pool's bytes do not scale it

@@ -24,9 +24,10 @@ def check_outside_fraction(rule: MtpRule, draft: str, *, weight_bytes_per_gpu: f
     if rule.weights_in_pool and rule.kv_layers_in_pool:
         return  # both inside the fraction: the pool has already lost them
     need = (0.0 if rule.weights_in_pool else weight_bytes_per_gpu) + (0.0 if rule.kv_layers_in_pool else pool_bytes_per_gpu)
+    parts = " and ".join(p for p, inside in (("its weights", rule.weights_in_pool),
+                                             ("a draft pool of the target's tokens", rule.kv_layers_in_pool)) if not inside)
     room = total_bytes * (1 - memory_fraction) - draft_reserve_bytes(rule)
     if need > room:
         raise InvalidScenarioError(
-            f"{draft} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory fraction (its weights "
-            f"and a draft pool of the target's tokens), {max(room, 0) / 2**30:.2f} GiB is left there beyond the draft "
-            "reserve", field=field, allowed=allowed)
+            f"{draft} on {rule.engine} needs {need / 2**30:.2f} GiB per GPU outside the memory fraction ({parts}), "
+            f"{max(room, 0) / 2**30:.2f} GiB is left there beyond the draft reserve", field=field, allowed=allowed)
