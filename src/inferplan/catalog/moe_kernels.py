@@ -61,12 +61,12 @@ class MoeWorkspace(Frozen):
     start-up profile (vLLM's modular MoE kernel holds them in one persistent workspace): counted on top of
     the profile's sampler pass. ``shapes`` names the kernel's workspace_shapes: ``marlin`` holds
     tokens x top-k x (max(I, H) + max(2I, H)) elements (I: an expert's intermediate share on the GPU, H: the
-    hidden size, both after the kernel's padding); ``humming`` holds tokens x max(H, top-k x I, H x g) + tokens
-    x top-k x max(H, 2I) elements, g the top-k under expert parallelism (its grouped GEMM) and 1 otherwise
-    (its indexed GEMM). ``data_parallel_gather``: the engine's default dispatch
-    hands the kernel the tokens of every data-parallel rank, so the profile's batch is DP x its own (and
-    without expert parallelism the experts' tensor-parallel group spans TP x DP GPUs). ``shared_with``: the
-    model's other requests of the same buffer."""
+    hidden size, both after the kernel's padding); ``humming`` holds tokens x max(H, top-k x I, H x e) + tokens
+    x top-k x max(H, gI) elements, e the top-k under expert parallelism (its grouped GEMM) and 1 otherwise
+    (its indexed GEMM), g the gate/up rows per intermediate row (2 gated, 1 plain). ``data_parallel_gather``:
+    the engine's default dispatch hands the kernel the tokens of every data-parallel rank, so the profile's
+    batch is DP x its own (and without expert parallelism the experts' tensor-parallel group spans TP x DP
+    GPUs). ``shared_with``: the model's other requests of the same buffer."""
 
     shapes: Literal["marlin", "humming"]
     element_bytes: float = Field(gt=0)  # the activations' dtype (bf16: 2)
