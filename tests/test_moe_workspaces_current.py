@@ -101,6 +101,12 @@ def test_data_parallel_ranks_tokens_are_all_gathered_into_the_kept_workspaces():
     assert _buffers("0.34.0", "int4-awq", expert_parallel=True, data_parallel=2)[0] == 2 * MODULAR_8192
     assert _buffers("0.34.0", "int4-awq", data_parallel=2)[0] == 2 * MODULAR_8192  # I/2 = 384: the hidden size binds
     assert _buffers("0.19.1", "int4-awq", data_parallel=2)[0] == FUSED_8192  # no gather described before 0.20
+    # Nemotron 3 Super (I 2688, latent K 1024, top-22) at DP 2 without EP: the experts' TP group spans both
+    # ranks, so I binds at its share 2688 / 2 = 1344, not the whole 2688 a TP-1 GPU would hold
+    nemotron = resolve_model(CATALOG, "nemotron-3-super").architecture
+    size, note, _ = moe_profile_bytes(RULE, nemotron, accel=A100, tokens=8192, tp=1, release="0.34.0",
+                                      quant_id="int4-awq", data_parallel=2)
+    assert size == 2 * 8192 * 22 * (1344 + 2 * 1344) * 2 and "max(1344, 1024) + max(2 × 1344, 1024)" in note
     d = Deployment(model="qwen3-30b-a3b", gpu="a100-80gb", quantization="int4-awq", engine_version="0.34.0",
                    max_num_batched_tokens=8192, gpus=2, data_parallel_size=2, enable_expert_parallel=True)
     assert any("(2 DP ranks × 8,192 tokens, all-gathered)" in a and "= 1.00 GiB" in a for a in fit(d, CATALOG).assumptions)
