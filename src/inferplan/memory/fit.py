@@ -10,39 +10,34 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from dataclasses import dataclass
 
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.engine_support import check_engine_loads, check_engine_runs_model_on
 from inferplan.catalog.memory_rules import checked_engine_version, memory_rule
 from inferplan.catalog.models import ModelSpec
-from inferplan.catalog.mtp_rules import drafts_at_pipeline
 from inferplan.memory.resolve import resolve_model
-from inferplan.catalog.schema import Accelerator, KvDtype, Quantization
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
 from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
 from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
-from inferplan.memory.engine_budget import EngineSettings, captures_cuda_graphs, device_total_bytes
+from inferplan.memory.engine_budget import captures_cuda_graphs, device_total_bytes
 from inferplan.memory.fit_held import kv_held, planned_length, stage_shortfall
 from inferplan.memory.running_cap import (concurrency_answer, launched_cap, max_num_seqs_at_most, running_cap,
                                           running_sequences)
-from inferplan.memory.state_pool import engine_state_architecture, probe_pool_settings, release_split, with_state_pool
+from inferplan.memory.state_pool import engine_state_architecture, release_split, with_state_pool
 from inferplan.memory.fit_weights import instance_kv_layout, kv_copies, kv_room, weights_on_gpu
 from inferplan.memory.hardware import Hardware, build_note, resolve_hardware, with_default_engine
 from inferplan.memory.settings import engine_settings, fraction_scale, pool_running_note, pool_running_requests
-from inferplan.memory.layout import (ParallelPlan, as_launched, describe_split, host_gpus, launch_split, layout_stated,
-                                     parallel_plan, stated_plan)
-from inferplan.memory.kv_cache import KvLayout
+from inferplan.memory.layout import ParallelPlan, as_launched, host_gpus, layout_stated, parallel_plan
 from inferplan.memory.precision import kv_cache_dtype_of, planned_weight_format, weight_quantization
 from inferplan.memory.host_budget import host_memory_use
 from inferplan.memory.page_cache import page_cache_range
 from inferplan.memory.prefill_graphs import prefill_capture, prefill_notes
-from inferplan.memory.offload import (OffloadSplit, check_offload_flags, host_kv_layout, host_kv_tier_bytes,
-                                      offload_split, output_layer_first)
+from inferplan.memory.offload import (check_offload_flags, host_kv_layout, host_kv_tier_bytes, offload_split,
+                                      output_layer_first)
 from inferplan.memory.kt_offload import kt_gpu_quantization, kt_split
 from inferplan.memory.draft_headroom import draft_reserve_bytes
 from inferplan.memory.mtp import check_mtp_headroom, draft_notes, draft_rule, kv_architecture, with_default_draft_tokens
@@ -50,41 +45,16 @@ from inferplan.memory.eagle3 import check_draft_headroom, eagle3_kv_architecture
 from inferplan.memory.draft_model import draft_model_kv_architecture, draft_model_memory
 from inferplan.memory.vision_projector import vision_projector_bytes, vision_projector_notes
 from inferplan.memory.precision import check_metal_instance
-from inferplan.memory.stages import StageWeights
 from inferplan.memory.startup import startup_check
 from inferplan.memory.step_budget import with_step_budget
 from inferplan.memory.attention_workspace import latent_attention, latent_kv_heads_per_gpu, workspace_check
-from inferplan.memory.weights import WeightEstimate
 from inferplan.memory.fit_result import MemoryFit
-from inferplan.memory.fit_parts import copies_gpus, network_note, scale_note, weights_floor_bytes, with_draft_weights
+from inferplan.memory.fit_plan import MemoryPlan
+from inferplan.memory.fit_copies import host_copies, smallest_fit, system_copies
+from inferplan.memory.fit_parts import network_note, scale_note, with_draft_weights
 from inferplan.memory.fit_placement import fit_placement, kept_free_bytes, with_placement
 from inferplan.memory.ollama_batch import check_sched_spread, on_ollama_gpu, with_ollama_batch
-from inferplan.memory.tp_split import tp_splits
 
-
-@dataclass(frozen=True)
-class MemoryPlan:
-    """Everything a memory fit worked out, for the layers above it (speed, economics)."""
-
-    result: MemoryFit
-    spec: ModelSpec
-    accelerator: Accelerator
-    quantization: Quantization
-    kv_dtype: KvDtype
-    weights: WeightEstimate
-    layout: KvLayout
-    settings: EngineSettings
-    hardware: Hardware
-    stage_weights: tuple[StageWeights, ...]  # per GPU of each pipeline stage, before what the engine adds
-    offload: OffloadSplit | None = None  # weights and KV cache in host RAM
-    fraction_scale: float = 1.0  # what the engine multiplies the memory fraction it is given by
-    gpu_quantization: Quantization | None = None  # the GPU's weights' format where not ``quantization`` (kt LLAMAFILE)
-    expert_data_parallel: int = 1  # data-parallel ranks that split the routed experts beside TP (memory/expert_split.py)
-
-    @property
-    def gpu_format(self) -> Quantization:
-        """The format of the weights the GPU holds and computes with."""
-        return self.gpu_quantization or self.quantization
 
 
 def fit(d: Deployment, catalog: Catalog | None = None) -> MemoryFit:
@@ -177,88 +147,16 @@ def _plan_memory(d: Deployment, catalog: Catalog) -> MemoryPlan:
 def _laid_out(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> tuple[MemoryPlan, str | None]:
     """The plan of ``d`` in the layout it runs, and where it states no parallel sizes a note on how that layout
     was chosen (None otherwise): the stated one; with a GPU count alone, the engine's own split of one instance
-    over them within one host (``layout.parallel_plan``), copies beyond it (``_host_copies``); a system named
-    alone, copies filling it (``_system_copies``)."""
-    copies = _host_copies(catalog, d, spec, hw)
+    over them within one host (``layout.parallel_plan``), copies beyond it (``host_copies``, ``memory/fit_copies.py``); a system named
+    alone, copies filling it (``system_copies``)."""
+    copies = host_copies(catalog, d, spec, hw, _fit_layout)
     if copies is not None:
         return copies
     plan, note = parallel_plan(d, spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
                                planned_weight_format(catalog, d, spec))
     mp = _fit(catalog, d, spec, hw, plan, search_smallest=True)
-    return _system_copies(catalog, d, spec, hw, mp) or (mp, note)
+    return system_copies(catalog, d, spec, hw, mp, _fit_layout) or (mp, note)
 
-
-def _system_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
-                   one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
-    """A system named with no GPU count and no parallel sizes runs data-parallel copies of one GPU each;
-    where the model does not fit on one GPU, as many copies of the smallest power-of-two instance that
-    holds it as the system has room for, the GPUs fewer than one more copy left idle; where no instance
-    within the system holds it, the largest one it allows (``_whole_system``). None: the one-GPU copies
-    stand."""
-    smallest = one_gpu.result.smallest_fit  # of a power-of-two count: copies tile an HGX's 8 GPUs or an NVL72's 72
-    if hw.system is None or d.gpus is not None or layout_stated(d) or one_gpu.result.fits:
-        return None
-    if smallest is None or smallest.gpus > hw.gpus:
-        return _whole_system(catalog, d, spec, hw, one_gpu)
-    return _copies(catalog, d, spec, hw, smallest, f"{hw.system.name}: {hw.gpus} GPUs,", "")
-
-
-def _host_copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware) -> tuple[MemoryPlan, str] | None:
-    """A GPU count beyond one host (``host_gpus``) with no parallel sizes runs data-parallel copies of the
-    smallest power-of-two instance that holds the model, as the vLLM guide sizes one replica
-    (eng-vllm-distributed-serving: GPUs, then nodes, until the model fits; tensor parallel within a node,
-    pipeline stages across nodes only for a model one node does not hold). None: within one host, a stated
-    layout, or an instance past one host of which no two copies fit the GPUs, where the engine's own split of
-    one instance over all of them stands;
-    so too where the copies would leave part of each of several systems idle, a GPU count a deployment of
-    that system cannot state (64 of each GB200 NVL72's 72)."""
-    host = host_gpus(hw)
-    if d.gpus is None or hw.gpus <= host or layout_stated(d):
-        return None
-    smallest, _ = _smallest_fit(catalog, d, spec, hw, between=False)
-    if smallest is None or smallest.gpus > host and 2 * smallest.gpus > hw.gpus or hw.system is not None and copies_gpus(hw, smallest.gpus) % host:
-        return None
-    what = f"one {hw.system.name}" if hw.system is not None else "one host"
-    return _copies(catalog, d, spec, hw, smallest, f"{hw.gpus} GPUs, more than {what} holds ({host}):",
-                   "; pipeline stages span hosts only for a model one host does not hold: state the parallel sizes "
-                   "for another layout")
-
-
-def _copies(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, instance: ParallelPlan, lead: str,
-            tail: str) -> tuple[MemoryPlan, str]:
-    """The plan of data-parallel copies of ``instance`` on ``hw``, each within one host where one host holds
-    it (``host_gpus``), the GPUs fewer than one more copy left idle; and the note that says so."""
-    tp, pp, size = instance.tensor_parallel_size, instance.pipeline_parallel_size, instance.gpus
-    used = copies_gpus(hw, size)  # a GPU count below the hardware's: the copies on part of it
-    copies = used // size
-    # the copies are launched apart, so no data-parallel size is stated (it follows from the GPUs): an engine's
-    # data-parallel ranks that share the experts (moe_tp_spans_data_parallel) are those a launch states
-    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": None,
-                                 **({"gpus": used} if used < hw.gpus else {})})
-    mp = _fit(catalog, sized, spec, dataclasses.replace(hw, gpus=used), stated_plan(sized, used), search_smallest=False)
-    idle = f" ({used} GPUs; {hw.gpus - used} left idle)" if used < hw.gpus else ""
-    what = "one GPU each" if size == 1 else describe_split(tp, pp)
-    return mp, (f"{lead} {copies} data-parallel {'copy' if copies == 1 else 'copies'} of {what}{idle}, the smallest "
-                f"instance that holds the model (no parallel sizes given{tail})")
-
-
-def _whole_system(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
-                  one_gpu: MemoryPlan) -> tuple[MemoryPlan, str] | None:
-    """One instance over all of a system's GPUs, split as the engine launches it there (``launch_split``):
-    the largest the system allows, planned where no instance within it holds the model, so that its
-    shortfall and the changes suggested are those of the instance that comes closest. The smallest
-    instance that holds the model (beyond the system) is kept from the one-GPU plan."""
-    split = launch_split(spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
-                         planned_weight_format(catalog, d, spec))
-    if split is None or split == (1, 1):
-        return None
-    tp, pp = split
-    sized = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": 1})
-    mp = _fit(catalog, sized, spec, hw, stated_plan(sized, hw.gpus), search_smallest=False)
-    kept = {"smallest_fit": one_gpu.result.smallest_fit, "fewest_gpus_fit": one_gpu.result.fewest_gpus_fit}
-    return (dataclasses.replace(mp, result=mp.result.model_copy(update=kept)),
-            f"{hw.system.name}: {hw.gpus} GPUs, one instance of {describe_split(tp, pp)} over all of them, the largest "
-            "the system allows: no instance within it holds the model (no parallel sizes given)")
 
 
 def as_planned(d: Deployment, catalog: Catalog) -> Deployment:
@@ -435,54 +333,12 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                       scale.scale.value if scale else 1.0, None if gpu_quant is quant else gpu_quant, w.expert_data_parallel)
 
 
-def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
-                  between: bool = True) -> tuple[ParallelPlan | None, ParallelPlan | None]:
-    """Fewest GPUs that hold one instance the engine's launcher can start (engine_flags.yaml: a flag for
-    each size above 1): of a power-of-two count (what tiles a system), and at any count the engine splits
-    over (tensor parallel sizes that split the widths the engine divides, memory/tp_split.py; pipeline
-    stages of at least a layer each). The powers of two are tried first; the counts between the largest that does not
-    fit and the smallest that does are then tried in turn (unless not ``between``: the power of two is both),
-    since a layer split (llama.cpp's default, vLLM's pipeline parallel) starts on three GPUs as well as on four."""
-    limit = 1024
-    # a pipeline stage holds a layer at least (a borrowed layout's layer count is not the model's)
-    layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else limit
-    engine_spec = catalog.engine(d.engine)
-    floor = weights_floor_bytes(catalog, d, spec, hw)
-    total, _ = device_total_bytes(catalog, hw.accel, engine_spec)
-    flags = flags_for(catalog, engine_spec.id)  # None: no launch record, every split stands
-    quant = planned_weight_format(catalog, d, spec)
+def _fit_layout(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: ParallelPlan) -> MemoryPlan:
+    """The plan of one stated layout, without the search for a smaller instance (``fit_copies.FitAt``)."""
+    return _fit(catalog, d, spec, hw, plan, search_smallest=False)
 
-    def splits(gpus: int) -> list[tuple[int, int]]:
-        """(TP, PP) of one instance on ``gpus`` GPUs that the launcher starts, in the order the engine
-        prefers: pipeline first for an engine whose own split is by layers, else tensor parallel first."""
-        found = [(tp, gpus // tp) for tp in range(1, min(gpus, hw.domain_gpus) + 1)
-                 if gpus % tp == 0 and gpus // tp <= layers
-                 and tp_splits(spec, engine_spec, tp, expert_parallel=d.enable_expert_parallel, quant=quant)
-                 and (flags is None or flags.launches_split(tp, gpus // tp))]
-        return found if engine_spec.multi_gpu_split == "layer" else sorted(found, key=lambda s: s[1])
 
-    def holds(gpus: int) -> ParallelPlan | None:
-        if floor / gpus > total:
-            return None  # the weights alone overfill every GPU of this count
-        most = engine_spec.max_instance_gpus(hw.accel.software)
-        if most is not None and gpus > most:
-            return None  # the engine's Metal back end runs one Apple GPU an instance
-        for tp, pp in splits(gpus):
-            if (d.mtp_draft or d.eagle3_draft) and not drafts_at_pipeline(catalog, engine_spec.id, pp):
-                continue  # the engine does not start its draft under this pipeline
-            plan = ParallelPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=1,
-                                expert_parallel=d.enable_expert_parallel, gpus=gpus)
-            trial = d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "gpus": gpus,
-                                         "data_parallel_size": 1, **probe_pool_settings(pp)})
-            if _fit(catalog, trial, spec, hw, plan, search_smallest=False).result.fits:
-                return plan
-        return None
-
-    gpus = 1
-    while gpus <= limit:
-        found = holds(gpus)
-        if found is not None:
-            fewer = (holds(n) for n in range(gpus // 2 + 1, gpus) if between)
-            return found, next((p for p in fewer if p is not None), found)
-        gpus *= 2
-    return None, None
+def _smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec,
+                  hw: Hardware) -> tuple[ParallelPlan | None, ParallelPlan | None]:
+    """The fewest GPUs that hold one instance, and the fewest at any count (``fit_copies.smallest_fit``)."""
+    return smallest_fit(catalog, d, spec, hw, _fit_layout)
