@@ -21,6 +21,7 @@ from inferplan.catalog.mtp_rules import MtpRule, drafts_at_pipeline, mtp_rule
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.draft_headroom import check_outside_fraction, draft_reserve_bytes
+from inferplan.memory.kv_cache import kv_layout
 
 FIELD = "draft_model"
 
@@ -95,18 +96,24 @@ def eagle3_memory(catalog, d: Deployment, spec: ModelSpec, engine: str, pipeline
     return Eagle3Memory(d.eagle3_draft, draft, rule)
 
 
-def check_draft_headroom(plan: Eagle3Memory | None, total_bytes: float, memory_fraction: float,
-                         target_kv_bytes_per_gpu: float, target_layers: int, tensor_parallel_size: int) -> None:
+def check_draft_headroom(plan: Eagle3Memory | None, arch: Architecture | None, kv_bits: float, tensor_parallel_size: int,
+                         total_bytes: float, memory_fraction: float, pool_tokens: int) -> None:
     """Where the engine loads a catalogued draft's weights and a draft pool of its own after its fraction
     is sized (SGLang through 0.5.13), they must fit in what the fraction leaves beyond the draft reserve: the weights per
-    tensor-parallel rank and a pool of the target's tokens over the draft's layers (each as one of the
-    target's). More is an error naming ``draft_model`` (``memory.draft_headroom``)."""
-    if plan is None or plan.draft is None or plan.rule is None or not target_layers:
+    tensor-parallel rank and a pool of the target's ``pool_tokens`` over the draft's layers, each with the KV per token
+    per GPU of one of the target's (``arch``) full-attention layers. SGLang's draft worker takes the target's pool
+    config, its token count, and allocates a plain pool of that many tokens over its own layers, so a hybrid target's
+    state slots and other layer kinds do not scale it. More is an error naming ``draft_model``
+    (``memory.draft_headroom``)."""
+    if plan is None or plan.draft is None or plan.rule is None or arch is None:
         return
     draft = plan.draft
+    target = kv_layout(arch, kv_bits=kv_bits, tp=tensor_parallel_size).bytes_per_token_per_gpu
+    drafted = kv_layout(with_draft_layers(arch, draft.decoder_layers), kv_bits=kv_bits,
+                        tp=tensor_parallel_size).bytes_per_token_per_gpu
     check_outside_fraction(plan.rule, f"EAGLE-3 draft {draft.repo}",
                            weight_bytes_per_gpu=draft.weight_bytes / tensor_parallel_size,
-                           pool_bytes_per_gpu=target_kv_bytes_per_gpu * draft.decoder_layers / target_layers,
+                           pool_bytes_per_gpu=pool_tokens * (drafted - target),
                            total_bytes=total_bytes, memory_fraction=memory_fraction, field=FIELD,
                            allowed="a smaller memory fraction, more tensor parallelism, a smaller draft, or no EAGLE-3 draft")
 

@@ -257,8 +257,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         state_notes = [*state_notes, pool_running_note(engine.name, settings, held.tokens, held.max_len)]
     cap = running_cap(catalog, d, engine.id, engine_cap, started or settings.max_num_seqs, states and states.running_cap,
                       states and states.slots)
-    check_draft_headroom(eagle, total, settings.memory_fraction, held.kv_gpu, len(kv_arch.layer_kinds) if kv_arch else 0,
-                         plan.tensor_parallel_size)
+    check_draft_headroom(eagle, spec.architecture, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
+                         settings.memory_fraction, held.tokens)
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
                        settings.memory_fraction, held.tokens)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
