@@ -3,12 +3,17 @@ worker takes the target's pool config, its token count, and holds a plain pool o
 own layers. On a hybrid target that pool is the tokens times one full-attention layer's KV per token per
 GPU for each draft layer; the target pool's bytes (state slots, linear layers) do not scale it."""
 
+import dataclasses
+
 import pytest
 
 from inferplan.catalog.loader import load_catalog
 from inferplan.catalog.mtp_rules import mtp_rule
+from inferplan.catalog.registry import Registry
 from inferplan.errors import InvalidScenarioError
+from inferplan.inputs.deployment import Deployment
 from inferplan.memory.eagle3 import Eagle3Memory, check_draft_headroom
+from inferplan.memory.fit import fit
 from inferplan.memory.resolve import resolve_model
 
 CATALOG = load_catalog()
@@ -39,3 +44,31 @@ def test_a_hybrid_targets_outside_draft_pool_is_its_tokens_over_one_full_attenti
         _check(plan, need - 2**26)
     assert exc.value.field == "draft_model"
     assert f"needs {need / 2**30:.2f} GiB" in str(exc.value)
+
+
+def _drafting_catalog():
+    """The catalogue with an EAGLE-3 draft for the hybrid target on SGLang (none is published)."""
+    draft = next(iter(CATALOG.eagle3_drafts)).model_copy(
+        update={"id": "eagle3-qwen3-next-test", "model": MODEL, "repo": "test/qwen3-next-eagle3", "engines": ("sglang",)})
+    return dataclasses.replace(CATALOG, eagle3_drafts=Registry("eagle3 drafts", {draft.id: draft})), draft
+
+
+def test_fit_sizes_a_hybrid_targets_outside_draft_pool_by_its_pool_tokens():
+    """The room the fraction leaves is set about the draft's weights and its pool of the target's tokens: a
+    little more fits, a little less is refused (the pool scaled from the hybrid pool's bytes instead comes to
+    half as much on this target, and would fit)."""
+    catalog, draft = _drafting_catalog()
+    d = Deployment(model=MODEL, gpu="h200", engine="sglang", engine_version="0.5.13", tensor_parallel_size=2,
+                   eagle3_draft=draft.repo, speculative_tokens=2)
+    reserve = mtp_rule(catalog, "sglang", "0.5.13").fraction_reserve_bytes.value
+    total = fit(d.model_copy(update={"gpu_memory_utilization": 0.8}), catalog).gpu_memory_bytes
+
+    def at(room_bytes: float) -> Deployment:
+        return d.model_copy(update={"gpu_memory_utilization": 1 - (room_bytes + reserve) / total})
+
+    tokens = fit(at(4 * 2**30), catalog).kv_cache_tokens
+    need = draft.weight_bytes / 2 + tokens * 2 * 256 * 2  # per GPU: 1 of the 2 KV heads x 256 dims, K and V, 16 bits
+    assert fit(at(need + 2**27), catalog).fits  # a smaller fraction: fewer tokens, a smaller draft pool
+    with pytest.raises(InvalidScenarioError) as exc:
+        fit(at(need - 2**27), catalog)  # a larger fraction: more tokens, a larger draft pool
+    assert exc.value.field == "draft_model" and "a draft pool of the target's tokens" in str(exc.value)
