@@ -8,12 +8,14 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from hypothesis import given, strategies as st
+from typer.testing import CliRunner
 
 from inferplan.catalog.loader import DATA_DIR
 from inferplan.catalog.memory_rules import memory_rule
-from inferplan.memory.context_cache import compute_buffer_bytes, context_kv, padded_context
+from inferplan.memory.context_cache import compute_buffer_bytes, context_kv, padded_context, slot_cells
 from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.resolve import resolve_model
+from inferplan.shells.cli import app
 from inferplan.validation.memory import validate_memory
 
 MiB = 2**20
@@ -34,8 +36,8 @@ def test_the_release_picks_the_padding_llama_cpp_used(catalog):
     old = memory_rule(catalog, "llamacpp", OLD).context_cache
     new = memory_rule(catalog, "llamacpp", NEW).context_cache
     current = memory_rule(catalog, "llamacpp").context_cache  # the default pads as the builds after PR #17046
-    assert current.model_copy(update={"slot_padding_tokens": None}) == new
-    assert current.slot_padding_tokens == 256  # and each slot's share (src/llama-context.cpp at 001d906a)
+    assert current == new and new.slot_padding_tokens == 256  # and each slot's share (commit 16bcc125, b6975)
+    assert old.slot_padding_tokens is None  # one cache for every sequence before PR #14363 (b5913)
     # src/llama-kv-cache-unified.cpp: 256 with flash attention, 32 without; src/llama-context.cpp: 256 always
     assert padded_context(old, 70000, flash_attention=False) == 70016
     assert padded_context(old, 70000, flash_attention=True) == 70144
@@ -113,3 +115,37 @@ def test_validate_memory_scores_llama_cpp_by_the_cache_it_allocates(catalog):
     strix = by_id["l01-qwen3-30b-a3b-strix-halo-vulkan-70k-fails"]
     assert strix.kv_error == pytest.approx((70144 - 70016) / 70016, rel=1e-3)
     assert strix.predicted_fits  # the log failed on Vulkan's single-allocation cap, which the planner does not model
+
+
+@pytest.mark.parametrize(("release", "tokens", "fa", "per_slot", "cells"), [
+    ("b5912", 24100, True, 8106, 24320),   # one cache of n_ctx padded to 256, shared by the slots
+    ("b5913", 24100, True, 8192, 24576),   # PR #14363: each stream ceil(n_ctx / 3) padded to 256 with -fa
+    ("b6867", 24100, False, 8064, 24192),  # ... and to 32 without
+    ("b6868", 24001, True, 8001, 24003),   # PR #16812: no padding, each stream n_ctx / 3 rounded up
+    ("b6924", 24001, True, 8001, 24003),
+    ("b6925", 24001, True, 8000, 24000),   # PR #16736: n_ctx_seq = n_ctx / 3 rounded down
+    ("b6974", 24000, True, 8000, 24000),
+    ("b6975", 24000, True, 8192, 24576),   # PR #17046 (commit 16bcc125): n_ctx and each slot padded to 256
+    ("b6975", 24000, False, 8192, 24576),
+])
+def test_each_build_splits_the_context_over_the_slots_as_its_source(catalog, release, tokens, fa, per_slot, cells):
+    rule = memory_rule(catalog, "llamacpp", release).context_cache
+    assert slot_cells(rule, tokens, 3, fa) == per_slot
+    assert context_kv(rule, _layout(catalog, "llama-3.1-8b"), tokens, fa, slots=3).tokens == cells
+
+
+def test_fit_at_the_slot_padding_boundary_plans_the_cells_the_build_allocates():
+    args = ["fit", "llama-3.1-8b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--max-model-len", "8000",
+            "--max-num-seqs", "3", "--explain"]
+    before = CliRunner().invoke(app, [*args, "--engine-version", "b6974"])
+    at = CliRunner().invoke(app, [*args, "--engine-version", "b6975"])
+    assert before.exit_code == 0 and at.exit_code == 0
+    flat = [" ".join(r.output.split()) for r in (before, at)]
+    assert "24,000 cells (3 slots of 8,000, each a multiple of 1)" in flat[0]
+    assert "24,576 cells (3 slots of 8,192, each a multiple of 256)" in flat[1]
+
+
+def test_flash_attention_is_auto_from_pr15434(catalog):
+    # common/common.h at commit e81b8e4b (b6325): flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO
+    assert not memory_rule(catalog, "llamacpp", "b6324").context_cache.flash_attention_default
+    assert memory_rule(catalog, "llamacpp", "b6325").context_cache.flash_attention_default

@@ -35,12 +35,23 @@ class ContextCache(Frozen):
     # each slot's share of the padded context rounded up to a multiple of this, the context then the slots ×
     # that (llama.cpp's n_ctx_seq without a unified cache); None: the share as the context divides
     slot_padding_tokens: int | None = Field(None, ge=1)
+    # the slot rounding without flash attention, where it differs (llama.cpp b5913-b6867: 32)
+    slot_padding_tokens_without_flash_attention: int | None = Field(None, ge=1)
+    # what the slots share: padded_context: the padded context, each slot its share rounded down (llama.cpp
+    # n_ctx_seq from b6925); context: the requested context, each slot its share rounded up (llama.cpp
+    # n_ctx_per_stream before b6925, the context itself not padded first)
+    slot_share: Literal["padded_context", "context"] = "padded_context"
     sources: tuple[str, ...] = Field(min_length=1)
 
     def padding(self, flash_attention: bool) -> int:
         if not flash_attention and self.padding_tokens_without_flash_attention is not None:
             return self.padding_tokens_without_flash_attention
         return self.padding_tokens
+
+    def slot_padding(self, flash_attention: bool) -> int | None:
+        if not flash_attention and self.slot_padding_tokens_without_flash_attention is not None:
+            return self.slot_padding_tokens_without_flash_attention
+        return self.slot_padding_tokens
 
 
 class ComputeGraph(Frozen):

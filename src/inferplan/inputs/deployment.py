@@ -40,7 +40,7 @@ class Deployment(Input):
     ubatch_size: int | None = Field(None, ge=1, le=MAX_CONTEXT_TOKENS,
                                     description="llama.cpp n_ubatch: the micro-batch a prompt chunk runs in (default 512)")
     flash_attention: bool | None = Field(None, description="llama.cpp -fa on/off (default: the release's rule: auto, i.e. on, "
-                                         "from b6935; off before)")
+                                         "from b6325; off before)")
     max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description="sequences running at once, per "
                                      "data-parallel rank (default: the engine's)")
     kv_cache_dtype: str = Field("auto", description="KV-cache type id (auto: the model's own)")

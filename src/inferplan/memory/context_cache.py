@@ -59,9 +59,11 @@ def context_settings(rule: ContextCache, flash_attention: bool | None, tokens: i
 
 def slot_cells(rule: ContextCache, tokens: int, slots: int, flash_attention: bool) -> int:
     """The cells each of ``slots`` slots holds of a context of ``tokens``: its share of the padded context,
-    rounded up to the rule's slot padding where it has one (llama.cpp's n_ctx_seq)."""
-    share = padded_context(rule, tokens, flash_attention) // slots
-    pad = rule.slot_padding_tokens
+    rounded up to the rule's slot padding where it has one (llama.cpp's n_ctx_seq); where the slots share the
+    requested context, each its share rounded up (llama.cpp's n_ctx_per_stream before b6925)."""
+    share = (math.ceil(tokens / slots) if rule.slot_share == "context"
+             else padded_context(rule, tokens, flash_attention) // slots)
+    pad = rule.slot_padding(flash_attention)
     return math.ceil(share / pad) * pad if pad else share
 
 
@@ -77,7 +79,7 @@ def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attentio
     fits = per_gpu <= room_bytes
     room = "" if math.isinf(room_bytes) else \
         f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
-    padding = (f"{slots} slots of {per_slot:,}, each a multiple of {rule.slot_padding_tokens}"
+    padding = (f"{slots} slots of {per_slot:,}, each a multiple of {rule.slot_padding(flash_attention)}"
                if rule.slot_padding_tokens and slots > 1 else f"a multiple of {rule.padding(flash_attention)}")
     return ContextKv(cells, per_slot, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} "
                                                      f"cells ({padding}), {per_gpu / MiB:,.2f} MiB per GPU{room}",
