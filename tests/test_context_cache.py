@@ -119,7 +119,8 @@ def test_validate_memory_scores_llama_cpp_by_the_cache_it_allocates(catalog):
 
 @pytest.mark.parametrize(("release", "tokens", "fa", "per_slot", "cells"), [
     ("b5912", 24100, True, 8106, 24320),   # one cache of n_ctx padded to 256, shared by the slots
-    ("b5913", 24100, True, 8192, 24576),   # PR #14363: each stream ceil(n_ctx / 3) padded to 256 with -fa
+    ("b6070", 24100, True, 8106, 24320),   # PR #14363's streams only with LLAMA_SET_ROWS=1: still one cache
+    ("b6071", 24100, True, 8192, 24576),   # PR #14959: each stream ceil(n_ctx / 3) padded to 256 with -fa
     ("b6867", 24100, False, 8064, 24192),  # ... and to 32 without
     ("b6868", 24001, True, 8001, 24003),   # PR #16812: no padding, each stream n_ctx / 3 rounded up
     ("b6924", 24001, True, 8001, 24003),
