@@ -34,6 +34,7 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import as_planned
 from inferplan.memory.hardware import resolve_hardware, with_default_engine
 from inferplan.memory.layout import instance_gpus
+from inferplan.memory.state_pool import without_draft_models
 
 MAX_INSTANCES = 4096  # as many instances of a pool as ``simulate`` runs
 
@@ -71,10 +72,9 @@ def prefill_deployment(decode: Deployment, *, tensor_parallel_size: int | None =
     pp = pipeline_parallel_size or decode.pipeline_parallel_size or 1
     ep = decode.enable_expert_parallel if enable_expert_parallel is None else enable_expert_parallel
     dp = (data_parallel_size or 1) if ep else None
-    return decode.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
-                                     "data_parallel_size": dp if dp and dp > 1 else None, "enable_expert_parallel": ep,
-                                     "gpus": tp * pp * (dp or 1), "max_num_seqs": None, "mtp_draft": False,
-                                     "eagle3_draft": None, "draft_checkpoint": None})
+    return without_draft_models(decode).model_copy(update={
+        "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp if dp and dp > 1 else None,
+        "enable_expert_parallel": ep, "gpus": tp * pp * (dp or 1), "max_num_seqs": None})
 
 
 class PoolsPlan(Output):

@@ -17,7 +17,7 @@ from inferplan.memory.fit import plan_memory, verdict_plan
 from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
 from inferplan.memory.running_cap import launched_value, setting_flag
-from inferplan.memory.state_pool import draft_named
+from inferplan.memory.state_pool import draft_named, without_draft_models
 
 SLOT_LIMIT = 1024  # the most llama.cpp slots fit tries
 
@@ -112,8 +112,8 @@ def with_draft_running_stated(d: Deployment, catalog: Catalog) -> Deployment:
     if drafted is not None and (drafted.settings.running_note is None or drafted.result.state_running_cap is not None):
         return d
     try:
-        plain = verdict_plan(d.model_copy(update={"speculative_tokens": 0, "speculative_method": None, "mtp_draft": False,
-                                                  "eagle3_draft": None, "draft_checkpoint": None}), catalog)
+        plain = verdict_plan(without_draft_models(d).model_copy(update={"speculative_tokens": 0,
+                                                                       "speculative_method": None}), catalog)
     except InferplanError:
         return d
     pool = plain.settings.running_from_pool

@@ -137,6 +137,12 @@ def draft_named(d: Deployment) -> bool:
     return bool(d.speculative_tokens or d.mtp_draft or d.eagle3_draft or d.draft_checkpoint)
 
 
+def without_draft_models(d: Deployment) -> Deployment:
+    """``d`` with none of the drafts a method loads (``METHOD_DRAFT_FIELDS``: MTP layers, an EAGLE-3 or a draft
+    checkpoint); its draft tokens and method stay as stated."""
+    return d.model_copy(update={field: False if field == "mtp_draft" else None for field in METHOD_DRAFT_FIELDS.values()})
+
+
 def draft_method(d: Deployment, arch: Architecture | None) -> str:
     """The method drafting ``d``'s tokens: the one named, else the one whose draft ``d`` names, else mtp where the
     model has MTP layers, else ngram (as ``memory.mtp.with_unnamed_drafts`` plans an unnamed draft)."""
