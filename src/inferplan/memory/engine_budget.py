@@ -59,6 +59,7 @@ class EngineSettings:
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix
     topk_topp_sampler: str | None = None  # vLLM V1: the install's top-k/top-p sampler (None: the release's own)
     cuda_graphs: bool = True  # False: --enforce-eager, no graphs captured
+    graph_batch: int | None = None  # the largest decode batch captured as a CUDA graph, where its rule states it
     decode_query_len: int = 1  # tokens per sequence in a decode step: 1 + speculative draft tokens
     other_gpu_memory_bytes: float = 0.0  # held on each GPU by other processes when the engine starts (a display)
     # kept free on each GPU by the setting that placed the weights (llama-server --fit's margin), and that setting

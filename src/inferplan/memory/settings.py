@@ -19,6 +19,7 @@ from inferplan.catalog.memory_rules import MemoryRule, parse_engine_version
 from inferplan.catalog.schema import Accelerator
 from inferplan.errors import InvalidScenarioError
 from inferplan.inputs.deployment import Deployment
+from inferplan.memory.cuda_graphs import capture_sizes
 from inferplan.memory.engine_budget import EngineSettings
 from inferplan.memory.prefill_graphs import PrefillCapture
 from inferplan.memory.release_running import release_running, release_running_note
@@ -95,6 +96,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     return EngineSettings(frac, int(mnbt), int(seqs), int(block), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
+                          graph_batch=None if d.enforce_eager else _graph_batch(rule, tier, tp, seqs_cap, int(seqs), int(mnbt),
+                                                                                1 + d.speculative_tokens),
                           decode_query_len=1 + d.speculative_tokens,
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
@@ -125,6 +128,21 @@ def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: i
             f"rows = min(max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, "
             f"{table.requests_floor}), {table.requests_cap}){f' + {table.extra_rows}' if table.extra_rows else ''}) "
             f"({', '.join(running.sources)}); the rest queue")
+
+
+def _graph_batch(rule: MemoryRule | None, tier, tp: int, seqs_cap: int | None, max_num_seqs: int,
+                 max_num_batched_tokens: int, decode_query_len: int) -> int | None:
+    """The largest decode batch the engine captures as a CUDA graph, where its data states it (None: not
+    stated): SGLang's tier batch for the GPU and TP size (``cuda_graph_max_bs``, capped at a stated running cap
+    where the release caps it), vLLM's largest default capture size over the decode query length, on a
+    rule that states its capture sizes. A decode step of more sequences runs without graphs."""
+    if tier is not None:
+        return min(tier.graph_batch(tp), seqs_cap or tier.graph_batch(tp))
+    estimate = rule.cuda_graph_estimate if rule else None
+    if estimate is None:
+        return None
+    sizes = capture_sizes(estimate.capture_sizes, max_num_seqs, max_num_batched_tokens, decode_query_len)
+    return max(sizes) // decode_query_len if sizes else None
 
 
 def rule_batch_tokens(rule: MemoryRule | None, max_len: int | None) -> int | None:

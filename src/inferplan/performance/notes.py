@@ -20,16 +20,21 @@ FIXED_COST_CAVEAT = (
 GRAPH_ENGINES = ("vllm", "sglang", "ktransformers")  # capture decode steps as graphs unless told not to
 
 
-def graphs_note(engine: str, enforce_eager: bool) -> str | None:
+def graphs_note(engine: str, enforce_eager: bool, batch: float | None = None, graph_batch: int | None = None) -> str | None:
     """What a speed figure on ``engine`` assumes of CUDA graphs (None: an engine that captures none): captured,
     the engine's default. An eager launch is planned without them in memory only: no speed effect of it is
-    modelled, so the figure still assumes them, and says so."""
+    modelled, so the figure still assumes them, and says so. A decode step of ``batch`` sequences above
+    ``graph_batch``, the largest the engine captures, runs without them too, and the note says that."""
     if engine not in GRAPH_ENGINES:
         return None
     slower = "eager decode runs slower, by 0.3-0.8 ms per layer in the measured runs, which this estimate does not include"
     if enforce_eager:
         return (f"{engine} without CUDA graphs (--enforce-eager): counted in memory (no graphs captured or reserved), "
                 f"but the speed figures assume CUDA graphs: {slower}")
+    if batch is not None and graph_batch is not None and batch > graph_batch:
+        return (f"{engine} captures decode steps as CUDA graphs up to a batch of {graph_batch:,} in this launch; "
+                f"a step of {batch:,.0f} running sequences runs without them, and the speed figures "
+                f"still assume them: {slower}")
     return f"{engine} with CUDA/HIP graphs on (its default); {slower}"
 
 

@@ -167,7 +167,8 @@ def estimate_at(ctx: ServingContext, concurrency: int) -> ServingEstimate:
         assumptions.append(hop_note(ctx, running))
     if w.prefix_cache_hit_rate:
         assumptions.append(f"prefix cache: {w.prefix_cache_hit_rate:.0%} of input tokens skip prefill compute")
-    if (note := graphs_note(d.engine, d.enforce_eager)) is not None:
+    if (note := graphs_note(d.engine, d.enforce_eager, ctx.requests_per_micro_batch(running),
+                            ctx.mp.settings.graph_batch)) is not None:
         assumptions.append(note)
     r = ctx.rates
     attention = "" if r.attention_dtype in ("", r.compute_dtype) else f" (attention in {r.attention_dtype}, the KV cache's)"
