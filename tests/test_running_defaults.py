@@ -25,7 +25,7 @@ def test_sglang_runs_its_request_table_sized_from_the_pool():
     # below 9,588 // 2 = 4,794: 2,397 run, not the 256 of engines.yaml's generic fallback
     assert r.kv_cache_tokens == 9588 and r.running_cap == 2397 and r.queued_sequences == 603
     assert r.running_cap_flag == "--max-running-requests"
-    assert any("min(9,588 pool tokens // 2, a request table of 2,397 rows" in a for a in r.assumptions)
+    assert any("min(9,588 pool tokens // 2, a request table of 2,397 requests" in a for a in r.assumptions)
 
 
 def test_sglang_runs_half_the_pool_tokens_below_the_tables_floor():
@@ -112,5 +112,23 @@ def test_sglang_0_4_runs_its_request_table_with_one_row_more():
     for release in ("0.4.6", "0.4.0", "0.3.6"):
         r = fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version=release))
         assert r.kv_cache_tokens == 9588 and r.running_cap == 2398, release
-    # before 0.3.6 (not read) the engine's generic default stands
-    assert fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version="0.3.5")).running_cap == 256
+    # as do 0.3.3-0.3.5; 0.3.1 and 0.3.2 run as many requests as the table's 2,397 rows; 0.2.0-0.3.0 one fewer
+    for release, running in (("0.3.5", 2398), ("0.3.3", 2398), ("0.3.2", 2397), ("0.3.1", 2397), ("0.3.0", 2396),
+                             ("0.2.7", 2396), ("0.2.6", 2396), ("0.2.0", 2396)):
+        r = fit(_sglang(gpu_memory_utilization=0.7, concurrency=3000, engine_version=release))
+        assert r.kv_cache_tokens == 9588 and r.running_cap == running, release
+
+
+def test_sglang_0_2_sizes_its_request_table_without_an_upper_bound_to_0_2_6():
+    def running(release: str) -> int:
+        r = fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="sglang", max_model_len=8192,
+                           engine_version=release, concurrency=30000))
+        assert r.kv_cache_tokens == 443875, release
+        return r.running_cap
+    # 443,875 pool tokens at 8,192: int(443,875 / 8,192 x 512) = 27,742 rows, below half the pool (221,937): to
+    # 0.2.6 no cap, 27,741 run; 0.2.7-0.3.0 cap the table at 5,120 rows (5,119 run); 0.3.1 at 4,096; 0.3.3 4,096 + 1
+    assert [running(v) for v in ("0.2.0", "0.2.6", "0.2.7", "0.3.0", "0.3.1", "0.3.3")] == \
+        [27741, 27741, 5119, 5119, 4096, 4097]
+    assert any("a request table of 27,741 requests = max(443,875 / 8,192 x 512, 2048) - 1" in a
+               for a in fit(Deployment(model="llama-3.1-8b", gpu="h100-sxm", engine="sglang", max_model_len=8192,
+                                       engine_version="0.2.0")).assumptions)

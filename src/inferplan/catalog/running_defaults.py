@@ -5,7 +5,8 @@ An engine either fixes the count (mlx-lm's BatchGenerator decodes 32 requests to
 batching serves one request at a time) or derives it from the KV pool it sized: SGLang runs
 ``min(pool tokens // pool_tokens_per_request, its request table)``, the table holding
 ``min(max(int(pool tokens / context x requests_per_pool_context), requests_floor), requests_cap) + extra_rows`` rows
-(each data-parallel attention rank from its own pool). ``memory/settings.py`` applies the entry; a
+(each data-parallel attention rank from its own pool; no ``requests_cap`` before 0.2.7), and under pipeline parallelism
+divides that cap over the micro-batches (``engines.yaml`` ``pp_batch_limits``, ``memory/running_cap.py``). ``memory/settings.py`` applies the entry; a
 speculative draft's own cap (SGLang's 48, ``engine_tiers.DraftRunningCap``) and a stated max_num_seqs win.
 
 No postponed annotations here, as in ``schema.py``: pydantic builds the model from real types.
@@ -22,13 +23,15 @@ class RequestTable(Frozen):
 
     requests_per_pool_context: int = Field(ge=1)  # int(pool tokens / context x this) ...
     requests_floor: int = Field(ge=1)  # ... at least this ...
-    requests_cap: int = Field(ge=1)  # ... at most this ...
-    extra_rows: int = Field(0, ge=0)  # ... and this many rows more (SGLang 0.3.6-0.4.6: size=max_num_reqs + 1)
+    requests_cap: int | None = Field(None, ge=1)  # ... at most this (None: no cap) ...
+    # ... and this many requests more: SGLang 0.3.3-0.4.6 size the table max_num_reqs + 1 and run up to its size (1);
+    # 0.2.0-0.3.0 run one request fewer than its max_num_reqs rows (-1)
+    extra_rows: int = Field(0, ge=-1)
 
     def requests(self, pool_tokens: int, context_tokens: int) -> int:
-        """The table's rows for a pool of ``pool_tokens`` at a context of ``context_tokens``."""
-        return min(max(int(pool_tokens / context_tokens * self.requests_per_pool_context), self.requests_floor),
-                   self.requests_cap) + self.extra_rows
+        """The requests the table holds for a pool of ``pool_tokens`` at a context of ``context_tokens``."""
+        rows = max(int(pool_tokens / context_tokens * self.requests_per_pool_context), self.requests_floor)
+        return (rows if self.requests_cap is None else min(rows, self.requests_cap)) + self.extra_rows
 
 
 class RunningDefault(Frozen):

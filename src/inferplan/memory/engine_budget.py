@@ -54,6 +54,9 @@ class EngineSettings:
     # max_num_seqs and max_num_batched_tokens bound each pipeline micro-batch, not the instance
     # (engines.yaml pp_batch_limits: TensorRT-LLM)
     limits_per_micro_batch: bool = False
+    # max_num_seqs is the instance's, each pipeline micro-batch admitting max_num_seqs // pp of it, at least one
+    # (engines.yaml pp_batch_limits: divided; SGLang)
+    seqs_divided_over_micro_batches: bool = False
     # an engine that sizes its KV cache by the context (llama.cpp, MLX): the context after its padding
     context_tokens: int | None = None
     flash_attention: bool = True  # llama.cpp -fa: whether its compute graph builds a K·Q score matrix

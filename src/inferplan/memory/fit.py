@@ -242,6 +242,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
                                              kv_dtype.bits_per_element.value, settings.max_num_batched_tokens,
                                              planned_length(d, spec, capped))
     micro = plan.pipeline_parallel_size if settings.limits_per_micro_batch else 1  # the cap holds each micro-batch
+    divided = plan.pipeline_parallel_size if settings.seqs_divided_over_micro_batches and not started else 1  # or shares
 
     def held_at(running: int):  # the cache at the planned length, each of ``running`` sequences' share at a concurrency
         return with_state_pool(kv_held(d, spec, plan, layout, budget.kv_bytes_per_gpu, settings.block_tokens, capped, running,
@@ -254,9 +255,9 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         settings = dataclasses.replace(settings, max_num_seqs=pooled)
         engine_cap = running_sequences(settings, plan.pipeline_parallel_size, started)
         held, states, state_notes = held_at(engine_cap)
-        state_notes = [*state_notes, pool_running_note(engine.name, settings, held.tokens, held.max_len)]
+        state_notes = [*state_notes, pool_running_note(engine.name, settings, held.tokens, held.max_len, divided)]
     cap = running_cap(catalog, d, engine.id, engine_cap, started or settings.max_num_seqs, states and states.running_cap,
-                      states and states.slots)
+                      states and states.slots, divided)
     check_draft_headroom(eagle, spec.architecture, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
                          settings.memory_fraction, held.tokens)
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,

@@ -33,25 +33,35 @@ class RunningCap:
     setting: str
     flag: str
     value: int
+    micro_batches: int = 1  # the pipeline micro-batches the engine divides ``value`` over (SGLang), each its share
+
+    @property
+    def per_micro_batch(self) -> int:
+        return self.sequences // self.micro_batches
 
 
 def running_sequences(settings: EngineSettings, pipeline_parallel_size: int, slots: int | None) -> int:
     """The sequences the engine itself runs at once per instance: its context slots where it is started with a
     context per slot (``slots``), else its ``max_num_seqs``, for each pipeline micro-batch where the engine holds
-    each to its limits."""
-    return slots or settings.max_num_seqs * (pipeline_parallel_size if settings.limits_per_micro_batch else 1)
+    each to its limits, or its ``pipeline_parallel_size`` micro-batches' even shares of it where the engine divides
+    it over them (SGLang: max(max_num_seqs // pp, 1) each)."""
+    if slots:
+        return slots
+    if settings.seqs_divided_over_micro_batches:
+        return pipeline_parallel_size * max(settings.max_num_seqs // pipeline_parallel_size, 1)
+    return settings.max_num_seqs * (pipeline_parallel_size if settings.limits_per_micro_batch else 1)
 
 
 def running_cap(catalog: Catalog, d: Deployment, engine: str, sequences: int, value: int,
-                state_cap: int | None, state_slots: int | None) -> RunningCap:
+                state_cap: int | None, state_slots: int | None, micro_batches: int = 1) -> RunningCap:
     """The cap per instance: the engine's own ``sequences`` (``running_sequences``, from ``value``: max_num_seqs or
-    the slots as it runs them), or a hybrid model's state pool of ``state_slots`` where it runs fewer
-    (``state_cap``; where they are equal and no max_num_seqs is stated, the release took its default from the
-    slots: SGLang's), with the setting behind it."""
+    the slots as it runs them, divided over ``micro_batches`` pipeline micro-batches where the engine divides it),
+    or a hybrid model's state pool of ``state_slots`` where it runs fewer (``state_cap``; where they are equal and
+    no max_num_seqs is stated, the release took its default from the slots: SGLang's), with the setting behind it."""
     if state_cap is not None and (state_cap < sequences or (state_cap == sequences and not d.max_num_seqs)):
         return RunningCap(state_cap, "max_mamba_cache_size", setting_flag(catalog, d, engine, "max_mamba_cache_size"),
                           state_slots or 0)
-    return RunningCap(sequences, "max_num_seqs", setting_flag(catalog, d, engine, "max_num_seqs"), value)
+    return RunningCap(sequences, "max_num_seqs", setting_flag(catalog, d, engine, "max_num_seqs"), value, micro_batches)
 
 
 def setting_flag(catalog: Catalog, d: Deployment, engine: str, setting: str) -> str:
@@ -121,8 +131,10 @@ def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int 
     state = cap.setting == "max_mamba_cache_size"
     over = (f" over {launched.ranks} DP attention ranks" if launched.ranks > 1
             else " per instance" if instances > 1 else "")
+    divided = (f" divided over {cap.micro_batches} pipeline micro-batches, {cap.per_micro_batch:,} each"
+               if cap.micro_batches > 1 else " per micro-batch" if cap.sequences != cap.value else "")
     how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {launched.value}"
-           + (" per micro-batch" if cap.sequences != cap.value else "")) + over
+           + divided) + over
     if slot_cells is not None:
         largest = slot_cells
         share = f"each slot holds {slot_cells:,} tokens of the context, however many sequences run"

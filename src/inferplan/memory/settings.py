@@ -95,6 +95,7 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
     block = rule.block_tokens if rule and rule.block_tokens else engine.block_tokens.value
     return EngineSettings(frac, int(mnbt), int(seqs), int(block), micro,
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
+                          seqs_divided_over_micro_batches=engine.pp_batch_limits == "divided",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
                           graph_batch=None if d.enforce_eager else _graph_batch(rule, tier, tp, seqs_cap, int(seqs), int(mnbt),
                                                                                 1 + d.speculative_tokens),
@@ -118,15 +119,22 @@ def pool_running_requests(settings: EngineSettings, pool_tokens: int, context_to
     return running.pool_requests(pool_tokens, context_tokens) if running is not None and context_tokens else None
 
 
-def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: int, context_tokens: int) -> str:
-    """How the release derived its running requests from the pool (``pool_running_requests``)."""
+def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: int, context_tokens: int,
+                      micro_batches: int = 1) -> str:
+    """How the release derived its running requests from the pool (``pool_running_requests``), divided over
+    ``micro_batches`` pipeline micro-batches where it divides them."""
     running = settings.running_from_pool
+    share = max(settings.max_num_seqs // micro_batches, 1)
+    divided = (f" ({micro_batches} pipeline micro-batches of {share:,}: its {settings.max_num_seqs:,}-request cap "
+               f"divided)" if micro_batches > 1 else "")
     table = running.request_table
-    return (f"{engine_name} runs at most {settings.max_num_seqs:,} requests at once per instance when "
+    rows = f"max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, {table.requests_floor})"
+    rows = rows if table.requests_cap is None else f"min({rows}, {table.requests_cap})"
+    extra = f" {'+' if table.extra_rows > 0 else '-'} {abs(table.extra_rows)}" if table.extra_rows else ""
+    return (f"{engine_name} runs at most {share * micro_batches:,} requests at once per instance{divided} when "
             f"--max-running-requests is not given: min({pool_tokens:,} pool tokens // "
             f"{running.pool_tokens_per_request}, a request table of {table.requests(pool_tokens, context_tokens):,} "
-            f"rows = min(max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, "
-            f"{table.requests_floor}), {table.requests_cap}){f' + {table.extra_rows}' if table.extra_rows else ''}) "
+            f"requests = {rows}{extra}) "
             f"({', '.join(running.sources)}); the rest queue")
 
 

@@ -1,0 +1,52 @@
+"""SGLang under pipeline parallelism divides its running cap over the micro-batches (engines.yaml pp_batch_limits:
+divided): each admits max(max_running_requests // pp, 1), so the instance runs pp x that, fit answers the largest
+context at that many and perf batches no more (memory/running_cap.py running_sequences)."""
+
+from inferplan.catalog.loader import load_catalog
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
+from inferplan.memory.fit import fit
+from inferplan.performance.context import ServingContext
+
+
+def _pp(**more) -> Deployment:
+    return Deployment(**{"model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": "sglang", "gpus": 2,
+                         "pipeline_parallel_size": 2, **more})
+
+
+def test_a_stated_cap_is_divided_over_the_pipeline_micro_batches():
+    r = fit(_pp(max_num_seqs=101, concurrency=101))
+    # --max-running-requests 101 over 2 micro-batches: 101 // 2 = 50 each, 100 at once, 1 queues; the pool's
+    # 953,643 tokens over the 100 running: 9,536 each (over 101 it would be 9,442)
+    assert r.kv_cache_tokens == 953643 and r.running_cap == 100 and r.queued_sequences == 1
+    assert r.largest_context_tokens == 9536
+    assert "--max-running-requests 101 divided over 2 pipeline micro-batches, 50 each" in r.concurrency_note
+
+
+def test_a_cap_below_the_stages_runs_one_request_in_each_micro_batch():
+    # 1 // 4 = 0, raised to 1 a micro-batch: four stages run four requests for a stated 1
+    r = fit(_pp(gpus=4, pipeline_parallel_size=4, max_num_seqs=1, concurrency=10))
+    assert r.running_cap == 4 and r.queued_sequences == 6
+
+
+def test_the_pool_default_is_divided_over_the_pipeline_micro_batches():
+    r = fit(_pp(max_model_len=127000, concurrency=5000))
+    # 949,781 pool tokens at 127,000: a table of int(949,781 / 127,000 x 512) = 3,829 requests, below half the
+    # pool; 3,829 // 2 = 1,914 a micro-batch, 3,828 at once, 1,172 queue; each running sequence's share 248 tokens
+    assert r.kv_cache_tokens == 949781 and r.running_cap == 3828 and r.queued_sequences == 1172
+    assert r.largest_context_tokens == 949781 // 3828 == 248
+    assert any("3,828 requests at once per instance (2 pipeline micro-batches of 1,914: its 3,829-request cap "
+               "divided)" in a for a in r.assumptions)
+    four = fit(_pp(gpus=4, pipeline_parallel_size=4, concurrency=5000))
+    # 1,998,338 pool tokens at 131,072: the table's 4,096 cap, 1,024 a micro-batch, all 4,096 run
+    assert four.kv_cache_tokens == 1998338 and four.running_cap == 4096 and four.queued_sequences == 904
+
+
+def test_perf_runs_the_divided_cap():
+    d = _pp(max_num_seqs=101)
+    ctx = ServingContext(load_catalog(), d, Workload(input_len=100, output_len=100))
+    assert ctx.max_running == fit(d).running_cap == 100
+
+
+def test_one_stage_runs_the_whole_cap():
+    assert fit(_pp(gpus=1, pipeline_parallel_size=1, max_num_seqs=101)).running_cap == 101
