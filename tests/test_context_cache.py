@@ -36,7 +36,8 @@ def test_the_release_picks_the_padding_llama_cpp_used(catalog):
     old = memory_rule(catalog, "llamacpp", OLD).context_cache
     new = memory_rule(catalog, "llamacpp", NEW).context_cache
     current = memory_rule(catalog, "llamacpp").context_cache  # the default pads as the builds after PR #17046
-    assert current == new and new.slot_padding_tokens == 256  # and each slot's share (commit 16bcc125, b6975)
+    assert (current.padding_tokens, current.slot_padding_tokens) == (new.padding_tokens, new.slot_padding_tokens) \
+        == (256, 256)  # n_ctx and each slot's share (commit 16bcc125, b6975)
     assert old.slot_padding_tokens is None  # one cache for every sequence before PR #14363 (b5913)
     # src/llama-kv-cache-unified.cpp: 256 with flash attention, 32 without; src/llama-context.cpp: 256 always
     assert padded_context(old, 70000, flash_attention=False) == 70016

@@ -18,6 +18,15 @@ from pydantic import Field
 from inferplan.catalog.schema import Frozen
 
 
+class OneSlotUnified(Frozen):
+    """llama-server's slots where it is started with one (--parallel 1, stated or its default) and no unified cache
+    (-kvu unset): ``slots`` slots over one unified cache of the context's cells, each slot up to the whole context."""
+
+    slots: int = Field(ge=2)
+    draft_keeps_one_slot: bool = False  # with a draft model (-md) the one slot stays, its own stream
+    sources: tuple[str, ...] = Field(min_length=1)
+
+
 class ContextCache(Frozen):
     """The KV cache an engine sizes by the context instead of by the memory left."""
 
@@ -41,6 +50,13 @@ class ContextCache(Frozen):
     # n_ctx_seq from b6925); context: the requested context, each slot its share rounded up (llama.cpp
     # n_ctx_per_stream before b6925, the context itself not padded first)
     slot_share: Literal["padded_context", "context"] = "padded_context"
+    # the attention cells of a hybrid model (recurrent state + attention layers) over its slots: slot_shares: each
+    # slot's share, as any model's; context: one stream of the context for every slot (llama.cpp b6071-b6078, the
+    # hybrid memory's cache kept unified); context_per_slot: a stream of the whole context for each slot (llama.cpp
+    # b6079-b8024, llama_memory_hybrid sized by n_ctx instead of n_ctx_seq)
+    hybrid_attention_cells: Literal["slot_shares", "context", "context_per_slot"] = "slot_shares"
+    # where set, the slots llama-server opens instead of one (llama.cpp b6925-b7432, PR #16736 to PR #17997)
+    one_slot_unified: OneSlotUnified | None = None
     sources: tuple[str, ...] = Field(min_length=1)
 
     def padding(self, flash_attention: bool) -> int:

@@ -4,7 +4,9 @@ llama.cpp allocates the cache for the whole ``n_ctx`` when it starts, rounded up
 padding (``ContextCache``), next to the weights and a compute buffer; mlx-lm grows its cache in
 256-token steps, so a context of N tokens holds N rounded up to the step. The cache is therefore
 what the context needs, not what memory is left: a deployment fits when weights + cache + compute
-buffer + runtime fit the device. The rules are data (``engine_memory_rules.yaml``).
+buffer + runtime fit the device. A hybrid model keeps a recurrent state per llama.cpp slot and its
+attention cache as the build sizes it; builds b6925-b7432 open 4 slots over one unified cache for
+``--parallel 1``. The rules are data (``engine_memory_rules_context.yaml``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ def context_sequences(rule: ContextCache | None, max_num_seqs: int | None) -> in
     return (max_num_seqs or 1) if rule is not None and rule.per_sequence else 1
 
 
+def unified_slots(rule: ContextCache | None, slots: int, draft_model: bool) -> int | None:
+    """The slots a release opens over one unified cache where it is started with ``slots`` (llama-server b6925-b7432
+    turns one slot without -kvu into 4: ``ContextCache.one_slot_unified``); None: the ``slots`` it is started with,
+    a stream each."""
+    auto = rule.one_slot_unified if rule is not None and rule.per_sequence else None
+    if auto is None or slots != 1 or (draft_model and auto.draft_keeps_one_slot):
+        return None
+    return auto.slots
+
+
 def context_settings(rule: ContextCache, flash_attention: bool | None, tokens: int) -> dict:
     """The engine settings a context-sized cache adds: flash attention (stated, else the release's
     default) and the padded context the compute buffer is sized for."""
@@ -67,29 +79,78 @@ def slot_cells(rule: ContextCache, tokens: int, slots: int, flash_attention: boo
     return math.ceil(share / pad) * pad if pad else share
 
 
+def context_cells(rule: ContextCache, tokens: int, slots: int, flash_attention: bool) -> int:
+    """The context's cells (llama.cpp's n_ctx): the slots × each slot's cells where the slots share the padded
+    context with a slot padding (llama_context's n_ctx = n_ctx_seq × n_seq_max from b6925), else the padded
+    context."""
+    if rule.slot_padding_tokens and rule.slot_share == "padded_context":
+        return slot_cells(rule, tokens, slots, flash_attention) * slots
+    return padded_context(rule, tokens, flash_attention)
+
+
+def attention_cells(rule: ContextCache, tokens: int, slots: int, flash_attention: bool, hybrid: bool) -> int:
+    """The attention cells allocated for a context of ``tokens`` over ``slots`` slots: where each slot's share is
+    padded, the slots × that (each slot a stream of its n_ctx_seq), else the padded context; a hybrid model's as the
+    release sizes its attention cache (``ContextCache.hybrid_attention_cells``)."""
+    how = rule.hybrid_attention_cells if hybrid else "slot_shares"
+    if how == "context":
+        return context_cells(rule, tokens, slots, flash_attention)
+    if how == "context_per_slot":
+        return context_cells(rule, tokens, slots, flash_attention) * slots
+    if rule.slot_padding_tokens:
+        return slot_cells(rule, tokens, slots, flash_attention) * slots
+    return padded_context(rule, tokens, flash_attention)
+
+
 def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attention: bool,
-               room_bytes: float = math.inf, slots: int = 1) -> ContextKv:
+               room_bytes: float = math.inf, slots: int = 1, unified: bool = False) -> ContextKv:
     """The KV cache allocated for a context of ``tokens`` over ``slots`` slots on each GPU (llama.cpp's slots
-    share one cache of n_ctx cells: where each slot's share is padded, the slots × that), and whether the
-    ``room_bytes`` the rest of the memory leaves holds it."""
-    per_slot = slot_cells(rule, tokens, slots, flash_attention)
-    cells = per_slot * slots if rule.slot_padding_tokens else padded_context(rule, tokens, flash_attention)
-    per_gpu = layout.sequence_bytes_per_gpu(cells)
+    share one cache of n_ctx cells: where each slot's share is padded, the slots × that), a hybrid model's
+    recurrent state once per slot (llama.cpp's recurrent memory of max(1, n_seq_max) cells), and whether the
+    ``room_bytes`` the rest of the memory leaves holds it. ``unified``: the slots share one cache of the padded
+    context, each up to all of it (llama.cpp's n_ctx_seq = n_ctx with -kvu)."""
+    hybrid = layout.state_bytes_per_seq_per_gpu > 0
+    if unified:
+        per_slot = cells = padded_context(rule, tokens, flash_attention)
+    else:
+        per_slot = slot_cells(rule, tokens, slots, flash_attention)
+        cells = attention_cells(rule, tokens, slots, flash_attention, hybrid)
+    per_gpu = layout.sequence_bytes_per_gpu(cells) + (slots - 1) * layout.state_bytes_per_seq_per_gpu
     how = "allocated at start-up" if rule.allocated == "at_start" else f"grown in {rule.padding_tokens}-token steps"
     fits = per_gpu <= room_bytes
     room = "" if math.isinf(room_bytes) else \
         f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
-    padding = (f"{slots} slots of {per_slot:,}, each a multiple of {rule.slot_padding(flash_attention)}"
-               if rule.slot_padding_tokens and slots > 1 else f"a multiple of {rule.padding(flash_attention)}")
     return ContextKv(cells, per_slot, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} "
-                                                     f"cells ({padding}), {per_gpu / MiB:,.2f} MiB per GPU{room}",
-                     room_bytes)
+                                                     f"cells ({_layout_note(rule, slots, per_slot, flash_attention, unified, hybrid)}), "
+                                                     f"{per_gpu / MiB:,.2f} MiB per GPU{room}", room_bytes)
+
+
+def _layout_note(rule: ContextCache, slots: int, per_slot: int, flash_attention: bool, unified: bool, hybrid: bool) -> str:
+    """How the cells are laid out over the slots, and a hybrid model's attention streams and recurrent states."""
+    padding = (f"{slots} slots of {per_slot:,}, each a multiple of {rule.slot_padding(flash_attention)}"
+               if rule.slot_padding_tokens and slots > 1 and not unified else f"a multiple of {rule.padding(flash_attention)}"
+               + (f", one unified cache {slots} slots share" if unified else ""))
+    if not hybrid or slots == 1:
+        return padding
+    streams = {"context": "; the hybrid model's attention in one stream of the context",
+               "context_per_slot": f"; the hybrid model's attention in {slots} streams of the whole context"}
+    return f"{padding}{'' if unified else streams.get(rule.hybrid_attention_cells, '')}; {slots} recurrent states"
 
 
 def context_slots(catalog: Catalog, d: Deployment, engine: str) -> int | None:
     """The sequences an engine that allocates its context per sequence is started for (llama-server's
-    --parallel slots, each ``max_model_len`` of the cache's cells): ``max_num_seqs``, else one. That is
-    all it runs at once, whatever memory is left over. None: the engine's cache is not sized so."""
+    --parallel slots, each ``max_model_len`` of the cache's cells): ``max_num_seqs``, else one (the slots the release
+    opens over a unified cache for one: ``unified_slots``). That is all it runs at once, whatever memory is left
+    over. None: the engine's cache is not sized so."""
+    slots = context_sized_slots(catalog, d, engine)
+    rule = memory_rule(catalog, engine, d.engine_version).context_cache
+    return None if slots is None else unified_slots(rule, slots, bool(d.draft_checkpoint)) or slots
+
+
+def context_sized_slots(catalog: Catalog, d: Deployment, engine: str) -> int | None:
+    """The ``max_model_len`` sequences the context of an engine that allocates it per sequence is sized for (the
+    --ctx-size over ``max_num_seqs``, else one), all held at once; fewer than ``context_slots`` where the slots share
+    one unified cache. None: the engine's cache is not sized so."""
     rule = memory_rule(catalog, engine, d.engine_version).context_cache
     return context_sequences(rule, d.max_num_seqs) if rule is not None and rule.per_sequence else None
 

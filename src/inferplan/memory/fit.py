@@ -20,7 +20,7 @@ from inferplan.memory.resolve import resolve_model
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.admission import planned_release, rule_label, with_admission
-from inferplan.memory.context_cache import context_kv, context_sequences, context_settings
+from inferplan.memory.context_cache import context_kv, context_sequences, context_settings, unified_slots
 from inferplan.memory.checks import check_context, checked_engine
 from inferplan.memory.extensible import check_extensible_kv_cache
 from inferplan.memory.engine_budget import captures_cuda_graphs, device_total_bytes
@@ -224,7 +224,8 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     if kept := kept_free_bytes(catalog, d):  # --fit's margin, kept free at any -np / -c: no room for the KV cache
         settings = dataclasses.replace(settings, kept_free_bytes=kept, kept_free_by=d.placement_chosen_by)
     slots = context_sequences(rule.context_cache, d.max_num_seqs)
-    started = slots if rule.context_cache is not None and rule.context_cache.per_sequence else None  # --parallel
+    unified = unified_slots(rule.context_cache, slots, bool(d.draft_checkpoint))  # llama-server's 4 for --parallel 1
+    started = (unified or slots) if rule.context_cache is not None and rule.context_cache.per_sequence else None
     engine_cap = running_sequences(settings, plan.pipeline_parallel_size, started)
     if rule.context_cache:  # llama.cpp, MLX: the KV cache is what the context needs, not what memory is left
         settings = dataclasses.replace(settings, **context_settings(rule.context_cache, d.flash_attention,
@@ -263,11 +264,14 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
                        settings.memory_fraction, held.tokens)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
-                                            budget.kv_bytes_per_gpu, slots)
+                                            budget.kv_bytes_per_gpu, unified or slots, unified=bool(unified))
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
+    largest = ctx.tokens // min(-(-d.concurrency // plan.data_parallel_size), cap.sequences) \
+        if unified and ctx and d.concurrency else held.largest
     answer = concurrency_answer(cap, launched_cap(catalog, d, engine.id, cap), d.concurrency, plan.data_parallel_size,
-                                held.largest, settings.block_tokens, ctx.slot_tokens if ctx and started else None, held.max_len)
+                                largest, settings.block_tokens, ctx.slot_tokens if ctx and started and not unified else None,
+                                held.max_len)  # one unified cache: each running sequence's share of its cells
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from inferplan.catalog.loader import Catalog
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
-from inferplan.memory.context_cache import context_slots
+from inferplan.memory.context_cache import context_sized_slots, context_slots
 from inferplan.memory.fit import plan_memory, verdict_plan
 from inferplan.memory.fit_placement import as_placed
 from inferplan.memory.fit_result import MemoryFit
@@ -75,14 +75,15 @@ def with_most_slots(d: Deployment, catalog: Catalog, limit: int) -> Deployment:
 def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
     """``result`` of an engine started with a context per slot: the slots ``d`` starts it with are what it
     holds at once, whatever memory is left over, so they are its whole ``max_concurrency`` (× data-parallel
-    copies: ``total_max_concurrency``); ``most_slots`` is the most whose cache fits (None where ``d`` states
+    copies: ``total_max_concurrency``; the slots its context is sized for where more share one unified cache); ``most_slots`` is the most whose cache fits (None where ``d`` states
     its slots). Any other engine's ``result`` as it is."""
     started = context_slots(catalog, d, result.engine)
     if started is None:
         return result
+    held = context_sized_slots(catalog, d, result.engine)  # fewer where the slots share one unified cache
     most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
-    return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(started),
-                                     "total_max_concurrency": float(started * result.parallel.data_parallel_size)})
+    return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(held),
+                                     "total_max_concurrency": float(held * result.parallel.data_parallel_size)})
 
 
 def sequences_held(d: Deployment, catalog: Catalog) -> float:
