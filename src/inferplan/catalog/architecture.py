@@ -113,6 +113,7 @@ class LinearAttnDims:
     # None: Gated DeltaNet's weights (a full-rank output gate z, one decay per head), as Kimi-K3's full-rank gate
     gate_rank: int | None = None
     config_state_bytes: int | None = None  # per element as the config's mamba_ssm_dtype names it (None: it names none)
+    conv_state_bytes: int = 2  # per element of the conv state (16 bits; an engine may keep it wider)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ class MambaDims:
     conv_kernel: int
     ssm_state_bytes: int = 2  # per element of the SSM state (config mamba_ssm_cache_dtype float32: 4)
     config_state_bytes: int | None = None  # per element as the config's mamba_ssm_dtype names it (None: it names none)
+    conv_state_bytes: int = 2  # per element of the conv state (16 bits; an engine may keep it wider)
 
     @property
     def inner_size(self) -> int:

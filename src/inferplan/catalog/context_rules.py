@@ -11,6 +11,7 @@ states the parts of llama.cpp's compute buffer. Both are fields of a ``MemoryRul
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field
@@ -25,6 +26,33 @@ class OneSlotUnified(Frozen):
     slots: int = Field(ge=2)
     draft_keeps_one_slot: bool = False  # with a draft model (-md) the one slot stays, its own stream
     sources: tuple[str, ...] = Field(min_length=1)
+
+
+class WindowCache(Frozen):
+    """llama.cpp's cache of the sliding-window layers (llama_kv_cache_iswa with --swa-full unset, the server's
+    default): in each stream of the cache min(the other layers' cells in it, n_swa × the slots in it + the batch),
+    rounded up to ``padding_tokens``; a stream per slot, or one the slots share (a unified cache, and every cache
+    before the per-slot streams). ``full_size``: no window cache, the window layers hold as many cells as the
+    others (llama.cpp before the iSWA cache)."""
+
+    full_size: bool = False
+    batch: Literal["ubatch", "batch"] = "ubatch"  # the batch added to the windows: n_ubatch, or n_batch (b5429-b5553)
+    padding_tokens: int | None = Field(None, ge=1)  # None: the context's padding (256 with flash attention, 32 without)
+    # True: the smaller of the two rounded up (GGML_PAD(min(...), 256) from b6975); False: the windows rounded up
+    # before the smaller is taken (min(size_base, GGML_PAD(...)))
+    padded_last: bool = False
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    def cells_per_stream(self, base_cells: int, window_tokens: int, slots_in_stream: int, batch_tokens: int,
+                         context_padding: int) -> int:
+        """The window layers' cells in one stream whose other layers hold ``base_cells``."""
+        if self.full_size:
+            return base_cells
+        pad = self.padding_tokens or context_padding
+        wanted = window_tokens * slots_in_stream + batch_tokens
+        if self.padded_last:
+            return math.ceil(min(base_cells, wanted) / pad) * pad
+        return min(base_cells, math.ceil(wanted / pad) * pad)
 
 
 class ContextCache(Frozen):
@@ -57,6 +85,12 @@ class ContextCache(Frozen):
     hybrid_attention_cells: Literal["slot_shares", "context", "context_per_slot"] = "slot_shares"
     # where set, the slots llama-server opens instead of one (llama.cpp b6925-b7432, PR #16736 to PR #17997)
     one_slot_unified: OneSlotUnified | None = None
+    # the sliding-window layers' cache (llama.cpp's iSWA cache); None: each sequence holds up to the window
+    # (mlx-lm's rotating cache)
+    window_cache: WindowCache | None = None
+    # bytes per element of a recurrent model's state, its conv and its SSM / delta-rule tensors (llama.cpp's
+    # recurrent memory keeps both F32 from b5265); None: the model's own
+    state_bytes_per_element: int | None = Field(None, ge=1)
     sources: tuple[str, ...] = Field(min_length=1)
 
     def padding(self, flash_attention: bool) -> int:

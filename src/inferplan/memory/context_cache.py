@@ -103,26 +103,50 @@ def attention_cells(rule: ContextCache, tokens: int, slots: int, flash_attention
 
 
 def context_kv(rule: ContextCache, layout: KvLayout, tokens: int, flash_attention: bool,
-               room_bytes: float = math.inf, slots: int = 1, unified: bool = False) -> ContextKv:
+               room_bytes: float = math.inf, slots: int = 1, unified: bool = False, *,
+               ubatch_tokens: int = 512, batch_tokens: int = 2048) -> ContextKv:
     """The KV cache allocated for a context of ``tokens`` over ``slots`` slots on each GPU (llama.cpp's slots
-    share one cache of n_ctx cells: where each slot's share is padded, the slots × that), a hybrid model's
-    recurrent state once per slot (llama.cpp's recurrent memory of max(1, n_seq_max) cells), and whether the
-    ``room_bytes`` the rest of the memory leaves holds it. ``unified``: the slots share one cache of the padded
-    context, each up to all of it (llama.cpp's n_ctx_seq = n_ctx with -kvu)."""
+    share one cache of n_ctx cells: where each slot's share is padded, the slots × that), its sliding-window layers
+    as the release sizes them (``window_cells``), a hybrid model's recurrent state once per slot (llama.cpp's
+    recurrent memory of max(1, n_seq_max) cells), and whether the ``room_bytes`` the rest of the memory leaves holds
+    it. ``unified``: the slots share one cache of the padded context, each up to all of it (llama.cpp's n_ctx_seq =
+    n_ctx with -kvu). ``ubatch_tokens`` / ``batch_tokens``: llama.cpp's n_ubatch and n_batch."""
     hybrid = layout.state_bytes_per_seq_per_gpu > 0
     if unified:
         per_slot = cells = padded_context(rule, tokens, flash_attention)
     else:
         per_slot = slot_cells(rule, tokens, slots, flash_attention)
         cells = attention_cells(rule, tokens, slots, flash_attention, hybrid)
-    per_gpu = layout.sequence_bytes_per_gpu(cells) + (slots - 1) * layout.state_bytes_per_seq_per_gpu
+    window = window_cells(rule, layout, cells, slots, flash_attention, unified, hybrid,
+                          ubatch_tokens if rule.window_cache and rule.window_cache.batch == "ubatch" else batch_tokens)
+    if window is None:  # each sequence holds up to the window
+        per_gpu = layout.sequence_bytes_per_gpu(cells) + (slots - 1) * layout.state_bytes_per_seq_per_gpu
+    else:
+        per_gpu = layout.cache_bytes_per_gpu(cells, window[0] * window[1], slots)
     how = "allocated at start-up" if rule.allocated == "at_start" else f"grown in {rule.padding_tokens}-token steps"
     fits = per_gpu <= room_bytes
     room = "" if math.isinf(room_bytes) else \
         f"; {room_bytes / MiB:,.2f} MiB left for it{'' if fits else ': it does not fit'}"
+    windows = "" if window is None or window[1] == cells else \
+        f"; the window layers {window[0]:,} × {window[1]:,} cells"
     return ContextKv(cells, per_slot, per_gpu, fits, f"KV cache for the context, {how}: {tokens:,} tokens → {cells:,} "
-                                                     f"cells ({_layout_note(rule, slots, per_slot, flash_attention, unified, hybrid)}), "
+                                                     f"cells ({_layout_note(rule, slots, per_slot, flash_attention, unified, hybrid)}{windows}), "
                                                      f"{per_gpu / MiB:,.2f} MiB per GPU{room}", room_bytes)
+
+
+def window_cells(rule: ContextCache, layout: KvLayout, cells: int, slots: int, flash_attention: bool, unified: bool,
+                 hybrid: bool, batch_tokens: int) -> tuple[int, int] | None:
+    """(streams, cells in each) of the sliding-window layers of a cache of ``cells`` cells over ``slots`` slots, as the
+    release sizes them (``ContextCache.window_cache``): a stream per slot where each slot has its own, else one stream
+    all the slots share. None: the release caps each sequence at the window (or the model has no window layers)."""
+    window_tokens = layout.window_tokens or next((s.window_tokens for s in layout.stages if s.window_tokens), None)
+    if rule.window_cache is None or window_tokens is None:
+        return None
+    one_stream = unified or not rule.slot_padding_tokens or (hybrid and rule.hybrid_attention_cells == "context")
+    streams = 1 if one_stream else slots
+    per_stream = rule.window_cache.cells_per_stream(cells // streams, window_tokens, slots // streams, batch_tokens,
+                                                    rule.padding(flash_attention))
+    return streams, per_stream
 
 
 def _layout_note(rule: ContextCache, slots: int, per_slot: int, flash_attention: bool, unified: bool, hybrid: bool) -> str:

@@ -264,14 +264,18 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
     check_mtp_headroom(mtp, spec, gpu_quant, kv_dtype.bits_per_element.value, plan.tensor_parallel_size, total,
                        settings.memory_fraction, held.tokens)
     ctx = rule.context_cache and context_kv(rule.context_cache, layout, held.max_len * slots, settings.flash_attention,
-                                            budget.kv_bytes_per_gpu, unified or slots, unified=bool(unified))
+                                            budget.kv_bytes_per_gpu, unified or slots, unified=bool(unified),
+                                            ubatch_tokens=settings.prefill_micro_batch_tokens,
+                                            batch_tokens=settings.max_num_batched_tokens)
     if ctx:  # the engine holds a cache for max_model_len; what is left stays room for a longer -c
         held, budget_notes = dataclasses.replace(held, fits=ctx.fits), [*budget_notes, ctx.note]
     largest = ctx.tokens // min(-(-d.concurrency // plan.data_parallel_size), cap.sequences) \
         if unified and ctx and d.concurrency else held.largest
-    answer = concurrency_answer(cap, launched_cap(catalog, d, engine.id, cap), d.concurrency, plan.data_parallel_size,
+    launched = dataclasses.replace(launched_cap(catalog, d, engine.id, cap), value=slots) if unified else \
+        launched_cap(catalog, d, engine.id, cap)  # llama-server b6925-b7432: launched with --parallel 1, opens 4
+    answer = concurrency_answer(cap, launched, d.concurrency, plan.data_parallel_size,
                                 largest, settings.block_tokens, ctx.slot_tokens if ctx and started and not unified else None,
-                                held.max_len)  # one unified cache: each running sequence's share of its cells
+                                held.max_len, unified)  # one unified cache: each running sequence's share of its cells
     named = build_note(catalog, d)  # an Ollama tag's build: the first thing the answer rests on
     assumptions = [*([named] if named else []), *([d.batch_chosen_by] if d.batch_chosen_by else []), *spec.assumptions, *hw.assumptions, *network, *quant_notes, *([total_note] if total_note else []),
                    *w.notes, *draft_notes(mtp, spec.architecture), *draft_token_notes, *([scale_note(engine, scale, settings)] if scale else []),

@@ -37,7 +37,6 @@ class RequestCharge(Protocol):
     def needed_bytes(self, tokens: int, max_len: int) -> float: ...
     def running_sequences(self, pool_bytes: float, tokens: int) -> int: ...
 
-STATE_BYTES_PER_ELEMENT = 2  # recurrent (Mamba / linear-attention) state kept at 16 bits
 INDEXER_KEY_BYTES = 1  # DSA indexer keys are FP8
 INDEXER_SCALE_BLOCK = 128  # one FP32 scale per 128 key values
 
@@ -98,6 +97,14 @@ class KvLayout:
             + self.state_bytes_per_seq_per_gpu
             + residual
         )
+
+    def cache_bytes_per_gpu(self, cells: int, window_cells: int, states: int) -> float:
+        """Memory a cache sized by cells holds on each GPU (of the fullest stage): ``cells`` in the growing
+        layers, ``window_cells`` in the sliding-window layers and ``states`` recurrent states (llama.cpp's)."""
+        if self.stages:
+            return max(stage.cache_bytes_per_gpu(cells, window_cells, states) for stage in self.stages)
+        return (cells * self.growing_bytes_per_token_per_gpu + window_cells * self.window_bytes_per_token_per_gpu
+                + states * self.state_bytes_per_seq_per_gpu)
 
     def read_bytes_per_gpu(self, tokens: int) -> float:
         """Cache bytes one decode step reads for a sequence of ``tokens``: everything it holds,
@@ -206,7 +213,7 @@ def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> f
         k_heads = max(1, math.ceil(d.num_key_heads / tp))
         recurrent = v_heads * d.key_head_dim * d.value_head_dim
         conv = (2 * k_heads * d.key_head_dim + v_heads * d.value_head_dim) * (d.conv_kernel - 1)
-        return recurrent * d.recurrent_state_bytes + conv * STATE_BYTES_PER_ELEMENT
+        return recurrent * d.recurrent_state_bytes + conv * d.conv_state_bytes
     if kind is LayerKind.MAMBA:
         m = arch.mamba
         assert m is not None
@@ -214,7 +221,7 @@ def state_bytes_per_layer(arch: Architecture, kind: LayerKind, tp: int = 1) -> f
         groups = max(1, math.ceil(m.n_groups / tp))
         ssm = heads * m.head_dim * m.state_size
         conv = (heads * m.head_dim + 2 * groups * m.state_size) * (m.conv_kernel - 1)
-        return ssm * m.ssm_state_bytes + conv * STATE_BYTES_PER_ELEMENT
+        return ssm * m.ssm_state_bytes + conv * m.conv_state_bytes
     if kind in (LayerKind.CSA, LayerKind.HCA):
         return compressed.state_bytes(arch, kind)
     return 0.0

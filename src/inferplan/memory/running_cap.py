@@ -118,12 +118,13 @@ class ConcurrencyAnswer:
 
 def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int | None, instances: int,
                        largest: int | None, block_tokens: int, slot_cells: int | None,
-                       max_len: int) -> ConcurrencyAnswer:
+                       max_len: int, opens: int | None = None) -> ConcurrencyAnswer:
     """The answer to "how long can contexts be at ``concurrency`` sequences" over ``instances`` instances: each
     running sequence's share (``largest``, in whole ``block_tokens`` blocks of the cache), at most ``max_len``
     (the engine refuses a longer sequence), or on an engine started with a context per slot the ``slot_cells``
     each slot holds whatever the concurrency; above the cap the rest queue. The cap's flag is said with its value
-    as ``launched``. None without a concurrency."""
+    as ``launched``; ``opens``: the slots the server opens over one unified cache for that value (llama-server
+    b6925-b7432's 4 for --parallel 1). None without a concurrency."""
     if not concurrency:
         return ConcurrencyAnswer(largest, 0, None)
     total = cap.sequences * instances
@@ -133,7 +134,8 @@ def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int 
             else " per instance" if instances > 1 else "")
     divided = (f" divided over {cap.micro_batches} pipeline micro-batches, {cap.per_micro_batch:,} each"
                if cap.micro_batches > 1 else " per micro-batch" if cap.sequences != cap.value else "")
-    how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {launched.value}"
+    opened = f", which opens {opens} slots over one unified cache" if opens else ""
+    how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {launched.value}{opened}"
            + divided) + over
     if slot_cells is not None:
         largest = slot_cells

@@ -81,7 +81,13 @@ def state_pool(split: HybridStateSplit, room_bytes_per_gpu: float, state_bytes_p
 def engine_state_architecture(rule: MemoryRule, d: Deployment, arch: Architecture | None) -> Architecture | None:
     """``arch`` with its recurrent state in the dtype the engine release keeps it in (the split entry's
     ``state_dtype_bytes``, the config's ``mamba_ssm_dtype`` where the release follows one); the conv state
-    keeps the model's 16 bits."""
+    keeps the model's 16 bits. A release whose context cache states its own state dtype (llama.cpp's F32) keeps both
+    the conv and the recurrent state in it."""
+    wide = rule.context_cache.state_bytes_per_element if rule.context_cache else None
+    if arch is not None and wide is not None:
+        linear = arch.linear and dataclasses.replace(arch.linear, recurrent_state_bytes=wide, conv_state_bytes=wide)
+        mamba = arch.mamba and dataclasses.replace(arch.mamba, ssm_state_bytes=wide, conv_state_bytes=wide)
+        return dataclasses.replace(arch, linear=linear, mamba=mamba)
     entry = hybrid_split_at(rule.hybrid_state_split, rule.planned_release(d.engine_version))
     if arch is None or entry is None or entry.state_dtype_bytes is None:
         return arch

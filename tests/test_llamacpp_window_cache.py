@@ -1,0 +1,114 @@
+"""llama.cpp's sliding-window cache and recurrent state by build, read from its source at the release tags:
+the iSWA cache (PR #13194, b5429) holds min(the other layers' cells in a stream, n_swa × the slots in it + the
+batch) cells in each stream, a stream per slot from b6071 (one shared stream before, and with a unified cache);
+the recurrent memory keeps its conv and state tensors in F32 from PR #12799 (b5265)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.catalog.memory_rules import memory_rule
+from inferplan.inputs.deployment import Deployment
+from inferplan.memory.context_cache import context_kv
+from inferplan.memory.kv_cache import kv_layout
+from inferplan.memory.resolve import resolve_model
+from inferplan.memory.state_pool import engine_state_architecture
+from inferplan.shells.cli import app
+from inferplan.units import MiB
+
+GEMMA = "gemma-3-27b"  # 10 global layers, 52 sliding-window layers of 1,024 tokens, 16 KV heads × 128
+GLOBAL_BYTES_PER_TOKEN = 10 * 16 * 128 * 2 * 2  # 81,920 (80 KiB)
+WINDOW_BYTES_PER_TOKEN = 52 * 16 * 128 * 2 * 2  # 425,984 (416 KiB)
+
+
+def _gemma_layout(catalog):
+    layout = kv_layout(resolve_model(catalog, GEMMA).architecture, kv_bits=16, tp=1, pp=1)
+    assert layout.growing_bytes_per_token_per_gpu == GLOBAL_BYTES_PER_TOKEN
+    assert layout.window_bytes_per_token_per_gpu == WINDOW_BYTES_PER_TOKEN and layout.window_tokens == 1024
+    return layout
+
+
+def _kv(catalog, release, slots=11, flash_attention=True, unified=False):
+    rule = memory_rule(catalog, "llamacpp", release).context_cache
+    return context_kv(rule, _gemma_layout(catalog), 8192 * (1 if unified else slots), flash_attention, slots=slots,
+                      unified=unified, ubatch_tokens=512, batch_tokens=2048)
+
+
+def test_each_slot_has_its_own_window_cache(catalog):
+    # 11 streams of 8,192 cells; each window stream GGML_PAD(min(8,192, 1,024 + 512), 256) = 1,536 cells
+    kv = _kv(catalog, "b9273")
+    assert kv.tokens == 90_112 and "the window layers 11 × 1,536 cells" in kv.note
+    # 90,112 × 80 KiB = 7,040 MiB, 16,896 × 416 KiB = 6,864 MiB
+    assert kv.bytes_per_gpu == 90_112 * GLOBAL_BYTES_PER_TOKEN + 11 * 1536 * WINDOW_BYTES_PER_TOKEN
+    assert kv.bytes_per_gpu / MiB == 13_904
+
+
+@pytest.mark.parametrize(("release", "flash_attention", "window_cells"), [
+    ("b5264", False, 90_112),  # no iSWA cache: the window layers hold n_ctx cells as the others
+    ("b5429", False, 13_312),  # PR #13194: one stream, GGML_PAD(1,024 × 11 + n_batch 2,048, 32)
+    ("b5554", False, 11_776),  # PR #13833: n_ubatch 512 instead, GGML_PAD(11,776, 32)
+    ("b6070", True, 11_776),   # the streams exist (b5913) but the context forces one unified cache
+    ("b6071", True, 11 * 1536),   # a stream per slot: min(8,192, GGML_PAD(1,536, 256))
+    ("b6900", True, 11 * 1536),   # no padding (b6868): min(8,192, 1,536)
+])
+def test_the_window_cache_by_build(catalog, release, flash_attention, window_cells):
+    kv = _kv(catalog, release, flash_attention=flash_attention)
+    assert kv.tokens == 90_112
+    assert kv.bytes_per_gpu == 90_112 * GLOBAL_BYTES_PER_TOKEN + window_cells * WINDOW_BYTES_PER_TOKEN
+
+
+def test_four_unified_slots_share_one_window_stream(catalog):
+    # b6925-b7432's 4 slots over one unified cache: GGML_PAD(min(8,192, 1,024 × 4 + 512), 256) = 4,608 cells
+    kv = _kv(catalog, "b7000", slots=4, unified=True)
+    assert kv.tokens == 8192 and "the window layers 1 × 4,608 cells" in kv.note
+    assert kv.bytes_per_gpu == 8192 * GLOBAL_BYTES_PER_TOKEN + 4608 * WINDOW_BYTES_PER_TOKEN
+
+
+def test_one_short_slot_keeps_the_whole_context_in_its_window_layers(catalog):
+    rule = memory_rule(catalog, "llamacpp", "b9273").context_cache
+    kv = context_kv(rule, _gemma_layout(catalog), 1000, True, slots=1, ubatch_tokens=512, batch_tokens=2048)
+    assert kv.tokens == 1024 and kv.bytes_per_gpu == 1024 * (GLOBAL_BYTES_PER_TOKEN + WINDOW_BYTES_PER_TOKEN)
+
+
+def _fit(*args):
+    out = CliRunner().invoke(app, ["fit", GEMMA, "--gpu", "RTX 4090", "--engine", "llamacpp", "-q", "q4_k_m",
+                                   "--max-model-len", "8192", "--json", *args])
+    assert out.exit_code in (0, 1), out.output  # 1: it does not fit
+    data = json.loads(out.output)
+    return data.get("result", data)
+
+
+def test_eleven_slots_of_gemma_3_27b_do_not_fit_an_rtx_4090():
+    r = _fit("--max-num-seqs", "11")
+    note = next(a for a in r["assumptions"] if a.startswith("KV cache for the context"))
+    assert "13,904.00 MiB per GPU" in note and "7,977.33 MiB left for it: it does not fit" in note and not r["fits"]
+
+
+def test_six_slots_are_the_most_that_fit():
+    # 6 slots: 49,152 × 80 KiB + 6 × 1,536 × 416 KiB = 7,584 MiB of 8,097.33 MiB left;
+    # 7 slots: 57,344 × 80 KiB + 7 × 1,536 × 416 KiB = 8,848 MiB of 8,073.33 MiB left
+    assert _fit()["most_slots"] == 6
+    assert _fit("--max-num-seqs", "6")["fits"] and not _fit("--max-num-seqs", "7")["fits"]
+
+
+HYBRID = "nemotron-nano-9b-v2"  # 27 Mamba-2 layers: 128 heads × 80 × state 128, conv (10,240 + 2 × 8 × 128) × 3
+
+
+@pytest.mark.parametrize(("engine", "release", "state_bytes"), [
+    ("llamacpp", "b8025", 2 * 72_769_536),  # F32: 27 × (1,310,720 + 36,864) elements × 4 bytes = 145,539,072
+    ("llamacpp", "b5264", 72_769_536),      # before PR #12799: the state in the cache's 16-bit types
+    ("vllm", None, 72_769_536),             # an engine whose rule states no dtype keeps the model's 16 bits
+])
+def test_llamacpp_keeps_a_recurrent_state_in_f32(catalog, engine, release, state_bytes):
+    d = Deployment(model=HYBRID, gpu="h100", engine=engine, engine_version=release)
+    rule = memory_rule(catalog, engine, release)
+    arch = engine_state_architecture(rule, d, resolve_model(catalog, HYBRID).architecture)
+    assert kv_layout(arch, kv_bits=16).state_bytes_per_seq_per_gpu == state_bytes
+
+
+def test_the_concurrency_note_says_the_parallel_the_launch_states_and_the_slots_it_opens():
+    out = CliRunner().invoke(app, ["fit", "llama-3.1-8b", "--gpu", "h100", "--engine", "llamacpp", "--engine-version",
+                                   "b7000", "--max-model-len", "8192", "--concurrency", "6"])
+    flat = " ".join(out.output.split())
+    assert "(--parallel 1, which opens 4 slots over one unified cache)" in flat and "--parallel 4" not in flat
