@@ -80,8 +80,8 @@ def test_hopper_runs_nvfp4_through_a_16_bit_fallback():
 
 
 def test_quark_w4a4_mxfp4_runs_at_the_fp4_rate_only_where_rocm_has_mx_kernels():
-    """AMD's W4A4 MXFP4 checkpoints: FP4 maths on an MI355X; vLLM emulates them in 16 bits on an
-    MI300X (no MX silicon) and on a B200 (MX silicon, no CUDA kernels: native_software rocm)."""
+    """AMD's W4A4 MXFP4 checkpoints: FP4 maths on an MI355X; 16-bit maths on an MI300X (no MX silicon:
+    vLLM emulates them) and on a B200 (MX silicon, planned as vLLM's weight-only fallback: native_software rocm)."""
     dtypes = {gpu: perf(model="llama-3.3-70b", gpu=gpu, quantization="mxfp4-w4a4", max_model_len=4096).compute_dtype
               for gpu in ("mi355x", "mi300x", "b200")}
     assert dtypes == {"mi355x": "fp4", "mi300x": "bf16", "b200": "bf16"}

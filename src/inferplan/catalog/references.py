@@ -110,6 +110,12 @@ def check_references(catalog) -> None:
             if quant.engines and rule.engine not in quant.engines or rule.source not in catalog.sources:
                 raise CatalogError(f"quantizations:{quant.id}: fallback of {rule.engine!r} names an engine that does not "
                                    f"load it or an unknown source {rule.source!r}", field=quant.id)
+        for emu in quant.emulated_fallbacks:
+            if (quant.engines and emu.engine not in quant.engines or emu.source not in catalog.sources
+                    or emu.materialized_format not in catalog.quantizations):
+                raise CatalogError(f"quantizations:{quant.id}: emulated fallback of {emu.engine!r} names an engine that "
+                                   f"does not load it, an unknown source {emu.source!r} or an unknown format "
+                                   f"{emu.materialized_format!r}", field=quant.id)
     for price in catalog.rental_prices:
         if price.accelerator not in catalog.accelerators:
             raise CatalogError(f"rental_prices:{price.id}: unknown accelerator {price.accelerator!r}", field=price.id)

@@ -135,6 +135,22 @@ class FallbackRule(Frozen):
     note: str | None = None
 
 
+class EmulatedFallback(Frozen):
+    """Where an engine's fallback for a format is an emulation, not a fused weight-only kernel: each forward
+    dequantizes the packed weights into a full copy in ``materialized_format`` (writes it, then the
+    matrix maths reads it) and runs in ``Quantization.fallback_compute``. It covers accelerators without
+    native kernels for the format on ``software`` (and ``architectures``, empty: any) in the engine's
+    releases before ``before`` (None: every release on record)."""
+
+    engine: str  # an engine id from engines.yaml
+    software: tuple[Software, ...] = Field(min_length=1)
+    architectures: tuple[str, ...] = ()
+    before: str | None = None  # the first release that runs a kernel instead
+    materialized_format: str  # a quantization id: the dtype the weights are dequantized to
+    source: str
+    note: str
+
+
 class MixedModuleRule(Frozen):
     """The first release of an engine that builds a module a ModelOpt MIXED_PRECISION config lists in this
     format (earlier releases leave it unquantized)."""
@@ -184,6 +200,8 @@ class Quantization(Frozen):
     engines: tuple[str, ...] = ()  # engines that load this format; empty: every engine
     # the engines of ``engines`` that run it where the accelerator does not run it natively (None: all of them)
     fallback_engines: tuple[FallbackRule, ...] | None = None
+    # engines whose fallback for it on some accelerators and releases dequantizes the whole weights every forward
+    emulated_fallbacks: tuple[EmulatedFallback, ...] = ()
     # engines whose ModelOpt MIXED_PRECISION config builds modules listed in this format only from a release
     mixed_modules_since: tuple[MixedModuleRule, ...] = ()
     notes: tuple[str, ...] = ()
@@ -194,6 +212,16 @@ class Quantization(Frozen):
             return True
         return self.native_format in accel.native_formats and (
             not self.native_software or accel.software in self.native_software)
+
+    def emulation(self, accel: Accelerator, engine: str, release: str | None = None) -> EmulatedFallback | None:
+        """The ``emulated_fallbacks`` rule by which ``engine`` (at ``release``; None: its current one) runs this
+        format on ``accel`` (None: native kernels there, or a fused fallback)."""
+        if self.native_on(accel):
+            return None
+        return next((r for r in self.emulated_fallbacks if r.engine == engine and accel.software in r.software
+                     and (not r.architectures or accel.architecture in r.architectures)
+                     and (r.before is None or (release is not None and release_key(release) < release_key(r.before)))),
+                    None)
 
     def fallback(self, engine: str) -> FallbackRule | None:
         """``fallback_engines``' rule for ``engine`` (None: none is recorded)."""

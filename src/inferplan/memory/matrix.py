@@ -19,7 +19,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
-from inferplan.memory.precision import check_kv_dtype, model_formats
+from inferplan.memory.precision import check_kv_dtype, how_it_runs, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
 from inferplan.units import whole_count
@@ -41,6 +41,9 @@ class FitsCell(BaseModel):
     # the fewest GPUs of this accelerator that hold the model at this length (a system's cell runs
     # one instance across the node, which says nothing about how few GPUs it needs)
     smallest_fit: ParallelPlan | None = None
+    # how the engine runs the format's maths there (``memory.precision.how_it_runs``): native, a fused fallback,
+    # or emulated (the weights dequantized every forward)
+    runs: str = "native"
 
     @computed_field
     @property
@@ -164,8 +167,10 @@ these same lists (the API, before the request waits for a turn), so it is not ru
                     )
                     result = fit(d, catalog)
                     result = with_slots(d, result, catalog) if result.fits else result  # llama.cpp: whole slots
+                    runs = how_it_runs(catalog.quantization(q), catalog.accelerator(result.accelerator), result.engine,
+                                       result.engine_release)
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=result,
-                                          smallest_fit=_smallest(catalog, d, result)))
+                                          smallest_fit=_smallest(catalog, d, result), runs=runs))
                 except InferplanError as exc:
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None, error=exc.describe(),
                                           error_field=exc.field, error_names=exc.names))
@@ -264,8 +269,10 @@ def _made_below(catalog: Catalog, spec, quantization: str, bits: float) -> bool:
 
 def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
     """One build per model, the same in every hardware column (one row, one precision): the build that
-    fits the most columns, then runs natively on the most of them, then needs the fewest GPUs where it
-    does not fit, then comes first in the card's order (the model's own release before conversions)."""
+    fits the most columns without being emulated there (an emulated format dequantizes its weights every
+    forward, slower than the 16-bit weights: worth it only where nothing else fits), then fits the most
+    columns, then runs natively on the most of them, then needs the fewest GPUs where it does not fit, then
+    comes first in the card's order (the model's own release before conversions)."""
     by_model: dict[str, dict[str, list[FitsCell]]] = {}
     for c in cells:
         by_model.setdefault(c.model, {}).setdefault(c.quantization, []).append(c)
@@ -277,7 +284,8 @@ def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
         planned = [c for c in group if c.result is not None]
         fitting = [c for c in planned if c.result.fits]
         needed = sum(c.smallest_fit.gpus if c.smallest_fit else 10**6 for c in planned if not c.result.fits)
-        return (-len(fitting), -sum(map(native, fitting)), -sum(map(native, planned)), needed, -len(planned))
+        runs = [c for c in fitting if not c.runs.startswith("emulated")]
+        return (-len(runs), -len(fitting), -sum(map(native, fitting)), -sum(map(native, planned)), needed, -len(planned))
 
     # min keeps the first of equals: the card's order
     return [c for builds in by_model.values() for c in min(builds.values(), key=rank)]

@@ -25,7 +25,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
-from inferplan.memory.precision import model_formats, planned_weight_format
+from inferplan.memory.precision import how_it_runs, model_formats, planned_weight_format
 from inferplan.memory.context_steps import longest_steps, whole_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
@@ -278,14 +278,16 @@ def _held_there(there: Deployment, switch: dict, name: str, mp: MemoryPlan, cata
     if fewer is not None:  # a smaller build of that engine's holds it all (Qwen3-30B-A3B's Q4_K_M on one RTX 4090)
         return FitSuggestion(kind="quantization", changes={**switch, "quantization": fewer.id},
                              summary=f"another engine, fewer bits: {name} holds it on these GPUs in "
-                                     f"{fewer.name} ({_origin(there, mp, catalog, fewer.id)}), with no weights in host RAM"), False
+                                     f"{fewer.name} ({_origin(there, mp, catalog, fewer.id)}{_emulated_words(fewer, there, mp)}), "
+                                     "with no weights in host RAM"), False
     shorter = _fewer_bits_shorter(there, mp, catalog, keep)
     if shorter is None:  # else one at a shorter context (Qwen3-32B's Q4_K_M on one RTX 4090 below 40,960 tokens)
         return None, False
     q, tokens = shorter
     return FitSuggestion(kind="quantization", changes={**switch, "quantization": q.id, "max_model_len": tokens},
                          summary=f"another engine, fewer bits, shorter context: {name} holds it on these GPUs in "
-                                 f"{q.name} ({_origin(there, mp, catalog, q.id)}) at {tokens:,} tokens of context "
+                                 f"{q.name} ({_origin(there, mp, catalog, q.id)}{_emulated_words(q, there, mp)}) at "
+                                 f"{tokens:,} tokens of context "
                                  "(the longest it holds), with no weights in host RAM"), False
 
 
@@ -389,12 +391,23 @@ def _layer_split(there: Deployment, switch: dict, lead: str, mp: MemoryPlan, cat
 
 def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> list[Quantization]:
     """The weight formats ``there``'s engine makes of the model (``model_formats``: its builds and its
-    conversions of one) with fewer bits than the one it plans, the most bits first."""
+    conversions of one) with fewer bits than the one it plans, the most bits first; the ones it emulates on the
+    accelerator (``how_it_runs``: dequantized every forward, slower than 16-bit weights) after all the others."""
     planned = planned_weight_format(catalog, there, mp.spec)
     formats = [catalog.quantization(f) for f in model_formats(catalog, mp.spec, there.engine, at_load=False)
                if f in catalog.quantizations]
     return sorted((q for q in formats if q.bits_per_weight.value < planned.bits_per_weight.value),
-                  key=lambda q: -q.bits_per_weight.value)
+                  key=lambda q: (_emulated(q, there, mp), -q.bits_per_weight.value))
+
+
+def _emulated(q: Quantization, there: Deployment, mp: MemoryPlan) -> bool:
+    return how_it_runs(q, mp.accelerator, there.engine, there.engine_version).startswith("emulated")
+
+
+def _emulated_words(q: Quantization, there: Deployment, mp: MemoryPlan) -> str:
+    """", emulated in bf16: slower than 16-bit weights" where ``there``'s engine emulates ``q`` (else "")."""
+    runs = how_it_runs(q, mp.accelerator, there.engine, there.engine_version)
+    return f", {runs}: slower than 16-bit weights" if runs.startswith("emulated") else ""
 
 
 def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog,

@@ -16,7 +16,12 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
     accelerator runs it through a fallback. Raises (field ``quantization``) when the engine does not load it."""
     quant = catalog.quantization(planned_quantization(catalog, d, spec, engine_id))
     notes = []
-    if not quant.native_on(accel):
+    emulated = quant.emulation(accel, engine_id, d.engine_version)
+    if emulated is not None:
+        notes.append(f"{accel.name} runs no native {quant.id} kernels and {engine_id} emulates it: every forward "
+                     f"dequantizes the weights into a {emulated.materialized_format} copy (same memory, more traffic "
+                     f"than {emulated.materialized_format} weights)")
+    elif not quant.native_on(accel):
         notes.append(
             f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
             f"{quant.fallback_compute} fallback (same memory, slower compute)"
@@ -36,6 +41,18 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
             f"{engine_id} does not load {chosen}{_where(engine, quant, accel, d.engine_version)}; choose a format it "
             "loads there", field="quantization", allowed=loadable)
     return quant, notes
+
+
+def how_it_runs(quant: Quantization, accel: Accelerator, engine_id: str, release: str | None = None) -> str:
+    """How ``engine_id`` (at ``release``; None: its current one) runs ``quant``'s maths on ``accel``: "native",
+    "fallback to <dtype> compute" (a fused weight-only kernel) or "emulated in <dtype>" (the weights dequantized
+    into a full copy every forward: ``Quantization.emulated_fallbacks``)."""
+    if quant.native_on(accel):
+        return "native"
+    emulated = quant.emulation(accel, engine_id, release)
+    if emulated is not None:
+        return f"emulated in {emulated.materialized_format}"
+    return f"fallback to {quant.fallback_compute} compute"
 
 
 def _where(engine: EngineDefaults, quant: Quantization, accel: Accelerator, release: str | None) -> str:

@@ -30,7 +30,7 @@ from inferplan.memory.kt_suggest import smaller_kt_methods
 from inferplan.memory.layout import describe_split, host_gpus
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, context_floor, offload_answer
-from inferplan.memory.precision import model_formats
+from inferplan.memory.precision import how_it_runs, model_formats
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.step_budget import check_step_budget
@@ -214,7 +214,9 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     none does, the largest that fits at a shorter one, with the longest context it holds. Only formats the
     model exists in for the engine (``model_formats``: its builds, the engine's conversions of one, what its
     launcher quantizes one to at load), so a format tied to another model (DeepSeek-V4's mixed FP4/FP8, a
-    serving option of gpt-oss) is never offered."""
+    serving option of gpt-oss) is never offered. A format the engine emulates there (``how_it_runs``: its weights
+    dequantized every forward, slower than 16-bit weights) is offered only where no other format holds it, and
+    says it is emulated."""
     bits = mp.quantization.bits_per_weight.value
     engine = catalog.engine(d.engine)
     has = set(mp.spec.builds)
@@ -227,15 +229,20 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     # fewer bits per weight on paper, not always fewer bytes for this model (a format's bits on its experts only)
     candidates = [q for q in candidates if weights_bytes(d, q.id, catalog) < mp.result.weights_bytes]
 
+    runs = {q.id: how_it_runs(q, mp.accelerator, engine.id, d.engine_version) for q in candidates}
+
     def named(q) -> str:
         how = "" if formats[q.id] == "a published build" else f", {formats[q.id]}"
-        return f"{q.name} ({q.bits_per_weight.value:.3g} bits per weight{how})"
-    for q in candidates:
-        if _fits(d, {"quantization": q.id}, catalog):
-            return FitSuggestion(kind="quantization", changes={"quantization": q.id}, summary=f"smaller weights: {named(q)}")
-    for q in candidates:
-        tokens = _longest(d, {"quantization": q.id}, mp.result.max_model_len, catalog, context_floor(catalog))
-        if tokens:
-            return FitSuggestion(kind="quantization", changes={"quantization": q.id, "max_model_len": tokens},
-                                 summary=f"smaller weights and a shorter context: {named(q)} at {tokens:,} tokens")
+        emulated = f", {runs[q.id]}: slower than 16-bit weights" if runs[q.id].startswith("emulated") else ""
+        return f"{q.name} ({q.bits_per_weight.value:.3g} bits per weight{how}{emulated})"
+    for emulated in (False, True):
+        group = [q for q in candidates if runs[q.id].startswith("emulated") == emulated]
+        for q in group:
+            if _fits(d, {"quantization": q.id}, catalog):
+                return FitSuggestion(kind="quantization", changes={"quantization": q.id}, summary=f"smaller weights: {named(q)}")
+        for q in group:
+            tokens = _longest(d, {"quantization": q.id}, mp.result.max_model_len, catalog, context_floor(catalog))
+            if tokens:
+                return FitSuggestion(kind="quantization", changes={"quantization": q.id, "max_model_len": tokens},
+                                     summary=f"smaller weights and a shorter context: {named(q)} at {tokens:,} tokens")
     return None

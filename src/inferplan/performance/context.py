@@ -66,7 +66,7 @@ class ServingContext:
         check_backend(d.engine, w.backend, self.mp.accelerator)
         self.backend = backend = w.backend or default_backend(d.engine, self.mp.accelerator)
         self.rates: Rates = rates_for(catalog, self.mp.accelerator, self.mp.gpu_format, d.engine, backend,
-                                     self.mp.hardware, self.mp.kv_dtype.id)
+                                     self.mp.hardware, self.mp.kv_dtype.id, fit.engine_release)
         self.work: ModelWork = with_draft_model(model_work(self.mp, catalog), catalog, d.draft_checkpoint)
         self.network_notes = network_notes(self.mp, self.work, self.rates)
         par = fit.parallel

@@ -3,8 +3,9 @@ link is, and the calibrated efficiencies of the engine.
 
 A quantization runs at its activation dtype only where the accelerator supports its native
 format (FP8 on Hopper, NVFP4/MXFP4 on Blackwell); otherwise it falls back to 16-bit math
-(W4A16 on Hopper for NVFP4 checkpoints, seed 001). GGUF and W4A16 formats always compute in
-16 bits.
+(W4A16 on Hopper for NVFP4 checkpoints, seed 001); where that fallback is an emulation
+(``Quantization.emulated_fallbacks``) the note says so, and ``work.py`` charges its dequantized copy.
+GGUF and W4A16 formats always compute in 16 bits.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class Rates:
 SIXTEEN_BIT_ENGINES = ("llamacpp", "mlx")  # dequantize to 16 bits for the matrix maths
 
 
-def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm") -> tuple[str, str | None]:
-    """The dtype the matrix maths runs in, and a note when it is a fallback."""
+def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm",
+                  release: str | None = None) -> tuple[str, str | None]:
+    """The dtype the matrix maths runs in, and a note when it is a fallback (``release``: the engine's, None
+    its current one; an emulated fallback is named as such)."""
     if engine in SIXTEEN_BIT_ENGINES:
         dtype = _sixteen_bit(accel, "fp16")
         note = None if quant.native_format is None else f"{engine} dequantizes {quant.id} weights: math runs in {dtype}"
@@ -86,6 +89,11 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm")
     if quant.native_on(accel):
         return wanted, None
     fallback = _sixteen_bit(accel, quant.fallback_compute)
+    emulated = quant.emulation(accel, engine, release)
+    if emulated is not None:
+        return fallback, (f"{accel.name} {_lacks(accel, quant)}: {emulated.note}, so every forward dequantizes the "
+                          f"weights into a {emulated.materialized_format} copy, written and read again, and the math "
+                          f"runs in {fallback} (emulated)")
     return fallback, f"{accel.name} {_lacks(accel, quant)}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style fallback)"
 
 
@@ -234,11 +242,11 @@ def weight_gemm_row_blocks(catalog: Catalog, engine: str, accel: Accelerator, qu
 
 
 def rates_for(catalog: Catalog, accel: Accelerator, quant: Quantization, engine: str, backend: str | None,
-              hardware: Hardware | None = None, kv_dtype: str | None = None) -> Rates:
-    """Rates of ``engine`` on ``accel``; ``hardware`` (a resolved deployment) sets the scale-up
-    domain and the scale-out network, else the accelerator's own; ``kv_dtype`` the dtype attention
-    runs in (16 bits when not given)."""
-    dtype, note = compute_dtype(accel, quant, engine)
+              hardware: Hardware | None = None, kv_dtype: str | None = None, release: str | None = None) -> Rates:
+    """Rates of ``engine`` (at ``release``; None: its current one) on ``accel``; ``hardware`` (a resolved
+    deployment) sets the scale-up domain and the scale-out network, else the accelerator's own; ``kv_dtype``
+    the dtype attention runs in (16 bits when not given)."""
+    dtype, note = compute_dtype(accel, quant, engine, release)
     attention = attention_dtype(accel, kv_dtype, engine)
     key = calibration_family(catalog.engine(engine), backend, accel)
     link = accel.scale_up

@@ -13,6 +13,10 @@
 - Hyper-connections (DeepSeek-V4's mHC): each sublayer's input is mixed from, and its output mixed
   back into, ``n`` residual streams — small kernels on every tensor-parallel rank, a sourced time per
   seam (``Rates.hc_seam_s``) and ``(3n + 2) · hidden`` 16-bit values moved per token per seam.
+- Emulated formats (``Quantization.emulated_fallbacks``: vLLM's MXFP4 W4A4 off MX hardware): every
+  forward dequantizes the packed weights into a full copy and multiplies by that, so each quantized
+  weight a step reads is also written and read again at the copy's width (``materialized_bytes_per_weight``,
+  both ways); of the routed experts every one a GPU holds, since the emulation dequantizes whole expert tensors.
 - Unpacking: formats with super-block scales (llama.cpp K-quants) cost ALU work for every weight
   read, a fitted number of FLOP-equivalents per weight (``Rates.unpack_flops_per_weight``).
 """
@@ -69,6 +73,8 @@ class ModelWork:
     draft_active_params: float = 0.0  # a separate draft model's (draft_model method): one forward of it per draft token
     draft_layers: int = 0  # its decoder layers (each launches its kernels in every draft forward)
     host: HostOffload | None = None  # weights (and KV cache) in host RAM: memory/offload.py
+    # bytes an emulated format writes and reads back per quantized weight each forward (its dequantized copy)
+    materialized_bytes_per_weight: float = 0.0
 
     def last_stage(self) -> ModelWork:
         """The work of the last pipeline stage, which runs the whole lm_head where the figures above
@@ -99,9 +105,19 @@ class ModelWork:
         or slices of every expert in a MoE tensor-parallel group spanning the ranks) a GPU's experts
         serve the tokens of every rank, which step together; every rank is taken to be as busy as this
         one (the serving model spreads requests evenly over the ranks)."""
+        copies = self.materialized_bytes_per_gpu()
         if not self.num_experts or not self.expert_bytes_per_gpu:
-            return self.dense_bytes_per_gpu
-        return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * self._routing(tokens_in_step)[1]
+            return self.dense_bytes_per_gpu + copies
+        share = 1.0 if copies else self._routing(tokens_in_step)[1]  # an emulation dequantizes every expert
+        return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * share + copies
+
+    def materialized_bytes_per_gpu(self) -> float:
+        """Bytes a forward of an emulated format writes and reads back dequantizing one GPU's quantized weights
+        (the 16-bit lm_head left out; every routed expert it holds): zero for other formats."""
+        if not self.materialized_bytes_per_weight:
+            return 0.0
+        dense = (self.active_params - self.routed_active_params - self.lm_head_params) / (self.tp * self.pp)
+        return (dense + self.expert_params_per_gpu) * self.materialized_bytes_per_weight
 
     def touched_expert_share(self, tokens_in_step: float) -> float:
         """The share of a GPU's routed experts a step of ``tokens_in_step`` tokens reads."""
@@ -329,6 +345,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         expert_data_parallel=mp.expert_data_parallel if moe else 1,
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         unpacked_weights_per_byte=8 / mp.gpu_format.bits_per_weight.value if mp.gpu_format.super_block_scales else 0.0,
+        materialized_bytes_per_weight=materialized_bytes_per_weight(mp, catalog),
         head_bytes_per_gpu=w.head_bytes / tp,
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,
@@ -338,6 +355,13 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         notes=(*notes, host.note) if host is not None else tuple(notes),
         host=host,
     )
+
+
+def materialized_bytes_per_weight(mp: MemoryPlan, catalog: Catalog) -> float:
+    """Bytes per quantized weight the format's emulated fallback writes and reads back each forward on the
+    plan's accelerator and engine release (``Quantization.emulation``; zero where it runs a kernel)."""
+    rule = mp.gpu_format.emulation(mp.accelerator, mp.result.engine, mp.result.engine_release)
+    return 0.0 if rule is None else 2 * catalog.quantization(rule.materialized_format).bits_per_weight.value / 8
 
 
 def hc_seams(arch: Architecture) -> int:

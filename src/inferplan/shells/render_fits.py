@@ -113,7 +113,7 @@ def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
     if r is None:
         return "n/a"
     if r.fits:
-        return f"[green]{c.requests_at_once:,}[/]"
+        return f"[green]{c.requests_at_once:,}[/]" + (" emulated" if c.runs.startswith("emulated") else "")
     s = c.smallest_fit
     if s is None:
         return "[red]no[/]"
@@ -179,7 +179,8 @@ def _cells_table(matrix, width: int) -> RenderableType:
         if r is None:
             rows.append([c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
             continue
-        rows.append([c.model, c.hardware, c.quantization, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
+        quant = f"{c.quantization} ({c.runs})" if c.runs.startswith("emulated") else c.quantization
+        rows.append([c.model, c.hardware, quant, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
                      gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}",
                      _at_once(c),
                      "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
