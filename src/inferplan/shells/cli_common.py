@@ -66,7 +66,6 @@ def TokensOpt(default, *names: str, help: str):
 ModelOpt = typer.Option(None, "--model", show_default=False, help="Catalogue id/alias, config.json path, model folder or cached repo id (or the command's argument).")
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...; a Mac's size: 'M4 Max 64GB'), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
-EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
 DeploymentEngineOpt = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers "
                                                           "(default: llamacpp on Apple silicon, else vllm)")
 EngineVersionOpt = typer.Option(None, "--engine-version", help="Engine release whose memory rule applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release; fit names it).")
