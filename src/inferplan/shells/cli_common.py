@@ -81,7 +81,7 @@ RequestMaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in to
 SimulatedMaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the mean request's input + output, or a trace's longest request; fit and deploy plan the model's own).")
 BatchedOpt = TokensOpt(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens; default: the engine's, or the longest prompt where it cannot chunk the model).")
 UbatchOpt = TokensOpt(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
-SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
+SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap per data-parallel rank (an instance of DP N runs N times it; TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
 SpeculativeTokensOpt = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding).")
 SpeculativeMethodOpt = typer.Option(
     None, "--speculative-method", help="ngram | draft_model | eagle3 | mtp, with --speculative-tokens (default: mtp where the model "
