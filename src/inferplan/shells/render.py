@@ -283,7 +283,7 @@ def print_frontier(console: Console, f, explain: bool = False) -> None:
 
 # the figures a plan leads with (report/cards.py keys); --explain shows every card
 PLAN_HEADLINE = ("users", "loadouts", "capex", "operating_cost", "break_even", "same_model_api", "payback",
-                 "cost_per_mtok", "rent")
+                 "cost_per_mtok", "cost_per_mtok_at_capacity", "rent")
 
 
 def print_plan(console: Console, r, currency: str = "usd", explain: bool = False) -> None:
