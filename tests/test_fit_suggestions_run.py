@@ -35,3 +35,19 @@ def test_every_suggested_fit_command_runs_as_printed(case):
     for argv in commands:
         ran = CliRunner().invoke(app, argv)
         assert ran.exit_code == 0, (argv, ran.stdout, ran.stderr)
+
+
+def test_a_build_a_suggestion_calls_a_published_file_is_one_deploy_serves_by_its_repo():
+    """vLLM on a Mac (vllm-metal) loads mlx-community's builds: deploy names the repo fit's suggestion calls
+    published, not a placeholder."""
+    shown = CliRunner().invoke(app, NOT_FITTING["Apple, default engine"])
+    lines = shown.stdout.splitlines()
+    start = lines.index("To fit, run one of:") + 1
+    published = [shlex.split(line)[1:] for i, line in enumerate(lines[start:], start)
+                 if line.strip().startswith("inferplan fit ") and "a published file" in " ".join(lines[start:i][-4:])]
+    vllm = [argv for argv in published if argv[argv.index("--engine") + 1] == "vllm"]
+    assert vllm, shown.stdout
+    for argv in vllm:
+        ran = CliRunner().invoke(app, ["deploy", *argv[1:]])
+        assert ran.exit_code == 0 and "names no" not in ran.stderr + ran.stdout, (argv, ran.stdout, ran.stderr)
+        assert "mlx-community/Llama-3.3-70B-Instruct-4bit" in ran.stdout
