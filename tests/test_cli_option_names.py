@@ -35,6 +35,7 @@ def refused(args: list[str]) -> tuple[str, str | None, str | None]:
     (["fit", "--mem-fraction-static", "0.9"], "--gpu-memory-utilization"),
     (["fit", "--max_num_seqs", "8"], "--max-num-seqs"),  # vLLM's Python name
     (["fit", "--quant", "awq"], "--quantization"),
+    (["search", "--model", "qwen3-32b", "-q", "fp8"], "--quantizations"),  # fit's and deploy's short name
     (["perf", "--users", "8"], "--concurrency"),
     (["fit", "--gpux", "H100"], "--gpu"),  # a misspelling
     (["fit", "--max-model", "8k"], "--max-model-len"),  # the start of one

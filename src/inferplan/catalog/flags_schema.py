@@ -235,7 +235,8 @@ class SoftwareLaunch(Frozen):
 class EngineFlags(Frozen):
     id: str = Field(pattern=SLUG)  # <engine>-launch
     engine: str  # an engine id from engines.yaml
-    version: str  # the engine release or commit the flags were read at
+    version: str  # the engine release or commit the flags were read at (and the releases they were re-read at)
+    version_source: str | None = None  # where the releases ``version`` names after the first were re-read
     launcher: tuple[str, ...] = Field(min_length=1)  # argv before the model (vllm serve)
     model_flag: str | None = None  # None: the model is the first positional argument
     model_source: Literal["hf_repo", "gguf_file"] = "hf_repo"
@@ -401,7 +402,7 @@ def check_engine_flags(catalog) -> None:
                  *(r.data_parallel.source for r in flags.settings.values() if r.data_parallel),
                  *(b.source for b in flags.plan_bounds.values()),
                  *(later.source for later in flags.accepted_later), *(v.source for v in flags.variant_env),
-                 *(r.source for r in flags.runner_env),
+                 *(r.source for r in flags.runner_env), *([flags.version_source] if flags.version_source else []),
                  *(o.source for o in flags.software_launch),
                  *(launch.source for launch in flags.multi_host),
                  *((flags.speculative.source,) if flags.speculative else ()),

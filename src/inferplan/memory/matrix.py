@@ -19,6 +19,7 @@ from inferplan.errors import InferplanError, InvalidScenarioError
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
+from inferplan.memory.hardware import DEFAULT_ENGINE, default_engine
 from inferplan.memory.precision import check_kv_dtype, how_it_runs, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
@@ -34,6 +35,7 @@ class FitsCell(BaseModel):
     model: str
     hardware: str
     quantization: str
+    engine: str  # the engine the cell is planned on: the one asked for, else its column's (``column_engine``)
     result: MemoryFit | None  # None when the cell could not be planned
     error: str | None = None
     error_field: str | None = None  # the input the error names, as a Deployment field (max_model_len)
@@ -74,7 +76,8 @@ class FitsRequest(Input):
     systems: list[Name] = Field(default_factory=list, max_length=30)
     quantizations: list[Name] = Field(default_factory=list, max_length=10, description=(
         "weight formats ('native': each model's first checkpoint); empty: each model's best published build"))
-    engine: str = "vllm"
+    engine: str | None = Field(None, description="one engine for every column; none: each column's hardware's own "
+                                                 "(llama.cpp on Apple silicon, vLLM elsewhere), as a deployment naming none")
     max_model_len: int | None = Field(None, ge=1, le=10_000_000, description="default: 8192, or a model's context when shorter")
     kv_cache_dtype: str = "auto"
     gpu_count: int = Field(1, ge=1, le=64, description="GPUs of each listed accelerator, run as one instance")
@@ -98,7 +101,7 @@ def fits_matrix(
     gpus: list[str] | None = None,
     systems: list[str] | None = None,
     quantizations: list[str] | None = None,
-    engine: str = "vllm",
+    engine: str | None = None,
     max_model_len: int | None = None,
     kv_cache_dtype: str = "auto",
     gpu_count: int = 1,
@@ -112,7 +115,8 @@ def fits_matrix(
     each build the engine loads and each format it makes from one (``model_formats``), for a caller that
     picks among them. Each of
     ``gpus`` is ``gpu_count`` GPUs of that accelerator run as one instance (the engine's split over them),
-    its cell's hardware written ``N× id`` when more than one. No ``models``: the default grid (``_grid_models``),
+    its cell's hardware written ``N× id`` when more than one. No ``engine``: each column is planned on its
+    hardware's own engine (``column_engine``), and a model's builds are those any column's engine loads. No ``models``: the default grid (``_grid_models``),
 or with ``all_models`` every catalogue model with a config. ``size_checked``: the caller has run ``check_size`` on
 these same lists (the API, before the request waits for a turn), so it is not run again."""
     catalog = catalog or load_catalog()
@@ -120,9 +124,8 @@ these same lists (the API, before the request waits for a turn), so it is not ru
         check_size(catalog, models=models, gpus=gpus, systems=systems, quantizations=quantizations, all_models=all_models,
                    engine=engine, every_build=every_build)
     # what every cell shares is checked once: a bad engine or length is the request's error, not each cell's
-    catalog.engine(engine, field_name="engine")
-    if kv_cache_dtype != "auto":
-        check_kv_dtype(catalog, engine, kv_cache_dtype)
+    if engine is not None:
+        catalog.engine(engine, field_name="engine")
     if max_model_len is not None and not 1 <= max_model_len <= MAX_CONTEXT_TOKENS:
         raise InvalidScenarioError(f"max_model_len {max_model_len} is out of range", field="max_model_len",
                                    allowed=f"1..{MAX_CONTEXT_TOKENS:,}")
@@ -143,10 +146,14 @@ these same lists (the API, before the request waits for a turn), so it is not ru
     count = {"gpus": gpu_count} if gpu_count > 1 else {}
     if not hardware:
         hardware = [("gpu", g) for g in _default_gpus(catalog)]
+    engines = {(kind, name): column_engine(catalog, engine, kind, name) for kind, name in hardware}
+    if kv_cache_dtype != "auto":
+        for e in dict.fromkeys(engines.values()):
+            check_kv_dtype(catalog, e, kv_cache_dtype)
     cells = []
     for model, spec in specs:
         held_bits = 0.0  # every_build: the most bits per weight of a format every column holds
-        for quant in quantizations or _loadable_builds(catalog, spec, engine, every_build):
+        for quant in quantizations or _column_builds(catalog, spec, engines.values(), every_build):
             q = spec.native_quantization or "bf16" if quant == "native" else quant
             if _made_below(catalog, spec, q, held_bits):  # a caller picking the most bits never takes it
                 continue
@@ -162,21 +169,22 @@ these same lists (the API, before the request waits for a turn), so it is not ru
                     # unstated, the length is DEFAULT_LENGTH or the model's own context when shorter (Llama 2: 4,096)
                     length = max_model_len or min(DEFAULT_LENGTH, spec.context_tokens or DEFAULT_LENGTH)
                     d = Deployment(
-                        model=model, engine=engine, quantization=q, max_model_len=length,
+                        model=model, engine=engines[kind, name], quantization=q, max_model_len=length,
                         kv_cache_dtype=kv_cache_dtype, **layout, **{kind: name},
                     )
                     result = fit(d, catalog)
                     result = with_slots(d, result, catalog) if result.fits else result  # llama.cpp: whole slots
                     runs = how_it_runs(catalog.quantization(q), catalog.accelerator(result.accelerator), result.engine,
                                        result.engine_release)
-                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=result,
+                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, engine=d.engine, result=result,
                                           smallest_fit=_smallest(catalog, d, result), runs=runs))
                 except InferplanError as exc:
-                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None, error=exc.describe(),
+                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, engine=engines[kind, name],
+                                          result=None, error=exc.describe(),
                                           error_field=exc.field, error_names=exc.names))
                 except ValidationError as exc:
-                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, result=None,
-                                          error=exc.errors()[0]["msg"]))
+                    cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, engine=engines[kind, name],
+                                          result=None, error=exc.errors()[0]["msg"]))
             held = cells[start:]
             if every_build and held and all(c.result is not None and c.result.fits for c in held):
                 held_bits = max(held_bits, catalog.quantization(q).bits_per_weight.value)
@@ -186,10 +194,10 @@ these same lists (the API, before the request waits for a turn), so it is not ru
 
 def check_size(catalog: Catalog, *, models: list[str] | None = None, gpus: list[str] | None = None,
                systems: list[str] | None = None, quantizations: list[str] | None = None, all_models: bool = False,
-               engine: str = "vllm", every_build: bool = False) -> None:
+               engine: str | None = None, every_build: bool = False) -> None:
     """Refuse a matrix of more than ``MAX_FITS_CELLS`` cells, counted before any is computed as ``fits_matrix``
     computes them: its models (``_grid_models``) × its GPUs and systems (none: ``DEFAULT_GPUS``) × its
-    quantizations, or with none each model's builds ``engine`` loads (``_loadable_builds``: all computed before
+    quantizations, or with none each model's builds its columns' engines load (``_column_builds``: all computed before
     one per model is kept; with ``every_build`` the formats it makes from one too, counted before the matrix
     leaves out those below a format every column holds, so at most what it computes). Named quantizations are
     counted from the names alone; without them the models are looked up (one that is not found counts one
@@ -201,8 +209,8 @@ def check_size(catalog: Catalog, *, models: list[str] | None = None, gpus: list[
         counted = f"{_count(len(model_ids), 'model')} × {_count(hardware, 'GPU or system', 'GPUs or systems')} × " \
                   f"{_count(len(quantizations), 'quantization')}"
     else:
-        catalog.engine(engine, field_name="engine")  # the builds counted are the ones it loads
-        builds = sum(_build_count(catalog, m, engine, every_build) for m in model_ids)
+        engines = _counted_engines(catalog, engine, gpus, systems)  # the builds counted are the ones they load
+        builds = sum(_build_count(catalog, m, engines, every_build) for m in model_ids)
         counted = f"{_count(len(model_ids), 'model')} ({_count(builds, 'build')}) × " \
                   f"{_count(hardware, 'GPU or system', 'GPUs or systems')}"
     cells = builds * hardware
@@ -216,12 +224,45 @@ def check_size(catalog: Catalog, *, models: list[str] | None = None, gpus: list[
         allowed=f"at most {MAX_FITS_CELLS:,} cells: name fewer models, gpus, systems or quantizations")
 
 
-def _build_count(catalog: Catalog, model: str, engine: str, every_build: bool) -> int:
+def _build_count(catalog: Catalog, model: str, engines: list[str], every_build: bool) -> int:
     """The builds of ``model`` the matrix computes a cell of on each column; 1 for a name it cannot resolve."""
     try:
-        return len(_loadable_builds(catalog, resolve_model(catalog, model, field_name="models"), engine, every_build))
+        return len(_column_builds(catalog, resolve_model(catalog, model, field_name="models"), engines, every_build))
     except InferplanError:
         return 1
+
+
+def column_engine(catalog: Catalog, engine: str | None, kind: str, name: str) -> str:
+    """The engine a column of ``kind`` (``gpu`` or ``system``) ``name`` is planned on: ``engine`` where one is
+    asked for, else the one its accelerator runs when a deployment names none (``hardware.default_engine``)."""
+    if engine is not None:
+        return engine
+    accel = catalog.accelerators.records[catalog.system(name, field_name="systems").accelerator] if kind == "system" \
+        else catalog.accelerator(name, field_name="gpus")
+    return default_engine(accel)
+
+
+def _counted_engines(catalog: Catalog, engine: str | None, gpus: list[str] | None,
+                     systems: list[str] | None) -> list[str]:
+    """The engines of the columns ``check_size`` counts (``engine`` checked where asked for); a column that does
+    not resolve adds none (the matrix refuses it), and with none resolved the default engine's builds are counted."""
+    if engine is not None:
+        catalog.engine(engine, field_name="engine")
+        return [engine]
+    columns = [("system", s) for s in systems or []] + [("gpu", g) for g in gpus or []] \
+        or [("gpu", g) for g in _default_gpus(catalog)]
+    found = []
+    for kind, name in columns:
+        try:
+            found.append(column_engine(catalog, None, kind, name))
+        except InferplanError:
+            continue
+    return list(dict.fromkeys(found)) or [DEFAULT_ENGINE]
+
+
+def _column_builds(catalog: Catalog, spec, engines, every_format: bool = False) -> list[str]:
+    """The builds any of the columns' ``engines`` loads (``_loadable_builds``), each once, in the first engine's order."""
+    return list(dict.fromkeys(b for e in dict.fromkeys(engines) for b in _loadable_builds(catalog, spec, e, every_format)))
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -83,6 +83,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
                f"{r.simple_payback_months:,.1f} months" if r.simple_payback_months <= cycle_months else
                f"{r.simple_payback_months:,.0f} months, beyond the {r.amortization_years:g}-year hardware cycle")
     required = "—" if r.quote_multiplier_required is None else f"{r.quote_multiplier_required:g}×"
+    owner = "Rented" if r.rented else "Owner"
     return [
         Card(key="operating_cash", label="Monthly operating cash", value=_monthly(r, r.monthly_operating_cash_usd, currency),
              note="private billing minus modeled monthly operating cost"),
@@ -114,10 +115,12 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="billing", label="Monthly private billing at selected price", value=_monthly(r, r.monthly_billing_usd, currency)),
         Card(key="api_cost", label="Selected API cost for served target", value=_monthly(r, r.api_cost_for_served_usd_per_month, currency)),
         Card(key="capex", label="Capex", value=m(r.capex_usd), note=r.capex_basis),
-        Card(key="cost_per_mtok", label=f"{'Rented' if r.rented else 'Owner'} cost / million tokens (input + output)",
-             value=m(r.owner_cost_usd_per_mtok, 3),
-             note=f"at capacity: {m(r.owner_cost_usd_per_mtok_at_capacity, 3)}; per million output tokens at capacity: "
-                  f"{m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
+        Card(key="cost_per_mtok", label=f"{owner} cost / million tokens at your {r.served_users:,} users",
+             value=m(r.owner_cost_usd_per_mtok, 3), note="input + output; the month's cost over the served users' tokens"),
+        Card(key="cost_per_mtok_at_capacity",
+             label=f"{owner} cost / million tokens at capacity ({r.supported_users:,} users)",
+             value=m(r.owner_cost_usd_per_mtok_at_capacity, 3),
+             note=f"input + output, the loadouts full; per million output tokens at capacity: {m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",
              value="—" if r.output_tokens_per_s_per_mw is None else f"{r.output_tokens_per_s_per_mw:,.0f}"),
         Card(key="rent", label="Renting for the target / month", value=m(r.rent_usd_per_month),

@@ -17,11 +17,11 @@ from typer.core import TyperGroup
 
 from inferplan.shells.cli_catalog import catalog_app, gpus_cmd, model_app, models_cmd
 from inferplan.shells.cli_common import (
+    DeploymentEngineOpt,
     DraftAcceptanceOpt,
     DraftCheckpointOpt,
     LazyModule,
     RequestMaxLenOpt,
-    EngineOpt,
     ExplainOpt,
     JsonOpt,
     KvOpt,
@@ -148,7 +148,7 @@ def fits_cmd(
     gpu_count: int = typer.Option(1, "--gpu-count", min=1, max=64, help="GPUs of each --gpus type, run as one instance (default 1)."),
     systems: Optional[str] = typer.Option(None, "--systems", help="Comma-separated systems."),
     quantizations: Optional[str] = typer.Option(None, "--quantizations", help="Comma-separated; 'native' = each model's first checkpoint (default: each model's best published build)."),
-    engine: str = EngineOpt,
+    engine: Optional[str] = DeploymentEngineOpt,
     max_model_len: Optional[int] = TokensOpt(None, "--max-model-len", help="Context length of every cell (default: 8192, or a model's own context when shorter)."),
     kv_cache_dtype: str = KvOpt,
     as_json: bool = JsonOpt,
@@ -172,7 +172,7 @@ def fits_cmd(
     else:
         console.print(render_fits.fits_table(matrix, console.width, explain))
         # the cards named (a home GPU, say) and each model in its published builds: a 4-bit build is the next step
-        hint = render_fits.smaller_build_line(matrix, engine) if gpus and not (quantizations or systems) else None
+        hint = render_fits.smaller_build_line(matrix) if gpus and not (quantizations or systems) else None
         if hint is not None:
             console.print(hint)
 

@@ -66,7 +66,6 @@ def TokensOpt(default, *names: str, help: str):
 ModelOpt = typer.Option(None, "--model", show_default=False, help="Catalogue id/alias, config.json path, model folder or cached repo id (or the command's argument).")
 GpuOpt = typer.Option(None, "--gpu", help="Accelerator id or alias (H100, RTX 4090 ...; a Mac's size: 'M4 Max 64GB'), or local: this machine's (inferplan detect).")
 SystemOpt = typer.Option(None, "--system", help="System id (hgx-b200, gb300-nvl72 ...).")
-EngineOpt = typer.Option("vllm", "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers")
 DeploymentEngineOpt = typer.Option(None, "--engine", help="vllm | sglang | trtllm | llamacpp | mlx | ktransformers "
                                                           "(default: llamacpp on Apple silicon, else vllm)")
 EngineVersionOpt = typer.Option(None, "--engine-version", help="Engine release whose memory rule applies, e.g. 0.6.4 or '0.8.5 V0' (default: the engine's current release; fit names it).")
@@ -82,7 +81,7 @@ RequestMaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in to
 SimulatedMaxLenOpt = TokensOpt(None, "--max-model-len", help="Context length in tokens one sequence may reach (default: the mean request's input + output, or a trace's longest request; fit and deploy plan the model's own).")
 BatchedOpt = TokensOpt(None, "--max-num-batched-tokens", help="Tokens per engine step (TensorRT-LLM: per pipeline micro-batch, its max_num_tokens; default: the engine's, or the longest prompt where it cannot chunk the model).")
 UbatchOpt = TokensOpt(None, "--ubatch-size", help="llama.cpp n_ubatch (default 512, at most --max-num-batched-tokens, its n_batch).")
-SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap (TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
+SeqsOpt = typer.Option(None, "--max-num-seqs", help="Running-sequence cap per data-parallel rank (an instance of DP N runs N times it; TensorRT-LLM: per pipeline micro-batch, its max_batch_size).")
 SpeculativeTokensOpt = typer.Option(0, "--speculative-tokens", min=0, max=32, help="Draft tokens proposed per step (0: no speculative decoding).")
 SpeculativeMethodOpt = typer.Option(
     None, "--speculative-method", help="ngram | draft_model | eagle3 | mtp, with --speculative-tokens (default: mtp where the model "

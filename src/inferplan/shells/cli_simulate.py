@@ -19,6 +19,7 @@ from inferplan.shells.cli_common import (
     fail,
     fail_naming,
     flags_in,
+    named_in,
     workload,
 )
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
@@ -88,7 +89,7 @@ def simulate_cmd(
         flag = _flag(key) if key else None
         fail(f"{flag}: {message}" if flag else message, field=flag, allowed=allowed_by(first), detail=message)
     except InferplanError as exc:
-        fail_naming(COMMON_FLAGS, exc, _flag(exc.field) if exc.field else None, own={**FLAGS, "trace": "--trace"})
+        fail_naming({**COMMON_FLAGS, **FLAGS, "trace": "--trace"}, exc, _flag(exc.field) if exc.field else None)
     if as_json:
         emit_json(result)
     else:
@@ -103,4 +104,6 @@ def _flag(field: str) -> str:
 
 
 def _flags_in(message: str) -> str:
-    return flags_in(message, FLAGS)
+    """``message`` with the fields it names said as flags: those spelled with an underscore, as ``search``
+    says them (``named_in``), so an ordinary word ("users", "trace") stays a word."""
+    return flags_in(message, named_in(FLAGS, None))

@@ -69,9 +69,10 @@ def layout(title: str, cols: list[Col], rows: list[list[str]], width: int) -> Re
 
 
 def command_line(command: str, d, changes: dict) -> str:
-    """``inferplan <command>`` with the deployment's stated flags and ``changes`` applied: a stated or
-    changed field is written unless it holds its default (None: left out); a stated parallel size
-    is written even then, as stating one chooses the layout."""
+    """``inferplan <command>`` with the deployment's stated flags and ``changes`` applied: a stated field is
+    written unless it holds its default (None: left out), a stated parallel size even then, as stating one
+    chooses the layout; a changed field always, as the shell's default may differ from the field's (the
+    CLI plans llama.cpp on Apple where the field's default is vLLM)."""
     import shlex
 
     from inferplan.memory.layout import LAYOUT_FIELDS
@@ -82,7 +83,7 @@ def command_line(command: str, d, changes: dict) -> str:
         value = changes[field] if field in changes else getattr(d, field)
         if field not in FLAGS or value is None or (field not in d.model_fields_set and field not in changes):
             continue
-        if value == info.default and not (field in LAYOUT_FIELDS and field not in changes):
+        if value == info.default and field not in changes and field not in LAYOUT_FIELDS:
             continue
         if isinstance(value, bool):  # a switch the CLI takes both ways is written as stated, one only on when True
             on = FLAGS[field]
@@ -282,7 +283,7 @@ def print_frontier(console: Console, f, explain: bool = False) -> None:
 
 # the figures a plan leads with (report/cards.py keys); --explain shows every card
 PLAN_HEADLINE = ("users", "loadouts", "capex", "operating_cost", "break_even", "same_model_api", "payback",
-                 "cost_per_mtok", "rent")
+                 "cost_per_mtok", "cost_per_mtok_at_capacity", "rent")
 
 
 def print_plan(console: Console, r, currency: str = "usd", explain: bool = False) -> None:

@@ -36,8 +36,19 @@ def fits_grid(matrix, width: int = 200) -> RenderableType | None:
     return _grid(matrix, width, short=False) or _grid(matrix, width, short=True)
 
 
+def engines_shown(matrix) -> tuple[str, dict[str, str]]:
+    """The engine every column is planned on, for the title (" on llamacpp"), and each column's name with its
+    engine where the columns differ (``h100-sxm (vllm)``; else the name alone)."""
+    engine_of = {c.hardware: c.engine for c in matrix.cells}
+    engines = set(engine_of.values())
+    if len(engines) == 1:
+        return f" on {engines.pop()}", {h: h for h in engine_of}
+    return "", {h: f"{h} ({e})" for h, e in engine_of.items()}
+
+
 def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
     hardware = list(dict.fromkeys(c.hardware for c in matrix.cells))
+    on, named = engines_shown(matrix)
     rows: dict[tuple[str, str], dict[str, FitsCell]] = {}
     for c in matrix.cells:
         rows.setdefault((c.model, c.quantization), {})[c.hardware] = c
@@ -57,7 +68,7 @@ def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
             if last[twin(r)] != r[0]:
                 same.setdefault(last[twin(r)], []).append(r[0])
         body = [r for r in body if last[twin(r)] == r[0]]
-    headers = hardware
+    headers = [named[h] for h in hardware]
     needed = sum(max([cell_width(col), *(cell_width(r[i]) for r in body)]) + 2 for i, col in enumerate(["model", "quant", *headers]))
     if needed > width and not short:  # the long cells only where the hardware ids fit too
         return None
@@ -75,7 +86,8 @@ def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
     context = f" at {lengths[-1]:,} tokens" + ("" if len(lengths) == 1 else " (or a model's shorter context)") if lengths else ""
     # no cell planned: the grid is all n/a, so the reasons are the answer (each once)
     reasons = [] if lengths else [Text(f"n/a: {e}", style="dim") for e in dict.fromkeys(c.error for c in matrix.cells if c.error)]
-    legend = "" if headers == hardware else ", ".join(f"{letter} = {h}" for letter, h in zip(headers, hardware))
+    legend = "" if headers == [named[h] for h in hardware] else ", ".join(
+        f"{letter} = {named[h]}" for letter, h in zip(headers, hardware))
     slots = ("figures are --parallel slots: the most whose cache fits (fit's most_slots; the launch opens one "
              "unless --max-num-seqs says more) · ") if any(c.result and c.result.most_slots is not None for c in matrix.cells) else ""
     hint = slots + "--explain: each cell's figures" + ("; n/a: the cell could not be planned (--explain says why)" if any("n/a" in c for r in body for c in r) else "")
@@ -89,7 +101,7 @@ def _grid(matrix, width: int, *, short: bool) -> RenderableType | None:
         note.append("Same figures: " + "; ".join(" = ".join([m, *t]) for m, t in same.items()) + " · ", style="dim")
     note.append(hint, style="dim")
     return Group(
-        Text.from_markup(f"[bold]What fits[/]{context}: requests at once, or [red]no[/] (needs N GPUs)"),
+        Text.from_markup(f"[bold]What fits[/]{context}{on}: requests at once, or [red]no[/] (needs N GPUs)"),
         table,
         *reasons,
         note,
@@ -139,14 +151,14 @@ def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], hea
     return Text.from_markup(f"[red]Fits none[/], fewest GPUs per column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
 
 
-def smaller_build_line(matrix, engine: str | None) -> Text | None:
+def smaller_build_line(matrix) -> Text | None:
     """Where a model fits no column in the builds planned (each model's best published one, the formats
     not stated): the flags that plan a 4-bit GGUF instead, and the page's box that tries every engine and
     format each model has (None: every model fits somewhere)."""
     fits_somewhere = {c.model for c in matrix.cells if c.result and c.result.fits}
     if all(c.model in fits_somewhere for c in matrix.cells):
         return None
-    flags = "--quantizations q4_k_m" + ("" if engine == "llamacpp" else " --engine llamacpp")
+    flags = "--quantizations q4_k_m" + ("" if all(c.engine == "llamacpp" for c in matrix.cells) else " --engine llamacpp")
     return Text(f"A model that fits none may fit in fewer bits: {flags} plans 4-bit GGUF builds; the web page's What "
                 "runs on my GPUs? (inferplan serve) tries every engine and format each model has, and weights in host "
                 "RAM", style="dim")
@@ -173,18 +185,19 @@ def _cells_table(matrix, width: int) -> RenderableType:
     cols = [Col("model", key=True), Col("hardware", key=True), Col("quant", key=True), Col("context"),
             Col("weights/GPU", False), Col("KV/GPU"), Col("KV tokens", False), Col("at once"), Col("fits"),
             Col("smallest fit", False)]
+    on, named = engines_shown(matrix)
     rows = []
     for c in matrix.cells:
         r = c.result
         if r is None:
-            rows.append([c.model, c.hardware, c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
+            rows.append([c.model, named[c.hardware], c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
             continue
         quant = f"{c.quantization} ({c.runs})" if c.runs.startswith("emulated") else c.quantization
-        rows.append([c.model, c.hardware, quant, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
+        rows.append([c.model, named[c.hardware], quant, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
                      gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}",
                      _at_once(c),
                      "[green]yes[/]" if r.fits else "[red]no[/]", _plan(c.smallest_fit)])
-    return layout("what fits (KV left per GPU, requests at once at each cell's context)", cols, rows, width)
+    return layout(f"what fits{on} (KV left per GPU, requests at once at each cell's context)", cols, rows, width)
 
 
 def _at_once(c: FitsCell) -> str:

@@ -1,0 +1,37 @@
+"""`fits` plans each column on the engine its hardware runs when none is named (llama.cpp on Apple silicon,
+vLLM elsewhere), as fit, perf and deploy do, and says which engine each column is planned on."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from inferplan.memory.matrix import fits_matrix
+from inferplan.shells.cli import app
+
+MODELS = "llama-3.3-70b,qwen3-30b-a3b,gpt-oss-120b"
+
+
+def test_a_mac_column_is_planned_on_llamacpp_as_fit_plans_it(catalog):
+    matrix = fits_matrix(models=MODELS.split(","), gpus=["M4 Max 128GB"], catalog=catalog)
+    assert {c.engine for c in matrix.cells} == {"llamacpp"}
+    assert all(c.result is not None and c.result.fits for c in matrix.cells)  # each held, as with --engine llamacpp
+    ran = CliRunner().invoke(app, ["fit", "llama-3.3-70b", "--gpu", "M4 Max 128GB", "--json"])
+    assert json.loads(ran.stdout)["engine"] == "llamacpp"
+
+
+def test_each_column_takes_its_own_engine_and_a_named_one_takes_every_column(catalog):
+    mixed = fits_matrix(models=["qwen3-30b-a3b"], gpus=["M4 Max 128GB", "H100"], catalog=catalog)
+    assert {c.hardware: c.engine for c in mixed.cells} == {"M4 Max 128GB": "llamacpp", "H100": "vllm"}
+    named = fits_matrix(models=["qwen3-30b-a3b"], gpus=["M4 Max 128GB", "H100"], engine="sglang", catalog=catalog)
+    assert {c.engine for c in named.cells} == {"sglang"}
+
+
+def test_the_grid_names_the_engine_of_each_column():
+    one = CliRunner().invoke(app, ["fits", "--gpus", "M4 Max 128GB", "--models", MODELS])
+    assert one.exit_code == 0 and "on llamacpp" in one.stdout.splitlines()[0]
+    rows = [line.split() for line in one.stdout.splitlines() if line.split()[:1] and line.split()[0] in MODELS.split(",")]
+    assert len(rows) == 3 and all(r[-1].isdigit() for r in rows), one.stdout  # requests at once in each, no "no"
+    mixed = CliRunner().invoke(app, ["fits", "--gpus", "M4 Max 128GB,H100", "--models", "qwen3-30b-a3b"])
+    assert "M4 Max 128GB (llamacpp)" in mixed.stdout and "H100 (vllm)" in mixed.stdout

@@ -1,0 +1,39 @@
+"""`plan`'s headline shows the owner cost per million tokens both at the served users (a mostly idle node when
+they are few) and at capacity, each labelled with its users, as PlanResult returns them."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from inferplan.economics.plan import plan
+from inferplan.economics.scenario import Scenario
+from inferplan.report.cards import plan_cards
+from inferplan.shells.cli import app
+
+SCENARIO = """name: Chat seats, llama-3.3-70b FP8 on HGX H200
+model: llama-3.3-70b
+quantization: fp8
+platform: {system: hgx-h200, price_point: mid}
+workload: {preset: chat-seat}
+target_users: 2000
+"""
+
+
+def test_both_costs_per_million_tokens_are_headline_cards_naming_their_users(catalog):
+    r = plan(Scenario.model_validate({"name": "x", "model": "llama-3.3-70b", "quantization": "fp8",
+                                      "platform": {"system": "hgx-h200", "price_point": "mid"},
+                                      "workload": {"preset": "chat-seat"}, "target_users": 2000}), catalog)
+    assert r.supported_users > r.served_users == 2000  # a mostly idle node: the two figures differ
+    cards = {c.key: c for c in plan_cards(r)}
+    served, full = cards["cost_per_mtok"], cards["cost_per_mtok_at_capacity"]
+    assert served.label.endswith("at your 2,000 users") and served.value == f"${r.owner_cost_usd_per_mtok:,.3f}"
+    assert full.label.endswith(f"at capacity ({r.supported_users:,} users)")
+    assert full.value == f"${r.owner_cost_usd_per_mtok_at_capacity:,.3f}"
+
+
+def test_the_headline_without_explain_prints_both(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO)
+    out = " ".join(CliRunner().invoke(app, ["plan", str(path), "--draws", "0"], terminal_width=160).stdout.split())
+    assert "Owner cost / million tokens at your 2,000 users" in out
+    assert "Owner cost / million tokens at capacity (" in out and "--explain shows all" in out
