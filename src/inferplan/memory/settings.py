@@ -131,7 +131,7 @@ def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: i
     rows = f"max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, {table.requests_floor})"
     rows = rows if table.requests_cap is None else f"min({rows}, {table.requests_cap})"
     extra = f" {'+' if table.extra_rows > 0 else '-'} {abs(table.extra_rows)}" if table.extra_rows else ""
-    return (f"{engine_name} runs at most {share * micro_batches:,} requests at once per instance{divided} when "
+    return (f"{engine_name} runs at most {min(share * micro_batches, settings.max_num_seqs):,} requests at once per instance{divided} when "
             f"--max-running-requests is not given: min({pool_tokens:,} pool tokens // "
             f"{running.pool_tokens_per_request}, a request table of {table.requests(pool_tokens, context_tokens):,} "
             f"requests = {rows}{extra}) "
