@@ -142,3 +142,14 @@ def test_perf_refuses_more_requests_than_the_unified_cache_holds():
     flat = " ".join(out.output.split())
     assert out.exit_code == 2 and "the KV cache holds 1 requests of 5000+1000 tokens" in flat
     assert "(4 slots sharing one 8,192-cell cache)" in flat
+
+
+def test_fit_says_the_launchs_parallel_one_and_the_four_slots_sharing_one_cache():
+    out = CliRunner().invoke(app, ["fit", "llama-3.1-8b", "--gpu", "h100", "--engine", "llamacpp", "--engine-version",
+                                   "b7432", "--max-model-len", "8000", "--max-num-seqs", "1", "--concurrency", "4"])
+    flat = " ".join(out.output.split())
+    assert out.exit_code == 0, out.output
+    assert ("at once: 1 sequence of 8,000 tokens, or up to 4 shorter ones: 4 slots sharing one 8,192-cell cache, which "
+            "the launch's --parallel 1 opens") in flat
+    assert "--parallel 1, which opens 4 slots over one unified cache" in flat and "--parallel 4" not in flat
+    assert "4 sequences of 8,000 tokens" not in flat
