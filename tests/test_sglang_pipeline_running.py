@@ -3,7 +3,11 @@ divided): each admits max(max_running_requests // pp, 1), so the instance runs p
 table's rows, fit answers the largest context at that many and perf batches no more (memory/running_cap.py
 running_sequences)."""
 
+import pytest
+
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import load_catalog
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
@@ -59,3 +63,18 @@ def test_perf_runs_the_divided_cap():
 
 def test_one_stage_runs_the_whole_cap():
     assert fit(_pp(gpus=1, pipeline_parallel_size=1, max_num_seqs=101)).running_cap == 101
+
+
+def test_a_pipeline_before_0_4_7_is_refused_naming_the_release():
+    # 0.4.6's ServerArgs has no pp_size (engine_flags.yaml: --pp-size from 0.4.7); one stage needs no flag
+    with pytest.raises(UnsupportedSettingError) as e:
+        fit(_pp(engine_version="0.4.6"))
+    assert e.value.field == "pipeline_parallel_size" and "engine_version 0.4.6" in str(e.value)
+    assert e.value.allowed == "1, or engine_version 0.4.7 or later"
+    assert fit(_pp(engine_version="0.4.6", pipeline_parallel_size=1)).parallel.pipeline_parallel_size == 1
+
+
+def test_a_layout_left_to_the_plan_takes_no_pipeline_before_0_4_7(catalog):
+    flags = flags_for(catalog, "sglang")
+    assert not flags.launches_split(1, 2, "0.4.6") and flags.launches_split(1, 2, "0.4.7")
+    assert flags.launches_split(2, 1, "0.4.6") and flags.launches_split(1, 2, None)
