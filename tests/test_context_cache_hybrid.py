@@ -8,6 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.memory_rules import memory_rule
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -153,3 +154,9 @@ def test_fit_says_the_launchs_parallel_one_and_the_four_slots_sharing_one_cache(
             "the launch's --parallel 1 opens") in flat
     assert "--parallel 1, which opens 4 slots over one unified cache" in flat and "--parallel 4" not in flat
     assert "4 sequences of 8,000 tokens" not in flat
+
+
+def test_the_ctx_size_note_says_which_builds_unify_a_stated_parallel_one(catalog):
+    note = flags_for(catalog, "llamacpp").settings["max_model_len"].note
+    assert "is not unified and each slot gets ctx-size / parallel, except a --parallel 1 in builds b6925-b7432" in note
+    assert "from b7433 only an unset --parallel is auto" in note
