@@ -1,16 +1,21 @@
 """llama.cpp's slots by build: a hybrid model's (recurrent state + attention) cache, read from create_memory
 (src/llama-model.cpp) at the release tags around PR #15050 (b6079) and PR #19559 (b8025), and the 4 unified slots
-llama-server opens for --parallel 1 from PR #16736 (b6925) to PR #17997 (b7433, tools/server/server.cpp)."""
+llama-server opens for --parallel 1 from PR #16736 (b6925) to PR #17997 (b7433, tools/server/server.cpp), which run
+as many requests as the one cache they share holds."""
 
 import json
 
 import pytest
 from typer.testing import CliRunner
 
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.memory_rules import memory_rule
+from inferplan.inputs.deployment import Deployment
+from inferplan.inputs.workload import Workload
 from inferplan.memory.context_cache import context_kv, unified_slots
 from inferplan.memory.kv_cache import kv_layout
 from inferplan.memory.resolve import resolve_model
+from inferplan.performance.context import ServingContext
 from inferplan.shells.cli import app
 
 HYBRID = "nemotron-nano-9b-v2"  # Nemotron-H: 4 attention layers among Mamba-2 layers
@@ -116,3 +121,42 @@ def test_a_draft_model_keeps_one_slot_from_pr17017(catalog, release, draft, open
     rule = memory_rule(catalog, "llamacpp", release).context_cache
     assert unified_slots(rule, 1, draft) == opened
     assert unified_slots(rule, 2, draft) is None
+
+
+@pytest.mark.parametrize(("input_len", "output_len", "running"), [
+    (5000, 1000, 1),  # 8,192 // 6,000: one request's tokens fill most of the one cache the 4 slots share
+    (3000, 1000, 2),  # 8,192 // 4,000
+    (1000, 1000, 4),  # all 4 slots: 8,000 tokens in 8,192 cells
+])
+def test_four_unified_slots_run_as_many_requests_as_their_one_cache_holds(catalog, input_len, output_len, running):
+    d = Deployment(model="llama-3.1-8b", gpu="h100", engine="llamacpp", engine_version="b7432", max_model_len=8000,
+                   max_num_seqs=1)
+    ctx = ServingContext(catalog, d, Workload(input_len=input_len, output_len=output_len))
+    assert ctx.mp.result.unified_cache_cells == 8192
+    assert ctx.kv_limit == ctx.max_running == ctx.max_concurrency() == running
+
+
+def test_perf_refuses_more_requests_than_the_unified_cache_holds():
+    out = CliRunner().invoke(app, ["perf", "llama-3.1-8b", "--gpu", "h100", "--engine", "llamacpp", "--engine-version",
+                                   "b7432", "--max-model-len", "8000", "--max-num-seqs", "1", "--concurrency", "4",
+                                   "--input-len", "5000", "--output-len", "1000"])
+    flat = " ".join(out.output.split())
+    assert out.exit_code == 2 and "the KV cache holds 1 requests of 5000+1000 tokens" in flat
+    assert "(4 slots sharing one 8,192-cell cache)" in flat
+
+
+def test_fit_says_the_launchs_parallel_one_and_the_four_slots_sharing_one_cache():
+    out = CliRunner().invoke(app, ["fit", "llama-3.1-8b", "--gpu", "h100", "--engine", "llamacpp", "--engine-version",
+                                   "b7432", "--max-model-len", "8000", "--max-num-seqs", "1", "--concurrency", "4"])
+    flat = " ".join(out.output.split())
+    assert out.exit_code == 0, out.output
+    assert ("at once: 1 sequence of 8,000 tokens, or up to 4 shorter ones: 4 slots sharing one 8,192-cell cache, which "
+            "the launch's --parallel 1 opens") in flat
+    assert "--parallel 1, which opens 4 slots over one unified cache" in flat and "--parallel 4" not in flat
+    assert "4 sequences of 8,000 tokens" not in flat
+
+
+def test_the_ctx_size_note_says_which_builds_unify_a_stated_parallel_one(catalog):
+    note = flags_for(catalog, "llamacpp").settings["max_model_len"].note
+    assert "is not unified and each slot gets ctx-size / parallel, except a --parallel 1 in builds b6925-b7432" in note
+    assert "from b7433 only an unset --parallel is auto" in note

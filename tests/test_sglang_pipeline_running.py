@@ -1,8 +1,13 @@
 """SGLang under pipeline parallelism divides its running cap over the micro-batches (engines.yaml pp_batch_limits:
-divided): each admits max(max_running_requests // pp, 1), so the instance runs pp x that, fit answers the largest
-context at that many and perf batches no more (memory/running_cap.py running_sequences)."""
+divided): each admits max(max_running_requests // pp, 1), so the instance runs pp x that, at most the one request
+table's rows, fit answers the largest context at that many and perf batches no more (memory/running_cap.py
+running_sequences)."""
 
+import pytest
+
+from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import load_catalog
+from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
 from inferplan.memory.fit import fit
@@ -23,10 +28,18 @@ def test_a_stated_cap_is_divided_over_the_pipeline_micro_batches():
     assert "--max-running-requests 101 divided over 2 pipeline micro-batches, 50 each" in r.concurrency_note
 
 
-def test_a_cap_below_the_stages_runs_one_request_in_each_micro_batch():
-    # 1 // 4 = 0, raised to 1 a micro-batch: four stages run four requests for a stated 1
+def test_a_cap_below_the_stages_runs_no_more_than_its_request_table():
+    # 1 // 4 = 0, raised to 1 a micro-batch, but every micro-batch admits against the free rows of the one request
+    # table sized at the stated cap (0.5.23 scheduler.py get_num_allocatable_reqs min(pp_budget, row_budget)):
+    # four stages run 1 request for a stated 1, 3 for a stated 3
     r = fit(_pp(gpus=4, pipeline_parallel_size=4, max_num_seqs=1, concurrency=10))
-    assert r.running_cap == 4 and r.queued_sequences == 6
+    assert r.running_cap == 1 and r.queued_sequences == 9
+    three = fit(_pp(gpus=4, pipeline_parallel_size=4, max_num_seqs=3, concurrency=10))
+    assert three.running_cap == 3 and three.queued_sequences == 7
+    assert ("--max-running-requests 3 divided over 4 pipeline micro-batches, 1 each, 3 at once in the rows of the "
+            "one request table they share" in three.concurrency_note)
+    d = _pp(gpus=4, pipeline_parallel_size=4, max_num_seqs=3)
+    assert ServingContext(load_catalog(), d, Workload(input_len=100, output_len=100)).max_running == 3
 
 
 def test_the_pool_default_is_divided_over_the_pipeline_micro_batches():
@@ -50,3 +63,18 @@ def test_perf_runs_the_divided_cap():
 
 def test_one_stage_runs_the_whole_cap():
     assert fit(_pp(gpus=1, pipeline_parallel_size=1, max_num_seqs=101)).running_cap == 101
+
+
+def test_a_pipeline_before_0_4_7_is_refused_naming_the_release():
+    # 0.4.6's ServerArgs has no pp_size (engine_flags.yaml: --pp-size from 0.4.7); one stage needs no flag
+    with pytest.raises(UnsupportedSettingError) as e:
+        fit(_pp(engine_version="0.4.6"))
+    assert e.value.field == "pipeline_parallel_size" and "engine_version 0.4.6" in str(e.value)
+    assert e.value.allowed == "1, or engine_version 0.4.7 or later"
+    assert fit(_pp(engine_version="0.4.6", pipeline_parallel_size=1)).parallel.pipeline_parallel_size == 1
+
+
+def test_a_layout_left_to_the_plan_takes_no_pipeline_before_0_4_7(catalog):
+    flags = flags_for(catalog, "sglang")
+    assert not flags.launches_split(1, 2, "0.4.6") and flags.launches_split(1, 2, "0.4.7")
+    assert flags.launches_split(2, 1, "0.4.6") and flags.launches_split(1, 2, None)

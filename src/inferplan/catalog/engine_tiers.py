@@ -165,6 +165,9 @@ class ReleaseDefaults(Input):
     tiers: tuple[ReleaseTiers, ...] = ()  # each from its first_release to the next's
     graph_batch_capped_by_seqs: GraphBatchCap | None = None
     prefill_graphs: tuple[PrefillGraphs, ...] = ()  # each from its first_release to the next's (before the first: none)
+    # where the rule's releases capture decode CUDA graphs up to a batch of their own, not the tier's
+    # cuda_graph_max_bs, the sources that say so: the plan states no graph batch for them
+    graph_batch_not_tiers: tuple[str, ...] = ()
 
     def first_releases(self) -> tuple[str, ...]:
         cap = self.graph_batch_capped_by_seqs
@@ -174,7 +177,7 @@ class ReleaseDefaults(Input):
     def source_ids(self) -> tuple[str, ...]:
         cap = self.graph_batch_capped_by_seqs
         return (*(s for t in self.tiers for s in t.sources), *(cap.sources if cap else ()),
-                *(s for p in self.prefill_graphs for s in p.sources))
+                *(s for p in self.prefill_graphs for s in p.sources), *self.graph_batch_not_tiers)
 
     def prefill_graphs_at(self, release: str | None) -> PrefillGraphs | None:
         """The prefill graphs captured by default at ``release`` (None: the newest), None before the first entry."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from inferplan.catalog.flags_schema import EngineFlags, FlagRule, OptionRule
 from inferplan.catalog.memory_rules import parse_engine_version
-from inferplan.catalog.provenance import release_key
 from inferplan.errors import UnsupportedSettingError
 from inferplan.inputs.deployment import Deployment
 
@@ -59,12 +58,13 @@ def stated_release(d: Deployment) -> str | None:
 
 def flag_at(rule: FlagRule, release: str | None) -> bool:
     """Whether the engine has ``rule``'s flag at ``release`` (None: the newest release): from its ``first_release``."""
-    return not (rule.first_release and release and release_key(release) < release_key(rule.first_release))
+    return rule.exists_at(release)
 
 
-def check_flag_release(rule: FlagRule, setting: str, release: str | None) -> None:
-    """Refuse ``setting`` where its flag is younger than the planned ``release`` (``FlagRule.first_release``)."""
+def check_flag_release(rule: FlagRule, setting: str, release: str | None, unset: str = "none stated") -> None:
+    """Refuse ``setting`` where its flag is younger than the planned ``release`` (``FlagRule.first_release``);
+    ``unset``: the value that needs no flag."""
     if not flag_at(rule, release):
         raise UnsupportedSettingError(f"{setting} is {rule.flags[0]}, which the engine has from {rule.first_release} on, "
-                                      f"and the plan is at {release}", field=setting,
-                                      allowed=f"none stated, or engine_version {rule.first_release} or later")
+                                      f"and the plan is at engine_version {release}", field=setting,
+                                      allowed=f"{unset}, or engine_version {rule.first_release} or later")

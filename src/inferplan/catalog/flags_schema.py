@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from inferplan.catalog.launch_modes_schema import DisaggregationRule, SpeculativeRule
 from inferplan.catalog.multihost_schema import MultiHostLaunch
-from inferplan.catalog.provenance import Bytes
+from inferplan.catalog.provenance import Bytes, release_key
 from inferplan.catalog.schema import SLUG, Frozen, Software
 from inferplan.errors import CatalogError, InvalidScenarioError
 
@@ -93,6 +93,10 @@ class FlagRule(Frozen):
     first_release: str | None = None
     source: str
     note: str | None = None
+
+    def exists_at(self, release: str | None) -> bool:
+        """Whether the engine has the flag at ``release`` (None: the newest release): from its ``first_release``."""
+        return not (self.first_release and release and release_key(release) < release_key(self.first_release))
 
     @model_validator(mode="after")
     def _default_a_choice(self) -> "FlagRule":
@@ -293,13 +297,14 @@ class EngineFlags(Frozen):
             return None
         return next((later for later in self.accepted_later if flag in later.flags), None)
 
-    def launches_split(self, tensor_parallel_size: int, pipeline_parallel_size: int) -> bool:
+    def launches_split(self, tensor_parallel_size: int, pipeline_parallel_size: int, release: str | None = None) -> bool:
         """Whether the launcher starts one instance split ``tensor_parallel_size`` × ``pipeline_parallel_size``
-        ways: a size above 1 needs its flag, and two sizes above 1 need a flag each (llama.cpp's one
-        --split-mode is row or layer, not both; mlx_lm.server has neither)."""
+        ways at ``release`` (None: the newest): a size above 1 needs its flag, there from the flag's first release
+        (SGLang's --pp-size from 0.4.7), and two sizes above 1 need a flag each (llama.cpp's one --split-mode is
+        row or layer, not both; mlx_lm.server has neither)."""
         split = [s for s, n in (("tensor_parallel_size", tensor_parallel_size),
                                 ("pipeline_parallel_size", pipeline_parallel_size)) if n > 1]
-        if any(s not in self.settings for s in split):
+        if any(s not in self.settings or not self.settings[s].exists_at(release) for s in split):
             return False
         return len(split) < 2 or not set(self.settings[split[0]].flags) & set(self.settings[split[1]].flags)
 

@@ -338,8 +338,8 @@ class EngineDefaults(Frozen):
     # under pipeline parallelism: max_num_seqs and max_num_batched_tokens bound each micro-batch (the
     # instance holds pp × max_num_seqs sequences; a round fuses up to pp × max_num_batched_tokens), or the
     # whole instance ("instance", also when not stated), or max_num_seqs is the instance's, divided over the
-    # micro-batches ("divided": each admits max_num_seqs // pp, at least one, so the instance holds pp × that;
-    # max_num_batched_tokens as "instance")
+    # micro-batches ("divided": each admits max_num_seqs // pp, at least one, so the instance holds pp × that,
+    # at most max_num_seqs, the rows of the one request table they share; max_num_batched_tokens as "instance")
     pp_batch_limits: Literal["per_micro_batch", "instance", "divided"] | None = None
     pp_batch_limits_source: str | None = None
     # runs attention data-parallel with a mixture-of-experts model's experts spread over all ranks

@@ -60,12 +60,15 @@ def _check_runner(catalog: Catalog, d: Deployment, engine) -> None:
                                        allowed=f"leave it out, or an engine that takes it: {', '.join(takers)}")
 
 
-def _check_flag_releases(catalog: Catalog, d: Deployment, engine) -> None:
-    """A setting stated for a release older than its flag (engine_flags.yaml ``first_release``) is refused."""
+def _check_flag_releases(catalog: Catalog, d: Deployment, engine, tp: int, pp: int) -> None:
+    """A setting stated for a release older than its flag (engine_flags.yaml ``first_release``) is refused; a
+    parallel size as the plan runs it, only above 1 (the launch writes no flag for 1: ``deploy/flag_args.py``)."""
     flags = flags_for(catalog, engine.id)
+    sizes = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp}
     for setting, rule in flags.settings.items() if flags is not None else ():
-        if getattr(d, setting, None) is not None:
-            check_flag_release(rule, setting, stated_release(d))
+        value = sizes.get(setting, getattr(d, setting, None))
+        if value is not None and not (setting in sizes and value == 1):
+            check_flag_release(rule, setting, stated_release(d), "1" if setting in sizes else "none stated")
 
 
 def _check_moe_kernel(catalog: Catalog, d: Deployment, engine) -> None:
@@ -111,7 +114,7 @@ def checked_engine(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardwar
         raise InvalidScenarioError(f"{spec.name} is a dense model: it has no experts for an MoE kernel to run",
                                    field="moe_kernel", allowed="leave it out for a dense model")
     _check_runner(catalog, d, engine)
-    _check_flag_releases(catalog, d, engine)
+    _check_flag_releases(catalog, d, engine, tp, pp)
     _check_eager(catalog, d, engine)
     _check_moe_kernel(catalog, d, engine)
     _check_sampler(catalog, d, engine)

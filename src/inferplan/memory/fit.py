@@ -319,6 +319,7 @@ def _fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware, plan: P
         largest_context_tokens=answer.largest_tokens, concurrency=d.concurrency,
         state_slots=states and states.slots, state_running_cap=states and states.running_cap,
         running_cap=cap.sequences, running_cap_flag=cap.flag, queued_sequences=answer.queued,
+        unified_cache_cells=ctx.tokens if unified and ctx else None,
         concurrency_note=answer.note,
         shortfall_bytes=0.0 if gpu_fits else ctx.shortfall_bytes_per_gpu if ctx else stage_shortfall(
             layout, rooms, held.max_len, settings.block_tokens, needed - budget.kv_bytes_per_gpu),

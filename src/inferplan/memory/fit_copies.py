@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from inferplan.catalog.flag_scope import stated_release
 from inferplan.catalog.flags_schema import flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
@@ -89,7 +90,7 @@ def _whole_system(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware
     shortfall and the changes suggested are those of the instance that comes closest. The smallest
     instance that holds the model (beyond the system) is kept from the one-GPU plan."""
     split = launch_split(spec, catalog.engine(d.engine), hw, flags_for(catalog, d.engine),
-                         planned_weight_format(catalog, d, spec))
+                         planned_weight_format(catalog, d, spec), stated_release(d))
     if split is None or split == (1, 1):
         return None
     tp, pp = split
@@ -125,7 +126,7 @@ def smallest_fit(catalog: Catalog, d: Deployment, spec: ModelSpec, hw: Hardware,
         found = [(tp, gpus // tp) for tp in range(1, min(gpus, hw.domain_gpus) + 1)
                  if gpus % tp == 0 and gpus // tp <= layers
                  and tp_splits(spec, engine_spec, tp, expert_parallel=d.enable_expert_parallel, quant=quant)
-                 and (flags is None or flags.launches_split(tp, gpus // tp))]
+                 and (flags is None or flags.launches_split(tp, gpus // tp, stated_release(d)))]
         return found if engine_spec.multi_gpu_split == "layer" else sorted(found, key=lambda s: s[1])
 
     def holds(gpus: int) -> ParallelPlan | None:

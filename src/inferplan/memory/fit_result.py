@@ -62,6 +62,9 @@ class MemoryFit(BaseModel):
     # with, and the most whose whole cache fits (None: not such an engine, or not worked out)
     started_slots: int | None = None
     most_slots: int | None = None
+    # where those slots share one unified cache (llama-server b6925-b7432's 4 for --parallel 1): its cells, which
+    # every running sequence's tokens fill together (None: a cache per slot, or not such an engine)
+    unified_cache_cells: int | None = None
     total_max_concurrency: float  # across all data-parallel replicas
     sequence_bytes_per_gpu: float  # one max_model_len sequence, per GPU
     # what the engine's start-up check needs for one max_model_len request, per GPU: the sequence, or the

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from inferplan.catalog.flag_scope import stated_release
 from inferplan.catalog.flags_schema import EngineFlags, flags_for
 from inferplan.catalog.loader import Catalog
 from inferplan.catalog.models import ModelSpec
@@ -90,7 +91,7 @@ def parallel_plan(d: Deployment, spec: ModelSpec, engine: EngineDefaults, hw: Ha
     do not split into."""
     if d.gpus is None or hw.gpus == 1 or layout_stated(d):
         return stated_plan(d, hw.gpus), None
-    split = launch_split(spec, engine, hw, flags, quant)
+    split = launch_split(spec, engine, hw, flags, quant, stated_release(d))
     if split is None:
         return stated_plan(d, hw.gpus), (f"{hw.gpus} GPUs: {hw.gpus} data-parallel copies, as no tensor × pipeline "
                                          "layout of one instance that the engine launches spans them (no parallel "
@@ -140,13 +141,14 @@ def describe_split(tp: int, pp: int) -> str:
 
 
 def launch_split(spec: ModelSpec, engine: EngineDefaults, hw: Hardware, flags: EngineFlags | None = None,
-                 quant: Quantization | None = None) -> tuple[int, int] | None:
+                 quant: Quantization | None = None, release: str | None = None) -> tuple[int, int] | None:
     """(TP, PP) of one instance over all of ``hw``'s GPUs as the engine splits a model by default;
     None when no split spans them (more pipeline stages than the model has layers, or none that the
-    launcher of ``flags`` starts)."""
+    launcher of ``flags`` starts at ``release``)."""
     n = hw.gpus
     layers = spec.architecture.num_layers if spec.architecture and not spec.architecture_is_proxy else n
-    launches = (lambda tp, pp: True) if flags is None else flags.launches_split  # noqa: E731
+    launches = (lambda tp, pp: True) if flags is None else (  # noqa: E731
+        lambda tp, pp: flags.launches_split(tp, pp, release))
     if engine.multi_gpu_split == "layer":
         return (1, n) if n <= layers and launches(1, n) else None
     reach = tp_reach(hw)

@@ -37,18 +37,20 @@ class RunningCap:
 
     @property
     def per_micro_batch(self) -> int:
-        return self.sequences // self.micro_batches
+        return max(self.value // self.micro_batches, 1)
 
 
 def running_sequences(settings: EngineSettings, pipeline_parallel_size: int, slots: int | None) -> int:
     """The sequences the engine itself runs at once per instance: its context slots where it is started with a
     context per slot (``slots``), else its ``max_num_seqs``, for each pipeline micro-batch where the engine holds
     each to its limits, or its ``pipeline_parallel_size`` micro-batches' even shares of it where the engine divides
-    it over them (SGLang: max(max_num_seqs // pp, 1) each)."""
+    it over them (SGLang: max(max_num_seqs // pp, 1) each, all of them admitted against the free rows of one request
+    table of at least max_num_seqs rows, so never more than max_num_seqs at once)."""
     if slots:
         return slots
     if settings.seqs_divided_over_micro_batches:
-        return pipeline_parallel_size * max(settings.max_num_seqs // pipeline_parallel_size, 1)
+        cap = settings.max_num_seqs
+        return min(pipeline_parallel_size * max(cap // pipeline_parallel_size, 1), cap)
     return settings.max_num_seqs * (pipeline_parallel_size if settings.limits_per_micro_batch else 1)
 
 
@@ -132,7 +134,9 @@ def concurrency_answer(cap: RunningCap, launched: LaunchedCap, concurrency: int 
     state = cap.setting == "max_mamba_cache_size"
     over = (f" over {launched.ranks} DP attention ranks" if launched.ranks > 1
             else " per instance" if instances > 1 else "")
-    divided = (f" divided over {cap.micro_batches} pipeline micro-batches, {cap.per_micro_batch:,} each"
+    shared = (f", {cap.sequences:,} at once in the rows of the one request table they share"
+              if cap.per_micro_batch * cap.micro_batches > cap.sequences else "")
+    divided = (f" divided over {cap.micro_batches} pipeline micro-batches, {cap.per_micro_batch:,} each{shared}"
                if cap.micro_batches > 1 else " per micro-batch" if cap.sequences != cap.value else "")
     opened = f", which opens {opens} slots over one unified cache" if opens else ""
     how = (f"{cap.value:,} state slots; {cap.flag} sets them" if state else f"{cap.flag} {launched.value}{opened}"

@@ -97,8 +97,8 @@ def engine_settings(d: Deployment, engine, accel: Accelerator, total_bytes: floa
                           limits_per_micro_batch=engine.pp_batch_limits == "per_micro_batch",
                           seqs_divided_over_micro_batches=engine.pp_batch_limits == "divided",
                           topk_topp_sampler=d.topk_topp_sampler, cuda_graphs=not d.enforce_eager,
-                          graph_batch=None if d.enforce_eager else _graph_batch(rule, tier, tp, seqs_cap, int(seqs), int(mnbt),
-                                                                                1 + d.speculative_tokens),
+                          graph_batch=None if d.enforce_eager or (defaults and defaults.graph_batch_not_tiers) else
+                          _graph_batch(rule, tier, tp, seqs_cap, int(seqs), int(mnbt), 1 + d.speculative_tokens),
                           decode_query_len=1 + d.speculative_tokens,
                           other_gpu_memory_bytes=(d.other_gpu_memory_gb or 0.0) * GiB,
                           release=parse_engine_version(d.engine_version)[0] if d.engine_version else None,
@@ -131,7 +131,7 @@ def pool_running_note(engine_name: str, settings: EngineSettings, pool_tokens: i
     rows = f"max({pool_tokens:,} / {context_tokens:,} x {table.requests_per_pool_context}, {table.requests_floor})"
     rows = rows if table.requests_cap is None else f"min({rows}, {table.requests_cap})"
     extra = f" {'+' if table.extra_rows > 0 else '-'} {abs(table.extra_rows)}" if table.extra_rows else ""
-    return (f"{engine_name} runs at most {share * micro_batches:,} requests at once per instance{divided} when "
+    return (f"{engine_name} runs at most {min(share * micro_batches, settings.max_num_seqs):,} requests at once per instance{divided} when "
             f"--max-running-requests is not given: min({pool_tokens:,} pool tokens // "
             f"{running.pool_tokens_per_request}, a request table of {table.requests(pool_tokens, context_tokens):,} "
             f"requests = {rows}{extra}) "

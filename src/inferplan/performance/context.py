@@ -119,9 +119,9 @@ class ServingContext:
         if fit.state_running_cap is not None:  # a hybrid model's state slots apart (memory/state_pool.py): the
             block = self.mp.settings.block_tokens  # attention pool's tokens hold the sequences
             self.kv_limit = fit.kv_cache_tokens // (-(-(w.input_len + w.output_len) // block) * block)
-        started = self.started_slots
-        if started is not None:
-            self.kv_limit = started
+        started, cells = self.started_slots, fit.unified_cache_cells
+        if started is not None:  # the slots, each its own cache; or as many requests as one unified cache's cells hold
+            self.kv_limit = started if cells is None else min(started, cells // (w.input_len + w.output_len))
         # the engine's running cap, or the state slots' where lower (memory/running_cap.py): the rest queue
         self.max_running = min(self.kv_limit, fit.running_cap)
         if self.max_running < 1:
@@ -132,6 +132,15 @@ class ServingContext:
 
     def max_concurrency(self) -> int:
         return self.kv_limit * self.dp
+
+    def slots_note(self) -> str:
+        """Why an engine started with a context per slot holds no more: its slots, or the one cache they share."""
+        if self.started_slots is None:
+            return ""
+        cells = self.mp.result.unified_cache_cells
+        if cells is None:
+            return " (the slots it is started with: max_num_seqs)"
+        return f" ({self.started_slots} slots sharing one {cells:,}-cell cache)"
 
     def iteration(self, batch: int, prefill_tokens: float) -> tuple[StepTime, float]:
         """A stage's step (its average: its bound and draft cost) and the round in which each of the

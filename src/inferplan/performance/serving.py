@@ -96,7 +96,7 @@ def _core(ctx: ServingContext, concurrency: int) -> tuple[int, int, float, float
         raise InvalidScenarioError(
             f"concurrency {concurrency} does not fit: the KV cache holds {ctx.max_concurrency()} requests of "
             f"{w.input_len}+{w.output_len} tokens on this deployment"
-            + (" (the slots it is started with: max_num_seqs)" if ctx.started_slots else ""),
+            + ctx.slots_note(),
             field="concurrency",
             allowed=f"1..{ctx.max_concurrency()} or max",
         )

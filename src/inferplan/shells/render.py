@@ -147,8 +147,14 @@ def print_fit(console: Console, r, d=None, explain: bool = False) -> None:
     console.print(f"  KV cache: {per_token}, {r.kv_cache_tokens:,} tokens per instance", highlight=False)
     if r.started_slots is not None:  # llama-server: what it serves at once is the slots it is started with
         most = f"; {r.most_slots:,} fit: --max-num-seqs {r.most_slots:,}" if r.most_slots else ""
-        console.print(f"  at once: {r.started_slots:,} sequence{'s' if r.started_slots != 1 else ''} of "
-                      f"{r.max_model_len:,} tokens, the --parallel slots it is started with{most}", highlight=False)
+        if r.unified_cache_cells is not None:  # b6925-b7432: --parallel 1 opens slots over one cache, each up to all of it
+            console.print(f"  at once: {r.max_concurrency:,.0f} sequence{'s' if r.max_concurrency != 1 else ''} of "
+                          f"{r.max_model_len:,} tokens, or up to {r.started_slots:,} shorter ones: {r.started_slots:,} "
+                          f"slots sharing one {r.unified_cache_cells:,}-cell cache, which the launch's "
+                          f"{r.running_cap_flag} 1 opens{most}", highlight=False)
+        else:
+            console.print(f"  at once: {r.started_slots:,} sequence{'s' if r.started_slots != 1 else ''} of "
+                          f"{r.max_model_len:,} tokens, the --parallel slots it is started with{most}", highlight=False)
     elif r.fits and r.sequences_at_once < r.total_max_concurrency:  # the engine's running cap binds before the KV cache
         console.print(f"  at once: {r.total_running_cap:,} sequences of {r.max_model_len:,} tokens, the engine's "
                       f"cap ({r.running_cap_flag}); the KV cache holds {r.total_max_concurrency:,.2f}"
