@@ -144,7 +144,7 @@ function formScenario() {
     model: value("model"),
     engine: value("engine") || undefined,  // blank: left out, so the library takes the platform's own
     platform,
-    workload: { preset: value("preset") },
+    workload: value("preset") ? { preset: value("preset") } : {},  // blank: a loaded load that names no preset
     target_users: number("target_users"),
     money: {
       quote_multiplier: number("quote_multiplier"),
@@ -222,7 +222,8 @@ function fillForm(s) {
   optional("platform_power", platform.power_w_per_system);
   set("price_point", platform.price_point);
   showGpuCount(size);
-  set("preset", s.workload && s.workload.preset);
+  customLoad(!(s.workload && s.workload.preset));
+  set("preset", (s.workload && s.workload.preset) || "");
   optional("target_speed", s.workload && s.workload.target_output_tokens_per_s);
   set("target_users", s.target_users);
   const m = s.money || {};
@@ -234,6 +235,14 @@ function fillForm(s) {
   set("software", m.software);
   state.atLoad = formScenario();
   showOutputs();
+}
+
+// A loaded workload that names no preset (a search's pick, a link's stated load) is offered as a preset
+// option of its own, blank, so the form shows it and it plans as loaded until another preset is chosen.
+function customLoad(offered) {
+  const custom = $("preset").querySelector('option[value=""]');
+  if (offered && !custom) $("preset").prepend(option("", "custom load (from the scenario)"));
+  if (!offered && custom) custom.remove();
 }
 
 function showOutputs() {
