@@ -123,7 +123,7 @@ class PlanResult(BaseModel):
     @property
     def systems_per_cell(self) -> int:
         """Systems one replica cell spans."""
-        return max(1, self.capacity.cell.gpus // self.gpus_per_system)
+        return cell_systems(self.capacity.cell.gpus, self.gpus_per_system)
 
     def eur(self, usd: float | None) -> float | None:
         return None if usd is None else usd / self.fx_usd_per_eur
@@ -141,6 +141,41 @@ SCENARIO_KEYS = {
 }
 
 
+def cell_systems(cell_gpus: int, gpus_per_system: int) -> int:
+    """Systems a replica cell of ``cell_gpus`` GPUs spans."""
+    return max(1, cell_gpus // gpus_per_system)
+
+
+@dataclass(frozen=True)
+class SizedScenario:
+    """What a plan knows before any price: the platform, the workload and the loadouts sized to the target
+    (the replica cell whose memory and speed the plan shows)."""
+
+    hardware: Hardware
+    workload: WorkloadProfile
+    sizing: Sizing
+
+    @property
+    def systems_per_cell(self) -> int:
+        return cell_systems(self.sizing.capacity.cell.gpus, self.hardware.gpus_per_system)
+
+
+def sized(s: Scenario, catalog: Catalog | None = None) -> SizedScenario:
+    """The scenario sized without its prices, as ``plan`` sizes it: what its replica cell holds and how fast it
+    runs are known on a platform no price is given for yet. An error names the scenario key at fault."""
+    try:
+        return _sized(s, catalog or load_catalog())
+    except InferplanError as exc:
+        exc.field = SCENARIO_KEYS.get(exc.field or "", exc.field)
+        raise
+
+
+def _sized(s: Scenario, catalog: Catalog) -> SizedScenario:
+    hw = hardware(catalog, s)
+    w = _workload(catalog, s)
+    return SizedScenario(hw, w, size_loadouts(catalog, s, hw, w))
+
+
 def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     """Users, loadouts, costs, payback and the recommendation for one scenario; an error names the
     scenario key at fault."""
@@ -152,9 +187,8 @@ def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
 
 
 def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
-    hw = hardware(catalog, s)
-    w = _workload(catalog, s)
-    size = size_loadouts(catalog, s, hw, w)
+    known = _sized(s, catalog)
+    hw, w, size = known.hardware, known.workload, known.sizing
     rates = money_rates(catalog, s.money, hw.system, hw.accelerator)
     owned = owned_costs(catalog, s, hw, rates, systems=size.systems, systems_per_loadout=size.systems_per_loadout)
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against

@@ -46,8 +46,8 @@ from inferplan.shells.api_keys import accepted_keys, as_sent, body_model
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
-from inferplan.report.views import (FxView, ModelCardView, PlanRequest, PlanView, PlatformView, fx_view, model_cards,
-                                   plan_view, platform_ladder)
+from inferplan.report.views import (FxView, MemoryRequest, MemoryView, ModelCardView, PlanRequest, PlanView, PlatformView,
+                                   fx_view, memory_view, model_cards, plan_view, platform_ladder)
 from inferplan.economics.scenario import Scenario
 from inferplan.scenario import check_references
 from inferplan.shells.api_catalog import router as catalog_router
@@ -325,6 +325,16 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def plan_route(r: PlanRequest) -> Response:
         # written by the model itself: FastAPI's re-validation of a 37 KB view took longer than planning it
         return Response(view(r).model_dump_json(), media_type="application/json")
+
+    @app.post("/api/views/memory", tags=["economics"], response_model=MemoryView)
+    def memory_route(r: MemoryRequest) -> MemoryView:
+        """The memory and speed part of a plan (its replica cell's memory, frontier and summary), which needs no
+        price: answered where ``/api/plan`` wants one the platform lacks."""
+        catalogue_model(r.scenario.model, "scenario.model")
+        try:
+            return memory_view(r.scenario, with_user_profiles(load_catalog(), store.user_runs()))
+        except InferplanError as exc:
+            raise _in_body(exc, ("scenario", Scenario)) from None
 
     @app.post("/api/report", tags=["economics"], response_class=HTMLResponse,
               responses={**ERROR_RESPONSES_BESIDE_HTML, **LONG_RESPONSES})

@@ -303,11 +303,7 @@ async function update() {
     $("recommendation").textContent = `Recommendation: ${rec.value} — ${rec.note}`;
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
-    $("memory-summary").textContent = view.memory_summary;
-    // the build an Ollama tag selected (its weights, engine and context), as `inferplan fit` prints it
-    $("build-note").textContent = view.memory.build_note ? `Build: ${view.memory.build_note}` : "";
-    // where the engine placed the weights when none is stated (an Ollama tag's: llama-server --fit), as fit prints it
-    $("placement-note").textContent = view.memory.placement_note ? `Placement: ${view.memory.placement_note}` : "";
+    showMemory(view);
     for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
     await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
@@ -318,7 +314,32 @@ async function update() {
     clearAnswer();
     showError(refusal($("scenario-form"), err));
     setStatus("");
+    if (err.field === PRICE_FIELD) await memoryWithoutPrice(scenario, request);
   }
+}
+
+// the plan's memory part: the replica cell's summary, and how the engine holds the build
+function showMemory(view) {
+  $("memory-summary").textContent = view.memory_summary;
+  // the build an Ollama tag selected (its weights, engine and context), as `inferplan fit` prints it
+  $("build-note").textContent = view.memory.build_note ? `Build: ${view.memory.build_note}` : "";
+  // where the engine placed the weights when none is stated (an Ollama tag's: llama-server --fit), as fit prints it
+  $("placement-note").textContent = view.memory.placement_note ? `Placement: ${view.memory.placement_note}` : "";
+}
+
+// A platform with no price yet (GPUs of one kind, a server the catalogue prices at no band) still answers what
+// its replica cell holds and how fast it runs: the plan's memory part, which needs no price, under the price's
+// refusal. Should that fail too, the refusal stands alone.
+const PRICE_FIELD = "scenario.platform.quote_usd_per_system";
+
+async function memoryWithoutPrice(scenario, request) {
+  let view;
+  try { view = await api("POST", "/api/views/memory", { scenario }); } catch { return; }
+  if (request !== state.request) return;
+  showMemory(view);
+  await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
+  setStatus("memory and speed up to date; the costs need a price");
+  document.body.dataset.memoryPlanned = String(Date.now());
 }
 
 function scheduleUpdate() {
