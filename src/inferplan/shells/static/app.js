@@ -102,6 +102,17 @@ function platformKey(platform) {
   return platform.system || `${GPU_PREFIX}${platform.gpu}`;
 }
 
+// catalogue id -> name, of every model, system and accelerator (filled by init)
+const names = new Map();
+
+// A scenario's name as a person reads it: "Llama 3.3 70B Instruct on 4× NVIDIA H100 SXM5 80GB", "… on HGX B200"
+// (a size of a chip sold in several by its configuration's name); an id the catalogue lacks as given.
+function scenarioName(model, platform) {
+  const gpu = platform.gpu ? (configurationOf(platform.gpu) || {}).name || names.get(platform.gpu) || platform.gpu : "";
+  const on = platform.system ? names.get(platform.system) || platform.system : `${platform.gpus || 1}× ${gpu}`;
+  return `${names.get(model) || model} on ${on}`;
+}
+
 // GPUs of one kind take a count, and a chip sold in several memory sizes a size (`size`: the one to
 // select, else the library's default for the chip).
 function showGpuCount(size) {
@@ -140,7 +151,7 @@ function formScenario() {
   const number = (id) => (value(id) === "" ? undefined : Number(value(id)));
   const platform = formPlatform();
   const scenario = {
-    name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${platformKey(platform)}`,
+    name: scenarioName(value("model"), platform),
     model: value("model"),
     engine: value("engine") || undefined,  // blank: left out, so the library takes the platform's own
     platform,
@@ -402,6 +413,7 @@ async function init() {
     api("GET", "/api/views/memory-configurations"),
   ]);
   loadSizes(configurations);
+  for (const item of [...models, ...systems, ...accelerators]) names.set(item.id, item.name);
   // the FX rate as the catalogue states it, with its source and date, wherever EUR is offered or shown
   $("currency").querySelector("option[value=eur]").textContent = `EUR (${fx.label})`;
   $("fx-note").textContent = `EUR at ${fx.text}`;
