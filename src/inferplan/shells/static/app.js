@@ -175,7 +175,7 @@ function formScenario() {
 // What the form cannot show (a fixed cell and its replicas, a prefill pool beside them, rented or bought, a KV dtype, drafts, a vendor quote, workload and money
 // overrides) stays as the loaded scenario had it, so a loaded scenario plans as it was saved — until
 // the form changes what it belongs to: the cell, KV dtype and drafts belong to the model, engine,
-// precision and system; a quote to the system; workload overrides to the preset. A control the user
+// precision and system (the replica cells to the target users too); a quote to the system; workload overrides to the preset. A control the user
 // changed (a field cleared to mean "the default" included) always wins over the loaded value; one
 // left as loading set it keeps the loaded value, which a slider may not hold exactly (1.3×).
 function withLoadedFields(scenario) {
@@ -185,6 +185,9 @@ function withLoadedFields(scenario) {
     && platformKey(scenario.platform) === platformKey(atLoad.platform);
   // the name too (a shared link's "Coding team on B200" titles its report), until the deployment changes
   if (same) for (const key of ["name", "cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
+  // the replica cells were counted for the loaded target: another target is sized afresh (a prefill pool's
+  // decode cells stay as stated: the two pools are stated together)
+  if (scenario.target_users !== atLoad.target_users && !scenario.prefill_pool) delete scenario.replicas;
   const platform = keep.platform || {};
   if (platformKey(scenario.platform) === platformKey(atLoad.platform)) {
     scenario.platform = { ...platform, ...scenario.platform };
@@ -439,7 +442,15 @@ async function init() {
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
   fillSelect($("search-model"), plannable, "qwen3-32b");
   fillSelect($("homelab-gpu"), accelerators.map((x) => [x.id, x.name]), "rtx-4090");
-  const homelabSizes = () => fillSizes($("homelab-memory"), $("homelab-memory-field"), $("homelab-gpu").value);
+  const unified = new Set(accelerators.filter((x) => x.unified_memory).map((x) => x.id));
+  const homelabSizes = () => {
+    fillSizes($("homelab-memory"), $("homelab-memory-field"), $("homelab-gpu").value);
+    // a unified-memory chip's memory is its host RAM: no host RAM of its own to offload weights to
+    const own = unified.has($("homelab-gpu").value);
+    $("homelab-host-memory").disabled = own;
+    $("homelab-host-memory").placeholder = own ? "unified memory: none of its own" : "for offload speeds";
+    if (own) $("homelab-host-memory").value = "";
+  };
   $("homelab-gpu").addEventListener("change", homelabSizes);
   homelabSizes();
   $("homelab-engine").append(...engines.map((e) => option(e.id, e.name)));
