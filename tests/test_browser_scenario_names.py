@@ -5,6 +5,7 @@ import pytest
 
 import test_browser
 from test_browser import planned, scenario_in_url
+from test_browser_unpriced_memory import llama_on_four_h100s
 
 server, browser, page = test_browser.server, test_browser.browser, test_browser.page
 
@@ -12,12 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_scenario_on_four_gpus_is_named_with_their_count_and_name_and_saved_under_its_new_name(page, server):
-    page.goto(server + "/")
-    stamp = planned(page)
-    page.select_option("#model", "llama-3.3-70b")
-    stamp = planned(page, stamp)
-    page.select_option("#system", "gpu:h100-sxm")
-    page.fill("#gpus", "4")
+    stamp = llama_on_four_h100s(page, server)
     page.fill("#platform_price", "100000")
     page.wait_for_function("() => new URL(location).searchParams.get('s').includes('100000')", timeout=60000)
     stamp = planned(page, stamp)

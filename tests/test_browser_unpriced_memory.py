@@ -16,15 +16,19 @@ UNPRICED = {"model": "llama-3.3-70b", "quantization": "fp8", "engine": "vllm",
             "target_users": 1000}
 
 
-def test_four_gpus_without_a_price_still_show_what_is_left_for_the_kv_cache(page, server):
+def llama_on_four_h100s(page, server) -> str:
+    """The page's form set to Llama 3.3 70B on four H100 GPUs (no price typed); the last plan's stamp."""
     page.goto(server + "/")
     stamp = planned(page)
     page.select_option("#model", "llama-3.3-70b")
     stamp = planned(page, stamp)
-    page.select_option("#engine", "vllm")
-    planned(page, stamp)
     page.select_option("#system", "gpu:h100-sxm")
     page.fill("#gpus", "4")
+    return stamp
+
+
+def test_four_gpus_without_a_price_still_show_what_is_left_for_the_kv_cache(page, server):
+    llama_on_four_h100s(page, server)
     page.wait_for_function("() => document.body.dataset.memoryPlanned", timeout=60000)
     assert "quote_usd_per_system" in page.text_content("#error")
     assert page.locator("#platform_price").get_attribute("aria-invalid") == "true"

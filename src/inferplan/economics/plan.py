@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,6 +28,8 @@ from inferplan.economics.scenario import MoneyInputs, Scenario
 from inferplan.economics.sizing import Sizing, size_loadouts
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
 from inferplan.errors import InferplanError
+
+T = TypeVar("T")
 
 
 class PlanResult(BaseModel):
@@ -163,8 +166,13 @@ class SizedScenario:
 def sized(s: Scenario, catalog: Catalog | None = None) -> SizedScenario:
     """The scenario sized without its prices, as ``plan`` sizes it: what its replica cell holds and how fast it
     runs are known on a platform no price is given for yet. An error names the scenario key at fault."""
+    return _keyed(_sized, s, catalog)
+
+
+def _keyed(step: Callable[[Scenario, Catalog], T], s: Scenario, catalog: Catalog | None) -> T:
+    """``step`` of the scenario, an error naming the scenario key at fault (``SCENARIO_KEYS``)."""
     try:
-        return _sized(s, catalog or load_catalog())
+        return step(s, catalog or load_catalog())
     except InferplanError as exc:
         exc.field = SCENARIO_KEYS.get(exc.field or "", exc.field)
         raise
@@ -179,11 +187,7 @@ def _sized(s: Scenario, catalog: Catalog) -> SizedScenario:
 def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
     """Users, loadouts, costs, payback and the recommendation for one scenario; an error names the
     scenario key at fault."""
-    try:
-        return _plan(s, catalog or load_catalog())
-    except InferplanError as exc:
-        exc.field = SCENARIO_KEYS.get(exc.field or "", exc.field)
-        raise
+    return _keyed(_plan, s, catalog)
 
 
 def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
