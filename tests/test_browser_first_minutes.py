@@ -93,4 +93,4 @@ def test_a_links_scenario_keeps_its_name_until_its_deployment_changes(page, serv
     assert scenario_in_url(page)["name"] == "Ollama on a 4090"  # the report and a saved copy carry it
     page.select_option("#model", "gpt-oss-20b")
     planned(page, stamp)
-    assert scenario_in_url(page)["name"] == "gpt-oss-20b on rtx-4090-workstation"
+    assert scenario_in_url(page)["name"] == "gpt-oss-20b on Workstation with 1x GeForce RTX 4090"  # the catalogue's names

@@ -51,3 +51,18 @@ def test_the_rent_card_names_a_median_as_one_not_as_a_listing():
     assert named.rental_listings == 1
     named_card = next(c for c in plan_cards(named) if c.key == "rent")
     assert "median" not in named_card.note and "on demand" in named_card.note
+
+
+def test_the_rent_route_rents_no_wider_cell_than_the_owned_loadout_holds(catalog):
+    """Four H100s bought are compared with the same TP4 cells rented (two to an 8-GPU instance), not with TP8
+    cells only a rented 8-GPU instance holds: the break-even compares one deployment bought and rented."""
+    from inferplan.economics.plan import plan
+    from inferplan.economics.scenario import Scenario
+
+    s = Scenario.model_validate({"model": "llama-3.3-70b", "quantization": "fp8", "engine": "vllm",
+                                 "platform": {"gpu": "h100-sxm", "gpus": 4, "quote_usd_per_system": 120000},
+                                 "workload": {"preset": "coding-developer-median"}, "target_users": 1000})
+    r = plan(s, catalog)
+    assert r.gpus_per_system == 4 and r.rented_instance_gpus == 8
+    assert r.rented_cell_gpus <= 4
+    assert r.rented_users >= 1000

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,6 +28,8 @@ from inferplan.economics.scenario import MoneyInputs, Scenario
 from inferplan.economics.sizing import Sizing, size_loadouts
 from inferplan.economics.workloads import WorkloadProfile, resolve_workload
 from inferplan.errors import InferplanError
+
+T = TypeVar("T")
 
 
 class PlanResult(BaseModel):
@@ -123,7 +126,7 @@ class PlanResult(BaseModel):
     @property
     def systems_per_cell(self) -> int:
         """Systems one replica cell spans."""
-        return max(1, self.capacity.cell.gpus // self.gpus_per_system)
+        return cell_systems(self.capacity.cell.gpus, self.gpus_per_system)
 
     def eur(self, usd: float | None) -> float | None:
         return None if usd is None else usd / self.fx_usd_per_eur
@@ -141,20 +144,55 @@ SCENARIO_KEYS = {
 }
 
 
-def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
-    """Users, loadouts, costs, payback and the recommendation for one scenario; an error names the
-    scenario key at fault."""
+def cell_systems(cell_gpus: int, gpus_per_system: int) -> int:
+    """Systems a replica cell of ``cell_gpus`` GPUs spans."""
+    return max(1, cell_gpus // gpus_per_system)
+
+
+@dataclass(frozen=True)
+class SizedScenario:
+    """What a plan knows before any price: the platform, the workload and the loadouts sized to the target
+    (the replica cell whose memory and speed the plan shows)."""
+
+    hardware: Hardware
+    workload: WorkloadProfile
+    sizing: Sizing
+
+    @property
+    def systems_per_cell(self) -> int:
+        return cell_systems(self.sizing.capacity.cell.gpus, self.hardware.gpus_per_system)
+
+
+def sized(s: Scenario, catalog: Catalog | None = None) -> SizedScenario:
+    """The scenario sized without its prices, as ``plan`` sizes it: what its replica cell holds and how fast it
+    runs are known on a platform no price is given for yet. An error names the scenario key at fault."""
+    return _keyed(_sized, s, catalog)
+
+
+def _keyed(step: Callable[[Scenario, Catalog], T], s: Scenario, catalog: Catalog | None) -> T:
+    """``step`` of the scenario, an error naming the scenario key at fault (``SCENARIO_KEYS``)."""
     try:
-        return _plan(s, catalog or load_catalog())
+        return step(s, catalog or load_catalog())
     except InferplanError as exc:
         exc.field = SCENARIO_KEYS.get(exc.field or "", exc.field)
         raise
 
 
-def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
+def _sized(s: Scenario, catalog: Catalog) -> SizedScenario:
     hw = hardware(catalog, s)
     w = _workload(catalog, s)
-    size = size_loadouts(catalog, s, hw, w)
+    return SizedScenario(hw, w, size_loadouts(catalog, s, hw, w))
+
+
+def plan(s: Scenario, catalog: Catalog | None = None) -> PlanResult:
+    """Users, loadouts, costs, payback and the recommendation for one scenario; an error names the
+    scenario key at fault."""
+    return _keyed(_plan, s, catalog)
+
+
+def _plan(s: Scenario, catalog: Catalog) -> PlanResult:
+    known = _sized(s, catalog)
+    hw, w, size = known.hardware, known.workload, known.sizing
     rates = money_rates(catalog, s.money, hw.system, hw.accelerator)
     owned = owned_costs(catalog, s, hw, rates, systems=size.systems, systems_per_loadout=size.systems_per_loadout)
     # staff is paid on either route (``recommend`` adds it to the rent): owning saves the rent against

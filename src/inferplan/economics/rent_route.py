@@ -3,9 +3,12 @@ clock.
 
 The owned loadout is sized to a system (it packs the cells that carry the most users per system);
 renting is sized to the target. Each replica-cell layout the owned loadout tries is tried again on
-the largest rented instance of the platform's GPU; per layout the cells the target needs are rented
-on whole instances at the price ``search`` rents with (``economics.rental``), or at the scenario's
-own rate per GPU-hour, and the layout that costs least a month is the rent route.
+the largest rented instance of the platform's GPU, no wider than the owned loadout (a rented
+instance of more GPUs than the loadout takes no wider cell, so rent and purchase compare the same
+deployment); per layout the cells the target needs are rented on whole instances at the price
+``search`` rents with (``economics.rental``), or at the scenario's own rate per GPU-hour, and the
+layout that costs least a month is the rent route. An Ollama server holds the whole rented instance,
+as it holds its owned host.
 """
 
 from __future__ import annotations
@@ -114,7 +117,8 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
 
 
 def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple[LoadoutCapacity, ...]:
-    """The owned loadout's layouts (``host_gpus`` None), else those that fit one rented host of that many GPUs."""
+    """The owned loadout's layouts (``host_gpus`` None), else those of them that fit one rented host of that many
+    GPUs: a cell no wider than the owned loadout (an Ollama server's: the host's GPUs, as owned)."""
     gpus, nodes = (space.loadout_gpus, space.nodes) if host_gpus is None else (host_gpus, None)
     try:
         trials, _ = candidate_loadouts(catalog, space.base, space.workload, system_gpus=gpus, system=space.system,
@@ -125,7 +129,7 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
         if exc.field not in ("cell", "platform.gpus"):  # a cell wider than the host, or no cell fits in it
             raise
         return ()
-    return trials
+    return tuple(t for t in trials if t.cell_host_gpus is not None or t.cell.gpus <= space.loadout_gpus)
 
 
 def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,

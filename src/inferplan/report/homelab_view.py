@@ -66,14 +66,19 @@ def _offload(o: OffloadOnGpus | None) -> str:
     return f"{held}; {o.note}" if o.note else held
 
 
-def _deployment(m: ModelOnGpus, r: WhatRuns) -> Deployment | None:
+def _deployment(m: ModelOnGpus, r: WhatRuns, held: float | None, catalog: Catalog) -> Deployment | None:
     """The row's deployment as planned: on the GPUs asked about, with its weight offload where the GPUs do not
-    hold it and the host RAM is not known to fall short (None: no way runs there)."""
+    hold it and the host RAM is not known to fall short (None: no way runs there). An engine with a context per
+    slot (llama-server) is started with the slots the what-fits matrix counts for it (``held``: the most whose
+    cache fits), so its command serves the requests the row says it does."""
     runs_offloaded = m.offload is not None and m.offload.fits_host is not False
     if not m.fits and not runs_offloaded:
         return None
-    return Deployment(model=m.model, gpu=r.accelerator, gpus=r.gpus, engine=m.engine, quantization=m.quantization,
-                      max_model_len=m.max_model_len, **({} if m.fits else m.offload.changes))
+    d = Deployment(model=m.model, gpu=r.accelerator, gpus=r.gpus, engine=m.engine, quantization=m.quantization,
+                   max_model_len=m.max_model_len, **({} if m.fits else m.offload.changes))
+    if held is None or held < 1 or context_slots(catalog, d, d.engine) is None:
+        return d
+    return d.model_copy(update={"max_num_seqs": int(held)})
 
 
 def _command(d: Deployment | None, catalog: Catalog) -> str:
@@ -88,7 +93,7 @@ def _command(d: Deployment | None, catalog: Catalog) -> str:
 
 def _at_once(held: float | None, d: Deployment | None, catalog: Catalog) -> str:
     """The requests the row serves at once: on an engine with a context per slot (llama-server) the slots its
-    command opens (``context_slots``: its --parallel), as ``fit`` says; else the whole sequences of the row's context
+    command opens (``context_slots``: its --parallel, the what-fits matrix's count); else the whole sequences of the row's context
     its KV cache holds together (18, where it holds 18.9 of them)."""
     slots = context_slots(catalog, d, d.engine) if d is not None else None
     return f"{slots:,}" if slots is not None else whole_count_text(held) if held is not None else "—"
@@ -98,7 +103,7 @@ def _row(m: ModelOnGpus, r: WhatRuns, catalog: Catalog) -> HomelabRow:
     dash = "—"
     priced = m.offload if m.offload is not None and m.offload.output_tokens_per_s_per_user is not None else m
     held, ttft_s, speed = priced.concurrency, priced.ttft_s, priced.output_tokens_per_s_per_user
-    d = _deployment(m, r)
+    d = _deployment(m, r, held, catalog)
     return HomelabRow(
         model=m.model, quantization=m.quantization, fits=m.fits, verdict=_verdict(m),
         context=f"{m.max_model_len:,} tokens" if m.max_model_len else dash,
@@ -160,7 +165,7 @@ def homelab_view(r: WhatRuns, catalog: Catalog | None = None) -> HomelabView:
     layout = _layouts(r, catalog)
     summary = (f"{runs} of {len(r.models)} catalogue models run on {r.gpus} × {r.accelerator}{_engines(r, catalog)}. "
                f"Requests at once: how many whole requests of the row's context its KV cache holds together (on llama.cpp, the "
-               f"--parallel slots its command opens); TTFT and tokens/s: "
+               f"--parallel slots whose cache fits, which its command opens); TTFT and tokens/s: "
                f"one request of {r.input_len:,} input + {r.output_len:,} output tokens"
                + (f"; {layout}" if layout else "") + "." + _offloads(r) + _left_out(r.left_out))
     return HomelabView(summary=summary, rows=tuple(_row(m, r, catalog) for m in r.models), result=r)

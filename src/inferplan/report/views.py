@@ -9,12 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.catalog.loader import Catalog, load_catalog
 from inferplan.catalog.provenance import iter_sourced
-from inferplan.economics.capacity import drafts
-from inferplan.economics.plan import PlanResult, plan
+from inferplan.economics.capacity import CellCapacity, drafts
+from inferplan.economics.plan import PlanResult, plan, sized
 from inferplan.economics.plan_inputs import DEFAULTS, fx_basis
 from inferplan.economics.scenario import Scenario
 from inferplan.economics.sizing import with_scenario_drafts
 from inferplan.economics.uncertainty import Uncertainty, simulate
+from inferplan.economics.workloads import WorkloadProfile
 from inferplan.inputs import Input
 from inferplan.inputs.deployment import Deployment
 from inferplan.inputs.workload import Workload
@@ -47,25 +48,60 @@ class PlanView(BaseModel):
     headline_notes: list[str] = []  # what the headline figures must be read with (report/cards.headline_notes)
 
 
+class MemoryView(BaseModel):
+    """The memory and speed part of a plan (its replica cell's memory, frontier and summary), which needs no
+    price: the page's Memory & speed box."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    memory: MemoryFit
+    frontier: Frontier
+    memory_summary: str
+    charts: dict[str, dict]  # "memory", "frontier"
+
+
+class MemoryRequest(Input):
+    scenario: Scenario
+
+
 def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: str | None = None) -> PlanView:
     s = request.scenario
     result = plan(s, catalog)
     u = simulate(result, s, draws=request.draws, seed=request.seed, catalog=catalog) if request.draws else None
-    cell = result.capacity.cell
-    spans = result.systems_per_loadout > 1  # the cell runs over several systems' network
-    hardware = {"system": s.platform.system} if spans else {"gpu": result.accelerator}
+    part = _memory_part(s, result.capacity.cell, result.accelerator, result.workload, result.systems_per_loadout,
+                        result.systems_per_cell, catalog)
+    charts = {**plan_charts(result, u, request.currency), **part.charts}
+    notes = _card_sources(result, s, catalog or load_catalog())
+    cards = [c.model_copy(update={"sources": notes[c.key]}) if notes.get(c.key) else c
+             for c in plan_cards(result, request.currency)]
+    return PlanView(result=result, uncertainty=u, cards=cards, charts=charts,
+                    memory=part.memory, frontier=part.frontier, memory_summary=part.memory_summary, quote_note=quote_note,
+                    headline_notes=headline_notes(result))
+
+
+def memory_view(s: Scenario, catalog: Catalog | None = None) -> MemoryView:
+    """The memory and speed part of ``s``'s plan, sized as ``plan`` sizes it but without its prices: what is left
+    for the KV cache on a platform no price is given for yet."""
+    known = sized(s, catalog)
+    return _memory_part(s, known.sizing.capacity.cell, known.hardware.accelerator.id, known.workload,
+                        known.sizing.systems_per_loadout, known.systems_per_cell, catalog)
+
+
+def _memory_part(s: Scenario, cell: CellCapacity, accelerator: str, workload: WorkloadProfile, systems_per_loadout: int,
+                 systems_per_cell: int, catalog: Catalog | None) -> MemoryView:
+    spans = systems_per_loadout > 1  # the cell runs over several systems' network
+    hardware = {"system": s.platform.system} if spans else {"gpu": accelerator}
     d = Deployment(model=s.model, **hardware, quantization=s.quantization, **s.stated_engine,
                    kv_cache_dtype=s.kv_cache_dtype, kv_bytes_per_token=s.kv_bytes_per_token, tensor_parallel_size=cell.tensor_parallel_size,
                    pipeline_parallel_size=cell.pipeline_parallel_size, data_parallel_size=cell.data_parallel_size,
                    enable_expert_parallel=cell.expert_parallel, gpus=cell.gpus,
-                   max_model_len=result.workload.input_tokens_per_request + result.workload.output_tokens_per_request)
+                   max_model_len=workload.input_tokens_per_request + workload.output_tokens_per_request)
     d = with_scenario_drafts(catalog, s, d)  # the frontier prices the drafts the cells were sized with
     memory = fit(d, catalog)
-    w = Workload(**drafts(result.workload), input_len=result.workload.input_tokens_per_request,
-                 output_len=result.workload.output_tokens_per_request,
-                 prefix_cache_hit_rate=result.workload.cache_hit_rate)
+    w = Workload(**drafts(workload), input_len=workload.input_tokens_per_request,
+                 output_len=workload.output_tokens_per_request,
+                 prefix_cache_hit_rate=workload.cache_hit_rate)
     curve = frontier(d, w, catalog, points=16)
-    charts = {**plan_charts(result, u, request.currency), "memory": memory_breakdown(memory), "frontier": frontier_chart(curve)}
     gib = 2**30
     layout = f"TP{cell.tensor_parallel_size}" + (f" × PP{cell.pipeline_parallel_size}" if cell.pipeline_parallel_size > 1 else "")
     if cell.expert_parallel:
@@ -73,18 +109,14 @@ def plan_view(request: PlanRequest, catalog: Catalog | None = None, quote_note: 
     elif cell.data_parallel_size > 1:  # ranks that share the experts without expert parallelism
         layout = f"{layout} × DP{cell.data_parallel_size}, {EXPERTS_OVER_DP}"
     if spans:
-        layout += f", over {result.systems_per_cell} {s.platform.system} systems"
+        layout += f", over {systems_per_cell} {s.platform.system} systems"
     summary = (f"Replica cell: {cell.gpus}× {memory.accelerator} ({layout}), {memory.quantization} weights "
                f"{memory.weights_bytes_per_gpu / gib:,.1f} GiB per GPU, KV cache {memory.kv_cache_bytes_per_gpu / gib:,.1f} GiB per GPU "
                f"({memory.kv_cache_tokens:,} tokens); {memory.total_max_concurrency:,.1f} requests of {memory.max_model_len:,} tokens fit. "
-               f"At the {result.workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
+               f"At the {workload.target_output_tokens_per_s:g} tok/s target a cell runs {cell.concurrency_at_target} requests "
                f"({cell.output_tokens_per_s_per_user:,.1f} tok/s each, {cell.source}).")
-    notes = _card_sources(result, s, catalog or load_catalog())
-    cards = [c.model_copy(update={"sources": notes[c.key]}) if notes.get(c.key) else c
-             for c in plan_cards(result, request.currency)]
-    return PlanView(result=result, uncertainty=u, cards=cards, charts=charts,
-                    memory=memory, frontier=curve, memory_summary=summary, quote_note=quote_note,
-                    headline_notes=headline_notes(result))
+    return MemoryView(memory=memory, frontier=curve, memory_summary=summary,
+                      charts={"memory": memory_breakdown(memory), "frontier": frontier_chart(curve)})
 
 
 def _sourced(catalog: Catalog, fields: dict[str, tuple]) -> dict[str, list[SourceNote]]:

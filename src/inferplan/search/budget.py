@@ -8,6 +8,7 @@ progress (``Progress``), each stage named as a progress bar says it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,11 @@ class Budget:
     deadline_s: float = field(default_factory=lambda: SEARCH_DEADLINE_S)  # read when made: a test may lower it
     started_s: float = field(default_factory=time.monotonic)
     stopped: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def from_now(self) -> "Budget":
+        """This budget with its clock started now and the same stop: a search's time is the time it runs, not
+        the time its request waited for a turn to run in (``shells/api_work.py``)."""
+        return dataclasses.replace(self, started_s=time.monotonic())
 
     def cancel(self) -> None:
         """Stop the search at its next check (from another thread)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import FastAPI, Path as PathParam, Query, Request
+from fastapi import Depends, FastAPI, Path as PathParam, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -42,13 +42,14 @@ from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryFit
 from inferplan.memory.mtp import SPECULATIVE_METHODS
 from inferplan.memory.suggest import fit_or_suggest
-from inferplan.shells.api_keys import accepted_keys, as_sent, body_model
+from inferplan.shells.api_keys import SearchBody, accepted_keys, alias_properties, as_sent, body_model
+from inferplan.shells.api_query import known_query, taken_query_text
 from inferplan.performance.local_catalog import with_user_profiles
 from inferplan.performance.serving import Frontier, ServingEstimate, estimate, frontier
 from inferplan.inputs.workload import Workload
-from inferplan.report.views import (FxView, ModelCardView, PlanRequest, PlanView, PlatformView, fx_view, model_cards,
-                                   plan_view, platform_ladder)
-from inferplan.economics.scenario import Scenario
+from inferplan.report.views import (FxView, MemoryRequest, MemoryView, ModelCardView, PlanRequest, PlanView, PlatformView,
+                                   fx_view, memory_view, model_cards, plan_view, platform_ladder)
+from inferplan.economics.scenario import Platform, Scenario
 from inferplan.scenario import check_references
 from inferplan.shells.api_catalog import router as catalog_router
 from inferplan.shells.api_deploy import router as deploy_router
@@ -58,7 +59,7 @@ from inferplan.shells.api_fits import router as fits_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
-from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
+from inferplan.shells.api_work import LONG_RESPONSES, RETRY_AFTER_S, long_json, until_disconnected
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, FULL_RESPONSE, SAVE_RESPONSE, SAVED_SCENARIO_LINKS, BodyLimit,
     HeadAsGet, HostCheck, ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
@@ -176,6 +177,7 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     (``api_guard.loopback_hosts`` when bound to loopback), or None for any; ``body_deadline_s``: how
     long a request's body may take to arrive (``api_body.BODY_DEADLINE_S``)."""
     app = FastAPI(title="inferplan", version=__version__, docs_url=None, redoc_url=None, responses=ERROR_RESPONSES,
+                  dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, as an unknown body key
                   description="Plan self-hosted open-weight LLM deployments: fit, speed, users and cost.")
     app.add_middleware(JsonBody, deadline_s=body_deadline_s)  # inside BodyLimit: reads a body already bounded
     app.add_middleware(BodyLimit, larger={MEASUREMENTS_UPLOAD: MEASUREMENTS_BODY_BYTES})
@@ -198,8 +200,8 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
             return error_response(400, [error_item(["body"], reason, e["type"], "a JSON object")])
         model = body_model(request)  # the field at each error's place says what it takes
         return error_response(422, [error_item(e["loc"], error_message(e), e["type"], (
-            accepted_keys(model, e["loc"]) if e["type"] == "extra_forbidden" else None)
-            or _allowed(e, model, request),
+            (taken_query_text(request) if e["loc"][0] == "query" else accepted_keys(model, e["loc"]))
+            if e["type"] == "extra_forbidden" else None) or _allowed(e, model, request),
                                                **({"input": e["input"]} if "input" in e else {})) for e in errors])
 
     @app.exception_handler(StarletteHTTPException)
@@ -226,7 +228,10 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     async def inferplan_error(request: Request, exc: InferplanError):
         # 404: a path names something that does not exist; 409: it would replace a saved one; 422: a body is wrong
         status = 404 if isinstance(exc, NotFoundError) else 409 if isinstance(exc, ConflictError) else 422
-        status = 503 if isinstance(exc, OutOfTimeError) else status  # a search past its deadline
+        if isinstance(exc, OutOfTimeError):  # a search past its deadline: a 503, as a busy server's, with Retry-After
+            response = _error(503, exc, request)
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+            return response
         return _error(status, exc, request)
 
     def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:
@@ -322,6 +327,16 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     def plan_route(r: PlanRequest) -> Response:
         # written by the model itself: FastAPI's re-validation of a 37 KB view took longer than planning it
         return Response(view(r).model_dump_json(), media_type="application/json")
+
+    @app.post("/api/views/memory", tags=["economics"], response_model=MemoryView)
+    def memory_route(r: MemoryRequest) -> MemoryView:
+        """The memory and speed part of a plan (its replica cell's memory, frontier and summary), which needs no
+        price: answered where ``/api/plan`` wants one the platform lacks."""
+        catalogue_model(r.scenario.model, "scenario.model")
+        try:
+            return memory_view(r.scenario, with_user_profiles(load_catalog(), store.user_runs()))
+        except InferplanError as exc:
+            raise _in_body(exc, ("scenario", Scenario)) from None
 
     @app.post("/api/report", tags=["economics"], response_class=HTMLResponse,
               responses={**ERROR_RESPONSES_BESIDE_HTML, **LONG_RESPONSES})
@@ -433,10 +448,11 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     app.include_router(deploy_router)  # POST /api/deploy (shells/api_deploy.py)
     schema = app.openapi
 
-    def openapi() -> dict[str, Any]:  # with the upload's body, which its route reads itself (api_measurements)
-        if app.openapi_schema is None:
+    def openapi() -> dict[str, Any]:  # with the upload's body, which its route reads itself (api_measurements),
+        if app.openapi_schema is None:  # and every other key a body object takes for a field (accelerator for gpu)
             for name, part in upload_schemas().items():
                 schema()["components"]["schemas"].setdefault(name, part)
+            alias_properties(app.openapi_schema["components"]["schemas"], (Deployment, Platform, SearchBody))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -57,6 +57,23 @@ def as_sent(loc: list, request: Request | None) -> list:
     return [*loc[:-1], other] if isinstance(node, dict) and other in node and loc[-1] not in node else loc
 
 
+def alias_properties(schemas: dict[str, dict], models: typing.Iterable[type[BaseModel]]) -> None:
+    """Each other key a model takes for a field (its ``AliasChoices`` after the first: ``accelerator`` for
+    ``gpu``) listed in the model's OpenAPI schema beside the field, with the field's type, so a schema that
+    forbids unknown keys lists every key its routes take; one object takes one of them (``not`` both)."""
+    for model in models:
+        schema = schemas.get(model.__name__, {})
+        properties = schema.get("properties", {})
+        for f in model.model_fields.values():
+            if not isinstance(f.validation_alias, AliasChoices):
+                continue
+            first, *others = [c for c in f.validation_alias.choices if isinstance(c, str)]
+            for other in others:
+                if first in properties and other not in properties:
+                    properties[other] = {**properties[first], "title": other, "description": f"taken for {first}"}
+                    schema.setdefault("allOf", []).append({"not": {"required": [first, other]}})
+
+
 def accepted_keys(body: type[BaseModel] | None, loc: tuple | list) -> str | None:
     """The keys the object at ``loc`` (``["body", ..., the unknown key]``) takes, by the route's body model
     (``body_model``)."""

@@ -10,12 +10,13 @@ client gave up (``curl -m 2``). So a long request:
   threadpool the other routes use, waiting its turn in arrival order; the work is CPU-bound Python, so
   more at once in one process would only share one core more thinly;
 - is refused at once with a 503 (``ServerBusy``, with ``Retry-After``) while ``LONG_WAITING`` others
-  wait already, rather than queued for many minutes;
+  wait already, rather than queued for many minutes, and with a 503 saying how long it waited
+  (``TurnTimeout``, with ``Retry-After``) once it has waited ``TURN_WAIT_S`` for a turn, nothing computed;
 - asks every ``DISCONNECT_POLL_S`` whether its client is still there; once it has gone, the work's
   ``Budget`` is cancelled: a search stops at its next check between cells, a simulation (``/api/simulate``'s,
   or a search's of its picks) within a few thousand engine visits (``search/simulate.py``), and work still
   waiting for its turn leaves the queue at once, so a client that gave up holds no place in it. The budget's own deadline
-  stops a search as well, the wait for a turn counted in it (``search/budget.py``: a 503); other long
+  stops a search as well, counted from its turn (``search/budget.py``: a 503); other long
   work is bounded by its inputs (``api_simulate.MAX_API_REQUESTS``, ``memory.matrix.MAX_FITS_CELLS`` …).
 
 Its answer is written as JSON in the worker thread too (``long_json``): validating and encoding a
@@ -25,6 +26,7 @@ large answer (a search's is 0.8 MB) in the event loop would hold every other req
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from typing import Callable, TypeVar
 
@@ -41,6 +43,7 @@ DISCONNECT_POLL_S = 0.5  # how often a running request asks whether its client i
 LONG_AT_ONCE = 2  # long requests one worker process computes at once
 LONG_WAITING = 32  # long requests that may wait for a turn; one more is a 503
 RETRY_AFTER_S = 10  # what the 503 tells a client to wait before asking again
+TURN_WAIT_S = 120.0  # the longest a long request waits for a turn: a search's own time limit (search/budget.py)
 
 
 class _Turns:
@@ -55,8 +58,9 @@ _turns: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns]" = weakref
 
 
 # how OpenAPI declares a long route's 503 (the Error model: api_guard.ERROR_RESPONSES)
-LONG_RESPONSES: dict[int | str, dict] = {503: {"description": f"more than {LONG_WAITING} long requests wait already "
-                                               "(Retry-After says when to ask again), or a search ran past its time limit",
+LONG_RESPONSES: dict[int | str, dict] = {503: {"description": f"more than {LONG_WAITING} long requests wait already, "
+                                               f"or this one waited {TURN_WAIT_S:g} s for a turn, or a search ran past "
+                                               "its time limit (Retry-After says when to ask again)",
                                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}
 
 
@@ -66,6 +70,17 @@ class ServerBusy(HTTPException):
     def __init__(self, waiting: int) -> None:
         super().__init__(503, f"the server is busy: {LONG_AT_ONCE} long requests (searches, simulations) are running "
                               f"and {waiting} are waiting", headers={"Retry-After": str(RETRY_AFTER_S)})
+        self.allowed = f"the same request again in {RETRY_AFTER_S} s or later"
+
+
+class TurnTimeout(HTTPException):
+    """A long request waited ``TURN_WAIT_S`` for a turn and none came: a 503 saying so (nothing of it ran), and
+    when to ask again."""
+
+    def __init__(self, waited_s: float) -> None:
+        super().__init__(503, f"the server is busy: this request waited {waited_s:,.0f} s for a turn while "
+                              f"{LONG_AT_ONCE} long requests (searches, simulations) ran, and nothing of it was computed",
+                         headers={"Retry-After": str(RETRY_AFTER_S)})
         self.allowed = f"the same request again in {RETRY_AFTER_S} s or later"
 
 
@@ -81,8 +96,8 @@ def long_work() -> _Turns:
 async def in_long_thread(work: Callable[[Budget], T], budget: Budget,
                          on_turn: Callable[[], None] = lambda: None) -> T:
     """``work(budget)`` in one of the long requests' threads once a turn is free (``on_turn`` called as it is
-    taken); a 503 (``ServerBusy``) while ``LONG_WAITING`` wait already; nothing computed if the budget was
-    cancelled meanwhile."""
+    taken), the budget's clock started then; a 503 (``ServerBusy``) while ``LONG_WAITING`` wait already, or
+    (``TurnTimeout``) after ``TURN_WAIT_S`` without a turn; nothing computed if the budget was cancelled meanwhile."""
     turns = long_work()
     if turns.waiting >= LONG_WAITING:
         raise ServerBusy(turns.waiting)
@@ -90,13 +105,18 @@ async def in_long_thread(work: Callable[[Budget], T], budget: Budget,
     def turn() -> T:
         if budget.stopped.is_set():  # the client went while this waited: stop before starting
             budget.check()
-        return work(budget)  # a search checks its deadline (the wait counted in it) at its first cell
+        return work(budget.from_now())  # a search's deadline counts from here, not from its wait
 
     turns.waiting += 1  # counted at once: requests arriving together each see the ones before them
+    asked_s, taken = time.monotonic(), False
     try:
-        await turns.limiter.acquire()
+        with anyio.move_on_after(TURN_WAIT_S):
+            await turns.limiter.acquire()
+            taken = True
     finally:
         turns.waiting -= 1
+    if not taken:
+        raise TurnTimeout(time.monotonic() - asked_s)
     on_turn()
     try:
         return await anyio.to_thread.run_sync(turn, limiter=turns.threads)

@@ -102,6 +102,17 @@ function platformKey(platform) {
   return platform.system || `${GPU_PREFIX}${platform.gpu}`;
 }
 
+// catalogue id -> name, of every model, system and accelerator (filled by init)
+const names = new Map();
+
+// A scenario's name as a person reads it: "Llama 3.3 70B Instruct on 4× NVIDIA H100 SXM5 80GB", "… on HGX B200"
+// (a size of a chip sold in several by its configuration's name); an id the catalogue lacks as given.
+function scenarioName(model, platform) {
+  const gpu = platform.gpu ? (configurationOf(platform.gpu) || {}).name || names.get(platform.gpu) || platform.gpu : "";
+  const on = platform.system ? names.get(platform.system) || platform.system : `${platform.gpus || 1}× ${gpu}`;
+  return `${names.get(model) || model} on ${on}`;
+}
+
 // GPUs of one kind take a count, and a chip sold in several memory sizes a size (`size`: the one to
 // select, else the library's default for the chip).
 function showGpuCount(size) {
@@ -140,11 +151,11 @@ function formScenario() {
   const number = (id) => (value(id) === "" ? undefined : Number(value(id)));
   const platform = formPlatform();
   const scenario = {
-    name: `${$("model").selectedOptions[0]?.textContent || value("model")} on ${platformKey(platform)}`,
+    name: scenarioName(value("model"), platform),
     model: value("model"),
     engine: value("engine") || undefined,  // blank: left out, so the library takes the platform's own
     platform,
-    workload: { preset: value("preset") },
+    workload: value("preset") ? { preset: value("preset") } : {},  // blank: a loaded load that names no preset
     target_users: number("target_users"),
     money: {
       quote_multiplier: number("quote_multiplier"),
@@ -164,7 +175,7 @@ function formScenario() {
 // What the form cannot show (a fixed cell and its replicas, a prefill pool beside them, rented or bought, a KV dtype, drafts, a vendor quote, workload and money
 // overrides) stays as the loaded scenario had it, so a loaded scenario plans as it was saved — until
 // the form changes what it belongs to: the cell, KV dtype and drafts belong to the model, engine,
-// precision and system; a quote to the system; workload overrides to the preset. A control the user
+// precision and system (the replica cells to the target users too); a quote to the system; workload overrides to the preset. A control the user
 // changed (a field cleared to mean "the default" included) always wins over the loaded value; one
 // left as loading set it keeps the loaded value, which a slider may not hold exactly (1.3×).
 function withLoadedFields(scenario) {
@@ -174,6 +185,9 @@ function withLoadedFields(scenario) {
     && platformKey(scenario.platform) === platformKey(atLoad.platform);
   // the name too (a shared link's "Coding team on B200" titles its report), until the deployment changes
   if (same) for (const key of ["name", "cell", "kv_cache_dtype", "speculative", "replicas", "prefill_pool", "rented"]) if (keep[key] != null) scenario[key] = keep[key];
+  // the replica cells were counted for the loaded target: another target is sized afresh (a prefill pool's
+  // decode cells stay as stated: the two pools are stated together)
+  if (scenario.target_users !== atLoad.target_users && !scenario.prefill_pool) delete scenario.replicas;
   const platform = keep.platform || {};
   if (platformKey(scenario.platform) === platformKey(atLoad.platform)) {
     scenario.platform = { ...platform, ...scenario.platform };
@@ -222,7 +236,8 @@ function fillForm(s) {
   optional("platform_power", platform.power_w_per_system);
   set("price_point", platform.price_point);
   showGpuCount(size);
-  set("preset", s.workload && s.workload.preset);
+  customLoad(!(s.workload && s.workload.preset));
+  set("preset", (s.workload && s.workload.preset) || "");
   optional("target_speed", s.workload && s.workload.target_output_tokens_per_s);
   set("target_users", s.target_users);
   const m = s.money || {};
@@ -234,6 +249,14 @@ function fillForm(s) {
   set("software", m.software);
   state.atLoad = formScenario();
   showOutputs();
+}
+
+// A loaded workload that names no preset (a search's pick, a link's stated load) is offered as a preset
+// option of its own, blank, so the form shows it and it plans as loaded until another preset is chosen.
+function customLoad(offered) {
+  const custom = $("preset").querySelector('option[value=""]');
+  if (offered && !custom) $("preset").prepend(option("", "custom load (from the scenario)"));
+  if (!offered && custom) custom.remove();
 }
 
 function showOutputs() {
@@ -294,11 +317,7 @@ async function update() {
     $("recommendation").textContent = `Recommendation: ${rec.value} — ${rec.note}`;
     const notes = view.quote_note ? [view.quote_note, ...view.result.assumptions] : view.result.assumptions;
     $("assumptions").replaceChildren(...notes.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
-    $("memory-summary").textContent = view.memory_summary;
-    // the build an Ollama tag selected (its weights, engine and context), as `inferplan fit` prints it
-    $("build-note").textContent = view.memory.build_note ? `Build: ${view.memory.build_note}` : "";
-    // where the engine placed the weights when none is stated (an Ollama tag's: llama-server --fit), as fit prints it
-    $("placement-note").textContent = view.memory.placement_note ? `Placement: ${view.memory.placement_note}` : "";
+    showMemory(view);
     for (const [id, key] of SITE_RATES) $(id).placeholder = `${view.result.rates[key]}`;  // what a blank plans at
     showSize($("answer-size"), scenario.platform.gpu);  // the size this answer was planned at
     await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
@@ -309,7 +328,32 @@ async function update() {
     clearAnswer();
     showError(refusal($("scenario-form"), err));
     setStatus("");
+    if (err.field === PRICE_FIELD) await memoryWithoutPrice(scenario, request);
   }
+}
+
+// the plan's memory part: the replica cell's summary, and how the engine holds the build
+function showMemory(view) {
+  $("memory-summary").textContent = view.memory_summary;
+  // the build an Ollama tag selected (its weights, engine and context), as `inferplan fit` prints it
+  $("build-note").textContent = view.memory.build_note ? `Build: ${view.memory.build_note}` : "";
+  // where the engine placed the weights when none is stated (an Ollama tag's: llama-server --fit), as fit prints it
+  $("placement-note").textContent = view.memory.placement_note ? `Placement: ${view.memory.placement_note}` : "";
+}
+
+// A platform with no price yet (GPUs of one kind, a server the catalogue prices at no band) still answers what
+// its replica cell holds and how fast it runs: the plan's memory part, which needs no price, under the price's
+// refusal. Should that fail too, the refusal stands alone.
+const PRICE_FIELD = "scenario.platform.quote_usd_per_system";
+
+async function memoryWithoutPrice(scenario, request) {
+  let view;
+  try { view = await api("POST", "/api/views/memory", { scenario }); } catch { return; }
+  if (request !== state.request) return;
+  showMemory(view);
+  await Promise.all(Object.entries(view.charts).map(([name, spec]) => drawChart(name, spec)));
+  setStatus("memory and speed up to date; the costs need a price");
+  document.body.dataset.memoryPlanned = String(Date.now());
 }
 
 function scheduleUpdate() {
@@ -372,6 +416,7 @@ async function init() {
     api("GET", "/api/views/memory-configurations"),
   ]);
   loadSizes(configurations);
+  for (const item of [...models, ...systems, ...accelerators]) names.set(item.id, item.name);
   // the FX rate as the catalogue states it, with its source and date, wherever EUR is offered or shown
   $("currency").querySelector("option[value=eur]").textContent = `EUR (${fx.label})`;
   $("fx-note").textContent = `EUR at ${fx.text}`;
@@ -397,7 +442,15 @@ async function init() {
   fillSelect($("preset"), presets.map((p) => [p.id, p.name]), "coding-developer-median");
   fillSelect($("search-model"), plannable, "qwen3-32b");
   fillSelect($("homelab-gpu"), accelerators.map((x) => [x.id, x.name]), "rtx-4090");
-  const homelabSizes = () => fillSizes($("homelab-memory"), $("homelab-memory-field"), $("homelab-gpu").value);
+  const unified = new Set(accelerators.filter((x) => x.unified_memory).map((x) => x.id));
+  const homelabSizes = () => {
+    fillSizes($("homelab-memory"), $("homelab-memory-field"), $("homelab-gpu").value);
+    // a unified-memory chip's memory is its host RAM: no host RAM of its own to offload weights to
+    const own = unified.has($("homelab-gpu").value);
+    $("homelab-host-memory").disabled = own;
+    $("homelab-host-memory").placeholder = own ? "unified memory: none of its own" : "for offload speeds";
+    if (own) $("homelab-host-memory").value = "";
+  };
   $("homelab-gpu").addEventListener("change", homelabSizes);
   homelabSizes();
   $("homelab-engine").append(...engines.map((e) => option(e.id, e.name)));

@@ -50,6 +50,10 @@ async function saveScenario() {
       if (!window.confirm(`A scenario called “${name}” is saved already. Replace it?`)) { setStatus("not saved"); return; }
       await api("POST", "/api/scenarios", { name, scenario, replace: true });
     }
+    // the form now plans the saved scenario under its name (a report downloaded next is titled so), as one loaded
+    state.loaded = { ...JSON.parse(JSON.stringify(scenario)), name };
+    state.atLoad = formScenario();
+    history.replaceState(null, "", shareUrl(readScenario()));
     await refreshSaved();
     setStatus(`saved “${name}”`);
   } catch (err) { showError(err.message); }

@@ -84,7 +84,7 @@ function searchControlsInUse() {
 }
 
 async function useThis(scenario) {
-  fillForm({ name: `${scenario.model} on ${scenario.platform.system || scenario.platform.gpu}`, ...scenario });
+  fillForm({ name: scenarioName(scenario.model, scenario.platform), ...scenario });
   location.hash = "#simulator";
   await update();
   // keyboard focus follows the pick to the simulator; a pick it refuses as it stands: to the control to fill
