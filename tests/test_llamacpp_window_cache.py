@@ -1,7 +1,8 @@
 """llama.cpp's sliding-window cache and recurrent state by build, read from its source at the release tags:
 the iSWA cache (PR #13194, b5429) holds min(the other layers' cells in a stream, n_swa × the slots in it + the
 batch) cells in each stream, a stream per slot from b6071 (one shared stream before, and with a unified cache);
-the recurrent memory keeps its conv and state tensors in F32 from PR #12799 (b5265)."""
+the recurrent state sits in F32, conv and state tensors alike, since PR #5328 (b2366) brought the first
+recurrent model."""
 
 import json
 
@@ -97,7 +98,8 @@ HYBRID = "nemotron-nano-9b-v2"  # 27 Mamba-2 layers: 128 heads × 80 × state 12
 
 @pytest.mark.parametrize(("engine", "release", "state_bytes"), [
     ("llamacpp", "b8025", 2 * 72_769_536),  # F32: 27 × (1,310,720 + 36,864) elements × 4 bytes = 145,539,072
-    ("llamacpp", "b5264", 72_769_536),      # before PR #12799: the state in the cache's 16-bit types
+    ("llamacpp", "b5264", 2 * 72_769_536),  # b5261 llama-context.cpp: type_k and type_v F32 for a recurrent model
+    ("llamacpp", "b2366", 2 * 72_769_536),  # PR #5328, the first recurrent model, already F32
     ("vllm", None, 72_769_536),             # an engine whose rule states no dtype keeps the model's 16 bits
 ])
 def test_llamacpp_keeps_a_recurrent_state_in_f32(catalog, engine, release, state_bytes):
