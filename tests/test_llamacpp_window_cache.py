@@ -30,10 +30,10 @@ def _gemma_layout(catalog):
     return layout
 
 
-def _kv(catalog, release, slots=11, flash_attention=True, unified=False):
+def _kv(catalog, release, slots=11, flash_attention=True, unified=False, ubatch_tokens=512):
     rule = memory_rule(catalog, "llamacpp", release).context_cache
     return context_kv(rule, _gemma_layout(catalog), 8192 * (1 if unified else slots), flash_attention, slots=slots,
-                      unified=unified, ubatch_tokens=512, batch_tokens=2048)
+                      unified=unified, ubatch_tokens=ubatch_tokens, batch_tokens=2048)
 
 
 def test_each_slot_has_its_own_window_cache(catalog):
@@ -59,6 +59,32 @@ def test_the_window_cache_by_build(catalog, release, flash_attention, window_cel
     assert kv.bytes_per_gpu == 90_112 * GLOBAL_BYTES_PER_TOKEN + window_cells * WINDOW_BYTES_PER_TOKEN
 
 
+@pytest.mark.parametrize(("release", "slots", "flash_attention", "window_cells_per_stream"), [
+    # n_ubatch 300 tells the paddings apart (1,024 + 512 = 1,536 is a multiple of 256 and of 32):
+    ("b6071", 11, False, 1344),  # min(8,192, GGML_PAD(1,024 + 300, 32)): the context's pad, 32 without -fa
+    ("b6900", 11, True, 1324),   # PR #16812 (b6868): no padding at all
+    ("b6975", 11, True, 1536),   # PR #17046: GGML_PAD(min(8,192, 1,324), 256) whatever -fa
+    ("b5554", 3, True, 3584),    # one stream for the 3 slots: GGML_PAD(1,024 × 3 + 300, 256)
+    ("b5554", 3, False, 3392),   # GGML_PAD(3,372, 32)
+])
+def test_the_window_padding_by_build(catalog, release, slots, flash_attention, window_cells_per_stream):
+    kv = _kv(catalog, release, slots=slots, flash_attention=flash_attention, ubatch_tokens=300)
+    streams = 1 if release == "b5554" else slots
+    assert f"the window layers {streams} × {window_cells_per_stream:,} cells" in kv.note
+    assert kv.bytes_per_gpu == (kv.tokens * GLOBAL_BYTES_PER_TOKEN
+                                + streams * window_cells_per_stream * WINDOW_BYTES_PER_TOKEN)
+
+
+def test_the_ubatch_size_flag_reaches_the_window_cache():
+    # two slots of 8,192 with --ubatch-size 300: b6900 min(8,192, 1,024 + 300) = 1,324 window cells per slot;
+    # b6071 (-fa off by default) GGML_PAD(1,324, 32) = 1,344
+    def note(release):
+        r = _fit("--engine-version", release, "--max-num-seqs", "2", "--ubatch-size", "300")
+        return next(a for a in r["assumptions"] if a.startswith("KV cache for the context"))
+    assert "the window layers 2 × 1,324 cells" in note("b6900")
+    assert "the window layers 2 × 1,344 cells" in note("b6071")
+
+
 def test_four_unified_slots_share_one_window_stream(catalog):
     # b6925-b7432's 4 slots over one unified cache: GGML_PAD(min(8,192, 1,024 × 4 + 512), 256) = 4,608 cells
     kv = _kv(catalog, "b7000", slots=4, unified=True)
@@ -67,9 +93,11 @@ def test_four_unified_slots_share_one_window_stream(catalog):
 
 
 def test_one_short_slot_keeps_the_whole_context_in_its_window_layers(catalog):
+    # 1,500 tokens → 1,536 cells; the window stream min(1,536, GGML_PAD(1,024 + 512, 256)) holds all 1,536, past
+    # the 1,024-token window a sequence alone would keep
     rule = memory_rule(catalog, "llamacpp", "b9273").context_cache
-    kv = context_kv(rule, _gemma_layout(catalog), 1000, True, slots=1, ubatch_tokens=512, batch_tokens=2048)
-    assert kv.tokens == 1024 and kv.bytes_per_gpu == 1024 * (GLOBAL_BYTES_PER_TOKEN + WINDOW_BYTES_PER_TOKEN)
+    kv = context_kv(rule, _gemma_layout(catalog), 1500, True, slots=1, ubatch_tokens=512, batch_tokens=2048)
+    assert kv.tokens == 1536 and kv.bytes_per_gpu == 1536 * (GLOBAL_BYTES_PER_TOKEN + WINDOW_BYTES_PER_TOKEN)
 
 
 def _fit(*args):
