@@ -142,3 +142,12 @@ def test_the_concurrency_note_says_the_parallel_the_launch_states_and_the_slots_
                                    "b7000", "--max-model-len", "8192", "--concurrency", "6"])
     flat = " ".join(out.output.split())
     assert "(--parallel 1, which opens 4 slots over one unified cache)" in flat and "--parallel 4" not in flat
+
+
+@pytest.mark.parametrize("stated", [(), ("--max-num-seqs", "2")])
+def test_the_tokens_per_instance_are_the_slots_that_fit(stated):
+    # 6 slots of 8,192 fit (above): 49,152 tokens, not the 63,746 a window of 1,024 per sequence would give
+    r = _fit(*stated)
+    assert r["fits"] and r["kv_cache_tokens"] == 6 * 8192
+    assert "KV cache 49,152 tokens per instance: the 6 slots of 8,192 tokens whose cache fits" in " ".join(
+        r["assumptions"])
