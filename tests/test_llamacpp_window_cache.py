@@ -151,3 +151,12 @@ def test_the_tokens_per_instance_are_the_slots_that_fit(stated):
     assert r["fits"] and r["kv_cache_tokens"] == 6 * 8192
     assert "KV cache 49,152 tokens per instance: the 6 slots of 8,192 tokens whose cache fits" in " ".join(
         r["assumptions"])
+
+
+def test_a_model_with_windows_and_a_state_gets_both_per_slot():
+    # DeepSeek-V4-Flash: 128-token windows and a compressed state; each slot's stream GGML_PAD(128 + 512, 256) = 768
+    out = CliRunner().invoke(app, ["fit", "deepseek-v4-flash", "--gpu", "h200", "--gpus", "8", "--engine", "llamacpp",
+                                   "-q", "q4_k_m", "--kv-cache-dtype", "fp16", "--max-num-seqs", "4", "--json"])
+    data = json.loads(out.output)
+    note = next(a for a in data.get("result", data)["assumptions"] if a.startswith("KV cache for the context"))
+    assert "4 recurrent states; the window layers 4 × 768 cells" in note
