@@ -160,3 +160,11 @@ def test_a_model_with_windows_and_a_state_gets_both_per_slot():
     data = json.loads(out.output)
     note = next(a for a in data.get("result", data)["assumptions"] if a.startswith("KV cache for the context"))
     assert "4 recurrent states; the window layers 4 × 768 cells" in note
+
+
+def test_the_window_and_state_sources_cite_upstream_builds(catalog):
+    # the F32 state and the b6975 window pad cited at upstream release b8025 (bb96bfd3), not at a fork's tag
+    rule = memory_rule(catalog, "llamacpp", "b9273").context_cache
+    cited = [catalog.sources[s] for s in (*rule.sources, *rule.window_cache.sources)]
+    assert not [s.id for s in cited if "354429a8" in s.url or "b9248" in s.title]
+    assert any("bb96bfd3" in s.url and "llama-memory-recurrent.cpp lines 94-95" in s.title for s in cited)
