@@ -1,7 +1,8 @@
 """llama.cpp's sliding-window cache and recurrent state by build, read from its source at the release tags:
 the iSWA cache (PR #13194, b5429) holds min(the other layers' cells in a stream, n_swa × the slots in it + the
 batch) cells in each stream, a stream per slot from b6071 (one shared stream before, and with a unified cache);
-the recurrent memory keeps its conv and state tensors in F32 from PR #12799 (b5265)."""
+the recurrent state sits in F32, conv and state tensors alike, since PR #5328 (b2366) brought the first
+recurrent model."""
 
 import json
 
@@ -29,10 +30,10 @@ def _gemma_layout(catalog):
     return layout
 
 
-def _kv(catalog, release, slots=11, flash_attention=True, unified=False):
+def _kv(catalog, release, slots=11, flash_attention=True, unified=False, ubatch_tokens=512):
     rule = memory_rule(catalog, "llamacpp", release).context_cache
     return context_kv(rule, _gemma_layout(catalog), 8192 * (1 if unified else slots), flash_attention, slots=slots,
-                      unified=unified, ubatch_tokens=512, batch_tokens=2048)
+                      unified=unified, ubatch_tokens=ubatch_tokens, batch_tokens=2048)
 
 
 def test_each_slot_has_its_own_window_cache(catalog):
@@ -58,6 +59,32 @@ def test_the_window_cache_by_build(catalog, release, flash_attention, window_cel
     assert kv.bytes_per_gpu == 90_112 * GLOBAL_BYTES_PER_TOKEN + window_cells * WINDOW_BYTES_PER_TOKEN
 
 
+@pytest.mark.parametrize(("release", "slots", "flash_attention", "window_cells_per_stream"), [
+    # n_ubatch 300 tells the paddings apart (1,024 + 512 = 1,536 is a multiple of 256 and of 32):
+    ("b6071", 11, False, 1344),  # min(8,192, GGML_PAD(1,024 + 300, 32)): the context's pad, 32 without -fa
+    ("b6900", 11, True, 1324),   # PR #16812 (b6868): no padding at all
+    ("b6975", 11, True, 1536),   # PR #17046: GGML_PAD(min(8,192, 1,324), 256) whatever -fa
+    ("b5554", 3, True, 3584),    # one stream for the 3 slots: GGML_PAD(1,024 × 3 + 300, 256)
+    ("b5554", 3, False, 3392),   # GGML_PAD(3,372, 32)
+])
+def test_the_window_padding_by_build(catalog, release, slots, flash_attention, window_cells_per_stream):
+    kv = _kv(catalog, release, slots=slots, flash_attention=flash_attention, ubatch_tokens=300)
+    streams = 1 if release == "b5554" else slots
+    assert f"the window layers {streams} × {window_cells_per_stream:,} cells" in kv.note
+    assert kv.bytes_per_gpu == (kv.tokens * GLOBAL_BYTES_PER_TOKEN
+                                + streams * window_cells_per_stream * WINDOW_BYTES_PER_TOKEN)
+
+
+def test_the_ubatch_size_flag_reaches_the_window_cache():
+    # two slots of 8,192 with --ubatch-size 300: b6900 min(8,192, 1,024 + 300) = 1,324 window cells per slot;
+    # b6071 (-fa off by default) GGML_PAD(1,324, 32) = 1,344
+    def note(release):
+        r = _fit("--engine-version", release, "--max-num-seqs", "2", "--ubatch-size", "300")
+        return next(a for a in r["assumptions"] if a.startswith("KV cache for the context"))
+    assert "the window layers 2 × 1,324 cells" in note("b6900")
+    assert "the window layers 2 × 1,344 cells" in note("b6071")
+
+
 def test_four_unified_slots_share_one_window_stream(catalog):
     # b6925-b7432's 4 slots over one unified cache: GGML_PAD(min(8,192, 1,024 × 4 + 512), 256) = 4,608 cells
     kv = _kv(catalog, "b7000", slots=4, unified=True)
@@ -66,9 +93,11 @@ def test_four_unified_slots_share_one_window_stream(catalog):
 
 
 def test_one_short_slot_keeps_the_whole_context_in_its_window_layers(catalog):
+    # 1,500 tokens → 1,536 cells; the window stream min(1,536, GGML_PAD(1,024 + 512, 256)) holds all 1,536, past
+    # the 1,024-token window a sequence alone would keep
     rule = memory_rule(catalog, "llamacpp", "b9273").context_cache
-    kv = context_kv(rule, _gemma_layout(catalog), 1000, True, slots=1, ubatch_tokens=512, batch_tokens=2048)
-    assert kv.tokens == 1024 and kv.bytes_per_gpu == 1024 * (GLOBAL_BYTES_PER_TOKEN + WINDOW_BYTES_PER_TOKEN)
+    kv = context_kv(rule, _gemma_layout(catalog), 1500, True, slots=1, ubatch_tokens=512, batch_tokens=2048)
+    assert kv.tokens == 1536 and kv.bytes_per_gpu == 1536 * (GLOBAL_BYTES_PER_TOKEN + WINDOW_BYTES_PER_TOKEN)
 
 
 def _fit(*args):
@@ -97,7 +126,8 @@ HYBRID = "nemotron-nano-9b-v2"  # 27 Mamba-2 layers: 128 heads × 80 × state 12
 
 @pytest.mark.parametrize(("engine", "release", "state_bytes"), [
     ("llamacpp", "b8025", 2 * 72_769_536),  # F32: 27 × (1,310,720 + 36,864) elements × 4 bytes = 145,539,072
-    ("llamacpp", "b5264", 72_769_536),      # before PR #12799: the state in the cache's 16-bit types
+    ("llamacpp", "b5264", 2 * 72_769_536),  # b5261 llama-context.cpp: type_k and type_v F32 for a recurrent model
+    ("llamacpp", "b2366", 2 * 72_769_536),  # PR #5328, the first recurrent model, already F32
     ("vllm", None, 72_769_536),             # an engine whose rule states no dtype keeps the model's 16 bits
 ])
 def test_llamacpp_keeps_a_recurrent_state_in_f32(catalog, engine, release, state_bytes):
@@ -112,3 +142,29 @@ def test_the_concurrency_note_says_the_parallel_the_launch_states_and_the_slots_
                                    "b7000", "--max-model-len", "8192", "--concurrency", "6"])
     flat = " ".join(out.output.split())
     assert "(--parallel 1, which opens 4 slots over one unified cache)" in flat and "--parallel 4" not in flat
+
+
+@pytest.mark.parametrize("stated", [(), ("--max-num-seqs", "2")])
+def test_the_tokens_per_instance_are_the_slots_that_fit(stated):
+    # 6 slots of 8,192 fit (above): 49,152 tokens, not the 63,746 a window of 1,024 per sequence would give
+    r = _fit(*stated)
+    assert r["fits"] and r["kv_cache_tokens"] == 6 * 8192
+    assert "KV cache 49,152 tokens per instance: the 6 slots of 8,192 tokens whose cache fits" in " ".join(
+        r["assumptions"])
+
+
+def test_a_model_with_windows_and_a_state_gets_both_per_slot():
+    # DeepSeek-V4-Flash: 128-token windows and a compressed state; each slot's stream GGML_PAD(128 + 512, 256) = 768
+    out = CliRunner().invoke(app, ["fit", "deepseek-v4-flash", "--gpu", "h200", "--gpus", "8", "--engine", "llamacpp",
+                                   "-q", "q4_k_m", "--kv-cache-dtype", "fp16", "--max-num-seqs", "4", "--json"])
+    data = json.loads(out.output)
+    note = next(a for a in data.get("result", data)["assumptions"] if a.startswith("KV cache for the context"))
+    assert "4 recurrent states; the window layers 4 × 768 cells" in note
+
+
+def test_the_window_and_state_sources_cite_upstream_builds(catalog):
+    # the F32 state and the b6975 window pad cited at upstream release b8025 (bb96bfd3), not at a fork's tag
+    rule = memory_rule(catalog, "llamacpp", "b9273").context_cache
+    cited = [catalog.sources[s] for s in (*rule.sources, *rule.window_cache.sources)]
+    assert not [s.id for s in cited if "354429a8" in s.url or "b9248" in s.title]
+    assert any("bb96bfd3" in s.url and "llama-memory-recurrent.cpp lines 94-95" in s.title for s in cited)

@@ -89,7 +89,7 @@ class ContextCache(Frozen):
     # (mlx-lm's rotating cache)
     window_cache: WindowCache | None = None
     # bytes per element of a recurrent model's state, its conv and its SSM / delta-rule tensors (llama.cpp's
-    # recurrent memory keeps both F32 from b5265); None: the model's own
+    # recurrent memory has kept both F32 since its first recurrent model, b2366); None: the model's own
     state_bytes_per_element: int | None = Field(None, ge=1)
     sources: tuple[str, ...] = Field(min_length=1)
 

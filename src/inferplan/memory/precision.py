@@ -125,8 +125,9 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
 
 def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     """The KV cache's element type: the stated one (if the engine runs it), else the engine's own
-    default where it has one (llama.cpp's f16), else the checkpoint's (a ModelOpt FP8 checkpoint) or
-    the model's dtype."""
+    default where it has one (llama.cpp's f16, whatever the model), else the checkpoint's (a ModelOpt FP8
+    checkpoint, DeepSeek-V4's FP8 compressed cache) or the model's dtype. A default the engine does not store on
+    ``d``'s GPU is refused naming what was defaulted and why."""
     arch = spec.architecture
     v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
     if d.kv_cache_dtype != "auto":
@@ -135,15 +136,31 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
             raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
                                        "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
         return kv
-    if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
-        return catalog.kv_cache_dtype("fp8")
+    kv, why = _default_kv_dtype(catalog, d, spec, v4)
+    engine = catalog.engine(d.engine)
+    accel = catalog.accelerators.records[catalog.system(d.system, "system").accelerator] if d.system else \
+        catalog.accelerator(d.gpu) if d.gpu else None
+    stored = engine.kv_dtypes_on(accel.software if accel else None)
+    if stored and kv.id not in stored:
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name if accel else 'this GPU'}, "
+                                   f"the KV cache {spec.name} gets when none is stated ({why}): state one it "
+                                   "stores", field="kv_cache_dtype", allowed=" | ".join(stored))
+    return kv
+
+
+def _default_kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec, v4: bool) -> tuple[KvDtype, str]:
+    """The KV-cache element type ``d`` gets with none stated, and why."""
+    arch = spec.architecture
     default = catalog.engine(d.engine).kv_cache_dtype_default
-    if default is not None:  # llama.cpp: -ctk/-ctv f16 unless told, whatever the weights
-        return catalog.kv_cache_dtype(default)
+    if default is not None:  # llama.cpp: -ctk/-ctv f16 unless told, whatever the weights (it has no FP8 cache)
+        return catalog.kv_cache_dtype(default), "the engine's own default"
+    if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
+        return catalog.kv_cache_dtype("fp8"), ("vLLM runs DeepSeek-V4's compressed-attention "
+                                                      "cache in FP8 only")
     if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:
-        return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype)
+        return catalog.kv_cache_dtype(arch.quant.kv_cache_dtype), "the checkpoint's quantization config names it"
     dtype = arch.torch_dtype if arch else "bfloat16"
-    return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16")
+    return catalog.kv_cache_dtype("fp16" if dtype == "float16" else "bf16"), "the model's own dtype"
 
 
 def check_metal_instance(engine: EngineDefaults, accel: Accelerator, kv: KvDtype, tensor_parallel_size: int,
@@ -158,6 +175,6 @@ def check_metal_instance(engine: EngineDefaults, accel: Accelerator, kv: KvDtype
                                        f"{engine.metal_max_instance_gpus_note}", field=name, allowed=str(most))
     stored = engine.kv_dtypes_on(accel.software)
     if stored and kv.id not in stored:
-        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name}: "
-                                   f"{engine.metal_kv_cache_dtypes_note}", field="kv_cache_dtype",
+        why = f": {engine.metal_kv_cache_dtypes_note}" if engine.metal_kv_cache_dtypes_note else ""
+        raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name}{why}", field="kv_cache_dtype",
                                    allowed="auto | " + " | ".join(stored))

@@ -10,6 +10,7 @@ launches of published rack benchmarks state ``--max-running-requests``."""
 from __future__ import annotations
 
 from inferplan.catalog.loader import Catalog
+from inferplan.catalog.memory_rules import memory_rule
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.context_cache import context_sized_slots, context_slots
@@ -83,7 +84,26 @@ def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
     held = context_sized_slots(catalog, d, result.engine)  # fewer where the slots share one unified cache
     most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
     return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(held),
-                                     "total_max_concurrency": float(held * result.parallel.data_parallel_size)})
+                                     "total_max_concurrency": float(held * result.parallel.data_parallel_size),
+                                     **_window_slot_tokens(d, result, catalog, most)})
+
+
+def _window_slot_tokens(d: Deployment, result: MemoryFit, catalog: Catalog, most: int | None) -> dict:
+    """``kv_cache_tokens`` of a model with sliding-window layers on a release that sizes their cache per slot stream
+    (``ContextCache.window_cache``: llama.cpp's n_swa × the slots in a stream + n_ubatch cells, or n_ctx before the
+    iSWA cache), with a note saying what it counts; nothing for any other. The plan's figure gives each sequence
+    min(L, window) window cells, as a paged engine holds them, which llama.cpp does not: a user reads the tokens next
+    to fit's "N fit: --max-num-seqs N", so they are those N slots of ``max_model_len`` tokens, the most whose cache
+    fits, whether or not ``d`` states its slots."""
+    rule = memory_rule(catalog, result.engine, d.engine_version).context_cache
+    if result.kv_window_tokens is None or rule is None or rule.window_cache is None:
+        return {}
+    fitting = most if most is not None else most_slots(d.model_copy(update={"max_num_seqs": None}), catalog, SLOT_LIMIT)
+    tokens = (fitting or 0) * result.max_model_len
+    note = (f"KV cache {tokens:,} tokens per instance: the {fitting or 0:,} slots of {result.max_model_len:,} tokens "
+            f"whose cache fits (its window layers hold the window × the slots of a stream + the micro-batch in each "
+            f"stream, not a window per sequence)")
+    return {"kv_cache_tokens": tokens, "assumptions": (*result.assumptions, note)}
 
 
 def sequences_held(d: Deployment, catalog: Catalog) -> float:
