@@ -104,3 +104,12 @@ def test_an_emulated_moe_step_reads_and_copies_every_expert_it_holds():
     dense_params = work.active_params - work.routed_active_params - work.lm_head_params
     copies = (dense_params + work.expert_params_per_gpu) * BF16_COPY_BYTES_PER_WEIGHT
     assert work.weights_read_per_gpu(1) == pytest.approx(work.dense_bytes_per_gpu + work.expert_bytes_per_gpu + copies)
+
+
+def test_rdna3_emulates_w4a4_mxfp4_after_its_w4a8_kernel_shipped():
+    """vLLM 0.33.0's gfx11 MXFP4 kernel takes int8 activations; a W4A4 checkpoint asks MXFP4 ones, so an RX 7900
+    XTX still runs the emulation at 0.34.0 (and at the planned release)."""
+    for release in ("0.32.0", "0.34.0", None):
+        d = Deployment(model="llama-3.1-8b", gpu="radeon-rx-7900-xtx", quantization="mxfp4-w4a4", engine_version=release,
+                       max_model_len=4096)
+        assert ServingContext(CATALOG, d, Workload(input_len=1000, output_len=200)).work.materialized_bytes_per_weight == 4
