@@ -96,11 +96,47 @@ def test_smaller_weights_say_emulated_when_it_is_the_only_one(catalog):
     assert offer.changes["quantization"] == "mxfp4-w4a4" and "emulated in bf16" in offer.summary
 
 
-def test_an_emulated_moe_step_reads_and_copies_every_expert_it_holds():
-    """vLLM's emulated fused-MoE path dequantizes whole w1/w2 expert tensors each forward, not the experts a
-    step routes to: Qwen3-30B-A3B on an MI300X reads all 128 experts' packed bytes and their bf16 copies."""
+def test_an_emulated_moe_step_copies_every_expert_it_holds_and_reads_the_routed_copies():
+    """vLLM's emulated fused-MoE path dequantizes whole w1/w2 expert tensors each forward, then the Triton
+    experts read only the experts the step routes to: Qwen3-30B-A3B on an MI300X reads all 128 experts'
+    packed bytes, writes all their bf16 copies and reads the touched ones (82.7 GB at batch 1, 102.5 at 8)."""
     d = Deployment(model="qwen3-30b-a3b", gpu="mi300x", quantization="mxfp4-w4a4", max_model_len=4096)
     work = ServingContext(CATALOG, d, Workload(input_len=100, output_len=10)).work
     dense_params = work.active_params - work.routed_active_params - work.lm_head_params
-    copies = (dense_params + work.expert_params_per_gpu) * BF16_COPY_BYTES_PER_WEIGHT
-    assert work.weights_read_per_gpu(1) == pytest.approx(work.dense_bytes_per_gpu + work.expert_bytes_per_gpu + copies)
+    for tokens in (1, 8):
+        touched = work.touched_expert_share(tokens)
+        copies = dense_params * BF16_COPY_BYTES_PER_WEIGHT + work.expert_params_per_gpu * (2 + 2 * touched)
+        assert work.weights_read_per_gpu(tokens) == pytest.approx(
+            work.dense_bytes_per_gpu + work.expert_bytes_per_gpu + copies)
+    assert work.weights_read_per_gpu(1) < work.weights_read_per_gpu(8) < work.dense_bytes_per_gpu + (
+        work.expert_bytes_per_gpu + (dense_params + work.expert_params_per_gpu) * BF16_COPY_BYTES_PER_WEIGHT)
+
+
+def test_vllm_0_27_to_0_31_emulates_the_routed_experts_alone_on_h100():
+    """From 0.27.0 the linear layers run Marlin, but a W4A4 checkpoint's experts ask MXFP4 activations, which only
+    ROCm's AITER backend and the emulation take, until 0.32.0 falls back to a weight-only expert kernel."""
+    def work(release: str | None):
+        d = Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", quantization="mxfp4-w4a4", max_model_len=4096,
+                       engine_version=release)
+        return ServingContext(CATALOG, d, Workload(input_len=100, output_len=10))
+    for release in ("0.27.0", "0.31.0"):
+        ctx = work(release)
+        w = ctx.work
+        assert (w.materialized_bytes_per_weight, w.materialized_expert_bytes_per_weight) == (0.0, 4.0)
+        copies = w.expert_params_per_gpu * (2 + 2 * w.touched_expert_share(1))
+        assert w.weights_read_per_gpu(1) == pytest.approx(w.dense_bytes_per_gpu + w.expert_bytes_per_gpu + copies)
+        assert any("routed experts emulated" in n for n in w.notes)
+    for release in ("0.26.0", "0.32.0", "0.34.0", None):
+        assert work(release).work.materialized_expert_bytes_per_weight == (4.0 if release == "0.26.0" else 0.0)
+    dense = Deployment(model="llama-3.1-8b", gpu="h100-sxm", quantization="mxfp4-w4a4", engine_version="0.27.0",
+                       max_model_len=4096)
+    assert ServingContext(CATALOG, dense, Workload(input_len=100, output_len=10)).work.materialized_bytes_per_gpu(1) == 0
+
+
+def test_rdna3_emulates_w4a4_mxfp4_after_its_w4a8_kernel_shipped():
+    """vLLM 0.33.0's gfx11 MXFP4 kernel takes int8 activations; a W4A4 checkpoint asks MXFP4 ones, so an RX 7900
+    XTX still runs the emulation at 0.34.0 (and at the planned release)."""
+    for release in ("0.32.0", "0.34.0", None):
+        d = Deployment(model="llama-3.1-8b", gpu="radeon-rx-7900-xtx", quantization="mxfp4-w4a4", engine_version=release,
+                       max_model_len=4096)
+        assert ServingContext(CATALOG, d, Workload(input_len=1000, output_len=200)).work.materialized_bytes_per_weight == 4

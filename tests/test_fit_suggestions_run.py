@@ -1,5 +1,6 @@
 """Every command `fit` prints under "To fit, run one of:" runs as printed: a field the suggestion changes
-is written even where it holds the field's default, which the CLI's own default may not be (llama.cpp on Apple)."""
+or the user stated is written even where it holds the field's default, which the CLI's own default may not be
+(llama.cpp on Apple)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from inferplan.shells.cli import app
 NOT_FITTING = {
     "Apple, default engine": ["fit", "llama-3.3-70b", "--gpu", "M3 Ultra 96GB"],
     "Apple, llama.cpp": ["fit", "llama-3.3-70b", "--gpu", "M4 Pro 64GB", "--engine", "llamacpp"],
+    "Apple, vLLM": ["fit", "llama-3.3-70b", "--gpu", "M4 Max 64GB", "--engine", "vllm"],
     "Apple, MLX": ["fit", "llama-3.3-70b", "--gpu", "M4 Pro 64GB", "--engine", "mlx"],
     "CUDA, vLLM": ["fit", "qwen3-32b", "--gpu", "RTX 4090"],
     "CUDA, SGLang, MoE": ["fit", "qwen3-30b-a3b", "--gpu", "RTX 4090", "--engine", "sglang"],

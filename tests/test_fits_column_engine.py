@@ -35,3 +35,26 @@ def test_the_grid_names_the_engine_of_each_column():
     assert len(rows) == 3 and all(r[-1].isdigit() for r in rows), one.stdout  # requests at once in each, no "no"
     mixed = CliRunner().invoke(app, ["fits", "--gpus", "M4 Max 128GB,H100", "--models", "qwen3-30b-a3b"])
     assert "M4 Max 128GB (llamacpp)" in mixed.stdout and "H100 (vllm)" in mixed.stdout
+
+
+def test_each_engine_takes_its_own_best_build_so_the_mac_column_shows_what_fits_there(catalog):
+    """Llama 3.3 70B and Qwen3-30B-A3B on an H100 and a 64 GB M4 Max: vLLM's best builds (FP8, BF16) do not fit the
+    Mac, llama.cpp's Q4_K_M does (3 and 39 at once): a row per model and engine, the columns in their order."""
+    matrix = fits_matrix(models=["llama-3.3-70b", "qwen3-30b-a3b"], gpus=["h100", "M4 Max 64GB"], catalog=catalog)
+    mac = {c.model: c for c in matrix.cells if c.hardware == "M4 Max 64GB"}
+    assert {m: (c.quantization, c.requests_at_once) for m, c in mac.items()} == {
+        "llama-3.3-70b": ("gguf-q4_k_m", 3), "qwen3-30b-a3b": ("gguf-q4_k_m", 39)}
+    cuda = {c.model: c.quantization for c in matrix.cells if c.hardware == "h100"}
+    assert cuda == {"llama-3.3-70b": "fp8", "qwen3-30b-a3b": "bf16"}
+    assert [c.hardware for c in matrix.cells] == ["h100", "M4 Max 64GB"] * 2  # each model's columns in order
+
+
+def test_a_kv_type_one_column_engine_refuses_names_that_column_and_the_types_every_engine_runs():
+    for kv, column, engine in (("fp8", "M4 Max 64GB", "llama.cpp"), ("q8_0", "h100", "vLLM")):
+        ran = CliRunner().invoke(app, ["fits", "--gpus", "h100,M4 Max 64GB", "--models", "qwen3-30b-a3b",
+                                       "--kv-cache-dtype", kv])
+        said = " ".join(ran.stderr.split())
+        assert ran.exit_code == 2 and said.startswith("error: --kv-cache-dtype: ") and f"the {column} column plans on {engine}" in said
+        assert "one --engine for every column" in said and "(allowed: auto | bf16 | fp16)" in said
+    ran = CliRunner().invoke(app, ["fits", "--gpus", "h100,M4 Max 64GB", "--models", "qwen3-30b-a3b", "--kv-cache-dtype", "fp16"])
+    assert ran.exit_code == 0

@@ -3,6 +3,7 @@ they are few) and at capacity, each labelled with its users, as PlanResult retur
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from inferplan.economics.plan import plan
@@ -27,7 +28,11 @@ def test_both_costs_per_million_tokens_are_headline_cards_naming_their_users(cat
     cards = {c.key: c for c in plan_cards(r)}
     served, full = cards["cost_per_mtok"], cards["cost_per_mtok_at_capacity"]
     assert served.label.endswith("at your 2,000 users") and served.value == f"${r.owner_cost_usd_per_mtok:,.3f}"
-    assert full.label.endswith(f"at capacity ({r.supported_users:,} users)")
+    assert full.label.endswith(f"at capacity ({r.capacity_users:,.1f} users)")
+    # the figure's users: capacity tokens over a user's month, not the floored supported users
+    assert r.capacity_users * r.workload.monthly_tokens == pytest.approx(r.capacity_tokens_per_month)
+    assert r.owner_cost_usd_per_mtok_at_capacity * r.capacity_tokens_per_month / 1e6 == pytest.approx(
+        r.owner_cost_usd_per_mtok * r.served_users * r.workload.monthly_tokens / 1e6)
     assert full.value == f"${r.owner_cost_usd_per_mtok_at_capacity:,.3f}"
 
 

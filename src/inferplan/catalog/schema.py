@@ -140,11 +140,14 @@ class EmulatedFallback(Frozen):
     dequantizes the packed weights into a full copy in ``materialized_format`` (writes it, then the
     matrix maths reads it) and runs in ``Quantization.fallback_compute``. It covers accelerators without
     native kernels for the format on ``software`` (and ``architectures``, empty: any) in the engine's
-    releases before ``before`` (None: every release on record)."""
+    releases from ``since`` (None: the first on record) before ``before`` (None: every later one), for the
+    ``weights`` it names: every quantized weight, or the routed experts alone (the linear layers run a kernel)."""
 
     engine: str  # an engine id from engines.yaml
     software: tuple[Software, ...] = Field(min_length=1)
     architectures: tuple[str, ...] = ()
+    weights: Literal["all", "routed_experts"] = "all"
+    since: str | None = None  # the first release it covers
     before: str | None = None  # the first release that runs a kernel instead
     materialized_format: str  # a quantization id: the dtype the weights are dequantized to
     source: str
@@ -215,13 +218,21 @@ class Quantization(Frozen):
 
     def emulation(self, accel: Accelerator, engine: str, release: str | None = None) -> EmulatedFallback | None:
         """The ``emulated_fallbacks`` rule by which ``engine`` (at ``release``; None: its current one) runs this
-        format on ``accel`` (None: native kernels there, or a fused fallback)."""
+        format's every weight on ``accel`` (None: native kernels there, or a fused fallback)."""
+        return next((r for r in self._emulations(accel, engine, release) if r.weights == "all"), None)
+
+    def expert_emulation(self, accel: Accelerator, engine: str, release: str | None = None) -> EmulatedFallback | None:
+        """The rule by which ``engine`` emulates this format's routed experts on ``accel``: one for every
+        weight, else one for the experts alone (None: they run a kernel)."""
+        return next(iter(sorted(self._emulations(accel, engine, release), key=lambda r: r.weights != "all")), None)
+
+    def _emulations(self, accel: Accelerator, engine: str, release: str | None) -> list[EmulatedFallback]:
         if self.native_on(accel):
-            return None
-        return next((r for r in self.emulated_fallbacks if r.engine == engine and accel.software in r.software
-                     and (not r.architectures or accel.architecture in r.architectures)
-                     and (r.before is None or (release is not None and release_key(release) < release_key(r.before)))),
-                    None)
+            return []
+        return [r for r in self.emulated_fallbacks if r.engine == engine and accel.software in r.software
+                and (not r.architectures or accel.architecture in r.architectures)
+                and (r.since is None or release is None or release_key(release) >= release_key(r.since))
+                and (r.before is None or (release is not None and release_key(release) < release_key(r.before)))]
 
     def fallback(self, engine: str) -> FallbackRule | None:
         """``fallback_engines``' rule for ``engine`` (None: none is recorded)."""

@@ -95,6 +95,7 @@ class PlanResult(BaseModel):
     rent_vs_buy_break_even_months: float | None
     api_break_even_tokens_per_month: float | None
     capacity_tokens_per_month: float = 0.0  # input + output tokens the loadouts carry at their binding limit
+    capacity_users: float = 0.0  # the users those tokens are (not floored): the at-capacity cost's users
     migration_break_even_tokens: float | None
     fx_usd_per_eur: float
     fx_basis: str = ""  # the FX rate's source and checked date, printed wherever EUR is shown
@@ -360,6 +361,7 @@ def _assemble(s: Scenario, hw: Hardware, w: WorkloadProfile, size: Sizing, rates
         api_alternative_valid_until=quotes.alternative_api_valid_until,
         api_break_even_tokens_per_month=per_token.api_break_even_tokens_per_month,
         capacity_tokens_per_month=per_token.capacity_tokens_per_month,
+        capacity_users=size.loadouts_run * size.users_per_loadout,
         migration_break_even_tokens=per_token.migration_break_even_tokens,
         fx_usd_per_eur=rates.fx_usd_per_eur, fx_basis=rates.fx_basis,
         platform_status=platform_status(hw),

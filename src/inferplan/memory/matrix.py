@@ -148,8 +148,7 @@ these same lists (the API, before the request waits for a turn), so it is not ru
         hardware = [("gpu", g) for g in _default_gpus(catalog)]
     engines = {(kind, name): column_engine(catalog, engine, kind, name) for kind, name in hardware}
     if kv_cache_dtype != "auto":
-        for e in dict.fromkeys(engines.values()):
-            check_kv_dtype(catalog, e, kv_cache_dtype)
+        _check_kv_dtype(catalog, engines, kv_cache_dtype)
     cells = []
     for model, spec in specs:
         held_bits = 0.0  # every_build: the most bits per weight of a format every column holds
@@ -190,6 +189,27 @@ these same lists (the API, before the request waits for a turn), so it is not ru
                 held_bits = max(held_bits, catalog.quantization(q).bits_per_weight.value)
     return FitsMatrix(cells=tuple(cells if quantizations or every_build else _best_builds(catalog, cells)),
                       left_out=left_out)
+
+
+def _check_kv_dtype(catalog: Catalog, engines: dict[tuple[str, str], str], kv_cache_dtype: str) -> None:
+    """A stated KV-cache type every column's engine runs; where the columns' engines differ, one that some
+    refuses is an error naming that column and the types all of them run (or one engine for every column)."""
+    if len(set(engines.values())) == 1:
+        check_kv_dtype(catalog, next(iter(engines.values())), kv_cache_dtype)
+        return
+    kv = catalog.kv_cache_dtype(kv_cache_dtype)
+    runs = {e: catalog.engine(e).kv_cache_dtypes for e in dict.fromkeys(engines.values())}
+    refused = [(name, e) for (_, name), e in engines.items() if runs[e] and kv.id not in runs[e]]
+    if not refused:
+        return
+    name, e = refused[0]
+    first = next(iter(runs.values()))
+    shared = [t for t in first if all(not r or t in r for r in runs.values())]
+    raise InvalidScenarioError(
+        f"the {name} column plans on {catalog.engine(e).name}, which has no {kv.id} KV cache; the columns' engines "
+        f"differ ({', '.join(catalog.engine(x).name for x in runs)}): give a type each of them runs, or name one engine "
+        "for every column", field="kv_cache_dtype", allowed="auto | " + " | ".join(shared),
+        names=("kv_cache_dtype", "engine"))
 
 
 def check_size(catalog: Catalog, *, models: list[str] | None = None, gpus: list[str] | None = None,
@@ -309,14 +329,16 @@ def _made_below(catalog: Catalog, spec, quantization: str, bits: float) -> bool:
 
 
 def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
-    """One build per model, the same in every hardware column (one row, one precision): the build that
-    fits the most columns without being emulated there (an emulated format dequantizes its weights every
-    forward, slower than the 16-bit weights: worth it only where nothing else fits), then fits the most
-    columns, then runs natively on the most of them, then needs the fewest GPUs where it does not fit, then
-    comes first in the card's order (the model's own release before conversions)."""
-    by_model: dict[str, dict[str, list[FitsCell]]] = {}
+    """One build per model and engine, the same in every column planned on that engine (one row, one
+    precision, where the columns share an engine; columns on other engines, Apple's llama.cpp beside vLLM,
+    get a row of their own engine's best build): the build that fits the most of its columns without being
+    emulated there (an emulated format dequantizes its weights every forward, slower than the 16-bit
+    weights: worth it only where nothing else fits), then fits the most columns, then runs natively on the
+    most of them, then needs the fewest GPUs where it does not fit, then comes first in the card's order
+    (the model's own release before conversions). The cells keep the models' and the columns' order."""
+    by_group: dict[tuple[str, str], dict[str, list[FitsCell]]] = {}
     for c in cells:
-        by_model.setdefault(c.model, {}).setdefault(c.quantization, []).append(c)
+        by_group.setdefault((c.model, c.engine), {}).setdefault(c.quantization, []).append(c)
 
     def native(c: FitsCell) -> bool:
         return catalog.quantization(c.quantization).native_on(catalog.accelerator(c.result.accelerator))
@@ -329,7 +351,10 @@ def _best_builds(catalog: Catalog, cells: list[FitsCell]) -> list[FitsCell]:
         return (-len(runs), -len(fitting), -sum(map(native, fitting)), -sum(map(native, planned)), needed, -len(planned))
 
     # min keeps the first of equals: the card's order
-    return [c for builds in by_model.values() for c in min(builds.values(), key=rank)]
+    kept = [c for builds in by_group.values() for c in min(builds.values(), key=rank)]
+    models = {m: i for i, m in enumerate(dict.fromkeys(c.model for c in cells))}
+    columns = {h: i for i, h in enumerate(dict.fromkeys(c.hardware for c in cells))}
+    return sorted(kept, key=lambda c: (models[c.model], columns[c.hardware]))
 
 
 def _smallest(catalog: Catalog, d: Deployment, result: MemoryFit) -> ParallelPlan | None:

@@ -16,7 +16,9 @@
 - Emulated formats (``Quantization.emulated_fallbacks``: vLLM's MXFP4 W4A4 off MX hardware): every
   forward dequantizes the packed weights into a full copy and multiplies by that, so each quantized
   weight a step reads is also written and read again at the copy's width (``materialized_bytes_per_weight``,
-  both ways); of the routed experts every one a GPU holds, since the emulation dequantizes whole expert tensors.
+  both ways). An emulated MoE (``materialized_expert_bytes_per_weight``; some releases emulate the routed
+  experts alone) dequantizes every expert a GPU holds, so it reads all their packed weights and writes all
+  their copies, but the expert kernel then reads only the copies of the experts the step touches.
 - Unpacking: formats with super-block scales (llama.cpp K-quants) cost ALU work for every weight
   read, a fitted number of FLOP-equivalents per weight (``Rates.unpack_flops_per_weight``).
 """
@@ -73,8 +75,10 @@ class ModelWork:
     draft_active_params: float = 0.0  # a separate draft model's (draft_model method): one forward of it per draft token
     draft_layers: int = 0  # its decoder layers (each launches its kernels in every draft forward)
     host: HostOffload | None = None  # weights (and KV cache) in host RAM: memory/offload.py
-    # bytes an emulated format writes and reads back per quantized weight each forward (its dequantized copy)
+    # bytes an emulated format writes and reads back per quantized weight each forward (its dequantized copy):
+    # outside the routed experts, and of the routed experts (written whole, read where the step routes)
     materialized_bytes_per_weight: float = 0.0
+    materialized_expert_bytes_per_weight: float = 0.0
 
     def last_stage(self) -> ModelWork:
         """The work of the last pipeline stage, which runs the whole lm_head where the figures above
@@ -105,19 +109,21 @@ class ModelWork:
         or slices of every expert in a MoE tensor-parallel group spanning the ranks) a GPU's experts
         serve the tokens of every rank, which step together; every rank is taken to be as busy as this
         one (the serving model spreads requests evenly over the ranks)."""
-        copies = self.materialized_bytes_per_gpu()
+        copies = self.materialized_bytes_per_gpu(tokens_in_step)
         if not self.num_experts or not self.expert_bytes_per_gpu:
             return self.dense_bytes_per_gpu + copies
-        share = 1.0 if copies else self._routing(tokens_in_step)[1]  # an emulation dequantizes every expert
+        # an emulation dequantizes every expert, so reads all their packed weights
+        share = 1.0 if self.materialized_expert_bytes_per_weight else self.touched_expert_share(tokens_in_step)
         return self.dense_bytes_per_gpu + self.expert_bytes_per_gpu * share + copies
 
-    def materialized_bytes_per_gpu(self) -> float:
+    def materialized_bytes_per_gpu(self, tokens_in_step: float) -> float:
         """Bytes a forward of an emulated format writes and reads back dequantizing one GPU's quantized weights
-        (the 16-bit lm_head left out; every routed expert it holds): zero for other formats."""
-        if not self.materialized_bytes_per_weight:
-            return 0.0
+        (the 16-bit lm_head left out): of the routed experts, every copy written and those of the experts a
+        step of ``tokens_in_step`` tokens touches read. Zero for other formats."""
         dense = (self.active_params - self.routed_active_params - self.lm_head_params) / (self.tp * self.pp)
-        return (dense + self.expert_params_per_gpu) * self.materialized_bytes_per_weight
+        half = self.materialized_expert_bytes_per_weight / 2  # the copy's bytes per weight, written or read
+        experts = self.expert_params_per_gpu * half * (1 + self.touched_expert_share(tokens_in_step)) if half else 0.0
+        return dense * self.materialized_bytes_per_weight + experts
 
     def touched_expert_share(self, tokens_in_step: float) -> float:
         """The share of a GPU's routed experts a step of ``tokens_in_step`` tokens reads."""
@@ -321,6 +327,11 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         per_layer = moe.experts_per_token * (4 * width + arch.mlp_projections * moe.expert_intermediate_size) * ACTIVATION_BYTES
         dispatch = per_layer * sum(moe.moe_layers) / (tp * pp)
     coef = _attention_coefficients(arch) if arch else _AttentionCoefficients()
+    expert_copies = materialized_bytes_per_weight(mp, catalog, experts=True) if moe else 0.0
+    if expert_copies and not mp.gpu_format.emulation(mp.accelerator, mp.result.engine, mp.result.engine_release):
+        rule = mp.gpu_format.expert_emulation(mp.accelerator, mp.result.engine, mp.result.engine_release)
+        notes.append(f"routed experts emulated: {rule.note}; every forward dequantizes each expert a GPU holds into a "
+                     f"{rule.materialized_format} copy, and the step reads the copies of the experts it routes to")
     return ModelWork(
         active_params=active,
         lm_head_params=lm_head,
@@ -346,6 +357,7 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
         moe_layers=sum(moe.moe_layers) // pp if moe else 0,
         unpacked_weights_per_byte=8 / mp.gpu_format.bits_per_weight.value if mp.gpu_format.super_block_scales else 0.0,
         materialized_bytes_per_weight=materialized_bytes_per_weight(mp, catalog),
+        materialized_expert_bytes_per_weight=expert_copies,
         head_bytes_per_gpu=w.head_bytes / tp,
         routed_active_params=routed_active,
         expert_params_per_gpu=expert_params / shards,
@@ -357,10 +369,12 @@ def model_work(mp: MemoryPlan, catalog: Catalog) -> ModelWork:
     )
 
 
-def materialized_bytes_per_weight(mp: MemoryPlan, catalog: Catalog) -> float:
-    """Bytes per quantized weight the format's emulated fallback writes and reads back each forward on the
-    plan's accelerator and engine release (``Quantization.emulation``; zero where it runs a kernel)."""
-    rule = mp.gpu_format.emulation(mp.accelerator, mp.result.engine, mp.result.engine_release)
+def materialized_bytes_per_weight(mp: MemoryPlan, catalog: Catalog, experts: bool = False) -> float:
+    """Bytes per quantized weight (of the routed experts where ``experts``) the format's emulated fallback
+    writes and reads back each forward on the plan's accelerator and engine release (``Quantization.emulation``,
+    ``expert_emulation``; zero where it runs a kernel)."""
+    find = mp.gpu_format.expert_emulation if experts else mp.gpu_format.emulation
+    rule = find(mp.accelerator, mp.result.engine, mp.result.engine_release)
     return 0.0 if rule is None else 2 * catalog.quantization(rule.materialized_format).bits_per_weight.value / 8
 
 

@@ -118,7 +118,7 @@ def plan_cards(r: PlanResult, currency: str = "usd") -> list[Card]:
         Card(key="cost_per_mtok", label=f"{owner} cost / million tokens at your {r.served_users:,} users",
              value=m(r.owner_cost_usd_per_mtok, 3), note="input + output; the month's cost over the served users' tokens"),
         Card(key="cost_per_mtok_at_capacity",
-             label=f"{owner} cost / million tokens at capacity ({r.supported_users:,} users)",
+             label=f"{owner} cost / million tokens at capacity ({r.capacity_users:,.1f} users)",
              value=m(r.owner_cost_usd_per_mtok_at_capacity, 3),
              note=f"input + output, the loadouts full; per million output tokens at capacity: {m(r.owner_cost_usd_per_output_mtok_at_capacity, 3)}"),
         Card(key="tokens_per_mw", label="Output tokens/s per MW",

@@ -266,14 +266,18 @@ def split_list(value: Optional[str], flag: str = "") -> Optional[list[str]]:
     return items
 
 
-def fail_naming(names: dict[str, str], exc: InferplanError, field: str | None = None, *, own: dict[str, str] | None = None) -> None:
+def fail_naming(names: dict[str, str], exc: InferplanError, field: str | None = None, *, own: dict[str, str] | None = None,
+                allowed_names: dict[str, str] | None = None) -> None:
     """``fail`` with a library error whose message and allowed text say the inputs they name (the
     error's ``names``) as ``names`` gives them, e.g. flags; ``field``: the flag at fault, if not the
     error's own (already said as a flag); ``own``: a command's own inputs, said wherever they stand.
-    A located error (a file's place) names the file's keys: they stay as the file spells them."""
+    A located error (a file's place) names the file's keys: they stay as the file spells them.
+    ``allowed_names``: an allowed text that is a list of these inputs (each item one of them) says every
+    one as its flag; an allowed text in prose keeps its words as the message does."""
     field = field or exc.field
     said = {**(named_in(names, exc.names) if exc.names is not None or not exc.located else {}), **(own or {})}
-    exc.field, exc.allowed = field, flags_in(exc.allowed, said) if exc.allowed else None
+    listed = exc.allowed and allowed_names and all(item.strip() in allowed_names for item in exc.allowed.split(","))
+    exc.field, exc.allowed = field, flags_in(exc.allowed, allowed_names if listed else said) if exc.allowed else None
     message = flags_in(str(exc), said)
     line = f"{field}: {message}" if field and not exc.located else message
     fail(line + (f" (allowed: {exc.allowed})" if exc.allowed else ""), field=field, allowed=exc.allowed, detail=message)

@@ -89,7 +89,8 @@ def simulate_cmd(
         flag = _flag(key) if key else None
         fail(f"{flag}: {message}" if flag else message, field=flag, allowed=allowed_by(first), detail=message)
     except InferplanError as exc:
-        fail_naming({**COMMON_FLAGS, **FLAGS, "trace": "--trace"}, exc, _flag(exc.field) if exc.field else None)
+        every = {**COMMON_FLAGS, **FLAGS, "trace": "--trace"}
+        fail_naming(every, exc, _flag(exc.field) if exc.field else None, allowed_names=every)
     if as_json:
         emit_json(result)
     else:

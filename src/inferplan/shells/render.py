@@ -69,21 +69,21 @@ def layout(title: str, cols: list[Col], rows: list[list[str]], width: int) -> Re
 
 
 def command_line(command: str, d, changes: dict) -> str:
-    """``inferplan <command>`` with the deployment's stated flags and ``changes`` applied: a stated field is
-    written unless it holds its default (None: left out), a stated parallel size even then, as stating one
-    chooses the layout; a changed field always, as the shell's default may differ from the field's (the
-    CLI plans llama.cpp on Apple where the field's default is vLLM)."""
+    """``inferplan <command>`` with the deployment's stated flags and ``changes`` applied: every changed field
+    and every stated one (None: left out) is written, unless it holds both the field's default and the
+    flag's; the flag's default may differ from the field's (no --engine plans llama.cpp on Apple where the
+    field's default is vLLM)."""
     import shlex
 
-    from inferplan.memory.layout import LAYOUT_FIELDS
     from inferplan.shells.cli_common import FLAGS, PAIRED
+    from inferplan.shells.cli_flags import FLAGS as OPTIONS
 
     words = ["inferplan", command]
     for field, info in type(d).model_fields.items():
         value = changes[field] if field in changes else getattr(d, field)
         if field not in FLAGS or value is None or (field not in d.model_fields_set and field not in changes):
             continue
-        if value == info.default and field not in changes and field not in LAYOUT_FIELDS:
+        if field not in changes and field in OPTIONS and value == info.default == OPTIONS[field][1].default:
             continue
         if isinstance(value, bool):  # a switch the CLI takes both ways is written as stated, one only on when True
             on = FLAGS[field]
