@@ -19,7 +19,6 @@ from inferplan.shells.cli_common import (
     fail,
     fail_naming,
     flags_in,
-    named_in,
     workload,
 )
 from inferplan.shells.cli_flags import FORMAT, LAYOUT, LIMITS, deployment_flags
@@ -89,8 +88,10 @@ def simulate_cmd(
         flag = _flag(key) if key else None
         fail(f"{flag}: {message}" if flag else message, field=flag, allowed=allowed_by(first), detail=message)
     except InferplanError as exc:
+        # the query's own fields are said as flags; "trace" only where the error names it (else a word: "the trace")
         every = {**COMMON_FLAGS, **FLAGS, "trace": "--trace"}
-        fail_naming(every, exc, _flag(exc.field) if exc.field else None, allowed_names=every)
+        fail_naming({**COMMON_FLAGS, "trace": "--trace"}, exc, _flag(exc.field) if exc.field else None, own=FLAGS,
+                    allowed_names=every)
     if as_json:
         emit_json(result)
     else:
@@ -105,6 +106,6 @@ def _flag(field: str) -> str:
 
 
 def _flags_in(message: str) -> str:
-    """``message`` with the fields it names said as flags: those spelled with an underscore, as ``search``
-    says them (``named_in``), so an ordinary word ("users", "trace") stays a word."""
-    return flags_in(message, named_in(FLAGS, None))
+    """``message`` of the query's own validation with the query's fields said as flags (its validators name
+    only its fields: "a workload preset goes with users")."""
+    return flags_in(message, FLAGS)
