@@ -3,12 +3,14 @@ clock.
 
 The owned loadout is sized to a system (it packs the cells that carry the most users per system);
 renting is sized to the target. Each replica-cell layout the owned loadout tries is tried again on
-the largest rented instance of the platform's GPU, no wider than the owned loadout (a rented
-instance of more GPUs than the loadout takes no wider cell, so rent and purchase compare the same
-deployment); per layout the cells the target needs are rented on whole instances at the price
-``search`` rents with (``economics.rental``), or at the scenario's own rate per GPU-hour, and the
-layout that costs least a month is the rent route. An Ollama server holds the whole rented instance,
-as it holds its owned host.
+the largest rented instance of the platform's GPU; per layout the cells the target needs are rented
+on whole instances at the price ``search`` rents with (``economics.rental``), or at the scenario's
+own rate per GPU-hour, and the layout that costs least a month is the rent route. A cell no wider
+than the owned loadout is rented where one meets the speed target, so rent and purchase compare the
+same deployment; else the wider cells a listing holds are rented and the note names both widths.
+An Ollama server holds its whole host, owned or rented: it is tried on every instance size the
+listings rent, one server per instance. Stated replicas are cells of a layout that meets the speed
+target where one does.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class _Cells:
     cells: int
     users: int
     prefill: PrefillSizing | None = None  # separate pools: the prefill pool rented beside the cells
+    host: bool = False  # an Ollama server: it holds its whole instance, one server per instance
 
     @property
     def text(self) -> str:
@@ -81,6 +84,8 @@ class _Cells:
 
     def rented(self, listings: tuple[Listing, ...]) -> RentedEngines | None:
         """These cells (and the prefill pool) on whole rented instances of the size that costs least."""
+        if self.host:
+            listings = tuple(x for x in listings if x[2] == self.gpus)
         if self.prefill is None:
             return rent_engine_instances(listings, self.gpus, self.cells)
         pre = self.prefill
@@ -93,11 +98,11 @@ class _Cells:
                          note=f"rent: your rate of ${usd_per_gpu_hour:,.2f} per GPU-hour for {self.text}",
                          engine_instances=self.cells, cell_gpus=self.gpus, users=self.users)
 
-    def on(self, rented: RentedEngines) -> RentRoute:
-        """These cells on ``rented``'s whole instances."""
+    def on(self, rented: RentedEngines, wider: str = "") -> RentRoute:
+        """These cells on ``rented``'s whole instances (``wider``: why they are wider than the owned loadout)."""
         q = rented.quote
         return RentRoute(q.rental, q.listings, q.basis, rented.instances, q.instance_gpus, rented.usd_per_month,
-                         note=f"{rented.note}: {self.text}", engine_instances=self.cells, cell_gpus=self.gpus,
+                         note=f"{rented.note}: {self.text}{wider}", engine_instances=self.cells, cell_gpus=self.gpus,
                          users=self.users)
 
 
@@ -109,16 +114,23 @@ def _cells_for_target(t: LoadoutCapacity, target: int, stated: int | None = None
     per_cell = t.users_at_limit / t.cells
     meets = t.cell.meets_target and per_cell > 0
     gpus = t.cell_host_gpus or t.cell.gpus  # an Ollama server holds its host's GPUs, as an owned loadout's does
+    host = t.cell_host_gpus is not None
     if stated is not None:
-        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill)
+        return _Cells(gpus, stated, math.floor(per_cell * stated) if meets else 0, prefill, host)
     if not meets:
         return None
-    return _Cells(gpus, *units_for_target(per_cell, target))
+    return _Cells(gpus, *units_for_target(per_cell, target), host=host)
+
+
+def _tier(c: _Cells, loadout_gpus: int) -> tuple[bool, bool]:
+    """How a layout's cells rank before their price: carrying users (stated replicas of a layout that misses
+    the speed target carry none) first, then no wider than the owned loadout."""
+    return c.users == 0, c.gpus > loadout_gpus
 
 
 def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple[LoadoutCapacity, ...]:
-    """The owned loadout's layouts (``host_gpus`` None), else those of them that fit one rented host of that many
-    GPUs: a cell no wider than the owned loadout (an Ollama server's: the host's GPUs, as owned)."""
+    """The owned loadout's layouts (``host_gpus`` None), else those that fit one rented host of that many GPUs
+    (an Ollama server's cell: the host's GPUs, as owned)."""
     gpus, nodes = (space.loadout_gpus, space.nodes) if host_gpus is None else (host_gpus, None)
     try:
         trials, _ = candidate_loadouts(catalog, space.base, space.workload, system_gpus=gpus, system=space.system,
@@ -129,7 +141,7 @@ def _layouts(catalog: Catalog, space: CellSpace, host_gpus: int | None) -> tuple
         if exc.field not in ("cell", "platform.gpus"):  # a cell wider than the host, or no cell fits in it
             raise
         return ()
-    return tuple(t for t in trials if t.cell_host_gpus is not None or t.cell.gpus <= space.loadout_gpus)
+    return trials
 
 
 def rent_route(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_per_eur: float,
@@ -154,18 +166,26 @@ def _rented(catalog: Catalog, s: Scenario, accel: str, space: CellSpace, fx_usd_
         options = [c for t in _layouts(catalog, space, None) if (c := _cells_for_target(t, target, s.replicas, prefill))]
         if not options:
             return RentRoute(note="rent: no replica cell meets the workload's speed target")
-        return min(options, key=lambda c: c.all_gpus).at_rate(s.money.rent_usd_per_gpu_hour)
+        return min(options, key=lambda c: (_tier(c, space.loadout_gpus), c.all_gpus)).at_rate(s.money.rent_usd_per_gpu_hour)
     listings = (named_listing(catalog, accel, s.money.rental, fx_usd_per_eur) if s.money.rental
                 else on_demand_listings(catalog, accel, fx_usd_per_eur))
     if not listings:
         return RentRoute()
     host = max(x[2] for x in listings)
-    options = [(rented, c) for t in _layouts(catalog, space, host) if (c := _cells_for_target(t, target, s.replicas, prefill))
+    layouts = _layouts(catalog, space, host)
+    if any(t.cell_host_gpus is not None for t in layouts):  # an Ollama server: every instance size, one per instance
+        layouts = tuple(t for size in sorted({x[2] for x in listings} - {host}) for t in _layouts(catalog, space, size)
+                        ) + layouts
+    options = [(rented, c) for t in layouts if (c := _cells_for_target(t, target, s.replicas, prefill))
                if (rented := c.rented(listings)) is not None]
     if not options:
         return _no_rent(catalog, s, accel, listings, host)
-    rented, c = min(options, key=lambda o: (o[0].usd_per_month, o[0].gpus_paid))
-    return c.on(rented)
+    rented, c = min(options, key=lambda o: (_tier(o[1], space.loadout_gpus), o[0].usd_per_month, o[0].gpus_paid))
+    wider = (f" (wider than the owned loadout of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''}: "
+             f"no replica cell of {space.loadout_gpus} GPU{'s' if space.loadout_gpus != 1 else ''} or fewer meets the "
+             f"workload's speed target, so the {c.gpus}-GPU cells a listing holds are rented)"
+             if c.gpus > space.loadout_gpus else "")
+    return c.on(rented, wider)
 
 
 def _no_rent(catalog: Catalog, s: Scenario, accel: str, listings: tuple[Listing, ...], host: int) -> RentRoute:

@@ -1,0 +1,49 @@
+"""The rent route rents the owned loadout's width where a cell that wide meets the speed target, else the
+wider cells a listing holds, saying so; an Ollama server rents the instance size that costs least, one
+server per instance; stated replicas are cells of a layout that meets the speed target."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferplan.economics.plan import plan
+from inferplan.economics.scenario import Scenario
+
+
+def _scenario(model: str, gpus: int, target_tok_s: float, **extra) -> Scenario:
+    return Scenario.model_validate({
+        "model": model, "platform": {"gpu": "h100-sxm", "gpus": gpus, "quote_usd_per_system": 120000},
+        "workload": {"preset": "chat-seat", "target_output_tokens_per_s": target_tok_s}, **extra})
+
+
+def _rent_note(r) -> str:
+    return next(a for a in r.assumptions if a.startswith("rent"))
+
+
+@pytest.mark.parametrize("money", [{}, {"rental": "rent-aws-p5.48xlarge-us-east-1"}])
+def test_a_target_no_cell_as_narrow_as_the_loadout_meets_rents_the_wider_cells_a_listing_holds(catalog, money):
+    """bf16 llama-3.3-70b at 60 output tok/s per user: no TP4 cell meets it, a TP8 cell on an 8-GPU instance does."""
+    s = _scenario("llama-3.3-70b", 4, 60, quantization="bf16", engine="vllm", money=money)
+    r = plan(s, catalog)
+    assert r.rented_cell_gpus == 8 and r.rented_instance_gpus == 8
+    assert r.rented_users >= s.target_users and r.rent_usd_per_month > 0
+    note = _rent_note(r)
+    assert "wider than the owned loadout of 4 GPUs" in note and "8-GPU cells" in note
+    assert "no on-demand listing hosts" not in note
+
+
+def test_a_cell_as_narrow_as_the_loadout_is_rented_where_one_meets_the_target(catalog):
+    r = plan(_scenario("llama-3.3-70b", 4, 50, quantization="bf16", engine="vllm"), catalog)
+    assert r.rented_cell_gpus == 4 and "wider" not in _rent_note(r)
+
+
+def test_an_ollama_server_on_one_gpu_rents_a_one_gpu_instance(catalog):
+    r = plan(_scenario("qwen3:32b", 1, 5), catalog)
+    assert (r.rented_cells, r.rented_cell_gpus, r.rented_instances, r.rented_instance_gpus) == (1, 1, 1, 1)
+    assert r.rent_usd_per_month == pytest.approx(2810.5)
+
+
+@pytest.mark.parametrize("money", [{}, {"rent_usd_per_gpu_hour": 2.0}])
+def test_stated_replicas_are_cells_that_carry_users(catalog, money):
+    r = plan(_scenario("llama-3.3-70b", 4, 50, quantization="fp8", engine="vllm", replicas=3, money=money), catalog)
+    assert r.rented_cells == 3 and r.rented_users > 0
