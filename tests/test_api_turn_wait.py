@@ -66,10 +66,12 @@ def test_a_request_that_waits_too_long_for_a_turn_is_told_it_waited_and_nothing_
     assert "waited 0 s for a turn" in refused.detail and "time limit" not in refused.detail
 
 
-def test_a_search_past_its_time_limit_is_a_503_that_says_when_to_ask_again(tmp_path, monkeypatch):
+def test_a_search_past_its_time_limit_is_a_503_that_invites_no_retry(tmp_path, monkeypatch):
+    """Asked again unchanged, the search runs past its limit again: no Retry-After, and ``allowed`` says so."""
     monkeypatch.setattr(budget_module, "SEARCH_DEADLINE_S", 0.0)  # read as each request's budget is made
     r = TestClient(create_app(tmp_path / "t.db")).post("/api/search", json={
         "models": ["qwen3-8b"], "request_rate_per_s": 1, "input_len": 1000, "output_len": 200,
         "systems": ["hgx-h100"], "engines": ["vllm"]})
     assert r.status_code == 503, r.text
-    assert "time limit" in r.json()["error"]["message"] and r.headers["retry-after"] == str(api_work.RETRY_AFTER_S)
+    assert "time limit" in r.json()["error"]["message"] and "retry-after" not in r.headers
+    assert "asked again runs past the limit again" in r.json()["detail"][0]["allowed"]

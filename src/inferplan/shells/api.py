@@ -59,7 +59,7 @@ from inferplan.shells.api_fits import router as fits_router
 from inferplan.shells.api_homelab import router as homelab_router
 from inferplan.shells.api_simulate import router as simulate_router
 from inferplan.shells.api_body import BODY_DEADLINE_S, JsonBody
-from inferplan.shells.api_work import LONG_RESPONSES, RETRY_AFTER_S, long_json, until_disconnected
+from inferplan.shells.api_work import LONG_RESPONSES, long_json, until_disconnected
 from inferplan.shells.api_guard import (
     CONFLICT_RESPONSE, ERROR_RESPONSES, ERROR_RESPONSES_BESIDE_HTML, FULL_RESPONSE, SAVE_RESPONSE, SAVED_SCENARIO_LINKS, BodyLimit,
     HeadAsGet, HostCheck, ItemId, SecurityHeaders, error_item, error_response, http_exception_response, inline_script_policy, refuse_server_path,
@@ -228,10 +228,10 @@ def create_app(db_path: str | Path | None = None, *, allowed_hosts: Collection[s
     async def inferplan_error(request: Request, exc: InferplanError):
         # 404: a path names something that does not exist; 409: it would replace a saved one; 422: a body is wrong
         status = 404 if isinstance(exc, NotFoundError) else 409 if isinstance(exc, ConflictError) else 422
-        if isinstance(exc, OutOfTimeError):  # a search past its deadline: a 503, as a busy server's, with Retry-After
-            response = _error(503, exc, request)
-            response.headers["Retry-After"] = str(RETRY_AFTER_S)
-            return response
+        if isinstance(exc, OutOfTimeError):  # a search past its own time limit: a 503 without Retry-After, as the
+            # same request asked again runs past it again (a busy server's 503s, api_work's, carry Retry-After)
+            allowed = exc.allowed and f"{exc.allowed}; the same request asked again runs past the limit again"
+            return error_response(503, [error_item(_location(exc.field, request), exc, type(exc).__name__, allowed)])
         return _error(status, exc, request)
 
     def with_quote(scenario: Scenario) -> tuple[Scenario, str | None]:

@@ -59,8 +59,9 @@ _turns: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns]" = weakref
 
 # how OpenAPI declares a long route's 503 (the Error model: api_guard.ERROR_RESPONSES)
 LONG_RESPONSES: dict[int | str, dict] = {503: {"description": f"more than {LONG_WAITING} long requests wait already, "
-                                               f"or this one waited {TURN_WAIT_S:g} s for a turn, or a search ran past "
-                                               "its time limit (Retry-After says when to ask again)",
+                                               f"or this one waited {TURN_WAIT_S:g} s for a turn (Retry-After says when to "
+                                               "ask again), or a search ran past its time limit (no Retry-After: "
+                                               "asked again unchanged it runs past it again)",
                                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}
 
 
