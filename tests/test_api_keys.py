@@ -34,6 +34,13 @@ def test_simulate_takes_a_preset_id_in_workload_as_search_names_it(client):
     assert by_search.json()["load"] == by_simulate.json()["load"]
 
 
+def test_the_schema_of_simulate_s_workload_takes_the_preset_id_the_route_takes(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    field = schemas["SimulateRequest"]["properties"]["workload"]
+    assert {"$ref": "#/components/schemas/Workload"} in field["anyOf"]
+    assert any(option.get("type") == "string" for option in field["anyOf"])
+
+
 def test_a_deployment_takes_accelerator_as_fit_answers_with_it(client):
     answer = client.post("/api/fit", json={"model": "qwen3-8b", "gpu": "h100"}).json()
     again = client.post("/api/fit", json={"model": "qwen3-8b", "accelerator": answer["accelerator"]})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
@@ -25,7 +25,17 @@ MAX_API_REQUESTS = 200_000
 router = APIRouter()
 
 
+def _workload_or_preset(schema: dict[str, Any]) -> None:
+    """``workload`` as the body takes it: the lengths, or a preset's id (``_preset_as_search_names_it``)."""
+    field = schema["properties"]["workload"]
+    lengths = {"$ref": field.pop("$ref")}
+    field["anyOf"] = [lengths, {"type": "string", "description": "a workload preset id (chat-seat, agent-worker ...), "
+                                                                 "as workload_preset"}]
+
+
 class SimulateRequest(SimulationQuery):
+    model_config = ConfigDict(json_schema_extra=_workload_or_preset)
+
     requests: int = Field(20_000, ge=1, le=MAX_API_REQUESTS, description="requests simulated")
     trace: TraceFile | Annotated[list[Any], Field(max_length=MAX_TRACE_ROWS)] | None = Field(
         None, description="requests to replay, in time order: objects of arrival_s (or timestamp), input_tokens, "
