@@ -21,7 +21,8 @@ def test_a_linked_load_without_a_preset_plans_as_loaded_until_a_preset_is_chosen
     page.goto(server + "/?s=" + urllib.parse.quote(json.dumps(STATED_LOAD)))
     stamp = planned(page)
     assert scenario_in_url(page)["workload"] == STATED_LOAD["workload"]
-    assert page.eval_on_selector("#preset", "e => e.selectedOptions[0].textContent") == "custom load (from the scenario)"
+    assert page.eval_on_selector("#preset", "e => e.selectedOptions[0].textContent") == (
+        "Chat seat (typical human assistant user), as the scenario changes it")
     expected = {c["key"]: c["value"] for c in api_view(server, scenario_in_url(page))["cards"] if c["key"] != "recommendation"}
     assert card_values(page) == expected
     page.select_option("#preset", "agent-worker")
@@ -33,6 +34,17 @@ def test_a_saved_scenario_with_a_preset_takes_the_custom_load_option_away(page, 
     page.goto(server + "/?s=" + urllib.parse.quote(json.dumps(STATED_LOAD)))
     planned(page)
     page.evaluate("""() => fillForm({model: "qwen3-32b", platform: {system: "hgx-h100"},
-                                     workload: {preset: "chat-seat", monthly_tokens: 7000000}})""")
+                                     workload: {preset: "agent-worker", monthly_tokens: 7000000}})""")
+    assert page.eval_on_selector_all('#preset option[value=""]', "os => os.length") == 0
+    assert page.eval_on_selector("#preset", "e => e.value") == "agent-worker"
+
+
+def test_a_link_stating_no_workload_shows_the_preset_the_scenario_plans(page, server):
+    """A scenario without workload keys plans chat-seat (economics/workloads.py): the form selects it."""
+    page.goto(server + "/?s=" + urllib.parse.quote(json.dumps({k: v for k, v in STATED_LOAD.items() if k != "workload"})))
+    planned(page)
     assert page.eval_on_selector_all('#preset option[value=""]', "os => os.length") == 0
     assert page.eval_on_selector("#preset", "e => e.value") == "chat-seat"
+    assert scenario_in_url(page).get("workload", {}).get("preset", "chat-seat") == "chat-seat"
+    expected = {c["key"]: c["value"] for c in api_view(server, scenario_in_url(page))["cards"] if c["key"] != "recommendation"}
+    assert card_values(page) == expected

@@ -236,8 +236,10 @@ function fillForm(s) {
   optional("platform_power", platform.power_w_per_system);
   set("price_point", platform.price_point);
   showGpuCount(size);
-  customLoad(!(s.workload && s.workload.preset));
-  set("preset", (s.workload && s.workload.preset) || "");
+  const load = s.workload || {};
+  const changed = Object.keys(load).length > 0;  // no key: the preset a scenario falls back to, as loaded
+  customLoad(changed && !load.preset);
+  set("preset", load.preset || (changed ? "" : SCENARIO_PRESET));
   optional("target_speed", s.workload && s.workload.target_output_tokens_per_s);
   set("target_users", s.target_users);
   const m = s.money || {};
@@ -251,11 +253,17 @@ function fillForm(s) {
   showOutputs();
 }
 
-// A loaded workload that names no preset (a search's pick, a link's stated load) is offered as a preset
-// option of its own, blank, so the form shows it and it plans as loaded until another preset is chosen.
+// The preset a scenario's workload falls back to when it names none (economics/workloads.py WorkloadOverrides).
+const SCENARIO_PRESET = "chat-seat";
+
+// A loaded workload that names no preset (a search's pick, a link's stated load) changes the preset it falls
+// back to: offered as a preset option of its own, blank, named after that preset, so the form shows it and it
+// plans as loaded until another preset is chosen.
 function customLoad(offered) {
   const custom = $("preset").querySelector('option[value=""]');
-  if (offered && !custom) $("preset").prepend(option("", "custom load (from the scenario)"));
+  const base = [...$("preset").options].find((o) => o.value === SCENARIO_PRESET);
+  const label = `${base ? base.textContent : SCENARIO_PRESET}, as the scenario changes it`;
+  if (offered && !custom) $("preset").prepend(option("", label));
   if (!offered && custom) custom.remove();
 }
 
