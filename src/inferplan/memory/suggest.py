@@ -63,7 +63,8 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     if asked.max_model_len is None and d.max_model_len is not None:  # an Ollama tag's context, which more GPUs raise
         found = tuple(s if "max_model_len" in s.changes else
                       s.model_copy(update={"changes": {**s.changes, "max_model_len": d.max_model_len}}) for s in found)
-    return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
+    # llama.cpp: the whole slots that fit, and their tokens, beside the shortfall
+    return with_slots(d, mp.result.model_copy(update={"suggestions": found, "offload_note": note}), catalog)
 
 
 def _with_tier(d: Deployment, tier: dict, s: FitSuggestion, catalog: Catalog) -> FitSuggestion:
