@@ -133,6 +133,17 @@ def test_vllm_0_27_to_0_31_emulates_the_routed_experts_alone_on_h100():
     assert ServingContext(CATALOG, dense, Workload(input_len=100, output_len=10)).work.materialized_bytes_per_gpu(1) == 0
 
 
+def test_the_labels_say_the_routed_experts_are_emulated_where_only_they_are():
+    from inferplan.memory.precision import how_it_runs
+    q, h100 = CATALOG.quantization("mxfp4-w4a4"), CATALOG.accelerator("h100-sxm")
+    assert how_it_runs(q, h100, "vllm", "0.27.0", routed_experts=True) == "experts emulated in bf16"
+    assert how_it_runs(q, h100, "vllm", "0.27.0") == "fallback to bf16 compute"  # a dense model's linear layers
+    out = CliRunner().invoke(app, ["perf", "qwen3-30b-a3b", "--gpu", "h100", "-q", "mxfp4-w4a4", "--engine-version",
+                                   "0.27.0", "--explain"])
+    flat = " ".join(out.output.split())
+    assert "its routed experts are emulated" in flat and "routed experts, where the model has them, emulated" in flat
+
+
 def test_rdna3_emulates_w4a4_mxfp4_after_its_w4a8_kernel_shipped():
     """vLLM 0.33.0's gfx11 MXFP4 kernel takes int8 activations; a W4A4 checkpoint asks MXFP4 ones, so an RX 7900
     XTX still runs the emulation at 0.34.0 (and at the planned release)."""

@@ -22,10 +22,11 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
                      f"dequantizes the weights into a {emulated.materialized_format} copy (same memory, more traffic "
                      f"than {emulated.materialized_format} weights)")
     elif not quant.native_on(accel):
-        notes.append(
-            f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
-            f"{quant.fallback_compute} fallback (same memory, slower compute)"
-        )
+        experts = quant.expert_emulation(accel, engine_id, d.engine_version) if has_routed_experts(spec) else None
+        them = (f"; its routed experts are emulated: every forward dequantizes them into a "
+                f"{experts.materialized_format} copy") if experts else ""
+        notes.append(f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
+                     f"{quant.fallback_compute} fallback (same memory, slower compute){them}")
     arch = None if spec.architecture_is_proxy else spec.architecture
     if quant.needs_routed_experts and arch is not None and arch.moe is None:
         raise InvalidScenarioError(f"{quant.id} ({quant.name}) gives the routed experts fewer bits than the other "
@@ -43,16 +44,26 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
     return quant, notes
 
 
-def how_it_runs(quant: Quantization, accel: Accelerator, engine_id: str, release: str | None = None) -> str:
+def how_it_runs(quant: Quantization, accel: Accelerator, engine_id: str, release: str | None = None,
+                routed_experts: bool = False) -> str:
     """How ``engine_id`` (at ``release``; None: its current one) runs ``quant``'s maths on ``accel``: "native",
-    "fallback to <dtype> compute" (a fused weight-only kernel) or "emulated in <dtype>" (the weights dequantized
-    into a full copy every forward: ``Quantization.emulated_fallbacks``)."""
+    "fallback to <dtype> compute" (a fused weight-only kernel), "emulated in <dtype>" (the weights dequantized
+    into a full copy every forward: ``Quantization.emulated_fallbacks``) or, for a model with ``routed_experts``
+    under a rule for the experts alone, "experts emulated in <dtype>"."""
     if quant.native_on(accel):
         return "native"
     emulated = quant.emulation(accel, engine_id, release)
     if emulated is not None:
         return f"emulated in {emulated.materialized_format}"
+    experts = quant.expert_emulation(accel, engine_id, release) if routed_experts else None
+    if experts is not None:
+        return f"experts emulated in {experts.materialized_format}"
     return f"fallback to {quant.fallback_compute} compute"
+
+
+def has_routed_experts(spec: ModelSpec) -> bool:
+    """Whether ``spec`` has routed experts (a rule emulating the experts alone applies to it)."""
+    return spec.architecture is not None and spec.architecture.moe is not None
 
 
 def _where(engine: EngineDefaults, quant: Quantization, accel: Accelerator, release: str | None) -> str:

@@ -125,7 +125,7 @@ def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
     if r is None:
         return "n/a"
     if r.fits:
-        return f"[green]{c.requests_at_once:,}[/]" + (" emulated" if c.runs.startswith("emulated") else "")
+        return f"[green]{c.requests_at_once:,}[/]" + (" emulated" if "emulated" in c.runs else "")
     s = c.smallest_fit
     if s is None:
         return "[red]no[/]"
@@ -199,7 +199,7 @@ def _cells_table(matrix, width: int) -> RenderableType:
         if r is None:
             rows.append([c.model, named[c.hardware], c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
             continue
-        quant = f"{c.quantization} ({c.runs})" if c.runs.startswith("emulated") else c.quantization
+        quant = f"{c.quantization} ({c.runs})" if "emulated" in c.runs else c.quantization
         rows.append([c.model, named[c.hardware], quant, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
                      gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}",
                      _at_once(c),
