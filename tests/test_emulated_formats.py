@@ -114,7 +114,8 @@ def test_an_emulated_moe_step_copies_every_expert_it_holds_and_reads_the_routed_
 
 def test_vllm_0_27_to_0_31_emulates_the_routed_experts_alone_on_h100():
     """From 0.27.0 the linear layers run Marlin, but a W4A4 checkpoint's experts ask MXFP4 activations, which only
-    ROCm's AITER backend and the emulation take, until 0.32.0 falls back to a weight-only expert kernel."""
+    ROCm's AITER backend and the emulation take, until 0.32.0 runs them in CUTLASS's MXFP4 x MXFP4 kernel on
+    compute capability 10.x-11.x and falls back to a weight-only expert kernel elsewhere."""
     def work(release: str | None):
         d = Deployment(model="qwen3-30b-a3b", gpu="h100-sxm", quantization="mxfp4-w4a4", max_model_len=4096,
                        engine_version=release)
@@ -131,6 +132,23 @@ def test_vllm_0_27_to_0_31_emulates_the_routed_experts_alone_on_h100():
     dense = Deployment(model="llama-3.1-8b", gpu="h100-sxm", quantization="mxfp4-w4a4", engine_version="0.27.0",
                        max_model_len=4096)
     assert ServingContext(CATALOG, dense, Workload(input_len=100, output_len=10)).work.materialized_bytes_per_gpu(1) == 0
+
+
+def test_the_labels_say_the_routed_experts_are_emulated_where_only_they_are():
+    from inferplan.memory.precision import how_it_runs
+    q, h100 = CATALOG.quantization("mxfp4-w4a4"), CATALOG.accelerator("h100-sxm")
+    assert how_it_runs(q, h100, "vllm", "0.27.0", routed_experts=True) == "experts emulated in bf16"
+    assert how_it_runs(q, h100, "vllm", "0.27.0") == "fallback to bf16 compute"  # a dense model's linear layers
+    out = CliRunner().invoke(app, ["perf", "qwen3-30b-a3b", "--gpu", "h100", "-q", "mxfp4-w4a4", "--engine-version",
+                                   "0.27.0", "--explain"])
+    flat = " ".join(out.output.split())
+    assert "its routed experts are emulated" in flat and "routed experts, where the model has them, emulated" in flat
+
+
+def test_the_expert_source_says_which_gpus_run_the_experts_natively_from_0_32():
+    # 0.32.0's CUTLASS_MXFP4_MXFP4 takes MXFP4 activations on compute capability 10.x-11.x, ahead of the emulation
+    title = CATALOG.sources["q-vllm-quark-w4a4-moe-0270"].title
+    assert "CutlassExpertsMxfp4" in title and "10.x and 11.x" in title
 
 
 def test_rdna3_emulates_w4a4_mxfp4_after_its_w4a8_kernel_shipped():

@@ -248,6 +248,12 @@ def test_deepseek_v4_runs_an_fp8_cache(catalog):
     assert exc.value.field == "kv_cache_dtype" and "fp8" in exc.value.allowed
 
 
+def test_deepseek_v4_takes_the_engines_own_cache_where_it_stores_no_fp8():
+    # MLX on an Apple GPU stores no FP8 KV cache: the V4 default is the model's own dtype, not a refusal
+    r = run(model="deepseek-v4-flash", gpu="M3 Ultra 512GB", engine="mlx", quantization="mlx-4bit")
+    assert r.kv_cache_dtype == "bf16"
+
+
 def test_pipeline_stages_split_layers_as_vllm_does():
     from inferplan.memory.stages import stage_bounds, stage_layer_counts
 

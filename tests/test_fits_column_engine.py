@@ -58,3 +58,15 @@ def test_a_kv_type_one_column_engine_refuses_names_that_column_and_the_types_eve
         assert "one --engine for every column" in said and "(allowed: auto | bf16 | fp16)" in said
     ran = CliRunner().invoke(app, ["fits", "--gpus", "h100,M4 Max 64GB", "--models", "qwen3-30b-a3b", "--kv-cache-dtype", "fp16"])
     assert ran.exit_code == 0
+
+
+def test_the_fits_none_list_says_a_column_on_another_engine_apart_from_one_that_holds_nothing():
+    # a row has cells in its own engine's columns only: the other column is "—", a cell no count holds "n/a"
+    from types import SimpleNamespace
+
+    from inferplan.shells.render_fits import _nowhere_list
+    held = SimpleNamespace(result=object(), smallest_fit=SimpleNamespace(gpus=6))
+    nothing = SimpleNamespace(result=None, smallest_fit=None)
+    text = _nowhere_list([(("glm-4.5-air", "fp8"), [held, None]), (("big", "nvfp4"), [held, nothing])],
+                         ["rtx-4090", "m4-max"]).plain
+    assert "6/—: glm-4.5-air" in text and "6/n/a: big" in text

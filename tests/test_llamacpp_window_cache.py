@@ -153,6 +153,29 @@ def test_the_tokens_per_instance_are_the_slots_that_fit(stated):
         r["assumptions"])
 
 
+def test_slots_that_do_not_fit_show_the_whole_slots_that_do():
+    # 7 slots of 8,192 do not fit, 6 do: the tokens and the sequences at once are those 6, not 62,629 / 7.65
+    r = _fit("--max-num-seqs", "7")
+    assert not r["fits"] and r["kv_cache_tokens"] == 6 * 8192
+    assert r["max_concurrency"] == 6 and r["most_slots"] == 6
+
+
+def test_a_state_models_tokens_are_its_slots_that_fit():
+    # nemotron-nano-9b-v2: a recurrent state per slot; the tokens are the slots that fit × 8,192, not the memory
+    # left over a token's bytes
+    out = CliRunner().invoke(app, ["fit", "nemotron-nano-9b-v2", "--gpu", "RTX 4090", "--engine", "llamacpp",
+                                   "--max-model-len", "8192", "--json"])
+    r = json.loads(out.output)
+    r = r.get("result", r)
+    assert r["kv_cache_tokens"] == r["most_slots"] * 8192
+
+
+def test_the_tokens_note_before_the_iswa_cache_says_the_window_layers_hold_the_context():
+    r = _fit("--engine-version", "b5000")
+    note = next(a for a in r["assumptions"] if " tokens per instance: " in a)
+    assert "the 1 slot of 8,192 tokens" in note and "the context's cells" in note and "micro-batch" not in note
+
+
 def test_a_model_with_windows_and_a_state_gets_both_per_slot():
     # DeepSeek-V4-Flash: 128-token windows and a compressed state; each slot's stream GGML_PAD(128 + 512, 256) = 768
     out = CliRunner().invoke(app, ["fit", "deepseek-v4-flash", "--gpu", "h200", "--gpus", "8", "--engine", "llamacpp",

@@ -20,7 +20,7 @@ from inferplan.inputs import Input
 from inferplan.inputs.deployment import MAX_CONTEXT_TOKENS, Deployment
 from inferplan.memory.fit import MemoryFit, ParallelPlan, fit
 from inferplan.memory.hardware import DEFAULT_ENGINE, default_engine
-from inferplan.memory.precision import check_kv_dtype, how_it_runs, model_formats
+from inferplan.memory.precision import check_kv_dtype, has_routed_experts, how_it_runs, model_formats
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.slots import with_slots
 from inferplan.units import whole_count
@@ -174,7 +174,7 @@ these same lists (the API, before the request waits for a turn), so it is not ru
                     result = fit(d, catalog)
                     result = with_slots(d, result, catalog) if result.fits else result  # llama.cpp: whole slots
                     runs = how_it_runs(catalog.quantization(q), catalog.accelerator(result.accelerator), result.engine,
-                                       result.engine_release)
+                                       result.engine_release, has_routed_experts(spec))
                     cells.append(FitsCell(model=spec.id, hardware=label, quantization=q, engine=d.engine, result=result,
                                           smallest_fit=_smallest(catalog, d, result), runs=runs))
                 except InferplanError as exc:

@@ -25,7 +25,7 @@ from inferplan.errors import InferplanError
 from inferplan.inputs.deployment import Deployment
 from inferplan.memory.fit import MemoryPlan, memory_fits, plan_memory
 from inferplan.memory.fit_result import FitSuggestion, MemoryFit
-from inferplan.memory.precision import how_it_runs, model_formats, planned_weight_format
+from inferplan.memory.precision import has_routed_experts, how_it_runs, model_formats, planned_weight_format
 from inferplan.memory.context_steps import longest_steps, whole_steps
 from inferplan.memory.hardware import with_default_engine
 from inferplan.memory.host_budget import known_host_bytes
@@ -401,13 +401,13 @@ def _smaller_formats(there: Deployment, mp: MemoryPlan, catalog: Catalog) -> lis
 
 
 def _emulated(q: Quantization, there: Deployment, mp: MemoryPlan) -> bool:
-    return how_it_runs(q, mp.accelerator, there.engine, there.engine_version).startswith("emulated")
+    return "emulated" in how_it_runs(q, mp.accelerator, there.engine, there.engine_version, has_routed_experts(mp.spec))
 
 
 def _emulated_words(q: Quantization, there: Deployment, mp: MemoryPlan) -> str:
     """", emulated in bf16: slower than 16-bit weights" where ``there``'s engine emulates ``q`` (else "")."""
-    runs = how_it_runs(q, mp.accelerator, there.engine, there.engine_version)
-    return f", {runs}: slower than 16-bit weights" if runs.startswith("emulated") else ""
+    runs = how_it_runs(q, mp.accelerator, there.engine, there.engine_version, has_routed_experts(mp.spec))
+    return f", {runs}: slower than 16-bit weights" if "emulated" in runs else ""
 
 
 def _fewer_bits_whole(there: Deployment, mp: MemoryPlan, catalog: Catalog,

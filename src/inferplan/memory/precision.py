@@ -22,10 +22,11 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
                      f"dequantizes the weights into a {emulated.materialized_format} copy (same memory, more traffic "
                      f"than {emulated.materialized_format} weights)")
     elif not quant.native_on(accel):
-        notes.append(
-            f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
-            f"{quant.fallback_compute} fallback (same memory, slower compute)"
-        )
+        experts = quant.expert_emulation(accel, engine_id, d.engine_version) if has_routed_experts(spec) else None
+        them = (f"; its routed experts are emulated: every forward dequantizes them into a "
+                f"{experts.materialized_format} copy") if experts else ""
+        notes.append(f"{accel.name} runs no native {quant.id} kernels: its weights run through a "
+                     f"{quant.fallback_compute} fallback (same memory, slower compute){them}")
     arch = None if spec.architecture_is_proxy else spec.architecture
     if quant.needs_routed_experts and arch is not None and arch.moe is None:
         raise InvalidScenarioError(f"{quant.id} ({quant.name}) gives the routed experts fewer bits than the other "
@@ -43,16 +44,26 @@ def weight_quantization(catalog: Catalog, d: Deployment, spec: ModelSpec, accel:
     return quant, notes
 
 
-def how_it_runs(quant: Quantization, accel: Accelerator, engine_id: str, release: str | None = None) -> str:
+def how_it_runs(quant: Quantization, accel: Accelerator, engine_id: str, release: str | None = None,
+                routed_experts: bool = False) -> str:
     """How ``engine_id`` (at ``release``; None: its current one) runs ``quant``'s maths on ``accel``: "native",
-    "fallback to <dtype> compute" (a fused weight-only kernel) or "emulated in <dtype>" (the weights dequantized
-    into a full copy every forward: ``Quantization.emulated_fallbacks``)."""
+    "fallback to <dtype> compute" (a fused weight-only kernel), "emulated in <dtype>" (the weights dequantized
+    into a full copy every forward: ``Quantization.emulated_fallbacks``) or, for a model with ``routed_experts``
+    under a rule for the experts alone, "experts emulated in <dtype>"."""
     if quant.native_on(accel):
         return "native"
     emulated = quant.emulation(accel, engine_id, release)
     if emulated is not None:
         return f"emulated in {emulated.materialized_format}"
+    experts = quant.expert_emulation(accel, engine_id, release) if routed_experts else None
+    if experts is not None:
+        return f"experts emulated in {experts.materialized_format}"
     return f"fallback to {quant.fallback_compute} compute"
+
+
+def has_routed_experts(spec: ModelSpec) -> bool:
+    """Whether ``spec`` has routed experts (a rule emulating the experts alone applies to it)."""
+    return spec.architecture is not None and spec.architecture.moe is not None
 
 
 def _where(engine: EngineDefaults, quant: Quantization, accel: Accelerator, release: str | None) -> str:
@@ -126,8 +137,8 @@ def check_kv_dtype(catalog: Catalog, engine_name: str, kv_cache_dtype: str) -> K
 def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDtype:
     """The KV cache's element type: the stated one (if the engine runs it), else the engine's own
     default where it has one (llama.cpp's f16, whatever the model), else the checkpoint's (a ModelOpt FP8
-    checkpoint, DeepSeek-V4's FP8 compressed cache) or the model's dtype. A default the engine does not store on
-    ``d``'s GPU is refused naming what was defaulted and why."""
+    checkpoint, DeepSeek-V4's FP8 compressed cache where the engine stores FP8 on ``d``'s GPU) or the model's
+    dtype. A default the engine does not store on ``d``'s GPU is refused naming what was defaulted and why."""
     arch = spec.architecture
     v4 = arch is not None and arch.compressed is not None and not spec.architecture_is_proxy
     if d.kv_cache_dtype != "auto":
@@ -136,11 +147,11 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
             raise InvalidScenarioError(f"vLLM runs {spec.name}'s compressed-attention cache in FP8 only (its "
                                        "deepseek_v4_attention asserts it)", field="kv_cache_dtype", allowed="auto | fp8")
         return kv
-    kv, why = _default_kv_dtype(catalog, d, spec, v4)
     engine = catalog.engine(d.engine)
     accel = catalog.accelerators.records[catalog.system(d.system, "system").accelerator] if d.system else \
         catalog.accelerator(d.gpu) if d.gpu else None
     stored = engine.kv_dtypes_on(accel.software if accel else None)
+    kv, why = _default_kv_dtype(catalog, d, spec, v4 and (not stored or "fp8" in stored))
     if stored and kv.id not in stored:
         raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name if accel else 'this GPU'}, "
                                    f"the KV cache {spec.name} gets when none is stated ({why}): state one it "
@@ -148,13 +159,14 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
     return kv
 
 
-def _default_kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec, v4: bool) -> tuple[KvDtype, str]:
-    """The KV-cache element type ``d`` gets with none stated, and why."""
+def _default_kv_dtype(catalog: Catalog, d: Deployment, spec: ModelSpec, v4_fp8: bool) -> tuple[KvDtype, str]:
+    """The KV-cache element type ``d`` gets with none stated, and why (``v4_fp8``: a DeepSeek-V4 model
+    on an engine that stores an FP8 cache on ``d``'s GPU; elsewhere the model's own default)."""
     arch = spec.architecture
     default = catalog.engine(d.engine).kv_cache_dtype_default
     if default is not None:  # llama.cpp: -ctk/-ctv f16 unless told, whatever the weights (it has no FP8 cache)
         return catalog.kv_cache_dtype(default), "the engine's own default"
-    if v4:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
+    if v4_fp8:  # DeepSeek-V4: vLLM runs only an FP8 cache, and its 584-byte entries are what the figures assume
         return catalog.kv_cache_dtype("fp8"), ("vLLM runs DeepSeek-V4's compressed-attention "
                                                       "cache in FP8 only")
     if arch and arch.quant and arch.quant.kv_cache_dtype and not spec.architecture_is_proxy:

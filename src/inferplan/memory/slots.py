@@ -76,33 +76,42 @@ def with_most_slots(d: Deployment, catalog: Catalog, limit: int) -> Deployment:
 def with_slots(d: Deployment, result: MemoryFit, catalog: Catalog) -> MemoryFit:
     """``result`` of an engine started with a context per slot: the slots ``d`` starts it with are what it
     holds at once, whatever memory is left over, so they are its whole ``max_concurrency`` (× data-parallel
-    copies: ``total_max_concurrency``; the slots its context is sized for where more share one unified cache); ``most_slots`` is the most whose cache fits (None where ``d`` states
-    its slots). Any other engine's ``result`` as it is."""
+    copies: ``total_max_concurrency``; the slots its context is sized for where more share one unified cache);
+    ``most_slots`` is the most whose cache fits (None where ``d`` fits and states its slots). Where ``d`` does not
+    fit, what it holds at once is those most slots, whole. Any other engine's ``result`` as it is."""
     started = context_slots(catalog, d, result.engine)
     if started is None:
         return result
+    if not result.fits:
+        fitting = most_slots(d.model_copy(update={"max_num_seqs": None}), catalog, SLOT_LIMIT) or 0
+        return result.model_copy(update={"started_slots": started, "most_slots": fitting,
+                                         "max_concurrency": float(fitting),
+                                         "total_max_concurrency": float(fitting * result.parallel.data_parallel_size),
+                                         **_slot_tokens(d, result, catalog, fitting)})
     held = context_sized_slots(catalog, d, result.engine)  # fewer where the slots share one unified cache
     most = most_slots(d, catalog, SLOT_LIMIT) if d.max_num_seqs is None else None
+    fitting = most if most is not None else most_slots(d.model_copy(update={"max_num_seqs": None}), catalog, SLOT_LIMIT)
     return result.model_copy(update={"started_slots": started, "most_slots": most, "max_concurrency": float(held),
                                      "total_max_concurrency": float(held * result.parallel.data_parallel_size),
-                                     **_window_slot_tokens(d, result, catalog, most)})
+                                     **_slot_tokens(d, result, catalog, fitting or 0)})
 
 
-def _window_slot_tokens(d: Deployment, result: MemoryFit, catalog: Catalog, most: int | None) -> dict:
-    """``kv_cache_tokens`` of a model with sliding-window layers on a release that sizes their cache per slot stream
-    (``ContextCache.window_cache``: llama.cpp's n_swa × the slots in a stream + n_ubatch cells, or n_ctx before the
-    iSWA cache), with a note saying what it counts; nothing for any other. The plan's figure gives each sequence
-    min(L, window) window cells, as a paged engine holds them, which llama.cpp does not: a user reads the tokens next
-    to fit's "N fit: --max-num-seqs N", so they are those N slots of ``max_model_len`` tokens, the most whose cache
-    fits, whether or not ``d`` states its slots."""
+def _slot_tokens(d: Deployment, result: MemoryFit, catalog: Catalog, fitting: int) -> dict:
+    """``kv_cache_tokens`` of an engine started with a context per slot: a user reads the tokens next to fit's
+    "N fit: --max-num-seqs N", so they are those N slots of ``max_model_len`` tokens, the most whose cache fits,
+    whether or not ``d`` states its slots. The plan's figure is the memory left over a token's bytes: it gives each
+    sequence min(L, window) window cells, as a paged engine holds them, and counts a recurrent state's slot memory
+    as tokens, which llama.cpp does neither of. A model with sliding-window layers gets a note of what its window
+    layers hold (``ContextCache.window_cache``: llama.cpp's n_swa × the slots in a stream + n_ubatch cells, or
+    n_ctx before the iSWA cache)."""
+    tokens = fitting * result.max_model_len
     rule = memory_rule(catalog, result.engine, d.engine_version).context_cache
     if result.kv_window_tokens is None or rule is None or rule.window_cache is None:
-        return {}
-    fitting = most if most is not None else most_slots(d.model_copy(update={"max_num_seqs": None}), catalog, SLOT_LIMIT)
-    tokens = (fitting or 0) * result.max_model_len
-    note = (f"KV cache {tokens:,} tokens per instance: the {fitting or 0:,} slots of {result.max_model_len:,} tokens "
-            f"whose cache fits (its window layers hold the window × the slots of a stream + the micro-batch in each "
-            f"stream, not a window per sequence)")
+        return {"kv_cache_tokens": tokens}
+    held = ("the context's cells, as the other layers" if rule.window_cache.full_size else
+            "the window × the slots of a stream + the micro-batch in each stream, not a window per sequence")
+    note = (f"KV cache {tokens:,} tokens per instance: the {fitting:,} slot{'s' if fitting != 1 else ''} of "
+            f"{result.max_model_len:,} tokens whose cache fits (its window layers hold {held})")
     return {"kv_cache_tokens": tokens, "assumptions": (*result.assumptions, note)}
 
 

@@ -30,7 +30,7 @@ from inferplan.memory.kt_suggest import smaller_kt_methods
 from inferplan.memory.layout import describe_split, host_gpus
 from inferplan.memory.mtp import with_speculative
 from inferplan.memory.offload_suggest import OffloadAnswer, context_floor, offload_answer
-from inferplan.memory.precision import how_it_runs, model_formats
+from inferplan.memory.precision import has_routed_experts, how_it_runs, model_formats
 from inferplan.memory.slots import with_slots
 from inferplan.memory.startup import startup_check, startup_fix
 from inferplan.memory.step_budget import check_step_budget
@@ -63,7 +63,8 @@ def fit_or_suggest(d: Deployment, catalog: Catalog | None = None, *, speculative
     if asked.max_model_len is None and d.max_model_len is not None:  # an Ollama tag's context, which more GPUs raise
         found = tuple(s if "max_model_len" in s.changes else
                       s.model_copy(update={"changes": {**s.changes, "max_model_len": d.max_model_len}}) for s in found)
-    return mp.result.model_copy(update={"suggestions": found, "offload_note": note})
+    # llama.cpp: the whole slots that fit, and their tokens, beside the shortfall
+    return with_slots(d, mp.result.model_copy(update={"suggestions": found, "offload_note": note}), catalog)
 
 
 def _with_tier(d: Deployment, tier: dict, s: FitSuggestion, catalog: Catalog) -> FitSuggestion:
@@ -229,14 +230,15 @@ def _smaller_weights(d: Deployment, mp: MemoryPlan, catalog: Catalog) -> FitSugg
     # fewer bits per weight on paper, not always fewer bytes for this model (a format's bits on its experts only)
     candidates = [q for q in candidates if weights_bytes(d, q.id, catalog) < mp.result.weights_bytes]
 
-    runs = {q.id: how_it_runs(q, mp.accelerator, engine.id, d.engine_version) for q in candidates}
+    runs = {q.id: how_it_runs(q, mp.accelerator, engine.id, d.engine_version, has_routed_experts(mp.spec))
+            for q in candidates}
 
     def named(q) -> str:
         how = "" if formats[q.id] == "a published build" else f", {formats[q.id]}"
-        emulated = f", {runs[q.id]}: slower than 16-bit weights" if runs[q.id].startswith("emulated") else ""
+        emulated = f", {runs[q.id]}: slower than 16-bit weights" if "emulated" in runs[q.id] else ""
         return f"{q.name} ({q.bits_per_weight.value:.3g} bits per weight{how}{emulated})"
     for emulated in (False, True):
-        group = [q for q in candidates if runs[q.id].startswith("emulated") == emulated]
+        group = [q for q in candidates if ("emulated" in runs[q.id]) == emulated]
         for q in group:
             if _fits(d, {"quantization": q.id}, catalog):
                 return FitSuggestion(kind="quantization", changes={"quantization": q.id}, summary=f"smaller weights: {named(q)}")

@@ -94,7 +94,10 @@ def compute_dtype(accel: Accelerator, quant: Quantization, engine: str = "vllm",
         return fallback, (f"{accel.name} {_lacks(accel, quant)}: {emulated.note}, so every forward dequantizes the "
                           f"weights into a {emulated.materialized_format} copy, written and read again, and the math "
                           f"runs in {fallback} (emulated)")
-    return fallback, f"{accel.name} {_lacks(accel, quant)}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style fallback)"
+    experts = quant.expert_emulation(accel, engine, release)
+    them = f"; routed experts, where the model has them, emulated in {experts.materialized_format}" if experts else ""
+    return fallback, (f"{accel.name} {_lacks(accel, quant)}: math runs in {fallback} (W{quant.weight_dtype[-1]}A16-style "
+                      f"fallback{them})")
 
 
 def _lacks(accel: Accelerator, quant: Quantization) -> str:

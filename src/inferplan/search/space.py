@@ -23,7 +23,7 @@ from inferplan.catalog.loader import Catalog
 from inferplan.catalog.ollama import NamedBuild, named_build
 from inferplan.catalog.models import ModelSpec
 from inferplan.memory.checks import has_experts
-from inferplan.memory.precision import how_it_runs, model_formats, planned_weight_format
+from inferplan.memory.precision import has_routed_experts, how_it_runs, model_formats, planned_weight_format
 from inferplan.memory.resolve import resolve_model
 from inferplan.memory.tp_split import tp_splits
 from inferplan.catalog.schema import Accelerator, System
@@ -65,7 +65,7 @@ class Cell:
     model: str
     platform: Platform = field(repr=False)
     quantization: str
-    quantization_label: str  # "native", "fallback to <dtype> compute" or "emulated in <dtype>"
+    quantization_label: str  # "native", "fallback to <dtype> compute", "emulated in <dtype>", "experts emulated in <dtype>"
     kv_cache_dtype: str
     engine: str
     tensor_parallel_size: int
@@ -263,7 +263,7 @@ def _formats(catalog: Catalog, spec: ModelSpec, accel: Accelerator, engine, req:
         q = catalog.quantization(qid, field_name="quantizations")
         if not engine.loads(q, accel=accel):  # natively, or through a fallback the engine has on it
             continue
-        label = how_it_runs(q, accel, engine.id)
+        label = how_it_runs(q, accel, engine.id, routed_experts=has_routed_experts(spec))
         how = "" if req.quantizations else formats.get(qid, "")
         yield q.id, f"{label}; {how}" if how.startswith("converted") else label
 

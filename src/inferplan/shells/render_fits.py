@@ -125,7 +125,7 @@ def _fits_cell(c: FitsCell | None, short: bool = False) -> str:
     if r is None:
         return "n/a"
     if r.fits:
-        return f"[green]{c.requests_at_once:,}[/]" + (" emulated" if c.runs.startswith("emulated") else "")
+        return f"[green]{c.requests_at_once:,}[/]" + (" emulated" if "emulated" in c.runs else "")
     s = c.smallest_fit
     if s is None:
         return "[red]no[/]"
@@ -139,16 +139,23 @@ def _split(p) -> str:
 
 
 def _nowhere_list(rows: list[tuple[tuple[str, str], list[FitsCell | None]]], headers: list[str]) -> Text:
-    """The models no column holds on one instance, grouped by the fewest GPUs per column."""
+    """The models no column holds on one instance, grouped by the fewest GPUs per column ("—": a column on
+    another engine than the row's, which has no cell for it; "n/a": a cell no count of it holds)."""
     one_quant = len({m for (m, _), _ in rows}) == len(rows)
+    absent = -1.0  # a column the row has no cell in
     groups: dict[tuple[float, ...], list[str]] = {}
     for (m, q), cells in rows:
-        fewest = tuple(float(c.smallest_fit.gpus) if c and c.result and c.smallest_fit else float("inf") for c in cells)
+        fewest = tuple(absent if c is None else float(c.smallest_fit.gpus) if c.result and c.smallest_fit
+                       else float("inf") for c in cells)
         groups.setdefault(fewest, []).append(m if one_quant else f"{m} {q}")
     def label(fewest: tuple[float, ...]) -> str:
-        return "/".join("n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
-    items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in sorted(groups))
-    return Text.from_markup(f"[red]Fits none[/], fewest GPUs per column{' (n/a: no count of it holds it)' if 'n/a' in items else ''}: {escape(items)}")
+        return "/".join("—" if n == absent else "n/a" if n == float("inf") else f"{n:.0f}" for n in fewest)
+    order = sorted(groups, key=lambda k: tuple(float("inf") if n == absent else n for n in k))
+    items = " · ".join(f"{label(k)}: {', '.join(groups[k])}" for k in order)
+    legend = [w for w, on in (("n/a: no count of it holds it", "n/a" in items),
+                              ("—: not on the row's engine", "—" in items)) if on]
+    said = f" ({'; '.join(legend)})" if legend else ""
+    return Text.from_markup(f"[red]Fits none[/], fewest GPUs per column{said}: {escape(items)}")
 
 
 def smaller_build_line(matrix) -> Text | None:
@@ -192,7 +199,7 @@ def _cells_table(matrix, width: int) -> RenderableType:
         if r is None:
             rows.append([c.model, named[c.hardware], c.quantization, "—", "—", "—", "—", "—", f"[yellow]{c.error}[/]", ""])
             continue
-        quant = f"{c.quantization} ({c.runs})" if c.runs.startswith("emulated") else c.quantization
+        quant = f"{c.quantization} ({c.runs})" if "emulated" in c.runs else c.quantization
         rows.append([c.model, named[c.hardware], quant, f"{r.max_model_len:,}", gib(r.weights_bytes_per_gpu),
                      gib(r.kv_cache_bytes_per_gpu), f"{r.kv_cache_tokens:,}",
                      _at_once(c),
