@@ -151,7 +151,8 @@ def kv_cache_dtype_of(catalog: Catalog, d: Deployment, spec: ModelSpec) -> KvDty
     accel = catalog.accelerators.records[catalog.system(d.system, "system").accelerator] if d.system else \
         catalog.accelerator(d.gpu) if d.gpu else None
     stored = engine.kv_dtypes_on(accel.software if accel else None)
-    kv, why = _default_kv_dtype(catalog, d, spec, v4 and (not stored or "fp8" in stored))
+    # vLLM runs the V4 cache in FP8 only (refused below where it stores none); another engine takes FP8 where it stores it
+    kv, why = _default_kv_dtype(catalog, d, spec, v4 and (engine.id == "vllm" or not stored or "fp8" in stored))
     if stored and kv.id not in stored:
         raise InvalidScenarioError(f"{engine.name} has no {kv.id} KV cache on {accel.name if accel else 'this GPU'}, "
                                    f"the KV cache {spec.name} gets when none is stated ({why}): state one it "
